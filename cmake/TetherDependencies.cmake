@@ -1,0 +1,33 @@
+# Third-party libraries, all from Debian packages installed by scripts/setup. Each becomes an
+# imported target (PkgConfig::NAME) that the folder CMakeLists link against.
+find_package(PkgConfig REQUIRED)
+
+function(tether_require_pc var module package)
+    pkg_check_modules(${var} REQUIRED IMPORTED_TARGET ${module})
+    if(NOT ${var}_FOUND)
+        message(FATAL_ERROR "${module} not found: run scripts/setup (Debian package ${package})")
+    endif()
+endfunction()
+
+tether_require_pc(LIBUV libuv libuv1-dev)
+tether_require_pc(MSGPACK msgpack libmsgpack-dev)
+tether_require_pc(CJSON libcjson libcjson-dev)
+tether_require_pc(SODIUM libsodium libsodium-dev)
+tether_require_pc(CMOCKA cmocka libcmocka-dev)
+tether_require_pc(PROTOBUF_C libprotobuf-c libprotobuf-c-dev)
+
+# dlpack is header-only. The cross (arm-none-eabi) builds must not see the host's /usr/include,
+# so the one header is mirrored into the build tree and that folder is what every target uses.
+find_path(TETHER_DLPACK_DIR dlpack/dlpack.h)
+if(NOT TETHER_DLPACK_DIR)
+    message(FATAL_ERROR "dlpack/dlpack.h not found: run scripts/setup (Debian package "
+                        "libdlpack-dev)")
+endif()
+set(TETHER_DLPACK_MIRROR ${CMAKE_BINARY_DIR}/dlpack-include)
+configure_file(${TETHER_DLPACK_DIR}/dlpack/dlpack.h ${TETHER_DLPACK_MIRROR}/dlpack/dlpack.h
+               COPYONLY)
+add_library(tether_dlpack INTERFACE)
+target_include_directories(tether_dlpack INTERFACE ${TETHER_DLPACK_MIRROR})
+
+find_library(TETHER_LIBM m)
+find_package(Threads REQUIRED)

@@ -1,0 +1,47 @@
+# Build options. Auto-detected options default to what this machine can do; set them explicitly
+# (-DTETHER_WITH_OPENCL=OFF) to force a feature off. Forcing one ON without its toolchain fails
+# at configure time with a message naming what is missing.
+
+option(TETHER_SANITIZE "Build with -fsanitize=address,undefined" OFF)
+
+find_program(TETHER_ARM_GCC arm-none-eabi-gcc)
+if(TETHER_ARM_GCC)
+    set(_tether_mcu_default ON)
+else()
+    set(_tether_mcu_default OFF)
+endif()
+option(TETHER_WITH_MCU "Build Cortex-M firmware and cross checks (needs arm-none-eabi-gcc)"
+       ${_tether_mcu_default})
+if(TETHER_WITH_MCU AND NOT TETHER_ARM_GCC)
+    message(FATAL_ERROR "TETHER_WITH_MCU=ON but arm-none-eabi-gcc was not found (scripts/setup "
+                        "installs gcc-arm-none-eabi)")
+endif()
+
+# OpenCL: the ICD loader plus headers (ocl-icd-opencl-dev, opencl-c-headers).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(TETHER_OPENCL_PC QUIET IMPORTED_TARGET OpenCL)
+if(TETHER_OPENCL_PC_FOUND)
+    set(_tether_ocl_default ON)
+else()
+    set(_tether_ocl_default OFF)
+endif()
+option(TETHER_WITH_OPENCL "Build OpenCL support (texture scopes, OpenCL kernels)"
+       ${_tether_ocl_default})
+if(TETHER_WITH_OPENCL AND NOT TETHER_OPENCL_PC_FOUND)
+    message(FATAL_ERROR "TETHER_WITH_OPENCL=ON but the OpenCL ICD loader was not found "
+                        "(scripts/setup installs ocl-icd-opencl-dev and opencl-c-headers)")
+endif()
+
+# libFuzzer targets need clang; they are built in their own tree by scripts/test.
+if(CMAKE_C_COMPILER_ID MATCHES "Clang")
+    set(_tether_fuzz_default ON)
+else()
+    set(_tether_fuzz_default OFF)
+endif()
+option(TETHER_WITH_FUZZ "Build libFuzzer targets (clang only)" ${_tether_fuzz_default})
+
+if(TETHER_SANITIZE)
+    add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all
+                        -fno-omit-frame-pointer)
+    add_link_options(-fsanitize=address,undefined)
+endif()

@@ -1,0 +1,21 @@
+# tether_add_test(NAME SOURCES src... [LIBS lib...] [LABELS label...] [TIMEOUT s] [ARGS arg...])
+#
+# Builds one cmocka test executable and registers it with ctest. Every test carries at least one
+# label (unit, integration, conformance, mcu, opencl) so `ctest -L unit` runs a subset. A test that
+# cannot run on this machine exits 77, which ctest reports as "Skipped" (never as passed).
+function(tether_add_test name)
+    cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
+    if(NOT T_LABELS)
+        message(FATAL_ERROR "tether_add_test(${name}): LABELS is required")
+    endif()
+    add_executable(${name} ${T_SOURCES})
+    target_link_libraries(${name} PRIVATE ${T_LIBS} PkgConfig::CMOCKA)
+    target_compile_definitions(${name} PRIVATE
+        TETHER_SOURCE_DIR="${PROJECT_SOURCE_DIR}" TETHER_BINARY_DIR="${PROJECT_BINARY_DIR}")
+    add_test(NAME ${name} COMMAND ${name} ${T_ARGS})
+    if(NOT T_TIMEOUT)
+        set(T_TIMEOUT 120)
+    endif()
+    set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
+                                            SKIP_RETURN_CODE 77)
+endfunction()

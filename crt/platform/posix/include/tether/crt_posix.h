@@ -1,0 +1,33 @@
+/*
+ * tether crt, POSIX platform: hook implementations and running a call on a dedicated stack.
+ *
+ * Linking tether_crt_posix gives every hook of tether/crt/platform.h (CLOCK_MONOTONIC time, the
+ * TSC-free cycle counter = nanoseconds, abort(), stderr logging). They are weak symbols: a test or
+ * an embedder may define its own.
+ *
+ * tether_posix_call_on_stack runs fn(arg) on a caller-provided stack that was painted just before,
+ * so the bytes the call touched can be measured afterwards (the stack high-water mark that tetherd
+ * returns with every CPU call). The stack memory is owned by the caller, must be 16-byte aligned
+ * and at least TETHER_POSIX_MIN_STACK bytes, and must not be in use by another call. Works under
+ * AddressSanitizer (fiber switches are annotated).
+ */
+#ifndef TETHER_CRT_POSIX_H
+#define TETHER_CRT_POSIX_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TETHER_POSIX_MIN_STACK (16 * 1024)
+
+/* Runs fn(arg) on [stack, stack+size). On success *used_bytes (if not NULL) receives the bytes
+ * of the stack the call touched, including the few hundred bytes of the switch itself. */
+int tether_posix_call_on_stack(void *stack, size_t size, void (*fn)(void *), void *arg,
+                               size_t *used_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TETHER_CRT_POSIX_H */
