@@ -1,0 +1,236 @@
+/*
+ * tether compiler: the in-memory graph IR every front end (JSON models, ONNX) builds and every
+ * pass, the reference interpreter and the C emitters read.
+ *
+ * A graph owns tensors (name, dtype, shape, layout, optional constant data) and nodes (operator
+ * kind, input/output tensor indices, typed attributes). Tensors and nodes are referred to by
+ * index; indices are stable until a pass compacts the graph (tether_ir_compact), which only the
+ * pass pipeline calls. Graph inputs and outputs are lists of tensor indices.
+ *
+ * Building: tether_ir_init, then tether_ir_add_tensor / tether_ir_add_constant / tether_ir_add_node
+ * / tether_ir_add_input / tether_ir_add_output, then tether_ir_infer (validation plus shape and
+ * dtype inference; a tensor added with ndim = TETHER_IR_SHAPE_UNKNOWN gets its shape here).
+ * Errors are int statuses (0 ok, negative tether_status) with the message in tether_last_error()
+ * naming the node and the problem.
+ *
+ * Ownership: the graph owns copies of every name, shape and constant buffer passed in; callers may
+ * free theirs right after the call. tether_ir_close releases everything. Not thread-safe per
+ * graph.
+ */
+#ifndef TETHER_IR_H
+#define TETHER_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TETHER_IR_MAX_NDIM    8
+#define TETHER_IR_MAX_INPUTS  32 /* per node (concat is the only variadic operator) */
+#define TETHER_IR_MAX_OUTPUTS 4
+/* ndim of a tensor whose shape is left to tether_ir_infer. */
+#define TETHER_IR_SHAPE_UNKNOWN (-1)
+
+/* Operators (float32). Names in parentheses are the spellings of the JSON model format. */
+typedef enum tether_op {
+    TETHER_OP_CONV2D = 0,      /* "conv2d": x[N,C,H,W], w[O,C/g,kh,kw], optional bias[O] */
+    TETHER_OP_DENSE,           /* "dense": gemm Y = alpha*op(A)*op(B) + beta*C (C optional) */
+    TETHER_OP_MATMUL,          /* "matmul": batched, numpy broadcasting of batch dims */
+    TETHER_OP_ADD,             /* "add" */
+    TETHER_OP_SUB,             /* "sub" */
+    TETHER_OP_MUL,             /* "mul" */
+    TETHER_OP_DIV,             /* "div" */
+    TETHER_OP_POW,             /* "pow" */
+    TETHER_OP_RELU,            /* "relu" */
+    TETHER_OP_LEAKY_RELU,      /* "leaky_relu": alpha */
+    TETHER_OP_PRELU,           /* "prelu": x, slope (broadcast to x) */
+    TETHER_OP_CLIP,            /* "clip": min, max (relu6 = clip 0..6) */
+    TETHER_OP_SIGMOID,         /* "sigmoid" */
+    TETHER_OP_TANH,            /* "tanh" */
+    TETHER_OP_HARD_SIGMOID,    /* "hard_sigmoid": alpha, beta */
+    TETHER_OP_HARD_SWISH,      /* "hard_swish" */
+    TETHER_OP_EXP,             /* "exp" */
+    TETHER_OP_LOG,             /* "log" */
+    TETHER_OP_SQRT,            /* "sqrt" */
+    TETHER_OP_NEG,             /* "neg" */
+    TETHER_OP_ABS,             /* "abs" */
+    TETHER_OP_SOFTMAX,         /* "softmax": axis */
+    TETHER_OP_LOG_SOFTMAX,     /* "log_softmax": axis */
+    TETHER_OP_MAX_POOL,        /* "max_pool": kernel, strides, pads, dilations, ceil_mode */
+    TETHER_OP_AVG_POOL,        /* "avg_pool": + count_include_pad */
+    TETHER_OP_GLOBAL_AVG_POOL, /* "global_avg_pool" */
+    TETHER_OP_GLOBAL_MAX_POOL, /* "global_max_pool" */
+    TETHER_OP_RESHAPE,         /* "reshape": shape (0 = copy, -1 = infer); an alias */
+    TETHER_OP_FLATTEN,         /* "flatten": axis; an alias */
+    TETHER_OP_SQUEEZE,         /* "squeeze": axes (none = all extent-1 dims); an alias */
+    TETHER_OP_UNSQUEEZE,       /* "unsqueeze": axes; an alias */
+    TETHER_OP_TRANSPOSE,       /* "transpose": perm */
+    TETHER_OP_CONCAT,          /* "concat": axis */
+    TETHER_OP_PAD,             /* "pad": pads [begin..., end...], value (constant mode) */
+    TETHER_OP_BATCH_NORM,      /* "batch_norm": x, scale, bias, mean, var; epsilon */
+    TETHER_OP_LAYER_NORM,      /* "layer_norm": x, scale, optional bias; axis, epsilon */
+    TETHER_OP_REDUCE_MEAN,     /* "reduce_mean": axes, keepdims */
+    TETHER_OP_RESIZE_NEAREST,  /* "resize_nearest": integer scales for H and W (NCHW) */
+    TETHER_OP_COUNT_
+} tether_op;
+
+/* Elementwise activation fused into a producer's epilogue (set by the fusion pass, or by a front
+ * end that already knows it). */
+typedef enum tether_act {
+    TETHER_ACT_NONE = 0,
+    TETHER_ACT_RELU,       /* max(x, 0) */
+    TETHER_ACT_CLIP,       /* min(max(x, act_min), act_max) */
+    TETHER_ACT_LEAKY_RELU, /* x < 0 ? act_alpha * x : x */
+    TETHER_ACT_SIGMOID,
+    TETHER_ACT_TANH,
+    TETHER_ACT_HARD_SWISH,
+} tether_act;
+
+/* How a tensor's dimensions are to be read. Informative for the emitters; every tensor is dense
+ * row-major whatever its layout. */
+typedef enum tether_layout {
+    TETHER_LAYOUT_ANY = 0, /* plain row-major, no named dimensions */
+    TETHER_LAYOUT_NCHW,    /* activations of conv/pool */
+    TETHER_LAYOUT_OIHW,    /* conv weights */
+} tether_layout;
+
+/*
+ * Typed attributes of a node. One struct for every operator: tether_ir_attrs_init(op, &a) sets
+ * the operator's defaults (strides 1, dilations 1, groups 1, alpha 1 for dense, axis -1 for
+ * softmax, ...), then a front end overwrites what the model states. Fields an operator does not
+ * use are ignored.
+ */
+typedef struct tether_ir_attrs {
+    /* conv2d / pools */
+    int64_t kernel[2];      /* pools: kh, kw (conv takes them from the weights) */
+    int64_t strides[2];     /* sh, sw */
+    int64_t pads[4];        /* top, left, bottom, right */
+    int64_t dilations[2];   /* dh, dw */
+    int64_t groups;         /* conv2d */
+    bool ceil_mode;         /* pools */
+    bool count_include_pad; /* avg_pool */
+    /* dense */
+    bool trans_a, trans_b;
+    /* scalars: dense alpha/beta, leaky_relu alpha, hard_sigmoid alpha/beta, clip min/max,
+     * batch/layer norm epsilon, pad value */
+    float alpha, beta;
+    float min, max;
+    float epsilon;
+    float value;
+    /* axis: softmax, log_softmax, concat, flatten, layer_norm (negative counts from the end) */
+    int64_t axis;
+    /* axes: squeeze, unsqueeze, reduce_mean; perm: transpose; shape: reshape; pads: pad */
+    int64_t ints[2 * TETHER_IR_MAX_NDIM];
+    int nints;         /* how many of ints[] are set (0 = attribute absent) */
+    bool keepdims;     /* reduce_mean (default true) */
+    int64_t scales[2]; /* resize_nearest: integer H and W factors */
+    /* epilogue (fusion): activation after the op; with has_residual the node's last input is
+     * added to the result before the activation (shape equal to the output). */
+    tether_act act;
+    float act_alpha, act_min, act_max;
+    bool has_residual;
+} tether_ir_attrs;
+
+typedef enum tether_tensor_kind {
+    TETHER_TENSOR_INTERMEDIATE = 0, /* produced by a node */
+    TETHER_TENSOR_INPUT,            /* a graph input: caller memory */
+    TETHER_TENSOR_CONSTANT,         /* weights: data below */
+} tether_tensor_kind;
+
+typedef struct tether_ir_tensor {
+    char *name;
+    DLDataType dtype;
+    int ndim; /* TETHER_IR_SHAPE_UNKNOWN until inferred */
+    int64_t shape[TETHER_IR_MAX_NDIM];
+    tether_layout layout;
+    tether_tensor_kind kind;
+    void *data;    /* constants: owned copy of the values (nbytes), else NULL */
+    size_t nbytes; /* constants: bytes of data */
+    int producer;  /* node index that writes it, -1 for inputs/constants (set by infer) */
+    int alias_of;  /* reshape-like outputs: the tensor whose storage it shares, else -1 */
+} tether_ir_tensor;
+
+typedef struct tether_ir_node {
+    char *name;
+    tether_op op;
+    int ninputs;
+    int inputs[TETHER_IR_MAX_INPUTS]; /* tensor indices; -1 = optional input absent */
+    int noutputs;
+    int outputs[TETHER_IR_MAX_OUTPUTS];
+    tether_ir_attrs attrs;
+} tether_ir_node;
+
+typedef struct tether_ir_graph {
+    char *name;
+    tether_ir_tensor *tensors;
+    int ntensors;
+    tether_ir_node *nodes;
+    int nnodes;
+    int *inputs; /* graph inputs, tensor indices, in signature order */
+    int ninputs;
+    int *outputs; /* graph outputs */
+    int noutputs;
+    int tensors_cap_, nodes_cap_, inputs_cap_, outputs_cap_; /* private */
+} tether_ir_graph;
+
+/* Operator names ("conv2d") and their parse; NULL / TETHER_ERR_NOT_FOUND when unknown. */
+const char *tether_op_name(tether_op op);
+int tether_op_parse(const char *name, tether_op *out);
+const char *tether_act_name(tether_act act);
+
+/* The defaults of op's attributes. */
+void tether_ir_attrs_init(tether_op op, tether_ir_attrs *attrs);
+
+int tether_ir_init(tether_ir_graph *g, const char *name);
+void tether_ir_close(tether_ir_graph *g);
+
+/* Adds a non-constant tensor. ndim = TETHER_IR_SHAPE_UNKNOWN leaves the shape to inference.
+ * Names must be unique (TETHER_ERR_INVALID_ARG naming the duplicate). */
+int tether_ir_add_tensor(tether_ir_graph *g, const char *name, DLDataType dtype, int ndim,
+                         const int64_t *shape, int *index_out);
+
+/* Adds a constant; data (nbytes = elements * dtype bytes, checked) is copied. */
+int tether_ir_add_constant(tether_ir_graph *g, const char *name, DLDataType dtype, int ndim,
+                           const int64_t *shape, const void *data, size_t nbytes, int *index_out);
+
+/* Adds a node; inputs/outputs are tensor indices (-1 for an absent optional input). attrs NULL =
+ * the operator's defaults. */
+int tether_ir_add_node(tether_ir_graph *g, const char *name, tether_op op, const int *inputs,
+                       int ninputs, const int *outputs, int noutputs, const tether_ir_attrs *attrs,
+                       int *index_out);
+
+/* Marks a tensor as graph input (its kind becomes TETHER_TENSOR_INPUT) / output. */
+int tether_ir_add_input(tether_ir_graph *g, int tensor);
+int tether_ir_add_output(tether_ir_graph *g, int tensor);
+
+/* Index of the tensor named `name`, or -1. */
+int tether_ir_find_tensor(const tether_ir_graph *g, const char *name);
+
+/* Validates the graph and infers every shape and dtype: each tensor written once, no cycles
+ * (nodes are re-ordered topologically when needed), arities, attribute ranges, float32 only,
+ * shapes compatible. A tensor whose shape was given must equal the inferred one. Sets producer
+ * and alias_of. Messages name the node and the problem:
+ * "node 'conv1' (conv2d): input channels 3 differ from weight channels 4 x groups 1". */
+int tether_ir_infer(tether_ir_graph *g);
+
+/* Elements of a tensor (1 for a scalar); its bytes. */
+size_t tether_ir_tensor_elements(const tether_ir_tensor *t);
+size_t tether_ir_tensor_bytes(const tether_ir_tensor *t);
+
+/* Human-readable dump (tether compile --dump-ir): one line per tensor and per node. */
+int tether_ir_print(FILE *out, const tether_ir_graph *g);
+
+/* Removes nodes marked dead (op field set to TETHER_OP_COUNT_) and tensors nothing refers to,
+ * renumbering indices. Used by the passes. */
+int tether_ir_compact(tether_ir_graph *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TETHER_IR_H */
