@@ -1,0 +1,154 @@
+/*
+ * tether rpc: the transport interface and its hosted implementations (tether_rpc, POSIX only).
+ *
+ * A tether_transport moves whole encoded messages; framing is its business (stream framing on
+ * TCP, pipes and stdio; UART framing with CRC on serial lines). The session layer (tetherd, the
+ * host client) sees only send/recv/close, so it is transport-agnostic. All calls are blocking
+ * with a timeout in milliseconds (< 0 = wait forever, 0 = do not wait), which fits the blocking
+ * host client and a forked tetherd session child alike. An event loop that wants to wait for
+ * input itself polls fd_read (e.g. with uv_poll) and then calls recv with timeout 0.
+ *
+ * Daemons accept connections with the libuv helper tether_tcp_listen: each accepted connection
+ * is handed to a callback as a plain blocking file descriptor (close-on-exec) that the daemon
+ * turns into a transport with tether_transport_fd_open, typically in a forked child.
+ *
+ * Ownership: the caller owns the tether_transport struct; open functions fill it, close releases
+ * everything it holds (and the fds when it owns them). A message returned by recv lives in the
+ * transport's buffer until the next recv or close. A transport is used by one thread at a time.
+ */
+#ifndef TETHER_RPC_TRANSPORT_H
+#define TETHER_RPC_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "tether/rpc/proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tether_transport_kind {
+    TETHER_TRANSPORT_TCP = 0,    /* stream framing over a socket */
+    TETHER_TRANSPORT_PIPE = 1,   /* stream framing over pipes / stdio */
+    TETHER_TRANSPORT_UART = 2,   /* UART framing over a tty */
+    TETHER_TRANSPORT_CUSTOM = 3, /* caller-supplied ops (tests, in-memory links) */
+} tether_transport_kind;
+
+typedef struct tether_transport tether_transport;
+
+typedef struct tether_transport_ops {
+    int (*send)(tether_transport *t, const uint8_t *msg, size_t len, int timeout_ms);
+    int (*recv)(tether_transport *t, const uint8_t **msg, size_t *len, int timeout_ms);
+    void (*close)(tether_transport *t);
+} tether_transport_ops;
+
+typedef struct tether_transport_stats {
+    uint64_t frames_sent;
+    uint64_t frames_received;
+    uint64_t frames_dropped; /* UART: CRC/oversize/truncated/escape drops */
+    uint64_t garbage_bytes;  /* UART: bytes outside frames */
+} tether_transport_stats;
+
+struct tether_transport {
+    const tether_transport_ops *ops;
+    tether_transport_kind kind;
+    int fd_read; /* -1 when none; poll it for input */
+    int fd_write;
+    uint32_t max_frame; /* largest message this end accepts */
+    int child_pid;      /* tether_transport_spawn: the child's pid, else 0 */
+    tether_transport_stats stats;
+    void *impl; /* implementation state */
+};
+
+/* Sends one message. TETHER_ERR_LIMIT when len is 0 or above TETHER_RPC_MAX_FRAME_LIMIT,
+ * TETHER_ERR_TIMEOUT, TETHER_ERR_IO (peer gone; message says why). */
+int tether_transport_send(tether_transport *t, const void *msg, size_t len, int timeout_ms);
+/* Receives one message. TETHER_ERR_TIMEOUT when none arrived in time (partial input is kept for
+ * the next call), TETHER_ERR_IO when the peer closed or the fd failed, TETHER_ERR_LIMIT /
+ * TETHER_ERR_PROTOCOL on a bad stream frame (the stream is then unusable: close it). UART
+ * transports drop bad frames silently apart from the stats and keep waiting. */
+int tether_transport_recv(tether_transport *t, const uint8_t **msg, size_t *len, int timeout_ms);
+/* Releases everything; safe on a zeroed or already-closed transport. For a spawned child, closes
+ * the pipes and waits for the child to exit. */
+void tether_transport_close(tether_transport *t);
+
+/* Wraps open file descriptors (kind TCP/PIPE: stream framing; UART: UART framing). fd_read and
+ * fd_write may be equal. max_frame 0 = TETHER_RPC_DEFAULT_MAX_FRAME. The fds are switched to
+ * non-blocking mode and closed by close when owns_fds. */
+int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, int fd_read,
+                             int fd_write, uint32_t max_frame, bool owns_fds);
+
+/* TCP client: resolves host (numeric or name; "127.0.0.1", "::1", "localhost") with libuv and
+ * connects within timeout_ms. TCP_NODELAY is set. */
+int tether_transport_tcp_connect(tether_transport *t, const char *host, uint16_t port,
+                                 uint32_t max_frame, int timeout_ms);
+
+/* This process's stdin/stdout (a device server run as a child of the host). Not owned. */
+int tether_transport_stdio_open(tether_transport *t, uint32_t max_frame);
+
+/* Starts argv[0] (searched in PATH) with its stdin/stdout connected to the returned transport;
+ * its stderr is inherited. close() closes the pipes and reaps the child. */
+int tether_transport_spawn(tether_transport *t, const char *const argv[], uint32_t max_frame);
+
+/* Opens a serial device in raw mode (8N1, no flow control) at `baud`, which may be any rate the
+ * driver accepts (standard rates through termios, others through the Linux termios2 BOTHER
+ * interface). */
+int tether_transport_uart_open(tether_transport *t, const char *path, uint32_t baud,
+                               uint32_t max_frame);
+
+/* termios helpers for tty fds: raw 8N1 mode; set and read back the baud rate (any rate). */
+int tether_uart_make_raw(int fd);
+int tether_uart_set_baud(int fd, uint32_t baud);
+int tether_uart_get_baud(int fd, uint32_t *baud);
+
+/* ---- daemon side: libuv TCP listener ---- */
+
+typedef struct tether_tcp_listener tether_tcp_listener;
+
+/* Called for each accepted connection with a new blocking, close-on-exec fd owned by the
+ * callee, and the peer address as text ("127.0.0.1:5501", "[::1]:5501"). */
+typedef void (*tether_tcp_accept_fn)(void *ctx, int fd, const char *peer);
+
+/* Listens on host:port (port 0 = any free port; read it back with tether_tcp_listener_port).
+ * The listener lives on `loop`; callbacks run from uv_run. */
+int tether_tcp_listen(uv_loop_t *loop, const char *host, uint16_t port, tether_tcp_accept_fn cb,
+                      void *ctx, tether_tcp_listener **out);
+uint16_t tether_tcp_listener_port(const tether_tcp_listener *l);
+/* Stops listening; the memory is released once the loop has run the close callback. */
+void tether_tcp_listener_close(tether_tcp_listener *l);
+
+/* ---- blocking request/reply helper (host client, tests) ---- */
+
+typedef void (*tether_rpc_log_fn)(void *ctx, const tether_rpc_msg *log);
+
+typedef struct tether_rpc_client {
+    tether_transport *t;
+    uint32_t next_id; /* id of the next request (starts at 1, skips 0) */
+    uint8_t *tx;      /* encode buffer (malloc'ed, tx_cap bytes) */
+    size_t tx_cap;
+    int retries;              /* resends after a timeout (UART); 0 = fail on the first timeout */
+    tether_rpc_log_fn on_log; /* LOG notifications received while waiting; may be NULL */
+    void *log_ctx;
+    uint64_t stale_replies; /* replies to older ids that were discarded */
+} tether_rpc_client;
+
+/* tx_cap 0 = t->max_frame. */
+int tether_rpc_client_init(tether_rpc_client *c, tether_transport *t, size_t tx_cap, int retries);
+void tether_rpc_client_close(tether_rpc_client *c);
+
+/* Sends req (its id is assigned here) and waits up to timeout_ms per attempt for the reply with
+ * the same id; on a timeout resends the same bytes (same id) up to `retries` times. LOG messages
+ * go to on_log; replies with other ids are discarded. An ERROR reply returns its code (negative)
+ * with its message as the last error and *rep holding it. *rep borrows from the transport buffer
+ * until the next receive. TETHER_ERR_PROTOCOL when the reply type does not match the request. */
+int tether_rpc_client_request(tether_rpc_client *c, tether_rpc_msg *req, tether_rpc_msg *rep,
+                              int timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TETHER_RPC_TRANSPORT_H */
