@@ -1,0 +1,196 @@
+/*
+ * MPS2 AN385 board support: CMSDK UART0 (interrupt-driven receive ring, polled transmit),
+ * SysTick extended to a 64-bit cycle counter, the crt time hooks, reset and the board info.
+ *
+ * What must stay true:
+ * - No received byte is dropped silently: the RX interrupt moves each byte from the one-byte
+ *   UART holding register into a 512-byte ring; a full ring or a UART overrun increments
+ *   `lost`, which the firmware reports (HELLO and error replies).
+ * - tether_platform_cycles is monotonic: SysTick counts down from 2^24-1 at the CPU clock and
+ *   its wrap interrupt adds 2^24 to a high word; a reader retries when the high word moved.
+ * - Transmit is polled, so it works from fault handlers with interrupts masked.
+ */
+#include <stdint.h>
+
+#include "board.h"
+#include "regs.h"
+#include "tether/crt/platform.h"
+
+extern uint32_t __tether_ram_start[], __tether_ram_end[];
+extern uint32_t __tether_heap_start[], __tether_heap_end[];
+extern uint32_t __tether_load_start[], __tether_load_end[];
+extern uint32_t __tether_stack_base[], __tether_stack_top[];
+
+void tether_systick_handler(void);
+void tether_uart0_rx_handler(void);
+
+/* ---- receive ring ---- */
+
+#define RX_RING_SIZE 512u /* power of two */
+static volatile uint8_t rx_ring[RX_RING_SIZE];
+static volatile uint32_t rx_head; /* written by the ISR */
+static volatile uint32_t rx_tail; /* written by the reader */
+static volatile uint32_t rx_lost;
+
+/* Moves every byte waiting in the UART into the ring. The interrupt flag is cleared BEFORE the
+ * holding register is drained: a byte that arrives after the drain sets the flag again, so no
+ * byte can be left in RXFULL without a pending interrupt (QEMU delivers the next byte only once
+ * RXFULL is clear, so such a byte would stall the link). */
+static void rx_drain(void) {
+    UART_INTSTATUS = UART_INT_RX | UART_INT_RXOVR;
+    while (UART_STATE & UART_STATE_RXFULL) {
+        uint8_t b = (uint8_t)UART_DATA;
+        uint32_t head = rx_head;
+        if (head - rx_tail < RX_RING_SIZE) {
+            rx_ring[head & (RX_RING_SIZE - 1u)] = b;
+            rx_head = head + 1u;
+        } else {
+            rx_lost++;
+        }
+    }
+    if (UART_STATE & UART_STATE_RXOVR) {
+        UART_STATE = UART_STATE_RXOVR; /* write 1 to clear */
+        rx_lost++;
+    }
+}
+
+void tether_uart0_rx_handler(void) {
+    rx_drain();
+}
+
+int tether_board_uart_getc(void) {
+    uint32_t tail = rx_tail;
+    if (tail == rx_head) {
+        /* Belt and braces: poll the UART itself with the RX interrupt masked. */
+        __asm volatile("cpsid i" ::: "memory");
+        rx_drain();
+        __asm volatile("cpsie i" ::: "memory");
+        if (tail == rx_head) {
+            return -1;
+        }
+    }
+    int b = rx_ring[tail & (RX_RING_SIZE - 1u)];
+    rx_tail = tail + 1u;
+    return b;
+}
+
+uint32_t tether_board_uart_lost(void) {
+    return rx_lost;
+}
+
+void tether_board_uart_write(const void *buf, size_t n) {
+    const uint8_t *p = buf;
+    for (size_t i = 0; i < n; i++) {
+        while (UART_STATE & UART_STATE_TXFULL) {
+        }
+        UART_DATA = p[i];
+    }
+}
+
+void tether_board_wait(void) {
+    /* Sleep until the next interrupt (UART RX or the SysTick wrap). */
+    __asm volatile("wfi");
+}
+
+/* ---- 64-bit cycle counter ---- */
+
+static volatile uint32_t systick_wraps;
+
+void tether_systick_handler(void) {
+    systick_wraps++;
+}
+
+uint64_t tether_platform_cycles(void) {
+    uint32_t hi, val;
+    do {
+        hi = systick_wraps;
+        val = SYST_CVR;
+        /* A wrap that happened after the read of `hi` but whose interrupt has not run yet (we
+         * may be in a handler, or interrupts are masked): the counter reloaded, so count it. */
+        if ((SCB_ICSR & (1u << 26)) != 0 && val > SYST_MAX / 2u) {
+            hi++;
+            break;
+        }
+    } while (hi != systick_wraps);
+    return ((uint64_t)hi << 24) + (uint64_t)(SYST_MAX - val);
+}
+
+uint64_t tether_platform_cycles_hz(void) {
+    return AN385_SYSCLK_HZ;
+}
+
+uint64_t tether_platform_time_ns(void) {
+    uint64_t c = tether_platform_cycles();
+    /* 25 MHz: 40 ns per cycle. */
+    return c * (1000000000u / AN385_SYSCLK_HZ);
+}
+
+/* ---- identity, reset ---- */
+
+/* Survives a warm reset (the NOINIT region is neither loaded nor zeroed). */
+static struct {
+    uint32_t magic;
+    uint32_t boots;
+} noinit __attribute__((section(".tether_noinit")));
+#define NOINIT_MAGIC 0x7E7B0075u
+static uint32_t boot_count;
+
+uint32_t tether_board_boot_count(void) {
+    return boot_count;
+}
+
+void tether_board_reset(void) {
+    __asm volatile("dsb");
+    SCB_AIRCR = SCB_AIRCR_VECTKEY | SCB_AIRCR_SYSRESETREQ;
+    __asm volatile("dsb");
+    for (;;) {
+    }
+}
+
+uintptr_t tether_board_stack_pointer(void) {
+    uintptr_t sp;
+    __asm volatile("mov %0, sp" : "=r"(sp));
+    return sp;
+}
+
+static tether_board_info info;
+
+const tether_board_info *tether_board_get_info(void) {
+    return &info;
+}
+
+void tether_board_init(void) {
+    if (noinit.magic == NOINIT_MAGIC) {
+        noinit.boots++;
+    } else {
+        noinit.magic = NOINIT_MAGIC;
+        noinit.boots = 0;
+    }
+    boot_count = noinit.boots;
+
+    info.name = "mps2-an385";
+    info.cpu = "cortex-m3";
+    info.triple = "thumbv7m-none-eabi";
+    info.clock_hz = AN385_SYSCLK_HZ;
+    info.ram_base = (uintptr_t)__tether_ram_start;
+    info.ram_size = (uint32_t)((uintptr_t)__tether_ram_end - (uintptr_t)__tether_ram_start);
+    info.heap_base = (uintptr_t)__tether_heap_start;
+    info.heap_size = (uint32_t)((uintptr_t)__tether_heap_end - (uintptr_t)__tether_heap_start);
+    info.load_base = (uintptr_t)__tether_load_start;
+    info.load_size = (uint32_t)((uintptr_t)__tether_load_end - (uintptr_t)__tether_load_start);
+    info.stack_base = (uintptr_t)__tether_stack_base;
+    info.stack_size = (uint32_t)((uintptr_t)__tether_stack_top - (uintptr_t)__tether_stack_base);
+
+    /* SysTick: free-running over the full 24 bits on the processor clock, lowest priority. */
+    SCB_SHPR3 = (SCB_SHPR3 & 0x00FFFFFFu) | (0xFFu << 24);
+    SYST_RVR = SYST_MAX;
+    SYST_CVR = 0;
+    SYST_CSR = SYST_CSR_ENABLE | SYST_CSR_TICKINT | SYST_CSR_CLKSOURCE;
+
+    /* UART0: 115200 8N1 (QEMU ignores the rate), RX interrupt into the ring. */
+    UART_BAUDDIV = AN385_SYSCLK_HZ / AN385_UART_BAUD;
+    UART_CTRL = UART_CTRL_TXEN | UART_CTRL_RXEN | UART_CTRL_RXINTEN;
+    NVIC_IPR(AN385_IRQ_UART0_RX) = 0x40;
+    NVIC_ISER0 = 1u << AN385_IRQ_UART0_RX;
+    __asm volatile("cpsie i");
+}
