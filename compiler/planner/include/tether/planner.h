@@ -150,6 +150,10 @@ typedef struct tether_plan {
     tether_plan_image *images;
     int64_t total_bytes; /* sum of pools[].size */
     int nfallbacks;      /* texture buffers that fell back to a global pool */
+    /* Max over time of the bytes of all planned storage live together (every pool, alias
+     * groups once, texture buffers at their byte size). total_bytes >= lower_bound always, and
+     * it is the same for every algorithm, so reports divide by it. */
+    int64_t lower_bound;
 } tether_plan;
 
 /* One row of the comparison table (tether_plan_compare). */

@@ -1,0 +1,1408 @@
+/*
+ * The planner core: normalisation of a problem into items, the 1D placement algorithms with
+ * multi-pool spill and pins, best/compare, lower bounds and the conversion to a tether_plan.
+ *
+ * What must stay true:
+ *  - every plan produced here is valid: two items live at the same time never overlap in the
+ *    same pool, offsets respect max(pool, buffer) alignment, pools never exceed their capacity,
+ *    pins are honoured, alias groups share one placement;
+ *  - every 1D algorithm places items in an order with "lowest fit" (or, for shared objects,
+ *    lays objects out with lowest fit), and an item tries its candidate pools in order;
+ *  - the exact search is exact for one candidate pool per item (see exact_search); otherwise
+ *    it reports TETHER_ERR_UNSUPPORTED rather than pretending;
+ *  - failures leave nothing allocated and name the buffer, its size and the free space.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "tether/crt/dtype.h"
+
+#define COST_FAIL INT64_MAX
+
+bool tp_overlap(int32_t a0, int32_t a1, int32_t b0, int32_t b1) {
+    return a0 <= b1 && b0 <= a1;
+}
+
+int64_t tp_align_up(int64_t v, int64_t a) {
+    return (v + a - 1) / a * a;
+}
+
+int64_t tp_align(const tp_problem *tp, int item, int pool) {
+    int64_t a = tp->p->pools[pool].alignment;
+    int64_t b = tp->items[item].align;
+    return b > a ? b : a;
+}
+
+int64_t tp_image_bytes(const tether_plan_image *img) {
+    return tp_texture_bytes(img->width, img->height, img->dtype);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Normalisation                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+void tp_problem_free(tp_problem *tp) {
+    free(tp->items);
+    free(tp->item_of_buffer);
+    free(tp->pool_storage);
+    memset(tp, 0, sizeof(*tp));
+}
+
+static bool buffer_planned(const tether_plan_buffer *b, const tether_plan_options *o) {
+    if (b->kind == TETHER_PLAN_GRAPH_INPUT && !o->plan_inputs) {
+        return false;
+    }
+    if (b->kind == TETHER_PLAN_GRAPH_OUTPUT && !o->plan_outputs) {
+        return false;
+    }
+    return true;
+}
+
+static bool same_str(const char *a, const char *b) {
+    if (a == NULL || b == NULL) {
+        return a == b;
+    }
+    return strcmp(a, b) == 0;
+}
+
+static bool same_pool_lists(const tether_plan_buffer *a, const tether_plan_buffer *b) {
+    if (a->npools != b->npools) {
+        return false;
+    }
+    for (int i = 0; i < a->npools; i++) {
+        if (strcmp(a->pools[i], b->pools[i]) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Resolves the candidate pools of item `it` (representative buffer b) into storage. */
+static int resolve_pools(const tether_plan_problem *p, const tether_plan_buffer *b, tp_item *it,
+                         int *storage) {
+    it->cand = storage;
+    it->tcand = storage + p->npools;
+    it->ncand = 0;
+    it->ntcand = 0;
+    it->pin_offset = -1;
+    it->pinned_global = false;
+    if (b->pin_pool != NULL) {
+        int pi = tether_plan_problem_find_pool(p, b->pin_pool);
+        if (pi < 0) {
+            return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                    "buffer '%.60s' is pinned to pool '%s', which is not declared",
+                                    b->name, b->pin_pool);
+        }
+        const tether_plan_pool *pool = &p->pools[pi];
+        if (pool->scope == TETHER_SCOPE_GLOBAL) {
+            it->cand[it->ncand++] = pi;
+            it->pin_offset = b->pin_offset;
+            it->pinned_global = it->texture;
+            if (b->pin_offset >= 0) {
+                int64_t a = it->align > pool->alignment ? it->align : pool->alignment;
+                if (b->pin_offset % a != 0) {
+                    return tether_set_error(TETHER_ERR_ALIGNMENT,
+                                            "buffer '%.60s': pin offset %lld in pool '%s' is not "
+                                            "a multiple of the alignment %lld",
+                                            b->name, (long long)b->pin_offset, pool->name,
+                                            (long long)a);
+                }
+            }
+        } else if (it->texture && pool->scope == it->scope) {
+            if (b->pin_offset >= 0) {
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "buffer '%.60s': a pin offset applies to 1D pools, and "
+                                        "'%s' is a texture pool",
+                                        b->name, pool->name);
+            }
+            it->tcand[it->ntcand++] = pi;
+        } else {
+            return tether_set_error(
+                TETHER_ERR_MISMATCH, "buffer '%.60s' (scope %s) is pinned to pool '%s' of scope %s",
+                b->name, tether_scope_name(it->scope), pool->name, tether_scope_name(pool->scope));
+        }
+        return TETHER_OK;
+    }
+    int n = b->npools > 0 ? b->npools : p->npools;
+    for (int k = 0; k < n; k++) {
+        int pi = k;
+        if (b->npools > 0) {
+            pi = tether_plan_problem_find_pool(p, b->pools[k]);
+            if (pi < 0) {
+                return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                        "buffer '%.60s' lists pool '%s', which is not declared",
+                                        b->name, b->pools[k]);
+            }
+            for (int j = 0; j < k; j++) {
+                if (strcmp(b->pools[j], b->pools[k]) == 0) {
+                    return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                            "buffer '%.60s' lists pool '%s' twice", b->name,
+                                            b->pools[k]);
+                }
+            }
+        }
+        const tether_plan_pool *pool = &p->pools[pi];
+        if (pool->scope == TETHER_SCOPE_GLOBAL) {
+            it->cand[it->ncand++] = pi;
+        } else if (it->texture && pool->scope == it->scope) {
+            it->tcand[it->ntcand++] = pi;
+        } else if (b->npools > 0) {
+            return tether_set_error(
+                TETHER_ERR_MISMATCH,
+                "buffer '%.60s' (scope %s) cannot live in pool '%s' of scope %s", b->name,
+                tether_scope_name(it->scope), pool->name, tether_scope_name(pool->scope));
+        }
+    }
+    if (it->ncand == 0 && it->ntcand == 0) {
+        return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                "buffer '%.60s' (scope %s) has no usable pool (declare a pool of "
+                                "scope global%s%s)",
+                                b->name, tether_scope_name(it->scope), it->texture ? " or " : "",
+                                it->texture ? tether_scope_name(it->scope) : "");
+    }
+    return TETHER_OK;
+}
+
+int tp_problem_build(const tether_plan_problem *p, const tether_plan_options *o, tp_problem *out) {
+    memset(out, 0, sizeof(*out));
+    out->p = p;
+    out->opt = *o;
+    if (p->npools == 0) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "no pools declared");
+    }
+    int nb = p->nbuffers;
+    out->item_of_buffer = malloc(((size_t)nb + 1) * sizeof(int));
+    out->items = calloc((size_t)nb + 1, sizeof(tp_item));
+    out->pool_storage = malloc(((size_t)nb + 1) * 2 * (size_t)p->npools * sizeof(int));
+    if (out->item_of_buffer == NULL || out->items == NULL || out->pool_storage == NULL) {
+        tp_problem_free(out);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory planning");
+    }
+    int rc = TETHER_OK;
+    for (int i = 0; i < nb; i++) {
+        out->item_of_buffer[i] = -2; /* not yet decided */
+    }
+    for (int i = 0; i < nb && rc == TETHER_OK; i++) {
+        if (out->item_of_buffer[i] != -2) {
+            continue;
+        }
+        const tether_plan_buffer *b = &p->buffers[i];
+        /* members: i alone, or every buffer of its alias group */
+        bool planned = true;
+        for (int j = i; j < nb; j++) {
+            const tether_plan_buffer *m = &p->buffers[j];
+            if (j == i || (b->alias_group != 0 && m->alias_group == b->alias_group)) {
+                planned = planned && buffer_planned(m, o);
+            }
+        }
+        if (!planned) {
+            for (int j = i; j < nb; j++) {
+                if (j == i ||
+                    (b->alias_group != 0 && p->buffers[j].alias_group == b->alias_group)) {
+                    out->item_of_buffer[j] = -1;
+                }
+            }
+            continue;
+        }
+        int idx = out->nitems++;
+        tp_item *it = &out->items[idx];
+        it->rep = i;
+        it->size = b->size;
+        it->align = b->alignment;
+        it->first = b->first;
+        it->last = b->last;
+        it->scope = b->scope;
+        it->dtype = b->dtype;
+        it->width = b->width;
+        it->height = b->height;
+        it->texture = tether_scope_is_texture(b->scope);
+        for (int j = i + 1; j < nb && b->alias_group != 0; j++) {
+            const tether_plan_buffer *m = &p->buffers[j];
+            if (m->alias_group != b->alias_group) {
+                continue;
+            }
+            if (m->scope != b->scope) {
+                rc = tether_set_error(TETHER_ERR_MISMATCH,
+                                      "alias group %d: '%.50s' (scope %s) and '%.50s' (scope %s) "
+                                      "must share a scope",
+                                      (int)b->alias_group, b->name, tether_scope_name(b->scope),
+                                      m->name, tether_scope_name(m->scope));
+                break;
+            }
+            if (!same_pool_lists(b, m) || !same_str(b->pin_pool, m->pin_pool) ||
+                b->pin_offset != m->pin_offset) {
+                rc = tether_set_error(TETHER_ERR_MISMATCH,
+                                      "alias group %d: '%.50s' and '%.50s' list different pools "
+                                      "or pins; aliased buffers share one storage",
+                                      (int)b->alias_group, b->name, m->name);
+                break;
+            }
+            if (it->texture && (m->width != b->width || m->height != b->height ||
+                                !tether_dtype_equal(m->dtype, b->dtype))) {
+                rc = tether_set_error(TETHER_ERR_MISMATCH,
+                                      "alias group %d: textures '%.50s' and '%.50s' differ in "
+                                      "extent or dtype",
+                                      (int)b->alias_group, b->name, m->name);
+                break;
+            }
+            if (m->size > it->size) {
+                it->size = m->size;
+            }
+            if (m->alignment > it->align) {
+                it->align = m->alignment;
+            }
+            if (m->first < it->first) {
+                it->first = m->first;
+            }
+            if (m->last > it->last) {
+                it->last = m->last;
+            }
+            out->item_of_buffer[j] = idx;
+        }
+        out->item_of_buffer[i] = idx;
+        if (rc == TETHER_OK) {
+            rc = resolve_pools(p, b, it, out->pool_storage + (size_t)idx * 2 * (size_t)p->npools);
+        }
+    }
+    if (rc != TETHER_OK) {
+        tp_problem_free(out);
+    }
+    return rc;
+}
+
+int tp_result_alloc(int nitems, tp_result *r) {
+    memset(r, 0, sizeof(*r));
+    size_t n = (size_t)nitems + 1;
+    r->pool = malloc(n * sizeof(int));
+    r->offset = malloc(n * sizeof(int64_t));
+    r->image = malloc(n * sizeof(int));
+    r->fallback = calloc(n, sizeof(bool));
+    if (r->pool == NULL || r->offset == NULL || r->image == NULL || r->fallback == NULL) {
+        tp_result_free(r);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory planning");
+    }
+    for (int i = 0; i < nitems; i++) {
+        r->pool[i] = -1;
+        r->offset[i] = -1;
+        r->image[i] = -1;
+    }
+    return TETHER_OK;
+}
+
+void tp_result_free(tp_result *r) {
+    free(r->pool);
+    free(r->offset);
+    free(r->image);
+    free(r->fallback);
+    free(r->images);
+    memset(r, 0, sizeof(*r));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* 1D placement                                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct placed {
+    int32_t first, last;
+    int64_t off, end;
+} placed;
+
+typedef struct pool_state {
+    placed *v; /* sorted by offset */
+    int n;
+    int64_t top; /* highest end */
+} pool_state;
+
+typedef struct placer {
+    const tp_problem *tp;
+    int npools;
+    pool_state *ps;
+    placed *storage;
+    int nlin;   /* items placed in 1D */
+    int *lin;   /* the 1D items (indices into tp->items) */
+    bool naive; /* ignore time: no reuse at all */
+} placer;
+
+static int placer_init(placer *pl, const tp_problem *tp, const tp_result *r) {
+    memset(pl, 0, sizeof(*pl));
+    pl->tp = tp;
+    pl->npools = tp->p->npools;
+    int n = tp->nitems;
+    pl->ps = calloc((size_t)pl->npools, sizeof(pool_state));
+    pl->storage = malloc(((size_t)n + 1) * (size_t)pl->npools * sizeof(placed));
+    pl->lin = malloc(((size_t)n + 1) * sizeof(int));
+    if (pl->ps == NULL || pl->storage == NULL || pl->lin == NULL) {
+        free(pl->ps);
+        free(pl->storage);
+        free(pl->lin);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory planning");
+    }
+    for (int k = 0; k < pl->npools; k++) {
+        pl->ps[k].v = pl->storage + (size_t)k * ((size_t)n + 1);
+    }
+    for (int i = 0; i < n; i++) {
+        const tp_item *it = &tp->items[i];
+        if (!it->texture || it->pinned_global || r->fallback[i]) {
+            pl->lin[pl->nlin++] = i;
+        }
+    }
+    return TETHER_OK;
+}
+
+static void placer_free(placer *pl) {
+    free(pl->ps);
+    free(pl->storage);
+    free(pl->lin);
+}
+
+static void placer_reset(placer *pl) {
+    for (int k = 0; k < pl->npools; k++) {
+        pl->ps[k].n = 0;
+        pl->ps[k].top = 0;
+    }
+}
+
+static int pool_insert(pool_state *s, int32_t first, int32_t last, int64_t off, int64_t end) {
+    int lo = 0, hi = s->n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (s->v[mid].off <= off) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    memmove(&s->v[lo + 1], &s->v[lo], (size_t)(s->n - lo) * sizeof(placed));
+    s->v[lo] = (placed){first, last, off, end};
+    s->n++;
+    if (end > s->top) {
+        s->top = end;
+    }
+    return lo;
+}
+
+/* Lowest offset >= min_off, aligned, free over [first, last] (or over all time). */
+static int64_t lowest_fit(const pool_state *s, int32_t first, int32_t last, int64_t size,
+                          int64_t align, int64_t min_off, bool all_time) {
+    int64_t cand = tp_align_up(min_off, align);
+    for (int k = 0; k < s->n; k++) {
+        const placed *c = &s->v[k];
+        if (!all_time && !tp_overlap(first, last, c->first, c->last)) {
+            continue;
+        }
+        if (c->end <= cand) {
+            continue;
+        }
+        if (c->off >= cand + size) {
+            break;
+        }
+        cand = tp_align_up(c->end, align);
+    }
+    return cand;
+}
+
+/* Largest free block (aligned start) during [first, last] below capacity. */
+static int64_t largest_gap(const pool_state *s, int32_t first, int32_t last, int64_t align,
+                           int64_t capacity) {
+    int64_t best = 0, cur = 0;
+    for (int k = 0; k < s->n; k++) {
+        const placed *c = &s->v[k];
+        if (!tp_overlap(first, last, c->first, c->last) || c->end <= cur) {
+            continue;
+        }
+        int64_t start = tp_align_up(cur, align);
+        if (c->off > start && c->off - start > best) {
+            best = c->off - start;
+        }
+        cur = c->end;
+    }
+    int64_t start = tp_align_up(cur, align);
+    if (capacity > start && capacity - start > best) {
+        best = capacity - start;
+    }
+    return best;
+}
+
+static int64_t placer_cost(const placer *pl) {
+    int64_t c = 0;
+    for (int k = 0; k < pl->npools; k++) {
+        c += pl->ps[k].top;
+    }
+    return c;
+}
+
+static int fail_no_room(const placer *pl, int i) {
+    const tp_problem *tp = pl->tp;
+    const tp_item *it = &tp->items[i];
+    char msg[TETHER_ERROR_MSG_MAX];
+    size_t len = (size_t)snprintf(msg, sizeof(msg),
+                                  "buffer '%.48s' (%lld bytes, live %d..%d) fits in no candidate "
+                                  "pool:",
+                                  tp->p->buffers[it->rep].name, (long long)it->size, (int)it->first,
+                                  (int)it->last);
+    for (int k = 0; k < it->ncand && len < sizeof(msg); k++) {
+        int pi = it->cand[k];
+        const tether_plan_pool *pool = &tp->p->pools[pi];
+        int64_t gap =
+            largest_gap(&pl->ps[pi], it->first, it->last, tp_align(tp, i, pi), pool->capacity);
+        len +=
+            (size_t)snprintf(msg + len, sizeof(msg) - len,
+                             "%s %s has %lld bytes free (largest block, capacity %lld)",
+                             k ? ";" : "", pool->name, (long long)gap, (long long)pool->capacity);
+    }
+    return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s", msg);
+}
+
+/* Places the pinned-offset items; they are obstacles for everything else. */
+static int place_pinned(placer *pl, tp_result *r) {
+    const tp_problem *tp = pl->tp;
+    for (int k = 0; k < pl->nlin; k++) {
+        int i = pl->lin[k];
+        const tp_item *it = &tp->items[i];
+        if (it->pin_offset < 0) {
+            continue;
+        }
+        int pi = it->cand[0];
+        const tether_plan_pool *pool = &tp->p->pools[pi];
+        int64_t end = it->pin_offset + it->size;
+        if (pool->capacity != TETHER_PLAN_UNBOUNDED && end > pool->capacity) {
+            return tether_set_error(TETHER_ERR_OUT_OF_MEMORY,
+                                    "buffer '%.60s' pinned at offset %lld (%lld bytes) ends past "
+                                    "the capacity %lld of pool '%s'",
+                                    tp->p->buffers[it->rep].name, (long long)it->pin_offset,
+                                    (long long)it->size, (long long)pool->capacity, pool->name);
+        }
+        for (int m = 0; m < k; m++) {
+            int j = pl->lin[m];
+            const tp_item *o = &tp->items[j];
+            if (o->pin_offset < 0 || o->cand[0] != pi) {
+                continue;
+            }
+            if (tp_overlap(it->first, it->last, o->first, o->last) &&
+                it->pin_offset < o->pin_offset + o->size && o->pin_offset < end) {
+                return tether_set_error(TETHER_ERR_MISMATCH,
+                                        "buffers '%.50s' and '%.50s' are pinned to overlapping "
+                                        "bytes of pool '%s' while both live",
+                                        tp->p->buffers[it->rep].name, tp->p->buffers[o->rep].name,
+                                        pool->name);
+            }
+        }
+        pool_insert(&pl->ps[pi], it->first, it->last, it->pin_offset, end);
+        r->pool[i] = pi;
+        r->offset[i] = it->pin_offset;
+    }
+    return TETHER_OK;
+}
+
+/* Places item i at the lowest fit of its first candidate pool with room. */
+static bool place_item(placer *pl, int i, tp_result *r) {
+    const tp_problem *tp = pl->tp;
+    const tp_item *it = &tp->items[i];
+    for (int k = 0; k < it->ncand; k++) {
+        int pi = it->cand[k];
+        int64_t cap = tp->p->pools[pi].capacity;
+        int64_t off = lowest_fit(&pl->ps[pi], it->first, it->last, it->size, tp_align(tp, i, pi), 0,
+                                 pl->naive);
+        if (cap != TETHER_PLAN_UNBOUNDED && off + it->size > cap) {
+            continue;
+        }
+        pool_insert(&pl->ps[pi], it->first, it->last, off, off + it->size);
+        r->pool[i] = pi;
+        r->offset[i] = off;
+        return true;
+    }
+    return false;
+}
+
+/* Places the unpinned items in `order` (n entries). Returns the cost or COST_FAIL, with
+ * *failed set to the item that did not fit. */
+static int64_t place_order(placer *pl, const int *order, int n, tp_result *r, int *failed) {
+    placer_reset(pl);
+    if (place_pinned(pl, r) != TETHER_OK) {
+        *failed = -1;
+        return COST_FAIL;
+    }
+    for (int k = 0; k < n; k++) {
+        if (!place_item(pl, order[k], r)) {
+            *failed = order[k];
+            return COST_FAIL;
+        }
+    }
+    return placer_cost(pl);
+}
+
+/* Unpinned 1D items into order[]; returns how many. */
+static int free_items(const placer *pl, int *order) {
+    int n = 0;
+    for (int k = 0; k < pl->nlin; k++) {
+        int i = pl->lin[k];
+        if (pl->tp->items[i].pin_offset < 0) {
+            order[n++] = i;
+        }
+    }
+    return n;
+}
+
+/* ---- orders ---- */
+
+/* qsort context; thread-local so that planners on different threads do not interfere */
+static _Thread_local const tp_problem *g_sort_tp;
+static _Thread_local const int64_t *g_sort_key;
+
+static int cmp_size(const void *a, const void *b) {
+    const tp_item *x = &g_sort_tp->items[*(const int *)a];
+    const tp_item *y = &g_sort_tp->items[*(const int *)b];
+    if (x->size != y->size) {
+        return x->size > y->size ? -1 : 1;
+    }
+    int32_t lx = x->last - x->first, ly = y->last - y->first;
+    if (lx != ly) {
+        return lx > ly ? -1 : 1;
+    }
+    if (x->first != y->first) {
+        return x->first < y->first ? -1 : 1;
+    }
+    return *(const int *)a - *(const int *)b;
+}
+
+static int cmp_key_then_size(const void *a, const void *b) {
+    int64_t kx = g_sort_key[*(const int *)a], ky = g_sort_key[*(const int *)b];
+    if (kx != ky) {
+        return kx > ky ? -1 : 1;
+    }
+    return cmp_size(a, b);
+}
+
+static int cmp_first(const void *a, const void *b) {
+    const tp_item *x = &g_sort_tp->items[*(const int *)a];
+    const tp_item *y = &g_sort_tp->items[*(const int *)b];
+    if (x->first != y->first) {
+        return x->first < y->first ? -1 : 1;
+    }
+    return *(const int *)a - *(const int *)b;
+}
+
+static void order_by_size(const tp_problem *tp, int *order, int n) {
+    g_sort_tp = tp;
+    qsort(order, (size_t)n, sizeof(int), cmp_size);
+}
+
+static int order_by_conflicts(const tp_problem *tp, int *order, int n) {
+    int64_t *key = calloc((size_t)tp->nitems + 1, sizeof(int64_t));
+    if (key == NULL) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory planning");
+    }
+    for (int a = 0; a < n; a++) {
+        for (int b = 0; b < n; b++) {
+            const tp_item *x = &tp->items[order[a]], *y = &tp->items[order[b]];
+            if (a != b && tp_overlap(x->first, x->last, y->first, y->last)) {
+                key[order[a]]++;
+            }
+        }
+    }
+    g_sort_tp = tp;
+    g_sort_key = key;
+    qsort(order, (size_t)n, sizeof(int), cmp_key_then_size);
+    free(key);
+    return TETHER_OK;
+}
+
+static void order_by_first(const tp_problem *tp, int *order, int n) {
+    g_sort_tp = tp;
+    qsort(order, (size_t)n, sizeof(int), cmp_first);
+}
+
+/* ---- shared objects (greedy best-fit) ---- */
+
+typedef struct sobj {
+    int pool;
+    int64_t size, align, off;
+    int head; /* first member item; members chain through next_member[] */
+} sobj;
+
+/* Lays the objects of pool pi out with lowest fit, each free over all its members' lifetimes
+ * (pinned items are obstacles). Writes placements to r when non-NULL. Returns the pool top. */
+static int64_t layout_objects(placer *pl, const sobj *objs, int nobj, const int *next_member,
+                              int pi, tp_result *r) {
+    const tp_problem *tp = pl->tp;
+    pool_state *s = &pl->ps[pi];
+    s->n = 0;
+    s->top = 0;
+    for (int k = 0; k < pl->nlin; k++) {
+        const tp_item *it = &tp->items[pl->lin[k]];
+        if (it->pin_offset >= 0 && it->cand[0] == pi) {
+            pool_insert(s, it->first, it->last, it->pin_offset, it->pin_offset + it->size);
+        }
+    }
+    for (int o = 0; o < nobj; o++) {
+        const sobj *ob = &objs[o];
+        if (ob->pool != pi) {
+            continue;
+        }
+        int64_t off = 0;
+        for (;;) {
+            int64_t fit = off;
+            for (int m = ob->head; m >= 0; m = next_member[m]) {
+                const tp_item *it = &tp->items[m];
+                int64_t f = lowest_fit(s, it->first, it->last, ob->size, ob->align, off, false);
+                if (f > fit) {
+                    fit = f;
+                }
+            }
+            if (fit == off) {
+                break;
+            }
+            off = fit;
+        }
+        for (int m = ob->head; m >= 0; m = next_member[m]) {
+            const tp_item *it = &tp->items[m];
+            pool_insert(s, it->first, it->last, off, off + ob->size);
+            if (r != NULL) {
+                r->pool[m] = pi;
+                r->offset[m] = off;
+            }
+        }
+    }
+    return s->top;
+}
+
+static bool fits_cap(const tp_problem *tp, int pi, int64_t top) {
+    int64_t cap = tp->p->pools[pi].capacity;
+    return cap == TETHER_PLAN_UNBOUNDED || top <= cap;
+}
+
+static int plan_shared_objects(placer *pl, tp_result *r) {
+    const tp_problem *tp = pl->tp;
+    size_t cnt = (size_t)tp->nitems + 1;
+    int *order = malloc(cnt * sizeof(int));
+    int *next_member = malloc(cnt * sizeof(int));
+    sobj *objs = calloc(cnt, sizeof(sobj));
+    if (order == NULL || next_member == NULL || objs == NULL) {
+        free(order);
+        free(next_member);
+        free(objs);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory planning");
+    }
+    int n = free_items(pl, order);
+    order_by_size(tp, order, n);
+    int nobj = 0;
+    int rc = TETHER_OK;
+    for (int k = 0; k < n && rc == TETHER_OK; k++) {
+        int i = order[k];
+        const tp_item *it = &tp->items[i];
+        bool done = false;
+        for (int c = 0; c < it->ncand && !done; c++) {
+            int pi = it->cand[c];
+            int64_t align = tp_align(tp, i, pi);
+            /* best fit: the smallest free object >= size, else the largest smaller one */
+            int best = -1;
+            for (int o = 0; o < nobj; o++) {
+                const sobj *ob = &objs[o];
+                if (ob->pool != pi) {
+                    continue;
+                }
+                bool free_obj = true;
+                for (int m = ob->head; m >= 0 && free_obj; m = next_member[m]) {
+                    const tp_item *x = &tp->items[m];
+                    free_obj = !tp_overlap(it->first, it->last, x->first, x->last);
+                }
+                if (!free_obj) {
+                    continue;
+                }
+                if (best < 0) {
+                    best = o;
+                    continue;
+                }
+                int64_t db = objs[best].size - it->size, dn = ob->size - it->size;
+                bool nf = dn >= 0, bf = db >= 0;
+                if ((nf && !bf) || (nf && bf && dn < db) || (!nf && !bf && dn > db)) {
+                    best = o;
+                }
+            }
+            if (best >= 0) {
+                sobj saved = objs[best];
+                sobj *ob = &objs[best];
+                ob->size = it->size > ob->size ? it->size : ob->size;
+                ob->align = align > ob->align ? align : ob->align;
+                next_member[i] = ob->head;
+                ob->head = i;
+                if (fits_cap(tp, pi, layout_objects(pl, objs, nobj, next_member, pi, NULL))) {
+                    done = true;
+                } else {
+                    objs[best] = saved;
+                }
+            }
+            if (!done) {
+                sobj *ob = &objs[nobj++];
+                ob->pool = pi;
+                ob->size = it->size;
+                ob->align = align;
+                ob->off = 0;
+                next_member[i] = -1;
+                ob->head = i;
+                if (fits_cap(tp, pi, layout_objects(pl, objs, nobj, next_member, pi, NULL))) {
+                    done = true;
+                } else {
+                    nobj--;
+                }
+            }
+            layout_objects(pl, objs, nobj, next_member, pi, NULL);
+        }
+        if (!done) {
+            rc = fail_no_room(pl, i);
+        }
+    }
+    if (rc == TETHER_OK) {
+        for (int k = 0; k < pl->npools; k++) {
+            layout_objects(pl, objs, nobj, next_member, k, r);
+        }
+        /* pinned items keep their pinned placement */
+        for (int k = 0; k < pl->nlin; k++) {
+            int i = pl->lin[k];
+            if (tp->items[i].pin_offset >= 0) {
+                r->pool[i] = tp->items[i].cand[0];
+                r->offset[i] = tp->items[i].pin_offset;
+            }
+        }
+    }
+    free(order);
+    free(next_member);
+    free(objs);
+    return rc;
+}
+
+/* ---- improving search ---- */
+
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *s = x;
+    return x;
+}
+
+static int plan_search(placer *pl, tp_result *r) {
+    const tp_problem *tp = pl->tp;
+    size_t sz = ((size_t)pl->nlin + 1) * sizeof(int);
+    int *cur = malloc(sz), *cand = malloc(sz), *best = malloc(sz), *seed = malloc(sz);
+    int rc = TETHER_OK;
+    if (cur == NULL || cand == NULL || best == NULL || seed == NULL) {
+        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory planning");
+        goto out;
+    }
+    int n = free_items(pl, seed);
+    int failed = -1;
+    int64_t best_cost = COST_FAIL;
+    memcpy(best, seed, (size_t)n * sizeof(int)); /* a valid permutation even if all fail */
+    /* starting points: the greedy orders */
+    for (int s = 0; s < 3; s++) {
+        memcpy(cand, seed, (size_t)n * sizeof(int));
+        if (s == 0) {
+            order_by_size(tp, cand, n);
+        } else if (s == 1) {
+            if ((rc = order_by_conflicts(tp, cand, n)) != TETHER_OK) {
+                goto out;
+            }
+        } else {
+            order_by_first(tp, cand, n);
+        }
+        int f = -1;
+        int64_t c = place_order(pl, cand, n, r, &f);
+        if (s == 0) {
+            failed = f;
+        }
+        if (c < best_cost) {
+            best_cost = c;
+            memcpy(best, cand, (size_t)n * sizeof(int));
+        }
+    }
+    memcpy(cur, best, (size_t)n * sizeof(int));
+    int64_t cur_cost = best_cost;
+    uint64_t state = tp->opt.seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
+    if (state == 0) {
+        state = 1;
+    }
+    int budget = tp->opt.search_budget;
+    double t0 = best_cost == COST_FAIL ? 1.0 : (double)best_cost * 0.02 + 1.0;
+    for (int it = 0; it < budget && n >= 2; it++) {
+        memcpy(cand, cur, (size_t)n * sizeof(int));
+        int a = (int)(rng_next(&state) % (uint64_t)n);
+        int b = (int)(rng_next(&state) % (uint64_t)n);
+        if (rng_next(&state) & 1) {
+            int t = cand[a];
+            cand[a] = cand[b];
+            cand[b] = t;
+        } else {
+            /* move a to position b */
+            int t = cand[a];
+            if (a < b) {
+                memmove(&cand[a], &cand[a + 1], (size_t)(b - a) * sizeof(int));
+            } else {
+                memmove(&cand[b + 1], &cand[b], (size_t)(a - b) * sizeof(int));
+            }
+            cand[b] = t;
+        }
+        int f = -1;
+        int64_t c = place_order(pl, cand, n, r, &f);
+        if (c == COST_FAIL) {
+            continue;
+        }
+        bool accept = c <= cur_cost;
+        if (!accept && cur_cost != COST_FAIL) {
+            double temp = t0 * (1.0 - (double)it / (double)budget);
+            double u = (double)(rng_next(&state) >> 11) / 9007199254740992.0;
+            accept = temp > 0 && u < exp(-(double)(c - cur_cost) / temp);
+        }
+        if (accept) {
+            memcpy(cur, cand, (size_t)n * sizeof(int));
+            cur_cost = c;
+            if (c < best_cost) {
+                best_cost = c;
+                memcpy(best, cand, (size_t)n * sizeof(int));
+            }
+        }
+    }
+    if (best_cost == COST_FAIL) {
+        memcpy(cand, seed, (size_t)n * sizeof(int));
+        order_by_size(tp, cand, n);
+        place_order(pl, cand, n, r, &failed);
+        rc = failed >= 0 ? fail_no_room(pl, failed) : tether_last_status();
+        goto out;
+    }
+    place_order(pl, best, n, r, &failed);
+out:
+    free(cur);
+    free(cand);
+    free(best);
+    free(seed);
+    return rc;
+}
+
+/* ---- exact search ---- */
+
+/*
+ * Exactness argument (one candidate pool per item). Take an optimal placement and replay its
+ * items in order of (offset, index) with lowest fit: each item's old offset is still free
+ * (every earlier item now sits at or below its old place and ended at or below this item's old
+ * offset when they were live together), so every offset can only go down. Repeating reaches a
+ * fixed point whose replay order yields non-decreasing (offset, index) pairs. Hence searching
+ * only orders whose lowest-fit offsets are non-decreasing in (offset, index) finds an optimum.
+ * Bound: remaining items of a pool sit at or above the last offset, disjoint while live, so a
+ * pool's top is at least last + (largest sum of remaining sizes live at one time).
+ */
+typedef struct exact_ctx {
+    placer *pl;
+    int n;
+    int *items; /* free items */
+    bool *used;
+    int *order; /* current prefix */
+    int *best;
+    int64_t best_cost;
+    int32_t *times; /* distinct first values (event points) */
+    int ntimes;
+    int64_t *live; /* scratch [npools * ntimes] */
+    int64_t nodes;
+    int64_t node_limit;
+    bool aborted;
+} exact_ctx;
+
+static int64_t exact_bound(exact_ctx *x, int64_t last_off) {
+    placer *pl = x->pl;
+    const tp_problem *tp = pl->tp;
+    int np = pl->npools;
+    memset(x->live, 0, (size_t)np * (size_t)x->ntimes * sizeof(int64_t));
+    for (int k = 0; k < x->n; k++) {
+        if (x->used[k]) {
+            continue;
+        }
+        const tp_item *it = &tp->items[x->items[k]];
+        int pi = it->cand[0];
+        for (int t = 0; t < x->ntimes; t++) {
+            if (x->times[t] >= it->first && x->times[t] <= it->last) {
+                x->live[pi * x->ntimes + t] += it->size;
+            }
+        }
+    }
+    int64_t total = 0;
+    for (int p = 0; p < np; p++) {
+        int64_t m = 0;
+        for (int t = 0; t < x->ntimes; t++) {
+            if (x->live[p * x->ntimes + t] > m) {
+                m = x->live[p * x->ntimes + t];
+            }
+        }
+        int64_t top = pl->ps[p].top;
+        if (m > 0 && last_off + m > top) {
+            top = last_off + m;
+        }
+        total += top;
+    }
+    return total;
+}
+
+static void exact_dfs(exact_ctx *x, int depth, int64_t last_off, int last_idx) {
+    placer *pl = x->pl;
+    const tp_problem *tp = pl->tp;
+    if (x->aborted) {
+        return;
+    }
+    if (++x->nodes > x->node_limit) {
+        x->aborted = true;
+        return;
+    }
+    if (depth == x->n) {
+        int64_t c = placer_cost(pl);
+        if (c < x->best_cost) {
+            x->best_cost = c;
+            memcpy(x->best, x->order, (size_t)x->n * sizeof(int));
+        }
+        return;
+    }
+    if (exact_bound(x, last_off) >= x->best_cost) {
+        return;
+    }
+    for (int k = 0; k < x->n; k++) {
+        if (x->used[k]) {
+            continue;
+        }
+        int i = x->items[k];
+        const tp_item *it = &tp->items[i];
+        int pi = it->cand[0];
+        pool_state *s = &pl->ps[pi];
+        int64_t off = lowest_fit(s, it->first, it->last, it->size, tp_align(tp, i, pi), 0, false);
+        if (off < last_off || (off == last_off && k < last_idx)) {
+            continue;
+        }
+        int64_t cap = tp->p->pools[pi].capacity;
+        if (cap != TETHER_PLAN_UNBOUNDED && off + it->size > cap) {
+            return; /* only grows later: this branch cannot complete */
+        }
+        /* place, recurse, undo */
+        int64_t saved_top = s->top;
+        int at = pool_insert(s, it->first, it->last, off, off + it->size);
+        x->used[k] = true;
+        x->order[depth] = i;
+        exact_dfs(x, depth + 1, off, k);
+        x->used[k] = false;
+        memmove(&s->v[at], &s->v[at + 1], (size_t)(s->n - at - 1) * sizeof(placed));
+        s->n--;
+        s->top = saved_top;
+        if (x->aborted) {
+            return;
+        }
+    }
+}
+
+static int plan_exact(placer *pl, tp_result *r) {
+    const tp_problem *tp = pl->tp;
+    int limit = tp->opt.exact_max_buffers;
+    size_t sz = ((size_t)pl->nlin + 1) * sizeof(int);
+    exact_ctx x;
+    memset(&x, 0, sizeof(x));
+    x.pl = pl;
+    x.items = malloc(sz);
+    x.order = malloc(sz);
+    x.best = malloc(sz);
+    x.used = calloc((size_t)pl->nlin + 1, sizeof(bool));
+    x.times = malloc(sz);
+    x.live = malloc(((size_t)pl->nlin + 1) * (size_t)pl->npools * sizeof(int64_t));
+    int rc = TETHER_OK;
+    if (x.items == NULL || x.order == NULL || x.best == NULL || x.used == NULL || x.times == NULL ||
+        x.live == NULL) {
+        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory planning");
+        goto out;
+    }
+    x.n = free_items(pl, x.items);
+    if (x.n > limit) {
+        rc = tether_set_error(TETHER_ERR_LIMIT,
+                              "exact search takes at most %d buffers (options.exact_max_buffers); "
+                              "this problem has %d",
+                              limit, x.n);
+        goto out;
+    }
+    for (int k = 0; k < x.n; k++) {
+        const tp_item *it = &tp->items[x.items[k]];
+        if (it->ncand != 1) {
+            rc = tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                  "exact search needs one candidate pool per buffer; '%.60s' "
+                                  "has %d",
+                                  tp->p->buffers[it->rep].name, it->ncand);
+            goto out;
+        }
+        bool seen = false;
+        for (int t = 0; t < x.ntimes; t++) {
+            seen = seen || x.times[t] == it->first;
+        }
+        if (!seen) {
+            x.times[x.ntimes++] = it->first;
+        }
+    }
+    /* upper bound from the greedy orders (+1 so that an equal solution is found too) */
+    int failed = -1;
+    memcpy(x.best, x.items, (size_t)x.n * sizeof(int));
+    order_by_size(tp, x.best, x.n);
+    int64_t ub = place_order(pl, x.best, x.n, r, &failed);
+    memcpy(x.order, x.items, (size_t)x.n * sizeof(int));
+    if ((rc = order_by_conflicts(tp, x.order, x.n)) != TETHER_OK) {
+        goto out;
+    }
+    int64_t ub2 = place_order(pl, x.order, x.n, r, &failed);
+    if (ub2 < ub) {
+        ub = ub2;
+        memcpy(x.best, x.order, (size_t)x.n * sizeof(int));
+    }
+    x.best_cost = ub == COST_FAIL ? COST_FAIL : ub + 1;
+    x.node_limit = INT64_C(200000000);
+    placer_reset(pl);
+    if (place_pinned(pl, r) != TETHER_OK) {
+        rc = tether_last_status();
+        goto out;
+    }
+    exact_dfs(&x, 0, 0, -1);
+    if (x.aborted) {
+        rc = tether_set_error(TETHER_ERR_LIMIT,
+                              "exact search gave up after %lld nodes; use a heuristic",
+                              (long long)x.node_limit);
+        goto out;
+    }
+    if (x.best_cost == COST_FAIL) {
+        memcpy(x.order, x.items, (size_t)x.n * sizeof(int));
+        order_by_size(tp, x.order, x.n);
+        place_order(pl, x.order, x.n, r, &failed);
+        rc = failed >= 0 ? fail_no_room(pl, failed)
+                         : tether_set_error(TETHER_ERR_OUT_OF_MEMORY,
+                                            "no placement fits the pool capacities");
+        goto out;
+    }
+    place_order(pl, x.best, x.n, r, &failed);
+out:
+    free(x.items);
+    free(x.order);
+    free(x.best);
+    free(x.used);
+    free(x.times);
+    free(x.live);
+    return rc;
+}
+
+/* ---- one algorithm ---- */
+
+static int plan_1d(placer *pl, tether_plan_algorithm a, tp_result *r) {
+    const tp_problem *tp = pl->tp;
+    placer_reset(pl);
+    int rc = place_pinned(pl, r);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    if (a == TETHER_PLAN_SHARED_OBJECTS) {
+        return plan_shared_objects(pl, r);
+    }
+    if (a == TETHER_PLAN_SEARCH) {
+        return plan_search(pl, r);
+    }
+    if (a == TETHER_PLAN_EXACT) {
+        return plan_exact(pl, r);
+    }
+    int *order = malloc(((size_t)pl->nlin + 1) * sizeof(int));
+    if (order == NULL) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory planning");
+    }
+    int n = free_items(pl, order);
+    rc = TETHER_OK;
+    if (a == TETHER_PLAN_NAIVE) {
+        pl->naive = true;
+        order_by_first(tp, order, n);
+    } else if (a == TETHER_PLAN_GREEDY_SIZE) {
+        order_by_size(tp, order, n);
+    } else {
+        rc = order_by_conflicts(tp, order, n);
+    }
+    if (rc == TETHER_OK) {
+        int failed = -1;
+        if (place_order(pl, order, n, r, &failed) == COST_FAIL) {
+            rc = failed >= 0 ? fail_no_room(pl, failed) : tether_last_status();
+        }
+    }
+    pl->naive = false;
+    free(order);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Plans                                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+static int64_t live_max(const tp_problem *tp, const tp_result *r, int pool, bool texels) {
+    /* sweep over item start points: the maximum of a sum of intervals is reached at a start */
+    int64_t best = 0;
+    for (int i = 0; i < tp->nitems; i++) {
+        if (r->pool[i] != pool) {
+            continue;
+        }
+        int32_t t = tp->items[i].first;
+        int64_t sum = 0;
+        for (int j = 0; j < tp->nitems; j++) {
+            const tp_item *it = &tp->items[j];
+            if (r->pool[j] == pool && it->first <= t && t <= it->last) {
+                sum += texels ? it->width * it->height : it->size;
+            }
+        }
+        if (sum > best) {
+            best = sum;
+        }
+    }
+    return best;
+}
+
+static int64_t items_lower_bound(const tp_problem *tp, bool include_textures) {
+    int64_t best = 0;
+    for (int i = 0; i < tp->nitems; i++) {
+        int32_t t = tp->items[i].first;
+        int64_t sum = 0;
+        for (int j = 0; j < tp->nitems; j++) {
+            const tp_item *it = &tp->items[j];
+            if ((include_textures || !it->texture) && it->first <= t && t <= it->last) {
+                sum += it->size;
+            }
+        }
+        if (sum > best) {
+            best = sum;
+        }
+    }
+    return best;
+}
+
+static int build_plan(const tp_problem *tp, const tp_result *r, tether_plan_algorithm a,
+                      tether_plan *out) {
+    const tether_plan_problem *p = tp->p;
+    memset(out, 0, sizeof(*out));
+    out->algorithm = a;
+    out->nbuffers = p->nbuffers;
+    out->npools = p->npools;
+    out->nimages = r->nimages;
+    out->assign = calloc((size_t)p->nbuffers + 1, sizeof(tether_plan_assignment));
+    out->pools = calloc((size_t)p->npools + 1, sizeof(tether_plan_pool_usage));
+    out->images = calloc((size_t)r->nimages + 1, sizeof(tether_plan_image));
+    if (out->assign == NULL || out->pools == NULL || out->images == NULL) {
+        tether_plan_close(out);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory planning");
+    }
+    if (r->nimages > 0) {
+        memcpy(out->images, r->images, (size_t)r->nimages * sizeof(tether_plan_image));
+    }
+    for (int b = 0; b < p->nbuffers; b++) {
+        int i = tp->item_of_buffer[b];
+        tether_plan_assignment *as = &out->assign[b];
+        if (i < 0) {
+            as->pool = -1;
+            as->offset = -1;
+            as->image = -1;
+            continue;
+        }
+        as->pool = r->pool[i];
+        as->offset = r->image[i] >= 0 ? -1 : r->offset[i];
+        as->image = r->image[i];
+        as->fallback = r->fallback[i];
+        out->pools[as->pool].nbuffers++;
+    }
+    for (int i = 0; i < tp->nitems; i++) {
+        if (r->fallback[i]) {
+            out->nfallbacks++;
+        }
+    }
+    for (int k = 0; k < p->npools; k++) {
+        tether_plan_pool_usage *u = &out->pools[k];
+        if (p->pools[k].scope == TETHER_SCOPE_GLOBAL) {
+            for (int i = 0; i < tp->nitems; i++) {
+                if (r->pool[i] == k && r->offset[i] + tp->items[i].size > u->size) {
+                    u->size = r->offset[i] + tp->items[i].size;
+                }
+            }
+            u->lower_bound = live_max(tp, r, k, false);
+        } else {
+            for (int m = 0; m < r->nimages; m++) {
+                if (r->images[m].pool == k) {
+                    u->nimages++;
+                    u->size += tp_image_bytes(&r->images[m]);
+                    u->texel_area += r->images[m].width * r->images[m].height;
+                }
+            }
+            u->lower_bound = live_max(tp, r, k, false);
+            u->texel_waste = u->texel_area - live_max(tp, r, k, true);
+        }
+        out->total_bytes += u->size;
+    }
+    out->lower_bound = items_lower_bound(tp, true);
+    return TETHER_OK;
+}
+
+static int run_one(const tp_problem *tp, tether_plan_algorithm a, tether_plan *out) {
+    tp_result r;
+    int rc = tp_result_alloc(tp->nitems, &r);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    rc = tp_plan_textures(tp, a != TETHER_PLAN_NAIVE, &r);
+    placer pl;
+    if (rc == TETHER_OK) {
+        rc = placer_init(&pl, tp, &r);
+        if (rc == TETHER_OK) {
+            rc = plan_1d(&pl, a, &r);
+            placer_free(&pl);
+        }
+    }
+    if (rc == TETHER_OK) {
+        rc = build_plan(tp, &r, a, out);
+    }
+    tp_result_free(&r);
+    return rc;
+}
+
+static int check_options(const tether_plan_options *o) {
+    if ((unsigned)o->algorithm >= TETHER_PLAN_ALGORITHM_COUNT) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "unknown planner algorithm %d",
+                                (int)o->algorithm);
+    }
+    if (o->search_budget < 0 || o->search_budget > 100000000) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "search budget %d must be in 0..100000000",
+                                o->search_budget);
+    }
+    if (o->exact_max_buffers < 0 || o->exact_max_buffers > 20) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "exact_max_buffers %d must be in 0..20",
+                                o->exact_max_buffers);
+    }
+    if (!(o->texture_max_ratio >= 1.0) || o->texture_max_ratio > 1e6) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "texture_max_ratio must be >= 1");
+    }
+    return TETHER_OK;
+}
+
+static bool better(const tether_plan *a, const tether_plan *b) {
+    if (a->total_bytes != b->total_bytes) {
+        return a->total_bytes < b->total_bytes;
+    }
+    return a->nfallbacks < b->nfallbacks;
+}
+
+int tether_plan_run(const tether_plan_problem *p, const tether_plan_options *o, tether_plan *out) {
+    if (out != NULL) {
+        memset(out, 0, sizeof(*out));
+    }
+    if (p == NULL || out == NULL) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "problem or plan is null");
+    }
+    tether_plan_options def;
+    if (o == NULL) {
+        tether_plan_options_init(&def);
+        o = &def;
+    }
+    int rc = check_options(o);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    tp_problem tp;
+    if ((rc = tp_problem_build(p, o, &tp)) != TETHER_OK) {
+        return rc;
+    }
+    if (o->algorithm != TETHER_PLAN_BEST) {
+        rc = run_one(&tp, o->algorithm, out);
+        tp_problem_free(&tp);
+        return rc;
+    }
+    int first_rc = TETHER_OK;
+    char first_msg[TETHER_ERROR_MSG_MAX] = "";
+    bool have = false;
+    for (int a = 0; a < TETHER_PLAN_BEST; a++) {
+        tether_plan cand;
+        int r = run_one(&tp, (tether_plan_algorithm)a, &cand);
+        if (r != TETHER_OK) {
+            if (first_rc == TETHER_OK || a == TETHER_PLAN_GREEDY_SIZE) {
+                first_rc = r;
+                snprintf(first_msg, sizeof(first_msg), "%s", tether_last_error());
+            }
+            continue;
+        }
+        if (!have || better(&cand, out)) {
+            if (have) {
+                tether_plan_close(out);
+            }
+            *out = cand;
+            have = true;
+        } else {
+            tether_plan_close(&cand);
+        }
+    }
+    tp_problem_free(&tp);
+    if (!have) {
+        return tether_set_error(first_rc, "%s", first_msg);
+    }
+    tether_clear_error();
+    return TETHER_OK;
+}
+
+void tether_plan_close(tether_plan *plan) {
+    if (plan == NULL) {
+        return;
+    }
+    free(plan->assign);
+    free(plan->pools);
+    free(plan->images);
+    memset(plan, 0, sizeof(*plan));
+}
+
+int tether_plan_compare(const tether_plan_problem *p, const tether_plan_options *o,
+                        tether_plan_summary *rows, int max_rows) {
+    if (p == NULL || rows == NULL || max_rows < 0) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "problem or rows is null");
+    }
+    tether_plan_options def;
+    if (o == NULL) {
+        tether_plan_options_init(&def);
+        o = &def;
+    }
+    int n = 0;
+    for (int a = 0; a < TETHER_PLAN_BEST && n < max_rows; a++) {
+        tether_plan_options oa = *o;
+        oa.algorithm = (tether_plan_algorithm)a;
+        tether_plan plan;
+        tether_plan_summary *row = &rows[n++];
+        memset(row, 0, sizeof(*row));
+        row->algorithm = (tether_plan_algorithm)a;
+        row->status = tether_plan_run(p, &oa, &plan);
+        if (row->status != TETHER_OK) {
+            snprintf(row->error, sizeof(row->error), "%s", tether_last_error());
+            continue;
+        }
+        row->total_bytes = plan.total_bytes;
+        row->nfallbacks = plan.nfallbacks;
+        tether_plan_close(&plan);
+    }
+    tether_clear_error();
+    return n;
+}
+
+int tether_plan_lower_bound(const tether_plan_problem *p, const tether_plan_options *o,
+                            bool include_textures, int64_t *out) {
+    if (p == NULL || out == NULL) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "problem or output is null");
+    }
+    tether_plan_options def;
+    if (o == NULL) {
+        tether_plan_options_init(&def);
+        o = &def;
+    }
+    tp_problem tp;
+    int rc = tp_problem_build(p, o, &tp);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    int64_t best = items_lower_bound(&tp, include_textures);
+    tp_problem_free(&tp);
+    *out = best;
+    return TETHER_OK;
+}

@@ -1,0 +1,269 @@
+/*
+ * The SVG timeline of a plan: x = operator index, y = byte offset (1D pools) or image row
+ * (texture pools), one lane per pool that holds buffers, a legend and axis labels.
+ * What must stay true: exactly one <rect class="buf"> per placed buffer, each with a <title>
+ * whose text starts with the (XML-escaped) buffer name; other shapes use other classes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define SVG_LEFT     110
+#define SVG_RIGHT    230
+#define SVG_TOP      56
+#define SVG_LANE_H   260
+#define SVG_LANE_GAP 70
+
+static const char *kind_color(const tether_plan_buffer *b, const tether_plan_assignment *as,
+                              unsigned *hue) {
+    /* intermediates vary in hue inside blue/violet so neighbours stay distinguishable */
+    unsigned h = 2166136261u;
+    for (const char *c = b->name; *c; c++) {
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    }
+    *hue = 190 + h % 80;
+    if (as->fallback) {
+        return "#e4572e";
+    }
+    if (b->kind == TETHER_PLAN_GRAPH_INPUT) {
+        return "#4caf50";
+    }
+    if (b->kind == TETHER_PLAN_GRAPH_OUTPUT) {
+        return "#f0a202";
+    }
+    return NULL;
+}
+
+static int64_t nice_step(int64_t range, int ticks) {
+    int64_t raw = range / (ticks > 0 ? ticks : 1);
+    int64_t step = 1;
+    while (step * 10 <= raw) {
+        step *= 10;
+    }
+    if (step * 5 <= raw) {
+        step *= 5;
+    } else if (step * 2 <= raw) {
+        step *= 2;
+    }
+    return step > 0 ? step : 1;
+}
+
+int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, char **out) {
+    if (p == NULL || plan == NULL || out == NULL) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "problem, plan or output is null");
+    }
+    *out = NULL;
+    if (plan->nbuffers != p->nbuffers || plan->npools != p->npools) {
+        return tether_set_error(TETHER_ERR_MISMATCH, "the plan was made for another problem");
+    }
+    int32_t nops = 1;
+    for (int b = 0; b < p->nbuffers; b++) {
+        if (p->buffers[b].last + 1 > nops) {
+            nops = p->buffers[b].last + 1;
+        }
+    }
+    int nlanes = 0;
+    for (int k = 0; k < p->npools; k++) {
+        nlanes += plan->pools[k].nbuffers > 0;
+    }
+    int plot_w = nops * 24;
+    plot_w = plot_w < 640 ? 640 : (plot_w > 1600 ? 1600 : plot_w);
+    double xs = (double)plot_w / (double)nops;
+    int height = SVG_TOP + (nlanes > 0 ? nlanes : 1) * (SVG_LANE_H + SVG_LANE_GAP) + 40;
+    int width = SVG_LEFT + plot_w + SVG_RIGHT;
+    tp_text t = {0};
+    tp_text_printf(&t,
+                   "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                   "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n",
+                   width, height, width, height);
+    tp_text_printf(&t,
+                   "<rect class=\"bg\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
+                   "fill=\"white\"/>\n",
+                   width, height);
+    tp_text_printf(&t,
+                   "<text x=\"%d\" y=\"24\" font-size=\"16\" font-weight=\"bold\">Memory plan "
+                   "(%s): %lld bytes in %d pool%s",
+                   SVG_LEFT, tether_plan_algorithm_name(plan->algorithm),
+                   (long long)plan->total_bytes, nlanes, nlanes == 1 ? "" : "s");
+    if (plan->nfallbacks > 0) {
+        tp_text_printf(&t, ", %d texture fallback%s", plan->nfallbacks,
+                       plan->nfallbacks == 1 ? "" : "s");
+    }
+    tp_text_printf(&t, "</text>\n");
+    int lane = 0;
+    for (int k = 0; k < p->npools; k++) {
+        const tether_plan_pool *pool = &p->pools[k];
+        const tether_plan_pool_usage *u = &plan->pools[k];
+        if (u->nbuffers == 0) {
+            continue;
+        }
+        int y0 = SVG_TOP + lane * (SVG_LANE_H + SVG_LANE_GAP) + 20;
+        bool tex = tether_scope_is_texture(pool->scope);
+        tp_text_printf(&t, "<g class=\"lane\">\n<text x=\"%d\" y=\"%d\" font-weight=\"bold\">",
+                       SVG_LEFT, y0 - 6);
+        tp_text_escape_xml(&t, pool->name);
+        if (tex) {
+            tp_text_printf(&t, " (%s): %d image%s, %lld bytes, %lld texels, waste %lld texels",
+                           tether_scope_name(pool->scope), u->nimages, u->nimages == 1 ? "" : "s",
+                           (long long)u->size, (long long)u->texel_area, (long long)u->texel_waste);
+        } else {
+            tp_text_printf(&t, " (global): %lld bytes, lower bound %lld", (long long)u->size,
+                           (long long)u->lower_bound);
+        }
+        tp_text_printf(&t, "</text>\n");
+        tp_text_printf(&t,
+                       "<rect class=\"frame\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                       "fill=\"#f7f7f7\" stroke=\"#888\"/>\n",
+                       SVG_LEFT, y0, plot_w, SVG_LANE_H);
+        /* y axis */
+        int64_t ymax = u->size > 0 ? u->size : 1;
+        int nrows = u->nimages > 0 ? u->nimages : 1;
+        if (!tex) {
+            int64_t step = nice_step(ymax, 5);
+            for (int64_t v = 0; v <= ymax; v += step) {
+                double y = y0 + SVG_LANE_H - (double)v / (double)ymax * SVG_LANE_H;
+                tp_text_printf(&t,
+                               "<line class=\"tick\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+                               "stroke=\"#ccc\"/><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" "
+                               "font-size=\"10\">%lld</text>\n",
+                               SVG_LEFT, y, SVG_LEFT + plot_w, y, SVG_LEFT - 4, y + 3,
+                               (long long)v);
+            }
+            tp_text_printf(&t,
+                           "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" "
+                           "text-anchor=\"middle\">offset (bytes)</text>\n",
+                           y0 + SVG_LANE_H / 2, y0 + SVG_LANE_H / 2);
+        } else {
+            int row = 0;
+            for (int m = 0; m < plan->nimages; m++) {
+                if (plan->images[m].pool != k) {
+                    continue;
+                }
+                double y = y0 + (row + 0.5) * SVG_LANE_H / nrows;
+                tp_text_printf(&t,
+                               "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" font-size=\"10\">"
+                               "image %d %lldx%lld</text>\n",
+                               SVG_LEFT - 4, y + 3, m, (long long)plan->images[m].width,
+                               (long long)plan->images[m].height);
+                row++;
+            }
+        }
+        /* buffers */
+        for (int b = 0; b < p->nbuffers; b++) {
+            const tether_plan_assignment *as = &plan->assign[b];
+            const tether_plan_buffer *buf = &p->buffers[b];
+            if (as->pool != k) {
+                continue;
+            }
+            double x = SVG_LEFT + buf->first * xs;
+            double w = (buf->last - buf->first + 1) * xs;
+            double y, h;
+            if (as->image >= 0) {
+                int row = 0;
+                for (int m = 0; m < as->image; m++) {
+                    row += plan->images[m].pool == k;
+                }
+                const tether_plan_image *img = &plan->images[as->image];
+                double band = (double)SVG_LANE_H / nrows;
+                double frac =
+                    (double)(buf->width * buf->height) / (double)(img->width * img->height);
+                h = band * 0.9 * frac;
+                y = y0 + row * band + band * 0.05 + (band * 0.9 - h);
+            } else {
+                h = (double)buf->size / (double)ymax * SVG_LANE_H;
+                y = y0 + SVG_LANE_H - (double)(as->offset + buf->size) / (double)ymax * SVG_LANE_H;
+            }
+            if (h < 1.0) {
+                h = 1.0;
+            }
+            unsigned hue;
+            const char *fixed = kind_color(buf, as, &hue);
+            char fill[32];
+            if (fixed != NULL) {
+                snprintf(fill, sizeof(fill), "%s", fixed);
+            } else {
+                snprintf(fill, sizeof(fill), "hsl(%u,60%%,62%%)", hue);
+            }
+            tp_text_printf(&t,
+                           "<rect class=\"buf\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                           "height=\"%.1f\" fill=\"%s\" fill-opacity=\"0.85\" stroke=\"#333\" "
+                           "stroke-width=\"0.5\"><title>",
+                           x, y, w, h, fill);
+            tp_text_escape_xml(&t, buf->name);
+            if (as->image >= 0) {
+                tp_text_printf(&t, ": %lldx%lld texels in image %d, ops %d..%d",
+                               (long long)buf->width, (long long)buf->height, as->image,
+                               (int)buf->first, (int)buf->last);
+            } else {
+                tp_text_printf(&t, ": %lld bytes at offset %lld, ops %d..%d%s",
+                               (long long)buf->size, (long long)as->offset, (int)buf->first,
+                               (int)buf->last, as->fallback ? " (texture fallback)" : "");
+            }
+            tp_text_printf(&t, "</title></rect>\n");
+            /* a label inside rectangles big enough to hold it */
+            size_t nlen = strlen(buf->name);
+            if (h >= 12 && w >= 7.0 * (double)(nlen < 24 ? nlen : 24)) {
+                tp_text_printf(&t,
+                               "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+                               "pointer-events=\"none\">",
+                               x + 3, y + h / 2 + 3);
+                tp_text_escape_xml(&t, buf->name);
+                tp_text_printf(&t, "</text>\n");
+            }
+        }
+        /* x axis */
+        int64_t step = nice_step(nops, 10);
+        for (int64_t v = 0; v < nops; v += step) {
+            double x = SVG_LEFT + ((double)v + 0.5) * xs;
+            tp_text_printf(&t,
+                           "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">"
+                           "%lld</text>\n",
+                           x, y0 + SVG_LANE_H + 14, (long long)v);
+        }
+        tp_text_printf(&t,
+                       "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">operator index</text>\n"
+                       "</g>\n",
+                       SVG_LEFT + plot_w / 2, y0 + SVG_LANE_H + 30);
+        lane++;
+    }
+    /* legend */
+    int lx = SVG_LEFT + plot_w + 20, ly = SVG_TOP + 20;
+    static const char *const names[] = {"intermediate", "graph input", "graph output",
+                                        "texture fallback (global)"};
+    static const char *const colors[] = {"hsl(220,60%,62%)", "#4caf50", "#f0a202", "#e4572e"};
+    tp_text_printf(&t,
+                   "<g class=\"legend\">\n<text x=\"%d\" y=\"%d\" font-weight=\"bold\">"
+                   "legend</text>\n",
+                   lx, ly);
+    for (int i = 0; i < 4; i++) {
+        tp_text_printf(&t,
+                       "<rect class=\"key\" x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" "
+                       "fill=\"%s\" stroke=\"#333\" stroke-width=\"0.5\"/>"
+                       "<text x=\"%d\" y=\"%d\">%s</text>\n",
+                       lx, ly + 12 + i * 22, colors[i], lx + 20, ly + 24 + i * 22, names[i]);
+    }
+    tp_text_printf(&t,
+                   "<text x=\"%d\" y=\"%d\" font-size=\"10\">hover a box for its name,</text>\n"
+                   "<text x=\"%d\" y=\"%d\" font-size=\"10\">size, offset and lifetime</text>\n",
+                   lx, ly + 24 + 4 * 22, lx, ly + 38 + 4 * 22);
+    int unplanned = 0;
+    for (int b = 0; b < p->nbuffers; b++) {
+        unplanned += plan->assign[b].pool < 0;
+    }
+    if (unplanned > 0) {
+        tp_text_printf(&t,
+                       "<text x=\"%d\" y=\"%d\" font-size=\"10\">%d buffer%s left to the "
+                       "caller</text>\n",
+                       lx, ly + 56 + 4 * 22, unplanned, unplanned == 1 ? "" : "s");
+    }
+    tp_text_printf(&t, "</g>\n</svg>\n");
+    if (t.failed) {
+        free(t.buf);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing the SVG");
+    }
+    *out = t.buf;
+    return TETHER_OK;
+}
