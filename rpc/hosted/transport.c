@@ -1,0 +1,356 @@
+/*
+ * tether rpc: the fd-based transport (stream framing for TCP/pipes/stdio, UART framing for
+ * ttys), the stdio and child-process constructors, and the transport dispatch functions.
+ *
+ * Must stay true: every wait is a poll() bounded by the caller's timeout; a partially received
+ * frame survives a timeout and is completed by the next recv; writes never raise SIGPIPE; a
+ * stream framing error is sticky (the stream cannot be trusted afterwards); a bad UART frame is
+ * dropped and counted, never returned.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tether/crt/error.h"
+#include "tether/rpc/frame.h"
+#include "tether/rpc/transport.h"
+#include "transport_internal.h"
+
+extern char **environ;
+
+#define READ_AHEAD 65536
+
+typedef struct fd_impl {
+    bool owns;
+    bool nonblocking;
+    bool uart;
+    uint8_t *frame_buf; /* unframer payload buffer, max_frame bytes */
+    uint8_t *tx;        /* UART encode buffer */
+    size_t tx_cap;
+    uint8_t rd[READ_AHEAD];
+    size_t rd_len, rd_pos;
+    tether_stream_unframer stream;
+    tether_uart_unframer uart_u;
+} fd_impl;
+
+int64_t tether_rpc_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits for `events` on fd until the deadline (-1 = none). 0 ready, TETHER_ERR_TIMEOUT, or
+ * TETHER_ERR_IO. POLLHUP counts as ready so the following read sees the end of file. */
+int tether_rpc_wait_fd(int fd, short events, int64_t deadline) {
+    for (;;) {
+        int wait_ms = -1;
+        if (deadline >= 0) {
+            int64_t left = deadline - tether_rpc_now_ms();
+            wait_ms = left > 0 ? (left > INT_MAX ? INT_MAX : (int)left) : 0;
+        }
+        struct pollfd p = {fd, events, 0};
+        int n = poll(&p, 1, wait_ms);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return tether_set_error(TETHER_ERR_IO, "poll failed: %s", strerror(errno));
+        }
+        if (n == 0)
+            return tether_set_error(TETHER_ERR_TIMEOUT, "timed out after waiting for the peer");
+        if (p.revents & POLLNVAL)
+            return tether_set_error(TETHER_ERR_IO, "file descriptor %d is not open", fd);
+        return 0;
+    }
+}
+
+static int64_t deadline_of(int timeout_ms) {
+    return timeout_ms < 0 ? -1 : tether_rpc_now_ms() + timeout_ms;
+}
+
+/* Writes all of p, without SIGPIPE (EPIPE is an error instead). */
+static int write_all(int fd, bool nonblocking, const uint8_t *p, size_t n, int64_t deadline) {
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    int rc = 0;
+    while (n > 0) {
+        rc = tether_rpc_wait_fd(fd, POLLOUT, deadline);
+        if (rc)
+            break;
+        size_t chunk = nonblocking ? n : (n < PIPE_BUF ? n : PIPE_BUF);
+        ssize_t w = send(fd, p, chunk, MSG_NOSIGNAL);
+        if (w < 0 && errno == ENOTSOCK)
+            w = write(fd, p, chunk);
+        if (w < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+                continue;
+            rc = tether_set_error(TETHER_ERR_IO, "write failed: %s%s", strerror(errno),
+                                  errno == EPIPE ? " (peer closed the connection)" : "");
+            break;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    /* discard a SIGPIPE raised by write() on a pipe while it was blocked */
+    struct timespec zero = {0, 0};
+    sigset_t pending;
+    sigpending(&pending);
+    if (sigismember(&pending, SIGPIPE))
+        sigtimedwait(&pipe_set, NULL, &zero);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+static int fd_send(tether_transport *t, const uint8_t *msg, size_t len, int timeout_ms) {
+    fd_impl *im = t->impl;
+    int64_t deadline = deadline_of(timeout_ms);
+    int rc;
+    if (im->uart) {
+        size_t n;
+        if (len > TETHER_UART_MAX_PAYLOAD)
+            return tether_set_error(TETHER_ERR_LIMIT,
+                                    "message of %zu bytes exceeds the UART frame limit %u", len,
+                                    (unsigned)TETHER_UART_MAX_PAYLOAD);
+        if (TETHER_UART_ENCODED_MAX(len) > im->tx_cap) {
+            size_t cap = TETHER_UART_ENCODED_MAX(len);
+            uint8_t *nb = realloc(im->tx, cap);
+            if (!nb)
+                return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "UART send buffer");
+            im->tx = nb;
+            im->tx_cap = cap;
+        }
+        rc = tether_uart_frame_encode(msg, len, im->tx, im->tx_cap, &n);
+        if (!rc)
+            rc = write_all(t->fd_write, im->nonblocking, im->tx, n, deadline);
+    } else {
+        uint8_t hdr[TETHER_STREAM_HEADER_BYTES];
+        rc = tether_stream_frame_header(hdr, len);
+        if (!rc)
+            rc = write_all(t->fd_write, im->nonblocking, hdr, sizeof hdr, deadline);
+        if (!rc)
+            rc = write_all(t->fd_write, im->nonblocking, msg, len, deadline);
+    }
+    if (!rc)
+        t->stats.frames_sent++;
+    return rc;
+}
+
+static void sync_uart_stats(tether_transport *t, fd_impl *im) {
+    t->stats.frames_dropped = tether_uart_unframer_dropped(&im->uart_u);
+    t->stats.garbage_bytes = im->uart_u.garbage;
+}
+
+static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int timeout_ms) {
+    fd_impl *im = t->impl;
+    int64_t deadline = deadline_of(timeout_ms);
+    for (;;) {
+        if (im->rd_pos < im->rd_len) {
+            size_t used = 0;
+            int got;
+            if (im->uart) {
+                got = tether_uart_unframer_push(&im->uart_u, im->rd + im->rd_pos,
+                                                im->rd_len - im->rd_pos, &used, msg, len);
+                sync_uart_stats(t, im);
+            } else {
+                got = tether_stream_unframer_push(&im->stream, im->rd + im->rd_pos,
+                                                  im->rd_len - im->rd_pos, &used, msg, len);
+            }
+            im->rd_pos += used;
+            if (got < 0)
+                return got;
+            if (got == 1) {
+                t->stats.frames_received++;
+                return TETHER_OK;
+            }
+        }
+        int rc = tether_rpc_wait_fd(t->fd_read, POLLIN, deadline);
+        if (rc)
+            return rc;
+        ssize_t n = read(t->fd_read, im->rd, sizeof im->rd);
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+                continue;
+            return tether_set_error(TETHER_ERR_IO, "read failed: %s", strerror(errno));
+        }
+        if (n == 0)
+            return tether_set_error(TETHER_ERR_IO, "connection closed by the peer");
+        im->rd_len = (size_t)n;
+        im->rd_pos = 0;
+    }
+}
+
+static void fd_close(tether_transport *t) {
+    fd_impl *im = t->impl;
+    if (im) {
+        if (im->owns) {
+            if (t->fd_read >= 0)
+                close(t->fd_read);
+            if (t->fd_write >= 0 && t->fd_write != t->fd_read)
+                close(t->fd_write);
+        }
+        free(im->frame_buf);
+        free(im->tx);
+        free(im);
+    }
+    if (t->child_pid > 0) {
+        int status;
+        pid_t pid = (pid_t)t->child_pid;
+        /* give the child 2 s to exit on EOF, then ask, then insist */
+        for (int i = 0; i < 200; i++) {
+            if (waitpid(pid, &status, WNOHANG) != 0)
+                goto reaped;
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        kill(pid, SIGTERM);
+        for (int i = 0; i < 100; i++) {
+            if (waitpid(pid, &status, WNOHANG) != 0)
+                goto reaped;
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+reaped:
+    t->impl = NULL;
+    t->fd_read = t->fd_write = -1;
+    t->child_pid = 0;
+    t->ops = NULL;
+}
+
+static const tether_transport_ops fd_ops = {fd_send, fd_recv, fd_close};
+
+int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, int fd_read,
+                             int fd_write, uint32_t max_frame, bool owns_fds) {
+    if (!t)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "transport: null");
+    memset(t, 0, sizeof *t);
+    t->fd_read = t->fd_write = -1;
+    if (fd_read < 0 || fd_write < 0)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "transport: bad file descriptors %d/%d",
+                                fd_read, fd_write);
+    if (kind != TETHER_TRANSPORT_TCP && kind != TETHER_TRANSPORT_PIPE &&
+        kind != TETHER_TRANSPORT_UART)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "transport: kind %d is not fd-based",
+                                (int)kind);
+    if (max_frame == 0)
+        max_frame = TETHER_RPC_DEFAULT_MAX_FRAME;
+    if (kind == TETHER_TRANSPORT_UART && max_frame > TETHER_UART_MAX_PAYLOAD)
+        max_frame = TETHER_UART_MAX_PAYLOAD;
+    if (max_frame < TETHER_RPC_MIN_FRAME || max_frame > TETHER_RPC_MAX_FRAME_LIMIT)
+        return tether_set_error(TETHER_ERR_LIMIT, "transport: max_frame %u outside [%u, %u]",
+                                (unsigned)max_frame, (unsigned)TETHER_RPC_MIN_FRAME,
+                                (unsigned)TETHER_RPC_MAX_FRAME_LIMIT);
+    fd_impl *im = calloc(1, sizeof *im);
+    uint8_t *fb = malloc(max_frame);
+    if (!im || !fb) {
+        free(im);
+        free(fb);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "transport: no memory for buffers");
+    }
+    im->owns = owns_fds;
+    im->uart = kind == TETHER_TRANSPORT_UART;
+    im->frame_buf = fb;
+    if (im->uart)
+        tether_uart_unframer_init(&im->uart_u, fb, max_frame, NULL, NULL);
+    else
+        tether_stream_unframer_init(&im->stream, fb, max_frame);
+    if (owns_fds) {
+        int fds[2] = {fd_read, fd_write};
+        for (int i = 0; i < 2; i++) {
+            int fl = fcntl(fds[i], F_GETFL);
+            if (fl >= 0)
+                fcntl(fds[i], F_SETFL, fl | O_NONBLOCK);
+        }
+        im->nonblocking = true;
+    }
+    t->ops = &fd_ops;
+    t->kind = kind;
+    t->fd_read = fd_read;
+    t->fd_write = fd_write;
+    t->max_frame = max_frame;
+    t->impl = im;
+    return TETHER_OK;
+}
+
+int tether_transport_stdio_open(tether_transport *t, uint32_t max_frame) {
+    return tether_transport_fd_open(t, TETHER_TRANSPORT_PIPE, STDIN_FILENO, STDOUT_FILENO,
+                                    max_frame, false);
+}
+
+int tether_transport_spawn(tether_transport *t, const char *const argv[], uint32_t max_frame) {
+    if (!t || !argv || !argv[0])
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "spawn: no program given");
+    memset(t, 0, sizeof *t);
+    t->fd_read = t->fd_write = -1;
+    int to_child[2], from_child[2];
+    if (pipe2(to_child, O_CLOEXEC) != 0)
+        return tether_set_error(TETHER_ERR_IO, "spawn: pipe failed: %s", strerror(errno));
+    if (pipe2(from_child, O_CLOEXEC) != 0) {
+        int e = errno;
+        close(to_child[0]);
+        close(to_child[1]);
+        return tether_set_error(TETHER_ERR_IO, "spawn: pipe failed: %s", strerror(e));
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, to_child[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, from_child[1], STDOUT_FILENO);
+    pid_t pid;
+    int e = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(to_child[0]);
+    close(from_child[1]);
+    if (e != 0) {
+        close(to_child[1]);
+        close(from_child[0]);
+        return tether_set_error(TETHER_ERR_IO, "spawn: cannot start '%s': %s", argv[0],
+                                strerror(e));
+    }
+    int rc = tether_transport_fd_open(t, TETHER_TRANSPORT_PIPE, from_child[0], to_child[1],
+                                      max_frame, true);
+    if (rc) {
+        close(to_child[1]);
+        close(from_child[0]);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return rc;
+    }
+    t->child_pid = (int)pid;
+    return TETHER_OK;
+}
+
+/* ---- dispatch ---- */
+
+int tether_transport_send(tether_transport *t, const void *msg, size_t len, int timeout_ms) {
+    if (!t || !t->ops)
+        return tether_set_error(TETHER_ERR_STATE, "transport is not open");
+    if (!msg || len == 0 || len > TETHER_RPC_MAX_FRAME_LIMIT)
+        return tether_set_error(TETHER_ERR_LIMIT, "message of %zu bytes (must be 1..%u)", len,
+                                (unsigned)TETHER_RPC_MAX_FRAME_LIMIT);
+    return t->ops->send(t, msg, len, timeout_ms);
+}
+
+int tether_transport_recv(tether_transport *t, const uint8_t **msg, size_t *len, int timeout_ms) {
+    if (!t || !t->ops)
+        return tether_set_error(TETHER_ERR_STATE, "transport is not open");
+    if (!msg || !len)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "transport recv: null output");
+    return t->ops->recv(t, msg, len, timeout_ms);
+}
+
+void tether_transport_close(tether_transport *t) {
+    if (t && t->ops && t->ops->close)
+        t->ops->close(t);
+}

@@ -1,0 +1,17 @@
+/*
+ * tether rpc (internal, hosted): helpers shared by the transport implementations.
+ */
+#ifndef TETHER_RPC_TRANSPORT_INTERNAL_H
+#define TETHER_RPC_TRANSPORT_INTERNAL_H
+
+#include <stdint.h>
+
+/* Monotonic milliseconds. */
+int64_t tether_rpc_now_ms(void);
+/* poll() one fd until the absolute deadline (-1 = none). */
+int tether_rpc_wait_fd(int fd, short events, int64_t deadline);
+/* Linux termios2 custom baud rates (uart_baud.c, kept apart from <termios.h>). */
+int tether_uart_set_baud_termios2(int fd, uint32_t baud);
+int tether_uart_get_baud_termios2(int fd, uint32_t *baud);
+
+#endif

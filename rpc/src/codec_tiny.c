@@ -1,0 +1,122 @@
+/*
+ * tether rpc: the freestanding message codec (tether_rpc_tiny_*), the schema of schema.c driven
+ * by the zero-allocation msgpack reader/writer of mp.c.
+ *
+ * Must stay true: no allocation, no libc beyond string.h; a decoded message only points into
+ * the input buffer; input that is not exactly one message is rejected.
+ */
+#include <string.h>
+
+#include "schema.h"
+#include "tether/crt/error.h"
+#include "tether/rpc/codec.h"
+#include "tether/rpc/mp.h"
+
+static int w_uint(void *c, uint64_t v) {
+    return tether_mp_write_uint(c, v);
+}
+static int w_int(void *c, int64_t v) {
+    return tether_mp_write_int(c, v);
+}
+static int w_double(void *c, double v) {
+    return tether_mp_write_double(c, v);
+}
+static int w_bool(void *c, bool v) {
+    return tether_mp_write_bool(c, v);
+}
+static int w_nil(void *c) {
+    return tether_mp_write_nil(c);
+}
+static int w_str(void *c, const char *s, uint32_t len) {
+    return tether_mp_write_str(c, s, len);
+}
+static int w_bin(void *c, const void *p, uint32_t len) {
+    return tether_mp_write_bin(c, p, len);
+}
+static int w_array(void *c, uint32_t n) {
+    return tether_mp_write_array(c, n);
+}
+
+static const tether_rpc_enc_ops tiny_enc = {w_uint, w_int, w_double, w_bool,
+                                            w_nil,  w_str, w_bin,    w_array};
+
+static tether_mp_kind r_peek(void *c) {
+    return tether_mp_peek(c);
+}
+static int r_uint(void *c, uint64_t *v) {
+    return tether_mp_read_uint(c, v);
+}
+static int r_int(void *c, int64_t *v) {
+    return tether_mp_read_int(c, v);
+}
+static int r_double(void *c, double *v) {
+    return tether_mp_read_double(c, v);
+}
+static int r_bool(void *c, bool *v) {
+    return tether_mp_read_bool(c, v);
+}
+static int r_nil(void *c) {
+    return tether_mp_read_nil(c);
+}
+static int r_str(void *c, const char **s, uint32_t *len) {
+    return tether_mp_read_str(c, s, len);
+}
+static int r_bin(void *c, const uint8_t **p, uint32_t *len) {
+    return tether_mp_read_bin(c, p, len);
+}
+static int r_array(void *c, uint32_t *n) {
+    return tether_mp_read_array(c, n);
+}
+static int r_skip(void *c) {
+    return tether_mp_skip(c);
+}
+static int r_leave(void *c) {
+    (void)c;
+    return 0;
+}
+
+static const tether_rpc_dec_ops tiny_dec = {r_peek, r_uint, r_int,   r_double, r_bool, r_nil,
+                                            r_str,  r_bin,  r_array, r_skip,   r_leave};
+
+int tether_rpc_tiny_encode(const tether_rpc_msg *m, void *buf, size_t cap, size_t *out_len) {
+    tether_mp_writer w;
+    if (!buf || !out_len)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "tiny encode: null buffer");
+    *out_len = 0;
+    tether_mp_writer_init(&w, buf, cap);
+    int rc = tether_rpc_schema_encode(&tiny_enc, &w, m);
+    if (rc)
+        return rc;
+    *out_len = w.len;
+    return TETHER_OK;
+}
+
+int tether_rpc_tiny_decode(const void *buf, size_t len, tether_rpc_msg *out) {
+    tether_mp_reader r;
+    if (!out || (!buf && len))
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "tiny decode: null argument");
+    tether_mp_reader_init(&r, buf, len);
+    int rc = tether_rpc_schema_decode(&tiny_dec, &r, out);
+    if (rc)
+        return rc;
+    if (r.pos != len)
+        return tether_set_error(TETHER_ERR_PROTOCOL, "%zu bytes after the end of the message",
+                                len - r.pos);
+    return TETHER_OK;
+}
+
+int tether_rpc_peek_header(const void *buf, size_t len, uint32_t *type, uint32_t *id) {
+    tether_mp_reader r;
+    uint32_t n;
+    uint64_t t = 0, i = 0;
+    tether_mp_reader_init(&r, buf, len);
+    if (tether_mp_read_array(&r, &n) || n < 2 || tether_mp_read_uint(&r, &t) ||
+        tether_mp_read_uint(&r, &i) || t > UINT32_MAX || i > UINT32_MAX ||
+        !tether_rpc_type_valid((uint32_t)t))
+        return tether_set_error(TETHER_ERR_PROTOCOL, "message header is not [type, id, ...]");
+    if (type)
+        *type = (uint32_t)t;
+    if (id)
+        *id = (uint32_t)i;
+    return TETHER_OK;
+}

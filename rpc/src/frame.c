@@ -1,0 +1,275 @@
+/*
+ * tether rpc: CRC-16/CCITT, stream framing and UART framing (see tether/rpc/frame.h).
+ *
+ * Must stay true: an unframer never writes past its buffer, never delivers a frame whose CRC or
+ * length is wrong, and after any garbage resynchronises on the next FLAG byte. The stream
+ * unframer's errors are sticky (a byte stream cannot resynchronise).
+ */
+#include "tether/rpc/frame.h"
+
+#include <string.h>
+
+#include "tether/crt/error.h"
+#include "tether/rpc/proto.h"
+
+uint16_t tether_crc16_ccitt(uint16_t crc, const void *data, size_t len) {
+    const uint8_t *p = (const uint8_t *)data;
+    for (size_t i = 0; i < len; i++) {
+        crc ^= (uint16_t)(p[i] << 8);
+        for (int b = 0; b < 8; b++)
+            crc = (crc & 0x8000u) ? (uint16_t)((crc << 1) ^ 0x1021u) : (uint16_t)(crc << 1);
+    }
+    return crc;
+}
+
+/* ---- stream framing ---- */
+
+int tether_stream_frame_header(uint8_t hdr[TETHER_STREAM_HEADER_BYTES], size_t len) {
+    if (len == 0 || len > TETHER_RPC_MAX_FRAME_LIMIT)
+        return tether_set_error(TETHER_ERR_LIMIT, "stream frame of %zu bytes (must be 1..%u bytes)",
+                                len, (unsigned)TETHER_RPC_MAX_FRAME_LIMIT);
+    hdr[0] = (uint8_t)(len >> 24);
+    hdr[1] = (uint8_t)(len >> 16);
+    hdr[2] = (uint8_t)(len >> 8);
+    hdr[3] = (uint8_t)len;
+    return TETHER_OK;
+}
+
+void tether_stream_unframer_init(tether_stream_unframer *u, void *buf, size_t cap) {
+    memset(u, 0, sizeof *u);
+    u->buf = (uint8_t *)buf;
+    u->cap = buf ? cap : 0;
+}
+
+int tether_stream_unframer_push(tether_stream_unframer *u, const void *data, size_t len,
+                                size_t *consumed, const uint8_t **frame, size_t *frame_len) {
+    const uint8_t *p = (const uint8_t *)data;
+    size_t used = 0;
+    *consumed = 0;
+    if (u->err)
+        return u->err;
+    while (used < len) {
+        if (u->hdr_have < TETHER_STREAM_HEADER_BYTES) {
+            u->hdr[u->hdr_have++] = p[used++];
+            if (u->hdr_have == TETHER_STREAM_HEADER_BYTES) {
+                size_t n = ((size_t)u->hdr[0] << 24) | ((size_t)u->hdr[1] << 16) |
+                           ((size_t)u->hdr[2] << 8) | u->hdr[3];
+                if (n == 0) {
+                    *consumed = used;
+                    u->err = tether_set_error(TETHER_ERR_PROTOCOL,
+                                              "stream frame with length 0; closing the stream");
+                    return u->err;
+                }
+                if (n > u->cap) {
+                    *consumed = used;
+                    u->err = tether_set_error(
+                        TETHER_ERR_LIMIT,
+                        "stream frame of %zu bytes exceeds the maximum of %zu; closing the stream",
+                        n, u->cap);
+                    return u->err;
+                }
+                u->need = n;
+                u->have = 0;
+            }
+            continue;
+        }
+        size_t take = u->need - u->have;
+        if (take > len - used)
+            take = len - used;
+        memcpy(u->buf + u->have, p + used, take);
+        u->have += take;
+        used += take;
+        if (u->have == u->need)
+            break;
+    }
+    *consumed = used;
+    if (u->hdr_have == TETHER_STREAM_HEADER_BYTES && u->have == u->need) {
+        *frame = u->buf;
+        *frame_len = u->need;
+        u->hdr_have = 0;
+        u->have = 0;
+        u->need = 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- UART framing ---- */
+
+enum { ST_IDLE, ST_LEN_HI, ST_LEN_LO, ST_PAYLOAD, ST_CRC_HI, ST_CRC_LO };
+
+static bool needs_escape(uint8_t b) {
+    return b == TETHER_UART_FLAG || b == TETHER_UART_ESCAPE;
+}
+
+typedef struct sink {
+    uint8_t *out;
+    size_t cap;
+    size_t len;
+} sink;
+
+static int sink_put(void *ctx, const uint8_t *bytes, size_t n) {
+    sink *s = (sink *)ctx;
+    if (n > s->cap - s->len)
+        return tether_set_error(TETHER_ERR_LIMIT, "UART frame does not fit %zu bytes", s->cap);
+    memcpy(s->out + s->len, bytes, n);
+    s->len += n;
+    return 0;
+}
+
+int tether_uart_frame_write(const void *payload, size_t len, tether_uart_put_fn put, void *ctx) {
+    const uint8_t *p = (const uint8_t *)payload;
+    if (len == 0 || len > TETHER_UART_MAX_PAYLOAD)
+        return tether_set_error(TETHER_ERR_LIMIT, "UART frame payload of %zu bytes (1..%u)", len,
+                                (unsigned)TETHER_UART_MAX_PAYLOAD);
+    uint8_t lenb[2] = {(uint8_t)(len >> 8), (uint8_t)len};
+    uint16_t crc = tether_crc16_ccitt(TETHER_CRC16_INIT, lenb, 2);
+    crc = tether_crc16_ccitt(crc, p, len);
+    uint8_t crcb[2] = {(uint8_t)(crc >> 8), (uint8_t)crc};
+    uint8_t out[64];
+    size_t n = 0;
+    int rc;
+    out[n++] = TETHER_UART_FLAG;
+    /* walk len bytes, payload, crc bytes as one sequence */
+    for (size_t i = 0; i < len + 4; i++) {
+        uint8_t b = i < 2 ? lenb[i] : i < len + 2 ? p[i - 2] : crcb[i - len - 2];
+        if (needs_escape(b)) {
+            out[n++] = TETHER_UART_ESCAPE;
+            out[n++] = (uint8_t)(b ^ TETHER_UART_XOR);
+        } else {
+            out[n++] = b;
+        }
+        if (n >= sizeof out - 2) {
+            if ((rc = put(ctx, out, n)) != 0)
+                return rc;
+            n = 0;
+        }
+    }
+    if (n && (rc = put(ctx, out, n)) != 0)
+        return rc;
+    return TETHER_OK;
+}
+
+int tether_uart_frame_encode(const void *payload, size_t len, void *out, size_t cap,
+                             size_t *out_len) {
+    sink s = {(uint8_t *)out, out ? cap : 0, 0};
+    *out_len = 0;
+    int rc = tether_uart_frame_write(payload, len, sink_put, &s);
+    if (rc)
+        return rc;
+    *out_len = s.len;
+    return TETHER_OK;
+}
+
+void tether_uart_unframer_init(tether_uart_unframer *u, void *buf, size_t cap,
+                               tether_uart_drop_fn on_drop, void *drop_ctx) {
+    memset(u, 0, sizeof *u);
+    u->buf = (uint8_t *)buf;
+    u->cap = buf ? cap : 0;
+    if (u->cap > TETHER_UART_MAX_PAYLOAD)
+        u->cap = TETHER_UART_MAX_PAYLOAD;
+    u->state = ST_IDLE;
+    u->on_drop = on_drop;
+    u->drop_ctx = drop_ctx;
+}
+
+static void drop(tether_uart_unframer *u, tether_uart_drop reason) {
+    u->dropped[reason]++;
+    u->state = ST_IDLE;
+    u->escaped = false;
+    if (u->on_drop)
+        u->on_drop(u->drop_ctx, reason);
+}
+
+static void start(tether_uart_unframer *u) {
+    u->state = ST_LEN_HI;
+    u->escaped = false;
+    u->have = 0;
+    u->len = 0;
+    u->crc = TETHER_CRC16_INIT;
+}
+
+int tether_uart_unframer_byte(tether_uart_unframer *u, uint8_t b, size_t *frame_len) {
+    if (b == TETHER_UART_FLAG) {
+        if (u->state != ST_IDLE)
+            drop(u, TETHER_UART_DROP_TRUNCATED);
+        start(u);
+        return 0;
+    }
+    if (u->state == ST_IDLE) {
+        u->garbage++;
+        return 0;
+    }
+    if (u->escaped) {
+        u->escaped = false;
+        if (b != (TETHER_UART_FLAG ^ TETHER_UART_XOR) &&
+            b != (TETHER_UART_ESCAPE ^ TETHER_UART_XOR)) {
+            drop(u, TETHER_UART_DROP_ESCAPE);
+            return 0;
+        }
+        b ^= TETHER_UART_XOR;
+    } else if (b == TETHER_UART_ESCAPE) {
+        u->escaped = true;
+        return 0;
+    }
+    switch (u->state) {
+    case ST_LEN_HI:
+        u->len = (uint16_t)(b << 8);
+        u->crc = tether_crc16_ccitt(u->crc, &b, 1);
+        u->state = ST_LEN_LO;
+        return 0;
+    case ST_LEN_LO:
+        u->len |= b;
+        u->crc = tether_crc16_ccitt(u->crc, &b, 1);
+        if (u->len == 0 || u->len > u->cap) {
+            drop(u, TETHER_UART_DROP_OVERSIZE);
+            return 0;
+        }
+        u->state = ST_PAYLOAD;
+        return 0;
+    case ST_PAYLOAD:
+        u->buf[u->have++] = b;
+        u->crc = tether_crc16_ccitt(u->crc, &b, 1);
+        if (u->have == u->len)
+            u->state = ST_CRC_HI;
+        return 0;
+    case ST_CRC_HI:
+        u->crc_rx = (uint16_t)(b << 8);
+        u->state = ST_CRC_LO;
+        return 0;
+    case ST_CRC_LO:
+        u->crc_rx |= b;
+        if (u->crc_rx != u->crc) {
+            drop(u, TETHER_UART_DROP_CRC);
+            return 0;
+        }
+        u->state = ST_IDLE;
+        u->frames++;
+        *frame_len = u->have;
+        return 1;
+    default:
+        u->state = ST_IDLE;
+        return 0;
+    }
+}
+
+int tether_uart_unframer_push(tether_uart_unframer *u, const void *data, size_t len,
+                              size_t *consumed, const uint8_t **frame, size_t *frame_len) {
+    const uint8_t *p = (const uint8_t *)data;
+    for (size_t i = 0; i < len; i++) {
+        if (tether_uart_unframer_byte(u, p[i], frame_len)) {
+            *consumed = i + 1;
+            *frame = u->buf;
+            return 1;
+        }
+    }
+    *consumed = len;
+    return 0;
+}
+
+uint32_t tether_uart_unframer_dropped(const tether_uart_unframer *u) {
+    uint32_t n = 0;
+    for (int i = 0; i < TETHER_UART_DROP_COUNT; i++)
+        n += u->dropped[i];
+    return n;
+}

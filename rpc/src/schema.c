@@ -1,0 +1,692 @@
+/*
+ * tether rpc: the message layout shared by both codecs (see schema.h and docs/rpc.md).
+ *
+ * Must stay true: encode and decode list the same fields in the same order as the table in
+ * docs/rpc.md; every decoded message passes tether_rpc_msg_check; a decode error names the
+ * message type and the field.
+ */
+#include "schema.h"
+
+#include <string.h>
+
+#include "tether/crt/error.h"
+#include "tether/rpc/codec.h"
+
+/* Number of body fields of each message (after type and id). */
+static int body_fields(uint32_t type) {
+    bool reply = (type & TETHER_RPC_REPLY) && type != TETHER_RPC_ERROR;
+    switch (type & ~TETHER_RPC_REPLY) {
+    case TETHER_RPC_HELLO:
+        return reply ? 17 : 3;
+    case TETHER_RPC_AUTH:
+        return reply ? 0 : 1;
+    case TETHER_RPC_UPLOAD:
+        return reply ? 1 : 4;
+    case TETHER_RPC_UPLOAD_CHUNK:
+        return reply ? 2 : 3;
+    case TETHER_RPC_LOAD_MODULE:
+        return reply ? 2 : 1;
+    case TETHER_RPC_UNLOAD:
+        return reply ? 0 : 1;
+    case TETHER_RPC_GET_FUNCTION:
+        return reply ? 3 : 2;
+    case TETHER_RPC_ALLOC:
+        return reply ? 2 : 4;
+    case TETHER_RPC_FREE:
+        return reply ? 0 : 1;
+    case TETHER_RPC_COPY_TO:
+        return reply ? 1 : 3;
+    case TETHER_RPC_COPY_FROM:
+        return reply ? 1 : 3;
+    case TETHER_RPC_CALL:
+        return reply ? 3 : 5;
+    case TETHER_RPC_TIME:
+        return reply ? 3 : 9;
+    case TETHER_RPC_RESET:
+    case TETHER_RPC_SHUTDOWN:
+        return 0;
+    case TETHER_RPC_LOG:
+        return reply ? -1 : 2;
+    case TETHER_RPC_ERROR & ~TETHER_RPC_REPLY:
+        return type == TETHER_RPC_ERROR ? 2 : -1;
+    default:
+        return -1;
+    }
+}
+
+/* ---- encode ---- */
+
+typedef struct enc {
+    const tether_rpc_enc_ops *ops;
+    void *c;
+    int rc;
+} enc;
+
+#define E_U(v)                                                                                     \
+    do {                                                                                           \
+        if (!e->rc)                                                                                \
+            e->rc = e->ops->uint_(e->c, (uint64_t)(v));                                            \
+    } while (0)
+#define E_I(v)                                                                                     \
+    do {                                                                                           \
+        if (!e->rc)                                                                                \
+            e->rc = e->ops->int_(e->c, (int64_t)(v));                                              \
+    } while (0)
+#define E_D(v)                                                                                     \
+    do {                                                                                           \
+        if (!e->rc)                                                                                \
+            e->rc = e->ops->double_(e->c, (v));                                                    \
+    } while (0)
+#define E_B(v)                                                                                     \
+    do {                                                                                           \
+        if (!e->rc)                                                                                \
+            e->rc = e->ops->bool_(e->c, (v));                                                      \
+    } while (0)
+#define E_NIL()                                                                                    \
+    do {                                                                                           \
+        if (!e->rc)                                                                                \
+            e->rc = e->ops->nil(e->c);                                                             \
+    } while (0)
+#define E_S(s)                                                                                     \
+    do {                                                                                           \
+        if (!e->rc)                                                                                \
+            e->rc = e->ops->str(e->c, (s).ptr ? (s).ptr : "", (s).len);                            \
+    } while (0)
+#define E_BIN(b)                                                                                   \
+    do {                                                                                           \
+        if (!e->rc)                                                                                \
+            e->rc =                                                                                \
+                e->ops->bin(e->c, (b).ptr ? (const void *)(b).ptr : (const void *)"", (b).len);    \
+    } while (0)
+#define E_A(n)                                                                                     \
+    do {                                                                                           \
+        if (!e->rc)                                                                                \
+            e->rc = e->ops->array(e->c, (uint32_t)(n));                                            \
+    } while (0)
+
+static void enc_invoke(enc *e, const tether_rpc_invoke *v) {
+    E_U(v->func);
+    E_U(v->abi);
+    E_A(v->num_args);
+    for (uint32_t i = 0; i < v->num_args; i++) {
+        const tether_rpc_arg *a = &v->args[i];
+        E_A(2);
+        E_I(a->type_code);
+        switch (a->type_code) {
+        case TETHER_TYPE_INT:
+            E_I(a->v.v_int);
+            break;
+        case TETHER_TYPE_UINT:
+            E_U(a->v.v_uint);
+            break;
+        case TETHER_TYPE_FLOAT:
+            E_D(a->v.v_float);
+            break;
+        case TETHER_TYPE_HANDLE:
+        case TETHER_TYPE_DLTENSOR:
+            E_U(a->v.v_handle);
+            break;
+        case TETHER_TYPE_STR:
+            E_S(a->v.v_str);
+            break;
+        default: /* TETHER_TYPE_NULL (others were refused by the check) */
+            E_NIL();
+            break;
+        }
+    }
+    E_A(v->work_dim);
+    for (uint32_t i = 0; i < v->work_dim; i++)
+        E_U(v->global[i]);
+    bool local = v->work_dim > 0 && v->local[0] != 0;
+    E_A(local ? v->work_dim : 0);
+    for (uint32_t i = 0; local && i < v->work_dim; i++)
+        E_U(v->local[i]);
+}
+
+int tether_rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const tether_rpc_msg *m) {
+    int rc = tether_rpc_msg_check(m);
+    if (rc)
+        return rc;
+    enc e_ = {ops, c, 0}, *e = &e_;
+    E_A(2 + body_fields(m->type));
+    E_U(m->type);
+    E_U(m->id);
+    switch (m->type) {
+    case TETHER_RPC_HELLO:
+        E_U(m->u.hello_req.version);
+        E_U(m->u.hello_req.max_frame);
+        E_S(m->u.hello_req.client);
+        break;
+    case TETHER_RPC_HELLO | TETHER_RPC_REPLY: {
+        const tether_rpc_hello_rep *h = &m->u.hello_rep;
+        E_U(h->version);
+        E_S(h->triple);
+        E_S(h->arch);
+        E_B(h->little_endian);
+        E_U(h->pointer_bits);
+        E_U(h->max_frame);
+        E_U(h->window);
+        E_U(h->clock_hz);
+        E_U(h->scopes);
+        E_A(h->num_pools);
+        for (uint32_t i = 0; i < h->num_pools; i++)
+            E_S(h->pools[i]);
+        E_B(h->opencl);
+        E_U(h->image_max_width);
+        E_U(h->image_max_height);
+        E_U(h->load_addr);
+        E_U(h->load_size);
+        E_B(h->auth_required);
+        E_BIN(h->nonce);
+        break;
+    }
+    case TETHER_RPC_AUTH:
+        E_BIN(m->u.auth_req.mac);
+        break;
+    case TETHER_RPC_UPLOAD:
+        E_U(m->u.upload_req.kind);
+        E_S(m->u.upload_req.name);
+        E_U(m->u.upload_req.total_size);
+        E_BIN(m->u.upload_req.sha256);
+        break;
+    case TETHER_RPC_UPLOAD | TETHER_RPC_REPLY:
+        E_U(m->u.upload_rep.upload_id);
+        break;
+    case TETHER_RPC_UPLOAD_CHUNK:
+        E_U(m->u.upload_chunk_req.upload_id);
+        E_U(m->u.upload_chunk_req.offset);
+        E_BIN(m->u.upload_chunk_req.data);
+        break;
+    case TETHER_RPC_UPLOAD_CHUNK | TETHER_RPC_REPLY:
+        E_U(m->u.upload_chunk_rep.received);
+        E_B(m->u.upload_chunk_rep.complete);
+        break;
+    case TETHER_RPC_LOAD_MODULE:
+        E_S(m->u.load_module_req.name);
+        break;
+    case TETHER_RPC_LOAD_MODULE | TETHER_RPC_REPLY:
+        E_U(m->u.load_module_rep.module);
+        E_U(m->u.load_module_rep.num_functions);
+        break;
+    case TETHER_RPC_UNLOAD:
+        E_U(m->u.unload_req.module);
+        break;
+    case TETHER_RPC_GET_FUNCTION:
+        E_U(m->u.get_function_req.module);
+        E_S(m->u.get_function_req.name);
+        break;
+    case TETHER_RPC_GET_FUNCTION | TETHER_RPC_REPLY:
+        E_U(m->u.get_function_rep.func);
+        E_U(m->u.get_function_rep.abi);
+        E_I(m->u.get_function_rep.num_args);
+        break;
+    case TETHER_RPC_ALLOC: {
+        const tether_rpc_alloc_req *a = &m->u.alloc_req;
+        E_A(a->ndim);
+        for (uint32_t i = 0; i < a->ndim; i++)
+            E_I(a->shape[i]);
+        E_A(3);
+        E_U(a->dtype_code);
+        E_U(a->dtype_bits);
+        E_U(a->dtype_lanes);
+        E_U(a->scope);
+        E_S(a->pool);
+        break;
+    }
+    case TETHER_RPC_ALLOC | TETHER_RPC_REPLY:
+        E_U(m->u.alloc_rep.array);
+        E_U(m->u.alloc_rep.nbytes);
+        break;
+    case TETHER_RPC_FREE:
+        E_U(m->u.free_req.handle);
+        break;
+    case TETHER_RPC_COPY_TO:
+        E_U(m->u.copy_to_req.array);
+        E_U(m->u.copy_to_req.offset);
+        E_BIN(m->u.copy_to_req.data);
+        break;
+    case TETHER_RPC_COPY_TO | TETHER_RPC_REPLY:
+        E_U(m->u.copy_to_rep.written);
+        break;
+    case TETHER_RPC_COPY_FROM:
+        E_U(m->u.copy_from_req.array);
+        E_U(m->u.copy_from_req.offset);
+        E_U(m->u.copy_from_req.length);
+        break;
+    case TETHER_RPC_COPY_FROM | TETHER_RPC_REPLY:
+        E_BIN(m->u.copy_from_rep.data);
+        break;
+    case TETHER_RPC_CALL:
+        enc_invoke(e, &m->u.call_req);
+        break;
+    case TETHER_RPC_CALL | TETHER_RPC_REPLY:
+        E_I(m->u.call_rep.ret);
+        E_U(m->u.call_rep.elapsed_ns);
+        E_U(m->u.call_rep.stack_bytes);
+        break;
+    case TETHER_RPC_TIME:
+        enc_invoke(e, &m->u.time_req.invoke);
+        E_U(m->u.time_req.number);
+        E_U(m->u.time_req.repeat);
+        E_U(m->u.time_req.min_repeat_ms);
+        E_U(m->u.time_req.cooldown_ms);
+        break;
+    case TETHER_RPC_TIME | TETHER_RPC_REPLY:
+        E_U(m->u.time_rep.number);
+        E_B(m->u.time_rep.zero_timer);
+        E_A(m->u.time_rep.repeat);
+        for (uint32_t i = 0; i < m->u.time_rep.repeat; i++)
+            E_D(m->u.time_rep.seconds[i]);
+        break;
+    case TETHER_RPC_LOG:
+        E_U(m->u.log.level);
+        E_S(m->u.log.text);
+        break;
+    case TETHER_RPC_ERROR:
+        E_I(m->u.error.code);
+        E_S(m->u.error.message);
+        break;
+    default: /* bodiless messages */
+        break;
+    }
+    return e->rc;
+}
+
+/* ---- decode ---- */
+
+typedef struct dec {
+    const tether_rpc_dec_ops *ops;
+    void *c;
+    int rc;
+    uint32_t type;
+} dec;
+
+static int dfail(dec *d, int rc, const char *field) {
+    if (d->rc)
+        return d->rc;
+    char inner[TETHER_ERROR_MSG_MAX];
+    tether_format(inner, sizeof inner, "%s", tether_last_error());
+    const char *tn = tether_rpc_type_name(d->type);
+    d->rc = tether_set_error(rc, "%s: field '%s': %s", tn ? tn : "message", field, inner);
+    return d->rc;
+}
+
+static uint64_t d_uint(dec *d, const char *field, uint64_t max) {
+    uint64_t v = 0;
+    if (d->rc)
+        return 0;
+    int rc = d->ops->uint_(d->c, &v);
+    if (rc) {
+        dfail(d, rc, field);
+        return 0;
+    }
+    if (v > max) {
+        tether_set_error(TETHER_ERR_LIMIT, "value %llu above %llu", (unsigned long long)v,
+                         (unsigned long long)max);
+        dfail(d, TETHER_ERR_LIMIT, field);
+        return 0;
+    }
+    return v;
+}
+
+static int64_t d_int(dec *d, const char *field, int64_t min, int64_t max) {
+    int64_t v = 0;
+    if (d->rc)
+        return 0;
+    int rc = d->ops->int_(d->c, &v);
+    if (rc) {
+        dfail(d, rc, field);
+        return 0;
+    }
+    if (v < min || v > max) {
+        tether_set_error(TETHER_ERR_LIMIT, "value %lld outside [%lld, %lld]", (long long)v,
+                         (long long)min, (long long)max);
+        dfail(d, TETHER_ERR_LIMIT, field);
+        return 0;
+    }
+    return v;
+}
+
+static bool d_bool(dec *d, const char *field) {
+    bool v = false;
+    if (d->rc)
+        return false;
+    int rc = d->ops->bool_(d->c, &v);
+    if (rc)
+        dfail(d, rc, field);
+    return v;
+}
+
+static double d_double(dec *d, const char *field) {
+    double v = 0;
+    if (d->rc)
+        return 0;
+    int rc = d->ops->double_(d->c, &v);
+    if (rc)
+        dfail(d, rc, field);
+    return v;
+}
+
+static tether_rpc_str d_str(dec *d, const char *field) {
+    tether_rpc_str s = {"", 0};
+    if (d->rc)
+        return s;
+    int rc = d->ops->str(d->c, &s.ptr, &s.len);
+    if (rc) {
+        dfail(d, rc, field);
+        s.ptr = "";
+        s.len = 0;
+    }
+    return s;
+}
+
+static tether_rpc_bytes d_bin(dec *d, const char *field) {
+    tether_rpc_bytes b = {NULL, 0};
+    if (d->rc)
+        return b;
+    int rc = d->ops->bin(d->c, &b.ptr, &b.len);
+    if (rc) {
+        dfail(d, rc, field);
+        b.ptr = NULL;
+        b.len = 0;
+    }
+    return b;
+}
+
+/* Enters an array of at most max elements. */
+static uint32_t d_array(dec *d, const char *field, uint32_t max) {
+    uint32_t n = 0;
+    if (d->rc)
+        return 0;
+    int rc = d->ops->array(d->c, &n);
+    if (rc) {
+        dfail(d, rc, field);
+        return 0;
+    }
+    if (n > max) {
+        tether_set_error(TETHER_ERR_LIMIT, "%u elements, at most %u allowed", (unsigned)n,
+                         (unsigned)max);
+        dfail(d, TETHER_ERR_LIMIT, field);
+        return 0;
+    }
+    return n;
+}
+
+static void d_leave(dec *d, const char *field) {
+    if (d->rc)
+        return;
+    int rc = d->ops->leave(d->c);
+    if (rc)
+        dfail(d, rc, field);
+}
+
+static void dec_invoke(dec *d, tether_rpc_invoke *v) {
+    v->func = d_uint(d, "func", UINT64_MAX);
+    v->abi = (uint32_t)d_uint(d, "abi", UINT32_MAX);
+    v->num_args = d_array(d, "args", TETHER_RPC_MAX_ARGS);
+    for (uint32_t i = 0; i < v->num_args && !d->rc; i++) {
+        tether_rpc_arg *a = &v->args[i];
+        uint32_t n = d_array(d, "args[i]", UINT32_MAX);
+        if (!d->rc && n < 2) {
+            tether_set_error(TETHER_ERR_PROTOCOL, "argument %u has %u elements, expected 2",
+                             (unsigned)i, (unsigned)n);
+            dfail(d, TETHER_ERR_PROTOCOL, "args");
+        }
+        a->type_code = (int32_t)d_int(d, "args type code", INT32_MIN, INT32_MAX);
+        switch (a->type_code) {
+        case TETHER_TYPE_INT:
+            a->v.v_int = d_int(d, "args int value", INT64_MIN, INT64_MAX);
+            break;
+        case TETHER_TYPE_UINT:
+            a->v.v_uint = d_uint(d, "args uint value", UINT64_MAX);
+            break;
+        case TETHER_TYPE_FLOAT:
+            a->v.v_float = d_double(d, "args float value");
+            break;
+        case TETHER_TYPE_HANDLE:
+        case TETHER_TYPE_DLTENSOR:
+            a->v.v_handle = d_uint(d, "args handle", UINT64_MAX);
+            break;
+        case TETHER_TYPE_STR:
+            a->v.v_str = d_str(d, "args str value");
+            break;
+        case TETHER_TYPE_NULL:
+            if (!d->rc) {
+                int rc = d->ops->nil(d->c);
+                if (rc)
+                    dfail(d, rc, "args null value");
+            }
+            break;
+        default:
+            if (!d->rc) {
+                tether_set_error(TETHER_ERR_PROTOCOL, "argument %u has unsupported type code %d",
+                                 (unsigned)i, (int)a->type_code);
+                dfail(d, TETHER_ERR_PROTOCOL, "args");
+            }
+            break;
+        }
+        for (uint32_t k = 2; k < n && !d->rc; k++)
+            if (d->ops->skip(d->c))
+                dfail(d, TETHER_ERR_PROTOCOL, "args");
+        d_leave(d, "args");
+    }
+    d_leave(d, "args");
+    v->work_dim = d_array(d, "global", TETHER_RPC_MAX_WORK_DIM);
+    for (uint32_t i = 0; i < v->work_dim; i++)
+        v->global[i] = d_uint(d, "global", UINT64_MAX);
+    d_leave(d, "global");
+    uint32_t nl = d_array(d, "local", TETHER_RPC_MAX_WORK_DIM);
+    for (uint32_t i = 0; i < nl; i++)
+        v->local[i] = d_uint(d, "local", UINT64_MAX);
+    d_leave(d, "local");
+    if (!d->rc && nl != 0 && nl != v->work_dim) {
+        tether_set_error(TETHER_ERR_PROTOCOL, "%u local sizes for %u global sizes", (unsigned)nl,
+                         (unsigned)v->work_dim);
+        dfail(d, TETHER_ERR_PROTOCOL, "local");
+    }
+    if (!d->rc && nl != 0) {
+        for (uint32_t i = 0; i < nl; i++) {
+            if (v->local[i] == 0) {
+                tether_set_error(TETHER_ERR_PROTOCOL, "local size %u is 0", (unsigned)i);
+                dfail(d, TETHER_ERR_PROTOCOL, "local");
+            }
+        }
+    }
+}
+
+int tether_rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc_msg *m) {
+    dec d_ = {ops, c, 0, 0}, *d = &d_;
+    memset(m, 0, sizeof *m);
+    uint32_t n = 0;
+    int rc = ops->array(c, &n);
+    if (rc) {
+        char inner[TETHER_ERROR_MSG_MAX];
+        tether_format(inner, sizeof inner, "%s", tether_last_error());
+        return tether_set_error(TETHER_ERR_PROTOCOL, "message is not a msgpack array: %s", inner);
+    }
+    if (n < 2)
+        return tether_set_error(TETHER_ERR_PROTOCOL,
+                                "message array has %u elements, needs at least type and id",
+                                (unsigned)n);
+    uint64_t type = 0, id = 0;
+    rc = ops->uint_(c, &type);
+    if (!rc && (type > UINT32_MAX || !tether_rpc_type_valid((uint32_t)type)))
+        return tether_set_error(TETHER_ERR_PROTOCOL, "unknown message type %llu",
+                                (unsigned long long)type);
+    if (!rc)
+        rc = ops->uint_(c, &id);
+    if (!rc && id > UINT32_MAX)
+        return tether_set_error(TETHER_ERR_PROTOCOL, "message id %llu does not fit 32 bits",
+                                (unsigned long long)id);
+    if (rc) {
+        char inner[TETHER_ERROR_MSG_MAX];
+        tether_format(inner, sizeof inner, "%s", tether_last_error());
+        return tether_set_error(TETHER_ERR_PROTOCOL, "bad message header: %s", inner);
+    }
+    m->type = (uint32_t)type;
+    m->id = (uint32_t)id;
+    d->type = m->type;
+    int fields = body_fields(m->type);
+    if (n < (uint32_t)(2 + fields)) {
+        const char *tn = tether_rpc_type_name(m->type);
+        return tether_set_error(TETHER_ERR_PROTOCOL, "%s: %u fields, expected %d", tn,
+                                (unsigned)(n - 2), fields);
+    }
+    switch (m->type) {
+    case TETHER_RPC_HELLO:
+        m->u.hello_req.version = (uint32_t)d_uint(d, "version", UINT32_MAX);
+        m->u.hello_req.max_frame = (uint32_t)d_uint(d, "max_frame", UINT32_MAX);
+        m->u.hello_req.client = d_str(d, "client");
+        break;
+    case TETHER_RPC_HELLO | TETHER_RPC_REPLY: {
+        tether_rpc_hello_rep *h = &m->u.hello_rep;
+        h->version = (uint32_t)d_uint(d, "version", UINT32_MAX);
+        h->triple = d_str(d, "triple");
+        h->arch = d_str(d, "arch");
+        h->little_endian = d_bool(d, "little_endian");
+        h->pointer_bits = (uint32_t)d_uint(d, "pointer_bits", UINT32_MAX);
+        h->max_frame = (uint32_t)d_uint(d, "max_frame", UINT32_MAX);
+        h->window = (uint32_t)d_uint(d, "window", UINT32_MAX);
+        h->clock_hz = d_uint(d, "clock_hz", UINT64_MAX);
+        h->scopes = (uint32_t)d_uint(d, "scopes", UINT32_MAX);
+        h->num_pools = d_array(d, "pools", TETHER_RPC_MAX_POOLS);
+        for (uint32_t i = 0; i < h->num_pools; i++)
+            h->pools[i] = d_str(d, "pools");
+        d_leave(d, "pools");
+        h->opencl = d_bool(d, "opencl");
+        h->image_max_width = (uint32_t)d_uint(d, "image_max_width", UINT32_MAX);
+        h->image_max_height = (uint32_t)d_uint(d, "image_max_height", UINT32_MAX);
+        h->load_addr = d_uint(d, "load_addr", UINT64_MAX);
+        h->load_size = d_uint(d, "load_size", UINT64_MAX);
+        h->auth_required = d_bool(d, "auth_required");
+        h->nonce = d_bin(d, "nonce");
+        break;
+    }
+    case TETHER_RPC_AUTH:
+        m->u.auth_req.mac = d_bin(d, "mac");
+        break;
+    case TETHER_RPC_UPLOAD:
+        m->u.upload_req.kind = (uint32_t)d_uint(d, "kind", UINT32_MAX);
+        m->u.upload_req.name = d_str(d, "name");
+        m->u.upload_req.total_size = d_uint(d, "total_size", UINT64_MAX);
+        m->u.upload_req.sha256 = d_bin(d, "sha256");
+        break;
+    case TETHER_RPC_UPLOAD | TETHER_RPC_REPLY:
+        m->u.upload_rep.upload_id = (uint32_t)d_uint(d, "upload_id", UINT32_MAX);
+        break;
+    case TETHER_RPC_UPLOAD_CHUNK:
+        m->u.upload_chunk_req.upload_id = (uint32_t)d_uint(d, "upload_id", UINT32_MAX);
+        m->u.upload_chunk_req.offset = d_uint(d, "offset", UINT64_MAX);
+        m->u.upload_chunk_req.data = d_bin(d, "data");
+        break;
+    case TETHER_RPC_UPLOAD_CHUNK | TETHER_RPC_REPLY:
+        m->u.upload_chunk_rep.received = d_uint(d, "received", UINT64_MAX);
+        m->u.upload_chunk_rep.complete = d_bool(d, "complete");
+        break;
+    case TETHER_RPC_LOAD_MODULE:
+        m->u.load_module_req.name = d_str(d, "name");
+        break;
+    case TETHER_RPC_LOAD_MODULE | TETHER_RPC_REPLY:
+        m->u.load_module_rep.module = d_uint(d, "module", UINT64_MAX);
+        m->u.load_module_rep.num_functions = (uint32_t)d_uint(d, "num_functions", UINT32_MAX);
+        break;
+    case TETHER_RPC_UNLOAD:
+        m->u.unload_req.module = d_uint(d, "module", UINT64_MAX);
+        break;
+    case TETHER_RPC_GET_FUNCTION:
+        m->u.get_function_req.module = d_uint(d, "module", UINT64_MAX);
+        m->u.get_function_req.name = d_str(d, "name");
+        break;
+    case TETHER_RPC_GET_FUNCTION | TETHER_RPC_REPLY:
+        m->u.get_function_rep.func = d_uint(d, "func", UINT64_MAX);
+        m->u.get_function_rep.abi = (uint32_t)d_uint(d, "abi", UINT32_MAX);
+        m->u.get_function_rep.num_args = (int32_t)d_int(d, "num_args", INT32_MIN, INT32_MAX);
+        break;
+    case TETHER_RPC_ALLOC: {
+        tether_rpc_alloc_req *a = &m->u.alloc_req;
+        a->ndim = d_array(d, "shape", TETHER_RPC_MAX_NDIM);
+        for (uint32_t i = 0; i < a->ndim; i++)
+            a->shape[i] = d_int(d, "shape", INT64_MIN, INT64_MAX);
+        d_leave(d, "shape");
+        uint32_t k = d_array(d, "dtype", UINT32_MAX);
+        if (!d->rc && k < 3) {
+            tether_set_error(TETHER_ERR_PROTOCOL, "%u elements, expected [code, bits, lanes]",
+                             (unsigned)k);
+            dfail(d, TETHER_ERR_PROTOCOL, "dtype");
+        }
+        a->dtype_code = (uint8_t)d_uint(d, "dtype code", UINT8_MAX);
+        a->dtype_bits = (uint8_t)d_uint(d, "dtype bits", UINT8_MAX);
+        a->dtype_lanes = (uint16_t)d_uint(d, "dtype lanes", UINT16_MAX);
+        for (uint32_t i = 3; i < k && !d->rc; i++)
+            if (ops->skip(c))
+                dfail(d, TETHER_ERR_PROTOCOL, "dtype");
+        d_leave(d, "dtype");
+        a->scope = (uint32_t)d_uint(d, "scope", UINT32_MAX);
+        a->pool = d_str(d, "pool");
+        break;
+    }
+    case TETHER_RPC_ALLOC | TETHER_RPC_REPLY:
+        m->u.alloc_rep.array = d_uint(d, "array", UINT64_MAX);
+        m->u.alloc_rep.nbytes = d_uint(d, "nbytes", UINT64_MAX);
+        break;
+    case TETHER_RPC_FREE:
+        m->u.free_req.handle = d_uint(d, "array", UINT64_MAX);
+        break;
+    case TETHER_RPC_COPY_TO:
+        m->u.copy_to_req.array = d_uint(d, "array", UINT64_MAX);
+        m->u.copy_to_req.offset = d_uint(d, "offset", UINT64_MAX);
+        m->u.copy_to_req.data = d_bin(d, "data");
+        break;
+    case TETHER_RPC_COPY_TO | TETHER_RPC_REPLY:
+        m->u.copy_to_rep.written = d_uint(d, "written", UINT64_MAX);
+        break;
+    case TETHER_RPC_COPY_FROM:
+        m->u.copy_from_req.array = d_uint(d, "array", UINT64_MAX);
+        m->u.copy_from_req.offset = d_uint(d, "offset", UINT64_MAX);
+        m->u.copy_from_req.length = d_uint(d, "length", UINT64_MAX);
+        break;
+    case TETHER_RPC_COPY_FROM | TETHER_RPC_REPLY:
+        m->u.copy_from_rep.data = d_bin(d, "data");
+        break;
+    case TETHER_RPC_CALL:
+        dec_invoke(d, &m->u.call_req);
+        break;
+    case TETHER_RPC_CALL | TETHER_RPC_REPLY:
+        m->u.call_rep.ret = (int32_t)d_int(d, "ret", INT32_MIN, INT32_MAX);
+        m->u.call_rep.elapsed_ns = d_uint(d, "elapsed_ns", UINT64_MAX);
+        m->u.call_rep.stack_bytes = d_uint(d, "stack_bytes", UINT64_MAX);
+        break;
+    case TETHER_RPC_TIME:
+        dec_invoke(d, &m->u.time_req.invoke);
+        m->u.time_req.number = (uint32_t)d_uint(d, "number", UINT32_MAX);
+        m->u.time_req.repeat = (uint32_t)d_uint(d, "repeat", UINT32_MAX);
+        m->u.time_req.min_repeat_ms = (uint32_t)d_uint(d, "min_repeat_ms", UINT32_MAX);
+        m->u.time_req.cooldown_ms = (uint32_t)d_uint(d, "cooldown_ms", UINT32_MAX);
+        break;
+    case TETHER_RPC_TIME | TETHER_RPC_REPLY:
+        m->u.time_rep.number = (uint32_t)d_uint(d, "number", UINT32_MAX);
+        m->u.time_rep.zero_timer = d_bool(d, "zero_timer");
+        m->u.time_rep.repeat = d_array(d, "seconds", TETHER_RPC_MAX_REPEAT);
+        for (uint32_t i = 0; i < m->u.time_rep.repeat; i++)
+            m->u.time_rep.seconds[i] = d_double(d, "seconds");
+        d_leave(d, "seconds");
+        break;
+    case TETHER_RPC_LOG:
+        m->u.log.level = (uint32_t)d_uint(d, "level", UINT32_MAX);
+        m->u.log.text = d_str(d, "text");
+        break;
+    case TETHER_RPC_ERROR:
+        m->u.error.code = (int32_t)d_int(d, "code", INT32_MIN, INT32_MAX);
+        m->u.error.message = d_str(d, "message");
+        break;
+    default:
+        break;
+    }
+    for (uint32_t i = (uint32_t)(2 + fields); i < n && !d->rc; i++)
+        if (ops->skip(c))
+            dfail(d, TETHER_ERR_PROTOCOL, "trailing field");
+    d_leave(d, "message");
+    if (d->rc)
+        return d->rc;
+    return tether_rpc_msg_check(m);
+}

@@ -1,0 +1,347 @@
+/*
+ * tether rpc tests: both message codecs against the shared test vectors (exact bytes, both
+ * directions, cross-decoding), plus every decode/encode error the spec names.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "vectors.h"
+
+static unsigned char expect[8192];
+static unsigned char out[8192];
+
+typedef int (*enc_fn)(const tether_rpc_msg *, void *, size_t, size_t *);
+typedef int (*dec_fn)(const void *, size_t, tether_rpc_msg *);
+
+static const enc_fn encoders[2] = {tether_rpc_tiny_encode, tether_rpc_msgpack_encode};
+static const dec_fn decoders[2] = {tether_rpc_tiny_decode, tether_rpc_msgpack_decode};
+static const char *const codec_names[2] = {"tiny", "msgpack-c"};
+
+/* Every vector: each encoder produces exactly the expected bytes. */
+static void test_vectors_encode(void **state) {
+    (void)state;
+    for (size_t i = 0; i < rpc_vector_count; i++) {
+        tether_rpc_msg m;
+        memset(&m, 0, sizeof m);
+        rpc_vectors[i].build(&m);
+        long n = hex_decode(rpc_vectors[i].hex, expect, sizeof expect);
+        assert_true(n > 0);
+        for (int c = 0; c < 2; c++) {
+            size_t len = 0;
+            int rc = encoders[c](&m, out, sizeof out, &len);
+            if (rc)
+                fail_msg("%s encode of %s: %s", codec_names[c], rpc_vectors[i].name,
+                         tether_last_error());
+            if ((size_t)n != len || memcmp(out, expect, len) != 0) {
+                char hex[16400];
+                hex_encode(out, len, hex);
+                fail_msg("%s encode of %s gave %s", codec_names[c], rpc_vectors[i].name, hex);
+            }
+        }
+    }
+}
+
+/* Every vector: each decoder accepts the expected bytes and yields the built message; the
+ * decoded message re-encodes (with the other codec) to the same bytes. */
+static void test_vectors_decode(void **state) {
+    (void)state;
+    for (size_t i = 0; i < rpc_vector_count; i++) {
+        tether_rpc_msg want, got;
+        memset(&want, 0, sizeof want);
+        rpc_vectors[i].build(&want);
+        long n = hex_decode(rpc_vectors[i].hex, expect, sizeof expect);
+        for (int c = 0; c < 2; c++) {
+            memset(&got, 0xa5, sizeof got);
+            int rc = decoders[c](expect, (size_t)n, &got);
+            if (rc)
+                fail_msg("%s decode of %s: %s", codec_names[c], rpc_vectors[i].name,
+                         tether_last_error());
+            if (!rpc_msg_equal(&want, &got))
+                fail_msg("%s decode of %s differs from the built message", codec_names[c],
+                         rpc_vectors[i].name);
+            size_t len;
+            assert_int_equal(encoders[1 - c](&got, out, sizeof out, &len), 0);
+            assert_int_equal(len, (size_t)n);
+            assert_memory_equal(out, expect, len);
+            uint32_t type, id;
+            assert_int_equal(tether_rpc_peek_header(expect, (size_t)n, &type, &id), 0);
+            assert_int_equal(type, want.type);
+            assert_int_equal(id, want.id);
+        }
+    }
+}
+
+/* Decoders accept non-canonical encodings: a HELLO with uint32 / uint64 forms and float32. */
+static void test_decode_noncanonical(void **state) {
+    (void)state;
+    /* [1, 1, 1, 1048576, "host"] with type as uint8, id as uint64, version as uint16 */
+    long n =
+        hex_decode("95cc01cf0000000000000001cd0001ce00100000d904686f7374", expect, sizeof expect);
+    for (int c = 0; c < 2; c++) {
+        tether_rpc_msg m;
+        assert_int_equal(decoders[c](expect, (size_t)n, &m), 0);
+        assert_int_equal(m.type, TETHER_RPC_HELLO);
+        assert_int_equal(m.id, 1);
+        assert_int_equal(m.u.hello_req.version, 1);
+        assert_true(tether_rpc_str_eq(m.u.hello_req.client, "host"));
+    }
+    /* TIME reply with float32 seconds: [0x4d, 14, 16, false, [0.5f]] */
+    n = hex_decode("954d0e10c291ca3f000000", expect, sizeof expect);
+    for (int c = 0; c < 2; c++) {
+        tether_rpc_msg m;
+        assert_int_equal(decoders[c](expect, (size_t)n, &m), 0);
+        assert_int_equal(m.u.time_rep.repeat, 1);
+        assert_true(m.u.time_rep.seconds[0] == 0.5);
+    }
+    /* extra trailing field in the message array is ignored: COPY_TO reply + "x" */
+    n = hex_decode("944a0a05a178", expect, sizeof expect);
+    for (int c = 0; c < 2; c++) {
+        tether_rpc_msg m;
+        assert_int_equal(decoders[c](expect, (size_t)n, &m), 0);
+        assert_int_equal(m.u.copy_to_rep.written, 5);
+    }
+}
+
+/* Malformed input: both decoders reject with the same status. */
+static void test_decode_errors(void **state) {
+    (void)state;
+    static const struct {
+        const char *hex;
+        int status;
+        const char *why;
+    } bad[] = {
+        {"", TETHER_ERR_PROTOCOL, "empty"},
+        {"c0", TETHER_ERR_PROTOCOL, "not an array"},
+        {"91", TETHER_ERR_PROTOCOL, "array shorter than its count"},
+        {"9101", TETHER_ERR_PROTOCOL, "no id"},
+        {"923001", TETHER_ERR_PROTOCOL, "unknown type 48"},
+        {"925001", TETHER_ERR_PROTOCOL, "reply of LOG"},
+        {"92ce0000000101", TETHER_ERR_PROTOCOL, "type above 32 bits"},
+        {"9401cf000000010000000101ce00100000", TETHER_ERR_PROTOCOL, "id above 32 bits"},
+        {"94010101ce00100000", TETHER_ERR_PROTOCOL, "HELLO missing the client field"},
+        {"95010101ce00100000c0", TETHER_ERR_PROTOCOL, "client is nil"},
+        {"95010101cd0010a4686f7374", TETHER_ERR_LIMIT, "max_frame 16 below minimum"},
+        {"95010101ce00100000a4686f73", TETHER_ERR_PROTOCOL, "string runs past the end"},
+        {"95010101ce00100000a4686f737400", TETHER_ERR_PROTOCOL, "trailing byte"},
+        {"95010101ce00100000a4686f0074", TETHER_ERR_PROTOCOL, "NUL inside a string"},
+        {"930000", TETHER_ERR_PROTOCOL, "request id 0"},
+        {"92100a", TETHER_ERR_PROTOCOL, "LOG without fields"},
+        {"94100a02a0", TETHER_ERR_PROTOCOL, "LOG with id"},
+        {"94101002a0", TETHER_ERR_PROTOCOL, "LOG id 16"},
+        {"947f0c05a0", TETHER_ERR_PROTOCOL, "ERROR with positive code"},
+        /* ALLOC with 9 dimensions */
+        {"9608089901010101010101010193022001"
+         "00a0",
+         TETHER_ERR_LIMIT, "ndim 9"},
+        /* ALLOC negative extent */
+        {"96080891ff9302200100a0", TETHER_ERR_PROTOCOL, "negative extent"},
+        /* ALLOC scope 3 */
+        {"960808910193022001"
+         "03a0",
+         TETHER_ERR_PROTOCOL, "unknown scope"},
+        /* ALLOC dtype with two elements */
+        {"9608089101920220"
+         "00a0",
+         TETHER_ERR_PROTOCOL, "dtype short"},
+        /* CALL arg with type code 9 */
+        {"970c0c0500919209009090", TETHER_ERR_PROTOCOL, "unsupported arg type"},
+        /* CALL abi 2 */
+        {"970c0c0502909090", TETHER_ERR_PROTOCOL, "abi 2"},
+        /* CALL 4 work dims */
+        {"970c0c050090940101010190", TETHER_ERR_LIMIT, "4 work dims"},
+        /* CALL local count differs from global */
+        {"970c0c050090920101"
+         "9101",
+         TETHER_ERR_PROTOCOL, "local/global mismatch"},
+        /* CALL global size 0 */
+        {"970c0c0500909100"
+         "90",
+         TETHER_ERR_PROTOCOL, "global 0"},
+        /* TIME repeat 33 */
+        {"9b0d0e05019090900a2164"
+         "00",
+         TETHER_ERR_LIMIT, "repeat 33"},
+        /* TIME number 0 */
+        {"9b0d0e0501909090000364"
+         "00",
+         TETHER_ERR_PROTOCOL, "number 0"},
+        /* AUTH mac of 3 bytes */
+        {"930202c403010203", TETHER_ERR_PROTOCOL, "short mac"},
+        /* UPLOAD kind 3 */
+        {"96030303a178cd012cc420"
+         "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20",
+         TETHER_ERR_PROTOCOL, "upload kind"},
+        /* UPLOAD size 0 */
+        {"96030300a17800c420"
+         "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20",
+         TETHER_ERR_LIMIT, "upload size 0"},
+        /* ext type inside */
+        {"93090ad40100", TETHER_ERR_PROTOCOL, "ext value"},
+        /* reserved byte c1 */
+        {"93090ac1", TETHER_ERR_PROTOCOL, "reserved byte"},
+        /* array32 count far larger than the input */
+        {"dd7fffffff0909", TETHER_ERR_PROTOCOL, "huge array count"},
+        /* uint where bool expected: UPLOAD_CHUNK reply complete = 1 */
+        {"94440405"
+         "01",
+         TETHER_ERR_PROTOCOL, "bool expected"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        long n = hex_decode(bad[i].hex, expect, sizeof expect);
+        assert_true(n >= 0);
+        for (int c = 0; c < 2; c++) {
+            tether_rpc_msg m;
+            tether_clear_error();
+            int rc = decoders[c](expect, (size_t)n, &m);
+            if (rc != bad[i].status)
+                fail_msg("%s decode of '%s' (%s) returned %d, expected %d (%s)", codec_names[c],
+                         bad[i].hex, bad[i].why, rc, bad[i].status, tether_last_error());
+            assert_true(strlen(tether_last_error()) > 0);
+        }
+    }
+}
+
+/* A deeply nested trailing field is refused without recursion trouble. */
+static void test_decode_deep_nesting(void **state) {
+    (void)state;
+    size_t n = 0;
+    const unsigned char head[] = {0x93, 0x4a, 0x0a, 0x05};
+    expect[0] = 0x94; /* 4 elements: type, id, written, nested */
+    memcpy(expect + 1, head + 1, 3);
+    n = 4;
+    for (int i = 0; i < 100; i++)
+        expect[n++] = 0x91;
+    expect[n++] = 0xc0;
+    for (int c = 0; c < 2; c++) {
+        tether_rpc_msg m;
+        assert_int_equal(decoders[c](expect, n, &m), TETHER_ERR_PROTOCOL);
+    }
+}
+
+/* Encoders refuse messages that break a limit, and never overrun the buffer. */
+static void test_encode_errors(void **state) {
+    (void)state;
+    tether_rpc_msg m;
+    size_t len;
+    for (int c = 0; c < 2; c++) {
+        memset(&m, 0, sizeof m);
+        m.type = TETHER_RPC_ALLOC;
+        m.id = 1;
+        m.u.alloc_req.ndim = 9;
+        m.u.alloc_req.dtype_lanes = 1;
+        assert_int_equal(encoders[c](&m, out, sizeof out, &len), TETHER_ERR_LIMIT);
+        assert_non_null(strstr(tether_last_error(), "ALLOC"));
+
+        memset(&m, 0, sizeof m);
+        m.type = TETHER_RPC_CALL;
+        m.id = 1;
+        m.u.call_req.num_args = 65;
+        assert_int_equal(encoders[c](&m, out, sizeof out, &len), TETHER_ERR_LIMIT);
+
+        memset(&m, 0, sizeof m);
+        m.type = 99;
+        m.id = 1;
+        assert_int_equal(encoders[c](&m, out, sizeof out, &len), TETHER_ERR_PROTOCOL);
+
+        char longname[200];
+        memset(longname, 'a', sizeof longname - 1);
+        longname[sizeof longname - 1] = 0;
+        memset(&m, 0, sizeof m);
+        m.type = TETHER_RPC_GET_FUNCTION;
+        m.id = 1;
+        m.u.get_function_req.name = tether_rpc_str_c(longname);
+        assert_int_equal(encoders[c](&m, out, sizeof out, &len), TETHER_ERR_LIMIT);
+        assert_non_null(strstr(tether_last_error(), "name"));
+
+        /* too small a buffer: every prefix size fails cleanly, never writes past it */
+        memset(&m, 0, sizeof m);
+        rpc_vectors[1].build(&m);
+        size_t full;
+        assert_int_equal(encoders[c](&m, out, sizeof out, &full), 0);
+        for (size_t cap = 0; cap < full; cap++) {
+            memset(out, 0xee, sizeof out);
+            assert_int_equal(encoders[c](&m, out, cap, &len), TETHER_ERR_LIMIT);
+            for (size_t k = cap; k < full + 8; k++)
+                assert_int_equal(out[k], 0xee);
+        }
+    }
+    /* the allocating encoder */
+    memset(&m, 0, sizeof m);
+    rpc_vectors[0].build(&m);
+    uint8_t *p = NULL;
+    assert_int_equal(tether_rpc_msgpack_encode_alloc(&m, &p, &len), 0);
+    long n = hex_decode(rpc_vectors[0].hex, expect, sizeof expect);
+    assert_int_equal(len, (size_t)n);
+    assert_memory_equal(p, expect, len);
+    free(p);
+}
+
+/* Helpers of proto.h. */
+static void test_proto_helpers(void **state) {
+    (void)state;
+    assert_string_equal(tether_rpc_type_name(TETHER_RPC_CALL), "CALL");
+    assert_string_equal(tether_rpc_type_name(TETHER_RPC_CALL | TETHER_RPC_REPLY), "CALL reply");
+    assert_string_equal(tether_rpc_type_name(TETHER_RPC_ERROR), "ERROR");
+    assert_null(tether_rpc_type_name(0));
+    assert_null(tether_rpc_type_name(TETHER_RPC_LOG | TETHER_RPC_REPLY));
+    assert_false(tether_rpc_type_valid(17));
+    char buf[8];
+    tether_rpc_str s = {"abcdef", 6};
+    assert_int_equal(tether_rpc_str_copy(s, buf, sizeof buf, "name"), 0);
+    assert_string_equal(buf, "abcdef");
+    assert_int_equal(tether_rpc_str_copy(s, buf, 6, "name"), TETHER_ERR_LIMIT);
+    tether_rpc_str z = {"a\0b", 3};
+    assert_int_equal(tether_rpc_str_copy(z, buf, sizeof buf, "name"), TETHER_ERR_INVALID_ARG);
+    assert_true(tether_rpc_str_eq(s, "abcdef"));
+    assert_false(tether_rpc_str_eq(s, "abcde"));
+    assert_int_equal(tether_rpc_chunk_max(512), 512 - TETHER_RPC_CHUNK_OVERHEAD);
+    assert_int_equal(tether_rpc_chunk_max(100), 0);
+    tether_rpc_msg m;
+    tether_rpc_make_error(&m, 9, TETHER_ERR_NOT_FOUND, "nope");
+    assert_int_equal(m.type, TETHER_RPC_ERROR);
+    assert_int_equal(tether_rpc_msg_check(&m), 0);
+}
+
+/* The chunk overhead constant really covers the worst-case headers. */
+static void test_chunk_overhead(void **state) {
+    (void)state;
+    static uint8_t data[1 << 16];
+    for (uint32_t frame = TETHER_RPC_MIN_FRAME; frame <= 70000; frame = frame * 3 / 2 + 7) {
+        uint32_t chunk = tether_rpc_chunk_max(frame);
+        tether_rpc_msg m;
+        memset(&m, 0, sizeof m);
+        m.type = TETHER_RPC_COPY_TO;
+        m.id = UINT32_MAX;
+        m.u.copy_to_req.array = UINT64_MAX;
+        m.u.copy_to_req.offset = UINT64_MAX;
+        m.u.copy_to_req.data.ptr = data;
+        m.u.copy_to_req.data.len = chunk > sizeof data ? (uint32_t)sizeof data : chunk;
+        static uint8_t big[1 << 17];
+        size_t len;
+        assert_int_equal(tether_rpc_tiny_encode(&m, big, frame, &len), 0);
+        m.type = TETHER_RPC_UPLOAD_CHUNK;
+        m.u.upload_chunk_req.upload_id = UINT32_MAX;
+        m.u.upload_chunk_req.offset = UINT64_MAX;
+        assert_int_equal(tether_rpc_tiny_encode(&m, big, frame, &len), 0);
+        m.type = TETHER_RPC_COPY_FROM | TETHER_RPC_REPLY;
+        m.u.copy_from_rep.data.ptr = data;
+        m.u.copy_from_rep.data.len = chunk > sizeof data ? (uint32_t)sizeof data : chunk;
+        assert_int_equal(tether_rpc_tiny_encode(&m, big, frame, &len), 0);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vectors_encode),      cmocka_unit_test(test_vectors_decode),
+        cmocka_unit_test(test_decode_noncanonical), cmocka_unit_test(test_decode_errors),
+        cmocka_unit_test(test_decode_deep_nesting), cmocka_unit_test(test_encode_errors),
+        cmocka_unit_test(test_proto_helpers),       cmocka_unit_test(test_chunk_overhead),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
