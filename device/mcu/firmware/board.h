@@ -60,6 +60,9 @@ int tether_board_uart_getc(void);
 void tether_board_wait(void);
 /* Bytes lost because the receive ring was full or the UART overran (0 in normal operation). */
 uint32_t tether_board_uart_lost(void);
+/* Aligns the core to the cycle counter's tick before a measurement starts, so that repeated
+ * measurements of the same code give the same count (see the board's comment). */
+void tether_board_timing_sync(void);
 /* Current stack pointer. */
 uintptr_t tether_board_stack_pointer(void);
 /* Boot counter kept across warm resets (0 on power-up, +1 per reset). */

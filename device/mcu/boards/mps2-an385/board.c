@@ -88,8 +88,14 @@ void tether_board_uart_write(const void *buf, size_t n) {
 }
 
 void tether_board_wait(void) {
-    /* Sleep until the next interrupt (UART RX or the SysTick wrap). */
-    __asm volatile("wfi");
+    /* Sleep until the next interrupt (UART RX or the SysTick wrap). Interrupts are masked while
+     * checking, so a byte that arrives between the check and the WFI still wakes the core (WFI
+     * returns on a pending interrupt even with PRIMASK set); it is handled after cpsie. */
+    __asm volatile("cpsid i" ::: "memory");
+    if (rx_tail == rx_head && (UART_STATE & UART_STATE_RXFULL) == 0) {
+        __asm volatile("wfi" ::: "memory");
+    }
+    __asm volatile("cpsie i" ::: "memory");
 }
 
 /* ---- 64-bit cycle counter ---- */
@@ -113,6 +119,35 @@ uint64_t tether_platform_cycles(void) {
         }
     } while (hi != systick_wraps);
     return ((uint64_t)hi << 24) + (uint64_t)(SYST_MAX - val);
+}
+
+/*
+ * Aligns the core to a SysTick edge. On silicon SysTick counts core cycles, so this only costs a
+ * few hundred cycles. Under QEMU -icount shift=0 one instruction is 1 ns and one SysTick tick is
+ * 40 ns (25 MHz), so a measurement that starts at a random phase within a tick can come out one
+ * tick longer or shorter. The loop below samples the counter every 41 instructions: the phase
+ * moves by one instruction per sample, and the first sample that sees the counter drop by 2
+ * ticks is exactly at an edge. From there every instruction count, and so every tick count, is
+ * the same from run to run. Interrupts are masked while syncing.
+ */
+void tether_board_timing_sync(void) {
+    __asm volatile("cpsid i\n"
+                   "ldr r0, =0xE000E018\n" /* SYST_CVR */
+                   "ldr r1, [r0]\n"
+                   "1:\n"
+                   ".rept 35\n"
+                   "nop\n"
+                   ".endr\n"
+                   "ldr r2, [r0]\n"
+                   "subs r3, r1, r2\n"
+                   "lsls r3, r3, #8\n" /* the counter is 24 bits: compare modulo 2^24 */
+                   "mov r1, r2\n"
+                   "cmp r3, #512\n" /* dropped by 2 ticks since the last sample */
+                   "bne 1b\n"
+                   "cpsie i\n"
+                   :
+                   :
+                   : "r0", "r1", "r2", "r3", "cc", "memory");
 }
 
 uint64_t tether_platform_cycles_hz(void) {

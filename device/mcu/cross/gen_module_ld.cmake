@@ -1,0 +1,90 @@
+# Writes module.ld and exports.ld for RAM-upload modules of one firmware build.
+#   exports.ld  one absolute symbol per name in exports.def, at its address in the firmware
+#               (Thumb functions keep bit 0 set, as in the ELF symbol table)
+#   module.ld   memory = the firmware's load region; a 32-byte image header first (see
+#               docs/mcu.md), then code, read-only data, data; .bss after the uploaded bytes
+# Usage: cmake -DREADELF=... -DELF=... -DEXPORTS=exports.def -DBOARD=... -DOUT=dir -P gen_module_ld.cmake
+# readelf (not nm): its values keep bit 0 of Thumb functions, which callers need.
+execute_process(COMMAND ${READELF} -sW ${ELF} OUTPUT_VARIABLE sym_out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${READELF} -s ${ELF} failed")
+endif()
+string(REPLACE "\n" ";" sym_lines "${sym_out}")
+foreach(line ${sym_lines})
+    if(line MATCHES "^ *[0-9]+: ([0-9a-fA-F]+) +[0-9]+ +[A-Z]+ +GLOBAL +[A-Z]+ +[A-Z0-9]+ +([A-Za-z0-9_.]+)$")
+        set(addr_${CMAKE_MATCH_2} ${CMAKE_MATCH_1})
+    endif()
+endforeach()
+
+foreach(s __tether_load_start __tether_load_end)
+    if(NOT DEFINED addr_${s})
+        message(FATAL_ERROR "${ELF} has no symbol ${s} (the board linker script must define it)")
+    endif()
+endforeach()
+math(EXPR load_start "0x${addr___tether_load_start}" OUTPUT_FORMAT HEXADECIMAL)
+math(EXPR load_size "0x${addr___tether_load_end} - 0x${addr___tether_load_start}")
+
+file(STRINGS ${EXPORTS} export_lines REGEX "^TETHER_EXPORT\\(")
+set(exports "/* Firmware symbols for RAM-upload modules of the ${BOARD} firmware (generated from
+ * device/mcu/firmware/exports.def; do not edit). */\n")
+foreach(line ${export_lines})
+    string(REGEX REPLACE "^TETHER_EXPORT\\(([A-Za-z0-9_]+)\\).*" "\\1" name "${line}")
+    if(NOT DEFINED addr_${name})
+        message(FATAL_ERROR "exported symbol ${name} is missing from ${ELF}")
+    endif()
+    string(APPEND exports "${name} = 0x${addr_${name}};\n")
+endforeach()
+file(WRITE ${OUT}/exports.ld "${exports}")
+
+file(WRITE ${OUT}/module.ld "/*
+ * Linker script for tether RAM-upload modules of the ${BOARD} firmware (generated; do not edit).
+ * Load region: ${load_start}, ${load_size} bytes. Link with
+ *   arm-none-eabi-gcc <cpu flags> -nostdlib -Wl,--gc-sections -T module.ld -T exports.ld obj... -lgcc
+ * then upload the output of `arm-none-eabi-objcopy -O binary`. The module must define
+ *   const tether_func_registry tether_module_registry;
+ */
+MEMORY
+{
+    LOAD (rwx) : ORIGIN = ${load_start}, LENGTH = ${load_size}
+}
+ENTRY(tether_module_registry)
+SECTIONS
+{
+    .tether_header :
+    {
+        LONG(0x52485454)                              /* magic \"TTHR\" */
+        LONG(1)                                       /* header version */
+        LONG(ORIGIN(LOAD))                            /* link address */
+        LONG(__tether_image_end - ORIGIN(LOAD))       /* bytes uploaded */
+        LONG(__tether_bss_start)                      /* .bss address */
+        LONG(__tether_bss_end - __tether_bss_start)   /* .bss bytes */
+        LONG(tether_module_registry)                  /* registry address */
+        LONG(0)                                       /* reserved */
+    } > LOAD
+    .text :
+    {
+        *(.text .text.*)
+        *(.rodata .rodata.*)
+        . = ALIGN(4);
+    } > LOAD
+    .ARM.exidx :
+    {
+        *(.ARM.exidx* .gnu.linkonce.armexidx.*)
+    } > LOAD
+    .data :
+    {
+        *(.data .data.*)
+        . = ALIGN(4);
+        __tether_image_end = .;
+    } > LOAD
+    .bss (NOLOAD) :
+    {
+        __tether_bss_start = .;
+        *(.bss .bss.* COMMON)
+        . = ALIGN(4);
+        __tether_bss_end = .;
+    } > LOAD
+    /DISCARD/ : { *(.comment) *(.ARM.attributes) *(.note*) }
+}
+")
+message(STATUS "${BOARD}: module.ld (load region ${load_start}, ${load_size} bytes) and exports.ld written")

@@ -1,0 +1,73 @@
+/*
+ * tether MCU firmware internals shared by the firmware's .c files (not a public API).
+ *
+ * Sizes that the host must know are reported in HELLO and documented in docs/mcu.md:
+ * TETHER_MCU_MAX_FRAME is both the UART receive buffer and the largest reply the firmware sends.
+ */
+#ifndef TETHER_MCU_FIRMWARE_H
+#define TETHER_MCU_FIRMWARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "board.h"
+#include "tether/crt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Receive buffer (largest request payload) and transmit buffer (largest reply payload). */
+#define TETHER_MCU_MAX_FRAME 1024u
+/* NDArrays alive at once. */
+#define TETHER_MCU_MAX_ARRAYS 32u
+/* Words the trampoline passes: 24 unpacked pointers, or the 6 packed-ABI parameters. */
+#define TETHER_MCU_MAX_CALL_WORDS 24u
+/* Bytes for the NUL-terminated copies of string arguments of one call. */
+#define TETHER_MCU_STR_ARENA 256u
+/* Bytes kept between the C-side stack painting and the caller's SP (painted by the trampoline). */
+#define TETHER_MCU_PAINT_GAP 128u
+
+/* Argument block of tether_mcu_trampoline (offsets are used by its assembly). */
+typedef struct tether_mcu_callframe {
+    void (*fn)(void);      /* Thumb function address (bit 0 set) */
+    const uint32_t *words; /* argument words, at least 4 readable entries */
+    uint32_t nwords;
+    uintptr_t paint_from; /* paint [paint_from, SP at call) first; 0 = no painting */
+    uintptr_t sp_at_call; /* out: SP when the callee started */
+    int32_t ret;          /* out: r0 on return */
+} tether_mcu_callframe;
+
+void tether_mcu_trampoline(tether_mcu_callframe *cf);
+
+/* System library (syslib.c): the firmware's built-in functions. */
+extern const tether_func_registry tether_module_registry;
+
+/* RAM upload (upload.c). */
+typedef struct tether_mcu_image_header {
+    uint32_t magic;      /* TETHER_MCU_IMAGE_MAGIC */
+    uint32_t version;    /* TETHER_MCU_IMAGE_VERSION */
+    uint32_t link_addr;  /* address the image was linked for (must equal the load region) */
+    uint32_t image_size; /* bytes of the uploaded file, header included */
+    uint32_t bss_start;  /* absolute address of .bss (zeroed by the device at LOAD_MODULE) */
+    uint32_t bss_size;
+    uint32_t registry; /* address of the module's tether_module_registry */
+    uint32_t reserved; /* 0 */
+} tether_mcu_image_header;
+
+#define TETHER_MCU_IMAGE_MAGIC      0x52485454u /* "TTHR" in memory order */
+#define TETHER_MCU_IMAGE_VERSION    1u
+#define TETHER_MCU_MAX_MODULE_FUNCS 64u
+
+/* Validates an image in the load region and returns its registry. Errors name the problem. */
+int tether_mcu_image_load(const tether_board_info *board, uint32_t size,
+                          const tether_func_registry **out);
+
+/* Sends one LOG notification (also used by tether_platform_log). */
+void tether_mcu_send_log(tether_log_level level, const char *text);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TETHER_MCU_FIRMWARE_H */

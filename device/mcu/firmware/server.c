@@ -1,0 +1,808 @@
+/*
+ * The tiny RPC server of tether's MCU firmware: UART framing + the tiny msgpack codec from rpc/,
+ * NDArrays in a static tether_heap, the system library, RAM-uploaded modules, CALL with stack
+ * high-water marks, TIME with the shared evaluator, and fault reports.
+ *
+ * What must stay true:
+ * - One request is handled at a time and gets exactly one reply (result or ERROR) with its id;
+ *   the host keeps at most `window` (= 1) requests in flight, which is the flow control: the
+ *   receive buffer (TETHER_MCU_MAX_FRAME bytes) never has to hold more than one frame.
+ * - A request id seen recently is answered from the reply cache, never executed twice.
+ * - Handles are checked before use: an NDArray handle carries a generation, so a stale or forged
+ *   handle is an error, never a wild pointer; function handles name their module generation.
+ * - Every buffer is static; nothing allocates. Errors carry tether_last_error() text.
+ * - A fault during a call is reported as an ERROR reply (TETHER_ERR_CRASHED) to the request in
+ *   flight, then the board resets; after every boot a LOG line announces the new session.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "firmware.h"
+#include "tether/rpc/codec.h"
+#include "tether/rpc/flow.h"
+#include "tether/rpc/frame.h"
+#include "tether/rpc/proto.h"
+#include "tether/rpc/sha256.h"
+#include "tether/rpc/timeeval.h"
+
+/* ---- state ---- */
+
+static const tether_board_info *board;
+
+static uint8_t rx_buf[TETHER_MCU_MAX_FRAME];
+static uint8_t tx_buf[TETHER_MCU_MAX_FRAME];
+static uint8_t log_buf[160 + TETHER_RPC_CHUNK_OVERHEAD];
+static tether_uart_unframer unframer;
+
+#define REPLY_CACHE_SLOTS 4u
+#define REPLY_CACHE_SLOT  96u
+static uint8_t cache_mem[REPLY_CACHE_SLOTS * REPLY_CACHE_SLOT];
+static tether_rpc_reply_cache cache;
+
+static tether_rpc_msg req, rep;
+static uint32_t client_max_frame = TETHER_RPC_MIN_FRAME;
+
+static tether_heap heap;
+
+typedef struct array_slot {
+    tether_ndarray arr;
+    uint64_t nbytes;
+    uint32_t gen; /* bumped on every allocation of this slot */
+    bool used;
+} array_slot;
+static array_slot arrays[TETHER_MCU_MAX_ARRAYS];
+
+/* Uploads and the loaded module (one load region, so at most one of each). */
+static struct {
+    bool active;   /* an UPLOAD is in progress or complete */
+    bool complete; /* every byte in and the hash verified */
+    uint32_t id;
+    uint32_t size;
+    uint32_t received;
+    uint8_t sha256[TETHER_RPC_HASH_BYTES];
+    char name[64];
+} upload;
+static uint32_t upload_ids;
+
+static const tether_func_registry *module_reg; /* NULL when no module is loaded */
+static uint32_t module_gen;                    /* handle of the loaded module (>= 1) */
+static char module_name[64];
+
+/* The call in flight, for fault reports. */
+static volatile uint32_t inflight_id;
+static const char *volatile inflight_fn;
+
+/* Call argument storage (static: the trampoline's stack measurement covers the callee only). */
+static tether_value call_values[TETHER_MAX_ARGS];
+static int32_t call_codes[TETHER_MAX_ARGS];
+static uint32_t call_words[TETHER_MCU_MAX_CALL_WORDS];
+static char str_arena[TETHER_MCU_STR_ARENA];
+static tether_value call_ret;
+static int32_t call_ret_code;
+
+/* ---- output ---- */
+
+static int uart_put(void *ctx, const uint8_t *bytes, size_t n) {
+    (void)ctx;
+    tether_board_uart_write(bytes, n);
+    return 0;
+}
+
+/* Encodes `m` into buf and sends it as one UART frame; returns the encoded length (0 on
+ * failure, after sending an ERROR reply instead when the message was a reply). */
+static size_t send_msg(const tether_rpc_msg *m, uint8_t *buf, size_t cap) {
+    size_t len = 0;
+    int rc = tether_rpc_tiny_encode(m, buf, cap, &len);
+    if (rc != TETHER_OK) {
+        if (m->type == TETHER_RPC_LOG || m->type == TETHER_RPC_ERROR) {
+            return 0;
+        }
+        tether_rpc_msg err;
+        tether_rpc_make_error(&err, m->id, rc, tether_last_error());
+        if (tether_rpc_tiny_encode(&err, buf, cap, &len) != TETHER_OK) {
+            return 0;
+        }
+    }
+    tether_uart_frame_write(buf, len, uart_put, NULL);
+    return len;
+}
+
+void tether_mcu_send_log(tether_log_level level, const char *text) {
+    tether_rpc_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = TETHER_RPC_LOG;
+    m.id = 0;
+    m.u.log.level = (uint32_t)level;
+    m.u.log.text = tether_rpc_str_c(text);
+    if (m.u.log.text.len > sizeof log_buf - TETHER_RPC_CHUNK_OVERHEAD) {
+        m.u.log.text.len = sizeof log_buf - TETHER_RPC_CHUNK_OVERHEAD;
+    }
+    send_msg(&m, log_buf, sizeof log_buf);
+}
+
+/* crt platform hooks that are board independent. */
+void tether_platform_log(tether_log_level level, const char *msg) {
+    tether_mcu_send_log(level, msg);
+}
+
+void tether_platform_abort(int status) {
+    char text[96];
+    tether_format(text, sizeof text, "firmware abort (status %d %s): resetting", status,
+                  tether_status_name(status));
+    tether_mcu_send_log(TETHER_LOG_ERROR, text);
+    tether_board_reset();
+}
+
+static void board_summary(char *text, size_t size) {
+    tether_format(
+        text, size,
+        "board %s cpu %s clock %u Hz boot %u; ram 0x%08x+%u heap 0x%08x+%u load "
+        "0x%08x+%u stack %u; rx buffer %u B, max frame %u B, window 1; lost %u dropped %u",
+        board->name, board->cpu, (unsigned)board->clock_hz, (unsigned)tether_board_boot_count(),
+        (unsigned)board->ram_base, (unsigned)board->ram_size, (unsigned)board->heap_base,
+        (unsigned)board->heap_size, (unsigned)board->load_base, (unsigned)board->load_size,
+        (unsigned)board->stack_size, (unsigned)TETHER_MCU_MAX_FRAME, (unsigned)TETHER_MCU_MAX_FRAME,
+        (unsigned)tether_board_uart_lost(), (unsigned)tether_uart_unframer_dropped(&unframer));
+}
+
+/* ---- handles ---- */
+
+static uint64_t array_handle(uint32_t slot) {
+    return ((uint64_t)arrays[slot].gen << 8) | (uint64_t)(slot + 1u);
+}
+
+static int array_get(uint64_t handle, array_slot **out) {
+    uint32_t slot = (uint32_t)(handle & 0xFFu);
+    if (slot == 0 || slot > TETHER_MCU_MAX_ARRAYS || !arrays[slot - 1u].used ||
+        array_handle(slot - 1u) != handle) {
+        return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                "no NDArray with handle 0x%llx (freed, never allocated, or the "
+                                "device reset)",
+                                (unsigned long long)handle);
+    }
+    *out = &arrays[slot - 1u];
+    return TETHER_OK;
+}
+
+/* Function handle: module generation (0 = system library) << 16 | entry index + 1. */
+static int func_get(uint64_t handle, const tether_func_entry **out) {
+    uint32_t module = (uint32_t)(handle >> 16);
+    uint32_t index = (uint32_t)(handle & 0xFFFFu);
+    const tether_func_registry *reg = NULL;
+    if (module == 0) {
+        reg = &tether_module_registry;
+    } else if (module_reg != NULL && module == module_gen) {
+        reg = module_reg;
+    }
+    if (reg == NULL || index == 0 || index > reg->count || (handle >> 48) != 0) {
+        return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                "no function with handle 0x%llx (its module was unloaded or "
+                                "replaced, or the device reset)",
+                                (unsigned long long)handle);
+    }
+    *out = &reg->entries[index - 1u];
+    return TETHER_OK;
+}
+
+/* ---- handlers: each fills `rep` (type and id are set by the caller) or returns an error ---- */
+
+static int on_hello(void) {
+    client_max_frame = req.u.hello_req.max_frame;
+    tether_rpc_reply_cache_clear(&cache);
+    tether_rpc_hello_rep *h = &rep.u.hello_rep;
+    h->version = TETHER_RPC_VERSION;
+    h->triple = tether_rpc_str_c(board->triple);
+    h->arch = tether_rpc_str_c(board->cpu);
+    h->little_endian = true;
+    h->pointer_bits = 32;
+    h->max_frame = TETHER_MCU_MAX_FRAME;
+    h->window = 1;
+    h->clock_hz = board->clock_hz;
+    h->scopes = TETHER_RPC_SCOPE_BIT(TETHER_SCOPE_GLOBAL);
+    h->num_pools = 1;
+    h->pools[0] = tether_rpc_str_c("sram");
+    h->opencl = false;
+    h->load_addr = board->load_base;
+    h->load_size = board->load_size;
+    h->auth_required = false;
+    /* HELLO has no fields for the board name and memory sizes yet: send them as a LOG line. */
+    char text[200];
+    board_summary(text, sizeof text);
+    tether_mcu_send_log(TETHER_LOG_INFO, text);
+    return TETHER_OK;
+}
+
+static int on_alloc(void) {
+    const tether_rpc_alloc_req *a = &req.u.alloc_req;
+    if (a->scope != TETHER_SCOPE_GLOBAL) {
+        const char *name = tether_scope_name((tether_scope)a->scope);
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "scope '%s' needs OpenCL images; this MCU has only 'global'",
+                                name ? name : "?");
+    }
+    if (a->pool.len != 0 && !tether_rpc_str_eq(a->pool, "sram")) {
+        return tether_set_error(TETHER_ERR_NOT_FOUND, "unknown pool '%.*s'; this device has 'sram'",
+                                (int)a->pool.len, a->pool.ptr);
+    }
+    if (a->dtype_lanes > 255) {
+        return tether_set_error(TETHER_ERR_UNSUPPORTED, "dtype with %u lanes",
+                                (unsigned)a->dtype_lanes);
+    }
+    DLDataType dt = {a->dtype_code, a->dtype_bits, a->dtype_lanes};
+    uint32_t slot = 0;
+    while (slot < TETHER_MCU_MAX_ARRAYS && arrays[slot].used) {
+        slot++;
+    }
+    if (slot == TETHER_MCU_MAX_ARRAYS) {
+        return tether_set_error(TETHER_ERR_LIMIT, "all %u NDArray slots are in use; FREE some",
+                                (unsigned)TETHER_MCU_MAX_ARRAYS);
+    }
+    size_t nbytes = 0;
+    int rc = tether_shape_bytes(a->shape, (int)a->ndim, dt, &nbytes);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    array_slot *s = &arrays[slot];
+    rc = tether_ndarray_alloc(&s->arr, &heap, "sram", a->shape, (int)a->ndim, dt);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    s->used = true;
+    s->gen = (s->gen + 1u) & 0xFFFFFFu;
+    s->nbytes = nbytes;
+    rep.u.alloc_rep.array = array_handle(slot);
+    rep.u.alloc_rep.nbytes = nbytes;
+    return TETHER_OK;
+}
+
+static int on_free(void) {
+    array_slot *s;
+    int rc = array_get(req.u.free_req.handle, &s);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    rc = tether_ndarray_free(&s->arr);
+    s->used = false;
+    return rc;
+}
+
+static int range_check(const array_slot *s, uint64_t offset, uint64_t len, const char *op) {
+    if (offset > s->nbytes || len > s->nbytes - offset) {
+        return tether_set_error(
+            TETHER_ERR_LIMIT, "%s of %llu bytes at offset %llu is outside the %llu-byte array", op,
+            (unsigned long long)len, (unsigned long long)offset, (unsigned long long)s->nbytes);
+    }
+    return TETHER_OK;
+}
+
+static int on_copy_to(void) {
+    array_slot *s;
+    const tether_rpc_copy_to_req *c = &req.u.copy_to_req;
+    int rc = array_get(c->array, &s);
+    if (rc == TETHER_OK) {
+        rc = range_check(s, c->offset, c->data.len, "COPY_TO");
+    }
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    memcpy((uint8_t *)s->arr.dl.data + c->offset, c->data.ptr, c->data.len);
+    rep.u.copy_to_rep.written = c->data.len;
+    return TETHER_OK;
+}
+
+static int on_copy_from(void) {
+    array_slot *s;
+    const tether_rpc_copy_from_req *c = &req.u.copy_from_req;
+    int rc = array_get(c->array, &s);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    uint32_t limit = tether_rpc_chunk_max(
+        client_max_frame < TETHER_MCU_MAX_FRAME ? client_max_frame : TETHER_MCU_MAX_FRAME);
+    if (c->length > limit) {
+        return tether_set_error(TETHER_ERR_LIMIT,
+                                "COPY_FROM of %llu bytes exceeds the %u-byte chunk limit of "
+                                "this device (max frame %u)",
+                                (unsigned long long)c->length, (unsigned)limit,
+                                (unsigned)TETHER_MCU_MAX_FRAME);
+    }
+    if ((rc = range_check(s, c->offset, c->length, "COPY_FROM")) != TETHER_OK) {
+        return rc;
+    }
+    rep.u.copy_from_rep.data.ptr = (const uint8_t *)s->arr.dl.data + c->offset;
+    rep.u.copy_from_rep.data.len = (uint32_t)c->length;
+    return TETHER_OK;
+}
+
+static void unload_module(void) {
+    module_reg = NULL;
+    module_name[0] = 0;
+}
+
+static int on_upload(void) {
+    const tether_rpc_upload_req *u = &req.u.upload_req;
+    if (u->kind != TETHER_RPC_MODULE_MCU_IMAGE) {
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "upload kind %u: this MCU accepts only raw RAM images (kind %u)",
+                                (unsigned)u->kind, (unsigned)TETHER_RPC_MODULE_MCU_IMAGE);
+    }
+    if (u->total_size > board->load_size) {
+        return tether_set_error(TETHER_ERR_LIMIT,
+                                "image of %llu bytes does not fit the %u-byte load region at "
+                                "0x%08x",
+                                (unsigned long long)u->total_size, (unsigned)board->load_size,
+                                (unsigned)board->load_base);
+    }
+    if (u->sha256.len != TETHER_RPC_HASH_BYTES) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "upload hash must be %u bytes of SHA-256",
+                                (unsigned)TETHER_RPC_HASH_BYTES);
+    }
+    int rc = tether_rpc_str_copy(u->name, upload.name, sizeof upload.name, "module name");
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    /* The load region is about to be overwritten: the loaded module (if any) goes away. */
+    unload_module();
+    upload.active = true;
+    upload.complete = false;
+    upload.id = ++upload_ids;
+    upload.size = (uint32_t)u->total_size;
+    upload.received = 0;
+    memcpy(upload.sha256, u->sha256.ptr, TETHER_RPC_HASH_BYTES);
+    rep.u.upload_rep.upload_id = upload.id;
+    return TETHER_OK;
+}
+
+static int finish_upload(void) {
+    uint8_t digest[TETHER_RPC_HASH_BYTES];
+    tether_sha256((const void *)board->load_base, upload.size, digest);
+    if (memcmp(digest, upload.sha256, sizeof digest) != 0) {
+        upload.active = false;
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "upload '%s': SHA-256 of the %u received bytes does not match "
+                                "the announced hash; the upload was discarded",
+                                upload.name, (unsigned)upload.size);
+    }
+    upload.complete = true;
+    return TETHER_OK;
+}
+
+static int on_upload_chunk(void) {
+    const tether_rpc_upload_chunk_req *c = &req.u.upload_chunk_req;
+    if (!upload.active || c->upload_id != upload.id) {
+        return tether_set_error(TETHER_ERR_STATE, "no upload with id %u in progress",
+                                (unsigned)c->upload_id);
+    }
+    if (c->offset > upload.received || c->data.len > upload.size - c->offset) {
+        return tether_set_error(TETHER_ERR_PROTOCOL,
+                                "upload chunk [%llu, +%u) is past the %u bytes received so far "
+                                "or the %u-byte image",
+                                (unsigned long long)c->offset, (unsigned)c->data.len,
+                                (unsigned)upload.received, (unsigned)upload.size);
+    }
+    /* A resent chunk (offset < received) simply rewrites the same bytes. */
+    memcpy((uint8_t *)board->load_base + c->offset, c->data.ptr, c->data.len);
+    uint32_t end = (uint32_t)c->offset + c->data.len;
+    bool was_complete = upload.complete;
+    if (end > upload.received) {
+        upload.received = end;
+    }
+    if (upload.received == upload.size && !was_complete) {
+        int rc = finish_upload();
+        if (rc != TETHER_OK) {
+            return rc;
+        }
+    }
+    rep.u.upload_chunk_rep.received = upload.received;
+    rep.u.upload_chunk_rep.complete = upload.complete;
+    return TETHER_OK;
+}
+
+static int on_load_module(void) {
+    const tether_rpc_load_module_req *l = &req.u.load_module_req;
+    if (!upload.active || !tether_rpc_str_eq(l->name, upload.name)) {
+        return tether_set_error(TETHER_ERR_NOT_FOUND, "no upload named '%.*s'", (int)l->name.len,
+                                l->name.ptr);
+    }
+    if (!upload.complete) {
+        return tether_set_error(TETHER_ERR_STATE, "upload '%s' is incomplete (%u of %u bytes)",
+                                upload.name, (unsigned)upload.received, (unsigned)upload.size);
+    }
+    const tether_func_registry *reg;
+    int rc = tether_mcu_image_load(board, upload.size, &reg);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    module_reg = reg;
+    module_gen = (module_gen % 0xFFFFu) + 1u;
+    memcpy(module_name, upload.name, sizeof module_name);
+    rep.u.load_module_rep.module = module_gen;
+    rep.u.load_module_rep.num_functions = (uint32_t)reg->count;
+    return TETHER_OK;
+}
+
+static int on_unload(void) {
+    uint64_t m = req.u.unload_req.module;
+    if (module_reg == NULL || m != module_gen) {
+        return tether_set_error(TETHER_ERR_NOT_FOUND, "no loaded module with handle %llu",
+                                (unsigned long long)m);
+    }
+    unload_module();
+    return TETHER_OK;
+}
+
+static int on_get_function(void) {
+    const tether_rpc_get_function_req *g = &req.u.get_function_req;
+    const tether_func_registry *reg;
+    uint32_t module = 0;
+    if (g->module == 0) {
+        reg = &tether_module_registry;
+    } else if (module_reg != NULL && g->module == module_gen) {
+        reg = module_reg;
+        module = module_gen;
+    } else {
+        return tether_set_error(TETHER_ERR_NOT_FOUND, "no loaded module with handle %llu",
+                                (unsigned long long)g->module);
+    }
+    char name[TETHER_RPC_MAX_NAME + 1];
+    int rc = tether_rpc_str_copy(g->name, name, sizeof name, "function name");
+    const tether_func_entry *e = NULL;
+    if (rc == TETHER_OK) {
+        rc = tether_registry_find(reg, name, &e);
+    }
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    rep.u.get_function_rep.func = ((uint64_t)module << 16) | (uint64_t)(e - reg->entries + 1);
+    rep.u.get_function_rep.abi = (uint32_t)e->abi;
+    rep.u.get_function_rep.num_args = e->num_args;
+    return TETHER_OK;
+}
+
+/* Turns an invocation into trampoline words. */
+static int prepare_call(const tether_rpc_invoke *inv, const tether_func_entry **entry,
+                        tether_mcu_callframe *cf) {
+    int rc = func_get(inv->func, entry);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    const tether_func_entry *e = *entry;
+    if (inv->abi != (uint32_t)e->abi) {
+        return tether_set_error(
+            TETHER_ERR_MISMATCH, "function '%s' has the %s ABI, not %s", e->name,
+            tether_abi_name(e->abi),
+            tether_abi_name((tether_abi)inv->abi) ? tether_abi_name((tether_abi)inv->abi) : "?");
+    }
+    if (inv->work_dim != 0) {
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "'%s': kernel launches (work_dim %u) need OpenCL", e->name,
+                                (unsigned)inv->work_dim);
+    }
+    if (e->num_args >= 0 && (uint32_t)e->num_args != inv->num_args) {
+        return tether_set_error(TETHER_ERR_MISMATCH, "function '%s' takes %d arguments, got %u",
+                                e->name, (int)e->num_args, (unsigned)inv->num_args);
+    }
+    size_t arena = 0;
+    for (uint32_t i = 0; i < inv->num_args; i++) {
+        const tether_rpc_arg *a = &inv->args[i];
+        array_slot *s = NULL;
+        tether_value v = {0};
+        switch (a->type_code) {
+        case TETHER_TYPE_DLTENSOR:
+        case TETHER_TYPE_HANDLE:
+            if ((rc = array_get(a->v.v_handle, &s)) != TETHER_OK) {
+                return rc;
+            }
+            v.v_handle = a->type_code == TETHER_TYPE_DLTENSOR ? (void *)&s->arr.dl : s->arr.dl.data;
+            break;
+        case TETHER_TYPE_INT:
+            v.v_int64 = a->v.v_int;
+            break;
+        case TETHER_TYPE_UINT:
+            v.v_int64 = (int64_t)a->v.v_uint;
+            break;
+        case TETHER_TYPE_FLOAT:
+            v.v_float64 = a->v.v_float;
+            break;
+        case TETHER_TYPE_NULL:
+            break;
+        case TETHER_TYPE_STR:
+            if (a->v.v_str.len + 1u > sizeof str_arena - arena) {
+                return tether_set_error(TETHER_ERR_LIMIT,
+                                        "string arguments exceed %u bytes in one call",
+                                        (unsigned)sizeof str_arena);
+            }
+            if ((rc = tether_rpc_str_copy(a->v.v_str, str_arena + arena, sizeof str_arena - arena,
+                                          "string argument")) != TETHER_OK) {
+                return rc;
+            }
+            v.v_str = str_arena + arena;
+            arena += a->v.v_str.len + 1u;
+            break;
+        default:
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "argument %u: unknown type code %d",
+                                    (unsigned)i, (int)a->type_code);
+        }
+        if (e->abi == TETHER_ABI_UNPACKED) {
+            if (a->type_code != TETHER_TYPE_DLTENSOR && a->type_code != TETHER_TYPE_HANDLE &&
+                a->type_code != TETHER_TYPE_NULL) {
+                return tether_set_error(TETHER_ERR_MISMATCH,
+                                        "'%s' argument %u: unpacked functions take only arrays",
+                                        e->name, (unsigned)i);
+            }
+            call_words[i] =
+                (uint32_t)(uintptr_t)(s ? (uint8_t *)s->arr.dl.data + s->arr.dl.byte_offset : NULL);
+        } else {
+            call_values[i] = v;
+            call_codes[i] = a->type_code;
+        }
+    }
+    memset(cf, 0, sizeof *cf);
+    cf->fn = e->fn.unpacked;
+    cf->words = call_words;
+    if (e->abi == TETHER_ABI_UNPACKED) {
+        if (inv->num_args > TETHER_MCU_MAX_CALL_WORDS) {
+            return tether_set_error(TETHER_ERR_LIMIT, "unpacked call with %u arguments; at most %u",
+                                    (unsigned)inv->num_args, (unsigned)TETHER_MCU_MAX_CALL_WORDS);
+        }
+        for (uint32_t i = inv->num_args; i < 4; i++) {
+            call_words[i] = 0;
+        }
+        cf->nwords = inv->num_args;
+    } else {
+        call_ret.v_int64 = 0;
+        call_ret_code = TETHER_TYPE_NULL;
+        call_words[0] = (uint32_t)(uintptr_t)call_values;
+        call_words[1] = (uint32_t)(uintptr_t)call_codes;
+        call_words[2] = inv->num_args;
+        call_words[3] = (uint32_t)(uintptr_t)&call_ret;
+        call_words[4] = (uint32_t)(uintptr_t)&call_ret_code;
+        call_words[5] = 0;
+        cf->nwords = 6;
+    }
+    return TETHER_OK;
+}
+
+/* Paints the free stack below this frame (most of it here, the last TETHER_MCU_PAINT_GAP bytes
+ * in the trampoline right before the call), then times the call. Only the trampoline's gap
+ * painting (a few dozen words) lies inside the timed interval. */
+static __attribute__((noinline)) void measured_call(tether_mcu_callframe *cf, uint64_t *t0,
+                                                    uint64_t *t1) {
+    uintptr_t sp = tether_board_stack_pointer();
+    uintptr_t top = sp - TETHER_MCU_PAINT_GAP;
+    __asm volatile("cpsid i" ::: "memory");
+    tether_stack_paint((void *)board->stack_base, top - board->stack_base);
+    __asm volatile("cpsie i" ::: "memory");
+    cf->paint_from = top;
+    tether_board_timing_sync();
+    *t0 = tether_platform_cycles();
+    tether_mcu_trampoline(cf);
+    *t1 = tether_platform_cycles();
+}
+
+static int on_call(void) {
+    const tether_func_entry *e;
+    tether_mcu_callframe cf;
+    int rc = prepare_call(&req.u.call_req, &e, &cf);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    inflight_fn = e->name;
+    tether_clear_error();
+    uint64_t t0, t1;
+    measured_call(&cf, &t0, &t1);
+    inflight_fn = NULL;
+    size_t used =
+        tether_stack_used((const void *)board->stack_base, cf.sp_at_call - board->stack_base);
+    rep.u.call_rep.ret = cf.ret;
+    rep.u.call_rep.elapsed_ns = (t1 - t0) * 1000000000u / board->clock_hz;
+    rep.u.call_rep.stack_bytes = used;
+    if (cf.ret != 0 && tether_last_status() != TETHER_OK) {
+        /* The function failed and said why: forward its message to the host. */
+        tether_log(TETHER_LOG_WARN, "%s returned %d: %s", e->name, (int)cf.ret,
+                   tether_last_error());
+    }
+    return TETHER_OK;
+}
+
+static int32_t time_run(void *ctx) {
+    tether_mcu_callframe *cf = ctx;
+    cf->paint_from = 0;
+    tether_mcu_trampoline(cf);
+    return cf->ret;
+}
+
+/* The evaluator reads the clock in pairs (start and end of each repeat). The start reading is
+ * aligned to a timer tick, so every repeat starts at the same phase and, under QEMU -icount,
+ * yields the same count; the alignment happens before the interval, never inside it. */
+static uint32_t time_reads;
+
+static uint64_t time_now(void *ctx) {
+    (void)ctx;
+    if ((time_reads++ & 1u) == 0) {
+        tether_board_timing_sync();
+    }
+    return tether_platform_time_ns();
+}
+
+static void time_sleep(void *ctx, uint32_t ms) {
+    (void)ctx;
+    uint64_t end = tether_platform_cycles() + (uint64_t)ms * (board->clock_hz / 1000u);
+    while (tether_platform_cycles() < end) {
+    }
+}
+
+static int on_time(void) {
+    const tether_rpc_time_req *t = &req.u.time_req;
+    const tether_func_entry *e;
+    tether_mcu_callframe cf;
+    int rc = prepare_call(&t->invoke, &e, &cf);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    tether_time_hooks hooks = {time_run, time_now, time_sleep, &cf};
+    tether_time_result res;
+    inflight_fn = e->name;
+    time_reads = 0;
+    rc = tether_time_evaluate(&hooks, t->number, t->repeat, t->min_repeat_ms, t->cooldown_ms,
+                              rep.u.time_rep.seconds, TETHER_RPC_MAX_REPEAT, &res);
+    inflight_fn = NULL;
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    rep.u.time_rep.number = res.number;
+    rep.u.time_rep.zero_timer = res.zero_timer;
+    rep.u.time_rep.repeat = res.repeat;
+    return TETHER_OK;
+}
+
+/* ---- dispatch ---- */
+
+static int dispatch(void) {
+    switch (req.type) {
+    case TETHER_RPC_HELLO:
+        return on_hello();
+    case TETHER_RPC_ALLOC:
+        return on_alloc();
+    case TETHER_RPC_FREE:
+        return on_free();
+    case TETHER_RPC_COPY_TO:
+        return on_copy_to();
+    case TETHER_RPC_COPY_FROM:
+        return on_copy_from();
+    case TETHER_RPC_UPLOAD:
+        return on_upload();
+    case TETHER_RPC_UPLOAD_CHUNK:
+        return on_upload_chunk();
+    case TETHER_RPC_LOAD_MODULE:
+        return on_load_module();
+    case TETHER_RPC_UNLOAD:
+        return on_unload();
+    case TETHER_RPC_GET_FUNCTION:
+        return on_get_function();
+    case TETHER_RPC_CALL:
+        return on_call();
+    case TETHER_RPC_TIME:
+        return on_time();
+    case TETHER_RPC_RESET:
+        return TETHER_OK; /* the reset happens after the reply is sent */
+    case TETHER_RPC_AUTH:
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "this device does not use authentication (HELLO says so)");
+    case TETHER_RPC_SHUTDOWN:
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "a bare-metal board cannot shut down; use RESET");
+    default:
+        return tether_set_error(TETHER_ERR_PROTOCOL, "message type %u is not a request",
+                                (unsigned)req.type);
+    }
+}
+
+static void handle_frame(const uint8_t *frame, size_t len) {
+    uint32_t type = 0, id = 0;
+    if (tether_rpc_peek_header(frame, len, &type, &id) != TETHER_OK) {
+        tether_log(TETHER_LOG_WARN, "dropped an undecodable frame of %u bytes: %s", (unsigned)len,
+                   tether_last_error());
+        return;
+    }
+    const uint8_t *cached;
+    size_t cached_len;
+    if (tether_rpc_reply_cache_lookup(&cache, id, &cached, &cached_len)) {
+        tether_uart_frame_write(cached, cached_len, uart_put, NULL);
+        return;
+    }
+    memset(&rep, 0, sizeof rep);
+    int rc = tether_rpc_tiny_decode(frame, len, &req);
+    if (rc == TETHER_OK && id == 0) {
+        rc = tether_set_error(TETHER_ERR_PROTOCOL, "request id 0 is reserved");
+    }
+    inflight_id = id;
+    if (rc == TETHER_OK) {
+        rc = dispatch();
+    }
+    if (rc == TETHER_OK) {
+        rep.type = req.type | TETHER_RPC_REPLY;
+        rep.id = id;
+    } else {
+        tether_rpc_make_error(&rep, id, rc, tether_last_error());
+    }
+    size_t n = send_msg(&rep, tx_buf, sizeof tx_buf);
+    inflight_id = 0;
+    if (n > 0 && id != 0) {
+        /* Replies too large for a slot (COPY_FROM data) are idempotent and not cached. */
+        (void)tether_rpc_reply_cache_store(&cache, id, tx_buf, n);
+    }
+    if (rc == TETHER_OK && req.type == TETHER_RPC_RESET) {
+        tether_board_reset();
+    }
+}
+
+/* ---- faults ---- */
+
+static const char *cfsr_reason(uint32_t cfsr) {
+    static const struct {
+        uint32_t bit;
+        const char *name;
+    } bits[] = {
+        {1u << 25, "DIVBYZERO"}, {1u << 24, "UNALIGNED"}, {1u << 19, "NOCP"},
+        {1u << 18, "INVPC"},     {1u << 17, "INVSTATE"},  {1u << 16, "UNDEFINSTR"},
+        {1u << 12, "STKERR"},    {1u << 11, "UNSTKERR"},  {1u << 10, "IMPRECISERR"},
+        {1u << 9, "PRECISERR"},  {1u << 8, "IBUSERR"},    {1u << 4, "MSTKERR"},
+        {1u << 3, "MUNSTKERR"},  {1u << 1, "DACCVIOL"},   {1u << 0, "IACCVIOL"},
+    };
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
+        if (cfsr & bits[i].bit) {
+            return bits[i].name;
+        }
+    }
+    return "no CFSR bit";
+}
+
+void tether_mcu_fault(const tether_fault_info *f) {
+    static char text[240];
+    const char *fn = inflight_fn;
+    tether_format(text, sizeof text,
+                  "%s in '%s': pc=0x%08x lr=0x%08x cfsr=0x%08x (%s) hfsr=0x%08x mmfar=0x%08x "
+                  "bfar=0x%08x; the device resets",
+                  f->kind, fn ? fn : "(firmware)", (unsigned)f->pc, (unsigned)f->lr,
+                  (unsigned)f->cfsr, cfsr_reason(f->cfsr), (unsigned)f->hfsr, (unsigned)f->mmfar,
+                  (unsigned)f->bfar);
+    uint32_t id = inflight_id;
+    if (id != 0) {
+        /* `rep` is free: the request that faulted never got to fill it. */
+        tether_rpc_make_error(&rep, id, TETHER_ERR_CRASHED, text);
+        send_msg(&rep, tx_buf, sizeof tx_buf);
+    } else {
+        tether_mcu_send_log(TETHER_LOG_ERROR, text);
+    }
+    tether_board_reset();
+}
+
+/* ---- main loop ---- */
+
+void tether_mcu_main(void) {
+    board = tether_board_get_info();
+    tether_uart_unframer_init(&unframer, rx_buf, sizeof rx_buf, NULL, NULL);
+    tether_rpc_reply_cache_init(&cache, cache_mem, sizeof cache_mem, REPLY_CACHE_SLOTS);
+    if (tether_heap_init(&heap, (void *)board->heap_base, board->heap_size,
+                         TETHER_DEFAULT_ALIGNMENT) != TETHER_OK) {
+        tether_platform_abort(tether_last_status());
+    }
+    if (tether_registry_check(&tether_module_registry) != TETHER_OK) {
+        tether_platform_abort(tether_last_status());
+    }
+    char text[200];
+    board_summary(text, sizeof text);
+    tether_mcu_send_log(TETHER_LOG_INFO, text);
+    for (;;) {
+        int c = tether_board_uart_getc();
+        if (c < 0) {
+            tether_board_wait();
+            continue;
+        }
+        size_t len;
+        if (tether_uart_unframer_byte(&unframer, (uint8_t)c, &len) == 1) {
+            handle_frame(rx_buf, len);
+        }
+    }
+}

@@ -1,0 +1,354 @@
+/*
+ * Test-side client for tether MCU firmware under QEMU (see mcu_client.h).
+ * What must stay true: every QEMU started here is stopped by mcu_board_stop (SIGTERM to
+ * scripts/qemu-board, which stops QEMU, then waitpid); no read blocks without a deadline.
+ */
+#include "mcu_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+const char *mcu_fw_dir;
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int mcu_board_start(mcu_board *b, bool icount) {
+    memset(b, 0, sizeof *b);
+    b->pid = -1;
+    b->fd = -1;
+    b->out_fd = -1;
+    b->next_id = 1;
+    if (system("command -v qemu-system-arm >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "SKIP: qemu-system-arm not installed (scripts/setup installs it)\n");
+        exit(77);
+    }
+    char fw[512], script[512];
+    snprintf(fw, sizeof fw, "%s/tether-fw.elf", mcu_fw_dir);
+    snprintf(script, sizeof script, "%s/scripts/qemu-board", TETHER_SOURCE_DIR);
+    int pipefd[2];
+    if (pipe(pipefd) != 0) {
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(pipefd[1], 1);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        if (icount) {
+            execl(script, script, "--icount", fw, (char *)NULL);
+        } else {
+            execl(script, script, fw, (char *)NULL);
+        }
+        _exit(127);
+    }
+    close(pipefd[1]);
+    b->pid = pid;
+    b->out_fd = pipefd[0];
+    /* Read the URL line. */
+    size_t have = 0;
+    int64_t deadline = now_ms() + 15000;
+    while (have < sizeof b->url - 1) {
+        struct pollfd p = {b->out_fd, POLLIN, 0};
+        int left = (int)(deadline - now_ms());
+        if (left <= 0 || poll(&p, 1, left) <= 0) {
+            return -1;
+        }
+        ssize_t r = read(b->out_fd, b->url + have, 1);
+        if (r <= 0) {
+            return -1;
+        }
+        if (b->url[have] == '\n') {
+            b->url[have] = 0;
+            break;
+        }
+        have++;
+    }
+    if (strncmp(b->url, "uart://", 7) != 0) {
+        return -1;
+    }
+    b->fd = open(b->url + 7, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (b->fd < 0) {
+        return -1;
+    }
+    struct termios t;
+    if (tcgetattr(b->fd, &t) == 0) {
+        cfmakeraw(&t);
+        tcsetattr(b->fd, TCSANOW, &t);
+    }
+    tether_uart_unframer_init(&b->unframer, b->rx, sizeof b->rx, NULL, NULL);
+    return 0;
+}
+
+void mcu_board_stop(mcu_board *b) {
+    if (b->fd >= 0) {
+        close(b->fd);
+        b->fd = -1;
+    }
+    if (b->pid > 0) {
+        kill(b->pid, SIGTERM);
+        int st;
+        while (waitpid(b->pid, &st, 0) < 0 && errno == EINTR) {
+        }
+        b->pid = -1;
+    }
+    if (b->out_fd >= 0) {
+        close(b->out_fd);
+        b->out_fd = -1;
+    }
+}
+
+int mcu_write_raw(mcu_board *b, const void *p, size_t n) {
+    const uint8_t *q = p;
+    while (n > 0) {
+        ssize_t w = write(b->fd, q, n);
+        if (w < 0) {
+            if (errno == EINTR || errno == EAGAIN) {
+                continue;
+            }
+            return -1;
+        }
+        q += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Reads until one frame is complete (copied into b->reply) or the deadline passes. */
+static int read_frame(mcu_board *b, int64_t deadline, size_t *len) {
+    for (;;) {
+        uint8_t byte;
+        struct pollfd p = {b->fd, POLLIN, 0};
+        int left = (int)(deadline - now_ms());
+        if (left <= 0) {
+            return -1;
+        }
+        int pr = poll(&p, 1, left);
+        if (pr < 0 && errno == EINTR) {
+            continue;
+        }
+        if (pr <= 0) {
+            return -1;
+        }
+        ssize_t r = read(b->fd, &byte, 1);
+        if (r <= 0) {
+            return -1;
+        }
+        size_t n;
+        if (tether_uart_unframer_byte(&b->unframer, byte, &n) == 1) {
+            memcpy(b->reply, b->rx, n);
+            *len = n;
+            return 0;
+        }
+    }
+}
+
+static void note_log(mcu_board *b, const tether_rpc_msg *m) {
+    size_t n =
+        m->u.log.text.len < sizeof b->last_log - 1 ? m->u.log.text.len : sizeof b->last_log - 1;
+    memcpy(b->last_log, m->u.log.text.ptr, n);
+    b->last_log[n] = 0;
+    b->logs++;
+    if (strncmp(b->last_log, "board ", 6) == 0) {
+        b->boots++;
+    }
+}
+
+int mcu_wait_log(mcu_board *b, const char *needle, int timeout_ms) {
+    int64_t deadline = now_ms() + timeout_ms;
+    for (;;) {
+        size_t len;
+        if (read_frame(b, deadline, &len) != 0) {
+            return -1;
+        }
+        tether_rpc_msg m;
+        if (tether_rpc_tiny_decode(b->reply, len, &m) == 0 && m.type == TETHER_RPC_LOG) {
+            note_log(b, &m);
+            if (strstr(b->last_log, needle) != NULL) {
+                return 0;
+            }
+        }
+    }
+}
+
+int mcu_request(mcu_board *b, tether_rpc_msg *req, tether_rpc_msg *rep, int timeout_ms) {
+    req->id = b->next_id++;
+    size_t len, flen;
+    if (tether_rpc_tiny_encode(req, b->tx, sizeof b->tx, &len) != 0) {
+        fprintf(stderr, "encode failed: %s\n", tether_last_error());
+        return -1;
+    }
+    if (tether_uart_frame_encode(b->tx, len, b->txf, sizeof b->txf, &flen) != 0 ||
+        mcu_write_raw(b, b->txf, flen) != 0) {
+        return -1;
+    }
+    int64_t deadline = now_ms() + timeout_ms;
+    for (;;) {
+        if (read_frame(b, deadline, &len) != 0) {
+            fprintf(stderr, "no reply to request %u (type %u)\n", (unsigned)req->id,
+                    (unsigned)req->type);
+            return -1;
+        }
+        if (tether_rpc_tiny_decode(b->reply, len, rep) != 0) {
+            fprintf(stderr, "undecodable reply: %s\n", tether_last_error());
+            return -1;
+        }
+        if (rep->type == TETHER_RPC_LOG) {
+            note_log(b, rep);
+            continue;
+        }
+        if (rep->id != req->id) {
+            fprintf(stderr, "reply id %u for request %u\n", (unsigned)rep->id, (unsigned)req->id);
+            return -1;
+        }
+        return 0;
+    }
+}
+
+static void expect_reply(const tether_rpc_msg *req, const tether_rpc_msg *rep) {
+    if (rep->type == TETHER_RPC_ERROR) {
+        fprintf(stderr, "request type %u failed: %d %.*s\n", (unsigned)req->type,
+                (int)rep->u.error.code, (int)rep->u.error.message.len, rep->u.error.message.ptr);
+    }
+    assert_int_equal(rep->type, req->type | TETHER_RPC_REPLY);
+}
+
+void mcu_hello(mcu_board *b, tether_rpc_msg *rep) {
+    tether_rpc_msg req = {.type = TETHER_RPC_HELLO};
+    req.u.hello_req.version = TETHER_RPC_VERSION;
+    req.u.hello_req.max_frame = MCU_MAX_FRAME;
+    req.u.hello_req.client = tether_rpc_str_c("tests/mcu");
+    assert_int_equal(mcu_request(b, &req, rep, 10000), 0);
+    expect_reply(&req, rep);
+    b->device_max_frame = rep->u.hello_rep.max_frame;
+}
+
+uint64_t mcu_alloc(mcu_board *b, const int64_t *shape, int ndim, DLDataType dt, uint64_t *nbytes) {
+    tether_rpc_msg req = {.type = TETHER_RPC_ALLOC}, rep;
+    req.u.alloc_req.ndim = (uint32_t)ndim;
+    memcpy(req.u.alloc_req.shape, shape, sizeof(int64_t) * (size_t)ndim);
+    req.u.alloc_req.dtype_code = dt.code;
+    req.u.alloc_req.dtype_bits = dt.bits;
+    req.u.alloc_req.dtype_lanes = dt.lanes;
+    req.u.alloc_req.scope = TETHER_SCOPE_GLOBAL;
+    req.u.alloc_req.pool = tether_rpc_str_c("sram");
+    assert_int_equal(mcu_request(b, &req, &rep, 10000), 0);
+    expect_reply(&req, &rep);
+    if (nbytes) {
+        *nbytes = rep.u.alloc_rep.nbytes;
+    }
+    return rep.u.alloc_rep.array;
+}
+
+void mcu_free(mcu_board *b, uint64_t array) {
+    tether_rpc_msg req = {.type = TETHER_RPC_FREE}, rep;
+    req.u.free_req.handle = array;
+    assert_int_equal(mcu_request(b, &req, &rep, 10000), 0);
+    expect_reply(&req, &rep);
+}
+
+void mcu_copy_to(mcu_board *b, uint64_t array, const void *data, size_t n) {
+    uint32_t chunk = tether_rpc_chunk_max(b->device_max_frame);
+    assert_true(chunk > 0);
+    for (size_t off = 0; off < n; off += chunk) {
+        size_t len = n - off < chunk ? n - off : chunk;
+        tether_rpc_msg req = {.type = TETHER_RPC_COPY_TO}, rep;
+        req.u.copy_to_req.array = array;
+        req.u.copy_to_req.offset = off;
+        req.u.copy_to_req.data.ptr = (const uint8_t *)data + off;
+        req.u.copy_to_req.data.len = (uint32_t)len;
+        assert_int_equal(mcu_request(b, &req, &rep, 10000), 0);
+        expect_reply(&req, &rep);
+        assert_int_equal(rep.u.copy_to_rep.written, len);
+    }
+}
+
+void mcu_copy_from(mcu_board *b, uint64_t array, void *data, size_t n) {
+    uint32_t chunk = tether_rpc_chunk_max(b->device_max_frame);
+    for (size_t off = 0; off < n; off += chunk) {
+        size_t len = n - off < chunk ? n - off : chunk;
+        tether_rpc_msg req = {.type = TETHER_RPC_COPY_FROM}, rep;
+        req.u.copy_from_req.array = array;
+        req.u.copy_from_req.offset = off;
+        req.u.copy_from_req.length = len;
+        assert_int_equal(mcu_request(b, &req, &rep, 10000), 0);
+        expect_reply(&req, &rep);
+        assert_int_equal(rep.u.copy_from_rep.data.len, len);
+        memcpy((uint8_t *)data + off, rep.u.copy_from_rep.data.ptr, len);
+    }
+}
+
+uint64_t mcu_get_function(mcu_board *b, uint64_t module, const char *name, uint32_t *abi) {
+    tether_rpc_msg req = {.type = TETHER_RPC_GET_FUNCTION}, rep;
+    req.u.get_function_req.module = module;
+    req.u.get_function_req.name = tether_rpc_str_c(name);
+    assert_int_equal(mcu_request(b, &req, &rep, 10000), 0);
+    expect_reply(&req, &rep);
+    if (abi) {
+        *abi = rep.u.get_function_rep.abi;
+    }
+    return rep.u.get_function_rep.func;
+}
+
+static void fill_call(tether_rpc_msg *req, uint64_t func, uint32_t abi, const tether_rpc_arg *args,
+                      uint32_t n) {
+    memset(req, 0, sizeof *req);
+    req->type = TETHER_RPC_CALL;
+    req->u.call_req.func = func;
+    req->u.call_req.abi = abi;
+    req->u.call_req.num_args = n;
+    if (n > 0) {
+        memcpy(req->u.call_req.args, args, sizeof *args * n);
+    }
+}
+
+void mcu_call(mcu_board *b, uint64_t func, uint32_t abi, const tether_rpc_arg *args, uint32_t n,
+              tether_rpc_call_rep *out) {
+    static tether_rpc_msg req, rep;
+    fill_call(&req, func, abi, args, n);
+    assert_int_equal(mcu_request(b, &req, &rep, 30000), 0);
+    expect_reply(&req, &rep);
+    *out = rep.u.call_rep;
+}
+
+int32_t mcu_call_error(mcu_board *b, uint64_t func, uint32_t abi, const tether_rpc_arg *args,
+                       uint32_t n, char *msg, size_t msg_size) {
+    static tether_rpc_msg req, rep;
+    fill_call(&req, func, abi, args, n);
+    assert_int_equal(mcu_request(b, &req, &rep, 30000), 0);
+    assert_int_equal(rep.type, TETHER_RPC_ERROR);
+    snprintf(msg, msg_size, "%.*s", (int)rep.u.error.message.len, rep.u.error.message.ptr);
+    return rep.u.error.code;
+}
+
+tether_rpc_arg mcu_arg_array(uint64_t handle) {
+    tether_rpc_arg a = {.type_code = TETHER_TYPE_DLTENSOR};
+    a.v.v_handle = handle;
+    return a;
+}
+
+tether_rpc_arg mcu_arg_int(int64_t v) {
+    tether_rpc_arg a = {.type_code = TETHER_TYPE_INT};
+    a.v.v_int = v;
+    return a;
+}

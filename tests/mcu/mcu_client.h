@@ -1,0 +1,77 @@
+/*
+ * Test-side client for tether MCU firmware running under QEMU: starts scripts/qemu-board, opens
+ * the pty it prints, and speaks the RPC protocol over UART framing with rpc/'s tiny codec (the
+ * host library does not take part, so these tests pin the firmware's wire behaviour directly).
+ *
+ * Ownership: a mcu_board owns the QEMU process (stopped by mcu_board_stop, also on test
+ * failure paths through the cmocka teardown) and the pty descriptor. Decoded replies borrow from
+ * the board's reply buffer and stay valid until the next request.
+ */
+#ifndef TETHER_TESTS_MCU_CLIENT_H
+#define TETHER_TESTS_MCU_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tether/crt.h"
+#include "tether/rpc/codec.h"
+#include "tether/rpc/frame.h"
+#include "tether/rpc/proto.h"
+
+#define MCU_MAX_FRAME 65535u
+
+typedef struct mcu_board {
+    pid_t pid;     /* scripts/qemu-board */
+    int out_fd;    /* its stdout (the URL line) */
+    int fd;        /* the pty */
+    char url[128]; /* uart:///dev/pts/N */
+    uint32_t next_id;
+    uint32_t device_max_frame;
+    uint8_t rx[MCU_MAX_FRAME];
+    uint8_t reply[MCU_MAX_FRAME];
+    uint8_t tx[MCU_MAX_FRAME];
+    uint8_t txf[TETHER_UART_ENCODED_MAX(MCU_MAX_FRAME)];
+    tether_uart_unframer unframer;
+    char last_log[1100]; /* text of the most recent LOG notification */
+    uint32_t logs;       /* LOG notifications seen */
+    uint32_t boots;      /* LOG lines announcing a boot ("board ... boot N") */
+} mcu_board;
+
+/* Firmware ELF and generated linker scripts of the board under test (from argv[1]). */
+extern const char *mcu_fw_dir;
+
+/* 0 = ok. Skips (exit 77) when QEMU is missing. */
+int mcu_board_start(mcu_board *b, bool icount);
+void mcu_board_stop(mcu_board *b);
+
+/* Sends `req` (id assigned here) and waits up to timeout_ms for its reply; LOG notifications in
+ * between are recorded. Returns 0 with *rep decoded (possibly an ERROR reply), or -1 on timeout
+ * or a malformed reply. */
+int mcu_request(mcu_board *b, tether_rpc_msg *req, tether_rpc_msg *rep, int timeout_ms);
+
+/* Waits for a LOG line containing `needle`; 0 when seen. */
+int mcu_wait_log(mcu_board *b, const char *needle, int timeout_ms);
+
+/* Sends raw bytes (for framing tests). */
+int mcu_write_raw(mcu_board *b, const void *p, size_t n);
+
+/* Helpers that assert success and return the useful part. */
+void mcu_hello(mcu_board *b, tether_rpc_msg *rep);
+uint64_t mcu_alloc(mcu_board *b, const int64_t *shape, int ndim, DLDataType dt, uint64_t *nbytes);
+void mcu_free(mcu_board *b, uint64_t array);
+void mcu_copy_to(mcu_board *b, uint64_t array, const void *data, size_t n);
+void mcu_copy_from(mcu_board *b, uint64_t array, void *data, size_t n);
+uint64_t mcu_get_function(mcu_board *b, uint64_t module, const char *name, uint32_t *abi);
+/* Calls and returns the reply (asserting it is a CALL reply). */
+void mcu_call(mcu_board *b, uint64_t func, uint32_t abi, const tether_rpc_arg *args, uint32_t n,
+              tether_rpc_call_rep *out);
+/* Calls and expects an ERROR reply; returns its code and copies the message. */
+int32_t mcu_call_error(mcu_board *b, uint64_t func, uint32_t abi, const tether_rpc_arg *args,
+                       uint32_t n, char *msg, size_t msg_size);
+
+tether_rpc_arg mcu_arg_array(uint64_t handle);
+tether_rpc_arg mcu_arg_int(int64_t v);
+
+#endif /* TETHER_TESTS_MCU_CLIENT_H */
