@@ -1,0 +1,17 @@
+# compiler core (tether_compiler): model loading -> IR -> passes -> memory plan -> reference
+# interpreter -> C emitter -> build driver -> artifact directory. Host only.
+add_library(tether_compiler STATIC
+    ${CMAKE_CURRENT_LIST_DIR}/src/util.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/model/json_model.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/ir/ir.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/ir/infer.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/passes/passes.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/plan/memplan.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/build/build.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/artifact/compile.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/cli/cli.c)
+target_include_directories(tether_compiler PUBLIC ${CMAKE_CURRENT_LIST_DIR}/include)
+target_link_libraries(tether_compiler PUBLIC tether_crt tether_planner PRIVATE PkgConfig::CJSON
+                                             ${TETHER_LIBM})

@@ -1,0 +1,234 @@
+/*
+ * tether compiler: model file -> IR -> passes -> memory plan -> C code -> built artifact.
+ *
+ * The stages are usable one by one (tests, the ONNX front end, the CLI) or all at once through
+ * tether_compile_model, which writes an artifact directory (docs/codegen.md):
+ *
+ *   tether_model_load        JSON model (+ weights .bin) into a tether_ir_graph (tether/ir.h)
+ *   tether_passes_run        constant folding, batch-norm folding, epilogue fusion, dead nodes
+ *   tether_memplan_build     workspace offsets through the planner (tether/planner.h)
+ *   tether_interp_run        the reference interpreter (ground truth, `tether run --reference`)
+ *   tether_codegen_c         C source + header (+ params blob) for an ABI and an interface
+ *   tether_build_artifact    compiles for a target profile, measures sizes and static stack
+ *
+ * Ownership: every output struct owns malloc'd memory and has a matching *_close/free function;
+ * closing a zeroed struct is safe. Errors: int status (0 ok, negative tether_status) with the
+ * message in tether_last_error(); loading errors name the file, the node and the problem.
+ */
+#ifndef TETHER_COMPILER_H
+#define TETHER_COMPILER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tether/crt/abi.h"
+#include "tether/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- model loading ---------------------------------------------------------------------- */
+
+/* Loads a model file into g (initialised here; close with tether_ir_close, also on failure).
+ * Format by extension: .json = tether JSON model (docs/model-format.md). The graph is inferred.
+ * Error messages start with the file name. */
+int tether_model_load(const char *path, tether_ir_graph *g);
+
+/* Parses JSON model text. `source` names it in messages; `weights_dir` is where a "weights"
+ * file named in the model is looked up (NULL = current directory). */
+int tether_model_parse_json(const char *text, const char *source, const char *weights_dir,
+                            tether_ir_graph *g);
+
+/* Writes g as a JSON model plus its weights file (weights_file is stored by base name). */
+int tether_model_save_json(const tether_ir_graph *g, const char *json_path,
+                           const char *weights_path);
+
+/* ---- passes -------------------------------------------------------------------------------- */
+
+typedef struct tether_pass_options {
+    bool fold_constants;  /* nodes whose inputs are all constants become constants */
+    bool fold_batch_norm; /* batch_norm after conv2d/dense merges into its weights and bias */
+    bool fuse_epilogues;  /* bias add / activation / residual add fuse into conv/dense/matmul */
+    bool eliminate_dead;  /* nodes that no graph output depends on are removed */
+} tether_pass_options;
+
+void tether_pass_options_init(tether_pass_options *o); /* everything on */
+
+/* Runs the enabled passes in the order above (dead-node elimination last) and re-infers. */
+int tether_passes_run(tether_ir_graph *g, const tether_pass_options *o);
+int tether_pass_fold_constants(tether_ir_graph *g);
+int tether_pass_fold_batch_norm(tether_ir_graph *g);
+int tether_pass_fuse_epilogues(tether_ir_graph *g);
+int tether_pass_eliminate_dead(tether_ir_graph *g);
+
+/* ---- memory planning ------------------------------------------------------------------------ */
+
+/* Name of the one workspace pool of generated code. */
+#define TETHER_WORKSPACE_POOL "workspace"
+
+typedef struct tether_memplan {
+    int ntensors;
+    int64_t *offset;        /* per tensor: byte offset in the workspace, -1 = not in it */
+    int64_t workspace_size; /* bytes, a multiple of 16 */
+    int64_t naive_size;     /* bytes without any reuse (for reports) */
+    char algorithm[32];     /* planner algorithm that produced the offsets */
+} tether_memplan;
+
+/* Plans every intermediate tensor (not graph inputs/outputs, constants or aliases) with the
+ * planner's `algorithm` name ("best", "greedy-size", ...; NULL = "best"). */
+int tether_memplan_build(const tether_ir_graph *g, const char *algorithm, tether_memplan *out);
+void tether_memplan_close(tether_memplan *p);
+
+/* ---- reference interpreter ------------------------------------------------------------------ */
+
+/* Runs g (inferred) on host float buffers: inputs[i] for graph input i, outputs[i] receives
+ * graph output i (dense row-major, sizes from the tensor shapes). Plain, obviously-correct
+ * loops; allocates its intermediates. */
+int tether_interp_run(const tether_ir_graph *g, const float *const *inputs, float *const *outputs);
+
+/* ---- C code generation ---------------------------------------------------------------------- */
+
+typedef enum tether_interface {
+    TETHER_INTERFACE_PACKED = 0, /* entry <prefix>_main in the chosen ABI */
+    TETHER_INTERFACE_C = 1,      /* plus <prefix>_run(inputs*, outputs*, workspace*) + header */
+} tether_interface;
+
+int tether_interface_parse(const char *name, tether_interface *out);
+const char *tether_interface_name(tether_interface i);
+
+typedef struct tether_codegen_options {
+    tether_abi abi;
+    tether_interface interface;
+    const char *prefix; /* C identifier prefix, default "tether_model" */
+    bool link_params;   /* true: weights as const arrays; false: <prefix>_set_params(blob) */
+} tether_codegen_options;
+
+void tether_codegen_options_init(tether_codegen_options *o);
+
+/* One function of a generated module (as listed in its registry). */
+typedef struct tether_codegen_func {
+    char *name;
+    tether_abi abi;
+    int num_args;
+} tether_codegen_func;
+
+typedef struct tether_codegen_output {
+    char *source;               /* <prefix>.c */
+    char *header;               /* <prefix>.h */
+    unsigned char *params;      /* params blob (link_params false), else NULL */
+    size_t params_bytes;        /* bytes of weights, linked or in the blob */
+    tether_codegen_func *funcs; /* every registry entry; the entry function is funcs[0] */
+    int nfuncs;
+    int64_t workspace_size;
+    const char *math_functions; /* libm functions the source calls, comma-separated */
+} tether_codegen_output;
+
+int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
+                     const tether_codegen_options *o, tether_codegen_output *out);
+void tether_codegen_output_close(tether_codegen_output *out);
+
+/* ---- targets, build and reports ---------------------------------------------------------------
+ */
+
+typedef enum tether_target_kind {
+    TETHER_TARGET_SHARED = 0, /* .so for upload to tetherd (dlopen) */
+    TETHER_TARGET_STATIC = 1, /* .a of relocatable objects for firmware */
+} tether_target_kind;
+
+typedef struct tether_target {
+    const char *name;      /* "x86_64-linux", "cortex-m3", ... */
+    const char *cc;        /* compiler executable */
+    const char *cflags;    /* target flags (-mcpu=... -mthumb ...) */
+    const char *size_tool; /* unused by the built-in ELF reader; informative */
+    tether_target_kind kind;
+    const char *description;
+} tether_target;
+
+/* The built-in profiles (docs/codegen.md), NULL-terminated by count. */
+const tether_target *tether_targets(int *count);
+/* Finds a profile by name (TETHER_ERR_NOT_FOUND listing the known names). */
+int tether_target_find(const char *name, const tether_target **out);
+/* True when the target's compiler is installed. */
+bool tether_target_available(const tether_target *t);
+
+typedef struct tether_elf_sizes {
+    uint64_t text, data, bss; /* as `size` (berkeley) reports them */
+} tether_elf_sizes;
+
+/* Sums allocated sections of an ELF file (object, archive member-less; .so or .o) like
+ * `size`: text = executable + read-only allocated, data = writable PROGBITS, bss = NOBITS. */
+int tether_elf_size(const char *path, tether_elf_sizes *out);
+
+/* Static stack analysis from GCC's -fstack-usage (.su) and -fcallgraph-info=su (.ci) files. */
+typedef struct tether_stack_report {
+    int64_t bytes;    /* worst-case stack of the root function including its callees */
+    bool bounded;     /* false when recursion, dynamic frames or unknown callees make it so */
+    char reason[160]; /* why it is unbounded ("" when bounded) */
+    char path[512];   /* the worst call chain, "a -> b -> c" */
+} tether_stack_report;
+
+/* Computes the worst-case stack of `root` from the given .ci files (each one is the
+ * -fcallgraph-info=su dump of one translation unit). Unknown external callees other than the
+ * listed libc/libm functions make the result unbounded. */
+int tether_stack_analyze(const char *const *ci_files, int nfiles, const char *root,
+                         tether_stack_report *out);
+
+typedef struct tether_build_options {
+    const char *target; /* profile name, default "x86_64-linux" */
+    int opt_level;      /* 0..3, default 2; -1 = "s" */
+    bool keep_objects;
+} tether_build_options;
+
+typedef struct tether_build_result {
+    char library[256]; /* file name of the built library inside the directory */
+    tether_elf_sizes sizes;
+    tether_stack_report stack;
+} tether_build_result;
+
+/* Compiles <dir>/<prefix>.c for the target into <dir>/lib<prefix>.so or .a, collecting sizes
+ * and the static stack of `entry`. The compiler's stderr is kept in <dir>/build.log. */
+int tether_build_artifact(const char *dir, const char *prefix, const char *entry,
+                          const tether_build_options *o, tether_build_result *out);
+
+/* ---- the whole pipeline --------------------------------------------------------------------- */
+
+typedef struct tether_compile_options {
+    tether_codegen_options codegen;
+    tether_build_options build;
+    tether_pass_options passes;
+    const char *planner; /* planner algorithm name, NULL = "best" */
+    bool build_library;  /* false: write sources, header and metadata only */
+} tether_compile_options;
+
+void tether_compile_options_init(tether_compile_options *o);
+
+typedef struct tether_compile_result {
+    int nnodes_in, nnodes_out; /* before / after passes */
+    int64_t workspace_size;
+    size_t params_bytes;
+    double codegen_seconds; /* model file -> C source (load, passes, plan, emit) */
+    bool built;
+    tether_build_result build;
+    char entry[128];
+} tether_compile_result;
+
+/* Compiles a model file into the artifact directory `out_dir` (created if needed): sources,
+ * header, params.bin (when not linked), the built library, metadata.json and report.json. On
+ * failure nothing partial is left: files this call wrote are removed. */
+int tether_compile_model(const char *model_path, const char *out_dir,
+                         const tether_compile_options *o, tether_compile_result *res);
+
+/* Same, from a graph already in memory (the ONNX front end, tests). g is modified by passes. */
+int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_compile_options *o,
+                         tether_compile_result *res);
+
+/* Prints the report table of an artifact directory's report.json. */
+int tether_report_print(FILE *out, const char *artifact_dir);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TETHER_COMPILER_H */

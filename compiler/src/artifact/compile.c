@@ -1,0 +1,356 @@
+/*
+ * The whole pipeline and the artifact directory: model -> passes -> plan -> C -> build ->
+ * metadata.json + report.json (format in docs/codegen.md).
+ *
+ * What must stay true: on failure every file this call created is removed again (and the
+ * directory, when this call created it), so a failed compile never leaves a half artifact that
+ * `tether run` could pick up; metadata.json lists exactly the functions of the module registry.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "../internal.h"
+#include "tether/compiler.h"
+#include "tether/crt/error.h"
+
+void tether_compile_options_init(tether_compile_options *o) {
+    memset(o, 0, sizeof *o);
+    tether_codegen_options_init(&o->codegen);
+    tether_pass_options_init(&o->passes);
+    o->build.target = "x86_64-linux";
+    o->build.opt_level = 2;
+    o->planner = NULL;
+    o->build_library = true;
+}
+
+typedef struct written {
+    char paths[16][1300];
+    int n;
+    int made_dir;
+    char dir[1024];
+} written;
+
+static int put(written *w, const char *name, const void *data, size_t n) {
+    if (w->n >= 16) {
+        return tether_set_error(TETHER_ERR_INTERNAL, "too many artifact files");
+    }
+    snprintf(w->paths[w->n], sizeof w->paths[0], "%s/%s", w->dir, name);
+    int rc = tether_write_file(w->paths[w->n], data, n);
+    w->n++;
+    return rc;
+}
+
+static void track(written *w, const char *name) {
+    if (w->n < 16) {
+        snprintf(w->paths[w->n++], sizeof w->paths[0], "%s/%s", w->dir, name);
+    }
+}
+
+static void rollback(written *w) {
+    for (int i = 0; i < w->n; i++) {
+        unlink(w->paths[i]);
+    }
+    if (w->made_dir) {
+        rmdir(w->dir);
+    }
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static cJSON *tensor_list(const tether_ir_graph *g, const int *idx, int n) {
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+        const tether_ir_tensor *t = &g->tensors[idx[i]];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", t->name);
+        cJSON_AddStringToObject(o, "dtype", "float32");
+        cJSON *sh = cJSON_AddArrayToObject(o, "shape");
+        for (int d = 0; d < t->ndim; d++) {
+            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->shape[d]));
+        }
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
+}
+
+static char *metadata_json(const tether_ir_graph *g, const tether_compile_options *o,
+                           const tether_codegen_output *cg, const char *library) {
+    const char *P = o->codegen.prefix ? o->codegen.prefix : "tether_model";
+    cJSON *m = cJSON_CreateObject();
+    char buf[200];
+    cJSON_AddStringToObject(m, "format", "tether-artifact");
+    cJSON_AddNumberToObject(m, "version", 1);
+    cJSON_AddStringToObject(m, "model", g->name);
+    cJSON_AddStringToObject(m, "prefix", P);
+    cJSON_AddStringToObject(m, "abi", tether_abi_name(o->codegen.abi));
+    cJSON_AddStringToObject(m, "interface", tether_interface_name(o->codegen.interface));
+    cJSON_AddStringToObject(m, "target", o->build.target ? o->build.target : "x86_64-linux");
+    if (library) {
+        cJSON_AddStringToObject(m, "library", library);
+    } else {
+        cJSON_AddNullToObject(m, "library");
+    }
+    snprintf(buf, sizeof buf, "%s.c", P);
+    cJSON_AddStringToObject(m, "source", buf);
+    snprintf(buf, sizeof buf, "%s.h", P);
+    cJSON_AddStringToObject(m, "header", buf);
+    cJSON_AddStringToObject(m, "params", o->codegen.link_params ? "linked" : "blob");
+    if (!o->codegen.link_params) {
+        cJSON_AddStringToObject(m, "params_file", "params.bin");
+        snprintf(buf, sizeof buf, "%s_set_params", P);
+        cJSON_AddStringToObject(m, "set_params", buf);
+    }
+    cJSON_AddNumberToObject(m, "params_bytes", (double)cg->params_bytes);
+    cJSON *e = cJSON_AddObjectToObject(m, "entry");
+    cJSON_AddStringToObject(e, "name", cg->funcs[0].name);
+    cJSON_AddStringToObject(e, "abi", tether_abi_name(cg->funcs[0].abi));
+    cJSON_AddNumberToObject(e, "num_args", cg->funcs[0].num_args);
+    if (o->codegen.interface == TETHER_INTERFACE_C) {
+        snprintf(buf, sizeof buf, "%s_run", P);
+        cJSON_AddStringToObject(m, "run", buf);
+    }
+    cJSON_AddItemToObject(m, "inputs", tensor_list(g, g->inputs, g->ninputs));
+    cJSON_AddItemToObject(m, "outputs", tensor_list(g, g->outputs, g->noutputs));
+    cJSON *fs = cJSON_AddArrayToObject(m, "functions");
+    for (int i = 0; i < cg->nfuncs; i++) {
+        cJSON *f = cJSON_CreateObject();
+        cJSON_AddStringToObject(f, "name", cg->funcs[i].name);
+        cJSON_AddStringToObject(f, "abi", tether_abi_name(cg->funcs[i].abi));
+        cJSON_AddNumberToObject(f, "num_args", cg->funcs[i].num_args);
+        cJSON_AddItemToArray(fs, f);
+    }
+    cJSON *pools = cJSON_AddArrayToObject(m, "pools");
+    cJSON *pool = cJSON_CreateObject();
+    cJSON_AddStringToObject(pool, "name", TETHER_WORKSPACE_POOL);
+    cJSON_AddNumberToObject(pool, "size", (double)cg->workspace_size);
+    cJSON_AddItemToArray(pools, pool);
+    cJSON *mf = cJSON_AddArrayToObject(m, "math_functions");
+    char *list = strdup(cg->math_functions ? cg->math_functions : "");
+    char *save = NULL;
+    for (char *t = list ? strtok_r(list, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+        cJSON_AddItemToArray(mf, cJSON_CreateString(t));
+    }
+    free(list);
+    char *text = cJSON_Print(m);
+    cJSON_Delete(m);
+    return text;
+}
+
+static char *report_json(const tether_ir_graph *g, const tether_compile_options *o,
+                         const tether_codegen_output *cg, const tether_compile_result *res) {
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "format", "tether-report");
+    cJSON_AddStringToObject(r, "model", g->name);
+    cJSON_AddStringToObject(r, "target", o->build.target ? o->build.target : "x86_64-linux");
+    cJSON_AddStringToObject(r, "abi", tether_abi_name(o->codegen.abi));
+    cJSON_AddStringToObject(r, "interface", tether_interface_name(o->codegen.interface));
+    char opt[4];
+    snprintf(opt, sizeof opt, "%c", o->build.opt_level < 0 ? 's' : '0' + o->build.opt_level);
+    cJSON_AddStringToObject(r, "opt_level", opt);
+    cJSON_AddNumberToObject(r, "nodes_in", res->nnodes_in);
+    cJSON_AddNumberToObject(r, "nodes_out", res->nnodes_out);
+    cJSON_AddNumberToObject(r, "params_bytes", (double)cg->params_bytes);
+    cJSON *ws = cJSON_AddObjectToObject(r, "workspace");
+    cJSON_AddNumberToObject(ws, TETHER_WORKSPACE_POOL, (double)cg->workspace_size);
+    cJSON_AddBoolToObject(r, "built", res->built);
+    if (res->built) {
+        cJSON_AddNumberToObject(r, "text", (double)res->build.sizes.text);
+        cJSON_AddNumberToObject(r, "data", (double)res->build.sizes.data);
+        cJSON_AddNumberToObject(r, "bss", (double)res->build.sizes.bss);
+        cJSON *st = cJSON_AddObjectToObject(r, "stack");
+        cJSON_AddStringToObject(st, "entry", res->entry);
+        cJSON_AddNumberToObject(st, "bytes", (double)res->build.stack.bytes);
+        cJSON_AddBoolToObject(st, "bounded", res->build.stack.bounded);
+        if (!res->build.stack.bounded) {
+            cJSON_AddStringToObject(st, "reason", res->build.stack.reason);
+        }
+        cJSON_AddStringToObject(st, "path", res->build.stack.path);
+    }
+    char *text = cJSON_Print(r);
+    cJSON_Delete(r);
+    return text;
+}
+
+int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_compile_options *o,
+                         tether_compile_result *res) {
+    tether_compile_options d;
+    if (!o) {
+        tether_compile_options_init(&d);
+        o = &d;
+    }
+    tether_compile_result local;
+    if (!res) {
+        res = &local;
+    }
+    memset(res, 0, sizeof *res);
+    double t0 = now_s();
+    written w;
+    memset(&w, 0, sizeof w);
+    if (strlen(out_dir) >= sizeof w.dir - 64) {
+        return tether_set_error(TETHER_ERR_LIMIT, "output directory path too long");
+    }
+    snprintf(w.dir, sizeof w.dir, "%s", out_dir);
+    const char *P = o->codegen.prefix ? o->codegen.prefix : "tether_model";
+    res->nnodes_in = g->nnodes;
+    int rc = tether_passes_run(g, &o->passes);
+    if (rc) {
+        return rc;
+    }
+    res->nnodes_out = g->nnodes;
+    tether_memplan plan;
+    if ((rc = tether_memplan_build(g, o->planner, &plan))) {
+        return rc;
+    }
+    tether_codegen_output cg;
+    rc = tether_codegen_c(g, &plan, &o->codegen, &cg);
+    tether_memplan_close(&plan);
+    if (rc) {
+        return rc;
+    }
+    res->codegen_seconds = now_s() - t0;
+    res->workspace_size = cg.workspace_size;
+    res->params_bytes = cg.params_bytes;
+    snprintf(res->entry, sizeof res->entry, "%s", cg.funcs[0].name);
+    struct stat st;
+    if (stat(out_dir, &st) != 0) {
+        if (mkdir(out_dir, 0755) != 0) {
+            tether_codegen_output_close(&cg);
+            return tether_set_error(TETHER_ERR_IO, "cannot create '%s': %s", out_dir,
+                                    strerror(errno));
+        }
+        w.made_dir = 1;
+    } else if (!S_ISDIR(st.st_mode)) {
+        tether_codegen_output_close(&cg);
+        return tether_set_error(TETHER_ERR_IO, "'%s' exists and is not a directory", out_dir);
+    }
+    char name[200];
+    char *meta = NULL, *rep = NULL;
+    snprintf(name, sizeof name, "%s.c", P);
+    rc = put(&w, name, cg.source, strlen(cg.source));
+    snprintf(name, sizeof name, "%s.h", P);
+    if (!rc) {
+        rc = put(&w, name, cg.header, strlen(cg.header));
+    }
+    if (!rc && cg.params) {
+        rc = put(&w, "params.bin", cg.params, cg.params_bytes);
+    }
+    if (!rc && o->build_library) {
+        const tether_target *t;
+        rc = tether_target_find(o->build.target ? o->build.target : "x86_64-linux", &t);
+        if (!rc) {
+            track(&w, "build.log");
+            snprintf(name, sizeof name, "%s.o", P);
+            track(&w, name);
+            snprintf(name, sizeof name, "%s.su", P);
+            track(&w, name);
+            snprintf(name, sizeof name, "%s.ci", P);
+            track(&w, name);
+            snprintf(name, sizeof name, "lib%s.%s", P,
+                     t->kind == TETHER_TARGET_SHARED ? "so" : "a");
+            track(&w, name);
+            rc = tether_build_artifact(out_dir, P, cg.funcs[0].name, &o->build, &res->build);
+            res->built = rc == 0;
+        }
+    }
+    if (!rc) {
+        meta = metadata_json(g, o, &cg, res->built ? res->build.library : NULL);
+        rep = report_json(g, o, &cg, res);
+        if (!meta || !rep) {
+            rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing metadata");
+        }
+    }
+    if (!rc) {
+        rc = put(&w, "metadata.json", meta, strlen(meta));
+    }
+    if (!rc) {
+        rc = put(&w, "report.json", rep, strlen(rep));
+    }
+    free(meta);
+    free(rep);
+    tether_codegen_output_close(&cg);
+    if (rc) {
+        char msg[TETHER_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", tether_last_error());
+        rollback(&w);
+        return tether_set_error(rc, "%s", msg);
+    }
+    return TETHER_OK;
+}
+
+int tether_compile_model(const char *model_path, const char *out_dir,
+                         const tether_compile_options *o, tether_compile_result *res) {
+    tether_ir_graph g;
+    int rc = tether_model_load(model_path, &g);
+    if (rc) {
+        return rc;
+    }
+    rc = tether_compile_graph(&g, out_dir, o, res);
+    tether_ir_close(&g);
+    return rc;
+}
+
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0.0;
+}
+
+static const char *str(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "?";
+}
+
+int tether_report_print(FILE *out, const char *artifact_dir) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/report.json", artifact_dir);
+    char *text;
+    int rc = tether_read_file(path, &text, NULL);
+    if (rc) {
+        return rc;
+    }
+    cJSON *r = cJSON_Parse(text);
+    free(text);
+    if (!r) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: invalid JSON", path);
+    }
+    fprintf(out, "model %s  target %s  abi %s  interface %s  -O%s\n", str(r, "model"),
+            str(r, "target"), str(r, "abi"), str(r, "interface"), str(r, "opt_level"));
+    fprintf(out, "  %-26s %12s\n", "item", "bytes");
+    const cJSON *built = cJSON_GetObjectItemCaseSensitive(r, "built");
+    if (cJSON_IsTrue(built)) {
+        fprintf(out, "  %-26s %12.0f\n", "text", num(r, "text"));
+        fprintf(out, "  %-26s %12.0f\n", "data", num(r, "data"));
+        fprintf(out, "  %-26s %12.0f\n", "bss", num(r, "bss"));
+    }
+    fprintf(out, "  %-26s %12.0f\n", "params", num(r, "params_bytes"));
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(r, "workspace");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, ws) {
+        char label[64];
+        snprintf(label, sizeof label, "workspace pool '%s'", e->string);
+        fprintf(out, "  %-26s %12.0f\n", label, e->valuedouble);
+    }
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(r, "stack");
+    if (st) {
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(st, "bounded");
+        if (cJSON_IsTrue(b)) {
+            fprintf(out, "  %-26s %12.0f\n", "static stack (worst case)", num(st, "bytes"));
+        } else {
+            fprintf(out, "  %-26s %12s  (%s)\n", "static stack (worst case)", "unbounded",
+                    str(st, "reason"));
+        }
+        fprintf(out, "  stack path: %s\n", str(st, "path"));
+    }
+    cJSON_Delete(r);
+    return TETHER_OK;
+}

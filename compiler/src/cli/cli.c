@@ -1,0 +1,219 @@
+/*
+ * `tether compile` and `tether plan`: argument parsing on top of the compiler library.
+ *
+ * What must stay true: every error is one line "tether <cmd>: <reason>" on stderr with exit code
+ * 1 (work failed) or 2 (usage); --help prints usage on stdout with exit code 0; nothing here
+ * exits the process (the CLI owns main()).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "../plan/memplan_internal.h"
+#include "tether/compiler.h"
+#include "tether/compiler_cli.h"
+#include "tether/crt/error.h"
+#include "tether/planner.h"
+
+static const char compile_usage[] =
+    "usage: tether compile MODEL -o DIR [options]\n"
+    "  Compiles a model (.json, docs/model-format.md) into an artifact directory.\n"
+    "  --abi packed|unpacked        calling convention of the operators (default unpacked)\n"
+    "  --interface packed|c         AOT entry: <prefix>_main only, or also <prefix>_run with\n"
+    "                               typed structs and a generated header (default packed)\n"
+    "  --target NAME                x86_64-linux (default), aarch64-linux, cortex-m0/m3/m4/m7\n"
+    "  --prefix NAME                C identifier prefix (default tether_model)\n"
+    "  --opt-level 0|1|2|3|s        optimisation of the build (default 2)\n"
+    "  --params linked|blob         weights as const arrays (default) or a params.bin blob\n"
+    "  --link-params                same as --params linked\n"
+    "  --planner ALGO               memory planner algorithm (default best)\n"
+    "  --no-passes                  skip constant/BN folding, fusion and dead-node removal\n"
+    "  --no-build                   write sources and metadata only\n"
+    "  --dump-ir                    print the IR after the passes\n"
+    "  --quiet                      do not print the report table\n";
+
+static int usage_error(const char *cmd, const char *fmt, const char *arg) {
+    fprintf(stderr, "tether %s: ", cmd);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see --help)\n");
+    return 2;
+}
+
+int tether_cmd_compile(int argc, char **argv) {
+    tether_compile_options o;
+    tether_compile_options_init(&o);
+    const char *model = NULL, *out = NULL;
+    int dump = 0, quiet = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(compile_usage, stdout);
+            return 0;
+        }
+        int takes = strcmp(a, "-o") == 0 || strcmp(a, "--abi") == 0 ||
+                    strcmp(a, "--interface") == 0 || strcmp(a, "--target") == 0 ||
+                    strcmp(a, "--prefix") == 0 || strcmp(a, "--opt-level") == 0 ||
+                    strcmp(a, "--params") == 0 || strcmp(a, "--planner") == 0;
+        if (takes && !v) {
+            return usage_error("compile", "%s needs a value", a);
+        }
+        if (strcmp(a, "-o") == 0) {
+            out = v;
+        } else if (strcmp(a, "--abi") == 0) {
+            if (tether_abi_parse(v, &o.codegen.abi) != 0) {
+                return usage_error("compile", "unknown ABI '%s' (packed, unpacked)", v);
+            }
+        } else if (strcmp(a, "--interface") == 0) {
+            if (tether_interface_parse(v, &o.codegen.interface) != 0) {
+                return usage_error("compile", "unknown interface '%s' (packed, c)", v);
+            }
+        } else if (strcmp(a, "--target") == 0) {
+            const tether_target *t;
+            if (tether_target_find(v, &t) != 0) {
+                fprintf(stderr, "tether compile: %s\n", tether_last_error());
+                return 2;
+            }
+            o.build.target = t->name;
+        } else if (strcmp(a, "--prefix") == 0) {
+            o.codegen.prefix = v;
+        } else if (strcmp(a, "--opt-level") == 0) {
+            if (strcmp(v, "s") == 0) {
+                o.build.opt_level = -1;
+            } else if (strlen(v) == 1 && v[0] >= '0' && v[0] <= '3') {
+                o.build.opt_level = v[0] - '0';
+            } else {
+                return usage_error("compile", "opt level '%s' is not 0, 1, 2, 3 or s", v);
+            }
+        } else if (strcmp(a, "--params") == 0) {
+            if (strcmp(v, "linked") == 0) {
+                o.codegen.link_params = true;
+            } else if (strcmp(v, "blob") == 0) {
+                o.codegen.link_params = false;
+            } else {
+                return usage_error("compile", "--params '%s' is not linked or blob", v);
+            }
+        } else if (strcmp(a, "--link-params") == 0) {
+            o.codegen.link_params = true;
+        } else if (strcmp(a, "--planner") == 0) {
+            o.planner = v;
+        } else if (strcmp(a, "--no-passes") == 0) {
+            memset(&o.passes, 0, sizeof o.passes);
+        } else if (strcmp(a, "--no-build") == 0) {
+            o.build_library = false;
+        } else if (strcmp(a, "--dump-ir") == 0) {
+            dump = 1;
+        } else if (strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+        } else if (a[0] == '-') {
+            return usage_error("compile", "unknown option '%s'", a);
+        } else if (!model) {
+            model = a;
+        } else {
+            return usage_error("compile", "unexpected argument '%s'", a);
+        }
+        if (takes) {
+            i++;
+        }
+    }
+    if (!model) {
+        return usage_error("compile", "%s", "missing MODEL");
+    }
+    if (!out && !dump) {
+        return usage_error("compile", "%s", "missing -o DIR");
+    }
+    tether_ir_graph g;
+    if (tether_model_load(model, &g) != 0) {
+        fprintf(stderr, "tether compile: %s\n", tether_last_error());
+        return 1;
+    }
+    int rc = 0;
+    if (dump && !out) {
+        if (tether_passes_run(&g, &o.passes) != 0) {
+            fprintf(stderr, "tether compile: %s\n", tether_last_error());
+            rc = 1;
+        } else {
+            tether_ir_print(stdout, &g);
+        }
+        tether_ir_close(&g);
+        return rc;
+    }
+    tether_compile_result res;
+    if (tether_compile_graph(&g, out, &o, &res) != 0) {
+        fprintf(stderr, "tether compile: %s\n", tether_last_error());
+        tether_ir_close(&g);
+        return 1;
+    }
+    if (dump) {
+        tether_ir_print(stdout, &g);
+    }
+    tether_ir_close(&g);
+    if (!quiet) {
+        printf("compiled %s -> %s (%d nodes, %d after passes, C in %.3f s)\n", model, out,
+               res.nnodes_in, res.nnodes_out, res.codegen_seconds);
+        tether_report_print(stdout, out);
+    }
+    return 0;
+}
+
+static const char plan_usage[] =
+    "usage: tether plan MODEL [--planner ALGO] [--pool SPEC] [--svg FILE] [--json FILE] ...\n"
+    "  Plans the workspace of a model: every intermediate tensor becomes a buffer whose live\n"
+    "  interval runs from its producing operator to its last reader (after the compiler's\n"
+    "  passes). Options are those of `tether plan-buffers` (compiler/planner).\n"
+    "  --no-passes   plan the graph as loaded\n";
+
+int tether_cmd_plan(int argc, char **argv) {
+    const char *model = NULL;
+    int first = argc, passes = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(plan_usage, stdout);
+            return 0;
+        }
+    }
+    /* MODEL and --no-passes come first; the rest goes to the planner's option parser. */
+    int i = 1;
+    for (; i < argc; i++) {
+        if (strcmp(argv[i], "--no-passes") == 0) {
+            passes = 0;
+        } else if (argv[i][0] != '-' && !model) {
+            model = argv[i];
+        } else {
+            break;
+        }
+    }
+    first = i;
+    if (!model) {
+        return usage_error("plan", "%s", "missing MODEL");
+    }
+    tether_ir_graph g;
+    if (tether_model_load(model, &g) != 0) {
+        fprintf(stderr, "tether plan: %s\n", tether_last_error());
+        return 1;
+    }
+    if (passes) {
+        tether_pass_options po;
+        tether_pass_options_init(&po);
+        if (tether_passes_run(&g, &po) != 0) {
+            fprintf(stderr, "tether plan: %s\n", tether_last_error());
+            tether_ir_close(&g);
+            return 1;
+        }
+    }
+    tether_plan_problem p;
+    memset(&p, 0, sizeof p);
+    int *buffer_of = malloc(sizeof(int) * (size_t)(g.ntensors ? g.ntensors : 1));
+    int rc;
+    if (!buffer_of || tether_memplan_problem(&g, &p, buffer_of) != 0) {
+        fprintf(stderr, "tether plan: %s\n", buffer_of ? tether_last_error() : "out of memory");
+        rc = 1;
+    } else {
+        rc = tether_plan_cli("tether plan", &p, argc, argv, first);
+    }
+    free(buffer_of);
+    tether_plan_problem_close(&p);
+    tether_ir_close(&g);
+    return rc;
+}

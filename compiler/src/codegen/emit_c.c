@@ -1,0 +1,2005 @@
+/*
+ * The C emitter: an inferred, planned graph -> one C99 source file and its header, for the packed
+ * or the unpacked ABI, with a packed or typed-C AOT interface, weights linked or in a blob.
+ *
+ * What must stay true (tests/compiler checks each):
+ *  - output is a pure function of (graph, plan, options): no time stamps, no addresses, no host
+ *    paths, so the same input gives byte-identical files;
+ *  - the source compiles with -std=c99 -Wall -Wextra -Werror for hosted and freestanding
+ *    (arm-none-eabi) targets and needs only memcpy/memset and the math functions it lists;
+ *  - the unpacked ABI never mentions DLTensor or value arrays; the packed ABI declares the exact
+ *    layouts of docs/abi.md itself (no dlpack include) so an artifact builds anywhere;
+ *  - every kernel has constant trip counts baked in and reads its reduction innermost.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "tether/compiler.h"
+#include "tether/crt/error.h"
+
+enum { M_EXPF, M_LOGF, M_SQRTF, M_TANHF, M_POWF, M_COUNT };
+static const char *const math_names[M_COUNT] = {"expf", "logf", "sqrtf", "tanhf", "powf"};
+
+typedef struct em {
+    tether_sbuf s;
+    int depth;
+    const tether_ir_graph *g;
+    const tether_memplan *plan;
+    const tether_codegen_options *o;
+    const char *P; /* prefix */
+    char **cname;  /* per tensor: C identifier part (sanitised, unique) */
+    char **fname;  /* per node: function name, NULL for alias nodes */
+    size_t *poff;  /* per tensor: params blob offset (constants) */
+    size_t params_bytes;
+    int math_used[M_COUNT];
+    int need_acts[8];
+    int max_args;
+} em;
+
+static void line(em *e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void line(em *e, const char *fmt, ...) {
+    for (int i = 0; i < e->depth; i++) {
+        tether_sbuf_puts(&e->s, "    ");
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    tether_sbuf_vprintf(&e->s, fmt, ap);
+    va_end(ap);
+    tether_sbuf_puts(&e->s, "\n");
+}
+
+/* `for (int v = 0; v < n; ++v) {` and depth++ */
+static void loop(em *e, const char *v, int64_t n) {
+    line(e, "for (int %s = 0; %s < %lld; ++%s) {", v, v, (long long)n, v);
+    e->depth++;
+}
+
+static void close_block(em *e) {
+    e->depth--;
+    line(e, "}");
+}
+
+/* A float literal that round-trips and is valid C99. */
+static void flit(char *buf, size_t n, float v) {
+    if (isnan(v)) {
+        snprintf(buf, n, "NAN");
+    } else if (isinf(v)) {
+        snprintf(buf, n, v > 0 ? "HUGE_VALF" : "(-HUGE_VALF)");
+    } else {
+        char t[40];
+        snprintf(t, sizeof t, "%.9g", (double)v);
+        if (!strchr(t, '.') && !strchr(t, 'e') && !strchr(t, 'n')) {
+            strcat(t, ".0");
+        }
+        snprintf(buf, n, "%sf", t);
+    }
+}
+
+static const char *const c_keywords[] = {
+    "auto",    "break",  "case",     "char",   "const",    "continue", "default",
+    "do",      "double", "else",     "enum",   "extern",   "float",    "for",
+    "goto",    "if",     "inline",   "int",    "long",     "register", "restrict",
+    "return",  "short",  "signed",   "sizeof", "static",   "struct",   "switch",
+    "typedef", "union",  "unsigned", "void",   "volatile", "while",    "main",
+};
+
+static char *sanitize(const char *name) {
+    size_t n = strlen(name);
+    char *s = malloc(n + 8);
+    if (!s) {
+        return NULL;
+    }
+    size_t o = 0;
+    if (!isalpha((unsigned char)name[0])) {
+        s[o++] = 't';
+        s[o++] = '_';
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        s[o++] = (char)(isalnum(c) ? tolower(c) : '_');
+    }
+    s[o] = 0;
+    for (size_t k = 0; k < sizeof c_keywords / sizeof *c_keywords; k++) {
+        if (strcmp(s, c_keywords[k]) == 0) {
+            strcat(s, "_");
+        }
+    }
+    return s;
+}
+
+/* Unique sanitised names for a list of model names (appends _2, _3, ... on clashes). */
+static int unique_names(char **out, const char *const *names, int count) {
+    for (int i = 0; i < count; i++) {
+        char *s = sanitize(names[i]);
+        if (!s) {
+            return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+        }
+        for (int k = 2;; k++) {
+            int clash = 0;
+            for (int j = 0; j < i && !clash; j++) {
+                clash = out[j] && strcmp(out[j], s) == 0;
+            }
+            if (!clash) {
+                break;
+            }
+            char *t = malloc(strlen(s) + 16);
+            if (!t) {
+                free(s);
+                return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+            }
+            char *base = sanitize(names[i]);
+            snprintf(t, strlen(s) + 16, "%s_%d", base ? base : "t", k);
+            free(base);
+            free(s);
+            s = t;
+        }
+        out[i] = s;
+    }
+    return TETHER_OK;
+}
+
+static void shape_str(char *buf, size_t n, const tether_ir_tensor *t) {
+    size_t o = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < t->ndim && o < n; i++) {
+        o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "," : "", (long long)t->shape[i]);
+    }
+    if (o < n) {
+        snprintf(buf + o, n - o, "]");
+    }
+}
+
+static const tether_ir_tensor *T(const em *e, int t) {
+    return &e->g->tensors[t];
+}
+
+/* ---- activation expressions --------------------------------------------------------------- */
+
+/* Writes an expression applying the node's epilogue activation to `v` (a C expression). */
+static void act_expr(em *e, const tether_ir_attrs *a, const char *v, char *out, size_t n) {
+    char f1[48], f2[48];
+    switch (a->act) {
+    case TETHER_ACT_NONE:
+        snprintf(out, n, "%s", v);
+        return;
+    case TETHER_ACT_RELU:
+        e->need_acts[TETHER_ACT_RELU] = 1;
+        snprintf(out, n, "tg_relu(%s)", v);
+        return;
+    case TETHER_ACT_CLIP:
+        flit(f1, sizeof f1, a->act_min);
+        flit(f2, sizeof f2, a->act_max);
+        e->need_acts[TETHER_ACT_CLIP] = 1;
+        snprintf(out, n, "tg_clip(%s, %s, %s)", v, f1, f2);
+        return;
+    case TETHER_ACT_LEAKY_RELU:
+        flit(f1, sizeof f1, a->act_alpha);
+        e->need_acts[TETHER_ACT_LEAKY_RELU] = 1;
+        snprintf(out, n, "tg_leaky(%s, %s)", v, f1);
+        return;
+    case TETHER_ACT_SIGMOID:
+        e->need_acts[TETHER_ACT_SIGMOID] = 1;
+        e->math_used[M_EXPF] = 1;
+        snprintf(out, n, "tg_sigmoid(%s)", v);
+        return;
+    case TETHER_ACT_TANH:
+        e->math_used[M_TANHF] = 1;
+        snprintf(out, n, "tanhf(%s)", v);
+        return;
+    case TETHER_ACT_HARD_SWISH:
+        e->need_acts[TETHER_ACT_HARD_SWISH] = 1;
+        snprintf(out, n, "tg_hswish(%s)", v);
+        return;
+    }
+    snprintf(out, n, "%s", v);
+}
+
+/* Unary operator expression on `v`. */
+static void unary_expr(em *e, const tether_ir_node *nd, const char *v, char *out, size_t n) {
+    const tether_ir_attrs *a = &nd->attrs;
+    char f1[48], f2[48];
+    tether_ir_attrs t;
+    memset(&t, 0, sizeof t);
+    switch (nd->op) {
+    case TETHER_OP_RELU:
+        t.act = TETHER_ACT_RELU;
+        act_expr(e, &t, v, out, n);
+        return;
+    case TETHER_OP_LEAKY_RELU:
+        t.act = TETHER_ACT_LEAKY_RELU;
+        t.act_alpha = a->alpha;
+        act_expr(e, &t, v, out, n);
+        return;
+    case TETHER_OP_CLIP:
+        t.act = TETHER_ACT_CLIP;
+        t.act_min = a->min;
+        t.act_max = a->max;
+        act_expr(e, &t, v, out, n);
+        return;
+    case TETHER_OP_SIGMOID:
+        t.act = TETHER_ACT_SIGMOID;
+        act_expr(e, &t, v, out, n);
+        return;
+    case TETHER_OP_TANH:
+        t.act = TETHER_ACT_TANH;
+        act_expr(e, &t, v, out, n);
+        return;
+    case TETHER_OP_HARD_SWISH:
+        t.act = TETHER_ACT_HARD_SWISH;
+        act_expr(e, &t, v, out, n);
+        return;
+    case TETHER_OP_HARD_SIGMOID:
+        flit(f1, sizeof f1, a->alpha);
+        flit(f2, sizeof f2, a->beta);
+        e->need_acts[TETHER_ACT_CLIP] = 1;
+        snprintf(out, n, "tg_clip(%s * %s + %s, 0.0f, 1.0f)", f1, v, f2);
+        return;
+    case TETHER_OP_EXP:
+        e->math_used[M_EXPF] = 1;
+        snprintf(out, n, "expf(%s)", v);
+        return;
+    case TETHER_OP_LOG:
+        e->math_used[M_LOGF] = 1;
+        snprintf(out, n, "logf(%s)", v);
+        return;
+    case TETHER_OP_SQRT:
+        e->math_used[M_SQRTF] = 1;
+        snprintf(out, n, "sqrtf(%s)", v);
+        return;
+    case TETHER_OP_NEG:
+        snprintf(out, n, "-%s", v);
+        return;
+    case TETHER_OP_ABS:
+        snprintf(out, n, "(%s < 0.0f ? -%s : %s)", v, v, v);
+        return;
+    default:
+        snprintf(out, n, "%s", v);
+        return;
+    }
+}
+
+/* ---- kernels --------------------------------------------------------------------------------
+ * Each kernel body reads its tensors through the parameter names in[] (inputs in node order,
+ * NULL for an absent optional input) and out. */
+
+typedef struct kargs {
+    const char *in[TETHER_IR_MAX_INPUTS];
+    const char *out;
+    const char *res; /* residual input or NULL */
+} kargs;
+
+/* Epilogue store: o[idx] = act(val [+ r[idx]]). r may be NULL. */
+static void store_to(em *e, const tether_ir_attrs *a, const char *o, const char *r, const char *idx,
+                     const char *val) {
+    char v[300], ex[420];
+    if (r) {
+        snprintf(v, sizeof v, "%s + %s[%s]", val, r, idx);
+    } else {
+        snprintf(v, sizeof v, "%s", val);
+    }
+    act_expr(e, a, v, ex, sizeof ex);
+    line(e, "%s[%s] = %s;", o, idx, ex);
+}
+
+static void k_conv2d(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_attrs *a = &nd->attrs;
+    const tether_ir_tensor *x = T(e, nd->inputs[0]), *y = T(e, nd->outputs[0]);
+    long long N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    long long O = y->shape[1], OH = y->shape[2], OW = y->shape[3];
+    long long KH = a->kernel[0], KW = a->kernel[1], G = a->groups, CG = C / G, OG = O / G;
+    long long SH = a->strides[0], SW = a->strides[1], DH = a->dilations[0], DW = a->dilations[1];
+    long long PT = a->pads[0], PL = a->pads[1];
+    int padded = a->pads[0] || a->pads[1] || a->pads[2] || a->pads[3];
+    int pointwise = KH == 1 && KW == 1 && SH == 1 && SW == 1 && !padded;
+    char bias[128];
+    if (k->in[2]) {
+        snprintf(bias, sizeof bias, "%s[oc]", k->in[2]);
+    } else {
+        snprintf(bias, sizeof bias, "0.0f");
+    }
+    loop(e, "n", N);
+    loop(e, "oc", O);
+    if (G > 1) {
+        line(e, "const float *restrict xg = %s + (n * %lld + (oc / %lld) * %lld) * %lld;", k->in[0],
+             C, OG, CG, H * W);
+    } else {
+        line(e, "const float *restrict xg = %s + n * %lld;", k->in[0], C * H * W);
+    }
+    line(e, "const float *restrict wo = %s + oc * %lld;", k->in[1], CG * KH * KW);
+    line(e, "float *restrict yo = %s + (n * %lld + oc) * %lld;", k->out, O, OH * OW);
+    if (k->res) {
+        line(e, "const float *restrict ro = %s + (n * %lld + oc) * %lld;", k->res, O, OH * OW);
+    }
+    if (pointwise) {
+        loop(e, "p", OH * OW);
+        line(e, "yo[p] = %s;", bias);
+        close_block(e);
+        loop(e, "ic", CG);
+        line(e, "const float wv = wo[ic];");
+        line(e, "const float *restrict xr = xg + ic * %lld;", H * W);
+        loop(e, "p", OH * OW);
+        line(e, "yo[p] += wv * xr[p];");
+        close_block(e);
+        close_block(e);
+        if (a->act != TETHER_ACT_NONE || k->res) {
+            loop(e, "p", OH * OW);
+            store_to(e, a, "yo", k->res ? "ro" : NULL, "p", "yo[p]");
+            close_block(e);
+        }
+    } else {
+        loop(e, "oh", OH);
+        line(e, "const int ih0 = oh * %lld - %lld;", SH, PT);
+        loop(e, "ow", OW);
+        line(e, "const int iw0 = ow * %lld - %lld;", SW, PL);
+        line(e, "float acc = %s;", bias);
+        loop(e, "ic", CG);
+        line(e, "const float *restrict xc = xg + ic * %lld;", H * W);
+        line(e, "const float *restrict wc = wo + ic * %lld;", KH * KW);
+        loop(e, "kh", KH);
+        line(e, "const int ih = ih0 + kh * %lld;", DH);
+        if (padded) {
+            line(e, "if (ih < 0 || ih >= %lld) {", H);
+            line(e, "    continue;");
+            line(e, "}");
+        }
+        line(e, "const float *restrict xr = xc + ih * %lld;", W);
+        line(e, "const float *restrict wr = wc + kh * %lld;", KW);
+        loop(e, "kw", KW);
+        if (padded) {
+            line(e, "const int iw = iw0 + kw * %lld;", DW);
+            line(e, "if (iw >= 0 && iw < %lld) {", W);
+            line(e, "    acc += xr[iw] * wr[kw];");
+            line(e, "}");
+        } else {
+            line(e, "acc += xr[iw0 + kw * %lld] * wr[kw];", DW);
+        }
+        close_block(e);
+        close_block(e);
+        close_block(e);
+        char idx[64];
+        snprintf(idx, sizeof idx, "oh * %lld + ow", OW);
+        store_to(e, a, "yo", k->res ? "ro" : NULL, idx, "acc");
+        close_block(e);
+        close_block(e);
+    }
+    close_block(e);
+    close_block(e);
+}
+
+/* "alpha * v + beta * C[idx]" for dense epilogues; i and j are C expressions. */
+static void dense_value(const tether_ir_node *nd, const em *e, const kargs *k, const char *v,
+                        const char *i, const char *j, char *out, size_t n) {
+    const tether_ir_attrs *a = &nd->attrs;
+    char f[48], b[48];
+    size_t o = 0;
+    if (a->alpha != 1.0f) {
+        flit(f, sizeof f, a->alpha);
+        o += (size_t)snprintf(out + o, n - o, "%s * %s", f, v);
+    } else {
+        o += (size_t)snprintf(out + o, n - o, "%s", v);
+    }
+    if (k->in[2] && o < n) {
+        const tether_ir_tensor *c = T(e, nd->inputs[2]);
+        const tether_ir_tensor *y = T(e, nd->outputs[0]);
+        char idx[96] = "";
+        size_t q = 0;
+        int64_t cm = c->ndim == 2 ? c->shape[0] : 1;
+        int64_t cn = c->ndim >= 1 ? c->shape[c->ndim - 1] : 1;
+        if (cm == y->shape[0] && cm > 1) {
+            q += (size_t)snprintf(idx + q, sizeof idx - q, "(%s) * %lld", i, (long long)cn);
+        }
+        if (cn == y->shape[1] && cn > 1) {
+            q += (size_t)snprintf(idx + q, sizeof idx - q, "%s(%s)", q ? " + " : "", j);
+        }
+        if (!q) {
+            snprintf(idx, sizeof idx, "0");
+        }
+        if (a->beta != 1.0f) {
+            flit(b, sizeof b, a->beta);
+            snprintf(out + o, n - o, " + %s * %s[%s]", b, k->in[2], idx);
+        } else {
+            snprintf(out + o, n - o, " + %s[%s]", k->in[2], idx);
+        }
+    }
+}
+
+static void k_dense(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_attrs *a = &nd->attrs;
+    const tether_ir_tensor *y = T(e, nd->outputs[0]), *A = T(e, nd->inputs[0]);
+    long long M = y->shape[0], N = y->shape[1];
+    long long K = a->trans_a ? A->shape[0] : A->shape[1];
+    char aexpr[96], val[400], idx[96], jx[32];
+    if (a->trans_a) {
+        snprintf(aexpr, sizeof aexpr, "%s[k * %lld + i]", k->in[0], M);
+    } else {
+        snprintf(aexpr, sizeof aexpr, "a[k]");
+    }
+    if (a->trans_b) {
+        long long N4 = N / 4 * 4;
+        loop(e, "i", M);
+        if (!a->trans_a) {
+            line(e, "const float *restrict a = %s + i * %lld;", k->in[0], K);
+        }
+        if (N4 > 0) {
+            line(e, "for (int j = 0; j < %lld; j += 4) {", N4);
+            e->depth++;
+            line(e, "const float *restrict b0 = %s + j * %lld;", k->in[1], K);
+            line(e, "const float *restrict b1 = b0 + %lld;", K);
+            line(e, "const float *restrict b2 = b1 + %lld;", K);
+            line(e, "const float *restrict b3 = b2 + %lld;", K);
+            line(e, "float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;");
+            loop(e, "k", K);
+            line(e, "const float av = %s;", aexpr);
+            line(e, "s0 += av * b0[k];");
+            line(e, "s1 += av * b1[k];");
+            line(e, "s2 += av * b2[k];");
+            line(e, "s3 += av * b3[k];");
+            close_block(e);
+            for (int q = 0; q < 4; q++) {
+                char sv[8];
+                snprintf(sv, sizeof sv, "s%d", q);
+                snprintf(jx, sizeof jx, "j + %d", q);
+                dense_value(nd, e, k, sv, "i", jx, val, sizeof val);
+                snprintf(idx, sizeof idx, "i * %lld + j + %d", N, q);
+                store_to(e, a, k->out, k->res, idx, val);
+            }
+            close_block(e);
+        }
+        if (N4 < N) {
+            line(e, "for (int j = %lld; j < %lld; ++j) {", N4, N);
+            e->depth++;
+            line(e, "const float *restrict b0 = %s + j * %lld;", k->in[1], K);
+            line(e, "float s0 = 0.0f;");
+            loop(e, "k", K);
+            line(e, "s0 += %s * b0[k];", aexpr);
+            close_block(e);
+            dense_value(nd, e, k, "s0", "i", "j", val, sizeof val);
+            snprintf(idx, sizeof idx, "i * %lld + j", N);
+            store_to(e, a, k->out, k->res, idx, val);
+            close_block(e);
+        }
+        close_block(e);
+        return;
+    }
+    loop(e, "i", M);
+    line(e, "float *restrict y = %s + i * %lld;", k->out, N);
+    if (!a->trans_a) {
+        line(e, "const float *restrict a = %s + i * %lld;", k->in[0], K);
+    }
+    if (k->res) {
+        line(e, "const float *restrict r = %s + i * %lld;", k->res, N);
+    }
+    loop(e, "j", N);
+    line(e, "y[j] = 0.0f;");
+    close_block(e);
+    loop(e, "k", K);
+    line(e, "const float av = %s;", aexpr);
+    line(e, "const float *restrict b = %s + k * %lld;", k->in[1], N);
+    loop(e, "j", N);
+    line(e, "y[j] += av * b[j];");
+    close_block(e);
+    close_block(e);
+    if (a->act != TETHER_ACT_NONE || k->res || k->in[2] || a->alpha != 1.0f) {
+        loop(e, "j", N);
+        dense_value(nd, e, k, "y[j]", "i", "j", val, sizeof val);
+        store_to(e, a, "y", k->res ? "r" : NULL, "j", val);
+        close_block(e);
+    }
+    close_block(e);
+}
+
+/* Offsets of operand t (rank nd_t) for each flat batch index of the output batch shape. */
+static void batch_offsets(const int64_t *bshape, int nb, const tether_ir_tensor *t, int64_t mat,
+                          int64_t *out, int64_t count) {
+    int tb = t->ndim - 2;
+    for (int64_t f = 0; f < count; f++) {
+        int64_t rem = f, off = 0, stride = mat;
+        int64_t idx[TETHER_IR_MAX_NDIM];
+        for (int d = nb - 1; d >= 0; d--) {
+            idx[d] = rem % bshape[d];
+            rem /= bshape[d];
+        }
+        for (int d = tb - 1; d >= 0; d--) {
+            int64_t ext = t->shape[d];
+            int64_t k = idx[nb - tb + d];
+            off += (ext == 1 ? 0 : k) * stride;
+            stride *= ext;
+        }
+        out[f] = off;
+    }
+}
+
+static void k_matmul(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_attrs *a = &nd->attrs;
+    const tether_ir_tensor *y = T(e, nd->outputs[0]), *A = T(e, nd->inputs[0]);
+    const tether_ir_tensor *B = T(e, nd->inputs[1]);
+    int nd_ = y->ndim, nb = nd_ - 2;
+    long long M = y->shape[nd_ - 2], N = y->shape[nd_ - 1], K = A->shape[A->ndim - 1];
+    int64_t batch = 1;
+    for (int i = 0; i < nb; i++) {
+        batch *= y->shape[i];
+    }
+    if (batch > 1) {
+        int64_t *ao = malloc(sizeof(int64_t) * (size_t)batch);
+        int64_t *bo = malloc(sizeof(int64_t) * (size_t)batch);
+        if (!ao || !bo) {
+            e->s.failed = 1;
+            free(ao);
+            free(bo);
+            return;
+        }
+        batch_offsets(y->shape, nb, A, M * K, ao, batch);
+        batch_offsets(y->shape, nb, B, K * N, bo, batch);
+        for (int w = 0; w < 2; w++) {
+            line(e, "static const int32_t %s[%lld] = {", w ? "boff" : "aoff", (long long)batch);
+            e->depth++;
+            tether_sbuf_puts(&e->s, "");
+            for (int64_t f = 0; f < batch; f++) {
+                if (f % 8 == 0) {
+                    for (int i = 0; i < e->depth; i++) {
+                        tether_sbuf_puts(&e->s, "    ");
+                    }
+                }
+                tether_sbuf_printf(&e->s, "%lld,%s", (long long)(w ? bo : ao)[f],
+                                   (f % 8 == 7 || f == batch - 1) ? "\n" : " ");
+            }
+            e->depth--;
+            line(e, "};");
+        }
+        free(ao);
+        free(bo);
+    }
+    loop(e, "bt", batch);
+    line(e, "const float *restrict ab = %s + %s;", k->in[0], batch > 1 ? "aoff[bt]" : "0");
+    line(e, "const float *restrict bb = %s + %s;", k->in[1], batch > 1 ? "boff[bt]" : "0");
+    loop(e, "i", M);
+    line(e, "float *restrict y = %s + (bt * %lld + i) * %lld;", k->out, M, N);
+    if (k->res) {
+        line(e, "const float *restrict r = %s + (bt * %lld + i) * %lld;", k->res, M, N);
+    }
+    loop(e, "j", N);
+    line(e, "y[j] = 0.0f;");
+    close_block(e);
+    loop(e, "k", K);
+    line(e, "const float av = ab[i * %lld + k];", K);
+    line(e, "const float *restrict b = bb + k * %lld;", N);
+    loop(e, "j", N);
+    line(e, "y[j] += av * b[j];");
+    close_block(e);
+    close_block(e);
+    if (a->act != TETHER_ACT_NONE || k->res) {
+        loop(e, "j", N);
+        store_to(e, a, "y", k->res ? "r" : NULL, "j", "y[j]");
+        close_block(e);
+    }
+    close_block(e);
+    close_block(e);
+}
+
+/* Index expression of operand t inside nested loops i0..i{nd-1} over an output of rank nd. */
+static void bcast_index(const tether_ir_tensor *t, int nd, const int64_t *oshape, char *out,
+                        size_t n) {
+    int64_t st = 1;
+    char tmp[256] = "";
+    size_t o = 0;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        int od = nd - t->ndim + d;
+        if (t->shape[d] != 1 && oshape[od] != 1) {
+            if (st == 1) {
+                o += (size_t)snprintf(tmp + o, sizeof tmp - o, "%si%d", o ? " + " : "", od);
+            } else {
+                o += (size_t)snprintf(tmp + o, sizeof tmp - o, "%si%d * %lld", o ? " + " : "", od,
+                                      (long long)st);
+            }
+        }
+        st *= t->shape[d];
+    }
+    snprintf(out, n, "%s", o ? tmp : "0");
+}
+
+static void binary_expr(tether_op op, em *e, char *out, size_t n) {
+    switch (op) {
+    case TETHER_OP_ADD:
+        snprintf(out, n, "va + vb");
+        return;
+    case TETHER_OP_SUB:
+        snprintf(out, n, "va - vb");
+        return;
+    case TETHER_OP_MUL:
+        snprintf(out, n, "va * vb");
+        return;
+    case TETHER_OP_DIV:
+        snprintf(out, n, "va / vb");
+        return;
+    case TETHER_OP_PRELU:
+        snprintf(out, n, "va < 0.0f ? va * vb : va");
+        return;
+    default:
+        e->math_used[M_POWF] = 1;
+        snprintf(out, n, "powf(va, vb)");
+        return;
+    }
+}
+
+static int same_shape(const tether_ir_tensor *a, const tether_ir_tensor *b) {
+    return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
+}
+
+static void k_binary(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_tensor *x = T(e, nd->inputs[0]), *z = T(e, nd->inputs[1]);
+    const tether_ir_tensor *y = T(e, nd->outputs[0]);
+    size_t total = tether_ir_tensor_elements(y);
+    char ex[64];
+    binary_expr(nd->op, e, ex, sizeof ex);
+    int xs = same_shape(x, y), zs = same_shape(z, y);
+    int x1 = tether_ir_tensor_elements(x) == 1, z1 = tether_ir_tensor_elements(z) == 1;
+    if ((xs || x1) && (zs || z1)) {
+        if (x1 && !xs) {
+            line(e, "const float va = %s[0];", k->in[0]);
+        }
+        if (z1 && !zs) {
+            line(e, "const float vb = %s[0];", k->in[1]);
+        }
+        loop(e, "i", (int64_t)total);
+        if (xs) {
+            line(e, "const float va = %s[i];", k->in[0]);
+        }
+        if (zs) {
+            line(e, "const float vb = %s[i];", k->in[1]);
+        }
+        line(e, "%s[i] = %s;", k->out, ex);
+        close_block(e);
+        return;
+    }
+    char ia[256], ib[256];
+    bcast_index(x, y->ndim, y->shape, ia, sizeof ia);
+    bcast_index(z, y->ndim, y->shape, ib, sizeof ib);
+    line(e, "float *restrict yp = %s;", k->out);
+    for (int d = 0; d < y->ndim; d++) {
+        char v[8];
+        snprintf(v, sizeof v, "i%d", d);
+        loop(e, v, y->shape[d]);
+    }
+    line(e, "const float va = %s[%s];", k->in[0], ia);
+    line(e, "const float vb = %s[%s];", k->in[1], ib);
+    line(e, "*yp++ = %s;", ex);
+    for (int d = 0; d < y->ndim; d++) {
+        close_block(e);
+    }
+}
+
+static void k_unary(em *e, const tether_ir_node *nd, const kargs *k) {
+    char ex[256];
+    unary_expr(e, nd, "v", ex, sizeof ex);
+    loop(e, "i", (int64_t)tether_ir_tensor_elements(T(e, nd->outputs[0])));
+    line(e, "const float v = %s[i];", k->in[0]);
+    line(e, "%s[i] = %s;", k->out, ex);
+    close_block(e);
+}
+
+static void k_softmax(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_tensor *y = T(e, nd->outputs[0]);
+    int ax = tether_ir_norm_axis(nd->attrs.axis, y->ndim);
+    long long outer = 1, inner = 1, len = y->shape[ax];
+    for (int i = 0; i < ax; i++) {
+        outer *= y->shape[i];
+    }
+    for (int i = ax + 1; i < y->ndim; i++) {
+        inner *= y->shape[i];
+    }
+    e->math_used[M_EXPF] = 1;
+    loop(e, "o", outer);
+    loop(e, "q", inner);
+    line(e, "const float *restrict x = %s + o * %lld + q;", k->in[0], len * inner);
+    line(e, "float *restrict y = %s + o * %lld + q;", k->out, len * inner);
+    line(e, "float m = x[0];");
+    line(e, "for (int c = 1; c < %lld; ++c) {", len);
+    line(e, "    m = x[c * %lld] > m ? x[c * %lld] : m;", inner, inner);
+    line(e, "}");
+    line(e, "float s = 0.0f;");
+    loop(e, "c", len);
+    if (nd->op == TETHER_OP_SOFTMAX) {
+        line(e, "const float ev = expf(x[c * %lld] - m);", inner);
+        line(e, "y[c * %lld] = ev;", inner);
+        line(e, "s += ev;");
+    } else {
+        line(e, "s += expf(x[c * %lld] - m);", inner);
+    }
+    close_block(e);
+    if (nd->op == TETHER_OP_SOFTMAX) {
+        line(e, "const float inv = 1.0f / s;");
+        loop(e, "c", len);
+        line(e, "y[c * %lld] *= inv;", inner);
+        close_block(e);
+    } else {
+        e->math_used[M_LOGF] = 1;
+        line(e, "const float ls = m + logf(s);");
+        loop(e, "c", len);
+        line(e, "y[c * %lld] = x[c * %lld] - ls;", inner, inner);
+        close_block(e);
+    }
+    close_block(e);
+    close_block(e);
+}
+
+static void k_pool(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_attrs *a = &nd->attrs;
+    const tether_ir_tensor *x = T(e, nd->inputs[0]), *y = T(e, nd->outputs[0]);
+    long long NC = x->shape[0] * x->shape[1], H = x->shape[2], W = x->shape[3];
+    long long OH = y->shape[2], OW = y->shape[3];
+    int is_max = nd->op == TETHER_OP_MAX_POOL;
+    loop(e, "nc", NC);
+    line(e, "const float *restrict xc = %s + nc * %lld;", k->in[0], H * W);
+    line(e, "float *restrict yc = %s + nc * %lld;", k->out, OH * OW);
+    loop(e, "oh", OH);
+    line(e, "const int ih0 = oh * %lld - %lld;", (long long)a->strides[0], (long long)a->pads[0]);
+    loop(e, "ow", OW);
+    line(e, "const int iw0 = ow * %lld - %lld;", (long long)a->strides[1], (long long)a->pads[1]);
+    line(e, is_max ? "float acc = -HUGE_VALF;" : "float acc = 0.0f;");
+    if (!is_max) {
+        line(e, "int cnt = 0;");
+    }
+    loop(e, "kh", a->kernel[0]);
+    line(e, "const int ih = ih0 + kh * %lld;", (long long)a->dilations[0]);
+    loop(e, "kw", a->kernel[1]);
+    line(e, "const int iw = iw0 + kw * %lld;", (long long)a->dilations[1]);
+    if (!is_max && a->count_include_pad) {
+        line(e, "cnt += ih < %lld && iw < %lld;", H + (long long)a->pads[2],
+             W + (long long)a->pads[3]);
+    }
+    line(e, "if (ih >= 0 && ih < %lld && iw >= 0 && iw < %lld) {", H, W);
+    e->depth++;
+    line(e, "const float v = xc[ih * %lld + iw];", W);
+    if (is_max) {
+        line(e, "acc = v > acc ? v : acc;");
+    } else {
+        line(e, "acc += v;");
+        if (!a->count_include_pad) {
+            line(e, "cnt++;");
+        }
+    }
+    close_block(e);
+    close_block(e);
+    close_block(e);
+    if (is_max) {
+        line(e, "yc[oh * %lld + ow] = acc;", OW);
+    } else {
+        line(e, "yc[oh * %lld + ow] = acc / (float)cnt;", OW);
+    }
+    close_block(e);
+    close_block(e);
+    close_block(e);
+}
+
+static void k_global_pool(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_tensor *x = T(e, nd->inputs[0]);
+    long long plane = 1;
+    for (int i = 2; i < x->ndim; i++) {
+        plane *= x->shape[i];
+    }
+    int is_max = nd->op == TETHER_OP_GLOBAL_MAX_POOL;
+    loop(e, "nc", x->shape[0] * x->shape[1]);
+    line(e, "const float *restrict xc = %s + nc * %lld;", k->in[0], plane);
+    line(e, is_max ? "float acc = xc[0];" : "float acc = 0.0f;");
+    line(e, "for (int i = %d; i < %lld; ++i) {", is_max ? 1 : 0, plane);
+    line(e, is_max ? "    acc = xc[i] > acc ? xc[i] : acc;" : "    acc += xc[i];");
+    line(e, "}");
+    if (is_max) {
+        line(e, "%s[nc] = acc;", k->out);
+    } else {
+        char f[48];
+        flit(f, sizeof f, (float)(1.0 / (double)plane));
+        line(e, "%s[nc] = acc * %s;", k->out, f);
+    }
+    close_block(e);
+}
+
+static void k_transpose(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_tensor *x = T(e, nd->inputs[0]), *y = T(e, nd->outputs[0]);
+    int64_t st[TETHER_IR_MAX_NDIM], s = 1;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        st[d] = s;
+        s *= x->shape[d];
+    }
+    char idx[256] = "";
+    size_t o = 0;
+    for (int d = 0; d < y->ndim; d++) {
+        o += (size_t)snprintf(idx + o, sizeof idx - o, "%si%d * %lld", d ? " + " : "", d,
+                              (long long)st[nd->attrs.ints[d]]);
+    }
+    line(e, "float *restrict yp = %s;", k->out);
+    for (int d = 0; d < y->ndim; d++) {
+        char v[8];
+        snprintf(v, sizeof v, "i%d", d);
+        loop(e, v, y->shape[d]);
+    }
+    line(e, "*yp++ = %s[%s];", k->in[0], y->ndim ? idx : "0");
+    for (int d = 0; d < y->ndim; d++) {
+        close_block(e);
+    }
+}
+
+static void k_concat(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_tensor *y = T(e, nd->outputs[0]);
+    int ax = (int)nd->attrs.axis;
+    long long outer = 1, inner = 1;
+    for (int i = 0; i < ax; i++) {
+        outer *= y->shape[i];
+    }
+    for (int i = ax + 1; i < y->ndim; i++) {
+        inner *= y->shape[i];
+    }
+    long long row = y->shape[ax] * inner, off = 0;
+    for (int i = 0; i < nd->ninputs; i++) {
+        long long chunk = T(e, nd->inputs[i])->shape[ax] * inner;
+        if (outer == 1) {
+            line(e, "memcpy(%s + %lld, %s, %lld * sizeof(float));", k->out, off, k->in[i], chunk);
+        } else {
+            loop(e, "o", outer);
+            line(e, "memcpy(%s + o * %lld + %lld, %s + o * %lld, %lld * sizeof(float));", k->out,
+                 row, off, k->in[i], chunk, chunk);
+            close_block(e);
+        }
+        off += chunk;
+    }
+}
+
+static void k_pad(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_tensor *x = T(e, nd->inputs[0]), *y = T(e, nd->outputs[0]);
+    const tether_ir_attrs *a = &nd->attrs;
+    char f[48];
+    flit(f, sizeof f, a->value);
+    loop(e, "i", (int64_t)tether_ir_tensor_elements(y));
+    line(e, "%s[i] = %s;", k->out, f);
+    close_block(e);
+    int nd_ = x->ndim;
+    if (nd_ == 0) {
+        line(e, "%s[0] = %s[0];", k->out, k->in[0]);
+        return;
+    }
+    int64_t ist[TETHER_IR_MAX_NDIM], ost[TETHER_IR_MAX_NDIM], si = 1, so = 1;
+    for (int d = nd_ - 1; d >= 0; d--) {
+        ist[d] = si;
+        ost[d] = so;
+        si *= x->shape[d];
+        so *= y->shape[d];
+    }
+    char src[256] = "", dst[256] = "";
+    size_t os = 0, od = 0;
+    long long base = 0;
+    for (int d = 0; d < nd_; d++) {
+        base += (long long)(a->ints[d] * ost[d]);
+    }
+    for (int d = 0; d < nd_ - 1; d++) {
+        char v[8];
+        snprintf(v, sizeof v, "i%d", d);
+        loop(e, v, x->shape[d]);
+        os += (size_t)snprintf(src + os, sizeof src - os, "i%d * %lld + ", d, (long long)ist[d]);
+        od += (size_t)snprintf(dst + od, sizeof dst - od, "i%d * %lld + ", d, (long long)ost[d]);
+    }
+    line(e, "memcpy(%s + %s%lld, %s + %s0, %lld * sizeof(float));", k->out, dst, base, k->in[0],
+         src, (long long)x->shape[nd_ - 1]);
+    for (int d = 0; d < nd_ - 1; d++) {
+        close_block(e);
+    }
+}
+
+static void k_batch_norm(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_tensor *x = T(e, nd->inputs[0]);
+    long long inner = 1;
+    for (int i = 2; i < x->ndim; i++) {
+        inner *= x->shape[i];
+    }
+    char eps[48];
+    flit(eps, sizeof eps, nd->attrs.epsilon);
+    e->math_used[M_SQRTF] = 1;
+    loop(e, "n", x->shape[0]);
+    loop(e, "c", x->shape[1]);
+    line(e, "const float s = %s[c] / sqrtf(%s[c] + %s);", k->in[1], k->in[4], eps);
+    line(e, "const float t = %s[c] - %s[c] * s;", k->in[2], k->in[3]);
+    line(e, "const float *restrict xc = %s + (n * %lld + c) * %lld;", k->in[0],
+         (long long)x->shape[1], inner);
+    line(e, "float *restrict yc = %s + (n * %lld + c) * %lld;", k->out, (long long)x->shape[1],
+         inner);
+    loop(e, "i", inner);
+    line(e, "yc[i] = xc[i] * s + t;");
+    close_block(e);
+    close_block(e);
+    close_block(e);
+}
+
+static void k_layer_norm(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_tensor *x = T(e, nd->inputs[0]);
+    long long outer = 1, inner = 1;
+    for (int i = 0; i < nd->attrs.axis; i++) {
+        outer *= x->shape[i];
+    }
+    for (int i = (int)nd->attrs.axis; i < x->ndim; i++) {
+        inner *= x->shape[i];
+    }
+    char eps[48], rn[48];
+    flit(eps, sizeof eps, nd->attrs.epsilon);
+    flit(rn, sizeof rn, (float)(1.0 / (double)inner));
+    e->math_used[M_SQRTF] = 1;
+    loop(e, "o", outer);
+    line(e, "const float *restrict x = %s + o * %lld;", k->in[0], inner);
+    line(e, "float *restrict y = %s + o * %lld;", k->out, inner);
+    line(e, "float mean = 0.0f, var = 0.0f;");
+    loop(e, "i", inner);
+    line(e, "mean += x[i];");
+    close_block(e);
+    line(e, "mean *= %s;", rn);
+    loop(e, "i", inner);
+    line(e, "const float d = x[i] - mean;");
+    line(e, "var += d * d;");
+    close_block(e);
+    line(e, "const float inv = 1.0f / sqrtf(var * %s + %s);", rn, eps);
+    loop(e, "i", inner);
+    if (k->in[2]) {
+        line(e, "y[i] = (x[i] - mean) * inv * %s[i] + %s[i];", k->in[1], k->in[2]);
+    } else {
+        line(e, "y[i] = (x[i] - mean) * inv * %s[i];", k->in[1]);
+    }
+    close_block(e);
+    close_block(e);
+}
+
+static void k_reduce_mean(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_tensor *x = T(e, nd->inputs[0]), *y = T(e, nd->outputs[0]);
+    int red[TETHER_IR_MAX_NDIM] = {0};
+    for (int i = 0; i < nd->attrs.nints; i++) {
+        red[nd->attrs.ints[i]] = 1;
+    }
+    int64_t st[TETHER_IR_MAX_NDIM], s = 1;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        st[d] = red[d] ? 0 : s;
+        s *= red[d] ? 1 : x->shape[d];
+    }
+    size_t total = tether_ir_tensor_elements(y);
+    char idx[256] = "";
+    size_t o = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        if (st[d]) {
+            o += (size_t)snprintf(idx + o, sizeof idx - o, "%si%d * %lld", o ? " + " : "", d,
+                                  (long long)st[d]);
+        }
+    }
+    loop(e, "i", (int64_t)total);
+    line(e, "%s[i] = 0.0f;", k->out);
+    close_block(e);
+    line(e, "const float *restrict xp = %s;", k->in[0]);
+    for (int d = 0; d < x->ndim; d++) {
+        char v[8];
+        snprintf(v, sizeof v, "i%d", d);
+        loop(e, v, x->shape[d]);
+    }
+    line(e, "%s[%s] += *xp++;", k->out, o ? idx : "0");
+    for (int d = 0; d < x->ndim; d++) {
+        close_block(e);
+    }
+    char f[48];
+    flit(f, sizeof f, (float)((double)total / (double)tether_ir_tensor_elements(x)));
+    loop(e, "i", (int64_t)total);
+    line(e, "%s[i] *= %s;", k->out, f);
+    close_block(e);
+}
+
+static void k_resize(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_tensor *x = T(e, nd->inputs[0]), *y = T(e, nd->outputs[0]);
+    long long H = x->shape[2], W = x->shape[3], OH = y->shape[2], OW = y->shape[3];
+    loop(e, "nc", x->shape[0] * x->shape[1]);
+    loop(e, "oh", OH);
+    line(e, "const float *restrict xr = %s + (nc * %lld + oh / %lld) * %lld;", k->in[0], H,
+         (long long)nd->attrs.scales[0], W);
+    line(e, "float *restrict yr = %s + (nc * %lld + oh) * %lld;", k->out, OH, OW);
+    loop(e, "ow", OW);
+    line(e, "yr[ow] = xr[ow / %lld];", (long long)nd->attrs.scales[1]);
+    close_block(e);
+    close_block(e);
+    close_block(e);
+}
+
+static void kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
+    switch (nd->op) {
+    case TETHER_OP_CONV2D:
+        k_conv2d(e, nd, k);
+        return;
+    case TETHER_OP_DENSE:
+        k_dense(e, nd, k);
+        return;
+    case TETHER_OP_MATMUL:
+        k_matmul(e, nd, k);
+        return;
+    case TETHER_OP_ADD:
+    case TETHER_OP_SUB:
+    case TETHER_OP_MUL:
+    case TETHER_OP_DIV:
+    case TETHER_OP_POW:
+    case TETHER_OP_PRELU:
+        k_binary(e, nd, k);
+        return;
+    case TETHER_OP_SOFTMAX:
+    case TETHER_OP_LOG_SOFTMAX:
+        k_softmax(e, nd, k);
+        return;
+    case TETHER_OP_MAX_POOL:
+    case TETHER_OP_AVG_POOL:
+        k_pool(e, nd, k);
+        return;
+    case TETHER_OP_GLOBAL_AVG_POOL:
+    case TETHER_OP_GLOBAL_MAX_POOL:
+        k_global_pool(e, nd, k);
+        return;
+    case TETHER_OP_TRANSPOSE:
+        k_transpose(e, nd, k);
+        return;
+    case TETHER_OP_CONCAT:
+        k_concat(e, nd, k);
+        return;
+    case TETHER_OP_PAD:
+        k_pad(e, nd, k);
+        return;
+    case TETHER_OP_BATCH_NORM:
+        k_batch_norm(e, nd, k);
+        return;
+    case TETHER_OP_LAYER_NORM:
+        k_layer_norm(e, nd, k);
+        return;
+    case TETHER_OP_REDUCE_MEAN:
+        k_reduce_mean(e, nd, k);
+        return;
+    case TETHER_OP_RESIZE_NEAREST:
+        k_resize(e, nd, k);
+        return;
+    case TETHER_OP_RESHAPE:
+    case TETHER_OP_FLATTEN:
+    case TETHER_OP_SQUEEZE:
+    case TETHER_OP_UNSQUEEZE:
+        line(e, "memcpy(%s, %s, %zu * sizeof(float));", k->out, k->in[0],
+             tether_ir_tensor_elements(T(e, nd->outputs[0])));
+        return;
+    default:
+        k_unary(e, nd, k);
+        return;
+    }
+}
+
+/* ---- module structure ---------------------------------------------------------------------- */
+
+static int node_has_function(const tether_ir_graph *g, const tether_ir_node *n) {
+    return !(tether_ir_is_alias_op(n->op) && g->tensors[n->outputs[0]].alias_of >= 0);
+}
+
+/* C expression for the storage of tensor t inside the graph function. */
+static void tensor_ptr(const em *e, int t, char *out, size_t n) {
+    const tether_ir_tensor *x = T(e, t);
+    int root = x->alias_of >= 0 ? x->alias_of : t;
+    const tether_ir_tensor *r = T(e, root);
+    if (r->kind == TETHER_TENSOR_CONSTANT) {
+        if (e->o->link_params) {
+            snprintf(out, n, "%s_w_%s", e->P, e->cname[root]);
+        } else {
+            snprintf(out, n, "(const float *)(%s_params + %zu)", e->P, e->poff[root]);
+        }
+    } else if (e->plan->offset[root] >= 0) {
+        snprintf(out, n, "(float *)(ws + %lld)", (long long)e->plan->offset[root]);
+    } else {
+        snprintf(out, n, "p_%s", e->cname[root]);
+    }
+}
+
+static void op_comment(em *e, const tether_ir_node *nd) {
+    char sh[96];
+    tether_sbuf_printf(&e->s, "/* %s: %s(", nd->name, tether_op_name(nd->op));
+    for (int i = 0; i < nd->ninputs; i++) {
+        if (nd->inputs[i] < 0) {
+            tether_sbuf_printf(&e->s, "%s-", i ? ", " : "");
+            continue;
+        }
+        shape_str(sh, sizeof sh, T(e, nd->inputs[i]));
+        tether_sbuf_printf(&e->s, "%s%s%s", i ? ", " : "", T(e, nd->inputs[i])->name, sh);
+    }
+    shape_str(sh, sizeof sh, T(e, nd->outputs[0]));
+    tether_sbuf_printf(&e->s, ") -> %s%s", T(e, nd->outputs[0])->name, sh);
+    const tether_ir_attrs *a = &nd->attrs;
+    if (nd->op == TETHER_OP_CONV2D || nd->op == TETHER_OP_MAX_POOL ||
+        nd->op == TETHER_OP_AVG_POOL) {
+        tether_sbuf_printf(
+            &e->s, "\n * kernel %lldx%lld, strides %lldx%lld, pads %lld,%lld,%lld,%lld",
+            (long long)a->kernel[0], (long long)a->kernel[1], (long long)a->strides[0],
+            (long long)a->strides[1], (long long)a->pads[0], (long long)a->pads[1],
+            (long long)a->pads[2], (long long)a->pads[3]);
+        if (a->dilations[0] != 1 || a->dilations[1] != 1) {
+            tether_sbuf_printf(&e->s, ", dilations %lldx%lld", (long long)a->dilations[0],
+                               (long long)a->dilations[1]);
+        }
+        if (nd->op == TETHER_OP_CONV2D) {
+            tether_sbuf_printf(&e->s, ", groups %lld", (long long)a->groups);
+        }
+    }
+    if (a->has_residual) {
+        tether_sbuf_printf(&e->s, "\n * epilogue: + residual");
+    }
+    if (a->act != TETHER_ACT_NONE) {
+        tether_sbuf_printf(&e->s, "\n * epilogue: %s", tether_act_name(a->act));
+    }
+    tether_sbuf_puts(&e->s, " */\n");
+}
+
+/* Parameter names of a node's function: p_<tensor>, made unique when a tensor repeats. */
+static void param_names(const em *e, const tether_ir_node *nd, char names[][80]) {
+    for (int i = 0; i <= nd->ninputs; i++) {
+        int t = i < nd->ninputs ? nd->inputs[i] : nd->outputs[0];
+        if (t < 0) {
+            names[i][0] = 0;
+            continue;
+        }
+        snprintf(names[i], 80, "p_%s", e->cname[t]);
+        for (int j = 0; j < i; j++) {
+            if (strcmp(names[j], names[i]) == 0) {
+                snprintf(names[i], 80, "p_%s_%d", e->cname[t], i);
+            }
+        }
+    }
+}
+
+static int node_nargs(const tether_ir_node *nd) {
+    int n = 1;
+    for (int i = 0; i < nd->ninputs; i++) {
+        n += nd->inputs[i] >= 0;
+    }
+    return n;
+}
+
+static void emit_op_function(em *e, int idx) {
+    const tether_ir_node *nd = &e->g->nodes[idx];
+    const char *fn = e->fname[idx];
+    char names[TETHER_IR_MAX_INPUTS + 1][80];
+    param_names(e, nd, names);
+    kargs k;
+    memset(&k, 0, sizeof k);
+    int nmain = tether_ir_main_inputs(nd);
+    for (int i = 0; i < nd->ninputs; i++) {
+        const char *nm = nd->inputs[i] >= 0 ? names[i] : NULL;
+        if (i < nmain) {
+            k.in[i] = nm;
+        } else {
+            k.res = nm;
+        }
+    }
+    k.out = names[nd->ninputs];
+    op_comment(e, nd);
+    if (e->o->abi == TETHER_ABI_UNPACKED) {
+        tether_sbuf_printf(&e->s, "int32_t %s(", fn);
+        int first = 1;
+        for (int i = 0; i < nd->ninputs; i++) {
+            if (nd->inputs[i] < 0) {
+                continue;
+            }
+            tether_sbuf_printf(&e->s, "%sconst float *restrict %s", first ? "" : ", ", names[i]);
+            first = 0;
+        }
+        tether_sbuf_printf(&e->s, "%sfloat *restrict %s) {\n", first ? "" : ", ",
+                           names[nd->ninputs]);
+        e->depth = 1;
+    } else {
+        int nargs = node_nargs(nd);
+        tether_sbuf_printf(&e->s,
+                           "int32_t %s(tether_value *args, int32_t *type_codes, int32_t num_args,\n"
+                           "        tether_value *ret, int32_t *ret_type_code, void "
+                           "*resource_handle) {\n",
+                           fn);
+        e->depth = 1;
+        line(e, "(void)ret;");
+        line(e, "(void)ret_type_code;");
+        line(e, "(void)resource_handle;");
+        line(e, "if (num_args != %d) {", nargs);
+        line(e, "    return tg_fail(\"%s\", num_args, \"argument count differs from %d\");", fn,
+             nargs);
+        line(e, "}");
+        int a = 0;
+        for (int i = 0; i <= nd->ninputs; i++) {
+            int t = i < nd->ninputs ? nd->inputs[i] : nd->outputs[0];
+            if (t < 0) {
+                continue;
+            }
+            line(e, "if (tg_check(\"%s\", args, type_codes, %d, %d, %s_shape_%s, 2, 32) != 0) {",
+                 fn, a, T(e, t)->ndim, e->P, e->cname[t]);
+            line(e, "    return -6;");
+            line(e, "}");
+            a++;
+        }
+        a = 0;
+        for (int i = 0; i <= nd->ninputs; i++) {
+            int t = i < nd->ninputs ? nd->inputs[i] : nd->outputs[0];
+            if (t < 0) {
+                continue;
+            }
+            if (i < nd->ninputs) {
+                line(e, "const float *restrict %s = (const float *)tg_data(args, %d);", names[i],
+                     a);
+            } else {
+                line(e, "float *restrict %s = (float *)tg_data(args, %d);", names[i], a);
+            }
+            a++;
+        }
+    }
+    kernel_body(e, nd, &k);
+    line(e, "return 0;");
+    e->depth = 0;
+    tether_sbuf_puts(&e->s, "}\n\n");
+}
+
+static void emit_float_array(em *e, const char *name, const float *v, size_t n) {
+    tether_sbuf_printf(&e->s, "static const float %s[%zu] = {\n", name, n ? n : 1);
+    if (!n) {
+        tether_sbuf_puts(&e->s, "    0.0f,\n");
+    }
+    for (size_t i = 0; i < n; i++) {
+        char lit[48];
+        if (isnan(v[i]) || isinf(v[i])) {
+            flit(lit, sizeof lit, v[i]);
+        } else {
+            snprintf(lit, sizeof lit, "%af", (double)v[i]);
+        }
+        tether_sbuf_printf(&e->s, "%s%s,%s", i % 6 == 0 ? "    " : "", lit,
+                           (i % 6 == 5 || i == n - 1) ? "\n" : " ");
+    }
+    tether_sbuf_puts(&e->s, "};\n");
+}
+
+/* The packed-ABI support code: argument checks and the DLTensor layout of docs/abi.md. */
+static const char packed_support[] =
+    "/* The DLTensor layout of dlpack.h (v0.6+), declared here so the module needs no dlpack\n"
+    " * include; tests/compiler checks it against the real header. */\n"
+    "typedef struct {\n"
+    "    int32_t device_type;\n"
+    "    int32_t device_id;\n"
+    "} tg_device;\n"
+    "typedef struct {\n"
+    "    uint8_t code;\n"
+    "    uint8_t bits;\n"
+    "    uint16_t lanes;\n"
+    "} tg_dtype;\n"
+    "typedef struct {\n"
+    "    void *data;\n"
+    "    tg_device device;\n"
+    "    int32_t ndim;\n"
+    "    tg_dtype dtype;\n"
+    "    int64_t *shape;\n"
+    "    int64_t *strides;\n"
+    "    uint64_t byte_offset;\n"
+    "} tg_tensor;\n"
+    "\n"
+    "/* Records a message when the tether runtime is linked in (weak), returns MISMATCH. */\n"
+    "extern int tether_set_error(int status, const char *fmt, ...) __attribute__((weak));\n"
+    "\n"
+    "static int32_t tg_fail(const char *fn, int32_t arg, const char *what) {\n"
+    "    if (tether_set_error) {\n"
+    "        tether_set_error(-6, \"%s: argument %d: %s\", fn, (int)arg, what);\n"
+    "    }\n"
+    "    return -6;\n"
+    "}\n"
+    "\n"
+    "static int32_t tg_check(const char *fn, const tether_value *args, const int32_t *codes,\n"
+    "                        int32_t i, int32_t ndim, const int64_t *shape, uint8_t code,\n"
+    "                        uint8_t bits) {\n"
+    "    const tg_tensor *t = (const tg_tensor *)args[i].v_handle;\n"
+    "    if (codes[i] != 7 || t == 0) {\n"
+    "        return tg_fail(fn, i, \"not a DLTensor\");\n"
+    "    }\n"
+    "    if (t->data == 0) {\n"
+    "        return tg_fail(fn, i, \"data pointer is null\");\n"
+    "    }\n"
+    "    if (t->ndim != ndim) {\n"
+    "        return tg_fail(fn, i, \"ndim differs\");\n"
+    "    }\n"
+    "    if (t->dtype.code != code || t->dtype.bits != bits || t->dtype.lanes != 1) {\n"
+    "        return tg_fail(fn, i, \"dtype differs\");\n"
+    "    }\n"
+    "    int64_t stride = 1;\n"
+    "    for (int32_t d = ndim - 1; d >= 0; --d) {\n"
+    "        if (t->shape[d] != shape[d]) {\n"
+    "            return tg_fail(fn, i, \"shape differs\");\n"
+    "        }\n"
+    "        if (t->strides != 0 && shape[d] != 1 && t->strides[d] != stride) {\n"
+    "            return tg_fail(fn, i, \"not compact row-major\");\n"
+    "        }\n"
+    "        stride *= shape[d];\n"
+    "    }\n"
+    "    return 0;\n"
+    "}\n"
+    "\n"
+    "static void *tg_data(const tether_value *args, int32_t i) {\n"
+    "    const tg_tensor *t = (const tg_tensor *)args[i].v_handle;\n"
+    "    return (char *)t->data + t->byte_offset;\n"
+    "}\n"
+    "\n";
+
+static const char packed_call_support[] =
+    "static void tg_set(tg_tensor *t, const void *data, int32_t ndim, const int64_t *shape) {\n"
+    "    t->data = (void *)(uintptr_t)data;\n"
+    "    t->device.device_type = 1; /* kDLCPU */\n"
+    "    t->device.device_id = 0;\n"
+    "    t->ndim = ndim;\n"
+    "    t->dtype.code = 2; /* kDLFloat */\n"
+    "    t->dtype.bits = 32;\n"
+    "    t->dtype.lanes = 1;\n"
+    "    t->shape = (int64_t *)(uintptr_t)shape;\n"
+    "    t->strides = 0;\n"
+    "    t->byte_offset = 0;\n"
+    "}\n"
+    "\n";
+
+static void upper(char *dst, const char *src, size_t n) {
+    size_t i = 0;
+    for (; src[i] && i + 1 < n; i++) {
+        dst[i] = (char)toupper((unsigned char)src[i]);
+    }
+    dst[i] = 0;
+}
+
+static void emit_header(em *e, tether_sbuf *h, const tether_codegen_output *out) {
+    const tether_ir_graph *g = e->g;
+    char PU[128];
+    upper(PU, e->P, sizeof PU);
+    tether_sbuf_printf(h,
+                       "/*\n * %s.h: generated by tether from model '%s'. Do not edit.\n"
+                       " * ABI %s, interface %s, weights %s.\n",
+                       e->P, g->name, tether_abi_name(e->o->abi),
+                       tether_interface_name(e->o->interface),
+                       e->o->link_params ? "linked" : "in a params blob");
+    if (e->o->abi == TETHER_ABI_PACKED) {
+        tether_sbuf_puts(h,
+                         " * Packed ABI: include tether/crt.h (if at all) before this header.\n");
+    }
+    tether_sbuf_puts(h, " */\n");
+    tether_sbuf_printf(h,
+                       "#ifndef %s_H\n#define %s_H\n\n#include <stddef.h>\n#include "
+                       "<stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
+                       PU, PU);
+    tether_sbuf_printf(h, "/* Workspace: one pool, \"%s\", 16-byte aligned. */\n",
+                       TETHER_WORKSPACE_POOL);
+    tether_sbuf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n", PU, (long long)out->workspace_size);
+    tether_sbuf_printf(h, "#define %s_POOL_WORKSPACE_SIZE %lld\n", PU,
+                       (long long)out->workspace_size);
+    tether_sbuf_printf(h, "#define %s_PARAMS_SIZE %zu\n", PU, out->params_bytes);
+    tether_sbuf_printf(h, "#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n\n", PU, g->ninputs,
+                       PU, g->noutputs);
+    for (int io = 0; io < 2; io++) {
+        int cnt = io ? g->noutputs : g->ninputs;
+        for (int i = 0; i < cnt; i++) {
+            const tether_ir_tensor *t = T(e, io ? g->outputs[i] : g->inputs[i]);
+            const char *w = io ? "OUTPUT" : "INPUT";
+            tether_sbuf_printf(h, "#define %s_%s_%d_NAME \"%s\"\n", PU, w, i, t->name);
+            tether_sbuf_printf(h, "#define %s_%s_%d_DTYPE \"float32\"\n", PU, w, i);
+            tether_sbuf_printf(h, "#define %s_%s_%d_NDIM %d\n", PU, w, i, t->ndim);
+            tether_sbuf_printf(h, "#define %s_%s_%d_SHAPE {", PU, w, i);
+            for (int d = 0; d < t->ndim; d++) {
+                tether_sbuf_printf(h, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+            }
+            tether_sbuf_printf(h, "}\n#define %s_%s_%d_ELEMENTS %zu\n", PU, w, i,
+                               tether_ir_tensor_elements(t));
+            tether_sbuf_printf(h, "#define %s_%s_%d_BYTES %zu\n\n", PU, w, i,
+                               tether_ir_tensor_bytes(t));
+        }
+    }
+    if (e->o->abi == TETHER_ABI_PACKED) {
+        tether_sbuf_puts(h,
+                         "#ifndef TETHER_CRT_ABI_H\n#ifndef TETHER_GENERATED_VALUE\n"
+                         "#define TETHER_GENERATED_VALUE\n"
+                         "/* One packed argument (same layout as tether_value, docs/abi.md). */\n"
+                         "typedef union tether_value {\n    int64_t v_int64;\n    double "
+                         "v_float64;\n    void *v_handle;\n    const char *v_str;\n} "
+                         "tether_value;\n#endif\n#endif\n\n");
+    }
+    if (e->o->interface == TETHER_INTERFACE_C) {
+        tether_sbuf_printf(h, "struct %s_inputs {\n", e->P);
+        for (int i = 0; i < g->ninputs; i++) {
+            tether_sbuf_printf(h, "    const float *%s;\n", e->cname[g->inputs[i]]);
+        }
+        tether_sbuf_printf(h, "};\n\nstruct %s_outputs {\n", e->P);
+        for (int i = 0; i < g->noutputs; i++) {
+            tether_sbuf_printf(h, "    float *%s;\n", e->cname[g->outputs[i]]);
+        }
+        tether_sbuf_printf(h,
+                           "};\n\n/* Caller memory: %s_WORKSPACE_SIZE bytes, 16-byte aligned "
+                           "(NULL when the size is 0). */\nstruct %s_workspace {\n    uint8_t "
+                           "*%s;\n};\n\n",
+                           PU, e->P, TETHER_WORKSPACE_POOL);
+        tether_sbuf_printf(h,
+                           "/* Runs the model. 0 on success; -1 null argument, -7 misaligned "
+                           "workspace%s. */\nint32_t %s_run(struct %s_inputs *inputs, struct "
+                           "%s_outputs *outputs,\n        struct %s_workspace *workspace);\n\n",
+                           e->o->link_params ? "" : ", -8 params not set", e->P, e->P, e->P, e->P);
+    }
+    tether_sbuf_puts(h, "/* RPC entry (listed first in tether_module_registry); uses a static "
+                        "workspace. */\n");
+    if (e->o->abi == TETHER_ABI_PACKED) {
+        tether_sbuf_printf(h,
+                           "int32_t %s_main(tether_value *args, int32_t *type_codes, int32_t "
+                           "num_args,\n        tether_value *ret, int32_t *ret_type_code, void "
+                           "*resource_handle);\n",
+                           e->P);
+        if (!e->o->link_params) {
+            tether_sbuf_printf(h,
+                               "int32_t %s_set_params(tether_value *args, int32_t *type_codes, "
+                               "int32_t num_args,\n        tether_value *ret, int32_t "
+                               "*ret_type_code, void *resource_handle);\n",
+                               e->P);
+        }
+    } else {
+        tether_sbuf_printf(h, "int32_t %s_main(", e->P);
+        for (int i = 0; i < g->ninputs; i++) {
+            tether_sbuf_printf(h, "%sconst float *%s", i ? ", " : "", e->cname[g->inputs[i]]);
+        }
+        for (int i = 0; i < g->noutputs; i++) {
+            tether_sbuf_printf(h, ", float *%s", e->cname[g->outputs[i]]);
+        }
+        tether_sbuf_puts(h, ");\n");
+        if (!e->o->link_params) {
+            tether_sbuf_printf(h,
+                               "/* Points the module at a params blob (%s_PARAMS_SIZE bytes, "
+                               "16-byte aligned, kept alive by the caller). */\n"
+                               "int32_t %s_set_params(const void *blob);\n",
+                               PU, e->P);
+        }
+    }
+    tether_sbuf_printf(h, "\n#ifdef __cplusplus\n}\n#endif\n#endif /* %s_H */\n", PU);
+}
+
+int tether_interface_parse(const char *name, tether_interface *out) {
+    if (name && strcmp(name, "packed") == 0) {
+        *out = TETHER_INTERFACE_PACKED;
+        return TETHER_OK;
+    }
+    if (name && strcmp(name, "c") == 0) {
+        *out = TETHER_INTERFACE_C;
+        return TETHER_OK;
+    }
+    return tether_set_error(TETHER_ERR_NOT_FOUND, "unknown interface '%s' (packed, c)",
+                            name ? name : "(null)");
+}
+
+const char *tether_interface_name(tether_interface i) {
+    return i == TETHER_INTERFACE_C ? "c" : i == TETHER_INTERFACE_PACKED ? "packed" : NULL;
+}
+
+void tether_codegen_options_init(tether_codegen_options *o) {
+    o->abi = TETHER_ABI_UNPACKED;
+    o->interface = TETHER_INTERFACE_PACKED;
+    o->prefix = "tether_model";
+    o->link_params = true;
+}
+
+void tether_codegen_output_close(tether_codegen_output *out) {
+    if (!out) {
+        return;
+    }
+    free(out->source);
+    free(out->header);
+    free(out->params);
+    for (int i = 0; i < out->nfuncs; i++) {
+        free(out->funcs[i].name);
+    }
+    free(out->funcs);
+    free((char *)out->math_functions);
+    memset(out, 0, sizeof *out);
+}
+
+static int valid_prefix(const char *p) {
+    if (!p || !isalpha((unsigned char)p[0]) || strlen(p) > 48) {
+        return 0;
+    }
+    for (const char *c = p; *c; c++) {
+        if (!isalnum((unsigned char)*c) && *c != '_') {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int add_func(tether_codegen_output *out, const char *name, tether_abi abi, int nargs) {
+    tether_codegen_func *f = realloc(out->funcs, sizeof *f * (size_t)(out->nfuncs + 1));
+    if (!f) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+    }
+    out->funcs = f;
+    f[out->nfuncs].name = malloc(strlen(name) + 1);
+    if (!f[out->nfuncs].name) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+    }
+    strcpy(f[out->nfuncs].name, name);
+    f[out->nfuncs].abi = abi;
+    f[out->nfuncs].num_args = nargs;
+    out->nfuncs++;
+    return TETHER_OK;
+}
+
+static void emit_tensor_setup(em *e, const char *idx, int t) {
+    char ptr[160];
+    tensor_ptr(e, t, ptr, sizeof ptr);
+    line(e, "tg_set(&t[%s], %s, %d, %s_shape_%s);", idx, ptr, T(e, t)->ndim, e->P, e->cname[t]);
+}
+
+static void emit_graph(em *e) {
+    const tether_ir_graph *g = e->g;
+    tether_sbuf_printf(&e->s, "/* The operators in execution order. */\nstatic int32_t %s_graph(",
+                       e->P);
+    for (int i = 0; i < g->ninputs; i++) {
+        tether_sbuf_printf(&e->s, "const float *p_%s, ", e->cname[g->inputs[i]]);
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        tether_sbuf_printf(&e->s, "float *p_%s, ", e->cname[g->outputs[i]]);
+    }
+    tether_sbuf_puts(&e->s, "uint8_t *ws) {\n");
+    e->depth = 1;
+    if (e->plan->workspace_size == 0) {
+        line(e, "(void)ws;");
+    }
+    if (!e->o->link_params) {
+        line(e, "if (%s_params == 0) {", e->P);
+        line(e, "    return -8; /* TETHER_ERR_STATE: %s_set_params was not called */", e->P);
+        line(e, "}");
+    }
+    int any = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        any |= node_has_function(g, &g->nodes[i]);
+    }
+    if (any) {
+        line(e, "int32_t rc;");
+    }
+    if (e->o->abi == TETHER_ABI_PACKED && any) {
+        line(e, "tg_tensor t[%d];", e->max_args);
+        line(e, "tether_value v[%d];", e->max_args);
+        line(e, "int32_t c[%d];", e->max_args);
+        line(e, "tether_value r;");
+        line(e, "int32_t rt = 4; /* null */");
+        line(e, "r.v_int64 = 0;");
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        const tether_ir_node *nd = &g->nodes[i];
+        if (!node_has_function(g, nd)) {
+            line(e, "/* %s: %s is an alias of %s (no code) */", nd->name,
+                 T(e, nd->outputs[0])->name, T(e, nd->inputs[0])->name);
+            continue;
+        }
+        char ptr[160];
+        if (e->o->abi == TETHER_ABI_UNPACKED) {
+            for (int d = 0; d < e->depth; d++) {
+                tether_sbuf_puts(&e->s, "    ");
+            }
+            tether_sbuf_printf(&e->s, "rc = %s(", e->fname[i]);
+            int first = 1;
+            for (int j = 0; j <= nd->ninputs; j++) {
+                int t = j < nd->ninputs ? nd->inputs[j] : nd->outputs[0];
+                if (t < 0) {
+                    continue;
+                }
+                tensor_ptr(e, t, ptr, sizeof ptr);
+                tether_sbuf_printf(&e->s, "%s%s", first ? "" : ", ", ptr);
+                first = 0;
+            }
+            tether_sbuf_puts(&e->s, ");\n");
+        } else {
+            int a = 0;
+            for (int j = 0; j <= nd->ninputs; j++) {
+                int t = j < nd->ninputs ? nd->inputs[j] : nd->outputs[0];
+                if (t < 0) {
+                    continue;
+                }
+                char idx[16];
+                snprintf(idx, sizeof idx, "%d", a++);
+                emit_tensor_setup(e, idx, t);
+            }
+            line(e, "tg_args(v, c, t, %d);", a);
+            line(e, "rc = %s(v, c, %d, &r, &rt, 0);", e->fname[i], a);
+        }
+        line(e, "if (rc != 0) {");
+        line(e, "    return rc;");
+        line(e, "}");
+    }
+    line(e, "return 0;");
+    e->depth = 0;
+    tether_sbuf_puts(&e->s, "}\n\n");
+}
+
+int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
+                     const tether_codegen_options *o, tether_codegen_output *out) {
+    memset(out, 0, sizeof *out);
+    tether_codegen_options defaults;
+    if (!o) {
+        tether_codegen_options_init(&defaults);
+        o = &defaults;
+    }
+    const char *P = o->prefix ? o->prefix : "tether_model";
+    if (!valid_prefix(P)) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "prefix '%s' is not a C identifier of at most 48 characters", P);
+    }
+    if (o->abi != TETHER_ABI_PACKED && o->abi != TETHER_ABI_UNPACKED) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "invalid ABI %d", (int)o->abi);
+    }
+    if (plan->ntensors != g->ntensors) {
+        return tether_set_error(TETHER_ERR_MISMATCH, "memory plan is for another graph");
+    }
+    em e;
+    memset(&e, 0, sizeof e);
+    e.g = g;
+    e.plan = plan;
+    e.o = o;
+    e.P = P;
+    tether_sbuf_init(&e.s);
+    int nt = g->ntensors ? g->ntensors : 1, nn = g->nnodes ? g->nnodes : 1;
+    e.cname = calloc((size_t)nt, sizeof(char *));
+    e.fname = calloc((size_t)nn, sizeof(char *));
+    e.poff = calloc((size_t)nt, sizeof(size_t));
+    const char **tn = calloc((size_t)nt, sizeof(char *));
+    const char **nnm = calloc((size_t)nn, sizeof(char *));
+    char **fbase = calloc((size_t)nn, sizeof(char *));
+    tether_sbuf h, full;
+    tether_sbuf_init(&h);
+    tether_sbuf_init(&full);
+    int rc = TETHER_OK;
+    if (!e.cname || !e.fname || !e.poff || !tn || !nnm || !fbase) {
+        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+        goto out;
+    }
+    for (int i = 0; i < g->ntensors; i++) {
+        tn[i] = g->tensors[i].name;
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        nnm[i] = g->nodes[i].name;
+    }
+    if ((rc = unique_names(e.cname, tn, g->ntensors)) ||
+        (rc = unique_names(fbase, nnm, g->nnodes))) {
+        goto out;
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        static const char *const reserved[] = {"main",       "run",    "graph",
+                                               "set_params", "params", "workspace_pool"};
+        const char *suffix = "";
+        for (size_t r = 0; r < sizeof reserved / sizeof *reserved; r++) {
+            if (strcmp(fbase[i], reserved[r]) == 0 || strncmp(fbase[i], "w_", 2) == 0 ||
+                strncmp(fbase[i], "shape_", 6) == 0) {
+                suffix = "_op";
+            }
+        }
+        size_t n = strlen(P) + strlen(fbase[i]) + 8;
+        e.fname[i] = malloc(n);
+        if (!e.fname[i]) {
+            rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+            goto out;
+        }
+        snprintf(e.fname[i], n, "%s_%s%s", P, fbase[i], suffix);
+        int na = node_nargs(&g->nodes[i]);
+        e.max_args = na > e.max_args ? na : e.max_args;
+    }
+    /* params layout */
+    size_t poff = 0;
+    for (int i = 0; i < g->ntensors; i++) {
+        if (g->tensors[i].kind == TETHER_TENSOR_CONSTANT) {
+            poff = (poff + 15) & ~(size_t)15;
+            e.poff[i] = poff;
+            poff += g->tensors[i].nbytes;
+        }
+    }
+    out->params_bytes = 0;
+    for (int i = 0; i < g->ntensors; i++) {
+        if (g->tensors[i].kind == TETHER_TENSOR_CONSTANT) {
+            out->params_bytes += g->tensors[i].nbytes;
+        }
+    }
+    out->workspace_size = plan->workspace_size;
+    if (!o->link_params) {
+        out->params = calloc(poff ? poff : 1, 1);
+        if (!out->params) {
+            rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+            goto out;
+        }
+        for (int i = 0; i < g->ntensors; i++) {
+            if (g->tensors[i].kind == TETHER_TENSOR_CONSTANT && g->tensors[i].nbytes) {
+                memcpy(out->params + e.poff[i], g->tensors[i].data, g->tensors[i].nbytes);
+            }
+        }
+        out->params_bytes = poff;
+    }
+    /* registry list: entry, set_params, operators */
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s_main", P);
+    if ((rc = add_func(out, nm, o->abi, g->ninputs + g->noutputs))) {
+        goto out;
+    }
+    if (!o->link_params) {
+        snprintf(nm, sizeof nm, "%s_set_params", P);
+        if ((rc = add_func(out, nm, o->abi, 1))) {
+            goto out;
+        }
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        if (node_has_function(g, &g->nodes[i]) &&
+            (rc = add_func(out, e.fname[i], o->abi, node_nargs(&g->nodes[i])))) {
+            goto out;
+        }
+    }
+
+    /* ---- body: shapes, params, operators, graph, entries, registry ---- */
+    if (o->abi == TETHER_ABI_PACKED) {
+        tether_sbuf_puts(&e.s, "/* Tensor shapes (packed ABI argument checks). */\n");
+        for (int i = 0; i < g->ntensors; i++) {
+            const tether_ir_tensor *t = &g->tensors[i];
+            tether_sbuf_printf(&e.s, "static const int64_t %s_shape_%s[%d] = {", P, e.cname[i],
+                               t->ndim ? t->ndim : 1);
+            for (int d = 0; d < t->ndim; d++) {
+                tether_sbuf_printf(&e.s, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+            }
+            tether_sbuf_puts(&e.s, t->ndim ? "};\n" : "1};\n");
+        }
+        if (!o->link_params) {
+            tether_sbuf_printf(&e.s, "static const int64_t %s_shape_params_blob[1] = {%zu};\n", P,
+                               out->params_bytes);
+        }
+        tether_sbuf_puts(&e.s, "\n");
+    }
+    if (o->link_params) {
+        int any = 0;
+        for (int i = 0; i < g->ntensors; i++) {
+            const tether_ir_tensor *t = &g->tensors[i];
+            if (t->kind != TETHER_TENSOR_CONSTANT) {
+                continue;
+            }
+            if (!any) {
+                tether_sbuf_puts(&e.s, "/* Weights (linked). */\n");
+                any = 1;
+            }
+            char sh[96], name[200];
+            shape_str(sh, sizeof sh, t);
+            tether_sbuf_printf(&e.s, "/* %s %s */\n", t->name, sh);
+            snprintf(name, sizeof name, "%s_w_%s", P, e.cname[i]);
+            emit_float_array(&e, name, t->data, tether_ir_tensor_elements(t));
+        }
+        if (any) {
+            tether_sbuf_puts(&e.s, "\n");
+        }
+    } else {
+        tether_sbuf_printf(&e.s,
+                           "/* Weights: a params blob of %zu bytes set by %s_set_params. */\n"
+                           "static const uint8_t *%s_params;\n\n",
+                           out->params_bytes, P, P);
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        if (node_has_function(g, &g->nodes[i])) {
+            emit_op_function(&e, i);
+        }
+    }
+    emit_graph(&e);
+    /* static workspace + entries */
+    if (plan->workspace_size > 0) {
+        tether_sbuf_printf(&e.s,
+                           "/* Workspace of the RPC entry (pool \"%s\"). */\n"
+                           "static uint8_t %s_workspace_pool[%lld] __attribute__((aligned(16)));"
+                           "\n\n",
+                           TETHER_WORKSPACE_POOL, P, (long long)plan->workspace_size);
+    }
+    char wsname[160];
+    if (plan->workspace_size > 0) {
+        snprintf(wsname, sizeof wsname, "%s_workspace_pool", P);
+    } else {
+        snprintf(wsname, sizeof wsname, "0");
+    }
+    if (o->abi == TETHER_ABI_UNPACKED) {
+        tether_sbuf_printf(&e.s, "int32_t %s_main(", P);
+        for (int i = 0; i < g->ninputs; i++) {
+            tether_sbuf_printf(&e.s, "%sconst float *%s", i ? ", " : "", e.cname[g->inputs[i]]);
+        }
+        for (int i = 0; i < g->noutputs; i++) {
+            tether_sbuf_printf(&e.s, ", float *%s", e.cname[g->outputs[i]]);
+        }
+        tether_sbuf_printf(&e.s, ") {\n    return %s_graph(", P);
+        for (int i = 0; i < g->ninputs; i++) {
+            tether_sbuf_printf(&e.s, "%s, ", e.cname[g->inputs[i]]);
+        }
+        for (int i = 0; i < g->noutputs; i++) {
+            tether_sbuf_printf(&e.s, "%s, ", e.cname[g->outputs[i]]);
+        }
+        tether_sbuf_printf(&e.s, "%s);\n}\n\n", wsname);
+        if (!o->link_params) {
+            tether_sbuf_printf(&e.s,
+                               "int32_t %s_set_params(const void *blob) {\n"
+                               "    if (blob == 0) {\n        return -1;\n    }\n"
+                               "    if (((uintptr_t)blob & 15u) != 0) {\n        return -7;\n"
+                               "    }\n    %s_params = (const uint8_t *)blob;\n"
+                               "    return 0;\n}\n\n",
+                               P, P);
+        }
+    } else {
+        int nargs = g->ninputs + g->noutputs;
+        tether_sbuf_printf(&e.s,
+                           "int32_t %s_main(tether_value *args, int32_t *type_codes, int32_t "
+                           "num_args,\n        tether_value *ret, int32_t *ret_type_code, void "
+                           "*resource_handle) {\n",
+                           P);
+        e.depth = 1;
+        line(&e, "(void)ret;");
+        line(&e, "(void)ret_type_code;");
+        line(&e, "(void)resource_handle;");
+        line(&e, "if (num_args != %d) {", nargs);
+        line(&e, "    return tg_fail(\"%s_main\", num_args, \"argument count differs from %d\");",
+             P, nargs);
+        line(&e, "}");
+        for (int i = 0; i < nargs; i++) {
+            int t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+            line(&e,
+                 "if (tg_check(\"%s_main\", args, type_codes, %d, %d, %s_shape_%s, 2, 32) != 0) {",
+                 P, i, T(&e, t)->ndim, P, e.cname[t]);
+            line(&e, "    return -6;");
+            line(&e, "}");
+        }
+        for (int d = 0; d < e.depth; d++) {
+            tether_sbuf_puts(&e.s, "    ");
+        }
+        tether_sbuf_printf(&e.s, "return %s_graph(", P);
+        for (int i = 0; i < nargs; i++) {
+            tether_sbuf_printf(&e.s, "(%sfloat *)tg_data(args, %d), ",
+                               i < g->ninputs ? "const " : "", i);
+        }
+        tether_sbuf_printf(&e.s, "%s);\n}\n\n", wsname);
+        e.depth = 0;
+        if (!o->link_params) {
+            tether_sbuf_printf(
+                &e.s,
+                "int32_t %s_set_params(tether_value *args, int32_t *type_codes, int32_t "
+                "num_args,\n        tether_value *ret, int32_t *ret_type_code, void "
+                "*resource_handle) {\n"
+                "    (void)ret;\n    (void)ret_type_code;\n    (void)resource_handle;\n"
+                "    if (num_args != 1) {\n"
+                "        return tg_fail(\"%s_set_params\", num_args, \"expects 1 argument\");\n"
+                "    }\n"
+                "    if (tg_check(\"%s_set_params\", args, type_codes, 0, 1, "
+                "%s_shape_params_blob, 1, 8) != 0) {\n"
+                "        return -6;\n    }\n"
+                "    const uint8_t *blob = (const uint8_t *)tg_data(args, 0);\n"
+                "    if (((uintptr_t)blob & 15u) != 0) {\n"
+                "        return tg_fail(\"%s_set_params\", 0, \"blob is not 16-byte aligned\");\n"
+                "    }\n"
+                "    %s_params = blob;\n    return 0;\n}\n\n",
+                P, P, P, P, P, P);
+        }
+    }
+    if (o->interface == TETHER_INTERFACE_C) {
+        tether_sbuf_printf(&e.s,
+                           "int32_t %s_run(struct %s_inputs *inputs, struct %s_outputs *outputs,\n"
+                           "        struct %s_workspace *workspace) {\n"
+                           "    if (inputs == 0 || outputs == 0 || workspace == 0) {\n"
+                           "        return -1;\n    }\n",
+                           P, P, P, P);
+        if (plan->workspace_size > 0) {
+            tether_sbuf_printf(&e.s,
+                               "    if (workspace->%s == 0 || ((uintptr_t)workspace->%s & 15u) "
+                               "!= 0) {\n        return -7;\n    }\n",
+                               TETHER_WORKSPACE_POOL, TETHER_WORKSPACE_POOL);
+        }
+        tether_sbuf_printf(&e.s, "    return %s_graph(", P);
+        for (int i = 0; i < g->ninputs; i++) {
+            tether_sbuf_printf(&e.s, "inputs->%s, ", e.cname[g->inputs[i]]);
+        }
+        for (int i = 0; i < g->noutputs; i++) {
+            tether_sbuf_printf(&e.s, "outputs->%s, ", e.cname[g->outputs[i]]);
+        }
+        tether_sbuf_printf(&e.s, "workspace->%s);\n}\n\n", TETHER_WORKSPACE_POOL);
+    }
+    /* registry */
+    tether_sbuf_puts(&e.s,
+                     "/* The module registry (layout of tether_func_entry / tether_func_registry, "
+                     "docs/abi.md). */\n"
+                     "typedef struct {\n    const char *name;\n    int32_t abi; /* 0 packed, 1 "
+                     "unpacked */\n    int32_t num_args;\n    void (*fn)(void);\n} tg_entry;\n"
+                     "typedef struct {\n    const tg_entry *entries;\n    size_t count;\n} "
+                     "tg_registry;\n\nstatic const tg_entry tg_entries[] = {\n");
+    for (int i = 0; i < out->nfuncs; i++) {
+        tether_sbuf_printf(&e.s, "    {\"%s\", %d, %d, (void (*)(void))%s},\n", out->funcs[i].name,
+                           (int)out->funcs[i].abi, out->funcs[i].num_args, out->funcs[i].name);
+    }
+    tether_sbuf_printf(&e.s,
+                       "};\n\nextern const tg_registry tether_module_registry;\n"
+                       "const tg_registry tether_module_registry = {tg_entries, %d};\n",
+                       out->nfuncs);
+
+    /* ---- assemble: preamble + helpers + body ---- */
+    tether_sbuf ml;
+    tether_sbuf_init(&ml);
+    for (int m = 0; m < M_COUNT; m++) {
+        if (e.math_used[m]) {
+            tether_sbuf_printf(&ml, "%s%s", ml.len ? "," : "", math_names[m]);
+        }
+    }
+    tether_sbuf_printf(&full,
+                       "/*\n * %s.c: generated by tether from model '%s' (%d operators). Do not "
+                       "edit.\n * ABI %s, interface %s, weights %s (%zu bytes), workspace %lld "
+                       "bytes.\n * Needs from libc: memcpy, memset; from libm: %s.\n */\n",
+                       P, g->name, g->nnodes, tether_abi_name(o->abi),
+                       tether_interface_name(o->interface), o->link_params ? "linked" : "blob",
+                       out->params_bytes, (long long)plan->workspace_size,
+                       ml.len ? ml.data : "nothing");
+    tether_sbuf_printf(&full,
+                       "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include "
+                       "<string.h>\n\n#include \"%s.h\"\n\n",
+                       P);
+    if (o->abi == TETHER_ABI_PACKED) {
+        tether_sbuf_puts(&full, packed_support);
+        tether_sbuf_puts(&full, packed_call_support);
+        tether_sbuf_puts(
+            &full, "/* Packs n tensors as DLTensor arguments (direct calls keep the call "
+                   "graph\n * visible to -fcallgraph-info). */\n"
+                   "static void tg_args(tether_value *v, int32_t *c, tg_tensor *t, int32_t n) "
+                   "{\n    for (int32_t i = 0; i < n; ++i) {\n        v[i].v_handle = "
+                   "&t[i];\n        c[i] = 7; /* DLTensor */\n    }\n}\n\n");
+    }
+    if (e.need_acts[TETHER_ACT_RELU]) {
+        tether_sbuf_puts(&full, "static inline float tg_relu(float v) {\n    return v > 0.0f ? v "
+                                ": 0.0f;\n}\n\n");
+    }
+    if (e.need_acts[TETHER_ACT_CLIP]) {
+        tether_sbuf_puts(&full, "static inline float tg_clip(float v, float lo, float hi) {\n    "
+                                "return v < lo ? lo : (v > hi ? hi : v);\n}\n\n");
+    }
+    if (e.need_acts[TETHER_ACT_LEAKY_RELU]) {
+        tether_sbuf_puts(&full, "static inline float tg_leaky(float v, float alpha) {\n    return "
+                                "v < 0.0f ? alpha * v : v;\n}\n\n");
+    }
+    if (e.need_acts[TETHER_ACT_SIGMOID]) {
+        tether_sbuf_puts(&full, "static inline float tg_sigmoid(float v) {\n    return 1.0f / "
+                                "(1.0f + expf(-v));\n}\n\n");
+    }
+    if (e.need_acts[TETHER_ACT_HARD_SWISH]) {
+        tether_sbuf_puts(&full, "static inline float tg_hswish(float v) {\n    float r = v + "
+                                "3.0f;\n    r = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);\n    "
+                                "return v * r / 6.0f;\n}\n\n");
+    }
+    tether_sbuf_puts(&full, e.s.data ? e.s.data : "");
+    emit_header(&e, &h, out);
+    if (e.s.failed || h.failed || full.failed || ml.failed) {
+        tether_sbuf_free(&ml);
+        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+        goto out;
+    }
+    out->source = full.data;
+    out->header = h.data;
+    out->math_functions = ml.data ? ml.data : calloc(1, 1);
+    full.data = NULL;
+    h.data = NULL;
+out:
+    tether_sbuf_free(&e.s);
+    tether_sbuf_free(&h);
+    tether_sbuf_free(&full);
+    for (int i = 0; i < g->ntensors && e.cname; i++) {
+        free(e.cname[i]);
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        if (e.fname) {
+            free(e.fname[i]);
+        }
+        if (fbase) {
+            free(fbase[i]);
+        }
+    }
+    free(e.cname);
+    free(e.fname);
+    free(e.poff);
+    free(tn);
+    free(nnm);
+    free(fbase);
+    if (rc) {
+        tether_codegen_output_close(out);
+    }
+    return rc;
+}

@@ -1,0 +1,62 @@
+/*
+ * tether compiler: helpers shared by the compiler's own source files (not installed, not part of
+ * the public API). Everything here works on an inferred graph (tether_ir_infer succeeded).
+ */
+#ifndef TETHER_COMPILER_INTERNAL_H
+#define TETHER_COMPILER_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tether/ir.h"
+
+/* numpy broadcasting of two shapes; TETHER_ERR_MISMATCH when incompatible. */
+int tether_ir_broadcast(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out,
+                        int *nout);
+
+/* Number of inputs of a node without its residual input (when the epilogue has one). */
+int tether_ir_main_inputs(const tether_ir_node *n);
+
+/* True for reshape-like operators whose output only renames the input's storage. */
+int tether_ir_is_alias_op(tether_op op);
+
+/* True for single-input elementwise operators (relu ... abs, clip, leaky_relu, ...). */
+int tether_ir_is_unary(tether_op op);
+/* True for add/sub/mul/div/pow. */
+int tether_ir_is_binary(tether_op op);
+
+/* Normalises a possibly negative axis for rank ndim; -1 when out of range. */
+int tether_ir_norm_axis(int64_t axis, int ndim);
+
+/* Growable text buffer used by the emitters and report writers (malloc'd, NUL-terminated). */
+typedef struct tether_sbuf {
+    char *data;
+    size_t len, cap;
+    int failed; /* set when an allocation failed; later appends are ignored */
+} tether_sbuf;
+
+void tether_sbuf_init(tether_sbuf *b);
+void tether_sbuf_free(tether_sbuf *b);
+void tether_sbuf_printf(tether_sbuf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void tether_sbuf_vprintf(tether_sbuf *b, const char *fmt, va_list ap);
+void tether_sbuf_puts(tether_sbuf *b, const char *s);
+
+/* Writes a whole file (creating/truncating it); TETHER_ERR_IO naming the path on failure. */
+int tether_write_file(const char *path, const void *data, size_t n);
+/* Reads a whole file (malloc'd, NUL-terminated). */
+int tether_read_file(const char *path, char **out, size_t *len);
+
+/* Evaluates one node whose inputs are all constants into out (elements of its output). */
+int tether_interp_eval_node(const tether_ir_graph *g, int node, float *out);
+
+/* Indices of the nodes reading tensor t (up to max); returns the total count. */
+int tether_ir_consumers(const tether_ir_graph *g, int t, int *nodes, int max);
+/* True when t is a graph output. */
+int tether_ir_is_graph_output(const tether_ir_graph *g, int t);
+
+#endif /* TETHER_COMPILER_INTERNAL_H */

@@ -1,0 +1,915 @@
+/*
+ * Validation, topological ordering and shape/dtype inference of the IR, plus the IR printer.
+ *
+ * What must stay true: after tether_ir_infer returns 0, nodes are in a valid execution order,
+ * every tensor has ndim >= 0 and a known shape, every tensor is written by at most one node,
+ * producer/alias_of are set, and every operator's attributes are in range. Kernels, the
+ * interpreter and the emitters rely on these facts and do not re-check them.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "tether/crt/dtype.h"
+#include "tether/crt/error.h"
+#include "tether/ir.h"
+
+int tether_ir_is_alias_op(tether_op op) {
+    return op == TETHER_OP_RESHAPE || op == TETHER_OP_FLATTEN || op == TETHER_OP_SQUEEZE ||
+           op == TETHER_OP_UNSQUEEZE;
+}
+
+int tether_ir_is_unary(tether_op op) {
+    switch (op) {
+    case TETHER_OP_RELU:
+    case TETHER_OP_LEAKY_RELU:
+    case TETHER_OP_CLIP:
+    case TETHER_OP_SIGMOID:
+    case TETHER_OP_TANH:
+    case TETHER_OP_HARD_SIGMOID:
+    case TETHER_OP_HARD_SWISH:
+    case TETHER_OP_EXP:
+    case TETHER_OP_LOG:
+    case TETHER_OP_SQRT:
+    case TETHER_OP_NEG:
+    case TETHER_OP_ABS:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int tether_ir_is_binary(tether_op op) {
+    return op == TETHER_OP_ADD || op == TETHER_OP_SUB || op == TETHER_OP_MUL ||
+           op == TETHER_OP_DIV || op == TETHER_OP_POW;
+}
+
+int tether_ir_norm_axis(int64_t axis, int ndim) {
+    if (axis < 0) {
+        axis += ndim;
+    }
+    if (axis < 0 || axis >= ndim) {
+        return -1;
+    }
+    return (int)axis;
+}
+
+int tether_ir_main_inputs(const tether_ir_node *n) {
+    return n->attrs.has_residual ? n->ninputs - 1 : n->ninputs;
+}
+
+int tether_ir_broadcast(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out,
+                        int *nout) {
+    int n = na > nb ? na : nb;
+    for (int i = 0; i < n; i++) {
+        int64_t da = i < n - na ? 1 : a[i - (n - na)];
+        int64_t db = i < n - nb ? 1 : b[i - (n - nb)];
+        if (da != db && da != 1 && db != 1) {
+            return TETHER_ERR_MISMATCH;
+        }
+        out[i] = da == 1 ? db : da;
+    }
+    *nout = n;
+    return TETHER_OK;
+}
+
+static void shape_text(char *buf, size_t size, const int64_t *shape, int ndim) {
+    size_t o = 0;
+    o += (size_t)snprintf(buf + o, size - o, "[");
+    for (int i = 0; i < ndim && o < size; i++) {
+        o += (size_t)snprintf(buf + o, size - o, "%s%lld", i ? "," : "", (long long)shape[i]);
+    }
+    if (o < size) {
+        snprintf(buf + o, size - o, "]");
+    }
+}
+
+static int node_error(const tether_ir_node *n, int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static int node_error(const tether_ir_node *n, int status, const char *fmt, ...) {
+    char msg[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return tether_set_error(status, "node '%s' (%s): %s", n->name, tether_op_name(n->op), msg);
+}
+
+typedef struct arity {
+    int min, max;
+} arity;
+
+static arity op_arity(tether_op op) {
+    switch (op) {
+    case TETHER_OP_CONV2D:
+    case TETHER_OP_DENSE:
+        return (arity){2, 3};
+    case TETHER_OP_MATMUL:
+    case TETHER_OP_PRELU:
+        return (arity){2, 2};
+    case TETHER_OP_BATCH_NORM:
+        return (arity){5, 5};
+    case TETHER_OP_LAYER_NORM:
+        return (arity){2, 3};
+    case TETHER_OP_CONCAT:
+        return (arity){1, TETHER_IR_MAX_INPUTS};
+    default:
+        if (tether_ir_is_binary(op)) {
+            return (arity){2, 2};
+        }
+        return (arity){1, 1};
+    }
+}
+
+static const tether_ir_tensor *in_t(const tether_ir_graph *g, const tether_ir_node *n, int i) {
+    if (i >= n->ninputs || n->inputs[i] < 0) {
+        return NULL;
+    }
+    return &g->tensors[n->inputs[i]];
+}
+
+/* Window output extent of conv/pool along one axis; -1 when the window does not fit. */
+static int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1,
+                          int ceil_mode) {
+    int64_t eff = (k - 1) * d + 1;
+    int64_t span = in + p0 + p1 - eff;
+    if (span < 0) {
+        return -1;
+    }
+    int64_t out = ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
+    if (ceil_mode && (out - 1) * s >= in + p0) {
+        out--;
+    }
+    return out;
+}
+
+static int check_window_attrs(const tether_ir_node *n, int with_kernel) {
+    const tether_ir_attrs *a = &n->attrs;
+    for (int i = 0; i < 2; i++) {
+        if (a->strides[i] < 1 || a->dilations[i] < 1 || (with_kernel && a->kernel[i] < 1)) {
+            return node_error(n, TETHER_ERR_INVALID_ARG,
+                              "strides, dilations and kernel must be >= 1");
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        if (a->pads[i] < 0) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "pads must be >= 0");
+        }
+    }
+    return TETHER_OK;
+}
+
+static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond) {
+    tether_ir_attrs *a = &n->attrs;
+    const tether_ir_tensor *x = in_t(g, n, 0);
+    char s1[96], s2[96];
+    if (!x) {
+        return node_error(n, TETHER_ERR_INVALID_ARG, "first input is missing");
+    }
+    switch (n->op) {
+    case TETHER_OP_CONV2D: {
+        const tether_ir_tensor *w = in_t(g, n, 1), *b = in_t(g, n, 2);
+        if (!w) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "weights input is missing");
+        }
+        if (x->ndim != 4 || w->ndim != 4) {
+            return node_error(n, TETHER_ERR_MISMATCH,
+                              "input and weights must be rank 4 (NCHW, OIHW), got %d and %d",
+                              x->ndim, w->ndim);
+        }
+        if (a->groups < 1 || x->shape[1] % a->groups || w->shape[0] % a->groups) {
+            return node_error(n, TETHER_ERR_INVALID_ARG,
+                              "groups %lld must divide input channels %lld and output channels "
+                              "%lld",
+                              (long long)a->groups, (long long)x->shape[1], (long long)w->shape[0]);
+        }
+        if (w->shape[1] * a->groups != x->shape[1]) {
+            return node_error(n, TETHER_ERR_MISMATCH,
+                              "input channels %lld differ from weight channels %lld x groups %lld",
+                              (long long)x->shape[1], (long long)w->shape[1], (long long)a->groups);
+        }
+        if (b && (b->ndim != 1 || b->shape[0] != w->shape[0])) {
+            shape_text(s1, sizeof s1, b->shape, b->ndim);
+            return node_error(n, TETHER_ERR_MISMATCH, "bias shape %s, expected [%lld]", s1,
+                              (long long)w->shape[0]);
+        }
+        int rc = check_window_attrs(n, 0);
+        if (rc) {
+            return rc;
+        }
+        a->kernel[0] = w->shape[2];
+        a->kernel[1] = w->shape[3];
+        int64_t oh = window_out(x->shape[2], w->shape[2], a->strides[0], a->dilations[0],
+                                a->pads[0], a->pads[2], 0);
+        int64_t ow = window_out(x->shape[3], w->shape[3], a->strides[1], a->dilations[1],
+                                a->pads[1], a->pads[3], 0);
+        if (oh < 1 || ow < 1) {
+            return node_error(n, TETHER_ERR_MISMATCH, "kernel larger than the padded input");
+        }
+        *ond = 4;
+        os[0] = x->shape[0];
+        os[1] = w->shape[0];
+        os[2] = oh;
+        os[3] = ow;
+        return TETHER_OK;
+    }
+    case TETHER_OP_DENSE: {
+        const tether_ir_tensor *b = in_t(g, n, 1), *c = in_t(g, n, 2);
+        if (!b) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "input B is missing");
+        }
+        if (x->ndim != 2 || b->ndim != 2) {
+            return node_error(n, TETHER_ERR_MISMATCH, "A and B must be rank 2, got %d and %d",
+                              x->ndim, b->ndim);
+        }
+        int64_t m = a->trans_a ? x->shape[1] : x->shape[0];
+        int64_t k = a->trans_a ? x->shape[0] : x->shape[1];
+        int64_t kb = a->trans_b ? b->shape[1] : b->shape[0];
+        int64_t nn = a->trans_b ? b->shape[0] : b->shape[1];
+        if (k != kb) {
+            return node_error(n, TETHER_ERR_MISMATCH,
+                              "inner dimensions differ: A gives K=%lld, B gives K=%lld",
+                              (long long)k, (long long)kb);
+        }
+        *ond = 2;
+        os[0] = m;
+        os[1] = nn;
+        if (c) {
+            int64_t tmp[TETHER_IR_MAX_NDIM];
+            int nd;
+            if (c->ndim > 2 || tether_ir_broadcast(os, 2, c->shape, c->ndim, tmp, &nd) ||
+                tmp[0] != m || tmp[1] != nn) {
+                shape_text(s1, sizeof s1, c->shape, c->ndim);
+                return node_error(n, TETHER_ERR_MISMATCH,
+                                  "C shape %s does not broadcast to [%lld,%lld]", s1, (long long)m,
+                                  (long long)nn);
+            }
+        }
+        return TETHER_OK;
+    }
+    case TETHER_OP_MATMUL: {
+        const tether_ir_tensor *b = in_t(g, n, 1);
+        if (!b || x->ndim < 2 || b->ndim < 2) {
+            return node_error(n, TETHER_ERR_MISMATCH, "both operands must have rank >= 2");
+        }
+        if (x->shape[x->ndim - 1] != b->shape[b->ndim - 2]) {
+            return node_error(n, TETHER_ERR_MISMATCH, "inner dimensions differ: %lld vs %lld",
+                              (long long)x->shape[x->ndim - 1], (long long)b->shape[b->ndim - 2]);
+        }
+        int nd;
+        if (tether_ir_broadcast(x->shape, x->ndim - 2, b->shape, b->ndim - 2, os, &nd)) {
+            return node_error(n, TETHER_ERR_MISMATCH, "batch dimensions do not broadcast");
+        }
+        os[nd] = x->shape[x->ndim - 2];
+        os[nd + 1] = b->shape[b->ndim - 1];
+        *ond = nd + 2;
+        return TETHER_OK;
+    }
+    case TETHER_OP_ADD:
+    case TETHER_OP_SUB:
+    case TETHER_OP_MUL:
+    case TETHER_OP_DIV:
+    case TETHER_OP_POW: {
+        const tether_ir_tensor *y = in_t(g, n, 1);
+        if (!y) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "second input is missing");
+        }
+        if (tether_ir_broadcast(x->shape, x->ndim, y->shape, y->ndim, os, ond)) {
+            shape_text(s1, sizeof s1, x->shape, x->ndim);
+            shape_text(s2, sizeof s2, y->shape, y->ndim);
+            return node_error(n, TETHER_ERR_MISMATCH, "shapes %s and %s do not broadcast", s1, s2);
+        }
+        return TETHER_OK;
+    }
+    case TETHER_OP_PRELU: {
+        const tether_ir_tensor *sl = in_t(g, n, 1);
+        int64_t tmp[TETHER_IR_MAX_NDIM];
+        int nd;
+        if (!sl || tether_ir_broadcast(x->shape, x->ndim, sl->shape, sl->ndim, tmp, &nd) ||
+            nd != x->ndim || memcmp(tmp, x->shape, sizeof(int64_t) * (size_t)nd) != 0) {
+            return node_error(n, TETHER_ERR_MISMATCH, "slope does not broadcast to the input");
+        }
+        memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+        *ond = x->ndim;
+        return TETHER_OK;
+    }
+    case TETHER_OP_SOFTMAX:
+    case TETHER_OP_LOG_SOFTMAX:
+        if (x->ndim < 1 || tether_ir_norm_axis(a->axis, x->ndim) < 0) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld out of range for rank %d",
+                              (long long)a->axis, x->ndim);
+        }
+        memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+        *ond = x->ndim;
+        return TETHER_OK;
+    case TETHER_OP_MAX_POOL:
+    case TETHER_OP_AVG_POOL: {
+        if (x->ndim != 4) {
+            return node_error(n, TETHER_ERR_MISMATCH, "input must be rank 4 (NCHW), got %d",
+                              x->ndim);
+        }
+        int rc = check_window_attrs(n, 1);
+        if (rc) {
+            return rc;
+        }
+        for (int i = 0; i < 2; i++) {
+            int64_t eff = (a->kernel[i] - 1) * a->dilations[i] + 1;
+            if (a->pads[i] >= eff || a->pads[i + 2] >= eff) {
+                return node_error(n, TETHER_ERR_INVALID_ARG,
+                                  "pads must be smaller than the (dilated) kernel");
+            }
+        }
+        int64_t oh = window_out(x->shape[2], a->kernel[0], a->strides[0], a->dilations[0],
+                                a->pads[0], a->pads[2], a->ceil_mode);
+        int64_t ow = window_out(x->shape[3], a->kernel[1], a->strides[1], a->dilations[1],
+                                a->pads[1], a->pads[3], a->ceil_mode);
+        if (oh < 1 || ow < 1) {
+            return node_error(n, TETHER_ERR_MISMATCH, "kernel larger than the padded input");
+        }
+        *ond = 4;
+        os[0] = x->shape[0];
+        os[1] = x->shape[1];
+        os[2] = oh;
+        os[3] = ow;
+        return TETHER_OK;
+    }
+    case TETHER_OP_GLOBAL_AVG_POOL:
+    case TETHER_OP_GLOBAL_MAX_POOL:
+        if (x->ndim < 3) {
+            return node_error(n, TETHER_ERR_MISMATCH, "input must have rank >= 3, got %d", x->ndim);
+        }
+        *ond = x->ndim;
+        os[0] = x->shape[0];
+        os[1] = x->shape[1];
+        for (int i = 2; i < x->ndim; i++) {
+            os[i] = 1;
+        }
+        return TETHER_OK;
+    case TETHER_OP_RESHAPE: {
+        if (a->nints < 1 || a->nints > TETHER_IR_MAX_NDIM) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "attribute 'shape' is missing");
+        }
+        size_t total = tether_ir_tensor_elements(x), known = 1;
+        int infer_at = -1;
+        for (int i = 0; i < a->nints; i++) {
+            int64_t d = a->ints[i];
+            if (d == 0) {
+                if (i >= x->ndim) {
+                    return node_error(n, TETHER_ERR_INVALID_ARG,
+                                      "shape entry %d is 0 but the input has rank %d", i, x->ndim);
+                }
+                d = x->shape[i];
+            } else if (d == -1) {
+                if (infer_at >= 0) {
+                    return node_error(n, TETHER_ERR_INVALID_ARG, "shape has more than one -1");
+                }
+                infer_at = i;
+                d = 1;
+            } else if (d < 1) {
+                return node_error(n, TETHER_ERR_INVALID_ARG, "shape entry %d is %lld", i,
+                                  (long long)d);
+            }
+            os[i] = d;
+            known *= (size_t)d;
+        }
+        if (infer_at >= 0) {
+            if (total % known) {
+                return node_error(n, TETHER_ERR_MISMATCH, "%zu elements cannot fill the shape",
+                                  total);
+            }
+            os[infer_at] = (int64_t)(total / known);
+            known = total;
+        }
+        if (known != total) {
+            return node_error(n, TETHER_ERR_MISMATCH, "shape has %zu elements, the input has %zu",
+                              known, total);
+        }
+        *ond = a->nints;
+        return TETHER_OK;
+    }
+    case TETHER_OP_FLATTEN: {
+        int64_t ax = a->axis < 0 ? a->axis + x->ndim : a->axis;
+        if (ax < 0 || ax > x->ndim) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld out of range for rank %d",
+                              (long long)a->axis, x->ndim);
+        }
+        os[0] = os[1] = 1;
+        for (int i = 0; i < x->ndim; i++) {
+            os[i < ax ? 0 : 1] *= x->shape[i];
+        }
+        *ond = 2;
+        return TETHER_OK;
+    }
+    case TETHER_OP_SQUEEZE: {
+        int drop[TETHER_IR_MAX_NDIM] = {0};
+        if (a->nints == 0) {
+            for (int i = 0; i < x->ndim; i++) {
+                drop[i] = x->shape[i] == 1;
+            }
+        }
+        for (int i = 0; i < a->nints; i++) {
+            int ax = tether_ir_norm_axis(a->ints[i], x->ndim);
+            if (ax < 0 || x->shape[ax] != 1) {
+                return node_error(n, TETHER_ERR_INVALID_ARG,
+                                  "axis %lld is out of range or not of extent 1",
+                                  (long long)a->ints[i]);
+            }
+            drop[ax] = 1;
+        }
+        *ond = 0;
+        for (int i = 0; i < x->ndim; i++) {
+            if (!drop[i]) {
+                os[(*ond)++] = x->shape[i];
+            }
+        }
+        return TETHER_OK;
+    }
+    case TETHER_OP_UNSQUEEZE: {
+        int nd = x->ndim + a->nints;
+        int ins[TETHER_IR_MAX_NDIM] = {0};
+        if (a->nints < 1 || nd > TETHER_IR_MAX_NDIM) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "axes missing or rank above %d",
+                              TETHER_IR_MAX_NDIM);
+        }
+        for (int i = 0; i < a->nints; i++) {
+            int ax = tether_ir_norm_axis(a->ints[i], nd);
+            if (ax < 0 || ins[ax]) {
+                return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld invalid or repeated",
+                                  (long long)a->ints[i]);
+            }
+            ins[ax] = 1;
+        }
+        for (int i = 0, j = 0; i < nd; i++) {
+            os[i] = ins[i] ? 1 : x->shape[j++];
+        }
+        *ond = nd;
+        return TETHER_OK;
+    }
+    case TETHER_OP_TRANSPOSE: {
+        if (a->nints == 0) {
+            a->nints = x->ndim;
+            for (int i = 0; i < x->ndim; i++) {
+                a->ints[i] = x->ndim - 1 - i;
+            }
+        }
+        int seen[TETHER_IR_MAX_NDIM] = {0};
+        if (a->nints != x->ndim) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "perm has %d entries for rank %d",
+                              a->nints, x->ndim);
+        }
+        for (int i = 0; i < a->nints; i++) {
+            int p = tether_ir_norm_axis(a->ints[i], x->ndim);
+            if (p < 0 || seen[p]) {
+                return node_error(n, TETHER_ERR_INVALID_ARG, "perm is not a permutation");
+            }
+            seen[p] = 1;
+            a->ints[i] = p;
+            os[i] = x->shape[p];
+        }
+        *ond = x->ndim;
+        return TETHER_OK;
+    }
+    case TETHER_OP_CONCAT: {
+        int ax = tether_ir_norm_axis(a->axis, x->ndim);
+        if (ax < 0) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld out of range for rank %d",
+                              (long long)a->axis, x->ndim);
+        }
+        a->axis = ax;
+        memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+        for (int i = 1; i < n->ninputs; i++) {
+            const tether_ir_tensor *y = in_t(g, n, i);
+            if (!y || y->ndim != x->ndim) {
+                return node_error(n, TETHER_ERR_MISMATCH, "input %d is missing or of other rank",
+                                  i);
+            }
+            for (int d = 0; d < x->ndim; d++) {
+                if (d != ax && y->shape[d] != x->shape[d]) {
+                    return node_error(n, TETHER_ERR_MISMATCH,
+                                      "input %d differs in dimension %d (%lld vs %lld)", i, d,
+                                      (long long)y->shape[d], (long long)x->shape[d]);
+                }
+            }
+            os[ax] += y->shape[ax];
+        }
+        *ond = x->ndim;
+        return TETHER_OK;
+    }
+    case TETHER_OP_PAD:
+        if (a->nints != 2 * x->ndim) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "pads has %d entries, expected %d",
+                              a->nints, 2 * x->ndim);
+        }
+        for (int i = 0; i < x->ndim; i++) {
+            if (a->ints[i] < 0 || a->ints[i + x->ndim] < 0) {
+                return node_error(n, TETHER_ERR_UNSUPPORTED, "negative pads (cropping)");
+            }
+            os[i] = x->shape[i] + a->ints[i] + a->ints[i + x->ndim];
+        }
+        *ond = x->ndim;
+        return TETHER_OK;
+    case TETHER_OP_BATCH_NORM:
+        if (x->ndim < 2) {
+            return node_error(n, TETHER_ERR_MISMATCH, "input must have rank >= 2");
+        }
+        for (int i = 1; i < 5; i++) {
+            const tether_ir_tensor *p = in_t(g, n, i);
+            if (!p || p->ndim != 1 || p->shape[0] != x->shape[1]) {
+                return node_error(n, TETHER_ERR_MISMATCH, "parameter %d must have shape [%lld]", i,
+                                  (long long)x->shape[1]);
+            }
+        }
+        if (!(a->epsilon >= 0.0f)) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "epsilon must be >= 0");
+        }
+        memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+        *ond = x->ndim;
+        return TETHER_OK;
+    case TETHER_OP_LAYER_NORM: {
+        int ax = tether_ir_norm_axis(a->axis, x->ndim);
+        if (ax < 0) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld out of range for rank %d",
+                              (long long)a->axis, x->ndim);
+        }
+        a->axis = ax;
+        for (int i = 1; i < 3; i++) {
+            const tether_ir_tensor *p = in_t(g, n, i);
+            if (!p) {
+                if (i == 1) {
+                    return node_error(n, TETHER_ERR_INVALID_ARG, "scale input is missing");
+                }
+                continue;
+            }
+            if (p->ndim != x->ndim - ax ||
+                memcmp(p->shape, x->shape + ax, sizeof(int64_t) * (size_t)p->ndim) != 0) {
+                shape_text(s1, sizeof s1, p->shape, p->ndim);
+                return node_error(n, TETHER_ERR_MISMATCH,
+                                  "%s shape %s differs from the normalised dimensions",
+                                  i == 1 ? "scale" : "bias", s1);
+            }
+        }
+        memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+        *ond = x->ndim;
+        return TETHER_OK;
+    }
+    case TETHER_OP_REDUCE_MEAN: {
+        int red[TETHER_IR_MAX_NDIM] = {0};
+        if (a->nints == 0) {
+            for (int i = 0; i < x->ndim; i++) {
+                red[i] = 1;
+            }
+        }
+        for (int i = 0; i < a->nints; i++) {
+            int ax = tether_ir_norm_axis(a->ints[i], x->ndim);
+            if (ax < 0) {
+                return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld out of range",
+                                  (long long)a->ints[i]);
+            }
+            red[ax] = 1;
+        }
+        /* Store the normalised axes as a full list so later stages need no defaults. */
+        a->nints = 0;
+        *ond = 0;
+        for (int i = 0; i < x->ndim; i++) {
+            if (red[i]) {
+                a->ints[a->nints++] = i;
+                if (a->keepdims) {
+                    os[(*ond)++] = 1;
+                }
+            } else {
+                os[(*ond)++] = x->shape[i];
+            }
+        }
+        return TETHER_OK;
+    }
+    case TETHER_OP_RESIZE_NEAREST:
+        if (x->ndim != 4 || a->scales[0] < 1 || a->scales[1] < 1) {
+            return node_error(n, TETHER_ERR_INVALID_ARG,
+                              "needs an NCHW input and integer scales >= 1");
+        }
+        os[0] = x->shape[0];
+        os[1] = x->shape[1];
+        os[2] = x->shape[2] * a->scales[0];
+        os[3] = x->shape[3] * a->scales[1];
+        *ond = 4;
+        return TETHER_OK;
+    default:
+        if (tether_ir_is_unary(n->op)) {
+            if (n->op == TETHER_OP_CLIP && !(a->min <= a->max)) {
+                return node_error(n, TETHER_ERR_INVALID_ARG, "min is greater than max");
+            }
+            memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+            *ond = x->ndim;
+            return TETHER_OK;
+        }
+        return node_error(n, TETHER_ERR_INTERNAL, "no shape rule");
+    }
+}
+
+static int check_node_io(tether_ir_node *n) {
+    arity ar = op_arity(n->op);
+    int nin = tether_ir_main_inputs(n);
+    if (nin < ar.min || nin > ar.max) {
+        if (ar.min == ar.max) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "takes %d inputs, got %d", ar.min, nin);
+        }
+        return node_error(n, TETHER_ERR_INVALID_ARG, "takes %d to %d inputs, got %d", ar.min,
+                          ar.max, nin);
+    }
+    if (n->noutputs != 1) {
+        return node_error(n, TETHER_ERR_INVALID_ARG, "has %d outputs, expected 1", n->noutputs);
+    }
+    for (int i = 0; i < n->ninputs; i++) {
+        int optional = (i == 2 && (n->op == TETHER_OP_CONV2D || n->op == TETHER_OP_DENSE ||
+                                   n->op == TETHER_OP_LAYER_NORM)) &&
+                       !(n->attrs.has_residual && i == n->ninputs - 1);
+        if (n->inputs[i] < 0 && !optional) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "input %d is missing", i);
+        }
+    }
+    if (n->attrs.act != TETHER_ACT_NONE || n->attrs.has_residual) {
+        if (n->op != TETHER_OP_CONV2D && n->op != TETHER_OP_DENSE && n->op != TETHER_OP_MATMUL) {
+            return node_error(n, TETHER_ERR_UNSUPPORTED,
+                              "fused activation/residual only on conv2d, dense and matmul");
+        }
+        if ((int)n->attrs.act < 0 || n->attrs.act > TETHER_ACT_HARD_SWISH) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "invalid fused activation %d",
+                              (int)n->attrs.act);
+        }
+    }
+    return TETHER_OK;
+}
+
+/* Orders nodes so every input is produced before it is read; errors on double writers,
+ * unproduced inputs and cycles. */
+static int order_nodes(tether_ir_graph *g) {
+    int nt = g->ntensors, nn = g->nnodes;
+    int *producer = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+    int *done = calloc((size_t)(nt ? nt : 1), sizeof(int));
+    int *placed = calloc((size_t)(nn ? nn : 1), sizeof(int));
+    tether_ir_node *sorted = malloc(sizeof(tether_ir_node) * (size_t)(nn ? nn : 1));
+    int rc = TETHER_OK;
+    if (!producer || !done || !placed || !sorted) {
+        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < nt; i++) {
+        producer[i] = -1;
+        done[i] = g->tensors[i].kind != TETHER_TENSOR_INTERMEDIATE;
+    }
+    for (int i = 0; i < nn; i++) {
+        tether_ir_node *n = &g->nodes[i];
+        for (int j = 0; j < n->noutputs; j++) {
+            int t = n->outputs[j];
+            if (g->tensors[t].kind != TETHER_TENSOR_INTERMEDIATE) {
+                rc = node_error(n, TETHER_ERR_INVALID_ARG, "writes %s '%s'",
+                                g->tensors[t].kind == TETHER_TENSOR_INPUT ? "graph input"
+                                                                          : "constant",
+                                g->tensors[t].name);
+                goto out;
+            }
+            if (producer[t] >= 0) {
+                rc = node_error(n, TETHER_ERR_INVALID_ARG, "tensor '%s' is also written by '%s'",
+                                g->tensors[t].name, g->nodes[producer[t]].name);
+                goto out;
+            }
+            producer[t] = i;
+        }
+    }
+    for (int i = 0; i < nn; i++) {
+        tether_ir_node *n = &g->nodes[i];
+        for (int j = 0; j < n->ninputs; j++) {
+            int t = n->inputs[j];
+            if (t >= 0 && !done[t] && producer[t] < 0) {
+                rc = node_error(n, TETHER_ERR_INVALID_ARG,
+                                "input '%s' is not a graph input, a constant or a node output",
+                                g->tensors[t].name);
+                goto out;
+            }
+        }
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        const tether_ir_tensor *t = &g->tensors[g->outputs[i]];
+        if (producer[g->outputs[i]] < 0) {
+            rc = tether_set_error(TETHER_ERR_INVALID_ARG,
+                                  "graph output '%s' is not produced by any node", t->name);
+            goto out;
+        }
+    }
+    int count = 0;
+    while (count < nn) {
+        int progress = 0;
+        for (int i = 0; i < nn; i++) {
+            if (placed[i]) {
+                continue;
+            }
+            tether_ir_node *n = &g->nodes[i];
+            int ready = 1;
+            for (int j = 0; j < n->ninputs && ready; j++) {
+                ready = n->inputs[j] < 0 || done[n->inputs[j]];
+            }
+            if (!ready) {
+                continue;
+            }
+            placed[i] = 1;
+            sorted[count++] = *n;
+            for (int j = 0; j < n->noutputs; j++) {
+                done[n->outputs[j]] = 1;
+            }
+            progress = 1;
+        }
+        if (!progress) {
+            for (int i = 0; i < nn; i++) {
+                if (!placed[i]) {
+                    rc = node_error(&g->nodes[i], TETHER_ERR_INVALID_ARG, "is part of a cycle");
+                    goto out;
+                }
+            }
+        }
+    }
+    memcpy(g->nodes, sorted, sizeof(tether_ir_node) * (size_t)nn);
+out:
+    free(producer);
+    free(done);
+    free(placed);
+    free(sorted);
+    return rc;
+}
+
+int tether_ir_infer(tether_ir_graph *g) {
+    if (g->noutputs == 0) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "graph '%s' has no outputs", g->name);
+    }
+    for (int i = 0; i < g->ntensors; i++) {
+        const tether_ir_tensor *t = &g->tensors[i];
+        if (t->kind != TETHER_TENSOR_INTERMEDIATE &&
+            !tether_dtype_equal(t->dtype, TETHER_FLOAT32)) {
+            char dn[TETHER_DTYPE_NAME_MAX] = "?";
+            tether_dtype_name(t->dtype, dn, sizeof dn);
+            return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                    "tensor '%s' has dtype %s; only float32 is supported", t->name,
+                                    dn);
+        }
+        if (t->kind == TETHER_TENSOR_INPUT && t->ndim == TETHER_IR_SHAPE_UNKNOWN) {
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "graph input '%s' has no shape",
+                                    t->name);
+        }
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        int rc = check_node_io(&g->nodes[i]);
+        if (rc) {
+            return rc;
+        }
+    }
+    int rc = order_nodes(g);
+    if (rc) {
+        return rc;
+    }
+    for (int i = 0; i < g->ntensors; i++) {
+        g->tensors[i].producer = -1;
+        g->tensors[i].alias_of = -1;
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        tether_ir_node *n = &g->nodes[i];
+        int64_t shape[TETHER_IR_MAX_NDIM];
+        int ndim = 0;
+        rc = infer_node(g, n, shape, &ndim);
+        if (rc) {
+            return rc;
+        }
+        if (n->attrs.has_residual) {
+            const tether_ir_tensor *r = &g->tensors[n->inputs[n->ninputs - 1]];
+            if (r->ndim != ndim || memcmp(r->shape, shape, sizeof(int64_t) * (size_t)ndim)) {
+                return node_error(n, TETHER_ERR_MISMATCH,
+                                  "residual input '%s' differs in shape from the output", r->name);
+            }
+        }
+        tether_ir_tensor *o = &g->tensors[n->outputs[0]];
+        if (o->ndim != TETHER_IR_SHAPE_UNKNOWN &&
+            (o->ndim != ndim || memcmp(o->shape, shape, sizeof(int64_t) * (size_t)ndim) != 0)) {
+            char s1[96], s2[96];
+            shape_text(s1, sizeof s1, o->shape, o->ndim);
+            shape_text(s2, sizeof s2, shape, ndim);
+            return node_error(n, TETHER_ERR_MISMATCH,
+                              "output '%s' is declared %s but the inputs give %s", o->name, s1, s2);
+        }
+        if (!tether_dtype_equal(o->dtype, TETHER_FLOAT32)) {
+            return node_error(n, TETHER_ERR_UNSUPPORTED, "output '%s' must be float32", o->name);
+        }
+        o->ndim = ndim;
+        memcpy(o->shape, shape, sizeof(int64_t) * (size_t)ndim);
+        o->producer = i;
+        if (n->op == TETHER_OP_CONV2D || n->op == TETHER_OP_MAX_POOL ||
+            n->op == TETHER_OP_AVG_POOL) {
+            o->layout = TETHER_LAYOUT_NCHW;
+        }
+        if (tether_ir_is_alias_op(n->op)) {
+            int src = n->inputs[0];
+            int is_out = 0;
+            for (int k = 0; k < g->noutputs; k++) {
+                is_out |= g->outputs[k] == n->outputs[0];
+            }
+            if (!is_out) {
+                o->alias_of = g->tensors[src].alias_of >= 0 ? g->tensors[src].alias_of : src;
+            }
+        }
+    }
+    if (g->nnodes && g->nodes[0].op == TETHER_OP_CONV2D) {
+        g->tensors[g->nodes[0].inputs[0]].layout = TETHER_LAYOUT_NCHW;
+    }
+    return TETHER_OK;
+}
+
+static void print_shape(FILE *out, const tether_ir_tensor *t) {
+    fputc('[', out);
+    for (int i = 0; i < t->ndim; i++) {
+        fprintf(out, "%s%lld", i ? "," : "", (long long)t->shape[i]);
+    }
+    fputc(']', out);
+}
+
+int tether_ir_print(FILE *out, const tether_ir_graph *g) {
+    static const char *const kinds[] = {"tensor", "input", "const"};
+    fprintf(out, "graph %s: %d tensors, %d nodes\n", g->name, g->ntensors, g->nnodes);
+    for (int i = 0; i < g->ntensors; i++) {
+        const tether_ir_tensor *t = &g->tensors[i];
+        char dn[TETHER_DTYPE_NAME_MAX] = "?";
+        tether_dtype_name(t->dtype, dn, sizeof dn);
+        fprintf(out, "  %%%d %-6s %s %s", i, kinds[t->kind], t->name, dn);
+        print_shape(out, t);
+        if (t->kind == TETHER_TENSOR_CONSTANT) {
+            fprintf(out, " (%zu bytes)", t->nbytes);
+        }
+        if (t->alias_of >= 0) {
+            fprintf(out, " alias of %s", g->tensors[t->alias_of].name);
+        }
+        fputc('\n', out);
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        const tether_ir_node *n = &g->nodes[i];
+        const tether_ir_attrs *a = &n->attrs;
+        fprintf(out, "  node %s = %s(", n->name, tether_op_name(n->op));
+        for (int j = 0; j < n->ninputs; j++) {
+            fprintf(out, "%s%s", j ? ", " : "",
+                    n->inputs[j] >= 0 ? g->tensors[n->inputs[j]].name : "-");
+        }
+        fprintf(out, ") -> %s ", g->tensors[n->outputs[0]].name);
+        print_shape(out, &g->tensors[n->outputs[0]]);
+        switch (n->op) {
+        case TETHER_OP_CONV2D:
+        case TETHER_OP_MAX_POOL:
+        case TETHER_OP_AVG_POOL:
+            fprintf(out, " kernel=%lldx%lld strides=%lld,%lld pads=%lld,%lld,%lld,%lld",
+                    (long long)a->kernel[0], (long long)a->kernel[1], (long long)a->strides[0],
+                    (long long)a->strides[1], (long long)a->pads[0], (long long)a->pads[1],
+                    (long long)a->pads[2], (long long)a->pads[3]);
+            if (n->op == TETHER_OP_CONV2D) {
+                fprintf(out, " groups=%lld", (long long)a->groups);
+            }
+            if (a->dilations[0] != 1 || a->dilations[1] != 1) {
+                fprintf(out, " dilations=%lld,%lld", (long long)a->dilations[0],
+                        (long long)a->dilations[1]);
+            }
+            break;
+        case TETHER_OP_DENSE:
+            fprintf(out, " alpha=%g beta=%g transA=%d transB=%d", (double)a->alpha, (double)a->beta,
+                    a->trans_a, a->trans_b);
+            break;
+        case TETHER_OP_SOFTMAX:
+        case TETHER_OP_LOG_SOFTMAX:
+        case TETHER_OP_CONCAT:
+        case TETHER_OP_FLATTEN:
+        case TETHER_OP_LAYER_NORM:
+            fprintf(out, " axis=%lld", (long long)a->axis);
+            break;
+        case TETHER_OP_CLIP:
+            fprintf(out, " min=%g max=%g", (double)a->min, (double)a->max);
+            break;
+        default:
+            break;
+        }
+        if (a->act != TETHER_ACT_NONE) {
+            fprintf(out, " +%s", tether_act_name(a->act));
+        }
+        if (a->has_residual) {
+            fprintf(out, " +residual");
+        }
+        fputc('\n', out);
+    }
+    fprintf(out, "  inputs:");
+    for (int i = 0; i < g->ninputs; i++) {
+        fprintf(out, " %s", g->tensors[g->inputs[i]].name);
+    }
+    fprintf(out, "\n  outputs:");
+    for (int i = 0; i < g->noutputs; i++) {
+        fprintf(out, " %s", g->tensors[g->outputs[i]].name);
+    }
+    fputc('\n', out);
+    return ferror(out) ? tether_set_error(TETHER_ERR_IO, "write error printing the IR") : TETHER_OK;
+}

@@ -1,0 +1,127 @@
+/*
+ * Small host utilities of the compiler: a growable string buffer and whole-file I/O.
+ * The buffer never loses data silently: an allocation failure sets `failed`, which writers check.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "tether/crt/error.h"
+
+void tether_sbuf_init(tether_sbuf *b) {
+    memset(b, 0, sizeof *b);
+}
+
+void tether_sbuf_free(tether_sbuf *b) {
+    free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
+static int reserve(tether_sbuf *b, size_t extra) {
+    if (b->failed) {
+        return -1;
+    }
+    if (b->len + extra + 1 <= b->cap) {
+        return 0;
+    }
+    size_t ncap = b->cap ? b->cap : 256;
+    while (ncap < b->len + extra + 1) {
+        ncap *= 2;
+    }
+    char *p = realloc(b->data, ncap);
+    if (!p) {
+        b->failed = 1;
+        return -1;
+    }
+    b->data = p;
+    b->cap = ncap;
+    return 0;
+}
+
+void tether_sbuf_vprintf(tether_sbuf *b, const char *fmt, va_list ap) {
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0 || reserve(b, (size_t)n) != 0) {
+        b->failed = 1;
+        return;
+    }
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+}
+
+void tether_sbuf_printf(tether_sbuf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tether_sbuf_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+
+void tether_sbuf_puts(tether_sbuf *b, const char *s) {
+    size_t n = strlen(s);
+    if (reserve(b, n) != 0) {
+        return;
+    }
+    memcpy(b->data + b->len, s, n + 1);
+    b->len += n;
+}
+
+int tether_write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        return tether_set_error(TETHER_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    }
+    size_t w = n ? fwrite(data, 1, n, f) : 0;
+    int bad = (w != n);
+    if (fclose(f) != 0) {
+        bad = 1;
+    }
+    if (bad) {
+        return tether_set_error(TETHER_ERR_IO, "short write to '%s'", path);
+    }
+    return TETHER_OK;
+}
+
+int tether_read_file(const char *path, char **out, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        return tether_set_error(TETHER_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n + 1 >= cap) {
+            char *p = realloc(buf, cap * 2);
+            if (!p) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = p;
+            cap *= 2;
+        }
+        size_t r = fread(buf + n, 1, cap - n - 1, f);
+        n += r;
+        if (r == 0) {
+            break;
+        }
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!buf) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory reading '%s'", path);
+    }
+    if (err) {
+        free(buf);
+        return tether_set_error(TETHER_ERR_IO, "error reading '%s'", path);
+    }
+    buf[n] = 0;
+    *out = buf;
+    if (len) {
+        *len = n;
+    }
+    return TETHER_OK;
+}
