@@ -1,0 +1,158 @@
+/*
+ * tether rpc tests (integration): TCP over 127.0.0.1 and ::1. The device side is the libuv
+ * listener running in a second thread; each accepted connection (a plain blocking fd) is served
+ * by the test server; the client is the blocking transport + tether_rpc_client in this thread.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "session.h"
+#include "test_server.h"
+#include "tether/crt.h"
+
+typedef struct srv {
+    uv_loop_t loop;
+    tether_tcp_listener *l;
+    char peer[96];
+    int served;
+    int result;
+    ts_stats st;
+} srv;
+
+static void on_accept(void *ctx, int fd, const char *peer) {
+    srv *s = ctx;
+    snprintf(s->peer, sizeof s->peer, "%s", peer);
+    tether_transport t;
+    if (tether_transport_fd_open(&t, TETHER_TRANSPORT_TCP, fd, fd, 65536, true) != 0) {
+        s->result = -1;
+        close(fd);
+    } else {
+        s->result = ts_serve(&t, &s->st);
+        tether_transport_close(&t);
+    }
+    s->served++;
+    tether_tcp_listener_close(s->l); /* one session per test: the loop then ends */
+}
+
+static void *loop_thread(void *arg) {
+    srv *s = arg;
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+static void run_over(const char *host) {
+    static srv s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(uv_loop_init(&s.loop), 0);
+    int rc = tether_tcp_listen(&s.loop, host, 0, on_accept, &s, &s.l);
+    if (rc != 0 && strcmp(host, "::1") == 0) {
+        uv_loop_close(&s.loop);
+        skip(); /* no IPv6 loopback on this machine */
+    }
+    if (rc)
+        fail_msg("listen on %s: %s", host, tether_last_error());
+    uint16_t port = tether_tcp_listener_port(s.l);
+    assert_true(port > 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, loop_thread, &s), 0);
+
+    tether_transport t;
+    if (tether_transport_tcp_connect(&t, host, port, 0, 5000) != 0)
+        fail_msg("connect to %s:%u: %s", host, port, tether_last_error());
+    assert_int_equal(t.kind, TETHER_TRANSPORT_TCP);
+    session_run(&t, 1024 * 1024 + 5, false);
+    tether_transport_close(&t);
+    pthread_join(th, NULL);
+    assert_int_equal(uv_loop_close(&s.loop), 0);
+    assert_int_equal(s.served, 1);
+    assert_int_equal(s.result, 0);
+    assert_true(s.st.duplicates >= 1);
+    assert_true(s.st.copied >= 1024 * 1024 + 5);
+    if (strcmp(host, "::1") == 0)
+        assert_non_null(strstr(s.peer, "[::1]:"));
+    else
+        assert_non_null(strstr(s.peer, "127.0.0.1:"));
+}
+
+static void test_tcp_ipv4(void **state) {
+    (void)state;
+    run_over("127.0.0.1");
+}
+
+static void test_tcp_ipv6(void **state) {
+    (void)state;
+    run_over("::1");
+}
+
+/* Connection refused and closed-peer errors are reported, not crashes. */
+static void test_tcp_errors(void **state) {
+    (void)state;
+    uv_loop_t loop;
+    tether_tcp_listener *l;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(tether_tcp_listen(&loop, "127.0.0.1", 0, NULL, NULL, &l),
+                     TETHER_ERR_INVALID_ARG);
+    /* find a free port, then close it again: connecting there is refused */
+    srv s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(tether_tcp_listen(&loop, "127.0.0.1", 0, on_accept, &s, &l), 0);
+    uint16_t port = tether_tcp_listener_port(l);
+    tether_tcp_listener_close(l);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    tether_transport t;
+    assert_int_equal(tether_transport_tcp_connect(&t, "127.0.0.1", port, 0, 2000), TETHER_ERR_IO);
+    assert_non_null(strstr(tether_last_error(), "cannot connect"));
+    /* a transport on a closed socket: recv reports the peer closing */
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    assert_int_equal(tether_transport_fd_open(&t, TETHER_TRANSPORT_TCP, sv[0], sv[0], 0, true), 0);
+    /* a header announcing more than max_frame: the stream is refused */
+    const uint8_t hdr[4] = {0x7f, 0, 0, 0};
+    assert_int_equal(write(sv[1], hdr, 4), 4);
+    const uint8_t *m;
+    size_t n;
+    assert_int_equal(tether_transport_recv(&t, &m, &n, 2000), TETHER_ERR_LIMIT);
+    tether_transport_close(&t);
+    assert_int_equal(tether_transport_fd_open(&t, TETHER_TRANSPORT_TCP, sv[1], sv[1], 0, true), 0);
+    assert_int_equal(tether_transport_recv(&t, &m, &n, 2000), TETHER_ERR_IO);
+    assert_int_equal(tether_transport_send(&t, "x", 1, 2000), TETHER_ERR_IO);
+    /* nothing to read within the timeout */
+    tether_transport_close(&t);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    assert_int_equal(tether_transport_fd_open(&t, TETHER_TRANSPORT_TCP, sv[0], sv[0], 0, true), 0);
+    assert_int_equal(tether_transport_recv(&t, &m, &n, 50), TETHER_ERR_TIMEOUT);
+    /* half a frame, a timeout, then the rest: the frame is delivered whole */
+    const uint8_t part1[] = {0, 0, 0, 3, 'a'};
+    const uint8_t part2[] = {'b', 'c'};
+    assert_int_equal(write(sv[1], part1, sizeof part1), (ssize_t)sizeof part1);
+    assert_int_equal(tether_transport_recv(&t, &m, &n, 50), TETHER_ERR_TIMEOUT);
+    assert_int_equal(write(sv[1], part2, sizeof part2), (ssize_t)sizeof part2);
+    assert_int_equal(tether_transport_recv(&t, &m, &n, 2000), 0);
+    assert_int_equal(n, 3);
+    assert_memory_equal(m, "abc", 3);
+    tether_transport_close(&t);
+    close(sv[1]);
+    /* closing twice / a zeroed transport is harmless */
+    tether_transport_close(&t);
+    tether_transport z;
+    memset(&z, 0, sizeof z);
+    tether_transport_close(&z);
+    assert_int_equal(tether_transport_send(&z, "x", 1, 10), TETHER_ERR_STATE);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tcp_ipv4),
+        cmocka_unit_test(test_tcp_ipv6),
+        cmocka_unit_test(test_tcp_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
