@@ -1,0 +1,31 @@
+/*
+ * Shared helpers of the compiler tests: build a graph, compile it into a temporary artifact,
+ * dlopen the library and run it through the module registry (packed or unpacked entry) or the
+ * typed C interface, and compare with the reference interpreter.
+ */
+#ifndef TETHER_TEST_OPS_COMMON_H
+#define TETHER_TEST_OPS_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tether/compiler.h"
+
+/* Fills n floats in [-1, 1) (or [0.1, 2) when positive) from a fixed-seed generator. */
+void tt_fill(float *v, size_t n, bool positive, uint32_t *seed);
+
+/* Compiles g (a copy is made; g is not changed) for x86_64 with the given options into
+ * <binary dir>/tests/compiler/tmp/<tag>, runs it on inputs through the entry in its registry
+ * (interface packed) or <prefix>_run (interface c) and writes the outputs. Returns 0 or a
+ * negative status; messages via tether_last_error(). */
+int tt_run_compiled(const tether_ir_graph *g, const char *tag, tether_abi abi,
+                    tether_interface iface, bool link_params, const float *const *inputs,
+                    float *const *outputs);
+
+/* Max |a-b| / (atol + rtol*|b|) over n values; <= 1 means "close". NaN in both counts as equal. */
+double tt_close(const float *a, const float *b, size_t n, double atol, double rtol);
+
+/* Deep copy of a graph (for running passes on a copy). */
+int tt_graph_copy(const tether_ir_graph *src, tether_ir_graph *dst);
+
+#endif
