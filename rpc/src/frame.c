@@ -12,12 +12,17 @@
 #include "tether/crt/error.h"
 #include "tether/rpc/proto.h"
 
+/* CRC of each 4-bit value, polynomial 0x1021 (a 32-byte table: 4x faster than bit by bit and
+ * still small enough for a Cortex-M0). */
+static const uint16_t crc_nibble[16] = {0x0000, 0x1021, 0x2042, 0x3063, 0x4084, 0x50a5,
+                                        0x60c6, 0x70e7, 0x8108, 0x9129, 0xa14a, 0xb16b,
+                                        0xc18c, 0xd1ad, 0xe1ce, 0xf1ef};
+
 uint16_t tether_crc16_ccitt(uint16_t crc, const void *data, size_t len) {
     const uint8_t *p = (const uint8_t *)data;
     for (size_t i = 0; i < len; i++) {
-        crc ^= (uint16_t)(p[i] << 8);
-        for (int b = 0; b < 8; b++)
-            crc = (crc & 0x8000u) ? (uint16_t)((crc << 1) ^ 0x1021u) : (uint16_t)(crc << 1);
+        crc = (uint16_t)((crc << 4) ^ crc_nibble[((crc >> 12) ^ (p[i] >> 4)) & 0x0f]);
+        crc = (uint16_t)((crc << 4) ^ crc_nibble[((crc >> 12) ^ (p[i] & 0x0f)) & 0x0f]);
     }
     return crc;
 }

@@ -20,27 +20,39 @@ void tether_mp_writer_init(tether_mp_writer *w, void *buf, size_t cap) {
     w->err = 0;
 }
 
+static int full(tether_mp_writer *w, size_t n);
+
 static int put(tether_mp_writer *w, const void *p, size_t n) {
     if (w->err)
         return w->err;
-    if (n > w->cap - w->len) {
-        w->err = tether_set_error(TETHER_ERR_LIMIT,
-                                  "msgpack writer: buffer of %zu bytes is full (need %zu more)",
-                                  w->cap, n - (w->cap - w->len));
-        return w->err;
-    }
+    if (n > w->cap - w->len)
+        return full(w, n);
     if (n)
         memcpy(w->buf + w->len, p, n);
     w->len += n;
     return 0;
 }
 
+static int full(tether_mp_writer *w, size_t n) {
+    w->err = tether_set_error(TETHER_ERR_LIMIT,
+                              "msgpack writer: buffer of %zu bytes is full (need %zu more)", w->cap,
+                              n - (w->cap - w->len));
+    return w->err;
+}
+
+/* A tag byte and a big-endian number of `bytes` bytes, stored directly (no memcpy call: this
+ * is the hot path of small messages). */
 static int put_tag(tether_mp_writer *w, uint8_t tag, uint64_t v, int bytes) {
-    uint8_t b[9];
-    b[0] = tag;
+    if (w->err)
+        return w->err;
+    if ((size_t)bytes + 1 > w->cap - w->len)
+        return full(w, (size_t)bytes + 1);
+    uint8_t *p = w->buf + w->len;
+    p[0] = tag;
     for (int i = 0; i < bytes; i++)
-        b[1 + i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
-    return put(w, b, (size_t)bytes + 1);
+        p[1 + i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
+    w->len += (size_t)bytes + 1;
+    return 0;
 }
 
 int tether_mp_write_nil(tether_mp_writer *w) {
