@@ -164,15 +164,19 @@ int tether_elf_size(const char *path, tether_elf_sizes *out);
 
 /* Static stack analysis from GCC's -fstack-usage (.su) and -fcallgraph-info=su (.ci) files. */
 typedef struct tether_stack_report {
-    int64_t bytes;    /* worst-case stack of the root function including its callees */
-    bool bounded;     /* false when recursion, dynamic frames or unknown callees make it so */
-    char reason[160]; /* why it is unbounded ("" when bounded) */
-    char path[512];   /* the worst call chain, "a -> b -> c" */
+    int64_t bytes;      /* worst-case stack of the root function including its callees */
+    bool bounded;       /* false when recursion, dynamic frames or unknown callees make it so */
+    char reason[160];   /* why it is unbounded ("" when bounded) */
+    char path[512];     /* the worst call chain, "a -> b -> c" */
+    char excluded[256]; /* reachable externals counted as 0 bytes (memcpy, expf, ...,
+                           tether_set_error on argument errors), comma-separated */
 } tether_stack_report;
 
 /* Computes the worst-case stack of `root` from the given .ci files (each one is the
- * -fcallgraph-info=su dump of one translation unit). Unknown external callees other than the
- * listed libc/libm functions make the result unbounded. */
+ * -fcallgraph-info=su dump of one translation unit). memcpy/memset, the libm functions of
+ * generated code and tether_set_error (reached only on argument errors) are external leaves
+ * counted as 0 bytes and listed in `excluded`; any other unknown callee, an indirect call,
+ * recursion or a dynamic frame makes the result unbounded. */
 int tether_stack_analyze(const char *const *ci_files, int nfiles, const char *root,
                          tether_stack_report *out);
 

@@ -69,9 +69,12 @@ int tether_plan_report(FILE *out, const tether_plan_problem *p, const tether_pla
         if (as->fallback) {
             fprintf(out,
                     "fallback: texture buffer '%s' (%lldx%lld texels) placed in global pool %s "
-                    "at offset %lld (%lld bytes): no texture pool could hold it\n",
+                    "at offset %lld (%lld bytes): %s\n",
                     buf->name, (long long)buf->width, (long long)buf->height,
-                    p->pools[as->pool].name, (long long)as->offset, (long long)buf->size);
+                    p->pools[as->pool].name, (long long)as->offset, (long long)buf->size,
+                    buf->pin_pool != NULL ? "pinned there"
+                                          : "no texture pool could hold it (device image limit "
+                                            "or capacity)");
         }
     }
     int unplanned = 0;

@@ -83,6 +83,9 @@ int tp_plan_textures(const tp_problem *tp, bool reuse, tp_result *r) {
         if (tp->items[i].texture && !tp->items[i].pinned_global) {
             order[n++] = i;
         }
+        if (tp->items[i].pinned_global) {
+            r->fallback[i] = true; /* pinned to a global pool: stored as a 1D buffer */
+        }
     }
     g_tex_tp = tp;
     qsort(order, (size_t)n, sizeof(int), cmp_area);

@@ -176,6 +176,7 @@ static char *report_json(const tether_ir_graph *g, const tether_compile_options 
             cJSON_AddStringToObject(st, "reason", res->build.stack.reason);
         }
         cJSON_AddStringToObject(st, "path", res->build.stack.path);
+        cJSON_AddStringToObject(st, "excluded", res->build.stack.excluded);
     }
     char *text = cJSON_Print(r);
     cJSON_Delete(r);
@@ -350,6 +351,10 @@ int tether_report_print(FILE *out, const char *artifact_dir) {
                     str(st, "reason"));
         }
         fprintf(out, "  stack path: %s\n", str(st, "path"));
+        const char *ex = str(st, "excluded");
+        if (ex[0] && strcmp(ex, "?") != 0) {
+            fprintf(out, "  stack excludes (external, counted as 0): %s\n", ex);
+        }
     }
     cJSON_Delete(r);
     return TETHER_OK;

@@ -172,7 +172,8 @@ typedef struct sfn {
     int state;   /* 0 new, 1 visiting, 2 done */
     int64_t total;
     int bounded;
-    int next; /* worst callee index or -1 */
+    int next;     /* worst callee index or -1 */
+    int excluded; /* an external counted as 0 bytes (leaf_libs) */
     char why[160];
 } sfn;
 
@@ -189,9 +190,10 @@ typedef struct sgraph {
 
 /* Leaf library functions a generated module may call; they are outside the analysed units and
  * counted as 0 bytes (documented in docs/codegen.md). */
-static const char *const leaf_libs[] = {"memcpy",         "memset", "expf", "logf",
-                                        "sqrtf",          "tanhf",  "powf", "__aeabi_memcpy",
-                                        "__aeabi_memset", NULL};
+static const char *const leaf_libs[] = {
+    "memcpy", "memset", "expf",           "logf",           "sqrtf",
+    "tanhf",  "powf",   "__aeabi_memcpy", "__aeabi_memset", "tether_set_error",
+    NULL};
 
 static int find_fn(sgraph *g, const char *title, int create) {
     for (int i = 0; i < g->nf; i++) {
@@ -313,7 +315,9 @@ static void visit(sgraph *g, int i) {
         for (int k = 0; leaf_libs[k]; k++) {
             leaf |= strcmp(f->name, leaf_libs[k]) == 0;
         }
-        if (!leaf) {
+        if (leaf) {
+            f->excluded = 1;
+        } else {
             f->bounded = 0;
             snprintf(f->why, sizeof f->why, "calls %s, whose stack is unknown",
                      strcmp(f->title, "__indirect_call") == 0 ? "through a function pointer"
@@ -384,6 +388,13 @@ int tether_stack_analyze(const char *const *ci_files, int nfiles, const char *ro
             o += (size_t)snprintf(out->path + o, sizeof out->path - o, "%s%s(%lld)",
                                   depth ? " -> " : "", g.f[i].name, (long long)g.f[i].bytes);
             i = g.f[i].next;
+        }
+        o = 0;
+        for (int i = 0; i < g.nf; i++) {
+            if (g.f[i].excluded && g.f[i].state == 2 && o < sizeof out->excluded) {
+                o += (size_t)snprintf(out->excluded + o, sizeof out->excluded - o, "%s%s",
+                                      o ? "," : "", g.f[i].name);
+            }
         }
     }
     for (int i = 0; i < g.nf; i++) {

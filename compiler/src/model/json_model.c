@@ -506,6 +506,21 @@ int tether_model_parse_json(const char *text, const char *source, const char *we
     if ((rc = parse_io(&c, root, "inputs", 1))) {
         goto out;
     }
+    /* Node outputs first, so a node may read a tensor written by a later node (the order is
+     * fixed, and cycles found, by inference). */
+    cJSON_ArrayForEach(e, nodes) {
+        const cJSON *outs = cJSON_GetObjectItemCaseSensitive(e, "outputs");
+        const cJSON *o;
+        cJSON_ArrayForEach(o, outs) {
+            if (cJSON_IsString(o) && o->valuestring[0] &&
+                tether_ir_find_tensor(g, o->valuestring) < 0 &&
+                (rc = tether_ir_add_tensor(g, o->valuestring, TETHER_FLOAT32,
+                                           TETHER_IR_SHAPE_UNKNOWN, NULL, NULL))) {
+                rc = fail(&c, rc, "%s", tether_last_error());
+                goto out;
+            }
+        }
+    }
     i = 0;
     cJSON_ArrayForEach(e, nodes) {
         if ((rc = parse_node(&c, e, i++))) {

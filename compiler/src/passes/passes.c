@@ -280,12 +280,30 @@ int tether_pass_fuse_epilogues(tether_ir_graph *g) {
                 int64_t C = ot->shape[1];
                 int has_bias = pr->ninputs > 2 && pr->inputs[2] >= 0;
                 const tether_ir_tensor *o2 = &g->tensors[other];
-                if (pr->op != TETHER_OP_MATMUL && !has_bias && bias_values(g, pr, other, C)) {
+                int bias_ok = pr->op != TETHER_OP_MATMUL && bias_values(g, pr, other, C);
+                if (bias_ok && has_bias) {
+                    const tether_ir_tensor *ob = &g->tensors[pr->inputs[2]];
+                    /* an existing bias must be a constant [C] (conv) or [N] (dense, beta 1) */
+                    bias_ok = ob->kind == TETHER_TENSOR_CONSTANT && ob->ndim == 1 &&
+                              ob->shape[0] == C &&
+                              (pr->op == TETHER_OP_CONV2D || pr->attrs.beta == 1.0f);
+                }
+                if (bias_ok) {
                     int64_t bshape[1] = {C};
                     int nb;
                     char base[200];
                     snprintf(base, sizeof base, "%s", pr->name);
-                    int rc = new_const(g, base, ".bias", 1, bshape, o2->data, (size_t)C, &nb);
+                    float *sum = malloc(sizeof(float) * (size_t)C);
+                    if (!sum) {
+                        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "fusion: out of memory");
+                    }
+                    for (int64_t c = 0; c < C; c++) {
+                        sum[c] =
+                            ((const float *)o2->data)[c] +
+                            (has_bias ? ((const float *)g->tensors[pr->inputs[2]].data)[c] : 0.0f);
+                    }
+                    int rc = new_const(g, base, ".bias", 1, bshape, sum, (size_t)C, &nb);
+                    free(sum);
                     if (rc) {
                         return rc;
                     }
