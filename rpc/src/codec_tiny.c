@@ -3,7 +3,8 @@
  * by the zero-allocation msgpack reader/writer of mp.c.
  *
  * Must stay true: no allocation, no libc beyond string.h; a decoded message only points into
- * the input buffer; input that is not exactly one message is rejected.
+ * the input buffer; input that is not exactly one message is rejected, by the same structural
+ * pre-pass as the msgpack-c codec (so both codecs accept exactly the same inputs).
  */
 #include <string.h>
 
@@ -95,6 +96,14 @@ int tether_rpc_tiny_decode(const void *buf, size_t len, tether_rpc_msg *out) {
     tether_mp_reader r;
     if (!out || (!buf && len))
         return tether_set_error(TETHER_ERR_INVALID_ARG, "tiny decode: null argument");
+    /* structural pass first (exactly one value, nesting <= TETHER_MP_MAX_DEPTH from the top):
+     * the msgpack-c codec applies the same pass, so both accept exactly the same inputs */
+    tether_mp_reader_init(&r, buf, len);
+    if (tether_mp_skip(&r))
+        return r.err;
+    if (r.pos != len)
+        return tether_set_error(TETHER_ERR_PROTOCOL, "%zu bytes after the end of the message",
+                                len - r.pos);
     tether_mp_reader_init(&r, buf, len);
     int rc = tether_rpc_schema_decode(&tiny_dec, &r, out);
     if (rc)

@@ -222,6 +222,21 @@ static void test_decode_deep_nesting(void **state) {
         tether_rpc_msg m;
         assert_int_equal(decoders[c](expect, n, &m), TETHER_ERR_PROTOCOL);
     }
+    /* the depth limit counts from the message array, in both codecs (found by the differential
+     * fuzzer): a trailing field nested to depth 16 is fine, to depth 17 is not */
+    for (int extra = 15; extra <= 16; extra++) {
+        n = 0;
+        expect[n++] = 0x93;
+        expect[n++] = 0x4e; /* RESET reply */
+        expect[n++] = 0x0a;
+        for (int i = 0; i < extra; i++)
+            expect[n++] = 0x91;
+        expect[n++] = 0xc0;
+        for (int c = 0; c < 2; c++) {
+            tether_rpc_msg m;
+            assert_int_equal(decoders[c](expect, n, &m), extra == 15 ? 0 : TETHER_ERR_PROTOCOL);
+        }
+    }
 }
 
 /* Encoders refuse messages that break a limit, and never overrun the buffer. */
