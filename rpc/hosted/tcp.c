@@ -55,7 +55,8 @@ typedef struct connect_state {
 
 static void on_connect(uv_connect_t *req, int status) {
     connect_state *s = req->data;
-    s->status = status;
+    if (s->status == 1) /* not already timed out (a timeout cancels the request) */
+        s->status = status;
     uv_timer_stop(&s->timer);
 }
 
