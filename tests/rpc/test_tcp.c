@@ -148,11 +148,92 @@ static void test_tcp_errors(void **state) {
     assert_int_equal(tether_transport_send(&z, "x", 1, 10), TETHER_ERR_STATE);
 }
 
+static int log_calls;
+static void count_log(void *ctx, const tether_rpc_msg *m) {
+    (void)ctx;
+    assert_true(tether_rpc_str_eq(m->u.log.text, "hi"));
+    log_calls++;
+}
+
+/* The client skips replies to other ids and garbage frames, forwards LOG, and checks the reply
+ * type; the peer here is written by hand over a socketpair. */
+static void test_client_matching(void **state) {
+    (void)state;
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    tether_transport t, peer;
+    assert_int_equal(tether_transport_fd_open(&t, TETHER_TRANSPORT_TCP, sv[0], sv[0], 0, true), 0);
+    assert_int_equal(tether_transport_fd_open(&peer, TETHER_TRANSPORT_TCP, sv[1], sv[1], 0, true),
+                     0);
+    tether_rpc_client c;
+    assert_int_equal(tether_rpc_client_init(&c, &t, 4096, 0), 0);
+    c.on_log = count_log;
+    log_calls = 0;
+    /* queue, before the request is even sent: a stale reply (id 99), a garbage frame, a LOG,
+     * then the real reply to id 1 */
+    static tether_rpc_msg m;
+    uint8_t buf[256];
+    size_t n;
+    memset(&m, 0, sizeof m);
+    m.type = TETHER_RPC_FREE | TETHER_RPC_REPLY;
+    m.id = 99;
+    assert_int_equal(tether_rpc_tiny_encode(&m, buf, sizeof buf, &n), 0);
+    assert_int_equal(tether_transport_send(&peer, buf, n, 1000), 0);
+    assert_int_equal(tether_transport_send(&peer, "\xc1\xc1", 2, 1000), 0);
+    memset(&m, 0, sizeof m);
+    m.type = TETHER_RPC_LOG;
+    m.u.log.text = tether_rpc_str_c("hi");
+    assert_int_equal(tether_rpc_tiny_encode(&m, buf, sizeof buf, &n), 0);
+    assert_int_equal(tether_transport_send(&peer, buf, n, 1000), 0);
+    memset(&m, 0, sizeof m);
+    m.type = TETHER_RPC_FREE | TETHER_RPC_REPLY;
+    m.id = 1;
+    assert_int_equal(tether_rpc_tiny_encode(&m, buf, sizeof buf, &n), 0);
+    assert_int_equal(tether_transport_send(&peer, buf, n, 1000), 0);
+    static tether_rpc_msg req, rep;
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_FREE;
+    req.u.free_req.handle = 5;
+    assert_int_equal(tether_rpc_client_request(&c, &req, &rep, 2000), 0);
+    assert_int_equal(req.id, 1);
+    assert_int_equal(rep.type, TETHER_RPC_FREE | TETHER_RPC_REPLY);
+    assert_int_equal(c.stale_replies, 2);
+    assert_int_equal(log_calls, 1);
+    /* the request really went out, with id 1 */
+    const uint8_t *in;
+    size_t inlen;
+    assert_int_equal(tether_transport_recv(&peer, &in, &inlen, 1000), 0);
+    assert_int_equal(tether_rpc_tiny_decode(in, inlen, &m), 0);
+    assert_int_equal(m.type, TETHER_RPC_FREE);
+    assert_int_equal(m.id, 1);
+    assert_int_equal(m.u.free_req.handle, 5);
+    /* a reply of the wrong type for id 2 is a protocol error */
+    memset(&m, 0, sizeof m);
+    m.type = TETHER_RPC_ALLOC | TETHER_RPC_REPLY;
+    m.id = 2;
+    m.u.alloc_rep.array = 1;
+    assert_int_equal(tether_rpc_tiny_encode(&m, buf, sizeof buf, &n), 0);
+    assert_int_equal(tether_transport_send(&peer, buf, n, 1000), 0);
+    assert_int_equal(tether_rpc_client_request(&c, &req, &rep, 2000), TETHER_ERR_PROTOCOL);
+    /* no reply at all: a timeout naming the request, after 1 + retries attempts */
+    c.retries = 1;
+    assert_int_equal(tether_rpc_client_request(&c, &req, &rep, 50), TETHER_ERR_TIMEOUT);
+    assert_non_null(strstr(tether_last_error(), "FREE"));
+    assert_non_null(strstr(tether_last_error(), "2 attempt"));
+    /* replies are not requests */
+    req.type = TETHER_RPC_FREE | TETHER_RPC_REPLY;
+    assert_int_equal(tether_rpc_client_request(&c, &req, &rep, 50), TETHER_ERR_INVALID_ARG);
+    tether_rpc_client_close(&c);
+    tether_transport_close(&t);
+    tether_transport_close(&peer);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tcp_ipv4),
         cmocka_unit_test(test_tcp_ipv6),
         cmocka_unit_test(test_tcp_errors),
+        cmocka_unit_test(test_client_matching),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
