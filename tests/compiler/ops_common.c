@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,4 +206,158 @@ out:
         rm_tree(dir);
     }
     return rc;
+}
+
+/* ---- the operator zoo ---------------------------------------------------------------------- */
+
+typedef struct zoo {
+    tether_ir_graph *g;
+    uint32_t seed;
+    int last;
+    int count;
+} zoo;
+
+static int zconst(zoo *z, int ndim, const int64_t *shape, bool positive) {
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        n *= (size_t)shape[i];
+    }
+    float *v = malloc(n * sizeof(float));
+    tt_fill(v, n, positive, &z->seed);
+    char name[32];
+    snprintf(name, sizeof name, "c%d", z->count++);
+    int idx = -1;
+    tether_ir_add_constant(z->g, name, TETHER_FLOAT32, ndim, shape, v, n * sizeof(float), &idx);
+    free(v);
+    return idx;
+}
+
+/* Adds node op(inputs...) -> new tensor; returns the tensor. */
+static int znode(zoo *z, tether_op op, const tether_ir_attrs *a, int nin, ...) {
+    int in[8];
+    va_list ap;
+    va_start(ap, nin);
+    for (int i = 0; i < nin; i++) {
+        in[i] = va_arg(ap, int);
+    }
+    va_end(ap);
+    char tn[32], nn[32];
+    snprintf(tn, sizeof tn, "t%d", z->count);
+    snprintf(nn, sizeof nn, "%s_%d", tether_op_name(op), z->count++);
+    int out = -1;
+    tether_ir_add_tensor(z->g, tn, TETHER_FLOAT32, -1, NULL, &out);
+    tether_ir_add_node(z->g, nn, op, in, nin, &out, 1, a, NULL);
+    z->last = out;
+    return out;
+}
+
+static tether_ir_attrs zattrs(tether_op op) {
+    tether_ir_attrs a;
+    tether_ir_attrs_init(op, &a);
+    return a;
+}
+
+void tt_build_zoo(tether_ir_graph *g) {
+    zoo z = {g, 99, -1, 0};
+    tether_ir_init(g, "zoo");
+    int64_t sx[] = {1, 3, 8, 8};
+    int x;
+    tether_ir_add_tensor(g, "x", TETHER_FLOAT32, 4, sx, &x);
+    tether_ir_add_input(g, x);
+    int64_t s_w1[] = {6, 3, 3, 3}, s6[] = {6}, s_dw[] = {6, 1, 3, 3};
+    tether_ir_attrs a = zattrs(TETHER_OP_CONV2D);
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
+    int t =
+        znode(&z, TETHER_OP_CONV2D, &a, 3, x, zconst(&z, 4, s_w1, false), zconst(&z, 1, s6, false));
+    t = znode(&z, TETHER_OP_BATCH_NORM, NULL, 5, t, zconst(&z, 1, s6, false),
+              zconst(&z, 1, s6, false), zconst(&z, 1, s6, false), zconst(&z, 1, s6, true));
+    t = znode(&z, TETHER_OP_RELU, NULL, 1, t);
+    a.groups = 6;
+    a.strides[0] = a.strides[1] = 2;
+    t = znode(&z, TETHER_OP_CONV2D, &a, 3, t, zconst(&z, 4, s_dw, false), zconst(&z, 1, s6, false));
+    int skip = znode(&z, TETHER_OP_LEAKY_RELU, NULL, 1, t);
+    a = zattrs(TETHER_OP_MAX_POOL);
+    a.kernel[0] = a.kernel[1] = 2;
+    a.strides[0] = a.strides[1] = 2;
+    t = znode(&z, TETHER_OP_MAX_POOL, &a, 1, skip);
+    t = znode(&z, TETHER_OP_RESIZE_NEAREST, NULL, 1, t);
+    a = zattrs(TETHER_OP_AVG_POOL);
+    a.kernel[0] = a.kernel[1] = 3;
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
+    a.count_include_pad = true;
+    t = znode(&z, TETHER_OP_AVG_POOL, &a, 1, t);
+    t = znode(&z, TETHER_OP_ADD, NULL, 2, t, skip);
+    t = znode(&z, TETHER_OP_HARD_SWISH, NULL, 1, t);
+    t = znode(&z, TETHER_OP_SIGMOID, NULL, 1, t);
+    t = znode(&z, TETHER_OP_TANH, NULL, 1, t);
+    t = znode(&z, TETHER_OP_HARD_SIGMOID, NULL, 1, t);
+    t = znode(&z, TETHER_OP_EXP, NULL, 1, t);
+    t = znode(&z, TETHER_OP_LOG, NULL, 1, t);
+    a = zattrs(TETHER_OP_CLIP);
+    a.min = -0.5f;
+    a.max = 0.5f;
+    t = znode(&z, TETHER_OP_CLIP, &a, 1, t);
+    a = zattrs(TETHER_OP_TRANSPOSE);
+    a.nints = 4;
+    a.ints[0] = 0;
+    a.ints[1] = 2;
+    a.ints[2] = 3;
+    a.ints[3] = 1;
+    t = znode(&z, TETHER_OP_TRANSPOSE, &a, 1, t); /* [1,4,4,6] */
+    a = zattrs(TETHER_OP_LAYER_NORM);
+    t = znode(&z, TETHER_OP_LAYER_NORM, &a, 3, t, zconst(&z, 1, s6, false),
+              zconst(&z, 1, s6, false));
+    a = zattrs(TETHER_OP_RESHAPE);
+    a.nints = 3;
+    a.ints[0] = 1;
+    a.ints[1] = 16;
+    a.ints[2] = 6;
+    t = znode(&z, TETHER_OP_RESHAPE, &a, 1, t);
+    int64_t s65[] = {6, 5};
+    t = znode(&z, TETHER_OP_MATMUL, NULL, 2, t, zconst(&z, 2, s65, false)); /* [1,16,5] */
+    t = znode(&z, TETHER_OP_SOFTMAX, NULL, 1, t);
+    a = zattrs(TETHER_OP_LOG_SOFTMAX);
+    a.axis = 1;
+    t = znode(&z, TETHER_OP_LOG_SOFTMAX, &a, 1, t);
+    a = zattrs(TETHER_OP_REDUCE_MEAN);
+    a.nints = 1;
+    a.ints[0] = 1;
+    t = znode(&z, TETHER_OP_REDUCE_MEAN, &a, 1, t); /* [1,1,5] */
+    t = znode(&z, TETHER_OP_FLATTEN, NULL, 1, t);   /* [1,5] */
+    int64_t s57[] = {5, 7}, s7[] = {7};
+    t = znode(&z, TETHER_OP_DENSE, NULL, 3, t, zconst(&z, 2, s57, false),
+              zconst(&z, 1, s7, false)); /* [1,7] */
+    t = znode(&z, TETHER_OP_NEG, NULL, 1, t);
+    a = zattrs(TETHER_OP_CONCAT);
+    a.axis = 1;
+    t = znode(&z, TETHER_OP_CONCAT, &a, 2, t, t); /* [1,14] */
+    a = zattrs(TETHER_OP_PAD);
+    a.nints = 4;
+    a.ints[0] = 0;
+    a.ints[1] = 1;
+    a.ints[2] = 0;
+    a.ints[3] = 1;
+    t = znode(&z, TETHER_OP_PAD, &a, 1, t); /* [1,16] */
+    int64_t s16[] = {16}, s0[1] = {1};
+    t = znode(&z, TETHER_OP_ABS, NULL, 1, t);
+    t = znode(&z, TETHER_OP_POW, NULL, 2, t, zconst(&z, 0, s0, true));
+    t = znode(&z, TETHER_OP_SQRT, NULL, 1, t);
+    t = znode(&z, TETHER_OP_DIV, NULL, 2, t, zconst(&z, 1, s16, true));
+    t = znode(&z, TETHER_OP_SUB, NULL, 2, t, zconst(&z, 1, s16, false));
+    t = znode(&z, TETHER_OP_PRELU, NULL, 2, t, zconst(&z, 1, s16, false));
+    t = znode(&z, TETHER_OP_MUL, NULL, 2, t, t);
+    a = zattrs(TETHER_OP_UNSQUEEZE);
+    a.nints = 1;
+    a.ints[0] = 2;
+    t = znode(&z, TETHER_OP_UNSQUEEZE, &a, 1, t); /* [1,16,1] */
+    t = znode(&z, TETHER_OP_GLOBAL_MAX_POOL, NULL, 1, t);
+    a = zattrs(TETHER_OP_UNSQUEEZE);
+    a.nints = 1;
+    a.ints[0] = 3;
+    t = znode(&z, TETHER_OP_UNSQUEEZE, &a, 1, t); /* [1,16,1,1] */
+    t = znode(&z, TETHER_OP_GLOBAL_AVG_POOL, NULL, 1, t);
+    a = zattrs(TETHER_OP_SQUEEZE);
+    t = znode(&z, TETHER_OP_SQUEEZE, &a, 1, t); /* [16] */
+    t = znode(&z, TETHER_OP_RELU, NULL, 1, t);
+    tether_ir_add_output(g, t);
 }

@@ -28,4 +28,7 @@ double tt_close(const float *a, const float *b, size_t n, double atol, double rt
 /* Deep copy of a graph (for running passes on a copy). */
 int tt_graph_copy(const tether_ir_graph *src, tether_ir_graph *dst);
 
+/* A chain of every operator kind with constant weights (for cross-compile checks and the
+ * benchmarks): input x[1,3,8,8], one output. */
+void tt_build_zoo(tether_ir_graph *g);
 #endif

@@ -311,9 +311,11 @@ static void visit(sgraph *g, int i) {
     f->bounded = 1;
     f->total = f->bytes;
     if (!f->known) {
-        int leaf = 0;
+        /* __aeabi_*: the Arm run-time ABI helpers (soft-float, division) from libgcc */
+        int leaf = strncmp(f->name, "__aeabi_", 8) == 0;
+        const char *base = strncmp(f->name, "__builtin_", 10) == 0 ? f->name + 10 : f->name;
         for (int k = 0; leaf_libs[k]; k++) {
-            leaf |= strcmp(f->name, leaf_libs[k]) == 0;
+            leaf |= strcmp(base, leaf_libs[k]) == 0;
         }
         if (leaf) {
             f->excluded = 1;

@@ -1,0 +1,147 @@
+/*
+ * Generated code is portable C99: a model using every operator kind is generated in both ABIs,
+ * both interfaces and both weight modes and compiled with -std=c99 -Wall -Wextra -Werror at -O0
+ * and -O2 for x86_64-linux and cortex-m3 (the build driver's own flags). The Cortex-M objects
+ * may need nothing but memcpy/memset, the listed libm functions, the weak tether_set_error and
+ * the compiler's __aeabi helpers. The same model also runs on the host against the interpreter.
+ * Without arm-none-eabi-gcc the Cortex-M half is skipped (exit 77 when nothing could run).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ops_common.h"
+#include "tether/crt.h"
+
+static int arm_available(void) {
+    const tether_target *t;
+    return tether_target_find("cortex-m3", &t) == 0 && tether_target_available(t);
+}
+
+/* Checks the undefined symbols of obj against the allowed list via arm-none-eabi-nm. */
+static void check_symbols(const char *obj) {
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "arm-none-eabi-nm -u '%s'", obj);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char ln[256];
+    int n = 0;
+    while (fgets(ln, sizeof ln, p)) {
+        char kind[8], name[200];
+        if (sscanf(ln, "%7s %199s", kind, name) != 2) {
+            continue;
+        }
+        static const char *const ok[] = {"memcpy", "memset", "expf", "logf",
+                                         "sqrtf",  "tanhf",  "powf", "tether_set_error"};
+        int good = strncmp(name, "__aeabi_", 8) == 0;
+        for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+            good |= strcmp(name, ok[i]) == 0;
+        }
+        if (!good) {
+            pclose(p);
+            fail_msg("%s needs '%s'", obj, name);
+        }
+        n++;
+    }
+    assert_int_equal(pclose(p), 0);
+    assert_true(n > 0); /* at least memcpy/expf/__aeabi_*: the check really ran */
+}
+
+static void build_all(const char *target) {
+    for (int opt = 0; opt <= 2; opt += 2) {
+        for (int combo = 0; combo < 8; combo++) {
+            tether_ir_graph g;
+            tt_build_zoo(&g);
+            if (tether_ir_infer(&g) != 0) {
+                fail_msg("zoo: %s", tether_last_error());
+            }
+            tether_compile_options o;
+            tether_compile_options_init(&o);
+            o.codegen.abi = (tether_abi)(combo & 1);
+            o.codegen.interface = (tether_interface)((combo >> 1) & 1);
+            o.codegen.link_params = !((combo >> 2) & 1);
+            o.codegen.prefix = "zoo";
+            o.build.target = target;
+            o.build.opt_level = opt;
+            o.build.keep_objects = true;
+            char dir[1024];
+            snprintf(dir, sizeof dir, "%s/tests/compiler/cross-%s-O%d-%d", TETHER_BINARY_DIR,
+                     target, opt, combo);
+            char rm[1200];
+            snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+            assert_int_equal(system(rm), 0);
+            tether_compile_result res;
+            if (tether_compile_graph(&g, dir, &o, &res) != 0) {
+                fail_msg("%s -O%d %s/%s/%s: %s", target, opt, tether_abi_name(o.codegen.abi),
+                         tether_interface_name(o.codegen.interface),
+                         o.codegen.link_params ? "linked" : "blob", tether_last_error());
+            }
+            assert_true(res.built);
+            assert_true(res.build.sizes.text > 0);
+            if (!res.build.stack.bounded) {
+                fail_msg("%s -O%d combo %d: stack unbounded: %s", target, opt, combo,
+                         res.build.stack.reason);
+            }
+            if (strcmp(target, "x86_64-linux") != 0) {
+                char obj[1200];
+                snprintf(obj, sizeof obj, "%s/zoo.o", dir);
+                check_symbols(obj);
+            }
+            assert_int_equal(system(rm), 0);
+            tether_ir_close(&g);
+        }
+    }
+}
+
+static void test_x86_64(void **state) {
+    (void)state;
+    build_all("x86_64-linux");
+}
+
+static void test_cortex_m3(void **state) {
+    (void)state;
+    if (!arm_available()) {
+        skip();
+    }
+    build_all("cortex-m3");
+}
+
+static void test_zoo_runs_on_host(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    tt_build_zoo(&g);
+    assert_int_equal(tether_ir_infer(&g), 0);
+    assert_true(g.nnodes >= 40);
+    float x[192], ref[16], got[16];
+    uint32_t seed = 1;
+    tt_fill(x, 192, false, &seed);
+    const float *in[1] = {x};
+    float *r[1] = {ref}, *o[1] = {got};
+    assert_int_equal(tether_interp_run(&g, in, r), 0);
+    for (int abi = 0; abi < 2; abi++) {
+        int rc =
+            tt_run_compiled(&g, "zoo", (tether_abi)abi, TETHER_INTERFACE_PACKED, abi == 0, in, o);
+        if (rc) {
+            fail_msg("zoo: %s", tether_last_error());
+        }
+        if (tt_close(got, ref, 16, 1e-4, 1e-3) > 1.0) {
+            fail_msg("zoo output differs (%s ABI)", tether_abi_name((tether_abi)abi));
+        }
+    }
+    tether_ir_close(&g);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_x86_64),
+        cmocka_unit_test(test_cortex_m3),
+        cmocka_unit_test(test_zoo_runs_on_host),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
