@@ -371,9 +371,45 @@ static void test_fault_in_module(void **state) {
     assert_int_equal(mcu_call_error(&board, f, TETHER_ABI_UNPACKED, args, 1, msg, sizeof msg),
                      TETHER_ERR_CRASHED);
     printf("fault report: %s\n", msg);
-    assert_non_null(strstr(msg, "in 'poke'"));
+    assert_non_null(strstr(msg, "BusFault in 'poke'"));
+    assert_non_null(strstr(msg, "(PRECISERR)"));
+    assert_non_null(strstr(msg, "bfar=0x60000000"));
     assert_int_equal(mcu_wait_log(&board, "board mps2-an385", 15000), 0);
     mcu_hello(&board, &rep);
+
+    /* Unbounded recursion: the stack sits at the bottom of SRAM above MPU no-access guards, so
+     * the overflow faults (MemManage) and never reaches .bss; the reply therefore still carries
+     * the right request id. */
+    img = build_module("fault_module", NULL, &size);
+    assert_int_equal(upload("fault", img, size, false, 0, msg, sizeof msg), 0);
+    assert_int_equal(load("fault", &module, NULL, msg, sizeof msg), 0);
+    free(img);
+    uint64_t hn = mcu_alloc(&board, s1, 1, TETHER_INT32, NULL);
+    int32_t depth = 1000000;
+    mcu_copy_to(&board, hn, &depth, 4);
+    f = mcu_get_function(&board, module, "recurse", NULL);
+    args[0] = mcu_arg_array(hn);
+    assert_int_equal(mcu_call_error(&board, f, TETHER_ABI_UNPACKED, args, 1, msg, sizeof msg),
+                     TETHER_ERR_CRASHED);
+    printf("fault report: %s\n", msg);
+    assert_non_null(strstr(msg, "MemManage in 'recurse' (stack overflow"));
+    assert_non_null(strstr(msg, "(MSTKERR)"));
+    assert_int_equal(mcu_wait_log(&board, "board mps2-an385", 15000), 0);
+    mcu_hello(&board, &rep);
+    /* A bounded recursion on the fresh board still works. */
+    img = build_module("fault_module", NULL, &size);
+    assert_int_equal(upload("fault", img, size, false, 0, msg, sizeof msg), 0);
+    assert_int_equal(load("fault", &module, NULL, msg, sizeof msg), 0);
+    free(img);
+    hn = mcu_alloc(&board, s1, 1, TETHER_INT32, NULL);
+    depth = 10;
+    mcu_copy_to(&board, hn, &depth, 4);
+    f = mcu_get_function(&board, module, "recurse", NULL);
+    args[0] = mcu_arg_array(hn);
+    tether_rpc_call_rep ok;
+    mcu_call(&board, f, TETHER_ABI_UNPACKED, args, 1, &ok);
+    printf("recurse(10): stack %llu bytes\n", (unsigned long long)ok.stack_bytes);
+    assert_true(ok.stack_bytes > 10 * 64 && ok.stack_bytes < 10 * 160);
 }
 
 int main(int argc, char **argv) {

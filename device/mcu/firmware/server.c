@@ -761,12 +761,16 @@ static const char *cfsr_reason(uint32_t cfsr) {
 void tether_mcu_fault(const tether_fault_info *f) {
     static char text[240];
     const char *fn = inflight_fn;
+    /* MSTKERR/STKERR: the exception frame could not be pushed (stack overflow into the guard),
+     * so the stacked PC/LR are unknown. */
+    bool stacking = (f->cfsr & ((1u << 4) | (1u << 12))) != 0;
     tether_format(text, sizeof text,
-                  "%s in '%s': pc=0x%08x lr=0x%08x cfsr=0x%08x (%s) hfsr=0x%08x mmfar=0x%08x "
+                  "%s in '%s'%s: pc=0x%08x lr=0x%08x cfsr=0x%08x (%s) hfsr=0x%08x mmfar=0x%08x "
                   "bfar=0x%08x; the device resets",
-                  f->kind, fn ? fn : "(firmware)", (unsigned)f->pc, (unsigned)f->lr,
-                  (unsigned)f->cfsr, cfsr_reason(f->cfsr), (unsigned)f->hfsr, (unsigned)f->mmfar,
-                  (unsigned)f->bfar);
+                  f->kind, fn ? fn : "(firmware)",
+                  stacking ? " (stack overflow: no exception frame, pc/lr unknown)" : "",
+                  (unsigned)f->pc, (unsigned)f->lr, (unsigned)f->cfsr, cfsr_reason(f->cfsr),
+                  (unsigned)f->hfsr, (unsigned)f->mmfar, (unsigned)f->bfar);
     uint32_t id = inflight_id;
     if (id != 0) {
         /* `rep` is free: the request that faulted never got to fill it. */

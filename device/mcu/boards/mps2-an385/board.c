@@ -189,6 +189,7 @@ uintptr_t tether_board_stack_pointer(void) {
 }
 
 static tether_board_info info;
+#define STACK_GUARD_BYTES 32u
 
 const tether_board_info *tether_board_get_info(void) {
     return &info;
@@ -213,8 +214,21 @@ void tether_board_init(void) {
     info.heap_size = (uint32_t)((uintptr_t)__tether_heap_end - (uintptr_t)__tether_heap_start);
     info.load_base = (uintptr_t)__tether_load_start;
     info.load_size = (uint32_t)((uintptr_t)__tether_load_end - (uintptr_t)__tether_load_start);
-    info.stack_base = (uintptr_t)__tether_stack_base;
-    info.stack_size = (uint32_t)((uintptr_t)__tether_stack_top - (uintptr_t)__tether_stack_base);
+    /* Stack overflow protection. The stack is at the bottom of SRAM (link.ld). Region 0 makes
+     * its lowest STACK_GUARD_BYTES no-access; region 1 makes the 16 MiB below SRAM no-access
+     * (QEMU maps that range as a reserved area that ignores writes, so without the MPU a runaway
+     * stack would go unnoticed). A frame big enough to skip the small guard still lands in
+     * region 1: an overflow always faults (MemManage) and never reaches .data/.bss. */
+    info.stack_base = (uintptr_t)__tether_stack_base + STACK_GUARD_BYTES;
+    info.stack_size = (uint32_t)((uintptr_t)__tether_stack_top - info.stack_base);
+    MPU_RNR = 0;
+    MPU_RBAR = (uint32_t)(uintptr_t)__tether_stack_base;
+    MPU_RASR = MPU_RASR_ENABLE | MPU_RASR_SIZE(5) | MPU_RASR_XN; /* 32 bytes, AP = no access */
+    MPU_RNR = 1;
+    MPU_RBAR = (uint32_t)(uintptr_t)__tether_stack_base - 0x01000000u;
+    MPU_RASR = MPU_RASR_ENABLE | MPU_RASR_SIZE(24) | MPU_RASR_XN; /* 16 MiB, no access */
+    MPU_CTRL = MPU_CTRL_ENABLE | MPU_CTRL_PRIVDEFENA;
+    __asm volatile("dsb\n isb" ::: "memory");
 
     /* SysTick: free-running over the full 24 bits on the processor clock, lowest priority. */
     SCB_SHPR3 = (SCB_SHPR3 & 0x00FFFFFFu) | (0xFFu << 24);

@@ -25,6 +25,17 @@
 #define SCB_SHCSR_BUSFAULTENA (1u << 17)
 #define SCB_SHCSR_USGFAULTENA (1u << 18)
 
+/* MPU (PMSAv7). */
+#define MPU_CTRL            REG32(0xE000ED94u)
+#define MPU_RNR             REG32(0xE000ED98u)
+#define MPU_RBAR            REG32(0xE000ED9Cu)
+#define MPU_RASR            REG32(0xE000EDA0u)
+#define MPU_CTRL_ENABLE     (1u << 0)
+#define MPU_CTRL_PRIVDEFENA (1u << 2)
+#define MPU_RASR_ENABLE     (1u << 0)
+#define MPU_RASR_SIZE(log2) ((uint32_t)((log2)-1u) << 1)
+#define MPU_RASR_XN         (1u << 28)
+
 /* SysTick: 24-bit down counter on the processor clock. */
 #define SYST_CSR           REG32(0xE000E010u)
 #define SYST_RVR           REG32(0xE000E014u)

@@ -85,6 +85,9 @@ void tether_fault_handler(void) {
 void tether_fault_report(const uint32_t *frame, uint32_t ipsr) {
     static const char *const kinds[] = {"HardFault", "MemManage", "BusFault", "UsageFault"};
     uint32_t exc = ipsr & 0x1FFu;
+    /* The frame may sit in the stack guard (a stack overflow): drop the guard before reading. */
+    MPU_CTRL = 0;
+    __asm volatile("dsb\n isb" ::: "memory");
     tether_fault_info info = {
         .kind = (exc >= 3 && exc <= 6) ? kinds[exc - 3] : "fault",
         .cfsr = SCB_CFSR,
