@@ -1,0 +1,277 @@
+/*
+ * Compiler benchmarks (built, never run by ctest):
+ *  1. speed of generated code vs the reference interpreter on the same inputs, for the example
+ *     KWS model, a small conv net and the operator zoo, both ABIs; prints time per run and the
+ *     ratio interpreter/generated (higher = generated code faster);
+ *  2. compile time, model file -> C (load, passes, planning, emission), for a generated model of
+ *     100+ nodes, and the same including the x86-64 build.
+ * usage: bench_compiler [repeats]
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "../../tests/compiler/ops_common.h"
+#include "tether/compiler.h"
+#include "tether/crt.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef int32_t (*run2)(const float *, float *);
+
+/* Compiles g (unpacked ABI, -O2) and returns the dlopen'ed entry (single input and output). */
+static void *compile_entry(tether_ir_graph *g, const char *tag, tether_abi abi, void **handle) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/bench/compiler/%s-%s", TETHER_BINARY_DIR, tag,
+             tether_abi_name(abi));
+    tether_compile_options o;
+    tether_compile_options_init(&o);
+    o.codegen.abi = abi;
+    o.codegen.prefix = "bench";
+    if (tether_compile_graph(g, dir, &o, NULL) != 0) {
+        fprintf(stderr, "compile %s: %s\n", tag, tether_last_error());
+        exit(1);
+    }
+    char lib[1200];
+    snprintf(lib, sizeof lib, "%s/libbench.so", dir);
+    *handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!*handle) {
+        fprintf(stderr, "dlopen: %s\n", dlerror());
+        exit(1);
+    }
+    return dlsym(*handle, "bench_main");
+}
+
+static void bench_model(const char *tag, tether_ir_graph *g, int repeats) {
+    size_t nin = tether_ir_tensor_elements(&g->tensors[g->inputs[0]]);
+    size_t nout = tether_ir_tensor_elements(&g->tensors[g->outputs[0]]);
+    float *x = malloc(nin * sizeof(float)), *y = malloc(nout * sizeof(float));
+    uint32_t seed = 9;
+    tt_fill(x, nin, false, &seed);
+    const float *in[1] = {x};
+    float *out[1] = {y};
+    double t0 = now();
+    for (int i = 0; i < repeats; i++) {
+        tether_interp_run(g, in, out);
+    }
+    double t_ref = (now() - t0) / repeats;
+    printf("%-10s %4d nodes  interpreter %10.1f us", tag, g->nnodes, t_ref * 1e6);
+    for (int abi = 1; abi >= 0; abi--) {
+        tether_ir_graph c;
+        tt_graph_copy(g, &c);
+        void *h;
+        void *fn = compile_entry(&c, tag, (tether_abi)abi, &h);
+        double t1;
+        if (abi == TETHER_ABI_UNPACKED) {
+            run2 f = (run2)fn;
+            f(x, y);
+            t0 = now();
+            for (int i = 0; i < repeats * 10; i++) {
+                f(x, y);
+            }
+            t1 = (now() - t0) / (repeats * 10);
+        } else {
+            tether_packed_func f = (tether_packed_func)fn;
+            DLTensor t[2] = {{0}};
+            t[0].data = x;
+            t[0].ndim = g->tensors[g->inputs[0]].ndim;
+            t[0].shape = g->tensors[g->inputs[0]].shape;
+            t[1].data = y;
+            t[1].ndim = g->tensors[g->outputs[0]].ndim;
+            t[1].shape = g->tensors[g->outputs[0]].shape;
+            t[0].dtype = t[1].dtype = TETHER_FLOAT32;
+            tether_value v[2] = {{.v_handle = &t[0]}, {.v_handle = &t[1]}}, r;
+            int32_t codes[2] = {TETHER_TYPE_DLTENSOR, TETHER_TYPE_DLTENSOR}, rc;
+            if (f(v, codes, 2, &r, &rc, NULL) != 0) {
+                fprintf(stderr, "packed entry failed\n");
+                exit(1);
+            }
+            t0 = now();
+            for (int i = 0; i < repeats * 10; i++) {
+                f(v, codes, 2, &r, &rc, NULL);
+            }
+            t1 = (now() - t0) / (repeats * 10);
+        }
+        printf("  %s %9.1f us (x%.1f)", abi ? "unpacked" : "packed", t1 * 1e6, t_ref / t1);
+        dlclose(h);
+        tether_ir_close(&c);
+    }
+    printf("\n");
+    free(x);
+    free(y);
+}
+
+/* conv 3x3 (16->32) -> relu -> conv 1x1 (32->32) -> relu -> max_pool -> flatten -> dense 10 */
+static void build_convnet(tether_ir_graph *g) {
+    uint32_t seed = 4;
+    tether_ir_init(g, "convnet");
+    int64_t sx[] = {1, 16, 32, 32}, sw1[] = {32, 16, 3, 3}, sw2[] = {32, 32, 1, 1}, s32[] = {32},
+            sd[] = {10, 8192}, s10[] = {10};
+    size_t n1 = 32 * 16 * 9, n2 = 32 * 32, nd = 10 * 8192;
+    float *w1 = malloc(n1 * 4), *w2 = malloc(n2 * 4), *wd = malloc(nd * 4), b[32];
+    tt_fill(w1, n1, false, &seed);
+    tt_fill(w2, n2, false, &seed);
+    tt_fill(wd, nd, false, &seed);
+    tt_fill(b, 32, false, &seed);
+    int x, c1w, c1b, c2w, c2b, dw, db, t[8];
+    tether_ir_add_tensor(g, "x", TETHER_FLOAT32, 4, sx, &x);
+    tether_ir_add_constant(g, "w1", TETHER_FLOAT32, 4, sw1, w1, n1 * 4, &c1w);
+    tether_ir_add_constant(g, "b1", TETHER_FLOAT32, 1, s32, b, sizeof b, &c1b);
+    tether_ir_add_constant(g, "w2", TETHER_FLOAT32, 4, sw2, w2, n2 * 4, &c2w);
+    tether_ir_add_constant(g, "b2", TETHER_FLOAT32, 1, s32, b, sizeof b, &c2b);
+    tether_ir_add_constant(g, "wd", TETHER_FLOAT32, 2, sd, wd, nd * 4, &dw);
+    tether_ir_add_constant(g, "bd", TETHER_FLOAT32, 1, s10, b, 40, &db);
+    for (int i = 0; i < 7; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "t%d", i);
+        tether_ir_add_tensor(g, nm, TETHER_FLOAT32, -1, NULL, &t[i]);
+    }
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
+    int i1[] = {x, c1w, c1b}, i2[] = {t[1], c2w, c2b}, i3[] = {t[5], dw, db};
+    tether_ir_add_node(g, "conv1", TETHER_OP_CONV2D, i1, 3, &t[0], 1, &a, NULL);
+    tether_ir_add_node(g, "relu1", TETHER_OP_RELU, &t[0], 1, &t[1], 1, NULL, NULL);
+    tether_ir_add_node(g, "conv2", TETHER_OP_CONV2D, i2, 3, &t[2], 1, NULL, NULL);
+    tether_ir_add_node(g, "relu2", TETHER_OP_RELU, &t[2], 1, &t[3], 1, NULL, NULL);
+    tether_ir_attrs_init(TETHER_OP_MAX_POOL, &a);
+    a.kernel[0] = a.kernel[1] = a.strides[0] = a.strides[1] = 2;
+    tether_ir_add_node(g, "pool", TETHER_OP_MAX_POOL, &t[3], 1, &t[4], 1, &a, NULL);
+    tether_ir_add_node(g, "flat", TETHER_OP_FLATTEN, &t[4], 1, &t[5], 1, NULL, NULL);
+    tether_ir_attrs_init(TETHER_OP_DENSE, &a);
+    a.trans_b = true;
+    tether_ir_add_node(g, "fc", TETHER_OP_DENSE, i3, 3, &t[6], 1, &a, NULL);
+    tether_ir_add_input(g, x);
+    tether_ir_add_output(g, t[6]);
+    free(w1);
+    free(w2);
+    free(wd);
+}
+
+/* `blocks` residual blocks of conv3x3 -> batch_norm -> relu -> conv1x1 -> add(skip). */
+static void build_deep(tether_ir_graph *g, int blocks) {
+    uint32_t seed = 8;
+    tether_ir_init(g, "deep");
+    int64_t sx[] = {1, 8, 16, 16}, sw[] = {8, 8, 3, 3}, sp[] = {8, 8, 1, 1}, s8[] = {8};
+    int x;
+    tether_ir_add_tensor(g, "x", TETHER_FLOAT32, 4, sx, &x);
+    tether_ir_add_input(g, x);
+    int cur = x, k = 0;
+    float w[576], p[64], v[8];
+    for (int b = 0; b < blocks; b++) {
+        char nm[64];
+        int cw, pw, bn[4], t[5];
+        tt_fill(w, 576, false, &seed);
+        tt_fill(p, 64, false, &seed);
+        snprintf(nm, sizeof nm, "b%d.w", b);
+        tether_ir_add_constant(g, nm, TETHER_FLOAT32, 4, sw, w, sizeof w, &cw);
+        snprintf(nm, sizeof nm, "b%d.p", b);
+        tether_ir_add_constant(g, nm, TETHER_FLOAT32, 4, sp, p, sizeof p, &pw);
+        for (int i = 0; i < 4; i++) {
+            tt_fill(v, 8, i == 3, &seed);
+            snprintf(nm, sizeof nm, "b%d.bn%d", b, i);
+            tether_ir_add_constant(g, nm, TETHER_FLOAT32, 1, s8, v, sizeof v, &bn[i]);
+        }
+        for (int i = 0; i < 5; i++) {
+            snprintf(nm, sizeof nm, "b%d.t%d", b, i);
+            tether_ir_add_tensor(g, nm, TETHER_FLOAT32, -1, NULL, &t[i]);
+        }
+        tether_ir_attrs a;
+        tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
+        a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
+        int i1[] = {cur, cw}, i2[] = {t[0], bn[0], bn[1], bn[2], bn[3]}, i3[] = {t[2], pw},
+            i4[] = {t[3], cur};
+        snprintf(nm, sizeof nm, "b%d.conv", b);
+        tether_ir_add_node(g, nm, TETHER_OP_CONV2D, i1, 2, &t[0], 1, &a, NULL);
+        snprintf(nm, sizeof nm, "b%d.bn", b);
+        tether_ir_add_node(g, nm, TETHER_OP_BATCH_NORM, i2, 5, &t[1], 1, NULL, NULL);
+        snprintf(nm, sizeof nm, "b%d.relu", b);
+        tether_ir_add_node(g, nm, TETHER_OP_RELU, &t[1], 1, &t[2], 1, NULL, NULL);
+        snprintf(nm, sizeof nm, "b%d.proj", b);
+        tether_ir_add_node(g, nm, TETHER_OP_CONV2D, i3, 2, &t[3], 1, NULL, NULL);
+        snprintf(nm, sizeof nm, "b%d.add", b);
+        tether_ir_add_node(g, nm, TETHER_OP_ADD, i4, 2, &t[4], 1, NULL, NULL);
+        cur = t[4];
+        k += 5;
+    }
+    tether_ir_add_output(g, cur);
+    (void)k;
+}
+
+int main(int argc, char **argv) {
+    int repeats = argc > 1 ? atoi(argv[1]) : 20;
+    if (repeats < 1) {
+        repeats = 1;
+    }
+    char d[1024];
+    snprintf(d, sizeof d, "%s/bench/compiler", TETHER_BINARY_DIR);
+    mkdir(d, 0755);
+    printf("== generated code vs reference interpreter (x86-64, -O2, time per inference; "
+           "xN = interpreter time / generated time)\n");
+    printf("   (ONNX Runtime is not installed on this machine, so there is no third column)\n");
+    char kws[1024];
+    snprintf(kws, sizeof kws, "%s/examples/kws/kws.json", TETHER_SOURCE_DIR);
+    tether_ir_graph g;
+    if (tether_model_load(kws, &g) != 0) {
+        fprintf(stderr, "%s\n", tether_last_error());
+        return 1;
+    }
+    bench_model("kws", &g, repeats * 10);
+    tether_ir_close(&g);
+    build_convnet(&g);
+    tether_ir_infer(&g);
+    bench_model("convnet", &g, repeats);
+    tether_ir_close(&g);
+    tt_build_zoo(&g);
+    tether_ir_infer(&g);
+    bench_model("zoo", &g, repeats * 10);
+    tether_ir_close(&g);
+
+    printf("\n== compile time, model file -> C (load, passes, plan, emit)\n");
+    int blocks = 30;
+    build_deep(&g, blocks);
+    if (tether_ir_infer(&g) != 0) {
+        fprintf(stderr, "%s\n", tether_last_error());
+        return 1;
+    }
+    char j[1200], b[1200], out[1200];
+    snprintf(j, sizeof j, "%s/deep.json", d);
+    snprintf(b, sizeof b, "%s/deep.bin", d);
+    snprintf(out, sizeof out, "%s/deep-art", d);
+    tether_model_save_json(&g, j, b);
+    int nodes = g.nnodes;
+    tether_ir_close(&g);
+    tether_compile_options o;
+    tether_compile_options_init(&o);
+    o.build_library = false;
+    tether_compile_result res;
+    double best = 1e9;
+    for (int i = 0; i < 5; i++) {
+        double t0 = now();
+        if (tether_compile_model(j, out, &o, &res) != 0) {
+            fprintf(stderr, "%s\n", tether_last_error());
+            return 1;
+        }
+        double t = now() - t0;
+        best = t < best ? t : best;
+    }
+    printf("deep model: %d nodes (%d after passes), model -> C %.1f ms (best of 5), "
+           "workspace %lld bytes\n",
+           nodes, res.nnodes_out, best * 1e3, (long long)res.workspace_size);
+    o.build_library = true;
+    double t0 = now();
+    if (tether_compile_model(j, out, &o, &res) != 0) {
+        fprintf(stderr, "%s\n", tether_last_error());
+        return 1;
+    }
+    printf("deep model: model -> built x86-64 library %.1f ms (C compiler included)\n",
+           (now() - t0) * 1e3);
+    return 0;
+}
