@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -52,6 +53,8 @@ int mcu_board_start(mcu_board *b, bool icount) {
         return -1;
     }
     if (pid == 0) {
+        /* If this test dies (crash, ctest timeout), the script gets SIGTERM and stops QEMU. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
         dup2(pipefd[1], 1);
         close(pipefd[0]);
         close(pipefd[1]);

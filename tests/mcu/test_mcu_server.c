@@ -250,6 +250,50 @@ static void test_syslib_calls(void **state) {
     mcu_free(&board, hi);
 }
 
+static void test_string_arguments(void **state) {
+    (void)state;
+    int64_t shape[1] = {64};
+    uint64_t out = mcu_alloc(&board, shape, 1, TETHER_UINT8, NULL);
+    uint64_t f = mcu_get_function(&board, 0, "copy_str", NULL);
+    tether_rpc_arg args[2] = {mcu_arg_array(out), {.type_code = TETHER_TYPE_STR}};
+    args[1].v.v_str = tether_rpc_str_c("hello, mcu");
+    tether_rpc_call_rep cr;
+    mcu_call(&board, f, TETHER_ABI_PACKED, args, 2, &cr);
+    assert_int_equal(cr.ret, 0);
+    char got[64];
+    mcu_copy_from(&board, out, got, sizeof got);
+    assert_string_equal(got, "hello, mcu");
+    /* Longer than the 256-byte string arena: refused before the call. */
+    char longer[300];
+    memset(longer, 'x', sizeof longer);
+    args[1].v.v_str.ptr = longer;
+    args[1].v.v_str.len = sizeof longer;
+    char msg[512];
+    assert_int_equal(mcu_call_error(&board, f, TETHER_ABI_PACKED, args, 2, msg, sizeof msg),
+                     TETHER_ERR_LIMIT);
+    mcu_free(&board, out);
+}
+
+static void test_large_copy(void **state) {
+    (void)state;
+    /* 64 KiB through a 1 KiB receive buffer: 68 acknowledged chunks each way. */
+    const size_t n = 64 * 1024;
+    uint8_t *in = malloc(n), *out = malloc(n);
+    uint32_t x = 99;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        in[i] = (uint8_t)(x >> 16);
+    }
+    int64_t shape[1] = {(int64_t)n};
+    uint64_t a = mcu_alloc(&board, shape, 1, TETHER_UINT8, NULL);
+    mcu_copy_to(&board, a, in, n);
+    mcu_copy_from(&board, a, out, n);
+    assert_memory_equal(in, out, n);
+    mcu_free(&board, a);
+    free(in);
+    free(out);
+}
+
 static void test_stack_high_water(void **state) {
     (void)state;
     uint64_t f = mcu_get_function(&board, 0, "stack_use", NULL);
@@ -392,6 +436,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_copy_round_trip),
         cmocka_unit_test(test_alloc_errors),
         cmocka_unit_test(test_syslib_calls),
+        cmocka_unit_test(test_string_arguments),
+        cmocka_unit_test(test_large_copy),
         cmocka_unit_test(test_stack_high_water),
         cmocka_unit_test(test_cycles_deterministic),
         cmocka_unit_test(test_duplicate_request),

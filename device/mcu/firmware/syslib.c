@@ -7,6 +7,7 @@
  *   mul_add_f32_256  unpacked (a, b, c, out: float32[256])  out = a * b + c
  *   spin             packed   (n: int)                       n iterations of a fixed loop
  *   stack_use        packed   (n: int, 0..8192)              puts n bytes on the stack
+ *   copy_str         packed   (out: uint8[n], s: str)         copies s and its NUL into out
  *   trap             packed   ()                             executes an undefined instruction
  *
  * What must stay true: packed functions validate every argument (count, type code, dtype,
@@ -142,6 +143,29 @@ static int32_t stack_use(tether_value *args, int32_t *codes, int32_t n, tether_v
     return 0;
 }
 
+static int32_t copy_str(tether_value *args, int32_t *codes, int32_t n, tether_value *ret,
+                        int32_t *ret_code, void *resource) {
+    (void)ret;
+    (void)ret_code;
+    (void)resource;
+    if (n != 2 || codes[0] != TETHER_TYPE_DLTENSOR || codes[1] != TETHER_TYPE_STR) {
+        return tether_set_error(TETHER_ERR_MISMATCH, "copy_str takes (array, string)");
+    }
+    DLTensor *out = args[0].v_handle;
+    int64_t any[1] = {-1};
+    int32_t rc = tether_tensor_check(out, "copy_str argument 0 'out'", 1, any, TETHER_UINT8);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    size_t len = strlen(args[1].v_str) + 1;
+    if ((int64_t)len > out->shape[0]) {
+        return tether_set_error(TETHER_ERR_LIMIT, "copy_str: %u bytes do not fit %d", (unsigned)len,
+                                (int)out->shape[0]);
+    }
+    memcpy((char *)out->data + out->byte_offset, args[1].v_str, len);
+    return 0;
+}
+
 static int32_t trap(tether_value *args, int32_t *codes, int32_t n, tether_value *ret,
                     int32_t *ret_code, void *resource) {
     (void)args;
@@ -162,6 +186,7 @@ static const tether_func_entry entries[] = {
      {.unpacked = (tether_unpacked_func)mul_add_f32_256}},
     {"spin", TETHER_ABI_PACKED, 1, {.packed = spin}},
     {"stack_use", TETHER_ABI_PACKED, 1, {.packed = stack_use}},
+    {"copy_str", TETHER_ABI_PACKED, 2, {.packed = copy_str}},
     {"trap", TETHER_ABI_PACKED, 0, {.packed = trap}},
 };
 
