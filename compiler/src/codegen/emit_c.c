@@ -336,39 +336,61 @@ static void k_conv2d(em *e, const tether_ir_node *nd, const kargs *k) {
             close_block(e);
         }
     } else {
+        /* Columns whose whole window lies inside the input need no bounds checks: split the
+         * output row into [0, lo) checked, [lo, hi) unchecked, [hi, OW) checked. */
+        long long lo = 0, hi = OW;
+        if (padded) {
+            long long num = W - 1 - (KW - 1) * DW + PL;
+            lo = (PL + SW - 1) / SW;
+            hi = num < 0 ? 0 : num / SW + 1;
+            lo = lo > OW ? OW : lo;
+            hi = hi > OW ? OW : hi;
+            if (hi <= lo) {
+                lo = 0;
+                hi = 0;
+            }
+        }
+        long long seg[3][2] = {{0, lo}, {lo, hi}, {hi, OW}};
         loop(e, "oh", OH);
         line(e, "const int ih0 = oh * %lld - %lld;", SH, PT);
-        loop(e, "ow", OW);
-        line(e, "const int iw0 = ow * %lld - %lld;", SW, PL);
-        line(e, "float acc = %s;", bias);
-        loop(e, "ic", CG);
-        line(e, "const float *restrict xc = xg + ic * %lld;", H * W);
-        line(e, "const float *restrict wc = wo + ic * %lld;", KH * KW);
-        loop(e, "kh", KH);
-        line(e, "const int ih = ih0 + kh * %lld;", DH);
-        if (padded) {
-            line(e, "if (ih < 0 || ih >= %lld) {", H);
-            line(e, "    continue;");
-            line(e, "}");
+        for (int sgi = 0; sgi < 3; sgi++) {
+            if (seg[sgi][1] <= seg[sgi][0]) {
+                continue;
+            }
+            int checked = padded && sgi != 1;
+            line(e, "for (int ow = %lld; ow < %lld; ++ow) {", seg[sgi][0], seg[sgi][1]);
+            e->depth++;
+            line(e, "const int iw0 = ow * %lld - %lld;", SW, PL);
+            line(e, "float acc = %s;", bias);
+            loop(e, "ic", CG);
+            line(e, "const float *restrict xc = xg + ic * %lld;", H * W);
+            line(e, "const float *restrict wc = wo + ic * %lld;", KH * KW);
+            loop(e, "kh", KH);
+            line(e, "const int ih = ih0 + kh * %lld;", DH);
+            if (padded) {
+                line(e, "if (ih < 0 || ih >= %lld) {", H);
+                line(e, "    continue;");
+                line(e, "}");
+            }
+            line(e, "const float *restrict xr = xc + ih * %lld;", W);
+            line(e, "const float *restrict wr = wc + kh * %lld;", KW);
+            loop(e, "kw", KW);
+            if (checked) {
+                line(e, "const int iw = iw0 + kw * %lld;", DW);
+                line(e, "if (iw >= 0 && iw < %lld) {", W);
+                line(e, "    acc += xr[iw] * wr[kw];");
+                line(e, "}");
+            } else {
+                line(e, "acc += xr[iw0 + kw * %lld] * wr[kw];", DW);
+            }
+            close_block(e);
+            close_block(e);
+            close_block(e);
+            char idx[64];
+            snprintf(idx, sizeof idx, "oh * %lld + ow", OW);
+            store_to(e, a, "yo", k->res ? "ro" : NULL, idx, "acc");
+            close_block(e);
         }
-        line(e, "const float *restrict xr = xc + ih * %lld;", W);
-        line(e, "const float *restrict wr = wc + kh * %lld;", KW);
-        loop(e, "kw", KW);
-        if (padded) {
-            line(e, "const int iw = iw0 + kw * %lld;", DW);
-            line(e, "if (iw >= 0 && iw < %lld) {", W);
-            line(e, "    acc += xr[iw] * wr[kw];");
-            line(e, "}");
-        } else {
-            line(e, "acc += xr[iw0 + kw * %lld] * wr[kw];", DW);
-        }
-        close_block(e);
-        close_block(e);
-        close_block(e);
-        char idx[64];
-        snprintf(idx, sizeof idx, "oh * %lld + ow", OW);
-        store_to(e, a, "yo", k->res ? "ro" : NULL, idx, "acc");
-        close_block(e);
         close_block(e);
     }
     close_block(e);
