@@ -18,14 +18,22 @@
 extern "C" {
 #endif
 
-/* Receive buffer (largest request payload) and transmit buffer (largest reply payload). */
+/* Receive buffer (largest request payload) and transmit buffer (largest reply payload); at
+ * least TETHER_RPC_MIN_FRAME. A board may override these sizes (board.cmake,
+ * TETHER_BOARD_DEFINES), e.g. a 16 KiB-RAM part would use 512 and 8. */
+#ifndef TETHER_MCU_MAX_FRAME
 #define TETHER_MCU_MAX_FRAME 1024u
+#endif
 /* NDArrays alive at once. */
+#ifndef TETHER_MCU_MAX_ARRAYS
 #define TETHER_MCU_MAX_ARRAYS 32u
+#endif
 /* Words the trampoline passes: 24 unpacked pointers, or the 6 packed-ABI parameters. */
 #define TETHER_MCU_MAX_CALL_WORDS 24u
 /* Bytes for the NUL-terminated copies of string arguments of one call. */
+#ifndef TETHER_MCU_STR_ARENA
 #define TETHER_MCU_STR_ARENA 256u
+#endif
 /* Bytes kept between the C-side stack painting and the caller's SP (painted by the trampoline). */
 #define TETHER_MCU_PAINT_GAP 128u
 

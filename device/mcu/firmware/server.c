@@ -25,6 +25,11 @@
 #include "tether/rpc/sha256.h"
 #include "tether/rpc/timeeval.h"
 
+_Static_assert(TETHER_MCU_MAX_FRAME >= TETHER_RPC_MIN_FRAME,
+               "frame buffer below the protocol minimum");
+_Static_assert(TETHER_MCU_MAX_ARRAYS >= 1 && TETHER_MCU_MAX_ARRAYS <= 255,
+               "array handles hold 8-bit slots");
+
 /* ---- state ---- */
 
 static const tether_board_info *board;
