@@ -423,6 +423,14 @@ static void test_fault_and_new_session(void **state) {
     assert_int_equal(r.ret, 0);
     assert_true(spin_ns_first_boot != 0);
     assert_int_equal(r.elapsed_ns, spin_ns_first_boot);
+
+    /* RESET: replied to, then the board restarts (boot 2) and serves a new session. */
+    tether_rpc_msg reset = {.type = TETHER_RPC_RESET};
+    assert_int_equal(mcu_request(&board, &reset, &rep, 10000), 0);
+    assert_int_equal(rep.type, TETHER_RPC_RESET | TETHER_RPC_REPLY);
+    assert_int_equal(mcu_wait_log(&board, "board mps2-an385", 15000), 0);
+    assert_non_null(strstr(board.last_log, "boot 2"));
+    mcu_hello(&board, &rep);
 }
 
 int main(int argc, char **argv) {

@@ -23,6 +23,7 @@
 
 static mcu_board board;
 static char workdir[256];
+static uint32_t last_upload_id; /* id of the most recent successful UPLOAD */
 
 /* Compiles tests/mcu/modules/<name>.c into an image; `ld` is the linker script to use (NULL =
  * the firmware's module.ld). Returns the bytes (malloc'ed) and their count. */
@@ -95,6 +96,7 @@ static int32_t upload(const char *name, const uint8_t *data, size_t size, bool c
         return rep.u.error.code;
     }
     uint32_t id = rep.u.upload_rep.upload_id;
+    last_upload_id = id;
     uint32_t chunk = tether_rpc_chunk_max(board.device_max_frame);
     for (size_t off = 0; off < size; off += chunk) {
         size_t len = size - off < chunk ? size - off : chunk;
@@ -170,6 +172,25 @@ static void test_upload_and_call(void **state) {
     uint64_t module;
     uint32_t nfuncs;
     assert_int_equal(load("math", &module, &nfuncs, msg, sizeof msg), 0);
+    /* After verification a resent chunk is accepted only when it is identical. */
+    {
+        tether_rpc_msg req, rep;
+        memset(&req, 0, sizeof req);
+        req.type = TETHER_RPC_UPLOAD_CHUNK;
+        req.u.upload_chunk_req.upload_id = last_upload_id;
+        req.u.upload_chunk_req.offset = 32;
+        req.u.upload_chunk_req.data.ptr = img + 32;
+        req.u.upload_chunk_req.data.len = 16;
+        assert_int_equal(mcu_request(&board, &req, &rep, 10000), 0);
+        assert_int_equal(rep.type, TETHER_RPC_UPLOAD_CHUNK | TETHER_RPC_REPLY);
+        assert_true(rep.u.upload_chunk_rep.complete);
+        uint8_t evil[16];
+        memset(evil, 0xFF, sizeof evil);
+        req.u.upload_chunk_req.data.ptr = evil;
+        assert_int_equal(mcu_request(&board, &req, &rep, 10000), 0);
+        assert_int_equal(rep.type, TETHER_RPC_ERROR);
+        assert_int_equal(rep.u.error.code, TETHER_ERR_STATE);
+    }
     assert_true(module != 0);
     assert_int_equal(nfuncs, 2);
 

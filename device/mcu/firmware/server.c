@@ -385,8 +385,19 @@ static int on_upload_chunk(void) {
                                 (unsigned long long)c->offset, (unsigned)c->data.len,
                                 (unsigned)upload.received, (unsigned)upload.size);
     }
-    /* A resent chunk (offset < received) simply rewrites the same bytes. */
-    memcpy((uint8_t *)board->load_base + c->offset, c->data.ptr, c->data.len);
+    uint8_t *dst = (uint8_t *)board->load_base + c->offset;
+    if (upload.complete) {
+        /* The image is verified (and may be running): a resent chunk must match it exactly. */
+        if (memcmp(dst, c->data.ptr, c->data.len) != 0) {
+            return tether_set_error(TETHER_ERR_STATE,
+                                    "upload '%s' is complete and verified; a chunk that changes "
+                                    "it is refused (start a new UPLOAD)",
+                                    upload.name);
+        }
+    } else {
+        /* A resent chunk (offset < received) rewrites bytes the final hash check covers. */
+        memcpy(dst, c->data.ptr, c->data.len);
+    }
     uint32_t end = (uint32_t)c->offset + c->data.len;
     bool was_complete = upload.complete;
     if (end > upload.received) {
