@@ -102,7 +102,7 @@ static size_t send_msg(const tether_rpc_msg *m, uint8_t *buf, size_t cap) {
         if (m->type == TETHER_RPC_LOG || m->type == TETHER_RPC_ERROR) {
             return 0;
         }
-        tether_rpc_msg err;
+        static tether_rpc_msg err; /* static: a message is ~1 KiB, too big for small stacks */
         tether_rpc_make_error(&err, m->id, rc, tether_last_error());
         if (tether_rpc_tiny_encode(&err, buf, cap, &len) != TETHER_OK) {
             return 0;
@@ -113,7 +113,9 @@ static size_t send_msg(const tether_rpc_msg *m, uint8_t *buf, size_t cap) {
 }
 
 void tether_mcu_send_log(tether_log_level level, const char *text) {
-    tether_rpc_msg m;
+    /* Static, not on the stack: LOG is sent from calls (whose stack is measured) and from the
+     * fault handler's small private stack. */
+    static tether_rpc_msg m;
     memset(&m, 0, sizeof m);
     m.type = TETHER_RPC_LOG;
     m.id = 0;
