@@ -60,6 +60,14 @@ static void a_conv_fused(tether_ir_attrs *a) {
     a->has_residual = true;
     a->act = TETHER_ACT_RELU;
 }
+static void a_rows(tether_ir_attrs *a) {
+    a->strides[0] = 2;
+    a->pads[0] = 1;
+    a->pads[1] = 2;
+    a->pads[2] = 0;
+    a->pads[3] = 1;
+    a->dilations[1] = 2;
+}
 static void a_conv_clip(tether_ir_attrs *a) {
     a->act = TETHER_ACT_CLIP;
     a->act_min = 0.0f;
@@ -211,6 +219,22 @@ static const op_case cases[] = {
      4,
      {4, 4, 1, 4},
      {{1, 2, 5, 5}, {3, 2, 3, 3}, {3}, {1, 3, 5, 5}},
+     0,
+     a_conv_fused,
+     NONE},
+    {"conv_rows_stride2x1_asym_dilated",
+     TETHER_OP_CONV2D,
+     3,
+     {4, 4, 1},
+     {{1, 2, 9, 12}, {3, 2, 3, 3}, {3}},
+     0,
+     a_rows,
+     NONE},
+    {"conv_rows_fused_residual_relu",
+     TETHER_OP_CONV2D,
+     4,
+     {4, 4, 1, 4},
+     {{1, 2, 4, 9}, {3, 2, 3, 3}, {3}, {1, 3, 4, 9}},
      0,
      a_conv_fused,
      NONE},

@@ -319,7 +319,42 @@ static void k_conv2d(em *e, const tether_ir_node *nd, const kargs *k) {
     if (k->res) {
         line(e, "const float *restrict ro = %s + (n * %lld + oc) * %lld;", k->res, O, OH * OW);
     }
-    if (pointwise) {
+    if (!pointwise && SW == 1 && OW >= 8) {
+        /* Unit column stride and rows of some length: accumulate whole output rows, one weight
+         * at a time, so the innermost loop runs over contiguous input and output columns (it
+         * vectorises); row and column ranges that fall into the padding are cut out instead of
+         * tested per element. */
+        loop(e, "p", OH * OW);
+        line(e, "yo[p] = %s;", bias);
+        close_block(e);
+        loop(e, "ic", CG);
+        line(e, "const float *restrict xc = xg + ic * %lld;", H * W);
+        loop(e, "kh", KH);
+        line(e, "const int dh = kh * %lld - %lld;", DH, PT);
+        line(e, "const int oh0 = dh < 0 ? (-dh + %lld) / %lld : 0;", SH - 1, SH);
+        line(e, "const int oh1 = %lld - 1 - dh < 0 ? 0 : (%lld - 1 - dh) / %lld + 1;", H, H, SH);
+        loop(e, "kw", KW);
+        line(e, "const float wv = wo[(ic * %lld + kh) * %lld + kw];", KH, KW);
+        line(e, "const int dw = kw * %lld - %lld;", DW, PL);
+        line(e, "const int ow0 = dw < 0 ? -dw : 0;");
+        line(e, "const int ow1 = %lld - dw < %lld ? %lld - dw : %lld;", W, OW, W, OW);
+        line(e, "for (int oh = oh0; oh < (oh1 < %lld ? oh1 : %lld); ++oh) {", OH, OH);
+        e->depth++;
+        line(e, "const float *restrict xr = xc + (oh * %lld + dh) * %lld + dw;", SH, W);
+        line(e, "float *restrict yr = yo + oh * %lld;", OW);
+        line(e, "for (int ow = ow0; ow < ow1; ++ow) {");
+        line(e, "    yr[ow] += wv * xr[ow];");
+        line(e, "}");
+        close_block(e);
+        close_block(e);
+        close_block(e);
+        close_block(e);
+        if (a->act != TETHER_ACT_NONE || k->res) {
+            loop(e, "p", OH * OW);
+            store_to(e, a, "yo", k->res ? "ro" : NULL, "p", "yo[p]");
+            close_block(e);
+        }
+    } else if (pointwise) {
         loop(e, "p", OH * OW);
         line(e, "yo[p] = %s;", bias);
         close_block(e);
