@@ -905,50 +905,87 @@ typedef struct exact_ctx {
     int64_t best_cost;
     int32_t *times; /* distinct first values (event points) */
     int ntimes;
-    int64_t *live; /* scratch [npools * ntimes] */
+    int64_t *live;    /* scratch [npools * ntimes]: remaining bytes live */
+    int64_t *livepad; /* same cells: their padding to the pool alignment */
+    int64_t *maxpad;  /* same cells: the largest such padding */
+    int *twin;        /* per free item: previous identical item (interchangeable) or -1 */
+    int64_t *fits;    /* scratch [n * n]: lowest fits per depth */
+    int *cands;       /* scratch [n * n]: children per depth */
     int64_t nodes;
     int64_t node_limit;
-    bool aborted;
+    int64_t root_bound; /* lower bound at the root: reaching it ends the search */
+    bool aborted;       /* node limit hit: no proof of optimality */
+    bool done;          /* an order reaching root_bound was found */
 } exact_ctx;
 
 static int64_t exact_bound(exact_ctx *x, int64_t last_off) {
     placer *pl = x->pl;
     const tp_problem *tp = pl->tp;
     int np = pl->npools;
-    memset(x->live, 0, (size_t)np * (size_t)x->ntimes * sizeof(int64_t));
+    size_t cells = (size_t)np * (size_t)x->ntimes;
+    memset(x->live, 0, cells * sizeof(int64_t));
+    memset(x->livepad, 0, cells * sizeof(int64_t));
+    memset(x->maxpad, 0, cells * sizeof(int64_t));
     for (int k = 0; k < x->n; k++) {
         if (x->used[k]) {
             continue;
         }
         const tp_item *it = &tp->items[x->items[k]];
         int pi = it->cand[0];
+        int64_t g = tp->p->pools[pi].alignment;
+        int64_t pad = tp_align_up(it->size, g) - it->size;
         for (int t = 0; t < x->ntimes; t++) {
             if (x->times[t] >= it->first && x->times[t] <= it->last) {
-                x->live[pi * x->ntimes + t] += it->size;
+                size_t c = (size_t)pi * (size_t)x->ntimes + (size_t)t;
+                x->live[c] += it->size;
+                x->livepad[c] += pad;
+                if (pad > x->maxpad[c]) {
+                    x->maxpad[c] = pad;
+                }
             }
         }
     }
     int64_t total = 0;
     for (int p = 0; p < np; p++) {
-        int64_t m = 0;
+        const pool_state *s = &pl->ps[p];
+        int64_t top = s->top;
         for (int t = 0; t < x->ntimes; t++) {
-            if (x->live[p * x->ntimes + t] > m) {
-                m = x->live[p * x->ntimes + t];
+            int64_t need = x->live[p * x->ntimes + t];
+            if (need == 0) {
+                continue;
             }
-        }
-        int64_t top = pl->ps[p].top;
-        if (m > 0 && last_off + m > top) {
-            top = last_off + m;
+            /* every offset is a multiple of the pool alignment, so each remaining item but the
+             * topmost is followed by padding up to that multiple */
+            need += x->livepad[p * x->ntimes + t] - x->maxpad[p * x->ntimes + t];
+            /* remaining items live at t sit above last_off, beside whatever placed items
+             * live at t occupy up there */
+            int32_t tt = x->times[t];
+            for (int m = 0; m < s->n; m++) {
+                const placed *c = &s->v[m];
+                if (c->first <= tt && tt <= c->last && c->end > last_off) {
+                    need += c->end - (c->off > last_off ? c->off : last_off);
+                }
+            }
+            if (last_off + need > top) {
+                top = last_off + need;
+            }
         }
         total += top;
     }
     return total;
 }
 
+/*
+ * Children of a node: items whose lowest fit keeps the (offset, index) order non-decreasing.
+ * A further cut: if a remaining item j could sit entirely below offset o (fit_j + size_j <= o),
+ * nothing placed later (all at >= o) can take that gap from it, so j would land below o and
+ * break the order; a child at offset o is therefore only tried when o < fit_j + size_j for
+ * every other remaining j. Children are tried in increasing offset order.
+ */
 static void exact_dfs(exact_ctx *x, int depth, int64_t last_off, int last_idx) {
     placer *pl = x->pl;
     const tp_problem *tp = pl->tp;
-    if (x->aborted) {
+    if (x->aborted || x->done) {
         return;
     }
     if (++x->nodes > x->node_limit) {
@@ -960,12 +997,18 @@ static void exact_dfs(exact_ctx *x, int depth, int64_t last_off, int last_idx) {
         if (c < x->best_cost) {
             x->best_cost = c;
             memcpy(x->best, x->order, (size_t)x->n * sizeof(int));
+            x->done = c <= x->root_bound; /* provably optimal: stop */
         }
         return;
     }
     if (exact_bound(x, last_off) >= x->best_cost) {
         return;
     }
+    int64_t *fit = x->fits + (size_t)depth * (size_t)x->n;
+    int *cands = x->cands + (size_t)depth * (size_t)x->n;
+    int ncands = 0;
+    int64_t min1 = INT64_MAX, min2 = INT64_MAX;
+    int min1k = -1;
     for (int k = 0; k < x->n; k++) {
         if (x->used[k]) {
             continue;
@@ -973,16 +1016,44 @@ static void exact_dfs(exact_ctx *x, int depth, int64_t last_off, int last_idx) {
         int i = x->items[k];
         const tp_item *it = &tp->items[i];
         int pi = it->cand[0];
-        pool_state *s = &pl->ps[pi];
-        int64_t off = lowest_fit(s, it->first, it->last, it->size, tp_align(tp, i, pi), 0, false);
-        if (off < last_off || (off == last_off && k < last_idx)) {
+        fit[k] =
+            lowest_fit(&pl->ps[pi], it->first, it->last, it->size, tp_align(tp, i, pi), 0, false);
+        int64_t cap = tp->p->pools[pi].capacity;
+        if (cap != TETHER_PLAN_UNBOUNDED && fit[k] + it->size > cap) {
+            return; /* fits only grow deeper down: this branch cannot complete */
+        }
+        int64_t e = fit[k] + it->size;
+        if (e < min1) {
+            min2 = min1;
+            min1 = e;
+            min1k = k;
+        } else if (e < min2) {
+            min2 = e;
+        }
+        if (fit[k] < last_off || (fit[k] == last_off && k < last_idx)) {
             continue;
         }
-        int64_t cap = tp->p->pools[pi].capacity;
-        if (cap != TETHER_PLAN_UNBOUNDED && off + it->size > cap) {
-            return; /* only grows later: this branch cannot complete */
+        if (x->twin[k] >= 0 && !x->used[x->twin[k]]) {
+            continue; /* an identical item with a lower index goes first */
         }
-        /* place, recurse, undo */
+        /* insertion by (fit, k) */
+        int at = ncands;
+        while (at > 0 && fit[cands[at - 1]] > fit[k]) {
+            cands[at] = cands[at - 1];
+            at--;
+        }
+        cands[at] = k;
+        ncands++;
+    }
+    for (int c = 0; c < ncands; c++) {
+        int k = cands[c];
+        int64_t off = fit[k];
+        if (off >= (k == min1k ? min2 : min1)) {
+            continue;
+        }
+        int i = x->items[k];
+        const tp_item *it = &tp->items[i];
+        pool_state *s = &pl->ps[it->cand[0]];
         int64_t saved_top = s->top;
         int at = pool_insert(s, it->first, it->last, off, off + it->size);
         x->used[k] = true;
@@ -992,7 +1063,7 @@ static void exact_dfs(exact_ctx *x, int depth, int64_t last_off, int last_idx) {
         memmove(&s->v[at], &s->v[at + 1], (size_t)(s->n - at - 1) * sizeof(placed));
         s->n--;
         s->top = saved_top;
-        if (x->aborted) {
+        if (x->aborted || x->done) {
             return;
         }
     }
@@ -1011,6 +1082,11 @@ static int plan_exact(placer *pl, tp_result *r) {
     x.used = calloc((size_t)pl->nlin + 1, sizeof(bool));
     x.times = malloc(sz);
     x.live = malloc(((size_t)pl->nlin + 1) * (size_t)pl->npools * sizeof(int64_t));
+    x.livepad = malloc(((size_t)pl->nlin + 1) * (size_t)pl->npools * sizeof(int64_t));
+    x.maxpad = malloc(((size_t)pl->nlin + 1) * (size_t)pl->npools * sizeof(int64_t));
+    x.twin = malloc(sz);
+    x.fits = malloc(((size_t)limit + 1) * ((size_t)limit + 1) * sizeof(int64_t));
+    x.cands = malloc(((size_t)limit + 1) * ((size_t)limit + 1) * sizeof(int));
     int rc = TETHER_OK;
     if (x.items == NULL || x.order == NULL || x.best == NULL || x.used == NULL || x.times == NULL ||
         x.live == NULL) {
@@ -1042,6 +1118,17 @@ static int plan_exact(placer *pl, tp_result *r) {
             x.times[x.ntimes++] = it->first;
         }
     }
+    for (int k = 0; k < x.n; k++) {
+        const tp_item *a = &tp->items[x.items[k]];
+        x.twin[k] = -1;
+        for (int j = k - 1; j >= 0 && x.twin[k] < 0; j--) {
+            const tp_item *b = &tp->items[x.items[j]];
+            if (a->size == b->size && a->align == b->align && a->first == b->first &&
+                a->last == b->last && a->cand[0] == b->cand[0]) {
+                x.twin[k] = j;
+            }
+        }
+    }
     /* upper bound from the greedy orders (+1 so that an equal solution is found too) */
     int failed = -1;
     memcpy(x.best, x.items, (size_t)x.n * sizeof(int));
@@ -1056,14 +1143,19 @@ static int plan_exact(placer *pl, tp_result *r) {
         ub = ub2;
         memcpy(x.best, x.order, (size_t)x.n * sizeof(int));
     }
-    x.best_cost = ub == COST_FAIL ? COST_FAIL : ub + 1;
-    x.node_limit = INT64_C(200000000);
+    /* x.best holds the greedy order: the search only looks for strictly better orders, and
+     * stops as soon as one reaches the root lower bound */
+    x.best_cost = ub;
+    x.node_limit = INT64_C(20000000);
     placer_reset(pl);
     if (place_pinned(pl, r) != TETHER_OK) {
         rc = tether_last_status();
         goto out;
     }
-    exact_dfs(&x, 0, 0, -1);
+    x.root_bound = exact_bound(&x, 0);
+    if (x.best_cost > x.root_bound) {
+        exact_dfs(&x, 0, 0, -1);
+    }
     if (x.aborted) {
         rc = tether_set_error(TETHER_ERR_LIMIT,
                               "exact search gave up after %lld nodes; use a heuristic",
@@ -1087,6 +1179,11 @@ out:
     free(x.used);
     free(x.times);
     free(x.live);
+    free(x.fits);
+    free(x.cands);
+    free(x.livepad);
+    free(x.maxpad);
+    free(x.twin);
     return rc;
 }
 
