@@ -424,10 +424,24 @@ static void test_fault_and_new_session(void **state) {
     assert_true(spin_ns_first_boot != 0);
     assert_int_equal(r.elapsed_ns, spin_ns_first_boot);
 
-    /* RESET: replied to, then the board restarts (boot 2) and serves a new session. */
+    /* RESET frees the session's arrays without restarting the board. */
+    uint64_t before = mcu_alloc(&board, shape, 1, TETHER_UINT8, NULL);
     tether_rpc_msg reset = {.type = TETHER_RPC_RESET};
     assert_int_equal(mcu_request(&board, &reset, &rep, 10000), 0);
     assert_int_equal(rep.type, TETHER_RPC_RESET | TETHER_RPC_REPLY);
+    req.u.free_req.handle = before;
+    req.type = TETHER_RPC_FREE;
+    assert_int_equal(mcu_request(&board, &req, &rep, 10000), 0);
+    assert_int_equal(rep.type, TETHER_RPC_ERROR);
+    assert_int_equal(rep.u.error.code, TETHER_ERR_NOT_FOUND);
+    /* The whole heap is free again. */
+    int64_t most[1] = {250 * 1024};
+    mcu_free(&board, mcu_alloc(&board, most, 1, TETHER_UINT8, NULL));
+
+    /* SHUTDOWN: replied to, then the MCU resets (boot 2) and serves a new session. */
+    tether_rpc_msg shutdown = {.type = TETHER_RPC_SHUTDOWN};
+    assert_int_equal(mcu_request(&board, &shutdown, &rep, 10000), 0);
+    assert_int_equal(rep.type, TETHER_RPC_SHUTDOWN | TETHER_RPC_REPLY);
     assert_int_equal(mcu_wait_log(&board, "board mps2-an385", 15000), 0);
     assert_non_null(strstr(board.last_log, "boot 2"));
     mcu_hello(&board, &rep);

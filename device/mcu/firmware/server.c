@@ -674,6 +674,21 @@ static int on_time(void) {
     return TETHER_OK;
 }
 
+/* RESET: frees every array, the module and the upload of the session (docs/rpc.md); the board
+ * keeps running. Old handles then fail with TETHER_ERR_NOT_FOUND. */
+static int on_reset(void) {
+    for (uint32_t i = 0; i < TETHER_MCU_MAX_ARRAYS; i++) {
+        if (arrays[i].used) {
+            (void)tether_ndarray_free(&arrays[i].arr);
+            arrays[i].used = false;
+        }
+    }
+    unload_module();
+    upload.active = false;
+    upload.complete = false;
+    return tether_heap_check(&heap);
+}
+
 /* ---- dispatch ---- */
 
 static int dispatch(void) {
@@ -703,13 +718,12 @@ static int dispatch(void) {
     case TETHER_RPC_TIME:
         return on_time();
     case TETHER_RPC_RESET:
-        return TETHER_OK; /* the reset happens after the reply is sent */
+        return on_reset();
+    case TETHER_RPC_SHUTDOWN:
+        return TETHER_OK; /* the board resets after the reply is sent */
     case TETHER_RPC_AUTH:
         return tether_set_error(TETHER_ERR_UNSUPPORTED,
                                 "this device does not use authentication (HELLO says so)");
-    case TETHER_RPC_SHUTDOWN:
-        return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "a bare-metal board cannot shut down; use RESET");
     default:
         return tether_set_error(TETHER_ERR_PROTOCOL, "message type %u is not a request",
                                 (unsigned)req.type);
@@ -750,7 +764,7 @@ static void handle_frame(const uint8_t *frame, size_t len) {
         /* Replies too large for a slot (COPY_FROM data) are idempotent and not cached. */
         (void)tether_rpc_reply_cache_store(&cache, id, tx_buf, n);
     }
-    if (rc == TETHER_OK && req.type == TETHER_RPC_RESET) {
+    if (rc == TETHER_OK && req.type == TETHER_RPC_SHUTDOWN) {
         tether_board_reset();
     }
 }
