@@ -9,6 +9,7 @@
  *  - code generation is deterministic; artifacts carry the documented metadata; a failed build
  *    leaves nothing behind; `tether compile` / `tether plan` exit codes.
  */
+#include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -331,6 +332,64 @@ static void test_artifact_metadata(void **state) {
     FILE *devnull = fopen("/dev/null", "w");
     assert_int_equal(tether_report_print(devnull, dir), 0);
     fclose(devnull);
+
+    /* The packed entry rejects bad arguments with -6 and a message (the weak tether_set_error
+     * resolves to this test's exported runtime), without touching the buffers. */
+    char lib[1200];
+    snprintf(lib, sizeof lib, "%s/libkws.so", dir);
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    const tether_func_registry *reg = dlsym(h, "tether_module_registry");
+    assert_non_null(reg);
+    assert_int_equal(tether_registry_check(reg), 0);
+    const tether_func_entry *fn;
+    assert_int_equal(tether_registry_find(reg, "kws_main", &fn), 0);
+    assert_int_equal(fn->abi, TETHER_ABI_PACKED);
+    float x[490] = {0}, y[12];
+    for (int i = 0; i < 12; i++) {
+        y[i] = 7.0f;
+    }
+    int64_t xs[4] = {1, 1, 49, 10}, bad[4] = {1, 1, 48, 10}, ys[2] = {1, 12};
+    DLTensor t[2] = {{0}};
+    t[0].data = x;
+    t[0].ndim = 4;
+    t[0].shape = bad;
+    t[0].dtype = TETHER_FLOAT32;
+    t[1].data = y;
+    t[1].ndim = 2;
+    t[1].shape = ys;
+    t[1].dtype = TETHER_FLOAT32;
+    tether_value v[2] = {{.v_handle = &t[0]}, {.v_handle = &t[1]}}, ret;
+    int32_t codes[2] = {TETHER_TYPE_DLTENSOR, TETHER_TYPE_DLTENSOR}, rcode;
+    tether_clear_error();
+    assert_int_equal(fn->fn.packed(v, codes, 2, &ret, &rcode, NULL), TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "kws_main: argument 0: shape differs"));
+    assert_true(y[0] == 7.0f);
+    t[0].shape = xs;
+    t[1].dtype = TETHER_INT32;
+    assert_int_equal(fn->fn.packed(v, codes, 2, &ret, &rcode, NULL), TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "argument 1: dtype differs"));
+    t[1].dtype = TETHER_FLOAT32;
+    assert_int_equal(fn->fn.packed(v, codes, 1, &ret, &rcode, NULL), TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "argument count differs from 2"));
+    codes[1] = TETHER_TYPE_HANDLE;
+    assert_int_equal(fn->fn.packed(v, codes, 2, &ret, &rcode, NULL), TETHER_ERR_MISMATCH);
+    codes[1] = TETHER_TYPE_DLTENSOR;
+    int64_t strides[2] = {24, 2}; /* dimension 1 is not compact (dimension 0 has extent 1) */
+    t[1].strides = strides;
+    assert_int_equal(fn->fn.packed(v, codes, 2, &ret, &rcode, NULL), TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "not compact"));
+    assert_true(y[0] == 7.0f);
+    t[1].strides = NULL;
+    assert_int_equal(fn->fn.packed(v, codes, 2, &ret, &rcode, NULL), 0);
+    float sum = 0;
+    for (int i = 0; i < 12; i++) {
+        sum += y[i];
+    }
+    assert_true(sum > 0.999f && sum < 1.001f);
+    /* every operator function of the registry is listed in metadata.json and vice versa */
+    assert_int_equal(reg->count, 4);
+    dlclose(h);
 }
 
 static int file_exists(const char *p) {
