@@ -503,6 +503,27 @@ static void test_abi_shapes_of_code(void **state) {
     }
 }
 
+static void test_ir_printer(void **state) {
+    (void)state;
+    char p[1024];
+    kws_path(p, sizeof p);
+    tether_ir_graph g;
+    assert_int_equal(tether_model_load(p, &g), 0);
+    assert_int_equal(tether_passes_run(&g, NULL), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(tether_ir_print(f, &g), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "graph kws: "));
+    assert_non_null(strstr(buf, "node conv1 = conv2d(mfcc, conv1.weight, conv1.bias) -> relu1.out "
+                                "[1,8,25,5] kernel=10x4 strides=2,2 pads=4,1,5,2 groups=1 +relu"));
+    assert_non_null(strstr(buf, "flat float32[1,1000] alias of relu1.out"));
+    assert_non_null(strstr(buf, "inputs: mfcc"));
+    free(buf);
+    tether_ir_close(&g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_models),
@@ -514,6 +535,7 @@ int main(void) {
         cmocka_unit_test(test_failed_build_leaves_nothing),
         cmocka_unit_test(test_cli_exit_codes),
         cmocka_unit_test(test_abi_shapes_of_code),
+        cmocka_unit_test(test_ir_printer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
