@@ -503,6 +503,37 @@ static void test_abi_shapes_of_code(void **state) {
     }
 }
 
+/* Argument limits of the ABIs (docs/abi.md) are compile errors, never unloadable modules. */
+static void test_argument_limits(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    tether_ir_init(&g, "wide");
+    int in[26], y;
+    int64_t s[] = {1, 2};
+    for (int i = 0; i < 26; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "x%d", i);
+        tether_ir_add_tensor(&g, nm, TETHER_FLOAT32, 2, s, &in[i]);
+        tether_ir_add_input(&g, in[i]);
+    }
+    tether_ir_add_tensor(&g, "y", TETHER_FLOAT32, -1, NULL, &y);
+    assert_int_equal(tether_ir_add_node(&g, "cat", TETHER_OP_CONCAT, in, 26, &y, 1, NULL, NULL), 0);
+    tether_ir_add_output(&g, y);
+    assert_int_equal(tether_ir_infer(&g), 0);
+    tether_memplan plan;
+    assert_int_equal(tether_memplan_build(&g, NULL, &plan), 0);
+    tether_codegen_options o;
+    tether_codegen_options_init(&o);
+    tether_codegen_output out;
+    assert_int_equal(tether_codegen_c(&g, &plan, &o, &out), TETHER_ERR_LIMIT);
+    assert_non_null(strstr(tether_last_error(), "the unpacked ABI allows at most 24"));
+    o.abi = TETHER_ABI_PACKED;
+    assert_int_equal(tether_codegen_c(&g, &plan, &o, &out), 0);
+    tether_codegen_output_close(&out);
+    tether_memplan_close(&plan);
+    tether_ir_close(&g);
+}
+
 static void test_ir_printer(void **state) {
     (void)state;
     char p[1024];
@@ -536,6 +567,7 @@ int main(void) {
         cmocka_unit_test(test_cli_exit_codes),
         cmocka_unit_test(test_abi_shapes_of_code),
         cmocka_unit_test(test_ir_printer),
+        cmocka_unit_test(test_argument_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1689,6 +1689,21 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     if (plan->ntensors != g->ntensors) {
         return tether_set_error(TETHER_ERR_MISMATCH, "memory plan is for another graph");
     }
+    int limit = o->abi == TETHER_ABI_UNPACKED ? TETHER_MAX_UNPACKED_ARGS : TETHER_MAX_ARGS;
+    if (g->ninputs + g->noutputs > limit) {
+        return tether_set_error(TETHER_ERR_LIMIT,
+                                "the entry would take %d arguments; the %s ABI allows at most %d",
+                                g->ninputs + g->noutputs, tether_abi_name(o->abi), limit);
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        if (node_nargs(&g->nodes[i]) > limit) {
+            return tether_set_error(TETHER_ERR_LIMIT,
+                                    "node '%s' (%s) would take %d arguments; the %s ABI allows at "
+                                    "most %d",
+                                    g->nodes[i].name, tether_op_name(g->nodes[i].op),
+                                    node_nargs(&g->nodes[i]), tether_abi_name(o->abi), limit);
+        }
+    }
     em e;
     memset(&e, 0, sizeof e);
     e.g = g;
