@@ -292,6 +292,12 @@ static void test_large_copy(void **state) {
     mcu_free(&board, a);
     free(in);
     free(out);
+    /* The UART never lost a byte and no frame was dropped (the board LOG line counts both;
+     * test_duplicate_request, which sends garbage on purpose, runs later). */
+    tether_rpc_msg rep;
+    mcu_hello(&board, &rep);
+    printf("%s\n", board.last_log);
+    assert_non_null(strstr(board.last_log, "lost 0 dropped 0"));
 }
 
 static void test_stack_high_water(void **state) {

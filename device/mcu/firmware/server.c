@@ -36,7 +36,7 @@ static const tether_board_info *board;
 
 static uint8_t rx_buf[TETHER_MCU_MAX_FRAME];
 static uint8_t tx_buf[TETHER_MCU_MAX_FRAME];
-static uint8_t log_buf[160 + TETHER_RPC_CHUNK_OVERHEAD];
+static uint8_t log_buf[256 + TETHER_RPC_CHUNK_OVERHEAD]; /* LOG lines up to 256 bytes */
 static tether_uart_unframer unframer;
 
 #define REPLY_CACHE_SLOTS 4u
@@ -213,7 +213,7 @@ static int on_hello(void) {
     h->load_size = board->load_size;
     h->auth_required = false;
     /* HELLO has no fields for the board name and memory sizes yet: send them as a LOG line. */
-    char text[200];
+    char text[256];
     board_summary(text, sizeof text);
     tether_mcu_send_log(TETHER_LOG_INFO, text);
     return TETHER_OK;
@@ -791,7 +791,7 @@ static const char *cfsr_reason(uint32_t cfsr) {
 }
 
 void tether_mcu_fault(const tether_fault_info *f) {
-    static char text[240];
+    static char text[320];
     const char *fn = inflight_fn;
     /* MSTKERR/STKERR: the exception frame could not be pushed (stack overflow into the guard),
      * so the stacked PC/LR are unknown. */
@@ -827,7 +827,7 @@ void tether_mcu_main(void) {
     if (tether_registry_check(&tether_module_registry) != TETHER_OK) {
         tether_platform_abort(tether_last_status());
     }
-    char text[200];
+    char text[256];
     board_summary(text, sizeof text);
     tether_mcu_send_log(TETHER_LOG_INFO, text);
     for (;;) {
