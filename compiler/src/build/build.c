@@ -21,8 +21,8 @@
 #include "tether/crt/error.h"
 
 static const tether_target targets[] = {
-    {"x86_64-linux", "cc", "-fPIC", "size", TETHER_TARGET_SHARED,
-     "host cc, shared object for upload to tetherd"},
+    {"x86_64-linux", "gcc", "-fPIC", "size", TETHER_TARGET_SHARED,
+     "host gcc, shared object for upload to tetherd"},
     {"aarch64-linux", "aarch64-linux-gnu-gcc", "-fPIC", "aarch64-linux-gnu-size",
      TETHER_TARGET_SHARED, "64-bit Arm Linux boards and phones, shared object"},
     {"cortex-m0", "arm-none-eabi-gcc", "-mcpu=cortex-m0 -mthumb -mfloat-abi=soft",
