@@ -127,27 +127,34 @@ uint64_t tether_platform_cycles(void) {
  * 40 ns (25 MHz), so a measurement that starts at a random phase within a tick can come out one
  * tick longer or shorter. The loop below samples the counter every 41 instructions: the phase
  * moves by one instruction per sample, and the first sample that sees the counter drop by 2
- * ticks is exactly at an edge. From there every instruction count, and so every tick count, is
- * the same from run to run. Interrupts are masked while syncing.
+ * ticks is exactly at an edge (under -icount a sample sees a drop of 1 or 2, nothing else). From
+ * there every instruction count, and so every tick count, is the same from run to run. Interrupts
+ * are masked while syncing.
  */
 void tether_board_timing_sync(void) {
+    /* 41 instructions per sample: 33 nops + 8 below. At most 256 samples, so the loop also ends
+     * without -icount, where instructions and time are unrelated. */
     __asm volatile("cpsid i\n"
                    "ldr r0, =0xE000E018\n" /* SYST_CVR */
                    "ldr r1, [r0]\n"
+                   "mov ip, #256\n"
                    "1:\n"
-                   ".rept 35\n"
+                   ".rept 33\n"
                    "nop\n"
                    ".endr\n"
                    "ldr r2, [r0]\n"
                    "subs r3, r1, r2\n"
                    "lsls r3, r3, #8\n" /* the counter is 24 bits: compare modulo 2^24 */
                    "mov r1, r2\n"
-                   "cmp r3, #512\n" /* dropped by 2 ticks since the last sample */
+                   "cmp r3, #512\n" /* dropped by 2 (or more) ticks since the last sample */
+                   "bhs 2f\n"
+                   "subs ip, ip, #1\n"
                    "bne 1b\n"
+                   "2:\n"
                    "cpsie i\n"
                    :
                    :
-                   : "r0", "r1", "r2", "r3", "cc", "memory");
+                   : "r0", "r1", "r2", "r3", "ip", "cc", "memory");
 }
 
 uint64_t tether_platform_cycles_hz(void) {
