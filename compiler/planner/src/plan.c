@@ -1414,9 +1414,14 @@ int tether_plan_run(const tether_plan_problem *p, const tether_plan_options *o, 
     int first_rc = TETHER_OK;
     char first_msg[TETHER_ERROR_MSG_MAX] = "";
     bool have = false;
-    for (int a = 0; a < TETHER_PLAN_BEST; a++) {
+    /* on equal bytes the first in this order wins: the simplest plan that is as small */
+    static const tether_plan_algorithm pref[TETHER_PLAN_BEST] = {
+        TETHER_PLAN_GREEDY_SIZE, TETHER_PLAN_GREEDY_CONFLICTS, TETHER_PLAN_SHARED_OBJECTS,
+        TETHER_PLAN_EXACT,       TETHER_PLAN_SEARCH,           TETHER_PLAN_NAIVE};
+    for (int k = 0; k < TETHER_PLAN_BEST; k++) {
+        tether_plan_algorithm a = pref[k];
         tether_plan cand;
-        int r = run_one(&tp, (tether_plan_algorithm)a, &cand);
+        int r = run_one(&tp, a, &cand);
         if (r != TETHER_OK) {
             if (first_rc == TETHER_OK || a == TETHER_PLAN_GREEDY_SIZE) {
                 first_rc = r;
