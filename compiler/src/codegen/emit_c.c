@@ -1857,14 +1857,16 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     /* static workspace + entries */
     if (plan->workspace_size > 0) {
         tether_sbuf_printf(&e.s,
-                           "/* Workspace of the RPC entry (pool \"%s\"). */\n"
-                           "static uint8_t %s_workspace_pool[%lld] __attribute__((aligned(16)));"
+                           "/* Workspace of the RPC entry (pool \"%s\", %lld bytes). Declared as "
+                           "float, the\n * only type stored in it, and passed on as bytes. */\n"
+                           "static float %s_workspace_pool[%lld] __attribute__((aligned(16)));"
                            "\n\n",
-                           TETHER_WORKSPACE_POOL, P, (long long)plan->workspace_size);
+                           TETHER_WORKSPACE_POOL, (long long)plan->workspace_size, P,
+                           (long long)plan->workspace_size / 4);
     }
     char wsname[160];
     if (plan->workspace_size > 0) {
-        snprintf(wsname, sizeof wsname, "%s_workspace_pool", P);
+        snprintf(wsname, sizeof wsname, "(uint8_t *)%s_workspace_pool", P);
     } else {
         snprintf(wsname, sizeof wsname, "0");
     }
