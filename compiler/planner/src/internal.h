@@ -51,6 +51,9 @@ typedef struct tp_result {
     tether_plan_image *images;
 } tp_result;
 
+/* Frees pools/buffers past the given counts (undo of a partial load). */
+void tp_problem_truncate(tether_plan_problem *p, int npools, int nbuffers);
+
 int tp_problem_build(const tether_plan_problem *p, const tether_plan_options *o, tp_problem *out);
 void tp_problem_free(tp_problem *tp);
 

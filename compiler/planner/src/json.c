@@ -394,26 +394,7 @@ int tether_plan_problem_from_json(tether_plan_problem *p, tether_plan_options *o
         /* undo what was added to p */
         char msg[TETHER_ERROR_MSG_MAX];
         snprintf(msg, sizeof(msg), "%s", tether_last_error());
-        tether_plan_problem q;
-        tether_plan_problem_init(&q);
-        q.pools = p->pools + p->npools - added_pools;
-        q.npools = added_pools;
-        q.buffers = p->buffers + p->nbuffers - added_bufs;
-        q.nbuffers = added_bufs;
-        for (int i = 0; i < q.npools; i++) {
-            free((char *)q.pools[i].name);
-        }
-        for (int i = 0; i < q.nbuffers; i++) {
-            tether_plan_buffer *b = &q.buffers[i];
-            free((char *)b->name);
-            for (int j = 0; j < b->npools; j++) {
-                free((char *)b->pools[j]);
-            }
-            free((char **)b->pools);
-            free((char *)b->pin_pool);
-        }
-        p->npools -= added_pools;
-        p->nbuffers -= added_bufs;
+        tp_problem_truncate(p, p->npools - added_pools, p->nbuffers - added_bufs);
         tether_set_error(rc, "%s", msg);
     } else if (opts != NULL) {
         *opts = o;

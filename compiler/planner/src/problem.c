@@ -79,6 +79,15 @@ void tether_plan_problem_clear_pools(tether_plan_problem *p) {
     p->npools = 0;
 }
 
+void tp_problem_truncate(tether_plan_problem *p, int npools, int nbuffers) {
+    while (p->npools > npools) {
+        free((char *)p->pools[--p->npools].name);
+    }
+    while (p->nbuffers > nbuffers) {
+        free_buffer(&p->buffers[--p->nbuffers]);
+    }
+}
+
 void tether_plan_problem_close(tether_plan_problem *p) {
     if (p == NULL) {
         return;
