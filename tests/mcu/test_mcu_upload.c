@@ -282,6 +282,26 @@ static void test_upload_and_call(void **state) {
     free(img);
 }
 
+/* firmware.json describes the same load region the device announces, and every export. */
+static void test_firmware_json(void **state) {
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/firmware.json", mcu_fw_dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    assert_non_null(strstr(text, "\"format\": \"tether-mcu-firmware\""));
+    assert_non_null(strstr(text, "\"board\": \"mps2-an385\""));
+    assert_non_null(strstr(text, "\"cpu_flags\": \"-mcpu=cortex-m3 -mthumb -mfloat-abi=soft\""));
+    assert_non_null(strstr(text, "\"load_addr\": \"0x20050000\""));
+    assert_non_null(strstr(text, "\"load_size\": 131072"));
+    assert_non_null(strstr(text, "\"expf\": \"0x"));
+    assert_non_null(strstr(text, "\"tether_tensor_check\": \"0x"));
+}
+
 static void test_bad_images(void **state) {
     (void)state;
     char msg[512], ld[512];
@@ -441,6 +461,7 @@ int main(int argc, char **argv) {
     mcu_fw_dir = argv[1];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_upload_and_call),
+        cmocka_unit_test(test_firmware_json),
         cmocka_unit_test(test_bad_images),
         cmocka_unit_test(test_fault_in_module),
     };

@@ -1,6 +1,8 @@
-# Writes module.ld and exports.ld for RAM-upload modules of one firmware build.
+# Writes module.ld, exports.ld and firmware.json for RAM-upload modules of one firmware build.
 #   exports.ld  one absolute symbol per name in exports.def, at its address in the firmware
 #               (Thumb functions keep bit 0 set, as in the ELF symbol table)
+#   firmware.json  board, QEMU machine, CPU flags, load region, file names and export addresses
+#               (for hosts that link modules: tether compile --upload)
 #   module.ld   memory = the firmware's load region; a 32-byte image header first (see
 #               docs/mcu.md), then code, read-only data, data; .bss after the uploaded bytes
 # Usage: cmake -DREADELF=... -DELF=... -DEXPORTS=exports.def -DBOARD=... -DOUT=dir -P gen_module_ld.cmake
@@ -25,6 +27,7 @@ math(EXPR load_start "0x${addr___tether_load_start}" OUTPUT_FORMAT HEXADECIMAL)
 math(EXPR load_size "0x${addr___tether_load_end} - 0x${addr___tether_load_start}")
 
 file(STRINGS ${EXPORTS} export_lines REGEX "^TETHER_EXPORT\\(")
+set(json_exports "")
 set(exports "/* Firmware symbols for RAM-upload modules of the ${BOARD} firmware (generated from
  * device/mcu/firmware/exports.def; do not edit). */\n")
 foreach(line ${export_lines})
@@ -33,6 +36,10 @@ foreach(line ${export_lines})
         message(FATAL_ERROR "exported symbol ${name} is missing from ${ELF}")
     endif()
     string(APPEND exports "${name} = 0x${addr_${name}};\n")
+    if(json_exports)
+        string(APPEND json_exports ",\n")
+    endif()
+    string(APPEND json_exports "    \"${name}\": \"0x${addr_${name}}\"")
 endforeach()
 file(WRITE ${OUT}/exports.ld "${exports}")
 
@@ -88,3 +95,22 @@ SECTIONS
 }
 ")
 message(STATUS "${BOARD}: module.ld (load region ${load_start}, ${load_size} bytes) and exports.ld written")
+
+# firmware.json: everything a host needs to link and upload modules for this firmware.
+set(cpu_flags "${CPU_FLAGS}")
+file(WRITE ${OUT}/firmware.json "{
+  \"format\": \"tether-mcu-firmware\",
+  \"version\": 1,
+  \"board\": \"${BOARD}\",
+  \"qemu_machine\": \"${QEMU_MACHINE}\",
+  \"firmware\": \"tether-fw.elf\",
+  \"cpu_flags\": \"${cpu_flags}\",
+  \"load_addr\": \"${load_start}\",
+  \"load_size\": ${load_size},
+  \"module_ld\": \"module.ld\",
+  \"exports_ld\": \"exports.ld\",
+  \"exports\": {
+${json_exports}
+  }
+}
+")
