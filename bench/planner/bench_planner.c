@@ -165,6 +165,26 @@ static void unet(graph *g) {
     g->kind[x] = TETHER_PLAN_GRAPH_OUTPUT;
 }
 
+/* Seeded random lifetimes (no model shape): where the heuristics differ from the optimum. */
+static void random_graph(graph *g, int n, uint64_t seed, const char *name) {
+    memset(g, 0, sizeof(*g));
+    g->model = name;
+    uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
+    int nops = n;
+    for (int i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        int first = (int)(x % (uint64_t)nops);
+        int len = (int)((x >> 20) % 4);
+        int64_t size = (int64_t)(1 + (x >> 32) % 64) * 1024;
+        g->op = first;
+        int id = tensor(g, "t", size);
+        g->last[id] = first + len < nops ? first + len : nops - 1;
+    }
+    g->op = nops - 1;
+}
+
 static void to_problem(const graph *g, tether_plan_problem *p, const char *const *pools,
                        int npools) {
     tether_plan_problem_init(p);
@@ -293,6 +313,10 @@ int main(int argc, char **argv) {
     bench_model(&g, svg_dir);
     unet(&g);
     bench_model(&g, svg_dir);
+    random_graph(&g, 12, 3, "random-12 (seed 3)");
+    bench_model(&g, NULL);
+    random_graph(&g, 60, 5, "random-60 (seed 5)");
+    bench_model(&g, NULL);
     mobilenet_v2(&g);
     bench_spill(&g, 512 * 1024);
     return 0;
