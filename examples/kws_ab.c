@@ -174,6 +174,10 @@ int main(int argc, char **argv) {
         snprintf(b, sizeof b, "%llu/%llu/%llu", (unsigned long long)r1->build.sizes.text,
                  (unsigned long long)r1->build.sizes.data, (unsigned long long)r1->build.sizes.bss);
         printf("%-34s %18s %18s\n", label, a, b);
+        snprintf(label, sizeof label, "%s  of text: instructions", tg[k]);
+        snprintf(a, sizeof a, "%llu", (unsigned long long)r0->build.sizes.code);
+        snprintf(b, sizeof b, "%llu", (unsigned long long)r1->build.sizes.code);
+        printf("%-34s %18s %18s\n", label, a, b);
         snprintf(label, sizeof label, "%s static stack (bytes)", tg[k]);
         snprintf(a, sizeof a, "%lld%s", (long long)r0->build.stack.bytes,
                  r0->build.stack.bounded ? "" : " unbounded");

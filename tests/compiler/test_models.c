@@ -328,6 +328,9 @@ static void test_artifact_metadata(void **state) {
     assert_non_null(strstr(cJSON_GetObjectItem(st, "excluded")->valuestring, "expf"));
     assert_true(cJSON_GetObjectItem(st, "bytes")->valueint > 0);
     assert_true(cJSON_GetObjectItem(r, "text")->valueint > 49000); /* weights are in .rodata */
+    assert_true(cJSON_GetObjectItem(r, "code")->valueint > 0);
+    assert_true(cJSON_GetObjectItem(r, "code")->valueint <
+                cJSON_GetObjectItem(r, "text")->valueint - 49000);
     cJSON_Delete(r);
     FILE *devnull = fopen("/dev/null", "w");
     assert_int_equal(tether_report_print(devnull, dir), 0);

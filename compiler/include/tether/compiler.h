@@ -156,6 +156,7 @@ bool tether_target_available(const tether_target *t);
 
 typedef struct tether_elf_sizes {
     uint64_t text, data, bss; /* as `size` (berkeley) reports them */
+    uint64_t code;            /* the executable part of text (instructions, no constants) */
 } tether_elf_sizes;
 
 /* Sums allocated sections of an ELF file (object, archive member-less; .so or .o) like

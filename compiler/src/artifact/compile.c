@@ -168,6 +168,7 @@ static char *report_json(const tether_ir_graph *g, const tether_compile_options 
         cJSON_AddNumberToObject(r, "text", (double)res->build.sizes.text);
         cJSON_AddNumberToObject(r, "data", (double)res->build.sizes.data);
         cJSON_AddNumberToObject(r, "bss", (double)res->build.sizes.bss);
+        cJSON_AddNumberToObject(r, "code", (double)res->build.sizes.code);
         cJSON *st = cJSON_AddObjectToObject(r, "stack");
         cJSON_AddStringToObject(st, "entry", res->entry);
         cJSON_AddNumberToObject(st, "bytes", (double)res->build.stack.bytes);
@@ -332,6 +333,7 @@ int tether_report_print(FILE *out, const char *artifact_dir) {
         fprintf(out, "  %-26s %12.0f\n", "text", num(r, "text"));
         fprintf(out, "  %-26s %12.0f\n", "data", num(r, "data"));
         fprintf(out, "  %-26s %12.0f\n", "bss", num(r, "bss"));
+        fprintf(out, "  %-26s %12.0f\n", "  of text: instructions", num(r, "code"));
     }
     fprintf(out, "  %-26s %12.0f\n", "params", num(r, "params_bytes"));
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(r, "workspace");

@@ -155,6 +155,9 @@ int tether_elf_size(const char *path, tether_elf_sizes *out) {
             out->data += size;
         } else {
             out->text += size;
+            if (flags & 0x4) { /* SHF_EXECINSTR */
+                out->code += size;
+            }
         }
     }
     free(buf);
