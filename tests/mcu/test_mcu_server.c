@@ -413,10 +413,15 @@ static void test_fault_and_new_session(void **state) {
     assert_int_equal(mcu_wait_log(&board, "board mps2-an385", 15000), 0);
     assert_int_equal(board.boots, boots + 1);
     assert_non_null(strstr(board.last_log, "boot 1"));
+    /* Until HELLO, requests (e.g. a retransmission from the old session) are refused. */
     tether_rpc_msg rep;
+    tether_rpc_msg req = {.type = TETHER_RPC_FREE};
+    req.u.free_req.handle = old;
+    assert_int_equal(mcu_request(&board, &req, &rep, 10000), 0);
+    assert_int_equal(rep.type, TETHER_RPC_ERROR);
+    assert_int_equal(rep.u.error.code, TETHER_ERR_STATE);
     mcu_hello(&board, &rep);
     /* Nothing of the old session survives: its array handle is unknown. */
-    tether_rpc_msg req = {.type = TETHER_RPC_FREE};
     req.u.free_req.handle = old;
     assert_int_equal(mcu_request(&board, &req, &rep, 10000), 0);
     assert_int_equal(rep.type, TETHER_RPC_ERROR);

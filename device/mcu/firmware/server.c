@@ -46,6 +46,9 @@ static tether_rpc_reply_cache cache;
 
 static tether_rpc_msg req, rep;
 static uint32_t client_max_frame = TETHER_RPC_MIN_FRAME;
+/* False until the first HELLO after boot: a request retransmitted from before a reset is refused
+ * instead of running in the new session. */
+static bool session_open;
 
 static tether_heap heap;
 
@@ -194,6 +197,7 @@ static int func_get(uint64_t handle, const tether_func_entry **out) {
 /* ---- handlers: each fills `rep` (type and id are set by the caller) or returns an error ---- */
 
 static int on_hello(void) {
+    session_open = true;
     client_max_frame = req.u.hello_req.max_frame;
     tether_rpc_reply_cache_clear(&cache);
     tether_rpc_hello_rep *h = &rep.u.hello_rep;
@@ -692,6 +696,11 @@ static int on_reset(void) {
 /* ---- dispatch ---- */
 
 static int dispatch(void) {
+    if (!session_open && req.type != TETHER_RPC_HELLO) {
+        return tether_set_error(TETHER_ERR_STATE,
+                                "the device started a new session (boot %u): send HELLO first",
+                                (unsigned)tether_board_boot_count());
+    }
     switch (req.type) {
     case TETHER_RPC_HELLO:
         return on_hello();
