@@ -723,6 +723,8 @@ static int plan_shared_objects(placer *pl, tp_result *r) {
                     best = o;
                 }
             }
+            /* an unbounded pool always has room: lay out once at the end */
+            bool bounded = tp->p->pools[pi].capacity != TETHER_PLAN_UNBOUNDED;
             if (best >= 0) {
                 sobj saved = objs[best];
                 sobj *ob = &objs[best];
@@ -730,7 +732,8 @@ static int plan_shared_objects(placer *pl, tp_result *r) {
                 ob->align = align > ob->align ? align : ob->align;
                 next_member[i] = ob->head;
                 ob->head = i;
-                if (fits_cap(tp, pi, layout_objects(pl, objs, nobj, next_member, pi, NULL))) {
+                if (!bounded ||
+                    fits_cap(tp, pi, layout_objects(pl, objs, nobj, next_member, pi, NULL))) {
                     done = true;
                 } else {
                     objs[best] = saved;
@@ -744,13 +747,16 @@ static int plan_shared_objects(placer *pl, tp_result *r) {
                 ob->off = 0;
                 next_member[i] = -1;
                 ob->head = i;
-                if (fits_cap(tp, pi, layout_objects(pl, objs, nobj, next_member, pi, NULL))) {
+                if (!bounded ||
+                    fits_cap(tp, pi, layout_objects(pl, objs, nobj, next_member, pi, NULL))) {
                     done = true;
                 } else {
                     nobj--;
                 }
             }
-            layout_objects(pl, objs, nobj, next_member, pi, NULL);
+            if (bounded) {
+                layout_objects(pl, objs, nobj, next_member, pi, NULL);
+            }
         }
         if (!done) {
             rc = fail_no_room(pl, i);
@@ -827,7 +833,16 @@ static int plan_search(placer *pl, tp_result *r) {
     if (state == 0) {
         state = 1;
     }
+    /* the budget is in placement orders; each costs about n^2 steps, so very large problems
+     * get fewer (never below 20) to keep one run under roughly 5e7 steps */
     int budget = tp->opt.search_budget;
+    int64_t cap_evals = n > 0 ? INT64_C(50000000) / ((int64_t)n * n) : budget;
+    if (cap_evals < 20) {
+        cap_evals = 20;
+    }
+    if (budget > cap_evals) {
+        budget = (int)cap_evals;
+    }
     double t0 = best_cost == COST_FAIL ? 1.0 : (double)best_cost * 0.02 + 1.0;
     for (int it = 0; it < budget && n >= 2; it++) {
         memcpy(cand, cur, (size_t)n * sizeof(int));

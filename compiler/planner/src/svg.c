@@ -58,18 +58,18 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
     if (plan->nbuffers != p->nbuffers || plan->npools != p->npools) {
         return tether_set_error(TETHER_ERR_MISMATCH, "the plan was made for another problem");
     }
-    int32_t nops = 1;
+    int64_t nops = 1;
     for (int b = 0; b < p->nbuffers; b++) {
-        if (p->buffers[b].last + 1 > nops) {
-            nops = p->buffers[b].last + 1;
+        if ((int64_t)p->buffers[b].last + 1 > nops) {
+            nops = (int64_t)p->buffers[b].last + 1;
         }
     }
     int nlanes = 0;
     for (int k = 0; k < p->npools; k++) {
         nlanes += plan->pools[k].nbuffers > 0;
     }
-    int plot_w = nops * 24;
-    plot_w = plot_w < 640 ? 640 : (plot_w > 1600 ? 1600 : plot_w);
+    int plot_w = nops > 1600 / 24 ? 1600 : (int)nops * 24;
+    plot_w = plot_w < 640 ? 640 : plot_w;
     double xs = (double)plot_w / (double)nops;
     int height = SVG_TOP + (nlanes > 0 ? nlanes : 1) * (SVG_LANE_H + SVG_LANE_GAP) + 40;
     int width = SVG_LEFT + plot_w + SVG_RIGHT;

@@ -109,7 +109,8 @@ typedef struct tether_plan_options {
     bool plan_inputs;                /* default true; false leaves graph inputs to the caller */
     bool plan_outputs;               /* default true; false leaves graph outputs to the caller */
     uint64_t seed;                   /* improving search seed (default 1) */
-    int search_budget;               /* placement orders the search evaluates (default 2000) */
+    int search_budget;               /* placement orders the search evaluates (default 2000;
+                                      * capped near 5e7/n^2, never below 20) */
     int exact_max_buffers;           /* exact search size limit (default 14, at most 20) */
     double texture_max_ratio;        /* aspect bound for grown images (default 5.0, >= 1) */
 } tether_plan_options;
