@@ -448,6 +448,22 @@ static void test_cli(void **state) {
     free(out);
     free(err);
 
+    char jpath[600], jarg[620];
+    path_in_tmp(jpath, sizeof(jpath), "plan.json");
+    snprintf(jarg, sizeof(jarg), "--json=%s", jpath);
+    const char *json_file[] = {"plan-buffers", file, jarg};
+    assert_int_equal(run_cli(&out, &err, 3, json_file), 0);
+    assert_non_null(strstr(out, "plan: greedy-size")); /* the report, from the file's options */
+    free(out);
+    free(err);
+    char *jtext = read_text(jpath);
+    assert_non_null(jtext);
+    root = cJSON_Parse(jtext);
+    assert_non_null(root);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "buffers")), 8);
+    cJSON_Delete(root);
+    free(jtext);
+
     const char *help[] = {"plan-buffers", "--help"};
     assert_int_equal(run_cli(&out, &err, 2, help), 0);
     assert_non_null(strstr(out, "usage: plan-buffers"));

@@ -17,7 +17,7 @@
 static void usage(FILE *f, const char *prog) {
     fprintf(f,
             "usage: %s BUFFERS.json [--planner NAME] [--pool name:scope:capacity[:WxH]]... "
-            "[--svg OUT.svg] [--json] [--seed N] [--budget N]\n"
+            "[--svg OUT.svg] [--json[=FILE]] [--seed N] [--budget N]\n"
             "Plans the buffers of a buffer-list JSON file (format: docs/planner.md).\n"
             "  --planner NAME  naive, shared-objects, greedy-size, greedy-conflicts, search,\n"
             "                  exact or best (default: best = all of them, keep the smallest)\n"
@@ -26,6 +26,7 @@ static void usage(FILE *f, const char *prog) {
             "                  replaces the pools of the file\n"
             "  --svg FILE      write the timeline picture\n"
             "  --json          print the plan JSON instead of the report\n"
+            "  --json=FILE     write the plan JSON to FILE (the report still goes to stdout)\n"
             "  --seed N        seed of the improving search (default 1)\n"
             "  --budget N      placement orders the improving search evaluates (default 2000)\n"
             "Exit codes: 0 planned, 1 does not fit, 2 bad usage or input.\n",
@@ -39,6 +40,7 @@ static int fail(const char *prog, int code, const char *msg) {
 
 typedef struct cli_args {
     const char *svg;
+    const char *json_path;
     bool json;
     bool help;
     const char *positional;
@@ -99,6 +101,11 @@ static int parse_args(const char *prog, int argc, char **argv, int first, bool a
             a->help = true;
         } else if (strcmp(opt, "--json") == 0 && val == NULL) {
             a->json = true;
+        } else if (strcmp(opt, "--json") == 0) {
+            if (val[0] == '\0') {
+                return fail(prog, EXIT_USAGE, "--json= needs a file name");
+            }
+            a->json_path = val;
         } else if (strcmp(opt, "--planner") == 0) {
             if (tether_plan_algorithm_parse(val, &a->algo) != TETHER_OK) {
                 return fail(prog, EXIT_USAGE, tether_last_error());
@@ -184,6 +191,14 @@ static int run(const char *prog, tether_plan_problem *problem, tether_plan_optio
     if (a->svg != NULL) {
         if (tether_plan_to_svg(problem, &plan, &text) != TETHER_OK ||
             tether_plan_write_file(a->svg, text) != TETHER_OK) {
+            code = fail(prog, EXIT_PLAN_FAILED, tether_last_error());
+        }
+        free(text);
+        text = NULL;
+    }
+    if (code == 0 && a->json_path != NULL) {
+        if (tether_plan_to_json(problem, &plan, &text) != TETHER_OK ||
+            tether_plan_write_file(a->json_path, text) != TETHER_OK) {
             code = fail(prog, EXIT_PLAN_FAILED, tether_last_error());
         }
         free(text);

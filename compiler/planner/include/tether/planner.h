@@ -244,8 +244,9 @@ int tether_plan_report(FILE *out, const tether_plan_problem *p, const tether_pla
 
 /* `plan-buffers FILE [--planner NAME] [--pool name:scope:capacity]... [--svg OUT.svg] [--json]
  * [--seed N] [--budget N] [--help]`: plans a buffer-list JSON file, prints the report (or with
- * --json the plan JSON) on stdout. argv[0] is the command name. Returns a process exit code:
- * 0 ok, 1 planning failed, 2 bad usage/input (one line "plan-buffers: <reason>" on stderr). */
+ * --json the plan JSON) on stdout; --json=FILE writes the plan JSON to FILE. argv[0] is the command
+ * name. Returns a process exit code: 0 ok, 1 planning failed, 2 bad usage/input (one line
+ * "plan-buffers: <reason>" on stderr). */
 int tether_cmd_plan_buffers(int argc, char **argv);
 
 /* The shared back half of the plan commands, for `tether plan MODEL`: parses only options
