@@ -201,6 +201,66 @@ static void test_input_rejects(void **state) {
                   "texture_max_ratio");
 }
 
+/* 3000 seeded mutations of the example: never a crash; a rejected text leaves the problem as
+ * it was and says why; an accepted one plans validly or fails with a message. */
+static void test_input_mutations(void **state) {
+    (void)state;
+    static const char alphabet[] = "{}[]\":,0123456789-.eE abcdefghijklmnoprstuvwxyz";
+    size_t len = strlen(example_json);
+    char *text = malloc(len + 64);
+    assert_non_null(text);
+    uint64_t x = 99;
+    int accepted = 0;
+    for (int m = 0; m < 3000; m++) {
+        memcpy(text, example_json, len + 1);
+        size_t n = len;
+        int edits = 1 + m % 4;
+        for (int e = 0; e < edits; e++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            size_t at = (size_t)(x % n);
+            char c = alphabet[(x >> 32) % (sizeof(alphabet) - 1)];
+            switch ((x >> 40) % 3) {
+            case 0:
+                text[at] = c;
+                break;
+            case 1:
+                memmove(text + at, text + at + 1, n - at);
+                n--;
+                break;
+            default:
+                memmove(text + at + 1, text + at, n - at + 1);
+                text[at] = c;
+                n++;
+            }
+        }
+        tether_plan_problem p;
+        tether_plan_problem_init(&p);
+        tether_plan_options o;
+        tether_plan_options_init(&o);
+        o.search_budget = 20;
+        if (tether_plan_problem_from_json(&p, &o, text) != 0) {
+            assert_true(strlen(tether_last_error()) > 0);
+            assert_int_equal(p.npools, 0);
+            assert_int_equal(p.nbuffers, 0);
+        } else {
+            accepted++;
+            tether_plan plan;
+            if (tether_plan_run(&p, &o, &plan) == 0) {
+                assert_plan_valid(&p, &o, &plan);
+                tether_plan_close(&plan);
+            } else {
+                assert_true(strlen(tether_last_error()) > 0);
+                assert_null(plan.assign);
+            }
+        }
+        tether_plan_problem_close(&p);
+    }
+    free(text);
+    assert_true(accepted > 30); /* some mutations (e.g. inside names) stay valid */
+}
+
 static void test_load_errors(void **state) {
     (void)state;
     tether_plan_problem p;
@@ -524,10 +584,15 @@ static void test_plan_cli_for_models(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_input_format), cmocka_unit_test(test_input_rejects),
-        cmocka_unit_test(test_load_errors),  cmocka_unit_test(test_plan_json),
-        cmocka_unit_test(test_svg),          cmocka_unit_test(test_report),
-        cmocka_unit_test(test_cli),          cmocka_unit_test(test_plan_cli_for_models),
+        cmocka_unit_test(test_input_format),
+        cmocka_unit_test(test_input_rejects),
+        cmocka_unit_test(test_input_mutations),
+        cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_plan_json),
+        cmocka_unit_test(test_svg),
+        cmocka_unit_test(test_report),
+        cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_plan_cli_for_models),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
