@@ -457,6 +457,24 @@ static void test_cli_exit_codes(void **state) {
     char f[1200];
     snprintf(f, sizeof f, "%s/params.bin", dir);
     assert_true(file_exists(f));
+    /* recompiling into the same directory replaces the artifact: no stale params.bin; a failed
+     * recompile leaves no metadata.json behind (the directory is no longer an artifact) */
+    assert_int_equal(run_cli(tether_cmd_compile, "compile", p, "-o", dir, "--quiet", NULL), 0);
+    assert_false(file_exists(f));
+    char meta[1200];
+    snprintf(meta, sizeof meta, "%s/metadata.json", dir);
+    assert_true(file_exists(meta));
+    const tether_target *a64;
+    assert_int_equal(tether_target_find("aarch64-linux", &a64), 0);
+    if (!tether_target_available(a64)) {
+        assert_int_equal(run_cli(tether_cmd_compile, "compile", p, "-o", dir, "--target",
+                                 "aarch64-linux", "--quiet", NULL),
+                         1);
+        assert_false(file_exists(meta));
+    }
+    assert_int_equal(run_cli(tether_cmd_compile, "compile", p, "-o", dir, "--abi", "unpacked",
+                             "--interface", "c", "--params", "blob", "--quiet", NULL),
+                     0);
     snprintf(f, sizeof f, "%s/tether_model.h", dir);
     char *h = slurp(f, NULL);
     assert_non_null(strstr(h, "int32_t tether_model_run(struct tether_model_inputs *inputs"));

@@ -235,6 +235,22 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     } else if (!S_ISDIR(st.st_mode)) {
         tether_codegen_output_close(&cg);
         return tether_set_error(TETHER_ERR_IO, "'%s' exists and is not a directory", out_dir);
+    } else {
+        /* Replacing an artifact: its metadata goes first, so the directory is never a valid
+         * artifact that mixes old and new files, and stale files of either mode disappear. */
+        static const char *const old_files[] = {"metadata.json", "report.json", "params.bin",
+                                                "build.log"};
+        char p[1300];
+        for (size_t i = 0; i < sizeof old_files / sizeof *old_files; i++) {
+            snprintf(p, sizeof p, "%s/%s", out_dir, old_files[i]);
+            unlink(p);
+        }
+        static const char *const old_pat[] = {"%s/%s.c",  "%s/%s.h",     "%s/%s.o",   "%s/%s.su",
+                                              "%s/%s.ci", "%s/lib%s.so", "%s/lib%s.a"};
+        for (size_t i = 0; i < sizeof old_pat / sizeof *old_pat; i++) {
+            snprintf(p, sizeof p, old_pat[i], out_dir, P);
+            unlink(p);
+        }
     }
     char name[200];
     char *meta = NULL, *rep = NULL;
