@@ -132,6 +132,16 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
                                SVG_LEFT, y, SVG_LEFT + plot_w, y, SVG_LEFT - 4, y + 3,
                                (long long)v);
             }
+            if (u->lower_bound > 0 && u->lower_bound <= ymax) {
+                double y = y0 + SVG_LANE_H - (double)u->lower_bound / (double)ymax * SVG_LANE_H;
+                tp_text_printf(&t,
+                               "<line class=\"lb\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" "
+                               "y2=\"%.1f\" stroke=\"#c00\" stroke-dasharray=\"6 4\"/>"
+                               "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" fill=\"#c00\" "
+                               "text-anchor=\"end\">lower bound</text>\n",
+                               SVG_LEFT, y, SVG_LEFT + plot_w, y, SVG_LEFT + plot_w - 4,
+                               y + (y < y0 + 14 ? 12 : -3));
+            }
             tp_text_printf(&t,
                            "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" "
                            "text-anchor=\"middle\">offset (bytes)</text>\n",
@@ -245,6 +255,12 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
                        "<text x=\"%d\" y=\"%d\">%s</text>\n",
                        lx, ly + 12 + i * 22, colors[i], lx + 20, ly + 24 + i * 22, names[i]);
     }
+    tp_text_printf(&t,
+                   "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#c00\" "
+                   "stroke-dasharray=\"6 4\"/><text x=\"%d\" y=\"%d\">lower bound of a "
+                   "pool</text>\n",
+                   lx, ly + 19 + 4 * 22, lx + 14, ly + 19 + 4 * 22, lx + 20, ly + 24 + 4 * 22);
+    ly += 22;
     tp_text_printf(&t,
                    "<text x=\"%d\" y=\"%d\" font-size=\"10\">hover a box for its name,</text>\n"
                    "<text x=\"%d\" y=\"%d\" font-size=\"10\">size, offset and lifetime</text>\n",
