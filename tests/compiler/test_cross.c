@@ -4,7 +4,8 @@
  * and -O2 for x86_64-linux and cortex-m3 (the build driver's own flags). The Cortex-M objects
  * may need nothing but memcpy/memset, the listed libm functions, the weak tether_set_error and
  * the compiler's __aeabi helpers. The same model also runs on the host against the interpreter.
- * Without arm-none-eabi-gcc the Cortex-M half is skipped (exit 77 when nothing could run).
+ * Cortex-M0/M4/M7 profiles build at -Os too. Without arm-none-eabi-gcc the Cortex-M tests are
+ * skipped.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -112,6 +113,44 @@ static void test_cortex_m3(void **state) {
     build_all("cortex-m3");
 }
 
+/* The other Cortex-M profiles (soft-float M0, hard-float M4/M7) build too, at -Os. */
+static void test_other_profiles(void **state) {
+    (void)state;
+    if (!arm_available()) {
+        skip();
+    }
+    const char *targets[] = {"cortex-m0", "cortex-m4", "cortex-m7"};
+    for (int i = 0; i < 3; i++) {
+        for (int abi = 0; abi < 2; abi++) {
+            tether_ir_graph g;
+            tt_build_zoo(&g);
+            assert_int_equal(tether_ir_infer(&g), 0);
+            tether_compile_options o;
+            tether_compile_options_init(&o);
+            o.codegen.abi = (tether_abi)abi;
+            o.codegen.interface = TETHER_INTERFACE_C;
+            o.codegen.prefix = "zoo";
+            o.build.target = targets[i];
+            o.build.opt_level = -1;
+            o.build.keep_objects = true;
+            char dir[1024], rm[1200], obj[1200];
+            snprintf(dir, sizeof dir, "%s/tests/compiler/profile-%s-%d", TETHER_BINARY_DIR,
+                     targets[i], abi);
+            snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+            assert_int_equal(system(rm), 0);
+            tether_compile_result res;
+            if (tether_compile_graph(&g, dir, &o, &res) != 0) {
+                fail_msg("%s: %s", targets[i], tether_last_error());
+            }
+            assert_true(res.build.stack.bounded);
+            snprintf(obj, sizeof obj, "%s/zoo.o", dir);
+            check_symbols(obj);
+            assert_int_equal(system(rm), 0);
+            tether_ir_close(&g);
+        }
+    }
+}
+
 static void test_zoo_runs_on_host(void **state) {
     (void)state;
     tether_ir_graph g;
@@ -141,6 +180,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_x86_64),
         cmocka_unit_test(test_cortex_m3),
+        cmocka_unit_test(test_other_profiles),
         cmocka_unit_test(test_zoo_runs_on_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
