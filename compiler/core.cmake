@@ -1,6 +1,6 @@
 # compiler core (tether_compiler): model loading -> IR -> passes -> memory plan -> reference
 # interpreter -> C emitter -> build driver -> artifact directory. Host only.
-add_library(tether_compiler STATIC
+set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/util.c
     ${CMAKE_CURRENT_LIST_DIR}/src/model/json_model.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/ir.c
@@ -11,7 +11,9 @@ add_library(tether_compiler STATIC
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/build.c
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/compile.c
-    ${CMAKE_CURRENT_LIST_DIR}/src/cli/cli.c)
+    ${CMAKE_CURRENT_LIST_DIR}/src/cli/cli.c
+    CACHE INTERNAL "tether_compiler sources (absolute), reused by the fuzz targets")
+add_library(tether_compiler STATIC ${TETHER_COMPILER_SOURCES})
 target_include_directories(tether_compiler PUBLIC ${CMAKE_CURRENT_LIST_DIR}/include)
 target_link_libraries(tether_compiler PUBLIC tether_crt tether_planner PRIVATE PkgConfig::CJSON
                                              ${TETHER_LIBM})

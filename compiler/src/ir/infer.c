@@ -742,7 +742,56 @@ out:
     return rc;
 }
 
+static int check_elements(const tether_ir_graph *g) {
+    for (int i = 0; i < g->ntensors; i++) {
+        const tether_ir_tensor *t = &g->tensors[i];
+        int64_t n = 1;
+        for (int d = 0; d < t->ndim; d++) {
+            if (t->shape[d] > INT32_MAX || n > INT32_MAX / t->shape[d]) {
+                return tether_set_error(TETHER_ERR_LIMIT,
+                                        "tensor '%s' has more than 2^31-1 elements (the limit of "
+                                        "generated code)",
+                                        t->name);
+            }
+            n *= t->shape[d];
+        }
+    }
+    return TETHER_OK;
+}
+
+/* Integer attributes are bounded so that shape arithmetic cannot overflow. */
+static int check_attr_ranges(const tether_ir_node *n) {
+    const tether_ir_attrs *a = &n->attrs;
+    const int64_t lim = INT32_MAX;
+    for (int i = 0; i < 2; i++) {
+        if (a->kernel[i] > lim || a->strides[i] > lim || a->dilations[i] > lim ||
+            a->scales[i] > 65536 || a->kernel[i] < -lim || a->strides[i] < -lim ||
+            a->dilations[i] < -lim || a->scales[i] < -lim) {
+            return node_error(n, TETHER_ERR_LIMIT,
+                              "kernel, strides, dilations or scales out of "
+                              "range");
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        if (a->pads[i] > lim || a->pads[i] < -lim) {
+            return node_error(n, TETHER_ERR_LIMIT, "pads out of range");
+        }
+    }
+    for (int i = 0; i < a->nints; i++) {
+        if (a->ints[i] > lim || a->ints[i] < -lim) {
+            return node_error(n, TETHER_ERR_LIMIT, "integer list entry %lld out of range",
+                              (long long)a->ints[i]);
+        }
+    }
+    if (a->groups > lim || a->axis > lim || a->axis < -lim || a->nints < 0 ||
+        a->nints > 2 * TETHER_IR_MAX_NDIM) {
+        return node_error(n, TETHER_ERR_LIMIT, "groups, axis or list length out of range");
+    }
+    return TETHER_OK;
+}
+
 int tether_ir_infer(tether_ir_graph *g) {
+    int rc;
     if (g->noutputs == 0) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "graph '%s' has no outputs", g->name);
     }
@@ -761,13 +810,15 @@ int tether_ir_infer(tether_ir_graph *g) {
                                     t->name);
         }
     }
+    if ((rc = check_elements(g))) {
+        return rc;
+    }
     for (int i = 0; i < g->nnodes; i++) {
-        int rc = check_node_io(&g->nodes[i]);
-        if (rc) {
+        if ((rc = check_node_io(&g->nodes[i])) || (rc = check_attr_ranges(&g->nodes[i]))) {
             return rc;
         }
     }
-    int rc = order_nodes(g);
+    rc = order_nodes(g);
     if (rc) {
         return rc;
     }
@@ -819,6 +870,10 @@ int tether_ir_infer(tether_ir_graph *g) {
                 o->alias_of = g->tensors[src].alias_of >= 0 ? g->tensors[src].alias_of : src;
             }
         }
+    }
+    /* Generated kernels index with int: every tensor must have fewer than 2^31 elements. */
+    if ((rc = check_elements(g))) {
+        return rc;
     }
     if (g->nnodes && g->nodes[0].op == TETHER_OP_CONV2D) {
         g->tensors[g->nodes[0].inputs[0]].layout = TETHER_LAYOUT_NCHW;
