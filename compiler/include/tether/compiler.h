@@ -139,10 +139,10 @@ typedef enum tether_target_kind {
 } tether_target_kind;
 
 typedef struct tether_target {
-    const char *name;      /* "x86_64-linux", "cortex-m3", ... */
-    const char *cc;        /* compiler executable */
-    const char *cflags;    /* target flags (-mcpu=... -mthumb ...) */
-    const char *size_tool; /* unused by the built-in ELF reader; informative */
+    const char *name;   /* "x86_64-linux", "cortex-m3", ... */
+    const char *cc;     /* compiler executable */
+    const char *cflags; /* target flags (-mcpu=... -mthumb ...) */
+    const char *ar;     /* archiver of static targets (NULL for shared ones) */
     tether_target_kind kind;
     const char *description;
 } tether_target;

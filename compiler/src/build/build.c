@@ -21,19 +21,19 @@
 #include "tether/crt/error.h"
 
 static const tether_target targets[] = {
-    {"x86_64-linux", "gcc", "-fPIC", "size", TETHER_TARGET_SHARED,
+    {"x86_64-linux", "gcc", "-fPIC", NULL, TETHER_TARGET_SHARED,
      "host gcc, shared object for upload to tetherd"},
-    {"aarch64-linux", "aarch64-linux-gnu-gcc", "-fPIC", "aarch64-linux-gnu-size",
-     TETHER_TARGET_SHARED, "64-bit Arm Linux boards and phones, shared object"},
+    {"aarch64-linux", "aarch64-linux-gnu-gcc", "-fPIC", NULL, TETHER_TARGET_SHARED,
+     "64-bit Arm Linux boards and phones, shared object"},
     {"cortex-m0", "arm-none-eabi-gcc", "-mcpu=cortex-m0 -mthumb -mfloat-abi=soft",
-     "arm-none-eabi-size", TETHER_TARGET_STATIC, "Armv6-M, no FPU, static library"},
+     "arm-none-eabi-ar", TETHER_TARGET_STATIC, "Armv6-M, no FPU, static library"},
     {"cortex-m3", "arm-none-eabi-gcc", "-mcpu=cortex-m3 -mthumb -mfloat-abi=soft",
-     "arm-none-eabi-size", TETHER_TARGET_STATIC, "Armv7-M, no FPU, static library"},
+     "arm-none-eabi-ar", TETHER_TARGET_STATIC, "Armv7-M, no FPU, static library"},
     {"cortex-m4", "arm-none-eabi-gcc", "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16",
-     "arm-none-eabi-size", TETHER_TARGET_STATIC,
+     "arm-none-eabi-ar", TETHER_TARGET_STATIC,
      "Armv7E-M with single-precision FPU, static library"},
     {"cortex-m7", "arm-none-eabi-gcc", "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16",
-     "arm-none-eabi-size", TETHER_TARGET_STATIC, "Armv7E-M with double-precision FPU"},
+     "arm-none-eabi-ar", TETHER_TARGET_STATIC, "Armv7E-M with double-precision FPU"},
 };
 
 const tether_target *tether_targets(int *count) {
@@ -457,11 +457,10 @@ int tether_build_artifact(const char *dir, const char *prefix, const char *entry
         return tether_set_error(TETHER_ERR_INVALID_ARG, "opt level %d outside 0..3 or s",
                                 o->opt_level);
     }
-    char src[1100], obj[1100], ci[1100], su[1100], log[1100], lib[1100], opt[8];
+    char src[1100], obj[1100], ci[1100], log[1100], lib[1100], opt[8];
     snprintf(src, sizeof src, "%s/%s.c", dir, prefix);
     snprintf(obj, sizeof obj, "%s/%s.o", dir, prefix);
     snprintf(ci, sizeof ci, "%s/%s.ci", dir, prefix);
-    snprintf(su, sizeof su, "%s/%s.su", dir, prefix);
     snprintf(log, sizeof log, "%s/build.log", dir);
     snprintf(opt, sizeof opt, "-O%c", o->opt_level < 0 ? 's' : (char)('0' + o->opt_level));
     unlink(log);
@@ -506,10 +505,11 @@ int tether_build_artifact(const char *dir, const char *prefix, const char *entry
         snprintf(out->library, sizeof out->library, "lib%s.a", prefix);
         snprintf(lib, sizeof lib, "%s/%s", dir, out->library);
         char ar[1024];
-        char arname[64];
-        snprintf(arname, sizeof arname, "arm-none-eabi-ar");
-        if (!find_program(arname, ar, sizeof ar)) {
-            return tether_set_error(TETHER_ERR_NOT_FOUND, "arm-none-eabi-ar is not installed");
+        if (!t->ar || !find_program(t->ar, ar, sizeof ar)) {
+            return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                    "target %s needs '%s', which is not "
+                                    "installed",
+                                    t->name, t->ar ? t->ar : "an archiver");
         }
         unlink(lib);
         char *aargv[] = {ar, "rcs", lib, obj, NULL};
@@ -527,6 +527,5 @@ int tether_build_artifact(const char *dir, const char *prefix, const char *entry
     if (!o->keep_objects) {
         unlink(obj);
     }
-    (void)su;
     return TETHER_OK;
 }
