@@ -549,6 +549,30 @@ static void test_argument_limits(void **state) {
     tether_ir_close(&g);
 }
 
+static int fake_loads;
+
+static int fake_loader(const char *path, tether_ir_graph *g) {
+    fake_loads++;
+    char p[1024];
+    kws_path(p, sizeof p);
+    (void)path;
+    return tether_model_load(p, g);
+}
+
+static void test_registered_loader(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    assert_int_equal(tether_model_load("model.fake", &g), TETHER_ERR_UNSUPPORTED);
+    assert_non_null(strstr(tether_last_error(), "model.fake: unknown model format"));
+    assert_int_equal(tether_model_register_loader("fake", fake_loader), TETHER_ERR_INVALID_ARG);
+    assert_int_equal(tether_model_register_loader(".json", fake_loader), TETHER_ERR_INVALID_ARG);
+    assert_int_equal(tether_model_register_loader(".fake", fake_loader), 0);
+    assert_int_equal(tether_model_load("model.fake", &g), 0);
+    assert_int_equal(fake_loads, 1);
+    assert_int_equal(g.nnodes, 5);
+    tether_ir_close(&g);
+}
+
 static void test_ir_printer(void **state) {
     (void)state;
     char p[1024];
@@ -583,6 +607,7 @@ int main(void) {
         cmocka_unit_test(test_abi_shapes_of_code),
         cmocka_unit_test(test_ir_printer),
         cmocka_unit_test(test_argument_limits),
+        cmocka_unit_test(test_registered_loader),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,9 +33,19 @@ extern "C" {
 /* ---- model loading ---------------------------------------------------------------------- */
 
 /* Loads a model file into g (initialised here; close with tether_ir_close, also on failure).
- * Format by extension: .json = tether JSON model (docs/model-format.md). The graph is inferred.
+ * Format by extension: .json = tether JSON model (docs/model-format.md), others as registered
+ * with tether_model_register_loader. The graph is inferred.
  * Error messages start with the file name. */
 int tether_model_load(const char *path, tether_ir_graph *g);
+
+/* A front end for another model format (the ONNX importer): fills and infers g, or returns an
+ * error with g closed. */
+typedef int (*tether_model_loader)(const char *path, tether_ir_graph *g);
+
+/* Makes tether_model_load (and so `tether compile`/`tether plan`) read files ending in `ext`
+ * (".onnx") with `fn`. Up to 8 extensions; registering one again replaces its loader. Not
+ * thread-safe: register at start-up (the CLI's main does it for the front ends it links). */
+int tether_model_register_loader(const char *ext, tether_model_loader fn);
 
 /* Parses JSON model text. `source` names it in messages; `weights_dir` is where a "weights"
  * file named in the model is looked up (NULL = current directory). */

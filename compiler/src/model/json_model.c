@@ -542,12 +542,44 @@ out:
     return rc;
 }
 
+typedef struct loader {
+    char ext[16];
+    tether_model_loader fn;
+} loader;
+
+static loader loaders[8];
+
+int tether_model_register_loader(const char *ext, tether_model_loader fn) {
+    if (!ext || ext[0] != '.' || strlen(ext) >= sizeof loaders[0].ext || !fn ||
+        strcmp(ext, ".json") == 0) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "model loader extension must be like \".onnx\" (not .json), "
+                                "at most 15 characters, with a function");
+    }
+    for (size_t i = 0; i < sizeof loaders / sizeof *loaders; i++) {
+        if (!loaders[i].fn || strcmp(loaders[i].ext, ext) == 0) {
+            snprintf(loaders[i].ext, sizeof loaders[i].ext, "%s", ext);
+            loaders[i].fn = fn;
+            return TETHER_OK;
+        }
+    }
+    return tether_set_error(TETHER_ERR_LIMIT, "at most %zu model loaders",
+                            sizeof loaders / sizeof *loaders);
+}
+
 int tether_model_load(const char *path, tether_ir_graph *g) {
     memset(g, 0, sizeof *g);
     size_t n = strlen(path);
     if (n < 5 || strcmp(path + n - 5, ".json") != 0) {
+        for (size_t i = 0; i < sizeof loaders / sizeof *loaders && loaders[i].fn; i++) {
+            size_t el = strlen(loaders[i].ext);
+            if (n > el && strcmp(path + n - el, loaders[i].ext) == 0) {
+                return loaders[i].fn(path, g);
+            }
+        }
         return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "%s: unknown model format (expected a .json tether model)", path);
+                                "%s: unknown model format (expected a .json tether model%s)", path,
+                                loaders[0].fn ? " or a registered format" : "");
     }
     char *text;
     int rc = tether_read_file(path, &text, NULL);
