@@ -26,6 +26,13 @@ int tether_ir_is_unary(tether_op op);
 /* True for add/sub/mul/div/pow. */
 int tether_ir_is_binary(tether_op op);
 
+/* The operands and output of a matmul as kernels see them: a rank-1 A [K] becomes [1,K], a
+ * rank-1 B [K] becomes [K,1], and the output gets the matching extent-1 dimensions back
+ * (batch..., M, N). Same memory layout, so kernels only ever handle rank >= 2. Shallow copies:
+ * names and data stay owned by the graph. */
+void tether_ir_matmul_view(const tether_ir_graph *g, const tether_ir_node *n, tether_ir_tensor *a,
+                           tether_ir_tensor *b, tether_ir_tensor *y);
+
 /* Normalises a possibly negative axis for rank ndim; -1 when out of range. */
 int tether_ir_norm_axis(int64_t axis, int ndim);
 

@@ -281,6 +281,9 @@ static const op_case cases[] = {
      0,
      NULL,
      NONE},
+    {"matmul_vector_matrix", TETHER_OP_MATMUL, 2, {1, 3}, {{4}, {2, 4, 3}}, 0, NULL, NONE},
+    {"matmul_matrix_vector", TETHER_OP_MATMUL, 2, {3, 1}, {{2, 3, 4}, {4}}, 0, NULL, NONE},
+    {"matmul_dot", TETHER_OP_MATMUL, 2, {1, 1}, {{5}, {5}}, 0, NULL, NONE},
     {"matmul_residual_hswish",
      TETHER_OP_MATMUL,
      3,
@@ -476,6 +479,25 @@ static void test_interpreter_known_values(void **state) {
     float *out3[1] = {ya};
     assert_int_equal(tether_interp_run(&g, in3, out3), 0);
     assert_true(ya[0] == 3.0f);
+    tether_ir_close(&g);
+    /* rank-1 matmul: [1,2,3] . [[1,0],[0,1],[1,1]] = [4, 5]; [1,2,3] . [4,5,6] = 32 */
+    const op_case mv = {"mv", TETHER_OP_MATMUL, 2, {1, 2}, {{3}, {3, 2}}, 0, NULL, NONE};
+    build_case(&mv, &g);
+    assert_int_equal(g.tensors[g.outputs[0]].ndim, 1);
+    float xv[3] = {1, 2, 3}, wm[6] = {1, 0, 0, 1, 1, 1}, yv[2];
+    const float *in4[2] = {xv, wm};
+    float *out4[1] = {yv};
+    assert_int_equal(tether_interp_run(&g, in4, out4), 0);
+    assert_true(yv[0] == 4.0f && yv[1] == 5.0f);
+    tether_ir_close(&g);
+    const op_case dot = {"dot", TETHER_OP_MATMUL, 2, {1, 1}, {{3}, {3}}, 0, NULL, NONE};
+    build_case(&dot, &g);
+    assert_int_equal(g.tensors[g.outputs[0]].ndim, 0);
+    float x2[3] = {4, 5, 6}, yd[1];
+    const float *in5[2] = {xv, x2};
+    float *out5[1] = {yd};
+    assert_int_equal(tether_interp_run(&g, in5, out5), 0);
+    assert_true(yd[0] == 32.0f);
     tether_ir_close(&g);
 }
 

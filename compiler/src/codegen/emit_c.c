@@ -577,8 +577,9 @@ static void batch_offsets(const int64_t *bshape, int nb, const tether_ir_tensor 
 
 static void k_matmul(em *e, const tether_ir_node *nd, const kargs *k) {
     const tether_ir_attrs *a = &nd->attrs;
-    const tether_ir_tensor *y = T(e, nd->outputs[0]), *A = T(e, nd->inputs[0]);
-    const tether_ir_tensor *B = T(e, nd->inputs[1]);
+    tether_ir_tensor av, bv, yv; /* rank-1 operands promoted, see tether_ir_matmul_view */
+    tether_ir_matmul_view(e->g, nd, &av, &bv, &yv);
+    const tether_ir_tensor *y = &yv, *A = &av, *B = &bv;
     int nd_ = y->ndim, nb = nd_ - 2;
     long long M = y->shape[nd_ - 2], N = y->shape[nd_ - 1], K = A->shape[A->ndim - 1];
     int64_t batch = 1;

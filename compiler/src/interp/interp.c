@@ -201,12 +201,16 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **
         return;
     }
     case TETHER_OP_MATMUL: {
-        const tether_ir_tensor *bt = &g->tensors[n->inputs[1]];
+        /* rank-1 operands promoted; the output viewed with its extent-1 dimensions */
+        tether_ir_tensor va, vb, yv;
+        tether_ir_matmul_view(g, n, &va, &vb, &yv);
+        const tether_ir_tensor *bt = &vb;
+        xt = &va;
         const float *B = buf[n->inputs[1]];
-        int nd = o->ndim;
-        int64_t M = o->shape[nd - 2], NN = o->shape[nd - 1], K = xt->shape[xt->ndim - 1];
+        int nd = yv.ndim;
+        int64_t M = yv.shape[nd - 2], NN = yv.shape[nd - 1], K = xt->shape[xt->ndim - 1];
         for (size_t f = 0; f < total; f++) {
-            unravel((int64_t)f, o->shape, nd, idx);
+            unravel((int64_t)f, yv.shape, nd, idx);
             int64_t i = idx[nd - 2], j = idx[nd - 1];
             double acc = 0.0;
             for (int64_t k = 0; k < K; k++) {

@@ -60,6 +60,29 @@ int tether_ir_main_inputs(const tether_ir_node *n) {
     return n->attrs.has_residual ? n->ninputs - 1 : n->ninputs;
 }
 
+void tether_ir_matmul_view(const tether_ir_graph *g, const tether_ir_node *n, tether_ir_tensor *a,
+                           tether_ir_tensor *b, tether_ir_tensor *y) {
+    const tether_ir_tensor *x = &g->tensors[n->inputs[0]], *z = &g->tensors[n->inputs[1]];
+    *a = *x;
+    *b = *z;
+    *y = g->tensors[n->outputs[0]];
+    if (a->ndim == 1) {
+        a->ndim = 2;
+        a->shape[0] = 1;
+        a->shape[1] = x->shape[0];
+    }
+    if (b->ndim == 1) {
+        b->ndim = 2;
+        b->shape[0] = z->shape[0];
+        b->shape[1] = 1;
+    }
+    int nd = 0;
+    tether_ir_broadcast(a->shape, a->ndim - 2, b->shape, b->ndim - 2, y->shape, &nd);
+    y->shape[nd] = a->shape[a->ndim - 2];
+    y->shape[nd + 1] = b->shape[b->ndim - 1];
+    y->ndim = nd + 2;
+}
+
 int tether_ir_broadcast(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out,
                         int *nout) {
     int n = na > nb ? na : nb;
@@ -255,20 +278,35 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
     }
     case TETHER_OP_MATMUL: {
         const tether_ir_tensor *b = in_t(g, n, 1);
-        if (!b || x->ndim < 2 || b->ndim < 2) {
-            return node_error(n, TETHER_ERR_MISMATCH, "both operands must have rank >= 2");
+        if (!b || x->ndim < 1 || b->ndim < 1) {
+            return node_error(n, TETHER_ERR_MISMATCH, "operands must have rank >= 1");
         }
-        if (x->shape[x->ndim - 1] != b->shape[b->ndim - 2]) {
+        tether_ir_tensor av = *x, bv = *b;
+        if (av.ndim == 1) {
+            av.ndim = 2;
+            av.shape[0] = 1;
+            av.shape[1] = x->shape[0];
+        }
+        if (bv.ndim == 1) {
+            bv.ndim = 2;
+            bv.shape[0] = b->shape[0];
+            bv.shape[1] = 1;
+        }
+        if (av.shape[av.ndim - 1] != bv.shape[bv.ndim - 2]) {
             return node_error(n, TETHER_ERR_MISMATCH, "inner dimensions differ: %lld vs %lld",
-                              (long long)x->shape[x->ndim - 1], (long long)b->shape[b->ndim - 2]);
+                              (long long)av.shape[av.ndim - 1], (long long)bv.shape[bv.ndim - 2]);
         }
         int nd;
-        if (tether_ir_broadcast(x->shape, x->ndim - 2, b->shape, b->ndim - 2, os, &nd)) {
+        if (tether_ir_broadcast(av.shape, av.ndim - 2, bv.shape, bv.ndim - 2, os, &nd)) {
             return node_error(n, TETHER_ERR_MISMATCH, "batch dimensions do not broadcast");
         }
-        os[nd] = x->shape[x->ndim - 2];
-        os[nd + 1] = b->shape[b->ndim - 1];
-        *ond = nd + 2;
+        if (x->ndim > 1) {
+            os[nd++] = av.shape[av.ndim - 2];
+        }
+        if (b->ndim > 1) {
+            os[nd++] = bv.shape[bv.ndim - 1];
+        }
+        *ond = nd;
         return TETHER_OK;
     }
     case TETHER_OP_ADD:
