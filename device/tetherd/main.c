@@ -1,0 +1,523 @@
+/*
+ * tetherd: the POSIX device server. Listens on TCP (libuv), a UART, or its own stdin/stdout, and
+ * serves each host session in a forked child process (see session.h).
+ *
+ * What must stay true:
+ *  - a non-loopback bind without a token is refused before any socket is created, unless
+ *    --insecure was given (which prints a warning);
+ *  - the daemon never runs uploaded code itself: every session is a child process, reaped with
+ *    waitpid (no zombies); its private 0700 directory is removed after it has been reaped;
+ *  - the daemon closes its copy of each accepted socket right after the fork (no fd growth), and
+ *    a child closes every inherited descriptor except its own connection and stdio.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "session.h"
+#include "tether/crt.h"
+
+#define MAX_CHILDREN 256
+
+typedef struct child {
+    pid_t pid;
+    char dir[512];
+    char peer[96];
+} child;
+
+static tetherd_config g_cfg;
+static child g_children[MAX_CHILDREN];
+static const char *g_work_base;
+static unsigned g_max_sessions = 64;
+static uv_loop_t *g_loop;
+static tether_tcp_listener *g_listener;
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: tetherd [--tcp HOST:PORT | --uart PATH [--baud N] | --stdio] [options]\n"
+               "  --tcp HOST:PORT        listen on TCP (default 127.0.0.1:9090; port 0 = any)\n"
+               "  --uart PATH            serve sessions on a serial device (UART framing)\n"
+               "  --baud N               UART baud rate (default 115200)\n"
+               "  --stdio                serve one session on stdin/stdout (used by local:)\n"
+               "  --token-file FILE      shared token for HMAC challenge-response auth\n"
+               "  --insecure             allow a non-loopback bind without a token (warns)\n"
+               "  --port-file FILE       write the bound TCP port to FILE\n"
+               "  --max-upload BYTES     per-upload limit (default 64 MiB)\n"
+               "  --max-alloc BYTES      per-session allocation limit (default 1 GiB)\n"
+               "  --max-sessions N       concurrent sessions (default 64)\n"
+               "  --call-timeout-ms MS   CALL/TIME limit, 0 = none (default 60000)\n"
+               "  --stack-size BYTES     dedicated call stack (default 1 MiB)\n"
+               "  --work-dir DIR         where session directories are made (default $TMPDIR)\n"
+               "  --quiet | --verbose    less / more logging on stderr\n");
+}
+
+static int parse_u64(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int is_loopback(const char *host) {
+    return strcmp(host, "localhost") == 0 || strcmp(host, "::1") == 0 ||
+           strncmp(host, "127.", 4) == 0;
+}
+
+static int read_token(const char *path, char **tok, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "tetherd: cannot read token file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077))
+        fprintf(stderr, "tetherd: warning: token file %s is readable by other users\n", path);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+        n--;
+    if (n == 0) {
+        fprintf(stderr, "tetherd: token file %s is empty\n", path);
+        return -1;
+    }
+    *tok = malloc(n);
+    if (!*tok)
+        return -1;
+    memcpy(*tok, buf, n);
+    *len = n;
+    return 0;
+}
+
+/* Removes a session directory and the files in it (it holds no subdirectories). */
+static void remove_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            unlinkat(dirfd(d), e->d_name, 0);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+static int make_session_dir(char *out, size_t size) {
+    snprintf(out, size, "%s/tetherd-XXXXXX", g_work_base);
+    if (!mkdtemp(out)) { /* mkdtemp creates it 0700 */
+        fprintf(stderr, "tetherd: cannot create a session directory in %s: %s\n", g_work_base,
+                strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static void describe_status(int status, char *buf, size_t size) {
+    if (WIFEXITED(status)) {
+        int c = WEXITSTATUS(status);
+        if (c == 124)
+            snprintf(buf, size, "ended by the call timeout");
+        else
+            snprintf(buf, size, "exited with status %d", c);
+    } else if (WIFSIGNALED(status)) {
+        snprintf(buf, size, "killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    } else {
+        snprintf(buf, size, "status %d", status);
+    }
+}
+
+static void reap_children(int block) {
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, block ? 0 : WNOHANG);
+        if (pid <= 0)
+            return;
+        for (int i = 0; i < MAX_CHILDREN; i++) {
+            if (g_children[i].pid != pid)
+                continue;
+            char how[128];
+            describe_status(status, how, sizeof how);
+            tetherd_log(&g_cfg, (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? 1 : 0,
+                        g_children[i].peer, "session process %d %s", (int)pid, how);
+            remove_dir(g_children[i].dir);
+            g_children[i].pid = 0;
+        }
+        if (block)
+            return;
+    }
+}
+
+static unsigned live_children(void) {
+    unsigned n = 0;
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        n += g_children[i].pid != 0;
+    return n;
+}
+
+/* In a forked session child: default signal dispositions, die with the daemon, and close every
+ * inherited descriptor except stdio and `keep` (-1 = none). */
+static void child_setup(int keep) {
+    signal(SIGCHLD, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (keep < 0) {
+        close_range(3, ~0u, 0);
+    } else {
+        if (keep > 3)
+            close_range(3, (unsigned)keep - 1, 0);
+        close_range((unsigned)keep + 1, ~0u, 0);
+    }
+}
+
+/* Forks a session process. run(ctx, dir) runs in the child. Returns the pid or -1. */
+static pid_t spawn_session(const char *peer, int keep_fd, void (*run)(void *, const char *),
+                           void *ctx) {
+    int slot = -1;
+    for (int i = 0; i < MAX_CHILDREN && slot < 0; i++)
+        if (!g_children[i].pid)
+            slot = i;
+    if (slot < 0)
+        return -1;
+    child *c = &g_children[slot];
+    if (make_session_dir(c->dir, sizeof c->dir))
+        return -1;
+    snprintf(c->peer, sizeof c->peer, "%s", peer);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        tetherd_log(&g_cfg, -1, peer, "fork failed: %s", strerror(errno));
+        remove_dir(c->dir);
+        return -1;
+    }
+    if (pid == 0) {
+        child_setup(keep_fd);
+        run(ctx, c->dir);
+        _exit(0);
+    }
+    c->pid = pid;
+    return pid;
+}
+
+/* ---- TCP ---- */
+
+typedef struct tcp_ctx {
+    int fd;
+    const char *peer;
+} tcp_ctx;
+
+static void run_tcp_session(void *p, const char *dir) {
+    tcp_ctx *c = p;
+    tether_transport t;
+    if (tether_transport_fd_open(&t, TETHER_TRANSPORT_TCP, c->fd, c->fd, 0, true)) {
+        tetherd_log(&g_cfg, -1, c->peer, "transport: %s", tether_last_error());
+        _exit(1);
+    }
+    int rc = tetherd_session_run(&g_cfg, &t, dir, c->peer);
+    tether_transport_close(&t);
+    _exit(rc ? 1 : 0);
+}
+
+static void on_accept(void *ctx, int fd, const char *peer) {
+    (void)ctx;
+    reap_children(0);
+    if (live_children() >= g_max_sessions) {
+        tetherd_log(&g_cfg, 0, peer, "refused: %u sessions already running", g_max_sessions);
+        close(fd);
+        return;
+    }
+    tetherd_log(&g_cfg, 0, peer, "connect");
+    tcp_ctx c = {fd, peer};
+    spawn_session(peer, fd, run_tcp_session, &c);
+    close(fd);
+}
+
+static void on_sigchld(uv_signal_t *h, int sig) {
+    (void)h, (void)sig;
+    reap_children(0);
+}
+
+static void on_stop(uv_signal_t *h, int sig) {
+    (void)h;
+    tetherd_log(&g_cfg, 0, NULL, "stopping on signal %d", sig);
+    if (g_listener)
+        tether_tcp_listener_close(g_listener);
+    g_listener = NULL;
+    uv_stop(g_loop);
+}
+
+static void close_walk(uv_handle_t *h, void *arg) {
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+static int serve_tcp(const char *spec, const char *port_file, int insecure) {
+    char host[256];
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof host) {
+        fprintf(stderr, "tetherd: --tcp wants HOST:PORT, got '%s'\n", spec);
+        return 2;
+    }
+    memcpy(host, spec, (size_t)(colon - spec));
+    host[colon - spec] = 0;
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+        memmove(host, host + 1, strlen(host));
+        host[strlen(host) - 1] = 0;
+    }
+    uint64_t port;
+    if (parse_u64(colon + 1, &port) || port > 65535) {
+        fprintf(stderr, "tetherd: bad port in '%s'\n", spec);
+        return 2;
+    }
+    if (!is_loopback(host)) {
+        if (!g_cfg.token && !insecure) {
+            fprintf(stderr,
+                    "tetherd: refusing to listen on non-loopback address %s without a token: "
+                    "give --token-file FILE (or --insecure to accept anyone)\n",
+                    host);
+            return 2;
+        }
+        if (!g_cfg.token)
+            fprintf(stderr,
+                    "tetherd: WARNING: --insecure: anyone who can reach %s:%u can run "
+                    "code on this machine\n",
+                    host, (unsigned)port);
+    }
+    g_loop = uv_default_loop();
+    if (tether_tcp_listen(g_loop, host, (uint16_t)port, on_accept, NULL, &g_listener)) {
+        fprintf(stderr, "tetherd: cannot listen on %s: %s\n", spec, tether_last_error());
+        return 1;
+    }
+    unsigned bound = tether_tcp_listener_port(g_listener);
+    tetherd_log(&g_cfg, 0, NULL, "listening on %s port %u%s", host, bound,
+                g_cfg.token ? " (auth required)" : "");
+    if (port_file) {
+        char tmp[1024];
+        snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
+        FILE *f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%u\n", bound) < 0 || fclose(f) || rename(tmp, port_file)) {
+            fprintf(stderr, "tetherd: cannot write port file %s\n", port_file);
+            return 1;
+        }
+    }
+    uv_signal_t sc, si, st;
+    uv_signal_init(g_loop, &sc);
+    uv_signal_start(&sc, on_sigchld, SIGCHLD);
+    uv_signal_init(g_loop, &si);
+    uv_signal_start(&si, on_stop, SIGINT);
+    uv_signal_init(g_loop, &st);
+    uv_signal_start(&st, on_stop, SIGTERM);
+    uv_run(g_loop, UV_RUN_DEFAULT);
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (g_children[i].pid)
+            kill(g_children[i].pid, SIGTERM);
+    while (live_children())
+        reap_children(1);
+    uv_walk(g_loop, close_walk, NULL);
+    uv_run(g_loop, UV_RUN_DEFAULT);
+    uv_loop_close(g_loop);
+    return 0;
+}
+
+/* ---- stdio and UART: one session at a time, each in a child ---- */
+
+static void run_stdio_session(void *p, const char *dir) {
+    (void)p;
+    tether_transport t;
+    if (tether_transport_stdio_open(&t, 0)) {
+        tetherd_log(&g_cfg, -1, "stdio", "transport: %s", tether_last_error());
+        _exit(1);
+    }
+    int rc = tetherd_session_run(&g_cfg, &t, dir, "stdio");
+    tether_transport_close(&t);
+    _exit(rc ? 1 : 0);
+}
+
+typedef struct uart_ctx {
+    const char *path;
+    uint32_t baud;
+} uart_ctx;
+
+static void run_uart_session(void *p, const char *dir) {
+    uart_ctx *u = p;
+    tether_transport t;
+    if (tether_transport_uart_open(&t, u->path, u->baud, 0)) {
+        tetherd_log(&g_cfg, -1, u->path, "cannot open: %s", tether_last_error());
+        _exit(3);
+    }
+    int rc = tetherd_session_run(&g_cfg, &t, dir, u->path);
+    tether_transport_close(&t);
+    _exit(rc ? 1 : 0);
+}
+
+static volatile sig_atomic_t g_stop;
+static void stop_handler(int sig) {
+    (void)sig;
+    g_stop = 1;
+}
+
+static int serve_uart(const char *path, uint32_t baud) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = stop_handler;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    uart_ctx u = {path, baud};
+    tetherd_log(&g_cfg, 0, path, "serving sessions at %u baud", (unsigned)baud);
+    while (!g_stop) {
+        pid_t pid = spawn_session(path, -1, run_uart_session, &u);
+        if (pid < 0)
+            return 1;
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            if (g_stop)
+                kill(pid, SIGTERM);
+        }
+        for (int i = 0; i < MAX_CHILDREN; i++)
+            if (g_children[i].pid == pid) {
+                char how[128];
+                describe_status(status, how, sizeof how);
+                tetherd_log(&g_cfg, 1, path, "session process %d %s", (int)pid, how);
+                remove_dir(g_children[i].dir);
+                g_children[i].pid = 0;
+            }
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+            return 1; /* the device cannot be opened: do not spin */
+    }
+    return 0;
+}
+
+static int serve_stdio(void) {
+    pid_t pid = spawn_session("stdio", -1, run_stdio_session, NULL);
+    if (pid < 0)
+        return 1;
+    /* the session child owns stdin/stdout now */
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, STDIN_FILENO);
+        dup2(null, STDOUT_FILENO);
+        close(null);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    char how[128];
+    describe_status(status, how, sizeof how);
+    tetherd_log(&g_cfg, 1, "stdio", "session process %d %s", (int)pid, how);
+    remove_dir(g_children[0].dir);
+    g_children[0].pid = 0;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    const char *tcp = NULL, *uart = NULL, *token_file = NULL, *port_file = NULL;
+    int stdio_mode = 0, insecure = 0;
+    uint64_t baud = 115200;
+    g_cfg.max_upload = 64ull << 20;
+    g_cfg.max_alloc = 1ull << 30;
+    g_cfg.call_timeout_ms = 60000;
+    g_cfg.stack_size = 1u << 20;
+    g_work_base = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t n;
+#define NEED_VALUE()                                                                               \
+    do {                                                                                           \
+        if (!v) {                                                                                  \
+            fprintf(stderr, "tetherd: %s needs a value\n", a);                                     \
+            return 2;                                                                              \
+        }                                                                                          \
+        i++;                                                                                       \
+    } while (0)
+#define NEED_NUMBER(dst, lo, hi)                                                                   \
+    do {                                                                                           \
+        NEED_VALUE();                                                                              \
+        if (parse_u64(v, &n) || n + 1 < (uint64_t)(lo) + 1 || n > (hi)) {                          \
+            fprintf(stderr, "tetherd: %s: '%s' is not a number in %llu..%llu\n", a, v,             \
+                    (unsigned long long)(lo), (unsigned long long)(hi));                           \
+            return 2;                                                                              \
+        }                                                                                          \
+        dst = n;                                                                                   \
+    } while (0)
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--tcp")) {
+            NEED_VALUE();
+            tcp = v;
+        } else if (!strcmp(a, "--uart")) {
+            NEED_VALUE();
+            uart = v;
+        } else if (!strcmp(a, "--baud")) {
+            NEED_NUMBER(baud, 1, 20000000);
+        } else if (!strcmp(a, "--stdio")) {
+            stdio_mode = 1;
+        } else if (!strcmp(a, "--token-file")) {
+            NEED_VALUE();
+            token_file = v;
+        } else if (!strcmp(a, "--insecure")) {
+            insecure = 1;
+        } else if (!strcmp(a, "--port-file")) {
+            NEED_VALUE();
+            port_file = v;
+        } else if (!strcmp(a, "--max-upload")) {
+            NEED_NUMBER(g_cfg.max_upload, 1, TETHER_RPC_MAX_UPLOAD);
+        } else if (!strcmp(a, "--max-alloc")) {
+            NEED_NUMBER(g_cfg.max_alloc, 1, UINT64_MAX);
+        } else if (!strcmp(a, "--max-sessions")) {
+            NEED_NUMBER(g_max_sessions, 1, MAX_CHILDREN);
+        } else if (!strcmp(a, "--call-timeout-ms")) {
+            NEED_NUMBER(g_cfg.call_timeout_ms, 0, 86400000);
+        } else if (!strcmp(a, "--stack-size")) {
+            NEED_NUMBER(g_cfg.stack_size, 64 * 1024, 1ull << 30);
+        } else if (!strcmp(a, "--work-dir")) {
+            NEED_VALUE();
+            g_work_base = v;
+        } else if (!strcmp(a, "--quiet")) {
+            g_cfg.verbose = -1;
+        } else if (!strcmp(a, "--verbose")) {
+            g_cfg.verbose = 1;
+        } else {
+            fprintf(stderr, "tetherd: unknown option '%s' (try --help)\n", a);
+            return 2;
+        }
+    }
+    g_cfg.stack_size = (g_cfg.stack_size + 15) / 16 * 16;
+    if ((tcp != NULL) + (uart != NULL) + stdio_mode > 1) {
+        fprintf(stderr, "tetherd: give only one of --tcp, --uart, --stdio\n");
+        return 2;
+    }
+    if (token_file) {
+        char *tok;
+        if (read_token(token_file, &tok, &g_cfg.token_len))
+            return 2;
+        g_cfg.token = tok;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (stdio_mode)
+        return serve_stdio();
+    if (uart)
+        return serve_uart(uart, (uint32_t)baud);
+    return serve_tcp(tcp ? tcp : "127.0.0.1:9090", port_file, insecure);
+}

@@ -1,0 +1,1073 @@
+/*
+ * tetherd session: the request loop of one host session (HELLO, AUTH, UPLOAD, LOAD_MODULE,
+ * GET_FUNCTION, ALLOC/FREE, COPY_TO/COPY_FROM, CALL, TIME, RESET, SHUTDOWN).
+ *
+ * What must stay true:
+ *  - every request gets exactly one reply (result or ERROR naming the problem);
+ *  - until AUTH succeeds (when a token is configured) nothing but HELLO/AUTH is served, and a
+ *    wrong mac ends the session having executed nothing;
+ *  - no name from the wire is ever used as a path: uploads are stored as "u<N>.bin" in the
+ *    session directory, and their SHA-256 is checked again right before dlopen;
+ *  - handles are never pointers: a bad handle is an ERROR, never a dereference;
+ *  - every CPU call runs on the dedicated painted stack; a fatal signal or the call timeout during
+ *    a call sends ERROR naming the function, then the process dies (the daemon reaps it).
+ */
+#include "session.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tether/crt.h"
+#include "tether/crt_posix.h"
+
+#define MAX_UPLOADS 32
+#define MAX_MODULES 16
+#define MAX_FUNCS   256
+#define MAX_ARRAYS  1024
+
+typedef struct upload {
+    int used;
+    uint32_t id;
+    char name[TETHER_RPC_MAX_NAME];
+    char path[512];
+    uint32_t kind;
+    int fd;
+    uint64_t total, received;
+    uint8_t hash[TETHER_RPC_HASH_BYTES];
+    tether_sha256_ctx sha;
+    int complete;
+} upload;
+
+typedef struct module {
+    int used;
+    uint64_t handle;
+    void *dl;
+    const tether_func_registry *reg;
+} module;
+
+typedef struct func {
+    int used;
+    uint64_t module;
+    const tether_func_entry *entry;
+} func;
+
+typedef struct array {
+    uint64_t handle; /* 0 = free slot */
+    tether_ndarray nd;
+    void *mem;
+    uint64_t nbytes;
+} array;
+
+typedef struct session {
+    const tetherd_config *cfg;
+    tether_transport *t;
+    const char *dir;
+    const char *peer;
+    uint8_t *tx;
+    size_t tx_cap;
+    uint32_t peer_max_frame;
+    int hello_done, authed;
+    uint8_t nonce[TETHER_RPC_NONCE_BYTES];
+    uint32_t next_upload;
+    uint64_t next_handle;
+    upload uploads[MAX_UPLOADS];
+    module modules[MAX_MODULES];
+    func funcs[MAX_FUNCS];
+    array arrays[MAX_ARRAYS];
+    uint64_t allocated;
+    void *stack;
+    size_t stack_size;
+    int shutdown;
+} session;
+
+/* ---- logging ---- */
+
+void tetherd_log(const tetherd_config *cfg, int level, const char *peer, const char *fmt, ...) {
+    if (cfg && level > cfg->verbose)
+        return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "tetherd[%d] %s: %s\n", (int)getpid(), peer ? peer : "-", buf);
+}
+
+/* ---- fatal signals during a call ---- */
+
+static volatile sig_atomic_t g_in_call;
+static int g_fd_write = -1;
+static tether_transport_kind g_kind;
+static uint32_t g_call_id;
+static uint32_t g_timeout_ms;
+static char g_func_name[TETHER_RPC_MAX_NAME];
+static uint8_t g_sig_msg[2048];
+static uint8_t g_sig_frame[TETHER_UART_ENCODED_MAX(2048)];
+
+static const char *sig_name(int sig) {
+    switch (sig) {
+    case SIGSEGV:
+        return "SIGSEGV";
+    case SIGBUS:
+        return "SIGBUS";
+    case SIGFPE:
+        return "SIGFPE";
+    case SIGILL:
+        return "SIGILL";
+    case SIGABRT:
+        return "SIGABRT";
+    case SIGALRM:
+        return "timeout";
+    default:
+        return "signal";
+    }
+}
+
+/* Writes all of buf to fd (non-blocking) with poll; async-signal-safe. */
+static void write_all_raw(int fd, const uint8_t *buf, size_t len) {
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n > 0) {
+            buf += n;
+            len -= (size_t)n;
+        } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            struct pollfd p = {.fd = fd, .events = POLLOUT};
+            if (poll(&p, 1, 1000) <= 0)
+                return;
+        } else {
+            return;
+        }
+    }
+}
+
+static void fatal_handler(int sig) {
+    if (g_in_call && g_fd_write >= 0) {
+        char text[512];
+        if (sig == SIGALRM)
+            tether_format(text, sizeof text,
+                          "function '%s' did not return within the call timeout (%u ms); the "
+                          "session was ended",
+                          g_func_name, (unsigned)g_timeout_ms);
+        else
+            tether_format(text, sizeof text,
+                          "function '%s' crashed with signal %d (%s); the session was ended",
+                          g_func_name, sig, sig_name(sig));
+        tether_rpc_msg m;
+        tether_rpc_make_error(&m, g_call_id,
+                              sig == SIGALRM ? TETHER_ERR_TIMEOUT : TETHER_ERR_CRASHED, text);
+        size_t len = 0;
+        if (tether_rpc_tiny_encode(&m, g_sig_msg, sizeof g_sig_msg, &len) == 0) {
+            if (g_kind == TETHER_TRANSPORT_UART) {
+                size_t flen = 0;
+                if (tether_uart_frame_encode(g_sig_msg, len, g_sig_frame, sizeof g_sig_frame,
+                                             &flen) == 0)
+                    write_all_raw(g_fd_write, g_sig_frame, flen);
+            } else {
+                uint8_t hdr[TETHER_STREAM_HEADER_BYTES];
+                if (tether_stream_frame_header(hdr, len) == 0) {
+                    write_all_raw(g_fd_write, hdr, sizeof hdr);
+                    write_all_raw(g_fd_write, g_sig_msg, len);
+                }
+            }
+        }
+        char line[600];
+        size_t n = tether_format(line, sizeof line, "tetherd[%d]: %s\n", (int)getpid(), text);
+        if (n >= sizeof line)
+            n = sizeof line - 1;
+        write_all_raw(STDERR_FILENO, (const uint8_t *)line, n);
+    }
+    if (sig == SIGALRM)
+        _exit(124);
+    signal(sig, SIG_DFL);
+    raise(sig);
+    _exit(128 + sig);
+}
+
+static void install_fatal_handlers(void) {
+    static uint8_t altstack[64 * 1024];
+    stack_t ss = {.ss_sp = altstack, .ss_size = sizeof altstack, .ss_flags = 0};
+    sigaltstack(&ss, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fatal_handler;
+    sa.sa_flags = SA_ONSTACK | SA_NODEFER | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
+static void call_guard_begin(session *s, uint32_t id, const char *name, uint32_t timeout_ms) {
+    g_call_id = id;
+    g_timeout_ms = timeout_ms;
+    snprintf(g_func_name, sizeof g_func_name, "%s", name);
+    g_fd_write = s->t->fd_write;
+    g_kind = s->t->kind;
+    g_in_call = 1;
+    if (timeout_ms) {
+        struct itimerval it = {0};
+        it.it_value.tv_sec = timeout_ms / 1000;
+        it.it_value.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
+        setitimer(ITIMER_REAL, &it, NULL);
+    }
+}
+
+static void call_guard_end(void) {
+    struct itimerval it = {0};
+    setitimer(ITIMER_REAL, &it, NULL);
+    g_in_call = 0;
+}
+
+/* ---- replies ---- */
+
+static int send_msg(session *s, tether_rpc_msg *m) {
+    size_t len;
+    int rc = tether_rpc_msgpack_encode(m, s->tx, s->tx_cap, &len);
+    if (rc) {
+        tetherd_log(s->cfg, -1, s->peer, "cannot encode %s: %s", tether_rpc_type_name(m->type),
+                    tether_last_error());
+        tether_rpc_msg e;
+        tether_rpc_make_error(&e, m->id, rc, tether_last_error());
+        if (tether_rpc_msgpack_encode(&e, s->tx, s->tx_cap, &len))
+            return rc;
+    }
+    return tether_transport_send(s->t, s->tx, len, 30000);
+}
+
+static int reply_error(session *s, uint32_t id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int reply_error(session *s, uint32_t id, int code, const char *fmt, ...) {
+    char text[TETHER_RPC_MAX_TEXT];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    tetherd_log(s->cfg, 1, s->peer, "error: %s", text);
+    tether_rpc_msg m;
+    tether_rpc_make_error(&m, id, code, text);
+    send_msg(s, &m);
+    return code;
+}
+
+static void reply_init(tether_rpc_msg *m, const tether_rpc_msg *req) {
+    memset(m, 0, sizeof *m);
+    m->type = req->type | TETHER_RPC_REPLY;
+    m->id = req->id;
+}
+
+/* ---- session state ---- */
+
+static void session_free_all(session *s) {
+    for (int i = 0; i < MAX_ARRAYS; i++)
+        if (s->arrays[i].handle) {
+            free(s->arrays[i].mem);
+            memset(&s->arrays[i], 0, sizeof s->arrays[i]);
+        }
+    s->allocated = 0;
+    memset(s->funcs, 0, sizeof s->funcs);
+    for (int i = 0; i < MAX_MODULES; i++)
+        if (s->modules[i].used) {
+            dlclose(s->modules[i].dl);
+            memset(&s->modules[i], 0, sizeof s->modules[i]);
+        }
+    for (int i = 0; i < MAX_UPLOADS; i++)
+        if (s->uploads[i].used) {
+            if (s->uploads[i].fd >= 0)
+                close(s->uploads[i].fd);
+            unlink(s->uploads[i].path);
+            memset(&s->uploads[i], 0, sizeof s->uploads[i]);
+        }
+}
+
+static array *find_array(session *s, uint64_t h) {
+    if (h == 0)
+        return NULL;
+    for (int i = 0; i < MAX_ARRAYS; i++)
+        if (s->arrays[i].handle == h)
+            return &s->arrays[i];
+    return NULL;
+}
+
+static module *find_module(session *s, uint64_t h) {
+    for (int i = 0; i < MAX_MODULES; i++)
+        if (s->modules[i].used && s->modules[i].handle == h)
+            return &s->modules[i];
+    return NULL;
+}
+
+/* ---- the built-in system library (module 0) ---- */
+
+static int32_t sys_null(tether_value *args, int32_t *codes, int32_t n, tether_value *ret,
+                        int32_t *ret_code, void *rh) {
+    (void)args, (void)codes, (void)n, (void)ret, (void)ret_code, (void)rh;
+    return 0;
+}
+
+static const tether_func_entry sys_entries[] = {
+    {"tether.null", TETHER_ABI_PACKED, -1, {.packed = sys_null}},
+};
+static const tether_func_registry sys_registry = {sys_entries, 1};
+
+/* ---- handlers ---- */
+
+static int on_hello(session *s, const tether_rpc_msg *req) {
+    const tether_rpc_hello_req *h = &req->u.hello_req;
+    if (h->version != TETHER_RPC_VERSION)
+        return reply_error(s, req->id, TETHER_ERR_PROTOCOL,
+                           "protocol version %u not supported (tetherd speaks %u)",
+                           (unsigned)h->version, TETHER_RPC_VERSION);
+    if (s->hello_done)
+        session_free_all(s); /* a second HELLO starts a fresh session */
+    s->peer_max_frame = h->max_frame < s->t->max_frame ? h->max_frame : s->t->max_frame;
+    s->hello_done = 1;
+    s->authed = s->cfg->token == NULL;
+    static char triple[96 + 16], arch[96];
+    struct utsname u;
+    if (uname(&u) == 0) {
+        snprintf(arch, sizeof arch, "%.64s", u.machine);
+        snprintf(triple, sizeof triple, "%.64s-linux-gnu", u.machine);
+    }
+    tether_rpc_msg m;
+    reply_init(&m, req);
+    tether_rpc_hello_rep *r = &m.u.hello_rep;
+    r->version = TETHER_RPC_VERSION;
+    r->triple = tether_rpc_str_c(triple);
+    r->arch = tether_rpc_str_c(arch);
+    uint16_t one = 1;
+    r->little_endian = *(uint8_t *)&one == 1;
+    r->pointer_bits = (uint32_t)(sizeof(void *) * 8);
+    r->max_frame = s->t->max_frame;
+    r->window = 1;
+    r->clock_hz = 0;
+    r->scopes = TETHER_RPC_SCOPE_BIT(TETHER_SCOPE_GLOBAL);
+    r->num_pools = 1;
+    r->pools[0] = tether_rpc_str_c("dram");
+    r->opencl = false;
+    r->auth_required = s->cfg->token != NULL;
+    if (r->auth_required) {
+        tether_rpc_auth_nonce(s->nonce);
+        r->nonce.ptr = s->nonce;
+        r->nonce.len = TETHER_RPC_NONCE_BYTES;
+    }
+    tetherd_log(s->cfg, 1, s->peer, "hello from client '%.*s'", (int)h->client.len,
+                h->client.ptr ? h->client.ptr : "");
+    return send_msg(s, &m);
+}
+
+static int on_auth(session *s, const tether_rpc_msg *req) {
+    if (!s->cfg->token) {
+        tether_rpc_msg m;
+        reply_init(&m, req);
+        return send_msg(s, &m);
+    }
+    if (tether_rpc_auth_verify(s->cfg->token, s->cfg->token_len, s->nonce, req->u.auth_req.mac)) {
+        tetherd_log(s->cfg, 0, s->peer, "auth failed: wrong token, closing the session");
+        reply_error(s, req->id, TETHER_ERR_AUTH, "authentication failed: wrong token");
+        s->shutdown = 1;
+        return TETHER_ERR_AUTH;
+    }
+    s->authed = 1;
+    tetherd_log(s->cfg, 0, s->peer, "authenticated");
+    tether_rpc_msg m;
+    reply_init(&m, req);
+    return send_msg(s, &m);
+}
+
+static upload *find_upload_id(session *s, uint32_t id) {
+    for (int i = 0; i < MAX_UPLOADS; i++)
+        if (s->uploads[i].used && s->uploads[i].id == id)
+            return &s->uploads[i];
+    return NULL;
+}
+
+static void drop_upload(upload *u) {
+    if (u->fd >= 0)
+        close(u->fd);
+    unlink(u->path);
+    memset(u, 0, sizeof *u);
+    u->fd = -1;
+}
+
+static int on_upload(session *s, const tether_rpc_msg *req) {
+    const tether_rpc_upload_req *q = &req->u.upload_req;
+    char name[TETHER_RPC_MAX_NAME];
+    if (tether_rpc_str_copy(q->name, name, sizeof name, "upload name") || name[0] == 0)
+        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG, "UPLOAD: bad module name");
+    if (q->kind != TETHER_RPC_MODULE_SHARED_OBJECT)
+        return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
+                           "UPLOAD '%s': module kind %u is not supported by this tetherd "
+                           "(shared objects only)",
+                           name, (unsigned)q->kind);
+    if (q->total_size == 0 || q->total_size > s->cfg->max_upload)
+        return reply_error(s, req->id, TETHER_ERR_LIMIT,
+                           "UPLOAD '%s': %llu bytes is over the session upload limit of %llu bytes",
+                           name, (unsigned long long)q->total_size,
+                           (unsigned long long)s->cfg->max_upload);
+    if (q->sha256.len != TETHER_RPC_HASH_BYTES)
+        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
+                           "UPLOAD '%s': sha256 must be 32 bytes", name);
+    upload *u = NULL;
+    for (int i = 0; i < MAX_UPLOADS; i++) /* same name replaces the old upload */
+        if (s->uploads[i].used && strcmp(s->uploads[i].name, name) == 0)
+            drop_upload(&s->uploads[i]);
+    for (int i = 0; i < MAX_UPLOADS && !u; i++)
+        if (!s->uploads[i].used)
+            u = &s->uploads[i];
+    if (!u)
+        return reply_error(s, req->id, TETHER_ERR_LIMIT, "UPLOAD '%s': more than %d uploads", name,
+                           MAX_UPLOADS);
+    memset(u, 0, sizeof *u);
+    u->id = ++s->next_upload;
+    snprintf(u->path, sizeof u->path, "%s/u%u.bin", s->dir, (unsigned)u->id);
+    u->fd = open(u->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (u->fd < 0) {
+        int e = errno;
+        memset(u, 0, sizeof *u);
+        return reply_error(s, req->id, TETHER_ERR_IO, "UPLOAD '%s': cannot create file: %s", name,
+                           strerror(e));
+    }
+    u->used = 1;
+    snprintf(u->name, sizeof u->name, "%s", name);
+    u->kind = q->kind;
+    u->total = q->total_size;
+    memcpy(u->hash, q->sha256.ptr, TETHER_RPC_HASH_BYTES);
+    tether_sha256_init(&u->sha);
+    tetherd_log(s->cfg, 0, s->peer, "upload '%s' started (%llu bytes)", name,
+                (unsigned long long)u->total);
+    tether_rpc_msg m;
+    reply_init(&m, req);
+    m.u.upload_rep.upload_id = u->id;
+    return send_msg(s, &m);
+}
+
+static int on_upload_chunk(session *s, const tether_rpc_msg *req) {
+    const tether_rpc_upload_chunk_req *q = &req->u.upload_chunk_req;
+    upload *u = find_upload_id(s, q->upload_id);
+    if (!u)
+        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "UPLOAD_CHUNK: no upload with id %u",
+                           (unsigned)q->upload_id);
+    if (u->complete || q->offset != u->received) {
+        /* a retransmission of an acknowledged chunk: report progress, write nothing */
+        if (q->offset + q->data.len <= u->received) {
+            tether_rpc_msg m;
+            reply_init(&m, req);
+            m.u.upload_chunk_rep.received = u->received;
+            m.u.upload_chunk_rep.complete = u->complete;
+            return send_msg(s, &m);
+        }
+        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
+                           "UPLOAD_CHUNK '%s': offset %llu, expected %llu", u->name,
+                           (unsigned long long)q->offset, (unsigned long long)u->received);
+    }
+    if (q->data.len > u->total - u->received) {
+        char name[TETHER_RPC_MAX_NAME];
+        snprintf(name, sizeof name, "%s", u->name);
+        drop_upload(u);
+        return reply_error(s, req->id, TETHER_ERR_LIMIT,
+                           "UPLOAD_CHUNK '%s': data past the announced size; upload discarded",
+                           name);
+    }
+    size_t off = 0;
+    while (off < q->data.len) {
+        ssize_t n = write(u->fd, q->data.ptr + off, q->data.len - off);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            drop_upload(u);
+            return reply_error(s, req->id, TETHER_ERR_IO, "UPLOAD_CHUNK: write failed: %s",
+                               strerror(e));
+        }
+        off += (size_t)n;
+    }
+    tether_sha256_update(&u->sha, q->data.ptr, q->data.len);
+    u->received += q->data.len;
+    if (u->received == u->total) {
+        uint8_t h[32];
+        tether_sha256_final(&u->sha, h);
+        close(u->fd);
+        u->fd = -1;
+        if (memcmp(h, u->hash, 32) != 0) {
+            char name[TETHER_RPC_MAX_NAME];
+            snprintf(name, sizeof name, "%s", u->name);
+            drop_upload(u);
+            return reply_error(s, req->id, TETHER_ERR_MISMATCH,
+                               "UPLOAD '%s': content hash does not match; upload discarded", name);
+        }
+        u->complete = 1;
+        tetherd_log(s->cfg, 0, s->peer, "upload '%s' complete (%llu bytes, hash verified)", u->name,
+                    (unsigned long long)u->total);
+    }
+    tether_rpc_msg m;
+    reply_init(&m, req);
+    m.u.upload_chunk_rep.received = u->received;
+    m.u.upload_chunk_rep.complete = u->complete;
+    return send_msg(s, &m);
+}
+
+/* SHA-256 of a file; 0 on success. */
+static int hash_file(const char *path, uint8_t out[32]) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    tether_sha256_ctx c;
+    tether_sha256_init(&c);
+    uint8_t buf[65536];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            close(fd);
+            return -1;
+        }
+        if (n == 0)
+            break;
+        tether_sha256_update(&c, buf, (size_t)n);
+    }
+    close(fd);
+    tether_sha256_final(&c, out);
+    return 0;
+}
+
+static int on_load_module(session *s, const tether_rpc_msg *req) {
+    char name[TETHER_RPC_MAX_NAME];
+    if (tether_rpc_str_copy(req->u.load_module_req.name, name, sizeof name, "module name"))
+        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG, "LOAD_MODULE: bad module name");
+    upload *u = NULL;
+    for (int i = 0; i < MAX_UPLOADS; i++)
+        if (s->uploads[i].used && strcmp(s->uploads[i].name, name) == 0)
+            u = &s->uploads[i];
+    if (!u || !u->complete)
+        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
+                           "LOAD_MODULE: no complete upload named '%s'", name);
+    module *mod = NULL;
+    for (int i = 0; i < MAX_MODULES && !mod; i++)
+        if (!s->modules[i].used)
+            mod = &s->modules[i];
+    if (!mod)
+        return reply_error(s, req->id, TETHER_ERR_LIMIT, "LOAD_MODULE '%s': more than %d modules",
+                           name, MAX_MODULES);
+    uint8_t h[32];
+    if (hash_file(u->path, h) || memcmp(h, u->hash, 32) != 0)
+        return reply_error(s, req->id, TETHER_ERR_MISMATCH,
+                           "LOAD_MODULE '%s': file content no longer matches its hash", name);
+    void *dl = dlopen(u->path, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        const char *e = dlerror();
+        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
+                           "LOAD_MODULE '%s': dlopen failed: %s", name, e ? e : "unknown error");
+    }
+    const tether_func_registry *reg = dlsym(dl, "tether_module_registry");
+    if (!reg) {
+        dlclose(dl);
+        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
+                           "LOAD_MODULE '%s': the module exports no tether_module_registry", name);
+    }
+    if (tether_registry_check(reg)) {
+        char e[TETHER_ERROR_MSG_MAX];
+        snprintf(e, sizeof e, "%s", tether_last_error());
+        dlclose(dl);
+        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
+                           "LOAD_MODULE '%s': bad tether_module_registry: %s", name, e);
+    }
+    mod->used = 1;
+    mod->handle = ++s->next_handle;
+    mod->dl = dl;
+    mod->reg = reg;
+    tetherd_log(s->cfg, 0, s->peer, "module '%s' loaded (%zu functions)", name, reg->count);
+    tether_rpc_msg m;
+    reply_init(&m, req);
+    m.u.load_module_rep.module = mod->handle;
+    m.u.load_module_rep.num_functions = (uint32_t)reg->count;
+    return send_msg(s, &m);
+}
+
+static int on_unload(session *s, const tether_rpc_msg *req) {
+    module *mod = find_module(s, req->u.unload_req.module);
+    if (!mod)
+        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "UNLOAD: no module with handle %llu",
+                           (unsigned long long)req->u.unload_req.module);
+    for (int i = 0; i < MAX_FUNCS; i++)
+        if (s->funcs[i].used && s->funcs[i].module == mod->handle)
+            memset(&s->funcs[i], 0, sizeof s->funcs[i]);
+    dlclose(mod->dl);
+    memset(mod, 0, sizeof *mod);
+    tether_rpc_msg m;
+    reply_init(&m, req);
+    return send_msg(s, &m);
+}
+
+static int on_get_function(session *s, const tether_rpc_msg *req) {
+    const tether_rpc_get_function_req *q = &req->u.get_function_req;
+    char name[TETHER_RPC_MAX_NAME];
+    if (tether_rpc_str_copy(q->name, name, sizeof name, "function name"))
+        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG, "GET_FUNCTION: bad function name");
+    const tether_func_registry *reg = &sys_registry;
+    if (q->module != 0) {
+        module *mod = find_module(s, q->module);
+        if (!mod)
+            return reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
+                               "GET_FUNCTION '%s': no module with handle %llu", name,
+                               (unsigned long long)q->module);
+        reg = mod->reg;
+    }
+    const tether_func_entry *e;
+    if (tether_registry_find(reg, name, &e))
+        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
+                           "GET_FUNCTION: function '%s' is not in the module's registry", name);
+    int slot = -1;
+    for (int i = 0; i < MAX_FUNCS; i++) {
+        if (s->funcs[i].used && s->funcs[i].entry == e) {
+            slot = i;
+            break;
+        }
+        if (!s->funcs[i].used && slot < 0)
+            slot = i;
+    }
+    if (slot < 0)
+        return reply_error(s, req->id, TETHER_ERR_LIMIT, "GET_FUNCTION: more than %d functions",
+                           MAX_FUNCS);
+    s->funcs[slot].used = 1;
+    s->funcs[slot].module = q->module;
+    s->funcs[slot].entry = e;
+    tether_rpc_msg m;
+    reply_init(&m, req);
+    m.u.get_function_rep.func = (uint64_t)slot + 1;
+    m.u.get_function_rep.abi = e->abi;
+    m.u.get_function_rep.num_args = e->num_args;
+    return send_msg(s, &m);
+}
+
+static int on_alloc(session *s, const tether_rpc_msg *req) {
+    const tether_rpc_alloc_req *q = &req->u.alloc_req;
+    DLDataType dt = {q->dtype_code, q->dtype_bits, q->dtype_lanes};
+    if (!tether_dtype_valid(dt))
+        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
+                           "ALLOC: invalid dtype (code %u, bits %u, lanes %u)", q->dtype_code,
+                           q->dtype_bits, q->dtype_lanes);
+    if (q->scope != TETHER_SCOPE_GLOBAL)
+        return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
+                           "ALLOC: scope '%s' is not available on this device (no OpenCL "
+                           "layer); HELLO lists the supported scopes",
+                           tether_scope_name((tether_scope)q->scope)
+                               ? tether_scope_name((tether_scope)q->scope)
+                               : "unknown");
+    char pool[TETHER_POOL_NAME_MAX] = "";
+    if (q->pool.len) {
+        if (tether_rpc_str_copy(q->pool, pool, sizeof pool, "pool") || tether_pool_name_check(pool))
+            return reply_error(s, req->id, TETHER_ERR_INVALID_ARG, "ALLOC: bad pool name");
+    }
+    size_t nbytes;
+    if (tether_shape_bytes(q->shape, (int)q->ndim, dt, &nbytes))
+        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG, "ALLOC: %s", tether_last_error());
+    if (nbytes > s->cfg->max_alloc || s->allocated + nbytes > s->cfg->max_alloc)
+        return reply_error(s, req->id, TETHER_ERR_OUT_OF_MEMORY,
+                           "ALLOC: %zu bytes would exceed the session limit of %llu bytes "
+                           "(%llu in use)",
+                           nbytes, (unsigned long long)s->cfg->max_alloc,
+                           (unsigned long long)s->allocated);
+    array *a = NULL;
+    for (int i = 0; i < MAX_ARRAYS && !a; i++)
+        if (!s->arrays[i].handle)
+            a = &s->arrays[i];
+    if (!a)
+        return reply_error(s, req->id, TETHER_ERR_LIMIT, "ALLOC: more than %d arrays", MAX_ARRAYS);
+    size_t cap = (nbytes + 63) / 64 * 64;
+    void *mem = aligned_alloc(64, cap ? cap : 64);
+    if (!mem)
+        return reply_error(s, req->id, TETHER_ERR_OUT_OF_MEMORY,
+                           "ALLOC: out of host memory (%zu bytes)", nbytes);
+    memset(mem, 0, cap ? cap : 64);
+    DLDevice dev = {kDLCPU, 0};
+    if (tether_ndarray_wrap(&a->nd, mem, q->shape, (int)q->ndim, dt, dev, TETHER_SCOPE_GLOBAL)) {
+        free(mem);
+        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG, "ALLOC: %s", tether_last_error());
+    }
+    snprintf(a->nd.pool, sizeof a->nd.pool, "%s", pool);
+    a->mem = mem;
+    a->nbytes = nbytes;
+    a->handle = ++s->next_handle;
+    s->allocated += nbytes;
+    tether_rpc_msg m;
+    reply_init(&m, req);
+    m.u.alloc_rep.array = a->handle;
+    m.u.alloc_rep.nbytes = nbytes;
+    return send_msg(s, &m);
+}
+
+static int on_free(session *s, const tether_rpc_msg *req) {
+    array *a = find_array(s, req->u.free_req.handle);
+    if (!a)
+        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "FREE: no array with handle %llu",
+                           (unsigned long long)req->u.free_req.handle);
+    s->allocated -= a->nbytes;
+    free(a->mem);
+    memset(a, 0, sizeof *a);
+    tether_rpc_msg m;
+    reply_init(&m, req);
+    return send_msg(s, &m);
+}
+
+static int on_copy_to(session *s, const tether_rpc_msg *req) {
+    const tether_rpc_copy_to_req *q = &req->u.copy_to_req;
+    array *a = find_array(s, q->array);
+    if (!a)
+        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "COPY_TO: no array with handle %llu",
+                           (unsigned long long)q->array);
+    if (q->offset > a->nbytes || q->data.len > a->nbytes - q->offset)
+        return reply_error(s, req->id, TETHER_ERR_LIMIT,
+                           "COPY_TO: bytes [%llu, %llu) are outside the array's %llu bytes",
+                           (unsigned long long)q->offset,
+                           (unsigned long long)(q->offset + q->data.len),
+                           (unsigned long long)a->nbytes);
+    if (q->data.len)
+        memcpy((uint8_t *)a->mem + q->offset, q->data.ptr, q->data.len);
+    tether_rpc_msg m;
+    reply_init(&m, req);
+    m.u.copy_to_rep.written = q->data.len;
+    return send_msg(s, &m);
+}
+
+static int on_copy_from(session *s, const tether_rpc_msg *req) {
+    const tether_rpc_copy_from_req *q = &req->u.copy_from_req;
+    array *a = find_array(s, q->array);
+    if (!a)
+        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "COPY_FROM: no array with handle %llu",
+                           (unsigned long long)q->array);
+    uint32_t maxc = tether_rpc_chunk_max(s->peer_max_frame);
+    if (q->length > maxc)
+        return reply_error(s, req->id, TETHER_ERR_LIMIT,
+                           "COPY_FROM: length %llu is over the chunk limit %u",
+                           (unsigned long long)q->length, (unsigned)maxc);
+    if (q->offset > a->nbytes || q->length > a->nbytes - q->offset)
+        return reply_error(s, req->id, TETHER_ERR_LIMIT,
+                           "COPY_FROM: bytes [%llu, %llu) are outside the array's %llu bytes",
+                           (unsigned long long)q->offset,
+                           (unsigned long long)(q->offset + q->length),
+                           (unsigned long long)a->nbytes);
+    tether_rpc_msg m;
+    reply_init(&m, req);
+    m.u.copy_from_rep.data.ptr = (const uint8_t *)a->mem + q->offset;
+    m.u.copy_from_rep.data.len = (uint32_t)q->length;
+    return send_msg(s, &m);
+}
+
+/* ---- calls ---- */
+
+typedef struct call_ctx {
+    const tether_func_entry *entry;
+    tether_value args[TETHER_RPC_MAX_ARGS];
+    int32_t codes[TETHER_RPC_MAX_ARGS];
+    int32_t n;
+    int32_t func_ret;
+    int status;
+    uint64_t elapsed_ns;
+    char err[TETHER_ERROR_MSG_MAX];
+    session *s;
+    size_t max_stack;
+} call_ctx;
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void call_tramp(void *p) {
+    call_ctx *c = p;
+    tether_clear_error();
+    uint64_t t0 = now_ns();
+    c->status = tether_call(c->entry, c->args, c->codes, c->n, &c->func_ret);
+    c->elapsed_ns = now_ns() - t0;
+    if (c->status || c->func_ret)
+        snprintf(c->err, sizeof c->err, "%s", tether_last_error());
+}
+
+/* Resolves an invocation's function and arguments; replies with an ERROR on a problem. */
+static int prepare_call(session *s, const tether_rpc_msg *req, const tether_rpc_invoke *inv,
+                        call_ctx *c) {
+    memset(c, 0, sizeof *c);
+    c->s = s;
+    if (inv->func == 0 || inv->func > MAX_FUNCS || !s->funcs[inv->func - 1].used)
+        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "%s: no function with handle %llu",
+                           tether_rpc_type_name(req->type), (unsigned long long)inv->func);
+    c->entry = s->funcs[inv->func - 1].entry;
+    const char *fname = c->entry->name;
+    if (inv->work_dim != 0)
+        return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
+                           "%s '%s': an NDRange launch needs an OpenCL kernel; this is a CPU "
+                           "function",
+                           tether_rpc_type_name(req->type), fname);
+    if (inv->abi != (uint32_t)c->entry->abi)
+        return reply_error(s, req->id, TETHER_ERR_MISMATCH,
+                           "%s '%s': the caller expects the %s ABI but the function is %s",
+                           tether_rpc_type_name(req->type), fname,
+                           tether_abi_name((tether_abi)inv->abi)
+                               ? tether_abi_name((tether_abi)inv->abi)
+                               : "unknown",
+                           tether_abi_name(c->entry->abi));
+    if (c->entry->num_args >= 0 && (int64_t)inv->num_args != c->entry->num_args)
+        return reply_error(s, req->id, TETHER_ERR_MISMATCH, "%s '%s': takes %d arguments, %u given",
+                           tether_rpc_type_name(req->type), fname, (int)c->entry->num_args,
+                           (unsigned)inv->num_args);
+    c->n = (int32_t)inv->num_args;
+    for (uint32_t i = 0; i < inv->num_args; i++) {
+        const tether_rpc_arg *a = &inv->args[i];
+        c->codes[i] = a->type_code;
+        switch (a->type_code) {
+        case TETHER_TYPE_DLTENSOR:
+        case TETHER_TYPE_HANDLE: {
+            array *arr = find_array(s, a->v.v_handle);
+            if (!arr)
+                return reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
+                                   "%s '%s': argument %u: no array with handle %llu",
+                                   tether_rpc_type_name(req->type), fname, (unsigned)i,
+                                   (unsigned long long)a->v.v_handle);
+            if (a->type_code == TETHER_TYPE_DLTENSOR)
+                c->args[i].v_handle = &arr->nd.dl;
+            else
+                c->args[i].v_handle = arr->mem;
+            break;
+        }
+        case TETHER_TYPE_INT:
+            c->args[i].v_int64 = a->v.v_int;
+            break;
+        case TETHER_TYPE_UINT:
+            c->args[i].v_int64 = (int64_t)a->v.v_uint;
+            break;
+        case TETHER_TYPE_FLOAT:
+            c->args[i].v_float64 = a->v.v_float;
+            break;
+        case TETHER_TYPE_NULL:
+            c->args[i].v_handle = NULL;
+            break;
+        default:
+            return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
+                               "%s '%s': argument %u has type code %d, which tetherd cannot pass",
+                               tether_rpc_type_name(req->type), fname, (unsigned)i,
+                               (int)a->type_code);
+        }
+    }
+    return 0;
+}
+
+static int run_on_stack(call_ctx *c) {
+    size_t used = 0;
+    int rc = tether_posix_call_on_stack(c->s->stack, c->s->stack_size, call_tramp, c, &used);
+    if (used > c->max_stack)
+        c->max_stack = used;
+    return rc;
+}
+
+static int call_failed_reply(session *s, const tether_rpc_msg *req, call_ctx *c) {
+    if (c->status)
+        return reply_error(s, req->id, c->status, "%s '%s': %s", tether_rpc_type_name(req->type),
+                           c->entry->name, c->err);
+    int code =
+        c->func_ret < 0 && c->func_ret >= TETHER_ERR_INTERNAL ? c->func_ret : TETHER_ERR_STATE;
+    return reply_error(s, req->id, code, "function '%s' returned %d%s%s", c->entry->name,
+                       (int)c->func_ret, c->err[0] ? ": " : "", c->err);
+}
+
+static int on_call(session *s, const tether_rpc_msg *req) {
+    call_ctx c;
+    if (prepare_call(s, req, &req->u.call_req, &c))
+        return 0;
+    call_guard_begin(s, req->id, c.entry->name, s->cfg->call_timeout_ms);
+    int rc = run_on_stack(&c);
+    call_guard_end();
+    if (rc)
+        return reply_error(s, req->id, rc, "CALL '%s': %s", c.entry->name, tether_last_error());
+    if (c.status || c.func_ret)
+        return call_failed_reply(s, req, &c);
+    tether_rpc_msg m;
+    reply_init(&m, req);
+    m.u.call_rep.ret = c.func_ret;
+    m.u.call_rep.elapsed_ns = c.elapsed_ns;
+    m.u.call_rep.stack_bytes = c.max_stack;
+    return send_msg(s, &m);
+}
+
+static int32_t time_run(void *p) {
+    call_ctx *c = p;
+    if (run_on_stack(c))
+        return TETHER_ERR_INTERNAL;
+    if (c->status)
+        return c->status;
+    return c->func_ret;
+}
+
+static uint64_t time_now(void *p) {
+    (void)p;
+    return now_ns();
+}
+
+static void time_sleep(void *p, uint32_t ms) {
+    (void)p;
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) && errno == EINTR) {
+    }
+}
+
+static int on_time(session *s, const tether_rpc_msg *req) {
+    const tether_rpc_time_req *q = &req->u.time_req;
+    call_ctx c;
+    if (prepare_call(s, req, &q->invoke, &c))
+        return 0;
+    if (q->number < 1 || q->repeat < 1 || q->repeat > TETHER_RPC_MAX_REPEAT)
+        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
+                           "TIME '%s': number must be >= 1 and repeat in 1..%u", c.entry->name,
+                           TETHER_RPC_MAX_REPEAT);
+    tether_time_hooks h = {time_run, time_now, time_sleep, &c};
+    tether_rpc_msg m;
+    reply_init(&m, req);
+    tether_time_result res;
+    /* the timeout covers the whole evaluation, which may legitimately last repeat * min_repeat */
+    uint32_t to = s->cfg->call_timeout_ms;
+    if (to)
+        to += q->repeat * (q->min_repeat_ms + q->cooldown_ms);
+    call_guard_begin(s, req->id, c.entry->name, to);
+    int rc = tether_time_evaluate(&h, q->number, q->repeat, q->min_repeat_ms, q->cooldown_ms,
+                                  m.u.time_rep.seconds, TETHER_RPC_MAX_REPEAT, &res);
+    call_guard_end();
+    if (rc) {
+        if (c.status || c.func_ret)
+            return call_failed_reply(s, req, &c);
+        return reply_error(s, req->id, rc, "TIME '%s': %s", c.entry->name, tether_last_error());
+    }
+    m.u.time_rep.number = res.number;
+    m.u.time_rep.repeat = res.repeat;
+    m.u.time_rep.zero_timer = res.zero_timer;
+    return send_msg(s, &m);
+}
+
+/* ---- the loop ---- */
+
+static int dispatch(session *s, const tether_rpc_msg *req) {
+    uint32_t type = req->type;
+    if (type & TETHER_RPC_REPLY || type == TETHER_RPC_LOG || type == TETHER_RPC_ERROR)
+        return reply_error(s, req->id, TETHER_ERR_PROTOCOL, "%s is not a request",
+                           tether_rpc_type_name(type));
+    if (type == TETHER_RPC_HELLO)
+        return on_hello(s, req);
+    if (!s->hello_done)
+        return reply_error(s, req->id, TETHER_ERR_STATE, "%s before HELLO",
+                           tether_rpc_type_name(type));
+    if (type == TETHER_RPC_AUTH)
+        return on_auth(s, req);
+    if (!s->authed)
+        return reply_error(s, req->id, TETHER_ERR_AUTH,
+                           "%s refused: this device requires authentication (AUTH) first",
+                           tether_rpc_type_name(type));
+    switch (type) {
+    case TETHER_RPC_UPLOAD:
+        return on_upload(s, req);
+    case TETHER_RPC_UPLOAD_CHUNK:
+        return on_upload_chunk(s, req);
+    case TETHER_RPC_LOAD_MODULE:
+        return on_load_module(s, req);
+    case TETHER_RPC_UNLOAD:
+        return on_unload(s, req);
+    case TETHER_RPC_GET_FUNCTION:
+        return on_get_function(s, req);
+    case TETHER_RPC_ALLOC:
+        return on_alloc(s, req);
+    case TETHER_RPC_FREE:
+        return on_free(s, req);
+    case TETHER_RPC_COPY_TO:
+        return on_copy_to(s, req);
+    case TETHER_RPC_COPY_FROM:
+        return on_copy_from(s, req);
+    case TETHER_RPC_CALL:
+        return on_call(s, req);
+    case TETHER_RPC_TIME:
+        return on_time(s, req);
+    case TETHER_RPC_RESET: {
+        session_free_all(s);
+        tether_rpc_msg m;
+        reply_init(&m, req);
+        return send_msg(s, &m);
+    }
+    case TETHER_RPC_SHUTDOWN: {
+        s->shutdown = 1;
+        tether_rpc_msg m;
+        reply_init(&m, req);
+        return send_msg(s, &m);
+    }
+    default:
+        return reply_error(s, req->id, TETHER_ERR_PROTOCOL, "unknown request type %u",
+                           (unsigned)type);
+    }
+}
+
+int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const char *dir,
+                        const char *peer) {
+    session *s = calloc(1, sizeof *s);
+    if (!s)
+        return TETHER_ERR_OUT_OF_MEMORY;
+    s->cfg = cfg;
+    s->t = t;
+    s->dir = dir;
+    s->peer = peer;
+    s->tx_cap = t->max_frame;
+    s->tx = malloc(s->tx_cap);
+    s->peer_max_frame = t->max_frame;
+    s->stack_size = cfg->stack_size;
+    s->stack = aligned_alloc(64, s->stack_size);
+    for (int i = 0; i < MAX_UPLOADS; i++)
+        s->uploads[i].fd = -1;
+    int rc = 0;
+    if (!s->tx || !s->stack) {
+        rc = TETHER_ERR_OUT_OF_MEMORY;
+        goto out;
+    }
+    install_fatal_handlers();
+    tetherd_log(cfg, 0, peer, "session started");
+    while (!s->shutdown) {
+        const uint8_t *buf;
+        size_t len;
+        rc = tether_transport_recv(t, &buf, &len, -1);
+        if (rc == TETHER_ERR_IO) {
+            rc = 0; /* the peer went away */
+            break;
+        }
+        if (rc) {
+            tetherd_log(cfg, -1, peer, "receive failed: %s", tether_last_error());
+            break;
+        }
+        tether_rpc_msg req;
+        if (tether_rpc_msgpack_decode(buf, len, &req)) {
+            uint32_t type = 0, id = 0;
+            char e[TETHER_ERROR_MSG_MAX];
+            snprintf(e, sizeof e, "%s", tether_last_error());
+            if (tether_rpc_peek_header(buf, len, &type, &id) == 0)
+                reply_error(s, id, TETHER_ERR_PROTOCOL, "malformed request: %s", e);
+            else
+                tetherd_log(cfg, -1, peer, "malformed message dropped: %s", e);
+            continue;
+        }
+        tetherd_log(cfg, 1, peer, "request %s id %u", tether_rpc_type_name(req.type),
+                    (unsigned)req.id);
+        dispatch(s, &req);
+        rc = 0;
+    }
+out:
+    session_free_all(s);
+    tetherd_log(cfg, 0, peer, "session ended");
+    free(s->stack);
+    free(s->tx);
+    free(s);
+    return rc;
+}

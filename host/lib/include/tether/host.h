@@ -1,0 +1,139 @@
+/*
+ * tether host: the client library that drives a device (tetherd or MCU firmware) over RPC.
+ *
+ * A tether_session is opened from a URL:
+ *   tcp://HOST:PORT            a tetherd listening on TCP (HOST may be [v6])
+ *   uart:///dev/ttyX?baud=N    a device on a serial line (UART framing)
+ *   local:                     spawn `tetherd --stdio` as a child process (the default)
+ * then HELLO (and AUTH when the device asks for it) happen inside open. Everything after is
+ * strictly protocol-driven: capabilities come from the HELLO reply, chunk sizes from the peer's
+ * max frame. Every request has a timeout (tether_session_options.timeout_ms); a lost peer is
+ * TETHER_ERR_IO with a message.
+ *
+ * Ownership: the session owns its transport and buffers; tether_session_close releases them (and
+ * reaps a spawned tetherd). Strings in tether_device_info live as long as the session. Remote
+ * handles (modules, functions, arrays) are plain numbers valid for the session only. Errors are
+ * negative tether_status values with the text in tether_last_error(). One thread per session.
+ */
+#ifndef TETHER_HOST_H
+#define TETHER_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dlpack/dlpack.h>
+
+#include "tether/crt/abi.h"
+#include "tether/crt/scope.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tether_session tether_session;
+
+/* Progress of a long transfer: done of total bytes. */
+typedef void (*tether_progress_fn)(void *ctx, const char *what, uint64_t done, uint64_t total);
+
+typedef struct tether_session_options {
+    int timeout_ms;    /* per request; 0 = 30000 */
+    const void *token; /* shared auth token, NULL = none */
+    size_t token_len;
+    const char *tetherd; /* local: program to spawn; NULL = $TETHER_TETHERD or "tetherd" */
+    const char *const *tetherd_args; /* extra arguments for the spawned tetherd, NULL-ended */
+    tether_progress_fn progress;     /* may be NULL */
+    void *progress_ctx;
+} tether_session_options;
+
+/* The device as described by its HELLO reply. */
+typedef struct tether_device_info {
+    uint32_t version;
+    char triple[128];
+    char arch[128];
+    bool little_endian;
+    uint32_t pointer_bits;
+    uint32_t max_frame;
+    uint32_t window;
+    uint64_t clock_hz;
+    uint32_t scopes; /* TETHER_RPC_SCOPE_BIT mask */
+    uint32_t num_pools;
+    char pools[8][128];
+    bool opencl;
+    uint32_t image_max_width, image_max_height;
+    uint64_t load_addr, load_size;
+    bool auth_required;
+} tether_device_info;
+
+typedef struct tether_remote_func {
+    uint64_t handle;
+    tether_abi abi;
+    int32_t num_args; /* -1 = any */
+} tether_remote_func;
+
+/* One argument of a remote call: an array handle (passed as DLTensor for packed functions, as a
+ * pointer for unpacked ones) or a scalar. */
+typedef struct tether_remote_arg {
+    int32_t type_code; /* TETHER_TYPE_DLTENSOR / HANDLE / INT / UINT / FLOAT / NULL */
+    union {
+        uint64_t array;
+        int64_t i;
+        uint64_t u;
+        double f;
+    } v;
+} tether_remote_arg;
+
+typedef struct tether_call_result {
+    int32_t ret;
+    uint64_t elapsed_ns;
+    uint64_t stack_bytes;
+} tether_call_result;
+
+typedef struct tether_time_stats {
+    uint32_t number, repeat;
+    bool zero_timer;
+    double seconds[32]; /* mean seconds per call, one per repeat */
+    double mean, median, min, max;
+} tether_time_stats;
+
+/* Opens a session (connect/spawn, HELLO, AUTH). *out is NULL on failure. */
+int tether_session_open(tether_session **out, const char *url, const tether_session_options *opt);
+/* Ends the session (best-effort SHUTDOWN) and releases everything. NULL is ignored. */
+void tether_session_close(tether_session *s);
+const tether_device_info *tether_session_info(const tether_session *s);
+
+/* Uploads bytes as module `name` (kind: tether_rpc_module_kind), chunked to the peer's max
+ * frame, with its SHA-256. */
+int tether_session_upload(tether_session *s, uint32_t kind, const char *name, const void *data,
+                          size_t size);
+int tether_session_upload_file(tether_session *s, uint32_t kind, const char *name,
+                               const char *path);
+int tether_session_load_module(tether_session *s, const char *name, uint64_t *module,
+                               uint32_t *num_functions);
+/* module 0 = the device's system library. */
+int tether_session_get_function(tether_session *s, uint64_t module, const char *name,
+                                tether_remote_func *out);
+
+int tether_session_alloc(tether_session *s, const int64_t *shape, int ndim, DLDataType dtype,
+                         tether_scope scope, const char *pool, uint64_t *array, uint64_t *nbytes);
+int tether_session_free(tether_session *s, uint64_t array);
+int tether_session_copy_to(tether_session *s, uint64_t array, uint64_t offset, const void *data,
+                           size_t len);
+int tether_session_copy_from(tether_session *s, uint64_t array, uint64_t offset, void *data,
+                             size_t len);
+
+/* Calls a CPU function with the ABI it announced. */
+int tether_session_call(tether_session *s, const tether_remote_func *f,
+                        const tether_remote_arg *args, uint32_t num_args, tether_call_result *res);
+/* TIME with TVM semantics; fills per-repeat seconds and mean/median/min/max of them. */
+int tether_session_time(tether_session *s, const tether_remote_func *f,
+                        const tether_remote_arg *args, uint32_t num_args, uint32_t number,
+                        uint32_t repeat, uint32_t min_repeat_ms, uint32_t cooldown_ms,
+                        tether_time_stats *out);
+/* RESET: the device frees every handle of the session. */
+int tether_session_reset(tether_session *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TETHER_HOST_H */

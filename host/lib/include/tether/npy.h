@@ -1,0 +1,44 @@
+/*
+ * tether host: .npy files (NumPy format versions 1.0, 2.0 and 3.0), C order only.
+ *
+ * Supported dtypes: float32, float64, int8, uint8, int32, int64, little-endian (or byte-sized).
+ * Anything else (Fortran order, big-endian, other dtypes, structured arrays, object arrays, a
+ * header that does not parse, a data size that does not match the shape) is an error naming the
+ * problem and the file.
+ *
+ * Ownership: tether_npy_read fills a tether_npy whose data is malloc'ed; tether_npy_free releases
+ * it. tether_npy_write only reads the caller's memory.
+ */
+#ifndef TETHER_NPY_H
+#define TETHER_NPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dlpack/dlpack.h>
+
+#include "tether/crt/ndarray.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tether_npy {
+    DLDataType dtype;
+    int ndim;
+    int64_t shape[TETHER_MAX_NDIM];
+    void *data;
+    size_t nbytes;
+} tether_npy;
+
+int tether_npy_read(const char *path, tether_npy *out);
+/* Parses an in-memory .npy image (what = a name for messages). */
+int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *out);
+int tether_npy_write(const char *path, DLDataType dtype, const int64_t *shape, int ndim,
+                     const void *data);
+void tether_npy_free(tether_npy *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TETHER_NPY_H */

@@ -1,0 +1,227 @@
+/*
+ * tether host: .npy reader and writer.
+ *
+ * What must stay true: a file is accepted only when its header parses completely (magic,
+ * version, header length, the dict with descr, fortran_order and shape) and the data that follows
+ * is exactly shape x itemsize bytes; nothing is allocated on failure.
+ */
+#include "tether/npy.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tether/crt.h"
+
+static const struct {
+    const char *descr;
+    uint8_t code, bits;
+} k_types[] = {
+    {"<f4", kDLFloat, 32}, {"<f8", kDLFloat, 64}, {"|i1", kDLInt, 8},  {"<i1", kDLInt, 8},
+    {"|u1", kDLUInt, 8},   {"<u1", kDLUInt, 8},   {"<i4", kDLInt, 32}, {"<i8", kDLInt, 64},
+};
+
+static const char *skip_ws(const char *p, const char *end) {
+    while (p < end && isspace((unsigned char)*p))
+        p++;
+    return p;
+}
+
+/* Finds the value text after 'key': in the header dict. */
+static const char *find_key(const char *h, const char *end, const char *key) {
+    size_t kl = strlen(key);
+    for (const char *p = h; p + kl + 2 <= end; p++) {
+        if ((*p == '\'' || *p == '"') && memcmp(p + 1, key, kl) == 0 && p[kl + 1] == *p) {
+            const char *q = skip_ws(p + kl + 2, end);
+            if (q < end && *q == ':')
+                return skip_ws(q + 1, end);
+        }
+    }
+    return NULL;
+}
+
+int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *out) {
+    const uint8_t *b = buf;
+    memset(out, 0, sizeof *out);
+    if (len < 10 || memcmp(b, "\x93NUMPY", 6) != 0)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: not a .npy file (bad magic)", what);
+    unsigned major = b[6];
+    size_t hlen, hoff;
+    if (major == 1) {
+        hlen = (size_t)b[8] | ((size_t)b[9] << 8);
+        hoff = 10;
+    } else if (major == 2 || major == 3) {
+        if (len < 12)
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: truncated .npy header", what);
+        hlen = (size_t)b[8] | ((size_t)b[9] << 8) | ((size_t)b[10] << 16) | ((size_t)b[11] << 24);
+        hoff = 12;
+    } else {
+        return tether_set_error(TETHER_ERR_UNSUPPORTED, "%s: .npy format version %u not supported",
+                                what, major);
+    }
+    if (hlen > len - hoff)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: truncated .npy header", what);
+    const char *h = (const char *)b + hoff, *end = h + hlen;
+    const char *p = skip_ws(h, end);
+    if (p >= end || *p != '{')
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header is not a dict", what);
+    const char *d = find_key(h, end, "descr");
+    if (!d || (*d != '\'' && *d != '"'))
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header has no 'descr'", what);
+    const char *de = memchr(d + 1, *d, (size_t)(end - d - 1));
+    if (!de)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header: unterminated descr",
+                                what);
+    int found = -1;
+    for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++)
+        if ((size_t)(de - d - 1) == strlen(k_types[i].descr) &&
+            memcmp(d + 1, k_types[i].descr, (size_t)(de - d - 1)) == 0)
+            found = (int)i;
+    if (found < 0)
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "%s: dtype '%.*s' is not supported (float32, float64, int8, "
+                                "uint8, int32, int64, little-endian)",
+                                what, (int)(de - d - 1 > 16 ? 16 : de - d - 1), d + 1);
+    const char *fo = find_key(h, end, "fortran_order");
+    if (!fo)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header has no 'fortran_order'",
+                                what);
+    if (end - fo >= 4 && memcmp(fo, "True", 4) == 0)
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "%s: Fortran-order arrays are not supported (save with C order, "
+                                "e.g. np.ascontiguousarray)",
+                                what);
+    if (!(end - fo >= 5 && memcmp(fo, "False", 5) == 0))
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: bad fortran_order value", what);
+    const char *sh = find_key(h, end, "shape");
+    if (!sh || *sh != '(')
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header has no 'shape' tuple",
+                                what);
+    p = sh + 1;
+    int ndim = 0;
+    for (;;) {
+        p = skip_ws(p, end);
+        if (p >= end)
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: unterminated shape", what);
+        if (*p == ')')
+            break;
+        if (!isdigit((unsigned char)*p))
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: bad shape in .npy header", what);
+        if (ndim >= TETHER_MAX_NDIM)
+            return tether_set_error(TETHER_ERR_LIMIT, "%s: more than %d dimensions", what,
+                                    TETHER_MAX_NDIM);
+        int64_t v = 0;
+        while (p < end && isdigit((unsigned char)*p)) {
+            if (v > (INT64_MAX - 9) / 10)
+                return tether_set_error(TETHER_ERR_LIMIT, "%s: shape extent too large", what);
+            v = v * 10 + (*p++ - '0');
+        }
+        out->shape[ndim++] = v;
+        p = skip_ws(p, end);
+        if (p < end && *p == ',')
+            p++;
+    }
+    DLDataType dt = {k_types[found].code, k_types[found].bits, 1};
+    size_t nbytes;
+    if (tether_shape_bytes(out->shape, ndim, dt, &nbytes))
+        return tether_set_error(TETHER_ERR_LIMIT, "%s: %s", what, tether_last_error());
+    size_t doff = hoff + hlen;
+    if (len - doff != nbytes)
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "%s: data is %zu bytes but the shape and dtype need %zu", what,
+                                len - doff, nbytes);
+    void *data = malloc(nbytes ? nbytes : 1);
+    if (!data)
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+    if (nbytes)
+        memcpy(data, b + doff, nbytes);
+    out->dtype = dt;
+    out->ndim = ndim;
+    out->data = data;
+    out->nbytes = nbytes;
+    return 0;
+}
+
+int tether_npy_read(const char *path, tether_npy *out) {
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return tether_set_error(TETHER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 65536;
+            uint8_t *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
+            }
+            buf = nb;
+        }
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    int rc = err ? tether_set_error(TETHER_ERR_IO, "cannot read %s", path)
+                 : tether_npy_parse(buf, len, path, out);
+    free(buf);
+    return rc;
+}
+
+int tether_npy_write(const char *path, DLDataType dtype, const int64_t *shape, int ndim,
+                     const void *data) {
+    const char *descr = NULL;
+    for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++)
+        if (k_types[i].code == dtype.code && k_types[i].bits == dtype.bits && dtype.lanes == 1) {
+            descr = k_types[i].descr;
+            break;
+        }
+    if (!descr)
+        return tether_set_error(TETHER_ERR_UNSUPPORTED, "%s: dtype not supported for .npy", path);
+    size_t nbytes;
+    if (tether_shape_bytes(shape, ndim, dtype, &nbytes))
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: %s", path, tether_last_error());
+    char dict[512];
+    int n =
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    for (int i = 0; i < ndim; i++)
+        n += snprintf(dict + n, sizeof dict - (size_t)n, "%lld%s", (long long)shape[i],
+                      ndim == 1 ? "," : (i + 1 < ndim ? ", " : ""));
+    n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
+    size_t total = 10 + (size_t)n + 1; /* + newline */
+    size_t pad = (64 - total % 64) % 64;
+    size_t hlen = (size_t)n + pad + 1;
+    uint8_t hdr[10] = {
+        0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)(hlen & 0xff), (uint8_t)(hlen >> 8)};
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return tether_set_error(TETHER_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+    int ok = fwrite(hdr, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)n, f) == (size_t)n;
+    for (size_t i = 0; ok && i < pad; i++)
+        ok = fputc(' ', f) != EOF;
+    ok = ok && fputc('\n', f) != EOF;
+    ok = ok && (nbytes == 0 || fwrite(data, 1, nbytes, f) == nbytes);
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        remove(tmp);
+        return tether_set_error(TETHER_ERR_IO, "cannot write %s", path);
+    }
+    return 0;
+}
+
+void tether_npy_free(tether_npy *n) {
+    if (n) {
+        free(n->data);
+        memset(n, 0, sizeof *n);
+    }
+}

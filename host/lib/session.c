@@ -1,0 +1,530 @@
+/*
+ * tether host: session implementation on top of rpc's blocking client.
+ *
+ * What must stay true: the host never assumes anything about the device that HELLO did not say
+ * (chunk size = tether_rpc_chunk_max of the smaller max frame); every request has a timeout;
+ * every failure returns a negative status with a message that names the request.
+ */
+#include "tether/host.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tether/crt.h"
+#include "tether/rpc.h"
+
+struct tether_session {
+    tether_transport t;
+    tether_rpc_client c;
+    int timeout_ms;
+    uint32_t chunk;
+    tether_device_info info;
+    tether_progress_fn progress;
+    void *progress_ctx;
+};
+
+static void copy_str(char *dst, size_t size, tether_rpc_str s) {
+    size_t n = s.len < size - 1 ? s.len : size - 1;
+    if (n)
+        memcpy(dst, s.ptr, n);
+    dst[n] = 0;
+}
+
+static int parse_url(const char *url, tether_transport *t, int *retries,
+                     const tether_session_options *opt, int timeout_ms) {
+    *retries = 0;
+    if (!url || !*url || strcmp(url, "local:") == 0 || strcmp(url, "local://") == 0) {
+        const char *prog = opt && opt->tetherd ? opt->tetherd : getenv("TETHER_TETHERD");
+        if (!prog || !*prog)
+            prog = "tetherd";
+        const char *argv[32];
+        int n = 0;
+        argv[n++] = prog;
+        argv[n++] = "--stdio";
+        if (opt && opt->tetherd_args)
+            for (int i = 0; opt->tetherd_args[i] && n < 30; i++)
+                argv[n++] = opt->tetherd_args[i];
+        argv[n] = NULL;
+        int rc = tether_transport_spawn(t, argv, 0);
+        if (rc)
+            return tether_set_error(rc, "local: cannot start %s: %s", prog, tether_last_error());
+        return 0;
+    }
+    if (strncmp(url, "tcp://", 6) == 0) {
+        const char *hp = url + 6;
+        char host[256];
+        const char *colon;
+        if (hp[0] == '[') {
+            const char *end = strchr(hp, ']');
+            if (!end || end[1] != ':' || (size_t)(end - hp - 1) >= sizeof host)
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "bad URL '%s': want tcp://[v6]:PORT", url);
+            memcpy(host, hp + 1, (size_t)(end - hp - 1));
+            host[end - hp - 1] = 0;
+            colon = end + 1;
+        } else {
+            colon = strrchr(hp, ':');
+            if (!colon || colon == hp || (size_t)(colon - hp) >= sizeof host)
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "bad URL '%s': want tcp://HOST:PORT", url);
+            memcpy(host, hp, (size_t)(colon - hp));
+            host[colon - hp] = 0;
+        }
+        char *end;
+        errno = 0;
+        long port = strtol(colon + 1, &end, 10);
+        if (errno || *end || end == colon + 1 || port < 1 || port > 65535)
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': port must be 1..65535",
+                                    url);
+        return tether_transport_tcp_connect(t, host, (uint16_t)port, 0, timeout_ms);
+    }
+    if (strncmp(url, "uart://", 7) == 0) {
+        char path[512];
+        const char *p = url + 7;
+        const char *q = strchr(p, '?');
+        size_t plen = q ? (size_t)(q - p) : strlen(p);
+        if (plen == 0 || plen >= sizeof path)
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "bad URL '%s': want uart:///dev/ttyX?baud=N", url);
+        memcpy(path, p, plen);
+        path[plen] = 0;
+        unsigned long baud = 115200;
+        if (q) {
+            if (strncmp(q, "?baud=", 6) != 0)
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "bad URL '%s': the only parameter is baud=N", url);
+            char *end;
+            errno = 0;
+            baud = strtoul(q + 6, &end, 10);
+            if (errno || *end || baud == 0 || baud > 20000000)
+                return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': bad baud rate", url);
+        }
+        *retries = 2;
+        return tether_transport_uart_open(t, path, (uint32_t)baud, 0);
+    }
+    return tether_set_error(TETHER_ERR_INVALID_ARG,
+                            "unknown device URL '%s' (use tcp://HOST:PORT, uart:///dev/ttyX?baud=N "
+                            "or local:)",
+                            url);
+}
+
+static int request(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep) {
+    return tether_rpc_client_request(&s->c, req, rep, s->timeout_ms);
+}
+
+int tether_session_open(tether_session **out, const char *url, const tether_session_options *opt) {
+    if (!out)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "tether_session_open: null out");
+    *out = NULL;
+    tether_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    s->timeout_ms = opt && opt->timeout_ms > 0 ? opt->timeout_ms : 30000;
+    s->progress = opt ? opt->progress : NULL;
+    s->progress_ctx = opt ? opt->progress_ctx : NULL;
+    int retries;
+    int rc = parse_url(url, &s->t, &retries, opt, s->timeout_ms);
+    if (rc) {
+        free(s);
+        return rc;
+    }
+    rc = tether_rpc_client_init(&s->c, &s->t, 0, retries);
+    if (rc) {
+        tether_transport_close(&s->t);
+        free(s);
+        return rc;
+    }
+    tether_rpc_msg req, rep;
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_HELLO;
+    req.u.hello_req.version = TETHER_RPC_VERSION;
+    req.u.hello_req.max_frame = s->t.max_frame;
+    req.u.hello_req.client = tether_rpc_str_c("tether-host 0.1");
+    rc = request(s, &req, &rep);
+    if (rc)
+        goto fail;
+    const tether_rpc_hello_rep *h = &rep.u.hello_rep;
+    tether_device_info *d = &s->info;
+    d->version = h->version;
+    copy_str(d->triple, sizeof d->triple, h->triple);
+    copy_str(d->arch, sizeof d->arch, h->arch);
+    d->little_endian = h->little_endian;
+    d->pointer_bits = h->pointer_bits;
+    d->max_frame = h->max_frame;
+    d->window = h->window;
+    d->clock_hz = h->clock_hz;
+    d->scopes = h->scopes;
+    d->num_pools = h->num_pools > 8 ? 8 : h->num_pools;
+    for (uint32_t i = 0; i < d->num_pools; i++)
+        copy_str(d->pools[i], sizeof d->pools[i], h->pools[i]);
+    d->opencl = h->opencl;
+    d->image_max_width = h->image_max_width;
+    d->image_max_height = h->image_max_height;
+    d->load_addr = h->load_addr;
+    d->load_size = h->load_size;
+    d->auth_required = h->auth_required;
+    uint32_t mf = h->max_frame < s->t.max_frame ? h->max_frame : s->t.max_frame;
+    s->chunk = tether_rpc_chunk_max(mf);
+    if (s->chunk == 0) {
+        rc = tether_set_error(TETHER_ERR_PROTOCOL, "device announced max frame %u, below %u",
+                              (unsigned)h->max_frame, TETHER_RPC_MIN_FRAME);
+        goto fail;
+    }
+    if (h->auth_required) {
+        if (!opt || !opt->token || opt->token_len == 0) {
+            rc = tether_set_error(TETHER_ERR_AUTH,
+                                  "the device requires a token (give --token-file FILE)");
+            goto fail;
+        }
+        if (h->nonce.len != TETHER_RPC_NONCE_BYTES) {
+            rc = tether_set_error(TETHER_ERR_PROTOCOL, "HELLO reply: nonce of %u bytes",
+                                  (unsigned)h->nonce.len);
+            goto fail;
+        }
+        uint8_t nonce[TETHER_RPC_NONCE_BYTES], mac[TETHER_RPC_MAC_BYTES];
+        memcpy(nonce, h->nonce.ptr, sizeof nonce);
+        rc = tether_rpc_auth_mac(opt->token, opt->token_len, nonce, mac);
+        if (rc)
+            goto fail;
+        memset(&req, 0, sizeof req);
+        req.type = TETHER_RPC_AUTH;
+        req.u.auth_req.mac.ptr = mac;
+        req.u.auth_req.mac.len = sizeof mac;
+        rc = request(s, &req, &rep);
+        if (rc)
+            goto fail;
+    }
+    *out = s;
+    return 0;
+fail : {
+    char e[TETHER_ERROR_MSG_MAX];
+    snprintf(e, sizeof e, "%s", tether_last_error());
+    tether_rpc_client_close(&s->c);
+    tether_transport_close(&s->t);
+    free(s);
+    return tether_set_error(rc, "%s", e);
+}
+}
+
+void tether_session_close(tether_session *s) {
+    if (!s)
+        return;
+    tether_rpc_msg req, rep;
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_SHUTDOWN;
+    int saved = tether_last_status();
+    char e[TETHER_ERROR_MSG_MAX];
+    snprintf(e, sizeof e, "%s", tether_last_error());
+    tether_rpc_client_request(&s->c, &req, &rep, s->timeout_ms < 2000 ? s->timeout_ms : 2000);
+    if (saved)
+        tether_set_error(saved, "%s", e);
+    else
+        tether_clear_error();
+    tether_rpc_client_close(&s->c);
+    tether_transport_close(&s->t);
+    free(s);
+}
+
+const tether_device_info *tether_session_info(const tether_session *s) {
+    return s ? &s->info : NULL;
+}
+
+int tether_session_upload(tether_session *s, uint32_t kind, const char *name, const void *data,
+                          size_t size) {
+    if (!s || !name || (!data && size))
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "upload: null argument");
+    uint8_t hash[32];
+    tether_sha256(data, size, hash);
+    tether_rpc_msg req, rep;
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_UPLOAD;
+    req.u.upload_req.kind = kind;
+    req.u.upload_req.name = tether_rpc_str_c(name);
+    req.u.upload_req.total_size = size;
+    req.u.upload_req.sha256.ptr = hash;
+    req.u.upload_req.sha256.len = 32;
+    int rc = request(s, &req, &rep);
+    if (rc)
+        return rc;
+    uint32_t id = rep.u.upload_rep.upload_id;
+    size_t off = 0;
+    while (off < size) {
+        size_t n = size - off < s->chunk ? size - off : s->chunk;
+        memset(&req, 0, sizeof req);
+        req.type = TETHER_RPC_UPLOAD_CHUNK;
+        req.u.upload_chunk_req.upload_id = id;
+        req.u.upload_chunk_req.offset = off;
+        req.u.upload_chunk_req.data.ptr = (const uint8_t *)data + off;
+        req.u.upload_chunk_req.data.len = (uint32_t)n;
+        rc = request(s, &req, &rep);
+        if (rc)
+            return rc;
+        off += n;
+        if (s->progress)
+            s->progress(s->progress_ctx, "upload", off, size);
+        if (off == size && !rep.u.upload_chunk_rep.complete)
+            return tether_set_error(TETHER_ERR_PROTOCOL,
+                                    "upload '%s': device did not confirm completion", name);
+    }
+    return 0;
+}
+
+int tether_session_upload_file(tether_session *s, uint32_t kind, const char *name,
+                               const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return tether_set_error(TETHER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 65536;
+            uint8_t *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
+            }
+            buf = nb;
+        }
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(buf);
+        return tether_set_error(TETHER_ERR_IO, "cannot read %s", path);
+    }
+    if (len == 0) {
+        free(buf);
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s is empty", path);
+    }
+    int rc = tether_session_upload(s, kind, name, buf, len);
+    free(buf);
+    return rc;
+}
+
+int tether_session_load_module(tether_session *s, const char *name, uint64_t *module,
+                               uint32_t *num_functions) {
+    tether_rpc_msg req, rep;
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_LOAD_MODULE;
+    req.u.load_module_req.name = tether_rpc_str_c(name);
+    int rc = request(s, &req, &rep);
+    if (rc)
+        return rc;
+    if (module)
+        *module = rep.u.load_module_rep.module;
+    if (num_functions)
+        *num_functions = rep.u.load_module_rep.num_functions;
+    return 0;
+}
+
+int tether_session_get_function(tether_session *s, uint64_t module, const char *name,
+                                tether_remote_func *out) {
+    tether_rpc_msg req, rep;
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_GET_FUNCTION;
+    req.u.get_function_req.module = module;
+    req.u.get_function_req.name = tether_rpc_str_c(name);
+    int rc = request(s, &req, &rep);
+    if (rc)
+        return rc;
+    out->handle = rep.u.get_function_rep.func;
+    out->abi = (tether_abi)rep.u.get_function_rep.abi;
+    out->num_args = rep.u.get_function_rep.num_args;
+    return 0;
+}
+
+int tether_session_alloc(tether_session *s, const int64_t *shape, int ndim, DLDataType dtype,
+                         tether_scope scope, const char *pool, uint64_t *array, uint64_t *nbytes) {
+    if (ndim < 0 || ndim > TETHER_RPC_MAX_NDIM)
+        return tether_set_error(TETHER_ERR_LIMIT, "alloc: ndim %d outside 0..%d", ndim,
+                                TETHER_RPC_MAX_NDIM);
+    if (!(s->info.scopes & TETHER_RPC_SCOPE_BIT(scope)))
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "alloc: the device does not support scope '%s'",
+                                tether_scope_name(scope) ? tether_scope_name(scope) : "?");
+    tether_rpc_msg req, rep;
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_ALLOC;
+    req.u.alloc_req.ndim = (uint32_t)ndim;
+    for (int i = 0; i < ndim; i++)
+        req.u.alloc_req.shape[i] = shape[i];
+    req.u.alloc_req.dtype_code = dtype.code;
+    req.u.alloc_req.dtype_bits = dtype.bits;
+    req.u.alloc_req.dtype_lanes = dtype.lanes;
+    req.u.alloc_req.scope = scope;
+    req.u.alloc_req.pool = tether_rpc_str_c(pool);
+    int rc = request(s, &req, &rep);
+    if (rc)
+        return rc;
+    *array = rep.u.alloc_rep.array;
+    if (nbytes)
+        *nbytes = rep.u.alloc_rep.nbytes;
+    return 0;
+}
+
+int tether_session_free(tether_session *s, uint64_t array) {
+    tether_rpc_msg req, rep;
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_FREE;
+    req.u.free_req.handle = array;
+    return request(s, &req, &rep);
+}
+
+int tether_session_copy_to(tether_session *s, uint64_t array, uint64_t offset, const void *data,
+                           size_t len) {
+    size_t off = 0;
+    do {
+        size_t n = len - off < s->chunk ? len - off : s->chunk;
+        tether_rpc_msg req, rep;
+        memset(&req, 0, sizeof req);
+        req.type = TETHER_RPC_COPY_TO;
+        req.u.copy_to_req.array = array;
+        req.u.copy_to_req.offset = offset + off;
+        req.u.copy_to_req.data.ptr = (const uint8_t *)data + off;
+        req.u.copy_to_req.data.len = (uint32_t)n;
+        int rc = request(s, &req, &rep);
+        if (rc)
+            return rc;
+        off += n;
+        if (s->progress && len)
+            s->progress(s->progress_ctx, "copy to device", off, len);
+    } while (off < len);
+    return 0;
+}
+
+int tether_session_copy_from(tether_session *s, uint64_t array, uint64_t offset, void *data,
+                             size_t len) {
+    size_t off = 0;
+    while (off < len) {
+        size_t n = len - off < s->chunk ? len - off : s->chunk;
+        tether_rpc_msg req, rep;
+        memset(&req, 0, sizeof req);
+        req.type = TETHER_RPC_COPY_FROM;
+        req.u.copy_from_req.array = array;
+        req.u.copy_from_req.offset = offset + off;
+        req.u.copy_from_req.length = n;
+        int rc = request(s, &req, &rep);
+        if (rc)
+            return rc;
+        if (rep.u.copy_from_rep.data.len != n)
+            return tether_set_error(TETHER_ERR_PROTOCOL, "COPY_FROM: asked %zu bytes, got %u", n,
+                                    (unsigned)rep.u.copy_from_rep.data.len);
+        memcpy((uint8_t *)data + off, rep.u.copy_from_rep.data.ptr, n);
+        off += n;
+        if (s->progress)
+            s->progress(s->progress_ctx, "copy from device", off, len);
+    }
+    return 0;
+}
+
+static int fill_invoke(tether_rpc_invoke *inv, const tether_remote_func *f,
+                       const tether_remote_arg *args, uint32_t n) {
+    if (n > TETHER_RPC_MAX_ARGS)
+        return tether_set_error(TETHER_ERR_LIMIT, "call: %u arguments, at most %u", (unsigned)n,
+                                TETHER_RPC_MAX_ARGS);
+    inv->func = f->handle;
+    inv->abi = f->abi;
+    inv->num_args = n;
+    for (uint32_t i = 0; i < n; i++) {
+        inv->args[i].type_code = args[i].type_code;
+        switch (args[i].type_code) {
+        case TETHER_TYPE_INT:
+            inv->args[i].v.v_int = args[i].v.i;
+            break;
+        case TETHER_TYPE_UINT:
+            inv->args[i].v.v_uint = args[i].v.u;
+            break;
+        case TETHER_TYPE_FLOAT:
+            inv->args[i].v.v_float = args[i].v.f;
+            break;
+        case TETHER_TYPE_NULL:
+            break;
+        default:
+            inv->args[i].v.v_handle = args[i].v.array;
+            break;
+        }
+    }
+    return 0;
+}
+
+int tether_session_call(tether_session *s, const tether_remote_func *f,
+                        const tether_remote_arg *args, uint32_t num_args, tether_call_result *res) {
+    tether_rpc_msg req, rep;
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_CALL;
+    int rc = fill_invoke(&req.u.call_req, f, args, num_args);
+    if (rc)
+        return rc;
+    rc = request(s, &req, &rep);
+    if (rc)
+        return rc;
+    if (res) {
+        res->ret = rep.u.call_rep.ret;
+        res->elapsed_ns = rep.u.call_rep.elapsed_ns;
+        res->stack_bytes = rep.u.call_rep.stack_bytes;
+    }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int tether_session_time(tether_session *s, const tether_remote_func *f,
+                        const tether_remote_arg *args, uint32_t num_args, uint32_t number,
+                        uint32_t repeat, uint32_t min_repeat_ms, uint32_t cooldown_ms,
+                        tether_time_stats *out) {
+    if (repeat < 1 || repeat > TETHER_RPC_MAX_REPEAT || number < 1)
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "time: number must be >= 1 and repeat 1..%u",
+                                TETHER_RPC_MAX_REPEAT);
+    tether_rpc_msg req, rep;
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_TIME;
+    int rc = fill_invoke(&req.u.time_req.invoke, f, args, num_args);
+    if (rc)
+        return rc;
+    req.u.time_req.number = number;
+    req.u.time_req.repeat = repeat;
+    req.u.time_req.min_repeat_ms = min_repeat_ms;
+    req.u.time_req.cooldown_ms = cooldown_ms;
+    rc = request(s, &req, &rep);
+    if (rc)
+        return rc;
+    memset(out, 0, sizeof *out);
+    out->number = rep.u.time_rep.number;
+    out->repeat = rep.u.time_rep.repeat;
+    out->zero_timer = rep.u.time_rep.zero_timer;
+    if (out->repeat == 0 || out->repeat > 32)
+        return tether_set_error(TETHER_ERR_PROTOCOL, "TIME reply with %u repeats",
+                                (unsigned)out->repeat);
+    double sorted[32], sum = 0;
+    for (uint32_t i = 0; i < out->repeat; i++) {
+        out->seconds[i] = rep.u.time_rep.seconds[i];
+        sorted[i] = out->seconds[i];
+        sum += sorted[i];
+    }
+    qsort(sorted, out->repeat, sizeof sorted[0], cmp_double);
+    out->mean = sum / out->repeat;
+    out->min = sorted[0];
+    out->max = sorted[out->repeat - 1];
+    out->median = out->repeat % 2 ? sorted[out->repeat / 2]
+                                  : (sorted[out->repeat / 2 - 1] + sorted[out->repeat / 2]) / 2;
+    return 0;
+}
+
+int tether_session_reset(tether_session *s) {
+    tether_rpc_msg req, rep;
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_RESET;
+    return request(s, &req, &rep);
+}

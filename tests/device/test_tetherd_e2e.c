@@ -1,0 +1,100 @@
+/*
+ * tetherd end to end: the same functional check (upload, alloc, copy, packed/unpacked/17-arg
+ * calls, TIME, stack high-water mark) over TCP loopback, over local: (tetherd --stdio as a child)
+ * and over a pty pair made by socat (UART framing).
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon.h"
+#include "tether/crt.h"
+
+static void test_tcp(void **state) {
+    (void)state;
+    test_daemon d;
+    assert_int_equal(daemon_start(&d, NULL), 0);
+    tether_session *s;
+    if (tether_session_open(&s, d.url, NULL))
+        fail_msg("open: %s", tether_last_error());
+    const tether_device_info *info = tether_session_info(s);
+    assert_int_equal(info->version, 1);
+    assert_int_equal(info->pointer_bits, sizeof(void *) * 8);
+    assert_false(info->auth_required);
+    check_session_functions(s);
+    tether_session_close(s);
+    daemon_stop(&d);
+}
+
+static void test_local(void **state) {
+    (void)state;
+    tether_session_options o = {0};
+    o.tetherd = k_tetherd;
+    const char *args[] = {"--quiet", NULL};
+    o.tetherd_args = args;
+    tether_session *s;
+    if (tether_session_open(&s, "local:", &o))
+        fail_msg("open: %s", tether_last_error());
+    check_session_functions(s);
+    tether_session_close(s);
+}
+
+static void test_uart_pty(void **state) {
+    (void)state;
+    if (access("/usr/bin/socat", X_OK) != 0)
+        skip();
+    char dir[] = "/tmp/tuartXXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char a[128], b[128], pa[160], pb[160];
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    snprintf(pa, sizeof pa, "pty,raw,echo=0,link=%s", a);
+    snprintf(pb, sizeof pb, "pty,raw,echo=0,link=%s", b);
+    pid_t soc = fork();
+    if (soc == 0) {
+        execl("/usr/bin/socat", "socat", pa, pb, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 300 && (access(a, F_OK) || access(b, F_OK)); i++)
+        usleep(10000);
+    pid_t dm = fork();
+    if (dm == 0) {
+        execl(k_tetherd, "tetherd", "--uart", a, "--baud", "115200", "--quiet", (char *)NULL);
+        _exit(127);
+    }
+    usleep(100000);
+    char url[200];
+    snprintf(url, sizeof url, "uart://%s?baud=115200", b);
+    tether_session *s;
+    tether_session_options o = {0};
+    o.timeout_ms = 5000;
+    if (tether_session_open(&s, url, &o))
+        fail_msg("open: %s", tether_last_error());
+    check_session_functions(s);
+    tether_session_close(s);
+    kill(dm, SIGTERM);
+    waitpid(dm, NULL, 0);
+    kill(soc, SIGTERM);
+    waitpid(soc, NULL, 0);
+    unlink(a);
+    unlink(b);
+    rmdir(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tcp),
+        cmocka_unit_test(test_local),
+        cmocka_unit_test(test_uart_pty),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
