@@ -73,9 +73,9 @@ static const char *g_url;
 /* One short session: system-library null call plus an uploaded-module add, checked. */
 static int one_session(int seed) {
     tether_session *s;
-    tether_session_options o = {0};
-    o.timeout_ms = 10000; /* a stuck session fails the test with a message instead of hanging */
-    if (tether_session_open(&s, g_url, &o)) {
+    tether_session_options opt = {0};
+    opt.timeout_ms = 10000; /* a stuck session fails the test with a message instead of hanging */
+    if (tether_session_open(&s, g_url, &opt)) {
         print_error("session %d: open: %s\n", seed, tether_last_error());
         return -1;
     }
