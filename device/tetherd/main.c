@@ -55,7 +55,7 @@ static void usage(FILE *f) {
                "  --max-alloc BYTES      per-session allocation limit (default 1 GiB)\n"
                "  --max-sessions N       concurrent sessions (default 64)\n"
                "  --call-timeout-ms MS   CALL/TIME limit, 0 = none (default 60000)\n"
-               "  --stack-size BYTES     dedicated call stack (default 1 MiB)\n"
+               "  --stack-size BYTES     dedicated call stack (default 256 KiB)\n"
                "  --work-dir DIR         where session directories are made (default $TMPDIR)\n"
                "  --quiet | --verbose    less / more logging on stderr\n");
 }
@@ -436,7 +436,7 @@ int main(int argc, char **argv) {
     g_cfg.max_upload = 64ull << 20;
     g_cfg.max_alloc = 1ull << 30;
     g_cfg.call_timeout_ms = 60000;
-    g_cfg.stack_size = 1u << 20;
+    g_cfg.stack_size = 256u << 10;
     g_work_base = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

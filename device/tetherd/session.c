@@ -900,13 +900,34 @@ static int on_call(session *s, const tether_rpc_msg *req) {
     return send_msg(s, &m);
 }
 
+/* TIME runs the whole evaluator on the dedicated stack (one paint, one measurement), so the
+ * timed calls are not slowed by painting; the high-water mark covers the evaluator as well. */
 static int32_t time_run(void *p) {
     call_ctx *c = p;
-    if (run_on_stack(c))
-        return TETHER_ERR_INTERNAL;
-    if (c->status)
-        return c->status;
-    return c->func_ret;
+    c->status = tether_call(c->entry, c->args, c->codes, c->n, &c->func_ret);
+    if (c->status || c->func_ret) {
+        snprintf(c->err, sizeof c->err, "%s", tether_last_error());
+        return c->status ? c->status : c->func_ret;
+    }
+    return 0;
+}
+
+typedef struct time_job {
+    call_ctx *c;
+    const tether_time_hooks *h;
+    const tether_rpc_time_req *q;
+    double *seconds;
+    tether_time_result res;
+    int rc;
+    char err[TETHER_ERROR_MSG_MAX];
+} time_job;
+
+static void time_tramp(void *p) {
+    time_job *j = p;
+    j->rc = tether_time_evaluate(j->h, j->q->number, j->q->repeat, j->q->min_repeat_ms,
+                                 j->q->cooldown_ms, j->seconds, TETHER_RPC_MAX_REPEAT, &j->res);
+    if (j->rc)
+        snprintf(j->err, sizeof j->err, "%s", tether_last_error());
 }
 
 static uint64_t time_now(void *p) {
@@ -938,15 +959,19 @@ static int on_time(session *s, const tether_rpc_msg *req) {
     uint32_t to = s->cfg->call_timeout_ms;
     if (to)
         to += q->repeat * (q->min_repeat_ms + q->cooldown_ms);
+    time_job j = {&c, &h, q, m.u.time_rep.seconds, {0}, 0, ""};
+    size_t used = 0;
     call_guard_begin(s, req->id, c.entry->name, to);
-    int rc = tether_time_evaluate(&h, q->number, q->repeat, q->min_repeat_ms, q->cooldown_ms,
-                                  m.u.time_rep.seconds, TETHER_RPC_MAX_REPEAT, &res);
+    int rc = tether_posix_call_on_stack(s->stack, s->stack_size, time_tramp, &j, &used);
     call_guard_end();
-    if (rc) {
+    if (rc)
+        return reply_error(s, req->id, rc, "TIME '%s': %s", c.entry->name, tether_last_error());
+    if (j.rc) {
         if (c.status || c.func_ret)
             return call_failed_reply(s, req, &c);
-        return reply_error(s, req->id, rc, "TIME '%s': %s", c.entry->name, tether_last_error());
+        return reply_error(s, req->id, j.rc, "TIME '%s': %s", c.entry->name, j.err);
     }
+    res = j.res;
     m.u.time_rep.number = res.number;
     m.u.time_rep.repeat = res.repeat;
     m.u.time_rep.zero_timer = res.zero_timer;
