@@ -710,14 +710,14 @@ static int run_artifact(run_args *r, const char *dir, int bench) {
         goto out;
     }
     if (r->nin != cJSON_GetArraySize(ins)) {
-        fail(2, "the model has %d inputs, %d --in given", cJSON_GetArraySize(ins), r->nin);
+        rc = fail(2, "the model has %d inputs, %d --in given", cJSON_GetArraySize(ins), r->nin);
         goto out;
     }
     /* outputs: shapes and dtypes come from the metadata; default file names y0.npy ... */
     static char defnames[MAX_IO][32];
     int nout = cJSON_GetArraySize(outs);
     if (nout > MAX_IO || (r->nout && r->nout != nout)) {
-        fail(2, "the model has %d outputs, %d --out given", nout, r->nout);
+        rc = fail(2, "the model has %d outputs, %d --out given", nout, r->nout);
         goto out;
     }
     for (int i = 0; i < nout; i++) {

@@ -1,0 +1,187 @@
+/*
+ * The `tether` CLI as a process, against local: (tetherd spawned over stdio): info (--json),
+ * upload, run MODULE FUNC, run ARTIFACT_DIR (a hand-made artifact around the test module),
+ * bench, --help on every subcommand, and the exit codes and one-line reasons of bad usage,
+ * unknown functions and dtype/shape mismatches.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tether/crt.h"
+#include "tether/npy.h"
+
+static char g_dir[64];
+static char g_out[256];
+
+/* Runs `tether ARGS` in g_dir; returns the exit code, output (stdout+stderr) in a static buffer. */
+static int tether(const char **out, const char *fmt, ...) {
+    static char buf[65536];
+    char args[2048], cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd '%s' && TETHER_TETHERD='%s' '%s' %s > '%s' 2>&1", g_dir,
+             TETHERD_PATH, TETHER_CLI, args, g_out);
+    int st = system(cmd);
+    FILE *f = fopen(g_out, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    *out = buf;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void write_f32(const char *name, int64_t n, float base) {
+    float v[64];
+    for (int i = 0; i < n; i++)
+        v[i] = base + (float)i;
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, &n, 1, v), 0);
+}
+
+static void check_sum(const char *name) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    tether_npy n;
+    if (tether_npy_read(p, &n))
+        fail_msg("%s", tether_last_error());
+    assert_int_equal(n.ndim, 1);
+    assert_int_equal(n.shape[0], 16);
+    for (int i = 0; i < 16; i++)
+        assert_true(((float *)n.data)[i] == (float)i + (100.0f + (float)i));
+    tether_npy_free(&n);
+}
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(g_dir, sizeof g_dir, "/tmp/tcliXXXXXX");
+    if (!mkdtemp(g_dir))
+        return -1;
+    snprintf(g_out, sizeof g_out, "%s/out.txt", g_dir);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_info_help(void **state) {
+    (void)state;
+    const char *o;
+    assert_int_equal(tether(&o, "info"), 0);
+    assert_non_null(strstr(o, "scopes        global"));
+    assert_int_equal(tether(&o, "info --json"), 0);
+    assert_non_null(strstr(o, "\"pointer_bits\":"));
+    assert_non_null(strstr(o, "\"auth_required\":\tfalse"));
+    const char *cmds[] = {"info", "upload", "run", "bench"};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(tether(&o, "%s --help", cmds[i]), 0);
+        assert_non_null(strstr(o, "usage: tether"));
+    }
+    assert_int_equal(tether(&o, "frobnicate"), 2);
+    assert_non_null(strstr(o, "unknown command 'frobnicate'"));
+    assert_int_equal(tether(&o, "run"), 2);
+    assert_non_null(strstr(o, "tether run: nothing to run"));
+    assert_int_equal(tether(&o, "info --device tcp://127.0.0.1:notaport"), 1);
+    assert_non_null(strstr(o, "port must be"));
+    assert_int_equal(tether(&o, "info --device bogus://x"), 1);
+    assert_non_null(strstr(o, "unknown device URL"));
+    assert_int_equal(tether(&o, "bench --repeat 0 x"), 2);
+}
+
+static void test_run_module(void **state) {
+    (void)state;
+    write_f32("a.npy", 16, 0);
+    write_f32("b.npy", 16, 100);
+    const char *o;
+    assert_int_equal(tether(&o, "upload '%s' --name m", TESTMOD_PATH), 0);
+    assert_non_null(strstr(o, "8 functions"));
+    int rc = tether(&o, "run '%s' add_packed --in a.npy --in b.npy --out c.npy", TESTMOD_PATH);
+    if (rc)
+        fail_msg("%s", o);
+    assert_non_null(strstr(o, "stack high-water mark"));
+    check_sum("c.npy");
+    /* explicit output dtype/shape */
+    rc = tether(&o, "run '%s' add_packed --in a.npy --in b.npy --out d.npy:float32:16",
+                TESTMOD_PATH);
+    assert_int_equal(rc, 0);
+    check_sum("d.npy");
+    rc = tether(&o, "bench '%s' add_packed --in a.npy --in b.npy --out c.npy --number 5 --repeat 2",
+                TESTMOD_PATH);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(o, "median"));
+    assert_non_null(strstr(o, "stack high-water mark"));
+    /* errors: unknown function, wrong argument count, dtype mismatch, Fortran npy */
+    assert_int_equal(tether(&o, "run '%s' nope --in a.npy --out c.npy", TESTMOD_PATH), 1);
+    assert_non_null(strstr(o, "'nope'"));
+    assert_int_equal(tether(&o, "run '%s' add_packed --in a.npy --out c.npy", TESTMOD_PATH), 1);
+    assert_non_null(strstr(o, "takes 3 arguments"));
+    int64_t n = 16;
+    int32_t iv[16] = {0};
+    char p[256];
+    snprintf(p, sizeof p, "%s/i.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_INT32, &n, 1, iv), 0);
+    assert_int_equal(
+        tether(&o, "run '%s' add_packed --in a.npy --in i.npy --out c.npy", TESTMOD_PATH), 1);
+    assert_non_null(strstr(o, "dtype must be float32"));
+    assert_int_equal(
+        tether(&o, "run '%s' add_packed --in missing.npy --in a.npy --out c.npy", TESTMOD_PATH), 1);
+    assert_non_null(strstr(o, "missing.npy"));
+}
+
+static void test_run_artifact(void **state) {
+    (void)state;
+    write_f32("a.npy", 16, 0);
+    write_f32("b.npy", 16, 100);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/art' && cp '%s' '%s/art/libm.so'", g_dir, TESTMOD_PATH,
+             g_dir);
+    assert_int_equal(system(cmd), 0);
+    char p[256];
+    snprintf(p, sizeof p, "%s/art/metadata.json", g_dir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"format\":\"tether-artifact\",\"version\":1,\"prefix\":\"m\",\"abi\":\"packed\","
+               "\"interface\":\"packed\",\"target\":\"x86_64-linux\",\"library\":\"libm.so\","
+               "\"entry\":{\"name\":\"add_packed\",\"abi\":\"packed\",\"num_args\":3},"
+               "\"inputs\":[{\"name\":\"a\",\"dtype\":\"float32\",\"shape\":[16]},"
+               "{\"name\":\"b\",\"dtype\":\"float32\",\"shape\":[16]}],"
+               "\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\",\"shape\":[16]}],"
+               "\"functions\":[],\"pools\":[],\"params_bytes\":0}");
+    fclose(f);
+    const char *o;
+    int rc = tether(&o, "run art --in a.npy --in b.npy --out y.npy");
+    if (rc)
+        fail_msg("%s", o);
+    assert_non_null(strstr(o, "add_packed: returned 0"));
+    check_sum("y.npy");
+    assert_int_equal(tether(&o, "run art --in a.npy"), 2);
+    assert_non_null(strstr(o, "2 inputs, 1 --in given"));
+    write_f32("short.npy", 8, 0);
+    assert_int_equal(tether(&o, "run art --in a.npy --in short.npy"), 1);
+    assert_non_null(strstr(o, "shape [8], but model input 'b' is [16]"));
+    assert_int_equal(tether(&o, "run art func --in a.npy --in b.npy"), 2);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_info_help, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_module, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_artifact, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

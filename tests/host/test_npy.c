@@ -1,0 +1,140 @@
+/*
+ * .npy reader/writer: round trips of every supported dtype (including 0-d and empty arrays), and
+ * clear errors for Fortran order, unsupported and big-endian dtypes, bad magic, truncated headers
+ * and data, extra data and too many dimensions.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tether/crt.h"
+#include "tether/npy.h"
+
+static char g_dir[64];
+
+static void roundtrip(DLDataType dt, const int64_t *shape, int ndim) {
+    size_t nbytes;
+    assert_int_equal(tether_shape_bytes(shape, ndim, dt, &nbytes), 0);
+    uint8_t *data = malloc(nbytes + 1);
+    for (size_t i = 0; i < nbytes; i++)
+        data[i] = (uint8_t)(i * 7 + 3);
+    char path[128];
+    snprintf(path, sizeof path, "%s/rt.npy", g_dir);
+    assert_int_equal(tether_npy_write(path, dt, shape, ndim, data), 0);
+    tether_npy n;
+    if (tether_npy_read(path, &n))
+        fail_msg("%s", tether_last_error());
+    assert_true(tether_dtype_equal(n.dtype, dt));
+    assert_int_equal(n.ndim, ndim);
+    for (int i = 0; i < ndim; i++)
+        assert_int_equal(n.shape[i], shape[i]);
+    assert_int_equal(n.nbytes, nbytes);
+    assert_memory_equal(n.data, data, nbytes);
+    tether_npy_free(&n);
+    free(data);
+}
+
+static void test_roundtrip(void **state) {
+    (void)state;
+    DLDataType dts[] = {TETHER_FLOAT32, TETHER_DTYPE(kDLFloat, 64),
+                        TETHER_INT8,    TETHER_UINT8,
+                        TETHER_INT32,   TETHER_INT64};
+    int64_t s1[] = {5}, s3[] = {2, 3, 4}, s0[] = {0, 3};
+    for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
+        roundtrip(dts[i], s1, 1);
+        roundtrip(dts[i], s3, 3);
+        roundtrip(dts[i], s0, 2);
+        roundtrip(dts[i], NULL, 0);
+    }
+    /* an unsupported dtype cannot be written either */
+    char path[128];
+    snprintf(path, sizeof path, "%s/no.npy", g_dir);
+    float x = 0;
+    assert_int_equal(tether_npy_write(path, TETHER_DTYPE(kDLFloat, 16), s1, 1, &x),
+                     TETHER_ERR_UNSUPPORTED);
+    assert_int_not_equal(access(path, F_OK), 0);
+}
+
+/* Builds a version-1 .npy image with header text h and `data` bytes of payload. */
+static size_t build(uint8_t *buf, const char *h, size_t data) {
+    size_t hl = strlen(h);
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    buf[8] = (uint8_t)(hl & 0xff);
+    buf[9] = (uint8_t)(hl >> 8);
+    memcpy(buf + 10, h, hl);
+    memset(buf + 10 + hl, 0, data);
+    return 10 + hl + data;
+}
+
+static void expect_err(const char *h, size_t data, int code, const char *words) {
+    uint8_t buf[4096];
+    size_t n = build(buf, h, data);
+    tether_npy out;
+    int rc = tether_npy_parse(buf, n, "t.npy", &out);
+    if (rc != code || !strstr(tether_last_error(), words))
+        fail_msg("header %s: rc %d '%s'", h, rc, tether_last_error());
+    assert_null(out.data);
+}
+
+static void test_malformed(void **state) {
+    (void)state;
+    expect_err("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }\n", 16,
+               TETHER_ERR_UNSUPPORTED, "Fortran");
+    expect_err("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }\n", 4,
+               TETHER_ERR_UNSUPPORTED, "'<f2' is not supported");
+    expect_err("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }\n", 8,
+               TETHER_ERR_UNSUPPORTED, "not supported");
+    expect_err("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }\n", 16,
+               TETHER_ERR_UNSUPPORTED, "not supported");
+    expect_err("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }\n", 8,
+               TETHER_ERR_MISMATCH, "need 12");
+    expect_err("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }\n", 8,
+               TETHER_ERR_MISMATCH, "data is 8 bytes");
+    expect_err("{'descr': '<f4', 'fortran_order': False, }\n", 0, TETHER_ERR_INVALID_ARG, "shape");
+    expect_err("{'fortran_order': False, 'shape': (1,), }\n", 4, TETHER_ERR_INVALID_ARG, "descr");
+    expect_err("{'descr': '<f4', 'shape': (1,), }\n", 4, TETHER_ERR_INVALID_ARG, "fortran_order");
+    expect_err("{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }\n", 4,
+               TETHER_ERR_LIMIT, "dimensions");
+    expect_err("{'descr': '<f4', 'fortran_order': False, 'shape': (a,), }\n", 4,
+               TETHER_ERR_INVALID_ARG, "shape");
+    expect_err("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }\n", 4,
+               TETHER_ERR_LIMIT, "");
+    expect_err("[1, 2]\n", 0, TETHER_ERR_INVALID_ARG, "not a dict");
+    /* bad magic, truncated header, unknown version */
+    tether_npy out;
+    assert_int_equal(tether_npy_parse("hello world!", 12, "t.npy", &out), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "magic"));
+    uint8_t buf[256];
+    size_t n = build(buf, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }\n", 4);
+    assert_int_equal(tether_npy_parse(buf, 20, "t.npy", &out), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "truncated"));
+    buf[6] = 9;
+    assert_int_equal(tether_npy_parse(buf, n, "t.npy", &out), TETHER_ERR_UNSUPPORTED);
+    /* every truncation of a valid file fails cleanly */
+    buf[6] = 1;
+    for (size_t k = 0; k < n; k++)
+        assert_int_not_equal(tether_npy_parse(buf, k, "t.npy", &out), 0);
+    assert_int_equal(tether_npy_parse(buf, n, "t.npy", &out), 0);
+    tether_npy_free(&out);
+    assert_int_equal(tether_npy_read("/nonexistent/x.npy", &out), TETHER_ERR_IO);
+}
+
+int main(void) {
+    snprintf(g_dir, sizeof g_dir, "/tmp/tnpyXXXXXX");
+    if (!mkdtemp(g_dir))
+        return 1;
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_roundtrip),
+                                       cmocka_unit_test(test_malformed)};
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    char p[128];
+    snprintf(p, sizeof p, "%s/rt.npy", g_dir);
+    unlink(p);
+    rmdir(g_dir);
+    return rc;
+}
