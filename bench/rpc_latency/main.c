@@ -1,0 +1,151 @@
+/*
+ * bench/rpc_latency: how much the RPC stack adds to a loopback round trip.
+ *
+ *   raw      a 64-byte ping-pong over a TCP loopback socket (TCP_NODELAY, echo thread)
+ *   null     CALL of the system library's packed `tether.null` on a tetherd started here on
+ *            127.0.0.1 (full path: msgpack encode, framing, session child, dedicated painted
+ *            stack, reply), once with the default 256 KiB call stack and once with 64 KiB
+ *
+ * Prints mean microseconds per round trip and the ratio to raw. Usage: bench_rpc_latency [N]
+ * (TETHERD overrides the tetherd path).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tether/crt.h"
+#include "tether/host.h"
+
+extern char **environ;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int read_full(int fd, char *b, size_t n) {
+    while (n) {
+        ssize_t r = read(fd, b, n);
+        if (r <= 0)
+            return -1;
+        b += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static void *echo(void *p) {
+    int fd = *(int *)p;
+    char b[64];
+    while (read_full(fd, b, sizeof b) == 0)
+        if (write(fd, b, sizeof b) != (ssize_t)sizeof b)
+            break;
+    close(fd);
+    return NULL;
+}
+
+static double raw_pingpong(int n) {
+    int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    if (bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 1) ||
+        getsockname(ls, (struct sockaddr *)&a, &al))
+        return -1;
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(c, (struct sockaddr *)&a, sizeof a))
+        return -1;
+    int s = accept(ls, NULL, NULL);
+    close(ls);
+    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    pthread_t th;
+    pthread_create(&th, NULL, echo, &s);
+    char b[64] = {1};
+    for (int i = 0; i < n / 10; i++) /* warm-up */
+        if (write(c, b, sizeof b) != (ssize_t)sizeof b || read_full(c, b, sizeof b))
+            return -1;
+    double t0 = now();
+    for (int i = 0; i < n; i++)
+        if (write(c, b, sizeof b) != (ssize_t)sizeof b || read_full(c, b, sizeof b))
+            return -1;
+    double t = (now() - t0) / n;
+    close(c);
+    pthread_join(th, NULL);
+    return t;
+}
+
+static double null_call(int n, const char *stack) {
+    const char *tetherd = getenv("TETHERD") ? getenv("TETHERD") : TETHERD_PATH;
+    char dir[] = "/tmp/blatXXXXXX";
+    if (!mkdtemp(dir))
+        return -1;
+    char pf[64];
+    snprintf(pf, sizeof pf, "%s/port", dir);
+    const char *argv[] = {tetherd,   "--tcp",        "127.0.0.1:0", "--port-file", pf,
+                          "--quiet", "--stack-size", stack,         NULL};
+    pid_t pid;
+    if (posix_spawn(&pid, tetherd, NULL, NULL, (char *const *)argv, environ))
+        return -1;
+    int port = 0;
+    for (int i = 0; i < 500 && !port; i++) {
+        FILE *f = fopen(pf, "r");
+        if (!f || fscanf(f, "%d", &port) != 1)
+            usleep(10000);
+        if (f)
+            fclose(f);
+    }
+    char url[64];
+    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
+    double t = -1;
+    tether_session *s = NULL;
+    tether_remote_func f;
+    if (port && tether_session_open(&s, url, NULL) == 0 &&
+        tether_session_get_function(s, 0, "tether.null", &f) == 0) {
+        for (int i = 0; i < n / 10; i++)
+            tether_session_call(s, &f, NULL, 0, NULL);
+        double t0 = now();
+        int ok = 1;
+        for (int i = 0; i < n && ok; i++)
+            ok = tether_session_call(s, &f, NULL, 0, NULL) == 0;
+        t = ok ? (now() - t0) / n : -1;
+    } else {
+        fprintf(stderr, "bench: %s\n", tether_last_error());
+    }
+    tether_session_close(s);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    unlink(pf);
+    rmdir(dir);
+    return t;
+}
+
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 20000;
+    if (n < 100)
+        n = 100;
+    double raw = raw_pingpong(n);
+    double nc = null_call(n, "262144");
+    double ns = null_call(n, "65536");
+    if (raw <= 0 || nc <= 0 || ns <= 0) {
+        fprintf(stderr, "bench_rpc_latency: a measurement failed\n");
+        return 1;
+    }
+    printf("round trips: %d each, TCP loopback\n", n);
+    printf("raw socket ping-pong (64 B)          %8.2f us   1.00x\n", raw * 1e6);
+    printf("tetherd null CALL (256 KiB stack)    %8.2f us  %5.2fx\n", nc * 1e6, nc / raw);
+    printf("tetherd null CALL (64 KiB stack)     %8.2f us  %5.2fx\n", ns * 1e6, ns / raw);
+    return 0;
+}
