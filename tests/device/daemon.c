@@ -26,6 +26,30 @@ const char *const k_testmod = TESTMOD_PATH;
 
 extern char **environ;
 
+/* Daemons still running when the test process exits (a failed assertion skips daemon_stop) are
+ * stopped by an atexit handler, so a failing test never leaves a tetherd behind. */
+static pid_t g_live[32];
+
+static void stop_leftovers(void) {
+    for (int i = 0; i < 32; i++)
+        if (g_live[i] > 0) {
+            kill(g_live[i], SIGTERM);
+            waitpid(g_live[i], NULL, 0);
+            g_live[i] = 0;
+        }
+}
+
+static void track(pid_t pid, pid_t old) {
+    static int registered;
+    if (!registered)
+        registered = atexit(stop_leftovers) == 0;
+    for (int i = 0; i < 32; i++)
+        if (g_live[i] == old) {
+            g_live[i] = pid;
+            return;
+        }
+}
+
 int daemon_start(test_daemon *d, const char *const *extra) {
     memset(d, 0, sizeof *d);
     snprintf(d->dir, sizeof d->dir, "%s/tdXXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -54,6 +78,7 @@ int daemon_start(test_daemon *d, const char *const *extra) {
     posix_spawn_file_actions_destroy(&fa);
     if (rc)
         return -1;
+    track(d->pid, 0);
     for (int i = 0; i < 500; i++) {
         FILE *f = fopen(portfile, "r");
         if (f) {
@@ -76,6 +101,7 @@ int daemon_start(test_daemon *d, const char *const *extra) {
 
 void daemon_stop(test_daemon *d) {
     if (d->pid > 0) {
+        track(0, d->pid);
         kill(d->pid, SIGTERM);
         int st;
         waitpid(d->pid, &st, 0);

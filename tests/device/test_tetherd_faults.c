@@ -147,7 +147,7 @@ static void test_errors(void **state) {
     assert_int_equal(tether_session_get_function(s, 0, "nope", &f), TETHER_ERR_NOT_FOUND);
     assert_non_null(strstr(tether_last_error(), "'nope'"));
     /* bad handles */
-    uint8_t b[4] = {0};
+    uint8_t b[8] = {0};
     assert_int_equal(tether_session_copy_to(s, 999, 0, b, 4), TETHER_ERR_NOT_FOUND);
     assert_non_null(strstr(tether_last_error(), "handle 999"));
     assert_int_equal(tether_session_copy_from(s, 999, 0, b, 4), TETHER_ERR_NOT_FOUND);

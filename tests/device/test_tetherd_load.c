@@ -149,7 +149,20 @@ static void test_load(void **state) {
     long rss1 = rss_kb(d.pid);
     print_message("daemon fds %d -> %d, RSS %ld -> %ld KiB\n", fd0, fd1, rss0, rss1);
     assert_int_equal(fd1, fd0);
-    assert_true(rss1 - rss0 < 2048);
+    /* AddressSanitizer's allocator keeps freed blocks in a quarantine, so the daemon's RSS rises
+     * to the quarantine size before it is flat; the bound is larger there. */
+#if defined(__SANITIZE_ADDRESS__)
+    const long limit_kb = 16384;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    const long limit_kb = 16384;
+#else
+    const long limit_kb = 2048;
+#endif
+#else
+    const long limit_kb = 2048;
+#endif
+    assert_true(rss1 - rss0 < limit_kb);
     /* every session directory was removed */
     DIR *dir = opendir(d.dir);
     assert_non_null(dir);
