@@ -25,6 +25,9 @@
 #include <uv.h>
 
 #include "session.h"
+#ifdef TETHERD_HAVE_OPENCL
+#include "opencl.h"
+#endif
 #include "tether/crt.h"
 
 #define MAX_CHILDREN 256
@@ -57,6 +60,7 @@ static void usage(FILE *f) {
                "  --call-timeout-ms MS   CALL/TIME limit, 0 = none (default 60000)\n"
                "  --stack-size BYTES     dedicated call stack (default 256 KiB)\n"
                "  --work-dir DIR         where session directories are made (default $TMPDIR)\n"
+               "  --no-opencl            do not offer the OpenCL layer (texture scopes, kernels)\n"
                "  --quiet | --verbose    less / more logging on stderr\n");
 }
 
@@ -431,7 +435,7 @@ static int serve_stdio(void) {
 
 int main(int argc, char **argv) {
     const char *tcp = NULL, *uart = NULL, *token_file = NULL, *port_file = NULL;
-    int stdio_mode = 0, insecure = 0;
+    int stdio_mode = 0, insecure = 0, no_opencl = 0;
     uint64_t baud = 115200;
     g_cfg.max_upload = 64ull << 20;
     g_cfg.max_alloc = 1ull << 30;
@@ -494,6 +498,8 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--work-dir")) {
             NEED_VALUE();
             g_work_base = v;
+        } else if (!strcmp(a, "--no-opencl")) {
+            no_opencl = 1;
         } else if (!strcmp(a, "--quiet")) {
             g_cfg.verbose = -1;
         } else if (!strcmp(a, "--verbose")) {
@@ -515,6 +521,12 @@ int main(int argc, char **argv) {
         g_cfg.token = tok;
     }
     signal(SIGPIPE, SIG_IGN);
+    (void)no_opencl;
+#ifdef TETHERD_HAVE_OPENCL
+    if (!no_opencl && tetherd_cl_probe(&g_cfg.cl_max_width, &g_cfg.cl_max_height) == 0)
+        tetherd_log(&g_cfg, 1, NULL, "OpenCL images up to %u x %u", g_cfg.cl_max_width,
+                    g_cfg.cl_max_height);
+#endif
     if (stdio_mode)
         return serve_stdio();
     if (uart)

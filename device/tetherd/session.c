@@ -31,6 +31,10 @@
 #include "tether/crt.h"
 #include "tether/crt_posix.h"
 
+#ifdef TETHERD_HAVE_OPENCL
+#include "opencl.h"
+#endif
+
 #define MAX_UPLOADS 32
 #define MAX_MODULES 16
 #define MAX_FUNCS   256
@@ -54,19 +58,27 @@ typedef struct module {
     uint64_t handle;
     void *dl;
     const tether_func_registry *reg;
+#ifdef TETHERD_HAVE_OPENCL
+    tetherd_cl_program *prog; /* an OpenCL program instead of a shared object */
+#endif
 } module;
 
 typedef struct func {
     int used;
     uint64_t module;
-    const tether_func_entry *entry;
+    const tether_func_entry *entry; /* CPU function, or NULL for a kernel */
+    int kernel;                     /* kernel index in the module's program */
+    int kernel_args;
 } func;
 
 typedef struct array {
     uint64_t handle; /* 0 = free slot */
     tether_ndarray nd;
-    void *mem;
+    void *mem; /* host memory; the shadow of an image */
     uint64_t nbytes;
+#ifdef TETHERD_HAVE_OPENCL
+    tetherd_cl_mem *clm; /* image (texture scopes) or buffer over mem (global, made on use) */
+#endif
 } array;
 
 typedef struct session {
@@ -89,6 +101,9 @@ typedef struct session {
     void *stack;
     size_t stack_size;
     int shutdown;
+#ifdef TETHERD_HAVE_OPENCL
+    tetherd_cl *cl;
+#endif
 } session;
 
 /* ---- logging ---- */
@@ -271,6 +286,9 @@ static void reply_init(tether_rpc_msg *m, const tether_rpc_msg *req) {
 static void session_free_all(session *s) {
     for (int i = 0; i < MAX_ARRAYS; i++)
         if (s->arrays[i].handle) {
+#ifdef TETHERD_HAVE_OPENCL
+            tetherd_cl_mem_free(s->arrays[i].clm);
+#endif
             free(s->arrays[i].mem);
             memset(&s->arrays[i], 0, sizeof s->arrays[i]);
         }
@@ -278,7 +296,11 @@ static void session_free_all(session *s) {
     memset(s->funcs, 0, sizeof s->funcs);
     for (int i = 0; i < MAX_MODULES; i++)
         if (s->modules[i].used) {
-            dlclose(s->modules[i].dl);
+#ifdef TETHERD_HAVE_OPENCL
+            tetherd_cl_program_free(s->modules[i].prog);
+#endif
+            if (s->modules[i].dl)
+                dlclose(s->modules[i].dl);
             memset(&s->modules[i], 0, sizeof s->modules[i]);
         }
     for (int i = 0; i < MAX_UPLOADS; i++)
@@ -288,7 +310,21 @@ static void session_free_all(session *s) {
             unlink(s->uploads[i].path);
             memset(&s->uploads[i], 0, sizeof s->uploads[i]);
         }
+#ifdef TETHERD_HAVE_OPENCL
+    tetherd_cl_close(s->cl);
+    s->cl = NULL;
+#endif
 }
+
+#ifdef TETHERD_HAVE_OPENCL
+static int ensure_cl(session *s) {
+    if (s->cl)
+        return 0;
+    if (!s->cfg->cl_max_width)
+        return tether_set_error(TETHER_ERR_UNSUPPORTED, "this device has no OpenCL layer");
+    return tetherd_cl_open(&s->cl);
+}
+#endif
 
 static array *find_array(session *s, uint64_t h) {
     if (h == 0)
@@ -351,9 +387,15 @@ static int on_hello(session *s, const tether_rpc_msg *req) {
     r->window = 1;
     r->clock_hz = 0;
     r->scopes = TETHER_RPC_SCOPE_BIT(TETHER_SCOPE_GLOBAL);
+    if (s->cfg->cl_max_width) {
+        r->scopes |= TETHER_RPC_SCOPE_BIT(TETHER_SCOPE_TEXTURE) |
+                     TETHER_RPC_SCOPE_BIT(TETHER_SCOPE_TEXTURE_WEIGHT);
+        r->opencl = true;
+        r->image_max_width = s->cfg->cl_max_width;
+        r->image_max_height = s->cfg->cl_max_height;
+    }
     r->num_pools = 1;
     r->pools[0] = tether_rpc_str_c("dram");
-    r->opencl = false;
     r->auth_required = s->cfg->token != NULL;
     if (r->auth_required) {
         tether_rpc_auth_nonce(s->nonce);
@@ -404,10 +446,11 @@ static int on_upload(session *s, const tether_rpc_msg *req) {
     char name[TETHER_RPC_MAX_NAME];
     if (tether_rpc_str_copy(q->name, name, sizeof name, "upload name") || name[0] == 0)
         return reply_error(s, req->id, TETHER_ERR_INVALID_ARG, "UPLOAD: bad module name");
-    if (q->kind != TETHER_RPC_MODULE_SHARED_OBJECT)
+    if (q->kind != TETHER_RPC_MODULE_SHARED_OBJECT &&
+        !(q->kind == TETHER_RPC_MODULE_OPENCL_SOURCE && s->cfg->cl_max_width))
         return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
                            "UPLOAD '%s': module kind %u is not supported by this tetherd "
-                           "(shared objects only)",
+                           "(shared objects, and OpenCL sources when HELLO says opencl)",
                            name, (unsigned)q->kind);
     if (q->total_size == 0 || q->total_size > s->cfg->max_upload)
         return reply_error(s, req->id, TETHER_ERR_LIMIT,
@@ -563,6 +606,33 @@ static int on_load_module(session *s, const tether_rpc_msg *req) {
     if (hash_file(u->path, h) || memcmp(h, u->hash, 32) != 0)
         return reply_error(s, req->id, TETHER_ERR_MISMATCH,
                            "LOAD_MODULE '%s': file content no longer matches its hash", name);
+#ifdef TETHERD_HAVE_OPENCL
+    if (u->kind == TETHER_RPC_MODULE_OPENCL_SOURCE) {
+        char *src = malloc(u->total + 1);
+        FILE *f = src ? fopen(u->path, "rb") : NULL;
+        int ok = f && fread(src, 1, u->total, f) == u->total;
+        if (f)
+            fclose(f);
+        tetherd_cl_program *prog = NULL;
+        int rc = ok ? ensure_cl(s) : TETHER_ERR_IO;
+        if (ok && rc == 0)
+            rc = tetherd_cl_build(s->cl, src, u->total, &prog);
+        free(src);
+        if (rc)
+            return reply_error(s, req->id, rc, "LOAD_MODULE '%s': %s", name,
+                               ok ? tether_last_error() : "cannot read the upload");
+        mod->used = 1;
+        mod->handle = ++s->next_handle;
+        mod->prog = prog;
+        tetherd_log(s->cfg, 0, s->peer, "OpenCL program '%s' built (%d kernels)", name,
+                    tetherd_cl_program_count(prog));
+        tether_rpc_msg m;
+        reply_init(&m, req);
+        m.u.load_module_rep.module = mod->handle;
+        m.u.load_module_rep.num_functions = (uint32_t)tetherd_cl_program_count(prog);
+        return send_msg(s, &m);
+    }
+#endif
     void *dl = dlopen(u->path, RTLD_NOW | RTLD_LOCAL);
     if (!dl) {
         const char *e = dlerror();
@@ -602,7 +672,11 @@ static int on_unload(session *s, const tether_rpc_msg *req) {
     for (int i = 0; i < MAX_FUNCS; i++)
         if (s->funcs[i].used && s->funcs[i].module == mod->handle)
             memset(&s->funcs[i], 0, sizeof s->funcs[i]);
-    dlclose(mod->dl);
+    if (mod->dl)
+        dlclose(mod->dl);
+#ifdef TETHERD_HAVE_OPENCL
+    tetherd_cl_program_free(mod->prog);
+#endif
     memset(mod, 0, sizeof *mod);
     tether_rpc_msg m;
     reply_init(&m, req);
@@ -622,6 +696,33 @@ static int on_get_function(session *s, const tether_rpc_msg *req) {
                                "GET_FUNCTION '%s': no module with handle %llu", name,
                                (unsigned long long)q->module);
         reg = mod->reg;
+#ifdef TETHERD_HAVE_OPENCL
+        if (mod->prog) {
+            int nargs = 0;
+            int k = tetherd_cl_kernel_find(mod->prog, name, &nargs);
+            if (k < 0)
+                return reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
+                                   "GET_FUNCTION: kernel '%s' is not in the OpenCL program", name);
+            int slot = -1;
+            for (int i = 0; i < MAX_FUNCS && slot < 0; i++)
+                if (!s->funcs[i].used)
+                    slot = i;
+            if (slot < 0)
+                return reply_error(s, req->id, TETHER_ERR_LIMIT,
+                                   "GET_FUNCTION: more than %d functions", MAX_FUNCS);
+            s->funcs[slot].used = 1;
+            s->funcs[slot].module = q->module;
+            s->funcs[slot].entry = NULL;
+            s->funcs[slot].kernel = k;
+            s->funcs[slot].kernel_args = nargs;
+            tether_rpc_msg m;
+            reply_init(&m, req);
+            m.u.get_function_rep.func = (uint64_t)slot + 1;
+            m.u.get_function_rep.abi = TETHER_ABI_PACKED;
+            m.u.get_function_rep.num_args = nargs;
+            return send_msg(s, &m);
+        }
+#endif
     }
     const tether_func_entry *e;
     if (tether_registry_find(reg, name, &e))
@@ -657,7 +758,11 @@ static int on_alloc(session *s, const tether_rpc_msg *req) {
         return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
                            "ALLOC: invalid dtype (code %u, bits %u, lanes %u)", q->dtype_code,
                            q->dtype_bits, q->dtype_lanes);
-    if (q->scope != TETHER_SCOPE_GLOBAL)
+    int texture = q->scope == TETHER_SCOPE_TEXTURE || q->scope == TETHER_SCOPE_TEXTURE_WEIGHT;
+    if (texture && !tether_dtype_equal(dt, TETHER_FLOAT32))
+        return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
+                           "ALLOC: texture scopes hold float32 (CL_RGBA/CL_FLOAT images)");
+    if (q->scope != TETHER_SCOPE_GLOBAL && !(texture && s->cfg->cl_max_width))
         return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
                            "ALLOC: scope '%s' is not available on this device (no OpenCL "
                            "layer); HELLO lists the supported scopes",
@@ -690,8 +795,24 @@ static int on_alloc(session *s, const tether_rpc_msg *req) {
         return reply_error(s, req->id, TETHER_ERR_OUT_OF_MEMORY,
                            "ALLOC: out of host memory (%zu bytes)", nbytes);
     memset(mem, 0, cap ? cap : 64);
+#ifdef TETHERD_HAVE_OPENCL
+    if (texture) {
+        int rc = ensure_cl(s);
+        if (!rc)
+            rc = tetherd_cl_image(s->cl, (tether_scope)q->scope, q->shape, (int)q->ndim, &a->clm);
+        if (rc) {
+            free(mem);
+            return reply_error(s, req->id, rc, "ALLOC %s: %s",
+                               tether_scope_name((tether_scope)q->scope), tether_last_error());
+        }
+    }
+#endif
     DLDevice dev = {kDLCPU, 0};
-    if (tether_ndarray_wrap(&a->nd, mem, q->shape, (int)q->ndim, dt, dev, TETHER_SCOPE_GLOBAL)) {
+    if (tether_ndarray_wrap(&a->nd, mem, q->shape, (int)q->ndim, dt, dev, (tether_scope)q->scope)) {
+#ifdef TETHERD_HAVE_OPENCL
+        tetherd_cl_mem_free(a->clm);
+        a->clm = NULL;
+#endif
         free(mem);
         return reply_error(s, req->id, TETHER_ERR_INVALID_ARG, "ALLOC: %s", tether_last_error());
     }
@@ -713,6 +834,9 @@ static int on_free(session *s, const tether_rpc_msg *req) {
         return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "FREE: no array with handle %llu",
                            (unsigned long long)req->u.free_req.handle);
     s->allocated -= a->nbytes;
+#ifdef TETHERD_HAVE_OPENCL
+    tetherd_cl_mem_free(a->clm);
+#endif
     free(a->mem);
     memset(a, 0, sizeof *a);
     tether_rpc_msg m;
@@ -734,6 +858,11 @@ static int on_copy_to(session *s, const tether_rpc_msg *req) {
                            (unsigned long long)a->nbytes);
     if (q->data.len)
         memcpy((uint8_t *)a->mem + q->offset, q->data.ptr, q->data.len);
+#ifdef TETHERD_HAVE_OPENCL
+    if (a->nd.scope != TETHER_SCOPE_GLOBAL &&
+        tetherd_cl_image_write(s->cl, a->clm, a->mem, q->offset, q->data.len))
+        return reply_error(s, req->id, TETHER_ERR_IO, "COPY_TO: %s", tether_last_error());
+#endif
     tether_rpc_msg m;
     reply_init(&m, req);
     m.u.copy_to_rep.written = q->data.len;
@@ -757,6 +886,11 @@ static int on_copy_from(session *s, const tether_rpc_msg *req) {
                            (unsigned long long)q->offset,
                            (unsigned long long)(q->offset + q->length),
                            (unsigned long long)a->nbytes);
+#ifdef TETHERD_HAVE_OPENCL
+    if (a->nd.scope != TETHER_SCOPE_GLOBAL &&
+        tetherd_cl_image_read(s->cl, a->clm, a->mem, q->offset, q->length))
+        return reply_error(s, req->id, TETHER_ERR_IO, "COPY_FROM: %s", tether_last_error());
+#endif
     tether_rpc_msg m;
     reply_init(&m, req);
     m.u.copy_from_rep.data.ptr = (const uint8_t *)a->mem + q->offset;
@@ -804,6 +938,8 @@ static int prepare_call(session *s, const tether_rpc_msg *req, const tether_rpc_
         return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "%s: no function with handle %llu",
                            tether_rpc_type_name(req->type), (unsigned long long)inv->func);
     c->entry = s->funcs[inv->func - 1].entry;
+    if (!c->entry)
+        return reply_error(s, req->id, TETHER_ERR_INTERNAL, "kernel reached the CPU call path");
     const char *fname = c->entry->name;
     if (inv->work_dim != 0)
         return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
@@ -881,7 +1017,124 @@ static int call_failed_reply(session *s, const tether_rpc_msg *req, call_ctx *c)
                        (int)c->func_ret, c->err[0] ? ": " : "", c->err);
 }
 
+#ifdef TETHERD_HAVE_OPENCL
+typedef struct cl_job {
+    session *s;
+    module *mod;
+    func *fn;
+    tetherd_cl_arg args[TETHER_RPC_MAX_ARGS];
+    array *arrs[TETHER_RPC_MAX_ARGS];
+    const tether_rpc_invoke *inv;
+    uint64_t gpu_ns; /* sum of profiled kernel times (the TIME clock) */
+    int rc;
+    char err[TETHER_ERROR_MSG_MAX];
+} cl_job;
+
+static int32_t cl_run(void *p) {
+    cl_job *j = p;
+    uint64_t ns = 0;
+    j->rc = tetherd_cl_launch(j->s->cl, j->mod->prog, j->fn->kernel, j->args, (int)j->inv->num_args,
+                              j->inv->work_dim, j->inv->global, j->inv->local, &ns);
+    if (j->rc)
+        snprintf(j->err, sizeof j->err, "%s", tether_last_error());
+    j->gpu_ns += ns;
+    return j->rc;
+}
+
+static uint64_t cl_now(void *p) {
+    return ((cl_job *)p)->gpu_ns;
+}
+
+static void time_sleep(void *p, uint32_t ms);
+
+/* CALL or TIME of an OpenCL kernel: arrays become images (texture scopes) or buffers over the
+ * array memory (global), scalars are converted to the kernel's parameter types; times come from
+ * event profiling. */
+static int on_cl_invoke(session *s, const tether_rpc_msg *req, const tether_rpc_invoke *inv,
+                        const tether_rpc_time_req *tq) {
+    func *fn = &s->funcs[inv->func - 1];
+    cl_job j;
+    memset(&j, 0, sizeof j);
+    j.s = s;
+    j.fn = fn;
+    j.inv = inv;
+    j.mod = find_module(s, fn->module);
+    const char *what = tether_rpc_type_name(req->type);
+    if (!j.mod || !j.mod->prog)
+        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "%s: the kernel's module is gone",
+                           what);
+    const char *kname = tetherd_cl_kernel_name(j.mod->prog, fn->kernel);
+    if (inv->work_dim < 1 || inv->work_dim > TETHER_RPC_MAX_WORK_DIM)
+        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
+                           "%s '%s': an OpenCL kernel needs a global work size of 1 to 3 "
+                           "dimensions",
+                           what, kname);
+    if ((int)inv->num_args != fn->kernel_args)
+        return reply_error(s, req->id, TETHER_ERR_MISMATCH, "%s '%s': takes %d arguments, %u given",
+                           what, kname, fn->kernel_args, (unsigned)inv->num_args);
+    for (uint32_t i = 0; i < inv->num_args; i++) {
+        const tether_rpc_arg *a = &inv->args[i];
+        if (a->type_code == TETHER_TYPE_DLTENSOR || a->type_code == TETHER_TYPE_HANDLE) {
+            array *arr = find_array(s, a->v.v_handle);
+            if (!arr)
+                return reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
+                                   "%s '%s': argument %u: no array with handle %llu", what, kname,
+                                   (unsigned)i, (unsigned long long)a->v.v_handle);
+            if (!arr->clm && tetherd_cl_buffer(s->cl, arr->mem, arr->nbytes, &arr->clm))
+                return reply_error(s, req->id, TETHER_ERR_IO, "%s '%s': %s", what, kname,
+                                   tether_last_error());
+            j.args[i].mem = arr->clm;
+            j.arrs[i] = arr;
+        } else if (a->type_code == TETHER_TYPE_INT || a->type_code == TETHER_TYPE_UINT) {
+            j.args[i].type_code = a->type_code;
+            j.args[i].i = a->v.v_int;
+        } else if (a->type_code == TETHER_TYPE_FLOAT) {
+            j.args[i].type_code = a->type_code;
+            j.args[i].f = a->v.v_float;
+        } else {
+            return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
+                               "%s '%s': argument %u has type code %d", what, kname, (unsigned)i,
+                               (int)a->type_code);
+        }
+    }
+    tether_rpc_msg m;
+    reply_init(&m, req);
+    int rc;
+    call_guard_begin(s, req->id, kname, s->cfg->call_timeout_ms);
+    if (tq) {
+        tether_time_hooks h = {cl_run, cl_now, time_sleep, &j};
+        tether_time_result res;
+        rc = tether_time_evaluate(&h, tq->number, tq->repeat, tq->min_repeat_ms, tq->cooldown_ms,
+                                  m.u.time_rep.seconds, TETHER_RPC_MAX_REPEAT, &res);
+        m.u.time_rep.number = res.number;
+        m.u.time_rep.repeat = res.repeat;
+        m.u.time_rep.zero_timer = res.zero_timer;
+    } else {
+        rc = cl_run(&j);
+        m.u.call_rep.elapsed_ns = j.gpu_ns;
+    }
+    call_guard_end();
+    if (rc)
+        return reply_error(s, req->id, rc < 0 ? rc : TETHER_ERR_STATE, "%s '%s': %s", what, kname,
+                           j.err[0] ? j.err : tether_last_error());
+    for (uint32_t i = 0; i < inv->num_args; i++)
+        if (j.arrs[i] && j.arrs[i]->nd.scope == TETHER_SCOPE_GLOBAL &&
+            tetherd_cl_buffer_sync(s->cl, j.arrs[i]->clm, 1))
+            return reply_error(s, req->id, TETHER_ERR_IO, "%s '%s': %s", what, kname,
+                               tether_last_error());
+    return send_msg(s, &m);
+}
+
+static int is_kernel(session *s, uint64_t h) {
+    return h >= 1 && h <= MAX_FUNCS && s->funcs[h - 1].used && !s->funcs[h - 1].entry;
+}
+#endif
+
 static int on_call(session *s, const tether_rpc_msg *req) {
+#ifdef TETHERD_HAVE_OPENCL
+    if (is_kernel(s, req->u.call_req.func))
+        return on_cl_invoke(s, req, &req->u.call_req, NULL);
+#endif
     call_ctx c;
     if (prepare_call(s, req, &req->u.call_req, &c))
         return 0;
@@ -944,6 +1197,15 @@ static void time_sleep(void *p, uint32_t ms) {
 
 static int on_time(session *s, const tether_rpc_msg *req) {
     const tether_rpc_time_req *q = &req->u.time_req;
+#ifdef TETHERD_HAVE_OPENCL
+    if (is_kernel(s, q->invoke.func)) {
+        if (q->number < 1 || q->repeat < 1 || q->repeat > TETHER_RPC_MAX_REPEAT)
+            return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
+                               "TIME: number must be >= 1 and repeat in 1..%u",
+                               TETHER_RPC_MAX_REPEAT);
+        return on_cl_invoke(s, req, &q->invoke, q);
+    }
+#endif
     call_ctx c;
     if (prepare_call(s, req, &q->invoke, &c))
         return 0;

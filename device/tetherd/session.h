@@ -24,6 +24,8 @@ typedef struct tetherd_config {
     uint32_t call_timeout_ms; /* per CALL / TIME (0 = none) */
     size_t stack_size;        /* dedicated call stack */
     int verbose;              /* -1 quiet, 0 normal, 1 verbose */
+    uint32_t cl_max_width;    /* OpenCL image limits; 0 = no OpenCL layer */
+    uint32_t cl_max_height;
 } tetherd_config;
 
 /* Serves one session on t (owned by the caller) with files in dir. Returns 0 on a clean end. */

@@ -110,6 +110,9 @@ static int parse_url(const char *url, tether_transport *t, int *retries,
                             url);
 }
 
+static int fill_nd(tether_rpc_invoke *inv, uint32_t work_dim, const uint64_t *global,
+                   const uint64_t *local);
+
 static int request(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep) {
     return tether_rpc_client_request(&s->c, req, rep, s->timeout_ms);
 }
@@ -483,6 +486,15 @@ int tether_session_time(tether_session *s, const tether_remote_func *f,
                         const tether_remote_arg *args, uint32_t num_args, uint32_t number,
                         uint32_t repeat, uint32_t min_repeat_ms, uint32_t cooldown_ms,
                         tether_time_stats *out) {
+    return tether_session_time_launch(s, f, args, num_args, 0, NULL, NULL, number, repeat,
+                                      min_repeat_ms, cooldown_ms, out);
+}
+
+int tether_session_time_launch(tether_session *s, const tether_remote_func *f,
+                               const tether_remote_arg *args, uint32_t num_args, uint32_t work_dim,
+                               const uint64_t *global, const uint64_t *local, uint32_t number,
+                               uint32_t repeat, uint32_t min_repeat_ms, uint32_t cooldown_ms,
+                               tether_time_stats *out) {
     if (repeat < 1 || repeat > TETHER_RPC_MAX_REPEAT || number < 1)
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "time: number must be >= 1 and repeat 1..%u",
@@ -491,6 +503,8 @@ int tether_session_time(tether_session *s, const tether_remote_func *f,
     memset(&req, 0, sizeof req);
     req.type = TETHER_RPC_TIME;
     int rc = fill_invoke(&req.u.time_req.invoke, f, args, num_args);
+    if (!rc)
+        rc = fill_nd(&req.u.time_req.invoke, work_dim, global, local);
     if (rc)
         return rc;
     req.u.time_req.number = number;
@@ -527,4 +541,39 @@ int tether_session_reset(tether_session *s) {
     memset(&req, 0, sizeof req);
     req.type = TETHER_RPC_RESET;
     return request(s, &req, &rep);
+}
+
+static int fill_nd(tether_rpc_invoke *inv, uint32_t work_dim, const uint64_t *global,
+                   const uint64_t *local) {
+    if (work_dim > TETHER_RPC_MAX_WORK_DIM || (work_dim && !global))
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "launch: work_dim must be 1..3 with global sizes");
+    inv->work_dim = work_dim;
+    for (uint32_t d = 0; d < work_dim; d++) {
+        inv->global[d] = global[d];
+        inv->local[d] = local ? local[d] : 0;
+    }
+    return 0;
+}
+
+int tether_session_launch(tether_session *s, const tether_remote_func *f,
+                          const tether_remote_arg *args, uint32_t num_args, uint32_t work_dim,
+                          const uint64_t *global, const uint64_t *local, tether_call_result *res) {
+    tether_rpc_msg req, rep;
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_CALL;
+    int rc = fill_invoke(&req.u.call_req, f, args, num_args);
+    if (!rc)
+        rc = fill_nd(&req.u.call_req, work_dim, global, local);
+    if (rc)
+        return rc;
+    rc = request(s, &req, &rep);
+    if (rc)
+        return rc;
+    if (res) {
+        res->ret = rep.u.call_rep.ret;
+        res->elapsed_ns = rep.u.call_rep.elapsed_ns;
+        res->stack_bytes = rep.u.call_rep.stack_bytes;
+    }
+    return 0;
 }

@@ -130,6 +130,17 @@ int tether_session_time(tether_session *s, const tether_remote_func *f,
                         const tether_remote_arg *args, uint32_t num_args, uint32_t number,
                         uint32_t repeat, uint32_t min_repeat_ms, uint32_t cooldown_ms,
                         tether_time_stats *out);
+/* OpenCL kernels (when HELLO says opencl): the same with an NDRange of work_dim 1..3 global
+ * sizes and local sizes (local NULL or all 0 = let the runtime choose). Array arguments are
+ * images (texture scopes) or buffers (global); elapsed_ns comes from event profiling. */
+int tether_session_launch(tether_session *s, const tether_remote_func *f,
+                          const tether_remote_arg *args, uint32_t num_args, uint32_t work_dim,
+                          const uint64_t *global, const uint64_t *local, tether_call_result *res);
+int tether_session_time_launch(tether_session *s, const tether_remote_func *f,
+                               const tether_remote_arg *args, uint32_t num_args, uint32_t work_dim,
+                               const uint64_t *global, const uint64_t *local, uint32_t number,
+                               uint32_t repeat, uint32_t min_repeat_ms, uint32_t cooldown_ms,
+                               tether_time_stats *out);
 /* RESET: the device frees every handle of the session. */
 int tether_session_reset(tether_session *s);
 

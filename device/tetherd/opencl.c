@@ -1,0 +1,393 @@
+/*
+ * tetherd OpenCL layer (see opencl.h).
+ *
+ * What must stay true: an image is only ever created from tether_texture_extent with the device's
+ * real CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT (nothing is truncated); every OpenCL error becomes a
+ * status with a message naming the call and the CL error code; a failed build returns its log.
+ */
+#define CL_TARGET_OPENCL_VERSION 120
+#include "opencl.h"
+
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct tetherd_cl {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context ctx;
+    cl_command_queue q;
+    size_t max_w, max_h;
+};
+
+struct tetherd_cl_mem {
+    cl_mem mem;
+    int is_image;
+    int64_t width, height; /* texels */
+};
+
+struct tetherd_cl_program {
+    cl_program prog;
+    cl_uint nkernels;
+    cl_kernel *kernels;
+    char (*names)[128];
+    cl_uint *nargs;
+};
+
+static int cl_fail(const char *what, cl_int err) {
+    return tether_set_error(TETHER_ERR_IO, "OpenCL %s failed (error %d)", what, (int)err);
+}
+
+static int pick_device(cl_platform_id *pl, cl_device_id *dev) {
+    cl_uint n = 0;
+    cl_platform_id pls[8];
+    if (clGetPlatformIDs(8, pls, &n) != CL_SUCCESS || n == 0)
+        return tether_set_error(TETHER_ERR_UNSUPPORTED, "no OpenCL platform on this device");
+    for (cl_uint i = 0; i < n && i < 8; i++) {
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(pls[i], CL_DEVICE_TYPE_ALL, 1, dev, &nd) == CL_SUCCESS && nd > 0) {
+            cl_bool img = CL_FALSE;
+            clGetDeviceInfo(*dev, CL_DEVICE_IMAGE_SUPPORT, sizeof img, &img, NULL);
+            if (img) {
+                *pl = pls[i];
+                return 0;
+            }
+        }
+    }
+    return tether_set_error(TETHER_ERR_UNSUPPORTED, "no OpenCL device with image support");
+}
+
+int tetherd_cl_probe(uint32_t *max_width, uint32_t *max_height) {
+    int p[2];
+    if (pipe(p))
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(p[0]);
+        cl_platform_id pl;
+        cl_device_id dev;
+        uint32_t v[2] = {0, 0};
+        if (pick_device(&pl, &dev) == 0) {
+            size_t w = 0, h = 0;
+            clGetDeviceInfo(dev, CL_DEVICE_IMAGE2D_MAX_WIDTH, sizeof w, &w, NULL);
+            clGetDeviceInfo(dev, CL_DEVICE_IMAGE2D_MAX_HEIGHT, sizeof h, &h, NULL);
+            v[0] = (uint32_t)w;
+            v[1] = (uint32_t)h;
+        }
+        ssize_t wr = write(p[1], v, sizeof v);
+        _exit(wr == (ssize_t)sizeof v ? 0 : 1);
+    }
+    close(p[1]);
+    uint32_t v[2] = {0, 0};
+    ssize_t n = read(p[0], v, sizeof v);
+    close(p[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    if (n != (ssize_t)sizeof v || v[0] == 0 || v[1] == 0)
+        return -1;
+    *max_width = v[0];
+    *max_height = v[1];
+    return 0;
+}
+
+int tetherd_cl_open(tetherd_cl **out) {
+    tetherd_cl *cl = calloc(1, sizeof *cl);
+    if (!cl)
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    int rc = pick_device(&cl->platform, &cl->device);
+    if (rc) {
+        free(cl);
+        return rc;
+    }
+    clGetDeviceInfo(cl->device, CL_DEVICE_IMAGE2D_MAX_WIDTH, sizeof cl->max_w, &cl->max_w, NULL);
+    clGetDeviceInfo(cl->device, CL_DEVICE_IMAGE2D_MAX_HEIGHT, sizeof cl->max_h, &cl->max_h, NULL);
+    cl_int err;
+    cl->ctx = clCreateContext(NULL, 1, &cl->device, NULL, NULL, &err);
+    if (!cl->ctx) {
+        free(cl);
+        return cl_fail("clCreateContext", err);
+    }
+    cl->q = clCreateCommandQueue(cl->ctx, cl->device, CL_QUEUE_PROFILING_ENABLE, &err);
+    if (!cl->q) {
+        clReleaseContext(cl->ctx);
+        free(cl);
+        return cl_fail("clCreateCommandQueue", err);
+    }
+    *out = cl;
+    return 0;
+}
+
+void tetherd_cl_close(tetherd_cl *cl) {
+    if (!cl)
+        return;
+    clFinish(cl->q);
+    clReleaseCommandQueue(cl->q);
+    clReleaseContext(cl->ctx);
+    free(cl);
+}
+
+int tetherd_cl_image(tetherd_cl *cl, tether_scope scope, const int64_t *shape, int ndim,
+                     tetherd_cl_mem **out) {
+    tether_image_extent ext;
+    int rc =
+        tether_texture_extent(scope, shape, ndim, (int64_t)cl->max_w, (int64_t)cl->max_h, &ext);
+    if (rc)
+        return rc;
+    if (ext.width < 1 || ext.height < 1)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "an image needs at least one texel");
+    cl_image_format fmt = {CL_RGBA, CL_FLOAT};
+    cl_image_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.image_type = CL_MEM_OBJECT_IMAGE2D;
+    desc.image_width = (size_t)ext.width;
+    desc.image_height = (size_t)ext.height;
+    cl_int err;
+    cl_mem m = clCreateImage(cl->ctx, CL_MEM_READ_WRITE, &fmt, &desc, NULL, &err);
+    if (!m)
+        return cl_fail("clCreateImage", err);
+    tetherd_cl_mem *r = calloc(1, sizeof *r);
+    if (!r) {
+        clReleaseMemObject(m);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    r->mem = m;
+    r->is_image = 1;
+    r->width = ext.width;
+    r->height = ext.height;
+    *out = r;
+    return 0;
+}
+
+int tetherd_cl_buffer(tetherd_cl *cl, void *host, size_t nbytes, tetherd_cl_mem **out) {
+    cl_int err;
+    cl_mem m = clCreateBuffer(cl->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, nbytes ? nbytes : 4,
+                              host, &err);
+    if (!m)
+        return cl_fail("clCreateBuffer", err);
+    tetherd_cl_mem *r = calloc(1, sizeof *r);
+    if (!r) {
+        clReleaseMemObject(m);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    r->mem = m;
+    *out = r;
+    return 0;
+}
+
+void tetherd_cl_mem_free(tetherd_cl_mem *m) {
+    if (m) {
+        clReleaseMemObject(m->mem);
+        free(m);
+    }
+}
+
+/* Rows [r0, r1) covering bytes [offset, offset+len). */
+static void rows_of(const tetherd_cl_mem *m, uint64_t offset, uint64_t len, size_t *r0,
+                    size_t *r1) {
+    uint64_t row = (uint64_t)m->width * 16;
+    *r0 = (size_t)(offset / row);
+    *r1 = len ? (size_t)((offset + len + row - 1) / row) : *r0;
+    if (*r1 > (size_t)m->height)
+        *r1 = (size_t)m->height;
+}
+
+int tetherd_cl_image_write(tetherd_cl *cl, tetherd_cl_mem *m, const uint8_t *shadow,
+                           uint64_t offset, uint64_t len) {
+    size_t r0, r1;
+    rows_of(m, offset, len, &r0, &r1);
+    if (r1 <= r0)
+        return 0;
+    size_t origin[3] = {0, r0, 0}, region[3] = {(size_t)m->width, r1 - r0, 1};
+    cl_int err = clEnqueueWriteImage(cl->q, m->mem, CL_TRUE, origin, region, 0, 0,
+                                     shadow + r0 * (size_t)m->width * 16, 0, NULL, NULL);
+    return err == CL_SUCCESS ? 0 : cl_fail("clEnqueueWriteImage", err);
+}
+
+int tetherd_cl_image_read(tetherd_cl *cl, tetherd_cl_mem *m, uint8_t *shadow, uint64_t offset,
+                          uint64_t len) {
+    size_t r0, r1;
+    rows_of(m, offset, len, &r0, &r1);
+    if (r1 <= r0)
+        return 0;
+    size_t origin[3] = {0, r0, 0}, region[3] = {(size_t)m->width, r1 - r0, 1};
+    cl_int err = clEnqueueReadImage(cl->q, m->mem, CL_TRUE, origin, region, 0, 0,
+                                    shadow + r0 * (size_t)m->width * 16, 0, NULL, NULL);
+    return err == CL_SUCCESS ? 0 : cl_fail("clEnqueueReadImage", err);
+}
+
+int tetherd_cl_buffer_sync(tetherd_cl *cl, tetherd_cl_mem *m, int to_host) {
+    (void)to_host;
+    /* CL_MEM_USE_HOST_PTR: finishing the queue makes kernel writes visible in the host memory
+     * on the CPU devices tetherd targets; map/unmap keeps it correct elsewhere. */
+    size_t size = 0;
+    clGetMemObjectInfo(m->mem, CL_MEM_SIZE, sizeof size, &size, NULL);
+    cl_int err;
+    void *p = clEnqueueMapBuffer(cl->q, m->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, size, 0,
+                                 NULL, NULL, &err);
+    if (!p)
+        return cl_fail("clEnqueueMapBuffer", err);
+    err = clEnqueueUnmapMemObject(cl->q, m->mem, p, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clFinish(cl->q);
+    return err == CL_SUCCESS ? 0 : cl_fail("clEnqueueUnmapMemObject", err);
+}
+
+int tetherd_cl_build(tetherd_cl *cl, const char *source, size_t len, tetherd_cl_program **out) {
+    cl_int err;
+    cl_program prog = clCreateProgramWithSource(cl->ctx, 1, &source, &len, &err);
+    if (!prog)
+        return cl_fail("clCreateProgramWithSource", err);
+    err = clBuildProgram(prog, 1, &cl->device, "-cl-kernel-arg-info", NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char log[900] = "";
+        size_t n = 0;
+        clGetProgramBuildInfo(prog, cl->device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &n);
+        log[sizeof log - 1] = 0;
+        clReleaseProgram(prog);
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "clBuildProgram failed (error %d): %s",
+                                (int)err, log[0] ? log : "(empty build log)");
+    }
+    tetherd_cl_program *p = calloc(1, sizeof *p);
+    cl_uint nk = 0;
+    clCreateKernelsInProgram(prog, 0, NULL, &nk);
+    if (!p || nk == 0) {
+        free(p);
+        clReleaseProgram(prog);
+        return tether_set_error(TETHER_ERR_NOT_FOUND, "the OpenCL program defines no kernel");
+    }
+    p->prog = prog;
+    p->nkernels = nk;
+    p->kernels = calloc(nk, sizeof *p->kernels);
+    p->names = calloc(nk, sizeof *p->names);
+    p->nargs = calloc(nk, sizeof *p->nargs);
+    if (!p->kernels || !p->names || !p->nargs ||
+        clCreateKernelsInProgram(prog, nk, p->kernels, NULL) != CL_SUCCESS) {
+        tetherd_cl_program_free(p);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "cannot create the program's kernels");
+    }
+    for (cl_uint k = 0; k < nk; k++) {
+        clGetKernelInfo(p->kernels[k], CL_KERNEL_FUNCTION_NAME, sizeof p->names[k], p->names[k],
+                        NULL);
+        clGetKernelInfo(p->kernels[k], CL_KERNEL_NUM_ARGS, sizeof p->nargs[k], &p->nargs[k], NULL);
+    }
+    *out = p;
+    return 0;
+}
+
+void tetherd_cl_program_free(tetherd_cl_program *p) {
+    if (!p)
+        return;
+    for (cl_uint k = 0; p->kernels && k < p->nkernels; k++)
+        if (p->kernels[k])
+            clReleaseKernel(p->kernels[k]);
+    free(p->kernels);
+    free(p->names);
+    free(p->nargs);
+    clReleaseProgram(p->prog);
+    free(p);
+}
+
+int tetherd_cl_program_count(const tetherd_cl_program *p) {
+    return (int)p->nkernels;
+}
+
+int tetherd_cl_kernel_find(const tetherd_cl_program *p, const char *name, int *num_args) {
+    for (cl_uint k = 0; k < p->nkernels; k++)
+        if (strcmp(p->names[k], name) == 0) {
+            *num_args = (int)p->nargs[k];
+            return (int)k;
+        }
+    return -1;
+}
+
+const char *tetherd_cl_kernel_name(const tetherd_cl_program *p, int k) {
+    return p->names[k];
+}
+
+static int set_scalar(cl_kernel kern, cl_uint i, const tetherd_cl_arg *a, const char *kname) {
+    char tn[64] = "";
+    clGetKernelArgInfo(kern, i, CL_KERNEL_ARG_TYPE_NAME, sizeof tn, tn, NULL);
+    cl_int err;
+    if (!strcmp(tn, "float")) {
+        cl_float v = a->type_code == TETHER_TYPE_FLOAT ? (cl_float)a->f : (cl_float)a->i;
+        err = clSetKernelArg(kern, i, sizeof v, &v);
+    } else if (!strcmp(tn, "double")) {
+        cl_double v = a->type_code == TETHER_TYPE_FLOAT ? a->f : (double)a->i;
+        err = clSetKernelArg(kern, i, sizeof v, &v);
+    } else if (!strcmp(tn, "int") || !strcmp(tn, "uint")) {
+        if (a->type_code == TETHER_TYPE_FLOAT)
+            return tether_set_error(TETHER_ERR_MISMATCH,
+                                    "kernel '%s' argument %u is %s, a float was given", kname,
+                                    (unsigned)i, tn);
+        cl_int v = (cl_int)a->i;
+        err = clSetKernelArg(kern, i, sizeof v, &v);
+    } else if (!strcmp(tn, "long") || !strcmp(tn, "ulong")) {
+        if (a->type_code == TETHER_TYPE_FLOAT)
+            return tether_set_error(TETHER_ERR_MISMATCH,
+                                    "kernel '%s' argument %u is %s, a float was given", kname,
+                                    (unsigned)i, tn);
+        cl_long v = (cl_long)a->i;
+        err = clSetKernelArg(kern, i, sizeof v, &v);
+    } else {
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "kernel '%s' argument %u has type '%s'; scalars may be int, uint, "
+                                "long, ulong, float or double",
+                                kname, (unsigned)i, tn);
+    }
+    if (err != CL_SUCCESS)
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "kernel '%s' argument %u: clSetKernelArg error %d", kname,
+                                (unsigned)i, (int)err);
+    return 0;
+}
+
+int tetherd_cl_launch(tetherd_cl *cl, tetherd_cl_program *p, int k, const tetherd_cl_arg *args,
+                      int nargs, uint32_t work_dim, const uint64_t *global, const uint64_t *local,
+                      uint64_t *elapsed_ns) {
+    cl_kernel kern = p->kernels[k];
+    const char *kname = p->names[k];
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].mem) {
+            cl_int err = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_mem), &args[i].mem->mem);
+            if (err != CL_SUCCESS)
+                return tether_set_error(TETHER_ERR_MISMATCH,
+                                        "kernel '%s' argument %d: the array does not fit the "
+                                        "parameter (clSetKernelArg error %d; image parameters "
+                                        "need texture-scope arrays)",
+                                        kname, i, (int)err);
+        } else {
+            int rc = set_scalar(kern, (cl_uint)i, &args[i], kname);
+            if (rc)
+                return rc;
+        }
+    }
+    size_t g[3], l[3];
+    int has_local = local[0] != 0;
+    for (uint32_t d = 0; d < work_dim; d++) {
+        g[d] = (size_t)global[d];
+        l[d] = (size_t)local[d];
+    }
+    cl_event ev;
+    cl_int err =
+        clEnqueueNDRangeKernel(cl->q, kern, work_dim, NULL, g, has_local ? l : NULL, 0, NULL, &ev);
+    if (err != CL_SUCCESS)
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "kernel '%s': clEnqueueNDRangeKernel error %d", kname, (int)err);
+    err = clWaitForEvents(1, &ev);
+    cl_ulong t0 = 0, t1 = 0;
+    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+    clReleaseEvent(ev);
+    if (err != CL_SUCCESS)
+        return tether_set_error(TETHER_ERR_STATE, "kernel '%s' failed (error %d)", kname, (int)err);
+    *elapsed_ns = t1 > t0 ? (uint64_t)(t1 - t0) : 0;
+    return 0;
+}
