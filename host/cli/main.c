@@ -330,7 +330,32 @@ typedef struct run_args {
     io_spec in[MAX_IO], out[MAX_IO];
     int nin, nout;
     uint32_t number, repeat, min_repeat_ms, cooldown_ms;
+    uint32_t work_dim;
+    uint64_t global[3], local[3];
+    tether_remote_arg scalars[16];
+    int nscalars;
 } run_args;
+
+/* Parses "A[,B[,C]]" into up to 3 sizes; returns the count or -1. */
+static int parse_sizes(const char *v, uint64_t *out) {
+    int n = 0;
+    const char *p = v;
+    while (p && *p && n < 3) {
+        char *end;
+        errno = 0;
+        unsigned long long x = strtoull(p, &end, 10);
+        if (end == p || errno || *p == '-' || x == 0)
+            return -1;
+        out[n++] = x;
+        if (*end == ',')
+            p = end + 1;
+        else if (*end)
+            return -1;
+        else
+            p = NULL;
+    }
+    return p ? -1 : n;
+}
 
 /* Parses "path[:dtype:D0xD1x...]". */
 static int parse_out(const char *arg, io_spec *o) {
@@ -398,6 +423,9 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                    "       tether %s [--device URL] ARTIFACT_DIR|MODEL.json --in x.npy ... "
                    "[--out y.npy ...]\n"
                    "  --scope global|texture|texture:weight  scope of the following --in/--out\n"
+                   "  --int V / --float V  scalar arguments, passed after the arrays\n"
+                   "  --global X[,Y[,Z]] [--local X[,Y[,Z]]]  NDRange of an OpenCL kernel "
+                   "(MODULE.cl)\n"
                    "  arguments: inputs then outputs, in order. An --out without a shape takes "
                    "the first input's.\n",
                    g_cmd, g_cmd);
@@ -427,6 +455,34 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                     return 2;
                 r->out[r->nout++].scope = scope;
             }
+        } else if (!strcmp(a, "--global") || !strcmp(a, "--local")) {
+            uint64_t sz[3] = {0, 0, 0};
+            int n = v ? parse_sizes(v, sz) : -1;
+            if (n < 1)
+                return fail(2, "%s wants 1 to 3 positive sizes like 64 or 32,8", a);
+            i++;
+            if (!strcmp(a, "--global")) {
+                r->work_dim = (uint32_t)n;
+                memcpy(r->global, sz, sizeof sz);
+            } else {
+                memcpy(r->local, sz, sizeof sz);
+            }
+        } else if (!strcmp(a, "--int") || !strcmp(a, "--float")) {
+            if (!v || r->nscalars >= 16)
+                return fail(2, "%s needs a value (at most 16 scalars)", a);
+            char *end;
+            tether_remote_arg *sa = &r->scalars[r->nscalars++];
+            errno = 0;
+            if (!strcmp(a, "--int")) {
+                sa->type_code = TETHER_TYPE_INT;
+                sa->v.i = strtoll(v, &end, 10);
+            } else {
+                sa->type_code = TETHER_TYPE_FLOAT;
+                sa->v.f = strtod(v, &end);
+            }
+            if (*end || end == v || errno)
+                return fail(2, "%s: '%s' is not a number", a, v);
+            i++;
         } else if (!strcmp(a, "--scope")) {
             if (!v || tether_scope_parse(v, &scope))
                 return fail(2, "--scope: %s", v ? tether_last_error() : "needs a value");
@@ -572,7 +628,12 @@ static int prepare_arrays(prepared *p, run_args *r) {
 
 static int finish_run(prepared *p, run_args *r, int bench, const char *fname) {
     tether_call_result res;
-    if (tether_session_call(p->s, &p->f, p->args, p->nargs, &res))
+    for (int i = 0; i < r->nscalars; i++)
+        p->args[p->nargs++] = r->scalars[i];
+    int crc = r->work_dim ? tether_session_launch(p->s, &p->f, p->args, p->nargs, r->work_dim,
+                                                  r->global, r->local, &res)
+                          : tether_session_call(p->s, &p->f, p->args, p->nargs, &res);
+    if (crc)
         return fail(1, "%s", tether_last_error());
     for (int i = 0; i < p->nout; i++) {
         if (tether_session_copy_from(p->s, p->out_handle[i], 0, p->out[i].data, p->out[i].nbytes))
@@ -580,8 +641,9 @@ static int finish_run(prepared *p, run_args *r, int bench, const char *fname) {
     }
     if (bench) {
         tether_time_stats ts;
-        if (tether_session_time(p->s, &p->f, p->args, p->nargs, r->number, r->repeat,
-                                r->min_repeat_ms, r->cooldown_ms, &ts))
+        if (tether_session_time_launch(p->s, &p->f, p->args, p->nargs, r->work_dim, r->global,
+                                       r->local, r->number, r->repeat, r->min_repeat_ms,
+                                       r->cooldown_ms, &ts))
             return fail(1, "%s", tether_last_error());
         printf("%s: %u repeats x %u calls: mean %.3f us, median %.3f us, min %.3f us, max %.3f "
                "us%s\n",
@@ -601,6 +663,11 @@ static int finish_run(prepared *p, run_args *r, int bench, const char *fname) {
     return 0;
 }
 
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
 static int run_module(run_args *r, int bench) {
     if (!r->func)
         return fail(2, "give the function to call after the module (try --help)");
@@ -611,15 +678,21 @@ static int run_module(run_args *r, int bench) {
     int rc = 1;
     uint64_t mod;
     const char *name = base_name(r->target);
-    if (tether_session_upload_file(p.s, 0, name, r->target) ||
+    uint32_t kind = ends_with(r->target, ".cl") ? 1u : 0u;
+    if (kind == 1 && !r->work_dim) {
+        fail(2, "an OpenCL kernel needs --global X[,Y[,Z]]");
+        rc = 2;
+        goto out;
+    }
+    if (tether_session_upload_file(p.s, kind, name, r->target) ||
         tether_session_load_module(p.s, name, &mod, NULL) ||
         tether_session_get_function(p.s, mod, r->func, &p.f)) {
         fail(1, "%s", tether_last_error());
         goto out;
     }
-    if (p.f.num_args >= 0 && p.f.num_args != r->nin + r->nout) {
-        fail(1, "function '%s' takes %d arguments; %d inputs + %d outputs given", r->func,
-             (int)p.f.num_args, r->nin, r->nout);
+    if (p.f.num_args >= 0 && p.f.num_args != r->nin + r->nout + r->nscalars) {
+        fail(1, "function '%s' takes %d arguments; %d inputs + %d outputs + %d scalars given",
+             r->func, (int)p.f.num_args, r->nin, r->nout, r->nscalars);
         goto out;
     }
     if (prepare_arrays(&p, r))
@@ -812,11 +885,6 @@ out:
     prepared_free(&p);
     cJSON_Delete(md);
     return rc;
-}
-
-static int ends_with(const char *s, const char *suf) {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
 static int cmd_run(int argc, char **argv, int bench) {
