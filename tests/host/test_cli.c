@@ -177,11 +177,47 @@ static void test_run_artifact(void **state) {
     assert_int_equal(tether(&o, "run art func --in a.npy --in b.npy"), 2);
 }
 
+#ifdef TETHER_HAVE_COMPILER
+/* A model file is compiled through the compiler API and run; the KWS example ends in softmax. */
+static void test_run_model(void **state) {
+    (void)state;
+    int64_t shape[] = {1, 1, 49, 10};
+    float x[490];
+    for (int i = 0; i < 490; i++)
+        x[i] = (float)((i * 37) % 100) / 100.0f;
+    char p[256];
+    snprintf(p, sizeof p, "%s/mfcc.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 4, x), 0);
+    const char *o;
+    int rc = tether(&o, "run '%s/examples/kws/kws.json' --in mfcc.npy --out probs.npy",
+                    TETHER_SOURCE_DIR);
+    if (rc)
+        fail_msg("%s", o);
+    snprintf(p, sizeof p, "%s/probs.npy", g_dir);
+    tether_npy n;
+    assert_int_equal(tether_npy_read(p, &n), 0);
+    assert_int_equal(n.ndim, 2);
+    assert_int_equal(n.shape[1], 12);
+    double sum = 0;
+    for (int i = 0; i < 12; i++)
+        sum += ((float *)n.data)[i];
+    assert_true(sum > 0.999 && sum < 1.001);
+    tether_npy_free(&n);
+    assert_int_equal(tether(&o, "run '%s/tests/compiler/bad_models/bad_dtype.json' --in mfcc.npy",
+                            TETHER_SOURCE_DIR),
+                     1);
+    assert_non_null(strstr(o, "float33"));
+}
+#endif
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_info_help, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_module, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_artifact, setup, teardown),
+#ifdef TETHER_HAVE_COMPILER
+        cmocka_unit_test_setup_teardown(test_run_model, setup, teardown),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
