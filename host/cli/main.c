@@ -269,9 +269,10 @@ static int cmd_upload(int argc, char **argv) {
     const char *file = NULL, *name = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help")) {
-            printf("usage: tether upload [--device URL] [--token-file FILE] FILE.so [--name NAME]\n"
-                   "  Uploads a shared object (content hash checked), loads it and prints its "
-                   "function count.\n");
+            printf("usage: tether upload [--device URL] [--token-file FILE] FILE.so|FILE.cl "
+                   "[--name NAME]\n"
+                   "  Uploads a shared object or OpenCL C source (content hash checked), loads or "
+                   "builds it and prints its function count.\n");
             return 0;
         }
         int r = common_opt(&c, argc, argv, &i);
@@ -299,7 +300,9 @@ static int cmd_upload(int argc, char **argv) {
     if (open_session(&c, &s))
         return 1;
     uint32_t nf = 0;
-    int rc = tether_session_upload_file(s, 0, name, file);
+    size_t fl = strlen(file);
+    uint32_t kind = fl > 3 && strcmp(file + fl - 3, ".cl") == 0 ? 1u : 0u; /* OpenCL C source */
+    int rc = tether_session_upload_file(s, kind, name, file);
     if (!rc)
         rc = tether_session_load_module(s, name, NULL, &nf);
     if (rc) {
@@ -307,7 +310,7 @@ static int cmd_upload(int argc, char **argv) {
         tether_session_close(s);
         return 1;
     }
-    printf("uploaded %s as '%s': %u functions\n", file, name, nf);
+    printf("uploaded %s as '%s': %u %s\n", file, name, nf, kind ? "kernels" : "functions");
     tether_session_close(s);
     return 0;
 }
