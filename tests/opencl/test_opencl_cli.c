@@ -76,6 +76,8 @@ static void test_cli_kernels(void **state) {
     assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, &s1, 1, v), 0);
     snprintf(p, sizeof p, "%s/t.npy", g_dir);
     assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, s3, 3, v), 0);
+    assert_int_equal(run(o, sizeof o, "upload k.cl"), 0);
+    assert_non_null(strstr(o, "2 kernels"));
     int rc =
         run(o, sizeof o, "run k.cl scale --in x.npy --out y.npy --float 3 --global 64 --local 16");
     if (rc)
