@@ -158,7 +158,7 @@ int tether_cmd_compile(int argc, char **argv) {
 }
 
 static const char plan_usage[] =
-    "usage: tether plan MODEL [--planner ALGO] [--pool SPEC] [--svg FILE] [--json FILE] ...\n"
+    "usage: tether plan MODEL [--planner ALGO] [--pool SPEC] [--svg FILE] [--json[=FILE]] ...\n"
     "  Plans the workspace of a model: every intermediate tensor becomes a buffer whose live\n"
     "  interval runs from its producing operator to its last reader (after the compiler's\n"
     "  passes). Options are those of `tether plan-buffers` (compiler/planner).\n"
