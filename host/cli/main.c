@@ -34,12 +34,15 @@
 #include "tether/compiler_cli.h"
 #endif
 
-#define MAX_IO 32
+#include "cli.h"
+
+#define MAX_IO TETHER_CLI_MAX_IO
 
 static const char *g_cmd = "tether";
 
-static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(int code, const char *fmt, ...) {
+#define fail tether_cli_fail
+
+int tether_cli_fail(int code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "tether %s: ", g_cmd);
@@ -337,6 +340,7 @@ typedef struct run_args {
     uint64_t global[3], local[3];
     tether_remote_arg scalars[16];
     int nscalars;
+    int reference; /* --reference: run a model on the host's reference interpreter */
 } run_args;
 
 /* Parses "A[,B[,C]]" into up to 3 sizes; returns the count or -1. */
@@ -427,6 +431,8 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                    "[--out y.npy ...]\n"
                    "  --scope global|texture|texture:weight  scope of the following --in/--out\n"
                    "  --int V / --float V  scalar arguments, passed after the arrays\n"
+                   "  --reference  (run, MODEL only) run the model on this machine's reference\n"
+                   "               interpreter instead of a device\n"
                    "  --global X[,Y[,Z]] [--local X[,Y[,Z]]]  NDRange of an OpenCL kernel "
                    "(MODULE.cl)\n"
                    "  arguments: inputs then outputs, in order. An --out without a shape takes "
@@ -486,6 +492,8 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
             if (*end || end == v || errno)
                 return fail(2, "%s: '%s' is not a number", a, v);
             i++;
+        } else if (!bench && !strcmp(a, "--reference")) {
+            r->reference = 1;
         } else if (!strcmp(a, "--scope")) {
             if (!v || tether_scope_parse(v, &scope))
                 return fail(2, "--scope: %s", v ? tether_last_error() : "needs a value");
@@ -521,7 +529,7 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
     return 0;
 }
 
-static void summary(const char *name, const tether_npy *n) {
+void tether_cli_summary(const char *name, const tether_npy *n) {
     char dt[TETHER_DTYPE_NAME_MAX];
     tether_dtype_name(n->dtype, dt, sizeof dt);
     printf("%s: %s [", name, dt);
@@ -629,6 +637,9 @@ static int prepare_arrays(prepared *p, run_args *r) {
     return 0;
 }
 
+/* Set by tether_cli_run_artifact: finish_run hands its results over instead of printing. */
+static tether_cli_report *g_report;
+
 static int finish_run(prepared *p, run_args *r, int bench, const char *fname) {
     tether_call_result res;
     for (int i = 0; i < r->nscalars; i++)
@@ -648,6 +659,16 @@ static int finish_run(prepared *p, run_args *r, int bench, const char *fname) {
                                        r->local, r->number, r->repeat, r->min_repeat_ms,
                                        r->cooldown_ms, &ts))
             return fail(1, "%s", tether_last_error());
+        if (g_report) {
+            g_report->call = res;
+            g_report->time = ts;
+            g_report->nout = p->nout;
+            for (int i = 0; i < p->nout; i++) {
+                g_report->out[i] = p->out[i];
+                memset(&p->out[i], 0, sizeof p->out[i]);
+            }
+            return 0;
+        }
         printf("%s: %u repeats x %u calls: mean %.3f us, median %.3f us, min %.3f us, max %.3f "
                "us%s\n",
                fname, ts.repeat, ts.number, ts.mean * 1e6, ts.median * 1e6, ts.min * 1e6,
@@ -659,7 +680,7 @@ static int finish_run(prepared *p, run_args *r, int bench, const char *fname) {
         if (tether_npy_write(r->out[i].path, p->out[i].dtype, p->out[i].shape, p->out[i].ndim,
                              p->out[i].data))
             return fail(1, "%s", tether_last_error());
-        summary(r->out[i].path, &p->out[i]);
+        tether_cli_summary(r->out[i].path, &p->out[i]);
     }
     printf("%s: returned %d in %.3f us, stack high-water mark %llu bytes\n", fname, (int)res.ret,
            (double)res.elapsed_ns / 1e3, (unsigned long long)res.stack_bytes);
@@ -890,6 +911,40 @@ out:
     return rc;
 }
 
+int tether_cli_run_artifact(const tether_cli_device *dev, const char *dir, int nin,
+                            const char *const *inputs, uint32_t number, uint32_t repeat,
+                            uint32_t min_repeat_ms, tether_cli_report *rep) {
+    run_args r;
+    memset(&r, 0, sizeof r);
+    memset(rep, 0, sizeof *rep);
+    if (nin > MAX_IO)
+        return fail(2, "more than %d inputs", MAX_IO);
+    r.c.device = dev->url;
+    r.c.token_file = dev->token_file;
+    r.c.timeout_ms = dev->timeout_ms;
+    r.target = dir;
+    r.nin = nin;
+    for (int i = 0; i < nin; i++) {
+        r.in[i].path = inputs[i];
+        r.in[i].scope = TETHER_SCOPE_GLOBAL;
+    }
+    r.number = number;
+    r.repeat = repeat;
+    r.min_repeat_ms = min_repeat_ms;
+    g_report = rep;
+    int rc = run_artifact(&r, dir, 1);
+    g_report = NULL;
+    if (rc)
+        tether_cli_report_free(rep);
+    return rc;
+}
+
+void tether_cli_report_free(tether_cli_report *rep) {
+    for (int i = 0; i < TETHER_CLI_MAX_IO; i++)
+        tether_npy_free(&rep->out[i]);
+    rep->nout = 0;
+}
+
 static int cmd_run(int argc, char **argv, int bench) {
     run_args r;
     int prc = parse_run(argc, argv, &r, bench);
@@ -898,6 +953,9 @@ static int cmd_run(int argc, char **argv, int bench) {
     struct stat st;
     if (stat(r.target, &st) != 0)
         return fail(1, "%s: %s", r.target, strerror(errno));
+    if (r.reference && (S_ISDIR(st.st_mode) || r.func ||
+                        !(ends_with(r.target, ".json") || ends_with(r.target, ".onnx"))))
+        return fail(2, "--reference runs a model file (.json/.onnx), not a module or artifact");
     if (S_ISDIR(st.st_mode)) {
         if (r.func)
             return fail(2, "an artifact directory takes no function name");
@@ -907,6 +965,14 @@ static int cmd_run(int argc, char **argv, int bench) {
 #ifdef TETHER_HAVE_COMPILER
         if (r.func)
             return fail(2, "a model takes no function name");
+        if (r.reference) {
+            const char *ins[MAX_IO], *outs[MAX_IO];
+            for (int i = 0; i < r.nin; i++)
+                ins[i] = r.in[i].path;
+            for (int i = 0; i < r.nout; i++)
+                outs[i] = r.out[i].path;
+            return tether_cli_run_reference(r.target, r.nin, ins, r.nout, outs);
+        }
         char dir[] = "/tmp/tether-run-XXXXXX";
         if (!mkdtemp(dir))
             return fail(1, "cannot create a temporary directory: %s", strerror(errno));
@@ -942,6 +1008,7 @@ static void usage(FILE *f) {
 #ifdef TETHER_HAVE_COMPILER
                "  compile   compile a model into an artifact directory\n"
                "  plan      plan a model's memory\n"
+               "  ab        compile a model with both ABIs, run both on a device, compare\n"
 #endif
                "Devices: --device tcp://HOST:PORT | uart:///dev/ttyX?baud=N | local: (default;\n"
                "spawns tetherd, found through $TETHER_TETHERD or PATH).\n");
@@ -971,6 +1038,8 @@ int main(int argc, char **argv) {
         return tether_cmd_compile(argc - 1, argv + 1);
     if (!strcmp(cmd, "plan"))
         return tether_cmd_plan(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ab"))
+        return tether_cli_cmd_ab(argc - 1, argv + 1);
 #endif
     g_cmd = "";
     fprintf(stderr, "tether: unknown command '%s' (try tether --help)\n", cmd);

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <cmocka.h>
 
 #include "tether/crt.h"
@@ -208,6 +209,100 @@ static void test_run_model(void **state) {
                      1);
     assert_non_null(strstr(o, "float33"));
 }
+
+static tether_npy read_npy(const char *name) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    tether_npy n;
+    if (tether_npy_read(p, &n))
+        fail_msg("%s", tether_last_error());
+    return n;
+}
+
+/* run --reference (host interpreter) agrees with the compiled model run on the device. */
+static void test_run_reference(void **state) {
+    (void)state;
+    int64_t shape[] = {1, 1, 49, 10};
+    float x[490];
+    for (int i = 0; i < 490; i++)
+        x[i] = (float)((i * 53) % 97) / 50.0f - 1.0f;
+    char p[256];
+    snprintf(p, sizeof p, "%s/mfcc.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 4, x), 0);
+    const char *o;
+    const char *kws = TETHER_SOURCE_DIR "/examples/kws/kws.json";
+    if (tether(&o, "run --reference '%s' --in mfcc.npy --out ref.npy", kws))
+        fail_msg("%s", o);
+    assert_non_null(strstr(o, "reference interpreter"));
+    if (tether(&o, "run '%s' --in mfcc.npy --out dev.npy", kws))
+        fail_msg("%s", o);
+    tether_npy a = read_npy("ref.npy"), b = read_npy("dev.npy");
+    assert_int_equal(a.nbytes, 48);
+    assert_int_equal(b.nbytes, 48);
+    for (int i = 0; i < 12; i++)
+        assert_float_equal(((float *)a.data)[i], ((float *)b.data)[i], 1e-5);
+    tether_npy_free(&a);
+    tether_npy_free(&b);
+    /* wrong input shape: named, nothing written */
+    int64_t bad[] = {1, 49, 10};
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, bad, 3, x), 0);
+    assert_int_equal(tether(&o, "run --reference '%s' --in mfcc.npy --out ref2.npy", kws), 1);
+    assert_non_null(strstr(o, "model input 'mfcc'"));
+    snprintf(p, sizeof p, "%s/ref2.npy", g_dir);
+    assert_int_not_equal(access(p, F_OK), 0);
+    assert_int_equal(tether(&o, "run --reference '%s' --in mfcc.npy", g_dir), 2);
+}
+
+/* ab: both ABIs compiled, run on local:, equal to the interpreter, JSON written; the unpacked
+ * build uses less code and stack than the packed one (the point of the unpacked ABI). */
+static void test_ab(void **state) {
+    (void)state;
+    const char *o;
+    const char *kws = TETHER_SOURCE_DIR "/examples/kws/kws.json";
+    int rc = tether(&o, "ab '%s' -o abdir --json ab.json --number 2 --repeat 2", kws);
+    if (rc)
+        fail_msg("%s", o);
+    assert_non_null(strstr(o, "outputs equal the interpreter"));
+    char p[256];
+    snprintf(p, sizeof p, "%s/ab.json", g_dir);
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    static char txt[16384];
+    size_t n = fread(txt, 1, sizeof txt - 1, f);
+    fclose(f);
+    txt[n] = 0;
+    cJSON *j = cJSON_Parse(txt);
+    assert_non_null(j);
+    cJSON *abis = cJSON_GetObjectItem(j, "abis");
+    assert_int_equal(cJSON_GetArraySize(abis), 2);
+    cJSON *u = cJSON_GetArrayItem(abis, 0), *k = cJSON_GetArrayItem(abis, 1);
+    assert_string_equal(cJSON_GetObjectItem(u, "abi")->valuestring, "unpacked");
+    assert_string_equal(cJSON_GetObjectItem(k, "abi")->valuestring, "packed");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(u, "outputs_equal")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(k, "outputs_equal")));
+    double uc = cJSON_GetObjectItem(u, "code")->valuedouble;
+    double kc = cJSON_GetObjectItem(k, "code")->valuedouble;
+    double uh = cJSON_GetObjectItem(u, "stack_hwm")->valuedouble;
+    double kh = cJSON_GetObjectItem(k, "stack_hwm")->valuedouble;
+    assert_true(uc > 0 && uc < kc);
+    assert_true(uh > 0 && uh < kh);
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(u, "static_stack")));
+    assert_true(cJSON_GetObjectItem(u, "latency_median_us")->valuedouble > 0);
+    assert_int_equal((int)cJSON_GetObjectItem(u, "repeat")->valuedouble, 2);
+    cJSON_Delete(j);
+    /* the artifacts and the generated input stay in -o DIR */
+    snprintf(p, sizeof p, "%s/abdir/packed/metadata.json", g_dir);
+    assert_int_equal(access(p, F_OK), 0);
+    snprintf(p, sizeof p, "%s/abdir/input_0.npy", g_dir);
+    assert_int_equal(access(p, F_OK), 0);
+    /* usage errors */
+    assert_int_equal(tether(&o, "ab"), 2);
+    assert_int_equal(tether(&o, "ab '%s' --target nowhere", kws), 2);
+    assert_non_null(strstr(o, "nowhere"));
+    assert_int_equal(tether(&o, "ab '%s' --in a.npy --in b.npy", kws), 2);
+    assert_int_equal(tether(&o, "ab '%s' --repeat 99", kws), 2);
+    assert_int_equal(tether(&o, "ab --help"), 0);
+}
 #endif
 
 int main(void) {
@@ -217,6 +312,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_run_artifact, setup, teardown),
 #ifdef TETHER_HAVE_COMPILER
         cmocka_unit_test_setup_teardown(test_run_model, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_reference, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ab, setup, teardown),
 #endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,526 @@
+/*
+ * The CLI commands that need the compiler (built only when tether_compiler is part of the build):
+ *
+ *   tether ab MODEL [--device URL] [--target T] [--in x.npy ...] [-o DIR] [--json FILE]
+ *       compiles MODEL with the unpacked and the packed ABI, runs both on the device through the
+ *       same path as `tether run ARTIFACT_DIR`, compares every output with the host's reference
+ *       interpreter, times both (TIME) and prints the side-by-side table (docs/cli.md).
+ *   tether run MODEL --reference --in x.npy ... [--out y.npy ...]
+ *       runs the model on the reference interpreter on this machine (no device).
+ *
+ * What must stay true: both ABIs see the same input bytes; a mismatch against the interpreter
+ * (rtol/atol) makes the exit code 1 even though the table is printed; a temporary directory
+ * made by `ab` is removed on every path, and a -o DIR is left with complete artifacts only.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+
+#ifdef TETHER_HAVE_COMPILER
+#include "tether/compiler.h"
+#include "tether/crt.h"
+
+#define fail tether_cli_fail
+
+/* ---- model inputs and the reference interpreter ---- */
+
+/* Reads input i of the model from `path` and checks it against the graph's signature. */
+static int read_model_input(const tether_ir_graph *g, int i, const char *path, tether_npy *out) {
+    const tether_ir_tensor *t = &g->tensors[g->inputs[i]];
+    if (tether_npy_read(path, out))
+        return fail(1, "%s", tether_last_error());
+    int same = out->ndim == t->ndim && tether_dtype_equal(out->dtype, t->dtype);
+    for (int k = 0; same && k < t->ndim; k++)
+        same = out->shape[k] == t->shape[k];
+    if (!same) {
+        char want[160] = "", have[160] = "", dt[TETHER_DTYPE_NAME_MAX], hdt[TETHER_DTYPE_NAME_MAX];
+        for (int k = 0; k < t->ndim && strlen(want) < 120; k++)
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", k ? "x" : "",
+                     (long long)t->shape[k]);
+        for (int k = 0; k < out->ndim && strlen(have) < 120; k++)
+            snprintf(have + strlen(have), sizeof have - strlen(have), "%s%lld", k ? "x" : "",
+                     (long long)out->shape[k]);
+        tether_dtype_name(t->dtype, dt, sizeof dt);
+        tether_dtype_name(out->dtype, hdt, sizeof hdt);
+        tether_npy_free(out);
+        return fail(1, "%s: %s [%s], but model input '%s' is %s [%s]", path, hdt, have, t->name, dt,
+                    want);
+    }
+    return 0;
+}
+
+/* Runs the interpreter on inputs in[] (float32, checked); outputs are allocated npy arrays. */
+static int interpret(const tether_ir_graph *g, const tether_npy *in, tether_npy *out) {
+    const float *ins[TETHER_CLI_MAX_IO];
+    float *outs[TETHER_CLI_MAX_IO];
+    for (int i = 0; i < g->ninputs; i++)
+        ins[i] = in[i].data;
+    for (int i = 0; i < g->noutputs; i++) {
+        const tether_ir_tensor *t = &g->tensors[g->outputs[i]];
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].dtype = t->dtype;
+        out[i].ndim = t->ndim;
+        memcpy(out[i].shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+        out[i].nbytes = tether_ir_tensor_elements(t) * sizeof(float);
+        out[i].data = calloc(1, out[i].nbytes ? out[i].nbytes : 1);
+        if (!out[i].data)
+            return fail(1, "out of memory");
+        outs[i] = out[i].data;
+    }
+    if (tether_interp_run(g, ins, outs))
+        return fail(1, "reference interpreter: %s", tether_last_error());
+    return 0;
+}
+
+/* Only float32 models with at most TETHER_CLI_MAX_IO inputs/outputs can be interpreted here. */
+static int check_float_model(const char *model, const tether_ir_graph *g) {
+    if (g->ninputs > TETHER_CLI_MAX_IO || g->noutputs > TETHER_CLI_MAX_IO)
+        return fail(1, "%s: more than %d inputs or outputs", model, TETHER_CLI_MAX_IO);
+    for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+        int ti = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+        if (!tether_dtype_equal(g->tensors[ti].dtype, TETHER_FLOAT32))
+            return fail(1, "%s: tensor '%s' is not float32 (the interpreter's only dtype)", model,
+                        g->tensors[ti].name);
+    }
+    return 0;
+}
+
+int tether_cli_run_reference(const char *model, int nin, const char *const *inputs, int nout,
+                             const char *const *outputs) {
+    tether_ir_graph g;
+    if (tether_model_load(model, &g))
+        return fail(1, "%s", tether_last_error());
+    tether_npy in[TETHER_CLI_MAX_IO], out[TETHER_CLI_MAX_IO];
+    memset(in, 0, sizeof in);
+    memset(out, 0, sizeof out);
+    int rc = 1;
+    if (check_float_model(model, &g))
+        goto done;
+    if (nin != g.ninputs || (nout && nout != g.noutputs)) {
+        rc = fail(2, "%s has %d inputs and %d outputs; %d --in and %d --out given", model,
+                  g.ninputs, g.noutputs, nin, nout);
+        goto done;
+    }
+    for (int i = 0; i < nin; i++)
+        if (read_model_input(&g, i, inputs[i], &in[i]))
+            goto done;
+    if (interpret(&g, in, out))
+        goto done;
+    for (int i = 0; i < g.noutputs; i++) {
+        char def[32];
+        snprintf(def, sizeof def, "out%d.npy", i);
+        const char *path = nout ? outputs[i] : def;
+        if (tether_npy_write(path, out[i].dtype, out[i].shape, out[i].ndim, out[i].data)) {
+            fail(1, "%s", tether_last_error());
+            goto done;
+        }
+        tether_cli_summary(path, &out[i]);
+    }
+    printf("%s: reference interpreter, %d operators\n", model, g.nnodes);
+    rc = 0;
+done:
+    for (int i = 0; i < TETHER_CLI_MAX_IO; i++) {
+        tether_npy_free(&in[i]);
+        tether_npy_free(&out[i]);
+    }
+    tether_ir_close(&g);
+    return rc;
+}
+
+/* ---- tether ab ---- */
+
+typedef struct ab_side {
+    tether_abi abi;
+    char dir[1100];
+    tether_compile_result comp;
+    tether_cli_report run;
+    double max_abs; /* worst difference to the interpreter over all outputs */
+    int equal;      /* every output within rtol/atol */
+    int ran;
+} ab_side;
+
+typedef struct ab_args {
+    tether_cli_device dev;
+    const char *model, *target, *out_dir, *json;
+    const char *in[TETHER_CLI_MAX_IO];
+    int nin;
+    uint32_t number, repeat, min_repeat_ms;
+    double rtol, atol;
+    int opt_level;
+} ab_args;
+
+static const char ab_usage[] =
+    "usage: tether ab MODEL [--device URL] [--token-file FILE] [--timeout-ms MS]\n"
+    "                 [--target T] [--opt-level 0|1|2|3|s] [--in x.npy ...] [-o DIR]\n"
+    "                 [--number N] [--repeat R] [--min-repeat-ms MS] [--rtol R] [--atol A]\n"
+    "                 [--json FILE]\n"
+    "  Compiles MODEL with the unpacked and the packed ABI for the target (default\n"
+    "  x86_64-linux), runs both on the device (default local:), compares every output with\n"
+    "  the reference interpreter and prints code size, static stack, measured stack\n"
+    "  high-water mark and latency side by side. Without --in, inputs are generated\n"
+    "  (uniform in [-1, 1), fixed seed). -o keeps the artifacts and inputs in DIR; --json\n"
+    "  writes the table as JSON. Exit code 1 when an ABI's outputs differ from the\n"
+    "  interpreter (rtol 1e-4, atol 1e-5 by default).\n";
+
+static int parse_num(const char *opt, const char *v, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double x = v ? strtod(v, &end) : 0;
+    if (!v || errno || end == v || *end || !(x >= lo && x <= hi))
+        return fail(2, "%s needs a number in [%g, %g]", opt, lo, hi);
+    *out = x;
+    return 0;
+}
+
+static int parse_ab(int argc, char **argv, ab_args *a) {
+    memset(a, 0, sizeof *a);
+    a->target = "x86_64-linux";
+    a->number = 10;
+    a->repeat = 3;
+    a->rtol = 1e-4;
+    a->atol = 1e-5;
+    a->opt_level = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double x;
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+            fputs(ab_usage, stdout);
+            return 1;
+        }
+        if (o[0] != '-') {
+            if (a->model)
+                return fail(2, "unexpected argument '%s' (one model)", o);
+            a->model = o;
+            continue;
+        }
+        if (!v)
+            return fail(2, "%s needs a value", o);
+        i++;
+        if (!strcmp(o, "--device")) {
+            a->dev.url = v;
+        } else if (!strcmp(o, "--token-file")) {
+            a->dev.token_file = v;
+        } else if (!strcmp(o, "--timeout-ms")) {
+            if (parse_num(o, v, 1, 86400000, &x))
+                return 2;
+            a->dev.timeout_ms = (int)x;
+        } else if (!strcmp(o, "--target")) {
+            a->target = v;
+        } else if (!strcmp(o, "--opt-level")) {
+            if (!strcmp(v, "s"))
+                a->opt_level = -1;
+            else if (parse_num(o, v, 0, 3, &x))
+                return 2;
+            else
+                a->opt_level = (int)x;
+        } else if (!strcmp(o, "--in")) {
+            if (a->nin >= TETHER_CLI_MAX_IO)
+                return fail(2, "more than %d inputs", TETHER_CLI_MAX_IO);
+            a->in[a->nin++] = v;
+        } else if (!strcmp(o, "-o")) {
+            a->out_dir = v;
+        } else if (!strcmp(o, "--json")) {
+            a->json = v;
+        } else if (!strcmp(o, "--number")) {
+            if (parse_num(o, v, 1, 1e8, &x))
+                return 2;
+            a->number = (uint32_t)x;
+        } else if (!strcmp(o, "--repeat")) {
+            if (parse_num(o, v, 1, 32, &x))
+                return 2;
+            a->repeat = (uint32_t)x;
+        } else if (!strcmp(o, "--min-repeat-ms")) {
+            if (parse_num(o, v, 0, 1e6, &x))
+                return 2;
+            a->min_repeat_ms = (uint32_t)x;
+        } else if (!strcmp(o, "--rtol")) {
+            if (parse_num(o, v, 0, 1, &a->rtol))
+                return 2;
+        } else if (!strcmp(o, "--atol")) {
+            if (parse_num(o, v, 0, 1e6, &a->atol))
+                return 2;
+        } else {
+            return fail(2, "unknown option '%s' (try --help)", o);
+        }
+    }
+    if (!a->model)
+        return fail(2, "give the model to compare (try --help)");
+    return 0;
+}
+
+/* Writes generated inputs (uniform [-1, 1), fixed LCG seed per input) to dir/input_K.npy. */
+static int generate_inputs(const tether_ir_graph *g, const char *dir, char paths[][1200]) {
+    uint32_t seed = 20261123u;
+    for (int i = 0; i < g->ninputs; i++) {
+        const tether_ir_tensor *t = &g->tensors[g->inputs[i]];
+        size_t n = tether_ir_tensor_elements(t);
+        float *v = malloc((n ? n : 1) * sizeof *v);
+        if (!v)
+            return fail(1, "out of memory");
+        for (size_t k = 0; k < n; k++) {
+            seed = seed * 1664525u + 1013904223u;
+            v[k] = (float)(seed >> 8) / 8388608.0f - 1.0f;
+        }
+        snprintf(paths[i], 1200, "%s/input_%d.npy", dir, i);
+        int rc = tether_npy_write(paths[i], TETHER_FLOAT32, t->shape, t->ndim, v);
+        free(v);
+        if (rc)
+            return fail(1, "%s", tether_last_error());
+    }
+    return 0;
+}
+
+static void compare(ab_side *s, const tether_npy *ref, int nout, double rtol, double atol) {
+    s->equal = s->run.nout == nout;
+    for (int i = 0; s->equal && i < nout; i++) {
+        const tether_npy *a = &s->run.out[i];
+        if (a->nbytes != ref[i].nbytes) {
+            s->equal = 0;
+            break;
+        }
+        const float *x = a->data, *y = ref[i].data;
+        for (size_t k = 0; k < a->nbytes / sizeof(float); k++) {
+            double d = fabs((double)x[k] - (double)y[k]);
+            if (!(d <= atol + rtol * fabs((double)y[k])))
+                s->equal = 0;
+            if (d > s->max_abs || d != d)
+                s->max_abs = d;
+        }
+    }
+}
+
+static void row(const char *label, const char *a, const char *b, const char *ratio) {
+    printf("%-32s %20s %20s %10s\n", label, a, b, ratio);
+}
+
+static void ratio_str(char *buf, size_t n, double num, double den) {
+    if (den > 0 && num >= 0)
+        snprintf(buf, n, "%.2fx", num / den);
+    else
+        snprintf(buf, n, "-");
+}
+
+static void print_table(const ab_args *a, const tether_ir_graph *g, ab_side *s) {
+    char x[64], y[64], r[32];
+    printf("\nA/B of %s (%d operators, %d after passes) for %s on %s\n", a->model, g->nnodes,
+           s[0].comp.nnodes_out, a->target, a->dev.url ? a->dev.url : "local:");
+    row("", "unpacked ABI", "packed ABI", "packed/un");
+    row("outputs equal the interpreter", s[0].equal ? "yes" : "NO", s[1].equal ? "yes" : "NO", "");
+    snprintf(x, sizeof x, "%.3g", s[0].max_abs);
+    snprintf(y, sizeof y, "%.3g", s[1].max_abs);
+    row("  max |difference|", x, y, "");
+    const tether_elf_sizes *z0 = &s[0].comp.build.sizes, *z1 = &s[1].comp.build.sizes;
+    snprintf(x, sizeof x, "%llu/%llu/%llu", (unsigned long long)z0->text,
+             (unsigned long long)z0->data, (unsigned long long)z0->bss);
+    snprintf(y, sizeof y, "%llu/%llu/%llu", (unsigned long long)z1->text,
+             (unsigned long long)z1->data, (unsigned long long)z1->bss);
+    ratio_str(r, sizeof r, (double)z1->text, (double)z0->text);
+    row("text/data/bss (bytes)", x, y, r);
+    snprintf(x, sizeof x, "%llu", (unsigned long long)z0->code);
+    snprintf(y, sizeof y, "%llu", (unsigned long long)z1->code);
+    ratio_str(r, sizeof r, (double)z1->code, (double)z0->code);
+    row("  of text: instructions", x, y, r);
+    snprintf(x, sizeof x, "%zu", s[0].comp.params_bytes);
+    snprintf(y, sizeof y, "%zu", s[1].comp.params_bytes);
+    row("params (bytes)", x, y, "");
+    snprintf(x, sizeof x, "%lld", (long long)s[0].comp.workspace_size);
+    snprintf(y, sizeof y, "%lld", (long long)s[1].comp.workspace_size);
+    row("workspace (bytes)", x, y, "");
+    const tether_stack_report *k0 = &s[0].comp.build.stack, *k1 = &s[1].comp.build.stack;
+    snprintf(x, sizeof x, k0->bounded ? "%lld" : "unbounded", (long long)k0->bytes);
+    snprintf(y, sizeof y, k1->bounded ? "%lld" : "unbounded", (long long)k1->bytes);
+    ratio_str(r, sizeof r, k0->bounded && k1->bounded ? (double)k1->bytes : -1, (double)k0->bytes);
+    row("static stack (bytes)", x, y, r);
+    snprintf(x, sizeof x, "%llu", (unsigned long long)s[0].run.call.stack_bytes);
+    snprintf(y, sizeof y, "%llu", (unsigned long long)s[1].run.call.stack_bytes);
+    ratio_str(r, sizeof r, (double)s[1].run.call.stack_bytes, (double)s[0].run.call.stack_bytes);
+    row("measured stack HWM (bytes)", x, y, r);
+    snprintf(x, sizeof x, "%.2f", s[0].run.time.median * 1e6);
+    snprintf(y, sizeof y, "%.2f", s[1].run.time.median * 1e6);
+    ratio_str(r, sizeof r, s[1].run.time.median, s[0].run.time.median);
+    row("latency median (us)", x, y, r);
+    snprintf(x, sizeof x, "%.2f..%.2f", s[0].run.time.min * 1e6, s[0].run.time.max * 1e6);
+    snprintf(y, sizeof y, "%.2f..%.2f", s[1].run.time.min * 1e6, s[1].run.time.max * 1e6);
+    row("  min..max over repeats", x, y, "");
+    printf("(%u repeats x %u calls per ABI; HWM is measured on the device's painted call stack)\n",
+           s[0].run.time.repeat, s[0].run.time.number);
+}
+
+static cJSON *side_json(const ab_side *s) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "abi", tether_abi_name(s->abi));
+    cJSON_AddBoolToObject(o, "outputs_equal", s->equal);
+    cJSON_AddNumberToObject(o, "max_abs_difference", s->max_abs);
+    cJSON_AddNumberToObject(o, "text", (double)s->comp.build.sizes.text);
+    cJSON_AddNumberToObject(o, "data", (double)s->comp.build.sizes.data);
+    cJSON_AddNumberToObject(o, "bss", (double)s->comp.build.sizes.bss);
+    cJSON_AddNumberToObject(o, "code", (double)s->comp.build.sizes.code);
+    cJSON_AddNumberToObject(o, "params_bytes", (double)s->comp.params_bytes);
+    cJSON_AddNumberToObject(o, "workspace_bytes", (double)s->comp.workspace_size);
+    if (s->comp.build.stack.bounded)
+        cJSON_AddNumberToObject(o, "static_stack", (double)s->comp.build.stack.bytes);
+    else
+        cJSON_AddNullToObject(o, "static_stack");
+    cJSON_AddNumberToObject(o, "stack_hwm", (double)s->run.call.stack_bytes);
+    cJSON_AddNumberToObject(o, "first_call_us", (double)s->run.call.elapsed_ns / 1e3);
+    cJSON_AddNumberToObject(o, "latency_median_us", s->run.time.median * 1e6);
+    cJSON_AddNumberToObject(o, "latency_mean_us", s->run.time.mean * 1e6);
+    cJSON_AddNumberToObject(o, "latency_min_us", s->run.time.min * 1e6);
+    cJSON_AddNumberToObject(o, "latency_max_us", s->run.time.max * 1e6);
+    cJSON_AddNumberToObject(o, "number", s->run.time.number);
+    cJSON_AddNumberToObject(o, "repeat", s->run.time.repeat);
+    return o;
+}
+
+static int write_json(const ab_args *a, const ab_side *s) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "model", a->model);
+    cJSON_AddStringToObject(root, "target", a->target);
+    cJSON_AddStringToObject(root, "device", a->dev.url ? a->dev.url : "local:");
+    cJSON_AddNumberToObject(root, "rtol", a->rtol);
+    cJSON_AddNumberToObject(root, "atol", a->atol);
+    cJSON *arr = cJSON_AddArrayToObject(root, "abis");
+    cJSON_AddItemToArray(arr, side_json(&s[0]));
+    cJSON_AddItemToArray(arr, side_json(&s[1]));
+    char *txt = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!txt)
+        return fail(1, "out of memory");
+    char tmp[1200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", a->json);
+    FILE *f = fopen(tmp, "wb");
+    int ok = f && fputs(txt, f) >= 0 && fputc('\n', f) != EOF;
+    ok = f && fclose(f) == 0 && ok;
+    free(txt);
+    if (!ok || rename(tmp, a->json) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return fail(1, "cannot write %s: %s", a->json, strerror(e));
+    }
+    return 0;
+}
+
+static void remove_tree(const char *dir) {
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (strchr(dir, '\'') || system(cmd) != 0)
+        fprintf(stderr, "tether ab: could not remove %s\n", dir);
+}
+
+int tether_cli_cmd_ab(int argc, char **argv) {
+    ab_args a;
+    int prc = parse_ab(argc, argv, &a);
+    if (prc)
+        return prc == 1 ? 0 : prc;
+    const tether_target *tg;
+    if (tether_target_find(a.target, &tg))
+        return fail(2, "--target: %s", tether_last_error());
+    if (!tether_target_available(tg))
+        return fail(1, "target %s: its compiler %s is not installed", a.target, tg->cc);
+    tether_ir_graph g;
+    if (tether_model_load(a.model, &g))
+        return fail(1, "%s", tether_last_error());
+    int rc = 1, made_tmp = 0;
+    char dir[1024];
+    static char gen[TETHER_CLI_MAX_IO][1200];
+    tether_npy in[TETHER_CLI_MAX_IO], ref[TETHER_CLI_MAX_IO];
+    memset(in, 0, sizeof in);
+    memset(ref, 0, sizeof ref);
+    ab_side s[2];
+    memset(s, 0, sizeof s);
+    if (check_float_model(a.model, &g))
+        goto done;
+    if (a.nin && a.nin != g.ninputs) {
+        rc = fail(2, "%s has %d inputs, %d --in given", a.model, g.ninputs, a.nin);
+        goto done;
+    }
+    if (a.out_dir) {
+        if (mkdir(a.out_dir, 0755) != 0 && errno != EEXIST) {
+            fail(1, "cannot create %s: %s", a.out_dir, strerror(errno));
+            goto done;
+        }
+        snprintf(dir, sizeof dir, "%s", a.out_dir);
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/tether-ab-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(dir)) {
+            fail(1, "cannot create a temporary directory: %s", strerror(errno));
+            goto done;
+        }
+        made_tmp = 1;
+    }
+    if (!a.nin) {
+        if (generate_inputs(&g, dir, gen))
+            goto done;
+        for (int i = 0; i < g.ninputs; i++)
+            a.in[i] = gen[i];
+        a.nin = g.ninputs;
+    }
+    for (int i = 0; i < a.nin; i++)
+        if (read_model_input(&g, i, a.in[i], &in[i]))
+            goto done;
+    if (interpret(&g, in, ref))
+        goto done;
+    for (int k = 0; k < 2; k++) {
+        s[k].abi = k == 0 ? TETHER_ABI_UNPACKED : TETHER_ABI_PACKED;
+        snprintf(s[k].dir, sizeof s[k].dir, "%s/%s", dir, tether_abi_name(s[k].abi));
+        tether_compile_options o;
+        tether_compile_options_init(&o);
+        o.codegen.abi = s[k].abi;
+        o.build.target = a.target;
+        o.build.opt_level = a.opt_level;
+        if (tether_compile_model(a.model, s[k].dir, &o, &s[k].comp)) {
+            fail(1, "compile (%s ABI): %s", tether_abi_name(s[k].abi), tether_last_error());
+            goto done;
+        }
+        if (tether_cli_run_artifact(&a.dev, s[k].dir, a.nin, a.in, a.number, a.repeat,
+                                    a.min_repeat_ms, &s[k].run))
+            goto done;
+        s[k].ran = 1;
+        compare(&s[k], ref, g.noutputs, a.rtol, a.atol);
+    }
+    print_table(&a, &g, s);
+    if (a.json && write_json(&a, s))
+        goto done;
+    rc = s[0].equal && s[1].equal ? 0 : 1;
+    if (rc)
+        fail(1, "outputs differ from the reference interpreter (rtol %g, atol %g)", a.rtol, a.atol);
+done:
+    for (int i = 0; i < TETHER_CLI_MAX_IO; i++) {
+        tether_npy_free(&in[i]);
+        tether_npy_free(&ref[i]);
+    }
+    tether_cli_report_free(&s[0].run);
+    tether_cli_report_free(&s[1].run);
+    if (made_tmp)
+        remove_tree(dir);
+    tether_ir_close(&g);
+    return rc;
+}
+
+#else /* !TETHER_HAVE_COMPILER */
+
+int tether_cli_cmd_ab(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    return tether_cli_fail(2, "ab needs the compiler, which this build lacks");
+}
+
+int tether_cli_run_reference(const char *model, int nin, const char *const *inputs, int nout,
+                             const char *const *outputs) {
+    (void)nin;
+    (void)inputs;
+    (void)nout;
+    (void)outputs;
+    return tether_cli_fail(2, "%s: --reference needs the compiler, which this build lacks", model);
+}
+
+#endif
