@@ -279,6 +279,8 @@ static void reply_init(tether_rpc_msg *m, const tether_rpc_msg *req) {
     memset(m, 0, sizeof *m);
     m->type = req->type | TETHER_RPC_REPLY;
     m->id = req->id;
+    if (req->type == TETHER_RPC_CALL)
+        m->u.call_rep.ret_value.type_code = TETHER_TYPE_NULL; /* tether_call keeps no value */
 }
 
 /* ---- session state ---- */
@@ -396,6 +398,8 @@ static int on_hello(session *s, const tether_rpc_msg *req) {
     }
     r->num_pools = 1;
     r->pools[0] = tether_rpc_str_c("dram");
+    r->heap_size = s->cfg->max_alloc;
+    r->stack_size = s->cfg->stack_size;
     r->auth_required = s->cfg->token != NULL;
     if (r->auth_required) {
         tether_rpc_auth_nonce(s->nonce);

@@ -202,6 +202,7 @@ int tether_rpc_msg_check(const tether_rpc_msg *m) {
         bytes_ok(c, h->nonce, "nonce");
         if (h->auth_required ? h->nonce.len != TETHER_RPC_NONCE_BYTES : h->nonce.len != 0)
             bad(c, TETHER_ERR_PROTOCOL, "nonce", "32 bytes when auth is required, empty otherwise");
+        str_ok(c, h->board, "board", TETHER_RPC_MAX_NAME);
         break;
     }
     case TETHER_RPC_AUTH:
@@ -263,6 +264,18 @@ int tether_rpc_msg_check(const tether_rpc_msg *m) {
         break;
     case TETHER_RPC_CALL:
         invoke_ok(c, &m->u.call_req);
+        break;
+    case TETHER_RPC_CALL | TETHER_RPC_REPLY:
+        switch (m->u.call_rep.ret_value.type_code) {
+        case TETHER_TYPE_INT:
+        case TETHER_TYPE_UINT:
+        case TETHER_TYPE_FLOAT:
+        case TETHER_TYPE_HANDLE:
+        case TETHER_TYPE_NULL:
+            break;
+        default:
+            bad(c, TETHER_ERR_PROTOCOL, "ret_value", "not int, uint, float, handle or null");
+        }
         break;
     case TETHER_RPC_TIME:
         invoke_ok(c, &m->u.time_req.invoke);

@@ -12,12 +12,12 @@
 #include "tether/crt/error.h"
 #include "tether/rpc/codec.h"
 
-/* Number of body fields of each message (after type and id). */
+/* Number of body fields of each message (after type and id), as encoded. */
 static int body_fields(uint32_t type) {
     bool reply = (type & TETHER_RPC_REPLY) && type != TETHER_RPC_ERROR;
     switch (type & ~TETHER_RPC_REPLY) {
     case TETHER_RPC_HELLO:
-        return reply ? 17 : 3;
+        return reply ? 23 : 3;
     case TETHER_RPC_AUTH:
         return reply ? 0 : 1;
     case TETHER_RPC_UPLOAD:
@@ -39,7 +39,7 @@ static int body_fields(uint32_t type) {
     case TETHER_RPC_COPY_FROM:
         return reply ? 1 : 3;
     case TETHER_RPC_CALL:
-        return reply ? 3 : 5;
+        return reply ? 4 : 5;
     case TETHER_RPC_TIME:
         return reply ? 3 : 9;
     case TETHER_RPC_RESET:
@@ -52,6 +52,15 @@ static int body_fields(uint32_t type) {
     default:
         return -1;
     }
+}
+
+/* Fields a decoder requires: the optional trailing fields (docs/rpc.md) may be absent. */
+static int required_fields(uint32_t type) {
+    if (type == (TETHER_RPC_HELLO | TETHER_RPC_REPLY))
+        return 17; /* board, ram_size, heap_size, stack_size, boot_count, exports_id optional */
+    if (type == (TETHER_RPC_CALL | TETHER_RPC_REPLY))
+        return 3; /* ret_value optional */
+    return body_fields(type);
 }
 
 /* ---- encode ---- */
@@ -104,36 +113,39 @@ typedef struct enc {
             e->rc = e->ops->array(e->c, (uint32_t)(n));                                            \
     } while (0)
 
+/* One [type_code, value] pair (CALL/TIME arguments, the CALL reply's return value). */
+static void enc_arg(enc *e, const tether_rpc_arg *a) {
+    E_A(2);
+    E_I(a->type_code);
+    switch (a->type_code) {
+    case TETHER_TYPE_INT:
+        E_I(a->v.v_int);
+        break;
+    case TETHER_TYPE_UINT:
+        E_U(a->v.v_uint);
+        break;
+    case TETHER_TYPE_FLOAT:
+        E_D(a->v.v_float);
+        break;
+    case TETHER_TYPE_HANDLE:
+    case TETHER_TYPE_DLTENSOR:
+        E_U(a->v.v_handle);
+        break;
+    case TETHER_TYPE_STR:
+        E_S(a->v.v_str);
+        break;
+    default: /* TETHER_TYPE_NULL (others were refused by the check) */
+        E_NIL();
+        break;
+    }
+}
+
 static void enc_invoke(enc *e, const tether_rpc_invoke *v) {
     E_U(v->func);
     E_U(v->abi);
     E_A(v->num_args);
-    for (uint32_t i = 0; i < v->num_args; i++) {
-        const tether_rpc_arg *a = &v->args[i];
-        E_A(2);
-        E_I(a->type_code);
-        switch (a->type_code) {
-        case TETHER_TYPE_INT:
-            E_I(a->v.v_int);
-            break;
-        case TETHER_TYPE_UINT:
-            E_U(a->v.v_uint);
-            break;
-        case TETHER_TYPE_FLOAT:
-            E_D(a->v.v_float);
-            break;
-        case TETHER_TYPE_HANDLE:
-        case TETHER_TYPE_DLTENSOR:
-            E_U(a->v.v_handle);
-            break;
-        case TETHER_TYPE_STR:
-            E_S(a->v.v_str);
-            break;
-        default: /* TETHER_TYPE_NULL (others were refused by the check) */
-            E_NIL();
-            break;
-        }
-    }
+    for (uint32_t i = 0; i < v->num_args; i++)
+        enc_arg(e, &v->args[i]);
     E_A(v->work_dim);
     for (uint32_t i = 0; i < v->work_dim; i++)
         E_U(v->global[i]);
@@ -178,6 +190,12 @@ int tether_rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const tethe
         E_U(h->load_size);
         E_B(h->auth_required);
         E_BIN(h->nonce);
+        E_S(h->board);
+        E_U(h->ram_size);
+        E_U(h->heap_size);
+        E_U(h->stack_size);
+        E_U(h->boot_count);
+        E_U(h->exports_id);
         break;
     }
     case TETHER_RPC_AUTH:
@@ -263,6 +281,7 @@ int tether_rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const tethe
         E_I(m->u.call_rep.ret);
         E_U(m->u.call_rep.elapsed_ns);
         E_U(m->u.call_rep.stack_bytes);
+        enc_arg(e, &m->u.call_rep.ret_value);
         break;
     case TETHER_RPC_TIME:
         enc_invoke(e, &m->u.time_req.invoke);
@@ -420,56 +439,59 @@ static void d_leave(dec *d, const char *field) {
         dfail(d, rc, field);
 }
 
+/* One [type_code, value] pair; `what` names the field in errors ("args", "ret_value"). */
+static void dec_arg(dec *d, tether_rpc_arg *a, uint32_t i, const char *what) {
+    uint32_t n = d_array(d, what, UINT32_MAX);
+    if (!d->rc && n < 2) {
+        tether_set_error(TETHER_ERR_PROTOCOL, "argument %u has %u elements, expected 2",
+                         (unsigned)i, (unsigned)n);
+        dfail(d, TETHER_ERR_PROTOCOL, what);
+    }
+    a->type_code = (int32_t)d_int(d, "type code", INT32_MIN, INT32_MAX);
+    switch (a->type_code) {
+    case TETHER_TYPE_INT:
+        a->v.v_int = d_int(d, "int value", INT64_MIN, INT64_MAX);
+        break;
+    case TETHER_TYPE_UINT:
+        a->v.v_uint = d_uint(d, "uint value", UINT64_MAX);
+        break;
+    case TETHER_TYPE_FLOAT:
+        a->v.v_float = d_double(d, "float value");
+        break;
+    case TETHER_TYPE_HANDLE:
+    case TETHER_TYPE_DLTENSOR:
+        a->v.v_handle = d_uint(d, "handle", UINT64_MAX);
+        break;
+    case TETHER_TYPE_STR:
+        a->v.v_str = d_str(d, "str value");
+        break;
+    case TETHER_TYPE_NULL:
+        if (!d->rc) {
+            int rc = d->ops->nil(d->c);
+            if (rc)
+                dfail(d, rc, "null value");
+        }
+        break;
+    default:
+        if (!d->rc) {
+            tether_set_error(TETHER_ERR_PROTOCOL, "argument %u has unsupported type code %d",
+                             (unsigned)i, (int)a->type_code);
+            dfail(d, TETHER_ERR_PROTOCOL, what);
+        }
+        break;
+    }
+    for (uint32_t k = 2; k < n && !d->rc; k++)
+        if (d->ops->skip(d->c))
+            dfail(d, TETHER_ERR_PROTOCOL, what);
+    d_leave(d, what);
+}
+
 static void dec_invoke(dec *d, tether_rpc_invoke *v) {
     v->func = d_uint(d, "func", UINT64_MAX);
     v->abi = (uint32_t)d_uint(d, "abi", UINT32_MAX);
     v->num_args = d_array(d, "args", TETHER_RPC_MAX_ARGS);
-    for (uint32_t i = 0; i < v->num_args && !d->rc; i++) {
-        tether_rpc_arg *a = &v->args[i];
-        uint32_t n = d_array(d, "args[i]", UINT32_MAX);
-        if (!d->rc && n < 2) {
-            tether_set_error(TETHER_ERR_PROTOCOL, "argument %u has %u elements, expected 2",
-                             (unsigned)i, (unsigned)n);
-            dfail(d, TETHER_ERR_PROTOCOL, "args");
-        }
-        a->type_code = (int32_t)d_int(d, "args type code", INT32_MIN, INT32_MAX);
-        switch (a->type_code) {
-        case TETHER_TYPE_INT:
-            a->v.v_int = d_int(d, "args int value", INT64_MIN, INT64_MAX);
-            break;
-        case TETHER_TYPE_UINT:
-            a->v.v_uint = d_uint(d, "args uint value", UINT64_MAX);
-            break;
-        case TETHER_TYPE_FLOAT:
-            a->v.v_float = d_double(d, "args float value");
-            break;
-        case TETHER_TYPE_HANDLE:
-        case TETHER_TYPE_DLTENSOR:
-            a->v.v_handle = d_uint(d, "args handle", UINT64_MAX);
-            break;
-        case TETHER_TYPE_STR:
-            a->v.v_str = d_str(d, "args str value");
-            break;
-        case TETHER_TYPE_NULL:
-            if (!d->rc) {
-                int rc = d->ops->nil(d->c);
-                if (rc)
-                    dfail(d, rc, "args null value");
-            }
-            break;
-        default:
-            if (!d->rc) {
-                tether_set_error(TETHER_ERR_PROTOCOL, "argument %u has unsupported type code %d",
-                                 (unsigned)i, (int)a->type_code);
-                dfail(d, TETHER_ERR_PROTOCOL, "args");
-            }
-            break;
-        }
-        for (uint32_t k = 2; k < n && !d->rc; k++)
-            if (d->ops->skip(d->c))
-                dfail(d, TETHER_ERR_PROTOCOL, "args");
-        d_leave(d, "args");
-    }
+    for (uint32_t i = 0; i < v->num_args && !d->rc; i++)
+        dec_arg(d, &v->args[i], i, "args");
     d_leave(d, "args");
     v->work_dim = d_array(d, "global", TETHER_RPC_MAX_WORK_DIM);
     for (uint32_t i = 0; i < v->work_dim; i++)
@@ -526,12 +548,14 @@ int tether_rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc_
     m->type = (uint32_t)type;
     m->id = (uint32_t)id;
     d->type = m->type;
-    int fields = body_fields(m->type);
-    if (n < (uint32_t)(2 + fields)) {
+    int fields = body_fields(m->type), required = required_fields(m->type);
+    if (n < (uint32_t)(2 + required)) {
         const char *tn = tether_rpc_type_name(m->type);
         return tether_set_error(TETHER_ERR_PROTOCOL, "%s: %u fields, expected %d", tn,
-                                (unsigned)(n - 2), fields);
+                                (unsigned)(n - 2), required);
     }
+    /* present = body fields actually in the message (optional trailing ones may be missing) */
+    uint32_t present = n - 2 < (uint32_t)fields ? n - 2 : (uint32_t)fields;
     switch (m->type) {
     case TETHER_RPC_HELLO:
         m->u.hello_req.version = (uint32_t)d_uint(d, "version", UINT32_MAX);
@@ -560,6 +584,19 @@ int tether_rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc_
         h->load_size = d_uint(d, "load_size", UINT64_MAX);
         h->auth_required = d_bool(d, "auth_required");
         h->nonce = d_bin(d, "nonce");
+        h->board.ptr = "";
+        if (present > 17)
+            h->board = d_str(d, "board");
+        if (present > 18)
+            h->ram_size = d_uint(d, "ram_size", UINT64_MAX);
+        if (present > 19)
+            h->heap_size = d_uint(d, "heap_size", UINT64_MAX);
+        if (present > 20)
+            h->stack_size = d_uint(d, "stack_size", UINT64_MAX);
+        if (present > 21)
+            h->boot_count = (uint32_t)d_uint(d, "boot_count", UINT32_MAX);
+        if (present > 22)
+            h->exports_id = (uint32_t)d_uint(d, "exports_id", UINT32_MAX);
         break;
     }
     case TETHER_RPC_AUTH:
@@ -655,6 +692,9 @@ int tether_rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc_
         m->u.call_rep.ret = (int32_t)d_int(d, "ret", INT32_MIN, INT32_MAX);
         m->u.call_rep.elapsed_ns = d_uint(d, "elapsed_ns", UINT64_MAX);
         m->u.call_rep.stack_bytes = d_uint(d, "stack_bytes", UINT64_MAX);
+        m->u.call_rep.ret_value.type_code = TETHER_TYPE_NULL;
+        if (present > 3)
+            dec_arg(d, &m->u.call_rep.ret_value, 0, "ret_value");
         break;
     case TETHER_RPC_TIME:
         dec_invoke(d, &m->u.time_req.invoke);
@@ -682,7 +722,7 @@ int tether_rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc_
     default:
         break;
     }
-    for (uint32_t i = (uint32_t)(2 + fields); i < n && !d->rc; i++)
+    for (uint32_t i = 2 + present; i < n && !d->rc; i++)
         if (ops->skip(c))
             dfail(d, TETHER_ERR_PROTOCOL, "trailing field");
     d_leave(d, "message");

@@ -56,7 +56,23 @@ static void test_hello(void **state) {
     assert_false(h->auth_required);
     assert_int_equal(h->load_addr, 0x20050000u);
     assert_int_equal(h->load_size, 128u * 1024u);
-    /* Board name and memory sizes arrive as a LOG line before the reply. */
+    /* Optional HELLO fields: board, memory sizes, boot counter, exports id. */
+    assert_true(tether_rpc_str_eq(h->board, "mps2-an385"));
+    assert_int_equal(h->ram_size, 459776u);
+    assert_int_equal(h->heap_size, 256u * 1024u);
+    assert_int_equal(h->stack_size, 16352u);
+    assert_int_equal(h->boot_count, 0);
+    /* The exports id matches the one firmware.json records for this build. */
+    char path[600], text[8192], want[32];
+    snprintf(path, sizeof path, "%s/firmware.json", mcu_fw_dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    text[fread(text, 1, sizeof text - 1, f)] = 0;
+    fclose(f);
+    snprintf(want, sizeof want, "\"exports_id\": \"0x%08x\"", (unsigned)h->exports_id);
+    assert_true(h->exports_id != 0);
+    assert_non_null(strstr(text, want));
+    /* The same facts (and the link counters) arrive as a LOG line before the reply. */
     assert_non_null(strstr(board.last_log, "board mps2-an385 cpu cortex-m3 clock 25000000 Hz"));
     assert_non_null(strstr(board.last_log, "heap 0x20010000+262144"));
     assert_non_null(strstr(board.last_log, "rx buffer 1024 B"));
@@ -308,6 +324,9 @@ static void test_stack_high_water(void **state) {
     mcu_call(&board, f, TETHER_ABI_PACKED, &arg, 1, &small);
     arg = mcu_arg_int(6000);
     mcu_call(&board, f, TETHER_ABI_PACKED, &arg, 1, &big);
+    /* Its packed return value (the sum of the bytes 0..99 it wrote) comes back in the reply. */
+    assert_int_equal(small.ret_value.type_code, TETHER_TYPE_INT);
+    assert_int_equal(small.ret_value.v.v_int, 4950);
     /* stack_use puts an n-byte array on its stack (rounded up to 8 bytes). */
     printf("stack_use(100): %llu bytes, stack_use(6000): %llu bytes\n",
            (unsigned long long)small.stack_bytes, (unsigned long long)big.stack_bytes);

@@ -99,6 +99,38 @@ static void test_decode_noncanonical(void **state) {
         assert_int_equal(m.u.time_rep.repeat, 1);
         assert_true(m.u.time_rep.seconds[0] == 0.5);
     }
+    /* optional trailing fields (docs/rpc.md) may be absent: a HELLO reply with the 17 original
+     * fields and a CALL reply with 3 decode with board "" / sizes 0 / ret_value null */
+    n = hex_decode("dc0013410101b27468756d6276376d2d6e6f6e652d65616269a9636f727465782d6d33c320cd02"
+                   "0001ce017d78400192a47372616da46472616dc20000ce20010000ce00010000c2c400",
+                   expect, sizeof expect);
+    for (int c = 0; c < 2; c++) {
+        tether_rpc_msg m;
+        assert_int_equal(decoders[c](expect, (size_t)n, &m), 0);
+        assert_int_equal(m.u.hello_rep.load_addr, 0x20010000);
+        assert_int_equal(m.u.hello_rep.board.len, 0);
+        assert_non_null(m.u.hello_rep.board.ptr);
+        assert_int_equal(m.u.hello_rep.ram_size, 0);
+        assert_int_equal(m.u.hello_rep.boot_count, 0);
+        assert_int_equal(m.u.hello_rep.exports_id, 0);
+    }
+    /* ... and a HELLO reply carrying only the first optional field (board) */
+    n = hex_decode("dc0014410101b27468756d6276376d2d6e6f6e652d65616269a9636f727465782d6d33c320cd02"
+                   "0001ce017d78400192a47372616da46472616dc20000ce20010000ce00010000c2c400a3616263",
+                   expect, sizeof expect);
+    for (int c = 0; c < 2; c++) {
+        tether_rpc_msg m;
+        assert_int_equal(decoders[c](expect, (size_t)n, &m), 0);
+        assert_true(tether_rpc_str_eq(m.u.hello_rep.board, "abc"));
+        assert_int_equal(m.u.hello_rep.heap_size, 0);
+    }
+    n = hex_decode("954c0c00ce0001e240cd04b0", expect, sizeof expect);
+    for (int c = 0; c < 2; c++) {
+        tether_rpc_msg m;
+        assert_int_equal(decoders[c](expect, (size_t)n, &m), 0);
+        assert_int_equal(m.u.call_rep.stack_bytes, 1200);
+        assert_int_equal(m.u.call_rep.ret_value.type_code, TETHER_TYPE_NULL);
+    }
     /* extra trailing field in the message array is ignored: COPY_TO reply + "x" */
     n = hex_decode("944a0a05a178", expect, sizeof expect);
     for (int c = 0; c < 2; c++) {
@@ -135,6 +167,11 @@ static void test_decode_errors(void **state) {
         {"94100a02a0", TETHER_ERR_PROTOCOL, "LOG with id"},
         {"94101002a0", TETHER_ERR_PROTOCOL, "LOG id 16"},
         {"947f0c05a0", TETHER_ERR_PROTOCOL, "ERROR with positive code"},
+        {"944c0c0000", TETHER_ERR_PROTOCOL, "CALL reply missing stack_bytes"},
+        {"964c0c000000920ba178", TETHER_ERR_PROTOCOL, "CALL reply returning a string"},
+        {"964c0c000000920701", TETHER_ERR_PROTOCOL, "CALL reply returning a DLTensor"},
+        {"964c0c0000009100", TETHER_ERR_PROTOCOL, "CALL reply ret_value of one element"},
+        {"964c0c000000c0", TETHER_ERR_PROTOCOL, "CALL reply ret_value nil"},
         /* ALLOC with 9 dimensions */
         {"9608089901010101010101010193022001"
          "00a0",

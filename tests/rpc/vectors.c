@@ -42,6 +42,12 @@ static void hello_rep(tether_rpc_msg *m) {
     h->auth_required = true;
     h->nonce.ptr = nonce32;
     h->nonce.len = 32;
+    h->board = tether_rpc_str_c("mps2-an385");
+    h->ram_size = 459776;
+    h->heap_size = 262144;
+    h->stack_size = 16352;
+    h->boot_count = 3;
+    h->exports_id = 0x1234abcdu;
 }
 static void auth_req(tether_rpc_msg *m) {
     m->type = TETHER_RPC_AUTH;
@@ -211,6 +217,25 @@ static void call_rep(tether_rpc_msg *m) {
     m->u.call_rep.ret = 0;
     m->u.call_rep.elapsed_ns = 123456;
     m->u.call_rep.stack_bytes = 1200;
+    m->u.call_rep.ret_value.type_code = TETHER_TYPE_INT;
+    m->u.call_rep.ret_value.v.v_int = 7;
+}
+static void call_rep_float(tether_rpc_msg *m) {
+    m->type = TETHER_RPC_CALL | TETHER_RPC_REPLY;
+    m->id = 12;
+    m->u.call_rep.ret = -1;
+    m->u.call_rep.elapsed_ns = 5;
+    m->u.call_rep.stack_bytes = 0;
+    m->u.call_rep.ret_value.type_code = TETHER_TYPE_FLOAT;
+    m->u.call_rep.ret_value.v.v_float = 2.5;
+}
+static void call_rep_null(tether_rpc_msg *m) {
+    m->type = TETHER_RPC_CALL | TETHER_RPC_REPLY;
+    m->id = 12;
+    m->u.call_rep.ret = 0;
+    m->u.call_rep.elapsed_ns = 0;
+    m->u.call_rep.stack_bytes = 0;
+    m->u.call_rep.ret_value.type_code = TETHER_TYPE_NULL;
 }
 static void time_req(tether_rpc_msg *m) {
     m->type = TETHER_RPC_TIME;
@@ -358,7 +383,10 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
                x->opencl == y->opencl && x->image_max_width == y->image_max_width &&
                x->image_max_height == y->image_max_height && x->load_addr == y->load_addr &&
                x->load_size == y->load_size && x->auth_required == y->auth_required &&
-               bytes_equal(x->nonce, y->nonce);
+               bytes_equal(x->nonce, y->nonce) && str_equal(x->board, y->board) &&
+               x->ram_size == y->ram_size && x->heap_size == y->heap_size &&
+               x->stack_size == y->stack_size && x->boot_count == y->boot_count &&
+               x->exports_id == y->exports_id;
     }
     case TETHER_RPC_AUTH:
         return bytes_equal(a->u.auth_req.mac, b->u.auth_req.mac);
@@ -420,10 +448,15 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
         return bytes_equal(a->u.copy_from_rep.data, b->u.copy_from_rep.data);
     case TETHER_RPC_CALL:
         return invoke_equal(&a->u.call_req, &b->u.call_req);
-    case TETHER_RPC_CALL | TETHER_RPC_REPLY:
+    case TETHER_RPC_CALL | TETHER_RPC_REPLY: {
+        const tether_rpc_arg *x = &a->u.call_rep.ret_value, *y = &b->u.call_rep.ret_value;
+        int same_value = x->type_code == y->type_code &&
+                         (x->type_code == TETHER_TYPE_NULL ||
+                          memcmp(&x->v.v_uint, &y->v.v_uint, sizeof x->v.v_uint) == 0);
         return a->u.call_rep.ret == b->u.call_rep.ret &&
                a->u.call_rep.elapsed_ns == b->u.call_rep.elapsed_ns &&
-               a->u.call_rep.stack_bytes == b->u.call_rep.stack_bytes;
+               a->u.call_rep.stack_bytes == b->u.call_rep.stack_bytes && same_value;
+    }
     case TETHER_RPC_TIME:
         return invoke_equal(&a->u.time_req.invoke, &b->u.time_req.invoke) &&
                a->u.time_req.number == b->u.time_req.number &&

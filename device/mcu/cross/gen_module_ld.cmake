@@ -5,6 +5,7 @@
 #               (for hosts that link modules: tether compile --upload)
 #   module.ld   memory = the firmware's load region; a 32-byte image header first (see
 #               docs/mcu.md), then code, read-only data, data; .bss after the uploaded bytes
+#   exports_id  (in firmware.json) identity of the export addresses, also reported by HELLO
 # Usage: cmake -DREADELF=... -DELF=... -DEXPORTS=exports.def -DBOARD=... -DOUT=dir -P gen_module_ld.cmake
 # readelf (not nm): its values keep bit 0 of Thumb functions, which callers need.
 execute_process(COMMAND ${READELF} -sW ${ELF} OUTPUT_VARIABLE sym_out RESULT_VARIABLE rc)
@@ -28,6 +29,7 @@ math(EXPR load_size "0x${addr___tether_load_end} - 0x${addr___tether_load_start}
 
 file(STRINGS ${EXPORTS} export_lines REGEX "^TETHER_EXPORT\\(")
 set(json_exports "")
+set(id_text "")
 set(exports "/* Firmware symbols for RAM-upload modules of the ${BOARD} firmware (generated from
  * device/mcu/firmware/exports.def; do not edit). */\n")
 foreach(line ${export_lines})
@@ -36,12 +38,19 @@ foreach(line ${export_lines})
         message(FATAL_ERROR "exported symbol ${name} is missing from ${ELF}")
     endif()
     string(APPEND exports "${name} = 0x${addr_${name}};\n")
+    string(TOLOWER "${addr_${name}}" addr_lower)
+    string(APPEND id_text "${addr_lower}\n")
     if(json_exports)
         string(APPEND json_exports ",\n")
     endif()
     string(APPEND json_exports "    \"${name}\": \"0x${addr_${name}}\"")
 endforeach()
 file(WRITE ${OUT}/exports.ld "${exports}")
+# exports_id: first 4 bytes of the SHA-256 of the address lines; the firmware computes the same
+# at boot (firmware/exports.c) and reports it in HELLO, so a host can check that this
+# firmware.json describes the firmware it talks to.
+string(SHA256 id_hash "${id_text}")
+string(SUBSTRING "${id_hash}" 0 8 exports_id)
 
 file(WRITE ${OUT}/module.ld "/*
  * Linker script for tether RAM-upload modules of the ${BOARD} firmware (generated; do not edit).
@@ -107,6 +116,7 @@ file(WRITE ${OUT}/firmware.json "{
   \"cpu_flags\": \"${cpu_flags}\",
   \"load_addr\": \"${load_start}\",
   \"load_size\": ${load_size},
+  \"exports_id\": \"0x${exports_id}\",
   \"module_ld\": \"module.ld\",
   \"exports_ld\": \"exports.ld\",
   \"exports\": {

@@ -72,6 +72,9 @@ typedef struct tether_mcu_image_header {
 int tether_mcu_image_load(const tether_board_info *board, uint32_t size,
                           const tether_func_registry **out);
 
+/* Identity of the exported symbol table (exports.c; firmware.json "exports_id"). */
+uint32_t tether_mcu_exports_id(void);
+
 /* Sends one LOG notification (also used by tether_platform_log). */
 void tether_mcu_send_log(tether_log_level level, const char *text);
 

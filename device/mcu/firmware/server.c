@@ -51,6 +51,7 @@ static uint32_t client_max_frame = TETHER_RPC_MIN_FRAME;
 static bool session_open;
 
 static tether_heap heap;
+static uint32_t exports_id; /* tether_mcu_exports_id(), computed once at boot */
 
 typedef struct array_slot {
     tether_ndarray arr;
@@ -216,7 +217,13 @@ static int on_hello(void) {
     h->load_addr = board->load_base;
     h->load_size = board->load_size;
     h->auth_required = false;
-    /* HELLO has no fields for the board name and memory sizes yet: send them as a LOG line. */
+    h->board = tether_rpc_str_c(board->name);
+    h->ram_size = board->ram_size;
+    h->heap_size = board->heap_size;
+    h->stack_size = board->stack_size;
+    h->boot_count = tether_board_boot_count();
+    h->exports_id = exports_id;
+    /* The same summary as a LOG line (with the link counters), for logs and older hosts. */
     char text[256];
     board_summary(text, sizeof text);
     tether_mcu_send_log(TETHER_LOG_INFO, text);
@@ -602,6 +609,36 @@ static __attribute__((noinline)) void measured_call(tether_mcu_callframe *cf, ui
     *t1 = tether_platform_cycles();
 }
 
+/* The packed function's return value for the CALL reply: numbers as they are, a handle as its
+ * address; strings and anything else are not sent (a device pointer means nothing to the
+ * host), nor is a value of an unpacked function. */
+static void ret_value(const tether_func_entry *e, tether_rpc_arg *out) {
+    out->type_code = TETHER_TYPE_NULL;
+    if (e->abi != TETHER_ABI_PACKED) {
+        return;
+    }
+    switch (call_ret_code) {
+    case TETHER_TYPE_INT:
+        out->type_code = TETHER_TYPE_INT;
+        out->v.v_int = call_ret.v_int64;
+        break;
+    case TETHER_TYPE_UINT:
+        out->type_code = TETHER_TYPE_UINT;
+        out->v.v_uint = (uint64_t)call_ret.v_int64;
+        break;
+    case TETHER_TYPE_FLOAT:
+        out->type_code = TETHER_TYPE_FLOAT;
+        out->v.v_float = call_ret.v_float64;
+        break;
+    case TETHER_TYPE_HANDLE:
+        out->type_code = TETHER_TYPE_HANDLE;
+        out->v.v_handle = (uint64_t)(uintptr_t)call_ret.v_handle;
+        break;
+    default:
+        break;
+    }
+}
+
 static int on_call(void) {
     const tether_func_entry *e;
     tether_mcu_callframe cf;
@@ -619,6 +656,7 @@ static int on_call(void) {
     rep.u.call_rep.ret = cf.ret;
     rep.u.call_rep.elapsed_ns = (t1 - t0) * 1000000000u / board->clock_hz;
     rep.u.call_rep.stack_bytes = used;
+    ret_value(e, &rep.u.call_rep.ret_value);
     if (cf.ret != 0 && tether_last_status() != TETHER_OK) {
         /* The function failed and said why: forward its message to the host. */
         tether_log(TETHER_LOG_WARN, "%s returned %d: %s", e->name, (int)cf.ret,
@@ -836,6 +874,7 @@ void tether_mcu_main(void) {
     if (tether_registry_check(&tether_module_registry) != TETHER_OK) {
         tether_platform_abort(tether_last_status());
     }
+    exports_id = tether_mcu_exports_id();
     char text[256];
     board_summary(text, sizeof text);
     tether_mcu_send_log(TETHER_LOG_INFO, text);

@@ -135,6 +135,13 @@ typedef struct tether_rpc_hello_rep {
     uint64_t load_size;
     bool auth_required;
     tether_rpc_bytes nonce; /* AUTH challenge (TETHER_RPC_NONCE_BYTES) when auth_required */
+    /* Optional trailing fields (docs/rpc.md): a reply without them decodes as "" / 0. */
+    tether_rpc_str board; /* board name ("mps2-an385"); "" when the device is not a board */
+    uint64_t ram_size;    /* bytes of RAM the device has (0 = not reported) */
+    uint64_t heap_size;   /* bytes available to arrays (0 = not reported) */
+    uint64_t stack_size;  /* bytes of the call stack functions run on (0 = not reported) */
+    uint32_t boot_count;  /* resets since power-up (MCU); a change means a new boot */
+    uint32_t exports_id;  /* identity of the symbols MCU images link against (0 = none) */
 } tether_rpc_hello_rep;
 
 typedef struct tether_rpc_auth_req {
@@ -243,6 +250,10 @@ typedef struct tether_rpc_call_rep {
     int32_t ret;          /* the function's own return code */
     uint64_t elapsed_ns;  /* wall time of the call */
     uint64_t stack_bytes; /* stack high-water mark (0 when not measured, e.g. OpenCL) */
+    /* Optional trailing field: the packed function's return value (TETHER_TYPE_INT, UINT,
+     * FLOAT, HANDLE or NULL; NULL when there is none or the reply lacks the field). Senders set
+     * type_code explicitly: a zeroed struct means int 0. */
+    tether_rpc_arg ret_value;
 } tether_rpc_call_rep;
 
 typedef struct tether_rpc_time_req {
