@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tether/compiler.h"
 #include "tether/crt/error.h"
 
 void tether_sbuf_init(tether_sbuf *b) {
@@ -124,4 +125,22 @@ int tether_read_file(const char *path, char **out, size_t *len) {
         *len = n;
     }
     return TETHER_OK;
+}
+
+/* The long form of the last error (tether_error_detail): kept with a copy of the short message it
+ * belongs to, so a later error makes it stale without anyone clearing it. */
+static _Thread_local char error_detail[16384];
+static _Thread_local char error_detail_owner[TETHER_ERROR_MSG_MAX];
+
+void tether_set_error_detail(const char *text) {
+    snprintf(error_detail, sizeof error_detail, "%s", text ? text : "");
+    snprintf(error_detail_owner, sizeof error_detail_owner, "%s", tether_last_error());
+}
+
+const char *tether_error_detail(void) {
+    const char *msg = tether_last_error();
+    if (error_detail[0] && strcmp(msg, error_detail_owner) == 0) {
+        return error_detail;
+    }
+    return msg;
 }

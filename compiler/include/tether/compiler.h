@@ -47,6 +47,63 @@ typedef int (*tether_model_loader)(const char *path, tether_ir_graph *g);
  * thread-safe: register at start-up (the CLI's main does it for the front ends it links). */
 int tether_model_register_loader(const char *ext, tether_model_loader fn);
 
+/* ---- load options (what a front end may need beyond the file) ------------------------------ */
+
+/* `--input-shape NAME=D0xD1x...`: the shape of graph input NAME, fixing its dynamic dimensions
+ * (ONNX symbolic or unknown extents). For formats without dynamic dimensions (JSON) the given
+ * shape must equal the model's. */
+typedef struct tether_model_input_shape {
+    char name[128];
+    int ndim;
+    int64_t shape[TETHER_IR_MAX_NDIM];
+} tether_model_input_shape;
+
+/* Parses "NAME=1x3x224x224" ("NAME=" alone is a scalar); TETHER_ERR_INVALID_ARG with a message
+ * naming the spec when it does not parse or an extent is < 1. */
+int tether_model_input_shape_parse(const char *spec, tether_model_input_shape *out);
+
+/* A tensor value known when the model is loaded (test data, `tether run --in`). Any dtype; the
+ * front end converts what it binds. data is borrowed for the duration of the load. */
+typedef struct tether_model_value {
+    DLDataType dtype;
+    int ndim;
+    int64_t shape[TETHER_IR_MAX_NDIM];
+    const void *data;
+    size_t nbytes;
+} tether_model_value;
+
+typedef struct tether_model_load_options {
+    const tether_model_input_shape *input_shapes; /* may be NULL */
+    int ninput_shapes;
+    /* Values of the model's graph inputs in the model's input order (ONNX: graph inputs that are
+     * not initializers); entries with data NULL are unknown. A front end turns an input that an
+     * operator needs as a constant (a Reshape's shape, Clip's min/max, Squeeze/Unsqueeze/
+     * ReduceMean axes, Pad's pads) into a constant with this value, drops it from the graph
+     * inputs and sets input_bound[i] = 1 (when input_bound is not NULL; ninput_values entries).
+     * Every other input stays a run-time input. */
+    const tether_model_value *input_values;
+    int ninput_values;
+    unsigned char *input_bound;
+} tether_model_load_options;
+
+/* tether_model_load with options (NULL = none). Every input_shapes entry must name a graph input
+ * of the loaded model and equal its final shape, else an error naming the input. */
+int tether_model_load_with(const char *path, const tether_model_load_options *o,
+                           tether_ir_graph *g);
+
+/* A front end that understands load options; registered like tether_model_loader (one registry
+ * for both kinds). o is never NULL when called. */
+typedef int (*tether_model_loader_with)(const char *path, const tether_model_load_options *o,
+                                        tether_ir_graph *g);
+int tether_model_register_loader_with(const char *ext, tether_model_loader_with fn);
+
+/* The full text of the last error when it did not fit tether_last_error() (TETHER_ERROR_MSG_MAX
+ * bytes), e.g. an ONNX model's list of every unsupported operator; otherwise tether_last_error()
+ * itself. Per thread. Front ends call tether_set_error_detail right after tether_set_error; the
+ * detail is dropped as soon as a later error replaces the message it belongs to. */
+const char *tether_error_detail(void);
+void tether_set_error_detail(const char *text);
+
 /* Parses JSON model text. `source` names it in messages; `weights_dir` is where a "weights"
  * file named in the model is looked up (NULL = current directory). */
 int tether_model_parse_json(const char *text, const char *source, const char *weights_dir,
@@ -214,8 +271,9 @@ typedef struct tether_compile_options {
     tether_codegen_options codegen;
     tether_build_options build;
     tether_pass_options passes;
-    const char *planner; /* planner algorithm name, NULL = "best" */
-    bool build_library;  /* false: write sources, header and metadata only */
+    const char *planner;                   /* planner algorithm name, NULL = "best" */
+    const tether_model_load_options *load; /* tether_compile_model's loading, NULL = defaults */
+    bool build_library;                    /* false: write sources, header and metadata only */
 } tether_compile_options;
 
 void tether_compile_options_init(tether_compile_options *o);

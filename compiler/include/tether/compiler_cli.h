@@ -14,12 +14,18 @@ extern "C" {
 
 /* tether compile MODEL -o DIR [--abi packed|unpacked] [--interface packed|c]
  *                [--target NAME] [--prefix NAME] [--opt-level 0|1|2|3|s] [--params linked|blob]
- *                [--planner ALGO] [--no-build] [--no-passes] [--dump-ir] [--quiet] */
+ *                [--planner ALGO] [--no-build] [--no-passes] [--dump-ir] [--quiet]
+ *                [--input-shape NAME=D0xD1...]... */
 int tether_cmd_compile(int argc, char **argv);
 
 /* tether plan MODEL [--planner ALGO] [--pool SPEC] [--svg FILE] [--json FILE] ...: turns the
  * model's intermediate tensors into the planner's buffer list and prints the plan report. */
 int tether_cmd_plan(int argc, char **argv);
+
+/* tether import MODEL -o OUT.json [--weights FILE] [--input-shape NAME=D0xD1...]...: loads a model
+ * of any registered format (the CLI registers .onnx) and writes it as a JSON model plus weights
+ * (nothing is left behind on failure). */
+int tether_cmd_import(int argc, char **argv);
 
 #ifdef __cplusplus
 }

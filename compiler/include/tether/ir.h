@@ -219,6 +219,12 @@ int tether_ir_find_tensor(const tether_ir_graph *g, const char *name);
  * "node 'conv1' (conv2d): input channels 3 differ from weight channels 4 x groups 1". */
 int tether_ir_infer(tether_ir_graph *g);
 
+/* Infers one node as tether_ir_infer would (arity, attribute ranges, shape rule, element limit)
+ * and sets its output's shape, for front ends that need shapes while they build the graph (nodes
+ * added in execution order, inputs already shaped). tether_ir_infer must still run on the whole
+ * graph afterwards. */
+int tether_ir_infer_node(tether_ir_graph *g, int node);
+
 /* Elements of a tensor (1 for a scalar); its bytes. */
 size_t tether_ir_tensor_elements(const tether_ir_tensor *t);
 size_t tether_ir_tensor_bytes(const tether_ir_tensor *t);

@@ -309,7 +309,7 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
 int tether_compile_model(const char *model_path, const char *out_dir,
                          const tether_compile_options *o, tether_compile_result *res) {
     tether_ir_graph g;
-    int rc = tether_model_load(model_path, &g);
+    int rc = tether_model_load_with(model_path, o ? o->load : NULL, &g);
     if (rc) {
         return rc;
     }

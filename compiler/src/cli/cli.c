@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../internal.h"
 #include "../plan/memplan_internal.h"
@@ -31,6 +32,8 @@ static const char compile_usage[] =
     "  --no-passes                  skip constant/BN folding, fusion and dead-node removal\n"
     "  --no-build                   write sources and metadata only\n"
     "  --dump-ir                    print the IR after the passes\n"
+    "  --input-shape NAME=D0xD1...  shape of a graph input with dynamic dimensions (ONNX);\n"
+    "                               repeatable\n"
     "  --quiet                      do not print the report table\n";
 
 static int usage_error(const char *cmd, const char *fmt, const char *arg) {
@@ -40,9 +43,33 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg) {
     return 2;
 }
 
+#define MAX_INPUT_SHAPES 32
+
+/* --input-shape NAME=SHAPE, collected into a load-options struct. Returns 0, or 2 after printing
+ * the usage error. */
+typedef struct shapes_opt {
+    tether_model_input_shape shapes[MAX_INPUT_SHAPES];
+    tether_model_load_options load;
+} shapes_opt;
+
+static int add_input_shape(const char *cmd, shapes_opt *s, const char *spec) {
+    if (s->load.ninput_shapes >= MAX_INPUT_SHAPES) {
+        return usage_error(cmd, "%s", "too many --input-shape options");
+    }
+    if (tether_model_input_shape_parse(spec, &s->shapes[s->load.ninput_shapes]) != 0) {
+        fprintf(stderr, "tether %s: %s\n", cmd, tether_last_error());
+        return 2;
+    }
+    s->load.input_shapes = s->shapes;
+    s->load.ninput_shapes++;
+    return 0;
+}
+
 int tether_cmd_compile(int argc, char **argv) {
     tether_compile_options o;
     tether_compile_options_init(&o);
+    static shapes_opt shp;
+    memset(&shp, 0, sizeof shp);
     const char *model = NULL, *out = NULL;
     int dump = 0, quiet = 0;
     for (int i = 1; i < argc; i++) {
@@ -55,12 +82,17 @@ int tether_cmd_compile(int argc, char **argv) {
         int takes = strcmp(a, "-o") == 0 || strcmp(a, "--abi") == 0 ||
                     strcmp(a, "--interface") == 0 || strcmp(a, "--target") == 0 ||
                     strcmp(a, "--prefix") == 0 || strcmp(a, "--opt-level") == 0 ||
-                    strcmp(a, "--params") == 0 || strcmp(a, "--planner") == 0;
+                    strcmp(a, "--params") == 0 || strcmp(a, "--planner") == 0 ||
+                    strcmp(a, "--input-shape") == 0;
         if (takes && !v) {
             return usage_error("compile", "%s needs a value", a);
         }
         if (strcmp(a, "-o") == 0) {
             out = v;
+        } else if (strcmp(a, "--input-shape") == 0) {
+            if (add_input_shape("compile", &shp, v)) {
+                return 2;
+            }
         } else if (strcmp(a, "--abi") == 0) {
             if (tether_abi_parse(v, &o.codegen.abi) != 0) {
                 return usage_error("compile", "unknown ABI '%s' (packed, unpacked)", v);
@@ -72,7 +104,7 @@ int tether_cmd_compile(int argc, char **argv) {
         } else if (strcmp(a, "--target") == 0) {
             const tether_target *t;
             if (tether_target_find(v, &t) != 0) {
-                fprintf(stderr, "tether compile: %s\n", tether_last_error());
+                fprintf(stderr, "tether compile: %s\n", tether_error_detail());
                 return 2;
             }
             o.build.target = t->name;
@@ -124,14 +156,14 @@ int tether_cmd_compile(int argc, char **argv) {
         return usage_error("compile", "%s", "missing -o DIR");
     }
     tether_ir_graph g;
-    if (tether_model_load(model, &g) != 0) {
-        fprintf(stderr, "tether compile: %s\n", tether_last_error());
+    if (tether_model_load_with(model, &shp.load, &g) != 0) {
+        fprintf(stderr, "tether compile: %s\n", tether_error_detail());
         return 1;
     }
     int rc = 0;
     if (dump && !out) {
         if (tether_passes_run(&g, &o.passes) != 0) {
-            fprintf(stderr, "tether compile: %s\n", tether_last_error());
+            fprintf(stderr, "tether compile: %s\n", tether_error_detail());
             rc = 1;
         } else {
             tether_ir_print(stdout, &g);
@@ -141,7 +173,7 @@ int tether_cmd_compile(int argc, char **argv) {
     }
     tether_compile_result res;
     if (tether_compile_graph(&g, out, &o, &res) != 0) {
-        fprintf(stderr, "tether compile: %s\n", tether_last_error());
+        fprintf(stderr, "tether compile: %s\n", tether_error_detail());
         tether_ir_close(&g);
         return 1;
     }
@@ -162,11 +194,14 @@ static const char plan_usage[] =
     "  Plans the workspace of a model: every intermediate tensor becomes a buffer whose live\n"
     "  interval runs from its producing operator to its last reader (after the compiler's\n"
     "  passes). Options are those of `tether plan-buffers` (compiler/planner).\n"
-    "  --no-passes   plan the graph as loaded\n";
+    "  --no-passes   plan the graph as loaded\n"
+    "  --input-shape NAME=D0xD1...  shape of a graph input with dynamic dimensions (ONNX)\n";
 
 int tether_cmd_plan(int argc, char **argv) {
     const char *model = NULL;
     int first = argc, passes = 1;
+    static shapes_opt shp;
+    memset(&shp, 0, sizeof shp);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(plan_usage, stdout);
@@ -178,6 +213,13 @@ int tether_cmd_plan(int argc, char **argv) {
     for (; i < argc; i++) {
         if (strcmp(argv[i], "--no-passes") == 0) {
             passes = 0;
+        } else if (strcmp(argv[i], "--input-shape") == 0) {
+            if (i + 1 >= argc) {
+                return usage_error("plan", "%s needs a value", argv[i]);
+            }
+            if (add_input_shape("plan", &shp, argv[++i])) {
+                return 2;
+            }
         } else if (argv[i][0] != '-' && !model) {
             model = argv[i];
         } else {
@@ -189,15 +231,15 @@ int tether_cmd_plan(int argc, char **argv) {
         return usage_error("plan", "%s", "missing MODEL");
     }
     tether_ir_graph g;
-    if (tether_model_load(model, &g) != 0) {
-        fprintf(stderr, "tether plan: %s\n", tether_last_error());
+    if (tether_model_load_with(model, &shp.load, &g) != 0) {
+        fprintf(stderr, "tether plan: %s\n", tether_error_detail());
         return 1;
     }
     if (passes) {
         tether_pass_options po;
         tether_pass_options_init(&po);
         if (tether_passes_run(&g, &po) != 0) {
-            fprintf(stderr, "tether plan: %s\n", tether_last_error());
+            fprintf(stderr, "tether plan: %s\n", tether_error_detail());
             tether_ir_close(&g);
             return 1;
         }
@@ -216,4 +258,107 @@ int tether_cmd_plan(int argc, char **argv) {
     tether_plan_problem_close(&p);
     tether_ir_close(&g);
     return rc;
+}
+
+static const char import_usage[] =
+    "usage: tether import MODEL -o OUT.json [--weights FILE] [--input-shape NAME=D0xD1...]\n"
+    "  Converts a model of a registered format (.onnx, docs/onnx.md) into the tether JSON model\n"
+    "  format (docs/model-format.md): OUT.json plus its weights file (default OUT.bin beside\n"
+    "  it). No passes run: the file holds the graph as imported.\n"
+    "  --input-shape NAME=D0xD1...  shape of a graph input with dynamic dimensions; repeatable\n";
+
+int tether_cmd_import(int argc, char **argv) {
+    static shapes_opt shp;
+    memset(&shp, 0, sizeof shp);
+    const char *model = NULL, *out = NULL, *weights = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(import_usage, stdout);
+            return 0;
+        }
+        int takes =
+            strcmp(a, "-o") == 0 || strcmp(a, "--weights") == 0 || strcmp(a, "--input-shape") == 0;
+        if (takes && !v) {
+            return usage_error("import", "%s needs a value", a);
+        }
+        if (strcmp(a, "-o") == 0) {
+            out = v;
+        } else if (strcmp(a, "--weights") == 0) {
+            weights = v;
+        } else if (strcmp(a, "--input-shape") == 0) {
+            if (add_input_shape("import", &shp, v)) {
+                return 2;
+            }
+        } else if (a[0] == '-') {
+            return usage_error("import", "unknown option '%s'", a);
+        } else if (!model) {
+            model = a;
+        } else {
+            return usage_error("import", "unexpected argument '%s'", a);
+        }
+        if (takes) {
+            i++;
+        }
+    }
+    if (!model) {
+        return usage_error("import", "%s", "missing MODEL");
+    }
+    if (!out) {
+        return usage_error("import", "%s", "missing -o OUT.json");
+    }
+    size_t ol = strlen(out);
+    if (ol < 6 || strcmp(out + ol - 5, ".json") != 0) {
+        return usage_error("import", "output '%s' must end in .json", out);
+    }
+    char wpath[1100];
+    if (weights) {
+        snprintf(wpath, sizeof wpath, "%s", weights);
+    } else {
+        snprintf(wpath, sizeof wpath, "%.*s.bin", (int)(ol - 5), out);
+    }
+    const char *wbase = strrchr(wpath, '/');
+    wbase = wbase ? wbase + 1 : wpath;
+    const char *obase = strrchr(out, '/');
+    if ((size_t)(wbase - wpath) != (obase ? (size_t)(obase + 1 - out) : 0) ||
+        strncmp(wpath, out, (size_t)(wbase - wpath)) != 0) {
+        return usage_error("import", "weights file '%s' must be in the directory of the model",
+                           wpath);
+    }
+    tether_ir_graph g;
+    if (tether_model_load_with(model, &shp.load, &g) != 0) {
+        fprintf(stderr, "tether import: %s\n", tether_error_detail());
+        return 1;
+    }
+    /* Write into a fresh directory beside the targets, then rename both files into place: a
+     * failure leaves nothing behind. */
+    char tdir[1200], tj[2400], tw[2400];
+    int dl = obase ? (int)(obase + 1 - out) : 0;
+    snprintf(tdir, sizeof tdir, "%.*s.tether-import-XXXXXX", dl, out);
+    int rc = TETHER_OK;
+    if (!mkdtemp(tdir)) {
+        rc = tether_set_error(TETHER_ERR_IO, "cannot create a temporary directory beside %s", out);
+    } else {
+        snprintf(tj, sizeof tj, "%s/%s", tdir, obase ? obase + 1 : out);
+        snprintf(tw, sizeof tw, "%s/%s", tdir, wbase);
+        rc = tether_model_save_json(&g, tj, tw);
+        if (rc == 0 && (rename(tw, wpath) != 0 || rename(tj, out) != 0)) {
+            rc = tether_set_error(TETHER_ERR_IO, "cannot move the written files to %s and %s", out,
+                                  wpath);
+            unlink(wpath);
+        }
+        unlink(tj);
+        unlink(tw);
+        rmdir(tdir);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "tether import: %s\n", tether_error_detail());
+        tether_ir_close(&g);
+        return 1;
+    }
+    printf("imported %s -> %s + %s (%d tensors, %d nodes, %d inputs, %d outputs)\n", model, out,
+           wpath, g.ntensors, g.nnodes, g.ninputs, g.noutputs);
+    tether_ir_close(&g);
+    return 0;
 }

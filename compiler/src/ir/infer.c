@@ -828,6 +828,71 @@ static int check_attr_ranges(const tether_ir_node *n) {
     return TETHER_OK;
 }
 
+/* Infers the output shape of one node whose inputs have shapes: checks a declared output shape
+ * and the output dtype, then sets the output's ndim and shape. */
+static int infer_output(tether_ir_graph *g, tether_ir_node *n) {
+    int64_t shape[TETHER_IR_MAX_NDIM];
+    int ndim = 0;
+    int rc = infer_node(g, n, shape, &ndim);
+    if (rc) {
+        return rc;
+    }
+    if (n->attrs.has_residual) {
+        const tether_ir_tensor *r = &g->tensors[n->inputs[n->ninputs - 1]];
+        if (r->ndim != ndim || memcmp(r->shape, shape, sizeof(int64_t) * (size_t)ndim)) {
+            return node_error(n, TETHER_ERR_MISMATCH,
+                              "residual input '%s' differs in shape from the output", r->name);
+        }
+    }
+    tether_ir_tensor *o = &g->tensors[n->outputs[0]];
+    if (o->ndim != TETHER_IR_SHAPE_UNKNOWN &&
+        (o->ndim != ndim || memcmp(o->shape, shape, sizeof(int64_t) * (size_t)ndim) != 0)) {
+        char s1[96], s2[96];
+        shape_text(s1, sizeof s1, o->shape, o->ndim);
+        shape_text(s2, sizeof s2, shape, ndim);
+        return node_error(n, TETHER_ERR_MISMATCH,
+                          "output '%s' is declared %s but the inputs give %s", o->name, s1, s2);
+    }
+    if (!tether_dtype_equal(o->dtype, TETHER_FLOAT32)) {
+        return node_error(n, TETHER_ERR_UNSUPPORTED, "output '%s' must be float32", o->name);
+    }
+    o->ndim = ndim;
+    memcpy(o->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    return TETHER_OK;
+}
+
+int tether_ir_infer_node(tether_ir_graph *g, int index) {
+    if (index < 0 || index >= g->nnodes) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "node index %d out of range", index);
+    }
+    tether_ir_node *n = &g->nodes[index];
+    int rc;
+    if ((rc = check_node_io(n)) || (rc = check_attr_ranges(n))) {
+        return rc;
+    }
+    for (int i = 0; i < n->ninputs; i++) {
+        if (n->inputs[i] >= 0 && g->tensors[n->inputs[i]].ndim == TETHER_IR_SHAPE_UNKNOWN) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "input '%s' has no shape yet",
+                              g->tensors[n->inputs[i]].name);
+        }
+    }
+    if ((rc = infer_output(g, n))) {
+        return rc;
+    }
+    const tether_ir_tensor *o = &g->tensors[n->outputs[0]];
+    int64_t count = 1;
+    for (int d = 0; d < o->ndim; d++) {
+        if (o->shape[d] > INT32_MAX || count > INT32_MAX / o->shape[d]) {
+            return tether_set_error(TETHER_ERR_LIMIT,
+                                    "tensor '%s' has more than 2^31-1 elements (the limit of "
+                                    "generated code)",
+                                    o->name);
+        }
+        count *= o->shape[d];
+    }
+    return TETHER_OK;
+}
+
 int tether_ir_infer(tether_ir_graph *g) {
     int rc;
     if (g->noutputs == 0) {
@@ -866,33 +931,11 @@ int tether_ir_infer(tether_ir_graph *g) {
     }
     for (int i = 0; i < g->nnodes; i++) {
         tether_ir_node *n = &g->nodes[i];
-        int64_t shape[TETHER_IR_MAX_NDIM];
-        int ndim = 0;
-        rc = infer_node(g, n, shape, &ndim);
+        rc = infer_output(g, n);
         if (rc) {
             return rc;
         }
-        if (n->attrs.has_residual) {
-            const tether_ir_tensor *r = &g->tensors[n->inputs[n->ninputs - 1]];
-            if (r->ndim != ndim || memcmp(r->shape, shape, sizeof(int64_t) * (size_t)ndim)) {
-                return node_error(n, TETHER_ERR_MISMATCH,
-                                  "residual input '%s' differs in shape from the output", r->name);
-            }
-        }
         tether_ir_tensor *o = &g->tensors[n->outputs[0]];
-        if (o->ndim != TETHER_IR_SHAPE_UNKNOWN &&
-            (o->ndim != ndim || memcmp(o->shape, shape, sizeof(int64_t) * (size_t)ndim) != 0)) {
-            char s1[96], s2[96];
-            shape_text(s1, sizeof s1, o->shape, o->ndim);
-            shape_text(s2, sizeof s2, shape, ndim);
-            return node_error(n, TETHER_ERR_MISMATCH,
-                              "output '%s' is declared %s but the inputs give %s", o->name, s1, s2);
-        }
-        if (!tether_dtype_equal(o->dtype, TETHER_FLOAT32)) {
-            return node_error(n, TETHER_ERR_UNSUPPORTED, "output '%s' must be float32", o->name);
-        }
-        o->ndim = ndim;
-        memcpy(o->shape, shape, sizeof(int64_t) * (size_t)ndim);
         o->producer = i;
         if (n->op == TETHER_OP_CONV2D || n->op == TETHER_OP_MAX_POOL ||
             n->op == TETHER_OP_AVG_POOL) {

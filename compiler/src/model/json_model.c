@@ -545,21 +545,23 @@ out:
 typedef struct loader {
     char ext[16];
     tether_model_loader fn;
+    tether_model_loader_with fn_with;
 } loader;
 
 static loader loaders[8];
 
-int tether_model_register_loader(const char *ext, tether_model_loader fn) {
-    if (!ext || ext[0] != '.' || strlen(ext) >= sizeof loaders[0].ext || !fn ||
+static int register_loader(const char *ext, tether_model_loader fn, tether_model_loader_with fw) {
+    if (!ext || ext[0] != '.' || strlen(ext) >= sizeof loaders[0].ext || !(fn || fw) ||
         strcmp(ext, ".json") == 0) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "model loader extension must be like \".onnx\" (not .json), "
                                 "at most 15 characters, with a function");
     }
     for (size_t i = 0; i < sizeof loaders / sizeof *loaders; i++) {
-        if (!loaders[i].fn || strcmp(loaders[i].ext, ext) == 0) {
+        if (!(loaders[i].fn || loaders[i].fn_with) || strcmp(loaders[i].ext, ext) == 0) {
             snprintf(loaders[i].ext, sizeof loaders[i].ext, "%s", ext);
             loaders[i].fn = fn;
+            loaders[i].fn_with = fw;
             return TETHER_OK;
         }
     }
@@ -567,20 +569,131 @@ int tether_model_register_loader(const char *ext, tether_model_loader fn) {
                             sizeof loaders / sizeof *loaders);
 }
 
-int tether_model_load(const char *path, tether_ir_graph *g) {
+int tether_model_register_loader(const char *ext, tether_model_loader fn) {
+    return register_loader(ext, fn, NULL);
+}
+
+int tether_model_register_loader_with(const char *ext, tether_model_loader_with fn) {
+    return register_loader(ext, NULL, fn);
+}
+
+int tether_model_input_shape_parse(const char *spec, tether_model_input_shape *out) {
+    memset(out, 0, sizeof *out);
+    const char *eq = spec ? strrchr(spec, '=') : NULL;
+    if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof out->name) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "input shape '%s' is not NAME=D0xD1x... (e.g. x=1x3x224x224)",
+                                spec ? spec : "");
+    }
+    memcpy(out->name, spec, (size_t)(eq - spec));
+    const char *p = eq + 1;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno || v < 1 || v > INT32_MAX || out->ndim >= TETHER_IR_MAX_NDIM ||
+            (*end && *end != 'x' && *end != ',') || ((*end == 'x' || *end == ',') && !end[1])) {
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "input shape '%s': extents must be integers >= 1 separated "
+                                    "by 'x', at most %d of them",
+                                    spec, TETHER_IR_MAX_NDIM);
+        }
+        out->shape[out->ndim++] = v;
+        p = *end ? end + 1 : end;
+    }
+    return TETHER_OK;
+}
+
+static void shape_str(char *buf, size_t n, const int64_t *shape, int ndim) {
+    size_t o = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < ndim && o < n; i++) {
+        o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "," : "", (long long)shape[i]);
+    }
+    if (o < n) {
+        snprintf(buf + o, n - o, "]");
+    }
+}
+
+/* Every --input-shape must name a graph input and equal its (final) shape. */
+static int check_input_shapes(const char *path, const tether_model_load_options *o,
+                              const tether_ir_graph *g) {
+    for (int i = 0; o && i < o->ninput_shapes; i++) {
+        const tether_model_input_shape *s = &o->input_shapes[i];
+        int t = tether_ir_find_tensor(g, s->name);
+        int is_input = 0;
+        for (int k = 0; t >= 0 && k < g->ninputs; k++) {
+            is_input |= g->inputs[k] == t;
+        }
+        if (!is_input) {
+            char names[256] = "";
+            for (int k = 0; k < g->ninputs && strlen(names) < 200; k++) {
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%s'",
+                         k ? ", " : "", g->tensors[g->inputs[k]].name);
+            }
+            return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                    "%s: --input-shape names '%s', which is not a graph input "
+                                    "(inputs: %s)",
+                                    path, s->name, names);
+        }
+        const tether_ir_tensor *x = &g->tensors[t];
+        if (x->ndim != s->ndim ||
+            memcmp(x->shape, s->shape, sizeof(int64_t) * (size_t)s->ndim) != 0) {
+            char a[128], b[128];
+            shape_str(a, sizeof a, x->shape, x->ndim);
+            shape_str(b, sizeof b, s->shape, s->ndim);
+            return tether_set_error(TETHER_ERR_MISMATCH,
+                                    "%s: input '%s' has shape %s; --input-shape gives %s", path,
+                                    s->name, a, b);
+        }
+    }
+    return TETHER_OK;
+}
+
+static int load_json(const char *path, tether_ir_graph *g);
+
+int tether_model_load_with(const char *path, const tether_model_load_options *o,
+                           tether_ir_graph *g) {
+    tether_model_load_options none;
+    memset(&none, 0, sizeof none);
+    if (!o) {
+        o = &none;
+    }
+    if (o->input_bound && o->ninput_values > 0) {
+        memset(o->input_bound, 0, (size_t)o->ninput_values);
+    }
     memset(g, 0, sizeof *g);
     size_t n = strlen(path);
-    if (n < 5 || strcmp(path + n - 5, ".json") != 0) {
-        for (size_t i = 0; i < sizeof loaders / sizeof *loaders && loaders[i].fn; i++) {
+    int rc = TETHER_ERR_UNSUPPORTED;
+    int found = 0;
+    if (n >= 5 && strcmp(path + n - 5, ".json") == 0) {
+        found = 1;
+        rc = load_json(path, g);
+    } else {
+        for (size_t i = 0; i < sizeof loaders / sizeof *loaders && !found; i++) {
             size_t el = strlen(loaders[i].ext);
-            if (n > el && strcmp(path + n - el, loaders[i].ext) == 0) {
-                return loaders[i].fn(path, g);
+            if ((loaders[i].fn || loaders[i].fn_with) && n > el &&
+                strcmp(path + n - el, loaders[i].ext) == 0) {
+                found = 1;
+                rc = loaders[i].fn_with ? loaders[i].fn_with(path, o, g) : loaders[i].fn(path, g);
             }
         }
-        return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "%s: unknown model format (expected a .json tether model%s)", path,
-                                loaders[0].fn ? " or a registered format" : "");
     }
+    if (!found) {
+        return tether_set_error(
+            TETHER_ERR_UNSUPPORTED, "%s: unknown model format (expected a .json tether model%s)",
+            path, loaders[0].fn || loaders[0].fn_with ? " or a registered format" : "");
+    }
+    if (!rc && (rc = check_input_shapes(path, o, g)) != 0) {
+        tether_ir_close(g);
+    }
+    return rc;
+}
+
+int tether_model_load(const char *path, tether_ir_graph *g) {
+    return tether_model_load_with(path, NULL, g);
+}
+
+static int load_json(const char *path, tether_ir_graph *g) {
     char *text;
     int rc = tether_read_file(path, &text, NULL);
     if (rc) {
