@@ -2,8 +2,12 @@
  * tether host: session implementation on top of rpc's blocking client.
  *
  * What must stay true: the host never assumes anything about the device that HELLO did not say
- * (chunk size = tether_rpc_chunk_max of the smaller max frame); every request has a timeout;
- * every failure returns a negative status with a message that names the request.
+ * (chunk size = tether_rpc_chunk_max of the smaller max frame; at most `window` chunks in
+ * flight: every chunk is acknowledged before the next is sent); every request has a timeout;
+ * every failure returns a negative status with a message that names the request. Request ids
+ * start at a random value per session, so a device's reply cache can never answer a request of
+ * this session with a reply from an earlier one. After a fault or a device restart the session
+ * is lost: no request reaches the device until tether_session_reconnect made a new session.
  */
 #include "tether/host.h"
 
@@ -11,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "tether/crt.h"
 #include "tether/rpc.h"
@@ -18,11 +25,26 @@
 struct tether_session {
     tether_transport t;
     tether_rpc_client c;
+    bool connected; /* t and c are open */
     int timeout_ms;
+    int retries; /* resends after a timeout (UART) */
     uint32_t chunk;
     tether_device_info info;
     tether_progress_fn progress;
     void *progress_ctx;
+    tether_device_log_fn log;
+    void *log_ctx;
+    /* for reconnecting */
+    char *url;
+    tether_session_options opt;
+    void *token;
+    char tetherd[4096];
+    char *tetherd_args[30]; /* copies, NULL-ended */
+    /* the last warning/error LOG line (a failing function's message on an MCU) */
+    char last_warn[TETHER_RPC_MAX_TEXT];
+    /* lost session: why (fault report), "" while usable */
+    bool lost;
+    char fault[TETHER_ERROR_MSG_MAX];
 };
 
 static void copy_str(char *dst, size_t size, tether_rpc_str s) {
@@ -113,43 +135,114 @@ static int parse_url(const char *url, tether_transport *t, int *retries,
 static int fill_nd(tether_rpc_invoke *inv, uint32_t work_dim, const uint64_t *global,
                    const uint64_t *local);
 
-static int request(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep) {
-    return tether_rpc_client_request(&s->c, req, rep, s->timeout_ms);
+static bool is_uart(const tether_session *s) {
+    return s->t.kind == TETHER_TRANSPORT_UART;
 }
 
-int tether_session_open(tether_session **out, const char *url, const tether_session_options *opt) {
-    if (!out)
-        return tether_set_error(TETHER_ERR_INVALID_ARG, "tether_session_open: null out");
-    *out = NULL;
-    tether_session *s = calloc(1, sizeof *s);
-    if (!s)
-        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
-    s->timeout_ms = opt && opt->timeout_ms > 0 ? opt->timeout_ms : 30000;
-    s->progress = opt ? opt->progress : NULL;
-    s->progress_ctx = opt ? opt->progress_ctx : NULL;
-    int retries;
-    int rc = parse_url(url, &s->t, &retries, opt, s->timeout_ms);
-    if (rc) {
-        free(s);
-        return rc;
+/* Marks the session lost with the current error text as the reason. */
+static void mark_lost(tether_session *s) {
+    s->lost = true;
+    snprintf(s->fault, sizeof s->fault, "%s", tether_last_error());
+}
+
+static int request(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep) {
+    const char *name = tether_rpc_type_name(req->type);
+    /* On a serial line the device outlives the session: refuse here so nothing of the old
+     * session reaches the new one. A stream's peer (tetherd's session process) is gone with
+     * the session; requests on it fail with TETHER_ERR_IO by themselves. */
+    if ((s->lost && is_uart(s)) || !s->connected)
+        return tether_set_error(TETHER_ERR_STATE,
+                                "%s refused: the session ended (%s); reconnect for a new session",
+                                name ? name : "request", s->lost ? s->fault : "not connected");
+    s->last_warn[0] = 0;
+    int rc = tether_rpc_client_request(&s->c, req, rep, s->timeout_ms);
+    if (rc == TETHER_ERR_CRASHED) {
+        /* tetherd: the session process died; MCU: fault report, then the board resets */
+        mark_lost(s);
+    } else if (rc == TETHER_ERR_STATE && strstr(tether_last_error(), "send HELLO first")) {
+        /* an MCU that restarted refuses everything until a new HELLO (docs/mcu.md) */
+        char e[TETHER_ERROR_MSG_MAX];
+        snprintf(e, sizeof e, "%s", tether_last_error());
+        tether_set_error(rc, "the device restarted during the session: %s", e);
+        mark_lost(s);
+    } else if (rc == TETHER_ERR_IO && !is_uart(s)) {
+        mark_lost(s); /* the connection is gone */
     }
-    rc = tether_rpc_client_init(&s->c, &s->t, 0, retries);
+    return rc;
+}
+
+static void on_log(void *ctx, const tether_rpc_msg *m) {
+    tether_session *s = ctx;
+    char text[TETHER_RPC_MAX_TEXT];
+    copy_str(text, sizeof text, m->u.log.text);
+    if (m->u.log.level <= TETHER_LOG_WARN)
+        snprintf(s->last_warn, sizeof s->last_warn, "%s", text);
+    if (s->log)
+        s->log(s->log_ctx, (int)m->u.log.level, text);
+}
+
+/* A random first request id (never 0): replies a device cached for an earlier session can
+ * never match this session's ids. */
+static uint32_t random_id(void) {
+    uint32_t v = 0;
+    if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        v = (uint32_t)ts.tv_nsec * 2654435761u ^ (uint32_t)getpid() ^ (uint32_t)ts.tv_sec;
+    }
+    v &= 0x7FFFFFFFu; /* leave room before the wrap */
+    return v ? v : 1;
+}
+
+static int connect_transport(tether_session *s) {
+    int rc = parse_url(s->url, &s->t, &s->retries, &s->opt, s->timeout_ms);
+    if (rc)
+        return rc;
+    rc = tether_rpc_client_init(&s->c, &s->t, 0, s->retries);
     if (rc) {
         tether_transport_close(&s->t);
-        free(s);
         return rc;
     }
+    s->c.next_id = random_id();
+    s->c.on_log = on_log;
+    s->c.log_ctx = s;
+    s->connected = true;
+    return 0;
+}
+
+static void disconnect(tether_session *s) {
+    if (s->connected) {
+        tether_rpc_client_close(&s->c);
+        tether_transport_close(&s->t);
+        s->connected = false;
+    }
+}
+
+/* HELLO (+AUTH) and the device info. On a serial line the device may still be booting (after a
+ * reset its receiver is not listening for a moment), so HELLO is resent after short waits. */
+static int hello(tether_session *s) {
+    const tether_session_options *opt = &s->opt;
     tether_rpc_msg req, rep;
     memset(&req, 0, sizeof req);
     req.type = TETHER_RPC_HELLO;
     req.u.hello_req.version = TETHER_RPC_VERSION;
     req.u.hello_req.max_frame = s->t.max_frame;
     req.u.hello_req.client = tether_rpc_str_c("tether-host 0.1");
-    rc = request(s, &req, &rep);
+    int rc;
+    if (is_uart(s)) {
+        int per = s->timeout_ms < 1500 ? s->timeout_ms : 1500;
+        int tries = s->timeout_ms / per;
+        s->c.retries = tries < 3 ? 2 : tries > 20 ? 19 : tries - 1;
+        rc = tether_rpc_client_request(&s->c, &req, &rep, per);
+        s->c.retries = s->retries;
+    } else {
+        rc = tether_rpc_client_request(&s->c, &req, &rep, s->timeout_ms);
+    }
     if (rc)
-        goto fail;
+        return rc;
     const tether_rpc_hello_rep *h = &rep.u.hello_rep;
     tether_device_info *d = &s->info;
+    memset(d, 0, sizeof *d);
     d->version = h->version;
     copy_str(d->triple, sizeof d->triple, h->triple);
     copy_str(d->arch, sizeof d->arch, h->arch);
@@ -168,70 +261,154 @@ int tether_session_open(tether_session **out, const char *url, const tether_sess
     d->load_addr = h->load_addr;
     d->load_size = h->load_size;
     d->auth_required = h->auth_required;
+    copy_str(d->board, sizeof d->board, h->board);
+    d->ram_size = h->ram_size;
+    d->heap_size = h->heap_size;
+    d->stack_size = h->stack_size;
+    d->boot_count = h->boot_count;
+    d->exports_id = h->exports_id;
     uint32_t mf = h->max_frame < s->t.max_frame ? h->max_frame : s->t.max_frame;
     s->chunk = tether_rpc_chunk_max(mf);
-    if (s->chunk == 0) {
-        rc = tether_set_error(TETHER_ERR_PROTOCOL, "device announced max frame %u, below %u",
-                              (unsigned)h->max_frame, TETHER_RPC_MIN_FRAME);
-        goto fail;
-    }
+    if (s->chunk == 0)
+        return tether_set_error(TETHER_ERR_PROTOCOL, "device announced max frame %u, below %u",
+                                (unsigned)h->max_frame, TETHER_RPC_MIN_FRAME);
+    if (h->window == 0)
+        return tether_set_error(TETHER_ERR_PROTOCOL, "device announced window 0");
     if (h->auth_required) {
-        if (!opt || !opt->token || opt->token_len == 0) {
-            rc = tether_set_error(TETHER_ERR_AUTH,
-                                  "the device requires a token (give --token-file FILE)");
-            goto fail;
-        }
-        if (h->nonce.len != TETHER_RPC_NONCE_BYTES) {
-            rc = tether_set_error(TETHER_ERR_PROTOCOL, "HELLO reply: nonce of %u bytes",
-                                  (unsigned)h->nonce.len);
-            goto fail;
-        }
+        if (!opt->token || opt->token_len == 0)
+            return tether_set_error(TETHER_ERR_AUTH,
+                                    "the device requires a token (give --token-file FILE)");
+        if (h->nonce.len != TETHER_RPC_NONCE_BYTES)
+            return tether_set_error(TETHER_ERR_PROTOCOL, "HELLO reply: nonce of %u bytes",
+                                    (unsigned)h->nonce.len);
         uint8_t nonce[TETHER_RPC_NONCE_BYTES], mac[TETHER_RPC_MAC_BYTES];
         memcpy(nonce, h->nonce.ptr, sizeof nonce);
         rc = tether_rpc_auth_mac(opt->token, opt->token_len, nonce, mac);
         if (rc)
-            goto fail;
+            return rc;
         memset(&req, 0, sizeof req);
         req.type = TETHER_RPC_AUTH;
         req.u.auth_req.mac.ptr = mac;
         req.u.auth_req.mac.len = sizeof mac;
-        rc = request(s, &req, &rep);
+        rc = tether_rpc_client_request(&s->c, &req, &rep, s->timeout_ms);
         if (rc)
-            goto fail;
+            return rc;
+    }
+    return 0;
+}
+
+static void session_free(tether_session *s) {
+    disconnect(s);
+    if (s->token) {
+        memset(s->token, 0, s->opt.token_len);
+        free(s->token);
+    }
+    for (int i = 0; i < 30; i++)
+        free(s->tetherd_args[i]);
+    free(s->url);
+    free(s);
+}
+
+int tether_session_open(tether_session **out, const char *url, const tether_session_options *opt) {
+    if (!out)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "tether_session_open: null out");
+    *out = NULL;
+    tether_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    if (opt)
+        s->opt = *opt;
+    s->opt.tetherd_args = NULL;
+    for (int i = 0; opt && opt->tetherd_args && opt->tetherd_args[i] && i < 29; i++)
+        s->tetherd_args[i] = strdup(opt->tetherd_args[i]);
+    s->opt.tetherd_args = (const char *const *)s->tetherd_args;
+    s->timeout_ms = opt && opt->timeout_ms > 0 ? opt->timeout_ms : 30000;
+    s->progress = s->opt.progress;
+    s->progress_ctx = s->opt.progress_ctx;
+    s->log = s->opt.log;
+    s->log_ctx = s->opt.log_ctx;
+    s->url = strdup(url ? url : "local:");
+    if (opt && opt->tetherd) {
+        snprintf(s->tetherd, sizeof s->tetherd, "%s", opt->tetherd);
+        s->opt.tetherd = s->tetherd;
+    }
+    if (opt && opt->token && opt->token_len) {
+        s->token = malloc(opt->token_len);
+        if (s->token)
+            memcpy(s->token, opt->token, opt->token_len);
+        s->opt.token = s->token;
+    }
+    if (!s->url || (opt && opt->token && opt->token_len && !s->token)) {
+        session_free(s);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    int rc = connect_transport(s);
+    if (!rc)
+        rc = hello(s);
+    if (rc) {
+        char e[TETHER_ERROR_MSG_MAX];
+        snprintf(e, sizeof e, "%s", tether_last_error());
+        session_free(s);
+        return tether_set_error(rc, "%s", e);
     }
     *out = s;
     return 0;
-fail : {
-    char e[TETHER_ERROR_MSG_MAX];
-    snprintf(e, sizeof e, "%s", tether_last_error());
-    tether_rpc_client_close(&s->c);
-    tether_transport_close(&s->t);
-    free(s);
-    return tether_set_error(rc, "%s", e);
 }
+
+int tether_session_reconnect(tether_session *s) {
+    if (!s)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "reconnect: null session");
+    int rc;
+    if (s->connected && is_uart(s)) {
+        /* the serial line stays open; the device (rebooted or not) gets a new HELLO, which
+         * starts a new session and frees whatever the old one held */
+        s->c.next_id = random_id();
+    } else {
+        disconnect(s);
+        rc = connect_transport(s);
+        if (rc)
+            return rc;
+    }
+    s->lost = false;
+    s->fault[0] = 0;
+    rc = hello(s);
+    if (rc) {
+        char e[TETHER_ERROR_MSG_MAX];
+        snprintf(e, sizeof e, "%s", tether_last_error());
+        tether_set_error(rc, "reconnect: %s", e);
+        mark_lost(s);
+        return rc;
+    }
+    return 0;
 }
 
 void tether_session_close(tether_session *s) {
     if (!s)
         return;
-    tether_rpc_msg req, rep;
-    memset(&req, 0, sizeof req);
-    req.type = TETHER_RPC_SHUTDOWN;
     int saved = tether_last_status();
     char e[TETHER_ERROR_MSG_MAX];
     snprintf(e, sizeof e, "%s", tether_last_error());
-    tether_rpc_client_request(&s->c, &req, &rep, s->timeout_ms < 2000 ? s->timeout_ms : 2000);
+    if (s->connected && !s->lost) {
+        tether_rpc_msg req, rep;
+        memset(&req, 0, sizeof req);
+        /* an MCU answers SHUTDOWN by resetting; RESET frees the session and keeps it running */
+        req.type = is_uart(s) ? TETHER_RPC_RESET : TETHER_RPC_SHUTDOWN;
+        s->c.retries = 0;
+        tether_rpc_client_request(&s->c, &req, &rep, s->timeout_ms < 2000 ? s->timeout_ms : 2000);
+    }
     if (saved)
         tether_set_error(saved, "%s", e);
     else
         tether_clear_error();
-    tether_rpc_client_close(&s->c);
-    tether_transport_close(&s->t);
-    free(s);
+    session_free(s);
 }
 
 const tether_device_info *tether_session_info(const tether_session *s) {
     return s ? &s->info : NULL;
+}
+
+const char *tether_session_fault(const tether_session *s) {
+    return s && s->lost ? s->fault : NULL;
 }
 
 int tether_session_upload(tether_session *s, uint32_t kind, const char *name, const void *data,
@@ -341,6 +518,7 @@ int tether_session_get_function(tether_session *s, uint64_t module, const char *
     out->handle = rep.u.get_function_rep.func;
     out->abi = (tether_abi)rep.u.get_function_rep.abi;
     out->num_args = rep.u.get_function_rep.num_args;
+    snprintf(out->name, sizeof out->name, "%s", name);
     return 0;
 }
 
@@ -458,6 +636,47 @@ static int fill_invoke(tether_rpc_invoke *inv, const tether_remote_func *f,
     return 0;
 }
 
+/* Fills res from a CALL reply; a non-zero return code becomes the error tetherd would have
+ * sent (an MCU replies with the code and sends the function's message as a LOG line first). */
+static int call_result(tether_session *s, const tether_remote_func *f, const tether_rpc_msg *rep,
+                       tether_call_result *res) {
+    tether_call_result local;
+    if (!res)
+        res = &local;
+    memset(res, 0, sizeof *res);
+    const tether_rpc_call_rep *c = &rep->u.call_rep;
+    res->ret = c->ret;
+    res->elapsed_ns = c->elapsed_ns;
+    res->stack_bytes = c->stack_bytes;
+    res->ret_value.type_code = c->ret_value.type_code;
+    switch (c->ret_value.type_code) {
+    case TETHER_TYPE_INT:
+        res->ret_value.v.i = c->ret_value.v.v_int;
+        break;
+    case TETHER_TYPE_FLOAT:
+        res->ret_value.v.f = c->ret_value.v.v_float;
+        break;
+    case TETHER_TYPE_UINT:
+    case TETHER_TYPE_HANDLE:
+        res->ret_value.v.u = c->ret_value.v.v_uint;
+        break;
+    default:
+        res->ret_value.type_code = TETHER_TYPE_NULL;
+        break;
+    }
+    if (c->ret == 0)
+        return 0;
+    int code = c->ret < 0 && c->ret >= TETHER_ERR_INTERNAL ? c->ret : TETHER_ERR_STATE;
+    /* the firmware's LOG reads "NAME returned N: message" */
+    const char *msg = s->last_warn;
+    char prefix[160];
+    snprintf(prefix, sizeof prefix, "%s returned %d: ", f->name, (int)c->ret);
+    if (f->name[0] && strncmp(msg, prefix, strlen(prefix)) == 0)
+        msg += strlen(prefix);
+    return tether_set_error(code, "CALL failed: function '%s' returned %d%s%s",
+                            f->name[0] ? f->name : "?", (int)c->ret, msg[0] ? ": " : "", msg);
+}
+
 int tether_session_call(tether_session *s, const tether_remote_func *f,
                         const tether_remote_arg *args, uint32_t num_args, tether_call_result *res) {
     tether_rpc_msg req, rep;
@@ -469,12 +688,7 @@ int tether_session_call(tether_session *s, const tether_remote_func *f,
     rc = request(s, &req, &rep);
     if (rc)
         return rc;
-    if (res) {
-        res->ret = rep.u.call_rep.ret;
-        res->elapsed_ns = rep.u.call_rep.elapsed_ns;
-        res->stack_bytes = rep.u.call_rep.stack_bytes;
-    }
-    return 0;
+    return call_result(s, f, &rep, res);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -570,10 +784,5 @@ int tether_session_launch(tether_session *s, const tether_remote_func *f,
     rc = request(s, &req, &rep);
     if (rc)
         return rc;
-    if (res) {
-        res->ret = rep.u.call_rep.ret;
-        res->elapsed_ns = rep.u.call_rep.elapsed_ns;
-        res->stack_bytes = rep.u.call_rep.stack_bytes;
-    }
-    return 0;
+    return call_result(s, f, &rep, res);
 }

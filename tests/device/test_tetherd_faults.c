@@ -152,7 +152,7 @@ static void test_errors(void **state) {
     assert_non_null(strstr(tether_last_error(), "handle 999"));
     assert_int_equal(tether_session_copy_from(s, 999, 0, b, 4), TETHER_ERR_NOT_FOUND);
     assert_int_equal(tether_session_free(s, 999), TETHER_ERR_NOT_FOUND);
-    tether_remote_func bad = {999, TETHER_ABI_PACKED, -1};
+    tether_remote_func bad = {.handle = 999, .abi = TETHER_ABI_PACKED, .num_args = -1};
     assert_int_equal(tether_session_call(s, &bad, NULL, 0, NULL), TETHER_ERR_NOT_FOUND);
     assert_non_null(strstr(tether_last_error(), "function with handle 999"));
     /* out-of-range copy and the allocation limit */

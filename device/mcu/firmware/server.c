@@ -197,7 +197,15 @@ static int func_get(uint64_t handle, const tether_func_entry **out) {
 
 /* ---- handlers: each fills `rep` (type and id are set by the caller) or returns an error ---- */
 
+static int on_reset(void);
+
 static int on_hello(void) {
+    /* A HELLO starts a new session: whatever a previous host left behind (it may have died
+     * without RESET) is freed, as on tetherd. */
+    int rc = on_reset();
+    if (rc != TETHER_OK) {
+        return rc;
+    }
     session_open = true;
     client_max_frame = req.u.hello_req.max_frame;
     tether_rpc_reply_cache_clear(&cache);

@@ -14,6 +14,15 @@
  * reaps a spawned tetherd). Strings in tether_device_info live as long as the session. Remote
  * handles (modules, functions, arrays) are plain numbers valid for the session only. Errors are
  * negative tether_status values with the text in tether_last_error(). One thread per session.
+ *
+ * Faults: when a called function crashes (ERROR TETHER_ERR_CRASHED: tetherd's session process
+ * died, an MCU reported its fault registers and reset) or the device shows that it restarted
+ * (an MCU refusing requests until HELLO), the session is marked lost: tether_session_fault gives
+ * the report. On a serial line every further request then fails with TETHER_ERR_STATE without
+ * touching the device, so nothing of the old session can run in a new one (over TCP/local the
+ * old connection is dead: requests fail with TETHER_ERR_IO). tether_session_reconnect starts a new
+ * session on the same device (new HELLO; for TCP and local: a new connection); all handles of
+ * the old one are gone.
  */
 #ifndef TETHER_HOST_H
 #define TETHER_HOST_H
@@ -36,6 +45,10 @@ typedef struct tether_session tether_session;
 /* Progress of a long transfer: done of total bytes. */
 typedef void (*tether_progress_fn)(void *ctx, const char *what, uint64_t done, uint64_t total);
 
+/* A LOG line from the device (level 0 error, 1 warn, 2 info, 3 debug; text NUL-terminated,
+ * valid during the call). Sent by devices at any time; delivered while the host waits. */
+typedef void (*tether_device_log_fn)(void *ctx, int level, const char *text);
+
 typedef struct tether_session_options {
     int timeout_ms;    /* per request; 0 = 30000 */
     const void *token; /* shared auth token, NULL = none */
@@ -44,6 +57,8 @@ typedef struct tether_session_options {
     const char *const *tetherd_args; /* extra arguments for the spawned tetherd, NULL-ended */
     tether_progress_fn progress;     /* may be NULL */
     void *progress_ctx;
+    tether_device_log_fn log; /* device LOG lines; NULL = dropped */
+    void *log_ctx;
 } tether_session_options;
 
 /* The device as described by its HELLO reply. */
@@ -63,12 +78,17 @@ typedef struct tether_device_info {
     uint32_t image_max_width, image_max_height;
     uint64_t load_addr, load_size;
     bool auth_required;
+    char board[128];                          /* "" when the device is not a board (tetherd) */
+    uint64_t ram_size, heap_size, stack_size; /* 0 = not reported */
+    uint32_t boot_count;
+    uint32_t exports_id; /* MCU: identity of the firmware's exported symbols (firmware.json) */
 } tether_device_info;
 
 typedef struct tether_remote_func {
     uint64_t handle;
     tether_abi abi;
     int32_t num_args; /* -1 = any */
+    char name[128];   /* for messages */
 } tether_remote_func;
 
 /* One argument of a remote call: an array handle (passed as DLTensor for packed functions, as a
@@ -87,6 +107,7 @@ typedef struct tether_call_result {
     int32_t ret;
     uint64_t elapsed_ns;
     uint64_t stack_bytes;
+    tether_remote_arg ret_value; /* packed return value; type_code TETHER_TYPE_NULL when none */
 } tether_call_result;
 
 typedef struct tether_time_stats {
@@ -98,9 +119,19 @@ typedef struct tether_time_stats {
 
 /* Opens a session (connect/spawn, HELLO, AUTH). *out is NULL on failure. */
 int tether_session_open(tether_session **out, const char *url, const tether_session_options *opt);
-/* Ends the session (best-effort SHUTDOWN) and releases everything. NULL is ignored. */
+/* Ends the session and releases everything. NULL is ignored. The device is told best-effort:
+ * SHUTDOWN (tetherd ends the session process), but RESET on a serial line (an MCU frees the
+ * session and keeps running instead of rebooting); nothing when the session is lost. */
 void tether_session_close(tether_session *s);
 const tether_device_info *tether_session_info(const tether_session *s);
+
+/* The fault or restart that ended the session (e.g. "CALL failed: UsageFault in 'div' pc=...
+ * cfsr=..."), NULL while the session is usable. */
+const char *tether_session_fault(const tether_session *s);
+/* Starts a new session on the same device after a fault (or at any time): waits for the device
+ * to come back, HELLO (+AUTH). Handles of the old session are invalid afterwards; the info is
+ * refreshed (an MCU's boot_count has grown after a reset). */
+int tether_session_reconnect(tether_session *s);
 
 /* Uploads bytes as module `name` (kind: tether_rpc_module_kind), chunked to the peer's max
  * frame, with its SHA-256. */
@@ -122,7 +153,10 @@ int tether_session_copy_to(tether_session *s, uint64_t array, uint64_t offset, c
 int tether_session_copy_from(tether_session *s, uint64_t array, uint64_t offset, void *data,
                              size_t len);
 
-/* Calls a CPU function with the ABI it announced. */
+/* Calls a CPU function with the ABI it announced. A non-zero return code of the function is an
+ * error, as tetherd reports it: the code itself when it is a tether_status, else
+ * TETHER_ERR_STATE, with "function 'NAME' returned N: <the device's message>"; res is filled in
+ * either case. */
 int tether_session_call(tether_session *s, const tether_remote_func *f,
                         const tether_remote_arg *args, uint32_t num_args, tether_call_result *res);
 /* TIME with TVM semantics; fills per-repeat seconds and mean/median/min/max of them. */
