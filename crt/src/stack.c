@@ -16,20 +16,45 @@ static void word_range(const void *base, size_t size, uintptr_t *lo, uintptr_t *
     }
 }
 
+/* The stack is the caller's memory, not this translation unit's: plain (non-volatile) accesses
+ * are enough, since the compiler cannot know its contents across the call that used it, and let
+ * the loops run at memory speed (the stack of a tetherd call is 256 KiB by default). */
+static void paint_words(uint32_t *w, uint32_t *end) {
+    while (w < end) {
+        *w++ = TETHER_STACK_PAINT;
+    }
+}
+
 void tether_stack_paint(void *base, size_t size) {
     uintptr_t lo, hi;
     word_range(base, size, &lo, &hi);
-    for (volatile uint32_t *w = (volatile uint32_t *)lo; (uintptr_t)w < hi; w++) {
-        *w = TETHER_STACK_PAINT;
-    }
+    paint_words((uint32_t *)lo, (uint32_t *)hi);
+}
+
+void tether_stack_repaint(void *base, size_t size, size_t dirty) {
+    uintptr_t lo, hi;
+    word_range(base, size, &lo, &hi);
+    uintptr_t from = dirty >= hi - lo ? lo : (hi - dirty) & ~(uintptr_t)3u;
+    paint_words((uint32_t *)from, (uint32_t *)hi);
 }
 
 size_t tether_stack_used(const void *base, size_t size) {
     uintptr_t lo, hi;
     word_range(base, size, &lo, &hi);
-    const volatile uint32_t *w = (const volatile uint32_t *)lo;
-    while ((uintptr_t)w < hi && *w == TETHER_STACK_PAINT) {
+    const uint32_t *w = (const uint32_t *)lo, *end = (const uint32_t *)hi;
+    /* 16 words at a time while they all hold the pattern, then word by word */
+    while (end - w >= 16) {
+        uint32_t diff = 0;
+        for (int i = 0; i < 16; i++) {
+            diff |= w[i] ^ TETHER_STACK_PAINT;
+        }
+        if (diff != 0) {
+            break;
+        }
+        w += 16;
+    }
+    while (w < end && *w == TETHER_STACK_PAINT) {
         w++;
     }
-    return (size_t)(hi - (uintptr_t)w);
+    return (size_t)((uintptr_t)end - (uintptr_t)w);
 }

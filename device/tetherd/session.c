@@ -100,6 +100,8 @@ typedef struct session {
     uint64_t allocated;
     void *stack;
     size_t stack_size;
+    tether_posix_call_stack call_stack; /* on stack: kept painted, only what a call used is
+                                           repainted before the next one */
     int shutdown;
 #ifdef TETHERD_HAVE_OPENCL
     tetherd_cl *cl;
@@ -1005,7 +1007,7 @@ static int prepare_call(session *s, const tether_rpc_msg *req, const tether_rpc_
 
 static int run_on_stack(call_ctx *c) {
     size_t used = 0;
-    int rc = tether_posix_call_on_stack(c->s->stack, c->s->stack_size, call_tramp, c, &used);
+    int rc = tether_posix_call_on(&c->s->call_stack, call_tramp, c, &used);
     if (used > c->max_stack)
         c->max_stack = used;
     return rc;
@@ -1228,7 +1230,7 @@ static int on_time(session *s, const tether_rpc_msg *req) {
     time_job j = {&c, &h, q, m.u.time_rep.seconds, {0}, 0, ""};
     size_t used = 0;
     call_guard_begin(s, req->id, c.entry->name, to);
-    int rc = tether_posix_call_on_stack(s->stack, s->stack_size, time_tramp, &j, &used);
+    int rc = tether_posix_call_on(&s->call_stack, time_tramp, &j, &used);
     call_guard_end();
     if (rc)
         return reply_error(s, req->id, rc, "TIME '%s': %s", c.entry->name, tether_last_error());
@@ -1324,6 +1326,9 @@ int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const ch
         rc = TETHER_ERR_OUT_OF_MEMORY;
         goto out;
     }
+    rc = tether_posix_call_stack_init(&s->call_stack, s->stack, s->stack_size);
+    if (rc)
+        goto out;
     install_fatal_handlers();
     tetherd_log(cfg, 0, peer, "session started");
     while (!s->shutdown) {

@@ -27,6 +27,31 @@ static void paint_and_measure(void **state) {
     assert_int_equal(tether_stack_used(region + 1, 64), 0);
 }
 
+/* The block-wise scan finds the deepest word wherever it sits relative to its 16-word blocks,
+ * and repaint restores exactly the dirty top. */
+static void scan_positions_and_repaint(void **state) {
+    (void)state;
+    static _Alignas(16) uint32_t w[1000];
+    for (size_t k = 0; k < 1000; k++) {
+        tether_stack_paint(w, sizeof w);
+        w[k] = 0;
+        assert_int_equal(tether_stack_used(w, sizeof w), (1000 - k) * 4);
+    }
+    tether_stack_paint(w, sizeof w);
+    memset((uint8_t *)w + sizeof w - 300, 0, 300);
+    size_t dirty = tether_stack_used(w, sizeof w);
+    assert_int_equal(dirty, 300);
+    w[10] = 0; /* below the dirty top: repaint must leave it alone */
+    tether_stack_repaint(w, sizeof w, dirty);
+    assert_int_equal(tether_stack_used(w, sizeof w), sizeof w - 40);
+    tether_stack_repaint(w, sizeof w, sizeof w + 1); /* more than the region: all of it */
+    assert_int_equal(tether_stack_used(w, sizeof w), 0);
+    /* an unaligned dirty count rounds outwards to whole words */
+    memset((uint8_t *)w + sizeof w - 7, 0, 7);
+    tether_stack_repaint(w, sizeof w, 7);
+    assert_int_equal(tether_stack_used(w, sizeof w), 0);
+}
+
 /* Touches `depth` bytes of stack through a volatile array so nothing is optimised away. */
 static __attribute__((noinline)) void use_stack(size_t depth) {
     volatile uint8_t buf[depth];
@@ -63,6 +88,36 @@ static void dedicated_stack_high_water(void **state) {
     free(stack);
 }
 
+/* A call stack kept painted between calls: deep, shallow, deep again measure what each call used
+ * (the shallow call after the deep one proves the deep part was repainted), and a word written
+ * below the dirty top between calls shows that only the dirty top is repainted. */
+static void kept_call_stack(void **state) {
+    (void)state;
+    const size_t size = 256 * 1024;
+    uint8_t *mem = aligned_alloc(64, size);
+    assert_non_null(mem);
+    tether_posix_call_stack cs;
+    assert_int_equal(tether_posix_call_stack_init(&cs, mem, size), TETHER_OK);
+    size_t used[4], depths[4] = {65536, 1024, 65536, 16};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(tether_posix_call_on(&cs, call_with_depth, &depths[i], &used[i]),
+                         TETHER_OK);
+        assert_true(used[i] >= depths[i]);
+        assert_true(used[i] <= depths[i] + 8192);
+        assert_int_equal(cs.dirty, used[i]);
+    }
+    assert_int_equal(used[0], used[2]); /* same call, same measurement */
+    assert_true(used[1] < 8192);
+    mem[1000] = 0; /* breaks the contract on purpose: nothing repaints it */
+    size_t u;
+    assert_int_equal(tether_posix_call_on(&cs, call_with_depth, &depths[3], &u), TETHER_OK);
+    assert_int_equal(u, size - 1000 / 4 * 4);
+    assert_int_equal(tether_posix_call_stack_init(&cs, mem + 8, size), TETHER_ERR_ALIGNMENT);
+    free(mem);
+    assert_int_equal(tether_posix_call_on(NULL, call_with_depth, NULL, NULL),
+                     TETHER_ERR_INVALID_ARG);
+}
+
 static void dedicated_stack_errors(void **state) {
     (void)state;
     static _Alignas(16) uint8_t small[1024];
@@ -79,8 +134,8 @@ static void dedicated_stack_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(paint_and_measure),
-        cmocka_unit_test(dedicated_stack_high_water),
+        cmocka_unit_test(paint_and_measure),          cmocka_unit_test(scan_positions_and_repaint),
+        cmocka_unit_test(dedicated_stack_high_water), cmocka_unit_test(kept_call_stack),
         cmocka_unit_test(dedicated_stack_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,10 +50,9 @@ static void trampoline(unsigned int hi, unsigned int lo) {
     /* returning resumes uc_link, the caller */
 }
 
-int tether_posix_call_on_stack(void *stack, size_t size, void (*fn)(void *), void *arg,
-                               size_t *used_bytes) {
-    if (stack == NULL || fn == NULL) {
-        return tether_set_error(TETHER_ERR_INVALID_ARG, "call on stack: null argument");
+static int check_stack(const void *stack, size_t size) {
+    if (stack == NULL) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "call on stack: null stack");
     }
     if (((uintptr_t)stack & 15u) != 0) {
         return tether_set_error(TETHER_ERR_ALIGNMENT, "call stack %p is not 16-byte aligned",
@@ -64,8 +63,33 @@ int tether_posix_call_on_stack(void *stack, size_t size, void (*fn)(void *), voi
                                 "call stack of %zu bytes is below the minimum of %d", size,
                                 TETHER_POSIX_MIN_STACK);
     }
+    return TETHER_OK;
+}
+
+int tether_posix_call_stack_init(tether_posix_call_stack *cs, void *base, size_t size) {
+    if (cs == NULL) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "call stack: null argument");
+    }
+    cs->base = base;
+    cs->size = size;
+    cs->dirty = size;
+    return check_stack(base, size);
+}
+
+int tether_posix_call_on(tether_posix_call_stack *cs, void (*fn)(void *), void *arg,
+                         size_t *used_bytes) {
+    if (cs == NULL || fn == NULL) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "call on stack: null argument");
+    }
+    int rc = check_stack(cs->base, cs->size);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    void *stack = cs->base;
+    size_t size = cs->size;
     /* Paint first: makecontext writes the initial frame at the top of the new stack. */
-    tether_stack_paint(stack, size);
+    tether_stack_repaint(stack, size, cs->dirty);
+    cs->dirty = size; /* until the measurement below says otherwise */
     trampoline_args t;
     memset(&t, 0, sizeof t);
     t.fn = fn;
@@ -88,8 +112,19 @@ int tether_posix_call_on_stack(void *stack, size_t size, void (*fn)(void *), voi
 #ifdef TETHER_ASAN
     __sanitizer_finish_switch_fiber(t.fake_stack, NULL, NULL);
 #endif
+    cs->dirty = tether_stack_used(stack, size);
     if (used_bytes != NULL) {
-        *used_bytes = tether_stack_used(stack, size);
+        *used_bytes = cs->dirty;
     }
     return TETHER_OK;
+}
+
+int tether_posix_call_on_stack(void *stack, size_t size, void (*fn)(void *), void *arg,
+                               size_t *used_bytes) {
+    if (fn == NULL) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "call on stack: null argument");
+    }
+    tether_posix_call_stack cs;
+    int rc = tether_posix_call_stack_init(&cs, stack, size);
+    return rc != TETHER_OK ? rc : tether_posix_call_on(&cs, fn, arg, used_bytes);
 }

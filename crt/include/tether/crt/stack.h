@@ -25,6 +25,11 @@ extern "C" {
 /* Paints [base, base+size) with the pattern (base rounded up, size rounded down to words). */
 void tether_stack_paint(void *base, size_t size);
 
+/* Paints only the top `dirty` bytes of [base, base+size) (all of it when dirty >= size): after
+ * tether_stack_used returned `dirty` for a painted region, this restores the whole region to the
+ * pattern in time proportional to what the call used. */
+void tether_stack_repaint(void *base, size_t size, size_t dirty);
+
 /* Bytes at the top of [base, base+size) that no longer hold the pattern: the deepest point a
  * downward-growing stack reached since it was painted. */
 size_t tether_stack_used(const void *base, size_t size);

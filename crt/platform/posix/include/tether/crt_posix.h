@@ -27,6 +27,24 @@ extern "C" {
 int tether_posix_call_on_stack(void *stack, size_t size, void (*fn)(void *), void *arg,
                                size_t *used_bytes);
 
+/* A dedicated call stack that stays painted between calls. The first call paints all of it;
+ * every later call repaints only the bytes the previous call touched, so the cost of a call's
+ * measurement follows its own stack use rather than the stack's size (tetherd's default call
+ * stack is 256 KiB). The owner keeps the memory (16-byte aligned, >= TETHER_POSIX_MIN_STACK)
+ * and must not write it between calls, or a later measurement could under-report. */
+typedef struct tether_posix_call_stack {
+    void *base;
+    size_t size;
+    size_t dirty; /* top bytes that may no longer hold the pattern; size until the first paint */
+} tether_posix_call_stack;
+
+/* Checks and records the region; nothing is painted yet. */
+int tether_posix_call_stack_init(tether_posix_call_stack *cs, void *base, size_t size);
+
+/* As tether_posix_call_on_stack, on cs, repainting only what is dirty. */
+int tether_posix_call_on(tether_posix_call_stack *cs, void (*fn)(void *), void *arg,
+                         size_t *used_bytes);
+
 #ifdef __cplusplus
 }
 #endif
