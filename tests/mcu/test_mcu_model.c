@@ -22,6 +22,7 @@
 #include "mcu_client.h"
 #include "tether/compiler.h"
 #include "tether/compiler_cli.h"
+#include "tether/mcu_link.h"
 #include "tether/rpc/sha256.h"
 
 static mcu_board board;
@@ -51,10 +52,10 @@ static uint8_t *read_file(const char *path, size_t *size) {
     return p;
 }
 
-/* Compiles the model for cortex-m3 in `abi`, links the static library at the load region and
- * returns the image. */
+/* Compiles the model for cortex-m3 in `abi`, links the static library at the load region with
+ * the host's link step (tether/mcu_link.h) and returns the image. */
 static uint8_t *build_image(const char *abi, size_t *size, uint64_t *bss) {
-    char dir[512], model[512], cmd[4096];
+    char dir[512], model[512];
     snprintf(dir, sizeof dir, "%s/kws-%s", workdir, abi);
     snprintf(model, sizeof model, "%s/examples/kws/kws.json", TETHER_SOURCE_DIR);
     char *argv[] = {"compile",   model,   "-o",        dir,       "--target",
@@ -64,20 +65,19 @@ static uint8_t *build_image(const char *abi, size_t *size, uint64_t *bss) {
         fail_msg("tether compile --target cortex-m3 --abi %s failed (%d): %s", abi, rc,
                  tether_last_error());
     }
-    snprintf(cmd, sizeof cmd,
-             "arm-none-eabi-gcc -mcpu=cortex-m3 -mthumb -nostdlib -Wl,--gc-sections "
-             "-Wl,-u,tether_module_registry -T %s/module.ld %s/exports.ld %s/libtether_model.a "
-             "-lgcc -o %s/image.elf && arm-none-eabi-objcopy -O binary %s/image.elf %s/image.bin",
-             mcu_fw_dir, mcu_fw_dir, dir, dir, dir, dir);
-    if (system(cmd) != 0) {
-        fail_msg("linking the %s model image failed: %s", abi, cmd);
+    tether_mcu_firmware fw;
+    if (tether_mcu_firmware_load(mcu_fw_dir, &fw) != 0) {
+        fail_msg("%s", tether_last_error());
     }
-    char bin[600];
-    snprintf(bin, sizeof bin, "%s/image.bin", dir);
-    uint8_t *img = read_file(bin, size);
-    const uint32_t *hdr = (const uint32_t *)img;
-    *bss = hdr[5];
-    return img;
+    char bin[1100];
+    tether_mcu_image img;
+    if (tether_mcu_link_artifact(&fw, dir, dir, bin, sizeof bin, &img) != 0) {
+        fail_msg("linking the %s model image failed: %s", abi, tether_last_error());
+    }
+    uint8_t *data = read_file(bin, size);
+    assert_int_equal(*size, img.size);
+    *bss = img.bss_size;
+    return data;
 }
 
 static uint64_t upload_and_load(const char *name, const uint8_t *img, size_t size) {
