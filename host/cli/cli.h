@@ -43,6 +43,36 @@ int tether_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf
 /* Prints one line about an array: dtype, shape, min/max/mean and the first values. */
 void tether_cli_summary(const char *name, const tether_npy *n);
 
+/* main.c: opens a session like every device command (token file, progress bar, device LOG
+ * lines on stderr). Prints the error and returns 1 on failure. */
+int tether_cli_open(const tether_cli_device *dev, tether_session **s);
+
+/* ---- mcu.c: what depends on the kind of device ---- */
+
+/* Device LOG lines on stderr ("tether CMD: device warning: ..."): errors and warnings always,
+ * info and debug with TETHER_VERBOSE=1. ctx is the command name. */
+void tether_cli_device_log(void *ctx, int level, const char *text);
+/* True when the device takes MCU RAM images (its HELLO announced a load region). */
+int tether_cli_is_mcu(const tether_device_info *d);
+/* Uploads and loads a module the way the device takes it: OpenCL C (.cl) and shared objects for
+ * tetherd; for MCU firmware a RAM image (.bin, checked) or objects/static libraries (.o/.a)
+ * linked at the device's load region against its firmware.json (`firmware`: the --firmware
+ * value or NULL for $TETHER_FIRMWARE and the build tree; `target`: the compile target of .o/.a,
+ * NULL = unchecked). A module the device cannot run is refused before anything is sent. Prints
+ * the error and returns 1 on failure. */
+int tether_cli_load_module(tether_session *s, const char *path, const char *target,
+                           const char *firmware, const char *name, uint64_t *module,
+                           uint32_t *nfuncs);
+/* 0 when code compiled for `target` can run on the device; else prints why (`what` names the
+ * artifact) and returns 1. */
+int tether_cli_check_target(tether_session *s, const char *target, const char *what);
+/* After a failed command: when the session was lost to a fault on an MCU, reconnects (the
+ * board has reset) and says so, so the board is known to be ready for the next command. */
+void tether_cli_after_failure(tether_session *s, const char *cmd);
+/* tether compile ... --upload [--device URL] [--firmware PATH]: compile, link for the device,
+ * upload (SHA-256 checked by the device) and load. */
+int tether_cli_cmd_compile_upload(int argc, char **argv);
+
 /* model.c: `tether ab` and `tether run --reference` (need the compiler). */
 int tether_cli_cmd_ab(int argc, char **argv);
 int tether_cli_run_reference(const char *model, int nin, const char *const *inputs, int nout,

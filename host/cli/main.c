@@ -89,6 +89,7 @@ static void on_progress(void *ctx, const char *what, uint64_t done, uint64_t tot
 typedef struct common {
     const char *device;
     const char *token_file;
+    const char *firmware; /* --firmware: firmware.json of an MCU device (or its folder) */
     int timeout_ms;
     int json;
     progress prog;
@@ -100,12 +101,15 @@ typedef struct common {
 static int common_opt(common *c, int argc, char **argv, int *i) {
     const char *a = argv[*i];
     const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    if (!strcmp(a, "--device") || !strcmp(a, "--token-file") || !strcmp(a, "--timeout-ms")) {
+    if (!strcmp(a, "--device") || !strcmp(a, "--token-file") || !strcmp(a, "--timeout-ms") ||
+        !strcmp(a, "--firmware")) {
         if (!v)
             return fail(-2, "%s needs a value", a);
         (*i)++;
         if (!strcmp(a, "--device"))
             c->device = v;
+        else if (!strcmp(a, "--firmware"))
+            c->firmware = v;
         else if (!strcmp(a, "--token-file"))
             c->token_file = v;
         else {
@@ -155,6 +159,8 @@ static int open_session(common *c, tether_session **s) {
     o.timeout_ms = c->timeout_ms;
     o.progress = on_progress;
     o.progress_ctx = &c->prog;
+    o.log = tether_cli_device_log; /* device LOG lines: warnings always, info when verbose */
+    o.log_ctx = (void *)g_cmd;
     static const char *const quiet[] = {"--quiet", NULL};
     if (!getenv("TETHER_VERBOSE"))
         o.tetherd_args = quiet; /* local: keep the spawned tetherd's log lines out of the output */
@@ -178,6 +184,15 @@ static int open_session(common *c, tether_session **s) {
     return 0;
 }
 
+int tether_cli_open(const tether_cli_device *dev, tether_session **s) {
+    static common c;
+    memset(&c, 0, sizeof c);
+    c.device = dev->url;
+    c.token_file = dev->token_file;
+    c.timeout_ms = dev->timeout_ms;
+    return open_session(&c, s);
+}
+
 /* ---- info ---- */
 
 static int cmd_info(int argc, char **argv) {
@@ -185,7 +200,8 @@ static int cmd_info(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help")) {
             printf("usage: tether info [--device URL] [--token-file FILE] [--timeout-ms MS] "
-                   "[--json]\n  Prints the device's HELLO capabilities.\n");
+                   "[--json]\n  Prints the device's HELLO capabilities (for an MCU board also its "
+                   "name, memory, boot count and load region).\n");
             return 0;
         }
         int r = common_opt(&c, argc, argv, &i);
@@ -228,12 +244,22 @@ static int cmd_info(int argc, char **argv) {
         cJSON_AddNumberToObject(o, "load_addr", (double)d->load_addr);
         cJSON_AddNumberToObject(o, "load_size", (double)d->load_size);
         cJSON_AddBoolToObject(o, "auth_required", d->auth_required);
+        cJSON_AddStringToObject(o, "board", d->board);
+        cJSON_AddNumberToObject(o, "ram_size", (double)d->ram_size);
+        cJSON_AddNumberToObject(o, "heap_size", (double)d->heap_size);
+        cJSON_AddNumberToObject(o, "stack_size", (double)d->stack_size);
+        cJSON_AddNumberToObject(o, "boot_count", d->boot_count);
+        char id[16];
+        snprintf(id, sizeof id, "0x%08x", (unsigned)d->exports_id);
+        cJSON_AddStringToObject(o, "exports_id", id);
         char *txt = cJSON_Print(o);
         printf("%s\n", txt);
         free(txt);
         cJSON_Delete(o);
     } else {
         printf("protocol      %u\n", d->version);
+        if (d->board[0])
+            printf("board         %s (boot %u)\n", d->board, (unsigned)d->boot_count);
         printf("target        %s (%s, %s-endian, %u-bit pointers)\n", d->triple, d->arch,
                d->little_endian ? "little" : "big", d->pointer_bits);
         printf("max frame     %u bytes (window %u)\n", d->max_frame, d->window);
@@ -250,9 +276,16 @@ static int cmd_info(int argc, char **argv) {
                    d->image_max_height);
         else
             printf("opencl        no\n");
+        if (d->ram_size)
+            printf("ram           %llu bytes\n", (unsigned long long)d->ram_size);
+        if (d->heap_size)
+            printf("array heap    %llu bytes\n", (unsigned long long)d->heap_size);
+        if (d->stack_size)
+            printf("call stack    %llu bytes\n", (unsigned long long)d->stack_size);
         if (d->load_size)
-            printf("load region   0x%llx, %llu bytes\n", (unsigned long long)d->load_addr,
-                   (unsigned long long)d->load_size);
+            printf("load region   0x%llx, %llu bytes (MCU images, exports id 0x%08x)\n",
+                   (unsigned long long)d->load_addr, (unsigned long long)d->load_size,
+                   (unsigned)d->exports_id);
         printf("auth          %s\n",
                d->auth_required ? "required (authenticated)" : "not required");
     }
@@ -272,10 +305,12 @@ static int cmd_upload(int argc, char **argv) {
     const char *file = NULL, *name = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help")) {
-            printf("usage: tether upload [--device URL] [--token-file FILE] FILE.so|FILE.cl "
-                   "[--name NAME]\n"
+            printf("usage: tether upload [--device URL] [--token-file FILE] "
+                   "FILE.so|FILE.cl|FILE.o|FILE.a|FILE.bin [--name NAME] [--firmware PATH]\n"
                    "  Uploads a shared object or OpenCL C source (content hash checked), loads or "
-                   "builds it and prints its function count.\n");
+                   "builds it and prints its function count. For an MCU device, .o/.a files are "
+                   "linked at its load region against its firmware.json (--firmware, "
+                   "$TETHER_FIRMWARE or the build tree) and .bin images checked first.\n");
             return 0;
         }
         int r = common_opt(&c, argc, argv, &i);
@@ -305,11 +340,7 @@ static int cmd_upload(int argc, char **argv) {
     uint32_t nf = 0;
     size_t fl = strlen(file);
     uint32_t kind = fl > 3 && strcmp(file + fl - 3, ".cl") == 0 ? 1u : 0u; /* OpenCL C source */
-    int rc = tether_session_upload_file(s, kind, name, file);
-    if (!rc)
-        rc = tether_session_load_module(s, name, NULL, &nf);
-    if (rc) {
-        fail(1, "%s", tether_last_error());
+    if (tether_cli_load_module(s, file, NULL, c.firmware, name, NULL, &nf)) {
         tether_session_close(s);
         return 1;
     }
@@ -340,7 +371,9 @@ typedef struct run_args {
     uint64_t global[3], local[3];
     tether_remote_arg scalars[16];
     int nscalars;
-    int reference; /* --reference: run a model on the host's reference interpreter */
+    int reference;              /* --reference: run a model on the host's reference interpreter */
+    const char *compile_target; /* --target: compile a model for it (default: for the device) */
+    const char *abi;            /* --abi: ABI of a compiled model (default: the compiler's) */
 } run_args;
 
 /* Parses "A[,B[,C]]" into up to 3 sizes; returns the count or -1. */
@@ -425,19 +458,25 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help")) {
-            printf("usage: tether %s [--device URL] [--token-file FILE] [--timeout-ms MS]\n"
-                   "         MODULE.so FUNC --in a.npy ... --out c.npy[:DTYPE:D0xD1...] ...\n"
-                   "       tether %s [--device URL] ARTIFACT_DIR|MODEL.json --in x.npy ... "
-                   "[--out y.npy ...]\n"
-                   "  --scope global|texture|texture:weight  scope of the following --in/--out\n"
-                   "  --int V / --float V  scalar arguments, passed after the arrays\n"
-                   "  --reference  (run, MODEL only) run the model on this machine's reference\n"
-                   "               interpreter instead of a device\n"
-                   "  --global X[,Y[,Z]] [--local X[,Y[,Z]]]  NDRange of an OpenCL kernel "
-                   "(MODULE.cl)\n"
-                   "  arguments: inputs then outputs, in order. An --out without a shape takes "
-                   "the first input's.\n",
-                   g_cmd, g_cmd);
+            printf(
+                "usage: tether %s [--device URL] [--token-file FILE] [--timeout-ms MS]\n"
+                "         MODULE.so FUNC --in a.npy ... --out c.npy[:DTYPE:D0xD1...] ...\n"
+                "       tether %s [--device URL] ARTIFACT_DIR|MODEL.json --in x.npy ... "
+                "[--out y.npy ...]\n"
+                "  --scope global|texture|texture:weight  scope of the following --in/--out\n"
+                "  --int V / --float V  scalar arguments, passed after the arrays\n"
+                "  --reference  (run, MODEL only) run the model on this machine's reference\n"
+                "               interpreter instead of a device\n"
+                "  --target NAME, --abi packed|unpacked  how a MODEL is compiled (default: for\n"
+                "               the device, e.g. cortex-m3 for an MCU board; the compiler's ABI)\n"
+                "  --firmware PATH  firmware.json (or its folder) of an MCU device, for linking\n"
+                "               .o/.a/artifacts at its load region (default: $TETHER_FIRMWARE,\n"
+                "               then the build tree)\n"
+                "  --global X[,Y[,Z]] [--local X[,Y[,Z]]]  NDRange of an OpenCL kernel "
+                "(MODULE.cl)\n"
+                "  arguments: inputs then outputs, in order. An --out without a shape takes "
+                "the first input's.\n",
+                g_cmd, g_cmd);
             if (bench)
                 printf("  --number N (10) --repeat R (3) --min-repeat-ms MS (0) --cooldown-ms "
                        "MS (0): TIME parameters\n");
@@ -494,6 +533,18 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
             i++;
         } else if (!bench && !strcmp(a, "--reference")) {
             r->reference = 1;
+        } else if (!strcmp(a, "--target") || !strcmp(a, "--abi")) {
+            if (!v)
+                return fail(2, "%s needs a value", a);
+            if (!strcmp(a, "--abi")) {
+                tether_abi abi;
+                if (tether_abi_parse(v, &abi))
+                    return fail(2, "--abi '%s' is not packed or unpacked", v);
+                r->abi = v;
+            } else {
+                r->compile_target = v;
+            }
+            i++;
         } else if (!strcmp(a, "--scope")) {
             if (!v || tether_scope_parse(v, &scope))
                 return fail(2, "--scope: %s", v ? tether_last_error() : "needs a value");
@@ -640,6 +691,11 @@ static int prepare_arrays(prepared *p, run_args *r) {
 /* Set by tether_cli_run_artifact: finish_run hands its results over instead of printing. */
 static tether_cli_report *g_report;
 
+/* A device-timer duration in its cycles (elapsed_ns is cycles * 1e9 / hz, rounded down). */
+static uint64_t cycles(uint64_t elapsed_ns, uint64_t hz) {
+    return (uint64_t)((double)elapsed_ns * (double)hz / 1e9 + 0.5);
+}
+
 static int finish_run(prepared *p, run_args *r, int bench, const char *fname) {
     tether_call_result res;
     for (int i = 0; i < r->nscalars; i++)
@@ -673,6 +729,12 @@ static int finish_run(prepared *p, run_args *r, int bench, const char *fname) {
                "us%s\n",
                fname, ts.repeat, ts.number, ts.mean * 1e6, ts.median * 1e6, ts.min * 1e6,
                ts.max * 1e6, ts.zero_timer ? " (zero timer detected)" : "");
+        uint64_t hz = tether_session_info(p->s)->clock_hz;
+        if (hz) /* a device timer (MCU): the same figures in its cycles */
+            printf("cycles per call (%llu Hz timer): first call %llu, TIME mean %.0f, min %.0f, "
+                   "max %.0f\n",
+                   (unsigned long long)hz, (unsigned long long)cycles(res.elapsed_ns, hz),
+                   ts.mean * (double)hz, ts.min * (double)hz, ts.max * (double)hz);
         printf("stack high-water mark: %llu bytes\n", (unsigned long long)res.stack_bytes);
         return 0;
     }
@@ -682,8 +744,19 @@ static int finish_run(prepared *p, run_args *r, int bench, const char *fname) {
             return fail(1, "%s", tether_last_error());
         tether_cli_summary(r->out[i].path, &p->out[i]);
     }
-    printf("%s: returned %d in %.3f us, stack high-water mark %llu bytes\n", fname, (int)res.ret,
-           (double)res.elapsed_ns / 1e3, (unsigned long long)res.stack_bytes);
+    uint64_t hz = tether_session_info(p->s)->clock_hz;
+    char extra[96] = "";
+    if (hz)
+        snprintf(extra, sizeof extra, " (%llu cycles at %llu Hz)",
+                 (unsigned long long)cycles(res.elapsed_ns, hz), (unsigned long long)hz);
+    printf("%s: returned %d in %.3f us%s, stack high-water mark %llu bytes\n", fname, (int)res.ret,
+           (double)res.elapsed_ns / 1e3, extra, (unsigned long long)res.stack_bytes);
+    if (res.ret_value.type_code == TETHER_TYPE_INT)
+        printf("%s: return value %lld\n", fname, (long long)res.ret_value.v.i);
+    else if (res.ret_value.type_code == TETHER_TYPE_UINT)
+        printf("%s: return value %llu\n", fname, (unsigned long long)res.ret_value.v.u);
+    else if (res.ret_value.type_code == TETHER_TYPE_FLOAT)
+        printf("%s: return value %.17g\n", fname, res.ret_value.v.f);
     return 0;
 }
 
@@ -708,9 +781,9 @@ static int run_module(run_args *r, int bench) {
         rc = 2;
         goto out;
     }
-    if (tether_session_upload_file(p.s, kind, name, r->target) ||
-        tether_session_load_module(p.s, name, &mod, NULL) ||
-        tether_session_get_function(p.s, mod, r->func, &p.f)) {
+    if (tether_cli_load_module(p.s, r->target, r->compile_target, r->c.firmware, name, &mod, NULL))
+        goto out;
+    if (tether_session_get_function(p.s, mod, r->func, &p.f)) {
         fail(1, "%s", tether_last_error());
         goto out;
     }
@@ -723,6 +796,8 @@ static int run_module(run_args *r, int bench) {
         goto out;
     rc = finish_run(&p, r, bench, r->func);
 out:
+    if (rc)
+        tether_cli_after_failure(p.s, g_cmd);
     tether_session_close(p.s);
     prepared_free(&p);
     return rc;
@@ -854,11 +929,17 @@ static int run_artifact(run_args *r, const char *dir, int bench) {
     }
     if (open_session(&r->c, &p.s))
         goto out;
+    /* the artifact must suit the device (a shared object for tetherd, a Cortex-M library for an
+     * MCU, which the CLI links at its load region) */
+    const cJSON *jt = cJSON_GetObjectItem(md, "target");
+    const char *target = cJSON_IsString(jt) ? jt->valuestring : "x86_64-linux";
+    if (tether_cli_check_target(p.s, target, dir))
+        goto out;
     snprintf(path, sizeof path, "%s/%s", dir, lib->valuestring);
     uint64_t mod;
-    if (tether_session_upload_file(p.s, 0, lib->valuestring, path) ||
-        tether_session_load_module(p.s, lib->valuestring, &mod, NULL) ||
-        tether_session_get_function(p.s, mod, ename->valuestring, &p.f)) {
+    if (tether_cli_load_module(p.s, path, target, r->c.firmware, lib->valuestring, &mod, NULL))
+        goto out;
+    if (tether_session_get_function(p.s, mod, ename->valuestring, &p.f)) {
         fail(1, "%s", tether_last_error());
         goto out;
     }
@@ -904,6 +985,8 @@ static int run_artifact(run_args *r, const char *dir, int bench) {
         goto out;
     rc = finish_run(&p, r, bench, ename->valuestring);
 out:
+    if (rc && p.s)
+        tether_cli_after_failure(p.s, g_cmd);
     if (p.s)
         tether_session_close(p.s);
     prepared_free(&p);
@@ -945,6 +1028,35 @@ void tether_cli_report_free(tether_cli_report *rep) {
     rep->nout = 0;
 }
 
+#ifdef TETHER_HAVE_COMPILER
+/* The compile target a model needs for the device: an MCU board's core (HELLO arch, e.g.
+ * cortex-m3); "" = the default (host) profile. Asks the device only when it is not the local
+ * tetherd. */
+static int probe_target(run_args *r, char *out, size_t n) {
+    out[0] = 0;
+    const char *url = r->c.device ? r->c.device : getenv("TETHER_DEVICE");
+    if (!url || !*url || !strncmp(url, "local:", 6))
+        return 0;
+    tether_session *s;
+    if (open_session(&r->c, &s))
+        return 1;
+    const tether_device_info *d = tether_session_info(s);
+    int rc = 0;
+    if (tether_cli_is_mcu(d)) {
+        const tether_target *t;
+        if (tether_target_find(d->arch, &t))
+            rc = fail(1,
+                      "the device is a %s board with CPU '%s', for which the compiler has no "
+                      "target (give --target)",
+                      d->board, d->arch);
+        else
+            snprintf(out, n, "%s", t->name);
+    }
+    tether_session_close(s);
+    return rc;
+}
+#endif
+
 static int cmd_run(int argc, char **argv, int bench) {
     run_args r;
     int prc = parse_run(argc, argv, &r, bench);
@@ -973,11 +1085,24 @@ static int cmd_run(int argc, char **argv, int bench) {
                 outs[i] = r.out[i].path;
             return tether_cli_run_reference(r.target, r.nin, ins, r.nout, outs);
         }
+        tether_compile_options o;
+        tether_compile_options_init(&o);
+        if (r.abi)
+            tether_abi_parse(r.abi, &o.codegen.abi);
+        char probed[64];
+        if (r.compile_target) {
+            const tether_target *t;
+            if (tether_target_find(r.compile_target, &t))
+                return fail(2, "--target: %s", tether_last_error());
+            o.build.target = t->name;
+        } else if (probe_target(&r, probed, sizeof probed)) {
+            return 1;
+        } else if (probed[0]) {
+            o.build.target = probed;
+        }
         char dir[] = "/tmp/tether-run-XXXXXX";
         if (!mkdtemp(dir))
             return fail(1, "cannot create a temporary directory: %s", strerror(errno));
-        tether_compile_options o;
-        tether_compile_options_init(&o);
         tether_compile_result res;
         int rc;
         if (tether_compile_model(r.target, dir, &o, &res))
@@ -1006,7 +1131,8 @@ static void usage(FILE *f) {
                "  run       upload a module or artifact, run a function, read outputs back\n"
                "  bench     as run, then time it (TIME: number/repeat/min-repeat-ms)\n"
 #ifdef TETHER_HAVE_COMPILER
-               "  compile   compile a model into an artifact directory\n"
+               "  compile   compile a model into an artifact directory (--upload: and link,\n"
+               "            upload and load it on --device, e.g. an MCU board)\n"
                "  plan      plan a model's memory\n"
                "  ab        compile a model with both ABIs, run both on a device, compare\n"
 #endif
@@ -1034,8 +1160,12 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "bench"))
         return cmd_run(argc - 1, argv + 1, 1);
 #ifdef TETHER_HAVE_COMPILER
-    if (!strcmp(cmd, "compile"))
+    if (!strcmp(cmd, "compile")) {
+        for (int i = 2; i < argc; i++)
+            if (!strcmp(argv[i], "--upload"))
+                return tether_cli_cmd_compile_upload(argc - 1, argv + 1);
         return tether_cmd_compile(argc - 1, argv + 1);
+    }
     if (!strcmp(cmd, "plan"))
         return tether_cmd_plan(argc - 1, argv + 1);
     if (!strcmp(cmd, "ab"))

@@ -133,8 +133,15 @@ const char *tether_session_fault(const tether_session *s);
  * refreshed (an MCU's boot_count has grown after a reset). */
 int tether_session_reconnect(tether_session *s);
 
-/* Uploads bytes as module `name` (kind: tether_rpc_module_kind), chunked to the peer's max
- * frame, with its SHA-256. */
+/* Module kinds of an upload (the wire's tether_rpc_module_kind). */
+enum {
+    TETHER_MODULE_SHARED_OBJECT = 0, /* ELF .so for tetherd */
+    TETHER_MODULE_OPENCL_SOURCE = 1, /* OpenCL C, built on the device */
+    TETHER_MODULE_MCU_IMAGE = 2,     /* raw image linked at an MCU's load region */
+};
+
+/* Uploads bytes as module `name` (kind: TETHER_MODULE_*), chunked to the peer's max frame, with
+ * its SHA-256. */
 int tether_session_upload(tether_session *s, uint32_t kind, const char *name, const void *data,
                           size_t size);
 int tether_session_upload_file(tether_session *s, uint32_t kind, const char *name,

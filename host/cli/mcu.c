@@ -1,0 +1,415 @@
+/*
+ * The CLI's device-kind specific parts: loading a module the way the device takes it (shared
+ * objects and OpenCL C for tetherd; RAM images for MCU firmware, linked on the fly from .o/.a
+ * with the compiler's link step against the firmware's firmware.json), passing device LOG lines
+ * through, reconnecting after a fault, and `tether compile ... --upload`.
+ *
+ * What must stay true: a module is never uploaded to a device that cannot run it (a shared
+ * object to an MCU, a Cortex-M library to tetherd, an image linked for another firmware build:
+ * each is a clear error before any byte is sent); temporary link folders are removed on every
+ * path; after a fault the old session is never reused (tether_session_reconnect makes a new
+ * one). Errors are printed as one line "tether <command>: <reason>" (tether_cli_fail).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "tether/crt.h"
+
+#ifdef TETHER_HAVE_COMPILER
+#include "tether/compiler.h"
+#include "tether/compiler_cli.h"
+#include "tether/mcu_link.h"
+#endif
+
+#define fail tether_cli_fail
+
+void tether_cli_device_log(void *ctx, int level, const char *text) {
+    const char *cmd = ctx ? (const char *)ctx : "";
+    static const char *const names[] = {"error", "warning", "info", "debug"};
+    const char *v = getenv("TETHER_VERBOSE");
+    int verbose = v && *v && strcmp(v, "0") != 0;
+    if (level <= 1 || verbose)
+        fprintf(stderr, "tether %s: device %s: %s\n", cmd,
+                names[level >= 0 && level <= 3 ? level : 3], text);
+}
+
+int tether_cli_is_mcu(const tether_device_info *d) {
+    return d && d->load_size > 0;
+}
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+static const char *base_name(const char *p) {
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* "the mps2-an385 board (cortex-m3)" / "a x86_64 device (x86_64-linux-gnu)" */
+static void describe(const tether_device_info *d, char *out, size_t n) {
+    if (tether_cli_is_mcu(d))
+        snprintf(out, n, "the %s board (%s)", d->board[0] ? d->board : "MCU", d->arch);
+    else
+        snprintf(out, n, "a %s device (%s)", d->arch, d->triple);
+}
+
+static int upload_and_load(tether_session *s, uint32_t kind, const char *name, const void *data,
+                           size_t size, const char *path, uint64_t *module, uint32_t *nfuncs) {
+    int rc = data ? tether_session_upload(s, kind, name, data, size)
+                  : tether_session_upload_file(s, kind, name, path);
+    if (!rc)
+        rc = tether_session_load_module(s, name, module, nfuncs);
+    if (rc)
+        return fail(1, "%s", tether_last_error());
+    return 0;
+}
+
+#ifdef TETHER_HAVE_COMPILER
+
+/* Where firmware builds are looked for: this program's build tree (build/host/cli/tether ->
+ * build/device/mcu) and an installation (bin/tether -> share/tether/firmware). */
+static int firmware_dirs(char dirs[2][3100]) {
+    char exe[3000];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return 0;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return 0;
+    *slash = 0;
+    snprintf(dirs[0], sizeof dirs[0], "%s/../../device/mcu", exe);
+    snprintf(dirs[1], sizeof dirs[1], "%s/../share/tether/firmware", exe);
+    return 2;
+}
+
+/* The description of the firmware the device runs: --firmware (a firmware.json, its folder, or
+ * a folder of per-board folders), else $TETHER_FIRMWARE, else the default places; then checked
+ * against HELLO (board, load region, exports id). */
+static int find_firmware(const tether_device_info *d, const char *opt, tether_mcu_firmware *fw) {
+    int rc;
+    if (opt) {
+        char p[4200];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s/firmware.json", opt, d->board);
+        if (stat(opt, &st) == 0 && S_ISDIR(st.st_mode) && access(p, R_OK) == 0)
+            rc = tether_mcu_firmware_load(p, fw);
+        else
+            rc = tether_mcu_firmware_load(opt, fw);
+    } else {
+        char dirs[2][3100];
+        const char *dp[2] = {dirs[0], dirs[1]};
+        int n = firmware_dirs(dirs);
+        rc = tether_mcu_firmware_find(d->board, dp, n, fw);
+    }
+    if (!rc)
+        rc = tether_mcu_firmware_check(fw, d->board, d->load_addr, d->load_size, d->exports_id);
+    if (rc)
+        return fail(1, "%s", tether_last_error());
+    return 0;
+}
+
+static void print_image(const char *what, const tether_mcu_firmware *fw,
+                        const tether_mcu_image *img) {
+    printf("%s: MCU image %llu bytes (code %llu, read-only data %llu) + .bss %llu bytes, linked at "
+           "0x%08llx for %s, %u function%s\n",
+           what, (unsigned long long)img->size, (unsigned long long)img->code,
+           (unsigned long long)img->rodata, (unsigned long long)img->bss_size,
+           (unsigned long long)img->link_addr, fw->board, (unsigned)img->num_functions,
+           img->num_functions == 1 ? "" : "s");
+}
+
+static int read_all(const char *path, char **data, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fail(1, "cannot open %s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *data = n > 0 ? malloc((size_t)n) : NULL;
+    int ok = *data && fread(*data, 1, (size_t)n, f) == (size_t)n;
+    fclose(f);
+    if (!ok) {
+        free(*data);
+        return fail(1, "cannot read %s", path);
+    }
+    *size = (size_t)n;
+    return 0;
+}
+
+/* Links objects/libraries for the device's firmware in a temporary folder and uploads the
+ * image. */
+static int mcu_link_upload(tether_session *s, const tether_mcu_firmware *fw, const char *path,
+                           const char *target, const char *name, uint64_t *module,
+                           uint32_t *nfuncs) {
+    char dir[] = "/tmp/tether-mcu-XXXXXX";
+    if (!mkdtemp(dir))
+        return fail(1, "cannot create a temporary directory: %s", strerror(errno));
+    char elf[64], bin[64], log[64];
+    snprintf(elf, sizeof elf, "%s/module.elf", dir);
+    snprintf(bin, sizeof bin, "%s/module.bin", dir);
+    snprintf(log, sizeof log, "%s/module.bin.log", dir);
+    const char *in[1] = {path};
+    tether_mcu_image img;
+    int rc = 0;
+    char *data = NULL;
+    size_t size = 0;
+    if (tether_mcu_link(fw, target, in, 1, elf, bin, &img)) {
+        /* the log is about to be removed: put its gist into the message */
+        char e[TETHER_ERROR_MSG_MAX];
+        snprintf(e, sizeof e, "%s", tether_last_error());
+        FILE *f = fopen(log, "r");
+        char first[300] = "";
+        if (f) {
+            if (!fgets(first, sizeof first, f))
+                first[0] = 0;
+            fclose(f);
+            first[strcspn(first, "\n")] = 0;
+        }
+        rc = fail(1, "%s: %s%s%s", path, e, first[0] ? "; linker: " : "", first);
+    } else {
+        print_image(base_name(path), fw, &img);
+        rc = read_all(bin, &data, &size);
+    }
+    unlink(elf);
+    unlink(bin);
+    unlink(log);
+    rmdir(dir);
+    if (rc)
+        return rc;
+    rc = upload_and_load(s, TETHER_MODULE_MCU_IMAGE, name, data, size, NULL, module, nfuncs);
+    free(data);
+    return rc;
+}
+#endif
+
+int tether_cli_load_module(tether_session *s, const char *path, const char *target,
+                           const char *firmware, const char *name, uint64_t *module,
+                           uint32_t *nfuncs) {
+    const tether_device_info *d = tether_session_info(s);
+    char dev[300];
+    describe(d, dev, sizeof dev);
+    if (ends_with(path, ".cl"))
+        return upload_and_load(s, 1, name, NULL, 0, path, module, nfuncs); /* OpenCL C source */
+    int is_static = ends_with(path, ".a") || ends_with(path, ".o");
+    int is_image = ends_with(path, ".bin");
+    if (!tether_cli_is_mcu(d)) {
+        if (is_static || is_image)
+            return fail(1,
+                        "%s is %s for MCU firmware, but the device is %s, which loads shared "
+                        "objects: compile with --target %s-linux",
+                        path, is_image ? "a RAM image" : "code", dev, d->arch);
+        return upload_and_load(s, 0, name, NULL, 0, path, module, nfuncs);
+    }
+    if (ends_with(path, ".so"))
+        return fail(1,
+                    "%s is a shared object for tetherd, but the device is %s, which runs RAM "
+                    "images: compile with --target %s (the CLI links .o/.a files for it)",
+                    path, dev, d->arch);
+#ifdef TETHER_HAVE_COMPILER
+    tether_mcu_firmware fw;
+    if (find_firmware(d, firmware, &fw))
+        return 1;
+    if (is_image) {
+        char *data;
+        size_t size;
+        if (read_all(path, &data, &size))
+            return 1;
+        tether_mcu_image img;
+        if (tether_mcu_image_check(&fw, (const uint8_t *)data, size, &img)) {
+            free(data);
+            return fail(1, "%s: %s", path, tether_last_error());
+        }
+        print_image(base_name(path), &fw, &img);
+        int rc =
+            upload_and_load(s, TETHER_MODULE_MCU_IMAGE, name, data, size, NULL, module, nfuncs);
+        free(data);
+        return rc;
+    }
+    return mcu_link_upload(s, &fw, path, target, name, module, nfuncs);
+#else
+    (void)target;
+    (void)firmware;
+    if (is_image)
+        return upload_and_load(s, TETHER_MODULE_MCU_IMAGE, name, NULL, 0, path, module, nfuncs);
+    return fail(1,
+                "%s: linking for %s needs the compiler, which this build lacks; link it into a "
+                ".bin image (docs/mcu.md) and run that",
+                path, dev);
+#endif
+}
+
+int tether_cli_check_target(tether_session *s, const char *target, const char *what) {
+    const tether_device_info *d = tether_session_info(s);
+    char dev[300];
+    describe(d, dev, sizeof dev);
+    int mcu_target = strncmp(target, "cortex-m", 8) == 0;
+    if (tether_cli_is_mcu(d) && !mcu_target)
+        return fail(1, "%s was compiled for %s, but the device is %s: compile with --target %s",
+                    what, target, dev, d->arch);
+    if (!tether_cli_is_mcu(d) && mcu_target)
+        return fail(1,
+                    "%s was compiled for %s (a static library for MCU firmware), but the device "
+                    "is %s, which loads shared objects: compile with --target %s-linux",
+                    what, target, dev, d->arch);
+    return 0;
+}
+
+void tether_cli_after_failure(tether_session *s, const char *cmd) {
+    const char *fault = tether_session_fault(s);
+    if (!s || !fault)
+        return;
+    const tether_device_info *d = tether_session_info(s);
+    if (!tether_cli_is_mcu(d))
+        return; /* tetherd: the session process is gone, the daemon keeps serving */
+    uint32_t before = d->boot_count;
+    if (tether_session_reconnect(s) == 0)
+        fprintf(stderr,
+                "tether %s: the device reset after the fault and is back (boot %u, was %u); "
+                "the next command starts a new session\n",
+                cmd, (unsigned)d->boot_count, (unsigned)before);
+    else
+        fprintf(stderr, "tether %s: the device did not come back after the fault: %s\n", cmd,
+                tether_last_error());
+}
+
+/* ---- tether compile ... --upload ---- */
+
+int tether_cli_cmd_compile_upload(int argc, char **argv) {
+#ifdef TETHER_HAVE_COMPILER
+    tether_cli_device dev = {0};
+    const char *firmware = NULL, *out = NULL, *target = NULL;
+    char **cargv = calloc((size_t)argc + 3, sizeof *cargv);
+    if (!cargv)
+        return fail(1, "out of memory");
+    int cn = 0, rc = 2;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = !strcmp(a, "--device") || !strcmp(a, "--firmware") ||
+                    !strcmp(a, "--token-file") || !strcmp(a, "--timeout-ms");
+        if (takes && !v) {
+            fail(2, "%s needs a value", a);
+            goto done;
+        }
+        if (!strcmp(a, "--upload")) {
+            continue;
+        } else if (!strcmp(a, "--device")) {
+            dev.url = v;
+        } else if (!strcmp(a, "--firmware")) {
+            firmware = v;
+        } else if (!strcmp(a, "--token-file")) {
+            dev.token_file = v;
+        } else if (!strcmp(a, "--timeout-ms")) {
+            char *end;
+            long t = strtol(v, &end, 10);
+            if (*end || t < 1 || t > 86400000) {
+                fail(2, "--timeout-ms: '%s' is not a positive number", v);
+                goto done;
+            }
+            dev.timeout_ms = (int)t;
+        } else {
+            if (!strcmp(a, "-o") && v)
+                out = v;
+            if (!strcmp(a, "--target") && v)
+                target = v;
+            cargv[cn++] = argv[i];
+            continue;
+        }
+        if (takes)
+            i++;
+    }
+    if (!out) {
+        fail(2, "--upload needs -o DIR (the artifact the image is linked from)");
+        goto done;
+    }
+    tether_session *s = NULL;
+    rc = 1;
+    if (tether_cli_open(&dev, &s))
+        goto done;
+    const tether_device_info *d = tether_session_info(s);
+    if (!target) {
+        /* compile for the device: an MCU's core, else the host profile */
+        const tether_target *t;
+        if (tether_cli_is_mcu(d) && tether_target_find(d->arch, &t) == 0) {
+            cargv[cn++] = "--target";
+            cargv[cn++] = (char *)t->name;
+            target = t->name;
+        } else {
+            target = "x86_64-linux";
+        }
+    }
+    cargv[cn] = NULL;
+    if (tether_cli_check_target(s, target, out))
+        goto close;
+    rc = tether_cmd_compile(cn, cargv);
+    if (rc)
+        goto close;
+    rc = 1;
+    char path[4200];
+    uint64_t module;
+    uint32_t nf = 0;
+    if (tether_cli_is_mcu(d)) {
+        tether_mcu_firmware fw;
+        tether_mcu_image img;
+        if (find_firmware(d, firmware, &fw))
+            goto close;
+        if (tether_mcu_link_artifact(&fw, out, out, path, sizeof path, &img)) {
+            fail(1, "%s", tether_last_error());
+            goto close;
+        }
+        print_image(base_name(path), &fw, &img);
+        char *data;
+        size_t size;
+        if (read_all(path, &data, &size))
+            goto close;
+        int r = upload_and_load(s, TETHER_MODULE_MCU_IMAGE, base_name(path), data, size, NULL,
+                                &module, &nf);
+        free(data);
+        if (r)
+            goto close;
+        printf("uploaded %s to the %s board (boot %u): SHA-256 verified by the device, %u "
+               "function%s loaded",
+               path, d->board, (unsigned)d->boot_count, (unsigned)nf, nf == 1 ? "" : "s");
+        for (uint32_t i = 0; i < img.num_functions && i < 16; i++)
+            printf("%s%s", i ? ", " : ": ", img.functions[i]);
+        printf("\n");
+    } else {
+        /* tetherd: the artifact's shared object */
+        snprintf(path, sizeof path, "%s/metadata.json", out);
+        FILE *f = fopen(path, "r");
+        char lib[256] = "";
+        if (f) {
+            char line[512];
+            while (fgets(line, sizeof line, f))
+                if (sscanf(line, " \"library\": \"%255[^\"]\"", lib) == 1)
+                    break;
+            fclose(f);
+        }
+        if (!lib[0] || strchr(lib, '/')) {
+            fail(1, "%s: metadata.json names no library", out);
+            goto close;
+        }
+        snprintf(path, sizeof path, "%s/%s", out, lib);
+        if (upload_and_load(s, 0, lib, NULL, 0, path, &module, &nf))
+            goto close;
+        printf("uploaded %s: %u function%s loaded\n", path, (unsigned)nf, nf == 1 ? "" : "s");
+    }
+    rc = 0;
+close:
+    tether_session_close(s);
+done:
+    free(cargv);
+    return rc;
+#else
+    (void)argc;
+    (void)argv;
+    return fail(2, "compile needs the compiler, which this build lacks");
+#endif
+}
