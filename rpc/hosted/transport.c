@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +35,7 @@ typedef struct fd_impl {
     bool owns;
     bool nonblocking;
     bool uart;
+    int8_t socket;      /* fd_write is a socket: 1 yes, 0 no, -1 not known yet */
     uint8_t *frame_buf; /* unframer payload buffer, max_frame bytes */
     uint8_t *tx;        /* UART encode buffer */
     size_t tx_cap;
@@ -76,7 +79,47 @@ static int64_t deadline_of(int timeout_ms) {
     return timeout_ms < 0 ? -1 : tether_rpc_now_ms() + timeout_ms;
 }
 
-/* Writes all of p, without SIGPIPE (EPIPE is an error instead). */
+static int write_failed(void) {
+    return tether_set_error(TETHER_ERR_IO, "write failed: %s%s", strerror(errno),
+                            errno == EPIPE ? " (peer closed the connection)" : "");
+}
+
+/* Sockets: the pieces go out in one sendmsg that never blocks and never raises SIGPIPE
+ * (MSG_DONTWAIT | MSG_NOSIGNAL); only when the socket buffer is full does it poll, bounded by
+ * the deadline. One system call per message in the common case. */
+static int send_all_socket(int fd, struct iovec *iov, int niov, int64_t deadline) {
+    while (niov > 0) {
+        struct msghdr m;
+        memset(&m, 0, sizeof m);
+        m.msg_iov = iov;
+        m.msg_iovlen = (size_t)niov;
+        ssize_t w = sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                int rc = tether_rpc_wait_fd(fd, POLLOUT, deadline);
+                if (rc)
+                    return rc;
+                continue;
+            }
+            return write_failed();
+        }
+        size_t done = (size_t)w;
+        while (niov > 0 && done >= iov->iov_len) {
+            done -= iov->iov_len;
+            iov++;
+            niov--;
+        }
+        if (niov > 0) {
+            iov->iov_base = (uint8_t *)iov->iov_base + done;
+            iov->iov_len -= done;
+        }
+    }
+    return 0;
+}
+
+/* Writes all of p to a pipe or tty, without SIGPIPE (EPIPE is an error instead). */
 static int write_all(int fd, bool nonblocking, const uint8_t *p, size_t n, int64_t deadline) {
     sigset_t pipe_set, old;
     sigemptyset(&pipe_set);
@@ -88,14 +131,11 @@ static int write_all(int fd, bool nonblocking, const uint8_t *p, size_t n, int64
         if (rc)
             break;
         size_t chunk = nonblocking ? n : (n < PIPE_BUF ? n : PIPE_BUF);
-        ssize_t w = send(fd, p, chunk, MSG_NOSIGNAL);
-        if (w < 0 && errno == ENOTSOCK)
-            w = write(fd, p, chunk);
+        ssize_t w = write(fd, p, chunk);
         if (w < 0) {
             if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
                 continue;
-            rc = tether_set_error(TETHER_ERR_IO, "write failed: %s%s", strerror(errno),
-                                  errno == EPIPE ? " (peer closed the connection)" : "");
+            rc = write_failed();
             break;
         }
         p += w;
@@ -135,10 +175,19 @@ static int fd_send(tether_transport *t, const uint8_t *msg, size_t len, int time
     } else {
         uint8_t hdr[TETHER_STREAM_HEADER_BYTES];
         rc = tether_stream_frame_header(hdr, len);
-        if (!rc)
-            rc = write_all(t->fd_write, im->nonblocking, hdr, sizeof hdr, deadline);
-        if (!rc)
-            rc = write_all(t->fd_write, im->nonblocking, msg, len, deadline);
+        if (!rc && im->socket < 0) {
+            struct stat st;
+            im->socket = fstat(t->fd_write, &st) == 0 && S_ISSOCK(st.st_mode);
+        }
+        if (!rc && im->socket) {
+            struct iovec iov[2] = {{hdr, sizeof hdr}, {(void *)msg, len}};
+            rc = send_all_socket(t->fd_write, iov, 2, deadline);
+        } else {
+            if (!rc)
+                rc = write_all(t->fd_write, im->nonblocking, hdr, sizeof hdr, deadline);
+            if (!rc)
+                rc = write_all(t->fd_write, im->nonblocking, msg, len, deadline);
+        }
     }
     if (!rc)
         t->stats.frames_sent++;
@@ -261,6 +310,7 @@ int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, in
     }
     im->owns = owns_fds;
     im->uart = kind == TETHER_TRANSPORT_UART;
+    im->socket = -1;
     im->frame_buf = fb;
     if (im->uart)
         tether_uart_unframer_init(&im->uart_u, fb, max_frame, NULL, NULL);

@@ -4,6 +4,8 @@
  * by the test server; the client is the blocking transport + tether_rpc_client in this thread.
  */
 #include <pthread.h>
+#include <stdlib.h>
+#include <sys/socket.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -228,12 +230,68 @@ static void test_client_matching(void **state) {
     tether_transport_close(&peer);
 }
 
+/* Frames far larger than the socket buffer: the sender's single sendmsg goes out in pieces
+ * (EAGAIN, poll, the rest of the header/payload pieces), a reader that starts late still gets
+ * every byte, and a peer that closed makes the send fail instead of raising SIGPIPE. */
+typedef struct big_send {
+    tether_transport *t;
+    const uint8_t *data;
+    size_t len;
+    int rc[3];
+} big_send;
+
+static void *send_big(void *arg) {
+    big_send *b = arg;
+    for (int i = 0; i < 3; i++)
+        b->rc[i] = tether_transport_send(b->t, b->data, b->len - (size_t)i * 1001, 5000);
+    return NULL;
+}
+
+static void test_socket_partial_sends(void **state) {
+    (void)state;
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    int small = 4096;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+    setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    tether_transport a, b;
+    assert_int_equal(
+        tether_transport_fd_open(&a, TETHER_TRANSPORT_TCP, sv[0], sv[0], 4u << 20, true), 0);
+    assert_int_equal(
+        tether_transport_fd_open(&b, TETHER_TRANSPORT_TCP, sv[1], sv[1], 4u << 20, true), 0);
+    size_t len = 3u << 20;
+    uint8_t *data = malloc(len);
+    assert_non_null(data);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (uint8_t)(i * 131u + (i >> 16));
+    big_send bs = {&a, data, len, {-1, -1, -1}};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, send_big, &bs), 0);
+    usleep(50 * 1000); /* the sender is blocked on a full buffer by now */
+    for (int i = 0; i < 3; i++) {
+        const uint8_t *in;
+        size_t inlen;
+        assert_int_equal(tether_transport_recv(&b, &in, &inlen, 5000), 0);
+        assert_int_equal(inlen, len - (size_t)i * 1001);
+        assert_memory_equal(in, data, inlen);
+    }
+    pthread_join(th, NULL);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(bs.rc[i], 0);
+    tether_transport_close(&b);
+    assert_int_not_equal(tether_transport_send(&a, data, len, 1000), 0);
+    assert_non_null(strstr(tether_last_error(), "write failed"));
+    tether_transport_close(&a);
+    free(data);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tcp_ipv4),
         cmocka_unit_test(test_tcp_ipv6),
         cmocka_unit_test(test_tcp_errors),
         cmocka_unit_test(test_client_matching),
+        cmocka_unit_test(test_socket_partial_sends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
