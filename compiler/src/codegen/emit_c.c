@@ -780,9 +780,10 @@ static void k_softmax(em *e, const tether_ir_node *nd, const kargs *k) {
         close_block(e);
     } else {
         e->math_used[M_LOGF] = 1;
-        line(e, "const float ls = m + logf(s);");
+        /* (x - m) - log(s), not x - (m + log(s)): large x would lose log(s)'s low bits */
+        line(e, "const float ls = logf(s);");
         loop(e, "c", len);
-        line(e, "y[c * %lld] = x[c * %lld] - ls;", inner, inner);
+        line(e, "y[c * %lld] = (x[c * %lld] - m) - ls;", inner, inner);
         close_block(e);
     }
     close_block(e);
