@@ -1,0 +1,1357 @@
+/*
+ * The ONNX importer: a decoded ModelProto -> the compiler IR (docs/onnx.md).
+ *
+ * Order of work, each step failing with one message that starts with the file name:
+ *   wire pre-check and decoding (truncated file, not a model) -> opset -> values (initializers,
+ *   graph inputs, node outputs; undefined or doubly-written names) -> topological order (a cycle
+ *   is named by its nodes) -> which inputs operators need as constants, binding given values ->
+ *   constness -> the support scan (every unsupported operator of the model in ONE error, with
+ *   node name and opset) -> conversion in order, shaping each IR node as it is added -> graph
+ *   outputs and inputs -> tether_ir_infer.
+ *
+ * What must stay true: nothing of the decoded model outlives the call (the IR owns copies);
+ * on failure the graph is closed; input_bound is written only on success; graph inputs keep the
+ * model's order minus the bound ones.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "import.h"
+#include "tether/crt/dtype.h"
+#include "tether/crt/error.h"
+
+static const char *S(const char *s) {
+    return s ? s : "";
+}
+
+/* A growable string (the support scan's list). */
+typedef struct sbuf {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} sbuf;
+
+static void sbuf_printf(sbuf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void sbuf_printf(sbuf *b, const char *fmt, ...) {
+    if (b->failed) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || b->len + (size_t)n + 1 > (size_t)1 << 24) {
+        b->failed = true;
+        return;
+    }
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t nc = (b->len + (size_t)n + 1) * 2;
+        char *d = realloc(b->data, nc);
+        if (!d) {
+            b->failed = true;
+            return;
+        }
+        b->data = d;
+        b->cap = nc;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+int tonnx_fail(timport *c, int status, const char *fmt, ...) {
+    char msg[TETHER_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (c->cur >= 0) {
+        const Onnx__NodeProto *n = c->gp->node[c->cur];
+        return tether_set_error(status, "%s: node '%s' (%s): %s", c->source,
+                                tonnx_node_name(c, c->cur), S(n->op_type), msg);
+    }
+    return tether_set_error(status, "%s: %s", c->source, msg);
+}
+
+/* Prefixes the current error message with the source file. */
+static int wrap(timport *c, int rc) {
+    char msg[TETHER_ERROR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", tether_last_error());
+    return tether_set_error(rc, "%s: %s", c->source, msg);
+}
+
+const char *tonnx_node_name(const timport *c, int node) {
+    return c->node_names && c->node_names[node] ? c->node_names[node] : "?";
+}
+
+/* ---- value table ----------------------------------------------------------------------- */
+
+static uint32_t hash_str(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) {
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    }
+    return h;
+}
+
+int tonnx_find(const timport *c, const char *name) {
+    if (!name || !name[0] || !c->nslots) {
+        return -1;
+    }
+    for (uint32_t i = hash_str(name) & (uint32_t)(c->nslots - 1);;
+         i = (i + 1) & (uint32_t)(c->nslots - 1)) {
+        int s = c->slots[i];
+        if (s < 0) {
+            return -1;
+        }
+        if (strcmp(c->v[s].name, name) == 0) {
+            return s;
+        }
+    }
+}
+
+static int rehash(timport *c, int nslots) {
+    int *slots = malloc(sizeof(int) * (size_t)nslots);
+    if (!slots) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", c->source);
+    }
+    for (int i = 0; i < nslots; i++) {
+        slots[i] = -1;
+    }
+    for (int k = 0; k < c->nv; k++) {
+        uint32_t i = hash_str(c->v[k].name) & (uint32_t)(nslots - 1);
+        while (slots[i] >= 0) {
+            i = (i + 1) & (uint32_t)(nslots - 1);
+        }
+        slots[i] = k;
+    }
+    free(c->slots);
+    c->slots = slots;
+    c->nslots = nslots;
+    return TETHER_OK;
+}
+
+/* Appends a new value (the name must not exist yet). */
+static int add_value(timport *c, const char *name, int *idx) {
+    if (c->nv == c->cap) {
+        int nc = c->cap ? c->cap * 2 : 64;
+        value *v = realloc(c->v, sizeof(value) * (size_t)nc);
+        if (!v) {
+            return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", c->source);
+        }
+        c->v = v;
+        c->cap = nc;
+    }
+    value *v = &c->v[c->nv];
+    memset(v, 0, sizeof *v);
+    v->name = name;
+    v->producer = -1;
+    v->input = -1;
+    v->tensor = -1;
+    c->nv++;
+    if (c->nv * 2 > c->nslots) {
+        int rc = rehash(c, c->nslots ? c->nslots * 2 : 128);
+        if (rc) {
+            return rc;
+        }
+    } else {
+        uint32_t i = hash_str(name) & (uint32_t)(c->nslots - 1);
+        while (c->slots[i] >= 0) {
+            i = (i + 1) & (uint32_t)(c->nslots - 1);
+        }
+        c->slots[i] = c->nv - 1;
+    }
+    *idx = c->nv - 1;
+    return TETHER_OK;
+}
+
+/* ---- host constants -------------------------------------------------------------------- */
+
+hconst *tonnx_hconst_new(timport *c, bool is_int, int ndim, const int64_t *shape) {
+    size_t count = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0 || (shape[i] && count > (size_t)INT32_MAX / (size_t)shape[i])) {
+            tether_set_error(TETHER_ERR_LIMIT, "%s: constant too large", c->source);
+            return NULL;
+        }
+        count *= (size_t)shape[i];
+    }
+    hconst *k = calloc(1, sizeof *k);
+    void *data = k ? calloc(count ? count : 1, is_int ? sizeof(int64_t) : sizeof(float)) : NULL;
+    if (!data) {
+        free(k);
+        tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", c->source);
+        return NULL;
+    }
+    k->is_int = is_int;
+    k->ndim = ndim;
+    if (ndim) {
+        memcpy(k->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    }
+    k->count = count;
+    k->data = data;
+    k->next_owned = c->owned;
+    c->owned = k;
+    return k;
+}
+
+/* A host constant from any host tensor: integer/bool types become int64, floats float32. */
+static int hconst_from(timport *c, DLDataType dt, int ndim, const int64_t *shape, const void *data,
+                       size_t nbytes, const char *what, hconst **out) {
+    bool is_int = dt.code != kDLFloat;
+    if (!(dt.code == kDLFloat && (dt.bits == 32 || dt.bits == 64)) &&
+        !((dt.code == kDLInt || dt.code == kDLUInt) &&
+          (dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64)) &&
+        !(dt.code == 6 /* kDLBool in newer DLPack */ && dt.bits == 8)) {
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "%s: value of '%s' has an unsupported dtype", c->source, what);
+    }
+    if (ndim < 0 || ndim > TETHER_IR_MAX_NDIM) {
+        return tether_set_error(TETHER_ERR_LIMIT, "%s: value of '%s' has rank %d", c->source, what,
+                                ndim);
+    }
+    hconst *k = tonnx_hconst_new(c, is_int, ndim, shape);
+    if (!k) {
+        return tether_last_status();
+    }
+    size_t es = dt.bits / 8;
+    if (nbytes != k->count * es || (!data && nbytes)) {
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "%s: value of '%s' has %zu bytes, its shape needs %zu", c->source,
+                                what, nbytes, k->count * es);
+    }
+    for (size_t i = 0; i < k->count; i++) {
+        const uint8_t *p = (const uint8_t *)data + i * es;
+        if (dt.code == kDLFloat) {
+            float f;
+            if (dt.bits == 32) {
+                memcpy(&f, p, 4);
+            } else {
+                double d;
+                memcpy(&d, p, 8);
+                f = (float)d;
+            }
+            ((float *)k->data)[i] = f;
+            continue;
+        }
+        int64_t x = 0;
+        bool sgn = dt.code == kDLInt;
+        switch (dt.bits) {
+        case 8:
+            x = sgn ? (int64_t)(int8_t)p[0] : (int64_t)p[0];
+            break;
+        case 16: {
+            uint16_t u;
+            memcpy(&u, p, 2);
+            x = sgn ? (int64_t)(int16_t)u : (int64_t)u;
+            break;
+        }
+        case 32: {
+            uint32_t u;
+            memcpy(&u, p, 4);
+            x = sgn ? (int64_t)(int32_t)u : (int64_t)u;
+            break;
+        }
+        default:
+            memcpy(&x, p, 8);
+            break;
+        }
+        ((int64_t *)k->data)[i] = x;
+    }
+    *out = k;
+    return TETHER_OK;
+}
+
+/* ---- attributes ------------------------------------------------------------------------ */
+
+const Onnx__AttributeProto *tonnx_attr(const Onnx__NodeProto *n, const char *name) {
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        if (strcmp(S(n->attribute[i]->name), name) == 0) {
+            return n->attribute[i];
+        }
+    }
+    return NULL;
+}
+
+static bool attr_is(const Onnx__AttributeProto *a, Onnx__AttributeProto__AttributeType t,
+                    bool present) {
+    return a->has_type ? a->type == t : present;
+}
+
+int tonnx_attr_int(timport *c, const char *name, int64_t def, int64_t *out) {
+    const Onnx__AttributeProto *a = tonnx_attr(c->gp->node[c->cur], name);
+    *out = def;
+    if (!a) {
+        return TETHER_OK;
+    }
+    if (!attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, a->has_i)) {
+        return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "attribute '%s' must be an int", name);
+    }
+    *out = a->i;
+    return TETHER_OK;
+}
+
+int tonnx_attr_float(timport *c, const char *name, float def, float *out) {
+    const Onnx__AttributeProto *a = tonnx_attr(c->gp->node[c->cur], name);
+    *out = def;
+    if (!a) {
+        return TETHER_OK;
+    }
+    if (!attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, a->has_f)) {
+        return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "attribute '%s' must be a float", name);
+    }
+    *out = a->f;
+    return TETHER_OK;
+}
+
+int tonnx_attr_ints(timport *c, const char *name, int64_t *out, int max, int *count) {
+    const Onnx__AttributeProto *a = tonnx_attr(c->gp->node[c->cur], name);
+    *count = -1;
+    if (!a) {
+        return TETHER_OK;
+    }
+    if (!attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, true)) {
+        return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "attribute '%s' must be a list of ints", name);
+    }
+    if (a->n_ints > (size_t)max) {
+        return tonnx_fail(c, TETHER_ERR_LIMIT, "attribute '%s' has %zu entries (at most %d)", name,
+                          a->n_ints, max);
+    }
+    for (size_t i = 0; i < a->n_ints; i++) {
+        out[i] = a->ints[i];
+    }
+    *count = (int)a->n_ints;
+    return TETHER_OK;
+}
+
+int tonnx_attr_string(timport *c, const char *name, const char *def, char *out, size_t n) {
+    const Onnx__AttributeProto *a = tonnx_attr(c->gp->node[c->cur], name);
+    snprintf(out, n, "%s", def);
+    if (!a) {
+        return TETHER_OK;
+    }
+    if (!attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, a->has_s)) {
+        return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "attribute '%s' must be a string", name);
+    }
+    if (a->s.len >= n || memchr(a->s.data, 0, a->s.len)) {
+        return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "attribute '%s' is not a short string", name);
+    }
+    memcpy(out, a->s.data, a->s.len);
+    out[a->s.len] = 0;
+    return TETHER_OK;
+}
+
+/* ---- graph inputs ---------------------------------------------------------------------- */
+
+static const tether_model_input_shape *given_shape(const timport *c, const char *name) {
+    for (int i = 0; c->o && i < c->o->ninput_shapes; i++) {
+        if (strcmp(c->o->input_shapes[i].name, name) == 0) {
+            return &c->o->input_shapes[i];
+        }
+    }
+    return NULL;
+}
+
+static void shape_hint(const Onnx__TensorShapeProto *sp, char *buf, size_t n) {
+    size_t o = 0;
+    buf[0] = 0;
+    for (size_t i = 0; sp && i < sp->n_dim && o + 24 < n; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
+        long long v = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                              d->dim_value > 0
+                          ? (long long)d->dim_value
+                          : 1;
+        o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "x" : "", v);
+    }
+}
+
+/* Shape of real graph input k: from --input-shape, else the model's static shape. */
+static int input_shape(timport *c, int k, int *ndim, int64_t *shape) {
+    const Onnx__ValueInfoProto *vi = c->input_info[k];
+    const char *name = S(vi->name);
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
+        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                          "graph input '%s' is not a tensor (sequences, maps and optionals are "
+                          "not supported)",
+                          name);
+    }
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    char tn[32];
+    if (!tt->has_elem_type || tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                          "graph input '%s' has element type %s; only float32 run-time inputs are "
+                          "supported",
+                          name,
+                          tonnx_dtype_name(tt->has_elem_type ? tt->elem_type : 0, tn, sizeof tn));
+    }
+    const Onnx__TensorShapeProto *sp = tt->shape;
+    const tether_model_input_shape *given = given_shape(c, name);
+    char hint[200];
+    if (given) {
+        if (sp && (int)sp->n_dim != given->ndim) {
+            return tonnx_fail(c, TETHER_ERR_MISMATCH,
+                              "graph input '%s' has rank %zu; --input-shape gives rank %d", name,
+                              sp->n_dim, given->ndim);
+        }
+        for (int i = 0; sp && i < given->ndim; i++) {
+            const Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
+            if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                d->dim_value > 0 && d->dim_value != given->shape[i]) {
+                return tonnx_fail(c, TETHER_ERR_MISMATCH,
+                                  "graph input '%s': dimension %d is %lld in the model; "
+                                  "--input-shape gives %lld",
+                                  name, i, (long long)d->dim_value, (long long)given->shape[i]);
+            }
+        }
+        *ndim = given->ndim;
+        memcpy(shape, given->shape, sizeof(int64_t) * (size_t)given->ndim);
+        return TETHER_OK;
+    }
+    if (!sp) {
+        return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                          "graph input '%s' has no shape in the model: give it with "
+                          "--input-shape %s=D0xD1x...",
+                          name, name);
+    }
+    if (sp->n_dim > TETHER_IR_MAX_NDIM) {
+        return tonnx_fail(c, TETHER_ERR_LIMIT, "graph input '%s' has rank %zu (at most %d)", name,
+                          sp->n_dim, TETHER_IR_MAX_NDIM);
+    }
+    for (size_t i = 0; i < sp->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
+        if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+            d->dim_value < 0) {
+            shape_hint(sp, hint, sizeof hint);
+            char what[96] = "";
+            if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
+                snprintf(what, sizeof what, " ('%.60s')", S(d->dim_param));
+            }
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                              "graph input '%s' has a dynamic dimension %zu%s: fix it with "
+                              "--input-shape, e.g. --input-shape %s=%s",
+                              name, i, what, name, hint);
+        }
+        if (d->dim_value == 0) {
+            return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                              "graph input '%s': dimension %zu is 0 (zero-size tensors are not "
+                              "supported)",
+                              name, i);
+        }
+        shape[i] = d->dim_value;
+    }
+    *ndim = (int)sp->n_dim;
+    return TETHER_OK;
+}
+
+/* ---- services for the converters ------------------------------------------------------- */
+
+static const char *in_name(const timport *c, int i) {
+    const Onnx__NodeProto *n = c->gp->node[c->cur];
+    return i < (int)n->n_input ? S(n->input[i]) : "";
+}
+
+static int ensure_tensor(timport *c, int vi, const char *role) {
+    value *v = &c->v[vi];
+    if (v->tensor >= 0) {
+        return TETHER_OK;
+    }
+    int rc;
+    if (v->k) {
+        if (v->k->is_int) {
+            return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                              "%s '%s' is an integer constant where a float32 tensor is expected",
+                              role, v->name);
+        }
+        for (int d = 0; d < v->k->ndim; d++) {
+            if (v->k->shape[d] == 0) {
+                return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                                  "%s '%s' has no elements (zero-size tensors are not supported)",
+                                  role, v->name);
+            }
+        }
+        rc = tether_ir_add_constant(c->g, v->name, TETHER_FLOAT32, v->k->ndim, v->k->shape,
+                                    v->k->data, v->k->count * sizeof(float), &v->tensor);
+        return rc ? wrap(c, rc) : TETHER_OK;
+    }
+    if (v->input >= 0) {
+        int ndim = 0;
+        int64_t shape[TETHER_IR_MAX_NDIM];
+        int save = c->cur;
+        c->cur = -1; /* input errors name the input, not the node */
+        rc = input_shape(c, v->input, &ndim, shape);
+        c->cur = save;
+        if (rc) {
+            return rc;
+        }
+        rc = tether_ir_add_tensor(c->g, v->name, TETHER_FLOAT32, ndim, shape, &v->tensor);
+        return rc ? wrap(c, rc) : TETHER_OK;
+    }
+    return tonnx_fail(c, TETHER_ERR_INTERNAL, "%s '%s' has no tensor", role, v->name);
+}
+
+int tonnx_in_tensor(timport *c, int i, bool required, int *t) {
+    const char *name = in_name(c, i);
+    *t = -1;
+    if (!name[0]) {
+        return required ? tonnx_fail(c, TETHER_ERR_INVALID_ARG, "input %d is missing", i)
+                        : TETHER_OK;
+    }
+    int vi = tonnx_find(c, name);
+    char role[24];
+    snprintf(role, sizeof role, "input %d", i);
+    int rc = ensure_tensor(c, vi, role);
+    if (!rc) {
+        *t = c->v[vi].tensor;
+    }
+    return rc;
+}
+
+int tonnx_in_const(timport *c, int i, bool required, hconst **k) {
+    const char *name = in_name(c, i);
+    *k = NULL;
+    if (!name[0]) {
+        return required ? tonnx_fail(c, TETHER_ERR_INVALID_ARG, "input %d is missing", i)
+                        : TETHER_OK;
+    }
+    const value *v = &c->v[tonnx_find(c, name)];
+    if (v->k) {
+        *k = v->k;
+        return TETHER_OK;
+    }
+    if (v->input >= 0) {
+        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                          "input %d ('%s') must be constant, but it is a graph input with no "
+                          "value bound (make it an initializer, or bind it: tether run --in)",
+                          i, name);
+    }
+    return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                      "input %d ('%s') must be constant, but node '%s' computes it at run time", i,
+                      name, tonnx_node_name(c, v->producer));
+}
+
+int tonnx_out_tensor(timport *c, int i, int *t) {
+    const Onnx__NodeProto *n = c->gp->node[c->cur];
+    value *v = &c->v[tonnx_find(c, S(n->output[i]))];
+    int rc = tether_ir_add_tensor(c->g, v->name, TETHER_FLOAT32, TETHER_IR_SHAPE_UNKNOWN, NULL,
+                                  &v->tensor);
+    if (rc) {
+        return wrap(c, rc);
+    }
+    *t = v->tensor;
+    return TETHER_OK;
+}
+
+static int unique_name(timport *c, const char *suffix, char *out, size_t n) {
+    snprintf(out, n, "%s/%s", tonnx_node_name(c, c->cur), suffix);
+    if (tether_ir_find_tensor(c->g, out) < 0) {
+        return TETHER_OK;
+    }
+    size_t len = strlen(out);
+    for (int k = 1; k < 1000000; k++) {
+        snprintf(out + len, n - len, "#%d", k);
+        if (tether_ir_find_tensor(c->g, out) < 0) {
+            return TETHER_OK;
+        }
+    }
+    return tonnx_fail(c, TETHER_ERR_INTERNAL, "no free tensor name");
+}
+
+int tonnx_temp_tensor(timport *c, const char *suffix, int *t) {
+    char name[400];
+    int rc = unique_name(c, suffix, name, sizeof name);
+    if (!rc) {
+        rc = tether_ir_add_tensor(c->g, name, TETHER_FLOAT32, TETHER_IR_SHAPE_UNKNOWN, NULL, t);
+        rc = rc ? wrap(c, rc) : TETHER_OK;
+    }
+    return rc;
+}
+
+int tonnx_const_tensor(timport *c, const char *suffix, int ndim, const int64_t *shape,
+                       const float *vals, int *t) {
+    char name[400];
+    int rc = unique_name(c, suffix, name, sizeof name);
+    if (!rc) {
+        size_t count = 1;
+        for (int i = 0; i < ndim; i++) {
+            count *= (size_t)shape[i];
+        }
+        rc = tether_ir_add_constant(c->g, name, TETHER_FLOAT32, ndim, shape, vals,
+                                    count * sizeof(float), t);
+        rc = rc ? wrap(c, rc) : TETHER_OK;
+    }
+    return rc;
+}
+
+int tonnx_emit(timport *c, const char *suffix, tether_op op, const int *in, int nin, int out,
+               const tether_ir_attrs *a) {
+    char name[400];
+    if (suffix) {
+        snprintf(name, sizeof name, "%s/%s", tonnx_node_name(c, c->cur), suffix);
+    } else {
+        snprintf(name, sizeof name, "%s", tonnx_node_name(c, c->cur));
+    }
+    int idx;
+    int rc = tether_ir_add_node(c->g, name, op, in, nin, &out, 1, a, &idx);
+    if (!rc) {
+        rc = tether_ir_infer_node(c->g, idx);
+    }
+    return rc ? wrap(c, rc) : TETHER_OK;
+}
+
+bool tonnx_output_used(const timport *c, int node, int i) {
+    const Onnx__NodeProto *n = c->gp->node[node];
+    if (i >= (int)n->n_output || !S(n->output[i])[0]) {
+        return false;
+    }
+    const char *name = n->output[i];
+    for (size_t k = 0; k < c->gp->n_output; k++) {
+        if (strcmp(S(c->gp->output[k]->name), name) == 0) {
+            return true;
+        }
+    }
+    for (size_t j = 0; j < c->gp->n_node; j++) {
+        const Onnx__NodeProto *m = c->gp->node[j];
+        for (size_t k = 0; k < m->n_input; k++) {
+            if (strcmp(S(m->input[k]), name) == 0) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* ---- structure: names, values, order --------------------------------------------------- */
+
+static int name_nodes(timport *c) {
+    size_t nn = c->gp->n_node;
+    c->node_names = calloc(nn ? nn : 1, sizeof(char *));
+    /* a small hash set of the names given so far */
+    size_t slots = 16;
+    while (slots < 2 * nn + 2) {
+        slots *= 2;
+    }
+    char **set = calloc(slots, sizeof(char *));
+    if (!c->node_names || !set) {
+        free(set);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", c->source);
+    }
+    int rc = TETHER_OK;
+    for (size_t i = 0; i < nn && !rc; i++) {
+        const Onnx__NodeProto *n = c->gp->node[i];
+        char base[300], name[320];
+        if (S(n->name)[0]) {
+            snprintf(base, sizeof base, "%s", n->name);
+        } else {
+            snprintf(base, sizeof base, "%s_%zu", S(n->op_type)[0] ? n->op_type : "node", i);
+        }
+        snprintf(name, sizeof name, "%s", base);
+        for (int k = 1;; k++) {
+            uint32_t h = hash_str(name) & (uint32_t)(slots - 1);
+            while (set[h] && strcmp(set[h], name) != 0) {
+                h = (h + 1) & (uint32_t)(slots - 1);
+            }
+            if (!set[h]) {
+                c->node_names[i] = strdup(name);
+                set[h] = c->node_names[i];
+                if (!set[h]) {
+                    rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", c->source);
+                }
+                break;
+            }
+            snprintf(name, sizeof name, "%s_%d", base, k);
+        }
+    }
+    free(set);
+    return rc;
+}
+
+static int collect_values(timport *c) {
+    Onnx__GraphProto *gp = c->gp;
+    int rc, idx;
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        const char *name = S(tp->name);
+        if (!name[0]) {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "initializer %zu has no name", i);
+        }
+        if (tonnx_find(c, name) >= 0) {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "initializer '%s' is defined twice", name);
+        }
+        tether_onnx_tensor t;
+        rc = tonnx_tensor_from_proto(tp, name, c->dir, &t);
+        if (rc) {
+            return wrap(c, rc);
+        }
+        hconst *k = NULL;
+        rc = hconst_from(c, t.dtype, t.ndim, t.shape, t.data, t.nbytes, name, &k);
+        tether_onnx_tensor_free(&t);
+        if (rc || (rc = add_value(c, name, &idx))) {
+            return rc;
+        }
+        c->v[idx].k = k;
+        c->v[idx].is_const = true;
+    }
+    if (gp->n_sparse_initializer) {
+        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED, "sparse initializers are not supported");
+    }
+    /* graph inputs that are not initializers, in order */
+    c->input_info = calloc(gp->n_input ? gp->n_input : 1, sizeof *c->input_info);
+    c->input_value = calloc(gp->n_input ? gp->n_input : 1, sizeof(int));
+    c->bound = calloc(gp->n_input ? gp->n_input : 1, sizeof(bool));
+    if (!c->input_info || !c->input_value || !c->bound) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", c->source);
+    }
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const char *name = S(gp->input[i]->name);
+        if (!name[0]) {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "graph input %zu has no name", i);
+        }
+        int prev = tonnx_find(c, name);
+        if (prev >= 0) {
+            if (c->v[prev].input >= 0) {
+                return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "graph input '%s' is listed twice",
+                                  name);
+            }
+            continue; /* an initializer listed as input (IR < 4): a constant */
+        }
+        if ((rc = add_value(c, name, &idx))) {
+            return rc;
+        }
+        c->v[idx].input = c->ninputs;
+        c->input_info[c->ninputs] = gp->input[i];
+        c->input_value[c->ninputs++] = idx;
+    }
+    for (int i = 0; c->o && i < c->o->ninput_shapes; i++) {
+        int vi = tonnx_find(c, c->o->input_shapes[i].name);
+        if (vi < 0 || c->v[vi].input < 0) {
+            char names[200] = "";
+            for (int k = 0; k < c->ninputs && strlen(names) < 150; k++) {
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%s'",
+                         k ? ", " : "", c->v[c->input_value[k]].name);
+            }
+            return tonnx_fail(c, TETHER_ERR_NOT_FOUND,
+                              "--input-shape names '%s', which is not a graph input (inputs: %s)",
+                              c->o->input_shapes[i].name, names);
+        }
+    }
+    /* node outputs: each name written once, never an input or initializer */
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        for (size_t j = 0; j < n->n_output; j++) {
+            const char *name = S(n->output[j]);
+            if (!name[0]) {
+                continue;
+            }
+            int prev = tonnx_find(c, name);
+            if (prev >= 0) {
+                const value *p = &c->v[prev];
+                c->cur = (int)i;
+                if (p->producer >= 0) {
+                    return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                                      "output '%s' is also written by node '%s'", name,
+                                      tonnx_node_name(c, p->producer));
+                }
+                return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "output '%s' overwrites the %s '%s'",
+                                  name, p->input >= 0 ? "graph input" : "initializer", name);
+            }
+            if ((rc = add_value(c, name, &idx))) {
+                return rc;
+            }
+            c->v[idx].producer = (int)i;
+        }
+    }
+    /* every node input is defined somewhere */
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        for (size_t j = 0; j < n->n_input; j++) {
+            const char *name = S(n->input[j]);
+            if (name[0] && tonnx_find(c, name) < 0) {
+                c->cur = (int)i;
+                return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                                  "input '%s' is not defined: no initializer, graph input or node "
+                                  "output has that name (missing initializer?)",
+                                  name);
+            }
+        }
+    }
+    c->cur = -1;
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *name = S(gp->output[i]->name);
+        if (tonnx_find(c, name) < 0) {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                              "graph output '%s' is not defined by any node, input or initializer",
+                              name);
+        }
+    }
+    if (gp->n_output == 0) {
+        return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "the graph has no outputs");
+    }
+    return TETHER_OK;
+}
+
+/* Kahn's order of the nodes into order[]; a cycle is reported with its nodes. */
+static int sort_nodes(timport *c, int *order) {
+    size_t nn = c->gp->n_node;
+    bool *placed = calloc(nn ? nn : 1, sizeof(bool));
+    bool *ready = calloc((size_t)(c->nv ? c->nv : 1), sizeof(bool));
+    if (!placed || !ready) {
+        free(placed);
+        free(ready);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", c->source);
+    }
+    for (int i = 0; i < c->nv; i++) {
+        ready[i] = c->v[i].producer < 0;
+    }
+    size_t count = 0;
+    for (bool progress = true; progress && count < nn;) {
+        progress = false;
+        for (size_t i = 0; i < nn; i++) {
+            const Onnx__NodeProto *n = c->gp->node[i];
+            bool ok = !placed[i];
+            for (size_t j = 0; ok && j < n->n_input; j++) {
+                ok = !S(n->input[j])[0] || ready[tonnx_find(c, n->input[j])];
+            }
+            if (!ok) {
+                continue;
+            }
+            placed[i] = true;
+            order[count++] = (int)i;
+            for (size_t j = 0; j < n->n_output; j++) {
+                if (S(n->output[j])[0]) {
+                    ready[tonnx_find(c, n->output[j])] = true;
+                }
+            }
+            progress = true;
+        }
+    }
+    int rc = TETHER_OK;
+    if (count < nn) {
+        /* walk back from an unplaced node through unplaced producers until a node repeats */
+        int *path = malloc(sizeof(int) * (nn + 1));
+        int *pos = malloc(sizeof(int) * nn);
+        if (!path || !pos) {
+            rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", c->source);
+        } else {
+            for (size_t i = 0; i < nn; i++) {
+                pos[i] = -1;
+            }
+            int u = 0;
+            while (placed[u]) {
+                u++;
+            }
+            int len = 0;
+            while (pos[u] < 0) {
+                pos[u] = len;
+                path[len++] = u;
+                const Onnx__NodeProto *n = c->gp->node[u];
+                int next = -1;
+                for (size_t j = 0; j < n->n_input && next < 0; j++) {
+                    int vi = S(n->input[j])[0] ? tonnx_find(c, n->input[j]) : -1;
+                    if (vi >= 0 && !ready[vi]) {
+                        next = c->v[vi].producer;
+                    }
+                }
+                u = next;
+            }
+            char text[TETHER_ERROR_MSG_MAX] = "";
+            size_t o = 0;
+            for (int k = pos[u]; k <= len && o + 8 < sizeof text; k++) {
+                int node = k < len ? path[k] : u;
+                o += (size_t)snprintf(text + o, sizeof text - o, "%s'%s'", k > pos[u] ? " -> " : "",
+                                      tonnx_node_name(c, node));
+            }
+            rc = tonnx_fail(c, TETHER_ERR_INVALID_ARG, "the graph has a cycle: %s", text);
+        }
+        free(path);
+        free(pos);
+    }
+    free(placed);
+    free(ready);
+    return rc;
+}
+
+/* Marks the values operators need as constants (walking back through host-evaluated ops), then
+ * binds graph inputs among them to the given values. */
+static int bind_inputs(timport *c, const int *order) {
+    size_t nn = c->gp->n_node;
+    for (size_t r = nn; r-- > 0;) {
+        const Onnx__NodeProto *n = c->gp->node[order[r]];
+        const op_def *d = tonnx_op_find(S(n->domain), S(n->op_type));
+        if (!d) {
+            continue;
+        }
+        unsigned mask = tonnx_const_inputs(d, c->opset);
+        bool outs_needed = false;
+        for (size_t j = 0; j < n->n_output; j++) {
+            int vi = tonnx_find(c, S(n->output[j]));
+            outs_needed |= vi >= 0 && c->v[vi].needed;
+        }
+        for (size_t j = 0; j < n->n_input; j++) {
+            int vi = tonnx_find(c, S(n->input[j]));
+            if (vi >= 0 &&
+                ((j < 32 && (mask >> j) & 1) || d->host_only || (d->host && outs_needed))) {
+                c->v[vi].needed = true;
+            }
+        }
+    }
+    const tether_model_load_options *o = c->o;
+    for (int k = 0; k < c->ninputs; k++) {
+        value *v = &c->v[c->input_value[k]];
+        if (!v->needed || !o || k >= o->ninput_values || !o->input_values[k].data) {
+            continue;
+        }
+        const tether_model_value *mv = &o->input_values[k];
+        int rc =
+            hconst_from(c, mv->dtype, mv->ndim, mv->shape, mv->data, mv->nbytes, v->name, &v->k);
+        if (rc) {
+            return rc;
+        }
+        v->is_const = true;
+        c->bound[k] = true;
+    }
+    return TETHER_OK;
+}
+
+static void propagate_constness(timport *c, const int *order) {
+    for (size_t r = 0; r < c->gp->n_node; r++) {
+        const Onnx__NodeProto *n = c->gp->node[order[r]];
+        const op_def *d = tonnx_op_find(S(n->domain), S(n->op_type));
+        if (!d || !d->host) {
+            continue;
+        }
+        bool all = true;
+        if (strcmp(d->op_type, "Shape") != 0) {
+            for (size_t j = 0; j < n->n_input; j++) {
+                int vi = tonnx_find(c, S(n->input[j]));
+                all &= vi < 0 || c->v[vi].is_const;
+            }
+        }
+        for (size_t j = 0; all && j < n->n_output; j++) {
+            int vi = tonnx_find(c, S(n->output[j]));
+            if (vi >= 0) {
+                c->v[vi].is_const = true;
+            }
+        }
+    }
+}
+
+/* Every node the importer cannot convert, in one error (the full list in tether_error_detail). */
+static int support_scan(timport *c) {
+    sbuf list = {0};
+    int count = 0;
+    for (size_t i = 0; i < c->gp->n_node; i++) {
+        const Onnx__NodeProto *n = c->gp->node[i];
+        const char *dom = S(n->domain);
+        bool std = !dom[0] || strcmp(dom, "ai.onnx") == 0;
+        const op_def *d = tonnx_op_find(dom, S(n->op_type));
+        char reason[200] = "";
+        const char *why = NULL;
+        c->cur = (int)i;
+        if (!d) {
+            why = "";
+        } else if (c->opset < d->since || c->opset > d->until) {
+            snprintf(reason, sizeof reason, ": handled for opsets %d..%d", d->since, d->until);
+            why = reason;
+        } else {
+            for (size_t a = 0; a < n->n_attribute && !why; a++) {
+                const char *an = S(n->attribute[a]->name);
+                const char *p = d->attrs;
+                size_t al = strlen(an);
+                bool known = false;
+                while (p && *p && !known) {
+                    const char *e = strchr(p, ',');
+                    size_t l = e ? (size_t)(e - p) : strlen(p);
+                    known = l == al && strncmp(p, an, l) == 0;
+                    p = e ? e + 1 : NULL;
+                }
+                if (!known || S(n->attribute[a]->ref_attr_name)[0]) {
+                    snprintf(reason, sizeof reason, ": attribute '%s'", an);
+                    why = reason;
+                }
+            }
+            if (!why && d->check) {
+                char buf[160];
+                const char *r = d->check(c, n, (int)i, buf, sizeof buf);
+                if (r) {
+                    snprintf(reason, sizeof reason, ": %s", r);
+                    why = reason;
+                }
+            }
+            if (!why && d->host_only && strcmp(d->op_type, "Shape") != 0) {
+                for (size_t j = 0; j < n->n_input && !why; j++) {
+                    int vi = tonnx_find(c, S(n->input[j]));
+                    if (vi >= 0 && !c->v[vi].is_const) {
+                        why = ": only on constant inputs (shape computations)";
+                    }
+                }
+            }
+        }
+        if (!why) {
+            continue;
+        }
+        if (std) {
+            sbuf_printf(&list, "%s%s (node '%s', opset %d%s)", count ? ", " : "", S(n->op_type),
+                        tonnx_node_name(c, (int)i), c->opset, why);
+        } else {
+            int64_t dv = 0;
+            for (size_t k = 0; k < c->m->n_opset_import; k++) {
+                if (strcmp(S(c->m->opset_import[k]->domain), dom) == 0) {
+                    dv = c->m->opset_import[k]->version;
+                }
+            }
+            sbuf_printf(&list, "%s%s (node '%s', domain '%s' opset %lld%s)", count ? ", " : "",
+                        S(n->op_type), tonnx_node_name(c, (int)i), dom, (long long)dv, why);
+        }
+        count++;
+    }
+    c->cur = -1;
+    int rc = TETHER_OK;
+    if (list.failed) {
+        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", c->source);
+    } else if (count) {
+        sbuf full = {0};
+        sbuf_printf(&full, "%s: unsupported model: %d operator%s cannot be imported: %s", c->source,
+                    count, count == 1 ? "" : "s", list.data);
+        rc = tether_set_error(TETHER_ERR_UNSUPPORTED, "%s", full.data ? full.data : "");
+        tether_set_error_detail(full.data ? full.data : "");
+        free(full.data);
+    }
+    free(list.data);
+    return rc;
+}
+
+/* ---- conversion ------------------------------------------------------------------------ */
+
+/* Identity-like nodes: the output names the input's tensor or constant. */
+static int alias_output(timport *c, int out_vi, int in_vi) {
+    value *in = &c->v[in_vi], *out = &c->v[out_vi];
+    if (!in->k && in->tensor < 0) {
+        int rc = ensure_tensor(c, in_vi, "input");
+        if (rc) {
+            return rc;
+        }
+    }
+    out->k = in->k;
+    out->tensor = in->tensor;
+    return TETHER_OK;
+}
+
+static int convert_nodes(timport *c, const int *order) {
+    for (size_t r = 0; r < c->gp->n_node; r++) {
+        int i = order[r];
+        const Onnx__NodeProto *n = c->gp->node[i];
+        const op_def *d = tonnx_op_find(S(n->domain), S(n->op_type));
+        c->cur = i;
+        bool all_const = d->host;
+        if (strcmp(d->op_type, "Shape") != 0) {
+            for (size_t j = 0; all_const && j < n->n_input; j++) {
+                int vi = tonnx_find(c, S(n->input[j]));
+                all_const = vi < 0 || c->v[vi].k;
+            }
+        }
+        int rc;
+        if (all_const) {
+            rc = tonnx_host_eval(c, n, d);
+        } else if (!d->fn) {
+            rc = tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                            "only on constant inputs (shape computations)");
+        } else if (strcmp(d->op_type, "Identity") == 0 || strcmp(d->op_type, "Dropout") == 0) {
+            rc = alias_output(c, tonnx_find(c, S(n->output[0])), tonnx_find(c, S(n->input[0])));
+        } else {
+            rc = d->fn(c, n);
+        }
+        if (rc) {
+            return rc;
+        }
+    }
+    c->cur = -1;
+    return TETHER_OK;
+}
+
+static int is_output_tensor(const tether_ir_graph *g, int t) {
+    for (int i = 0; i < g->noutputs; i++) {
+        if (g->outputs[i] == t) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int add_outputs(timport *c) {
+    for (size_t i = 0; i < c->gp->n_output; i++) {
+        const Onnx__ValueInfoProto *vi = c->gp->output[i];
+        const char *name = S(vi->name);
+        value *v = &c->v[tonnx_find(c, name)];
+        const Onnx__TypeProto *tp = vi->type;
+        if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
+            tp->tensor_type->has_elem_type &&
+            tp->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+            char tn[32];
+            return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                              "graph output '%s' has element type %s; only float32 is supported",
+                              name, tonnx_dtype_name(tp->tensor_type->elem_type, tn, sizeof tn));
+        }
+        if (v->tensor < 0 && v->k) {
+            return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                              "graph output '%s' is a constant (computed at import time); a model "
+                              "must compute its outputs",
+                              name);
+        }
+        if (v->tensor < 0 && v->input >= 0) {
+            int rc = ensure_tensor(c, tonnx_find(c, name), "graph output");
+            if (rc) {
+                return rc;
+            }
+        }
+        int t = v->tensor;
+        tether_ir_tensor *tt = &c->g->tensors[t];
+        bool produced = tt->kind == TETHER_TENSOR_INTERMEDIATE;
+        if (produced && strcmp(tt->name, name) != 0 && !is_output_tensor(c->g, t) &&
+            tether_ir_find_tensor(c->g, name) < 0) {
+            /* an Identity renamed it: the tensor takes the output's name */
+            char *nm = strdup(name);
+            if (!nm) {
+                return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", c->source);
+            }
+            free(tt->name);
+            tt->name = nm;
+        } else if (!produced || is_output_tensor(c->g, t)) {
+            /* a graph input, a constant or an output listed twice: copy it through a reshape */
+            tether_ir_attrs a;
+            tether_ir_attrs_init(TETHER_OP_RESHAPE, &a);
+            a.nints = tt->ndim;
+            for (int d = 0; d < tt->ndim; d++) {
+                a.ints[d] = tt->shape[d];
+            }
+            if (tt->ndim == 0) {
+                return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                                  "graph output '%s' repeats a scalar input or output", name);
+            }
+            char cname[300];
+            snprintf(cname, sizeof cname, "%s", name);
+            if (tether_ir_find_tensor(c->g, cname) >= 0) {
+                snprintf(cname, sizeof cname, "%s/copy%zu", name, i);
+            }
+            int o, rc = tether_ir_add_tensor(c->g, cname, TETHER_FLOAT32, TETHER_IR_SHAPE_UNKNOWN,
+                                             NULL, &o);
+            int idx;
+            char nname[320];
+            snprintf(nname, sizeof nname, "output_copy_%zu", i);
+            if (!rc) {
+                rc = tether_ir_add_node(c->g, nname, TETHER_OP_RESHAPE, &t, 1, &o, 1, &a, &idx);
+            }
+            if (!rc) {
+                rc = tether_ir_infer_node(c->g, idx);
+            }
+            if (rc) {
+                return wrap(c, rc);
+            }
+            t = o;
+        }
+        int rc = tether_ir_add_output(c->g, t);
+        if (rc) {
+            return wrap(c, rc);
+        }
+    }
+    return TETHER_OK;
+}
+
+static int add_inputs(timport *c) {
+    for (int k = 0; k < c->ninputs; k++) {
+        if (c->bound[k]) {
+            continue;
+        }
+        int vi = c->input_value[k];
+        int rc = ensure_tensor(c, vi, "graph input");
+        if (!rc) {
+            rc = tether_ir_add_input(c->g, c->v[vi].tensor);
+            rc = rc ? wrap(c, rc) : TETHER_OK;
+        }
+        if (rc) {
+            return rc;
+        }
+    }
+    return TETHER_OK;
+}
+
+static int import_model(timport *c) {
+    Onnx__ModelProto *m = c->m;
+    c->cur = -1;
+    int64_t opset = -1;
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const char *d = S(m->opset_import[i]->domain);
+        if (!d[0] || strcmp(d, "ai.onnx") == 0) {
+            opset = m->opset_import[i]->has_version ? m->opset_import[i]->version : -1;
+        }
+    }
+    if (opset < 0) {
+        if (m->n_opset_import == 0 && m->has_ir_version && m->ir_version < 3) {
+            opset = 1; /* IR versions before 3 had no opset_import */
+        } else if (m->n_opset_import == 0) {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                              "no opset_import: not an ONNX model, or a truncated one");
+        }
+    }
+    if (opset >= 0 && (opset < TETHER_ONNX_OPSET_MIN || opset > TETHER_ONNX_OPSET_MAX)) {
+        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                          "opset %lld of the default domain is not supported (%d..%d)",
+                          (long long)opset, TETHER_ONNX_OPSET_MIN, TETHER_ONNX_OPSET_MAX);
+    }
+    c->opset = opset < 0 ? TETHER_ONNX_OPSET_MAX : (int)opset;
+    c->gp = m->graph;
+    if (!c->gp) {
+        return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "the model has no graph");
+    }
+    int rc = tether_ir_init(c->g, S(c->gp->name)[0] ? c->gp->name : "model");
+    if (rc || (rc = name_nodes(c)) || (rc = collect_values(c))) {
+        return rc;
+    }
+    int *order = malloc(sizeof(int) * (c->gp->n_node ? c->gp->n_node : 1));
+    if (!order) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", c->source);
+    }
+    if (!(rc = sort_nodes(c, order)) && !(rc = bind_inputs(c, order))) {
+        propagate_constness(c, order);
+        if (!(rc = support_scan(c)) && !(rc = convert_nodes(c, order)) && !(rc = add_outputs(c)) &&
+            !(rc = add_inputs(c))) {
+            rc = tether_ir_infer(c->g);
+            rc = rc ? wrap(c, rc) : TETHER_OK;
+        }
+    }
+    free(order);
+    return rc;
+}
+
+static void release(timport *c) {
+    while (c->owned) {
+        hconst *k = c->owned;
+        c->owned = k->next_owned;
+        free(k->data);
+        free(k);
+    }
+    for (size_t i = 0; c->node_names && c->gp && i < c->gp->n_node; i++) {
+        free(c->node_names[i]);
+    }
+    free(c->node_names);
+    free(c->v);
+    free(c->slots);
+    free(c->input_info);
+    free(c->input_value);
+    free(c->bound);
+    if (c->m) {
+        onnx__model_proto__free_unpacked(c->m, NULL);
+    }
+}
+
+int tether_onnx_load_buffer(const void *data, size_t len, const char *source,
+                            const tether_model_load_options *o, tether_ir_graph *g) {
+    memset(g, 0, sizeof *g);
+    timport c;
+    memset(&c, 0, sizeof c);
+    c.source = source ? source : "model";
+    c.o = o;
+    c.g = g;
+    c.cur = -1;
+    const char *slash = strrchr(c.source, '/');
+    if (slash) {
+        snprintf(c.dir, sizeof c.dir, "%.*s", (int)(slash - c.source), c.source);
+        if (!c.dir[0]) {
+            strcpy(c.dir, "/");
+        }
+    } else {
+        strcpy(c.dir, ".");
+    }
+    int rc = tonnx_wire_check(data, len, c.source, TONNX_MODEL);
+    if (!rc) {
+        c.m = onnx__model_proto__unpack(NULL, len, data);
+        if (!c.m) {
+            rc = tether_set_error(TETHER_ERR_INVALID_ARG,
+                                  "%s: not a valid ONNX model: protobuf decoding failed (a "
+                                  "corrupted or truncated field inside the graph)",
+                                  c.source);
+        }
+    }
+    if (!rc) {
+        rc = import_model(&c);
+    }
+    if (!rc && o && o->input_bound) {
+        for (int k = 0; k < c.ninputs && k < o->ninput_values; k++) {
+            o->input_bound[k] = c.bound[k];
+        }
+    }
+    release(&c);
+    if (rc) {
+        tether_ir_close(g);
+        memset(g, 0, sizeof *g);
+    }
+    return rc;
+}
+
+int tether_onnx_load(const char *path, const tether_model_load_options *o, tether_ir_graph *g) {
+    memset(g, 0, sizeof *g);
+    uint8_t *buf;
+    size_t len;
+    int rc = tonnx_read_file(path, &buf, &len);
+    if (rc) {
+        return rc;
+    }
+    rc = tether_onnx_load_buffer(buf, len, path, o, g);
+    free(buf);
+    return rc;
+}
+
+static int onnx_loader(const char *path, const tether_model_load_options *o, tether_ir_graph *g) {
+    return tether_onnx_load(path, o, g);
+}
+
+int tether_onnx_register(void) {
+    return tether_model_register_loader_with(".onnx", onnx_loader);
+}
+
+int tether_onnx_model_inputs(const char *path, char (*names)[128], int max, int *count) {
+    *count = 0;
+    uint8_t *buf;
+    size_t len;
+    int rc = tonnx_read_file(path, &buf, &len);
+    if (rc) {
+        return rc;
+    }
+    rc = tonnx_wire_check(buf, len, path, TONNX_MODEL);
+    Onnx__ModelProto *m = rc ? NULL : onnx__model_proto__unpack(NULL, len, buf);
+    free(buf);
+    if (!rc && (!m || !m->graph)) {
+        rc = tether_set_error(TETHER_ERR_INVALID_ARG, "%s: not a valid ONNX model", path);
+    }
+    for (size_t i = 0; !rc && i < m->graph->n_input; i++) {
+        const char *name = S(m->graph->input[i]->name);
+        bool init = false;
+        for (size_t k = 0; k < m->graph->n_initializer && !init; k++) {
+            init = strcmp(S(m->graph->initializer[k]->name), name) == 0;
+        }
+        if (init) {
+            continue;
+        }
+        if (*count >= max || strlen(name) >= 128) {
+            rc = tether_set_error(TETHER_ERR_LIMIT,
+                                  "%s: more than %d inputs or a name over 127 "
+                                  "bytes",
+                                  path, max);
+            break;
+        }
+        snprintf(names[(*count)++], 128, "%s", name);
+    }
+    if (m) {
+        onnx__model_proto__free_unpacked(m, NULL);
+    }
+    return rc;
+}

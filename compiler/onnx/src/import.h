@@ -1,0 +1,121 @@
+/*
+ * tether_onnx internals: the state of one import (import.c) shared with the operator converters
+ * (ops.c). Not installed.
+ *
+ * Values are ONNX value names (initializers, graph inputs, node outputs). Each may have an IR
+ * tensor (created on first use as a run-time operand), a host constant (initializers, Constant
+ * nodes, bound inputs, shape computations folded at import time), or both.
+ */
+#ifndef TETHER_ONNX_IMPORT_H
+#define TETHER_ONNX_IMPORT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#include "internal.h"
+
+/* A tensor known on the host during import: float32 or int64 elements, C order. */
+typedef struct hconst {
+    bool is_int; /* int64 elements, else float32 */
+    int ndim;
+    int64_t shape[TETHER_IR_MAX_NDIM];
+    size_t count;
+    void *data;                /* float * or int64_t * (count elements; never NULL) */
+    struct hconst *next_owned; /* the import's list of constants to free */
+} hconst;
+
+typedef struct value {
+    const char *name; /* ONNX name, owned by the decoded model */
+    int producer;     /* ONNX node index, -1 */
+    int input;        /* position among the graph inputs that are not initializers, -1 */
+    int tensor;       /* IR tensor, -1 until created */
+    hconst *k;        /* host value, NULL */
+    bool is_const;    /* constness analysis: known at import time */
+    bool needed;      /* some operator needs it as a constant */
+} value;
+
+typedef struct timport {
+    const char *source; /* file name for messages */
+    char dir[1024];     /* its directory (external data) */
+    Onnx__ModelProto *m;
+    Onnx__GraphProto *gp;
+    int opset;
+    const tether_model_load_options *o;
+    tether_ir_graph *g;
+    value *v;
+    int nv, cap;
+    int *slots; /* open-addressing hash of value names -> index in v */
+    int nslots;
+    const Onnx__ValueInfoProto **input_info; /* per real graph input */
+    int ninputs;
+    int *input_value; /* per real graph input: value index */
+    bool *bound;      /* per real graph input: bound to a given value */
+    hconst *owned;
+    char **node_names; /* per ONNX node: its unique IR node name (malloc'd) */
+    int uniq;
+    int cur; /* ONNX node being converted, -1 */
+} timport;
+
+/* ---- import.c services for the converters ---- */
+
+const char *tonnx_node_name(const timport *c, int node);
+int tonnx_fail(timport *c, int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+int tonnx_find(const timport *c, const char *name); /* value index or -1 */
+hconst *tonnx_hconst_new(timport *c, bool is_int, int ndim, const int64_t *shape);
+/* IR tensor of input i of the current node as a float run-time operand (creates constants and
+ * graph inputs on first use); TETHER_ERR_INVALID_ARG when absent and required. *t = -1 when
+ * absent and optional. */
+int tonnx_in_tensor(timport *c, int i, bool required, int *t);
+/* Host constant of input i of the current node; NULL (with 0) when absent and optional. */
+int tonnx_in_const(timport *c, int i, bool required, hconst **k);
+/* IR tensor for output i of the current node (named after the ONNX value). */
+int tonnx_out_tensor(timport *c, int i, int *t);
+/* A fresh intermediate tensor named "<node>/<suffix>". */
+int tonnx_temp_tensor(timport *c, const char *suffix, int *t);
+/* A float constant tensor of the given shape and values. */
+int tonnx_const_tensor(timport *c, const char *suffix, int ndim, const int64_t *shape,
+                       const float *vals, int *t);
+/* Adds an IR node for the current ONNX node (name suffixed when not NULL) and shapes it. */
+int tonnx_emit(timport *c, const char *suffix, tether_op op, const int *in, int nin, int out,
+               const tether_ir_attrs *a);
+/* True when output i of the current node exists and is used (by a node or as graph output). */
+bool tonnx_output_used(const timport *c, int node, int i);
+
+/* Attributes of the current node. Absent -> default; wrong type -> error naming it. */
+const Onnx__AttributeProto *tonnx_attr(const Onnx__NodeProto *n, const char *name);
+int tonnx_attr_int(timport *c, const char *name, int64_t def, int64_t *out);
+int tonnx_attr_float(timport *c, const char *name, float def, float *out);
+/* count = -1 when absent */
+int tonnx_attr_ints(timport *c, const char *name, int64_t *out, int max, int *count);
+int tonnx_attr_string(timport *c, const char *name, const char *def, char *out, size_t n);
+
+/* ---- ops.c ---- */
+
+typedef struct op_def op_def;
+typedef int (*tonnx_convert_fn)(timport *c, const Onnx__NodeProto *n);
+/* Returns NULL when the node's attributes are supported, else the reason (in buf). */
+typedef const char *(*tonnx_check_fn)(timport *c, const Onnx__NodeProto *n, int node, char *buf,
+                                      size_t size);
+
+struct op_def {
+    const char *op_type;
+    int since, until;     /* opsets handled */
+    const char *maps_to;  /* documentation */
+    const char *attrs;    /* allowed attribute names, comma-separated */
+    bool host;            /* evaluated on the host when all inputs are constant */
+    bool host_only;       /* only on constant inputs (shape computations) */
+    tonnx_convert_fn fn;  /* IR conversion (NULL for host-only ops) */
+    tonnx_check_fn check; /* attribute/opset checks for the support scan (may be NULL) */
+};
+
+const op_def *tonnx_op_find(const char *domain, const char *op_type);
+/* Bit i set: input i must be a constant at this opset. */
+unsigned tonnx_const_inputs(const op_def *d, int opset);
+/* Evaluates the current node on host constants (d->host, every present input constant). */
+int tonnx_host_eval(timport *c, const Onnx__NodeProto *n, const op_def *d);
+
+#endif /* TETHER_ONNX_IMPORT_H */

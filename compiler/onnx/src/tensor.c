@@ -1,0 +1,446 @@
+/*
+ * onnx.TensorProto -> host tensors: initializers, Constant values, and .pb test-data files.
+ *
+ * What must stay true: the element count implied by dims always equals the count of values
+ * found (typed field or raw_data), so a malformed tensor is an error naming it, never a short
+ * read; every allocation is sized from checked products; data comes out in host byte order
+ * (this code assumes a little-endian host, like the raw_data encoding).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "internal.h"
+#include "tether/crt/dtype.h"
+#include "tether/crt/error.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "tether_onnx reads raw_data as little-endian: port the byte swaps first"
+#endif
+
+/* Files larger than this are not read (an ONNX model above 2 GiB needs external data anyway). */
+#define MAX_FILE_BYTES ((size_t)2 << 30)
+
+int tonnx_read_file(const char *path, uint8_t **out, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        return tether_set_error(TETHER_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    uint8_t *buf = NULL;
+    size_t n = 0, cap = 0;
+    int rc = TETHER_OK;
+    for (;;) {
+        if (n == cap) {
+            if (cap >= MAX_FILE_BYTES) {
+                rc = tether_set_error(TETHER_ERR_LIMIT, "%s: larger than 2 GiB", path);
+                break;
+            }
+            size_t nc = cap ? cap * 2 : 65536;
+            uint8_t *p = realloc(buf, nc);
+            if (!p) {
+                rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+                break;
+            }
+            buf = p;
+            cap = nc;
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) {
+            if (ferror(f)) {
+                rc = tether_set_error(TETHER_ERR_IO, "%s: read error", path);
+            }
+            break;
+        }
+    }
+    fclose(f);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    *len = n;
+    return TETHER_OK;
+}
+
+const char *tonnx_dtype_name(int32_t t, char *buf, size_t n) {
+    static const char *const names[] = {"undefined",  "float",   "uint8",  "int8",   "uint16",
+                                        "int16",      "int32",   "int64",  "string", "bool",
+                                        "float16",    "double",  "uint32", "uint64", "complex64",
+                                        "complex128", "bfloat16"};
+    if (t >= 0 && (size_t)t < sizeof names / sizeof *names) {
+        return names[t];
+    }
+    snprintf(buf, n, "type %d", (int)t);
+    return buf;
+}
+
+/* Element dtype and size in host memory for an ONNX data type; 0 when unsupported. */
+static int host_type(int32_t t, DLDataType *dt) {
+    switch (t) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+        *dt = (DLDataType){kDLFloat, 32, 1};
+        return 4;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+        *dt = (DLDataType){kDLFloat, 64, 1};
+        return 8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+        *dt = (DLDataType){kDLInt, 8, 1};
+        return 1;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+        *dt = (DLDataType){kDLUInt, 8, 1};
+        return 1;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
+        *dt = (DLDataType){kDLInt, 16, 1};
+        return 2;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
+        *dt = (DLDataType){kDLUInt, 16, 1};
+        return 2;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
+        *dt = (DLDataType){kDLInt, 32, 1};
+        return 4;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+        *dt = (DLDataType){kDLUInt, 32, 1};
+        return 4;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+        *dt = (DLDataType){kDLInt, 64, 1};
+        return 8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
+        *dt = (DLDataType){kDLUInt, 64, 1};
+        return 8;
+    default:
+        return 0;
+    }
+}
+
+/* Bytes per element in raw_data (differs from the host size for float16/bfloat16). */
+static size_t raw_size(int32_t t, size_t host) {
+    return t == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ||
+                   t == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16
+               ? 2
+               : host;
+}
+
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: normalise */
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400));
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp - 15 + 127) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static float bf16_to_float(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* Stores element i (given as a 64-bit integer or a double) into host data of dtype dt. */
+static void store_int(void *data, DLDataType dt, size_t i, int64_t v) {
+    switch (dt.bits) {
+    case 8:
+        ((uint8_t *)data)[i] = (uint8_t)v;
+        break;
+    case 16:
+        ((uint16_t *)data)[i] = (uint16_t)v;
+        break;
+    case 32:
+        ((uint32_t *)data)[i] = (uint32_t)v;
+        break;
+    default:
+        ((uint64_t *)data)[i] = (uint64_t)v;
+        break;
+    }
+}
+
+/* Reads a tensor's external data (location relative to base_dir). */
+static int read_external(const Onnx__TensorProto *tp, const char *what, const char *base_dir,
+                         uint8_t **out, size_t *len) {
+    const char *loc = NULL;
+    long long off = 0, length = -1;
+    for (size_t i = 0; i < tp->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = tp->external_data[i];
+        const char *k = e->key ? e->key : "", *v = e->value ? e->value : "";
+        char *end;
+        if (strcmp(k, "location") == 0) {
+            loc = v;
+        } else if (strcmp(k, "offset") == 0 || strcmp(k, "length") == 0) {
+            errno = 0;
+            long long x = strtoll(v, &end, 10);
+            if (errno || *end || end == v || x < 0) {
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "tensor '%s': external data %s '%s' is not a number", what,
+                                        k, v);
+            }
+            if (k[0] == 'o') {
+                off = x;
+            } else {
+                length = x;
+            }
+        }
+    }
+    if (!base_dir) {
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "tensor '%s': external data is only read for model files", what);
+    }
+    if (!loc || !loc[0] || loc[0] == '/' || strstr(loc, "..")) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "tensor '%s': external data location '%s' must be a relative "
+                                "path without '..'",
+                                what, loc ? loc : "");
+    }
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", base_dir, loc);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        return tether_set_error(TETHER_ERR_IO, "tensor '%s': cannot open external data %s: %s",
+                                what, path, strerror(errno));
+    }
+    int rc = TETHER_OK;
+    if (fseek(f, 0, SEEK_END) != 0) {
+        rc = tether_set_error(TETHER_ERR_IO, "tensor '%s': cannot seek in %s", what, path);
+    }
+    long size = rc ? -1 : ftell(f);
+    if (!rc && (size < 0 || off > size || (length >= 0 && length > size - off))) {
+        rc = tether_set_error(TETHER_ERR_INVALID_ARG,
+                              "tensor '%s': external data [%lld, +%lld) lies outside %s (%ld "
+                              "bytes)",
+                              what, off, length, path, size);
+    }
+    size_t n = rc ? 0 : (size_t)(length >= 0 ? length : size - off);
+    uint8_t *buf = rc ? NULL : malloc(n ? n : 1);
+    if (!rc && !buf) {
+        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory", what);
+    }
+    if (!rc && (fseek(f, (long)off, SEEK_SET) != 0 || fread(buf, 1, n, f) != n)) {
+        rc = tether_set_error(TETHER_ERR_IO, "tensor '%s': cannot read external data %s", what,
+                              path);
+    }
+    fclose(f);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    *len = n;
+    return TETHER_OK;
+}
+
+int tonnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *what, const char *base_dir,
+                            tether_onnx_tensor *out) {
+    memset(out, 0, sizeof *out);
+    char tn[32];
+    snprintf(out->name, sizeof out->name, "%s", tp->name ? tp->name : "");
+    if (tp->segment) {
+        return tether_set_error(TETHER_ERR_UNSUPPORTED, "tensor '%s': segmented tensors", what);
+    }
+    int32_t t = tp->has_data_type ? tp->data_type : 0;
+    size_t esize = (size_t)host_type(t, &out->dtype);
+    if (!esize) {
+        return tether_set_error(TETHER_ERR_UNSUPPORTED, "tensor '%s': element type %s", what,
+                                tonnx_dtype_name(t, tn, sizeof tn));
+    }
+    if (tp->n_dims > TETHER_IR_MAX_NDIM) {
+        return tether_set_error(TETHER_ERR_LIMIT, "tensor '%s': %zu dimensions (at most %d)", what,
+                                tp->n_dims, TETHER_IR_MAX_NDIM);
+    }
+    size_t count = 1;
+    out->ndim = (int)tp->n_dims;
+    for (size_t i = 0; i < tp->n_dims; i++) {
+        int64_t d = tp->dims[i];
+        if (d < 0 || d > INT32_MAX || (d && count > (size_t)INT32_MAX / (size_t)d)) {
+            return tether_set_error(TETHER_ERR_LIMIT,
+                                    "tensor '%s': dimension %zu is %lld (negative or the tensor "
+                                    "exceeds 2^31-1 elements)",
+                                    what, i, (long long)d);
+        }
+        out->shape[i] = d;
+        count *= (size_t)d;
+    }
+    out->nbytes = count * esize;
+    out->data = malloc(out->nbytes ? out->nbytes : 1);
+    if (!out->data) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory", what);
+    }
+    const uint8_t *raw = NULL;
+    size_t raw_len = 0;
+    uint8_t *ext = NULL;
+    int is_ext =
+        tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    if (is_ext) {
+        int rc = read_external(tp, what, base_dir, &ext, &raw_len);
+        if (rc) {
+            tether_onnx_tensor_free(out);
+            return rc;
+        }
+        raw = ext;
+    } else if (tp->has_raw_data) {
+        raw = tp->raw_data.data;
+        raw_len = tp->raw_data.len;
+    }
+    size_t have = 0;
+    int rc = TETHER_OK;
+    if (raw) {
+        size_t rs = raw_size(t, esize);
+        have = raw_len / rs;
+        if (raw_len % rs == 0 && have == count) {
+            if (rs == esize) {
+                memcpy(out->data, raw, out->nbytes);
+            } else {
+                for (size_t i = 0; i < count; i++) {
+                    uint16_t h = (uint16_t)(raw[2 * i] | (raw[2 * i + 1] << 8));
+                    ((float *)out->data)[i] = t == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16
+                                                  ? half_to_float(h)
+                                                  : bf16_to_float(h);
+                }
+            }
+        } else {
+            have = raw_len % rs ? (size_t)-1 : have;
+        }
+    } else {
+        switch (t) {
+        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+            have = tp->n_float_data;
+            if (have == count) {
+                memcpy(out->data, tp->float_data, out->nbytes);
+            }
+            break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+            have = tp->n_double_data;
+            if (have == count) {
+                memcpy(out->data, tp->double_data, out->nbytes);
+            }
+            break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+            have = tp->n_int64_data;
+            if (have == count) {
+                memcpy(out->data, tp->int64_data, out->nbytes);
+            }
+            break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
+            have = tp->n_uint64_data;
+            for (size_t i = 0; have == count && i < count; i++) {
+                store_int(out->data, out->dtype, i, (int64_t)tp->uint64_data[i]);
+            }
+            break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+        case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+            have = tp->n_int32_data;
+            for (size_t i = 0; have == count && i < count; i++) {
+                uint16_t h = (uint16_t)tp->int32_data[i];
+                ((float *)out->data)[i] = t == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16
+                                              ? half_to_float(h)
+                                              : bf16_to_float(h);
+            }
+            break;
+        default: /* int8/16/32, uint8/16, bool: int32_data */
+            have = tp->n_int32_data;
+            for (size_t i = 0; have == count && i < count; i++) {
+                store_int(out->data, out->dtype, i, tp->int32_data[i]);
+            }
+            break;
+        }
+    }
+    if (have != count) {
+        char shape[160] = "";
+        for (int i = 0; i < out->ndim && strlen(shape) < 120; i++) {
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", i ? "," : "",
+                     (long long)out->shape[i]);
+        }
+        if (have == (size_t)-1) {
+            rc = tether_set_error(TETHER_ERR_INVALID_ARG,
+                                  "tensor '%s': %s data of %zu bytes is not a whole number of "
+                                  "%s elements",
+                                  what, is_ext ? "external" : "raw", raw_len,
+                                  tonnx_dtype_name(t, tn, sizeof tn));
+        } else {
+            rc = tether_set_error(TETHER_ERR_INVALID_ARG,
+                                  "tensor '%s': %zu values for shape [%s] (%zu elements)", what,
+                                  have, shape, count);
+        }
+    }
+    free(ext);
+    if (rc) {
+        tether_onnx_tensor_free(out);
+    }
+    return rc;
+}
+
+int tether_onnx_tensor_parse(const void *buf, size_t len, const char *what,
+                             tether_onnx_tensor *out) {
+    memset(out, 0, sizeof *out);
+    int rc = tonnx_wire_check(buf, len, what, TONNX_TENSOR);
+    if (rc) {
+        return rc;
+    }
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
+    if (!tp) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "%s: not a valid ONNX TensorProto (protobuf decoding failed)",
+                                what);
+    }
+    rc = tonnx_tensor_from_proto(tp, tp->name && tp->name[0] ? tp->name : "(unnamed)", NULL, out);
+    onnx__tensor_proto__free_unpacked(tp, NULL);
+    if (rc) {
+        char msg[TETHER_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", tether_last_error());
+        return tether_set_error(rc, "%s: %s", what, msg);
+    }
+    return TETHER_OK;
+}
+
+int tether_onnx_tensor_read(const char *path, tether_onnx_tensor *out) {
+    memset(out, 0, sizeof *out);
+    uint8_t *buf;
+    size_t len;
+    int rc = tonnx_read_file(path, &buf, &len);
+    if (rc) {
+        return rc;
+    }
+    rc = tether_onnx_tensor_parse(buf, len, path, out);
+    free(buf);
+    return rc;
+}
+
+void tether_onnx_tensor_free(tether_onnx_tensor *t) {
+    if (t) {
+        free(t->data);
+        t->data = NULL;
+        t->nbytes = 0;
+    }
+}
+
+tether_model_value tether_onnx_tensor_value(const tether_onnx_tensor *t) {
+    tether_model_value v;
+    memset(&v, 0, sizeof v);
+    v.dtype = t->dtype;
+    v.ndim = t->ndim;
+    memcpy(v.shape, t->shape, sizeof v.shape);
+    v.data = t->data;
+    v.nbytes = t->nbytes;
+    return v;
+}
