@@ -1,0 +1,399 @@
+/*
+ * The `tether` CLI process against the firmware on QEMU mps2-an385 (-icount shift=0), exactly as
+ * a user drives it: info; the KWS example model compiled for cortex-m3 in both ABIs (one through
+ * `tether run MODEL --abi unpacked`, one through `tether compile --upload` and `tether run
+ * ARTIFACT_DIR`), outputs equal to `tether run --reference`; bench with identical cycle counts
+ * across repeats and across invocations; a module given as .o (linked on the fly) with a packed
+ * function, a non-zero return code passed through with the device's LOG line; refusals before
+ * anything is sent (an x86_64 artifact, a firmware.json of another build); a function that
+ * faults (UsageFault, DIVBYZERO): exit 1 with PC and CFSR, the board back, and the next CLI
+ * invocation works. The test owns QEMU (started and stopped here) but not the pty: every
+ * command opens it itself. Prints the seed-003 style table of both ABIs.
+ * usage: test_mcu_cli FIRMWARE_DIR TETHER_EXECUTABLE
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "mcu_client.h"
+#include "tether/npy.h"
+
+static mcu_board board;
+static const char *tether_exe;
+static char workdir[256];
+static char model[512];
+static char in_npy[300], ref_npy[300];
+
+typedef struct abi_result {
+    unsigned long long image, code, rodata, bss, cycles, stack;
+} abi_result;
+static abi_result results[2]; /* 0 unpacked, 1 packed */
+
+static char out_text[65536], err_text[16384];
+
+/* Runs `tether ARGS...` (NULL-terminated), stdout/stderr captured; returns the exit code. */
+static int cli(const char *first, ...) {
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = tether_exe;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a && n < 63; a = va_arg(ap, const char *)) {
+        argv[n++] = a;
+    }
+    va_end(ap);
+    argv[n] = NULL;
+    char out_path[300], err_path[300];
+    snprintf(out_path, sizeof out_path, "%s/stdout.txt", workdir);
+    snprintf(err_path, sizeof err_path, "%s/stderr.txt", workdir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(o, 1);
+        dup2(e, 2);
+        execv(tether_exe, (char *const *)argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    FILE *f = fopen(out_path, "r");
+    out_text[f ? fread(out_text, 1, sizeof out_text - 1, f) : 0] = 0;
+    if (f) {
+        fclose(f);
+    }
+    f = fopen(err_path, "r");
+    err_text[f ? fread(err_text, 1, sizeof err_text - 1, f) : 0] = 0;
+    if (f) {
+        fclose(f);
+    }
+    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    printf("$ tether");
+    for (int i = 1; i < n; i++) {
+        printf(" %s", argv[i]);
+    }
+    printf("  -> %d\n%s%s", rc, out_text, err_text);
+    return rc;
+}
+
+static unsigned long long number_after(const char *text, const char *key) {
+    const char *p = strstr(text, key);
+    if (!p) {
+        fail_msg("'%s' not in the output", key);
+    }
+    return strtoull(p + strlen(key), NULL, 10);
+}
+
+static void write_npy(const char *path, DLDataType dt, const int64_t *shape, int ndim,
+                      const void *data) {
+    assert_int_equal(tether_npy_write(path, dt, shape, ndim, data), 0);
+}
+
+/* Asserts that two float32 .npy files agree within 1e-5 + 1e-4 relative. */
+static void assert_close(const char *path, const char *ref) {
+    tether_npy a, b;
+    assert_int_equal(tether_npy_read(path, &a), 0);
+    assert_int_equal(tether_npy_read(ref, &b), 0);
+    assert_int_equal(a.nbytes, b.nbytes);
+    assert_int_equal(a.ndim, b.ndim);
+    const float *x = a.data, *y = b.data;
+    for (size_t i = 0; i < a.nbytes / 4; i++) {
+        if (fabsf(x[i] - y[i]) > 1e-5f + 1e-4f * fabsf(y[i])) {
+            fail_msg("%s[%zu] = %.9g, reference %.9g", path, i, x[i], y[i]);
+        }
+    }
+    tether_npy_free(&a);
+    tether_npy_free(&b);
+}
+
+/* Parses the image and run lines of one `tether run` on the board. */
+static void parse_run(abi_result *r) {
+    r->image = number_after(out_text, "MCU image ");
+    r->code = number_after(out_text, "(code ");
+    r->rodata = number_after(out_text, "read-only data ");
+    r->bss = number_after(out_text, ") + .bss ");
+    r->cycles = number_after(out_text, "us (");
+    r->stack = number_after(out_text, "stack high-water mark ");
+}
+
+static int setup(void **state) {
+    (void)state;
+    if (system("command -v arm-none-eabi-gcc >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "SKIP: arm-none-eabi-gcc not installed\n");
+        exit(77);
+    }
+    snprintf(workdir, sizeof workdir, "%s/mcu-cli-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (mkdtemp(workdir) == NULL) {
+        return -1;
+    }
+    unsetenv("TETHER_FIRMWARE");
+    unsetenv("TETHER_DEVICE");
+    snprintf(model, sizeof model, "%s/examples/kws/kws.json", TETHER_SOURCE_DIR);
+    static float input[490];
+    uint32_t x = 12345u;
+    for (size_t i = 0; i < 490; i++) {
+        x = x * 1664525u + 1013904223u;
+        input[i] = (float)((int32_t)(x >> 8) % 2000) / 1000.0f;
+    }
+    snprintf(in_npy, sizeof in_npy, "%s/in.npy", workdir);
+    snprintf(ref_npy, sizeof ref_npy, "%s/ref.npy", workdir);
+    int64_t shape[4] = {1, 1, 49, 10};
+    if (tether_npy_write(in_npy, TETHER_FLOAT32, shape, 4, input) != 0) {
+        return -1;
+    }
+    if (mcu_board_start(&board, true) != 0) {
+        mcu_board_stop(&board);
+        return -1;
+    }
+    /* QEMU keeps running; every CLI process opens the pty itself. */
+    close(board.fd);
+    board.fd = -1;
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    mcu_board_stop(&board);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", workdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_info(void **state) {
+    (void)state;
+    assert_int_equal(cli("info", "--device", board.url, NULL), 0);
+    assert_non_null(strstr(out_text, "board         mps2-an385 (boot 0)"));
+    assert_non_null(strstr(out_text, "clock rate    25000000 Hz"));
+    assert_non_null(strstr(out_text, "load region   0x20050000, 131072 bytes"));
+    assert_non_null(strstr(out_text, "max frame     1024 bytes (window 1)"));
+    assert_non_null(strstr(out_text, "array heap    262144 bytes"));
+    assert_int_equal(cli("info", "--device", board.url, "--json", NULL), 0);
+    assert_non_null(strstr(out_text, "\"board\":\t\"mps2-an385\""));
+    assert_non_null(strstr(out_text, "\"load_addr\":\t537198592"));
+    assert_non_null(strstr(out_text, "\"clock_hz\":\t25000000"));
+    /* the device's info LOG lines stay out of the output unless TETHER_VERBOSE is set */
+    assert_null(strstr(err_text, "device info"));
+}
+
+static void test_model_unpacked(void **state) {
+    (void)state;
+    assert_int_equal(cli("run", model, "--reference", "--in", in_npy, "--out", ref_npy, NULL), 0);
+    char out[300];
+    snprintf(out, sizeof out, "%s/out-unpacked.npy", workdir);
+    /* compiled for the board's core (from HELLO), linked at its load region, uploaded, run */
+    assert_int_equal(cli("run", model, "--abi", "unpacked", "--device", board.url, "--in", in_npy,
+                         "--out", out, NULL),
+                     0);
+    assert_non_null(strstr(out_text, "linked at 0x20050000 for mps2-an385"));
+    assert_non_null(strstr(out_text, "cycles at 25000000 Hz"));
+    parse_run(&results[0]);
+    assert_close(out, ref_npy);
+}
+
+static void test_model_packed_compile_upload(void **state) {
+    (void)state;
+    char dir[300], fwdir[600], out[300];
+    snprintf(dir, sizeof dir, "%s/kws-packed", workdir);
+    snprintf(fwdir, sizeof fwdir, "%s", mcu_fw_dir);
+    snprintf(out, sizeof out, "%s/out-packed.npy", workdir);
+    assert_int_equal(cli("compile", model, "-o", dir, "--target", "cortex-m3", "--abi", "packed",
+                         "--quiet", "--upload", "--device", board.url, "--firmware", fwdir, NULL),
+                     0);
+    assert_non_null(strstr(out_text, "SHA-256 verified by the device, 4 functions loaded"));
+    assert_non_null(strstr(out_text, "tether_model_main"));
+    char image[400];
+    snprintf(image, sizeof image, "%s/libtether_model-mps2-an385.bin", dir);
+    assert_int_equal(access(image, R_OK), 0);
+    /* the artifact directory runs like any other (linked again, uploaded again) */
+    assert_int_equal(cli("run", dir, "--device", board.url, "--in", in_npy, "--out", out, NULL), 0);
+    parse_run(&results[1]);
+    assert_close(out, ref_npy);
+}
+
+static void test_bench(void **state) {
+    (void)state;
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/kws-packed", workdir);
+    unsigned long long first[2], min[2], max[2];
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(cli("bench", dir, "--device", board.url, "--in", in_npy, "--number", "2",
+                             "--repeat", "3", NULL),
+                         0);
+        const char *line = strstr(out_text, "cycles per call (25000000 Hz timer)");
+        assert_non_null(line);
+        first[k] = number_after(line, "first call ");
+        min[k] = number_after(line, ", min ");
+        max[k] = number_after(line, ", max ");
+        /* under -icount every repeat takes the same number of cycles */
+        assert_int_equal(min[k], max[k]);
+    }
+    /* ... and so does every call, in every session: the first call of each bench equals the
+     * call of `tether run` before */
+    assert_int_equal(first[0], first[1]);
+    assert_int_equal(min[0], min[1]);
+    assert_int_equal(first[0], results[1].cycles);
+}
+
+static void test_object_module(void **state) {
+    (void)state;
+    char obj[300], cmd[2048], a[300], b[300], c[300], bad[300];
+    snprintf(obj, sizeof obj, "%s/math_module.o", workdir);
+    snprintf(cmd, sizeof cmd,
+             "arm-none-eabi-gcc -mcpu=cortex-m3 -mthumb -std=c11 -Os -ffreestanding "
+             "-ffunction-sections -fdata-sections -I%s/crt/include -I%s/dlpack-include -c "
+             "%s/tests/mcu/modules/math_module.c -o %s",
+             TETHER_SOURCE_DIR, TETHER_BINARY_DIR, TETHER_SOURCE_DIR, obj);
+    assert_int_equal(system(cmd), 0);
+    float va[3] = {1.0f, 2.0f, 3.0f}, vb[3] = {4.0f, 5.0f, 6.0f};
+    int32_t vi[3] = {1, 2, 3};
+    int64_t three = 3;
+    snprintf(a, sizeof a, "%s/a.npy", workdir);
+    snprintf(b, sizeof b, "%s/b.npy", workdir);
+    snprintf(c, sizeof c, "%s/c.npy:float32:1", workdir);
+    snprintf(bad, sizeof bad, "%s/i.npy", workdir);
+    write_npy(a, TETHER_FLOAT32, &three, 1, va);
+    write_npy(b, TETHER_FLOAT32, &three, 1, vb);
+    write_npy(bad, TETHER_INT32, &three, 1, vi);
+    /* a packed function of an object file, linked for the board on the fly */
+    assert_int_equal(
+        cli("run", obj, "dot_f32", "--device", board.url, "--in", a, "--in", b, "--out", c, NULL),
+        0);
+    assert_non_null(strstr(out_text, "math_module.o: MCU image"));
+    tether_npy r;
+    snprintf(c, sizeof c, "%s/c.npy", workdir);
+    assert_int_equal(tether_npy_read(c, &r), 0);
+    assert_true(((float *)r.data)[0] == 64.0f); /* scale 2 * dot 32 + bias[3 % 4] = 0 */
+    tether_npy_free(&r);
+    /* a non-zero return: the device's message comes through its LOG line and the error */
+    snprintf(c, sizeof c, "%s/c.npy:float32:1", workdir);
+    assert_int_equal(cli("run", obj, "dot_f32", "--device", board.url, "--in", bad, "--in", bad,
+                         "--out", c, NULL),
+                     1);
+    assert_non_null(strstr(err_text, "device warning: dot_f32 returned -6"));
+    assert_non_null(strstr(err_text, "CALL failed: function 'dot_f32' returned -6: dot_f32 a"));
+}
+
+static void test_refusals(void **state) {
+    (void)state;
+    /* an artifact for tetherd: refused before anything is uploaded */
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/kws-x86", workdir);
+    assert_int_equal(cli("compile", model, "-o", dir, "--quiet", NULL), 0);
+    assert_int_equal(cli("run", dir, "--device", board.url, "--in", in_npy, NULL), 1);
+    assert_non_null(strstr(err_text, "compile with --target cortex-m3"));
+    assert_null(strstr(out_text, "MCU image"));
+    /* a firmware.json of another build (other export addresses) */
+    char fw[600], json[700], text[65536];
+    snprintf(fw, sizeof fw, "%s/firmware.json", mcu_fw_dir);
+    snprintf(json, sizeof json, "%s/other-firmware", workdir);
+    assert_int_equal(mkdir(json, 0755), 0);
+    FILE *f = fopen(fw, "r");
+    assert_non_null(f);
+    text[fread(text, 1, sizeof text - 1, f)] = 0;
+    fclose(f);
+    char *id = strstr(text, "\"exports_id\": \"0x");
+    assert_non_null(id);
+    id[17] = id[17] == '0' ? '1' : '0';
+    snprintf(json, sizeof json, "%s/other-firmware/firmware.json", workdir);
+    f = fopen(json, "w");
+    fputs(text, f);
+    fclose(f);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp %s/module.ld %s/exports.ld %s/other-firmware/", mcu_fw_dir,
+             mcu_fw_dir, workdir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(dir, sizeof dir, "%s/kws-packed", workdir);
+    assert_int_equal(
+        cli("run", dir, "--device", board.url, "--firmware", json, "--in", in_npy, NULL), 1);
+    assert_non_null(strstr(err_text, "exports id"));
+    assert_null(strstr(out_text, "MCU image"));
+}
+
+static void test_fault_then_next_command(void **state) {
+    (void)state;
+    char obj[300], cmd[2048], a[300], z[300], c[300];
+    snprintf(obj, sizeof obj, "%s/fault_module.o", workdir);
+    snprintf(cmd, sizeof cmd,
+             "arm-none-eabi-gcc -mcpu=cortex-m3 -mthumb -std=c11 -Os -ffreestanding "
+             "-ffunction-sections -fdata-sections -I%s/crt/include -I%s/dlpack-include -c "
+             "%s/tests/mcu/modules/fault_module.c -o %s",
+             TETHER_SOURCE_DIR, TETHER_BINARY_DIR, TETHER_SOURCE_DIR, obj);
+    assert_int_equal(system(cmd), 0);
+    int32_t seven = 7, zero = 0, two = 2;
+    int64_t one = 1;
+    snprintf(a, sizeof a, "%s/seven.npy", workdir);
+    snprintf(z, sizeof z, "%s/zero.npy", workdir);
+    write_npy(a, TETHER_INT32, &one, 1, &seven);
+    write_npy(z, TETHER_INT32, &one, 1, &zero);
+    snprintf(c, sizeof c, "%s/q.npy:int32:1", workdir);
+    assert_int_equal(
+        cli("run", obj, "div_i32", "--device", board.url, "--in", a, "--in", z, "--out", c, NULL),
+        1);
+    assert_non_null(strstr(err_text, "UsageFault in 'div_i32'"));
+    assert_non_null(strstr(err_text, "pc=0x2005"));
+    assert_non_null(strstr(err_text, "cfsr=0x02000000 (DIVBYZERO)"));
+    assert_non_null(strstr(err_text, "the device reset after the fault and is back (boot 1"));
+    /* the next invocation: a new session on the rebooted board */
+    assert_int_equal(cli("info", "--device", board.url, NULL), 0);
+    assert_non_null(strstr(out_text, "(boot 1)"));
+    write_npy(z, TETHER_INT32, &one, 1, &two);
+    assert_int_equal(
+        cli("run", obj, "div_i32", "--device", board.url, "--in", a, "--in", z, "--out", c, NULL),
+        0);
+    tether_npy q;
+    snprintf(c, sizeof c, "%s/q.npy", workdir);
+    assert_int_equal(tether_npy_read(c, &q), 0);
+    assert_int_equal(((int32_t *)q.data)[0], 3);
+    tether_npy_free(&q);
+}
+
+static void test_table(void **state) {
+    (void)state;
+    printf("kws on cortex-m3 through the tether CLI (QEMU mps2-an385, -icount shift=0; cycles = "
+           "SysTick ticks at 25 MHz)\n");
+    printf("  abi        image bytes  code bytes  rodata bytes  bss bytes   cycles  stack bytes\n");
+    for (int i = 0; i < 2; i++) {
+        printf("  %-9s  %11llu  %10llu  %12llu  %9llu  %7llu  %11llu\n",
+               i == 0 ? "unpacked" : "packed", results[i].image, results[i].code, results[i].rodata,
+               results[i].bss, results[i].cycles, results[i].stack);
+    }
+    assert_true(results[0].stack > 0 && results[1].stack > 0);
+    assert_true(results[0].stack < results[1].stack);
+    assert_true(results[0].code < results[1].code);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s FIRMWARE_DIR TETHER_EXECUTABLE\n", argv[0]);
+        return 2;
+    }
+    mcu_fw_dir = argv[1];
+    tether_exe = argv[2];
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_info),
+        cmocka_unit_test(test_model_unpacked),
+        cmocka_unit_test(test_model_packed_compile_upload),
+        cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_object_module),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_fault_then_next_command),
+        cmocka_unit_test(test_table),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
