@@ -805,22 +805,19 @@ out:
 
 /* ---- artifacts ---- */
 
+/* metadata.json and other text files, NUL-terminated; NULL with tether_last_error() set. */
 static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    uint8_t *d;
+    size_t n;
+    if (tether_file_read(path, (size_t)64 << 20, &d, &n))
         return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
+    char *t = realloc(d, n + 1);
+    if (!t) {
+        free(d);
+        return NULL;
     }
-    if (b)
-        b[n] = 0;
-    fclose(f);
-    return b;
+    t[n] = 0;
+    return t;
 }
 
 /* Checks an npy/output spec against metadata {"name","dtype","shape"}. */
@@ -858,7 +855,7 @@ static int run_artifact(run_args *r, const char *dir, int bench) {
     snprintf(path, sizeof path, "%s/metadata.json", dir);
     char *txt = read_text(path);
     if (!txt)
-        return fail(1, "%s: cannot read metadata.json: %s", dir, strerror(errno));
+        return fail(1, "%s: cannot read metadata.json: %s", dir, tether_last_error());
     cJSON *md = cJSON_Parse(txt);
     free(txt);
     prepared p;
@@ -927,6 +924,28 @@ static int run_artifact(run_args *r, const char *dir, int bench) {
         if (bad)
             goto out;
     }
+    /* a params blob must be the one this build wrote: the unpacked ABI cannot check it */
+    const cJSON *jpf = cJSON_GetObjectItem(md, "params_file"),
+                *jpb = cJSON_GetObjectItem(md, "params_bytes");
+    if (cJSON_IsString(jpf)) {
+        struct stat pst;
+        snprintf(path, sizeof path, "%s/%s", dir, jpf->valuestring);
+        if (strchr(jpf->valuestring, '/') || !cJSON_IsNumber(jpb)) {
+            fail(1, "%s: metadata.json: params_file must be a file name, with params_bytes", dir);
+            goto out;
+        }
+        if (stat(path, &pst) != 0) {
+            fail(1, "cannot open %s: %s", path, strerror(errno));
+            goto out;
+        }
+        if ((double)pst.st_size != jpb->valuedouble) {
+            fail(1,
+                 "%s is %lld bytes, but metadata.json says params_bytes %.0f (a params file of "
+                 "another build?)",
+                 path, (long long)pst.st_size, jpb->valuedouble);
+            goto out;
+        }
+    }
     if (open_session(&r->c, &p.s))
         goto out;
     /* the artifact must suit the device (a shared object for tetherd, a Cortex-M library for an
@@ -945,32 +964,37 @@ static int run_artifact(run_args *r, const char *dir, int bench) {
     }
     /* weights in a params blob: P_set_params(blob) before the first call */
     const cJSON *pf = cJSON_GetObjectItem(md, "params_file"),
-                *sp = cJSON_GetObjectItem(md, "set_params");
+                *sp = cJSON_GetObjectItem(md, "set_params"),
+                *pb = cJSON_GetObjectItem(md, "params_bytes");
+    size_t params_bytes = cJSON_IsNumber(pb) && pb->valuedouble >= 0 ? (size_t)pb->valuedouble : 0;
     if (cJSON_IsString(pf) && cJSON_IsString(sp)) {
         if (strchr(pf->valuestring, '/')) {
             fail(1, "%s: metadata.json: params_file must be a file name", dir);
             goto out;
         }
         snprintf(path, sizeof path, "%s/%s", dir, pf->valuestring);
-        FILE *f = fopen(path, "rb");
-        if (!f) {
-            fail(1, "cannot open %s: %s", path, strerror(errno));
-            goto out;
-        }
-        fseek(f, 0, SEEK_END);
-        long n = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        uint8_t *blob = n > 0 ? malloc((size_t)n) : NULL;
-        int ok = blob && fread(blob, 1, (size_t)n, f) == (size_t)n;
-        fclose(f);
+        uint8_t *blob = NULL;
+        size_t n = 0;
         tether_remote_func spf;
         uint64_t h;
-        int64_t shape = n;
-        if (!ok || tether_session_get_function(p.s, mod, sp->valuestring, &spf) ||
-            tether_session_alloc(p.s, &shape, 1, TETHER_UINT8, TETHER_SCOPE_GLOBAL, "", &h, NULL) ||
-            tether_session_copy_to(p.s, h, 0, blob, (size_t)n)) {
+        if (tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, &blob, &n)) {
+            fail(1, "%s", tether_last_error());
+            goto out;
+        }
+        if (n != params_bytes) {
             free(blob);
-            fail(1, "params %s: %s", path, ok ? tether_last_error() : "cannot read");
+            fail(1,
+                 "%s is %zu bytes, but metadata.json says params_bytes %zu (a params file of "
+                 "another build?)",
+                 path, n, params_bytes);
+            goto out;
+        }
+        int64_t shape = (int64_t)n;
+        if (tether_session_get_function(p.s, mod, sp->valuestring, &spf) ||
+            tether_session_alloc(p.s, &shape, 1, TETHER_UINT8, TETHER_SCOPE_GLOBAL, "", &h, NULL) ||
+            tether_session_copy_to(p.s, h, 0, blob, n)) {
+            free(blob);
+            fail(1, "params %s: %s", path, tether_last_error());
             goto out;
         }
         free(blob);

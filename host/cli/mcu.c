@@ -127,20 +127,11 @@ static void print_image(const char *what, const tether_mcu_firmware *fw,
 }
 
 static int read_all(const char *path, char **data, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return fail(1, "cannot open %s: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *data = n > 0 ? malloc((size_t)n) : NULL;
-    int ok = *data && fread(*data, 1, (size_t)n, f) == (size_t)n;
-    fclose(f);
-    if (!ok) {
-        free(*data);
-        return fail(1, "cannot read %s", path);
-    }
-    *size = (size_t)n;
+    uint8_t *d = NULL;
+    *data = NULL;
+    if (tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, &d, size))
+        return fail(1, "%s", tether_last_error());
+    *data = (char *)d;
     return 0;
 }
 

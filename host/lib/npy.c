@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "tether/crt.h"
+#include "tether/host.h"
 
 static const struct {
     const char *descr;
@@ -147,31 +148,12 @@ int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *
 
 int tether_npy_read(const char *path, tether_npy *out) {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return tether_set_error(TETHER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    uint8_t *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            cap = cap ? cap * 2 : 65536;
-            uint8_t *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
-            }
-            buf = nb;
-        }
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0)
-            break;
-    }
-    int err = ferror(f);
-    fclose(f);
-    int rc = err ? tether_set_error(TETHER_ERR_IO, "cannot read %s", path)
-                 : tether_npy_parse(buf, len, path, out);
+    uint8_t *buf;
+    size_t len;
+    int rc = tether_file_read(path, TETHER_NPY_MAX_FILE, &buf, &len);
+    if (rc)
+        return rc;
+    rc = tether_npy_parse(buf, len, path, out);
     free(buf);
     return rc;
 }

@@ -451,40 +451,20 @@ int tether_session_upload(tether_session *s, uint32_t kind, const char *name, co
     return 0;
 }
 
+_Static_assert(TETHER_UPLOAD_MAX_BYTES == TETHER_RPC_MAX_UPLOAD, "upload limits differ");
+
 int tether_session_upload_file(tether_session *s, uint32_t kind, const char *name,
                                const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return tether_set_error(TETHER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    uint8_t *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            cap = cap ? cap * 2 : 65536;
-            uint8_t *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
-            }
-            buf = nb;
-        }
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0)
-            break;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(buf);
-        return tether_set_error(TETHER_ERR_IO, "cannot read %s", path);
-    }
+    uint8_t *buf;
+    size_t len;
+    int rc = tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, &buf, &len);
+    if (rc)
+        return rc;
     if (len == 0) {
         free(buf);
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s is empty", path);
     }
-    int rc = tether_session_upload(s, kind, name, buf, len);
+    rc = tether_session_upload(s, kind, name, buf, len);
     free(buf);
     return rc;
 }

@@ -243,7 +243,25 @@ static void test_run_reference(void **state) {
         assert_float_equal(((float *)a.data)[i], ((float *)b.data)[i], 1e-5);
     tether_npy_free(&a);
     tether_npy_free(&b);
+    /* a params blob of the wrong size is refused before the device runs anything (the unpacked
+     * ABI could not tell) */
+    if (tether(&o, "compile '%s' -o blob --params blob --quiet", kws))
+        fail_msg("%s", o);
+    assert_int_equal(tether(&o, "run blob --in mfcc.npy --out b.npy"), 0);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && head -c 100 blob/params.bin > blob/p && mv blob/p blob/params.bin", g_dir);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(tether(&o, "run blob --in mfcc.npy --out b2.npy"), 1);
+    assert_non_null(
+        strstr(o, "params.bin is 100 bytes, but metadata.json says params_bytes 49360"));
+    snprintf(p, sizeof p, "%s/b2.npy", g_dir);
+    assert_int_not_equal(access(p, F_OK), 0);
+    /* an input that is not a regular file */
+    assert_int_equal(tether(&o, "run blob --in /dev/zero --out b2.npy"), 1);
+    assert_non_null(strstr(o, "not a regular file"));
     /* wrong input shape: named, nothing written */
+    snprintf(p, sizeof p, "%s/mfcc.npy", g_dir);
     int64_t bad[] = {1, 49, 10};
     assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, bad, 3, x), 0);
     assert_int_equal(tether(&o, "run --reference '%s' --in mfcc.npy --out ref2.npy", kws), 1);

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "tether/crt.h"
+#include "tether/host.h"
 #include "tether/npy.h"
 
 static char g_dir[64];
@@ -125,12 +126,39 @@ static void test_malformed(void **state) {
     assert_int_equal(tether_npy_read("/nonexistent/x.npy", &out), TETHER_ERR_IO);
 }
 
+/* Only regular files are read: a device node that never ends, a FIFO or a directory is an
+ * error naming the path (tether_file_read, shared by .npy reads, uploads and params). */
+static void test_not_regular(void **state) {
+    (void)state;
+    tether_npy n;
+    assert_int_equal(tether_npy_read("/dev/zero", &n), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "/dev/zero is not a regular file"));
+    assert_int_equal(tether_npy_read("/tmp", &n), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "is a directory"));
+    assert_int_equal(tether_npy_read("/nonexistent/x.npy", &n), TETHER_ERR_IO);
+    assert_non_null(strstr(tether_last_error(), "/nonexistent/x.npy"));
+    uint8_t *d;
+    size_t len;
+    char path[] = "/tmp/tnpyXXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "0123456789", 10), 10);
+    close(fd);
+    assert_int_equal(tether_file_read(path, 9, &d, &len), TETHER_ERR_LIMIT);
+    assert_int_equal(tether_file_read(path, 10, &d, &len), TETHER_OK);
+    assert_int_equal(len, 10);
+    assert_memory_equal(d, "0123456789", 10);
+    free(d);
+    unlink(path);
+}
+
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/tnpyXXXXXX");
     if (!mkdtemp(g_dir))
         return 1;
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_roundtrip),
-                                       cmocka_unit_test(test_malformed)};
+                                       cmocka_unit_test(test_malformed),
+                                       cmocka_unit_test(test_not_regular)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char p[128];
     snprintf(p, sizeof p, "%s/rt.npy", g_dir);

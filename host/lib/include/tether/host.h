@@ -142,6 +142,8 @@ enum {
 
 /* Uploads bytes as module `name` (kind: TETHER_MODULE_*), chunked to the peer's max frame, with
  * its SHA-256. */
+/* Largest module one upload may carry (the protocol's limit, docs/rpc.md). */
+#define TETHER_UPLOAD_MAX_BYTES ((size_t)256 << 20)
 int tether_session_upload(tether_session *s, uint32_t kind, const char *name, const void *data,
                           size_t size);
 int tether_session_upload_file(tether_session *s, uint32_t kind, const char *name,
@@ -184,6 +186,11 @@ int tether_session_time_launch(tether_session *s, const tether_remote_func *f,
                                tether_time_stats *out);
 /* RESET: the device frees every handle of the session. */
 int tether_session_reset(tether_session *s);
+
+/* Reads a whole regular file into *data (malloc'ed, the caller frees; *len bytes). Device nodes,
+ * FIFOs and directories are refused (they could grow without end); files over max_bytes are
+ * TETHER_ERR_LIMIT. Used for uploads, .npy files, params blobs and metadata. */
+int tether_file_read(const char *path, size_t max_bytes, uint8_t **data, size_t *len);
 
 #ifdef __cplusplus
 }

@@ -31,6 +31,9 @@ typedef struct tether_npy {
     size_t nbytes;
 } tether_npy;
 
+/* Largest .npy file tether_npy_read accepts (a regular file; device nodes are refused). */
+#define TETHER_NPY_MAX_FILE ((size_t)1 << 32)
+
 int tether_npy_read(const char *path, tether_npy *out);
 /* Parses an in-memory .npy image (what = a name for messages). */
 int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *out);
