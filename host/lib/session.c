@@ -12,6 +12,7 @@
 #include "tether/host.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,8 @@ struct tether_session {
     /* lost session: why (fault report), "" while usable */
     bool lost;
     char fault[TETHER_ERROR_MSG_MAX];
+    /* device time of the last CALL, for the expected duration of a following TIME */
+    uint64_t last_call_ns;
 };
 
 static void copy_str(char *dst, size_t size, tether_rpc_str s) {
@@ -145,7 +148,16 @@ static void mark_lost(tether_session *s) {
     snprintf(s->fault, sizeof s->fault, "%s", tether_last_error());
 }
 
+static int request_within(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep,
+                          int timeout_ms);
+
 static int request(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep) {
+    return request_within(s, req, rep, s->timeout_ms);
+}
+
+/* request() with its own timeout: TIME waits for the measurement plus the usual timeout. */
+static int request_within(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep,
+                          int timeout_ms) {
     const char *name = tether_rpc_type_name(req->type);
     /* On a serial line the device outlives the session: refuse here so nothing of the old
      * session reaches the new one. A stream's peer (tetherd's session process) is gone with
@@ -155,7 +167,7 @@ static int request(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep) 
                                 "%s refused: the session ended (%s); reconnect for a new session",
                                 name ? name : "request", s->lost ? s->fault : "not connected");
     s->last_warn[0] = 0;
-    int rc = tether_rpc_client_request(&s->c, req, rep, s->timeout_ms);
+    int rc = tether_rpc_client_request(&s->c, req, rep, timeout_ms);
     if (rc == TETHER_ERR_CRASHED) {
         /* tetherd: the session process died; MCU: fault report, then the board resets */
         mark_lost(s);
@@ -627,6 +639,7 @@ static int call_result(tether_session *s, const tether_remote_func *f, const tet
     const tether_rpc_call_rep *c = &rep->u.call_rep;
     res->ret = c->ret;
     res->elapsed_ns = c->elapsed_ns;
+    s->last_call_ns = c->elapsed_ns;
     res->stack_bytes = c->stack_bytes;
     res->ret_value.type_code = c->ret_value.type_code;
     switch (c->ret_value.type_code) {
@@ -705,7 +718,13 @@ int tether_session_time_launch(tether_session *s, const tether_remote_func *f,
     req.u.time_req.repeat = repeat;
     req.u.time_req.min_repeat_ms = min_repeat_ms;
     req.u.time_req.cooldown_ms = cooldown_ms;
-    rc = request(s, &req, &rep);
+    /* The reply comes after the whole measurement: wait for what it should take (a repeat grows
+     * its number until it lasts min_repeat_ms, which may take up to ~4x that; every call about
+     * as long as the last CALL, counted twice) on top of the usual timeout. */
+    double expect_ms = (double)repeat * (4.0 * min_repeat_ms + cooldown_ms) +
+                       2.0 * ((double)number * repeat + 1) * (double)s->last_call_ns / 1e6;
+    double total = (double)s->timeout_ms + expect_ms;
+    rc = request_within(s, &req, &rep, total > INT_MAX ? INT_MAX : (int)total);
     if (rc)
         return rc;
     memset(out, 0, sizeof *out);

@@ -126,6 +126,14 @@ static void test_run_module(void **state) {
     assert_int_equal(rc, 0);
     assert_non_null(strstr(o, "median"));
     assert_non_null(strstr(o, "stack high-water mark"));
+    /* a measurement longer than the request timeout: TIME waits for what it asked for */
+    rc = tether(&o,
+                "bench '%s' add_packed --in a.npy --in b.npy --out c.npy --number 1 --repeat 2 "
+                "--min-repeat-ms 600 --timeout-ms 400",
+                TESTMOD_PATH);
+    if (rc)
+        fail_msg("%s", o);
+    assert_non_null(strstr(o, "2 repeats"));
     /* errors: unknown function, wrong argument count, dtype mismatch, Fortran npy */
     assert_int_equal(tether(&o, "run '%s' nope --in a.npy --out c.npy", TESTMOD_PATH), 1);
     assert_non_null(strstr(o, "'nope'"));
