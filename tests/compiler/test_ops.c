@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -527,6 +528,87 @@ static void test_log_softmax_large_values(void **state) {
     tether_ir_close(&g);
 }
 
+/* Empty tensors (an extent of 0, ONNX Reshape with allowzero): they flow through nodes with empty
+ * outputs, which are no-ops in every ABI and in the interpreter; a node that would read an empty
+ * tensor into a non-empty output is refused; JSON keeps allowzero and 0 extents. */
+static void test_empty_tensors(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    assert_int_equal(tether_ir_init(&g, "empty"), 0);
+    int64_t xs[3] = {0, 3, 4};
+    int x, y, z;
+    assert_int_equal(tether_ir_add_tensor(&g, "x", TETHER_FLOAT32, 3, xs, &x), 0);
+    assert_int_equal(tether_ir_add_input(&g, x), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "y", TETHER_FLOAT32, -1, NULL, &y), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "z", TETHER_FLOAT32, -1, NULL, &z), 0);
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_RESHAPE, &a);
+    a.nints = 3;
+    a.ints[0] = 3;
+    a.ints[1] = 4;
+    a.ints[2] = 0;
+    a.allowzero = true;
+    assert_int_equal(tether_ir_add_node(&g, "r", TETHER_OP_RESHAPE, &x, 1, &y, 1, &a, NULL), 0);
+    assert_int_equal(tether_ir_add_node(&g, "e", TETHER_OP_EXP, &y, 1, &z, 1, NULL, NULL), 0);
+    assert_int_equal(tether_ir_add_output(&g, z), 0);
+    assert_int_equal(tether_ir_infer(&g), 0);
+    assert_int_equal(g.tensors[z].ndim, 3);
+    assert_int_equal(g.tensors[z].shape[0], 3);
+    assert_int_equal(g.tensors[z].shape[2], 0);
+    float dummy_in[1] = {1.0f}, dummy_out[1] = {-7.0f};
+    const float *in[1] = {dummy_in};
+    float *out[1] = {dummy_out};
+    assert_int_equal(tether_interp_run(&g, in, out), 0);
+    assert_true(dummy_out[0] == -7.0f); /* nothing written */
+    for (int abi = 0; abi < 2; abi++) {
+        for (int iface = 0; iface < 2; iface++) {
+            int rc = tt_run_compiled(&g, "empty", (tether_abi)abi, (tether_interface)iface, true,
+                                     in, out);
+            if (rc) {
+                fail_msg("%s ABI: %s", tether_abi_name((tether_abi)abi), tether_last_error());
+            }
+            assert_true(dummy_out[0] == -7.0f);
+        }
+    }
+    /* without allowzero the 0 copies the input's extent: [3,4,3] needs 36 elements, not 0 */
+    g.nodes[0].attrs.allowzero = false;
+    g.tensors[y].ndim = g.tensors[z].ndim = TETHER_IR_SHAPE_UNKNOWN;
+    assert_int_equal(tether_ir_infer(&g), TETHER_ERR_MISMATCH);
+    tether_ir_close(&g);
+    /* an empty input may not feed a non-empty output */
+    assert_int_equal(tether_ir_init(&g, "empty2"), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "x", TETHER_FLOAT32, 3, xs, &x), 0);
+    assert_int_equal(tether_ir_add_input(&g, x), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "y", TETHER_FLOAT32, -1, NULL, &y), 0);
+    tether_ir_attrs_init(TETHER_OP_REDUCE_MEAN, &a);
+    a.nints = 1;
+    a.ints[0] = 0;
+    assert_int_equal(tether_ir_add_node(&g, "m", TETHER_OP_REDUCE_MEAN, &x, 1, &y, 1, &a, NULL), 0);
+    assert_int_equal(tether_ir_add_output(&g, y), 0);
+    assert_int_equal(tether_ir_infer(&g), TETHER_ERR_UNSUPPORTED);
+    assert_non_null(strstr(tether_last_error(), "input 'x' is empty"));
+    tether_ir_close(&g);
+    /* JSON: 0 extents and allowzero survive a round trip */
+    const char *json = "{\"format\": \"tether-model\", \"version\": 1, \"tensors\": "
+                       "[{\"name\": \"x\", \"shape\": [0, 3, 4]}], \"inputs\": [\"x\"], "
+                       "\"outputs\": [\"y\"], \"nodes\": [{\"name\": \"r\", \"op\": "
+                       "\"reshape\", \"inputs\": [\"x\"], \"outputs\": [\"y\"], \"attrs\": "
+                       "{\"shape\": [3, 4, 0], \"allowzero\": true}}]}";
+    assert_int_equal(tether_model_parse_json(json, "empty.json", NULL, &g), 0);
+    y = tether_ir_find_tensor(&g, "y");
+    assert_int_equal(g.tensors[y].shape[2], 0);
+    char jp[1024], wp[1024];
+    snprintf(jp, sizeof jp, "%s/tests/compiler/empty.json", TETHER_BINARY_DIR);
+    snprintf(wp, sizeof wp, "%s/tests/compiler/empty.bin", TETHER_BINARY_DIR);
+    assert_int_equal(tether_model_save_json(&g, jp, wp), 0);
+    tether_ir_close(&g);
+    assert_int_equal(tether_model_load(jp, &g), 0);
+    assert_true(g.nodes[0].attrs.allowzero);
+    tether_ir_close(&g);
+    unlink(jp);
+    unlink(wp);
+}
+
 /* Weights in a params blob instead of linked arrays, all four combinations. */
 static void test_params_blob(void **state) {
     (void)state;
@@ -566,12 +648,13 @@ static void test_params_blob(void **state) {
 }
 
 int main(void) {
-    struct CMUnitTest tests[NCASES + 3];
+    struct CMUnitTest tests[NCASES + 4];
     for (size_t i = 0; i < NCASES; i++) {
         tests[i] = (struct CMUnitTest){cases[i].name, test_case, NULL, NULL, (void *)&cases[i]};
     }
     tests[NCASES] = (struct CMUnitTest)cmocka_unit_test(test_interpreter_known_values);
     tests[NCASES + 1] = (struct CMUnitTest)cmocka_unit_test(test_params_blob);
     tests[NCASES + 2] = (struct CMUnitTest)cmocka_unit_test(test_log_softmax_large_values);
-    return _cmocka_run_group_tests("compiler_ops", tests, NCASES + 3, NULL, NULL);
+    tests[NCASES + 3] = (struct CMUnitTest)cmocka_unit_test(test_empty_tensors);
+    return _cmocka_run_group_tests("compiler_ops", tests, NCASES + 4, NULL, NULL);
 }

@@ -11,7 +11,8 @@
  * / tether_ir_add_input / tether_ir_add_output, then tether_ir_infer (validation plus shape and
  * dtype inference; a tensor added with ndim = TETHER_IR_SHAPE_UNKNOWN gets its shape here).
  * Errors are int statuses (0 ok, negative tether_status) with the message in tether_last_error()
- * naming the node and the problem.
+ * naming the node and the problem. Extents may be 0 (empty tensors): they flow only into nodes
+ * whose output is empty too, and those nodes compute nothing.
  *
  * Ownership: the graph owns copies of every name, shape and constant buffer passed in; callers may
  * free theirs right after the call. tether_ir_close releases everything. Not thread-safe per
@@ -66,7 +67,7 @@ typedef enum tether_op {
     TETHER_OP_AVG_POOL,        /* "avg_pool": + count_include_pad */
     TETHER_OP_GLOBAL_AVG_POOL, /* "global_avg_pool" */
     TETHER_OP_GLOBAL_MAX_POOL, /* "global_max_pool" */
-    TETHER_OP_RESHAPE,         /* "reshape": shape (0 = copy, -1 = infer); an alias */
+    TETHER_OP_RESHAPE,         /* "reshape": shape (0 = copy, -1 = infer), allowzero; an alias */
     TETHER_OP_FLATTEN,         /* "flatten": axis; an alias */
     TETHER_OP_SQUEEZE,         /* "squeeze": axes (none = all extent-1 dims); an alias */
     TETHER_OP_UNSQUEEZE,       /* "unsqueeze": axes; an alias */
@@ -129,6 +130,7 @@ typedef struct tether_ir_attrs {
     int64_t ints[2 * TETHER_IR_MAX_NDIM];
     int nints;         /* how many of ints[] are set (0 = attribute absent) */
     bool keepdims;     /* reduce_mean (default true) */
+    bool allowzero;    /* reshape: a 0 in shape is an extent of 0, not "copy the input's" */
     int64_t scales[2]; /* resize_nearest: integer H and W factors */
     /* epilogue (fusion): activation after the op; with has_residual the node's last input is
      * added to the result before the activation (shape equal to the output). */

@@ -441,13 +441,7 @@ static int input_shape(timport *c, int k, int *ndim, int64_t *shape) {
                               "--input-shape, e.g. --input-shape %s=%s",
                               name, i, what, name, hint);
         }
-        if (d->dim_value == 0) {
-            return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                              "graph input '%s': dimension %zu is 0 (zero-size tensors are not "
-                              "supported)",
-                              name, i);
-        }
-        shape[i] = d->dim_value;
+        shape[i] = d->dim_value; /* 0: an empty tensor */
     }
     *ndim = (int)sp->n_dim;
     return TETHER_OK;
@@ -471,13 +465,6 @@ static int ensure_tensor(timport *c, int vi, const char *role) {
             return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
                               "%s '%s' is an integer constant where a float32 tensor is expected",
                               role, v->name);
-        }
-        for (int d = 0; d < v->k->ndim; d++) {
-            if (v->k->shape[d] == 0) {
-                return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                                  "%s '%s' has no elements (zero-size tensors are not supported)",
-                                  role, v->name);
-            }
         }
         rc = tether_ir_add_constant(c->g, v->name, TETHER_FLOAT32, v->k->ndim, v->k->shape,
                                     v->k->data, v->k->count * sizeof(float), &v->tensor);

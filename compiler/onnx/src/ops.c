@@ -411,13 +411,7 @@ static int cv_reshape(timport *c, const Onnx__NodeProto *n) {
         (rc = tonnx_attr_int(c, "allowzero", 0, &allowzero))) {
         return rc;
     }
-    for (int i = 0; allowzero && i < a.nints; i++) {
-        if (a.ints[i] == 0) {
-            return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                              "allowzero with a 0 in the shape makes a zero-size tensor (not "
-                              "supported)");
-        }
-    }
+    a.allowzero = allowzero != 0;
     if ((rc = tonnx_in_tensor(c, 0, true, &x)) || (rc = out0(c, &y))) {
         return rc;
     }

@@ -1179,8 +1179,11 @@ static void kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
 
 /* ---- module structure ---------------------------------------------------------------------- */
 
+/* Aliases need no code, and neither do nodes with an empty output (an extent of 0): inference
+ * guarantees that their inputs are empty too. */
 static int node_has_function(const tether_ir_graph *g, const tether_ir_node *n) {
-    return !(tether_ir_is_alias_op(n->op) && g->tensors[n->outputs[0]].alias_of >= 0);
+    const tether_ir_tensor *o = &g->tensors[n->outputs[0]];
+    return !(tether_ir_is_alias_op(n->op) && o->alias_of >= 0) && tether_ir_tensor_elements(o) > 0;
 }
 
 /* C expression for the storage of tensor t inside the graph function. */
@@ -1652,6 +1655,21 @@ static void emit_graph(em *e) {
     if (e->plan->workspace_size == 0) {
         line(e, "(void)ws;");
     }
+    /* inputs no node reads and empty tensors (no code touches them) */
+    for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+        int t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+        int used = 0;
+        for (int k = 0; k < g->nnodes && !used; k++) {
+            const tether_ir_node *nd = &g->nodes[k];
+            for (int j = 0; j <= nd->ninputs && !used; j++) {
+                int u = j < nd->ninputs ? nd->inputs[j] : nd->outputs[0];
+                used = u >= 0 && (u == t || T(e, u)->alias_of == t) && node_has_function(g, nd);
+            }
+        }
+        if (!used) {
+            line(e, "(void)p_%s;", e->cname[t]);
+        }
+    }
     if (!e->o->link_params) {
         line(e, "if (%s_params == 0) {", e->P);
         line(e, "    return -8; /* TETHER_ERR_STATE: %s_set_params was not called */", e->P);
@@ -1675,8 +1693,13 @@ static void emit_graph(em *e) {
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *nd = &g->nodes[i];
         if (!node_has_function(g, nd)) {
-            line(e, "/* %s: %s is an alias of %s (no code) */", ctext(nd->name),
-                 ctext(T(e, nd->outputs[0])->name), ctext(T(e, nd->inputs[0])->name));
+            if (tether_ir_tensor_elements(T(e, nd->outputs[0])) == 0) {
+                line(e, "/* %s: %s is empty (no code) */", ctext(nd->name),
+                     ctext(T(e, nd->outputs[0])->name));
+            } else {
+                line(e, "/* %s: %s is an alias of %s (no code) */", ctext(nd->name),
+                     ctext(T(e, nd->outputs[0])->name), ctext(T(e, nd->inputs[0])->name));
+            }
             continue;
         }
         char ptr[160];
@@ -1858,6 +1881,20 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         tether_sbuf_puts(&e.s, "/* Tensor shapes (packed ABI argument checks). */\n");
         for (int i = 0; i < g->ntensors; i++) {
             const tether_ir_tensor *t = &g->tensors[i];
+            int referenced = tether_ir_is_graph_output(g, i);
+            for (int k = 0; k < g->ninputs; k++) {
+                referenced |= g->inputs[k] == i;
+            }
+            for (int k = 0; k < g->nnodes && !referenced; k++) {
+                const tether_ir_node *nd = &g->nodes[k];
+                for (int j = 0; j < nd->ninputs && !referenced; j++) {
+                    referenced = nd->inputs[j] == i && node_has_function(g, nd);
+                }
+                referenced |= nd->outputs[0] == i && node_has_function(g, nd);
+            }
+            if (!referenced) {
+                continue; /* only in nodes without code (empty tensors, constants folded away) */
+            }
             tether_sbuf_printf(&e.s, "static const int64_t %s_shape_%s[%d] = {", P, e.cname[i],
                                t->ndim ? t->ndim : 1);
             for (int d = 0; d < t->ndim; d++) {
@@ -2059,6 +2096,12 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
                        P);
     if (o->abi == TETHER_ABI_PACKED) {
         tether_sbuf_puts(&full, packed_support);
+    }
+    int any_code = 0; /* operator calls: the packing helpers are needed */
+    for (int i = 0; i < g->nnodes; i++) {
+        any_code |= node_has_function(g, &g->nodes[i]);
+    }
+    if (o->abi == TETHER_ABI_PACKED && any_code) {
         tether_sbuf_puts(&full, packed_call_support);
         tether_sbuf_puts(
             &full, "/* Packs n tensors as DLTensor arguments (direct calls keep the call "

@@ -510,7 +510,7 @@ int tether_interp_run(const tether_ir_graph *g, const float *const *inputs, floa
     for (int i = 0; i < g->ntensors; i++) {
         if (!buf[i]) {
             size_t n = tether_ir_tensor_elements(&g->tensors[i]);
-            buf[i] = malloc(n * sizeof(float));
+            buf[i] = malloc((n ? n : 1) * sizeof(float)); /* empty tensors get a valid pointer */
             owned[i] = 1;
             if (!buf[i]) {
                 rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "interpreter: out of memory");
@@ -519,7 +519,9 @@ int tether_interp_run(const tether_ir_graph *g, const float *const *inputs, floa
         }
     }
     for (int i = 0; i < g->nnodes; i++) {
-        run_node(g, &g->nodes[i], buf);
+        if (tether_ir_tensor_elements(&g->tensors[g->nodes[i].outputs[0]]) > 0) {
+            run_node(g, &g->nodes[i], buf); /* an empty output: nothing to compute */
+        }
     }
 out:
     if (buf) {
@@ -546,7 +548,9 @@ int tether_interp_eval_node(const tether_ir_graph *g, int node, float *out) {
         }
     }
     buf[n->outputs[0]] = out;
-    run_node(g, n, buf);
+    if (tether_ir_tensor_elements(&g->tensors[n->outputs[0]]) > 0) {
+        run_node(g, n, buf);
+    }
     free(buf);
     return TETHER_OK;
 }

@@ -397,7 +397,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
         int infer_at = -1;
         for (int i = 0; i < a->nints; i++) {
             int64_t d = a->ints[i];
-            if (d == 0) {
+            if (d == 0 && !a->allowzero) {
                 if (i >= x->ndim) {
                     return node_error(n, TETHER_ERR_INVALID_ARG,
                                       "shape entry %d is 0 but the input has rank %d", i, x->ndim);
@@ -409,7 +409,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
                 }
                 infer_at = i;
                 d = 1;
-            } else if (d < 1) {
+            } else if (d < 0) {
                 return node_error(n, TETHER_ERR_INVALID_ARG, "shape entry %d is %lld", i,
                                   (long long)d);
             }
@@ -417,6 +417,10 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
             known *= (size_t)d;
         }
         if (infer_at >= 0) {
+            if (known == 0) {
+                return node_error(n, TETHER_ERR_INVALID_ARG,
+                                  "shape has a 0 extent and a -1: the -1 cannot be inferred");
+            }
             if (total % known) {
                 return node_error(n, TETHER_ERR_MISMATCH, "%zu elements cannot fill the shape",
                                   total);
@@ -785,7 +789,7 @@ static int check_elements(const tether_ir_graph *g) {
         const tether_ir_tensor *t = &g->tensors[i];
         int64_t n = 1;
         for (int d = 0; d < t->ndim; d++) {
-            if (t->shape[d] > INT32_MAX || n > INT32_MAX / t->shape[d]) {
+            if (t->shape[d] > INT32_MAX || (t->shape[d] && n > INT32_MAX / t->shape[d])) {
                 return tether_set_error(TETHER_ERR_LIMIT,
                                         "tensor '%s' has more than 2^31-1 elements (the limit of "
                                         "generated code)",
@@ -837,6 +841,21 @@ static int infer_output(tether_ir_graph *g, tether_ir_node *n) {
     if (rc) {
         return rc;
     }
+    /* Empty tensors (an extent of 0) only flow into nodes with an empty output, which are no-ops:
+     * no kernel ever reads from or writes to an empty tensor. */
+    int64_t out_elems = 1;
+    for (int d = 0; d < ndim; d++) {
+        out_elems *= shape[d] ? 1 : 0;
+    }
+    for (int i = 0; i < n->ninputs && out_elems; i++) {
+        const tether_ir_tensor *t = in_t(g, n, i);
+        if (t && tether_ir_tensor_elements(t) == 0) {
+            return node_error(n, TETHER_ERR_UNSUPPORTED,
+                              "input '%s' is empty (an extent of 0) but the output is not: "
+                              "empty tensors only flow into empty outputs",
+                              t->name);
+        }
+    }
     if (n->attrs.has_residual) {
         const tether_ir_tensor *r = &g->tensors[n->inputs[n->ninputs - 1]];
         if (r->ndim != ndim || memcmp(r->shape, shape, sizeof(int64_t) * (size_t)ndim)) {
@@ -882,7 +901,7 @@ int tether_ir_infer_node(tether_ir_graph *g, int index) {
     const tether_ir_tensor *o = &g->tensors[n->outputs[0]];
     int64_t count = 1;
     for (int d = 0; d < o->ndim; d++) {
-        if (o->shape[d] > INT32_MAX || count > INT32_MAX / o->shape[d]) {
+        if (o->shape[d] > INT32_MAX || (o->shape[d] && count > INT32_MAX / o->shape[d])) {
             return tether_set_error(TETHER_ERR_LIMIT,
                                     "tensor '%s' has more than 2^31-1 elements (the limit of "
                                     "generated code)",

@@ -200,9 +200,9 @@ static int add_tensor_common(tether_ir_graph *g, const char *name, DLDataType dt
                                 TETHER_IR_MAX_NDIM);
     }
     for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 1) {
+        if (shape[i] < 0) {
             return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                    "tensor '%s': dimension %d has extent %lld (must be >= 1)",
+                                    "tensor '%s': dimension %d has extent %lld (must be >= 0)",
                                     name, i, (long long)shape[i]);
         }
     }

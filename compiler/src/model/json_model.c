@@ -115,9 +115,9 @@ static int parse_tensor(ctx *c, const cJSON *t, int index) {
                         TETHER_IR_MAX_NDIM);
         }
         for (int i = 0; i < ndim; i++) {
-            if (shape[i] < 1) {
+            if (shape[i] < 0) {
                 return fail(c, TETHER_ERR_INVALID_ARG,
-                            "tensor '%s': dimension %d has extent %lld (must be >= 1)", nm, i,
+                            "tensor '%s': dimension %d has extent %lld (must be >= 0)", nm, i,
                             (long long)shape[i]);
             }
         }
@@ -262,7 +262,8 @@ static int parse_attrs(ctx *c, const char *nm, tether_op op, const cJSON *attrs,
             have_axes |= k[0] == 'a';
         } else if (strcmp(k, "ceil_mode") == 0 || strcmp(k, "count_include_pad") == 0 ||
                    strcmp(k, "trans_a") == 0 || strcmp(k, "trans_b") == 0 ||
-                   strcmp(k, "keepdims") == 0 || strcmp(k, "residual") == 0) {
+                   strcmp(k, "keepdims") == 0 || strcmp(k, "residual") == 0 ||
+                   strcmp(k, "allowzero") == 0) {
             int64_t iv = 0;
             bad = !cJSON_IsBool(e) && get_int(e, &iv);
             bool b = cJSON_IsBool(e) ? cJSON_IsTrue(e) : iv != 0;
@@ -276,6 +277,8 @@ static int parse_attrs(ctx *c, const char *nm, tether_op op, const cJSON *attrs,
                 a->trans_b = b;
             } else if (k[0] == 'k') {
                 a->keepdims = b;
+            } else if (k[0] == 'a') {
+                a->allowzero = b;
             } else {
                 a->has_residual = b;
             }
@@ -840,6 +843,7 @@ int tether_model_save_json(const tether_ir_graph *g, const char *json_path,
         BOOL(trans_a, "trans_a")
         BOOL(trans_b, "trans_b")
         BOOL(keepdims, "keepdims")
+        BOOL(allowzero, "allowzero")
         BOOL(has_residual, "residual")
 #undef FLT
 #undef BOOL

@@ -49,7 +49,7 @@ int tether_memplan_intervals(const tether_ir_graph *g, int32_t *first, int32_t *
 int tether_memplan_plannable(const tether_ir_graph *g, int t) {
     const tether_ir_tensor *x = &g->tensors[t];
     return x->kind == TETHER_TENSOR_INTERMEDIATE && x->alias_of < 0 && x->producer >= 0 &&
-           !tether_ir_is_graph_output(g, t);
+           !tether_ir_is_graph_output(g, t) && tether_ir_tensor_bytes(x) > 0;
 }
 
 int tether_memplan_problem(const tether_ir_graph *g, tether_plan_problem *p, int *buffer_of) {
