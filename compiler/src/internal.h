@@ -6,6 +6,7 @@
 #define TETHER_COMPILER_INTERNAL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +53,10 @@ void tether_sbuf_printf(tether_sbuf *b, const char *fmt, ...)
     ;
 void tether_sbuf_vprintf(tether_sbuf *b, const char *fmt, va_list ap);
 void tether_sbuf_puts(tether_sbuf *b, const char *s);
+
+/* True when p is a C identifier that starts with a letter, of at most max_len characters (the
+ * rule for the user-chosen prefix of generated code). */
+bool tether_c_identifier_ok(const char *p, size_t max_len);
 
 /* Writes a whole file (creating/truncating it); TETHER_ERR_IO naming the path on failure. */
 int tether_write_file(const char *path, const void *data, size_t n);

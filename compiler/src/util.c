@@ -2,6 +2,7 @@
  * Small host utilities of the compiler: a growable string buffer and whole-file I/O.
  * The buffer never loses data silently: an allocation failure sets `failed`, which writers check.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,4 +144,16 @@ const char *tether_error_detail(void) {
         return error_detail;
     }
     return msg;
+}
+
+bool tether_c_identifier_ok(const char *p, size_t max_len) {
+    if (!p || !isalpha((unsigned char)p[0]) || strlen(p) > max_len) {
+        return false;
+    }
+    for (const char *c = p; *c; c++) {
+        if (!isalnum((unsigned char)*c) && *c != '_') {
+            return false;
+        }
+    }
+    return true;
 }

@@ -443,6 +443,18 @@ static void test_cli_exit_codes(void **state) {
     assert_int_equal(run_cli(tether_cmd_compile, "compile", p, "-o", dir, "--target", "z80", NULL),
                      2);
     assert_int_equal(run_cli(tether_cmd_compile, "compile", p, "-o", dir, "--frobnicate", NULL), 2);
+    /* option-like or invalid values are usage errors found before any work */
+    assert_int_equal(run_cli(tether_cmd_compile, "compile", p, "-o", "--quiet", NULL), 2);
+    assert_int_equal(run_cli(tether_cmd_compile, "compile", p, "-o", dir, "--prefix", "1bad", NULL),
+                     2);
+    assert_int_equal(
+        run_cli(tether_cmd_compile, "compile", p, "-o", dir, "--planner", "bogus", NULL), 2);
+    assert_false(file_exists(dir));
+    /* a relative output directory that starts with '-' is a directory, not a compiler option */
+    assert_int_equal(run_cli(tether_cmd_compile, "compile", p, "-o", "-art-dash", "--quiet", NULL),
+                     0);
+    assert_true(file_exists("-art-dash/metadata.json"));
+    assert_int_equal(system("rm -rf ./-art-dash"), 0);
     assert_int_equal(run_cli(tether_cmd_compile, "compile", bad, "-o", dir, NULL), 1);
     assert_false(file_exists(dir));
     assert_int_equal(run_cli(tether_cmd_compile, "compile", p, "-o", dir, "--abi", "unpacked",

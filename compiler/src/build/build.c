@@ -431,18 +431,31 @@ static int split_flags(char *flags, char **argv, int max) {
     return n;
 }
 
+/* The failed step with the compiler's first lines: the artifact directory (and its build.log)
+ * is removed after a failure, so the message itself must say what went wrong. */
 static int log_failure(const char *what, const char *log) {
     char *text = NULL;
-    char first[200] = "";
+    char first[400] = "";
     if (tether_read_file(log, &text, NULL) == 0) {
-        snprintf(first, sizeof first, "%s", text);
-        char *nl = strchr(first, '\n');
-        if (nl) {
-            *nl = 0;
+        size_t o = 0;
+        int lines = 0;
+        for (const char *p = text; *p && lines < 4 && o + 4 < sizeof first; p++) {
+            if (*p == '\n') {
+                lines++;
+                if (lines < 4 && p[1]) {
+                    first[o++] = ' ';
+                    first[o++] = '|';
+                    first[o++] = ' ';
+                }
+            } else {
+                first[o++] = *p;
+            }
         }
+        first[o] = 0;
         free(text);
     }
-    return tether_set_error(TETHER_ERR_IO, "%s failed (see %s): %s", what, log, first);
+    return tether_set_error(TETHER_ERR_IO, "%s failed: %s", what,
+                            first[0] ? first : "(the compiler printed nothing)");
 }
 
 int tether_build_artifact(const char *dir, const char *prefix, const char *entry,
@@ -466,7 +479,10 @@ int tether_build_artifact(const char *dir, const char *prefix, const char *entry
         return tether_set_error(TETHER_ERR_INVALID_ARG, "opt level %d outside 0..3 or s",
                                 o->opt_level);
     }
-    char src[1100], obj[1100], ci[1100], log[1100], lib[1100], opt[8];
+    char src[1500], obj[1500], ci[1500], log[1500], lib[1500], opt[8], safe_dir[1024];
+    /* a relative directory such as "-dir" must not reach the compiler as an option */
+    snprintf(safe_dir, sizeof safe_dir, "%s%s", dir[0] == '-' ? "./" : "", dir);
+    dir = safe_dir;
     snprintf(src, sizeof src, "%s/%s.c", dir, prefix);
     snprintf(obj, sizeof obj, "%s/%s.o", dir, prefix);
     snprintf(ci, sizeof ci, "%s/%s.ci", dir, prefix);

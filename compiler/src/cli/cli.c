@@ -84,7 +84,7 @@ int tether_cmd_compile(int argc, char **argv) {
                     strcmp(a, "--prefix") == 0 || strcmp(a, "--opt-level") == 0 ||
                     strcmp(a, "--params") == 0 || strcmp(a, "--planner") == 0 ||
                     strcmp(a, "--input-shape") == 0;
-        if (takes && !v) {
+        if (takes && (!v || (v[0] == '-' && v[1] == '-'))) {
             return usage_error("compile", "%s needs a value", a);
         }
         if (strcmp(a, "-o") == 0) {
@@ -109,6 +109,12 @@ int tether_cmd_compile(int argc, char **argv) {
             }
             o.build.target = t->name;
         } else if (strcmp(a, "--prefix") == 0) {
+            if (!tether_c_identifier_ok(v, 48)) {
+                return usage_error("compile",
+                                   "--prefix '%s' is not a C identifier (a letter, then letters, "
+                                   "digits or _; at most 48)",
+                                   v);
+            }
             o.codegen.prefix = v;
         } else if (strcmp(a, "--opt-level") == 0) {
             if (strcmp(v, "s") == 0) {
@@ -129,6 +135,10 @@ int tether_cmd_compile(int argc, char **argv) {
         } else if (strcmp(a, "--link-params") == 0) {
             o.codegen.link_params = true;
         } else if (strcmp(a, "--planner") == 0) {
+            tether_plan_algorithm algo;
+            if (tether_plan_algorithm_parse(v, &algo) != TETHER_OK) {
+                return usage_error("compile", "%s", tether_last_error());
+            }
             o.planner = v;
         } else if (strcmp(a, "--no-passes") == 0) {
             memset(&o.passes, 0, sizeof o.passes);
