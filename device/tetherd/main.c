@@ -520,6 +520,20 @@ int main(int argc, char **argv) {
             return 2;
         g_cfg.token = tok;
     }
+    /* every session makes its directory here: a missing or read-only base would fail each
+     * session after the connection, so it is refused at start-up */
+    struct stat wst;
+    const char *why = NULL;
+    if (stat(g_work_base, &wst) != 0)
+        why = strerror(errno);
+    else if (!S_ISDIR(wst.st_mode))
+        why = "not a directory";
+    else if (access(g_work_base, W_OK | X_OK) != 0)
+        why = "not writable";
+    if (why) {
+        fprintf(stderr, "tetherd: --work-dir %s: %s\n", g_work_base, why);
+        return 2;
+    }
     signal(SIGPIPE, SIG_IGN);
     (void)no_opencl;
 #ifdef TETHERD_HAVE_OPENCL

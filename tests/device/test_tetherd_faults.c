@@ -102,19 +102,20 @@ static void test_auth(void **state) {
     unlink(tokfile);
 }
 
-static void test_nonloopback_needs_token(void **state) {
-    (void)state;
+/* Runs tetherd with the given arguments, which it must refuse at start-up (exit code 2, nothing
+ * bound); returns its stderr. */
+static const char *refused_at_start(const char *const *args) {
+    static char buf[1024];
+    memset(buf, 0, sizeof buf);
     int p[2];
     assert_int_equal(pipe(p), 0);
     pid_t pid = fork();
     if (pid == 0) {
         dup2(p[1], STDERR_FILENO);
-        /* refused while parsing, before any socket exists: nothing is ever bound */
-        execl(k_tetherd, "tetherd", "--tcp", "0.0.0.0:0", (char *)NULL);
+        execv(k_tetherd, (char *const *)args);
         _exit(127);
     }
     close(p[1]);
-    char buf[1024] = {0};
     size_t n = 0;
     ssize_t r;
     while ((r = read(p[0], buf + n, sizeof buf - 1 - n)) > 0)
@@ -123,8 +124,26 @@ static void test_nonloopback_needs_token(void **state) {
     int st;
     waitpid(pid, &st, 0);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2);
-    assert_non_null(strstr(buf, "without a token"));
     assert_null(strstr(buf, "listening"));
+    return buf;
+}
+
+static void test_nonloopback_needs_token(void **state) {
+    (void)state;
+    /* refused while parsing, before any socket exists: nothing is ever bound */
+    const char *const args[] = {"tetherd", "--tcp", "0.0.0.0:0", NULL};
+    assert_non_null(strstr(refused_at_start(args), "without a token"));
+}
+
+/* A work directory that cannot hold session directories is refused at start-up, not after
+ * every connection. */
+static void test_bad_work_dir(void **state) {
+    (void)state;
+    const char *const missing[] = {
+        "tetherd", "--tcp", "127.0.0.1:0", "--work-dir", "/nonexistent/tetherd", NULL};
+    assert_non_null(strstr(refused_at_start(missing), "--work-dir /nonexistent/tetherd: No such"));
+    const char *const file[] = {"tetherd", "--tcp", "127.0.0.1:0", "--work-dir", k_tetherd, NULL};
+    assert_non_null(strstr(refused_at_start(file), "not a directory"));
 }
 
 static void test_errors(void **state) {
@@ -201,6 +220,7 @@ int main(void) {
         cmocka_unit_test(test_faults),
         cmocka_unit_test(test_auth),
         cmocka_unit_test(test_nonloopback_needs_token),
+        cmocka_unit_test(test_bad_work_dir),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
