@@ -179,6 +179,7 @@ static void child_setup(int keep) {
     signal(SIGCHLD, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
     signal(SIGPIPE, SIG_IGN);
     sigset_t all;
     sigemptyset(&all);
@@ -411,7 +412,27 @@ static int serve_uart(const char *path, uint32_t baud) {
     return 0;
 }
 
+/* --stdio: tetherd is a child of the host. When the host goes away (or a Ctrl-C reaches the
+ * whole process group), the session process is killed and reaped, so its directory is removed
+ * instead of a call running on for nobody. */
+static void stdio_stop_session(int sig) {
+    (void)sig;
+    if (g_children[0].pid > 0)
+        kill(g_children[0].pid, SIGKILL);
+}
+
 static int serve_stdio(void) {
+    pid_t host = getppid();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = stdio_stop_session;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != host) /* the host died before the line above */
+        return 1;
     pid_t pid = spawn_session("stdio", -1, run_stdio_session, NULL);
     if (pid < 0)
         return 1;

@@ -40,6 +40,12 @@ void tether_cli_report_free(tether_cli_report *rep);
 /* Prints "tether <command>: <formatted reason>" on stderr and returns code. */
 int tether_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* tempdir.c: makes $TMPDIR/tether-<tag>-XXXXXX into out (size >= 64) and registers it so that it
+ * is removed on SIGINT/SIGTERM/SIGHUP too; tether_cli_tempdir_remove deletes it (recursively)
+ * and unregisters it. */
+int tether_cli_tempdir_make(char *out, size_t size, const char *tag);
+void tether_cli_tempdir_remove(const char *dir);
+
 /* Prints one line about an array: dtype, shape, min/max/mean and the first values. */
 void tether_cli_summary(const char *name, const tether_npy *n);
 

@@ -1124,19 +1124,16 @@ static int cmd_run(int argc, char **argv, int bench) {
         } else if (probed[0]) {
             o.build.target = probed;
         }
-        char dir[] = "/tmp/tether-run-XXXXXX";
-        if (!mkdtemp(dir))
-            return fail(1, "cannot create a temporary directory: %s", strerror(errno));
+        char dir[600];
+        if (tether_cli_tempdir_make(dir, sizeof dir, "run"))
+            return 1;
         tether_compile_result res;
         int rc;
         if (tether_compile_model(r.target, dir, &o, &res))
             rc = fail(1, "%s", tether_last_error());
         else
             rc = run_artifact(&r, dir, bench);
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "tether %s: could not remove %s\n", g_cmd, dir);
+        tether_cli_tempdir_remove(dir);
         return rc;
 #else
         return fail(2,

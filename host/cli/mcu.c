@@ -140,10 +140,10 @@ static int read_all(const char *path, char **data, size_t *size) {
 static int mcu_link_upload(tether_session *s, const tether_mcu_firmware *fw, const char *path,
                            const char *target, const char *name, uint64_t *module,
                            uint32_t *nfuncs) {
-    char dir[] = "/tmp/tether-mcu-XXXXXX";
-    if (!mkdtemp(dir))
-        return fail(1, "cannot create a temporary directory: %s", strerror(errno));
-    char elf[64], bin[64], log[64];
+    char dir[600];
+    if (tether_cli_tempdir_make(dir, sizeof dir, "mcu"))
+        return 1;
+    char elf[700], bin[700], log[700];
     snprintf(elf, sizeof elf, "%s/module.elf", dir);
     snprintf(bin, sizeof bin, "%s/module.bin", dir);
     snprintf(log, sizeof log, "%s/module.bin.log", dir);
@@ -169,10 +169,7 @@ static int mcu_link_upload(tether_session *s, const tether_mcu_firmware *fw, con
         print_image(base_name(path), fw, &img);
         rc = read_all(bin, &data, &size);
     }
-    unlink(elf);
-    unlink(bin);
-    unlink(log);
-    rmdir(dir);
+    tether_cli_tempdir_remove(dir);
     if (rc)
         return rc;
     rc = upload_and_load(s, TETHER_MODULE_MCU_IMAGE, name, data, size, NULL, module, nfuncs);

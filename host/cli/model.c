@@ -408,13 +408,6 @@ static int write_json(const ab_args *a, const ab_side *s) {
     return 0;
 }
 
-static void remove_tree(const char *dir) {
-    char cmd[1400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (strchr(dir, '\'') || system(cmd) != 0)
-        fprintf(stderr, "tether ab: could not remove %s\n", dir);
-}
-
 int tether_cli_cmd_ab(int argc, char **argv) {
     ab_args a;
     int prc = parse_ab(argc, argv, &a);
@@ -449,12 +442,8 @@ int tether_cli_cmd_ab(int argc, char **argv) {
         }
         snprintf(dir, sizeof dir, "%s", a.out_dir);
     } else {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/tether-ab-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(dir)) {
-            fail(1, "cannot create a temporary directory: %s", strerror(errno));
+        if (tether_cli_tempdir_make(dir, sizeof dir, "ab"))
             goto done;
-        }
         made_tmp = 1;
     }
     if (!a.nin) {
@@ -501,7 +490,7 @@ done:
     tether_cli_report_free(&s[0].run);
     tether_cli_report_free(&s[1].run);
     if (made_tmp)
-        remove_tree(dir);
+        tether_cli_tempdir_remove(dir);
     tether_ir_close(&g);
     return rc;
 }

@@ -4,6 +4,10 @@
  * bench, --help on every subcommand, and the exit codes and one-line reasons of bad usage,
  * unknown functions and dtype/shape mismatches.
  */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -331,6 +335,58 @@ static void test_ab(void **state) {
 }
 #endif
 
+#ifdef TETHER_HAVE_COMPILER
+/* Entries of dir whose names start with prefix ("tether-": the CLI's, "tetherd-": sessions). */
+static int count_dirs(const char *dir, const char *prefix) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+/* Interrupting `tether ab` (Ctrl-C, kill) leaves no temporary directory behind, and the
+ * process ends by that signal. */
+static void test_interrupt_cleans_up(void **state) {
+    (void)state;
+    char tmp[128];
+    snprintf(tmp, sizeof tmp, "%s/tmpdir", g_dir);
+    assert_int_equal(mkdir(tmp, 0700), 0);
+    const int sigs[2] = {SIGINT, SIGTERM};
+    for (int k = 0; k < 2; k++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            setenv("TMPDIR", tmp, 1);
+            setenv("TETHER_TETHERD", TETHERD_PATH, 1);
+            int devnull = open("/dev/null", O_WRONLY);
+            dup2(devnull, STDOUT_FILENO);
+            dup2(devnull, STDERR_FILENO);
+            execl(TETHER_CLI, "tether", "ab", TETHER_SOURCE_DIR "/examples/kws/kws.json",
+                  "--number", "2000", "--repeat", "20", (char *)NULL);
+            _exit(127);
+        }
+        /* wait until the temporary directory exists, then interrupt */
+        for (int i = 0; i < 500 && count_dirs(tmp, "tether-") == 0; i++)
+            usleep(10 * 1000);
+        assert_int_equal(count_dirs(tmp, "tether-"), 1);
+        usleep(200 * 1000);
+        kill(pid, sigs[k]);
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_true(WIFSIGNALED(st));
+        assert_int_equal(WTERMSIG(st), sigs[k]);
+        assert_int_equal(count_dirs(tmp, "tether-"), 0);
+        /* the spawned tetherd (local:) ends its session and removes its directory too */
+        for (int i = 0; i < 300 && count_dirs(tmp, "tetherd-") > 0; i++)
+            usleep(10 * 1000);
+        assert_int_equal(count_dirs(tmp, "tetherd-"), 0);
+    }
+}
+#endif
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_info_help, setup, teardown),
@@ -340,6 +396,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_run_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_reference, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ab, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_interrupt_cleans_up, setup, teardown),
 #endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

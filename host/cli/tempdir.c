@@ -1,0 +1,92 @@
+/*
+ * Temporary directories of the CLI (a model compiled for `run`, the two artifacts of `ab`, an
+ * MCU link): made under $TMPDIR (or /tmp), removed when the command ends and also when it is
+ * interrupted. On SIGINT, SIGTERM or SIGHUP the handler removes every registered directory with
+ * a forked `rm -rf` (fork, execv and waitpid are async-signal-safe, a directory walk is not),
+ * then dies of the same signal, so the shell sees the usual status.
+ * Must stay true: a registered path is complete before the handlers can see it (slots are
+ * filled first, then the count is published); at most TEMPDIR_MAX directories at a time.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define TEMPDIR_MAX 8
+
+static char g_dirs[TEMPDIR_MAX][512];
+static volatile sig_atomic_t g_used[TEMPDIR_MAX];
+static int g_handlers;
+
+static void remove_now(const char *dir) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *const argv[] = {"/bin/rm", "-rf", "--", (char *)dir, NULL};
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    if (pid > 0) {
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+        }
+    }
+}
+
+static void on_signal(int sig) {
+    for (int i = 0; i < TEMPDIR_MAX; i++) {
+        if (g_used[i]) {
+            g_used[i] = 0;
+            remove_now(g_dirs[i]);
+        }
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+int tether_cli_tempdir_make(char *out, size_t size, const char *tag) {
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base)
+        base = "/tmp";
+    int n = snprintf(out, size, "%s/tether-%s-XXXXXX", base, tag);
+    if (n < 0 || (size_t)n >= size || (size_t)n >= sizeof g_dirs[0])
+        return tether_cli_fail(1, "temporary directory name under %s is too long", base);
+    int slot = -1;
+    for (int i = 0; i < TEMPDIR_MAX && slot < 0; i++)
+        slot = g_used[i] ? -1 : i;
+    if (slot < 0)
+        return tether_cli_fail(1, "more than %d temporary directories at once", TEMPDIR_MAX);
+    if (!g_handlers) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaddset(&sa.sa_mask, SIGINT);
+        sigaddset(&sa.sa_mask, SIGTERM);
+        sigaddset(&sa.sa_mask, SIGHUP);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        g_handlers = 1;
+    }
+    if (!mkdtemp(out))
+        return tether_cli_fail(1, "cannot create a temporary directory in %s: %s", base,
+                               strerror(errno));
+    memcpy(g_dirs[slot], out, (size_t)n + 1);
+    g_used[slot] = 1;
+    return 0;
+}
+
+void tether_cli_tempdir_remove(const char *dir) {
+    for (int i = 0; i < TEMPDIR_MAX; i++) {
+        if (g_used[i] && strcmp(g_dirs[i], dir) == 0) {
+            remove_now(dir);
+            g_used[i] = 0;
+            return;
+        }
+    }
+}
