@@ -71,4 +71,12 @@ int tether_ir_consumers(const tether_ir_graph *g, int t, int *nodes, int max);
 /* True when t is a graph output. */
 int tether_ir_is_graph_output(const tether_ir_graph *g, int t);
 
+/* tether_compile_graph for backend OpenCL (emit_opencl.c): same contract (artifact directory,
+ * nothing partial left on failure). */
+struct tether_compile_options;
+struct tether_compile_result;
+int tether_compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
+                                const struct tether_compile_options *o,
+                                struct tether_compile_result *res);
+
 #endif /* TETHER_COMPILER_INTERNAL_H */

@@ -9,6 +9,7 @@
  *   tether_memplan_build     workspace offsets through the planner (tether/planner.h)
  *   tether_interp_run        the reference interpreter (ground truth, `tether run --reference`)
  *   tether_codegen_c         C source + header (+ params blob) for an ABI and an interface
+ *   tether_codegen_opencl    or: OpenCL C kernels + launch sequence + params blob
  *   tether_build_artifact    compiles for a target profile, measures sizes and static stack
  *
  * Ownership: every output struct owns malloc'd memory and has a matching *_close/free function;
@@ -197,6 +198,46 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
                      const tether_codegen_options *o, tether_codegen_output *out);
 void tether_codegen_output_close(tether_codegen_output *out);
 
+/* ---- OpenCL code generation (backend "opencl"; docs/codegen.md, "OpenCL backend") ----------
+ *
+ * One OpenCL C kernel per operator of a graph after the passes (aliases and empty tensors need
+ * none), the launch sequence with every memory object (metadata.json) and the weights blob. The
+ * host runs it (`tether run DIR`): upload the source (the device builds it), allocate every memory
+ * object in its scope, copy params.bin, launch the steps in order, read the outputs back.
+ * Ownership as for C code generation: tether_opencl_output_close frees everything.
+ */
+typedef enum tether_backend {
+    TETHER_BACKEND_C = 0,      /* C source built into a library (default) */
+    TETHER_BACKEND_OPENCL = 1, /* OpenCL C kernels + launch sequence */
+} tether_backend;
+
+int tether_backend_parse(const char *name, tether_backend *out); /* "c", "opencl" */
+const char *tether_backend_name(tether_backend b);
+
+typedef struct tether_opencl_options {
+    const char *prefix;   /* kernel name prefix, default "tether_model" */
+    bool texture_weights; /* constant conv weights as texture:weight images (OIHW4o) */
+    int local_size;       /* work-group size of the 1D launches, 0 = 64 */
+} tether_opencl_options;
+
+void tether_opencl_options_init(tether_opencl_options *o);
+
+typedef struct tether_opencl_output {
+    char *source;          /* <prefix>.cl */
+    char *metadata;        /* metadata.json text: memory objects and launch steps */
+    unsigned char *params; /* params.bin: buffer weights, then image texels; NULL when empty */
+    size_t params_bytes;
+    int nkernels; /* kernels in the source = launch steps */
+    int nimages;  /* texture:weight images */
+    int64_t workspace_size;
+} tether_opencl_output;
+
+/* A node the backend has no kernel for fails the whole call with TETHER_ERR_UNSUPPORTED naming
+ * every such node (the full list in tether_error_detail()); nothing falls back silently. */
+int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
+                          const tether_opencl_options *o, tether_opencl_output *out);
+void tether_opencl_output_close(tether_opencl_output *out);
+
 /* ---- targets, build and reports ---------------------------------------------------------------
  */
 
@@ -274,6 +315,8 @@ typedef struct tether_compile_options {
     const char *planner;                   /* planner algorithm name, NULL = "best" */
     const tether_model_load_options *load; /* tether_compile_model's loading, NULL = defaults */
     bool build_library;                    /* false: write sources, header and metadata only */
+    tether_backend backend;                /* C (default) or OpenCL (then `opencl` applies) */
+    tether_opencl_options opencl;          /* its prefix is codegen.prefix */
 } tether_compile_options;
 
 void tether_compile_options_init(tether_compile_options *o);

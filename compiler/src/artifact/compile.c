@@ -24,6 +24,7 @@ void tether_compile_options_init(tether_compile_options *o) {
     memset(o, 0, sizeof *o);
     tether_codegen_options_init(&o->codegen);
     tether_pass_options_init(&o->passes);
+    tether_opencl_options_init(&o->opencl);
     o->build.target = "x86_64-linux";
     o->build.opt_level = 2;
     o->planner = NULL;
@@ -196,6 +197,9 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
         res = &local;
     }
     memset(res, 0, sizeof *res);
+    if (o->backend == TETHER_BACKEND_OPENCL) {
+        return tether_compile_graph_opencl(g, out_dir, o, res);
+    }
     double t0 = now_s();
     written w;
     memset(&w, 0, sizeof w);
@@ -245,8 +249,8 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
             snprintf(p, sizeof p, "%s/%s", out_dir, old_files[i]);
             unlink(p);
         }
-        static const char *const old_pat[] = {"%s/%s.c",  "%s/%s.h",     "%s/%s.o",   "%s/%s.su",
-                                              "%s/%s.ci", "%s/lib%s.so", "%s/lib%s.a"};
+        static const char *const old_pat[] = {"%s/%s.c",  "%s/%s.h",     "%s/%s.o",    "%s/%s.su",
+                                              "%s/%s.ci", "%s/lib%s.so", "%s/lib%s.a", "%s/%s.cl"};
         for (size_t i = 0; i < sizeof old_pat / sizeof *old_pat; i++) {
             snprintf(p, sizeof p, old_pat[i], out_dir, P);
             unlink(p);
@@ -350,6 +354,10 @@ int tether_report_print(FILE *out, const char *artifact_dir) {
         fprintf(out, "  %-26s %12.0f\n", "data", num(r, "data"));
         fprintf(out, "  %-26s %12.0f\n", "bss", num(r, "bss"));
         fprintf(out, "  %-26s %12.0f\n", "  of text: instructions", num(r, "code"));
+    }
+    if (cJSON_GetObjectItemCaseSensitive(r, "kernels")) {
+        fprintf(out, "  %-26s %12.0f\n", "OpenCL kernels", num(r, "kernels"));
+        fprintf(out, "  %-26s %12.0f\n", "texture:weight images", num(r, "images"));
     }
     fprintf(out, "  %-26s %12.0f\n", "params", num(r, "params_bytes"));
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(r, "workspace");

@@ -34,7 +34,11 @@ static const char compile_usage[] =
     "  --dump-ir                    print the IR after the passes\n"
     "  --input-shape NAME=D0xD1...  shape of a graph input with dynamic dimensions (ONNX);\n"
     "                               repeatable\n"
-    "  --quiet                      do not print the report table\n";
+    "  --quiet                      do not print the report table\n"
+    "  --backend c|opencl           C library (default) or OpenCL C kernels + launch sequence\n"
+    "                               (DIR/<prefix>.cl, metadata.json, params.bin)\n"
+    "  --texture-weights            (opencl) constant conv weights in texture:weight images\n"
+    "  --local-size N               (opencl) work-group size of the launches (default 64)\n";
 
 static int usage_error(const char *cmd, const char *fmt, const char *arg) {
     fprintf(stderr, "tether %s: ", cmd);
@@ -72,6 +76,7 @@ int tether_cmd_compile(int argc, char **argv) {
     memset(&shp, 0, sizeof shp);
     const char *model = NULL, *out = NULL;
     int dump = 0, quiet = 0;
+    const char *c_only = NULL, *ocl_only = NULL; /* options of one backend only */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -83,12 +88,34 @@ int tether_cmd_compile(int argc, char **argv) {
                     strcmp(a, "--interface") == 0 || strcmp(a, "--target") == 0 ||
                     strcmp(a, "--prefix") == 0 || strcmp(a, "--opt-level") == 0 ||
                     strcmp(a, "--params") == 0 || strcmp(a, "--planner") == 0 ||
-                    strcmp(a, "--input-shape") == 0;
+                    strcmp(a, "--input-shape") == 0 || strcmp(a, "--backend") == 0 ||
+                    strcmp(a, "--local-size") == 0;
         if (takes && (!v || (v[0] == '-' && v[1] == '-'))) {
             return usage_error("compile", "%s needs a value", a);
         }
+        if (!c_only && (strcmp(a, "--abi") == 0 || strcmp(a, "--interface") == 0 ||
+                        strcmp(a, "--target") == 0 || strcmp(a, "--opt-level") == 0 ||
+                        strcmp(a, "--params") == 0 || strcmp(a, "--link-params") == 0 ||
+                        strcmp(a, "--no-build") == 0)) {
+            c_only = a;
+        }
         if (strcmp(a, "-o") == 0) {
             out = v;
+        } else if (strcmp(a, "--backend") == 0) {
+            if (tether_backend_parse(v, &o.backend) != 0) {
+                return usage_error("compile", "unknown backend '%s' (c, opencl)", v);
+            }
+        } else if (strcmp(a, "--texture-weights") == 0) {
+            o.opencl.texture_weights = true;
+            ocl_only = a;
+        } else if (strcmp(a, "--local-size") == 0) {
+            char *end;
+            long ls = strtol(v, &end, 10);
+            if (*end || end == v || ls < 1 || ls > 1024) {
+                return usage_error("compile", "--local-size '%s' is not 1..1024", v);
+            }
+            o.opencl.local_size = (int)ls;
+            ocl_only = a;
         } else if (strcmp(a, "--input-shape") == 0) {
             if (add_input_shape("compile", &shp, v)) {
                 return 2;
@@ -165,6 +192,12 @@ int tether_cmd_compile(int argc, char **argv) {
     if (!out && !dump) {
         return usage_error("compile", "%s", "missing -o DIR");
     }
+    if (o.backend == TETHER_BACKEND_OPENCL && c_only) {
+        return usage_error("compile", "%s applies to the C backend, not --backend opencl", c_only);
+    }
+    if (o.backend != TETHER_BACKEND_OPENCL && ocl_only) {
+        return usage_error("compile", "%s needs --backend opencl", ocl_only);
+    }
     tether_ir_graph g;
     if (tether_model_load_with(model, &shp.load, &g) != 0) {
         fprintf(stderr, "tether compile: %s\n", tether_error_detail());
@@ -192,8 +225,9 @@ int tether_cmd_compile(int argc, char **argv) {
     }
     tether_ir_close(&g);
     if (!quiet) {
-        printf("compiled %s -> %s (%d nodes, %d after passes, C in %.3f s)\n", model, out,
-               res.nnodes_in, res.nnodes_out, res.codegen_seconds);
+        printf("compiled %s -> %s (%d nodes, %d after passes, %s in %.3f s)\n", model, out,
+               res.nnodes_in, res.nnodes_out, o.backend == TETHER_BACKEND_OPENCL ? "OpenCL C" : "C",
+               res.codegen_seconds);
         tether_report_print(stdout, out);
     }
     return 0;
