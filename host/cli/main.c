@@ -32,6 +32,7 @@
 #ifdef TETHER_HAVE_COMPILER
 #include "tether/compiler.h"
 #include "tether/compiler_cli.h"
+#include "tether/planner.h"
 #endif
 
 #include "cli.h"
@@ -106,9 +107,11 @@ static int common_opt(common *c, int argc, char **argv, int *i) {
         if (!v)
             return fail(-2, "%s needs a value", a);
         (*i)++;
-        if (!strcmp(a, "--device"))
+        if (!strcmp(a, "--device")) {
+            if (tether_device_url_check(v))
+                return fail(-2, "--device: %s", tether_last_error());
             c->device = v;
-        else if (!strcmp(a, "--firmware"))
+        } else if (!strcmp(a, "--firmware"))
             c->firmware = v;
         else if (!strcmp(a, "--token-file"))
             c->token_file = v;
@@ -319,7 +322,7 @@ static int cmd_upload(int argc, char **argv) {
         if (r)
             continue;
         if (!strcmp(argv[i], "--name")) {
-            if (i + 1 >= argc)
+            if (i + 1 >= argc || argv[i + 1][0] == '-')
                 return fail(2, "--name needs a value");
             name = argv[++i];
         } else if (argv[i][0] == '-') {
@@ -429,7 +432,7 @@ static int parse_out(const char *arg, io_spec *o) {
             return fail(2, "--out '%s': bad shape", arg);
         o->shape[o->ndim++] = v;
         p = end;
-        if (*p == 'x' || *p == ',')
+        if ((*p == 'x' || *p == ',') && p[1])
             p++;
         else if (*p)
             return fail(2, "--out '%s': bad shape", arg);
@@ -550,11 +553,15 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 return fail(2, "--scope: %s", v ? tether_last_error() : "needs a value");
             i++;
         } else if (bench && !strcmp(a, "--number")) {
-            if (parse_u32(a, v, &r->number) || r->number < 1)
+            if (parse_u32(a, v, &r->number))
+                return 2;
+            if (r->number < 1)
                 return fail(2, "--number must be >= 1");
             i++;
         } else if (bench && !strcmp(a, "--repeat")) {
-            if (parse_u32(a, v, &r->repeat) || r->repeat < 1 || r->repeat > 32)
+            if (parse_u32(a, v, &r->repeat))
+                return 2;
+            if (r->repeat < 1 || r->repeat > 32)
                 return fail(2, "--repeat must be 1..32");
             i++;
         } else if (bench && !strcmp(a, "--min-repeat-ms")) {
@@ -1155,6 +1162,7 @@ static void usage(FILE *f) {
                "  compile   compile a model into an artifact directory (--upload: and link,\n"
                "            upload and load it on --device, e.g. an MCU board)\n"
                "  plan      plan a model's memory\n"
+               "  plan-buffers  plan a buffer list (JSON) with the memory planner\n"
                "  ab        compile a model with both ABIs, run both on a device, compare\n"
 #endif
                "Devices: --device tcp://HOST:PORT | uart:///dev/ttyX?baud=N | local: (default;\n"
@@ -1189,6 +1197,8 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "plan"))
         return tether_cmd_plan(argc - 1, argv + 1);
+    if (!strcmp(cmd, "plan-buffers"))
+        return tether_cmd_plan_buffers(argc - 1, argv + 1);
     if (!strcmp(cmd, "ab"))
         return tether_cli_cmd_ab(argc - 1, argv + 1);
 #endif

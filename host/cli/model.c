@@ -205,6 +205,8 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
             return fail(2, "%s needs a value", o);
         i++;
         if (!strcmp(o, "--device")) {
+            if (tether_device_url_check(v))
+                return fail(2, "--device: %s", tether_last_error());
             a->dev.url = v;
         } else if (!strcmp(o, "--token-file")) {
             a->dev.token_file = v;
@@ -253,6 +255,15 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
     }
     if (!a->model)
         return fail(2, "give the model to compare (try --help)");
+    if (a->json) { /* found out now, not after the whole A/B */
+        FILE *f = fopen(a->json, "ab");
+        if (!f)
+            return fail(2, "--json %s: %s", a->json, strerror(errno));
+        long end = ftell(f);
+        fclose(f);
+        if (end == 0)
+            unlink(a->json); /* it did not exist before (or was empty) */
+    }
     return 0;
 }
 

@@ -57,10 +57,94 @@ static void copy_str(char *dst, size_t size, tether_rpc_str s) {
     dst[n] = 0;
 }
 
+/* A device URL taken apart (syntax only; nothing is opened). */
+typedef struct device_url {
+    enum { URL_LOCAL, URL_TCP, URL_UART } kind;
+    char host[256]; /* tcp */
+    uint16_t port;
+    char path[512]; /* uart */
+    uint32_t baud;
+} device_url;
+
+static int split_url(const char *url, device_url *u) {
+    memset(u, 0, sizeof *u);
+    if (!url || !*url || strcmp(url, "local:") == 0 || strcmp(url, "local://") == 0) {
+        u->kind = URL_LOCAL;
+        return 0;
+    }
+    if (strncmp(url, "tcp://", 6) == 0) {
+        const char *hp = url + 6;
+        const char *colon;
+        u->kind = URL_TCP;
+        if (hp[0] == '[') {
+            const char *end = strchr(hp, ']');
+            if (!end || end[1] != ':' || end == hp + 1 || (size_t)(end - hp - 1) >= sizeof u->host)
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "bad URL '%s': want tcp://[v6]:PORT", url);
+            memcpy(u->host, hp + 1, (size_t)(end - hp - 1));
+            colon = end + 1;
+        } else {
+            colon = strrchr(hp, ':');
+            if (!colon || colon == hp || (size_t)(colon - hp) >= sizeof u->host)
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "bad URL '%s': want tcp://HOST:PORT", url);
+            memcpy(u->host, hp, (size_t)(colon - hp));
+        }
+        char *end;
+        errno = 0;
+        long port = strtol(colon + 1, &end, 10);
+        if (errno || *end || end == colon + 1 || port < 1 || port > 65535)
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': port must be 1..65535",
+                                    url);
+        u->port = (uint16_t)port;
+        return 0;
+    }
+    if (strncmp(url, "uart://", 7) == 0) {
+        const char *p = url + 7;
+        const char *q = strchr(p, '?');
+        size_t plen = q ? (size_t)(q - p) : strlen(p);
+        u->kind = URL_UART;
+        if (plen == 0 || plen >= sizeof u->path)
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "bad URL '%s': want uart:///dev/ttyX?baud=N", url);
+        memcpy(u->path, p, plen);
+        u->baud = 115200;
+        if (q) {
+            if (strncmp(q, "?baud=", 6) != 0)
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "bad URL '%s': the only parameter is baud=N", url);
+            char *end;
+            errno = 0;
+            unsigned long baud = strtoul(q + 6, &end, 10);
+            if (errno || *end || end == q + 6 || baud == 0 || baud > 20000000)
+                return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': bad baud rate", url);
+            u->baud = (uint32_t)baud;
+        }
+        return 0;
+    }
+    return tether_set_error(TETHER_ERR_INVALID_ARG,
+                            "unknown device URL '%s' (use tcp://HOST:PORT, uart:///dev/ttyX?baud=N "
+                            "or local:)",
+                            url);
+}
+
+int tether_device_url_check(const char *url) {
+    device_url u;
+    if (!url || !*url)
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "empty device URL (use tcp://HOST:PORT, uart:///dev/ttyX?baud=N "
+                                "or local:)");
+    return split_url(url, &u);
+}
+
 static int parse_url(const char *url, tether_transport *t, int *retries,
                      const tether_session_options *opt, int timeout_ms) {
     *retries = 0;
-    if (!url || !*url || strcmp(url, "local:") == 0 || strcmp(url, "local://") == 0) {
+    device_url u;
+    int rc = split_url(url, &u);
+    if (rc)
+        return rc;
+    if (u.kind == URL_LOCAL) {
         const char *prog = opt && opt->tetherd ? opt->tetherd : getenv("TETHER_TETHERD");
         if (!prog || !*prog)
             prog = "tetherd";
@@ -72,67 +156,15 @@ static int parse_url(const char *url, tether_transport *t, int *retries,
             for (int i = 0; opt->tetherd_args[i] && n < 30; i++)
                 argv[n++] = opt->tetherd_args[i];
         argv[n] = NULL;
-        int rc = tether_transport_spawn(t, argv, 0);
+        rc = tether_transport_spawn(t, argv, 0);
         if (rc)
             return tether_set_error(rc, "local: cannot start %s: %s", prog, tether_last_error());
         return 0;
     }
-    if (strncmp(url, "tcp://", 6) == 0) {
-        const char *hp = url + 6;
-        char host[256];
-        const char *colon;
-        if (hp[0] == '[') {
-            const char *end = strchr(hp, ']');
-            if (!end || end[1] != ':' || (size_t)(end - hp - 1) >= sizeof host)
-                return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                        "bad URL '%s': want tcp://[v6]:PORT", url);
-            memcpy(host, hp + 1, (size_t)(end - hp - 1));
-            host[end - hp - 1] = 0;
-            colon = end + 1;
-        } else {
-            colon = strrchr(hp, ':');
-            if (!colon || colon == hp || (size_t)(colon - hp) >= sizeof host)
-                return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                        "bad URL '%s': want tcp://HOST:PORT", url);
-            memcpy(host, hp, (size_t)(colon - hp));
-            host[colon - hp] = 0;
-        }
-        char *end;
-        errno = 0;
-        long port = strtol(colon + 1, &end, 10);
-        if (errno || *end || end == colon + 1 || port < 1 || port > 65535)
-            return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': port must be 1..65535",
-                                    url);
-        return tether_transport_tcp_connect(t, host, (uint16_t)port, 0, timeout_ms);
-    }
-    if (strncmp(url, "uart://", 7) == 0) {
-        char path[512];
-        const char *p = url + 7;
-        const char *q = strchr(p, '?');
-        size_t plen = q ? (size_t)(q - p) : strlen(p);
-        if (plen == 0 || plen >= sizeof path)
-            return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                    "bad URL '%s': want uart:///dev/ttyX?baud=N", url);
-        memcpy(path, p, plen);
-        path[plen] = 0;
-        unsigned long baud = 115200;
-        if (q) {
-            if (strncmp(q, "?baud=", 6) != 0)
-                return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                        "bad URL '%s': the only parameter is baud=N", url);
-            char *end;
-            errno = 0;
-            baud = strtoul(q + 6, &end, 10);
-            if (errno || *end || baud == 0 || baud > 20000000)
-                return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': bad baud rate", url);
-        }
-        *retries = 2;
-        return tether_transport_uart_open(t, path, (uint32_t)baud, 0);
-    }
-    return tether_set_error(TETHER_ERR_INVALID_ARG,
-                            "unknown device URL '%s' (use tcp://HOST:PORT, uart:///dev/ttyX?baud=N "
-                            "or local:)",
-                            url);
+    if (u.kind == URL_TCP)
+        return tether_transport_tcp_connect(t, u.host, u.port, 0, timeout_ms);
+    *retries = 2;
+    return tether_transport_uart_open(t, u.path, u.baud, 0);
 }
 
 static int fill_nd(tether_rpc_invoke *inv, uint32_t work_dim, const uint64_t *global,

@@ -101,11 +101,24 @@ static void test_info_help(void **state) {
     assert_non_null(strstr(o, "unknown command 'frobnicate'"));
     assert_int_equal(tether(&o, "run"), 2);
     assert_non_null(strstr(o, "tether run: nothing to run"));
-    assert_int_equal(tether(&o, "info --device tcp://127.0.0.1:notaport"), 1);
+    /* a malformed device URL is bad usage, found before anything is opened */
+    assert_int_equal(tether(&o, "info --device tcp://127.0.0.1:notaport"), 2);
     assert_non_null(strstr(o, "port must be"));
-    assert_int_equal(tether(&o, "info --device bogus://x"), 1);
+    assert_int_equal(tether(&o, "info --device bogus://x"), 2);
     assert_non_null(strstr(o, "unknown device URL"));
+    assert_int_equal(tether(&o, "info --device tcp://127.0.0.1"), 2);
+    assert_int_equal(tether(&o, "info --device ''"), 2);
+    assert_non_null(strstr(o, "empty device URL"));
     assert_int_equal(tether(&o, "bench --repeat 0 x"), 2);
+    /* one line per usage error; option-like values are not taken as values */
+    assert_int_equal(tether(&o, "bench x --number -1"), 2);
+    assert_null(strchr(o, '\n') == NULL ? NULL : strchr(strchr(o, '\n') + 1, '\n'));
+    assert_int_equal(tether(&o, "upload x.so --name --device local:"), 2);
+    assert_non_null(strstr(o, "--name needs a value"));
+    assert_int_equal(tether(&o, "run x.so f --out y.npy:float32:1x12x"), 2);
+    assert_non_null(strstr(o, "bad shape"));
+    assert_int_equal(tether(&o, "plan-buffers --help"), 0);
+    assert_non_null(strstr(o, "usage: plan-buffers"));
 }
 
 static void test_run_module(void **state) {
@@ -331,6 +344,9 @@ static void test_ab(void **state) {
     assert_non_null(strstr(o, "nowhere"));
     assert_int_equal(tether(&o, "ab '%s' --in a.npy --in b.npy", kws), 2);
     assert_int_equal(tether(&o, "ab '%s' --repeat 99", kws), 2);
+    assert_int_equal(tether(&o, "ab '%s' --json /nonexistent/ab.json", kws), 2);
+    assert_null(strstr(o, "A/B of")); /* refused before any work */
+    assert_int_equal(tether(&o, "ab '%s' --device http://x", kws), 2);
     assert_int_equal(tether(&o, "ab --help"), 0);
 }
 #endif

@@ -237,7 +237,7 @@ static const char plan_usage[] =
     "usage: tether plan MODEL [--planner ALGO] [--pool SPEC] [--svg FILE] [--json[=FILE]] ...\n"
     "  Plans the workspace of a model: every intermediate tensor becomes a buffer whose live\n"
     "  interval runs from its producing operator to its last reader (after the compiler's\n"
-    "  passes). Options are those of `tether plan-buffers` (compiler/planner).\n"
+    "  passes). Options are those of `tether plan-buffers` (docs/planner.md).\n"
     "  --no-passes   plan the graph as loaded\n"
     "  --input-shape NAME=D0xD1...  shape of a graph input with dynamic dimensions (ONNX)\n";
 

@@ -117,6 +117,11 @@ typedef struct tether_time_stats {
     double mean, median, min, max;
 } tether_time_stats;
 
+/* Checks a device URL's syntax without opening anything (TETHER_ERR_INVALID_ARG naming the
+ * problem); an empty string is an error here, though tether_session_open takes NULL or "" as
+ * local:. */
+int tether_device_url_check(const char *url);
+
 /* Opens a session (connect/spawn, HELLO, AUTH). *out is NULL on failure. */
 int tether_session_open(tether_session **out, const char *url, const tether_session_options *opt);
 /* Ends the session and releases everything. NULL is ignored. The device is told best-effort:
