@@ -247,6 +247,14 @@ int tether_cli_check_target(tether_session *s, const char *target, const char *w
                     "%s was compiled for %s (a static library for MCU firmware), but the device "
                     "is %s, which loads shared objects: compile with --target %s-linux",
                     what, target, dev, d->arch);
+    /* a Linux target must match the device's architecture ("aarch64-linux" on an aarch64) */
+    const char *dash = strstr(target, "-linux");
+    if (!tether_cli_is_mcu(d) && dash &&
+        ((size_t)(dash - target) != strlen(d->arch) ||
+         strncmp(target, d->arch, (size_t)(dash - target)) != 0))
+        return fail(1,
+                    "%s was compiled for %s, but the device is %s: compile with --target %s-linux",
+                    what, target, dev, d->arch);
     return 0;
 }
 

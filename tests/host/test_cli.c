@@ -347,6 +347,12 @@ static void test_ab(void **state) {
     assert_int_equal(tether(&o, "ab '%s' --json /nonexistent/ab.json", kws), 2);
     assert_null(strstr(o, "A/B of")); /* refused before any work */
     assert_int_equal(tether(&o, "ab '%s' --device http://x", kws), 2);
+    /* an artifact for another architecture is refused before it is uploaded */
+    if (system("aarch64-linux-gnu-gcc --version > /dev/null 2>&1") == 0) {
+        assert_int_equal(tether(&o, "ab '%s' --target aarch64-linux --number 1 --repeat 1", kws),
+                         1);
+        assert_non_null(strstr(o, "was compiled for aarch64-linux, but the device is"));
+    }
     assert_int_equal(tether(&o, "ab --help"), 0);
 }
 #endif
