@@ -342,10 +342,12 @@ int tonnx_attr_string(timport *c, const char *name, const char *def, char *out, 
     if (!attr_is(a, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, a->has_s)) {
         return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "attribute '%s' must be a string", name);
     }
-    if (a->s.len >= n || memchr(a->s.data, 0, a->s.len)) {
+    if (a->s.len >= n || (a->s.len && memchr(a->s.data, 0, a->s.len))) {
         return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "attribute '%s' is not a short string", name);
     }
-    memcpy(out, a->s.data, a->s.len);
+    if (a->s.len) {
+        memcpy(out, a->s.data, a->s.len);
+    }
     out[a->s.len] = 0;
     return TETHER_OK;
 }
@@ -1102,7 +1104,10 @@ static int add_outputs(timport *c) {
         }
         int t = v->tensor;
         tether_ir_tensor *tt = &c->g->tensors[t];
-        bool produced = tt->kind == TETHER_TENSOR_INTERMEDIATE;
+        bool produced = tt->kind == TETHER_TENSOR_INTERMEDIATE; /* by a node, not an input */
+        for (int k = 0; k < c->ninputs && produced; k++) {
+            produced = c->v[c->input_value[k]].tensor != t;
+        }
         if (produced && strcmp(tt->name, name) != 0 && !is_output_tensor(c->g, t) &&
             tether_ir_find_tensor(c->g, name) < 0) {
             /* an Identity renamed it: the tensor takes the output's name */

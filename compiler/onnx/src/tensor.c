@@ -307,7 +307,9 @@ int tonnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *what, const
         size_t rs = raw_size(t, esize);
         have = raw_len / rs;
         if (raw_len % rs == 0 && have == count) {
-            if (rs == esize) {
+            if (count == 0) {
+                /* empty: nothing to copy */
+            } else if (rs == esize) {
                 memcpy(out->data, raw, out->nbytes);
             } else {
                 for (size_t i = 0; i < count; i++) {
@@ -324,19 +326,19 @@ int tonnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *what, const
         switch (t) {
         case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
             have = tp->n_float_data;
-            if (have == count) {
+            if (have == count && count) {
                 memcpy(out->data, tp->float_data, out->nbytes);
             }
             break;
         case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
             have = tp->n_double_data;
-            if (have == count) {
+            if (have == count && count) {
                 memcpy(out->data, tp->double_data, out->nbytes);
             }
             break;
         case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
             have = tp->n_int64_data;
-            if (have == count) {
+            if (have == count && count) {
                 memcpy(out->data, tp->int64_data, out->nbytes);
             }
             break;
