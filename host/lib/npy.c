@@ -146,8 +146,36 @@ int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *
     return 0;
 }
 
+/* Readers of other array formats by file extension (tether_npy_register_reader). */
+static struct {
+    char ext[16];
+    tether_array_reader fn;
+} g_readers[4];
+
+int tether_npy_register_reader(const char *ext, tether_array_reader fn) {
+    if (!ext || ext[0] != '.' || strlen(ext) >= sizeof g_readers[0].ext || !fn ||
+        strcmp(ext, ".npy") == 0)
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "array reader extension must be like \".pb\" (not .npy), at most "
+                                "15 characters, with a function");
+    for (size_t i = 0; i < sizeof g_readers / sizeof g_readers[0]; i++)
+        if (!g_readers[i].fn || strcmp(g_readers[i].ext, ext) == 0) {
+            snprintf(g_readers[i].ext, sizeof g_readers[i].ext, "%s", ext);
+            g_readers[i].fn = fn;
+            return TETHER_OK;
+        }
+    return tether_set_error(TETHER_ERR_LIMIT, "at most %zu array readers",
+                            sizeof g_readers / sizeof g_readers[0]);
+}
+
 int tether_npy_read(const char *path, tether_npy *out) {
     memset(out, 0, sizeof *out);
+    size_t pl = strlen(path);
+    for (size_t i = 0; i < sizeof g_readers / sizeof g_readers[0] && g_readers[i].fn; i++) {
+        size_t el = strlen(g_readers[i].ext);
+        if (pl > el && strcmp(path + pl - el, g_readers[i].ext) == 0)
+            return g_readers[i].fn(path, out);
+    }
     uint8_t *buf;
     size_t len;
     int rc = tether_file_read(path, TETHER_NPY_MAX_FILE, &buf, &len);

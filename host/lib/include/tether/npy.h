@@ -4,7 +4,7 @@
  * Supported dtypes: float32, float64, int8, uint8, int32, int64, little-endian (or byte-sized).
  * Anything else (Fortran order, big-endian, other dtypes, structured arrays, object arrays, a
  * header that does not parse, a data size that does not match the shape) is an error naming the
- * problem and the file.
+ * problem and the file. Other array formats (ONNX .pb) plug in through tether_npy_register_reader.
  *
  * Ownership: tether_npy_read fills a tether_npy whose data is malloc'ed; tether_npy_free releases
  * it. tether_npy_write only reads the caller's memory.
@@ -34,7 +34,16 @@ typedef struct tether_npy {
 /* Largest .npy file tether_npy_read accepts (a regular file; device nodes are refused). */
 #define TETHER_NPY_MAX_FILE ((size_t)1 << 32)
 
+/* Reads a .npy file, or a file of a registered format (below) by its extension. */
 int tether_npy_read(const char *path, tether_npy *out);
+
+/* Another array file format for tether_npy_read, by extension (".pb"): the `tether` CLI registers
+ * the ONNX TensorProto reader of the compiler's ONNX front end at start-up, so --in x.pb works
+ * like .npy while this library stays independent of it. fn fills out (data malloc'd, freed by
+ * tether_npy_free) or returns an error naming the file. Up to 4 formats; registering an
+ * extension again replaces its reader. Not thread-safe: register at start-up. */
+typedef int (*tether_array_reader)(const char *path, tether_npy *out);
+int tether_npy_register_reader(const char *ext, tether_array_reader fn);
 /* Parses an in-memory .npy image (what = a name for messages). */
 int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *out);
 int tether_npy_write(const char *path, DLDataType dtype, const int64_t *shape, int ndim,
