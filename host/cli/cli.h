@@ -84,4 +84,18 @@ int tether_cli_cmd_ab(int argc, char **argv);
 int tether_cli_run_reference(const char *model, int nin, const char *const *inputs, int nout,
                              const char *const *outputs);
 
+/* opencl_run.c: `tether run/bench DIR` and tether_cli_run_artifact for an OpenCL artifact
+ * (metadata.json "backend": "opencl", docs/codegen.md); main.c's run_artifact hands it over. */
+typedef struct tether_cli_ocl_request {
+    tether_cli_device dev;
+    int nin;
+    const char *const *inputs; /* .npy files in model input order */
+    int nout;                  /* 0 = out0.npy, out1.npy, ... */
+    const char *const *outputs;
+    int bench; /* TIME after the first run; print the statistics instead of outputs */
+    uint32_t number, repeat, min_repeat_ms, cooldown_ms;
+    tether_cli_report *report; /* non-NULL: fill it (outputs, TIME) instead of files and lines */
+} tether_cli_ocl_request;
+int tether_cli_run_opencl(const char *dir, const tether_cli_ocl_request *q);
+
 #endif

@@ -36,6 +36,7 @@
 #endif
 
 #include "cli.h"
+#include "opencl_artifact.h"
 
 #define MAX_IO TETHER_CLI_MAX_IO
 
@@ -858,6 +859,25 @@ static int check_sig(const cJSON *m, DLDataType dt, int ndim, const int64_t *sha
 }
 
 static int run_artifact(run_args *r, const char *dir, int bench) {
+    if (tether_ocl_artifact_detect(dir)) { /* OpenCL kernels + launch sequence: opencl_run.c */
+        const char *ins[MAX_IO], *outs[MAX_IO];
+        for (int i = 0; i < r->nin; i++)
+            ins[i] = r->in[i].path;
+        for (int i = 0; i < r->nout; i++)
+            outs[i] = r->out[i].path;
+        tether_cli_ocl_request q = {{r->c.device, r->c.token_file, r->c.timeout_ms},
+                                    r->nin,
+                                    ins,
+                                    r->nout,
+                                    outs,
+                                    bench,
+                                    r->number,
+                                    r->repeat,
+                                    r->min_repeat_ms,
+                                    r->cooldown_ms,
+                                    g_report};
+        return tether_cli_run_opencl(dir, &q);
+    }
     char path[2048];
     snprintf(path, sizeof path, "%s/metadata.json", dir);
     char *txt = read_text(path);

@@ -1,0 +1,743 @@
+/*
+ * OpenCL artifacts on a device (see opencl_artifact.h; format in docs/codegen.md).
+ *
+ * What must stay true: metadata.json is checked completely before anything is sent (kinds,
+ * scopes, float32, shapes against bytes, params ranges inside params.bin, the inputs/outputs
+ * signature, every step argument in range); image extents are checked against the device's HELLO
+ * limits before any allocation, with an error naming the weight, its node and the limit; every
+ * remote array allocated here is freed on every path (tether_ocl_artifact_free); times are sums of
+ * the kernels' profiled times as tetherd reports them.
+ */
+#include "opencl_artifact.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "tether/crt.h"
+
+#define OCL_MAX_IO   32
+#define OCL_MAX_ARGS 64
+
+enum { K_INPUT, K_OUTPUT, K_WORKSPACE, K_PARAMS, K_IMAGE };
+static const char *const kind_names[] = {"input", "output", "workspace", "params", "weight_image"};
+
+typedef struct ocl_mem {
+    char name[128];
+    int kind;
+    tether_scope scope;
+    int ndim;
+    int64_t shape[TETHER_MAX_NDIM];
+    uint64_t bytes;
+    int64_t params_off; /* -1 = none */
+    int index;          /* inputs/outputs: position in the signature */
+    uint64_t handle;
+    int allocated;
+} ocl_mem;
+
+typedef struct ocl_arg {
+    int mem; /* -1 = the int scalar below */
+    int64_t ival;
+} ocl_arg;
+
+typedef struct ocl_step {
+    char kernel[128];
+    char node[128];
+    uint32_t work_dim;
+    uint64_t global[3], local[3];
+    uint32_t nargs;
+    ocl_arg args[OCL_MAX_ARGS];
+    tether_remote_func fn;
+} ocl_step;
+
+typedef struct ocl_io {
+    char name[128];
+    int ndim;
+    int64_t shape[TETHER_MAX_NDIM];
+    int64_t elems;
+    int mem;
+} ocl_io;
+
+struct tether_ocl_artifact {
+    char dir[1024];
+    char prefix[128];
+    char source_name[256];
+    char *source;
+    size_t source_len;
+    uint8_t *params;
+    size_t params_bytes;
+    ocl_mem *mems;
+    int nmems;
+    ocl_step *steps;
+    int nsteps;
+    ocl_io in[OCL_MAX_IO], out[OCL_MAX_IO];
+    int nin, nout;
+    tether_session *s;
+    int prepared;
+};
+
+/* ---- reading ------------------------------------------------------------------------------- */
+
+static int read_file(const char *path, char **out, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        return tether_set_error(TETHER_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    }
+    if (fseek(f, 0, SEEK_END) != 0) {
+        fclose(f);
+        return tether_set_error(TETHER_ERR_IO, "cannot read %s", path);
+    }
+    long n = ftell(f);
+    if (n < 0 || (unsigned long)n > (1ul << 31)) {
+        fclose(f);
+        return tether_set_error(TETHER_ERR_IO, "%s: not a readable regular file", path);
+    }
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    if (!b) {
+        fclose(f);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
+    }
+    if (fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        fclose(f);
+        return tether_set_error(TETHER_ERR_IO, "cannot read %s", path);
+    }
+    fclose(f);
+    b[n] = 0;
+    *out = b;
+    *len = (size_t)n;
+    return TETHER_OK;
+}
+
+int tether_ocl_artifact_detect(const char *dir) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/metadata.json", dir);
+    char *text;
+    size_t len;
+    if (read_file(path, &text, &len)) {
+        return 0;
+    }
+    cJSON *m = cJSON_Parse(text);
+    free(text);
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(m, "backend");
+    int yes = cJSON_IsString(b) && strcmp(b->valuestring, "opencl") == 0;
+    cJSON_Delete(m);
+    return yes;
+}
+
+/* A plain file name inside the artifact directory. */
+static int file_name_ok(const char *s) {
+    return s[0] && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0 &&
+           strlen(s) < 200;
+}
+
+static int bad(const tether_ocl_artifact *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int bad(const tether_ocl_artifact *a, const char *fmt, ...) {
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return tether_set_error(TETHER_ERR_INVALID_ARG, "%s/metadata.json: %s", a->dir, msg);
+}
+
+/* shape array -> ndim/shape with non-negative integer extents; elements in *elems. */
+static int get_shape(const cJSON *js, int *ndim, int64_t *shape, int64_t *elems) {
+    if (!cJSON_IsArray(js) || cJSON_GetArraySize(js) > TETHER_MAX_NDIM) {
+        return -1;
+    }
+    *ndim = cJSON_GetArraySize(js);
+    int64_t e = 1;
+    for (int i = 0; i < *ndim; i++) {
+        const cJSON *v = cJSON_GetArrayItem(js, i);
+        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4e9 ||
+            v->valuedouble != (double)(int64_t)v->valuedouble) {
+            return -1;
+        }
+        shape[i] = (int64_t)v->valuedouble;
+        e *= shape[i];
+        if (e > ((int64_t)1 << 40)) {
+            return -1;
+        }
+    }
+    *elems = e;
+    return 0;
+}
+
+static int get_int(const cJSON *o, const char *key, int64_t lo, int64_t hi, int64_t *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble < (double)lo || v->valuedouble > (double)hi ||
+        v->valuedouble != (double)(int64_t)v->valuedouble) {
+        return -1;
+    }
+    *out = (int64_t)v->valuedouble;
+    return 0;
+}
+
+static int parse_io(tether_ocl_artifact *a, const cJSON *arr, ocl_io *io, int *n,
+                    const char *what) {
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > OCL_MAX_IO) {
+        return bad(a, "'%s' must be a list of at most %d tensors", what, OCL_MAX_IO);
+    }
+    *n = cJSON_GetArraySize(arr);
+    for (int i = 0; i < *n; i++) {
+        const cJSON *o = cJSON_GetArrayItem(arr, i);
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(o, "name");
+        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(o, "dtype");
+        if (!cJSON_IsString(nm) || strlen(nm->valuestring) >= sizeof io[i].name ||
+            !cJSON_IsString(dt) || strcmp(dt->valuestring, "float32") != 0 ||
+            get_shape(cJSON_GetObjectItemCaseSensitive(o, "shape"), &io[i].ndim, io[i].shape,
+                      &io[i].elems)) {
+            return bad(a, "%s %d needs a name, dtype float32 and a shape", what, i);
+        }
+        snprintf(io[i].name, sizeof io[i].name, "%s", nm->valuestring);
+        io[i].mem = -1;
+    }
+    return TETHER_OK;
+}
+
+static int parse_mems(tether_ocl_artifact *a, const cJSON *arr) {
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1 || cJSON_GetArraySize(arr) > 100000) {
+        return bad(a, "'memory' must be a non-empty list");
+    }
+    a->nmems = cJSON_GetArraySize(arr);
+    a->mems = calloc((size_t)a->nmems, sizeof *a->mems);
+    if (!a->mems) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    int i = 0;
+    const cJSON *o;
+    cJSON_ArrayForEach(o, arr) {
+        ocl_mem *m = &a->mems[i];
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(o, "name");
+        const cJSON *kd = cJSON_GetObjectItemCaseSensitive(o, "kind");
+        const cJSON *sc = cJSON_GetObjectItemCaseSensitive(o, "scope");
+        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(o, "dtype");
+        if (!cJSON_IsString(nm) || strlen(nm->valuestring) >= sizeof m->name) {
+            return bad(a, "memory %d has no name", i);
+        }
+        snprintf(m->name, sizeof m->name, "%s", nm->valuestring);
+        m->kind = -1;
+        for (int k = 0; cJSON_IsString(kd) && k < 5; k++) {
+            if (strcmp(kd->valuestring, kind_names[k]) == 0) {
+                m->kind = k;
+            }
+        }
+        if (m->kind < 0) {
+            return bad(a,
+                       "memory %d ('%s'): kind must be input, output, workspace, params or "
+                       "weight_image",
+                       i, m->name);
+        }
+        if (!cJSON_IsString(sc) || tether_scope_parse(sc->valuestring, &m->scope) ||
+            (m->kind == K_IMAGE) != (m->scope == TETHER_SCOPE_TEXTURE_WEIGHT) ||
+            (m->kind != K_IMAGE && m->scope != TETHER_SCOPE_GLOBAL)) {
+            return bad(a,
+                       "memory %d ('%s'): scope must be texture:weight for a weight_image, "
+                       "global otherwise",
+                       i, m->name);
+        }
+        if (!cJSON_IsString(dt) || strcmp(dt->valuestring, "float32") != 0) {
+            return bad(a, "memory %d ('%s'): dtype must be float32", i, m->name);
+        }
+        int64_t elems, bytes;
+        if (get_shape(cJSON_GetObjectItemCaseSensitive(o, "shape"), &m->ndim, m->shape, &elems) ||
+            get_int(o, "bytes", 0, (int64_t)1 << 42, &bytes) || bytes != elems * 4) {
+            return bad(a, "memory %d ('%s'): shape and bytes (4 per element) do not agree", i,
+                       m->name);
+        }
+        if (m->kind == K_IMAGE && (m->ndim < 2 || m->shape[m->ndim - 1] != 4)) {
+            return bad(a, "memory %d ('%s'): an image's last dimension must be 4", i, m->name);
+        }
+        m->bytes = (uint64_t)bytes;
+        m->params_off = -1;
+        if (m->kind == K_PARAMS || m->kind == K_IMAGE) {
+            int64_t off;
+            if (get_int(o, "params_offset", 0, (int64_t)a->params_bytes, &off) ||
+                (uint64_t)off + m->bytes > a->params_bytes) {
+                return bad(a,
+                           "memory %d ('%s'): params_offset + bytes is outside params.bin "
+                           "(%zu bytes)",
+                           i, m->name, a->params_bytes);
+            }
+            m->params_off = off;
+        }
+        if (m->kind == K_INPUT || m->kind == K_OUTPUT) {
+            int64_t idx;
+            int n = m->kind == K_INPUT ? a->nin : a->nout;
+            ocl_io *io = m->kind == K_INPUT ? a->in : a->out;
+            if (get_int(o, "index", 0, n - 1, &idx) || io[idx].mem >= 0 ||
+                io[idx].elems * 4 != (int64_t)m->bytes) {
+                return bad(a, "memory %d ('%s'): index does not name a graph %s of its size", i,
+                           m->name, kind_names[m->kind]);
+            }
+            io[idx].mem = i;
+            m->index = (int)idx;
+        }
+        i++;
+    }
+    for (int k = 0; k < a->nin; k++) {
+        if (a->in[k].mem < 0) {
+            return bad(a, "input '%s' has no memory object", a->in[k].name);
+        }
+    }
+    for (int k = 0; k < a->nout; k++) {
+        if (a->out[k].mem < 0) {
+            return bad(a, "output '%s' has no memory object", a->out[k].name);
+        }
+    }
+    return TETHER_OK;
+}
+
+static int parse_sizes(const cJSON *js, uint64_t *out, uint32_t *n) {
+    if (!cJSON_IsArray(js) || cJSON_GetArraySize(js) < 1 || cJSON_GetArraySize(js) > 3) {
+        return -1;
+    }
+    *n = (uint32_t)cJSON_GetArraySize(js);
+    for (uint32_t d = 0; d < *n; d++) {
+        const cJSON *v = cJSON_GetArrayItem(js, (int)d);
+        if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 4e9) {
+            return -1;
+        }
+        out[d] = (uint64_t)v->valuedouble;
+    }
+    return 0;
+}
+
+static int parse_steps(tether_ocl_artifact *a, const cJSON *arr) {
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > 100000) {
+        return bad(a, "'steps' must be a list");
+    }
+    a->nsteps = cJSON_GetArraySize(arr);
+    a->steps = calloc((size_t)(a->nsteps ? a->nsteps : 1), sizeof *a->steps);
+    if (!a->steps) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    int i = 0;
+    const cJSON *o;
+    cJSON_ArrayForEach(o, arr) {
+        ocl_step *s = &a->steps[i];
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "kernel");
+        const cJSON *nd = cJSON_GetObjectItemCaseSensitive(o, "node");
+        if (!cJSON_IsString(k) || !k->valuestring[0] ||
+            strlen(k->valuestring) >= sizeof s->kernel) {
+            return bad(a, "step %d has no kernel name", i);
+        }
+        snprintf(s->kernel, sizeof s->kernel, "%s", k->valuestring);
+        snprintf(s->node, sizeof s->node, "%s", cJSON_IsString(nd) ? nd->valuestring : "");
+        uint32_t nl = 0;
+        const cJSON *lo = cJSON_GetObjectItemCaseSensitive(o, "local");
+        if (parse_sizes(cJSON_GetObjectItemCaseSensitive(o, "global"), s->global, &s->work_dim) ||
+            (lo && !cJSON_IsNull(lo) && (parse_sizes(lo, s->local, &nl) || nl != s->work_dim))) {
+            return bad(a,
+                       "step %d ('%s'): global must be 1 to 3 positive sizes, local null or as "
+                       "many",
+                       i, s->kernel);
+        }
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(o, "args");
+        if (!cJSON_IsArray(args) || cJSON_GetArraySize(args) > OCL_MAX_ARGS) {
+            return bad(a, "step %d ('%s'): args must be a list of at most %d", i, s->kernel,
+                       OCL_MAX_ARGS);
+        }
+        const cJSON *x;
+        cJSON_ArrayForEach(x, args) {
+            ocl_arg *g = &s->args[s->nargs];
+            int64_t v;
+            if (cJSON_GetObjectItemCaseSensitive(x, "memory")) {
+                if (get_int(x, "memory", 0, a->nmems - 1, &v)) {
+                    return bad(a, "step %d ('%s'): argument %u names no memory object", i,
+                               s->kernel, s->nargs);
+                }
+                g->mem = (int)v;
+            } else if (!get_int(x, "int", -((int64_t)1 << 31), ((int64_t)1 << 31) - 1, &v)) {
+                g->mem = -1;
+                g->ival = v;
+            } else {
+                return bad(a,
+                           "step %d ('%s'): argument %u is neither {\"memory\": i} nor "
+                           "{\"int\": n}",
+                           i, s->kernel, s->nargs);
+            }
+            s->nargs++;
+        }
+        i++;
+    }
+    return TETHER_OK;
+}
+
+int tether_ocl_artifact_load(const char *dir, tether_ocl_artifact **out) {
+    *out = NULL;
+    tether_ocl_artifact *a = calloc(1, sizeof *a);
+    if (!a) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    snprintf(a->dir, sizeof a->dir, "%s", dir);
+    char path[1400];
+    snprintf(path, sizeof path, "%s/metadata.json", dir);
+    char *text = NULL;
+    size_t len;
+    cJSON *m = NULL;
+    int rc = read_file(path, &text, &len);
+    if (!rc) {
+        m = cJSON_Parse(text);
+        free(text);
+        if (!m) {
+            rc = bad(a, "not valid JSON");
+        }
+    }
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(m, "format");
+    const cJSON *be = cJSON_GetObjectItemCaseSensitive(m, "backend");
+    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(m, "prefix");
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(m, "source");
+    const cJSON *pf = cJSON_GetObjectItemCaseSensitive(m, "params_file");
+    if (!rc && (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tether-artifact") != 0 ||
+                !cJSON_IsString(be) || strcmp(be->valuestring, "opencl") != 0)) {
+        rc = bad(a, "not an OpenCL tether artifact (format, backend)");
+    }
+    if (!rc &&
+        (!cJSON_IsString(src) || !file_name_ok(src->valuestring) ||
+         (pf && !cJSON_IsNull(pf) && (!cJSON_IsString(pf) || !file_name_ok(pf->valuestring))))) {
+        rc = bad(a, "source and params_file must be file names in the directory");
+    }
+    if (!rc) {
+        snprintf(a->prefix, sizeof a->prefix, "%s",
+                 cJSON_IsString(pre) ? pre->valuestring : "model");
+        snprintf(a->source_name, sizeof a->source_name, "%s", src->valuestring);
+        snprintf(path, sizeof path, "%s/%s", dir, src->valuestring);
+        rc = read_file(path, &a->source, &a->source_len);
+    }
+    if (!rc && cJSON_IsString(pf)) {
+        char *p;
+        snprintf(path, sizeof path, "%s/%s", dir, pf->valuestring);
+        rc = read_file(path, &p, &a->params_bytes);
+        a->params = (uint8_t *)p;
+        int64_t want;
+        if (!rc && (get_int(m, "params_bytes", 0, (int64_t)1 << 42, &want) ||
+                    (size_t)want != a->params_bytes)) {
+            rc = bad(a, "params_bytes differs from the size of %s (%zu bytes)", pf->valuestring,
+                     a->params_bytes);
+        }
+    }
+    if (!rc) {
+        rc = parse_io(a, cJSON_GetObjectItemCaseSensitive(m, "inputs"), a->in, &a->nin, "input");
+    }
+    if (!rc) {
+        rc =
+            parse_io(a, cJSON_GetObjectItemCaseSensitive(m, "outputs"), a->out, &a->nout, "output");
+    }
+    if (!rc) {
+        rc = parse_mems(a, cJSON_GetObjectItemCaseSensitive(m, "memory"));
+    }
+    if (!rc) {
+        rc = parse_steps(a, cJSON_GetObjectItemCaseSensitive(m, "steps"));
+    }
+    cJSON_Delete(m);
+    if (rc) {
+        tether_ocl_artifact_free(a);
+        return rc;
+    }
+    *out = a;
+    return TETHER_OK;
+}
+
+int tether_ocl_artifact_num_inputs(const tether_ocl_artifact *a) {
+    return a->nin;
+}
+
+int tether_ocl_artifact_num_outputs(const tether_ocl_artifact *a) {
+    return a->nout;
+}
+
+int64_t tether_ocl_artifact_io(const tether_ocl_artifact *a, int output, int i, const char **name,
+                               int *ndim, const int64_t **shape) {
+    const ocl_io *io = output ? &a->out[i] : &a->in[i];
+    if (name) {
+        *name = io->name;
+    }
+    if (ndim) {
+        *ndim = io->ndim;
+    }
+    if (shape) {
+        *shape = io->shape;
+    }
+    return io->elems;
+}
+
+int tether_ocl_artifact_num_steps(const tether_ocl_artifact *a) {
+    return a->nsteps;
+}
+
+void tether_ocl_artifact_step(const tether_ocl_artifact *a, int i, const char **kernel,
+                              const char **node) {
+    *kernel = a->steps[i].kernel;
+    *node = a->steps[i].node;
+}
+
+const char *tether_ocl_artifact_prefix(const tether_ocl_artifact *a) {
+    return a->prefix;
+}
+
+/* ---- on the device ------------------------------------------------------------------------ */
+
+/* The node of the first step that takes memory object m ("" when none). */
+static const char *node_of(const tether_ocl_artifact *a, int m) {
+    for (int i = 0; i < a->nsteps; i++) {
+        for (uint32_t k = 0; k < a->steps[i].nargs; k++) {
+            if (a->steps[i].args[k].mem == m) {
+                return a->steps[i].node;
+            }
+        }
+    }
+    return "";
+}
+
+int tether_ocl_artifact_prepare(tether_ocl_artifact *a, tether_session *s) {
+    if (a->s) {
+        return tether_set_error(TETHER_ERR_STATE, "%s: the artifact is already on a device",
+                                a->dir);
+    }
+    const tether_device_info *d = tether_session_info(s);
+    if (!d->opencl) {
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "%s is an OpenCL artifact, but the device has no OpenCL layer "
+                                "(HELLO: opencl no); run it on a tetherd with an OpenCL device",
+                                a->dir);
+    }
+    /* every image must fit the device before anything is allocated */
+    for (int i = 0; i < a->nmems; i++) {
+        const ocl_mem *m = &a->mems[i];
+        if (m->kind != K_IMAGE) {
+            continue;
+        }
+        if (!(d->scopes & (1u << (unsigned)m->scope))) {
+            return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                    "%s (node '%s'): the device offers no %s scope (compile "
+                                    "without --texture-weights)",
+                                    m->name, node_of(a, i), tether_scope_name(m->scope));
+        }
+        tether_image_extent ext;
+        if (tether_texture_extent(m->scope, m->shape, m->ndim, d->image_max_width,
+                                  d->image_max_height, &ext)) {
+            char msg[TETHER_ERROR_MSG_MAX];
+            snprintf(msg, sizeof msg, "%s", tether_last_error());
+            return tether_set_error(TETHER_ERR_LIMIT,
+                                    "%s (node '%s'): %s (compile without --texture-weights)",
+                                    m->name, node_of(a, i), msg);
+        }
+    }
+    a->s = s;
+    const char *name = a->source_name;
+    uint64_t module;
+    int rc = tether_session_upload(s, TETHER_MODULE_OPENCL_SOURCE, name, a->source, a->source_len);
+    if (!rc) {
+        rc = tether_session_load_module(s, name, &module, NULL);
+    }
+    if (rc) {
+        char msg[TETHER_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", tether_last_error());
+        return tether_set_error(rc, "%s/%s: %s", a->dir, a->source_name, msg);
+    }
+    for (int i = 0; i < a->nsteps; i++) {
+        ocl_step *st = &a->steps[i];
+        int found = 0;
+        for (int k = 0; k < i && !found; k++) {
+            if (strcmp(a->steps[k].kernel, st->kernel) == 0) {
+                st->fn = a->steps[k].fn;
+                found = 1;
+            }
+        }
+        if (!found && (rc = tether_session_get_function(s, module, st->kernel, &st->fn))) {
+            return rc;
+        }
+        if (st->fn.num_args >= 0 && (uint32_t)st->fn.num_args != st->nargs) {
+            return tether_set_error(TETHER_ERR_MISMATCH,
+                                    "kernel '%s' takes %d arguments, metadata.json gives %u",
+                                    st->kernel, (int)st->fn.num_args, st->nargs);
+        }
+    }
+    for (int i = 0; i < a->nmems; i++) {
+        ocl_mem *m = &a->mems[i];
+        int64_t one = 1;
+        /* an empty tensor still needs an object to bind (kernels never touch it) */
+        const int64_t *shape = m->bytes ? m->shape : &one;
+        int nd = m->bytes ? m->ndim : 1;
+        if ((rc = tether_session_alloc(s, shape, nd, TETHER_FLOAT32, m->scope, "", &m->handle,
+                                       NULL))) {
+            char msg[TETHER_ERROR_MSG_MAX];
+            snprintf(msg, sizeof msg, "%s", tether_last_error());
+            return tether_set_error(rc, "memory '%s' (%s, %llu bytes): %s", m->name,
+                                    kind_names[m->kind], (unsigned long long)m->bytes, msg);
+        }
+        m->allocated = 1;
+        if (m->params_off >= 0 && m->bytes &&
+            (rc = tether_session_copy_to(s, m->handle, 0, a->params + m->params_off,
+                                         (size_t)m->bytes))) {
+            return rc;
+        }
+    }
+    a->prepared = 1;
+    return TETHER_OK;
+}
+
+static void make_args(const tether_ocl_artifact *a, const ocl_step *st, tether_remote_arg *args) {
+    for (uint32_t k = 0; k < st->nargs; k++) {
+        if (st->args[k].mem >= 0) {
+            args[k].type_code = TETHER_TYPE_DLTENSOR;
+            args[k].v.array = a->mems[st->args[k].mem].handle;
+        } else {
+            args[k].type_code = TETHER_TYPE_INT;
+            args[k].v.i = st->args[k].ival;
+        }
+    }
+}
+
+static int step_error(const ocl_step *st, int rc) {
+    char msg[TETHER_ERROR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", tether_last_error());
+    return tether_set_error(rc, "step '%s'%s%s%s: %s", st->kernel, st->node[0] ? " (node '" : "",
+                            st->node, st->node[0] ? "')" : "", msg);
+}
+
+int tether_ocl_artifact_run(tether_ocl_artifact *a, const float *const *inputs,
+                            float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns) {
+    if (!a->prepared) {
+        return tether_set_error(TETHER_ERR_STATE, "%s: not prepared on a device", a->dir);
+    }
+    int rc;
+    for (int i = 0; i < a->nin; i++) {
+        const ocl_mem *m = &a->mems[a->in[i].mem];
+        if (m->bytes &&
+            (rc = tether_session_copy_to(a->s, m->handle, 0, inputs[i], (size_t)m->bytes))) {
+            return rc;
+        }
+    }
+    uint64_t total = 0;
+    tether_remote_arg args[OCL_MAX_ARGS];
+    for (int i = 0; i < a->nsteps; i++) {
+        const ocl_step *st = &a->steps[i];
+        make_args(a, st, args);
+        tether_call_result res;
+        rc = tether_session_launch(a->s, &st->fn, args, st->nargs, st->work_dim, st->global,
+                                   st->local, &res);
+        if (rc) {
+            return step_error(st, rc);
+        }
+        total += res.elapsed_ns;
+        if (step_ns) {
+            step_ns[i] = res.elapsed_ns;
+        }
+    }
+    for (int i = 0; i < a->nout; i++) {
+        const ocl_mem *m = &a->mems[a->out[i].mem];
+        if (m->bytes &&
+            (rc = tether_session_copy_from(a->s, m->handle, 0, outputs[i], (size_t)m->bytes))) {
+            return rc;
+        }
+    }
+    if (elapsed_ns) {
+        *elapsed_ns = total;
+    }
+    return TETHER_OK;
+}
+
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+static double median_of(const double *v, uint32_t n) {
+    double t[32];
+    memcpy(t, v, sizeof(double) * n);
+    qsort(t, n, sizeof(double), cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+int tether_ocl_artifact_time(tether_ocl_artifact *a, uint32_t number, uint32_t repeat,
+                             uint32_t min_repeat_ms, uint32_t cooldown_ms, tether_time_stats *out,
+                             double *step_median) {
+    if (!a->prepared) {
+        return tether_set_error(TETHER_ERR_STATE, "%s: not prepared on a device", a->dir);
+    }
+    if (repeat < 1 || repeat > 32 || number < 1) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "TIME needs number >= 1, repeat 1..32");
+    }
+    memset(out, 0, sizeof *out);
+    double *per = calloc((size_t)(a->nsteps ? a->nsteps : 1) * repeat, sizeof(double));
+    if (!per) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    tether_remote_arg args[OCL_MAX_ARGS];
+    int rc = TETHER_OK;
+    uint32_t used_number = number;
+    for (uint32_t r = 0; r < repeat && !rc; r++) {
+        if (r && cooldown_ms) {
+            struct timespec ts = {(time_t)(cooldown_ms / 1000),
+                                  (long)(cooldown_ms % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        double sum = 0.0;
+        /* in order, so each kernel reads what its predecessors wrote */
+        for (int i = 0; i < a->nsteps && !rc; i++) {
+            const ocl_step *st = &a->steps[i];
+            make_args(a, st, args);
+            tether_time_stats ts;
+            rc =
+                tether_session_time_launch(a->s, &st->fn, args, st->nargs, st->work_dim, st->global,
+                                           st->local, number, 1, min_repeat_ms, 0, &ts);
+            if (rc) {
+                rc = step_error(st, rc);
+                break;
+            }
+            per[(size_t)i * repeat + r] = ts.mean;
+            sum += ts.mean;
+            out->zero_timer |= ts.zero_timer;
+            used_number = ts.number > used_number ? ts.number : used_number;
+        }
+        out->seconds[r] = sum;
+    }
+    if (!rc) {
+        out->number = used_number;
+        out->repeat = repeat;
+        double mn = out->seconds[0], mx = out->seconds[0], s = 0.0;
+        for (uint32_t r = 0; r < repeat; r++) {
+            s += out->seconds[r];
+            mn = out->seconds[r] < mn ? out->seconds[r] : mn;
+            mx = out->seconds[r] > mx ? out->seconds[r] : mx;
+        }
+        out->mean = s / repeat;
+        out->min = mn;
+        out->max = mx;
+        out->median = median_of(out->seconds, repeat);
+        for (int i = 0; step_median && i < a->nsteps; i++) {
+            step_median[i] = median_of(&per[(size_t)i * repeat], repeat);
+        }
+    }
+    free(per);
+    return rc;
+}
+
+void tether_ocl_artifact_free(tether_ocl_artifact *a) {
+    if (!a) {
+        return;
+    }
+    if (a->s && !tether_session_fault(a->s)) {
+        for (int i = 0; i < a->nmems; i++) {
+            if (a->mems[i].allocated) {
+                tether_session_free(a->s, a->mems[i].handle);
+            }
+        }
+    }
+    free(a->mems);
+    free(a->steps);
+    free(a->source);
+    free(a->params);
+    free(a);
+}

@@ -1,0 +1,66 @@
+/*
+ * Running an OpenCL artifact (`tether compile --backend opencl`, docs/codegen.md "OpenCL
+ * backend") on a device through the host library: read and validate the artifact, then on a
+ * session upload the kernels (the device builds them), allocate every memory object in its scope,
+ * copy the weights, launch the steps in order, read the outputs, time the sequence.
+ *
+ * Internal to the `tether` CLI (and its tests, which compile this file with theirs); no printing.
+ * Ownership: tether_ocl_artifact_load returns an object that owns the parsed metadata, the source
+ * and the weights, and after tether_ocl_artifact_prepare the remote arrays it allocated on the
+ * borrowed session (which must outlive it); tether_ocl_artifact_free releases all of it, on every
+ * path. Errors: negative tether_status with the message in tether_last_error(), naming the
+ * artifact, memory object, node or limit.
+ */
+#ifndef TETHER_CLI_OPENCL_ARTIFACT_H
+#define TETHER_CLI_OPENCL_ARTIFACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tether/host.h"
+
+typedef struct tether_ocl_artifact tether_ocl_artifact;
+
+/* True when the metadata text of DIR says "backend": "opencl" (1), 0 otherwise or unreadable. */
+int tether_ocl_artifact_detect(const char *dir);
+
+/* Reads DIR/metadata.json, the source and params.bin and checks all of it (memory objects, their
+ * shapes, bytes and params ranges, every step and argument) before anything is sent. */
+int tether_ocl_artifact_load(const char *dir, tether_ocl_artifact **out);
+
+/* The model signature from the metadata. */
+int tether_ocl_artifact_num_inputs(const tether_ocl_artifact *a);
+int tether_ocl_artifact_num_outputs(const tether_ocl_artifact *a);
+/* name, ndim and shape (up to 8) of input/output i; returns the element count. */
+int64_t tether_ocl_artifact_io(const tether_ocl_artifact *a, int output, int i, const char **name,
+                               int *ndim, const int64_t **shape);
+int tether_ocl_artifact_num_steps(const tether_ocl_artifact *a);
+/* kernel and node name ("" for a copy step) of step i. */
+void tether_ocl_artifact_step(const tether_ocl_artifact *a, int i, const char **kernel,
+                              const char **node);
+const char *tether_ocl_artifact_prefix(const tether_ocl_artifact *a);
+
+/* Checks that the device runs OpenCL and that every image fits its HELLO limits, uploads and
+ * builds the source, looks up every kernel, allocates every memory object and copies the weights.
+ * Once per artifact object. */
+int tether_ocl_artifact_prepare(tether_ocl_artifact *a, tether_session *s);
+
+/* One inference: inputs (float32, sizes as the metadata says) copied in, every step launched,
+ * outputs copied out; *elapsed_ns (may be NULL) = the sum of the kernels' profiled times;
+ * step_ns (may be NULL) receives each step's time. */
+int tether_ocl_artifact_run(tether_ocl_artifact *a, const float *const *inputs,
+                            float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns);
+
+/* TIME of the whole sequence after a run: for each repeat, every step in order is timed with
+ * `number` launches (TIME on the device, its profiled kernel time), and the repeat's seconds per
+ * inference is the sum over the steps; out gets per-repeat values and mean/median/min/max.
+ * step_median (may be NULL) receives each step's median seconds. cooldown_ms is waited between
+ * repeats. */
+int tether_ocl_artifact_time(tether_ocl_artifact *a, uint32_t number, uint32_t repeat,
+                             uint32_t min_repeat_ms, uint32_t cooldown_ms, tether_time_stats *out,
+                             double *step_median);
+
+/* Frees the remote arrays (unless the session was lost) and everything local. NULL is ignored. */
+void tether_ocl_artifact_free(tether_ocl_artifact *a);
+
+#endif
