@@ -23,6 +23,14 @@
 #include "tether/crt.h"
 #include "tether/npy.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TETHER_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TETHER_TEST_ASAN 1
+#endif
+#endif
+
 static char g_dir[64];
 static char g_out[256];
 
@@ -328,7 +336,13 @@ static void test_ab(void **state) {
     double uh = cJSON_GetObjectItem(u, "stack_hwm")->valuedouble;
     double kh = cJSON_GetObjectItem(k, "stack_hwm")->valuedouble;
     assert_true(uc > 0 && uc < kc);
+#ifdef TETHER_TEST_ASAN
+    /* under AddressSanitizer tetherd's calls carry the sanitizer's own stack use, which hides
+     * the difference between the ABIs: only check that both were measured */
+    assert_true(uh > 0 && kh > 0);
+#else
     assert_true(uh > 0 && uh < kh);
+#endif
     assert_true(cJSON_IsNumber(cJSON_GetObjectItem(u, "static_stack")));
     assert_true(cJSON_GetObjectItem(u, "latency_median_us")->valuedouble > 0);
     assert_int_equal((int)cJSON_GetObjectItem(u, "repeat")->valuedouble, 2);
