@@ -36,6 +36,7 @@
 #endif
 
 #include "cli.h"
+#include "cli_onnx.h"
 #include "opencl_artifact.h"
 
 #define MAX_IO TETHER_CLI_MAX_IO
@@ -378,6 +379,8 @@ typedef struct run_args {
     int reference;              /* --reference: run a model on the host's reference interpreter */
     const char *compile_target; /* --target: compile a model for it (default: for the device) */
     const char *abi;            /* --abi: ABI of a compiled model (default: the compiler's) */
+    const char *input_shapes[MAX_IO]; /* --input-shape NAME=D0xD1...: dynamic model dims */
+    int ninput_shapes;
 } run_args;
 
 /* Parses "A[,B[,C]]" into up to 3 sizes; returns the count or -1. */
@@ -471,6 +474,10 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 "  --int V / --float V  scalar arguments, passed after the arrays\n"
                 "  --reference  (run, MODEL only) run the model on this machine's reference\n"
                 "               interpreter instead of a device\n"
+                "  --input-shape NAME=D0xD1...  (MODEL) fixes a dynamic input dimension; inputs\n"
+                "               an ONNX operator needs as constants are bound from their --in "
+                "file\n"
+                "  --in FILE    .npy, or .pb (onnx.TensorProto)\n"
                 "  --target NAME, --abi packed|unpacked  how a MODEL is compiled (default: for\n"
                 "               the device, e.g. cortex-m3 for an MCU board; the compiler's ABI)\n"
                 "  --firmware PATH  firmware.json (or its folder) of an MCU device, for linking\n"
@@ -548,6 +555,11 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
             } else {
                 r->compile_target = v;
             }
+            i++;
+        } else if (!strcmp(a, "--input-shape")) {
+            if (!v || r->ninput_shapes >= MAX_IO)
+                return fail(2, "--input-shape needs NAME=D0xD1... (at most %d)", MAX_IO);
+            r->input_shapes[r->ninput_shapes++] = v;
             i++;
         } else if (!strcmp(a, "--scope")) {
             if (!v || tether_scope_parse(v, &scope))
@@ -1151,15 +1163,32 @@ static int cmd_run(int argc, char **argv, int bench) {
         } else if (probed[0]) {
             o.build.target = probed;
         }
+        const char *ins[MAX_IO];
+        for (int i = 0; i < r.nin; i++)
+            ins[i] = r.in[i].path;
+        static tether_cli_model_load ml; /* --in values an ONNX model binds, --input-shape */
+        int lrc = tether_cli_model_load_prepare(&ml, r.nin, ins, r.ninput_shapes, r.input_shapes);
+        if (lrc)
+            return lrc;
+        o.load = &ml.lo;
         char dir[600];
-        if (tether_cli_tempdir_make(dir, sizeof dir, "run"))
+        if (tether_cli_tempdir_make(dir, sizeof dir, "run")) {
+            tether_cli_model_load_free(&ml);
             return 1;
+        }
         tether_compile_result res;
         int rc;
-        if (tether_compile_model(r.target, dir, &o, &res))
-            rc = fail(1, "%s", tether_last_error());
-        else
+        if (tether_compile_model(r.target, dir, &o, &res)) {
+            rc = fail(1, "%s", tether_error_detail());
+        } else {
+            int k = 0; /* inputs bound at compile time are no longer run-time inputs */
+            for (int i = 0; i < r.nin; i++)
+                if (!ml.bound[i])
+                    r.in[k++] = r.in[i];
+            r.nin = k;
             rc = run_artifact(&r, dir, bench);
+        }
+        tether_cli_model_load_free(&ml);
         tether_cli_tempdir_remove(dir);
         return rc;
 #else
@@ -1181,6 +1210,7 @@ static void usage(FILE *f) {
 #ifdef TETHER_HAVE_COMPILER
                "  compile   compile a model into an artifact directory (--upload: and link,\n"
                "            upload and load it on --device, e.g. an MCU board)\n"
+               "  import    convert a model (ONNX) into the tether JSON model format\n"
                "  plan      plan a model's memory\n"
                "  plan-buffers  plan a buffer list (JSON) with the memory planner\n"
                "  ab        compile a model with both ABIs, run both on a device, compare\n"
@@ -1196,6 +1226,7 @@ int main(int argc, char **argv) {
     }
     const char *cmd = argv[1];
     g_cmd = cmd;
+    tether_cli_onnx_init(); /* .onnx models and .pb arrays, when built with the ONNX front end */
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage(stdout);
         return 0;
@@ -1217,6 +1248,8 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "plan"))
         return tether_cmd_plan(argc - 1, argv + 1);
+    if (!strcmp(cmd, "import"))
+        return tether_cmd_import(argc - 1, argv + 1);
     if (!strcmp(cmd, "plan-buffers"))
         return tether_cmd_plan_buffers(argc - 1, argv + 1);
     if (!strcmp(cmd, "ab"))
