@@ -21,7 +21,7 @@
 
 #include "tether/crt.h"
 
-#define OCL_MAX_IO   32
+#define OCL_MAX_IO   4096
 #define OCL_MAX_ARGS 64
 
 enum { K_INPUT, K_OUTPUT, K_WORKSPACE, K_PARAMS, K_IMAGE };
@@ -75,7 +75,7 @@ struct tether_ocl_artifact {
     int nmems;
     ocl_step *steps;
     int nsteps;
-    ocl_io in[OCL_MAX_IO], out[OCL_MAX_IO];
+    ocl_io *in, *out;
     int nin, nout;
     tether_session *s;
     int prepared;
@@ -182,12 +182,16 @@ static int get_int(const cJSON *o, const char *key, int64_t lo, int64_t hi, int6
     return 0;
 }
 
-static int parse_io(tether_ocl_artifact *a, const cJSON *arr, ocl_io *io, int *n,
+static int parse_io(tether_ocl_artifact *a, const cJSON *arr, ocl_io **iop, int *n,
                     const char *what) {
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > OCL_MAX_IO) {
-        return bad(a, "'%s' must be a list of at most %d tensors", what, OCL_MAX_IO);
+        return bad(a, "'%ss' must be a list of at most %d tensors", what, OCL_MAX_IO);
     }
     *n = cJSON_GetArraySize(arr);
+    ocl_io *io = *iop = calloc((size_t)(*n ? *n : 1), sizeof *io);
+    if (!io) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     for (int i = 0; i < *n; i++) {
         const cJSON *o = cJSON_GetArrayItem(arr, i);
         const cJSON *nm = cJSON_GetObjectItemCaseSensitive(o, "name");
@@ -427,11 +431,11 @@ int tether_ocl_artifact_load(const char *dir, tether_ocl_artifact **out) {
         }
     }
     if (!rc) {
-        rc = parse_io(a, cJSON_GetObjectItemCaseSensitive(m, "inputs"), a->in, &a->nin, "input");
+        rc = parse_io(a, cJSON_GetObjectItemCaseSensitive(m, "inputs"), &a->in, &a->nin, "input");
     }
     if (!rc) {
-        rc =
-            parse_io(a, cJSON_GetObjectItemCaseSensitive(m, "outputs"), a->out, &a->nout, "output");
+        rc = parse_io(a, cJSON_GetObjectItemCaseSensitive(m, "outputs"), &a->out, &a->nout,
+                      "output");
     }
     if (!rc) {
         rc = parse_mems(a, cJSON_GetObjectItemCaseSensitive(m, "memory"));
@@ -737,6 +741,8 @@ void tether_ocl_artifact_free(tether_ocl_artifact *a) {
     }
     free(a->mems);
     free(a->steps);
+    free(a->in);
+    free(a->out);
     free(a->source);
     free(a->params);
     free(a);

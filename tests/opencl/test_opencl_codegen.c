@@ -1,0 +1,1030 @@
+/*
+ * The compiler's OpenCL backend end to end on PoCL (label opencl): every operator (one case per
+ * shape family, including 1x1 kernels, stride > kernel, asymmetric pads, dilations, groups,
+ * depthwise, fused epilogues, rank-1 and scalar broadcasting, aliases as outputs) compiled with
+ * `--backend opencl`, run on tetherd (local:) through the same runner as `tether run DIR`
+ * (host/cli/opencl_artifact.c) and compared with the reference interpreter; convolutions with
+ * constant weights in buffers and in texture:weight images (OIHW4o); the operator zoo after the
+ * passes both ways; graph outputs that alias an input, a constant or an output; KWS through the
+ * `tether` CLI over local: and over TCP to a tetherd on 127.0.0.1, buffer and texture weights,
+ * equal to `tether run --reference` within 1e-4, and `tether bench`; the error listing every
+ * unsupported node; a weight image over the device's image limit; a device without OpenCL; usage
+ * errors. Exits 77 with the reason when tetherd reports no OpenCL device.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon.h"
+#include "opencl_artifact.h"
+#include "ops_common.h"
+#include "tether/compiler.h"
+#include "tether/crt.h"
+#include "tether/npy.h"
+
+static tether_session *g_s;
+static char g_tmp[64];
+static int g_seq;
+
+/* ---- helpers -------------------------------------------------------------------------------- */
+
+static int open_local(tether_session **s) {
+    static const char *const quiet[] = {"--quiet", NULL};
+    tether_session_options o = {0};
+    o.tetherd = k_tetherd;
+    o.tetherd_args = quiet;
+    return tether_session_open(s, "local:", &o);
+}
+
+static void rm_tree(const char *dir) {
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "could not remove %s\n", dir);
+    }
+}
+
+/* Compiles g (a copy; g stays as it is) with the OpenCL backend into a fresh directory. */
+static void compile_ocl(const tether_ir_graph *g, bool texture, bool passes, char *dir, size_t n) {
+    snprintf(dir, n, "%s/a%d", g_tmp, g_seq++);
+    tether_ir_graph c;
+    assert_int_equal(tt_graph_copy(g, &c), 0);
+    tether_compile_options o;
+    tether_compile_options_init(&o);
+    o.backend = TETHER_BACKEND_OPENCL;
+    o.opencl.texture_weights = texture;
+    o.codegen.prefix = "m";
+    if (!passes) {
+        memset(&o.passes, 0, sizeof o.passes);
+    }
+    tether_compile_result res;
+    if (tether_compile_graph(&c, dir, &o, &res)) {
+        fail_msg("%s: compile: %s", g->name, tether_last_error());
+    }
+    tether_ir_close(&c);
+}
+
+/* Runs the artifact in dir on g_s with inputs; outputs malloc'ed into outs. */
+static void run_ocl(const char *dir, const float *const *ins, float **outs, int nout) {
+    tether_ocl_artifact *a;
+    if (tether_ocl_artifact_load(dir, &a)) {
+        fail_msg("load %s: %s", dir, tether_last_error());
+    }
+    assert_int_equal(tether_ocl_artifact_num_outputs(a), nout);
+    for (int i = 0; i < nout; i++) {
+        int64_t n = tether_ocl_artifact_io(a, 1, i, NULL, NULL, NULL);
+        outs[i] = calloc((size_t)(n ? n : 1), sizeof(float));
+        for (int64_t k = 0; k < n; k++) {
+            outs[i][k] = NAN; /* every element must be written */
+        }
+    }
+    int rc = tether_ocl_artifact_prepare(a, g_s);
+    uint64_t ns = 0;
+    if (!rc) {
+        rc = tether_ocl_artifact_run(a, ins, outs, &ns, NULL);
+    }
+    char msg[TETHER_ERROR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", tether_last_error());
+    tether_ocl_artifact_free(a);
+    /* a session holds at most 16 modules: start afresh for the next artifact */
+    assert_int_equal(tether_session_reset(g_s), 0);
+    if (rc) {
+        fail_msg("run %s: %s", dir, msg);
+    }
+}
+
+/* Inputs of g filled from a fixed seed; positive bit i: input i in [0.1, 2). */
+static float **make_inputs(const tether_ir_graph *g, const unsigned char *positive, uint32_t seed) {
+    float **in = calloc((size_t)(g->ninputs ? g->ninputs : 1), sizeof(float *));
+    for (int i = 0; i < g->ninputs; i++) {
+        size_t n = tether_ir_tensor_elements(&g->tensors[g->inputs[i]]);
+        in[i] = malloc((n ? n : 1) * sizeof(float));
+        tt_fill(in[i], n, positive && positive[i], &seed);
+    }
+    return in;
+}
+
+static void free_list(float **v, int n) {
+    for (int i = 0; v && i < n; i++) {
+        free(v[i]);
+    }
+    free(v);
+}
+
+/* Compiles and runs g with the OpenCL backend, compares every output with the interpreter. */
+static void check_graph(const tether_ir_graph *g, const unsigned char *positive, bool texture,
+                        bool passes) {
+    float **in = make_inputs(g, positive, 7);
+    float **ref = calloc((size_t)g->noutputs, sizeof(float *));
+    float **got = calloc((size_t)g->noutputs, sizeof(float *));
+    for (int i = 0; i < g->noutputs; i++) {
+        size_t n = tether_ir_tensor_elements(&g->tensors[g->outputs[i]]);
+        ref[i] = malloc((n ? n : 1) * sizeof(float));
+    }
+    assert_int_equal(tether_interp_run(g, (const float *const *)in, ref), 0);
+    char dir[128];
+    compile_ocl(g, texture, passes, dir, sizeof dir);
+    run_ocl(dir, (const float *const *)in, got, g->noutputs);
+    int bad = 0;
+    for (int i = 0; i < g->noutputs; i++) {
+        const tether_ir_tensor *t = &g->tensors[g->outputs[i]];
+        size_t n = tether_ir_tensor_elements(t);
+        double c = tt_close(got[i], ref[i], n, 1e-5, 1e-4);
+        if (!(c <= 1.0)) {
+            size_t worst = 0;
+            double wd = -1;
+            for (size_t k = 0; k < n; k++) {
+                double d = fabs((double)got[i][k] - ref[i][k]);
+                if (isnan(got[i][k]) != isnan(ref[i][k]) || d > wd) {
+                    wd = isnan(d) ? INFINITY : d;
+                    worst = k;
+                }
+            }
+            print_error("%s%s: output '%s' differs (closeness %g): [%zu] = %g, reference %g\n",
+                        g->name, texture ? " (texture weights)" : "", t->name, c, worst,
+                        (double)got[i][worst], (double)ref[i][worst]);
+            bad++;
+        }
+    }
+    free_list(in, g->ninputs);
+    free_list(ref, g->noutputs);
+    free_list(got, g->noutputs);
+    rm_tree(dir);
+    assert_int_equal(bad, 0);
+}
+
+/* ---- operator cases: every operand is a graph input -------------------------------------- */
+
+#define MAXIN 6
+#define NONE  TETHER_OP_COUNT_
+
+typedef struct op_case {
+    const char *name;
+    tether_op op;
+    int nin;
+    int ndim[MAXIN];
+    int64_t shape[MAXIN][6];
+    unsigned positive;
+    void (*attrs)(tether_ir_attrs *a);
+    tether_op then; /* a second node on the output (NONE = none) */
+} op_case;
+
+static void a_pad1(tether_ir_attrs *a) {
+    a->pads[0] = a->pads[1] = a->pads[2] = a->pads[3] = 1;
+}
+static void a_stride3(tether_ir_attrs *a) {
+    a->strides[0] = a->strides[1] = 3;
+}
+static void a_asym_dil(tether_ir_attrs *a) {
+    a->pads[0] = 0;
+    a->pads[1] = 1;
+    a->pads[2] = 2;
+    a->pads[3] = 0;
+    a->dilations[0] = 2;
+}
+static void a_depthwise(tether_ir_attrs *a) {
+    a_pad1(a);
+    a->groups = 4;
+    a->strides[0] = a->strides[1] = 2;
+}
+static void a_groups2(tether_ir_attrs *a) {
+    a->groups = 2;
+}
+static void a_conv_fused(tether_ir_attrs *a) {
+    a_pad1(a);
+    a->has_residual = true;
+    a->act = TETHER_ACT_RELU;
+}
+static void a_conv_clip(tether_ir_attrs *a) {
+    a->act = TETHER_ACT_CLIP;
+    a->act_min = 0.0f;
+    a->act_max = 0.5f;
+}
+static void a_conv_hswish(tether_ir_attrs *a) {
+    a->strides[0] = 2;
+    a->pads[1] = 2;
+    a->dilations[1] = 2;
+    a->act = TETHER_ACT_HARD_SWISH;
+}
+static void a_transb_ab(tether_ir_attrs *a) {
+    a->trans_b = true;
+    a->alpha = 0.5f;
+    a->beta = 2.0f;
+}
+static void a_transb(tether_ir_attrs *a) {
+    a->trans_b = true;
+}
+static void a_transa(tether_ir_attrs *a) {
+    a->trans_a = true;
+}
+static void a_transab_tanh(tether_ir_attrs *a) {
+    a->trans_a = true;
+    a->trans_b = true;
+    a->act = TETHER_ACT_TANH;
+}
+static void a_dense_sig(tether_ir_attrs *a) {
+    a->act = TETHER_ACT_SIGMOID;
+    a->trans_b = true;
+}
+static void a_dense_res(tether_ir_attrs *a) {
+    a->has_residual = true;
+    a->act = TETHER_ACT_LEAKY_RELU;
+    a->act_alpha = 0.1f;
+}
+static void a_matmul_res(tether_ir_attrs *a) {
+    a->has_residual = true;
+    a->act = TETHER_ACT_HARD_SWISH;
+}
+static void a_leaky(tether_ir_attrs *a) {
+    a->alpha = 0.2f;
+}
+static void a_relu6(tether_ir_attrs *a) {
+    a->min = 0.0f;
+    a->max = 0.6f;
+}
+static void a_axis1(tether_ir_attrs *a) {
+    a->axis = 1;
+}
+static void a_axis0(tether_ir_attrs *a) {
+    a->axis = 0;
+}
+static void a_pool2(tether_ir_attrs *a) {
+    a->kernel[0] = a->kernel[1] = 2;
+    a->strides[0] = a->strides[1] = 2;
+}
+static void a_pool3_ceil(tether_ir_attrs *a) {
+    a->kernel[0] = a->kernel[1] = 3;
+    a->strides[0] = a->strides[1] = 2;
+    a_pad1(a);
+    a->ceil_mode = true;
+}
+static void a_avg_incl(tether_ir_attrs *a) {
+    a_pool3_ceil(a);
+    a->ceil_mode = false;
+    a->pads[2] = 2;
+    a->count_include_pad = true;
+}
+static void a_pool_dil(tether_ir_attrs *a) {
+    a->kernel[0] = 2;
+    a->kernel[1] = 3;
+    a->dilations[0] = 2;
+    a->strides[1] = 2;
+}
+static void a_reshape(tether_ir_attrs *a) {
+    a->nints = 3;
+    a->ints[0] = 0;
+    a->ints[1] = -1;
+    a->ints[2] = 2;
+}
+static void a_squeeze(tether_ir_attrs *a) {
+    a->nints = 1;
+    a->ints[0] = 1;
+}
+static void a_unsqueeze(tether_ir_attrs *a) {
+    a->nints = 2;
+    a->ints[0] = 0;
+    a->ints[1] = -1;
+}
+static void a_perm(tether_ir_attrs *a) {
+    a->nints = 4;
+    a->ints[0] = 0;
+    a->ints[1] = 2;
+    a->ints[2] = 3;
+    a->ints[3] = 1;
+}
+static void a_padop(tether_ir_attrs *a) {
+    a->nints = 6;
+    int64_t p[6] = {0, 1, 2, 1, 0, 3};
+    memcpy(a->ints, p, sizeof p);
+    a->value = 0.5f;
+}
+static void a_rm23(tether_ir_attrs *a) {
+    a->nints = 2;
+    a->ints[0] = 2;
+    a->ints[1] = 3;
+}
+static void a_rm1_nokeep(tether_ir_attrs *a) {
+    a->nints = 1;
+    a->ints[0] = 1;
+    a->keepdims = false;
+}
+static void a_rm02(tether_ir_attrs *a) {
+    a->nints = 2;
+    a->ints[0] = 0;
+    a->ints[1] = -1;
+}
+static void a_resize23(tether_ir_attrs *a) {
+    a->scales[0] = 2;
+    a->scales[1] = 3;
+}
+static void a_hsig(tether_ir_attrs *a) {
+    a->alpha = 0.25f;
+    a->beta = 0.4f;
+}
+
+static const op_case cases[] = {
+    {"conv_3x3_pad",
+     TETHER_OP_CONV2D,
+     3,
+     {4, 4, 1},
+     {{1, 3, 8, 8}, {4, 3, 3, 3}, {4}},
+     0,
+     a_pad1,
+     NONE},
+    {"conv_1x1_nobias_batch2",
+     TETHER_OP_CONV2D,
+     2,
+     {4, 4},
+     {{2, 5, 4, 4}, {6, 5, 1, 1}},
+     0,
+     NULL,
+     NONE},
+    {"conv_stride_gt_kernel",
+     TETHER_OP_CONV2D,
+     3,
+     {4, 4, 1},
+     {{1, 2, 9, 9}, {3, 2, 2, 2}, {3}},
+     0,
+     a_stride3,
+     NONE},
+    {"conv_asym_pads_dilation",
+     TETHER_OP_CONV2D,
+     3,
+     {4, 4, 1},
+     {{1, 2, 7, 6}, {2, 2, 3, 2}, {2}},
+     0,
+     a_asym_dil,
+     NONE},
+    {"conv_depthwise",
+     TETHER_OP_CONV2D,
+     3,
+     {4, 4, 1},
+     {{1, 4, 6, 6}, {4, 1, 3, 3}, {4}},
+     0,
+     a_depthwise,
+     NONE},
+    {"conv_groups2", TETHER_OP_CONV2D, 2, {4, 4}, {{1, 4, 5, 5}, {6, 2, 3, 3}}, 0, a_groups2, NONE},
+    {"conv_fused_residual_relu",
+     TETHER_OP_CONV2D,
+     4,
+     {4, 4, 1, 4},
+     {{1, 2, 5, 5}, {3, 2, 3, 3}, {3}, {1, 3, 5, 5}},
+     0,
+     a_conv_fused,
+     NONE},
+    {"conv_1x1_clip",
+     TETHER_OP_CONV2D,
+     3,
+     {4, 4, 1},
+     {{1, 3, 2, 3}, {2, 3, 1, 1}, {2}},
+     0,
+     a_conv_clip,
+     NONE},
+    {"conv_rows_hswish",
+     TETHER_OP_CONV2D,
+     3,
+     {4, 4, 1},
+     {{1, 2, 9, 12}, {5, 2, 3, 3}, {5}},
+     0,
+     a_conv_hswish,
+     NONE},
+    {"conv_1x1_input", TETHER_OP_CONV2D, 2, {4, 4}, {{1, 1, 1, 1}, {1, 1, 1, 1}}, 0, NULL, NONE},
+    {"dense_bias", TETHER_OP_DENSE, 3, {2, 2, 1}, {{3, 5}, {5, 4}, {4}}, 0, NULL, NONE},
+    {"dense_transb_alpha_beta_col",
+     TETHER_OP_DENSE,
+     3,
+     {2, 2, 2},
+     {{3, 6}, {7, 6}, {3, 1}},
+     0,
+     a_transb_ab,
+     NONE},
+    {"dense_transb_vec4_row_c",
+     TETHER_OP_DENSE,
+     3,
+     {2, 2, 2},
+     {{2, 12}, {5, 12}, {1, 5}},
+     0,
+     a_transb,
+     NONE},
+    {"dense_transa_scalar_c",
+     TETHER_OP_DENSE,
+     3,
+     {2, 2, 0},
+     {{5, 2}, {5, 3}, {0}},
+     0,
+     a_transa,
+     NONE},
+    {"dense_transab_full_c_tanh",
+     TETHER_OP_DENSE,
+     3,
+     {2, 2, 2},
+     {{4, 3}, {2, 4}, {3, 2}},
+     0,
+     a_transab_tanh,
+     NONE},
+    {"dense_sigmoid", TETHER_OP_DENSE, 2, {2, 2}, {{2, 9}, {8, 9}}, 0, a_dense_sig, NONE},
+    {"dense_residual_leaky",
+     TETHER_OP_DENSE,
+     4,
+     {2, 2, 1, 2},
+     {{2, 3}, {3, 4}, {4}, {2, 4}},
+     0,
+     a_dense_res,
+     NONE},
+    {"matmul_batch_rank2_b", TETHER_OP_MATMUL, 2, {3, 2}, {{2, 3, 4}, {4, 5}}, 0, NULL, NONE},
+    {"matmul_broadcast_both",
+     TETHER_OP_MATMUL,
+     2,
+     {4, 3},
+     {{2, 1, 3, 4}, {3, 4, 2}},
+     0,
+     NULL,
+     NONE},
+    {"matmul_vector_matrix", TETHER_OP_MATMUL, 2, {1, 3}, {{4}, {2, 4, 3}}, 0, NULL, NONE},
+    {"matmul_matrix_vector", TETHER_OP_MATMUL, 2, {3, 1}, {{2, 3, 4}, {4}}, 0, NULL, NONE},
+    {"matmul_dot", TETHER_OP_MATMUL, 2, {1, 1}, {{5}, {5}}, 0, NULL, NONE},
+    {"matmul_residual_hswish",
+     TETHER_OP_MATMUL,
+     3,
+     {2, 2, 2},
+     {{3, 4}, {4, 2}, {3, 2}},
+     0,
+     a_matmul_res,
+     NONE},
+    {"add_same", TETHER_OP_ADD, 2, {3, 3}, {{2, 3, 4}, {2, 3, 4}}, 0, NULL, NONE},
+    {"add_middle_broadcast", TETHER_OP_ADD, 2, {3, 2}, {{2, 1, 4}, {3, 1}}, 0, NULL, NONE},
+    {"sub_rank1", TETHER_OP_SUB, 2, {3, 1}, {{2, 3, 4}, {4}}, 0, NULL, NONE},
+    {"mul_scalar", TETHER_OP_MUL, 2, {3, 0}, {{2, 3, 4}, {0}}, 0, NULL, NONE},
+    {"mul_scalar_left", TETHER_OP_MUL, 2, {1, 2}, {{1}, {3, 5}}, 0, NULL, NONE},
+    {"div_outer", TETHER_OP_DIV, 2, {2, 2}, {{3, 1}, {1, 4}}, 2, NULL, NONE},
+    {"pow_positive", TETHER_OP_POW, 2, {2, 1}, {{3, 4}, {4}}, 3, NULL, NONE},
+    {"add_large", TETHER_OP_ADD, 2, {2, 1}, {{5, 131}, {131}}, 0, NULL, NONE},
+    {"relu", TETHER_OP_RELU, 1, {3}, {{2, 3, 5}}, 0, NULL, NONE},
+    {"leaky_relu", TETHER_OP_LEAKY_RELU, 1, {2}, {{4, 5}}, 0, a_leaky, NONE},
+    {"prelu_channel", TETHER_OP_PRELU, 2, {4, 3}, {{1, 3, 2, 3}, {3, 1, 1}}, 0, NULL, NONE},
+    {"clip_relu6", TETHER_OP_CLIP, 1, {2}, {{4, 5}}, 0, a_relu6, NONE},
+    {"sigmoid", TETHER_OP_SIGMOID, 1, {1}, {{17}}, 0, NULL, NONE},
+    {"tanh", TETHER_OP_TANH, 1, {1}, {{17}}, 0, NULL, NONE},
+    {"hard_sigmoid", TETHER_OP_HARD_SIGMOID, 1, {1}, {{17}}, 0, a_hsig, NONE},
+    {"hard_swish", TETHER_OP_HARD_SWISH, 1, {2}, {{3, 7}}, 0, NULL, NONE},
+    {"exp", TETHER_OP_EXP, 1, {1}, {{9}}, 0, NULL, NONE},
+    {"log", TETHER_OP_LOG, 1, {1}, {{9}}, 1, NULL, NONE},
+    {"sqrt", TETHER_OP_SQRT, 1, {1}, {{9}}, 1, NULL, NONE},
+    {"neg", TETHER_OP_NEG, 1, {1}, {{9}}, 0, NULL, NONE},
+    {"abs_scalar", TETHER_OP_ABS, 1, {0}, {{0}}, 0, NULL, NONE},
+    {"softmax_last", TETHER_OP_SOFTMAX, 1, {2}, {{3, 10}}, 0, NULL, NONE},
+    {"softmax_axis1", TETHER_OP_SOFTMAX, 1, {3}, {{2, 3, 4}}, 0, a_axis1, NONE},
+    {"softmax_len1", TETHER_OP_SOFTMAX, 1, {2}, {{3, 1}}, 0, NULL, NONE},
+    {"log_softmax_axis0", TETHER_OP_LOG_SOFTMAX, 1, {3}, {{3, 2, 2}}, 0, a_axis0, NONE},
+    {"max_pool_2x2", TETHER_OP_MAX_POOL, 1, {4}, {{1, 2, 6, 6}}, 0, a_pool2, NONE},
+    {"max_pool_3x3_pad_ceil", TETHER_OP_MAX_POOL, 1, {4}, {{1, 2, 6, 7}}, 0, a_pool3_ceil, NONE},
+    {"avg_pool_ceil_exclude_pad",
+     TETHER_OP_AVG_POOL,
+     1,
+     {4},
+     {{1, 2, 6, 7}},
+     0,
+     a_pool3_ceil,
+     NONE},
+    {"avg_pool_include_pad_asym", TETHER_OP_AVG_POOL, 1, {4}, {{2, 1, 5, 5}}, 0, a_avg_incl, NONE},
+    {"max_pool_dilated", TETHER_OP_MAX_POOL, 1, {4}, {{1, 1, 7, 8}}, 0, a_pool_dil, NONE},
+    {"global_avg_pool", TETHER_OP_GLOBAL_AVG_POOL, 1, {4}, {{2, 3, 4, 5}}, 0, NULL, NONE},
+    {"global_max_pool", TETHER_OP_GLOBAL_MAX_POOL, 1, {4}, {{2, 3, 4, 5}}, 0, NULL, NONE},
+    {"reshape_output_copy", TETHER_OP_RESHAPE, 1, {3}, {{2, 3, 4}}, 0, a_reshape, NONE},
+    {"reshape_alias", TETHER_OP_RESHAPE, 1, {3}, {{2, 3, 4}}, 0, a_reshape, TETHER_OP_RELU},
+    {"flatten_alias", TETHER_OP_FLATTEN, 1, {4}, {{2, 3, 2, 2}}, 0, NULL, TETHER_OP_TANH},
+    {"squeeze_alias", TETHER_OP_SQUEEZE, 1, {3}, {{2, 1, 3}}, 0, a_squeeze, TETHER_OP_NEG},
+    {"unsqueeze_alias", TETHER_OP_UNSQUEEZE, 1, {2}, {{2, 3}}, 0, a_unsqueeze, TETHER_OP_ABS},
+    {"transpose_nhwc", TETHER_OP_TRANSPOSE, 1, {4}, {{1, 3, 2, 4}}, 0, a_perm, NONE},
+    {"transpose_default", TETHER_OP_TRANSPOSE, 1, {3}, {{2, 3, 4}}, 0, NULL, NONE},
+    {"concat_axis1",
+     TETHER_OP_CONCAT,
+     3,
+     {3, 3, 3},
+     {{2, 1, 3}, {2, 2, 3}, {2, 3, 3}},
+     0,
+     a_axis1,
+     NONE},
+    {"concat_axis0", TETHER_OP_CONCAT, 2, {2, 2}, {{1, 4}, {2, 4}}, 0, NULL, NONE},
+    {"pad_constant", TETHER_OP_PAD, 1, {3}, {{1, 2, 3}}, 0, a_padop, NONE},
+    {"batch_norm",
+     TETHER_OP_BATCH_NORM,
+     5,
+     {4, 1, 1, 1, 1},
+     {{2, 3, 2, 2}, {3}, {3}, {3}, {3}},
+     16,
+     NULL,
+     NONE},
+    {"layer_norm_last_bias",
+     TETHER_OP_LAYER_NORM,
+     3,
+     {3, 1, 1},
+     {{2, 3, 8}, {8}, {8}},
+     0,
+     NULL,
+     NONE},
+    {"layer_norm_axis1", TETHER_OP_LAYER_NORM, 2, {3, 2}, {{2, 3, 4}, {3, 4}}, 0, a_axis1, NONE},
+    {"reduce_mean_hw", TETHER_OP_REDUCE_MEAN, 1, {4}, {{2, 3, 4, 5}}, 0, a_rm23, NONE},
+    {"reduce_mean_nokeep", TETHER_OP_REDUCE_MEAN, 1, {3}, {{2, 3, 4}}, 0, a_rm1_nokeep, NONE},
+    {"reduce_mean_outer_inner", TETHER_OP_REDUCE_MEAN, 1, {3}, {{3, 2, 4}}, 0, a_rm02, NONE},
+    {"reduce_mean_all", TETHER_OP_REDUCE_MEAN, 1, {2}, {{3, 4}}, 0, NULL, NONE},
+    {"resize_nearest_x2", TETHER_OP_RESIZE_NEAREST, 1, {4}, {{1, 2, 3, 4}}, 0, NULL, NONE},
+    {"resize_nearest_2x3", TETHER_OP_RESIZE_NEAREST, 1, {4}, {{1, 1, 2, 2}}, 0, a_resize23, NONE},
+};
+
+#define NCASES (sizeof cases / sizeof *cases)
+
+/* Adds one case to g (inputs c<k>_in<j>, output c<k>_y), recording which inputs are positive. */
+static void add_case(tether_ir_graph *g, int k, const op_case *c, unsigned char *positive) {
+    int in[MAXIN];
+    for (int i = 0; i < c->nin; i++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "%s.in%d", c->name, i);
+        assert_int_equal(
+            tether_ir_add_tensor(g, nm, TETHER_FLOAT32, c->ndim[i], c->shape[i], &in[i]), 0);
+        positive[g->ninputs] = (c->positive >> i) & 1u;
+        assert_int_equal(tether_ir_add_input(g, in[i]), 0);
+    }
+    char tn[64], nn[64];
+    snprintf(tn, sizeof tn, "%s.y", c->name);
+    int mid, out;
+    assert_int_equal(tether_ir_add_tensor(g, tn, TETHER_FLOAT32, -1, NULL, &mid), 0);
+    tether_ir_attrs a;
+    tether_ir_attrs_init(c->op, &a);
+    if (c->attrs) {
+        c->attrs(&a);
+    }
+    snprintf(nn, sizeof nn, "%s", c->name);
+    assert_int_equal(tether_ir_add_node(g, nn, c->op, in, c->nin, &mid, 1, &a, NULL), 0);
+    out = mid;
+    if (c->then != NONE) {
+        snprintf(tn, sizeof tn, "%s.z", c->name);
+        snprintf(nn, sizeof nn, "%s.after", c->name);
+        assert_int_equal(tether_ir_add_tensor(g, tn, TETHER_FLOAT32, -1, NULL, &out), 0);
+        assert_int_equal(tether_ir_add_node(g, nn, c->then, &mid, 1, &out, 1, NULL, NULL), 0);
+    }
+    (void)k;
+    assert_int_equal(tether_ir_add_output(g, out), 0);
+}
+
+/* Every case in one graph (one program, one session): each has its own inputs and output. */
+static void test_every_operator(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    assert_int_equal(tether_ir_init(&g, "cases"), 0);
+    unsigned char positive[NCASES * MAXIN];
+    memset(positive, 0, sizeof positive);
+    for (size_t k = 0; k < NCASES; k++) {
+        add_case(&g, (int)k, &cases[k], positive);
+    }
+    if (tether_ir_infer(&g)) {
+        fail_msg("%s", tether_last_error());
+    }
+    /* passes on (fusion etc. find nothing to fold here: every operand is an input) */
+    check_graph(&g, positive, false, true);
+    tether_ir_close(&g);
+}
+
+/* ---- convolutions with constant weights: buffers and texture:weight images ----------------- */
+
+typedef struct conv_case {
+    const char *name;
+    int64_t x[4], w[4];
+    int groups, stride, pad, dil;
+    int bias;
+    tether_act act;
+    int residual;
+} conv_case;
+
+static const conv_case conv_cases[] = {
+    {"tex_3x3_pad_relu", {1, 3, 8, 8}, {8, 3, 3, 3}, 1, 1, 1, 1, 1, TETHER_ACT_RELU, 0},
+    {"tex_o_not_multiple_of_4", {2, 2, 5, 5}, {6, 2, 3, 3}, 1, 2, 1, 1, 1, TETHER_ACT_NONE, 0},
+    {"tex_1x1_o3_nobias", {1, 5, 4, 3}, {3, 5, 1, 1}, 1, 1, 0, 1, 0, TETHER_ACT_NONE, 0},
+    {"tex_depthwise_s2", {1, 6, 7, 7}, {6, 1, 3, 3}, 6, 2, 1, 1, 1, TETHER_ACT_CLIP, 0},
+    {"tex_groups2_og4", {1, 4, 6, 6}, {8, 2, 3, 3}, 2, 1, 1, 2, 1, TETHER_ACT_SIGMOID, 0},
+    {"tex_groups3_og2", {1, 6, 5, 5}, {6, 2, 2, 2}, 3, 1, 0, 1, 1, TETHER_ACT_NONE, 0},
+    {"tex_residual_hswish", {1, 4, 5, 5}, {4, 4, 3, 3}, 1, 1, 1, 1, 1, TETHER_ACT_HARD_SWISH, 1},
+    {"tex_depthwise_multiplier2", {1, 3, 6, 6}, {6, 1, 3, 3}, 3, 1, 1, 1, 0, TETHER_ACT_NONE, 0},
+};
+
+/* x -> conv(w const, b const) [-> + residual input] [-> act]: the passes fuse bias, residual and
+ * activation into the conv. */
+static void build_conv(tether_ir_graph *g, const conv_case *c) {
+    assert_int_equal(tether_ir_init(g, c->name), 0);
+    uint32_t seed = 11;
+    int x, w, b = -1, y, r = -1;
+    assert_int_equal(tether_ir_add_tensor(g, "x", TETHER_FLOAT32, 4, c->x, &x), 0);
+    assert_int_equal(tether_ir_add_input(g, x), 0);
+    size_t wn = (size_t)(c->w[0] * c->w[1] * c->w[2] * c->w[3]);
+    float *wv = malloc(wn * sizeof(float));
+    tt_fill(wv, wn, false, &seed);
+    assert_int_equal(
+        tether_ir_add_constant(g, "w", TETHER_FLOAT32, 4, c->w, wv, wn * sizeof(float), &w), 0);
+    free(wv);
+    int in[3] = {x, w, -1};
+    int nin = 2;
+    if (c->bias) {
+        float bv[64];
+        tt_fill(bv, (size_t)c->w[0], false, &seed);
+        assert_int_equal(tether_ir_add_constant(g, "b", TETHER_FLOAT32, 1, &c->w[0], bv,
+                                                (size_t)c->w[0] * sizeof(float), &b),
+                         0);
+        in[nin++] = b;
+    }
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
+    a.groups = c->groups;
+    a.strides[0] = a.strides[1] = c->stride;
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = c->pad;
+    a.dilations[0] = a.dilations[1] = c->dil;
+    assert_int_equal(tether_ir_add_tensor(g, "conv", TETHER_FLOAT32, -1, NULL, &y), 0);
+    int node;
+    assert_int_equal(tether_ir_add_node(g, "conv", TETHER_OP_CONV2D, in, nin, &y, 1, &a, &node), 0);
+    if (tether_ir_infer_node(g, node)) { /* the shape of y, for the residual input */
+        fail_msg("%s: %s", c->name, tether_last_error());
+    }
+    int last = y;
+    if (c->residual) {
+        assert_int_equal(tether_ir_add_tensor(g, "res", TETHER_FLOAT32, g->tensors[y].ndim,
+                                              g->tensors[y].shape, &r),
+                         0);
+        assert_int_equal(tether_ir_add_input(g, r), 0);
+        int s;
+        int ab[2] = {last, r};
+        assert_int_equal(tether_ir_add_tensor(g, "sum", TETHER_FLOAT32, -1, NULL, &s), 0);
+        assert_int_equal(tether_ir_add_node(g, "add", TETHER_OP_ADD, ab, 2, &s, 1, NULL, NULL), 0);
+        last = s;
+    }
+    if (c->act != TETHER_ACT_NONE) {
+        tether_op op = c->act == TETHER_ACT_RELU      ? TETHER_OP_RELU
+                       : c->act == TETHER_ACT_CLIP    ? TETHER_OP_CLIP
+                       : c->act == TETHER_ACT_SIGMOID ? TETHER_OP_SIGMOID
+                                                      : TETHER_OP_HARD_SWISH;
+        tether_ir_attrs aa;
+        tether_ir_attrs_init(op, &aa);
+        aa.min = 0.0f;
+        aa.max = 0.4f;
+        int o;
+        assert_int_equal(tether_ir_add_tensor(g, "act", TETHER_FLOAT32, -1, NULL, &o), 0);
+        assert_int_equal(tether_ir_add_node(g, "act", op, &last, 1, &o, 1, &aa, NULL), 0);
+        last = o;
+    }
+    assert_int_equal(tether_ir_add_output(g, last), 0);
+    if (tether_ir_infer(g)) {
+        fail_msg("%s: %s", c->name, tether_last_error());
+    }
+}
+
+static void test_conv_weights_buffer_and_texture(void **state) {
+    (void)state;
+    for (size_t i = 0; i < sizeof conv_cases / sizeof *conv_cases; i++) {
+        tether_ir_graph g;
+        build_conv(&g, &conv_cases[i]);
+        check_graph(&g, NULL, false, true);
+        check_graph(&g, NULL, true, true);
+        /* the artifact really uses an image and fuses the epilogue into the conv */
+        char dir[128];
+        compile_ocl(&g, true, true, dir, sizeof dir);
+        char p[200], *src;
+        snprintf(p, sizeof p, "%s/m.cl", dir);
+        FILE *f = fopen(p, "r");
+        assert_non_null(f);
+        src = calloc(1, 1 << 16);
+        size_t n = fread(src, 1, (1 << 16) - 1, f);
+        fclose(f);
+        src[n] = 0;
+        assert_non_null(strstr(src, "read_imagef"));
+        assert_non_null(strstr(src, "image2d_t"));
+        int kernels = 0;
+        for (char *s = src; (s = strstr(s, "__kernel")); s++) {
+            kernels++;
+        }
+        assert_int_equal(kernels, 1);
+        free(src);
+        rm_tree(dir);
+        tether_ir_close(&g);
+    }
+}
+
+/* ---- the zoo, after the passes --------------------------------------------------------------- */
+
+static void test_zoo(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    tt_build_zoo(&g);
+    assert_int_equal(tether_ir_infer(&g), 0);
+    check_graph(&g, NULL, false, true);
+    check_graph(&g, NULL, true, true);
+    check_graph(&g, NULL, false, false); /* no passes: batch_norm, bias adds, ... as kernels */
+    tether_ir_close(&g);
+}
+
+/* Graph outputs that are aliases (reshape) of a graph input, of a constant and of another graph
+ * output: each gets a copy kernel from where its root lives (input buffer, params, output). */
+static void test_alias_outputs(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    assert_int_equal(tether_ir_init(&g, "aliases"), 0);
+    int64_t s[2] = {3, 70};
+    int x, c, y, r1, r2, r3;
+    float cv[210];
+    uint32_t seed = 3;
+    tt_fill(cv, 210, false, &seed);
+    assert_int_equal(tether_ir_add_tensor(&g, "x", TETHER_FLOAT32, 2, s, &x), 0);
+    assert_int_equal(tether_ir_add_constant(&g, "c", TETHER_FLOAT32, 2, s, cv, sizeof cv, &c), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "y", TETHER_FLOAT32, -1, NULL, &y), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "r1", TETHER_FLOAT32, -1, NULL, &r1), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "r2", TETHER_FLOAT32, -1, NULL, &r2), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "r3", TETHER_FLOAT32, -1, NULL, &r3), 0);
+    int ab[2] = {x, c};
+    assert_int_equal(tether_ir_add_node(&g, "add", TETHER_OP_ADD, ab, 2, &y, 1, NULL, NULL), 0);
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_RESHAPE, &a);
+    a.nints = 1;
+    a.ints[0] = -1;
+    assert_int_equal(tether_ir_add_node(&g, "rx", TETHER_OP_RESHAPE, &x, 1, &r1, 1, &a, NULL), 0);
+    assert_int_equal(tether_ir_add_node(&g, "rc", TETHER_OP_RESHAPE, &c, 1, &r2, 1, &a, NULL), 0);
+    assert_int_equal(tether_ir_add_node(&g, "ry", TETHER_OP_RESHAPE, &y, 1, &r3, 1, &a, NULL), 0);
+    assert_int_equal(tether_ir_add_input(&g, x), 0);
+    assert_int_equal(tether_ir_add_output(&g, y), 0);
+    assert_int_equal(tether_ir_add_output(&g, r1), 0);
+    assert_int_equal(tether_ir_add_output(&g, r2), 0);
+    assert_int_equal(tether_ir_add_output(&g, r3), 0);
+    if (tether_ir_infer(&g)) {
+        fail_msg("%s", tether_last_error());
+    }
+    check_graph(&g, NULL, false, true);
+    check_graph(&g, NULL, false, false);
+    tether_ir_close(&g);
+}
+
+/* ---- errors ---------------------------------------------------------------------------------- */
+
+/* Nodes the backend has no kernel for (operators newer than it, as a front end may produce one)
+ * fail the compile with one error naming every such node; nothing is written. */
+static void test_unsupported_nodes(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    tt_build_zoo(&g);
+    assert_int_equal(tether_ir_infer(&g), 0);
+    tether_memplan plan;
+    assert_int_equal(tether_memplan_build(&g, NULL, &plan), 0);
+    tether_opencl_output out;
+    assert_int_equal(tether_codegen_opencl(&g, &plan, NULL, &out), 0);
+    assert_true(out.nkernels > 30);
+    tether_opencl_output_close(&out);
+    /* two nodes turned into operators the backend does not know */
+    tether_op saved[2] = {g.nodes[2].op, g.nodes[7].op};
+    g.nodes[2].op = (tether_op)(TETHER_OP_COUNT_ + 3);
+    g.nodes[7].op = (tether_op)(TETHER_OP_COUNT_ + 4);
+    int rc = tether_codegen_opencl(&g, &plan, NULL, &out);
+    assert_int_equal(rc, TETHER_ERR_UNSUPPORTED);
+    const char *msg = tether_error_detail();
+    char n2[160], n7[160];
+    snprintf(n2, sizeof n2, "node '%s'", g.nodes[2].name);
+    snprintf(n7, sizeof n7, "node '%s'", g.nodes[7].name);
+    assert_non_null(strstr(msg, "OpenCL backend has no kernel for 2 nodes"));
+    assert_non_null(strstr(msg, n2));
+    assert_non_null(strstr(msg, n7));
+    assert_null(out.source);
+    g.nodes[2].op = saved[0];
+    g.nodes[7].op = saved[1];
+    tether_memplan_close(&plan);
+    tether_ir_close(&g);
+}
+
+/* A conv whose OIHW4o weight image is wider than the device allows: refused with the limit
+ * before anything is allocated; the same model with buffer weights runs. */
+static void test_image_over_limit(void **state) {
+    (void)state;
+    const tether_device_info *d = tether_session_info(g_s);
+    assert_true(d->image_max_width > 0);
+    int64_t C = d->image_max_width / 9 + 1; /* C/g * 3 * 3 texels > the limit */
+    conv_case c = {"wide", {1, C, 3, 3}, {4, C, 3, 3}, 1, 1, 1, 1, 1, TETHER_ACT_NONE, 0};
+    tether_ir_graph g;
+    build_conv(&g, &c);
+    char dir[128];
+    compile_ocl(&g, true, true, dir, sizeof dir);
+    tether_ocl_artifact *a;
+    assert_int_equal(tether_ocl_artifact_load(dir, &a), 0);
+    int rc = tether_ocl_artifact_prepare(a, g_s);
+    char msg[TETHER_ERROR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", tether_last_error());
+    tether_ocl_artifact_free(a);
+    assert_int_equal(tether_session_reset(g_s), 0);
+    assert_int_equal(rc, TETHER_ERR_LIMIT);
+    char want[128];
+    snprintf(want, sizeof want, "texture:weight image width %lld exceeds the device limit",
+             (long long)(C * 9));
+    assert_non_null(strstr(msg, want));
+    assert_non_null(strstr(msg, "CL_DEVICE_IMAGE2D_MAX_WIDTH"));
+    assert_non_null(strstr(msg, "w (node 'conv')"));
+    rm_tree(dir);
+    check_graph(&g, NULL, false, true);
+    tether_ir_close(&g);
+}
+
+/* ---- the CLI: KWS over local: and TCP, reference, bench, errors ---------------------------- */
+
+static int run_cli(char *out, size_t cap, const char *fmt, ...) {
+    char args[2048], cmd[4096], of[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(of, sizeof of, "%s/cli.txt", g_tmp);
+    snprintf(cmd, sizeof cmd, "cd '%s' && TETHER_TETHERD='%s' '%s' %s > '%s' 2>&1", g_tmp,
+             k_tetherd, TETHER_CLI, args, of);
+    int st = system(cmd);
+    FILE *f = fopen(of, "r");
+    size_t n = f ? fread(out, 1, cap - 1, f) : 0;
+    if (f) {
+        fclose(f);
+    }
+    out[n] = 0;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void load_npy(const char *name, tether_npy *n) {
+    char p[200];
+    snprintf(p, sizeof p, "%s/%s", g_tmp, name);
+    if (tether_npy_read(p, n)) {
+        fail_msg("%s", tether_last_error());
+    }
+}
+
+static void expect_equal_npy(const char *a, const char *b, double tol) {
+    tether_npy x, y;
+    load_npy(a, &x);
+    load_npy(b, &y);
+    assert_int_equal(x.nbytes, y.nbytes);
+    assert_int_equal(x.ndim, y.ndim);
+    const float *p = x.data, *q = y.data;
+    for (size_t i = 0; i < x.nbytes / 4; i++) {
+        if (!(fabs((double)p[i] - q[i]) <= tol)) {
+            fail_msg("%s vs %s: [%zu] %g != %g", a, b, i, (double)p[i], (double)q[i]);
+        }
+    }
+    tether_npy_free(&x);
+    tether_npy_free(&y);
+}
+
+static void test_kws_cli(void **state) {
+    (void)state;
+    static char o[16384];
+    const char *kws = TETHER_SOURCE_DIR "/examples/kws/kws.json";
+    float x[490];
+    uint32_t seed = 5;
+    tt_fill(x, 490, false, &seed);
+    int64_t xs[4] = {1, 1, 49, 10};
+    char p[200];
+    snprintf(p, sizeof p, "%s/x.npy", g_tmp);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, xs, 4, x), 0);
+    assert_int_equal(run_cli(o, sizeof o, "run '%s' --reference --in x.npy --out ref.npy", kws), 0);
+    /* buffer weights */
+    if (run_cli(o, sizeof o, "compile '%s' -o kws_buf --backend opencl --prefix kws", kws)) {
+        fail_msg("%s", o);
+    }
+    assert_non_null(strstr(o, "OpenCL kernels"));
+    if (run_cli(o, sizeof o, "run kws_buf --in x.npy --out buf.npy")) {
+        fail_msg("%s", o);
+    }
+    assert_non_null(strstr(o, "kws (OpenCL): 3 kernels in"));
+    expect_equal_npy("buf.npy", "ref.npy", 1e-4);
+    /* texture weights */
+    if (run_cli(o, sizeof o,
+                "compile '%s' -o kws_tex --backend opencl --texture-weights --prefix kws", kws)) {
+        fail_msg("%s", o);
+    }
+    if (run_cli(o, sizeof o, "run kws_tex --in x.npy --out tex.npy")) {
+        fail_msg("%s", o);
+    }
+    expect_equal_npy("tex.npy", "ref.npy", 1e-4);
+    snprintf(p, sizeof p, "%s/kws_tex/metadata.json", g_tmp);
+    char *meta = NULL;
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    meta = calloc(1, 65536);
+    assert_true(fread(meta, 1, 65535, f) > 0);
+    fclose(f);
+    assert_non_null(strstr(meta, "\"texture:weight\""));
+    assert_non_null(strstr(meta, "\"OIHW4o\""));
+    free(meta);
+    /* bench: the sum of the kernels' times and one line per kernel */
+    if (run_cli(o, sizeof o, "bench kws_tex --in x.npy --number 3 --repeat 2")) {
+        fail_msg("%s", o);
+    }
+    assert_non_null(strstr(o, "kws (OpenCL, 3 kernels): 2 repeats x"));
+    assert_non_null(strstr(o, "kernel kws_conv1"));
+    assert_non_null(strstr(o, "kernel kws_softmax"));
+    /* over TCP to a tetherd on 127.0.0.1 */
+    test_daemon d;
+    assert_int_equal(daemon_start(&d, NULL), 0);
+    int rc1 = run_cli(o, sizeof o, "run --device %s kws_buf --in x.npy --out tcp_buf.npy", d.url);
+    char o1[2048];
+    snprintf(o1, sizeof o1, "%.2000s", o);
+    int rc2 = run_cli(o, sizeof o, "run --device %s kws_tex --in x.npy --out tcp_tex.npy", d.url);
+    daemon_stop(&d);
+    if (rc1 || rc2) {
+        fail_msg("tcp: %s / %s", o1, o);
+    }
+    expect_equal_npy("tcp_buf.npy", "ref.npy", 1e-4);
+    expect_equal_npy("tcp_tex.npy", "ref.npy", 1e-4);
+    /* a device without OpenCL refuses the artifact with the reason */
+    static const char *const noocl[] = {"--no-opencl", NULL};
+    assert_int_equal(daemon_start(&d, noocl), 0);
+    int rc3 = run_cli(o, sizeof o, "run --device %s kws_buf --in x.npy --out no.npy", d.url);
+    daemon_stop(&d);
+    assert_int_equal(rc3, 1);
+    assert_non_null(strstr(o, "has no OpenCL layer"));
+    snprintf(p, sizeof p, "%s/no.npy", g_tmp);
+    assert_int_equal(access(p, F_OK), -1);
+    /* a wrong input shape is named before the device is contacted */
+    int64_t bad[2] = {49, 10};
+    snprintf(p, sizeof p, "%s/bad.npy", g_tmp);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, bad, 2, x), 0);
+    assert_int_equal(run_cli(o, sizeof o, "run kws_buf --in bad.npy --out b.npy"), 1);
+    assert_non_null(strstr(o, "bad.npy: shape [49,10], but model input 'mfcc' is [1,1,49,10]"));
+    assert_int_equal(run_cli(o, sizeof o, "run kws_buf"), 2);
+}
+
+static void test_cli_errors(void **state) {
+    (void)state;
+    static char o[16384];
+    const char *kws = TETHER_SOURCE_DIR "/examples/kws/kws.json";
+    assert_int_equal(run_cli(o, sizeof o, "compile '%s' -o e1 --backend cuda", kws), 2);
+    assert_non_null(strstr(o, "unknown backend 'cuda'"));
+    assert_int_equal(run_cli(o, sizeof o, "compile '%s' -o e1 --texture-weights", kws), 2);
+    assert_non_null(strstr(o, "--texture-weights needs --backend opencl"));
+    assert_int_equal(run_cli(o, sizeof o, "compile '%s' -o e1 --backend opencl --abi packed", kws),
+                     2);
+    assert_non_null(strstr(o, "--abi applies to the C backend"));
+    assert_int_equal(
+        run_cli(o, sizeof o, "compile '%s' -o e1 --backend opencl --local-size 0", kws), 2);
+    char p[200];
+    snprintf(p, sizeof p, "%s/e1", g_tmp);
+    assert_int_equal(access(p, F_OK), -1);
+    /* an OpenCL artifact with a texture image over the limit, through the CLI */
+    const tether_device_info *d = tether_session_info(g_s);
+    int64_t C = d->image_max_width / 9 + 1;
+    conv_case c = {"wide", {1, C, 3, 3}, {4, C, 3, 3}, 1, 1, 1, 1, 1, TETHER_ACT_NONE, 0};
+    tether_ir_graph g;
+    build_conv(&g, &c);
+    char dir[128];
+    compile_ocl(&g, true, true, dir, sizeof dir);
+    float *x = calloc((size_t)(C * 9), sizeof(float));
+    snprintf(p, sizeof p, "%s/wide.npy", g_tmp);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, c.x, 4, x), 0);
+    free(x);
+    assert_int_equal(run_cli(o, sizeof o, "run '%s' --in wide.npy --out wide_y.npy", dir), 1);
+    assert_non_null(strstr(o, "tether run: w (node 'conv'): texture:weight image width"));
+    assert_non_null(strstr(o, "CL_DEVICE_IMAGE2D_MAX_WIDTH"));
+    assert_non_null(strstr(o, "compile without --texture-weights"));
+    snprintf(p, sizeof p, "%s/wide_y.npy", g_tmp);
+    assert_int_equal(access(p, F_OK), -1);
+    rm_tree(dir);
+    tether_ir_close(&g);
+}
+
+int main(void) {
+    snprintf(g_tmp, sizeof g_tmp, "/tmp/toclcgXXXXXX");
+    if (!mkdtemp(g_tmp)) {
+        return 1;
+    }
+    if (open_local(&g_s)) {
+        fprintf(stderr, "cannot start tetherd: %s\n", tether_last_error());
+        rm_tree(g_tmp);
+        return 1;
+    }
+    if (!tether_session_info(g_s)->opencl) {
+        printf("skipped: tetherd reports no OpenCL device (no OpenCL platform with image support "
+               "on this machine)\n");
+        tether_session_close(g_s);
+        rm_tree(g_tmp);
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_operator),
+        cmocka_unit_test(test_conv_weights_buffer_and_texture),
+        cmocka_unit_test(test_zoo),
+        cmocka_unit_test(test_alias_outputs),
+        cmocka_unit_test(test_unsupported_nodes),
+        cmocka_unit_test(test_image_over_limit),
+        cmocka_unit_test(test_kws_cli),
+        cmocka_unit_test(test_cli_errors),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    tether_session_close(g_s);
+    rm_tree(g_tmp);
+    return rc;
+}
