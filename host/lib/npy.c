@@ -31,19 +31,6 @@ static const char *skip_ws(const char *p, const char *end) {
     return p;
 }
 
-/* Finds the value text after 'key': in the header dict. */
-static const char *find_key(const char *h, const char *end, const char *key) {
-    size_t kl = strlen(key);
-    for (const char *p = h; p + kl + 2 <= end; p++) {
-        if ((*p == '\'' || *p == '"') && memcmp(p + 1, key, kl) == 0 && p[kl + 1] == *p) {
-            const char *q = skip_ws(p + kl + 2, end);
-            if (q < end && *q == ':')
-                return skip_ws(q + 1, end);
-        }
-    }
-    return NULL;
-}
-
 int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *out) {
     const uint8_t *b = buf;
     memset(out, 0, sizeof *out);
@@ -66,65 +53,127 @@ int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *
     if (hlen > len - hoff)
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: truncated .npy header", what);
     const char *h = (const char *)b + hoff, *end = h + hlen;
+    /* The header is a Python dict literal with exactly the keys descr, fortran_order and shape,
+     * each once, followed by padding (spaces and a newline) only. */
     const char *p = skip_ws(h, end);
     if (p >= end || *p != '{')
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header is not a dict", what);
-    const char *d = find_key(h, end, "descr");
-    if (!d || (*d != '\'' && *d != '"'))
-        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header has no 'descr'", what);
-    const char *de = memchr(d + 1, *d, (size_t)(end - d - 1));
-    if (!de)
-        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header: unterminated descr",
-                                what);
-    int found = -1;
-    for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++)
-        if ((size_t)(de - d - 1) == strlen(k_types[i].descr) &&
-            memcmp(d + 1, k_types[i].descr, (size_t)(de - d - 1)) == 0)
-            found = (int)i;
-    if (found < 0)
-        return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "%s: dtype '%.*s' is not supported (float32, float64, int8, "
-                                "uint8, int32, int64, little-endian)",
-                                what, (int)(de - d - 1 > 16 ? 16 : de - d - 1), d + 1);
-    const char *fo = find_key(h, end, "fortran_order");
-    if (!fo)
-        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header has no 'fortran_order'",
-                                what);
-    if (end - fo >= 4 && memcmp(fo, "True", 4) == 0)
-        return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "%s: Fortran-order arrays are not supported (save with C order, "
-                                "e.g. np.ascontiguousarray)",
-                                what);
-    if (!(end - fo >= 5 && memcmp(fo, "False", 5) == 0))
-        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: bad fortran_order value", what);
-    const char *sh = find_key(h, end, "shape");
-    if (!sh || *sh != '(')
-        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header has no 'shape' tuple",
-                                what);
-    p = sh + 1;
-    int ndim = 0;
+    p++;
+    int found = -1, fortran = -1, ndim = -1;
     for (;;) {
         p = skip_ws(p, end);
-        if (p >= end)
-            return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: unterminated shape", what);
-        if (*p == ')')
+        if (p < end && *p == '}')
             break;
-        if (!isdigit((unsigned char)*p))
-            return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: bad shape in .npy header", what);
-        if (ndim >= TETHER_MAX_NDIM)
-            return tether_set_error(TETHER_ERR_LIMIT, "%s: more than %d dimensions", what,
-                                    TETHER_MAX_NDIM);
-        int64_t v = 0;
-        while (p < end && isdigit((unsigned char)*p)) {
-            if (v > (INT64_MAX - 9) / 10)
-                return tether_set_error(TETHER_ERR_LIMIT, "%s: shape extent too large", what);
-            v = v * 10 + (*p++ - '0');
+        if (p >= end || (*p != '\'' && *p != '"'))
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header dict is malformed",
+                                    what);
+        const char *ke = memchr(p + 1, *p, (size_t)(end - p - 1));
+        if (!ke)
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header: unterminated key",
+                                    what);
+        const char *key = p + 1;
+        size_t klen = (size_t)(ke - key);
+        p = skip_ws(ke + 1, end);
+        if (p >= end || *p != ':')
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header: no ':' after '%.*s'",
+                                    what, (int)(klen > 20 ? 20 : klen), key);
+        p = skip_ws(p + 1, end);
+        if (klen == 5 && !memcmp(key, "descr", 5)) {
+            if (found != -1)
+                return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header: 'descr' twice",
+                                        what);
+            if (p >= end || (*p != '\'' && *p != '"'))
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "%s: .npy header: descr is not a string", what);
+            const char *de = memchr(p + 1, *p, (size_t)(end - p - 1));
+            if (!de)
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "%s: .npy header: unterminated descr", what);
+            found = -2;
+            for (size_t t = 0; t < sizeof k_types / sizeof k_types[0]; t++)
+                if ((size_t)(de - p - 1) == strlen(k_types[t].descr) &&
+                    memcmp(p + 1, k_types[t].descr, (size_t)(de - p - 1)) == 0)
+                    found = (int)t;
+            if (found < 0)
+                return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                        "%s: dtype '%.*s' is not supported (float32, float64, "
+                                        "int8, uint8, int32, int64, little-endian)",
+                                        what, (int)(de - p - 1 > 16 ? 16 : de - p - 1), p + 1);
+            p = de + 1;
+        } else if (klen == 13 && !memcmp(key, "fortran_order", 13)) {
+            if (fortran != -1)
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "%s: .npy header: 'fortran_order' twice", what);
+            if (end - p >= 4 && memcmp(p, "True", 4) == 0)
+                return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                        "%s: Fortran-order arrays are not supported (save with C "
+                                        "order, e.g. np.ascontiguousarray)",
+                                        what);
+            if (!(end - p >= 5 && memcmp(p, "False", 5) == 0))
+                return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: bad fortran_order value",
+                                        what);
+            fortran = 0;
+            p += 5;
+        } else if (klen == 5 && !memcmp(key, "shape", 5)) {
+            if (ndim != -1)
+                return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header: 'shape' twice",
+                                        what);
+            if (p >= end || *p != '(')
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "%s: .npy header has no 'shape' tuple", what);
+            p++;
+            ndim = 0;
+            for (;;) {
+                p = skip_ws(p, end);
+                if (p >= end)
+                    return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: unterminated shape", what);
+                if (*p == ')')
+                    break;
+                if (!isdigit((unsigned char)*p))
+                    return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: bad shape in .npy header",
+                                            what);
+                if (ndim >= TETHER_MAX_NDIM)
+                    return tether_set_error(TETHER_ERR_LIMIT, "%s: more than %d dimensions", what,
+                                            TETHER_MAX_NDIM);
+                int64_t v = 0;
+                while (p < end && isdigit((unsigned char)*p)) {
+                    if (v > (INT64_MAX - 9) / 10)
+                        return tether_set_error(TETHER_ERR_LIMIT, "%s: shape extent too large",
+                                                what);
+                    v = v * 10 + (*p++ - '0');
+                }
+                out->shape[ndim++] = v;
+                p = skip_ws(p, end);
+                if (p < end && *p == ',')
+                    p++;
+                else if (p < end && *p != ')')
+                    return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: bad shape in .npy header",
+                                            what);
+            }
+            p++;
+        } else {
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header: unknown key '%.*s'",
+                                    what, (int)(klen > 20 ? 20 : klen), key);
         }
-        out->shape[ndim++] = v;
         p = skip_ws(p, end);
         if (p < end && *p == ',')
             p++;
+        else if (p >= end || *p != '}')
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header dict is malformed",
+                                    what);
     }
+    for (p++; p < end; p++)
+        if (*p != ' ' && *p != '\n' && *p != '\t' && *p != '\r')
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header: text after the dict",
+                                    what);
+    if (found < 0)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header has no 'descr'", what);
+    if (fortran < 0)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header has no 'fortran_order'",
+                                what);
+    if (ndim < 0)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header has no 'shape' tuple",
+                                what);
     DLDataType dt = {k_types[found].code, k_types[found].bits, 1};
     size_t nbytes;
     if (tether_shape_bytes(out->shape, ndim, dt, &nbytes))

@@ -108,6 +108,20 @@ static void test_malformed(void **state) {
     expect_err("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }\n", 4,
                TETHER_ERR_LIMIT, "");
     expect_err("[1, 2]\n", 0, TETHER_ERR_INVALID_ARG, "not a dict");
+    /* the dict is parsed, not searched: extra or repeated keys, no closing brace, trailing text,
+     * a key hidden inside another value */
+    expect_err("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'extra': 1}\n", 4,
+               TETHER_ERR_INVALID_ARG, "unknown key 'extra'");
+    expect_err("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}\n", 4,
+               TETHER_ERR_INVALID_ARG, "'descr' twice");
+    expect_err("{'descr': '<f4', 'fortran_order': False, 'shape': (1,)\n", 4,
+               TETHER_ERR_INVALID_ARG, "malformed");
+    expect_err("{'descr': '<f4', 'fortran_order': False, 'shape': (1,)} x\n", 4,
+               TETHER_ERR_INVALID_ARG, "text after the dict");
+    expect_err("{'descr': '<f4', 'fortran_order': False, 'x': \"'shape': (1,)\"}\n", 4,
+               TETHER_ERR_INVALID_ARG, "unknown key 'x'");
+    expect_err("{'descr': '<f4', 'fortran_order': False, 'shape': (1 2,)}\n", 4,
+               TETHER_ERR_INVALID_ARG, "bad shape");
     /* bad magic, truncated header, unknown version */
     tether_npy out;
     assert_int_equal(tether_npy_parse("hello world!", 12, "t.npy", &out), TETHER_ERR_INVALID_ARG);
