@@ -904,6 +904,18 @@ static int run_artifact(run_args *r, const char *dir, int bench) {
                 *entry = cJSON_GetObjectItem(md, "entry"), *ins = cJSON_GetObjectItem(md, "inputs"),
                 *outs = cJSON_GetObjectItem(md, "outputs");
     const cJSON *ename = entry ? cJSON_GetObjectItem(entry, "name") : NULL;
+    const cJSON *ver = cJSON_GetObjectItem(md, "version");
+    if (md && cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "tether-artifact") &&
+        (!cJSON_IsNumber(ver) || ver->valuedouble != 1)) {
+        fail(1, "%s: metadata.json: artifact format version %g, this tether reads version 1", dir,
+             cJSON_IsNumber(ver) ? ver->valuedouble : 0.0);
+        goto out;
+    }
+    if (md && cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "tether-artifact") &&
+        cJSON_IsNull(lib)) {
+        fail(1, "%s: the artifact was compiled with --no-build: it has no library to run", dir);
+        goto out;
+    }
     if (!md || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tether-artifact") ||
         !cJSON_IsString(lib) || !cJSON_IsString(ename) || !cJSON_IsArray(ins) ||
         !cJSON_IsArray(outs)) {

@@ -293,6 +293,16 @@ static void test_run_reference(void **state) {
     /* an input that is not a regular file */
     assert_int_equal(tether(&o, "run blob --in /dev/zero --out b2.npy"), 1);
     assert_non_null(strstr(o, "not a regular file"));
+    /* artifacts this tether cannot run say why */
+    if (tether(&o, "compile '%s' -o nobuild --no-build --quiet", kws))
+        fail_msg("%s", o);
+    assert_int_equal(tether(&o, "run nobuild --in mfcc.npy"), 1);
+    assert_non_null(strstr(o, "compiled with --no-build"));
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && sed -i 's/\"version\":\t1,/\"version\":\t99,/' blob/metadata.json", g_dir);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(tether(&o, "run blob --in mfcc.npy"), 1);
+    assert_non_null(strstr(o, "format version 99"));
     /* wrong input shape: named, nothing written */
     snprintf(p, sizeof p, "%s/mfcc.npy", g_dir);
     int64_t bad[] = {1, 49, 10};
