@@ -378,6 +378,8 @@ typedef struct run_args {
     int nscalars;
     int reference;              /* --reference: run a model on the host's reference interpreter */
     const char *compile_target; /* --target: compile a model for it (default: for the device) */
+    int opencl;                 /* --backend opencl: compile a model to OpenCL kernels */
+    int texture_weights;        /* --texture-weights: ... with conv weights in images */
     const char *abi;            /* --abi: ABI of a compiled model (default: the compiler's) */
     const char *input_shapes[MAX_IO]; /* --input-shape NAME=D0xD1...: dynamic model dims */
     int ninput_shapes;
@@ -480,6 +482,8 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 "  --in FILE    .npy, or .pb (onnx.TensorProto)\n"
                 "  --target NAME, --abi packed|unpacked  how a MODEL is compiled (default: for\n"
                 "               the device, e.g. cortex-m3 for an MCU board; the compiler's ABI)\n"
+                "  --backend c|opencl [--texture-weights]  compile a MODEL to a C library\n"
+                "               (default) or to OpenCL kernels run on the device's OpenCL layer\n"
                 "  --firmware PATH  firmware.json (or its folder) of an MCU device, for linking\n"
                 "               .o/.a/artifacts at its load region (default: $TETHER_FIRMWARE,\n"
                 "               then the build tree)\n"
@@ -544,6 +548,13 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
             i++;
         } else if (!bench && !strcmp(a, "--reference")) {
             r->reference = 1;
+        } else if (!strcmp(a, "--backend")) {
+            if (!v || (strcmp(v, "c") && strcmp(v, "opencl")))
+                return fail(2, "--backend wants c or opencl");
+            r->opencl = !strcmp(v, "opencl");
+            i++;
+        } else if (!strcmp(a, "--texture-weights")) {
+            r->texture_weights = 1;
         } else if (!strcmp(a, "--target") || !strcmp(a, "--abi")) {
             if (!v)
                 return fail(2, "%s needs a value", a);
@@ -1165,7 +1176,14 @@ static int cmd_run(int argc, char **argv, int bench) {
         if (r.abi)
             tether_abi_parse(r.abi, &o.codegen.abi);
         char probed[64];
-        if (r.compile_target) {
+        if (r.texture_weights && !r.opencl)
+            return fail(2, "--texture-weights needs --backend opencl");
+        if (r.opencl) {
+            if (r.abi || r.compile_target)
+                return fail(2, "--abi and --target apply to the C backend, not --backend opencl");
+            o.backend = TETHER_BACKEND_OPENCL;
+            o.opencl.texture_weights = r.texture_weights;
+        } else if (r.compile_target) {
             const tether_target *t;
             if (tether_target_find(r.compile_target, &t))
                 return fail(2, "--target: %s", tether_last_error());

@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "opencl_artifact.h"
 
 #ifdef TETHER_HAVE_COMPILER
 #include "tether/compiler.h"
@@ -155,20 +156,24 @@ typedef struct ab_args {
     uint32_t number, repeat, min_repeat_ms;
     double rtol, atol;
     int opt_level;
+    int opencl; /* --opencl: also the OpenCL backend, buffer and texture weights */
 } ab_args;
 
 static const char ab_usage[] =
     "usage: tether ab MODEL [--device URL] [--token-file FILE] [--timeout-ms MS]\n"
     "                 [--target T] [--opt-level 0|1|2|3|s] [--in x.npy ...] [-o DIR]\n"
     "                 [--number N] [--repeat R] [--min-repeat-ms MS] [--rtol R] [--atol A]\n"
-    "                 [--json FILE]\n"
+    "                 [--json FILE] [--opencl]\n"
     "  Compiles MODEL with the unpacked and the packed ABI for the target (default\n"
     "  x86_64-linux), runs both on the device (default local:), compares every output with\n"
     "  the reference interpreter and prints code size, static stack, measured stack\n"
     "  high-water mark and latency side by side. Without --in, inputs are generated\n"
     "  (uniform in [-1, 1), fixed seed). -o keeps the artifacts and inputs in DIR; --json\n"
     "  writes the table as JSON. Exit code 1 when an ABI's outputs differ from the\n"
-    "  interpreter (rtol 1e-4, atol 1e-5 by default).\n";
+    "  interpreter (rtol 1e-4, atol 1e-5 by default).\n"
+    "  --opencl also compiles MODEL with the OpenCL backend (buffer and texture weights), runs\n"
+    "  both on the device's OpenCL layer and adds them to the comparison (time = sum of the\n"
+    "  kernels' profiled times).\n";
 
 static int parse_num(const char *opt, const char *v, double lo, double hi, double *out) {
     char *end;
@@ -194,6 +199,10 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             fputs(ab_usage, stdout);
             return 1;
+        }
+        if (!strcmp(o, "--opencl")) {
+            a->opencl = 1;
+            continue;
         }
         if (o[0] != '-') {
             if (a->model)
@@ -365,6 +374,52 @@ static void print_table(const ab_args *a, const tether_ir_graph *g, ab_side *s) 
            s[0].run.time.repeat, s[0].run.time.number);
 }
 
+/* The OpenCL sides (s[2] buffers, s[3] texture weights) against the unpacked ABI. */
+static void print_opencl(const ab_side *s, const int *kernels) {
+    char x[64], y[64], r[80];
+    printf("\nOpenCL backend on the same device (time = sum of the kernels' profiled times)\n");
+    row("", "buffer weights", "texture weights", "vs unpacked");
+    row("outputs equal the interpreter", s[2].equal ? "yes" : "NO", s[3].equal ? "yes" : "NO", "");
+    snprintf(x, sizeof x, "%.3g", s[2].max_abs);
+    snprintf(y, sizeof y, "%.3g", s[3].max_abs);
+    row("  max |difference|", x, y, "");
+    snprintf(x, sizeof x, "%d", kernels[0]);
+    snprintf(y, sizeof y, "%d", kernels[1]);
+    row("kernels", x, y, "");
+    snprintf(x, sizeof x, "%zu", s[2].comp.params_bytes);
+    snprintf(y, sizeof y, "%zu", s[3].comp.params_bytes);
+    row("params (bytes)", x, y, "");
+    snprintf(x, sizeof x, "%lld", (long long)s[2].comp.workspace_size);
+    snprintf(y, sizeof y, "%lld", (long long)s[3].comp.workspace_size);
+    row("workspace (bytes)", x, y, "");
+    snprintf(x, sizeof x, "%.2f", s[2].run.time.median * 1e6);
+    snprintf(y, sizeof y, "%.2f", s[3].run.time.median * 1e6);
+    char r1[32], r2[32];
+    ratio_str(r1, sizeof r1, s[2].run.time.median, s[0].run.time.median);
+    ratio_str(r2, sizeof r2, s[3].run.time.median, s[0].run.time.median);
+    snprintf(r, sizeof r, "%s / %s", r1, r2);
+    row("latency median (us)", x, y, r);
+    snprintf(x, sizeof x, "%.2f..%.2f", s[2].run.time.min * 1e6, s[2].run.time.max * 1e6);
+    snprintf(y, sizeof y, "%.2f..%.2f", s[3].run.time.min * 1e6, s[3].run.time.max * 1e6);
+    row("  min..max over repeats", x, y, "");
+}
+
+static cJSON *opencl_json(const ab_side *s, const char *weights, int kernels) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "weights", weights);
+    cJSON_AddBoolToObject(o, "outputs_equal", s->equal);
+    cJSON_AddNumberToObject(o, "max_abs_difference", s->max_abs);
+    cJSON_AddNumberToObject(o, "kernels", kernels);
+    cJSON_AddNumberToObject(o, "params_bytes", (double)s->comp.params_bytes);
+    cJSON_AddNumberToObject(o, "workspace_bytes", (double)s->comp.workspace_size);
+    cJSON_AddNumberToObject(o, "first_call_us", (double)s->run.call.elapsed_ns / 1e3);
+    cJSON_AddNumberToObject(o, "latency_median_us", s->run.time.median * 1e6);
+    cJSON_AddNumberToObject(o, "latency_mean_us", s->run.time.mean * 1e6);
+    cJSON_AddNumberToObject(o, "latency_min_us", s->run.time.min * 1e6);
+    cJSON_AddNumberToObject(o, "latency_max_us", s->run.time.max * 1e6);
+    return o;
+}
+
 static cJSON *side_json(const ab_side *s) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "abi", tether_abi_name(s->abi));
@@ -391,7 +446,7 @@ static cJSON *side_json(const ab_side *s) {
     return o;
 }
 
-static int write_json(const ab_args *a, const ab_side *s) {
+static int write_json(const ab_args *a, const ab_side *s, const int *kernels) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", a->model);
     cJSON_AddStringToObject(root, "target", a->target);
@@ -401,6 +456,11 @@ static int write_json(const ab_args *a, const ab_side *s) {
     cJSON *arr = cJSON_AddArrayToObject(root, "abis");
     cJSON_AddItemToArray(arr, side_json(&s[0]));
     cJSON_AddItemToArray(arr, side_json(&s[1]));
+    if (a->opencl) {
+        cJSON *ocl = cJSON_AddArrayToObject(root, "opencl");
+        cJSON_AddItemToArray(ocl, opencl_json(&s[2], "buffer", kernels[0]));
+        cJSON_AddItemToArray(ocl, opencl_json(&s[3], "texture", kernels[1]));
+    }
     char *txt = cJSON_Print(root);
     cJSON_Delete(root);
     if (!txt)
@@ -438,8 +498,9 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     tether_npy in[TETHER_CLI_MAX_IO], ref[TETHER_CLI_MAX_IO];
     memset(in, 0, sizeof in);
     memset(ref, 0, sizeof ref);
-    ab_side s[2];
+    ab_side s[4]; /* unpacked, packed; with --opencl: OpenCL buffer and texture weights */
     memset(s, 0, sizeof s);
+    int kernels[2] = {0, 0};
     if (check_float_model(a.model, &g))
         goto done;
     if (a.nin && a.nin != g.ninputs) {
@@ -487,10 +548,33 @@ int tether_cli_cmd_ab(int argc, char **argv) {
         s[k].ran = 1;
         compare(&s[k], ref, g.noutputs, a.rtol, a.atol);
     }
+    for (int k = 2; a.opencl && k < 4; k++) {
+        snprintf(s[k].dir, sizeof s[k].dir, "%s/%s", dir, k == 2 ? "opencl" : "opencl_texture");
+        tether_compile_options o;
+        tether_compile_options_init(&o);
+        o.backend = TETHER_BACKEND_OPENCL;
+        o.opencl.texture_weights = k == 3;
+        if (tether_compile_model(a.model, s[k].dir, &o, &s[k].comp)) {
+            fail(1, "compile (OpenCL): %s", tether_error_detail());
+            goto done;
+        }
+        if (tether_cli_run_artifact(&a.dev, s[k].dir, a.nin, a.in, a.number, a.repeat,
+                                    a.min_repeat_ms, &s[k].run))
+            goto done;
+        s[k].ran = 1;
+        compare(&s[k], ref, g.noutputs, a.rtol, a.atol);
+        tether_ocl_artifact *art;
+        if (!tether_ocl_artifact_load(s[k].dir, &art)) {
+            kernels[k - 2] = tether_ocl_artifact_num_steps(art);
+            tether_ocl_artifact_free(art);
+        }
+    }
     print_table(&a, &g, s);
-    if (a.json && write_json(&a, s))
+    if (a.opencl)
+        print_opencl(s, kernels);
+    if (a.json && write_json(&a, s, kernels))
         goto done;
-    rc = s[0].equal && s[1].equal ? 0 : 1;
+    rc = s[0].equal && s[1].equal && (!a.opencl || (s[2].equal && s[3].equal)) ? 0 : 1;
     if (rc)
         fail(1, "outputs differ from the reference interpreter (rtol %g, atol %g)", a.rtol, a.atol);
 done:
@@ -498,8 +582,8 @@ done:
         tether_npy_free(&in[i]);
         tether_npy_free(&ref[i]);
     }
-    tether_cli_report_free(&s[0].run);
-    tether_cli_report_free(&s[1].run);
+    for (int k = 0; k < 4; k++)
+        tether_cli_report_free(&s[k].run);
     if (made_tmp)
         tether_cli_tempdir_remove(dir);
     tether_ir_close(&g);
