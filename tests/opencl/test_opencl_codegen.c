@@ -768,6 +768,30 @@ static void test_alias_outputs(void **state) {
     tether_ir_close(&g);
 }
 
+/* Empty tensors flow only into empty outputs: no kernel, an object to bind all the same. */
+static void test_empty_tensors(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    assert_int_equal(tether_ir_init(&g, "empty"), 0);
+    int64_t sx[2] = {2, 0}, sz[2] = {2, 3};
+    int x, z, a, c;
+    assert_int_equal(tether_ir_add_tensor(&g, "x", TETHER_FLOAT32, 2, sx, &x), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "z", TETHER_FLOAT32, 2, sz, &z), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "a", TETHER_FLOAT32, -1, NULL, &a), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "c", TETHER_FLOAT32, -1, NULL, &c), 0);
+    assert_int_equal(tether_ir_add_node(&g, "relu", TETHER_OP_RELU, &x, 1, &a, 1, NULL, NULL), 0);
+    assert_int_equal(tether_ir_add_node(&g, "sig", TETHER_OP_SIGMOID, &z, 1, &c, 1, NULL, NULL), 0);
+    assert_int_equal(tether_ir_add_input(&g, x), 0);
+    assert_int_equal(tether_ir_add_input(&g, z), 0);
+    assert_int_equal(tether_ir_add_output(&g, a), 0);
+    assert_int_equal(tether_ir_add_output(&g, c), 0);
+    if (tether_ir_infer(&g)) {
+        fail_msg("%s", tether_last_error());
+    }
+    check_graph(&g, NULL, false, true);
+    tether_ir_close(&g);
+}
+
 /* ---- errors ---------------------------------------------------------------------------------- */
 
 /* Nodes the backend has no kernel for (operators newer than it, as a front end may produce one)
@@ -1060,6 +1084,7 @@ int main(void) {
         cmocka_unit_test(test_conv_weights_buffer_and_texture),
         cmocka_unit_test(test_zoo),
         cmocka_unit_test(test_alias_outputs),
+        cmocka_unit_test(test_empty_tensors),
         cmocka_unit_test(test_unsupported_nodes),
         cmocka_unit_test(test_image_over_limit),
         cmocka_unit_test(test_kws_cli),

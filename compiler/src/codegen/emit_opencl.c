@@ -591,7 +591,9 @@ static void kref_add(kern *k, int tensor, loc at, int write, const char *name) {
     r->at = at;
     r->write = write;
     snprintf(r->name, sizeof r->name, "%s", name);
-    kmem_add(k->st, at.mem);
+    if (at.mem >= 0) {
+        kmem_add(k->st, at.mem);
+    }
 }
 
 static const char *mem_role(const ocl *e, int m) {
@@ -624,6 +626,11 @@ static void kernel_open(ocl *e, kern *k, const char *comment) {
     close_block(e);
     for (int r = 0; r < k->nrefs; r++) {
         const kref *x = &k->refs[r];
+        if (x->at.mem < 0) {
+            /* an empty tensor without storage: the body never dereferences it */
+            line(e, "const __global float *%s = 0;", x->name);
+            continue;
+        }
         if (e->mems[x->at.mem].kind == MEM_IMAGE) {
             continue;
         }
