@@ -1040,6 +1040,24 @@ static void test_cli_errors(void **state) {
     char p[200];
     snprintf(p, sizeof p, "%s/e1", g_tmp);
     assert_int_equal(access(p, F_OK), -1);
+    /* a damaged artifact is refused with the reason before the device is contacted */
+    assert_int_equal(run_cli(o, sizeof o, "compile '%s' -o dmg --backend opencl --quiet", kws), 0);
+    float x0[490] = {0};
+    int64_t xs[4] = {1, 1, 49, 10};
+    snprintf(p, sizeof p, "%s/x0.npy", g_tmp);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, xs, 4, x0), 0);
+    snprintf(p, sizeof p, "cd '%s/dmg' && sed -i 's/\"memory\":\t3/\"memory\":\t99/' metadata.json",
+             g_tmp);
+    assert_int_equal(system(p), 0);
+    assert_int_equal(run_cli(o, sizeof o, "run dmg --in x0.npy --out d.npy"), 1);
+    assert_non_null(strstr(o, "names no memory object"));
+    assert_int_equal(run_cli(o, sizeof o, "compile '%s' -o dmg --backend opencl --quiet", kws), 0);
+    snprintf(p, sizeof p, "%s/dmg/params.bin", g_tmp);
+    assert_int_equal(truncate(p, 1000), 0);
+    assert_int_equal(run_cli(o, sizeof o, "run dmg --in x0.npy --out d.npy"), 1);
+    assert_non_null(strstr(o, "params_bytes differs from the size of params.bin"));
+    snprintf(p, sizeof p, "%s/d.npy", g_tmp);
+    assert_int_equal(access(p, F_OK), -1);
     /* an OpenCL artifact with a texture image over the limit, through the CLI */
     const tether_device_info *d = tether_session_info(g_s);
     int64_t C = d->image_max_width / 9 + 1;
