@@ -291,8 +291,8 @@ static void test_unsupported_list(void **state) {
         "FusedGemm (node 'FusedGemm_2', domain 'com.microsoft' opset 1)",
         "MaxPool (node 'pool_idx', opset 13: the Indices output)",
         "Mod (node 'mod', opset 13)",
-        "Conv (node 'conv3d', opset 13: 3-D window ('kernel_shape' has 3 entries; only 2-D is "
-        "supported))",
+        ("Conv (node 'conv3d', opset 13: 3-D window ('kernel_shape' has 3 entries; only 2-D is "
+         "supported))"),
         "LeakyRelu (node 'leaky', opset 13: attribute 'gamma')",
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
