@@ -113,6 +113,8 @@ typedef struct ocl {
     int *outmem;   /* per tensor: its output memory object when it is a graph output, else -1 */
     int *image;    /* per tensor: its texture:weight memory object, else -1 */
     char *needbuf; /* per constant: read as a buffer */
+    char *needpk;  /* per constant: conv weights, packed OIHW4o in the params buffer */
+    loc *pk;       /* per tensor: where its packed OIHW4o copy is (mem -1 = none) */
     step *steps;
     int nsteps, capsteps;
     char **knames; /* per node: sanitised unique kernel name (NULL = none) */
@@ -347,6 +349,17 @@ static int is_texture_conv(const ocl *e, const tether_ir_node *n) {
            T(e, n->inputs[1])->kind == TETHER_TENSOR_CONSTANT;
 }
 
+/* Constant conv weights without --texture-weights: packed OIHW4o in the params buffer, read
+ * with vload4 (4 output channels per work-item, as with images). */
+static int is_packed_conv(const ocl *e, const tether_ir_node *n) {
+    return !e->o->texture_weights && n->op == TETHER_OP_CONV2D && n->inputs[1] >= 0 &&
+           T(e, n->inputs[1])->kind == TETHER_TENSOR_CONSTANT;
+}
+
+static size_t oihw4o_bytes(const tether_ir_tensor *w) {
+    return (size_t)((w->shape[0] + 3) / 4 * w->shape[1] * w->shape[2] * w->shape[3] * 4 * 4);
+}
+
 static int root_of(const ocl *e, int t) {
     return T(e, t)->alias_of >= 0 ? T(e, t)->alias_of : t;
 }
@@ -363,7 +376,9 @@ static int assign_memory(ocl *e) {
     e->outmem = malloc(sizeof(int) * (size_t)nt);
     e->image = malloc(sizeof(int) * (size_t)nt);
     e->needbuf = calloc((size_t)nt, 1);
-    if (!e->store || !e->outmem || !e->image || !e->needbuf) {
+    e->needpk = calloc((size_t)nt, 1);
+    e->pk = malloc(sizeof *e->pk * (size_t)nt);
+    if (!e->store || !e->outmem || !e->image || !e->needbuf || !e->needpk || !e->pk) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "OpenCL codegen: out of memory");
     }
     for (int i = 0; i < g->ntensors; i++) {
@@ -371,6 +386,8 @@ static int assign_memory(ocl *e) {
         e->store[i].off = 0;
         e->outmem[i] = -1;
         e->image[i] = -1;
+        e->pk[i].mem = -1;
+        e->pk[i].off = 0;
     }
     mem m;
     for (int i = 0; i < g->ninputs; i++) {
@@ -447,6 +464,8 @@ static int assign_memory(ocl *e) {
             }
             if (j == 1 && is_texture_conv(e, n) && r == t) {
                 needimg[t] = 1;
+            } else if (j == 1 && is_packed_conv(e, n) && r == t) {
+                e->needpk[t] = 1;
             } else {
                 e->needbuf[r] = 1;
             }
@@ -458,11 +477,17 @@ static int assign_memory(ocl *e) {
             e->needbuf[r] = 1;
         }
     }
-    /* params.bin: the buffer constants (the params buffer), then the images' texels */
+    /* params.bin: the buffer constants and packed conv weights (the params buffer), then the
+     * images' texels */
     size_t off = 0;
     for (int i = 0; i < g->ntensors; i++) {
         if (e->needbuf[i]) {
             off = align16(off) + T(e, i)->nbytes;
+        }
+    }
+    for (int i = 0; i < g->ntensors; i++) {
+        if (e->needpk[i]) {
+            off = align16(off) + oihw4o_bytes(T(e, i));
         }
     }
     e->buffer_bytes = align16(off);
@@ -470,8 +495,7 @@ static int assign_memory(ocl *e) {
     for (int i = 0; i < g->ntensors; i++) {
         if (needimg[i]) {
             const tether_ir_tensor *w = T(e, i);
-            total += align16(
-                (size_t)((w->shape[0] + 3) / 4 * w->shape[1] * w->shape[2] * w->shape[3] * 4 * 4));
+            total += align16(oihw4o_bytes(w));
         }
     }
     e->params_bytes = total;
@@ -506,6 +530,15 @@ static int assign_memory(ocl *e) {
             e->store[i].mem = e->memix_params;
             e->store[i].off = (int64_t)off / 4;
             off += T(e, i)->nbytes;
+        }
+    }
+    for (int i = 0; i < g->ntensors; i++) {
+        if (e->needpk[i]) {
+            off = align16(off);
+            pack_oihw4o(T(e, i), (float *)(e->params + off));
+            e->pk[i].mem = e->memix_params;
+            e->pk[i].off = (int64_t)off / 4;
+            off += oihw4o_bytes(T(e, i));
         }
     }
     off = e->buffer_bytes;
@@ -572,6 +605,7 @@ typedef struct kern {
     kref refs[MAX_KMEMS];
     int nrefs;
     int img;      /* texture weights: memory index of the image, else -1 */
+    int packed;   /* weights packed OIHW4o in a buffer (`wp`), read with vload4 */
     char res[16]; /* residual pointer name, "" = none */
 } kern;
 
@@ -758,7 +792,7 @@ static void k_conv2d(ocl *e, const tether_ir_node *n, const kern *k) {
     long long SH = a->strides[0], SW = a->strides[1], PT = a->pads[0], PL = a->pads[1];
     long long DH = a->dilations[0], DW = a->dilations[1];
     int bias = has_bias(n);
-    if (k->img < 0) {
+    if (k->img < 0 && !k->packed) {
         line(e, "const int ow = f %% %lld;", OW);
         line(e, "int q = f / %lld;", OW);
         line(e, "const int oh = q %% %lld;", OH);
@@ -799,7 +833,7 @@ static void k_conv2d(ocl *e, const tether_ir_node *n, const kern *k) {
         line(e, "y[f] = v;");
         return;
     }
-    /* texture weights: a work-item computes 4 output channels (one texel of weights) */
+    /* texture or packed weights: a work-item computes 4 output channels (one texel of weights) */
     long long OB = (O + 3) / 4;
     int same_group = G == 1 || OG % 4 == 0;
     line(e, "const int ow = f %% %lld;", OW);
@@ -838,8 +872,15 @@ static void k_conv2d(ocl *e, const tether_ir_node *n, const kern *k) {
     open_block(e, "if (iw < 0 || iw >= %lld)", W);
     line(e, "continue;");
     close_block(e);
-    line(e, "const float4 w4 = read_imagef(m%d, tt_smp, (int2)((ic * %lld + kh) * %lld + kw, ob));",
-         k->img, KH, KW);
+    if (k->packed) {
+        line(e, "const float4 w4 = vload4(ob * %lld + (ic * %lld + kh) * %lld + kw, wp);",
+             CG * KH * KW, KH, KW);
+    } else {
+        line(e,
+             "const float4 w4 = read_imagef(m%d, TT_SAMPLER, (int2)((ic * %lld + kh) * %lld + kw, "
+             "ob));",
+             k->img, KH, KW);
+    }
     line(e, "const int xo = (ic * %lld + ih) * %lld + iw;", H, W);
     if (same_group) {
         line(e, "acc += xg[xo] * w4;");
@@ -1422,7 +1463,7 @@ static int emit_node(ocl *e, int idx) {
     memset(&k, 0, sizeof k);
     k.st = s;
     k.img = -1;
-    int tex = is_texture_conv(e, n);
+    int tex = is_texture_conv(e, n), pk = is_packed_conv(e, n);
     int nmain = tether_ir_main_inputs(n);
     for (int j = 0; j < n->ninputs; j++) {
         int t = n->inputs[j];
@@ -1432,6 +1473,11 @@ static int emit_node(ocl *e, int idx) {
         if (j == 1 && tex) {
             k.img = e->image[t];
             kmem_add(s, k.img);
+            continue;
+        }
+        if (j == 1 && pk) {
+            k.packed = 1;
+            kref_add(&k, t, e->pk[t], 0, "wp");
             continue;
         }
         const char *nm = in_name(j);
@@ -1444,7 +1490,7 @@ static int emit_node(ocl *e, int idx) {
     int64_t total = (int64_t)tether_ir_tensor_elements(y);
     switch (n->op) {
     case TETHER_OP_CONV2D:
-        if (tex) {
+        if (tex || pk) {
             total = y->shape[0] * ((y->shape[1] + 3) / 4) * y->shape[2] * y->shape[3];
         }
         break;
@@ -1467,8 +1513,10 @@ static int emit_node(ocl *e, int idx) {
     describe(e, n, desc, sizeof desc);
     char comment[1200];
     snprintf(comment, sizeof comment, "%s%s; %lld work-item%s", desc,
-             tex ? "; weights in a texture:weight image (OIHW4o)" : "", (long long)total,
-             total == 1 ? "" : "s");
+             tex  ? "; weights in a texture:weight image (OIHW4o)"
+             : pk ? "; weights packed OIHW4o in the params buffer"
+                  : "",
+             (long long)total, total == 1 ? "" : "s");
     kernel_open(e, &k, comment);
     switch (n->op) {
     case TETHER_OP_CONV2D:
@@ -1664,6 +1712,9 @@ static char *metadata_json(const ocl *e) {
         if (img >= 0) {
             cJSON_AddNumberToObject(o, "image", img);
         }
+        if (e->pk[i].mem >= 0) {
+            cJSON_AddNumberToObject(o, "oihw4o_offset", (double)(e->pk[i].off * 4));
+        }
         if (t->alias_of >= 0) {
             cJSON_AddStringToObject(o, "alias_of", T(e, t->alias_of)->name);
         }
@@ -1726,6 +1777,8 @@ static void ocl_free(ocl *e) {
     free(e->outmem);
     free(e->image);
     free(e->needbuf);
+    free(e->needpk);
+    free(e->pk);
     free(e->steps);
     free(e->params);
     tether_sbuf_free(&e->s);
@@ -1796,7 +1849,7 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
                        "memory[i].\n */\n",
                        P, g->name, e.nsteps);
     if (e.uses_images) {
-        tether_sbuf_puts(&src, "__constant sampler_t tt_smp =\n    CLK_NORMALIZED_COORDS_FALSE "
+        tether_sbuf_puts(&src, "__constant sampler_t TT_SAMPLER =\n    CLK_NORMALIZED_COORDS_FALSE "
                                "| CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;\n");
     }
     tether_sbuf_puts(&src, "\n");
