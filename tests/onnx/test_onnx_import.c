@@ -196,9 +196,9 @@ static void test_structure_errors(void **state) {
     mb_free(&b);
     /* opsets */
     conv_model(&b);
-    b.opset.version = 18;
+    b.opset.version = 19;
     expect_error(&b, TETHER_ERR_UNSUPPORTED,
-                 "opset 18 of the default domain is not supported (1..17)");
+                 "opset 19 of the default domain is not supported (1..18)");
     b.m.n_opset_import = 0;
     expect_error(&b, TETHER_ERR_INVALID_ARG, "no opset_import");
     mb_free(&b);
@@ -312,7 +312,7 @@ static void test_unsupported_list(void **state) {
     mb_output(&b, "y", F);
     expect_error(&b, TETHER_ERR_UNSUPPORTED,
                  "HardSwish (node 'hs', opset 13: handled for opsets "
-                 "14..17)");
+                 "14..18)");
     mb_free(&b);
 }
 
@@ -721,6 +721,136 @@ static void test_graph_io(void **state) {
     mb_free(&b);
 }
 
+/* Opset 18: ReduceMean axes as an input (and noop_with_empty_axes), Pad axes, Resize axes. */
+static void test_opset18(void **state) {
+    (void)state;
+    mb b;
+    mb_init(&b, 18);
+    int64_t s[3] = {2, 2, 2}, one[1] = {1};
+    int64_t ax[1] = {-1};
+    mb_input(&b, "x", F, 3, s);
+    mb_init_tensor(&b, mb_tensor_i64(&b, "axes", 1, one, ax));
+    Onnx__NodeProto *rm = mb_node(&b, "ReduceMean", "rm", "x,axes", "y");
+    mb_attr_i(&b, rm, "keepdims", 0);
+    mb_output(&b, "y", F);
+    tether_ir_graph g;
+    if (load(&b, NULL, &g)) {
+        fail_msg("%s", tether_error_detail());
+    }
+    float x[8] = {1, 3, 5, 7, 2, 4, 6, 10}, y[8], want[4] = {2, 6, 3, 8};
+    run1(&g, x, y);
+    near(y, want, 4);
+    tether_ir_close(&g);
+    /* no axes: all of them, unless noop_with_empty_axes */
+    rm->n_input = 1;
+    assert_int_equal(load(&b, NULL, &g), 0);
+    run1(&g, x, y);
+    assert_true(fabsf(y[0] - 4.75f) < 1e-6f);
+    tether_ir_close(&g);
+    mb_attr_i(&b, rm, "noop_with_empty_axes", 1);
+    assert_int_equal(load(&b, NULL, &g), 0);
+    run1(&g, x, y);
+    near(y, x, 8);
+    tether_ir_close(&g);
+    /* before 18 an axes input is not the ReduceMean of that opset: attribute only */
+    b.opset.version = 17;
+    rm->n_attribute = 1; /* keepdims */
+    mb_attr_ints(&b, rm, "axes", 1, ax);
+    assert_int_equal(load(&b, NULL, &g), 0);
+    run1(&g, x, y);
+    near(y, want, 4);
+    tether_ir_close(&g);
+    mb_free(&b);
+    /* Pad-18 with axes: pad only the last axis by (1, 2) */
+    mb_init(&b, 18);
+    int64_t s2[2] = {1, 2}, two[1] = {2};
+    int64_t pads[2] = {1, 2};
+    mb_input(&b, "x", F, 2, s2);
+    mb_init_tensor(&b, mb_tensor_i64(&b, "pads", 1, two, pads));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "axes", 1, one, ax));
+    mb_node(&b, "Pad", "pad", "x,pads,,axes", "y");
+    mb_output(&b, "y", F);
+    if (load(&b, NULL, &g)) {
+        fail_msg("%s", tether_error_detail());
+    }
+    float xp[2] = {4, 5}, yp[5], wp[5] = {0, 4, 5, 0, 0};
+    run1(&g, xp, yp);
+    near(yp, wp, 5);
+    tether_ir_close(&g);
+    mb_free(&b);
+    /* Resize-18 with axes [2, 3] and 2 scales */
+    mb_init(&b, 18);
+    int64_t s4[4] = {1, 1, 1, 2};
+    mb_input(&b, "x", F, 4, s4);
+    float sc[2] = {2, 2};
+    mb_init_tensor(&b, mb_tensor_f(&b, "scales", 1, two, sc, 0));
+    Onnx__NodeProto *rs = mb_node(&b, "Resize", "rs", "x,,scales", "y");
+    int64_t hw[2] = {2, 3};
+    mb_attr_ints(&b, rs, "axes", 2, hw);
+    mb_output(&b, "y", F);
+    if (load(&b, NULL, &g)) {
+        fail_msg("%s", tether_error_detail());
+    }
+    float xr[2] = {1, 2}, yr[8], wr[8] = {1, 1, 2, 2, 1, 1, 2, 2};
+    run1(&g, xr, yr);
+    near(yr, wr, 8);
+    tether_ir_close(&g);
+    b.opset.version = 13; /* axes did not exist before 18 */
+    expect_error(&b, TETHER_ERR_UNSUPPORTED, "attribute 'axes' (opset 18 and later)");
+    mb_free(&b);
+}
+
+/* Initializers in an external data file beside the model (the ONNX external data rules). */
+static void test_external_data(void **state) {
+    (void)state;
+    float w[4] = {1, 2, 3, 4}, pad[2] = {99, 99};
+    FILE *f = fopen(tmp("w.bin"), "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(pad, sizeof pad, 1, f), 1); /* the data starts at offset 8 */
+    assert_int_equal(fwrite(w, sizeof w, 1, f), 1);
+    fclose(f);
+    mb b;
+    mb_init(&b, 13);
+    int64_t s[1] = {4};
+    mb_input(&b, "x", F, 1, s);
+    Onnx__TensorProto *t = mb_tensor_f(&b, "w", 1, s, w, 1);
+    t->has_raw_data = 0;
+    t->has_data_location = 1;
+    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    Onnx__StringStringEntryProto e[3], *ep[3] = {&e[0], &e[1], &e[2]};
+    const char *kv[3][2] = {{"location", "w.bin"}, {"offset", "8"}, {"length", "16"}};
+    for (int i = 0; i < 3; i++) {
+        onnx__string_string_entry_proto__init(&e[i]);
+        e[i].key = (char *)kv[i][0];
+        e[i].value = (char *)kv[i][1];
+    }
+    t->external_data = ep;
+    t->n_external_data = 3;
+    mb_init_tensor(&b, t);
+    mb_node(&b, "Mul", "mul", "x,w", "y");
+    mb_output(&b, "y", F);
+    mb_write(&b, tmp("ext.onnx"));
+    tether_ir_graph g;
+    if (tether_onnx_load(tmp("ext.onnx"), NULL, &g)) {
+        fail_msg("%s", tether_error_detail());
+    }
+    float x[4] = {1, 1, 2, 2}, y[4], want[4] = {1, 2, 6, 8};
+    run1(&g, x, y);
+    near(y, want, 4);
+    tether_ir_close(&g);
+    /* outside the file, escaping the directory, from memory (no directory) */
+    e[1].value = "12";
+    mb_write(&b, tmp("ext.onnx"));
+    assert_int_equal(tether_onnx_load(tmp("ext.onnx"), NULL, &g), TETHER_ERR_INVALID_ARG);
+    assert_non_null(
+        strstr(tether_last_error(), "tensor 'w': external data [12, +16) lies outside"));
+    e[0].value = "../w.bin";
+    mb_write(&b, tmp("ext.onnx"));
+    assert_int_equal(tether_onnx_load(tmp("ext.onnx"), NULL, &g), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "must be a relative path without '..'"));
+    mb_free(&b);
+}
+
 static void write_tensor(const char *path, Onnx__TensorProto *t) {
     size_t len = onnx__tensor_proto__get_packed_size(t);
     uint8_t *buf = malloc(len);
@@ -837,7 +967,8 @@ int main(void) {
         cmocka_unit_test(test_old_attributes), cmocka_unit_test(test_pad_bn_gemm),
         cmocka_unit_test(test_resize),         cmocka_unit_test(test_shape_computations),
         cmocka_unit_test(test_graph_io),       cmocka_unit_test(test_tensor_files),
-        cmocka_unit_test(test_import_command),
+        cmocka_unit_test(test_import_command), cmocka_unit_test(test_opset18),
+        cmocka_unit_test(test_external_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

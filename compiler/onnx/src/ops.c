@@ -534,8 +534,35 @@ static int cv_pad(timport *c, const Onnx__NodeProto *n) {
             }
         }
     }
+    if ((rc = tonnx_in_tensor(c, 0, true, &x))) {
+        return rc;
+    }
+    if (c->opset >= 18 && has_input(n, 3)) { /* Pad-18: pads only for the listed axes */
+        hconst *k = NULL;
+        int64_t axes[TETHER_IR_MAX_NDIM], full[2 * TETHER_IR_MAX_NDIM] = {0};
+        int na, r = rank_of(c, x);
+        if ((rc = tonnx_in_const(c, 3, true, &k)) ||
+            (rc = const_ints(c, k, "axes", axes, TETHER_IR_MAX_NDIM, &na))) {
+            return rc;
+        }
+        if (cnt != 2 * na) {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "pads has %d entries for %d axes", cnt,
+                              na);
+        }
+        for (int i = 0; i < na; i++) {
+            int64_t ax = axes[i] < 0 ? axes[i] + r : axes[i];
+            if (ax < 0 || ax >= r) {
+                return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "axis %lld out of range",
+                                  (long long)axes[i]);
+            }
+            full[ax] = a.ints[i];
+            full[ax + r] = a.ints[i + na];
+        }
+        memcpy(a.ints, full, sizeof(int64_t) * (size_t)(2 * r));
+        cnt = 2 * r;
+    }
     a.nints = cnt;
-    if ((rc = tonnx_in_tensor(c, 0, true, &x)) || (rc = out0(c, &y))) {
+    if ((rc = out0(c, &y))) {
         return rc;
     }
     return tonnx_emit(c, NULL, TETHER_OP_PAD, &x, 1, y, &a);
@@ -640,14 +667,21 @@ static int cv_layer_norm(timport *c, const Onnx__NodeProto *n) {
 }
 
 static int cv_reduce_mean(timport *c, const Onnx__NodeProto *n) {
-    (void)n;
     tether_ir_attrs a;
     tether_ir_attrs_init(TETHER_OP_REDUCE_MEAN, &a);
-    int64_t keep;
+    int64_t keep, noop;
     int x, y, rc, cnt;
-    if ((rc = tonnx_attr_ints(c, "axes", a.ints, TETHER_IR_MAX_NDIM, &cnt)) ||
-        (rc = tonnx_attr_int(c, "keepdims", 1, &keep)) || (rc = tonnx_in_tensor(c, 0, true, &x)) ||
-        (rc = out0(c, &y))) {
+    /* axes: an attribute before opset 18, an optional constant input from 18 */
+    if ((rc = axes_of(c, 18, a.ints, &cnt)) || (rc = tonnx_attr_int(c, "keepdims", 1, &keep)) ||
+        (rc = tonnx_attr_int(c, "noop_with_empty_axes", 0, &noop)) ||
+        (rc = tonnx_in_tensor(c, 0, true, &x))) {
+        return rc;
+    }
+    if (cnt <= 0 && noop) { /* no axes and noop_with_empty_axes: the output is the input */
+        c->v[tonnx_find(c, S(n->output[0]))].tensor = x;
+        return TETHER_OK;
+    }
+    if ((rc = out0(c, &y))) {
         return rc;
     }
     a.nints = cnt < 0 ? 0 : cnt;
@@ -672,6 +706,20 @@ static int cv_resize(timport *c, const Onnx__NodeProto *n) {
     }
     double f[4] = {0, 0, 0, 0};
     int scales_at = upsample || c->opset < 11 ? 1 : 2;
+    /* Resize-18: scales/sizes may cover only the listed axes (the others keep their size) */
+    int64_t axes[4] = {0, 1, 2, 3};
+    int naxes = -1;
+    if (!upsample && c->opset >= 18 && (rc = tonnx_attr_ints(c, "axes", axes, 4, &naxes))) {
+        return rc;
+    }
+    for (int i = 0; i < naxes; i++) {
+        axes[i] = axes[i] < 0 ? axes[i] + 4 : axes[i];
+        if (axes[i] < 0 || axes[i] > 3) {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "axis %lld out of range",
+                              (long long)axes[i]);
+        }
+    }
+    int want = naxes < 0 ? 4 : naxes;
     hconst *k = NULL;
     if (upsample && c->opset < 9) {
         const Onnx__AttributeProto *sa = tonnx_attr(n, "scales");
@@ -689,11 +737,12 @@ static int cv_resize(timport *c, const Onnx__NodeProto *n) {
             k = NULL; /* Resize-11+: an empty scales tensor means "use sizes" */
         }
         if (k) {
-            if (k->is_int || k->count != 4) {
-                return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "scales must be 4 floats");
+            if (k->is_int || k->count != (size_t)want) {
+                return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "scales must be %d floats", want);
             }
-            for (int i = 0; i < 4; i++) {
-                f[i] = ((const float *)k->data)[i];
+            f[0] = f[1] = f[2] = f[3] = 1;
+            for (int i = 0; i < want; i++) {
+                f[axes[i]] = ((const float *)k->data)[i];
             }
         } else if (!upsample && c->opset >= 11 && has_input(n, 3)) {
             hconst *sz;
@@ -703,13 +752,15 @@ static int cv_resize(timport *c, const Onnx__NodeProto *n) {
                 (rc = const_ints(c, sz, "sizes", s, 8, &cnt))) {
                 return rc;
             }
-            if (cnt != 4) {
-                return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "sizes must have 4 entries");
+            if (cnt != want) {
+                return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "sizes must have %d entries", want);
             }
-            for (int i = 0; i < 4; i++) {
-                f[i] = (double)s[i] / (double)xt->shape[i];
-                if (s[i] % xt->shape[i]) {
-                    f[i] = -1;
+            f[0] = f[1] = f[2] = f[3] = 1;
+            for (int i = 0; i < want; i++) {
+                int64_t d = xt->shape[axes[i]];
+                f[axes[i]] = (double)s[i] / (double)d;
+                if (s[i] % d) {
+                    f[axes[i]] = -1;
                 }
             }
         } else {
@@ -843,8 +894,21 @@ static const char *check_resize(timport *c, const Onnx__NodeProto *n, int node, 
         snprintf(buf, size, "mode '%s' (only nearest)", mode);
         return buf;
     }
+    static const char *const v18[] = {"antialias", "axes", "keep_aspect_ratio_policy"};
+    for (int i = 0; i < 3 && c->opset < 18; i++) {
+        if (tonnx_attr(n, v18[i])) {
+            snprintf(buf, size, "attribute '%s' (opset 18 and later)", v18[i]);
+            return buf;
+        }
+    }
     if (strcmp(S(n->op_type), "Upsample") == 0 || c->opset < 11) {
         return NULL; /* asymmetric coordinates, floor: integer factors replicate */
+    }
+    char kar[40];
+    string_attr(n, "keep_aspect_ratio_policy", "stretch", kar, sizeof kar);
+    if (strcmp(kar, "stretch") != 0) {
+        snprintf(buf, size, "keep_aspect_ratio_policy '%s' (only stretch)", kar);
+        return buf;
     }
     string_attr(n, "coordinate_transformation_mode", "half_pixel", ctm, sizeof ctm);
     string_attr(n, "nearest_mode", "round_prefer_floor", nm, sizeof nm);
@@ -1000,12 +1064,13 @@ static const op_def ops[] = {
     {"PRelu", 7, MAXV, "prelu", "", false, false, cv_prelu, NULL},
     {"Pad", 2, MAXV, "pad", "mode,pads,value", false, false, cv_pad, check_pad},
     {"Pow", 7, MAXV, "pow", "", false, false, cv_binary, NULL},
-    {"ReduceMean", 1, MAXV, "reduce_mean", "axes,keepdims", false, false, cv_reduce_mean, NULL},
+    {"ReduceMean", 1, MAXV, "reduce_mean", "axes,keepdims,noop_with_empty_axes", false, false,
+     cv_reduce_mean, NULL},
     {"Relu", 6, MAXV, "relu", "", false, false, cv_unary, NULL},
     {"Reshape", 5, MAXV, "reshape", "allowzero", true, false, cv_reshape, NULL},
     {"Resize", 10, MAXV, "resize_nearest",
-     "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,extrapolation_value,mode,"
-     "nearest_mode",
+     "antialias,axes,coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
+     "extrapolation_value,keep_aspect_ratio_policy,mode,nearest_mode",
      false, false, cv_resize, check_resize},
     {"Shape", 1, MAXV, "(constant: the input's shape)", "start,end", true, true, NULL, NULL},
     {"Sigmoid", 6, MAXV, "sigmoid", "", false, false, cv_unary, NULL},
@@ -1041,8 +1106,14 @@ unsigned tonnx_const_inputs(const op_def *d, int opset) {
     if (!strcmp(t, "Squeeze") || !strcmp(t, "Unsqueeze")) {
         return opset >= 13 ? 1u << 1 : 0;
     }
-    if (!strcmp(t, "Clip") || !strcmp(t, "Pad")) {
+    if (!strcmp(t, "Clip")) {
         return opset >= 11 ? (1u << 1) | (1u << 2) : 0;
+    }
+    if (!strcmp(t, "Pad")) {
+        return opset >= 18 ? 0xeu : opset >= 11 ? (1u << 1) | (1u << 2) : 0;
+    }
+    if (!strcmp(t, "ReduceMean")) {
+        return opset >= 18 ? 1u << 1 : 0;
     }
     if (!strcmp(t, "Resize")) {
         return opset >= 11 ? (1u << 1) | (1u << 2) | (1u << 3) : 1u << 1;

@@ -29,7 +29,7 @@ extern "C" {
 /* Opset range of the default ("" / "ai.onnx") domain that the importer understands; each operator
  * has its own first version in tether_onnx_ops (most from 6 or 7, the version in use today). */
 #define TETHER_ONNX_OPSET_MIN 1
-#define TETHER_ONNX_OPSET_MAX 17
+#define TETHER_ONNX_OPSET_MAX 18
 
 /* Loads an ONNX model file (ModelProto) into g, inferred. o may be NULL; see
  * tether_model_load_options for --input-shape and bound input values. */
