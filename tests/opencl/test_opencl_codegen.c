@@ -692,6 +692,14 @@ static void test_conv_weights_buffer_and_texture(void **state) {
         build_conv(&g, &conv_cases[i]);
         check_graph(&g, NULL, false, true);
         check_graph(&g, NULL, true, true);
+        /* buffer weights are packed OIHW4o and read with vload4 */
+        char bdir[128];
+        compile_ocl(&g, false, true, bdir, sizeof bdir);
+        char bp[400];
+        snprintf(bp, sizeof bp, "grep -q 'vload4(ob' '%s/m.cl' && ! grep -q image2d_t '%s/m.cl'",
+                 bdir, bdir);
+        assert_int_equal(system(bp), 0);
+        rm_tree(bdir);
         /* the artifact really uses an image and fuses the epilogue into the conv */
         char dir[128];
         compile_ocl(&g, true, true, dir, sizeof dir);
