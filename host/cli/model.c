@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "cli_onnx.h"
 #include "opencl_artifact.h"
 
 #ifdef TETHER_HAVE_COMPILER
@@ -97,8 +98,23 @@ static int check_float_model(const char *model, const tether_ir_graph *g) {
 int tether_cli_run_reference(const char *model, int nin, const char *const *inputs, int nout,
                              const char *const *outputs) {
     tether_ir_graph g;
-    if (tether_model_load(model, &g))
-        return fail(1, "%s", tether_last_error());
+    /* an ONNX model binds the inputs its operators need as constants from their --in files */
+    static tether_cli_model_load ml;
+    int lrc = tether_cli_model_load_prepare(&ml, nin, inputs, 0, NULL);
+    if (lrc)
+        return lrc;
+    if (tether_model_load_with(model, &ml.lo, &g)) {
+        tether_cli_model_load_free(&ml);
+        return fail(1, "%s", tether_error_detail());
+    }
+    const char *kept[TETHER_CLI_MAX_IO];
+    int nkept = 0;
+    for (int i = 0; i < nin; i++)
+        if (!ml.bound[i])
+            kept[nkept++] = inputs[i];
+    tether_cli_model_load_free(&ml);
+    inputs = kept;
+    nin = nkept;
     tether_npy in[TETHER_CLI_MAX_IO], out[TETHER_CLI_MAX_IO];
     memset(in, 0, sizeof in);
     memset(out, 0, sizeof out);

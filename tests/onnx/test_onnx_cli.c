@@ -1,7 +1,8 @@
 /*
  * ONNX through the `tether` CLI as a process, against local: (a tetherd child over stdio), on
  * models and .pb files written here: import to JSON, compile and plan .onnx directly, run .onnx
- * with .pb inputs (an input the Reshape needs as a constant is bound from its --in file),
+ * (on the device and --reference) with .pb inputs (an input the Reshape needs as a constant is
+ * bound from its --in file),
  * --input-shape for a dynamic dimension, and the exit codes and messages of bad models (the
  * complete list of unsupported operators reaches the terminal, not just 255 bytes of it).
  */
@@ -103,8 +104,16 @@ static void test_run_onnx(void **state) {
         assert_true(((float *)y.data)[i] == 2.0f * (float)(i + 1));
     }
     tether_npy_free(&y);
-    /* both ABIs */
+    /* both ABIs, and the reference interpreter (binding the same way) */
     assert_int_equal(tether(&o, "run reshape.onnx --abi packed --in x.pb --in shape.pb"), 0);
+    rc = tether(&o, "run reshape.onnx --reference --in x.pb --in shape.pb --out yr.npy");
+    if (rc) {
+        fail_msg("%s", o);
+    }
+    assert_int_equal(tether_npy_read(path("yr.npy"), &y), 0);
+    assert_int_equal(y.shape[0], 3);
+    assert_true(((float *)y.data)[5] == 12.0f);
+    tether_npy_free(&y);
     /* without the shape value the Reshape cannot be compiled */
     assert_int_equal(tether(&o, "run reshape.onnx --in x.pb"), 1);
     assert_non_null(strstr(o, "input 1 ('shape') must be constant"));
