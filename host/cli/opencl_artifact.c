@@ -539,10 +539,13 @@ int tether_ocl_artifact_prepare(tether_ocl_artifact *a, tether_session *s) {
     }
     a->s = s;
     const char *name = a->source_name;
-    uint64_t module;
-    int rc = tether_session_upload(s, TETHER_MODULE_OPENCL_SOURCE, name, a->source, a->source_len);
-    if (!rc) {
-        rc = tether_session_load_module(s, name, &module, NULL);
+    uint64_t module = 0;
+    int rc = TETHER_OK;
+    if (a->nsteps > 0) { /* a model whose outputs are all empty has no kernel to build */
+        rc = tether_session_upload(s, TETHER_MODULE_OPENCL_SOURCE, name, a->source, a->source_len);
+        if (!rc) {
+            rc = tether_session_load_module(s, name, &module, NULL);
+        }
     }
     if (rc) {
         char msg[TETHER_ERROR_MSG_MAX];

@@ -798,6 +798,16 @@ static void test_empty_tensors(void **state) {
     }
     check_graph(&g, NULL, false, true);
     tether_ir_close(&g);
+    /* every output empty: an artifact without a kernel (nothing is built on the device) */
+    assert_int_equal(tether_ir_init(&g, "all_empty"), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "x", TETHER_FLOAT32, 2, sx, &x), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "a", TETHER_FLOAT32, -1, NULL, &a), 0);
+    assert_int_equal(tether_ir_add_node(&g, "relu", TETHER_OP_RELU, &x, 1, &a, 1, NULL, NULL), 0);
+    assert_int_equal(tether_ir_add_input(&g, x), 0);
+    assert_int_equal(tether_ir_add_output(&g, a), 0);
+    assert_int_equal(tether_ir_infer(&g), 0);
+    check_graph(&g, NULL, false, true);
+    tether_ir_close(&g);
 }
 
 /* ---- errors ---------------------------------------------------------------------------------- */
