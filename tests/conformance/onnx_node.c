@@ -243,8 +243,9 @@ static int run_one(tether_session *s, const char *name, timing *tm, char *why, s
     tether_ir_graph g;
     memset(&g, 0, sizeof g);
     char art[1400];
-    snprintf(art, sizeof art, "%s/tests/conformance/tmp/%s/%s", TETHER_BINARY_DIR, g_abi_name,
-             name);
+    /* per device and ABI: the ctest entries run in parallel and must not share directories */
+    snprintf(art, sizeof art, "%s/tests/conformance/tmp/%s-%s/%s", TETHER_BINARY_DIR, g_device,
+             g_abi_name, name);
     if (read_set(dir, "input", in, &nin, why, whyn) ||
         read_set(dir, "output", out, &nout, why, whyn)) {
         goto out;
