@@ -78,6 +78,7 @@ typedef struct array {
     uint64_t nbytes;
 #ifdef TETHERD_HAVE_OPENCL
     tetherd_cl_mem *clm; /* image (texture scopes) or buffer over mem (global, made on use) */
+    int cl_dirty;        /* a kernel had the buffer: mem is stale until synchronised */
 #endif
 } array;
 
@@ -329,6 +330,23 @@ static int ensure_cl(session *s) {
     return tetherd_cl_open(&s->cl);
 }
 #endif
+
+/* A global array that OpenCL kernels used is synchronised back to host memory only when the host
+ * side needs it (a copy, a CPU call), not after every launch: a chain of kernels over the same
+ * buffers (a compiled model, the params blob) costs no map/unmap between its launches. */
+static int host_view(session *s, array *a) {
+#ifdef TETHERD_HAVE_OPENCL
+    if (a->cl_dirty) {
+        if (tetherd_cl_buffer_sync(s->cl, a->clm, 1))
+            return -1;
+        a->cl_dirty = 0;
+    }
+#else
+    (void)s;
+    (void)a;
+#endif
+    return 0;
+}
 
 static array *find_array(session *s, uint64_t h) {
     if (h == 0)
@@ -862,6 +880,8 @@ static int on_copy_to(session *s, const tether_rpc_msg *req) {
                            (unsigned long long)q->offset,
                            (unsigned long long)(q->offset + q->data.len),
                            (unsigned long long)a->nbytes);
+    if (host_view(s, a))
+        return reply_error(s, req->id, TETHER_ERR_IO, "COPY_TO: %s", tether_last_error());
     if (q->data.len)
         memcpy((uint8_t *)a->mem + q->offset, q->data.ptr, q->data.len);
 #ifdef TETHERD_HAVE_OPENCL
@@ -892,6 +912,8 @@ static int on_copy_from(session *s, const tether_rpc_msg *req) {
                            (unsigned long long)q->offset,
                            (unsigned long long)(q->offset + q->length),
                            (unsigned long long)a->nbytes);
+    if (host_view(s, a))
+        return reply_error(s, req->id, TETHER_ERR_IO, "COPY_FROM: %s", tether_last_error());
 #ifdef TETHERD_HAVE_OPENCL
     if (a->nd.scope != TETHER_SCOPE_GLOBAL &&
         tetherd_cl_image_read(s->cl, a->clm, a->mem, q->offset, q->length))
@@ -977,6 +999,10 @@ static int prepare_call(session *s, const tether_rpc_msg *req, const tether_rpc_
                                    "%s '%s': argument %u: no array with handle %llu",
                                    tether_rpc_type_name(req->type), fname, (unsigned)i,
                                    (unsigned long long)a->v.v_handle);
+            if (host_view(s, arr))
+                return reply_error(s, req->id, TETHER_ERR_IO, "%s '%s': argument %u: %s",
+                                   tether_rpc_type_name(req->type), fname, (unsigned)i,
+                                   tether_last_error());
             if (a->type_code == TETHER_TYPE_DLTENSOR)
                 c->args[i].v_handle = &arr->nd.dl;
             else
@@ -1124,10 +1150,8 @@ static int on_cl_invoke(session *s, const tether_rpc_msg *req, const tether_rpc_
         return reply_error(s, req->id, rc < 0 ? rc : TETHER_ERR_STATE, "%s '%s': %s", what, kname,
                            j.err[0] ? j.err : tether_last_error());
     for (uint32_t i = 0; i < inv->num_args; i++)
-        if (j.arrs[i] && j.arrs[i]->nd.scope == TETHER_SCOPE_GLOBAL &&
-            tetherd_cl_buffer_sync(s->cl, j.arrs[i]->clm, 1))
-            return reply_error(s, req->id, TETHER_ERR_IO, "%s '%s': %s", what, kname,
-                               tether_last_error());
+        if (j.arrs[i] && j.arrs[i]->nd.scope == TETHER_SCOPE_GLOBAL)
+            j.arrs[i]->cl_dirty = 1; /* synchronised when the host side needs it */
     return send_msg(s, &m);
 }
 
