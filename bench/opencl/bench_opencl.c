@@ -56,7 +56,7 @@ static double time_c(tether_session *s, const char *dir, const float *x, size_t 
                      const tether_ir_graph *g, uint32_t number, uint32_t repeat) {
     char lib[1300];
     snprintf(lib, sizeof lib, "%s/libbench.so", dir);
-    uint64_t mod, hx, hy;
+    uint64_t mod = 0, hx = 0, hy = 0;
     tether_remote_func f;
     const tether_ir_tensor *it = &g->tensors[g->inputs[0]], *ot = &g->tensors[g->outputs[0]];
     if (tether_session_upload_file(s, TETHER_MODULE_SHARED_OBJECT, "libbench.so", lib) ||
