@@ -31,4 +31,31 @@ int tt_graph_copy(const tether_ir_graph *src, tether_ir_graph *dst);
 /* A chain of every operator kind with constant weights (for cross-compile checks and the
  * benchmarks): input x[1,3,8,8], one output. */
 void tt_build_zoo(tether_ir_graph *g);
+
+/* ---- one-node operator cases (op_cases.c) ----------------------------------------------------
+ * Each case is one node whose operands are all graph inputs (plus a second node on its output
+ * when `then` is not TT_NONE, so reshape-like aliases run), marked with the backends whose
+ * operator test runs it (tests/compiler/test_ops.c: TT_C, tests/opencl/test_opencl_codegen.c:
+ * TT_OPENCL). */
+#define TT_MAXIN 6
+#define TT_NONE  TETHER_OP_COUNT_
+enum { TT_C = 1u, TT_OPENCL = 2u };
+
+typedef struct tt_op_case {
+    const char *name;
+    tether_op op;
+    int nin;
+    int ndim[TT_MAXIN];
+    int64_t shape[TT_MAXIN][6];
+    unsigned positive; /* bit i: input i is drawn from [0.1, 2) */
+    void (*attrs)(tether_ir_attrs *a);
+    tether_op then;    /* a second node on the output (TT_NONE = none) */
+    unsigned backends; /* TT_C | TT_OPENCL: the tests that run it */
+} tt_op_case;
+
+extern const tt_op_case tt_op_cases[];
+extern const size_t tt_num_op_cases;
+
+/* 2x2 kernel, stride 2 (pooling attributes of several cases). */
+void tt_attrs_pool2(tether_ir_attrs *a);
 #endif

@@ -4,7 +4,8 @@
  * inputs filled with random values. Each case is compiled in both ABIs and both interfaces,
  * built as a shared object, dlopen'ed, called through its module registry (or <prefix>_run) and
  * compared element by element. Shapes include 1x1 kernels, stride > kernel, asymmetric pads,
- * dilations, groups, rank-1 and scalar broadcasting.
+ * dilations, groups, rank-1 and scalar broadcasting. The cases are tests/compiler/op_cases.c's
+ * (those marked TT_C), shared with the OpenCL backend's test.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -21,361 +22,9 @@
 #include "ops_common.h"
 #include "tether/crt.h"
 
-#define MAXIN 6
-
-typedef struct op_case {
-    const char *name;
-    tether_op op;
-    int nin;
-    int ndim[MAXIN];
-    int64_t shape[MAXIN][6];
-    unsigned positive; /* bit i: input i is drawn from [0.1, 2) */
-    void (*attrs)(tether_ir_attrs *a);
-    tether_op then; /* a second node on the output (TETHER_OP_COUNT_ = none) */
-} op_case;
-
-#define NONE TETHER_OP_COUNT_
-
-static void a_pad1(tether_ir_attrs *a) {
-    a->pads[0] = a->pads[1] = a->pads[2] = a->pads[3] = 1;
-}
-static void a_stride3(tether_ir_attrs *a) {
-    a->strides[0] = a->strides[1] = 3;
-}
-static void a_asym_dil(tether_ir_attrs *a) {
-    a->pads[0] = 0;
-    a->pads[1] = 1;
-    a->pads[2] = 2;
-    a->pads[3] = 0;
-    a->dilations[0] = 2;
-}
-static void a_depthwise(tether_ir_attrs *a) {
-    a_pad1(a);
-    a->groups = 4;
-    a->strides[0] = a->strides[1] = 2;
-}
-static void a_groups2(tether_ir_attrs *a) {
-    a->groups = 2;
-}
-static void a_conv_fused(tether_ir_attrs *a) {
-    a_pad1(a);
-    a->has_residual = true;
-    a->act = TETHER_ACT_RELU;
-}
-static void a_rows(tether_ir_attrs *a) {
-    a->strides[0] = 2;
-    a->pads[0] = 1;
-    a->pads[1] = 2;
-    a->pads[2] = 0;
-    a->pads[3] = 1;
-    a->dilations[1] = 2;
-}
-static void a_conv_clip(tether_ir_attrs *a) {
-    a->act = TETHER_ACT_CLIP;
-    a->act_min = 0.0f;
-    a->act_max = 0.5f;
-}
-static void a_transb_ab(tether_ir_attrs *a) {
-    a->trans_b = true;
-    a->alpha = 0.5f;
-    a->beta = 2.0f;
-}
-static void a_transa(tether_ir_attrs *a) {
-    a->trans_a = true;
-}
-static void a_dense_sig(tether_ir_attrs *a) {
-    a->act = TETHER_ACT_SIGMOID;
-    a->trans_b = true;
-}
-static void a_dense_res(tether_ir_attrs *a) {
-    a->has_residual = true;
-    a->act = TETHER_ACT_LEAKY_RELU;
-    a->act_alpha = 0.1f;
-}
-static void a_matmul_res(tether_ir_attrs *a) {
-    a->has_residual = true;
-    a->act = TETHER_ACT_HARD_SWISH;
-}
-static void a_leaky(tether_ir_attrs *a) {
-    a->alpha = 0.2f;
-}
-static void a_relu6(tether_ir_attrs *a) {
-    a->min = 0.0f;
-    a->max = 0.6f;
-}
-static void a_axis1(tether_ir_attrs *a) {
-    a->axis = 1;
-}
-static void a_axis0(tether_ir_attrs *a) {
-    a->axis = 0;
-}
-static void a_pool2(tether_ir_attrs *a) {
-    a->kernel[0] = a->kernel[1] = 2;
-    a->strides[0] = a->strides[1] = 2;
-}
-static void a_pool3_ceil(tether_ir_attrs *a) {
-    a->kernel[0] = a->kernel[1] = 3;
-    a->strides[0] = a->strides[1] = 2;
-    a_pad1(a);
-    a->ceil_mode = true;
-}
-static void a_avg_incl(tether_ir_attrs *a) {
-    a_pool3_ceil(a);
-    a->ceil_mode = false;
-    a->pads[2] = 2;
-    a->count_include_pad = true;
-}
-static void a_pool_dil(tether_ir_attrs *a) {
-    a->kernel[0] = 2;
-    a->kernel[1] = 3;
-    a->dilations[0] = 2;
-    a->strides[1] = 2;
-}
-static void a_reshape(tether_ir_attrs *a) {
-    a->nints = 3;
-    a->ints[0] = 0;
-    a->ints[1] = -1;
-    a->ints[2] = 2;
-}
-static void a_squeeze(tether_ir_attrs *a) {
-    a->nints = 1;
-    a->ints[0] = 1;
-}
-static void a_unsqueeze(tether_ir_attrs *a) {
-    a->nints = 2;
-    a->ints[0] = 0;
-    a->ints[1] = -1;
-}
-static void a_perm(tether_ir_attrs *a) {
-    a->nints = 4;
-    a->ints[0] = 0;
-    a->ints[1] = 2;
-    a->ints[2] = 3;
-    a->ints[3] = 1;
-}
-static void a_padop(tether_ir_attrs *a) {
-    a->nints = 6;
-    int64_t p[6] = {0, 1, 2, 1, 0, 3};
-    memcpy(a->ints, p, sizeof p);
-    a->value = 0.5f;
-}
-static void a_ln_last(tether_ir_attrs *a) {
-    a->axis = -1;
-}
-static void a_rm23(tether_ir_attrs *a) {
-    a->nints = 2;
-    a->ints[0] = 2;
-    a->ints[1] = 3;
-}
-static void a_rm1_nokeep(tether_ir_attrs *a) {
-    a->nints = 1;
-    a->ints[0] = 1;
-    a->keepdims = false;
-}
-static void a_resize23(tether_ir_attrs *a) {
-    a->scales[0] = 2;
-    a->scales[1] = 3;
-}
-static void a_hsig(tether_ir_attrs *a) {
-    a->alpha = 0.25f;
-    a->beta = 0.4f;
-}
-
-static const op_case cases[] = {
-    {"conv_3x3_pad",
-     TETHER_OP_CONV2D,
-     3,
-     {4, 4, 1},
-     {{1, 3, 8, 8}, {4, 3, 3, 3}, {4}},
-     0,
-     a_pad1,
-     NONE},
-    {"conv_1x1_nobias", TETHER_OP_CONV2D, 2, {4, 4}, {{2, 5, 4, 4}, {6, 5, 1, 1}}, 0, NULL, NONE},
-    {"conv_stride_gt_kernel",
-     TETHER_OP_CONV2D,
-     3,
-     {4, 4, 1},
-     {{1, 2, 9, 9}, {3, 2, 2, 2}, {3}},
-     0,
-     a_stride3,
-     NONE},
-    {"conv_asym_pads_dilation",
-     TETHER_OP_CONV2D,
-     3,
-     {4, 4, 1},
-     {{1, 2, 7, 6}, {2, 2, 3, 2}, {2}},
-     0,
-     a_asym_dil,
-     NONE},
-    {"conv_depthwise",
-     TETHER_OP_CONV2D,
-     3,
-     {4, 4, 1},
-     {{1, 4, 6, 6}, {4, 1, 3, 3}, {4}},
-     0,
-     a_depthwise,
-     NONE},
-    {"conv_groups2", TETHER_OP_CONV2D, 2, {4, 4}, {{1, 4, 5, 5}, {6, 2, 3, 3}}, 0, a_groups2, NONE},
-    {"conv_fused_residual_relu",
-     TETHER_OP_CONV2D,
-     4,
-     {4, 4, 1, 4},
-     {{1, 2, 5, 5}, {3, 2, 3, 3}, {3}, {1, 3, 5, 5}},
-     0,
-     a_conv_fused,
-     NONE},
-    {"conv_rows_stride2x1_asym_dilated",
-     TETHER_OP_CONV2D,
-     3,
-     {4, 4, 1},
-     {{1, 2, 9, 12}, {3, 2, 3, 3}, {3}},
-     0,
-     a_rows,
-     NONE},
-    {"conv_rows_fused_residual_relu",
-     TETHER_OP_CONV2D,
-     4,
-     {4, 4, 1, 4},
-     {{1, 2, 4, 9}, {3, 2, 3, 3}, {3}, {1, 3, 4, 9}},
-     0,
-     a_conv_fused,
-     NONE},
-    {"conv_1x1_clip",
-     TETHER_OP_CONV2D,
-     3,
-     {4, 4, 1},
-     {{1, 3, 2, 3}, {2, 3, 1, 1}, {2}},
-     0,
-     a_conv_clip,
-     NONE},
-    {"dense_bias", TETHER_OP_DENSE, 3, {2, 2, 1}, {{3, 5}, {5, 4}, {4}}, 0, NULL, NONE},
-    {"dense_transb_alpha_beta_col",
-     TETHER_OP_DENSE,
-     3,
-     {2, 2, 2},
-     {{3, 6}, {7, 6}, {3, 1}},
-     0,
-     a_transb_ab,
-     NONE},
-    {"dense_transa_scalar_c",
-     TETHER_OP_DENSE,
-     3,
-     {2, 2, 0},
-     {{5, 2}, {5, 3}, {0}},
-     0,
-     a_transa,
-     NONE},
-    {"dense_sigmoid", TETHER_OP_DENSE, 2, {2, 2}, {{2, 9}, {8, 9}}, 0, a_dense_sig, NONE},
-    {"dense_residual_leaky",
-     TETHER_OP_DENSE,
-     4,
-     {2, 2, 1, 2},
-     {{2, 3}, {3, 4}, {4}, {2, 4}},
-     0,
-     a_dense_res,
-     NONE},
-    {"matmul_batch_rank2_b", TETHER_OP_MATMUL, 2, {3, 2}, {{2, 3, 4}, {4, 5}}, 0, NULL, NONE},
-    {"matmul_broadcast_both",
-     TETHER_OP_MATMUL,
-     2,
-     {4, 3},
-     {{2, 1, 3, 4}, {3, 4, 2}},
-     0,
-     NULL,
-     NONE},
-    {"matmul_vector_matrix", TETHER_OP_MATMUL, 2, {1, 3}, {{4}, {2, 4, 3}}, 0, NULL, NONE},
-    {"matmul_matrix_vector", TETHER_OP_MATMUL, 2, {3, 1}, {{2, 3, 4}, {4}}, 0, NULL, NONE},
-    {"matmul_dot", TETHER_OP_MATMUL, 2, {1, 1}, {{5}, {5}}, 0, NULL, NONE},
-    {"matmul_residual_hswish",
-     TETHER_OP_MATMUL,
-     3,
-     {2, 2, 2},
-     {{3, 4}, {4, 2}, {3, 2}},
-     0,
-     a_matmul_res,
-     NONE},
-    {"add_same", TETHER_OP_ADD, 2, {3, 3}, {{2, 3, 4}, {2, 3, 4}}, 0, NULL, NONE},
-    {"sub_rank1", TETHER_OP_SUB, 2, {3, 1}, {{2, 3, 4}, {4}}, 0, NULL, NONE},
-    {"mul_scalar", TETHER_OP_MUL, 2, {3, 0}, {{2, 3, 4}, {0}}, 0, NULL, NONE},
-    {"mul_scalar_left", TETHER_OP_MUL, 2, {1, 2}, {{1}, {3, 5}}, 0, NULL, NONE},
-    {"div_outer", TETHER_OP_DIV, 2, {2, 2}, {{3, 1}, {1, 4}}, 2, NULL, NONE},
-    {"pow_positive", TETHER_OP_POW, 2, {2, 1}, {{3, 4}, {4}}, 3, NULL, NONE},
-    {"relu", TETHER_OP_RELU, 1, {3}, {{2, 3, 5}}, 0, NULL, NONE},
-    {"leaky_relu", TETHER_OP_LEAKY_RELU, 1, {2}, {{4, 5}}, 0, a_leaky, NONE},
-    {"prelu_channel", TETHER_OP_PRELU, 2, {4, 3}, {{1, 3, 2, 3}, {3, 1, 1}}, 0, NULL, NONE},
-    {"clip_relu6", TETHER_OP_CLIP, 1, {2}, {{4, 5}}, 0, a_relu6, NONE},
-    {"sigmoid", TETHER_OP_SIGMOID, 1, {1}, {{17}}, 0, NULL, NONE},
-    {"tanh", TETHER_OP_TANH, 1, {1}, {{17}}, 0, NULL, NONE},
-    {"hard_sigmoid", TETHER_OP_HARD_SIGMOID, 1, {1}, {{17}}, 0, a_hsig, NONE},
-    {"hard_swish", TETHER_OP_HARD_SWISH, 1, {2}, {{3, 7}}, 0, NULL, NONE},
-    {"exp", TETHER_OP_EXP, 1, {1}, {{9}}, 0, NULL, NONE},
-    {"log", TETHER_OP_LOG, 1, {1}, {{9}}, 1, NULL, NONE},
-    {"sqrt", TETHER_OP_SQRT, 1, {1}, {{9}}, 1, NULL, NONE},
-    {"neg", TETHER_OP_NEG, 1, {1}, {{9}}, 0, NULL, NONE},
-    {"abs", TETHER_OP_ABS, 1, {0}, {{0}}, 0, NULL, NONE},
-    {"softmax_last", TETHER_OP_SOFTMAX, 1, {2}, {{3, 10}}, 0, NULL, NONE},
-    {"softmax_axis1", TETHER_OP_SOFTMAX, 1, {3}, {{2, 3, 4}}, 0, a_axis1, NONE},
-    {"log_softmax_axis0", TETHER_OP_LOG_SOFTMAX, 1, {3}, {{3, 2, 2}}, 0, a_axis0, NONE},
-    {"max_pool_2x2", TETHER_OP_MAX_POOL, 1, {4}, {{1, 2, 6, 6}}, 0, a_pool2, NONE},
-    {"max_pool_3x3_pad_ceil", TETHER_OP_MAX_POOL, 1, {4}, {{1, 2, 6, 7}}, 0, a_pool3_ceil, NONE},
-    {"avg_pool_ceil_exclude_pad",
-     TETHER_OP_AVG_POOL,
-     1,
-     {4},
-     {{1, 2, 6, 7}},
-     0,
-     a_pool3_ceil,
-     NONE},
-    {"avg_pool_include_pad_asym", TETHER_OP_AVG_POOL, 1, {4}, {{2, 1, 5, 5}}, 0, a_avg_incl, NONE},
-    {"max_pool_dilated", TETHER_OP_MAX_POOL, 1, {4}, {{1, 1, 7, 8}}, 0, a_pool_dil, NONE},
-    {"global_avg_pool", TETHER_OP_GLOBAL_AVG_POOL, 1, {4}, {{2, 3, 4, 5}}, 0, NULL, NONE},
-    {"global_max_pool", TETHER_OP_GLOBAL_MAX_POOL, 1, {4}, {{2, 3, 4, 5}}, 0, NULL, NONE},
-    {"reshape_output_copy", TETHER_OP_RESHAPE, 1, {3}, {{2, 3, 4}}, 0, a_reshape, NONE},
-    {"reshape_alias", TETHER_OP_RESHAPE, 1, {3}, {{2, 3, 4}}, 0, a_reshape, TETHER_OP_RELU},
-    {"flatten_alias", TETHER_OP_FLATTEN, 1, {4}, {{2, 3, 2, 2}}, 0, NULL, TETHER_OP_TANH},
-    {"squeeze_alias", TETHER_OP_SQUEEZE, 1, {3}, {{2, 1, 3}}, 0, a_squeeze, TETHER_OP_NEG},
-    {"unsqueeze_alias", TETHER_OP_UNSQUEEZE, 1, {2}, {{2, 3}}, 0, a_unsqueeze, TETHER_OP_ABS},
-    {"transpose_nhwc", TETHER_OP_TRANSPOSE, 1, {4}, {{1, 3, 2, 4}}, 0, a_perm, NONE},
-    {"transpose_default", TETHER_OP_TRANSPOSE, 1, {3}, {{2, 3, 4}}, 0, NULL, NONE},
-    {"concat_axis1",
-     TETHER_OP_CONCAT,
-     3,
-     {3, 3, 3},
-     {{2, 1, 3}, {2, 2, 3}, {2, 3, 3}},
-     0,
-     a_axis1,
-     NONE},
-    {"concat_axis0", TETHER_OP_CONCAT, 2, {2, 2}, {{1, 4}, {2, 4}}, 0, NULL, NONE},
-    {"pad_constant", TETHER_OP_PAD, 1, {3}, {{1, 2, 3}}, 0, a_padop, NONE},
-    {"batch_norm",
-     TETHER_OP_BATCH_NORM,
-     5,
-     {4, 1, 1, 1, 1},
-     {{2, 3, 2, 2}, {3}, {3}, {3}, {3}},
-     16,
-     NULL,
-     NONE},
-    {"layer_norm_last_bias",
-     TETHER_OP_LAYER_NORM,
-     3,
-     {3, 1, 1},
-     {{2, 3, 8}, {8}, {8}},
-     0,
-     a_ln_last,
-     NONE},
-    {"layer_norm_axis1", TETHER_OP_LAYER_NORM, 2, {3, 2}, {{2, 3, 4}, {3, 4}}, 0, a_axis1, NONE},
-    {"reduce_mean_hw", TETHER_OP_REDUCE_MEAN, 1, {4}, {{2, 3, 4, 5}}, 0, a_rm23, NONE},
-    {"reduce_mean_nokeep", TETHER_OP_REDUCE_MEAN, 1, {3}, {{2, 3, 4}}, 0, a_rm1_nokeep, NONE},
-    {"reduce_mean_all", TETHER_OP_REDUCE_MEAN, 1, {2}, {{3, 4}}, 0, NULL, NONE},
-    {"resize_nearest_x2", TETHER_OP_RESIZE_NEAREST, 1, {4}, {{1, 2, 3, 4}}, 0, NULL, NONE},
-    {"resize_nearest_2x3", TETHER_OP_RESIZE_NEAREST, 1, {4}, {{1, 1, 2, 2}}, 0, a_resize23, NONE},
-};
-
-#define NCASES (sizeof cases / sizeof *cases)
-
-static void build_case(const op_case *c, tether_ir_graph *g) {
+static void build_case(const tt_op_case *c, tether_ir_graph *g) {
     assert_int_equal(tether_ir_init(g, c->name), 0);
-    int in[MAXIN];
+    int in[TT_MAXIN];
     for (int i = 0; i < c->nin; i++) {
         char nm[32];
         snprintf(nm, sizeof nm, "in%d", i);
@@ -392,7 +41,7 @@ static void build_case(const op_case *c, tether_ir_graph *g) {
     }
     assert_int_equal(tether_ir_add_node(g, "op", c->op, in, c->nin, &mid, 1, &a, NULL), 0);
     out = mid;
-    if (c->then != NONE) {
+    if (c->then != TT_NONE) {
         assert_int_equal(tether_ir_add_tensor(g, "z", TETHER_FLOAT32, -1, NULL, &out), 0);
         assert_int_equal(tether_ir_add_node(g, "after", c->then, &mid, 1, &out, 1, NULL, NULL), 0);
     }
@@ -403,11 +52,11 @@ static void build_case(const op_case *c, tether_ir_graph *g) {
     }
 }
 
-static void run_case(const op_case *c) {
+static void run_case(const tt_op_case *c) {
     tether_ir_graph g;
     build_case(c, &g);
     uint32_t seed = 42;
-    float *inputs[MAXIN];
+    float *inputs[TT_MAXIN];
     for (int i = 0; i < c->nin; i++) {
         size_t n = tether_ir_tensor_elements(&g.tensors[g.inputs[i]]);
         inputs[i] = malloc(n * sizeof(float));
@@ -446,14 +95,15 @@ static void run_case(const op_case *c) {
 }
 
 static void test_case(void **state) {
-    run_case((const op_case *)*state);
+    run_case((const tt_op_case *)*state);
 }
 
 /* The interpreter itself against hand-computed values, so the ground truth is not circular. */
 static void test_interpreter_known_values(void **state) {
     (void)state;
-    const op_case conv = {
-        "k", TETHER_OP_CONV2D, 3, {4, 4, 1}, {{1, 1, 3, 3}, {1, 1, 2, 2}, {1}}, 0, NULL, NONE};
+    const tt_op_case conv = {
+        "k",  TETHER_OP_CONV2D, 3,   {4, 4, 1}, {{1, 1, 3, 3}, {1, 1, 2, 2}, {1}}, 0,
+        NULL, TT_NONE,          TT_C};
     tether_ir_graph g;
     build_case(&conv, &g);
     float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[4] = {1, 0, 0, -1}, b[1] = {10};
@@ -466,7 +116,7 @@ static void test_interpreter_known_values(void **state) {
         assert_true(y[i] == 6.0f);
     }
     tether_ir_close(&g);
-    const op_case sm = {"s", TETHER_OP_SOFTMAX, 1, {1}, {{2}}, 0, NULL, NONE};
+    const tt_op_case sm = {"s", TETHER_OP_SOFTMAX, 1, {1}, {{2}}, 0, NULL, TT_NONE, TT_C};
     build_case(&sm, &g);
     float xs[2] = {0.0f, 0.0f}, ys[2];
     const float *in2[1] = {xs};
@@ -474,7 +124,8 @@ static void test_interpreter_known_values(void **state) {
     assert_int_equal(tether_interp_run(&g, in2, out2), 0);
     assert_true(ys[0] == 0.5f && ys[1] == 0.5f);
     tether_ir_close(&g);
-    const op_case ap = {"a", TETHER_OP_AVG_POOL, 1, {4}, {{1, 1, 2, 2}}, 0, a_pool2, NONE};
+    const tt_op_case ap = {"a", TETHER_OP_AVG_POOL, 1,       {4}, {{1, 1, 2, 2}},
+                           0,   tt_attrs_pool2,     TT_NONE, TT_C};
     build_case(&ap, &g);
     float xa[4] = {1, 2, 3, 6}, ya[1];
     const float *in3[1] = {xa};
@@ -483,7 +134,8 @@ static void test_interpreter_known_values(void **state) {
     assert_true(ya[0] == 3.0f);
     tether_ir_close(&g);
     /* rank-1 matmul: [1,2,3] . [[1,0],[0,1],[1,1]] = [4, 5]; [1,2,3] . [4,5,6] = 32 */
-    const op_case mv = {"mv", TETHER_OP_MATMUL, 2, {1, 2}, {{3}, {3, 2}}, 0, NULL, NONE};
+    const tt_op_case mv = {"mv", TETHER_OP_MATMUL, 2,   {1, 2}, {{3}, {3, 2}}, 0,
+                           NULL, TT_NONE,          TT_C};
     build_case(&mv, &g);
     assert_int_equal(g.tensors[g.outputs[0]].ndim, 1);
     float xv[3] = {1, 2, 3}, wm[6] = {1, 0, 0, 1, 1, 1}, yv[2];
@@ -492,7 +144,7 @@ static void test_interpreter_known_values(void **state) {
     assert_int_equal(tether_interp_run(&g, in4, out4), 0);
     assert_true(yv[0] == 4.0f && yv[1] == 5.0f);
     tether_ir_close(&g);
-    const op_case dot = {"dot", TETHER_OP_MATMUL, 2, {1, 1}, {{3}, {3}}, 0, NULL, NONE};
+    const tt_op_case dot = {"dot", TETHER_OP_MATMUL, 2, {1, 1}, {{3}, {3}}, 0, NULL, TT_NONE, TT_C};
     build_case(&dot, &g);
     assert_int_equal(g.tensors[g.outputs[0]].ndim, 0);
     float x2[3] = {4, 5, 6}, yd[1];
@@ -507,7 +159,8 @@ static void test_interpreter_known_values(void **state) {
  * keep log(sum) apart from the row maximum, or float rounding at 1e4 eats its low bits. */
 static void test_log_softmax_large_values(void **state) {
     (void)state;
-    const op_case c = {"lsm_large", TETHER_OP_LOG_SOFTMAX, 1, {2}, {{2, 4}}, 0, NULL, NONE};
+    const tt_op_case c = {"lsm_large", TETHER_OP_LOG_SOFTMAX, 1, {2}, {{2, 4}}, 0, NULL, TT_NONE,
+                          TT_C};
     tether_ir_graph g;
     build_case(&c, &g);
     float x[8] = {0.0f, 1.0f, 2.0f, 3.0f, 10000.0f, 10001.0f, 10002.0f, 10003.0f};
@@ -648,13 +301,23 @@ static void test_params_blob(void **state) {
 }
 
 int main(void) {
-    struct CMUnitTest tests[NCASES + 4];
-    for (size_t i = 0; i < NCASES; i++) {
-        tests[i] = (struct CMUnitTest){cases[i].name, test_case, NULL, NULL, (void *)&cases[i]};
+    /* the shared cases this backend runs, then the tests of this file */
+    struct CMUnitTest *tests = calloc(tt_num_op_cases + 4, sizeof *tests);
+    if (!tests) {
+        return 1;
     }
-    tests[NCASES] = (struct CMUnitTest)cmocka_unit_test(test_interpreter_known_values);
-    tests[NCASES + 1] = (struct CMUnitTest)cmocka_unit_test(test_params_blob);
-    tests[NCASES + 2] = (struct CMUnitTest)cmocka_unit_test(test_log_softmax_large_values);
-    tests[NCASES + 3] = (struct CMUnitTest)cmocka_unit_test(test_empty_tensors);
-    return _cmocka_run_group_tests("compiler_ops", tests, NCASES + 4, NULL, NULL);
+    size_t n = 0;
+    for (size_t i = 0; i < tt_num_op_cases; i++) {
+        if (tt_op_cases[i].backends & TT_C) {
+            tests[n++] = (struct CMUnitTest){tt_op_cases[i].name, test_case, NULL, NULL,
+                                             (void *)&tt_op_cases[i]};
+        }
+    }
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_interpreter_known_values);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_params_blob);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_log_softmax_large_values);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_empty_tensors);
+    int rc = _cmocka_run_group_tests("compiler_ops", tests, n, NULL, NULL);
+    free(tests);
+    return rc;
 }
