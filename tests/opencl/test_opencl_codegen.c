@@ -614,27 +614,6 @@ static void test_kws_cli(void **state) {
     assert_non_null(strstr(meta, "\"weights\":\t\"texture\""));
     assert_null(strstr(meta, "\"outputs_equal\":\tfalse"));
     free(meta);
-    /* a model file compiled for OpenCL on the fly */
-    if (run_cli(o, sizeof o, "run '%s' --backend opencl --texture-weights --in x.npy --out m.npy",
-                kws)) {
-        fail_msg("%s", o);
-    }
-    expect_equal_npy("m.npy", "ref.npy", 1e-4);
-    /* ab with the OpenCL backend beside both ABIs */
-    if (run_cli(o, sizeof o, "ab '%s' --opencl --in x.npy --number 2 --repeat 1 --json ab.json",
-                kws)) {
-        fail_msg("%s", o);
-    }
-    assert_non_null(strstr(o, "OpenCL backend on the same device"));
-    snprintf(p, sizeof p, "%s/ab.json", g_tmp);
-    f = fopen(p, "r");
-    assert_non_null(f);
-    meta = calloc(1, 65536);
-    assert_true(fread(meta, 1, 65535, f) > 0);
-    fclose(f);
-    assert_non_null(strstr(meta, "\"weights\":\t\"texture\""));
-    assert_null(strstr(meta, "\"outputs_equal\":\tfalse"));
-    free(meta);
     /* over TCP to a tetherd on 127.0.0.1 */
     test_daemon d;
     assert_int_equal(daemon_start(&d, NULL), 0);
