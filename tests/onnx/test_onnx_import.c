@@ -957,18 +957,131 @@ static void test_import_command(void **state) {
     assert_int_not_equal(stat(tmp("bad.bin"), &st), 0);
 }
 
+/* Findings of an adversarial review: each once crashed, hung, read outside the model's
+ * directory or silently changed meaning. */
+static void test_hostile_models(void **state) {
+    (void)state;
+    mb b;
+    int64_t s[2] = {1, 4}, two[1] = {2};
+    /* int64 shape arithmetic that overflows: INT64_MIN / -1 (was SIGFPE), 2^62 * 4 (wrapped) */
+    const char *ops[2] = {"Div", "Mul"};
+    const int64_t lhs[2][2] = {{INT64_MIN, 4}, {(int64_t)1 << 62, 1}};
+    const int64_t rhs[2][2] = {{-1, 1}, {4, 4}};
+    for (int k = 0; k < 2; k++) {
+        mb_init(&b, 13);
+        mb_input(&b, "x", F, 2, s);
+        mb_init_tensor(&b, mb_tensor_i64(&b, "a", 1, two, lhs[k]));
+        mb_init_tensor(&b, mb_tensor_i64(&b, "z", 1, two, rhs[k]));
+        mb_node(&b, ops[k], "arith", "a,z", "g");
+        mb_node(&b, "Reshape", "reshape", "x,g", "y");
+        mb_output(&b, "y", F);
+        expect_error(&b, TETHER_ERR_LIMIT, "int64 overflow");
+        mb_free(&b);
+    }
+    /* a node output named "" that a later node reads (was SIGSEGV) */
+    mb_init(&b, 13);
+    mb_input(&b, "x", F, 2, s);
+    Onnx__NodeProto *r = mb_node(&b, "Relu", "r", "x", "tmp");
+    Onnx__NodeProto *r2 = mb_node(&b, "Relu", "r2", "tmp", "y");
+    r->output[0] = (char *)"";
+    r2->input[0] = (char *)"";
+    mb_output(&b, "y", F);
+    tether_ir_graph g;
+    assert_int_not_equal(load(&b, NULL, &g), 0);
+    mb_free(&b);
+    /* opset_import: a negative version, no default-domain entry, two conflicting entries */
+    mb_init(&b, 13);
+    mb_input(&b, "x", F, 2, s);
+    mb_node(&b, "Relu", "r", "x", "y");
+    mb_output(&b, "y", F);
+    b.opset.version = -1;
+    expect_error(&b, TETHER_ERR_INVALID_ARG, "no valid version");
+    b.opset.version = 13;
+    b.opset.domain = (char *)"com.microsoft";
+    expect_error(&b, TETHER_ERR_INVALID_ARG, "no entry for the default ONNX domain");
+    b.opset.domain = (char *)"";
+    mb_opset(&b, "ai.onnx", 6);
+    expect_error(&b, TETHER_ERR_INVALID_ARG, "default domain twice, with opsets 13 and 6");
+    mb_free(&b);
+    /* an input whose extents overflow when multiplied is too large, not "empty" */
+    mb_init(&b, 13);
+    int64_t huge[2] = {(int64_t)1 << 40, (int64_t)1 << 40};
+    mb_input(&b, "x", F, 2, huge);
+    mb_node(&b, "Relu", "r", "x", "y");
+    mb_output(&b, "y", F);
+    expect_error(&b, TETHER_ERR_LIMIT, "2^31-1 elements");
+    mb_free(&b);
+}
+
+/* External data must be a regular file inside the model's directory: a symbolic link out of it,
+ * a FIFO (which would block the import forever) and a directory are refused. */
+static void test_external_data_files(void **state) {
+    (void)state;
+    float w[4] = {1, 2, 3, 4};
+    char outside[700];
+    snprintf(outside, sizeof outside, "%s.outside", g_dir);
+    write_bytes(outside, w, sizeof w); /* beside the model directory, 16 bytes: a valid size */
+    unlink(tmp("link.bin"));
+    assert_int_equal(symlink(outside, tmp("link.bin")), 0);
+    unlink(tmp("fifo"));
+    assert_int_equal(mkfifo(tmp("fifo"), 0600), 0);
+    mkdir(tmp("sub"), 0700);
+    const char *where[3] = {"link.bin", "fifo", "sub"};
+    const char *why[3] = {"outside the model's directory", "not a regular file",
+                          "not a regular file"};
+    for (int k = 0; k < 3; k++) {
+        mb b;
+        mb_init(&b, 13);
+        int64_t s[1] = {4};
+        mb_input(&b, "x", F, 1, s);
+        Onnx__TensorProto *t = mb_tensor_f(&b, "w", 1, s, w, 1);
+        t->has_raw_data = 0;
+        t->has_data_location = 1;
+        t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+        Onnx__StringStringEntryProto e, *ep[1] = {&e};
+        onnx__string_string_entry_proto__init(&e);
+        e.key = (char *)"location";
+        e.value = (char *)where[k];
+        t->external_data = ep;
+        t->n_external_data = 1;
+        mb_init_tensor(&b, t);
+        mb_node(&b, "Mul", "mul", "x,w", "y");
+        mb_output(&b, "y", F);
+        mb_write(&b, tmp("ext2.onnx"));
+        tether_ir_graph g;
+        int rc = tether_onnx_load(tmp("ext2.onnx"), NULL, &g);
+        assert_int_not_equal(rc, 0);
+        if (!strstr(tether_last_error(), why[k]))
+            fail_msg("%s: %s", where[k], tether_last_error());
+        mb_free(&b);
+    }
+    unlink(tmp("link.bin"));
+    unlink(tmp("fifo"));
+    rmdir(tmp("sub"));
+    unlink(outside);
+}
+
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "%s/tests/onnx/tmp", TETHER_BINARY_DIR);
     mkdir(g_dir, 0755);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_files),      cmocka_unit_test(test_structure_errors),
-        cmocka_unit_test(test_dynamic_dims),   cmocka_unit_test(test_unsupported_list),
-        cmocka_unit_test(test_bound_inputs),   cmocka_unit_test(test_softmax_opset11),
-        cmocka_unit_test(test_old_attributes), cmocka_unit_test(test_pad_bn_gemm),
-        cmocka_unit_test(test_resize),         cmocka_unit_test(test_shape_computations),
-        cmocka_unit_test(test_graph_io),       cmocka_unit_test(test_tensor_files),
-        cmocka_unit_test(test_import_command), cmocka_unit_test(test_opset18),
+        cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_structure_errors),
+        cmocka_unit_test(test_dynamic_dims),
+        cmocka_unit_test(test_unsupported_list),
+        cmocka_unit_test(test_bound_inputs),
+        cmocka_unit_test(test_softmax_opset11),
+        cmocka_unit_test(test_old_attributes),
+        cmocka_unit_test(test_pad_bn_gemm),
+        cmocka_unit_test(test_resize),
+        cmocka_unit_test(test_shape_computations),
+        cmocka_unit_test(test_graph_io),
+        cmocka_unit_test(test_tensor_files),
+        cmocka_unit_test(test_import_command),
+        cmocka_unit_test(test_opset18),
         cmocka_unit_test(test_external_data),
+        cmocka_unit_test(test_hostile_models),
+        cmocka_unit_test(test_external_data_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -530,7 +530,13 @@ int tonnx_in_const(timport *c, int i, bool required, hconst **k) {
 
 int tonnx_out_tensor(timport *c, int i, int *t) {
     const Onnx__NodeProto *n = c->gp->node[c->cur];
-    value *v = &c->v[tonnx_find(c, S(n->output[i]))];
+    int k = i < (int)n->n_output ? tonnx_find(c, S(n->output[i])) : -1;
+    if (k < 0) {
+        return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "output %d has %s", i,
+                          i < (int)n->n_output && S(n->output[i])[0] ? "an unknown name"
+                                                                     : "an empty name");
+    }
+    value *v = &c->v[k];
     int rc = tether_ir_add_tensor(c->g, v->name, TETHER_FLOAT32, TETHER_IR_SHAPE_UNKNOWN, NULL,
                                   &v->tensor);
     if (rc) {
@@ -1180,26 +1186,43 @@ static int import_model(timport *c) {
     Onnx__ModelProto *m = c->m;
     c->cur = -1;
     int64_t opset = -1;
+    int found = 0;
     for (size_t i = 0; i < m->n_opset_import; i++) {
-        const char *d = S(m->opset_import[i]->domain);
-        if (!d[0] || strcmp(d, "ai.onnx") == 0) {
-            opset = m->opset_import[i]->has_version ? m->opset_import[i]->version : -1;
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        const char *d = S(o->domain);
+        if (d[0] && strcmp(d, "ai.onnx") != 0) {
+            continue;
         }
+        if (!o->has_version || o->version < 0) {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                              "opset_import of the default domain has no valid version");
+        }
+        if (found && o->version != opset) {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                              "opset_import names the default domain twice, with opsets %lld "
+                              "and %lld",
+                              (long long)opset, (long long)o->version);
+        }
+        opset = o->version;
+        found = 1;
     }
-    if (opset < 0) {
+    if (!found) {
         if (m->n_opset_import == 0 && m->has_ir_version && m->ir_version < 3) {
             opset = 1; /* IR versions before 3 had no opset_import */
         } else if (m->n_opset_import == 0) {
             return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
                               "no opset_import: not an ONNX model, or a truncated one");
+        } else {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                              "opset_import has no entry for the default ONNX domain");
         }
     }
-    if (opset >= 0 && (opset < TETHER_ONNX_OPSET_MIN || opset > TETHER_ONNX_OPSET_MAX)) {
+    if (opset < TETHER_ONNX_OPSET_MIN || opset > TETHER_ONNX_OPSET_MAX) {
         return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
                           "opset %lld of the default domain is not supported (%d..%d)",
                           (long long)opset, TETHER_ONNX_OPSET_MIN, TETHER_ONNX_OPSET_MAX);
     }
-    c->opset = opset < 0 ? TETHER_ONNX_OPSET_MAX : (int)opset;
+    c->opset = (int)opset;
     c->gp = m->graph;
     if (!c->gp) {
         return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "the model has no graph");

@@ -7,6 +7,7 @@
  * use (docs/onnx.md lists them); an attribute value the IR cannot express is an error naming it,
  * never approximated; the table, the allowed-attribute lists and docs/onnx.md agree.
  */
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1704,7 +1705,15 @@ static int host_binary(timport *c, const Onnx__NodeProto *n) {
             if (op == 'D' && y == 0) {
                 return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "integer division by zero");
             }
-            r = op == 'A' ? x + y : op == 'S' ? x - y : op == 'M' ? x * y : x / y;
+            /* shape arithmetic must be exact: an overflow is an error, never a wrapped value */
+            bool ovf = op == 'A'   ? __builtin_add_overflow(x, y, &r)
+                       : op == 'S' ? __builtin_sub_overflow(x, y, &r)
+                       : op == 'M' ? __builtin_mul_overflow(x, y, &r)
+                                   : (x == INT64_MIN && y == -1) || ((r = x / y), false);
+            if (ovf) {
+                return tonnx_fail(c, TETHER_ERR_LIMIT, "int64 overflow in %s(%lld, %lld)",
+                                  S(n->op_type), (long long)x, (long long)y);
+            }
             ((int64_t *)k->data)[o] = r;
         } else {
             float x = (float)el(a, ia), y = (float)el(b, ib);

@@ -7,10 +7,13 @@
  * (this code assumes a little-endian host, like the raw_data encoding).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <protobuf-c/protobuf-c.h>
 
@@ -212,38 +215,65 @@ static int read_external(const Onnx__TensorProto *tp, const char *what, const ch
                                 "path without '..'",
                                 what, loc ? loc : "");
     }
-    char path[2048];
+    char path[2048], real_base[PATH_MAX], real_path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", base_dir, loc);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    /* the data must be a regular file inside the model's directory: symbolic links that lead
+     * elsewhere, FIFOs and devices (which could block or never end) are refused */
+    if (!realpath(base_dir, real_base) || !realpath(path, real_path)) {
         return tether_set_error(TETHER_ERR_IO, "tensor '%s': cannot open external data %s: %s",
                                 what, path, strerror(errno));
     }
-    int rc = TETHER_OK;
-    if (fseek(f, 0, SEEK_END) != 0) {
-        rc = tether_set_error(TETHER_ERR_IO, "tensor '%s': cannot seek in %s", what, path);
+    size_t bl = strlen(real_base);
+    if (strncmp(real_path, real_base, bl) != 0 || (real_path[bl] != '/' && bl > 1)) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "tensor '%s': external data %s resolves to %s, outside the "
+                                "model's directory",
+                                what, path, real_path);
     }
-    long size = rc ? -1 : ftell(f);
-    if (!rc && (size < 0 || off > size || (length >= 0 && length > size - off))) {
-        rc = tether_set_error(TETHER_ERR_INVALID_ARG,
-                              "tensor '%s': external data [%lld, +%lld) lies outside %s (%ld "
-                              "bytes)",
-                              what, off, length, path, size);
+    int fd = open(real_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int e = errno;
+        if (fd >= 0) {
+            close(fd);
+        }
+        return tether_set_error(TETHER_ERR_IO, "tensor '%s': cannot open external data %s: %s",
+                                what, path, strerror(e));
     }
-    size_t n = rc ? 0 : (size_t)(length >= 0 ? length : size - off);
-    uint8_t *buf = rc ? NULL : malloc(n ? n : 1);
-    if (!rc && !buf) {
-        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory", what);
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "tensor '%s': external data %s is not a regular file", what, path);
     }
-    if (!rc && (fseek(f, (long)off, SEEK_SET) != 0 || fread(buf, 1, n, f) != n)) {
-        rc = tether_set_error(TETHER_ERR_IO, "tensor '%s': cannot read external data %s", what,
-                              path);
+    long long size = (long long)st.st_size;
+    if (off > size || (length >= 0 && length > size - off)) {
+        close(fd);
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "tensor '%s': external data [%lld, +%lld) lies outside %s (%lld "
+                                "bytes)",
+                                what, off, length, path, size);
     }
-    fclose(f);
-    if (rc) {
-        free(buf);
-        return rc;
+    size_t n = (size_t)(length >= 0 ? length : size - off);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        close(fd);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory", what);
     }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, buf + got, n - got, (off_t)(off + (long long)got));
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            free(buf);
+            close(fd);
+            return tether_set_error(TETHER_ERR_IO, "tensor '%s': cannot read external data %s",
+                                    what, path);
+        }
+        got += (size_t)r;
+    }
+    close(fd);
     *out = buf;
     *len = n;
     return TETHER_OK;

@@ -849,7 +849,11 @@ static int infer_output(tether_ir_graph *g, tether_ir_node *n) {
     }
     for (int i = 0; i < n->ninputs && out_elems; i++) {
         const tether_ir_tensor *t = in_t(g, n, i);
-        if (t && tether_ir_tensor_elements(t) == 0) {
+        int empty = 0; /* an extent of 0 (not a product, which could wrap to 0) */
+        for (int d = 0; t && d < t->ndim; d++) {
+            empty |= t->shape[d] == 0;
+        }
+        if (empty) {
             return node_error(n, TETHER_ERR_UNSUPPORTED,
                               "input '%s' is empty (an extent of 0) but the output is not: "
                               "empty tensors only flow into empty outputs",
