@@ -10,6 +10,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/names.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/build.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/mcu_link.c
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/compile.c

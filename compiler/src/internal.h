@@ -58,6 +58,29 @@ void tether_sbuf_puts(tether_sbuf *b, const char *s);
  * rule for the user-chosen prefix of generated code). */
 bool tether_c_identifier_ok(const char *p, size_t max_len);
 
+/* ---- model text in generated sources (codegen/names.c) ---- */
+
+/* Longest identifier part taken from a model name (and longest user prefix): long names
+ * (TFLite's run to hundreds of characters) are cut here, before the emitters make them unique,
+ * so every identifier built from one fits their buffers and stays unique. */
+#define TETHER_CG_IDENT_MAX 48
+/* Bytes tether_cg_ident writes at most ("t_", the name's part, "_", NUL). */
+#define TETHER_CG_IDENT_BUF (TETHER_CG_IDENT_MAX + 4)
+
+/* The identifier part for a model name: lower case [a-z0-9_], "t_" in front unless it starts
+ * with a letter, at most TETHER_CG_IDENT_MAX characters of the name, and "_" behind a C keyword
+ * when avoid_keywords (not needed where the part always follows a prefix). */
+void tether_cg_ident(char out[TETHER_CG_IDENT_BUF], const char *name, bool avoid_keywords);
+
+/* A model's text (model, node and tensor names) as it may appear inside a C or OpenCL C
+ * comment: printable ASCII only, no comment start or end, no trigraph, at most 120 characters
+ * ("..." when cut). Four rotating static buffers, so one printf may take several. */
+const char *tether_cg_comment_text(const char *s);
+
+/* TETHER_OK when prefix is a C identifier starting with a letter of at most TETHER_CG_IDENT_MAX
+ * characters, else TETHER_ERR_INVALID_ARG naming it. */
+int tether_cg_check_prefix(const char *prefix);
+
 /* Writes a whole file (creating/truncating it); TETHER_ERR_IO naming the path on failure. */
 int tether_write_file(const char *path, const void *data, size_t n);
 /* Reads a whole file (malloc'd, NUL-terminated). */

@@ -112,10 +112,56 @@ static void test_hostile_names(void **state) {
     tether_ir_close(&g);
 }
 
+/* The same hostile names through the OpenCL emitter (no device needed: the source is checked as
+ * text). Names reach the .cl file only inside comments: outside them there is no trace of the
+ * injected function or the #error, no trigraph, and only printable ASCII and newlines. */
+static void test_hostile_names_opencl(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    build(&g, "m */\n#error boom\n/* ?\?/", "in\"put\\ ?\?/\n", "w /* nested", "b */ x",
+          "x */ __kernel void injected(void){} /* y", "out\"\\?\?=");
+    tether_memplan plan;
+    assert_int_equal(tether_memplan_build(&g, NULL, &plan), 0);
+    tether_opencl_output out;
+    if (tether_codegen_opencl(&g, &plan, NULL, &out) != 0)
+        fail_msg("%s", tether_last_error());
+    const char *src = out.source;
+    assert_null(strstr(src, "??"));
+    for (const char *p = src; *p; p++)
+        assert_true(*p == '\n' || (*p >= 32 && *p < 127));
+    /* the source without its comments (a comment ends at the first terminator after its start) */
+    size_t n = strlen(src), o = 0;
+    char *code = malloc(n + 1);
+    assert_non_null(code);
+    for (size_t i = 0; i < n;) {
+        if (src[i] == '/' && src[i + 1] == '*') {
+            const char *end = strstr(src + i + 2, "*/");
+            assert_non_null(end);
+            i = (size_t)(end - src) + 2;
+            code[o++] = ' ';
+        } else {
+            code[o++] = src[i++];
+        }
+    }
+    code[o] = 0;
+    assert_null(strstr(code, "void injected"));
+    assert_null(strstr(code, "#error"));
+    assert_null(strstr(code, "boom"));
+    assert_null(strstr(code, "nested"));
+    /* the one kernel, named after the node's identifier part (48 characters of its name) */
+    assert_non_null(
+        strstr(code, "__kernel void tether_model_x______kernel_void_injected_void_______y("));
+    free(code);
+    tether_opencl_output_close(&out);
+    tether_memplan_close(&plan);
+    tether_ir_close(&g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_long_shared_prefixes),
         cmocka_unit_test(test_hostile_names),
+        cmocka_unit_test(test_hostile_names_opencl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,6 @@
  *   every work-item checks `f < total` (global sizes are rounded up to the work-group size);
  * - output is deterministic (no time stamps or host paths); weights are bytes in params.bin.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -224,19 +223,6 @@ static void shape_text(char *buf, size_t n, const int64_t *shape, int nd) {
     if (o < n) {
         snprintf(buf + o, n - o, "]");
     }
-}
-
-/* A C identifier from a model name (lower case, [a-z0-9_]), at most 64 characters. */
-static void sanitize(char *out, size_t n, const char *name) {
-    size_t o = 0;
-    if (!isalpha((unsigned char)name[0])) {
-        o += (size_t)snprintf(out, n, "t_");
-    }
-    for (size_t i = 0; name[i] && o + 1 < n && o < 64; i++) {
-        unsigned char c = (unsigned char)name[i];
-        out[o++] = (char)(isalnum(c) ? tolower(c) : '_');
-    }
-    out[o] = 0;
 }
 
 /* ---- operator support ---------------------------------------------------------------------- */
@@ -1403,7 +1389,8 @@ static void set_sizes(ocl *e, step *s, int64_t total) {
 
 /* A human-readable description of a node for the comment above its kernel. */
 static void describe(const ocl *e, const tether_ir_node *n, char *buf, size_t cap) {
-    size_t o = (size_t)snprintf(buf, cap, "%s: %s(", n->name, tether_op_name(n->op));
+    size_t o = (size_t)snprintf(buf, cap, "%s: %s(", tether_cg_comment_text(n->name),
+                                tether_op_name(n->op));
     char sh[160];
     for (int j = 0; j < n->ninputs && o < cap; j++) {
         if (n->inputs[j] < 0) {
@@ -1412,12 +1399,13 @@ static void describe(const ocl *e, const tether_ir_node *n, char *buf, size_t ca
         }
         const tether_ir_tensor *t = T(e, n->inputs[j]);
         shape_text(sh, sizeof sh, t->shape, t->ndim);
-        o += (size_t)snprintf(buf + o, cap - o, "%s%s %s", j ? ", " : "", t->name, sh);
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s %s", j ? ", " : "",
+                              tether_cg_comment_text(t->name), sh);
     }
     if (o < cap) {
         const tether_ir_tensor *t = T(e, n->outputs[0]);
         shape_text(sh, sizeof sh, t->shape, t->ndim);
-        o += (size_t)snprintf(buf + o, cap - o, ") -> %s %s", t->name, sh);
+        o += (size_t)snprintf(buf + o, cap - o, ") -> %s %s", tether_cg_comment_text(t->name), sh);
     }
     if (o < cap && n->attrs.act != TETHER_ACT_NONE) {
         o += (size_t)snprintf(buf + o, cap - o, ", epilogue %s", tether_act_name(n->attrs.act));
@@ -1425,17 +1413,11 @@ static void describe(const ocl *e, const tether_ir_node *n, char *buf, size_t ca
     if (o < cap && n->attrs.has_residual) {
         o += (size_t)snprintf(buf + o, cap - o, " + residual");
     }
-    /* no comment terminators inside */
-    for (char *p = buf; *p; p++) {
-        if (p[0] == '*' && p[1] == '/') {
-            p[0] = '_';
-        }
-    }
 }
 
 static void unique_kname(ocl *e, step *s, const char *base) {
-    char b[100];
-    sanitize(b, sizeof b, base);
+    char b[TETHER_CG_IDENT_BUF];
+    tether_cg_ident(b, base, false);
     snprintf(s->kname, sizeof s->kname, "%s_%s", e->P, b);
     for (int k = 2;; k++) {
         int clash = 0;
@@ -1604,14 +1586,9 @@ static int emit_output_copy(ocl *e, int t) {
     set_sizes(e, s, total);
     char comment[300];
     snprintf(comment, sizeof comment, "graph output %s is %s: a copy; %lld work-items",
-             T(e, t)->name,
+             tether_cg_comment_text(T(e, t)->name),
              T(e, root_of(e, t))->kind == TETHER_TENSOR_CONSTANT ? "a constant" : "a graph input",
              (long long)total);
-    for (char *p = comment; *p; p++) {
-        if (p[0] == '*' && p[1] == '/') {
-            p[0] = '_';
-        }
-    }
     kernel_open(e, &k, comment);
     line(e, "y[f] = in0[f];");
     kernel_close(e);
@@ -1759,18 +1736,6 @@ static char *metadata_json(const ocl *e) {
 /* ---- entry ------------------------------------------------------------------------------------
  */
 
-static int valid_prefix(const char *p) {
-    if (!p || !isalpha((unsigned char)p[0]) || strlen(p) > 48) {
-        return 0;
-    }
-    for (const char *c = p; *c; c++) {
-        if (!isalnum((unsigned char)*c) && *c != '_') {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 static void ocl_free(ocl *e) {
     free(e->mems);
     free(e->store);
@@ -1793,16 +1758,15 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
         o = &d;
     }
     const char *P = o->prefix ? o->prefix : "tether_model";
-    if (!valid_prefix(P)) {
-        return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                "prefix '%s' is not a C identifier of at most 48 characters", P);
+    int rc = tether_cg_check_prefix(P);
+    if (rc) {
+        return rc;
     }
     if (o->local_size < 0 || o->local_size > 1024) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "work-group size %d is not 1..1024",
                                 o->local_size);
     }
-    int rc = check_support(g);
-    if (rc) {
+    if ((rc = check_support(g))) {
         return rc;
     }
     ocl e;
@@ -1847,7 +1811,7 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
                        "global sizes rounded up to the work-group size, `total` = the\n * "
                        "work-items that do work. Memory objects m<i> are metadata.json's "
                        "memory[i].\n */\n",
-                       P, g->name, e.nsteps);
+                       P, tether_cg_comment_text(g->name), e.nsteps);
     if (e.uses_images) {
         tether_sbuf_puts(&src, "__constant sampler_t TT_SAMPLER =\n    CLK_NORMALIZED_COORDS_FALSE "
                                "| CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;\n");
