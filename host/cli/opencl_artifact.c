@@ -372,6 +372,36 @@ static int parse_steps(tether_ocl_artifact *a, const cJSON *arr) {
             }
             s->nargs++;
         }
+        /* The artifact is data the kernels trust: a work size that does not fit what the
+         * buffers hold would make them write outside their arrays on the device. Every kernel
+         * stops at its int argument (the count of work-items that do work), which cannot
+         * exceed the elements of the largest array it takes; local sizes divide global ones. */
+        uint64_t items = 1, most = 0;
+        for (uint32_t d = 0; d < s->work_dim; d++) {
+            items *= s->global[d];
+            if (s->local[d] && s->global[d] % s->local[d] != 0) {
+                return bad(a, "step %d ('%s'): global size %llu is not a multiple of local %llu", i,
+                           s->kernel, (unsigned long long)s->global[d],
+                           (unsigned long long)s->local[d]);
+            }
+        }
+        for (uint32_t k = 0; k < s->nargs; k++) {
+            if (s->args[k].mem >= 0) {
+                const ocl_mem *m = &a->mems[s->args[k].mem];
+                uint64_t n = m->bytes / 4; /* float32 elements (an image holds 4 per texel) */
+                most = n > most ? n : most;
+            }
+        }
+        for (uint32_t k = 0; k < s->nargs; k++) {
+            if (s->args[k].mem < 0 && (s->args[k].ival < 0 || (uint64_t)s->args[k].ival > items ||
+                                       (uint64_t)s->args[k].ival > most)) {
+                return bad(a,
+                           "step %d ('%s'): work count %lld exceeds its work size (%llu) or "
+                           "the elements of its arrays (%llu)",
+                           i, s->kernel, (long long)s->args[k].ival, (unsigned long long)items,
+                           (unsigned long long)most);
+            }
+        }
         i++;
     }
     return TETHER_OK;
@@ -442,6 +472,11 @@ int tether_ocl_artifact_load(const char *dir, tether_ocl_artifact **out) {
     }
     if (!rc) {
         rc = parse_steps(a, cJSON_GetObjectItemCaseSensitive(m, "steps"));
+    }
+    const cJSON *nk = cJSON_GetObjectItemCaseSensitive(m, "kernels");
+    if (!rc && (!cJSON_IsNumber(nk) || nk->valuedouble != (double)a->nsteps)) {
+        rc = bad(a, "'kernels' (%g) differs from the %d steps",
+                 cJSON_IsNumber(nk) ? nk->valuedouble : -1.0, a->nsteps);
     }
     cJSON_Delete(m);
     if (rc) {

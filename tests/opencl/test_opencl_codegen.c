@@ -677,6 +677,23 @@ static void test_cli_errors(void **state) {
     assert_int_equal(truncate(p, 1000), 0);
     assert_int_equal(run_cli(o, sizeof o, "run dmg --in x0.npy --out d.npy"), 1);
     assert_non_null(strstr(o, "params_bytes differs from the size of params.bin"));
+    /* work sizes the arrays cannot hold, a local size that does not divide, steps missing */
+    const char *edits[3][2] = {
+        {"s/\"global\":\t\\[256\\]/\"global\":\t[1048576]/; s/\"int\":\t250/\"int\":\t1048576/",
+         "exceeds its work size"},
+        {"s/\"local\":\t\\[64\\]/\"local\":\t[7]/", "is not a multiple of local"},
+        {"s/\"kernels\":\t3/\"kernels\":\t1000/", "differs from the 3 steps"},
+    };
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(run_cli(o, sizeof o, "compile '%s' -o dmg --backend opencl --quiet", kws),
+                         0);
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "cd '%s/dmg' && sed -i '%s' metadata.json", g_tmp, edits[k][0]);
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(run_cli(o, sizeof o, "run dmg --in x0.npy --out d.npy"), 1);
+        if (!strstr(o, edits[k][1]))
+            fail_msg("edit %d: %s", k, o);
+    }
     snprintf(p, sizeof p, "%s/d.npy", g_tmp);
     assert_int_equal(access(p, F_OK), -1);
     /* an OpenCL artifact with a texture image over the limit, through the CLI */
