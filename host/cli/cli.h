@@ -79,6 +79,11 @@ void tether_cli_after_failure(tether_session *s, const char *cmd);
  * upload (SHA-256 checked by the device) and load. */
 int tether_cli_cmd_compile_upload(int argc, char **argv);
 
+/* The compile target a model needs for the device: an MCU board's core from its HELLO (e.g.
+ * "cortex-m3"), or "" for the default host profile (tetherd, local:). 0, or an exit code after
+ * printing the error. Built with the compiler only. */
+int tether_cli_probe_target(const tether_cli_device *dev, char *out, size_t n);
+
 /* model.c: `tether ab` and `tether run --reference` (need the compiler). */
 int tether_cli_cmd_ab(int argc, char **argv);
 int tether_cli_run_reference(const char *model, int nin, const char *const *inputs, int nout,

@@ -1118,13 +1118,13 @@ void tether_cli_report_free(tether_cli_report *rep) {
 /* The compile target a model needs for the device: an MCU board's core (HELLO arch, e.g.
  * cortex-m3); "" = the default (host) profile. Asks the device only when it is not the local
  * tetherd. */
-static int probe_target(run_args *r, char *out, size_t n) {
+static int probe_target_common(common *c, char *out, size_t n) {
     out[0] = 0;
-    const char *url = r->c.device ? r->c.device : getenv("TETHER_DEVICE");
+    const char *url = c->device ? c->device : getenv("TETHER_DEVICE");
     if (!url || !*url || !strncmp(url, "local:", 6))
         return 0;
     tether_session *s;
-    if (open_session(&r->c, &s))
+    if (open_session(c, &s))
         return 1;
     const tether_device_info *d = tether_session_info(s);
     int rc = 0;
@@ -1140,6 +1140,19 @@ static int probe_target(run_args *r, char *out, size_t n) {
     }
     tether_session_close(s);
     return rc;
+}
+
+static int probe_target(run_args *r, char *out, size_t n) {
+    return probe_target_common(&r->c, out, n);
+}
+
+int tether_cli_probe_target(const tether_cli_device *dev, char *out, size_t n) {
+    common c;
+    memset(&c, 0, sizeof c);
+    c.device = dev->url;
+    c.token_file = dev->token_file;
+    c.timeout_ms = dev->timeout_ms;
+    return probe_target_common(&c, out, n);
 }
 #endif
 

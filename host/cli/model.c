@@ -203,7 +203,7 @@ static int parse_num(const char *opt, const char *v, double lo, double hi, doubl
 
 static int parse_ab(int argc, char **argv, ab_args *a) {
     memset(a, 0, sizeof *a);
-    a->target = "x86_64-linux";
+    a->target = NULL; /* the device decides (an MCU board's core), else x86_64-linux */
     a->number = 10;
     a->repeat = 3;
     a->rtol = 1e-4;
@@ -500,14 +500,33 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     int prc = parse_ab(argc, argv, &a);
     if (prc)
         return prc == 1 ? 0 : prc;
+    static char probed[64];
+    if (!a.target) {
+        if (tether_cli_probe_target(&a.dev, probed, sizeof probed))
+            return 1;
+        a.target = probed[0] ? probed : "x86_64-linux";
+    }
     const tether_target *tg;
     if (tether_target_find(a.target, &tg))
         return fail(2, "--target: %s", tether_last_error());
     if (!tether_target_available(tg))
         return fail(1, "target %s: its compiler %s is not installed", a.target, tg->cc);
+    /* an ONNX model binds the inputs its operators need as constants (a Reshape's shape, Clip's
+     * bounds) from their --in files; only the others are fed at run time */
+    static tether_cli_model_load ml;
+    int lrc = tether_cli_model_load_prepare(&ml, a.nin, a.in, 0, NULL);
+    if (lrc)
+        return lrc;
     tether_ir_graph g;
-    if (tether_model_load(a.model, &g))
-        return fail(1, "%s", tether_last_error());
+    if (tether_model_load_with(a.model, &ml.lo, &g)) {
+        tether_cli_model_load_free(&ml);
+        return fail(1, "%s", tether_error_detail());
+    }
+    int given = a.nin, kept = 0;
+    for (int i = 0; i < given; i++)
+        if (!ml.bound[i])
+            a.in[kept++] = a.in[i];
+    a.nin = kept;
     int rc = 1, made_tmp = 0;
     char dir[1024];
     static char gen[TETHER_CLI_MAX_IO][1200];
@@ -519,8 +538,9 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     int kernels[2] = {0, 0};
     if (check_float_model(a.model, &g))
         goto done;
-    if (a.nin && a.nin != g.ninputs) {
-        rc = fail(2, "%s has %d inputs, %d --in given", a.model, g.ninputs, a.nin);
+    if (given && a.nin != g.ninputs) {
+        rc = fail(2, "%s has %d run-time inputs, %d --in given (%d bound as constants)", a.model,
+                  g.ninputs, given, given - a.nin);
         goto done;
     }
     if (a.out_dir) {
@@ -534,7 +554,7 @@ int tether_cli_cmd_ab(int argc, char **argv) {
             goto done;
         made_tmp = 1;
     }
-    if (!a.nin) {
+    if (!given) {
         if (generate_inputs(&g, dir, gen))
             goto done;
         for (int i = 0; i < g.ninputs; i++)
@@ -554,6 +574,7 @@ int tether_cli_cmd_ab(int argc, char **argv) {
         o.codegen.abi = s[k].abi;
         o.build.target = a.target;
         o.build.opt_level = a.opt_level;
+        o.load = &ml.lo;
         if (tether_compile_model(a.model, s[k].dir, &o, &s[k].comp)) {
             fail(1, "compile (%s ABI): %s", tether_abi_name(s[k].abi), tether_last_error());
             goto done;
@@ -570,6 +591,7 @@ int tether_cli_cmd_ab(int argc, char **argv) {
         tether_compile_options_init(&o);
         o.backend = TETHER_BACKEND_OPENCL;
         o.opencl.texture_weights = k == 3;
+        o.load = &ml.lo;
         if (tether_compile_model(a.model, s[k].dir, &o, &s[k].comp)) {
             fail(1, "compile (OpenCL): %s", tether_error_detail());
             goto done;
@@ -602,6 +624,7 @@ done:
         tether_cli_report_free(&s[k].run);
     if (made_tmp)
         tether_cli_tempdir_remove(dir);
+    tether_cli_model_load_free(&ml);
     tether_ir_close(&g);
     return rc;
 }

@@ -366,7 +366,12 @@ static void test_ab(void **state) {
     assert_int_equal(tether(&o, "ab"), 2);
     assert_int_equal(tether(&o, "ab '%s' --target nowhere", kws), 2);
     assert_non_null(strstr(o, "nowhere"));
-    assert_int_equal(tether(&o, "ab '%s' --in a.npy --in b.npy", kws), 2);
+    assert_int_equal(tether(&o, "ab '%s' --in a.npy", kws), 1); /* no such file */
+    assert_non_null(strstr(o, "a.npy"));
+    write_f32("a.npy", 16, 0.0f);
+    write_f32("b.npy", 16, 0.0f);
+    assert_int_equal(tether(&o, "ab '%s' --in a.npy --in b.npy", kws), 2); /* 1 input */
+    assert_non_null(strstr(o, "2 --in given"));
     assert_int_equal(tether(&o, "ab '%s' --repeat 99", kws), 2);
     assert_int_equal(tether(&o, "ab '%s' --json /nonexistent/ab.json", kws), 2);
     assert_null(strstr(o, "A/B of")); /* refused before any work */

@@ -288,6 +288,16 @@ static void test_object_module(void **state) {
     assert_non_null(strstr(err_text, "CALL failed: function 'dot_f32' returned -6: dot_f32 a"));
 }
 
+/* ab on the board: the target comes from HELLO (no --target); both ABIs equal the interpreter. */
+static void test_ab_on_board(void **state) {
+    (void)state;
+    assert_int_equal(cli("ab", model, "--device", board.url, "--number", "1", "--repeat", "1",
+                         "--in", in_npy, NULL),
+                     0);
+    assert_non_null(strstr(out_text, "for cortex-m3 on uart://"));
+    assert_non_null(strstr(out_text, "outputs equal the interpreter"));
+}
+
 static void test_refusals(void **state) {
     (void)state;
     /* an artifact for tetherd: refused before anything is uploaded */
@@ -391,6 +401,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_model_packed_compile_upload),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_object_module),
+        cmocka_unit_test(test_ab_on_board),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_fault_then_next_command),
         cmocka_unit_test(test_table),

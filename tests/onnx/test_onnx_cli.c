@@ -114,6 +114,12 @@ static void test_run_onnx(void **state) {
     assert_int_equal(y.shape[0], 3);
     assert_true(((float *)y.data)[5] == 12.0f);
     tether_npy_free(&y);
+    /* ab binds the same way: both ABIs compiled with the shape as a constant, fed x only */
+    rc = tether(&o, "ab reshape.onnx --in x.pb --in shape.pb --number 2 --repeat 1");
+    if (rc) {
+        fail_msg("%s", o);
+    }
+    assert_non_null(strstr(o, "outputs equal the interpreter"));
     /* without the shape value the Reshape cannot be compiled */
     assert_int_equal(tether(&o, "run reshape.onnx --in x.pb"), 1);
     assert_non_null(strstr(o, "input 1 ('shape') must be constant"));
