@@ -94,6 +94,29 @@ int tether_ir_consumers(const tether_ir_graph *g, int t, int *nodes, int max);
 /* True when t is a graph output. */
 int tether_ir_is_graph_output(const tether_ir_graph *g, int t);
 
+/* ---- writing an artifact directory (artifact/compile.c), for both backends ---- */
+
+#define TETHER_ARTIFACT_MAX_FILES 16
+typedef struct tether_artifact_writer {
+    char paths[TETHER_ARTIFACT_MAX_FILES][1300]; /* files written or tracked, for a rollback */
+    int n;
+    int made_dir; /* this call created dir */
+    char dir[1024];
+} tether_artifact_writer;
+
+/* Starts writing into out_dir (nothing touched yet); TETHER_ERR_LIMIT when the path is long. */
+int tether_artifact_init(tether_artifact_writer *w, const char *out_dir);
+/* Creates the directory, or clears an earlier artifact of either backend with this prefix from it
+ * (metadata first, so it is never a valid artifact mixing old and new files). */
+int tether_artifact_open_dir(tether_artifact_writer *w, const char *prefix);
+/* Writes dir/name and remembers it for a rollback. */
+int tether_artifact_put(tether_artifact_writer *w, const char *name, const void *data, size_t n);
+/* Remembers dir/name (a file another step writes) for a rollback. */
+void tether_artifact_track(tether_artifact_writer *w, const char *name);
+/* After a failure: removes every remembered file and the directory when this writer created it,
+ * keeps the current error message and returns rc. */
+int tether_artifact_rollback(tether_artifact_writer *w, int rc);
+
 /* tether_compile_graph for backend OpenCL (emit_opencl.c): same contract (artifact directory,
  * nothing partial left on failure). */
 struct tether_compile_options;

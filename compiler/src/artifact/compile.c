@@ -31,15 +31,48 @@ void tether_compile_options_init(tether_compile_options *o) {
     o->build_library = true;
 }
 
-typedef struct written {
-    char paths[16][1300];
-    int n;
-    int made_dir;
-    char dir[1024];
-} written;
+int tether_artifact_init(tether_artifact_writer *w, const char *out_dir) {
+    memset(w, 0, sizeof *w);
+    if (strlen(out_dir) >= sizeof w->dir - 64) {
+        return tether_set_error(TETHER_ERR_LIMIT, "output directory path too long");
+    }
+    snprintf(w->dir, sizeof w->dir, "%s", out_dir);
+    return TETHER_OK;
+}
 
-static int put(written *w, const char *name, const void *data, size_t n) {
-    if (w->n >= 16) {
+int tether_artifact_open_dir(tether_artifact_writer *w, const char *prefix) {
+    struct stat st;
+    if (stat(w->dir, &st) != 0) {
+        if (mkdir(w->dir, 0755) != 0) {
+            return tether_set_error(TETHER_ERR_IO, "cannot create '%s': %s", w->dir,
+                                    strerror(errno));
+        }
+        w->made_dir = 1;
+        return TETHER_OK;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        return tether_set_error(TETHER_ERR_IO, "'%s' exists and is not a directory", w->dir);
+    }
+    /* Replacing an artifact: its metadata goes first, so the directory is never a valid
+     * artifact that mixes old and new files, and stale files of either backend disappear. */
+    static const char *const old_files[] = {"metadata.json", "report.json", "params.bin",
+                                            "build.log"};
+    char p[1300];
+    for (size_t i = 0; i < sizeof old_files / sizeof *old_files; i++) {
+        snprintf(p, sizeof p, "%s/%s", w->dir, old_files[i]);
+        unlink(p);
+    }
+    static const char *const old_pat[] = {"%s/%s.c",  "%s/%s.h",     "%s/%s.o",    "%s/%s.su",
+                                          "%s/%s.ci", "%s/lib%s.so", "%s/lib%s.a", "%s/%s.cl"};
+    for (size_t i = 0; i < sizeof old_pat / sizeof *old_pat; i++) {
+        snprintf(p, sizeof p, old_pat[i], w->dir, prefix);
+        unlink(p);
+    }
+    return TETHER_OK;
+}
+
+int tether_artifact_put(tether_artifact_writer *w, const char *name, const void *data, size_t n) {
+    if (w->n >= TETHER_ARTIFACT_MAX_FILES) {
         return tether_set_error(TETHER_ERR_INTERNAL, "too many artifact files");
     }
     snprintf(w->paths[w->n], sizeof w->paths[0], "%s/%s", w->dir, name);
@@ -48,19 +81,22 @@ static int put(written *w, const char *name, const void *data, size_t n) {
     return rc;
 }
 
-static void track(written *w, const char *name) {
-    if (w->n < 16) {
+void tether_artifact_track(tether_artifact_writer *w, const char *name) {
+    if (w->n < TETHER_ARTIFACT_MAX_FILES) {
         snprintf(w->paths[w->n++], sizeof w->paths[0], "%s/%s", w->dir, name);
     }
 }
 
-static void rollback(written *w) {
+int tether_artifact_rollback(tether_artifact_writer *w, int rc) {
+    char msg[TETHER_ERROR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", tether_last_error());
     for (int i = 0; i < w->n; i++) {
         unlink(w->paths[i]);
     }
     if (w->made_dir) {
         rmdir(w->dir);
     }
+    return tether_set_error(rc, "%s", msg);
 }
 
 static double now_s(void) {
@@ -201,15 +237,14 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
         return tether_compile_graph_opencl(g, out_dir, o, res);
     }
     double t0 = now_s();
-    written w;
-    memset(&w, 0, sizeof w);
-    if (strlen(out_dir) >= sizeof w.dir - 64) {
-        return tether_set_error(TETHER_ERR_LIMIT, "output directory path too long");
+    tether_artifact_writer w;
+    int rc = tether_artifact_init(&w, out_dir);
+    if (rc) {
+        return rc;
     }
-    snprintf(w.dir, sizeof w.dir, "%s", out_dir);
     const char *P = o->codegen.prefix ? o->codegen.prefix : "tether_model";
     res->nnodes_in = g->nnodes;
-    int rc = tether_passes_run(g, &o->passes);
+    rc = tether_passes_run(g, &o->passes);
     if (rc) {
         return rc;
     }
@@ -228,59 +263,35 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     res->workspace_size = cg.workspace_size;
     res->params_bytes = cg.params_bytes;
     snprintf(res->entry, sizeof res->entry, "%s", cg.funcs[0].name);
-    struct stat st;
-    if (stat(out_dir, &st) != 0) {
-        if (mkdir(out_dir, 0755) != 0) {
-            tether_codegen_output_close(&cg);
-            return tether_set_error(TETHER_ERR_IO, "cannot create '%s': %s", out_dir,
-                                    strerror(errno));
-        }
-        w.made_dir = 1;
-    } else if (!S_ISDIR(st.st_mode)) {
+    if ((rc = tether_artifact_open_dir(&w, P))) {
         tether_codegen_output_close(&cg);
-        return tether_set_error(TETHER_ERR_IO, "'%s' exists and is not a directory", out_dir);
-    } else {
-        /* Replacing an artifact: its metadata goes first, so the directory is never a valid
-         * artifact that mixes old and new files, and stale files of either mode disappear. */
-        static const char *const old_files[] = {"metadata.json", "report.json", "params.bin",
-                                                "build.log"};
-        char p[1300];
-        for (size_t i = 0; i < sizeof old_files / sizeof *old_files; i++) {
-            snprintf(p, sizeof p, "%s/%s", out_dir, old_files[i]);
-            unlink(p);
-        }
-        static const char *const old_pat[] = {"%s/%s.c",  "%s/%s.h",     "%s/%s.o",    "%s/%s.su",
-                                              "%s/%s.ci", "%s/lib%s.so", "%s/lib%s.a", "%s/%s.cl"};
-        for (size_t i = 0; i < sizeof old_pat / sizeof *old_pat; i++) {
-            snprintf(p, sizeof p, old_pat[i], out_dir, P);
-            unlink(p);
-        }
+        return rc;
     }
     char name[200];
     char *meta = NULL, *rep = NULL;
     snprintf(name, sizeof name, "%s.c", P);
-    rc = put(&w, name, cg.source, strlen(cg.source));
+    rc = tether_artifact_put(&w, name, cg.source, strlen(cg.source));
     snprintf(name, sizeof name, "%s.h", P);
     if (!rc) {
-        rc = put(&w, name, cg.header, strlen(cg.header));
+        rc = tether_artifact_put(&w, name, cg.header, strlen(cg.header));
     }
     if (!rc && cg.params) {
-        rc = put(&w, "params.bin", cg.params, cg.params_bytes);
+        rc = tether_artifact_put(&w, "params.bin", cg.params, cg.params_bytes);
     }
     if (!rc && o->build_library) {
         const tether_target *t;
         rc = tether_target_find(o->build.target ? o->build.target : "x86_64-linux", &t);
         if (!rc) {
-            track(&w, "build.log");
+            tether_artifact_track(&w, "build.log");
             snprintf(name, sizeof name, "%s.o", P);
-            track(&w, name);
+            tether_artifact_track(&w, name);
             snprintf(name, sizeof name, "%s.su", P);
-            track(&w, name);
+            tether_artifact_track(&w, name);
             snprintf(name, sizeof name, "%s.ci", P);
-            track(&w, name);
+            tether_artifact_track(&w, name);
             snprintf(name, sizeof name, "lib%s.%s", P,
                      t->kind == TETHER_TARGET_SHARED ? "so" : "a");
-            track(&w, name);
+            tether_artifact_track(&w, name);
             rc = tether_build_artifact(out_dir, P, cg.funcs[0].name, &o->build, &res->build);
             res->built = rc == 0;
         }
@@ -293,19 +304,16 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
         }
     }
     if (!rc) {
-        rc = put(&w, "metadata.json", meta, strlen(meta));
+        rc = tether_artifact_put(&w, "metadata.json", meta, strlen(meta));
     }
     if (!rc) {
-        rc = put(&w, "report.json", rep, strlen(rep));
+        rc = tether_artifact_put(&w, "report.json", rep, strlen(rep));
     }
     free(meta);
     free(rep);
     tether_codegen_output_close(&cg);
     if (rc) {
-        char msg[TETHER_ERROR_MSG_MAX];
-        snprintf(msg, sizeof msg, "%s", tether_last_error());
-        rollback(&w);
-        return tether_set_error(rc, "%s", msg);
+        return tether_artifact_rollback(&w, rc);
     }
     return TETHER_OK;
 }

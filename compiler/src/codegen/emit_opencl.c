@@ -14,15 +14,12 @@
  *   every work-item checks `f < total` (global sizes are rounded up to the work-group size);
  * - output is deterministic (no time stamps or host paths); weights are bytes in params.bin.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -1875,13 +1872,13 @@ int tether_compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
                                 const tether_compile_options *o, tether_compile_result *res) {
     double t0 = now_s();
     const char *P = o->codegen.prefix ? o->codegen.prefix : "tether_model";
-    char dir[1024];
-    if (strlen(out_dir) >= sizeof dir - 64) {
-        return tether_set_error(TETHER_ERR_LIMIT, "output directory path too long");
+    tether_artifact_writer w;
+    int rc = tether_artifact_init(&w, out_dir);
+    if (rc) {
+        return rc;
     }
-    snprintf(dir, sizeof dir, "%s", out_dir);
     res->nnodes_in = g->nnodes;
-    int rc = tether_passes_run(g, &o->passes);
+    rc = tether_passes_run(g, &o->passes);
     if (rc) {
         return rc;
     }
@@ -1902,67 +1899,32 @@ int tether_compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
     res->workspace_size = cg.workspace_size;
     res->params_bytes = cg.params_bytes;
     snprintf(res->entry, sizeof res->entry, "%s", "");
-    int made_dir = 0;
-    struct stat st;
-    if (stat(dir, &st) != 0) {
-        if (mkdir(dir, 0755) != 0) {
-            tether_opencl_output_close(&cg);
-            return tether_set_error(TETHER_ERR_IO, "cannot create '%s': %s", dir, strerror(errno));
-        }
-        made_dir = 1;
-    } else if (!S_ISDIR(st.st_mode)) {
+    if ((rc = tether_artifact_open_dir(&w, P))) {
         tether_opencl_output_close(&cg);
-        return tether_set_error(TETHER_ERR_IO, "'%s' exists and is not a directory", dir);
-    } else {
-        /* replacing an artifact of either backend: its metadata goes first */
-        static const char *const old_files[] = {"metadata.json", "report.json", "params.bin",
-                                                "build.log"};
-        char p[1300];
-        for (size_t i = 0; i < sizeof old_files / sizeof *old_files; i++) {
-            snprintf(p, sizeof p, "%s/%s", dir, old_files[i]);
-            unlink(p);
-        }
-        static const char *const old_pat[] = {"%s/%s.c",  "%s/%s.h",     "%s/%s.o",    "%s/%s.su",
-                                              "%s/%s.ci", "%s/lib%s.so", "%s/lib%s.a", "%s/%s.cl"};
-        for (size_t i = 0; i < sizeof old_pat / sizeof *old_pat; i++) {
-            snprintf(p, sizeof p, old_pat[i], dir, P);
-            unlink(p);
-        }
+        return rc;
     }
-    char written[4][1300];
-    int nw = 0;
     char *rep = report_json(g, res, &cg, o->opencl.texture_weights);
     if (!rep) {
         rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing the report");
     }
+    char name[200];
+    snprintf(name, sizeof name, "%s.cl", P);
     if (!rc) {
-        snprintf(written[nw], sizeof written[0], "%s/%s.cl", dir, P);
-        rc = tether_write_file(written[nw++], cg.source, strlen(cg.source));
+        rc = tether_artifact_put(&w, name, cg.source, strlen(cg.source));
     }
     if (!rc && cg.params_bytes) {
-        snprintf(written[nw], sizeof written[0], "%s/params.bin", dir);
-        rc = tether_write_file(written[nw++], cg.params, cg.params_bytes);
+        rc = tether_artifact_put(&w, "params.bin", cg.params, cg.params_bytes);
     }
     if (!rc) {
-        snprintf(written[nw], sizeof written[0], "%s/metadata.json", dir);
-        rc = tether_write_file(written[nw++], cg.metadata, strlen(cg.metadata));
+        rc = tether_artifact_put(&w, "metadata.json", cg.metadata, strlen(cg.metadata));
     }
     if (!rc) {
-        snprintf(written[nw], sizeof written[0], "%s/report.json", dir);
-        rc = tether_write_file(written[nw++], rep, strlen(rep));
+        rc = tether_artifact_put(&w, "report.json", rep, strlen(rep));
     }
     free(rep);
     tether_opencl_output_close(&cg);
     if (rc) {
-        char msg[TETHER_ERROR_MSG_MAX];
-        snprintf(msg, sizeof msg, "%s", tether_last_error());
-        for (int i = 0; i < nw; i++) {
-            unlink(written[i]);
-        }
-        if (made_dir) {
-            rmdir(dir);
-        }
-        return tether_set_error(rc, "%s", msg);
+        return tether_artifact_rollback(&w, rc);
     }
     return TETHER_OK;
 }
