@@ -81,6 +81,10 @@ const char *tether_cg_comment_text(const char *s);
  * characters, else TETHER_ERR_INVALID_ARG naming it. */
 int tether_cg_check_prefix(const char *prefix);
 
+/* Runs argv (found on PATH) with stdout and stderr appended to the file log; returns its exit
+ * status, or -1 when it could not be started or did not exit normally (build/build.c). */
+int tether_run_logged(char *const *argv, const char *log);
+
 /* Writes a whole file (creating/truncating it); TETHER_ERR_IO naming the path on failure. */
 int tether_write_file(const char *path, const void *data, size_t n);
 /* Reads a whole file (malloc'd, NUL-terminated). */

@@ -84,8 +84,8 @@ bool tether_target_available(const tether_target *t) {
     return find_program(t->cc, buf, sizeof buf);
 }
 
-/* Runs argv with stdout+stderr appended to log; returns the exit status (or -1). */
-static int run(char *const *argv, const char *log) {
+/* Runs argv with stdout+stderr appended to log (internal.h). */
+int tether_run_logged(char *const *argv, const char *log) {
     pid_t pid = fork();
     if (pid < 0) {
         return -1;
@@ -516,14 +516,14 @@ int tether_build_artifact(const char *dir, const char *prefix, const char *entry
         argv[n++] = common[i];
     }
     argv[n] = NULL;
-    if (run(argv, log) != 0) {
+    if (tether_run_logged(argv, log) != 0) {
         return log_failure("compiling the generated C", log);
     }
     if (t->kind == TETHER_TARGET_SHARED) {
         snprintf(out->library, sizeof out->library, "lib%s.so", prefix);
         snprintf(lib, sizeof lib, "%s/%s", dir, out->library);
         char *largv[] = {cc, "-shared", "-o", lib, obj, "-lm", NULL};
-        if (run(largv, log) != 0) {
+        if (tether_run_logged(largv, log) != 0) {
             return log_failure("linking the shared library", log);
         }
     } else {
@@ -538,7 +538,7 @@ int tether_build_artifact(const char *dir, const char *prefix, const char *entry
         }
         unlink(lib);
         char *aargv[] = {ar, "rcs", lib, obj, NULL};
-        if (run(aargv, log) != 0) {
+        if (tether_run_logged(aargv, log) != 0) {
             return log_failure("archiving the static library", log);
         }
     }

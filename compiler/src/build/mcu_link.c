@@ -298,28 +298,6 @@ int tether_mcu_image_check(const tether_mcu_firmware *fw, const uint8_t *data, s
 
 /* ---- linking ---- */
 
-/* Runs argv with stdout+stderr appended to log; returns the exit status (or -1). */
-static int run_tool(char *const *argv, const char *log) {
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* Value of -m<opt>=... in a flag string ("" when absent). */
 static void flag_value(const char *flags, const char *opt, char *out, size_t n) {
     out[0] = 0;
@@ -522,7 +500,7 @@ int tether_mcu_link(const tether_mcu_firmware *fw, const char *target, const cha
     argv[n++] = "-o";
     argv[n++] = (char *)out_elf;
     argv[n] = NULL;
-    int st = run_tool(argv, log);
+    int st = tether_run_logged(argv, log);
     if (st == 127 || st < 0)
         return tether_set_error(TETHER_ERR_NOT_FOUND,
                                 "cannot run %s (install gcc-arm-none-eabi, scripts/setup)", cc);
@@ -531,7 +509,7 @@ int tether_mcu_link(const tether_mcu_firmware *fw, const char *target, const cha
         return link_failed(fw, log);
     }
     char *oc[] = {(char *)objcopy, "-O", "binary", (char *)out_elf, (char *)out_bin, NULL};
-    st = run_tool(oc, log);
+    st = tether_run_logged(oc, log);
     if (st != 0) {
         unlink(out_elf);
         unlink(out_bin);
