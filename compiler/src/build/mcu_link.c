@@ -358,6 +358,11 @@ static int check_target(const tether_mcu_firmware *fw, const char *target) {
 }
 
 /* Sums the sizes of function and read-only object symbols of a 32-bit little-endian ELF. */
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 static void elf_symbol_sizes(const char *path, uint64_t *code, uint64_t *rodata) {
     *code = *rodata = 0;
     char *buf;
@@ -383,20 +388,39 @@ static void elf_symbol_sizes(const char *path, uint64_t *code, uint64_t *rodata)
         uint32_t off = rd32(sh + 0x10), size = rd32(sh + 0x14), ent = rd32(sh + 0x24);
         if (ent < 16 || (uint64_t)off + size > len)
             continue;
+        /* (address << 32 | size, kind) of every symbol defined in the image (absolute symbols
+         * are the firmware's exports, not part of it) */
+        size_t n = size / ent, m = 0;
+        uint64_t *keys = malloc((n ? n : 1) * sizeof *keys);
+        if (!keys)
+            break;
         for (uint32_t k = 0; k + ent <= size; k += ent) {
             const uint8_t *sym = b + off + k;
-            uint32_t sz = rd32(sym + 8);
+            uint32_t value = rd32(sym + 4) & ~1u, sz = rd32(sym + 8);
             uint8_t type = sym[12] & 0xf;
             uint16_t shndx = (uint16_t)(sym[14] | sym[15] << 8);
-            if (type == 2) { /* STT_FUNC */
-                *code += sz;
-            } else if (type == 1 && shndx > 0 && shndx < shnum) { /* STT_OBJECT */
-                const uint8_t *ts = b + shoff + (uint32_t)shndx * shentsize;
-                uint32_t flags = rd32(ts + 8), stype = rd32(ts + 4);
-                if (!(flags & 0x1) && stype != 8) /* not writable, not .bss */
-                    *rodata += sz;
+            if (shndx == 0 || shndx >= shnum || sz == 0)
+                continue;
+            const uint8_t *ts = b + shoff + (uint32_t)shndx * shentsize;
+            uint32_t flags = rd32(ts + 8), stype = rd32(ts + 4);
+            int kind = type == 2 ? 1 : (type == 1 && !(flags & 0x1) && stype != 8) ? 2 : 0;
+            if (kind)
+                keys[m++] = ((uint64_t)value << 32 | sz) << 1 | (uint64_t)(kind - 1);
+        }
+        qsort(keys, m, sizeof *keys, cmp_u64);
+        /* the union of the [address, address + size) ranges of each kind (libgcc's soft-float
+         * symbols overlap) */
+        uint64_t end[2] = {0, 0};
+        for (size_t k = 0; k < m; k++) {
+            int kind = (int)(keys[k] & 1);
+            uint64_t lo = keys[k] >> 33, hi = lo + ((keys[k] >> 1) & 0xffffffffu);
+            uint64_t *sum = kind ? rodata : code;
+            if (hi > end[kind]) {
+                *sum += hi - (lo > end[kind] ? lo : end[kind]);
+                end[kind] = hi;
             }
         }
+        free(keys);
     }
     free(buf);
 }
