@@ -54,6 +54,9 @@ void tether_sbuf_printf(tether_sbuf *b, const char *fmt, ...)
 void tether_sbuf_vprintf(tether_sbuf *b, const char *fmt, va_list ap);
 void tether_sbuf_puts(tether_sbuf *b, const char *s);
 
+/* A shape as text, "[1,3,224,224]" ("[]" for a scalar), cut to fit n bytes. */
+void tether_shape_text(char *buf, size_t n, const int64_t *shape, int ndim);
+
 /* True when p is a C identifier that starts with a letter, of at most max_len characters (the
  * rule for the user-chosen prefix of generated code). */
 bool tether_c_identifier_ok(const char *p, size_t max_len);

@@ -146,6 +146,16 @@ const char *tether_error_detail(void) {
     return msg;
 }
 
+void tether_shape_text(char *buf, size_t n, const int64_t *shape, int ndim) {
+    size_t o = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < ndim && o < n; i++) {
+        o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "," : "", (long long)shape[i]);
+    }
+    if (o < n) {
+        snprintf(buf + o, n - o, "]");
+    }
+}
+
 bool tether_c_identifier_ok(const char *p, size_t max_len) {
     if (!p || !isalpha((unsigned char)p[0]) || strlen(p) > max_len) {
         return false;

@@ -142,16 +142,6 @@ static void c_string(tether_sbuf *b, const char *s) {
     tether_sbuf_puts(b, "\"");
 }
 
-static void shape_str(char *buf, size_t n, const tether_ir_tensor *t) {
-    size_t o = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < t->ndim && o < n; i++) {
-        o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "," : "", (long long)t->shape[i]);
-    }
-    if (o < n) {
-        snprintf(buf + o, n - o, "]");
-    }
-}
-
 static const tether_ir_tensor *T(const em *e, int t) {
     return &e->g->tensors[t];
 }
@@ -1162,11 +1152,11 @@ static void op_comment(em *e, const tether_ir_node *nd) {
             tether_sbuf_printf(&e->s, "%s-", i ? ", " : "");
             continue;
         }
-        shape_str(sh, sizeof sh, T(e, nd->inputs[i]));
+        tether_shape_text(sh, sizeof sh, T(e, nd->inputs[i])->shape, T(e, nd->inputs[i])->ndim);
         tether_sbuf_printf(&e->s, "%s%s%s", i ? ", " : "",
                            tether_cg_comment_text(T(e, nd->inputs[i])->name), sh);
     }
-    shape_str(sh, sizeof sh, T(e, nd->outputs[0]));
+    tether_shape_text(sh, sizeof sh, T(e, nd->outputs[0])->shape, T(e, nd->outputs[0])->ndim);
     tether_sbuf_printf(&e->s, ") -> %s%s", tether_cg_comment_text(T(e, nd->outputs[0])->name), sh);
     const tether_ir_attrs *a = &nd->attrs;
     if (nd->op == TETHER_OP_CONV2D || nd->op == TETHER_OP_MAX_POOL ||
@@ -1861,7 +1851,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
                 any = 1;
             }
             char sh[96], name[200];
-            shape_str(sh, sizeof sh, t);
+            tether_shape_text(sh, sizeof sh, t->shape, t->ndim);
             tether_sbuf_printf(&e.s, "/* %s %s */\n", tether_cg_comment_text(t->name), sh);
             snprintf(name, sizeof name, "%s_w_%s", P, e.cname[i]);
             emit_float_array(&e, name, t->data, tether_ir_tensor_elements(t));

@@ -212,16 +212,6 @@ static int64_t prod(const int64_t *s, int from, int to) {
     return p;
 }
 
-static void shape_text(char *buf, size_t n, const int64_t *shape, int nd) {
-    size_t o = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < nd && o < n; i++) {
-        o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "," : "", (long long)shape[i]);
-    }
-    if (o < n) {
-        snprintf(buf + o, n - o, "]");
-    }
-}
-
 /* ---- operator support ---------------------------------------------------------------------- */
 
 static int op_supported(tether_op op) {
@@ -1395,13 +1385,13 @@ static void describe(const ocl *e, const tether_ir_node *n, char *buf, size_t ca
             continue;
         }
         const tether_ir_tensor *t = T(e, n->inputs[j]);
-        shape_text(sh, sizeof sh, t->shape, t->ndim);
+        tether_shape_text(sh, sizeof sh, t->shape, t->ndim);
         o += (size_t)snprintf(buf + o, cap - o, "%s%s %s", j ? ", " : "",
                               tether_cg_comment_text(t->name), sh);
     }
     if (o < cap) {
         const tether_ir_tensor *t = T(e, n->outputs[0]);
-        shape_text(sh, sizeof sh, t->shape, t->ndim);
+        tether_shape_text(sh, sizeof sh, t->shape, t->ndim);
         o += (size_t)snprintf(buf + o, cap - o, ") -> %s %s", tether_cg_comment_text(t->name), sh);
     }
     if (o < cap && n->attrs.act != TETHER_ACT_NONE) {

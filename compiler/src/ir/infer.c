@@ -98,17 +98,6 @@ int tether_ir_broadcast(const int64_t *a, int na, const int64_t *b, int nb, int6
     return TETHER_OK;
 }
 
-static void shape_text(char *buf, size_t size, const int64_t *shape, int ndim) {
-    size_t o = 0;
-    o += (size_t)snprintf(buf + o, size - o, "[");
-    for (int i = 0; i < ndim && o < size; i++) {
-        o += (size_t)snprintf(buf + o, size - o, "%s%lld", i ? "," : "", (long long)shape[i]);
-    }
-    if (o < size) {
-        snprintf(buf + o, size - o, "]");
-    }
-}
-
 static int node_error(const tether_ir_node *n, int status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -218,7 +207,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
                               (long long)x->shape[1], (long long)w->shape[1], (long long)a->groups);
         }
         if (b && (b->ndim != 1 || b->shape[0] != w->shape[0])) {
-            shape_text(s1, sizeof s1, b->shape, b->ndim);
+            tether_shape_text(s1, sizeof s1, b->shape, b->ndim);
             return node_error(n, TETHER_ERR_MISMATCH, "bias shape %s, expected [%lld]", s1,
                               (long long)w->shape[0]);
         }
@@ -268,7 +257,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
             int nd;
             if (c->ndim > 2 || tether_ir_broadcast(os, 2, c->shape, c->ndim, tmp, &nd) ||
                 tmp[0] != m || tmp[1] != nn) {
-                shape_text(s1, sizeof s1, c->shape, c->ndim);
+                tether_shape_text(s1, sizeof s1, c->shape, c->ndim);
                 return node_error(n, TETHER_ERR_MISMATCH,
                                   "C shape %s does not broadcast to [%lld,%lld]", s1, (long long)m,
                                   (long long)nn);
@@ -319,8 +308,8 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
             return node_error(n, TETHER_ERR_INVALID_ARG, "second input is missing");
         }
         if (tether_ir_broadcast(x->shape, x->ndim, y->shape, y->ndim, os, ond)) {
-            shape_text(s1, sizeof s1, x->shape, x->ndim);
-            shape_text(s2, sizeof s2, y->shape, y->ndim);
+            tether_shape_text(s1, sizeof s1, x->shape, x->ndim);
+            tether_shape_text(s2, sizeof s2, y->shape, y->ndim);
             return node_error(n, TETHER_ERR_MISMATCH, "shapes %s and %s do not broadcast", s1, s2);
         }
         return TETHER_OK;
@@ -590,7 +579,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
             }
             if (p->ndim != x->ndim - ax ||
                 memcmp(p->shape, x->shape + ax, sizeof(int64_t) * (size_t)p->ndim) != 0) {
-                shape_text(s1, sizeof s1, p->shape, p->ndim);
+                tether_shape_text(s1, sizeof s1, p->shape, p->ndim);
                 return node_error(n, TETHER_ERR_MISMATCH,
                                   "%s shape %s differs from the normalised dimensions",
                                   i == 1 ? "scale" : "bias", s1);
@@ -871,8 +860,8 @@ static int infer_output(tether_ir_graph *g, tether_ir_node *n) {
     if (o->ndim != TETHER_IR_SHAPE_UNKNOWN &&
         (o->ndim != ndim || memcmp(o->shape, shape, sizeof(int64_t) * (size_t)ndim) != 0)) {
         char s1[96], s2[96];
-        shape_text(s1, sizeof s1, o->shape, o->ndim);
-        shape_text(s2, sizeof s2, shape, ndim);
+        tether_shape_text(s1, sizeof s1, o->shape, o->ndim);
+        tether_shape_text(s2, sizeof s2, shape, ndim);
         return node_error(n, TETHER_ERR_MISMATCH,
                           "output '%s' is declared %s but the inputs give %s", o->name, s1, s2);
     }

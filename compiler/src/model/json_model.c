@@ -607,16 +607,6 @@ int tether_model_input_shape_parse(const char *spec, tether_model_input_shape *o
     return TETHER_OK;
 }
 
-static void shape_str(char *buf, size_t n, const int64_t *shape, int ndim) {
-    size_t o = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < ndim && o < n; i++) {
-        o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "," : "", (long long)shape[i]);
-    }
-    if (o < n) {
-        snprintf(buf + o, n - o, "]");
-    }
-}
-
 /* Every --input-shape must name a graph input and equal its (final) shape. */
 static int check_input_shapes(const char *path, const tether_model_load_options *o,
                               const tether_ir_graph *g) {
@@ -642,8 +632,8 @@ static int check_input_shapes(const char *path, const tether_model_load_options 
         if (x->ndim != s->ndim ||
             memcmp(x->shape, s->shape, sizeof(int64_t) * (size_t)s->ndim) != 0) {
             char a[128], b[128];
-            shape_str(a, sizeof a, x->shape, x->ndim);
-            shape_str(b, sizeof b, s->shape, s->ndim);
+            tether_shape_text(a, sizeof a, x->shape, x->ndim);
+            tether_shape_text(b, sizeof b, s->shape, s->ndim);
             return tether_set_error(TETHER_ERR_MISMATCH,
                                     "%s: input '%s' has shape %s; --input-shape gives %s", path,
                                     s->name, a, b);
