@@ -355,3 +355,38 @@ tether_rpc_arg mcu_arg_int(int64_t v) {
     a.v.v_int = v;
     return a;
 }
+
+/* ---- fixtures shared by the MCU tests ---- */
+
+int mcu_workdir_create(char *dir, size_t n, const char *tag) {
+    if (system("command -v arm-none-eabi-gcc >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "SKIP: arm-none-eabi-gcc not installed\n");
+        exit(77);
+    }
+    snprintf(dir, n, "%s/mcu-%s-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag);
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+int mcu_workdir_remove(const char *dir) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+void mcu_kws_input(float *v, size_t n) {
+    uint32_t x = 12345u;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        v[i] = (float)((int32_t)(x >> 8) % 2000) / 1000.0f;
+    }
+}
+
+int mcu_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t n,
+                  CMFixtureFunction setup, CMFixtureFunction teardown) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s FIRMWARE_DIR\n", argv[0]);
+        return 2;
+    }
+    mcu_fw_dir = argv[1];
+    return _cmocka_run_group_tests("tests", tests, n, setup, teardown);
+}

@@ -10,10 +10,14 @@
 #ifndef TETHER_TESTS_MCU_CLIENT_H
 #define TETHER_TESTS_MCU_CLIENT_H
 
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include <cmocka.h>
 
 #include "tether/crt.h"
 #include "tether/rpc/codec.h"
@@ -73,5 +77,21 @@ int32_t mcu_call_error(mcu_board *b, uint64_t func, uint32_t abi, const tether_r
 
 tether_rpc_arg mcu_arg_array(uint64_t handle);
 tether_rpc_arg mcu_arg_int(int64_t v);
+
+/* ---- fixtures shared by the MCU tests ---- */
+
+/* Exits 77 (skipped, saying why) when arm-none-eabi-gcc is not installed; then creates a fresh
+ * directory $TMPDIR/mcu-<tag>-XXXXXX (/tmp without TMPDIR) into dir. 0, or -1. */
+int mcu_workdir_create(char *dir, size_t n, const char *tag);
+/* Removes dir and everything below it; 0, or -1. */
+int mcu_workdir_remove(const char *dir);
+
+/* The deterministic KWS input of the model tests: n floats in (-2, 2). */
+void mcu_kws_input(float *v, size_t n);
+
+/* main() of a test taking FIRMWARE_DIR as its only argument: sets mcu_fw_dir (usage message and
+ * 2 without it), then runs the cmocka group with setup and teardown. */
+int mcu_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t n,
+                  CMFixtureFunction setup, CMFixtureFunction teardown);
 
 #endif /* TETHER_TESTS_MCU_CLIENT_H */

@@ -21,6 +21,8 @@
 #include "tether/crt.h"
 #include "tether/mcu_link.h"
 
+#include "mcu_client.h"
+
 static const char *fw_dir;
 static char workdir[256];
 static tether_mcu_firmware fw;
@@ -62,13 +64,7 @@ static int exists(const char *name, const char *ext) {
 
 static int setup(void **state) {
     (void)state;
-    if (system("command -v arm-none-eabi-gcc >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "SKIP: arm-none-eabi-gcc not installed\n");
-        exit(77);
-    }
-    snprintf(workdir, sizeof workdir, "%s/mcu-link-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(workdir) == NULL) {
+    if (mcu_workdir_create(workdir, sizeof workdir, "link") != 0) {
         return -1;
     }
     unsetenv("TETHER_FIRMWARE");
@@ -81,9 +77,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mcu_workdir_remove(workdir);
 }
 
 static void test_firmware_description(void **state) {

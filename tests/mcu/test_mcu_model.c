@@ -157,13 +157,7 @@ static void run_abi(int which) {
 
 static int setup(void **state) {
     (void)state;
-    if (system("command -v arm-none-eabi-gcc >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "SKIP: arm-none-eabi-gcc not installed\n");
-        exit(77);
-    }
-    snprintf(workdir, sizeof workdir, "%s/mcu-model-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(workdir) == NULL) {
+    if (mcu_workdir_create(workdir, sizeof workdir, "model") != 0) {
         return -1;
     }
     char model[512];
@@ -172,11 +166,7 @@ static int setup(void **state) {
         fprintf(stderr, "loading %s: %s\n", model, tether_last_error());
         return -1;
     }
-    uint32_t x = 12345u;
-    for (size_t i = 0; i < sizeof input / sizeof input[0]; i++) {
-        x = x * 1664525u + 1013904223u;
-        input[i] = (float)((int32_t)(x >> 8) % 2000) / 1000.0f;
-    }
+    mcu_kws_input(input, sizeof input / sizeof input[0]);
     const float *ins[1] = {input};
     float *outs[1] = {reference};
     if (tether_interp_run(&graph, ins, outs) != 0) {
@@ -196,9 +186,7 @@ static int teardown(void **state) {
     (void)state;
     mcu_board_stop(&board);
     tether_ir_close(&graph);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mcu_workdir_remove(workdir);
 }
 
 static void test_kws_packed(void **state) {
@@ -226,15 +214,10 @@ static void test_kws_compare(void **state) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s FIRMWARE_DIR\n", argv[0]);
-        return 2;
-    }
-    mcu_fw_dir = argv[1];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kws_packed),
         cmocka_unit_test(test_kws_unpacked),
         cmocka_unit_test(test_kws_compare),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return mcu_test_main(argc, argv, tests, sizeof tests / sizeof *tests, setup, teardown);
 }

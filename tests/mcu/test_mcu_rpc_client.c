@@ -215,15 +215,10 @@ static void test_time(void **state) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s FIRMWARE_DIR\n", argv[0]);
-        return 2;
-    }
-    mcu_fw_dir = argv[1];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hello),
         cmocka_unit_test(test_chunked_transfer_and_call),
         cmocka_unit_test(test_time),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return mcu_test_main(argc, argv, tests, sizeof tests / sizeof *tests, setup, teardown);
 }

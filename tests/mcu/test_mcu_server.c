@@ -478,11 +478,6 @@ static void test_fault_and_new_session(void **state) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s FIRMWARE_DIR\n", argv[0]);
-        return 2;
-    }
-    mcu_fw_dir = argv[1];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hello),
         cmocka_unit_test(test_copy_round_trip),
@@ -495,5 +490,5 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_duplicate_request),
         cmocka_unit_test(test_fault_and_new_session),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return mcu_test_main(argc, argv, tests, sizeof tests / sizeof *tests, setup, teardown);
 }

@@ -137,13 +137,7 @@ static int32_t load(const char *name, uint64_t *module, uint32_t *nfuncs, char *
 
 static int setup(void **state) {
     (void)state;
-    if (system("command -v arm-none-eabi-gcc >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "SKIP: arm-none-eabi-gcc not installed\n");
-        exit(77);
-    }
-    snprintf(workdir, sizeof workdir, "%s/mcu-upload-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(workdir) == NULL) {
+    if (mcu_workdir_create(workdir, sizeof workdir, "upload") != 0) {
         return -1;
     }
     if (mcu_board_start(&board, true) != 0) {
@@ -158,9 +152,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     (void)state;
     mcu_board_stop(&board);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mcu_workdir_remove(workdir);
 }
 
 static void test_upload_and_call(void **state) {
@@ -454,16 +446,11 @@ static void test_fault_in_module(void **state) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s FIRMWARE_DIR\n", argv[0]);
-        return 2;
-    }
-    mcu_fw_dir = argv[1];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_upload_and_call),
         cmocka_unit_test(test_firmware_json),
         cmocka_unit_test(test_bad_images),
         cmocka_unit_test(test_fault_in_module),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return mcu_test_main(argc, argv, tests, sizeof tests / sizeof *tests, setup, teardown);
 }
