@@ -153,9 +153,17 @@ static int mcu_link_upload(tether_session *s, const tether_mcu_firmware *fw, con
     char *data = NULL;
     size_t size = 0;
     if (tether_mcu_link(fw, target, in, 1, elf, bin, &img)) {
-        /* the log is about to be removed: put its gist into the message */
-        char e[TETHER_ERROR_MSG_MAX];
+        /* the log is about to be removed: drop its path from the message, and add the
+         * linker's first line unless the message quotes it already */
+        char e[TETHER_ERROR_MSG_MAX], see[800];
         snprintf(e, sizeof e, "%s", tether_last_error());
+        const char *forms[2] = {" (see %s)", "; see %s"};
+        for (int k = 0; k < 2; k++) {
+            snprintf(see, sizeof see, forms[k], log);
+            char *at = strstr(e, see);
+            if (at)
+                memmove(at, at + strlen(see), strlen(at + strlen(see)) + 1);
+        }
         FILE *f = fopen(log, "r");
         char first[300] = "";
         if (f) {
@@ -164,7 +172,10 @@ static int mcu_link_upload(tether_session *s, const tether_mcu_firmware *fw, con
             fclose(f);
             first[strcspn(first, "\n")] = 0;
         }
-        rc = fail(1, "%s: %s%s%s", path, e, first[0] ? "; linker: " : "", first);
+        char head[48]; /* the message may hold the line cut short */
+        snprintf(head, sizeof head, "%s", first);
+        int quoted = !first[0] || strstr(e, head) != NULL;
+        rc = fail(1, "%s: %s%s%s", path, e, quoted ? "" : "; linker: ", quoted ? "" : first);
     } else {
         print_image(base_name(path), fw, &img);
         rc = read_all(bin, &data, &size);

@@ -286,6 +286,30 @@ static void test_object_module(void **state) {
                      1);
     assert_non_null(strstr(err_text, "device warning: dot_f32 returned -6"));
     assert_non_null(strstr(err_text, "CALL failed: function 'dot_f32' returned -6: dot_f32 a"));
+    /* a module calling what the firmware does not export: refused by the link step, with the
+     * linker's reason and no path to the removed temporary log */
+    char src[300], bobj[300];
+    snprintf(src, sizeof src, "%s/calls_puts.c", workdir);
+    snprintf(bobj, sizeof bobj, "%s/calls_puts.o", workdir);
+    FILE *f = fopen(src, "w");
+    assert_non_null(f);
+    fputs("#include \"tether/crt.h\"\n"
+          "int puts(const char *s);\n"
+          "static void hello(void) { puts(\"hi\"); }\n"
+          "static const tether_func_entry entries[] = {\n"
+          "    {\"hello\", TETHER_ABI_UNPACKED, 0, {.unpacked = hello}}};\n"
+          "const tether_func_registry tether_module_registry = {entries, 1};\n",
+          f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "arm-none-eabi-gcc -mcpu=cortex-m3 -mthumb -Os -ffreestanding -I%s/crt/include "
+             "-I%s/dlpack-include -c %s -o %s",
+             TETHER_SOURCE_DIR, TETHER_BINARY_DIR, src, bobj);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(cli("run", bobj, "hello", "--device", board.url, NULL), 1);
+    assert_non_null(
+        strstr(err_text, "calls 'puts', which the mps2-an385 firmware does not export"));
+    assert_null(strstr(err_text, "module.bin.log"));
 }
 
 /* ab on the board: the target comes from HELLO (no --target); both ABIs equal the interpreter. */
