@@ -1,0 +1,17 @@
+/*
+ * What the fuzz targets do with a graph that loaded (tests/compiler/fuzz, tests/onnx/fuzz): the
+ * code is compiled into each target with the compiler sources, so the fuzzer sees its coverage.
+ */
+#ifndef TETHER_TEST_FUZZ_COMMON_H
+#define TETHER_TEST_FUZZ_COMMON_H
+
+#include <stdbool.h>
+
+#include "tether/compiler.h"
+
+/* Plans memory (greedy-size), generates C in both ABIs (the unpacked one with the typed C
+ * interface when typed_c) and runs the interpreter on zeroed inputs. Nothing may crash; results
+ * are not checked. g has passed the passes and is small. */
+void tt_fuzz_plan_generate_run(const tether_ir_graph *g, bool typed_c);
+
+#endif
