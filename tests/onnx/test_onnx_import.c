@@ -1003,6 +1003,14 @@ static void test_hostile_models(void **state) {
     mb_opset(&b, "ai.onnx", 6);
     expect_error(&b, TETHER_ERR_INVALID_ARG, "default domain twice, with opsets 13 and 6");
     mb_free(&b);
+    /* a negative dimension is an error of its own, not a "dynamic" one */
+    mb_init(&b, 13);
+    mb_input(&b, "x", F, 2, s);
+    b.g.input[0]->type->tensor_type->shape->dim[1]->dim_value = -4;
+    mb_node(&b, "Relu", "r", "x", "y");
+    mb_output(&b, "y", F);
+    expect_error(&b, TETHER_ERR_INVALID_ARG, "graph input 'x' has a negative dimension 1 (-4)");
+    mb_free(&b);
     /* an input whose extents overflow when multiplied is too large, not "empty" */
     mb_init(&b, 13);
     int64_t huge[2] = {(int64_t)1 << 40, (int64_t)1 << 40};

@@ -431,8 +431,13 @@ static int input_shape(timport *c, int k, int *ndim, int64_t *shape) {
     }
     for (size_t i = 0; i < sp->n_dim; i++) {
         const Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
-        if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
             d->dim_value < 0) {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                              "graph input '%s' has a negative dimension %zu (%lld)", name, i,
+                              (long long)d->dim_value);
+        }
+        if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
             shape_hint(sp, hint, sizeof hint);
             char what[96] = "";
             if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {

@@ -5,6 +5,7 @@
  * 1 (work failed) or 2 (usage); --help prints usage on stdout with exit code 0; nothing here
  * exits the process (the CLI owns main()).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,7 +383,8 @@ int tether_cmd_import(int argc, char **argv) {
     snprintf(tdir, sizeof tdir, "%.*s.tether-import-XXXXXX", dl, out);
     int rc = TETHER_OK;
     if (!mkdtemp(tdir)) {
-        rc = tether_set_error(TETHER_ERR_IO, "cannot create a temporary directory beside %s", out);
+        rc = tether_set_error(TETHER_ERR_IO, "cannot create a temporary directory beside %s: %s",
+                              out, strerror(errno));
     } else {
         snprintf(tj, sizeof tj, "%s/%s", tdir, obase ? obase + 1 : out);
         snprintf(tw, sizeof tw, "%s/%s", tdir, wbase);
