@@ -53,6 +53,9 @@ void tether_sbuf_printf(tether_sbuf *b, const char *fmt, ...)
     ;
 void tether_sbuf_vprintf(tether_sbuf *b, const char *fmt, va_list ap);
 void tether_sbuf_puts(tether_sbuf *b, const char *s);
+/* One line of generated code: depth levels of four-space indent, the text, then end ("\n", or
+ * " {\n" to open a block). */
+void tether_sbuf_vline(tether_sbuf *b, int depth, const char *end, const char *fmt, va_list ap);
 
 /* A shape as text, "[1,3,224,224]" ("[]" for a scalar), cut to fit n bytes. */
 void tether_shape_text(char *buf, size_t n, const int64_t *shape, int ndim);
@@ -79,6 +82,11 @@ void tether_cg_ident(char out[TETHER_CG_IDENT_BUF], const char *name, bool avoid
  * comment: printable ASCII only, no comment start or end, no trigraph, at most 120 characters
  * ("..." when cut). Four rotating static buffers, so one printf may take several. */
 const char *tether_cg_comment_text(const char *s);
+
+/* A float literal that round-trips: "%.9g" with ".0" added when it would read as an integer,
+ * and the f suffix. C99 spells infinities HUGE_VALF, OpenCL C INFINITY; OpenCL literals that are
+ * negative come in parentheses. NaN is NAN in both. */
+void tether_cg_float_literal(char *buf, size_t n, float v, bool opencl);
 
 /* TETHER_OK when prefix is a C identifier starting with a letter of at most TETHER_CG_IDENT_MAX
  * characters, else TETHER_ERR_INVALID_ARG naming it. */

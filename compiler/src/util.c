@@ -55,6 +55,14 @@ void tether_sbuf_vprintf(tether_sbuf *b, const char *fmt, va_list ap) {
     b->len += (size_t)n;
 }
 
+void tether_sbuf_vline(tether_sbuf *b, int depth, const char *end, const char *fmt, va_list ap) {
+    for (int i = 0; i < depth; i++) {
+        tether_sbuf_puts(b, "    ");
+    }
+    tether_sbuf_vprintf(b, fmt, ap);
+    tether_sbuf_puts(b, end);
+}
+
 void tether_sbuf_printf(tether_sbuf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

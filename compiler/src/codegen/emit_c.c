@@ -48,14 +48,10 @@ static void line(em *e, const char *fmt, ...)
     ;
 
 static void line(em *e, const char *fmt, ...) {
-    for (int i = 0; i < e->depth; i++) {
-        tether_sbuf_puts(&e->s, "    ");
-    }
     va_list ap;
     va_start(ap, fmt);
-    tether_sbuf_vprintf(&e->s, fmt, ap);
+    tether_sbuf_vline(&e->s, e->depth, "\n", fmt, ap);
     va_end(ap);
-    tether_sbuf_puts(&e->s, "\n");
 }
 
 /* `for (int v = 0; v < n; ++v) {` and depth++ */
@@ -71,18 +67,7 @@ static void close_block(em *e) {
 
 /* A float literal that round-trips and is valid C99. */
 static void flit(char *buf, size_t n, float v) {
-    if (isnan(v)) {
-        snprintf(buf, n, "NAN");
-    } else if (isinf(v)) {
-        snprintf(buf, n, v > 0 ? "HUGE_VALF" : "(-HUGE_VALF)");
-    } else {
-        char t[40];
-        snprintf(t, sizeof t, "%.9g", (double)v);
-        if (!strchr(t, '.') && !strchr(t, 'e') && !strchr(t, 'n')) {
-            strcat(t, ".0");
-        }
-        snprintf(buf, n, "%sf", t);
-    }
+    tether_cg_float_literal(buf, n, v, false);
 }
 
 /* The identifier part for a model name (malloc'd; see tether_cg_ident). */

@@ -150,14 +150,10 @@ static void line(ocl *e, const char *fmt, ...)
     ;
 
 static void line(ocl *e, const char *fmt, ...) {
-    for (int i = 0; i < e->depth; i++) {
-        tether_sbuf_puts(&e->s, "    ");
-    }
     va_list ap;
     va_start(ap, fmt);
-    tether_sbuf_vprintf(&e->s, fmt, ap);
+    tether_sbuf_vline(&e->s, e->depth, "\n", fmt, ap);
     va_end(ap);
-    tether_sbuf_puts(&e->s, "\n");
 }
 
 static void open_block(ocl *e, const char *fmt, ...)
@@ -167,14 +163,10 @@ static void open_block(ocl *e, const char *fmt, ...)
     ;
 
 static void open_block(ocl *e, const char *fmt, ...) {
-    for (int i = 0; i < e->depth; i++) {
-        tether_sbuf_puts(&e->s, "    ");
-    }
     va_list ap;
     va_start(ap, fmt);
-    tether_sbuf_vprintf(&e->s, fmt, ap);
+    tether_sbuf_vline(&e->s, e->depth, " {\n", fmt, ap);
     va_end(ap);
-    tether_sbuf_puts(&e->s, " {\n");
     e->depth++;
 }
 
@@ -190,18 +182,7 @@ static void close_block(ocl *e) {
 
 /* A float literal of OpenCL C that round-trips. */
 static void flit(char *buf, size_t n, float v) {
-    if (isnan(v)) {
-        snprintf(buf, n, "NAN");
-    } else if (isinf(v)) {
-        snprintf(buf, n, v > 0 ? "INFINITY" : "(-INFINITY)");
-    } else {
-        char t[40];
-        snprintf(t, sizeof t, "%.9g", (double)v);
-        if (!strchr(t, '.') && !strchr(t, 'e')) {
-            strcat(t, ".0");
-        }
-        snprintf(buf, n, v < 0 ? "(%sf)" : "%sf", t);
-    }
+    tether_cg_float_literal(buf, n, v, true);
 }
 
 static int64_t prod(const int64_t *s, int from, int to) {

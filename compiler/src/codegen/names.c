@@ -1,6 +1,6 @@
 /*
  * Model text in generated sources, shared by the C and the OpenCL emitter: identifiers built from
- * model names, model names inside comments, and the check of the user's prefix.
+ * model names, model names inside comments, float literals, and the check of the user's prefix.
  *
  * What must stay true: a model file never injects code into a generated source. An identifier
  * part holds only [a-z0-9_], starts with a letter and is at most TETHER_CG_IDENT_MAX characters
@@ -9,6 +9,8 @@
  * trigraph.
  */
 #include <ctype.h>
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../internal.h"
@@ -68,4 +70,20 @@ int tether_cg_check_prefix(const char *prefix) {
                                 prefix ? prefix : "(null)", TETHER_CG_IDENT_MAX);
     }
     return TETHER_OK;
+}
+
+void tether_cg_float_literal(char *buf, size_t n, float v, bool opencl) {
+    if (isnan(v)) {
+        snprintf(buf, n, "NAN");
+    } else if (isinf(v)) {
+        const char *inf = opencl ? "INFINITY" : "HUGE_VALF";
+        snprintf(buf, n, v > 0 ? "%s" : "(-%s)", inf);
+    } else {
+        char t[40];
+        snprintf(t, sizeof t, "%.9g", (double)v);
+        if (!strchr(t, '.') && !strchr(t, 'e')) {
+            strcat(t, ".0");
+        }
+        snprintf(buf, n, opencl && v < 0 ? "(%sf)" : "%sf", t);
+    }
 }
