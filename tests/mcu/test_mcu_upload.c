@@ -346,15 +346,22 @@ static void test_bad_images(void **state) {
     assert_non_null(strstr(msg, "not a tether MCU image"));
 }
 
-static void test_fault_in_module(void **state) {
-    (void)state;
+/* Uploads and loads fault_module (again after a fault has reset the board); its handle. */
+static uint64_t load_fault_module(void) {
     size_t size;
-    char msg[512];
+    char msg[512] = "";
     uint8_t *img = build_module("fault_module", NULL, &size);
     assert_int_equal(upload("fault", img, size, false, 0, msg, sizeof msg), 0);
     uint64_t module;
     assert_int_equal(load("fault", &module, NULL, msg, sizeof msg), 0);
     free(img);
+    return module;
+}
+
+static void test_fault_in_module(void **state) {
+    (void)state;
+    char msg[512];
+    uint64_t module = load_fault_module();
     int64_t s1[1] = {1};
     uint64_t ha = mcu_alloc(&board, s1, 1, TETHER_INT32, NULL);
     uint64_t hb = mcu_alloc(&board, s1, 1, TETHER_INT32, NULL);
@@ -392,10 +399,7 @@ static void test_fault_in_module(void **state) {
     assert_int_equal(rep.u.error.code, TETHER_ERR_NOT_FOUND);
 
     /* Upload again; a store to an unmapped address is a precise BusFault with BFAR. */
-    img = build_module("fault_module", NULL, &size);
-    assert_int_equal(upload("fault", img, size, false, 0, msg, sizeof msg), 0);
-    assert_int_equal(load("fault", &module, NULL, msg, sizeof msg), 0);
-    free(img);
+    module = load_fault_module();
     uint64_t hp = mcu_alloc(&board, s1, 1, TETHER_INT32, NULL);
     int32_t addr = (int32_t)0x60000000u; /* nothing is mapped there on the AN385 */
     mcu_copy_to(&board, hp, &addr, 4);
@@ -413,10 +417,7 @@ static void test_fault_in_module(void **state) {
     /* Unbounded recursion: the stack sits at the bottom of SRAM above MPU no-access guards, so
      * the overflow faults (MemManage) and never reaches .bss; the reply therefore still carries
      * the right request id. */
-    img = build_module("fault_module", NULL, &size);
-    assert_int_equal(upload("fault", img, size, false, 0, msg, sizeof msg), 0);
-    assert_int_equal(load("fault", &module, NULL, msg, sizeof msg), 0);
-    free(img);
+    module = load_fault_module();
     uint64_t hn = mcu_alloc(&board, s1, 1, TETHER_INT32, NULL);
     int32_t depth = 1000000;
     mcu_copy_to(&board, hn, &depth, 4);
@@ -430,10 +431,7 @@ static void test_fault_in_module(void **state) {
     assert_int_equal(mcu_wait_log(&board, "board mps2-an385", 15000), 0);
     mcu_hello(&board, &rep);
     /* A bounded recursion on the fresh board still works. */
-    img = build_module("fault_module", NULL, &size);
-    assert_int_equal(upload("fault", img, size, false, 0, msg, sizeof msg), 0);
-    assert_int_equal(load("fault", &module, NULL, msg, sizeof msg), 0);
-    free(img);
+    module = load_fault_module();
     hn = mcu_alloc(&board, s1, 1, TETHER_INT32, NULL);
     depth = 10;
     mcu_copy_to(&board, hn, &depth, 4);
