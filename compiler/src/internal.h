@@ -139,5 +139,13 @@ struct tether_compile_result;
 int tether_compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
                                 const struct tether_compile_options *o,
                                 struct tether_compile_result *res);
+/* The start of both backends' compile: records the node counts around the passes in res, runs
+ * the passes of o on g, then builds the memory plan with o's planner into plan. */
+struct tether_memplan;
+int tether_compile_passes_and_plan(tether_ir_graph *g, const struct tether_compile_options *o,
+                                   struct tether_compile_result *res, struct tether_memplan *plan);
+
+/* CLOCK_MONOTONIC in seconds (for the timings of reports). */
+double tether_now_s(void);
 
 #endif /* TETHER_COMPILER_INTERNAL_H */

@@ -99,10 +99,21 @@ int tether_artifact_rollback(tether_artifact_writer *w, int rc) {
     return tether_set_error(rc, "%s", msg);
 }
 
-static double now_s(void) {
+double tether_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int tether_compile_passes_and_plan(tether_ir_graph *g, const tether_compile_options *o,
+                                   tether_compile_result *res, tether_memplan *plan) {
+    res->nnodes_in = g->nnodes;
+    int rc = tether_passes_run(g, &o->passes);
+    if (rc) {
+        return rc;
+    }
+    res->nnodes_out = g->nnodes;
+    return tether_memplan_build(g, o->planner, plan);
 }
 
 static cJSON *tensor_list(const tether_ir_graph *g, const int *idx, int n) {
@@ -236,21 +247,15 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     if (o->backend == TETHER_BACKEND_OPENCL) {
         return tether_compile_graph_opencl(g, out_dir, o, res);
     }
-    double t0 = now_s();
+    double t0 = tether_now_s();
     tether_artifact_writer w;
     int rc = tether_artifact_init(&w, out_dir);
     if (rc) {
         return rc;
     }
     const char *P = o->codegen.prefix ? o->codegen.prefix : "tether_model";
-    res->nnodes_in = g->nnodes;
-    rc = tether_passes_run(g, &o->passes);
-    if (rc) {
-        return rc;
-    }
-    res->nnodes_out = g->nnodes;
     tether_memplan plan;
-    if ((rc = tether_memplan_build(g, o->planner, &plan))) {
+    if ((rc = tether_compile_passes_and_plan(g, o, res, &plan))) {
         return rc;
     }
     tether_codegen_output cg;
@@ -259,7 +264,7 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     if (rc) {
         return rc;
     }
-    res->codegen_seconds = now_s() - t0;
+    res->codegen_seconds = tether_now_s() - t0;
     res->workspace_size = cg.workspace_size;
     res->params_bytes = cg.params_bytes;
     snprintf(res->entry, sizeof res->entry, "%s", cg.funcs[0].name);

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -1809,12 +1808,6 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
 
 /* ---- the artifact directory ----------------------------------------------------------------- */
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static char *report_json(const tether_ir_graph *g, const tether_compile_result *res,
                          const tether_opencl_output *cg, bool texture) {
     cJSON *r = cJSON_CreateObject();
@@ -1841,21 +1834,15 @@ static char *report_json(const tether_ir_graph *g, const tether_compile_result *
 
 int tether_compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
                                 const tether_compile_options *o, tether_compile_result *res) {
-    double t0 = now_s();
+    double t0 = tether_now_s();
     const char *P = o->codegen.prefix ? o->codegen.prefix : "tether_model";
     tether_artifact_writer w;
     int rc = tether_artifact_init(&w, out_dir);
     if (rc) {
         return rc;
     }
-    res->nnodes_in = g->nnodes;
-    rc = tether_passes_run(g, &o->passes);
-    if (rc) {
-        return rc;
-    }
-    res->nnodes_out = g->nnodes;
     tether_memplan plan;
-    if ((rc = tether_memplan_build(g, o->planner, &plan))) {
+    if ((rc = tether_compile_passes_and_plan(g, o, res, &plan))) {
         return rc;
     }
     tether_opencl_options oo = o->opencl;
@@ -1866,7 +1853,7 @@ int tether_compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
     if (rc) {
         return rc;
     }
-    res->codegen_seconds = now_s() - t0;
+    res->codegen_seconds = tether_now_s() - t0;
     res->workspace_size = cg.workspace_size;
     res->params_bytes = cg.params_bytes;
     snprintf(res->entry, sizeof res->entry, "%s", "");
