@@ -132,24 +132,14 @@ static void parse_run(abi_result *r) {
 
 static int setup(void **state) {
     (void)state;
-    if (system("command -v arm-none-eabi-gcc >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "SKIP: arm-none-eabi-gcc not installed\n");
-        exit(77);
-    }
-    snprintf(workdir, sizeof workdir, "%s/mcu-cli-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(workdir) == NULL) {
+    if (mcu_workdir_create(workdir, sizeof workdir, "cli") != 0) {
         return -1;
     }
     unsetenv("TETHER_FIRMWARE");
     unsetenv("TETHER_DEVICE");
     snprintf(model, sizeof model, "%s/examples/kws/kws.json", TETHER_SOURCE_DIR);
     static float input[490];
-    uint32_t x = 12345u;
-    for (size_t i = 0; i < 490; i++) {
-        x = x * 1664525u + 1013904223u;
-        input[i] = (float)((int32_t)(x >> 8) % 2000) / 1000.0f;
-    }
+    mcu_kws_input(input, 490);
     snprintf(in_npy, sizeof in_npy, "%s/in.npy", workdir);
     snprintf(ref_npy, sizeof ref_npy, "%s/ref.npy", workdir);
     int64_t shape[4] = {1, 1, 49, 10};
@@ -169,9 +159,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     (void)state;
     mcu_board_stop(&board);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", workdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return mcu_workdir_remove(workdir);
 }
 
 static void test_info(void **state) {
