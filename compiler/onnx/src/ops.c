@@ -33,6 +33,9 @@ static bool has_input(const Onnx__NodeProto *n, int i) {
 /* Integer list from a constant (int64 elements, rank <= 1). */
 static int const_ints(timport *c, const hconst *k, const char *what, int64_t *out, int max,
                       int *count) {
+    if (!k) {
+        return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "%s is missing or not a constant", what);
+    }
     if (!k->is_int || k->ndim > 1) {
         return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "%s must be a 1-D integer tensor", what);
     }
@@ -49,6 +52,9 @@ static int const_ints(timport *c, const hconst *k, const char *what, int64_t *ou
 
 /* One number from a constant with one element. */
 static int const_scalar(timport *c, const hconst *k, const char *what, float *out) {
+    if (!k) {
+        return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "%s is missing or not a constant", what);
+    }
     if (k->count != 1) {
         return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "%s must have one element, it has %zu", what,
                           k->count);
@@ -1176,10 +1182,8 @@ static int set_out(timport *c, const Onnx__NodeProto *n, int i, hconst *k) {
 }
 
 static hconst *in_k(timport *c, const Onnx__NodeProto *n, int i) {
-    if (!has_input(n, i)) {
-        return NULL;
-    }
-    return c->v[tonnx_find(c, n->input[i])].k;
+    int v = has_input(n, i) ? tonnx_find(c, n->input[i]) : -1;
+    return v < 0 ? NULL : c->v[v].k;
 }
 
 /* A constant with the same data as k under a new shape. */
