@@ -1003,6 +1003,14 @@ static void test_hostile_models(void **state) {
     mb_opset(&b, "ai.onnx", 6);
     expect_error(&b, TETHER_ERR_INVALID_ARG, "default domain twice, with opsets 13 and 6");
     mb_free(&b);
+    /* an Identity without its input */
+    mb_init(&b, 13);
+    mb_input(&b, "x", F, 2, s);
+    Onnx__NodeProto *id = mb_node(&b, "Identity", "id", "x", "y");
+    id->n_input = 0;
+    mb_output(&b, "y", F);
+    assert_int_not_equal(load(&b, NULL, &g), 0);
+    mb_free(&b);
     /* a negative dimension is an error of its own, not a "dynamic" one */
     mb_init(&b, 13);
     mb_input(&b, "x", F, 2, s);

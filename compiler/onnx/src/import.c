@@ -517,7 +517,11 @@ int tonnx_in_const(timport *c, int i, bool required, hconst **k) {
         return required ? tonnx_fail(c, TETHER_ERR_INVALID_ARG, "input %d is missing", i)
                         : TETHER_OK;
     }
-    const value *v = &c->v[tonnx_find(c, name)];
+    int vi = tonnx_find(c, name);
+    if (vi < 0) {
+        return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "input %d ('%s') is not defined", i, name);
+    }
+    const value *v = &c->v[vi];
     if (v->k) {
         *k = v->k;
         return TETHER_OK;
@@ -1066,7 +1070,11 @@ static int convert_nodes(timport *c, const int *order) {
             rc = tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
                             "only on constant inputs (shape computations)");
         } else if (strcmp(d->op_type, "Identity") == 0 || strcmp(d->op_type, "Dropout") == 0) {
-            rc = alias_output(c, tonnx_find(c, S(n->output[0])), tonnx_find(c, S(n->input[0])));
+            int out = n->n_output ? tonnx_find(c, S(n->output[0])) : -1;
+            int in = n->n_input ? tonnx_find(c, S(n->input[0])) : -1;
+            rc = out < 0 || in < 0
+                     ? tonnx_fail(c, TETHER_ERR_INVALID_ARG, "needs one named input and output")
+                     : alias_output(c, out, in);
         } else {
             rc = d->fn(c, n);
         }
@@ -1091,7 +1099,11 @@ static int add_outputs(timport *c) {
     for (size_t i = 0; i < c->gp->n_output; i++) {
         const Onnx__ValueInfoProto *vi = c->gp->output[i];
         const char *name = S(vi->name);
-        value *v = &c->v[tonnx_find(c, name)];
+        int k = tonnx_find(c, name);
+        if (k < 0) {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "graph output '%s' is not defined", name);
+        }
+        value *v = &c->v[k];
         const Onnx__TypeProto *tp = vi->type;
         if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
             tp->tensor_type->has_elem_type &&
@@ -1114,6 +1126,10 @@ static int add_outputs(timport *c) {
             }
         }
         int t = v->tensor;
+        if (t < 0) {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                              "graph output '%s' is not computed by any node", name);
+        }
         tether_ir_tensor *tt = &c->g->tensors[t];
         bool produced = tt->kind == TETHER_TENSOR_INTERMEDIATE; /* by a node, not an input */
         for (int k = 0; k < c->ninputs && produced; k++) {
