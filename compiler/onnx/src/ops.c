@@ -1738,6 +1738,10 @@ int tonnx_host_eval(timport *c, const Onnx__NodeProto *n, const op_def *d) {
     if (!strcmp(t, "Shape")) {
         return host_shape(c, n);
     }
+    /* every other operator evaluated here reads its first input as a constant */
+    if (!in_k(c, n, 0)) {
+        return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "input 0 is missing");
+    }
     if (!strcmp(t, "Identity") || !strcmp(t, "Dropout")) {
         return set_out(c, n, 0, in_k(c, n, 0));
     }
