@@ -1134,7 +1134,7 @@ static int on_cl_invoke(session *s, const tether_rpc_msg *req, const tether_rpc_
     int rc;
     call_guard_begin(s, req->id, kname, s->cfg->call_timeout_ms);
     if (tq) {
-        tether_time_hooks h = {cl_run, cl_now, time_sleep, &j};
+        tether_time_hooks h = {cl_run, cl_now, time_sleep, &j, NULL};
         tether_time_result res;
         rc = tether_time_evaluate(&h, tq->number, tq->repeat, tq->min_repeat_ms, tq->cooldown_ms,
                                   m.u.time_rep.seconds, TETHER_RPC_MAX_REPEAT, &res);
@@ -1243,7 +1243,7 @@ static int on_time(session *s, const tether_rpc_msg *req) {
         return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
                            "TIME '%s': number must be >= 1 and repeat in 1..%u", c.entry->name,
                            TETHER_RPC_MAX_REPEAT);
-    tether_time_hooks h = {time_run, time_now, time_sleep, &c};
+    tether_time_hooks h = {time_run, time_now, time_sleep, &c, NULL};
     tether_rpc_msg m;
     reply_init(&m, req);
     tether_time_result res;

@@ -302,6 +302,11 @@ static const tether_rpc_dec_ops mpc_dec = {d_peek, d_uint, d_int,   d_double, d_
                                            d_str,  d_bin,  d_array, d_skip,   d_leave};
 
 int tether_rpc_msgpack_decode(const void *buf, size_t len, tether_rpc_msg *out) {
+    return tether_rpc_msgpack_decode_seq(buf, len, out, NULL);
+}
+
+int tether_rpc_msgpack_decode_seq(const void *buf, size_t len, tether_rpc_msg *out,
+                                  tether_rpc_seq_storage *storage) {
     if (!out || (!buf && len))
         return tether_set_error(TETHER_ERR_INVALID_ARG, "msgpack-c decode: null argument");
     if (len == 0)
@@ -327,7 +332,7 @@ int tether_rpc_msgpack_decode(const void *buf, size_t len, tether_rpc_msg *out) 
         cursor c;
         memset(&c, 0, sizeof c);
         c.root = &up.data;
-        rc = tether_rpc_schema_decode(&mpc_dec, &c, out);
+        rc = tether_rpc_schema_decode(&mpc_dec, &c, out, storage);
     }
     msgpack_unpacked_destroy(&up);
     return rc;

@@ -93,6 +93,11 @@ int tether_rpc_tiny_encode(const tether_rpc_msg *m, void *buf, size_t cap, size_
 }
 
 int tether_rpc_tiny_decode(const void *buf, size_t len, tether_rpc_msg *out) {
+    return tether_rpc_tiny_decode_seq(buf, len, out, NULL);
+}
+
+int tether_rpc_tiny_decode_seq(const void *buf, size_t len, tether_rpc_msg *out,
+                               tether_rpc_seq_storage *storage) {
     tether_mp_reader r;
     if (!out || (!buf && len))
         return tether_set_error(TETHER_ERR_INVALID_ARG, "tiny decode: null argument");
@@ -105,7 +110,7 @@ int tether_rpc_tiny_decode(const void *buf, size_t len, tether_rpc_msg *out) {
         return tether_set_error(TETHER_ERR_PROTOCOL, "%zu bytes after the end of the message",
                                 len - r.pos);
     tether_mp_reader_init(&r, buf, len);
-    int rc = tether_rpc_schema_decode(&tiny_dec, &r, out);
+    int rc = tether_rpc_schema_decode(&tiny_dec, &r, out, storage);
     if (rc)
         return rc;
     if (r.pos != len)

@@ -14,9 +14,9 @@
 #include "tether/rpc/codec.h"
 
 static const char *const request_names[] = {
-    NULL,     "HELLO",        "AUTH",  "UPLOAD",   "UPLOAD_CHUNK", "LOAD_MODULE",
-    "UNLOAD", "GET_FUNCTION", "ALLOC", "FREE",     "COPY_TO",      "COPY_FROM",
-    "CALL",   "TIME",         "RESET", "SHUTDOWN", "LOG",
+    NULL,           "HELLO",    "AUTH", "UPLOAD",     "UPLOAD_CHUNK", "LOAD_MODULE", "UNLOAD",
+    "GET_FUNCTION", "ALLOC",    "FREE", "COPY_TO",    "COPY_FROM",    "CALL",        "TIME",
+    "RESET",        "SHUTDOWN", "LOG",  "LAUNCH_SEQ", "TIME_SEQ",
 };
 static const char *const reply_names[] = {
     NULL,
@@ -36,6 +36,8 @@ static const char *const reply_names[] = {
     "RESET reply",
     "SHUTDOWN reply",
     NULL,
+    "LAUNCH_SEQ reply",
+    "TIME_SEQ reply",
 };
 
 bool tether_rpc_type_valid(uint32_t type) {
@@ -132,13 +134,19 @@ static void frame_ok(chk *c, uint32_t max_frame) {
         bad(c, TETHER_ERR_LIMIT, "max_frame", "outside [128, 16 MiB]");
 }
 
-static void invoke_ok(chk *c, const tether_rpc_invoke *v) {
-    if (v->abi > TETHER_ABI_UNPACKED)
+/* The fields CALL, TIME and every sequence step share. */
+static void launch_ok(chk *c, uint32_t abi, uint32_t num_args, const tether_rpc_arg *args,
+                      uint32_t work_dim, const uint64_t *global, const uint64_t *local) {
+    if (abi > TETHER_ABI_UNPACKED)
         bad(c, TETHER_ERR_PROTOCOL, "abi", "not 0 (packed) or 1 (unpacked)");
-    if (v->num_args > TETHER_RPC_MAX_ARGS)
+    if (num_args > TETHER_RPC_MAX_ARGS)
         bad(c, TETHER_ERR_LIMIT, "args", "more than 64 arguments");
-    for (uint32_t i = 0; i < v->num_args && i < TETHER_RPC_MAX_ARGS; i++) {
-        switch (v->args[i].type_code) {
+    if (num_args && !args) {
+        bad(c, TETHER_ERR_INVALID_ARG, "args", "null arguments");
+        return;
+    }
+    for (uint32_t i = 0; i < num_args && i < TETHER_RPC_MAX_ARGS; i++) {
+        switch (args[i].type_code) {
         case TETHER_TYPE_INT:
         case TETHER_TYPE_UINT:
         case TETHER_TYPE_FLOAT:
@@ -147,25 +155,58 @@ static void invoke_ok(chk *c, const tether_rpc_invoke *v) {
         case TETHER_TYPE_DLTENSOR:
             break;
         case TETHER_TYPE_STR:
-            str_ok(c, v->args[i].v.v_str, "args", TETHER_RPC_MAX_TEXT);
+            str_ok(c, args[i].v.v_str, "args", TETHER_RPC_MAX_TEXT);
             break;
         default:
             bad(c, TETHER_ERR_PROTOCOL, "args", "unsupported type code");
         }
     }
-    if (v->work_dim > TETHER_RPC_MAX_WORK_DIM) {
+    if (work_dim > TETHER_RPC_MAX_WORK_DIM) {
         bad(c, TETHER_ERR_LIMIT, "global", "more than 3 work dimensions");
         return;
     }
     bool any_local = false, all_local = true;
-    for (uint32_t i = 0; i < v->work_dim; i++) {
-        if (v->global[i] == 0)
+    for (uint32_t i = 0; i < work_dim; i++) {
+        if (global[i] == 0)
             bad(c, TETHER_ERR_PROTOCOL, "global", "global work size 0");
-        any_local |= v->local[i] != 0;
-        all_local &= v->local[i] != 0;
+        any_local |= local[i] != 0;
+        all_local &= local[i] != 0;
     }
     if (any_local && !all_local)
         bad(c, TETHER_ERR_PROTOCOL, "local", "local work sizes must be all set or all 0");
+}
+
+static void invoke_ok(chk *c, const tether_rpc_invoke *v) {
+    launch_ok(c, v->abi, v->num_args, v->args, v->work_dim, v->global, v->local);
+}
+
+static void seq_ok(chk *c, const tether_rpc_seq_req *q) {
+    if (q->num_steps == 0)
+        bad(c, TETHER_ERR_PROTOCOL, "steps", "no steps (at least 1)");
+    if (q->num_steps > TETHER_RPC_MAX_SEQ_STEPS) {
+        bad(c, TETHER_ERR_LIMIT, "steps", "more than 128 steps");
+        return;
+    }
+    if (q->num_steps && !q->steps) {
+        bad(c, TETHER_ERR_INVALID_ARG, "steps", "null steps");
+        return;
+    }
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < q->num_steps && !c->rc; i++) {
+        const tether_rpc_seq_step *st = &q->steps[i];
+        launch_ok(c, st->abi, st->num_args, st->args, st->work_dim, st->global, st->local);
+        if (st->work_dim == 0)
+            bad(c, TETHER_ERR_PROTOCOL, "global", "a step needs 1 to 3 work dimensions");
+        total += st->num_args <= TETHER_RPC_MAX_ARGS ? st->num_args : 0;
+        if (c->rc) {
+            /* name the step: re-raise with its index */
+            char inner[TETHER_ERROR_MSG_MAX];
+            tether_format(inner, sizeof inner, "%s", tether_last_error());
+            c->rc = tether_set_error(c->rc, "%s (step %u)", inner, (unsigned)i);
+        }
+    }
+    if (total > TETHER_RPC_MAX_SEQ_ARGS)
+        bad(c, TETHER_ERR_LIMIT, "steps", "more than 1024 arguments in all steps together");
 }
 
 int tether_rpc_msg_check(const tether_rpc_msg *m) {
@@ -287,6 +328,26 @@ int tether_rpc_msg_check(const tether_rpc_msg *m) {
     case TETHER_RPC_TIME | TETHER_RPC_REPLY:
         if (m->u.time_rep.repeat > TETHER_RPC_MAX_REPEAT)
             bad(c, TETHER_ERR_LIMIT, "seconds", "more than 32 repeats");
+        break;
+    case TETHER_RPC_LAUNCH_SEQ:
+        seq_ok(c, &m->u.seq_req);
+        break;
+    case TETHER_RPC_TIME_SEQ:
+        seq_ok(c, &m->u.seq_req);
+        if (m->u.seq_req.number == 0)
+            bad(c, TETHER_ERR_PROTOCOL, "number", "0 (at least 1)");
+        if (m->u.seq_req.repeat == 0 || m->u.seq_req.repeat > TETHER_RPC_MAX_REPEAT)
+            bad(c, TETHER_ERR_LIMIT, "repeat", "outside [1, 32]");
+        break;
+    case TETHER_RPC_LAUNCH_SEQ | TETHER_RPC_REPLY:
+        if (m->u.launch_seq_rep.num_steps > TETHER_RPC_MAX_SEQ_STEPS)
+            bad(c, TETHER_ERR_LIMIT, "step_ns", "more than 128 steps");
+        break;
+    case TETHER_RPC_TIME_SEQ | TETHER_RPC_REPLY:
+        if (m->u.time_seq_rep.repeat > TETHER_RPC_MAX_REPEAT)
+            bad(c, TETHER_ERR_LIMIT, "seconds", "more than 32 repeats");
+        if (m->u.time_seq_rep.num_steps > TETHER_RPC_MAX_SEQ_STEPS)
+            bad(c, TETHER_ERR_LIMIT, "step_seconds", "more than 128 steps");
         break;
     case TETHER_RPC_LOG:
         if (m->u.log.level > 3)

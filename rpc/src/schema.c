@@ -47,6 +47,10 @@ static int body_fields(uint32_t type) {
         return 0;
     case TETHER_RPC_LOG:
         return reply ? -1 : 2;
+    case TETHER_RPC_LAUNCH_SEQ:
+        return reply ? 2 : 1;
+    case TETHER_RPC_TIME_SEQ:
+        return reply ? 4 : 5;
     case TETHER_RPC_ERROR & ~TETHER_RPC_REPLY:
         return type == TETHER_RPC_ERROR ? 2 : -1;
     default:
@@ -140,19 +144,37 @@ static void enc_arg(enc *e, const tether_rpc_arg *a) {
     }
 }
 
+/* func, abi, args, global, local: the fields of CALL, TIME and every sequence step. */
+static void enc_launch(enc *e, uint64_t func, uint32_t abi, uint32_t num_args,
+                       const tether_rpc_arg *args, uint32_t work_dim, const uint64_t *global,
+                       const uint64_t *local) {
+    E_U(func);
+    E_U(abi);
+    E_A(num_args);
+    for (uint32_t i = 0; i < num_args; i++)
+        enc_arg(e, &args[i]);
+    E_A(work_dim);
+    for (uint32_t i = 0; i < work_dim; i++)
+        E_U(global[i]);
+    bool has_local = work_dim > 0 && local[0] != 0;
+    E_A(has_local ? work_dim : 0);
+    for (uint32_t i = 0; has_local && i < work_dim; i++)
+        E_U(local[i]);
+}
+
 static void enc_invoke(enc *e, const tether_rpc_invoke *v) {
-    E_U(v->func);
-    E_U(v->abi);
-    E_A(v->num_args);
-    for (uint32_t i = 0; i < v->num_args; i++)
-        enc_arg(e, &v->args[i]);
-    E_A(v->work_dim);
-    for (uint32_t i = 0; i < v->work_dim; i++)
-        E_U(v->global[i]);
-    bool local = v->work_dim > 0 && v->local[0] != 0;
-    E_A(local ? v->work_dim : 0);
-    for (uint32_t i = 0; local && i < v->work_dim; i++)
-        E_U(v->local[i]);
+    enc_launch(e, v->func, v->abi, v->num_args, v->args, v->work_dim, v->global, v->local);
+}
+
+/* steps: an array of [func, abi, args, global, local] arrays */
+static void enc_steps(enc *e, const tether_rpc_seq_req *q) {
+    E_A(q->num_steps);
+    for (uint32_t i = 0; i < q->num_steps; i++) {
+        const tether_rpc_seq_step *st = &q->steps[i];
+        E_A(5);
+        enc_launch(e, st->func, st->abi, st->num_args, st->args, st->work_dim, st->global,
+                   st->local);
+    }
 }
 
 int tether_rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const tether_rpc_msg *m) {
@@ -296,6 +318,32 @@ int tether_rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const tethe
         E_A(m->u.time_rep.repeat);
         for (uint32_t i = 0; i < m->u.time_rep.repeat; i++)
             E_D(m->u.time_rep.seconds[i]);
+        break;
+    case TETHER_RPC_LAUNCH_SEQ:
+        enc_steps(e, &m->u.seq_req);
+        break;
+    case TETHER_RPC_TIME_SEQ:
+        enc_steps(e, &m->u.seq_req);
+        E_U(m->u.seq_req.number);
+        E_U(m->u.seq_req.repeat);
+        E_U(m->u.seq_req.min_repeat_ms);
+        E_U(m->u.seq_req.cooldown_ms);
+        break;
+    case TETHER_RPC_LAUNCH_SEQ | TETHER_RPC_REPLY:
+        E_U(m->u.launch_seq_rep.elapsed_ns);
+        E_A(m->u.launch_seq_rep.num_steps);
+        for (uint32_t i = 0; i < m->u.launch_seq_rep.num_steps; i++)
+            E_U(m->u.launch_seq_rep.step_ns[i]);
+        break;
+    case TETHER_RPC_TIME_SEQ | TETHER_RPC_REPLY:
+        E_U(m->u.time_seq_rep.number);
+        E_B(m->u.time_seq_rep.zero_timer);
+        E_A(m->u.time_seq_rep.repeat);
+        for (uint32_t i = 0; i < m->u.time_seq_rep.repeat; i++)
+            E_D(m->u.time_seq_rep.seconds[i]);
+        E_A(m->u.time_seq_rep.num_steps);
+        for (uint32_t i = 0; i < m->u.time_seq_rep.num_steps; i++)
+            E_D(m->u.time_seq_rep.step_seconds[i]);
         break;
     case TETHER_RPC_LOG:
         E_U(m->u.log.level);
@@ -486,29 +534,38 @@ static void dec_arg(dec *d, tether_rpc_arg *a, uint32_t i, const char *what) {
     d_leave(d, what);
 }
 
-static void dec_invoke(dec *d, tether_rpc_invoke *v) {
-    v->func = d_uint(d, "func", UINT64_MAX);
-    v->abi = (uint32_t)d_uint(d, "abi", UINT32_MAX);
-    v->num_args = d_array(d, "args", TETHER_RPC_MAX_ARGS);
-    for (uint32_t i = 0; i < v->num_args && !d->rc; i++)
-        dec_arg(d, &v->args[i], i, "args");
+/* func, abi, args (into `args`, at most max_args), global, local. */
+static void dec_launch(dec *d, uint64_t *func, uint32_t *abi, uint32_t *num_args,
+                       tether_rpc_arg *args, uint32_t max_args, uint32_t *work_dim,
+                       uint64_t *global, uint64_t *local) {
+    *func = d_uint(d, "func", UINT64_MAX);
+    *abi = (uint32_t)d_uint(d, "abi", UINT32_MAX);
+    *num_args = d_array(d, "args", TETHER_RPC_MAX_ARGS);
+    if (!d->rc && *num_args > max_args) {
+        tether_set_error(TETHER_ERR_LIMIT, "more than %u arguments in all steps together",
+                         (unsigned)TETHER_RPC_MAX_SEQ_ARGS);
+        dfail(d, TETHER_ERR_LIMIT, "args");
+        *num_args = 0;
+    }
+    for (uint32_t i = 0; i < *num_args && !d->rc; i++)
+        dec_arg(d, &args[i], i, "args");
     d_leave(d, "args");
-    v->work_dim = d_array(d, "global", TETHER_RPC_MAX_WORK_DIM);
-    for (uint32_t i = 0; i < v->work_dim; i++)
-        v->global[i] = d_uint(d, "global", UINT64_MAX);
+    *work_dim = d_array(d, "global", TETHER_RPC_MAX_WORK_DIM);
+    for (uint32_t i = 0; i < *work_dim; i++)
+        global[i] = d_uint(d, "global", UINT64_MAX);
     d_leave(d, "global");
     uint32_t nl = d_array(d, "local", TETHER_RPC_MAX_WORK_DIM);
     for (uint32_t i = 0; i < nl; i++)
-        v->local[i] = d_uint(d, "local", UINT64_MAX);
+        local[i] = d_uint(d, "local", UINT64_MAX);
     d_leave(d, "local");
-    if (!d->rc && nl != 0 && nl != v->work_dim) {
+    if (!d->rc && nl != 0 && nl != *work_dim) {
         tether_set_error(TETHER_ERR_PROTOCOL, "%u local sizes for %u global sizes", (unsigned)nl,
-                         (unsigned)v->work_dim);
+                         (unsigned)*work_dim);
         dfail(d, TETHER_ERR_PROTOCOL, "local");
     }
     if (!d->rc && nl != 0) {
         for (uint32_t i = 0; i < nl; i++) {
-            if (v->local[i] == 0) {
+            if (local[i] == 0) {
                 tether_set_error(TETHER_ERR_PROTOCOL, "local size %u is 0", (unsigned)i);
                 dfail(d, TETHER_ERR_PROTOCOL, "local");
             }
@@ -516,7 +573,53 @@ static void dec_invoke(dec *d, tether_rpc_invoke *v) {
     }
 }
 
-int tether_rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc_msg *m) {
+static void dec_invoke(dec *d, tether_rpc_invoke *v) {
+    dec_launch(d, &v->func, &v->abi, &v->num_args, v->args, TETHER_RPC_MAX_ARGS, &v->work_dim,
+               v->global, v->local);
+}
+
+/* The steps of LAUNCH_SEQ / TIME_SEQ, into the caller's storage (no storage: unsupported). */
+static void dec_steps(dec *d, tether_rpc_seq_storage *st, tether_rpc_seq_req *q) {
+    if (d->rc)
+        return;
+    if (!st) {
+        tether_set_error(TETHER_ERR_UNSUPPORTED,
+                         "kernel sequences are not supported by this peer (no OpenCL)");
+        dfail(d, TETHER_ERR_UNSUPPORTED, "steps");
+        return;
+    }
+    q->steps = st->steps;
+    q->num_steps = d_array(d, "steps", TETHER_RPC_MAX_SEQ_STEPS);
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < q->num_steps && !d->rc; i++) {
+        tether_rpc_seq_step *s = &st->steps[i];
+        memset(s, 0, sizeof *s); /* the storage may hold an earlier message's steps */
+        uint32_t n = d_array(d, "steps", UINT32_MAX);
+        if (!d->rc && n < 5) {
+            tether_set_error(TETHER_ERR_PROTOCOL,
+                             "step %u has %u elements, expected [func, abi, args, global, local]",
+                             (unsigned)i, (unsigned)n);
+            dfail(d, TETHER_ERR_PROTOCOL, "steps");
+        }
+        s->args = st->args + used;
+        dec_launch(d, &s->func, &s->abi, &s->num_args, st->args + used,
+                   TETHER_RPC_MAX_SEQ_ARGS - used, &s->work_dim, s->global, s->local);
+        used += s->num_args;
+        for (uint32_t k = 5; k < n && !d->rc; k++)
+            if (d->ops->skip(d->c))
+                dfail(d, TETHER_ERR_PROTOCOL, "steps");
+        d_leave(d, "steps");
+        if (d->rc) {
+            char inner[TETHER_ERROR_MSG_MAX];
+            tether_format(inner, sizeof inner, "%s", tether_last_error());
+            d->rc = tether_set_error(d->rc, "%s (step %u)", inner, (unsigned)i);
+        }
+    }
+    d_leave(d, "steps");
+}
+
+int tether_rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc_msg *m,
+                             tether_rpc_seq_storage *storage) {
     dec d_ = {ops, c, 0, 0}, *d = &d_;
     memset(m, 0, sizeof *m);
     uint32_t n = 0;
@@ -711,6 +814,39 @@ int tether_rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc_
             m->u.time_rep.seconds[i] = d_double(d, "seconds");
         d_leave(d, "seconds");
         break;
+    case TETHER_RPC_LAUNCH_SEQ:
+        dec_steps(d, storage, &m->u.seq_req);
+        break;
+    case TETHER_RPC_TIME_SEQ:
+        dec_steps(d, storage, &m->u.seq_req);
+        m->u.seq_req.number = (uint32_t)d_uint(d, "number", UINT32_MAX);
+        m->u.seq_req.repeat = (uint32_t)d_uint(d, "repeat", UINT32_MAX);
+        m->u.seq_req.min_repeat_ms = (uint32_t)d_uint(d, "min_repeat_ms", UINT32_MAX);
+        m->u.seq_req.cooldown_ms = (uint32_t)d_uint(d, "cooldown_ms", UINT32_MAX);
+        break;
+    case TETHER_RPC_LAUNCH_SEQ | TETHER_RPC_REPLY: {
+        tether_rpc_launch_seq_rep *r = &m->u.launch_seq_rep;
+        r->elapsed_ns = d_uint(d, "elapsed_ns", UINT64_MAX);
+        r->num_steps = d_array(d, "step_ns", TETHER_RPC_MAX_SEQ_STEPS);
+        for (uint32_t i = 0; i < r->num_steps; i++)
+            r->step_ns[i] = d_uint(d, "step_ns", UINT64_MAX);
+        d_leave(d, "step_ns");
+        break;
+    }
+    case TETHER_RPC_TIME_SEQ | TETHER_RPC_REPLY: {
+        tether_rpc_time_seq_rep *r = &m->u.time_seq_rep;
+        r->number = (uint32_t)d_uint(d, "number", UINT32_MAX);
+        r->zero_timer = d_bool(d, "zero_timer");
+        r->repeat = d_array(d, "seconds", TETHER_RPC_MAX_REPEAT);
+        for (uint32_t i = 0; i < r->repeat; i++)
+            r->seconds[i] = d_double(d, "seconds");
+        d_leave(d, "seconds");
+        r->num_steps = d_array(d, "step_seconds", TETHER_RPC_MAX_SEQ_STEPS);
+        for (uint32_t i = 0; i < r->num_steps; i++)
+            r->step_seconds[i] = d_double(d, "step_seconds");
+        d_leave(d, "step_seconds");
+        break;
+    }
     case TETHER_RPC_LOG:
         m->u.log.level = (uint32_t)d_uint(d, "level", UINT32_MAX);
         m->u.log.text = d_str(d, "text");

@@ -68,6 +68,8 @@ int tether_time_evaluate(const tether_time_hooks *h, uint32_t number, uint32_t r
             res->zero_timer = true;
         seconds[i] = duration_ms / 1e3 / (double)number;
         res->repeat = i + 1;
+        if (h->repeat_done)
+            h->repeat_done(h->ctx, i, number);
         if (cooldown_ms > 0 && h->sleep_ms && i + 1 < repeat)
             h->sleep_ms(h->ctx, cooldown_ms);
     }

@@ -19,8 +19,18 @@ static unsigned char out[8192];
 typedef int (*enc_fn)(const tether_rpc_msg *, void *, size_t, size_t *);
 typedef int (*dec_fn)(const void *, size_t, tether_rpc_msg *);
 
+/* The decoders under test accept kernel sequences (their steps go to this storage). */
+static tether_rpc_seq_storage seq_storage;
+static int tiny_dec(const void *b, size_t n, tether_rpc_msg *m) {
+    return tether_rpc_tiny_decode_seq(b, n, m, &seq_storage);
+}
+static int mpc_dec(const void *b, size_t n, tether_rpc_msg *m) {
+    return tether_rpc_msgpack_decode_seq(b, n, m, &seq_storage);
+}
+
 static const enc_fn encoders[2] = {tether_rpc_tiny_encode, tether_rpc_msgpack_encode};
-static const dec_fn decoders[2] = {tether_rpc_tiny_decode, tether_rpc_msgpack_decode};
+static const dec_fn decoders[2] = {tiny_dec, mpc_dec};
+static const dec_fn plain_decoders[2] = {tether_rpc_tiny_decode, tether_rpc_msgpack_decode};
 static const char *const codec_names[2] = {"tiny", "msgpack-c"};
 
 /* Every vector: each encoder produces exactly the expected bytes. */
@@ -224,6 +234,46 @@ static void test_decode_errors(void **state) {
         {"93090ac1", TETHER_ERR_PROTOCOL, "reserved byte"},
         /* array32 count far larger than the input */
         {"dd7fffffff0909", TETHER_ERR_PROTOCOL, "huge array count"},
+        /* LAUNCH_SEQ without steps */
+        {"93111490", TETHER_ERR_PROTOCOL, "no steps"},
+        /* LAUNCH_SEQ whose step is not an array */
+        {"93111491c0", TETHER_ERR_PROTOCOL, "step nil"},
+        /* LAUNCH_SEQ step with 4 elements */
+        {"931114919405009091"
+         "10",
+         TETHER_ERR_PROTOCOL, "step of 4 elements"},
+        /* LAUNCH_SEQ step without work dimensions (a CPU call) */
+        {"9311149195050090"
+         "9090",
+         TETHER_ERR_PROTOCOL, "step without global"},
+        /* LAUNCH_SEQ second step with local 0 */
+        {"93111492950500909110909505009091109100", TETHER_ERR_PROTOCOL, "local 0 in step 1"},
+        /* LAUNCH_SEQ step with an unsupported arg type */
+        {"93111491950500919209009110"
+         "90",
+         TETHER_ERR_PROTOCOL, "arg type 9 in a step"},
+        /* LAUNCH_SEQ step with abi 2 */
+        {"9311149195050291"
+         "10"
+         "9110"
+         "90",
+         TETHER_ERR_PROTOCOL, "abi 2 in a step"},
+        /* LAUNCH_SEQ reply missing step_ns */
+        {"935114cd0bb8", TETHER_ERR_PROTOCOL, "LAUNCH_SEQ reply short"},
+        /* LAUNCH_SEQ reply with a negative step time */
+        {"945114cd0bb891ff", TETHER_ERR_PROTOCOL, "negative step time"},
+        /* TIME_SEQ repeat 33 */
+        {"97121591950600909108900a2164"
+         "00",
+         TETHER_ERR_LIMIT, "TIME_SEQ repeat 33"},
+        /* TIME_SEQ number 0 */
+        {"971215919506009091089000036400", TETHER_ERR_PROTOCOL, "TIME_SEQ number 0"},
+        /* TIME_SEQ missing cooldown */
+        {"9612159195060090910890"
+         "0a0364",
+         TETHER_ERR_PROTOCOL, "TIME_SEQ short"},
+        /* TIME_SEQ reply without step_seconds */
+        {"9552150ac290", TETHER_ERR_PROTOCOL, "TIME_SEQ reply short"},
         /* uint where bool expected: UPLOAD_CHUNK reply complete = 1 */
         {"94440405"
          "01",
@@ -240,6 +290,128 @@ static void test_decode_errors(void **state) {
                 fail_msg("%s decode of '%s' (%s) returned %d, expected %d (%s)", codec_names[c],
                          bad[i].hex, bad[i].why, rc, bad[i].status, tether_last_error());
             assert_true(strlen(tether_last_error()) > 0);
+        }
+    }
+}
+
+/* Builds an encoded LAUNCH_SEQ (id 7) of `steps` steps with `args` int arguments each. */
+static size_t seq_bytes(uint32_t steps, uint32_t args, unsigned char *buf) {
+    size_t n = 0;
+    buf[n++] = 0x93;
+    buf[n++] = 0x11;
+    buf[n++] = 0x07;
+    buf[n++] = 0xdc; /* array16 */
+    buf[n++] = (unsigned char)(steps >> 8);
+    buf[n++] = (unsigned char)steps;
+    for (uint32_t k = 0; k < steps; k++) {
+        buf[n++] = 0x95;
+        buf[n++] = 0x05;
+        buf[n++] = 0x00;
+        buf[n++] = 0xdc;
+        buf[n++] = (unsigned char)(args >> 8);
+        buf[n++] = (unsigned char)args;
+        for (uint32_t i = 0; i < args; i++) {
+            buf[n++] = 0x92;
+            buf[n++] = 0x00;
+            buf[n++] = 0x01;
+        }
+        buf[n++] = 0x91;
+        buf[n++] = 0x10;
+        buf[n++] = 0x90;
+    }
+    return n;
+}
+
+/* Sequence limits (128 steps, 1024 arguments in all): at the limit decodes, past it is
+ * TETHER_ERR_LIMIT from both decoders and both encoders; errors name the step; the plain
+ * decoders (no storage: a peer without OpenCL) refuse sequences as unsupported. */
+static void test_seq_limits(void **state) {
+    (void)state;
+    static unsigned char buf[1 << 17];
+    struct {
+        uint32_t steps, args;
+        int status;
+    } cases[] = {
+        {128, 8, 0},                /* 128 steps, 1024 args: both limits reached */
+        {129, 0, TETHER_ERR_LIMIT}, /* one step too many */
+        {17, 61, TETHER_ERR_LIMIT}, /* 1037 arguments */
+        {1, 65, TETHER_ERR_LIMIT},  /* one step above the per-call 64 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = seq_bytes(cases[i].steps, cases[i].args, buf);
+        for (int c = 0; c < 2; c++) {
+            tether_rpc_msg m;
+            int rc = decoders[c](buf, n, &m);
+            if (rc != cases[i].status)
+                fail_msg("%s decode of %u steps x %u args: %d (%s)", codec_names[c],
+                         (unsigned)cases[i].steps, (unsigned)cases[i].args, rc,
+                         tether_last_error());
+            if (rc == 0) {
+                assert_int_equal(m.u.seq_req.num_steps, cases[i].steps);
+                assert_int_equal(m.u.seq_req.steps[127].args[7].v.v_int, 1);
+                /* re-encoded canonically (the input used array16 everywhere), read back */
+                size_t len;
+                static unsigned char big[1 << 17];
+                assert_int_equal(encoders[1 - c](&m, big, sizeof big, &len), 0);
+                assert_int_equal(decoders[1 - c](big, len, &m), 0);
+                assert_int_equal(m.u.seq_req.num_steps, 128);
+                assert_int_equal(m.u.seq_req.steps[127].num_args, 8);
+            }
+        }
+    }
+    /* the error names the step */
+    size_t n = seq_bytes(17, 61, buf);
+    tether_rpc_msg m;
+    assert_int_equal(decoders[0](buf, n, &m), TETHER_ERR_LIMIT);
+    assert_non_null(strstr(tether_last_error(), "step 16"));
+    long h = hex_decode("93111492950500909110909505009091109100", expect, sizeof expect);
+    assert_int_equal(decoders[1](expect, (size_t)h, &m), TETHER_ERR_PROTOCOL);
+    assert_non_null(strstr(tether_last_error(), "step 1"));
+    assert_non_null(strstr(tether_last_error(), "LAUNCH_SEQ"));
+    /* encoders: too many steps, too many args in all, a step without work dims */
+    static tether_rpc_arg args[64];
+    static tether_rpc_seq_step steps[TETHER_RPC_MAX_SEQ_STEPS + 1];
+    for (uint32_t k = 0; k <= TETHER_RPC_MAX_SEQ_STEPS; k++) {
+        steps[k].func = 1;
+        steps[k].num_args = 64;
+        steps[k].args = args;
+        steps[k].work_dim = 1;
+        steps[k].global[0] = 4;
+    }
+    size_t len;
+    for (int c = 0; c < 2; c++) {
+        memset(&m, 0, sizeof m);
+        m.type = TETHER_RPC_LAUNCH_SEQ;
+        m.id = 1;
+        m.u.seq_req.steps = steps;
+        m.u.seq_req.num_steps = TETHER_RPC_MAX_SEQ_STEPS + 1;
+        assert_int_equal(encoders[c](&m, buf, sizeof buf, &len), TETHER_ERR_LIMIT);
+        m.u.seq_req.num_steps = 17;
+        assert_int_equal(encoders[c](&m, buf, sizeof buf, &len), TETHER_ERR_LIMIT);
+        assert_non_null(strstr(tether_last_error(), "1024"));
+        m.u.seq_req.num_steps = 16;
+        assert_int_equal(encoders[c](&m, buf, sizeof buf, &len), 0);
+        steps[3].work_dim = 0;
+        assert_int_equal(encoders[c](&m, buf, sizeof buf, &len), TETHER_ERR_PROTOCOL);
+        assert_non_null(strstr(tether_last_error(), "step 3"));
+        steps[3].work_dim = 1;
+        m.u.seq_req.num_steps = 0;
+        assert_int_equal(encoders[c](&m, buf, sizeof buf, &len), TETHER_ERR_PROTOCOL);
+    }
+    /* without storage: unsupported, for both requests; replies decode anyway */
+    for (size_t i = 0; i < rpc_vector_count; i++) {
+        const char *name = rpc_vectors[i].name;
+        if (strstr(name, "seq") == NULL)
+            continue;
+        long k = hex_decode(rpc_vectors[i].hex, expect, sizeof expect);
+        for (int c = 0; c < 2; c++) {
+            int rc = plain_decoders[c](expect, (size_t)k, &m);
+            if (strstr(name, "_req")) {
+                assert_int_equal(rc, TETHER_ERR_UNSUPPORTED);
+                assert_non_null(strstr(tether_last_error(), "not supported"));
+            } else {
+                assert_int_equal(rc, 0);
+            }
         }
     }
 }
@@ -342,7 +514,10 @@ static void test_proto_helpers(void **state) {
     assert_string_equal(tether_rpc_type_name(TETHER_RPC_ERROR), "ERROR");
     assert_null(tether_rpc_type_name(0));
     assert_null(tether_rpc_type_name(TETHER_RPC_LOG | TETHER_RPC_REPLY));
-    assert_false(tether_rpc_type_valid(17));
+    assert_string_equal(tether_rpc_type_name(TETHER_RPC_LAUNCH_SEQ), "LAUNCH_SEQ");
+    assert_string_equal(tether_rpc_type_name(TETHER_RPC_TIME_SEQ | TETHER_RPC_REPLY),
+                        "TIME_SEQ reply");
+    assert_false(tether_rpc_type_valid(19));
     char buf[8];
     tether_rpc_str s = {"abcdef", 6};
     assert_int_equal(tether_rpc_str_copy(s, buf, sizeof buf, "name"), 0);
@@ -394,6 +569,7 @@ int main(void) {
         cmocka_unit_test(test_decode_noncanonical), cmocka_unit_test(test_decode_errors),
         cmocka_unit_test(test_decode_deep_nesting), cmocka_unit_test(test_encode_errors),
         cmocka_unit_test(test_proto_helpers),       cmocka_unit_test(test_chunk_overhead),
+        cmocka_unit_test(test_seq_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

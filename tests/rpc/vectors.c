@@ -312,6 +312,53 @@ static void boundary_req(tether_rpc_msg *m) {
     v->args[14].v.v_str = tether_rpc_str_c("abcdefghijklmnopqrstuvwxyz012345");
 }
 
+/* kernel sequences: two steps (one with a local size, one 2-D without), and their TIME */
+static const tether_rpc_arg seq_args[] = {
+    {TETHER_TYPE_DLTENSOR, {.v_handle = 2}}, {TETHER_TYPE_DLTENSOR, {.v_handle = 3}},
+    {TETHER_TYPE_INT, {.v_int = 16}},        {TETHER_TYPE_DLTENSOR, {.v_handle = 3}},
+    {TETHER_TYPE_UINT, {.v_uint = 1}},       {TETHER_TYPE_FLOAT, {.v_float = 0.5}},
+};
+static const tether_rpc_seq_step seq_steps[] = {
+    {5, TETHER_ABI_PACKED, 3, seq_args, 1, {1024, 0, 0}, {64, 0, 0}},
+    {6, TETHER_ABI_PACKED, 3, seq_args + 3, 2, {8, 4, 0}, {0, 0, 0}},
+};
+static void launch_seq_req(tether_rpc_msg *m) {
+    m->type = TETHER_RPC_LAUNCH_SEQ;
+    m->id = 20;
+    m->u.seq_req.num_steps = 2;
+    m->u.seq_req.steps = seq_steps;
+}
+static void launch_seq_rep(tether_rpc_msg *m) {
+    m->type = TETHER_RPC_LAUNCH_SEQ | TETHER_RPC_REPLY;
+    m->id = 20;
+    m->u.launch_seq_rep.elapsed_ns = 3000;
+    m->u.launch_seq_rep.num_steps = 2;
+    m->u.launch_seq_rep.step_ns[0] = 1000;
+    m->u.launch_seq_rep.step_ns[1] = 2000;
+}
+static void time_seq_req(tether_rpc_msg *m) {
+    m->type = TETHER_RPC_TIME_SEQ;
+    m->id = 21;
+    m->u.seq_req.num_steps = 1;
+    m->u.seq_req.steps = seq_steps + 1;
+    m->u.seq_req.number = 10;
+    m->u.seq_req.repeat = 3;
+    m->u.seq_req.min_repeat_ms = 100;
+    m->u.seq_req.cooldown_ms = 0;
+}
+static void time_seq_rep(tether_rpc_msg *m) {
+    m->type = TETHER_RPC_TIME_SEQ | TETHER_RPC_REPLY;
+    m->id = 21;
+    m->u.time_seq_rep.number = 10;
+    m->u.time_seq_rep.zero_timer = false;
+    m->u.time_seq_rep.repeat = 2;
+    m->u.time_seq_rep.seconds[0] = 0.5;
+    m->u.time_seq_rep.seconds[1] = 0.25;
+    m->u.time_seq_rep.num_steps = 2;
+    m->u.time_seq_rep.step_seconds[0] = 0.125;
+    m->u.time_seq_rep.step_seconds[1] = 0.375;
+}
+
 const rpc_vector rpc_vectors[] = {
 #include "vectors.inc"
 };
@@ -324,12 +371,9 @@ static int bytes_equal(tether_rpc_bytes a, tether_rpc_bytes b) {
     return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
 }
 
-static int invoke_equal(const tether_rpc_invoke *a, const tether_rpc_invoke *b) {
-    if (a->func != b->func || a->abi != b->abi || a->num_args != b->num_args ||
-        a->work_dim != b->work_dim)
-        return 0;
-    for (uint32_t i = 0; i < a->num_args; i++) {
-        const tether_rpc_arg *x = &a->args[i], *y = &b->args[i];
+static int args_equal(const tether_rpc_arg *xs, const tether_rpc_arg *ys, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        const tether_rpc_arg *x = &xs[i], *y = &ys[i];
         if (x->type_code != y->type_code)
             return 0;
         switch (x->type_code) {
@@ -355,9 +399,32 @@ static int invoke_equal(const tether_rpc_invoke *a, const tether_rpc_invoke *b) 
             break;
         }
     }
+    return 1;
+}
+
+static int invoke_equal(const tether_rpc_invoke *a, const tether_rpc_invoke *b) {
+    if (a->func != b->func || a->abi != b->abi || a->num_args != b->num_args ||
+        a->work_dim != b->work_dim || !args_equal(a->args, b->args, a->num_args))
+        return 0;
     for (uint32_t i = 0; i < a->work_dim; i++)
         if (a->global[i] != b->global[i] || a->local[i] != b->local[i])
             return 0;
+    return 1;
+}
+
+static int seq_equal(const tether_rpc_seq_req *a, const tether_rpc_seq_req *b) {
+    if (a->num_steps != b->num_steps || a->number != b->number || a->repeat != b->repeat ||
+        a->min_repeat_ms != b->min_repeat_ms || a->cooldown_ms != b->cooldown_ms)
+        return 0;
+    for (uint32_t k = 0; k < a->num_steps; k++) {
+        const tether_rpc_seq_step *x = &a->steps[k], *y = &b->steps[k];
+        if (x->func != y->func || x->abi != y->abi || x->num_args != y->num_args ||
+            x->work_dim != y->work_dim || !args_equal(x->args, y->args, x->num_args))
+            return 0;
+        for (uint32_t i = 0; i < x->work_dim; i++)
+            if (x->global[i] != y->global[i] || x->local[i] != y->local[i])
+                return 0;
+    }
     return 1;
 }
 
@@ -471,6 +538,31 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
                 return 0;
         return a->u.time_rep.number == b->u.time_rep.number &&
                a->u.time_rep.zero_timer == b->u.time_rep.zero_timer;
+    case TETHER_RPC_LAUNCH_SEQ:
+    case TETHER_RPC_TIME_SEQ:
+        return seq_equal(&a->u.seq_req, &b->u.seq_req);
+    case TETHER_RPC_LAUNCH_SEQ | TETHER_RPC_REPLY: {
+        const tether_rpc_launch_seq_rep *x = &a->u.launch_seq_rep, *y = &b->u.launch_seq_rep;
+        if (x->elapsed_ns != y->elapsed_ns || x->num_steps != y->num_steps)
+            return 0;
+        for (uint32_t i = 0; i < x->num_steps; i++)
+            if (x->step_ns[i] != y->step_ns[i])
+                return 0;
+        return 1;
+    }
+    case TETHER_RPC_TIME_SEQ | TETHER_RPC_REPLY: {
+        const tether_rpc_time_seq_rep *x = &a->u.time_seq_rep, *y = &b->u.time_seq_rep;
+        if (x->number != y->number || x->zero_timer != y->zero_timer || x->repeat != y->repeat ||
+            x->num_steps != y->num_steps)
+            return 0;
+        for (uint32_t i = 0; i < x->repeat; i++)
+            if (x->seconds[i] != y->seconds[i])
+                return 0;
+        for (uint32_t i = 0; i < x->num_steps; i++)
+            if (x->step_seconds[i] != y->step_seconds[i])
+                return 0;
+        return 1;
+    }
     case TETHER_RPC_LOG:
         return a->u.log.level == b->u.log.level && str_equal(a->u.log.text, b->u.log.text);
     case TETHER_RPC_ERROR:

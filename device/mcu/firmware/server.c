@@ -708,7 +708,7 @@ static int on_time(void) {
     if (rc != TETHER_OK) {
         return rc;
     }
-    tether_time_hooks hooks = {time_run, time_now, time_sleep, &cf};
+    tether_time_hooks hooks = {time_run, time_now, time_sleep, &cf, NULL};
     tether_time_result res;
     inflight_fn = e->name;
     time_reads = 0;

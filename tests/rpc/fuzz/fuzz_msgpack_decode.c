@@ -14,9 +14,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static tether_rpc_msg a, b;
+    static tether_rpc_seq_storage sa, sb; /* kernel sequences decode too */
     static uint8_t e1[1 << 17], e2[1 << 17];
-    int ra = tether_rpc_msgpack_decode(data, size, &a);
-    int rb = tether_rpc_tiny_decode(data, size, &b);
+    /* without storage both refuse sequences the same way */
+    if ((tether_rpc_msgpack_decode(data, size, &a) == 0) !=
+        (tether_rpc_tiny_decode(data, size, &b) == 0))
+        abort();
+    int ra = tether_rpc_msgpack_decode_seq(data, size, &a, &sa);
+    int rb = tether_rpc_tiny_decode_seq(data, size, &b, &sb);
     if ((ra == 0) != (rb == 0))
         abort(); /* the codecs disagree on validity */
     if (ra != 0)
@@ -27,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         abort(); /* a decoded message must be encodable */
     if (n1 != n2 || memcmp(e1, e2, n1) != 0)
         abort();
-    if (tether_rpc_msgpack_decode(e1, n1, &a) != 0)
+    if (tether_rpc_msgpack_decode_seq(e1, n1, &a, &sa) != 0)
         abort();
     return 0;
 }

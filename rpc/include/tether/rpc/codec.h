@@ -11,6 +11,12 @@
  * message naming the message type and field; on failure *out is unspecified but holds no pointer
  * outside the input. A decoded message borrows strings/blobs from the input buffer.
  * Extra trailing fields in a message array are ignored (room for additive protocol changes).
+ *
+ * LAUNCH_SEQ / TIME_SEQ requests carry more steps and arguments than tether_rpc_msg holds: only
+ * the *_decode_seq variants accept them, putting the steps into caller-owned storage that must
+ * outlive the decoded message. The plain decoders refuse them with TETHER_ERR_UNSUPPORTED
+ * ("kernel sequences are not supported by this peer"), which is what a peer without OpenCL
+ * answers. Replies of every type decode with either.
  */
 #ifndef TETHER_RPC_CODEC_H
 #define TETHER_RPC_CODEC_H
@@ -30,6 +36,8 @@ extern "C" {
  * the message breaks a limit or has an unknown type (nothing useful is left in buf). */
 int tether_rpc_tiny_encode(const tether_rpc_msg *m, void *buf, size_t cap, size_t *out_len);
 int tether_rpc_tiny_decode(const void *buf, size_t len, tether_rpc_msg *out);
+int tether_rpc_tiny_decode_seq(const void *buf, size_t len, tether_rpc_msg *out,
+                               tether_rpc_seq_storage *storage);
 
 /* Reads only the type and id of an encoded message (cheap; used for duplicate detection and to
  * route replies). Fails like decode when the header is malformed. */
@@ -45,6 +53,8 @@ int tether_rpc_msgpack_encode(const tether_rpc_msg *m, void *buf, size_t cap, si
 /* Encodes into a malloc'ed buffer the caller frees with free(). */
 int tether_rpc_msgpack_encode_alloc(const tether_rpc_msg *m, uint8_t **out, size_t *out_len);
 int tether_rpc_msgpack_decode(const void *buf, size_t len, tether_rpc_msg *out);
+int tether_rpc_msgpack_decode_seq(const void *buf, size_t len, tether_rpc_msg *out,
+                                  tether_rpc_seq_storage *storage);
 
 #ifdef __cplusplus
 }

@@ -40,6 +40,8 @@ extern "C" {
 #define TETHER_RPC_MAX_TEXT          1024u /* ERROR message / LOG line: < this many bytes */
 #define TETHER_RPC_MAX_POOLS         8u    /* pool names in HELLO */
 #define TETHER_RPC_MAX_WORK_DIM      3u    /* OpenCL NDRange dimensions */
+#define TETHER_RPC_MAX_SEQ_STEPS     128u  /* steps of one LAUNCH_SEQ / TIME_SEQ */
+#define TETHER_RPC_MAX_SEQ_ARGS      1024u /* arguments of all steps of one sequence together */
 #define TETHER_RPC_HASH_BYTES        32u   /* SHA-256 of an upload */
 #define TETHER_RPC_NONCE_BYTES       32u   /* AUTH challenge */
 #define TETHER_RPC_MAC_BYTES         32u   /* HMAC-SHA256 */
@@ -64,13 +66,15 @@ typedef enum tether_rpc_type {
     TETHER_RPC_TIME = 13,
     TETHER_RPC_RESET = 14,
     TETHER_RPC_SHUTDOWN = 15,
-    TETHER_RPC_LOG = 16,    /* notification, device -> host, id 0 */
-    TETHER_RPC_ERROR = 127, /* reply to any request: code + message */
+    TETHER_RPC_LOG = 16,        /* notification, device -> host, id 0 */
+    TETHER_RPC_LAUNCH_SEQ = 17, /* OpenCL kernels launched in order, one reply for all */
+    TETHER_RPC_TIME_SEQ = 18,   /* TIME of a whole LAUNCH_SEQ sequence */
+    TETHER_RPC_ERROR = 127,     /* reply to any request: code + message */
 } tether_rpc_type;
 
 /* A reply's type is the request type with this bit set (HELLO reply = 0x41). */
 #define TETHER_RPC_REPLY            0x40u
-#define TETHER_RPC_REQUEST_TYPE_MAX 16 /* highest request/notification type */
+#define TETHER_RPC_REQUEST_TYPE_MAX 18 /* highest request/notification type */
 
 /* Upload kinds. */
 typedef enum tether_rpc_module_kind {
@@ -271,6 +275,52 @@ typedef struct tether_rpc_time_rep {
     double seconds[TETHER_RPC_MAX_REPEAT]; /* mean seconds per call, one per repeat */
 } tether_rpc_time_rep;
 
+/* One step of a kernel sequence: the fields of a CALL, with the arguments borrowed (a decoded
+ * step points into the decoder's tether_rpc_seq_storage, an encoded one into caller memory). */
+typedef struct tether_rpc_seq_step {
+    uint64_t func;
+    uint32_t abi;
+    uint32_t num_args; /* <= TETHER_RPC_MAX_ARGS */
+    const tether_rpc_arg *args;
+    uint32_t work_dim; /* 1..3: every step is an NDRange launch */
+    uint64_t global[TETHER_RPC_MAX_WORK_DIM];
+    uint64_t local[TETHER_RPC_MAX_WORK_DIM];
+} tether_rpc_seq_step;
+
+/* LAUNCH_SEQ (number..cooldown_ms unused) and TIME_SEQ requests. steps is borrowed. */
+typedef struct tether_rpc_seq_req {
+    uint32_t num_steps; /* 1..TETHER_RPC_MAX_SEQ_STEPS */
+    const tether_rpc_seq_step *steps;
+    uint32_t number; /* TIME_SEQ only: as in TIME, one call = the whole sequence */
+    uint32_t repeat;
+    uint32_t min_repeat_ms;
+    uint32_t cooldown_ms;
+} tether_rpc_seq_req;
+
+/* Where a decoder puts the steps and arguments of a LAUNCH_SEQ / TIME_SEQ request (too large for
+ * tether_rpc_msg itself: an MCU keeps several messages in RAM). Owned by the caller of
+ * tether_rpc_*_decode_seq; the decoded u.seq_req points into it. */
+typedef struct tether_rpc_seq_storage {
+    tether_rpc_seq_step steps[TETHER_RPC_MAX_SEQ_STEPS];
+    tether_rpc_arg args[TETHER_RPC_MAX_SEQ_ARGS];
+} tether_rpc_seq_storage;
+
+typedef struct tether_rpc_launch_seq_rep {
+    uint64_t elapsed_ns; /* sum of the steps' times */
+    uint32_t num_steps;
+    uint64_t step_ns[TETHER_RPC_MAX_SEQ_STEPS]; /* each step's profiled time */
+} tether_rpc_launch_seq_rep;
+
+typedef struct tether_rpc_time_seq_rep {
+    uint32_t number; /* whole-sequence calls per repeat at the end */
+    bool zero_timer;
+    uint32_t repeat;
+    double seconds[TETHER_RPC_MAX_REPEAT]; /* mean seconds per sequence, one per repeat */
+    uint32_t num_steps;
+    /* per step: the median over the repeats of its mean seconds per sequence call */
+    double step_seconds[TETHER_RPC_MAX_SEQ_STEPS];
+} tether_rpc_time_seq_rep;
+
 typedef struct tether_rpc_log_msg {
     uint32_t level; /* tether_log_level */
     tether_rpc_str text;
@@ -311,6 +361,9 @@ typedef struct tether_rpc_msg {
         tether_rpc_call_rep call_rep;
         tether_rpc_time_req time_req;
         tether_rpc_time_rep time_rep;
+        tether_rpc_seq_req seq_req; /* LAUNCH_SEQ and TIME_SEQ */
+        tether_rpc_launch_seq_rep launch_seq_rep;
+        tether_rpc_time_seq_rep time_seq_rep;
         tether_rpc_log_msg log;
         tether_rpc_error_rep error;
     } u;

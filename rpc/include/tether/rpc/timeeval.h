@@ -31,6 +31,10 @@ typedef struct tether_time_hooks {
     uint64_t (*now_ns)(void *ctx);            /* monotonic clock */
     void (*sleep_ms)(void *ctx, uint32_t ms); /* cooldown; may be NULL */
     void *ctx;
+    /* Optional (may be NULL): called once per repeat, after the measurement that gave its
+     * result, with the repeat index and the number of calls that measurement timed (the last two
+     * now_ns() calls bracket exactly those calls). TIME_SEQ derives per-step times from it. */
+    void (*repeat_done)(void *ctx, uint32_t repeat, uint32_t number);
 } tether_time_hooks;
 
 typedef struct tether_time_result {
