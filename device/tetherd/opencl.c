@@ -349,11 +349,12 @@ static int set_scalar(cl_kernel kern, cl_uint i, const tetherd_cl_arg *a, const 
     return 0;
 }
 
-int tetherd_cl_launch(tetherd_cl *cl, tetherd_cl_program *p, int k, const tetherd_cl_arg *args,
-                      int nargs, uint32_t work_dim, const uint64_t *global, const uint64_t *local,
-                      uint64_t *elapsed_ns) {
+int tetherd_cl_enqueue(tetherd_cl *cl, tetherd_cl_program *p, int k, const tetherd_cl_arg *args,
+                       int nargs, uint32_t work_dim, const uint64_t *global, const uint64_t *local,
+                       void **ev) {
     cl_kernel kern = p->kernels[k];
     const char *kname = p->names[k];
+    *ev = NULL;
     for (int i = 0; i < nargs; i++) {
         if (args[i].mem) {
             cl_int err = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_mem), &args[i].mem->mem);
@@ -375,19 +376,56 @@ int tetherd_cl_launch(tetherd_cl *cl, tetherd_cl_program *p, int k, const tether
         g[d] = (size_t)global[d];
         l[d] = (size_t)local[d];
     }
-    cl_event ev;
+    cl_event e;
     cl_int err =
-        clEnqueueNDRangeKernel(cl->q, kern, work_dim, NULL, g, has_local ? l : NULL, 0, NULL, &ev);
+        clEnqueueNDRangeKernel(cl->q, kern, work_dim, NULL, g, has_local ? l : NULL, 0, NULL, &e);
     if (err != CL_SUCCESS)
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "kernel '%s': clEnqueueNDRangeKernel error %d", kname, (int)err);
-    err = clWaitForEvents(1, &ev);
-    cl_ulong t0 = 0, t1 = 0;
-    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-    clReleaseEvent(ev);
-    if (err != CL_SUCCESS)
-        return tether_set_error(TETHER_ERR_STATE, "kernel '%s' failed (error %d)", kname, (int)err);
-    *elapsed_ns = t1 > t0 ? (uint64_t)(t1 - t0) : 0;
+    *ev = e;
+    return 0;
+}
+
+int tetherd_cl_wait(tetherd_cl *cl, void **evs, int n, uint64_t *ns, int *failed) {
+    cl_int ferr = clFinish(cl->q);
+    int rc = 0;
+    *failed = -1;
+    for (int i = 0; i < n; i++) {
+        cl_event e = evs[i];
+        ns[i] = 0;
+        if (!e)
+            continue;
+        cl_int st = CL_COMPLETE;
+        clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+        cl_ulong t0 = 0, t1 = 0;
+        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+        clReleaseEvent(e);
+        evs[i] = NULL;
+        ns[i] = t1 > t0 ? (uint64_t)(t1 - t0) : 0;
+        if (st < 0 && !rc) {
+            *failed = i;
+            rc = tether_set_error(TETHER_ERR_STATE, "the kernel failed (error %d)", (int)st);
+        }
+    }
+    if (!rc && ferr != CL_SUCCESS)
+        rc = cl_fail("clFinish", ferr);
+    return rc;
+}
+
+int tetherd_cl_launch(tetherd_cl *cl, tetherd_cl_program *p, int k, const tetherd_cl_arg *args,
+                      int nargs, uint32_t work_dim, const uint64_t *global, const uint64_t *local,
+                      uint64_t *elapsed_ns) {
+    void *ev;
+    int rc = tetherd_cl_enqueue(cl, p, k, args, nargs, work_dim, global, local, &ev);
+    if (rc)
+        return rc;
+    int failed;
+    rc = tetherd_cl_wait(cl, &ev, 1, elapsed_ns, &failed);
+    if (rc) {
+        char msg[TETHER_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", tether_last_error());
+        return tether_set_error(rc, "kernel '%s': %s", p->names[k], msg);
+    }
     return 0;
 }

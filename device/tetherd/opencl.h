@@ -57,6 +57,16 @@ typedef struct tetherd_cl_arg {
     double f;
 } tetherd_cl_arg;
 
+/* Sets kernel k's arguments and enqueues it without waiting; *ev is its profiling event, for
+ * tetherd_cl_wait. Kernel arguments are captured at enqueue: the same kernel may be enqueued
+ * again at once with other arguments. */
+int tetherd_cl_enqueue(tetherd_cl *cl, tetherd_cl_program *p, int k, const tetherd_cl_arg *args,
+                       int nargs, uint32_t work_dim, const uint64_t *global, const uint64_t *local,
+                       void **ev);
+/* One clFinish for everything enqueued, then ns[i] = profiled time of evs[i]; every event is
+ * released. A failed kernel is an error naming its index in evs (*failed, -1 when none). */
+int tetherd_cl_wait(tetherd_cl *cl, void **evs, int n, uint64_t *ns, int *failed);
+
 /* Launches kernel k and waits; *elapsed_ns from event profiling (end - start). */
 int tetherd_cl_launch(tetherd_cl *cl, tetherd_cl_program *p, int k, const tetherd_cl_arg *args,
                       int nargs, uint32_t work_dim, const uint64_t *global, const uint64_t *local,

@@ -104,6 +104,7 @@ typedef struct session {
     tether_posix_call_stack call_stack; /* on stack: kept painted, only what a call used is
                                            repainted before the next one */
     int shutdown;
+    tether_rpc_seq_storage seq; /* steps of a decoded LAUNCH_SEQ / TIME_SEQ request */
 #ifdef TETHERD_HAVE_OPENCL
     tetherd_cl *cl;
 #endif
@@ -1158,7 +1159,233 @@ static int on_cl_invoke(session *s, const tether_rpc_msg *req, const tether_rpc_
 static int is_kernel(session *s, uint64_t h) {
     return h >= 1 && h <= MAX_FUNCS && s->funcs[h - 1].used && !s->funcs[h - 1].entry;
 }
+
+/* A kernel sequence, resolved: per step its program, kernel and converted arguments. */
+typedef struct seq_job {
+    session *s;
+    uint32_t n;
+    struct {
+        tetherd_cl_program *prog;
+        int kernel;
+        const char *name;
+        uint32_t first_arg, nargs;
+    } st[TETHER_RPC_MAX_SEQ_STEPS];
+    tetherd_cl_arg args[TETHER_RPC_MAX_SEQ_ARGS];
+    array *arrs[TETHER_RPC_MAX_SEQ_ARGS];
+    const tether_rpc_seq_step *steps;
+    void *ev[TETHER_RPC_MAX_SEQ_STEPS];
+    uint64_t ns[TETHER_RPC_MAX_SEQ_STEPS];      /* the last run's step times */
+    uint64_t cum[TETHER_RPC_MAX_SEQ_STEPS];     /* step times summed over all runs */
+    uint64_t mark[2][TETHER_RPC_MAX_SEQ_STEPS]; /* cum at the last two clock reads */
+    double *per;                                /* TIME_SEQ: [step][repeat] mean seconds */
+    uint32_t repeat;
+    uint64_t gpu_ns; /* sum of all runs' step times (the TIME_SEQ clock) */
+    int failed_step; /* -1 = none */
+    char err[TETHER_ERROR_MSG_MAX];
+} seq_job;
+
+/* One run of the sequence: every step enqueued back to back, one wait for all. */
+static int32_t seq_run(void *p) {
+    seq_job *j = p;
+    int rc = 0;
+    uint32_t k = 0;
+    for (; k < j->n && !rc; k++) {
+        const tether_rpc_seq_step *q = &j->steps[k];
+        rc = tetherd_cl_enqueue(j->s->cl, j->st[k].prog, j->st[k].kernel,
+                                j->args + j->st[k].first_arg, (int)j->st[k].nargs, q->work_dim,
+                                q->global, q->local, &j->ev[k]);
+        if (rc) {
+            j->failed_step = (int)k;
+            snprintf(j->err, sizeof j->err, "%s", tether_last_error());
+        }
+    }
+    int failed = -1;
+    /* wait for what was enqueued even after a failure: nothing may still run afterwards */
+    int wrc = tetherd_cl_wait(j->s->cl, j->ev, (int)(rc ? k - 1 : k), j->ns, &failed);
+    if (!rc && wrc) {
+        rc = wrc;
+        j->failed_step = failed;
+        snprintf(j->err, sizeof j->err, "%s", tether_last_error());
+    }
+    if (rc)
+        return rc;
+    for (k = 0; k < j->n; k++) {
+        j->cum[k] += j->ns[k];
+        j->gpu_ns += j->ns[k];
+    }
+    return 0;
+}
+
+static uint64_t seq_now(void *p) {
+    seq_job *j = p;
+    memcpy(j->mark[0], j->mark[1], sizeof(uint64_t) * j->n);
+    memcpy(j->mark[1], j->cum, sizeof(uint64_t) * j->n);
+    return j->gpu_ns;
+}
+
+static void seq_repeat_done(void *p, uint32_t r, uint32_t number) {
+    seq_job *j = p;
+    for (uint32_t k = 0; k < j->n; k++)
+        j->per[(size_t)k * j->repeat + r] =
+            (double)(j->mark[1][k] - j->mark[0][k]) / 1e9 / (double)number;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* LAUNCH_SEQ / TIME_SEQ: every step checked and resolved first (nothing runs when one is
+ * wrong), then the steps run back to back on the queue with one wait; errors name the step. */
+static int on_seq(session *s, const tether_rpc_msg *req) {
+    const tether_rpc_seq_req *q = &req->u.seq_req;
+    const char *what = tether_rpc_type_name(req->type);
+    int timed = req->type == TETHER_RPC_TIME_SEQ;
+    if (timed && (q->number < 1 || q->repeat < 1 || q->repeat > TETHER_RPC_MAX_REPEAT))
+        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
+                           "%s: number must be >= 1 and repeat in 1..%u", what,
+                           TETHER_RPC_MAX_REPEAT);
+    seq_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return reply_error(s, req->id, TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+    j->s = s;
+    j->n = q->num_steps;
+    j->steps = q->steps;
+    j->failed_step = -1;
+    uint32_t used = 0;
+    int rc = 0;
+    for (uint32_t k = 0; k < q->num_steps && !rc; k++) {
+        const tether_rpc_seq_step *st = &q->steps[k];
+        if (!is_kernel(s, st->func)) {
+            rc = reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
+                             "%s step %u: handle %llu is not an OpenCL kernel of this session",
+                             what, (unsigned)k, (unsigned long long)st->func);
+            break;
+        }
+        func *fn = &s->funcs[st->func - 1];
+        module *mod = find_module(s, fn->module);
+        if (!mod || !mod->prog) {
+            rc = reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
+                             "%s step %u: the kernel's module is gone", what, (unsigned)k);
+            break;
+        }
+        const char *kname = tetherd_cl_kernel_name(mod->prog, fn->kernel);
+        j->st[k].prog = mod->prog;
+        j->st[k].kernel = fn->kernel;
+        j->st[k].name = kname;
+        j->st[k].first_arg = used;
+        j->st[k].nargs = st->num_args;
+        if ((int)st->num_args != fn->kernel_args) {
+            rc = reply_error(s, req->id, TETHER_ERR_MISMATCH,
+                             "%s step %u ('%s'): takes %d arguments, %u given", what, (unsigned)k,
+                             kname, fn->kernel_args, (unsigned)st->num_args);
+            break;
+        }
+        for (uint32_t i = 0; i < st->num_args && !rc; i++) {
+            const tether_rpc_arg *a = &st->args[i];
+            tetherd_cl_arg *o = &j->args[used + i];
+            if (a->type_code == TETHER_TYPE_DLTENSOR || a->type_code == TETHER_TYPE_HANDLE) {
+                array *arr = find_array(s, a->v.v_handle);
+                if (!arr)
+                    rc = reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
+                                     "%s step %u ('%s'): argument %u: no array with handle %llu",
+                                     what, (unsigned)k, kname, (unsigned)i,
+                                     (unsigned long long)a->v.v_handle);
+                else if (!arr->clm && tetherd_cl_buffer(s->cl, arr->mem, arr->nbytes, &arr->clm))
+                    rc = reply_error(s, req->id, TETHER_ERR_IO, "%s step %u ('%s'): %s", what,
+                                     (unsigned)k, kname, tether_last_error());
+                else {
+                    o->mem = arr->clm;
+                    j->arrs[used + i] = arr;
+                }
+            } else if (a->type_code == TETHER_TYPE_INT || a->type_code == TETHER_TYPE_UINT) {
+                o->type_code = a->type_code;
+                o->i = a->v.v_int;
+            } else if (a->type_code == TETHER_TYPE_FLOAT) {
+                o->type_code = a->type_code;
+                o->f = a->v.v_float;
+            } else {
+                rc = reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
+                                 "%s step %u ('%s'): argument %u has type code %d", what,
+                                 (unsigned)k, kname, (unsigned)i, (int)a->type_code);
+            }
+        }
+        used += st->num_args;
+    }
+    if (rc) {
+        free(j);
+        return rc;
+    }
+    tether_rpc_msg m;
+    reply_init(&m, req);
+    uint32_t to = s->cfg->call_timeout_ms;
+    if (to && timed)
+        to += q->repeat * (q->min_repeat_ms + q->cooldown_ms);
+    call_guard_begin(s, req->id, "kernel sequence", to);
+    if (timed) {
+        j->repeat = q->repeat;
+        j->per = calloc((size_t)j->n * q->repeat, sizeof(double));
+        tether_time_hooks h = {seq_run, seq_now, time_sleep, j, seq_repeat_done};
+        tether_time_result res;
+        rc = j->per
+                 ? tether_time_evaluate(&h, q->number, q->repeat, q->min_repeat_ms, q->cooldown_ms,
+                                        m.u.time_seq_rep.seconds, TETHER_RPC_MAX_REPEAT, &res)
+                 : tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!rc) {
+            m.u.time_seq_rep.number = res.number;
+            m.u.time_seq_rep.repeat = res.repeat;
+            m.u.time_seq_rep.zero_timer = res.zero_timer;
+            m.u.time_seq_rep.num_steps = j->n;
+            for (uint32_t k = 0; k < j->n; k++) {
+                double *v = &j->per[(size_t)k * q->repeat];
+                qsort(v, q->repeat, sizeof(double), cmp_dbl);
+                uint32_t r = q->repeat;
+                m.u.time_seq_rep.step_seconds[k] =
+                    r % 2 ? v[r / 2] : 0.5 * (v[r / 2 - 1] + v[r / 2]);
+            }
+        }
+    } else {
+        rc = seq_run(j);
+        m.u.launch_seq_rep.elapsed_ns = j->gpu_ns;
+        m.u.launch_seq_rep.num_steps = j->n;
+        memcpy(m.u.launch_seq_rep.step_ns, j->ns, sizeof(uint64_t) * j->n);
+    }
+    call_guard_end();
+    /* kernels that ran may have written their buffers: synchronised when the host needs them */
+    for (uint32_t i = 0; i < used; i++)
+        if (j->arrs[i] && j->arrs[i]->nd.scope == TETHER_SCOPE_GLOBAL)
+            j->arrs[i]->cl_dirty = 1;
+    if (rc) {
+        int code = rc < 0 ? rc : TETHER_ERR_STATE;
+        if (j->failed_step >= 0)
+            reply_error(s, req->id, code, "%s step %d ('%s'): %s", what, j->failed_step,
+                        j->st[j->failed_step].name, j->err);
+        else
+            reply_error(s, req->id, code, "%s: %s", what, tether_last_error());
+        free(j->per);
+        free(j);
+        return code;
+    }
+    free(j->per);
+    free(j);
+    return send_msg(s, &m);
+}
 #endif
+
+static int on_seq_request(session *s, const tether_rpc_msg *req) {
+#ifdef TETHERD_HAVE_OPENCL
+    if (s->cfg->cl_max_width) {
+        int rc = ensure_cl(s);
+        if (rc)
+            return reply_error(s, req->id, rc, "%s: %s", tether_rpc_type_name(req->type),
+                               tether_last_error());
+        return on_seq(s, req);
+    }
+#endif
+    return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
+                       "%s: this device has no OpenCL layer (HELLO: opencl no)",
+                       tether_rpc_type_name(req->type));
+}
 
 static int on_call(session *s, const tether_rpc_msg *req) {
 #ifdef TETHERD_HAVE_OPENCL
@@ -1311,6 +1538,9 @@ static int dispatch(session *s, const tether_rpc_msg *req) {
         return on_call(s, req);
     case TETHER_RPC_TIME:
         return on_time(s, req);
+    case TETHER_RPC_LAUNCH_SEQ:
+    case TETHER_RPC_TIME_SEQ:
+        return on_seq_request(s, req);
     case TETHER_RPC_RESET: {
         session_free_all(s);
         tether_rpc_msg m;
@@ -1368,12 +1598,15 @@ int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const ch
             break;
         }
         tether_rpc_msg req;
-        if (tether_rpc_msgpack_decode(buf, len, &req)) {
+        int drc = tether_rpc_msgpack_decode_seq(buf, len, &req, &s->seq);
+        if (drc) {
             uint32_t type = 0, id = 0;
             char e[TETHER_ERROR_MSG_MAX];
             snprintf(e, sizeof e, "%s", tether_last_error());
+            /* a limit exceeded is reported as such (docs/rpc.md), anything else as malformed */
             if (tether_rpc_peek_header(buf, len, &type, &id) == 0)
-                reply_error(s, id, TETHER_ERR_PROTOCOL, "malformed request: %s", e);
+                reply_error(s, id, drc == TETHER_ERR_LIMIT ? drc : TETHER_ERR_PROTOCOL,
+                            "malformed request: %s", e);
             else
                 tetherd_log(cfg, -1, peer, "malformed message dropped: %s", e);
             continue;

@@ -721,6 +721,9 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+static int time_stats(tether_time_stats *out, const char *what, uint32_t number, bool zero_timer,
+                      uint32_t repeat, const double *seconds);
+
 int tether_session_time(tether_session *s, const tether_remote_func *f,
                         const tether_remote_arg *args, uint32_t num_args, uint32_t number,
                         uint32_t repeat, uint32_t min_repeat_ms, uint32_t cooldown_ms,
@@ -759,16 +762,23 @@ int tether_session_time_launch(tether_session *s, const tether_remote_func *f,
     rc = request_within(s, &req, &rep, total > INT_MAX ? INT_MAX : (int)total);
     if (rc)
         return rc;
+    return time_stats(out, "TIME", rep.u.time_rep.number, rep.u.time_rep.zero_timer,
+                      rep.u.time_rep.repeat, rep.u.time_rep.seconds);
+}
+
+/* out from a TIME / TIME_SEQ reply's fields. */
+static int time_stats(tether_time_stats *out, const char *what, uint32_t number, bool zero_timer,
+                      uint32_t repeat, const double *seconds) {
     memset(out, 0, sizeof *out);
-    out->number = rep.u.time_rep.number;
-    out->repeat = rep.u.time_rep.repeat;
-    out->zero_timer = rep.u.time_rep.zero_timer;
+    out->number = number;
+    out->repeat = repeat;
+    out->zero_timer = zero_timer;
     if (out->repeat == 0 || out->repeat > 32)
-        return tether_set_error(TETHER_ERR_PROTOCOL, "TIME reply with %u repeats",
+        return tether_set_error(TETHER_ERR_PROTOCOL, "%s reply with %u repeats", what,
                                 (unsigned)out->repeat);
     double sorted[32], sum = 0;
     for (uint32_t i = 0; i < out->repeat; i++) {
-        out->seconds[i] = rep.u.time_rep.seconds[i];
+        out->seconds[i] = seconds[i];
         sorted[i] = out->seconds[i];
         sum += sorted[i];
     }
@@ -816,4 +826,140 @@ int tether_session_launch(tether_session *s, const tether_remote_func *f,
     if (rc)
         return rc;
     return call_result(s, f, &rep, res);
+}
+
+/* ---- kernel sequences ---- */
+
+/* The wire form of a sequence: steps and one argument pool (malloc'ed, freed by seq_free). */
+typedef struct seq_wire {
+    tether_rpc_seq_step *steps;
+    tether_rpc_arg *args;
+} seq_wire;
+
+static void seq_free(seq_wire *w) {
+    free(w->steps);
+    free(w->args);
+}
+
+static int seq_fill(seq_wire *w, tether_rpc_seq_req *q, const tether_launch_step *steps,
+                    uint32_t n) {
+    memset(w, 0, sizeof *w);
+    if (!steps || n == 0 || n > TETHER_RPC_MAX_SEQ_STEPS)
+        return tether_set_error(n ? TETHER_ERR_LIMIT : TETHER_ERR_INVALID_ARG,
+                                "kernel sequence: %u steps, 1..%u allowed", (unsigned)n,
+                                TETHER_RPC_MAX_SEQ_STEPS);
+    uint32_t total = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        if (!steps[k].func || (steps[k].num_args && !steps[k].args))
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "kernel sequence step %u: no function or arguments",
+                                    (unsigned)k);
+        if (steps[k].num_args > TETHER_RPC_MAX_ARGS)
+            return tether_set_error(
+                TETHER_ERR_LIMIT, "kernel sequence step %u ('%s'): %u arguments, at most %u",
+                (unsigned)k, steps[k].func->name, (unsigned)steps[k].num_args, TETHER_RPC_MAX_ARGS);
+        total += steps[k].num_args;
+    }
+    if (total > TETHER_RPC_MAX_SEQ_ARGS)
+        return tether_set_error(TETHER_ERR_LIMIT,
+                                "kernel sequence: %u arguments in all steps, at most %u",
+                                (unsigned)total, TETHER_RPC_MAX_SEQ_ARGS);
+    w->steps = calloc(n, sizeof *w->steps);
+    w->args = calloc(total ? total : 1, sizeof *w->args);
+    if (!w->steps || !w->args) {
+        seq_free(w);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    tether_rpc_invoke inv; /* fill_invoke/fill_nd convert one step at a time */
+    uint32_t used = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        const tether_launch_step *st = &steps[k];
+        memset(&inv, 0, sizeof inv);
+        int rc = fill_invoke(&inv, st->func, st->args, st->num_args);
+        if (!rc)
+            rc = fill_nd(&inv, st->work_dim, st->global, st->local);
+        if (rc) {
+            seq_free(w);
+            return rc;
+        }
+        tether_rpc_seq_step *o = &w->steps[k];
+        o->func = inv.func;
+        o->abi = inv.abi;
+        o->num_args = inv.num_args;
+        o->args = w->args + used;
+        memcpy(w->args + used, inv.args, sizeof(tether_rpc_arg) * inv.num_args);
+        used += inv.num_args;
+        o->work_dim = inv.work_dim;
+        memcpy(o->global, inv.global, sizeof o->global);
+        memcpy(o->local, inv.local, sizeof o->local);
+    }
+    q->num_steps = n;
+    q->steps = w->steps;
+    return 0;
+}
+
+int tether_session_launch_seq(tether_session *s, const tether_launch_step *steps,
+                              uint32_t num_steps, tether_seq_result *res) {
+    tether_rpc_msg req, rep;
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_LAUNCH_SEQ;
+    seq_wire w;
+    int rc = seq_fill(&w, &req.u.seq_req, steps, num_steps);
+    if (rc)
+        return rc;
+    rc = request(s, &req, &rep);
+    seq_free(&w);
+    if (rc)
+        return rc;
+    const tether_rpc_launch_seq_rep *r = &rep.u.launch_seq_rep;
+    if (r->num_steps != num_steps)
+        return tether_set_error(TETHER_ERR_PROTOCOL,
+                                "LAUNCH_SEQ reply with %u step times for %u steps",
+                                (unsigned)r->num_steps, (unsigned)num_steps);
+    s->last_call_ns = r->elapsed_ns;
+    if (res) {
+        memset(res, 0, sizeof *res);
+        res->elapsed_ns = r->elapsed_ns;
+        res->num_steps = r->num_steps;
+        memcpy(res->step_ns, r->step_ns, sizeof(uint64_t) * r->num_steps);
+    }
+    return 0;
+}
+
+int tether_session_time_launch_seq(tether_session *s, const tether_launch_step *steps,
+                                   uint32_t num_steps, uint32_t number, uint32_t repeat,
+                                   uint32_t min_repeat_ms, uint32_t cooldown_ms,
+                                   tether_time_stats *out, double *step_seconds) {
+    if (repeat < 1 || repeat > TETHER_RPC_MAX_REPEAT || number < 1)
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "time: number must be >= 1 and repeat 1..%u",
+                                TETHER_RPC_MAX_REPEAT);
+    tether_rpc_msg req, rep;
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_TIME_SEQ;
+    seq_wire w;
+    int rc = seq_fill(&w, &req.u.seq_req, steps, num_steps);
+    if (rc)
+        return rc;
+    req.u.seq_req.number = number;
+    req.u.seq_req.repeat = repeat;
+    req.u.seq_req.min_repeat_ms = min_repeat_ms;
+    req.u.seq_req.cooldown_ms = cooldown_ms;
+    /* as TIME: wait for what the measurement should take on top of the usual timeout */
+    double expect_ms = (double)repeat * (4.0 * min_repeat_ms + cooldown_ms) +
+                       2.0 * ((double)number * repeat + 1) * (double)s->last_call_ns / 1e6;
+    double total = (double)s->timeout_ms + expect_ms;
+    rc = request_within(s, &req, &rep, total > INT_MAX ? INT_MAX : (int)total);
+    seq_free(&w);
+    if (rc)
+        return rc;
+    const tether_rpc_time_seq_rep *r = &rep.u.time_seq_rep;
+    if (r->num_steps != num_steps)
+        return tether_set_error(TETHER_ERR_PROTOCOL,
+                                "TIME_SEQ reply with %u step times for %u steps",
+                                (unsigned)r->num_steps, (unsigned)num_steps);
+    rc = time_stats(out, "TIME_SEQ", r->number, r->zero_timer, r->repeat, r->seconds);
+    if (!rc && step_seconds)
+        memcpy(step_seconds, r->step_seconds, sizeof(double) * num_steps);
+    return rc;
 }

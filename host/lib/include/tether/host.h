@@ -189,6 +189,36 @@ int tether_session_time_launch(tether_session *s, const tether_remote_func *f,
                                const uint64_t *global, const uint64_t *local, uint32_t number,
                                uint32_t repeat, uint32_t min_repeat_ms, uint32_t cooldown_ms,
                                tether_time_stats *out);
+/* Kernel sequences (LAUNCH_SEQ / TIME_SEQ, docs/rpc.md): up to TETHER_SEQ_MAX_STEPS kernel
+ * launches, TETHER_SEQ_MAX_ARGS arguments in all, sent in one request and run back to back on
+ * the device's queue. A step borrows its function and arguments from the caller for the
+ * duration of the call only. A failing step stops the sequence; the error names its index and
+ * kernel ("LAUNCH_SEQ step 2 ('k_relu'): ..."). A device without OpenCL answers
+ * TETHER_ERR_UNSUPPORTED. */
+#define TETHER_SEQ_MAX_STEPS 128
+#define TETHER_SEQ_MAX_ARGS  1024
+typedef struct tether_launch_step {
+    const tether_remote_func *func; /* a kernel from tether_session_get_function */
+    const tether_remote_arg *args;
+    uint32_t num_args;
+    uint32_t work_dim; /* 1..3 */
+    uint64_t global[3];
+    uint64_t local[3]; /* all 0 = let the runtime choose */
+} tether_launch_step;
+typedef struct tether_seq_result {
+    uint64_t elapsed_ns; /* sum of the steps' profiled times */
+    uint32_t num_steps;
+    uint64_t step_ns[TETHER_SEQ_MAX_STEPS]; /* each step's profiled time */
+} tether_seq_result;
+int tether_session_launch_seq(tether_session *s, const tether_launch_step *steps,
+                              uint32_t num_steps, tether_seq_result *res);
+/* TIME of the whole sequence (TVM semantics; one call = all steps). out as for
+ * tether_session_time; step_seconds (NULL or num_steps entries) receives each step's median over
+ * the repeats of its mean seconds per sequence. */
+int tether_session_time_launch_seq(tether_session *s, const tether_launch_step *steps,
+                                   uint32_t num_steps, uint32_t number, uint32_t repeat,
+                                   uint32_t min_repeat_ms, uint32_t cooldown_ms,
+                                   tether_time_stats *out, double *step_seconds);
 /* RESET: the device frees every handle of the session. */
 int tether_session_reset(tether_session *s);
 
