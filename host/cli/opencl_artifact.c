@@ -79,6 +79,13 @@ struct tether_ocl_artifact {
     int nin, nout;
     tether_session *s;
     int prepared;
+    int per_kernel; /* one request per kernel instead of kernel sequences (bench baseline) */
+    /* the steps as kernel sequences: built once after prepare; chunks of at most
+     * TETHER_SEQ_MAX_STEPS steps / TETHER_SEQ_MAX_ARGS arguments */
+    tether_launch_step *lsteps;
+    tether_remote_arg *largs;
+    int *chunk_start; /* nchunks + 1 entries */
+    int nchunks;
 };
 
 /* ---- reading ------------------------------------------------------------------------------- */
@@ -648,11 +655,70 @@ static int step_error(const ocl_step *st, int rc) {
                             st->node, st->node[0] ? "')" : "", msg);
 }
 
-int tether_ocl_artifact_run(tether_ocl_artifact *a, const float *const *inputs,
-                            float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns) {
-    if (!a->prepared) {
-        return tether_set_error(TETHER_ERR_STATE, "%s: not prepared on a device", a->dir);
+void tether_ocl_artifact_per_kernel(tether_ocl_artifact *a, int per_kernel) {
+    a->per_kernel = per_kernel;
+}
+
+/* The launch steps and their chunking (once; the handles are fixed after prepare). */
+static int build_sequences(tether_ocl_artifact *a) {
+    if (a->lsteps || a->nsteps == 0) {
+        return TETHER_OK;
     }
+    size_t nargs = 0;
+    for (int i = 0; i < a->nsteps; i++) {
+        nargs += a->steps[i].nargs;
+    }
+    a->lsteps = calloc((size_t)a->nsteps, sizeof *a->lsteps);
+    a->largs = calloc(nargs ? nargs : 1, sizeof *a->largs);
+    a->chunk_start = calloc((size_t)a->nsteps + 1, sizeof *a->chunk_start);
+    if (!a->lsteps || !a->largs || !a->chunk_start) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    size_t used = 0;
+    uint32_t in_chunk_args = 0;
+    int in_chunk_steps = 0;
+    a->nchunks = 0;
+    for (int i = 0; i < a->nsteps; i++) {
+        const ocl_step *st = &a->steps[i];
+        tether_launch_step *l = &a->lsteps[i];
+        make_args(a, st, a->largs + used);
+        l->func = &st->fn;
+        l->args = a->largs + used;
+        l->num_args = st->nargs;
+        l->work_dim = st->work_dim;
+        memcpy(l->global, st->global, sizeof l->global);
+        memcpy(l->local, st->local, sizeof l->local);
+        used += st->nargs;
+        if (i == 0 || in_chunk_steps == TETHER_SEQ_MAX_STEPS ||
+            in_chunk_args + st->nargs > TETHER_SEQ_MAX_ARGS) {
+            a->chunk_start[a->nchunks++] = i;
+            in_chunk_steps = 0;
+            in_chunk_args = 0;
+        }
+        in_chunk_steps++;
+        in_chunk_args += st->nargs;
+    }
+    a->chunk_start[a->nchunks] = a->nsteps;
+    return TETHER_OK;
+}
+
+/* A kernel sequence's error names the artifact step: the device names the index in the chunk */
+static int chunk_error(const tether_ocl_artifact *a, int c, int rc) {
+    char msg[TETHER_ERROR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", tether_last_error());
+    const char *p = strstr(msg, " step ");
+    int k = -1;
+    if (p && sscanf(p, " step %d", &k) == 1 && k >= 0 &&
+        a->chunk_start[c] + k < a->chunk_start[c + 1]) {
+        const ocl_step *st = &a->steps[a->chunk_start[c] + k];
+        return tether_set_error(rc, "step %d '%s'%s%s%s: %s", a->chunk_start[c] + k, st->kernel,
+                                st->node[0] ? " (node '" : "", st->node, st->node[0] ? "')" : "",
+                                msg);
+    }
+    return tether_set_error(rc, "%s", msg);
+}
+
+static int copy_inputs(tether_ocl_artifact *a, const float *const *inputs) {
     int rc;
     for (int i = 0; i < a->nin; i++) {
         const ocl_mem *m = &a->mems[a->in[i].mem];
@@ -660,6 +726,64 @@ int tether_ocl_artifact_run(tether_ocl_artifact *a, const float *const *inputs,
             (rc = tether_session_copy_to(a->s, m->handle, 0, inputs[i], (size_t)m->bytes))) {
             return rc;
         }
+    }
+    return TETHER_OK;
+}
+
+static int copy_outputs(tether_ocl_artifact *a, float *const *outputs) {
+    int rc;
+    for (int i = 0; i < a->nout; i++) {
+        const ocl_mem *m = &a->mems[a->out[i].mem];
+        if (m->bytes &&
+            (rc = tether_session_copy_from(a->s, m->handle, 0, outputs[i], (size_t)m->bytes))) {
+            return rc;
+        }
+    }
+    return TETHER_OK;
+}
+
+static int run_per_kernel(tether_ocl_artifact *a, const float *const *inputs, float *const *outputs,
+                          uint64_t *elapsed_ns, uint64_t *step_ns);
+
+int tether_ocl_artifact_run(tether_ocl_artifact *a, const float *const *inputs,
+                            float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns) {
+    if (!a->prepared) {
+        return tether_set_error(TETHER_ERR_STATE, "%s: not prepared on a device", a->dir);
+    }
+    if (a->per_kernel) {
+        return run_per_kernel(a, inputs, outputs, elapsed_ns, step_ns);
+    }
+    int rc = build_sequences(a);
+    if (rc || (rc = copy_inputs(a, inputs))) {
+        return rc;
+    }
+    uint64_t total = 0;
+    for (int c = 0; c < a->nchunks; c++) {
+        int first = a->chunk_start[c], n = a->chunk_start[c + 1] - first;
+        tether_seq_result res;
+        rc = tether_session_launch_seq(a->s, a->lsteps + first, (uint32_t)n, &res);
+        if (rc) {
+            return chunk_error(a, c, rc);
+        }
+        total += res.elapsed_ns;
+        for (int k = 0; step_ns && k < n; k++) {
+            step_ns[first + k] = res.step_ns[k];
+        }
+    }
+    if ((rc = copy_outputs(a, outputs))) {
+        return rc;
+    }
+    if (elapsed_ns) {
+        *elapsed_ns = total;
+    }
+    return TETHER_OK;
+}
+
+static int run_per_kernel(tether_ocl_artifact *a, const float *const *inputs, float *const *outputs,
+                          uint64_t *elapsed_ns, uint64_t *step_ns) {
+    int rc = copy_inputs(a, inputs);
+    if (rc) {
+        return rc;
     }
     uint64_t total = 0;
     tether_remote_arg args[OCL_MAX_ARGS];
@@ -677,12 +801,8 @@ int tether_ocl_artifact_run(tether_ocl_artifact *a, const float *const *inputs,
             step_ns[i] = res.elapsed_ns;
         }
     }
-    for (int i = 0; i < a->nout; i++) {
-        const ocl_mem *m = &a->mems[a->out[i].mem];
-        if (m->bytes &&
-            (rc = tether_session_copy_from(a->s, m->handle, 0, outputs[i], (size_t)m->bytes))) {
-            return rc;
-        }
+    if ((rc = copy_outputs(a, outputs))) {
+        return rc;
     }
     if (elapsed_ns) {
         *elapsed_ns = total;
@@ -702,6 +822,25 @@ static double median_of(const double *v, uint32_t n) {
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
+/* mean/median/min/max of out->seconds[0..repeat) */
+static void finish_stats(tether_time_stats *out, uint32_t repeat) {
+    out->repeat = repeat;
+    double mn = out->seconds[0], mx = out->seconds[0], s = 0.0;
+    for (uint32_t r = 0; r < repeat; r++) {
+        s += out->seconds[r];
+        mn = out->seconds[r] < mn ? out->seconds[r] : mn;
+        mx = out->seconds[r] > mx ? out->seconds[r] : mx;
+    }
+    out->mean = s / repeat;
+    out->min = mn;
+    out->max = mx;
+    out->median = median_of(out->seconds, repeat);
+}
+
+static int time_per_kernel(tether_ocl_artifact *a, uint32_t number, uint32_t repeat,
+                           uint32_t min_repeat_ms, uint32_t cooldown_ms, tether_time_stats *out,
+                           double *step_median);
+
 int tether_ocl_artifact_time(tether_ocl_artifact *a, uint32_t number, uint32_t repeat,
                              uint32_t min_repeat_ms, uint32_t cooldown_ms, tether_time_stats *out,
                              double *step_median) {
@@ -711,6 +850,42 @@ int tether_ocl_artifact_time(tether_ocl_artifact *a, uint32_t number, uint32_t r
     if (repeat < 1 || repeat > 32 || number < 1) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "TIME needs number >= 1, repeat 1..32");
     }
+    if (a->per_kernel) {
+        return time_per_kernel(a, number, repeat, min_repeat_ms, cooldown_ms, out, step_median);
+    }
+    memset(out, 0, sizeof *out);
+    int rc = build_sequences(a);
+    if (rc) {
+        return rc;
+    }
+    if (a->nsteps == 0) {
+        out->number = number;
+        finish_stats(out, repeat);
+        return TETHER_OK;
+    }
+    /* one TIME_SEQ per sequence; a model of several sums their per-repeat times */
+    for (int c = 0; c < a->nchunks; c++) {
+        int first = a->chunk_start[c], n = a->chunk_start[c + 1] - first;
+        tether_time_stats ts;
+        rc = tether_session_time_launch_seq(a->s, a->lsteps + first, (uint32_t)n, number, repeat,
+                                            min_repeat_ms, cooldown_ms, &ts,
+                                            step_median ? step_median + first : NULL);
+        if (rc) {
+            return chunk_error(a, c, rc);
+        }
+        for (uint32_t r = 0; r < repeat; r++) {
+            out->seconds[r] += ts.seconds[r];
+        }
+        out->zero_timer |= ts.zero_timer;
+        out->number = ts.number > out->number ? ts.number : out->number;
+    }
+    finish_stats(out, repeat);
+    return TETHER_OK;
+}
+
+static int time_per_kernel(tether_ocl_artifact *a, uint32_t number, uint32_t repeat,
+                           uint32_t min_repeat_ms, uint32_t cooldown_ms, tether_time_stats *out,
+                           double *step_median) {
     memset(out, 0, sizeof *out);
     double *per = calloc((size_t)(a->nsteps ? a->nsteps : 1) * repeat, sizeof(double));
     if (!per) {
@@ -747,17 +922,7 @@ int tether_ocl_artifact_time(tether_ocl_artifact *a, uint32_t number, uint32_t r
     }
     if (!rc) {
         out->number = used_number;
-        out->repeat = repeat;
-        double mn = out->seconds[0], mx = out->seconds[0], s = 0.0;
-        for (uint32_t r = 0; r < repeat; r++) {
-            s += out->seconds[r];
-            mn = out->seconds[r] < mn ? out->seconds[r] : mn;
-            mx = out->seconds[r] > mx ? out->seconds[r] : mx;
-        }
-        out->mean = s / repeat;
-        out->min = mn;
-        out->max = mx;
-        out->median = median_of(out->seconds, repeat);
+        finish_stats(out, repeat);
         for (int i = 0; step_median && i < a->nsteps; i++) {
             step_median[i] = median_of(&per[(size_t)i * repeat], repeat);
         }
@@ -777,6 +942,9 @@ void tether_ocl_artifact_free(tether_ocl_artifact *a) {
             }
         }
     }
+    free(a->lsteps);
+    free(a->largs);
+    free(a->chunk_start);
     free(a->mems);
     free(a->steps);
     free(a->in);

@@ -47,18 +47,23 @@ int tether_ocl_artifact_prepare(tether_ocl_artifact *a, tether_session *s);
 
 /* One inference: inputs (float32, sizes as the metadata says) copied in, every step launched,
  * outputs copied out; *elapsed_ns (may be NULL) = the sum of the kernels' profiled times;
- * step_ns (may be NULL) receives each step's time. */
+ * step_ns (may be NULL) receives each step's time. The steps go to the device as kernel
+ * sequences (LAUNCH_SEQ: one request for up to 128 steps / 1024 arguments; longer models in
+ * several such requests, in order). */
 int tether_ocl_artifact_run(tether_ocl_artifact *a, const float *const *inputs,
                             float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns);
 
-/* TIME of the whole sequence after a run: for each repeat, every step in order is timed with
- * `number` launches (TIME on the device, its profiled kernel time), and the repeat's seconds per
- * inference is the sum over the steps; out gets per-repeat values and mean/median/min/max.
- * step_median (may be NULL) receives each step's median seconds. cooldown_ms is waited between
- * repeats. */
+/* TIME of the whole sequence after a run (TIME_SEQ: one call = every step in order; a model of
+ * several sequences sums their per-repeat times); out gets per-repeat seconds per inference and
+ * mean/median/min/max. step_median (may be NULL) receives each step's median seconds over the
+ * repeats. cooldown_ms is waited between repeats. */
 int tether_ocl_artifact_time(tether_ocl_artifact *a, uint32_t number, uint32_t repeat,
                              uint32_t min_repeat_ms, uint32_t cooldown_ms, tether_time_stats *out,
                              double *step_median);
+
+/* per_kernel != 0: run and time launch one request per kernel (CALL / TIME each), the path
+ * before kernel sequences; kept as bench/opencl's baseline. Default 0. */
+void tether_ocl_artifact_per_kernel(tether_ocl_artifact *a, int per_kernel);
 
 /* Frees the remote arrays (unless the session was lost) and everything local. NULL is ignored. */
 void tether_ocl_artifact_free(tether_ocl_artifact *a);
