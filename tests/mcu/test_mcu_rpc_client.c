@@ -3,7 +3,7 @@
  * its blocking client and chunker talk to the firmware's tiny codec, exactly as a host library
  * built on tether_rpc will. Covers HELLO, a 20000-byte transfer driven by tether_rpc_chunker with
  * the window and max_frame the device announced, a CALL with checked output, TIME, and LOG
- * delivery to the client's callback.
+ * delivery to the client's callback, and a LAUNCH_SEQ refused as unsupported (no OpenCL).
  * usage: test_mcu_rpc_client FIRMWARE_DIR
  */
 #include <stdarg.h>
@@ -183,6 +183,22 @@ static void test_chunked_transfer_and_call(void **state) {
     req.u.free_req.handle = 0x12345;
     assert_int_equal(tether_rpc_client_request(&client, &req, &rep, 10000), TETHER_ERR_NOT_FOUND);
     assert_non_null(strstr(tether_last_error(), "no NDArray with handle"));
+
+    /* The firmware has no OpenCL: a kernel sequence is refused cleanly as unsupported (its
+     * decoder keeps no room for the steps) and the session goes on. */
+    static const tether_rpc_arg seq_arg = {TETHER_TYPE_INT, {.v_int = 1}};
+    tether_rpc_seq_step step = {1, TETHER_ABI_PACKED, 1, &seq_arg, 1, {4, 0, 0}, {0, 0, 0}};
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_LAUNCH_SEQ;
+    req.u.seq_req.num_steps = 1;
+    req.u.seq_req.steps = &step;
+    assert_int_equal(tether_rpc_client_request(&client, &req, &rep, 10000), TETHER_ERR_UNSUPPORTED);
+    assert_non_null(strstr(tether_last_error(), "LAUNCH_SEQ"));
+    assert_non_null(strstr(tether_last_error(), "not supported"));
+    memset(&req, 0, sizeof req);
+    req.type = TETHER_RPC_GET_FUNCTION;
+    req.u.get_function_req.name = tether_rpc_str_c("spin");
+    request_ok(&req, &rep);
     free(in);
     free(out);
 }
