@@ -71,6 +71,15 @@ static void test_load_with_checks_shapes(void **state) {
     assert_int_equal(tether_model_load_with(p, &o, &g), TETHER_ERR_NOT_FOUND);
     assert_non_null(strstr(tether_last_error(), "'probs', which is not a graph input"));
     assert_non_null(strstr(tether_last_error(), "(inputs: 'mfcc')"));
+    /* the same input twice */
+    tether_model_input_shape two[2];
+    assert_int_equal(tether_model_input_shape_parse("mfcc=1x1x49x10", &two[0]), 0);
+    assert_int_equal(tether_model_input_shape_parse("mfcc=2x1x49x10", &two[1]), 0);
+    o.input_shapes = two;
+    o.ninput_shapes = 2;
+    assert_int_equal(tether_model_load_with(p, &o, &g), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "--input-shape gives input 'mfcc' twice"));
+    assert_int_equal(g.ntensors, 0);
 }
 
 static const tether_model_load_options *seen_options;

@@ -113,6 +113,13 @@ static void test_firmware_description(void **state) {
     fclose(f);
     assert_int_equal(tether_mcu_firmware_load(bogus, &f2), TETHER_ERR_INVALID_ARG);
     assert_non_null(strstr(tether_last_error(), "not a tether firmware description"));
+    /* a description of another format version */
+    f = fopen(bogus, "w");
+    fputs("{\"format\": \"tether-mcu-firmware\", \"version\": 2}", f);
+    fclose(f);
+    assert_int_equal(tether_mcu_firmware_load(bogus, &f2), TETHER_ERR_UNSUPPORTED);
+    if (!strstr(tether_last_error(), "version 2 (this tether reads 1)"))
+        fail_msg("%s", tether_last_error());
 }
 
 static void test_device_check(void **state) {

@@ -78,7 +78,7 @@ const char *tonnx_dtype_name(int32_t t, char *buf, size_t n) {
     if (t >= 0 && (size_t)t < sizeof names / sizeof *names) {
         return names[t];
     }
-    snprintf(buf, n, "type %d", (int)t);
+    snprintf(buf, n, "%d", (int)t);
     return buf;
 }
 
@@ -290,7 +290,8 @@ int tonnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *what, const
     int32_t t = tp->has_data_type ? tp->data_type : 0;
     size_t esize = (size_t)host_type(t, &out->dtype);
     if (!esize) {
-        return tether_set_error(TETHER_ERR_UNSUPPORTED, "tensor '%s': element type %s", what,
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "tensor '%s': element type %s is not supported", what,
                                 tonnx_dtype_name(t, tn, sizeof tn));
     }
     if (tp->n_dims > TETHER_IR_MAX_NDIM) {

@@ -73,6 +73,14 @@ int tether_mcu_firmware_load(const char *path, tether_mcu_firmware *out) {
                                 "\"tether-mcu-firmware\")",
                                 out->json);
     }
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(j, "version");
+    if (!cJSON_IsNumber(ver) || ver->valuedouble != 1) {
+        long long v = cJSON_IsNumber(ver) ? (long long)ver->valuedouble : 0;
+        cJSON_Delete(j);
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "%s: firmware description version %lld (this tether reads 1)",
+                                out->json, v);
+    }
     const cJSON *board = cJSON_GetObjectItemCaseSensitive(j, "board"),
                 *flags = cJSON_GetObjectItemCaseSensitive(j, "cpu_flags"),
                 *mld = cJSON_GetObjectItemCaseSensitive(j, "module_ld"),

@@ -655,6 +655,15 @@ int tether_model_load_with(const char *path, const tether_model_load_options *o,
         memset(o->input_bound, 0, (size_t)o->ninput_values);
     }
     memset(g, 0, sizeof *g);
+    for (int i = 0; i < o->ninput_shapes; i++) {
+        for (int j = 0; j < i; j++) {
+            if (strcmp(o->input_shapes[i].name, o->input_shapes[j].name) == 0) {
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "--input-shape gives input '%s' twice",
+                                        o->input_shapes[i].name);
+            }
+        }
+    }
     size_t n = strlen(path);
     int rc = TETHER_ERR_UNSUPPORTED;
     int found = 0;
