@@ -1011,6 +1011,15 @@ static void test_hostile_models(void **state) {
     mb_output(&b, "y", F);
     assert_int_not_equal(load(&b, NULL, &g), 0);
     mb_free(&b);
+    /* an attribute given twice (was: the first one silently won) */
+    mb_init(&b, 13);
+    mb_input(&b, "x", F, 2, s);
+    Onnx__NodeProto *lr = mb_node(&b, "LeakyRelu", "lr", "x", "y");
+    mb_attr_f(&b, lr, "alpha", 0.1f);
+    mb_attr_f(&b, lr, "alpha", 0.2f);
+    mb_output(&b, "y", F);
+    expect_error(&b, TETHER_ERR_UNSUPPORTED, "attribute 'alpha' given twice");
+    mb_free(&b);
     /* a negative dimension is an error of its own, not a "dynamic" one */
     mb_init(&b, 13);
     mb_input(&b, "x", F, 2, s);

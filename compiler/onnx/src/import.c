@@ -982,6 +982,12 @@ static int support_scan(timport *c) {
                     snprintf(reason, sizeof reason, ": attribute '%s'", an);
                     why = reason;
                 }
+                for (size_t b = 0; b < a && !why; b++) {
+                    if (strcmp(S(n->attribute[b]->name), an) == 0) {
+                        snprintf(reason, sizeof reason, ": attribute '%s' given twice", an);
+                        why = reason;
+                    }
+                }
             }
             if (!why && d->check) {
                 char buf[160];
