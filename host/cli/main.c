@@ -377,6 +377,7 @@ typedef struct run_args {
     tether_remote_arg scalars[16];
     int nscalars;
     int reference;              /* --reference: run a model on the host's reference interpreter */
+    int nbound;                 /* --in files an ONNX model bound as constants when compiled */
     const char *compile_target; /* --target: compile a model for it (default: for the device) */
     int opencl;                 /* --backend opencl: compile a model to OpenCL kernels */
     int texture_weights;        /* --texture-weights: ... with conv weights in images */
@@ -941,7 +942,13 @@ static int run_artifact(run_args *r, const char *dir, int bench) {
         goto out;
     }
     if (r->nin != cJSON_GetArraySize(ins)) {
-        rc = fail(2, "the model has %d inputs, %d --in given", cJSON_GetArraySize(ins), r->nin);
+        if (r->nbound)
+            rc = fail(2,
+                      "the model has %d run-time inputs; %d --in given, of which %d were bound as "
+                      "constants",
+                      cJSON_GetArraySize(ins), r->nin + r->nbound, r->nbound);
+        else
+            rc = fail(2, "the model has %d inputs, %d --in given", cJSON_GetArraySize(ins), r->nin);
         goto out;
     }
     /* outputs: shapes and dtypes come from the metadata; default file names y0.npy ... */
@@ -1228,6 +1235,7 @@ static int cmd_run(int argc, char **argv, int bench) {
             for (int i = 0; i < r.nin; i++)
                 if (!ml.bound[i])
                     r.in[k++] = r.in[i];
+            r.nbound = r.nin - k;
             r.nin = k;
             rc = run_artifact(&r, dir, bench);
         }

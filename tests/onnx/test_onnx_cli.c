@@ -120,6 +120,9 @@ static void test_run_onnx(void **state) {
         fail_msg("%s", o);
     }
     assert_non_null(strstr(o, "outputs equal the interpreter"));
+    /* one --in too many: the count says how many were bound */
+    assert_int_equal(tether(&o, "run reshape.onnx --in x.pb --in shape.pb --in x.pb"), 2);
+    assert_non_null(strstr(o, "3 --in given, of which 1 were bound as constants"));
     /* without the shape value the Reshape cannot be compiled */
     assert_int_equal(tether(&o, "run reshape.onnx --in x.pb"), 1);
     assert_non_null(strstr(o, "input 1 ('shape') must be constant"));
