@@ -721,6 +721,25 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+static int time_args_check(uint32_t number, uint32_t repeat) {
+    if (repeat < 1 || repeat > TETHER_RPC_MAX_REPEAT || number < 1)
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "time: number must be >= 1 and repeat 1..%u",
+                                TETHER_RPC_MAX_REPEAT);
+    return 0;
+}
+
+/* TIME and TIME_SEQ reply after the whole measurement: wait for what it should take (a repeat
+ * grows its number until it lasts min_repeat_ms, which may take up to ~4x that; every call about
+ * as long as the last CALL, counted twice) on top of the usual timeout. */
+static int time_timeout_ms(const tether_session *s, uint32_t number, uint32_t repeat,
+                           uint32_t min_repeat_ms, uint32_t cooldown_ms) {
+    double expect_ms = (double)repeat * (4.0 * min_repeat_ms + cooldown_ms) +
+                       2.0 * ((double)number * repeat + 1) * (double)s->last_call_ns / 1e6;
+    double total = (double)s->timeout_ms + expect_ms;
+    return total > INT_MAX ? INT_MAX : (int)total;
+}
+
 static int time_stats(tether_time_stats *out, const char *what, uint32_t number, bool zero_timer,
                       uint32_t repeat, const double *seconds);
 
@@ -737,14 +756,13 @@ int tether_session_time_launch(tether_session *s, const tether_remote_func *f,
                                const uint64_t *global, const uint64_t *local, uint32_t number,
                                uint32_t repeat, uint32_t min_repeat_ms, uint32_t cooldown_ms,
                                tether_time_stats *out) {
-    if (repeat < 1 || repeat > TETHER_RPC_MAX_REPEAT || number < 1)
-        return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                "time: number must be >= 1 and repeat 1..%u",
-                                TETHER_RPC_MAX_REPEAT);
+    int rc = time_args_check(number, repeat);
+    if (rc)
+        return rc;
     tether_rpc_msg req, rep;
     memset(&req, 0, sizeof req);
     req.type = TETHER_RPC_TIME;
-    int rc = fill_invoke(&req.u.time_req.invoke, f, args, num_args);
+    rc = fill_invoke(&req.u.time_req.invoke, f, args, num_args);
     if (!rc)
         rc = fill_nd(&req.u.time_req.invoke, work_dim, global, local);
     if (rc)
@@ -753,13 +771,8 @@ int tether_session_time_launch(tether_session *s, const tether_remote_func *f,
     req.u.time_req.repeat = repeat;
     req.u.time_req.min_repeat_ms = min_repeat_ms;
     req.u.time_req.cooldown_ms = cooldown_ms;
-    /* The reply comes after the whole measurement: wait for what it should take (a repeat grows
-     * its number until it lasts min_repeat_ms, which may take up to ~4x that; every call about
-     * as long as the last CALL, counted twice) on top of the usual timeout. */
-    double expect_ms = (double)repeat * (4.0 * min_repeat_ms + cooldown_ms) +
-                       2.0 * ((double)number * repeat + 1) * (double)s->last_call_ns / 1e6;
-    double total = (double)s->timeout_ms + expect_ms;
-    rc = request_within(s, &req, &rep, total > INT_MAX ? INT_MAX : (int)total);
+    rc = request_within(s, &req, &rep,
+                        time_timeout_ms(s, number, repeat, min_repeat_ms, cooldown_ms));
     if (rc)
         return rc;
     return time_stats(out, "TIME", rep.u.time_rep.number, rep.u.time_rep.zero_timer,
@@ -930,26 +943,22 @@ int tether_session_time_launch_seq(tether_session *s, const tether_launch_step *
                                    uint32_t num_steps, uint32_t number, uint32_t repeat,
                                    uint32_t min_repeat_ms, uint32_t cooldown_ms,
                                    tether_time_stats *out, double *step_seconds) {
-    if (repeat < 1 || repeat > TETHER_RPC_MAX_REPEAT || number < 1)
-        return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                "time: number must be >= 1 and repeat 1..%u",
-                                TETHER_RPC_MAX_REPEAT);
+    int rc = time_args_check(number, repeat);
+    if (rc)
+        return rc;
     tether_rpc_msg req, rep;
     memset(&req, 0, sizeof req);
     req.type = TETHER_RPC_TIME_SEQ;
     seq_wire w;
-    int rc = seq_fill(&w, &req.u.seq_req, steps, num_steps);
+    rc = seq_fill(&w, &req.u.seq_req, steps, num_steps);
     if (rc)
         return rc;
     req.u.seq_req.number = number;
     req.u.seq_req.repeat = repeat;
     req.u.seq_req.min_repeat_ms = min_repeat_ms;
     req.u.seq_req.cooldown_ms = cooldown_ms;
-    /* as TIME: wait for what the measurement should take on top of the usual timeout */
-    double expect_ms = (double)repeat * (4.0 * min_repeat_ms + cooldown_ms) +
-                       2.0 * ((double)number * repeat + 1) * (double)s->last_call_ns / 1e6;
-    double total = (double)s->timeout_ms + expect_ms;
-    rc = request_within(s, &req, &rep, total > INT_MAX ? INT_MAX : (int)total);
+    rc = request_within(s, &req, &rep,
+                        time_timeout_ms(s, number, repeat, min_repeat_ms, cooldown_ms));
     seq_free(&w);
     if (rc)
         return rc;
