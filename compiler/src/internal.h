@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tether/file.h"
 #include "tether/ir.h"
 
 /* numpy broadcasting of two shapes; TETHER_ERR_MISMATCH when incompatible. */
@@ -96,9 +97,13 @@ int tether_cg_check_prefix(const char *prefix);
  * status, or -1 when it could not be started or did not exit normally (build/build.c). */
 int tether_run_logged(char *const *argv, const char *log);
 
-/* Writes a whole file (creating/truncating it); TETHER_ERR_IO naming the path on failure. */
+/* Writes a whole file through tether_file_write (a regular file is replaced atomically, a device
+ * or a link written in place); TETHER_ERR_IO naming the path on failure. */
 int tether_write_file(const char *path, const void *data, size_t n);
-/* Reads a whole file (malloc'd, NUL-terminated). */
+/* Files the compiler reads (models, weights, logs, firmware descriptions) are at most this big. */
+#define TETHER_COMPILER_MAX_FILE ((size_t)2 << 30)
+/* Reads a whole regular file (malloc'd, NUL-terminated) through tether_file_read_text: devices,
+ * FIFOs and files over TETHER_COMPILER_MAX_FILE are refused with a message naming the path. */
 int tether_read_file(const char *path, char **out, size_t *len);
 
 /* Evaluates one node whose inputs are all constants into out (elements of its output). */

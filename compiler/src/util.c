@@ -80,60 +80,11 @@ void tether_sbuf_puts(tether_sbuf *b, const char *s) {
 }
 
 int tether_write_file(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        return tether_set_error(TETHER_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-    }
-    size_t w = n ? fwrite(data, 1, n, f) : 0;
-    int bad = (w != n);
-    if (fclose(f) != 0) {
-        bad = 1;
-    }
-    if (bad) {
-        return tether_set_error(TETHER_ERR_IO, "short write to '%s'", path);
-    }
-    return TETHER_OK;
+    return tether_file_write(path, data, n);
 }
 
 int tether_read_file(const char *path, char **out, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        return tether_set_error(TETHER_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            char *p = realloc(buf, cap * 2);
-            if (!p) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = p;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0) {
-            break;
-        }
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (!buf) {
-        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory reading '%s'", path);
-    }
-    if (err) {
-        free(buf);
-        return tether_set_error(TETHER_ERR_IO, "error reading '%s'", path);
-    }
-    buf[n] = 0;
-    *out = buf;
-    if (len) {
-        *len = n;
-    }
-    return TETHER_OK;
+    return tether_file_read_text(path, TETHER_COMPILER_MAX_FILE, out, len);
 }
 
 /* The long form of the last error (tether_error_detail): kept with a copy of the short message it

@@ -29,6 +29,7 @@
 #include "opencl.h"
 #endif
 #include "tether/crt.h"
+#include "tether/file.h"
 
 #define MAX_CHILDREN 256
 
@@ -80,27 +81,24 @@ static int is_loopback(const char *host) {
 }
 
 static int read_token(const char *path, char **tok, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "tetherd: cannot read token file %s: %s\n", path, strerror(errno));
+    uint8_t *data;
+    size_t n;
+    if (tether_file_read(path, 4096, &data, &n)) {
+        fprintf(stderr, "tetherd: token file: %s\n", tether_last_error());
         return -1;
     }
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077))
+    if (stat(path, &st) == 0 && (st.st_mode & 077))
         fprintf(stderr, "tetherd: warning: token file %s is readable by other users\n", path);
-    char buf[4096];
-    size_t n = fread(buf, 1, sizeof buf, f);
-    fclose(f);
+    char *buf = (char *)data;
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
         n--;
     if (n == 0) {
         fprintf(stderr, "tetherd: token file %s is empty\n", path);
+        free(data);
         return -1;
     }
-    *tok = malloc(n);
-    if (!*tok)
-        return -1;
-    memcpy(*tok, buf, n);
+    *tok = buf; /* the caller frees it */
     *len = n;
     return 0;
 }

@@ -171,11 +171,13 @@ static int open_session(common *c, tether_session **s) {
         o.tetherd_args = quiet; /* local: keep the spawned tetherd's log lines out of the output */
     const char *tf = c->token_file ? c->token_file : getenv("TETHER_TOKEN_FILE");
     if (tf) {
-        FILE *f = fopen(tf, "rb");
-        if (!f)
-            return fail(1, "cannot read token file %s: %s", tf, strerror(errno));
-        c->token_len = fread(c->token, 1, sizeof c->token, f);
-        fclose(f);
+        uint8_t *tok;
+        size_t tlen;
+        if (tether_file_read(tf, sizeof c->token, &tok, &tlen))
+            return fail(1, "token file: %s", tether_last_error());
+        memcpy(c->token, tok, tlen);
+        c->token_len = tlen;
+        free(tok);
         while (c->token_len &&
                (c->token[c->token_len - 1] == '\n' || c->token[c->token_len - 1] == '\r' ||
                 c->token[c->token_len - 1] == ' '))

@@ -281,13 +281,8 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
     if (!a->model)
         return fail(2, "give the model to compare (try --help)");
     if (a->json) { /* found out now, not after the whole A/B */
-        FILE *f = fopen(a->json, "ab");
-        if (!f)
-            return fail(2, "--json %s: %s", a->json, strerror(errno));
-        long end = ftell(f);
-        fclose(f);
-        if (end == 0)
-            unlink(a->json); /* it did not exist before (or was empty) */
+        if (tether_file_out_check(a->json))
+            return fail(2, "--json: %s", tether_last_error());
     }
     return 0;
 }
@@ -481,17 +476,12 @@ static int write_json(const ab_args *a, const ab_side *s, const int *kernels) {
     cJSON_Delete(root);
     if (!txt)
         return fail(1, "out of memory");
-    char tmp[1200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", a->json);
-    FILE *f = fopen(tmp, "wb");
-    int ok = f && fputs(txt, f) >= 0 && fputc('\n', f) != EOF;
-    ok = f && fclose(f) == 0 && ok;
+    size_t len = strlen(txt);
+    txt[len] = '\n'; /* cJSON_Print's buffer ends with the NUL: a newline in its place */
+    int wrc = tether_file_write(a->json, txt, len + 1);
     free(txt);
-    if (!ok || rename(tmp, a->json) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return fail(1, "cannot write %s: %s", a->json, strerror(e));
-    }
+    if (wrc)
+        return fail(1, "%s", tether_last_error());
     return 0;
 }
 

@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "tether/crt.h"
+#include "tether/file.h"
 
 #define OCL_MAX_IO   4096
 #define OCL_MAX_ARGS 64
@@ -91,35 +92,7 @@ struct tether_ocl_artifact {
 /* ---- reading ------------------------------------------------------------------------------- */
 
 static int read_file(const char *path, char **out, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        return tether_set_error(TETHER_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-    }
-    if (fseek(f, 0, SEEK_END) != 0) {
-        fclose(f);
-        return tether_set_error(TETHER_ERR_IO, "cannot read %s", path);
-    }
-    long n = ftell(f);
-    if (n < 0 || (unsigned long)n > (1ul << 31)) {
-        fclose(f);
-        return tether_set_error(TETHER_ERR_IO, "%s: not a readable regular file", path);
-    }
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (!b) {
-        fclose(f);
-        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
-    }
-    if (fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        fclose(f);
-        return tether_set_error(TETHER_ERR_IO, "cannot read %s", path);
-    }
-    fclose(f);
-    b[n] = 0;
-    *out = b;
-    *len = (size_t)n;
-    return TETHER_OK;
+    return tether_file_read_text(path, (size_t)1 << 31, out, len);
 }
 
 int tether_ocl_artifact_detect(const char *dir) {

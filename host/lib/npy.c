@@ -260,21 +260,22 @@ int tether_npy_write(const char *path, DLDataType dtype, const int64_t *shape, i
     size_t hlen = (size_t)n + pad + 1;
     uint8_t hdr[10] = {
         0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)(hlen & 0xff), (uint8_t)(hlen >> 8)};
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return tether_set_error(TETHER_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+    tether_file_out out;
+    int rc = tether_file_out_open(&out, path);
+    if (rc)
+        return rc;
+    FILE *f = out.f;
     int ok = fwrite(hdr, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)n, f) == (size_t)n;
     for (size_t i = 0; ok && i < pad; i++)
         ok = fputc(' ', f) != EOF;
     ok = ok && fputc('\n', f) != EOF;
     ok = ok && (nbytes == 0 || fwrite(data, 1, nbytes, f) == nbytes);
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        return tether_set_error(TETHER_ERR_IO, "cannot write %s", path);
+    if (!ok) {
+        tether_file_out_abort(&out);
+        return tether_set_error(TETHER_ERR_IO, "cannot write %s: %s", path, strerror(errno));
     }
+    if (tether_file_out_commit(&out))
+        return TETHER_ERR_IO;
     return 0;
 }
 

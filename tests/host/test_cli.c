@@ -314,6 +314,43 @@ static void test_run_reference(void **state) {
     assert_int_equal(tether(&o, "run --reference '%s' --in mfcc.npy", g_dir), 2);
 }
 
+/* Output files: a device (/dev/null, even as root) and a symbolic link are written in place,
+ * never replaced; a regular file is replaced; an input or model that is a link to /dev/zero is
+ * refused instead of read until memory runs out. */
+static void test_output_files(void **state) {
+    (void)state;
+    write_f32("a.npy", 16, 0);
+    write_f32("b.npy", 16, 100);
+    const char *o;
+    struct stat before, after;
+    assert_int_equal(stat("/dev/null", &before), 0);
+    int rc = tether(&o, "run '%s' add_packed --in a.npy --in b.npy --out /dev/null", TESTMOD_PATH);
+    if (rc)
+        fail_msg("%s", o);
+    assert_int_equal(lstat("/dev/null", &after), 0);
+    assert_true(S_ISCHR(after.st_mode));
+    assert_int_equal(before.st_rdev, after.st_rdev);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cd '%s' && rm -f real.npy link.npy && ln -s real.npy link.npy",
+             g_dir);
+    assert_int_equal(system(cmd), 0);
+    rc = tether(&o, "run '%s' add_packed --in a.npy --in b.npy --out link.npy", TESTMOD_PATH);
+    if (rc)
+        fail_msg("%s", o);
+    char p[256];
+    snprintf(p, sizeof p, "%s/link.npy", g_dir);
+    assert_int_equal(lstat(p, &after), 0);
+    assert_true(S_ISLNK(after.st_mode));
+    check_sum("real.npy");
+    /* a model symlinked to /dev/zero: refused at once with the reason */
+    snprintf(cmd, sizeof cmd, "cd '%s' && rm -f zero.json && ln -s /dev/zero zero.json", g_dir);
+    assert_int_equal(system(cmd), 0);
+    assert_int_not_equal(tether(&o, "compile zero.json -o z --quiet"), 0);
+    assert_non_null(strstr(o, "not a regular file"));
+    snprintf(p, sizeof p, "%s/z", g_dir);
+    assert_int_not_equal(access(p, F_OK), 0); /* nothing left behind */
+}
+
 /* ab: both ABIs compiled, run on local:, equal to the interpreter, JSON written; the unpacked
  * build uses less code and stack than the packed one (the point of the unpacked ABI). */
 static void test_ab(void **state) {
@@ -446,6 +483,7 @@ int main(void) {
 #ifdef TETHER_HAVE_COMPILER
         cmocka_unit_test_setup_teardown(test_run_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_reference, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_output_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ab, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupt_cleans_up, setup, teardown),
 #endif

@@ -20,6 +20,7 @@
 #include "internal.h"
 #include "tether/crt/dtype.h"
 #include "tether/crt/error.h"
+#include "tether/file.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "tether_onnx reads raw_data as little-endian: port the byte swaps first"
@@ -29,45 +30,7 @@
 #define MAX_FILE_BYTES ((size_t)2 << 30)
 
 int tonnx_read_file(const char *path, uint8_t **out, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        return tether_set_error(TETHER_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    }
-    uint8_t *buf = NULL;
-    size_t n = 0, cap = 0;
-    int rc = TETHER_OK;
-    for (;;) {
-        if (n == cap) {
-            if (cap >= MAX_FILE_BYTES) {
-                rc = tether_set_error(TETHER_ERR_LIMIT, "%s: larger than 2 GiB", path);
-                break;
-            }
-            size_t nc = cap ? cap * 2 : 65536;
-            uint8_t *p = realloc(buf, nc);
-            if (!p) {
-                rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-                break;
-            }
-            buf = p;
-            cap = nc;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) {
-            if (ferror(f)) {
-                rc = tether_set_error(TETHER_ERR_IO, "%s: read error", path);
-            }
-            break;
-        }
-    }
-    fclose(f);
-    if (rc) {
-        free(buf);
-        return rc;
-    }
-    *out = buf;
-    *len = n;
-    return TETHER_OK;
+    return tether_file_read(path, MAX_FILE_BYTES, out, len);
 }
 
 const char *tonnx_dtype_name(int32_t t, char *buf, size_t n) {

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "internal.h"
+#include "tether/file.h"
 #include "tether/crt/dtype.h"
 
 /* ---- input ---- */
@@ -408,42 +409,13 @@ int tether_plan_problem_load(tether_plan_problem *p, tether_plan_options *opts, 
     if (path == NULL) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "path is null");
     }
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        return tether_set_error(TETHER_ERR_IO, "cannot open '%.120s': %s", path, strerror(errno));
-    }
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    int rc = TETHER_OK;
-    while (buf != NULL) {
-        size_t n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
-        if (len < cap - 1) {
-            break;
-        }
-        if (cap > ((size_t)1 << 30)) {
-            rc = tether_set_error(TETHER_ERR_LIMIT, "'%.120s' is larger than 1 GiB", path);
-            break;
-        }
-        char *nb = realloc(buf, cap * 2);
-        if (nb == NULL) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    bool err = ferror(f);
-    fclose(f);
-    if (buf == NULL) {
-        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory reading '%.120s'", path);
-    }
-    if (rc == TETHER_OK && err) {
-        rc = tether_set_error(TETHER_ERR_IO, "cannot read '%.120s'", path);
+    char *buf;
+    size_t len;
+    int rc = tether_file_read_text(path, (size_t)1 << 30, &buf, &len);
+    if (rc != TETHER_OK) {
+        return rc;
     }
     if (rc == TETHER_OK) {
-        buf[len] = '\0';
         if (strlen(buf) != len) {
             rc = tether_set_error(TETHER_ERR_INVALID_ARG, "'%.120s' contains a NUL byte", path);
         }

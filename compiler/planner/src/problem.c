@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tether/file.h"
 #include "tether/crt/dtype.h"
 
 static const char *const algo_names[TETHER_PLAN_ALGORITHM_COUNT] = {
@@ -515,16 +516,5 @@ int tether_plan_write_file(const char *path, const char *text) {
     if (path == NULL || text == NULL) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "path or text is null");
     }
-    FILE *f = fopen(path, "wb");
-    if (f == NULL) {
-        return tether_set_error(TETHER_ERR_IO, "cannot write '%.120s': %s", path, strerror(errno));
-    }
-    size_t n = strlen(text);
-    bool ok = fwrite(text, 1, n, f) == n;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok) {
-        remove(path);
-        return tether_set_error(TETHER_ERR_IO, "cannot write '%.120s'", path);
-    }
-    return TETHER_OK;
+    return tether_file_write(path, text, strlen(text));
 }

@@ -389,10 +389,16 @@ int tether_cmd_import(int argc, char **argv) {
         snprintf(tj, sizeof tj, "%s/%s", tdir, obase ? obase + 1 : out);
         snprintf(tw, sizeof tw, "%s/%s", tdir, wbase);
         rc = tether_model_save_json(&g, tj, tw);
-        if (rc == 0 && (rename(tw, wpath) != 0 || rename(tj, out) != 0)) {
-            rc = tether_set_error(TETHER_ERR_IO, "cannot move the written files to %s and %s", out,
-                                  wpath);
-            unlink(wpath);
+        /* each file is renamed into place only over a regular file or nothing; a device or
+         * a symbolic link is written in place (tether_file_write) */
+        for (int k = 0; rc == 0 && k < 2; k++) {
+            char *data;
+            size_t len;
+            rc = tether_read_file(k ? tj : tw, &data, &len);
+            if (rc == 0) {
+                rc = tether_file_write(k ? out : wpath, data, len);
+                free(data);
+            }
         }
         unlink(tj);
         unlink(tw);

@@ -35,6 +35,7 @@
 
 #include "tether/crt/abi.h"
 #include "tether/crt/scope.h"
+#include "tether/file.h" /* tether_file_read: uploads, .npy files, params blobs, metadata */
 
 #ifdef __cplusplus
 extern "C" {
@@ -221,11 +222,6 @@ int tether_session_time_launch_seq(tether_session *s, const tether_launch_step *
                                    tether_time_stats *out, double *step_seconds);
 /* RESET: the device frees every handle of the session. */
 int tether_session_reset(tether_session *s);
-
-/* Reads a whole regular file into *data (malloc'ed, the caller frees; *len bytes). Device nodes,
- * FIFOs and directories are refused (they could grow without end); files over max_bytes are
- * TETHER_ERR_LIMIT. Used for uploads, .npy files, params blobs and metadata. */
-int tether_file_read(const char *path, size_t max_bytes, uint8_t **data, size_t *len);
 
 #ifdef __cplusplus
 }
