@@ -3,6 +3,7 @@
 # at configure time with a message naming what is missing.
 
 option(TETHER_SANITIZE "Build with -fsanitize=address,undefined" OFF)
+option(TETHER_WERROR "Treat compiler warnings as errors (scripts/test and CI turn it on)" OFF)
 
 find_program(TETHER_ARM_GCC arm-none-eabi-gcc)
 if(TETHER_ARM_GCC)

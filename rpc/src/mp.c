@@ -235,12 +235,14 @@ int tether_mp_read_bool(tether_mp_reader *r, bool *v) {
 }
 
 /* Reads any integer as sign + magnitude. */
+/* *neg and *mag are set on every path, errors included (callers stay defined at -O3). */
 static int read_integer(tether_mp_reader *r, bool *neg, uint64_t *mag) {
     uint8_t b = 0;
     uint64_t x = 0;
+    *neg = false;
+    *mag = 0;
     if (tag(r, &b))
         return r->err;
-    *neg = false;
     if (b <= 0x7f) {
         *mag = b;
         return 0;

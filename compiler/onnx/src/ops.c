@@ -299,7 +299,7 @@ static int cv_conv(timport *c, const Onnx__NodeProto *n) {
                           "input has rank %d, the weights %d",
                           x->ndim, w->ndim);
     }
-    int64_t ks[2];
+    int64_t ks[2] = {0, 0};
     if ((rc = attr2(c, "kernel_shape", 0, ks)) || (rc = attr2(c, "strides", 1, a.strides)) ||
         (rc = attr2(c, "dilations", 1, a.dilations)) ||
         (rc = tonnx_attr_int(c, "group", 1, &a.groups))) {

@@ -285,7 +285,7 @@ static int parse_options(const cJSON *o, tether_plan_options *opts) {
     int rc = check_keys(o, "options", keys);
     tether_plan_options t = *opts;
     const char *planner = NULL;
-    int64_t v;
+    int64_t v = 0; /* read only when present; initialised for -O3's flow analysis */
     bool has;
     if (rc == TETHER_OK) {
         rc = get_str(o, "planner", "options", &planner);
