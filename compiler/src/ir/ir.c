@@ -189,7 +189,9 @@ int tether_ir_find_tensor(const tether_ir_graph *g, const char *name) {
 
 static int add_tensor_common(tether_ir_graph *g, const char *name, DLDataType dtype, int ndim,
                              const int64_t *shape, int *index_out) {
-    *index_out = -1; /* set on every path, errors included */
+    if (index_out) {
+        *index_out = -1; /* set on every path, errors included */
+    }
     if (!name || !name[0]) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "tensor name is empty");
     }
