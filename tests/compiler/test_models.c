@@ -488,6 +488,27 @@ static void test_cli_exit_codes(void **state) {
     assert_non_null(strstr(h, "#define TETHER_MODEL_INPUT_0_SHAPE {1, 1, 49, 10}"));
     assert_null(strstr(h, "DLTensor"));
     free(h);
+    /* --json FILE: the report as JSON (checked before the compile: a directory is refused) */
+    char js[1200];
+    snprintf(js, sizeof js, "%s/tests/compiler/kws_report.json", TETHER_BINARY_DIR);
+    unlink(js);
+    assert_int_equal(run_cli(tether_cmd_compile, "compile", p, "-o", dir, "--json", dir, NULL), 2);
+    assert_int_equal(run_cli(tether_cmd_compile, "compile", p, "--json", js, "--dump-ir", NULL), 2);
+    assert_int_equal(
+        run_cli(tether_cmd_compile, "compile", p, "-o", dir, "--quiet", "--json", js, NULL), 0);
+    char *jt = slurp(js, NULL);
+    cJSON *rep = cJSON_Parse(jt);
+    free(jt);
+    assert_non_null(rep);
+    assert_string_equal(cJSON_GetObjectItem(rep, "format")->valuestring, "tether-report");
+    assert_true(cJSON_GetObjectItem(rep, "text")->valuedouble > 0);
+    assert_non_null(cJSON_GetObjectItem(rep, "stack"));
+    cJSON *cc = cJSON_GetObjectItem(rep, "compile");
+    assert_non_null(cc);
+    assert_string_equal(cJSON_GetObjectItem(cc, "backend")->valuestring, "c");
+    assert_string_equal(cJSON_GetObjectItem(cc, "artifact")->valuestring, dir);
+    cJSON_Delete(rep);
+    unlink(js);
     assert_int_equal(run_cli(tether_cmd_plan, "plan", "--help", NULL), 0);
     assert_int_equal(run_cli(tether_cmd_plan, "plan", NULL), 2);
     assert_int_equal(run_cli(tether_cmd_plan, "plan", bad, NULL), 1);

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "../internal.h"
 #include "../plan/memplan_internal.h"
 #include "tether/compiler.h"
@@ -20,7 +22,8 @@
 
 static const char compile_usage[] =
     "usage: tether compile MODEL -o DIR [options]\n"
-    "  Compiles a model (.json, docs/model-format.md) into an artifact directory.\n"
+    "  Compiles a model into an artifact directory. MODEL is a tether JSON model\n"
+    "  (docs/model-format.md) or an ONNX model (.onnx, docs/onnx.md).\n"
     "  --abi packed|unpacked        calling convention of the operators (default unpacked)\n"
     "  --interface packed|c         AOT entry: <prefix>_main only, or also <prefix>_run with\n"
     "                               typed structs and a generated header (default packed)\n"
@@ -36,10 +39,17 @@ static const char compile_usage[] =
     "  --input-shape NAME=D0xD1...  shape of a graph input with dynamic dimensions (ONNX);\n"
     "                               repeatable\n"
     "  --quiet                      do not print the report table\n"
+    "  --json FILE                  also write the report (sizes, stack, memory plan) as JSON\n"
     "  --backend c|opencl           C library (default) or OpenCL C kernels + launch sequence\n"
     "                               (DIR/<prefix>.cl, metadata.json, params.bin)\n"
     "  --texture-weights            (opencl) constant conv weights in texture:weight images\n"
-    "  --local-size N               (opencl) work-group size of the launches (default 64)\n";
+    "  --local-size N               (opencl) work-group size of the launches (default 64)\n"
+    "  --upload                     then upload and load the artifact on a device:\n"
+    "  --device URL                 the device (tcp://, uart://, local:; default $TETHER_DEVICE,\n"
+    "                               else local:); an MCU gets a RAM image linked for it\n"
+    "  --firmware PATH              (MCU) the board's firmware.json or firmware build folder\n"
+    "                               (default $TETHER_FIRMWARE, else the build tree's)\n"
+    "  --token-file F, --timeout-ms MS   as for the device commands (docs/cli.md)\n";
 
 static int usage_error(const char *cmd, const char *fmt, const char *arg) {
     fprintf(stderr, "tether %s: ", cmd);
@@ -70,12 +80,45 @@ static int add_input_shape(const char *cmd, shapes_opt *s, const char *spec) {
     return 0;
 }
 
+/* --json FILE: the artifact's report.json with what this compile was ("compile": model, artifact,
+ * backend, node counts, seconds) added at the top. */
+static int write_compile_json(const char *path, const char *model, const char *out,
+                              const tether_compile_options *o, const tether_compile_result *res) {
+    char rpath[4200];
+    snprintf(rpath, sizeof rpath, "%s/report.json", out);
+    char *text;
+    if (tether_read_file(rpath, &text, NULL) != 0) {
+        return TETHER_ERR_IO;
+    }
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (!root) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s is not valid JSON", rpath);
+    }
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "model", model);
+    cJSON_AddStringToObject(c, "artifact", out);
+    cJSON_AddStringToObject(c, "backend", o->backend == TETHER_BACKEND_OPENCL ? "opencl" : "c");
+    cJSON_AddNumberToObject(c, "codegen_seconds", res->codegen_seconds);
+    cJSON_AddItemToObject(root, "compile", c);
+    char *txt = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!txt) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing %s", path);
+    }
+    size_t len = strlen(txt);
+    txt[len] = '\n'; /* in place of the NUL: the file ends with a newline */
+    int rc = tether_file_write(path, txt, len + 1);
+    free(txt);
+    return rc;
+}
+
 int tether_cmd_compile(int argc, char **argv) {
     tether_compile_options o;
     tether_compile_options_init(&o);
     static shapes_opt shp;
     memset(&shp, 0, sizeof shp);
-    const char *model = NULL, *out = NULL;
+    const char *model = NULL, *out = NULL, *json = NULL;
     int dump = 0, quiet = 0;
     const char *c_only = NULL, *ocl_only = NULL; /* options of one backend only */
     for (int i = 1; i < argc; i++) {
@@ -90,7 +133,7 @@ int tether_cmd_compile(int argc, char **argv) {
                     strcmp(a, "--prefix") == 0 || strcmp(a, "--opt-level") == 0 ||
                     strcmp(a, "--params") == 0 || strcmp(a, "--planner") == 0 ||
                     strcmp(a, "--input-shape") == 0 || strcmp(a, "--backend") == 0 ||
-                    strcmp(a, "--local-size") == 0;
+                    strcmp(a, "--local-size") == 0 || strcmp(a, "--json") == 0;
         if (takes && (!v || (v[0] == '-' && v[1] == '-'))) {
             return usage_error("compile", "%s needs a value", a);
         }
@@ -102,6 +145,8 @@ int tether_cmd_compile(int argc, char **argv) {
         }
         if (strcmp(a, "-o") == 0) {
             out = v;
+        } else if (strcmp(a, "--json") == 0) {
+            json = v;
         } else if (strcmp(a, "--backend") == 0) {
             if (tether_backend_parse(v, &o.backend) != 0) {
                 return usage_error("compile", "unknown backend '%s' (c, opencl)", v);
@@ -199,6 +244,14 @@ int tether_cmd_compile(int argc, char **argv) {
     if (o.backend != TETHER_BACKEND_OPENCL && ocl_only) {
         return usage_error("compile", "%s needs --backend opencl", ocl_only);
     }
+    if (json && !out) {
+        return usage_error("compile", "%s",
+                           "--json needs -o DIR (it writes the artifact's report)");
+    }
+    if (json && tether_file_out_check(json) != 0) { /* found out now, not after the compile */
+        fprintf(stderr, "tether compile: --json: %s\n", tether_last_error());
+        return 2;
+    }
     tether_ir_graph g;
     if (tether_model_load_with(model, &shp.load, &g) != 0) {
         fprintf(stderr, "tether compile: %s\n", tether_error_detail());
@@ -230,6 +283,10 @@ int tether_cmd_compile(int argc, char **argv) {
                res.nnodes_in, res.nnodes_out, o.backend == TETHER_BACKEND_OPENCL ? "OpenCL C" : "C",
                res.codegen_seconds);
         tether_report_print(stdout, out);
+    }
+    if (json && write_compile_json(json, model, out, &o, &res) != 0) {
+        fprintf(stderr, "tether compile: %s\n", tether_last_error());
+        return 1;
     }
     return 0;
 }
