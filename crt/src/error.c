@@ -48,6 +48,8 @@ const char *tether_status_name(int status) {
         return "TETHER_ERR_CRASHED";
     case TETHER_ERR_INTERNAL:
         return "TETHER_ERR_INTERNAL";
+    case TETHER_ERR_BUSY:
+        return "TETHER_ERR_BUSY";
     default:
         return "TETHER_ERR_UNKNOWN";
     }

@@ -8,6 +8,7 @@
  * start at a random value per session, so a device's reply cache can never answer a request of
  * this session with a reply from an earlier one. After a fault or a device restart the session
  * is lost: no request reaches the device until tether_session_reconnect made a new session.
+ * A serial line is locked by the transport from open to close (reconnect keeps it open).
  */
 #include "tether/host.h"
 
@@ -164,7 +165,13 @@ static int parse_url(const char *url, tether_transport *t, int *retries,
     if (u.kind == URL_TCP)
         return tether_transport_tcp_connect(t, u.host, u.port, 0, timeout_ms);
     *retries = 2;
-    return tether_transport_uart_open(t, u.path, u.baud, 0);
+    tether_uart_open_options uo = {0};
+    if (opt) {
+        uo.wait_ms = opt->wait_ms;
+        uo.on_wait = opt->on_wait;
+        uo.wait_ctx = opt->wait_ctx;
+    }
+    return tether_transport_uart_open_ex(t, u.path, u.baud, 0, &uo);
 }
 
 static int fill_nd(tether_rpc_invoke *inv, uint32_t work_dim, const uint64_t *global,
@@ -404,8 +411,9 @@ int tether_session_reconnect(tether_session *s) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "reconnect: null session");
     int rc;
     if (s->connected && is_uart(s)) {
-        /* the serial line stays open; the device (rebooted or not) gets a new HELLO, which
-         * starts a new session and frees whatever the old one held */
+        /* the serial line stays open, and so locked (no other client can take the device in
+         * between); the device (rebooted or not) gets a new HELLO, which starts a new session
+         * and frees whatever the old one held */
         s->c.next_id = random_id();
     } else {
         disconnect(s);

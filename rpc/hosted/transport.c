@@ -278,7 +278,7 @@ reaped:
     t->ops = NULL;
 }
 
-static const tether_transport_ops fd_ops = {fd_send, fd_recv, fd_close};
+const tether_transport_ops tether_rpc_fd_ops = {fd_send, fd_recv, fd_close};
 
 int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, int fd_read,
                              int fd_write, uint32_t max_frame, bool owns_fds) {
@@ -325,7 +325,7 @@ int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, in
         }
         im->nonblocking = true;
     }
-    t->ops = &fd_ops;
+    t->ops = &tether_rpc_fd_ops;
     t->kind = kind;
     t->fd_read = fd_read;
     t->fd_write = fd_write;

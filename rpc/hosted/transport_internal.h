@@ -6,6 +6,11 @@
 
 #include <stdint.h>
 
+/* The fd transport's operations (transport.c); uart.c wraps close to release its lock. Declared
+ * without transport.h, which uart_baud.c cannot include next to <asm/termbits.h>. */
+struct tether_transport_ops;
+extern const struct tether_transport_ops tether_rpc_fd_ops;
+
 /* Monotonic milliseconds. */
 int64_t tether_rpc_now_ms(void);
 /* poll() one fd until the absolute deadline (-1 = none). */

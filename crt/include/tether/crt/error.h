@@ -35,6 +35,7 @@ typedef enum tether_status {
     TETHER_ERR_AUTH = -12,         /* authentication required or failed */
     TETHER_ERR_CRASHED = -13,      /* the callee faulted (signal, hard fault) */
     TETHER_ERR_INTERNAL = -14,     /* a broken invariant inside tether: a bug */
+    TETHER_ERR_BUSY = -15,         /* a device is held by another process (serial port lock) */
 } tether_status;
 
 /* Maximum length of the last-error message including the terminating NUL. */

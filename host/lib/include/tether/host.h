@@ -50,6 +50,11 @@ typedef void (*tether_progress_fn)(void *ctx, const char *what, uint64_t done, u
  * valid during the call). Sent by devices at any time; delivered while the host waits. */
 typedef void (*tether_device_log_fn)(void *ctx, int level, const char *text);
 
+/* Opening a serial device that another process holds, with a wait (wait_ms != 0): called once
+ * when the wait starts, and again only if yet another process takes the device first.
+ * holder_pid 0 = not known. The library prints nothing itself. */
+typedef void (*tether_device_wait_fn)(void *ctx, const char *device, int holder_pid);
+
 typedef struct tether_session_options {
     int timeout_ms;    /* per request; 0 = 30000 */
     const void *token; /* shared auth token, NULL = none */
@@ -60,6 +65,13 @@ typedef struct tether_session_options {
     void *progress_ctx;
     tether_device_log_fn log; /* device LOG lines; NULL = dropped */
     void *log_ctx;
+    /* Serial lines are locked by the session that opens them (docs/rpc.md, "Serial port
+     * locks"). When another process holds the device: 0 = fail at once with TETHER_ERR_BUSY
+     * ("device busy: /dev/ttyX is held by pid N"), -1 = wait forever, >0 = wait at most that
+     * many ms, then TETHER_ERR_BUSY. Ignored for tcp:// and local:. */
+    int wait_ms;
+    tether_device_wait_fn on_wait; /* may be NULL */
+    void *wait_ctx;
 } tether_session_options;
 
 /* The device as described by its HELLO reply. */
@@ -136,7 +148,8 @@ const tether_device_info *tether_session_info(const tether_session *s);
 const char *tether_session_fault(const tether_session *s);
 /* Starts a new session on the same device after a fault (or at any time): waits for the device
  * to come back, HELLO (+AUTH). Handles of the old session are invalid afterwards; the info is
- * refreshed (an MCU's boot_count has grown after a reset). */
+ * refreshed (an MCU's boot_count has grown after a reset). On a serial line the tty stays open
+ * and locked throughout, so no other client can take the device in between. */
 int tether_session_reconnect(tether_session *s);
 
 /* Module kinds of an upload (the wire's tether_rpc_module_kind). */

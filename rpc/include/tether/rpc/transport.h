@@ -96,9 +96,34 @@ int tether_transport_spawn(tether_transport *t, const char *const argv[], uint32
 
 /* Opens a serial device in raw mode (8N1, no flow control) at `baud`, which may be any rate the
  * driver accepts (standard rates through termios, others through the Linux termios2 BOTHER
- * interface). */
+ * interface).
+ *
+ * The device is locked for this transport before its settings are touched (docs/rpc.md, "Serial
+ * port locks"): flock(LOCK_EX) on the tty fd, a POSIX write lock (F_SETLK) on it that records
+ * this process as the holder (F_GETLK reports its pid to other processes), and TIOCEXCL on real
+ * serial ports (not on pseudo-terminals). All are released by close, on exec (O_CLOEXEC) and
+ * by the kernel when the process dies; nothing is left on disk. When another process (or
+ * another transport of this process) holds the device, open fails with TETHER_ERR_BUSY and the
+ * message "device busy: PATH is held by pid N" ("... held by another process (pid unknown)"
+ * when the holder cannot be seen, e.g. in another pid namespace). Same as _ex with NULL. */
 int tether_transport_uart_open(tether_transport *t, const char *path, uint32_t baud,
                                uint32_t max_frame);
+
+/* Called when a waiting open finds the device busy: once when it starts waiting, and again only
+ * if another process takes the device first. holder_pid 0 = not known. Prints nothing itself. */
+typedef void (*tether_uart_wait_fn)(void *ctx, const char *path, int holder_pid);
+
+typedef struct tether_uart_open_options {
+    int wait_ms; /* 0 = fail at once with TETHER_ERR_BUSY when the device is busy, -1 = wait
+                  * forever, >0 = wait at most that long, then TETHER_ERR_BUSY */
+    tether_uart_wait_fn on_wait; /* may be NULL */
+    void *wait_ctx;
+} tether_uart_open_options;
+
+/* tether_transport_uart_open with options (NULL = all zero). A waiting open polls the lock
+ * (every 50 ms); several waiters are served in no particular order. */
+int tether_transport_uart_open_ex(tether_transport *t, const char *path, uint32_t baud,
+                                  uint32_t max_frame, const tether_uart_open_options *opt);
 
 /* termios helpers for tty fds: raw 8N1 mode; set and read back the baud rate (any rate). */
 int tether_uart_make_raw(int fd);
