@@ -217,6 +217,92 @@ static int parse_act(const char *s, tether_act *out) {
     return -1;
 }
 
+/* The attributes each op takes (docs/model-format.md, the node table); the fused epilogue's on
+ * the ops the fusion pass can give one. A name outside an op's list is an error, so a typo or an
+ * attribute of another op is never silently ignored. */
+static const char *op_attributes(tether_op op) {
+    static const char epilogue[] = " activation act_alpha act_min act_max residual";
+    static char buf[3][160];
+    switch (op) {
+    case TETHER_OP_CONV2D:
+        snprintf(buf[0], sizeof buf[0], "strides pads dilations groups%s", epilogue);
+        return buf[0];
+    case TETHER_OP_DENSE:
+        snprintf(buf[1], sizeof buf[1], "alpha beta trans_a trans_b%s", epilogue);
+        return buf[1];
+    case TETHER_OP_MATMUL:
+        snprintf(buf[2], sizeof buf[2], "%s", epilogue + 1);
+        return buf[2];
+    case TETHER_OP_LEAKY_RELU:
+        return "alpha";
+    case TETHER_OP_CLIP:
+        return "min max";
+    case TETHER_OP_HARD_SIGMOID:
+        return "alpha beta";
+    case TETHER_OP_SOFTMAX:
+    case TETHER_OP_LOG_SOFTMAX:
+    case TETHER_OP_FLATTEN:
+    case TETHER_OP_CONCAT:
+        return "axis";
+    case TETHER_OP_MAX_POOL:
+        return "kernel strides pads dilations ceil_mode";
+    case TETHER_OP_AVG_POOL:
+        return "kernel strides pads dilations ceil_mode count_include_pad";
+    case TETHER_OP_RESHAPE:
+        return "shape allowzero";
+    case TETHER_OP_SQUEEZE:
+    case TETHER_OP_UNSQUEEZE:
+        return "axes";
+    case TETHER_OP_TRANSPOSE:
+        return "perm";
+    case TETHER_OP_PAD:
+        return "pads value";
+    case TETHER_OP_BATCH_NORM:
+        return "epsilon";
+    case TETHER_OP_LAYER_NORM:
+        return "axis epsilon";
+    case TETHER_OP_REDUCE_MEAN:
+        return "axes keepdims";
+    case TETHER_OP_RESIZE_NEAREST:
+        return "scales";
+    case TETHER_OP_ADD:
+    case TETHER_OP_SUB:
+    case TETHER_OP_MUL:
+    case TETHER_OP_DIV:
+    case TETHER_OP_POW:
+    case TETHER_OP_RELU:
+    case TETHER_OP_PRELU:
+    case TETHER_OP_SIGMOID:
+    case TETHER_OP_TANH:
+    case TETHER_OP_HARD_SWISH:
+    case TETHER_OP_EXP:
+    case TETHER_OP_LOG:
+    case TETHER_OP_SQRT:
+    case TETHER_OP_NEG:
+    case TETHER_OP_ABS:
+    case TETHER_OP_GLOBAL_AVG_POOL:
+    case TETHER_OP_GLOBAL_MAX_POOL:
+    case TETHER_OP_COUNT_:
+        return "";
+    }
+    return "";
+}
+
+static int op_takes(tether_op op, const char *key) {
+    if (strcmp(key, "activation") == 0 || strncmp(key, "act_", 4) == 0 ||
+        strcmp(key, "residual") == 0) {
+        return 1; /* an epilogue on another op gets its own message after parsing */
+    }
+    const char *list = op_attributes(op);
+    size_t n = strlen(key);
+    for (const char *p = list; (p = strstr(p, key)) != NULL; p += n) {
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int parse_attrs(ctx *c, const char *nm, tether_op op, const cJSON *attrs,
                        tether_ir_attrs *a) {
     const char *opn = tether_op_name(op);
@@ -225,6 +311,11 @@ static int parse_attrs(ctx *c, const char *nm, tether_op op, const cJSON *attrs,
     const cJSON *e;
     cJSON_ArrayForEach(e, attrs) {
         const char *k = e->string;
+        if (!op_takes(op, k)) {
+            const char *list = op_attributes(op);
+            return node_fail(c, nm, opn, TETHER_ERR_INVALID_ARG, "unknown attribute \"%s\" (%s%s)",
+                             k, *list ? "this op takes: " : "this op takes no attributes", list);
+        }
         int64_t v[2 * TETHER_IR_MAX_NDIM];
         int n = 0;
         int bad = 0;
