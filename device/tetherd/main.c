@@ -62,7 +62,8 @@ static void usage(FILE *f) {
                "  --stack-size BYTES     dedicated call stack (default 256 KiB)\n"
                "  --work-dir DIR         where session directories are made (default $TMPDIR)\n"
                "  --no-opencl            do not offer the OpenCL layer (texture scopes, kernels)\n"
-               "  --quiet | --verbose    less / more logging on stderr\n");
+               "  --quiet | --verbose    less / more logging on stderr\n"
+               "  --version              print the version and exit\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out) {
@@ -485,6 +486,16 @@ int main(int argc, char **argv) {
     } while (0)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("tetherd %s (protocol %u, OpenCL layer %s)\n", TETHER_VERSION,
+                   (unsigned)TETHER_RPC_VERSION,
+#ifdef TETHERD_HAVE_OPENCL
+                   "built"
+#else
+                   "not built"
+#endif
+            );
             return 0;
         } else if (!strcmp(a, "--tcp")) {
             NEED_VALUE();

@@ -4,6 +4,8 @@
 # must exit 2. A script that ran its work on --help would print setup's line or take minutes.
 set -u
 root=$1
+tetherd=${2:-}
+version=${3:-}
 fail=0
 passed=0
 check() { # script, flag, want exit code, text the output must contain
@@ -32,5 +34,22 @@ check bench --no-such-option 2 "try --help"
 check bench no-such-benchmark 2 "unknown benchmark"
 check qemu-board --no-such-option 2 "unknown option"
 check setup --no-such-option 2 "try --help"
+if [ -n "$tetherd" ]; then
+    for flag in --help -h; do
+        out=$("$tetherd" $flag 2>&1 </dev/null); rc=$?
+        case "$rc:$out" in
+        "0:usage: tetherd"*) passed=$((passed + 1)) ;;
+        *) echo "FAIL: tetherd $flag exited $rc: $out" | head -3; fail=$((fail + 1)) ;;
+        esac
+    done
+    out=$("$tetherd" --version 2>&1 </dev/null); rc=$?
+    case "$rc:$out" in
+    "0:tetherd $version (protocol "*) passed=$((passed + 1)) ;;
+    *) echo "FAIL: tetherd --version exited $rc: $out"; fail=$((fail + 1)) ;;
+    esac
+    out=$("$tetherd" --no-such-option 2>&1 </dev/null); rc=$?
+    if [ "$rc" -eq 2 ]; then passed=$((passed + 1)); else
+        echo "FAIL: tetherd --no-such-option exited $rc"; fail=$((fail + 1)); fi
+fi
 echo "$passed passed, $fail failed"
 [ "$fail" -eq 0 ]

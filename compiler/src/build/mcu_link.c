@@ -462,7 +462,9 @@ static int link_failed(const tether_mcu_firmware *fw, const char *log) {
             over = 0;
         return tether_set_error(TETHER_ERR_LIMIT,
                                 "the module (code, data and .bss) does not fit the %llu-byte load "
-                                "region of the %s firmware: %llu bytes too large (see %s)",
+                                "region of the %s firmware: %llu bytes too large; weights linked "
+                                "into the module count too: compile with --params blob to keep "
+                                "them in a device array instead (see %s)",
                                 (unsigned long long)fw->load_size, fw->board, over, log);
     }
     if (log_line(log, "undefined reference to", line, sizeof line)) {
