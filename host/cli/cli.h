@@ -1,15 +1,19 @@
 /*
  * Internal interface between the `tether` CLI's files (not installed, not a library API).
  * main.c owns the device-facing commands (info, upload, run, bench) and exports the artifact
- * runner so that model.c (ab, run --reference; built with the compiler) reuses the exact path a
- * user's `tether run ARTIFACT_DIR` takes. Errors are printed by the callee as one line
- * "tether <command>: <reason>" on stderr; return values are CLI exit codes (0, 1 failed, 2 usage).
+ * runner in steps (prepare, call, time, release) so that model.c (ab, run --reference; built
+ * with the compiler) reuses the exact path a user's `tether run ARTIFACT_DIR` takes, with several
+ * artifacts on one session; stats.c holds ab's statistics. Errors are printed by the callee as
+ * one line "tether <command>: <reason>" on stderr; return values are CLI exit codes (0, 1
+ * failed, 2 usage). Every --json output goes through tether_cli_write_json (cJSON,
+ * tether_file_write), its path checked with tether_file_out_check before the work.
  */
 #ifndef TETHER_CLI_H
 #define TETHER_CLI_H
 
 #include <stdint.h>
 
+#include "opencl_artifact.h"
 #include "tether/host.h"
 #include "tether/npy.h"
 
@@ -30,12 +34,41 @@ typedef struct tether_cli_report {
     tether_npy out[TETHER_CLI_MAX_IO];
 } tether_cli_report;
 
-/* Uploads the artifact in `dir` to the device, feeds the .npy/.pb inputs, calls the entry once
- * and then TIME (number, repeat, min_repeat_ms), and fills *rep. Prints nothing on success. */
-int tether_cli_run_artifact(const tether_cli_device *dev, const char *dir, int nin,
-                            const char *const *inputs, uint32_t number, uint32_t repeat,
-                            uint32_t min_repeat_ms, tether_cli_report *rep);
+/* An artifact (C or OpenCL, `tether compile`) made ready on a device, in steps so that `ab` can
+ * hold several at once and interleave their measurements (the session is borrowed and must
+ * outlive the object):
+ *   prepare  checks the metadata and inputs, uploads and loads the library (or builds the
+ *            kernels), sets the params, allocates every array and copies the inputs in;
+ *   call     one call of the entry (or the OpenCL sequence); outputs are read back into
+ *            rep->out and the call's time and stack high-water mark into rep->call;
+ *   time     TIME (TIME_SEQ) with TVM semantics; `number` grows to fill min_repeat_ms;
+ *   release  frees the remote arrays (unless the session was lost) and everything local.
+ * Each prints its error as one line and returns the exit code (1, or 2 for bad usage). */
+typedef struct tether_cli_run tether_cli_run;
+int tether_cli_run_prepare(tether_session *s, const char *dir, int nin, const char *const *inputs,
+                           const char *firmware, tether_cli_run **out);
+int tether_cli_run_call(tether_cli_run *r, tether_cli_report *rep);
+int tether_cli_run_time(tether_cli_run *r, uint32_t number, uint32_t repeat, uint32_t min_repeat_ms,
+                        uint32_t cooldown_ms, tether_time_stats *ts);
+/* OpenCL artifacts: the number of kernel launches of one call (0 for a C artifact). */
+int tether_cli_run_kernels(const tether_cli_run *r);
+void tether_cli_run_release(tether_cli_run *r);
 void tether_cli_report_free(tether_cli_report *rep);
+
+/* ---- JSON outputs (--json FILE), written with cJSON through tether_file_write ---- */
+struct cJSON;
+/* {"url", "triple", "arch", "board" (null for tetherd), "clock_rate_hz" (null: nanoseconds)} */
+struct cJSON *tether_cli_device_json(const char *url, const tether_device_info *d);
+/* {"name", "file" (null when none was written), "dtype", "shape", "min", "max", "mean"} */
+struct cJSON *tether_cli_array_json(const char *name, const char *file, const tether_npy *n);
+/* Adds "number", "repeat", "repeats_us", "median_us", "mean_us", "min_us", "max_us",
+ * "zero_timer" of a TIME measurement to o. */
+void tether_cli_time_json(struct cJSON *o, const tether_time_stats *ts);
+/* Prints root (a newline at the end) into path through tether_file_write and deletes root.
+ * Prints the error and returns 1 on failure. */
+int tether_cli_write_json(const char *path, struct cJSON *root);
+/* The device URL a command uses: the --device value, else $TETHER_DEVICE, else "local:". */
+const char *tether_cli_device_url(const char *url);
 
 /* Prints "tether <command>: <formatted reason>" on stderr and returns code. */
 int tether_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -66,9 +99,16 @@ int tether_cli_is_mcu(const tether_device_info *d);
  * value or NULL for $TETHER_FIRMWARE and the build tree; `target`: the compile target of .o/.a,
  * NULL = unchecked). A module the device cannot run is refused before anything is sent. Prints
  * the error and returns 1 on failure. */
+typedef struct tether_cli_module_info {
+    uint32_t kind;       /* TETHER_MODULE_* of what was uploaded */
+    uint64_t bytes;      /* the bytes uploaded (for .o/.a: the linked image) */
+    uint8_t sha256[32];  /* their SHA-256 (the device checked the same) */
+    int nnames;          /* -1: the function names are not known on the host (shared objects) */
+    char names[64][128]; /* MCU images: from the link; OpenCL C: the __kernel functions */
+} tether_cli_module_info;
 int tether_cli_load_module(tether_session *s, const char *path, const char *target,
                            const char *firmware, const char *name, uint64_t *module,
-                           uint32_t *nfuncs);
+                           uint32_t *nfuncs, tether_cli_module_info *info);
 /* 0 when code compiled for `target` can run on the device; else prints why (`what` names the
  * artifact) and returns 1. */
 int tether_cli_check_target(tether_session *s, const char *target, const char *what);
@@ -84,13 +124,40 @@ int tether_cli_cmd_compile_upload(int argc, char **argv);
  * printing the error. Built with the compiler only. */
 int tether_cli_probe_target(const tether_cli_device *dev, char *out, size_t n);
 
+/* ---- stats.c: the statistics of `tether ab` (see there) ---- */
+typedef struct tether_cli_spread {
+    int n;
+    double median, q1, q3, min, max, mean; /* q1/q3: quartiles, linear interpolation */
+} tether_cli_spread;
+void tether_cli_spread_of(const double *x, int n, tether_cli_spread *out);
+
+typedef enum tether_cli_verdict {
+    TETHER_CLI_FASTER = 0,        /* B is faster than A: the ratio's 95% CI lies below 1 */
+    TETHER_CLI_SLOWER = 1,        /* ... above 1 */
+    TETHER_CLI_NO_DIFFERENCE = 2, /* the CI contains 1 */
+    TETHER_CLI_TOO_FEW = 3,       /* too few repeats for a 95% CI (fewer than 4 a side) */
+    TETHER_CLI_NOT_MEASURABLE = 4 /* a time <= 0 (a zero timer) */
+} tether_cli_verdict;
+/* "faster", "slower", "no_significant_difference", "too_few_repeats", "not_measurable" */
+const char *tether_cli_verdict_name(tether_cli_verdict v);
+
+typedef struct tether_cli_ratio {
+    double estimate;        /* Hodges-Lehmann estimate of B/A */
+    double ci_low, ci_high; /* its 95% confidence interval (have_ci) */
+    int have_ci;
+    double p_value; /* two-sided Mann-Whitney */
+    tether_cli_verdict verdict;
+} tether_cli_ratio;
+/* The ratio of B's times to A's (per-repeat seconds per call). */
+void tether_cli_ratio_of(const double *a, int na, const double *b, int nb, tether_cli_ratio *out);
+
 /* model.c: `tether ab` and `tether run --reference` (need the compiler). */
 int tether_cli_cmd_ab(int argc, char **argv);
 int tether_cli_run_reference(const char *model, int nin, const char *const *inputs, int nout,
                              const char *const *outputs);
 
-/* opencl_run.c: `tether run/bench DIR` and tether_cli_run_artifact for an OpenCL artifact
- * (metadata.json "backend": "opencl", docs/codegen.md); main.c's run_artifact hands it over. */
+/* opencl_run.c: `tether run/bench DIR` for an OpenCL artifact (metadata.json "backend":
+ * "opencl", docs/codegen.md); main.c's run_artifact hands it over. */
 typedef struct tether_cli_ocl_request {
     tether_cli_device dev;
     int nin;
@@ -99,8 +166,12 @@ typedef struct tether_cli_ocl_request {
     const char *const *outputs;
     int bench; /* TIME after the first run; print the statistics instead of outputs */
     uint32_t number, repeat, min_repeat_ms, cooldown_ms;
-    tether_cli_report *report; /* non-NULL: fill it (outputs, TIME) instead of files and lines */
+    const char *json; /* --json FILE: the run's or bench's figures as JSON, NULL = none */
 } tether_cli_ocl_request;
 int tether_cli_run_opencl(const char *dir, const tether_cli_ocl_request *q);
+/* Reads the input files of an OpenCL artifact and checks them against its signature (float32,
+ * shape); in[] receives them (the caller frees them). */
+int tether_cli_ocl_read_inputs(const tether_ocl_artifact *a, int nin, const char *const *inputs,
+                               tether_npy *in);
 
 #endif

@@ -1,17 +1,22 @@
 /*
  * tether: the command-line tool (docs/cli.md).
  *
- *   tether info    [--device URL] [--json]           HELLO capabilities
- *   tether upload  [--device URL] FILE [--name N]    upload + load a module, list nothing else
+ *   tether info    [--device URL] [--json]           HELLO capabilities (text or JSON, same keys)
+ *   tether upload  [--device URL] FILE [--name N] [--json FILE]   upload + load a module
  *   tether run     [--device URL] MODULE.so FUNC --in a.npy ... --out c.npy[:DTYPE:D0xD1] ...
- *   tether run     [--device URL] ARTIFACT_DIR|MODEL.json --in x.npy --out y.npy
+ *   tether run     [--device URL] ARTIFACT_DIR|MODEL.json --in x.npy --out y.npy [--json FILE]
  *   tether bench   (as run) [--number N] [--repeat R] [--min-repeat-ms MS] [--cooldown-ms MS]
- *   tether compile / plan                              (when built with the compiler)
+ *   tether compile / plan / import / plan-buffers / ab (when built with the compiler)
+ *   tether --version
  *
  * What must stay true: every failure prints one line "tether <cmd>: <reason>" on stderr and
- * exits non-zero (1 = the work failed, 2 = bad usage); nothing partial is written (outputs are
- * written through a temporary file and renamed); the progress bar appears only on a terminal and
- * only for transfers that take over a second.
+ * exits non-zero (1 = the work failed, 2 = bad usage); -h/--help print help and exit 0; nothing
+ * partial is written (outputs and --json files go through tether/file.h: a temporary renamed
+ * into place, device nodes and symlinks written in place), and a --json path is checked before
+ * the device is contacted; the progress bar appears only on a terminal and only for transfers
+ * that take over a second. The artifact runner is split into prepare / call / time / release
+ * (tether_cli_run_*, cli.h) so that `ab` holds several artifacts on one session; `tether run
+ * ARTIFACT_DIR` goes through the same steps.
  */
 #include <errno.h>
 #include <math.h>
@@ -94,7 +99,8 @@ typedef struct common {
     const char *token_file;
     const char *firmware; /* --firmware: firmware.json of an MCU device (or its folder) */
     int timeout_ms;
-    int json;
+    int json;              /* info --json: JSON on stdout */
+    const char *json_file; /* run/bench/upload --json FILE */
     progress prog;
     char token[4096];
     size_t token_len;
@@ -124,10 +130,6 @@ static int common_opt(common *c, int argc, char **argv, int *i) {
                 return fail(-2, "--timeout-ms: '%s' is not a positive number", v);
             c->timeout_ms = (int)t;
         }
-        return 1;
-    }
-    if (!strcmp(a, "--json")) {
-        c->json = 1;
         return 1;
     }
     return 0;
@@ -202,14 +204,130 @@ int tether_cli_open(const tether_cli_device *dev, tether_session **s) {
 
 /* ---- info ---- */
 
+/* One line of `tether info` and its JSON key: the key is the label with '_' for spaces, plus the
+ * unit of the text value (_bytes, _hz), so the two outputs name every figure alike. A field the
+ * device does not report is left out of the text and null in the JSON. */
+typedef struct info_out {
+    cJSON *json; /* NULL: text */
+} info_out;
+
+static void info_key(const char *label, const char *unit, char *key, size_t n) {
+    snprintf(key, n, "%s%s%s", label, unit ? "_" : "", unit ? unit : "");
+    for (char *p = key; *p; p++)
+        if (*p == ' ')
+            *p = '_';
+}
+
+static void info_str(info_out *o, const char *label, const char *v) {
+    char key[64];
+    info_key(label, NULL, key, sizeof key);
+    if (o->json)
+        cJSON_AddItemToObject(o->json, key, v ? cJSON_CreateString(v) : cJSON_CreateNull());
+    else if (v)
+        printf("%-18s %s\n", label, v);
+}
+
+/* unit: NULL, "bytes" or "hz" (printed "Hz") */
+static void info_num(info_out *o, const char *label, const char *unit, int present, double v) {
+    char key[64];
+    info_key(label, unit, key, sizeof key);
+    if (o->json)
+        cJSON_AddItemToObject(o->json, key, present ? cJSON_CreateNumber(v) : cJSON_CreateNull());
+    else if (present)
+        printf("%-18s %.0f%s%s\n", label, v, unit ? " " : "",
+               !unit                 ? ""
+               : !strcmp(unit, "hz") ? "Hz"
+                                     : unit);
+}
+
+static void info_bool(info_out *o, const char *label, int v) {
+    char key[64];
+    info_key(label, NULL, key, sizeof key);
+    if (o->json)
+        cJSON_AddBoolToObject(o->json, key, v);
+    else
+        printf("%-18s %s\n", label, v ? "yes" : "no");
+}
+
+static void info_list(info_out *o, const char *label, int n, const char *const *items) {
+    char key[64];
+    info_key(label, NULL, key, sizeof key);
+    if (o->json) {
+        cJSON *a = cJSON_AddArrayToObject(o->json, key);
+        for (int i = 0; i < n; i++)
+            cJSON_AddItemToArray(a, cJSON_CreateString(items[i]));
+        return;
+    }
+    printf("%-18s", label);
+    for (int i = 0; i < n; i++)
+        printf("%s%s", i ? ", " : " ", items[i]);
+    printf("%s\n", n ? "" : " (none)");
+}
+
+static void print_info(const tether_device_info *d, int json) {
+    info_out o = {json ? cJSON_CreateObject() : NULL};
+    int mcu = tether_cli_is_mcu(d);
+    char buf[64];
+    info_num(&o, "protocol", NULL, 1, d->version);
+    info_str(&o, "board", d->board[0] ? d->board : NULL);
+    info_num(&o, "boot count", NULL, d->board[0] != 0, d->boot_count);
+    info_str(&o, "triple", d->triple);
+    info_str(&o, "arch", d->arch);
+    info_str(&o, "endianness", d->little_endian ? "little" : "big");
+    info_num(&o, "pointer bits", NULL, 1, d->pointer_bits);
+    info_num(&o, "max frame", "bytes", 1, d->max_frame);
+    info_num(&o, "window", NULL, 1, d->window);
+    info_str(&o, "clock", d->clock_hz ? "device timer" : "nanoseconds");
+    info_num(&o, "clock rate", "hz", d->clock_hz != 0, (double)d->clock_hz);
+    const char *scopes[TETHER_SCOPE_COUNT], *pools[8];
+    int ns = 0;
+    for (int k = 0; k < TETHER_SCOPE_COUNT; k++)
+        if (d->scopes & (1u << k))
+            scopes[ns++] = tether_scope_name((tether_scope)k);
+    info_list(&o, "scopes", ns, scopes);
+    for (uint32_t k = 0; k < d->num_pools && k < 8; k++)
+        pools[k] = d->pools[k];
+    info_list(&o, "pools", (int)(d->num_pools < 8 ? d->num_pools : 8), pools);
+    info_bool(&o, "opencl", d->opencl);
+    info_num(&o, "image max width", NULL, d->opencl, d->image_max_width);
+    info_num(&o, "image max height", NULL, d->opencl, d->image_max_height);
+    info_num(&o, "ram", "bytes", d->ram_size != 0, (double)d->ram_size);
+    info_num(&o, "array heap", "bytes", d->heap_size != 0, (double)d->heap_size);
+    info_num(&o, "call stack", "bytes", d->stack_size != 0, (double)d->stack_size);
+    snprintf(buf, sizeof buf, "0x%08llx", (unsigned long long)d->load_addr);
+    info_str(&o, "load address", mcu ? buf : NULL);
+    info_num(&o, "load size", "bytes", mcu, (double)d->load_size);
+    snprintf(buf, sizeof buf, "0x%08x", (unsigned)d->exports_id);
+    info_str(&o, "exports id", mcu ? buf : NULL);
+    info_bool(&o, "auth required", d->auth_required);
+    if (o.json) {
+        char *txt = cJSON_Print(o.json);
+        if (txt)
+            printf("%s\n", txt);
+        free(txt);
+        cJSON_Delete(o.json);
+    }
+}
+
+static int is_help(const char *a) {
+    return !strcmp(a, "--help") || !strcmp(a, "-h");
+}
+
 static int cmd_info(int argc, char **argv) {
     common c = {0};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help")) {
+        if (is_help(argv[i])) {
             printf("usage: tether info [--device URL] [--token-file FILE] [--timeout-ms MS] "
-                   "[--json]\n  Prints the device's HELLO capabilities (for an MCU board also its "
-                   "name, memory, boot count and load region).\n");
+                   "[--json]\n  Prints the device's HELLO capabilities, one per line (for an MCU "
+                   "board also its name, memory, boot count and load region); --json prints the "
+                   "same fields as a JSON object (key = label with '_' for spaces, plus _bytes or "
+                   "_hz when the value has that unit; null for what the device does not "
+                   "report).\n");
             return 0;
+        }
+        if (!strcmp(argv[i], "--json")) {
+            c.json = 1;
+            continue;
         }
         int r = common_opt(&c, argc, argv, &i);
         if (r < 0)
@@ -220,82 +338,7 @@ static int cmd_info(int argc, char **argv) {
     tether_session *s;
     if (open_session(&c, &s))
         return 1;
-    const tether_device_info *d = tether_session_info(s);
-    char scopes[128] = "";
-    for (int k = 0; k < TETHER_SCOPE_COUNT; k++)
-        if (d->scopes & (1u << k)) {
-            if (scopes[0])
-                strcat(scopes, c.json ? "\",\"" : ", ");
-            strcat(scopes, tether_scope_name((tether_scope)k));
-        }
-    if (c.json) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "version", d->version);
-        cJSON_AddStringToObject(o, "triple", d->triple);
-        cJSON_AddStringToObject(o, "arch", d->arch);
-        cJSON_AddStringToObject(o, "endianness", d->little_endian ? "little" : "big");
-        cJSON_AddNumberToObject(o, "pointer_bits", d->pointer_bits);
-        cJSON_AddNumberToObject(o, "max_frame", d->max_frame);
-        cJSON_AddNumberToObject(o, "window", d->window);
-        cJSON_AddNumberToObject(o, "clock_hz", (double)d->clock_hz);
-        cJSON *sc = cJSON_AddArrayToObject(o, "scopes");
-        for (int k = 0; k < TETHER_SCOPE_COUNT; k++)
-            if (d->scopes & (1u << k))
-                cJSON_AddItemToArray(sc, cJSON_CreateString(tether_scope_name((tether_scope)k)));
-        cJSON *pl = cJSON_AddArrayToObject(o, "pools");
-        for (uint32_t k = 0; k < d->num_pools; k++)
-            cJSON_AddItemToArray(pl, cJSON_CreateString(d->pools[k]));
-        cJSON_AddBoolToObject(o, "opencl", d->opencl);
-        cJSON_AddNumberToObject(o, "image_max_width", d->image_max_width);
-        cJSON_AddNumberToObject(o, "image_max_height", d->image_max_height);
-        cJSON_AddNumberToObject(o, "load_addr", (double)d->load_addr);
-        cJSON_AddNumberToObject(o, "load_size", (double)d->load_size);
-        cJSON_AddBoolToObject(o, "auth_required", d->auth_required);
-        cJSON_AddStringToObject(o, "board", d->board);
-        cJSON_AddNumberToObject(o, "ram_size", (double)d->ram_size);
-        cJSON_AddNumberToObject(o, "heap_size", (double)d->heap_size);
-        cJSON_AddNumberToObject(o, "stack_size", (double)d->stack_size);
-        cJSON_AddNumberToObject(o, "boot_count", d->boot_count);
-        char id[16];
-        snprintf(id, sizeof id, "0x%08x", (unsigned)d->exports_id);
-        cJSON_AddStringToObject(o, "exports_id", id);
-        char *txt = cJSON_Print(o);
-        printf("%s\n", txt);
-        free(txt);
-        cJSON_Delete(o);
-    } else {
-        printf("protocol      %u\n", d->version);
-        if (d->board[0])
-            printf("board         %s (boot %u)\n", d->board, (unsigned)d->boot_count);
-        printf("target        %s (%s, %s-endian, %u-bit pointers)\n", d->triple, d->arch,
-               d->little_endian ? "little" : "big", d->pointer_bits);
-        printf("max frame     %u bytes (window %u)\n", d->max_frame, d->window);
-        printf("clock         %s\n", d->clock_hz ? "device timer" : "nanoseconds");
-        if (d->clock_hz)
-            printf("clock rate    %llu Hz\n", (unsigned long long)d->clock_hz);
-        printf("scopes        %s\n", scopes);
-        printf("pools        ");
-        for (uint32_t k = 0; k < d->num_pools; k++)
-            printf(" %s", d->pools[k]);
-        printf("%s\n", d->num_pools ? "" : " (default only)");
-        if (d->opencl)
-            printf("opencl        yes, images up to %u x %u\n", d->image_max_width,
-                   d->image_max_height);
-        else
-            printf("opencl        no\n");
-        if (d->ram_size)
-            printf("ram           %llu bytes\n", (unsigned long long)d->ram_size);
-        if (d->heap_size)
-            printf("array heap    %llu bytes\n", (unsigned long long)d->heap_size);
-        if (d->stack_size)
-            printf("call stack    %llu bytes\n", (unsigned long long)d->stack_size);
-        if (d->load_size)
-            printf("load region   0x%llx, %llu bytes (MCU images, exports id 0x%08x)\n",
-                   (unsigned long long)d->load_addr, (unsigned long long)d->load_size,
-                   (unsigned)d->exports_id);
-        printf("auth          %s\n",
-               d->auth_required ? "required (authenticated)" : "not required");
-    }
+    print_info(tether_session_info(s), c.json);
     tether_session_close(s);
     return 0;
 }
@@ -307,17 +350,26 @@ static const char *base_name(const char *p) {
     return s ? s + 1 : p;
 }
 
+static const char *module_kind_name(uint32_t kind) {
+    return kind == TETHER_MODULE_OPENCL_SOURCE ? "opencl_source"
+           : kind == TETHER_MODULE_MCU_IMAGE   ? "mcu_image"
+                                               : "shared_object";
+}
+
 static int cmd_upload(int argc, char **argv) {
     common c = {0};
     const char *file = NULL, *name = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help")) {
+        if (is_help(argv[i])) {
             printf("usage: tether upload [--device URL] [--token-file FILE] "
-                   "FILE.so|FILE.cl|FILE.o|FILE.a|FILE.bin [--name NAME] [--firmware PATH]\n"
+                   "FILE.so|FILE.cl|FILE.o|FILE.a|FILE.bin [--name NAME] [--firmware PATH] "
+                   "[--json FILE]\n"
                    "  Uploads a shared object or OpenCL C source (content hash checked), loads or "
                    "builds it and prints its function count. For an MCU device, .o/.a files are "
                    "linked at its load region against its firmware.json (--firmware, "
-                   "$TETHER_FIRMWARE or the build tree) and .bin images checked first.\n");
+                   "$TETHER_FIRMWARE or the build tree) and .bin images checked first.\n"
+                   "  --json FILE  also write the module name, handle, function count and names "
+                   "(when known), bytes and SHA-256 as JSON\n");
             return 0;
         }
         int r = common_opt(&c, argc, argv, &i);
@@ -325,10 +377,13 @@ static int cmd_upload(int argc, char **argv) {
             return 2;
         if (r)
             continue;
-        if (!strcmp(argv[i], "--name")) {
+        if (!strcmp(argv[i], "--name") || !strcmp(argv[i], "--json")) {
             if (i + 1 >= argc || argv[i + 1][0] == '-')
-                return fail(2, "--name needs a value");
-            name = argv[++i];
+                return fail(2, "%s needs a value", argv[i]);
+            if (!strcmp(argv[i], "--name"))
+                name = argv[++i];
+            else
+                c.json_file = argv[++i];
         } else if (argv[i][0] == '-') {
             return fail(2, "unknown option '%s' (try --help)", argv[i]);
         } else if (!file) {
@@ -339,21 +394,52 @@ static int cmd_upload(int argc, char **argv) {
     }
     if (!file)
         return fail(2, "no file given (try --help)");
+    if (c.json_file && tether_file_out_check(c.json_file))
+        return fail(2, "--json: %s", tether_last_error());
     if (!name)
         name = base_name(file);
     tether_session *s;
     if (open_session(&c, &s))
         return 1;
     uint32_t nf = 0;
-    size_t fl = strlen(file);
-    uint32_t kind = fl > 3 && strcmp(file + fl - 3, ".cl") == 0 ? 1u : 0u; /* OpenCL C source */
-    if (tether_cli_load_module(s, file, NULL, c.firmware, name, NULL, &nf)) {
+    uint64_t module = 0;
+    static tether_cli_module_info info;
+    memset(&info, 0, sizeof info);
+    if (tether_cli_load_module(s, file, NULL, c.firmware, name, &module, &nf,
+                               c.json_file ? &info : NULL)) {
         tether_session_close(s);
         return 1;
     }
+    size_t fl = strlen(file);
+    uint32_t kind = fl > 3 && strcmp(file + fl - 3, ".cl") == 0 ? 1u : 0u; /* OpenCL C source */
     printf("uploaded %s as '%s': %u %s\n", file, name, nf, kind ? "kernels" : "functions");
+    int rc = 0;
+    if (c.json_file) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "command", "upload");
+        cJSON_AddItemToObject(o, "device",
+                              tether_cli_device_json(c.device, tether_session_info(s)));
+        cJSON_AddStringToObject(o, "file", file);
+        cJSON_AddStringToObject(o, "module", name);
+        cJSON_AddStringToObject(o, "kind", module_kind_name(info.kind));
+        cJSON_AddNumberToObject(o, "handle", (double)module);
+        cJSON_AddNumberToObject(o, "functions", nf);
+        if (info.nnames >= 0) {
+            cJSON *names = cJSON_AddArrayToObject(o, "function_names");
+            for (int i = 0; i < info.nnames; i++)
+                cJSON_AddItemToArray(names, cJSON_CreateString(info.names[i]));
+        } else {
+            cJSON_AddNullToObject(o, "function_names");
+        }
+        cJSON_AddNumberToObject(o, "bytes", (double)info.bytes);
+        char hex[65];
+        for (int i = 0; i < 32; i++)
+            snprintf(hex + 2 * i, 3, "%02x", info.sha256[i]);
+        cJSON_AddStringToObject(o, "sha256", hex);
+        rc = tether_cli_write_json(c.json_file, o);
+    }
     tether_session_close(s);
-    return 0;
+    return rc;
 }
 
 /* ---- run / bench ---- */
@@ -386,6 +472,9 @@ typedef struct run_args {
     const char *abi;            /* --abi: ABI of a compiled model (default: the compiler's) */
     const char *input_shapes[MAX_IO]; /* --input-shape NAME=D0xD1...: dynamic model dims */
     int ninput_shapes;
+    int opt_level;   /* --opt-level of a compiled model: 0..3, -1 = s; -2 = default */
+    int params;      /* --params of a compiled model: 1 linked, 0 blob, -1 default */
+    cJSON *compiled; /* a model compiled on the fly: how (for --json), owned here */
 } run_args;
 
 /* Parses "A[,B[,C]]" into up to 3 sizes; returns the count or -1. */
@@ -465,11 +554,13 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
     r->number = 10;
     r->repeat = 3;
     r->min_repeat_ms = 0;
+    r->opt_level = -2;
+    r->params = -1;
     tether_scope scope = TETHER_SCOPE_GLOBAL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help")) {
+        if (is_help(a)) {
             printf(
                 "usage: tether %s [--device URL] [--token-file FILE] [--timeout-ms MS]\n"
                 "         MODULE.so FUNC --in a.npy ... --out c.npy[:DTYPE:D0xD1...] ...\n"
@@ -485,6 +576,8 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 "  --in FILE    .npy, or .pb (onnx.TensorProto)\n"
                 "  --target NAME, --abi packed|unpacked  how a MODEL is compiled (default: for\n"
                 "               the device, e.g. cortex-m3 for an MCU board; the compiler's ABI)\n"
+                "  --opt-level 0|1|2|3|s, --params linked|blob  as for tether compile (MODEL)\n"
+                "  --json FILE  also write the %s as JSON (docs/cli.md)\n"
                 "  --backend c|opencl [--texture-weights]  compile a MODEL to a C library\n"
                 "               (default) or to OpenCL kernels run on the device's OpenCL layer\n"
                 "  --firmware PATH  firmware.json (or its folder) of an MCU device, for linking\n"
@@ -494,7 +587,10 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 "(MODULE.cl)\n"
                 "  arguments: inputs then outputs, in order. An --out without a shape takes "
                 "the first input's.\n",
-                g_cmd, g_cmd);
+                g_cmd, g_cmd,
+                bench ? "timings (every repeat, median/mean/min/max, number/repeat, stack "
+                        "high-water mark)"
+                      : "outputs' summaries, the call's time and stack high-water mark");
             if (bench)
                 printf("  --number N (10) --repeat R (3) --min-repeat-ms MS (0) --cooldown-ms "
                        "MS (0): TIME parameters\n");
@@ -570,6 +666,21 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 r->compile_target = v;
             }
             i++;
+        } else if (!strcmp(a, "--json")) {
+            if (!v)
+                return fail(2, "--json needs a file");
+            r->c.json_file = v;
+            i++;
+        } else if (!strcmp(a, "--opt-level")) {
+            if (!v || (strcmp(v, "s") && (strlen(v) != 1 || v[0] < '0' || v[0] > '3')))
+                return fail(2, "--opt-level wants 0, 1, 2, 3 or s");
+            r->opt_level = !strcmp(v, "s") ? -1 : v[0] - '0';
+            i++;
+        } else if (!strcmp(a, "--params")) {
+            if (!v || (strcmp(v, "linked") && strcmp(v, "blob")))
+                return fail(2, "--params wants linked or blob");
+            r->params = !strcmp(v, "linked");
+            i++;
         } else if (!strcmp(a, "--input-shape")) {
             if (!v || r->ninput_shapes >= MAX_IO)
                 return fail(2, "--input-shape needs NAME=D0xD1... (at most %d)", MAX_IO);
@@ -611,22 +722,15 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
     }
     if (!r->target)
         return fail(2, "nothing to run (try --help)");
+    if (r->c.json_file && tether_file_out_check(r->c.json_file)) /* before any work */
+        return fail(2, "--json: %s", tether_last_error());
     return 0;
 }
 
-void tether_cli_summary(const char *name, const tether_npy *n) {
-    char dt[TETHER_DTYPE_NAME_MAX];
-    tether_dtype_name(n->dtype, dt, sizeof dt);
-    printf("%s: %s [", name, dt);
-    for (int i = 0; i < n->ndim; i++)
-        printf("%s%lld", i ? ", " : "", (long long)n->shape[i]);
-    printf("]");
+/* min/max/mean of an array's elements (count 0: all three 0). */
+static size_t array_stats(const tether_npy *n, double *mn, double *mx, double *mean) {
     size_t count = n->nbytes / tether_dtype_bytes(n->dtype);
-    if (count == 0) {
-        printf("\n");
-        return;
-    }
-    double mn = INFINITY, mx = -INFINITY, sum = 0;
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
     for (size_t i = 0; i < count; i++) {
         double x;
         if (n->dtype.code == kDLFloat)
@@ -637,11 +741,30 @@ void tether_cli_summary(const char *name, const tether_npy *n) {
                                       : (double)((int64_t *)n->data)[i];
         else
             x = ((uint8_t *)n->data)[i];
-        mn = x < mn ? x : mn;
-        mx = x > mx ? x : mx;
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
         sum += x;
     }
-    printf(" min %g max %g mean %g", mn, mx, sum / (double)count);
+    *mn = count ? lo : 0;
+    *mx = count ? hi : 0;
+    *mean = count ? sum / (double)count : 0;
+    return count;
+}
+
+void tether_cli_summary(const char *name, const tether_npy *n) {
+    char dt[TETHER_DTYPE_NAME_MAX];
+    tether_dtype_name(n->dtype, dt, sizeof dt);
+    printf("%s: %s [", name, dt);
+    for (int i = 0; i < n->ndim; i++)
+        printf("%s%lld", i ? ", " : "", (long long)n->shape[i]);
+    printf("]");
+    double mn, mx, mean;
+    size_t count = array_stats(n, &mn, &mx, &mean);
+    if (count == 0) {
+        printf("\n");
+        return;
+    }
+    printf(" min %g max %g mean %g", mn, mx, mean);
     size_t show = count < 8 ? count : 8;
     printf(" first [");
     for (size_t i = 0; i < show; i++) {
@@ -658,30 +781,139 @@ void tether_cli_summary(const char *name, const tether_npy *n) {
     printf("]\n");
 }
 
-/* The remote side of a run: arrays, function, and what to call. */
-typedef struct prepared {
-    tether_session *s;
-    tether_remote_func f;
-    tether_remote_arg args[2 * MAX_IO];
-    uint32_t nargs;
-    tether_npy in[MAX_IO];
-    tether_npy out[MAX_IO];
-    uint64_t out_handle[MAX_IO];
-    int nin, nout;
-} prepared;
+/* ---- JSON outputs ---- */
 
-static void prepared_free(prepared *p) {
+const char *tether_cli_device_url(const char *url) {
+    const char *env = getenv("TETHER_DEVICE");
+    return url && *url ? url : env && *env ? env : "local:";
+}
+
+cJSON *tether_cli_device_json(const char *url, const tether_device_info *d) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "url", tether_cli_device_url(url));
+    cJSON_AddStringToObject(o, "triple", d->triple);
+    cJSON_AddStringToObject(o, "arch", d->arch);
+    if (d->board[0])
+        cJSON_AddStringToObject(o, "board", d->board);
+    else
+        cJSON_AddNullToObject(o, "board");
+    if (d->clock_hz)
+        cJSON_AddNumberToObject(o, "clock_rate_hz", (double)d->clock_hz);
+    else
+        cJSON_AddNullToObject(o, "clock_rate_hz");
+    return o;
+}
+
+cJSON *tether_cli_array_json(const char *name, const char *file, const tether_npy *n) {
+    cJSON *o = cJSON_CreateObject();
+    char dt[TETHER_DTYPE_NAME_MAX];
+    tether_dtype_name(n->dtype, dt, sizeof dt);
+    cJSON_AddStringToObject(o, "name", name);
+    if (file)
+        cJSON_AddStringToObject(o, "file", file);
+    else
+        cJSON_AddNullToObject(o, "file");
+    cJSON_AddStringToObject(o, "dtype", dt);
+    cJSON *sh = cJSON_AddArrayToObject(o, "shape");
+    for (int i = 0; i < n->ndim; i++)
+        cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)n->shape[i]));
+    double mn, mx, mean;
+    size_t count = array_stats(n, &mn, &mx, &mean);
+    cJSON_AddNumberToObject(o, "elements", (double)count);
+    /* NaN (and an empty array's undefined figures) are null: JSON has no NaN */
+    const char *keys[3] = {"min", "max", "mean"};
+    double v[3] = {mn, mx, mean};
+    for (int k = 0; k < 3; k++)
+        if (count && isfinite(v[k]))
+            cJSON_AddNumberToObject(o, keys[k], v[k]);
+        else
+            cJSON_AddNullToObject(o, keys[k]);
+    return o;
+}
+
+void tether_cli_time_json(cJSON *o, const tether_time_stats *ts) {
+    cJSON_AddNumberToObject(o, "number", ts->number);
+    cJSON_AddNumberToObject(o, "repeat", ts->repeat);
+    cJSON *r = cJSON_AddArrayToObject(o, "repeats_us");
+    for (uint32_t i = 0; i < ts->repeat && i < 32; i++)
+        cJSON_AddItemToArray(r, cJSON_CreateNumber(ts->seconds[i] * 1e6));
+    cJSON_AddNumberToObject(o, "median_us", ts->median * 1e6);
+    cJSON_AddNumberToObject(o, "mean_us", ts->mean * 1e6);
+    cJSON_AddNumberToObject(o, "min_us", ts->min * 1e6);
+    cJSON_AddNumberToObject(o, "max_us", ts->max * 1e6);
+    cJSON_AddBoolToObject(o, "zero_timer", ts->zero_timer);
+}
+
+int tether_cli_write_json(const char *path, cJSON *root) {
+    char *txt = root ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!txt)
+        return fail(1, "out of memory");
+    size_t len = strlen(txt);
+    txt[len] = '\n'; /* cJSON_Print's buffer ends with the NUL: a newline in its place */
+    int wrc = tether_file_write(path, txt, len + 1);
+    free(txt);
+    if (wrc)
+        return fail(1, "--json: %s", tether_last_error());
+    return 0;
+}
+
+/* ---- the remote side of a run: prepare, call, time, release ---- */
+
+struct tether_cli_run {
+    tether_session *s; /* borrowed */
+    tether_remote_func f;
+    tether_remote_arg args[2 * MAX_IO + 16];
+    uint32_t nargs;
+    uint32_t work_dim; /* OpenCL C module: the NDRange */
+    uint64_t global[3], local[3];
+    tether_npy in[MAX_IO], out[MAX_IO];
+    uint64_t out_handle[MAX_IO];
+    uint64_t arrays[2 * MAX_IO + 1]; /* every remote array: freed by release */
+    int narrays;
+    int nin, nout;
+    char out_name[MAX_IO][128]; /* the artifact's output names ("" for a module) */
+    char fname[128];            /* the function called, for messages */
+    tether_ocl_artifact *ocl;   /* an OpenCL artifact: its own arrays and launch sequence */
+    int nkernels;
+    /* the name the library is uploaded under: unique per prepared artifact (`ab` holds several
+     * in one session), since an upload of the same name replaces the previous one */
+    char upload_name[160];
+};
+typedef struct tether_cli_run prepared;
+
+static prepared *prepared_new(tether_session *s) {
+    prepared *p = calloc(1, sizeof *p);
+    if (!p) {
+        fail(1, "out of memory");
+        return NULL;
+    }
+    p->s = s;
+    return p;
+}
+
+static void prepared_free(prepared *p, int free_remote) {
+    if (!p)
+        return;
+    free_remote = free_remote && p->s && !tether_session_fault(p->s);
+    for (int i = 0; free_remote && i < p->narrays; i++)
+        tether_session_free(p->s, p->arrays[i]); /* best effort: the session ends it anyway */
+    tether_ocl_artifact_free(p->ocl);
     for (int i = 0; i < MAX_IO; i++) {
         tether_npy_free(&p->in[i]);
         tether_npy_free(&p->out[i]);
     }
+    free(p);
 }
 
-/* Loads inputs, allocates and fills them remotely, allocates outputs; sets args. Expected
- * signature (from artifact metadata) is checked when exp_in/exp_out are given. */
+/* Loads inputs, allocates and fills them remotely, allocates outputs; sets the arguments
+ * (arrays, then the scalars). */
 static int prepare_arrays(prepared *p, run_args *r) {
     p->nin = r->nin;
     p->nout = r->nout;
+    p->work_dim = r->work_dim;
+    memcpy(p->global, r->global, sizeof p->global);
+    memcpy(p->local, r->local, sizeof p->local);
     for (int i = 0; i < r->nin; i++) {
         if (tether_npy_read(r->in[i].path, &p->in[i]))
             return fail(1, "%s", tether_last_error());
@@ -711,6 +943,7 @@ static int prepare_arrays(prepared *p, run_args *r) {
         uint64_t h;
         if (tether_session_alloc(p->s, n->shape, n->ndim, n->dtype, sp->scope, "", &h, NULL))
             return fail(1, "%s: %s", sp->path, tether_last_error());
+        p->arrays[p->narrays++] = h;
         if (is_in && tether_session_copy_to(p->s, h, 0, n->data, n->nbytes))
             return fail(1, "%s: %s", sp->path, tether_last_error());
         if (!is_in)
@@ -719,79 +952,161 @@ static int prepare_arrays(prepared *p, run_args *r) {
             p->f.abi == TETHER_ABI_PACKED ? TETHER_TYPE_DLTENSOR : TETHER_TYPE_HANDLE;
         p->args[p->nargs++].v.array = h;
     }
+    for (int i = 0; i < r->nscalars; i++)
+        p->args[p->nargs++] = r->scalars[i];
     return 0;
 }
 
-/* Set by tether_cli_run_artifact: finish_run hands its results over instead of printing. */
-static tether_cli_report *g_report;
-
-/* A device-timer duration in its cycles (elapsed_ns is cycles * 1e9 / hz, rounded down). */
-static uint64_t cycles(uint64_t elapsed_ns, uint64_t hz) {
-    return (uint64_t)((double)elapsed_ns * (double)hz / 1e9 + 0.5);
-}
-
-static int finish_run(prepared *p, run_args *r, int bench, const char *fname) {
-    tether_call_result res;
-    for (int i = 0; i < r->nscalars; i++)
-        p->args[p->nargs++] = r->scalars[i];
-    int crc = r->work_dim ? tether_session_launch(p->s, &p->f, p->args, p->nargs, r->work_dim,
-                                                  r->global, r->local, &res)
-                          : tether_session_call(p->s, &p->f, p->args, p->nargs, &res);
+/* One call; the outputs are read back into p->out. */
+static int run_call(prepared *p, tether_call_result *res) {
+    memset(res, 0, sizeof *res);
+    if (p->ocl) {
+        const float *ins[MAX_IO];
+        float *outs[MAX_IO];
+        for (int i = 0; i < p->nin; i++)
+            ins[i] = p->in[i].data;
+        for (int i = 0; i < p->nout; i++)
+            outs[i] = p->out[i].data;
+        res->ret_value.type_code = TETHER_TYPE_NULL;
+        if (tether_ocl_artifact_run(p->ocl, ins, outs, &res->elapsed_ns, NULL))
+            return fail(1, "%s", tether_last_error());
+        return 0;
+    }
+    int crc = p->work_dim ? tether_session_launch(p->s, &p->f, p->args, p->nargs, p->work_dim,
+                                                  p->global, p->local, res)
+                          : tether_session_call(p->s, &p->f, p->args, p->nargs, res);
     if (crc)
         return fail(1, "%s", tether_last_error());
     for (int i = 0; i < p->nout; i++) {
         if (tether_session_copy_from(p->s, p->out_handle[i], 0, p->out[i].data, p->out[i].nbytes))
             return fail(1, "%s", tether_last_error());
     }
-    if (bench) {
-        tether_time_stats ts;
-        if (tether_session_time_launch(p->s, &p->f, p->args, p->nargs, r->work_dim, r->global,
-                                       r->local, r->number, r->repeat, r->min_repeat_ms,
-                                       r->cooldown_ms, &ts))
-            return fail(1, "%s", tether_last_error());
-        if (g_report) {
-            g_report->call = res;
-            g_report->time = ts;
-            g_report->nout = p->nout;
-            for (int i = 0; i < p->nout; i++) {
-                g_report->out[i] = p->out[i];
-                memset(&p->out[i], 0, sizeof p->out[i]);
-            }
-            return 0;
+    return 0;
+}
+
+static int run_time(prepared *p, uint32_t number, uint32_t repeat, uint32_t min_repeat_ms,
+                    uint32_t cooldown_ms, tether_time_stats *ts) {
+    int rc =
+        p->ocl
+            ? tether_ocl_artifact_time(p->ocl, number, repeat, min_repeat_ms, cooldown_ms, ts, NULL)
+            : tether_session_time_launch(p->s, &p->f, p->args, p->nargs, p->work_dim, p->global,
+                                         p->local, number, repeat, min_repeat_ms, cooldown_ms, ts);
+    if (rc)
+        return fail(1, "%s", tether_last_error());
+    return 0;
+}
+
+/* A device-timer duration in its cycles (elapsed_ns is cycles * 1e9 / hz, rounded down). */
+static uint64_t cycles(uint64_t elapsed_ns, uint64_t hz) {
+    return (uint64_t)((double)elapsed_ns * (double)hz / 1e9 + 0.5);
+}
+
+/* What `run`/`bench` print and write (--json) after the work is done. */
+static int report_run(prepared *p, run_args *r, int bench, const tether_call_result *res,
+                      const tether_time_stats *ts) {
+    const char *fname = p->fname;
+    uint64_t hz = tether_session_info(p->s)->clock_hz;
+    cJSON *root = NULL;
+    if (r->c.json_file) {
+        root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "command", bench ? "bench" : "run");
+        cJSON_AddItemToObject(root, "device",
+                              tether_cli_device_json(r->c.device, tether_session_info(p->s)));
+        cJSON_AddStringToObject(root, "module", r->target);
+        cJSON_AddStringToObject(root, "function", fname);
+        if (r->compiled) {
+            cJSON_AddItemToObject(root, "compiled", r->compiled);
+            r->compiled = NULL;
         }
+    }
+    if (bench) {
         printf("%s: %u repeats x %u calls: mean %.3f us, median %.3f us, min %.3f us, max %.3f "
                "us%s\n",
-               fname, ts.repeat, ts.number, ts.mean * 1e6, ts.median * 1e6, ts.min * 1e6,
-               ts.max * 1e6, ts.zero_timer ? " (zero timer detected)" : "");
-        uint64_t hz = tether_session_info(p->s)->clock_hz;
+               fname, ts->repeat, ts->number, ts->mean * 1e6, ts->median * 1e6, ts->min * 1e6,
+               ts->max * 1e6, ts->zero_timer ? " (zero timer detected)" : "");
         if (hz) /* a device timer (MCU): the same figures in its cycles */
             printf("cycles per call (%llu Hz timer): first call %llu, TIME mean %.0f, min %.0f, "
                    "max %.0f\n",
-                   (unsigned long long)hz, (unsigned long long)cycles(res.elapsed_ns, hz),
-                   ts.mean * (double)hz, ts.min * (double)hz, ts.max * (double)hz);
-        printf("stack high-water mark: %llu bytes\n", (unsigned long long)res.stack_bytes);
-        return 0;
+                   (unsigned long long)hz, (unsigned long long)cycles(res->elapsed_ns, hz),
+                   ts->mean * (double)hz, ts->min * (double)hz, ts->max * (double)hz);
+        printf("stack high-water mark: %llu bytes\n", (unsigned long long)res->stack_bytes);
+        if (root) {
+            cJSON_AddNumberToObject(root, "first_call_us", (double)res->elapsed_ns / 1e3);
+            cJSON_AddNumberToObject(root, "stack_hwm_bytes", (double)res->stack_bytes);
+            cJSON_AddNumberToObject(root, "min_repeat_ms", r->min_repeat_ms);
+            cJSON_AddNumberToObject(root, "cooldown_ms", r->cooldown_ms);
+            tether_cli_time_json(root, ts);
+            if (hz) {
+                cJSON *cy = cJSON_AddObjectToObject(root, "cycles_per_call");
+                cJSON_AddNumberToObject(cy, "first_call", (double)cycles(res->elapsed_ns, hz));
+                cJSON_AddNumberToObject(cy, "mean", ts->mean * (double)hz);
+                cJSON_AddNumberToObject(cy, "min", ts->min * (double)hz);
+                cJSON_AddNumberToObject(cy, "max", ts->max * (double)hz);
+            } else {
+                cJSON_AddNullToObject(root, "cycles_per_call");
+            }
+        }
+        return root ? tether_cli_write_json(r->c.json_file, root) : 0;
     }
+    cJSON *jouts = root ? cJSON_AddArrayToObject(root, "outputs") : NULL;
     for (int i = 0; i < p->nout; i++) {
         if (tether_npy_write(r->out[i].path, p->out[i].dtype, p->out[i].shape, p->out[i].ndim,
-                             p->out[i].data))
+                             p->out[i].data)) {
+            cJSON_Delete(root);
             return fail(1, "%s", tether_last_error());
+        }
         tether_cli_summary(r->out[i].path, &p->out[i]);
+        if (jouts) {
+            char def[32];
+            snprintf(def, sizeof def, "out%d", i);
+            cJSON_AddItemToArray(jouts,
+                                 tether_cli_array_json(p->out_name[i][0] ? p->out_name[i] : def,
+                                                       r->out[i].path, &p->out[i]));
+        }
     }
-    uint64_t hz = tether_session_info(p->s)->clock_hz;
     char extra[96] = "";
     if (hz)
         snprintf(extra, sizeof extra, " (%llu cycles at %llu Hz)",
-                 (unsigned long long)cycles(res.elapsed_ns, hz), (unsigned long long)hz);
-    printf("%s: returned %d in %.3f us%s, stack high-water mark %llu bytes\n", fname, (int)res.ret,
-           (double)res.elapsed_ns / 1e3, extra, (unsigned long long)res.stack_bytes);
-    if (res.ret_value.type_code == TETHER_TYPE_INT)
-        printf("%s: return value %lld\n", fname, (long long)res.ret_value.v.i);
-    else if (res.ret_value.type_code == TETHER_TYPE_UINT)
-        printf("%s: return value %llu\n", fname, (unsigned long long)res.ret_value.v.u);
-    else if (res.ret_value.type_code == TETHER_TYPE_FLOAT)
-        printf("%s: return value %.17g\n", fname, res.ret_value.v.f);
-    return 0;
+                 (unsigned long long)cycles(res->elapsed_ns, hz), (unsigned long long)hz);
+    printf("%s: returned %d in %.3f us%s, stack high-water mark %llu bytes\n", fname, (int)res->ret,
+           (double)res->elapsed_ns / 1e3, extra, (unsigned long long)res->stack_bytes);
+    if (res->ret_value.type_code == TETHER_TYPE_INT)
+        printf("%s: return value %lld\n", fname, (long long)res->ret_value.v.i);
+    else if (res->ret_value.type_code == TETHER_TYPE_UINT)
+        printf("%s: return value %llu\n", fname, (unsigned long long)res->ret_value.v.u);
+    else if (res->ret_value.type_code == TETHER_TYPE_FLOAT)
+        printf("%s: return value %.17g\n", fname, res->ret_value.v.f);
+    if (!root)
+        return 0;
+    cJSON *call = cJSON_AddObjectToObject(root, "call");
+    cJSON_AddNumberToObject(call, "return_code", res->ret);
+    cJSON_AddNumberToObject(call, "time_us", (double)res->elapsed_ns / 1e3);
+    if (hz)
+        cJSON_AddNumberToObject(call, "cycles", (double)cycles(res->elapsed_ns, hz));
+    else
+        cJSON_AddNullToObject(call, "cycles");
+    cJSON_AddNumberToObject(call, "stack_hwm_bytes", (double)res->stack_bytes);
+    if (res->ret_value.type_code == TETHER_TYPE_INT)
+        cJSON_AddNumberToObject(call, "return_value", (double)res->ret_value.v.i);
+    else if (res->ret_value.type_code == TETHER_TYPE_UINT)
+        cJSON_AddNumberToObject(call, "return_value", (double)res->ret_value.v.u);
+    else if (res->ret_value.type_code == TETHER_TYPE_FLOAT && isfinite(res->ret_value.v.f))
+        cJSON_AddNumberToObject(call, "return_value", res->ret_value.v.f);
+    else
+        cJSON_AddNullToObject(call, "return_value");
+    return tether_cli_write_json(r->c.json_file, root);
+}
+
+/* call, (bench: TIME), print and write: the common end of `run` and `bench`. */
+static int finish_run(prepared *p, run_args *r, int bench) {
+    tether_call_result res;
+    tether_time_stats ts;
+    memset(&ts, 0, sizeof ts);
+    if (run_call(p, &res))
+        return 1;
+    if (bench && run_time(p, r->number, r->repeat, r->min_repeat_ms, r->cooldown_ms, &ts))
+        return 1;
+    return report_run(p, r, bench, &res, &ts);
 }
 
 static int ends_with(const char *s, const char *suf) {
@@ -802,38 +1117,42 @@ static int ends_with(const char *s, const char *suf) {
 static int run_module(run_args *r, int bench) {
     if (!r->func)
         return fail(2, "give the function to call after the module (try --help)");
-    prepared p;
-    memset(&p, 0, sizeof p);
-    if (open_session(&r->c, &p.s))
+    tether_session *s;
+    if (open_session(&r->c, &s))
         return 1;
+    prepared *p = prepared_new(s);
     int rc = 1;
     uint64_t mod;
     const char *name = base_name(r->target);
     uint32_t kind = ends_with(r->target, ".cl") ? 1u : 0u;
+    if (!p)
+        goto out;
+    snprintf(p->fname, sizeof p->fname, "%s", r->func);
     if (kind == 1 && !r->work_dim) {
         fail(2, "an OpenCL kernel needs --global X[,Y[,Z]]");
         rc = 2;
         goto out;
     }
-    if (tether_cli_load_module(p.s, r->target, r->compile_target, r->c.firmware, name, &mod, NULL))
+    if (tether_cli_load_module(s, r->target, r->compile_target, r->c.firmware, name, &mod, NULL,
+                               NULL))
         goto out;
-    if (tether_session_get_function(p.s, mod, r->func, &p.f)) {
+    if (tether_session_get_function(s, mod, r->func, &p->f)) {
         fail(1, "%s", tether_last_error());
         goto out;
     }
-    if (p.f.num_args >= 0 && p.f.num_args != r->nin + r->nout + r->nscalars) {
+    if (p->f.num_args >= 0 && p->f.num_args != r->nin + r->nout + r->nscalars) {
         fail(1, "function '%s' takes %d arguments; %d inputs + %d outputs + %d scalars given",
-             r->func, (int)p.f.num_args, r->nin, r->nout, r->nscalars);
+             r->func, (int)p->f.num_args, r->nin, r->nout, r->nscalars);
         goto out;
     }
-    if (prepare_arrays(&p, r))
+    if (prepare_arrays(p, r))
         goto out;
-    rc = finish_run(&p, r, bench, r->func);
+    rc = finish_run(p, r, bench);
 out:
     if (rc)
-        tether_cli_after_failure(p.s, g_cmd);
-    tether_session_close(p.s);
-    prepared_free(&p);
+        tether_cli_after_failure(s, g_cmd);
+    prepared_free(p, 0); /* the session's end frees the remote arrays */
+    tether_session_close(s);
     return rc;
 }
 
@@ -884,6 +1203,175 @@ static int check_sig(const cJSON *m, DLDataType dt, int ndim, const int64_t *sha
     return 0;
 }
 
+/* The local half of an artifact run, before the device is contacted: reads and checks
+ * metadata.json (*md, owned by the caller), the outputs' specs (r->out, default files
+ * out0.npy ...), every input against the signature and the params blob's size. */
+static int artifact_check(run_args *r, const char *dir, cJSON **mdp) {
+    char path[2048];
+    *mdp = NULL;
+    snprintf(path, sizeof path, "%s/metadata.json", dir);
+    char *txt = read_text(path);
+    if (!txt)
+        return fail(1, "%s: cannot read metadata.json: %s", dir, tether_last_error());
+    cJSON *md = cJSON_Parse(txt);
+    free(txt);
+    *mdp = md;
+    const cJSON *fmt = cJSON_GetObjectItem(md, "format"), *lib = cJSON_GetObjectItem(md, "library"),
+                *entry = cJSON_GetObjectItem(md, "entry"), *ins = cJSON_GetObjectItem(md, "inputs"),
+                *outs = cJSON_GetObjectItem(md, "outputs");
+    const cJSON *ename = entry ? cJSON_GetObjectItem(entry, "name") : NULL;
+    const cJSON *ver = cJSON_GetObjectItem(md, "version");
+    if (md && cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "tether-artifact") &&
+        (!cJSON_IsNumber(ver) || ver->valuedouble != 1))
+        return fail(1, "%s: metadata.json: artifact format version %g, this tether reads version 1",
+                    dir, cJSON_IsNumber(ver) ? ver->valuedouble : 0.0);
+    if (md && cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "tether-artifact") &&
+        cJSON_IsNull(lib))
+        return fail(1, "%s: the artifact was compiled with --no-build: it has no library to run",
+                    dir);
+    if (!md || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tether-artifact") ||
+        !cJSON_IsString(lib) || !cJSON_IsString(ename) || !cJSON_IsArray(ins) ||
+        !cJSON_IsArray(outs))
+        return fail(1,
+                    "%s: metadata.json is not a tether artifact (format, library, entry, inputs, "
+                    "outputs)",
+                    dir);
+    if (strchr(lib->valuestring, '/') || !strcmp(lib->valuestring, ".."))
+        return fail(1, "%s: metadata.json: library must be a file name in the directory", dir);
+    if (r->nin != cJSON_GetArraySize(ins)) {
+        if (r->nbound)
+            return fail(2,
+                        "the model has %d run-time inputs; %d --in given, of which %d were bound "
+                        "as constants",
+                        cJSON_GetArraySize(ins), r->nin + r->nbound, r->nbound);
+        return fail(2, "the model has %d inputs, %d --in given", cJSON_GetArraySize(ins), r->nin);
+    }
+    /* outputs: shapes and dtypes come from the metadata; default file names out0.npy ... */
+    static char defnames[MAX_IO][32];
+    int nout = cJSON_GetArraySize(outs);
+    if (nout > MAX_IO || (r->nout && r->nout != nout))
+        return fail(2, "the model has %d outputs, %d --out given", nout, r->nout);
+    for (int i = 0; i < nout; i++) {
+        const cJSON *o = cJSON_GetArrayItem(outs, i);
+        const cJSON *jd = cJSON_GetObjectItem(o, "dtype"), *js = cJSON_GetObjectItem(o, "shape");
+        io_spec *sp = &r->out[i];
+        if (!r->nout) {
+            snprintf(defnames[i], sizeof defnames[i], "out%d.npy", i);
+            sp->path = defnames[i];
+            sp->scope = TETHER_SCOPE_GLOBAL;
+        }
+        if (!cJSON_IsString(jd) || tether_dtype_parse(jd->valuestring, &sp->dtype) ||
+            !cJSON_IsArray(js) || cJSON_GetArraySize(js) > TETHER_MAX_NDIM)
+            return fail(1, "%s: metadata.json: output %d has no valid dtype/shape", dir, i);
+        if (sp->has_shape && check_sig(o, sp->dtype, sp->ndim, sp->shape, "output", sp->path))
+            return 1;
+        sp->ndim = cJSON_GetArraySize(js);
+        for (int k = 0; k < sp->ndim; k++)
+            sp->shape[k] = (int64_t)cJSON_GetArrayItem(js, k)->valuedouble;
+        sp->has_shape = 1;
+    }
+    r->nout = nout;
+    /* inputs must match the model's signature before anything is sent */
+    for (int i = 0; i < r->nin; i++) {
+        tether_npy n;
+        if (tether_npy_read(r->in[i].path, &n))
+            return fail(1, "%s", tether_last_error());
+        int bad = check_sig(cJSON_GetArrayItem(ins, i), n.dtype, n.ndim, n.shape, "model input",
+                            r->in[i].path);
+        tether_npy_free(&n);
+        if (bad)
+            return 1;
+    }
+    /* a params blob must be the one this build wrote: the unpacked ABI cannot check it */
+    const cJSON *jpf = cJSON_GetObjectItem(md, "params_file"),
+                *jpb = cJSON_GetObjectItem(md, "params_bytes");
+    if (cJSON_IsString(jpf)) {
+        struct stat pst;
+        snprintf(path, sizeof path, "%s/%s", dir, jpf->valuestring);
+        if (strchr(jpf->valuestring, '/') || !cJSON_IsNumber(jpb))
+            return fail(1, "%s: metadata.json: params_file must be a file name, with params_bytes",
+                        dir);
+        if (stat(path, &pst) != 0)
+            return fail(1, "cannot open %s: %s", path, strerror(errno));
+        if ((double)pst.st_size != jpb->valuedouble)
+            return fail(1,
+                        "%s is %lld bytes, but metadata.json says params_bytes %.0f (a params "
+                        "file of another build?)",
+                        path, (long long)pst.st_size, jpb->valuedouble);
+    }
+    return 0;
+}
+
+/* The remote half: the artifact's library on the device (target checked), its params set,
+ * arrays allocated and inputs copied in. md has passed artifact_check. */
+static int artifact_prepare(prepared *p, run_args *r, const char *dir, const cJSON *md) {
+    char path[2048];
+    const cJSON *lib = cJSON_GetObjectItem(md, "library"),
+                *entry = cJSON_GetObjectItem(md, "entry"),
+                *outs = cJSON_GetObjectItem(md, "outputs");
+    const cJSON *ename = cJSON_GetObjectItem(entry, "name");
+    snprintf(p->fname, sizeof p->fname, "%s", ename->valuestring);
+    for (int i = 0; i < r->nout && i < MAX_IO; i++) {
+        const cJSON *jn = cJSON_GetObjectItem(cJSON_GetArrayItem(outs, i), "name");
+        snprintf(p->out_name[i], sizeof p->out_name[i], "%s",
+                 cJSON_IsString(jn) ? jn->valuestring : "");
+    }
+    /* the artifact must suit the device (a shared object for tetherd, a Cortex-M library for an
+     * MCU, which the CLI links at its load region) */
+    const cJSON *jt = cJSON_GetObjectItem(md, "target");
+    const char *target = cJSON_IsString(jt) ? jt->valuestring : "x86_64-linux";
+    if (tether_cli_check_target(p->s, target, dir))
+        return 1;
+    snprintf(path, sizeof path, "%s/%s", dir, lib->valuestring);
+    uint64_t mod;
+    if (tether_cli_load_module(p->s, path, target, r->c.firmware,
+                               p->upload_name[0] ? p->upload_name : lib->valuestring, &mod, NULL,
+                               NULL))
+        return 1;
+    if (tether_session_get_function(p->s, mod, ename->valuestring, &p->f))
+        return fail(1, "%s", tether_last_error());
+    /* weights in a params blob: P_set_params(blob) before the first call */
+    const cJSON *pf = cJSON_GetObjectItem(md, "params_file"),
+                *sp = cJSON_GetObjectItem(md, "set_params"),
+                *pb = cJSON_GetObjectItem(md, "params_bytes");
+    size_t params_bytes = cJSON_IsNumber(pb) && pb->valuedouble >= 0 ? (size_t)pb->valuedouble : 0;
+    if (cJSON_IsString(pf) && cJSON_IsString(sp)) {
+        if (strchr(pf->valuestring, '/'))
+            return fail(1, "%s: metadata.json: params_file must be a file name", dir);
+        snprintf(path, sizeof path, "%s/%s", dir, pf->valuestring);
+        uint8_t *blob = NULL;
+        size_t n = 0;
+        tether_remote_func spf;
+        uint64_t h;
+        if (tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, &blob, &n))
+            return fail(1, "%s", tether_last_error());
+        if (n != params_bytes) {
+            free(blob);
+            return fail(1,
+                        "%s is %zu bytes, but metadata.json says params_bytes %zu (a params file "
+                        "of another build?)",
+                        path, n, params_bytes);
+        }
+        int64_t shape = (int64_t)n;
+        int arc = tether_session_get_function(p->s, mod, sp->valuestring, &spf);
+        if (!arc)
+            arc = tether_session_alloc(p->s, &shape, 1, TETHER_UINT8, TETHER_SCOPE_GLOBAL, "", &h,
+                                       NULL);
+        if (!arc) {
+            p->arrays[p->narrays++] = h;
+            arc = tether_session_copy_to(p->s, h, 0, blob, n);
+        }
+        free(blob);
+        if (arc)
+            return fail(1, "params %s: %s", path, tether_last_error());
+        tether_remote_arg a = {
+            spf.abi == TETHER_ABI_PACKED ? TETHER_TYPE_DLTENSOR : TETHER_TYPE_HANDLE, {.array = h}};
+        if (tether_session_call(p->s, &spf, &a, 1, NULL))
+            return fail(1, "%s", tether_last_error());
+    }
+    return prepare_arrays(p, r);
+}
+
 static int run_artifact(run_args *r, const char *dir, int bench) {
     if (tether_ocl_artifact_detect(dir)) { /* OpenCL kernels + launch sequence: opencl_run.c */
         const char *ins[MAX_IO], *outs[MAX_IO];
@@ -901,220 +1389,138 @@ static int run_artifact(run_args *r, const char *dir, int bench) {
                                     r->repeat,
                                     r->min_repeat_ms,
                                     r->cooldown_ms,
-                                    g_report};
+                                    r->c.json_file};
         return tether_cli_run_opencl(dir, &q);
     }
-    char path[2048];
-    snprintf(path, sizeof path, "%s/metadata.json", dir);
-    char *txt = read_text(path);
-    if (!txt)
-        return fail(1, "%s: cannot read metadata.json: %s", dir, tether_last_error());
-    cJSON *md = cJSON_Parse(txt);
-    free(txt);
-    prepared p;
-    memset(&p, 0, sizeof p);
-    int rc = 1;
-    const cJSON *fmt = cJSON_GetObjectItem(md, "format"), *lib = cJSON_GetObjectItem(md, "library"),
-                *entry = cJSON_GetObjectItem(md, "entry"), *ins = cJSON_GetObjectItem(md, "inputs"),
-                *outs = cJSON_GetObjectItem(md, "outputs");
-    const cJSON *ename = entry ? cJSON_GetObjectItem(entry, "name") : NULL;
-    const cJSON *ver = cJSON_GetObjectItem(md, "version");
-    if (md && cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "tether-artifact") &&
-        (!cJSON_IsNumber(ver) || ver->valuedouble != 1)) {
-        fail(1, "%s: metadata.json: artifact format version %g, this tether reads version 1", dir,
-             cJSON_IsNumber(ver) ? ver->valuedouble : 0.0);
+    cJSON *md = NULL;
+    tether_session *s = NULL;
+    prepared *p = NULL;
+    int rc = artifact_check(r, dir, &md);
+    if (rc)
         goto out;
-    }
-    if (md && cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "tether-artifact") &&
-        cJSON_IsNull(lib)) {
-        fail(1, "%s: the artifact was compiled with --no-build: it has no library to run", dir);
+    rc = 1;
+    if (open_session(&r->c, &s) || !(p = prepared_new(s)))
         goto out;
-    }
-    if (!md || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tether-artifact") ||
-        !cJSON_IsString(lib) || !cJSON_IsString(ename) || !cJSON_IsArray(ins) ||
-        !cJSON_IsArray(outs)) {
-        fail(1,
-             "%s: metadata.json is not a tether artifact (format, library, entry, inputs, "
-             "outputs)",
-             dir);
+    if (artifact_prepare(p, r, dir, md))
         goto out;
-    }
-    if (strchr(lib->valuestring, '/') || !strcmp(lib->valuestring, "..")) {
-        fail(1, "%s: metadata.json: library must be a file name in the directory", dir);
-        goto out;
-    }
-    if (r->nin != cJSON_GetArraySize(ins)) {
-        if (r->nbound)
-            rc = fail(2,
-                      "the model has %d run-time inputs; %d --in given, of which %d were bound as "
-                      "constants",
-                      cJSON_GetArraySize(ins), r->nin + r->nbound, r->nbound);
-        else
-            rc = fail(2, "the model has %d inputs, %d --in given", cJSON_GetArraySize(ins), r->nin);
-        goto out;
-    }
-    /* outputs: shapes and dtypes come from the metadata; default file names y0.npy ... */
-    static char defnames[MAX_IO][32];
-    int nout = cJSON_GetArraySize(outs);
-    if (nout > MAX_IO || (r->nout && r->nout != nout)) {
-        rc = fail(2, "the model has %d outputs, %d --out given", nout, r->nout);
-        goto out;
-    }
-    for (int i = 0; i < nout; i++) {
-        const cJSON *o = cJSON_GetArrayItem(outs, i);
-        const cJSON *jd = cJSON_GetObjectItem(o, "dtype"), *js = cJSON_GetObjectItem(o, "shape");
-        io_spec *sp = &r->out[i];
-        if (!r->nout) {
-            snprintf(defnames[i], sizeof defnames[i], "out%d.npy", i);
-            sp->path = defnames[i];
-            sp->scope = TETHER_SCOPE_GLOBAL;
-        }
-        if (!cJSON_IsString(jd) || tether_dtype_parse(jd->valuestring, &sp->dtype) ||
-            !cJSON_IsArray(js) || cJSON_GetArraySize(js) > TETHER_MAX_NDIM) {
-            fail(1, "%s: metadata.json: output %d has no valid dtype/shape", dir, i);
-            goto out;
-        }
-        if (sp->has_shape && check_sig(o, sp->dtype, sp->ndim, sp->shape, "output", sp->path))
-            goto out;
-        sp->ndim = cJSON_GetArraySize(js);
-        for (int k = 0; k < sp->ndim; k++)
-            sp->shape[k] = (int64_t)cJSON_GetArrayItem(js, k)->valuedouble;
-        sp->has_shape = 1;
-    }
-    r->nout = nout;
-    /* inputs must match the model's signature before anything is sent */
-    for (int i = 0; i < r->nin; i++) {
-        tether_npy n;
-        if (tether_npy_read(r->in[i].path, &n)) {
-            fail(1, "%s", tether_last_error());
-            goto out;
-        }
-        int bad = check_sig(cJSON_GetArrayItem(ins, i), n.dtype, n.ndim, n.shape, "model input",
-                            r->in[i].path);
-        tether_npy_free(&n);
-        if (bad)
-            goto out;
-    }
-    /* a params blob must be the one this build wrote: the unpacked ABI cannot check it */
-    const cJSON *jpf = cJSON_GetObjectItem(md, "params_file"),
-                *jpb = cJSON_GetObjectItem(md, "params_bytes");
-    if (cJSON_IsString(jpf)) {
-        struct stat pst;
-        snprintf(path, sizeof path, "%s/%s", dir, jpf->valuestring);
-        if (strchr(jpf->valuestring, '/') || !cJSON_IsNumber(jpb)) {
-            fail(1, "%s: metadata.json: params_file must be a file name, with params_bytes", dir);
-            goto out;
-        }
-        if (stat(path, &pst) != 0) {
-            fail(1, "cannot open %s: %s", path, strerror(errno));
-            goto out;
-        }
-        if ((double)pst.st_size != jpb->valuedouble) {
-            fail(1,
-                 "%s is %lld bytes, but metadata.json says params_bytes %.0f (a params file of "
-                 "another build?)",
-                 path, (long long)pst.st_size, jpb->valuedouble);
-            goto out;
-        }
-    }
-    if (open_session(&r->c, &p.s))
-        goto out;
-    /* the artifact must suit the device (a shared object for tetherd, a Cortex-M library for an
-     * MCU, which the CLI links at its load region) */
-    const cJSON *jt = cJSON_GetObjectItem(md, "target");
-    const char *target = cJSON_IsString(jt) ? jt->valuestring : "x86_64-linux";
-    if (tether_cli_check_target(p.s, target, dir))
-        goto out;
-    snprintf(path, sizeof path, "%s/%s", dir, lib->valuestring);
-    uint64_t mod;
-    if (tether_cli_load_module(p.s, path, target, r->c.firmware, lib->valuestring, &mod, NULL))
-        goto out;
-    if (tether_session_get_function(p.s, mod, ename->valuestring, &p.f)) {
-        fail(1, "%s", tether_last_error());
-        goto out;
-    }
-    /* weights in a params blob: P_set_params(blob) before the first call */
-    const cJSON *pf = cJSON_GetObjectItem(md, "params_file"),
-                *sp = cJSON_GetObjectItem(md, "set_params"),
-                *pb = cJSON_GetObjectItem(md, "params_bytes");
-    size_t params_bytes = cJSON_IsNumber(pb) && pb->valuedouble >= 0 ? (size_t)pb->valuedouble : 0;
-    if (cJSON_IsString(pf) && cJSON_IsString(sp)) {
-        if (strchr(pf->valuestring, '/')) {
-            fail(1, "%s: metadata.json: params_file must be a file name", dir);
-            goto out;
-        }
-        snprintf(path, sizeof path, "%s/%s", dir, pf->valuestring);
-        uint8_t *blob = NULL;
-        size_t n = 0;
-        tether_remote_func spf;
-        uint64_t h;
-        if (tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, &blob, &n)) {
-            fail(1, "%s", tether_last_error());
-            goto out;
-        }
-        if (n != params_bytes) {
-            free(blob);
-            fail(1,
-                 "%s is %zu bytes, but metadata.json says params_bytes %zu (a params file of "
-                 "another build?)",
-                 path, n, params_bytes);
-            goto out;
-        }
-        int64_t shape = (int64_t)n;
-        if (tether_session_get_function(p.s, mod, sp->valuestring, &spf) ||
-            tether_session_alloc(p.s, &shape, 1, TETHER_UINT8, TETHER_SCOPE_GLOBAL, "", &h, NULL) ||
-            tether_session_copy_to(p.s, h, 0, blob, n)) {
-            free(blob);
-            fail(1, "params %s: %s", path, tether_last_error());
-            goto out;
-        }
-        free(blob);
-        tether_remote_arg a = {
-            spf.abi == TETHER_ABI_PACKED ? TETHER_TYPE_DLTENSOR : TETHER_TYPE_HANDLE, {.array = h}};
-        if (tether_session_call(p.s, &spf, &a, 1, NULL)) {
-            fail(1, "%s", tether_last_error());
-            goto out;
-        }
-    }
-    if (prepare_arrays(&p, r))
-        goto out;
-    rc = finish_run(&p, r, bench, ename->valuestring);
+    rc = finish_run(p, r, bench);
 out:
-    if (rc && p.s)
-        tether_cli_after_failure(p.s, g_cmd);
-    if (p.s)
-        tether_session_close(p.s);
-    prepared_free(&p);
+    if (rc && s)
+        tether_cli_after_failure(s, g_cmd);
+    prepared_free(p, 0); /* the session's end frees the remote arrays */
+    if (s)
+        tether_session_close(s);
     cJSON_Delete(md);
     return rc;
 }
 
-int tether_cli_run_artifact(const tether_cli_device *dev, const char *dir, int nin,
-                            const char *const *inputs, uint32_t number, uint32_t repeat,
-                            uint32_t min_repeat_ms, tether_cli_report *rep) {
-    run_args r;
-    memset(&r, 0, sizeof r);
-    memset(rep, 0, sizeof *rep);
+int tether_cli_run_prepare(tether_session *s, const char *dir, int nin, const char *const *inputs,
+                           const char *firmware, tether_cli_run **out) {
+    *out = NULL;
     if (nin > MAX_IO)
         return fail(2, "more than %d inputs", MAX_IO);
-    r.c.device = dev->url;
-    r.c.token_file = dev->token_file;
-    r.c.timeout_ms = dev->timeout_ms;
-    r.target = dir;
-    r.nin = nin;
-    for (int i = 0; i < nin; i++) {
-        r.in[i].path = inputs[i];
-        r.in[i].scope = TETHER_SCOPE_GLOBAL;
+    prepared *p = prepared_new(s);
+    if (!p)
+        return 1;
+    int rc = 1;
+    if (tether_ocl_artifact_detect(dir)) {
+        if (tether_ocl_artifact_load(dir, &p->ocl)) {
+            fail(1, "%s", tether_last_error());
+            goto out;
+        }
+        p->nin = tether_ocl_artifact_num_inputs(p->ocl);
+        p->nout = tether_ocl_artifact_num_outputs(p->ocl);
+        p->nkernels = tether_ocl_artifact_num_steps(p->ocl);
+        snprintf(p->fname, sizeof p->fname, "%s", tether_ocl_artifact_prefix(p->ocl));
+        if (p->nin != nin || p->nout > MAX_IO) {
+            rc = fail(2, "the model has %d inputs, %d --in given", p->nin, nin);
+            goto out;
+        }
+        if (tether_cli_ocl_read_inputs(p->ocl, nin, inputs, p->in))
+            goto out;
+        for (int i = 0; i < p->nout; i++) {
+            int nd;
+            const int64_t *shape;
+            const char *name;
+            int64_t n = tether_ocl_artifact_io(p->ocl, 1, i, &name, &nd, &shape);
+            snprintf(p->out_name[i], sizeof p->out_name[i], "%s", name ? name : "");
+            p->out[i].dtype = TETHER_FLOAT32;
+            p->out[i].ndim = nd;
+            memcpy(p->out[i].shape, shape, sizeof(int64_t) * (size_t)nd);
+            p->out[i].nbytes = (size_t)n * 4;
+            p->out[i].data = calloc(1, p->out[i].nbytes ? p->out[i].nbytes : 1);
+            if (!p->out[i].data) {
+                fail(1, "out of memory");
+                goto out;
+            }
+        }
+        if (tether_ocl_artifact_prepare(p->ocl, s)) {
+            fail(1, "%s", tether_last_error());
+            goto out;
+        }
+        rc = 0;
+        goto out;
     }
-    r.number = number;
-    r.repeat = repeat;
-    r.min_repeat_ms = min_repeat_ms;
-    g_report = rep;
-    int rc = run_artifact(&r, dir, 1);
-    g_report = NULL;
-    if (rc)
-        tether_cli_report_free(rep);
-    return rc;
+    run_args *r = calloc(1, sizeof *r);
+    if (!r) {
+        fail(1, "out of memory");
+        goto out;
+    }
+    r->target = dir;
+    r->c.firmware = firmware;
+    r->nin = nin;
+    for (int i = 0; i < nin; i++) {
+        r->in[i].path = inputs[i];
+        r->in[i].scope = TETHER_SCOPE_GLOBAL;
+    }
+    static unsigned serial;
+    cJSON *md = NULL;
+    rc = artifact_check(r, dir, &md);
+    const cJSON *lib = cJSON_GetObjectItem(md, "library");
+    if (!rc && cJSON_IsString(lib))
+        snprintf(p->upload_name, sizeof p->upload_name, "%u-%s", ++serial, lib->valuestring);
+    if (!rc && artifact_prepare(p, r, dir, md))
+        rc = 1;
+    cJSON_Delete(md);
+    free(r);
+out:
+    if (rc) {
+        prepared_free(p, 1);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+int tether_cli_run_call(tether_cli_run *p, tether_cli_report *rep) {
+    memset(rep, 0, sizeof *rep);
+    if (run_call(p, &rep->call))
+        return 1;
+    for (int i = 0; i < p->nout; i++) {
+        tether_npy *d = &rep->out[i];
+        *d = p->out[i];
+        d->data = malloc(p->out[i].nbytes ? p->out[i].nbytes : 1);
+        if (!d->data) {
+            tether_cli_report_free(rep);
+            return fail(1, "out of memory");
+        }
+        memcpy(d->data, p->out[i].data, p->out[i].nbytes);
+        rep->nout = i + 1;
+    }
+    return 0;
+}
+
+int tether_cli_run_time(tether_cli_run *p, uint32_t number, uint32_t repeat, uint32_t min_repeat_ms,
+                        uint32_t cooldown_ms, tether_time_stats *ts) {
+    return run_time(p, number, repeat, min_repeat_ms, cooldown_ms, ts);
+}
+
+int tether_cli_run_kernels(const tether_cli_run *p) {
+    return p->ocl ? p->nkernels : 0;
+}
+
+void tether_cli_run_release(tether_cli_run *p) {
+    prepared_free(p, 1);
 }
 
 void tether_cli_report_free(tether_cli_report *rep) {
@@ -1176,6 +1582,11 @@ static int cmd_run(int argc, char **argv, int bench) {
     if (r.reference && (S_ISDIR(st.st_mode) || r.func ||
                         !(ends_with(r.target, ".json") || ends_with(r.target, ".onnx"))))
         return fail(2, "--reference runs a model file (.json/.onnx), not a module or artifact");
+    int compile_opts = r.opt_level != -2 || r.params != -1;
+    int is_model =
+        !S_ISDIR(st.st_mode) && (ends_with(r.target, ".json") || ends_with(r.target, ".onnx"));
+    if (compile_opts && (!is_model || r.reference))
+        return fail(2, "--opt-level and --params apply to a MODEL compiled for the device");
     if (S_ISDIR(st.st_mode)) {
         if (r.func)
             return fail(2, "an artifact directory takes no function name");
@@ -1200,9 +1611,14 @@ static int cmd_run(int argc, char **argv, int bench) {
         char probed[64];
         if (r.texture_weights && !r.opencl)
             return fail(2, "--texture-weights needs --backend opencl");
+        if (r.opt_level != -2)
+            o.build.opt_level = r.opt_level;
+        if (r.params != -1)
+            o.codegen.link_params = r.params == 1;
         if (r.opencl) {
-            if (r.abi || r.compile_target)
-                return fail(2, "--abi and --target apply to the C backend, not --backend opencl");
+            if (r.abi || r.compile_target || compile_opts)
+                return fail(2, "--abi, --target, --opt-level and --params apply to the C backend, "
+                               "not --backend opencl");
             o.backend = TETHER_BACKEND_OPENCL;
             o.opencl.texture_weights = r.texture_weights;
         } else if (r.compile_target) {
@@ -1239,7 +1655,20 @@ static int cmd_run(int argc, char **argv, int bench) {
                     r.in[k++] = r.in[i];
             r.nbound = r.nin - k;
             r.nin = k;
+            if (r.c.json_file && !r.opencl) { /* how the model was compiled, for --json */
+                cJSON *cj = r.compiled = cJSON_CreateObject();
+                cJSON_AddStringToObject(cj, "target",
+                                        o.build.target ? o.build.target : "x86_64-linux");
+                cJSON_AddStringToObject(cj, "abi", tether_abi_name(o.codegen.abi));
+                char ol[8];
+                snprintf(ol, sizeof ol, "%d", o.build.opt_level);
+                cJSON_AddStringToObject(cj, "opt_level", o.build.opt_level < 0 ? "s" : ol);
+                cJSON_AddStringToObject(cj, "params", o.codegen.link_params ? "linked" : "blob");
+                cJSON_AddNumberToObject(cj, "params_bytes", (double)res.params_bytes);
+                cJSON_AddNumberToObject(cj, "text_bytes", (double)res.build.sizes.text);
+            }
             rc = run_artifact(&r, dir, bench);
+            cJSON_Delete(r.compiled);
         }
         tether_cli_model_load_free(&ml);
         tether_cli_tempdir_remove(dir);
@@ -1256,6 +1685,7 @@ static int cmd_run(int argc, char **argv, int bench) {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tether <command> [options]   (tether <command> --help for details)\n"
+               "       tether --version\n"
                "  info      show a device's capabilities (HELLO)\n"
                "  upload    upload and load a shared object\n"
                "  run       upload a module or artifact, run a function, read outputs back\n"
@@ -1282,6 +1712,10 @@ int main(int argc, char **argv) {
     tether_cli_onnx_init(); /* .onnx models and .pb arrays, when built with the ONNX front end */
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("tether %s\n", TETHER_VERSION);
         return 0;
     }
     if (!strcmp(cmd, "info"))

@@ -10,6 +10,7 @@
  * path; after a fault the old session is never reused (tether_session_reconnect makes a new
  * one). Errors are printed as one line "tether <command>: <reason>" (tether_cli_fail).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 
 #include "cli.h"
 #include "tether/crt.h"
+#include "tether/rpc/sha256.h"
 
 #ifdef TETHER_HAVE_COMPILER
 #include "tether/compiler.h"
@@ -60,14 +62,62 @@ static void describe(const tether_device_info *d, char *out, size_t n) {
         snprintf(out, n, "a %s device (%s)", d->arch, d->triple);
 }
 
+/* The __kernel functions of an OpenCL C source, in order (for the upload's report). */
+static void kernel_names(const char *src, size_t n, tether_cli_module_info *info) {
+    info->nnames = 0;
+    for (size_t i = 0; i + 8 < n && info->nnames < 64; i++) {
+        if (memcmp(src + i, "__kernel", 8) != 0 ||
+            (i && (isalnum((unsigned char)src[i - 1]) || src[i - 1] == '_')))
+            continue;
+        /* __kernel [attributes] void NAME( */
+        size_t k = i + 8;
+        const char *v = NULL;
+        for (; k + 4 < n && src[k] != '(' && src[k] != ';' && src[k] != '{'; k++)
+            if (!memcmp(src + k, "void", 4) && !isalnum((unsigned char)src[k + 4]) &&
+                !isalnum((unsigned char)src[k - 1])) {
+                v = src + k + 4;
+                break;
+            }
+        if (!v)
+            continue;
+        while (v < src + n && isspace((unsigned char)*v))
+            v++;
+        size_t len = 0;
+        while (v + len < src + n && (isalnum((unsigned char)v[len]) || v[len] == '_'))
+            len++;
+        if (len && len < sizeof info->names[0]) {
+            memcpy(info->names[info->nnames], v, len);
+            info->names[info->nnames++][len] = 0;
+        }
+    }
+}
+
 static int upload_and_load(tether_session *s, uint32_t kind, const char *name, const void *data,
-                           size_t size, const char *path, uint64_t *module, uint32_t *nfuncs) {
+                           size_t size, const char *path, uint64_t *module, uint32_t *nfuncs,
+                           tether_cli_module_info *info) {
+    uint8_t *owned = NULL;
+    if (info && !data) { /* the report needs the bytes and their hash: read the file here */
+        if (tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, &owned, &size))
+            return fail(1, "%s", tether_last_error());
+        data = owned;
+    }
+    if (info) {
+        info->kind = kind;
+        info->bytes = size;
+        tether_sha256(data, size, info->sha256);
+        if (kind == TETHER_MODULE_OPENCL_SOURCE)
+            kernel_names(data, size, info);
+    }
     int rc = data ? tether_session_upload(s, kind, name, data, size)
                   : tether_session_upload_file(s, kind, name, path);
+    free(owned);
+    uint64_t m = 0;
     if (!rc)
-        rc = tether_session_load_module(s, name, module, nfuncs);
+        rc = tether_session_load_module(s, name, &m, nfuncs);
     if (rc)
         return fail(1, "%s", tether_last_error());
+    if (module)
+        *module = m;
     return 0;
 }
 
@@ -116,6 +166,15 @@ static int find_firmware(const tether_device_info *d, const char *opt, tether_mc
     return 0;
 }
 
+/* The registry names an image carries (the first 16), for the upload's report. */
+static void image_names(const tether_mcu_image *img, tether_cli_module_info *info) {
+    if (!info)
+        return;
+    info->nnames = 0;
+    for (uint32_t i = 0; i < img->num_functions && i < 16; i++)
+        snprintf(info->names[info->nnames++], sizeof info->names[0], "%s", img->functions[i]);
+}
+
 static void print_image(const char *what, const tether_mcu_firmware *fw,
                         const tether_mcu_image *img) {
     printf("%s: MCU image %llu bytes (code %llu, read-only data %llu) + .bss %llu bytes, linked at "
@@ -138,8 +197,8 @@ static int read_all(const char *path, char **data, size_t *size) {
 /* Links objects/libraries for the device's firmware in a temporary folder and uploads the
  * image. */
 static int mcu_link_upload(tether_session *s, const tether_mcu_firmware *fw, const char *path,
-                           const char *target, const char *name, uint64_t *module,
-                           uint32_t *nfuncs) {
+                           const char *target, const char *name, uint64_t *module, uint32_t *nfuncs,
+                           tether_cli_module_info *info) {
     char dir[600];
     if (tether_cli_tempdir_make(dir, sizeof dir, "mcu"))
         return 1;
@@ -178,12 +237,13 @@ static int mcu_link_upload(tether_session *s, const tether_mcu_firmware *fw, con
         rc = fail(1, "%s: %s%s%s", path, e, quoted ? "" : "; linker: ", quoted ? "" : first);
     } else {
         print_image(base_name(path), fw, &img);
+        image_names(&img, info);
         rc = read_all(bin, &data, &size);
     }
     tether_cli_tempdir_remove(dir);
     if (rc)
         return rc;
-    rc = upload_and_load(s, TETHER_MODULE_MCU_IMAGE, name, data, size, NULL, module, nfuncs);
+    rc = upload_and_load(s, TETHER_MODULE_MCU_IMAGE, name, data, size, NULL, module, nfuncs, info);
     free(data);
     return rc;
 }
@@ -191,12 +251,15 @@ static int mcu_link_upload(tether_session *s, const tether_mcu_firmware *fw, con
 
 int tether_cli_load_module(tether_session *s, const char *path, const char *target,
                            const char *firmware, const char *name, uint64_t *module,
-                           uint32_t *nfuncs) {
+                           uint32_t *nfuncs, tether_cli_module_info *info) {
+    if (info)
+        info->nnames = -1;
     const tether_device_info *d = tether_session_info(s);
     char dev[300];
     describe(d, dev, sizeof dev);
     if (ends_with(path, ".cl"))
-        return upload_and_load(s, 1, name, NULL, 0, path, module, nfuncs); /* OpenCL C source */
+        return upload_and_load(s, TETHER_MODULE_OPENCL_SOURCE, name, NULL, 0, path, module, nfuncs,
+                               info);
     int is_static = ends_with(path, ".a") || ends_with(path, ".o");
     int is_image = ends_with(path, ".bin");
     if (!tether_cli_is_mcu(d)) {
@@ -205,7 +268,8 @@ int tether_cli_load_module(tether_session *s, const char *path, const char *targ
                         "%s is %s for MCU firmware, but the device is %s, which loads shared "
                         "objects: compile with --target %s-linux",
                         path, is_image ? "a RAM image" : "code", dev, d->arch);
-        return upload_and_load(s, 0, name, NULL, 0, path, module, nfuncs);
+        return upload_and_load(s, TETHER_MODULE_SHARED_OBJECT, name, NULL, 0, path, module, nfuncs,
+                               info);
     }
     if (ends_with(path, ".so"))
         return fail(1,
@@ -227,17 +291,19 @@ int tether_cli_load_module(tether_session *s, const char *path, const char *targ
             return fail(1, "%s: %s", path, tether_last_error());
         }
         print_image(base_name(path), &fw, &img);
-        int rc =
-            upload_and_load(s, TETHER_MODULE_MCU_IMAGE, name, data, size, NULL, module, nfuncs);
+        image_names(&img, info);
+        int rc = upload_and_load(s, TETHER_MODULE_MCU_IMAGE, name, data, size, NULL, module, nfuncs,
+                                 info);
         free(data);
         return rc;
     }
-    return mcu_link_upload(s, &fw, path, target, name, module, nfuncs);
+    return mcu_link_upload(s, &fw, path, target, name, module, nfuncs, info);
 #else
     (void)target;
     (void)firmware;
     if (is_image)
-        return upload_and_load(s, TETHER_MODULE_MCU_IMAGE, name, NULL, 0, path, module, nfuncs);
+        return upload_and_load(s, TETHER_MODULE_MCU_IMAGE, name, NULL, 0, path, module, nfuncs,
+                               info);
     return fail(1,
                 "%s: linking for %s needs the compiler, which this build lacks; link it into a "
                 ".bin image (docs/mcu.md) and run that",
@@ -377,7 +443,7 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
         if (read_all(path, &data, &size))
             goto close;
         int r = upload_and_load(s, TETHER_MODULE_MCU_IMAGE, base_name(path), data, size, NULL,
-                                &module, &nf);
+                                &module, &nf, NULL);
         free(data);
         if (r)
             goto close;
@@ -404,7 +470,7 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
             goto close;
         }
         snprintf(path, sizeof path, "%s/%s", out, lib);
-        if (upload_and_load(s, 0, lib, NULL, 0, path, &module, &nf))
+        if (upload_and_load(s, 0, lib, NULL, 0, path, &module, &nf, NULL))
             goto close;
         printf("uploaded %s: %u function%s loaded\n", path, (unsigned)nf, nf == 1 ? "" : "s");
     }

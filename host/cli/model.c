@@ -2,15 +2,22 @@
  * The CLI commands that need the compiler (built only when tether_compiler is part of the build):
  *
  *   tether ab MODEL [--device URL] [--target T] [--in x.npy ...] [-o DIR] [--json FILE]
- *       compiles MODEL with the unpacked and the packed ABI, runs both on the device through the
- *       same path as `tether run ARTIFACT_DIR`, compares every output with the host's reference
- *       interpreter, times both (TIME) and prints the side-by-side table (docs/cli.md).
+ *       compiles MODEL with the unpacked and the packed ABI (and with --opencl the OpenCL
+ *       backend), prepares every artifact on one session through the same steps as `tether run
+ *       ARTIFACT_DIR` (tether_cli_run_*), compares every output with the host's reference
+ *       interpreter, measures the sides interleaved (A B, B A, ...; one after the other on an
+ *       MCU, which holds one module at a time) and prints the side-by-side table with each
+ *       side's median and IQR and the ratio's Hodges-Lehmann estimate, 95% interval and verdict
+ *       (stats.c; docs/cli.md, "How ab measures").
  *   tether run MODEL --reference --in x.npy ... [--out y.npy ...]
  *       runs the model on the reference interpreter on this machine (no device).
  *
- * What must stay true: both ABIs see the same input bytes; a mismatch against the interpreter
- * (rtol/atol) makes the exit code 1 even though the table is printed; a temporary directory
- * made by `ab` is removed on every path, and a -o DIR is left with complete artifacts only.
+ * What must stay true: both ABIs see the same input bytes; the device's HELLO is known before
+ * anything is compiled (--opencl on a device without OpenCL is refused first); a mismatch
+ * against the interpreter (rtol/atol) makes the exit code 1 even though the table is printed;
+ * a temporary directory made by `ab` is removed on every path, and a -o DIR is left with
+ * complete artifacts only; every prepared artifact is released and the session closed on every
+ * path.
  */
 #include <errno.h>
 #include <math.h>
@@ -154,14 +161,23 @@ done:
 
 /* ---- tether ab ---- */
 
+#define AB_MAX_REPEAT 200
+
 typedef struct ab_side {
     tether_abi abi;
+    const char *label; /* "unpacked ABI", "packed ABI", "buffer weights", "texture weights" */
     char dir[1100];
     tether_compile_result comp;
+    tether_cli_run *prep; /* on the device, between prepare and release */
     tether_cli_report run;
-    double max_abs; /* worst difference to the interpreter over all outputs */
-    int equal;      /* every output within rtol/atol */
-    int ran;
+    double t[AB_MAX_REPEAT]; /* seconds per call, one per repeat */
+    uint32_t number;         /* calls per repeat (grown to fill min_repeat_ms) */
+    int zero_timer;
+    tether_cli_spread spread;
+    tether_cli_ratio vs_unpacked; /* this side's time over the unpacked ABI's */
+    int kernels;                  /* OpenCL: launches per call */
+    double max_abs;               /* worst difference to the interpreter over all outputs */
+    int equal;                    /* every output within rtol/atol */
 } ab_side;
 
 typedef struct ab_args {
@@ -180,16 +196,23 @@ static const char ab_usage[] =
     "                 [--target T] [--opt-level 0|1|2|3|s] [--in x.npy ...] [-o DIR]\n"
     "                 [--number N] [--repeat R] [--min-repeat-ms MS] [--rtol R] [--atol A]\n"
     "                 [--json FILE] [--opencl]\n"
-    "  Compiles MODEL with the unpacked and the packed ABI for the target (default\n"
-    "  x86_64-linux), runs both on the device (default local:), compares every output with\n"
-    "  the reference interpreter and prints code size, static stack, measured stack\n"
-    "  high-water mark and latency side by side. Without --in, inputs are generated\n"
+    "  Compiles MODEL with the unpacked and the packed ABI, runs both on the device (default\n"
+    "  local:), compares every output with the reference interpreter and prints code size,\n"
+    "  static stack, measured stack high-water mark and latency side by side. The target\n"
+    "  comes from the device's HELLO unless --target is given: an MCU board's core (e.g.\n"
+    "  cortex-m3), else the host profile (x86_64-linux). Without --in, inputs are generated\n"
     "  (uniform in [-1, 1), fixed seed). -o keeps the artifacts and inputs in DIR; --json\n"
     "  writes the table as JSON. Exit code 1 when an ABI's outputs differ from the\n"
     "  interpreter (rtol 1e-4, atol 1e-5 by default).\n"
+    "  Timing: both artifacts are prepared on the device first, then measured interleaved\n"
+    "  (A B, B A, A B, ...; one ABI after the other on an MCU, which holds one module at a\n"
+    "  time): --repeat R repeats per ABI (15, at most 200), each at least --min-repeat-ms MS\n"
+    "  long (50; the calls per repeat start at --number N (1) and grow to fill it). Per ABI:\n"
+    "  median and IQR of the time per call; packed/unpacked: the Hodges-Lehmann ratio with a\n"
+    "  95% confidence interval (Mann-Whitney), and whether the difference is significant.\n"
     "  --opencl also compiles MODEL with the OpenCL backend (buffer and texture weights), runs\n"
-    "  both on the device's OpenCL layer and adds them to the comparison (time = sum of the\n"
-    "  kernels' profiled times).\n";
+    "  both on the device's OpenCL layer in the same rotation (time = sum of the kernels'\n"
+    "  profiled times); a device whose HELLO has no OpenCL is refused before any work.\n";
 
 static int parse_num(const char *opt, const char *v, double lo, double hi, double *out) {
     char *end;
@@ -204,8 +227,9 @@ static int parse_num(const char *opt, const char *v, double lo, double hi, doubl
 static int parse_ab(int argc, char **argv, ab_args *a) {
     memset(a, 0, sizeof *a);
     a->target = NULL; /* the device decides (an MCU board's core), else x86_64-linux */
-    a->number = 10;
-    a->repeat = 3;
+    a->number = 1;
+    a->repeat = 15;
+    a->min_repeat_ms = 50;
     a->rtol = 1e-4;
     a->atol = 1e-5;
     a->opt_level = 2;
@@ -261,7 +285,7 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
                 return 2;
             a->number = (uint32_t)x;
         } else if (!strcmp(o, "--repeat")) {
-            if (parse_num(o, v, 1, 32, &x))
+            if (parse_num(o, v, 1, AB_MAX_REPEAT, &x))
                 return 2;
             a->repeat = (uint32_t)x;
         } else if (!strcmp(o, "--min-repeat-ms")) {
@@ -328,8 +352,49 @@ static void compare(ab_side *s, const tether_npy *ref, int nout, double rtol, do
     }
 }
 
-static void row(const char *label, const char *a, const char *b, const char *ratio) {
-    printf("%-32s %20s %20s %10s\n", label, a, b, ratio);
+/* ---- the table: columns as wide as their widest cell ---- */
+
+#define TABLE_ROWS 24
+typedef struct table {
+    char cell[TABLE_ROWS][4][96];
+    int n;
+} table;
+
+static void row(table *t, const char *label, const char *a, const char *b, const char *ratio) {
+    if (t->n >= TABLE_ROWS)
+        return;
+    const char *c[4] = {label, a, b, ratio};
+    for (int k = 0; k < 4; k++)
+        snprintf(t->cell[t->n][k], sizeof t->cell[t->n][k], "%s", c[k]);
+    t->n++;
+}
+
+/* Display width of UTF-8 text (the table has no wide characters). */
+static int text_width(const char *s) {
+    int w = 0;
+    for (; *s; s++)
+        w += ((unsigned char)*s & 0xC0) != 0x80;
+    return w;
+}
+
+static void table_print(const table *t) {
+    int w[4] = {0, 0, 0, 0};
+    for (int r = 0; r < t->n; r++)
+        for (int k = 0; k < 4; k++) {
+            int x = text_width(t->cell[r][k]);
+            w[k] = x > w[k] ? x : w[k];
+        }
+    for (int r = 0; r < t->n; r++) {
+        char line[512];
+        int o = snprintf(line, sizeof line, "%s%*s", t->cell[r][0],
+                         w[0] - text_width(t->cell[r][0]), "");
+        for (int k = 1; k < 4 && o < (int)sizeof line; k++)
+            o += snprintf(line + o, sizeof line - (size_t)o, "   %*s%s",
+                          w[k] - text_width(t->cell[r][k]), "", t->cell[r][k]);
+        while (o > 0 && line[o - 1] == ' ')
+            line[--o] = 0;
+        puts(line);
+    }
 }
 
 static void ratio_str(char *buf, size_t n, double num, double den) {
@@ -339,99 +404,195 @@ static void ratio_str(char *buf, size_t n, double num, double den) {
         snprintf(buf, n, "-");
 }
 
-static void print_table(const ab_args *a, const tether_ir_graph *g, ab_side *s) {
-    char x[64], y[64], r[32];
+static void ci_str(char *buf, size_t n, const tether_cli_ratio *r) {
+    if (r->have_ci)
+        snprintf(buf, n, "%.3fx..%.3fx", r->ci_low, r->ci_high);
+    else
+        snprintf(buf, n, "-");
+}
+
+/* The significance line of side b against side a (the unpacked ABI). */
+static void print_verdict(const char *what, const char *bname, const tether_cli_ratio *r) {
+    char ci[64];
+    ci_str(ci, sizeof ci, r);
+    const char *v = r->verdict == TETHER_CLI_FASTER   ? "significantly faster"
+                    : r->verdict == TETHER_CLI_SLOWER ? "significantly slower"
+                    : r->verdict == TETHER_CLI_TOO_FEW
+                        ? "too few repeats to tell (give --repeat 4 or more)"
+                    : r->verdict == TETHER_CLI_NOT_MEASURABLE ? "not measurable (zero timer)"
+                                                              : "no significant difference";
+    if (r->verdict == TETHER_CLI_NOT_MEASURABLE) {
+        printf("%s: %s\n", what, v);
+        return;
+    }
+    if (r->verdict == TETHER_CLI_FASTER || r->verdict == TETHER_CLI_SLOWER)
+        printf("%s: %.3fx (95%% CI %s, Mann-Whitney p = %.2g): the %s is %s\n", what, r->estimate,
+               ci, r->p_value, bname, v);
+    else
+        printf("%s: %.3fx (95%% CI %s, Mann-Whitney p = %.2g): %s\n", what, r->estimate, ci,
+               r->p_value, v);
+}
+
+static void latency_rows(table *t, const ab_side *a, const ab_side *b, const char *ratio) {
+    char x[96], y[96];
+    snprintf(x, sizeof x, "%.2f", a->spread.median * 1e6);
+    snprintf(y, sizeof y, "%.2f", b->spread.median * 1e6);
+    row(t, "latency median (us)", x, y, ratio);
+    snprintf(x, sizeof x, "%.2f..%.2f", a->spread.q1 * 1e6, a->spread.q3 * 1e6);
+    snprintf(y, sizeof y, "%.2f..%.2f", b->spread.q1 * 1e6, b->spread.q3 * 1e6);
+    row(t, "  IQR (quartiles, us)", x, y, "");
+    snprintf(x, sizeof x, "%.2f..%.2f", a->spread.min * 1e6, a->spread.max * 1e6);
+    snprintf(y, sizeof y, "%.2f..%.2f", b->spread.min * 1e6, b->spread.max * 1e6);
+    row(t, "  min..max over repeats", x, y, "");
+    snprintf(x, sizeof x, "%u", a->number);
+    snprintf(y, sizeof y, "%u", b->number);
+    row(t, "  calls per repeat", x, y, "");
+}
+
+static void print_table(const ab_args *a, const tether_ir_graph *g, ab_side *s, int interleaved) {
+    char x[96], y[96], r[96];
+    table t;
+    t.n = 0;
     printf("\nA/B of %s (%d operators, %d after passes) for %s on %s\n", a->model, g->nnodes,
-           s[0].comp.nnodes_out, a->target, a->dev.url ? a->dev.url : "local:");
-    row("", "unpacked ABI", "packed ABI", "packed/un");
-    row("outputs equal the interpreter", s[0].equal ? "yes" : "NO", s[1].equal ? "yes" : "NO", "");
+           s[0].comp.nnodes_out, a->target, tether_cli_device_url(a->dev.url));
+    row(&t, "", "unpacked ABI", "packed ABI", "packed/unpacked");
+    row(&t, "outputs equal the interpreter", s[0].equal ? "yes" : "NO", s[1].equal ? "yes" : "NO",
+        "");
     snprintf(x, sizeof x, "%.3g", s[0].max_abs);
     snprintf(y, sizeof y, "%.3g", s[1].max_abs);
-    row("  max |difference|", x, y, "");
+    row(&t, "  max |difference|", x, y, "");
     const tether_elf_sizes *z0 = &s[0].comp.build.sizes, *z1 = &s[1].comp.build.sizes;
     snprintf(x, sizeof x, "%llu/%llu/%llu", (unsigned long long)z0->text,
              (unsigned long long)z0->data, (unsigned long long)z0->bss);
     snprintf(y, sizeof y, "%llu/%llu/%llu", (unsigned long long)z1->text,
              (unsigned long long)z1->data, (unsigned long long)z1->bss);
     ratio_str(r, sizeof r, (double)z1->text, (double)z0->text);
-    row("text/data/bss (bytes)", x, y, r);
+    row(&t, "text/data/bss (bytes)", x, y, r);
     snprintf(x, sizeof x, "%llu", (unsigned long long)z0->code);
     snprintf(y, sizeof y, "%llu", (unsigned long long)z1->code);
     ratio_str(r, sizeof r, (double)z1->code, (double)z0->code);
-    row("  of text: instructions", x, y, r);
+    row(&t, "  of text: instructions", x, y, r);
     snprintf(x, sizeof x, "%zu", s[0].comp.params_bytes);
     snprintf(y, sizeof y, "%zu", s[1].comp.params_bytes);
-    row("params (bytes)", x, y, "");
+    row(&t, "params (bytes)", x, y, "");
     snprintf(x, sizeof x, "%lld", (long long)s[0].comp.workspace_size);
     snprintf(y, sizeof y, "%lld", (long long)s[1].comp.workspace_size);
-    row("workspace (bytes)", x, y, "");
+    row(&t, "workspace (bytes)", x, y, "");
     const tether_stack_report *k0 = &s[0].comp.build.stack, *k1 = &s[1].comp.build.stack;
     snprintf(x, sizeof x, k0->bounded ? "%lld" : "unbounded", (long long)k0->bytes);
     snprintf(y, sizeof y, k1->bounded ? "%lld" : "unbounded", (long long)k1->bytes);
     ratio_str(r, sizeof r, k0->bounded && k1->bounded ? (double)k1->bytes : -1, (double)k0->bytes);
-    row("static stack (bytes)", x, y, r);
+    row(&t, "static stack (bytes)", x, y, r);
     snprintf(x, sizeof x, "%llu", (unsigned long long)s[0].run.call.stack_bytes);
     snprintf(y, sizeof y, "%llu", (unsigned long long)s[1].run.call.stack_bytes);
     ratio_str(r, sizeof r, (double)s[1].run.call.stack_bytes, (double)s[0].run.call.stack_bytes);
-    row("measured stack HWM (bytes)", x, y, r);
-    snprintf(x, sizeof x, "%.2f", s[0].run.time.median * 1e6);
-    snprintf(y, sizeof y, "%.2f", s[1].run.time.median * 1e6);
-    ratio_str(r, sizeof r, s[1].run.time.median, s[0].run.time.median);
-    row("latency median (us)", x, y, r);
-    snprintf(x, sizeof x, "%.2f..%.2f", s[0].run.time.min * 1e6, s[0].run.time.max * 1e6);
-    snprintf(y, sizeof y, "%.2f..%.2f", s[1].run.time.min * 1e6, s[1].run.time.max * 1e6);
-    row("  min..max over repeats", x, y, "");
-    printf("(%u repeats x %u calls per ABI; HWM is measured on the device's painted call stack)\n",
-           s[0].run.time.repeat, s[0].run.time.number);
+    row(&t, "measured stack HWM (bytes)", x, y, r);
+    const tether_cli_ratio *q = &s[1].vs_unpacked;
+    if (q->verdict == TETHER_CLI_NOT_MEASURABLE)
+        snprintf(r, sizeof r, "-");
+    else
+        snprintf(r, sizeof r, "%.2fx", q->estimate);
+    latency_rows(&t, &s[0], &s[1], r);
+    ci_str(r, sizeof r, q);
+    row(&t, "  95% CI of the ratio", "", "", r);
+    table_print(&t);
+    printf("(%u repeats per ABI, %s, each at least %u ms; ratio = Hodges-Lehmann estimate over "
+           "the repeats; HWM is measured on the device's painted call stack)\n",
+           a->repeat,
+           interleaved ? "interleaved A B, B A, ..."
+                       : "one ABI after the other (the device holds one module at a time)",
+           a->min_repeat_ms);
+    print_verdict("packed/unpacked latency", "packed ABI", q);
 }
 
 /* The OpenCL sides (s[2] buffers, s[3] texture weights) against the unpacked ABI. */
-static void print_opencl(const ab_side *s, const int *kernels) {
-    char x[64], y[64], r[80];
+static void print_opencl(const ab_side *s) {
+    char x[96], y[96], r[128];
+    table t;
+    t.n = 0;
     printf("\nOpenCL backend on the same device (time = sum of the kernels' profiled times)\n");
-    row("", "buffer weights", "texture weights", "vs unpacked");
-    row("outputs equal the interpreter", s[2].equal ? "yes" : "NO", s[3].equal ? "yes" : "NO", "");
+    row(&t, "", "buffer weights", "texture weights", "vs unpacked ABI");
+    row(&t, "outputs equal the interpreter", s[2].equal ? "yes" : "NO", s[3].equal ? "yes" : "NO",
+        "");
     snprintf(x, sizeof x, "%.3g", s[2].max_abs);
     snprintf(y, sizeof y, "%.3g", s[3].max_abs);
-    row("  max |difference|", x, y, "");
-    snprintf(x, sizeof x, "%d", kernels[0]);
-    snprintf(y, sizeof y, "%d", kernels[1]);
-    row("kernels", x, y, "");
+    row(&t, "  max |difference|", x, y, "");
+    snprintf(x, sizeof x, "%d", s[2].kernels);
+    snprintf(y, sizeof y, "%d", s[3].kernels);
+    row(&t, "kernels", x, y, "");
     snprintf(x, sizeof x, "%zu", s[2].comp.params_bytes);
     snprintf(y, sizeof y, "%zu", s[3].comp.params_bytes);
-    row("params (bytes)", x, y, "");
+    row(&t, "params (bytes)", x, y, "");
     snprintf(x, sizeof x, "%lld", (long long)s[2].comp.workspace_size);
     snprintf(y, sizeof y, "%lld", (long long)s[3].comp.workspace_size);
-    row("workspace (bytes)", x, y, "");
-    snprintf(x, sizeof x, "%.2f", s[2].run.time.median * 1e6);
-    snprintf(y, sizeof y, "%.2f", s[3].run.time.median * 1e6);
-    char r1[32], r2[32];
-    ratio_str(r1, sizeof r1, s[2].run.time.median, s[0].run.time.median);
-    ratio_str(r2, sizeof r2, s[3].run.time.median, s[0].run.time.median);
-    snprintf(r, sizeof r, "%s / %s", r1, r2);
-    row("latency median (us)", x, y, r);
-    snprintf(x, sizeof x, "%.2f..%.2f", s[2].run.time.min * 1e6, s[2].run.time.max * 1e6);
-    snprintf(y, sizeof y, "%.2f..%.2f", s[3].run.time.min * 1e6, s[3].run.time.max * 1e6);
-    row("  min..max over repeats", x, y, "");
+    row(&t, "workspace (bytes)", x, y, "");
+    snprintf(r, sizeof r, "%.2fx / %.2fx", s[2].vs_unpacked.estimate, s[3].vs_unpacked.estimate);
+    latency_rows(&t, &s[2], &s[3], r);
+    char c2[40], c3[40];
+    ci_str(c2, sizeof c2, &s[2].vs_unpacked);
+    ci_str(c3, sizeof c3, &s[3].vs_unpacked);
+    snprintf(r, sizeof r, "%s / %s", c2, c3);
+    row(&t, "  95% CI of the ratio", "", "", r);
+    table_print(&t);
+    print_verdict("OpenCL buffer weights/unpacked latency", "OpenCL build with buffer weights",
+                  &s[2].vs_unpacked);
+    print_verdict("OpenCL texture weights/unpacked latency", "OpenCL build with texture weights",
+                  &s[3].vs_unpacked);
 }
 
-static cJSON *opencl_json(const ab_side *s, const char *weights, int kernels) {
+static cJSON *ratio_json(const tether_cli_ratio *r, const char *num, const char *den) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "numerator", num);
+    cJSON_AddStringToObject(o, "denominator", den);
+    cJSON_AddStringToObject(o, "method", "hodges-lehmann, mann-whitney");
+    if (r->verdict == TETHER_CLI_NOT_MEASURABLE)
+        cJSON_AddNullToObject(o, "estimate");
+    else
+        cJSON_AddNumberToObject(o, "estimate", r->estimate);
+    if (r->have_ci) {
+        cJSON_AddNumberToObject(o, "ci95_low", r->ci_low);
+        cJSON_AddNumberToObject(o, "ci95_high", r->ci_high);
+    } else {
+        cJSON_AddNullToObject(o, "ci95_low");
+        cJSON_AddNullToObject(o, "ci95_high");
+    }
+    cJSON_AddNumberToObject(o, "p_value", r->p_value);
+    cJSON_AddStringToObject(o, "verdict", tether_cli_verdict_name(r->verdict));
+    return o;
+}
+
+/* The timing fields every side shares. */
+static void latency_json(cJSON *o, const ab_side *s, uint32_t repeat) {
+    cJSON_AddNumberToObject(o, "first_call_us", (double)s->run.call.elapsed_ns / 1e3);
+    cJSON_AddNumberToObject(o, "latency_median_us", s->spread.median * 1e6);
+    cJSON_AddNumberToObject(o, "latency_q1_us", s->spread.q1 * 1e6);
+    cJSON_AddNumberToObject(o, "latency_q3_us", s->spread.q3 * 1e6);
+    cJSON_AddNumberToObject(o, "latency_iqr_us", (s->spread.q3 - s->spread.q1) * 1e6);
+    cJSON_AddNumberToObject(o, "latency_mean_us", s->spread.mean * 1e6);
+    cJSON_AddNumberToObject(o, "latency_min_us", s->spread.min * 1e6);
+    cJSON_AddNumberToObject(o, "latency_max_us", s->spread.max * 1e6);
+    cJSON *r = cJSON_AddArrayToObject(o, "repeats_us");
+    for (uint32_t i = 0; i < repeat; i++)
+        cJSON_AddItemToArray(r, cJSON_CreateNumber(s->t[i] * 1e6));
+    cJSON_AddNumberToObject(o, "number", s->number);
+    cJSON_AddNumberToObject(o, "repeat", repeat);
+    cJSON_AddBoolToObject(o, "zero_timer", s->zero_timer);
+}
+
+static cJSON *opencl_json(const ab_side *s, const char *weights, uint32_t repeat) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "weights", weights);
     cJSON_AddBoolToObject(o, "outputs_equal", s->equal);
     cJSON_AddNumberToObject(o, "max_abs_difference", s->max_abs);
-    cJSON_AddNumberToObject(o, "kernels", kernels);
+    cJSON_AddNumberToObject(o, "kernels", s->kernels);
     cJSON_AddNumberToObject(o, "params_bytes", (double)s->comp.params_bytes);
     cJSON_AddNumberToObject(o, "workspace_bytes", (double)s->comp.workspace_size);
-    cJSON_AddNumberToObject(o, "first_call_us", (double)s->run.call.elapsed_ns / 1e3);
-    cJSON_AddNumberToObject(o, "latency_median_us", s->run.time.median * 1e6);
-    cJSON_AddNumberToObject(o, "latency_mean_us", s->run.time.mean * 1e6);
-    cJSON_AddNumberToObject(o, "latency_min_us", s->run.time.min * 1e6);
-    cJSON_AddNumberToObject(o, "latency_max_us", s->run.time.max * 1e6);
+    latency_json(o, s, repeat);
+    cJSON_AddItemToObject(o, "latency_ratio", ratio_json(&s->vs_unpacked, weights, "unpacked"));
     return o;
 }
 
-static cJSON *side_json(const ab_side *s) {
+static cJSON *side_json(const ab_side *s, uint32_t repeat) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "abi", tether_abi_name(s->abi));
     cJSON_AddBoolToObject(o, "outputs_equal", s->equal);
@@ -447,41 +608,92 @@ static cJSON *side_json(const ab_side *s) {
     else
         cJSON_AddNullToObject(o, "static_stack");
     cJSON_AddNumberToObject(o, "stack_hwm", (double)s->run.call.stack_bytes);
-    cJSON_AddNumberToObject(o, "first_call_us", (double)s->run.call.elapsed_ns / 1e3);
-    cJSON_AddNumberToObject(o, "latency_median_us", s->run.time.median * 1e6);
-    cJSON_AddNumberToObject(o, "latency_mean_us", s->run.time.mean * 1e6);
-    cJSON_AddNumberToObject(o, "latency_min_us", s->run.time.min * 1e6);
-    cJSON_AddNumberToObject(o, "latency_max_us", s->run.time.max * 1e6);
-    cJSON_AddNumberToObject(o, "number", s->run.time.number);
-    cJSON_AddNumberToObject(o, "repeat", s->run.time.repeat);
+    latency_json(o, s, repeat);
     return o;
 }
 
-static int write_json(const ab_args *a, const ab_side *s, const int *kernels) {
+static int write_json(const ab_args *a, const ab_side *s, int interleaved) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", a->model);
     cJSON_AddStringToObject(root, "target", a->target);
-    cJSON_AddStringToObject(root, "device", a->dev.url ? a->dev.url : "local:");
+    cJSON_AddStringToObject(root, "device", tether_cli_device_url(a->dev.url));
     cJSON_AddNumberToObject(root, "rtol", a->rtol);
     cJSON_AddNumberToObject(root, "atol", a->atol);
+    cJSON *m = cJSON_AddObjectToObject(root, "measurement");
+    cJSON_AddBoolToObject(m, "interleaved", interleaved);
+    cJSON_AddStringToObject(m, "order", interleaved ? "A B, B A, ..." : "one after the other");
+    cJSON_AddNumberToObject(m, "repeat", a->repeat);
+    cJSON_AddNumberToObject(m, "min_repeat_ms", a->min_repeat_ms);
+    cJSON_AddNumberToObject(m, "initial_number", a->number);
     cJSON *arr = cJSON_AddArrayToObject(root, "abis");
-    cJSON_AddItemToArray(arr, side_json(&s[0]));
-    cJSON_AddItemToArray(arr, side_json(&s[1]));
+    cJSON_AddItemToArray(arr, side_json(&s[0], a->repeat));
+    cJSON_AddItemToArray(arr, side_json(&s[1], a->repeat));
+    cJSON_AddItemToObject(root, "latency_ratio",
+                          ratio_json(&s[1].vs_unpacked, "packed", "unpacked"));
     if (a->opencl) {
         cJSON *ocl = cJSON_AddArrayToObject(root, "opencl");
-        cJSON_AddItemToArray(ocl, opencl_json(&s[2], "buffer", kernels[0]));
-        cJSON_AddItemToArray(ocl, opencl_json(&s[3], "texture", kernels[1]));
+        cJSON_AddItemToArray(ocl, opencl_json(&s[2], "buffer", a->repeat));
+        cJSON_AddItemToArray(ocl, opencl_json(&s[3], "texture", a->repeat));
     }
-    char *txt = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!txt)
-        return fail(1, "out of memory");
-    size_t len = strlen(txt);
-    txt[len] = '\n'; /* cJSON_Print's buffer ends with the NUL: a newline in its place */
-    int wrc = tether_file_write(a->json, txt, len + 1);
-    free(txt);
-    if (wrc)
-        return fail(1, "%s", tether_last_error());
+    return tether_cli_write_json(a->json, root);
+}
+
+/* One TIME of one side: repeat r's per-call seconds; the side's number keeps its grown value. */
+static int time_side(ab_side *s, const ab_args *a, double *out) {
+    tether_time_stats ts;
+    if (tether_cli_run_time(s->prep, s->number, 1, a->min_repeat_ms, 0, &ts))
+        return 1;
+    s->number = ts.number > s->number ? ts.number : s->number;
+    s->zero_timer |= ts.zero_timer;
+    if (out)
+        *out = ts.seconds[0];
+    return 0;
+}
+
+/* Prepares side k on the device (upload, load, params, arrays, inputs), calls it once for its
+ * outputs and stack high-water mark, and compares them with the interpreter. */
+static int side_start(ab_side *s, const ab_args *a, tether_session *ses, const tether_npy *ref,
+                      int nref) {
+    if (tether_cli_run_prepare(ses, s->dir, a->nin, a->in, NULL, &s->prep))
+        return 1;
+    s->kernels = tether_cli_run_kernels(s->prep);
+    if (tether_cli_run_call(s->prep, &s->run))
+        return 1;
+    compare(s, ref, nref, a->rtol, a->atol);
+    s->number = a->number;
+    return 0;
+}
+
+/* The measurement: every side prepared first, then (after one TIME each that sets the calls per
+ * repeat and warms up) `repeat` rounds of one TIME per side, the order reversed every other round
+ * (A B, B A, ...) so that drift hits every side alike. An MCU holds one module at a time: there
+ * each side is prepared, measured and released in turn. */
+static int measure(ab_args *a, tether_session *ses, ab_side *s, int nsides, const tether_npy *ref,
+                   int nref, int interleaved) {
+    if (!interleaved) {
+        for (int k = 0; k < nsides; k++) {
+            if (side_start(&s[k], a, ses, ref, nref) || time_side(&s[k], a, NULL))
+                return 1;
+            for (uint32_t r = 0; r < a->repeat; r++)
+                if (time_side(&s[k], a, &s[k].t[r]))
+                    return 1;
+            tether_cli_run_release(s[k].prep);
+            s[k].prep = NULL;
+        }
+        return 0;
+    }
+    for (int k = 0; k < nsides; k++)
+        if (side_start(&s[k], a, ses, ref, nref))
+            return 1;
+    for (int k = 0; k < nsides; k++)
+        if (time_side(&s[k], a, NULL))
+            return 1;
+    for (uint32_t r = 0; r < a->repeat; r++)
+        for (int i = 0; i < nsides; i++) {
+            int k = r % 2 ? nsides - 1 - i : i;
+            if (time_side(&s[k], a, &s[k].t[r]))
+                return 1;
+        }
     return 0;
 }
 
@@ -490,26 +702,60 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     int prc = parse_ab(argc, argv, &a);
     if (prc)
         return prc == 1 ? 0 : prc;
+    /* the device first: its HELLO decides the target and whether --opencl can run at all */
+    tether_session *ses = NULL;
+    if (tether_cli_open(&a.dev, &ses))
+        return 1;
+    const tether_device_info *d = tether_session_info(ses);
+    int rc = 1;
+    if (a.opencl && !d->opencl) {
+        tether_cli_fail(1,
+                        "--opencl: the device %s has no OpenCL layer (its HELLO says opencl: no); "
+                        "run ab without --opencl",
+                        tether_cli_device_url(a.dev.url));
+        tether_session_close(ses);
+        return 1;
+    }
     static char probed[64];
     if (!a.target) {
-        if (tether_cli_probe_target(&a.dev, probed, sizeof probed))
-            return 1;
-        a.target = probed[0] ? probed : "x86_64-linux";
+        const tether_target *t;
+        if (tether_cli_is_mcu(d)) {
+            if (tether_target_find(d->arch, &t)) {
+                tether_cli_fail(1,
+                                "the device is a %s board with CPU '%s', for which the compiler "
+                                "has no target (give --target)",
+                                d->board, d->arch);
+                tether_session_close(ses);
+                return 1;
+            }
+            snprintf(probed, sizeof probed, "%s", t->name);
+        } else {
+            snprintf(probed, sizeof probed, "x86_64-linux");
+        }
+        a.target = probed;
     }
+    int interleaved = !tether_cli_is_mcu(d);
     const tether_target *tg;
-    if (tether_target_find(a.target, &tg))
+    if (tether_target_find(a.target, &tg)) {
+        tether_session_close(ses);
         return fail(2, "--target: %s", tether_last_error());
-    if (!tether_target_available(tg))
+    }
+    if (!tether_target_available(tg)) {
+        tether_session_close(ses);
         return fail(1, "target %s: its compiler %s is not installed", a.target, tg->cc);
+    }
     /* an ONNX model binds the inputs its operators need as constants (a Reshape's shape, Clip's
      * bounds) from their --in files; only the others are fed at run time */
     static tether_cli_model_load ml;
     int lrc = tether_cli_model_load_prepare(&ml, a.nin, a.in, 0, NULL);
-    if (lrc)
+    if (lrc) {
+        tether_session_close(ses);
         return lrc;
+    }
     tether_ir_graph g;
     if (tether_model_load_with(a.model, &ml.lo, &g)) {
         tether_cli_model_load_free(&ml);
+        tether_session_close(ses);
         return fail(1, "%s", tether_error_detail());
     }
     int given = a.nin, kept = 0;
@@ -517,15 +763,15 @@ int tether_cli_cmd_ab(int argc, char **argv) {
         if (!ml.bound[i])
             a.in[kept++] = a.in[i];
     a.nin = kept;
-    int rc = 1, made_tmp = 0;
+    int made_tmp = 0;
     char dir[1024];
     static char gen[TETHER_CLI_MAX_IO][1200];
     tether_npy in[TETHER_CLI_MAX_IO], ref[TETHER_CLI_MAX_IO];
     memset(in, 0, sizeof in);
     memset(ref, 0, sizeof ref);
-    ab_side s[4]; /* unpacked, packed; with --opencl: OpenCL buffer and texture weights */
+    static ab_side s[4]; /* unpacked, packed; with --opencl: OpenCL buffer and texture weights */
     memset(s, 0, sizeof s);
-    int kernels[2] = {0, 0};
+    int nsides = a.opencl ? 4 : 2;
     if (check_float_model(a.model, &g))
         goto done;
     if (given && a.nin != g.ninputs) {
@@ -556,62 +802,59 @@ int tether_cli_cmd_ab(int argc, char **argv) {
             goto done;
     if (interpret(&g, in, ref))
         goto done;
-    for (int k = 0; k < 2; k++) {
-        s[k].abi = k == 0 ? TETHER_ABI_UNPACKED : TETHER_ABI_PACKED;
-        snprintf(s[k].dir, sizeof s[k].dir, "%s/%s", dir, tether_abi_name(s[k].abi));
+    /* compile every side before the device does anything */
+    for (int k = 0; k < nsides; k++) {
         tether_compile_options o;
         tether_compile_options_init(&o);
-        o.codegen.abi = s[k].abi;
-        o.build.target = a.target;
-        o.build.opt_level = a.opt_level;
         o.load = &ml.lo;
-        if (tether_compile_model(a.model, s[k].dir, &o, &s[k].comp)) {
-            fail(1, "compile (%s ABI): %s", tether_abi_name(s[k].abi), tether_last_error());
-            goto done;
+        if (k < 2) {
+            s[k].abi = k == 0 ? TETHER_ABI_UNPACKED : TETHER_ABI_PACKED;
+            s[k].label = k == 0 ? "unpacked ABI" : "packed ABI";
+            snprintf(s[k].dir, sizeof s[k].dir, "%s/%s", dir, tether_abi_name(s[k].abi));
+            o.codegen.abi = s[k].abi;
+            o.build.target = a.target;
+            o.build.opt_level = a.opt_level;
+        } else {
+            s[k].label = k == 2 ? "buffer weights" : "texture weights";
+            snprintf(s[k].dir, sizeof s[k].dir, "%s/%s", dir, k == 2 ? "opencl" : "opencl_texture");
+            o.backend = TETHER_BACKEND_OPENCL;
+            o.opencl.texture_weights = k == 3;
         }
-        if (tether_cli_run_artifact(&a.dev, s[k].dir, a.nin, a.in, a.number, a.repeat,
-                                    a.min_repeat_ms, &s[k].run))
-            goto done;
-        s[k].ran = 1;
-        compare(&s[k], ref, g.noutputs, a.rtol, a.atol);
-    }
-    for (int k = 2; a.opencl && k < 4; k++) {
-        snprintf(s[k].dir, sizeof s[k].dir, "%s/%s", dir, k == 2 ? "opencl" : "opencl_texture");
-        tether_compile_options o;
-        tether_compile_options_init(&o);
-        o.backend = TETHER_BACKEND_OPENCL;
-        o.opencl.texture_weights = k == 3;
-        o.load = &ml.lo;
         if (tether_compile_model(a.model, s[k].dir, &o, &s[k].comp)) {
-            fail(1, "compile (OpenCL): %s", tether_error_detail());
+            if (k < 2)
+                fail(1, "compile (%s ABI): %s", tether_abi_name(s[k].abi), tether_last_error());
+            else
+                fail(1, "compile (OpenCL): %s", tether_error_detail());
             goto done;
-        }
-        if (tether_cli_run_artifact(&a.dev, s[k].dir, a.nin, a.in, a.number, a.repeat,
-                                    a.min_repeat_ms, &s[k].run))
-            goto done;
-        s[k].ran = 1;
-        compare(&s[k], ref, g.noutputs, a.rtol, a.atol);
-        tether_ocl_artifact *art;
-        if (!tether_ocl_artifact_load(s[k].dir, &art)) {
-            kernels[k - 2] = tether_ocl_artifact_num_steps(art);
-            tether_ocl_artifact_free(art);
         }
     }
-    print_table(&a, &g, s);
+    if (measure(&a, ses, s, nsides, ref, g.noutputs, interleaved))
+        goto done;
+    for (int k = 0; k < nsides; k++) {
+        tether_cli_spread_of(s[k].t, (int)a.repeat, &s[k].spread);
+        tether_cli_ratio_of(s[0].t, (int)a.repeat, s[k].t, (int)a.repeat, &s[k].vs_unpacked);
+    }
+    print_table(&a, &g, s, interleaved);
     if (a.opencl)
-        print_opencl(s, kernels);
-    if (a.json && write_json(&a, s, kernels))
+        print_opencl(s);
+    if (a.json && write_json(&a, s, interleaved))
         goto done;
     rc = s[0].equal && s[1].equal && (!a.opencl || (s[2].equal && s[3].equal)) ? 0 : 1;
     if (rc)
         fail(1, "outputs differ from the reference interpreter (rtol %g, atol %g)", a.rtol, a.atol);
 done:
+    if (rc)
+        tether_cli_after_failure(ses, "ab");
     for (int i = 0; i < TETHER_CLI_MAX_IO; i++) {
         tether_npy_free(&in[i]);
         tether_npy_free(&ref[i]);
     }
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 4; k++) {
+        tether_cli_run_release(s[k].prep);
+        s[k].prep = NULL;
         tether_cli_report_free(&s[k].run);
+    }
+    tether_session_close(ses);
     if (made_tmp)
         tether_cli_tempdir_remove(dir);
     tether_cli_model_load_free(&ml);

@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <setjmp.h>
@@ -21,7 +22,9 @@
 #include <cmocka.h>
 
 #include "tether/crt.h"
+#include "tether/file.h"
 #include "tether/npy.h"
+#include "tether/rpc/sha256.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TETHER_TEST_ASAN 1
@@ -76,6 +79,43 @@ static void check_sum(const char *name) {
     tether_npy_free(&n);
 }
 
+/* Parses g_dir/name (written by a --json option); fails the test when it is not JSON. */
+static cJSON *read_json(const char *name) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    FILE *f = fopen(p, "rb");
+    if (!f)
+        fail_msg("%s was not written", name);
+    static char txt[65536];
+    size_t n = fread(txt, 1, sizeof txt - 1, f);
+    fclose(f);
+    txt[n] = 0;
+    cJSON *j = cJSON_Parse(txt);
+    if (!j)
+        fail_msg("%s is not JSON: %s", name, txt);
+    return j;
+}
+
+static double num(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItem(o, key);
+    if (!cJSON_IsNumber(v))
+        fail_msg("\"%s\" is not a number", key);
+    return v->valuedouble;
+}
+
+static const char *str(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItem(o, key);
+    if (!cJSON_IsString(v))
+        fail_msg("\"%s\" is not a string", key);
+    return v->valuestring;
+}
+
+static int exists(const char *name) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    return access(p, F_OK) == 0;
+}
+
 static int setup(void **state) {
     (void)state;
     snprintf(g_dir, sizeof g_dir, "/tmp/tcliXXXXXX");
@@ -92,19 +132,95 @@ static int teardown(void **state) {
     return system(cmd) == 0 ? 0 : -1;
 }
 
-static void test_info_help(void **state) {
+/* info: every text line "label  value [unit]" is the JSON key label_with_underscores[_unit]
+ * with the same value, and every reported JSON field has its text line. */
+static void test_info_consistent(void **state) {
     (void)state;
     const char *o;
+    static char text[8192];
     assert_int_equal(tether(&o, "info"), 0);
-    assert_non_null(strstr(o, "scopes        global"));
+    snprintf(text, sizeof text, "%s", o);
+    assert_non_null(strstr(text, "scopes             global"));
     assert_int_equal(tether(&o, "info --json"), 0);
-    assert_non_null(strstr(o, "\"pointer_bits\":"));
-    assert_non_null(strstr(o, "\"auth_required\":\tfalse"));
-    const char *cmds[] = {"info", "upload", "run", "bench"};
-    for (int i = 0; i < 4; i++) {
-        assert_int_equal(tether(&o, "%s --help", cmds[i]), 0);
-        assert_non_null(strstr(o, "usage: tether"));
+    cJSON *j = cJSON_Parse(o);
+    assert_non_null(j);
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "auth_required")));
+    int lines = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char *gap = strstr(line, "  ");
+        assert_non_null(gap);
+        char key[64], value[256];
+        snprintf(key, sizeof key, "%.*s", (int)(gap - line), line);
+        for (char *p = key; *p; p++)
+            *p = *p == ' ' ? '_' : *p;
+        while (*gap == ' ')
+            gap++;
+        snprintf(value, sizeof value, "%s", gap);
+        size_t vl = strlen(value);
+        if (vl > 6 && !strcmp(value + vl - 6, " bytes")) {
+            strcat(key, "_bytes");
+            value[vl - 6] = 0;
+        } else if (vl > 3 && !strcmp(value + vl - 3, " Hz")) {
+            strcat(key, "_hz");
+            value[vl - 3] = 0;
+        }
+        const cJSON *v = cJSON_GetObjectItem(j, key);
+        if (!v || cJSON_IsNull(v))
+            fail_msg("text line '%s': no JSON value \"%s\"", line, key);
+        char jv[256] = "";
+        if (cJSON_IsNumber(v))
+            snprintf(jv, sizeof jv, "%.0f", v->valuedouble);
+        else if (cJSON_IsString(v))
+            snprintf(jv, sizeof jv, "%s", v->valuestring);
+        else if (cJSON_IsBool(v))
+            snprintf(jv, sizeof jv, "%s", cJSON_IsTrue(v) ? "yes" : "no");
+        else if (cJSON_IsArray(v)) {
+            for (int i = 0; i < cJSON_GetArraySize(v); i++)
+                snprintf(jv + strlen(jv), sizeof jv - strlen(jv), "%s%s", i ? ", " : "",
+                         cJSON_GetArrayItem(v, i)->valuestring);
+            if (!jv[0])
+                snprintf(jv, sizeof jv, "(none)");
+        }
+        if (strcmp(jv, value))
+            fail_msg("'%s': text '%s', JSON \"%s\": '%s'", line, value, key, jv);
+        lines++;
     }
+    int reported = 0; /* every non-null JSON field has its line */
+    for (const cJSON *v = j->child; v; v = v->next)
+        reported += !cJSON_IsNull(v);
+    assert_int_equal(lines, reported);
+    assert_true(lines >= 15);
+    cJSON_Delete(j);
+}
+
+/* Every subcommand prints its help and exits 0 on --help and -h; tether --version. */
+static void test_help_version(void **state) {
+    (void)state;
+    const char *o;
+    const char *cmds[] = {
+        "info",    "upload", "run",    "bench",
+#ifdef TETHER_HAVE_COMPILER
+        "compile", "plan",   "import", "plan-buffers", "ab",
+#endif
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        const char *flags[2] = {"--help", "-h"};
+        for (int k = 0; k < 2; k++) {
+            int rc = tether(&o, "%s %s", cmds[i], flags[k]);
+            if (rc != 0)
+                fail_msg("tether %s %s: exit %d: %s", cmds[i], flags[k], rc, o);
+            assert_non_null(strstr(o, "usage"));
+        }
+    }
+    assert_int_equal(tether(&o, "--version"), 0);
+    assert_string_equal(o, "tether " TETHER_VERSION "\n");
+    assert_int_equal(tether(&o, "--help"), 0);
+    assert_non_null(strstr(o, "--version"));
+}
+
+static void test_usage_errors(void **state) {
+    (void)state;
+    const char *o;
     assert_int_equal(tether(&o, "frobnicate"), 2);
     assert_non_null(strstr(o, "unknown command 'frobnicate'"));
     assert_int_equal(tether(&o, "run"), 2);
@@ -177,6 +293,106 @@ static void test_run_module(void **state) {
     assert_non_null(strstr(o, "missing.npy"));
 }
 
+/* --json FILE of run, bench and upload: parsed back, every promised field with its value. */
+static void test_json_outputs(void **state) {
+    (void)state;
+    write_f32("a.npy", 16, 0);
+    write_f32("b.npy", 16, 100);
+    const char *o;
+    int rc = tether(&o, "run '%s' add_packed --in a.npy --in b.npy --out c.npy --json run.json",
+                    TESTMOD_PATH);
+    if (rc)
+        fail_msg("%s", o);
+    cJSON *j = read_json("run.json");
+    assert_string_equal(str(j, "command"), "run");
+    assert_string_equal(str(j, "function"), "add_packed");
+    const cJSON *dev = cJSON_GetObjectItem(j, "device");
+    assert_string_equal(str(dev, "url"), "local:");
+    assert_string_equal(str(dev, "arch"), "x86_64");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(dev, "board")));
+    const cJSON *outs = cJSON_GetObjectItem(j, "outputs");
+    assert_int_equal(cJSON_GetArraySize(outs), 1);
+    const cJSON *y = cJSON_GetArrayItem(outs, 0);
+    assert_string_equal(str(y, "name"), "out0");
+    assert_string_equal(str(y, "file"), "c.npy");
+    assert_string_equal(str(y, "dtype"), "float32");
+    const cJSON *shape = cJSON_GetObjectItem(y, "shape");
+    assert_int_equal(cJSON_GetArraySize(shape), 1);
+    assert_int_equal((int)cJSON_GetArrayItem(shape, 0)->valuedouble, 16);
+    /* c = a + b = 100 + 2i */
+    assert_true(num(y, "min") == 100.0);
+    assert_true(num(y, "max") == 130.0);
+    assert_true(num(y, "mean") == 115.0);
+    const cJSON *call = cJSON_GetObjectItem(j, "call");
+    assert_int_equal((int)num(call, "return_code"), 0);
+    assert_true(num(call, "time_us") >= 0);
+    assert_true(num(call, "stack_hwm_bytes") > 0);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(call, "cycles"))); /* nanosecond clock */
+    cJSON_Delete(j);
+    check_sum("c.npy");
+
+    rc = tether(&o,
+                "bench '%s' add_packed --in a.npy --in b.npy --out c.npy --number 4 --repeat 3 "
+                "--json bench.json",
+                TESTMOD_PATH);
+    if (rc)
+        fail_msg("%s", o);
+    j = read_json("bench.json");
+    assert_string_equal(str(j, "command"), "bench");
+    assert_int_equal((int)num(j, "repeat"), 3);
+    assert_true(num(j, "number") >= 4);
+    const cJSON *reps = cJSON_GetObjectItem(j, "repeats_us");
+    assert_int_equal(cJSON_GetArraySize(reps), 3);
+    double mn = num(j, "min_us"), mx = num(j, "max_us"), med = num(j, "median_us");
+    assert_true(mn >= 0 && mn <= med && med <= mx);
+    for (int i = 0; i < 3; i++) {
+        double r = cJSON_GetArrayItem(reps, i)->valuedouble;
+        assert_true(r >= mn && r <= mx);
+    }
+    assert_true(num(j, "mean_us") >= mn && num(j, "mean_us") <= mx);
+    assert_true(num(j, "stack_hwm_bytes") > 0);
+    assert_true(num(j, "first_call_us") >= 0);
+    assert_true(cJSON_IsBool(cJSON_GetObjectItem(j, "zero_timer")));
+    cJSON_Delete(j);
+
+    rc = tether(&o, "upload '%s' --name m.so --json up.json", TESTMOD_PATH);
+    if (rc)
+        fail_msg("%s", o);
+    j = read_json("up.json");
+    assert_string_equal(str(j, "command"), "upload");
+    assert_string_equal(str(j, "module"), "m.so");
+    assert_string_equal(str(j, "kind"), "shared_object");
+    assert_true(num(j, "handle") > 0);
+    assert_int_equal((int)num(j, "functions"), 8);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "function_names"))); /* not known for a .so */
+    uint8_t *data;
+    size_t len;
+    assert_int_equal(tether_file_read(TESTMOD_PATH, (size_t)1 << 26, &data, &len), 0);
+    assert_int_equal((size_t)num(j, "bytes"), len);
+    uint8_t h[32];
+    tether_sha256(data, len, h);
+    free(data);
+    char hex[65];
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", h[i]);
+    assert_string_equal(str(j, "sha256"), hex);
+    cJSON_Delete(j);
+
+    /* a --json path that cannot be written is bad usage found before any work: no output file */
+    assert_int_equal(tether(&o,
+                            "run '%s' add_packed --in a.npy --in b.npy --out new.npy --json "
+                            "/nonexistent/r.json",
+                            TESTMOD_PATH),
+                     2);
+    assert_non_null(strstr(o, "tether run: --json"));
+    assert_false(exists("new.npy"));
+    assert_int_equal(tether(&o, "bench '%s' add_packed --json", TESTMOD_PATH), 2);
+    assert_int_equal(tether(&o, "upload '%s' --json /nonexistent/u.json", TESTMOD_PATH), 2);
+    assert_non_null(strstr(o, "tether upload: --json"));
+    /* JSON to a device node is written in place */
+    assert_int_equal(tether(&o, "upload '%s' --json /dev/null", TESTMOD_PATH), 0);
+}
+
 static void test_run_artifact(void **state) {
     (void)state;
     write_f32("a.npy", 16, 0);
@@ -237,6 +453,42 @@ static void test_run_model(void **state) {
         sum += ((float *)n.data)[i];
     assert_true(sum > 0.999 && sum < 1.001);
     tether_npy_free(&n);
+    /* --opt-level and --params reach the compile, as with tether compile: the weights in a blob
+     * leave the library's text without them; run and bench alike */
+    double text[2];
+    const char *params[2] = {"linked", "blob"};
+    for (int k = 0; k < 2; k++) {
+        rc = tether(&o,
+                    "%s '%s/examples/kws/kws.json' --in mfcc.npy --opt-level s --params %s --json "
+                    "m.json%s",
+                    k ? "bench" : "run", TETHER_SOURCE_DIR, params[k],
+                    k ? " --number 1 --repeat 1" : " --out probs2.npy");
+        if (rc)
+            fail_msg("%s", o);
+        cJSON *j = read_json("m.json");
+        const cJSON *c = cJSON_GetObjectItem(j, "compiled");
+        assert_string_equal(str(c, "opt_level"), "s");
+        assert_string_equal(str(c, "params"), params[k]);
+        assert_int_equal((int)num(c, "params_bytes"), 49360);
+        text[k] = num(c, "text_bytes");
+        cJSON_Delete(j);
+    }
+    assert_true(text[1] + 40000 < text[0]);
+    assert_int_equal(
+        tether(&o, "run '%s/examples/kws/kws.json' --in mfcc.npy --opt-level 7", TETHER_SOURCE_DIR),
+        2);
+    assert_non_null(strstr(o, "--opt-level wants"));
+    assert_int_equal(
+        tether(&o, "run '%s/examples/kws/kws.json' --in mfcc.npy --params foo", TETHER_SOURCE_DIR),
+        2);
+    /* a module or an artifact is not compiled: the options are refused */
+    assert_int_equal(tether(&o, "run '%s' add_packed --opt-level 1", TESTMOD_PATH), 2);
+    assert_non_null(strstr(o, "apply to a MODEL"));
+    assert_int_equal(tether(&o,
+                            "run '%s/examples/kws/kws.json' --reference --in mfcc.npy "
+                            "--params blob",
+                            TETHER_SOURCE_DIR),
+                     2);
     assert_int_equal(tether(&o, "run '%s/tests/compiler/bad_models/bad_dtype.json' --in mfcc.npy",
                             TETHER_SOURCE_DIR),
                      1);
@@ -351,37 +603,95 @@ static void test_output_files(void **state) {
     assert_int_not_equal(access(p, F_OK), 0); /* nothing left behind */
 }
 
-/* ab: both ABIs compiled, run on local:, equal to the interpreter, JSON written; the unpacked
- * build uses less code and stack than the packed one (the point of the unpacked ABI). */
+/* The allowed significance verdicts of ab's ratios. */
+static void check_ratio(const cJSON *r, const char *num_name) {
+    assert_non_null(r);
+    assert_string_equal(str(r, "numerator"), num_name);
+    assert_string_equal(str(r, "denominator"), "unpacked");
+    assert_non_null(strstr(str(r, "method"), "hodges-lehmann"));
+    const char *v = str(r, "verdict");
+    const char *allowed[] = {"faster", "slower", "no_significant_difference", "too_few_repeats",
+                             "not_measurable"};
+    int ok = 0;
+    for (int i = 0; i < 5; i++)
+        ok |= !strcmp(v, allowed[i]);
+    if (!ok)
+        fail_msg("verdict '%s'", v);
+    double p = num(r, "p_value");
+    assert_true(p >= 0 && p <= 1);
+    if (!strcmp(v, "not_measurable"))
+        return;
+    double e = num(r, "estimate");
+    assert_true(e > 0);
+    if (!strcmp(v, "too_few_repeats")) {
+        assert_true(cJSON_IsNull(cJSON_GetObjectItem(r, "ci95_low")));
+        return;
+    }
+    double lo = num(r, "ci95_low"), hi = num(r, "ci95_high");
+    assert_true(lo > 0 && lo <= e && e <= hi);
+    /* the verdict follows the interval */
+    assert_int_equal(!strcmp(v, "slower"), lo > 1);
+    assert_int_equal(!strcmp(v, "faster"), hi < 1);
+}
+
+/* One side's timing fields: the spread is ordered and non-negative, one time per repeat. */
+static void check_latency(const cJSON *u, int repeat) {
+    double q1 = num(u, "latency_q1_us"), q3 = num(u, "latency_q3_us");
+    double med = num(u, "latency_median_us"), mn = num(u, "latency_min_us"),
+           mx = num(u, "latency_max_us");
+    assert_true(num(u, "latency_iqr_us") >= 0);
+    assert_true(fabs(num(u, "latency_iqr_us") - (q3 - q1)) <= 1e-9 * q3);
+    assert_true(mn > 0 && mn <= q1 && q1 <= med && med <= q3 && q3 <= mx);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(u, "repeats_us")), repeat);
+    assert_int_equal((int)num(u, "repeat"), repeat);
+    assert_true(num(u, "number") >= 1);
+}
+
+/* No line of a table is wider than its header line (cells sized from their content). */
+static void check_table(const char *o, const char *header) {
+    const char *h = strstr(o, header);
+    assert_non_null(h);
+    while (h > o && h[-1] != '\n')
+        h--;
+    size_t width = strcspn(h, "\n");
+    for (const char *l = h; *l && *l != '(' && strncmp(l, "OpenCL", 6) && *l != '\n';) {
+        size_t n = strcspn(l, "\n");
+        if (n > width)
+            fail_msg("table line wider than the header: '%.*s'", (int)n, l);
+        l += n + (l[n] == '\n');
+    }
+}
+
+/* ab: both ABIs compiled, prepared, measured interleaved on local:, equal to the interpreter,
+ * JSON written with the spread and the ratio's interval; the unpacked build uses less code and
+ * stack than the packed one (the point of the unpacked ABI). */
 static void test_ab(void **state) {
     (void)state;
     const char *o;
     const char *kws = TETHER_SOURCE_DIR "/examples/kws/kws.json";
-    int rc = tether(&o, "ab '%s' -o abdir --json ab.json --number 2 --repeat 2", kws);
+    int rc = tether(&o, "ab '%s' -o abdir --json ab.json --repeat 5 --min-repeat-ms 2", kws);
     if (rc)
         fail_msg("%s", o);
     assert_non_null(strstr(o, "outputs equal the interpreter"));
-    char p[256];
-    snprintf(p, sizeof p, "%s/ab.json", g_dir);
-    FILE *f = fopen(p, "rb");
-    assert_non_null(f);
-    static char txt[16384];
-    size_t n = fread(txt, 1, sizeof txt - 1, f);
-    fclose(f);
-    txt[n] = 0;
-    cJSON *j = cJSON_Parse(txt);
-    assert_non_null(j);
+    assert_non_null(strstr(o, "packed/unpacked\n")); /* the ratio column's header, whole */
+    assert_non_null(strstr(o, "IQR"));
+    assert_non_null(strstr(o, "interleaved"));
+    check_table(o, "unpacked ABI");
+    const char *verdict = strstr(o, "packed/unpacked latency: ");
+    assert_non_null(verdict);
+    assert_true(strstr(verdict, "significantly faster") ||
+                strstr(verdict, "significantly slower") ||
+                strstr(verdict, "no significant difference"));
+    cJSON *j = read_json("ab.json");
     cJSON *abis = cJSON_GetObjectItem(j, "abis");
     assert_int_equal(cJSON_GetArraySize(abis), 2);
     cJSON *u = cJSON_GetArrayItem(abis, 0), *k = cJSON_GetArrayItem(abis, 1);
-    assert_string_equal(cJSON_GetObjectItem(u, "abi")->valuestring, "unpacked");
-    assert_string_equal(cJSON_GetObjectItem(k, "abi")->valuestring, "packed");
+    assert_string_equal(str(u, "abi"), "unpacked");
+    assert_string_equal(str(k, "abi"), "packed");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(u, "outputs_equal")));
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(k, "outputs_equal")));
-    double uc = cJSON_GetObjectItem(u, "code")->valuedouble;
-    double kc = cJSON_GetObjectItem(k, "code")->valuedouble;
-    double uh = cJSON_GetObjectItem(u, "stack_hwm")->valuedouble;
-    double kh = cJSON_GetObjectItem(k, "stack_hwm")->valuedouble;
+    double uc = num(u, "code"), kc = num(k, "code");
+    double uh = num(u, "stack_hwm"), kh = num(k, "stack_hwm");
     assert_true(uc > 0 && uc < kc);
 #ifdef TETHER_TEST_ASAN
     /* under AddressSanitizer tetherd's calls carry the sanitizer's own stack use, which hides
@@ -391,14 +701,26 @@ static void test_ab(void **state) {
     assert_true(uh > 0 && uh < kh);
 #endif
     assert_true(cJSON_IsNumber(cJSON_GetObjectItem(u, "static_stack")));
-    assert_true(cJSON_GetObjectItem(u, "latency_median_us")->valuedouble > 0);
-    assert_int_equal((int)cJSON_GetObjectItem(u, "repeat")->valuedouble, 2);
+    check_latency(u, 5);
+    check_latency(k, 5);
+    const cJSON *m = cJSON_GetObjectItem(j, "measurement");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(m, "interleaved")));
+    assert_int_equal((int)num(m, "repeat"), 5);
+    assert_int_equal((int)num(m, "min_repeat_ms"), 2);
+    check_ratio(cJSON_GetObjectItem(j, "latency_ratio"), "packed");
     cJSON_Delete(j);
     /* the artifacts and the generated input stay in -o DIR */
-    snprintf(p, sizeof p, "%s/abdir/packed/metadata.json", g_dir);
-    assert_int_equal(access(p, F_OK), 0);
-    snprintf(p, sizeof p, "%s/abdir/input_0.npy", g_dir);
-    assert_int_equal(access(p, F_OK), 0);
+    assert_true(exists("abdir/packed/metadata.json"));
+    assert_true(exists("abdir/input_0.npy"));
+    /* two repeats give no 95% interval: said so, not a verdict */
+    rc = tether(&o, "ab '%s' --json ab2.json --repeat 2 --min-repeat-ms 0", kws);
+    if (rc)
+        fail_msg("%s", o);
+    assert_non_null(strstr(o, "too few repeats"));
+    j = read_json("ab2.json");
+    check_ratio(cJSON_GetObjectItem(j, "latency_ratio"), "packed");
+    assert_string_equal(str(cJSON_GetObjectItem(j, "latency_ratio"), "verdict"), "too_few_repeats");
+    cJSON_Delete(j);
     /* usage errors */
     assert_int_equal(tether(&o, "ab"), 2);
     assert_int_equal(tether(&o, "ab '%s' --target nowhere", kws), 2);
@@ -409,17 +731,68 @@ static void test_ab(void **state) {
     write_f32("b.npy", 16, 0.0f);
     assert_int_equal(tether(&o, "ab '%s' --in a.npy --in b.npy", kws), 2); /* 1 input */
     assert_non_null(strstr(o, "2 --in given"));
-    assert_int_equal(tether(&o, "ab '%s' --repeat 99", kws), 2);
+    assert_int_equal(tether(&o, "ab '%s' --repeat 999", kws), 2);
     assert_int_equal(tether(&o, "ab '%s' --json /nonexistent/ab.json", kws), 2);
     assert_null(strstr(o, "A/B of")); /* refused before any work */
     assert_int_equal(tether(&o, "ab '%s' --device http://x", kws), 2);
     /* an artifact for another architecture is refused before it is uploaded */
     if (system("aarch64-linux-gnu-gcc --version > /dev/null 2>&1") == 0) {
-        assert_int_equal(tether(&o, "ab '%s' --target aarch64-linux --number 1 --repeat 1", kws),
-                         1);
+        assert_int_equal(tether(&o, "ab '%s' --target aarch64-linux --repeat 1", kws), 1);
         assert_non_null(strstr(o, "was compiled for aarch64-linux, but the device is"));
     }
+    /* the help says where the target comes from */
     assert_int_equal(tether(&o, "ab --help"), 0);
+    assert_non_null(strstr(o, "HELLO"));
+    assert_null(strstr(o, "(default\n  x86_64-linux)"));
+}
+
+/* ab --opencl against a tetherd without OpenCL (--no-opencl, on 127.0.0.1): refused with the
+ * reason before anything is compiled. */
+static void test_ab_opencl_refused(void **state) {
+    (void)state;
+    char portfile[128];
+    snprintf(portfile, sizeof portfile, "%s/port", g_dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, STDOUT_FILENO);
+        dup2(devnull, STDERR_FILENO);
+        execl(TETHERD_PATH, "tetherd", "--tcp", "127.0.0.1:0", "--port-file", portfile,
+              "--no-opencl", "--quiet", (char *)NULL);
+        _exit(127);
+    }
+    assert_true(pid > 0);
+    int port = 0;
+    for (int i = 0; i < 500 && port <= 0; i++) {
+        FILE *f = fopen(portfile, "r");
+        if (f) {
+            if (fscanf(f, "%d", &port) != 1)
+                port = 0;
+            fclose(f);
+        }
+        if (port <= 0)
+            usleep(10 * 1000);
+    }
+    const char *o;
+    int rc = -1, info_rc = -1;
+    static char out[4096];
+    if (port > 0) {
+        info_rc = tether(&o, "info --device tcp://127.0.0.1:%d", port);
+        snprintf(out, sizeof out, "%s", o);
+        rc = tether(&o, "ab '%s/examples/kws/kws.json' --opencl -o abx --device tcp://127.0.0.1:%d",
+                    TETHER_SOURCE_DIR, port);
+    }
+    kill(pid, SIGTERM);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(port > 0);
+    assert_int_equal(info_rc, 0);
+    assert_non_null(strstr(out, "opencl             no"));
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(o, "tether ab: --opencl: the device tcp://127.0.0.1:"));
+    assert_non_null(strstr(o, "has no OpenCL layer"));
+    assert_null(strchr(strchr(o, '\n') + 1, '\n')); /* one line */
+    assert_false(exists("abx/unpacked"));           /* nothing was compiled */
 }
 #endif
 
@@ -453,7 +826,7 @@ static void test_interrupt_cleans_up(void **state) {
             dup2(devnull, STDOUT_FILENO);
             dup2(devnull, STDERR_FILENO);
             execl(TETHER_CLI, "tether", "ab", TETHER_SOURCE_DIR "/examples/kws/kws.json",
-                  "--number", "2000", "--repeat", "20", (char *)NULL);
+                  "--number", "2000", "--repeat", "100", (char *)NULL);
             _exit(127);
         }
         /* wait until the temporary directory exists, then interrupt */
@@ -477,7 +850,10 @@ static void test_interrupt_cleans_up(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_info_help, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_usage_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_info_consistent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_help_version, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_outputs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_module, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_artifact, setup, teardown),
 #ifdef TETHER_HAVE_COMPILER
@@ -485,6 +861,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_run_reference, setup, teardown),
         cmocka_unit_test_setup_teardown(test_output_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ab, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ab_opencl_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupt_cleans_up, setup, teardown),
 #endif
     };
