@@ -62,34 +62,70 @@ static void describe(const tether_device_info *d, char *out, size_t n) {
         snprintf(out, n, "a %s device (%s)", d->arch, d->triple);
 }
 
-/* The __kernel functions of an OpenCL C source, in order (for the upload's report). */
+/* The __kernel functions of an OpenCL C source, in order (for the upload's report); comments
+ * are skipped. */
 static void kernel_names(const char *src, size_t n, tether_cli_module_info *info) {
     info->nnames = 0;
+    char *code = malloc(n + 1); /* the source with comments blanked out */
+    if (!code)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (src[i] == '/' && i + 1 < n && src[i + 1] == '/') {
+            while (i < n && src[i] != '\n')
+                code[i++] = ' ';
+            if (i < n)
+                code[i] = '\n';
+        } else if (src[i] == '/' && i + 1 < n && src[i + 1] == '*') {
+            code[i++] = ' ';
+            code[i++] = ' ';
+            while (i < n && !(src[i] == '*' && i + 1 < n && src[i + 1] == '/'))
+                code[i++] = ' ';
+            if (i < n)
+                code[i++] = ' ';
+            if (i < n)
+                code[i] = ' ';
+        } else {
+            code[i] = src[i];
+        }
+    }
+    code[n] = 0;
     for (size_t i = 0; i + 8 < n && info->nnames < 64; i++) {
-        if (memcmp(src + i, "__kernel", 8) != 0 ||
-            (i && (isalnum((unsigned char)src[i - 1]) || src[i - 1] == '_')))
+        if (memcmp(code + i, "__kernel", 8) != 0 ||
+            (i && (isalnum((unsigned char)code[i - 1]) || code[i - 1] == '_')))
             continue;
         /* __kernel [attributes] void NAME( */
-        size_t k = i + 8;
         const char *v = NULL;
-        for (; k + 4 < n && src[k] != '(' && src[k] != ';' && src[k] != '{'; k++)
-            if (!memcmp(src + k, "void", 4) && !isalnum((unsigned char)src[k + 4]) &&
-                !isalnum((unsigned char)src[k - 1])) {
-                v = src + k + 4;
+        for (size_t k = i + 8; k + 4 < n && code[k] != '(' && code[k] != ';' && code[k] != '{';
+             k++) {
+            if (code[k] == '_' && !memcmp(code + k, "__attribute__", 13)) { /* skip its (( )) */
+                int depth = 0;
+                for (k += 13; k < n; k++) {
+                    depth += code[k] == '(';
+                    depth -= code[k] == ')';
+                    if (code[k] == ')' && depth == 0)
+                        break;
+                }
+                continue;
+            }
+            if (!memcmp(code + k, "void", 4) && !isalnum((unsigned char)code[k + 4]) &&
+                !isalnum((unsigned char)code[k - 1])) {
+                v = code + k + 4;
                 break;
             }
+        }
         if (!v)
             continue;
-        while (v < src + n && isspace((unsigned char)*v))
+        while (v < code + n && isspace((unsigned char)*v))
             v++;
         size_t len = 0;
-        while (v + len < src + n && (isalnum((unsigned char)v[len]) || v[len] == '_'))
+        while (v + len < code + n && (isalnum((unsigned char)v[len]) || v[len] == '_'))
             len++;
         if (len && len < sizeof info->names[0]) {
             memcpy(info->names[info->nnames], v, len);
             info->names[info->nnames++][len] = 0;
         }
     }
+    free(code);
 }
 
 static int upload_and_load(tether_session *s, uint32_t kind, const char *name, const void *data,

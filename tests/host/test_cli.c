@@ -746,6 +746,66 @@ static void test_ab(void **state) {
     assert_null(strstr(o, "(default\n  x86_64-linux)"));
 }
 
+/* On a device with OpenCL (skipped otherwise): upload --json of an OpenCL C source lists its
+ * kernels; ab --opencl measures both OpenCL builds in the rotation and writes opencl[] with the
+ * spread and the ratio against the unpacked ABI; both tables fit their headers. */
+static void test_opencl_json(void **state) {
+    (void)state;
+    const char *o;
+    assert_int_equal(tether(&o, "info --json"), 0);
+    cJSON *info = cJSON_Parse(o);
+    assert_non_null(info);
+    int has = cJSON_IsTrue(cJSON_GetObjectItem(info, "opencl"));
+    cJSON_Delete(info);
+    if (!has)
+        skip();
+    char p[256];
+    snprintf(p, sizeof p, "%s/k.cl", g_dir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("__kernel void scale(__global const float *x, __global float *y, float a) {\n"
+          "    size_t i = get_global_id(0); y[i] = a * x[i]; }\n"
+          "/* __kernel void not_this(void) */\n"
+          "__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void twice(__global float *y)"
+          " { y[0] *= 2.0f; }\n",
+          f);
+    fclose(f);
+    int rc = tether(&o, "upload k.cl --json cl.json");
+    if (rc)
+        fail_msg("%s", o);
+    cJSON *j = read_json("cl.json");
+    assert_string_equal(str(j, "kind"), "opencl_source");
+    assert_int_equal((int)num(j, "functions"), 2);
+    const cJSON *names = cJSON_GetObjectItem(j, "function_names");
+    assert_int_equal(cJSON_GetArraySize(names), 2);
+    assert_string_equal(cJSON_GetArrayItem(names, 0)->valuestring, "scale");
+    assert_string_equal(cJSON_GetArrayItem(names, 1)->valuestring, "twice");
+    cJSON_Delete(j);
+
+    rc = tether(&o,
+                "ab '%s/examples/kws/kws.json' --opencl --repeat 4 --min-repeat-ms 2 --json "
+                "abo.json",
+                TETHER_SOURCE_DIR);
+    if (rc)
+        fail_msg("%s", o);
+    check_table(o, "unpacked ABI");
+    check_table(o, "buffer weights");
+    assert_non_null(strstr(o, "OpenCL texture weights/unpacked latency: "));
+    j = read_json("abo.json");
+    const cJSON *ocl = cJSON_GetObjectItem(j, "opencl");
+    assert_int_equal(cJSON_GetArraySize(ocl), 2);
+    const char *w[2] = {"buffer", "texture"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *s = cJSON_GetArrayItem(ocl, i);
+        assert_string_equal(str(s, "weights"), w[i]);
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(s, "outputs_equal")));
+        assert_int_equal((int)num(s, "kernels"), 3);
+        check_latency(s, 4);
+        check_ratio(cJSON_GetObjectItem(s, "latency_ratio"), w[i]);
+    }
+    cJSON_Delete(j);
+}
+
 /* ab --opencl against a tetherd without OpenCL (--no-opencl, on 127.0.0.1): refused with the
  * reason before anything is compiled. */
 static void test_ab_opencl_refused(void **state) {
@@ -862,6 +922,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_output_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ab, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ab_opencl_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_opencl_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupt_cleans_up, setup, teardown),
 #endif
     };

@@ -165,15 +165,24 @@ static int teardown(void **state) {
 static void test_info(void **state) {
     (void)state;
     assert_int_equal(cli("info", "--device", board.url, NULL), 0);
-    assert_non_null(strstr(out_text, "board         mps2-an385 (boot 0)"));
-    assert_non_null(strstr(out_text, "clock rate    25000000 Hz"));
-    assert_non_null(strstr(out_text, "load region   0x20050000, 131072 bytes"));
-    assert_non_null(strstr(out_text, "max frame     1024 bytes (window 1)"));
-    assert_non_null(strstr(out_text, "array heap    262144 bytes"));
+    assert_non_null(strstr(out_text, "board              mps2-an385\n"));
+    assert_non_null(strstr(out_text, "boot count         0\n"));
+    assert_non_null(strstr(out_text, "clock rate         25000000 Hz\n"));
+    assert_non_null(strstr(out_text, "load address       0x20050000\n"));
+    assert_non_null(strstr(out_text, "load size          131072 bytes\n"));
+    assert_non_null(strstr(out_text, "exports id         0x"));
+    assert_non_null(strstr(out_text, "max frame          1024 bytes\n"));
+    assert_non_null(strstr(out_text, "window             1\n"));
+    assert_non_null(strstr(out_text, "array heap         262144 bytes\n"));
+    /* the JSON keys are the labels (with the unit): the same figures */
     assert_int_equal(cli("info", "--device", board.url, "--json", NULL), 0);
     assert_non_null(strstr(out_text, "\"board\":\t\"mps2-an385\""));
-    assert_non_null(strstr(out_text, "\"load_addr\":\t537198592"));
-    assert_non_null(strstr(out_text, "\"clock_hz\":\t25000000"));
+    assert_non_null(strstr(out_text, "\"boot_count\":\t0"));
+    assert_non_null(strstr(out_text, "\"load_address\":\t\"0x20050000\""));
+    assert_non_null(strstr(out_text, "\"load_size_bytes\":\t131072"));
+    assert_non_null(strstr(out_text, "\"clock_rate_hz\":\t25000000"));
+    assert_non_null(strstr(out_text, "\"max_frame_bytes\":\t1024"));
+    assert_non_null(strstr(out_text, "\"array_heap_bytes\":\t262144"));
     /* the device's info LOG lines stay out of the output unless TETHER_VERBOSE is set */
     assert_null(strstr(err_text, "device info"));
 }
@@ -300,14 +309,17 @@ static void test_object_module(void **state) {
     assert_null(strstr(err_text, "module.bin.log"));
 }
 
-/* ab on the board: the target comes from HELLO (no --target); both ABIs equal the interpreter. */
+/* ab on the board: the target comes from HELLO (no --target); both ABIs equal the interpreter;
+ * the board holds one module at a time, so the ABIs are measured one after the other. */
 static void test_ab_on_board(void **state) {
     (void)state;
     assert_int_equal(cli("ab", model, "--device", board.url, "--number", "1", "--repeat", "1",
-                         "--in", in_npy, NULL),
+                         "--min-repeat-ms", "0", "--in", in_npy, NULL),
                      0);
     assert_non_null(strstr(out_text, "for cortex-m3 on uart://"));
     assert_non_null(strstr(out_text, "outputs equal the interpreter"));
+    assert_non_null(strstr(out_text, "one ABI after the other"));
+    assert_non_null(strstr(out_text, "too few repeats"));
 }
 
 static void test_refusals(void **state) {
@@ -372,7 +384,7 @@ static void test_fault_then_next_command(void **state) {
     assert_non_null(strstr(err_text, "the device reset after the fault and is back (boot 1"));
     /* the next invocation: a new session on the rebooted board */
     assert_int_equal(cli("info", "--device", board.url, NULL), 0);
-    assert_non_null(strstr(out_text, "(boot 1)"));
+    assert_non_null(strstr(out_text, "boot count         1\n"));
     write_npy(z, TETHER_INT32, &one, 1, &two);
     assert_int_equal(
         cli("run", obj, "div_i32", "--device", board.url, "--in", a, "--in", z, "--out", c, NULL),

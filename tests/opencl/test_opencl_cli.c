@@ -58,7 +58,7 @@ static void test_cli_kernels(void **state) {
     (void)state;
     char o[8192];
     assert_int_equal(run(o, sizeof o, "info"), 0);
-    if (!strstr(o, "opencl        yes"))
+    if (!strstr(o, "opencl             yes"))
         skip();
     put("k.cl", "__kernel void scale(__global const float *x, __global float *y, float a) {\n"
                 "    size_t i = get_global_id(0); y[i] = a * x[i]; }\n"
