@@ -1,8 +1,9 @@
 /*
  * Compiler benchmarks (built, never run by ctest):
- *  1. speed of generated code vs the reference interpreter on the same inputs, for the example
- *     KWS model, a small conv net and the operator zoo, both ABIs; prints time per run and the
- *     ratio interpreter/generated (higher = generated code faster);
+ *  1. speed of generated code vs the reference interpreter on the same inputs, for the model
+ *     set (the example KWS model, the operator zoo, a small conv net, a MobileNet-style block),
+ *     both ABIs timed in the same run, interleaved round by round; prints time per run, the
+ *     ratio interpreter/generated (higher = generated code faster) and packed/unpacked;
  *  2. compile time, model file -> C (load, passes, planning, emission), for a generated model of
  *     100+ nodes, and the same including the x86-64 build.
  * usage: bench_compiler [repeats]
@@ -26,7 +27,7 @@ static double now(void) {
 
 typedef int32_t (*run2)(const float *, float *);
 
-/* Compiles g (unpacked ABI, -O2) and returns the dlopen'ed entry (single input and output). */
+/* Compiles g (-O2, x86-64) with `abi` and returns the dlopen'ed entry (one input, one output). */
 static void *compile_entry(tether_ir_graph *g, const char *tag, tether_abi abi, void **handle) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/bench/compiler/%s-%s", TETHER_BINARY_DIR, tag,
@@ -49,6 +50,37 @@ static void *compile_entry(tether_ir_graph *g, const char *tag, tether_abi abi, 
     return dlsym(*handle, "bench_main");
 }
 
+typedef struct side {
+    void *fn;
+    tether_abi abi;
+    DLTensor t[2];
+    tether_value v[2];
+    int32_t codes[2];
+} side;
+
+static void call_side(side *s, const float *x, float *y) {
+    if (s->abi == TETHER_ABI_UNPACKED) {
+        ((run2)s->fn)(x, y);
+    } else {
+        tether_value r;
+        int32_t rc;
+        if (((tether_packed_func)s->fn)(s->v, s->codes, 2, &r, &rc, NULL) != 0) {
+            fprintf(stderr, "packed entry failed\n");
+            exit(1);
+        }
+    }
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+#define ROUNDS 15
+
+/* Interpreter time, then both ABIs of the generated code in the same run: ROUNDS rounds, each
+ * timing `calls` calls of one ABI then of the other (the order alternates every round), so
+ * both see the same machine state; medians over the rounds and their ratio. */
 static void bench_model(const char *tag, tether_ir_graph *g, int repeats) {
     size_t nin = tether_ir_tensor_elements(&g->tensors[g->inputs[0]]);
     size_t nout = tether_ir_tensor_elements(&g->tensors[g->outputs[0]]);
@@ -62,97 +94,62 @@ static void bench_model(const char *tag, tether_ir_graph *g, int repeats) {
         tether_interp_run(g, in, out);
     }
     double t_ref = (now() - t0) / repeats;
-    printf("%-10s %4d nodes  interpreter %10.1f us", tag, g->nnodes, t_ref * 1e6);
-    for (int abi = 1; abi >= 0; abi--) {
+    side s[2];
+    void *h[2];
+    memset(s, 0, sizeof s);
+    for (int k = 0; k < 2; k++) {
+        s[k].abi = k == 0 ? TETHER_ABI_UNPACKED : TETHER_ABI_PACKED;
         tether_ir_graph c;
         tt_graph_copy(g, &c);
-        void *h;
-        void *fn = compile_entry(&c, tag, (tether_abi)abi, &h);
-        double t1;
-        if (abi == TETHER_ABI_UNPACKED) {
-            run2 f = (run2)fn;
-            f(x, y);
-            t0 = now();
-            for (int i = 0; i < repeats * 10; i++) {
-                f(x, y);
-            }
-            t1 = (now() - t0) / (repeats * 10);
-        } else {
-            tether_packed_func f = (tether_packed_func)fn;
-            DLTensor t[2] = {{0}};
-            t[0].data = x;
-            t[0].ndim = g->tensors[g->inputs[0]].ndim;
-            t[0].shape = g->tensors[g->inputs[0]].shape;
-            t[1].data = y;
-            t[1].ndim = g->tensors[g->outputs[0]].ndim;
-            t[1].shape = g->tensors[g->outputs[0]].shape;
-            t[0].dtype = t[1].dtype = TETHER_FLOAT32;
-            tether_value v[2] = {{.v_handle = &t[0]}, {.v_handle = &t[1]}}, r;
-            int32_t codes[2] = {TETHER_TYPE_DLTENSOR, TETHER_TYPE_DLTENSOR}, rc;
-            if (f(v, codes, 2, &r, &rc, NULL) != 0) {
-                fprintf(stderr, "packed entry failed\n");
-                exit(1);
-            }
-            t0 = now();
-            for (int i = 0; i < repeats * 10; i++) {
-                f(v, codes, 2, &r, &rc, NULL);
-            }
-            t1 = (now() - t0) / (repeats * 10);
-        }
-        printf("  %s %9.1f us (x%.1f)", abi ? "unpacked" : "packed", t1 * 1e6, t_ref / t1);
-        dlclose(h);
+        s[k].fn = compile_entry(&c, tag, s[k].abi, &h[k]);
         tether_ir_close(&c);
+        s[k].t[0].data = x;
+        s[k].t[0].ndim = g->tensors[g->inputs[0]].ndim;
+        s[k].t[0].shape = g->tensors[g->inputs[0]].shape;
+        s[k].t[1].data = y;
+        s[k].t[1].ndim = g->tensors[g->outputs[0]].ndim;
+        s[k].t[1].shape = g->tensors[g->outputs[0]].shape;
+        s[k].t[0].dtype = s[k].t[1].dtype = TETHER_FLOAT32;
+        s[k].t[0].device.device_type = s[k].t[1].device.device_type = kDLCPU;
+        for (int i = 0; i < 2; i++) {
+            s[k].v[i].v_handle = &s[k].t[i];
+            s[k].codes[i] = TETHER_TYPE_DLTENSOR;
+        }
     }
-    printf("\n");
+    /* calls per round: about 20 ms of the unpacked entry */
+    call_side(&s[0], x, y);
+    call_side(&s[1], x, y);
+    t0 = now();
+    int calls = 0;
+    do {
+        call_side(&s[0], x, y);
+        calls++;
+    } while (now() - t0 < 0.02);
+    double times[2][ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int j = 0; j < 2; j++) {
+            int k = (r + j) % 2;
+            t0 = now();
+            for (int i = 0; i < calls; i++) {
+                call_side(&s[k], x, y);
+            }
+            times[k][r] = (now() - t0) / calls;
+        }
+    }
+    double med[2];
+    for (int k = 0; k < 2; k++) {
+        qsort(times[k], ROUNDS, sizeof(double), cmp_double);
+        med[k] = times[k][ROUNDS / 2];
+    }
+    printf("%-9s %4d nodes  interpreter %10.1f us  unpacked %9.2f us (x%.1f)  packed %9.2f us "
+           "(x%.1f)  packed/unpacked %.3f\n",
+           tag, g->nnodes, t_ref * 1e6, med[0] * 1e6, t_ref / med[0], med[1] * 1e6, t_ref / med[1],
+           med[1] / med[0]);
+    for (int k = 0; k < 2; k++) {
+        dlclose(h[k]);
+    }
     free(x);
     free(y);
-}
-
-/* conv 3x3 (16->32) -> relu -> conv 1x1 (32->32) -> relu -> max_pool -> flatten -> dense 10 */
-static void build_convnet(tether_ir_graph *g) {
-    uint32_t seed = 4;
-    tether_ir_init(g, "convnet");
-    int64_t sx[] = {1, 16, 32, 32}, sw1[] = {32, 16, 3, 3}, sw2[] = {32, 32, 1, 1}, s32[] = {32},
-            sd[] = {10, 8192}, s10[] = {10};
-    size_t n1 = 32 * 16 * 9, n2 = 32 * 32, nd = 10 * 8192;
-    float *w1 = malloc(n1 * 4), *w2 = malloc(n2 * 4), *wd = malloc(nd * 4), b[32];
-    tt_fill(w1, n1, false, &seed);
-    tt_fill(w2, n2, false, &seed);
-    tt_fill(wd, nd, false, &seed);
-    tt_fill(b, 32, false, &seed);
-    int x, c1w, c1b, c2w, c2b, dw, db, t[8];
-    tether_ir_add_tensor(g, "x", TETHER_FLOAT32, 4, sx, &x);
-    tether_ir_add_constant(g, "w1", TETHER_FLOAT32, 4, sw1, w1, n1 * 4, &c1w);
-    tether_ir_add_constant(g, "b1", TETHER_FLOAT32, 1, s32, b, sizeof b, &c1b);
-    tether_ir_add_constant(g, "w2", TETHER_FLOAT32, 4, sw2, w2, n2 * 4, &c2w);
-    tether_ir_add_constant(g, "b2", TETHER_FLOAT32, 1, s32, b, sizeof b, &c2b);
-    tether_ir_add_constant(g, "wd", TETHER_FLOAT32, 2, sd, wd, nd * 4, &dw);
-    tether_ir_add_constant(g, "bd", TETHER_FLOAT32, 1, s10, b, 40, &db);
-    for (int i = 0; i < 7; i++) {
-        char nm[8];
-        snprintf(nm, sizeof nm, "t%d", i);
-        tether_ir_add_tensor(g, nm, TETHER_FLOAT32, -1, NULL, &t[i]);
-    }
-    tether_ir_attrs a;
-    tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
-    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
-    int i1[] = {x, c1w, c1b}, i2[] = {t[1], c2w, c2b}, i3[] = {t[5], dw, db};
-    tether_ir_add_node(g, "conv1", TETHER_OP_CONV2D, i1, 3, &t[0], 1, &a, NULL);
-    tether_ir_add_node(g, "relu1", TETHER_OP_RELU, &t[0], 1, &t[1], 1, NULL, NULL);
-    tether_ir_add_node(g, "conv2", TETHER_OP_CONV2D, i2, 3, &t[2], 1, NULL, NULL);
-    tether_ir_add_node(g, "relu2", TETHER_OP_RELU, &t[2], 1, &t[3], 1, NULL, NULL);
-    tether_ir_attrs_init(TETHER_OP_MAX_POOL, &a);
-    a.kernel[0] = a.kernel[1] = a.strides[0] = a.strides[1] = 2;
-    tether_ir_add_node(g, "pool", TETHER_OP_MAX_POOL, &t[3], 1, &t[4], 1, &a, NULL);
-    tether_ir_add_node(g, "flat", TETHER_OP_FLATTEN, &t[4], 1, &t[5], 1, NULL, NULL);
-    tether_ir_attrs_init(TETHER_OP_DENSE, &a);
-    a.trans_b = true;
-    tether_ir_add_node(g, "fc", TETHER_OP_DENSE, i3, 3, &t[6], 1, &a, NULL);
-    tether_ir_add_input(g, x);
-    tether_ir_add_output(g, t[6]);
-    free(w1);
-    free(w2);
-    free(wd);
 }
 
 /* `blocks` residual blocks of conv3x3 -> batch_norm -> relu -> conv1x1 -> add(skip). */
@@ -214,7 +211,9 @@ int main(int argc, char **argv) {
     snprintf(d, sizeof d, "%s/bench/compiler", TETHER_BINARY_DIR);
     mkdir(d, 0755);
     printf("== generated code vs reference interpreter (x86-64, -O2, time per inference; "
-           "xN = interpreter time / generated time)\n");
+           "xN = interpreter time / generated time;\n   both ABIs measured in the same run, "
+           "interleaved, median of %d rounds; packed/unpacked = their ratio)\n",
+           ROUNDS);
     printf("   (ONNX Runtime is not installed on this machine, so there is no third column)\n");
     char kws[1024];
     snprintf(kws, sizeof kws, "%s/examples/kws/kws.json", TETHER_SOURCE_DIR);
@@ -225,13 +224,15 @@ int main(int argc, char **argv) {
     }
     bench_model("kws", &g, repeats * 10);
     tether_ir_close(&g);
-    build_convnet(&g);
-    tether_ir_infer(&g);
-    bench_model("convnet", &g, repeats);
-    tether_ir_close(&g);
     tt_build_zoo(&g);
     tether_ir_infer(&g);
     bench_model("zoo", &g, repeats * 10);
+    tether_ir_close(&g);
+    tt_build_convnet(&g, false);
+    bench_model("convnet", &g, repeats);
+    tether_ir_close(&g);
+    tt_build_mobile(&g, false);
+    bench_model("mobile", &g, repeats);
     tether_ir_close(&g);
 
     printf("\n== compile time, model file -> C (load, passes, plan, emit)\n");

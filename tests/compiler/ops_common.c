@@ -361,3 +361,124 @@ void tt_build_zoo(tether_ir_graph *g) {
     t = znode(&z, TETHER_OP_RELU, NULL, 1, t);
     tether_ir_add_output(g, t);
 }
+
+/* ---- the conv net and the MobileNet-style block ------------------------------------------- */
+
+static int add_const(tether_ir_graph *g, const char *name, int ndim, const int64_t *shape,
+                     uint32_t *seed) {
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        n *= (size_t)shape[i];
+    }
+    float *v = malloc(n * sizeof(float));
+    tt_fill(v, n, false, seed);
+    int idx = -1;
+    tether_ir_add_constant(g, name, TETHER_FLOAT32, ndim, shape, v, n * sizeof(float), &idx);
+    free(v);
+    return idx;
+}
+
+void tt_build_convnet(tether_ir_graph *g, bool small) {
+    uint32_t seed = 4;
+    tether_ir_init(g, "convnet");
+    int64_t C = small ? 8 : 16, O = small ? 16 : 32, S = small ? 16 : 32;
+    int64_t sx[] = {1, C, S, S}, sw1[] = {O, C, 3, 3}, sw2[] = {O, O, 1, 1}, sb[] = {O},
+            sd[] = {10, O * (S / 2) * (S / 2)}, s10[] = {10};
+    int x, t[7];
+    tether_ir_add_tensor(g, "x", TETHER_FLOAT32, 4, sx, &x);
+    int c1w = add_const(g, "w1", 4, sw1, &seed), c1b = add_const(g, "b1", 1, sb, &seed);
+    int c2w = add_const(g, "w2", 4, sw2, &seed), c2b = add_const(g, "b2", 1, sb, &seed);
+    int dw = add_const(g, "wd", 2, sd, &seed), db = add_const(g, "bd", 1, s10, &seed);
+    for (int i = 0; i < 7; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "t%d", i);
+        tether_ir_add_tensor(g, nm, TETHER_FLOAT32, -1, NULL, &t[i]);
+    }
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
+    int i1[] = {x, c1w, c1b}, i2[] = {t[1], c2w, c2b}, i3[] = {t[5], dw, db};
+    tether_ir_add_node(g, "conv1", TETHER_OP_CONV2D, i1, 3, &t[0], 1, &a, NULL);
+    tether_ir_add_node(g, "relu1", TETHER_OP_RELU, &t[0], 1, &t[1], 1, NULL, NULL);
+    tether_ir_add_node(g, "conv2", TETHER_OP_CONV2D, i2, 3, &t[2], 1, NULL, NULL);
+    tether_ir_add_node(g, "relu2", TETHER_OP_RELU, &t[2], 1, &t[3], 1, NULL, NULL);
+    tether_ir_attrs_init(TETHER_OP_MAX_POOL, &a);
+    a.kernel[0] = a.kernel[1] = a.strides[0] = a.strides[1] = 2;
+    tether_ir_add_node(g, "pool", TETHER_OP_MAX_POOL, &t[3], 1, &t[4], 1, &a, NULL);
+    tether_ir_add_node(g, "flat", TETHER_OP_FLATTEN, &t[4], 1, &t[5], 1, NULL, NULL);
+    tether_ir_attrs_init(TETHER_OP_DENSE, &a);
+    a.trans_b = true;
+    tether_ir_add_node(g, "fc", TETHER_OP_DENSE, i3, 3, &t[6], 1, &a, NULL);
+    tether_ir_add_input(g, x);
+    tether_ir_add_output(g, t[6]);
+    tether_ir_infer(g);
+}
+
+void tt_build_mobile(tether_ir_graph *g, bool small) {
+    uint32_t seed = 21;
+    tether_ir_init(g, "mobile");
+    int64_t S = small ? 32 : 64;
+    int64_t sx[] = {1, 3, S, S}, sw1[] = {16, 3, 3, 3}, sdw[] = {16, 1, 3, 3},
+            spw[] = {32, 16, 1, 1}, s16[] = {16}, s32[] = {32}, sd[] = {10, 32}, s10[] = {10};
+    int x, c[8], t[10];
+    tether_ir_add_tensor(g, "x", TETHER_FLOAT32, 4, sx, &x);
+    tether_ir_add_input(g, x);
+    const int64_t *shapes[] = {sw1, s16, sdw, s16, spw, s32, sd, s10};
+    const int nd[] = {4, 1, 4, 1, 4, 1, 2, 1};
+    for (int i = 0; i < 8; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "c%d", i);
+        c[i] = add_const(g, nm, nd[i], shapes[i], &seed);
+    }
+    for (int i = 0; i < 10; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "t%d", i);
+        tether_ir_add_tensor(g, nm, TETHER_FLOAT32, -1, NULL, &t[i]);
+    }
+    tether_ir_attrs a, r6;
+    tether_ir_attrs_init(TETHER_OP_CLIP, &r6);
+    r6.min = 0.0f;
+    r6.max = 6.0f;
+    tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
+    a.strides[0] = a.strides[1] = 2;
+    int i1[] = {x, c[0], c[1]}, i2[] = {t[1], c[2], c[3]}, i3[] = {t[3], c[4], c[5]},
+        i4[] = {t[7], c[6], c[7]};
+    tether_ir_add_node(g, "conv1", TETHER_OP_CONV2D, i1, 3, &t[0], 1, &a, NULL);
+    tether_ir_add_node(g, "relu6_1", TETHER_OP_CLIP, &t[0], 1, &t[1], 1, &r6, NULL);
+    a.strides[0] = a.strides[1] = 1;
+    a.groups = 16;
+    tether_ir_add_node(g, "dw", TETHER_OP_CONV2D, i2, 3, &t[2], 1, &a, NULL);
+    tether_ir_add_node(g, "relu6_2", TETHER_OP_CLIP, &t[2], 1, &t[3], 1, &r6, NULL);
+    tether_ir_add_node(g, "pw", TETHER_OP_CONV2D, i3, 3, &t[4], 1, NULL, NULL);
+    tether_ir_add_node(g, "relu", TETHER_OP_RELU, &t[4], 1, &t[5], 1, NULL, NULL);
+    tether_ir_add_node(g, "gap", TETHER_OP_GLOBAL_AVG_POOL, &t[5], 1, &t[6], 1, NULL, NULL);
+    tether_ir_add_node(g, "flat", TETHER_OP_FLATTEN, &t[6], 1, &t[7], 1, NULL, NULL);
+    tether_ir_attrs_init(TETHER_OP_DENSE, &a);
+    a.trans_b = true;
+    tether_ir_add_node(g, "fc", TETHER_OP_DENSE, i4, 3, &t[8], 1, &a, NULL);
+    tether_ir_add_node(g, "softmax", TETHER_OP_SOFTMAX, &t[8], 1, &t[9], 1, NULL, NULL);
+    tether_ir_add_output(g, t[9]);
+    tether_ir_infer(g);
+}
+
+int tt_build_model(const char *name, bool small, tether_ir_graph *g) {
+    if (strcmp(name, "kws") == 0) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/examples/kws/kws.json", TETHER_SOURCE_DIR);
+        return tether_model_load(path, g);
+    }
+    if (strcmp(name, "zoo") == 0) {
+        tt_build_zoo(g);
+        return tether_ir_infer(g);
+    }
+    if (strcmp(name, "convnet") == 0) {
+        tt_build_convnet(g, small);
+        return tether_ir_infer(g);
+    }
+    if (strcmp(name, "mobile") == 0) {
+        tt_build_mobile(g, small);
+        return tether_ir_infer(g);
+    }
+    return tether_set_error(TETHER_ERR_NOT_FOUND, "no model '%s' in the model set", name);
+}

@@ -32,6 +32,21 @@ int tt_graph_copy(const tether_ir_graph *src, tether_ir_graph *dst);
  * benchmarks): input x[1,3,8,8], one output. */
 void tt_build_zoo(tether_ir_graph *g);
 
+/* The rest of the project's model set (bench/compiler, the stack tests), both inferred:
+ *  - tt_build_convnet: a small conv net, conv 3x3 (16->32, pad 1) -> relu -> conv 1x1 (32->32)
+ *    -> relu -> max pool 2x2 -> flatten -> dense 10 on x[1,16,32,32];
+ *  - tt_build_mobile: a MobileNet-style block, conv 3x3 s2 (3->16) + relu6 -> depthwise 3x3 +
+ *    relu6 -> pointwise (16->32) + relu -> global average pool -> dense 10 -> softmax on
+ *    x[1,3,64,64] (the block of bench/opencl).
+ * `small` gives the same structure at sizes that fit a Cortex-M3 board's load region
+ * (docs/mcu.md): the conv net on x[1,8,16,16] with 16 channels, the block on x[1,3,32,32]. */
+void tt_build_convnet(tether_ir_graph *g, bool small);
+void tt_build_mobile(tether_ir_graph *g, bool small);
+
+/* Model `name` of the set: "kws" (examples/kws/kws.json), "zoo", "convnet", "mobile"; 0 or a
+ * negative status. */
+int tt_build_model(const char *name, bool small, tether_ir_graph *g);
+
 /* ---- one-node operator cases (op_cases.c) ----------------------------------------------------
  * Each case is one node whose operands are all graph inputs (plus a second node on its output
  * when `then` is not TT_NONE, so reshape-like aliases run), marked with the backends whose

@@ -319,7 +319,8 @@ static void test_artifact_metadata(void **state) {
     cJSON *r = load_json(dir, "report.json");
     cJSON *st = cJSON_GetObjectItem(r, "stack");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(st, "bounded")));
-    assert_non_null(strstr(cJSON_GetObjectItem(st, "excluded")->valuestring, "expf"));
+    /* expf (softmax) is counted with its frames from the target's libm, not excluded */
+    assert_null(strstr(cJSON_GetObjectItem(st, "excluded")->valuestring, "expf"));
     assert_true(cJSON_GetObjectItem(st, "bytes")->valueint > 0);
     assert_true(cJSON_GetObjectItem(r, "text")->valueint > 49000); /* weights are in .rodata */
     assert_true(cJSON_GetObjectItem(r, "code")->valueint > 0);

@@ -289,6 +289,23 @@ typedef struct tether_stack_report {
 int tether_stack_analyze(const char *const *ci_files, int nfiles, const char *root,
                          tether_stack_report *out);
 
+/* The same for code built for `target`: gcc's local aliases (foo.localalias) are the functions
+ * they alias, and every external the code reaches (memcpy/memset, libm, the soft-float and
+ * division helpers of libgcc, and what they call in turn) gets its real frame and callees from
+ * the archives the target's toolchain links (libgcc.a, libm.a, the C library: newlib-nano for
+ * the bare-metal profiles, glibc for Linux), disassembled with the toolchain's objdump (once per
+ * process; docs/codegen.md). Only tether_set_error (the runtime's, reached on argument errors)
+ * is still counted as 0 bytes and listed in `excluded`; an external no library defines, an
+ * indirect call or a dynamic frame inside a library function makes the result unbounded. */
+int tether_stack_analyze_target(const char *const *ci_files, int nfiles, const char *root,
+                                const tether_target *target, tether_stack_report *out);
+
+/* Worst-case stack of one function of the target's libraries (e.g. "__aeabi_fdiv", "expf")
+ * including everything it calls, as tether_stack_analyze_target counts it; `path` is its worst
+ * chain. TETHER_ERR_NOT_FOUND when no library of the target defines it. */
+int tether_stack_library_function(const tether_target *target, const char *name,
+                                  tether_stack_report *out);
+
 typedef struct tether_build_options {
     const char *target; /* profile name, default "x86_64-linux" */
     int opt_level;      /* 0..3, default 2; -1 = "s" */

@@ -34,6 +34,7 @@ typedef struct em {
     const char *P; /* prefix */
     char **cname;  /* per tensor: C identifier part (sanitised, unique) */
     char **fname;  /* per node: function name, NULL for alias nodes */
+    char **kname;  /* per node: its kernel (static, tgk_<function name>) */
     size_t *poff;  /* per tensor: params blob offset (constants) */
     size_t params_bytes;
     int math_used[M_COUNT];
@@ -1211,9 +1212,28 @@ static void emit_op_function(em *e, int idx) {
     }
     k.out = names[nd->ninputs];
     op_comment(e, nd);
+    /* The kernel: static, restrict-qualified pointers, the same code for both ABIs. The graph
+     * calls it directly; the operator's public function (registry) checks and forwards. Never
+     * inlined: its pointers stay restrict parameters (inlined into the graph, whose pointers
+     * all come from the workspace, gcc may lose that and emit memmove or scalar loops), and
+     * the code exists once however many callers it has. */
+    tether_sbuf_printf(&e->s, "static __attribute__((noinline)) void %s(", e->kname[idx]);
+    int first = 1;
+    for (int i = 0; i < nd->ninputs; i++) {
+        if (nd->inputs[i] < 0) {
+            continue;
+        }
+        tether_sbuf_printf(&e->s, "%sconst float *restrict %s", first ? "" : ", ", names[i]);
+        first = 0;
+    }
+    tether_sbuf_printf(&e->s, "%sfloat *restrict %s) {\n", first ? "" : ", ", names[nd->ninputs]);
+    e->depth = 1;
+    kernel_body(e, nd, &k);
+    e->depth = 0;
+    tether_sbuf_puts(&e->s, "}\n\n");
     if (e->o->abi == TETHER_ABI_UNPACKED) {
         tether_sbuf_printf(&e->s, "int32_t %s(", fn);
-        int first = 1;
+        first = 1;
         for (int i = 0; i < nd->ninputs; i++) {
             if (nd->inputs[i] < 0) {
                 continue;
@@ -1224,6 +1244,19 @@ static void emit_op_function(em *e, int idx) {
         tether_sbuf_printf(&e->s, "%sfloat *restrict %s) {\n", first ? "" : ", ",
                            names[nd->ninputs]);
         e->depth = 1;
+        for (int d = 0; d < e->depth; d++) {
+            tether_sbuf_puts(&e->s, "    ");
+        }
+        tether_sbuf_printf(&e->s, "%s(", e->kname[idx]);
+        first = 1;
+        for (int i = 0; i <= nd->ninputs; i++) {
+            if (i < nd->ninputs && nd->inputs[i] < 0) {
+                continue;
+            }
+            tether_sbuf_printf(&e->s, "%s%s", first ? "" : ", ", names[i]);
+            first = 0;
+        }
+        tether_sbuf_puts(&e->s, ");\n");
     } else {
         int nargs = node_nargs(nd);
         tether_sbuf_printf(&e->s,
@@ -1251,22 +1284,22 @@ static void emit_op_function(em *e, int idx) {
             line(e, "}");
             a++;
         }
+        for (int d = 0; d < e->depth; d++) {
+            tether_sbuf_puts(&e->s, "    ");
+        }
+        tether_sbuf_printf(&e->s, "%s(", e->kname[idx]);
         a = 0;
         for (int i = 0; i <= nd->ninputs; i++) {
             int t = i < nd->ninputs ? nd->inputs[i] : nd->outputs[0];
             if (t < 0) {
                 continue;
             }
-            if (i < nd->ninputs) {
-                line(e, "const float *restrict %s = (const float *)tg_data(args, %d);", names[i],
-                     a);
-            } else {
-                line(e, "float *restrict %s = (float *)tg_data(args, %d);", names[i], a);
-            }
+            tether_sbuf_printf(&e->s, "%s(%sfloat *)tg_data(args, %d)", a ? ", " : "",
+                               i < nd->ninputs ? "const " : "", a);
             a++;
         }
+        tether_sbuf_puts(&e->s, ");\n");
     }
-    kernel_body(e, nd, &k);
     line(e, "return 0;");
     e->depth = 0;
     tether_sbuf_puts(&e->s, "}\n\n");
@@ -1355,21 +1388,6 @@ static const char packed_support[] =
     "static void *tg_data(const tether_value *args, int32_t i) {\n"
     "    const tg_tensor *t = (const tg_tensor *)args[i].v_handle;\n"
     "    return (char *)t->data + t->byte_offset;\n"
-    "}\n"
-    "\n";
-
-static const char packed_call_support[] =
-    "static void tg_set(tg_tensor *t, const void *data, int32_t ndim, const int64_t *shape) {\n"
-    "    t->data = (void *)(uintptr_t)data;\n"
-    "    t->device.device_type = 1; /* kDLCPU */\n"
-    "    t->device.device_id = 0;\n"
-    "    t->ndim = ndim;\n"
-    "    t->dtype.code = 2; /* kDLFloat */\n"
-    "    t->dtype.bits = 32;\n"
-    "    t->dtype.lanes = 1;\n"
-    "    t->shape = (int64_t *)(uintptr_t)shape;\n"
-    "    t->strides = 0;\n"
-    "    t->byte_offset = 0;\n"
     "}\n"
     "\n";
 
@@ -1548,12 +1566,6 @@ static int add_func(tether_codegen_output *out, const char *name, tether_abi abi
     return TETHER_OK;
 }
 
-static void emit_tensor_setup(em *e, const char *idx, int t) {
-    char ptr[160];
-    tensor_ptr(e, t, ptr, sizeof ptr);
-    line(e, "tg_set(&t[%s], %s, %d, %s_shape_%s);", idx, ptr, T(e, t)->ndim, e->P, e->cname[t]);
-}
-
 static void emit_graph(em *e) {
     const tether_ir_graph *g = e->g;
     tether_sbuf_printf(&e->s, "/* The operators in execution order. */\nstatic int32_t %s_graph(",
@@ -1589,21 +1601,6 @@ static void emit_graph(em *e) {
         line(e, "    return -8; /* TETHER_ERR_STATE: %s_set_params was not called */", e->P);
         line(e, "}");
     }
-    int any = 0;
-    for (int i = 0; i < g->nnodes; i++) {
-        any |= node_has_function(g, &g->nodes[i]);
-    }
-    if (any) {
-        line(e, "int32_t rc;");
-    }
-    if (e->o->abi == TETHER_ABI_PACKED && any) {
-        line(e, "tg_tensor t[%d];", e->max_args);
-        line(e, "tether_value v[%d];", e->max_args);
-        line(e, "int32_t c[%d];", e->max_args);
-        line(e, "tether_value r;");
-        line(e, "int32_t rt = 4; /* null */");
-        line(e, "r.v_int64 = 0;");
-    }
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *nd = &g->nodes[i];
         if (!node_has_function(g, nd)) {
@@ -1619,39 +1616,21 @@ static void emit_graph(em *e) {
             continue;
         }
         char ptr[160];
-        if (e->o->abi == TETHER_ABI_UNPACKED) {
-            for (int d = 0; d < e->depth; d++) {
-                tether_sbuf_puts(&e->s, "    ");
-            }
-            tether_sbuf_printf(&e->s, "rc = %s(", e->fname[i]);
-            int first = 1;
-            for (int j = 0; j <= nd->ninputs; j++) {
-                int t = j < nd->ninputs ? nd->inputs[j] : nd->outputs[0];
-                if (t < 0) {
-                    continue;
-                }
-                tensor_ptr(e, t, ptr, sizeof ptr);
-                tether_sbuf_printf(&e->s, "%s%s", first ? "" : ", ", ptr);
-                first = 0;
-            }
-            tether_sbuf_puts(&e->s, ");\n");
-        } else {
-            int a = 0;
-            for (int j = 0; j <= nd->ninputs; j++) {
-                int t = j < nd->ninputs ? nd->inputs[j] : nd->outputs[0];
-                if (t < 0) {
-                    continue;
-                }
-                char idx[16];
-                snprintf(idx, sizeof idx, "%d", a++);
-                emit_tensor_setup(e, idx, t);
-            }
-            line(e, "tg_args(v, c, t, %d);", a);
-            line(e, "rc = %s(v, c, %d, &r, &rt, 0);", e->fname[i], a);
+        for (int d = 0; d < e->depth; d++) {
+            tether_sbuf_puts(&e->s, "    ");
         }
-        line(e, "if (rc != 0) {");
-        line(e, "    return rc;");
-        line(e, "}");
+        tether_sbuf_printf(&e->s, "%s(", e->kname[i]);
+        int first = 1;
+        for (int j = 0; j <= nd->ninputs; j++) {
+            int t = j < nd->ninputs ? nd->inputs[j] : nd->outputs[0];
+            if (t < 0) {
+                continue;
+            }
+            tensor_ptr(e, t, ptr, sizeof ptr);
+            tether_sbuf_printf(&e->s, "%s%s", first ? "" : ", ", ptr);
+            first = 0;
+        }
+        tether_sbuf_puts(&e->s, ");\n");
     }
     line(e, "return 0;");
     e->depth = 0;
@@ -1702,6 +1681,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     int nt = g->ntensors ? g->ntensors : 1, nn = g->nnodes ? g->nnodes : 1;
     e.cname = calloc((size_t)nt, sizeof(char *));
     e.fname = calloc((size_t)nn, sizeof(char *));
+    e.kname = calloc((size_t)nn, sizeof(char *));
     e.poff = calloc((size_t)nt, sizeof(size_t));
     const char **tn = calloc((size_t)nt, sizeof(char *));
     const char **nnm = calloc((size_t)nn, sizeof(char *));
@@ -1710,7 +1690,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     tether_sbuf_init(&h);
     tether_sbuf_init(&full);
     int rc = TETHER_OK;
-    if (!e.cname || !e.fname || !e.poff || !tn || !nnm || !fbase) {
+    if (!e.cname || !e.fname || !e.kname || !e.poff || !tn || !nnm || !fbase) {
         rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "codegen: out of memory");
         goto out;
     }
@@ -1741,6 +1721,12 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
             goto out;
         }
         snprintf(e.fname[i], n, "%s_%s%s", P, fbase[i], suffix);
+        e.kname[i] = malloc(n + 4);
+        if (!e.kname[i]) {
+            rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "codegen: out of memory");
+            goto out;
+        }
+        snprintf(e.kname[i], n + 4, "tgk_%s", e.fname[i]);
         int na = node_nargs(&g->nodes[i]);
         e.max_args = na > e.max_args ? na : e.max_args;
     }
@@ -2013,19 +1999,6 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     if (o->abi == TETHER_ABI_PACKED) {
         tether_sbuf_puts(&full, packed_support);
     }
-    int any_code = 0; /* operator calls: the packing helpers are needed */
-    for (int i = 0; i < g->nnodes; i++) {
-        any_code |= node_has_function(g, &g->nodes[i]);
-    }
-    if (o->abi == TETHER_ABI_PACKED && any_code) {
-        tether_sbuf_puts(&full, packed_call_support);
-        tether_sbuf_puts(
-            &full, "/* Packs n tensors as DLTensor arguments (direct calls keep the call "
-                   "graph\n * visible to -fcallgraph-info). */\n"
-                   "static void tg_args(tether_value *v, int32_t *c, tg_tensor *t, int32_t n) "
-                   "{\n    for (int32_t i = 0; i < n; ++i) {\n        v[i].v_handle = "
-                   "&t[i];\n        c[i] = 7; /* DLTensor */\n    }\n}\n\n");
-    }
     if (e.need_acts[TETHER_ACT_RELU]) {
         tether_sbuf_puts(&full, "static inline float tg_relu(float v) {\n    return v > 0.0f ? v "
                                 ": 0.0f;\n}\n\n");
@@ -2070,12 +2043,16 @@ out:
         if (e.fname) {
             free(e.fname[i]);
         }
+        if (e.kname) {
+            free(e.kname[i]);
+        }
         if (fbase) {
             free(fbase[i]);
         }
     }
     free(e.cname);
     free(e.fname);
+    free(e.kname);
     free(e.poff);
     free(tn);
     free(nnm);
