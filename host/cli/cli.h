@@ -39,8 +39,9 @@ typedef struct tether_cli_report {
  * outlive the object):
  *   prepare  checks the metadata and inputs, uploads and loads the library (or builds the
  *            kernels), sets the params, allocates every array and copies the inputs in;
- *   call     one call of the entry (or the OpenCL sequence); outputs are read back into
- *            rep->out and the call's time and stack high-water mark into rep->call;
+ *   call     one call of the entry (or the OpenCL sequence); *rep is overwritten (free it
+ *            first): the outputs read back into rep->out (copies it owns), the call's time and
+ *            stack high-water mark into rep->call;
  *   time     TIME (TIME_SEQ) with TVM semantics; `number` grows to fill min_repeat_ms;
  *   release  frees the remote arrays (unless the session was lost) and everything local.
  * Each prints its error as one line and returns the exit code (1, or 2 for bad usage). */
