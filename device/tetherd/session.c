@@ -103,6 +103,8 @@ typedef struct session {
     size_t stack_size;
     tether_posix_call_stack call_stack; /* on stack: kept painted, only what a call used is
                                            repainted before the next one */
+    size_t call_overhead[2];            /* per ABI: the call path's own stack bytes (0 = not
+                                           measured yet), see run_on_stack */
     int shutdown;
     tether_rpc_seq_storage seq; /* steps of a decoded LAUNCH_SEQ / TIME_SEQ request */
 #ifdef TETHERD_HAVE_OPENCL
@@ -1032,9 +1034,51 @@ static int prepare_call(session *s, const tether_rpc_msg *req, const tether_rpc_
     return 0;
 }
 
+/* Empty functions of both ABIs: what a call through call_tramp touches when the function itself
+ * touches nothing but its return address. */
+static int32_t empty_packed(tether_value *args, int32_t *codes, int32_t n, tether_value *ret,
+                            int32_t *ret_code, void *ctx) {
+    (void)args, (void)codes, (void)n, (void)ret, (void)ret_code, (void)ctx;
+    return 0;
+}
+
+static int32_t empty_unpacked(void *a) {
+    (void)a;
+    return 0;
+}
+
+/* The stack bytes of the call path alone (the switch to the call stack, call_tramp, tether_call
+ * and its argument array) for the ABI of c's entry, measured once per session with an empty
+ * function. CALL reports what the called function touched beyond it, so stack_bytes is the
+ * function's own high-water mark, as the MCU firmware measures it, and the packed and unpacked
+ * figures of one model compare the ABIs rather than tetherd's machinery. */
+static size_t call_overhead(session *s, tether_abi abi) {
+    int k = abi == TETHER_ABI_PACKED;
+    if (!s->call_overhead[k]) {
+        tether_func_entry e = {"(empty)", abi, 1, {0}};
+        if (k)
+            e.fn.packed = empty_packed;
+        else
+            e.fn.unpacked = (tether_unpacked_func)empty_unpacked;
+        call_ctx c;
+        memset(&c, 0, sizeof c);
+        c.entry = &e;
+        c.s = s;
+        c.n = 1;
+        c.codes[0] = TETHER_TYPE_NULL;
+        size_t used = 0;
+        if (tether_posix_call_on(&s->call_stack, call_tramp, &c, &used) || c.status)
+            used = 1; /* not measurable: report the raw figure (never below the truth) */
+        s->call_overhead[k] = used;
+    }
+    return s->call_overhead[k];
+}
+
 static int run_on_stack(call_ctx *c) {
+    size_t base = call_overhead(c->s, c->entry->abi);
     size_t used = 0;
     int rc = tether_posix_call_on(&c->s->call_stack, call_tramp, c, &used);
+    used = used > base ? used - base : 0;
     if (used > c->max_stack)
         c->max_stack = used;
     return rc;
