@@ -326,7 +326,7 @@ static void test_json_outputs(void **state) {
     const cJSON *call = cJSON_GetObjectItem(j, "call");
     assert_int_equal((int)num(call, "return_code"), 0);
     assert_true(num(call, "time_us") >= 0);
-    assert_true(num(call, "stack_hwm_bytes") > 0);
+    assert_true(num(call, "stack_hwm_bytes") >= 0); /* a leaf: its own frame, maybe 0 */
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(call, "cycles"))); /* nanosecond clock */
     cJSON_Delete(j);
     check_sum("c.npy");
@@ -350,7 +350,7 @@ static void test_json_outputs(void **state) {
         assert_true(r >= mn && r <= mx);
     }
     assert_true(num(j, "mean_us") >= mn && num(j, "mean_us") <= mx);
-    assert_true(num(j, "stack_hwm_bytes") > 0);
+    assert_true(num(j, "stack_hwm_bytes") >= 0);
     assert_true(num(j, "first_call_us") >= 0);
     assert_true(cJSON_IsBool(cJSON_GetObjectItem(j, "zero_timer")));
     cJSON_Delete(j);
