@@ -1069,6 +1069,11 @@ static size_t call_overhead(session *s, tether_abi abi) {
         size_t used = 0;
         if (tether_posix_call_on(&s->call_stack, call_tramp, &c, &used) || c.status)
             used = 1; /* not measurable: report the raw figure (never below the truth) */
+#if defined(__x86_64__) || defined(__i386__)
+        /* the return address the call pushes belongs to the function, as in gcc's
+         * -fstack-usage figures (on Arm and AArch64 it stays in a register) */
+        used = used > sizeof(void *) ? used - sizeof(void *) : 1;
+#endif
         s->call_overhead[k] = used;
     }
     return s->call_overhead[k];

@@ -174,7 +174,8 @@ void check_session_functions(tether_session *s) {
     if (tether_session_call(s, &f, args, 3, &r))
         fail_msg("call: %s", tether_last_error());
     assert_int_equal(r.ret, 0);
-    assert_true(r.stack_bytes > 0);
+    /* the function's own bytes: tetherd's call path (hundreds of bytes) is not counted */
+    assert_true(r.stack_bytes > 0 && r.stack_bytes < 256);
     assert_int_equal(tether_session_copy_from(s, ho, 0, o, sizeof o), 0);
     for (int i = 0; i < 16; i++)
         assert_true(o[i] == a[i] + b[i]);
