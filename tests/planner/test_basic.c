@@ -96,6 +96,40 @@ static void test_chain(void **state) {
     tether_plan_problem_close(&p);
 }
 
+/* tether_plan_validate rejects broken plans, naming the rule and the buffers. */
+static void test_validate_rejects(void **state) {
+    (void)state;
+    tether_plan_problem p;
+    tether_plan_problem_init(&p);
+    add_pool(&p, "ws", 0, 16);
+    add(&p, "a", 100, 0, 1);
+    add(&p, "b", 200, 1, 2);
+    add(&p, "c", 100, 2, 3);
+    tether_plan plan;
+    run_algo(&p, TETHER_PLAN_GREEDY_SIZE, &plan);
+    assert_int_equal(tether_plan_validate(&p, NULL, &plan), TETHER_OK);
+    /* a and b are live together at operator 1: the same offset overlaps */
+    int64_t saved = plan.assign[0].offset;
+    plan.assign[0].offset = plan.assign[1].offset;
+    assert_int_equal(tether_plan_validate(&p, NULL, &plan), TETHER_ERR_INTERNAL);
+    assert_non_null(strstr(tether_last_error(), "invalid plan (greedy-size)"));
+    assert_non_null(strstr(tether_last_error(), "overlap in ws while both live"));
+    /* misaligned */
+    plan.assign[0].offset = 1;
+    assert_int_equal(tether_plan_validate(&p, NULL, &plan), TETHER_ERR_INTERNAL);
+    assert_non_null(strstr(tether_last_error(), "buffer a: offset 1 not aligned to 16"));
+    plan.assign[0].offset = saved;
+    /* a wrong total */
+    plan.total_bytes += 1;
+    assert_int_equal(tether_plan_validate(&p, NULL, &plan), TETHER_ERR_INTERNAL);
+    assert_non_null(strstr(tether_last_error(), "but pools sum to"));
+    plan.total_bytes -= 1;
+    assert_int_equal(tether_plan_validate(&p, NULL, &plan), TETHER_OK);
+    assert_int_equal(tether_plan_validate(NULL, NULL, &plan), TETHER_ERR_INVALID_ARG);
+    tether_plan_close(&plan);
+    tether_plan_problem_close(&p);
+}
+
 /*
  * A case where largest-first gap search is not optimal but the exact search is:
  *   A=2 [0,1], B=1 [1,2], C=1 [2,3], D=2 [3,4], E=1 [0,0], F=1 [4,4]... checked by value:
@@ -539,6 +573,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_chain),
+        cmocka_unit_test(test_validate_rejects),
         cmocka_unit_test(test_exact_is_optimal),
         cmocka_unit_test(test_alignment),
         cmocka_unit_test(test_spill),

@@ -5,7 +5,8 @@
  * What must stay true:
  *  - every plan produced here is valid: two items live at the same time never overlap in the
  *    same pool, offsets respect max(pool, buffer) alignment, pools never exceed their capacity,
- *    pins are honoured, alias groups share one placement;
+ *    pins are honoured, alias groups share one placement (without NDEBUG tether_plan_run checks
+ *    each plan it returns with the independent tether_plan_validate, validate.c);
  *  - every 1D algorithm places items in an order with "lowest fit" (or, for shared objects,
  *    lays objects out with lowest fit), and an item tries its candidate pools in order;
  *  - the exact search is exact for one candidate pool per item (see exact_search); otherwise
@@ -1401,7 +1402,7 @@ static bool better(const tether_plan *a, const tether_plan *b) {
     return a->nfallbacks < b->nfallbacks;
 }
 
-int tether_plan_run(const tether_plan_problem *p, const tether_plan_options *o, tether_plan *out) {
+static int plan_run(const tether_plan_problem *p, const tether_plan_options *o, tether_plan *out) {
     if (out != NULL) {
         memset(out, 0, sizeof(*out));
     }
@@ -1460,6 +1461,16 @@ int tether_plan_run(const tether_plan_problem *p, const tether_plan_options *o, 
     }
     tether_clear_error();
     return TETHER_OK;
+}
+
+int tether_plan_run(const tether_plan_problem *p, const tether_plan_options *o, tether_plan *out) {
+    int rc = plan_run(p, o, out);
+#ifndef NDEBUG
+    if (rc == TETHER_OK && (rc = tether_plan_validate(p, o, out)) != TETHER_OK) {
+        tether_plan_close(out); /* a bug in an algorithm: never hand out a broken plan */
+    }
+#endif
+    return rc;
 }
 
 void tether_plan_close(tether_plan *plan) {

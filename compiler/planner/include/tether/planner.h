@@ -226,6 +226,16 @@ int tether_plan_compare(const tether_plan_problem *p, const tether_plan_options 
 int tether_plan_lower_bound(const tether_plan_problem *p, const tether_plan_options *o,
                             bool include_textures, int64_t *out);
 
+/* Checks plan against the problem and options it was made for (o NULL = defaults), re-deriving
+ * every rule of a valid plan (docs/planner.md) without the planning code: buffers live at the
+ * same time do not overlap in a pool, alignments, capacities, pins, candidate pools, alias groups
+ * sharing storage, texture images (scope, dtype, users, device limits) and the reported sizes and
+ * totals. TETHER_OK, or TETHER_ERR_INTERNAL with "invalid plan (ALGORITHM): REASON" in
+ * tether_last_error(). tether_plan_run calls it on every plan it returns in builds without
+ * NDEBUG (a failure there is returned as the run's error). */
+int tether_plan_validate(const tether_plan_problem *p, const tether_plan_options *o,
+                         const tether_plan *plan);
+
 /* ---- outputs ---- */
 
 /* The plan as JSON text (format in docs/planner.md). */
