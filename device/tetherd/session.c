@@ -39,6 +39,8 @@
 #define MAX_MODULES 16
 #define MAX_FUNCS   256
 #define MAX_ARRAYS  1024
+#define CACHE_SLOTS 8   /* replies kept for retransmitted requests */
+#define CACHE_SLOT  512 /* bytes per cached reply (larger ones are idempotent COPY_FROM data) */
 
 typedef struct upload {
     int used;
@@ -90,7 +92,13 @@ typedef struct session {
     uint8_t *tx;
     size_t tx_cap;
     uint32_t peer_max_frame;
-    int hello_done, authed;
+    int hello_done;               /* a HELLO was answered: the next one frees everything first */
+    tether_server srv;            /* the shared request core (gating, validation, replies) */
+    tether_rpc_reply_cache cache; /* its reply cache */
+    uint8_t cache_mem[CACHE_SLOTS * CACHE_SLOT];
+    tether_rpc_msg req, rep;                       /* its request and reply */
+    tether_value call_values[TETHER_RPC_MAX_ARGS]; /* arguments converted by the core */
+    int32_t call_codes[TETHER_RPC_MAX_ARGS];
     uint8_t nonce[TETHER_RPC_NONCE_BYTES];
     uint32_t next_upload;
     uint64_t next_handle;
@@ -250,43 +258,12 @@ static void call_guard_end(void) {
     g_in_call = 0;
 }
 
-/* ---- replies ---- */
+/* ---- output ---- */
 
-static int send_msg(session *s, tether_rpc_msg *m) {
-    size_t len;
-    int rc = tether_rpc_msgpack_encode(m, s->tx, s->tx_cap, &len);
-    if (rc) {
-        tetherd_log(s->cfg, -1, s->peer, "cannot encode %s: %s", tether_rpc_type_name(m->type),
-                    tether_last_error());
-        tether_rpc_msg e;
-        tether_rpc_make_error(&e, m->id, rc, tether_last_error());
-        if (tether_rpc_msgpack_encode(&e, s->tx, s->tx_cap, &len))
-            return rc;
-    }
-    return tether_transport_send(s->t, s->tx, len, 30000);
-}
-
-static int reply_error(session *s, uint32_t id, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int reply_error(session *s, uint32_t id, int code, const char *fmt, ...) {
-    char text[TETHER_RPC_MAX_TEXT];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    tetherd_log(s->cfg, 1, s->peer, "error: %s", text);
-    tether_rpc_msg m;
-    tether_rpc_make_error(&m, id, code, text);
-    send_msg(s, &m);
-    return code;
-}
-
-static void reply_init(tether_rpc_msg *m, const tether_rpc_msg *req) {
-    memset(m, 0, sizeof *m);
-    m->type = req->type | TETHER_RPC_REPLY;
-    m->id = req->id;
-    if (req->type == TETHER_RPC_CALL)
-        m->u.call_rep.ret_value.type_code = TETHER_TYPE_NULL; /* tether_call keeps no value */
+/* ops->send of the server core: one encoded message (replies and LOG). */
+static int send_bytes(void *ctx, const uint8_t *bytes, size_t len) {
+    session *s = ctx;
+    return tether_transport_send(s->t, bytes, len, 30000);
 }
 
 /* ---- session state ---- */
@@ -382,26 +359,21 @@ static const tether_func_registry sys_registry = {sys_entries, 1};
 
 /* ---- handlers ---- */
 
-static int on_hello(session *s, const tether_rpc_msg *req) {
+/* ops->hello (the core checked the version and gates on auth_required afterwards). */
+static int on_hello(void *ctx, const tether_rpc_msg *req, tether_rpc_msg *rep) {
+    session *s = ctx;
     const tether_rpc_hello_req *h = &req->u.hello_req;
-    if (h->version != TETHER_RPC_VERSION)
-        return reply_error(s, req->id, TETHER_ERR_PROTOCOL,
-                           "protocol version %u not supported (tetherd speaks %u)",
-                           (unsigned)h->version, TETHER_RPC_VERSION);
     if (s->hello_done)
         session_free_all(s); /* a second HELLO starts a fresh session */
     s->peer_max_frame = h->max_frame < s->t->max_frame ? h->max_frame : s->t->max_frame;
     s->hello_done = 1;
-    s->authed = s->cfg->token == NULL;
     static char triple[96 + 16], arch[96];
     struct utsname u;
     if (uname(&u) == 0) {
         snprintf(arch, sizeof arch, "%.64s", u.machine);
         snprintf(triple, sizeof triple, "%.64s-linux-gnu", u.machine);
     }
-    tether_rpc_msg m;
-    reply_init(&m, req);
-    tether_rpc_hello_rep *r = &m.u.hello_rep;
+    tether_rpc_hello_rep *r = &rep->u.hello_rep;
     r->version = TETHER_RPC_VERSION;
     r->triple = tether_rpc_str_c(triple);
     r->arch = tether_rpc_str_c(arch);
@@ -431,26 +403,19 @@ static int on_hello(session *s, const tether_rpc_msg *req) {
     }
     tetherd_log(s->cfg, 1, s->peer, "hello from client '%.*s'", (int)h->client.len,
                 h->client.ptr ? h->client.ptr : "");
-    return send_msg(s, &m);
+    return 0;
 }
 
-static int on_auth(session *s, const tether_rpc_msg *req) {
-    if (!s->cfg->token) {
-        tether_rpc_msg m;
-        reply_init(&m, req);
-        return send_msg(s, &m);
-    }
-    if (tether_rpc_auth_verify(s->cfg->token, s->cfg->token_len, s->nonce, req->u.auth_req.mac)) {
+/* ops->auth: the mac against the nonce of the last HELLO (the core answers and, on a wrong
+ * mac, ends the session having executed nothing). */
+static int on_auth(void *ctx, tether_rpc_bytes mac) {
+    session *s = ctx;
+    if (tether_rpc_auth_verify(s->cfg->token, s->cfg->token_len, s->nonce, mac)) {
         tetherd_log(s->cfg, 0, s->peer, "auth failed: wrong token, closing the session");
-        reply_error(s, req->id, TETHER_ERR_AUTH, "authentication failed: wrong token");
-        s->shutdown = 1;
         return TETHER_ERR_AUTH;
     }
-    s->authed = 1;
     tetherd_log(s->cfg, 0, s->peer, "authenticated");
-    tether_rpc_msg m;
-    reply_init(&m, req);
-    return send_msg(s, &m);
+    return 0;
 }
 
 static upload *find_upload_id(session *s, uint32_t id) {
@@ -468,25 +433,25 @@ static void drop_upload(upload *u) {
     u->fd = -1;
 }
 
-static int on_upload(session *s, const tether_rpc_msg *req) {
+static int on_upload(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     const tether_rpc_upload_req *q = &req->u.upload_req;
     char name[TETHER_RPC_MAX_NAME];
     if (tether_rpc_str_copy(q->name, name, sizeof name, "upload name") || name[0] == 0)
-        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG, "UPLOAD: bad module name");
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "UPLOAD: bad module name");
     if (q->kind != TETHER_RPC_MODULE_SHARED_OBJECT &&
         !(q->kind == TETHER_RPC_MODULE_OPENCL_SOURCE && s->cfg->cl_max_width))
-        return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
-                           "UPLOAD '%s': module kind %u is not supported by this tetherd "
-                           "(shared objects, and OpenCL sources when HELLO says opencl)",
-                           name, (unsigned)q->kind);
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "UPLOAD '%s': module kind %u is not supported by this tetherd "
+                                "(shared objects, and OpenCL sources when HELLO says opencl)",
+                                name, (unsigned)q->kind);
     if (q->total_size == 0 || q->total_size > s->cfg->max_upload)
-        return reply_error(s, req->id, TETHER_ERR_LIMIT,
-                           "UPLOAD '%s': %llu bytes is over the session upload limit of %llu bytes",
-                           name, (unsigned long long)q->total_size,
-                           (unsigned long long)s->cfg->max_upload);
+        return tether_set_error(
+            TETHER_ERR_LIMIT,
+            "UPLOAD '%s': %llu bytes is over the session upload limit of %llu bytes", name,
+            (unsigned long long)q->total_size, (unsigned long long)s->cfg->max_upload);
     if (q->sha256.len != TETHER_RPC_HASH_BYTES)
-        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
-                           "UPLOAD '%s': sha256 must be 32 bytes", name);
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "UPLOAD '%s': sha256 must be 32 bytes",
+                                name);
     upload *u = NULL;
     for (int i = 0; i < MAX_UPLOADS; i++) /* same name replaces the old upload */
         if (s->uploads[i].used && strcmp(s->uploads[i].name, name) == 0)
@@ -495,8 +460,8 @@ static int on_upload(session *s, const tether_rpc_msg *req) {
         if (!s->uploads[i].used)
             u = &s->uploads[i];
     if (!u)
-        return reply_error(s, req->id, TETHER_ERR_LIMIT, "UPLOAD '%s': more than %d uploads", name,
-                           MAX_UPLOADS);
+        return tether_set_error(TETHER_ERR_LIMIT, "UPLOAD '%s': more than %d uploads", name,
+                                MAX_UPLOADS);
     memset(u, 0, sizeof *u);
     u->id = ++s->next_upload;
     snprintf(u->path, sizeof u->path, "%s/u%u.bin", s->dir, (unsigned)u->id);
@@ -504,8 +469,8 @@ static int on_upload(session *s, const tether_rpc_msg *req) {
     if (u->fd < 0) {
         int e = errno;
         memset(u, 0, sizeof *u);
-        return reply_error(s, req->id, TETHER_ERR_IO, "UPLOAD '%s': cannot create file: %s", name,
-                           strerror(e));
+        return tether_set_error(TETHER_ERR_IO, "UPLOAD '%s': cannot create file: %s", name,
+                                strerror(e));
     }
     u->used = 1;
     snprintf(u->name, sizeof u->name, "%s", name);
@@ -515,38 +480,34 @@ static int on_upload(session *s, const tether_rpc_msg *req) {
     tether_sha256_init(&u->sha);
     tetherd_log(s->cfg, 0, s->peer, "upload '%s' started (%llu bytes)", name,
                 (unsigned long long)u->total);
-    tether_rpc_msg m;
-    reply_init(&m, req);
-    m.u.upload_rep.upload_id = u->id;
-    return send_msg(s, &m);
+    rep->u.upload_rep.upload_id = u->id;
+    return 0;
 }
 
-static int on_upload_chunk(session *s, const tether_rpc_msg *req) {
+static int on_upload_chunk(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     const tether_rpc_upload_chunk_req *q = &req->u.upload_chunk_req;
     upload *u = find_upload_id(s, q->upload_id);
     if (!u)
-        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "UPLOAD_CHUNK: no upload with id %u",
-                           (unsigned)q->upload_id);
+        return tether_set_error(TETHER_ERR_NOT_FOUND, "UPLOAD_CHUNK: no upload with id %u",
+                                (unsigned)q->upload_id);
     if (u->complete || q->offset != u->received) {
         /* a retransmission of an acknowledged chunk: report progress, write nothing */
         if (q->offset + q->data.len <= u->received) {
-            tether_rpc_msg m;
-            reply_init(&m, req);
-            m.u.upload_chunk_rep.received = u->received;
-            m.u.upload_chunk_rep.complete = u->complete;
-            return send_msg(s, &m);
+            rep->u.upload_chunk_rep.received = u->received;
+            rep->u.upload_chunk_rep.complete = u->complete;
+            return 0;
         }
-        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
-                           "UPLOAD_CHUNK '%s': offset %llu, expected %llu", u->name,
-                           (unsigned long long)q->offset, (unsigned long long)u->received);
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "UPLOAD_CHUNK '%s': offset %llu, expected %llu", u->name,
+                                (unsigned long long)q->offset, (unsigned long long)u->received);
     }
     if (q->data.len > u->total - u->received) {
         char name[TETHER_RPC_MAX_NAME];
         snprintf(name, sizeof name, "%s", u->name);
         drop_upload(u);
-        return reply_error(s, req->id, TETHER_ERR_LIMIT,
-                           "UPLOAD_CHUNK '%s': data past the announced size; upload discarded",
-                           name);
+        return tether_set_error(TETHER_ERR_LIMIT,
+                                "UPLOAD_CHUNK '%s': data past the announced size; upload discarded",
+                                name);
     }
     size_t off = 0;
     while (off < q->data.len) {
@@ -556,8 +517,7 @@ static int on_upload_chunk(session *s, const tether_rpc_msg *req) {
                 continue;
             int e = errno;
             drop_upload(u);
-            return reply_error(s, req->id, TETHER_ERR_IO, "UPLOAD_CHUNK: write failed: %s",
-                               strerror(e));
+            return tether_set_error(TETHER_ERR_IO, "UPLOAD_CHUNK: write failed: %s", strerror(e));
         }
         off += (size_t)n;
     }
@@ -572,18 +532,17 @@ static int on_upload_chunk(session *s, const tether_rpc_msg *req) {
             char name[TETHER_RPC_MAX_NAME];
             snprintf(name, sizeof name, "%s", u->name);
             drop_upload(u);
-            return reply_error(s, req->id, TETHER_ERR_MISMATCH,
-                               "UPLOAD '%s': content hash does not match; upload discarded", name);
+            return tether_set_error(TETHER_ERR_MISMATCH,
+                                    "UPLOAD '%s': content hash does not match; upload discarded",
+                                    name);
         }
         u->complete = 1;
         tetherd_log(s->cfg, 0, s->peer, "upload '%s' complete (%llu bytes, hash verified)", u->name,
                     (unsigned long long)u->total);
     }
-    tether_rpc_msg m;
-    reply_init(&m, req);
-    m.u.upload_chunk_rep.received = u->received;
-    m.u.upload_chunk_rep.complete = u->complete;
-    return send_msg(s, &m);
+    rep->u.upload_chunk_rep.received = u->received;
+    rep->u.upload_chunk_rep.complete = u->complete;
+    return 0;
 }
 
 /* SHA-256 of a file; 0 on success. */
@@ -611,28 +570,28 @@ static int hash_file(const char *path, uint8_t out[32]) {
     return 0;
 }
 
-static int on_load_module(session *s, const tether_rpc_msg *req) {
+static int on_load_module(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     char name[TETHER_RPC_MAX_NAME];
     if (tether_rpc_str_copy(req->u.load_module_req.name, name, sizeof name, "module name"))
-        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG, "LOAD_MODULE: bad module name");
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "LOAD_MODULE: bad module name");
     upload *u = NULL;
     for (int i = 0; i < MAX_UPLOADS; i++)
         if (s->uploads[i].used && strcmp(s->uploads[i].name, name) == 0)
             u = &s->uploads[i];
     if (!u || !u->complete)
-        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
-                           "LOAD_MODULE: no complete upload named '%s'", name);
+        return tether_set_error(TETHER_ERR_NOT_FOUND, "LOAD_MODULE: no complete upload named '%s'",
+                                name);
     module *mod = NULL;
     for (int i = 0; i < MAX_MODULES && !mod; i++)
         if (!s->modules[i].used)
             mod = &s->modules[i];
     if (!mod)
-        return reply_error(s, req->id, TETHER_ERR_LIMIT, "LOAD_MODULE '%s': more than %d modules",
-                           name, MAX_MODULES);
+        return tether_set_error(TETHER_ERR_LIMIT, "LOAD_MODULE '%s': more than %d modules", name,
+                                MAX_MODULES);
     uint8_t h[32];
     if (hash_file(u->path, h) || memcmp(h, u->hash, 32) != 0)
-        return reply_error(s, req->id, TETHER_ERR_MISMATCH,
-                           "LOAD_MODULE '%s': file content no longer matches its hash", name);
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "LOAD_MODULE '%s': file content no longer matches its hash", name);
 #ifdef TETHERD_HAVE_OPENCL
     if (u->kind == TETHER_RPC_MODULE_OPENCL_SOURCE) {
         char *src = malloc(u->total + 1);
@@ -646,56 +605,54 @@ static int on_load_module(session *s, const tether_rpc_msg *req) {
             rc = tetherd_cl_build(s->cl, src, u->total, &prog);
         free(src);
         if (rc)
-            return reply_error(s, req->id, rc, "LOAD_MODULE '%s': %s", name,
-                               ok ? tether_last_error() : "cannot read the upload");
+            return tether_set_error(rc, "LOAD_MODULE '%s': %s", name,
+                                    ok ? tether_last_error() : "cannot read the upload");
         mod->used = 1;
         mod->handle = ++s->next_handle;
         mod->prog = prog;
         tetherd_log(s->cfg, 0, s->peer, "OpenCL program '%s' built (%d kernels)", name,
                     tetherd_cl_program_count(prog));
-        tether_rpc_msg m;
-        reply_init(&m, req);
-        m.u.load_module_rep.module = mod->handle;
-        m.u.load_module_rep.num_functions = (uint32_t)tetherd_cl_program_count(prog);
-        return send_msg(s, &m);
+        rep->u.load_module_rep.module = mod->handle;
+        rep->u.load_module_rep.num_functions = (uint32_t)tetherd_cl_program_count(prog);
+        return 0;
     }
 #endif
     void *dl = dlopen(u->path, RTLD_NOW | RTLD_LOCAL);
     if (!dl) {
         const char *e = dlerror();
-        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
-                           "LOAD_MODULE '%s': dlopen failed: %s", name, e ? e : "unknown error");
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "LOAD_MODULE '%s': dlopen failed: %s", name,
+                                e ? e : "unknown error");
     }
     const tether_func_registry *reg = dlsym(dl, "tether_module_registry");
     if (!reg) {
         dlclose(dl);
-        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
-                           "LOAD_MODULE '%s': the module exports no tether_module_registry", name);
+        return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                "LOAD_MODULE '%s': the module exports no tether_module_registry",
+                                name);
     }
     if (tether_registry_check(reg)) {
         char e[TETHER_ERROR_MSG_MAX];
         snprintf(e, sizeof e, "%s", tether_last_error());
         dlclose(dl);
-        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
-                           "LOAD_MODULE '%s': bad tether_module_registry: %s", name, e);
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "LOAD_MODULE '%s': bad tether_module_registry: %s", name, e);
     }
     mod->used = 1;
     mod->handle = ++s->next_handle;
     mod->dl = dl;
     mod->reg = reg;
     tetherd_log(s->cfg, 0, s->peer, "module '%s' loaded (%zu functions)", name, reg->count);
-    tether_rpc_msg m;
-    reply_init(&m, req);
-    m.u.load_module_rep.module = mod->handle;
-    m.u.load_module_rep.num_functions = (uint32_t)reg->count;
-    return send_msg(s, &m);
+    rep->u.load_module_rep.module = mod->handle;
+    rep->u.load_module_rep.num_functions = (uint32_t)reg->count;
+    return 0;
 }
 
-static int on_unload(session *s, const tether_rpc_msg *req) {
+static int on_unload(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
+    (void)rep; /* no reply fields */
     module *mod = find_module(s, req->u.unload_req.module);
     if (!mod)
-        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "UNLOAD: no module with handle %llu",
-                           (unsigned long long)req->u.unload_req.module);
+        return tether_set_error(TETHER_ERR_NOT_FOUND, "UNLOAD: no module with handle %llu",
+                                (unsigned long long)req->u.unload_req.module);
     for (int i = 0; i < MAX_FUNCS; i++)
         if (s->funcs[i].used && s->funcs[i].module == mod->handle)
             memset(&s->funcs[i], 0, sizeof s->funcs[i]);
@@ -705,56 +662,54 @@ static int on_unload(session *s, const tether_rpc_msg *req) {
     tetherd_cl_program_free(mod->prog);
 #endif
     memset(mod, 0, sizeof *mod);
-    tether_rpc_msg m;
-    reply_init(&m, req);
-    return send_msg(s, &m);
+    return 0;
 }
 
-static int on_get_function(session *s, const tether_rpc_msg *req) {
+static int on_get_function(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     const tether_rpc_get_function_req *q = &req->u.get_function_req;
     char name[TETHER_RPC_MAX_NAME];
     if (tether_rpc_str_copy(q->name, name, sizeof name, "function name"))
-        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG, "GET_FUNCTION: bad function name");
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "GET_FUNCTION: bad function name");
     const tether_func_registry *reg = &sys_registry;
     if (q->module != 0) {
         module *mod = find_module(s, q->module);
         if (!mod)
-            return reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
-                               "GET_FUNCTION '%s': no module with handle %llu", name,
-                               (unsigned long long)q->module);
+            return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                    "GET_FUNCTION '%s': no module with handle %llu", name,
+                                    (unsigned long long)q->module);
         reg = mod->reg;
 #ifdef TETHERD_HAVE_OPENCL
         if (mod->prog) {
             int nargs = 0;
             int k = tetherd_cl_kernel_find(mod->prog, name, &nargs);
             if (k < 0)
-                return reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
-                                   "GET_FUNCTION: kernel '%s' is not in the OpenCL program", name);
+                return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                        "GET_FUNCTION: kernel '%s' is not in the OpenCL program",
+                                        name);
             int slot = -1;
             for (int i = 0; i < MAX_FUNCS && slot < 0; i++)
                 if (!s->funcs[i].used)
                     slot = i;
             if (slot < 0)
-                return reply_error(s, req->id, TETHER_ERR_LIMIT,
-                                   "GET_FUNCTION: more than %d functions", MAX_FUNCS);
+                return tether_set_error(TETHER_ERR_LIMIT, "GET_FUNCTION: more than %d functions",
+                                        MAX_FUNCS);
             s->funcs[slot].used = 1;
             s->funcs[slot].module = q->module;
             s->funcs[slot].entry = NULL;
             s->funcs[slot].kernel = k;
             s->funcs[slot].kernel_args = nargs;
-            tether_rpc_msg m;
-            reply_init(&m, req);
-            m.u.get_function_rep.func = (uint64_t)slot + 1;
-            m.u.get_function_rep.abi = TETHER_ABI_PACKED;
-            m.u.get_function_rep.num_args = nargs;
-            return send_msg(s, &m);
+            rep->u.get_function_rep.func = (uint64_t)slot + 1;
+            rep->u.get_function_rep.abi = TETHER_ABI_PACKED;
+            rep->u.get_function_rep.num_args = nargs;
+            return 0;
         }
 #endif
     }
     const tether_func_entry *e;
     if (tether_registry_find(reg, name, &e))
-        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
-                           "GET_FUNCTION: function '%s' is not in the module's registry", name);
+        return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                "GET_FUNCTION: function '%s' is not in the module's registry",
+                                name);
     int slot = -1;
     for (int i = 0; i < MAX_FUNCS; i++) {
         if (s->funcs[i].used && s->funcs[i].entry == e) {
@@ -765,62 +720,60 @@ static int on_get_function(session *s, const tether_rpc_msg *req) {
             slot = i;
     }
     if (slot < 0)
-        return reply_error(s, req->id, TETHER_ERR_LIMIT, "GET_FUNCTION: more than %d functions",
-                           MAX_FUNCS);
+        return tether_set_error(TETHER_ERR_LIMIT, "GET_FUNCTION: more than %d functions",
+                                MAX_FUNCS);
     s->funcs[slot].used = 1;
     s->funcs[slot].module = q->module;
     s->funcs[slot].entry = e;
-    tether_rpc_msg m;
-    reply_init(&m, req);
-    m.u.get_function_rep.func = (uint64_t)slot + 1;
-    m.u.get_function_rep.abi = e->abi;
-    m.u.get_function_rep.num_args = e->num_args;
-    return send_msg(s, &m);
+    rep->u.get_function_rep.func = (uint64_t)slot + 1;
+    rep->u.get_function_rep.abi = e->abi;
+    rep->u.get_function_rep.num_args = e->num_args;
+    return 0;
 }
 
-static int on_alloc(session *s, const tether_rpc_msg *req) {
+static int on_alloc(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     const tether_rpc_alloc_req *q = &req->u.alloc_req;
     DLDataType dt = {q->dtype_code, q->dtype_bits, q->dtype_lanes};
     if (!tether_dtype_valid(dt))
-        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
-                           "ALLOC: invalid dtype (code %u, bits %u, lanes %u)", q->dtype_code,
-                           q->dtype_bits, q->dtype_lanes);
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "ALLOC: invalid dtype (code %u, bits %u, lanes %u)", q->dtype_code,
+                                q->dtype_bits, q->dtype_lanes);
     int texture = q->scope == TETHER_SCOPE_TEXTURE || q->scope == TETHER_SCOPE_TEXTURE_WEIGHT;
     if (texture && !tether_dtype_equal(dt, TETHER_FLOAT32))
-        return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
-                           "ALLOC: texture scopes hold float32 (CL_RGBA/CL_FLOAT images)");
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "ALLOC: texture scopes hold float32 (CL_RGBA/CL_FLOAT images)");
     if (q->scope != TETHER_SCOPE_GLOBAL && !(texture && s->cfg->cl_max_width))
-        return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
-                           "ALLOC: scope '%s' is not available on this device (no OpenCL "
-                           "layer); HELLO lists the supported scopes",
-                           tether_scope_name((tether_scope)q->scope)
-                               ? tether_scope_name((tether_scope)q->scope)
-                               : "unknown");
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "ALLOC: scope '%s' is not available on this device (no OpenCL "
+                                "layer); HELLO lists the supported scopes",
+                                tether_scope_name((tether_scope)q->scope)
+                                    ? tether_scope_name((tether_scope)q->scope)
+                                    : "unknown");
     char pool[TETHER_POOL_NAME_MAX] = "";
     if (q->pool.len) {
         if (tether_rpc_str_copy(q->pool, pool, sizeof pool, "pool") || tether_pool_name_check(pool))
-            return reply_error(s, req->id, TETHER_ERR_INVALID_ARG, "ALLOC: bad pool name");
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "ALLOC: bad pool name");
     }
     size_t nbytes;
     if (tether_shape_bytes(q->shape, (int)q->ndim, dt, &nbytes))
-        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG, "ALLOC: %s", tether_last_error());
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "ALLOC: %s", tether_last_error());
     if (nbytes > s->cfg->max_alloc || s->allocated + nbytes > s->cfg->max_alloc)
-        return reply_error(s, req->id, TETHER_ERR_OUT_OF_MEMORY,
-                           "ALLOC: %zu bytes would exceed the session limit of %llu bytes "
-                           "(%llu in use)",
-                           nbytes, (unsigned long long)s->cfg->max_alloc,
-                           (unsigned long long)s->allocated);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY,
+                                "ALLOC: %zu bytes would exceed the session limit of %llu bytes "
+                                "(%llu in use)",
+                                nbytes, (unsigned long long)s->cfg->max_alloc,
+                                (unsigned long long)s->allocated);
     array *a = NULL;
     for (int i = 0; i < MAX_ARRAYS && !a; i++)
         if (!s->arrays[i].handle)
             a = &s->arrays[i];
     if (!a)
-        return reply_error(s, req->id, TETHER_ERR_LIMIT, "ALLOC: more than %d arrays", MAX_ARRAYS);
+        return tether_set_error(TETHER_ERR_LIMIT, "ALLOC: more than %d arrays", MAX_ARRAYS);
     size_t cap = (nbytes + 63) / 64 * 64;
     void *mem = aligned_alloc(64, cap ? cap : 64);
     if (!mem)
-        return reply_error(s, req->id, TETHER_ERR_OUT_OF_MEMORY,
-                           "ALLOC: out of host memory (%zu bytes)", nbytes);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "ALLOC: out of host memory (%zu bytes)",
+                                nbytes);
     memset(mem, 0, cap ? cap : 64);
 #ifdef TETHERD_HAVE_OPENCL
     if (texture) {
@@ -829,8 +782,8 @@ static int on_alloc(session *s, const tether_rpc_msg *req) {
             rc = tetherd_cl_image(s->cl, (tether_scope)q->scope, q->shape, (int)q->ndim, &a->clm);
         if (rc) {
             free(mem);
-            return reply_error(s, req->id, rc, "ALLOC %s: %s",
-                               tether_scope_name((tether_scope)q->scope), tether_last_error());
+            return tether_set_error(rc, "ALLOC %s: %s", tether_scope_name((tether_scope)q->scope),
+                                    tether_last_error());
         }
     }
 #endif
@@ -841,92 +794,83 @@ static int on_alloc(session *s, const tether_rpc_msg *req) {
         a->clm = NULL;
 #endif
         free(mem);
-        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG, "ALLOC: %s", tether_last_error());
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "ALLOC: %s", tether_last_error());
     }
     snprintf(a->nd.pool, sizeof a->nd.pool, "%s", pool);
     a->mem = mem;
     a->nbytes = nbytes;
     a->handle = ++s->next_handle;
     s->allocated += nbytes;
-    tether_rpc_msg m;
-    reply_init(&m, req);
-    m.u.alloc_rep.array = a->handle;
-    m.u.alloc_rep.nbytes = nbytes;
-    return send_msg(s, &m);
+    rep->u.alloc_rep.array = a->handle;
+    rep->u.alloc_rep.nbytes = nbytes;
+    return 0;
 }
 
-static int on_free(session *s, const tether_rpc_msg *req) {
+static int on_free(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
+    (void)rep; /* no reply fields */
     array *a = find_array(s, req->u.free_req.handle);
     if (!a)
-        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "FREE: no array with handle %llu",
-                           (unsigned long long)req->u.free_req.handle);
+        return tether_set_error(TETHER_ERR_NOT_FOUND, "FREE: no array with handle %llu",
+                                (unsigned long long)req->u.free_req.handle);
     s->allocated -= a->nbytes;
 #ifdef TETHERD_HAVE_OPENCL
     tetherd_cl_mem_free(a->clm);
 #endif
     free(a->mem);
     memset(a, 0, sizeof *a);
-    tether_rpc_msg m;
-    reply_init(&m, req);
-    return send_msg(s, &m);
+    return 0;
 }
 
-static int on_copy_to(session *s, const tether_rpc_msg *req) {
+static int on_copy_to(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     const tether_rpc_copy_to_req *q = &req->u.copy_to_req;
     array *a = find_array(s, q->array);
     if (!a)
-        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "COPY_TO: no array with handle %llu",
-                           (unsigned long long)q->array);
+        return tether_set_error(TETHER_ERR_NOT_FOUND, "COPY_TO: no array with handle %llu",
+                                (unsigned long long)q->array);
     if (q->offset > a->nbytes || q->data.len > a->nbytes - q->offset)
-        return reply_error(s, req->id, TETHER_ERR_LIMIT,
-                           "COPY_TO: bytes [%llu, %llu) are outside the array's %llu bytes",
-                           (unsigned long long)q->offset,
-                           (unsigned long long)(q->offset + q->data.len),
-                           (unsigned long long)a->nbytes);
+        return tether_set_error(
+            TETHER_ERR_LIMIT, "COPY_TO: bytes [%llu, %llu) are outside the array's %llu bytes",
+            (unsigned long long)q->offset, (unsigned long long)(q->offset + q->data.len),
+            (unsigned long long)a->nbytes);
     if (host_view(s, a))
-        return reply_error(s, req->id, TETHER_ERR_IO, "COPY_TO: %s", tether_last_error());
+        return tether_set_error(TETHER_ERR_IO, "COPY_TO: %s", tether_last_error());
     if (q->data.len)
         memcpy((uint8_t *)a->mem + q->offset, q->data.ptr, q->data.len);
 #ifdef TETHERD_HAVE_OPENCL
     if (a->nd.scope != TETHER_SCOPE_GLOBAL &&
         tetherd_cl_image_write(s->cl, a->clm, a->mem, q->offset, q->data.len))
-        return reply_error(s, req->id, TETHER_ERR_IO, "COPY_TO: %s", tether_last_error());
+        return tether_set_error(TETHER_ERR_IO, "COPY_TO: %s", tether_last_error());
 #endif
-    tether_rpc_msg m;
-    reply_init(&m, req);
-    m.u.copy_to_rep.written = q->data.len;
-    return send_msg(s, &m);
+    rep->u.copy_to_rep.written = q->data.len;
+    return 0;
 }
 
-static int on_copy_from(session *s, const tether_rpc_msg *req) {
+static int on_copy_from(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     const tether_rpc_copy_from_req *q = &req->u.copy_from_req;
     array *a = find_array(s, q->array);
     if (!a)
-        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "COPY_FROM: no array with handle %llu",
-                           (unsigned long long)q->array);
+        return tether_set_error(TETHER_ERR_NOT_FOUND, "COPY_FROM: no array with handle %llu",
+                                (unsigned long long)q->array);
     uint32_t maxc = tether_rpc_chunk_max(s->peer_max_frame);
     if (q->length > maxc)
-        return reply_error(s, req->id, TETHER_ERR_LIMIT,
-                           "COPY_FROM: length %llu is over the chunk limit %u",
-                           (unsigned long long)q->length, (unsigned)maxc);
+        return tether_set_error(TETHER_ERR_LIMIT,
+                                "COPY_FROM: length %llu is over the chunk limit %u",
+                                (unsigned long long)q->length, (unsigned)maxc);
     if (q->offset > a->nbytes || q->length > a->nbytes - q->offset)
-        return reply_error(s, req->id, TETHER_ERR_LIMIT,
-                           "COPY_FROM: bytes [%llu, %llu) are outside the array's %llu bytes",
-                           (unsigned long long)q->offset,
-                           (unsigned long long)(q->offset + q->length),
-                           (unsigned long long)a->nbytes);
+        return tether_set_error(
+            TETHER_ERR_LIMIT, "COPY_FROM: bytes [%llu, %llu) are outside the array's %llu bytes",
+            (unsigned long long)q->offset, (unsigned long long)(q->offset + q->length),
+            (unsigned long long)a->nbytes);
     if (host_view(s, a))
-        return reply_error(s, req->id, TETHER_ERR_IO, "COPY_FROM: %s", tether_last_error());
+        return tether_set_error(TETHER_ERR_IO, "COPY_FROM: %s", tether_last_error());
 #ifdef TETHERD_HAVE_OPENCL
     if (a->nd.scope != TETHER_SCOPE_GLOBAL &&
         tetherd_cl_image_read(s->cl, a->clm, a->mem, q->offset, q->length))
-        return reply_error(s, req->id, TETHER_ERR_IO, "COPY_FROM: %s", tether_last_error());
+        return tether_set_error(TETHER_ERR_IO, "COPY_FROM: %s", tether_last_error());
 #endif
-    tether_rpc_msg m;
-    reply_init(&m, req);
-    m.u.copy_from_rep.data.ptr = (const uint8_t *)a->mem + q->offset;
-    m.u.copy_from_rep.data.len = (uint32_t)q->length;
-    return send_msg(s, &m);
+    rep->u.copy_from_rep.data.ptr = (const uint8_t *)a->mem + q->offset;
+    rep->u.copy_from_rep.data.len = (uint32_t)q->length;
+    return 0;
 }
 
 /* ---- calls ---- */
@@ -960,76 +904,34 @@ static void call_tramp(void *p) {
         snprintf(c->err, sizeof c->err, "%s", tether_last_error());
 }
 
-/* Resolves an invocation's function and arguments; replies with an ERROR on a problem. */
-static int prepare_call(session *s, const tether_rpc_msg *req, const tether_rpc_invoke *inv,
-                        call_ctx *c) {
+/* Resolves the array arguments of a CALL/TIME the core has validated (function, ABI, counts,
+ * argument kinds; scalars and strings are already converted in call->values). */
+static int prepare_call(session *s, const tether_server_call *call, call_ctx *c) {
+    const tether_rpc_invoke *inv = call->inv;
     memset(c, 0, sizeof *c);
     c->s = s;
-    if (inv->func == 0 || inv->func > MAX_FUNCS || !s->funcs[inv->func - 1].used)
-        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "%s: no function with handle %llu",
-                           tether_rpc_type_name(req->type), (unsigned long long)inv->func);
-    c->entry = s->funcs[inv->func - 1].entry;
-    if (!c->entry)
-        return reply_error(s, req->id, TETHER_ERR_INTERNAL, "kernel reached the CPU call path");
+    c->entry = call->fn.impl;
+    const char *what = tether_rpc_type_name(call->type);
     const char *fname = c->entry->name;
-    if (inv->work_dim != 0)
-        return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
-                           "%s '%s': an NDRange launch needs an OpenCL kernel; this is a CPU "
-                           "function",
-                           tether_rpc_type_name(req->type), fname);
-    if (inv->abi != (uint32_t)c->entry->abi)
-        return reply_error(s, req->id, TETHER_ERR_MISMATCH,
-                           "%s '%s': the caller expects the %s ABI but the function is %s",
-                           tether_rpc_type_name(req->type), fname,
-                           tether_abi_name((tether_abi)inv->abi)
-                               ? tether_abi_name((tether_abi)inv->abi)
-                               : "unknown",
-                           tether_abi_name(c->entry->abi));
-    if (c->entry->num_args >= 0 && (int64_t)inv->num_args != c->entry->num_args)
-        return reply_error(s, req->id, TETHER_ERR_MISMATCH, "%s '%s': takes %d arguments, %u given",
-                           tether_rpc_type_name(req->type), fname, (int)c->entry->num_args,
-                           (unsigned)inv->num_args);
     c->n = (int32_t)inv->num_args;
+    memcpy(c->args, call->values, sizeof c->args[0] * inv->num_args);
+    memcpy(c->codes, call->codes, sizeof c->codes[0] * inv->num_args);
     for (uint32_t i = 0; i < inv->num_args; i++) {
         const tether_rpc_arg *a = &inv->args[i];
-        c->codes[i] = a->type_code;
-        switch (a->type_code) {
-        case TETHER_TYPE_DLTENSOR:
-        case TETHER_TYPE_HANDLE: {
-            array *arr = find_array(s, a->v.v_handle);
-            if (!arr)
-                return reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
-                                   "%s '%s': argument %u: no array with handle %llu",
-                                   tether_rpc_type_name(req->type), fname, (unsigned)i,
-                                   (unsigned long long)a->v.v_handle);
-            if (host_view(s, arr))
-                return reply_error(s, req->id, TETHER_ERR_IO, "%s '%s': argument %u: %s",
-                                   tether_rpc_type_name(req->type), fname, (unsigned)i,
-                                   tether_last_error());
-            if (a->type_code == TETHER_TYPE_DLTENSOR)
-                c->args[i].v_handle = &arr->nd.dl;
-            else
-                c->args[i].v_handle = arr->mem;
-            break;
-        }
-        case TETHER_TYPE_INT:
-            c->args[i].v_int64 = a->v.v_int;
-            break;
-        case TETHER_TYPE_UINT:
-            c->args[i].v_int64 = (int64_t)a->v.v_uint;
-            break;
-        case TETHER_TYPE_FLOAT:
-            c->args[i].v_float64 = a->v.v_float;
-            break;
-        case TETHER_TYPE_NULL:
-            c->args[i].v_handle = NULL;
-            break;
-        default:
-            return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
-                               "%s '%s': argument %u has type code %d, which tetherd cannot pass",
-                               tether_rpc_type_name(req->type), fname, (unsigned)i,
-                               (int)a->type_code);
-        }
+        if (a->type_code != TETHER_TYPE_DLTENSOR && a->type_code != TETHER_TYPE_HANDLE)
+            continue;
+        array *arr = find_array(s, a->v.v_handle);
+        if (!arr)
+            return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                    "%s '%s': argument %u: no array with handle %llu", what, fname,
+                                    (unsigned)i, (unsigned long long)a->v.v_handle);
+        if (host_view(s, arr))
+            return tether_set_error(TETHER_ERR_IO, "%s '%s': argument %u: %s", what, fname,
+                                    (unsigned)i, tether_last_error());
+        if (a->type_code == TETHER_TYPE_DLTENSOR)
+            c->args[i].v_handle = &arr->nd.dl;
+        else
+            c->args[i].v_handle = arr->mem;
     }
     return 0;
 }
@@ -1089,14 +991,14 @@ static int run_on_stack(call_ctx *c) {
     return rc;
 }
 
-static int call_failed_reply(session *s, const tether_rpc_msg *req, call_ctx *c) {
+static int call_failed_reply(const call_ctx *c, uint32_t type) {
     if (c->status)
-        return reply_error(s, req->id, c->status, "%s '%s': %s", tether_rpc_type_name(req->type),
-                           c->entry->name, c->err);
+        return tether_set_error(c->status, "%s '%s': %s", tether_rpc_type_name(type),
+                                c->entry->name, c->err);
     int code =
         c->func_ret < 0 && c->func_ret >= TETHER_ERR_INTERNAL ? c->func_ret : TETHER_ERR_STATE;
-    return reply_error(s, req->id, code, "function '%s' returned %d%s%s", c->entry->name,
-                       (int)c->func_ret, c->err[0] ? ": " : "", c->err);
+    return tether_set_error(code, "function '%s' returned %d%s%s", c->entry->name, (int)c->func_ret,
+                            c->err[0] ? ": " : "", c->err);
 }
 
 #ifdef TETHERD_HAVE_OPENCL
@@ -1132,8 +1034,9 @@ static void time_sleep(void *p, uint32_t ms);
 /* CALL or TIME of an OpenCL kernel: arrays become images (texture scopes) or buffers over the
  * array memory (global), scalars are converted to the kernel's parameter types; times come from
  * event profiling. */
-static int on_cl_invoke(session *s, const tether_rpc_msg *req, const tether_rpc_invoke *inv,
-                        const tether_rpc_time_req *tq) {
+static int on_cl_invoke(session *s, const tether_server_call *call, tether_rpc_msg *rep) {
+    const tether_rpc_invoke *inv = call->inv;
+    const tether_rpc_time_req *tq = call->time;
     func *fn = &s->funcs[inv->func - 1];
     cl_job j;
     memset(&j, 0, sizeof j);
@@ -1141,30 +1044,19 @@ static int on_cl_invoke(session *s, const tether_rpc_msg *req, const tether_rpc_
     j.fn = fn;
     j.inv = inv;
     j.mod = find_module(s, fn->module);
-    const char *what = tether_rpc_type_name(req->type);
-    if (!j.mod || !j.mod->prog)
-        return reply_error(s, req->id, TETHER_ERR_NOT_FOUND, "%s: the kernel's module is gone",
-                           what);
-    const char *kname = tetherd_cl_kernel_name(j.mod->prog, fn->kernel);
-    if (inv->work_dim < 1 || inv->work_dim > TETHER_RPC_MAX_WORK_DIM)
-        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
-                           "%s '%s': an OpenCL kernel needs a global work size of 1 to 3 "
-                           "dimensions",
-                           what, kname);
-    if ((int)inv->num_args != fn->kernel_args)
-        return reply_error(s, req->id, TETHER_ERR_MISMATCH, "%s '%s': takes %d arguments, %u given",
-                           what, kname, fn->kernel_args, (unsigned)inv->num_args);
+    const char *what = tether_rpc_type_name(call->type);
+    const char *kname = call->fn.name; /* find_func checked the module */
     for (uint32_t i = 0; i < inv->num_args; i++) {
         const tether_rpc_arg *a = &inv->args[i];
         if (a->type_code == TETHER_TYPE_DLTENSOR || a->type_code == TETHER_TYPE_HANDLE) {
             array *arr = find_array(s, a->v.v_handle);
             if (!arr)
-                return reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
-                                   "%s '%s': argument %u: no array with handle %llu", what, kname,
-                                   (unsigned)i, (unsigned long long)a->v.v_handle);
+                return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                        "%s '%s': argument %u: no array with handle %llu", what,
+                                        kname, (unsigned)i, (unsigned long long)a->v.v_handle);
             if (!arr->clm && tetherd_cl_buffer(s->cl, arr->mem, arr->nbytes, &arr->clm))
-                return reply_error(s, req->id, TETHER_ERR_IO, "%s '%s': %s", what, kname,
-                                   tether_last_error());
+                return tether_set_error(TETHER_ERR_IO, "%s '%s': %s", what, kname,
+                                        tether_last_error());
             j.args[i].mem = arr->clm;
             j.arrs[i] = arr;
         } else if (a->type_code == TETHER_TYPE_INT || a->type_code == TETHER_TYPE_UINT) {
@@ -1174,35 +1066,32 @@ static int on_cl_invoke(session *s, const tether_rpc_msg *req, const tether_rpc_
             j.args[i].type_code = a->type_code;
             j.args[i].f = a->v.v_float;
         } else {
-            return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
-                               "%s '%s': argument %u has type code %d", what, kname, (unsigned)i,
-                               (int)a->type_code);
+            return tether_set_error(TETHER_ERR_UNSUPPORTED, "%s '%s': argument %u has type code %d",
+                                    what, kname, (unsigned)i, (int)a->type_code);
         }
     }
-    tether_rpc_msg m;
-    reply_init(&m, req);
     int rc;
-    call_guard_begin(s, req->id, kname, s->cfg->call_timeout_ms);
+    call_guard_begin(s, call->id, kname, s->cfg->call_timeout_ms);
     if (tq) {
         tether_time_hooks h = {cl_run, cl_now, time_sleep, &j, NULL};
         tether_time_result res;
         rc = tether_time_evaluate(&h, tq->number, tq->repeat, tq->min_repeat_ms, tq->cooldown_ms,
-                                  m.u.time_rep.seconds, TETHER_RPC_MAX_REPEAT, &res);
-        m.u.time_rep.number = res.number;
-        m.u.time_rep.repeat = res.repeat;
-        m.u.time_rep.zero_timer = res.zero_timer;
+                                  rep->u.time_rep.seconds, TETHER_RPC_MAX_REPEAT, &res);
+        rep->u.time_rep.number = res.number;
+        rep->u.time_rep.repeat = res.repeat;
+        rep->u.time_rep.zero_timer = res.zero_timer;
     } else {
         rc = cl_run(&j);
-        m.u.call_rep.elapsed_ns = j.gpu_ns;
+        rep->u.call_rep.elapsed_ns = j.gpu_ns;
     }
     call_guard_end();
     if (rc)
-        return reply_error(s, req->id, rc < 0 ? rc : TETHER_ERR_STATE, "%s '%s': %s", what, kname,
-                           j.err[0] ? j.err : tether_last_error());
+        return tether_set_error(rc < 0 ? rc : TETHER_ERR_STATE, "%s '%s': %s", what, kname,
+                                j.err[0] ? j.err : tether_last_error());
     for (uint32_t i = 0; i < inv->num_args; i++)
         if (j.arrs[i] && j.arrs[i]->nd.scope == TETHER_SCOPE_GLOBAL)
             j.arrs[i]->cl_dirty = 1; /* synchronised when the host side needs it */
-    return send_msg(s, &m);
+    return 0;
 }
 
 static int is_kernel(session *s, uint64_t h) {
@@ -1286,17 +1175,17 @@ static int cmp_dbl(const void *a, const void *b) {
 
 /* LAUNCH_SEQ / TIME_SEQ: every step checked and resolved first (nothing runs when one is
  * wrong), then the steps run back to back on the queue with one wait; errors name the step. */
-static int on_seq(session *s, const tether_rpc_msg *req) {
+static int on_seq(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     const tether_rpc_seq_req *q = &req->u.seq_req;
     const char *what = tether_rpc_type_name(req->type);
     int timed = req->type == TETHER_RPC_TIME_SEQ;
     if (timed && (q->number < 1 || q->repeat < 1 || q->repeat > TETHER_RPC_MAX_REPEAT))
-        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
-                           "%s: number must be >= 1 and repeat in 1..%u", what,
-                           TETHER_RPC_MAX_REPEAT);
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "%s: number must be >= 1 and repeat in 1..%u", what,
+                                TETHER_RPC_MAX_REPEAT);
     seq_job *j = calloc(1, sizeof *j);
     if (!j)
-        return reply_error(s, req->id, TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
     j->s = s;
     j->n = q->num_steps;
     j->steps = q->steps;
@@ -1306,16 +1195,16 @@ static int on_seq(session *s, const tether_rpc_msg *req) {
     for (uint32_t k = 0; k < q->num_steps && !rc; k++) {
         const tether_rpc_seq_step *st = &q->steps[k];
         if (!is_kernel(s, st->func)) {
-            rc = reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
-                             "%s step %u: handle %llu is not an OpenCL kernel of this session",
-                             what, (unsigned)k, (unsigned long long)st->func);
+            rc = tether_set_error(TETHER_ERR_NOT_FOUND,
+                                  "%s step %u: handle %llu is not an OpenCL kernel of this session",
+                                  what, (unsigned)k, (unsigned long long)st->func);
             break;
         }
         func *fn = &s->funcs[st->func - 1];
         module *mod = find_module(s, fn->module);
         if (!mod || !mod->prog) {
-            rc = reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
-                             "%s step %u: the kernel's module is gone", what, (unsigned)k);
+            rc = tether_set_error(TETHER_ERR_NOT_FOUND, "%s step %u: the kernel's module is gone",
+                                  what, (unsigned)k);
             break;
         }
         const char *kname = tetherd_cl_kernel_name(mod->prog, fn->kernel);
@@ -1325,9 +1214,9 @@ static int on_seq(session *s, const tether_rpc_msg *req) {
         j->st[k].first_arg = used;
         j->st[k].nargs = st->num_args;
         if ((int)st->num_args != fn->kernel_args) {
-            rc = reply_error(s, req->id, TETHER_ERR_MISMATCH,
-                             "%s step %u ('%s'): takes %d arguments, %u given", what, (unsigned)k,
-                             kname, fn->kernel_args, (unsigned)st->num_args);
+            rc = tether_set_error(TETHER_ERR_MISMATCH,
+                                  "%s step %u ('%s'): takes %d arguments, %u given", what,
+                                  (unsigned)k, kname, fn->kernel_args, (unsigned)st->num_args);
             break;
         }
         for (uint32_t i = 0; i < st->num_args && !rc; i++) {
@@ -1336,13 +1225,13 @@ static int on_seq(session *s, const tether_rpc_msg *req) {
             if (a->type_code == TETHER_TYPE_DLTENSOR || a->type_code == TETHER_TYPE_HANDLE) {
                 array *arr = find_array(s, a->v.v_handle);
                 if (!arr)
-                    rc = reply_error(s, req->id, TETHER_ERR_NOT_FOUND,
-                                     "%s step %u ('%s'): argument %u: no array with handle %llu",
-                                     what, (unsigned)k, kname, (unsigned)i,
-                                     (unsigned long long)a->v.v_handle);
+                    rc = tether_set_error(
+                        TETHER_ERR_NOT_FOUND,
+                        "%s step %u ('%s'): argument %u: no array with handle %llu", what,
+                        (unsigned)k, kname, (unsigned)i, (unsigned long long)a->v.v_handle);
                 else if (!arr->clm && tetherd_cl_buffer(s->cl, arr->mem, arr->nbytes, &arr->clm))
-                    rc = reply_error(s, req->id, TETHER_ERR_IO, "%s step %u ('%s'): %s", what,
-                                     (unsigned)k, kname, tether_last_error());
+                    rc = tether_set_error(TETHER_ERR_IO, "%s step %u ('%s'): %s", what, (unsigned)k,
+                                          kname, tether_last_error());
                 else {
                     o->mem = arr->clm;
                     j->arrs[used + i] = arr;
@@ -1354,9 +1243,9 @@ static int on_seq(session *s, const tether_rpc_msg *req) {
                 o->type_code = a->type_code;
                 o->f = a->v.v_float;
             } else {
-                rc = reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
-                                 "%s step %u ('%s'): argument %u has type code %d", what,
-                                 (unsigned)k, kname, (unsigned)i, (int)a->type_code);
+                rc = tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                      "%s step %u ('%s'): argument %u has type code %d", what,
+                                      (unsigned)k, kname, (unsigned)i, (int)a->type_code);
             }
         }
         used += st->num_args;
@@ -1365,8 +1254,6 @@ static int on_seq(session *s, const tether_rpc_msg *req) {
         free(j);
         return rc;
     }
-    tether_rpc_msg m;
-    reply_init(&m, req);
     uint32_t to = s->cfg->call_timeout_ms;
     if (to && timed)
         to += q->repeat * (q->min_repeat_ms + q->cooldown_ms);
@@ -1378,26 +1265,26 @@ static int on_seq(session *s, const tether_rpc_msg *req) {
         tether_time_result res;
         rc = j->per
                  ? tether_time_evaluate(&h, q->number, q->repeat, q->min_repeat_ms, q->cooldown_ms,
-                                        m.u.time_seq_rep.seconds, TETHER_RPC_MAX_REPEAT, &res)
+                                        rep->u.time_seq_rep.seconds, TETHER_RPC_MAX_REPEAT, &res)
                  : tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
         if (!rc) {
-            m.u.time_seq_rep.number = res.number;
-            m.u.time_seq_rep.repeat = res.repeat;
-            m.u.time_seq_rep.zero_timer = res.zero_timer;
-            m.u.time_seq_rep.num_steps = j->n;
+            rep->u.time_seq_rep.number = res.number;
+            rep->u.time_seq_rep.repeat = res.repeat;
+            rep->u.time_seq_rep.zero_timer = res.zero_timer;
+            rep->u.time_seq_rep.num_steps = j->n;
             for (uint32_t k = 0; k < j->n; k++) {
                 double *v = &j->per[(size_t)k * q->repeat];
                 qsort(v, q->repeat, sizeof(double), cmp_dbl);
                 uint32_t r = q->repeat;
-                m.u.time_seq_rep.step_seconds[k] =
+                rep->u.time_seq_rep.step_seconds[k] =
                     r % 2 ? v[r / 2] : 0.5 * (v[r / 2 - 1] + v[r / 2]);
             }
         }
     } else {
         rc = seq_run(j);
-        m.u.launch_seq_rep.elapsed_ns = j->gpu_ns;
-        m.u.launch_seq_rep.num_steps = j->n;
-        memcpy(m.u.launch_seq_rep.step_ns, j->ns, sizeof(uint64_t) * j->n);
+        rep->u.launch_seq_rep.elapsed_ns = j->gpu_ns;
+        rep->u.launch_seq_rep.num_steps = j->n;
+        memcpy(rep->u.launch_seq_rep.step_ns, j->ns, sizeof(uint64_t) * j->n);
     }
     call_guard_end();
     /* kernels that ran may have written their buffers: synchronised when the host needs them */
@@ -1407,56 +1294,51 @@ static int on_seq(session *s, const tether_rpc_msg *req) {
     if (rc) {
         int code = rc < 0 ? rc : TETHER_ERR_STATE;
         if (j->failed_step >= 0)
-            reply_error(s, req->id, code, "%s step %d ('%s'): %s", what, j->failed_step,
-                        j->st[j->failed_step].name, j->err);
+            tether_set_error(code, "%s step %d ('%s'): %s", what, j->failed_step,
+                             j->st[j->failed_step].name, j->err);
         else
-            reply_error(s, req->id, code, "%s: %s", what, tether_last_error());
+            tether_set_error(code, "%s: %s", what, tether_last_error());
         free(j->per);
         free(j);
         return code;
     }
     free(j->per);
     free(j);
-    return send_msg(s, &m);
+    return 0;
 }
 #endif
 
-static int on_seq_request(session *s, const tether_rpc_msg *req) {
+static int on_seq_request(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
 #ifdef TETHERD_HAVE_OPENCL
     if (s->cfg->cl_max_width) {
         int rc = ensure_cl(s);
         if (rc)
-            return reply_error(s, req->id, rc, "%s: %s", tether_rpc_type_name(req->type),
-                               tether_last_error());
-        return on_seq(s, req);
+            return tether_set_error(rc, "%s: %s", tether_rpc_type_name(req->type),
+                                    tether_last_error());
+        return on_seq(s, req, rep);
     }
 #endif
-    return reply_error(s, req->id, TETHER_ERR_UNSUPPORTED,
-                       "%s: this device has no OpenCL layer (HELLO: opencl no)",
-                       tether_rpc_type_name(req->type));
+    return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                            "%s: this device has no OpenCL layer (HELLO: opencl no)",
+                            tether_rpc_type_name(req->type));
 }
 
-static int on_call(session *s, const tether_rpc_msg *req) {
-#ifdef TETHERD_HAVE_OPENCL
-    if (is_kernel(s, req->u.call_req.func))
-        return on_cl_invoke(s, req, &req->u.call_req, NULL);
-#endif
+static int on_call(session *s, const tether_server_call *call, tether_rpc_msg *rep) {
     call_ctx c;
-    if (prepare_call(s, req, &req->u.call_req, &c))
-        return 0;
-    call_guard_begin(s, req->id, c.entry->name, s->cfg->call_timeout_ms);
+    int prc = prepare_call(s, call, &c);
+    if (prc)
+        return prc;
+    call_guard_begin(s, call->id, c.entry->name, s->cfg->call_timeout_ms);
     int rc = run_on_stack(&c);
     call_guard_end();
     if (rc)
-        return reply_error(s, req->id, rc, "CALL '%s': %s", c.entry->name, tether_last_error());
+        return tether_set_error(rc, "CALL '%s': %s", c.entry->name, tether_last_error());
     if (c.status || c.func_ret)
-        return call_failed_reply(s, req, &c);
-    tether_rpc_msg m;
-    reply_init(&m, req);
-    m.u.call_rep.ret = c.func_ret;
-    m.u.call_rep.elapsed_ns = c.elapsed_ns;
-    m.u.call_rep.stack_bytes = c.max_stack;
-    return send_msg(s, &m);
+        return call_failed_reply(&c, call->type);
+    rep->u.call_rep.ret = c.func_ret;
+    rep->u.call_rep.elapsed_ns = c.elapsed_ns;
+    rep->u.call_rep.stack_bytes = c.max_stack;
+    return 0;
 }
 
 /* TIME runs the whole evaluator on the dedicated stack (one paint, one measurement), so the
@@ -1501,112 +1383,138 @@ static void time_sleep(void *p, uint32_t ms) {
     }
 }
 
-static int on_time(session *s, const tether_rpc_msg *req) {
-    const tether_rpc_time_req *q = &req->u.time_req;
-#ifdef TETHERD_HAVE_OPENCL
-    if (is_kernel(s, q->invoke.func)) {
-        if (q->number < 1 || q->repeat < 1 || q->repeat > TETHER_RPC_MAX_REPEAT)
-            return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
-                               "TIME: number must be >= 1 and repeat in 1..%u",
-                               TETHER_RPC_MAX_REPEAT);
-        return on_cl_invoke(s, req, &q->invoke, q);
-    }
-#endif
+static int on_time(session *s, const tether_server_call *call, tether_rpc_msg *rep) {
+    const tether_rpc_time_req *q = call->time;
     call_ctx c;
-    if (prepare_call(s, req, &q->invoke, &c))
-        return 0;
-    if (q->number < 1 || q->repeat < 1 || q->repeat > TETHER_RPC_MAX_REPEAT)
-        return reply_error(s, req->id, TETHER_ERR_INVALID_ARG,
-                           "TIME '%s': number must be >= 1 and repeat in 1..%u", c.entry->name,
-                           TETHER_RPC_MAX_REPEAT);
+    int prc = prepare_call(s, call, &c);
+    if (prc)
+        return prc;
     tether_time_hooks h = {time_run, time_now, time_sleep, &c, NULL};
-    tether_rpc_msg m;
-    reply_init(&m, req);
     tether_time_result res;
     /* the timeout covers the whole evaluation, which may legitimately last repeat * min_repeat */
     uint32_t to = s->cfg->call_timeout_ms;
     if (to)
         to += q->repeat * (q->min_repeat_ms + q->cooldown_ms);
-    time_job j = {&c, &h, q, m.u.time_rep.seconds, {0}, 0, ""};
+    time_job j = {&c, &h, q, rep->u.time_rep.seconds, {0}, 0, ""};
     size_t used = 0;
-    call_guard_begin(s, req->id, c.entry->name, to);
+    call_guard_begin(s, call->id, c.entry->name, to);
     int rc = tether_posix_call_on(&s->call_stack, time_tramp, &j, &used);
     call_guard_end();
     if (rc)
-        return reply_error(s, req->id, rc, "TIME '%s': %s", c.entry->name, tether_last_error());
+        return tether_set_error(rc, "TIME '%s': %s", c.entry->name, tether_last_error());
     if (j.rc) {
         if (c.status || c.func_ret)
-            return call_failed_reply(s, req, &c);
-        return reply_error(s, req->id, j.rc, "TIME '%s': %s", c.entry->name, j.err);
+            return call_failed_reply(&c, call->type);
+        return tether_set_error(j.rc, "TIME '%s': %s", c.entry->name, j.err);
     }
     res = j.res;
-    m.u.time_rep.number = res.number;
-    m.u.time_rep.repeat = res.repeat;
-    m.u.time_rep.zero_timer = res.zero_timer;
-    return send_msg(s, &m);
+    rep->u.time_rep.number = res.number;
+    rep->u.time_rep.repeat = res.repeat;
+    rep->u.time_rep.zero_timer = res.zero_timer;
+    return 0;
 }
 
-/* ---- the loop ---- */
+/* ---- the ops of the shared server core ---- */
 
-static int dispatch(session *s, const tether_rpc_msg *req) {
-    uint32_t type = req->type;
-    if (type & TETHER_RPC_REPLY || type == TETHER_RPC_LOG || type == TETHER_RPC_ERROR)
-        return reply_error(s, req->id, TETHER_ERR_PROTOCOL, "%s is not a request",
-                           tether_rpc_type_name(type));
-    if (type == TETHER_RPC_HELLO)
-        return on_hello(s, req);
-    if (!s->hello_done)
-        return reply_error(s, req->id, TETHER_ERR_STATE, "%s before HELLO",
-                           tether_rpc_type_name(type));
-    if (type == TETHER_RPC_AUTH)
-        return on_auth(s, req);
-    if (!s->authed)
-        return reply_error(s, req->id, TETHER_ERR_AUTH,
-                           "%s refused: this device requires authentication (AUTH) first",
-                           tether_rpc_type_name(type));
-    switch (type) {
+static int op_decode(void *ctx, const uint8_t *buf, size_t len, tether_rpc_msg *out) {
+    session *s = ctx;
+    int rc = tether_rpc_msgpack_decode_seq(buf, len, out, &s->seq);
+    if (rc == 0)
+        tetherd_log(s->cfg, 1, s->peer, "request %s id %u", tether_rpc_type_name(out->type),
+                    (unsigned)out->id);
+    return rc;
+}
+
+static bool op_find_func(void *ctx, uint64_t h, tether_server_func *out) {
+    session *s = ctx;
+    if (h == 0 || h > MAX_FUNCS || !s->funcs[h - 1].used)
+        return false;
+    const func *fn = &s->funcs[h - 1];
+    if (fn->entry) {
+        out->name = fn->entry->name;
+        out->abi = fn->entry->abi;
+        out->num_args = fn->entry->num_args;
+        out->kernel = false;
+        out->impl = fn->entry;
+        return true;
+    }
+#ifdef TETHERD_HAVE_OPENCL
+    module *mod = find_module(s, fn->module);
+    if (!mod || !mod->prog)
+        return false;
+    out->name = tetherd_cl_kernel_name(mod->prog, fn->kernel);
+    out->abi = TETHER_ABI_PACKED;
+    out->num_args = fn->kernel_args;
+    out->kernel = true;
+    out->impl = fn;
+    return true;
+#else
+    return false;
+#endif
+}
+
+static int op_invoke(void *ctx, const tether_server_call *call, tether_rpc_msg *rep) {
+    session *s = ctx;
+#ifdef TETHERD_HAVE_OPENCL
+    if (call->fn.kernel)
+        return on_cl_invoke(s, call, rep);
+#endif
+    return call->type == TETHER_RPC_TIME ? on_time(s, call, rep) : on_call(s, call, rep);
+}
+
+static int op_request(void *ctx, const tether_rpc_msg *req, tether_rpc_msg *rep) {
+    session *s = ctx;
+    switch (req->type) {
     case TETHER_RPC_UPLOAD:
-        return on_upload(s, req);
+        return on_upload(s, req, rep);
     case TETHER_RPC_UPLOAD_CHUNK:
-        return on_upload_chunk(s, req);
+        return on_upload_chunk(s, req, rep);
     case TETHER_RPC_LOAD_MODULE:
-        return on_load_module(s, req);
+        return on_load_module(s, req, rep);
     case TETHER_RPC_UNLOAD:
-        return on_unload(s, req);
+        return on_unload(s, req, rep);
     case TETHER_RPC_GET_FUNCTION:
-        return on_get_function(s, req);
+        return on_get_function(s, req, rep);
     case TETHER_RPC_ALLOC:
-        return on_alloc(s, req);
+        return on_alloc(s, req, rep);
     case TETHER_RPC_FREE:
-        return on_free(s, req);
+        return on_free(s, req, rep);
     case TETHER_RPC_COPY_TO:
-        return on_copy_to(s, req);
+        return on_copy_to(s, req, rep);
     case TETHER_RPC_COPY_FROM:
-        return on_copy_from(s, req);
-    case TETHER_RPC_CALL:
-        return on_call(s, req);
-    case TETHER_RPC_TIME:
-        return on_time(s, req);
+        return on_copy_from(s, req, rep);
     case TETHER_RPC_LAUNCH_SEQ:
     case TETHER_RPC_TIME_SEQ:
-        return on_seq_request(s, req);
-    case TETHER_RPC_RESET: {
+        return on_seq_request(s, req, rep);
+    case TETHER_RPC_RESET:
         session_free_all(s);
-        tether_rpc_msg m;
-        reply_init(&m, req);
-        return send_msg(s, &m);
-    }
-    case TETHER_RPC_SHUTDOWN: {
-        s->shutdown = 1;
-        tether_rpc_msg m;
-        reply_init(&m, req);
-        return send_msg(s, &m);
-    }
+        return 0;
+    case TETHER_RPC_SHUTDOWN:
+        return 0; /* the core reports CLOSE once the reply is sent */
     default:
-        return reply_error(s, req->id, TETHER_ERR_PROTOCOL, "unknown request type %u",
-                           (unsigned)type);
+        return tether_set_error(TETHER_ERR_PROTOCOL, "unknown request type %u",
+                                (unsigned)req->type);
     }
 }
+
+static void op_note(void *ctx, int level, const char *text) {
+    session *s = ctx;
+    if (level == TETHER_LOG_WARN)
+        tetherd_log(s->cfg, -1, s->peer, "malformed message dropped: %s", text);
+    else
+        tetherd_log(s->cfg, 1, s->peer, "error: %s", text);
+}
+
+static const tether_server_ops k_ops = {
+    .decode = op_decode,
+    .send = send_bytes,
+    .hello = on_hello,
+    .auth = on_auth,
+    .find_func = op_find_func,
+    .invoke = op_invoke,
+    .request = op_request,
+    .note = op_note,
+};
 
 int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const char *dir,
                         const char *peer) {
@@ -1633,6 +1541,11 @@ int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const ch
     if (rc)
         goto out;
     install_fatal_handlers();
+    /* the reply cache matters on --uart (a client resends a request whose reply was lost) */
+    tether_rpc_reply_cache_init(&s->cache, s->cache_mem, sizeof s->cache_mem, CACHE_SLOTS);
+    const tether_server_config sc = {&k_ops,    s,         &s->req,        &s->rep,      s->tx,
+                                     s->tx_cap, &s->cache, s->call_values, s->call_codes};
+    tether_server_init(&s->srv, &sc);
     tetherd_log(cfg, 0, peer, "session started");
     while (!s->shutdown) {
         const uint8_t *buf;
@@ -1646,23 +1559,8 @@ int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const ch
             tetherd_log(cfg, -1, peer, "receive failed: %s", tether_last_error());
             break;
         }
-        tether_rpc_msg req;
-        int drc = tether_rpc_msgpack_decode_seq(buf, len, &req, &s->seq);
-        if (drc) {
-            uint32_t type = 0, id = 0;
-            char e[TETHER_ERROR_MSG_MAX];
-            snprintf(e, sizeof e, "%s", tether_last_error());
-            /* a limit exceeded is reported as such (docs/rpc.md), anything else as malformed */
-            if (tether_rpc_peek_header(buf, len, &type, &id) == 0)
-                reply_error(s, id, drc == TETHER_ERR_LIMIT ? drc : TETHER_ERR_PROTOCOL,
-                            "malformed request: %s", e);
-            else
-                tetherd_log(cfg, -1, peer, "malformed message dropped: %s", e);
-            continue;
-        }
-        tetherd_log(cfg, 1, peer, "request %s id %u", tether_rpc_type_name(req.type),
-                    (unsigned)req.id);
-        dispatch(s, &req);
+        if (tether_server_handle_frame(&s->srv, buf, len) == TETHER_SERVER_CLOSE)
+            s->shutdown = 1;
         rc = 0;
     }
 out:

@@ -30,10 +30,6 @@ extern "C" {
 #endif
 /* Words the trampoline passes: 24 unpacked pointers, or the 6 packed-ABI parameters. */
 #define TETHER_MCU_MAX_CALL_WORDS 24u
-/* Bytes for the NUL-terminated copies of string arguments of one call. */
-#ifndef TETHER_MCU_STR_ARENA
-#define TETHER_MCU_STR_ARENA 256u
-#endif
 /* Bytes kept between the C-side stack painting and the caller's SP (painted by the trampoline). */
 #define TETHER_MCU_PAINT_GAP 128u
 

@@ -1,13 +1,17 @@
 /*
  * The tiny RPC server of tether's MCU firmware: UART framing + the tiny msgpack codec from rpc/,
  * NDArrays in a static tether_heap, the system library, RAM-uploaded modules, CALL with stack
- * high-water marks, TIME with the shared evaluator, and fault reports.
+ * high-water marks, TIME with the shared evaluator, and fault reports. The request loop itself
+ * (HELLO gating, decoding, CALL/TIME validation, reply cache, the one reply per request) is the
+ * shared server core of rpc/ (tether/rpc/server.h), as in tetherd; this file plugs in the ops.
  *
  * What must stay true:
- * - One request is handled at a time and gets exactly one reply (result or ERROR) with its id;
- *   the host keeps at most `window` (= 1) requests in flight, which is the flow control: the
- *   receive buffer (TETHER_MCU_MAX_FRAME bytes) never has to hold more than one frame.
- * - A request id seen recently is answered from the reply cache, never executed twice.
+ * - One request is handled at a time and gets exactly one reply (result or ERROR) with its id,
+ *   sent by the core; the host keeps at most `window` (= 1) requests in flight, which is the
+ *   flow control: the receive buffer (TETHER_MCU_MAX_FRAME bytes) never has to hold more than
+ *   one frame.
+ * - A request id seen recently is answered from the reply cache (the core's), never executed
+ *   twice.
  * - Handles are checked before use: an NDArray handle carries a generation, so a stale or forged
  *   handle is an error, never a wild pointer; function handles name their module generation.
  * - Every buffer is static; nothing allocates. Errors carry tether_last_error() text.
@@ -22,6 +26,7 @@
 #include "tether/rpc/flow.h"
 #include "tether/rpc/frame.h"
 #include "tether/rpc/proto.h"
+#include "tether/rpc/server.h"
 #include "tether/rpc/sha256.h"
 #include "tether/rpc/timeeval.h"
 
@@ -46,9 +51,9 @@ static tether_rpc_reply_cache cache;
 
 static tether_rpc_msg req, rep;
 static uint32_t client_max_frame = TETHER_RPC_MIN_FRAME;
-/* False until the first HELLO after boot: a request retransmitted from before a reset is refused
- * instead of running in the new session. */
-static bool session_open;
+/* The shared core; its HELLO gate refuses a request retransmitted from before a reset instead of
+ * running it in the new session. */
+static tether_server server;
 
 static tether_heap heap;
 static uint32_t exports_id; /* tether_mcu_exports_id(), computed once at boot */
@@ -77,15 +82,14 @@ static const tether_func_registry *module_reg; /* NULL when no module is loaded 
 static uint32_t module_gen;                    /* handle of the loaded module (>= 1) */
 static char module_name[64];
 
-/* The call in flight, for fault reports. */
-static volatile uint32_t inflight_id;
+/* The function in flight, for fault reports (the request id is the core's `inflight`). */
 static const char *volatile inflight_fn;
 
-/* Call argument storage (static: the trampoline's stack measurement covers the callee only). */
+/* Call argument storage (static: the trampoline's stack measurement covers the callee only).
+ * The core fills values/codes of scalar and string arguments; arrays are resolved here. */
 static tether_value call_values[TETHER_MAX_ARGS];
 static int32_t call_codes[TETHER_MAX_ARGS];
 static uint32_t call_words[TETHER_MCU_MAX_CALL_WORDS];
-static char str_arena[TETHER_MCU_STR_ARENA];
 static tether_value call_ret;
 static int32_t call_ret_code;
 
@@ -97,23 +101,11 @@ static int uart_put(void *ctx, const uint8_t *bytes, size_t n) {
     return 0;
 }
 
-/* Encodes `m` into buf and sends it as one UART frame; returns the encoded length (0 on
- * failure, after sending an ERROR reply instead when the message was a reply). */
-static size_t send_msg(const tether_rpc_msg *m, uint8_t *buf, size_t cap) {
-    size_t len = 0;
-    int rc = tether_rpc_tiny_encode(m, buf, cap, &len);
-    if (rc != TETHER_OK) {
-        if (m->type == TETHER_RPC_LOG || m->type == TETHER_RPC_ERROR) {
-            return 0;
-        }
-        static tether_rpc_msg err; /* static: a message is ~1 KiB, too big for small stacks */
-        tether_rpc_make_error(&err, m->id, rc, tether_last_error());
-        if (tether_rpc_tiny_encode(&err, buf, cap, &len) != TETHER_OK) {
-            return 0;
-        }
-    }
-    tether_uart_frame_write(buf, len, uart_put, NULL);
-    return len;
+/* ops->send: one encoded message as one UART frame. */
+static int send_bytes(void *ctx, const uint8_t *bytes, size_t len) {
+    (void)ctx;
+    tether_uart_frame_write(bytes, len, uart_put, NULL);
+    return TETHER_OK;
 }
 
 void tether_mcu_send_log(tether_log_level level, const char *text) {
@@ -128,7 +120,7 @@ void tether_mcu_send_log(tether_log_level level, const char *text) {
     if (m.u.log.text.len > sizeof log_buf - TETHER_RPC_CHUNK_OVERHEAD) {
         m.u.log.text.len = sizeof log_buf - TETHER_RPC_CHUNK_OVERHEAD;
     }
-    send_msg(&m, log_buf, sizeof log_buf);
+    (void)tether_server_send(&server, &m, log_buf, sizeof log_buf);
 }
 
 /* crt platform hooks that are board independent. */
@@ -176,7 +168,8 @@ static int array_get(uint64_t handle, array_slot **out) {
 }
 
 /* Function handle: module generation (0 = system library) << 16 | entry index + 1. */
-static int func_get(uint64_t handle, const tether_func_entry **out) {
+static bool find_func(void *ctx, uint64_t handle, tether_server_func *out) {
+    (void)ctx;
     uint32_t module = (uint32_t)(handle >> 16);
     uint32_t index = (uint32_t)(handle & 0xFFFFu);
     const tether_func_registry *reg = NULL;
@@ -186,29 +179,30 @@ static int func_get(uint64_t handle, const tether_func_entry **out) {
         reg = module_reg;
     }
     if (reg == NULL || index == 0 || index > reg->count || (handle >> 48) != 0) {
-        return tether_set_error(TETHER_ERR_NOT_FOUND,
-                                "no function with handle 0x%llx (its module was unloaded or "
-                                "replaced, or the device reset)",
-                                (unsigned long long)handle);
+        return false;
     }
-    *out = &reg->entries[index - 1u];
-    return TETHER_OK;
+    const tether_func_entry *e = &reg->entries[index - 1u];
+    out->name = e->name;
+    out->abi = e->abi;
+    out->num_args = e->num_args;
+    out->kernel = false;
+    out->impl = e;
+    return true;
 }
 
 /* ---- handlers: each fills `rep` (type and id are set by the caller) or returns an error ---- */
 
 static int on_reset(void);
 
-static int on_hello(void) {
+static int on_hello(void *ctx, const tether_rpc_msg *rq, tether_rpc_msg *rp) {
+    (void)ctx, (void)rq, (void)rp; /* the statics req and rep */
     /* A HELLO starts a new session: whatever a previous host left behind (it may have died
      * without RESET) is freed, as on tetherd. */
     int rc = on_reset();
     if (rc != TETHER_OK) {
         return rc;
     }
-    session_open = true;
     client_max_frame = req.u.hello_req.max_frame;
-    tether_rpc_reply_cache_clear(&cache);
     tether_rpc_hello_rep *h = &rep.u.hello_rep;
     h->version = TETHER_RPC_VERSION;
     h->triple = tether_rpc_str_c(board->triple);
@@ -496,92 +490,35 @@ static int on_get_function(void) {
     return TETHER_OK;
 }
 
-/* Turns an invocation into trampoline words. */
-static int prepare_call(const tether_rpc_invoke *inv, const tether_func_entry **entry,
-                        tether_mcu_callframe *cf) {
-    int rc = func_get(inv->func, entry);
-    if (rc != TETHER_OK) {
-        return rc;
+/* Turns a validated invocation (function, ABI, counts and argument kinds checked by the core;
+ * scalars and strings already in call_values) into trampoline words. */
+static int prepare_call(const tether_server_call *call, tether_mcu_callframe *cf) {
+    const tether_rpc_invoke *inv = call->inv;
+    const tether_func_entry *e = call->fn.impl;
+    if (e->abi == TETHER_ABI_UNPACKED && inv->num_args > TETHER_MCU_MAX_CALL_WORDS) {
+        return tether_set_error(TETHER_ERR_LIMIT, "unpacked call with %u arguments; at most %u",
+                                (unsigned)inv->num_args, (unsigned)TETHER_MCU_MAX_CALL_WORDS);
     }
-    const tether_func_entry *e = *entry;
-    if (inv->abi != (uint32_t)e->abi) {
-        return tether_set_error(
-            TETHER_ERR_MISMATCH, "function '%s' has the %s ABI, not %s", e->name,
-            tether_abi_name(e->abi),
-            tether_abi_name((tether_abi)inv->abi) ? tether_abi_name((tether_abi)inv->abi) : "?");
-    }
-    if (inv->work_dim != 0) {
-        return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "'%s': kernel launches (work_dim %u) need OpenCL", e->name,
-                                (unsigned)inv->work_dim);
-    }
-    if (e->num_args >= 0 && (uint32_t)e->num_args != inv->num_args) {
-        return tether_set_error(TETHER_ERR_MISMATCH, "function '%s' takes %d arguments, got %u",
-                                e->name, (int)e->num_args, (unsigned)inv->num_args);
-    }
-    size_t arena = 0;
     for (uint32_t i = 0; i < inv->num_args; i++) {
         const tether_rpc_arg *a = &inv->args[i];
         array_slot *s = NULL;
-        tether_value v = {0};
-        switch (a->type_code) {
-        case TETHER_TYPE_DLTENSOR:
-        case TETHER_TYPE_HANDLE:
-            if ((rc = array_get(a->v.v_handle, &s)) != TETHER_OK) {
+        if (a->type_code == TETHER_TYPE_DLTENSOR || a->type_code == TETHER_TYPE_HANDLE) {
+            int rc = array_get(a->v.v_handle, &s);
+            if (rc != TETHER_OK) {
                 return rc;
             }
-            v.v_handle = a->type_code == TETHER_TYPE_DLTENSOR ? (void *)&s->arr.dl : s->arr.dl.data;
-            break;
-        case TETHER_TYPE_INT:
-            v.v_int64 = a->v.v_int;
-            break;
-        case TETHER_TYPE_UINT:
-            v.v_int64 = (int64_t)a->v.v_uint;
-            break;
-        case TETHER_TYPE_FLOAT:
-            v.v_float64 = a->v.v_float;
-            break;
-        case TETHER_TYPE_NULL:
-            break;
-        case TETHER_TYPE_STR:
-            if (a->v.v_str.len + 1u > sizeof str_arena - arena) {
-                return tether_set_error(TETHER_ERR_LIMIT,
-                                        "string arguments exceed %u bytes in one call",
-                                        (unsigned)sizeof str_arena);
-            }
-            if ((rc = tether_rpc_str_copy(a->v.v_str, str_arena + arena, sizeof str_arena - arena,
-                                          "string argument")) != TETHER_OK) {
-                return rc;
-            }
-            v.v_str = str_arena + arena;
-            arena += a->v.v_str.len + 1u;
-            break;
-        default:
-            return tether_set_error(TETHER_ERR_INVALID_ARG, "argument %u: unknown type code %d",
-                                    (unsigned)i, (int)a->type_code);
+            call_values[i].v_handle =
+                a->type_code == TETHER_TYPE_DLTENSOR ? (void *)&s->arr.dl : s->arr.dl.data;
         }
         if (e->abi == TETHER_ABI_UNPACKED) {
-            if (a->type_code != TETHER_TYPE_DLTENSOR && a->type_code != TETHER_TYPE_HANDLE &&
-                a->type_code != TETHER_TYPE_NULL) {
-                return tether_set_error(TETHER_ERR_MISMATCH,
-                                        "'%s' argument %u: unpacked functions take only arrays",
-                                        e->name, (unsigned)i);
-            }
             call_words[i] =
                 (uint32_t)(uintptr_t)(s ? (uint8_t *)s->arr.dl.data + s->arr.dl.byte_offset : NULL);
-        } else {
-            call_values[i] = v;
-            call_codes[i] = a->type_code;
         }
     }
     memset(cf, 0, sizeof *cf);
     cf->fn = e->fn.unpacked;
     cf->words = call_words;
     if (e->abi == TETHER_ABI_UNPACKED) {
-        if (inv->num_args > TETHER_MCU_MAX_CALL_WORDS) {
-            return tether_set_error(TETHER_ERR_LIMIT, "unpacked call with %u arguments; at most %u",
-                                    (unsigned)inv->num_args, (unsigned)TETHER_MCU_MAX_CALL_WORDS);
-        }
         for (uint32_t i = inv->num_args; i < 4; i++) {
             call_words[i] = 0;
         }
@@ -647,10 +584,10 @@ static void ret_value(const tether_func_entry *e, tether_rpc_arg *out) {
     }
 }
 
-static int on_call(void) {
-    const tether_func_entry *e;
+static int on_call(const tether_server_call *call) {
+    const tether_func_entry *e = call->fn.impl;
     tether_mcu_callframe cf;
-    int rc = prepare_call(&req.u.call_req, &e, &cf);
+    int rc = prepare_call(call, &cf);
     if (rc != TETHER_OK) {
         return rc;
     }
@@ -700,11 +637,11 @@ static void time_sleep(void *ctx, uint32_t ms) {
     }
 }
 
-static int on_time(void) {
-    const tether_rpc_time_req *t = &req.u.time_req;
-    const tether_func_entry *e;
+static int on_time(const tether_server_call *call) {
+    const tether_rpc_time_req *t = call->time;
+    const tether_func_entry *e = call->fn.impl;
     tether_mcu_callframe cf;
-    int rc = prepare_call(&t->invoke, &e, &cf);
+    int rc = prepare_call(call, &cf);
     if (rc != TETHER_OK) {
         return rc;
     }
@@ -739,17 +676,21 @@ static int on_reset(void) {
     return tether_heap_check(&heap);
 }
 
-/* ---- dispatch ---- */
+/* ---- the ops of the shared server core ---- */
 
-static int dispatch(void) {
-    if (!session_open && req.type != TETHER_RPC_HELLO) {
-        return tether_set_error(TETHER_ERR_STATE,
-                                "the device started a new session (boot %u): send HELLO first",
-                                (unsigned)tether_board_boot_count());
-    }
-    switch (req.type) {
-    case TETHER_RPC_HELLO:
-        return on_hello();
+static int decode(void *ctx, const uint8_t *buf, size_t len, tether_rpc_msg *out) {
+    (void)ctx;
+    return tether_rpc_tiny_decode(buf, len, out); /* sequences: refused as unsupported */
+}
+
+static int invoke(void *ctx, const tether_server_call *call, tether_rpc_msg *rp) {
+    (void)ctx, (void)rp; /* rp is the static rep */
+    return call->type == TETHER_RPC_TIME ? on_time(call) : on_call(call);
+}
+
+static int request(void *ctx, const tether_rpc_msg *rq, tether_rpc_msg *rp) {
+    (void)ctx, (void)rp; /* rq and rp are the statics req and rep */
+    switch (rq->type) {
     case TETHER_RPC_ALLOC:
         return on_alloc();
     case TETHER_RPC_FREE:
@@ -768,61 +709,33 @@ static int dispatch(void) {
         return on_unload();
     case TETHER_RPC_GET_FUNCTION:
         return on_get_function();
-    case TETHER_RPC_CALL:
-        return on_call();
-    case TETHER_RPC_TIME:
-        return on_time();
     case TETHER_RPC_RESET:
         return on_reset();
     case TETHER_RPC_SHUTDOWN:
         return TETHER_OK; /* the board resets after the reply is sent */
-    case TETHER_RPC_AUTH:
-        return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "this device does not use authentication (HELLO says so)");
-    default:
-        return tether_set_error(TETHER_ERR_PROTOCOL, "message type %u is not a request",
-                                (unsigned)req.type);
+    default:              /* LAUNCH_SEQ / TIME_SEQ never decode here */
+        return tether_set_error(TETHER_ERR_UNSUPPORTED, "%s is not supported by this device",
+                                tether_rpc_type_name(rq->type));
     }
 }
 
-static void handle_frame(const uint8_t *frame, size_t len) {
-    uint32_t type = 0, id = 0;
-    if (tether_rpc_peek_header(frame, len, &type, &id) != TETHER_OK) {
-        tether_log(TETHER_LOG_WARN, "dropped an undecodable frame of %u bytes: %s", (unsigned)len,
-                   tether_last_error());
-        return;
-    }
-    const uint8_t *cached;
-    size_t cached_len;
-    if (tether_rpc_reply_cache_lookup(&cache, id, &cached, &cached_len)) {
-        tether_uart_frame_write(cached, cached_len, uart_put, NULL);
-        return;
-    }
-    memset(&rep, 0, sizeof rep);
-    int rc = tether_rpc_tiny_decode(frame, len, &req);
-    if (rc == TETHER_OK && id == 0) {
-        rc = tether_set_error(TETHER_ERR_PROTOCOL, "request id 0 is reserved");
-    }
-    inflight_id = id;
-    if (rc == TETHER_OK) {
-        rc = dispatch();
-    }
-    if (rc == TETHER_OK) {
-        rep.type = req.type | TETHER_RPC_REPLY;
-        rep.id = id;
-    } else {
-        tether_rpc_make_error(&rep, id, rc, tether_last_error());
-    }
-    size_t n = send_msg(&rep, tx_buf, sizeof tx_buf);
-    inflight_id = 0;
-    if (n > 0 && id != 0) {
-        /* Replies too large for a slot (COPY_FROM data) are idempotent and not cached. */
-        (void)tether_rpc_reply_cache_store(&cache, id, tx_buf, n);
-    }
-    if (rc == TETHER_OK && req.type == TETHER_RPC_SHUTDOWN) {
-        tether_board_reset();
+static void note(void *ctx, int level, const char *text) {
+    (void)ctx;
+    if (level == TETHER_LOG_WARN) {
+        tether_log(TETHER_LOG_WARN, "dropped an undecodable frame: %s", text);
     }
 }
+
+static const tether_server_ops server_ops = {
+    .decode = decode,
+    .send = send_bytes,
+    .hello = on_hello,
+    .auth = NULL, /* HELLO says auth_required = false */
+    .find_func = find_func,
+    .invoke = invoke,
+    .request = request,
+    .note = note,
+};
 
 /* ---- faults ---- */
 
@@ -858,11 +771,11 @@ void tether_mcu_fault(const tether_fault_info *f) {
                   stacking ? " (stack overflow: no exception frame, pc/lr unknown)" : "",
                   (unsigned)f->pc, (unsigned)f->lr, (unsigned)f->cfsr, cfsr_reason(f->cfsr),
                   (unsigned)f->hfsr, (unsigned)f->mmfar, (unsigned)f->bfar);
-    uint32_t id = inflight_id;
+    uint32_t id = server.inflight;
     if (id != 0) {
         /* `rep` is free: the request that faulted never got to fill it. */
         tether_rpc_make_error(&rep, id, TETHER_ERR_CRASHED, text);
-        send_msg(&rep, tx_buf, sizeof tx_buf);
+        (void)tether_server_send(&server, &rep, tx_buf, sizeof tx_buf);
     } else {
         tether_mcu_send_log(TETHER_LOG_ERROR, text);
     }
@@ -875,6 +788,9 @@ void tether_mcu_main(void) {
     board = tether_board_get_info();
     tether_uart_unframer_init(&unframer, rx_buf, sizeof rx_buf, NULL, NULL);
     tether_rpc_reply_cache_init(&cache, cache_mem, sizeof cache_mem, REPLY_CACHE_SLOTS);
+    const tether_server_config cfg = {&server_ops,   NULL,   &req,        &rep,      tx_buf,
+                                      sizeof tx_buf, &cache, call_values, call_codes};
+    tether_server_init(&server, &cfg);
     if (tether_heap_init(&heap, (void *)board->heap_base, board->heap_size,
                          TETHER_DEFAULT_ALIGNMENT) != TETHER_OK) {
         tether_platform_abort(tether_last_status());
@@ -894,7 +810,9 @@ void tether_mcu_main(void) {
         }
         size_t len;
         if (tether_uart_unframer_byte(&unframer, (uint8_t)c, &len) == 1) {
-            handle_frame(rx_buf, len);
+            if (tether_server_handle_frame(&server, rx_buf, len) == TETHER_SERVER_CLOSE) {
+                tether_board_reset(); /* SHUTDOWN was answered */
+            }
         }
     }
 }

@@ -10,6 +10,7 @@
  *   rpc/flow.h      chunked-transfer flow control, duplicate-request reply cache
  *   rpc/timeeval.h  the TIME evaluator loop (TVM semantics)
  *   rpc/sha256.h    SHA-256 for upload hashes
+ *   rpc/server.h    the device-side request core shared by tetherd and the MCU firmware
  * Hosted parts (library tether_rpc: msgpack-c, libuv, termios, libsodium), only included when
  * the compiler is hosted:
  *   rpc/transport.h transports (TCP, UART, stdio/pipe), libuv listener, blocking client helper
@@ -25,6 +26,7 @@
 #include "tether/rpc/flow.h"
 #include "tether/rpc/timeeval.h"
 #include "tether/rpc/sha256.h"
+#include "tether/rpc/server.h"
 
 #if defined(__STDC_HOSTED__) && __STDC_HOSTED__
 #include "tether/rpc/transport.h"
