@@ -352,10 +352,17 @@ static int32_t sys_null(tether_value *args, int32_t *codes, int32_t n, tether_va
     return 0;
 }
 
+static int32_t sys_nop1(void *p) {
+    (void)p;
+    return 0;
+}
+
+/* tether.null and tether.nop1 are in every device's system library (the MCU firmware's too). */
 static const tether_func_entry sys_entries[] = {
     {"tether.null", TETHER_ABI_PACKED, -1, {.packed = sys_null}},
+    {"tether.nop1", TETHER_ABI_UNPACKED, 1, {.unpacked = (tether_unpacked_func)sys_nop1}},
 };
-static const tether_func_registry sys_registry = {sys_entries, 1};
+static const tether_func_registry sys_registry = {sys_entries, 2};
 
 /* ---- handlers ---- */
 

@@ -177,6 +177,19 @@ static int32_t trap(tether_value *args, int32_t *codes, int32_t n, tether_value 
     __builtin_trap();
 }
 
+/* The two functions every device's system library has (tetherd's too), so that one request
+ * means the same on every device (tests/mcu/test_mcu_agree.c). */
+static int32_t sys_null(tether_value *args, int32_t *codes, int32_t n, tether_value *ret,
+                        int32_t *ret_code, void *resource) {
+    (void)args, (void)codes, (void)n, (void)ret, (void)ret_code, (void)resource;
+    return 0;
+}
+
+static int32_t sys_nop1(void *p) {
+    (void)p;
+    return 0;
+}
+
 static const tether_func_entry entries[] = {
     {"add_f32", TETHER_ABI_PACKED, 3, {.packed = add_f32}},
     {"sum_u8", TETHER_ABI_PACKED, 2, {.packed = sum_u8}},
@@ -188,6 +201,8 @@ static const tether_func_entry entries[] = {
     {"stack_use", TETHER_ABI_PACKED, 1, {.packed = stack_use}},
     {"copy_str", TETHER_ABI_PACKED, 2, {.packed = copy_str}},
     {"trap", TETHER_ABI_PACKED, 0, {.packed = trap}},
+    {"tether.null", TETHER_ABI_PACKED, -1, {.packed = sys_null}},
+    {"tether.nop1", TETHER_ABI_UNPACKED, 1, {.unpacked = (tether_unpacked_func)sys_nop1}},
 };
 
 const tether_func_registry tether_module_registry = {entries, sizeof entries / sizeof entries[0]};
