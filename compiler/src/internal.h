@@ -1,6 +1,11 @@
 /*
  * tether compiler: helpers shared by the compiler's own source files (not installed, not part of
  * the public API). Everything here works on an inferred graph (tether_ir_infer succeeded).
+ *
+ * Naming: what is declared here (and in the other private headers of compiler/src) has the
+ * `tether__` prefix, two underscores, so that `tether_` is only ever the public API of
+ * compiler/include/tether/ headers. The ONNX front end's internals are `tonnx_`, the planner's
+ * `tp_`.
  */
 #ifndef TETHER_COMPILER_INTERNAL_H
 #define TETHER_COMPILER_INTERNAL_H
@@ -13,57 +18,93 @@
 #include "tether/file.h"
 #include "tether/ir.h"
 
+/* ---- the operator table (ir/ops.def), as data ---- */
+
+/* Operator families (the KIND column of ops.def). */
+typedef enum tether__op_kind {
+    TETHER__OPK_CONV,
+    TETHER__OPK_DENSE,
+    TETHER__OPK_MATMUL,
+    TETHER__OPK_BINARY, /* elementwise, numpy broadcasting */
+    TETHER__OPK_UNARY,  /* elementwise, one input */
+    TETHER__OPK_PRELU,
+    TETHER__OPK_SOFTMAX,
+    TETHER__OPK_POOL,
+    TETHER__OPK_GLOBAL_POOL,
+    TETHER__OPK_ALIAS, /* reshape-like: the output renames the input's storage */
+    TETHER__OPK_TRANSPOSE,
+    TETHER__OPK_CONCAT,
+    TETHER__OPK_PAD,
+    TETHER__OPK_NORM,
+    TETHER__OPK_REDUCE,
+    TETHER__OPK_RESIZE,
+} tether__op_kind;
+
+/* One row of the operator table. */
+typedef struct tether__op_info {
+    const char *name; /* JSON spelling */
+    tether__op_kind kind;
+    tether_act fused_act;       /* what the fusion pass folds the op into, TETHER_ACT_NONE: never */
+    int min_inputs, max_inputs; /* residual excluded */
+    const char *json_attrs;     /* attribute names, space separated; "" = none */
+    bool epilogue;              /* takes a fused epilogue (activation, residual) */
+} tether__op_info;
+
+/* The row of op; NULL when op is not an operator (out of range, or a dead node's
+ * TETHER_OP_COUNT_). */
+const tether__op_info *tether__op_info_of(tether_op op);
+
 /* numpy broadcasting of two shapes; TETHER_ERR_MISMATCH when incompatible. */
-int tether_ir_broadcast(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out,
-                        int *nout);
+int tether__ir_broadcast(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out,
+                         int *nout);
 
 /* Number of inputs of a node without its residual input (when the epilogue has one). */
-int tether_ir_main_inputs(const tether_ir_node *n);
+int tether__ir_main_inputs(const tether_ir_node *n);
 
 /* True for reshape-like operators whose output only renames the input's storage. */
-int tether_ir_is_alias_op(tether_op op);
+int tether__ir_is_alias_op(tether_op op);
 
 /* True for single-input elementwise operators (relu ... abs, clip, leaky_relu, ...). */
-int tether_ir_is_unary(tether_op op);
+int tether__ir_is_unary(tether_op op);
 /* True for add/sub/mul/div/pow. */
-int tether_ir_is_binary(tether_op op);
+int tether__ir_is_binary(tether_op op);
 
 /* The operands and output of a matmul as kernels see them: a rank-1 A [K] becomes [1,K], a
  * rank-1 B [K] becomes [K,1], and the output gets the matching extent-1 dimensions back
  * (batch..., M, N). Same memory layout, so kernels only ever handle rank >= 2. Shallow copies:
  * names and data stay owned by the graph. */
-void tether_ir_matmul_view(const tether_ir_graph *g, const tether_ir_node *n, tether_ir_tensor *a,
-                           tether_ir_tensor *b, tether_ir_tensor *y);
+void tether__ir_matmul_view(const tether_ir_graph *g, const tether_ir_node *n, tether_ir_tensor *a,
+                            tether_ir_tensor *b, tether_ir_tensor *y);
 
 /* Normalises a possibly negative axis for rank ndim; -1 when out of range. */
-int tether_ir_norm_axis(int64_t axis, int ndim);
+int tether__ir_norm_axis(int64_t axis, int ndim);
 
 /* Growable text buffer used by the emitters and report writers (malloc'd, NUL-terminated). */
-typedef struct tether_sbuf {
+typedef struct tether__sbuf {
     char *data;
     size_t len, cap;
     int failed; /* set when an allocation failed; later appends are ignored */
-} tether_sbuf;
+} tether__sbuf;
 
-void tether_sbuf_init(tether_sbuf *b);
-void tether_sbuf_free(tether_sbuf *b);
-void tether_sbuf_printf(tether_sbuf *b, const char *fmt, ...)
+void tether__sbuf_init(tether__sbuf *b);
+void tether__sbuf_free(tether__sbuf *b);
+void tether__sbuf_printf(tether__sbuf *b, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-void tether_sbuf_vprintf(tether_sbuf *b, const char *fmt, va_list ap);
-void tether_sbuf_puts(tether_sbuf *b, const char *s);
+void tether__sbuf_vprintf(tether__sbuf *b, const char *fmt, va_list ap);
+void tether__sbuf_puts(tether__sbuf *b, const char *s);
 /* One line of generated code: depth levels of four-space indent, the text, then end ("\n", or
  * " {\n" to open a block). */
-void tether_sbuf_vline(tether_sbuf *b, int depth, const char *end, const char *fmt, va_list ap);
+void tether__sbuf_vline(tether__sbuf *b, int depth, const char *end, const char *fmt, va_list ap);
 
 /* A shape as text, "[1,3,224,224]" ("[]" for a scalar), cut to fit n bytes. */
-void tether_shape_text(char *buf, size_t n, const int64_t *shape, int ndim);
+void tether__shape_text(char *buf, size_t n, const int64_t *shape, int ndim);
 
 /* True when p is a C identifier that starts with a letter, of at most max_len characters (the
  * rule for the user-chosen prefix of generated code). */
-bool tether_c_identifier_ok(const char *p, size_t max_len);
+bool tether__c_identifier_ok(const char *p, size_t max_len);
 
 /* ---- model text in generated sources (codegen/names.c) ---- */
 
@@ -71,86 +112,86 @@ bool tether_c_identifier_ok(const char *p, size_t max_len);
  * (TFLite's run to hundreds of characters) are cut here, before the emitters make them unique,
  * so every identifier built from one fits their buffers and stays unique. */
 #define TETHER_CG_IDENT_MAX 48
-/* Bytes tether_cg_ident writes at most ("t_", the name's part, "_", NUL). */
+/* Bytes tether__cg_ident writes at most ("t_", the name's part, "_", NUL). */
 #define TETHER_CG_IDENT_BUF (TETHER_CG_IDENT_MAX + 4)
 
 /* The identifier part for a model name: lower case [a-z0-9_], "t_" in front unless it starts
  * with a letter, at most TETHER_CG_IDENT_MAX characters of the name, and "_" behind a C keyword
  * when avoid_keywords (not needed where the part always follows a prefix). */
-void tether_cg_ident(char out[TETHER_CG_IDENT_BUF], const char *name, bool avoid_keywords);
+void tether__cg_ident(char out[TETHER_CG_IDENT_BUF], const char *name, bool avoid_keywords);
 
 /* A model's text (model, node and tensor names) as it may appear inside a C or OpenCL C
  * comment: printable ASCII only, no comment start or end, no trigraph, at most 120 characters
  * ("..." when cut). Four rotating static buffers, so one printf may take several. */
-const char *tether_cg_comment_text(const char *s);
+const char *tether__cg_comment_text(const char *s);
 
 /* A float literal that round-trips: "%.9g" with ".0" added when it would read as an integer,
  * and the f suffix. C99 spells infinities HUGE_VALF, OpenCL C INFINITY; OpenCL literals that are
  * negative come in parentheses. NaN is NAN in both. */
-void tether_cg_float_literal(char *buf, size_t n, float v, bool opencl);
+void tether__cg_float_literal(char *buf, size_t n, float v, bool opencl);
 
 /* TETHER_OK when prefix is a C identifier starting with a letter of at most TETHER_CG_IDENT_MAX
  * characters, else TETHER_ERR_INVALID_ARG naming it. */
-int tether_cg_check_prefix(const char *prefix);
+int tether__cg_check_prefix(const char *prefix);
 
 /* Runs argv (found on PATH) with stdout and stderr appended to the file log; returns its exit
  * status, or -1 when it could not be started or did not exit normally (build/build.c). */
-int tether_run_logged(char *const *argv, const char *log);
+int tether__run_logged(char *const *argv, const char *log);
 
 /* Writes a whole file through tether_file_write (a regular file is replaced atomically, a device
  * or a link written in place); TETHER_ERR_IO naming the path on failure. */
-int tether_write_file(const char *path, const void *data, size_t n);
+int tether__write_file(const char *path, const void *data, size_t n);
 /* Files the compiler reads (models, weights, logs, firmware descriptions) are at most this big. */
 #define TETHER_COMPILER_MAX_FILE ((size_t)2 << 30)
 /* Reads a whole regular file (malloc'd, NUL-terminated) through tether_file_read_text: devices,
  * FIFOs and files over TETHER_COMPILER_MAX_FILE are refused with a message naming the path. */
-int tether_read_file(const char *path, char **out, size_t *len);
+int tether__read_file(const char *path, char **out, size_t *len);
 
 /* Evaluates one node whose inputs are all constants into out (elements of its output). */
-int tether_interp_eval_node(const tether_ir_graph *g, int node, float *out);
+int tether__interp_eval_node(const tether_ir_graph *g, int node, float *out);
 
 /* Indices of the nodes reading tensor t (up to max); returns the total count. */
-int tether_ir_consumers(const tether_ir_graph *g, int t, int *nodes, int max);
+int tether__ir_consumers(const tether_ir_graph *g, int t, int *nodes, int max);
 /* True when t is a graph output. */
-int tether_ir_is_graph_output(const tether_ir_graph *g, int t);
+int tether__ir_is_graph_output(const tether_ir_graph *g, int t);
 
 /* ---- writing an artifact directory (artifact/compile.c), for both backends ---- */
 
 #define TETHER_ARTIFACT_MAX_FILES 16
-typedef struct tether_artifact_writer {
+typedef struct tether__artifact_writer {
     char paths[TETHER_ARTIFACT_MAX_FILES][1300]; /* files written or tracked, for a rollback */
     int n;
     int made_dir; /* this call created dir */
     char dir[1024];
-} tether_artifact_writer;
+} tether__artifact_writer;
 
 /* Starts writing into out_dir (nothing touched yet); TETHER_ERR_LIMIT when the path is long. */
-int tether_artifact_init(tether_artifact_writer *w, const char *out_dir);
+int tether__artifact_init(tether__artifact_writer *w, const char *out_dir);
 /* Creates the directory, or clears an earlier artifact of either backend with this prefix from it
  * (metadata first, so it is never a valid artifact mixing old and new files). */
-int tether_artifact_open_dir(tether_artifact_writer *w, const char *prefix);
+int tether__artifact_open_dir(tether__artifact_writer *w, const char *prefix);
 /* Writes dir/name and remembers it for a rollback. */
-int tether_artifact_put(tether_artifact_writer *w, const char *name, const void *data, size_t n);
+int tether__artifact_put(tether__artifact_writer *w, const char *name, const void *data, size_t n);
 /* Remembers dir/name (a file another step writes) for a rollback. */
-void tether_artifact_track(tether_artifact_writer *w, const char *name);
+void tether__artifact_track(tether__artifact_writer *w, const char *name);
 /* After a failure: removes every remembered file and the directory when this writer created it,
  * keeps the current error message and returns rc. */
-int tether_artifact_rollback(tether_artifact_writer *w, int rc);
+int tether__artifact_rollback(tether__artifact_writer *w, int rc);
 
 /* tether_compile_graph for backend OpenCL (emit_opencl.c): same contract (artifact directory,
  * nothing partial left on failure). */
 struct tether_compile_options;
 struct tether_compile_result;
-int tether_compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
-                                const struct tether_compile_options *o,
-                                struct tether_compile_result *res);
+int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
+                                 const struct tether_compile_options *o,
+                                 struct tether_compile_result *res);
 /* The start of both backends' compile: records the node counts around the passes in res, runs
  * the passes of o on g, then builds the memory plan with o's planner into plan. */
 struct tether_memplan;
-int tether_compile_passes_and_plan(tether_ir_graph *g, const struct tether_compile_options *o,
-                                   struct tether_compile_result *res, struct tether_memplan *plan);
+int tether__compile_passes_and_plan(tether_ir_graph *g, const struct tether_compile_options *o,
+                                    struct tether_compile_result *res, struct tether_memplan *plan);
 
 /* CLOCK_MONOTONIC in seconds (for the timings of reports). */
-double tether_now_s(void);
+double tether__now_s(void);
 
 #endif /* TETHER_COMPILER_INTERNAL_H */

@@ -12,16 +12,16 @@
 #include "tether/compiler.h"
 #include "tether/crt/error.h"
 
-void tether_sbuf_init(tether_sbuf *b) {
+void tether__sbuf_init(tether__sbuf *b) {
     memset(b, 0, sizeof *b);
 }
 
-void tether_sbuf_free(tether_sbuf *b) {
+void tether__sbuf_free(tether__sbuf *b) {
     free(b->data);
     memset(b, 0, sizeof *b);
 }
 
-static int reserve(tether_sbuf *b, size_t extra) {
+static int reserve(tether__sbuf *b, size_t extra) {
     if (b->failed) {
         return -1;
     }
@@ -42,7 +42,7 @@ static int reserve(tether_sbuf *b, size_t extra) {
     return 0;
 }
 
-void tether_sbuf_vprintf(tether_sbuf *b, const char *fmt, va_list ap) {
+void tether__sbuf_vprintf(tether__sbuf *b, const char *fmt, va_list ap) {
     va_list ap2;
     va_copy(ap2, ap);
     int n = vsnprintf(NULL, 0, fmt, ap2);
@@ -55,22 +55,22 @@ void tether_sbuf_vprintf(tether_sbuf *b, const char *fmt, va_list ap) {
     b->len += (size_t)n;
 }
 
-void tether_sbuf_vline(tether_sbuf *b, int depth, const char *end, const char *fmt, va_list ap) {
+void tether__sbuf_vline(tether__sbuf *b, int depth, const char *end, const char *fmt, va_list ap) {
     for (int i = 0; i < depth; i++) {
-        tether_sbuf_puts(b, "    ");
+        tether__sbuf_puts(b, "    ");
     }
-    tether_sbuf_vprintf(b, fmt, ap);
-    tether_sbuf_puts(b, end);
+    tether__sbuf_vprintf(b, fmt, ap);
+    tether__sbuf_puts(b, end);
 }
 
-void tether_sbuf_printf(tether_sbuf *b, const char *fmt, ...) {
+void tether__sbuf_printf(tether__sbuf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    tether_sbuf_vprintf(b, fmt, ap);
+    tether__sbuf_vprintf(b, fmt, ap);
     va_end(ap);
 }
 
-void tether_sbuf_puts(tether_sbuf *b, const char *s) {
+void tether__sbuf_puts(tether__sbuf *b, const char *s) {
     size_t n = strlen(s);
     if (reserve(b, n) != 0) {
         return;
@@ -79,11 +79,11 @@ void tether_sbuf_puts(tether_sbuf *b, const char *s) {
     b->len += n;
 }
 
-int tether_write_file(const char *path, const void *data, size_t n) {
+int tether__write_file(const char *path, const void *data, size_t n) {
     return tether_file_write(path, data, n);
 }
 
-int tether_read_file(const char *path, char **out, size_t *len) {
+int tether__read_file(const char *path, char **out, size_t *len) {
     return tether_file_read_text(path, TETHER_COMPILER_MAX_FILE, out, len);
 }
 
@@ -105,7 +105,7 @@ const char *tether_error_detail(void) {
     return msg;
 }
 
-void tether_shape_text(char *buf, size_t n, const int64_t *shape, int ndim) {
+void tether__shape_text(char *buf, size_t n, const int64_t *shape, int ndim) {
     size_t o = (size_t)snprintf(buf, n, "[");
     for (int i = 0; i < ndim && o < n; i++) {
         o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "," : "", (long long)shape[i]);
@@ -115,7 +115,7 @@ void tether_shape_text(char *buf, size_t n, const int64_t *shape, int ndim) {
     }
 }
 
-bool tether_c_identifier_ok(const char *p, size_t max_len) {
+bool tether__c_identifier_ok(const char *p, size_t max_len) {
     if (!p || !isalpha((unsigned char)p[0]) || strlen(p) > max_len) {
         return false;
     }

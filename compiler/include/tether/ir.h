@@ -38,48 +38,25 @@ extern "C" {
 /* ndim of a tensor whose shape is left to tether_ir_infer. */
 #define TETHER_IR_SHAPE_UNKNOWN (-1)
 
-/* Operators (float32). Names in parentheses are the spellings of the JSON model format. */
+/* Operators (float32): TETHER_OP_CONV2D ("conv2d"), TETHER_OP_DENSE, TETHER_OP_MATMUL, the
+ * elementwise TETHER_OP_ADD ... TETHER_OP_ABS, TETHER_OP_SOFTMAX, pools, reshape-likes,
+ * TETHER_OP_TRANSPOSE, TETHER_OP_CONCAT, TETHER_OP_PAD, norms, TETHER_OP_REDUCE_MEAN,
+ * TETHER_OP_RESIZE_NEAREST. The enum is generated from the compiler's operator table,
+ * compiler/src/ir/ops.def (one row per operator: its JSON name, kind, input counts, attributes
+ * and their defaults); see docs/adding-an-operator.md. */
+#include "../../src/ir/ops.def"
+
 typedef enum tether_op {
-    TETHER_OP_CONV2D = 0,      /* "conv2d": x[N,C,H,W], w[O,C/g,kh,kw], optional bias[O] */
-    TETHER_OP_DENSE,           /* "dense": gemm Y = alpha*op(A)*op(B) + beta*C (C optional) */
-    TETHER_OP_MATMUL,          /* "matmul": batched, numpy broadcasting of batch dims */
-    TETHER_OP_ADD,             /* "add" */
-    TETHER_OP_SUB,             /* "sub" */
-    TETHER_OP_MUL,             /* "mul" */
-    TETHER_OP_DIV,             /* "div" */
-    TETHER_OP_POW,             /* "pow" */
-    TETHER_OP_RELU,            /* "relu" */
-    TETHER_OP_LEAKY_RELU,      /* "leaky_relu": alpha */
-    TETHER_OP_PRELU,           /* "prelu": x, slope (broadcast to x) */
-    TETHER_OP_CLIP,            /* "clip": min, max (relu6 = clip 0..6) */
-    TETHER_OP_SIGMOID,         /* "sigmoid" */
-    TETHER_OP_TANH,            /* "tanh" */
-    TETHER_OP_HARD_SIGMOID,    /* "hard_sigmoid": alpha, beta */
-    TETHER_OP_HARD_SWISH,      /* "hard_swish" */
-    TETHER_OP_EXP,             /* "exp" */
-    TETHER_OP_LOG,             /* "log" */
-    TETHER_OP_SQRT,            /* "sqrt" */
-    TETHER_OP_NEG,             /* "neg" */
-    TETHER_OP_ABS,             /* "abs" */
-    TETHER_OP_SOFTMAX,         /* "softmax": axis */
-    TETHER_OP_LOG_SOFTMAX,     /* "log_softmax": axis */
-    TETHER_OP_MAX_POOL,        /* "max_pool": kernel, strides, pads, dilations, ceil_mode */
-    TETHER_OP_AVG_POOL,        /* "avg_pool": + count_include_pad */
-    TETHER_OP_GLOBAL_AVG_POOL, /* "global_avg_pool" */
-    TETHER_OP_GLOBAL_MAX_POOL, /* "global_max_pool" */
-    TETHER_OP_RESHAPE,         /* "reshape": shape (0 = copy, -1 = infer), allowzero; an alias */
-    TETHER_OP_FLATTEN,         /* "flatten": axis; an alias */
-    TETHER_OP_SQUEEZE,         /* "squeeze": axes (none = all extent-1 dims); an alias */
-    TETHER_OP_UNSQUEEZE,       /* "unsqueeze": axes; an alias */
-    TETHER_OP_TRANSPOSE,       /* "transpose": perm */
-    TETHER_OP_CONCAT,          /* "concat": axis */
-    TETHER_OP_PAD,             /* "pad": pads [begin..., end...], value (constant mode) */
-    TETHER_OP_BATCH_NORM,      /* "batch_norm": x, scale, bias, mean, var; epsilon */
-    TETHER_OP_LAYER_NORM,      /* "layer_norm": x, scale, optional bias; axis, epsilon */
-    TETHER_OP_REDUCE_MEAN,     /* "reduce_mean": axes, keepdims */
-    TETHER_OP_RESIZE_NEAREST,  /* "resize_nearest": integer scales for H and W (NCHW) */
-    TETHER_OP_COUNT_
+#define TETHER_OP_ENUM_(id, ...) TETHER_OP_##id,
+    TETHER_OP_LIST(TETHER_OP_ENUM_)
+#undef TETHER_OP_ENUM_
 } tether_op;
+
+/* How many operators there are: one past the last tether_op (an int). Not an enumerator, so a
+ * switch on tether_op names only real operators (a pass marks a dead node with
+ * op = TETHER_OP_COUNT_). */
+#define TETHER_OP_ONE_(id, ...) +1
+#define TETHER_OP_COUNT_        ((int)(0 TETHER_OP_LIST(TETHER_OP_ONE_)))
 
 /* Elementwise activation fused into a producer's epilogue (set by the fusion pass, or by a front
  * end that already knows it). */
@@ -92,6 +69,8 @@ typedef enum tether_act {
     TETHER_ACT_TANH,
     TETHER_ACT_HARD_SWISH,
 } tether_act;
+/* One past the last tether_act (an int, not an enumerator: switches name only real ones). */
+#define TETHER_ACT_COUNT_ ((int)TETHER_ACT_HARD_SWISH + 1)
 
 /* How a tensor's dimensions are to be read. Informative for the emitters; every tensor is dense
  * row-major whatever its layout. */

@@ -31,7 +31,7 @@ void tether_compile_options_init(tether_compile_options *o) {
     o->build_library = true;
 }
 
-int tether_artifact_init(tether_artifact_writer *w, const char *out_dir) {
+int tether__artifact_init(tether__artifact_writer *w, const char *out_dir) {
     memset(w, 0, sizeof *w);
     if (strlen(out_dir) >= sizeof w->dir - 64) {
         return tether_set_error(TETHER_ERR_LIMIT, "output directory path too long");
@@ -40,7 +40,7 @@ int tether_artifact_init(tether_artifact_writer *w, const char *out_dir) {
     return TETHER_OK;
 }
 
-int tether_artifact_open_dir(tether_artifact_writer *w, const char *prefix) {
+int tether__artifact_open_dir(tether__artifact_writer *w, const char *prefix) {
     struct stat st;
     if (stat(w->dir, &st) != 0) {
         if (mkdir(w->dir, 0755) != 0) {
@@ -71,23 +71,23 @@ int tether_artifact_open_dir(tether_artifact_writer *w, const char *prefix) {
     return TETHER_OK;
 }
 
-int tether_artifact_put(tether_artifact_writer *w, const char *name, const void *data, size_t n) {
+int tether__artifact_put(tether__artifact_writer *w, const char *name, const void *data, size_t n) {
     if (w->n >= TETHER_ARTIFACT_MAX_FILES) {
         return tether_set_error(TETHER_ERR_INTERNAL, "too many artifact files");
     }
     snprintf(w->paths[w->n], sizeof w->paths[0], "%s/%s", w->dir, name);
-    int rc = tether_write_file(w->paths[w->n], data, n);
+    int rc = tether__write_file(w->paths[w->n], data, n);
     w->n++;
     return rc;
 }
 
-void tether_artifact_track(tether_artifact_writer *w, const char *name) {
+void tether__artifact_track(tether__artifact_writer *w, const char *name) {
     if (w->n < TETHER_ARTIFACT_MAX_FILES) {
         snprintf(w->paths[w->n++], sizeof w->paths[0], "%s/%s", w->dir, name);
     }
 }
 
-int tether_artifact_rollback(tether_artifact_writer *w, int rc) {
+int tether__artifact_rollback(tether__artifact_writer *w, int rc) {
     char msg[TETHER_ERROR_MSG_MAX];
     snprintf(msg, sizeof msg, "%s", tether_last_error());
     for (int i = 0; i < w->n; i++) {
@@ -99,14 +99,14 @@ int tether_artifact_rollback(tether_artifact_writer *w, int rc) {
     return tether_set_error(rc, "%s", msg);
 }
 
-double tether_now_s(void) {
+double tether__now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int tether_compile_passes_and_plan(tether_ir_graph *g, const tether_compile_options *o,
-                                   tether_compile_result *res, tether_memplan *plan) {
+int tether__compile_passes_and_plan(tether_ir_graph *g, const tether_compile_options *o,
+                                    tether_compile_result *res, tether_memplan *plan) {
     res->nnodes_in = g->nnodes;
     int rc = tether_passes_run(g, &o->passes);
     if (rc) {
@@ -245,17 +245,17 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     }
     memset(res, 0, sizeof *res);
     if (o->backend == TETHER_BACKEND_OPENCL) {
-        return tether_compile_graph_opencl(g, out_dir, o, res);
+        return tether__compile_graph_opencl(g, out_dir, o, res);
     }
-    double t0 = tether_now_s();
-    tether_artifact_writer w;
-    int rc = tether_artifact_init(&w, out_dir);
+    double t0 = tether__now_s();
+    tether__artifact_writer w;
+    int rc = tether__artifact_init(&w, out_dir);
     if (rc) {
         return rc;
     }
     const char *P = o->codegen.prefix ? o->codegen.prefix : "tether_model";
     tether_memplan plan;
-    if ((rc = tether_compile_passes_and_plan(g, o, res, &plan))) {
+    if ((rc = tether__compile_passes_and_plan(g, o, res, &plan))) {
         return rc;
     }
     tether_codegen_output cg;
@@ -264,39 +264,39 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     if (rc) {
         return rc;
     }
-    res->codegen_seconds = tether_now_s() - t0;
+    res->codegen_seconds = tether__now_s() - t0;
     res->workspace_size = cg.workspace_size;
     res->params_bytes = cg.params_bytes;
     snprintf(res->entry, sizeof res->entry, "%s", cg.funcs[0].name);
-    if ((rc = tether_artifact_open_dir(&w, P))) {
+    if ((rc = tether__artifact_open_dir(&w, P))) {
         tether_codegen_output_close(&cg);
         return rc;
     }
     char name[200];
     char *meta = NULL, *rep = NULL;
     snprintf(name, sizeof name, "%s.c", P);
-    rc = tether_artifact_put(&w, name, cg.source, strlen(cg.source));
+    rc = tether__artifact_put(&w, name, cg.source, strlen(cg.source));
     snprintf(name, sizeof name, "%s.h", P);
     if (!rc) {
-        rc = tether_artifact_put(&w, name, cg.header, strlen(cg.header));
+        rc = tether__artifact_put(&w, name, cg.header, strlen(cg.header));
     }
     if (!rc && cg.params) {
-        rc = tether_artifact_put(&w, "params.bin", cg.params, cg.params_bytes);
+        rc = tether__artifact_put(&w, "params.bin", cg.params, cg.params_bytes);
     }
     if (!rc && o->build_library) {
         const tether_target *t;
         rc = tether_target_find(o->build.target ? o->build.target : "x86_64-linux", &t);
         if (!rc) {
-            tether_artifact_track(&w, "build.log");
+            tether__artifact_track(&w, "build.log");
             snprintf(name, sizeof name, "%s.o", P);
-            tether_artifact_track(&w, name);
+            tether__artifact_track(&w, name);
             snprintf(name, sizeof name, "%s.su", P);
-            tether_artifact_track(&w, name);
+            tether__artifact_track(&w, name);
             snprintf(name, sizeof name, "%s.ci", P);
-            tether_artifact_track(&w, name);
+            tether__artifact_track(&w, name);
             snprintf(name, sizeof name, "lib%s.%s", P,
                      t->kind == TETHER_TARGET_SHARED ? "so" : "a");
-            tether_artifact_track(&w, name);
+            tether__artifact_track(&w, name);
             rc = tether_build_artifact(out_dir, P, cg.funcs[0].name, &o->build, &res->build);
             res->built = rc == 0;
         }
@@ -309,16 +309,16 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
         }
     }
     if (!rc) {
-        rc = tether_artifact_put(&w, "metadata.json", meta, strlen(meta));
+        rc = tether__artifact_put(&w, "metadata.json", meta, strlen(meta));
     }
     if (!rc) {
-        rc = tether_artifact_put(&w, "report.json", rep, strlen(rep));
+        rc = tether__artifact_put(&w, "report.json", rep, strlen(rep));
     }
     free(meta);
     free(rep);
     tether_codegen_output_close(&cg);
     if (rc) {
-        return tether_artifact_rollback(&w, rc);
+        return tether__artifact_rollback(&w, rc);
     }
     return TETHER_OK;
 }
@@ -349,7 +349,7 @@ int tether_report_print(FILE *out, const char *artifact_dir) {
     char path[1100];
     snprintf(path, sizeof path, "%s/report.json", artifact_dir);
     char *text;
-    int rc = tether_read_file(path, &text, NULL);
+    int rc = tether__read_file(path, &text, NULL);
     if (rc) {
         return rc;
     }

@@ -87,7 +87,7 @@ bool tether_target_available(const tether_target *t) {
 }
 
 /* Runs argv with stdout+stderr appended to log (internal.h). */
-int tether_run_logged(char *const *argv, const char *log) {
+int tether__run_logged(char *const *argv, const char *log) {
     pid_t pid = fork();
     if (pid < 0) {
         return -1;
@@ -126,7 +126,7 @@ int tether_elf_size(const char *path, tether_elf_sizes *out) {
     memset(out, 0, sizeof *out);
     char *buf;
     size_t len;
-    int rc = tether_read_file(path, &buf, &len);
+    int rc = tether__read_file(path, &buf, &len);
     if (rc) {
         return rc;
     }
@@ -841,7 +841,7 @@ static void add_archive(libset *L, const char *cc, const char *cflags, const cha
         *nl = 0;
     }
     char *text = NULL;
-    if (strchr(out, '/') && access(out, R_OK) == 0 && tether_read_file(out, &text, NULL) == 0) {
+    if (strchr(out, '/') && access(out, R_OK) == 0 && tether__read_file(out, &text, NULL) == 0) {
         if (strncmp(text, "!<arch>", 7) == 0) {
             if (L->narchives < 6) {
                 snprintf(L->archives[L->narchives++], sizeof L->archives[0], "%s", out);
@@ -1172,7 +1172,7 @@ static int quoted(const char *line, const char *key, char *out, size_t n) {
 
 static int parse_ci(sgraph *g, const char *path) {
     char *text;
-    int rc = tether_read_file(path, &text, NULL);
+    int rc = tether__read_file(path, &text, NULL);
     if (rc) {
         return rc;
     }
@@ -1508,7 +1508,7 @@ int tether_stack_library_function(const tether_target *target, const char *name,
 static int log_failure(const char *what, const char *log) {
     char *text = NULL;
     char first[400] = "";
-    if (tether_read_file(log, &text, NULL) == 0) {
+    if (tether__read_file(log, &text, NULL) == 0) {
         size_t o = 0;
         int lines = 0;
         for (const char *p = text; *p && lines < 4 && o + 4 < sizeof first; p++) {
@@ -1588,14 +1588,14 @@ int tether_build_artifact(const char *dir, const char *prefix, const char *entry
         argv[n++] = common[i];
     }
     argv[n] = NULL;
-    if (tether_run_logged(argv, log) != 0) {
+    if (tether__run_logged(argv, log) != 0) {
         return log_failure("compiling the generated C", log);
     }
     if (t->kind == TETHER_TARGET_SHARED) {
         snprintf(out->library, sizeof out->library, "lib%s.so", prefix);
         snprintf(lib, sizeof lib, "%s/%s", dir, out->library);
         char *largv[] = {cc, "-shared", "-o", lib, obj, "-lm", NULL};
-        if (tether_run_logged(largv, log) != 0) {
+        if (tether__run_logged(largv, log) != 0) {
             return log_failure("linking the shared library", log);
         }
     } else {
@@ -1610,7 +1610,7 @@ int tether_build_artifact(const char *dir, const char *prefix, const char *entry
         }
         unlink(lib);
         char *aargv[] = {ar, "rcs", lib, obj, NULL};
-        if (tether_run_logged(aargv, log) != 0) {
+        if (tether__run_logged(aargv, log) != 0) {
             return log_failure("archiving the static library", log);
         }
     }

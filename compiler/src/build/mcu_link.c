@@ -60,7 +60,7 @@ int tether_mcu_firmware_load(const char *path, tether_mcu_firmware *out) {
     else
         snprintf(out->json, sizeof out->json, "%s", path);
     char *text;
-    int rc = tether_read_file(out->json, &text, NULL);
+    int rc = tether__read_file(out->json, &text, NULL);
     if (rc)
         return rc;
     cJSON *j = cJSON_Parse(text);
@@ -375,7 +375,7 @@ static void elf_symbol_sizes(const char *path, uint64_t *code, uint64_t *rodata)
     *code = *rodata = 0;
     char *buf;
     size_t len;
-    if (tether_read_file(path, &buf, &len))
+    if (tether__read_file(path, &buf, &len))
         return;
     const uint8_t *b = (const uint8_t *)buf;
     if (len < 52 || memcmp(b, "\177ELF", 4) != 0 || b[4] != 1 || b[5] != 1) {
@@ -436,7 +436,7 @@ static void elf_symbol_sizes(const char *path, uint64_t *code, uint64_t *rodata)
 /* The first line of the log that matches `needle`, copied into out. */
 static int log_line(const char *log, const char *needle, char *out, size_t n) {
     char *text;
-    if (tether_read_file(log, &text, NULL))
+    if (tether__read_file(log, &text, NULL))
         return 0;
     char *p = strstr(text, needle);
     int found = p != NULL;
@@ -489,7 +489,7 @@ static int link_failed(const tether_mcu_firmware *fw, const char *log) {
     }
     char first[300] = "";
     char *text;
-    if (tether_read_file(log, &text, NULL) == 0) {
+    if (tether__read_file(log, &text, NULL) == 0) {
         snprintf(first, sizeof first, "%s", text);
         char *nl = strchr(first, '\n');
         if (nl)
@@ -534,7 +534,7 @@ int tether_mcu_link(const tether_mcu_firmware *fw, const char *target, const cha
     argv[n++] = "-o";
     argv[n++] = (char *)out_elf;
     argv[n] = NULL;
-    int st = tether_run_logged(argv, log);
+    int st = tether__run_logged(argv, log);
     if (st == 127 || st < 0)
         return tether_set_error(TETHER_ERR_NOT_FOUND,
                                 "cannot run %s (install gcc-arm-none-eabi, scripts/setup)", cc);
@@ -543,7 +543,7 @@ int tether_mcu_link(const tether_mcu_firmware *fw, const char *target, const cha
         return link_failed(fw, log);
     }
     char *oc[] = {(char *)objcopy, "-O", "binary", (char *)out_elf, (char *)out_bin, NULL};
-    st = tether_run_logged(oc, log);
+    st = tether__run_logged(oc, log);
     if (st != 0) {
         unlink(out_elf);
         unlink(out_bin);
@@ -552,7 +552,7 @@ int tether_mcu_link(const tether_mcu_firmware *fw, const char *target, const cha
     }
     char *data;
     size_t size;
-    rc = tether_read_file(out_bin, &data, &size);
+    rc = tether__read_file(out_bin, &data, &size);
     if (!rc) {
         rc = tether_mcu_image_check(fw, (const uint8_t *)data, size, img);
         free(data);
@@ -574,7 +574,7 @@ int tether_mcu_link_artifact(const tether_mcu_firmware *fw, const char *artifact
     char path[TETHER_MCU_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/metadata.json", artifact_dir);
     char *text;
-    int rc = tether_read_file(path, &text, NULL);
+    int rc = tether__read_file(path, &text, NULL);
     if (rc)
         return rc;
     cJSON *m = cJSON_Parse(text);

@@ -87,7 +87,7 @@ static int write_compile_json(const char *path, const char *model, const char *o
     char rpath[4200];
     snprintf(rpath, sizeof rpath, "%s/report.json", out);
     char *text;
-    if (tether_read_file(rpath, &text, NULL) != 0) {
+    if (tether__read_file(rpath, &text, NULL) != 0) {
         return TETHER_ERR_IO;
     }
     cJSON *root = cJSON_Parse(text);
@@ -182,7 +182,7 @@ int tether_cmd_compile(int argc, char **argv) {
             }
             o.build.target = t->name;
         } else if (strcmp(a, "--prefix") == 0) {
-            if (!tether_c_identifier_ok(v, 48)) {
+            if (!tether__c_identifier_ok(v, 48)) {
                 return usage_error("compile",
                                    "--prefix '%s' is not a C identifier (a letter, then letters, "
                                    "digits or _; at most 48)",
@@ -350,7 +350,7 @@ int tether_cmd_plan(int argc, char **argv) {
     memset(&p, 0, sizeof p);
     int *buffer_of = malloc(sizeof(int) * (size_t)(g.ntensors ? g.ntensors : 1));
     int rc;
-    if (!buffer_of || tether_memplan_problem(&g, &p, buffer_of) != 0) {
+    if (!buffer_of || tether__memplan_problem(&g, &p, buffer_of) != 0) {
         fprintf(stderr, "tether plan: %s\n", buffer_of ? tether_last_error() : "out of memory");
         rc = 1;
     } else {
@@ -451,7 +451,7 @@ int tether_cmd_import(int argc, char **argv) {
         for (int k = 0; rc == 0 && k < 2; k++) {
             char *data;
             size_t len;
-            rc = tether_read_file(k ? tj : tw, &data, &len);
+            rc = tether__read_file(k ? tj : tw, &data, &len);
             if (rc == 0) {
                 rc = tether_file_write(k ? out : wpath, data, len);
                 free(data);

@@ -26,7 +26,7 @@ enum { M_EXPF, M_LOGF, M_SQRTF, M_TANHF, M_POWF, M_COUNT };
 static const char *const math_names[M_COUNT] = {"expf", "logf", "sqrtf", "tanhf", "powf"};
 
 typedef struct em {
-    tether_sbuf s;
+    tether__sbuf s;
     int depth;
     const tether_ir_graph *g;
     const tether_memplan *plan;
@@ -51,7 +51,7 @@ static void line(em *e, const char *fmt, ...)
 static void line(em *e, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    tether_sbuf_vline(&e->s, e->depth, "\n", fmt, ap);
+    tether__sbuf_vline(&e->s, e->depth, "\n", fmt, ap);
     va_end(ap);
 }
 
@@ -68,14 +68,14 @@ static void close_block(em *e) {
 
 /* A float literal that round-trips and is valid C99. */
 static void flit(char *buf, size_t n, float v) {
-    tether_cg_float_literal(buf, n, v, false);
+    tether__cg_float_literal(buf, n, v, false);
 }
 
-/* The identifier part for a model name (malloc'd; see tether_cg_ident). */
+/* The identifier part for a model name (malloc'd; see tether__cg_ident). */
 static char *sanitize(const char *name) {
     char *s = malloc(TETHER_CG_IDENT_BUF);
     if (s) {
-        tether_cg_ident(s, name, true);
+        tether__cg_ident(s, name, true);
     }
     return s;
 }
@@ -113,19 +113,19 @@ static int unique_names(char **out, const char *const *names, int count) {
 
 /* Appends s as a C string literal (quotes included): escapes quote, backslash, '?' (trigraphs)
  * and every byte outside printable ASCII. */
-static void c_string(tether_sbuf *b, const char *s) {
-    tether_sbuf_puts(b, "\"");
+static void c_string(tether__sbuf *b, const char *s) {
+    tether__sbuf_puts(b, "\"");
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\' || c == '?') {
-            tether_sbuf_printf(b, "\\%c", c);
+            tether__sbuf_printf(b, "\\%c", c);
         } else if (c >= 32 && c < 127) {
-            tether_sbuf_printf(b, "%c", c);
+            tether__sbuf_printf(b, "%c", c);
         } else {
-            tether_sbuf_printf(b, "\\%03o", c);
+            tether__sbuf_printf(b, "\\%03o", c);
         }
     }
-    tether_sbuf_puts(b, "\"");
+    tether__sbuf_puts(b, "\"");
 }
 
 static const tether_ir_tensor *T(const em *e, int t) {
@@ -231,10 +231,35 @@ static void unary_expr(em *e, const tether_ir_node *nd, const char *v, char *out
     case TETHER_OP_ABS:
         snprintf(out, n, "(%s < 0.0f ? -%s : %s)", v, v, v);
         return;
-    default:
-        snprintf(out, n, "%s", v);
-        return;
+    case TETHER_OP_CONV2D: /* not elementwise unary: never called with these */
+    case TETHER_OP_DENSE:
+    case TETHER_OP_MATMUL:
+    case TETHER_OP_ADD:
+    case TETHER_OP_SUB:
+    case TETHER_OP_MUL:
+    case TETHER_OP_DIV:
+    case TETHER_OP_POW:
+    case TETHER_OP_PRELU:
+    case TETHER_OP_SOFTMAX:
+    case TETHER_OP_LOG_SOFTMAX:
+    case TETHER_OP_MAX_POOL:
+    case TETHER_OP_AVG_POOL:
+    case TETHER_OP_GLOBAL_AVG_POOL:
+    case TETHER_OP_GLOBAL_MAX_POOL:
+    case TETHER_OP_RESHAPE:
+    case TETHER_OP_FLATTEN:
+    case TETHER_OP_SQUEEZE:
+    case TETHER_OP_UNSQUEEZE:
+    case TETHER_OP_TRANSPOSE:
+    case TETHER_OP_CONCAT:
+    case TETHER_OP_PAD:
+    case TETHER_OP_BATCH_NORM:
+    case TETHER_OP_LAYER_NORM:
+    case TETHER_OP_REDUCE_MEAN:
+    case TETHER_OP_RESIZE_NEAREST:
+        break;
     }
+    snprintf(out, n, "%s", v);
 }
 
 /* ---- kernels --------------------------------------------------------------------------------
@@ -547,8 +572,8 @@ static void batch_offsets(const int64_t *bshape, int nb, const tether_ir_tensor 
 
 static void k_matmul(em *e, const tether_ir_node *nd, const kargs *k) {
     const tether_ir_attrs *a = &nd->attrs;
-    tether_ir_tensor av, bv, yv; /* rank-1 operands promoted, see tether_ir_matmul_view */
-    tether_ir_matmul_view(e->g, nd, &av, &bv, &yv);
+    tether_ir_tensor av, bv, yv; /* rank-1 operands promoted, see tether__ir_matmul_view */
+    tether__ir_matmul_view(e->g, nd, &av, &bv, &yv);
     const tether_ir_tensor *y = &yv, *A = &av, *B = &bv;
     int nd_ = y->ndim, nb = nd_ - 2;
     long long M = y->shape[nd_ - 2], N = y->shape[nd_ - 1], K = A->shape[A->ndim - 1];
@@ -570,15 +595,15 @@ static void k_matmul(em *e, const tether_ir_node *nd, const kargs *k) {
         for (int w = 0; w < 2; w++) {
             line(e, "static const int32_t %s[%lld] = {", w ? "boff" : "aoff", (long long)batch);
             e->depth++;
-            tether_sbuf_puts(&e->s, "");
+            tether__sbuf_puts(&e->s, "");
             for (int64_t f = 0; f < batch; f++) {
                 if (f % 8 == 0) {
                     for (int i = 0; i < e->depth; i++) {
-                        tether_sbuf_puts(&e->s, "    ");
+                        tether__sbuf_puts(&e->s, "    ");
                     }
                 }
-                tether_sbuf_printf(&e->s, "%lld,%s", (long long)(w ? bo : ao)[f],
-                                   (f % 8 == 7 || f == batch - 1) ? "\n" : " ");
+                tether__sbuf_printf(&e->s, "%lld,%s", (long long)(w ? bo : ao)[f],
+                                    (f % 8 == 7 || f == batch - 1) ? "\n" : " ");
             }
             e->depth--;
             line(e, "};");
@@ -651,11 +676,45 @@ static void binary_expr(tether_op op, em *e, char *out, size_t n) {
     case TETHER_OP_PRELU:
         snprintf(out, n, "va < 0.0f ? va * vb : va");
         return;
-    default:
+    case TETHER_OP_POW:
         e->math_used[M_POWF] = 1;
         snprintf(out, n, "powf(va, vb)");
         return;
+    case TETHER_OP_CONV2D: /* not elementwise binary: never called with these */
+    case TETHER_OP_DENSE:
+    case TETHER_OP_MATMUL:
+    case TETHER_OP_RELU:
+    case TETHER_OP_LEAKY_RELU:
+    case TETHER_OP_CLIP:
+    case TETHER_OP_SIGMOID:
+    case TETHER_OP_TANH:
+    case TETHER_OP_HARD_SIGMOID:
+    case TETHER_OP_HARD_SWISH:
+    case TETHER_OP_EXP:
+    case TETHER_OP_LOG:
+    case TETHER_OP_SQRT:
+    case TETHER_OP_NEG:
+    case TETHER_OP_ABS:
+    case TETHER_OP_SOFTMAX:
+    case TETHER_OP_LOG_SOFTMAX:
+    case TETHER_OP_MAX_POOL:
+    case TETHER_OP_AVG_POOL:
+    case TETHER_OP_GLOBAL_AVG_POOL:
+    case TETHER_OP_GLOBAL_MAX_POOL:
+    case TETHER_OP_RESHAPE:
+    case TETHER_OP_FLATTEN:
+    case TETHER_OP_SQUEEZE:
+    case TETHER_OP_UNSQUEEZE:
+    case TETHER_OP_TRANSPOSE:
+    case TETHER_OP_CONCAT:
+    case TETHER_OP_PAD:
+    case TETHER_OP_BATCH_NORM:
+    case TETHER_OP_LAYER_NORM:
+    case TETHER_OP_REDUCE_MEAN:
+    case TETHER_OP_RESIZE_NEAREST:
+        break;
     }
+    snprintf(out, n, "va");
 }
 
 static int same_shape(const tether_ir_tensor *a, const tether_ir_tensor *b) {
@@ -716,7 +775,7 @@ static void k_unary(em *e, const tether_ir_node *nd, const kargs *k) {
 
 static void k_softmax(em *e, const tether_ir_node *nd, const kargs *k) {
     const tether_ir_tensor *y = T(e, nd->outputs[0]);
-    int ax = tether_ir_norm_axis(nd->attrs.axis, y->ndim);
+    int ax = tether__ir_norm_axis(nd->attrs.axis, y->ndim);
     long long outer = 1, inner = 1, len = y->shape[ax];
     for (int i = 0; i < ax; i++) {
         outer *= y->shape[i];
@@ -1096,7 +1155,18 @@ static void kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
         line(e, "memcpy(%s, %s, %zu * sizeof(float));", k->out, k->in[0],
              tether_ir_tensor_elements(T(e, nd->outputs[0])));
         return;
-    default:
+    case TETHER_OP_RELU:
+    case TETHER_OP_LEAKY_RELU:
+    case TETHER_OP_CLIP:
+    case TETHER_OP_SIGMOID:
+    case TETHER_OP_TANH:
+    case TETHER_OP_HARD_SIGMOID:
+    case TETHER_OP_HARD_SWISH:
+    case TETHER_OP_EXP:
+    case TETHER_OP_LOG:
+    case TETHER_OP_SQRT:
+    case TETHER_OP_NEG:
+    case TETHER_OP_ABS:
         k_unary(e, nd, k);
         return;
     }
@@ -1108,7 +1178,7 @@ static void kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
  * guarantees that their inputs are empty too. */
 static int node_has_function(const tether_ir_graph *g, const tether_ir_node *n) {
     const tether_ir_tensor *o = &g->tensors[n->outputs[0]];
-    return !(tether_ir_is_alias_op(n->op) && o->alias_of >= 0) && tether_ir_tensor_elements(o) > 0;
+    return !(tether__ir_is_alias_op(n->op) && o->alias_of >= 0) && tether_ir_tensor_elements(o) > 0;
 }
 
 /* C expression for the storage of tensor t inside the graph function. */
@@ -1131,42 +1201,43 @@ static void tensor_ptr(const em *e, int t, char *out, size_t n) {
 
 static void op_comment(em *e, const tether_ir_node *nd) {
     char sh[96];
-    tether_sbuf_printf(&e->s, "/* %s: %s(", tether_cg_comment_text(nd->name),
-                       tether_op_name(nd->op));
+    tether__sbuf_printf(&e->s, "/* %s: %s(", tether__cg_comment_text(nd->name),
+                        tether_op_name(nd->op));
     for (int i = 0; i < nd->ninputs; i++) {
         if (nd->inputs[i] < 0) {
-            tether_sbuf_printf(&e->s, "%s-", i ? ", " : "");
+            tether__sbuf_printf(&e->s, "%s-", i ? ", " : "");
             continue;
         }
-        tether_shape_text(sh, sizeof sh, T(e, nd->inputs[i])->shape, T(e, nd->inputs[i])->ndim);
-        tether_sbuf_printf(&e->s, "%s%s%s", i ? ", " : "",
-                           tether_cg_comment_text(T(e, nd->inputs[i])->name), sh);
+        tether__shape_text(sh, sizeof sh, T(e, nd->inputs[i])->shape, T(e, nd->inputs[i])->ndim);
+        tether__sbuf_printf(&e->s, "%s%s%s", i ? ", " : "",
+                            tether__cg_comment_text(T(e, nd->inputs[i])->name), sh);
     }
-    tether_shape_text(sh, sizeof sh, T(e, nd->outputs[0])->shape, T(e, nd->outputs[0])->ndim);
-    tether_sbuf_printf(&e->s, ") -> %s%s", tether_cg_comment_text(T(e, nd->outputs[0])->name), sh);
+    tether__shape_text(sh, sizeof sh, T(e, nd->outputs[0])->shape, T(e, nd->outputs[0])->ndim);
+    tether__sbuf_printf(&e->s, ") -> %s%s", tether__cg_comment_text(T(e, nd->outputs[0])->name),
+                        sh);
     const tether_ir_attrs *a = &nd->attrs;
     if (nd->op == TETHER_OP_CONV2D || nd->op == TETHER_OP_MAX_POOL ||
         nd->op == TETHER_OP_AVG_POOL) {
-        tether_sbuf_printf(
+        tether__sbuf_printf(
             &e->s, "\n * kernel %lldx%lld, strides %lldx%lld, pads %lld,%lld,%lld,%lld",
             (long long)a->kernel[0], (long long)a->kernel[1], (long long)a->strides[0],
             (long long)a->strides[1], (long long)a->pads[0], (long long)a->pads[1],
             (long long)a->pads[2], (long long)a->pads[3]);
         if (a->dilations[0] != 1 || a->dilations[1] != 1) {
-            tether_sbuf_printf(&e->s, ", dilations %lldx%lld", (long long)a->dilations[0],
-                               (long long)a->dilations[1]);
+            tether__sbuf_printf(&e->s, ", dilations %lldx%lld", (long long)a->dilations[0],
+                                (long long)a->dilations[1]);
         }
         if (nd->op == TETHER_OP_CONV2D) {
-            tether_sbuf_printf(&e->s, ", groups %lld", (long long)a->groups);
+            tether__sbuf_printf(&e->s, ", groups %lld", (long long)a->groups);
         }
     }
     if (a->has_residual) {
-        tether_sbuf_printf(&e->s, "\n * epilogue: + residual");
+        tether__sbuf_printf(&e->s, "\n * epilogue: + residual");
     }
     if (a->act != TETHER_ACT_NONE) {
-        tether_sbuf_printf(&e->s, "\n * epilogue: %s", tether_act_name(a->act));
+        tether__sbuf_printf(&e->s, "\n * epilogue: %s", tether_act_name(a->act));
     }
-    tether_sbuf_puts(&e->s, " */\n");
+    tether__sbuf_puts(&e->s, " */\n");
 }
 
 /* Parameter names of a node's function: p_<tensor>, made unique when a tensor repeats. */
@@ -1201,7 +1272,7 @@ static void emit_op_function(em *e, int idx) {
     param_names(e, nd, names);
     kargs k;
     memset(&k, 0, sizeof k);
-    int nmain = tether_ir_main_inputs(nd);
+    int nmain = tether__ir_main_inputs(nd);
     for (int i = 0; i < nd->ninputs; i++) {
         const char *nm = nd->inputs[i] >= 0 ? names[i] : NULL;
         if (i < nmain) {
@@ -1217,53 +1288,54 @@ static void emit_op_function(em *e, int idx) {
      * inlined: its pointers stay restrict parameters (inlined into the graph, whose pointers
      * all come from the workspace, gcc may lose that and emit memmove or scalar loops), and
      * the code exists once however many callers it has. */
-    tether_sbuf_printf(&e->s, "static __attribute__((noinline)) void %s(", e->kname[idx]);
+    tether__sbuf_printf(&e->s, "static __attribute__((noinline)) void %s(", e->kname[idx]);
     int first = 1;
     for (int i = 0; i < nd->ninputs; i++) {
         if (nd->inputs[i] < 0) {
             continue;
         }
-        tether_sbuf_printf(&e->s, "%sconst float *restrict %s", first ? "" : ", ", names[i]);
+        tether__sbuf_printf(&e->s, "%sconst float *restrict %s", first ? "" : ", ", names[i]);
         first = 0;
     }
-    tether_sbuf_printf(&e->s, "%sfloat *restrict %s) {\n", first ? "" : ", ", names[nd->ninputs]);
+    tether__sbuf_printf(&e->s, "%sfloat *restrict %s) {\n", first ? "" : ", ", names[nd->ninputs]);
     e->depth = 1;
     kernel_body(e, nd, &k);
     e->depth = 0;
-    tether_sbuf_puts(&e->s, "}\n\n");
+    tether__sbuf_puts(&e->s, "}\n\n");
     if (e->o->abi == TETHER_ABI_UNPACKED) {
-        tether_sbuf_printf(&e->s, "int32_t %s(", fn);
+        tether__sbuf_printf(&e->s, "int32_t %s(", fn);
         first = 1;
         for (int i = 0; i < nd->ninputs; i++) {
             if (nd->inputs[i] < 0) {
                 continue;
             }
-            tether_sbuf_printf(&e->s, "%sconst float *restrict %s", first ? "" : ", ", names[i]);
+            tether__sbuf_printf(&e->s, "%sconst float *restrict %s", first ? "" : ", ", names[i]);
             first = 0;
         }
-        tether_sbuf_printf(&e->s, "%sfloat *restrict %s) {\n", first ? "" : ", ",
-                           names[nd->ninputs]);
+        tether__sbuf_printf(&e->s, "%sfloat *restrict %s) {\n", first ? "" : ", ",
+                            names[nd->ninputs]);
         e->depth = 1;
         for (int d = 0; d < e->depth; d++) {
-            tether_sbuf_puts(&e->s, "    ");
+            tether__sbuf_puts(&e->s, "    ");
         }
-        tether_sbuf_printf(&e->s, "%s(", e->kname[idx]);
+        tether__sbuf_printf(&e->s, "%s(", e->kname[idx]);
         first = 1;
         for (int i = 0; i <= nd->ninputs; i++) {
             if (i < nd->ninputs && nd->inputs[i] < 0) {
                 continue;
             }
-            tether_sbuf_printf(&e->s, "%s%s", first ? "" : ", ", names[i]);
+            tether__sbuf_printf(&e->s, "%s%s", first ? "" : ", ", names[i]);
             first = 0;
         }
-        tether_sbuf_puts(&e->s, ");\n");
+        tether__sbuf_puts(&e->s, ");\n");
     } else {
         int nargs = node_nargs(nd);
-        tether_sbuf_printf(&e->s,
-                           "int32_t %s(tether_value *args, int32_t *type_codes, int32_t num_args,\n"
-                           "        tether_value *ret, int32_t *ret_type_code, void "
-                           "*resource_handle) {\n",
-                           fn);
+        tether__sbuf_printf(
+            &e->s,
+            "int32_t %s(tether_value *args, int32_t *type_codes, int32_t num_args,\n"
+            "        tether_value *ret, int32_t *ret_type_code, void "
+            "*resource_handle) {\n",
+            fn);
         e->depth = 1;
         line(e, "(void)ret;");
         line(e, "(void)ret_type_code;");
@@ -1285,30 +1357,30 @@ static void emit_op_function(em *e, int idx) {
             a++;
         }
         for (int d = 0; d < e->depth; d++) {
-            tether_sbuf_puts(&e->s, "    ");
+            tether__sbuf_puts(&e->s, "    ");
         }
-        tether_sbuf_printf(&e->s, "%s(", e->kname[idx]);
+        tether__sbuf_printf(&e->s, "%s(", e->kname[idx]);
         a = 0;
         for (int i = 0; i <= nd->ninputs; i++) {
             int t = i < nd->ninputs ? nd->inputs[i] : nd->outputs[0];
             if (t < 0) {
                 continue;
             }
-            tether_sbuf_printf(&e->s, "%s(%sfloat *)tg_data(args, %d)", a ? ", " : "",
-                               i < nd->ninputs ? "const " : "", a);
+            tether__sbuf_printf(&e->s, "%s(%sfloat *)tg_data(args, %d)", a ? ", " : "",
+                                i < nd->ninputs ? "const " : "", a);
             a++;
         }
-        tether_sbuf_puts(&e->s, ");\n");
+        tether__sbuf_puts(&e->s, ");\n");
     }
     line(e, "return 0;");
     e->depth = 0;
-    tether_sbuf_puts(&e->s, "}\n\n");
+    tether__sbuf_puts(&e->s, "}\n\n");
 }
 
 static void emit_float_array(em *e, const char *name, const float *v, size_t n) {
-    tether_sbuf_printf(&e->s, "static const float %s[%zu] = {\n", name, n ? n : 1);
+    tether__sbuf_printf(&e->s, "static const float %s[%zu] = {\n", name, n ? n : 1);
     if (!n) {
-        tether_sbuf_puts(&e->s, "    0.0f,\n");
+        tether__sbuf_puts(&e->s, "    0.0f,\n");
     }
     for (size_t i = 0; i < n; i++) {
         char lit[48];
@@ -1317,10 +1389,10 @@ static void emit_float_array(em *e, const char *name, const float *v, size_t n) 
         } else {
             snprintf(lit, sizeof lit, "%af", (double)v[i]);
         }
-        tether_sbuf_printf(&e->s, "%s%s,%s", i % 6 == 0 ? "    " : "", lit,
-                           (i % 6 == 5 || i == n - 1) ? "\n" : " ");
+        tether__sbuf_printf(&e->s, "%s%s,%s", i % 6 == 0 ? "    " : "", lit,
+                            (i % 6 == 5 || i == n - 1) ? "\n" : " ");
     }
-    tether_sbuf_puts(&e->s, "};\n");
+    tether__sbuf_puts(&e->s, "};\n");
 }
 
 /* The packed-ABI support code: argument checks and the DLTensor layout of docs/abi.md. */
@@ -1399,115 +1471,115 @@ static void upper(char *dst, const char *src, size_t n) {
     dst[i] = 0;
 }
 
-static void emit_header(em *e, tether_sbuf *h, const tether_codegen_output *out) {
+static void emit_header(em *e, tether__sbuf *h, const tether_codegen_output *out) {
     const tether_ir_graph *g = e->g;
     char PU[128];
     upper(PU, e->P, sizeof PU);
-    tether_sbuf_printf(h,
-                       "/*\n * %s.h: generated by tether from model '%s'. Do not edit.\n"
-                       " * ABI %s, interface %s, weights %s.\n",
-                       e->P, tether_cg_comment_text(g->name), tether_abi_name(e->o->abi),
-                       tether_interface_name(e->o->interface),
-                       e->o->link_params ? "linked" : "in a params blob");
+    tether__sbuf_printf(h,
+                        "/*\n * %s.h: generated by tether from model '%s'. Do not edit.\n"
+                        " * ABI %s, interface %s, weights %s.\n",
+                        e->P, tether__cg_comment_text(g->name), tether_abi_name(e->o->abi),
+                        tether_interface_name(e->o->interface),
+                        e->o->link_params ? "linked" : "in a params blob");
     if (e->o->abi == TETHER_ABI_PACKED) {
-        tether_sbuf_puts(h,
-                         " * Packed ABI: include tether/crt.h (if at all) before this header.\n");
+        tether__sbuf_puts(h,
+                          " * Packed ABI: include tether/crt.h (if at all) before this header.\n");
     }
-    tether_sbuf_puts(h, " */\n");
-    tether_sbuf_printf(h,
-                       "#ifndef %s_H\n#define %s_H\n\n#include <stddef.h>\n#include "
-                       "<stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
-                       PU, PU);
-    tether_sbuf_printf(h, "/* Workspace: one pool, \"%s\", 16-byte aligned. */\n",
-                       TETHER_WORKSPACE_POOL);
-    tether_sbuf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n", PU, (long long)out->workspace_size);
-    tether_sbuf_printf(h, "#define %s_POOL_WORKSPACE_SIZE %lld\n", PU,
-                       (long long)out->workspace_size);
-    tether_sbuf_printf(h, "#define %s_PARAMS_SIZE %zu\n", PU, out->params_bytes);
-    tether_sbuf_printf(h, "#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n\n", PU, g->ninputs,
-                       PU, g->noutputs);
+    tether__sbuf_puts(h, " */\n");
+    tether__sbuf_printf(h,
+                        "#ifndef %s_H\n#define %s_H\n\n#include <stddef.h>\n#include "
+                        "<stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
+                        PU, PU);
+    tether__sbuf_printf(h, "/* Workspace: one pool, \"%s\", 16-byte aligned. */\n",
+                        TETHER_WORKSPACE_POOL);
+    tether__sbuf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n", PU, (long long)out->workspace_size);
+    tether__sbuf_printf(h, "#define %s_POOL_WORKSPACE_SIZE %lld\n", PU,
+                        (long long)out->workspace_size);
+    tether__sbuf_printf(h, "#define %s_PARAMS_SIZE %zu\n", PU, out->params_bytes);
+    tether__sbuf_printf(h, "#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n\n", PU,
+                        g->ninputs, PU, g->noutputs);
     for (int io = 0; io < 2; io++) {
         int cnt = io ? g->noutputs : g->ninputs;
         for (int i = 0; i < cnt; i++) {
             const tether_ir_tensor *t = T(e, io ? g->outputs[i] : g->inputs[i]);
             const char *w = io ? "OUTPUT" : "INPUT";
-            tether_sbuf_printf(h, "#define %s_%s_%d_NAME ", PU, w, i);
+            tether__sbuf_printf(h, "#define %s_%s_%d_NAME ", PU, w, i);
             c_string(h, t->name);
-            tether_sbuf_puts(h, "\n");
-            tether_sbuf_printf(h, "#define %s_%s_%d_DTYPE \"float32\"\n", PU, w, i);
-            tether_sbuf_printf(h, "#define %s_%s_%d_NDIM %d\n", PU, w, i, t->ndim);
-            tether_sbuf_printf(h, "#define %s_%s_%d_SHAPE {", PU, w, i);
+            tether__sbuf_puts(h, "\n");
+            tether__sbuf_printf(h, "#define %s_%s_%d_DTYPE \"float32\"\n", PU, w, i);
+            tether__sbuf_printf(h, "#define %s_%s_%d_NDIM %d\n", PU, w, i, t->ndim);
+            tether__sbuf_printf(h, "#define %s_%s_%d_SHAPE {", PU, w, i);
             for (int d = 0; d < t->ndim; d++) {
-                tether_sbuf_printf(h, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+                tether__sbuf_printf(h, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
             }
-            tether_sbuf_printf(h, "}\n#define %s_%s_%d_ELEMENTS %zu\n", PU, w, i,
-                               tether_ir_tensor_elements(t));
-            tether_sbuf_printf(h, "#define %s_%s_%d_BYTES %zu\n\n", PU, w, i,
-                               tether_ir_tensor_bytes(t));
+            tether__sbuf_printf(h, "}\n#define %s_%s_%d_ELEMENTS %zu\n", PU, w, i,
+                                tether_ir_tensor_elements(t));
+            tether__sbuf_printf(h, "#define %s_%s_%d_BYTES %zu\n\n", PU, w, i,
+                                tether_ir_tensor_bytes(t));
         }
     }
     if (e->o->abi == TETHER_ABI_PACKED) {
-        tether_sbuf_puts(h,
-                         "#ifndef TETHER_CRT_ABI_H\n#ifndef TETHER_GENERATED_VALUE\n"
-                         "#define TETHER_GENERATED_VALUE\n"
-                         "/* One packed argument (same layout as tether_value, docs/abi.md). */\n"
-                         "typedef union tether_value {\n    int64_t v_int64;\n    double "
-                         "v_float64;\n    void *v_handle;\n    const char *v_str;\n} "
-                         "tether_value;\n#endif\n#endif\n\n");
+        tether__sbuf_puts(h,
+                          "#ifndef TETHER_CRT_ABI_H\n#ifndef TETHER_GENERATED_VALUE\n"
+                          "#define TETHER_GENERATED_VALUE\n"
+                          "/* One packed argument (same layout as tether_value, docs/abi.md). */\n"
+                          "typedef union tether_value {\n    int64_t v_int64;\n    double "
+                          "v_float64;\n    void *v_handle;\n    const char *v_str;\n} "
+                          "tether_value;\n#endif\n#endif\n\n");
     }
     if (e->o->interface == TETHER_INTERFACE_C) {
-        tether_sbuf_printf(h, "struct %s_inputs {\n", e->P);
+        tether__sbuf_printf(h, "struct %s_inputs {\n", e->P);
         for (int i = 0; i < g->ninputs; i++) {
-            tether_sbuf_printf(h, "    const float *%s;\n", e->cname[g->inputs[i]]);
+            tether__sbuf_printf(h, "    const float *%s;\n", e->cname[g->inputs[i]]);
         }
-        tether_sbuf_printf(h, "};\n\nstruct %s_outputs {\n", e->P);
+        tether__sbuf_printf(h, "};\n\nstruct %s_outputs {\n", e->P);
         for (int i = 0; i < g->noutputs; i++) {
-            tether_sbuf_printf(h, "    float *%s;\n", e->cname[g->outputs[i]]);
+            tether__sbuf_printf(h, "    float *%s;\n", e->cname[g->outputs[i]]);
         }
-        tether_sbuf_printf(h,
-                           "};\n\n/* Caller memory: %s_WORKSPACE_SIZE bytes, 16-byte aligned "
-                           "(NULL when the size is 0). */\nstruct %s_workspace {\n    uint8_t "
-                           "*%s;\n};\n\n",
-                           PU, e->P, TETHER_WORKSPACE_POOL);
-        tether_sbuf_printf(h,
-                           "/* Runs the model. 0 on success; -1 null argument, -7 misaligned "
-                           "workspace%s. */\nint32_t %s_run(struct %s_inputs *inputs, struct "
-                           "%s_outputs *outputs,\n        struct %s_workspace *workspace);\n\n",
-                           e->o->link_params ? "" : ", -8 params not set", e->P, e->P, e->P, e->P);
+        tether__sbuf_printf(h,
+                            "};\n\n/* Caller memory: %s_WORKSPACE_SIZE bytes, 16-byte aligned "
+                            "(NULL when the size is 0). */\nstruct %s_workspace {\n    uint8_t "
+                            "*%s;\n};\n\n",
+                            PU, e->P, TETHER_WORKSPACE_POOL);
+        tether__sbuf_printf(h,
+                            "/* Runs the model. 0 on success; -1 null argument, -7 misaligned "
+                            "workspace%s. */\nint32_t %s_run(struct %s_inputs *inputs, struct "
+                            "%s_outputs *outputs,\n        struct %s_workspace *workspace);\n\n",
+                            e->o->link_params ? "" : ", -8 params not set", e->P, e->P, e->P, e->P);
     }
-    tether_sbuf_puts(h, "/* RPC entry (listed first in tether_module_registry); uses a static "
-                        "workspace. */\n");
+    tether__sbuf_puts(h, "/* RPC entry (listed first in tether_module_registry); uses a static "
+                         "workspace. */\n");
     if (e->o->abi == TETHER_ABI_PACKED) {
-        tether_sbuf_printf(h,
-                           "int32_t %s_main(tether_value *args, int32_t *type_codes, int32_t "
-                           "num_args,\n        tether_value *ret, int32_t *ret_type_code, void "
-                           "*resource_handle);\n",
-                           e->P);
+        tether__sbuf_printf(h,
+                            "int32_t %s_main(tether_value *args, int32_t *type_codes, int32_t "
+                            "num_args,\n        tether_value *ret, int32_t *ret_type_code, void "
+                            "*resource_handle);\n",
+                            e->P);
         if (!e->o->link_params) {
-            tether_sbuf_printf(h,
-                               "int32_t %s_set_params(tether_value *args, int32_t *type_codes, "
-                               "int32_t num_args,\n        tether_value *ret, int32_t "
-                               "*ret_type_code, void *resource_handle);\n",
-                               e->P);
+            tether__sbuf_printf(h,
+                                "int32_t %s_set_params(tether_value *args, int32_t *type_codes, "
+                                "int32_t num_args,\n        tether_value *ret, int32_t "
+                                "*ret_type_code, void *resource_handle);\n",
+                                e->P);
         }
     } else {
-        tether_sbuf_printf(h, "int32_t %s_main(", e->P);
+        tether__sbuf_printf(h, "int32_t %s_main(", e->P);
         for (int i = 0; i < g->ninputs; i++) {
-            tether_sbuf_printf(h, "%sconst float *%s", i ? ", " : "", e->cname[g->inputs[i]]);
+            tether__sbuf_printf(h, "%sconst float *%s", i ? ", " : "", e->cname[g->inputs[i]]);
         }
         for (int i = 0; i < g->noutputs; i++) {
-            tether_sbuf_printf(h, ", float *%s", e->cname[g->outputs[i]]);
+            tether__sbuf_printf(h, ", float *%s", e->cname[g->outputs[i]]);
         }
-        tether_sbuf_puts(h, ");\n");
+        tether__sbuf_puts(h, ");\n");
         if (!e->o->link_params) {
-            tether_sbuf_printf(h,
-                               "/* Points the module at a params blob (%s_PARAMS_SIZE bytes, "
-                               "16-byte aligned, kept alive by the caller). */\n"
-                               "int32_t %s_set_params(const void *blob);\n",
-                               PU, e->P);
+            tether__sbuf_printf(h,
+                                "/* Points the module at a params blob (%s_PARAMS_SIZE bytes, "
+                                "16-byte aligned, kept alive by the caller). */\n"
+                                "int32_t %s_set_params(const void *blob);\n",
+                                PU, e->P);
         }
     }
-    tether_sbuf_printf(h, "\n#ifdef __cplusplus\n}\n#endif\n#endif /* %s_H */\n", PU);
+    tether__sbuf_printf(h, "\n#ifdef __cplusplus\n}\n#endif\n#endif /* %s_H */\n", PU);
 }
 
 int tether_interface_parse(const char *name, tether_interface *out) {
@@ -1568,15 +1640,15 @@ static int add_func(tether_codegen_output *out, const char *name, tether_abi abi
 
 static void emit_graph(em *e) {
     const tether_ir_graph *g = e->g;
-    tether_sbuf_printf(&e->s, "/* The operators in execution order. */\nstatic int32_t %s_graph(",
-                       e->P);
+    tether__sbuf_printf(&e->s, "/* The operators in execution order. */\nstatic int32_t %s_graph(",
+                        e->P);
     for (int i = 0; i < g->ninputs; i++) {
-        tether_sbuf_printf(&e->s, "const float *p_%s, ", e->cname[g->inputs[i]]);
+        tether__sbuf_printf(&e->s, "const float *p_%s, ", e->cname[g->inputs[i]]);
     }
     for (int i = 0; i < g->noutputs; i++) {
-        tether_sbuf_printf(&e->s, "float *p_%s, ", e->cname[g->outputs[i]]);
+        tether__sbuf_printf(&e->s, "float *p_%s, ", e->cname[g->outputs[i]]);
     }
-    tether_sbuf_puts(&e->s, "uint8_t *ws) {\n");
+    tether__sbuf_puts(&e->s, "uint8_t *ws) {\n");
     e->depth = 1;
     if (e->plan->workspace_size == 0) {
         line(e, "(void)ws;");
@@ -1605,21 +1677,21 @@ static void emit_graph(em *e) {
         const tether_ir_node *nd = &g->nodes[i];
         if (!node_has_function(g, nd)) {
             if (tether_ir_tensor_elements(T(e, nd->outputs[0])) == 0) {
-                line(e, "/* %s: %s is empty (no code) */", tether_cg_comment_text(nd->name),
-                     tether_cg_comment_text(T(e, nd->outputs[0])->name));
+                line(e, "/* %s: %s is empty (no code) */", tether__cg_comment_text(nd->name),
+                     tether__cg_comment_text(T(e, nd->outputs[0])->name));
             } else {
                 line(e, "/* %s: %s is an alias of %s (no code) */",
-                     tether_cg_comment_text(nd->name),
-                     tether_cg_comment_text(T(e, nd->outputs[0])->name),
-                     tether_cg_comment_text(T(e, nd->inputs[0])->name));
+                     tether__cg_comment_text(nd->name),
+                     tether__cg_comment_text(T(e, nd->outputs[0])->name),
+                     tether__cg_comment_text(T(e, nd->inputs[0])->name));
             }
             continue;
         }
         char ptr[160];
         for (int d = 0; d < e->depth; d++) {
-            tether_sbuf_puts(&e->s, "    ");
+            tether__sbuf_puts(&e->s, "    ");
         }
-        tether_sbuf_printf(&e->s, "%s(", e->kname[i]);
+        tether__sbuf_printf(&e->s, "%s(", e->kname[i]);
         int first = 1;
         for (int j = 0; j <= nd->ninputs; j++) {
             int t = j < nd->ninputs ? nd->inputs[j] : nd->outputs[0];
@@ -1627,14 +1699,14 @@ static void emit_graph(em *e) {
                 continue;
             }
             tensor_ptr(e, t, ptr, sizeof ptr);
-            tether_sbuf_printf(&e->s, "%s%s", first ? "" : ", ", ptr);
+            tether__sbuf_printf(&e->s, "%s%s", first ? "" : ", ", ptr);
             first = 0;
         }
-        tether_sbuf_puts(&e->s, ");\n");
+        tether__sbuf_puts(&e->s, ");\n");
     }
     line(e, "return 0;");
     e->depth = 0;
-    tether_sbuf_puts(&e->s, "}\n\n");
+    tether__sbuf_puts(&e->s, "}\n\n");
 }
 
 int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
@@ -1646,7 +1718,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         o = &defaults;
     }
     const char *P = o->prefix ? o->prefix : "tether_model";
-    int prc = tether_cg_check_prefix(P);
+    int prc = tether__cg_check_prefix(P);
     if (prc) {
         return prc;
     }
@@ -1677,7 +1749,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     e.plan = plan;
     e.o = o;
     e.P = P;
-    tether_sbuf_init(&e.s);
+    tether__sbuf_init(&e.s);
     int nt = g->ntensors ? g->ntensors : 1, nn = g->nnodes ? g->nnodes : 1;
     e.cname = calloc((size_t)nt, sizeof(char *));
     e.fname = calloc((size_t)nn, sizeof(char *));
@@ -1686,9 +1758,9 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     const char **tn = calloc((size_t)nt, sizeof(char *));
     const char **nnm = calloc((size_t)nn, sizeof(char *));
     char **fbase = calloc((size_t)nn, sizeof(char *));
-    tether_sbuf h, full;
-    tether_sbuf_init(&h);
-    tether_sbuf_init(&full);
+    tether__sbuf h, full;
+    tether__sbuf_init(&h);
+    tether__sbuf_init(&full);
     int rc = TETHER_OK;
     if (!e.cname || !e.fname || !e.kname || !e.poff || !tn || !nnm || !fbase) {
         rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "codegen: out of memory");
@@ -1780,10 +1852,10 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
 
     /* ---- body: shapes, params, operators, graph, entries, registry ---- */
     if (o->abi == TETHER_ABI_PACKED) {
-        tether_sbuf_puts(&e.s, "/* Tensor shapes (packed ABI argument checks). */\n");
+        tether__sbuf_puts(&e.s, "/* Tensor shapes (packed ABI argument checks). */\n");
         for (int i = 0; i < g->ntensors; i++) {
             const tether_ir_tensor *t = &g->tensors[i];
-            int referenced = tether_ir_is_graph_output(g, i);
+            int referenced = tether__ir_is_graph_output(g, i);
             for (int k = 0; k < g->ninputs; k++) {
                 referenced |= g->inputs[k] == i;
             }
@@ -1797,18 +1869,18 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
             if (!referenced) {
                 continue; /* only in nodes without code (empty tensors, constants folded away) */
             }
-            tether_sbuf_printf(&e.s, "static const int64_t %s_shape_%s[%d] = {", P, e.cname[i],
-                               t->ndim ? t->ndim : 1);
+            tether__sbuf_printf(&e.s, "static const int64_t %s_shape_%s[%d] = {", P, e.cname[i],
+                                t->ndim ? t->ndim : 1);
             for (int d = 0; d < t->ndim; d++) {
-                tether_sbuf_printf(&e.s, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+                tether__sbuf_printf(&e.s, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
             }
-            tether_sbuf_puts(&e.s, t->ndim ? "};\n" : "1};\n");
+            tether__sbuf_puts(&e.s, t->ndim ? "};\n" : "1};\n");
         }
         if (!o->link_params) {
-            tether_sbuf_printf(&e.s, "static const int64_t %s_shape_params_blob[1] = {%zu};\n", P,
-                               out->params_bytes);
+            tether__sbuf_printf(&e.s, "static const int64_t %s_shape_params_blob[1] = {%zu};\n", P,
+                                out->params_bytes);
         }
-        tether_sbuf_puts(&e.s, "\n");
+        tether__sbuf_puts(&e.s, "\n");
     }
     if (o->link_params) {
         int any = 0;
@@ -1818,23 +1890,23 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
                 continue;
             }
             if (!any) {
-                tether_sbuf_puts(&e.s, "/* Weights (linked). */\n");
+                tether__sbuf_puts(&e.s, "/* Weights (linked). */\n");
                 any = 1;
             }
             char sh[96], name[200];
-            tether_shape_text(sh, sizeof sh, t->shape, t->ndim);
-            tether_sbuf_printf(&e.s, "/* %s %s */\n", tether_cg_comment_text(t->name), sh);
+            tether__shape_text(sh, sizeof sh, t->shape, t->ndim);
+            tether__sbuf_printf(&e.s, "/* %s %s */\n", tether__cg_comment_text(t->name), sh);
             snprintf(name, sizeof name, "%s_w_%s", P, e.cname[i]);
             emit_float_array(&e, name, t->data, tether_ir_tensor_elements(t));
         }
         if (any) {
-            tether_sbuf_puts(&e.s, "\n");
+            tether__sbuf_puts(&e.s, "\n");
         }
     } else {
-        tether_sbuf_printf(&e.s,
-                           "/* Weights: a params blob of %zu bytes set by %s_set_params. */\n"
-                           "static const uint8_t *%s_params;\n\n",
-                           out->params_bytes, P, P);
+        tether__sbuf_printf(&e.s,
+                            "/* Weights: a params blob of %zu bytes set by %s_set_params. */\n"
+                            "static const uint8_t *%s_params;\n\n",
+                            out->params_bytes, P, P);
     }
     for (int i = 0; i < g->nnodes; i++) {
         if (node_has_function(g, &g->nodes[i])) {
@@ -1844,13 +1916,13 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     emit_graph(&e);
     /* static workspace + entries */
     if (plan->workspace_size > 0) {
-        tether_sbuf_printf(&e.s,
-                           "/* Workspace of the RPC entry (pool \"%s\", %lld bytes). Declared as "
-                           "float, the\n * only type stored in it, and passed on as bytes. */\n"
-                           "static float %s_workspace_pool[%lld] __attribute__((aligned(16)));"
-                           "\n\n",
-                           TETHER_WORKSPACE_POOL, (long long)plan->workspace_size, P,
-                           (long long)plan->workspace_size / 4);
+        tether__sbuf_printf(&e.s,
+                            "/* Workspace of the RPC entry (pool \"%s\", %lld bytes). Declared as "
+                            "float, the\n * only type stored in it, and passed on as bytes. */\n"
+                            "static float %s_workspace_pool[%lld] __attribute__((aligned(16)));"
+                            "\n\n",
+                            TETHER_WORKSPACE_POOL, (long long)plan->workspace_size, P,
+                            (long long)plan->workspace_size / 4);
     }
     char wsname[160];
     if (plan->workspace_size > 0) {
@@ -1859,37 +1931,37 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         snprintf(wsname, sizeof wsname, "0");
     }
     if (o->abi == TETHER_ABI_UNPACKED) {
-        tether_sbuf_printf(&e.s, "int32_t %s_main(", P);
+        tether__sbuf_printf(&e.s, "int32_t %s_main(", P);
         for (int i = 0; i < g->ninputs; i++) {
-            tether_sbuf_printf(&e.s, "%sconst float *%s", i ? ", " : "", e.cname[g->inputs[i]]);
+            tether__sbuf_printf(&e.s, "%sconst float *%s", i ? ", " : "", e.cname[g->inputs[i]]);
         }
         for (int i = 0; i < g->noutputs; i++) {
-            tether_sbuf_printf(&e.s, ", float *%s", e.cname[g->outputs[i]]);
+            tether__sbuf_printf(&e.s, ", float *%s", e.cname[g->outputs[i]]);
         }
-        tether_sbuf_printf(&e.s, ") {\n    return %s_graph(", P);
+        tether__sbuf_printf(&e.s, ") {\n    return %s_graph(", P);
         for (int i = 0; i < g->ninputs; i++) {
-            tether_sbuf_printf(&e.s, "%s, ", e.cname[g->inputs[i]]);
+            tether__sbuf_printf(&e.s, "%s, ", e.cname[g->inputs[i]]);
         }
         for (int i = 0; i < g->noutputs; i++) {
-            tether_sbuf_printf(&e.s, "%s, ", e.cname[g->outputs[i]]);
+            tether__sbuf_printf(&e.s, "%s, ", e.cname[g->outputs[i]]);
         }
-        tether_sbuf_printf(&e.s, "%s);\n}\n\n", wsname);
+        tether__sbuf_printf(&e.s, "%s);\n}\n\n", wsname);
         if (!o->link_params) {
-            tether_sbuf_printf(&e.s,
-                               "int32_t %s_set_params(const void *blob) {\n"
-                               "    if (blob == 0) {\n        return -1;\n    }\n"
-                               "    if (((uintptr_t)blob & 15u) != 0) {\n        return -7;\n"
-                               "    }\n    %s_params = (const uint8_t *)blob;\n"
-                               "    return 0;\n}\n\n",
-                               P, P);
+            tether__sbuf_printf(&e.s,
+                                "int32_t %s_set_params(const void *blob) {\n"
+                                "    if (blob == 0) {\n        return -1;\n    }\n"
+                                "    if (((uintptr_t)blob & 15u) != 0) {\n        return -7;\n"
+                                "    }\n    %s_params = (const uint8_t *)blob;\n"
+                                "    return 0;\n}\n\n",
+                                P, P);
         }
     } else {
         int nargs = g->ninputs + g->noutputs;
-        tether_sbuf_printf(&e.s,
-                           "int32_t %s_main(tether_value *args, int32_t *type_codes, int32_t "
-                           "num_args,\n        tether_value *ret, int32_t *ret_type_code, void "
-                           "*resource_handle) {\n",
-                           P);
+        tether__sbuf_printf(&e.s,
+                            "int32_t %s_main(tether_value *args, int32_t *type_codes, int32_t "
+                            "num_args,\n        tether_value *ret, int32_t *ret_type_code, void "
+                            "*resource_handle) {\n",
+                            P);
         e.depth = 1;
         line(&e, "(void)ret;");
         line(&e, "(void)ret_type_code;");
@@ -1907,17 +1979,17 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
             line(&e, "}");
         }
         for (int d = 0; d < e.depth; d++) {
-            tether_sbuf_puts(&e.s, "    ");
+            tether__sbuf_puts(&e.s, "    ");
         }
-        tether_sbuf_printf(&e.s, "return %s_graph(", P);
+        tether__sbuf_printf(&e.s, "return %s_graph(", P);
         for (int i = 0; i < nargs; i++) {
-            tether_sbuf_printf(&e.s, "(%sfloat *)tg_data(args, %d), ",
-                               i < g->ninputs ? "const " : "", i);
+            tether__sbuf_printf(&e.s, "(%sfloat *)tg_data(args, %d), ",
+                                i < g->ninputs ? "const " : "", i);
         }
-        tether_sbuf_printf(&e.s, "%s);\n}\n\n", wsname);
+        tether__sbuf_printf(&e.s, "%s);\n}\n\n", wsname);
         e.depth = 0;
         if (!o->link_params) {
-            tether_sbuf_printf(
+            tether__sbuf_printf(
                 &e.s,
                 "int32_t %s_set_params(tether_value *args, int32_t *type_codes, int32_t "
                 "num_args,\n        tether_value *ret, int32_t *ret_type_code, void "
@@ -1938,92 +2010,92 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         }
     }
     if (o->interface == TETHER_INTERFACE_C) {
-        tether_sbuf_printf(&e.s,
-                           "int32_t %s_run(struct %s_inputs *inputs, struct %s_outputs *outputs,\n"
-                           "        struct %s_workspace *workspace) {\n"
-                           "    if (inputs == 0 || outputs == 0 || workspace == 0) {\n"
-                           "        return -1;\n    }\n",
-                           P, P, P, P);
+        tether__sbuf_printf(&e.s,
+                            "int32_t %s_run(struct %s_inputs *inputs, struct %s_outputs *outputs,\n"
+                            "        struct %s_workspace *workspace) {\n"
+                            "    if (inputs == 0 || outputs == 0 || workspace == 0) {\n"
+                            "        return -1;\n    }\n",
+                            P, P, P, P);
         if (plan->workspace_size > 0) {
-            tether_sbuf_printf(&e.s,
-                               "    if (workspace->%s == 0 || ((uintptr_t)workspace->%s & 15u) "
-                               "!= 0) {\n        return -7;\n    }\n",
-                               TETHER_WORKSPACE_POOL, TETHER_WORKSPACE_POOL);
+            tether__sbuf_printf(&e.s,
+                                "    if (workspace->%s == 0 || ((uintptr_t)workspace->%s & 15u) "
+                                "!= 0) {\n        return -7;\n    }\n",
+                                TETHER_WORKSPACE_POOL, TETHER_WORKSPACE_POOL);
         }
-        tether_sbuf_printf(&e.s, "    return %s_graph(", P);
+        tether__sbuf_printf(&e.s, "    return %s_graph(", P);
         for (int i = 0; i < g->ninputs; i++) {
-            tether_sbuf_printf(&e.s, "inputs->%s, ", e.cname[g->inputs[i]]);
+            tether__sbuf_printf(&e.s, "inputs->%s, ", e.cname[g->inputs[i]]);
         }
         for (int i = 0; i < g->noutputs; i++) {
-            tether_sbuf_printf(&e.s, "outputs->%s, ", e.cname[g->outputs[i]]);
+            tether__sbuf_printf(&e.s, "outputs->%s, ", e.cname[g->outputs[i]]);
         }
-        tether_sbuf_printf(&e.s, "workspace->%s);\n}\n\n", TETHER_WORKSPACE_POOL);
+        tether__sbuf_printf(&e.s, "workspace->%s);\n}\n\n", TETHER_WORKSPACE_POOL);
     }
     /* registry */
-    tether_sbuf_puts(&e.s,
-                     "/* The module registry (layout of tether_func_entry / tether_func_registry, "
-                     "docs/abi.md). */\n"
-                     "typedef struct {\n    const char *name;\n    int32_t abi; /* 0 packed, 1 "
-                     "unpacked */\n    int32_t num_args;\n    void (*fn)(void);\n} tg_entry;\n"
-                     "typedef struct {\n    const tg_entry *entries;\n    size_t count;\n} "
-                     "tg_registry;\n\nstatic const tg_entry tg_entries[] = {\n");
+    tether__sbuf_puts(&e.s,
+                      "/* The module registry (layout of tether_func_entry / tether_func_registry, "
+                      "docs/abi.md). */\n"
+                      "typedef struct {\n    const char *name;\n    int32_t abi; /* 0 packed, 1 "
+                      "unpacked */\n    int32_t num_args;\n    void (*fn)(void);\n} tg_entry;\n"
+                      "typedef struct {\n    const tg_entry *entries;\n    size_t count;\n} "
+                      "tg_registry;\n\nstatic const tg_entry tg_entries[] = {\n");
     for (int i = 0; i < out->nfuncs; i++) {
-        tether_sbuf_printf(&e.s, "    {\"%s\", %d, %d, (void (*)(void))%s},\n", out->funcs[i].name,
-                           (int)out->funcs[i].abi, out->funcs[i].num_args, out->funcs[i].name);
+        tether__sbuf_printf(&e.s, "    {\"%s\", %d, %d, (void (*)(void))%s},\n", out->funcs[i].name,
+                            (int)out->funcs[i].abi, out->funcs[i].num_args, out->funcs[i].name);
     }
-    tether_sbuf_printf(&e.s,
-                       "};\n\nextern const tg_registry tether_module_registry;\n"
-                       "const tg_registry tether_module_registry = {tg_entries, %d};\n",
-                       out->nfuncs);
+    tether__sbuf_printf(&e.s,
+                        "};\n\nextern const tg_registry tether_module_registry;\n"
+                        "const tg_registry tether_module_registry = {tg_entries, %d};\n",
+                        out->nfuncs);
 
     /* ---- assemble: preamble + helpers + body ---- */
-    tether_sbuf ml;
-    tether_sbuf_init(&ml);
+    tether__sbuf ml;
+    tether__sbuf_init(&ml);
     for (int m = 0; m < M_COUNT; m++) {
         if (e.math_used[m]) {
-            tether_sbuf_printf(&ml, "%s%s", ml.len ? "," : "", math_names[m]);
+            tether__sbuf_printf(&ml, "%s%s", ml.len ? "," : "", math_names[m]);
         }
     }
-    tether_sbuf_printf(&full,
-                       "/*\n * %s.c: generated by tether from model '%s' (%d operators). Do not "
-                       "edit.\n * ABI %s, interface %s, weights %s (%zu bytes), workspace %lld "
-                       "bytes.\n * Needs from libc: memcpy, memset; from libm: %s.\n */\n",
-                       P, tether_cg_comment_text(g->name), g->nnodes, tether_abi_name(o->abi),
-                       tether_interface_name(o->interface), o->link_params ? "linked" : "blob",
-                       out->params_bytes, (long long)plan->workspace_size,
-                       ml.len ? ml.data : "nothing");
-    tether_sbuf_printf(&full,
-                       "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include "
-                       "<string.h>\n\n#include \"%s.h\"\n\n",
-                       P);
+    tether__sbuf_printf(&full,
+                        "/*\n * %s.c: generated by tether from model '%s' (%d operators). Do not "
+                        "edit.\n * ABI %s, interface %s, weights %s (%zu bytes), workspace %lld "
+                        "bytes.\n * Needs from libc: memcpy, memset; from libm: %s.\n */\n",
+                        P, tether__cg_comment_text(g->name), g->nnodes, tether_abi_name(o->abi),
+                        tether_interface_name(o->interface), o->link_params ? "linked" : "blob",
+                        out->params_bytes, (long long)plan->workspace_size,
+                        ml.len ? ml.data : "nothing");
+    tether__sbuf_printf(&full,
+                        "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include "
+                        "<string.h>\n\n#include \"%s.h\"\n\n",
+                        P);
     if (o->abi == TETHER_ABI_PACKED) {
-        tether_sbuf_puts(&full, packed_support);
+        tether__sbuf_puts(&full, packed_support);
     }
     if (e.need_acts[TETHER_ACT_RELU]) {
-        tether_sbuf_puts(&full, "static inline float tg_relu(float v) {\n    return v > 0.0f ? v "
-                                ": 0.0f;\n}\n\n");
+        tether__sbuf_puts(&full, "static inline float tg_relu(float v) {\n    return v > 0.0f ? v "
+                                 ": 0.0f;\n}\n\n");
     }
     if (e.need_acts[TETHER_ACT_CLIP]) {
-        tether_sbuf_puts(&full, "static inline float tg_clip(float v, float lo, float hi) {\n    "
-                                "return v < lo ? lo : (v > hi ? hi : v);\n}\n\n");
+        tether__sbuf_puts(&full, "static inline float tg_clip(float v, float lo, float hi) {\n    "
+                                 "return v < lo ? lo : (v > hi ? hi : v);\n}\n\n");
     }
     if (e.need_acts[TETHER_ACT_LEAKY_RELU]) {
-        tether_sbuf_puts(&full, "static inline float tg_leaky(float v, float alpha) {\n    return "
-                                "v < 0.0f ? alpha * v : v;\n}\n\n");
+        tether__sbuf_puts(&full, "static inline float tg_leaky(float v, float alpha) {\n    return "
+                                 "v < 0.0f ? alpha * v : v;\n}\n\n");
     }
     if (e.need_acts[TETHER_ACT_SIGMOID]) {
-        tether_sbuf_puts(&full, "static inline float tg_sigmoid(float v) {\n    return 1.0f / "
-                                "(1.0f + expf(-v));\n}\n\n");
+        tether__sbuf_puts(&full, "static inline float tg_sigmoid(float v) {\n    return 1.0f / "
+                                 "(1.0f + expf(-v));\n}\n\n");
     }
     if (e.need_acts[TETHER_ACT_HARD_SWISH]) {
-        tether_sbuf_puts(&full, "static inline float tg_hswish(float v) {\n    float r = v + "
-                                "3.0f;\n    r = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);\n    "
-                                "return v * r / 6.0f;\n}\n\n");
+        tether__sbuf_puts(&full, "static inline float tg_hswish(float v) {\n    float r = v + "
+                                 "3.0f;\n    r = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);\n    "
+                                 "return v * r / 6.0f;\n}\n\n");
     }
-    tether_sbuf_puts(&full, e.s.data ? e.s.data : "");
+    tether__sbuf_puts(&full, e.s.data ? e.s.data : "");
     emit_header(&e, &h, out);
     if (e.s.failed || h.failed || full.failed || ml.failed) {
-        tether_sbuf_free(&ml);
+        tether__sbuf_free(&ml);
         rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "codegen: out of memory");
         goto out;
     }
@@ -2033,9 +2105,9 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     full.data = NULL;
     h.data = NULL;
 out:
-    tether_sbuf_free(&e.s);
-    tether_sbuf_free(&h);
-    tether_sbuf_free(&full);
+    tether__sbuf_free(&e.s);
+    tether__sbuf_free(&h);
+    tether__sbuf_free(&full);
     for (int i = 0; i < g->ntensors && e.cname; i++) {
         free(e.cname[i]);
     }

@@ -1,7 +1,7 @@
 /*
  * The OpenCL backend: one OpenCL C kernel per operator of an inferred, planned graph, the launch
  * sequence and memory objects (metadata.json) and the weights blob (params.bin); and
- * tether_compile_graph_opencl, which writes that artifact directory. Format: docs/codegen.md,
+ * tether__compile_graph_opencl, which writes that artifact directory. Format: docs/codegen.md,
  * "OpenCL backend".
  *
  * What must stay true:
@@ -113,7 +113,7 @@ typedef struct ocl {
     step *steps;
     int nsteps, capsteps;
     char **knames; /* per node: sanitised unique kernel name (NULL = none) */
-    tether_sbuf s;
+    tether__sbuf s;
     int depth;
     int uses_images;
     unsigned char *params;
@@ -151,7 +151,7 @@ static void line(ocl *e, const char *fmt, ...)
 static void line(ocl *e, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    tether_sbuf_vline(&e->s, e->depth, "\n", fmt, ap);
+    tether__sbuf_vline(&e->s, e->depth, "\n", fmt, ap);
     va_end(ap);
 }
 
@@ -164,7 +164,7 @@ static void open_block(ocl *e, const char *fmt, ...)
 static void open_block(ocl *e, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    tether_sbuf_vline(&e->s, e->depth, " {\n", fmt, ap);
+    tether__sbuf_vline(&e->s, e->depth, " {\n", fmt, ap);
     va_end(ap);
     e->depth++;
 }
@@ -181,7 +181,7 @@ static void close_block(ocl *e) {
 
 /* A float literal of OpenCL C that round-trips. */
 static void flit(char *buf, size_t n, float v) {
-    tether_cg_float_literal(buf, n, v, true);
+    tether__cg_float_literal(buf, n, v, true);
 }
 
 static int64_t prod(const int64_t *s, int from, int to) {
@@ -235,15 +235,14 @@ static int op_supported(tether_op op) {
     case TETHER_OP_REDUCE_MEAN:
     case TETHER_OP_RESIZE_NEAREST:
         return 1;
-    default:
-        return 0;
     }
+    return 0; /* not an operator */
 }
 
 /* One error naming every node without a kernel. */
 static int check_support(const tether_ir_graph *g) {
-    tether_sbuf list;
-    tether_sbuf_init(&list);
+    tether__sbuf list;
+    tether__sbuf_init(&list);
     int count = 0;
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *n = &g->nodes[i];
@@ -256,11 +255,11 @@ static int check_support(const tether_ir_graph *g) {
             snprintf(num, sizeof num, "operator #%d", (int)n->op);
             name = num;
         }
-        tether_sbuf_printf(&list, "%snode '%s' (%s)", count ? ", " : "", n->name, name);
+        tether__sbuf_printf(&list, "%snode '%s' (%s)", count ? ", " : "", n->name, name);
         count++;
     }
     if (!count) {
-        tether_sbuf_free(&list);
+        tether__sbuf_free(&list);
         return TETHER_OK;
     }
     char msg[8192];
@@ -268,7 +267,7 @@ static int check_support(const tether_ir_graph *g) {
              "the OpenCL backend has no kernel for %d node%s: %s (compile with --backend c, or "
              "change the model)",
              count, count == 1 ? "" : "s", list.data ? list.data : "");
-    tether_sbuf_free(&list);
+    tether__sbuf_free(&list);
     int rc = tether_set_error(TETHER_ERR_UNSUPPORTED, "%s", msg);
     tether_set_error_detail(msg);
     return rc;
@@ -319,7 +318,7 @@ static int root_of(const ocl *e, int t) {
 
 static int node_has_kernel(const ocl *e, const tether_ir_node *n) {
     const tether_ir_tensor *o = T(e, n->outputs[0]);
-    return !(tether_ir_is_alias_op(n->op) && o->alias_of >= 0) && tether_ir_tensor_elements(o) > 0;
+    return !(tether__ir_is_alias_op(n->op) && o->alias_of >= 0) && tether_ir_tensor_elements(o) > 0;
 }
 
 static int assign_memory(ocl *e) {
@@ -590,8 +589,8 @@ static const char *mem_role(const ocl *e, int m) {
 /* __kernel void NAME(params, int total) { f; guard; pointers */
 static void kernel_open(ocl *e, kern *k, const char *comment) {
     step *st = k->st;
-    tether_sbuf_printf(&e->s, "/* %s */\n", comment);
-    tether_sbuf_printf(&e->s, "__kernel void %s(", st->kname);
+    tether__sbuf_printf(&e->s, "/* %s */\n", comment);
+    tether__sbuf_printf(&e->s, "__kernel void %s(", st->kname);
     for (int i = 0; i < st->nmems; i++) {
         int m = st->mems[i];
         int written = 0;
@@ -599,13 +598,13 @@ static void kernel_open(ocl *e, kern *k, const char *comment) {
             written |= k->refs[r].write && k->refs[r].at.mem == m;
         }
         if (e->mems[m].kind == MEM_IMAGE) {
-            tether_sbuf_printf(&e->s, "__read_only image2d_t m%d, ", m);
+            tether__sbuf_printf(&e->s, "__read_only image2d_t m%d, ", m);
         } else {
-            tether_sbuf_printf(&e->s, "__global %sfloat *m%d /* %s */, ", written ? "" : "const ",
-                               m, mem_role(e, m));
+            tether__sbuf_printf(&e->s, "__global %sfloat *m%d /* %s */, ", written ? "" : "const ",
+                                m, mem_role(e, m));
         }
     }
-    tether_sbuf_puts(&e->s, "int total) {\n");
+    tether__sbuf_puts(&e->s, "int total) {\n");
     e->depth = 1;
     line(e, "const int f = (int)get_global_id(0);");
     open_block(e, "if (f >= total)");
@@ -632,7 +631,7 @@ static void kernel_open(ocl *e, kern *k, const char *comment) {
 
 static void kernel_close(ocl *e) {
     e->depth = 0;
-    tether_sbuf_puts(&e->s, "}\n\n");
+    tether__sbuf_puts(&e->s, "}\n\n");
 }
 
 /* `const int p0 = ...; ...` the multi-index of flat index `flat` in shape (extent-1 dims are 0). */
@@ -731,7 +730,7 @@ static const char *in_name(int j) {
 }
 
 static int has_bias(const tether_ir_node *n) {
-    return tether_ir_main_inputs(n) > 2 && n->inputs[2] >= 0;
+    return tether__ir_main_inputs(n) > 2 && n->inputs[2] >= 0;
 }
 
 static void k_conv2d(ocl *e, const tether_ir_node *n, const kern *k) {
@@ -947,7 +946,7 @@ static void batch_expr(char *out, size_t n, const tether_ir_tensor *t, int ond) 
 
 static void k_matmul(ocl *e, const tether_ir_node *n, const kern *k) {
     tether_ir_tensor va, vb, yv;
-    tether_ir_matmul_view(e->g, n, &va, &vb, &yv);
+    tether__ir_matmul_view(e->g, n, &va, &vb, &yv);
     int nd = yv.ndim;
     long long N = yv.shape[nd - 1], K = va.shape[va.ndim - 1];
     unravel(e, "f", yv.shape, nd, "o");
@@ -982,8 +981,43 @@ static void binary_expr(char *out, size_t n, tether_op op, const char *x, const 
     case TETHER_OP_DIV:
         snprintf(out, n, "%s / %s", x, y);
         break;
-    default:
+    case TETHER_OP_POW:
         snprintf(out, n, "pow(%s, %s)", x, y);
+        break;
+    case TETHER_OP_CONV2D: /* not elementwise binary: never called with these */
+    case TETHER_OP_DENSE:
+    case TETHER_OP_MATMUL:
+    case TETHER_OP_RELU:
+    case TETHER_OP_LEAKY_RELU:
+    case TETHER_OP_PRELU:
+    case TETHER_OP_CLIP:
+    case TETHER_OP_SIGMOID:
+    case TETHER_OP_TANH:
+    case TETHER_OP_HARD_SIGMOID:
+    case TETHER_OP_HARD_SWISH:
+    case TETHER_OP_EXP:
+    case TETHER_OP_LOG:
+    case TETHER_OP_SQRT:
+    case TETHER_OP_NEG:
+    case TETHER_OP_ABS:
+    case TETHER_OP_SOFTMAX:
+    case TETHER_OP_LOG_SOFTMAX:
+    case TETHER_OP_MAX_POOL:
+    case TETHER_OP_AVG_POOL:
+    case TETHER_OP_GLOBAL_AVG_POOL:
+    case TETHER_OP_GLOBAL_MAX_POOL:
+    case TETHER_OP_RESHAPE:
+    case TETHER_OP_FLATTEN:
+    case TETHER_OP_SQUEEZE:
+    case TETHER_OP_UNSQUEEZE:
+    case TETHER_OP_TRANSPOSE:
+    case TETHER_OP_CONCAT:
+    case TETHER_OP_PAD:
+    case TETHER_OP_BATCH_NORM:
+    case TETHER_OP_LAYER_NORM:
+    case TETHER_OP_REDUCE_MEAN:
+    case TETHER_OP_RESIZE_NEAREST:
+        snprintf(out, n, "%s", x);
         break;
     }
 }
@@ -1059,7 +1093,32 @@ static void k_unary(ocl *e, const tether_ir_node *n) {
     case TETHER_OP_ABS:
         line(e, "v = fabs(v);");
         break;
-    default:
+    case TETHER_OP_CONV2D: /* not elementwise unary: never called with these */
+    case TETHER_OP_DENSE:
+    case TETHER_OP_MATMUL:
+    case TETHER_OP_ADD:
+    case TETHER_OP_SUB:
+    case TETHER_OP_MUL:
+    case TETHER_OP_DIV:
+    case TETHER_OP_POW:
+    case TETHER_OP_PRELU:
+    case TETHER_OP_SOFTMAX:
+    case TETHER_OP_LOG_SOFTMAX:
+    case TETHER_OP_MAX_POOL:
+    case TETHER_OP_AVG_POOL:
+    case TETHER_OP_GLOBAL_AVG_POOL:
+    case TETHER_OP_GLOBAL_MAX_POOL:
+    case TETHER_OP_RESHAPE:
+    case TETHER_OP_FLATTEN:
+    case TETHER_OP_SQUEEZE:
+    case TETHER_OP_UNSQUEEZE:
+    case TETHER_OP_TRANSPOSE:
+    case TETHER_OP_CONCAT:
+    case TETHER_OP_PAD:
+    case TETHER_OP_BATCH_NORM:
+    case TETHER_OP_LAYER_NORM:
+    case TETHER_OP_REDUCE_MEAN:
+    case TETHER_OP_RESIZE_NEAREST:
         break;
     }
     line(e, "y[f] = v;");
@@ -1067,7 +1126,7 @@ static void k_unary(ocl *e, const tether_ir_node *n) {
 
 static void k_softmax(ocl *e, const tether_ir_node *n) {
     const tether_ir_tensor *y = T(e, n->outputs[0]);
-    int ax = tether_ir_norm_axis(n->attrs.axis, y->ndim);
+    int ax = tether__ir_norm_axis(n->attrs.axis, y->ndim);
     long long len = y->shape[ax], inner = prod(y->shape, ax + 1, y->ndim);
     line(e, "const int p = f / %lld;", inner);
     line(e, "const int q = f %% %lld;", inner);
@@ -1248,7 +1307,7 @@ static void k_batch_norm(ocl *e, const tether_ir_node *n) {
 
 static void k_layer_norm(ocl *e, const tether_ir_node *n) {
     const tether_ir_tensor *x = T(e, n->inputs[0]);
-    int ax = tether_ir_norm_axis(n->attrs.axis, x->ndim);
+    int ax = tether__ir_norm_axis(n->attrs.axis, x->ndim);
     long long inner = prod(x->shape, ax, x->ndim);
     int bias = n->ninputs > 2 && n->inputs[2] >= 0;
     char eps[48];
@@ -1356,7 +1415,7 @@ static void set_sizes(ocl *e, step *s, int64_t total) {
 
 /* A human-readable description of a node for the comment above its kernel. */
 static void describe(const ocl *e, const tether_ir_node *n, char *buf, size_t cap) {
-    size_t o = (size_t)snprintf(buf, cap, "%s: %s(", tether_cg_comment_text(n->name),
+    size_t o = (size_t)snprintf(buf, cap, "%s: %s(", tether__cg_comment_text(n->name),
                                 tether_op_name(n->op));
     char sh[160];
     for (int j = 0; j < n->ninputs && o < cap; j++) {
@@ -1365,14 +1424,14 @@ static void describe(const ocl *e, const tether_ir_node *n, char *buf, size_t ca
             continue;
         }
         const tether_ir_tensor *t = T(e, n->inputs[j]);
-        tether_shape_text(sh, sizeof sh, t->shape, t->ndim);
+        tether__shape_text(sh, sizeof sh, t->shape, t->ndim);
         o += (size_t)snprintf(buf + o, cap - o, "%s%s %s", j ? ", " : "",
-                              tether_cg_comment_text(t->name), sh);
+                              tether__cg_comment_text(t->name), sh);
     }
     if (o < cap) {
         const tether_ir_tensor *t = T(e, n->outputs[0]);
-        tether_shape_text(sh, sizeof sh, t->shape, t->ndim);
-        o += (size_t)snprintf(buf + o, cap - o, ") -> %s %s", tether_cg_comment_text(t->name), sh);
+        tether__shape_text(sh, sizeof sh, t->shape, t->ndim);
+        o += (size_t)snprintf(buf + o, cap - o, ") -> %s %s", tether__cg_comment_text(t->name), sh);
     }
     if (o < cap && n->attrs.act != TETHER_ACT_NONE) {
         o += (size_t)snprintf(buf + o, cap - o, ", epilogue %s", tether_act_name(n->attrs.act));
@@ -1384,7 +1443,7 @@ static void describe(const ocl *e, const tether_ir_node *n, char *buf, size_t ca
 
 static void unique_kname(ocl *e, step *s, const char *base) {
     char b[TETHER_CG_IDENT_BUF];
-    tether_cg_ident(b, base, false);
+    tether__cg_ident(b, base, false);
     snprintf(s->kname, sizeof s->kname, "%s_%s", e->P, b);
     for (int k = 2;; k++) {
         int clash = 0;
@@ -1413,7 +1472,7 @@ static int emit_node(ocl *e, int idx) {
     k.st = s;
     k.img = -1;
     int tex = is_texture_conv(e, n), pk = is_packed_conv(e, n);
-    int nmain = tether_ir_main_inputs(n);
+    int nmain = tether__ir_main_inputs(n);
     for (int j = 0; j < n->ninputs; j++) {
         int t = n->inputs[j];
         if (t < 0) {
@@ -1445,16 +1504,49 @@ static int emit_node(ocl *e, int idx) {
         break;
     case TETHER_OP_SOFTMAX:
     case TETHER_OP_LOG_SOFTMAX: {
-        int ax = tether_ir_norm_axis(n->attrs.axis, y->ndim);
+        int ax = tether__ir_norm_axis(n->attrs.axis, y->ndim);
         total /= y->shape[ax];
         break;
     }
     case TETHER_OP_LAYER_NORM: {
-        int ax = tether_ir_norm_axis(n->attrs.axis, y->ndim);
+        int ax = tether__ir_norm_axis(n->attrs.axis, y->ndim);
         total = prod(y->shape, 0, ax);
         break;
     }
-    default:
+    case TETHER_OP_DENSE:
+    case TETHER_OP_MATMUL:
+    case TETHER_OP_ADD:
+    case TETHER_OP_SUB:
+    case TETHER_OP_MUL:
+    case TETHER_OP_DIV:
+    case TETHER_OP_POW:
+    case TETHER_OP_RELU:
+    case TETHER_OP_LEAKY_RELU:
+    case TETHER_OP_PRELU:
+    case TETHER_OP_CLIP:
+    case TETHER_OP_SIGMOID:
+    case TETHER_OP_TANH:
+    case TETHER_OP_HARD_SIGMOID:
+    case TETHER_OP_HARD_SWISH:
+    case TETHER_OP_EXP:
+    case TETHER_OP_LOG:
+    case TETHER_OP_SQRT:
+    case TETHER_OP_NEG:
+    case TETHER_OP_ABS:
+    case TETHER_OP_MAX_POOL:
+    case TETHER_OP_AVG_POOL:
+    case TETHER_OP_GLOBAL_AVG_POOL:
+    case TETHER_OP_GLOBAL_MAX_POOL:
+    case TETHER_OP_RESHAPE:
+    case TETHER_OP_FLATTEN:
+    case TETHER_OP_SQUEEZE:
+    case TETHER_OP_UNSQUEEZE:
+    case TETHER_OP_TRANSPOSE:
+    case TETHER_OP_CONCAT:
+    case TETHER_OP_PAD:
+    case TETHER_OP_BATCH_NORM:
+    case TETHER_OP_REDUCE_MEAN:
+    case TETHER_OP_RESIZE_NEAREST:
         break;
     }
     set_sizes(e, s, total);
@@ -1524,7 +1616,18 @@ static int emit_node(ocl *e, int idx) {
     case TETHER_OP_RESIZE_NEAREST:
         k_resize(e, n);
         break;
-    default:
+    case TETHER_OP_RELU:
+    case TETHER_OP_LEAKY_RELU:
+    case TETHER_OP_CLIP:
+    case TETHER_OP_SIGMOID:
+    case TETHER_OP_TANH:
+    case TETHER_OP_HARD_SIGMOID:
+    case TETHER_OP_HARD_SWISH:
+    case TETHER_OP_EXP:
+    case TETHER_OP_LOG:
+    case TETHER_OP_SQRT:
+    case TETHER_OP_NEG:
+    case TETHER_OP_ABS:
         k_unary(e, n);
         break;
     }
@@ -1553,7 +1656,7 @@ static int emit_output_copy(ocl *e, int t) {
     set_sizes(e, s, total);
     char comment[300];
     snprintf(comment, sizeof comment, "graph output %s is %s: a copy; %lld work-items",
-             tether_cg_comment_text(T(e, t)->name),
+             tether__cg_comment_text(T(e, t)->name),
              T(e, root_of(e, t))->kind == TETHER_TENSOR_CONSTANT ? "a constant" : "a graph input",
              (long long)total);
     kernel_open(e, &k, comment);
@@ -1713,7 +1816,7 @@ static void ocl_free(ocl *e) {
     free(e->pk);
     free(e->steps);
     free(e->params);
-    tether_sbuf_free(&e->s);
+    tether__sbuf_free(&e->s);
 }
 
 int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
@@ -1725,7 +1828,7 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
         o = &d;
     }
     const char *P = o->prefix ? o->prefix : "tether_model";
-    int rc = tether_cg_check_prefix(P);
+    int rc = tether__cg_check_prefix(P);
     if (rc) {
         return rc;
     }
@@ -1743,7 +1846,7 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
     e.o = o;
     e.P = P;
     e.local = o->local_size ? o->local_size : 64;
-    tether_sbuf_init(&e.s);
+    tether__sbuf_init(&e.s);
     if ((rc = assign_memory(&e))) {
         ocl_free(&e);
         return rc;
@@ -1767,27 +1870,28 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
         ocl_free(&e);
         return rc;
     }
-    tether_sbuf src;
-    tether_sbuf_init(&src);
-    tether_sbuf_printf(&src,
-                       "/*\n * %s.cl: OpenCL C kernels of model '%s', generated by `tether "
-                       "compile --backend opencl`\n * (docs/codegen.md). Do not edit.\n *\n"
-                       " * %d kernels, launched in file order as metadata.json's steps list "
-                       "them: one work-item per\n * output element (per 4 output channels "
-                       "of a texture-weight conv, per row of softmax and\n * layer_norm), "
-                       "global sizes rounded up to the work-group size, `total` = the\n * "
-                       "work-items that do work. Memory objects m<i> are metadata.json's "
-                       "memory[i].\n */\n",
-                       P, tether_cg_comment_text(g->name), e.nsteps);
+    tether__sbuf src;
+    tether__sbuf_init(&src);
+    tether__sbuf_printf(&src,
+                        "/*\n * %s.cl: OpenCL C kernels of model '%s', generated by `tether "
+                        "compile --backend opencl`\n * (docs/codegen.md). Do not edit.\n *\n"
+                        " * %d kernels, launched in file order as metadata.json's steps list "
+                        "them: one work-item per\n * output element (per 4 output channels "
+                        "of a texture-weight conv, per row of softmax and\n * layer_norm), "
+                        "global sizes rounded up to the work-group size, `total` = the\n * "
+                        "work-items that do work. Memory objects m<i> are metadata.json's "
+                        "memory[i].\n */\n",
+                        P, tether__cg_comment_text(g->name), e.nsteps);
     if (e.uses_images) {
-        tether_sbuf_puts(&src, "__constant sampler_t TT_SAMPLER =\n    CLK_NORMALIZED_COORDS_FALSE "
-                               "| CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;\n");
+        tether__sbuf_puts(&src,
+                          "__constant sampler_t TT_SAMPLER =\n    CLK_NORMALIZED_COORDS_FALSE "
+                          "| CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;\n");
     }
-    tether_sbuf_puts(&src, "\n");
-    tether_sbuf_puts(&src, e.s.data ? e.s.data : "");
+    tether__sbuf_puts(&src, "\n");
+    tether__sbuf_puts(&src, e.s.data ? e.s.data : "");
     char *meta = metadata_json(&e);
     if (src.failed || !meta) {
-        tether_sbuf_free(&src);
+        tether__sbuf_free(&src);
         free(meta);
         ocl_free(&e);
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "OpenCL codegen: out of memory");
@@ -1832,17 +1936,17 @@ static char *report_json(const tether_ir_graph *g, const tether_compile_result *
     return text;
 }
 
-int tether_compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
-                                const tether_compile_options *o, tether_compile_result *res) {
-    double t0 = tether_now_s();
+int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
+                                 const tether_compile_options *o, tether_compile_result *res) {
+    double t0 = tether__now_s();
     const char *P = o->codegen.prefix ? o->codegen.prefix : "tether_model";
-    tether_artifact_writer w;
-    int rc = tether_artifact_init(&w, out_dir);
+    tether__artifact_writer w;
+    int rc = tether__artifact_init(&w, out_dir);
     if (rc) {
         return rc;
     }
     tether_memplan plan;
-    if ((rc = tether_compile_passes_and_plan(g, o, res, &plan))) {
+    if ((rc = tether__compile_passes_and_plan(g, o, res, &plan))) {
         return rc;
     }
     tether_opencl_options oo = o->opencl;
@@ -1853,11 +1957,11 @@ int tether_compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
     if (rc) {
         return rc;
     }
-    res->codegen_seconds = tether_now_s() - t0;
+    res->codegen_seconds = tether__now_s() - t0;
     res->workspace_size = cg.workspace_size;
     res->params_bytes = cg.params_bytes;
     snprintf(res->entry, sizeof res->entry, "%s", "");
-    if ((rc = tether_artifact_open_dir(&w, P))) {
+    if ((rc = tether__artifact_open_dir(&w, P))) {
         tether_opencl_output_close(&cg);
         return rc;
     }
@@ -1868,21 +1972,21 @@ int tether_compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
     char name[200];
     snprintf(name, sizeof name, "%s.cl", P);
     if (!rc) {
-        rc = tether_artifact_put(&w, name, cg.source, strlen(cg.source));
+        rc = tether__artifact_put(&w, name, cg.source, strlen(cg.source));
     }
     if (!rc && cg.params_bytes) {
-        rc = tether_artifact_put(&w, "params.bin", cg.params, cg.params_bytes);
+        rc = tether__artifact_put(&w, "params.bin", cg.params, cg.params_bytes);
     }
     if (!rc) {
-        rc = tether_artifact_put(&w, "metadata.json", cg.metadata, strlen(cg.metadata));
+        rc = tether__artifact_put(&w, "metadata.json", cg.metadata, strlen(cg.metadata));
     }
     if (!rc) {
-        rc = tether_artifact_put(&w, "report.json", rep, strlen(rep));
+        rc = tether__artifact_put(&w, "report.json", rep, strlen(rep));
     }
     free(rep);
     tether_opencl_output_close(&cg);
     if (rc) {
-        return tether_artifact_rollback(&w, rc);
+        return tether__artifact_rollback(&w, rc);
     }
     return TETHER_OK;
 }

@@ -24,7 +24,7 @@ static const char *const c_keywords[] = {
     "typedef", "union",  "unsigned", "void",   "volatile", "while",    "main",
 };
 
-void tether_cg_ident(char out[TETHER_CG_IDENT_BUF], const char *name, bool avoid_keywords) {
+void tether__cg_ident(char out[TETHER_CG_IDENT_BUF], const char *name, bool avoid_keywords) {
     size_t n = strlen(name);
     if (n > TETHER_CG_IDENT_MAX) {
         n = TETHER_CG_IDENT_MAX;
@@ -46,7 +46,7 @@ void tether_cg_ident(char out[TETHER_CG_IDENT_BUF], const char *name, bool avoid
     }
 }
 
-const char *tether_cg_comment_text(const char *s) {
+const char *tether__cg_comment_text(const char *s) {
     static char buf[4][128];
     static unsigned k;
     char *o = buf[k++ & 3u];
@@ -63,8 +63,8 @@ const char *tether_cg_comment_text(const char *s) {
     return o;
 }
 
-int tether_cg_check_prefix(const char *prefix) {
-    if (!tether_c_identifier_ok(prefix, TETHER_CG_IDENT_MAX)) {
+int tether__cg_check_prefix(const char *prefix) {
+    if (!tether__c_identifier_ok(prefix, TETHER_CG_IDENT_MAX)) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "prefix '%s' is not a C identifier of at most %d characters",
                                 prefix ? prefix : "(null)", TETHER_CG_IDENT_MAX);
@@ -72,7 +72,7 @@ int tether_cg_check_prefix(const char *prefix) {
     return TETHER_OK;
 }
 
-void tether_cg_float_literal(char *buf, size_t n, float v, bool opencl) {
+void tether__cg_float_literal(char *buf, size_t n, float v, bool opencl) {
     if (isnan(v)) {
         snprintf(buf, n, "NAN");
     } else if (isinf(v)) {

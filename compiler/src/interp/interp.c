@@ -99,9 +99,35 @@ static float unary(tether_op op, float v, const tether_ir_attrs *a) {
         return -v;
     case TETHER_OP_ABS:
         return fabsf(v);
-    default:
-        return v;
+    case TETHER_OP_CONV2D: /* not elementwise unary: never called with these */
+    case TETHER_OP_DENSE:
+    case TETHER_OP_MATMUL:
+    case TETHER_OP_ADD:
+    case TETHER_OP_SUB:
+    case TETHER_OP_MUL:
+    case TETHER_OP_DIV:
+    case TETHER_OP_POW:
+    case TETHER_OP_PRELU:
+    case TETHER_OP_SOFTMAX:
+    case TETHER_OP_LOG_SOFTMAX:
+    case TETHER_OP_MAX_POOL:
+    case TETHER_OP_AVG_POOL:
+    case TETHER_OP_GLOBAL_AVG_POOL:
+    case TETHER_OP_GLOBAL_MAX_POOL:
+    case TETHER_OP_RESHAPE:
+    case TETHER_OP_FLATTEN:
+    case TETHER_OP_SQUEEZE:
+    case TETHER_OP_UNSQUEEZE:
+    case TETHER_OP_TRANSPOSE:
+    case TETHER_OP_CONCAT:
+    case TETHER_OP_PAD:
+    case TETHER_OP_BATCH_NORM:
+    case TETHER_OP_LAYER_NORM:
+    case TETHER_OP_REDUCE_MEAN:
+    case TETHER_OP_RESIZE_NEAREST:
+        break;
     }
+    return v;
 }
 
 static float binary(tether_op op, float x, float y) {
@@ -114,9 +140,44 @@ static float binary(tether_op op, float x, float y) {
         return x * y;
     case TETHER_OP_DIV:
         return x / y;
-    default:
+    case TETHER_OP_POW:
         return powf(x, y);
+    case TETHER_OP_CONV2D: /* not elementwise binary: never called with these */
+    case TETHER_OP_DENSE:
+    case TETHER_OP_MATMUL:
+    case TETHER_OP_RELU:
+    case TETHER_OP_LEAKY_RELU:
+    case TETHER_OP_PRELU:
+    case TETHER_OP_CLIP:
+    case TETHER_OP_SIGMOID:
+    case TETHER_OP_TANH:
+    case TETHER_OP_HARD_SIGMOID:
+    case TETHER_OP_HARD_SWISH:
+    case TETHER_OP_EXP:
+    case TETHER_OP_LOG:
+    case TETHER_OP_SQRT:
+    case TETHER_OP_NEG:
+    case TETHER_OP_ABS:
+    case TETHER_OP_SOFTMAX:
+    case TETHER_OP_LOG_SOFTMAX:
+    case TETHER_OP_MAX_POOL:
+    case TETHER_OP_AVG_POOL:
+    case TETHER_OP_GLOBAL_AVG_POOL:
+    case TETHER_OP_GLOBAL_MAX_POOL:
+    case TETHER_OP_RESHAPE:
+    case TETHER_OP_FLATTEN:
+    case TETHER_OP_SQUEEZE:
+    case TETHER_OP_UNSQUEEZE:
+    case TETHER_OP_TRANSPOSE:
+    case TETHER_OP_CONCAT:
+    case TETHER_OP_PAD:
+    case TETHER_OP_BATCH_NORM:
+    case TETHER_OP_LAYER_NORM:
+    case TETHER_OP_REDUCE_MEAN:
+    case TETHER_OP_RESIZE_NEAREST:
+        break;
     }
+    return NAN;
 }
 
 static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **buf) {
@@ -173,7 +234,7 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **
         const tether_ir_tensor *bt = &g->tensors[n->inputs[1]];
         const tether_ir_tensor *ct = NULL;
         const float *C = NULL;
-        if (tether_ir_main_inputs(n) > 2 && n->inputs[2] >= 0) {
+        if (tether__ir_main_inputs(n) > 2 && n->inputs[2] >= 0) {
             ct = &g->tensors[n->inputs[2]];
             C = buf[n->inputs[2]];
         }
@@ -203,7 +264,7 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **
     case TETHER_OP_MATMUL: {
         /* rank-1 operands promoted; the output viewed with its extent-1 dimensions */
         tether_ir_tensor va, vb, yv;
-        tether_ir_matmul_view(g, n, &va, &vb, &yv);
+        tether__ir_matmul_view(g, n, &va, &vb, &yv);
         const tether_ir_tensor *bt = &vb;
         xt = &va;
         const float *B = buf[n->inputs[1]];
@@ -255,7 +316,7 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **
     }
     case TETHER_OP_SOFTMAX:
     case TETHER_OP_LOG_SOFTMAX: {
-        int ax = tether_ir_norm_axis(a->axis, o->ndim);
+        int ax = tether__ir_norm_axis(a->axis, o->ndim);
         int64_t outer = 1, inner = 1, len = o->shape[ax];
         for (int i = 0; i < ax; i++) {
             outer *= o->shape[i];
@@ -474,7 +535,18 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **
         }
         return;
     }
-    default:
+    case TETHER_OP_RELU:
+    case TETHER_OP_LEAKY_RELU:
+    case TETHER_OP_CLIP:
+    case TETHER_OP_SIGMOID:
+    case TETHER_OP_TANH:
+    case TETHER_OP_HARD_SIGMOID:
+    case TETHER_OP_HARD_SWISH:
+    case TETHER_OP_EXP:
+    case TETHER_OP_LOG:
+    case TETHER_OP_SQRT:
+    case TETHER_OP_NEG:
+    case TETHER_OP_ABS:
         for (size_t f = 0; f < total; f++) {
             y[f] = unary(n->op, x[f], a);
         }
@@ -536,7 +608,7 @@ out:
     return rc;
 }
 
-int tether_interp_eval_node(const tether_ir_graph *g, int node, float *out) {
+int tether__interp_eval_node(const tether_ir_graph *g, int node, float *out) {
     const tether_ir_node *n = &g->nodes[node];
     float **buf = calloc((size_t)g->ntensors, sizeof(float *));
     if (!buf) {

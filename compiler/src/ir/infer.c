@@ -16,37 +16,24 @@
 #include "tether/crt/error.h"
 #include "tether/ir.h"
 
-int tether_ir_is_alias_op(tether_op op) {
-    return op == TETHER_OP_RESHAPE || op == TETHER_OP_FLATTEN || op == TETHER_OP_SQUEEZE ||
-           op == TETHER_OP_UNSQUEEZE;
+static bool is_kind(tether_op op, tether__op_kind kind) {
+    const tether__op_info *info = tether__op_info_of(op);
+    return info && info->kind == kind;
 }
 
-int tether_ir_is_unary(tether_op op) {
-    switch (op) {
-    case TETHER_OP_RELU:
-    case TETHER_OP_LEAKY_RELU:
-    case TETHER_OP_CLIP:
-    case TETHER_OP_SIGMOID:
-    case TETHER_OP_TANH:
-    case TETHER_OP_HARD_SIGMOID:
-    case TETHER_OP_HARD_SWISH:
-    case TETHER_OP_EXP:
-    case TETHER_OP_LOG:
-    case TETHER_OP_SQRT:
-    case TETHER_OP_NEG:
-    case TETHER_OP_ABS:
-        return 1;
-    default:
-        return 0;
-    }
+int tether__ir_is_alias_op(tether_op op) {
+    return is_kind(op, TETHER__OPK_ALIAS);
 }
 
-int tether_ir_is_binary(tether_op op) {
-    return op == TETHER_OP_ADD || op == TETHER_OP_SUB || op == TETHER_OP_MUL ||
-           op == TETHER_OP_DIV || op == TETHER_OP_POW;
+int tether__ir_is_unary(tether_op op) {
+    return is_kind(op, TETHER__OPK_UNARY);
 }
 
-int tether_ir_norm_axis(int64_t axis, int ndim) {
+int tether__ir_is_binary(tether_op op) {
+    return is_kind(op, TETHER__OPK_BINARY);
+}
+
+int tether__ir_norm_axis(int64_t axis, int ndim) {
     if (axis < 0) {
         axis += ndim;
     }
@@ -56,12 +43,12 @@ int tether_ir_norm_axis(int64_t axis, int ndim) {
     return (int)axis;
 }
 
-int tether_ir_main_inputs(const tether_ir_node *n) {
+int tether__ir_main_inputs(const tether_ir_node *n) {
     return n->attrs.has_residual ? n->ninputs - 1 : n->ninputs;
 }
 
-void tether_ir_matmul_view(const tether_ir_graph *g, const tether_ir_node *n, tether_ir_tensor *a,
-                           tether_ir_tensor *b, tether_ir_tensor *y) {
+void tether__ir_matmul_view(const tether_ir_graph *g, const tether_ir_node *n, tether_ir_tensor *a,
+                            tether_ir_tensor *b, tether_ir_tensor *y) {
     const tether_ir_tensor *x = &g->tensors[n->inputs[0]], *z = &g->tensors[n->inputs[1]];
     *a = *x;
     *b = *z;
@@ -77,14 +64,14 @@ void tether_ir_matmul_view(const tether_ir_graph *g, const tether_ir_node *n, te
         b->shape[1] = 1;
     }
     int nd = 0;
-    tether_ir_broadcast(a->shape, a->ndim - 2, b->shape, b->ndim - 2, y->shape, &nd);
+    tether__ir_broadcast(a->shape, a->ndim - 2, b->shape, b->ndim - 2, y->shape, &nd);
     y->shape[nd] = a->shape[a->ndim - 2];
     y->shape[nd + 1] = b->shape[b->ndim - 1];
     y->ndim = nd + 2;
 }
 
-int tether_ir_broadcast(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out,
-                        int *nout) {
+int tether__ir_broadcast(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out,
+                         int *nout) {
     int n = na > nb ? na : nb;
     for (int i = 0; i < n; i++) {
         int64_t da = i < n - na ? 1 : a[i - (n - na)];
@@ -111,32 +98,6 @@ static int node_error(const tether_ir_node *n, int status, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     return tether_set_error(status, "node '%s' (%s): %s", n->name, tether_op_name(n->op), msg);
-}
-
-typedef struct arity {
-    int min, max;
-} arity;
-
-static arity op_arity(tether_op op) {
-    switch (op) {
-    case TETHER_OP_CONV2D:
-    case TETHER_OP_DENSE:
-        return (arity){2, 3};
-    case TETHER_OP_MATMUL:
-    case TETHER_OP_PRELU:
-        return (arity){2, 2};
-    case TETHER_OP_BATCH_NORM:
-        return (arity){5, 5};
-    case TETHER_OP_LAYER_NORM:
-        return (arity){2, 3};
-    case TETHER_OP_CONCAT:
-        return (arity){1, TETHER_IR_MAX_INPUTS};
-    default:
-        if (tether_ir_is_binary(op)) {
-            return (arity){2, 2};
-        }
-        return (arity){1, 1};
-    }
 }
 
 static const tether_ir_tensor *in_t(const tether_ir_graph *g, const tether_ir_node *n, int i) {
@@ -207,7 +168,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
                               (long long)x->shape[1], (long long)w->shape[1], (long long)a->groups);
         }
         if (b && (b->ndim != 1 || b->shape[0] != w->shape[0])) {
-            tether_shape_text(s1, sizeof s1, b->shape, b->ndim);
+            tether__shape_text(s1, sizeof s1, b->shape, b->ndim);
             return node_error(n, TETHER_ERR_MISMATCH, "bias shape %s, expected [%lld]", s1,
                               (long long)w->shape[0]);
         }
@@ -255,9 +216,9 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
         if (c) {
             int64_t tmp[TETHER_IR_MAX_NDIM];
             int nd;
-            if (c->ndim > 2 || tether_ir_broadcast(os, 2, c->shape, c->ndim, tmp, &nd) ||
+            if (c->ndim > 2 || tether__ir_broadcast(os, 2, c->shape, c->ndim, tmp, &nd) ||
                 tmp[0] != m || tmp[1] != nn) {
-                tether_shape_text(s1, sizeof s1, c->shape, c->ndim);
+                tether__shape_text(s1, sizeof s1, c->shape, c->ndim);
                 return node_error(n, TETHER_ERR_MISMATCH,
                                   "C shape %s does not broadcast to [%lld,%lld]", s1, (long long)m,
                                   (long long)nn);
@@ -286,7 +247,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
                               (long long)av.shape[av.ndim - 1], (long long)bv.shape[bv.ndim - 2]);
         }
         int nd;
-        if (tether_ir_broadcast(av.shape, av.ndim - 2, bv.shape, bv.ndim - 2, os, &nd)) {
+        if (tether__ir_broadcast(av.shape, av.ndim - 2, bv.shape, bv.ndim - 2, os, &nd)) {
             return node_error(n, TETHER_ERR_MISMATCH, "batch dimensions do not broadcast");
         }
         if (x->ndim > 1) {
@@ -307,9 +268,9 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
         if (!y) {
             return node_error(n, TETHER_ERR_INVALID_ARG, "second input is missing");
         }
-        if (tether_ir_broadcast(x->shape, x->ndim, y->shape, y->ndim, os, ond)) {
-            tether_shape_text(s1, sizeof s1, x->shape, x->ndim);
-            tether_shape_text(s2, sizeof s2, y->shape, y->ndim);
+        if (tether__ir_broadcast(x->shape, x->ndim, y->shape, y->ndim, os, ond)) {
+            tether__shape_text(s1, sizeof s1, x->shape, x->ndim);
+            tether__shape_text(s2, sizeof s2, y->shape, y->ndim);
             return node_error(n, TETHER_ERR_MISMATCH, "shapes %s and %s do not broadcast", s1, s2);
         }
         return TETHER_OK;
@@ -318,7 +279,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
         const tether_ir_tensor *sl = in_t(g, n, 1);
         int64_t tmp[TETHER_IR_MAX_NDIM];
         int nd;
-        if (!sl || tether_ir_broadcast(x->shape, x->ndim, sl->shape, sl->ndim, tmp, &nd) ||
+        if (!sl || tether__ir_broadcast(x->shape, x->ndim, sl->shape, sl->ndim, tmp, &nd) ||
             nd != x->ndim || memcmp(tmp, x->shape, sizeof(int64_t) * (size_t)nd) != 0) {
             return node_error(n, TETHER_ERR_MISMATCH, "slope does not broadcast to the input");
         }
@@ -328,7 +289,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
     }
     case TETHER_OP_SOFTMAX:
     case TETHER_OP_LOG_SOFTMAX:
-        if (x->ndim < 1 || tether_ir_norm_axis(a->axis, x->ndim) < 0) {
+        if (x->ndim < 1 || tether__ir_norm_axis(a->axis, x->ndim) < 0) {
             return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld out of range for rank %d",
                               (long long)a->axis, x->ndim);
         }
@@ -445,7 +406,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
             }
         }
         for (int i = 0; i < a->nints; i++) {
-            int ax = tether_ir_norm_axis(a->ints[i], x->ndim);
+            int ax = tether__ir_norm_axis(a->ints[i], x->ndim);
             if (ax < 0 || x->shape[ax] != 1) {
                 return node_error(n, TETHER_ERR_INVALID_ARG,
                                   "axis %lld is out of range or not of extent 1",
@@ -469,7 +430,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
                               TETHER_IR_MAX_NDIM);
         }
         for (int i = 0; i < a->nints; i++) {
-            int ax = tether_ir_norm_axis(a->ints[i], nd);
+            int ax = tether__ir_norm_axis(a->ints[i], nd);
             if (ax < 0 || ins[ax]) {
                 return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld invalid or repeated",
                                   (long long)a->ints[i]);
@@ -495,7 +456,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
                               a->nints, x->ndim);
         }
         for (int i = 0; i < a->nints; i++) {
-            int p = tether_ir_norm_axis(a->ints[i], x->ndim);
+            int p = tether__ir_norm_axis(a->ints[i], x->ndim);
             if (p < 0 || seen[p]) {
                 return node_error(n, TETHER_ERR_INVALID_ARG, "perm is not a permutation");
             }
@@ -507,7 +468,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
         return TETHER_OK;
     }
     case TETHER_OP_CONCAT: {
-        int ax = tether_ir_norm_axis(a->axis, x->ndim);
+        int ax = tether__ir_norm_axis(a->axis, x->ndim);
         if (ax < 0) {
             return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld out of range for rank %d",
                               (long long)a->axis, x->ndim);
@@ -563,7 +524,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
         *ond = x->ndim;
         return TETHER_OK;
     case TETHER_OP_LAYER_NORM: {
-        int ax = tether_ir_norm_axis(a->axis, x->ndim);
+        int ax = tether__ir_norm_axis(a->axis, x->ndim);
         if (ax < 0) {
             return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld out of range for rank %d",
                               (long long)a->axis, x->ndim);
@@ -579,7 +540,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
             }
             if (p->ndim != x->ndim - ax ||
                 memcmp(p->shape, x->shape + ax, sizeof(int64_t) * (size_t)p->ndim) != 0) {
-                tether_shape_text(s1, sizeof s1, p->shape, p->ndim);
+                tether__shape_text(s1, sizeof s1, p->shape, p->ndim);
                 return node_error(n, TETHER_ERR_MISMATCH,
                                   "%s shape %s differs from the normalised dimensions",
                                   i == 1 ? "scale" : "bias", s1);
@@ -597,7 +558,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
             }
         }
         for (int i = 0; i < a->nints; i++) {
-            int ax = tether_ir_norm_axis(a->ints[i], x->ndim);
+            int ax = tether__ir_norm_axis(a->ints[i], x->ndim);
             if (ax < 0) {
                 return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld out of range",
                                   (long long)a->ints[i]);
@@ -630,28 +591,42 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
         os[3] = x->shape[3] * a->scales[1];
         *ond = 4;
         return TETHER_OK;
-    default:
-        if (tether_ir_is_unary(n->op)) {
-            if (n->op == TETHER_OP_CLIP && !(a->min <= a->max)) {
-                return node_error(n, TETHER_ERR_INVALID_ARG, "min is greater than max");
-            }
-            memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-            *ond = x->ndim;
-            return TETHER_OK;
+    case TETHER_OP_RELU:
+    case TETHER_OP_LEAKY_RELU:
+    case TETHER_OP_CLIP:
+    case TETHER_OP_SIGMOID:
+    case TETHER_OP_TANH:
+    case TETHER_OP_HARD_SIGMOID:
+    case TETHER_OP_HARD_SWISH:
+    case TETHER_OP_EXP:
+    case TETHER_OP_LOG:
+    case TETHER_OP_SQRT:
+    case TETHER_OP_NEG:
+    case TETHER_OP_ABS:
+        if (n->op == TETHER_OP_CLIP && !(a->min <= a->max)) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "min is greater than max");
         }
-        return node_error(n, TETHER_ERR_INTERNAL, "no shape rule");
+        memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+        *ond = x->ndim;
+        return TETHER_OK;
     }
+    return node_error(n, TETHER_ERR_INTERNAL, "no shape rule"); /* not an operator */
 }
 
 static int check_node_io(tether_ir_node *n) {
-    arity ar = op_arity(n->op);
-    int nin = tether_ir_main_inputs(n);
-    if (nin < ar.min || nin > ar.max) {
-        if (ar.min == ar.max) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "takes %d inputs, got %d", ar.min, nin);
+    const tether__op_info *info = tether__op_info_of(n->op);
+    if (!info) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "node '%s': unknown operator %d", n->name,
+                                (int)n->op);
+    }
+    int nin = tether__ir_main_inputs(n);
+    if (nin < info->min_inputs || nin > info->max_inputs) {
+        if (info->min_inputs == info->max_inputs) {
+            return node_error(n, TETHER_ERR_INVALID_ARG, "takes %d inputs, got %d",
+                              info->min_inputs, nin);
         }
-        return node_error(n, TETHER_ERR_INVALID_ARG, "takes %d to %d inputs, got %d", ar.min,
-                          ar.max, nin);
+        return node_error(n, TETHER_ERR_INVALID_ARG, "takes %d to %d inputs, got %d",
+                          info->min_inputs, info->max_inputs, nin);
     }
     if (n->noutputs != 1) {
         return node_error(n, TETHER_ERR_INVALID_ARG, "has %d outputs, expected 1", n->noutputs);
@@ -665,11 +640,11 @@ static int check_node_io(tether_ir_node *n) {
         }
     }
     if (n->attrs.act != TETHER_ACT_NONE || n->attrs.has_residual) {
-        if (n->op != TETHER_OP_CONV2D && n->op != TETHER_OP_DENSE && n->op != TETHER_OP_MATMUL) {
+        if (!info->epilogue) {
             return node_error(n, TETHER_ERR_UNSUPPORTED,
                               "fused activation/residual only on conv2d, dense and matmul");
         }
-        if ((int)n->attrs.act < 0 || n->attrs.act > TETHER_ACT_HARD_SWISH) {
+        if ((int)n->attrs.act < 0 || (int)n->attrs.act >= TETHER_ACT_COUNT_) {
             return node_error(n, TETHER_ERR_INVALID_ARG, "invalid fused activation %d",
                               (int)n->attrs.act);
         }
@@ -860,8 +835,8 @@ static int infer_output(tether_ir_graph *g, tether_ir_node *n) {
     if (o->ndim != TETHER_IR_SHAPE_UNKNOWN &&
         (o->ndim != ndim || memcmp(o->shape, shape, sizeof(int64_t) * (size_t)ndim) != 0)) {
         char s1[96], s2[96];
-        tether_shape_text(s1, sizeof s1, o->shape, o->ndim);
-        tether_shape_text(s2, sizeof s2, shape, ndim);
+        tether__shape_text(s1, sizeof s1, o->shape, o->ndim);
+        tether__shape_text(s2, sizeof s2, shape, ndim);
         return node_error(n, TETHER_ERR_MISMATCH,
                           "output '%s' is declared %s but the inputs give %s", o->name, s1, s2);
     }
@@ -953,7 +928,7 @@ int tether_ir_infer(tether_ir_graph *g) {
             n->op == TETHER_OP_AVG_POOL) {
             o->layout = TETHER_LAYOUT_NCHW;
         }
-        if (tether_ir_is_alias_op(n->op)) {
+        if (tether__ir_is_alias_op(n->op)) {
             int src = n->inputs[0];
             int is_out = 0;
             for (int k = 0; k < g->noutputs; k++) {
@@ -1039,7 +1014,34 @@ int tether_ir_print(FILE *out, const tether_ir_graph *g) {
         case TETHER_OP_CLIP:
             fprintf(out, " min=%g max=%g", (double)a->min, (double)a->max);
             break;
-        default:
+        case TETHER_OP_MATMUL:
+        case TETHER_OP_ADD:
+        case TETHER_OP_SUB:
+        case TETHER_OP_MUL:
+        case TETHER_OP_DIV:
+        case TETHER_OP_POW:
+        case TETHER_OP_RELU:
+        case TETHER_OP_LEAKY_RELU:
+        case TETHER_OP_PRELU:
+        case TETHER_OP_SIGMOID:
+        case TETHER_OP_TANH:
+        case TETHER_OP_HARD_SIGMOID:
+        case TETHER_OP_HARD_SWISH:
+        case TETHER_OP_EXP:
+        case TETHER_OP_LOG:
+        case TETHER_OP_SQRT:
+        case TETHER_OP_NEG:
+        case TETHER_OP_ABS:
+        case TETHER_OP_GLOBAL_AVG_POOL:
+        case TETHER_OP_GLOBAL_MAX_POOL:
+        case TETHER_OP_RESHAPE:
+        case TETHER_OP_SQUEEZE:
+        case TETHER_OP_UNSQUEEZE:
+        case TETHER_OP_TRANSPOSE:
+        case TETHER_OP_PAD:
+        case TETHER_OP_BATCH_NORM:
+        case TETHER_OP_REDUCE_MEAN:
+        case TETHER_OP_RESIZE_NEAREST:
             break;
         }
         if (a->act != TETHER_ACT_NONE) {

@@ -7,61 +7,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../internal.h"
 #include "tether/crt/dtype.h"
 #include "tether/crt/error.h"
 #include "tether/ir.h"
 
-static const char *const op_names[TETHER_OP_COUNT_] = {
-    "conv2d",
-    "dense",
-    "matmul",
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "pow",
-    "relu",
-    "leaky_relu",
-    "prelu",
-    "clip",
-    "sigmoid",
-    "tanh",
-    "hard_sigmoid",
-    "hard_swish",
-    "exp",
-    "log",
-    "sqrt",
-    "neg",
-    "abs",
-    "softmax",
-    "log_softmax",
-    "max_pool",
-    "avg_pool",
-    "global_avg_pool",
-    "global_max_pool",
-    "reshape",
-    "flatten",
-    "squeeze",
-    "unsqueeze",
-    "transpose",
-    "concat",
-    "pad",
-    "batch_norm",
-    "layer_norm",
-    "reduce_mean",
-    "resize_nearest",
-};
+#define OP_ROW_(id, name, kind, act, min_in, max_in, attrs, epilogue, defaults)                    \
+    [TETHER_OP_##                                                                                  \
+        id] = {name, TETHER__OPK_##kind, TETHER_ACT_##act, min_in, max_in, attrs, epilogue},
+static const tether__op_info op_table[TETHER_OP_COUNT_] = {TETHER_OP_LIST(OP_ROW_)};
+#undef OP_ROW_
 
-const char *tether_op_name(tether_op op) {
-    if ((int)op < 0 || op >= TETHER_OP_COUNT_) {
+const tether__op_info *tether__op_info_of(tether_op op) {
+    if ((int)op < 0 || (int)op >= TETHER_OP_COUNT_) {
         return NULL;
     }
-    return op_names[op];
+    return &op_table[op];
+}
+
+const char *tether_op_name(tether_op op) {
+    const tether__op_info *info = tether__op_info_of(op);
+    return info ? info->name : NULL;
 }
 
 int tether_op_parse(const char *name, tether_op *out) {
     for (int i = 0; i < TETHER_OP_COUNT_; i++) {
-        if (name && strcmp(name, op_names[i]) == 0) {
+        if (name && strcmp(name, op_table[i].name) == 0) {
             *out = (tether_op)i;
             return TETHER_OK;
         }
@@ -103,24 +74,12 @@ void tether_ir_attrs_init(tether_op op, tether_ir_attrs *a) {
     a->axis = 0;
     a->keepdims = true;
     a->scales[0] = a->scales[1] = 2;
-    switch (op) {
-    case TETHER_OP_LEAKY_RELU:
-        a->alpha = 0.01f;
-        break;
-    case TETHER_OP_HARD_SIGMOID:
-        a->alpha = 0.2f;
-        a->beta = 0.5f;
-        break;
-    case TETHER_OP_SOFTMAX:
-    case TETHER_OP_LOG_SOFTMAX:
-    case TETHER_OP_LAYER_NORM:
-        a->axis = -1;
-        break;
-    case TETHER_OP_FLATTEN:
-        a->axis = 1;
-        break;
-    default:
-        break;
+    switch (op) { /* the DEFAULTS column of ops.def */
+#define OP_DEFAULTS_(id, name, kind, act, min_in, max_in, attrs, epilogue, defaults)               \
+    case TETHER_OP_##id:                                                                           \
+        defaults break;
+        TETHER_OP_LIST(OP_DEFAULTS_)
+#undef OP_DEFAULTS_
     }
 }
 

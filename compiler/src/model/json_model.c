@@ -208,7 +208,7 @@ static int node_fail(ctx *c, const char *node, const char *op, int status, const
 }
 
 static int parse_act(const char *s, tether_act *out) {
-    for (int a = TETHER_ACT_NONE; a <= TETHER_ACT_HARD_SWISH; a++) {
+    for (int a = TETHER_ACT_NONE; a < TETHER_ACT_COUNT_; a++) {
         if (strcmp(s, tether_act_name((tether_act)a)) == 0) {
             *out = (tether_act)a;
             return 0;
@@ -217,75 +217,19 @@ static int parse_act(const char *s, tether_act *out) {
     return -1;
 }
 
-/* The attributes each op takes (docs/model-format.md, the node table); the fused epilogue's on
- * the ops the fusion pass can give one. A name outside an op's list is an error, so a typo or an
- * attribute of another op is never silently ignored. */
+/* The attributes each op takes (the ATTRS and EPILOGUE columns of the operator table,
+ * src/ir/ops.def; docs/model-format.md, the node table). A name outside an op's list is an
+ * error, so a typo or an attribute of another op is never silently ignored. */
+#define EPILOGUE_ATTRS "activation act_alpha act_min act_max residual"
 static const char *op_attributes(tether_op op) {
-    static const char epilogue[] = " activation act_alpha act_min act_max residual";
-    static char buf[3][160];
-    switch (op) {
-    case TETHER_OP_CONV2D:
-        snprintf(buf[0], sizeof buf[0], "strides pads dilations groups%s", epilogue);
-        return buf[0];
-    case TETHER_OP_DENSE:
-        snprintf(buf[1], sizeof buf[1], "alpha beta trans_a trans_b%s", epilogue);
-        return buf[1];
-    case TETHER_OP_MATMUL:
-        snprintf(buf[2], sizeof buf[2], "%s", epilogue + 1);
-        return buf[2];
-    case TETHER_OP_LEAKY_RELU:
-        return "alpha";
-    case TETHER_OP_CLIP:
-        return "min max";
-    case TETHER_OP_HARD_SIGMOID:
-        return "alpha beta";
-    case TETHER_OP_SOFTMAX:
-    case TETHER_OP_LOG_SOFTMAX:
-    case TETHER_OP_FLATTEN:
-    case TETHER_OP_CONCAT:
-        return "axis";
-    case TETHER_OP_MAX_POOL:
-        return "kernel strides pads dilations ceil_mode";
-    case TETHER_OP_AVG_POOL:
-        return "kernel strides pads dilations ceil_mode count_include_pad";
-    case TETHER_OP_RESHAPE:
-        return "shape allowzero";
-    case TETHER_OP_SQUEEZE:
-    case TETHER_OP_UNSQUEEZE:
-        return "axes";
-    case TETHER_OP_TRANSPOSE:
-        return "perm";
-    case TETHER_OP_PAD:
-        return "pads value";
-    case TETHER_OP_BATCH_NORM:
-        return "epsilon";
-    case TETHER_OP_LAYER_NORM:
-        return "axis epsilon";
-    case TETHER_OP_REDUCE_MEAN:
-        return "axes keepdims";
-    case TETHER_OP_RESIZE_NEAREST:
-        return "scales";
-    case TETHER_OP_ADD:
-    case TETHER_OP_SUB:
-    case TETHER_OP_MUL:
-    case TETHER_OP_DIV:
-    case TETHER_OP_POW:
-    case TETHER_OP_RELU:
-    case TETHER_OP_PRELU:
-    case TETHER_OP_SIGMOID:
-    case TETHER_OP_TANH:
-    case TETHER_OP_HARD_SWISH:
-    case TETHER_OP_EXP:
-    case TETHER_OP_LOG:
-    case TETHER_OP_SQRT:
-    case TETHER_OP_NEG:
-    case TETHER_OP_ABS:
-    case TETHER_OP_GLOBAL_AVG_POOL:
-    case TETHER_OP_GLOBAL_MAX_POOL:
-    case TETHER_OP_COUNT_:
+#define OP_ATTRS_(id, name, kind, act, min_in, max_in, attrs, epilogue, defaults)                  \
+    [TETHER_OP_##id] = epilogue ? attrs " " EPILOGUE_ATTRS : attrs,
+    static const char *const lists[TETHER_OP_COUNT_] = {TETHER_OP_LIST(OP_ATTRS_)};
+#undef OP_ATTRS_
+    if ((int)op < 0 || (int)op >= TETHER_OP_COUNT_) {
         return "";
     }
-    return "";
+    return lists[op] + (lists[op][0] == ' '); /* an op whose only attributes are the epilogue's */
 }
 
 static int op_takes(tether_op op, const char *key) {
@@ -524,7 +468,7 @@ static int load_weights(ctx *c, const char *file, const char *dir) {
     snprintf(c->weights_path, sizeof c->weights_path, "%s/%s", dir ? dir : ".", file);
     char *data;
     size_t len;
-    if (tether_read_file(c->weights_path, &data, &len)) {
+    if (tether__read_file(c->weights_path, &data, &len)) {
         return fail(c, TETHER_ERR_IO, "%s", tether_last_error());
     }
     c->weights = (unsigned char *)data;
@@ -723,8 +667,8 @@ static int check_input_shapes(const char *path, const tether_model_load_options 
         if (x->ndim != s->ndim ||
             memcmp(x->shape, s->shape, sizeof(int64_t) * (size_t)s->ndim) != 0) {
             char a[128], b[128];
-            tether_shape_text(a, sizeof a, x->shape, x->ndim);
-            tether_shape_text(b, sizeof b, s->shape, s->ndim);
+            tether__shape_text(a, sizeof a, x->shape, x->ndim);
+            tether__shape_text(b, sizeof b, s->shape, s->ndim);
             return tether_set_error(TETHER_ERR_MISMATCH,
                                     "%s: input '%s' has shape %s; --input-shape gives %s", path,
                                     s->name, a, b);
@@ -788,7 +732,7 @@ int tether_model_load(const char *path, tether_ir_graph *g) {
 
 static int load_json(const char *path, tether_ir_graph *g) {
     char *text;
-    int rc = tether_read_file(path, &text, NULL);
+    int rc = tether__read_file(path, &text, NULL);
     if (rc) {
         return rc;
     }
@@ -823,8 +767,8 @@ static void add_ints(cJSON *o, const char *k, const int64_t *v, int n) {
 int tether_model_save_json(const tether_ir_graph *g, const char *json_path,
                            const char *weights_path) {
     cJSON *root = cJSON_CreateObject();
-    tether_sbuf blob;
-    tether_sbuf_init(&blob);
+    tether__sbuf blob;
+    tether__sbuf_init(&blob);
     const char *base = strrchr(weights_path, '/');
     base = base ? base + 1 : weights_path;
     cJSON_AddStringToObject(root, "format", "tether-model");
@@ -834,7 +778,7 @@ int tether_model_save_json(const tether_ir_graph *g, const char *json_path,
     cJSON *ts = cJSON_AddArrayToObject(root, "tensors");
     for (int i = 0; i < g->ntensors; i++) {
         const tether_ir_tensor *t = &g->tensors[i];
-        if (t->kind == TETHER_TENSOR_INTERMEDIATE && !tether_ir_is_graph_output(g, i)) {
+        if (t->kind == TETHER_TENSOR_INTERMEDIATE && !tether__ir_is_graph_output(g, i)) {
             continue;
         }
         cJSON *o = cJSON_CreateObject();
@@ -843,13 +787,13 @@ int tether_model_save_json(const tether_ir_graph *g, const char *json_path,
         add_ints(o, "shape", t->shape, t->ndim);
         if (t->kind == TETHER_TENSOR_CONSTANT) {
             while (blob.len % 16) {
-                tether_sbuf_puts(&blob, "\x01");
+                tether__sbuf_puts(&blob, "\x01");
                 blob.data[blob.len - 1] = 0;
             }
             cJSON_AddNumberToObject(o, "offset", (double)blob.len);
             cJSON_AddNumberToObject(o, "length", (double)t->nbytes);
             for (size_t k = 0; k < t->nbytes; k++) {
-                tether_sbuf_puts(&blob, "\x01");
+                tether__sbuf_puts(&blob, "\x01");
                 blob.data[blob.len - 1] = (char)((unsigned char *)t->data)[k];
             }
         }
@@ -948,12 +892,12 @@ int tether_model_save_json(const tether_ir_graph *g, const char *json_path,
     if (!text || blob.failed) {
         rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing the model");
     } else {
-        rc = tether_write_file(json_path, text, strlen(text));
+        rc = tether__write_file(json_path, text, strlen(text));
         if (!rc) {
-            rc = tether_write_file(weights_path, blob.data ? blob.data : "", blob.len);
+            rc = tether__write_file(weights_path, blob.data ? blob.data : "", blob.len);
         }
     }
     free(text);
-    tether_sbuf_free(&blob);
+    tether__sbuf_free(&blob);
     return rc;
 }

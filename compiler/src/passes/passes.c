@@ -25,7 +25,7 @@ void tether_pass_options_init(tether_pass_options *o) {
     o->eliminate_dead = true;
 }
 
-int tether_ir_consumers(const tether_ir_graph *g, int t, int *nodes, int max) {
+int tether__ir_consumers(const tether_ir_graph *g, int t, int *nodes, int max) {
     int count = 0;
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *n = &g->nodes[i];
@@ -45,7 +45,7 @@ int tether_ir_consumers(const tether_ir_graph *g, int t, int *nodes, int max) {
     return count;
 }
 
-int tether_ir_is_graph_output(const tether_ir_graph *g, int t) {
+int tether__ir_is_graph_output(const tether_ir_graph *g, int t) {
     for (int i = 0; i < g->noutputs; i++) {
         if (g->outputs[i] == t) {
             return 1;
@@ -61,7 +61,7 @@ static int is_const(const tether_ir_graph *g, int t) {
 int tether_pass_fold_constants(tether_ir_graph *g) {
     for (int i = 0; i < g->nnodes; i++) {
         tether_ir_node *n = &g->nodes[i];
-        if (n->op == DEAD || tether_ir_is_graph_output(g, n->outputs[0])) {
+        if (n->op == DEAD || tether__ir_is_graph_output(g, n->outputs[0])) {
             continue;
         }
         int all = 1;
@@ -77,7 +77,7 @@ int tether_pass_fold_constants(tether_ir_graph *g) {
         if (!data) {
             return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "constant folding: out of memory");
         }
-        int rc = tether_interp_eval_node(g, i, data);
+        int rc = tether__interp_eval_node(g, i, data);
         if (rc) {
             free(data);
             return rc;
@@ -111,8 +111,8 @@ int tether_pass_fold_batch_norm(tether_ir_graph *g) {
         }
         int src = bn->inputs[0];
         int p = g->tensors[src].producer;
-        if (p < 0 || tether_ir_is_graph_output(g, src) ||
-            tether_ir_consumers(g, src, NULL, 0) != 1) {
+        if (p < 0 || tether__ir_is_graph_output(g, src) ||
+            tether__ir_consumers(g, src, NULL, 0) != 1) {
             continue;
         }
         tether_ir_node *pr = &g->nodes[p];
@@ -200,32 +200,30 @@ int tether_pass_fold_batch_norm(tether_ir_graph *g) {
     return TETHER_OK;
 }
 
+/* The fusion map: the activation node n folds into (the ACT column of the operator table), with
+ * its parameters. */
 static int act_of(const tether_ir_node *n, tether_ir_attrs *a) {
-    switch (n->op) {
-    case TETHER_OP_RELU:
-        a->act = TETHER_ACT_RELU;
-        return 1;
-    case TETHER_OP_CLIP:
-        a->act = TETHER_ACT_CLIP;
-        a->act_min = n->attrs.min;
-        a->act_max = n->attrs.max;
-        return 1;
-    case TETHER_OP_LEAKY_RELU:
-        a->act = TETHER_ACT_LEAKY_RELU;
-        a->act_alpha = n->attrs.alpha;
-        return 1;
-    case TETHER_OP_SIGMOID:
-        a->act = TETHER_ACT_SIGMOID;
-        return 1;
-    case TETHER_OP_TANH:
-        a->act = TETHER_ACT_TANH;
-        return 1;
-    case TETHER_OP_HARD_SWISH:
-        a->act = TETHER_ACT_HARD_SWISH;
-        return 1;
-    default:
+    const tether__op_info *info = tether__op_info_of(n->op);
+    if (!info || info->fused_act == TETHER_ACT_NONE) {
         return 0;
     }
+    a->act = info->fused_act;
+    switch (info->fused_act) {
+    case TETHER_ACT_CLIP:
+        a->act_min = n->attrs.min;
+        a->act_max = n->attrs.max;
+        break;
+    case TETHER_ACT_LEAKY_RELU:
+        a->act_alpha = n->attrs.alpha;
+        break;
+    case TETHER_ACT_NONE:
+    case TETHER_ACT_RELU:
+    case TETHER_ACT_SIGMOID:
+    case TETHER_ACT_TANH:
+    case TETHER_ACT_HARD_SWISH:
+        break; /* no parameter */
+    }
+    return 1;
 }
 
 /* A constant usable as a per-channel bias of producer pr: its values in channel order. */
@@ -263,7 +261,7 @@ int tether_pass_fuse_epilogues(tether_ir_graph *g) {
             }
             int out = pr->outputs[0];
             int cons;
-            if (tether_ir_is_graph_output(g, out) || tether_ir_consumers(g, out, &cons, 1) != 1) {
+            if (tether__ir_is_graph_output(g, out) || tether__ir_consumers(g, out, &cons, 1) != 1) {
                 continue;
             }
             tether_ir_node *cn = &g->nodes[cons];

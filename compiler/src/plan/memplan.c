@@ -20,7 +20,7 @@ static int64_t align16(int64_t v) {
     return (v + 15) & ~(int64_t)15;
 }
 
-int tether_memplan_intervals(const tether_ir_graph *g, int32_t *first, int32_t *last) {
+int tether__memplan_intervals(const tether_ir_graph *g, int32_t *first, int32_t *last) {
     for (int i = 0; i < g->ntensors; i++) {
         first[i] = -1;
         last[i] = -1;
@@ -46,13 +46,13 @@ int tether_memplan_intervals(const tether_ir_graph *g, int32_t *first, int32_t *
     return TETHER_OK;
 }
 
-int tether_memplan_plannable(const tether_ir_graph *g, int t) {
+int tether__memplan_plannable(const tether_ir_graph *g, int t) {
     const tether_ir_tensor *x = &g->tensors[t];
     return x->kind == TETHER_TENSOR_INTERMEDIATE && x->alias_of < 0 && x->producer >= 0 &&
-           !tether_ir_is_graph_output(g, t) && tether_ir_tensor_bytes(x) > 0;
+           !tether__ir_is_graph_output(g, t) && tether_ir_tensor_bytes(x) > 0;
 }
 
-int tether_memplan_problem(const tether_ir_graph *g, tether_plan_problem *p, int *buffer_of) {
+int tether__memplan_problem(const tether_ir_graph *g, tether_plan_problem *p, int *buffer_of) {
     int32_t *first = malloc(sizeof(int32_t) * (size_t)(g->ntensors ? g->ntensors : 1));
     int32_t *last = malloc(sizeof(int32_t) * (size_t)(g->ntensors ? g->ntensors : 1));
     int rc = TETHER_OK;
@@ -60,7 +60,7 @@ int tether_memplan_problem(const tether_ir_graph *g, tether_plan_problem *p, int
         rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "memory plan: out of memory");
         goto out;
     }
-    tether_memplan_intervals(g, first, last);
+    tether__memplan_intervals(g, first, last);
     if ((rc = tether_plan_problem_init(p))) {
         goto out;
     }
@@ -73,7 +73,7 @@ int tether_memplan_problem(const tether_ir_graph *g, tether_plan_problem *p, int
     }
     for (int i = 0; i < g->ntensors; i++) {
         buffer_of[i] = -1;
-        if (!tether_memplan_plannable(g, i)) {
+        if (!tether__memplan_plannable(g, i)) {
             continue;
         }
         tether_plan_buffer b = {0};
@@ -118,7 +118,7 @@ int tether_memplan_build(const tether_ir_graph *g, const char *algorithm, tether
         tether_memplan_close(out);
         return rc;
     }
-    rc = tether_memplan_problem(g, &p, buffer_of);
+    rc = tether__memplan_problem(g, &p, buffer_of);
     if (!rc && p.nbuffers > 0) {
         rc = tether_plan_run(&p, &o, &plan);
     }

@@ -11,13 +11,13 @@
 
 /* first[t]/last[t]: node indices where tensor t is written first / read last (-1 = never);
  * reads through an alias count for the alias's root. */
-int tether_memplan_intervals(const tether_ir_graph *g, int32_t *first, int32_t *last);
+int tether__memplan_intervals(const tether_ir_graph *g, int32_t *first, int32_t *last);
 
 /* True when tensor t lives in the workspace. */
-int tether_memplan_plannable(const tether_ir_graph *g, int t);
+int tether__memplan_plannable(const tether_ir_graph *g, int t);
 
 /* Initialises p with the workspace pool and one buffer per plannable tensor; buffer_of[t] is
  * the buffer index of tensor t or -1. The caller closes p (also on failure). */
-int tether_memplan_problem(const tether_ir_graph *g, tether_plan_problem *p, int *buffer_of);
+int tether__memplan_problem(const tether_ir_graph *g, tether_plan_problem *p, int *buffer_of);
 
 #endif /* TETHER_COMPILER_MEMPLAN_INTERNAL_H */
