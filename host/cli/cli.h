@@ -24,6 +24,7 @@ typedef struct tether_cli_device {
     const char *url;        /* NULL: $TETHER_DEVICE, else local: */
     const char *token_file; /* NULL: $TETHER_TOKEN_FILE, else none */
     int timeout_ms;         /* 0: the library default */
+    int wait;               /* --wait: queue for a serial device another process holds */
 } tether_cli_device;
 
 /* What one artifact run measured. The outputs are owned by the report (tether_cli_report_free). */
@@ -79,6 +80,9 @@ int tether_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf
  * and unregisters it. */
 int tether_cli_tempdir_make(char *out, size_t size, const char *tag);
 void tether_cli_tempdir_remove(const char *dir);
+/* The path to show in a message: a file inside a registered temporary directory is named relative
+ * to it (the directory will be gone when the user reads the message), others unchanged. */
+const char *tether_cli_tempdir_shown(const char *path);
 
 /* Prints one line about an array: dtype, shape, min/max/mean and the first values. */
 void tether_cli_summary(const char *name, const tether_npy *n);

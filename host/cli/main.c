@@ -99,6 +99,7 @@ typedef struct common {
     const char *token_file;
     const char *firmware; /* --firmware: firmware.json of an MCU device (or its folder) */
     int timeout_ms;
+    int wait;              /* --wait: queue for a busy serial device instead of failing */
     int json;              /* info --json: JSON on stdout */
     const char *json_file; /* run/bench/upload --json FILE */
     progress prog;
@@ -110,6 +111,10 @@ typedef struct common {
 static int common_opt(common *c, int argc, char **argv, int *i) {
     const char *a = argv[*i];
     const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (!strcmp(a, "--wait")) {
+        c->wait = 1;
+        return 1;
+    }
     if (!strcmp(a, "--device") || !strcmp(a, "--token-file") || !strcmp(a, "--timeout-ms") ||
         !strcmp(a, "--firmware")) {
         if (!v)
@@ -160,8 +165,23 @@ static const char *find_tetherd(void) {
     return "tetherd";
 }
 
+/* --wait: said once when the wait starts, and again when another process takes the device first */
+static void on_device_wait(void *ctx, const char *device, int holder_pid) {
+    (void)ctx;
+    if (holder_pid > 0)
+        fprintf(stderr, "tether %s: %s is held by pid %d; waiting (--wait)\n", g_cmd, device,
+                holder_pid);
+    else
+        fprintf(stderr, "tether %s: %s is held by another process; waiting (--wait)\n", g_cmd,
+                device);
+}
+
 static int open_session(common *c, tether_session **s) {
     tether_session_options o = {0};
+    if (c->wait) {
+        o.wait_ms = -1; /* until the holder is done; Ctrl-C ends the wait */
+        o.on_wait = on_device_wait;
+    }
     o.tetherd = find_tetherd();
     o.timeout_ms = c->timeout_ms;
     o.progress = on_progress;
@@ -199,6 +219,7 @@ int tether_cli_open(const tether_cli_device *dev, tether_session **s) {
     c.device = dev->url;
     c.token_file = dev->token_file;
     c.timeout_ms = dev->timeout_ms;
+    c.wait = dev->wait;
     return open_session(&c, s);
 }
 
@@ -318,7 +339,8 @@ static int cmd_info(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (is_help(argv[i])) {
             printf("usage: tether info [--device URL] [--token-file FILE] [--timeout-ms MS] "
-                   "[--json]\n  Prints the device's HELLO capabilities, one per line (for an MCU "
+                   "[--wait] [--json]\n  Prints the device's HELLO capabilities, one per line (for "
+                   "an MCU "
                    "board also its name, memory, boot count and load region); --json prints the "
                    "same fields as a JSON object (key = label with '_' for spaces, plus _bytes or "
                    "_hz when the value has that unit; null for what the device does not "
@@ -361,7 +383,7 @@ static int cmd_upload(int argc, char **argv) {
     const char *file = NULL, *name = NULL;
     for (int i = 1; i < argc; i++) {
         if (is_help(argv[i])) {
-            printf("usage: tether upload [--device URL] [--token-file FILE] "
+            printf("usage: tether upload [--device URL] [--token-file FILE] [--wait] "
                    "FILE.so|FILE.cl|FILE.o|FILE.a|FILE.bin [--name NAME] [--firmware PATH] "
                    "[--json FILE]\n"
                    "  Uploads a shared object or OpenCL C source (content hash checked), loads or "
@@ -562,7 +584,7 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (is_help(a)) {
             printf(
-                "usage: tether %s [--device URL] [--token-file FILE] [--timeout-ms MS]\n"
+                "usage: tether %s [--device URL] [--token-file FILE] [--timeout-ms MS] [--wait]\n"
                 "         MODULE.so FUNC --in a.npy ... --out c.npy[:DTYPE:D0xD1...] ...\n"
                 "       tether %s [--device URL] ARTIFACT_DIR|MODEL.json --in x.npy ... "
                 "[--out y.npy ...]\n"
@@ -1379,7 +1401,7 @@ static int run_artifact(run_args *r, const char *dir, int bench) {
             ins[i] = r->in[i].path;
         for (int i = 0; i < r->nout; i++)
             outs[i] = r->out[i].path;
-        tether_cli_ocl_request q = {{r->c.device, r->c.token_file, r->c.timeout_ms},
+        tether_cli_ocl_request q = {{r->c.device, r->c.token_file, r->c.timeout_ms, r->c.wait},
                                     r->nin,
                                     ins,
                                     r->nout,

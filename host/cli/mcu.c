@@ -247,30 +247,41 @@ static int mcu_link_upload(tether_session *s, const tether_mcu_firmware *fw, con
     int rc = 0;
     char *data = NULL;
     size_t size = 0;
-    if (tether_mcu_link(fw, target, in, 1, elf, bin, &img)) {
-        /* the log is about to be removed: drop its path from the message, and add the
-         * linker's first line unless the message quotes it already */
-        char e[TETHER_ERROR_MSG_MAX], see[800];
+    int lrc = tether_mcu_link(fw, target, in, 1, elf, bin, &img);
+    if (lrc) {
+        /* the temporary folder is about to be removed: no path into it may stay in the message
+         * (the log's " (see LOG)" ends it, possibly cut short by the message limit), and the
+         * linker's first line is added, without the folder, only when the message is the
+         * generic one (a region overflow or a missing export says all there is to say) */
+        char e[TETHER_ERROR_MSG_MAX];
         snprintf(e, sizeof e, "%s", tether_last_error());
-        const char *forms[2] = {" (see %s)", "; see %s"};
+        const char *forms[2] = {" (see ", "; see "};
         for (int k = 0; k < 2; k++) {
-            snprintf(see, sizeof see, forms[k], log);
-            char *at = strstr(e, see);
-            if (at)
-                memmove(at, at + strlen(see), strlen(at + strlen(see)) + 1);
+            for (char *at = strstr(e, forms[k]); at; at = strstr(at + 1, forms[k])) {
+                const char *rest = at + strlen(forms[k]);
+                size_t n = strlen(rest) < strlen(dir) ? strlen(rest) : strlen(dir);
+                if (n >= 5 && strncmp(rest, dir, n) == 0) { /* the folder, maybe cut short */
+                    *at = 0;
+                    break;
+                }
+            }
         }
-        FILE *f = fopen(log, "r");
         char first[300] = "";
+        FILE *f = lrc == TETHER_ERR_IO ? fopen(log, "r") : NULL;
         if (f) {
             if (!fgets(first, sizeof first, f))
                 first[0] = 0;
             fclose(f);
             first[strcspn(first, "\n")] = 0;
+            char *at;
+            while ((at = strstr(first, dir)) != NULL) { /* "DIR/module.elf" -> "module.elf" */
+                size_t n = strlen(dir) + (at[strlen(dir)] == '/');
+                memmove(at, at + n, strlen(at + n) + 1);
+            }
         }
-        char head[48]; /* the message may hold the line cut short */
-        snprintf(head, sizeof head, "%s", first);
-        int quoted = !first[0] || strstr(e, head) != NULL;
-        rc = fail(1, "%s: %s%s%s", path, e, quoted ? "" : "; linker: ", quoted ? "" : first);
+        /* a library compiled on the fly sits in a temporary folder too */
+        rc = fail(1, "%s: %s%s%s", tether_cli_tempdir_shown(path), e, first[0] ? "; linker: " : "",
+                  first);
     } else {
         print_image(base_name(path), fw, &img);
         image_names(&img, info);
@@ -408,6 +419,9 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
             goto done;
         }
         if (!strcmp(a, "--upload")) {
+            continue;
+        } else if (!strcmp(a, "--wait")) {
+            dev.wait = 1;
             continue;
         } else if (!strcmp(a, "--device")) {
             dev.url = v;

@@ -192,7 +192,7 @@ typedef struct ab_args {
 } ab_args;
 
 static const char ab_usage[] =
-    "usage: tether ab MODEL [--device URL] [--token-file FILE] [--timeout-ms MS]\n"
+    "usage: tether ab MODEL [--device URL] [--token-file FILE] [--timeout-ms MS] [--wait]\n"
     "                 [--target T] [--opt-level 0|1|2|3|s] [--in x.npy ...] [-o DIR]\n"
     "                 [--number N] [--repeat R] [--min-repeat-ms MS] [--rtol R] [--atol A]\n"
     "                 [--json FILE] [--opencl]\n"
@@ -242,6 +242,10 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
         }
         if (!strcmp(o, "--opencl")) {
             a->opencl = 1;
+            continue;
+        }
+        if (!strcmp(o, "--wait")) {
+            a->dev.wait = 1;
             continue;
         }
         if (o[0] != '-') {

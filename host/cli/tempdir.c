@@ -90,3 +90,12 @@ void tether_cli_tempdir_remove(const char *dir) {
         }
     }
 }
+
+const char *tether_cli_tempdir_shown(const char *path) {
+    for (int i = 0; i < TEMPDIR_MAX; i++) {
+        size_t n = strlen(g_dirs[i]);
+        if (g_used[i] && n && strncmp(path, g_dirs[i], n) == 0 && path[n] == '/')
+            return path + n + 1;
+    }
+    return path;
+}

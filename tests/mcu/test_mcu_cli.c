@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "mcu_client.h"
+#include "tether/host.h"
 #include "tether/npy.h"
 
 static mcu_board board;
@@ -236,14 +237,16 @@ static void test_bench(void **state) {
         first[k] = number_after(line, "first call ");
         min[k] = number_after(line, ", min ");
         max[k] = number_after(line, ", max ");
-        /* under -icount every repeat takes the same number of cycles */
-        assert_int_equal(min[k], max[k]);
+        /* under -icount every repeat runs the same instructions; the 25 MHz timer ticks every
+         * 40 instructions of virtual time, so where a call starts within a tick can move its
+         * count by one tick, never more */
+        assert_true(max[k] - min[k] <= 1);
     }
     /* ... and so does every call, in every session: the first call of each bench equals the
-     * call of `tether run` before */
-    assert_int_equal(first[0], first[1]);
-    assert_int_equal(min[0], min[1]);
-    assert_int_equal(first[0], results[1].cycles);
+     * call of `tether run` before (to the same tick) */
+    assert_true(first[0] + 1 >= first[1] && first[1] + 1 >= first[0]);
+    assert_true(min[0] + 1 >= min[1] && min[1] + 1 >= min[0]);
+    assert_true(first[0] + 1 >= results[1].cycles && results[1].cycles + 1 >= first[0]);
 }
 
 static void test_object_module(void **state) {
@@ -396,6 +399,75 @@ static void test_fault_then_next_command(void **state) {
     tether_npy_free(&q);
 }
 
+/* A serial device is held by one client at a time: a second `tether` is refused naming the
+ * holder's pid; with --wait it queues and runs once the holder is done. */
+static void test_busy_and_wait(void **state) {
+    (void)state;
+    tether_session *holder;
+    if (tether_session_open(&holder, board.url, NULL))
+        fail_msg("%s", tether_last_error());
+    char want[300];
+    snprintf(want, sizeof want, "device busy: %.120s is held by pid %d", board.url + 7,
+             (int)getpid());
+    assert_int_equal(cli("info", "--device", board.url, NULL), 1);
+    assert_non_null(strstr(err_text, want));
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(cli("info", "--device", board.url, "--wait", NULL));
+    usleep(500 * 1000); /* the waiter is queued (or still starting): either way it must wait */
+    tether_session_close(holder);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* A model whose linked weights overflow the load region: the message says so, names no path of
+ * the removed temporary folders and suggests --params blob, which then runs it. */
+static void test_too_big_for_load_region(void **state) {
+    (void)state;
+    enum { K = 256, N = 160 }; /* 160 KiB of weights, the load region is 128 KiB */
+    static float w[K * N], x[K];
+    for (int i = 0; i < K * N; i++)
+        w[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    for (int i = 0; i < K; i++)
+        x[i] = (float)((i * 13) % 17) / 17.0f;
+    char bin[400], json[400], in[400], out[400], ref[400];
+    snprintf(bin, sizeof bin, "%s/big.bin", workdir);
+    snprintf(json, sizeof json, "%s/big.json", workdir);
+    snprintf(in, sizeof in, "%s/big_x.npy", workdir);
+    snprintf(out, sizeof out, "%s/big_y.npy", workdir);
+    snprintf(ref, sizeof ref, "%s/big_ref.npy", workdir);
+    FILE *f = fopen(bin, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(w, sizeof w, 1, f), 1);
+    fclose(f);
+    f = fopen(json, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "{\"format\": \"tether-model\", \"version\": 1, \"name\": \"big\", \"weights\": "
+            "\"big.bin\", \"tensors\": [{\"name\": \"x\", \"shape\": [1, %d]}, {\"name\": \"w\", "
+            "\"shape\": [%d, %d], \"offset\": 0, \"length\": %zu}], \"inputs\": [\"x\"], "
+            "\"outputs\": [\"y\"], \"nodes\": [{\"name\": \"d\", \"op\": \"dense\", \"inputs\": "
+            "[\"x\", \"w\"], \"outputs\": [\"y\"]}]}\n",
+            K, K, N, sizeof w);
+    fclose(f);
+    int64_t shape[2] = {1, K};
+    write_npy(in, TETHER_FLOAT32, shape, 2, x);
+    assert_int_equal(cli("run", json, "--device", board.url, "--in", in, "--out", out, NULL), 1);
+    assert_non_null(strstr(err_text, "does not fit the 131072-byte load region"));
+    assert_non_null(strstr(err_text, "--params blob"));
+    assert_null(strstr(err_text, "/tether-")); /* no path into a removed temporary folder */
+    assert_int_equal(access(out, F_OK), -1);
+    assert_int_equal(
+        cli("run", json, "--device", board.url, "--params", "blob", "--in", in, "--out", out, NULL),
+        0);
+    assert_int_equal(cli("run", json, "--reference", "--in", in, "--out", ref, NULL), 0);
+    assert_close(out, ref);
+}
+
 static void test_table(void **state) {
     (void)state;
     printf("kws on cortex-m3 through the tether CLI (QEMU mps2-an385, -icount shift=0; cycles = "
@@ -428,6 +500,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_ab_on_board),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_fault_then_next_command),
+        cmocka_unit_test(test_busy_and_wait),
+        cmocka_unit_test(test_too_big_for_load_region),
         cmocka_unit_test(test_table),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
