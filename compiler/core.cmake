@@ -9,11 +9,14 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/plan/memplan.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_kernels.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/names.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/build.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/mcu_link.c
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/compile.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/artifact/compile_opencl.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/artifact/report.c
     ${CMAKE_CURRENT_LIST_DIR}/src/cli/cli.c
     CACHE INTERNAL "tether_compiler sources (absolute), reused by the fuzz targets")
 add_library(tether_compiler STATIC ${TETHER_COMPILER_SOURCES})

@@ -178,13 +178,21 @@ void tether__artifact_track(tether__artifact_writer *w, const char *name);
  * keeps the current error message and returns rc. */
 int tether__artifact_rollback(tether__artifact_writer *w, int rc);
 
-/* tether_compile_graph for backend OpenCL (emit_opencl.c): same contract (artifact directory,
- * nothing partial left on failure). */
+/* tether_compile_graph for backend OpenCL (artifact/compile_opencl.c): same contract (artifact
+ * directory, nothing partial left on failure). */
 struct tether_compile_options;
 struct tether_compile_result;
 int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
                                  const struct tether_compile_options *o,
                                  struct tether_compile_result *res);
+/* report.json of each backend (artifact/report.c): malloc'd JSON text, NULL when out of memory. */
+struct tether_codegen_output;
+struct tether_opencl_output;
+char *tether__report_json_c(const tether_ir_graph *g, const struct tether_compile_options *o,
+                            const struct tether_codegen_output *cg,
+                            const struct tether_compile_result *res);
+char *tether__report_json_opencl(const tether_ir_graph *g, const struct tether_compile_result *res,
+                                 const struct tether_opencl_output *cg, bool texture);
 /* The start of both backends' compile: records the node counts around the passes in res, runs
  * the passes of o on g, then builds the memory plan with o's planner into plan. */
 struct tether_memplan;

@@ -1,6 +1,7 @@
 /*
  * The whole pipeline and the artifact directory: model -> passes -> plan -> C -> build ->
- * metadata.json + report.json (format in docs/codegen.md).
+ * metadata.json + report.json (format in docs/codegen.md); the backend choice (OpenCL:
+ * compile_opencl.c), and the artifact writer both backends use. report.json is made in report.c.
  *
  * What must stay true: on failure every file this call created is removed again (and the
  * directory, when this call created it), so a failed compile never leaves a half artifact that
@@ -29,6 +30,23 @@ void tether_compile_options_init(tether_compile_options *o) {
     o->build.opt_level = 2;
     o->planner = NULL;
     o->build_library = true;
+}
+
+int tether_backend_parse(const char *name, tether_backend *out) {
+    if (name && strcmp(name, "c") == 0) {
+        *out = TETHER_BACKEND_C;
+        return TETHER_OK;
+    }
+    if (name && strcmp(name, "opencl") == 0) {
+        *out = TETHER_BACKEND_OPENCL;
+        return TETHER_OK;
+    }
+    return tether_set_error(TETHER_ERR_NOT_FOUND, "unknown backend '%s' (c, opencl)",
+                            name ? name : "(null)");
+}
+
+const char *tether_backend_name(tether_backend b) {
+    return b == TETHER_BACKEND_OPENCL ? "opencl" : "c";
 }
 
 int tether__artifact_init(tether__artifact_writer *w, const char *out_dir) {
@@ -195,43 +213,6 @@ static char *metadata_json(const tether_ir_graph *g, const tether_compile_option
     return text;
 }
 
-static char *report_json(const tether_ir_graph *g, const tether_compile_options *o,
-                         const tether_codegen_output *cg, const tether_compile_result *res) {
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddStringToObject(r, "format", "tether-report");
-    cJSON_AddStringToObject(r, "model", g->name);
-    cJSON_AddStringToObject(r, "target", o->build.target ? o->build.target : "x86_64-linux");
-    cJSON_AddStringToObject(r, "abi", tether_abi_name(o->codegen.abi));
-    cJSON_AddStringToObject(r, "interface", tether_interface_name(o->codegen.interface));
-    char opt[4];
-    snprintf(opt, sizeof opt, "%c", o->build.opt_level < 0 ? 's' : '0' + o->build.opt_level);
-    cJSON_AddStringToObject(r, "opt_level", opt);
-    cJSON_AddNumberToObject(r, "nodes_in", res->nnodes_in);
-    cJSON_AddNumberToObject(r, "nodes_out", res->nnodes_out);
-    cJSON_AddNumberToObject(r, "params_bytes", (double)cg->params_bytes);
-    cJSON *ws = cJSON_AddObjectToObject(r, "workspace");
-    cJSON_AddNumberToObject(ws, TETHER_WORKSPACE_POOL, (double)cg->workspace_size);
-    cJSON_AddBoolToObject(r, "built", res->built);
-    if (res->built) {
-        cJSON_AddNumberToObject(r, "text", (double)res->build.sizes.text);
-        cJSON_AddNumberToObject(r, "data", (double)res->build.sizes.data);
-        cJSON_AddNumberToObject(r, "bss", (double)res->build.sizes.bss);
-        cJSON_AddNumberToObject(r, "code", (double)res->build.sizes.code);
-        cJSON *st = cJSON_AddObjectToObject(r, "stack");
-        cJSON_AddStringToObject(st, "entry", res->entry);
-        cJSON_AddNumberToObject(st, "bytes", (double)res->build.stack.bytes);
-        cJSON_AddBoolToObject(st, "bounded", res->build.stack.bounded);
-        if (!res->build.stack.bounded) {
-            cJSON_AddStringToObject(st, "reason", res->build.stack.reason);
-        }
-        cJSON_AddStringToObject(st, "path", res->build.stack.path);
-        cJSON_AddStringToObject(st, "excluded", res->build.stack.excluded);
-    }
-    char *text = cJSON_Print(r);
-    cJSON_Delete(r);
-    return text;
-}
-
 int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_compile_options *o,
                          tether_compile_result *res) {
     tether_compile_options d;
@@ -303,7 +284,7 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     }
     if (!rc) {
         meta = metadata_json(g, o, &cg, res->built ? res->build.library : NULL);
-        rep = report_json(g, o, &cg, res);
+        rep = tether__report_json_c(g, o, &cg, res);
         if (!meta || !rep) {
             rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing metadata");
         }
@@ -333,68 +314,4 @@ int tether_compile_model(const char *model_path, const char *out_dir,
     rc = tether_compile_graph(&g, out_dir, o, res);
     tether_ir_close(&g);
     return rc;
-}
-
-static double num(const cJSON *o, const char *k) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : 0.0;
-}
-
-static const char *str(const cJSON *o, const char *k) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "?";
-}
-
-int tether_report_print(FILE *out, const char *artifact_dir) {
-    char path[1100];
-    snprintf(path, sizeof path, "%s/report.json", artifact_dir);
-    char *text;
-    int rc = tether__read_file(path, &text, NULL);
-    if (rc) {
-        return rc;
-    }
-    cJSON *r = cJSON_Parse(text);
-    free(text);
-    if (!r) {
-        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: invalid JSON", path);
-    }
-    fprintf(out, "model %s  target %s  abi %s  interface %s  -O%s\n", str(r, "model"),
-            str(r, "target"), str(r, "abi"), str(r, "interface"), str(r, "opt_level"));
-    fprintf(out, "  %-26s %12s\n", "item", "bytes");
-    const cJSON *built = cJSON_GetObjectItemCaseSensitive(r, "built");
-    if (cJSON_IsTrue(built)) {
-        fprintf(out, "  %-26s %12.0f\n", "text", num(r, "text"));
-        fprintf(out, "  %-26s %12.0f\n", "data", num(r, "data"));
-        fprintf(out, "  %-26s %12.0f\n", "bss", num(r, "bss"));
-        fprintf(out, "  %-26s %12.0f\n", "  of text: instructions", num(r, "code"));
-    }
-    if (cJSON_GetObjectItemCaseSensitive(r, "kernels")) {
-        fprintf(out, "  %-26s %12.0f\n", "OpenCL kernels", num(r, "kernels"));
-        fprintf(out, "  %-26s %12.0f\n", "texture:weight images", num(r, "images"));
-    }
-    fprintf(out, "  %-26s %12.0f\n", "params", num(r, "params_bytes"));
-    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(r, "workspace");
-    const cJSON *e;
-    cJSON_ArrayForEach(e, ws) {
-        char label[64];
-        snprintf(label, sizeof label, "workspace pool '%s'", e->string);
-        fprintf(out, "  %-26s %12.0f\n", label, e->valuedouble);
-    }
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(r, "stack");
-    if (st) {
-        const cJSON *b = cJSON_GetObjectItemCaseSensitive(st, "bounded");
-        if (cJSON_IsTrue(b)) {
-            fprintf(out, "  %-26s %12.0f\n", "static stack (worst case)", num(st, "bytes"));
-        } else {
-            fprintf(out, "  %-26s %12s  (%s)\n", "static stack (worst case)", "unbounded",
-                    str(st, "reason"));
-        }
-        fprintf(out, "  stack path: %s\n", str(st, "path"));
-        const char *ex = str(st, "excluded");
-        if (ex[0] && strcmp(ex, "?") != 0) {
-            fprintf(out, "  stack excludes (external, counted as 0): %s\n", ex);
-        }
-    }
-    cJSON_Delete(r);
-    return TETHER_OK;
 }

@@ -1,8 +1,8 @@
 /*
  * The OpenCL backend: one OpenCL C kernel per operator of an inferred, planned graph, the launch
- * sequence and memory objects (metadata.json) and the weights blob (params.bin); and
- * tether__compile_graph_opencl, which writes that artifact directory. Format: docs/codegen.md,
- * "OpenCL backend".
+ * sequence and memory objects (metadata.json) and the weights blob (params.bin), as text and
+ * bytes in memory (tether_codegen_opencl). The pipeline that writes the artifact directory is
+ * artifact/compile_opencl.c. Format: docs/codegen.md, "OpenCL backend".
  *
  * What must stay true:
  * - every node gets a kernel (or is an alias or empty and needs none), or the whole compile fails
@@ -33,23 +33,6 @@ void tether_opencl_options_init(tether_opencl_options *o) {
     o->prefix = NULL;
     o->texture_weights = false;
     o->local_size = 0;
-}
-
-int tether_backend_parse(const char *name, tether_backend *out) {
-    if (name && strcmp(name, "c") == 0) {
-        *out = TETHER_BACKEND_C;
-        return TETHER_OK;
-    }
-    if (name && strcmp(name, "opencl") == 0) {
-        *out = TETHER_BACKEND_OPENCL;
-        return TETHER_OK;
-    }
-    return tether_set_error(TETHER_ERR_NOT_FOUND, "unknown backend '%s' (c, opencl)",
-                            name ? name : "(null)");
-}
-
-const char *tether_backend_name(tether_backend b) {
-    return b == TETHER_BACKEND_OPENCL ? "opencl" : "c";
 }
 
 void tether_opencl_output_close(tether_opencl_output *out) {
@@ -1907,86 +1890,5 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
     out->workspace_size = plan->workspace_size;
     e.params = NULL;
     ocl_free(&e);
-    return TETHER_OK;
-}
-
-/* ---- the artifact directory ----------------------------------------------------------------- */
-
-static char *report_json(const tether_ir_graph *g, const tether_compile_result *res,
-                         const tether_opencl_output *cg, bool texture) {
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddStringToObject(r, "format", "tether-report");
-    cJSON_AddStringToObject(r, "model", g->name);
-    cJSON_AddStringToObject(r, "backend", "opencl");
-    cJSON_AddStringToObject(r, "target", "opencl");
-    cJSON_AddStringToObject(r, "abi", "opencl");
-    cJSON_AddStringToObject(r, "interface", "opencl");
-    cJSON_AddStringToObject(r, "opt_level", "-");
-    cJSON_AddNumberToObject(r, "nodes_in", res->nnodes_in);
-    cJSON_AddNumberToObject(r, "nodes_out", res->nnodes_out);
-    cJSON_AddNumberToObject(r, "kernels", cg->nkernels);
-    cJSON_AddNumberToObject(r, "images", cg->nimages);
-    cJSON_AddBoolToObject(r, "texture_weights", texture);
-    cJSON_AddNumberToObject(r, "params_bytes", (double)cg->params_bytes);
-    cJSON *ws = cJSON_AddObjectToObject(r, "workspace");
-    cJSON_AddNumberToObject(ws, TETHER_WORKSPACE_POOL, (double)cg->workspace_size);
-    cJSON_AddBoolToObject(r, "built", false);
-    char *text = cJSON_Print(r);
-    cJSON_Delete(r);
-    return text;
-}
-
-int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
-                                 const tether_compile_options *o, tether_compile_result *res) {
-    double t0 = tether__now_s();
-    const char *P = o->codegen.prefix ? o->codegen.prefix : "tether_model";
-    tether__artifact_writer w;
-    int rc = tether__artifact_init(&w, out_dir);
-    if (rc) {
-        return rc;
-    }
-    tether_memplan plan;
-    if ((rc = tether__compile_passes_and_plan(g, o, res, &plan))) {
-        return rc;
-    }
-    tether_opencl_options oo = o->opencl;
-    oo.prefix = P;
-    tether_opencl_output cg;
-    rc = tether_codegen_opencl(g, &plan, &oo, &cg);
-    tether_memplan_close(&plan);
-    if (rc) {
-        return rc;
-    }
-    res->codegen_seconds = tether__now_s() - t0;
-    res->workspace_size = cg.workspace_size;
-    res->params_bytes = cg.params_bytes;
-    snprintf(res->entry, sizeof res->entry, "%s", "");
-    if ((rc = tether__artifact_open_dir(&w, P))) {
-        tether_opencl_output_close(&cg);
-        return rc;
-    }
-    char *rep = report_json(g, res, &cg, o->opencl.texture_weights);
-    if (!rep) {
-        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing the report");
-    }
-    char name[200];
-    snprintf(name, sizeof name, "%s.cl", P);
-    if (!rc) {
-        rc = tether__artifact_put(&w, name, cg.source, strlen(cg.source));
-    }
-    if (!rc && cg.params_bytes) {
-        rc = tether__artifact_put(&w, "params.bin", cg.params, cg.params_bytes);
-    }
-    if (!rc) {
-        rc = tether__artifact_put(&w, "metadata.json", cg.metadata, strlen(cg.metadata));
-    }
-    if (!rc) {
-        rc = tether__artifact_put(&w, "report.json", rep, strlen(rep));
-    }
-    free(rep);
-    tether_opencl_output_close(&cg);
-    if (rc) {
-        return tether__artifact_rollback(&w, rc);
-    }
     return TETHER_OK;
 }

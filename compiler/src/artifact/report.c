@@ -1,0 +1,144 @@
+/*
+ * report.json of an artifact directory: written by both backends' pipelines (compile.c,
+ * compile_opencl.c) and printed as the table of `tether compile` (tether_report_print). Format in
+ * docs/codegen.md ("report.json").
+ *
+ * What must stay true: the two backends write the same keys where they mean the same thing
+ * (format, model, target, abi, interface, opt_level, nodes_in/out, params_bytes, workspace,
+ * built), so the printer and the CLI's --json read either.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "../internal.h"
+#include "tether/compiler.h"
+#include "tether/crt/error.h"
+
+char *tether__report_json_c(const tether_ir_graph *g, const tether_compile_options *o,
+                            const tether_codegen_output *cg, const tether_compile_result *res) {
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "format", "tether-report");
+    cJSON_AddStringToObject(r, "model", g->name);
+    cJSON_AddStringToObject(r, "target", o->build.target ? o->build.target : "x86_64-linux");
+    cJSON_AddStringToObject(r, "abi", tether_abi_name(o->codegen.abi));
+    cJSON_AddStringToObject(r, "interface", tether_interface_name(o->codegen.interface));
+    char opt[4];
+    snprintf(opt, sizeof opt, "%c", o->build.opt_level < 0 ? 's' : '0' + o->build.opt_level);
+    cJSON_AddStringToObject(r, "opt_level", opt);
+    cJSON_AddNumberToObject(r, "nodes_in", res->nnodes_in);
+    cJSON_AddNumberToObject(r, "nodes_out", res->nnodes_out);
+    cJSON_AddNumberToObject(r, "params_bytes", (double)cg->params_bytes);
+    cJSON *ws = cJSON_AddObjectToObject(r, "workspace");
+    cJSON_AddNumberToObject(ws, TETHER_WORKSPACE_POOL, (double)cg->workspace_size);
+    cJSON_AddBoolToObject(r, "built", res->built);
+    if (res->built) {
+        cJSON_AddNumberToObject(r, "text", (double)res->build.sizes.text);
+        cJSON_AddNumberToObject(r, "data", (double)res->build.sizes.data);
+        cJSON_AddNumberToObject(r, "bss", (double)res->build.sizes.bss);
+        cJSON_AddNumberToObject(r, "code", (double)res->build.sizes.code);
+        cJSON *st = cJSON_AddObjectToObject(r, "stack");
+        cJSON_AddStringToObject(st, "entry", res->entry);
+        cJSON_AddNumberToObject(st, "bytes", (double)res->build.stack.bytes);
+        cJSON_AddBoolToObject(st, "bounded", res->build.stack.bounded);
+        if (!res->build.stack.bounded) {
+            cJSON_AddStringToObject(st, "reason", res->build.stack.reason);
+        }
+        cJSON_AddStringToObject(st, "path", res->build.stack.path);
+        cJSON_AddStringToObject(st, "excluded", res->build.stack.excluded);
+    }
+    char *text = cJSON_Print(r);
+    cJSON_Delete(r);
+    return text;
+}
+
+char *tether__report_json_opencl(const tether_ir_graph *g, const tether_compile_result *res,
+                                 const tether_opencl_output *cg, bool texture) {
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "format", "tether-report");
+    cJSON_AddStringToObject(r, "model", g->name);
+    cJSON_AddStringToObject(r, "backend", "opencl");
+    cJSON_AddStringToObject(r, "target", "opencl");
+    cJSON_AddStringToObject(r, "abi", "opencl");
+    cJSON_AddStringToObject(r, "interface", "opencl");
+    cJSON_AddStringToObject(r, "opt_level", "-");
+    cJSON_AddNumberToObject(r, "nodes_in", res->nnodes_in);
+    cJSON_AddNumberToObject(r, "nodes_out", res->nnodes_out);
+    cJSON_AddNumberToObject(r, "kernels", cg->nkernels);
+    cJSON_AddNumberToObject(r, "images", cg->nimages);
+    cJSON_AddBoolToObject(r, "texture_weights", texture);
+    cJSON_AddNumberToObject(r, "params_bytes", (double)cg->params_bytes);
+    cJSON *ws = cJSON_AddObjectToObject(r, "workspace");
+    cJSON_AddNumberToObject(ws, TETHER_WORKSPACE_POOL, (double)cg->workspace_size);
+    cJSON_AddBoolToObject(r, "built", false);
+    char *text = cJSON_Print(r);
+    cJSON_Delete(r);
+    return text;
+}
+
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0.0;
+}
+
+static const char *str(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "?";
+}
+
+int tether_report_print(FILE *out, const char *artifact_dir) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/report.json", artifact_dir);
+    char *text;
+    int rc = tether__read_file(path, &text, NULL);
+    if (rc) {
+        return rc;
+    }
+    cJSON *r = cJSON_Parse(text);
+    free(text);
+    if (!r) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: invalid JSON", path);
+    }
+    fprintf(out, "model %s  target %s  abi %s  interface %s  -O%s\n", str(r, "model"),
+            str(r, "target"), str(r, "abi"), str(r, "interface"), str(r, "opt_level"));
+    fprintf(out, "  %-26s %12s\n", "item", "bytes");
+    const cJSON *built = cJSON_GetObjectItemCaseSensitive(r, "built");
+    if (cJSON_IsTrue(built)) {
+        fprintf(out, "  %-26s %12.0f\n", "text", num(r, "text"));
+        fprintf(out, "  %-26s %12.0f\n", "data", num(r, "data"));
+        fprintf(out, "  %-26s %12.0f\n", "bss", num(r, "bss"));
+        fprintf(out, "  %-26s %12.0f\n", "  of text: instructions", num(r, "code"));
+    }
+    if (cJSON_GetObjectItemCaseSensitive(r, "kernels")) {
+        fprintf(out, "  %-26s %12.0f\n", "OpenCL kernels", num(r, "kernels"));
+        fprintf(out, "  %-26s %12.0f\n", "texture:weight images", num(r, "images"));
+    }
+    fprintf(out, "  %-26s %12.0f\n", "params", num(r, "params_bytes"));
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(r, "workspace");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, ws) {
+        char label[64];
+        snprintf(label, sizeof label, "workspace pool '%s'", e->string);
+        fprintf(out, "  %-26s %12.0f\n", label, e->valuedouble);
+    }
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(r, "stack");
+    if (st) {
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(st, "bounded");
+        if (cJSON_IsTrue(b)) {
+            fprintf(out, "  %-26s %12.0f\n", "static stack (worst case)", num(st, "bytes"));
+        } else {
+            fprintf(out, "  %-26s %12s  (%s)\n", "static stack (worst case)", "unbounded",
+                    str(st, "reason"));
+        }
+        fprintf(out, "  stack path: %s\n", str(st, "path"));
+        const char *ex = str(st, "excluded");
+        if (ex[0] && strcmp(ex, "?") != 0) {
+            fprintf(out, "  stack excludes (external, counted as 0): %s\n", ex);
+        }
+    }
+    cJSON_Delete(r);
+    return TETHER_OK;
+}

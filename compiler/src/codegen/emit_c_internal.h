@@ -1,0 +1,83 @@
+/*
+ * The C emitter's private interface between its two halves (not installed): emit_c.c, the
+ * module and ABI scaffolding (per-operator functions, entries, packed wrapper, registry, header,
+ * weights), and emit_c_kernels.c, one kernel body emitter per operator family.
+ *
+ * What must stay true: a kernel body reads its tensors only through the names of kargs and
+ * writes only its output; it records the math functions (math_used) and activation helpers
+ * (need_acts) it calls, and emit_c.c defines exactly those.
+ */
+#ifndef TETHER_CODEGEN_EMIT_C_INTERNAL_H
+#define TETHER_CODEGEN_EMIT_C_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "../internal.h"
+#include "tether/compiler.h"
+
+/* The math functions generated code may call (the metadata lists the ones used). */
+enum { M_EXPF, M_LOGF, M_SQRTF, M_TANHF, M_POWF, M_COUNT };
+
+typedef struct em {
+    tether__sbuf s;
+    int depth;
+    const tether_ir_graph *g;
+    const tether_memplan *plan;
+    const tether_codegen_options *o;
+    const char *P; /* prefix */
+    char **cname;  /* per tensor: C identifier part (sanitised, unique) */
+    char **fname;  /* per node: function name, NULL for alias nodes */
+    char **kname;  /* per node: its kernel (static, tgk_<function name>) */
+    size_t *poff;  /* per tensor: params blob offset (constants) */
+    size_t params_bytes;
+    int math_used[M_COUNT];
+    int need_acts[8];
+    int max_args;
+} em;
+
+static inline void line(em *e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static inline void line(em *e, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tether__sbuf_vline(&e->s, e->depth, "\n", fmt, ap);
+    va_end(ap);
+}
+
+/* `for (int v = 0; v < n; ++v) {` and depth++ */
+static inline void loop(em *e, const char *v, int64_t n) {
+    line(e, "for (int %s = 0; %s < %lld; ++%s) {", v, v, (long long)n, v);
+    e->depth++;
+}
+
+static inline void close_block(em *e) {
+    e->depth--;
+    line(e, "}");
+}
+
+/* A float literal that round-trips and is valid C99. */
+static inline void flit(char *buf, size_t n, float v) {
+    tether__cg_float_literal(buf, n, v, false);
+}
+
+static inline const tether_ir_tensor *T(const em *e, int t) {
+    return &e->g->tensors[t];
+}
+
+/* The parameter names a kernel body reads its tensors through: inputs in node order (NULL for
+ * an absent optional input), the output, and the residual input or NULL. */
+typedef struct kargs {
+    const char *in[TETHER_IR_MAX_INPUTS];
+    const char *out;
+    const char *res; /* residual input or NULL */
+} kargs;
+
+/* Emits the body of nd's kernel (emit_c_kernels.c). */
+void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k);
+
+#endif /* TETHER_CODEGEN_EMIT_C_INTERNAL_H */
