@@ -300,9 +300,31 @@ static void test_params_blob(void **state) {
     tether_ir_close(&g);
 }
 
+/* The operator table (compiler/src/ir/ops.def) and the cases agree: every operator's name
+ * round-trips, and every operator has a case this backend runs, so a row added to the table
+ * without a case in op_cases.c fails here (docs/adding-an-operator.md). */
+static void test_every_op_has_a_case(void **state) {
+    (void)state;
+    for (int op = 0; op < TETHER_OP_COUNT_; op++) {
+        const char *name = tether_op_name((tether_op)op);
+        assert_non_null(name);
+        tether_op back;
+        assert_int_equal(tether_op_parse(name, &back), 0);
+        assert_int_equal(back, op);
+        int have = 0;
+        for (size_t i = 0; i < tt_num_op_cases; i++) {
+            have |= tt_op_cases[i].op == (tether_op)op && (tt_op_cases[i].backends & TT_C);
+        }
+        if (!have) {
+            fail_msg("operator %s has no case in tests/compiler/op_cases.c", name);
+        }
+    }
+    assert_null(tether_op_name((tether_op)TETHER_OP_COUNT_));
+}
+
 int main(void) {
     /* the shared cases this backend runs, then the tests of this file */
-    struct CMUnitTest *tests = calloc(tt_num_op_cases + 4, sizeof *tests);
+    struct CMUnitTest *tests = calloc(tt_num_op_cases + 5, sizeof *tests);
     if (!tests) {
         return 1;
     }
@@ -313,6 +335,7 @@ int main(void) {
                                              (void *)&tt_op_cases[i]};
         }
     }
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_every_op_has_a_case);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_interpreter_known_values);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_params_blob);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_log_softmax_large_values);
