@@ -943,24 +943,33 @@ static int prepare_call(session *s, const tether_server_call *call, call_ctx *c)
     return 0;
 }
 
-/* Empty functions of both ABIs: what a call through call_tramp touches when the function itself
- * touches nothing but its return address. */
-static int32_t empty_packed(tether_value *args, int32_t *codes, int32_t n, tether_value *ret,
-                            int32_t *ret_code, void *ctx) {
+/* Empty functions of both ABIs that record where their frame is: the stack pointer just before
+ * the call instruction is the frame address + 16 on x86-64 (return address, saved frame
+ * pointer) and on AArch64 (the frame record). */
+static volatile uintptr_t g_empty_frame;
+
+__attribute__((noinline)) static int32_t empty_packed(tether_value *args, int32_t *codes, int32_t n,
+                                                      tether_value *ret, int32_t *ret_code,
+                                                      void *ctx) {
     (void)args, (void)codes, (void)n, (void)ret, (void)ret_code, (void)ctx;
+    g_empty_frame = (uintptr_t)__builtin_frame_address(0);
     return 0;
 }
 
-static int32_t empty_unpacked(void *a) {
+__attribute__((noinline)) static int32_t empty_unpacked(void *a) {
     (void)a;
+    g_empty_frame = (uintptr_t)__builtin_frame_address(0);
     return 0;
 }
 
-/* The stack bytes of the call path alone (the switch to the call stack, call_tramp, tether_call
- * and its argument array) for the ABI of c's entry, measured once per session with an empty
- * function. CALL reports what the called function touched beyond it, so stack_bytes is the
- * function's own high-water mark, as the MCU firmware measures it, and the packed and unpacked
- * figures of one model compare the ABIs rather than tetherd's machinery. */
+/* The stack bytes of the call path up to the called function (the switch to the call stack,
+ * call_tramp, tether_call and its argument array) for the ABI of c's entry, found once per
+ * session from where an empty function's frame lies. CALL reports the bytes touched below that
+ * point, so stack_bytes is the function's own high-water mark (with the return address on x86,
+ * as gcc's -fstack-usage counts it), as the MCU firmware measures it, and the packed and
+ * unpacked figures of one model compare the ABIs rather than tetherd's machinery. What the
+ * trampoline touches beside the call (reading the clock) can only raise the figure, never
+ * lower it below the function's own use. */
 static size_t call_overhead(session *s, tether_abi abi) {
     int k = abi == TETHER_ABI_PACKED;
     if (!s->call_overhead[k]) {
@@ -975,15 +984,14 @@ static size_t call_overhead(session *s, tether_abi abi) {
         c.s = s;
         c.n = 1;
         c.codes[0] = TETHER_TYPE_NULL;
+        g_empty_frame = 0;
         size_t used = 0;
-        if (tether_posix_call_on(&s->call_stack, call_tramp, &c, &used) || c.status)
-            used = 1; /* not measurable: report the raw figure (never below the truth) */
-#if defined(__x86_64__) || defined(__i386__)
-        /* the return address the call pushes belongs to the function, as in gcc's
-         * -fstack-usage figures (on Arm and AArch64 it stays in a register) */
-        used = used > sizeof(void *) ? used - sizeof(void *) : 1;
-#endif
-        s->call_overhead[k] = used;
+        uintptr_t top = (uintptr_t)s->call_stack.base + s->call_stack.size;
+        uintptr_t sp = 0;
+        if (!tether_posix_call_on(&s->call_stack, call_tramp, &c, &used) && !c.status)
+            sp = g_empty_frame + 16;
+        /* not found (another architecture, an odd frame): nothing is subtracted */
+        s->call_overhead[k] = sp > (uintptr_t)s->call_stack.base && sp < top ? top - sp : 1;
     }
     return s->call_overhead[k];
 }
@@ -992,7 +1000,7 @@ static int run_on_stack(call_ctx *c) {
     size_t base = call_overhead(c->s, c->entry->abi);
     size_t used = 0;
     int rc = tether_posix_call_on(&c->s->call_stack, call_tramp, c, &used);
-    used = used > base ? used - base : 0;
+    used = used > base ? used - base : 1; /* touched nothing below the call: its return address */
     if (used > c->max_stack)
         c->max_stack = used;
     return rc;

@@ -2,6 +2,17 @@
  * Test helpers for the tetherd tests (see daemon.h). Daemons bind 127.0.0.1 only and are always
  * stopped by the test that started them.
  */
+#if defined(__SANITIZE_ADDRESS__)
+#define TETHER_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TETHER_TEST_ASAN 1
+#endif
+#endif
+#ifndef TETHER_TEST_ASAN
+#define TETHER_TEST_ASAN 0
+#endif
+
 #include "daemon.h"
 
 #include <fcntl.h>
@@ -174,8 +185,13 @@ void check_session_functions(tether_session *s) {
     if (tether_session_call(s, &f, args, 3, &r))
         fail_msg("call: %s", tether_last_error());
     assert_int_equal(r.ret, 0);
-    /* the function's own bytes: tetherd's call path (hundreds of bytes) is not counted */
-    assert_true(r.stack_bytes > 0 && r.stack_bytes < 256);
+    /* the function's own bytes: tetherd's call path (hundreds of bytes) is not counted (under
+     * AddressSanitizer the trampoline's clock reads go through interceptors that reach deeper
+     * than a small function, and that depth is what is left) */
+    assert_true(r.stack_bytes > 0);
+#if !TETHER_TEST_ASAN
+    assert_true(r.stack_bytes < 256);
+#endif
     assert_int_equal(tether_session_copy_from(s, ho, 0, o, sizeof o), 0);
     for (int i = 0; i < 16; i++)
         assert_true(o[i] == a[i] + b[i]);
