@@ -214,9 +214,11 @@ static const char ab_usage[] =
     "  both on the device's OpenCL layer in the same rotation (time = sum of the kernels'\n"
     "  profiled times); a device whose HELLO has no OpenCL is refused before any work.\n";
 
+/* *out is set on every path (0 on an error), so callers stay defined for -O3's flow analysis. */
 static int parse_num(const char *opt, const char *v, double lo, double hi, double *out) {
     char *end;
     errno = 0;
+    *out = 0;
     double x = v ? strtod(v, &end) : 0;
     if (!v || errno || end == v || *end || !(x >= lo && x <= hi))
         return fail(2, "%s needs a number in [%g, %g]", opt, lo, hi);
