@@ -58,11 +58,11 @@ int tether_rpc_client_request(tether_rpc_client *c, tether_rpc_msg *req, tether_
         rc = tether_transport_send(c->t, c->tx, len, timeout_ms);
         if (rc)
             return rc;
-        int64_t deadline = timeout_ms < 0 ? -1 : tether_rpc_now_ms() + timeout_ms;
+        int64_t deadline = timeout_ms < 0 ? -1 : tether__rpc_now_ms() + timeout_ms;
         for (;;) {
             int left = -1;
             if (deadline >= 0) {
-                int64_t l = deadline - tether_rpc_now_ms();
+                int64_t l = deadline - tether__rpc_now_ms();
                 left = l > 0 ? (int)l : 0;
             }
             const uint8_t *msg;

@@ -82,7 +82,7 @@ int tether_rpc_msgpack_encode(const tether_rpc_msg *m, void *buf, size_t cap, si
     fixed_buf fb = {(uint8_t *)buf, cap, 0, false};
     msgpack_packer pk;
     msgpack_packer_init(&pk, &fb, fixed_write);
-    int rc = tether_rpc_schema_encode(&mpc_enc, &pk, m);
+    int rc = tether__rpc_schema_encode(&mpc_enc, &pk, m);
     if (rc)
         return rc;
     *out_len = fb.len;
@@ -98,7 +98,7 @@ int tether_rpc_msgpack_encode_alloc(const tether_rpc_msg *m, uint8_t **out, size
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    int rc = tether_rpc_schema_encode(&mpc_enc, &pk, m);
+    int rc = tether__rpc_schema_encode(&mpc_enc, &pk, m);
     if (rc) {
         msgpack_sbuffer_destroy(&sb);
         return rc == TETHER_ERR_LIMIT
@@ -332,7 +332,7 @@ int tether_rpc_msgpack_decode_seq(const void *buf, size_t len, tether_rpc_msg *o
         cursor c;
         memset(&c, 0, sizeof c);
         c.root = &up.data;
-        rc = tether_rpc_schema_decode(&mpc_dec, &c, out, storage);
+        rc = tether__rpc_schema_decode(&mpc_dec, &c, out, storage);
     }
     msgpack_unpacked_destroy(&up);
     return rc;

@@ -45,7 +45,7 @@ typedef struct fd_impl {
     tether_uart_unframer uart_u;
 } fd_impl;
 
-int64_t tether_rpc_now_ms(void) {
+int64_t tether__rpc_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -53,11 +53,11 @@ int64_t tether_rpc_now_ms(void) {
 
 /* Waits for `events` on fd until the deadline (-1 = none). 0 ready, TETHER_ERR_TIMEOUT, or
  * TETHER_ERR_IO. POLLHUP counts as ready so the following read sees the end of file. */
-int tether_rpc_wait_fd(int fd, short events, int64_t deadline) {
+int tether__rpc_wait_fd(int fd, short events, int64_t deadline) {
     for (;;) {
         int wait_ms = -1;
         if (deadline >= 0) {
-            int64_t left = deadline - tether_rpc_now_ms();
+            int64_t left = deadline - tether__rpc_now_ms();
             wait_ms = left > 0 ? (left > INT_MAX ? INT_MAX : (int)left) : 0;
         }
         struct pollfd p = {fd, events, 0};
@@ -76,7 +76,7 @@ int tether_rpc_wait_fd(int fd, short events, int64_t deadline) {
 }
 
 static int64_t deadline_of(int timeout_ms) {
-    return timeout_ms < 0 ? -1 : tether_rpc_now_ms() + timeout_ms;
+    return timeout_ms < 0 ? -1 : tether__rpc_now_ms() + timeout_ms;
 }
 
 static int write_failed(void) {
@@ -98,7 +98,7 @@ static int send_all_socket(int fd, struct iovec *iov, int niov, int64_t deadline
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                int rc = tether_rpc_wait_fd(fd, POLLOUT, deadline);
+                int rc = tether__rpc_wait_fd(fd, POLLOUT, deadline);
                 if (rc)
                     return rc;
                 continue;
@@ -127,7 +127,7 @@ static int write_all(int fd, bool nonblocking, const uint8_t *p, size_t n, int64
     pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
     int rc = 0;
     while (n > 0) {
-        rc = tether_rpc_wait_fd(fd, POLLOUT, deadline);
+        rc = tether__rpc_wait_fd(fd, POLLOUT, deadline);
         if (rc)
             break;
         size_t chunk = nonblocking ? n : (n < PIPE_BUF ? n : PIPE_BUF);
@@ -222,7 +222,7 @@ static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int ti
                 return TETHER_OK;
             }
         }
-        int rc = tether_rpc_wait_fd(t->fd_read, POLLIN, deadline);
+        int rc = tether__rpc_wait_fd(t->fd_read, POLLIN, deadline);
         if (rc)
             return rc;
         ssize_t n = read(t->fd_read, im->rd, sizeof im->rd);
@@ -278,7 +278,7 @@ reaped:
     t->ops = NULL;
 }
 
-const tether_transport_ops tether_rpc_fd_ops = {fd_send, fd_recv, fd_close};
+const tether_transport_ops tether__rpc_fd_ops = {fd_send, fd_recv, fd_close};
 
 int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, int fd_read,
                              int fd_write, uint32_t max_frame, bool owns_fds) {
@@ -325,7 +325,7 @@ int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, in
         }
         im->nonblocking = true;
     }
-    t->ops = &tether_rpc_fd_ops;
+    t->ops = &tether__rpc_fd_ops;
     t->kind = kind;
     t->fd_read = fd_read;
     t->fd_write = fd_write;

@@ -9,14 +9,14 @@
 /* The fd transport's operations (transport.c); uart.c wraps close to release its lock. Declared
  * without transport.h, which uart_baud.c cannot include next to <asm/termbits.h>. */
 struct tether_transport_ops;
-extern const struct tether_transport_ops tether_rpc_fd_ops;
+extern const struct tether_transport_ops tether__rpc_fd_ops;
 
 /* Monotonic milliseconds. */
-int64_t tether_rpc_now_ms(void);
+int64_t tether__rpc_now_ms(void);
 /* poll() one fd until the absolute deadline (-1 = none). */
-int tether_rpc_wait_fd(int fd, short events, int64_t deadline);
+int tether__rpc_wait_fd(int fd, short events, int64_t deadline);
 /* Linux termios2 custom baud rates (uart_baud.c, kept apart from <termios.h>). */
-int tether_uart_set_baud_termios2(int fd, uint32_t baud);
-int tether_uart_get_baud_termios2(int fd, uint32_t *baud);
+int tether__uart_set_baud_termios2(int fd, uint32_t baud);
+int tether__uart_get_baud_termios2(int fd, uint32_t *baud);
 
 #endif

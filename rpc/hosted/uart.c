@@ -90,11 +90,11 @@ int tether_uart_set_baud(int fd, uint32_t baud) {
                                     strerror(errno));
         return TETHER_OK;
     }
-    return tether_uart_set_baud_termios2(fd, baud);
+    return tether__uart_set_baud_termios2(fd, baud);
 }
 
 int tether_uart_get_baud(int fd, uint32_t *baud) {
-    return tether_uart_get_baud_termios2(fd, baud);
+    return tether__uart_get_baud_termios2(fd, baud);
 }
 
 /* ---- lock ---- */
@@ -256,15 +256,15 @@ static void unlock_fd(int fd) {
 
 static void uart_close(tether_transport *t) {
     unlock_fd(t->fd_read);
-    tether_rpc_fd_ops.close(t);
+    tether__rpc_fd_ops.close(t);
 }
 
 static int uart_send(tether_transport *t, const uint8_t *msg, size_t len, int timeout_ms) {
-    return tether_rpc_fd_ops.send(t, msg, len, timeout_ms);
+    return tether__rpc_fd_ops.send(t, msg, len, timeout_ms);
 }
 
 static int uart_recv(tether_transport *t, const uint8_t **msg, size_t *len, int timeout_ms) {
-    return tether_rpc_fd_ops.recv(t, msg, len, timeout_ms);
+    return tether__rpc_fd_ops.recv(t, msg, len, timeout_ms);
 }
 
 static const tether_transport_ops uart_ops = {uart_send, uart_recv, uart_close};
@@ -280,14 +280,14 @@ static void sleep_ms(int64_t ms) {
 /* Opens and locks, waiting as opt says. */
 static int open_waiting(const char *path, const tether_uart_open_options *opt, int *fd) {
     int wait_ms = opt ? opt->wait_ms : 0;
-    int64_t deadline = wait_ms > 0 ? tether_rpc_now_ms() + wait_ms : -1;
+    int64_t deadline = wait_ms > 0 ? tether__rpc_now_ms() + wait_ms : -1;
     int announced = -1; /* the holder the callback was told about */
     for (;;) {
         int holder;
         int rc = open_locked(path, fd, &holder);
         if (rc != TETHER_ERR_BUSY || wait_ms == 0)
             return rc;
-        int64_t left = deadline < 0 ? LOCK_POLL_MS : deadline - tether_rpc_now_ms();
+        int64_t left = deadline < 0 ? LOCK_POLL_MS : deadline - tether__rpc_now_ms();
         if (left <= 0) {
             char e[TETHER_ERROR_MSG_MAX];
             snprintf(e, sizeof e, "%s", tether_last_error());

@@ -15,7 +15,7 @@
 
 int ioctl(int fd, unsigned long request, ...);
 
-int tether_uart_set_baud_termios2(int fd, uint32_t baud) {
+int tether__uart_set_baud_termios2(int fd, uint32_t baud) {
     struct termios2 tio;
     if (ioctl(fd, TCGETS2, &tio) != 0)
         return tether_set_error(TETHER_ERR_IO, "uart: TCGETS2 on fd %d failed: %s", fd,
@@ -30,7 +30,7 @@ int tether_uart_set_baud_termios2(int fd, uint32_t baud) {
     return TETHER_OK;
 }
 
-int tether_uart_get_baud_termios2(int fd, uint32_t *baud) {
+int tether__uart_get_baud_termios2(int fd, uint32_t *baud) {
     struct termios2 tio;
     if (ioctl(fd, TCGETS2, &tio) != 0)
         return tether_set_error(TETHER_ERR_IO, "uart: TCGETS2 on fd %d failed: %s", fd,

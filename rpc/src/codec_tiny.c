@@ -85,7 +85,7 @@ int tether_rpc_tiny_encode(const tether_rpc_msg *m, void *buf, size_t cap, size_
         return tether_set_error(TETHER_ERR_INVALID_ARG, "tiny encode: null buffer");
     *out_len = 0;
     tether_mp_writer_init(&w, buf, cap);
-    int rc = tether_rpc_schema_encode(&tiny_enc, &w, m);
+    int rc = tether__rpc_schema_encode(&tiny_enc, &w, m);
     if (rc)
         return rc;
     *out_len = w.len;
@@ -110,7 +110,7 @@ int tether_rpc_tiny_decode_seq(const void *buf, size_t len, tether_rpc_msg *out,
         return tether_set_error(TETHER_ERR_PROTOCOL, "%zu bytes after the end of the message",
                                 len - r.pos);
     tether_mp_reader_init(&r, buf, len);
-    int rc = tether_rpc_schema_decode(&tiny_dec, &r, out, storage);
+    int rc = tether__rpc_schema_decode(&tiny_dec, &r, out, storage);
     if (rc)
         return rc;
     if (r.pos != len)

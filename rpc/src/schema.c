@@ -177,7 +177,7 @@ static void enc_steps(enc *e, const tether_rpc_seq_req *q) {
     }
 }
 
-int tether_rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const tether_rpc_msg *m) {
+int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const tether_rpc_msg *m) {
     int rc = tether_rpc_msg_check(m);
     if (rc)
         return rc;
@@ -618,8 +618,8 @@ static void dec_steps(dec *d, tether_rpc_seq_storage *st, tether_rpc_seq_req *q)
     d_leave(d, "steps");
 }
 
-int tether_rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc_msg *m,
-                             tether_rpc_seq_storage *storage) {
+int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc_msg *m,
+                              tether_rpc_seq_storage *storage) {
     dec d_ = {ops, c, 0, 0}, *d = &d_;
     memset(m, 0, sizeof *m);
     uint32_t n = 0;

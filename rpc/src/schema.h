@@ -40,11 +40,11 @@ typedef struct tether_rpc_dec_ops {
     int (*leave)(void *c);              /* all elements of the innermost array consumed */
 } tether_rpc_dec_ops;
 
-int tether_rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const tether_rpc_msg *m);
+int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const tether_rpc_msg *m);
 /* Decodes one message; `end` (may be NULL) checks that nothing follows it. */
 /* storage: where the steps of a LAUNCH_SEQ / TIME_SEQ request go; NULL refuses such requests
  * with TETHER_ERR_UNSUPPORTED. */
-int tether_rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc_msg *m,
-                             tether_rpc_seq_storage *storage);
+int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc_msg *m,
+                              tether_rpc_seq_storage *storage);
 
 #endif /* TETHER_RPC_SCHEMA_H */

@@ -3,7 +3,7 @@
  * from a KEEP section, so --gc-sections cannot drop the functions), so that the addresses in the
  * generated exports.ld are real code for uploaded modules to call.
  *
- * What must stay true: tether_mcu_exports_id() hashes exactly what gen_module_ld.cmake hashes
+ * What must stay true: tether__mcu_exports_id() hashes exactly what gen_module_ld.cmake hashes
  * for firmware.json (each address as 8 lowercase hex digits and a newline, in exports.def
  * order; the first 4 bytes of the SHA-256, big-endian), so a host can tell whether the
  * firmware.json it links against describes the firmware that is running.
@@ -20,7 +20,7 @@ __attribute__((used, section(".tether_exports"))) static const void *const expor
 #include "exports.def"
 };
 
-uint32_t tether_mcu_exports_id(void) {
+uint32_t tether__mcu_exports_id(void) {
     static const char hex[] = "0123456789abcdef";
     tether_sha256_ctx ctx;
     tether_sha256_init(&ctx);

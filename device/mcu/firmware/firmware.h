@@ -33,7 +33,7 @@ extern "C" {
 /* Bytes kept between the C-side stack painting and the caller's SP (painted by the trampoline). */
 #define TETHER_MCU_PAINT_GAP 128u
 
-/* Argument block of tether_mcu_trampoline (offsets are used by its assembly). */
+/* Argument block of tether__mcu_trampoline (offsets are used by its assembly). */
 typedef struct tether_mcu_callframe {
     void (*fn)(void);      /* Thumb function address (bit 0 set) */
     const uint32_t *words; /* argument words, at least 4 readable entries */
@@ -43,7 +43,7 @@ typedef struct tether_mcu_callframe {
     int32_t ret;          /* out: r0 on return */
 } tether_mcu_callframe;
 
-void tether_mcu_trampoline(tether_mcu_callframe *cf);
+void tether__mcu_trampoline(tether_mcu_callframe *cf);
 
 /* System library (syslib.c): the firmware's built-in functions. */
 extern const tether_func_registry tether_module_registry;
@@ -65,14 +65,14 @@ typedef struct tether_mcu_image_header {
 #define TETHER_MCU_MAX_MODULE_FUNCS 64u
 
 /* Validates an image in the load region and returns its registry. Errors name the problem. */
-int tether_mcu_image_load(const tether_board_info *board, uint32_t size,
-                          const tether_func_registry **out);
+int tether__mcu_image_load(const tether_board_info *board, uint32_t size,
+                           const tether_func_registry **out);
 
 /* Identity of the exported symbol table (exports.c; firmware.json "exports_id"). */
-uint32_t tether_mcu_exports_id(void);
+uint32_t tether__mcu_exports_id(void);
 
 /* Sends one LOG notification (also used by tether_platform_log). */
-void tether_mcu_send_log(tether_log_level level, const char *text);
+void tether__mcu_send_log(tether_log_level level, const char *text);
 
 #ifdef __cplusplus
 }

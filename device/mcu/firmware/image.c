@@ -16,8 +16,8 @@ static bool inside(uint32_t addr, uint32_t len, uint32_t lo, uint32_t hi) {
     return addr >= lo && addr <= hi && len <= hi - addr;
 }
 
-int tether_mcu_image_load(const tether_board_info *board, uint32_t size,
-                          const tether_func_registry **out) {
+int tether__mcu_image_load(const tether_board_info *board, uint32_t size,
+                           const tether_func_registry **out) {
     const uint32_t base = (uint32_t)board->load_base;
     const uint32_t region_end = base + board->load_size;
     const tether_mcu_image_header *h = (const tether_mcu_image_header *)board->load_base;

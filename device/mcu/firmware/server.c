@@ -56,7 +56,7 @@ static uint32_t client_max_frame = TETHER_RPC_MIN_FRAME;
 static tether_server server;
 
 static tether_heap heap;
-static uint32_t exports_id; /* tether_mcu_exports_id(), computed once at boot */
+static uint32_t exports_id; /* tether__mcu_exports_id(), computed once at boot */
 
 typedef struct array_slot {
     tether_ndarray arr;
@@ -108,7 +108,7 @@ static int send_bytes(void *ctx, const uint8_t *bytes, size_t len) {
     return TETHER_OK;
 }
 
-void tether_mcu_send_log(tether_log_level level, const char *text) {
+void tether__mcu_send_log(tether_log_level level, const char *text) {
     /* Static, not on the stack: LOG is sent from calls (whose stack is measured) and from the
      * fault handler's small private stack. */
     static tether_rpc_msg m;
@@ -125,14 +125,14 @@ void tether_mcu_send_log(tether_log_level level, const char *text) {
 
 /* crt platform hooks that are board independent. */
 void tether_platform_log(tether_log_level level, const char *msg) {
-    tether_mcu_send_log(level, msg);
+    tether__mcu_send_log(level, msg);
 }
 
 void tether_platform_abort(int status) {
     char text[96];
     tether_format(text, sizeof text, "firmware abort (status %d %s): resetting", status,
                   tether_status_name(status));
-    tether_mcu_send_log(TETHER_LOG_ERROR, text);
+    tether__mcu_send_log(TETHER_LOG_ERROR, text);
     tether_board_reset();
 }
 
@@ -228,7 +228,7 @@ static int on_hello(void *ctx, const tether_rpc_msg *rq, tether_rpc_msg *rp) {
     /* The same summary as a LOG line (with the link counters), for logs and older hosts. */
     char text[256];
     board_summary(text, sizeof text);
-    tether_mcu_send_log(TETHER_LOG_INFO, text);
+    tether__mcu_send_log(TETHER_LOG_INFO, text);
     return TETHER_OK;
 }
 
@@ -440,7 +440,7 @@ static int on_load_module(void) {
                                 upload.name, (unsigned)upload.received, (unsigned)upload.size);
     }
     const tether_func_registry *reg;
-    int rc = tether_mcu_image_load(board, upload.size, &reg);
+    int rc = tether__mcu_image_load(board, upload.size, &reg);
     if (rc != TETHER_OK) {
         return rc;
     }
@@ -550,7 +550,7 @@ static __attribute__((noinline)) void measured_call(tether_mcu_callframe *cf, ui
     cf->paint_from = top;
     tether_board_timing_sync();
     *t0 = tether_platform_cycles();
-    tether_mcu_trampoline(cf);
+    tether__mcu_trampoline(cf);
     *t1 = tether_platform_cycles();
 }
 
@@ -613,7 +613,7 @@ static int on_call(const tether_server_call *call) {
 static int32_t time_run(void *ctx) {
     tether_mcu_callframe *cf = ctx;
     cf->paint_from = 0;
-    tether_mcu_trampoline(cf);
+    tether__mcu_trampoline(cf);
     return cf->ret;
 }
 
@@ -777,7 +777,7 @@ void tether_mcu_fault(const tether_fault_info *f) {
         tether_rpc_make_error(&rep, id, TETHER_ERR_CRASHED, text);
         (void)tether_server_send(&server, &rep, tx_buf, sizeof tx_buf);
     } else {
-        tether_mcu_send_log(TETHER_LOG_ERROR, text);
+        tether__mcu_send_log(TETHER_LOG_ERROR, text);
     }
     tether_board_reset();
 }
@@ -798,10 +798,10 @@ void tether_mcu_main(void) {
     if (tether_registry_check(&tether_module_registry) != TETHER_OK) {
         tether_platform_abort(tether_last_status());
     }
-    exports_id = tether_mcu_exports_id();
+    exports_id = tether__mcu_exports_id();
     char text[256];
     board_summary(text, sizeof text);
-    tether_mcu_send_log(TETHER_LOG_INFO, text);
+    tether__mcu_send_log(TETHER_LOG_INFO, text);
     for (;;) {
         int c = tether_board_uart_getc();
         if (c < 0) {

@@ -20,8 +20,8 @@ _Static_assert(__builtin_offsetof(tether_mcu_callframe, paint_from) == 12, "asm 
 _Static_assert(__builtin_offsetof(tether_mcu_callframe, sp_at_call) == 16, "asm offsets");
 _Static_assert(__builtin_offsetof(tether_mcu_callframe, ret) == 20, "asm offsets");
 
-__attribute__((naked)) void tether_mcu_trampoline(__attribute__((unused))
-                                                  tether_mcu_callframe *cf) {
+__attribute__((naked)) void tether__mcu_trampoline(__attribute__((unused))
+                                                   tether_mcu_callframe *cf) {
     __asm volatile(".syntax unified\n"
                    "push {r4, r5, r6, r7, lr}\n"
                    "mov r4, r0\n"       /* r4 = cf */
