@@ -86,6 +86,12 @@ int mcu_workdir_create(char *dir, size_t n, const char *tag);
 /* Removes dir and everything below it; 0, or -1. */
 int mcu_workdir_remove(const char *dir);
 
+/* Reads a whole file (a linked image) into malloc'ed memory; the test fails when it cannot. */
+uint8_t *mcu_read_file(const char *path, size_t *size);
+/* UPLOAD (SHA-256 announced) in chunks of the device's frame size, then LOAD_MODULE of an MCU
+ * image; returns the module handle. The test fails, with the device's message, on any error. */
+uint64_t mcu_upload_image(mcu_board *b, const char *name, const uint8_t *img, size_t size);
+
 /* The deterministic KWS input of the model tests: n floats in (-2, 2). */
 void mcu_kws_input(float *v, size_t n);
 

@@ -41,57 +41,6 @@ typedef struct row {
 static row rows[8];
 static int nrows;
 
-static uint8_t *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc((size_t)n);
-    assert_int_equal(fread(p, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *size = (size_t)n;
-    return p;
-}
-
-static uint64_t upload_and_load(const char *name, const uint8_t *img, size_t size) {
-    tether_rpc_msg req, rep;
-    uint8_t hash[32];
-    tether_sha256(img, size, hash);
-    memset(&req, 0, sizeof req);
-    req.type = TETHER_RPC_UPLOAD;
-    req.u.upload_req.kind = TETHER_RPC_MODULE_MCU_IMAGE;
-    req.u.upload_req.name = tether_rpc_str_c(name);
-    req.u.upload_req.total_size = size;
-    req.u.upload_req.sha256.ptr = hash;
-    req.u.upload_req.sha256.len = 32;
-    assert_int_equal(mcu_request(&board, &req, &rep, 10000), 0);
-    assert_int_equal(rep.type, TETHER_RPC_UPLOAD | TETHER_RPC_REPLY);
-    uint32_t id = rep.u.upload_rep.upload_id;
-    uint32_t chunk = tether_rpc_chunk_max(board.device_max_frame);
-    for (size_t off = 0; off < size; off += chunk) {
-        size_t len = size - off < chunk ? size - off : chunk;
-        memset(&req, 0, sizeof req);
-        req.type = TETHER_RPC_UPLOAD_CHUNK;
-        req.u.upload_chunk_req.upload_id = id;
-        req.u.upload_chunk_req.offset = off;
-        req.u.upload_chunk_req.data.ptr = img + off;
-        req.u.upload_chunk_req.data.len = (uint32_t)len;
-        assert_int_equal(mcu_request(&board, &req, &rep, 10000), 0);
-        assert_int_equal(rep.type, TETHER_RPC_UPLOAD_CHUNK | TETHER_RPC_REPLY);
-    }
-    assert_true(rep.u.upload_chunk_rep.complete);
-    memset(&req, 0, sizeof req);
-    req.type = TETHER_RPC_LOAD_MODULE;
-    req.u.load_module_req.name = tether_rpc_str_c(name);
-    assert_int_equal(mcu_request(&board, &req, &rep, 10000), 0);
-    if (rep.type == TETHER_RPC_ERROR) {
-        fail_msg("LOAD_MODULE %s: %.*s", name, (int)rep.u.error.message.len,
-                 rep.u.error.message.ptr);
-    }
-    return rep.u.load_module_rep.module;
-}
-
 static void run_model(const char *model, tether_abi abi) {
     tether_ir_graph g;
     if (tt_build_model(model, true, &g) != 0) {
@@ -117,10 +66,10 @@ static void run_model(const char *model, tether_abi abi) {
         fail_msg("linking %s %s: %s", model, tether_abi_name(abi), tether_last_error());
     }
     size_t size;
-    uint8_t *data = read_file(bin, &size);
+    uint8_t *data = mcu_read_file(bin, &size);
     char name[64];
     snprintf(name, sizeof name, "%s-%s", model, tether_abi_name(abi));
-    uint64_t module = upload_and_load(name, data, size);
+    uint64_t module = mcu_upload_image(&board, name, data, size);
     free(data);
     uint32_t fabi;
     uint64_t f = mcu_get_function(&board, module, "tether_model_main", &fabi);
