@@ -628,6 +628,47 @@ static void test_ir_printer(void **state) {
     tether_ir_close(&g);
 }
 
+/* The work estimate: conv1 of KWS is 8x25x5 outputs of a 1x10x4 window, plus bias and the fused
+ * relu; absurd shapes saturate instead of wrapping to a small count. */
+static void test_flops(void **state) {
+    (void)state;
+    char p[1024];
+    kws_path(p, sizeof p);
+    tether_ir_graph g;
+    assert_int_equal(tether_model_load(p, &g), 0);
+    assert_int_equal(tether_passes_run(&g, NULL), 0);
+    uint64_t total = 0;
+    int found = 0;
+    for (int i = 0; i < g.nnodes; i++) {
+        uint64_t f = tether_ir_node_flops(&g, &g.nodes[i]);
+        total += f;
+        if (strcmp(g.nodes[i].name, "conv1") == 0) {
+            assert_int_equal(f, 2u * 1000u * 40u + 1000u + 1000u);
+            found = 1;
+        }
+    }
+    assert_true(found);
+    assert_int_equal(tether_ir_graph_flops(&g), total);
+    tether_ir_close(&g);
+
+    tether_ir_graph h;
+    assert_int_equal(tether_ir_init(&h, "huge"), 0);
+    DLDataType f32 = {kDLFloat, 32, 1};
+    int64_t big[4] = {1, 1, 1 << 20, 1 << 20};
+    int x = -1, y = -1, node = -1;
+    assert_int_equal(tether_ir_add_tensor(&h, "x", f32, 4, big, &x), 0);
+    assert_int_equal(tether_ir_add_tensor(&h, "y", f32, 4, big, &y), 0);
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_MAX_POOL, &a);
+    a.kernel[0] = INT64_C(1) << 40;
+    a.kernel[1] = INT64_C(1) << 40;
+    assert_int_equal(tether_ir_add_node(&h, "pool", TETHER_OP_MAX_POOL, &x, 1, &y, 1, &a, &node),
+                     0);
+    assert_true(tether_ir_node_flops(&h, &h.nodes[node]) == UINT64_MAX);
+    assert_true(tether_ir_graph_flops(&h) == UINT64_MAX);
+    tether_ir_close(&h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_models),
@@ -640,6 +681,7 @@ int main(void) {
         cmocka_unit_test(test_cli_exit_codes),
         cmocka_unit_test(test_abi_shapes_of_code),
         cmocka_unit_test(test_ir_printer),
+        cmocka_unit_test(test_flops),
         cmocka_unit_test(test_argument_limits),
         cmocka_unit_test(test_registered_loader),
     };

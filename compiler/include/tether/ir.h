@@ -210,6 +210,12 @@ int tether_ir_infer_node(tether_ir_graph *g, int node);
 size_t tether_ir_tensor_elements(const tether_ir_tensor *t);
 size_t tether_ir_tensor_bytes(const tether_ir_tensor *t);
 
+/* Floating-point operations of one node of an inferred graph, and of the whole graph: a
+ * multiply-add counts 2, other arithmetic 1 per element; data movement (reshape, transpose,
+ * concat, pad, resize) 0. Saturates at UINT64_MAX. For reports, GFLOP/s and work bounds. */
+uint64_t tether_ir_node_flops(const tether_ir_graph *g, const tether_ir_node *n);
+uint64_t tether_ir_graph_flops(const tether_ir_graph *g);
+
 /* Human-readable dump (tether compile --dump-ir): one line per tensor and per node. */
 int tether_ir_print(FILE *out, const tether_ir_graph *g);
 

@@ -32,7 +32,7 @@ void tt_fuzz_plan_generate_run(const tether_ir_graph *g, bool typed_c) {
         bufs[i] = calloc(tether_ir_tensor_elements(&g->tensors[t]) + 1, sizeof(float));
         ok = bufs[i] != NULL;
     }
-    if (ok) {
+    if (ok && tether_ir_graph_flops(g) < TT_FUZZ_MAX_FLOPS) {
         tether_interp_run(g, (const float *const *)bufs, bufs + g->ninputs);
     }
     for (int i = 0; bufs && i < g->ninputs + g->noutputs; i++) {
