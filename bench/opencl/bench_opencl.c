@@ -19,8 +19,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../host/cli/opencl_artifact.h"
 #include "../../tests/compiler/ops_common.h"
+#include "tether/artifact.h"
 #include "tether/compiler.h"
 #include "tether/crt.h"
 #include "tether/host.h"
@@ -98,14 +98,14 @@ static int cmp(const void *a, const void *b) {
 static ocl_result time_ocl(tether_session *s, const char *dir, const float *x, const float *ref,
                            size_t yn, uint32_t number, uint32_t repeat) {
     ocl_result r = {0};
-    tether_ocl_artifact *a;
+    tether_artifact *a;
     float *y = calloc(yn, sizeof(float));
-    if (tether_ocl_artifact_load(dir, &a) || tether_ocl_artifact_prepare(a, s)) {
+    if (tether_artifact_open(dir, &a) || tether_artifact_prepare(a, s, NULL)) {
         die(dir);
     }
-    const float *ins[1] = {x};
-    float *outs[1] = {y};
-    if (tether_ocl_artifact_run(a, ins, outs, NULL, NULL)) {
+    const void *ins[1] = {x};
+    void *outs[1] = {y};
+    if (tether_artifact_run(a, ins, outs, NULL, NULL)) {
         die("run");
     }
     for (size_t i = 0; i < yn; i++) {
@@ -113,12 +113,12 @@ static ocl_result time_ocl(tether_session *s, const char *dir, const float *x, c
         r.max_diff = d > r.max_diff ? d : r.max_diff;
     }
     tether_time_stats ts;
-    if (tether_ocl_artifact_time(a, number, repeat, 0, 0, &ts, NULL)) {
+    if (tether_artifact_time(a, number, repeat, 0, 0, &ts, NULL)) {
         die("TIME");
     }
     r.kernels = ts.median;
-    tether_ocl_artifact_per_kernel(a, 1);
-    if (tether_ocl_artifact_time(a, number, repeat, 0, 0, &ts, NULL)) {
+    tether_artifact_set_per_kernel(a, 1);
+    if (tether_artifact_time(a, number, repeat, 0, 0, &ts, NULL)) {
         die("TIME per kernel");
     }
     r.kernels_each = ts.median;
@@ -126,9 +126,9 @@ static ocl_result time_ocl(tether_session *s, const char *dir, const float *x, c
     double w[32], we[32];
     for (uint32_t k = 0; k < repeat; k++) {
         for (int each = 0; each < 2; each++) {
-            tether_ocl_artifact_per_kernel(a, each);
+            tether_artifact_set_per_kernel(a, each);
             double t0 = now();
-            if (tether_ocl_artifact_run(a, ins, outs, NULL, NULL)) {
+            if (tether_artifact_run(a, ins, outs, NULL, NULL)) {
                 die("run");
             }
             (each ? we : w)[k] = now() - t0;
@@ -138,8 +138,8 @@ static ocl_result time_ocl(tether_session *s, const char *dir, const float *x, c
     qsort(we, repeat, sizeof(double), cmp);
     r.wall = w[repeat / 2];
     r.wall_each = we[repeat / 2];
-    r.nkernels = tether_ocl_artifact_num_steps(a);
-    tether_ocl_artifact_free(a);
+    r.nkernels = tether_artifact_num_kernels(a);
+    tether_artifact_free(a);
     free(y);
     if (tether_session_reset(s)) {
         die("RESET");

@@ -14,9 +14,8 @@
  * partial is written (outputs and --json files go through tether/file.h: a temporary renamed
  * into place, device nodes and symlinks written in place), and a --json path is checked before
  * the device is contacted; the progress bar appears only on a terminal and only for transfers
- * that take over a second. The artifact runner is split into prepare / call / time / release
- * (tether_cli_run_*, cli.h) so that `ab` holds several artifacts on one session; `tether run
- * ARTIFACT_DIR` goes through the same steps.
+ * that take over a second. Artifacts run through the host library (tether/artifact.h), the
+ * same steps `ab` takes; this file checks the input files, prints and writes.
  */
 #include <errno.h>
 #include <math.h>
@@ -30,6 +29,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "tether/artifact.h"
 #include "tether/crt.h"
 #include "tether/host.h"
 #include "tether/npy.h"
@@ -42,7 +42,6 @@
 
 #include "cli.h"
 #include "cli_onnx.h"
-#include "opencl_artifact.h"
 
 #define MAX_IO TETHER_CLI_MAX_IO
 
@@ -429,6 +428,7 @@ static int cmd_upload(int argc, char **argv) {
     memset(&info, 0, sizeof info);
     if (tether_cli_load_module(s, file, NULL, c.firmware, name, &module, &nf,
                                c.json_file ? &info : NULL)) {
+        fail(1, "%s", tether_last_error());
         tether_session_close(s);
         return 1;
     }
@@ -880,9 +880,9 @@ int tether_cli_write_json(const char *path, cJSON *root) {
     return 0;
 }
 
-/* ---- the remote side of a run: prepare, call, time, release ---- */
+/* ---- the remote side of a module run: prepare, call, time ---- */
 
-struct tether_cli_run {
+typedef struct module_run {
     tether_session *s; /* borrowed */
     tether_remote_func f;
     tether_remote_arg args[2 * MAX_IO + 16];
@@ -891,36 +891,10 @@ struct tether_cli_run {
     uint64_t global[3], local[3];
     tether_npy in[MAX_IO], out[MAX_IO];
     uint64_t out_handle[MAX_IO];
-    uint64_t arrays[2 * MAX_IO + 1]; /* every remote array: freed by release */
-    int narrays;
     int nin, nout;
-    char out_name[MAX_IO][128]; /* the artifact's output names ("" for a module) */
-    char fname[128];            /* the function called, for messages */
-    tether_ocl_artifact *ocl;   /* an OpenCL artifact: its own arrays and launch sequence */
-    int nkernels;
-    /* the name the library is uploaded under: unique per prepared artifact (`ab` holds several
-     * in one session), since an upload of the same name replaces the previous one */
-    char upload_name[160];
-};
-typedef struct tether_cli_run prepared;
+} module_run;
 
-static prepared *prepared_new(tether_session *s) {
-    prepared *p = calloc(1, sizeof *p);
-    if (!p) {
-        fail(1, "out of memory");
-        return NULL;
-    }
-    p->s = s;
-    return p;
-}
-
-static void prepared_free(prepared *p, int free_remote) {
-    if (!p)
-        return;
-    free_remote = free_remote && p->s && !tether_session_fault(p->s);
-    for (int i = 0; free_remote && i < p->narrays; i++)
-        tether_session_free(p->s, p->arrays[i]); /* best effort: the session ends it anyway */
-    tether_ocl_artifact_free(p->ocl);
+static void module_run_free(module_run *p) {
     for (int i = 0; i < MAX_IO; i++) {
         tether_npy_free(&p->in[i]);
         tether_npy_free(&p->out[i]);
@@ -930,7 +904,7 @@ static void prepared_free(prepared *p, int free_remote) {
 
 /* Loads inputs, allocates and fills them remotely, allocates outputs; sets the arguments
  * (arrays, then the scalars). */
-static int prepare_arrays(prepared *p, run_args *r) {
+static int prepare_arrays(module_run *p, run_args *r) {
     p->nin = r->nin;
     p->nout = r->nout;
     p->work_dim = r->work_dim;
@@ -965,7 +939,6 @@ static int prepare_arrays(prepared *p, run_args *r) {
         uint64_t h;
         if (tether_session_alloc(p->s, n->shape, n->ndim, n->dtype, sp->scope, "", &h, NULL))
             return fail(1, "%s: %s", sp->path, tether_last_error());
-        p->arrays[p->narrays++] = h;
         if (is_in && tether_session_copy_to(p->s, h, 0, n->data, n->nbytes))
             return fail(1, "%s: %s", sp->path, tether_last_error());
         if (!is_in)
@@ -980,20 +953,8 @@ static int prepare_arrays(prepared *p, run_args *r) {
 }
 
 /* One call; the outputs are read back into p->out. */
-static int run_call(prepared *p, tether_call_result *res) {
+static int module_call(module_run *p, tether_call_result *res) {
     memset(res, 0, sizeof *res);
-    if (p->ocl) {
-        const float *ins[MAX_IO];
-        float *outs[MAX_IO];
-        for (int i = 0; i < p->nin; i++)
-            ins[i] = p->in[i].data;
-        for (int i = 0; i < p->nout; i++)
-            outs[i] = p->out[i].data;
-        res->ret_value.type_code = TETHER_TYPE_NULL;
-        if (tether_ocl_artifact_run(p->ocl, ins, outs, &res->elapsed_ns, NULL))
-            return fail(1, "%s", tether_last_error());
-        return 0;
-    }
     int crc = p->work_dim ? tether_session_launch(p->s, &p->f, p->args, p->nargs, p->work_dim,
                                                   p->global, p->local, res)
                           : tether_session_call(p->s, &p->f, p->args, p->nargs, res);
@@ -1006,14 +967,9 @@ static int run_call(prepared *p, tether_call_result *res) {
     return 0;
 }
 
-static int run_time(prepared *p, uint32_t number, uint32_t repeat, uint32_t min_repeat_ms,
-                    uint32_t cooldown_ms, tether_time_stats *ts) {
-    int rc =
-        p->ocl
-            ? tether_ocl_artifact_time(p->ocl, number, repeat, min_repeat_ms, cooldown_ms, ts, NULL)
-            : tether_session_time_launch(p->s, &p->f, p->args, p->nargs, p->work_dim, p->global,
-                                         p->local, number, repeat, min_repeat_ms, cooldown_ms, ts);
-    if (rc)
+static int module_time(module_run *p, const run_args *r, tether_time_stats *ts) {
+    if (tether_session_time_launch(p->s, &p->f, p->args, p->nargs, p->work_dim, p->global, p->local,
+                                   r->number, r->repeat, r->min_repeat_ms, r->cooldown_ms, ts))
         return fail(1, "%s", tether_last_error());
     return 0;
 }
@@ -1023,19 +979,54 @@ static uint64_t cycles(uint64_t elapsed_ns, uint64_t hz) {
     return (uint64_t)((double)elapsed_ns * (double)hz / 1e9 + 0.5);
 }
 
+/* What one run or bench produced, for the printed lines and --json. */
+typedef struct run_result {
+    tether_session *s;
+    const char *fname; /* the function called (or the OpenCL kernels' prefix) */
+    int nout;
+    const tether_npy *out;        /* nout arrays */
+    const char *out_name[MAX_IO]; /* the artifact's output names, NULL = "outN" */
+    tether_call_result call;
+    tether_time_stats ts;
+} run_result;
+
+/* The common head of the --json report of run and bench. */
+static cJSON *report_json(run_args *r, int bench, const run_result *q) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "command", bench ? "bench" : "run");
+    cJSON_AddItemToObject(root, "device",
+                          tether_cli_device_json(r->c.device, tether_session_info(q->s)));
+    cJSON_AddStringToObject(root, "module", r->target);
+    cJSON_AddStringToObject(root, "function", q->fname);
+    return root;
+}
+
+/* Writes the outputs (and their summaries); adds them to jouts when not NULL. */
+static int write_outputs(run_args *r, const run_result *q, cJSON *jouts) {
+    for (int i = 0; i < q->nout; i++) {
+        const tether_npy *o = &q->out[i];
+        if (tether_npy_write(r->out[i].path, o->dtype, o->shape, o->ndim, o->data))
+            return fail(1, "%s", tether_last_error());
+        tether_cli_summary(r->out[i].path, o);
+        if (jouts) {
+            char def[32];
+            snprintf(def, sizeof def, "out%d", i);
+            cJSON_AddItemToArray(jouts, tether_cli_array_json(q->out_name[i] ? q->out_name[i] : def,
+                                                              r->out[i].path, o));
+        }
+    }
+    return 0;
+}
+
 /* What `run`/`bench` print and write (--json) after the work is done. */
-static int report_run(prepared *p, run_args *r, int bench, const tether_call_result *res,
-                      const tether_time_stats *ts) {
-    const char *fname = p->fname;
-    uint64_t hz = tether_session_info(p->s)->clock_hz;
+static int report_run(run_args *r, int bench, const run_result *q) {
+    const char *fname = q->fname;
+    const tether_call_result *res = &q->call;
+    const tether_time_stats *ts = &q->ts;
+    uint64_t hz = tether_session_info(q->s)->clock_hz;
     cJSON *root = NULL;
     if (r->c.json_file) {
-        root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "command", bench ? "bench" : "run");
-        cJSON_AddItemToObject(root, "device",
-                              tether_cli_device_json(r->c.device, tether_session_info(p->s)));
-        cJSON_AddStringToObject(root, "module", r->target);
-        cJSON_AddStringToObject(root, "function", fname);
+        root = report_json(r, bench, q);
         if (r->compiled) {
             cJSON_AddItemToObject(root, "compiled", r->compiled);
             r->compiled = NULL;
@@ -1070,21 +1061,9 @@ static int report_run(prepared *p, run_args *r, int bench, const tether_call_res
         }
         return root ? tether_cli_write_json(r->c.json_file, root) : 0;
     }
-    cJSON *jouts = root ? cJSON_AddArrayToObject(root, "outputs") : NULL;
-    for (int i = 0; i < p->nout; i++) {
-        if (tether_npy_write(r->out[i].path, p->out[i].dtype, p->out[i].shape, p->out[i].ndim,
-                             p->out[i].data)) {
-            cJSON_Delete(root);
-            return fail(1, "%s", tether_last_error());
-        }
-        tether_cli_summary(r->out[i].path, &p->out[i]);
-        if (jouts) {
-            char def[32];
-            snprintf(def, sizeof def, "out%d", i);
-            cJSON_AddItemToArray(jouts,
-                                 tether_cli_array_json(p->out_name[i][0] ? p->out_name[i] : def,
-                                                       r->out[i].path, &p->out[i]));
-        }
+    if (write_outputs(r, q, root ? cJSON_AddArrayToObject(root, "outputs") : NULL)) {
+        cJSON_Delete(root);
+        return 1;
     }
     char extra[96] = "";
     if (hz)
@@ -1119,16 +1098,64 @@ static int report_run(prepared *p, run_args *r, int bench, const tether_call_res
     return tether_cli_write_json(r->c.json_file, root);
 }
 
-/* call, (bench: TIME), print and write: the common end of `run` and `bench`. */
-static int finish_run(prepared *p, run_args *r, int bench) {
-    tether_call_result res;
-    tether_time_stats ts;
-    memset(&ts, 0, sizeof ts);
-    if (run_call(p, &res))
+/* The same for an OpenCL artifact: kernel times instead of a stack, per-kernel lines in bench. */
+static int report_opencl(run_args *r, int bench, const run_result *q, const tether_artifact *a,
+                         const uint64_t *kernel_ns, const double *kernel_median) {
+    int nk = tether_artifact_num_kernels(a);
+    double first_us = (double)q->call.elapsed_ns / 1e3;
+    const tether_time_stats *ts = &q->ts;
+    cJSON *root = NULL;
+    if (r->c.json_file) {
+        root = report_json(r, bench, q);
+        cJSON_AddStringToObject(root, "backend", "opencl");
+    }
+    if (bench) {
+        printf("%s (OpenCL, %d kernels): %u repeats x %u calls: mean %.3f us, median %.3f us, "
+               "min %.3f us, max %.3f us%s\n",
+               q->fname, nk, ts->repeat, ts->number, ts->mean * 1e6, ts->median * 1e6,
+               ts->min * 1e6, ts->max * 1e6, ts->zero_timer ? " (zero timer detected)" : "");
+        cJSON *jk = root ? cJSON_AddArrayToObject(root, "kernels") : NULL;
+        for (int i = 0; i < nk; i++) {
+            const char *k, *node;
+            tether_artifact_kernel(a, i, &k, &node);
+            printf("  kernel %-32s median %10.3f us  (first call %.3f us)\n", k,
+                   kernel_median[i] * 1e6, (double)kernel_ns[i] / 1e3);
+            if (jk) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "kernel", k);
+                cJSON_AddStringToObject(o, "node", node);
+                cJSON_AddNumberToObject(o, "median_us", kernel_median[i] * 1e6);
+                cJSON_AddNumberToObject(o, "first_call_us", (double)kernel_ns[i] / 1e3);
+                cJSON_AddItemToArray(jk, o);
+            }
+        }
+        printf("time = sum of the kernels' profiled times; first run %.3f us\n", first_us);
+        if (!root)
+            return 0;
+        cJSON_AddNumberToObject(root, "first_call_us", first_us);
+        cJSON_AddNullToObject(root, "stack_hwm_bytes"); /* kernels: no call stack */
+        cJSON_AddNumberToObject(root, "min_repeat_ms", r->min_repeat_ms);
+        cJSON_AddNumberToObject(root, "cooldown_ms", r->cooldown_ms);
+        tether_cli_time_json(root, ts);
+        cJSON_AddNullToObject(root, "cycles_per_call");
+        return tether_cli_write_json(r->c.json_file, root);
+    }
+    if (write_outputs(r, q, root ? cJSON_AddArrayToObject(root, "outputs") : NULL)) {
+        cJSON_Delete(root);
         return 1;
-    if (bench && run_time(p, r->number, r->repeat, r->min_repeat_ms, r->cooldown_ms, &ts))
-        return 1;
-    return report_run(p, r, bench, &res, &ts);
+    }
+    printf("%s (OpenCL): %d kernels in %.3f us (sum of the kernels' profiled times)\n", q->fname,
+           nk, first_us);
+    if (!root)
+        return 0;
+    cJSON *call = cJSON_AddObjectToObject(root, "call");
+    cJSON_AddNumberToObject(call, "return_code", 0);
+    cJSON_AddNumberToObject(call, "time_us", first_us);
+    cJSON_AddNullToObject(call, "cycles");
+    cJSON_AddNullToObject(call, "stack_hwm_bytes"); /* kernels: no call stack */
+    cJSON_AddNullToObject(call, "return_value");
+    cJSON_AddNumberToObject(call, "kernels", nk);
+    return tether_cli_write_json(r->c.json_file, root);
 }
 
 static int ends_with(const char *s, const char *suf) {
@@ -1142,23 +1169,24 @@ static int run_module(run_args *r, int bench) {
     tether_session *s;
     if (open_session(&r->c, &s))
         return 1;
-    prepared *p = prepared_new(s);
+    module_run *p = calloc(1, sizeof *p);
     int rc = 1;
     uint64_t mod;
     const char *name = base_name(r->target);
     uint32_t kind = ends_with(r->target, ".cl") ? 1u : 0u;
-    if (!p)
+    if (!p) {
+        fail(1, "out of memory");
         goto out;
-    snprintf(p->fname, sizeof p->fname, "%s", r->func);
+    }
+    p->s = s;
     if (kind == 1 && !r->work_dim) {
         fail(2, "an OpenCL kernel needs --global X[,Y[,Z]]");
         rc = 2;
         goto out;
     }
     if (tether_cli_load_module(s, r->target, r->compile_target, r->c.firmware, name, &mod, NULL,
-                               NULL))
-        goto out;
-    if (tether_session_get_function(s, mod, r->func, &p->f)) {
+                               NULL) ||
+        tether_session_get_function(s, mod, r->func, &p->f)) {
         fail(1, "%s", tether_last_error());
         goto out;
     }
@@ -1169,386 +1197,136 @@ static int run_module(run_args *r, int bench) {
     }
     if (prepare_arrays(p, r))
         goto out;
-    rc = finish_run(p, r, bench);
+    run_result q = {.s = s, .fname = r->func, .nout = p->nout, .out = p->out};
+    memset(&q.ts, 0, sizeof q.ts);
+    if (module_call(p, &q.call) || (bench && module_time(p, r, &q.ts)))
+        goto out;
+    rc = report_run(r, bench, &q);
 out:
     if (rc)
         tether_cli_after_failure(s, g_cmd);
-    prepared_free(p, 0); /* the session's end frees the remote arrays */
+    if (p)
+        module_run_free(p); /* the session's end frees the remote arrays */
     tether_session_close(s);
     return rc;
 }
 
-/* ---- artifacts ---- */
+/* ---- artifacts (tether/artifact.h) ---- */
 
-/* metadata.json and other text files, NUL-terminated; NULL with tether_last_error() set. */
-static char *read_text(const char *path) {
-    uint8_t *d;
-    size_t n;
-    if (tether_file_read(path, (size_t)64 << 20, &d, &n))
-        return NULL;
-    char *t = realloc(d, n + 1);
-    if (!t) {
-        free(d);
-        return NULL;
-    }
-    t[n] = 0;
-    return t;
-}
-
-/* Checks an npy/output spec against metadata {"name","dtype","shape"}. */
-static int check_sig(const cJSON *m, DLDataType dt, int ndim, const int64_t *shape,
-                     const char *what, const char *path) {
-    const cJSON *jn = cJSON_GetObjectItem(m, "name"), *jd = cJSON_GetObjectItem(m, "dtype"),
-                *js = cJSON_GetObjectItem(m, "shape");
-    const char *nm = cJSON_IsString(jn) ? jn->valuestring : "?";
-    DLDataType want;
-    if (!cJSON_IsString(jd) || tether_dtype_parse(jd->valuestring, &want) || !cJSON_IsArray(js))
-        return fail(1, "metadata.json: %s '%s' has no valid dtype/shape", what, nm);
-    char have[TETHER_DTYPE_NAME_MAX];
-    tether_dtype_name(dt, have, sizeof have);
-    if (!tether_dtype_equal(want, dt))
-        return fail(1, "%s: dtype %s, but %s '%s' is %s", path, have, what, nm, jd->valuestring);
-    int wn = cJSON_GetArraySize(js);
-    int same = wn == ndim;
-    for (int i = 0; same && i < wn; i++)
-        same = (int64_t)cJSON_GetArrayItem(js, i)->valuedouble == shape[i];
-    if (!same) {
-        char ws[128] = "", hs[128] = "";
-        for (int i = 0; i < wn && strlen(ws) < 100; i++)
-            snprintf(ws + strlen(ws), sizeof ws - strlen(ws), "%s%lld", i ? "," : "",
-                     (long long)cJSON_GetArrayItem(js, i)->valuedouble);
-        for (int i = 0; i < ndim && strlen(hs) < 100; i++)
-            snprintf(hs + strlen(hs), sizeof hs - strlen(hs), "%s%lld", i ? "," : "",
-                     (long long)shape[i]);
-        return fail(1, "%s: shape [%s], but %s '%s' is [%s]", path, hs, what, nm, ws);
-    }
-    return 0;
-}
-
-/* The local half of an artifact run, before the device is contacted: reads and checks
- * metadata.json (*md, owned by the caller), the outputs' specs (r->out, default files
- * out0.npy ...), every input against the signature and the params blob's size. */
-static int artifact_check(run_args *r, const char *dir, cJSON **mdp) {
-    char path[2048];
-    *mdp = NULL;
-    snprintf(path, sizeof path, "%s/metadata.json", dir);
-    char *txt = read_text(path);
-    if (!txt)
-        return fail(1, "%s: cannot read metadata.json: %s", dir, tether_last_error());
-    cJSON *md = cJSON_Parse(txt);
-    free(txt);
-    *mdp = md;
-    const cJSON *fmt = cJSON_GetObjectItem(md, "format"), *lib = cJSON_GetObjectItem(md, "library"),
-                *entry = cJSON_GetObjectItem(md, "entry"), *ins = cJSON_GetObjectItem(md, "inputs"),
-                *outs = cJSON_GetObjectItem(md, "outputs");
-    const cJSON *ename = entry ? cJSON_GetObjectItem(entry, "name") : NULL;
-    const cJSON *ver = cJSON_GetObjectItem(md, "version");
-    if (md && cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "tether-artifact") &&
-        (!cJSON_IsNumber(ver) || ver->valuedouble != 1))
-        return fail(1, "%s: metadata.json: artifact format version %g, this tether reads version 1",
-                    dir, cJSON_IsNumber(ver) ? ver->valuedouble : 0.0);
-    if (md && cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "tether-artifact") &&
-        cJSON_IsNull(lib))
-        return fail(1, "%s: the artifact was compiled with --no-build: it has no library to run",
-                    dir);
-    if (!md || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tether-artifact") ||
-        !cJSON_IsString(lib) || !cJSON_IsString(ename) || !cJSON_IsArray(ins) ||
-        !cJSON_IsArray(outs))
-        return fail(1,
-                    "%s: metadata.json is not a tether artifact (format, library, entry, inputs, "
-                    "outputs)",
-                    dir);
-    if (strchr(lib->valuestring, '/') || !strcmp(lib->valuestring, ".."))
-        return fail(1, "%s: metadata.json: library must be a file name in the directory", dir);
-    if (r->nin != cJSON_GetArraySize(ins)) {
+/* The local half of an artifact run, before the device is contacted: opens and checks the
+ * artifact, the outputs' specs (default files out0.npy ...), reads every input and checks it
+ * against the signature; out[] get buffers of the outputs' sizes. */
+static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, tether_npy *in,
+                          tether_npy *out) {
+    if (tether_artifact_open(dir, ap))
+        return fail(1, "%s", tether_last_error());
+    tether_artifact *a = *ap;
+    int nin = tether_artifact_num_inputs(a), nout = tether_artifact_num_outputs(a);
+    if (r->nin != nin) {
         if (r->nbound)
             return fail(2,
                         "the model has %d run-time inputs; %d --in given, of which %d were bound "
                         "as constants",
-                        cJSON_GetArraySize(ins), r->nin + r->nbound, r->nbound);
-        return fail(2, "the model has %d inputs, %d --in given", cJSON_GetArraySize(ins), r->nin);
+                        nin, r->nin + r->nbound, r->nbound);
+        return fail(2, "the model has %d inputs, %d --in given", nin, r->nin);
     }
-    /* outputs: shapes and dtypes come from the metadata; default file names out0.npy ... */
-    static char defnames[MAX_IO][32];
-    int nout = cJSON_GetArraySize(outs);
     if (nout > MAX_IO || (r->nout && r->nout != nout))
         return fail(2, "the model has %d outputs, %d --out given", nout, r->nout);
+    static char defnames[MAX_IO][32];
     for (int i = 0; i < nout; i++) {
-        const cJSON *o = cJSON_GetArrayItem(outs, i);
-        const cJSON *jd = cJSON_GetObjectItem(o, "dtype"), *js = cJSON_GetObjectItem(o, "shape");
+        tether_artifact_io io;
+        tether_artifact_io_of(a, 1, i, &io);
         io_spec *sp = &r->out[i];
         if (!r->nout) {
             snprintf(defnames[i], sizeof defnames[i], "out%d.npy", i);
             sp->path = defnames[i];
-            sp->scope = TETHER_SCOPE_GLOBAL;
         }
-        if (!cJSON_IsString(jd) || tether_dtype_parse(jd->valuestring, &sp->dtype) ||
-            !cJSON_IsArray(js) || cJSON_GetArraySize(js) > TETHER_MAX_NDIM)
-            return fail(1, "%s: metadata.json: output %d has no valid dtype/shape", dir, i);
-        if (sp->has_shape && check_sig(o, sp->dtype, sp->ndim, sp->shape, "output", sp->path))
-            return 1;
-        sp->ndim = cJSON_GetArraySize(js);
-        for (int k = 0; k < sp->ndim; k++)
-            sp->shape[k] = (int64_t)cJSON_GetArrayItem(js, k)->valuedouble;
-        sp->has_shape = 1;
+        tether_npy *o = &out[i];
+        o->dtype = io.dtype;
+        o->ndim = io.ndim;
+        memcpy(o->shape, io.shape, sizeof(int64_t) * (size_t)io.ndim);
+        if (sp->has_shape) {
+            tether_npy given = {sp->dtype, sp->ndim, {0}, NULL, 0};
+            memcpy(given.shape, sp->shape, sizeof given.shape);
+            if (tether_npy_check(&given, sp->path, "output", io.name, io.dtype, io.ndim, io.shape))
+                return fail(1, "%s", tether_last_error());
+        }
+        o->nbytes = io.nbytes;
+        o->data = calloc(1, io.nbytes ? io.nbytes : 1);
+        if (!o->data)
+            return fail(1, "out of memory");
     }
     r->nout = nout;
-    /* inputs must match the model's signature before anything is sent */
-    for (int i = 0; i < r->nin; i++) {
-        tether_npy n;
-        if (tether_npy_read(r->in[i].path, &n))
+    for (int i = 0; i < nin; i++) {
+        if (tether_npy_read(r->in[i].path, &in[i]) ||
+            tether_artifact_check_input(a, i, r->in[i].path, &in[i]))
             return fail(1, "%s", tether_last_error());
-        int bad = check_sig(cJSON_GetArrayItem(ins, i), n.dtype, n.ndim, n.shape, "model input",
-                            r->in[i].path);
-        tether_npy_free(&n);
-        if (bad)
-            return 1;
-    }
-    /* a params blob must be the one this build wrote: the unpacked ABI cannot check it */
-    const cJSON *jpf = cJSON_GetObjectItem(md, "params_file"),
-                *jpb = cJSON_GetObjectItem(md, "params_bytes");
-    if (cJSON_IsString(jpf)) {
-        struct stat pst;
-        snprintf(path, sizeof path, "%s/%s", dir, jpf->valuestring);
-        if (strchr(jpf->valuestring, '/') || !cJSON_IsNumber(jpb))
-            return fail(1, "%s: metadata.json: params_file must be a file name, with params_bytes",
-                        dir);
-        if (stat(path, &pst) != 0)
-            return fail(1, "cannot open %s: %s", path, strerror(errno));
-        if ((double)pst.st_size != jpb->valuedouble)
-            return fail(1,
-                        "%s is %lld bytes, but metadata.json says params_bytes %.0f (a params "
-                        "file of another build?)",
-                        path, (long long)pst.st_size, jpb->valuedouble);
     }
     return 0;
-}
-
-/* The remote half: the artifact's library on the device (target checked), its params set,
- * arrays allocated and inputs copied in. md has passed artifact_check. */
-static int artifact_prepare(prepared *p, run_args *r, const char *dir, const cJSON *md) {
-    char path[2048];
-    const cJSON *lib = cJSON_GetObjectItem(md, "library"),
-                *entry = cJSON_GetObjectItem(md, "entry"),
-                *outs = cJSON_GetObjectItem(md, "outputs");
-    const cJSON *ename = cJSON_GetObjectItem(entry, "name");
-    snprintf(p->fname, sizeof p->fname, "%s", ename->valuestring);
-    for (int i = 0; i < r->nout && i < MAX_IO; i++) {
-        const cJSON *jn = cJSON_GetObjectItem(cJSON_GetArrayItem(outs, i), "name");
-        snprintf(p->out_name[i], sizeof p->out_name[i], "%s",
-                 cJSON_IsString(jn) ? jn->valuestring : "");
-    }
-    /* the artifact must suit the device (a shared object for tetherd, a Cortex-M library for an
-     * MCU, which the CLI links at its load region) */
-    const cJSON *jt = cJSON_GetObjectItem(md, "target");
-    const char *target = cJSON_IsString(jt) ? jt->valuestring : "x86_64-linux";
-    if (tether_cli_check_target(p->s, target, dir))
-        return 1;
-    snprintf(path, sizeof path, "%s/%s", dir, lib->valuestring);
-    uint64_t mod;
-    if (tether_cli_load_module(p->s, path, target, r->c.firmware,
-                               p->upload_name[0] ? p->upload_name : lib->valuestring, &mod, NULL,
-                               NULL))
-        return 1;
-    if (tether_session_get_function(p->s, mod, ename->valuestring, &p->f))
-        return fail(1, "%s", tether_last_error());
-    /* weights in a params blob: P_set_params(blob) before the first call */
-    const cJSON *pf = cJSON_GetObjectItem(md, "params_file"),
-                *sp = cJSON_GetObjectItem(md, "set_params"),
-                *pb = cJSON_GetObjectItem(md, "params_bytes");
-    size_t params_bytes = cJSON_IsNumber(pb) && pb->valuedouble >= 0 ? (size_t)pb->valuedouble : 0;
-    if (cJSON_IsString(pf) && cJSON_IsString(sp)) {
-        if (strchr(pf->valuestring, '/'))
-            return fail(1, "%s: metadata.json: params_file must be a file name", dir);
-        snprintf(path, sizeof path, "%s/%s", dir, pf->valuestring);
-        uint8_t *blob = NULL;
-        size_t n = 0;
-        tether_remote_func spf;
-        uint64_t h;
-        if (tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, &blob, &n))
-            return fail(1, "%s", tether_last_error());
-        if (n != params_bytes) {
-            free(blob);
-            return fail(1,
-                        "%s is %zu bytes, but metadata.json says params_bytes %zu (a params file "
-                        "of another build?)",
-                        path, n, params_bytes);
-        }
-        int64_t shape = (int64_t)n;
-        int arc = tether_session_get_function(p->s, mod, sp->valuestring, &spf);
-        if (!arc)
-            arc = tether_session_alloc(p->s, &shape, 1, TETHER_UINT8, TETHER_SCOPE_GLOBAL, "", &h,
-                                       NULL);
-        if (!arc) {
-            p->arrays[p->narrays++] = h;
-            arc = tether_session_copy_to(p->s, h, 0, blob, n);
-        }
-        free(blob);
-        if (arc)
-            return fail(1, "params %s: %s", path, tether_last_error());
-        tether_remote_arg a = {
-            spf.abi == TETHER_ABI_PACKED ? TETHER_TYPE_DLTENSOR : TETHER_TYPE_HANDLE, {.array = h}};
-        if (tether_session_call(p->s, &spf, &a, 1, NULL))
-            return fail(1, "%s", tether_last_error());
-    }
-    return prepare_arrays(p, r);
 }
 
 static int run_artifact(run_args *r, const char *dir, int bench) {
-    if (tether_ocl_artifact_detect(dir)) { /* OpenCL kernels + launch sequence: opencl_run.c */
-        const char *ins[MAX_IO], *outs[MAX_IO];
-        for (int i = 0; i < r->nin; i++)
-            ins[i] = r->in[i].path;
-        for (int i = 0; i < r->nout; i++)
-            outs[i] = r->out[i].path;
-        tether_cli_ocl_request q = {{r->c.device, r->c.token_file, r->c.timeout_ms, r->c.wait},
-                                    r->nin,
-                                    ins,
-                                    r->nout,
-                                    outs,
-                                    bench,
-                                    r->number,
-                                    r->repeat,
-                                    r->min_repeat_ms,
-                                    r->cooldown_ms,
-                                    r->c.json_file};
-        return tether_cli_run_opencl(dir, &q);
-    }
-    cJSON *md = NULL;
+    tether_artifact *a = NULL;
     tether_session *s = NULL;
-    prepared *p = NULL;
-    int rc = artifact_check(r, dir, &md);
+    tether_npy in[MAX_IO], out[MAX_IO];
+    memset(in, 0, sizeof in);
+    memset(out, 0, sizeof out);
+    uint64_t *kernel_ns = NULL;
+    double *kernel_median = NULL;
+    int rc = artifact_local(r, dir, &a, in, out);
     if (rc)
         goto out;
     rc = 1;
-    if (open_session(&r->c, &s) || !(p = prepared_new(s)))
-        goto out;
-    if (artifact_prepare(p, r, dir, md))
-        goto out;
-    rc = finish_run(p, r, bench);
-out:
-    if (rc && s)
-        tether_cli_after_failure(s, g_cmd);
-    prepared_free(p, 0); /* the session's end frees the remote arrays */
-    if (s)
-        tether_session_close(s);
-    cJSON_Delete(md);
-    return rc;
-}
-
-int tether_cli_run_prepare(tether_session *s, const char *dir, int nin, const char *const *inputs,
-                           const char *firmware, tether_cli_run **out) {
-    *out = NULL;
-    if (nin > MAX_IO)
-        return fail(2, "more than %d inputs", MAX_IO);
-    prepared *p = prepared_new(s);
-    if (!p)
-        return 1;
-    int rc = 1;
-    if (tether_ocl_artifact_detect(dir)) {
-        if (tether_ocl_artifact_load(dir, &p->ocl)) {
-            fail(1, "%s", tether_last_error());
-            goto out;
-        }
-        p->nin = tether_ocl_artifact_num_inputs(p->ocl);
-        p->nout = tether_ocl_artifact_num_outputs(p->ocl);
-        p->nkernels = tether_ocl_artifact_num_steps(p->ocl);
-        snprintf(p->fname, sizeof p->fname, "%s", tether_ocl_artifact_prefix(p->ocl));
-        if (p->nin != nin || p->nout > MAX_IO) {
-            rc = fail(2, "the model has %d inputs, %d --in given", p->nin, nin);
-            goto out;
-        }
-        if (tether_cli_ocl_read_inputs(p->ocl, nin, inputs, p->in))
-            goto out;
-        for (int i = 0; i < p->nout; i++) {
-            int nd;
-            const int64_t *shape;
-            const char *name;
-            int64_t n = tether_ocl_artifact_io(p->ocl, 1, i, &name, &nd, &shape);
-            snprintf(p->out_name[i], sizeof p->out_name[i], "%s", name ? name : "");
-            p->out[i].dtype = TETHER_FLOAT32;
-            p->out[i].ndim = nd;
-            memcpy(p->out[i].shape, shape, sizeof(int64_t) * (size_t)nd);
-            p->out[i].nbytes = (size_t)n * 4;
-            p->out[i].data = calloc(1, p->out[i].nbytes ? p->out[i].nbytes : 1);
-            if (!p->out[i].data) {
-                fail(1, "out of memory");
-                goto out;
-            }
-        }
-        if (tether_ocl_artifact_prepare(p->ocl, s)) {
-            fail(1, "%s", tether_last_error());
-            goto out;
-        }
-        rc = 0;
-        goto out;
-    }
-    run_args *r = calloc(1, sizeof *r);
-    if (!r) {
+    int nk = tether_artifact_num_kernels(a);
+    kernel_ns = calloc((size_t)nk + 1, sizeof *kernel_ns);
+    kernel_median = calloc((size_t)nk + 1, sizeof *kernel_median);
+    if (!kernel_ns || !kernel_median) {
         fail(1, "out of memory");
         goto out;
     }
-    r->target = dir;
-    r->c.firmware = firmware;
-    r->nin = nin;
-    for (int i = 0; i < nin; i++) {
-        r->in[i].path = inputs[i];
-        r->in[i].scope = TETHER_SCOPE_GLOBAL;
+    if (open_session(&r->c, &s))
+        goto out;
+    tether_artifact_options o;
+    tether_artifact_options_init(&o);
+    o.loader = tether_cli_artifact_loader; /* links .o/.a for an MCU board */
+    o.loader_ctx = (void *)r->c.firmware;
+    const void *ins[MAX_IO];
+    void *outs[MAX_IO];
+    for (int i = 0; i < MAX_IO; i++) {
+        ins[i] = in[i].data;
+        outs[i] = out[i].data;
     }
-    static unsigned serial;
-    cJSON *md = NULL;
-    rc = artifact_check(r, dir, &md);
-    const cJSON *lib = cJSON_GetObjectItem(md, "library");
-    if (!rc && cJSON_IsString(lib))
-        snprintf(p->upload_name, sizeof p->upload_name, "%u-%s", ++serial, lib->valuestring);
-    if (!rc && artifact_prepare(p, r, dir, md))
-        rc = 1;
-    cJSON_Delete(md);
-    free(r);
+    run_result q = {.s = s, .fname = tether_artifact_entry(a), .nout = r->nout, .out = out};
+    memset(&q.ts, 0, sizeof q.ts);
+    for (int i = 0; i < r->nout; i++) {
+        tether_artifact_io io;
+        tether_artifact_io_of(a, 1, i, &io);
+        q.out_name[i] = io.name[0] ? io.name : NULL;
+    }
+    if (tether_artifact_prepare(a, s, &o) ||
+        tether_artifact_run(a, ins, outs, &q.call, kernel_ns) ||
+        (bench && tether_artifact_time(a, r->number, r->repeat, r->min_repeat_ms, r->cooldown_ms,
+                                       &q.ts, kernel_median))) {
+        fail(1, "%s", tether_last_error());
+        goto out;
+    }
+    if (tether_artifact_backend_of(a) == TETHER_ARTIFACT_OPENCL)
+        rc = report_opencl(r, bench, &q, a, kernel_ns, kernel_median);
+    else
+        rc = report_run(r, bench, &q);
 out:
-    if (rc) {
-        prepared_free(p, 1);
-        return rc;
+    if (rc && s)
+        tether_cli_after_failure(s, g_cmd);
+    tether_artifact_free(a);
+    if (s)
+        tether_session_close(s);
+    for (int i = 0; i < MAX_IO; i++) {
+        tether_npy_free(&in[i]);
+        tether_npy_free(&out[i]);
     }
-    *out = p;
-    return 0;
-}
-
-int tether_cli_run_call(tether_cli_run *p, tether_cli_report *rep) {
-    memset(rep, 0, sizeof *rep);
-    if (run_call(p, &rep->call))
-        return 1;
-    for (int i = 0; i < p->nout; i++) {
-        tether_npy *d = &rep->out[i];
-        *d = p->out[i];
-        d->data = malloc(p->out[i].nbytes ? p->out[i].nbytes : 1);
-        if (!d->data) {
-            tether_cli_report_free(rep);
-            return fail(1, "out of memory");
-        }
-        memcpy(d->data, p->out[i].data, p->out[i].nbytes);
-        rep->nout = i + 1;
-    }
-    return 0;
-}
-
-int tether_cli_run_time(tether_cli_run *p, uint32_t number, uint32_t repeat, uint32_t min_repeat_ms,
-                        uint32_t cooldown_ms, tether_time_stats *ts) {
-    return run_time(p, number, repeat, min_repeat_ms, cooldown_ms, ts);
-}
-
-int tether_cli_run_kernels(const tether_cli_run *p) {
-    return p->ocl ? p->nkernels : 0;
-}
-
-void tether_cli_run_release(tether_cli_run *p) {
-    prepared_free(p, 1);
-}
-
-void tether_cli_report_free(tether_cli_report *rep) {
-    for (int i = 0; i < TETHER_CLI_MAX_IO; i++)
-        tether_npy_free(&rep->out[i]);
-    rep->nout = 0;
+    free(kernel_ns);
+    free(kernel_median);
+    return rc;
 }
 
 #ifdef TETHER_HAVE_COMPILER
@@ -1664,7 +1442,7 @@ static int cmd_run(int argc, char **argv, int bench) {
         char dir[600];
         if (tether_cli_tempdir_make(dir, sizeof dir, "run")) {
             tether_cli_model_load_free(&ml);
-            return 1;
+            return fail(1, "%s", tether_last_error());
         }
         tether_compile_result res;
         int rc;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tether/artifact.h"
 #include "tether/crt.h"
 #include "tether/rpc/sha256.h"
 
@@ -44,22 +45,9 @@ int tether_cli_is_mcu(const tether_device_info *d) {
     return d && d->load_size > 0;
 }
 
-static int ends_with(const char *s, const char *suf) {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
 static const char *base_name(const char *p) {
     const char *s = strrchr(p, '/');
     return s ? s + 1 : p;
-}
-
-/* "the mps2-an385 board (cortex-m3)" / "a x86_64 device (x86_64-linux-gnu)" */
-static void describe(const tether_device_info *d, char *out, size_t n) {
-    if (tether_cli_is_mcu(d))
-        snprintf(out, n, "the %s board (%s)", d->board[0] ? d->board : "MCU", d->arch);
-    else
-        snprintf(out, n, "a %s device (%s)", d->arch, d->triple);
 }
 
 /* The __kernel functions of an OpenCL C source, in order (for the upload's report); comments
@@ -133,8 +121,9 @@ static int upload_and_load(tether_session *s, uint32_t kind, const char *name, c
                            tether_cli_module_info *info) {
     uint8_t *owned = NULL;
     if (info && !data) { /* the report needs the bytes and their hash: read the file here */
-        if (tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, &owned, &size))
-            return fail(1, "%s", tether_last_error());
+        int rc = tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, &owned, &size);
+        if (rc)
+            return rc;
         data = owned;
     }
     if (info) {
@@ -151,7 +140,7 @@ static int upload_and_load(tether_session *s, uint32_t kind, const char *name, c
     if (!rc)
         rc = tether_session_load_module(s, name, &m, nfuncs);
     if (rc)
-        return fail(1, "%s", tether_last_error());
+        return rc;
     if (module)
         *module = m;
     return 0;
@@ -197,9 +186,7 @@ static int find_firmware(const tether_device_info *d, const char *opt, tether_mc
     }
     if (!rc)
         rc = tether_mcu_firmware_check(fw, d->board, d->load_addr, d->load_size, d->exports_id);
-    if (rc)
-        return fail(1, "%s", tether_last_error());
-    return 0;
+    return rc;
 }
 
 /* The registry names an image carries (the first 16), for the upload's report. */
@@ -224,8 +211,9 @@ static void print_image(const char *what, const tether_mcu_firmware *fw,
 static int read_all(const char *path, char **data, size_t *size) {
     uint8_t *d = NULL;
     *data = NULL;
-    if (tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, &d, size))
-        return fail(1, "%s", tether_last_error());
+    int rc = tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, &d, size);
+    if (rc)
+        return rc;
     *data = (char *)d;
     return 0;
 }
@@ -236,8 +224,9 @@ static int mcu_link_upload(tether_session *s, const tether_mcu_firmware *fw, con
                            const char *target, const char *name, uint64_t *module, uint32_t *nfuncs,
                            tether_cli_module_info *info) {
     char dir[600];
-    if (tether_cli_tempdir_make(dir, sizeof dir, "mcu"))
-        return 1;
+    int trc = tether_cli_tempdir_make(dir, sizeof dir, "mcu");
+    if (trc)
+        return trc;
     char elf[700], bin[700], log[700];
     snprintf(elf, sizeof elf, "%s/module.elf", dir);
     snprintf(bin, sizeof bin, "%s/module.bin", dir);
@@ -280,8 +269,8 @@ static int mcu_link_upload(tether_session *s, const tether_mcu_firmware *fw, con
             }
         }
         /* a library compiled on the fly sits in a temporary folder too */
-        rc = fail(1, "%s: %s%s%s", tether_cli_tempdir_shown(path), e, first[0] ? "; linker: " : "",
-                  first);
+        rc = tether_set_error(TETHER_ERR_INVALID_ARG, "%s: %s%s%s", tether_cli_tempdir_shown(path),
+                              e, first[0] ? "; linker: " : "", first);
     } else {
         print_image(base_name(path), fw, &img);
         image_names(&img, info);
@@ -302,40 +291,27 @@ int tether_cli_load_module(tether_session *s, const char *path, const char *targ
     if (info)
         info->nnames = -1;
     const tether_device_info *d = tether_session_info(s);
-    char dev[300];
-    describe(d, dev, sizeof dev);
-    if (ends_with(path, ".cl"))
-        return upload_and_load(s, TETHER_MODULE_OPENCL_SOURCE, name, NULL, 0, path, module, nfuncs,
-                               info);
-    int is_static = ends_with(path, ".a") || ends_with(path, ".o");
-    int is_image = ends_with(path, ".bin");
-    if (!tether_cli_is_mcu(d)) {
-        if (is_static || is_image)
-            return fail(1,
-                        "%s is %s for MCU firmware, but the device is %s, which loads shared "
-                        "objects: compile with --target %s-linux",
-                        path, is_image ? "a RAM image" : "code", dev, d->arch);
-        return upload_and_load(s, TETHER_MODULE_SHARED_OBJECT, name, NULL, 0, path, module, nfuncs,
-                               info);
-    }
-    if (ends_with(path, ".so"))
-        return fail(1,
-                    "%s is a shared object for tetherd, but the device is %s, which runs RAM "
-                    "images: compile with --target %s (the CLI links .o/.a files for it)",
-                    path, dev, d->arch);
+    uint32_t kind;
+    int linked = tether_artifact_module_kind(d, path, &kind); /* 1: .o/.a to link first */
+    if (linked < 0)
+        return linked;
+    if (kind != TETHER_MODULE_MCU_IMAGE)
+        return upload_and_load(s, kind, name, NULL, 0, path, module, nfuncs, info);
 #ifdef TETHER_HAVE_COMPILER
     tether_mcu_firmware fw;
-    if (find_firmware(d, firmware, &fw))
-        return 1;
-    if (is_image) {
+    int frc = find_firmware(d, firmware, &fw);
+    if (frc)
+        return frc;
+    if (!linked) {
         char *data;
         size_t size;
-        if (read_all(path, &data, &size))
-            return 1;
+        frc = read_all(path, &data, &size);
+        if (frc)
+            return frc;
         tether_mcu_image img;
         if (tether_mcu_image_check(&fw, (const uint8_t *)data, size, &img)) {
             free(data);
-            return fail(1, "%s: %s", path, tether_last_error());
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: %s", path, tether_last_error());
         }
         print_image(base_name(path), &fw, &img);
         image_names(&img, info);
@@ -348,38 +324,22 @@ int tether_cli_load_module(tether_session *s, const char *path, const char *targ
 #else
     (void)target;
     (void)firmware;
-    if (is_image)
+    if (!linked)
         return upload_and_load(s, TETHER_MODULE_MCU_IMAGE, name, NULL, 0, path, module, nfuncs,
                                info);
-    return fail(1,
-                "%s: linking for %s needs the compiler, which this build lacks; link it into a "
-                ".bin image (docs/mcu.md) and run that",
-                path, dev);
+    char dev[300];
+    describe(d, dev, sizeof dev);
+    return tether_set_error(
+        TETHER_ERR_UNSUPPORTED,
+        "%s: linking for %s needs the compiler, which this build lacks; link it into a "
+        ".bin image (docs/mcu.md) and run that",
+        path, dev);
 #endif
 }
 
-int tether_cli_check_target(tether_session *s, const char *target, const char *what) {
-    const tether_device_info *d = tether_session_info(s);
-    char dev[300];
-    describe(d, dev, sizeof dev);
-    int mcu_target = strncmp(target, "cortex-m", 8) == 0;
-    if (tether_cli_is_mcu(d) && !mcu_target)
-        return fail(1, "%s was compiled for %s, but the device is %s: compile with --target %s",
-                    what, target, dev, d->arch);
-    if (!tether_cli_is_mcu(d) && mcu_target)
-        return fail(1,
-                    "%s was compiled for %s (a static library for MCU firmware), but the device "
-                    "is %s, which loads shared objects: compile with --target %s-linux",
-                    what, target, dev, d->arch);
-    /* a Linux target must match the device's architecture ("aarch64-linux" on an aarch64) */
-    const char *dash = strstr(target, "-linux");
-    if (!tether_cli_is_mcu(d) && dash &&
-        ((size_t)(dash - target) != strlen(d->arch) ||
-         strncmp(target, d->arch, (size_t)(dash - target)) != 0))
-        return fail(1,
-                    "%s was compiled for %s, but the device is %s: compile with --target %s-linux",
-                    what, target, dev, d->arch);
-    return 0;
+int tether_cli_artifact_loader(void *ctx, tether_session *s, const char *path, const char *target,
+                               const char *name, uint64_t *module) {
+    return tether_cli_load_module(s, path, target, (const char *)ctx, name, module, NULL, NULL);
 }
 
 void tether_cli_after_failure(tether_session *s, const char *cmd) {
@@ -469,8 +429,10 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
         }
     }
     cargv[cn] = NULL;
-    if (tether_cli_check_target(s, target, out))
+    if (tether_artifact_target_check(d, target, out)) {
+        fail(1, "%s", tether_last_error());
         goto close;
+    }
     rc = tether_cmd_compile(cn, cargv);
     if (rc)
         goto close;
@@ -481,22 +443,25 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
     if (tether_cli_is_mcu(d)) {
         tether_mcu_firmware fw;
         tether_mcu_image img;
-        if (find_firmware(d, firmware, &fw))
-            goto close;
-        if (tether_mcu_link_artifact(&fw, out, out, path, sizeof path, &img)) {
+        if (find_firmware(d, firmware, &fw) ||
+            tether_mcu_link_artifact(&fw, out, out, path, sizeof path, &img)) {
             fail(1, "%s", tether_last_error());
             goto close;
         }
         print_image(base_name(path), &fw, &img);
         char *data;
         size_t size;
-        if (read_all(path, &data, &size))
+        if (read_all(path, &data, &size)) {
+            fail(1, "%s", tether_last_error());
             goto close;
+        }
         int r = upload_and_load(s, TETHER_MODULE_MCU_IMAGE, base_name(path), data, size, NULL,
                                 &module, &nf, NULL);
         free(data);
-        if (r)
+        if (r) {
+            fail(1, "%s", tether_last_error());
             goto close;
+        }
         printf("uploaded %s to the %s board (boot %u): SHA-256 verified by the device, %u "
                "function%s loaded",
                path, d->board, (unsigned)d->boot_count, (unsigned)nf, nf == 1 ? "" : "s");
@@ -520,8 +485,10 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
             goto close;
         }
         snprintf(path, sizeof path, "%s/%s", out, lib);
-        if (upload_and_load(s, 0, lib, NULL, 0, path, &module, &nf, NULL))
+        if (upload_and_load(s, 0, lib, NULL, 0, path, &module, &nf, NULL)) {
+            fail(1, "%s", tether_last_error());
             goto close;
+        }
         printf("uploaded %s: %u function%s loaded\n", path, (unsigned)nf, nf == 1 ? "" : "s");
     }
     rc = 0;

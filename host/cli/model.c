@@ -4,7 +4,7 @@
  *   tether ab MODEL [--device URL] [--target T] [--in x.npy ...] [-o DIR] [--json FILE]
  *       compiles MODEL with the unpacked and the packed ABI (and with --opencl the OpenCL
  *       backend), prepares every artifact on one session through the same steps as `tether run
- *       ARTIFACT_DIR` (tether_cli_run_*), compares every output with the host's reference
+ *       ARTIFACT_DIR` (tether/artifact.h), compares every output with the host's reference
  *       interpreter, measures the sides interleaved (A B, B A, ...; one after the other on an
  *       MCU, which holds one module at a time) and prints the side-by-side table with each
  *       side's median and IQR and the ratio's Hodges-Lehmann estimate, 95% interval and verdict
@@ -31,9 +31,10 @@
 
 #include "cli.h"
 #include "cli_onnx.h"
-#include "opencl_artifact.h"
 
 #ifdef TETHER_HAVE_COMPILER
+#include "tether/artifact.h"
+#include "tether/stats.h"
 #include "tether/compiler.h"
 #include "tether/crt.h"
 
@@ -46,22 +47,9 @@ static int read_model_input(const tether_ir_graph *g, int i, const char *path, t
     const tether_ir_tensor *t = &g->tensors[g->inputs[i]];
     if (tether_npy_read(path, out))
         return fail(1, "%s", tether_last_error());
-    int same = out->ndim == t->ndim && tether_dtype_equal(out->dtype, t->dtype);
-    for (int k = 0; same && k < t->ndim; k++)
-        same = out->shape[k] == t->shape[k];
-    if (!same) {
-        char want[160] = "", have[160] = "", dt[TETHER_DTYPE_NAME_MAX], hdt[TETHER_DTYPE_NAME_MAX];
-        for (int k = 0; k < t->ndim && strlen(want) < 120; k++)
-            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", k ? "x" : "",
-                     (long long)t->shape[k]);
-        for (int k = 0; k < out->ndim && strlen(have) < 120; k++)
-            snprintf(have + strlen(have), sizeof have - strlen(have), "%s%lld", k ? "x" : "",
-                     (long long)out->shape[k]);
-        tether_dtype_name(t->dtype, dt, sizeof dt);
-        tether_dtype_name(out->dtype, hdt, sizeof hdt);
+    if (tether_npy_check(out, path, "model input", t->name, t->dtype, t->ndim, t->shape)) {
         tether_npy_free(out);
-        return fail(1, "%s: %s [%s], but model input '%s' is %s [%s]", path, hdt, have, t->name, dt,
-                    want);
+        return fail(1, "%s", tether_last_error());
     }
     return 0;
 }
@@ -168,16 +156,20 @@ typedef struct ab_side {
     const char *label; /* "unpacked ABI", "packed ABI", "buffer weights", "texture weights" */
     char dir[1100];
     tether_compile_result comp;
-    tether_cli_run *prep; /* on the device, between prepare and release */
-    tether_cli_report run;
+    tether_artifact *art; /* on the device, between side_start and release */
+    struct {
+        tether_call_result call; /* the first call: return code, time, stack high-water mark */
+        int nout;
+        tether_npy out[TETHER_CLI_MAX_IO]; /* its outputs */
+    } run;
     double t[AB_MAX_REPEAT]; /* seconds per call, one per repeat */
     uint32_t number;         /* calls per repeat (grown to fill min_repeat_ms) */
     int zero_timer;
-    tether_cli_spread spread;
-    tether_cli_ratio vs_unpacked; /* this side's time over the unpacked ABI's */
-    int kernels;                  /* OpenCL: launches per call */
-    double max_abs;               /* worst difference to the interpreter over all outputs */
-    int equal;                    /* every output within rtol/atol */
+    tether_spread spread;
+    tether_ratio vs_unpacked; /* this side's time over the unpacked ABI's */
+    int kernels;              /* OpenCL: launches per call */
+    double max_abs;           /* worst difference to the interpreter over all outputs */
+    int equal;                /* every output within rtol/atol */
 } ab_side;
 
 typedef struct ab_args {
@@ -410,7 +402,7 @@ static void ratio_str(char *buf, size_t n, double num, double den) {
         snprintf(buf, n, "-");
 }
 
-static void ci_str(char *buf, size_t n, const tether_cli_ratio *r) {
+static void ci_str(char *buf, size_t n, const tether_ratio *r) {
     if (r->have_ci)
         snprintf(buf, n, "%.3fx..%.3fx", r->ci_low, r->ci_high);
     else
@@ -418,20 +410,20 @@ static void ci_str(char *buf, size_t n, const tether_cli_ratio *r) {
 }
 
 /* The significance line of side b against side a (the unpacked ABI). */
-static void print_verdict(const char *what, const char *bname, const tether_cli_ratio *r) {
+static void print_verdict(const char *what, const char *bname, const tether_ratio *r) {
     char ci[64];
     ci_str(ci, sizeof ci, r);
-    const char *v = r->verdict == TETHER_CLI_FASTER   ? "significantly faster"
-                    : r->verdict == TETHER_CLI_SLOWER ? "significantly slower"
-                    : r->verdict == TETHER_CLI_TOO_FEW
+    const char *v = r->verdict == TETHER_VERDICT_FASTER   ? "significantly faster"
+                    : r->verdict == TETHER_VERDICT_SLOWER ? "significantly slower"
+                    : r->verdict == TETHER_VERDICT_TOO_FEW
                         ? "too few repeats to tell (give --repeat 4 or more)"
-                    : r->verdict == TETHER_CLI_NOT_MEASURABLE ? "not measurable (zero timer)"
-                                                              : "no significant difference";
-    if (r->verdict == TETHER_CLI_NOT_MEASURABLE) {
+                    : r->verdict == TETHER_VERDICT_NOT_MEASURABLE ? "not measurable (zero timer)"
+                                                                  : "no significant difference";
+    if (r->verdict == TETHER_VERDICT_NOT_MEASURABLE) {
         printf("%s: %s\n", what, v);
         return;
     }
-    if (r->verdict == TETHER_CLI_FASTER || r->verdict == TETHER_CLI_SLOWER)
+    if (r->verdict == TETHER_VERDICT_FASTER || r->verdict == TETHER_VERDICT_SLOWER)
         printf("%s: %.3fx (95%% CI %s, Mann-Whitney p = %.2g): the %s is %s\n", what, r->estimate,
                ci, r->p_value, bname, v);
     else
@@ -493,8 +485,8 @@ static void print_table(const ab_args *a, const tether_ir_graph *g, ab_side *s, 
     snprintf(y, sizeof y, "%llu", (unsigned long long)s[1].run.call.stack_bytes);
     ratio_str(r, sizeof r, (double)s[1].run.call.stack_bytes, (double)s[0].run.call.stack_bytes);
     row(&t, "measured stack HWM (bytes)", x, y, r);
-    const tether_cli_ratio *q = &s[1].vs_unpacked;
-    if (q->verdict == TETHER_CLI_NOT_MEASURABLE)
+    const tether_ratio *q = &s[1].vs_unpacked;
+    if (q->verdict == TETHER_VERDICT_NOT_MEASURABLE)
         snprintf(r, sizeof r, "-");
     else
         snprintf(r, sizeof r, "%.2fx", q->estimate);
@@ -546,12 +538,12 @@ static void print_opencl(const ab_side *s) {
                   &s[3].vs_unpacked);
 }
 
-static cJSON *ratio_json(const tether_cli_ratio *r, const char *num, const char *den) {
+static cJSON *ratio_json(const tether_ratio *r, const char *num, const char *den) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "numerator", num);
     cJSON_AddStringToObject(o, "denominator", den);
     cJSON_AddStringToObject(o, "method", "hodges-lehmann, mann-whitney");
-    if (r->verdict == TETHER_CLI_NOT_MEASURABLE)
+    if (r->verdict == TETHER_VERDICT_NOT_MEASURABLE)
         cJSON_AddNullToObject(o, "estimate");
     else
         cJSON_AddNumberToObject(o, "estimate", r->estimate);
@@ -563,7 +555,7 @@ static cJSON *ratio_json(const tether_cli_ratio *r, const char *num, const char 
         cJSON_AddNullToObject(o, "ci95_high");
     }
     cJSON_AddNumberToObject(o, "p_value", r->p_value);
-    cJSON_AddStringToObject(o, "verdict", tether_cli_verdict_name(r->verdict));
+    cJSON_AddStringToObject(o, "verdict", tether_verdict_name(r->verdict));
     return o;
 }
 
@@ -647,8 +639,8 @@ static int write_json(const ab_args *a, const ab_side *s, int interleaved) {
 /* One TIME of one side: repeat r's per-call seconds; the side's number keeps its grown value. */
 static int time_side(ab_side *s, const ab_args *a, double *out) {
     tether_time_stats ts;
-    if (tether_cli_run_time(s->prep, s->number, 1, a->min_repeat_ms, 0, &ts))
-        return 1;
+    if (tether_artifact_time(s->art, s->number, 1, a->min_repeat_ms, 0, &ts, NULL))
+        return fail(1, "%s", tether_last_error());
     s->number = ts.number > s->number ? ts.number : s->number;
     s->zero_timer |= ts.zero_timer;
     if (out)
@@ -660,11 +652,46 @@ static int time_side(ab_side *s, const ab_args *a, double *out) {
  * outputs and stack high-water mark, and compares them with the interpreter. */
 static int side_start(ab_side *s, const ab_args *a, tether_session *ses, const tether_npy *ref,
                       int nref) {
-    if (tether_cli_run_prepare(ses, s->dir, a->nin, a->in, NULL, &s->prep))
-        return 1;
-    s->kernels = tether_cli_run_kernels(s->prep);
-    if (tether_cli_run_call(s->prep, &s->run))
-        return 1;
+    if (tether_artifact_open(s->dir, &s->art))
+        return fail(1, "%s", tether_last_error());
+    int nin = tether_artifact_num_inputs(s->art), nout = tether_artifact_num_outputs(s->art);
+    if (nin != a->nin)
+        return fail(2, "the model has %d inputs, %d --in given", nin, a->nin);
+    tether_npy in[TETHER_CLI_MAX_IO];
+    const void *ins[TETHER_CLI_MAX_IO];
+    void *outs[TETHER_CLI_MAX_IO];
+    memset(in, 0, sizeof in);
+    int rc = 0;
+    for (int i = 0; !rc && i < nin; i++) {
+        if (tether_npy_read(a->in[i], &in[i]) ||
+            tether_artifact_check_input(s->art, i, a->in[i], &in[i]))
+            rc = fail(1, "%s", tether_last_error());
+        ins[i] = in[i].data;
+    }
+    for (int i = 0; !rc && i < nout; i++) {
+        tether_artifact_io io;
+        tether_npy *o = &s->run.out[i];
+        tether_artifact_io_of(s->art, 1, i, &io);
+        o->dtype = io.dtype;
+        o->ndim = io.ndim;
+        memcpy(o->shape, io.shape, sizeof(int64_t) * (size_t)io.ndim);
+        o->nbytes = io.nbytes;
+        o->data = outs[i] = calloc(1, io.nbytes ? io.nbytes : 1);
+        if (!o->data)
+            rc = fail(1, "out of memory");
+        s->run.nout = i + 1;
+    }
+    tether_artifact_options o;
+    tether_artifact_options_init(&o);
+    o.loader = tether_cli_artifact_loader; /* links .o/.a for an MCU board */
+    if (!rc && (tether_artifact_prepare(s->art, ses, &o) ||
+                tether_artifact_run(s->art, ins, outs, &s->run.call, NULL)))
+        rc = fail(1, "%s", tether_last_error());
+    for (int i = 0; i < nin; i++)
+        tether_npy_free(&in[i]);
+    if (rc)
+        return rc;
+    s->kernels = tether_artifact_num_kernels(s->art);
     compare(s, ref, nref, a->rtol, a->atol);
     s->number = a->number;
     return 0;
@@ -683,8 +710,8 @@ static int measure(ab_args *a, tether_session *ses, ab_side *s, int nsides, cons
             for (uint32_t r = 0; r < a->repeat; r++)
                 if (time_side(&s[k], a, &s[k].t[r]))
                     return 1;
-            tether_cli_run_release(s[k].prep);
-            s[k].prep = NULL;
+            tether_artifact_free(s[k].art);
+            s[k].art = NULL;
         }
         return 0;
     }
@@ -792,8 +819,10 @@ int tether_cli_cmd_ab(int argc, char **argv) {
         }
         snprintf(dir, sizeof dir, "%s", a.out_dir);
     } else {
-        if (tether_cli_tempdir_make(dir, sizeof dir, "ab"))
+        if (tether_cli_tempdir_make(dir, sizeof dir, "ab")) {
+            fail(1, "%s", tether_last_error());
             goto done;
+        }
         made_tmp = 1;
     }
     if (!given) {
@@ -837,8 +866,8 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     if (measure(&a, ses, s, nsides, ref, g.noutputs, interleaved))
         goto done;
     for (int k = 0; k < nsides; k++) {
-        tether_cli_spread_of(s[k].t, (int)a.repeat, &s[k].spread);
-        tether_cli_ratio_of(s[0].t, (int)a.repeat, s[k].t, (int)a.repeat, &s[k].vs_unpacked);
+        tether_spread_of(s[k].t, (int)a.repeat, &s[k].spread);
+        tether_ratio_of(s[0].t, (int)a.repeat, s[k].t, (int)a.repeat, &s[k].vs_unpacked);
     }
     print_table(&a, &g, s, interleaved);
     if (a.opencl)
@@ -856,9 +885,10 @@ done:
         tether_npy_free(&ref[i]);
     }
     for (int k = 0; k < 4; k++) {
-        tether_cli_run_release(s[k].prep);
-        s[k].prep = NULL;
-        tether_cli_report_free(&s[k].run);
+        tether_artifact_free(s[k].art);
+        s[k].art = NULL;
+        for (int i = 0; i < TETHER_CLI_MAX_IO; i++)
+            tether_npy_free(&s[k].run.out[i]);
     }
     tether_session_close(ses);
     if (made_tmp)

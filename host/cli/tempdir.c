@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tether/crt.h"
 
 #define TEMPDIR_MAX 8
 
@@ -54,12 +55,14 @@ int tether_cli_tempdir_make(char *out, size_t size, const char *tag) {
         base = "/tmp";
     int n = snprintf(out, size, "%s/tether-%s-XXXXXX", base, tag);
     if (n < 0 || (size_t)n >= size || (size_t)n >= sizeof g_dirs[0])
-        return tether_cli_fail(1, "temporary directory name under %s is too long", base);
+        return tether_set_error(TETHER_ERR_IO, "temporary directory name under %s is too long",
+                                base);
     int slot = -1;
     for (int i = 0; i < TEMPDIR_MAX && slot < 0; i++)
         slot = g_used[i] ? -1 : i;
     if (slot < 0)
-        return tether_cli_fail(1, "more than %d temporary directories at once", TEMPDIR_MAX);
+        return tether_set_error(TETHER_ERR_IO, "more than %d temporary directories at once",
+                                TEMPDIR_MAX);
     if (!g_handlers) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
@@ -74,8 +77,8 @@ int tether_cli_tempdir_make(char *out, size_t size, const char *tag) {
         g_handlers = 1;
     }
     if (!mkdtemp(out))
-        return tether_cli_fail(1, "cannot create a temporary directory in %s: %s", base,
-                               strerror(errno));
+        return tether_set_error(TETHER_ERR_IO, "cannot create a temporary directory in %s: %s",
+                                base, strerror(errno));
     memcpy(g_dirs[slot], out, (size_t)n + 1);
     g_used[slot] = 1;
     return 0;

@@ -285,3 +285,34 @@ void tether_npy_free(tether_npy *n) {
         memset(n, 0, sizeof *n);
     }
 }
+
+static void shape_text(char *buf, size_t n, const int64_t *shape, int ndim) {
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < ndim && o + 24 < n; i++) {
+        o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "," : "", (long long)shape[i]);
+    }
+}
+
+int tether_npy_check(const tether_npy *n, const char *path, const char *what, const char *name,
+                     DLDataType dtype, int ndim, const int64_t *shape) {
+    if (!tether_dtype_equal(n->dtype, dtype)) {
+        char have[TETHER_DTYPE_NAME_MAX], want[TETHER_DTYPE_NAME_MAX];
+        tether_dtype_name(n->dtype, have, sizeof have);
+        tether_dtype_name(dtype, want, sizeof want);
+        return tether_set_error(TETHER_ERR_MISMATCH, "%s: dtype %s, but %s '%s' is %s", path, have,
+                                what, name, want);
+    }
+    int same = n->ndim == ndim;
+    for (int i = 0; same && i < ndim; i++) {
+        same = n->shape[i] == shape[i];
+    }
+    if (!same) {
+        char have[200], want[200];
+        shape_text(have, sizeof have, n->shape, n->ndim);
+        shape_text(want, sizeof want, shape, ndim);
+        return tether_set_error(TETHER_ERR_MISMATCH, "%s: shape [%s], but %s '%s' is [%s]", path,
+                                have, what, name, want);
+    }
+    return 0;
+}

@@ -5,7 +5,7 @@
  * scopes, float32, shapes against bytes, params ranges inside params.bin, the inputs/outputs
  * signature, every step argument in range); image extents are checked against the device's HELLO
  * limits before any allocation, with an error naming the weight, its node and the limit; every
- * remote array allocated here is freed on every path (tether_ocl_artifact_free); times are sums of
+ * remote array allocated here is freed on every path (tether__ocl_artifact_free); times are sums of
  * the kernels' profiled times as tetherd reports them.
  */
 #include "opencl_artifact.h"
@@ -64,7 +64,7 @@ typedef struct ocl_io {
     int mem;
 } ocl_io;
 
-struct tether_ocl_artifact {
+struct tether__ocl_artifact {
     char dir[1024];
     char prefix[128];
     char source_name[256];
@@ -95,32 +95,16 @@ static int read_file(const char *path, char **out, size_t *len) {
     return tether_file_read_text(path, (size_t)1 << 31, out, len);
 }
 
-int tether_ocl_artifact_detect(const char *dir) {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/metadata.json", dir);
-    char *text;
-    size_t len;
-    if (read_file(path, &text, &len)) {
-        return 0;
-    }
-    cJSON *m = cJSON_Parse(text);
-    free(text);
-    const cJSON *b = cJSON_GetObjectItemCaseSensitive(m, "backend");
-    int yes = cJSON_IsString(b) && strcmp(b->valuestring, "opencl") == 0;
-    cJSON_Delete(m);
-    return yes;
-}
-
 /* A plain file name inside the artifact directory. */
 static int file_name_ok(const char *s) {
     return s[0] && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0 &&
            strlen(s) < 200;
 }
 
-static int bad(const tether_ocl_artifact *a, const char *fmt, ...)
+static int bad(const tether__ocl_artifact *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-static int bad(const tether_ocl_artifact *a, const char *fmt, ...) {
+static int bad(const tether__ocl_artifact *a, const char *fmt, ...) {
     char msg[400];
     va_list ap;
     va_start(ap, fmt);
@@ -162,7 +146,7 @@ static int get_int(const cJSON *o, const char *key, int64_t lo, int64_t hi, int6
     return 0;
 }
 
-static int parse_io(tether_ocl_artifact *a, const cJSON *arr, ocl_io **iop, int *n,
+static int parse_io(tether__ocl_artifact *a, const cJSON *arr, ocl_io **iop, int *n,
                     const char *what) {
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > OCL_MAX_IO) {
         return bad(a, "'%ss' must be a list of at most %d tensors", what, OCL_MAX_IO);
@@ -188,7 +172,7 @@ static int parse_io(tether_ocl_artifact *a, const cJSON *arr, ocl_io **iop, int 
     return TETHER_OK;
 }
 
-static int parse_mems(tether_ocl_artifact *a, const cJSON *arr) {
+static int parse_mems(tether__ocl_artifact *a, const cJSON *arr) {
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1 || cJSON_GetArraySize(arr) > 100000) {
         return bad(a, "'memory' must be a non-empty list");
     }
@@ -296,7 +280,7 @@ static int parse_sizes(const cJSON *js, uint64_t *out, uint32_t *n) {
     return 0;
 }
 
-static int parse_steps(tether_ocl_artifact *a, const cJSON *arr) {
+static int parse_steps(tether__ocl_artifact *a, const cJSON *arr) {
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > 100000) {
         return bad(a, "'steps' must be a list");
     }
@@ -387,9 +371,9 @@ static int parse_steps(tether_ocl_artifact *a, const cJSON *arr) {
     return TETHER_OK;
 }
 
-int tether_ocl_artifact_load(const char *dir, tether_ocl_artifact **out) {
+int tether__ocl_artifact_load(const char *dir, tether__ocl_artifact **out) {
     *out = NULL;
-    tether_ocl_artifact *a = calloc(1, sizeof *a);
+    tether__ocl_artifact *a = calloc(1, sizeof *a);
     if (!a) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
     }
@@ -460,23 +444,23 @@ int tether_ocl_artifact_load(const char *dir, tether_ocl_artifact **out) {
     }
     cJSON_Delete(m);
     if (rc) {
-        tether_ocl_artifact_free(a);
+        tether__ocl_artifact_free(a);
         return rc;
     }
     *out = a;
     return TETHER_OK;
 }
 
-int tether_ocl_artifact_num_inputs(const tether_ocl_artifact *a) {
+int tether__ocl_artifact_num_inputs(const tether__ocl_artifact *a) {
     return a->nin;
 }
 
-int tether_ocl_artifact_num_outputs(const tether_ocl_artifact *a) {
+int tether__ocl_artifact_num_outputs(const tether__ocl_artifact *a) {
     return a->nout;
 }
 
-int64_t tether_ocl_artifact_io(const tether_ocl_artifact *a, int output, int i, const char **name,
-                               int *ndim, const int64_t **shape) {
+int64_t tether__ocl_artifact_io(const tether__ocl_artifact *a, int output, int i, const char **name,
+                                int *ndim, const int64_t **shape) {
     const ocl_io *io = output ? &a->out[i] : &a->in[i];
     if (name) {
         *name = io->name;
@@ -490,24 +474,24 @@ int64_t tether_ocl_artifact_io(const tether_ocl_artifact *a, int output, int i, 
     return io->elems;
 }
 
-int tether_ocl_artifact_num_steps(const tether_ocl_artifact *a) {
+int tether__ocl_artifact_num_steps(const tether__ocl_artifact *a) {
     return a->nsteps;
 }
 
-void tether_ocl_artifact_step(const tether_ocl_artifact *a, int i, const char **kernel,
-                              const char **node) {
+void tether__ocl_artifact_step(const tether__ocl_artifact *a, int i, const char **kernel,
+                               const char **node) {
     *kernel = a->steps[i].kernel;
     *node = a->steps[i].node;
 }
 
-const char *tether_ocl_artifact_prefix(const tether_ocl_artifact *a) {
+const char *tether__ocl_artifact_prefix(const tether__ocl_artifact *a) {
     return a->prefix;
 }
 
 /* ---- on the device ------------------------------------------------------------------------ */
 
 /* The node of the first step that takes memory object m ("" when none). */
-static const char *node_of(const tether_ocl_artifact *a, int m) {
+static const char *node_of(const tether__ocl_artifact *a, int m) {
     for (int i = 0; i < a->nsteps; i++) {
         for (uint32_t k = 0; k < a->steps[i].nargs; k++) {
             if (a->steps[i].args[k].mem == m) {
@@ -518,7 +502,7 @@ static const char *node_of(const tether_ocl_artifact *a, int m) {
     return "";
 }
 
-int tether_ocl_artifact_prepare(tether_ocl_artifact *a, tether_session *s) {
+int tether__ocl_artifact_prepare(tether__ocl_artifact *a, tether_session *s) {
     if (a->s) {
         return tether_set_error(TETHER_ERR_STATE, "%s: the artifact is already on a device",
                                 a->dir);
@@ -609,7 +593,7 @@ int tether_ocl_artifact_prepare(tether_ocl_artifact *a, tether_session *s) {
     return TETHER_OK;
 }
 
-static void make_args(const tether_ocl_artifact *a, const ocl_step *st, tether_remote_arg *args) {
+static void make_args(const tether__ocl_artifact *a, const ocl_step *st, tether_remote_arg *args) {
     for (uint32_t k = 0; k < st->nargs; k++) {
         if (st->args[k].mem >= 0) {
             args[k].type_code = TETHER_TYPE_DLTENSOR;
@@ -628,12 +612,12 @@ static int step_error(const ocl_step *st, int rc) {
                             st->node, st->node[0] ? "')" : "", msg);
 }
 
-void tether_ocl_artifact_per_kernel(tether_ocl_artifact *a, int per_kernel) {
+void tether__ocl_artifact_per_kernel(tether__ocl_artifact *a, int per_kernel) {
     a->per_kernel = per_kernel;
 }
 
 /* The launch steps and their chunking (once; the handles are fixed after prepare). */
-static int build_sequences(tether_ocl_artifact *a) {
+static int build_sequences(tether__ocl_artifact *a) {
     if (a->lsteps || a->nsteps == 0) {
         return TETHER_OK;
     }
@@ -676,7 +660,7 @@ static int build_sequences(tether_ocl_artifact *a) {
 }
 
 /* A kernel sequence's error names the artifact step: the device names the index in the chunk */
-static int chunk_error(const tether_ocl_artifact *a, int c, int rc) {
+static int chunk_error(const tether__ocl_artifact *a, int c, int rc) {
     char msg[TETHER_ERROR_MSG_MAX];
     snprintf(msg, sizeof msg, "%s", tether_last_error());
     const char *p = strstr(msg, " step ");
@@ -691,7 +675,7 @@ static int chunk_error(const tether_ocl_artifact *a, int c, int rc) {
     return tether_set_error(rc, "%s", msg);
 }
 
-static int copy_inputs(tether_ocl_artifact *a, const float *const *inputs) {
+static int copy_inputs(tether__ocl_artifact *a, const float *const *inputs) {
     int rc;
     for (int i = 0; i < a->nin; i++) {
         const ocl_mem *m = &a->mems[a->in[i].mem];
@@ -703,7 +687,7 @@ static int copy_inputs(tether_ocl_artifact *a, const float *const *inputs) {
     return TETHER_OK;
 }
 
-static int copy_outputs(tether_ocl_artifact *a, float *const *outputs) {
+static int copy_outputs(tether__ocl_artifact *a, float *const *outputs) {
     int rc;
     for (int i = 0; i < a->nout; i++) {
         const ocl_mem *m = &a->mems[a->out[i].mem];
@@ -715,11 +699,11 @@ static int copy_outputs(tether_ocl_artifact *a, float *const *outputs) {
     return TETHER_OK;
 }
 
-static int run_per_kernel(tether_ocl_artifact *a, const float *const *inputs, float *const *outputs,
-                          uint64_t *elapsed_ns, uint64_t *step_ns);
+static int run_per_kernel(tether__ocl_artifact *a, const float *const *inputs,
+                          float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns);
 
-int tether_ocl_artifact_run(tether_ocl_artifact *a, const float *const *inputs,
-                            float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns) {
+int tether__ocl_artifact_run(tether__ocl_artifact *a, const float *const *inputs,
+                             float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns) {
     if (!a->prepared) {
         return tether_set_error(TETHER_ERR_STATE, "%s: not prepared on a device", a->dir);
     }
@@ -752,8 +736,8 @@ int tether_ocl_artifact_run(tether_ocl_artifact *a, const float *const *inputs,
     return TETHER_OK;
 }
 
-static int run_per_kernel(tether_ocl_artifact *a, const float *const *inputs, float *const *outputs,
-                          uint64_t *elapsed_ns, uint64_t *step_ns) {
+static int run_per_kernel(tether__ocl_artifact *a, const float *const *inputs,
+                          float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns) {
     int rc = copy_inputs(a, inputs);
     if (rc) {
         return rc;
@@ -810,13 +794,13 @@ static void finish_stats(tether_time_stats *out, uint32_t repeat) {
     out->median = median_of(out->seconds, repeat);
 }
 
-static int time_per_kernel(tether_ocl_artifact *a, uint32_t number, uint32_t repeat,
+static int time_per_kernel(tether__ocl_artifact *a, uint32_t number, uint32_t repeat,
                            uint32_t min_repeat_ms, uint32_t cooldown_ms, tether_time_stats *out,
                            double *step_median);
 
-int tether_ocl_artifact_time(tether_ocl_artifact *a, uint32_t number, uint32_t repeat,
-                             uint32_t min_repeat_ms, uint32_t cooldown_ms, tether_time_stats *out,
-                             double *step_median) {
+int tether__ocl_artifact_time(tether__ocl_artifact *a, uint32_t number, uint32_t repeat,
+                              uint32_t min_repeat_ms, uint32_t cooldown_ms, tether_time_stats *out,
+                              double *step_median) {
     if (!a->prepared) {
         return tether_set_error(TETHER_ERR_STATE, "%s: not prepared on a device", a->dir);
     }
@@ -856,7 +840,7 @@ int tether_ocl_artifact_time(tether_ocl_artifact *a, uint32_t number, uint32_t r
     return TETHER_OK;
 }
 
-static int time_per_kernel(tether_ocl_artifact *a, uint32_t number, uint32_t repeat,
+static int time_per_kernel(tether__ocl_artifact *a, uint32_t number, uint32_t repeat,
                            uint32_t min_repeat_ms, uint32_t cooldown_ms, tether_time_stats *out,
                            double *step_median) {
     memset(out, 0, sizeof *out);
@@ -904,7 +888,7 @@ static int time_per_kernel(tether_ocl_artifact *a, uint32_t number, uint32_t rep
     return rc;
 }
 
-void tether_ocl_artifact_free(tether_ocl_artifact *a) {
+void tether__ocl_artifact_free(tether__ocl_artifact *a) {
     if (!a) {
         return;
     }

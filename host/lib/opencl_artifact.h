@@ -4,68 +4,66 @@
  * session upload the kernels (the device builds them), allocate every memory object in its scope,
  * copy the weights, launch the steps in order, read the outputs, time the sequence.
  *
- * Internal to the `tether` CLI (and its tests, which compile this file with theirs); no printing.
- * Ownership: tether_ocl_artifact_load returns an object that owns the parsed metadata, the source
- * and the weights, and after tether_ocl_artifact_prepare the remote arrays it allocated on the
- * borrowed session (which must outlive it); tether_ocl_artifact_free releases all of it, on every
+ * Internal to tether_host: the OpenCL half of tether/artifact.h (artifact.c hands an artifact
+ * whose metadata says "backend": "opencl" to it); no printing.
+ * Ownership: tether__ocl_artifact_load returns an object that owns the parsed metadata, the source
+ * and the weights, and after tether__ocl_artifact_prepare the remote arrays it allocated on the
+ * borrowed session (which must outlive it); tether__ocl_artifact_free releases all of it, on every
  * path. Errors: negative tether_status with the message in tether_last_error(), naming the
  * artifact, memory object, node or limit.
  */
-#ifndef TETHER_CLI_OPENCL_ARTIFACT_H
-#define TETHER_CLI_OPENCL_ARTIFACT_H
+#ifndef TETHER_HOST_OPENCL_ARTIFACT_H
+#define TETHER_HOST_OPENCL_ARTIFACT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "tether/host.h"
 
-typedef struct tether_ocl_artifact tether_ocl_artifact;
-
-/* True when the metadata text of DIR says "backend": "opencl" (1), 0 otherwise or unreadable. */
-int tether_ocl_artifact_detect(const char *dir);
+typedef struct tether__ocl_artifact tether__ocl_artifact;
 
 /* Reads DIR/metadata.json, the source and params.bin and checks all of it (memory objects, their
  * shapes, bytes and params ranges, every step and argument) before anything is sent. */
-int tether_ocl_artifact_load(const char *dir, tether_ocl_artifact **out);
+int tether__ocl_artifact_load(const char *dir, tether__ocl_artifact **out);
 
 /* The model signature from the metadata. */
-int tether_ocl_artifact_num_inputs(const tether_ocl_artifact *a);
-int tether_ocl_artifact_num_outputs(const tether_ocl_artifact *a);
+int tether__ocl_artifact_num_inputs(const tether__ocl_artifact *a);
+int tether__ocl_artifact_num_outputs(const tether__ocl_artifact *a);
 /* name, ndim and shape (up to 8) of input/output i; returns the element count. */
-int64_t tether_ocl_artifact_io(const tether_ocl_artifact *a, int output, int i, const char **name,
-                               int *ndim, const int64_t **shape);
-int tether_ocl_artifact_num_steps(const tether_ocl_artifact *a);
+int64_t tether__ocl_artifact_io(const tether__ocl_artifact *a, int output, int i, const char **name,
+                                int *ndim, const int64_t **shape);
+int tether__ocl_artifact_num_steps(const tether__ocl_artifact *a);
 /* kernel and node name ("" for a copy step) of step i. */
-void tether_ocl_artifact_step(const tether_ocl_artifact *a, int i, const char **kernel,
-                              const char **node);
-const char *tether_ocl_artifact_prefix(const tether_ocl_artifact *a);
+void tether__ocl_artifact_step(const tether__ocl_artifact *a, int i, const char **kernel,
+                               const char **node);
+const char *tether__ocl_artifact_prefix(const tether__ocl_artifact *a);
 
 /* Checks that the device runs OpenCL and that every image fits its HELLO limits, uploads and
  * builds the source, looks up every kernel, allocates every memory object and copies the weights.
  * Once per artifact object. */
-int tether_ocl_artifact_prepare(tether_ocl_artifact *a, tether_session *s);
+int tether__ocl_artifact_prepare(tether__ocl_artifact *a, tether_session *s);
 
 /* One inference: inputs (float32, sizes as the metadata says) copied in, every step launched,
  * outputs copied out; *elapsed_ns (may be NULL) = the sum of the kernels' profiled times;
  * step_ns (may be NULL) receives each step's time. The steps go to the device as kernel
  * sequences (LAUNCH_SEQ: one request for up to 128 steps / 1024 arguments; longer models in
  * several such requests, in order). */
-int tether_ocl_artifact_run(tether_ocl_artifact *a, const float *const *inputs,
-                            float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns);
+int tether__ocl_artifact_run(tether__ocl_artifact *a, const float *const *inputs,
+                             float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns);
 
 /* TIME of the whole sequence after a run (TIME_SEQ: one call = every step in order; a model of
  * several sequences sums their per-repeat times); out gets per-repeat seconds per inference and
  * mean/median/min/max. step_median (may be NULL) receives each step's median seconds over the
  * repeats. cooldown_ms is waited between repeats. */
-int tether_ocl_artifact_time(tether_ocl_artifact *a, uint32_t number, uint32_t repeat,
-                             uint32_t min_repeat_ms, uint32_t cooldown_ms, tether_time_stats *out,
-                             double *step_median);
+int tether__ocl_artifact_time(tether__ocl_artifact *a, uint32_t number, uint32_t repeat,
+                              uint32_t min_repeat_ms, uint32_t cooldown_ms, tether_time_stats *out,
+                              double *step_median);
 
 /* per_kernel != 0: run and time launch one request per kernel (CALL / TIME each), the path
  * before kernel sequences; kept as bench/opencl's baseline. Default 0. */
-void tether_ocl_artifact_per_kernel(tether_ocl_artifact *a, int per_kernel);
+void tether__ocl_artifact_per_kernel(tether__ocl_artifact *a, int per_kernel);
 
 /* Frees the remote arrays (unless the session was lost) and everything local. NULL is ignored. */
-void tether_ocl_artifact_free(tether_ocl_artifact *a);
+void tether__ocl_artifact_free(tether__ocl_artifact *a);
 
 #endif

@@ -1,6 +1,7 @@
 /*
- * The statistics of `tether ab` (docs/cli.md, "How ab measures"): the spread of one side's
- * per-repeat times and the ratio of two sides with a distribution-free confidence interval.
+ * The statistics of A/B comparisons (tether/stats.h; `tether ab`, docs/cli.md "How ab measures"):
+ * the spread of one side's per-repeat times and the ratio of two sides with a distribution-free
+ * confidence interval.
  *
  * The ratio B/A is the Hodges-Lehmann estimate on log times: the median of log(b_j) - log(a_i)
  * over all pairs, exponentiated. Its 95% confidence interval is the matching Mann-Whitney one
@@ -18,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "tether/stats.h"
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -34,7 +35,7 @@ static double quantile(const double *x, int n, double q) {
     return x[lo] + (h - lo) * (x[lo + 1] - x[lo]);
 }
 
-void tether_cli_spread_of(const double *x, int n, tether_cli_spread *out) {
+void tether_spread_of(const double *x, int n, tether_spread *out) {
     memset(out, 0, sizeof *out);
     out->n = n;
     if (n <= 0)
@@ -56,25 +57,25 @@ void tether_cli_spread_of(const double *x, int n, tether_cli_spread *out) {
     free(s);
 }
 
-const char *tether_cli_verdict_name(tether_cli_verdict v) {
+const char *tether_verdict_name(tether_verdict v) {
     static const char *const names[] = {"faster", "slower", "no_significant_difference",
                                         "too_few_repeats", "not_measurable"};
-    return v >= 0 && v <= TETHER_CLI_NOT_MEASURABLE ? names[v] : "not_measurable";
+    return v >= 0 && v <= TETHER_VERDICT_NOT_MEASURABLE ? names[v] : "not_measurable";
 }
 
-void tether_cli_ratio_of(const double *a, int na, const double *b, int nb, tether_cli_ratio *out) {
+void tether_ratio_of(const double *a, int na, const double *b, int nb, tether_ratio *out) {
     memset(out, 0, sizeof *out);
     out->p_value = 1;
-    out->verdict = TETHER_CLI_TOO_FEW;
+    out->verdict = TETHER_VERDICT_TOO_FEW;
     if (na < 1 || nb < 1)
         return;
     for (int i = 0; i < na; i++)
         if (!(a[i] > 0))
-            out->verdict = TETHER_CLI_NOT_MEASURABLE;
+            out->verdict = TETHER_VERDICT_NOT_MEASURABLE;
     for (int j = 0; j < nb; j++)
         if (!(b[j] > 0))
-            out->verdict = TETHER_CLI_NOT_MEASURABLE;
-    if (out->verdict == TETHER_CLI_NOT_MEASURABLE)
+            out->verdict = TETHER_VERDICT_NOT_MEASURABLE;
+    if (out->verdict == TETHER_VERDICT_NOT_MEASURABLE)
         return;
     size_t nm = (size_t)na * (size_t)nb;
     double *d = malloc(nm * sizeof *d);
@@ -120,9 +121,9 @@ void tether_cli_ratio_of(const double *a, int na, const double *b, int nb, tethe
         out->ci_low = exp(d[ci - 1]);
         out->ci_high = exp(d[nm - (size_t)ci]);
         out->have_ci = 1;
-        out->verdict = out->ci_low > 1    ? TETHER_CLI_SLOWER
-                       : out->ci_high < 1 ? TETHER_CLI_FASTER
-                                          : TETHER_CLI_NO_DIFFERENCE;
+        out->verdict = out->ci_low > 1    ? TETHER_VERDICT_SLOWER
+                       : out->ci_high < 1 ? TETHER_VERDICT_FASTER
+                                          : TETHER_VERDICT_NO_DIFFERENCE;
     }
     free(d);
 }

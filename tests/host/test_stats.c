@@ -1,7 +1,8 @@
 /*
- * The statistics of `tether ab` (host/cli/stats.c) on fixed data: quartiles, the Hodges-Lehmann
- * ratio, its Mann-Whitney confidence interval and p-value, and the verdicts (faster, slower, no
- * significant difference, too few repeats, not measurable). No timing is involved.
+ * The statistics of A/B comparisons (tether/stats.h, what `tether ab` reports) on fixed data:
+ * quartiles, the Hodges-Lehmann ratio, its Mann-Whitney confidence interval and p-value, and the
+ * verdicts (faster, slower, no significant difference, too few repeats, not measurable). No timing
+ * is involved.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -12,13 +13,13 @@
 
 #include <cmocka.h>
 
-#include "cli.h"
+#include "tether/stats.h"
 
 static void test_spread(void **state) {
     (void)state;
     const double x[] = {5, 1, 4, 2, 3};
-    tether_cli_spread s;
-    tether_cli_spread_of(x, 5, &s);
+    tether_spread s;
+    tether_spread_of(x, 5, &s);
     assert_int_equal(s.n, 5);
     assert_float_equal(s.median, 3, 1e-12);
     assert_float_equal(s.q1, 2, 1e-12);
@@ -27,11 +28,11 @@ static void test_spread(void **state) {
     assert_float_equal(s.max, 5, 1e-12);
     assert_float_equal(s.mean, 3, 1e-12);
     const double y[] = {1, 2, 3, 4}; /* interpolated: q1 = 1.75, median 2.5, q3 = 3.25 */
-    tether_cli_spread_of(y, 4, &s);
+    tether_spread_of(y, 4, &s);
     assert_float_equal(s.q1, 1.75, 1e-12);
     assert_float_equal(s.median, 2.5, 1e-12);
     assert_float_equal(s.q3, 3.25, 1e-12);
-    tether_cli_spread_of(y, 1, &s);
+    tether_spread_of(y, 1, &s);
     assert_float_equal(s.q1, 1, 1e-12);
     assert_float_equal(s.q3, 1, 1e-12);
 }
@@ -49,55 +50,55 @@ static void sample(double *a, double *b, double factor) {
 static void test_ratio_verdicts(void **state) {
     (void)state;
     double a[15], b[15];
-    tether_cli_ratio r;
+    tether_ratio r;
     sample(a, b, 1.5);
-    tether_cli_ratio_of(a, 15, b, 15, &r);
+    tether_ratio_of(a, 15, b, 15, &r);
     assert_float_equal(r.estimate, 1.5, 0.02);
     assert_true(r.have_ci);
     assert_true(r.ci_low <= r.estimate && r.estimate <= r.ci_high);
     assert_true(r.ci_low > 1.4 && r.ci_high < 1.6);
     assert_true(r.p_value < 1e-4);
-    assert_int_equal(r.verdict, TETHER_CLI_SLOWER);
-    assert_string_equal(tether_cli_verdict_name(r.verdict), "slower");
+    assert_int_equal(r.verdict, TETHER_VERDICT_SLOWER);
+    assert_string_equal(tether_verdict_name(r.verdict), "slower");
 
     sample(a, b, 0.8);
-    tether_cli_ratio_of(a, 15, b, 15, &r);
+    tether_ratio_of(a, 15, b, 15, &r);
     assert_float_equal(r.estimate, 0.8, 0.02);
-    assert_int_equal(r.verdict, TETHER_CLI_FASTER);
+    assert_int_equal(r.verdict, TETHER_VERDICT_FASTER);
 
     /* the same distribution: the interval holds 1 */
     sample(a, b, 1.0);
-    tether_cli_ratio_of(a, 15, b, 15, &r);
+    tether_ratio_of(a, 15, b, 15, &r);
     assert_float_equal(r.estimate, 1.0, 1e-9);
     assert_true(r.ci_low < 1 && r.ci_high > 1);
     assert_true(r.p_value > 0.5);
-    assert_int_equal(r.verdict, TETHER_CLI_NO_DIFFERENCE);
-    assert_string_equal(tether_cli_verdict_name(r.verdict), "no_significant_difference");
+    assert_int_equal(r.verdict, TETHER_VERDICT_NO_DIFFERENCE);
+    assert_string_equal(tether_verdict_name(r.verdict), "no_significant_difference");
 
     /* a 1% shift inside 4% noise is not significant */
     sample(a, b, 1.01);
-    tether_cli_ratio_of(a, 15, b, 15, &r);
-    assert_int_equal(r.verdict, TETHER_CLI_NO_DIFFERENCE);
+    tether_ratio_of(a, 15, b, 15, &r);
+    assert_int_equal(r.verdict, TETHER_VERDICT_NO_DIFFERENCE);
 
     /* n = m = 3: no 95% interval exists (the smallest two-sided p is 0.1) */
     sample(a, b, 2.0);
-    tether_cli_ratio_of(a, 3, b, 3, &r);
+    tether_ratio_of(a, 3, b, 3, &r);
     assert_false(r.have_ci);
-    assert_int_equal(r.verdict, TETHER_CLI_TOO_FEW);
+    assert_int_equal(r.verdict, TETHER_VERDICT_TOO_FEW);
     assert_float_equal(r.estimate, 2.0, 0.1);
     /* n = m = 4: the widest interval, all pairs on one side */
-    tether_cli_ratio_of(a, 4, b, 4, &r);
+    tether_ratio_of(a, 4, b, 4, &r);
     assert_true(r.have_ci);
-    assert_int_equal(r.verdict, TETHER_CLI_SLOWER);
-    tether_cli_ratio_of(a, 1, b, 1, &r);
-    assert_int_equal(r.verdict, TETHER_CLI_TOO_FEW);
+    assert_int_equal(r.verdict, TETHER_VERDICT_SLOWER);
+    tether_ratio_of(a, 1, b, 1, &r);
+    assert_int_equal(r.verdict, TETHER_VERDICT_TOO_FEW);
 
     /* a zero timer */
     b[2] = 0;
-    tether_cli_ratio_of(a, 15, b, 15, &r);
-    assert_int_equal(r.verdict, TETHER_CLI_NOT_MEASURABLE);
-    assert_string_equal(tether_cli_verdict_name(r.verdict), "not_measurable");
-    assert_string_equal(tether_cli_verdict_name(TETHER_CLI_TOO_FEW), "too_few_repeats");
+    tether_ratio_of(a, 15, b, 15, &r);
+    assert_int_equal(r.verdict, TETHER_VERDICT_NOT_MEASURABLE);
+    assert_string_equal(tether_verdict_name(r.verdict), "not_measurable");
+    assert_string_equal(tether_verdict_name(TETHER_VERDICT_TOO_FEW), "too_few_repeats");
 }
 
 /* Hodges-Lehmann on a hand-checked case: a = {1, 2, 4}, b = {2, 4, 8} -> the pairwise log ratios
@@ -106,8 +107,8 @@ static void test_ratio_verdicts(void **state) {
 static void test_ratio_by_hand(void **state) {
     (void)state;
     const double a[] = {1, 2, 4}, b[] = {2, 4, 8};
-    tether_cli_ratio r;
-    tether_cli_ratio_of(a, 3, b, 3, &r);
+    tether_ratio r;
+    tether_ratio_of(a, 3, b, 3, &r);
     assert_float_equal(r.estimate, 2.0, 1e-12);
     /* z = (|7 - 4.5| - 0.5) / sqrt(9/12 * (7 - 12/30)) */
     double z = 2.0 / sqrt(9.0 / 12.0 * (7.0 - 12.0 / 30.0));

@@ -3,13 +3,13 @@
  * shape family, including 1x1 kernels, stride > kernel, asymmetric pads, dilations, groups,
  * depthwise, fused epilogues, rank-1 and scalar broadcasting, aliases as outputs) compiled with
  * `--backend opencl`, run on tetherd (local:) through the same runner as `tether run DIR`
- * (host/cli/opencl_artifact.c) and compared with the reference interpreter; convolutions with
- * constant weights in buffers and in texture:weight images (OIHW4o); the operator zoo after the
- * passes both ways; graph outputs that alias an input, a constant or an output; KWS through the
- * `tether` CLI over local: and over TCP to a tetherd on 127.0.0.1, buffer and texture weights,
- * equal to `tether run --reference` within 1e-4, and `tether bench`; the error listing every
- * unsupported node; a weight image over the device's image limit; a device without OpenCL; usage
- * errors. Exits 77 with the reason when tetherd reports no OpenCL device.
+ * (tether/artifact.h, the host library's runner) and compared with the reference interpreter;
+ * convolutions with constant weights in buffers and in texture:weight images (OIHW4o); the operator
+ * zoo after the passes both ways; graph outputs that alias an input, a constant or an output; KWS
+ * through the `tether` CLI over local: and over TCP to a tetherd on 127.0.0.1, buffer and texture
+ * weights, equal to `tether run --reference` within 1e-4, and `tether bench`; the error listing
+ * every unsupported node; a weight image over the device's image limit; a device without OpenCL;
+ * usage errors. Exits 77 with the reason when tetherd reports no OpenCL device.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -26,8 +26,8 @@
 #include <cmocka.h>
 
 #include "daemon.h"
-#include "opencl_artifact.h"
 #include "ops_common.h"
+#include "tether/artifact.h"
 #include "tether/compiler.h"
 #include "tether/crt.h"
 #include "tether/npy.h"
@@ -76,26 +76,28 @@ static void compile_ocl(const tether_ir_graph *g, bool texture, bool passes, cha
 
 /* Runs the artifact in dir on g_s with inputs; outputs malloc'ed into outs. */
 static void run_ocl(const char *dir, const float *const *ins, float **outs, int nout) {
-    tether_ocl_artifact *a;
-    if (tether_ocl_artifact_load(dir, &a)) {
+    tether_artifact *a;
+    if (tether_artifact_open(dir, &a)) {
         fail_msg("load %s: %s", dir, tether_last_error());
     }
-    assert_int_equal(tether_ocl_artifact_num_outputs(a), nout);
+    assert_int_equal(tether_artifact_backend_of(a), TETHER_ARTIFACT_OPENCL);
+    assert_int_equal(tether_artifact_num_outputs(a), nout);
     for (int i = 0; i < nout; i++) {
-        int64_t n = tether_ocl_artifact_io(a, 1, i, NULL, NULL, NULL);
+        tether_artifact_io io;
+        assert_int_equal(tether_artifact_io_of(a, 1, i, &io), 0);
+        int64_t n = (int64_t)(io.nbytes / sizeof(float));
         outs[i] = calloc((size_t)(n ? n : 1), sizeof(float));
         for (int64_t k = 0; k < n; k++) {
             outs[i][k] = NAN; /* every element must be written */
         }
     }
-    int rc = tether_ocl_artifact_prepare(a, g_s);
-    uint64_t ns = 0;
+    int rc = tether_artifact_prepare(a, g_s, NULL);
     if (!rc) {
-        rc = tether_ocl_artifact_run(a, ins, outs, &ns, NULL);
+        rc = tether_artifact_run(a, (const void *const *)ins, (void *const *)outs, NULL, NULL);
     }
     char msg[TETHER_ERROR_MSG_MAX];
     snprintf(msg, sizeof msg, "%s", tether_last_error());
-    tether_ocl_artifact_free(a);
+    tether_artifact_free(a);
     /* a session holds at most 16 modules: start afresh for the next artifact */
     assert_int_equal(tether_session_reset(g_s), 0);
     if (rc) {
@@ -481,12 +483,12 @@ static void test_image_over_limit(void **state) {
     build_conv(&g, &c);
     char dir[128];
     compile_ocl(&g, true, true, dir, sizeof dir);
-    tether_ocl_artifact *a;
-    assert_int_equal(tether_ocl_artifact_load(dir, &a), 0);
-    int rc = tether_ocl_artifact_prepare(a, g_s);
+    tether_artifact *a;
+    assert_int_equal(tether_artifact_open(dir, &a), 0);
+    int rc = tether_artifact_prepare(a, g_s, NULL);
     char msg[TETHER_ERROR_MSG_MAX];
     snprintf(msg, sizeof msg, "%s", tether_last_error());
-    tether_ocl_artifact_free(a);
+    tether_artifact_free(a);
     assert_int_equal(tether_session_reset(g_s), 0);
     assert_int_equal(rc, TETHER_ERR_LIMIT);
     char want[128];

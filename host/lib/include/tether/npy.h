@@ -50,6 +50,12 @@ int tether_npy_write(const char *path, DLDataType dtype, const int64_t *shape, i
                      const void *data);
 void tether_npy_free(tether_npy *n);
 
+/* Checks n against a model's signature entry; the error names both sides:
+ * "PATH: shape [8], but model input 'b' is [16]" (or "dtype float64, but ... is float32").
+ * what: "model input", "output", ... */
+int tether_npy_check(const tether_npy *n, const char *path, const char *what, const char *name,
+                     DLDataType dtype, int ndim, const int64_t *shape);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,574 @@
+/*
+ * Running compiled artifacts on a device (tether/artifact.h): the C backend here, the OpenCL
+ * backend in opencl_artifact.c, behind one object.
+ *
+ * What must stay true: everything that can be checked locally (metadata, signature, params
+ * blob size, the artifact's target against the device) is checked before any byte is sent; an
+ * artifact never reaches a device that cannot run it; every remote array allocated here is
+ * freed by tether_artifact_free unless the session was lost (the device then drops them with
+ * the session); nothing is printed: errors go to tether_last_error().
+ */
+#include "tether/artifact.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "opencl_artifact.h"
+#include "tether/crt.h"
+#include "tether/file.h"
+
+#define MAX_IO TETHER_ARTIFACT_MAX_IO
+
+typedef struct io_entry {
+    char name[128];
+    DLDataType dtype;
+    int ndim;
+    int64_t shape[TETHER_MAX_NDIM];
+    size_t nbytes;
+} io_entry;
+
+struct tether_artifact {
+    char dir[1024];
+    tether_artifact_backend backend;
+    tether__ocl_artifact *ocl;
+    /* the C backend: from metadata.json */
+    char entry[128], target[64], library[256];
+    char params_file[256], set_params[128]; /* "" = weights linked into the library */
+    size_t params_bytes;
+    int nin, nout;
+    io_entry in[MAX_IO], out[MAX_IO];
+    /* after prepare */
+    tether_session *s; /* borrowed */
+    int prepared;
+    tether_remote_func f;
+    tether_remote_arg args[2 * MAX_IO];
+    uint64_t arrays[2 * MAX_IO + 1]; /* every remote array: freed by tether_artifact_free */
+    int narrays;
+};
+
+void tether_artifact_options_init(tether_artifact_options *o) {
+    memset(o, 0, sizeof *o);
+}
+
+/* ---- the device side of a module ---- */
+
+static int is_mcu(const tether_device_info *d) {
+    return d && d->load_size > 0;
+}
+
+/* "the mps2-an385 board (cortex-m3)" / "a x86_64 device (x86_64-linux-gnu)" */
+static void describe(const tether_device_info *d, char *out, size_t n) {
+    if (is_mcu(d)) {
+        snprintf(out, n, "the %s board (%s)", d->board[0] ? d->board : "MCU", d->arch);
+    } else {
+        snprintf(out, n, "a %s device (%s)", d->arch, d->triple);
+    }
+}
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+int tether_artifact_target_check(const tether_device_info *d, const char *target,
+                                 const char *what) {
+    char dev[300];
+    describe(d, dev, sizeof dev);
+    int mcu_target = strncmp(target, "cortex-m", 8) == 0;
+    if (is_mcu(d) && !mcu_target) {
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "%s was compiled for %s, but the device is %s: compile with "
+                                "--target %s",
+                                what, target, dev, d->arch);
+    }
+    if (!is_mcu(d) && mcu_target) {
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "%s was compiled for %s (a static library for MCU firmware), but "
+                                "the device is %s, which loads shared objects: compile with "
+                                "--target %s-linux",
+                                what, target, dev, d->arch);
+    }
+    /* a Linux target must match the device's architecture ("aarch64-linux" on an aarch64) */
+    const char *dash = strstr(target, "-linux");
+    if (!is_mcu(d) && dash &&
+        ((size_t)(dash - target) != strlen(d->arch) ||
+         strncmp(target, d->arch, (size_t)(dash - target)) != 0)) {
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "%s was compiled for %s, but the device is %s: compile with "
+                                "--target %s-linux",
+                                what, target, dev, d->arch);
+    }
+    return 0;
+}
+
+int tether_artifact_module_kind(const tether_device_info *d, const char *path, uint32_t *kind) {
+    char dev[300];
+    describe(d, dev, sizeof dev);
+    if (ends_with(path, ".cl")) {
+        *kind = TETHER_MODULE_OPENCL_SOURCE;
+        return 0;
+    }
+    int is_object = ends_with(path, ".a") || ends_with(path, ".o");
+    int is_image = ends_with(path, ".bin");
+    if (!is_mcu(d)) {
+        if (is_object || is_image) {
+            return tether_set_error(TETHER_ERR_MISMATCH,
+                                    "%s is %s for MCU firmware, but the device is %s, which loads "
+                                    "shared objects: compile with --target %s-linux",
+                                    path, is_image ? "a RAM image" : "code", dev, d->arch);
+        }
+        *kind = TETHER_MODULE_SHARED_OBJECT;
+        return 0;
+    }
+    if (ends_with(path, ".so")) {
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "%s is a shared object for tetherd, but the device is %s, which "
+                                "runs RAM images: compile with --target %s (the CLI links .o/.a "
+                                "files for it)",
+                                path, dev, d->arch);
+    }
+    *kind = TETHER_MODULE_MCU_IMAGE;
+    return is_object ? 1 : 0;
+}
+
+int tether_artifact_default_loader(void *ctx, tether_session *s, const char *path,
+                                   const char *target, const char *name, uint64_t *module) {
+    (void)ctx;
+    (void)target;
+    uint32_t kind;
+    int rc = tether_artifact_module_kind(tether_session_info(s), path, &kind);
+    if (rc == 1) {
+        char dev[300];
+        describe(tether_session_info(s), dev, sizeof dev);
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "%s: linking for %s needs the compiler's MCU link step (the "
+                                "`tether` CLI does it); link it into a .bin image (docs/mcu.md) "
+                                "and run that",
+                                path, dev);
+    }
+    if (rc == 0) {
+        rc = tether_session_upload_file(s, kind, name, path);
+    }
+    if (rc == 0) {
+        rc = tether_session_load_module(s, name, module, NULL);
+    }
+    return rc;
+}
+
+/* ---- reading ---- */
+
+static int bad(const char *dir, const char *msg) {
+    return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: %s", dir, msg);
+}
+
+/* A plain file name inside the artifact directory. */
+static int file_name_ok(const char *s) {
+    return s[0] && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0 &&
+           strlen(s) < 200;
+}
+
+static int read_io(tether_artifact *a, const cJSON *arr, int output) {
+    int n = cJSON_GetArraySize(arr);
+    if (n > MAX_IO) {
+        return tether_set_error(TETHER_ERR_LIMIT, "%s: metadata.json: %d %s, at most %d", a->dir, n,
+                                output ? "outputs" : "inputs", MAX_IO);
+    }
+    for (int i = 0; i < n; i++) {
+        const cJSON *o = cJSON_GetArrayItem(arr, i);
+        const cJSON *jn = cJSON_GetObjectItem(o, "name"), *jd = cJSON_GetObjectItem(o, "dtype"),
+                    *js = cJSON_GetObjectItem(o, "shape");
+        io_entry *e = output ? &a->out[i] : &a->in[i];
+        snprintf(e->name, sizeof e->name, "%s", cJSON_IsString(jn) ? jn->valuestring : "?");
+        if (!cJSON_IsString(jd) || tether_dtype_parse(jd->valuestring, &e->dtype) ||
+            !cJSON_IsArray(js) || cJSON_GetArraySize(js) > TETHER_MAX_NDIM) {
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "%s: metadata.json: %s %d ('%s') has no valid dtype/shape",
+                                    a->dir, output ? "output" : "input", i, e->name);
+        }
+        e->ndim = cJSON_GetArraySize(js);
+        for (int k = 0; k < e->ndim; k++) {
+            const cJSON *v = cJSON_GetArrayItem(js, k);
+            if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9.0e15) {
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "%s: metadata.json: %s '%s' has a bad extent", a->dir,
+                                        output ? "output" : "input", e->name);
+            }
+            e->shape[k] = (int64_t)v->valuedouble;
+        }
+        if (tether_shape_bytes(e->shape, e->ndim, e->dtype, &e->nbytes)) {
+            return tether_set_error(TETHER_ERR_LIMIT, "%s: metadata.json: %s '%s': %s", a->dir,
+                                    output ? "output" : "input", e->name, tether_last_error());
+        }
+    }
+    if (output) {
+        a->nout = n;
+    } else {
+        a->nin = n;
+    }
+    return 0;
+}
+
+/* metadata.json of a C artifact. */
+static int open_c(tether_artifact *a, const cJSON *md) {
+    const char *dir = a->dir;
+    const cJSON *fmt = cJSON_GetObjectItem(md, "format"), *lib = cJSON_GetObjectItem(md, "library"),
+                *entry = cJSON_GetObjectItem(md, "entry"), *ins = cJSON_GetObjectItem(md, "inputs"),
+                *outs = cJSON_GetObjectItem(md, "outputs"),
+                *ver = cJSON_GetObjectItem(md, "version");
+    const cJSON *ename = entry ? cJSON_GetObjectItem(entry, "name") : NULL;
+    int is_artifact = cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "tether-artifact");
+    if (is_artifact && (!cJSON_IsNumber(ver) || ver->valuedouble != 1)) {
+        return tether_set_error(
+            TETHER_ERR_UNSUPPORTED,
+            "%s: metadata.json: artifact format version %lld, this tether reads "
+            "version 1",
+            dir, cJSON_IsNumber(ver) ? (long long)ver->valuedouble : 0LL);
+    }
+    if (is_artifact && cJSON_IsNull(lib)) {
+        return bad(dir, "the artifact was compiled with --no-build: it has no library to run");
+    }
+    if (!is_artifact || !cJSON_IsString(lib) || !cJSON_IsString(ename) || !cJSON_IsArray(ins) ||
+        !cJSON_IsArray(outs)) {
+        return bad(dir, "metadata.json is not a tether artifact (format, library, entry, inputs, "
+                        "outputs)");
+    }
+    if (!file_name_ok(lib->valuestring)) {
+        return bad(dir, "metadata.json: library must be a file name in the directory");
+    }
+    snprintf(a->library, sizeof a->library, "%s", lib->valuestring);
+    snprintf(a->entry, sizeof a->entry, "%s", ename->valuestring);
+    const cJSON *jt = cJSON_GetObjectItem(md, "target");
+    snprintf(a->target, sizeof a->target, "%s",
+             cJSON_IsString(jt) ? jt->valuestring : "x86_64-linux");
+    int rc = read_io(a, ins, 0);
+    if (!rc) {
+        rc = read_io(a, outs, 1);
+    }
+    if (rc) {
+        return rc;
+    }
+    const cJSON *jpf = cJSON_GetObjectItem(md, "params_file"),
+                *jpb = cJSON_GetObjectItem(md, "params_bytes"),
+                *jsp = cJSON_GetObjectItem(md, "set_params");
+    if (cJSON_IsString(jpf)) {
+        if (!file_name_ok(jpf->valuestring) || !cJSON_IsNumber(jpb) || jpb->valuedouble < 0 ||
+            !cJSON_IsString(jsp)) {
+            return bad(dir, "metadata.json: params_file must be a file name, with params_bytes "
+                            "and set_params");
+        }
+        snprintf(a->params_file, sizeof a->params_file, "%s", jpf->valuestring);
+        snprintf(a->set_params, sizeof a->set_params, "%s", jsp->valuestring);
+        a->params_bytes = (size_t)jpb->valuedouble;
+    }
+    return 0;
+}
+
+int tether_artifact_open(const char *dir, tether_artifact **out) {
+    *out = NULL;
+    tether_artifact *a = calloc(1, sizeof *a);
+    if (!a) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    snprintf(a->dir, sizeof a->dir, "%s", dir);
+    char path[1100];
+    snprintf(path, sizeof path, "%s/metadata.json", dir);
+    char *text = NULL;
+    size_t len;
+    int rc = tether_file_read_text(path, (size_t)64 << 20, &text, &len);
+    if (rc) {
+        rc = tether_set_error(rc, "%s: cannot read metadata.json: %s", dir, tether_last_error());
+        free(a);
+        return rc;
+    }
+    cJSON *md = cJSON_Parse(text);
+    free(text);
+    const cJSON *b = cJSON_GetObjectItem(md, "backend");
+    if (cJSON_IsString(b) && strcmp(b->valuestring, "opencl") == 0) {
+        a->backend = TETHER_ARTIFACT_OPENCL;
+        rc = tether__ocl_artifact_load(dir, &a->ocl);
+        if (!rc) {
+            a->nin = tether__ocl_artifact_num_inputs(a->ocl);
+            a->nout = tether__ocl_artifact_num_outputs(a->ocl);
+            snprintf(a->entry, sizeof a->entry, "%s", tether__ocl_artifact_prefix(a->ocl));
+            const cJSON *jt = cJSON_GetObjectItem(md, "target");
+            snprintf(a->target, sizeof a->target, "%s",
+                     cJSON_IsString(jt) ? jt->valuestring : "opencl");
+        }
+    } else {
+        a->backend = TETHER_ARTIFACT_C;
+        rc = open_c(a, md);
+    }
+    cJSON_Delete(md);
+    if (rc) {
+        tether_artifact_free(a);
+        return rc;
+    }
+    *out = a;
+    return 0;
+}
+
+tether_artifact_backend tether_artifact_backend_of(const tether_artifact *a) {
+    return a->backend;
+}
+
+const char *tether_artifact_entry(const tether_artifact *a) {
+    return a->entry;
+}
+
+const char *tether_artifact_target(const tether_artifact *a) {
+    return a->target;
+}
+
+int tether_artifact_num_inputs(const tether_artifact *a) {
+    return a->nin;
+}
+
+int tether_artifact_num_outputs(const tether_artifact *a) {
+    return a->nout;
+}
+
+int tether_artifact_io_of(const tether_artifact *a, int output, int i, tether_artifact_io *io) {
+    if (i < 0 || i >= (output ? a->nout : a->nin)) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: no %s %d", a->dir,
+                                output ? "output" : "input", i);
+    }
+    if (a->ocl) {
+        int64_t n = tether__ocl_artifact_io(a->ocl, output, i, &io->name, &io->ndim, &io->shape);
+        io->dtype = TETHER_FLOAT32;
+        io->nbytes = (size_t)n * 4;
+        if (!io->name) {
+            io->name = "";
+        }
+        return 0;
+    }
+    const io_entry *e = output ? &a->out[i] : &a->in[i];
+    io->name = e->name;
+    io->dtype = e->dtype;
+    io->ndim = e->ndim;
+    io->shape = e->shape;
+    io->nbytes = e->nbytes;
+    return 0;
+}
+
+int tether_artifact_check_input(const tether_artifact *a, int i, const char *path,
+                                const tether_npy *n) {
+    tether_artifact_io io;
+    int rc = tether_artifact_io_of(a, 0, i, &io);
+    if (rc) {
+        return rc;
+    }
+    return tether_npy_check(n, path, "model input", io.name, io.dtype, io.ndim, io.shape);
+}
+
+int tether_artifact_num_kernels(const tether_artifact *a) {
+    return a->ocl ? tether__ocl_artifact_num_steps(a->ocl) : 0;
+}
+
+void tether_artifact_kernel(const tether_artifact *a, int i, const char **kernel,
+                            const char **node) {
+    *kernel = "";
+    *node = "";
+    if (a->ocl && i >= 0 && i < tether__ocl_artifact_num_steps(a->ocl)) {
+        tether__ocl_artifact_step(a->ocl, i, kernel, node);
+        if (!*node) {
+            *node = "";
+        }
+    }
+}
+
+/* ---- on the device ---- */
+
+/* A params blob must be the one this build wrote: the unpacked ABI cannot check it. */
+static int check_params_size(const tether_artifact *a) {
+    char path[1300];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", a->dir, a->params_file);
+    if (stat(path, &st) != 0) {
+        return tether_set_error(TETHER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    }
+    if ((uint64_t)st.st_size != (uint64_t)a->params_bytes) {
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "%s is %lld bytes, but metadata.json says params_bytes %lld (a "
+                                "params file of another build?)",
+                                path, (long long)st.st_size, (long long)a->params_bytes);
+    }
+    return 0;
+}
+
+/* The weights of a params blob: P_set_params(blob) before the first call. */
+static int set_params(tether_artifact *a, uint64_t module) {
+    char path[1300];
+    snprintf(path, sizeof path, "%s/%s", a->dir, a->params_file);
+    uint8_t *blob = NULL;
+    size_t n = 0;
+    int rc = tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, &blob, &n);
+    if (rc) {
+        return rc;
+    }
+    if (n != a->params_bytes) {
+        free(blob);
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "%s is %zu bytes, but metadata.json says params_bytes %zu (a "
+                                "params file of another build?)",
+                                path, n, a->params_bytes);
+    }
+    int64_t shape = (int64_t)n;
+    tether_remote_func spf;
+    uint64_t h = 0;
+    rc = tether_session_get_function(a->s, module, a->set_params, &spf);
+    if (!rc) {
+        rc = tether_session_alloc(a->s, &shape, 1, TETHER_UINT8, TETHER_SCOPE_GLOBAL, "", &h, NULL);
+    }
+    if (!rc) {
+        a->arrays[a->narrays++] = h;
+        rc = tether_session_copy_to(a->s, h, 0, blob, n);
+    }
+    free(blob);
+    if (rc) {
+        return tether_set_error(rc, "params %s: %s", path, tether_last_error());
+    }
+    tether_remote_arg arg = {
+        spf.abi == TETHER_ABI_PACKED ? TETHER_TYPE_DLTENSOR : TETHER_TYPE_HANDLE, {.array = h}};
+    return tether_session_call(a->s, &spf, &arg, 1, NULL);
+}
+
+int tether_artifact_prepare(tether_artifact *a, tether_session *s,
+                            const tether_artifact_options *o) {
+    tether_artifact_options defaults;
+    if (!o) {
+        tether_artifact_options_init(&defaults);
+        o = &defaults;
+    }
+    if (a->s) {
+        return tether_set_error(TETHER_ERR_STATE, "%s: already prepared", a->dir);
+    }
+    a->s = s;
+    if (a->ocl) {
+        int rc = tether__ocl_artifact_prepare(a->ocl, s);
+        a->prepared = rc == 0;
+        return rc;
+    }
+    int rc = a->params_file[0] ? check_params_size(a) : 0;
+    if (!rc) {
+        rc = tether_artifact_target_check(tether_session_info(s), a->target, a->dir);
+    }
+    if (rc) {
+        return rc;
+    }
+    /* a unique upload name per artifact object: an upload of the same name replaces the
+     * previous module, and `tether ab` holds several artifacts on one session */
+    static unsigned serial;
+    char name[300], path[1300];
+    if (serial++ == 0) {
+        snprintf(name, sizeof name, "%s", a->library);
+    } else {
+        snprintf(name, sizeof name, "%u-%s", serial, a->library);
+    }
+    snprintf(path, sizeof path, "%s/%s", a->dir, a->library);
+    uint64_t module = 0;
+    tether_artifact_loader load = o->loader ? o->loader : tether_artifact_default_loader;
+    rc = load(o->loader_ctx, s, path, a->target, name, &module);
+    if (!rc) {
+        rc = tether_session_get_function(s, module, a->entry, &a->f);
+    }
+    if (!rc && a->f.num_args >= 0 && a->f.num_args != a->nin + a->nout) {
+        rc = tether_set_error(TETHER_ERR_MISMATCH,
+                              "%s: function '%s' takes %d arguments, the signature has %d inputs "
+                              "and %d outputs",
+                              a->dir, a->entry, (int)a->f.num_args, a->nin, a->nout);
+    }
+    if (!rc && a->params_file[0]) {
+        rc = set_params(a, module);
+    }
+    for (int i = 0; !rc && i < a->nin + a->nout; i++) {
+        const io_entry *e = i < a->nin ? &a->in[i] : &a->out[i - a->nin];
+        uint64_t h = 0;
+        rc =
+            tether_session_alloc(s, e->shape, e->ndim, e->dtype, TETHER_SCOPE_GLOBAL, "", &h, NULL);
+        if (rc) {
+            rc = tether_set_error(rc, "%s '%s': %s", i < a->nin ? "input" : "output", e->name,
+                                  tether_last_error());
+            break;
+        }
+        a->arrays[a->narrays++] = h;
+        a->args[i].type_code =
+            a->f.abi == TETHER_ABI_PACKED ? TETHER_TYPE_DLTENSOR : TETHER_TYPE_HANDLE;
+        a->args[i].v.array = h;
+    }
+    a->prepared = rc == 0;
+    return rc;
+}
+
+static int check_prepared(const tether_artifact *a) {
+    if (!a->prepared) {
+        return tether_set_error(TETHER_ERR_STATE, "%s: not prepared on a device", a->dir);
+    }
+    return 0;
+}
+
+int tether_artifact_run(tether_artifact *a, const void *const *inputs, void *const *outputs,
+                        tether_call_result *res, uint64_t *kernel_ns) {
+    tether_call_result local;
+    if (!res) {
+        res = &local;
+    }
+    memset(res, 0, sizeof *res);
+    int rc = check_prepared(a);
+    if (rc) {
+        return rc;
+    }
+    if (a->ocl) {
+        res->ret_value.type_code = TETHER_TYPE_NULL;
+        return tether__ocl_artifact_run(a->ocl, (const float *const *)inputs,
+                                        (float *const *)outputs, &res->elapsed_ns, kernel_ns);
+    }
+    for (int i = 0; !rc && i < a->nin; i++) {
+        rc = tether_session_copy_to(a->s, a->args[i].v.array, 0, inputs[i], a->in[i].nbytes);
+    }
+    if (!rc) {
+        rc = tether_session_call(a->s, &a->f, a->args, (uint32_t)(a->nin + a->nout), res);
+    }
+    for (int i = 0; !rc && i < a->nout; i++) {
+        rc = tether_session_copy_from(a->s, a->args[a->nin + i].v.array, 0, outputs[i],
+                                      a->out[i].nbytes);
+    }
+    return rc;
+}
+
+int tether_artifact_time(tether_artifact *a, uint32_t number, uint32_t repeat,
+                         uint32_t min_repeat_ms, uint32_t cooldown_ms, tether_time_stats *out,
+                         double *kernel_median) {
+    int rc = check_prepared(a);
+    if (rc) {
+        return rc;
+    }
+    if (a->ocl) {
+        return tether__ocl_artifact_time(a->ocl, number, repeat, min_repeat_ms, cooldown_ms, out,
+                                         kernel_median);
+    }
+    return tether_session_time(a->s, &a->f, a->args, (uint32_t)(a->nin + a->nout), number, repeat,
+                               min_repeat_ms, cooldown_ms, out);
+}
+
+void tether_artifact_set_per_kernel(tether_artifact *a, int per_kernel) {
+    if (a->ocl) {
+        tether__ocl_artifact_per_kernel(a->ocl, per_kernel);
+    }
+}
+
+void tether_artifact_free(tether_artifact *a) {
+    if (!a) {
+        return;
+    }
+    int free_remote = a->s && !tether_session_fault(a->s);
+    for (int i = 0; free_remote && i < a->narrays; i++) {
+        tether_session_free(a->s, a->arrays[i]); /* best effort: the session ends it anyway */
+    }
+    tether__ocl_artifact_free(a->ocl);
+    free(a);
+}
