@@ -42,6 +42,12 @@ int tether_cli_write_json(const char *path, struct cJSON *root);
 /* The device URL a command uses: the --device value, else $TETHER_DEVICE, else "local:". */
 const char *tether_cli_device_url(const char *url);
 
+/* ---- common.c: what every file here shares (it calls no other file of host/cli) ---- */
+
+/* The subcommand named in messages ("run"); main() sets it. */
+void tether_cli_set_command(const char *cmd);
+const char *tether_cli_command(void);
+
 /* Prints "tether <command>: <formatted reason>" on stderr and returns code. */
 int tether_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -57,17 +63,17 @@ const char *tether_cli_tempdir_shown(const char *path);
 /* Prints one line about an array: dtype, shape, min/max/mean and the first values. */
 void tether_cli_summary(const char *name, const tether_npy *n);
 
-/* main.c: opens a session like every device command (token file, progress bar, device LOG
+/* Opens a session like every device command (token file, progress bar, device LOG
  * lines on stderr). Prints the error and returns 1 on failure. */
 int tether_cli_open(const tether_cli_device *dev, tether_session **s);
-
-/* ---- mcu.c: what depends on the kind of device ---- */
-
 /* Device LOG lines on stderr ("tether CMD: device warning: ..."): errors and warnings always,
  * info and debug with TETHER_VERBOSE=1. ctx is the command name. */
 void tether_cli_device_log(void *ctx, int level, const char *text);
 /* True when the device takes MCU RAM images (its HELLO announced a load region). */
 int tether_cli_is_mcu(const tether_device_info *d);
+
+/* ---- mcu.c: what depends on the kind of device ---- */
+
 /* Uploads and loads a module the way the device takes it: OpenCL C (.cl) and shared objects for
  * tetherd; for MCU firmware a RAM image (.bin, checked) or objects/static libraries (.o/.a)
  * linked at the device's load region against its firmware.json (`firmware`: the --firmware
@@ -94,11 +100,6 @@ void tether_cli_after_failure(tether_session *s, const char *cmd);
 /* tether compile ... --upload [--device URL] [--firmware PATH]: compile, link for the device,
  * upload (SHA-256 checked by the device) and load. */
 int tether_cli_cmd_compile_upload(int argc, char **argv);
-
-/* The compile target a model needs for the device: an MCU board's core from its HELLO (e.g.
- * "cortex-m3"), or "" for the default host profile (tetherd, local:). 0, or an exit code after
- * printing the error. Built with the compiler only. */
-int tether_cli_probe_target(const tether_cli_device *dev, char *out, size_t n);
 
 /* model.c: `tether ab` and `tether run --reference` (need the compiler). */
 int tether_cli_cmd_ab(int argc, char **argv);

@@ -31,20 +31,6 @@
 
 #define fail tether_cli_fail
 
-void tether_cli_device_log(void *ctx, int level, const char *text) {
-    const char *cmd = ctx ? (const char *)ctx : "";
-    static const char *const names[] = {"error", "warning", "info", "debug"};
-    const char *v = getenv("TETHER_VERBOSE");
-    int verbose = v && *v && strcmp(v, "0") != 0;
-    if (level <= 1 || verbose)
-        fprintf(stderr, "tether %s: device %s: %s\n", cmd,
-                names[level >= 0 && level <= 3 ? level : 3], text);
-}
-
-int tether_cli_is_mcu(const tether_device_info *d) {
-    return d && d->load_size > 0;
-}
-
 static const char *base_name(const char *p) {
     const char *s = strrchr(p, '/');
     return s ? s + 1 : p;
