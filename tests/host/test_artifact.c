@@ -1,0 +1,208 @@
+/*
+ * The artifact runner's local half (tether/artifact.h) without a device: metadata.json checks
+ * and their messages, the signature as io_of gives it, input checks, which module each kind of
+ * device takes, and the target check. Running on a device is covered by test_host_cli (C
+ * artifacts through `tether run/bench/ab`), test_opencl_codegen (OpenCL artifacts through the
+ * library) and the MCU tests.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tether/artifact.h"
+#include "tether/crt.h"
+
+static char g_dir[64];
+
+static void write_file(const char *name, const char *text) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Opens g_dir with the given metadata.json; returns the status, the artifact in *a on success. */
+static int open_with(const char *metadata, tether_artifact **a) {
+    write_file("metadata.json", metadata);
+    return tether_artifact_open(g_dir, a);
+}
+
+#define KWS_LIKE                                                                                   \
+    "{\"format\": \"tether-artifact\", \"version\": 1, \"target\": \"x86_64-linux\",\n"            \
+    " \"library\": \"libm.so\", \"entry\": {\"name\": \"m_main\"},\n"                              \
+    " \"inputs\": [{\"name\": \"x\", \"dtype\": \"float32\", \"shape\": [1, 4]}],\n"               \
+    " \"outputs\": [{\"name\": \"y\", \"dtype\": \"float32\", \"shape\": [1, 2]},\n"               \
+    "             {\"name\": \"z\", \"dtype\": \"int32\", \"shape\": []}]}\n"
+
+static void test_open_checks(void **state) {
+    (void)state;
+    tether_artifact *a = NULL;
+    char missing[128];
+    snprintf(missing, sizeof missing, "%s/none", g_dir);
+    assert_true(tether_artifact_open(missing, &a) < 0);
+    assert_null(a);
+    assert_non_null(strstr(tether_last_error(), "cannot read metadata.json"));
+
+    assert_true(open_with("{\"format\": \"tether-artifact\", \"version\": 99}", &a) < 0);
+    assert_non_null(strstr(tether_last_error(), "artifact format version 99"));
+    assert_true(
+        open_with("{\"format\": \"tether-artifact\", \"version\": 1, \"library\": null}", &a) < 0);
+    assert_non_null(strstr(tether_last_error(), "compiled with --no-build"));
+    assert_true(open_with("[1, 2]", &a) < 0);
+    assert_non_null(strstr(tether_last_error(), "is not a tether artifact"));
+    assert_true(open_with("{\"format\": \"tether-artifact\", \"version\": 1, \"library\": "
+                          "\"../x.so\", \"entry\": {\"name\": \"f\"}, \"inputs\": [], "
+                          "\"outputs\": []}",
+                          &a) < 0);
+    assert_non_null(strstr(tether_last_error(), "library must be a file name"));
+    assert_true(open_with("{\"format\": \"tether-artifact\", \"version\": 1, \"library\": "
+                          "\"l.so\", \"entry\": {\"name\": \"f\"}, \"inputs\": [{\"name\": "
+                          "\"x\", \"dtype\": \"complex\", \"shape\": [1]}], \"outputs\": []}",
+                          &a) < 0);
+    assert_non_null(strstr(tether_last_error(), "input 0 ('x') has no valid dtype/shape"));
+    assert_true(open_with("{\"format\": \"tether-artifact\", \"version\": 1, \"library\": "
+                          "\"l.so\", \"entry\": {\"name\": \"f\"}, \"inputs\": [], \"outputs\": "
+                          "[], \"params_file\": \"p.bin\"}",
+                          &a) < 0);
+    assert_non_null(strstr(tether_last_error(), "params_file must be a file name, with"));
+    assert_null(a);
+}
+
+static void test_signature(void **state) {
+    (void)state;
+    tether_artifact *a = NULL;
+    assert_int_equal(open_with(KWS_LIKE, &a), 0);
+    assert_int_equal(tether_artifact_backend_of(a), TETHER_ARTIFACT_C);
+    assert_string_equal(tether_artifact_entry(a), "m_main");
+    assert_string_equal(tether_artifact_target(a), "x86_64-linux");
+    assert_int_equal(tether_artifact_num_inputs(a), 1);
+    assert_int_equal(tether_artifact_num_outputs(a), 2);
+    assert_int_equal(tether_artifact_num_kernels(a), 0);
+    tether_artifact_io io;
+    assert_int_equal(tether_artifact_io_of(a, 0, 0, &io), 0);
+    assert_string_equal(io.name, "x");
+    assert_int_equal(io.ndim, 2);
+    assert_int_equal(io.shape[1], 4);
+    assert_int_equal(io.nbytes, 16);
+    assert_int_equal(tether_artifact_io_of(a, 1, 1, &io), 0);
+    assert_string_equal(io.name, "z");
+    assert_true(tether_dtype_equal(io.dtype, TETHER_INT32));
+    assert_int_equal(io.ndim, 0);
+    assert_int_equal(io.nbytes, 4);
+    assert_true(tether_artifact_io_of(a, 1, 2, &io) < 0);
+
+    /* inputs: the message names the file, both shapes (or dtypes) and the input */
+    float data[4] = {0};
+    tether_npy n = {TETHER_FLOAT32, 2, {1, 4}, data, sizeof data};
+    assert_int_equal(tether_artifact_check_input(a, 0, "x.npy", &n), 0);
+    n.shape[1] = 3;
+    assert_int_equal(tether_artifact_check_input(a, 0, "x.npy", &n), TETHER_ERR_MISMATCH);
+    assert_string_equal(tether_last_error(), "x.npy: shape [1,3], but model input 'x' is [1,4]");
+    n.shape[1] = 4;
+    n.dtype = TETHER_DTYPE(kDLFloat, 64);
+    assert_int_equal(tether_artifact_check_input(a, 0, "x.npy", &n), TETHER_ERR_MISMATCH);
+    assert_string_equal(tether_last_error(),
+                        "x.npy: dtype float64, but model input 'x' is float32");
+
+    /* nothing runs before prepare */
+    const void *ins[1] = {data};
+    void *outs[2] = {data, data};
+    assert_int_equal(tether_artifact_run(a, ins, outs, NULL, NULL), TETHER_ERR_STATE);
+    tether_time_stats ts;
+    assert_int_equal(tether_artifact_time(a, 1, 1, 0, 0, &ts, NULL), TETHER_ERR_STATE);
+    tether_artifact_free(a);
+    tether_artifact_free(NULL);
+}
+
+static void device(tether_device_info *d, int mcu) {
+    memset(d, 0, sizeof *d);
+    if (mcu) {
+        snprintf(d->arch, sizeof d->arch, "cortex-m3");
+        snprintf(d->board, sizeof d->board, "mps2-an385");
+        d->load_addr = 0x20010000;
+        d->load_size = 0x20000;
+    } else {
+        snprintf(d->arch, sizeof d->arch, "x86_64");
+        snprintf(d->triple, sizeof d->triple, "x86_64-linux-gnu");
+    }
+}
+
+static void test_module_kind(void **state) {
+    (void)state;
+    tether_device_info host, board;
+    device(&host, 0);
+    device(&board, 1);
+    uint32_t kind = 99;
+    assert_int_equal(tether_artifact_module_kind(&host, "a/libm.so", &kind), 0);
+    assert_int_equal(kind, TETHER_MODULE_SHARED_OBJECT);
+    assert_int_equal(tether_artifact_module_kind(&host, "k.cl", &kind), 0);
+    assert_int_equal(kind, TETHER_MODULE_OPENCL_SOURCE);
+    assert_int_equal(tether_artifact_module_kind(&host, "m.bin", &kind), TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "m.bin is a RAM image for MCU firmware, but the "
+                                                "device is a x86_64 device (x86_64-linux-gnu)"));
+    assert_int_equal(tether_artifact_module_kind(&host, "m.a", &kind), TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "compile with --target x86_64-linux"));
+    assert_int_equal(tether_artifact_module_kind(&board, "m.bin", &kind), 0);
+    assert_int_equal(kind, TETHER_MODULE_MCU_IMAGE);
+    kind = 99;
+    assert_int_equal(tether_artifact_module_kind(&board, "m.a", &kind), 1); /* link first */
+    assert_int_equal(kind, TETHER_MODULE_MCU_IMAGE);
+    assert_int_equal(tether_artifact_module_kind(&board, "m.o", &kind), 1);
+    assert_int_equal(tether_artifact_module_kind(&board, "libm.so", &kind), TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "the mps2-an385 board (cortex-m3)"));
+    assert_non_null(strstr(tether_last_error(), "compile with --target cortex-m3"));
+}
+
+static void test_target_check(void **state) {
+    (void)state;
+    tether_device_info host, board;
+    device(&host, 0);
+    device(&board, 1);
+    assert_int_equal(tether_artifact_target_check(&host, "x86_64-linux", "art"), 0);
+    assert_int_equal(tether_artifact_target_check(&board, "cortex-m3", "art"), 0);
+    assert_int_equal(tether_artifact_target_check(&host, "aarch64-linux", "art"),
+                     TETHER_ERR_MISMATCH);
+    assert_string_equal(tether_last_error(),
+                        "art was compiled for aarch64-linux, but the device is a x86_64 device "
+                        "(x86_64-linux-gnu): compile with --target x86_64-linux");
+    assert_int_equal(tether_artifact_target_check(&host, "cortex-m4", "art"), TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "a static library for MCU firmware"));
+    assert_int_equal(tether_artifact_target_check(&board, "x86_64-linux", "art"),
+                     TETHER_ERR_MISMATCH);
+    assert_string_equal(tether_last_error(),
+                        "art was compiled for x86_64-linux, but the device is the mps2-an385 "
+                        "board (cortex-m3): compile with --target cortex-m3");
+}
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(g_dir, sizeof g_dir, "/tmp/tartXXXXXX");
+    return mkdtemp(g_dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char p[256];
+    snprintf(p, sizeof p, "%s/metadata.json", g_dir);
+    unlink(p);
+    return rmdir(g_dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_open_checks),
+        cmocka_unit_test(test_signature),
+        cmocka_unit_test(test_module_kind),
+        cmocka_unit_test(test_target_check),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
