@@ -374,7 +374,8 @@ static int on_hello(void *ctx, const tether_rpc_msg *req, tether_rpc_msg *rep) {
         session_free_all(s); /* a second HELLO starts a fresh session */
     s->peer_max_frame = h->max_frame < s->t->max_frame ? h->max_frame : s->t->max_frame;
     s->hello_done = 1;
-    static char triple[96 + 16], arch[96];
+    static char triple[96 + 16], arch[96], cpu[64], features[TETHER_RPC_MAX_FEATURES];
+    tetherd_cpu_describe(cpu, sizeof cpu, features, sizeof features);
     struct utsname u;
     if (uname(&u) == 0) {
         snprintf(arch, sizeof arch, "%.64s", u.machine);
@@ -384,6 +385,8 @@ static int on_hello(void *ctx, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     r->version = TETHER_RPC_VERSION;
     r->triple = tether_rpc_str_c(triple);
     r->arch = tether_rpc_str_c(arch);
+    r->cpu = tether_rpc_str_c(cpu);
+    r->cpu_features = tether_rpc_str_c(features);
     uint16_t one = 1;
     r->little_endian = *(uint8_t *)&one == 1;
     r->pointer_bits = (uint32_t)(sizeof(void *) * 8);

@@ -29,6 +29,9 @@ typedef struct tetherd_config {
 } tetherd_config;
 
 /* Serves one session on t (owned by the caller) with files in dir. Returns 0 on a clean end. */
+/* cpu.c: the HELLO `cpu` (-march value, "" = baseline) and `cpu_features` of this CPU. */
+void tetherd_cpu_describe(char *cpu, size_t cpu_size, char *features, size_t features_size);
+
 int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const char *dir,
                         const char *peer);
 

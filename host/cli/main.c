@@ -169,6 +169,19 @@ static void print_info(const tether_device_info *d, int json) {
     info_num(&o, "boot count", NULL, d->board[0] != 0, d->boot_count);
     info_str(&o, "triple", d->triple);
     info_str(&o, "arch", d->arch);
+    /* the -march value code is compiled for on this device, and the extensions it stands for */
+    info_str(&o, "cpu", d->cpu[0] ? d->cpu : NULL);
+    char feat[sizeof d->cpu_features];
+    const char *words[64];
+    int nw = 0;
+    snprintf(feat, sizeof feat, "%s", d->cpu_features);
+    for (char *save = NULL, *w = strtok_r(feat, " ", &save); w && nw < 64;
+         w = strtok_r(NULL, " ", &save))
+        words[nw++] = w;
+    if (nw)
+        info_list(&o, "cpu features", nw, words);
+    else
+        info_str(&o, "cpu features", NULL);
     info_str(&o, "endianness", d->little_endian ? "little" : "big");
     info_num(&o, "pointer bits", NULL, 1, d->pointer_bits);
     info_num(&o, "max frame", "bytes", 1, d->max_frame);

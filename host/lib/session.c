@@ -313,6 +313,8 @@ static int hello(tether_session *s) {
     d->load_size = h->load_size;
     d->auth_required = h->auth_required;
     copy_str(d->board, sizeof d->board, h->board);
+    copy_str(d->cpu, sizeof d->cpu, h->cpu);
+    copy_str(d->cpu_features, sizeof d->cpu_features, h->cpu_features);
     d->ram_size = h->ram_size;
     d->heap_size = h->heap_size;
     d->stack_size = h->stack_size;

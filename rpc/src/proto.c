@@ -233,6 +233,8 @@ int tether_rpc_msg_check(const tether_rpc_msg *m) {
         const tether_rpc_hello_rep *h = &m->u.hello_rep;
         str_ok(c, h->triple, "triple", TETHER_RPC_MAX_NAME);
         str_ok(c, h->arch, "arch", TETHER_RPC_MAX_NAME);
+        str_ok(c, h->cpu, "cpu", TETHER_RPC_MAX_NAME);
+        str_ok(c, h->cpu_features, "cpu_features", TETHER_RPC_MAX_FEATURES);
         frame_ok(c, h->max_frame);
         if (h->window == 0)
             bad(c, TETHER_ERR_PROTOCOL, "window", "window 0 (at least 1)");

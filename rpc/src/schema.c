@@ -17,7 +17,7 @@ static int body_fields(uint32_t type) {
     bool reply = (type & TETHER_RPC_REPLY) && type != TETHER_RPC_ERROR;
     switch (type & ~TETHER_RPC_REPLY) {
     case TETHER_RPC_HELLO:
-        return reply ? 23 : 3;
+        return reply ? 25 : 3;
     case TETHER_RPC_AUTH:
         return reply ? 0 : 1;
     case TETHER_RPC_UPLOAD:
@@ -61,7 +61,7 @@ static int body_fields(uint32_t type) {
 /* Fields a decoder requires: the optional trailing fields (docs/rpc.md) may be absent. */
 static int required_fields(uint32_t type) {
     if (type == (TETHER_RPC_HELLO | TETHER_RPC_REPLY))
-        return 17; /* board, ram_size, heap_size, stack_size, boot_count, exports_id optional */
+        return 17; /* board ... exports_id, cpu, cpu_features optional */
     if (type == (TETHER_RPC_CALL | TETHER_RPC_REPLY))
         return 3; /* ret_value optional */
     return body_fields(type);
@@ -218,6 +218,8 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
         E_U(h->stack_size);
         E_U(h->boot_count);
         E_U(h->exports_id);
+        E_S(h->cpu);
+        E_S(h->cpu_features);
         break;
     }
     case TETHER_RPC_AUTH:
@@ -700,6 +702,12 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
             h->boot_count = (uint32_t)d_uint(d, "boot_count", UINT32_MAX);
         if (present > 22)
             h->exports_id = (uint32_t)d_uint(d, "exports_id", UINT32_MAX);
+        h->cpu.ptr = "";
+        h->cpu_features.ptr = "";
+        if (present > 23)
+            h->cpu = d_str(d, "cpu");
+        if (present > 24)
+            h->cpu_features = d_str(d, "cpu_features");
         break;
     }
     case TETHER_RPC_AUTH:

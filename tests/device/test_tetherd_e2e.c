@@ -19,6 +19,26 @@
 #include "daemon.h"
 #include "tether/crt.h"
 
+/* HELLO's cpu and cpu_features say what this CPU has (the test runs on the device's CPU). */
+static void check_cpu(const tether_device_info *info) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                 __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+    int sse42 = __builtin_cpu_supports("sse4.2");
+    const char *want = avx2 && avx512 ? "x86-64-v4" : avx2 ? "x86-64-v3" : sse42 ? "x86-64-v2" : "";
+    assert_string_equal(info->cpu, want);
+    char padded[300];
+    snprintf(padded, sizeof padded, " %s ", info->cpu_features);
+    assert_int_equal(strstr(padded, " avx2 ") != NULL, __builtin_cpu_supports("avx2") != 0);
+    assert_int_equal(strstr(padded, " avx512f ") != NULL, __builtin_cpu_supports("avx512f") != 0);
+    assert_int_equal(strstr(padded, " sse4.2 ") != NULL, sse42 != 0);
+#else
+    (void)info;
+#endif
+}
+
 static void test_tcp(void **state) {
     (void)state;
     test_daemon d;
@@ -30,6 +50,7 @@ static void test_tcp(void **state) {
     assert_int_equal(info->version, 1);
     assert_int_equal(info->pointer_bits, sizeof(void *) * 8);
     assert_false(info->auth_required);
+    check_cpu(info);
     check_session_functions(s);
     tether_session_close(s);
     daemon_stop(&d);

@@ -48,6 +48,8 @@ static void hello_rep(tether_rpc_msg *m) {
     h->stack_size = 16352;
     h->boot_count = 3;
     h->exports_id = 0x1234abcdu;
+    h->cpu = tether_rpc_str_c("x86-64-v3");
+    h->cpu_features = tether_rpc_str_c("avx2 fma");
 }
 static void auth_req(tether_rpc_msg *m) {
     m->type = TETHER_RPC_AUTH;
@@ -453,7 +455,8 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
                bytes_equal(x->nonce, y->nonce) && str_equal(x->board, y->board) &&
                x->ram_size == y->ram_size && x->heap_size == y->heap_size &&
                x->stack_size == y->stack_size && x->boot_count == y->boot_count &&
-               x->exports_id == y->exports_id;
+               x->exports_id == y->exports_id && str_equal(x->cpu, y->cpu) &&
+               str_equal(x->cpu_features, y->cpu_features);
     }
     case TETHER_RPC_AUTH:
         return bytes_equal(a->u.auth_req.mac, b->u.auth_req.mac);

@@ -94,7 +94,9 @@ typedef struct tether_device_info {
     char board[128];                          /* "" when the device is not a board (tetherd) */
     uint64_t ram_size, heap_size, stack_size; /* 0 = not reported */
     uint32_t boot_count;
-    uint32_t exports_id; /* MCU: identity of the firmware's exported symbols (firmware.json) */
+    uint32_t exports_id;    /* MCU: identity of the firmware's exported symbols (firmware.json) */
+    char cpu[128];          /* the -march value for this CPU ("x86-64-v4"); "" = baseline */
+    char cpu_features[256]; /* its ISA extensions, space separated; "" = not reported */
 } tether_device_info;
 
 typedef struct tether_remote_func {

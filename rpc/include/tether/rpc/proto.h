@@ -37,6 +37,7 @@ extern "C" {
 #define TETHER_RPC_MAX_UPLOAD        (256u * 1024u * 1024u) /* bytes in one uploaded module */
 #define TETHER_RPC_MAX_REPEAT        32u                    /* TIME repeats (one result each) */
 #define TETHER_RPC_MAX_NAME          128u  /* names: < this many bytes (fit char[128]) */
+#define TETHER_RPC_MAX_FEATURES      256u  /* HELLO cpu_features: < this many bytes */
 #define TETHER_RPC_MAX_TEXT          1024u /* ERROR message / LOG line: < this many bytes */
 #define TETHER_RPC_MAX_POOLS         8u    /* pool names in HELLO */
 #define TETHER_RPC_MAX_WORK_DIM      3u    /* OpenCL NDRange dimensions */
@@ -140,12 +141,16 @@ typedef struct tether_rpc_hello_rep {
     bool auth_required;
     tether_rpc_bytes nonce; /* AUTH challenge (TETHER_RPC_NONCE_BYTES) when auth_required */
     /* Optional trailing fields (docs/rpc.md): a reply without them decodes as "" / 0. */
-    tether_rpc_str board; /* board name ("mps2-an385"); "" when the device is not a board */
-    uint64_t ram_size;    /* bytes of RAM the device has (0 = not reported) */
-    uint64_t heap_size;   /* bytes available to arrays (0 = not reported) */
-    uint64_t stack_size;  /* bytes of the call stack functions run on (0 = not reported) */
-    uint32_t boot_count;  /* resets since power-up (MCU); a change means a new boot */
-    uint32_t exports_id;  /* identity of the symbols MCU images link against (0 = none) */
+    tether_rpc_str board;        /* board name ("mps2-an385"); "" when the device is not a board */
+    uint64_t ram_size;           /* bytes of RAM the device has (0 = not reported) */
+    uint64_t heap_size;          /* bytes available to arrays (0 = not reported) */
+    uint64_t stack_size;         /* bytes of the call stack functions run on (0 = not reported) */
+    uint32_t boot_count;         /* resets since power-up (MCU); a change means a new boot */
+    uint32_t exports_id;         /* identity of the symbols MCU images link against (0 = none) */
+    tether_rpc_str cpu;          /* what to compile for this CPU: a -march value ("x86-64-v3",
+                                    "armv8.2-a+fp16+dotprod"); "" = the architecture's baseline */
+    tether_rpc_str cpu_features; /* the CPU's ISA extensions, space separated ("avx2 fma ...");
+                                    < TETHER_RPC_MAX_FEATURES bytes */
 } tether_rpc_hello_rep;
 
 typedef struct tether_rpc_auth_req {
