@@ -94,6 +94,11 @@ int tether_cli_load_module(tether_session *s, const char *path, const char *targ
  * --firmware value or NULL. */
 int tether_cli_artifact_loader(void *ctx, tether_session *s, const char *path, const char *target,
                                const char *name, uint64_t *module);
+/* The compile target and CPU (-march value, "" = baseline) for code that runs on the device d:
+ * an MCU board's core (cpu ""), or "<arch>-linux" with the CPU its HELLO reports. Prints the
+ * error and returns 1 when the compiler has no such target. Built with the compiler only. */
+int tether_cli_device_target(const tether_device_info *d, char *target, size_t tn, char *cpu,
+                             size_t cn);
 /* After a failed command: when the session was lost to a fault on an MCU, reconnects (the
  * board has reset) and says so, so the board is known to be ready for the next command. */
 void tether_cli_after_failure(tether_session *s, const char *cmd);

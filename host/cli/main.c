@@ -378,9 +378,10 @@ typedef struct run_args {
     int reference;              /* --reference: run a model on the host's reference interpreter */
     int nbound;                 /* --in files an ONNX model bound as constants when compiled */
     const char *compile_target; /* --target: compile a model for it (default: for the device) */
-    int opencl;                 /* --backend opencl: compile a model to OpenCL kernels */
-    int texture_weights;        /* --texture-weights: ... with conv weights in images */
-    const char *abi;            /* --abi: ABI of a compiled model (default: the compiler's) */
+    const char *cpu;     /* --mcpu: the CPU a model is compiled for (default: the device's) */
+    int opencl;          /* --backend opencl: compile a model to OpenCL kernels */
+    int texture_weights; /* --texture-weights: ... with conv weights in images */
+    const char *abi;     /* --abi: ABI of a compiled model (default: the compiler's) */
     const char *input_shapes[MAX_IO]; /* --input-shape NAME=D0xD1...: dynamic model dims */
     int ninput_shapes;
     int opt_level;   /* --opt-level of a compiled model: 0..3, -1 = s; -2 = default */
@@ -487,6 +488,8 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 "  --in FILE    .npy, or .pb (onnx.TensorProto)\n"
                 "  --target NAME, --abi packed|unpacked  how a MODEL is compiled (default: for\n"
                 "               the device, e.g. cortex-m3 for an MCU board; the compiler's ABI)\n"
+                "  --mcpu CPU   the CPU a MODEL is compiled for (default: the device's, from its\n"
+                "               HELLO, e.g. x86-64-v4)\n"
                 "  --opt-level 0|1|2|3|s, --params linked|blob  as for tether compile (MODEL)\n"
                 "  --json FILE  also write the %s as JSON (docs/cli.md)\n"
                 "  --backend c|opencl [--texture-weights]  compile a MODEL to a C library\n"
@@ -581,6 +584,11 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
             if (!v)
                 return fail(2, "--json needs a file");
             r->c.json_file = v;
+            i++;
+        } else if (!strcmp(a, "--mcpu")) {
+            if (!v)
+                return fail(2, "--mcpu needs a value");
+            r->cpu = v;
             i++;
         } else if (!strcmp(a, "--opt-level")) {
             if (!v || (strcmp(v, "s") && (strlen(v) != 1 || v[0] < '0' || v[0] > '3')))
@@ -1091,32 +1099,14 @@ out:
 /* The compile target a model needs for the device: an MCU board's core (HELLO arch, e.g.
  * cortex-m3); "" = the default (host) profile. Asks the device only when it is not the local
  * tetherd. */
-static int probe_target_common(common *c, char *out, size_t n) {
-    out[0] = 0;
-    const char *url = c->device ? c->device : getenv("TETHER_DEVICE");
-    if (!url || !*url || !strncmp(url, "local:", 6))
-        return 0;
+/* The compile target and CPU of the device (tether_cli_device_target), from its HELLO. */
+static int probe_target(run_args *r, char *out, size_t n, char *cpu, size_t cn) {
     tether_session *s;
-    if (open_session(c, &s))
+    if (open_session(&r->c, &s))
         return 1;
-    const tether_device_info *d = tether_session_info(s);
-    int rc = 0;
-    if (tether_cli_is_mcu(d)) {
-        const tether_target *t;
-        if (tether_target_find(d->arch, &t))
-            rc = fail(1,
-                      "the device is a %s board with CPU '%s', for which the compiler has no "
-                      "target (give --target)",
-                      d->board, d->arch);
-        else
-            snprintf(out, n, "%s", t->name);
-    }
+    int rc = tether_cli_device_target(tether_session_info(s), out, n, cpu, cn);
     tether_session_close(s);
     return rc;
-}
-
-static int probe_target(run_args *r, char *out, size_t n) {
-    return probe_target_common(&r->c, out, n);
 }
 
 #endif
@@ -1132,11 +1122,11 @@ static int cmd_run(int argc, char **argv, int bench) {
     if (r.reference && (S_ISDIR(st.st_mode) || r.func ||
                         !(ends_with(r.target, ".json") || ends_with(r.target, ".onnx"))))
         return fail(2, "--reference runs a model file (.json/.onnx), not a module or artifact");
-    int compile_opts = r.opt_level != -2 || r.params != -1;
+    int compile_opts = r.opt_level != -2 || r.params != -1 || r.cpu;
     int is_model =
         !S_ISDIR(st.st_mode) && (ends_with(r.target, ".json") || ends_with(r.target, ".onnx"));
     if (compile_opts && (!is_model || r.reference))
-        return fail(2, "--opt-level and --params apply to a MODEL compiled for the device");
+        return fail(2, "--opt-level, --params and --mcpu apply to a MODEL compiled for the device");
     if (S_ISDIR(st.st_mode)) {
         if (r.func)
             return fail(2, "an artifact directory takes no function name");
@@ -1158,7 +1148,7 @@ static int cmd_run(int argc, char **argv, int bench) {
         tether_compile_options_init(&o);
         if (r.abi)
             tether_abi_parse(r.abi, &o.codegen.abi);
-        char probed[64];
+        char probed[64], cpu[128];
         if (r.texture_weights && !r.opencl)
             return fail(2, "--texture-weights needs --backend opencl");
         if (r.opt_level != -2)
@@ -1167,8 +1157,8 @@ static int cmd_run(int argc, char **argv, int bench) {
             o.codegen.link_params = r.params == 1;
         if (r.opencl) {
             if (r.abi || r.compile_target || compile_opts)
-                return fail(2, "--abi, --target, --opt-level and --params apply to the C backend, "
-                               "not --backend opencl");
+                return fail(2, "--abi, --target, --mcpu, --opt-level and --params apply to the C "
+                               "backend, not --backend opencl");
             o.backend = TETHER_BACKEND_OPENCL;
             o.opencl.texture_weights = r.texture_weights;
         } else if (r.compile_target) {
@@ -1176,10 +1166,12 @@ static int cmd_run(int argc, char **argv, int bench) {
             if (tether_target_find(r.compile_target, &t))
                 return fail(2, "--target: %s", tether_last_error());
             o.build.target = t->name;
-        } else if (probe_target(&r, probed, sizeof probed)) {
+            o.build.cpu = r.cpu;
+        } else if (probe_target(&r, probed, sizeof probed, cpu, sizeof cpu)) {
             return 1;
-        } else if (probed[0]) {
+        } else {
             o.build.target = probed;
+            o.build.cpu = r.cpu ? r.cpu : cpu; /* the device's CPU unless --mcpu */
         }
         const char *ins[MAX_IO];
         for (int i = 0; i < r.nin; i++)
@@ -1211,8 +1203,10 @@ static int cmd_run(int argc, char **argv, int bench) {
                                         o.build.target ? o.build.target : "x86_64-linux");
                 cJSON_AddStringToObject(cj, "abi", tether_abi_name(o.codegen.abi));
                 char ol[8];
-                snprintf(ol, sizeof ol, "%d", o.build.opt_level);
-                cJSON_AddStringToObject(cj, "opt_level", o.build.opt_level < 0 ? "s" : ol);
+                int level = tether_build_opt_level(&o.build);
+                snprintf(ol, sizeof ol, "%d", level);
+                cJSON_AddStringToObject(cj, "opt_level", level < 0 ? "s" : ol);
+                cJSON_AddStringToObject(cj, "cpu", o.build.cpu ? o.build.cpu : "");
                 cJSON_AddStringToObject(cj, "params", o.codegen.link_params ? "linked" : "blob");
                 cJSON_AddNumberToObject(cj, "params_bytes", (double)res.params_bytes);
                 cJSON_AddNumberToObject(cj, "text_bytes", (double)res.build.sizes.text);

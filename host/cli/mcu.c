@@ -323,6 +323,33 @@ int tether_cli_load_module(tether_session *s, const char *path, const char *targ
 #endif
 }
 
+#ifdef TETHER_HAVE_COMPILER
+int tether_cli_device_target(const tether_device_info *d, char *target, size_t tn, char *cpu,
+                             size_t cn) {
+    const tether_target *t;
+    cpu[0] = 0;
+    if (tether_cli_is_mcu(d)) {
+        if (tether_target_find(d->arch, &t))
+            return fail(1,
+                        "the device is a %s board with CPU '%s', for which the compiler has no "
+                        "target (give --target)",
+                        d->board, d->arch);
+        snprintf(target, tn, "%s", t->name);
+        return 0;
+    }
+    char name[160];
+    snprintf(name, sizeof name, "%.100s-linux", d->arch);
+    if (tether_target_find(name, &t))
+        return fail(1,
+                    "the device is a %s machine (%s), for which the compiler has no target "
+                    "(give --target)",
+                    d->arch, d->triple);
+    snprintf(target, tn, "%s", t->name);
+    snprintf(cpu, cn, "%s", d->cpu);
+    return 0;
+}
+#endif
+
 int tether_cli_artifact_loader(void *ctx, tether_session *s, const char *path, const char *target,
                                const char *name, uint64_t *module) {
     return tether_cli_load_module(s, path, target, (const char *)ctx, name, module, NULL, NULL);
@@ -415,7 +442,7 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
         }
     }
     cargv[cn] = NULL;
-    if (tether_artifact_target_check(d, target, out)) {
+    if (tether_artifact_target_check(d, target, NULL, out)) {
         fail(1, "%s", tether_last_error());
         goto close;
     }

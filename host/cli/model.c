@@ -180,19 +180,22 @@ typedef struct ab_args {
     uint32_t number, repeat, min_repeat_ms;
     double rtol, atol;
     int opt_level;
-    int opencl; /* --opencl: also the OpenCL backend, buffer and texture weights */
+    const char *cpu; /* --mcpu, else the device's (HELLO cpu) when the target is the device's */
+    int opencl;      /* --opencl: also the OpenCL backend, buffer and texture weights */
 } ab_args;
 
 static const char ab_usage[] =
     "usage: tether ab MODEL [--device URL] [--token-file FILE] [--timeout-ms MS] [--wait]\n"
-    "                 [--target T] [--opt-level 0|1|2|3|s] [--in x.npy ...] [-o DIR]\n"
+    "                 [--target T] [--mcpu CPU] [--opt-level 0|1|2|3|s] [--in x.npy ...]\n"
+    "                 [-o DIR]\n"
     "                 [--number N] [--repeat R] [--min-repeat-ms MS] [--rtol R] [--atol A]\n"
     "                 [--json FILE] [--opencl]\n"
     "  Compiles MODEL with the unpacked and the packed ABI, runs both on the device (default\n"
     "  local:), compares every output with the reference interpreter and prints code size,\n"
     "  static stack, measured stack high-water mark and latency side by side. The target\n"
     "  comes from the device's HELLO unless --target is given: an MCU board's core (e.g.\n"
-    "  cortex-m3), else the host profile (x86_64-linux). Without --in, inputs are generated\n"
+    "  cortex-m3), else <arch>-linux with the device's CPU (-march, e.g. x86-64-v4; --mcpu\n"
+    "  overrides). Without --in, inputs are generated\n"
     "  (uniform in [-1, 1), fixed seed). -o keeps the artifacts and inputs in DIR; --json\n"
     "  writes the table as JSON. Exit code 1 when an ABI's outputs differ from the\n"
     "  interpreter (rtol 1e-4, atol 1e-5 by default).\n"
@@ -226,7 +229,7 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
     a->min_repeat_ms = 50;
     a->rtol = 1e-4;
     a->atol = 1e-5;
-    a->opt_level = 2;
+    a->opt_level = TETHER_OPT_DEFAULT;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
@@ -263,6 +266,8 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
             a->dev.timeout_ms = (int)x;
         } else if (!strcmp(o, "--target")) {
             a->target = v;
+        } else if (!strcmp(o, "--mcpu")) {
+            a->cpu = v;
         } else if (!strcmp(o, "--opt-level")) {
             if (!strcmp(v, "s"))
                 a->opt_level = -1;
@@ -749,23 +754,15 @@ int tether_cli_cmd_ab(int argc, char **argv) {
         tether_session_close(ses);
         return 1;
     }
-    static char probed[64];
-    if (!a.target) {
-        const tether_target *t;
-        if (tether_cli_is_mcu(d)) {
-            if (tether_target_find(d->arch, &t)) {
-                tether_cli_fail(1,
-                                "the device is a %s board with CPU '%s', for which the compiler "
-                                "has no target (give --target)",
-                                d->board, d->arch);
-                tether_session_close(ses);
-                return 1;
-            }
-            snprintf(probed, sizeof probed, "%s", t->name);
-        } else {
-            snprintf(probed, sizeof probed, "x86_64-linux");
+    static char probed[64], cpu[128];
+    if (!a.target) { /* the device's target, and its CPU unless --mcpu says otherwise */
+        if (tether_cli_device_target(d, probed, sizeof probed, cpu, sizeof cpu)) {
+            tether_session_close(ses);
+            return 1;
         }
         a.target = probed;
+        if (!a.cpu)
+            a.cpu = cpu;
     }
     int interleaved = !tether_cli_is_mcu(d);
     const tether_target *tg;
@@ -849,6 +846,7 @@ int tether_cli_cmd_ab(int argc, char **argv) {
             o.codegen.abi = s[k].abi;
             o.build.target = a.target;
             o.build.opt_level = a.opt_level;
+            o.build.cpu = a.cpu;
         } else {
             s[k].label = k == 2 ? "buffer weights" : "texture weights";
             snprintf(s[k].dir, sizeof s[k].dir, "%s/%s", dir, k == 2 ? "opencl" : "opencl_texture");

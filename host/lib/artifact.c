@@ -37,7 +37,7 @@ struct tether_artifact {
     tether_artifact_backend backend;
     tether__ocl_artifact *ocl;
     /* the C backend: from metadata.json */
-    char entry[128], target[64], library[256];
+    char entry[128], target[64], cpu[64], library[256];
     char params_file[256], set_params[128]; /* "" = weights linked into the library */
     size_t params_bytes;
     int nin, nout;
@@ -75,7 +75,52 @@ static int ends_with(const char *s, const char *suf) {
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-int tether_artifact_target_check(const tether_device_info *d, const char *target,
+/* The level N of "x86-64-vN" (1 for "x86-64" and ""), 0 when cpu is not an x86-64 level. */
+static int x86_level(const char *cpu) {
+    if (!cpu[0] || strcmp(cpu, "x86-64") == 0) {
+        return 1;
+    }
+    if (strncmp(cpu, "x86-64-v", 8) == 0 && cpu[8] >= '2' && cpu[8] <= '4' && !cpu[9]) {
+        return cpu[8] - '0';
+    }
+    return 0;
+}
+
+static int cpu_check(const tether_device_info *d, const char *cpu, const char *what,
+                     const char *dev) {
+    if (!cpu || !cpu[0] || strcmp(cpu, "native") == 0 || strcmp(cpu, d->cpu) == 0) {
+        return 0;
+    }
+    const char *instead = is_mcu(d) ? d->arch : d->cpu[0] ? d->cpu : "(none: the baseline)";
+    if (is_mcu(d)) {
+        if (strcmp(cpu, d->arch) == 0) {
+            return 0;
+        }
+    } else if (x86_level(cpu) && x86_level(d->cpu)) {
+        if (x86_level(cpu) <= x86_level(d->cpu)) {
+            return 0;
+        }
+    } else if (strncmp(cpu, "armv8", 5) == 0) { /* every +extension must be the device's */
+        int ok = 1;
+        for (const char *p = strchr(cpu, '+'); ok && p; p = strchr(p + 1, '+')) {
+            size_t n = strcspn(p + 1, "+");
+            char ext[64];
+            snprintf(ext, sizeof ext, " %.*s ", (int)(n < 60 ? n : 60), p + 1);
+            char have[300];
+            snprintf(have, sizeof have, " %s ", d->cpu_features);
+            ok = strstr(have, ext) != NULL;
+        }
+        if (ok) {
+            return 0;
+        }
+    }
+    return tether_set_error(TETHER_ERR_MISMATCH,
+                            "%s was compiled for CPU %s, which %s does not have (its cpu: %s): "
+                            "compile with --mcpu %s, or without --mcpu",
+                            what, cpu, dev, d->cpu[0] ? d->cpu : "the baseline", instead);
+}
+
+int tether_artifact_target_check(const tether_device_info *d, const char *target, const char *cpu,
                                  const char *what) {
     char dev[300];
     describe(d, dev, sizeof dev);
@@ -103,7 +148,7 @@ int tether_artifact_target_check(const tether_device_info *d, const char *target
                                 "--target %s-linux",
                                 what, target, dev, d->arch);
     }
-    return 0;
+    return cpu_check(d, cpu, what, dev);
 }
 
 int tether_artifact_module_kind(const tether_device_info *d, const char *path, uint32_t *kind) {
@@ -245,6 +290,8 @@ static int open_c(tether_artifact *a, const cJSON *md) {
     const cJSON *jt = cJSON_GetObjectItem(md, "target");
     snprintf(a->target, sizeof a->target, "%s",
              cJSON_IsString(jt) ? jt->valuestring : "x86_64-linux");
+    const cJSON *jc = cJSON_GetObjectItem(md, "cpu");
+    snprintf(a->cpu, sizeof a->cpu, "%s", cJSON_IsString(jc) ? jc->valuestring : "");
     int rc = read_io(a, ins, 0);
     if (!rc) {
         rc = read_io(a, outs, 1);
@@ -322,6 +369,10 @@ const char *tether_artifact_entry(const tether_artifact *a) {
 
 const char *tether_artifact_target(const tether_artifact *a) {
     return a->target;
+}
+
+const char *tether_artifact_cpu(const tether_artifact *a) {
+    return a->cpu;
 }
 
 int tether_artifact_num_inputs(const tether_artifact *a) {
@@ -455,7 +506,7 @@ int tether_artifact_prepare(tether_artifact *a, tether_session *s,
     }
     int rc = a->params_file[0] ? check_params_size(a) : 0;
     if (!rc) {
-        rc = tether_artifact_target_check(tether_session_info(s), a->target, a->dir);
+        rc = tether_artifact_target_check(tether_session_info(s), a->target, a->cpu, a->dir);
     }
     if (rc) {
         return rc;

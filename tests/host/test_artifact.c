@@ -167,20 +167,51 @@ static void test_target_check(void **state) {
     tether_device_info host, board;
     device(&host, 0);
     device(&board, 1);
-    assert_int_equal(tether_artifact_target_check(&host, "x86_64-linux", "art"), 0);
-    assert_int_equal(tether_artifact_target_check(&board, "cortex-m3", "art"), 0);
-    assert_int_equal(tether_artifact_target_check(&host, "aarch64-linux", "art"),
+    assert_int_equal(tether_artifact_target_check(&host, "x86_64-linux", NULL, "art"), 0);
+    assert_int_equal(tether_artifact_target_check(&board, "cortex-m3", "", "art"), 0);
+    assert_int_equal(tether_artifact_target_check(&host, "aarch64-linux", NULL, "art"),
                      TETHER_ERR_MISMATCH);
     assert_string_equal(tether_last_error(),
                         "art was compiled for aarch64-linux, but the device is a x86_64 device "
                         "(x86_64-linux-gnu): compile with --target x86_64-linux");
-    assert_int_equal(tether_artifact_target_check(&host, "cortex-m4", "art"), TETHER_ERR_MISMATCH);
+    assert_int_equal(tether_artifact_target_check(&host, "cortex-m4", NULL, "art"),
+                     TETHER_ERR_MISMATCH);
     assert_non_null(strstr(tether_last_error(), "a static library for MCU firmware"));
-    assert_int_equal(tether_artifact_target_check(&board, "x86_64-linux", "art"),
+    assert_int_equal(tether_artifact_target_check(&board, "x86_64-linux", NULL, "art"),
                      TETHER_ERR_MISMATCH);
     assert_string_equal(tether_last_error(),
                         "art was compiled for x86_64-linux, but the device is the mps2-an385 "
                         "board (cortex-m3): compile with --target cortex-m3");
+
+    /* the CPU: x86-64 levels up to the device's, armv8 extensions it has, an MCU's own core */
+    snprintf(host.cpu, sizeof host.cpu, "x86-64-v3");
+    assert_int_equal(tether_artifact_target_check(&host, "x86_64-linux", "x86-64-v2", "art"), 0);
+    assert_int_equal(tether_artifact_target_check(&host, "x86_64-linux", "x86-64-v3", "art"), 0);
+    assert_int_equal(tether_artifact_target_check(&host, "x86_64-linux", "native", "art"), 0);
+    assert_int_equal(tether_artifact_target_check(&host, "x86_64-linux", "x86-64-v4", "art"),
+                     TETHER_ERR_MISMATCH);
+    assert_string_equal(tether_last_error(),
+                        "art was compiled for CPU x86-64-v4, which a x86_64 device "
+                        "(x86_64-linux-gnu) does not have (its cpu: x86-64-v3): compile with "
+                        "--mcpu x86-64-v3, or without --mcpu");
+    host.cpu[0] = 0;
+    assert_int_equal(tether_artifact_target_check(&host, "x86_64-linux", "x86-64-v2", "art"),
+                     TETHER_ERR_MISMATCH);
+    tether_device_info arm;
+    device(&arm, 0);
+    snprintf(arm.arch, sizeof arm.arch, "aarch64");
+    snprintf(arm.triple, sizeof arm.triple, "aarch64-linux-gnu");
+    snprintf(arm.cpu, sizeof arm.cpu, "armv8.2-a+dotprod");
+    snprintf(arm.cpu_features, sizeof arm.cpu_features, "asimd dotprod");
+    assert_int_equal(
+        tether_artifact_target_check(&arm, "aarch64-linux", "armv8.2-a+dotprod", "art"), 0);
+    assert_int_equal(
+        tether_artifact_target_check(&arm, "aarch64-linux", "armv8.2-a+fp16+dotprod", "art"),
+        TETHER_ERR_MISMATCH);
+    assert_int_equal(tether_artifact_target_check(&board, "cortex-m3", "cortex-m3", "art"), 0);
+    assert_int_equal(tether_artifact_target_check(&board, "cortex-m3", "cortex-m7", "art"),
+                     TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "compile with --mcpu cortex-m3"));
 }
 
 static int setup(void **state) {

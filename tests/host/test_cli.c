@@ -474,6 +474,30 @@ static void test_run_model(void **state) {
         cJSON_Delete(j);
     }
     assert_true(text[1] + 40000 < text[0]);
+    /* a model is compiled for the device's CPU (HELLO cpu) at the hosted default -O3, unless
+     * --mcpu says otherwise; a CPU name that is no -march value is refused */
+    if (tether(&o, "info --json"))
+        fail_msg("%s", o);
+    cJSON *info = cJSON_Parse(o);
+    assert_non_null(info);
+    const cJSON *jcpu = cJSON_GetObjectItem(info, "cpu");
+    char dev_cpu[64];
+    snprintf(dev_cpu, sizeof dev_cpu, "%s", cJSON_IsString(jcpu) ? jcpu->valuestring : "");
+    cJSON_Delete(info);
+    for (int k = 0; k < 2; k++) {
+        if (tether(&o, "run '%s/examples/kws/kws.json' --in mfcc.npy --out p3.npy --json m.json%s",
+                   TETHER_SOURCE_DIR, k ? " --mcpu x86-64-v2" : ""))
+            fail_msg("%s", o);
+        cJSON *j = read_json("m.json");
+        const cJSON *c = cJSON_GetObjectItem(j, "compiled");
+        assert_string_equal(str(c, "opt_level"), "3");
+        assert_string_equal(str(c, "cpu"), k ? "x86-64-v2" : dev_cpu);
+        cJSON_Delete(j);
+    }
+    assert_int_equal(
+        tether(&o, "run '%s/examples/kws/kws.json' --in mfcc.npy --mcpu 'v3;x'", TETHER_SOURCE_DIR),
+        1);
+    assert_non_null(strstr(o, "cpu 'v3;x' is not a -march/-mcpu value"));
     assert_int_equal(
         tether(&o, "run '%s/examples/kws/kws.json' --in mfcc.npy --opt-level 7", TETHER_SOURCE_DIR),
         2);

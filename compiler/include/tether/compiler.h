@@ -306,11 +306,23 @@ int tether_stack_analyze_target(const char *const *ci_files, int nfiles, const c
 int tether_stack_library_function(const tether_target *target, const char *name,
                                   tether_stack_report *out);
 
+/* opt_level: the target's default (tether_build_opt_level). */
+#define TETHER_OPT_DEFAULT (-2)
+
 typedef struct tether_build_options {
     const char *target; /* profile name, default "x86_64-linux" */
-    int opt_level;      /* 0..3, default 2; -1 = "s" */
+    int opt_level;      /* 0..3, -1 = "s", TETHER_OPT_DEFAULT: 3 on hosted targets (speed),
+                           2 on MCU targets (speed with an eye on size) */
+    /* The CPU to tune and generate code for, on top of the target profile: a -march value on
+     * hosted targets ("x86-64-v3", "x86-64-v4", "armv8.2-a+fp16+dotprod"), a -mcpu value on
+     * MCU targets ("cortex-m7"); NULL or "" = the profile's baseline. A device's HELLO says its
+     * own (tether info: cpu); code built for a CPU the device lacks is refused at upload. */
+    const char *cpu;
     bool keep_objects;
 } tether_build_options;
+
+/* The optimisation level a build uses: o->opt_level, or for TETHER_OPT_DEFAULT the target's. */
+int tether_build_opt_level(const tether_build_options *o);
 
 typedef struct tether_build_result {
     char library[256]; /* file name of the built library inside the directory */

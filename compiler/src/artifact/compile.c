@@ -27,7 +27,7 @@ void tether_compile_options_init(tether_compile_options *o) {
     tether_pass_options_init(&o->passes);
     tether_opencl_options_init(&o->opencl);
     o->build.target = "x86_64-linux";
-    o->build.opt_level = 2;
+    o->build.opt_level = TETHER_OPT_DEFAULT;
     o->planner = NULL;
     o->build_library = true;
 }
@@ -162,6 +162,8 @@ static char *metadata_json(const tether_ir_graph *g, const tether_compile_option
     cJSON_AddStringToObject(m, "abi", tether_abi_name(o->codegen.abi));
     cJSON_AddStringToObject(m, "interface", tether_interface_name(o->codegen.interface));
     cJSON_AddStringToObject(m, "target", o->build.target ? o->build.target : "x86_64-linux");
+    /* the CPU the code may assume (the runner refuses a device without it) */
+    cJSON_AddStringToObject(m, "cpu", o->build.cpu ? o->build.cpu : "");
     if (library) {
         cJSON_AddStringToObject(m, "library", library);
     } else {

@@ -27,8 +27,10 @@ char *tether__report_json_c(const tether_ir_graph *g, const tether_compile_optio
     cJSON_AddStringToObject(r, "abi", tether_abi_name(o->codegen.abi));
     cJSON_AddStringToObject(r, "interface", tether_interface_name(o->codegen.interface));
     char opt[4];
-    snprintf(opt, sizeof opt, "%c", o->build.opt_level < 0 ? 's' : '0' + o->build.opt_level);
+    int level = tether_build_opt_level(&o->build);
+    snprintf(opt, sizeof opt, "%c", level < 0 ? 's' : '0' + level);
     cJSON_AddStringToObject(r, "opt_level", opt);
+    cJSON_AddStringToObject(r, "cpu", o->build.cpu ? o->build.cpu : "");
     cJSON_AddNumberToObject(r, "nodes_in", res->nnodes_in);
     cJSON_AddNumberToObject(r, "nodes_out", res->nnodes_out);
     cJSON_AddNumberToObject(r, "params_bytes", (double)cg->params_bytes);

@@ -1530,10 +1530,37 @@ static int log_failure(const char *what, const char *log) {
                             first[0] ? first : "(the compiler printed nothing)");
 }
 
+int tether_build_opt_level(const tether_build_options *o) {
+    if (o->opt_level != TETHER_OPT_DEFAULT) {
+        return o->opt_level;
+    }
+    const tether_target *t;
+    if (tether_target_find(o->target ? o->target : "x86_64-linux", &t) != TETHER_OK) {
+        return 2;
+    }
+    return t->kind == TETHER_TARGET_SHARED ? 3 : 2;
+}
+
+/* A -march/-mcpu value: letters, digits and . _ + - only (it reaches the compiler's argv). */
+static int cpu_name_ok(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || s[0] == '-') {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '+' || c == '-')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 int tether_build_artifact(const char *dir, const char *prefix, const char *entry,
                           const tether_build_options *o, tether_build_result *out) {
     memset(out, 0, sizeof *out);
-    tether_build_options d = {.target = "x86_64-linux", .opt_level = 2};
+    tether_build_options d = {.target = "x86_64-linux", .opt_level = TETHER_OPT_DEFAULT};
     if (!o) {
         o = &d;
     }
@@ -1547,9 +1574,20 @@ int tether_build_artifact(const char *dir, const char *prefix, const char *entry
         return tether_set_error(TETHER_ERR_NOT_FOUND,
                                 "target %s needs '%s', which is not installed", t->name, t->cc);
     }
-    if (o->opt_level < -1 || o->opt_level > 3) {
-        return tether_set_error(TETHER_ERR_INVALID_ARG, "opt level %d outside 0..3 or s",
-                                o->opt_level);
+    int level = tether_build_opt_level(o);
+    if (level < -1 || level > 3) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "opt level %d outside 0..3 or s", level);
+    }
+    char cpu_flag[80] = "";
+    if (o->cpu && o->cpu[0]) {
+        if (!cpu_name_ok(o->cpu)) {
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "cpu '%s' is not a -march/-mcpu value (letters, digits, "
+                                    ". _ + -)",
+                                    o->cpu);
+        }
+        snprintf(cpu_flag, sizeof cpu_flag, "%s=%s",
+                 t->kind == TETHER_TARGET_SHARED ? "-march" : "-mcpu", o->cpu);
     }
     char src[1500], obj[1500], ci[1500], log[1500], lib[1500], opt[8], safe_dir[1024];
     /* a relative directory such as "-dir" must not reach the compiler as an option */
@@ -1559,10 +1597,10 @@ int tether_build_artifact(const char *dir, const char *prefix, const char *entry
     snprintf(obj, sizeof obj, "%s/%s.o", dir, prefix);
     snprintf(ci, sizeof ci, "%s/%s.ci", dir, prefix);
     snprintf(log, sizeof log, "%s/build.log", dir);
-    snprintf(opt, sizeof opt, "-O%c", o->opt_level < 0 ? 's' : (char)('0' + o->opt_level));
+    snprintf(opt, sizeof opt, "-O%c", level < 0 ? 's' : (char)('0' + level));
     unlink(log);
     char flags[256];
-    snprintf(flags, sizeof flags, "%s", t->cflags);
+    snprintf(flags, sizeof flags, "%s%s%s", t->cflags, cpu_flag[0] ? " " : "", cpu_flag);
     char *argv[48];
     int n = 0;
     argv[n++] = cc;

@@ -29,7 +29,12 @@ static const char compile_usage[] =
     "                               typed structs and a generated header (default packed)\n"
     "  --target NAME                x86_64-linux (default), aarch64-linux, cortex-m0/m3/m4/m7\n"
     "  --prefix NAME                C identifier prefix (default tether_model)\n"
-    "  --opt-level 0|1|2|3|s        optimisation of the build (default 2)\n"
+    "  --opt-level 0|1|2|3|s        optimisation of the build (default 3 for x86_64/aarch64-\n"
+    "                               linux, 2 for Cortex-M)\n"
+    "  --mcpu CPU                   the CPU to generate code for: a -march value on Linux\n"
+    "                               targets (x86-64-v2/v3/v4, armv8.2-a+fp16+dotprod, native),\n"
+    "                               a -mcpu value on Cortex-M (default: the target's baseline;\n"
+    "                               `tether info` shows a device's cpu)\n"
     "  --params linked|blob         weights as const arrays (default) or a params.bin blob\n"
     "  --link-params                same as --params linked\n"
     "  --planner ALGO               memory planner algorithm (default best)\n"
@@ -131,16 +136,17 @@ int tether_cmd_compile(int argc, char **argv) {
         int takes = strcmp(a, "-o") == 0 || strcmp(a, "--abi") == 0 ||
                     strcmp(a, "--interface") == 0 || strcmp(a, "--target") == 0 ||
                     strcmp(a, "--prefix") == 0 || strcmp(a, "--opt-level") == 0 ||
-                    strcmp(a, "--params") == 0 || strcmp(a, "--planner") == 0 ||
-                    strcmp(a, "--input-shape") == 0 || strcmp(a, "--backend") == 0 ||
-                    strcmp(a, "--local-size") == 0 || strcmp(a, "--json") == 0;
+                    strcmp(a, "--mcpu") == 0 || strcmp(a, "--params") == 0 ||
+                    strcmp(a, "--planner") == 0 || strcmp(a, "--input-shape") == 0 ||
+                    strcmp(a, "--backend") == 0 || strcmp(a, "--local-size") == 0 ||
+                    strcmp(a, "--json") == 0;
         if (takes && (!v || (v[0] == '-' && v[1] == '-'))) {
             return usage_error("compile", "%s needs a value", a);
         }
         if (!c_only && (strcmp(a, "--abi") == 0 || strcmp(a, "--interface") == 0 ||
                         strcmp(a, "--target") == 0 || strcmp(a, "--opt-level") == 0 ||
-                        strcmp(a, "--params") == 0 || strcmp(a, "--link-params") == 0 ||
-                        strcmp(a, "--no-build") == 0)) {
+                        strcmp(a, "--mcpu") == 0 || strcmp(a, "--params") == 0 ||
+                        strcmp(a, "--link-params") == 0 || strcmp(a, "--no-build") == 0)) {
             c_only = a;
         }
         if (strcmp(a, "-o") == 0) {
@@ -189,6 +195,8 @@ int tether_cmd_compile(int argc, char **argv) {
                                    v);
             }
             o.codegen.prefix = v;
+        } else if (strcmp(a, "--mcpu") == 0) {
+            o.build.cpu = v;
         } else if (strcmp(a, "--opt-level") == 0) {
             if (strcmp(v, "s") == 0) {
                 o.build.opt_level = -1;

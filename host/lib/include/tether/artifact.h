@@ -73,8 +73,10 @@ int tether_artifact_open(const char *dir, tether_artifact **out);
 tether_artifact_backend tether_artifact_backend_of(const tether_artifact *a);
 /* The entry function (C) or the kernels' prefix (OpenCL). */
 const char *tether_artifact_entry(const tether_artifact *a);
-/* The compile target from the metadata ("x86_64-linux", "cortex-m3", ...). */
+/* The compile target from the metadata ("x86_64-linux", "cortex-m3", ...), and the CPU the
+ * code was built for ("" = the target's baseline). */
 const char *tether_artifact_target(const tether_artifact *a);
+const char *tether_artifact_cpu(const tether_artifact *a);
 int tether_artifact_num_inputs(const tether_artifact *a);
 int tether_artifact_num_outputs(const tether_artifact *a);
 /* Input (output = 0) or output (output = 1) i of the signature; 0, or TETHER_ERR_INVALID_ARG. */
@@ -88,9 +90,13 @@ int tether_artifact_num_kernels(const tether_artifact *a);
 void tether_artifact_kernel(const tether_artifact *a, int i, const char **kernel,
                             const char **node);
 
-/* Whether code compiled for `target` runs on the device d describes; when not, the error says
- * what to compile for instead ("compile with --target cortex-m3"). what names the artifact. */
-int tether_artifact_target_check(const tether_device_info *d, const char *target, const char *what);
+/* Whether code compiled for `target` and `cpu` (the -march/-mcpu value, NULL or "" = the
+ * target's baseline) runs on the device d describes; when not, the error says what to compile
+ * for instead ("compile with --target cortex-m3", "--mcpu x86-64-v3"). x86-64-vN needs a
+ * device of level N or above, armv8.x-a+ext its +ext, an MCU -mcpu value the device's core;
+ * "native" (the compiling machine's CPU) is not checked. what names the artifact. */
+int tether_artifact_target_check(const tether_device_info *d, const char *target, const char *cpu,
+                                 const char *what);
 
 /* The module kind (TETHER_MODULE_*) the device d takes for the file at path, by its extension:
  * OpenCL C (.cl), a shared object (.so, tetherd) or a RAM image (.bin, MCU firmware). Returns 0;
