@@ -82,6 +82,13 @@ static void rm_tree(const char *dir) {
 int tt_run_compiled(const tether_ir_graph *g0, const char *tag, tether_abi abi,
                     tether_interface iface, bool link_params, const float *const *inputs,
                     float *const *outputs) {
+    return tt_run_compiled_schedule(g0, tag, abi, iface, link_params, NULL, inputs, outputs);
+}
+
+int tt_run_compiled_schedule(const tether_ir_graph *g0, const char *tag, tether_abi abi,
+                             tether_interface iface, bool link_params,
+                             const tether_schedule *schedule, const float *const *inputs,
+                             float *const *outputs) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tests/compiler/tmp", TETHER_BINARY_DIR);
     mkdir(dir, 0755);
@@ -100,6 +107,9 @@ int tt_run_compiled(const tether_ir_graph *g0, const char *tag, tether_abi abi,
     o.codegen.interface = iface;
     o.codegen.prefix = "tether_test";
     o.codegen.link_params = link_params;
+    if (schedule) {
+        o.codegen.schedule = *schedule;
+    }
     tether_compile_result res;
     rc = tether_compile_graph(&g, dir, &o, &res);
     if (rc) {

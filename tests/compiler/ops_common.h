@@ -22,6 +22,12 @@ int tt_run_compiled(const tether_ir_graph *g, const char *tag, tether_abi abi,
                     tether_interface iface, bool link_params, const float *const *inputs,
                     float *const *outputs);
 
+/* The same with the kernels' schedule knobs given (NULL = the defaults). */
+int tt_run_compiled_schedule(const tether_ir_graph *g, const char *tag, tether_abi abi,
+                             tether_interface iface, bool link_params,
+                             const tether_schedule *schedule, const float *const *inputs,
+                             float *const *outputs);
+
 /* Max |a-b| / (atol + rtol*|b|) over n values; <= 1 means "close". NaN in both counts as equal. */
 double tt_close(const float *a, const float *b, size_t n, double atol, double rtol);
 

@@ -167,11 +167,28 @@ typedef enum tether_interface {
 int tether_interface_parse(const char *name, tether_interface *out);
 const char *tether_interface_name(tether_interface i);
 
+/* The schedule knobs of the generated C kernels (docs/codegen.md, "Schedules"): every tile size
+ * is a named parameter with a default, so a tuner can search them. Blocked kernels use GCC
+ * vector extensions (portable: the target's compiler maps them to SSE/AVX/AVX-512, NEON, or
+ * scalar code); vector_width 0 keeps every kernel a plain scalar loop nest (MCU targets). */
+typedef struct tether_schedule {
+    int vector_width;     /* floats per vector: 0 (scalar loops), 4, 8 or 16; -1 = the target's
+                             (tether_compile_*: 16 for x86-64-v4, 8 other x86-64, 4 aarch64, 0
+                             MCU; tether_codegen_c alone: 8) */
+    int conv_oc_block;    /* conv2d: output channels per register block (MR), 1..8, default 4 */
+    int conv_col_vectors; /* conv2d: vectors of output columns per register block (NR), 1..4,
+                             default 2 */
+    int dw_col_vectors;   /* depthwise conv2d: vectors of columns per block, 1..8, default 4 */
+} tether_schedule;
+
+void tether_schedule_init(tether_schedule *s);
+
 typedef struct tether_codegen_options {
     tether_abi abi;
     tether_interface interface;
     const char *prefix; /* C identifier prefix, default "tether_model" */
     bool link_params;   /* true: weights as const arrays; false: <prefix>_set_params(blob) */
+    tether_schedule schedule;
 } tether_codegen_options;
 
 void tether_codegen_options_init(tether_codegen_options *o);

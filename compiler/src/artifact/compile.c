@@ -215,12 +215,36 @@ static char *metadata_json(const tether_ir_graph *g, const tether_compile_option
     return text;
 }
 
+/* The vector width a target's code gets when the schedule leaves it to the target: none on
+ * MCUs (their cores have no float SIMD worth it, and scalar loops keep code and stack small),
+ * the register width on hosted CPUs (AVX-512 16 floats, AVX 8, SSE and NEON 4). */
+static int target_vector_width(const tether_build_options *b) {
+    const tether_target *t;
+    if (tether_target_find(b->target ? b->target : "x86_64-linux", &t) != TETHER_OK ||
+        t->kind != TETHER_TARGET_SHARED) {
+        return 0;
+    }
+    const char *cpu = b->cpu ? b->cpu : "";
+    if (strncmp(t->name, "x86_64", 6) == 0) {
+        if (strcmp(cpu, "x86-64-v4") == 0) {
+            return 16;
+        }
+        return strcmp(cpu, "x86-64-v3") == 0 || strcmp(cpu, "native") == 0 ? 8 : 4;
+    }
+    return 4;
+}
+
 int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_compile_options *o,
                          tether_compile_result *res) {
-    tether_compile_options d;
+    tether_compile_options d, resolved;
     if (!o) {
         tether_compile_options_init(&d);
         o = &d;
+    }
+    if (o->codegen.schedule.vector_width < 0) {
+        resolved = *o;
+        resolved.codegen.schedule.vector_width = target_vector_width(&o->build);
+        o = &resolved;
     }
     tether_compile_result local;
     if (!res) {

@@ -31,6 +31,12 @@ char *tether__report_json_c(const tether_ir_graph *g, const tether_compile_optio
     snprintf(opt, sizeof opt, "%c", level < 0 ? 's' : '0' + level);
     cJSON_AddStringToObject(r, "opt_level", opt);
     cJSON_AddStringToObject(r, "cpu", o->build.cpu ? o->build.cpu : "");
+    const tether_schedule *sc = &o->codegen.schedule;
+    cJSON *js = cJSON_AddObjectToObject(r, "schedule");
+    cJSON_AddNumberToObject(js, "vector_width", sc->vector_width);
+    cJSON_AddNumberToObject(js, "conv_oc_block", sc->conv_oc_block);
+    cJSON_AddNumberToObject(js, "conv_col_vectors", sc->conv_col_vectors);
+    cJSON_AddNumberToObject(js, "dw_col_vectors", sc->dw_col_vectors);
     cJSON_AddNumberToObject(r, "nodes_in", res->nnodes_in);
     cJSON_AddNumberToObject(r, "nodes_out", res->nnodes_out);
     cJSON_AddNumberToObject(r, "params_bytes", (double)cg->params_bytes);

@@ -1612,6 +1612,7 @@ int tether_build_artifact(const char *dir, const char *prefix, const char *entry
                       "-Wextra",
                       "-Werror",
                       opt,
+                      "-ffp-contract=fast", /* multiply-adds fuse where the CPU has FMA */
                       "-g0",
                       "-ffunction-sections",
                       "-fdata-sections",

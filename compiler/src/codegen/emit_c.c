@@ -509,11 +509,19 @@ const char *tether_interface_name(tether_interface i) {
     return i == TETHER_INTERFACE_C ? "c" : i == TETHER_INTERFACE_PACKED ? "packed" : NULL;
 }
 
+void tether_schedule_init(tether_schedule *s) {
+    s->vector_width = -1;
+    s->conv_oc_block = 4;
+    s->conv_col_vectors = 2;
+    s->dw_col_vectors = 4;
+}
+
 void tether_codegen_options_init(tether_codegen_options *o) {
     o->abi = TETHER_ABI_UNPACKED;
     o->interface = TETHER_INTERFACE_PACKED;
     o->prefix = "tether_model";
     o->link_params = true;
+    tether_schedule_init(&o->schedule);
 }
 
 void tether_codegen_output_close(tether_codegen_output *out) {
@@ -638,6 +646,20 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     if (plan->ntensors != g->ntensors) {
         return tether_set_error(TETHER_ERR_MISMATCH, "memory plan is for another graph");
     }
+    const tether_schedule *sc = &o->schedule;
+    if (sc->vector_width != -1 && sc->vector_width != 0 && sc->vector_width != 4 &&
+        sc->vector_width != 8 && sc->vector_width != 16) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "schedule vector_width %d: 0 (scalar), 4, 8, 16 or -1 (default)",
+                                sc->vector_width);
+    }
+    if (sc->conv_oc_block < 1 || sc->conv_oc_block > 8 || sc->conv_col_vectors < 1 ||
+        sc->conv_col_vectors > 4 || sc->dw_col_vectors < 1 || sc->dw_col_vectors > 8) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "schedule conv_oc_block %d (1..8), conv_col_vectors %d (1..4), "
+                                "dw_col_vectors %d (1..8) out of range",
+                                sc->conv_oc_block, sc->conv_col_vectors, sc->dw_col_vectors);
+    }
     int limit = o->abi == TETHER_ABI_UNPACKED ? TETHER_MAX_UNPACKED_ARGS : TETHER_MAX_ARGS;
     if (g->ninputs + g->noutputs > limit) {
         return tether_set_error(TETHER_ERR_LIMIT,
@@ -658,6 +680,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     e.g = g;
     e.plan = plan;
     e.o = o;
+    e.vw = o->schedule.vector_width < 0 ? 8 : o->schedule.vector_width;
     e.P = P;
     tether__sbuf_init(&e.s);
     int nt = g->ntensors ? g->ntensors : 1, nn = g->nnodes ? g->nnodes : 1;

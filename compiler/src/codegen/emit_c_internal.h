@@ -34,6 +34,7 @@ typedef struct em {
     int math_used[M_COUNT];
     int need_acts[8];
     int max_args;
+    int vw; /* the schedule's vector width, resolved: 0 = scalar kernels */
 } em;
 
 static inline void line(em *e, const char *fmt, ...)
@@ -79,5 +80,13 @@ typedef struct kargs {
 
 /* Emits the body of nd's kernel (emit_c_kernels.c). */
 void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k);
+
+/* Epilogue store: `o[idx] = act(val [+ r[idx]]);` with nd's activation. r may be NULL. */
+void tether__c_store(em *e, const tether_ir_attrs *a, const char *o, const char *r, const char *idx,
+                     const char *val);
+
+/* emit_c_schedules.c: the register-blocked conv2d (e->vw > 0). Returns 1 when it emitted nd's
+ * kernel body, 0 when the scalar kernel should (nothing emitted). */
+int tether__c_conv2d_blocked(em *e, const tether_ir_node *nd, const kargs *k);
 
 #endif /* TETHER_CODEGEN_EMIT_C_INTERNAL_H */

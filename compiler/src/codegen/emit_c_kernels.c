@@ -150,8 +150,7 @@ static void unary_expr(em *e, const tether_ir_node *nd, const char *v, char *out
  * Each kernel body reads its tensors through the parameter names in[] (inputs in node order,
  * NULL for an absent optional input) and out. */
 
-/* Epilogue store: o[idx] = act(val [+ r[idx]]). r may be NULL. */
-static void store_to(em *e, const tether_ir_attrs *a, const char *o, const char *r, const char *idx,
+void tether__c_store(em *e, const tether_ir_attrs *a, const char *o, const char *r, const char *idx,
                      const char *val) {
     char v[300], ex[420];
     if (r) {
@@ -164,6 +163,9 @@ static void store_to(em *e, const tether_ir_attrs *a, const char *o, const char 
 }
 
 static void k_conv2d(em *e, const tether_ir_node *nd, const kargs *k) {
+    if (tether__c_conv2d_blocked(e, nd, k)) {
+        return;
+    }
     const tether_ir_attrs *a = &nd->attrs;
     const tether_ir_tensor *x = T(e, nd->inputs[0]), *y = T(e, nd->outputs[0]);
     long long N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
@@ -224,7 +226,7 @@ static void k_conv2d(em *e, const tether_ir_node *nd, const kargs *k) {
         close_block(e);
         if (a->act != TETHER_ACT_NONE || k->res) {
             loop(e, "p", OH * OW);
-            store_to(e, a, "yo", k->res ? "ro" : NULL, "p", "yo[p]");
+            tether__c_store(e, a, "yo", k->res ? "ro" : NULL, "p", "yo[p]");
             close_block(e);
         }
     } else if (pointwise) {
@@ -240,7 +242,7 @@ static void k_conv2d(em *e, const tether_ir_node *nd, const kargs *k) {
         close_block(e);
         if (a->act != TETHER_ACT_NONE || k->res) {
             loop(e, "p", OH * OW);
-            store_to(e, a, "yo", k->res ? "ro" : NULL, "p", "yo[p]");
+            tether__c_store(e, a, "yo", k->res ? "ro" : NULL, "p", "yo[p]");
             close_block(e);
         }
     } else {
@@ -296,7 +298,7 @@ static void k_conv2d(em *e, const tether_ir_node *nd, const kargs *k) {
             close_block(e);
             char idx[64];
             snprintf(idx, sizeof idx, "oh * %lld + ow", OW);
-            store_to(e, a, "yo", k->res ? "ro" : NULL, idx, "acc");
+            tether__c_store(e, a, "yo", k->res ? "ro" : NULL, idx, "acc");
             close_block(e);
         }
         close_block(e);
@@ -380,7 +382,7 @@ static void k_dense(em *e, const tether_ir_node *nd, const kargs *k) {
                 snprintf(jx, sizeof jx, "j + %d", q);
                 dense_value(nd, e, k, sv, "i", jx, val, sizeof val);
                 snprintf(idx, sizeof idx, "i * %lld + j + %d", N, q);
-                store_to(e, a, k->out, k->res, idx, val);
+                tether__c_store(e, a, k->out, k->res, idx, val);
             }
             close_block(e);
         }
@@ -394,7 +396,7 @@ static void k_dense(em *e, const tether_ir_node *nd, const kargs *k) {
             close_block(e);
             dense_value(nd, e, k, "s0", "i", "j", val, sizeof val);
             snprintf(idx, sizeof idx, "i * %lld + j", N);
-            store_to(e, a, k->out, k->res, idx, val);
+            tether__c_store(e, a, k->out, k->res, idx, val);
             close_block(e);
         }
         close_block(e);
@@ -421,7 +423,7 @@ static void k_dense(em *e, const tether_ir_node *nd, const kargs *k) {
     if (a->act != TETHER_ACT_NONE || k->res || k->in[2] || a->alpha != 1.0f) {
         loop(e, "j", N);
         dense_value(nd, e, k, "y[j]", "i", "j", val, sizeof val);
-        store_to(e, a, "y", k->res ? "r" : NULL, "j", val);
+        tether__c_store(e, a, "y", k->res ? "r" : NULL, "j", val);
         close_block(e);
     }
     close_block(e);
@@ -509,7 +511,7 @@ static void k_matmul(em *e, const tether_ir_node *nd, const kargs *k) {
     close_block(e);
     if (a->act != TETHER_ACT_NONE || k->res) {
         loop(e, "j", N);
-        store_to(e, a, "y", k->res ? "r" : NULL, "j", "y[j]");
+        tether__c_store(e, a, "y", k->res ? "r" : NULL, "j", "y[j]");
         close_block(e);
     }
     close_block(e);

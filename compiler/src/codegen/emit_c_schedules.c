@@ -1,0 +1,274 @@
+/*
+ * Schedules of the C emitter: register-blocked kernels written with GCC vector extensions
+ * (docs/codegen.md, "Schedules"). The generated code declares a vector type of the schedule's
+ * width (tether_schedule.vector_width floats) and an unaligned, may_alias twin for loads and
+ * stores, so the target's compiler maps it to SSE/AVX/AVX-512 or NEON registers; no intrinsics,
+ * no per-ISA files.
+ *
+ * conv2d (dense, grouped and depthwise; any kernel, stride, dilation and padding): a block of
+ * conv_oc_block output channels x conv_col_vectors vectors of output columns (depthwise: one
+ * channel x dw_col_vectors vectors) is accumulated in registers over every input channel and
+ * kernel tap, then stored once with its epilogue (bias, activation, residual). Only the columns
+ * whose whole window lies inside the input row are vectorised; the border columns and the
+ * ragged end of a row take a scalar path with bounds checks, and a channel count that is not a
+ * multiple of the block gets a narrower tail block. A 1x1 stride-1 unpadded convolution is a
+ * matrix product over the flattened plane.
+ *
+ * What must stay true: the result equals the scalar kernels' up to float rounding (tests compare
+ * both with the reference interpreter); no load or store leaves the tensors' extents; every knob
+ * keeps a default and a range (tether_codegen_c checks them).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "emit_c_internal.h"
+
+/* Declares tg_v (vw floats) and tg_vu (the same, 4-byte aligned, may alias) in the current
+ * block. */
+static void vector_types(em *e) {
+    line(e, "typedef float tg_v __attribute__((vector_size(%d)));", e->vw * 4);
+    line(e, "typedef float tg_vu __attribute__((vector_size(%d), aligned(4), may_alias));",
+         e->vw * 4);
+}
+
+/* The geometry of one conv2d as the blocked kernel sees it. */
+typedef struct conv_geo {
+    long long N, C, O, G, CG, OG;
+    long long H, W, OH, OW; /* input and output planes (a flattened 1x1 conv: 1 x H*W) */
+    long long KH, KW, SH, SW, DH, DW, PT, PL;
+    int rows_checked; /* some kernel row can fall into the top/bottom padding */
+    long long lo, hi; /* columns whose whole window is inside the input row */
+    const char *bias; /* bias parameter name or NULL */
+} conv_geo;
+
+/* After a block is stored at yq (n floats): yq[q] = act(yq[q] (+ rq[q])). */
+static void block_epilogue(em *e, const tether_ir_node *nd, const kargs *k, long long n) {
+    if (nd->attrs.act == TETHER_ACT_NONE && !k->res) {
+        return;
+    }
+    loop(e, "q", n);
+    tether__c_store(e, &nd->attrs, "yq", k->res ? "rq" : NULL, "q", "yq[q]");
+    close_block(e);
+}
+
+/* Pointers to channel r's output (and residual) row at column ow. */
+static void out_row(em *e, const kargs *k, const conv_geo *c, const char *r) {
+    line(e, "float *restrict yq = yb + %s * %lld + oh * %lld + ow;", r, c->OH * c->OW, c->OW);
+    if (k->res) {
+        line(e, "const float *restrict rq = rb + %s * %lld + oh * %lld + ow;", r, c->OH * c->OW,
+             c->OW);
+    }
+}
+
+/* One register block: mr channels x nr vectors of columns from column `ow` (all inside). */
+static void conv_vblock(em *e, const tether_ir_node *nd, const kargs *k, const conv_geo *c, int mr,
+                        int nr) {
+    const int vw = e->vw;
+    long long wstride = c->CG * c->KH * c->KW;
+    for (int r = 0; r < mr; r++) {
+        for (int j = 0; j < nr; j++) {
+            if (c->bias) {
+                line(e, "tg_v a%d_%d = (tg_v){0} + %s[oc0 + %d];", r, j, c->bias, r);
+            } else {
+                line(e, "tg_v a%d_%d = (tg_v){0};", r, j);
+            }
+        }
+    }
+    loop(e, "ic", c->CG);
+    line(e, "const float *restrict xc = xg + ic * %lld;", c->H * c->W);
+    line(e, "const float *restrict wc = wb + ic * %lld;", c->KH * c->KW);
+    loop(e, "kh", c->KH);
+    line(e, "const int ih = ih0 + kh * %lld;", c->DH);
+    if (c->rows_checked) {
+        line(e, "if (ih < 0 || ih >= %lld) {", c->H);
+        line(e, "    continue;");
+        line(e, "}");
+    }
+    line(e, "const float *restrict xr = xc + ih * %lld + ow * %lld - %lld;", c->W, c->SW, c->PL);
+    line(e, "const float *restrict wr = wc + kh * %lld;", c->KW);
+    loop(e, "kw", c->KW);
+    for (int j = 0; j < nr; j++) {
+        if (c->SW == 1) {
+            line(e, "const tg_v x%d = *(const tg_vu *)(xr + kw * %lld + %d);", j, c->DW, j * vw);
+        } else { /* a strided row: gathered element by element */
+            char g[2048];
+            size_t o = 0;
+            for (int q = 0; q < vw && o + 64 < sizeof g; q++) {
+                o += (size_t)snprintf(g + o, sizeof g - o, "%sxr[kw * %lld + %lld]", q ? ", " : "",
+                                      c->DW, (long long)(j * vw + q) * c->SW);
+            }
+            line(e, "const tg_v x%d = {%s};", j, g);
+        }
+    }
+    for (int r = 0; r < mr; r++) {
+        line(e, "const float w%d = wr[%lld + kw];", r, (long long)r * wstride);
+        for (int j = 0; j < nr; j++) {
+            line(e, "a%d_%d += w%d * x%d;", r, j, r, j);
+        }
+    }
+    close_block(e);
+    close_block(e);
+    close_block(e);
+    for (int r = 0; r < mr; r++) {
+        line(e, "{");
+        e->depth++;
+        char rs[16];
+        snprintf(rs, sizeof rs, "%d", r);
+        out_row(e, k, c, rs);
+        for (int j = 0; j < nr; j++) {
+            line(e, "*(tg_vu *)(yq + %d) = a%d_%d;", j * vw, r, j);
+        }
+        block_epilogue(e, nd, k, (long long)nr * vw);
+        close_block(e);
+    }
+}
+
+/* The scalar path for column `ow` (bounds checked), mr channels. */
+static void conv_scol(em *e, const tether_ir_node *nd, const kargs *k, const conv_geo *c, int mr) {
+    line(e, "const int iw0 = ow * %lld - %lld;", c->SW, c->PL);
+    loop(e, "r", mr);
+    if (c->bias) {
+        line(e, "float acc = %s[oc0 + r];", c->bias);
+    } else {
+        line(e, "float acc = 0.0f;");
+    }
+    line(e, "const float *restrict wo = wb + r * %lld;", c->CG * c->KH * c->KW);
+    loop(e, "ic", c->CG);
+    line(e, "const float *restrict xc = xg + ic * %lld;", c->H * c->W);
+    loop(e, "kh", c->KH);
+    line(e, "const int ih = ih0 + kh * %lld;", c->DH);
+    line(e, "if (ih < 0 || ih >= %lld) {", c->H);
+    line(e, "    continue;");
+    line(e, "}");
+    loop(e, "kw", c->KW);
+    line(e, "const int iw = iw0 + kw * %lld;", c->DW);
+    line(e, "if (iw >= 0 && iw < %lld) {", c->W);
+    line(e, "    acc += xc[ih * %lld + iw] * wo[(ic * %lld + kh) * %lld + kw];", c->W, c->KH,
+         c->KW);
+    line(e, "}");
+    close_block(e);
+    close_block(e);
+    close_block(e);
+    out_row(e, k, c, "r");
+    tether__c_store(e, &nd->attrs, "yq", k->res ? "rq" : NULL, "0", "acc");
+    close_block(e);
+}
+
+/* Everything for output channels oc0 .. oc0+mr-1 of image n. */
+static void conv_channels(em *e, const tether_ir_node *nd, const kargs *k, const conv_geo *c,
+                          int mr, int nr) {
+    const int vw = e->vw;
+    long long bw = (long long)nr * vw;
+    long long vend = c->lo + (c->hi - c->lo) / bw * bw;
+    long long v1end = vend + (c->hi - vend) / vw * vw;
+    line(e, "const float *restrict xg = %s + (n * %lld + (oc0 / %lld) * %lld) * %lld;", k->in[0],
+         c->C, c->OG, c->CG, c->H * c->W);
+    line(e, "const float *restrict wb = %s + oc0 * %lld;", k->in[1], c->CG * c->KH * c->KW);
+    line(e, "float *restrict yb = %s + (n * %lld + oc0) * %lld;", k->out, c->O, c->OH * c->OW);
+    if (k->res) {
+        line(e, "const float *restrict rb = %s + (n * %lld + oc0) * %lld;", k->res, c->O,
+             c->OH * c->OW);
+    }
+    loop(e, "oh", c->OH);
+    line(e, "const int ih0 = oh * %lld - %lld;", c->SH, c->PT);
+    if (vend > c->lo) {
+        line(e, "for (int ow = %lld; ow < %lld; ow += %lld) {", c->lo, vend, bw);
+        e->depth++;
+        conv_vblock(e, nd, k, c, mr, nr);
+        close_block(e);
+    }
+    if (v1end > vend) {
+        line(e, "for (int ow = %lld; ow < %lld; ow += %d) {", vend, v1end, vw);
+        e->depth++;
+        conv_vblock(e, nd, k, c, mr, 1);
+        close_block(e);
+    }
+    long long seg[2][2] = {{0, c->lo}, {v1end, c->OW}};
+    if (vend == c->lo && v1end == vend) { /* no vector column at all */
+        seg[0][1] = 0;
+        seg[1][0] = 0;
+    }
+    for (int s = 0; s < 2; s++) {
+        if (seg[s][1] > seg[s][0]) {
+            line(e, "for (int ow = %lld; ow < %lld; ++ow) {", seg[s][0], seg[s][1]);
+            e->depth++;
+            conv_scol(e, nd, k, c, mr);
+            close_block(e);
+        }
+    }
+    close_block(e);
+}
+
+int tether__c_conv2d_blocked(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_attrs *a = &nd->attrs;
+    const tether_ir_tensor *x = T(e, nd->inputs[0]), *y = T(e, nd->outputs[0]);
+    const tether_schedule *sc = &e->o->schedule;
+    if (e->vw <= 0) {
+        return 0;
+    }
+    conv_geo c;
+    memset(&c, 0, sizeof c);
+    c.N = x->shape[0];
+    c.C = x->shape[1];
+    c.H = x->shape[2];
+    c.W = x->shape[3];
+    c.O = y->shape[1];
+    c.OH = y->shape[2];
+    c.OW = y->shape[3];
+    c.KH = a->kernel[0];
+    c.KW = a->kernel[1];
+    c.G = a->groups;
+    c.CG = c.C / c.G;
+    c.OG = c.O / c.G;
+    c.SH = a->strides[0];
+    c.SW = a->strides[1];
+    c.DH = a->dilations[0];
+    c.DW = a->dilations[1];
+    c.PT = a->pads[0];
+    c.PL = a->pads[1];
+    c.bias = k->in[2];
+    int padded = a->pads[0] || a->pads[1] || a->pads[2] || a->pads[3];
+    if (c.KH == 1 && c.KW == 1 && c.SH == 1 && c.SW == 1 && !padded) { /* a matrix product */
+        c.W = c.H * c.W;
+        c.H = 1;
+        c.OW = c.OH * c.OW;
+        c.OH = 1;
+    }
+    /* rows: a kernel row may fall outside when padded or dilated past the input */
+    c.rows_checked = c.PT > 0 || (c.OH - 1) * c.SH - c.PT + (c.KH - 1) * c.DH >= c.H;
+    long long num = c.W - 1 - (c.KW - 1) * c.DW + c.PL;
+    c.lo = (c.PL + c.SW - 1) / c.SW;
+    c.hi = num < 0 ? 0 : num / c.SW + 1;
+    c.lo = c.lo > c.OW ? c.OW : c.lo;
+    c.hi = c.hi > c.OW ? c.OW : c.hi;
+    if (c.hi < c.lo) {
+        c.hi = c.lo;
+    }
+    if (c.hi - c.lo < e->vw) {
+        return 0; /* not one whole vector of interior columns: the scalar kernel */
+    }
+    int depthwise = c.CG == 1 && c.OG == 1;
+    int mr = depthwise ? 1 : sc->conv_oc_block;
+    int nr = depthwise ? sc->dw_col_vectors : sc->conv_col_vectors;
+    if (c.G > 1 && c.OG % mr != 0) {
+        mr = 1; /* a block must not cross a group */
+    }
+    long long full = c.O / mr * mr, tail = c.O - full;
+    line(e, "/* schedule: blocked %s conv, %d channel%s x %d vector%s of %d columns */",
+         depthwise ? "depthwise" : "direct", mr, mr == 1 ? "" : "s", nr, nr == 1 ? "" : "s", e->vw);
+    vector_types(e);
+    loop(e, "n", c.N);
+    line(e, "for (int oc0 = 0; oc0 < %lld; oc0 += %d) {", full, mr);
+    e->depth++;
+    conv_channels(e, nd, k, &c, mr, nr);
+    close_block(e);
+    if (tail) {
+        line(e, "{");
+        e->depth++;
+        line(e, "const int oc0 = %lld;", full);
+        conv_channels(e, nd, k, &c, (int)tail, nr);
+        close_block(e);
+    }
+    close_block(e);
+    return 1;
+}

@@ -1,0 +1,276 @@
+/*
+ * The blocked kernels (compiler/src/codegen/emit_c_schedules.c) against the reference
+ * interpreter, over the schedule knobs: convolutions whose planes are wide enough for vector
+ * blocks, single vectors and a scalar remainder in one row; strides 1 and 2, dilations,
+ * symmetric and asymmetric padding, grouped and depthwise, channel counts that leave a tail
+ * block, 1x1 as a matrix product with a ragged end, fused bias, activations and residuals. Each
+ * case runs with vector widths 0 (scalar loops), 4, 8 and 16 and several block shapes; all must
+ * match the interpreter (|a-b| <= 1e-5 + 1e-4 |b|) and every element must be written.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ops_common.h"
+#include "tether/crt.h"
+
+typedef struct conv_case {
+    const char *name;
+    int64_t x[4], w[4];
+    int bias, residual;
+    int64_t stride[2], dil[2], pads[4], groups;
+    tether_act act;
+} conv_case;
+
+static const conv_case cases[] = {
+    /* 37 columns: 2 blocks of 16 at vw 8 nr 2, no single vector, 3 + 2 scalar border/tail */
+    {"3x3_pad1_tail",
+     {1, 3, 9, 37},
+     {6, 3, 3, 3},
+     1,
+     0,
+     {1, 1},
+     {1, 1},
+     {1, 1, 1, 1},
+     1,
+     TETHER_ACT_RELU},
+    {"3x3_s2_gather",
+     {1, 4, 11, 41},
+     {5, 4, 3, 3},
+     1,
+     0,
+     {2, 2},
+     {1, 1},
+     {1, 1, 1, 1},
+     1,
+     TETHER_ACT_CLIP},
+    {"5x3_dilated_asym",
+     {2, 2, 13, 45},
+     {7, 2, 5, 3},
+     0,
+     0,
+     {1, 1},
+     {2, 3},
+     {0, 2, 3, 1},
+     1,
+     TETHER_ACT_NONE},
+    {"depthwise_3x3_s1",
+     {1, 6, 12, 35},
+     {6, 1, 3, 3},
+     1,
+     0,
+     {1, 1},
+     {1, 1},
+     {1, 1, 1, 1},
+     6,
+     TETHER_ACT_CLIP},
+    {"depthwise_3x3_s2",
+     {1, 5, 14, 50},
+     {5, 1, 3, 3},
+     1,
+     0,
+     {2, 2},
+     {1, 1},
+     {0, 0, 1, 1},
+     5,
+     TETHER_ACT_RELU},
+    {"groups2_og4",
+     {1, 4, 8, 30},
+     {8, 2, 3, 3},
+     1,
+     1,
+     {1, 1},
+     {1, 1},
+     {1, 1, 1, 1},
+     2,
+     TETHER_ACT_RELU},
+    {"groups3_og3_tail",
+     {1, 6, 7, 27},
+     {9, 2, 1, 3},
+     0,
+     0,
+     {1, 1},
+     {1, 1},
+     {0, 1, 0, 1},
+     3,
+     TETHER_ACT_NONE},
+    {"1x1_matrix_ragged",
+     {1, 10, 7, 9},
+     {11, 10, 1, 1},
+     1,
+     1,
+     {1, 1},
+     {1, 1},
+     {0, 0, 0, 0},
+     1,
+     TETHER_ACT_RELU},
+    {"1x1_stride2",
+     {1, 5, 10, 38},
+     {3, 5, 1, 1},
+     0,
+     0,
+     {2, 2},
+     {1, 1},
+     {0, 0, 0, 0},
+     1,
+     TETHER_ACT_NONE},
+    {"7x7_wide_pad3",
+     {1, 2, 6, 70},
+     {4, 2, 7, 7},
+     1,
+     1,
+     {1, 1},
+     {1, 1},
+     {3, 3, 3, 3},
+     1,
+     TETHER_ACT_HARD_SWISH},
+};
+
+static void build(const conv_case *c, tether_ir_graph *g) {
+    assert_int_equal(tether_ir_init(g, c->name), 0);
+    int in[4], n = 0, y;
+    char nm[8];
+    assert_int_equal(tether_ir_add_tensor(g, "x", TETHER_FLOAT32, 4, c->x, &in[n]), 0);
+    assert_int_equal(tether_ir_add_input(g, in[n++]), 0);
+    assert_int_equal(tether_ir_add_tensor(g, "w", TETHER_FLOAT32, 4, c->w, &in[n]), 0);
+    assert_int_equal(tether_ir_add_input(g, in[n++]), 0);
+    if (c->bias) {
+        int64_t b = c->w[0];
+        assert_int_equal(tether_ir_add_tensor(g, "b", TETHER_FLOAT32, 1, &b, &in[n]), 0);
+        assert_int_equal(tether_ir_add_input(g, in[n++]), 0);
+    }
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
+    a.strides[0] = c->stride[0];
+    a.strides[1] = c->stride[1];
+    a.dilations[0] = c->dil[0];
+    a.dilations[1] = c->dil[1];
+    memcpy(a.pads, c->pads, sizeof a.pads);
+    a.groups = c->groups;
+    a.act = c->act;
+    a.act_min = 0.0f;
+    a.act_max = 0.5f;
+    int nin = n;
+    if (c->residual) { /* the residual has the output's shape: infer it first */
+        int64_t ys[4] = {
+            c->x[0], c->w[0],
+            (c->x[2] + c->pads[0] + c->pads[2] - c->dil[0] * (c->w[2] - 1) - 1) / c->stride[0] + 1,
+            (c->x[3] + c->pads[1] + c->pads[3] - c->dil[1] * (c->w[3] - 1) - 1) / c->stride[1] + 1};
+        snprintf(nm, sizeof nm, "r");
+        assert_int_equal(tether_ir_add_tensor(g, nm, TETHER_FLOAT32, 4, ys, &in[n]), 0);
+        assert_int_equal(tether_ir_add_input(g, in[n++]), 0);
+        a.has_residual = true;
+        if (!c->bias) { /* the residual is the 4th input: an absent bias keeps its slot */
+            in[3] = in[2];
+            in[2] = -1;
+            n = 4;
+        }
+    }
+    (void)nin;
+    assert_int_equal(tether_ir_add_tensor(g, "y", TETHER_FLOAT32, -1, NULL, &y), 0);
+    assert_int_equal(tether_ir_add_node(g, "conv", TETHER_OP_CONV2D, in, n, &y, 1, &a, NULL), 0);
+    assert_int_equal(tether_ir_add_output(g, y), 0);
+    if (tether_ir_infer(g)) {
+        fail_msg("%s: %s", c->name, tether_last_error());
+    }
+}
+
+static void run(const conv_case *c) {
+    static const int schedules[][4] = {
+        /* vector_width, conv_oc_block, conv_col_vectors, dw_col_vectors */
+        {0, 4, 2, 4}, {4, 4, 2, 4}, {8, 4, 2, 4}, {16, 4, 2, 4},
+        {8, 1, 1, 1}, {8, 3, 4, 8}, {4, 8, 3, 2}, {16, 2, 1, 3},
+    };
+    tether_ir_graph g;
+    build(c, &g);
+    uint32_t seed = 7;
+    float *inputs[4];
+    for (int i = 0; i < g.ninputs; i++) {
+        size_t n = tether_ir_tensor_elements(&g.tensors[g.inputs[i]]);
+        inputs[i] = malloc(n * sizeof(float));
+        tt_fill(inputs[i], n, false, &seed);
+    }
+    size_t on = tether_ir_tensor_elements(&g.tensors[g.outputs[0]]);
+    float *ref = malloc(on * sizeof(float)), *got = malloc(on * sizeof(float));
+    assert_int_equal(tether_interp_run(&g, (const float *const *)inputs, &ref), 0);
+    for (size_t k = 0; k < sizeof schedules / sizeof *schedules; k++) {
+        tether_schedule sc;
+        tether_schedule_init(&sc);
+        sc.vector_width = schedules[k][0];
+        sc.conv_oc_block = schedules[k][1];
+        sc.conv_col_vectors = schedules[k][2];
+        sc.dw_col_vectors = schedules[k][3];
+        for (size_t q = 0; q < on; q++) {
+            got[q] = -12345.0f;
+        }
+        char tag[96];
+        snprintf(tag, sizeof tag, "sched-%s-%zu", c->name, k);
+        int rc = tt_run_compiled_schedule(&g, tag, TETHER_ABI_UNPACKED, TETHER_INTERFACE_PACKED,
+                                          true, &sc, (const float *const *)inputs, &got);
+        if (rc) {
+            fail_msg("%s, schedule %zu: %s", c->name, k, tether_last_error());
+        }
+        double cl = tt_close(got, ref, on, 1e-5, 1e-4);
+        if (cl > 1.0) {
+            fail_msg("%s, schedule vw %d mr %d nr %d dw %d: differs from the interpreter (%.3g x "
+                     "tolerance)",
+                     c->name, sc.vector_width, sc.conv_oc_block, sc.conv_col_vectors,
+                     sc.dw_col_vectors, cl);
+        }
+    }
+    for (int i = 0; i < g.ninputs; i++) {
+        free(inputs[i]);
+    }
+    free(ref);
+    free(got);
+    tether_ir_close(&g);
+}
+
+static void test_case(void **state) {
+    run((const conv_case *)*state);
+}
+
+/* Knobs out of range are refused with the knob's name. */
+static void test_knob_ranges(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    build(&cases[0], &g);
+    tether_memplan plan;
+    assert_int_equal(tether_memplan_build(&g, "greedy-size", &plan), 0);
+    tether_codegen_options o;
+    tether_codegen_options_init(&o);
+    tether_codegen_output out;
+    o.schedule.vector_width = 6;
+    assert_int_equal(tether_codegen_c(&g, &plan, &o, &out), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "vector_width 6"));
+    o.schedule.vector_width = 8;
+    o.schedule.conv_oc_block = 9;
+    assert_int_equal(tether_codegen_c(&g, &plan, &o, &out), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "conv_oc_block 9"));
+    o.schedule.conv_oc_block = 4;
+    assert_int_equal(tether_codegen_c(&g, &plan, &o, &out), 0);
+    assert_non_null(strstr(out.source, "schedule: blocked direct conv, 4 channels x 2 vectors"));
+    tether_codegen_output_close(&out);
+    o.schedule.vector_width = 0;
+    assert_int_equal(tether_codegen_c(&g, &plan, &o, &out), 0);
+    assert_null(strstr(out.source, "vector_size"));
+    tether_codegen_output_close(&out);
+    tether_memplan_close(&plan);
+    tether_ir_close(&g);
+}
+
+int main(void) {
+    struct CMUnitTest tests[sizeof cases / sizeof *cases + 1];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tests[n++] = (struct CMUnitTest){cases[i].name, test_case, NULL, NULL, (void *)&cases[i]};
+    }
+    tests[n++] = (struct CMUnitTest){"knob_ranges", test_knob_ranges, NULL, NULL, NULL};
+    return _cmocka_run_group_tests("schedules", tests, n, NULL, NULL);
+}
