@@ -27,13 +27,19 @@ static double now(void) {
 
 typedef int32_t (*run2)(const float *, float *);
 
-/* Compiles g (-O2, x86-64) with `abi` and returns the dlopen'ed entry (one input, one output). */
-static void *compile_entry(tether_ir_graph *g, const char *tag, tether_abi abi, void **handle) {
+/* Compiles g for x86-64 with `abi` (and options o, NULL = the defaults) and returns the
+ * dlopen'ed entry (one input, one output). */
+static void *compile_entry_with(tether_ir_graph *g, const char *tag, tether_abi abi,
+                                const tether_compile_options *opts, void **handle) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/bench/compiler/%s-%s", TETHER_BINARY_DIR, tag,
              tether_abi_name(abi));
     tether_compile_options o;
-    tether_compile_options_init(&o);
+    if (opts) {
+        o = *opts;
+    } else {
+        tether_compile_options_init(&o);
+    }
     o.codegen.abi = abi;
     o.codegen.prefix = "bench";
     if (tether_compile_graph(g, dir, &o, NULL) != 0) {
@@ -48,6 +54,10 @@ static void *compile_entry(tether_ir_graph *g, const char *tag, tether_abi abi, 
         exit(1);
     }
     return dlsym(*handle, "bench_main");
+}
+
+static void *compile_entry(tether_ir_graph *g, const char *tag, tether_abi abi, void **handle) {
+    return compile_entry_with(g, tag, abi, NULL, handle);
 }
 
 typedef struct side {
@@ -152,6 +162,77 @@ static void bench_model(const char *tag, tether_ir_graph *g, int repeats) {
     free(y);
 }
 
+/* This machine's x86-64 level, as tetherd reports it in HELLO (for --mcpu). */
+static const char *host_cpu(void) {
+    __builtin_cpu_init();
+    int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    int v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+    return v4 ? "x86-64-v4" : v3 ? "x86-64-v3" : "x86-64-v2";
+}
+
+/* The unpacked entry built the way tether built it before schedules (scalar kernels, -O2, the
+ * x86-64 baseline) against the defaults for this CPU (-O3, --mcpu of the host, blocked kernels
+ * of its vector width), interleaved rounds, medians; "speed-up" = old / new. */
+static void bench_schedule(const char *tag, tether_ir_graph *g) {
+    size_t nin = tether_ir_tensor_elements(&g->tensors[g->inputs[0]]);
+    size_t nout = tether_ir_tensor_elements(&g->tensors[g->outputs[0]]);
+    float *x = malloc(nin * sizeof(float)), *y = malloc(nout * sizeof(float));
+    uint32_t seed = 9;
+    tt_fill(x, nin, false, &seed);
+    run2 fn[2];
+    void *h[2];
+    for (int k = 0; k < 2; k++) {
+        tether_compile_options o;
+        tether_compile_options_init(&o);
+        if (k == 0) {
+            o.build.opt_level = 2;
+            o.codegen.schedule.vector_width = 0;
+        } else {
+            o.build.cpu = host_cpu();
+        }
+        char t[96];
+        snprintf(t, sizeof t, "%s-%s", tag, k ? "sched" : "scalar");
+        tether_ir_graph c;
+        tt_graph_copy(g, &c);
+        fn[k] = (run2)compile_entry_with(&c, t, TETHER_ABI_UNPACKED, &o, &h[k]);
+        tether_ir_close(&c);
+        fn[k](x, y);
+    }
+    double t0 = now();
+    int calls = 0;
+    do {
+        fn[0](x, y);
+        calls++;
+    } while (now() - t0 < 0.02);
+    double times[2][ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int j = 0; j < 2; j++) {
+            int k = (r + j) % 2;
+            t0 = now();
+            for (int i = 0; i < calls; i++) {
+                fn[k](x, y);
+            }
+            times[k][r] = (now() - t0) / calls;
+        }
+    }
+    double med[2];
+    for (int k = 0; k < 2; k++) {
+        qsort(times[k], ROUNDS, sizeof(double), cmp_double);
+        med[k] = times[k][ROUNDS / 2];
+    }
+    double gflop = (double)tether_ir_graph_flops(g) * 1e-9;
+    printf("%-9s %8.2f MFLOP  scalar -O2 %9.2f us (%5.2f GFLOP/s)  scheduled %9.2f us (%5.2f "
+           "GFLOP/s)  speed-up x%.2f\n",
+           tag, gflop * 1e3, med[0] * 1e6, gflop / med[0], med[1] * 1e6, gflop / med[1],
+           med[0] / med[1]);
+    for (int k = 0; k < 2; k++) {
+        dlclose(h[k]);
+    }
+    free(x);
+    free(y);
+}
+
 /* `blocks` residual blocks of conv3x3 -> batch_norm -> relu -> conv1x1 -> add(skip). */
 static void build_deep(tether_ir_graph *g, int blocks) {
     uint32_t seed = 8;
@@ -233,6 +314,27 @@ int main(int argc, char **argv) {
     tether_ir_close(&g);
     tt_build_mobile(&g, false);
     bench_model("mobile", &g, repeats);
+    tether_ir_close(&g);
+
+    printf("\n== schedules: scalar kernels at -O2 for the x86-64 baseline (before) vs the defaults "
+           "for this CPU\n   (--mcpu %s, -O3, blocked kernels); unpacked ABI, interleaved, median "
+           "of %d rounds\n",
+           host_cpu(), ROUNDS);
+    if (tether_model_load(kws, &g) != 0) {
+        fprintf(stderr, "%s\n", tether_last_error());
+        return 1;
+    }
+    bench_schedule("kws", &g);
+    tether_ir_close(&g);
+    tt_build_zoo(&g);
+    tether_ir_infer(&g);
+    bench_schedule("zoo", &g);
+    tether_ir_close(&g);
+    tt_build_convnet(&g, false);
+    bench_schedule("convnet", &g);
+    tether_ir_close(&g);
+    tt_build_mobile(&g, false);
+    bench_schedule("mobile", &g);
     tether_ir_close(&g);
 
     printf("\n== compile time, model file -> C (load, passes, plan, emit)\n");

@@ -82,13 +82,13 @@ static void rm_tree(const char *dir) {
 int tt_run_compiled(const tether_ir_graph *g0, const char *tag, tether_abi abi,
                     tether_interface iface, bool link_params, const float *const *inputs,
                     float *const *outputs) {
-    return tt_run_compiled_schedule(g0, tag, abi, iface, link_params, NULL, inputs, outputs);
+    return tt_run_compiled_schedule(g0, tag, abi, iface, link_params, NULL, 0, inputs, outputs);
 }
 
 int tt_run_compiled_schedule(const tether_ir_graph *g0, const char *tag, tether_abi abi,
                              tether_interface iface, bool link_params,
-                             const tether_schedule *schedule, const float *const *inputs,
-                             float *const *outputs) {
+                             const tether_schedule *schedule, int pad_conv_min_width,
+                             const float *const *inputs, float *const *outputs) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tests/compiler/tmp", TETHER_BINARY_DIR);
     mkdir(dir, 0755);
@@ -110,6 +110,7 @@ int tt_run_compiled_schedule(const tether_ir_graph *g0, const char *tag, tether_
     if (schedule) {
         o.codegen.schedule = *schedule;
     }
+    o.passes.pad_conv_min_width = pad_conv_min_width;
     tether_compile_result res;
     rc = tether_compile_graph(&g, dir, &o, &res);
     if (rc) {

@@ -22,11 +22,12 @@ int tt_run_compiled(const tether_ir_graph *g, const char *tag, tether_abi abi,
                     tether_interface iface, bool link_params, const float *const *inputs,
                     float *const *outputs);
 
-/* The same with the kernels' schedule knobs given (NULL = the defaults). */
+/* The same with the kernels' schedule knobs given (NULL = the defaults) and the conv padding
+ * pass's minimum width (0 = the driver's choice, -1 = off: borders in the kernel). */
 int tt_run_compiled_schedule(const tether_ir_graph *g, const char *tag, tether_abi abi,
                              tether_interface iface, bool link_params,
-                             const tether_schedule *schedule, const float *const *inputs,
-                             float *const *outputs);
+                             const tether_schedule *schedule, int pad_conv_min_width,
+                             const float *const *inputs, float *const *outputs);
 
 /* Max |a-b| / (atol + rtol*|b|) over n values; <= 1 means "close". NaN in both counts as equal. */
 double tt_close(const float *a, const float *b, size_t n, double atol, double rtol);

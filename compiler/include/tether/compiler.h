@@ -121,6 +121,10 @@ typedef struct tether_pass_options {
     bool fold_batch_norm; /* batch_norm after conv2d/dense merges into its weights and bias */
     bool fuse_epilogues;  /* bias add / activation / residual add fuse into conv/dense/matmul */
     bool eliminate_dead;  /* nodes that no graph output depends on are removed */
+    /* > 0: a padded conv2d whose output is at least this wide reads an explicitly padded copy
+     * of its input (a pad node before it), so every column of the blocked kernel is interior
+     * (0: the compile driver sets the schedule's vector width when the passes run; < 0: off) */
+    int pad_conv_min_width;
 } tether_pass_options;
 
 void tether_pass_options_init(tether_pass_options *o); /* everything on */
@@ -131,6 +135,7 @@ int tether_pass_fold_constants(tether_ir_graph *g);
 int tether_pass_fold_batch_norm(tether_ir_graph *g);
 int tether_pass_fuse_epilogues(tether_ir_graph *g);
 int tether_pass_eliminate_dead(tether_ir_graph *g);
+int tether_pass_pad_convs(tether_ir_graph *g, int min_width);
 
 /* ---- memory planning ------------------------------------------------------------------------ */
 

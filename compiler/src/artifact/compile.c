@@ -241,11 +241,6 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
         tether_compile_options_init(&d);
         o = &d;
     }
-    if (o->codegen.schedule.vector_width < 0) {
-        resolved = *o;
-        resolved.codegen.schedule.vector_width = target_vector_width(&o->build);
-        o = &resolved;
-    }
     tether_compile_result local;
     if (!res) {
         res = &local;
@@ -253,6 +248,22 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     memset(res, 0, sizeof *res);
     if (o->backend == TETHER_BACKEND_OPENCL) {
         return tether__compile_graph_opencl(g, out_dir, o, res);
+    }
+    if (o->codegen.schedule.vector_width < 0) {
+        resolved = *o;
+        resolved.codegen.schedule.vector_width = target_vector_width(&o->build);
+        o = &resolved;
+    }
+    if (o->codegen.schedule.vector_width > 0 && o->passes.pad_conv_min_width == 0 &&
+        o->passes.fuse_epilogues) {
+        /* the passes are on: a conv at least two vectors wide reads a padded copy of its input,
+         * so the blocked kernel has no border columns (narrower ones keep them in the kernel:
+         * the copy would cost more than it saves) */
+        if (o != &resolved) {
+            resolved = *o;
+            o = &resolved;
+        }
+        resolved.passes.pad_conv_min_width = 2 * o->codegen.schedule.vector_width;
     }
     double t0 = tether__now_s();
     tether__artifact_writer w;

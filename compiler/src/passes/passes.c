@@ -23,6 +23,7 @@ void tether_pass_options_init(tether_pass_options *o) {
     o->fold_batch_norm = true;
     o->fuse_epilogues = true;
     o->eliminate_dead = true;
+    o->pad_conv_min_width = 0;
 }
 
 int tether__ir_consumers(const tether_ir_graph *g, int t, int *nodes, int max) {
@@ -366,6 +367,50 @@ int tether_pass_eliminate_dead(tether_ir_graph *g) {
     return TETHER_OK;
 }
 
+int tether_pass_pad_convs(tether_ir_graph *g, int min_width) {
+    int n0 = g->nnodes;
+    for (int i = 0; i < n0; i++) {
+        tether_ir_node *n = &g->nodes[i];
+        if (n->op != TETHER_OP_CONV2D) {
+            continue;
+        }
+        const int64_t *p = n->attrs.pads;
+        const tether_ir_tensor *y = &g->tensors[n->outputs[0]];
+        if ((p[0] | p[1] | p[2] | p[3]) == 0 || y->ndim != 4 || y->shape[3] < min_width) {
+            continue;
+        }
+        int x = n->inputs[0], padded;
+        char name[300];
+        snprintf(name, sizeof name, "%.200s.padded", n->name);
+        if (tether_ir_find_tensor(g, name) >= 0) {
+            return tether_set_error(TETHER_ERR_INTERNAL, "pad_convs: tensor %s exists", name);
+        }
+        int rc = tether_ir_add_tensor(g, name, g->tensors[x].dtype, TETHER_IR_SHAPE_UNKNOWN, NULL,
+                                      &padded);
+        if (rc) {
+            return rc;
+        }
+        tether_ir_attrs a;
+        tether_ir_attrs_init(TETHER_OP_PAD, &a);
+        a.nints = 8; /* [begin N C H W, end N C H W] */
+        memset(a.ints, 0, sizeof a.ints);
+        a.ints[2] = p[0];
+        a.ints[3] = p[1];
+        a.ints[6] = p[2];
+        a.ints[7] = p[3];
+        a.value = 0.0f;
+        snprintf(name, sizeof name, "%.200s.pad", g->nodes[i].name);
+        rc = tether_ir_add_node(g, name, TETHER_OP_PAD, &x, 1, &padded, 1, &a, NULL);
+        if (rc) {
+            return rc;
+        }
+        n = &g->nodes[i]; /* add_node may have moved the array */
+        n->inputs[0] = padded;
+        memset(n->attrs.pads, 0, sizeof n->attrs.pads);
+    }
+    return TETHER_OK;
+}
+
 static int settle(tether_ir_graph *g, const char *pass) {
     int rc = tether_ir_compact(g);
     if (!rc) {
@@ -403,6 +448,10 @@ int tether_passes_run(tether_ir_graph *g, const tether_pass_options *o) {
         return rc;
     }
     if (o->eliminate_dead && ((rc = tether_pass_eliminate_dead(g)) || (rc = settle(g, "dce")))) {
+        return rc;
+    }
+    if (o->pad_conv_min_width > 0 && ((rc = tether_pass_pad_convs(g, o->pad_conv_min_width)) ||
+                                      (rc = settle(g, "conv padding")))) {
         return rc;
     }
     return TETHER_OK;
