@@ -1,13 +1,14 @@
 /*
  * The blocked kernels (compiler/src/codegen/emit_c_schedules.c) against the reference
  * interpreter, over the schedule knobs: convolutions whose planes are wide enough for vector
- * blocks, single vectors and a scalar remainder in one row; strides 1 and 2, dilations,
- * symmetric and asymmetric padding, grouped and depthwise, channel counts that leave a tail
- * block, 1x1 as a matrix product with a ragged end, fused bias, activations and residuals. Each
- * case runs with vector widths 0 (scalar loops), 4, 8 and 16 and several block shapes, with the
- * conv padding pass (a padded copy of the input) and without it (borders handled in the
- * kernel); all must match the interpreter (|a-b| <= 1e-5 + 1e-4 |b|) and every element must be
- * written.
+ * blocks, single vectors and a scalar remainder in one row, and dense layers with transposed
+ * weights (dot products with K and N remainders, C, alpha/beta, activations, residuals); strides 1
+ * and 2, dilations, symmetric and asymmetric padding, grouped and depthwise, channel counts that
+ * leave a tail block, 1x1 as a matrix product with a ragged end, fused bias, activations and
+ * residuals. Each case runs with vector widths 0 (scalar loops), 4, 8 and 16 and several block
+ * shapes, with the conv padding pass (a padded copy of the input) and without it (borders handled
+ * in the kernel); all must match the interpreter (|a-b| <= 1e-5 + 1e-4 |b|) and every element must
+ * be written.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -183,14 +184,21 @@ static void build(const conv_case *c, tether_ir_graph *g) {
     }
 }
 
+static void run_graph(tether_ir_graph *gp, const char *name);
+
 static void run(const conv_case *c) {
+    tether_ir_graph g;
+    build(c, &g);
+    run_graph(&g, c->name);
+}
+
+static void run_graph(tether_ir_graph *gp, const char *name) {
     static const int schedules[][4] = {
         /* vector_width, conv_oc_block, conv_col_vectors, dw_col_vectors */
         {0, 4, 2, 4}, {4, 4, 2, 4}, {8, 4, 2, 4}, {16, 4, 2, 4},
         {8, 1, 1, 1}, {8, 3, 4, 8}, {4, 8, 3, 2}, {16, 2, 1, 3},
     };
-    tether_ir_graph g;
-    build(c, &g);
+    tether_ir_graph g = *gp; /* owned: closed at the end */
     uint32_t seed = 7;
     float *inputs[4];
     for (int i = 0; i < g.ninputs; i++) {
@@ -212,21 +220,22 @@ static void run(const conv_case *c) {
         sc.conv_oc_block = kn[1];
         sc.conv_col_vectors = kn[2];
         sc.dw_col_vectors = kn[3];
+        sc.gemv_rows = kn[1]; /* 4, 1, 3, 8, 2 rows */
         for (size_t q = 0; q < on; q++) {
             got[q] = -12345.0f;
         }
         char tag[96];
-        snprintf(tag, sizeof tag, "sched-%s-%zu", c->name, k);
+        snprintf(tag, sizeof tag, "sched-%s-%zu", name, k);
         int rc = tt_run_compiled_schedule(&g, tag, TETHER_ABI_UNPACKED, TETHER_INTERFACE_PACKED,
                                           true, &sc, pad_min, (const float *const *)inputs, &got);
         if (rc) {
-            fail_msg("%s, schedule %zu: %s", c->name, k, tether_last_error());
+            fail_msg("%s, schedule %zu: %s", name, k, tether_last_error());
         }
         double cl = tt_close(got, ref, on, 1e-5, 1e-4);
         if (cl > 1.0) {
             fail_msg("%s, schedule vw %d mr %d nr %d dw %d, %s: differs from the interpreter "
                      "(%.3g x tolerance)",
-                     c->name, sc.vector_width, sc.conv_oc_block, sc.conv_col_vectors,
+                     name, sc.vector_width, sc.conv_oc_block, sc.conv_col_vectors,
                      sc.dw_col_vectors, pad_min ? "borders in the kernel" : "padded copy", cl);
         }
     }
@@ -240,6 +249,63 @@ static void run(const conv_case *c) {
 
 static void test_case(void **state) {
     run((const conv_case *)*state);
+}
+
+/* dense with transposed weights (the dot-product kernel): K with and without a remainder, N
+ * with and without a row tail, C as a row or a column, alpha/beta, activation, residual. */
+typedef struct dense_case {
+    const char *name;
+    int64_t M, K, N;
+    int cshape; /* 0: no C, 1: C[N], 2: C[M,1] */
+    float alpha, beta;
+    tether_act act;
+    int residual;
+} dense_case;
+
+static const dense_case dense_cases[] = {
+    {"dense_k1000_n12", 1, 1000, 12, 1, 1.0f, 1.0f, TETHER_ACT_NONE, 0},
+    {"dense_k37_n7_relu", 3, 37, 7, 1, 1.0f, 1.0f, TETHER_ACT_RELU, 0},
+    {"dense_k64_n9_ab_col", 2, 64, 9, 2, 0.5f, 2.0f, TETHER_ACT_NONE, 1},
+    {"dense_k16_n1", 5, 16, 1, 0, 1.0f, 1.0f, TETHER_ACT_SIGMOID, 0},
+};
+
+static void test_dense(void **state) {
+    const dense_case *d = *state;
+    tether_ir_graph g;
+    assert_int_equal(tether_ir_init(&g, d->name), 0);
+    int in[4], n = 0, y;
+    int64_t as[2] = {d->M, d->K}, ws[2] = {d->N, d->K}, cs[2] = {d->M, 1}, ys[2] = {d->M, d->N};
+    assert_int_equal(tether_ir_add_tensor(&g, "a", TETHER_FLOAT32, 2, as, &in[n]), 0);
+    assert_int_equal(tether_ir_add_input(&g, in[n++]), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "w", TETHER_FLOAT32, 2, ws, &in[n]), 0);
+    assert_int_equal(tether_ir_add_input(&g, in[n++]), 0);
+    if (d->cshape) {
+        int64_t *shape = d->cshape == 1 ? &ws[0] : cs;
+        assert_int_equal(
+            tether_ir_add_tensor(&g, "c", TETHER_FLOAT32, d->cshape == 1 ? 1 : 2, shape, &in[n]),
+            0);
+        assert_int_equal(tether_ir_add_input(&g, in[n++]), 0);
+    } else if (d->residual) {
+        in[n++] = -1;
+    }
+    if (d->residual) {
+        assert_int_equal(tether_ir_add_tensor(&g, "r", TETHER_FLOAT32, 2, ys, &in[n]), 0);
+        assert_int_equal(tether_ir_add_input(&g, in[n++]), 0);
+    }
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_DENSE, &a);
+    a.trans_b = true;
+    a.alpha = d->alpha;
+    a.beta = d->beta;
+    a.act = d->act;
+    a.has_residual = d->residual != 0;
+    assert_int_equal(tether_ir_add_tensor(&g, "y", TETHER_FLOAT32, -1, NULL, &y), 0);
+    assert_int_equal(tether_ir_add_node(&g, "fc", TETHER_OP_DENSE, in, n, &y, 1, &a, NULL), 0);
+    assert_int_equal(tether_ir_add_output(&g, y), 0);
+    if (tether_ir_infer(&g)) {
+        fail_msg("%s: %s", d->name, tether_last_error());
+    }
+    run_graph(&g, d->name);
 }
 
 /* Knobs out of range are refused with the knob's name. */
@@ -272,10 +338,15 @@ static void test_knob_ranges(void **state) {
 }
 
 int main(void) {
-    struct CMUnitTest tests[sizeof cases / sizeof *cases + 1];
+    struct CMUnitTest
+        tests[sizeof cases / sizeof *cases + sizeof dense_cases / sizeof *dense_cases + 1];
     size_t n = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         tests[n++] = (struct CMUnitTest){cases[i].name, test_case, NULL, NULL, (void *)&cases[i]};
+    }
+    for (size_t i = 0; i < sizeof dense_cases / sizeof *dense_cases; i++) {
+        tests[n++] = (struct CMUnitTest){dense_cases[i].name, test_dense, NULL, NULL,
+                                         (void *)&dense_cases[i]};
     }
     tests[n++] = (struct CMUnitTest){"knob_ranges", test_knob_ranges, NULL, NULL, NULL};
     return _cmocka_run_group_tests("schedules", tests, n, NULL, NULL);

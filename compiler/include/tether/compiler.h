@@ -184,6 +184,8 @@ typedef struct tether_schedule {
     int conv_col_vectors; /* conv2d: vectors of output columns per register block (NR), 1..4,
                              default 2 */
     int dw_col_vectors;   /* depthwise conv2d: vectors of columns per block, 1..8, default 4 */
+    int gemv_rows;        /* dense with transposed weights: weight rows per block, 1..8,
+                             default 4 */
 } tether_schedule;
 
 void tether_schedule_init(tether_schedule *s);

@@ -345,6 +345,9 @@ static void dense_value(const tether_ir_node *nd, const em *e, const kargs *k, c
 }
 
 static void k_dense(em *e, const tether_ir_node *nd, const kargs *k) {
+    if (tether__c_dense_blocked(e, nd, k, dense_value)) {
+        return;
+    }
     const tether_ir_attrs *a = &nd->attrs;
     const tether_ir_tensor *y = T(e, nd->outputs[0]), *A = T(e, nd->inputs[0]);
     long long M = y->shape[0], N = y->shape[1];

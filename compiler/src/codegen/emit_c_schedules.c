@@ -272,3 +272,69 @@ int tether__c_conv2d_blocked(em *e, const tether_ir_node *nd, const kargs *k) {
     close_block(e);
     return 1;
 }
+
+/* dense with W as [N, K] (ONNX Gemm transB=1, the common fully-connected layer): every output is
+ * a dot product of a row of A and a row of W. gemv_rows rows of W at a time share each vector
+ * load of A; the sums are kept in vector accumulators (a scalar float reduction does not
+ * vectorise without reassociation) and reduced once at the end, then the K % vw remainder. */
+int tether__c_dense_blocked(em *e, const tether_ir_node *nd, const kargs *k,
+                            void (*value)(const tether_ir_node *, const em *, const kargs *,
+                                          const char *, const char *, const char *, char *,
+                                          size_t)) {
+    const tether_ir_attrs *a = &nd->attrs;
+    const tether_ir_tensor *y = T(e, nd->outputs[0]), *A = T(e, nd->inputs[0]);
+    const int vw = e->vw;
+    if (vw <= 0 || !a->trans_b || a->trans_a) {
+        return 0;
+    }
+    long long M = y->shape[0], N = y->shape[1], K = A->shape[1];
+    if (K < vw) {
+        return 0;
+    }
+    int rb = e->o->schedule.gemv_rows;
+    long long Kv = K / vw * vw, Nb = N / rb * rb;
+    line(e, "/* schedule: blocked dot products, %d rows x vectors of %d */", rb, vw);
+    vector_types(e);
+    loop(e, "i", M);
+    line(e, "const float *restrict a = %s + i * %lld;", k->in[0], K);
+    for (int pass = 0; pass < 2; pass++) {
+        int rows = pass == 0 ? rb : 1;
+        long long j0 = pass == 0 ? 0 : Nb, j1 = pass == 0 ? Nb : N;
+        if (j1 <= j0) {
+            continue;
+        }
+        line(e, "for (int j = %lld; j < %lld; j += %d) {", j0, j1, rows);
+        e->depth++;
+        for (int r = 0; r < rows; r++) {
+            line(e, "const float *restrict b%d = %s + (j + %d) * %lld;", r, k->in[1], r, K);
+            line(e, "tg_v v%d = (tg_v){0};", r);
+        }
+        line(e, "for (int q = 0; q < %lld; q += %d) {", Kv, vw);
+        e->depth++;
+        line(e, "const tg_v av = *(const tg_vu *)(a + q);");
+        for (int r = 0; r < rows; r++) {
+            line(e, "v%d += av * *(const tg_vu *)(b%d + q);", r, r);
+        }
+        close_block(e);
+        for (int r = 0; r < rows; r++) {
+            line(e, "float s%d = 0.0f;", r);
+            loop(e, "q", vw);
+            line(e, "s%d += v%d[q];", r, r);
+            close_block(e);
+            if (Kv < K) {
+                line(e, "for (int q = %lld; q < %lld; ++q) {", Kv, K);
+                line(e, "    s%d += a[q] * b%d[q];", r, r);
+                line(e, "}");
+            }
+            char sv[16], jx[32], val[400], idx[96];
+            snprintf(sv, sizeof sv, "s%d", r);
+            snprintf(jx, sizeof jx, "j + %d", r);
+            value(nd, e, k, sv, "i", jx, val, sizeof val);
+            snprintf(idx, sizeof idx, "i * %lld + j + %d", N, r);
+            tether__c_store(e, a, k->out, k->res, idx, val);
+        }
+        close_block(e);
+    }
+    close_block(e);
+    return 1;
+}
