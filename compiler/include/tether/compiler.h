@@ -121,8 +121,9 @@ typedef struct tether_pass_options {
     bool fold_batch_norm; /* batch_norm after conv2d/dense merges into its weights and bias */
     bool fuse_epilogues;  /* bias add / activation / residual add fuse into conv/dense/matmul */
     bool eliminate_dead;  /* nodes that no graph output depends on are removed */
-    /* > 0: a padded conv2d whose output is at least this wide reads an explicitly padded copy
-     * of its input (a pad node before it), so every column of the blocked kernel is interior
+    /* > 0: a padded conv2d whose output plane has at least this many elements reads an
+     * explicitly padded copy of its input (a pad node before it), so the blocked kernel has no
+     * border columns
      * (0: the compile driver sets the schedule's vector width when the passes run; < 0: off) */
     int pad_conv_min_width;
 } tether_pass_options;

@@ -256,9 +256,9 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     }
     if (o->codegen.schedule.vector_width > 0 && o->passes.pad_conv_min_width == 0 &&
         o->passes.fuse_epilogues) {
-        /* the passes are on: a conv at least two vectors wide reads a padded copy of its input,
-         * so the blocked kernel has no border columns (narrower ones keep them in the kernel:
-         * the copy would cost more than it saves) */
+        /* the passes are on: a conv whose output plane holds at least two vectors reads a
+         * padded copy of its input, so the blocked kernel has no border columns (smaller ones
+         * keep them in the kernel: the copy would cost more than it saves) */
         if (o != &resolved) {
             resolved = *o;
             o = &resolved;

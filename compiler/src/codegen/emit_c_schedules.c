@@ -154,6 +154,101 @@ static void conv_scol(em *e, const tether_ir_node *nd, const kargs *k, const con
     close_block(e);
 }
 
+/* A register block over the flattened output plane (outputs p .. p + nr*vw - 1, possibly
+ * spanning rows): each lane's input offset is computed once per block (off[]), then every tap
+ * gathers through it. For planes narrower than a vector (KWS-like 25x5 maps); the input has no
+ * padding (the padding pass made a padded copy, or there was none). */
+static void conv_pblock(em *e, const tether_ir_node *nd, const kargs *k, const conv_geo *c, int mr,
+                        int nr) {
+    const int vw = e->vw;
+    long long wstride = c->CG * c->KH * c->KW;
+    line(e, "int off[%d];", nr * vw);
+    loop(e, "q", (long long)nr * vw);
+    line(e, "off[q] = (p + q) / %lld * %lld + (p + q) %% %lld * %lld;", c->OW, c->SH * c->W, c->OW,
+         c->SW);
+    close_block(e);
+    for (int r = 0; r < mr; r++) {
+        for (int j = 0; j < nr; j++) {
+            if (c->bias) {
+                line(e, "tg_v a%d_%d = (tg_v){0} + %s[oc0 + %d];", r, j, c->bias, r);
+            } else {
+                line(e, "tg_v a%d_%d = (tg_v){0};", r, j);
+            }
+        }
+    }
+    loop(e, "ic", c->CG);
+    line(e, "const float *restrict xc = xg + ic * %lld;", c->H * c->W);
+    line(e, "const float *restrict wc = wb + ic * %lld;", c->KH * c->KW);
+    loop(e, "kh", c->KH);
+    loop(e, "kw", c->KW);
+    line(e, "const float *restrict xr = xc + kh * %lld + kw * %lld;", c->DH * c->W, c->DW);
+    for (int j = 0; j < nr; j++) {
+        char g[2048];
+        size_t o = 0;
+        for (int q = 0; q < vw && o + 40 < sizeof g; q++) {
+            o += (size_t)snprintf(g + o, sizeof g - o, "%sxr[off[%d]]", q ? ", " : "", j * vw + q);
+        }
+        line(e, "const tg_v x%d = {%s};", j, g);
+    }
+    for (int r = 0; r < mr; r++) {
+        line(e, "const float w%d = wc[%lld + kh * %lld + kw];", r, (long long)r * wstride, c->KW);
+        for (int j = 0; j < nr; j++) {
+            line(e, "a%d_%d += w%d * x%d;", r, j, r, j);
+        }
+    }
+    close_block(e);
+    close_block(e);
+    close_block(e);
+    for (int r = 0; r < mr; r++) {
+        line(e, "{");
+        e->depth++;
+        line(e, "float *restrict yq = yb + %lld + p;", (long long)r * c->OH * c->OW);
+        for (int j = 0; j < nr; j++) {
+            line(e, "*(tg_vu *)(yq + %d) = a%d_%d;", j * vw, r, j);
+        }
+        if (k->res) {
+            line(e, "const float *restrict rq = rb + %lld + p;", (long long)r * c->OH * c->OW);
+        }
+        block_epilogue(e, nd, k, (long long)nr * vw);
+        close_block(e);
+    }
+}
+
+/* conv_channels for a plane narrower than a vector: blocks over the flattened plane. */
+static void conv_plane_channels(em *e, const tether_ir_node *nd, const kargs *k, const conv_geo *c,
+                                int mr, int nr) {
+    const int vw = e->vw;
+    long long P = c->OH * c->OW, bw = (long long)nr * vw;
+    long long vend = P / bw * bw, v1end = vend + (P - vend) / vw * vw;
+    line(e, "const float *restrict xg = %s + (n * %lld + (oc0 / %lld) * %lld) * %lld;", k->in[0],
+         c->C, c->OG, c->CG, c->H * c->W);
+    line(e, "const float *restrict wb = %s + oc0 * %lld;", k->in[1], c->CG * c->KH * c->KW);
+    line(e, "float *restrict yb = %s + (n * %lld + oc0) * %lld;", k->out, c->O, P);
+    if (k->res) {
+        line(e, "const float *restrict rb = %s + (n * %lld + oc0) * %lld;", k->res, c->O, P);
+    }
+    if (vend > 0) {
+        line(e, "for (int p = 0; p < %lld; p += %lld) {", vend, bw);
+        e->depth++;
+        conv_pblock(e, nd, k, c, mr, nr);
+        close_block(e);
+    }
+    if (v1end > vend) {
+        line(e, "for (int p = %lld; p < %lld; p += %d) {", vend, v1end, vw);
+        e->depth++;
+        conv_pblock(e, nd, k, c, mr, 1);
+        close_block(e);
+    }
+    if (P > v1end) {
+        line(e, "for (int p = %lld; p < %lld; ++p) {", v1end, P);
+        e->depth++;
+        line(e, "const int oh = p / %lld, ow = p %% %lld;", c->OW, c->OW);
+        line(e, "const int ih0 = oh * %lld - %lld;", c->SH, c->PT);
+        conv_scol(e, nd, k, c, mr);
+        close_block(e);
+    }
+}
+
 /* Everything for output channels oc0 .. oc0+mr-1 of image n. */
 static void conv_channels(em *e, const tether_ir_node *nd, const kargs *k, const conv_geo *c,
                           int mr, int nr) {
@@ -244,8 +339,14 @@ int tether__c_conv2d_blocked(em *e, const tether_ir_node *nd, const kargs *k) {
     if (c.hi < c.lo) {
         c.hi = c.lo;
     }
+    /* rows with a vector of interior columns: blocks along rows; else, without padding, a
+     * plane of at least a vector: blocks over the flattened plane; else the scalar kernel */
+    int plane = 0;
     if (c.hi - c.lo < e->vw) {
-        return 0; /* not one whole vector of interior columns: the scalar kernel */
+        if (padded || c.rows_checked || c.OH * c.OW < e->vw) {
+            return 0;
+        }
+        plane = 1;
     }
     int depthwise = c.CG == 1 && c.OG == 1;
     int mr = depthwise ? 1 : sc->conv_oc_block;
@@ -260,13 +361,13 @@ int tether__c_conv2d_blocked(em *e, const tether_ir_node *nd, const kargs *k) {
     loop(e, "n", c.N);
     line(e, "for (int oc0 = 0; oc0 < %lld; oc0 += %d) {", full, mr);
     e->depth++;
-    conv_channels(e, nd, k, &c, mr, nr);
+    (plane ? conv_plane_channels : conv_channels)(e, nd, k, &c, mr, nr);
     close_block(e);
     if (tail) {
         line(e, "{");
         e->depth++;
         line(e, "const int oc0 = %lld;", full);
-        conv_channels(e, nd, k, &c, (int)tail, nr);
+        (plane ? conv_plane_channels : conv_channels)(e, nd, k, &c, (int)tail, nr);
         close_block(e);
     }
     close_block(e);

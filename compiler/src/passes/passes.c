@@ -376,7 +376,8 @@ int tether_pass_pad_convs(tether_ir_graph *g, int min_width) {
         }
         const int64_t *p = n->attrs.pads;
         const tether_ir_tensor *y = &g->tensors[n->outputs[0]];
-        if ((p[0] | p[1] | p[2] | p[3]) == 0 || y->ndim != 4 || y->shape[3] < min_width) {
+        if ((p[0] | p[1] | p[2] | p[3]) == 0 || y->ndim != 4 ||
+            y->shape[2] * y->shape[3] < min_width) {
             continue;
         }
         int x = n->inputs[0], padded;
