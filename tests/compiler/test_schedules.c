@@ -2,7 +2,8 @@
  * The blocked kernels (compiler/src/codegen/emit_c_schedules.c) against the reference
  * interpreter, over the schedule knobs: convolutions whose planes are wide enough for vector
  * blocks, single vectors and a scalar remainder in one row, and dense layers with transposed
- * weights (dot products with K and N remainders, C, alpha/beta, activations, residuals); strides 1
+ * weights (dot products with K and N remainders, C, alpha/beta, activations, residuals), and
+ * matrix products (row and column tails, broadcast batches, rank-1 operands); strides 1
  * and 2, dilations, symmetric and asymmetric padding, grouped and depthwise, channel counts that
  * leave a tail block, 1x1 as a matrix product with a ragged end, fused bias, activations and
  * residuals. Each case runs with vector widths 0 (scalar loops), 4, 8 and 16 and several block
@@ -221,6 +222,8 @@ static void run_graph(tether_ir_graph *gp, const char *name) {
         sc.conv_col_vectors = kn[2];
         sc.dw_col_vectors = kn[3];
         sc.gemv_rows = kn[1]; /* 4, 1, 3, 8, 2 rows */
+        sc.gemm_rows = kn[1];
+        sc.gemm_col_vectors = kn[2];
         for (size_t q = 0; q < on; q++) {
             got[q] = -12345.0f;
         }
@@ -337,9 +340,70 @@ static void test_knob_ranges(void **state) {
     tether_ir_close(&g);
 }
 
+/* matmul as register blocks: row and column tails, broadcast batches, a rank-1 operand, fused
+ * activation and residual. */
+typedef struct matmul_case {
+    const char *name;
+    int na, nb;
+    int64_t a[4], b[4];
+    tether_act act;
+    int residual;
+} matmul_case;
+
+static const matmul_case matmul_cases[] = {
+    {"matmul_attention_64x128x64", 2, 2, {64, 128}, {128, 64}, TETHER_ACT_NONE, 0},
+    {"matmul_batch_bcast_tails", 4, 2, {2, 3, 5, 20}, {20, 37}, TETHER_ACT_RELU, 1},
+    {"matmul_rank1_a", 1, 3, {24}, {3, 24, 19}, TETHER_ACT_NONE, 0},
+    {"matmul_batched_both", 3, 3, {4, 7, 9}, {4, 9, 33}, TETHER_ACT_NONE, 1},
+};
+
+static void test_matmul(void **state) {
+    const matmul_case *m = *state;
+    tether_ir_graph g;
+    assert_int_equal(tether_ir_init(&g, m->name), 0);
+    int in[3], y;
+    assert_int_equal(tether_ir_add_tensor(&g, "a", TETHER_FLOAT32, m->na, m->a, &in[0]), 0);
+    assert_int_equal(tether_ir_add_input(&g, in[0]), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "b", TETHER_FLOAT32, m->nb, m->b, &in[1]), 0);
+    assert_int_equal(tether_ir_add_input(&g, in[1]), 0);
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_MATMUL, &a);
+    a.act = m->act;
+    int n = 2;
+    if (m->residual) { /* infer the output shape first, for the residual input */
+        tether_ir_graph p;
+        assert_int_equal(tether_ir_init(&p, "probe"), 0);
+        int pin[2], py;
+        assert_int_equal(tether_ir_add_tensor(&p, "a", TETHER_FLOAT32, m->na, m->a, &pin[0]), 0);
+        assert_int_equal(tether_ir_add_tensor(&p, "b", TETHER_FLOAT32, m->nb, m->b, &pin[1]), 0);
+        assert_int_equal(tether_ir_add_input(&p, pin[0]), 0);
+        assert_int_equal(tether_ir_add_input(&p, pin[1]), 0);
+        assert_int_equal(tether_ir_add_tensor(&p, "y", TETHER_FLOAT32, -1, NULL, &py), 0);
+        assert_int_equal(tether_ir_add_node(&p, "mm", TETHER_OP_MATMUL, pin, 2, &py, 1, NULL, NULL),
+                         0);
+        assert_int_equal(tether_ir_add_output(&p, py), 0);
+        assert_int_equal(tether_ir_infer(&p), 0);
+        assert_int_equal(tether_ir_add_tensor(&g, "r", TETHER_FLOAT32, p.tensors[py].ndim,
+                                              p.tensors[py].shape, &in[2]),
+                         0);
+        tether_ir_close(&p);
+        assert_int_equal(tether_ir_add_input(&g, in[2]), 0);
+        a.has_residual = true;
+        n = 3;
+    }
+    assert_int_equal(tether_ir_add_tensor(&g, "y", TETHER_FLOAT32, -1, NULL, &y), 0);
+    assert_int_equal(tether_ir_add_node(&g, "mm", TETHER_OP_MATMUL, in, n, &y, 1, &a, NULL), 0);
+    assert_int_equal(tether_ir_add_output(&g, y), 0);
+    if (tether_ir_infer(&g)) {
+        fail_msg("%s: %s", m->name, tether_last_error());
+    }
+    run_graph(&g, m->name);
+}
+
 int main(void) {
-    struct CMUnitTest
-        tests[sizeof cases / sizeof *cases + sizeof dense_cases / sizeof *dense_cases + 1];
+    struct CMUnitTest tests[sizeof cases / sizeof *cases +
+                            sizeof dense_cases / sizeof *dense_cases +
+                            sizeof matmul_cases / sizeof *matmul_cases + 1];
     size_t n = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         tests[n++] = (struct CMUnitTest){cases[i].name, test_case, NULL, NULL, (void *)&cases[i]};
@@ -347,6 +411,10 @@ int main(void) {
     for (size_t i = 0; i < sizeof dense_cases / sizeof *dense_cases; i++) {
         tests[n++] = (struct CMUnitTest){dense_cases[i].name, test_dense, NULL, NULL,
                                          (void *)&dense_cases[i]};
+    }
+    for (size_t i = 0; i < sizeof matmul_cases / sizeof *matmul_cases; i++) {
+        tests[n++] = (struct CMUnitTest){matmul_cases[i].name, test_matmul, NULL, NULL,
+                                         (void *)&matmul_cases[i]};
     }
     tests[n++] = (struct CMUnitTest){"knob_ranges", test_knob_ranges, NULL, NULL, NULL};
     return _cmocka_run_group_tests("schedules", tests, n, NULL, NULL);

@@ -187,6 +187,8 @@ typedef struct tether_schedule {
     int dw_col_vectors;   /* depthwise conv2d: vectors of columns per block, 1..8, default 4 */
     int gemv_rows;        /* dense with transposed weights: weight rows per block, 1..8,
                              default 4 */
+    int gemm_rows;        /* matmul: rows of A per register block (MR), 1..8, default 4 */
+    int gemm_col_vectors; /* matmul: vectors of columns per register block (NR), 1..4, default 2 */
 } tether_schedule;
 
 void tether_schedule_init(tether_schedule *s);

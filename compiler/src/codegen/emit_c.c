@@ -515,6 +515,8 @@ void tether_schedule_init(tether_schedule *s) {
     s->conv_col_vectors = 2;
     s->dw_col_vectors = 4;
     s->gemv_rows = 4;
+    s->gemm_rows = 4;
+    s->gemm_col_vectors = 2;
 }
 
 void tether_codegen_options_init(tether_codegen_options *o) {
@@ -656,12 +658,14 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     }
     if (sc->conv_oc_block < 1 || sc->conv_oc_block > 8 || sc->conv_col_vectors < 1 ||
         sc->conv_col_vectors > 4 || sc->dw_col_vectors < 1 || sc->dw_col_vectors > 8 ||
-        sc->gemv_rows < 1 || sc->gemv_rows > 8) {
+        sc->gemv_rows < 1 || sc->gemv_rows > 8 || sc->gemm_rows < 1 || sc->gemm_rows > 8 ||
+        sc->gemm_col_vectors < 1 || sc->gemm_col_vectors > 4) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "schedule conv_oc_block %d (1..8), conv_col_vectors %d (1..4), "
-                                "dw_col_vectors %d (1..8), gemv_rows %d (1..8) out of range",
+                                "dw_col_vectors %d (1..8), gemv_rows %d (1..8), gemm_rows %d "
+                                "(1..8), gemm_col_vectors %d (1..4) out of range",
                                 sc->conv_oc_block, sc->conv_col_vectors, sc->dw_col_vectors,
-                                sc->gemv_rows);
+                                sc->gemv_rows, sc->gemm_rows, sc->gemm_col_vectors);
     }
     int limit = o->abi == TETHER_ABI_UNPACKED ? TETHER_MAX_UNPACKED_ARGS : TETHER_MAX_ARGS;
     if (g->ninputs + g->noutputs > limit) {

@@ -88,6 +88,9 @@ void tether__c_store(em *e, const tether_ir_attrs *a, const char *o, const char 
 /* emit_c_schedules.c: the register-blocked conv2d (e->vw > 0). Returns 1 when it emitted nd's
  * kernel body, 0 when the scalar kernel should (nothing emitted). */
 int tether__c_conv2d_blocked(em *e, const tether_ir_node *nd, const kargs *k);
+/* The same for matmul (after the scalar kernel's batch offset tables aoff/boff, when batch > 1). */
+int tether__c_matmul_blocked(em *e, const tether_ir_node *nd, const kargs *k, long long batch,
+                             long long M, long long N, long long K);
 /* The same for dense with transposed weights (dot products); value() writes the output value
  * expression (alpha, C/beta) of emit_c_kernels.c. */
 int tether__c_dense_blocked(em *e, const tether_ir_node *nd, const kargs *k,

@@ -494,6 +494,9 @@ static void k_matmul(em *e, const tether_ir_node *nd, const kargs *k) {
         free(ao);
         free(bo);
     }
+    if (tether__c_matmul_blocked(e, nd, k, batch, M, N, K)) {
+        return;
+    }
     loop(e, "bt", batch);
     line(e, "const float *restrict ab = %s + %s;", k->in[0], batch > 1 ? "aoff[bt]" : "0");
     line(e, "const float *restrict bb = %s + %s;", k->in[1], batch > 1 ? "boff[bt]" : "0");

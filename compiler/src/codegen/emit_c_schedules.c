@@ -439,3 +439,113 @@ int tether__c_dense_blocked(em *e, const tether_ir_node *nd, const kargs *k,
     close_block(e);
     return 1;
 }
+
+/* One block of a row-major matrix product y[i][j] = sum_k a[i][k] b[k][j]: rows i0 .. i0+mr-1
+ * (variable i0) x nr vectors of columns from j0 (variable j0). a, b, y are the names of the
+ * operand base pointers (row strides K, N, N). */
+static void gemm_block(em *e, const tether_ir_node *nd, const kargs *k, long long K, long long N,
+                       int mr, int nr) {
+    const int vw = e->vw;
+    for (int r = 0; r < mr; r++) {
+        for (int j = 0; j < nr; j++) {
+            line(e, "tg_v a%d_%d = (tg_v){0};", r, j);
+        }
+    }
+    loop(e, "q", K);
+    line(e, "const float *restrict bk = bb + q * %lld + j0;", N);
+    for (int j = 0; j < nr; j++) {
+        line(e, "const tg_v x%d = *(const tg_vu *)(bk + %d);", j, j * vw);
+    }
+    for (int r = 0; r < mr; r++) {
+        line(e, "const float w%d = ab[(i0 + %d) * %lld + q];", r, r, K);
+        for (int j = 0; j < nr; j++) {
+            line(e, "a%d_%d += w%d * x%d;", r, j, r, j);
+        }
+    }
+    close_block(e);
+    for (int r = 0; r < mr; r++) {
+        line(e, "{");
+        e->depth++;
+        line(e, "float *restrict yq = yb + (i0 + %d) * %lld + j0;", r, N);
+        for (int j = 0; j < nr; j++) {
+            line(e, "*(tg_vu *)(yq + %d) = a%d_%d;", j * vw, r, j);
+        }
+        if (k->res) {
+            line(e, "const float *restrict rq = rbb + (i0 + %d) * %lld + j0;", r, N);
+        }
+        block_epilogue(e, nd, k, (long long)nr * vw);
+        close_block(e);
+    }
+}
+
+/* The rows i0 .. i0+mr-1 of one batch: vector blocks, single vectors, scalar columns. */
+static void gemm_rows(em *e, const tether_ir_node *nd, const kargs *k, long long K, long long N,
+                      int mr, int nr) {
+    const int vw = e->vw;
+    long long bw = (long long)nr * vw, vend = N / bw * bw, v1end = vend + (N - vend) / vw * vw;
+    if (vend > 0) {
+        line(e, "for (int j0 = 0; j0 < %lld; j0 += %lld) {", vend, bw);
+        e->depth++;
+        gemm_block(e, nd, k, K, N, mr, nr);
+        close_block(e);
+    }
+    if (v1end > vend) {
+        line(e, "for (int j0 = %lld; j0 < %lld; j0 += %d) {", vend, v1end, vw);
+        e->depth++;
+        gemm_block(e, nd, k, K, N, mr, 1);
+        close_block(e);
+    }
+    if (N > v1end) {
+        line(e, "for (int j0 = %lld; j0 < %lld; ++j0) {", v1end, N);
+        e->depth++;
+        loop(e, "r", mr);
+        line(e, "float acc = 0.0f;");
+        loop(e, "q", K);
+        line(e, "acc += ab[(i0 + r) * %lld + q] * bb[q * %lld + j0];", K, N);
+        close_block(e);
+        line(e, "float *restrict yq = yb + (i0 + r) * %lld + j0;", N);
+        if (k->res) {
+            line(e, "const float *restrict rq = rbb + (i0 + r) * %lld + j0;", N);
+        }
+        tether__c_store(e, &nd->attrs, "yq", k->res ? "rq" : NULL, "0", "acc");
+        close_block(e);
+        close_block(e);
+    }
+}
+
+/* matmul (batched, broadcast batch offsets as the scalar kernel computes them: aoff/boff, or 0)
+ * as register blocks of gemm_rows rows x gemm_col_vectors vectors of columns. */
+int tether__c_matmul_blocked(em *e, const tether_ir_node *nd, const kargs *k, long long batch,
+                             long long M, long long N, long long K) {
+    const tether_schedule *sc = &e->o->schedule;
+    if (e->vw <= 0 || N < e->vw) {
+        return 0;
+    }
+    int mr = sc->gemm_rows, nr = sc->gemm_col_vectors;
+    long long full = M / mr * mr;
+    line(e, "/* schedule: blocked matrix product, %d rows x %d vector%s of %d columns */", mr, nr,
+         nr == 1 ? "" : "s", e->vw);
+    vector_types(e);
+    loop(e, "bt", batch);
+    line(e, "const float *restrict ab = %s + %s;", k->in[0], batch > 1 ? "aoff[bt]" : "0");
+    line(e, "const float *restrict bb = %s + %s;", k->in[1], batch > 1 ? "boff[bt]" : "0");
+    line(e, "float *restrict yb = %s + bt * %lld;", k->out, M * N);
+    if (k->res) {
+        line(e, "const float *restrict rbb = %s + bt * %lld;", k->res, M * N);
+    }
+    if (full > 0) {
+        line(e, "for (int i0 = 0; i0 < %lld; i0 += %d) {", full, mr);
+        e->depth++;
+        gemm_rows(e, nd, k, K, N, mr, nr);
+        close_block(e);
+    }
+    if (M > full) {
+        line(e, "{");
+        e->depth++;
+        line(e, "const int i0 = %lld;", full);
+        gemm_rows(e, nd, k, K, N, (int)(M - full), nr);
+        close_block(e);
+    }
+    close_block(e);
+    return 1;
+}
