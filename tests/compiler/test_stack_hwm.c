@@ -1,7 +1,8 @@
 /*
  * The static stack bound against the stack the code really uses, on x86-64: every model of the
  * project's model set (the KWS example, the operator zoo, the small conv net, the MobileNet-style
- * block) compiled in both ABIs at -O2 for x86_64-linux, loaded like tetherd loads it (dlopen,
+ * block) compiled in both ABIs with the default options for x86_64-linux (-O3, blocked kernels),
+ * loaded like tetherd loads it (dlopen,
  * tether_module_registry), its entry called on a painted stack. The measurement starts at the
  * stack pointer of the call instruction, like the MCU firmware's trampoline (docs/mcu.md), so
  * it is the callee's own use: its frames, the return addresses, libm/libc. The report's bound
@@ -153,7 +154,22 @@ static void measure(const char *model, tether_abi abi) {
     if (!r->bounded) {
         fail_msg("%s %s: static stack unbounded: %s", model, r->abi, res.build.stack.reason);
     }
-    if ((int64_t)r->used > r->bound) {
+    /* Under AddressSanitizer the libc string functions the kernels call (memcpy of the pad
+     * kernel) are the sanitizer's interceptors, whose frames (~2 KB) are not the target libc's
+     * the bound counts: there the comparison would measure the sanitizer, not the code. The
+     * normal and Release trees check it. */
+#if defined(__SANITIZE_ADDRESS__)
+    const int sanitized = 1;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    const int sanitized = 1;
+#else
+    const int sanitized = 0;
+#endif
+#else
+    const int sanitized = 0;
+#endif
+    if ((int64_t)r->used > r->bound && !sanitized) {
         fail_msg("%s %s: measured %zu bytes > static bound %lld (%s)", model, r->abi, r->used,
                  (long long)r->bound, r->path);
     }
@@ -186,7 +202,7 @@ static void test_mobile(void **state) {
 
 static void test_table(void **state) {
     (void)state;
-    printf("x86-64, -O2: static stack bound vs measured use of the entry (bytes)\n");
+    printf("x86-64, default options: static stack bound vs measured use of the entry (bytes)\n");
     printf("  %-8s %-9s %7s %9s  worst path\n", "model", "abi", "static", "measured");
     for (int i = 0; i < nrows; i++) {
         printf("  %-8s %-9s %7lld %9zu  %s\n", rows[i].model, rows[i].abi, (long long)rows[i].bound,

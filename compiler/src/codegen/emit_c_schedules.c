@@ -31,6 +31,30 @@ static void vector_types(em *e) {
          e->vw * 4);
 }
 
+/* Narrower vectors for the ragged end of a row: from `pos` (< end), one block of each width
+ * vw/2, vw/4, ... (>= 4) that still fits before `end`, each in a scope that redeclares tg_v and
+ * tg_vu at its width (e->vw is that width while `emit` runs). `var` is the loop variable the
+ * block reads (ow, p, j0). Returns the column where the scalar remainder starts. */
+static long long narrow_tails(em *e, long long pos, long long end, const char *var,
+                              void (*emit)(em *, const void *), const void *ctx) {
+    const int vw = e->vw;
+    for (int w = vw / 2; w >= 4; w /= 2) {
+        if (end - pos < w) {
+            continue;
+        }
+        line(e, "{");
+        e->depth++;
+        line(e, "const int %s = %lld;", var, pos);
+        e->vw = w;
+        vector_types(e);
+        emit(e, ctx);
+        e->vw = vw;
+        close_block(e);
+        pos += w;
+    }
+    return pos;
+}
+
 /* The geometry of one conv2d as the blocked kernel sees it. */
 typedef struct conv_geo {
     long long N, C, O, G, CG, OG;
@@ -214,6 +238,24 @@ static void conv_pblock(em *e, const tether_ir_node *nd, const kargs *k, const c
     }
 }
 
+/* A one-vector block (conv_vblock, conv_pblock) through narrow_tails. */
+typedef struct conv_ctx {
+    const tether_ir_node *nd;
+    const kargs *k;
+    const conv_geo *c;
+    int mr;
+} conv_ctx;
+
+static void conv_vblock1(em *e, const void *p) {
+    const conv_ctx *x = p;
+    conv_vblock(e, x->nd, x->k, x->c, x->mr, 1);
+}
+
+static void conv_pblock1(em *e, const void *p) {
+    const conv_ctx *x = p;
+    conv_pblock(e, x->nd, x->k, x->c, x->mr, 1);
+}
+
 /* conv_channels for a plane narrower than a vector: blocks over the flattened plane. */
 static void conv_plane_channels(em *e, const tether_ir_node *nd, const kargs *k, const conv_geo *c,
                                 int mr, int nr) {
@@ -239,6 +281,8 @@ static void conv_plane_channels(em *e, const tether_ir_node *nd, const kargs *k,
         conv_pblock(e, nd, k, c, mr, 1);
         close_block(e);
     }
+    conv_ctx cx = {nd, k, c, mr};
+    v1end = narrow_tails(e, v1end, P, "p", conv_pblock1, &cx);
     if (P > v1end) {
         line(e, "for (int p = %lld; p < %lld; ++p) {", v1end, P);
         e->depth++;
@@ -278,11 +322,9 @@ static void conv_channels(em *e, const tether_ir_node *nd, const kargs *k, const
         conv_vblock(e, nd, k, c, mr, 1);
         close_block(e);
     }
-    long long seg[2][2] = {{0, c->lo}, {v1end, c->OW}};
-    if (vend == c->lo && v1end == vend) { /* no vector column at all */
-        seg[0][1] = 0;
-        seg[1][0] = 0;
-    }
+    conv_ctx cx = {nd, k, c, mr};
+    long long tend = narrow_tails(e, v1end, c->hi, "ow", conv_vblock1, &cx);
+    long long seg[2][2] = {{0, c->lo}, {tend, c->OW}};
     for (int s = 0; s < 2; s++) {
         if (seg[s][1] > seg[s][0]) {
             line(e, "for (int ow = %lld; ow < %lld; ++ow) {", seg[s][0], seg[s][1]);
@@ -478,7 +520,20 @@ static void gemm_block(em *e, const tether_ir_node *nd, const kargs *k, long lon
     }
 }
 
-/* The rows i0 .. i0+mr-1 of one batch: vector blocks, single vectors, scalar columns. */
+typedef struct gemm_ctx {
+    const tether_ir_node *nd;
+    const kargs *k;
+    long long K, N;
+    int mr;
+} gemm_ctx;
+
+static void gemm_block1(em *e, const void *p) {
+    const gemm_ctx *x = p;
+    gemm_block(e, x->nd, x->k, x->K, x->N, x->mr, 1);
+}
+
+/* The rows i0 .. i0+mr-1 of one batch: vector blocks, single vectors, narrower vectors, scalar
+ * columns. */
 static void gemm_rows(em *e, const tether_ir_node *nd, const kargs *k, long long K, long long N,
                       int mr, int nr) {
     const int vw = e->vw;
@@ -495,6 +550,8 @@ static void gemm_rows(em *e, const tether_ir_node *nd, const kargs *k, long long
         gemm_block(e, nd, k, K, N, mr, 1);
         close_block(e);
     }
+    gemm_ctx gx = {nd, k, K, N, mr};
+    v1end = narrow_tails(e, v1end, N, "j0", gemm_block1, &gx);
     if (N > v1end) {
         line(e, "for (int j0 = %lld; j0 < %lld; ++j0) {", v1end, N);
         e->depth++;
