@@ -97,6 +97,10 @@ Onnx__NodeProto *mb_node(mb *b, const char *op, const char *name, const char *in
     n->input = split(b, ins, &n->n_input);
     n->output = split(b, outs, &n->n_output);
     n->attribute = A(b, sizeof(Onnx__AttributeProto *) * 16);
+    if (b->g.n_node >= MB_MAX) {
+        fprintf(stderr, "model builder: more than %d nodes\n", MB_MAX);
+        abort();
+    }
     b->nodes[b->g.n_node++] = n;
     return n;
 }
@@ -205,6 +209,10 @@ Onnx__TensorProto *mb_tensor_i64(mb *b, const char *name, int ndim, const int64_
 }
 
 void mb_init_tensor(mb *b, Onnx__TensorProto *t) {
+    if (b->g.n_initializer >= MB_MAX) {
+        fprintf(stderr, "model builder: more than %d initializers\n", MB_MAX);
+        abort();
+    }
     b->inits[b->g.n_initializer++] = t;
 }
 

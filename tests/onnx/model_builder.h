@@ -11,7 +11,7 @@
 
 #include "onnx.pb-c.h"
 
-#define MB_MAX 64
+#define MB_MAX 512 /* nodes, initializers, inputs, outputs each (bench/models' zoo) */
 
 typedef struct mb {
     Onnx__ModelProto m;
@@ -21,7 +21,7 @@ typedef struct mb {
     Onnx__NodeProto *nodes[MB_MAX];
     Onnx__TensorProto *inits[MB_MAX];
     Onnx__ValueInfoProto *inputs[MB_MAX], *outputs[MB_MAX];
-    void *arena[1024];
+    void *arena[16384];
     int narena;
 } mb;
 
