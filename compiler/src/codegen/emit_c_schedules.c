@@ -384,7 +384,8 @@ int tether__c_conv2d_blocked(em *e, const tether_ir_node *nd, const kargs *k) {
     /* rows with a vector of interior columns: blocks along rows; else, without padding, a
      * plane of at least a vector: blocks over the flattened plane; else the scalar kernel */
     int plane = 0;
-    if (c.hi - c.lo < e->vw) {
+    int row_min = e->vw < 4 ? e->vw : 4; /* the narrowest vector narrow_tails emits */
+    if (c.hi - c.lo < row_min || (c.hi - c.lo < e->vw && c.SW > 1)) {
         if (padded || c.rows_checked || c.OH * c.OW < e->vw) {
             return 0;
         }
