@@ -358,6 +358,33 @@ static const char *host_cpu(void) {
     return v4 ? "x86-64-v4" : v3 ? "x86-64-v3" : "x86-64-v2";
 }
 
+/* TETHER_SCHEDULE="knob=value,..." overrides schedule knobs (for trying them by hand). */
+static void schedule_from_env(tether_schedule *sc) {
+    const char *env = getenv("TETHER_SCHEDULE");
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", env ? env : "");
+    for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char name[64];
+        int v;
+        if (sscanf(kv, "%63[a-z_]=%d", name, &v) != 2) {
+            continue;
+        }
+        int *f = !strcmp(name, "vector_width")       ? &sc->vector_width
+                 : !strcmp(name, "conv_oc_block")    ? &sc->conv_oc_block
+                 : !strcmp(name, "conv_col_vectors") ? &sc->conv_col_vectors
+                 : !strcmp(name, "dw_col_vectors")   ? &sc->dw_col_vectors
+                 : !strcmp(name, "gemv_rows")        ? &sc->gemv_rows
+                 : !strcmp(name, "gemm_rows")        ? &sc->gemm_rows
+                 : !strcmp(name, "gemm_col_vectors") ? &sc->gemm_col_vectors
+                                                     : NULL;
+        if (f) {
+            *f = v;
+        } else {
+            fprintf(stderr, "TETHER_SCHEDULE: unknown knob '%s'\n", name);
+        }
+    }
+}
+
 static int write_bin(const char *path, const float *v, size_t n) {
     FILE *f = fopen(path, "wb");
     if (!f) {
@@ -441,6 +468,7 @@ int main(int argc, char **argv) {
         tether_compile_options_init(&o);
         o.codegen.prefix = "zoo";
         o.build.cpu = cpu;
+        schedule_from_env(&o.codegen.schedule);
         if (tether_compile_graph(&g, art, &o, NULL) != 0) {
             fprintf(stderr, "%s: %s\n", md->name, tether_error_detail());
             return 1;

@@ -181,13 +181,16 @@ typedef struct tether_schedule {
     int vector_width;     /* floats per vector: 0 (scalar loops), 4, 8 or 16; -1 = the target's
                              (tether_compile_*: 16 for x86-64-v4, 8 other x86-64, 4 aarch64, 0
                              MCU; tether_codegen_c alone: 8) */
-    int conv_oc_block;    /* conv2d: output channels per register block (MR), 1..8, default 4 */
+    int conv_oc_block;    /* conv2d: output channels per register block (MR), 1..8; 0 (the
+                             default) = by the register file: 8 at vector width 16 (AVX-512's
+                             32 registers), else 4 */
     int conv_col_vectors; /* conv2d: vectors of output columns per register block (NR), 1..4,
                              default 2 */
     int dw_col_vectors;   /* depthwise conv2d: vectors of columns per block, 1..8, default 4 */
     int gemv_rows;        /* dense with transposed weights: weight rows per block, 1..8,
                              default 4 */
-    int gemm_rows;        /* matmul: rows of A per register block (MR), 1..8, default 4 */
+    int gemm_rows;        /* matmul: rows of A per register block (MR), 1..8; 0 (the default)
+                             = 8 at vector width 16, else 4 */
     int gemm_col_vectors; /* matmul: vectors of columns per register block (NR), 1..4, default 2 */
 } tether_schedule;
 

@@ -511,11 +511,11 @@ const char *tether_interface_name(tether_interface i) {
 
 void tether_schedule_init(tether_schedule *s) {
     s->vector_width = -1;
-    s->conv_oc_block = 4;
+    s->conv_oc_block = 0;
     s->conv_col_vectors = 2;
     s->dw_col_vectors = 4;
     s->gemv_rows = 4;
-    s->gemm_rows = 4;
+    s->gemm_rows = 0;
     s->gemm_col_vectors = 2;
 }
 
@@ -656,14 +656,14 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
                                 "schedule vector_width %d: 0 (scalar), 4, 8, 16 or -1 (default)",
                                 sc->vector_width);
     }
-    if (sc->conv_oc_block < 1 || sc->conv_oc_block > 8 || sc->conv_col_vectors < 1 ||
+    if (sc->conv_oc_block < 0 || sc->conv_oc_block > 8 || sc->conv_col_vectors < 1 ||
         sc->conv_col_vectors > 4 || sc->dw_col_vectors < 1 || sc->dw_col_vectors > 8 ||
-        sc->gemv_rows < 1 || sc->gemv_rows > 8 || sc->gemm_rows < 1 || sc->gemm_rows > 8 ||
+        sc->gemv_rows < 1 || sc->gemv_rows > 8 || sc->gemm_rows < 0 || sc->gemm_rows > 8 ||
         sc->gemm_col_vectors < 1 || sc->gemm_col_vectors > 4) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                "schedule conv_oc_block %d (1..8), conv_col_vectors %d (1..4), "
+                                "schedule conv_oc_block %d (0..8), conv_col_vectors %d (1..4), "
                                 "dw_col_vectors %d (1..8), gemv_rows %d (1..8), gemm_rows %d "
-                                "(1..8), gemm_col_vectors %d (1..4) out of range",
+                                "(0..8), gemm_col_vectors %d (1..4) out of range",
                                 sc->conv_oc_block, sc->conv_col_vectors, sc->dw_col_vectors,
                                 sc->gemv_rows, sc->gemm_rows, sc->gemm_col_vectors);
     }
@@ -688,6 +688,9 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     e.plan = plan;
     e.o = o;
     e.vw = o->schedule.vector_width < 0 ? 8 : o->schedule.vector_width;
+    /* register blocks by the register file: 32 vector registers with AVX-512 */
+    e.conv_mr = o->schedule.conv_oc_block ? o->schedule.conv_oc_block : e.vw >= 16 ? 8 : 4;
+    e.gemm_mr = o->schedule.gemm_rows ? o->schedule.gemm_rows : e.vw >= 16 ? 8 : 4;
     e.P = P;
     tether__sbuf_init(&e.s);
     int nt = g->ntensors ? g->ntensors : 1, nn = g->nnodes ? g->nnodes : 1;

@@ -34,7 +34,8 @@ typedef struct em {
     int math_used[M_COUNT];
     int need_acts[8];
     int max_args;
-    int vw; /* the schedule's vector width, resolved: 0 = scalar kernels */
+    int vw;               /* the schedule's vector width, resolved: 0 = scalar kernels */
+    int conv_mr, gemm_mr; /* conv_oc_block and gemm_rows, resolved */
 } em;
 
 static inline void line(em *e, const char *fmt, ...)

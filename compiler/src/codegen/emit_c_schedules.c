@@ -392,7 +392,7 @@ int tether__c_conv2d_blocked(em *e, const tether_ir_node *nd, const kargs *k) {
         plane = 1;
     }
     int depthwise = c.CG == 1 && c.OG == 1;
-    int mr = depthwise ? 1 : sc->conv_oc_block;
+    int mr = depthwise ? 1 : e->conv_mr;
     int nr = depthwise ? sc->dw_col_vectors : sc->conv_col_vectors;
     if (c.G > 1 && c.OG % mr != 0) {
         mr = 1; /* a block must not cross a group */
@@ -579,7 +579,7 @@ int tether__c_matmul_blocked(em *e, const tether_ir_node *nd, const kargs *k, lo
     if (e->vw <= 0 || N < e->vw) {
         return 0;
     }
-    int mr = sc->gemm_rows, nr = sc->gemm_col_vectors;
+    int mr = e->gemm_mr, nr = sc->gemm_col_vectors;
     long long full = M / mr * mr;
     line(e, "/* schedule: blocked matrix product, %d rows x %d vector%s of %d columns */", mr, nr,
          nr == 1 ? "" : "s", e->vw);
