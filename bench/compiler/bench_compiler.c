@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "../../tests/compiler/ops_common.h"
+#include "../host_cpu.h"
 #include "tether/compiler.h"
 #include "tether/crt.h"
 
@@ -162,15 +163,6 @@ static void bench_model(const char *tag, tether_ir_graph *g, int repeats) {
     free(y);
 }
 
-/* This machine's x86-64 level, as tetherd reports it in HELLO (for --mcpu). */
-static const char *host_cpu(void) {
-    __builtin_cpu_init();
-    int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    int v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-    return v4 ? "x86-64-v4" : v3 ? "x86-64-v3" : "x86-64-v2";
-}
-
 /* The unpacked entry built the way tether built it before schedules (scalar kernels, -O2, the
  * x86-64 baseline) against the defaults for this CPU (-O3, --mcpu of the host, blocked kernels
  * of its vector width), interleaved rounds, medians; "speed-up" = old / new. */
@@ -189,7 +181,7 @@ static void bench_schedule(const char *tag, tether_ir_graph *g) {
             o.build.opt_level = 2;
             o.codegen.schedule.vector_width = 0;
         } else {
-            o.build.cpu = host_cpu();
+            o.build.cpu = bench_host_cpu();
         }
         char t[96];
         snprintf(t, sizeof t, "%s-%s", tag, k ? "sched" : "scalar");
@@ -319,7 +311,7 @@ int main(int argc, char **argv) {
     printf("\n== schedules: scalar kernels at -O2 for the x86-64 baseline (before) vs the defaults "
            "for this CPU\n   (--mcpu %s, -O3, blocked kernels); unpacked ABI, interleaved, median "
            "of %d rounds\n",
-           host_cpu(), ROUNDS);
+           bench_host_cpu(), ROUNDS);
     if (tether_model_load(kws, &g) != 0) {
         fprintf(stderr, "%s\n", tether_last_error());
         return 1;

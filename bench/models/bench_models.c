@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "model_builder.h"
+#include "../host_cpu.h"
 #include "tether/compiler.h"
 #include "tether/crt.h"
 #include "tether/onnx.h"
@@ -350,14 +351,6 @@ static double time_tether(entry_fn fn, const float *x, float *y) {
     return t[ROUNDS / 2];
 }
 
-static const char *host_cpu(void) {
-    __builtin_cpu_init();
-    int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    int v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-    return v4 ? "x86-64-v4" : v3 ? "x86-64-v3" : "x86-64-v2";
-}
-
 /* TETHER_SCHEDULE="knob=value,..." overrides schedule knobs (for trying them by hand). */
 static void schedule_from_env(tether_schedule *sc) {
     const char *env = getenv("TETHER_SCHEDULE");
@@ -437,7 +430,7 @@ int main(int argc, char **argv) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/bench/models/out", TETHER_BINARY_DIR);
     mkdir(dir, 0755);
-    const char *cpu = host_cpu();
+    const char *cpu = bench_host_cpu();
     int have_ort = ort_dir != NULL;
     printf("== model zoo: tether (unpacked, -O3, --mcpu %s, blocked kernels) vs ONNX Runtime "
            "(onnxruntime-node, 1 thread)\n   median of %d rounds of >= 50 ms each, same input; "

@@ -211,8 +211,7 @@ static int bad(const char *dir, const char *msg) {
     return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: %s", dir, msg);
 }
 
-/* A plain file name inside the artifact directory. */
-static int file_name_ok(const char *s) {
+int tether__artifact_file_name_ok(const char *s) {
     return s[0] && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0 &&
            strlen(s) < 200;
 }
@@ -282,7 +281,7 @@ static int open_c(tether_artifact *a, const cJSON *md) {
         return bad(dir, "metadata.json is not a tether artifact (format, library, entry, inputs, "
                         "outputs)");
     }
-    if (!file_name_ok(lib->valuestring)) {
+    if (!tether__artifact_file_name_ok(lib->valuestring)) {
         return bad(dir, "metadata.json: library must be a file name in the directory");
     }
     snprintf(a->library, sizeof a->library, "%s", lib->valuestring);
@@ -303,8 +302,8 @@ static int open_c(tether_artifact *a, const cJSON *md) {
                 *jpb = cJSON_GetObjectItem(md, "params_bytes"),
                 *jsp = cJSON_GetObjectItem(md, "set_params");
     if (cJSON_IsString(jpf)) {
-        if (!file_name_ok(jpf->valuestring) || !cJSON_IsNumber(jpb) || jpb->valuedouble < 0 ||
-            !cJSON_IsString(jsp)) {
+        if (!tether__artifact_file_name_ok(jpf->valuestring) || !cJSON_IsNumber(jpb) ||
+            jpb->valuedouble < 0 || !cJSON_IsString(jsp)) {
             return bad(dir, "metadata.json: params_file must be a file name, with params_bytes "
                             "and set_params");
         }
@@ -337,7 +336,7 @@ int tether_artifact_open(const char *dir, tether_artifact **out) {
     const cJSON *b = cJSON_GetObjectItem(md, "backend");
     if (cJSON_IsString(b) && strcmp(b->valuestring, "opencl") == 0) {
         a->backend = TETHER_ARTIFACT_OPENCL;
-        rc = tether__ocl_artifact_load(dir, &a->ocl);
+        rc = tether__ocl_artifact_load(dir, md, &a->ocl);
         if (!rc) {
             a->nin = tether__ocl_artifact_num_inputs(a->ocl);
             a->nout = tether__ocl_artifact_num_outputs(a->ocl);

@@ -95,12 +95,6 @@ static int read_file(const char *path, char **out, size_t *len) {
     return tether_file_read_text(path, (size_t)1 << 31, out, len);
 }
 
-/* A plain file name inside the artifact directory. */
-static int file_name_ok(const char *s) {
-    return s[0] && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0 &&
-           strlen(s) < 200;
-}
-
 static int bad(const tether__ocl_artifact *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -371,7 +365,7 @@ static int parse_steps(tether__ocl_artifact *a, const cJSON *arr) {
     return TETHER_OK;
 }
 
-int tether__ocl_artifact_load(const char *dir, tether__ocl_artifact **out) {
+int tether__ocl_artifact_load(const char *dir, const cJSON *m, tether__ocl_artifact **out) {
     *out = NULL;
     tether__ocl_artifact *a = calloc(1, sizeof *a);
     if (!a) {
@@ -379,18 +373,7 @@ int tether__ocl_artifact_load(const char *dir, tether__ocl_artifact **out) {
     }
     snprintf(a->dir, sizeof a->dir, "%s", dir);
     char path[1400];
-    snprintf(path, sizeof path, "%s/metadata.json", dir);
-    char *text = NULL;
-    size_t len;
-    cJSON *m = NULL;
-    int rc = read_file(path, &text, &len);
-    if (!rc) {
-        m = cJSON_Parse(text);
-        free(text);
-        if (!m) {
-            rc = bad(a, "not valid JSON");
-        }
-    }
+    int rc = m ? 0 : bad(a, "not valid JSON");
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(m, "format");
     const cJSON *be = cJSON_GetObjectItemCaseSensitive(m, "backend");
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(m, "prefix");
@@ -400,9 +383,9 @@ int tether__ocl_artifact_load(const char *dir, tether__ocl_artifact **out) {
                 !cJSON_IsString(be) || strcmp(be->valuestring, "opencl") != 0)) {
         rc = bad(a, "not an OpenCL tether artifact (format, backend)");
     }
-    if (!rc &&
-        (!cJSON_IsString(src) || !file_name_ok(src->valuestring) ||
-         (pf && !cJSON_IsNull(pf) && (!cJSON_IsString(pf) || !file_name_ok(pf->valuestring))))) {
+    if (!rc && (!cJSON_IsString(src) || !tether__artifact_file_name_ok(src->valuestring) ||
+                (pf && !cJSON_IsNull(pf) &&
+                 (!cJSON_IsString(pf) || !tether__artifact_file_name_ok(pf->valuestring))))) {
         rc = bad(a, "source and params_file must be file names in the directory");
     }
     if (!rc) {
@@ -442,7 +425,6 @@ int tether__ocl_artifact_load(const char *dir, tether__ocl_artifact **out) {
         rc = bad(a, "'kernels' (%g) differs from the %d steps",
                  cJSON_IsNumber(nk) ? nk->valuedouble : -1.0, a->nsteps);
     }
-    cJSON_Delete(m);
     if (rc) {
         tether__ocl_artifact_free(a);
         return rc;

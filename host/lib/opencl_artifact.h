@@ -22,9 +22,14 @@
 
 typedef struct tether__ocl_artifact tether__ocl_artifact;
 
-/* Reads DIR/metadata.json, the source and params.bin and checks all of it (memory objects, their
- * shapes, bytes and params ranges, every step and argument) before anything is sent. */
-int tether__ocl_artifact_load(const char *dir, tether__ocl_artifact **out);
+/* Checks DIR's metadata (m, parsed by artifact.c; borrowed) and reads the source and params.bin:
+ * memory objects, their shapes, bytes and params ranges, every step and argument, before
+ * anything is sent. m NULL: the metadata did not parse. */
+struct cJSON;
+int tether__ocl_artifact_load(const char *dir, const struct cJSON *m, tether__ocl_artifact **out);
+
+/* artifact.c: a plain file name inside the artifact directory (no '/', not . or .., < 200). */
+int tether__artifact_file_name_ok(const char *s);
 
 /* The model signature from the metadata. */
 int tether__ocl_artifact_num_inputs(const tether__ocl_artifact *a);

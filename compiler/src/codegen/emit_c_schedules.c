@@ -75,6 +75,34 @@ static void block_epilogue(em *e, const tether_ir_node *nd, const kargs *k, long
     close_block(e);
 }
 
+/* The accumulators a<r>_<j> of an mr x nr block, starting at the bias (or 0). */
+static void acc_init(em *e, const char *bias, int mr, int nr) {
+    for (int r = 0; r < mr; r++) {
+        for (int j = 0; j < nr; j++) {
+            if (bias) {
+                line(e, "tg_v a%d_%d = (tg_v){0} + %s[oc0 + %d];", r, j, bias, r);
+            } else {
+                line(e, "tg_v a%d_%d = (tg_v){0};", r, j);
+            }
+        }
+    }
+}
+
+/* a<r>_<j> += w<r> * x<j> for every j < nr. */
+static void acc_update(em *e, int r, int nr) {
+    for (int j = 0; j < nr; j++) {
+        line(e, "a%d_%d += w%d * x%d;", r, j, r, j);
+    }
+}
+
+/* Stores row r's nr vectors at yq and applies the epilogue. */
+static void acc_store(em *e, const tether_ir_node *nd, const kargs *k, int r, int nr) {
+    for (int j = 0; j < nr; j++) {
+        line(e, "*(tg_vu *)(yq + %d) = a%d_%d;", j * e->vw, r, j);
+    }
+    block_epilogue(e, nd, k, (long long)nr * e->vw);
+}
+
 /* Pointers to channel r's output (and residual) row at column ow. */
 static void out_row(em *e, const kargs *k, const conv_geo *c, const char *r) {
     line(e, "float *restrict yq = yb + %s * %lld + oh * %lld + ow;", r, c->OH * c->OW, c->OW);
@@ -89,15 +117,7 @@ static void conv_vblock(em *e, const tether_ir_node *nd, const kargs *k, const c
                         int nr) {
     const int vw = e->vw;
     long long wstride = c->CG * c->KH * c->KW;
-    for (int r = 0; r < mr; r++) {
-        for (int j = 0; j < nr; j++) {
-            if (c->bias) {
-                line(e, "tg_v a%d_%d = (tg_v){0} + %s[oc0 + %d];", r, j, c->bias, r);
-            } else {
-                line(e, "tg_v a%d_%d = (tg_v){0};", r, j);
-            }
-        }
-    }
+    acc_init(e, c->bias, mr, nr);
     loop(e, "ic", c->CG);
     line(e, "const float *restrict xc = xg + ic * %lld;", c->H * c->W);
     line(e, "const float *restrict wc = wb + ic * %lld;", c->KH * c->KW);
@@ -126,9 +146,7 @@ static void conv_vblock(em *e, const tether_ir_node *nd, const kargs *k, const c
     }
     for (int r = 0; r < mr; r++) {
         line(e, "const float w%d = wr[%lld + kw];", r, (long long)r * wstride);
-        for (int j = 0; j < nr; j++) {
-            line(e, "a%d_%d += w%d * x%d;", r, j, r, j);
-        }
+        acc_update(e, r, nr);
     }
     close_block(e);
     close_block(e);
@@ -139,10 +157,7 @@ static void conv_vblock(em *e, const tether_ir_node *nd, const kargs *k, const c
         char rs[16];
         snprintf(rs, sizeof rs, "%d", r);
         out_row(e, k, c, rs);
-        for (int j = 0; j < nr; j++) {
-            line(e, "*(tg_vu *)(yq + %d) = a%d_%d;", j * vw, r, j);
-        }
-        block_epilogue(e, nd, k, (long long)nr * vw);
+        acc_store(e, nd, k, r, nr);
         close_block(e);
     }
 }
@@ -191,15 +206,7 @@ static void conv_pblock(em *e, const tether_ir_node *nd, const kargs *k, const c
     line(e, "off[q] = (p + q) / %lld * %lld + (p + q) %% %lld * %lld;", c->OW, c->SH * c->W, c->OW,
          c->SW);
     close_block(e);
-    for (int r = 0; r < mr; r++) {
-        for (int j = 0; j < nr; j++) {
-            if (c->bias) {
-                line(e, "tg_v a%d_%d = (tg_v){0} + %s[oc0 + %d];", r, j, c->bias, r);
-            } else {
-                line(e, "tg_v a%d_%d = (tg_v){0};", r, j);
-            }
-        }
-    }
+    acc_init(e, c->bias, mr, nr);
     loop(e, "ic", c->CG);
     line(e, "const float *restrict xc = xg + ic * %lld;", c->H * c->W);
     line(e, "const float *restrict wc = wb + ic * %lld;", c->KH * c->KW);
@@ -216,9 +223,7 @@ static void conv_pblock(em *e, const tether_ir_node *nd, const kargs *k, const c
     }
     for (int r = 0; r < mr; r++) {
         line(e, "const float w%d = wc[%lld + kh * %lld + kw];", r, (long long)r * wstride, c->KW);
-        for (int j = 0; j < nr; j++) {
-            line(e, "a%d_%d += w%d * x%d;", r, j, r, j);
-        }
+        acc_update(e, r, nr);
     }
     close_block(e);
     close_block(e);
@@ -227,13 +232,10 @@ static void conv_pblock(em *e, const tether_ir_node *nd, const kargs *k, const c
         line(e, "{");
         e->depth++;
         line(e, "float *restrict yq = yb + %lld + p;", (long long)r * c->OH * c->OW);
-        for (int j = 0; j < nr; j++) {
-            line(e, "*(tg_vu *)(yq + %d) = a%d_%d;", j * vw, r, j);
-        }
         if (k->res) {
             line(e, "const float *restrict rq = rb + %lld + p;", (long long)r * c->OH * c->OW);
         }
-        block_epilogue(e, nd, k, (long long)nr * vw);
+        acc_store(e, nd, k, r, nr);
         close_block(e);
     }
 }
@@ -489,11 +491,7 @@ int tether__c_dense_blocked(em *e, const tether_ir_node *nd, const kargs *k,
 static void gemm_block(em *e, const tether_ir_node *nd, const kargs *k, long long K, long long N,
                        int mr, int nr) {
     const int vw = e->vw;
-    for (int r = 0; r < mr; r++) {
-        for (int j = 0; j < nr; j++) {
-            line(e, "tg_v a%d_%d = (tg_v){0};", r, j);
-        }
-    }
+    acc_init(e, NULL, mr, nr);
     loop(e, "q", K);
     line(e, "const float *restrict bk = bb + q * %lld + j0;", N);
     for (int j = 0; j < nr; j++) {
@@ -501,22 +499,17 @@ static void gemm_block(em *e, const tether_ir_node *nd, const kargs *k, long lon
     }
     for (int r = 0; r < mr; r++) {
         line(e, "const float w%d = ab[(i0 + %d) * %lld + q];", r, r, K);
-        for (int j = 0; j < nr; j++) {
-            line(e, "a%d_%d += w%d * x%d;", r, j, r, j);
-        }
+        acc_update(e, r, nr);
     }
     close_block(e);
     for (int r = 0; r < mr; r++) {
         line(e, "{");
         e->depth++;
         line(e, "float *restrict yq = yb + (i0 + %d) * %lld + j0;", r, N);
-        for (int j = 0; j < nr; j++) {
-            line(e, "*(tg_vu *)(yq + %d) = a%d_%d;", j * vw, r, j);
-        }
         if (k->res) {
             line(e, "const float *restrict rq = rbb + (i0 + %d) * %lld + j0;", r, N);
         }
-        block_epilogue(e, nd, k, (long long)nr * vw);
+        acc_store(e, nd, k, r, nr);
         close_block(e);
     }
 }
