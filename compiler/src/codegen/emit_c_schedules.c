@@ -131,9 +131,27 @@ static void conv_vblock(em *e, const tether_ir_node *nd, const kargs *k, const c
     line(e, "const float *restrict xr = xc + ih * %lld + ow * %lld - %lld;", c->W, c->SW, c->PL);
     line(e, "const float *restrict wr = wc + kh * %lld;", c->KW);
     loop(e, "kw", c->KW);
+    if (c->SW == 2) { /* shuffle masks */
+        line(e, "typedef int tg_vi __attribute__((vector_size(%d)));", vw * 4);
+    }
     for (int j = 0; j < nr; j++) {
         if (c->SW == 1) {
             line(e, "const tg_v x%d = *(const tg_vu *)(xr + kw * %lld + %d);", j, c->DW, j * vw);
+        } else if (c->SW == 2) {
+            /* stride 2: two loads that end exactly at the last element needed, and a shuffle of
+             * the even lanes (lane q is element 2q: in the first vector while 2q < vw, else at
+             * 2q + 1 of the pair, the second load starting at vw - 1) */
+            char mask[512];
+            size_t o = 0;
+            for (int q = 0; q < vw; q++) {
+                o += (size_t)snprintf(mask + o, sizeof mask - o, "%s%d", q ? ", " : "",
+                                      2 * q < vw ? 2 * q : 2 * q + 1);
+            }
+            line(e, "const float *restrict xs%d = xr + kw * %lld + %d;", j, c->DW, 2 * j * vw);
+            line(e,
+                 "const tg_v x%d = __builtin_shuffle(*(const tg_vu *)xs%d, "
+                 "*(const tg_vu *)(xs%d + %d), (tg_vi){%s});",
+                 j, j, j, vw - 1, mask);
         } else { /* a strided row: gathered element by element */
             char g[2048];
             size_t o = 0;
