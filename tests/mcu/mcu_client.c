@@ -203,31 +203,45 @@ int mcu_request(mcu_board *b, tether_rpc_msg *req, tether_rpc_msg *rep, int time
         fprintf(stderr, "encode failed: %s\n", tether_last_error());
         return -1;
     }
-    if (tether_uart_frame_encode(b->tx, len, b->txf, sizeof b->txf, &flen) != 0 ||
-        mcu_write_raw(b, b->txf, flen) != 0) {
+    if (tether_uart_frame_encode(b->tx, len, b->txf, sizeof b->txf, &flen) != 0) {
         return -1;
     }
-    int64_t deadline = now_ms() + timeout_ms;
-    for (;;) {
-        if (read_frame(b, deadline, &len) != 0) {
-            fprintf(stderr, "no reply to request %u (type %u)\n", (unsigned)req->id,
-                    (unsigned)req->type);
+    /* like the host library on a UART (docs/rpc.md): a request whose reply does not come is
+     * sent again, twice at most, under the same id (a frame can be lost on a loaded host) */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        if (attempt > 0) {
+            fprintf(stderr, "no reply to request %u (type %u) in %d ms: sending it again\n",
+                    (unsigned)req->id, (unsigned)req->type, timeout_ms);
+        }
+        if (mcu_write_raw(b, b->txf, flen) != 0) {
             return -1;
         }
-        if (tether_rpc_tiny_decode(b->reply, len, rep) != 0) {
-            fprintf(stderr, "undecodable reply: %s\n", tether_last_error());
-            return -1;
+        int64_t deadline = now_ms() + timeout_ms;
+        for (;;) {
+            if (read_frame(b, deadline, &len) != 0) {
+                break;
+            }
+            if (tether_rpc_tiny_decode(b->reply, len, rep) != 0) {
+                fprintf(stderr, "undecodable reply: %s\n", tether_last_error());
+                return -1;
+            }
+            if (rep->type == TETHER_RPC_LOG) {
+                note_log(b, rep);
+                continue;
+            }
+            if (rep->id < req->id) {
+                continue; /* a late reply to an earlier request: discarded (docs/rpc.md) */
+            }
+            if (rep->id != req->id) {
+                fprintf(stderr, "reply id %u for request %u\n", (unsigned)rep->id,
+                        (unsigned)req->id);
+                return -1;
+            }
+            return 0;
         }
-        if (rep->type == TETHER_RPC_LOG) {
-            note_log(b, rep);
-            continue;
-        }
-        if (rep->id != req->id) {
-            fprintf(stderr, "reply id %u for request %u\n", (unsigned)rep->id, (unsigned)req->id);
-            return -1;
-        }
-        return 0;
     }
+    fprintf(stderr, "no reply to request %u (type %u)\n", (unsigned)req->id, (unsigned)req->type);
+    return -1;
 }
 
 static void expect_reply(const tether_rpc_msg *req, const tether_rpc_msg *rep) {
