@@ -369,6 +369,10 @@ static void schedule_from_env(tether_schedule *sc) {
                  : !strcmp(name, "gemv_rows")        ? &sc->gemv_rows
                  : !strcmp(name, "gemm_rows")        ? &sc->gemm_rows
                  : !strcmp(name, "gemm_col_vectors") ? &sc->gemm_col_vectors
+                 : !strcmp(name, "channel_block")    ? &sc->channel_block
+                 : !strcmp(name, "nchwc_oc_vectors") ? &sc->nchwc_oc_vectors
+                 : !strcmp(name, "nchwc_pixels")     ? &sc->nchwc_pixels
+                 : !strcmp(name, "nchwc_dw_pixels")  ? &sc->nchwc_dw_pixels
                                                      : NULL;
         if (f) {
             *f = v;

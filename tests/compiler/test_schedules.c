@@ -6,10 +6,10 @@
  * matrix products (row and column tails, broadcast batches, rank-1 operands); strides 1
  * and 2, dilations, symmetric and asymmetric padding, grouped and depthwise, channel counts that
  * leave a tail block, 1x1 as a matrix product with a ragged end, fused bias, activations and
- * residuals. Each case runs with vector widths 0 (scalar loops), 4, 8 and 16 and several block
- * shapes, with the conv padding pass (a padded copy of the input) and without it (borders handled
- * in the kernel); all must match the interpreter (|a-b| <= 1e-5 + 1e-4 |b|) and every element must
- * be written.
+ * residuals; channel-blocked chains (emit_c_nchwc.c). Each case runs with vector widths 0 (scalar
+ * loops), 4, 8 and 16 and several block shapes, with the conv padding pass (a padded copy of the
+ * input) and without it (borders handled in the kernel); all must match the interpreter (|a-b| <=
+ * 1e-5 + 1e-4 |b|) and every element must be written.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -329,6 +329,14 @@ static void test_knob_ranges(void **state) {
     assert_int_equal(tether_codegen_c(&g, &plan, &o, &out), TETHER_ERR_INVALID_ARG);
     assert_non_null(strstr(tether_last_error(), "conv_oc_block 9"));
     o.schedule.conv_oc_block = 4;
+    o.schedule.channel_block = 3;
+    assert_int_equal(tether_codegen_c(&g, &plan, &o, &out), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "channel_block 3"));
+    o.schedule.channel_block = -1;
+    o.schedule.nchwc_pixels = 17;
+    assert_int_equal(tether_codegen_c(&g, &plan, &o, &out), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "nchwc_pixels 17"));
+    o.schedule.nchwc_pixels = 0;
     assert_int_equal(tether_codegen_c(&g, &plan, &o, &out), 0);
     assert_non_null(strstr(out.source, "schedule: blocked direct conv, 4 channels x 2 vectors"));
     tether_codegen_output_close(&out);
@@ -400,10 +408,234 @@ static void test_matmul(void **state) {
     run_graph(&g, m->name);
 }
 
+/* ---- channel-blocked chains (emit_c_nchwc.c) ------------------------------------------------
+ * Networks whose activations between convolutions are stored NCHW<b>c: a plain input into a
+ * dense conv (plain -> blocked), depthwise and pointwise convs on blocked tensors with strides,
+ * dilations, TF-style and symmetric padding, explicit Pad nodes, residuals, an unfused
+ * elementwise op, global average pooling of a blocked tensor, a blocked tensor into a conv
+ * writing the plain graph output, channel counts whose block is 16, 8 or 4 and ones with none
+ * (6 channels stay plain between blocked neighbours). Weights are constants (repacked in the
+ * module), linked and in a params blob. */
+
+typedef struct chain {
+    tether_ir_graph *g;
+    uint32_t seed;
+    int n;
+} chain;
+
+static int chain_const(chain *c, int ndim, const int64_t *shape) {
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        n *= (size_t)shape[i];
+    }
+    float *v = malloc(n * sizeof(float));
+    tt_fill(v, n, false, &c->seed);
+    char name[16];
+    snprintf(name, sizeof name, "k%d", c->n++);
+    int idx = -1;
+    assert_int_equal(
+        tether_ir_add_constant(c->g, name, TETHER_FLOAT32, ndim, shape, v, n * sizeof(float), &idx),
+        0);
+    free(v);
+    return idx;
+}
+
+static int chain_tensor(chain *c) {
+    char name[16];
+    int t;
+    snprintf(name, sizeof name, "t%d", c->n++);
+    assert_int_equal(tether_ir_add_tensor(c->g, name, TETHER_FLOAT32, -1, NULL, &t), 0);
+    return t;
+}
+
+/* y = conv(x) with O channels, a KxK kernel; res >= 0 adds that tensor (as a separate Add the
+ * fusion pass folds into the conv). */
+static int chain_conv(chain *c, int x, int64_t C, int64_t O, int64_t K, int64_t stride,
+                      const int64_t pads[4], int64_t dil, int depthwise, tether_act act, int res) {
+    int64_t ws[4] = {O, depthwise ? 1 : C, K, K}, bs[1] = {O};
+    int in[3] = {x, chain_const(c, 4, ws), chain_const(c, 1, bs)};
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
+    a.strides[0] = a.strides[1] = stride;
+    a.dilations[0] = a.dilations[1] = dil;
+    memcpy(a.pads, pads, sizeof a.pads);
+    a.groups = depthwise ? C : 1;
+    int y = chain_tensor(c);
+    char name[16];
+    snprintf(name, sizeof name, "n%d", c->n++);
+    assert_int_equal(tether_ir_add_node(c->g, name, TETHER_OP_CONV2D, in, 3, &y, 1, &a, NULL), 0);
+    if (res >= 0) {
+        int ai[2] = {y, res}, s = chain_tensor(c);
+        snprintf(name, sizeof name, "n%d", c->n++);
+        assert_int_equal(tether_ir_add_node(c->g, name, TETHER_OP_ADD, ai, 2, &s, 1, NULL, NULL),
+                         0);
+        y = s;
+    }
+    if (act != TETHER_ACT_NONE) {
+        tether_ir_attrs r;
+        tether_op op = act == TETHER_ACT_RELU ? TETHER_OP_RELU : TETHER_OP_CLIP;
+        tether_ir_attrs_init(op, &r);
+        r.min = 0.0f;
+        r.max = 6.0f;
+        int z = chain_tensor(c);
+        snprintf(name, sizeof name, "n%d", c->n++);
+        assert_int_equal(tether_ir_add_node(c->g, name, op, &y, 1, &z, 1, &r, NULL), 0);
+        y = z;
+    }
+    return y;
+}
+
+static int chain_node(chain *c, tether_op op, const int *in, int n, const tether_ir_attrs *a) {
+    int y = chain_tensor(c);
+    char name[16];
+    snprintf(name, sizeof name, "n%d", c->n++);
+    assert_int_equal(tether_ir_add_node(c->g, name, op, in, n, &y, 1, a, NULL), 0);
+    return y;
+}
+
+static const int64_t P0[4] = {0, 0, 0, 0}, P1[4] = {1, 1, 1, 1}, PTF[4] = {0, 0, 1, 1},
+                     P2[4] = {2, 2, 2, 2}, PA[4] = {1, 2, 1, 0};
+
+/* which: 0 a DS-CNN-like net ending in global average pooling; 1 residuals, an unfused
+ * elementwise op and a plain graph output; 2 explicit Pad nodes, dilations, a 6-channel plain
+ * island; 3 the dense first conv on a 3-channel image, MobileNet-style strides. */
+static void build_chain(int which, tether_ir_graph *g) {
+    chain c = {g, 11u + (uint32_t)which, 0};
+    char name[16];
+    snprintf(name, sizeof name, "chain%d", which);
+    assert_int_equal(tether_ir_init(g, name), 0);
+    static const int64_t xs[4][4] = {{1, 1, 19, 10}, {1, 8, 9, 7}, {1, 4, 11, 13}, {1, 3, 23, 21}};
+    int x, y;
+    assert_int_equal(tether_ir_add_tensor(g, "x", TETHER_FLOAT32, 4, xs[which], &x), 0);
+    assert_int_equal(tether_ir_add_input(g, x), 0);
+    switch (which) {
+    case 0:
+        y = chain_conv(&c, x, 1, 16, 3, 2, P1, 1, 0, TETHER_ACT_RELU, -1);
+        y = chain_conv(&c, y, 16, 16, 3, 1, P1, 1, 1, TETHER_ACT_RELU, -1);
+        y = chain_conv(&c, y, 16, 24, 1, 1, P0, 1, 0, TETHER_ACT_NONE, -1);
+        y = chain_conv(&c, y, 24, 24, 3, 2, PTF, 1, 1, TETHER_ACT_CLIP, -1);
+        y = chain_conv(&c, y, 24, 20, 1, 1, P0, 1, 0, TETHER_ACT_RELU, -1);
+        y = chain_node(&c, TETHER_OP_GLOBAL_AVG_POOL, &y, 1, NULL);
+        break;
+    case 1: {
+        int a = chain_conv(&c, x, 8, 16, 1, 1, P0, 1, 0, TETHER_ACT_NONE, -1);
+        y = chain_conv(&c, a, 16, 16, 3, 1, P1, 1, 1, TETHER_ACT_CLIP, -1);
+        y = chain_conv(&c, y, 16, 16, 1, 1, P0, 1, 0, TETHER_ACT_NONE, a);
+        int b = chain_conv(&c, y, 16, 16, 3, 1, PA, 1, 0, TETHER_ACT_NONE, -1);
+        int in2[2] = {b, y};
+        y = chain_node(&c, TETHER_OP_ADD, in2, 2, NULL); /* both operands used twice: unfused */
+        int n2 = chain_node(&c, TETHER_OP_NEG, &y, 1, NULL);
+        int in3[2] = {n2, b};
+        y = chain_node(&c, TETHER_OP_SUB, in3, 2, NULL);
+        y = chain_conv(&c, y, 16, 12, 3, 1, P1, 1, 0, TETHER_ACT_NONE, -1); /* plain output */
+        break;
+    }
+    case 2: {
+        y = chain_conv(&c, x, 4, 8, 1, 1, P0, 1, 0, TETHER_ACT_RELU, -1);
+        tether_ir_attrs pa;
+        tether_ir_attrs_init(TETHER_OP_PAD, &pa);
+        pa.nints = 8;
+        memset(pa.ints, 0, sizeof pa.ints);
+        pa.ints[2] = 1;
+        pa.ints[3] = 2;
+        pa.ints[7] = 1;
+        pa.value = 0.25f;
+        y = chain_node(&c, TETHER_OP_PAD, &y, 1, &pa);
+        y = chain_conv(&c, y, 8, 8, 3, 1, P0, 1, 1, TETHER_ACT_NONE, -1);
+        y = chain_conv(&c, y, 8, 8, 3, 1, P2, 2, 0, TETHER_ACT_RELU, -1);
+        y = chain_conv(&c, y, 8, 6, 1, 1, P0, 1, 0, TETHER_ACT_NONE, -1);  /* 6: no block */
+        y = chain_conv(&c, y, 6, 6, 3, 1, P1, 1, 1, TETHER_ACT_RELU, -1);  /* plain depthwise */
+        y = chain_conv(&c, y, 6, 32, 1, 1, P0, 1, 0, TETHER_ACT_NONE, -1); /* plain -> blocked */
+        y = chain_conv(&c, y, 32, 32, 5, 2, P2, 1, 1, TETHER_ACT_RELU, -1);
+        y = chain_node(&c, TETHER_OP_GLOBAL_AVG_POOL, &y, 1, NULL);
+        break;
+    }
+    default:
+        y = chain_conv(&c, x, 3, 8, 3, 2, PTF, 1, 0, TETHER_ACT_CLIP, -1);
+        y = chain_conv(&c, y, 8, 8, 3, 1, P1, 1, 1, TETHER_ACT_CLIP, -1);
+        y = chain_conv(&c, y, 8, 16, 1, 1, P0, 1, 0, TETHER_ACT_CLIP, -1);
+        y = chain_conv(&c, y, 16, 16, 3, 2, PTF, 1, 1, TETHER_ACT_CLIP, -1);
+        y = chain_conv(&c, y, 16, 48, 1, 1, P0, 1, 0, TETHER_ACT_CLIP, -1);
+        y = chain_conv(&c, y, 48, 48, 3, 1, P1, 1, 1, TETHER_ACT_CLIP, -1);
+        y = chain_conv(&c, y, 48, 40, 3, 1, P1, 1, 0, TETHER_ACT_NONE, -1); /* dense 3x3 */
+        break;
+    }
+    assert_int_equal(tether_ir_add_output(g, y), 0);
+    if (tether_ir_infer(g)) {
+        fail_msg("%s: %s", name, tether_last_error());
+    }
+}
+
+static void test_chain(void **state) {
+    int which = (int)(intptr_t)*state;
+    /* vector_width, channel_block, nchwc_oc_vectors, nchwc_pixels, nchwc_dw_pixels */
+    static const int schedules[][5] = {
+        {16, -1, 0, 0, 4}, {8, -1, 0, 0, 4},   {4, -1, 0, 0, 4}, {16, 4, 3, 5, 3},
+        {16, 8, 1, 1, 1},  {8, -1, 8, 16, 16}, {16, 0, 0, 0, 4},
+    };
+    tether_ir_graph g;
+    build_chain(which, &g);
+    uint32_t seed = 5;
+    size_t in_n = tether_ir_tensor_elements(&g.tensors[g.inputs[0]]);
+    size_t on = tether_ir_tensor_elements(&g.tensors[g.outputs[0]]);
+    float *in = malloc(in_n * sizeof(float)), *ref = malloc(on * sizeof(float)),
+          *got = malloc(on * sizeof(float));
+    tt_fill(in, in_n, false, &seed);
+    const float *ins[1] = {in};
+    assert_int_equal(tether_interp_run(&g, ins, &ref), 0);
+    for (size_t k = 0; k < 2 * sizeof schedules / sizeof *schedules; k++) {
+        const int *kn = schedules[k / 2];
+        tether_schedule sc;
+        tether_schedule_init(&sc);
+        sc.vector_width = kn[0];
+        sc.channel_block = kn[1];
+        sc.nchwc_oc_vectors = kn[2];
+        sc.nchwc_pixels = kn[3];
+        sc.nchwc_dw_pixels = kn[4];
+        bool linked = k % 2 == 0;
+        for (size_t q = 0; q < on; q++) {
+            got[q] = -12345.0f;
+        }
+        char tag[64];
+        snprintf(tag, sizeof tag, "chain%d-%zu", which, k);
+        /* odd runs: the padding pass off, so padded blocked convs handle their borders */
+        int rc = tt_run_compiled_schedule(&g, tag, TETHER_ABI_UNPACKED, TETHER_INTERFACE_PACKED,
+                                          linked, &sc, linked ? 0 : -1, ins, &got);
+        if (rc) {
+            fail_msg("chain %d, schedule %zu: %s", which, k, tether_last_error());
+        }
+        double cl = tt_close(got, ref, on, 1e-5, 1e-4);
+        if (cl > 1.0) {
+            fail_msg("chain %d, vw %d channel_block %d oc_vectors %d pixels %d dw_pixels %d, %s: "
+                     "differs from the interpreter (%.3g x tolerance)",
+                     which, kn[0], kn[1], kn[2], kn[3], kn[4], linked ? "linked" : "blob", cl);
+        }
+    }
+    /* the blocked kernels are the ones that ran: the source says so (and not with blocking off) */
+    tether_memplan plan;
+    assert_int_equal(tether_memplan_build(&g, "greedy-size", &plan), 0);
+    tether_codegen_options o;
+    tether_codegen_options_init(&o);
+    o.schedule.vector_width = 16;
+    tether_codegen_output out;
+    assert_int_equal(tether_codegen_c(&g, &plan, &o, &out), 0);
+    assert_non_null(strstr(out.source, "channel-blocked"));
+    tether_codegen_output_close(&out);
+    o.schedule.channel_block = 0;
+    assert_int_equal(tether_codegen_c(&g, &plan, &o, &out), 0);
+    assert_null(strstr(out.source, "channel-blocked"));
+    tether_codegen_output_close(&out);
+    tether_memplan_close(&plan);
+    free(in);
+    free(ref);
+    free(got);
+    tether_ir_close(&g);
+}
+
 int main(void) {
     struct CMUnitTest tests[sizeof cases / sizeof *cases +
                             sizeof dense_cases / sizeof *dense_cases +
-                            sizeof matmul_cases / sizeof *matmul_cases + 1];
+                            sizeof matmul_cases / sizeof *matmul_cases + 5];
     size_t n = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         tests[n++] = (struct CMUnitTest){cases[i].name, test_case, NULL, NULL, (void *)&cases[i]};
@@ -415,6 +647,13 @@ int main(void) {
     for (size_t i = 0; i < sizeof matmul_cases / sizeof *matmul_cases; i++) {
         tests[n++] = (struct CMUnitTest){matmul_cases[i].name, test_matmul, NULL, NULL,
                                          (void *)&matmul_cases[i]};
+    }
+    static const char *const chain_names[4] = {"chain_dscnn_gap", "chain_residual_plain_out",
+                                               "chain_pad_dilation_plain_island",
+                                               "chain_mobilenet_image"};
+    for (int i = 0; i < 4; i++) {
+        tests[n++] =
+            (struct CMUnitTest){chain_names[i], test_chain, NULL, NULL, (void *)(intptr_t)i};
     }
     tests[n++] = (struct CMUnitTest){"knob_ranges", test_knob_ranges, NULL, NULL, NULL};
     return _cmocka_run_group_tests("schedules", tests, n, NULL, NULL);

@@ -192,6 +192,16 @@ typedef struct tether_schedule {
     int gemm_rows;        /* matmul: rows of A per register block (MR), 1..8; 0 (the default)
                              = 8 at vector width 16, else 4 */
     int gemm_col_vectors; /* matmul: vectors of columns per register block (NR), 1..4, default 2 */
+    int channel_block;    /* activations between convolutions in a channel-blocked layout
+                             (NCHW<b>c: b channels contiguous, b the widest of this, /2, /4 >= 4
+                             dividing the channel count): -1 (the default) = the vector width,
+                             0 = plain NCHW everywhere, else 4, 8 or 16 */
+    int nchwc_oc_vectors; /* channel-blocked conv2d: vectors of output channels per register
+                             block, 1..8; 0 (the default) = up to 4 */
+    int nchwc_pixels;     /* channel-blocked conv2d: output pixels per register block, 1..16; 0
+                             (the default) = 24 accumulators / nchwc_oc_vectors, at most 12 */
+    int nchwc_dw_pixels;  /* channel-blocked depthwise conv2d: output pixels per block, 1..16,
+                             default 4 */
 } tether_schedule;
 
 void tether_schedule_init(tether_schedule *s);

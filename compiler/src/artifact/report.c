@@ -40,6 +40,10 @@ char *tether__report_json_c(const tether_ir_graph *g, const tether_compile_optio
     cJSON_AddNumberToObject(js, "gemv_rows", sc->gemv_rows);
     cJSON_AddNumberToObject(js, "gemm_rows", sc->gemm_rows);
     cJSON_AddNumberToObject(js, "gemm_col_vectors", sc->gemm_col_vectors);
+    cJSON_AddNumberToObject(js, "channel_block", sc->channel_block);
+    cJSON_AddNumberToObject(js, "nchwc_oc_vectors", sc->nchwc_oc_vectors);
+    cJSON_AddNumberToObject(js, "nchwc_pixels", sc->nchwc_pixels);
+    cJSON_AddNumberToObject(js, "nchwc_dw_pixels", sc->nchwc_dw_pixels);
     cJSON_AddNumberToObject(r, "nodes_in", res->nnodes_in);
     cJSON_AddNumberToObject(r, "nodes_out", res->nnodes_out);
     cJSON_AddNumberToObject(r, "params_bytes", (double)cg->params_bytes);

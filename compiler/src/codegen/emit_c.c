@@ -86,7 +86,7 @@ static void c_string(tether__sbuf *b, const char *s) {
 
 /* Aliases need no code, and neither do nodes with an empty output (an extent of 0): inference
  * guarantees that their inputs are empty too. */
-static int node_has_function(const tether_ir_graph *g, const tether_ir_node *n) {
+int tether__c_node_has_function(const tether_ir_graph *g, const tether_ir_node *n) {
     const tether_ir_tensor *o = &g->tensors[n->outputs[0]];
     return !(tether__ir_is_alias_op(n->op) && o->alias_of >= 0) && tether_ir_tensor_elements(o) > 0;
 }
@@ -517,6 +517,10 @@ void tether_schedule_init(tether_schedule *s) {
     s->gemv_rows = 4;
     s->gemm_rows = 0;
     s->gemm_col_vectors = 2;
+    s->channel_block = -1;
+    s->nchwc_oc_vectors = 0;
+    s->nchwc_pixels = 0;
+    s->nchwc_dw_pixels = 4;
 }
 
 void tether_codegen_options_init(tether_codegen_options *o) {
@@ -582,7 +586,8 @@ static void emit_graph(em *e) {
             const tether_ir_node *nd = &g->nodes[k];
             for (int j = 0; j <= nd->ninputs && !used; j++) {
                 int u = j < nd->ninputs ? nd->inputs[j] : nd->outputs[0];
-                used = u >= 0 && (u == t || T(e, u)->alias_of == t) && node_has_function(g, nd);
+                used = u >= 0 && (u == t || T(e, u)->alias_of == t) &&
+                       tether__c_node_has_function(g, nd);
             }
         }
         if (!used) {
@@ -596,7 +601,7 @@ static void emit_graph(em *e) {
     }
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *nd = &g->nodes[i];
-        if (!node_has_function(g, nd)) {
+        if (!tether__c_node_has_function(g, nd)) {
             if (tether_ir_tensor_elements(T(e, nd->outputs[0])) == 0) {
                 line(e, "/* %s: %s is empty (no code) */", tether__cg_comment_text(nd->name),
                      tether__cg_comment_text(T(e, nd->outputs[0])->name));
@@ -659,13 +664,21 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     if (sc->conv_oc_block < 0 || sc->conv_oc_block > 8 || sc->conv_col_vectors < 1 ||
         sc->conv_col_vectors > 4 || sc->dw_col_vectors < 1 || sc->dw_col_vectors > 8 ||
         sc->gemv_rows < 1 || sc->gemv_rows > 8 || sc->gemm_rows < 0 || sc->gemm_rows > 8 ||
-        sc->gemm_col_vectors < 1 || sc->gemm_col_vectors > 4) {
+        sc->gemm_col_vectors < 1 || sc->gemm_col_vectors > 4 ||
+        (sc->channel_block != -1 && sc->channel_block != 0 && sc->channel_block != 4 &&
+         sc->channel_block != 8 && sc->channel_block != 16) ||
+        sc->nchwc_oc_vectors < 0 || sc->nchwc_oc_vectors > 8 || sc->nchwc_pixels < 0 ||
+        sc->nchwc_pixels > 16 || sc->nchwc_dw_pixels < 1 || sc->nchwc_dw_pixels > 16) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "schedule conv_oc_block %d (0..8), conv_col_vectors %d (1..4), "
                                 "dw_col_vectors %d (1..8), gemv_rows %d (1..8), gemm_rows %d "
-                                "(0..8), gemm_col_vectors %d (1..4) out of range",
+                                "(0..8), gemm_col_vectors %d (1..4), channel_block %d (-1, 0, "
+                                "4, 8, 16), nchwc_oc_vectors %d (0..8), nchwc_pixels %d "
+                                "(0..16), nchwc_dw_pixels %d (1..16) out of range",
                                 sc->conv_oc_block, sc->conv_col_vectors, sc->dw_col_vectors,
-                                sc->gemv_rows, sc->gemm_rows, sc->gemm_col_vectors);
+                                sc->gemv_rows, sc->gemm_rows, sc->gemm_col_vectors,
+                                sc->channel_block, sc->nchwc_oc_vectors, sc->nchwc_pixels,
+                                sc->nchwc_dw_pixels);
     }
     int limit = o->abi == TETHER_ABI_UNPACKED ? TETHER_MAX_UNPACKED_ARGS : TETHER_MAX_ARGS;
     if (g->ninputs + g->noutputs > limit) {
@@ -745,6 +758,9 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         int na = node_nargs(&g->nodes[i]);
         e.max_args = na > e.max_args ? na : e.max_args;
     }
+    if ((rc = tether__c_layouts(&e))) {
+        goto out;
+    }
     /* params layout */
     size_t poff = 0;
     for (int i = 0; i < g->ntensors; i++) {
@@ -769,7 +785,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         }
         for (int i = 0; i < g->ntensors; i++) {
             if (g->tensors[i].kind == TETHER_TENSOR_CONSTANT && g->tensors[i].nbytes) {
-                memcpy(out->params + e.poff[i], g->tensors[i].data, g->tensors[i].nbytes);
+                memcpy(out->params + e.poff[i], tether__c_tensor_data(&e, i), g->tensors[i].nbytes);
             }
         }
         out->params_bytes = poff;
@@ -787,7 +803,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         }
     }
     for (int i = 0; i < g->nnodes; i++) {
-        if (node_has_function(g, &g->nodes[i]) &&
+        if (tether__c_node_has_function(g, &g->nodes[i]) &&
             (rc = add_func(out, e.fname[i], o->abi, node_nargs(&g->nodes[i])))) {
             goto out;
         }
@@ -805,9 +821,9 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
             for (int k = 0; k < g->nnodes && !referenced; k++) {
                 const tether_ir_node *nd = &g->nodes[k];
                 for (int j = 0; j < nd->ninputs && !referenced; j++) {
-                    referenced = nd->inputs[j] == i && node_has_function(g, nd);
+                    referenced = nd->inputs[j] == i && tether__c_node_has_function(g, nd);
                 }
-                referenced |= nd->outputs[0] == i && node_has_function(g, nd);
+                referenced |= nd->outputs[0] == i && tether__c_node_has_function(g, nd);
             }
             if (!referenced) {
                 continue; /* only in nodes without code (empty tensors, constants folded away) */
@@ -840,7 +856,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
             tether__shape_text(sh, sizeof sh, t->shape, t->ndim);
             tether__sbuf_printf(&e.s, "/* %s %s */\n", tether__cg_comment_text(t->name), sh);
             snprintf(name, sizeof name, "%s_w_%s", P, e.cname[i]);
-            emit_float_array(&e, name, t->data, tether_ir_tensor_elements(t));
+            emit_float_array(&e, name, tether__c_tensor_data(&e, i), tether_ir_tensor_elements(t));
         }
         if (any) {
             tether__sbuf_puts(&e.s, "\n");
@@ -852,7 +868,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
                             out->params_bytes, P, P);
     }
     for (int i = 0; i < g->nnodes; i++) {
-        if (node_has_function(g, &g->nodes[i])) {
+        if (tether__c_node_has_function(g, &g->nodes[i])) {
             emit_op_function(&e, i);
         }
     }
@@ -1069,6 +1085,7 @@ out:
     free(e.fname);
     free(e.kname);
     free(e.poff);
+    tether__c_layouts_free(&e);
     free(tn);
     free(nnm);
     free(fbase);

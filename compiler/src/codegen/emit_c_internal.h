@@ -36,6 +36,8 @@ typedef struct em {
     int max_args;
     int vw;               /* the schedule's vector width, resolved: 0 = scalar kernels */
     int conv_mr, gemm_mr; /* conv_oc_block and gemm_rows, resolved */
+    int *cb;              /* per tensor: channel block of its layout, 0 = plain (emit_c_nchwc.c) */
+    float **wdata;        /* per tensor: repacked constant data, NULL = the tensor's own */
 } em;
 
 static inline void line(em *e, const char *fmt, ...)
@@ -98,5 +100,17 @@ int tether__c_dense_blocked(em *e, const tether_ir_node *nd, const kargs *k,
                             void (*value)(const tether_ir_node *, const em *, const kargs *,
                                           const char *, const char *, const char *, char *,
                                           size_t));
+
+/* Whether node n has a function (aliases and empty outputs have none). */
+int tether__c_node_has_function(const tether_ir_graph *g, const tether_ir_node *n);
+
+/* emit_c_nchwc.c: picks every tensor's layout (e->cb) and repacks the weights of the convs that
+ * touch a blocked tensor (e->wdata); tether__c_layouts_free releases both. */
+int tether__c_layouts(em *e);
+void tether__c_layouts_free(em *e);
+/* A constant's data as the module stores it (repacked or the tensor's own). */
+const void *tether__c_tensor_data(const em *e, int t);
+/* Emits nd's kernel body when one of its tensors is channel-blocked (1), else 0. */
+int tether__c_blocked_body(em *e, const tether_ir_node *nd, const kargs *k);
 
 #endif /* TETHER_CODEGEN_EMIT_C_INTERNAL_H */

@@ -983,6 +983,9 @@ static void k_resize(em *e, const tether_ir_node *nd, const kargs *k) {
 }
 
 void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
+    if (tether__c_blocked_body(e, nd, k)) {
+        return;
+    }
     switch (nd->op) {
     case TETHER_OP_CONV2D:
         k_conv2d(e, nd, k);
