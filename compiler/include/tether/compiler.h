@@ -199,9 +199,9 @@ typedef struct tether_schedule {
     int nchwc_oc_vectors; /* channel-blocked conv2d: vectors of output channels per register
                              block, 1..8; 0 (the default) = up to 4 */
     int nchwc_pixels;     /* channel-blocked conv2d: output pixels per register block, 1..16; 0
-                             (the default) = 24 accumulators / nchwc_oc_vectors, at most 12 */
+                             (the default) = 16 accumulators / nchwc_oc_vectors, at most 8 */
     int nchwc_dw_pixels;  /* channel-blocked depthwise conv2d: output pixels per block, 1..16,
-                             default 4 */
+                             default 8 */
 } tether_schedule;
 
 void tether_schedule_init(tether_schedule *s);

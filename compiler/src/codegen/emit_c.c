@@ -141,6 +141,17 @@ static void op_comment(em *e, const tether_ir_node *nd) {
             tether__sbuf_printf(&e->s, ", groups %lld", (long long)a->groups);
         }
     }
+    for (int i = 0; i <= nd->ninputs; i++) {
+        int t = i < nd->ninputs ? nd->inputs[i] : nd->outputs[0];
+        if (t >= 0 && e->cb && e->cb[t]) {
+            tether__sbuf_printf(&e->s, "\n * layout: %s NCHW%dc (channel-blocked)",
+                                tether__cg_comment_text(T(e, t)->name), e->cb[t]);
+        }
+        if (t >= 0 && e->wdata && e->wdata[t]) {
+            tether__sbuf_printf(&e->s, "\n * layout: %s repacked for vectors of output channels",
+                                tether__cg_comment_text(T(e, t)->name));
+        }
+    }
     if (a->has_residual) {
         tether__sbuf_printf(&e->s, "\n * epilogue: + residual");
     }
@@ -520,7 +531,7 @@ void tether_schedule_init(tether_schedule *s) {
     s->channel_block = -1;
     s->nchwc_oc_vectors = 0;
     s->nchwc_pixels = 0;
-    s->nchwc_dw_pixels = 4;
+    s->nchwc_dw_pixels = 8;
 }
 
 void tether_codegen_options_init(tether_codegen_options *o) {

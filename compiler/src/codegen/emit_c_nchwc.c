@@ -604,7 +604,7 @@ static int conv_blocked(em *e, const tether_ir_node *nd, const kargs *k) {
         if (J > nvec) {
             J = (int)nvec;
         }
-        R = sc->nchwc_pixels ? sc->nchwc_pixels : 24 / J > 12 ? 12 : 24 / J;
+        R = sc->nchwc_pixels ? sc->nchwc_pixels : 16 / J > 8 ? 8 : 16 / J;
     }
     long long full = nvec / J * J;
     line(e,
