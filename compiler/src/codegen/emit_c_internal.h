@@ -88,6 +88,19 @@ void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_store(em *e, const tether_ir_attrs *a, const char *o, const char *r, const char *idx,
                      const char *val);
 
+/* The geometry of one conv2d as the blocked kernels see it (a 1x1 stride-1 unpadded conv as a
+ * matrix product over the flattened plane: H = OH = 1). */
+typedef struct conv_geo {
+    long long N, C, O, G, CG, OG;
+    long long H, W, OH, OW; /* input and output planes */
+    long long KH, KW, SH, SW, DH, DW, PT, PL;
+    int rows_checked; /* some kernel row can fall into the top/bottom padding */
+    long long lo, hi; /* columns whose whole window is inside the input row */
+    const char *bias; /* bias parameter name or NULL */
+} conv_geo;
+
+void tether__c_conv_geo(const em *e, const tether_ir_node *nd, const kargs *k, conv_geo *g);
+
 /* emit_c_schedules.c: the register-blocked conv2d (e->vw > 0). Returns 1 when it emitted nd's
  * kernel body, 0 when the scalar kernel should (nothing emitted). */
 int tether__c_conv2d_blocked(em *e, const tether_ir_node *nd, const kargs *k);

@@ -101,59 +101,12 @@ static int pad_ok(const em *e, const tether_ir_node *nd) {
     return 1;
 }
 
-static int is_unary(tether_op op) {
-    switch (op) {
-    case TETHER_OP_RELU:
-    case TETHER_OP_LEAKY_RELU:
-    case TETHER_OP_CLIP:
-    case TETHER_OP_SIGMOID:
-    case TETHER_OP_TANH:
-    case TETHER_OP_HARD_SIGMOID:
-    case TETHER_OP_HARD_SWISH:
-    case TETHER_OP_EXP:
-    case TETHER_OP_LOG:
-    case TETHER_OP_SQRT:
-    case TETHER_OP_NEG:
-    case TETHER_OP_ABS:
-        return 1;
-    case TETHER_OP_CONV2D:
-    case TETHER_OP_DENSE:
-    case TETHER_OP_MATMUL:
-    case TETHER_OP_ADD:
-    case TETHER_OP_SUB:
-    case TETHER_OP_MUL:
-    case TETHER_OP_DIV:
-    case TETHER_OP_POW:
-    case TETHER_OP_PRELU:
-    case TETHER_OP_SOFTMAX:
-    case TETHER_OP_LOG_SOFTMAX:
-    case TETHER_OP_MAX_POOL:
-    case TETHER_OP_AVG_POOL:
-    case TETHER_OP_GLOBAL_AVG_POOL:
-    case TETHER_OP_GLOBAL_MAX_POOL:
-    case TETHER_OP_RESHAPE:
-    case TETHER_OP_FLATTEN:
-    case TETHER_OP_SQUEEZE:
-    case TETHER_OP_UNSQUEEZE:
-    case TETHER_OP_TRANSPOSE:
-    case TETHER_OP_CONCAT:
-    case TETHER_OP_PAD:
-    case TETHER_OP_BATCH_NORM:
-    case TETHER_OP_LAYER_NORM:
-    case TETHER_OP_REDUCE_MEAN:
-    case TETHER_OP_RESIZE_NEAREST:
-        break;
-    }
-    return 0;
-}
-
 /* Elementwise: a unary op, or a binary one whose operands all have the output's shape (the
  * kernels index every operand linearly, so any common layout works). */
 static int elementwise(const em *e, const tether_ir_node *nd) {
     const tether_ir_tensor *y = T(e, nd->outputs[0]);
-    int binary = nd->op == TETHER_OP_ADD || nd->op == TETHER_OP_SUB || nd->op == TETHER_OP_MUL ||
-                 nd->op == TETHER_OP_DIV || nd->op == TETHER_OP_POW;
-    if (!binary && !is_unary(nd->op)) {
+    const tether__op_info *info = tether__op_info_of(nd->op);
+    if (!info || (info->kind != TETHER__OPK_BINARY && info->kind != TETHER__OPK_UNARY)) {
         return 0;
     }
     for (int i = 0; i < nd->ninputs; i++) {
@@ -361,13 +314,11 @@ static void vtypes(em *e, int b) {
 }
 
 typedef struct bconv {
+    conv_geo g;
     const tether_ir_node *nd;
     const kargs *k;
     int kind;
-    long long N, C, H, W, O, OH, OW, KH, KW, SH, SW, DH, DW, PT, PL;
-    int cbi, cbo, b;  /* input block (1: plain), output block (0: plain), vector width */
-    int rows_checked; /* a kernel row may fall into the top/bottom padding */
-    long long lo, hi; /* columns whose whole window lies inside the input row */
+    int cbi, cbo, b; /* input block (1: plain), output block (0: plain), vector width */
 } bconv;
 
 /* Accumulators a<r>_<j> (pixel r, output-channel vector j) start at the bias or 0. */
@@ -389,13 +340,13 @@ static void bacc_init(em *e, const bconv *c, int R, int J) {
 static void bacc_store(em *e, const bconv *c, int R, int J) {
     const kargs *k = c->k;
     const tether_ir_attrs *a = &c->nd->attrs;
-    long long plane = c->OH * c->OW;
+    long long plane = c->g.OH * c->g.OW;
     for (int j = 0; j < J; j++) {
         line(e, "{");
         e->depth++;
         if (c->cbo) {
             line(e, "const long long at = ((n * %lld + ob + %d) * %lld + oh * %lld + ow) * %d;",
-                 c->O / c->b, j, plane, c->OW, c->b);
+                 c->g.O / c->b, j, plane, c->g.OW, c->b);
             line(e, "float *restrict yq = %s + at;", k->out);
             if (k->res) {
                 line(e, "const float *restrict rq = %s + at;", k->res);
@@ -410,7 +361,7 @@ static void bacc_store(em *e, const bconv *c, int R, int J) {
             }
         } else {
             line(e, "const long long at = (n * %lld + (ob + %d) * %d) * %lld + oh * %lld + ow;",
-                 c->O, j, c->b, plane, c->OW);
+                 c->g.O, j, c->b, plane, c->g.OW);
             line(e, "float *restrict yq = %s + at;", k->out);
             if (k->res) {
                 line(e, "const float *restrict rq = %s + at;", k->res);
@@ -430,41 +381,41 @@ static void bacc_store(em *e, const bconv *c, int R, int J) {
 
 /* The row loop over kernel rows: `ih` valid or skipped. */
 static void krow(em *e, const bconv *c) {
-    loop(e, "kh", c->KH);
-    line(e, "const int ih = ih0 + kh * %lld;", c->DH);
-    if (c->rows_checked) {
-        line(e, "if (ih < 0 || ih >= %lld) {", c->H);
+    loop(e, "kh", c->g.KH);
+    line(e, "const int ih = ih0 + kh * %lld;", c->g.DH);
+    if (c->g.rows_checked) {
+        line(e, "if (ih < 0 || ih >= %lld) {", c->g.H);
         line(e, "    continue;");
         line(e, "}");
     }
-    loop(e, "kw", c->KW);
+    loop(e, "kw", c->g.KW);
 }
 
 /* Dense conv block: J vectors of output channels from ob x R pixels from (oh, ow). `checked`:
  * a one-pixel block whose taps may fall outside the row. */
 static void dense_block(em *e, const bconv *c, int R, int J, int checked) {
-    long long ncb = c->C / c->cbi;
+    long long ncb = c->g.C / c->cbi;
     bacc_init(e, c, R, J);
     krow(e, c);
-    line(e, "const int iw = ow * %lld - %lld + kw * %lld;", c->SW, c->PL, c->DW);
+    line(e, "const int iw = ow * %lld - %lld + kw * %lld;", c->g.SW, c->g.PL, c->g.DW);
     if (checked) {
-        line(e, "if (iw < 0 || iw >= %lld) {", c->W);
+        line(e, "if (iw < 0 || iw >= %lld) {", c->g.W);
         line(e, "    continue;");
         line(e, "}");
     }
-    line(e, "const float *restrict xk = xn + ((long long)ih * %lld + iw) * %d;", c->W, c->cbi);
-    line(e, "const float *restrict wk = wb + (kh * %lld + kw) * %lld;", c->KW, c->C * c->b);
+    line(e, "const float *restrict xk = xn + ((long long)ih * %lld + iw) * %d;", c->g.W, c->cbi);
+    line(e, "const float *restrict wk = wb + (kh * %lld + kw) * %lld;", c->g.KW, c->g.C * c->b);
     line(e, "for (int icb = 0; icb < %lld; ++icb) {", ncb);
     e->depth++;
-    line(e, "const float *restrict xc = xk + (long long)icb * %lld;", c->H * c->W * c->cbi);
+    line(e, "const float *restrict xc = xk + (long long)icb * %lld;", c->g.H * c->g.W * c->cbi);
     line(e, "const float *restrict wc = wk + icb * %d;", c->cbi * c->b);
     loop(e, "ici", c->cbi);
     for (int j = 0; j < J; j++) {
         line(e, "const tg_v w%d = *(const tg_vu *)(wc + ici * %d + %lld);", j, c->b,
-             (long long)j * c->KH * c->KW * c->C * c->b);
+             (long long)j * c->g.KH * c->g.KW * c->g.C * c->b);
     }
     for (int r = 0; r < R; r++) {
-        line(e, "const float x%d = xc[%lld + ici];", r, (long long)r * c->SW * c->cbi);
+        line(e, "const float x%d = xc[%lld + ici];", r, (long long)r * c->g.SW * c->cbi);
         for (int j = 0; j < J; j++) {
             line(e, "a%d_%d += x%d * w%d;", r, j, r, j);
         }
@@ -480,16 +431,16 @@ static void dense_block(em *e, const bconv *c, int R, int J, int checked) {
 static void dw_block(em *e, const bconv *c, int R, int checked) {
     bacc_init(e, c, R, 1);
     krow(e, c);
-    line(e, "const int iw = ow * %lld - %lld + kw * %lld;", c->SW, c->PL, c->DW);
+    line(e, "const int iw = ow * %lld - %lld + kw * %lld;", c->g.SW, c->g.PL, c->g.DW);
     if (checked) {
-        line(e, "if (iw < 0 || iw >= %lld) {", c->W);
+        line(e, "if (iw < 0 || iw >= %lld) {", c->g.W);
         line(e, "    continue;");
         line(e, "}");
     }
-    line(e, "const tg_v w0 = *(const tg_vu *)(wb + (kh * %lld + kw) * %d);", c->KW, c->b);
-    line(e, "const float *restrict xk = xn + ((long long)ih * %lld + iw) * %d;", c->W, c->b);
+    line(e, "const tg_v w0 = *(const tg_vu *)(wb + (kh * %lld + kw) * %d);", c->g.KW, c->b);
+    line(e, "const float *restrict xk = xn + ((long long)ih * %lld + iw) * %d;", c->g.W, c->b);
     for (int r = 0; r < R; r++) {
-        line(e, "a%d_0 += *(const tg_vu *)(xk + %lld) * w0;", r, (long long)r * c->SW * c->b);
+        line(e, "a%d_0 += *(const tg_vu *)(xk + %lld) * w0;", r, (long long)r * c->g.SW * c->b);
     }
     close_block(e);
     close_block(e);
@@ -507,7 +458,7 @@ static void any_block(em *e, const bconv *c, int R, int J, int checked) {
 /* One output row of J channel vectors: interior blocks of R pixels, the interior's remainder
  * one pixel at a time, border pixels checked. */
 static void brow(em *e, const bconv *c, int R, int J) {
-    long long lo = c->lo, hi = c->hi;
+    long long lo = c->g.lo, hi = c->g.hi;
     long long vend = lo + (hi - lo) / R * R;
     if (vend > lo) {
         line(e, "for (int ow = %lld; ow < %lld; ow += %d) {", lo, vend, R);
@@ -521,7 +472,7 @@ static void brow(em *e, const bconv *c, int R, int J) {
         any_block(e, c, 1, J, 0);
         close_block(e);
     }
-    long long seg[2][2] = {{0, lo}, {hi, c->OW}};
+    long long seg[2][2] = {{0, lo}, {hi, c->g.OW}};
     for (int s = 0; s < 2; s++) {
         if (seg[s][1] > seg[s][0]) {
             line(e, "for (int ow = %lld; ow < %lld; ++ow) {", seg[s][0], seg[s][1]);
@@ -535,16 +486,17 @@ static void brow(em *e, const bconv *c, int R, int J) {
 /* Every output row for channel vectors ob .. ob+J-1. */
 static void bchannels(em *e, const bconv *c, int R, int J) {
     if (c->kind == CONV_DEPTHWISE) {
-        line(e, "const float *restrict xn = %s + (n * %lld + ob) * %lld;", c->k->in[0], c->C / c->b,
-             c->H * c->W * c->b);
-        line(e, "const float *restrict wb = %s + ob * %lld;", c->k->in[1], c->KH * c->KW * c->b);
-    } else {
-        line(e, "const float *restrict xn = %s + n * %lld;", c->k->in[0], c->C * c->H * c->W);
+        line(e, "const float *restrict xn = %s + (n * %lld + ob) * %lld;", c->k->in[0],
+             c->g.C / c->b, c->g.H * c->g.W * c->b);
         line(e, "const float *restrict wb = %s + ob * %lld;", c->k->in[1],
-             c->KH * c->KW * c->C * c->b);
+             c->g.KH * c->g.KW * c->b);
+    } else {
+        line(e, "const float *restrict xn = %s + n * %lld;", c->k->in[0], c->g.C * c->g.H * c->g.W);
+        line(e, "const float *restrict wb = %s + ob * %lld;", c->k->in[1],
+             c->g.KH * c->g.KW * c->g.C * c->b);
     }
-    loop(e, "oh", c->OH);
-    line(e, "const int ih0 = oh * %lld - %lld;", c->SH, c->PT);
+    loop(e, "oh", c->g.OH);
+    line(e, "const int ih0 = oh * %lld - %lld;", c->g.SH, c->g.PT);
     brow(e, c, R, J);
     close_block(e);
 }
@@ -555,49 +507,16 @@ static int conv_blocked(em *e, const tether_ir_node *nd, const kargs *k) {
     if (kind == CONV_NO || (!e->cb[xi] && !e->cb[yi])) {
         return 0;
     }
-    const tether_ir_attrs *a = &nd->attrs;
-    const tether_ir_tensor *x = T(e, xi), *y = T(e, yi);
     const tether_schedule *sc = &e->o->schedule;
     bconv c;
-    memset(&c, 0, sizeof c);
+    tether__c_conv_geo(e, nd, k, &c.g);
     c.nd = nd;
     c.k = k;
     c.kind = kind;
-    c.N = x->shape[0];
-    c.C = x->shape[1];
-    c.H = x->shape[2];
-    c.W = x->shape[3];
-    c.O = y->shape[1];
-    c.OH = y->shape[2];
-    c.OW = y->shape[3];
-    c.KH = a->kernel[0];
-    c.KW = a->kernel[1];
-    c.SH = a->strides[0];
-    c.SW = a->strides[1];
-    c.DH = a->dilations[0];
-    c.DW = a->dilations[1];
-    c.PT = a->pads[0];
-    c.PL = a->pads[1];
     c.cbi = e->cb[xi] ? e->cb[xi] : 1;
     c.cbo = e->cb[yi];
-    c.b = block_for(e, c.O);
-    int padded = a->pads[0] || a->pads[1] || a->pads[2] || a->pads[3];
-    if (c.KH == 1 && c.KW == 1 && c.SH == 1 && c.SW == 1 && !padded) {
-        c.W = c.H * c.W; /* a matrix product over the flattened plane */
-        c.H = 1;
-        c.OW = c.OH * c.OW;
-        c.OH = 1;
-    }
-    c.rows_checked = c.PT > 0 || (c.OH - 1) * c.SH - c.PT + (c.KH - 1) * c.DH >= c.H;
-    long long num = c.W - 1 - (c.KW - 1) * c.DW + c.PL;
-    c.lo = (c.PL + c.SW - 1) / c.SW;
-    c.hi = num < 0 ? 0 : num / c.SW + 1;
-    c.lo = c.lo > c.OW ? c.OW : c.lo;
-    c.hi = c.hi > c.OW ? c.OW : c.hi;
-    if (c.hi < c.lo) {
-        c.hi = c.lo;
-    }
-    long long nvec = c.O / c.b;
+    c.b = block_for(e, c.g.O);
+    long long nvec = c.g.O / c.b;
     int J = 1, R = sc->nchwc_dw_pixels;
     if (kind == CONV_DENSE) {
         J = sc->nchwc_oc_vectors ? sc->nchwc_oc_vectors : 4;
@@ -613,7 +532,7 @@ static int conv_blocked(em *e, const tether_ir_node *nd, const kargs *k) {
          kind == CONV_DEPTHWISE ? "depthwise" : "dense", c.cbi > 1 ? "blocked" : "plain",
          c.cbo ? "blocked" : "plain", J, J == 1 ? "" : "s", c.b, R, R == 1 ? "" : "s");
     vtypes(e, c.b);
-    loop(e, "n", c.N);
+    loop(e, "n", c.g.N);
     line(e, "for (int ob = 0; ob < %lld; ob += %d) {", full, J);
     e->depth++;
     bchannels(e, &c, R, J);

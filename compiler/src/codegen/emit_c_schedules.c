@@ -55,16 +55,6 @@ static long long narrow_tails(em *e, long long pos, long long end, const char *v
     return pos;
 }
 
-/* The geometry of one conv2d as the blocked kernel sees it. */
-typedef struct conv_geo {
-    long long N, C, O, G, CG, OG;
-    long long H, W, OH, OW; /* input and output planes (a flattened 1x1 conv: 1 x H*W) */
-    long long KH, KW, SH, SW, DH, DW, PT, PL;
-    int rows_checked; /* some kernel row can fall into the top/bottom padding */
-    long long lo, hi; /* columns whose whole window is inside the input row */
-    const char *bias; /* bias parameter name or NULL */
-} conv_geo;
-
 /* After a block is stored at yq (n floats): yq[q] = act(yq[q] (+ rq[q])). */
 static void block_epilogue(em *e, const tether_ir_node *nd, const kargs *k, long long n) {
     if (nd->attrs.act == TETHER_ACT_NONE && !k->res) {
@@ -356,51 +346,57 @@ static void conv_channels(em *e, const tether_ir_node *nd, const kargs *k, const
     close_block(e);
 }
 
-int tether__c_conv2d_blocked(em *e, const tether_ir_node *nd, const kargs *k) {
+void tether__c_conv_geo(const em *e, const tether_ir_node *nd, const kargs *k, conv_geo *g) {
     const tether_ir_attrs *a = &nd->attrs;
     const tether_ir_tensor *x = T(e, nd->inputs[0]), *y = T(e, nd->outputs[0]);
+    memset(g, 0, sizeof *g);
+    g->N = x->shape[0];
+    g->C = x->shape[1];
+    g->H = x->shape[2];
+    g->W = x->shape[3];
+    g->O = y->shape[1];
+    g->OH = y->shape[2];
+    g->OW = y->shape[3];
+    g->KH = a->kernel[0];
+    g->KW = a->kernel[1];
+    g->G = a->groups;
+    g->CG = g->C / g->G;
+    g->OG = g->O / g->G;
+    g->SH = a->strides[0];
+    g->SW = a->strides[1];
+    g->DH = a->dilations[0];
+    g->DW = a->dilations[1];
+    g->PT = a->pads[0];
+    g->PL = a->pads[1];
+    g->bias = k->in[2];
+    int padded = a->pads[0] || a->pads[1] || a->pads[2] || a->pads[3];
+    if (g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && !padded) { /* a matrix product */
+        g->W = g->H * g->W;
+        g->H = 1;
+        g->OW = g->OH * g->OW;
+        g->OH = 1;
+    }
+    /* rows: a kernel row may fall outside when padded or dilated past the input */
+    g->rows_checked = g->PT > 0 || (g->OH - 1) * g->SH - g->PT + (g->KH - 1) * g->DH >= g->H;
+    long long num = g->W - 1 - (g->KW - 1) * g->DW + g->PL;
+    g->lo = (g->PL + g->SW - 1) / g->SW;
+    g->hi = num < 0 ? 0 : num / g->SW + 1;
+    g->lo = g->lo > g->OW ? g->OW : g->lo;
+    g->hi = g->hi > g->OW ? g->OW : g->hi;
+    if (g->hi < g->lo) {
+        g->hi = g->lo;
+    }
+}
+
+int tether__c_conv2d_blocked(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_attrs *a = &nd->attrs;
     const tether_schedule *sc = &e->o->schedule;
     if (e->vw <= 0) {
         return 0;
     }
     conv_geo c;
-    memset(&c, 0, sizeof c);
-    c.N = x->shape[0];
-    c.C = x->shape[1];
-    c.H = x->shape[2];
-    c.W = x->shape[3];
-    c.O = y->shape[1];
-    c.OH = y->shape[2];
-    c.OW = y->shape[3];
-    c.KH = a->kernel[0];
-    c.KW = a->kernel[1];
-    c.G = a->groups;
-    c.CG = c.C / c.G;
-    c.OG = c.O / c.G;
-    c.SH = a->strides[0];
-    c.SW = a->strides[1];
-    c.DH = a->dilations[0];
-    c.DW = a->dilations[1];
-    c.PT = a->pads[0];
-    c.PL = a->pads[1];
-    c.bias = k->in[2];
+    tether__c_conv_geo(e, nd, k, &c);
     int padded = a->pads[0] || a->pads[1] || a->pads[2] || a->pads[3];
-    if (c.KH == 1 && c.KW == 1 && c.SH == 1 && c.SW == 1 && !padded) { /* a matrix product */
-        c.W = c.H * c.W;
-        c.H = 1;
-        c.OW = c.OH * c.OW;
-        c.OH = 1;
-    }
-    /* rows: a kernel row may fall outside when padded or dilated past the input */
-    c.rows_checked = c.PT > 0 || (c.OH - 1) * c.SH - c.PT + (c.KH - 1) * c.DH >= c.H;
-    long long num = c.W - 1 - (c.KW - 1) * c.DW + c.PL;
-    c.lo = (c.PL + c.SW - 1) / c.SW;
-    c.hi = num < 0 ? 0 : num / c.SW + 1;
-    c.lo = c.lo > c.OW ? c.OW : c.lo;
-    c.hi = c.hi > c.OW ? c.OW : c.hi;
-    if (c.hi < c.lo) {
-        c.hi = c.lo;
-    }
     /* rows with a vector of interior columns: blocks along rows; else, without padding, a
      * plane of at least a vector: blocks over the flattened plane; else the scalar kernel */
     int plane = 0;
