@@ -25,8 +25,9 @@
 #define OCL_MAX_IO   4096
 #define OCL_MAX_ARGS 64
 
-enum { K_INPUT, K_OUTPUT, K_WORKSPACE, K_PARAMS, K_IMAGE };
-static const char *const kind_names[] = {"input", "output", "workspace", "params", "weight_image"};
+enum { K_INPUT, K_OUTPUT, K_WORKSPACE, K_PARAMS, K_IMAGE, K_TEXTURE };
+static const char *const kind_names[] = {"input",  "output",       "workspace",
+                                         "params", "weight_image", "texture"};
 
 typedef struct ocl_mem {
     char name[128];
@@ -188,23 +189,25 @@ static int parse_mems(tether__ocl_artifact *a, const cJSON *arr) {
         }
         snprintf(m->name, sizeof m->name, "%s", nm->valuestring);
         m->kind = -1;
-        for (int k = 0; cJSON_IsString(kd) && k < 5; k++) {
+        for (int k = 0; cJSON_IsString(kd) && k < 6; k++) {
             if (strcmp(kd->valuestring, kind_names[k]) == 0) {
                 m->kind = k;
             }
         }
         if (m->kind < 0) {
             return bad(a,
-                       "memory %d ('%s'): kind must be input, output, workspace, params or "
-                       "weight_image",
+                       "memory %d ('%s'): kind must be input, output, workspace, params, "
+                       "weight_image or texture",
                        i, m->name);
         }
+        tether_scope want = m->kind == K_IMAGE     ? TETHER_SCOPE_TEXTURE_WEIGHT
+                            : m->kind == K_TEXTURE ? TETHER_SCOPE_TEXTURE
+                                                   : TETHER_SCOPE_GLOBAL;
         if (!cJSON_IsString(sc) || tether_scope_parse(sc->valuestring, &m->scope) ||
-            (m->kind == K_IMAGE) != (m->scope == TETHER_SCOPE_TEXTURE_WEIGHT) ||
-            (m->kind != K_IMAGE && m->scope != TETHER_SCOPE_GLOBAL)) {
+            m->scope != want) {
             return bad(a,
                        "memory %d ('%s'): scope must be texture:weight for a weight_image, "
-                       "global otherwise",
+                       "texture for a texture, global otherwise",
                        i, m->name);
         }
         if (!cJSON_IsString(dt) || strcmp(dt->valuestring, "float32") != 0) {
@@ -216,7 +219,8 @@ static int parse_mems(tether__ocl_artifact *a, const cJSON *arr) {
             return bad(a, "memory %d ('%s'): shape and bytes (4 per element) do not agree", i,
                        m->name);
         }
-        if (m->kind == K_IMAGE && (m->ndim < 2 || m->shape[m->ndim - 1] != 4)) {
+        if ((m->kind == K_IMAGE || m->kind == K_TEXTURE) &&
+            (m->ndim < 2 || m->shape[m->ndim - 1] != 4)) {
             return bad(a, "memory %d ('%s'): an image's last dimension must be 4", i, m->name);
         }
         m->bytes = (uint64_t)bytes;
@@ -499,23 +503,26 @@ int tether__ocl_artifact_prepare(tether__ocl_artifact *a, tether_session *s) {
     /* every image must fit the device before anything is allocated */
     for (int i = 0; i < a->nmems; i++) {
         const ocl_mem *m = &a->mems[i];
-        if (m->kind != K_IMAGE) {
+        if (m->kind != K_IMAGE && m->kind != K_TEXTURE) {
             continue;
         }
+        const char *flag = m->kind == K_IMAGE ? "--texture-weights" : "--texture-activations";
         if (!(d->scopes & (1u << (unsigned)m->scope))) {
             return tether_set_error(TETHER_ERR_UNSUPPORTED,
                                     "%s (node '%s'): the device offers no %s scope (compile "
-                                    "without --texture-weights)",
-                                    m->name, node_of(a, i), tether_scope_name(m->scope));
+                                    "without %s)",
+                                    m->name, node_of(a, i), tether_scope_name(m->scope), flag);
         }
         tether_image_extent ext;
         if (tether_texture_extent(m->scope, m->shape, m->ndim, d->image_max_width,
                                   d->image_max_height, &ext)) {
             char msg[TETHER_ERROR_MSG_MAX];
             snprintf(msg, sizeof msg, "%s", tether_last_error());
-            return tether_set_error(TETHER_ERR_LIMIT,
-                                    "%s (node '%s'): %s (compile without --texture-weights)",
-                                    m->name, node_of(a, i), msg);
+            return tether_set_error(TETHER_ERR_LIMIT, "%s (node '%s'): %s (compile without %s%s)",
+                                    m->name, node_of(a, i), msg, flag,
+                                    m->kind == K_TEXTURE ? ", or with --image-max at the "
+                                                           "device's limits"
+                                                         : "");
         }
     }
     a->s = s;

@@ -255,9 +255,14 @@ int tether_backend_parse(const char *name, tether_backend *out); /* "c", "opencl
 const char *tether_backend_name(tether_backend b);
 
 typedef struct tether_opencl_options {
-    const char *prefix;   /* kernel name prefix, default "tether_model" */
-    bool texture_weights; /* constant conv weights as texture:weight images (OIHW4o) */
-    int local_size;       /* work-group size of the 1D launches, 0 = 64 */
+    const char *prefix;       /* kernel name prefix, default "tether_model" */
+    bool texture_weights;     /* constant conv weights as texture:weight images (OIHW4o) */
+    int local_size;           /* work-group size of the 1D launches, 0 = 64 */
+    bool texture_activations; /* activations between texture-capable kernels in texture images
+                                 (the storage-scope pass; docs/codegen.md) */
+    int64_t image_max_width;  /* the device's image2d limits in texels (0 = no limit): a tensor
+                                 over them stays a buffer */
+    int64_t image_max_height;
 } tether_opencl_options;
 
 void tether_opencl_options_init(tether_opencl_options *o);
@@ -270,6 +275,11 @@ typedef struct tether_opencl_output {
     int nkernels; /* kernels in the source = launch steps */
     int nimages;  /* texture:weight images */
     int64_t workspace_size;
+    int ntextures;         /* texture images holding activations */
+    int ntexture_tensors;  /* activations placed in them */
+    int nfallbacks;        /* activations the storage-scope pass chose that stayed buffers (over
+                              the image limits) */
+    int64_t texture_bytes; /* bytes of the texture images (4 floats per texel) */
 } tether_opencl_output;
 
 /* A node the backend has no kernel for fails the whole call with TETHER_ERR_UNSUPPORTED naming

@@ -85,6 +85,11 @@ char *tether__report_json_opencl(const tether_ir_graph *g, const tether_compile_
     cJSON_AddNumberToObject(r, "kernels", cg->nkernels);
     cJSON_AddNumberToObject(r, "images", cg->nimages);
     cJSON_AddBoolToObject(r, "texture_weights", texture);
+    cJSON *tx = cJSON_AddObjectToObject(r, "texture_activations");
+    cJSON_AddNumberToObject(tx, "images", cg->ntextures);
+    cJSON_AddNumberToObject(tx, "tensors", cg->ntexture_tensors);
+    cJSON_AddNumberToObject(tx, "bytes", (double)cg->texture_bytes);
+    cJSON_AddNumberToObject(tx, "fallbacks", cg->nfallbacks);
     cJSON_AddNumberToObject(r, "params_bytes", (double)cg->params_bytes);
     cJSON *ws = cJSON_AddObjectToObject(r, "workspace");
     cJSON_AddNumberToObject(ws, TETHER_WORKSPACE_POOL, (double)cg->workspace_size);
@@ -130,6 +135,15 @@ int tether_report_print(FILE *out, const char *artifact_dir) {
     if (cJSON_GetObjectItemCaseSensitive(r, "kernels")) {
         fprintf(out, "  %-26s %12.0f\n", "OpenCL kernels", num(r, "kernels"));
         fprintf(out, "  %-26s %12.0f\n", "texture:weight images", num(r, "images"));
+        const cJSON *tx = cJSON_GetObjectItemCaseSensitive(r, "texture_activations");
+        if (tx && num(tx, "tensors") + num(tx, "fallbacks") > 0) {
+            char label[64];
+            snprintf(label, sizeof label, "texture pool (%.0f images)", num(tx, "images"));
+            fprintf(out,
+                    "  %-26s %12.0f  (%.0f activations, %.0f over the image limits as "
+                    "buffers)\n",
+                    label, num(tx, "bytes"), num(tx, "tensors"), num(tx, "fallbacks"));
+        }
     }
     fprintf(out, "  %-26s %12.0f\n", "params", num(r, "params_bytes"));
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(r, "workspace");

@@ -48,6 +48,10 @@ static const char compile_usage[] =
     "  --backend c|opencl           C library (default) or OpenCL C kernels + launch sequence\n"
     "                               (DIR/<prefix>.cl, metadata.json, params.bin)\n"
     "  --texture-weights            (opencl) constant conv weights in texture:weight images\n"
+    "  --texture-activations        (opencl) activations between convolutions and elementwise\n"
+    "                               kernels in texture images (NCHW4c), planned in 2D\n"
+    "  --image-max WxH              (opencl) the device's image2d limits in texels; a tensor\n"
+    "                               over them stays a buffer (default: no limit)\n"
     "  --local-size N               (opencl) work-group size of the launches (default 64)\n"
     "  --upload                     then upload and load the artifact on a device:\n"
     "  --device URL                 the device (tcp://, uart://, local:; default $TETHER_DEVICE,\n"
@@ -139,7 +143,7 @@ int tether_cmd_compile(int argc, char **argv) {
                     strcmp(a, "--mcpu") == 0 || strcmp(a, "--params") == 0 ||
                     strcmp(a, "--planner") == 0 || strcmp(a, "--input-shape") == 0 ||
                     strcmp(a, "--backend") == 0 || strcmp(a, "--local-size") == 0 ||
-                    strcmp(a, "--json") == 0;
+                    strcmp(a, "--json") == 0 || strcmp(a, "--image-max") == 0;
         if (takes && (!v || (v[0] == '-' && v[1] == '-'))) {
             return usage_error("compile", "%s needs a value", a);
         }
@@ -159,6 +163,18 @@ int tether_cmd_compile(int argc, char **argv) {
             }
         } else if (strcmp(a, "--texture-weights") == 0) {
             o.opencl.texture_weights = true;
+            ocl_only = a;
+        } else if (strcmp(a, "--texture-activations") == 0) {
+            o.opencl.texture_activations = true;
+            ocl_only = a;
+        } else if (strcmp(a, "--image-max") == 0) {
+            long long w = 0, h = 0;
+            char tail = 0;
+            if (sscanf(v, "%lldx%lld%c", &w, &h, &tail) != 2 || w < 1 || h < 1) {
+                return usage_error("compile", "--image-max '%s' is not WIDTHxHEIGHT (texels)", v);
+            }
+            o.opencl.image_max_width = w;
+            o.opencl.image_max_height = h;
             ocl_only = a;
         } else if (strcmp(a, "--local-size") == 0) {
             char *end;
@@ -358,7 +374,7 @@ int tether_cmd_plan(int argc, char **argv) {
     memset(&p, 0, sizeof p);
     int *buffer_of = malloc(sizeof(int) * (size_t)(g.ntensors ? g.ntensors : 1));
     int rc;
-    if (!buffer_of || tether__memplan_problem(&g, &p, buffer_of) != 0) {
+    if (!buffer_of || tether__memplan_problem(&g, &p, buffer_of, NULL, NULL) != 0) {
         fprintf(stderr, "tether plan: %s\n", buffer_of ? tether_last_error() : "out of memory");
         rc = 1;
     } else {

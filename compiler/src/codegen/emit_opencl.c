@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "../internal.h"
+#include "../plan/memplan_internal.h"
 #include "tether/compiler.h"
 #include "tether/crt/error.h"
 
@@ -47,9 +48,9 @@ void tether_opencl_output_close(tether_opencl_output *out) {
 
 /* ---- memory objects ----------------------------------------------------------------------- */
 
-enum { MEM_INPUT, MEM_OUTPUT, MEM_WORKSPACE, MEM_PARAMS, MEM_IMAGE };
-static const char *const mem_kind_name[] = {"input", "output", "workspace", "params",
-                                            "weight_image"};
+enum { MEM_INPUT, MEM_OUTPUT, MEM_WORKSPACE, MEM_PARAMS, MEM_IMAGE, MEM_TEXTURE };
+static const char *const mem_kind_name[] = {"input",  "output",       "workspace",
+                                            "params", "weight_image", "texture"};
 
 typedef struct mem {
     int kind;
@@ -103,6 +104,13 @@ typedef struct ocl {
     size_t params_bytes;
     size_t buffer_bytes; /* bytes of params.bin that form the params buffer */
     int memix_params, memix_ws;
+    /* the storage-scope pass (texture activations) */
+    int *tex;          /* per tensor: its texture memory object, else -1 */
+    int64_t *offset;   /* per tensor: workspace byte offset of this backend's plan, -1 = none */
+    int64_t ws_size;   /* workspace bytes of that plan */
+    int ntex_tensors;  /* tensors in textures */
+    int nfallbacks;    /* chosen for a texture, over the image limits: a buffer */
+    int64_t tex_bytes; /* bytes of the texture images */
 } ocl;
 
 static const tether_ir_tensor *T(const ocl *e, int t) {
@@ -304,6 +312,199 @@ static int node_has_kernel(const ocl *e, const tether_ir_node *n) {
     return !(tether__ir_is_alias_op(n->op) && o->alias_of >= 0) && tether_ir_tensor_elements(o) > 0;
 }
 
+/* ---- the storage-scope pass: activations in texture images --------------------------------
+ * With texture_activations, an activation is stored in a texture image (scope "texture", the
+ * RFC's C0 flattening of NCHW4c: [N=1, C/4, H, W, 4] -> an image W texels wide and C/4*H high,
+ * texel (w, c4*H + h) = channels 4*c4 .. 4*c4+3 of pixel (h, w)) when its producer and every
+ * consumer have texture kernels: convs with constant weights (dense or depthwise: a work-item
+ * computes one texel), elementwise operators whose operands all share the output's shape (a
+ * work-item per texel, the same expression on float4). Graph inputs and outputs, aliases and
+ * everything other kernels read stay buffers; a conv between a buffer and a texture reads or
+ * writes each side in its own form, so there are no transform kernels. The 2D token allocator
+ * (tether_plan_run with a texture pool at the device's image limits) places the textures, reusing
+ * images between tensors whose lifetimes do not overlap; a tensor over the limits falls back to
+ * the workspace. */
+
+static int tex_conv(const ocl *e, const tether_ir_node *n) {
+    if (n->op != TETHER_OP_CONV2D || !(is_texture_conv(e, n) || is_packed_conv(e, n))) {
+        return 0;
+    }
+    const tether_ir_tensor *x = T(e, n->inputs[0]), *w = T(e, n->inputs[1]);
+    int64_t G = n->attrs.groups;
+    return G == 1 || (w->shape[1] == 1 && G == x->shape[1] && G == w->shape[0]);
+}
+
+static int tex_elementwise(const ocl *e, const tether_ir_node *n) {
+    const tether__op_info *info = tether__op_info_of(n->op);
+    if (!info || (info->kind != TETHER__OPK_UNARY && info->kind != TETHER__OPK_BINARY)) {
+        return 0;
+    }
+    const tether_ir_tensor *y = T(e, n->outputs[0]);
+    for (int j = 0; j < n->ninputs; j++) {
+        const tether_ir_tensor *x = n->inputs[j] >= 0 ? T(e, n->inputs[j]) : NULL;
+        if (!x || x->ndim != y->ndim ||
+            memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)y->ndim)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int tex_find(int *parent, int t) {
+    while (parent[t] != t) {
+        parent[t] = parent[parent[t]];
+        t = parent[t];
+    }
+    return t;
+}
+
+/* Whether tensor t may live in a texture (before the image limits). */
+static int tex_candidate(const ocl *e, int t) {
+    const tether_ir_graph *g = e->g;
+    const tether_ir_tensor *x = T(e, t);
+    if (x->kind != TETHER_TENSOR_INTERMEDIATE || x->alias_of >= 0 || x->ndim != 4 ||
+        x->shape[0] != 1 || x->shape[1] % 4 != 0 || x->dtype.code != kDLFloat ||
+        x->dtype.bits != 32 || x->producer < 0 || tether__ir_is_graph_output(g, t) ||
+        !tether__memplan_plannable(g, t) || tether_ir_tensor_elements(x) == 0) {
+        return 0;
+    }
+    const tether_ir_node *p = &g->nodes[x->producer];
+    if (!node_has_kernel(e, p) || !(tex_conv(e, p) || tex_elementwise(e, p))) {
+        return 0;
+    }
+    for (int i = 0; i < g->ntensors; i++) {
+        if (T(e, i)->alias_of == t) {
+            return 0;
+        }
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        const tether_ir_node *n = &g->nodes[i];
+        for (int j = 0; j < n->ninputs; j++) {
+            if (n->inputs[j] != t) {
+                continue;
+            }
+            int main_in = tether__ir_main_inputs(n);
+            int ok = node_has_kernel(e, n) &&
+                     ((tex_conv(e, n) && (j == 0 || j >= main_in)) || tex_elementwise(e, n));
+            if (!ok) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+static int plan_textures(ocl *e) {
+    const tether_ir_graph *g = e->g;
+    int nt = g->ntensors ? g->ntensors : 1;
+    e->tex = malloc(sizeof(int) * (size_t)nt);
+    if (!e->tex) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "OpenCL codegen: out of memory");
+    }
+    for (int i = 0; i < g->ntensors; i++) {
+        e->tex[i] = -1;
+    }
+    if (!e->o->texture_activations) {
+        return TETHER_OK;
+    }
+    int *parent = malloc(sizeof(int) * (size_t)nt), *ok = malloc(sizeof(int) * (size_t)nt);
+    int *buffer_of = malloc(sizeof(int) * (size_t)nt);
+    int64_t *extent = calloc((size_t)nt * 2, sizeof(int64_t));
+    e->offset = malloc(sizeof(int64_t) * (size_t)nt);
+    tether_plan_problem p;
+    memset(&p, 0, sizeof p);
+    tether_plan plan;
+    memset(&plan, 0, sizeof plan);
+    int rc = TETHER_OK, planned = 0;
+    if (!parent || !ok || !buffer_of || !extent || !e->offset) {
+        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "OpenCL codegen: out of memory");
+        goto out;
+    }
+    /* elementwise operands share the output's storage scope */
+    for (int t = 0; t < g->ntensors; t++) {
+        parent[t] = t;
+        ok[t] = 1;
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        const tether_ir_node *n = &g->nodes[i];
+        if (!tex_elementwise(e, n)) {
+            continue;
+        }
+        for (int j = 0; j < n->ninputs; j++) {
+            parent[tex_find(parent, n->inputs[j])] = tex_find(parent, n->outputs[0]);
+        }
+    }
+    for (int t = 0; t < g->ntensors; t++) {
+        if (!tex_candidate(e, t)) {
+            ok[tex_find(parent, t)] = 0;
+        }
+    }
+    for (int t = 0; t < g->ntensors; t++) {
+        if (ok[tex_find(parent, t)]) {
+            const tether_ir_tensor *x = T(e, t);
+            extent[2 * t] = x->shape[3];
+            extent[2 * t + 1] = x->shape[1] / 4 * x->shape[2];
+        }
+    }
+    tether_plan_pool pool = {.name = "texture",
+                             .scope = TETHER_SCOPE_TEXTURE,
+                             .capacity = TETHER_PLAN_UNBOUNDED,
+                             .max_width = e->o->image_max_width,
+                             .max_height = e->o->image_max_height};
+    if ((rc = tether__memplan_problem(g, &p, buffer_of, &pool, extent))) {
+        goto out;
+    }
+    tether_plan_options po;
+    tether_plan_options_init(&po);
+    if (p.nbuffers > 0) {
+        if ((rc = tether_plan_run(&p, &po, &plan))) {
+            goto out;
+        }
+        planned = 1;
+    }
+    int first_image = e->nmems;
+    for (int i = 0; planned && i < plan.nimages; i++) {
+        mem m;
+        memset(&m, 0, sizeof m);
+        m.kind = MEM_TEXTURE;
+        m.tensor = -1;
+        m.width = plan.images[i].width;
+        m.height = plan.images[i].height;
+        m.ndim = 3;
+        m.shape[0] = m.height;
+        m.shape[1] = m.width;
+        m.shape[2] = 4;
+        m.elems = m.width * m.height * 4;
+        m.params_off = -1;
+        if (add_mem(e, &m) < 0) {
+            rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "OpenCL codegen: out of memory");
+            goto out;
+        }
+        e->tex_bytes += m.elems * 4;
+        e->uses_images = 1;
+    }
+    for (int t = 0; t < g->ntensors; t++) {
+        int b = buffer_of[t];
+        e->offset[t] = b >= 0 && planned ? plan.assign[b].offset : -1;
+        if (b >= 0 && planned && plan.assign[b].image >= 0) {
+            e->tex[t] = first_image + plan.assign[b].image;
+            e->ntex_tensors++;
+        }
+        e->nfallbacks += b >= 0 && planned && plan.assign[b].fallback;
+    }
+    e->ws_size = planned ? (plan.pools[0].size + 15) / 16 * 16 : 0;
+out:
+    if (planned) {
+        tether_plan_close(&plan);
+    }
+    tether_plan_problem_close(&p);
+    free(parent);
+    free(ok);
+    free(buffer_of);
+    free(extent);
+    return rc;
+}
+
 static int assign_memory(ocl *e) {
     const tether_ir_graph *g = e->g;
     int nt = g->ntensors ? g->ntensors : 1;
@@ -360,11 +561,13 @@ static int assign_memory(ocl *e) {
         }
     }
     e->memix_ws = -1;
-    if (e->plan->workspace_size > 0) {
+    const int64_t *offsets = e->offset ? e->offset : e->plan->offset;
+    int64_t ws_size = e->offset ? e->ws_size : e->plan->workspace_size;
+    if (ws_size > 0) {
         memset(&m, 0, sizeof m);
         m.kind = MEM_WORKSPACE;
         m.tensor = -1;
-        m.elems = e->plan->workspace_size / 4;
+        m.elems = ws_size / 4;
         m.ndim = 1;
         m.shape[0] = m.elems;
         m.params_off = -1;
@@ -373,9 +576,11 @@ static int assign_memory(ocl *e) {
         }
     }
     for (int i = 0; i < g->ntensors; i++) {
-        if (e->plan->offset[i] >= 0 && e->store[i].mem < 0) {
+        if (e->tex[i] >= 0) {
+            e->store[i].mem = e->tex[i];
+        } else if (offsets[i] >= 0 && e->store[i].mem < 0) {
             e->store[i].mem = e->memix_ws;
-            e->store[i].off = e->plan->offset[i] / 4;
+            e->store[i].off = offsets[i] / 4;
         }
     }
     /* which constants are read as buffers, which as images */
@@ -582,6 +787,9 @@ static void kernel_open(ocl *e, kern *k, const char *comment) {
         }
         if (e->mems[m].kind == MEM_IMAGE) {
             tether__sbuf_printf(&e->s, "__read_only image2d_t m%d, ", m);
+        } else if (e->mems[m].kind == MEM_TEXTURE) {
+            tether__sbuf_printf(&e->s, "%s image2d_t m%d, ",
+                                written ? "__write_only" : "__read_only", m);
         } else {
             tether__sbuf_printf(&e->s, "__global %sfloat *m%d /* %s */, ", written ? "" : "const ",
                                 m, mem_role(e, m));
@@ -600,8 +808,8 @@ static void kernel_open(ocl *e, kern *k, const char *comment) {
             line(e, "const __global float *%s = 0;", x->name);
             continue;
         }
-        if (e->mems[x->at.mem].kind == MEM_IMAGE) {
-            continue;
+        if (e->mems[x->at.mem].kind == MEM_IMAGE || e->mems[x->at.mem].kind == MEM_TEXTURE) {
+            continue; /* read_imagef / write_imagef on m<i> */
         }
         if (x->at.off) {
             line(e, "%s__global float *%s = m%d + %lld;", x->write ? "" : "const ", x->name,
@@ -716,6 +924,113 @@ static int has_bias(const tether_ir_node *n) {
     return tether__ir_main_inputs(n) > 2 && n->inputs[2] >= 0;
 }
 
+static const char *const lanes4[] = {"x", "y", "z", "w"};
+
+/* `const float4 w4 = ...;` the weights of input channel `ic` (an expression) for output block ob.
+ */
+static void conv_weights4(ocl *e, const tether_ir_node *n, const kern *k, const char *var,
+                          const char *ic) {
+    const tether_ir_tensor *w = T(e, n->inputs[1]);
+    long long CG = w->shape[1], KH = w->shape[2], KW = w->shape[3];
+    if (k->packed) {
+        line(e, "const float4 %s = vload4(ob * %lld + ((%s) * %lld + kh) * %lld + kw, wp);", var,
+             CG * KH * KW, ic, KH, KW);
+    } else {
+        line(e,
+             "const float4 %s = read_imagef(m%d, TT_SAMPLER, (int2)(((%s) * %lld + kh) * %lld + "
+             "kw, ob));",
+             var, k->img, ic, KH, KW);
+    }
+}
+
+/* The accumulation of a conv whose input is a texture (N = 1): depthwise, a texel of the input
+ * holds the 4 channels of the output texel; dense, each input texel feeds 4 weight vectors. */
+static void conv_texture_input(ocl *e, const tether_ir_node *n, const kern *k, int xt) {
+    const tether_ir_attrs *a = &n->attrs;
+    const tether_ir_tensor *x = T(e, n->inputs[0]), *y = T(e, n->outputs[0]);
+    long long C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    long long OH = y->shape[2], OW = y->shape[3], OB = (y->shape[1] + 3) / 4;
+    int depthwise = a->groups > 1;
+    line(e, "const int ow = f %% %lld;", OW);
+    line(e, "int q = f / %lld;", OW);
+    line(e, "const int oh = q %% %lld;", OH);
+    line(e, "const int ob = q / %lld %% %lld;", OH, OB);
+    line(e, "const int ih0 = oh * %lld - %lld;", (long long)a->strides[0], (long long)a->pads[0]);
+    line(e, "const int iw0 = ow * %lld - %lld;", (long long)a->strides[1], (long long)a->pads[1]);
+    line(e, "float4 acc = (float4)(0.0f);");
+    if (!depthwise) {
+        open_block(e, "for (int ic4 = 0; ic4 < %lld; ++ic4)", C / 4);
+    }
+    open_block(e, "for (int kh = 0; kh < %lld; ++kh)", (long long)a->kernel[0]);
+    line(e, "const int ih = ih0 + kh * %lld;", (long long)a->dilations[0]);
+    open_block(e, "if (ih < 0 || ih >= %lld)", H);
+    line(e, "continue;");
+    close_block(e);
+    open_block(e, "for (int kw = 0; kw < %lld; ++kw)", (long long)a->kernel[1]);
+    line(e, "const int iw = iw0 + kw * %lld;", (long long)a->dilations[1]);
+    open_block(e, "if (iw < 0 || iw >= %lld)", W);
+    line(e, "continue;");
+    close_block(e);
+    line(e, "const float4 x4 = read_imagef(m%d, TT_SAMPLER, (int2)(iw, %s * %lld + ih));", xt,
+         depthwise ? "ob" : "ic4", H);
+    if (depthwise) {
+        conv_weights4(e, n, k, "w4", "0");
+        line(e, "acc += x4 * w4;");
+    } else {
+        for (int j = 0; j < 4; j++) {
+            char ic[32], var[8];
+            snprintf(ic, sizeof ic, "ic4 * 4 + %d", j);
+            snprintf(var, sizeof var, "w%d", j);
+            conv_weights4(e, n, k, var, ic);
+            line(e, "acc += x4.%s * w%d;", lanes4[j], j);
+        }
+    }
+    close_block(e);
+    close_block(e);
+    if (!depthwise) {
+        close_block(e);
+    }
+}
+
+/* The 4 output channels of acc with bias, residual (a texture texel or buffer elements) and
+ * activation, written as one texel (yt >= 0) or 4 buffer elements (O is a multiple of 4 here:
+ * either side is a texture). */
+static void conv_store(ocl *e, const tether_ir_node *n, const kern *k, int yt, int rt, int bias) {
+    const tether_ir_tensor *y = T(e, n->outputs[0]);
+    long long O = y->shape[1], OH = y->shape[2], OW = y->shape[3];
+    if (rt >= 0) {
+        line(e, "const float4 r4 = read_imagef(m%d, TT_SAMPLER, (int2)(ow, ob * %lld + oh));", rt,
+             OH);
+    }
+    if (yt >= 0) {
+        line(e, "float4 o4;");
+    }
+    for (int j = 0; j < 4; j++) {
+        if (yt >= 0 || O % 4 == 0) {
+            open_scope(e);
+        } else {
+            open_block(e, "if (ob * 4 + %d < %lld)", j, O);
+        }
+        line(e, "const int oc = ob * 4 + %d;", j);
+        line(e, "float v = acc.%s%s;", lanes4[j], bias ? " + in2[oc]" : "");
+        if (rt >= 0) {
+            line(e, "v += r4.%s;", lanes4[j]);
+        } else if (k->res[0]) {
+            line(e, "v += %s[(oc * %lld + oh) * %lld + ow];", k->res, OH, OW);
+        }
+        emit_act(e, &n->attrs, "v");
+        if (yt >= 0) {
+            line(e, "o4.%s = v;", lanes4[j]);
+        } else {
+            line(e, "y[(oc * %lld + oh) * %lld + ow] = v;", OH, OW);
+        }
+        close_block(e);
+    }
+    if (yt >= 0) {
+        line(e, "write_imagef(m%d, (int2)(ow, ob * %lld + oh), o4);", yt, OH);
+    }
+}
+
 static void k_conv2d(ocl *e, const tether_ir_node *n, const kern *k) {
     const tether_ir_attrs *a = &n->attrs;
     const tether_ir_tensor *x = T(e, n->inputs[0]), *w = T(e, n->inputs[1]),
@@ -771,6 +1086,13 @@ static void k_conv2d(ocl *e, const tether_ir_node *n, const kern *k) {
     /* texture or packed weights: a work-item computes 4 output channels (one texel of weights) */
     long long OB = (O + 3) / 4;
     int same_group = G == 1 || OG % 4 == 0;
+    int xt = e->tex[n->inputs[0]], yt = e->tex[n->outputs[0]];
+    int rt = n->attrs.has_residual ? e->tex[n->inputs[n->ninputs - 1]] : -1;
+    if (xt >= 0) {
+        conv_texture_input(e, n, k, xt);
+        conv_store(e, n, k, yt, rt, bias);
+        return;
+    }
     line(e, "const int ow = f %% %lld;", OW);
     line(e, "int q = f / %lld;", OW);
     line(e, "const int oh = q %% %lld;", OH);
@@ -825,6 +1147,10 @@ static void k_conv2d(ocl *e, const tether_ir_node *n, const kern *k) {
     close_block(e);
     close_block(e);
     close_block(e);
+    if (yt >= 0 || rt >= 0) {
+        conv_store(e, n, k, yt, rt, bias);
+        return;
+    }
     static const char *const lane[] = {"x", "y", "z", "w"};
     for (int j = 0; j < 4; j++) {
         if (O % 4 == 0) {
@@ -1005,9 +1331,25 @@ static void binary_expr(char *out, size_t n, tether_op op, const char *x, const 
     }
 }
 
+/* The texel coordinate of work-item f of an NCHW4c texture (rows of W texels). */
+static void texel_pos(ocl *e, const tether_ir_tensor *y) {
+    line(e, "const int2 pos = (int2)(f %% %lld, f / %lld);", (long long)y->shape[3],
+         (long long)y->shape[3]);
+}
+
 static void k_binary(ocl *e, const tether_ir_node *n) {
     const tether_ir_tensor *x = T(e, n->inputs[0]), *z = T(e, n->inputs[1]),
                            *y = T(e, n->outputs[0]);
+    int yt = e->tex[n->outputs[0]];
+    if (yt >= 0 && n->op != TETHER_OP_PRELU) {
+        char ex[64];
+        texel_pos(e, y);
+        line(e, "const float4 a0 = read_imagef(m%d, TT_SAMPLER, pos);", e->tex[n->inputs[0]]);
+        line(e, "const float4 a1 = read_imagef(m%d, TT_SAMPLER, pos);", e->tex[n->inputs[1]]);
+        binary_expr(ex, sizeof ex, n->op, "a0", "a1");
+        line(e, "write_imagef(m%d, pos, %s);", yt, ex);
+        return;
+    }
     if (needs_unravel(x, y) || needs_unravel(z, y)) {
         unravel(e, "f", y->shape, y->ndim, "o");
     }
@@ -1025,10 +1367,18 @@ static void k_binary(ocl *e, const tether_ir_node *n) {
     line(e, "y[f] = %s;", ex);
 }
 
+/* Elementwise operators: one element per work-item, or with texture operands (all of them, the
+ * storage-scope pass keeps them together) one texel, the same expression on float4. */
 static void k_unary(ocl *e, const tether_ir_node *n) {
     const tether_ir_attrs *a = &n->attrs;
     char l1[48], l2[48];
-    line(e, "float v = in0[f];");
+    int yt = e->tex[n->outputs[0]];
+    if (yt >= 0) {
+        texel_pos(e, T(e, n->outputs[0]));
+        line(e, "float4 v = read_imagef(m%d, TT_SAMPLER, pos);", e->tex[n->inputs[0]]);
+    } else {
+        line(e, "float v = in0[f];");
+    }
     switch (n->op) {
     case TETHER_OP_RELU:
         line(e, "v = v > 0.0f ? v : 0.0f;");
@@ -1055,6 +1405,10 @@ static void k_unary(ocl *e, const tether_ir_node *n) {
         line(e, "v = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);");
         break;
     case TETHER_OP_HARD_SWISH: {
+        if (yt >= 0) {
+            line(e, "v = v * clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f;");
+            break;
+        }
         tether_ir_attrs h;
         memset(&h, 0, sizeof h);
         h.act = TETHER_ACT_HARD_SWISH;
@@ -1104,7 +1458,11 @@ static void k_unary(ocl *e, const tether_ir_node *n) {
     case TETHER_OP_RESIZE_NEAREST:
         break;
     }
-    line(e, "y[f] = v;");
+    if (yt >= 0) {
+        line(e, "write_imagef(m%d, pos, v);", yt);
+    } else {
+        line(e, "y[f] = v;");
+    }
 }
 
 static void k_softmax(ocl *e, const tether_ir_node *n) {
@@ -1422,6 +1780,13 @@ static void describe(const ocl *e, const tether_ir_node *n, char *buf, size_t ca
     if (o < cap && n->attrs.has_residual) {
         o += (size_t)snprintf(buf + o, cap - o, " + residual");
     }
+    for (int j = 0; j <= n->ninputs && o < cap; j++) {
+        int t = j < n->ninputs ? n->inputs[j] : n->outputs[0];
+        if (t >= 0 && e->tex && e->tex[t] >= 0) {
+            o += (size_t)snprintf(buf + o, cap - o, "; %s in texture m%d",
+                                  tether__cg_comment_text(T(e, t)->name), e->tex[t]);
+        }
+    }
 }
 
 static void unique_kname(ocl *e, step *s, const char *base) {
@@ -1479,6 +1844,9 @@ static int emit_node(ocl *e, int idx) {
     }
     kref_add(&k, n->outputs[0], dest_of(e, n->outputs[0]), 1, "y");
     int64_t total = (int64_t)tether_ir_tensor_elements(y);
+    if (e->tex[n->outputs[0]] >= 0 && n->op != TETHER_OP_CONV2D) {
+        total /= 4; /* elementwise on texels */
+    }
     switch (n->op) {
     case TETHER_OP_CONV2D:
         if (tex || pk) {
@@ -1701,7 +2069,10 @@ static char *metadata_json(const ocl *e) {
                                                       : "params";
         cJSON_AddStringToObject(o, "name", name);
         cJSON_AddStringToObject(o, "kind", mem_kind_name[x->kind]);
-        cJSON_AddStringToObject(o, "scope", x->kind == MEM_IMAGE ? "texture:weight" : "global");
+        cJSON_AddStringToObject(o, "scope",
+                                x->kind == MEM_IMAGE     ? "texture:weight"
+                                : x->kind == MEM_TEXTURE ? "texture"
+                                                         : "global");
         cJSON_AddStringToObject(o, "dtype", "float32");
         cJSON_AddItemToObject(o, "shape", shape_json(x->shape, x->ndim));
         cJSON_AddNumberToObject(o, "bytes", (double)(x->elems * 4));
@@ -1717,8 +2088,8 @@ static char *metadata_json(const ocl *e) {
         if (x->params_off >= 0) {
             cJSON_AddNumberToObject(o, "params_offset", (double)x->params_off);
         }
-        if (x->kind == MEM_IMAGE) {
-            cJSON_AddStringToObject(o, "layout", "OIHW4o");
+        if (x->kind == MEM_IMAGE || x->kind == MEM_TEXTURE) {
+            cJSON_AddStringToObject(o, "layout", x->kind == MEM_IMAGE ? "OIHW4o" : "NCHW4c");
             cJSON_AddNumberToObject(o, "width", (double)x->width);
             cJSON_AddNumberToObject(o, "height", (double)x->height);
         }
@@ -1737,7 +2108,11 @@ static char *metadata_json(const ocl *e) {
         cJSON_AddItemToObject(o, "shape", shape_json(t->shape, t->ndim));
         if (l.mem >= 0) {
             cJSON_AddNumberToObject(o, "memory", l.mem);
-            cJSON_AddNumberToObject(o, "offset", (double)(l.off * 4));
+            cJSON_AddStringToObject(o, "storage_scope",
+                                    e->mems[l.mem].kind == MEM_TEXTURE ? "texture" : "global");
+            if (e->mems[l.mem].kind != MEM_TEXTURE) {
+                cJSON_AddNumberToObject(o, "offset", (double)(l.off * 4));
+            }
         }
         if (img >= 0) {
             cJSON_AddNumberToObject(o, "image", img);
@@ -1790,6 +2165,8 @@ static char *metadata_json(const ocl *e) {
  */
 
 static void ocl_free(ocl *e) {
+    free(e->tex);
+    free(e->offset);
     free(e->mems);
     free(e->store);
     free(e->outmem);
@@ -1830,7 +2207,7 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
     e.P = P;
     e.local = o->local_size ? o->local_size : 64;
     tether__sbuf_init(&e.s);
-    if ((rc = assign_memory(&e))) {
+    if ((rc = plan_textures(&e)) || (rc = assign_memory(&e))) {
         ocl_free(&e);
         return rc;
     }
@@ -1887,7 +2264,13 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
     for (int i = 0; i < e.nmems; i++) {
         out->nimages += e.mems[i].kind == MEM_IMAGE;
     }
-    out->workspace_size = plan->workspace_size;
+    out->workspace_size = e.offset ? e.ws_size : plan->workspace_size;
+    out->ntexture_tensors = e.ntex_tensors;
+    out->nfallbacks = e.nfallbacks;
+    out->texture_bytes = e.tex_bytes;
+    for (int i = 0; i < e.nmems; i++) {
+        out->ntextures += e.mems[i].kind == MEM_TEXTURE;
+    }
     e.params = NULL;
     ocl_free(&e);
     return TETHER_OK;

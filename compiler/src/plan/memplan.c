@@ -52,7 +52,8 @@ int tether__memplan_plannable(const tether_ir_graph *g, int t) {
            !tether__ir_is_graph_output(g, t) && tether_ir_tensor_bytes(x) > 0;
 }
 
-int tether__memplan_problem(const tether_ir_graph *g, tether_plan_problem *p, int *buffer_of) {
+int tether__memplan_problem(const tether_ir_graph *g, tether_plan_problem *p, int *buffer_of,
+                            const tether_plan_pool *texture_pool, const int64_t *texture_extent) {
     int32_t *first = malloc(sizeof(int32_t) * (size_t)(g->ntensors ? g->ntensors : 1));
     int32_t *last = malloc(sizeof(int32_t) * (size_t)(g->ntensors ? g->ntensors : 1));
     int rc = TETHER_OK;
@@ -71,6 +72,9 @@ int tether__memplan_problem(const tether_ir_graph *g, tether_plan_problem *p, in
     if ((rc = tether_plan_problem_add_pool(p, &pool))) {
         goto out;
     }
+    if (texture_pool && (rc = tether_plan_problem_add_pool(p, texture_pool))) {
+        goto out;
+    }
     for (int i = 0; i < g->ntensors; i++) {
         buffer_of[i] = -1;
         if (!tether__memplan_plannable(g, i)) {
@@ -86,6 +90,12 @@ int tether__memplan_problem(const tether_ir_graph *g, tether_plan_problem *p, in
         b.kind = TETHER_PLAN_INTERMEDIATE;
         b.pin_offset = -1;
         b.dtype = g->tensors[i].dtype;
+        if (texture_pool && texture_extent[2 * i] > 0) {
+            b.scope = TETHER_SCOPE_TEXTURE;
+            b.size = 0;
+            b.width = texture_extent[2 * i];
+            b.height = texture_extent[2 * i + 1];
+        }
         if ((rc = tether_plan_problem_add_buffer(p, &b, &buffer_of[i]))) {
             goto out;
         }
@@ -118,7 +128,7 @@ int tether_memplan_build(const tether_ir_graph *g, const char *algorithm, tether
         tether_memplan_close(out);
         return rc;
     }
-    rc = tether__memplan_problem(g, &p, buffer_of);
+    rc = tether__memplan_problem(g, &p, buffer_of, NULL, NULL);
     if (!rc && p.nbuffers > 0) {
         rc = tether_plan_run(&p, &o, &plan);
     }

@@ -17,7 +17,11 @@ int tether__memplan_intervals(const tether_ir_graph *g, int32_t *first, int32_t 
 int tether__memplan_plannable(const tether_ir_graph *g, int t);
 
 /* Initialises p with the workspace pool and one buffer per plannable tensor; buffer_of[t] is
- * the buffer index of tensor t or -1. The caller closes p (also on failure). */
-int tether__memplan_problem(const tether_ir_graph *g, tether_plan_problem *p, int *buffer_of);
+ * the buffer index of tensor t or -1. The caller closes p (also on failure). With texture_pool,
+ * that pool is added second and a tensor t with texture_extent[2t] > 0 is a texture-scope
+ * buffer of texture_extent[2t] x texture_extent[2t + 1] RGBA texels (falling back to the
+ * workspace when over the pool's image limits). */
+int tether__memplan_problem(const tether_ir_graph *g, tether_plan_problem *p, int *buffer_of,
+                            const tether_plan_pool *texture_pool, const int64_t *texture_extent);
 
 #endif /* TETHER_COMPILER_MEMPLAN_INTERNAL_H */
