@@ -9,7 +9,9 @@
  * through the `tether` CLI over local: and over TCP to a tetherd on 127.0.0.1, buffer and texture
  * weights, equal to `tether run --reference` within 1e-4, and `tether bench`; the error listing
  * every unsupported node; a weight image over the device's image limit; a device without OpenCL;
- * usage errors. Exits 77 with the reason when tetherd reports no OpenCL device.
+ * usage errors; texture activations (the storage-scope pass) on a chain, the zoo, the conv net and
+ * the MobileNet-style block, and their fallback to buffers over tiny image limits. Exits 77 with
+ * the reason when tetherd reports no OpenCL device.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -30,11 +32,14 @@
 #include "tether/artifact.h"
 #include "tether/compiler.h"
 #include "tether/crt.h"
+#include "tether/file.h"
 #include "tether/npy.h"
 
 static tether_session *g_s;
 static char g_tmp[64];
 static int g_seq;
+static bool g_tex_act;       /* compile_ocl: --texture-activations */
+static int64_t g_img_max[2]; /* compile_ocl: --image-max (0 = none) */
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
@@ -63,6 +68,9 @@ static void compile_ocl(const tether_ir_graph *g, bool texture, bool passes, cha
     tether_compile_options_init(&o);
     o.backend = TETHER_BACKEND_OPENCL;
     o.opencl.texture_weights = texture;
+    o.opencl.texture_activations = g_tex_act;
+    o.opencl.image_max_width = g_img_max[0];
+    o.opencl.image_max_height = g_img_max[1];
     o.codegen.prefix = "m";
     if (!passes) {
         memset(&o.passes, 0, sizeof o.passes);
@@ -133,7 +141,9 @@ static void check_graph(const tether_ir_graph *g, const unsigned char *positive,
         size_t n = tether_ir_tensor_elements(&g->tensors[g->outputs[i]]);
         ref[i] = malloc((n ? n : 1) * sizeof(float));
     }
-    assert_int_equal(tether_interp_run(g, (const float *const *)in, ref), 0);
+    if (tether_interp_run(g, (const float *const *)in, ref)) {
+        fail_msg("%s: interpreter: %s", g->name, tether_last_error());
+    }
     char dir[128];
     compile_ocl(g, texture, passes, dir, sizeof dir);
     run_ocl(dir, (const float *const *)in, got, g->noutputs);
@@ -502,6 +512,143 @@ static void test_image_over_limit(void **state) {
     tether_ir_close(&g);
 }
 
+/* ---- texture activations (the storage-scope pass) ------------------------------------------ */
+
+static int chain_const(tether_ir_graph *g, const char *name, int nd, const int64_t *shape,
+                       uint32_t *seed) {
+    size_t n = 1;
+    for (int i = 0; i < nd; i++) {
+        n *= (size_t)shape[i];
+    }
+    float *v = malloc(n * sizeof(float));
+    tt_fill(v, n, false, seed);
+    int t;
+    assert_int_equal(
+        tether_ir_add_constant(g, name, TETHER_FLOAT32, nd, shape, v, n * sizeof(float), &t), 0);
+    free(v);
+    return t;
+}
+
+/* x[1,8,10,12] -> conv 3x3 (buffer -> texture) -> depthwise 3x3 -> pointwise, + the first conv's
+ * output (a residual) -> sigmoid -> mul with the sum (both operands textures) -> conv 3x3 to 10
+ * channels (texture -> a buffer graph output, a channel count that is not a multiple of 4). */
+static void build_tex_chain(tether_ir_graph *g) {
+    uint32_t seed = 3;
+    assert_int_equal(tether_ir_init(g, "tex_chain"), 0);
+    int64_t xs[4] = {1, 8, 10, 12}, w8[4] = {8, 8, 3, 3}, wd[4] = {8, 1, 3, 3},
+            wp[4] = {8, 8, 1, 1}, w10[4] = {10, 8, 3, 3}, b8[1] = {8}, b10[1] = {10};
+    int x, t[7];
+    assert_int_equal(tether_ir_add_tensor(g, "x", TETHER_FLOAT32, 4, xs, &x), 0);
+    assert_int_equal(tether_ir_add_input(g, x), 0);
+    for (int i = 0; i < 7; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "t%d", i);
+        assert_int_equal(tether_ir_add_tensor(g, nm, TETHER_FLOAT32, -1, NULL, &t[i]), 0);
+    }
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
+    int c1[3] = {x, chain_const(g, "w1", 4, w8, &seed), chain_const(g, "b1", 1, b8, &seed)};
+    assert_int_equal(tether_ir_add_node(g, "conv1", TETHER_OP_CONV2D, c1, 3, &t[0], 1, &a, NULL),
+                     0);
+    a.groups = 8;
+    a.strides[0] = a.strides[1] = 1;
+    int c2[3] = {t[0], chain_const(g, "wd", 4, wd, &seed), chain_const(g, "bd", 1, b8, &seed)};
+    assert_int_equal(tether_ir_add_node(g, "dw", TETHER_OP_CONV2D, c2, 3, &t[1], 1, &a, NULL), 0);
+    tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
+    int c3[2] = {t[1], chain_const(g, "wp", 4, wp, &seed)};
+    assert_int_equal(tether_ir_add_node(g, "pw", TETHER_OP_CONV2D, c3, 2, &t[2], 1, &a, NULL), 0);
+    int ad[2] = {t[2], t[0]};
+    assert_int_equal(tether_ir_add_node(g, "add", TETHER_OP_ADD, ad, 2, &t[3], 1, NULL, NULL), 0);
+    assert_int_equal(
+        tether_ir_add_node(g, "sig", TETHER_OP_SIGMOID, &t[3], 1, &t[4], 1, NULL, NULL), 0);
+    int mu[2] = {t[4], t[3]};
+    assert_int_equal(tether_ir_add_node(g, "mul", TETHER_OP_MUL, mu, 2, &t[5], 1, NULL, NULL), 0);
+    tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
+    int c4[3] = {t[5], chain_const(g, "w4", 4, w10, &seed), chain_const(g, "b4", 1, b10, &seed)};
+    assert_int_equal(tether_ir_add_node(g, "conv4", TETHER_OP_CONV2D, c4, 3, &t[6], 1, &a, NULL),
+                     0);
+    assert_int_equal(tether_ir_add_output(g, t[6]), 0);
+    assert_int_equal(tether_ir_infer(g), 0);
+}
+
+/* What the compile put in textures: texture memory objects and tensors in them (metadata.json),
+ * fallbacks (report.json). */
+static void texture_counts(const char *dir, int *textures, int *tensors, int *fallbacks) {
+    char p[200], *text;
+    snprintf(p, sizeof p, "%s/metadata.json", dir);
+    assert_int_equal(tether_file_read_text(p, 1 << 24, &text, NULL), 0);
+    *textures = *tensors = 0;
+    for (char *s = text; (s = strstr(s, "\"kind\":\t\"texture\"")); s++) {
+        (*textures)++;
+    }
+    for (char *s = text; (s = strstr(s, "\"storage_scope\":\t\"texture\"")); s++) {
+        (*tensors)++;
+    }
+    free(text);
+    snprintf(p, sizeof p, "%s/report.json", dir);
+    assert_int_equal(tether_file_read_text(p, 1 << 24, &text, NULL), 0);
+    char *f = strstr(text, "\"fallbacks\":");
+    assert_non_null(f);
+    *fallbacks = atoi(f + strlen("\"fallbacks\":"));
+    free(text);
+}
+
+/* Texture and buffer artifacts give the interpreter's outputs: the chain above with and without
+ * the passes (residual fused into the pointwise conv, or add/sigmoid/mul as texture kernels), the
+ * zoo, the conv net and the MobileNet-style block; with tiny image limits every texture falls
+ * back to a buffer and the results stay the same. */
+static void test_texture_activations(void **state) {
+    (void)state;
+    tether_ir_graph gs[4];
+    build_tex_chain(&gs[0]);
+    tt_build_zoo(&gs[1]);
+    assert_int_equal(tether_ir_infer(&gs[1]), 0);
+    tt_build_convnet(&gs[2], true);
+    tt_build_mobile(&gs[3], false);
+    g_tex_act = true;
+    for (int i = 0; i < 4; i++) {
+        check_graph(&gs[i], NULL, false, true);
+        check_graph(&gs[i], NULL, true, true);
+    }
+    check_graph(&gs[0], NULL, false, false);
+    /* the chain really runs on textures: 4 of its 6 intermediates with the passes on */
+    char dir[128];
+    int textures, tensors, fallbacks;
+    compile_ocl(&gs[0], false, false, dir, sizeof dir);
+    texture_counts(dir, &textures, &tensors, &fallbacks);
+    assert_true(textures >= 1);
+    assert_int_equal(tensors, 6); /* t0..t5: every intermediate, the output stays a buffer */
+    assert_int_equal(fallbacks, 0);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd,
+             "grep -q 'write_imagef' '%s/m.cl' && grep -q '__write_only' '%s/m.cl'", dir, dir);
+    assert_int_equal(system(cmd), 0);
+    rm_tree(dir);
+    compile_ocl(&gs[3], false, true, dir, sizeof dir);
+    texture_counts(dir, &textures, &tensors, &fallbacks);
+    assert_true(tensors >= 2);
+    assert_true(textures >= 1 && textures <= tensors); /* images are reused */
+    rm_tree(dir);
+    /* over the limits: buffers, same results */
+    g_img_max[0] = 4;
+    g_img_max[1] = 4;
+    compile_ocl(&gs[0], false, false, dir, sizeof dir);
+    texture_counts(dir, &textures, &tensors, &fallbacks);
+    assert_int_equal(textures, 0);
+    assert_int_equal(tensors, 0);
+    assert_int_equal(fallbacks, 6);
+    rm_tree(dir);
+    check_graph(&gs[0], NULL, false, false);
+    check_graph(&gs[3], NULL, false, true);
+    g_img_max[0] = g_img_max[1] = 0;
+    g_tex_act = false;
+    for (int i = 0; i < 4; i++) {
+        tether_ir_close(&gs[i]);
+    }
+}
+
 /* ---- the CLI: KWS over local: and TCP, reference, bench, errors ---------------------------- */
 
 static int run_cli(char *out, size_t cap, const char *fmt, ...) {
@@ -745,6 +892,7 @@ int main(void) {
         cmocka_unit_test(test_empty_tensors),
         cmocka_unit_test(test_unsupported_nodes),
         cmocka_unit_test(test_image_over_limit),
+        cmocka_unit_test(test_texture_activations),
         cmocka_unit_test(test_kws_cli),
         cmocka_unit_test(test_cli_errors),
     };
