@@ -54,11 +54,28 @@ int tether_texture_extent(tether_scope scope, const int64_t *shape, int ndim, in
     if (rc != TETHER_OK) {
         return rc;
     }
-    if (shape[ndim - 1] != 4) {
+    int64_t c = shape[ndim - 1];
+    if (scope == TETHER_SCOPE_TEXTURE && c == 3) {
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "texture arrays cannot have 3 channels (no RGB image format is "
+                                "used, nothing is padded implicitly); pad the channels to 4 "
+                                "explicitly or keep the tensor in the global scope");
+    }
+    if (scope == TETHER_SCOPE_TEXTURE ? (c != 1 && c != 2 && c != 4) : c != 4) {
         return tether_set_error(TETHER_ERR_MISMATCH,
-                                "%s arrays need an innermost dimension of 4 (one RGBA texel), "
-                                "got %lld; pack the channels into blocks of 4 first",
-                                name, (long long)shape[ndim - 1]);
+                                "%s arrays need an innermost dimension of %s, got %lld; pack "
+                                "the channels into blocks of 4 first",
+                                name,
+                                scope == TETHER_SCOPE_TEXTURE ? "1, 2 or 4 (R, RG or RGBA texels)"
+                                                              : "4 (one RGBA texel)",
+                                (long long)c);
+    }
+    if (scope == TETHER_SCOPE_TEXTURE && ndim >= 4 && shape[0] != 1) {
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "texture arrays of rank %d need batch 1 (N = 1), got %lld; "
+                                "run the batch as separate arrays or keep it in the global "
+                                "scope",
+                                ndim, (long long)shape[0]);
     }
     int64_t width, height;
     if (scope == TETHER_SCOPE_TEXTURE) {
@@ -79,7 +96,7 @@ int tether_texture_extent(tether_scope scope, const int64_t *shape, int ndim, in
     }
     out->width = width;
     out->height = height;
-    out->channels = 4;
+    out->channels = (int32_t)c;
     return TETHER_OK;
 }
 

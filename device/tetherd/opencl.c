@@ -27,6 +27,7 @@ struct tetherd_cl_mem {
     cl_mem mem;
     int is_image;
     int64_t width, height; /* texels */
+    int64_t texel;         /* bytes per texel: 4 x channels */
 };
 
 struct tetherd_cl_program {
@@ -143,7 +144,28 @@ int tetherd_cl_image(tetherd_cl *cl, tether_scope scope, const int64_t *shape, i
         return rc;
     if (ext.width < 1 || ext.height < 1)
         return tether_set_error(TETHER_ERR_INVALID_ARG, "an image needs at least one texel");
-    cl_image_format fmt = {CL_RGBA, CL_FLOAT};
+    cl_image_format fmt = {ext.channels == 1   ? CL_R
+                           : ext.channels == 2 ? CL_RG
+                                               : CL_RGBA,
+                           CL_FLOAT};
+    /* the image contract's formats exist on every device for RGBA; R and RG are optional */
+    cl_image_format have[128];
+    cl_uint nhave = 0;
+    if (clGetSupportedImageFormats(cl->ctx, CL_MEM_READ_WRITE, CL_MEM_OBJECT_IMAGE2D, 128, have,
+                                   &nhave) == CL_SUCCESS) {
+        int found = 0;
+        for (cl_uint i = 0; i < nhave && i < 128 && !found; i++)
+            found = have[i].image_channel_order == fmt.image_channel_order &&
+                    have[i].image_channel_data_type == CL_FLOAT;
+        if (!found)
+            return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                    "this OpenCL device has no %s float images (%d channels); use "
+                                    "4 channels (RGBA) or the global scope",
+                                    ext.channels == 1   ? "CL_R"
+                                    : ext.channels == 2 ? "CL_RG"
+                                                        : "CL_RGBA",
+                                    (int)ext.channels);
+    }
     cl_image_desc desc;
     memset(&desc, 0, sizeof desc);
     desc.image_type = CL_MEM_OBJECT_IMAGE2D;
@@ -162,6 +184,7 @@ int tetherd_cl_image(tetherd_cl *cl, tether_scope scope, const int64_t *shape, i
     r->is_image = 1;
     r->width = ext.width;
     r->height = ext.height;
+    r->texel = 4 * (int64_t)ext.channels;
     *out = r;
     return 0;
 }
@@ -192,7 +215,7 @@ void tetherd_cl_mem_free(tetherd_cl_mem *m) {
 /* Rows [r0, r1) covering bytes [offset, offset+len). */
 static void rows_of(const tetherd_cl_mem *m, uint64_t offset, uint64_t len, size_t *r0,
                     size_t *r1) {
-    uint64_t row = (uint64_t)m->width * 16;
+    uint64_t row = (uint64_t)m->width * (uint64_t)m->texel;
     *r0 = (size_t)(offset / row);
     *r1 = len ? (size_t)((offset + len + row - 1) / row) : *r0;
     if (*r1 > (size_t)m->height)
@@ -206,8 +229,9 @@ int tetherd_cl_image_write(tetherd_cl *cl, tetherd_cl_mem *m, const uint8_t *sha
     if (r1 <= r0)
         return 0;
     size_t origin[3] = {0, r0, 0}, region[3] = {(size_t)m->width, r1 - r0, 1};
-    cl_int err = clEnqueueWriteImage(cl->q, m->mem, CL_TRUE, origin, region, 0, 0,
-                                     shadow + r0 * (size_t)m->width * 16, 0, NULL, NULL);
+    cl_int err =
+        clEnqueueWriteImage(cl->q, m->mem, CL_TRUE, origin, region, 0, 0,
+                            shadow + r0 * (size_t)m->width * (size_t)m->texel, 0, NULL, NULL);
     return err == CL_SUCCESS ? 0 : cl_fail("clEnqueueWriteImage", err);
 }
 
@@ -218,8 +242,9 @@ int tetherd_cl_image_read(tetherd_cl *cl, tetherd_cl_mem *m, uint8_t *shadow, ui
     if (r1 <= r0)
         return 0;
     size_t origin[3] = {0, r0, 0}, region[3] = {(size_t)m->width, r1 - r0, 1};
-    cl_int err = clEnqueueReadImage(cl->q, m->mem, CL_TRUE, origin, region, 0, 0,
-                                    shadow + r0 * (size_t)m->width * 16, 0, NULL, NULL);
+    cl_int err =
+        clEnqueueReadImage(cl->q, m->mem, CL_TRUE, origin, region, 0, 0,
+                           shadow + r0 * (size_t)m->width * (size_t)m->texel, 0, NULL, NULL);
     return err == CL_SUCCESS ? 0 : cl_fail("clEnqueueReadImage", err);
 }
 

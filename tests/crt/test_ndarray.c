@@ -97,9 +97,12 @@ static void wrap_and_scopes(void **state) {
     assert_int_equal(a.scope, TETHER_SCOPE_TEXTURE);
     assert_string_equal(a.pool, "");
     assert_int_equal(tether_ndarray_free(&a), TETHER_OK); /* caller memory: nothing released */
-    int64_t bad[] = {2, 8, 3};
+    int64_t bad[] = {2, 8, 3}, bad5[] = {2, 8, 5};
     assert_int_equal(
         tether_ndarray_wrap(&a, data, bad, 3, TETHER_FLOAT32, cpu, TETHER_SCOPE_TEXTURE),
+        TETHER_ERR_UNSUPPORTED); /* no RGB images: pad to 4 or stay global */
+    assert_int_equal(
+        tether_ndarray_wrap(&a, data, bad5, 3, TETHER_FLOAT32, cpu, TETHER_SCOPE_TEXTURE),
         TETHER_ERR_MISMATCH);
     assert_null(a.dl.data);
     assert_int_equal(

@@ -92,8 +92,8 @@ static void texture_over_limit_names_the_limit(void **state) {
                      TETHER_ERR_LIMIT);
     assert_non_null(strstr(tether_last_error(), "width 9000"));
     assert_non_null(strstr(tether_last_error(), "CL_DEVICE_IMAGE2D_MAX_WIDTH = 8192"));
-    assert_int_equal(e.width, 0);        /* nothing written on failure */
-    int64_t tall[] = {4, 64, 64, 16, 4}; /* height 16384 > 8192 */
+    assert_int_equal(e.width, 0);         /* nothing written on failure */
+    int64_t tall[] = {1, 256, 64, 16, 4}; /* height 16384 > 8192 */
     assert_int_equal(tether_texture_extent(TETHER_SCOPE_TEXTURE, tall, 5, 8192, 8192, &e),
                      TETHER_ERR_LIMIT);
     assert_non_null(strstr(tether_last_error(), "height 16384"));
@@ -106,7 +106,7 @@ static void texture_over_limit_names_the_limit(void **state) {
                      TETHER_ERR_LIMIT);
     assert_non_null(strstr(tether_last_error(), "texture:weight image width 16384"));
     /* huge products saturate instead of overflowing */
-    int64_t huge[] = {INT64_MAX / 2, INT64_MAX / 2, 3, 4, 4};
+    int64_t huge[] = {1, INT64_MAX / 2, INT64_MAX / 2, 4, 4};
     assert_int_equal(tether_texture_extent(TETHER_SCOPE_TEXTURE, huge, 5, 8192, 8192, &e),
                      TETHER_ERR_LIMIT);
 }
@@ -114,10 +114,31 @@ static void texture_over_limit_names_the_limit(void **state) {
 static void texture_shape_errors(void **state) {
     (void)state;
     tether_image_extent e;
-    int64_t not4[] = {1, 8, 8, 3};
-    assert_int_equal(tether_texture_extent(TETHER_SCOPE_TEXTURE, not4, 4, 0, 0, &e),
+    /* the image contract: C in {1, 2, 4} (R, RG, RGBA), 3 refused saying what to do, N = 1 */
+    int64_t rgb[] = {1, 8, 8, 3};
+    assert_int_equal(tether_texture_extent(TETHER_SCOPE_TEXTURE, rgb, 4, 0, 0, &e),
+                     TETHER_ERR_UNSUPPORTED);
+    assert_non_null(strstr(tether_last_error(), "cannot have 3 channels"));
+    assert_non_null(strstr(tether_last_error(), "pad the channels to 4 explicitly"));
+    int64_t five[] = {8, 8, 5};
+    assert_int_equal(tether_texture_extent(TETHER_SCOPE_TEXTURE, five, 3, 0, 0, &e),
                      TETHER_ERR_MISMATCH);
-    assert_non_null(strstr(tether_last_error(), "innermost dimension of 4"));
+    assert_non_null(strstr(tether_last_error(), "1, 2 or 4 (R, RG or RGBA texels)"));
+    int64_t r[] = {6, 7, 1}, rg[] = {1, 6, 7, 2};
+    assert_int_equal(tether_texture_extent(TETHER_SCOPE_TEXTURE, r, 3, 0, 0, &e), TETHER_OK);
+    assert_int_equal(e.channels, 1);
+    assert_int_equal(e.width, 7);
+    assert_int_equal(e.height, 6);
+    assert_int_equal(tether_texture_extent(TETHER_SCOPE_TEXTURE, rg, 4, 0, 0, &e), TETHER_OK);
+    assert_int_equal(e.channels, 2);
+    int64_t batch2[] = {2, 8, 8, 4};
+    assert_int_equal(tether_texture_extent(TETHER_SCOPE_TEXTURE, batch2, 4, 0, 0, &e),
+                     TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "need batch 1"));
+    int64_t w2[] = {4, 2}; /* weights keep RGBA texels */
+    assert_int_equal(tether_texture_extent(TETHER_SCOPE_TEXTURE_WEIGHT, w2, 2, 0, 0, &e),
+                     TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "4 (one RGBA texel)"));
     int64_t zero[] = {1, 0, 4};
     assert_int_equal(tether_texture_extent(TETHER_SCOPE_TEXTURE, zero, 3, 0, 0, &e),
                      TETHER_ERR_INVALID_ARG);

@@ -29,13 +29,17 @@ extern "C" {
 typedef struct tether_image_extent {
     int64_t width;    /* texels per row */
     int64_t height;   /* rows */
-    int32_t channels; /* components per texel (4 for the texture scopes) */
+    int32_t channels; /* components per texel: 1, 2 or 4 (R, RG, RGBA; texture:weight 4) */
 } tether_image_extent;
 
 /* Computes the 2D extent of a tensor stored in a texture scope and checks it against
- * max_width x max_height (0 = no limit). Errors: TETHER_ERR_INVALID_ARG for a non-texture scope
- * or a bad shape, TETHER_ERR_MISMATCH when the last dimension is not 4, TETHER_ERR_LIMIT when the
- * extent is over a limit (the message names the limit and the value). */
+ * max_width x max_height (0 = no limit). The image contract: the innermost dimension is the
+ * texel's channels, 1, 2 or 4 for `texture` (R, RG, RGBA; 3 is refused with what to do, nothing
+ * is padded implicitly) and 4 for `texture:weight`; a `texture` array of rank 4 or more has batch
+ * 1 (dimension 0). Errors: TETHER_ERR_INVALID_ARG for a non-texture scope or a bad shape,
+ * TETHER_ERR_UNSUPPORTED for 3 channels, TETHER_ERR_MISMATCH for other channel counts or a batch
+ * above 1, TETHER_ERR_LIMIT when the extent is over a limit (the message names the limit and the
+ * value). */
 int tether_texture_extent(tether_scope scope, const int64_t *shape, int ndim, int64_t max_width,
                           int64_t max_height, tether_image_extent *out);
 
