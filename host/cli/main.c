@@ -381,6 +381,7 @@ typedef struct run_args {
     const char *cpu;     /* --mcpu: the CPU a model is compiled for (default: the device's) */
     int opencl;          /* --backend opencl: compile a model to OpenCL kernels */
     int texture_weights; /* --texture-weights: ... with conv weights in images */
+    int texture_acts;    /* --texture-activations: ... activations in texture images */
     const char *abi;     /* --abi: ABI of a compiled model (default: the compiler's) */
     const char *input_shapes[MAX_IO]; /* --input-shape NAME=D0xD1...: dynamic model dims */
     int ninput_shapes;
@@ -492,8 +493,10 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 "               HELLO, e.g. x86-64-v4)\n"
                 "  --opt-level 0|1|2|3|s, --params linked|blob  as for tether compile (MODEL)\n"
                 "  --json FILE  also write the %s as JSON (docs/cli.md)\n"
-                "  --backend c|opencl [--texture-weights]  compile a MODEL to a C library\n"
-                "               (default) or to OpenCL kernels run on the device's OpenCL layer\n"
+                "  --backend c|opencl [--texture-weights] [--texture-activations]  compile a\n"
+                "               MODEL to a C library (default) or to OpenCL kernels run on the\n"
+                "               device's OpenCL layer (activations in textures within the\n"
+                "               image limits of its HELLO)\n"
                 "  --firmware PATH  firmware.json (or its folder) of an MCU device, for linking\n"
                 "               .o/.a/artifacts at its load region (default: $TETHER_FIRMWARE,\n"
                 "               then the build tree)\n"
@@ -568,6 +571,8 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
             i++;
         } else if (!strcmp(a, "--texture-weights")) {
             r->texture_weights = 1;
+        } else if (!strcmp(a, "--texture-activations")) {
+            r->texture_acts = 1;
         } else if (!strcmp(a, "--target") || !strcmp(a, "--abi")) {
             if (!v)
                 return fail(2, "%s needs a value", a);
@@ -1149,8 +1154,9 @@ static int cmd_run(int argc, char **argv, int bench) {
         if (r.abi)
             tether_abi_parse(r.abi, &o.codegen.abi);
         char probed[64], cpu[128];
-        if (r.texture_weights && !r.opencl)
-            return fail(2, "--texture-weights needs --backend opencl");
+        if ((r.texture_weights || r.texture_acts) && !r.opencl)
+            return fail(2, "%s needs --backend opencl",
+                        r.texture_weights ? "--texture-weights" : "--texture-activations");
         if (r.opt_level != -2)
             o.build.opt_level = r.opt_level;
         if (r.params != -1)
@@ -1161,6 +1167,16 @@ static int cmd_run(int argc, char **argv, int bench) {
                                "backend, not --backend opencl");
             o.backend = TETHER_BACKEND_OPENCL;
             o.opencl.texture_weights = r.texture_weights;
+            o.opencl.texture_activations = r.texture_acts;
+            if (r.texture_acts) { /* textures within the device's image limits */
+                tether_session *s;
+                if (open_session(&r.c, &s))
+                    return 1;
+                const tether_device_info *d = tether_session_info(s);
+                o.opencl.image_max_width = d->image_max_width;
+                o.opencl.image_max_height = d->image_max_height;
+                tether_session_close(s);
+            }
         } else if (r.compile_target) {
             const tether_target *t;
             if (tether_target_find(r.compile_target, &t))

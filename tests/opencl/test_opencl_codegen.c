@@ -514,6 +514,9 @@ static void test_image_over_limit(void **state) {
 
 /* ---- texture activations (the storage-scope pass) ------------------------------------------ */
 
+static int run_cli(char *out, size_t cap, const char *fmt, ...);
+static void expect_equal_npy(const char *a, const char *b, double tol);
+
 static int chain_const(tether_ir_graph *g, const char *name, int nd, const int64_t *shape,
                        uint32_t *seed) {
     size_t n = 1;
@@ -644,6 +647,38 @@ static void test_texture_activations(void **state) {
     check_graph(&gs[3], NULL, false, true);
     g_img_max[0] = g_img_max[1] = 0;
     g_tex_act = false;
+    /* the CLI: run MODEL --backend opencl --texture-activations (limits from the device's
+     * HELLO) equals --reference; compile reports the texture pool and the fallbacks */
+    static char o[16384];
+    char p[200], q[200];
+    snprintf(p, sizeof p, "%s/chain.json", g_tmp);
+    snprintf(q, sizeof q, "%s/chain.bin", g_tmp);
+    assert_int_equal(tether_model_save_json(&gs[0], p, q), 0);
+    float xv[960];
+    uint32_t seed = 9;
+    tt_fill(xv, 960, false, &seed);
+    int64_t xs[4] = {1, 8, 10, 12};
+    snprintf(p, sizeof p, "%s/xc.npy", g_tmp);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, xs, 4, xv), 0);
+    assert_int_equal(run_cli(o, sizeof o, "run chain.json --reference --in xc.npy --out cr.npy"),
+                     0);
+    assert_int_equal(run_cli(o, sizeof o,
+                             "run chain.json --backend opencl --texture-activations --in xc.npy "
+                             "--out ct.npy"),
+                     0);
+    expect_equal_npy("cr.npy", "ct.npy", 1e-4);
+    assert_int_equal(
+        run_cli(o, sizeof o, "compile chain.json -o ctx --backend opencl --texture-activations"),
+        0);
+    assert_non_null(strstr(o, "texture pool ("));
+    /* t0, t1, pw + residual, sigmoid, mul in 3 images (reused); no workspace left */
+    assert_non_null(strstr(o, "texture pool (3 images)"));
+    assert_non_null(strstr(o, "(5 activations, 0 over the image limits as buffers)"));
+    assert_int_equal(run_cli(o, sizeof o,
+                             "compile chain.json -o ctx --backend opencl --texture-activations "
+                             "--image-max 8x8"),
+                     0);
+    assert_non_null(strstr(o, "(0 activations, 5 over the image limits as buffers)"));
     for (int i = 0; i < 4; i++) {
         tether_ir_close(&gs[i]);
     }
@@ -807,6 +842,13 @@ static void test_cli_errors(void **state) {
     assert_non_null(strstr(o, "--abi applies to the C backend"));
     assert_int_equal(
         run_cli(o, sizeof o, "compile '%s' -o e1 --backend opencl --local-size 0", kws), 2);
+    assert_int_equal(run_cli(o, sizeof o, "compile '%s' -o e1 --texture-activations", kws), 2);
+    assert_non_null(strstr(o, "--texture-activations needs --backend opencl"));
+    assert_int_equal(
+        run_cli(o, sizeof o, "compile '%s' -o e1 --backend opencl --image-max 4096", kws), 2);
+    assert_non_null(strstr(o, "--image-max '4096' is not WIDTHxHEIGHT"));
+    assert_int_equal(run_cli(o, sizeof o, "run '%s' --texture-activations --in x.npy", kws), 2);
+    assert_non_null(strstr(o, "--texture-activations needs --backend opencl"));
     char p[200];
     snprintf(p, sizeof p, "%s/e1", g_tmp);
     assert_int_equal(access(p, F_OK), -1);
