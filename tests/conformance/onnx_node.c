@@ -5,7 +5,13 @@
  * started here), feed the run-time inputs, call, and compare every output with output_K.pb
  * (rtol 1e-4, atol 1e-5; shapes must match exactly). The reference interpreter is compared too.
  *
- * Usage: test_onnx_node --abi packed|unpacked|both [--device local|tcp] [--subset FILE] [NAME...]
+ * With --abi opencl the tests run through the OpenCL backend instead (tether/artifact.h, on the
+ * device's OpenCL layer, PoCL in CI): each model is compiled twice, activations in buffers and
+ * with --texture-activations (images planned in 2D), both must match the test data and each
+ * other; a model with an operator the backend lacks counts as "not handled", not as a failure.
+ *
+ * Usage: test_onnx_node --abi packed|unpacked|both|opencl [--device local|tcp] [--subset FILE]
+ *        [NAME...]
  * Every run prints one summary line:
  *   onnx-node <abi> on <device>: N passed, F failed, S skipped [failed: a, b] [skipped: c]
  * A test is skipped only when tests/conformance/skips.txt lists it with a reason. The cmocka
@@ -28,6 +34,7 @@
 
 #include <cmocka.h>
 
+#include "tether/artifact.h"
 #include "tether/compiler.h"
 #include "tether/crt.h"
 #include "tether/host.h"
@@ -42,6 +49,7 @@
 
 static const char *g_abi_name = "unpacked";
 static tether_abi g_abi = TETHER_ABI_UNPACKED;
+static bool g_opencl; /* --abi opencl: the OpenCL backend, buffers and textures */
 static const char *g_device = "local";
 static const char *g_subset;
 static char **g_only;
@@ -230,7 +238,88 @@ static int run_on_device(tether_session *s, const char *dir, const char *lib, co
     return rc ? -1 : 0;
 }
 
-/* One test folder: 1 passed, 0 failed (why set). */
+/* Compiles g with the OpenCL backend into art (textures: --texture-activations) and runs it on
+ * the device through the host library's artifact runner; outputs into got[] (malloc'd).
+ * Returns 0, -1 (why set) or TETHER_ERR_UNSUPPORTED when the backend lacks an operator. */
+static int run_opencl(tether_session *s, const char *art, bool textures, const tether_ir_graph *g,
+                      const tether_onnx_tensor *const *rin, float **got, char *why, size_t whyn) {
+    tether_ir_graph c;
+    memset(&c, 0, sizeof c);
+    tether_compile_options o;
+    tether_compile_options_init(&o);
+    o.backend = TETHER_BACKEND_OPENCL;
+    o.opencl.texture_activations = textures;
+    o.codegen.prefix = "onnx_node";
+    const tether_device_info *d = tether_session_info(s);
+    o.opencl.image_max_width = d->image_max_width;
+    o.opencl.image_max_height = d->image_max_height;
+    tether_compile_result res;
+    int rc = tether_ir_init(&c, g->name);
+    for (int i = 0; !rc && i < g->ntensors; i++) { /* the compile changes its graph: a copy */
+        const tether_ir_tensor *t = &g->tensors[i];
+        rc = t->kind == TETHER_TENSOR_CONSTANT
+                 ? tether_ir_add_constant(&c, t->name, t->dtype, t->ndim, t->shape, t->data,
+                                          t->nbytes, NULL)
+                 : tether_ir_add_tensor(&c, t->name, t->dtype, t->ndim, t->shape, NULL);
+    }
+    for (int i = 0; !rc && i < g->nnodes; i++) {
+        const tether_ir_node *n = &g->nodes[i];
+        rc = tether_ir_add_node(&c, n->name, n->op, n->inputs, n->ninputs, n->outputs, n->noutputs,
+                                &n->attrs, NULL);
+    }
+    for (int i = 0; !rc && i < g->ninputs; i++) {
+        rc = tether_ir_add_input(&c, g->inputs[i]);
+    }
+    for (int i = 0; !rc && i < g->noutputs; i++) {
+        rc = tether_ir_add_output(&c, g->outputs[i]);
+    }
+    if (!rc) {
+        rc = tether_ir_infer(&c);
+    }
+    if (!rc) {
+        rc = tether_compile_graph(&c, art, &o, &res);
+    }
+    tether_ir_close(&c);
+    if (rc == TETHER_ERR_UNSUPPORTED) {
+        snprintf(why, whyn, "%s", tether_last_error());
+        return TETHER_ERR_UNSUPPORTED;
+    }
+    if (rc) {
+        snprintf(why, whyn, "compile (OpenCL%s): %s", textures ? ", textures" : "",
+                 tether_last_error());
+        return -1;
+    }
+    tether_artifact *a;
+    if (tether_artifact_open(art, &a)) {
+        snprintf(why, whyn, "open %s: %s", art, tether_last_error());
+        return -1;
+    }
+    const void *ins[MAX_IO];
+    void *outs[MAX_IO];
+    for (int i = 0; i < g->ninputs; i++) {
+        ins[i] = rin[i]->data;
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        size_t nb = tether_ir_tensor_bytes(&g->tensors[g->outputs[i]]);
+        outs[i] = got[i] = malloc(nb ? nb : 1);
+    }
+    rc = tether_artifact_prepare(a, s, NULL);
+    if (!rc) {
+        rc = tether_artifact_run(a, ins, outs, NULL, NULL);
+    }
+    if (rc) {
+        snprintf(why, whyn, "device (OpenCL%s): %s", textures ? ", textures" : "",
+                 tether_last_error());
+    }
+    tether_artifact_free(a);
+    if (tether_session_reset(s) && !rc) {
+        snprintf(why, whyn, "device reset: %s", tether_last_error());
+        rc = -1;
+    }
+    return rc ? -1 : 0;
+}
+
+/* One test folder: 1 passed, 0 failed (why set), -1 not handled by the OpenCL backend. */
 static int run_one(tether_session *s, const char *name, timing *tm, char *why, size_t whyn) {
     char dir[1200], model[1300];
     snprintf(dir, sizeof dir, "%s/%s", g_data, name);
@@ -318,6 +407,44 @@ static int run_one(tether_session *s, const char *name, timing *tm, char *why, s
             goto out;
         }
     }
+    char cmd[1800];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", art);
+    if (system(cmd) != 0) {
+        snprintf(why, whyn, "cannot create the artifact directory");
+        goto out;
+    }
+    if (g_opencl) { /* buffers, then textures: each equal to the data, and to each other */
+        float *tex[MAX_IO] = {0};
+        t0 = now_s();
+        int r = run_opencl(s, art, false, &g, rin, got, why, whyn);
+        if (r == TETHER_ERR_UNSUPPORTED) {
+            ok = -1;
+            goto out;
+        }
+        if (!r) {
+            r = run_opencl(s, art, true, &g, rin, tex, why, whyn);
+        }
+        for (int i = 0; !r && i < nout; i++) {
+            char w[200];
+            if (!close_enough(got[i], out[i].data, out[i].nbytes / 4, w, sizeof w)) {
+                snprintf(why, whyn, "OpenCL, output %d: %s", i, w);
+                r = -1;
+            } else if (!close_enough(tex[i], got[i], out[i].nbytes / 4, w, sizeof w)) {
+                snprintf(why, whyn, "OpenCL textures vs buffers, output %d: %s", i, w);
+                r = -1;
+            }
+        }
+        for (int i = 0; i < MAX_IO; i++) {
+            free(tex[i]);
+        }
+        tm->run_s += now_s() - t0; /* compile + device, both variants */
+        ok = r == 0;
+        if (ok) {
+            snprintf(cmd, sizeof cmd, "rm -rf '%s'", art);
+            ok = system(cmd) == 0;
+        }
+        goto out;
+    }
     /* compile, run on the device, compare */
     tether_compile_options o;
     tether_compile_options_init(&o);
@@ -325,12 +452,6 @@ static int run_one(tether_session *s, const char *name, timing *tm, char *why, s
     o.codegen.prefix = "onnx_node";
     o.build.opt_level = 1;
     tether_compile_result res;
-    char cmd[1800];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", art);
-    if (system(cmd) != 0) {
-        snprintf(why, whyn, "cannot create the artifact directory");
-        goto out;
-    }
     t0 = now_s();
     if (tether_compile_graph(&g, art, &o, &res)) {
         snprintf(why, whyn, "compile: %s", tether_last_error());
@@ -368,7 +489,8 @@ out:
 
 static void test_onnx_node(void **state) {
     g_abi_name = *state;
-    assert_int_equal(tether_abi_parse(g_abi_name, &g_abi), 0);
+    g_opencl = strcmp(g_abi_name, "opencl") == 0;
+    assert_true(g_opencl || tether_abi_parse(g_abi_name, &g_abi) == 0);
     /* the test folders, sorted */
     char **names = calloc(MAX_TEST, sizeof(char *));
     int n = 0;
@@ -424,7 +546,7 @@ static void test_onnx_node(void **state) {
     if (tether_session_open(&s, url, &so)) {
         fail_msg("session %s: %s", url, tether_last_error());
     }
-    int passed = 0, failed = 0, skipped = 0;
+    int passed = 0, failed = 0, skipped = 0, unhandled = 0;
     char *failed_names = calloc(1, 1 << 16), *skipped_names = calloc(1, 1 << 16);
     timing tm = {0, 0, 0, 0};
     double t_start = now_s();
@@ -453,7 +575,11 @@ static void test_onnx_node(void **state) {
             continue;
         }
         char why[1024] = "";
-        if (run_one(s, names[i], &tm, why, sizeof why)) {
+        int r = run_one(s, names[i], &tm, why, sizeof why);
+        if (r < 0) {
+            printf("NOT HANDLED %s (OpenCL backend): %s\n", names[i], why);
+            unhandled++;
+        } else if (r) {
             passed++;
         } else {
             printf("FAIL %s (%s ABI): %s\n", names[i], g_abi_name, why);
@@ -483,6 +609,10 @@ static void test_onnx_node(void **state) {
     printf("onnx-node [%s ABI, %s]: %d passed, %d failed, %d skipped%s%s%s%s\n", g_abi_name,
            strcmp(g_device, "tcp") == 0 ? "tetherd over TCP" : "local:", passed, failed, skipped,
            failed ? "; failed: " : "", failed_names, skipped ? "; skipped: " : "", skipped_names);
+    if (g_opencl) {
+        printf("onnx-node [opencl]: %d not handled by the OpenCL backend (an operator it lacks)\n",
+               unhandled);
+    }
     fflush(stdout);
     tether_session_close(s);
 #ifdef TETHER_HAVE_TEST_DAEMON
@@ -515,14 +645,14 @@ int main(int argc, char **argv) {
             break;
         } else {
             fprintf(stderr,
-                    "usage: %s --abi packed|unpacked|both [--device local|tcp] "
+                    "usage: %s --abi packed|unpacked|both|opencl [--device local|tcp] "
                     "[--subset FILE] [NAME...]\n",
                     argv[0]);
             return 2;
         }
     }
     bool both = strcmp(g_abi_name, "both") == 0;
-    if (!both && tether_abi_parse(g_abi_name, &g_abi)) {
+    if (!both && strcmp(g_abi_name, "opencl") != 0 && tether_abi_parse(g_abi_name, &g_abi)) {
         fprintf(stderr, "unknown ABI '%s'\n", g_abi_name);
         return 2;
     }
