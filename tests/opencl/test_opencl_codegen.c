@@ -633,6 +633,12 @@ static void test_texture_activations(void **state) {
     texture_counts(dir, &textures, &tensors, &fallbacks);
     assert_true(tensors >= 2);
     assert_true(textures >= 1 && textures <= tensors); /* images are reused */
+    /* the plan's SVG timeline and JSON show the texture pool beside the workspace */
+    snprintf(cmd, sizeof cmd,
+             "grep -q 'texture (texture): %d image' '%s/memory_plan.svg' && "
+             "grep -q '\"images\"' '%s/memory_plan.json'",
+             textures, dir, dir);
+    assert_int_equal(system(cmd), 0);
     rm_tree(dir);
     /* over the limits: buffers, same results */
     g_img_max[0] = 4;

@@ -280,6 +280,9 @@ typedef struct tether_opencl_output {
     int nfallbacks;        /* activations the storage-scope pass chose that stayed buffers (over
                               the image limits) */
     int64_t texture_bytes; /* bytes of the texture images (4 floats per texel) */
+    char *plan_json;       /* with texture_activations: the memory plan (workspace and texture
+                              pools) as the planner writes it, and its SVG timeline; else NULL */
+    char *plan_svg;
 } tether_opencl_output;
 
 /* A node the backend has no kernel for fails the whole call with TETHER_ERR_UNSUPPORTED naming

@@ -1,7 +1,8 @@
 /*
  * The OpenCL backend's pipeline (tether_compile_graph with backend OpenCL): passes, memory plan,
  * tether_codegen_opencl, then the artifact directory <prefix>.cl, params.bin, metadata.json and
- * report.json (docs/codegen.md, "OpenCL backend").
+ * report.json, with texture activations also memory_plan.json and memory_plan.svg (docs/codegen.md,
+ * "OpenCL backend").
  *
  * What must stay true: as for the C backend (compile.c), a failure removes every file this call
  * wrote, and the directory when it created it; nothing partial is left.
@@ -63,6 +64,12 @@ int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
     }
     if (!rc) {
         rc = tether__artifact_put(&w, "report.json", rep, strlen(rep));
+    }
+    if (!rc && cg.plan_json) { /* the workspace and texture pools, for `tether plan`'s viewers */
+        rc = tether__artifact_put(&w, "memory_plan.json", cg.plan_json, strlen(cg.plan_json));
+    }
+    if (!rc && cg.plan_svg) {
+        rc = tether__artifact_put(&w, "memory_plan.svg", cg.plan_svg, strlen(cg.plan_svg));
     }
     free(rep);
     tether_opencl_output_close(&cg);

@@ -43,6 +43,8 @@ void tether_opencl_output_close(tether_opencl_output *out) {
     free(out->source);
     free(out->metadata);
     free(out->params);
+    free(out->plan_json);
+    free(out->plan_svg);
     memset(out, 0, sizeof *out);
 }
 
@@ -111,6 +113,7 @@ typedef struct ocl {
     int ntex_tensors;  /* tensors in textures */
     int nfallbacks;    /* chosen for a texture, over the image limits: a buffer */
     int64_t tex_bytes; /* bytes of the texture images */
+    char *plan_json, *plan_svg;
 } ocl;
 
 static const tether_ir_tensor *T(const ocl *e, int t) {
@@ -493,6 +496,10 @@ static int plan_textures(ocl *e) {
         e->nfallbacks += b >= 0 && planned && plan.assign[b].fallback;
     }
     e->ws_size = planned ? (plan.pools[0].size + 15) / 16 * 16 : 0;
+    if (planned && ((rc = tether_plan_to_json(&p, &plan, &e->plan_json)) ||
+                    (rc = tether_plan_to_svg(&p, &plan, &e->plan_svg)))) {
+        goto out;
+    }
 out:
     if (planned) {
         tether_plan_close(&plan);
@@ -2165,6 +2172,8 @@ static char *metadata_json(const ocl *e) {
  */
 
 static void ocl_free(ocl *e) {
+    free(e->plan_json);
+    free(e->plan_svg);
     free(e->tex);
     free(e->offset);
     free(e->mems);
@@ -2268,6 +2277,9 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
     out->ntexture_tensors = e.ntex_tensors;
     out->nfallbacks = e.nfallbacks;
     out->texture_bytes = e.tex_bytes;
+    out->plan_json = e.plan_json;
+    out->plan_svg = e.plan_svg;
+    e.plan_json = e.plan_svg = NULL;
     for (int i = 0; i < e.nmems; i++) {
         out->ntextures += e.mems[i].kind == MEM_TEXTURE;
     }
