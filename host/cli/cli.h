@@ -66,6 +66,10 @@ void tether_cli_summary(const char *name, const tether_npy *n);
 /* Opens a session like every device command (token file, progress bar, device LOG
  * lines on stderr). Prints the error and returns 1 on failure. */
 int tether_cli_open(const tether_cli_device *dev, tether_session **s);
+/* With --texture-activations and no --image-max among a compile's argv: the device's image
+ * limits (HELLO) as "WxH" in buf, returns 1; else 0. */
+int tether_cli_image_limits_arg(char **argv, int argc, const tether_device_info *d, char *buf,
+                                size_t n);
 /* Device LOG lines on stderr ("tether CMD: device warning: ..."): errors and warnings always,
  * info and debug with TETHER_VERBOSE=1. ctx is the command name. */
 void tether_cli_device_log(void *ctx, int level, const char *text);

@@ -1288,8 +1288,8 @@ int main(int argc, char **argv) {
         return cmd_run(argc - 1, argv + 1, 1);
 #ifdef TETHER_HAVE_COMPILER
     if (!strcmp(cmd, "compile")) {
-        for (int i = 2; i < argc; i++)
-            if (!strcmp(argv[i], "--upload"))
+        for (int i = 2; i < argc; i++) /* a device to upload to or to compile for */
+            if (!strcmp(argv[i], "--upload") || !strcmp(argv[i], "--device"))
                 return tether_cli_cmd_compile_upload(argc - 1, argv + 1);
         return tether_cmd_compile(argc - 1, argv + 1);
     }

@@ -375,14 +375,31 @@ void tether_cli_after_failure(tether_session *s, const char *cmd) {
 
 /* ---- tether compile ... --upload ---- */
 
+int tether_cli_image_limits_arg(char **argv, int argc, const tether_device_info *d, char *buf,
+                                size_t n) {
+    int tex = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--image-max"))
+            return 0; /* given by hand */
+        tex |= !strcmp(argv[i], "--texture-activations");
+    }
+    if (!tex || !d->image_max_width || !d->image_max_height)
+        return 0;
+    snprintf(buf, n, "%ux%u", (unsigned)d->image_max_width, (unsigned)d->image_max_height);
+    return 1;
+}
+
 int tether_cli_cmd_compile_upload(int argc, char **argv) {
 #ifdef TETHER_HAVE_COMPILER
     tether_cli_device dev = {0};
     const char *firmware = NULL, *out = NULL, *target = NULL;
-    char **cargv = calloc((size_t)argc + 3, sizeof *cargv);
+    char **cargv = calloc((size_t)argc + 5, sizeof *cargv);
     if (!cargv)
         return fail(1, "out of memory");
-    int cn = 0, rc = 2;
+    int cn = 0, rc = 2, upload = 0;
+    for (int i = 0; i < argc; i++) {
+        upload |= !strcmp(argv[i], "--upload");
+    }
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int takes = !strcmp(a, "--device") || !strcmp(a, "--firmware") ||
@@ -421,7 +438,7 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
         if (takes)
             i++;
     }
-    if (!out) {
+    if (!out && upload) {
         fail(2, "--upload needs -o DIR (the artifact the image is linked from)");
         goto done;
     }
@@ -430,6 +447,11 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
     if (tether_cli_open(&dev, &s))
         goto done;
     const tether_device_info *d = tether_session_info(s);
+    char image_max[64];
+    if (tether_cli_image_limits_arg(cargv, cn, d, image_max, sizeof image_max)) {
+        cargv[cn++] = "--image-max"; /* texture activations within the device's limits */
+        cargv[cn++] = image_max;
+    }
     if (!target) {
         /* compile for the device: an MCU's core, else the host profile */
         const tether_target *t;
@@ -442,6 +464,10 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
         }
     }
     cargv[cn] = NULL;
+    if (!upload) { /* compile for the device (its target and image limits), no upload */
+        rc = tether_cmd_compile(cn, cargv);
+        goto close;
+    }
     if (tether_artifact_target_check(d, target, NULL, out)) {
         fail(1, "%s", tether_last_error());
         goto close;

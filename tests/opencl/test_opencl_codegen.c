@@ -685,6 +685,12 @@ static void test_texture_activations(void **state) {
                              "--image-max 8x8"),
                      0);
     assert_non_null(strstr(o, "(0 activations, 5 over the image limits as buffers)"));
+    /* --device without --upload: compiled for the device's image limits (PoCL: 8192 or more) */
+    assert_int_equal(run_cli(o, sizeof o,
+                             "compile chain.json -o ctx --backend opencl --texture-activations "
+                             "--device local:"),
+                     0);
+    assert_non_null(strstr(o, "(5 activations, 0 over the image limits as buffers)"));
     for (int i = 0; i < 4; i++) {
         tether_ir_close(&gs[i]);
     }
