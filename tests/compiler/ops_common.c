@@ -375,8 +375,8 @@ void tt_build_zoo(tether_ir_graph *g) {
 
 /* ---- the conv net and the MobileNet-style block ------------------------------------------- */
 
-static int add_const(tether_ir_graph *g, const char *name, int ndim, const int64_t *shape,
-                     uint32_t *seed) {
+int tt_add_const(tether_ir_graph *g, const char *name, int ndim, const int64_t *shape,
+                 uint32_t *seed) {
     size_t n = 1;
     for (int i = 0; i < ndim; i++) {
         n *= (size_t)shape[i];
@@ -397,9 +397,9 @@ void tt_build_convnet(tether_ir_graph *g, bool small) {
             sd[] = {10, O * (S / 2) * (S / 2)}, s10[] = {10};
     int x, t[7];
     tether_ir_add_tensor(g, "x", TETHER_FLOAT32, 4, sx, &x);
-    int c1w = add_const(g, "w1", 4, sw1, &seed), c1b = add_const(g, "b1", 1, sb, &seed);
-    int c2w = add_const(g, "w2", 4, sw2, &seed), c2b = add_const(g, "b2", 1, sb, &seed);
-    int dw = add_const(g, "wd", 2, sd, &seed), db = add_const(g, "bd", 1, s10, &seed);
+    int c1w = tt_add_const(g, "w1", 4, sw1, &seed), c1b = tt_add_const(g, "b1", 1, sb, &seed);
+    int c2w = tt_add_const(g, "w2", 4, sw2, &seed), c2b = tt_add_const(g, "b2", 1, sb, &seed);
+    int dw = tt_add_const(g, "wd", 2, sd, &seed), db = tt_add_const(g, "bd", 1, s10, &seed);
     for (int i = 0; i < 7; i++) {
         char nm[8];
         snprintf(nm, sizeof nm, "t%d", i);
@@ -439,7 +439,7 @@ void tt_build_mobile(tether_ir_graph *g, bool small) {
     for (int i = 0; i < 8; i++) {
         char nm[8];
         snprintf(nm, sizeof nm, "c%d", i);
-        c[i] = add_const(g, nm, nd[i], shapes[i], &seed);
+        c[i] = tt_add_const(g, nm, nd[i], shapes[i], &seed);
     }
     for (int i = 0; i < 10; i++) {
         char nm[8];

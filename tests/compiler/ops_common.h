@@ -32,6 +32,11 @@ int tt_run_compiled_schedule(const tether_ir_graph *g, const char *tag, tether_a
 /* Max |a-b| / (atol + rtol*|b|) over n values; <= 1 means "close". NaN in both counts as equal. */
 double tt_close(const float *a, const float *b, size_t n, double atol, double rtol);
 
+/* A float32 constant of the given shape filled by tt_fill (values in [-1, 1)) from *seed; its
+ * tensor index (-1 on failure). */
+int tt_add_const(tether_ir_graph *g, const char *name, int ndim, const int64_t *shape,
+                 uint32_t *seed);
+
 /* Deep copy of a graph (for running passes on a copy). */
 int tt_graph_copy(const tether_ir_graph *src, tether_ir_graph *dst);
 

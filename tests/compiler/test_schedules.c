@@ -424,19 +424,10 @@ typedef struct chain {
 } chain;
 
 static int chain_const(chain *c, int ndim, const int64_t *shape) {
-    size_t n = 1;
-    for (int i = 0; i < ndim; i++) {
-        n *= (size_t)shape[i];
-    }
-    float *v = malloc(n * sizeof(float));
-    tt_fill(v, n, false, &c->seed);
     char name[16];
     snprintf(name, sizeof name, "k%d", c->n++);
-    int idx = -1;
-    assert_int_equal(
-        tether_ir_add_constant(c->g, name, TETHER_FLOAT32, ndim, shape, v, n * sizeof(float), &idx),
-        0);
-    free(v);
+    int idx = tt_add_const(c->g, name, ndim, shape, &c->seed);
+    assert_true(idx >= 0);
     return idx;
 }
 

@@ -517,21 +517,6 @@ static void test_image_over_limit(void **state) {
 static int run_cli(char *out, size_t cap, const char *fmt, ...);
 static void expect_equal_npy(const char *a, const char *b, double tol);
 
-static int chain_const(tether_ir_graph *g, const char *name, int nd, const int64_t *shape,
-                       uint32_t *seed) {
-    size_t n = 1;
-    for (int i = 0; i < nd; i++) {
-        n *= (size_t)shape[i];
-    }
-    float *v = malloc(n * sizeof(float));
-    tt_fill(v, n, false, seed);
-    int t;
-    assert_int_equal(
-        tether_ir_add_constant(g, name, TETHER_FLOAT32, nd, shape, v, n * sizeof(float), &t), 0);
-    free(v);
-    return t;
-}
-
 /* x[1,8,10,12] -> conv 3x3 (buffer -> texture) -> depthwise 3x3 -> pointwise, + the first conv's
  * output (a residual) -> sigmoid -> mul with the sum (both operands textures) -> conv 3x3 to 10
  * channels (texture -> a buffer graph output, a channel count that is not a multiple of 4). */
@@ -551,15 +536,15 @@ static void build_tex_chain(tether_ir_graph *g) {
     tether_ir_attrs a;
     tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
     a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
-    int c1[3] = {x, chain_const(g, "w1", 4, w8, &seed), chain_const(g, "b1", 1, b8, &seed)};
+    int c1[3] = {x, tt_add_const(g, "w1", 4, w8, &seed), tt_add_const(g, "b1", 1, b8, &seed)};
     assert_int_equal(tether_ir_add_node(g, "conv1", TETHER_OP_CONV2D, c1, 3, &t[0], 1, &a, NULL),
                      0);
     a.groups = 8;
     a.strides[0] = a.strides[1] = 1;
-    int c2[3] = {t[0], chain_const(g, "wd", 4, wd, &seed), chain_const(g, "bd", 1, b8, &seed)};
+    int c2[3] = {t[0], tt_add_const(g, "wd", 4, wd, &seed), tt_add_const(g, "bd", 1, b8, &seed)};
     assert_int_equal(tether_ir_add_node(g, "dw", TETHER_OP_CONV2D, c2, 3, &t[1], 1, &a, NULL), 0);
     tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
-    int c3[2] = {t[1], chain_const(g, "wp", 4, wp, &seed)};
+    int c3[2] = {t[1], tt_add_const(g, "wp", 4, wp, &seed)};
     assert_int_equal(tether_ir_add_node(g, "pw", TETHER_OP_CONV2D, c3, 2, &t[2], 1, &a, NULL), 0);
     int ad[2] = {t[2], t[0]};
     assert_int_equal(tether_ir_add_node(g, "add", TETHER_OP_ADD, ad, 2, &t[3], 1, NULL, NULL), 0);
@@ -569,7 +554,7 @@ static void build_tex_chain(tether_ir_graph *g) {
     assert_int_equal(tether_ir_add_node(g, "mul", TETHER_OP_MUL, mu, 2, &t[5], 1, NULL, NULL), 0);
     tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
     a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
-    int c4[3] = {t[5], chain_const(g, "w4", 4, w10, &seed), chain_const(g, "b4", 1, b10, &seed)};
+    int c4[3] = {t[5], tt_add_const(g, "w4", 4, w10, &seed), tt_add_const(g, "b4", 1, b10, &seed)};
     assert_int_equal(tether_ir_add_node(g, "conv4", TETHER_OP_CONV2D, c4, 3, &t[6], 1, &a, NULL),
                      0);
     assert_int_equal(tether_ir_add_output(g, t[6]), 0);
