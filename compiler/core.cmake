@@ -15,6 +15,8 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_schedules.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/names.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/workload.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/artifact/tuning_log.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/build.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/mcu_link.c
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/compile.c

@@ -110,6 +110,9 @@ void tether_cli_after_failure(tether_session *s, const char *cmd);
  * upload (SHA-256 checked by the device) and load. */
 int tether_cli_cmd_compile_upload(int argc, char **argv);
 
+/* tune.c: `tether tune` (needs the compiler). */
+int tether_cli_cmd_tune(int argc, char **argv);
+
 /* model.c: `tether ab` and `tether run --reference` (need the compiler). */
 int tether_cli_cmd_ab(int argc, char **argv);
 int tether_cli_run_reference(const char *model, int nin, const char *const *inputs, int nout,

@@ -378,11 +378,12 @@ typedef struct run_args {
     int reference;              /* --reference: run a model on the host's reference interpreter */
     int nbound;                 /* --in files an ONNX model bound as constants when compiled */
     const char *compile_target; /* --target: compile a model for it (default: for the device) */
-    const char *cpu;     /* --mcpu: the CPU a model is compiled for (default: the device's) */
-    int opencl;          /* --backend opencl: compile a model to OpenCL kernels */
-    int texture_weights; /* --texture-weights: ... with conv weights in images */
-    int texture_acts;    /* --texture-activations: ... activations in texture images */
-    const char *abi;     /* --abi: ABI of a compiled model (default: the compiler's) */
+    const char *cpu;        /* --mcpu: the CPU a model is compiled for (default: the device's) */
+    int opencl;             /* --backend opencl: compile a model to OpenCL kernels */
+    int texture_weights;    /* --texture-weights: ... with conv weights in images */
+    int texture_acts;       /* --texture-activations: ... activations in texture images */
+    const char *tuning_log; /* --tuning-log FILE: tuned schedules for a MODEL (C backend) */
+    const char *abi;        /* --abi: ABI of a compiled model (default: the compiler's) */
     const char *input_shapes[MAX_IO]; /* --input-shape NAME=D0xD1...: dynamic model dims */
     int ninput_shapes;
     int opt_level;   /* --opt-level of a compiled model: 0..3, -1 = s; -2 = default */
@@ -489,6 +490,7 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 "  --in FILE    .npy, or .pb (onnx.TensorProto)\n"
                 "  --target NAME, --abi packed|unpacked  how a MODEL is compiled (default: for\n"
                 "               the device, e.g. cortex-m3 for an MCU board; the compiler's ABI)\n"
+                "  --tuning-log FILE  (MODEL, C) tuned schedules from `tether tune`'s log\n"
                 "  --mcpu CPU   the CPU a MODEL is compiled for (default: the device's, from its\n"
                 "               HELLO, e.g. x86-64-v4)\n"
                 "  --opt-level 0|1|2|3|s, --params linked|blob  as for tether compile (MODEL)\n"
@@ -594,6 +596,11 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
             if (!v)
                 return fail(2, "--mcpu needs a value");
             r->cpu = v;
+            i++;
+        } else if (!strcmp(a, "--tuning-log")) {
+            if (!v)
+                return fail(2, "--tuning-log needs a file");
+            r->tuning_log = v;
             i++;
         } else if (!strcmp(a, "--opt-level")) {
             if (!v || (strcmp(v, "s") && (strlen(v) != 1 || v[0] < '0' || v[0] > '3')))
@@ -1127,11 +1134,12 @@ static int cmd_run(int argc, char **argv, int bench) {
     if (r.reference && (S_ISDIR(st.st_mode) || r.func ||
                         !(ends_with(r.target, ".json") || ends_with(r.target, ".onnx"))))
         return fail(2, "--reference runs a model file (.json/.onnx), not a module or artifact");
-    int compile_opts = r.opt_level != -2 || r.params != -1 || r.cpu;
+    int compile_opts = r.opt_level != -2 || r.params != -1 || r.cpu || r.tuning_log;
     int is_model =
         !S_ISDIR(st.st_mode) && (ends_with(r.target, ".json") || ends_with(r.target, ".onnx"));
     if (compile_opts && (!is_model || r.reference))
-        return fail(2, "--opt-level, --params and --mcpu apply to a MODEL compiled for the device");
+        return fail(2, "--opt-level, --params, --mcpu and --tuning-log apply to a MODEL compiled "
+                       "for the device");
     if (S_ISDIR(st.st_mode)) {
         if (r.func)
             return fail(2, "an artifact directory takes no function name");
@@ -1163,7 +1171,8 @@ static int cmd_run(int argc, char **argv, int bench) {
             o.codegen.link_params = r.params == 1;
         if (r.opencl) {
             if (r.abi || r.compile_target || compile_opts)
-                return fail(2, "--abi, --target, --mcpu, --opt-level and --params apply to the C "
+                return fail(2, "--abi, --target, --mcpu, --opt-level, --params and --tuning-log "
+                               "apply to the C "
                                "backend, not --backend opencl");
             o.backend = TETHER_BACKEND_OPENCL;
             o.opencl.texture_weights = r.texture_weights;
@@ -1204,9 +1213,15 @@ static int cmd_run(int argc, char **argv, int bench) {
         }
         tether_compile_result res;
         int rc;
-        if (tether_compile_model(r.target, dir, &o, &res)) {
+        tether_tuning_log tlog;
+        tether_node_schedule *tns = NULL;
+        if (r.tuning_log && tether_tuning_log_apply(r.tuning_log, &o, &tlog, &tns)) {
+            rc = fail(1, "--tuning-log: %s", tether_last_error());
+        } else if (tether_compile_model(r.target, dir, &o, &res)) {
             rc = fail(1, "%s", tether_error_detail());
         } else {
+            if (r.tuning_log)
+                tether_tuning_note(stderr, &res, &tlog, &o);
             int k = 0; /* inputs bound at compile time are no longer run-time inputs */
             for (int i = 0; i < r.nin; i++)
                 if (!ml.bound[i])
@@ -1229,6 +1244,10 @@ static int cmd_run(int argc, char **argv, int bench) {
             }
             rc = run_artifact(&r, dir, bench);
             cJSON_Delete(r.compiled);
+        }
+        if (r.tuning_log) {
+            free(tns);
+            tether_tuning_log_close(&tlog);
         }
         tether_cli_model_load_free(&ml);
         tether_cli_tempdir_remove(dir);
@@ -1257,6 +1276,7 @@ static void usage(FILE *f) {
                "  plan      plan a model's memory\n"
                "  plan-buffers  plan a buffer list (JSON) with the memory planner\n"
                "  ab        compile a model with both ABIs, run both on a device, compare\n"
+               "  tune      search a model's schedule knobs, measured on a device\n"
 #endif
                "Devices: --device tcp://HOST:PORT | uart:///dev/ttyX?baud=N | local: (default;\n"
                "spawns tetherd, found through $TETHER_TETHERD or PATH).\n");
@@ -1295,6 +1315,8 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "plan"))
         return tether_cmd_plan(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tune"))
+        return tether_cli_cmd_tune(argc - 1, argv + 1);
     if (!strcmp(cmd, "import"))
         return tether_cmd_import(argc - 1, argv + 1);
     if (!strcmp(cmd, "plan-buffers"))

@@ -882,6 +882,90 @@ static void test_ab_opencl_refused(void **state) {
 
 #ifdef TETHER_HAVE_COMPILER
 /* Entries of dir whose names start with prefix ("tether-": the CLI's, "tetherd-": sessions). */
+#ifdef TETHER_HAVE_COMPILER
+/* Lines of a text file that contain `what`. */
+static int count_lines_with(const char *name, const char *what) {
+    char p[256], line[4096];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    FILE *f = fopen(p, "r");
+    int n = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        n += strstr(line, what) != NULL;
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* tether tune on local: (tetherd): KWS's two workloads (conv, dense) x 3 trials into a log,
+ * every record for the device's target and cpu; a rerun resumes (nothing measured again), more
+ * trials add to it; compile/run with --tuning-log take the best records (all kernels tuned,
+ * outputs still those of the reference) and say so; a log of another CPU is noted, a malformed
+ * log refused naming the line, --tuning-log with a module refused. */
+static void test_tune(void **state) {
+    (void)state;
+    const char *o;
+    const char *kws = TETHER_SOURCE_DIR "/examples/kws/kws.json";
+    int rc = tether(&o, "tune '%s' --trials 3 --number 5 --repeat 3 --log t.json", kws);
+    if (rc)
+        fail_msg("%s", o);
+    assert_non_null(strstr(o, "2 workloads"));
+    assert_non_null(strstr(o, "trial 3/3"));
+    assert_non_null(strstr(o, "tuned 6 candidates"));
+    assert_int_equal(count_lines_with("t.json", "\"workload\":\"conv2d "), 3);
+    assert_int_equal(count_lines_with("t.json", "\"workload\":\"dense "), 3);
+    assert_int_equal(count_lines_with("t.json", "\"target\":\"x86_64-linux\""), 6);
+    rc = tether(&o, "tune '%s' --trials 3 --number 5 --repeat 3 --log t.json", kws);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(o, "3 of 3 trials in the log"));
+    assert_non_null(strstr(o, "tuned 0 candidates"));
+    rc = tether(&o, "tune '%s' --trials 5 --number 5 --repeat 3 --log t.json", kws);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(o, "tuned 4 candidates"));
+    assert_int_equal(count_lines_with("t.json", "\"us\":"), 10);
+    /* the records drive the kernels' schedules: run equals the reference */
+    int64_t shape[] = {1, 1, 49, 10};
+    float x[490];
+    for (int i = 0; i < 490; i++)
+        x[i] = (float)((i * 13) % 50) / 50.0f;
+    char p[256];
+    snprintf(p, sizeof p, "%s/tx.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 4, x), 0);
+    rc = tether(&o, "run '%s' --tuning-log t.json --in tx.npy --out tuned.npy", kws);
+    if (rc)
+        fail_msg("%s", o);
+    assert_non_null(strstr(o, "2 of 2 kernels with knobs use a tuned schedule"));
+    assert_int_equal(tether(&o, "run '%s' --reference --in tx.npy --out ref.npy", kws), 0);
+    tether_npy a = read_npy("tuned.npy"), b = read_npy("ref.npy");
+    for (int i = 0; i < 12; i++)
+        assert_true(fabs(((float *)a.data)[i] - ((float *)b.data)[i]) < 1e-5);
+    tether_npy_free(&a);
+    tether_npy_free(&b);
+    /* compile for another cpu: no record applies, and the note says which the log has */
+    rc = tether(&o, "compile '%s' -o tk --tuning-log t.json --mcpu x86-64 --quiet", kws);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(o, "0 of 2 kernels with knobs use a tuned schedule"));
+    assert_non_null(strstr(o, "the log has records for x86_64-linux/"));
+    /* refusals */
+    snprintf(p, sizeof p, "%s/bad.json", g_dir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("{\"workload\":\"conv2d\",\"target\":\"x86_64-linux\",\"cpu\":\"\",\"schedule\":{},"
+          "\"us\":1}\nnot json\n",
+          f);
+    fclose(f);
+    rc = tether(&o, "compile '%s' -o tk --tuning-log bad.json --quiet", kws);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(o, "bad.json:2: not a tuning record"));
+    rc = tether(&o, "tune '%s' --trials 0", kws);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(o, "--trials '0' is not 1..10000"));
+    rc = tether(&o, "run '%s' --tuning-log t.json", TESTMOD_PATH);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(o, "--tuning-log apply to a MODEL"));
+}
+#endif
+
 static int count_dirs(const char *dir, const char *prefix) {
     DIR *d = opendir(dir);
     assert_non_null(d);
@@ -948,6 +1032,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_ab_opencl_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_opencl_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupt_cleans_up, setup, teardown),
+#ifdef TETHER_HAVE_COMPILER
+        cmocka_unit_test_setup_teardown(test_tune, setup, teardown),
+#endif
 #endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -206,12 +206,34 @@ typedef struct tether_schedule {
 
 void tether_schedule_init(tether_schedule *s);
 
+/* ---- workloads and per-node schedules (`tether tune`, docs/tune.md) ------------------------
+ * A workload is what a kernel's code depends on: the operator, its attributes and epilogue, and
+ * the shapes and constness of its operands. Nodes with the same workload key get the same
+ * kernel, so a schedule tuned for one serves every such node of every model. */
+#define TETHER_WORKLOAD_MAX 512
+
+/* The workload key of node `node` of an inferred graph into buf (n >= TETHER_WORKLOAD_MAX is
+ * always enough), e.g. "conv2d x1x64x25x5 w=c64x1x3x3 b=c64 y1x64x25x5 k3x3 s1x1 p1,1,1,1 d1x1
+ * g64 act=relu". */
+int tether_workload_key(const tether_ir_graph *g, int node, char *buf, size_t n);
+/* Whether the schedule knobs change node's kernel (conv2d, dense, matmul). */
+bool tether_workload_tunable(const tether_ir_graph *g, int node);
+
+/* A schedule for the nodes of one workload. Only the per-kernel knobs are taken from it;
+ * vector_width and channel_block stay the module's (they fix the tensors' layouts). */
+typedef struct tether_node_schedule {
+    const char *workload; /* a tether_workload_key */
+    tether_schedule schedule;
+} tether_node_schedule;
+
 typedef struct tether_codegen_options {
     tether_abi abi;
     tether_interface interface;
     const char *prefix; /* C identifier prefix, default "tether_model" */
     bool link_params;   /* true: weights as const arrays; false: <prefix>_set_params(blob) */
     tether_schedule schedule;
+    const tether_node_schedule *node_schedules; /* per-workload overrides (tuning records) */
+    int nnode_schedules;
 } tether_codegen_options;
 
 void tether_codegen_options_init(tether_codegen_options *o);
@@ -232,6 +254,7 @@ typedef struct tether_codegen_output {
     int nfuncs;
     int64_t workspace_size;
     const char *math_functions; /* libm functions the source calls, comma-separated */
+    int ntunable, ntuned;       /* kernels with schedule knobs / with a node schedule applied */
 } tether_codegen_output;
 
 int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
@@ -403,8 +426,48 @@ typedef struct tether_compile_options {
 
 void tether_compile_options_init(tether_compile_options *o);
 
+/* ---- tuning records (`tether tune`, docs/tune.md) -------------------------------------------
+ * A tuning log is a JSON Lines file, one measurement per line:
+ *   {"workload": KEY, "target": "x86_64-linux", "cpu": "x86-64-v4", "schedule": {knobs},
+ *    "us": 12.5, "model": ..., "node": ..., "trial": N}
+ * Lines are only ever appended, so a log survives an interrupted tune and resumes it. */
+typedef struct tether_tune_record {
+    char workload[TETHER_WORKLOAD_MAX];
+    char target[32];
+    char cpu[64];
+    tether_schedule schedule;
+    double us; /* median time of the node's kernel; < 0 = the candidate failed */
+    char node[128];
+    int trial;
+} tether_tune_record;
+
+typedef struct tether_tuning_log {
+    tether_tune_record *records;
+    int n, cap;
+} tether_tuning_log;
+
+/* Reads every record of path (a missing file is an empty log when missing_ok); a malformed
+ * line is an error naming the line. tether_tuning_log_close frees the records. */
+int tether_tuning_log_load(const char *path, bool missing_ok, tether_tuning_log *log);
+void tether_tuning_log_close(tether_tuning_log *log);
+/* Appends r to the log in memory and, when path is not NULL, as one line to the file. */
+int tether_tuning_log_add(tether_tuning_log *log, const char *path, const tether_tune_record *r);
+/* The fastest record of each workload measured for exactly this target and cpu, as node
+ * schedules (*out malloc'd, workload strings point into log: keep it open while they are used). */
+int tether_tuning_log_best(const tether_tuning_log *log, const char *target, const char *cpu,
+                           tether_node_schedule **out, int *n);
+
+/* Loads the log at path and points o->codegen.node_schedules at its best records for o's build
+ * target (default x86_64-linux) and cpu ("" = baseline); *ns is malloc'd and must stay with the
+ * open log until the compile is done (then free(*ns), tether_tuning_log_close(log)). */
+struct tether_compile_options;
+int tether_tuning_log_apply(const char *path, struct tether_compile_options *o,
+                            tether_tuning_log *log, tether_node_schedule **ns);
+
 typedef struct tether_compile_result {
     int nnodes_in, nnodes_out; /* before / after passes */
+    int ntunable, ntuned; /* C backend: kernels with schedule knobs, and of them the ones a node
+                             schedule (tuning log) applied to */
     int64_t workspace_size;
     size_t params_bytes;
     double codegen_seconds; /* model file -> C source (load, passes, plan, emit) */
@@ -422,6 +485,11 @@ int tether_compile_model(const char *model_path, const char *out_dir,
 /* Same, from a graph already in memory (the ONNX front end, tests). g is modified by passes. */
 int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_compile_options *o,
                          tether_compile_result *res);
+
+/* After a compile with a tuning log: how many kernels with knobs got a tuned schedule, and when
+ * some did not, which target/cpu the log does have records for. */
+void tether_tuning_note(FILE *out, const tether_compile_result *res, const tether_tuning_log *log,
+                        const struct tether_compile_options *o);
 
 /* Prints the report table of an artifact directory's report.json. */
 int tether_report_print(FILE *out, const char *artifact_dir);

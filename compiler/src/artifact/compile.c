@@ -285,6 +285,8 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     res->codegen_seconds = tether__now_s() - t0;
     res->workspace_size = cg.workspace_size;
     res->params_bytes = cg.params_bytes;
+    res->ntunable = cg.ntunable;
+    res->ntuned = cg.ntuned;
     snprintf(res->entry, sizeof res->entry, "%s", cg.funcs[0].name);
     if ((rc = tether__artifact_open_dir(&w, P))) {
         tether_codegen_output_close(&cg);

@@ -48,6 +48,8 @@ static const char compile_usage[] =
     "  --backend c|opencl           C library (default) or OpenCL C kernels + launch sequence\n"
     "                               (DIR/<prefix>.cl, metadata.json, params.bin)\n"
     "  --texture-weights            (opencl) constant conv weights in texture:weight images\n"
+    "  --tuning-log FILE            (C) the best schedule per workload from `tether tune`'s\n"
+    "                               log, for exactly this target and --mcpu\n"
     "  --texture-activations        (opencl) activations between convolutions and elementwise\n"
     "                               kernels in texture images (NCHW4c), planned in 2D\n"
     "  --image-max WxH              (opencl) the device's image2d limits in texels; a tensor\n"
@@ -130,7 +132,7 @@ int tether_cmd_compile(int argc, char **argv) {
     tether_compile_options_init(&o);
     static shapes_opt shp;
     memset(&shp, 0, sizeof shp);
-    const char *model = NULL, *out = NULL, *json = NULL;
+    const char *model = NULL, *out = NULL, *json = NULL, *tuning_log = NULL;
     int dump = 0, quiet = 0;
     const char *c_only = NULL, *ocl_only = NULL; /* options of one backend only */
     for (int i = 1; i < argc; i++) {
@@ -146,7 +148,8 @@ int tether_cmd_compile(int argc, char **argv) {
                     strcmp(a, "--mcpu") == 0 || strcmp(a, "--params") == 0 ||
                     strcmp(a, "--planner") == 0 || strcmp(a, "--input-shape") == 0 ||
                     strcmp(a, "--backend") == 0 || strcmp(a, "--local-size") == 0 ||
-                    strcmp(a, "--json") == 0 || strcmp(a, "--image-max") == 0;
+                    strcmp(a, "--json") == 0 || strcmp(a, "--image-max") == 0 ||
+                    strcmp(a, "--tuning-log") == 0;
         if (takes && (!v || (v[0] == '-' && v[1] == '-'))) {
             return usage_error("compile", "%s needs a value", a);
         }
@@ -167,6 +170,9 @@ int tether_cmd_compile(int argc, char **argv) {
         } else if (strcmp(a, "--texture-weights") == 0) {
             o.opencl.texture_weights = true;
             ocl_only = a;
+        } else if (strcmp(a, "--tuning-log") == 0) {
+            tuning_log = v;
+            c_only = a;
         } else if (strcmp(a, "--texture-activations") == 0) {
             o.opencl.texture_activations = true;
             ocl_only = a;
@@ -295,11 +301,27 @@ int tether_cmd_compile(int argc, char **argv) {
         tether_ir_close(&g);
         return rc;
     }
+    tether_tuning_log log;
+    tether_node_schedule *ns = NULL;
+    if (tuning_log && tether_tuning_log_apply(tuning_log, &o, &log, &ns) != 0) {
+        fprintf(stderr, "tether compile: --tuning-log: %s\n", tether_last_error());
+        tether_ir_close(&g);
+        return 1;
+    }
     tether_compile_result res;
     if (tether_compile_graph(&g, out, &o, &res) != 0) {
         fprintf(stderr, "tether compile: %s\n", tether_error_detail());
         tether_ir_close(&g);
+        if (tuning_log) {
+            free(ns);
+            tether_tuning_log_close(&log);
+        }
         return 1;
+    }
+    if (tuning_log) {
+        tether_tuning_note(stdout, &res, &log, &o);
+        free(ns);
+        tether_tuning_log_close(&log);
     }
     if (dump) {
         tether_ir_print(stdout, &g);

@@ -186,6 +186,32 @@ static int node_nargs(const tether_ir_node *nd) {
     return n;
 }
 
+/* Makes sc the schedule of the kernels emitted next (register blocks resolved by the register
+ * file: 32 vector registers with AVX-512). */
+static void use_schedule(em *e, const tether_schedule *sc) {
+    e->sc = sc;
+    e->conv_mr = sc->conv_oc_block ? sc->conv_oc_block : e->vw >= 16 ? 8 : 4;
+    e->gemm_mr = sc->gemm_rows ? sc->gemm_rows : e->vw >= 16 ? 8 : 4;
+}
+
+/* The tuned schedule for node idx's workload, or NULL. */
+static const tether_schedule *node_schedule(const em *e, int idx) {
+    if (!e->o->nnode_schedules || !tether_workload_tunable(e->g, idx)) {
+        return NULL;
+    }
+    char key[TETHER_WORKLOAD_MAX];
+    if (tether_workload_key(e->g, idx, key, sizeof key)) {
+        return NULL;
+    }
+    for (int i = 0; i < e->o->nnode_schedules; i++) {
+        const tether_node_schedule *ns = &e->o->node_schedules[i];
+        if (ns->workload && strcmp(ns->workload, key) == 0) {
+            return &ns->schedule;
+        }
+    }
+    return NULL;
+}
+
 static void emit_op_function(em *e, int idx) {
     const tether_ir_node *nd = &e->g->nodes[idx];
     const char *fn = e->fname[idx];
@@ -220,7 +246,16 @@ static void emit_op_function(em *e, int idx) {
     }
     tether__sbuf_printf(&e->s, "%sfloat *restrict %s) {\n", first ? "" : ", ", names[nd->ninputs]);
     e->depth = 1;
+    const tether_schedule *tuned = node_schedule(e, idx);
+    e->ntunable += tether_workload_tunable(e->g, idx);
+    if (tuned) {
+        use_schedule(e, tuned);
+        e->ntuned++;
+    }
     tether__c_kernel_body(e, nd, &k);
+    if (tuned) {
+        use_schedule(e, &e->o->schedule);
+    }
     e->depth = 0;
     tether__sbuf_puts(&e->s, "}\n\n");
     if (e->o->abi == TETHER_ABI_UNPACKED) {
@@ -646,6 +681,40 @@ static void emit_graph(em *e) {
     tether__sbuf_puts(&e->s, "}\n\n");
 }
 
+/* Every knob of sc in its range; `workload` names a tuned node schedule in the message. */
+static int schedule_check(const tether_schedule *sc, const char *workload) {
+    char who[TETHER_WORKLOAD_MAX + 48] = "";
+    if (workload) {
+        snprintf(who, sizeof who, "node schedule for '%s': ", workload);
+    }
+    if (sc->vector_width != -1 && sc->vector_width != 0 && sc->vector_width != 4 &&
+        sc->vector_width != 8 && sc->vector_width != 16) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "%sschedule vector_width %d: 0 (scalar), 4, 8, 16 or -1 (default)",
+                                who, sc->vector_width);
+    }
+    if (sc->conv_oc_block < 0 || sc->conv_oc_block > 8 || sc->conv_col_vectors < 1 ||
+        sc->conv_col_vectors > 4 || sc->dw_col_vectors < 1 || sc->dw_col_vectors > 8 ||
+        sc->gemv_rows < 1 || sc->gemv_rows > 8 || sc->gemm_rows < 0 || sc->gemm_rows > 8 ||
+        sc->gemm_col_vectors < 1 || sc->gemm_col_vectors > 4 ||
+        (sc->channel_block != -1 && sc->channel_block != 0 && sc->channel_block != 4 &&
+         sc->channel_block != 8 && sc->channel_block != 16) ||
+        sc->nchwc_oc_vectors < 0 || sc->nchwc_oc_vectors > 8 || sc->nchwc_pixels < 0 ||
+        sc->nchwc_pixels > 16 || sc->nchwc_dw_pixels < 1 || sc->nchwc_dw_pixels > 16) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "%sschedule conv_oc_block %d (0..8), conv_col_vectors %d (1..4), "
+                                "dw_col_vectors %d (1..8), gemv_rows %d (1..8), gemm_rows %d "
+                                "(0..8), gemm_col_vectors %d (1..4), channel_block %d (-1, 0, "
+                                "4, 8, 16), nchwc_oc_vectors %d (0..8), nchwc_pixels %d "
+                                "(0..16), nchwc_dw_pixels %d (1..16) out of range",
+                                who, sc->conv_oc_block, sc->conv_col_vectors, sc->dw_col_vectors,
+                                sc->gemv_rows, sc->gemm_rows, sc->gemm_col_vectors,
+                                sc->channel_block, sc->nchwc_oc_vectors, sc->nchwc_pixels,
+                                sc->nchwc_dw_pixels);
+    }
+    return TETHER_OK;
+}
+
 int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
                      const tether_codegen_options *o, tether_codegen_output *out) {
     memset(out, 0, sizeof *out);
@@ -665,31 +734,12 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     if (plan->ntensors != g->ntensors) {
         return tether_set_error(TETHER_ERR_MISMATCH, "memory plan is for another graph");
     }
-    const tether_schedule *sc = &o->schedule;
-    if (sc->vector_width != -1 && sc->vector_width != 0 && sc->vector_width != 4 &&
-        sc->vector_width != 8 && sc->vector_width != 16) {
-        return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                "schedule vector_width %d: 0 (scalar), 4, 8, 16 or -1 (default)",
-                                sc->vector_width);
+    int src = schedule_check(&o->schedule, NULL);
+    for (int i = 0; !src && i < o->nnode_schedules; i++) {
+        src = schedule_check(&o->node_schedules[i].schedule, o->node_schedules[i].workload);
     }
-    if (sc->conv_oc_block < 0 || sc->conv_oc_block > 8 || sc->conv_col_vectors < 1 ||
-        sc->conv_col_vectors > 4 || sc->dw_col_vectors < 1 || sc->dw_col_vectors > 8 ||
-        sc->gemv_rows < 1 || sc->gemv_rows > 8 || sc->gemm_rows < 0 || sc->gemm_rows > 8 ||
-        sc->gemm_col_vectors < 1 || sc->gemm_col_vectors > 4 ||
-        (sc->channel_block != -1 && sc->channel_block != 0 && sc->channel_block != 4 &&
-         sc->channel_block != 8 && sc->channel_block != 16) ||
-        sc->nchwc_oc_vectors < 0 || sc->nchwc_oc_vectors > 8 || sc->nchwc_pixels < 0 ||
-        sc->nchwc_pixels > 16 || sc->nchwc_dw_pixels < 1 || sc->nchwc_dw_pixels > 16) {
-        return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                "schedule conv_oc_block %d (0..8), conv_col_vectors %d (1..4), "
-                                "dw_col_vectors %d (1..8), gemv_rows %d (1..8), gemm_rows %d "
-                                "(0..8), gemm_col_vectors %d (1..4), channel_block %d (-1, 0, "
-                                "4, 8, 16), nchwc_oc_vectors %d (0..8), nchwc_pixels %d "
-                                "(0..16), nchwc_dw_pixels %d (1..16) out of range",
-                                sc->conv_oc_block, sc->conv_col_vectors, sc->dw_col_vectors,
-                                sc->gemv_rows, sc->gemm_rows, sc->gemm_col_vectors,
-                                sc->channel_block, sc->nchwc_oc_vectors, sc->nchwc_pixels,
-                                sc->nchwc_dw_pixels);
+    if (src) {
+        return src;
     }
     int limit = o->abi == TETHER_ABI_UNPACKED ? TETHER_MAX_UNPACKED_ARGS : TETHER_MAX_ARGS;
     if (g->ninputs + g->noutputs > limit) {
@@ -712,9 +762,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     e.plan = plan;
     e.o = o;
     e.vw = o->schedule.vector_width < 0 ? 8 : o->schedule.vector_width;
-    /* register blocks by the register file: 32 vector registers with AVX-512 */
-    e.conv_mr = o->schedule.conv_oc_block ? o->schedule.conv_oc_block : e.vw >= 16 ? 8 : 4;
-    e.gemm_mr = o->schedule.gemm_rows ? o->schedule.gemm_rows : e.vw >= 16 ? 8 : 4;
+    use_schedule(&e, &o->schedule);
     e.P = P;
     tether__sbuf_init(&e.s);
     int nt = g->ntensors ? g->ntensors : 1, nn = g->nnodes ? g->nnodes : 1;
@@ -1070,6 +1118,8 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         goto out;
     }
     out->source = full.data;
+    out->ntunable = e.ntunable;
+    out->ntuned = e.ntuned;
     out->header = h.data;
     out->math_functions = ml.data ? ml.data : calloc(1, 1);
     full.data = NULL;

@@ -35,7 +35,10 @@ typedef struct em {
     int need_acts[8];
     int max_args;
     int vw;               /* the schedule's vector width, resolved: 0 = scalar kernels */
-    int conv_mr, gemm_mr; /* conv_oc_block and gemm_rows, resolved */
+    const tether_schedule *sc; /* the schedule of the kernel being emitted (a node's tuned one
+                                  or o->schedule); vector_width/channel_block: o->schedule's */
+    int conv_mr, gemm_mr;      /* sc's conv_oc_block and gemm_rows, resolved */
+    int ntunable, ntuned;      /* kernels with knobs / emitted with a node schedule */
     int *cb;              /* per tensor: channel block of its layout, 0 = plain (emit_c_nchwc.c) */
     float **wdata;        /* per tensor: repacked constant data, NULL = the tensor's own */
 } em;

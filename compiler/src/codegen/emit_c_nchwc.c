@@ -507,7 +507,7 @@ static int conv_blocked(em *e, const tether_ir_node *nd, const kargs *k) {
     if (kind == CONV_NO || (!e->cb[xi] && !e->cb[yi])) {
         return 0;
     }
-    const tether_schedule *sc = &e->o->schedule;
+    const tether_schedule *sc = e->sc;
     bconv c;
     tether__c_conv_geo(e, nd, k, &c.g);
     c.nd = nd;

@@ -390,7 +390,7 @@ void tether__c_conv_geo(const em *e, const tether_ir_node *nd, const kargs *k, c
 
 int tether__c_conv2d_blocked(em *e, const tether_ir_node *nd, const kargs *k) {
     const tether_ir_attrs *a = &nd->attrs;
-    const tether_schedule *sc = &e->o->schedule;
+    const tether_schedule *sc = e->sc;
     if (e->vw <= 0) {
         return 0;
     }
@@ -451,7 +451,7 @@ int tether__c_dense_blocked(em *e, const tether_ir_node *nd, const kargs *k,
     if (K < vw) {
         return 0;
     }
-    int rb = e->o->schedule.gemv_rows;
+    int rb = e->sc->gemv_rows;
     long long Kv = K / vw * vw, Nb = N / rb * rb;
     line(e, "/* schedule: blocked dot products, %d rows x vectors of %d */", rb, vw);
     vector_types(e);
@@ -582,7 +582,7 @@ static void gemm_rows(em *e, const tether_ir_node *nd, const kargs *k, long long
  * as register blocks of gemm_rows rows x gemm_col_vectors vectors of columns. */
 int tether__c_matmul_blocked(em *e, const tether_ir_node *nd, const kargs *k, long long batch,
                              long long M, long long N, long long K) {
-    const tether_schedule *sc = &e->o->schedule;
+    const tether_schedule *sc = e->sc;
     if (e->vw <= 0 || N < e->vw) {
         return 0;
     }
