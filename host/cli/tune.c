@@ -5,10 +5,12 @@
  * first, then random candidates over its knobs, then local search around the best (one knob
  * moved one step). A candidate is the whole model compiled with that node schedule for the
  * workload's nodes (so the kernel is the one the model runs, in the model's layouts); while the
- * device times one candidate's kernel through its registry function (TIME), a worker thread
- * already compiles the next. Every measurement is appended to the log at once; a rerun with the
- * same log resumes (measured candidates are not measured again, a workload with its trials done
- * is skipped), and workloads shared by several models are tuned once.
+ * device times one candidate's kernel through its registry function (TIME: seconds on tetherd,
+ * cycles on an MCU board, exact under QEMU icount), a worker thread already compiles the next.
+ * On an MCU board each candidate is linked as a RAM image against its firmware and uploaded. Every
+ * measurement is appended to the log at once; a rerun with the same log resumes (measured
+ * candidates are not measured again, a workload with its trials done is skipped), and workloads
+ * shared by several models are tuned once.
  *
  * What must stay true: nothing but the log is written outside temporary folders, which are
  * removed on every path; a candidate that fails to compile or run is recorded as failed (us < 0)
@@ -182,15 +184,14 @@ static void *build_run(void *p) {
 
 /* Times operator function `func` of the library at path: its arrays allocated on the device
  * with the node's shapes (contents as the device leaves them), median microseconds in *us. */
-static int time_candidate(tether_session *s, const char *path, const char *func,
-                          const tether_ir_graph *g, int node, uint32_t number, uint32_t repeat,
-                          double *us, char *err, size_t errn) {
+static int time_candidate(tether_session *s, const char *path, const char *target,
+                          const char *firmware, const char *func, const tether_ir_graph *g,
+                          int node, uint32_t number, uint32_t repeat, double *us, char *err,
+                          size_t errn) {
     uint64_t module;
     tether_remote_func f;
-    int rc = tether_session_upload_file(s, 0, "tune.so", path);
-    if (!rc) {
-        rc = tether_session_load_module(s, "tune.so", &module, NULL);
-    }
+    /* a shared object for tetherd, a RAM image linked against an MCU board's firmware */
+    int rc = tether_cli_load_module(s, path, target, firmware, "tune", &module, NULL, NULL);
     if (!rc) {
         rc = tether_session_get_function(s, module, func, &f);
     }
@@ -241,11 +242,12 @@ static const char tune_usage[] =
     "  --time-budget S   stop after S seconds (a rerun goes on where it stopped; default none)\n"
     "  --number N, --repeat R  TIME of one candidate (default 20 calls x 5 repeats, median)\n"
     "  --seed N          the search's random seed (default 1)\n"
+    "  --firmware PATH   (MCU board) its firmware.json or build folder, for linking candidates\n"
     "Use the log with `tether compile|run|bench MODEL --tuning-log FILE`.\n";
 
 int tether_cli_cmd_tune(int argc, char **argv) {
     tether_cli_device dev = {0};
-    const char *model = NULL, *logpath = "tune.json";
+    const char *model = NULL, *logpath = "tune.json", *firmware = NULL;
     long trials = 16, number = 20, repeat = 5;
     double budget = 0;
     uint64_t seed = 1;
@@ -268,6 +270,8 @@ int tether_cli_cmd_tune(int argc, char **argv) {
             dev.timeout_ms = (int)strtol(v, &end, 10);
         } else if (!strcmp(a, "--wait")) {
             dev.wait = 1;
+        } else if (!strcmp(a, "--firmware")) {
+            firmware = v;
         } else if (!strcmp(a, "--log")) {
             logpath = v;
         } else if (!strcmp(a, "--trials")) {
@@ -326,12 +330,6 @@ int tether_cli_cmd_tune(int argc, char **argv) {
     tether_ir_graph g;
     memset(&g, 0, sizeof g);
     if (tether_cli_device_target(tether_session_info(s), target, sizeof target, cpu, sizeof cpu)) {
-        goto out;
-    }
-    if (strcmp(target, "x86_64-linux") != 0 && strcmp(target, "aarch64-linux") != 0) {
-        tether_cli_fail(1, "tune measures shared objects on tetherd; %s is an MCU board (%s)",
-                        tether_session_info(s)->board[0] ? tether_session_info(s)->board : "?",
-                        target);
         goto out;
     }
     tether_compile_options base;
@@ -469,8 +467,9 @@ int tether_cli_cmd_tune(int argc, char **argv) {
                 double us = -1;
                 if (j->rc) {
                     snprintf(err, sizeof err, "compile: %s", j->err);
-                } else if (time_candidate(s, j->lib, fn, &g, ws[w].node, (uint32_t)number,
-                                          (uint32_t)repeat, &us, err, sizeof err)) {
+                } else if (time_candidate(s, j->lib, target, firmware, fn, &g, ws[w].node,
+                                          (uint32_t)number, (uint32_t)repeat, &us, err,
+                                          sizeof err)) {
                     us = -1;
                 }
                 r.us = us;
