@@ -468,6 +468,35 @@ static void test_too_big_for_load_region(void **state) {
     assert_close(out, ref);
 }
 
+/* tether tune on the board: KWS's two workloads, 2 trials each, every candidate linked as a RAM
+ * image and timed on the board; the log holds the board's target (cortex-m3), a rerun resumes. */
+static void test_tune_on_board(void **state) {
+    (void)state;
+    static const char kws_json[] = TETHER_SOURCE_DIR "/examples/kws/kws.json";
+    char log[300];
+    snprintf(log, sizeof log, "%s/tune.json", workdir);
+    assert_int_equal(cli("tune", kws_json, "--device", board.url, "--trials", "2", "--number", "1",
+                         "--repeat", "2", "--log", log, NULL),
+                     0);
+    assert_non_null(strstr(out_text, "(cortex-m3, cpu baseline): 2 workloads"));
+    assert_non_null(strstr(out_text, "tuned 4 candidates"));
+    assert_non_null(strstr(out_text, "linked at 0x"));
+    FILE *f = fopen(log, "r");
+    assert_non_null(f);
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        assert_non_null(strstr(line, "\"target\":\"cortex-m3\""));
+        assert_null(strstr(line, "\"us\":-1")); /* no failed candidate */
+        n++;
+    }
+    fclose(f);
+    assert_int_equal(n, 4);
+    assert_int_equal(
+        cli("tune", kws_json, "--device", board.url, "--trials", "2", "--log", log, NULL), 0);
+    assert_non_null(strstr(out_text, "tuned 0 candidates"));
+}
+
 static void test_table(void **state) {
     (void)state;
     printf("kws on cortex-m3 through the tether CLI (QEMU mps2-an385, -icount shift=0; cycles = "
@@ -503,6 +532,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_busy_and_wait),
         cmocka_unit_test(test_too_big_for_load_region),
         cmocka_unit_test(test_table),
+        cmocka_unit_test(test_tune_on_board),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
