@@ -490,7 +490,8 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 "  --in FILE    .npy, or .pb (onnx.TensorProto)\n"
                 "  --target NAME, --abi packed|unpacked  how a MODEL is compiled (default: for\n"
                 "               the device, e.g. cortex-m3 for an MCU board; the compiler's ABI)\n"
-                "  --tuning-log FILE  (MODEL, C) tuned schedules from `tether tune`'s log\n"
+                "  --tuning-log FILE  (MODEL) tuned schedules (OpenCL: work-group sizes) from\n"
+                "               `tether tune`'s log\n"
                 "  --mcpu CPU   the CPU a MODEL is compiled for (default: the device's, from its\n"
                 "               HELLO, e.g. x86-64-v4)\n"
                 "  --opt-level 0|1|2|3|s, --params linked|blob  as for tether compile (MODEL)\n"
@@ -1170,9 +1171,8 @@ static int cmd_run(int argc, char **argv, int bench) {
         if (r.params != -1)
             o.codegen.link_params = r.params == 1;
         if (r.opencl) {
-            if (r.abi || r.compile_target || compile_opts)
-                return fail(2, "--abi, --target, --mcpu, --opt-level, --params and --tuning-log "
-                               "apply to the C "
+            if (r.abi || r.compile_target || r.opt_level != -2 || r.params != -1 || r.cpu)
+                return fail(2, "--abi, --target, --mcpu, --opt-level and --params apply to the C "
                                "backend, not --backend opencl");
             o.backend = TETHER_BACKEND_OPENCL;
             o.opencl.texture_weights = r.texture_weights;

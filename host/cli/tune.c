@@ -26,6 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "tether/artifact.h"
 #include "tether/compiler.h"
 #include "tether/crt.h"
 #include "tether/file.h"
@@ -45,19 +46,28 @@ typedef struct workload {
 typedef struct knob {
     const char *name;
     size_t off;
-    int lo, hi;
+    int lo, hi; /* the range; with pow2, of the exponent (the value is 1 << it) */
+    int pow2;
 } knob;
 
 #define K(f, lo, hi)                                                                               \
-    { #f, offsetof(tether_schedule, f), lo, hi }
+    { #f, offsetof(tether_schedule, f), lo, hi, 0 }
 static const knob conv_knobs[] = {K(conv_oc_block, 1, 8),  K(conv_col_vectors, 1, 4),
                                   K(dw_col_vectors, 1, 8), K(nchwc_oc_vectors, 1, 8),
                                   K(nchwc_pixels, 1, 16),  K(nchwc_dw_pixels, 1, 16)};
 static const knob dense_knobs[] = {K(gemv_rows, 1, 8)};
 static const knob matmul_knobs[] = {K(gemm_rows, 1, 8), K(gemm_col_vectors, 1, 4)};
+/* OpenCL: the launch's work-group size, 8 .. 256 */
+static const knob ocl_knobs[] = {{"local_size", offsetof(tether_schedule, local_size), 3, 8, 1}};
 #undef K
 
+static int g_opencl; /* --backend opencl: every kernel's work-group size */
+
 static const knob *knobs_of(tether_op op, int *n) {
+    if (g_opencl) {
+        *n = 1;
+        return ocl_knobs;
+    }
     if (op == TETHER_OP_CONV2D) {
         *n = (int)(sizeof conv_knobs / sizeof *conv_knobs);
         return conv_knobs;
@@ -111,13 +121,24 @@ static int next_candidate(const tether_tuning_log *log, const workload *w, const
                 c = best->schedule;
                 const knob *k = &ks[rnd(seed) % (uint32_t)nk];
                 int *v = knob_ptr(&c, k);
-                int cur = *v ? *v : (k->lo + k->hi) / 2;
-                cur += rnd(seed) & 1 ? 1 : -1;
-                *v = cur < k->lo ? k->lo : cur > k->hi ? k->hi : cur;
+                int mid = (k->lo + k->hi) / 2;
+                int cur = *v ? *v : k->pow2 ? 1 << mid : mid;
+                if (k->pow2) { /* move the exponent */
+                    int ex = 0;
+                    while ((1 << (ex + 1)) <= cur) {
+                        ex++;
+                    }
+                    ex += rnd(seed) & 1 ? 1 : -1;
+                    ex = ex < k->lo ? k->lo : ex > k->hi ? k->hi : ex;
+                    *v = 1 << ex;
+                } else {
+                    cur += rnd(seed) & 1 ? 1 : -1;
+                    *v = cur < k->lo ? k->lo : cur > k->hi ? k->hi : cur;
+                }
             } else {
                 for (int i = 0; i < nk; i++) {
-                    *knob_ptr(&c, &ks[i]) =
-                        ks[i].lo + (int)(rnd(seed) % (uint32_t)(ks[i].hi - ks[i].lo + 1));
+                    int x = ks[i].lo + (int)(rnd(seed) % (uint32_t)(ks[i].hi - ks[i].lo + 1));
+                    *knob_ptr(&c, &ks[i]) = ks[i].pow2 ? 1 << x : x;
                 }
             }
         }
@@ -173,10 +194,14 @@ static void *build_run(void *p) {
     o.codegen.node_schedules = &j->ns;
     o.codegen.nnode_schedules = 1;
     tether_compile_result res;
+    if (g_opencl) {
+        o.opencl.node_schedules = &j->ns;
+        o.opencl.nnode_schedules = 1;
+    }
     j->rc = tether_compile_model(j->model, j->dir, &o, &res);
     if (j->rc) {
         snprintf(j->err, sizeof j->err, "%s", tether_last_error());
-    } else {
+    } else if (!g_opencl) {
         snprintf(j->lib, sizeof j->lib, "%s/%s", j->dir, res.build.library);
     }
     return NULL;
@@ -224,6 +249,60 @@ static int time_candidate(tether_session *s, const char *path, const char *targe
     return rc ? rc : rrc;
 }
 
+/* Times the OpenCL artifact in dir: inputs zero, the sequence timed with TIME_SEQ, the median
+ * of the launch of node `node` in *us. */
+static int time_opencl(tether_session *s, const char *dir, const char *node, uint32_t number,
+                       uint32_t repeat, double *us, char *err, size_t errn) {
+    tether_artifact *a = NULL;
+    int rc = tether_artifact_open(dir, &a);
+    int nin = rc ? 0 : tether_artifact_num_inputs(a);
+    int nout = rc ? 0 : tether_artifact_num_outputs(a);
+    void *bufs[64] = {0};
+    for (int k = 0; !rc && k < nin + nout && k < 64; k++) {
+        tether_artifact_io io;
+        rc = tether_artifact_io_of(a, k >= nin, k >= nin ? k - nin : k, &io);
+        bufs[k] = rc ? NULL : calloc(io.nbytes ? io.nbytes : 1, 1);
+        rc = rc ? rc : bufs[k] ? 0 : TETHER_ERR_OUT_OF_MEMORY;
+    }
+    if (!rc) {
+        rc = tether_artifact_prepare(a, s, NULL);
+    }
+    if (!rc) {
+        rc = tether_artifact_run(a, (const void *const *)bufs, bufs + nin, NULL, NULL);
+    }
+    int nk = rc ? 0 : tether_artifact_num_kernels(a);
+    double *med = calloc((size_t)(nk ? nk : 1), sizeof *med);
+    tether_time_stats ts;
+    if (!rc) {
+        rc = med ? tether_artifact_time(a, number, repeat, 0, 0, &ts, med)
+                 : TETHER_ERR_OUT_OF_MEMORY;
+    }
+    if (rc) {
+        snprintf(err, errn, "%s", tether_last_error());
+    } else {
+        rc = -1;
+        for (int k = 0; k < nk; k++) {
+            const char *kn, *nn;
+            tether_artifact_kernel(a, k, &kn, &nn);
+            if (nn && !strcmp(nn, node)) {
+                *us = med[k] * 1e6;
+                rc = 0;
+                break;
+            }
+        }
+        if (rc) {
+            snprintf(err, errn, "no launch of node '%s' in %s", node, dir);
+        }
+    }
+    free(med);
+    for (int k = 0; k < 64; k++) {
+        free(bufs[k]);
+    }
+    tether_artifact_free(a);
+    int rrc = tether_session_reset(s);
+    return rc ? rc : rrc;
+}
+
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -231,11 +310,14 @@ static double now_s(void) {
 }
 
 static const char tune_usage[] =
-    "usage: tether tune MODEL [--device URL] [--trials N] [--log FILE] [--time-budget S]\n"
+    "usage: tether tune MODEL [--device URL] [--backend c|opencl] [--trials N] [--log FILE]\n"
+    "                   [--time-budget S]\n"
     "                   [--number N] [--repeat R] [--seed N] [--token-file F] [--timeout-ms MS]\n"
     "Searches the schedule knobs of every distinct conv2d/dense/matmul workload of MODEL,\n"
     "measured on the device (docs/tune.md):\n"
     "  --device URL      where to measure (default $TETHER_DEVICE, else local:)\n"
+    "  --backend opencl  tune the work-group size of every OpenCL kernel instead (records for\n"
+    "                    target \"opencl\"; `compile|run --backend opencl --tuning-log`)\n"
     "  --trials N        candidates per workload, the default schedule included (default 16)\n"
     "  --log FILE        the tuning log: every measurement is appended; a rerun resumes\n"
     "                    (default tune.json)\n"
@@ -272,6 +354,11 @@ int tether_cli_cmd_tune(int argc, char **argv) {
             dev.wait = 1;
         } else if (!strcmp(a, "--firmware")) {
             firmware = v;
+        } else if (!strcmp(a, "--backend")) {
+            if (strcmp(v, "c") && strcmp(v, "opencl")) {
+                return tether_cli_fail(2, "--backend wants c or opencl");
+            }
+            g_opencl = !strcmp(v, "opencl");
         } else if (!strcmp(a, "--log")) {
             logpath = v;
         } else if (!strcmp(a, "--trials")) {
@@ -329,13 +416,26 @@ int tether_cli_cmd_tune(int argc, char **argv) {
     int nw = 0;
     tether_ir_graph g;
     memset(&g, 0, sizeof g);
-    if (tether_cli_device_target(tether_session_info(s), target, sizeof target, cpu, sizeof cpu)) {
+    if (g_opencl) { /* work-group sizes: records for the OpenCL layer, not a CPU */
+        if (!tether_session_info(s)->opencl) {
+            tether_cli_fail(1, "--backend opencl: the device has no OpenCL layer (HELLO: opencl "
+                               "no)");
+            goto out;
+        }
+        snprintf(target, sizeof target, "opencl");
+        cpu[0] = 0;
+    } else if (tether_cli_device_target(tether_session_info(s), target, sizeof target, cpu,
+                                        sizeof cpu)) {
         goto out;
     }
     tether_compile_options base;
     tether_compile_options_init(&base);
-    base.build.target = target;
-    base.build.cpu = cpu;
+    if (g_opencl) {
+        base.backend = TETHER_BACKEND_OPENCL;
+    } else {
+        base.build.target = target;
+        base.build.cpu = cpu;
+    }
     /* the model after the passes, and its workloads */
     if (tether_cli_tempdir_make(dir, sizeof dir, "tune") ||
         tether_cli_tempdir_make(dir2, sizeof dir2, "tune")) {
@@ -357,7 +457,7 @@ int tether_cli_cmd_tune(int argc, char **argv) {
         const tether_ir_tensor *y = &g.tensors[g.nodes[i].outputs[0]];
         int has_func = y->alias_of < 0 && tether_ir_tensor_elements(y) > 0;
         int fi = has_func ? funcs++ : -1;
-        if (fi < 0 || !tether_workload_tunable(&g, i)) {
+        if (fi < 0 || (!g_opencl && !tether_workload_tunable(&g, i))) { /* OpenCL: every launch */
             continue;
         }
         char key[TETHER_WORKLOAD_MAX];
@@ -380,7 +480,7 @@ int tether_cli_cmd_tune(int argc, char **argv) {
     /* the operator functions' names, in node order, from the module's registry list (the
      * entry first, set_params with a params blob) */
     char **fnames = calloc((size_t)(funcs ? funcs : 1), sizeof *fnames);
-    {
+    if (!g_opencl) {
         char meta[800], *text = NULL;
         snprintf(meta, sizeof meta, "%s/metadata.json", dir);
         if (!fnames || tether_file_read_text(meta, 1 << 24, &text, NULL)) {
@@ -416,7 +516,7 @@ int tether_cli_cmd_tune(int argc, char **argv) {
     int total_trials = 0, stopped = 0;
     for (int w = 0; w < nw && !stopped; w++) {
         const char *fn = fnames[ws[w].func_index];
-        if (!fn) {
+        if (!fn && !g_opencl) {
             tether_cli_fail(1, "no function for node '%s' in %s/metadata.json",
                             g.nodes[ws[w].node].name, dir);
             goto free_names;
@@ -467,9 +567,12 @@ int tether_cli_cmd_tune(int argc, char **argv) {
                 double us = -1;
                 if (j->rc) {
                     snprintf(err, sizeof err, "compile: %s", j->err);
-                } else if (time_candidate(s, j->lib, target, firmware, fn, &g, ws[w].node,
-                                          (uint32_t)number, (uint32_t)repeat, &us, err,
-                                          sizeof err)) {
+                } else if (g_opencl
+                               ? time_opencl(s, j->dir, g.nodes[ws[w].node].name, (uint32_t)number,
+                                             (uint32_t)repeat, &us, err, sizeof err)
+                               : time_candidate(s, j->lib, target, firmware, fn, &g, ws[w].node,
+                                                (uint32_t)number, (uint32_t)repeat, &us, err,
+                                                sizeof err)) {
                     us = -1;
                 }
                 r.us = us;

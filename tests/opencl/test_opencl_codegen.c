@@ -826,6 +826,37 @@ static void test_kws_cli(void **state) {
     assert_int_equal(run_cli(o, sizeof o, "run kws_buf"), 2);
 }
 
+/* tether tune --backend opencl: KWS's three kernels (conv, dense, softmax), work-group sizes
+ * measured on PoCL through the artifact runner, records for target "opencl"; run with the log
+ * uses them for every launch and still equals --reference. */
+static void test_tune_opencl(void **state) {
+    (void)state;
+    static char o[16384];
+    const char *kws = TETHER_SOURCE_DIR "/examples/kws/kws.json";
+    assert_int_equal(run_cli(o, sizeof o,
+                             "tune '%s' --backend opencl --trials 3 --number 3 --repeat 3 --log "
+                             "tk.json",
+                             kws),
+                     0);
+    assert_non_null(strstr(o, "(opencl, cpu baseline): 3 workloads"));
+    assert_non_null(strstr(o, "tuned 9 candidates"));
+    assert_int_equal(run_cli(o, sizeof o, "run '%s' --reference --in x.npy --out tref.npy", kws),
+                     0);
+    assert_int_equal(run_cli(o, sizeof o,
+                             "run '%s' --backend opencl --tuning-log tk.json --in x.npy --out "
+                             "ttuned.npy",
+                             kws),
+                     0);
+    assert_non_null(strstr(o, "3 of 3 kernels with knobs use a tuned schedule (opencl"));
+    expect_equal_npy("tref.npy", "ttuned.npy", 1e-4);
+    char p[200], *text;
+    snprintf(p, sizeof p, "%s/tk.json", g_tmp);
+    assert_int_equal(tether_file_read_text(p, 1 << 20, &text, NULL), 0);
+    assert_non_null(strstr(text, "\"target\":\"opencl\""));
+    assert_null(strstr(text, "\"us\":-1"));
+    free(text);
+}
+
 static void test_cli_errors(void **state) {
     (void)state;
     static char o[16384];
@@ -934,6 +965,7 @@ int main(void) {
         cmocka_unit_test(test_texture_activations),
         cmocka_unit_test(test_kws_cli),
         cmocka_unit_test(test_cli_errors),
+        cmocka_unit_test(test_tune_opencl),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tether_session_close(g_s);

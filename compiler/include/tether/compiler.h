@@ -202,6 +202,8 @@ typedef struct tether_schedule {
                              (the default) = 16 accumulators / nchwc_oc_vectors, at most 8 */
     int nchwc_dw_pixels;  /* channel-blocked depthwise conv2d: output pixels per block, 1..16,
                              default 8 */
+    int local_size;       /* OpenCL backend, a node schedule's: the work-group size of its
+                             launch, 1..1024; 0 (the default) = the backend's (--local-size) */
 } tether_schedule;
 
 void tether_schedule_init(tether_schedule *s);
@@ -286,6 +288,8 @@ typedef struct tether_opencl_options {
     int64_t image_max_width;  /* the device's image2d limits in texels (0 = no limit): a tensor
                                  over them stays a buffer */
     int64_t image_max_height;
+    const tether_node_schedule *node_schedules; /* per-workload local_size (tuning records) */
+    int nnode_schedules;
 } tether_opencl_options;
 
 void tether_opencl_options_init(tether_opencl_options *o);
@@ -303,6 +307,7 @@ typedef struct tether_opencl_output {
     int nfallbacks;        /* activations the storage-scope pass chose that stayed buffers (over
                               the image limits) */
     int64_t texture_bytes; /* bytes of the texture images (4 floats per texel) */
+    int ntunable, ntuned;  /* launches / launches with a tuned work-group size */
     char *plan_json;       /* with texture_activations: the memory plan (workspace and texture
                               pools) as the planner writes it, and its SVG timeline; else NULL */
     char *plan_svg;

@@ -33,6 +33,10 @@ int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
     }
     tether_opencl_options oo = o->opencl;
     oo.prefix = P;
+    if (!oo.nnode_schedules) { /* --tuning-log fills both; callers may set either */
+        oo.node_schedules = o->codegen.node_schedules;
+        oo.nnode_schedules = o->codegen.nnode_schedules;
+    }
     tether_opencl_output cg;
     rc = tether_codegen_opencl(g, &plan, &oo, &cg);
     tether_memplan_close(&plan);
@@ -42,6 +46,8 @@ int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
     res->codegen_seconds = tether__now_s() - t0;
     res->workspace_size = cg.workspace_size;
     res->params_bytes = cg.params_bytes;
+    res->ntunable = cg.ntunable;
+    res->ntuned = cg.ntuned;
     snprintf(res->entry, sizeof res->entry, "%s", "");
     if ((rc = tether__artifact_open_dir(&w, P))) {
         tether_opencl_output_close(&cg);

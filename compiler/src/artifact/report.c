@@ -44,6 +44,9 @@ char *tether__report_json_c(const tether_ir_graph *g, const tether_compile_optio
     cJSON_AddNumberToObject(js, "nchwc_oc_vectors", sc->nchwc_oc_vectors);
     cJSON_AddNumberToObject(js, "nchwc_pixels", sc->nchwc_pixels);
     cJSON_AddNumberToObject(js, "nchwc_dw_pixels", sc->nchwc_dw_pixels);
+    cJSON_AddNumberToObject(js, "local_size", sc->local_size);
+    cJSON_AddNumberToObject(r, "tuned_kernels", res->ntuned);
+    cJSON_AddNumberToObject(r, "tunable_kernels", res->ntunable);
     cJSON_AddNumberToObject(r, "nodes_in", res->nnodes_in);
     cJSON_AddNumberToObject(r, "nodes_out", res->nnodes_out);
     cJSON_AddNumberToObject(r, "params_bytes", (double)cg->params_bytes);

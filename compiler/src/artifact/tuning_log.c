@@ -30,7 +30,8 @@
     X(channel_block)                                                                               \
     X(nchwc_oc_vectors)                                                                            \
     X(nchwc_pixels)                                                                                \
-    X(nchwc_dw_pixels)
+    X(nchwc_dw_pixels)                                                                             \
+    X(local_size)
 
 void tether_tuning_log_close(tether_tuning_log *log) {
     if (log) {
@@ -220,6 +221,9 @@ int tether_tuning_log_best(const tether_tuning_log *log, const char *target, con
 }
 
 static const char *target_of(const tether_compile_options *o) {
+    if (o->backend == TETHER_BACKEND_OPENCL) {
+        return "opencl"; /* OpenCL records: work-group sizes, one set per log */
+    }
     return o->build.target ? o->build.target : "x86_64-linux";
 }
 
@@ -228,7 +232,10 @@ int tether_tuning_log_apply(const char *path, tether_compile_options *o, tether_
     *ns = NULL;
     int n = 0, rc = tether_tuning_log_load(path, false, log);
     if (!rc) {
-        rc = tether_tuning_log_best(log, target_of(o), o->build.cpu ? o->build.cpu : "", ns, &n);
+        const char *cpu = o->backend == TETHER_BACKEND_OPENCL ? ""
+                          : o->build.cpu                      ? o->build.cpu
+                                                              : "";
+        rc = tether_tuning_log_best(log, target_of(o), cpu, ns, &n);
     }
     if (rc) {
         tether_tuning_log_close(log);
@@ -236,12 +243,15 @@ int tether_tuning_log_apply(const char *path, tether_compile_options *o, tether_
     }
     o->codegen.node_schedules = *ns;
     o->codegen.nnode_schedules = n;
+    o->opencl.node_schedules = *ns;
+    o->opencl.nnode_schedules = n;
     return TETHER_OK;
 }
 
 void tether_tuning_note(FILE *out, const tether_compile_result *res, const tether_tuning_log *log,
                         const tether_compile_options *o) {
-    const char *target = target_of(o), *cpu = o->build.cpu ? o->build.cpu : "";
+    const char *target = target_of(o);
+    const char *cpu = o->backend == TETHER_BACKEND_OPENCL ? "" : o->build.cpu ? o->build.cpu : "";
     fprintf(out, "tuning log: %d of %d kernels with knobs use a tuned schedule (%s, cpu %s)\n",
             res->ntuned, res->ntunable, target, cpu[0] ? cpu : "baseline");
     if (res->ntuned >= res->ntunable) {

@@ -48,8 +48,9 @@ static const char compile_usage[] =
     "  --backend c|opencl           C library (default) or OpenCL C kernels + launch sequence\n"
     "                               (DIR/<prefix>.cl, metadata.json, params.bin)\n"
     "  --texture-weights            (opencl) constant conv weights in texture:weight images\n"
-    "  --tuning-log FILE            (C) the best schedule per workload from `tether tune`'s\n"
-    "                               log, for exactly this target and --mcpu\n"
+    "  --tuning-log FILE            the best schedule per workload from `tether tune`'s log,\n"
+    "                               for exactly this target and --mcpu (OpenCL: work-group\n"
+    "                               sizes of `tune --backend opencl`)\n"
     "  --texture-activations        (opencl) activations between convolutions and elementwise\n"
     "                               kernels in texture images (NCHW4c), planned in 2D\n"
     "  --image-max WxH              (opencl) the device's image2d limits in texels; a tensor\n"
@@ -172,7 +173,6 @@ int tether_cmd_compile(int argc, char **argv) {
             ocl_only = a;
         } else if (strcmp(a, "--tuning-log") == 0) {
             tuning_log = v;
-            c_only = a;
         } else if (strcmp(a, "--texture-activations") == 0) {
             o.opencl.texture_activations = true;
             ocl_only = a;

@@ -567,6 +567,7 @@ void tether_schedule_init(tether_schedule *s) {
     s->nchwc_oc_vectors = 0;
     s->nchwc_pixels = 0;
     s->nchwc_dw_pixels = 8;
+    s->local_size = 0;
 }
 
 void tether_codegen_options_init(tether_codegen_options *o) {
@@ -700,17 +701,19 @@ static int schedule_check(const tether_schedule *sc, const char *workload) {
         (sc->channel_block != -1 && sc->channel_block != 0 && sc->channel_block != 4 &&
          sc->channel_block != 8 && sc->channel_block != 16) ||
         sc->nchwc_oc_vectors < 0 || sc->nchwc_oc_vectors > 8 || sc->nchwc_pixels < 0 ||
-        sc->nchwc_pixels > 16 || sc->nchwc_dw_pixels < 1 || sc->nchwc_dw_pixels > 16) {
+        sc->nchwc_pixels > 16 || sc->nchwc_dw_pixels < 1 || sc->nchwc_dw_pixels > 16 ||
+        sc->local_size < 0 || sc->local_size > 1024) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "%sschedule conv_oc_block %d (0..8), conv_col_vectors %d (1..4), "
                                 "dw_col_vectors %d (1..8), gemv_rows %d (1..8), gemm_rows %d "
                                 "(0..8), gemm_col_vectors %d (1..4), channel_block %d (-1, 0, "
                                 "4, 8, 16), nchwc_oc_vectors %d (0..8), nchwc_pixels %d "
-                                "(0..16), nchwc_dw_pixels %d (1..16) out of range",
+                                "(0..16), nchwc_dw_pixels %d (1..16), local_size %d (0..1024) "
+                                "out of range",
                                 who, sc->conv_oc_block, sc->conv_col_vectors, sc->dw_col_vectors,
                                 sc->gemv_rows, sc->gemm_rows, sc->gemm_col_vectors,
                                 sc->channel_block, sc->nchwc_oc_vectors, sc->nchwc_pixels,
-                                sc->nchwc_dw_pixels);
+                                sc->nchwc_dw_pixels, sc->local_size);
     }
     return TETHER_OK;
 }

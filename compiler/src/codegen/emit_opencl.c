@@ -113,6 +113,7 @@ typedef struct ocl {
     int ntex_tensors;  /* tensors in textures */
     int nfallbacks;    /* chosen for a texture, over the image limits: a buffer */
     int64_t tex_bytes; /* bytes of the texture images */
+    int ntuned;        /* launches with a tuned work-group size */
     char *plan_json, *plan_svg;
 } ocl;
 
@@ -1907,7 +1908,21 @@ static int emit_node(ocl *e, int idx) {
     case TETHER_OP_RESIZE_NEAREST:
         break;
     }
+    int local = e->local; /* a tuned work-group size for this node's workload */
+    char key[TETHER_WORKLOAD_MAX];
+    for (int i = 0; i < e->o->nnode_schedules && !tether_workload_key(e->g, idx, key, sizeof key);
+         i++) {
+        const tether_node_schedule *ns = &e->o->node_schedules[i];
+        if (ns->workload && !strcmp(ns->workload, key)) {
+            if (ns->schedule.local_size > 0) { /* 0: the default measured best */
+                e->local = ns->schedule.local_size;
+            }
+            e->ntuned++;
+            break;
+        }
+    }
     set_sizes(e, s, total);
+    e->local = local;
     char desc[1024];
     describe(e, n, desc, sizeof desc);
     char comment[1200];
@@ -2208,6 +2223,14 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
     if ((rc = check_support(g))) {
         return rc;
     }
+    for (int i = 0; i < o->nnode_schedules; i++) {
+        int ls = o->node_schedules[i].schedule.local_size;
+        if (ls < 0 || ls > 1024) {
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "node schedule for '%s': local_size %d is not 0..1024",
+                                    o->node_schedules[i].workload, ls);
+        }
+    }
     ocl e;
     memset(&e, 0, sizeof e);
     e.g = g;
@@ -2275,6 +2298,8 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
     }
     out->workspace_size = e.offset ? e.ws_size : plan->workspace_size;
     out->ntexture_tensors = e.ntex_tensors;
+    out->ntunable = e.nsteps;
+    out->ntuned = e.ntuned;
     out->nfallbacks = e.nfallbacks;
     out->texture_bytes = e.tex_bytes;
     out->plan_json = e.plan_json;
