@@ -351,6 +351,36 @@ static double time_tether(entry_fn fn, const float *x, float *y) {
     return t[ROUNDS / 2];
 }
 
+/* Default and tuned builds of one model, interleaved round by round (same conditions): medians
+ * into *ta, *tb. */
+static void time_pair(entry_fn a, entry_fn b, const float *x, float *y, double *ta, double *tb) {
+    for (int i = 0; i < 3; i++) {
+        a(x, y);
+        b(x, y);
+    }
+    int calls = 0;
+    double t0 = now();
+    do {
+        a(x, y);
+        calls++;
+    } while (now() - t0 < 0.05);
+    double t[2][ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int k = 0; k < 2; k++) {
+            entry_fn f = (r + k) % 2 ? b : a; /* the order alternates */
+            t0 = now();
+            for (int i = 0; i < calls; i++) {
+                f(x, y);
+            }
+            t[f == b][r] = (now() - t0) / calls;
+        }
+    }
+    qsort(t[0], ROUNDS, sizeof(double), cmp_double);
+    qsort(t[1], ROUNDS, sizeof(double), cmp_double);
+    *ta = t[0][ROUNDS / 2];
+    *tb = t[1][ROUNDS / 2];
+}
+
 /* TETHER_SCHEDULE="knob=value,..." overrides schedule knobs (for trying them by hand). */
 static void schedule_from_env(tether_schedule *sc) {
     const char *env = getenv("TETHER_SCHEDULE");
@@ -443,9 +473,17 @@ int main(int argc, char **argv) {
            cpu, ROUNDS);
     printf("%-18s %9s %10s %10s %7s %9s %9s %10s\n", "model", "MFLOP", "tether ms", "ORT ms",
            "ratio", "tether GF", "ORT GF", "max|diff|");
-    double log_sum = 0;
-    int nratio = 0;
+    double log_sum = 0, log_tuned = 0, log_gain = 0;
+    int nratio = 0, ntuned = 0;
     static net m;
+    /* TETHER_TUNING_LOG=FILE (tether tune's log): each model also built with its best records
+     * for this machine, timed interleaved with the default build */
+    const char *tlog = getenv("TETHER_TUNING_LOG");
+    if (tlog) {
+        printf("tuned: the best records of %s for x86_64-linux/%s; default and tuned builds "
+               "timed interleaved\n\n",
+               tlog, cpu);
+    }
     for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
         const model *md = &models[i];
         char onnx[1200], inp[1200], outp[1200], ortp[1200], art[1200], shape[64] = "";
@@ -478,6 +516,37 @@ int main(int argc, char **argv) {
             fprintf(stderr, "%s: %s\n", md->name, dlerror());
             return 1;
         }
+        void *ht = NULL;
+        entry_fn tfn = NULL;
+        int tuned_kernels = 0, tunable = 0;
+        if (tlog) { /* the tuned build: another prefix, so both libraries load side by side */
+            char tart[1250];
+            snprintf(tart, sizeof tart, "%s.tuned", art);
+            tether_ir_graph tg;
+            tether_compile_options to = o;
+            to.codegen.prefix = "zoot";
+            tether_tuning_log lg;
+            tether_node_schedule *ns = NULL;
+            tether_compile_result tres;
+            if (tether_tuning_log_apply(tlog, &to, &lg, &ns) != 0 ||
+                tether_onnx_load(onnx, NULL, &tg) != 0 ||
+                tether_compile_graph(&tg, tart, &to, &tres) != 0) {
+                fprintf(stderr, "%s (tuned): %s\n", md->name, tether_error_detail());
+                return 1;
+            }
+            tuned_kernels = tres.ntuned;
+            tunable = tres.ntunable;
+            free(ns);
+            tether_tuning_log_close(&lg);
+            tether_ir_close(&tg);
+            snprintf(lib, sizeof lib, "%s/libzoot.so", tart);
+            ht = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+            tfn = ht ? (entry_fn)dlsym(ht, "zoot_main") : NULL;
+            if (!tfn) {
+                fprintf(stderr, "%s (tuned): %s\n", md->name, dlerror());
+                return 1;
+            }
+        }
         size_t nin = tether_ir_tensor_elements(&g.tensors[g.inputs[0]]);
         size_t nout = tether_ir_tensor_elements(&g.tensors[g.outputs[0]]);
         float *x = malloc(nin * sizeof(float)), *y = malloc(nout * sizeof(float)),
@@ -488,7 +557,20 @@ int main(int argc, char **argv) {
             x[k] = (float)((seed >> 8) & 0xffffff) / 16777216.0f * 2.0f - 1.0f;
         }
         double flops = (double)tether_ir_graph_flops(&g);
-        double t = time_tether(fn, x, y);
+        double t, tt = 0, tdiff = 0;
+        if (tfn) {
+            float *yt = malloc(nout * sizeof(float));
+            time_pair(fn, tfn, x, yt, &t, &tt);
+            tfn(x, yt);
+            fn(x, y);
+            for (size_t k = 0; k < nout; k++) {
+                double d = fabs((double)y[k] - yt[k]);
+                tdiff = d > tdiff || d != d ? d : tdiff;
+            }
+            free(yt);
+        } else {
+            t = time_tether(fn, x, y);
+        }
         write_bin(inp, x, nin);
         write_bin(outp, y, nout);
         for (int d = 0; d < md->ndim; d++) {
@@ -526,12 +608,35 @@ int main(int argc, char **argv) {
             printf("%-18s %9.2f %10.4f %10s %7s %9.2f %9s %10s\n", md->name, flops * 1e-6, t * 1e3,
                    "-", "-", flops / t * 1e-9, "-", "-");
         }
+        if (tfn) {
+            double gain = t / tt;
+            log_gain += log(gain);
+            if (have_ort && ort > 0) {
+                log_tuned += log(tt * 1e3 / ort);
+            }
+            ntuned++;
+            printf("%-18s   tuned %10.4f ms  default/tuned %.2fx  (%d of %d kernels tuned, "
+                   "max|tuned-default| %.2g)\n",
+                   "", tt * 1e3, gain, tuned_kernels, tunable, tdiff);
+            if (have_ort && ort > 0) {
+                printf("%-18s   tuned/ORT %.2f\n", "", tt * 1e3 / ort);
+            }
+            dlclose(ht);
+        }
         fflush(stdout);
         dlclose(h);
         free(x);
         free(y);
         free(yo);
         tether_ir_close(&g);
+    }
+    if (ntuned) {
+        printf("\ngeometric mean of default/tuned over %d models: %.2f\n", ntuned,
+               exp(log_gain / ntuned));
+        if (nratio == ntuned) {
+            printf("geometric mean of tuned/ORT over %d models: %.2f\n", ntuned,
+                   exp(log_tuned / ntuned));
+        }
     }
     if (nratio) {
         printf("\ngeometric mean of tether/ORT over %d models: %.2f\n", nratio,

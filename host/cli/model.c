@@ -182,6 +182,7 @@ typedef struct ab_args {
     int opt_level;
     const char *cpu; /* --mcpu, else the device's (HELLO cpu) when the target is the device's */
     int opencl;      /* --opencl: also the OpenCL backend, buffer and texture weights */
+    const char *tuning_log; /* --tuning-log: every side compiled with tuned schedules */
 } ab_args;
 
 static const char ab_usage[] =
@@ -189,7 +190,7 @@ static const char ab_usage[] =
     "                 [--target T] [--mcpu CPU] [--opt-level 0|1|2|3|s] [--in x.npy ...]\n"
     "                 [-o DIR]\n"
     "                 [--number N] [--repeat R] [--min-repeat-ms MS] [--rtol R] [--atol A]\n"
-    "                 [--json FILE] [--opencl]\n"
+    "                 [--json FILE] [--opencl] [--tuning-log FILE]\n"
     "  Compiles MODEL with the unpacked and the packed ABI, runs both on the device (default\n"
     "  local:), compares every output with the reference interpreter and prints code size,\n"
     "  static stack, measured stack high-water mark and latency side by side. The target\n"
@@ -207,7 +208,9 @@ static const char ab_usage[] =
     "  95% confidence interval (Mann-Whitney), and whether the difference is significant.\n"
     "  --opencl also compiles MODEL with the OpenCL backend (buffer and texture weights), runs\n"
     "  both on the device's OpenCL layer in the same rotation (time = sum of the kernels'\n"
-    "  profiled times); a device whose HELLO has no OpenCL is refused before any work.\n";
+    "  profiled times); a device whose HELLO has no OpenCL is refused before any work.\n"
+    "  --tuning-log FILE compiles every side with the best records of `tether tune`'s log for\n"
+    "  its target and CPU (OpenCL: work-group sizes) and says how many kernels they cover.\n";
 
 /* *out is set on every path (0 on an error), so callers stay defined for -O3's flow analysis. */
 static int parse_num(const char *opt, const char *v, double lo, double hi, double *out) {
@@ -268,6 +271,8 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
             a->target = v;
         } else if (!strcmp(o, "--mcpu")) {
             a->cpu = v;
+        } else if (!strcmp(o, "--tuning-log")) {
+            a->tuning_log = v;
         } else if (!strcmp(o, "--opt-level")) {
             if (!strcmp(v, "s"))
                 a->opt_level = -1;
@@ -853,7 +858,20 @@ int tether_cli_cmd_ab(int argc, char **argv) {
             o.backend = TETHER_BACKEND_OPENCL;
             o.opencl.texture_weights = k == 3;
         }
-        if (tether_compile_model(a.model, s[k].dir, &o, &s[k].comp)) {
+        tether_tuning_log tlog;
+        tether_node_schedule *tns = NULL;
+        if (a.tuning_log && tether_tuning_log_apply(a.tuning_log, &o, &tlog, &tns)) {
+            fail(1, "--tuning-log: %s", tether_last_error());
+            goto done;
+        }
+        int crc = tether_compile_model(a.model, s[k].dir, &o, &s[k].comp);
+        if (a.tuning_log) {
+            if (!crc && (k == 0 || k == 2)) /* once per backend */
+                tether_tuning_note(stdout, &s[k].comp, &tlog, &o);
+            free(tns);
+            tether_tuning_log_close(&tlog);
+        }
+        if (crc) {
             if (k < 2)
                 fail(1, "compile (%s ABI): %s", tether_abi_name(s[k].abi), tether_last_error());
             else

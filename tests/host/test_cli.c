@@ -941,6 +941,11 @@ static void test_tune(void **state) {
         assert_true(fabs(((float *)a.data)[i] - ((float *)b.data)[i]) < 1e-5);
     tether_npy_free(&a);
     tether_npy_free(&b);
+    /* ab compiles both ABIs with the records */
+    rc = tether(&o, "ab '%s' --tuning-log t.json --repeat 3 --min-repeat-ms 5", kws);
+    if (rc)
+        fail_msg("%s", o);
+    assert_non_null(strstr(o, "tuning log: 2 of 2 kernels with knobs use a tuned schedule"));
     /* compile for another cpu: no record applies, and the note says which the log has */
     rc = tether(&o, "compile '%s' -o tk --tuning-log t.json --mcpu x86-64 --quiet", kws);
     assert_int_equal(rc, 0);
