@@ -471,8 +471,6 @@ int main(int argc, char **argv) {
            "ORT ms excludes the Node binding's per-call cost\n   (the median per-round difference "
            "to an Identity model of the same input, interleaved)\n\n",
            cpu, ROUNDS);
-    printf("%-18s %9s %10s %10s %7s %9s %9s %10s\n", "model", "MFLOP", "tether ms", "ORT ms",
-           "ratio", "tether GF", "ORT GF", "max|diff|");
     double log_sum = 0, log_tuned = 0, log_gain = 0;
     int nratio = 0, ntuned = 0;
     static net m;
@@ -484,6 +482,8 @@ int main(int argc, char **argv) {
                "timed interleaved\n\n",
                tlog, cpu);
     }
+    printf("%-18s %9s %10s %10s %7s %9s %9s %10s\n", "model", "MFLOP", "tether ms", "ORT ms",
+           "ratio", "tether GF", "ORT GF", "max|diff|");
     for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
         const model *md = &models[i];
         char onnx[1200], inp[1200], outp[1200], ortp[1200], art[1200], shape[64] = "";

@@ -209,6 +209,8 @@ static void *build_run(void *p) {
 
 /* Times operator function `func` of the library at path: its arrays allocated on the device
  * with the node's shapes (contents as the device leaves them), median microseconds in *us. */
+static uint32_t min_repeat_ms = 5; /* --min-repeat-ms: each repeat at least this long */
+
 static int time_candidate(tether_session *s, const char *path, const char *target,
                           const char *firmware, const char *func, const tether_ir_graph *g,
                           int node, uint32_t number, uint32_t repeat, double *us, char *err,
@@ -237,8 +239,12 @@ static int time_candidate(tether_session *s, const char *path, const char *targe
         args[na++].v.array = h;
     }
     tether_time_stats ts;
+    tether_call_result cr;
+    if (!rc) { /* warm-up: caches, lazy binding, the painted stack */
+        rc = tether_session_call(s, &f, args, na, &cr);
+    }
     if (!rc) {
-        rc = tether_session_time(s, &f, args, na, number, repeat, 0, 0, &ts);
+        rc = tether_session_time(s, &f, args, na, number, repeat, min_repeat_ms, 0, &ts);
     }
     if (rc) {
         snprintf(err, errn, "%s", tether_last_error());
@@ -274,7 +280,7 @@ static int time_opencl(tether_session *s, const char *dir, const char *node, uin
     double *med = calloc((size_t)(nk ? nk : 1), sizeof *med);
     tether_time_stats ts;
     if (!rc) {
-        rc = med ? tether_artifact_time(a, number, repeat, 0, 0, &ts, med)
+        rc = med ? tether_artifact_time(a, number, repeat, min_repeat_ms, 0, &ts, med)
                  : TETHER_ERR_OUT_OF_MEMORY;
     }
     if (rc) {
@@ -322,7 +328,9 @@ static const char tune_usage[] =
     "  --log FILE        the tuning log: every measurement is appended; a rerun resumes\n"
     "                    (default tune.json)\n"
     "  --time-budget S   stop after S seconds (a rerun goes on where it stopped; default none)\n"
-    "  --number N, --repeat R  TIME of one candidate (default 20 calls x 5 repeats, median)\n"
+    "  --number N, --repeat R, --min-repeat-ms MS  TIME of one candidate after a warm-up call:\n"
+    "                    N calls per repeat (default 20, grown to fill MS, default 5), R\n"
+    "                    repeats (default 5), the median (outliers do not move it)\n"
     "  --seed N          the search's random seed (default 1)\n"
     "  --firmware PATH   (MCU board) its firmware.json or build folder, for linking candidates\n"
     "Use the log with `tether compile|run|bench MODEL --tuning-log FILE`.\n";
@@ -381,6 +389,12 @@ int tether_cli_cmd_tune(int argc, char **argv) {
             if (budget <= 0) {
                 return tether_cli_fail(2, "--time-budget '%s' is not a positive number", v);
             }
+        } else if (!strcmp(a, "--min-repeat-ms")) {
+            long ms = strtol(v, &end, 10);
+            if (ms < 0 || ms > 60000) {
+                return tether_cli_fail(2, "--min-repeat-ms '%s' is not 0..60000", v);
+            }
+            min_repeat_ms = (uint32_t)ms;
         } else if (!strcmp(a, "--seed")) {
             seed = strtoull(v, &end, 10);
         } else if (a[0] == '-') {
@@ -513,7 +527,13 @@ int tether_cli_cmd_tune(int argc, char **argv) {
            model, dev.url ? dev.url : "local:", target, cpu[0] ? cpu : "baseline", nw, res.ntunable,
            trials, logpath, log.n);
     fflush(stdout);
-    int total_trials = 0, stopped = 0;
+    int total_trials = 0, stopped = 0, remaining = 0;
+    for (int w = 0; w < nw; w++) {
+        double b, f0;
+        int d = measured(&log, &ws[w], target, cpu, &b, &f0);
+        remaining += d < trials ? (int)trials - d : 0;
+    }
+    double t_trials = now_s();
     for (int w = 0; w < nw && !stopped; w++) {
         const char *fn = fnames[ws[w].func_index];
         if (!fn && !g_opencl) {
@@ -591,6 +611,8 @@ int tether_cli_cmd_tune(int argc, char **argv) {
                     first = us;
                 }
                 double left = budget > 0 ? budget - (now_s() - t_start) : 0;
+                remaining--;
+                double eta = (now_s() - t_trials) / total_trials * remaining;
                 printf("  trial %d/%ld: %s  best %.3f us%s", r.trial + 1, trials,
                        us >= 0 ? "" : "failed", best, "");
                 if (us >= 0) {
@@ -599,8 +621,9 @@ int tether_cli_cmd_tune(int argc, char **argv) {
                 if (first > 0 && best > 0) {
                     printf(", default/best %.2fx", first / best);
                 }
+                printf(", %d trial%s to go (~%.0f s)", remaining, remaining == 1 ? "" : "s", eta);
                 if (budget > 0) {
-                    printf(", %.0f s left", left > 0 ? left : 0);
+                    printf(", budget %.0f s left", left > 0 ? left : 0);
                 }
                 printf("%s%s\n", err[0] ? ": " : "", err);
                 fflush(stdout);
@@ -625,9 +648,12 @@ int tether_cli_cmd_tune(int argc, char **argv) {
            log.n);
     for (int w = 0; w < nw; w++) {
         double best, first;
-        measured(&log, &ws[w], target, cpu, &best, &first);
+        if (!measured(&log, &ws[w], target, cpu, &best, &first) || best < 0) {
+            printf("  %-10s not measured yet  %s\n", g.nodes[ws[w].node].name, ws[w].key);
+            continue;
+        }
         printf("  %-10s default %9.3f us  best %9.3f us  %.2fx  %s\n", g.nodes[ws[w].node].name,
-               first, best, first > 0 && best > 0 ? first / best : 0.0, ws[w].key);
+               first, best, first > 0 ? first / best : 0.0, ws[w].key);
     }
     rc = 0;
 free_names:
