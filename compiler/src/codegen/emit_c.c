@@ -576,6 +576,8 @@ void tether_codegen_options_init(tether_codegen_options *o) {
     o->prefix = "tether_model";
     o->link_params = true;
     tether_schedule_init(&o->schedule);
+    o->node_schedules = NULL;
+    o->nnode_schedules = 0;
 }
 
 void tether_codegen_output_close(tether_codegen_output *out) {
