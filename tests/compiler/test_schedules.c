@@ -196,8 +196,8 @@ static void run(const conv_case *c) {
 static void run_graph(tether_ir_graph *gp, const char *name) {
     static const int schedules[][4] = {
         /* vector_width, conv_oc_block, conv_col_vectors, dw_col_vectors */
-        {0, 4, 2, 4}, {4, 4, 2, 4}, {8, 4, 2, 4}, {16, 4, 2, 4},
-        {8, 1, 1, 1}, {8, 3, 4, 8}, {4, 8, 3, 2}, {16, 2, 1, 3},
+        {0, 4, 2, 4}, {4, 4, 2, 4}, {8, 4, 2, 4},  {16, 4, 2, 4}, {8, 1, 1, 1},
+        {8, 3, 4, 8}, {4, 8, 3, 2}, {16, 2, 1, 3}, {0, 3, 1, 1}, /* scalar: 3 channels, 3 rows */
     };
     tether_ir_graph g = *gp; /* owned: closed at the end */
     uint32_t seed = 7;

@@ -162,6 +162,76 @@ void tether__c_store(em *e, const tether_ir_attrs *a, const char *o, const char 
     line(e, "%s[%s] = %s;", o, idx, ex);
 }
 
+/* The direct scalar conv with `mr` output channels per pass over the input (a node schedule's
+ * conv_oc_block for the scalar kernels of MCU targets): each input value loaded once feeds mr
+ * accumulators. Channels oc0 .. oc0+mr-1 of one group. */
+static void conv_scalar_channels(em *e, const tether_ir_node *nd, const kargs *k, int mr,
+                                 long long lo, long long hi) {
+    const tether_ir_attrs *a = &nd->attrs;
+    const tether_ir_tensor *x = T(e, nd->inputs[0]), *y = T(e, nd->outputs[0]);
+    long long C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    long long O = y->shape[1], OH = y->shape[2], OW = y->shape[3];
+    long long KH = a->kernel[0], KW = a->kernel[1], G = a->groups, CG = C / G, OG = O / G;
+    long long SH = a->strides[0], SW = a->strides[1], DH = a->dilations[0], DW = a->dilations[1];
+    long long PT = a->pads[0], PL = a->pads[1];
+    int padded = a->pads[0] || a->pads[1] || a->pads[2] || a->pads[3];
+    line(e, "const float *restrict xg = %s + (n * %lld + (oc0 / %lld) * %lld) * %lld;", k->in[0], C,
+         OG, CG, H * W);
+    line(e, "const float *restrict wo = %s + oc0 * %lld;", k->in[1], CG * KH * KW);
+    loop(e, "oh", OH);
+    line(e, "const int ih0 = oh * %lld - %lld;", SH, PT);
+    long long seg[3][2] = {{0, lo}, {lo, hi}, {hi, OW}};
+    for (int sgi = 0; sgi < 3; sgi++) {
+        if (seg[sgi][1] <= seg[sgi][0]) {
+            continue;
+        }
+        int checked = padded && sgi != 1;
+        line(e, "for (int ow = %lld; ow < %lld; ++ow) {", seg[sgi][0], seg[sgi][1]);
+        e->depth++;
+        line(e, "const int iw0 = ow * %lld - %lld;", SW, PL);
+        for (int r = 0; r < mr; r++) {
+            if (k->in[2]) {
+                line(e, "float acc%d = %s[oc0 + %d];", r, k->in[2], r);
+            } else {
+                line(e, "float acc%d = 0.0f;", r);
+            }
+        }
+        loop(e, "ic", CG);
+        line(e, "const float *restrict xc = xg + ic * %lld;", H * W);
+        loop(e, "kh", KH);
+        line(e, "const int ih = ih0 + kh * %lld;", DH);
+        if (padded) {
+            line(e, "if (ih < 0 || ih >= %lld) {", H);
+            line(e, "    continue;");
+            line(e, "}");
+        }
+        loop(e, "kw", KW);
+        line(e, "const int iw = iw0 + kw * %lld;", DW);
+        if (checked) {
+            line(e, "if (iw < 0 || iw >= %lld) {", W);
+            line(e, "    continue;");
+            line(e, "}");
+        }
+        line(e, "const float xv = xc[ih * %lld + iw];", W);
+        line(e, "const float *restrict wk = wo + (ic * %lld + kh) * %lld + kw;", KH, KW);
+        for (int r = 0; r < mr; r++) {
+            line(e, "acc%d += xv * wk[%lld];", r, (long long)r * CG * KH * KW);
+        }
+        close_block(e);
+        close_block(e);
+        close_block(e);
+        for (int r = 0; r < mr; r++) {
+            char acc[16], idx[96];
+            snprintf(acc, sizeof acc, "acc%d", r);
+            snprintf(idx, sizeof idx, "(n * %lld + oc0 + %d) * %lld + oh * %lld + ow", O, r,
+                     OH * OW, OW);
+            tether__c_store(e, a, k->out, k->res, idx, acc);
+        }
+        close_block(e);
+    }
+    close_block(e);
+}
+
 static void k_conv2d(em *e, const tether_ir_node *nd, const kargs *k) {
     if (tether__c_conv2d_blocked(e, nd, k)) {
         return;
@@ -175,6 +245,37 @@ static void k_conv2d(em *e, const tether_ir_node *nd, const kargs *k) {
     long long PT = a->pads[0], PL = a->pads[1];
     int padded = a->pads[0] || a->pads[1] || a->pads[2] || a->pads[3];
     int pointwise = KH == 1 && KW == 1 && SH == 1 && SW == 1 && !padded;
+    int mr = e->sc->conv_oc_block; /* scalar kernels: only when a node schedule asks */
+    if (e->vw <= 0 && mr > 1 && !pointwise && !(SW == 1 && OW >= 8) && (G == 1 || OG % mr == 0)) {
+        long long lo = 0, hi = OW;
+        if (padded) { /* columns whose window lies inside the input row need no checks */
+            long long num = W - 1 - (KW - 1) * DW + PL;
+            lo = (PL + SW - 1) / SW;
+            hi = num < 0 ? 0 : num / SW + 1;
+            lo = lo > OW ? OW : lo;
+            hi = hi > OW ? OW : hi;
+            if (hi <= lo) {
+                lo = 0;
+                hi = 0;
+            }
+        }
+        long long full = O / mr * mr;
+        line(e, "/* schedule: scalar conv, %d output channels per pass */", mr);
+        loop(e, "n", N);
+        line(e, "for (int oc0 = 0; oc0 < %lld; oc0 += %d) {", full, mr);
+        e->depth++;
+        conv_scalar_channels(e, nd, k, mr, lo, hi);
+        close_block(e);
+        if (O > full) {
+            line(e, "{");
+            e->depth++;
+            line(e, "const int oc0 = %lld;", full);
+            conv_scalar_channels(e, nd, k, (int)(O - full), lo, hi);
+            close_block(e);
+        }
+        close_block(e);
+        return;
+    }
     char bias[128];
     if (k->in[2]) {
         snprintf(bias, sizeof bias, "%s[oc]", k->in[2]);
@@ -359,27 +460,30 @@ static void k_dense(em *e, const tether_ir_node *nd, const kargs *k) {
         snprintf(aexpr, sizeof aexpr, "a[k]");
     }
     if (a->trans_b) {
-        long long N4 = N / 4 * 4;
+        /* gemv_rows rows of B share each load of A (4 by default; a node schedule's knob) */
+        int R = e->sc->gemv_rows >= 1 && e->sc->gemv_rows <= 8 ? e->sc->gemv_rows : 4;
+        long long N4 = N / R * R;
         loop(e, "i", M);
         if (!a->trans_a) {
             line(e, "const float *restrict a = %s + i * %lld;", k->in[0], K);
         }
-        if (N4 > 0) {
-            line(e, "for (int j = 0; j < %lld; j += 4) {", N4);
+        if (N4 > 0 && R > 1) {
+            line(e, "for (int j = 0; j < %lld; j += %d) {", N4, R);
             e->depth++;
             line(e, "const float *restrict b0 = %s + j * %lld;", k->in[1], K);
-            line(e, "const float *restrict b1 = b0 + %lld;", K);
-            line(e, "const float *restrict b2 = b1 + %lld;", K);
-            line(e, "const float *restrict b3 = b2 + %lld;", K);
-            line(e, "float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;");
+            for (int q = 1; q < R; q++) {
+                line(e, "const float *restrict b%d = b%d + %lld;", q, q - 1, K);
+            }
+            for (int q = 0; q < R; q++) {
+                line(e, "float s%d = 0.0f;", q);
+            }
             loop(e, "k", K);
             line(e, "const float av = %s;", aexpr);
-            line(e, "s0 += av * b0[k];");
-            line(e, "s1 += av * b1[k];");
-            line(e, "s2 += av * b2[k];");
-            line(e, "s3 += av * b3[k];");
+            for (int q = 0; q < R; q++) {
+                line(e, "s%d += av * b%d[k];", q, q);
+            }
             close_block(e);
-            for (int q = 0; q < 4; q++) {
+            for (int q = 0; q < R; q++) {
                 char sv[8];
                 snprintf(sv, sizeof sv, "s%d", q);
                 snprintf(jx, sizeof jx, "j + %d", q);
@@ -388,6 +492,8 @@ static void k_dense(em *e, const tether_ir_node *nd, const kargs *k) {
                 tether__c_store(e, a, k->out, k->res, idx, val);
             }
             close_block(e);
+        } else {
+            N4 = 0;
         }
         if (N4 < N) {
             line(e, "for (int j = %lld; j < %lld; ++j) {", N4, N);
