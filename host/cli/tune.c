@@ -40,6 +40,7 @@ typedef struct workload {
     int func_index; /* its function's index among the module's operator functions */
     int nnodes;     /* nodes of the model with this workload */
     tether_op op;
+    int depthwise; /* a conv with one input and one output channel per group */
 } workload;
 
 /* The knobs a workload's operator uses, with their ranges (0 = the default/auto value). */
@@ -52,9 +53,11 @@ typedef struct knob {
 
 #define K(f, lo, hi)                                                                               \
     { #f, offsetof(tether_schedule, f), lo, hi, 0 }
-static const knob conv_knobs[] = {K(conv_oc_block, 1, 8),  K(conv_col_vectors, 1, 4),
-                                  K(dw_col_vectors, 1, 8), K(nchwc_oc_vectors, 1, 8),
-                                  K(nchwc_pixels, 1, 16),  K(nchwc_dw_pixels, 1, 16)};
+/* a dense (or grouped) conv and a depthwise one read different knobs: varying the others would
+ * measure the same code again */
+static const knob conv_knobs[] = {K(conv_oc_block, 1, 8), K(conv_col_vectors, 1, 4),
+                                  K(nchwc_oc_vectors, 1, 8), K(nchwc_pixels, 1, 16)};
+static const knob dw_knobs[] = {K(dw_col_vectors, 1, 8), K(nchwc_dw_pixels, 1, 16)};
 static const knob dense_knobs[] = {K(gemv_rows, 1, 8)};
 static const knob matmul_knobs[] = {K(gemm_rows, 1, 8), K(gemm_col_vectors, 1, 4)};
 /* OpenCL: the launch's work-group size, 8 .. 256 */
@@ -63,10 +66,14 @@ static const knob ocl_knobs[] = {{"local_size", offsetof(tether_schedule, local_
 
 static int g_opencl; /* --backend opencl: every kernel's work-group size */
 
-static const knob *knobs_of(tether_op op, int *n) {
+static const knob *knobs_of(tether_op op, int depthwise, int *n) {
     if (g_opencl) {
         *n = 1;
         return ocl_knobs;
+    }
+    if (op == TETHER_OP_CONV2D && depthwise) {
+        *n = (int)(sizeof dw_knobs / sizeof *dw_knobs);
+        return dw_knobs;
     }
     if (op == TETHER_OP_CONV2D) {
         *n = (int)(sizeof conv_knobs / sizeof *conv_knobs);
@@ -99,13 +106,15 @@ static uint32_t rnd(uint64_t *st) {
 }
 
 /* The next candidate for workload w: trial 0 the default, then random ones for a third of the
- * trials, then one knob of the best moved one step up or down; never one already measured
- * (gives up after many draws and returns 0). */
+ * trials, then one knob of the best moved one step up or down (random again when every
+ * neighbour is measured); never one already measured or being measured (gives up after 200
+ * draws and returns 0). */
 static int next_candidate(const tether_tuning_log *log, const workload *w, const char *target,
                           const char *cpu, int trial, int trials, uint64_t *seed,
-                          const tether_schedule *base, tether_schedule *out) {
+                          const tether_schedule *base, const tether_schedule *pending,
+                          tether_schedule *out) {
     int nk;
-    const knob *ks = knobs_of(w->op, &nk);
+    const knob *ks = knobs_of(w->op, w->depthwise, &nk);
     const tether_tune_record *best = NULL;
     for (int i = 0; i < log->n; i++) {
         const tether_tune_record *r = &log->records[i];
@@ -117,7 +126,7 @@ static int next_candidate(const tether_tuning_log *log, const workload *w, const
     for (int attempt = 0; attempt < 200; attempt++) {
         tether_schedule c = *base;
         if (trial > 0 || attempt > 0) {
-            if (best && (trial >= trials / 3 || attempt > 100)) {
+            if (best && trial >= trials / 3 && attempt <= 100) { /* then random again */
                 c = best->schedule;
                 const knob *k = &ks[rnd(seed) % (uint32_t)nk];
                 int *v = knob_ptr(&c, k);
@@ -142,7 +151,7 @@ static int next_candidate(const tether_tuning_log *log, const workload *w, const
                 }
             }
         }
-        int seen = 0;
+        int seen = pending && same_knobs(pending, &c, ks, nk); /* being measured now */
         for (int i = 0; i < log->n && !seen; i++) {
             const tether_tune_record *r = &log->records[i];
             seen = !strcmp(r->workload, w->key) && !strcmp(r->target, target) &&
@@ -217,6 +226,7 @@ static int time_candidate(tether_session *s, const char *path, const char *targe
                           size_t errn) {
     uint64_t module;
     tether_remote_func f;
+    memset(&f, 0, sizeof f);
     /* a shared object for tetherd, a RAM image linked against an MCU board's firmware */
     int rc = tether_cli_load_module(s, path, target, firmware, "tune", &module, NULL, NULL);
     if (!rc) {
@@ -263,8 +273,9 @@ static int time_opencl(tether_session *s, const char *dir, const char *node, uin
     int rc = tether_artifact_open(dir, &a);
     int nin = rc ? 0 : tether_artifact_num_inputs(a);
     int nout = rc ? 0 : tether_artifact_num_outputs(a);
-    void *bufs[64] = {0};
-    for (int k = 0; !rc && k < nin + nout && k < 64; k++) {
+    void **bufs = calloc((size_t)(nin + nout + 1), sizeof *bufs);
+    rc = rc ? rc : bufs ? 0 : TETHER_ERR_OUT_OF_MEMORY;
+    for (int k = 0; !rc && k < nin + nout; k++) {
         tether_artifact_io io;
         rc = tether_artifact_io_of(a, k >= nin, k >= nin ? k - nin : k, &io);
         bufs[k] = rc ? NULL : calloc(io.nbytes ? io.nbytes : 1, 1);
@@ -301,9 +312,10 @@ static int time_opencl(tether_session *s, const char *dir, const char *node, uin
         }
     }
     free(med);
-    for (int k = 0; k < 64; k++) {
+    for (int k = 0; bufs && k < nin + nout; k++) {
         free(bufs[k]);
     }
+    free(bufs);
     tether_artifact_free(a);
     int rrc = tether_session_reset(s);
     return rc ? rc : rrc;
@@ -487,6 +499,8 @@ int tether_cli_cmd_tune(int argc, char **argv) {
             ws[nw].node = i;
             ws[nw].func_index = fi;
             ws[nw].op = g.nodes[i].op;
+            ws[nw].depthwise = g.nodes[i].op == TETHER_OP_CONV2D && g.nodes[i].attrs.groups > 1 &&
+                               g.tensors[g.nodes[i].inputs[1]].shape[1] == 1;
             nw++;
         }
         ws[k].nnodes++;
@@ -494,6 +508,10 @@ int tether_cli_cmd_tune(int argc, char **argv) {
     /* the operator functions' names, in node order, from the module's registry list (the
      * entry first, set_params with a params blob) */
     char **fnames = calloc((size_t)(funcs ? funcs : 1), sizeof *fnames);
+    if (!fnames) {
+        tether_cli_fail(1, "out of memory");
+        goto out;
+    }
     if (!g_opencl) {
         char meta[800], *text = NULL;
         snprintf(meta, sizeof meta, "%s/metadata.json", dir);
@@ -552,11 +570,12 @@ int tether_cli_cmd_tune(int argc, char **argv) {
         int pending = 0, slot = 0;
         for (int t = done; t < trials + 1 && !stopped; t++) {
             /* start the build of trial t (if any) while trial t-1 is measured */
-            int have_next = 0;
+            int have_next = 0, threaded = 0;
             if (t < trials) {
                 tether_schedule c;
                 if (next_candidate(&log, &ws[w], target, cpu, t, (int)trials, &seed,
-                                   &base.codegen.schedule, &c)) {
+                                   &base.codegen.schedule,
+                                   pending ? &jobs[slot ^ 1].ns.schedule : NULL, &c)) {
                     build_job *j = &jobs[slot];
                     memset(j, 0, sizeof *j);
                     j->model = model;
@@ -566,10 +585,11 @@ int tether_cli_cmd_tune(int argc, char **argv) {
                     /* two slots: one built while the other is measured; a compile replaces the
                      * artifact a slot held before */
                     snprintf(j->dir, sizeof j->dir, "%s/candidate", slot ? dir2 : dir);
+                    have_next = 1;
                     if (pthread_create(&th, NULL, build_run, j) == 0) {
-                        have_next = 1;
+                        threaded = 1;
                     } else {
-                        build_run(j);
+                        build_run(j); /* no thread: build it here, measure it next */
                     }
                 }
             }
@@ -598,7 +618,7 @@ int tether_cli_cmd_tune(int argc, char **argv) {
                 r.us = us;
                 if (tether_tuning_log_add(&log, logpath, &r)) {
                     tether_cli_fail(1, "%s", tether_last_error());
-                    if (have_next) {
+                    if (threaded) {
                         pthread_join(th, NULL);
                     }
                     goto free_names;
@@ -632,7 +652,9 @@ int tether_cli_cmd_tune(int argc, char **argv) {
                 }
             }
             if (have_next) {
-                pthread_join(th, NULL);
+                if (threaded) {
+                    pthread_join(th, NULL);
+                }
                 pending = 1;
                 slot ^= 1;
             } else {

@@ -214,9 +214,11 @@ void tether_schedule_init(tether_schedule *s);
  * kernel, so a schedule tuned for one serves every such node of every model. */
 #define TETHER_WORKLOAD_MAX 512
 
-/* The workload key of node `node` of an inferred graph into buf (n >= TETHER_WORKLOAD_MAX is
- * always enough), e.g. "conv2d x1x64x25x5 w=c64x1x3x3 b=c64 y1x64x25x5 k3x3 s1x1 p1,1,1,1 d1x1
- * g64 act=relu". */
+/* The workload key of node `node` of an inferred graph into buf (n >= TETHER_WORKLOAD_MAX holds
+ * every key but that of a concat of dozens of inputs: TETHER_ERR_LIMIT), e.g. "conv2d
+ * i0=1x64x25x5 i1=c64x1x3x3 i2=c64 y=1x64x25x5 k3x3 s1x1 p1,1,1,1 d1x1 g64 act=relu,0,0,6".
+ * The key does not include the layouts the emitter picks (channel-blocked or plain, texture or
+ * buffer): nodes of one key in different layouts share a record. */
 int tether_workload_key(const tether_ir_graph *g, int node, char *buf, size_t n);
 /* Whether the schedule knobs change node's kernel (conv2d, dense, matmul). */
 bool tether_workload_tunable(const tether_ir_graph *g, int node);

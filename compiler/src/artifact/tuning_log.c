@@ -82,7 +82,7 @@ static int parse_line(const char *line, tether_tune_record *r) {
     {                                                                                              \
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(sc, #k);                                 \
         if (v) {                                                                                   \
-            bad |= !cJSON_IsNumber(v);                                                             \
+            bad |= !cJSON_IsNumber(v) || v->valuedouble != (double)v->valueint;                    \
             r->schedule.k = cJSON_IsNumber(v) ? v->valueint : r->schedule.k;                       \
         }                                                                                          \
     }
@@ -93,6 +93,20 @@ static int parse_line(const char *line, tether_tune_record *r) {
         r->trial = cJSON_IsNumber(t) ? t->valueint : 0;
     }
     cJSON_Delete(o);
+    if (!bad) { /* knobs in the ranges the emitters take (tether_codegen_c checks the same) */
+        const tether_schedule *k = &r->schedule;
+        bad = k->conv_oc_block < 0 || k->conv_oc_block > 8 || k->conv_col_vectors < 1 ||
+              k->conv_col_vectors > 4 || k->dw_col_vectors < 1 || k->dw_col_vectors > 8 ||
+              k->gemv_rows < 1 || k->gemv_rows > 8 || k->gemm_rows < 0 || k->gemm_rows > 8 ||
+              k->gemm_col_vectors < 1 || k->gemm_col_vectors > 4 || k->nchwc_oc_vectors < 0 ||
+              k->nchwc_oc_vectors > 8 || k->nchwc_pixels < 0 || k->nchwc_pixels > 16 ||
+              k->nchwc_dw_pixels < 1 || k->nchwc_dw_pixels > 16 || k->local_size < 0 ||
+              k->local_size > 1024 || r->us != r->us ||
+              (k->vector_width != -1 && k->vector_width != 0 && k->vector_width != 4 &&
+               k->vector_width != 8 && k->vector_width != 16) ||
+              (k->channel_block != -1 && k->channel_block != 0 && k->channel_block != 4 &&
+               k->channel_block != 8 && k->channel_block != 16);
+    }
     return bad ? -1 : 0;
 }
 
@@ -126,7 +140,7 @@ int tether_tuning_log_load(const char *path, bool missing_ok, tether_tuning_log 
                 tether_tuning_log_close(log);
                 return tether_set_error(TETHER_ERR_INVALID_ARG,
                                         "%s:%d: not a tuning record (JSON with workload, target, "
-                                        "cpu, schedule and us)",
+                                        "cpu, schedule of integer knobs in range, and us)",
                                         path, lineno);
             }
             if ((rc = push(log, &r))) {
@@ -207,7 +221,8 @@ int tether_tuning_log_best(const tether_tuning_log *log, const char *target, con
         }
         if (j == k) {
             v[k].workload = r->workload;
-            best[k++] = r->us + 1.0; /* replaced below */
+            v[k].schedule = r->schedule;
+            best[k++] = r->us;
         }
         if (r->us < best[j]) {
             best[j] = r->us;

@@ -1816,6 +1816,18 @@ static void unique_kname(ocl *e, step *s, const char *base) {
 static int emit_node(ocl *e, int idx) {
     const tether_ir_node *n = &e->g->nodes[idx];
     const tether_ir_tensor *y = T(e, n->outputs[0]);
+    if (e->tex[n->outputs[0]] >= 0 && n->op != TETHER_OP_CONV2D) {
+        /* an elementwise kernel on texels reads every operand as a texture: the scope pass
+         * decides them together, and a group falls back whole (equal extents) */
+        for (int j = 0; j < n->ninputs; j++) {
+            if (n->inputs[j] >= 0 && e->tex[n->inputs[j]] < 0) {
+                return tether_set_error(TETHER_ERR_INTERNAL,
+                                        "OpenCL codegen: node '%s' writes a texture but its input "
+                                        "'%s' is a buffer",
+                                        n->name, T(e, n->inputs[j])->name);
+            }
+        }
+    }
     step *s = new_step(e);
     if (!s) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "OpenCL codegen: out of memory");
