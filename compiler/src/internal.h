@@ -54,6 +54,13 @@ typedef struct tether__op_info {
  * TETHER_OP_COUNT_). */
 const tether__op_info *tether__op_info_of(tether_op op);
 
+/* The OpenCL backend's storage-scope pass (codegen/emit_opencl.c) on an inferred graph after the
+ * passes: extent[2t], extent[2t+1] = the RGBA texel width and height of tensor t's texture, or 0
+ * when it stays a buffer (`tether plan --texture-activations` shows the same plan). */
+struct tether_opencl_options;
+int tether__opencl_texture_extents(const tether_ir_graph *g, const struct tether_opencl_options *o,
+                                   int64_t *extent);
+
 /* numpy broadcasting of two shapes; TETHER_ERR_MISMATCH when incompatible. */
 int tether__ir_broadcast(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out,
                          int *nout);

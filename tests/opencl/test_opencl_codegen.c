@@ -670,6 +670,11 @@ static void test_texture_activations(void **state) {
                              "--image-max 8x8"),
                      0);
     assert_non_null(strstr(o, "(0 activations, 5 over the image limits as buffers)"));
+    /* tether plan shows the same texture pool (the scope pass run on the planner's problem) */
+    assert_int_equal(run_cli(o, sizeof o, "plan chain.json --texture-activations --svg cp.svg"), 0);
+    assert_non_null(strstr(o, "pool texture, texture,"));
+    snprintf(p, sizeof p, "grep -q 'texture (texture): 3 images' '%s/cp.svg'", g_tmp);
+    assert_int_equal(system(p), 0);
     /* --device without --upload: compiled for the device's image limits (PoCL: 8192 or more) */
     assert_int_equal(run_cli(o, sizeof o,
                              "compile chain.json -o ctx --backend opencl --texture-activations "

@@ -346,11 +346,16 @@ static const char plan_usage[] =
     "  interval runs from its producing operator to its last reader (after the compiler's\n"
     "  passes). Options are those of `tether plan-buffers` (docs/planner.md).\n"
     "  --no-passes   plan the graph as loaded\n"
+    "  --texture-activations [--texture-weights] [--image-max WxH]  the OpenCL backend's plan:\n"
+    "                the activations its storage-scope pass puts in textures go to a\n"
+    "                \"texture\" pool of 2D images within those limits (docs/codegen.md)\n"
     "  --input-shape NAME=D0xD1...  shape of a graph input with dynamic dimensions (ONNX)\n";
 
 int tether_cmd_plan(int argc, char **argv) {
     const char *model = NULL;
     int first = argc, passes = 1;
+    tether_opencl_options ocl;
+    tether_opencl_options_init(&ocl);
     static shapes_opt shp;
     memset(&shp, 0, sizeof shp);
     for (int i = 1; i < argc; i++) {
@@ -364,6 +369,21 @@ int tether_cmd_plan(int argc, char **argv) {
     for (; i < argc; i++) {
         if (strcmp(argv[i], "--no-passes") == 0) {
             passes = 0;
+        } else if (strcmp(argv[i], "--texture-activations") == 0) {
+            ocl.texture_activations = true;
+        } else if (strcmp(argv[i], "--texture-weights") == 0) {
+            ocl.texture_weights = true;
+        } else if (strcmp(argv[i], "--image-max") == 0) {
+            long long w = 0, h = 0;
+            char tail = 0;
+            if (i + 1 >= argc || sscanf(argv[i + 1], "%lldx%lld%c", &w, &h, &tail) != 2 || w < 1 ||
+                h < 1) {
+                return usage_error("plan", "--image-max '%s' is not WIDTHxHEIGHT (texels)",
+                                   i + 1 < argc ? argv[i + 1] : "");
+            }
+            ocl.image_max_width = w;
+            ocl.image_max_height = h;
+            i++;
         } else if (strcmp(argv[i], "--input-shape") == 0) {
             if (i + 1 >= argc) {
                 return usage_error("plan", "%s needs a value", argv[i]);
@@ -399,13 +419,31 @@ int tether_cmd_plan(int argc, char **argv) {
     memset(&p, 0, sizeof p);
     int *buffer_of = malloc(sizeof(int) * (size_t)(g.ntensors ? g.ntensors : 1));
     int rc;
-    if (!buffer_of || tether__memplan_problem(&g, &p, buffer_of, NULL, NULL) != 0) {
+    int64_t *extent = NULL;
+    tether_plan_pool tpool = {.name = "texture",
+                              .scope = TETHER_SCOPE_TEXTURE,
+                              .capacity = TETHER_PLAN_UNBOUNDED,
+                              .max_width = ocl.image_max_width,
+                              .max_height = ocl.image_max_height};
+    if (ocl.texture_activations) {
+        extent = calloc((size_t)(g.ntensors ? g.ntensors : 1) * 2, sizeof *extent);
+        if (!extent || tether__opencl_texture_extents(&g, &ocl, extent) != 0) {
+            fprintf(stderr, "tether plan: %s\n", extent ? tether_last_error() : "out of memory");
+            free(extent);
+            free(buffer_of);
+            tether_ir_close(&g);
+            return 1;
+        }
+    }
+    if (!buffer_of ||
+        tether__memplan_problem(&g, &p, buffer_of, extent ? &tpool : NULL, extent) != 0) {
         fprintf(stderr, "tether plan: %s\n", buffer_of ? tether_last_error() : "out of memory");
         rc = 1;
     } else {
         rc = tether_plan_cli("tether plan", &p, argc, argv, first);
     }
     free(buffer_of);
+    free(extent);
     tether_plan_problem_close(&p);
     tether_ir_close(&g);
     return rc;

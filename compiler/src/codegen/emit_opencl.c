@@ -398,38 +398,22 @@ static int tex_candidate(const ocl *e, int t) {
     return 1;
 }
 
-static int plan_textures(ocl *e) {
+/* The scope decision: extent[2t], extent[2t+1] = width, height of tensor t's image, or 0 when it
+ * stays a buffer (groups of elementwise operands decided together). */
+static int choose_textures(const ocl *e, int64_t *extent) {
     const tether_ir_graph *g = e->g;
     int nt = g->ntensors ? g->ntensors : 1;
-    e->tex = malloc(sizeof(int) * (size_t)nt);
-    if (!e->tex) {
+    int *parent = malloc(sizeof(int) * (size_t)nt), *ok = malloc(sizeof(int) * (size_t)nt);
+    if (!parent || !ok) {
+        free(parent);
+        free(ok);
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "OpenCL codegen: out of memory");
     }
-    for (int i = 0; i < g->ntensors; i++) {
-        e->tex[i] = -1;
-    }
-    if (!e->o->texture_activations) {
-        return TETHER_OK;
-    }
-    int *parent = malloc(sizeof(int) * (size_t)nt), *ok = malloc(sizeof(int) * (size_t)nt);
-    int *buffer_of = malloc(sizeof(int) * (size_t)nt);
-    int64_t *extent = calloc((size_t)nt * 2, sizeof(int64_t));
-    e->offset = malloc(sizeof(int64_t) * (size_t)nt);
-    tether_plan_problem p;
-    memset(&p, 0, sizeof p);
-    tether_plan plan;
-    memset(&plan, 0, sizeof plan);
-    int rc = TETHER_OK, planned = 0;
-    if (!parent || !ok || !buffer_of || !extent || !e->offset) {
-        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "OpenCL codegen: out of memory");
-        goto out;
-    }
-    /* elementwise operands share the output's storage scope */
     for (int t = 0; t < g->ntensors; t++) {
         parent[t] = t;
         ok[t] = 1;
     }
-    for (int i = 0; i < g->nnodes; i++) {
+    for (int i = 0; i < g->nnodes; i++) { /* elementwise operands share the output's scope */
         const tether_ir_node *n = &g->nodes[i];
         if (!tex_elementwise(e, n)) {
             continue;
@@ -444,11 +428,54 @@ static int plan_textures(ocl *e) {
         }
     }
     for (int t = 0; t < g->ntensors; t++) {
+        extent[2 * t] = extent[2 * t + 1] = 0;
         if (ok[tex_find(parent, t)]) {
             const tether_ir_tensor *x = T(e, t);
             extent[2 * t] = x->shape[3];
             extent[2 * t + 1] = x->shape[1] / 4 * x->shape[2];
         }
+    }
+    free(parent);
+    free(ok);
+    return TETHER_OK;
+}
+
+int tether__opencl_texture_extents(const tether_ir_graph *g, const tether_opencl_options *o,
+                                   int64_t *extent) {
+    ocl e;
+    memset(&e, 0, sizeof e);
+    e.g = g;
+    e.o = o;
+    return choose_textures(&e, extent);
+}
+
+static int plan_textures(ocl *e) {
+    const tether_ir_graph *g = e->g;
+    int nt = g->ntensors ? g->ntensors : 1;
+    e->tex = malloc(sizeof(int) * (size_t)nt);
+    if (!e->tex) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "OpenCL codegen: out of memory");
+    }
+    for (int i = 0; i < g->ntensors; i++) {
+        e->tex[i] = -1;
+    }
+    if (!e->o->texture_activations) {
+        return TETHER_OK;
+    }
+    int *buffer_of = malloc(sizeof(int) * (size_t)nt);
+    int64_t *extent = calloc((size_t)nt * 2, sizeof(int64_t));
+    e->offset = malloc(sizeof(int64_t) * (size_t)nt);
+    tether_plan_problem p;
+    memset(&p, 0, sizeof p);
+    tether_plan plan;
+    memset(&plan, 0, sizeof plan);
+    int rc = TETHER_OK, planned = 0;
+    if (!buffer_of || !extent || !e->offset) {
+        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "OpenCL codegen: out of memory");
+        goto out;
+    }
+    if ((rc = choose_textures(e, extent))) {
+        goto out;
     }
     tether_plan_pool pool = {.name = "texture",
                              .scope = TETHER_SCOPE_TEXTURE,
@@ -506,8 +533,6 @@ out:
         tether_plan_close(&plan);
     }
     tether_plan_problem_close(&p);
-    free(parent);
-    free(ok);
     free(buffer_of);
     free(extent);
     return rc;
