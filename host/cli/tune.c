@@ -41,6 +41,8 @@ typedef struct workload {
     int nnodes;     /* nodes of the model with this workload */
     tether_op op;
     int depthwise; /* a conv with one input and one output channel per group */
+    int blocked;   /* its kernel is channel-blocked in the default build */
+    int scalar;    /* an MCU target: the scalar kernels */
 } workload;
 
 /* The knobs a workload's operator uses, with their ranges (0 = the default/auto value). */
@@ -53,11 +55,14 @@ typedef struct knob {
 
 #define K(f, lo, hi)                                                                               \
     { #f, offsetof(tether_schedule, f), lo, hi, 0 }
-/* a dense (or grouped) conv and a depthwise one read different knobs: varying the others would
- * measure the same code again */
-static const knob conv_knobs[] = {K(conv_oc_block, 1, 8), K(conv_col_vectors, 1, 4),
-                                  K(nchwc_oc_vectors, 1, 8), K(nchwc_pixels, 1, 16)};
-static const knob dw_knobs[] = {K(dw_col_vectors, 1, 8), K(nchwc_dw_pixels, 1, 16)};
+/* Each kernel family reads its own knobs (varying the others would measure the same code
+ * again): a dense (or grouped) conv in plain NCHW or channel-blocked, a depthwise one, and the
+ * scalar kernels of MCU targets (vector width 0). */
+static const knob conv_knobs[] = {K(conv_oc_block, 1, 8), K(conv_col_vectors, 1, 4)};
+static const knob conv_blocked_knobs[] = {K(nchwc_oc_vectors, 1, 8), K(nchwc_pixels, 1, 16)};
+static const knob dw_knobs[] = {K(dw_col_vectors, 1, 8)};
+static const knob dw_blocked_knobs[] = {K(nchwc_dw_pixels, 1, 16)};
+static const knob scalar_conv_knobs[] = {K(conv_oc_block, 1, 8)};
 static const knob dense_knobs[] = {K(gemv_rows, 1, 8)};
 static const knob matmul_knobs[] = {K(gemm_rows, 1, 8), K(gemm_col_vectors, 1, 4)};
 /* OpenCL: the launch's work-group size, 8 .. 256 */
@@ -66,18 +71,30 @@ static const knob ocl_knobs[] = {{"local_size", offsetof(tether_schedule, local_
 
 static int g_opencl; /* --backend opencl: every kernel's work-group size */
 
-static const knob *knobs_of(tether_op op, int depthwise, int *n) {
+#define LIST(a) (*n = (int)(sizeof a / sizeof *a), a)
+
+/* The knobs of workload w's kernel: blocked = its node's kernel is channel-blocked in the
+ * default build, scalar = an MCU target (no vector kernels). NULL with *n 0: none. */
+static const knob *knobs_of(tether_op op, int depthwise, int blocked, int scalar, int *n) {
     if (g_opencl) {
-        *n = 1;
-        return ocl_knobs;
+        return LIST(ocl_knobs);
+    }
+    if (op == TETHER_OP_CONV2D && scalar) {
+        if (depthwise) { /* the scalar depthwise kernel has no knob */
+            *n = 0;
+            return NULL;
+        }
+        return LIST(scalar_conv_knobs);
     }
     if (op == TETHER_OP_CONV2D && depthwise) {
-        *n = (int)(sizeof dw_knobs / sizeof *dw_knobs);
-        return dw_knobs;
+        return blocked ? LIST(dw_blocked_knobs) : LIST(dw_knobs);
     }
     if (op == TETHER_OP_CONV2D) {
-        *n = (int)(sizeof conv_knobs / sizeof *conv_knobs);
-        return conv_knobs;
+        return blocked ? LIST(conv_blocked_knobs) : LIST(conv_knobs);
+    }
+    if (op == TETHER_OP_MATMUL && scalar) {
+        *n = 0;
+        return NULL;
     }
     if (op == TETHER_OP_DENSE) {
         *n = (int)(sizeof dense_knobs / sizeof *dense_knobs);
@@ -86,6 +103,7 @@ static const knob *knobs_of(tether_op op, int depthwise, int *n) {
     *n = (int)(sizeof matmul_knobs / sizeof *matmul_knobs);
     return matmul_knobs;
 }
+#undef LIST
 
 static int *knob_ptr(tether_schedule *s, const knob *k) {
     return (int *)((char *)s + k->off);
@@ -114,7 +132,10 @@ static int next_candidate(const tether_tuning_log *log, const workload *w, const
                           const tether_schedule *base, const tether_schedule *pending,
                           tether_schedule *out) {
     int nk;
-    const knob *ks = knobs_of(w->op, w->depthwise, &nk);
+    const knob *ks = knobs_of(w->op, w->depthwise, w->blocked, w->scalar, &nk);
+    if (nk == 0 && trial > 0) {
+        return 0; /* no knob: the default is the only candidate */
+    }
     const tether_tune_record *best = NULL;
     for (int i = 0; i < log->n; i++) {
         const tether_tune_record *r = &log->records[i];
@@ -321,6 +342,25 @@ static int time_opencl(tether_session *s, const char *dir, const char *node, uin
     return rc ? rc : rrc;
 }
 
+/* Whether the default build in dir emitted node `name`'s kernel channel-blocked: its operator
+ * comment (`/+ NAME: op(...` ... `+/`) names a channel-blocked layout. */
+static int kernel_is_blocked(const char *dir, const char *name) {
+    char path[800], *text = NULL, head[300];
+    snprintf(path, sizeof path, "%s/tether_model.c", dir);
+    if (tether_file_read_text(path, (size_t)1 << 28, &text, NULL)) {
+        return 0;
+    }
+    snprintf(head, sizeof head, "/* %s: ", name);
+    const char *p = strstr(text, head), *end = p ? strstr(p, "*/") : NULL;
+    int blocked = 0;
+    if (p && end) {
+        const char *q = strstr(p, "channel-blocked");
+        blocked = q && q < end;
+    }
+    free(text);
+    return blocked;
+}
+
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -501,6 +541,9 @@ int tether_cli_cmd_tune(int argc, char **argv) {
             ws[nw].op = g.nodes[i].op;
             ws[nw].depthwise = g.nodes[i].op == TETHER_OP_CONV2D && g.nodes[i].attrs.groups > 1 &&
                                g.tensors[g.nodes[i].inputs[1]].shape[1] == 1;
+            ws[nw].scalar = !g_opencl && strcmp(target, "x86_64-linux") != 0 &&
+                            strcmp(target, "aarch64-linux") != 0;
+            ws[nw].blocked = !g_opencl && kernel_is_blocked(dir, g.nodes[i].name);
             nw++;
         }
         ws[k].nnodes++;
