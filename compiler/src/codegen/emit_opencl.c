@@ -988,6 +988,7 @@ static void conv_texture_input(ocl *e, const tether_ir_node *n, const kern *k, i
     line(e, "int q = f / %lld;", OW);
     line(e, "const int oh = q %% %lld;", OH);
     line(e, "const int ob = q / %lld %% %lld;", OH, OB);
+    line(e, "const int n = 0; /* a texture holds one image (N = 1) */");
     line(e, "const int ih0 = oh * %lld - %lld;", (long long)a->strides[0], (long long)a->pads[0]);
     line(e, "const int iw0 = ow * %lld - %lld;", (long long)a->strides[1], (long long)a->pads[1]);
     line(e, "float4 acc = (float4)(0.0f);");
@@ -1025,9 +1026,10 @@ static void conv_texture_input(ocl *e, const tether_ir_node *n, const kern *k, i
     }
 }
 
-/* The 4 output channels of acc with bias, residual (a texture texel or buffer elements) and
- * activation, written as one texel (yt >= 0) or 4 buffer elements (O is a multiple of 4 here:
- * either side is a texture). */
+/* The 4 output channels of acc (channels ob*4 .. ob*4+3 of pixel (n, oh, ow)) with bias,
+ * residual (a texture texel, rt >= 0, or buffer elements) and activation, written as one texel
+ * (yt >= 0; N = 1 and O a multiple of 4 there) or as the buffer elements of the channels below
+ * O. */
 static void conv_store(ocl *e, const tether_ir_node *n, const kern *k, int yt, int rt, int bias) {
     const tether_ir_tensor *y = T(e, n->outputs[0]);
     long long O = y->shape[1], OH = y->shape[2], OW = y->shape[3];
@@ -1049,13 +1051,13 @@ static void conv_store(ocl *e, const tether_ir_node *n, const kern *k, int yt, i
         if (rt >= 0) {
             line(e, "v += r4.%s;", lanes4[j]);
         } else if (k->res[0]) {
-            line(e, "v += %s[(oc * %lld + oh) * %lld + ow];", k->res, OH, OW);
+            line(e, "v += %s[((n * %lld + oc) * %lld + oh) * %lld + ow];", k->res, O, OH, OW);
         }
         emit_act(e, &n->attrs, "v");
         if (yt >= 0) {
             line(e, "o4.%s = v;", lanes4[j]);
         } else {
-            line(e, "y[(oc * %lld + oh) * %lld + ow] = v;", OH, OW);
+            line(e, "y[((n * %lld + oc) * %lld + oh) * %lld + ow] = v;", O, OH, OW);
         }
         close_block(e);
     }
@@ -1180,27 +1182,7 @@ static void k_conv2d(ocl *e, const tether_ir_node *n, const kern *k) {
     close_block(e);
     close_block(e);
     close_block(e);
-    if (yt >= 0 || rt >= 0) {
-        conv_store(e, n, k, yt, rt, bias);
-        return;
-    }
-    static const char *const lane[] = {"x", "y", "z", "w"};
-    for (int j = 0; j < 4; j++) {
-        if (O % 4 == 0) {
-            open_scope(e);
-        } else {
-            open_block(e, "if (ob * 4 + %d < %lld)", j, O);
-        }
-        line(e, "const int oc = ob * 4 + %d;", j);
-        line(e, "const int yo = ((n * %lld + oc) * %lld + oh) * %lld + ow;", O, OH, OW);
-        line(e, "float v = acc.%s%s;", lane[j], bias ? " + in2[oc]" : "");
-        if (k->res[0]) {
-            line(e, "v += %s[yo];", k->res);
-        }
-        emit_act(e, a, "v");
-        line(e, "y[yo] = v;");
-        close_block(e);
-    }
+    conv_store(e, n, k, yt, rt, bias);
 }
 
 static void k_dense(ocl *e, const tether_ir_node *n, const kern *k) {
