@@ -239,6 +239,9 @@ static int op_takes(tether_op op, const char *key) {
     }
     const char *list = op_attributes(op);
     size_t n = strlen(key);
+    if (n == 0) {
+        return 0; /* "" names nothing (and strstr would find it everywhere, forever) */
+    }
     for (const char *p = list; (p = strstr(p, key)) != NULL; p += n) {
         if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0)) {
             return 1;
