@@ -342,23 +342,14 @@ static int time_opencl(tether_session *s, const char *dir, const char *node, uin
     return rc ? rc : rrc;
 }
 
-/* Whether the default build in dir emitted node `name`'s kernel channel-blocked: its operator
- * comment (`/+ NAME: op(...` ... `+/`) names a channel-blocked layout. */
-static int kernel_is_blocked(const char *dir, const char *name) {
-    char path[800], *text = NULL, head[300];
-    snprintf(path, sizeof path, "%s/tether_model.c", dir);
-    if (tether_file_read_text(path, (size_t)1 << 28, &text, NULL)) {
-        return 0;
-    }
+/* Whether the default build's C source (text, NULL = unknown) emitted node `name`'s kernel
+ * channel-blocked: its operator comment (`/+ NAME: op(...` ... `+/`) names such a layout. */
+static int kernel_is_blocked(const char *text, const char *name) {
+    char head[300];
     snprintf(head, sizeof head, "/* %s: ", name);
-    const char *p = strstr(text, head), *end = p ? strstr(p, "*/") : NULL;
-    int blocked = 0;
-    if (p && end) {
-        const char *q = strstr(p, "channel-blocked");
-        blocked = q && q < end;
-    }
-    free(text);
-    return blocked;
+    const char *p = text ? strstr(text, head) : NULL, *end = p ? strstr(p, "*/") : NULL;
+    const char *q = end ? strstr(p, "channel-blocked") : NULL;
+    return q && q < end;
 }
 
 static double now_s(void) {
@@ -519,6 +510,14 @@ int tether_cli_cmd_tune(int argc, char **argv) {
         goto out;
     }
     int funcs = 0;
+    char *source = NULL; /* the default build's C source, read once: its kernels' layouts */
+    if (!g_opencl) {
+        char path[800];
+        snprintf(path, sizeof path, "%s/tether_model.c", dir);
+        if (tether_file_read_text(path, (size_t)1 << 28, &source, NULL)) {
+            source = NULL;
+        }
+    }
     for (int i = 0; i < g.nnodes; i++) {
         const tether_ir_tensor *y = &g.tensors[g.nodes[i].outputs[0]];
         int has_func = y->alias_of < 0 && tether_ir_tensor_elements(y) > 0;
@@ -543,11 +542,12 @@ int tether_cli_cmd_tune(int argc, char **argv) {
                                g.tensors[g.nodes[i].inputs[1]].shape[1] == 1;
             ws[nw].scalar = !g_opencl && strcmp(target, "x86_64-linux") != 0 &&
                             strcmp(target, "aarch64-linux") != 0;
-            ws[nw].blocked = !g_opencl && kernel_is_blocked(dir, g.nodes[i].name);
+            ws[nw].blocked = kernel_is_blocked(source, g.nodes[i].name);
             nw++;
         }
         ws[k].nnodes++;
     }
+    free(source);
     /* the operator functions' names, in node order, from the module's registry list (the
      * entry first, set_params with a params blob) */
     char **fnames = calloc((size_t)(funcs ? funcs : 1), sizeof *fnames);
