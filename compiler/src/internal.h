@@ -195,8 +195,10 @@ int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
 /* report.json of each backend (artifact/report.c): malloc'd JSON text, NULL when out of memory. */
 struct tether_codegen_output;
 struct tether_opencl_output;
+struct tether_memplan;
 char *tether__report_json_c(const tether_ir_graph *g, const struct tether_compile_options *o,
                             const struct tether_codegen_output *cg,
+                            const struct tether_memplan *plan,
                             const struct tether_compile_result *res);
 char *tether__report_json_opencl(const tether_ir_graph *g, const struct tether_compile_result *res,
                                  const struct tether_opencl_output *cg, bool texture);

@@ -57,6 +57,10 @@ static void usage(FILE *f) {
                "  --port-file FILE       write the bound TCP port to FILE\n"
                "  --max-upload BYTES     per-upload limit (default 64 MiB)\n"
                "  --max-alloc BYTES      per-session allocation limit (default 1 GiB)\n"
+               "  --pool NAME[:SIZE]     a named memory pool listed in HELLO (repeatable; SIZE\n"
+               "                         bytes with K/M/G bounds what a session holds in it);\n"
+               "                         ALLOC in other pools is refused (default: one pool\n"
+               "                         \"dram\")\n"
                "  --max-sessions N       concurrent sessions (default 64)\n"
                "  --call-timeout-ms MS   CALL/TIME limit, 0 = none (default 60000)\n"
                "  --stack-size BYTES     dedicated call stack (default 256 KiB)\n"
@@ -73,6 +77,56 @@ static int parse_u64(const char *s, uint64_t *out) {
     if (errno || end == s || *end || s[0] == '-')
         return -1;
     *out = v;
+    return 0;
+}
+
+/* --pool NAME[:SIZE]: SIZE in bytes with an optional K/M/G suffix (powers of 1024). */
+static int add_pool(const char *spec) {
+    if (g_cfg.npools >= (int)TETHER_RPC_MAX_POOLS) {
+        fprintf(stderr, "tetherd: at most %d --pool options\n", TETHER_RPC_MAX_POOLS);
+        return -1;
+    }
+    char name[TETHER_POOL_NAME_MAX];
+    const char *colon = strchr(spec, ':');
+    size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+    if (n >= sizeof name) {
+        fprintf(stderr, "tetherd: --pool '%s': name longer than %d\n", spec,
+                TETHER_POOL_NAME_MAX - 1);
+        return -1;
+    }
+    memcpy(name, spec, n);
+    name[n] = 0;
+    if (tether_pool_name_check(name)) {
+        fprintf(stderr, "tetherd: --pool '%s': %s\n", spec, tether_last_error());
+        return -1;
+    }
+    uint64_t cap = 0;
+    if (colon) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(colon + 1, &end, 10);
+        uint64_t mul = *end == 'K'   ? 1024u
+                       : *end == 'M' ? 1024u * 1024u
+                       : *end == 'G' ? 1u << 30
+                                     : 1;
+        if (mul != 1)
+            end++;
+        if (errno || end == colon + 1 || *end || colon[1] == '-' || v == 0 ||
+            v > UINT64_MAX / mul) {
+            fprintf(stderr, "tetherd: --pool '%s': SIZE is bytes > 0 with an optional K, M or G\n",
+                    spec);
+            return -1;
+        }
+        cap = v * mul;
+    }
+    for (int i = 0; i < g_cfg.npools; i++) {
+        if (strcmp(g_cfg.pool_name[i], name) == 0) {
+            fprintf(stderr, "tetherd: --pool '%s' is given twice\n", name);
+            return -1;
+        }
+    }
+    snprintf(g_cfg.pool_name[g_cfg.npools], sizeof g_cfg.pool_name[0], "%s", name);
+    g_cfg.pool_capacity[g_cfg.npools++] = cap;
     return 0;
 }
 
@@ -517,6 +571,10 @@ int main(int argc, char **argv) {
             port_file = v;
         } else if (!strcmp(a, "--max-upload")) {
             NEED_NUMBER(g_cfg.max_upload, 1, TETHER_RPC_MAX_UPLOAD);
+        } else if (!strcmp(a, "--pool")) {
+            NEED_VALUE();
+            if (add_pool(v))
+                return 2;
         } else if (!strcmp(a, "--max-alloc")) {
             NEED_NUMBER(g_cfg.max_alloc, 1, UINT64_MAX);
         } else if (!strcmp(a, "--max-sessions")) {

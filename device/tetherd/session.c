@@ -78,6 +78,7 @@ typedef struct array {
     tether_ndarray nd;
     void *mem; /* host memory; the shadow of an image */
     uint64_t nbytes;
+    int pool; /* index into the configured pools, -1 = none named */
 #ifdef TETHERD_HAVE_OPENCL
     tetherd_cl_mem *clm; /* image (texture scopes) or buffer over mem (global, made on use) */
     int cl_dirty;        /* a kernel had the buffer: mem is stale until synchronised */
@@ -107,6 +108,7 @@ typedef struct session {
     func funcs[MAX_FUNCS];
     array arrays[MAX_ARRAYS];
     uint64_t allocated;
+    uint64_t pool_used[TETHER_RPC_MAX_POOLS]; /* bytes per configured pool */
     void *stack;
     size_t stack_size;
     tether_posix_call_stack call_stack; /* on stack: kept painted, only what a call used is
@@ -278,6 +280,7 @@ static void session_free_all(session *s) {
             memset(&s->arrays[i], 0, sizeof s->arrays[i]);
         }
     s->allocated = 0;
+    memset(s->pool_used, 0, sizeof s->pool_used);
     memset(s->funcs, 0, sizeof s->funcs);
     for (int i = 0; i < MAX_MODULES; i++)
         if (s->modules[i].used) {
@@ -401,8 +404,14 @@ static int on_hello(void *ctx, const tether_rpc_msg *req, tether_rpc_msg *rep) {
         r->image_max_width = s->cfg->cl_max_width;
         r->image_max_height = s->cfg->cl_max_height;
     }
-    r->num_pools = 1;
-    r->pools[0] = tether_rpc_str_c("dram");
+    if (s->cfg->npools == 0) {
+        r->num_pools = 1;
+        r->pools[0] = tether_rpc_str_c("dram");
+    } else {
+        r->num_pools = (uint32_t)s->cfg->npools;
+        for (int i = 0; i < s->cfg->npools; i++)
+            r->pools[i] = tether_rpc_str_c(s->cfg->pool_name[i]);
+    }
     r->heap_size = s->cfg->max_alloc;
     r->stack_size = s->cfg->stack_size;
     r->auth_required = s->cfg->token != NULL;
@@ -760,13 +769,33 @@ static int on_alloc(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) 
                                     ? tether_scope_name((tether_scope)q->scope)
                                     : "unknown");
     char pool[TETHER_POOL_NAME_MAX] = "";
+    int pool_index = -1;
     if (q->pool.len) {
         if (tether_rpc_str_copy(q->pool, pool, sizeof pool, "pool") || tether_pool_name_check(pool))
             return tether_set_error(TETHER_ERR_INVALID_ARG, "ALLOC: bad pool name");
+        char have[TETHER_RPC_MAX_POOLS * (TETHER_POOL_NAME_MAX + 2)] = "";
+        for (int i = 0; i < s->cfg->npools; i++) {
+            if (strcmp(s->cfg->pool_name[i], pool) == 0)
+                pool_index = i;
+            size_t n = strlen(have);
+            snprintf(have + n, sizeof have - n, "%s%s", i ? ", " : "", s->cfg->pool_name[i]);
+        }
+        if (pool_index < 0 && !(s->cfg->npools == 0 && strcmp(pool, "dram") == 0))
+            return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                    "ALLOC: no pool '%s' on this device (its pools: %s; tetherd "
+                                    "--pool NAME:SIZE adds one)",
+                                    pool, s->cfg->npools ? have : "dram");
     }
     size_t nbytes;
     if (tether_shape_bytes(q->shape, (int)q->ndim, dt, &nbytes))
         return tether_set_error(TETHER_ERR_INVALID_ARG, "ALLOC: %s", tether_last_error());
+    if (pool_index >= 0 && s->cfg->pool_capacity[pool_index] &&
+        nbytes > s->cfg->pool_capacity[pool_index] - s->pool_used[pool_index])
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY,
+                                "ALLOC: %zu bytes do not fit pool '%s' (%llu of %llu bytes in "
+                                "use)",
+                                nbytes, pool, (unsigned long long)s->pool_used[pool_index],
+                                (unsigned long long)s->cfg->pool_capacity[pool_index]);
     if (nbytes > s->cfg->max_alloc || s->allocated + nbytes > s->cfg->max_alloc)
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY,
                                 "ALLOC: %zu bytes would exceed the session limit of %llu bytes "
@@ -809,6 +838,9 @@ static int on_alloc(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) 
     snprintf(a->nd.pool, sizeof a->nd.pool, "%s", pool);
     a->mem = mem;
     a->nbytes = nbytes;
+    a->pool = pool_index;
+    if (pool_index >= 0)
+        s->pool_used[pool_index] += nbytes;
     a->handle = ++s->next_handle;
     s->allocated += nbytes;
     rep->u.alloc_rep.array = a->handle;
@@ -823,6 +855,8 @@ static int on_free(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
         return tether_set_error(TETHER_ERR_NOT_FOUND, "FREE: no array with handle %llu",
                                 (unsigned long long)req->u.free_req.handle);
     s->allocated -= a->nbytes;
+    if (a->pool >= 0)
+        s->pool_used[a->pool] -= a->nbytes;
 #ifdef TETHERD_HAVE_OPENCL
     tetherd_cl_mem_free(a->clm);
 #endif

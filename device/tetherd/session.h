@@ -26,6 +26,12 @@ typedef struct tetherd_config {
     int verbose;              /* -1 quiet, 0 normal, 1 verbose */
     uint32_t cl_max_width;    /* OpenCL image limits; 0 = no OpenCL layer */
     uint32_t cl_max_height;
+    /* Named memory pools (--pool NAME[:SIZE]), listed in HELLO; ALLOC in a pool not listed is
+     * refused. npools 0 = one pool "dram" without its own limit. A pool's capacity (0 = none)
+     * bounds the bytes a session holds in it; every allocation also counts to max_alloc. */
+    int npools;
+    char pool_name[TETHER_RPC_MAX_POOLS][TETHER_POOL_NAME_MAX];
+    uint64_t pool_capacity[TETHER_RPC_MAX_POOLS];
 } tetherd_config;
 
 /* Serves one session on t (owned by the caller) with files in dir. Returns 0 on a clean end. */

@@ -22,7 +22,8 @@
 #include "tether/crt.h"
 #include "tether/file.h"
 
-#define MAX_IO TETHER_ARTIFACT_MAX_IO
+#define MAX_IO    TETHER_ARTIFACT_MAX_IO
+#define MAX_POOLS 8
 
 typedef struct io_entry {
     char name[128];
@@ -42,12 +43,16 @@ struct tether_artifact {
     size_t params_bytes;
     int nin, nout;
     io_entry in[MAX_IO], out[MAX_IO];
+    /* pool_arguments: the entry takes one uint8 buffer per pool after the outputs */
+    int npools;
+    char pool_name[MAX_POOLS][TETHER_POOL_NAME_MAX];
+    int64_t pool_size[MAX_POOLS];
     /* after prepare */
     tether_session *s; /* borrowed */
     int prepared;
     tether_remote_func f;
-    tether_remote_arg args[2 * MAX_IO];
-    uint64_t arrays[2 * MAX_IO + 1]; /* every remote array: freed by tether_artifact_free */
+    tether_remote_arg args[2 * MAX_IO + MAX_POOLS];
+    uint64_t arrays[2 * MAX_IO + MAX_POOLS + 1]; /* every remote array: freed by _free */
     int narrays;
 };
 
@@ -298,6 +303,24 @@ static int open_c(tether_artifact *a, const cJSON *md) {
     if (rc) {
         return rc;
     }
+    const cJSON *jpa = cJSON_GetObjectItem(md, "pool_arguments"),
+                *jpools = cJSON_GetObjectItem(md, "pools");
+    if (cJSON_IsTrue(jpa)) {
+        if (!cJSON_IsArray(jpools) || cJSON_GetArraySize(jpools) < 1 ||
+            cJSON_GetArraySize(jpools) > MAX_POOLS) {
+            return bad(dir, "metadata.json: pool_arguments needs 1..8 pools");
+        }
+        const cJSON *p;
+        cJSON_ArrayForEach(p, jpools) {
+            const cJSON *n = cJSON_GetObjectItem(p, "name"), *sz = cJSON_GetObjectItem(p, "size");
+            if (!cJSON_IsString(n) || tether_pool_name_check(n->valuestring) != 0 ||
+                !cJSON_IsNumber(sz) || sz->valuedouble < 1 || sz->valuedouble > 9.0e15) {
+                return bad(dir, "metadata.json: every pool needs a valid name and a size > 0");
+            }
+            snprintf(a->pool_name[a->npools], sizeof a->pool_name[0], "%s", n->valuestring);
+            a->pool_size[a->npools++] = (int64_t)sz->valuedouble;
+        }
+    }
     const cJSON *jpf = cJSON_GetObjectItem(md, "params_file"),
                 *jpb = cJSON_GetObjectItem(md, "params_bytes"),
                 *jsp = cJSON_GetObjectItem(md, "set_params");
@@ -487,6 +510,28 @@ static int set_params(tether_artifact *a, uint64_t module) {
     return tether_session_call(a->s, &spf, &arg, 1, NULL);
 }
 
+/* Every pool the entry takes must be one the device lists in its HELLO. */
+static int pools_check(const tether_artifact *a, const tether_device_info *d) {
+    for (int k = 0; k < a->npools; k++) {
+        int found = 0;
+        char have[300] = "";
+        for (uint32_t i = 0; i < d->num_pools && i < 8; i++) {
+            found |= strcmp(d->pools[i], a->pool_name[k]) == 0;
+            size_t n = strlen(have);
+            snprintf(have + n, sizeof have - n, "%s%s", i ? ", " : "", d->pools[i]);
+        }
+        if (!found) {
+            return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                    "%s was compiled with pool '%s', which the device does not "
+                                    "have (its pools: %s): compile with --pool names the device "
+                                    "lists (`tether info`), or start tetherd with --pool %s:SIZE",
+                                    a->dir, a->pool_name[k], have[0] ? have : "none",
+                                    a->pool_name[k]);
+        }
+    }
+    return 0;
+}
+
 int tether_artifact_prepare(tether_artifact *a, tether_session *s,
                             const tether_artifact_options *o) {
     tether_artifact_options defaults;
@@ -507,6 +552,9 @@ int tether_artifact_prepare(tether_artifact *a, tether_session *s,
     if (!rc) {
         rc = tether_artifact_target_check(tether_session_info(s), a->target, a->cpu, a->dir);
     }
+    if (!rc) {
+        rc = pools_check(a, tether_session_info(s));
+    }
     if (rc) {
         return rc;
     }
@@ -526,11 +574,11 @@ int tether_artifact_prepare(tether_artifact *a, tether_session *s,
     if (!rc) {
         rc = tether_session_get_function(s, module, a->entry, &a->f);
     }
-    if (!rc && a->f.num_args >= 0 && a->f.num_args != a->nin + a->nout) {
+    if (!rc && a->f.num_args >= 0 && a->f.num_args != a->nin + a->nout + a->npools) {
         rc = tether_set_error(TETHER_ERR_MISMATCH,
-                              "%s: function '%s' takes %d arguments, the signature has %d inputs "
-                              "and %d outputs",
-                              a->dir, a->entry, (int)a->f.num_args, a->nin, a->nout);
+                              "%s: function '%s' takes %d arguments, the signature has %d inputs, "
+                              "%d outputs and %d pools",
+                              a->dir, a->entry, (int)a->f.num_args, a->nin, a->nout, a->npools);
     }
     if (!rc && a->params_file[0]) {
         rc = set_params(a, module);
@@ -549,6 +597,21 @@ int tether_artifact_prepare(tether_artifact *a, tether_session *s,
         a->args[i].type_code =
             a->f.abi == TETHER_ABI_PACKED ? TETHER_TYPE_DLTENSOR : TETHER_TYPE_HANDLE;
         a->args[i].v.array = h;
+    }
+    for (int k = 0; !rc && k < a->npools; k++) { /* each pool in the device pool of its name */
+        uint64_t h = 0;
+        rc = tether_session_alloc(s, &a->pool_size[k], 1, TETHER_UINT8, TETHER_SCOPE_GLOBAL,
+                                  a->pool_name[k], &h, NULL);
+        if (rc) {
+            rc = tether_set_error(rc, "pool '%s' (%lld bytes): %s", a->pool_name[k],
+                                  (long long)a->pool_size[k], tether_last_error());
+            break;
+        }
+        a->arrays[a->narrays++] = h;
+        int j = a->nin + a->nout + k;
+        a->args[j].type_code =
+            a->f.abi == TETHER_ABI_PACKED ? TETHER_TYPE_DLTENSOR : TETHER_TYPE_HANDLE;
+        a->args[j].v.array = h;
     }
     a->prepared = rc == 0;
     return rc;
@@ -581,7 +644,8 @@ int tether_artifact_run(tether_artifact *a, const void *const *inputs, void *con
         rc = tether_session_copy_to(a->s, a->args[i].v.array, 0, inputs[i], a->in[i].nbytes);
     }
     if (!rc) {
-        rc = tether_session_call(a->s, &a->f, a->args, (uint32_t)(a->nin + a->nout), res);
+        rc = tether_session_call(a->s, &a->f, a->args, (uint32_t)(a->nin + a->nout + a->npools),
+                                 res);
     }
     for (int i = 0; !rc && i < a->nout; i++) {
         rc = tether_session_copy_from(a->s, a->args[a->nin + i].v.array, 0, outputs[i],
@@ -601,8 +665,8 @@ int tether_artifact_time(tether_artifact *a, uint32_t number, uint32_t repeat,
         return tether__ocl_artifact_time(a->ocl, number, repeat, min_repeat_ms, cooldown_ms, out,
                                          kernel_median);
     }
-    return tether_session_time(a->s, &a->f, a->args, (uint32_t)(a->nin + a->nout), number, repeat,
-                               min_repeat_ms, cooldown_ms, out);
+    return tether_session_time(a->s, &a->f, a->args, (uint32_t)(a->nin + a->nout + a->npools),
+                               number, repeat, min_repeat_ms, cooldown_ms, out);
 }
 
 void tether_artifact_set_per_kernel(tether_artifact *a, int per_kernel) {

@@ -26,6 +26,7 @@
 
 #include "tether/crt/abi.h"
 #include "tether/ir.h"
+#include "tether/planner.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -140,20 +141,62 @@ int tether_pass_pad_convs(tether_ir_graph *g, int min_width);
 
 /* ---- memory planning ------------------------------------------------------------------------ */
 
-/* Name of the one workspace pool of generated code. */
+/* Name of the one workspace pool of generated code when no pools are given. */
 #define TETHER_WORKSPACE_POOL "workspace"
+
+/* Where generated code keeps its tensors (`tether compile --pool/--pin/--plan-inputs/
+ * --plan-outputs`, the ExecuTorch memory-planning seed's mem_id and alloc_graph_input/output).
+ * No pools: one unbounded "workspace" pool, static inside the RPC entry. Pools (fastest first,
+ * global scope): the planner places every tensor in the first pool it fits and spills to the
+ * next; the generated entry takes one buffer per pool (C interface: a struct member; packed and
+ * unpacked RPC entries: one argument per pool after the outputs). */
+typedef struct tether_memory_options {
+    const tether_plan_pool *pools; /* ordered, fastest first; names must stay valid */
+    int npools;                    /* 0 = the default workspace */
+    const char *const *pins;       /* "TENSOR=POOL": that tensor goes to that pool only */
+    int npins;
+    bool plan_inputs;  /* graph inputs live in the pools (the entry copies them in unless the
+                          caller wrote them in place) */
+    bool plan_outputs; /* graph outputs live in the pools (copied out when a pointer is given) */
+} tether_memory_options;
+
+void tether_memory_options_init(tether_memory_options *o);
+
+typedef struct tether_memplan_pool {
+    char name[TETHER_POOL_NAME_MAX];  /* as given to --pool */
+    char cname[TETHER_POOL_NAME_MAX]; /* C identifier: '.' and '-' become '_' */
+    int64_t capacity;                 /* bytes, TETHER_PLAN_UNBOUNDED = none */
+    int64_t size;                     /* bytes the generated code needs, a multiple of 16 */
+    int64_t lower_bound;              /* most bytes live at once in it under this plan */
+    int ntensors;                     /* tensors placed in it */
+} tether_memplan_pool;
 
 typedef struct tether_memplan {
     int ntensors;
-    int64_t *offset;        /* per tensor: byte offset in the workspace, -1 = not in it */
-    int64_t workspace_size; /* bytes, a multiple of 16 */
+    int64_t *offset;        /* per tensor: byte offset in its pool, -1 = not planned */
+    int *pool;              /* per tensor: index into pools, -1 = not planned */
+    int64_t workspace_size; /* bytes of all pools together, each a multiple of 16 */
     int64_t naive_size;     /* bytes without any reuse (for reports) */
     char algorithm[32];     /* planner algorithm that produced the offsets */
+    int npools;             /* >= 1 */
+    tether_memplan_pool *pools;
+    bool pool_args;    /* pools were given: the entries take them (else one static workspace) */
+    bool plan_inputs;  /* graph inputs are planned (those with bytes and not aliased) */
+    bool plan_outputs; /* graph outputs are planned */
+    int nspilled;      /* tensors not pinned that went to a pool after the first */
+    char *plan_json;   /* pools given: the planner's plan (memory_plan.json) and SVG timeline */
+    char *plan_svg;
 } tether_memplan;
 
 /* Plans every intermediate tensor (not graph inputs/outputs, constants or aliases) with the
  * planner's `algorithm` name ("best", "greedy-size", ...; NULL = "best"). */
 int tether_memplan_build(const tether_ir_graph *g, const char *algorithm, tether_memplan *out);
+/* The same with pools, pins and planned graph inputs/outputs (m NULL = none). Errors name the
+ * tensor, pool or option: an unknown pool in a pin, a pin of a tensor the plan does not place,
+ * a tensor that fits no pool (with the free space of each). Every plan is checked with
+ * tether_plan_validate before it is returned. */
+int tether_memplan_build_pools(const tether_ir_graph *g, const char *algorithm,
+                               const tether_memory_options *m, tether_memplan *out);
 void tether_memplan_close(tether_memplan *p);
 
 /* ---- reference interpreter ------------------------------------------------------------------ */
@@ -429,6 +472,7 @@ typedef struct tether_compile_options {
     bool build_library;                    /* false: write sources, header and metadata only */
     tether_backend backend;                /* C (default) or OpenCL (then `opencl` applies) */
     tether_opencl_options opencl;          /* its prefix is codegen.prefix */
+    tether_memory_options memory;          /* pools, pins, planned inputs/outputs (C backend) */
 } tether_compile_options;
 
 void tether_compile_options_init(tether_compile_options *o);

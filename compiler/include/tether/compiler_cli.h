@@ -8,14 +8,36 @@
 #ifndef TETHER_COMPILER_CLI_H
 #define TETHER_COMPILER_CLI_H
 
+#include "tether/compiler.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* The memory options every command that compiles a C model takes (compile, run, bench):
+ * --pool NAME:SCOPE:SIZE (repeatable, fastest first), --pin TENSOR=POOL (repeatable),
+ * --plan-inputs, --plan-outputs. opts points into the struct itself: do not copy it. */
+#define TETHER_CLI_MAX_POOLS 8
+#define TETHER_CLI_MAX_PINS  64
+typedef struct tether_memory_cli {
+    tether_plan_pool pools[TETHER_CLI_MAX_POOLS];
+    char names[TETHER_CLI_MAX_POOLS][TETHER_POOL_NAME_MAX];
+    const char *pins[TETHER_CLI_MAX_PINS];
+    tether_memory_options opts;
+} tether_memory_cli;
+
+void tether_memory_cli_init(tether_memory_cli *m);
+/* Takes argv[*i] when it is a memory option (a value moves *i past it). Returns 1 taken, 0 not
+ * a memory option, 2 bad usage (printed as "tether CMD: reason"). */
+int tether_memory_cli_parse(tether_memory_cli *m, const char *cmd, int argc, char **argv, int *i);
+/* Whether any memory option was given. */
+int tether_memory_cli_given(const tether_memory_cli *m);
+
 /* tether compile MODEL -o DIR [--abi packed|unpacked] [--interface packed|c]
  *                [--target NAME] [--prefix NAME] [--opt-level 0|1|2|3|s] [--params linked|blob]
  *                [--planner ALGO] [--no-build] [--no-passes] [--dump-ir] [--quiet]
- *                [--input-shape NAME=D0xD1...]... */
+ *                [--input-shape NAME=D0xD1...]... [--pool NAME:SCOPE:SIZE]... [--pin T=POOL]...
+ *                [--plan-inputs] [--plan-outputs] */
 int tether_cmd_compile(int argc, char **argv);
 
 /* tether plan MODEL [--planner ALGO] [--pool SPEC] [--svg FILE] [--json FILE] ...: turns the

@@ -131,7 +131,7 @@ int tether__compile_passes_and_plan(tether_ir_graph *g, const tether_compile_opt
         return rc;
     }
     res->nnodes_out = g->nnodes;
-    return tether_memplan_build(g, o->planner, plan);
+    return tether_memplan_build_pools(g, o->planner, &o->memory, plan);
 }
 
 static cJSON *tensor_list(const tether_ir_graph *g, const int *idx, int n) {
@@ -151,7 +151,8 @@ static cJSON *tensor_list(const tether_ir_graph *g, const int *idx, int n) {
 }
 
 static char *metadata_json(const tether_ir_graph *g, const tether_compile_options *o,
-                           const tether_codegen_output *cg, const char *library) {
+                           const tether_codegen_output *cg, const tether_memplan *plan,
+                           const char *library) {
     const char *P = o->codegen.prefix ? o->codegen.prefix : "tether_model";
     cJSON *m = cJSON_CreateObject();
     char buf[200];
@@ -198,11 +199,19 @@ static char *metadata_json(const tether_ir_graph *g, const tether_compile_option
         cJSON_AddNumberToObject(f, "num_args", cg->funcs[i].num_args);
         cJSON_AddItemToArray(fs, f);
     }
+    /* pool_arguments: the entry takes one uint8 buffer per pool after the outputs (the runner
+     * allocates each in the device pool of that name); else one static workspace */
+    cJSON_AddBoolToObject(m, "pool_arguments", plan->pool_args);
     cJSON *pools = cJSON_AddArrayToObject(m, "pools");
-    cJSON *pool = cJSON_CreateObject();
-    cJSON_AddStringToObject(pool, "name", TETHER_WORKSPACE_POOL);
-    cJSON_AddNumberToObject(pool, "size", (double)cg->workspace_size);
-    cJSON_AddItemToArray(pools, pool);
+    for (int k = 0; k < plan->npools; k++) {
+        cJSON *pool = cJSON_CreateObject();
+        cJSON_AddStringToObject(pool, "name", plan->pools[k].name);
+        cJSON_AddNumberToObject(
+            pool, "size", (double)(plan->pool_args ? plan->pools[k].size : cg->workspace_size));
+        cJSON_AddItemToArray(pools, pool);
+    }
+    cJSON_AddBoolToObject(m, "plan_inputs", plan->plan_inputs);
+    cJSON_AddBoolToObject(m, "plan_outputs", plan->plan_outputs);
     cJSON *mf = cJSON_AddArrayToObject(m, "math_functions");
     char *list = strdup(cg->math_functions ? cg->math_functions : "");
     char *save = NULL;
@@ -278,8 +287,8 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     }
     tether_codegen_output cg;
     rc = tether_codegen_c(g, &plan, &o->codegen, &cg);
-    tether_memplan_close(&plan);
     if (rc) {
+        tether_memplan_close(&plan);
         return rc;
     }
     res->codegen_seconds = tether__now_s() - t0;
@@ -290,6 +299,7 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     snprintf(res->entry, sizeof res->entry, "%s", cg.funcs[0].name);
     if ((rc = tether__artifact_open_dir(&w, P))) {
         tether_codegen_output_close(&cg);
+        tether_memplan_close(&plan);
         return rc;
     }
     char name[200];
@@ -322,8 +332,8 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
         }
     }
     if (!rc) {
-        meta = metadata_json(g, o, &cg, res->built ? res->build.library : NULL);
-        rep = tether__report_json_c(g, o, &cg, res);
+        meta = metadata_json(g, o, &cg, &plan, res->built ? res->build.library : NULL);
+        rep = tether__report_json_c(g, o, &cg, &plan, res);
         if (!meta || !rep) {
             rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing metadata");
         }
@@ -334,9 +344,16 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     if (!rc) {
         rc = tether__artifact_put(&w, "report.json", rep, strlen(rep));
     }
+    if (!rc && plan.plan_json) { /* the pools' plan, as `tether plan` writes it */
+        rc = tether__artifact_put(&w, "memory_plan.json", plan.plan_json, strlen(plan.plan_json));
+        if (!rc) {
+            rc = tether__artifact_put(&w, "memory_plan.svg", plan.plan_svg, strlen(plan.plan_svg));
+        }
+    }
     free(meta);
     free(rep);
     tether_codegen_output_close(&cg);
+    tether_memplan_close(&plan);
     if (rc) {
         return tether__artifact_rollback(&w, rc);
     }

@@ -22,6 +22,13 @@ int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
                                  const tether_compile_options *o, tether_compile_result *res) {
     double t0 = tether__now_s();
     const char *P = o->codegen.prefix ? o->codegen.prefix : "tether_model";
+    const tether_memory_options *mo = &o->memory;
+    if (mo->npools > 0 || mo->npins > 0 || mo->plan_inputs || mo->plan_outputs) {
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "--pool, --pin, --plan-inputs and --plan-outputs place the C "
+                                "backend's tensors; the OpenCL backend has its own storage "
+                                "scopes (--texture-activations, docs/codegen.md)");
+    }
     tether__artifact_writer w;
     int rc = tether__artifact_init(&w, out_dir);
     if (rc) {

@@ -18,8 +18,39 @@
 #include "tether/compiler.h"
 #include "tether/crt/error.h"
 
+/* The pools of a C artifact: per pool its size, capacity, lower bound and tensors, and where
+ * every planned tensor went. */
+static void report_pools(cJSON *r, const tether_ir_graph *g, const tether_memplan *plan) {
+    cJSON *ps = cJSON_AddArrayToObject(r, "pools");
+    for (int k = 0; k < plan->npools; k++) {
+        const tether_memplan_pool *mp = &plan->pools[k];
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddStringToObject(p, "name", mp->name);
+        cJSON_AddNumberToObject(p, "size", (double)mp->size);
+        cJSON_AddNumberToObject(p, "capacity", (double)mp->capacity);
+        cJSON_AddNumberToObject(p, "lower_bound", (double)mp->lower_bound);
+        cJSON_AddNumberToObject(p, "tensors", mp->ntensors);
+        cJSON_AddItemToArray(ps, p);
+    }
+    cJSON_AddNumberToObject(r, "spilled", plan->nspilled);
+    cJSON_AddStringToObject(r, "planner", plan->algorithm);
+    cJSON *pl = cJSON_AddArrayToObject(r, "placements");
+    for (int t = 0; t < g->ntensors; t++) {
+        if (plan->offset[t] < 0) {
+            continue;
+        }
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddStringToObject(p, "tensor", g->tensors[t].name);
+        cJSON_AddStringToObject(p, "pool", plan->pools[plan->pool[t]].name);
+        cJSON_AddNumberToObject(p, "offset", (double)plan->offset[t]);
+        cJSON_AddNumberToObject(p, "bytes", (double)tether_ir_tensor_bytes(&g->tensors[t]));
+        cJSON_AddItemToArray(pl, p);
+    }
+}
+
 char *tether__report_json_c(const tether_ir_graph *g, const tether_compile_options *o,
-                            const tether_codegen_output *cg, const tether_compile_result *res) {
+                            const tether_codegen_output *cg, const tether_memplan *plan,
+                            const tether_compile_result *res) {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "format", "tether-report");
     cJSON_AddStringToObject(r, "model", g->name);
@@ -51,7 +82,12 @@ char *tether__report_json_c(const tether_ir_graph *g, const tether_compile_optio
     cJSON_AddNumberToObject(r, "nodes_out", res->nnodes_out);
     cJSON_AddNumberToObject(r, "params_bytes", (double)cg->params_bytes);
     cJSON *ws = cJSON_AddObjectToObject(r, "workspace");
-    cJSON_AddNumberToObject(ws, TETHER_WORKSPACE_POOL, (double)cg->workspace_size);
+    for (int k = 0; k < plan->npools; k++) {
+        cJSON_AddNumberToObject(
+            ws, plan->pools[k].name,
+            (double)(plan->pool_args ? plan->pools[k].size : cg->workspace_size));
+    }
+    report_pools(r, g, plan);
     cJSON_AddBoolToObject(r, "built", res->built);
     if (res->built) {
         cJSON_AddNumberToObject(r, "text", (double)res->build.sizes.text);
@@ -150,11 +186,30 @@ int tether_report_print(FILE *out, const char *artifact_dir) {
     }
     fprintf(out, "  %-26s %12.0f\n", "params", num(r, "params_bytes"));
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(r, "workspace");
+    const cJSON *pools = cJSON_GetObjectItemCaseSensitive(r, "pools");
     const cJSON *e;
-    cJSON_ArrayForEach(e, ws) {
-        char label[64];
-        snprintf(label, sizeof label, "workspace pool '%s'", e->string);
-        fprintf(out, "  %-26s %12.0f\n", label, e->valuedouble);
+    if (cJSON_GetArraySize(pools) > 0) { /* C artifacts: size, lower bound, capacity, tensors */
+        cJSON_ArrayForEach(e, pools) {
+            char label[64], cap[32];
+            snprintf(label, sizeof label, "pool '%s'", str(e, "name"));
+            if (num(e, "capacity") > 0) {
+                snprintf(cap, sizeof cap, "%.0f", num(e, "capacity"));
+            } else {
+                snprintf(cap, sizeof cap, "unbounded");
+            }
+            fprintf(out, "  %-26s %12.0f  (lower bound %.0f, capacity %s, %.0f tensors)\n", label,
+                    num(e, "size"), num(e, "lower_bound"), cap, num(e, "tensors"));
+        }
+        if (num(r, "spilled") > 0) {
+            fprintf(out, "  %.0f tensors spilled past the first pool (report.json placements)\n",
+                    num(r, "spilled"));
+        }
+    } else {
+        cJSON_ArrayForEach(e, ws) {
+            char label[64];
+            snprintf(label, sizeof label, "workspace pool '%s'", e->string);
+            fprintf(out, "  %-26s %12.0f\n", label, e->valuedouble);
+        }
     }
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(r, "stack");
     if (st) {

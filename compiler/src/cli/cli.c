@@ -38,6 +38,12 @@ static const char compile_usage[] =
     "  --params linked|blob         weights as const arrays (default) or a params.bin blob\n"
     "  --link-params                same as --params linked\n"
     "  --planner ALGO               memory planner algorithm (default best)\n"
+    "  --pool NAME:global:SIZE      a memory pool (repeatable, fastest first; SIZE in bytes\n"
+    "                               with K/M/G, or unbounded): tensors go to the first pool\n"
+    "                               they fit and spill to the next; the entry takes one buffer\n"
+    "                               per pool (default: one static workspace; docs/memory.md)\n"
+    "  --pin TENSOR=POOL            place that tensor in that pool only (repeatable)\n"
+    "  --plan-inputs, --plan-outputs  graph inputs / outputs live in the pools too\n"
     "  --no-passes                  skip constant/BN folding, fusion and dead-node removal\n"
     "  --no-build                   write sources and metadata only\n"
     "  --dump-ir                    print the IR after the passes\n"
@@ -95,6 +101,72 @@ static int add_input_shape(const char *cmd, shapes_opt *s, const char *spec) {
     return 0;
 }
 
+void tether_memory_cli_init(tether_memory_cli *m) {
+    memset(m, 0, sizeof *m);
+    tether_memory_options_init(&m->opts);
+    m->opts.pools = m->pools;
+    m->opts.pins = m->pins;
+}
+
+int tether_memory_cli_given(const tether_memory_cli *m) {
+    return m->opts.npools > 0 || m->opts.npins > 0 || m->opts.plan_inputs || m->opts.plan_outputs;
+}
+
+int tether_memory_cli_parse(tether_memory_cli *m, const char *cmd, int argc, char **argv, int *i) {
+    const char *a = argv[*i];
+    int pool = strcmp(a, "--pool") == 0, pin = strcmp(a, "--pin") == 0;
+    if (strcmp(a, "--plan-inputs") == 0) {
+        m->opts.plan_inputs = true;
+        return 1;
+    }
+    if (strcmp(a, "--plan-outputs") == 0) {
+        m->opts.plan_outputs = true;
+        return 1;
+    }
+    if (!pool && !pin) {
+        return 0;
+    }
+    if (*i + 1 >= argc) {
+        return usage_error(cmd, "%s needs a value", a);
+    }
+    const char *v = argv[++*i];
+    m->opts.pools = m->pools;
+    m->opts.pins = m->pins;
+    if (pin) {
+        if (m->opts.npins >= TETHER_CLI_MAX_PINS) {
+            return usage_error(cmd, "%s", "too many --pin options");
+        }
+        const char *eq = strrchr(v, '=');
+        if (!eq || eq == v || !eq[1]) {
+            return usage_error(cmd, "--pin '%s' is not TENSOR=POOL", v);
+        }
+        m->pins[m->opts.npins++] = v;
+        return 1;
+    }
+    if (m->opts.npools >= TETHER_CLI_MAX_POOLS) {
+        return usage_error(cmd, "%s", "too many --pool options (at most 8)");
+    }
+    tether_plan_pool *p = &m->pools[m->opts.npools];
+    if (tether_plan_pool_parse(v, p, m->names[m->opts.npools]) != TETHER_OK) {
+        fprintf(stderr, "tether %s: --pool '%s': %s\n", cmd, v, tether_last_error());
+        return 2;
+    }
+    if (p->scope != TETHER_SCOPE_GLOBAL) {
+        fprintf(stderr,
+                "tether %s: --pool '%s': scope %s; compiled C code places tensors in global "
+                "pools (NAME:global:SIZE)\n",
+                cmd, v, tether_scope_name(p->scope));
+        return 2;
+    }
+    for (int k = 0; k < m->opts.npools; k++) {
+        if (strcmp(m->pools[k].name, p->name) == 0) {
+            return usage_error(cmd, "--pool '%s' is given twice", p->name);
+        }
+    }
+    m->opts.npools++;
+    return 1;
+}
+
 /* --json FILE: the artifact's report.json with what this compile was ("compile": model, artifact,
  * backend, node counts, seconds) added at the top. */
 static int write_compile_json(const char *path, const char *model, const char *out,
@@ -131,6 +203,8 @@ static int write_compile_json(const char *path, const char *model, const char *o
 int tether_cmd_compile(int argc, char **argv) {
     tether_compile_options o;
     tether_compile_options_init(&o);
+    static tether_memory_cli mem;
+    tether_memory_cli_init(&mem);
     static shapes_opt shp;
     memset(&shp, 0, sizeof shp);
     const char *model = NULL, *out = NULL, *json = NULL, *tuning_log = NULL;
@@ -153,6 +227,14 @@ int tether_cmd_compile(int argc, char **argv) {
                     strcmp(a, "--tuning-log") == 0;
         if (takes && (!v || (v[0] == '-' && v[1] == '-'))) {
             return usage_error("compile", "%s needs a value", a);
+        }
+        int mrc = tether_memory_cli_parse(&mem, "compile", argc, argv, &i);
+        if (mrc == 2) {
+            return 2;
+        }
+        if (mrc == 1) {
+            c_only = c_only ? c_only : a;
+            continue;
         }
         if (!c_only && (strcmp(a, "--abi") == 0 || strcmp(a, "--interface") == 0 ||
                         strcmp(a, "--target") == 0 || strcmp(a, "--opt-level") == 0 ||
@@ -281,6 +363,7 @@ int tether_cmd_compile(int argc, char **argv) {
         return usage_error("compile", "%s",
                            "--json needs -o DIR (it writes the artifact's report)");
     }
+    o.memory = mem.opts;
     if (json && tether_file_out_check(json) != 0) { /* found out now, not after the compile */
         fprintf(stderr, "tether compile: --json: %s\n", tether_last_error());
         return 2;

@@ -91,6 +91,22 @@ int tether__c_node_has_function(const tether_ir_graph *g, const tether_ir_node *
     return !(tether__ir_is_alias_op(n->op) && o->alias_of >= 0) && tether_ir_tensor_elements(o) > 0;
 }
 
+/* The graph function's parameter holding pool k: "ws" for the one default workspace,
+ * pool_<name> when the pools were given. */
+static void pool_var(const em *e, int k, char *out, size_t n) {
+    if (e->plan->pool_args) {
+        snprintf(out, n, "pool_%s", e->plan->pools[k].cname);
+    } else {
+        snprintf(out, n, "ws");
+    }
+}
+
+/* A graph input or output that the plan placed in a pool (copied in / out by the graph). */
+static int planned_io(const em *e, int t) {
+    return e->plan->offset[t] >= 0 &&
+           (T(e, t)->kind == TETHER_TENSOR_INPUT || tether__ir_is_graph_output(e->g, t));
+}
+
 /* C expression for the storage of tensor t inside the graph function. */
 static void tensor_ptr(const em *e, int t, char *out, size_t n) {
     const tether_ir_tensor *x = T(e, t);
@@ -103,7 +119,9 @@ static void tensor_ptr(const em *e, int t, char *out, size_t n) {
             snprintf(out, n, "(const float *)(%s_params + %zu)", e->P, e->poff[root]);
         }
     } else if (e->plan->offset[root] >= 0) {
-        snprintf(out, n, "(float *)(ws + %lld)", (long long)e->plan->offset[root]);
+        char pv[64];
+        pool_var(e, e->plan->pool ? e->plan->pool[root] : 0, pv, sizeof pv);
+        snprintf(out, n, "(float *)(%s + %lld)", pv, (long long)e->plan->offset[root]);
     } else {
         snprintf(out, n, "p_%s", e->cname[root]);
     }
@@ -446,11 +464,30 @@ static void emit_header(em *e, tether__sbuf *h, const tether_codegen_output *out
                         "#ifndef %s_H\n#define %s_H\n\n#include <stddef.h>\n#include "
                         "<stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
                         PU, PU);
-    tether__sbuf_printf(h, "/* Workspace: one pool, \"%s\", 16-byte aligned. */\n",
-                        TETHER_WORKSPACE_POOL);
-    tether__sbuf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n", PU, (long long)out->workspace_size);
-    tether__sbuf_printf(h, "#define %s_POOL_WORKSPACE_SIZE %lld\n", PU,
-                        (long long)out->workspace_size);
+    const tether_memplan *plan = e->plan;
+    if (!plan->pool_args) {
+        tether__sbuf_printf(h, "/* Workspace: one pool, \"%s\", 16-byte aligned. */\n",
+                            TETHER_WORKSPACE_POOL);
+        tether__sbuf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n", PU,
+                            (long long)out->workspace_size);
+        tether__sbuf_printf(h, "#define %s_POOL_WORKSPACE_SIZE %lld\n", PU,
+                            (long long)out->workspace_size);
+    } else {
+        tether__sbuf_printf(h,
+                            "/* Memory pools, fastest first (tether compile --pool): the caller "
+                            "gives one\n * buffer per pool of at least its size, 16-byte "
+                            "aligned. */\n#define %s_NUM_POOLS %d\n",
+                            PU, plan->npools);
+        for (int k = 0; k < plan->npools; k++) {
+            char PN[TETHER_POOL_NAME_MAX];
+            upper(PN, plan->pools[k].cname, sizeof PN);
+            tether__sbuf_printf(h, "#define %s_POOL_%s_NAME \"%s\"\n", PU, PN, plan->pools[k].name);
+            tether__sbuf_printf(h, "#define %s_POOL_%s_SIZE %lld\n", PU, PN,
+                                (long long)plan->pools[k].size);
+        }
+        tether__sbuf_printf(h, "/* All pools together. */\n#define %s_WORKSPACE_SIZE %lld\n", PU,
+                            (long long)out->workspace_size);
+    }
     tether__sbuf_printf(h, "#define %s_PARAMS_SIZE %zu\n", PU, out->params_bytes);
     tether__sbuf_printf(h, "#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n\n", PU,
                         g->ninputs, PU, g->noutputs);
@@ -470,8 +507,20 @@ static void emit_header(em *e, tether__sbuf *h, const tether_codegen_output *out
             }
             tether__sbuf_printf(h, "}\n#define %s_%s_%d_ELEMENTS %zu\n", PU, w, i,
                                 tether_ir_tensor_elements(t));
-            tether__sbuf_printf(h, "#define %s_%s_%d_BYTES %zu\n\n", PU, w, i,
+            tether__sbuf_printf(h, "#define %s_%s_%d_BYTES %zu\n", PU, w, i,
                                 tether_ir_tensor_bytes(t));
+            int ti = io ? g->outputs[i] : g->inputs[i];
+            if (plan->offset[ti] >= 0) { /* planned: where it lives */
+                tether__sbuf_printf(h,
+                                    "/* planned: %s in pool %s at this offset%s */\n"
+                                    "#define %s_%s_%d_POOL \"%s\"\n#define %s_%s_%d_OFFSET %lld\n",
+                                    io ? "computed" : "read", plan->pools[plan->pool[ti]].name,
+                                    io ? "; copied out when the output pointer is not null"
+                                       : "; copied there when the input pointer is not null",
+                                    PU, w, i, plan->pools[plan->pool[ti]].name, PU, w, i,
+                                    (long long)plan->offset[ti]);
+            }
+            tether__sbuf_puts(h, "\n");
         }
     }
     if (e->o->abi == TETHER_ABI_PACKED) {
@@ -492,19 +541,33 @@ static void emit_header(em *e, tether__sbuf *h, const tether_codegen_output *out
         for (int i = 0; i < g->noutputs; i++) {
             tether__sbuf_printf(h, "    float *%s;\n", e->cname[g->outputs[i]]);
         }
-        tether__sbuf_printf(h,
-                            "};\n\n/* Caller memory: %s_WORKSPACE_SIZE bytes, 16-byte aligned "
-                            "(NULL when the size is 0). */\nstruct %s_workspace {\n    uint8_t "
-                            "*%s;\n};\n\n",
-                            PU, e->P, TETHER_WORKSPACE_POOL);
+        if (!plan->pool_args) {
+            tether__sbuf_printf(h,
+                                "};\n\n/* Caller memory: %s_WORKSPACE_SIZE bytes, 16-byte "
+                                "aligned (NULL when the size is 0). */\nstruct %s_workspace "
+                                "{\n    uint8_t *%s;\n};\n\n",
+                                PU, e->P, TETHER_WORKSPACE_POOL);
+        } else {
+            tether__sbuf_printf(h,
+                                "};\n\n/* Caller memory: one buffer per pool, %s_POOL_<NAME>_SIZE "
+                                "bytes, 16-byte aligned. */\nstruct %s_workspace {\n",
+                                PU, e->P);
+            for (int k = 0; k < plan->npools; k++) {
+                tether__sbuf_printf(h, "    uint8_t *%s;\n", plan->pools[k].cname);
+            }
+            tether__sbuf_puts(h, "};\n\n");
+        }
         tether__sbuf_printf(h,
                             "/* Runs the model. 0 on success; -1 null argument, -7 misaligned "
                             "workspace%s. */\nint32_t %s_run(struct %s_inputs *inputs, struct "
                             "%s_outputs *outputs,\n        struct %s_workspace *workspace);\n\n",
                             e->o->link_params ? "" : ", -8 params not set", e->P, e->P, e->P, e->P);
     }
-    tether__sbuf_puts(h, "/* RPC entry (listed first in tether_module_registry); uses a static "
-                         "workspace. */\n");
+    tether__sbuf_puts(h, plan->pool_args
+                             ? "/* RPC entry (listed first in tether_module_registry); takes the "
+                               "pools after the\n * outputs, in the order above. */\n"
+                             : "/* RPC entry (listed first in tether_module_registry); uses a "
+                               "static workspace. */\n");
     if (e->o->abi == TETHER_ABI_PACKED) {
         tether__sbuf_printf(h,
                             "int32_t %s_main(tether_value *args, int32_t *type_codes, int32_t "
@@ -525,6 +588,9 @@ static void emit_header(em *e, tether__sbuf *h, const tether_codegen_output *out
         }
         for (int i = 0; i < g->noutputs; i++) {
             tether__sbuf_printf(h, ", float *%s", e->cname[g->outputs[i]]);
+        }
+        for (int k = 0; plan->pool_args && k < plan->npools; k++) {
+            tether__sbuf_printf(h, ", uint8_t *pool_%s", plan->pools[k].cname);
         }
         tether__sbuf_puts(h, ");\n");
         if (!e->o->link_params) {
@@ -622,15 +688,28 @@ static void emit_graph(em *e) {
     for (int i = 0; i < g->noutputs; i++) {
         tether__sbuf_printf(&e->s, "float *p_%s, ", e->cname[g->outputs[i]]);
     }
-    tether__sbuf_puts(&e->s, "uint8_t *ws) {\n");
+    if (!e->plan->pool_args) {
+        tether__sbuf_puts(&e->s, "uint8_t *ws) {\n");
+    } else {
+        for (int k = 0; k < e->plan->npools; k++) {
+            tether__sbuf_printf(&e->s, "%suint8_t *pool_%s", k ? ", " : "",
+                                e->plan->pools[k].cname);
+        }
+        tether__sbuf_puts(&e->s, ") {\n");
+    }
     e->depth = 1;
-    if (e->plan->workspace_size == 0) {
+    if (!e->plan->pool_args && e->plan->workspace_size == 0) {
         line(e, "(void)ws;");
+    }
+    for (int k = 0; e->plan->pool_args && k < e->plan->npools; k++) {
+        if (e->plan->pools[k].ntensors == 0) {
+            line(e, "(void)pool_%s; /* nothing placed in it */", e->plan->pools[k].cname);
+        }
     }
     /* inputs no node reads and empty tensors (no code touches them) */
     for (int i = 0; i < g->ninputs + g->noutputs; i++) {
         int t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
-        int used = 0;
+        int used = planned_io(e, t);
         for (int k = 0; k < g->nnodes && !used; k++) {
             const tether_ir_node *nd = &g->nodes[k];
             for (int j = 0; j <= nd->ninputs && !used; j++) {
@@ -647,6 +726,19 @@ static void emit_graph(em *e) {
         line(e, "if (%s_params == 0) {", e->P);
         line(e, "    return -8; /* TETHER_ERR_STATE: %s_set_params was not called */", e->P);
         line(e, "}");
+    }
+    char pv[64];
+    for (int i = 0; i < g->ninputs; i++) { /* planned inputs: in place, or copied in */
+        int t = g->inputs[i];
+        if (planned_io(e, t)) {
+            pool_var(e, e->plan->pool[t], pv, sizeof pv);
+            long long off = (long long)e->plan->offset[t];
+            line(e, "if (p_%s != 0 && (const void *)p_%s != (const void *)(%s + %lld)) {",
+                 e->cname[t], e->cname[t], pv, off);
+            line(e, "    memcpy(%s + %lld, p_%s, %zu);", pv, off, e->cname[t],
+                 tether_ir_tensor_bytes(T(e, t)));
+            line(e, "}");
+        }
     }
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *nd = &g->nodes[i];
@@ -678,6 +770,18 @@ static void emit_graph(em *e) {
             first = 0;
         }
         tether__sbuf_puts(&e->s, ");\n");
+    }
+    for (int i = 0; i < g->noutputs; i++) { /* planned outputs: copied out when asked for */
+        int t = g->outputs[i];
+        if (planned_io(e, t) && T(e, t)->kind != TETHER_TENSOR_INPUT) {
+            pool_var(e, e->plan->pool[t], pv, sizeof pv);
+            long long off = (long long)e->plan->offset[t];
+            line(e, "if (p_%s != 0 && (void *)p_%s != (void *)(%s + %lld)) {", e->cname[t],
+                 e->cname[t], pv, off);
+            line(e, "    memcpy(p_%s, %s + %lld, %zu);", e->cname[t], pv, off,
+                 tether_ir_tensor_bytes(T(e, t)));
+            line(e, "}");
+        }
     }
     line(e, "return 0;");
     e->depth = 0;
@@ -747,10 +851,13 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         return src;
     }
     int limit = o->abi == TETHER_ABI_UNPACKED ? TETHER_MAX_UNPACKED_ARGS : TETHER_MAX_ARGS;
-    if (g->ninputs + g->noutputs > limit) {
+    int entry_args = g->ninputs + g->noutputs + (plan->pool_args ? plan->npools : 0);
+    if (entry_args > limit) {
         return tether_set_error(TETHER_ERR_LIMIT,
-                                "the entry would take %d arguments; the %s ABI allows at most %d",
-                                g->ninputs + g->noutputs, tether_abi_name(o->abi), limit);
+                                "the entry would take %d arguments (inputs, outputs%s); the %s "
+                                "ABI allows at most %d",
+                                entry_args, plan->pool_args ? ", pools" : "",
+                                tether_abi_name(o->abi), limit);
     }
     for (int i = 0; i < g->nnodes; i++) {
         if (node_nargs(&g->nodes[i]) > limit) {
@@ -802,7 +909,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         const char *suffix = "";
         for (size_t r = 0; r < sizeof reserved / sizeof *reserved; r++) {
             if (strcmp(fbase[i], reserved[r]) == 0 || strncmp(fbase[i], "w_", 2) == 0 ||
-                strncmp(fbase[i], "shape_", 6) == 0) {
+                strncmp(fbase[i], "shape_", 6) == 0 || strncmp(fbase[i], "pool_", 5) == 0) {
                 suffix = "_op";
             }
         }
@@ -857,7 +964,8 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     /* registry list: entry, set_params, operators */
     char nm[160];
     snprintf(nm, sizeof nm, "%s_main", P);
-    if ((rc = add_func(out, nm, o->abi, g->ninputs + g->noutputs))) {
+    if ((rc = add_func(out, nm, o->abi,
+                       g->ninputs + g->noutputs + (plan->pool_args ? plan->npools : 0)))) {
         goto out;
     }
     if (!o->link_params) {
@@ -938,7 +1046,9 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     }
     emit_graph(&e);
     /* static workspace + entries */
-    if (plan->workspace_size > 0) {
+    const tether_memplan_pool *pools = plan->pools;
+    int npa = plan->pool_args ? plan->npools : 0; /* pool arguments of every entry */
+    if (!plan->pool_args && plan->workspace_size > 0) {
         tether__sbuf_printf(&e.s,
                             "/* Workspace of the RPC entry (pool \"%s\", %lld bytes). Declared as "
                             "float, the\n * only type stored in it, and passed on as bytes. */\n"
@@ -947,11 +1057,15 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
                             TETHER_WORKSPACE_POOL, (long long)plan->workspace_size, P,
                             (long long)plan->workspace_size / 4);
     }
-    char wsname[160];
-    if (plan->workspace_size > 0) {
-        snprintf(wsname, sizeof wsname, "(uint8_t *)%s_workspace_pool", P);
-    } else {
-        snprintf(wsname, sizeof wsname, "0");
+    /* what the entries pass on to the graph function for the pools */
+    tether__sbuf wsargs;
+    tether__sbuf_init(&wsargs);
+    if (!plan->pool_args) {
+        if (plan->workspace_size > 0) {
+            tether__sbuf_printf(&wsargs, "(uint8_t *)%s_workspace_pool", P);
+        } else {
+            tether__sbuf_puts(&wsargs, "0");
+        }
     }
     if (o->abi == TETHER_ABI_UNPACKED) {
         tether__sbuf_printf(&e.s, "int32_t %s_main(", P);
@@ -961,14 +1075,26 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         for (int i = 0; i < g->noutputs; i++) {
             tether__sbuf_printf(&e.s, ", float *%s", e.cname[g->outputs[i]]);
         }
-        tether__sbuf_printf(&e.s, ") {\n    return %s_graph(", P);
+        for (int k = 0; k < npa; k++) {
+            tether__sbuf_printf(&e.s, ", uint8_t *pool_%s", pools[k].cname);
+            tether__sbuf_printf(&wsargs, "%spool_%s", k ? ", " : "", pools[k].cname);
+        }
+        tether__sbuf_puts(&e.s, ") {\n");
+        for (int k = 0; k < npa; k++) {
+            tether__sbuf_printf(&e.s,
+                                "    if (pool_%s == 0 || ((uintptr_t)pool_%s & 15u) != 0) {\n"
+                                "        return -7; /* pool '%s': null or not 16-byte aligned "
+                                "*/\n    }\n",
+                                pools[k].cname, pools[k].cname, pools[k].name);
+        }
+        tether__sbuf_printf(&e.s, "    return %s_graph(", P);
         for (int i = 0; i < g->ninputs; i++) {
             tether__sbuf_printf(&e.s, "%s, ", e.cname[g->inputs[i]]);
         }
         for (int i = 0; i < g->noutputs; i++) {
             tether__sbuf_printf(&e.s, "%s, ", e.cname[g->outputs[i]]);
         }
-        tether__sbuf_printf(&e.s, "%s);\n}\n\n", wsname);
+        tether__sbuf_printf(&e.s, "%s);\n}\n\n", wsargs.data);
         if (!o->link_params) {
             tether__sbuf_printf(&e.s,
                                 "int32_t %s_set_params(const void *blob) {\n"
@@ -979,12 +1105,16 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
                                 P, P);
         }
     } else {
-        int nargs = g->ninputs + g->noutputs;
+        int nio = g->ninputs + g->noutputs, nargs = nio + npa;
+        for (int k = 0; k < npa; k++) {
+            tether__sbuf_printf(&e.s, "static const int64_t %s_pool_shape_%s[1] = {%lld};\n", P,
+                                pools[k].cname, (long long)pools[k].size);
+        }
         tether__sbuf_printf(&e.s,
-                            "int32_t %s_main(tether_value *args, int32_t *type_codes, int32_t "
+                            "%sint32_t %s_main(tether_value *args, int32_t *type_codes, int32_t "
                             "num_args,\n        tether_value *ret, int32_t *ret_type_code, void "
                             "*resource_handle) {\n",
-                            P);
+                            npa ? "\n" : "", P);
         e.depth = 1;
         line(&e, "(void)ret;");
         line(&e, "(void)ret_type_code;");
@@ -993,7 +1123,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         line(&e, "    return tg_fail(\"%s_main\", num_args, \"argument count differs from %d\");",
              P, nargs);
         line(&e, "}");
-        for (int i = 0; i < nargs; i++) {
+        for (int i = 0; i < nio; i++) {
             int t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
             line(&e,
                  "if (tg_check(\"%s_main\", args, type_codes, %d, %d, %s_shape_%s, 2, 32) != 0) {",
@@ -1001,15 +1131,28 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
             line(&e, "    return -6;");
             line(&e, "}");
         }
+        for (int k = 0; k < npa; k++) { /* pool k: uint8 bytes of its size, 16-byte aligned */
+            line(&e,
+                 "if (tg_check(\"%s_main\", args, type_codes, %d, 1, %s_pool_shape_%s, 1, 8) != 0) "
+                 "{",
+                 P, nio + k, P, pools[k].cname);
+            line(&e, "    return -6;");
+            line(&e, "}");
+            line(&e, "if (((uintptr_t)tg_data(args, %d) & 15u) != 0) {", nio + k);
+            line(&e, "    return tg_fail(\"%s_main\", %d, \"pool '%s' is not 16-byte aligned\");",
+                 P, nio + k, pools[k].name);
+            line(&e, "}");
+            tether__sbuf_printf(&wsargs, "%s(uint8_t *)tg_data(args, %d)", k ? ", " : "", nio + k);
+        }
         for (int d = 0; d < e.depth; d++) {
             tether__sbuf_puts(&e.s, "    ");
         }
         tether__sbuf_printf(&e.s, "return %s_graph(", P);
-        for (int i = 0; i < nargs; i++) {
+        for (int i = 0; i < nio; i++) {
             tether__sbuf_printf(&e.s, "(%sfloat *)tg_data(args, %d), ",
                                 i < g->ninputs ? "const " : "", i);
         }
-        tether__sbuf_printf(&e.s, "%s);\n}\n\n", wsname);
+        tether__sbuf_printf(&e.s, "%s);\n}\n\n", wsargs.data);
         e.depth = 0;
         if (!o->link_params) {
             tether__sbuf_printf(
@@ -1032,6 +1175,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
                 P, P, P, P, P, P);
         }
     }
+    tether__sbuf_free(&wsargs);
     if (o->interface == TETHER_INTERFACE_C) {
         tether__sbuf_printf(&e.s,
                             "int32_t %s_run(struct %s_inputs *inputs, struct %s_outputs *outputs,\n"
@@ -1039,11 +1183,14 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
                             "    if (inputs == 0 || outputs == 0 || workspace == 0) {\n"
                             "        return -1;\n    }\n",
                             P, P, P, P);
-        if (plan->workspace_size > 0) {
-            tether__sbuf_printf(&e.s,
-                                "    if (workspace->%s == 0 || ((uintptr_t)workspace->%s & 15u) "
-                                "!= 0) {\n        return -7;\n    }\n",
-                                TETHER_WORKSPACE_POOL, TETHER_WORKSPACE_POOL);
+        for (int k = 0; k < plan->npools; k++) {
+            const char *m = plan->pool_args ? pools[k].cname : TETHER_WORKSPACE_POOL;
+            if (plan->pool_args || plan->workspace_size > 0) {
+                tether__sbuf_printf(&e.s,
+                                    "    if (workspace->%s == 0 || ((uintptr_t)workspace->%s & "
+                                    "15u) != 0) {\n        return -7;\n    }\n",
+                                    m, m);
+            }
         }
         tether__sbuf_printf(&e.s, "    return %s_graph(", P);
         for (int i = 0; i < g->ninputs; i++) {
@@ -1052,7 +1199,14 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         for (int i = 0; i < g->noutputs; i++) {
             tether__sbuf_printf(&e.s, "outputs->%s, ", e.cname[g->outputs[i]]);
         }
-        tether__sbuf_printf(&e.s, "workspace->%s);\n}\n\n", TETHER_WORKSPACE_POOL);
+        if (!plan->pool_args) {
+            tether__sbuf_printf(&e.s, "workspace->%s);\n}\n\n", TETHER_WORKSPACE_POOL);
+        } else {
+            for (int k = 0; k < plan->npools; k++) {
+                tether__sbuf_printf(&e.s, "%sworkspace->%s", k ? ", " : "", pools[k].cname);
+            }
+            tether__sbuf_puts(&e.s, ");\n}\n\n");
+        }
     }
     /* registry */
     tether__sbuf_puts(&e.s,

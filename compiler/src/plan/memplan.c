@@ -1,10 +1,13 @@
 /*
  * Memory planning of generated code: the graph's intermediate tensors become the planner's
  * buffers (live interval = producing node .. last reading node, aliases extend their root), the
- * planner (compiler/planner, tether/planner.h) places them in one workspace pool.
+ * planner (compiler/planner, tether/planner.h) places them in one workspace pool, or in the
+ * pools the user gave (fastest first, spilling to the next), with pins and, when asked, the
+ * graph inputs (live from the start) and outputs (live to the end).
  *
- * What must stay true: two tensors whose intervals overlap never share bytes; graph inputs,
- * outputs, constants and aliases are never in the workspace; offsets are 16-byte aligned.
+ * What must stay true: two tensors whose intervals overlap never share bytes; constants and
+ * aliases are never planned; graph inputs/outputs only when asked for; offsets are 16-byte
+ * aligned; every plan passes tether_plan_validate before codegen sees it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,12 +109,140 @@ out:
     return rc;
 }
 
+void tether_memory_options_init(tether_memory_options *o) {
+    memset(o, 0, sizeof *o);
+}
+
+/* The planned graph inputs and outputs: an input with bytes that is not also an output; an
+ * output with bytes that a node produces, not an alias, not an input. */
+static int planned_io(const tether_ir_graph *g, const tether_memory_options *m, int t,
+                      tether_plan_kind *kind) {
+    const tether_ir_tensor *x = &g->tensors[t];
+    if (tether_ir_tensor_bytes(x) == 0 || x->alias_of >= 0) {
+        return 0;
+    }
+    int in = x->kind == TETHER_TENSOR_INPUT, out = tether__ir_is_graph_output(g, t);
+    if (m->plan_inputs && in && !out) {
+        *kind = TETHER_PLAN_GRAPH_INPUT;
+        return 1;
+    }
+    if (m->plan_outputs && out && !in && x->producer >= 0) {
+        *kind = TETHER_PLAN_GRAPH_OUTPUT;
+        return 1;
+    }
+    return 0;
+}
+
+/* C identifier of a pool name (letters, digits, '_', '.', '-': the last two become '_'). */
+static void pool_cname(char *out, const char *name) {
+    size_t i = 0;
+    for (; name[i] && i + 1 < TETHER_POOL_NAME_MAX; i++) {
+        out[i] = name[i] == '.' || name[i] == '-' ? '_' : name[i];
+    }
+    out[i] = 0;
+}
+
+static int pools_check(const tether_memory_options *m) {
+    for (int i = 0; i < m->npools; i++) {
+        const tether_plan_pool *a = &m->pools[i];
+        if (a->scope != TETHER_SCOPE_GLOBAL) {
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "pool '%s' has scope %s: generated C code places tensors in "
+                                    "global pools only (texture pools are the OpenCL backend's)",
+                                    a->name, tether_scope_name(a->scope));
+        }
+        char ci[TETHER_POOL_NAME_MAX], cj[TETHER_POOL_NAME_MAX];
+        pool_cname(ci, a->name);
+        for (int j = 0; j < i; j++) {
+            pool_cname(cj, m->pools[j].name);
+            if (strcmp(ci, cj) == 0) {
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "pools '%s' and '%s' have the same C name '%s' ('.' and "
+                                        "'-' become '_'): rename one",
+                                        m->pools[j].name, a->name, ci);
+            }
+        }
+    }
+    return TETHER_OK;
+}
+
+/* Applies "TENSOR=POOL" pins to the problem's buffers. */
+static int apply_pins(const tether_ir_graph *g, const tether_memory_options *m,
+                      tether_plan_problem *p, const int *buffer_of) {
+    for (int i = 0; i < m->npins; i++) {
+        const char *spec = m->pins[i];
+        const char *eq = strrchr(spec, '=');
+        if (!eq || eq == spec || !eq[1]) {
+            return tether_set_error(TETHER_ERR_INVALID_ARG, "--pin '%s' is not TENSOR=POOL", spec);
+        }
+        const char *pool = eq + 1;
+        if (tether_plan_problem_find_pool(p, pool) < 0) {
+            char have[256] = "";
+            for (int k = 0; k < p->npools; k++) {
+                size_t n = strlen(have);
+                snprintf(have + n, sizeof have - n, "%s%s", k ? ", " : "", p->pools[k].name);
+            }
+            return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                    "--pin %s: no pool '%s' (the pools are: %s)", spec, pool, have);
+        }
+        int t = -1;
+        for (int k = 0; k < g->ntensors && t < 0; k++) {
+            if (strlen(g->tensors[k].name) == (size_t)(eq - spec) &&
+                strncmp(g->tensors[k].name, spec, (size_t)(eq - spec)) == 0) {
+                t = k;
+            }
+        }
+        if (t < 0) {
+            return tether_set_error(TETHER_ERR_NOT_FOUND,
+                                    "--pin %s: the model has no tensor '%.*s' (after the passes; "
+                                    "`tether plan MODEL` lists the planned tensors)",
+                                    spec, (int)(eq - spec), spec);
+        }
+        if (buffer_of[t] < 0) {
+            const tether_ir_tensor *x = &g->tensors[t];
+            const char *why = x->kind == TETHER_TENSOR_CONSTANT ? "a constant (weights)"
+                              : x->alias_of >= 0                ? "an alias of another tensor"
+                              : x->kind == TETHER_TENSOR_INPUT
+                                  ? "a graph input (add --plan-inputs to plan inputs)"
+                              : tether__ir_is_graph_output(g, t)
+                                  ? "a graph output (add --plan-outputs to plan outputs)"
+                                  : "not stored (empty)";
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "--pin %s: tensor '%s' is %s, not a tensor the plan places",
+                                    spec, x->name, why);
+        }
+        tether_plan_buffer *b = &p->buffers[buffer_of[t]];
+        free((void *)b->pin_pool);
+        b->pin_pool = strdup(pool);
+        if (!b->pin_pool) {
+            return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "memory plan: out of memory");
+        }
+    }
+    return TETHER_OK;
+}
+
 int tether_memplan_build(const tether_ir_graph *g, const char *algorithm, tether_memplan *out) {
+    return tether_memplan_build_pools(g, algorithm, NULL, out);
+}
+
+int tether_memplan_build_pools(const tether_ir_graph *g, const char *algorithm,
+                               const tether_memory_options *m, tether_memplan *out) {
+    tether_memory_options none;
+    if (!m) {
+        tether_memory_options_init(&none);
+        m = &none;
+    }
     memset(out, 0, sizeof *out);
+    size_t nt = (size_t)(g->ntensors ? g->ntensors : 1);
+    int np = m->npools > 0 ? m->npools : 1;
     out->ntensors = g->ntensors;
-    out->offset = malloc(sizeof(int64_t) * (size_t)(g->ntensors ? g->ntensors : 1));
-    int *buffer_of = malloc(sizeof(int) * (size_t)(g->ntensors ? g->ntensors : 1));
-    if (!out->offset || !buffer_of) {
+    out->offset = malloc(sizeof(int64_t) * nt);
+    out->pool = malloc(sizeof(int) * nt);
+    out->pools = calloc((size_t)np, sizeof *out->pools);
+    out->npools = np;
+    out->pool_args = m->npools > 0;
+    int *buffer_of = malloc(sizeof(int) * nt);
+    if (!out->offset || !out->pool || !out->pools || !buffer_of) {
         free(buffer_of);
         tether_memplan_close(out);
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "memory plan: out of memory");
@@ -122,28 +253,97 @@ int tether_memplan_build(const tether_ir_graph *g, const char *algorithm, tether
     tether_plan plan;
     memset(&plan, 0, sizeof plan);
     tether_plan_options_init(&o);
-    int rc = TETHER_OK;
-    if (algorithm && (rc = tether_plan_algorithm_parse(algorithm, &o.algorithm))) {
-        free(buffer_of);
-        tether_memplan_close(out);
-        return rc;
-    }
-    rc = tether__memplan_problem(g, &p, buffer_of, NULL, NULL);
-    if (!rc && p.nbuffers > 0) {
-        rc = tether_plan_run(&p, &o, &plan);
+    int rc = pools_check(m);
+    if (!rc && algorithm) {
+        rc = tether_plan_algorithm_parse(algorithm, &o.algorithm);
     }
     if (!rc) {
+        rc = tether__memplan_problem(g, &p, buffer_of, NULL, NULL);
+    }
+    if (!rc && m->npools > 0) { /* the given pools instead of the workspace */
+        tether_plan_problem_clear_pools(&p);
+        for (int i = 0; i < m->npools && !rc; i++) {
+            rc = tether_plan_problem_add_pool(&p, &m->pools[i]);
+        }
+    }
+    if (!rc && (m->plan_inputs || m->plan_outputs)) {
+        int32_t *first = malloc(sizeof(int32_t) * nt), *last = malloc(sizeof(int32_t) * nt);
+        if (!first || !last) {
+            rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "memory plan: out of memory");
+        } else {
+            tether__memplan_intervals(g, first, last);
+        }
+        for (int t = 0; !rc && t < g->ntensors; t++) {
+            tether_plan_kind kind;
+            if (!planned_io(g, m, t, &kind)) {
+                continue;
+            }
+            tether_plan_buffer b = {0};
+            b.name = g->tensors[t].name;
+            b.size = (int64_t)tether_ir_tensor_bytes(&g->tensors[t]);
+            b.alignment = 16;
+            b.scope = TETHER_SCOPE_GLOBAL;
+            b.kind = kind;
+            b.pin_offset = -1;
+            b.dtype = g->tensors[t].dtype;
+            /* an input is live from the copy-in before the first operator, an output until the
+             * copy-out after the last */
+            b.first = kind == TETHER_PLAN_GRAPH_INPUT ? 0 : (first[t] < 0 ? 0 : first[t]);
+            b.last = kind == TETHER_PLAN_GRAPH_OUTPUT ? (g->nnodes > 0 ? g->nnodes - 1 : 0)
+                                                      : (last[t] < 0 ? 0 : last[t]);
+            rc = tether_plan_problem_add_buffer(&p, &b, &buffer_of[t]);
+        }
+        free(first);
+        free(last);
+    }
+    if (!rc) {
+        rc = apply_pins(g, m, &p, buffer_of);
+    }
+    if (!rc && p.nbuffers > 0) {
+        rc = tether_plan_run(&p, &o, &plan);
+        if (!rc && (rc = tether_plan_validate(&p, &o, &plan)) != 0) {
+            tether_plan_close(&plan);
+        }
+    }
+    if (!rc) {
+        for (int i = 0; i < np; i++) {
+            tether_memplan_pool *mp = &out->pools[i];
+            snprintf(mp->name, sizeof mp->name, "%s", p.pools[i].name);
+            pool_cname(mp->cname, mp->name);
+            mp->capacity = p.pools[i].capacity;
+            if (p.nbuffers > 0) {
+                mp->size = align16(plan.pools[i].size);
+            }
+            if (m->npools > 0 && mp->size < 16) {
+                mp->size = 16; /* every pool argument is a real buffer, even an unused one */
+            }
+            if (p.nbuffers > 0) {
+                mp->lower_bound = plan.pools[i].lower_bound;
+                mp->ntensors = plan.pools[i].nbuffers;
+            }
+            out->workspace_size += mp->size;
+        }
         for (int i = 0; i < g->ntensors; i++) {
-            out->offset[i] = buffer_of[i] >= 0 ? plan.assign[buffer_of[i]].offset : -1;
-            if (buffer_of[i] >= 0) {
+            int b = buffer_of[i];
+            out->offset[i] = b >= 0 ? plan.assign[b].offset : -1;
+            out->pool[i] = b >= 0 ? plan.assign[b].pool : -1;
+            if (b >= 0) {
                 out->naive_size += align16((int64_t)tether_ir_tensor_bytes(&g->tensors[i]));
+                out->nspilled += plan.assign[b].pool > 0 && !p.buffers[b].pin_pool;
             }
         }
-        out->workspace_size = p.nbuffers > 0 ? align16(plan.pools[0].size) : 0;
+        out->plan_inputs = m->plan_inputs;
+        out->plan_outputs = m->plan_outputs;
         snprintf(out->algorithm, sizeof out->algorithm, "%s",
                  p.nbuffers > 0 ? tether_plan_algorithm_name(plan.algorithm) : "none");
+        if (m->npools > 0 && p.nbuffers > 0) {
+            rc = tether_plan_to_json(&p, &plan, &out->plan_json);
+            if (!rc) {
+                rc = tether_plan_to_svg(&p, &plan, &out->plan_svg);
+            }
+        }
     }
-    if (p.nbuffers > 0 && !rc) {
+    if (p.nbuffers > 0 && plan.assign) {
         tether_plan_close(&plan);
     }
     tether_plan_problem_close(&p);
@@ -162,5 +362,9 @@ void tether_memplan_close(tether_memplan *p) {
         return;
     }
     free(p->offset);
+    free(p->pool);
+    free(p->pools);
+    free(p->plan_json);
+    free(p->plan_svg);
     memset(p, 0, sizeof *p);
 }
