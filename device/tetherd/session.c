@@ -409,8 +409,10 @@ static int on_hello(void *ctx, const tether_rpc_msg *req, tether_rpc_msg *rep) {
         r->pools[0] = tether_rpc_str_c("dram");
     } else {
         r->num_pools = (uint32_t)s->cfg->npools;
-        for (int i = 0; i < s->cfg->npools; i++)
+        for (int i = 0; i < s->cfg->npools; i++) {
             r->pools[i] = tether_rpc_str_c(s->cfg->pool_name[i]);
+            r->pool_sizes[i] = s->cfg->pool_capacity[i];
+        }
     }
     r->heap_size = s->cfg->max_alloc;
     r->stack_size = s->cfg->stack_size;

@@ -197,6 +197,16 @@ static void print_info(const tether_device_info *d, int json) {
     for (uint32_t k = 0; k < d->num_pools && k < 8; k++)
         pools[k] = d->pools[k];
     info_list(&o, "pools", (int)(d->num_pools < 8 ? d->num_pools : 8), pools);
+    char sizes[8][24];
+    const char *size_items[8];
+    for (uint32_t k = 0; k < d->num_pools && k < 8; k++) { /* same order as pools */
+        if (d->pool_sizes[k])
+            snprintf(sizes[k], sizeof sizes[k], "%llu", (unsigned long long)d->pool_sizes[k]);
+        else
+            snprintf(sizes[k], sizeof sizes[k], "unbounded");
+        size_items[k] = sizes[k];
+    }
+    info_list(&o, "pool bytes", (int)(d->num_pools < 8 ? d->num_pools : 8), size_items);
     info_bool(&o, "opencl", d->opencl);
     info_num(&o, "image max width", NULL, d->opencl, d->image_max_width);
     info_num(&o, "image max height", NULL, d->opencl, d->image_max_height);
@@ -389,6 +399,9 @@ typedef struct run_args {
     int opt_level;   /* --opt-level of a compiled model: 0..3, -1 = s; -2 = default */
     int params;      /* --params of a compiled model: 1 linked, 0 blob, -1 default */
     cJSON *compiled; /* a model compiled on the fly: how (for --json), owned here */
+#ifdef TETHER_HAVE_COMPILER
+    tether_memory_cli *mem; /* --pool/--pin/--plan-inputs/--plan-outputs of a MODEL (static) */
+#endif
 } run_args;
 
 /* Parses "A[,B[,C]]" into up to 3 sizes; returns the count or -1. */
@@ -465,6 +478,11 @@ static int parse_u32(const char *opt, const char *v, uint32_t *out) {
 
 static int parse_run(int argc, char **argv, run_args *r, int bench) {
     memset(r, 0, sizeof *r);
+#ifdef TETHER_HAVE_COMPILER
+    static tether_memory_cli mem;
+    tether_memory_cli_init(&mem);
+    r->mem = &mem;
+#endif
     r->number = 10;
     r->repeat = 3;
     r->min_repeat_ms = 0;
@@ -495,6 +513,10 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 "  --mcpu CPU   the CPU a MODEL is compiled for (default: the device's, from its\n"
                 "               HELLO, e.g. x86-64-v4)\n"
                 "  --opt-level 0|1|2|3|s, --params linked|blob  as for tether compile (MODEL)\n"
+                "  --pool NAME:global:SIZE, --pin TENSOR=POOL, --plan-inputs, --plan-outputs,\n"
+                "  --params-pool NAME\n"
+                "               memory pools of a MODEL, as for tether compile (the device must\n"
+                "               list each pool: `tether info`)\n"
                 "  --json FILE  also write the %s as JSON (docs/cli.md)\n"
                 "  --backend c|opencl [--texture-weights] [--texture-activations]  compile a\n"
                 "               MODEL to a C library (default) or to OpenCL kernels run on the\n"
@@ -618,6 +640,12 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 return fail(2, "--input-shape needs NAME=D0xD1... (at most %d)", MAX_IO);
             r->input_shapes[r->ninput_shapes++] = v;
             i++;
+#ifdef TETHER_HAVE_COMPILER
+        } else if (!strcmp(a, "--pool") || !strcmp(a, "--pin") || !strcmp(a, "--plan-inputs") ||
+                   !strcmp(a, "--plan-outputs") || !strcmp(a, "--params-pool")) {
+            if (tether_memory_cli_parse(r->mem, g_cmd, argc, argv, &i) != 1)
+                return 2;
+#endif
         } else if (!strcmp(a, "--scope")) {
             if (!v || tether_scope_parse(v, &scope))
                 return fail(2, "--scope: %s", v ? tether_last_error() : "needs a value");
@@ -1136,11 +1164,14 @@ static int cmd_run(int argc, char **argv, int bench) {
                         !(ends_with(r.target, ".json") || ends_with(r.target, ".onnx"))))
         return fail(2, "--reference runs a model file (.json/.onnx), not a module or artifact");
     int compile_opts = r.opt_level != -2 || r.params != -1 || r.cpu || r.tuning_log;
+#ifdef TETHER_HAVE_COMPILER
+    compile_opts |= tether_memory_cli_given(r.mem);
+#endif
     int is_model =
         !S_ISDIR(st.st_mode) && (ends_with(r.target, ".json") || ends_with(r.target, ".onnx"));
     if (compile_opts && (!is_model || r.reference))
-        return fail(2, "--opt-level, --params, --mcpu and --tuning-log apply to a MODEL compiled "
-                       "for the device");
+        return fail(2, "--opt-level, --params, --mcpu, --tuning-log and the memory options apply "
+                       "to a MODEL compiled for the device");
     if (S_ISDIR(st.st_mode)) {
         if (r.func)
             return fail(2, "an artifact directory takes no function name");
@@ -1168,12 +1199,14 @@ static int cmd_run(int argc, char **argv, int bench) {
                         r.texture_weights ? "--texture-weights" : "--texture-activations");
         if (r.opt_level != -2)
             o.build.opt_level = r.opt_level;
+        o.memory = r.mem->opts;
         if (r.params != -1)
             o.codegen.link_params = r.params == 1;
         if (r.opencl) {
-            if (r.abi || r.compile_target || r.opt_level != -2 || r.params != -1 || r.cpu)
-                return fail(2, "--abi, --target, --mcpu, --opt-level and --params apply to the C "
-                               "backend, not --backend opencl");
+            if (r.abi || r.compile_target || r.opt_level != -2 || r.params != -1 || r.cpu ||
+                tether_memory_cli_given(r.mem))
+                return fail(2, "--abi, --target, --mcpu, --opt-level, --params and the memory "
+                               "options apply to the C backend, not --backend opencl");
             o.backend = TETHER_BACKEND_OPENCL;
             o.opencl.texture_weights = r.texture_weights;
             o.opencl.texture_activations = r.texture_acts;

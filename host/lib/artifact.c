@@ -40,6 +40,7 @@ struct tether_artifact {
     /* the C backend: from metadata.json */
     char entry[128], target[64], cpu[64], library[256];
     char params_file[256], set_params[128]; /* "" = weights linked into the library */
+    char params_pool[TETHER_POOL_NAME_MAX]; /* device pool of the blob ("" = default) */
     size_t params_bytes;
     int nin, nout;
     io_entry in[MAX_IO], out[MAX_IO];
@@ -332,6 +333,13 @@ static int open_c(tether_artifact *a, const cJSON *md) {
         }
         snprintf(a->params_file, sizeof a->params_file, "%s", jpf->valuestring);
         snprintf(a->set_params, sizeof a->set_params, "%s", jsp->valuestring);
+        const cJSON *jpp = cJSON_GetObjectItem(md, "params_pool");
+        if (jpp && (!cJSON_IsString(jpp) || tether_pool_name_check(jpp->valuestring) != 0)) {
+            return bad(dir, "metadata.json: params_pool must be a pool name");
+        }
+        if (jpp) {
+            snprintf(a->params_pool, sizeof a->params_pool, "%s", jpp->valuestring);
+        }
         a->params_bytes = (size_t)jpb->valuedouble;
     }
     return 0;
@@ -495,7 +503,8 @@ static int set_params(tether_artifact *a, uint64_t module) {
     uint64_t h = 0;
     rc = tether_session_get_function(a->s, module, a->set_params, &spf);
     if (!rc) {
-        rc = tether_session_alloc(a->s, &shape, 1, TETHER_UINT8, TETHER_SCOPE_GLOBAL, "", &h, NULL);
+        rc = tether_session_alloc(a->s, &shape, 1, TETHER_UINT8, TETHER_SCOPE_GLOBAL,
+                                  a->params_pool, &h, NULL);
     }
     if (!rc) {
         a->arrays[a->narrays++] = h;
@@ -510,13 +519,17 @@ static int set_params(tether_artifact *a, uint64_t module) {
     return tether_session_call(a->s, &spf, &arg, 1, NULL);
 }
 
-/* Every pool the entry takes must be one the device lists in its HELLO. */
+/* Every pool the entry takes (and the params blob's) must be one the device lists in its HELLO. */
 static int pools_check(const tether_artifact *a, const tether_device_info *d) {
-    for (int k = 0; k < a->npools; k++) {
+    for (int k = 0; k <= a->npools; k++) {
+        const char *want = k < a->npools ? a->pool_name[k] : a->params_pool;
+        if (!want[0]) {
+            continue;
+        }
         int found = 0;
         char have[300] = "";
         for (uint32_t i = 0; i < d->num_pools && i < 8; i++) {
-            found |= strcmp(d->pools[i], a->pool_name[k]) == 0;
+            found |= strcmp(d->pools[i], want) == 0;
             size_t n = strlen(have);
             snprintf(have + n, sizeof have - n, "%s%s", i ? ", " : "", d->pools[i]);
         }
@@ -525,8 +538,7 @@ static int pools_check(const tether_artifact *a, const tether_device_info *d) {
                                     "%s was compiled with pool '%s', which the device does not "
                                     "have (its pools: %s): compile with --pool names the device "
                                     "lists (`tether info`), or start tetherd with --pool %s:SIZE",
-                                    a->dir, a->pool_name[k], have[0] ? have : "none",
-                                    a->pool_name[k]);
+                                    a->dir, want, have[0] ? have : "none", want);
         }
     }
     return 0;

@@ -304,8 +304,10 @@ static int hello(tether_session *s) {
     d->clock_hz = h->clock_hz;
     d->scopes = h->scopes;
     d->num_pools = h->num_pools > 8 ? 8 : h->num_pools;
-    for (uint32_t i = 0; i < d->num_pools; i++)
+    for (uint32_t i = 0; i < d->num_pools; i++) {
         copy_str(d->pools[i], sizeof d->pools[i], h->pools[i]);
+        d->pool_sizes[i] = h->pool_sizes[i];
+    }
     d->opencl = h->opencl;
     d->image_max_width = h->image_max_width;
     d->image_max_height = h->image_max_height;

@@ -17,7 +17,7 @@ static int body_fields(uint32_t type) {
     bool reply = (type & TETHER_RPC_REPLY) && type != TETHER_RPC_ERROR;
     switch (type & ~TETHER_RPC_REPLY) {
     case TETHER_RPC_HELLO:
-        return reply ? 25 : 3;
+        return reply ? 26 : 3;
     case TETHER_RPC_AUTH:
         return reply ? 0 : 1;
     case TETHER_RPC_UPLOAD:
@@ -61,7 +61,7 @@ static int body_fields(uint32_t type) {
 /* Fields a decoder requires: the optional trailing fields (docs/rpc.md) may be absent. */
 static int required_fields(uint32_t type) {
     if (type == (TETHER_RPC_HELLO | TETHER_RPC_REPLY))
-        return 17; /* board ... exports_id, cpu, cpu_features optional */
+        return 17; /* board ... exports_id, cpu, cpu_features, pool_sizes optional */
     if (type == (TETHER_RPC_CALL | TETHER_RPC_REPLY))
         return 3; /* ret_value optional */
     return body_fields(type);
@@ -220,6 +220,9 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
         E_U(h->exports_id);
         E_S(h->cpu);
         E_S(h->cpu_features);
+        E_A(h->num_pools);
+        for (uint32_t i = 0; i < h->num_pools; i++)
+            E_U(h->pool_sizes[i]);
         break;
     }
     case TETHER_RPC_AUTH:
@@ -708,6 +711,12 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
             h->cpu = d_str(d, "cpu");
         if (present > 24)
             h->cpu_features = d_str(d, "cpu_features");
+        if (present > 25) {
+            uint32_t n = d_array(d, "pool_sizes", TETHER_RPC_MAX_POOLS);
+            for (uint32_t i = 0; i < n; i++)
+                h->pool_sizes[i] = d_uint(d, "pool_sizes", UINT64_MAX);
+            d_leave(d, "pool_sizes");
+        }
         break;
     }
     case TETHER_RPC_AUTH:

@@ -158,6 +158,8 @@ typedef struct tether_memory_options {
     bool plan_inputs;  /* graph inputs live in the pools (the entry copies them in unless the
                           caller wrote them in place) */
     bool plan_outputs; /* graph outputs live in the pools (copied out when a pointer is given) */
+    const char *params_pool; /* with a params blob: the device pool the runner puts it in (an
+                                MCU's "code" memory keeps weights out of SRAM); NULL = default */
 } tether_memory_options;
 
 void tether_memory_options_init(tether_memory_options *o);

@@ -16,7 +16,8 @@ extern "C" {
 
 /* The memory options every command that compiles a C model takes (compile, run, bench):
  * --pool NAME:SCOPE:SIZE (repeatable, fastest first), --pin TENSOR=POOL (repeatable),
- * --plan-inputs, --plan-outputs. opts points into the struct itself: do not copy it. */
+ * --plan-inputs, --plan-outputs, --params-pool NAME. opts points into the struct itself: do not
+ * copy it. */
 #define TETHER_CLI_MAX_POOLS 8
 #define TETHER_CLI_MAX_PINS  64
 typedef struct tether_memory_cli {

@@ -179,6 +179,9 @@ static char *metadata_json(const tether_ir_graph *g, const tether_compile_option
         cJSON_AddStringToObject(m, "params_file", "params.bin");
         snprintf(buf, sizeof buf, "%s_set_params", P);
         cJSON_AddStringToObject(m, "set_params", buf);
+        if (o->memory.params_pool) {
+            cJSON_AddStringToObject(m, "params_pool", o->memory.params_pool);
+        }
     }
     cJSON_AddNumberToObject(m, "params_bytes", (double)cg->params_bytes);
     cJSON *e = cJSON_AddObjectToObject(m, "entry");
@@ -281,6 +284,11 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
         return rc;
     }
     const char *P = o->codegen.prefix ? o->codegen.prefix : "tether_model";
+    if (o->memory.params_pool && o->codegen.link_params) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "--params-pool %s places a params blob: add --params blob",
+                                o->memory.params_pool);
+    }
     tether_memplan plan;
     if ((rc = tether__compile_passes_and_plan(g, o, res, &plan))) {
         return rc;

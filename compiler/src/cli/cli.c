@@ -44,6 +44,8 @@ static const char compile_usage[] =
     "                               per pool (default: one static workspace; docs/memory.md)\n"
     "  --pin TENSOR=POOL            place that tensor in that pool only (repeatable)\n"
     "  --plan-inputs, --plan-outputs  graph inputs / outputs live in the pools too\n"
+    "  --params-pool NAME           (--params blob) the device pool `tether run` puts the\n"
+    "                               weights blob in (an MCU's \"code\" memory, like flash)\n"
     "  --no-passes                  skip constant/BN folding, fusion and dead-node removal\n"
     "  --no-build                   write sources and metadata only\n"
     "  --dump-ir                    print the IR after the passes\n"
@@ -109,7 +111,8 @@ void tether_memory_cli_init(tether_memory_cli *m) {
 }
 
 int tether_memory_cli_given(const tether_memory_cli *m) {
-    return m->opts.npools > 0 || m->opts.npins > 0 || m->opts.plan_inputs || m->opts.plan_outputs;
+    return m->opts.npools > 0 || m->opts.npins > 0 || m->opts.plan_inputs ||
+           m->opts.plan_outputs || m->opts.params_pool;
 }
 
 int tether_memory_cli_parse(tether_memory_cli *m, const char *cmd, int argc, char **argv, int *i) {
@@ -121,6 +124,14 @@ int tether_memory_cli_parse(tether_memory_cli *m, const char *cmd, int argc, cha
     }
     if (strcmp(a, "--plan-outputs") == 0) {
         m->opts.plan_outputs = true;
+        return 1;
+    }
+    if (strcmp(a, "--params-pool") == 0) {
+        if (*i + 1 >= argc || tether_pool_name_check(argv[*i + 1]) != TETHER_OK) {
+            return usage_error(cmd, "--params-pool needs a pool name (%s)",
+                               *i + 1 < argc ? tether_last_error() : "missing");
+        }
+        m->opts.params_pool = argv[++*i];
         return 1;
     }
     if (!pool && !pin) {

@@ -21,6 +21,16 @@
 extern "C" {
 #endif
 
+/* A memory region NDArrays are allocated in: a pool named in HELLO (ALLOC's pool). The board's
+ * linker script defines each region; pools[0] is the default pool (the heap below). */
+typedef struct tether_board_pool {
+    const char *name; /* e.g. "sram", "psram"; a valid pool name */
+    uintptr_t base;
+    uint32_t size;
+} tether_board_pool;
+
+#define TETHER_BOARD_MAX_POOLS 4
+
 /* Memory regions and identity of a board (all addresses are CPU addresses). */
 typedef struct tether_board_info {
     const char *name;    /* board name, e.g. "mps2-an385" */
@@ -35,6 +45,8 @@ typedef struct tether_board_info {
     uint32_t load_size;
     uintptr_t stack_base; /* main stack: [stack_base, stack_base + stack_size), grows down */
     uint32_t stack_size;
+    const tether_board_pool *pools; /* 1..TETHER_BOARD_MAX_POOLS; pools[0] = the heap */
+    uint32_t npools;
 } tether_board_info;
 
 /* Registers of a fault, as captured by the board's fault handler. */

@@ -55,7 +55,8 @@ static uint32_t client_max_frame = TETHER_RPC_MIN_FRAME;
  * running it in the new session. */
 static tether_server server;
 
-static tether_heap heap;
+/* One heap per board pool (board->pools; heaps[0] is the default pool). */
+static tether_heap heaps[TETHER_BOARD_MAX_POOLS];
 static uint32_t exports_id; /* tether__mcu_exports_id(), computed once at boot */
 
 typedef struct array_slot {
@@ -213,8 +214,11 @@ static int on_hello(void *ctx, const tether_rpc_msg *rq, tether_rpc_msg *rp) {
     h->window = 1;
     h->clock_hz = board->clock_hz;
     h->scopes = TETHER_RPC_SCOPE_BIT(TETHER_SCOPE_GLOBAL);
-    h->num_pools = 1;
-    h->pools[0] = tether_rpc_str_c("sram");
+    h->num_pools = board->npools;
+    for (uint32_t i = 0; i < board->npools; i++) {
+        h->pools[i] = tether_rpc_str_c(board->pools[i].name);
+        h->pool_sizes[i] = board->pools[i].size;
+    }
     h->opencl = false;
     h->load_addr = board->load_base;
     h->load_size = board->load_size;
@@ -240,9 +244,21 @@ static int on_alloc(void) {
                                 "scope '%s' needs OpenCL images; this MCU has only 'global'",
                                 name ? name : "?");
     }
-    if (a->pool.len != 0 && !tether_rpc_str_eq(a->pool, "sram")) {
-        return tether_set_error(TETHER_ERR_NOT_FOUND, "unknown pool '%.*s'; this device has 'sram'",
-                                (int)a->pool.len, a->pool.ptr);
+    uint32_t pool = 0; /* "" = the default pool */
+    if (a->pool.len != 0) {
+        while (pool < board->npools && !tether_rpc_str_eq(a->pool, board->pools[pool].name)) {
+            pool++;
+        }
+        if (pool == board->npools) {
+            char have[TETHER_BOARD_MAX_POOLS * 16] = "";
+            size_t n = 0;
+            for (uint32_t i = 0; i < board->npools; i++) {
+                n += tether_format(have + n, sizeof have - n, "%s%s", i ? ", " : "",
+                                   board->pools[i].name);
+            }
+            return tether_set_error(TETHER_ERR_NOT_FOUND, "unknown pool '%.*s'; this board has %s",
+                                    (int)a->pool.len, a->pool.ptr, have);
+        }
     }
     if (a->dtype_lanes > 255) {
         return tether_set_error(TETHER_ERR_UNSUPPORTED, "dtype with %u lanes",
@@ -263,7 +279,8 @@ static int on_alloc(void) {
         return rc;
     }
     array_slot *s = &arrays[slot];
-    rc = tether_ndarray_alloc(&s->arr, &heap, "sram", a->shape, (int)a->ndim, dt);
+    rc = tether_ndarray_alloc(&s->arr, &heaps[pool], board->pools[pool].name, a->shape,
+                              (int)a->ndim, dt);
     if (rc != TETHER_OK) {
         return rc;
     }
@@ -673,7 +690,13 @@ static int on_reset(void) {
     unload_module();
     upload.active = false;
     upload.complete = false;
-    return tether_heap_check(&heap);
+    for (uint32_t i = 0; i < board->npools; i++) {
+        int rc = tether_heap_check(&heaps[i]);
+        if (rc != TETHER_OK) {
+            return rc;
+        }
+    }
+    return TETHER_OK;
 }
 
 /* ---- the ops of the shared server core ---- */
@@ -791,9 +814,14 @@ void tether_mcu_main(void) {
     const tether_server_config cfg = {&server_ops,   NULL,   &req,        &rep,      tx_buf,
                                       sizeof tx_buf, &cache, call_values, call_codes};
     tether_server_init(&server, &cfg);
-    if (tether_heap_init(&heap, (void *)board->heap_base, board->heap_size,
-                         TETHER_DEFAULT_ALIGNMENT) != TETHER_OK) {
-        tether_platform_abort(tether_last_status());
+    if (board->npools < 1 || board->npools > TETHER_BOARD_MAX_POOLS) {
+        tether_platform_abort(TETHER_ERR_LIMIT);
+    }
+    for (uint32_t i = 0; i < board->npools; i++) {
+        if (tether_heap_init(&heaps[i], (void *)board->pools[i].base, board->pools[i].size,
+                             TETHER_DEFAULT_ALIGNMENT) != TETHER_OK) {
+            tether_platform_abort(tether_last_status());
+        }
     }
     if (tether_registry_check(&tether_module_registry) != TETHER_OK) {
         tether_platform_abort(tether_last_status());

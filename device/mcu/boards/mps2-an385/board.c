@@ -19,6 +19,8 @@
 extern uint32_t __tether_ram_start[], __tether_ram_end[];
 extern uint32_t __tether_heap_start[], __tether_heap_end[];
 extern uint32_t __tether_load_start[], __tether_load_end[];
+extern uint32_t __tether_psram_start[], __tether_psram_end[];
+extern uint32_t __tether_code_pool_start[], __tether_code_pool_end[];
 extern uint32_t __tether_stack_base[], __tether_stack_top[];
 
 void tether_systick_handler(void);
@@ -196,6 +198,7 @@ uintptr_t tether_board_stack_pointer(void) {
 }
 
 static tether_board_info info;
+static tether_board_pool pools[3];
 #define STACK_GUARD_BYTES 32u
 
 const tether_board_info *tether_board_get_info(void) {
@@ -221,6 +224,19 @@ void tether_board_init(void) {
     info.heap_size = (uint32_t)((uintptr_t)__tether_heap_end - (uintptr_t)__tether_heap_start);
     info.load_base = (uintptr_t)__tether_load_start;
     info.load_size = (uint32_t)((uintptr_t)__tether_load_end - (uintptr_t)__tether_load_start);
+    /* the pools, fastest first (link.ld) */
+    pools[0].name = "sram";
+    pools[0].base = info.heap_base;
+    pools[0].size = info.heap_size;
+    pools[1].name = "psram";
+    pools[1].base = (uintptr_t)__tether_psram_start;
+    pools[1].size = (uint32_t)((uintptr_t)__tether_psram_end - (uintptr_t)__tether_psram_start);
+    pools[2].name = "code";
+    pools[2].base = (uintptr_t)__tether_code_pool_start;
+    pools[2].size =
+        (uint32_t)((uintptr_t)__tether_code_pool_end - (uintptr_t)__tether_code_pool_start);
+    info.pools = pools;
+    info.npools = 3;
     /* Stack overflow protection. The stack is at the bottom of SRAM (link.ld). Region 0 makes
      * its lowest STACK_GUARD_BYTES no-access; region 1 makes the 16 MiB below SRAM no-access
      * (QEMU maps that range as a reserved area that ignores writes, so without the MPU a runaway

@@ -87,6 +87,7 @@ typedef struct tether_device_info {
     uint32_t scopes; /* TETHER_RPC_SCOPE_BIT mask */
     uint32_t num_pools;
     char pools[8][128];
+    uint64_t pool_sizes[8]; /* bytes of each pool (0 = not reported or no limit) */
     bool opencl;
     uint32_t image_max_width, image_max_height;
     uint64_t load_addr, load_size;

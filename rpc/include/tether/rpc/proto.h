@@ -151,6 +151,8 @@ typedef struct tether_rpc_hello_rep {
                                     "armv8.2-a+fp16+dotprod"); "" = the architecture's baseline */
     tether_rpc_str cpu_features; /* the CPU's ISA extensions, space separated ("avx2 fma ...");
                                     < TETHER_RPC_MAX_FEATURES bytes */
+    uint64_t pool_sizes[TETHER_RPC_MAX_POOLS]; /* bytes of pools[i] (0 = not reported / no
+                                                  limit); encoded with as many entries as pools */
 } tether_rpc_hello_rep;
 
 typedef struct tether_rpc_auth_req {
