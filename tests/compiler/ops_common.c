@@ -89,6 +89,16 @@ int tt_run_compiled_schedule(const tether_ir_graph *g0, const char *tag, tether_
                              tether_interface iface, bool link_params,
                              const tether_schedule *schedule, int pad_conv_min_width,
                              const float *const *inputs, float *const *outputs) {
+    return tt_run_compiled_memory(g0, tag, abi, iface, link_params, schedule, pad_conv_min_width,
+                                  NULL, NULL, inputs, outputs);
+}
+
+int tt_run_compiled_memory(const tether_ir_graph *g0, const char *tag, tether_abi abi,
+                           tether_interface iface, bool link_params,
+                           const tether_schedule *schedule, int pad_conv_min_width,
+                           const tether_memory_options *memory, tether_compile_result *result,
+                           const float *const *inputs, float *const *outputs) {
+    void *pool_mem[TETHER_MEMORY_MAX_POOLS] = {0};
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tests/compiler/tmp", TETHER_BINARY_DIR);
     mkdir(dir, 0755);
@@ -111,8 +121,14 @@ int tt_run_compiled_schedule(const tether_ir_graph *g0, const char *tag, tether_
         o.codegen.schedule = *schedule;
     }
     o.passes.pad_conv_min_width = pad_conv_min_width;
+    if (memory) {
+        o.memory = *memory;
+    }
     tether_compile_result res;
     rc = tether_compile_graph(&g, dir, &o, &res);
+    if (result) {
+        *result = res;
+    }
     if (rc) {
         tether_ir_close(&g);
         return rc;
@@ -169,6 +185,11 @@ int tt_run_compiled_schedule(const tether_ir_graph *g0, const char *tag, tether_
         }
     }
     int n = g.ninputs + g.noutputs;
+    for (int k = 0; k < res.npools; k++) { /* poisoned: the code must not read what it did not
+                                               write */
+        pool_mem[k] = aligned_alloc(16, (size_t)res.pools[k].size);
+        memset(pool_mem[k], 0xA5, (size_t)res.pools[k].size);
+    }
     if (iface == TETHER_INTERFACE_C) {
         typedef int32_t (*run_fn)(void *, void *, void *);
         run_fn run = (run_fn)dlsym(h, "tether_test_run");
@@ -185,7 +206,10 @@ int tt_run_compiled_schedule(const tether_ir_graph *g0, const char *tag, tether_
             outs[i] = outputs[i];
         }
         void *wsmem = aligned_alloc(16, (size_t)res.workspace_size + 16);
-        void *ws[1] = {res.workspace_size ? wsmem : NULL};
+        void *ws[TETHER_MEMORY_MAX_POOLS] = {res.workspace_size ? wsmem : NULL};
+        for (int k = 0; k < res.npools; k++) {
+            ws[k] = pool_mem[k];
+        }
         fret = run(ins, outs, ws);
         free(wsmem);
     } else {
@@ -204,12 +228,28 @@ int tt_run_compiled_schedule(const tether_ir_graph *g0, const char *tag, tether_
             v[i].v_handle = &t[i];
             codes[i] = TETHER_TYPE_DLTENSOR;
         }
-        rc = tether_call(entry, v, codes, n, &fret);
+        int64_t pool_shape[TETHER_MEMORY_MAX_POOLS];
+        for (int k = 0; k < res.npools; k++) { /* the pools after the outputs */
+            int i = n + k;
+            pool_shape[k] = res.pools[k].size;
+            memset(&t[i], 0, sizeof t[i]);
+            t[i].data = pool_mem[k];
+            t[i].device.device_type = kDLCPU;
+            t[i].ndim = 1;
+            t[i].dtype = TETHER_UINT8;
+            t[i].shape = &pool_shape[k];
+            v[i].v_handle = &t[i];
+            codes[i] = TETHER_TYPE_DLTENSOR;
+        }
+        rc = tether_call(entry, v, codes, n + res.npools, &fret);
     }
     if (!rc && fret != 0) {
         rc = tether_set_error(TETHER_ERR_STATE, "entry returned %d", fret);
     }
 out:
+    for (int k = 0; k < TETHER_MEMORY_MAX_POOLS; k++) {
+        free(pool_mem[k]);
+    }
     free(blob);
     dlclose(h);
     tether_ir_close(&g);

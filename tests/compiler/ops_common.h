@@ -29,6 +29,15 @@ int tt_run_compiled_schedule(const tether_ir_graph *g, const char *tag, tether_a
                              const tether_schedule *schedule, int pad_conv_min_width,
                              const float *const *inputs, float *const *outputs);
 
+/* The same with memory options (pools, pins, planned inputs/outputs; NULL = none): the pools are
+ * allocated (16-byte aligned, filled with 0xA5) and passed after the outputs (packed interface)
+ * or in the workspace struct (C interface). result (may be NULL) receives the compile result. */
+int tt_run_compiled_memory(const tether_ir_graph *g, const char *tag, tether_abi abi,
+                           tether_interface iface, bool link_params,
+                           const tether_schedule *schedule, int pad_conv_min_width,
+                           const tether_memory_options *memory, tether_compile_result *result,
+                           const float *const *inputs, float *const *outputs);
+
 /* Max |a-b| / (atol + rtol*|b|) over n values; <= 1 means "close". NaN in both counts as equal. */
 double tt_close(const float *a, const float *b, size_t n, double atol, double rtol);
 

@@ -150,9 +150,11 @@ int tether_pass_pad_convs(tether_ir_graph *g, int min_width);
  * global scope): the planner places every tensor in the first pool it fits and spills to the
  * next; the generated entry takes one buffer per pool (C interface: a struct member; packed and
  * unpacked RPC entries: one argument per pool after the outputs). */
+#define TETHER_MEMORY_MAX_POOLS 8
+
 typedef struct tether_memory_options {
     const tether_plan_pool *pools; /* ordered, fastest first; names must stay valid */
-    int npools;                    /* 0 = the default workspace */
+    int npools;                    /* 0 = the default workspace; at most TETHER_MEMORY_MAX_POOLS */
     const char *const *pins;       /* "TENSOR=POOL": that tensor goes to that pool only */
     int npins;
     bool plan_inputs;  /* graph inputs live in the pools (the entry copies them in unless the
@@ -522,6 +524,12 @@ typedef struct tether_compile_result {
     int ntunable, ntuned; /* C backend: kernels with schedule knobs, and of them the ones a node
                              schedule (tuning log) applied to */
     int64_t workspace_size;
+    int npools; /* C backend with --pool: the entry's pool arguments, in order (else 0) */
+    struct {
+        char name[TETHER_POOL_NAME_MAX];
+        int64_t size; /* bytes the caller provides, 16-byte aligned */
+    } pools[TETHER_MEMORY_MAX_POOLS];
+    int nspilled; /* tensors placed past the first pool (not pinned) */
     size_t params_bytes;
     double codegen_seconds; /* model file -> C source (load, passes, plan, emit) */
     bool built;

@@ -301,6 +301,12 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     }
     res->codegen_seconds = tether__now_s() - t0;
     res->workspace_size = cg.workspace_size;
+    res->npools = plan.pool_args ? plan.npools : 0;
+    for (int k = 0; k < res->npools; k++) {
+        snprintf(res->pools[k].name, sizeof res->pools[k].name, "%s", plan.pools[k].name);
+        res->pools[k].size = plan.pools[k].size;
+    }
+    res->nspilled = plan.nspilled;
     res->params_bytes = cg.params_bytes;
     res->ntunable = cg.ntunable;
     res->ntuned = cg.ntuned;

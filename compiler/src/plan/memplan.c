@@ -143,6 +143,10 @@ static void pool_cname(char *out, const char *name) {
 }
 
 static int pools_check(const tether_memory_options *m) {
+    if (m->npools > TETHER_MEMORY_MAX_POOLS) {
+        return tether_set_error(TETHER_ERR_LIMIT, "%d pools; generated code takes at most %d",
+                                m->npools, TETHER_MEMORY_MAX_POOLS);
+    }
     for (int i = 0; i < m->npools; i++) {
         const tether_plan_pool *a = &m->pools[i];
         if (a->scope != TETHER_SCOPE_GLOBAL) {
