@@ -1170,8 +1170,9 @@ static int cmd_run(int argc, char **argv, int bench) {
     int is_model =
         !S_ISDIR(st.st_mode) && (ends_with(r.target, ".json") || ends_with(r.target, ".onnx"));
     if (compile_opts && (!is_model || r.reference))
-        return fail(2, "--opt-level, --params, --mcpu, --tuning-log and the memory options apply "
-                       "to a MODEL compiled for the device");
+        return fail(2, "--opt-level, --params, --mcpu and --tuning-log apply to a MODEL compiled "
+                       "for the device, and so do --pool, --pin, --plan-inputs, --plan-outputs "
+                       "and --params-pool");
     if (S_ISDIR(st.st_mode)) {
         if (r.func)
             return fail(2, "an artifact directory takes no function name");

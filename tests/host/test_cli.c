@@ -125,8 +125,15 @@ static int setup(void **state) {
     return 0;
 }
 
+static pid_t g_tetherd; /* a tetherd a test started, 0 = none */
+
 static int teardown(void **state) {
     (void)state;
+    if (g_tetherd > 0) {
+        kill(g_tetherd, SIGTERM);
+        waitpid(g_tetherd, NULL, 0);
+        g_tetherd = 0;
+    }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     return system(cmd) == 0 ? 0 : -1;
@@ -1021,6 +1028,139 @@ static void test_interrupt_cleans_up(void **state) {
 }
 #endif
 
+#ifdef TETHER_HAVE_COMPILER
+/* Starts tetherd on 127.0.0.1 (a free port) with the given extra options; returns its pid and
+ * writes the device URL. */
+static pid_t start_tetherd_tcp(const char *opts, char *url, size_t n) {
+    char pf[300], cmd[1024];
+    snprintf(pf, sizeof pf, "%s/port", g_dir);
+    snprintf(cmd, sizeof cmd, "exec '%s' --tcp 127.0.0.1:0 --port-file '%s' --quiet %s",
+             TETHERD_PATH, pf, opts);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 500; i++) { /* up to 5 s for the port file */
+        FILE *f = fopen(pf, "r");
+        int port = 0;
+        if (f) {
+            int got = fscanf(f, "%d", &port);
+            fclose(f);
+            if (got == 1 && port > 0) {
+                snprintf(url, n, "tcp://127.0.0.1:%d", port);
+                return pid;
+            }
+        }
+        usleep(10000);
+    }
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    fail_msg("tetherd did not start");
+    return -1;
+}
+
+static void stop_tetherd(pid_t pid) {
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+}
+
+/* Two-pool models on tetherd: the device lists its pools (info), a MODEL compiled with two pools
+ * (one spilling, graph input and output planned, a pin) runs equal to the interpreter; a pool the
+ * device lacks, one over the device pool's size, a plan that fits no pool, a pin to a missing
+ * pool and memory options on an artifact directory are refused with their reasons. */
+static void test_pools_on_tetherd(void **state) {
+    (void)state;
+    char url[64];
+    pid_t td = start_tetherd_tcp("--pool sram:4K --pool dram", url, sizeof url);
+    g_tetherd = td; /* stopped by the teardown when an assertion ends the test early */
+    const char *o;
+    int rc = tether(&o, "info --device %s --json", url);
+    if (rc)
+        fail_msg("%s", o);
+    cJSON *j = cJSON_Parse(o);
+    assert_non_null(j);
+    cJSON *pools = cJSON_GetObjectItem(j, "pools"), *bytes = cJSON_GetObjectItem(j, "pool_bytes");
+    assert_int_equal(cJSON_GetArraySize(pools), 2);
+    assert_string_equal(cJSON_GetArrayItem(pools, 0)->valuestring, "sram");
+    assert_string_equal(cJSON_GetArrayItem(pools, 1)->valuestring, "dram");
+    assert_string_equal(cJSON_GetArrayItem(bytes, 0)->valuestring, "4096");
+    assert_string_equal(cJSON_GetArrayItem(bytes, 1)->valuestring, "unbounded");
+    cJSON_Delete(j);
+    int64_t shape[] = {1, 1, 49, 10};
+    float x[490];
+    for (int i = 0; i < 490; i++)
+        x[i] = (float)((i * 37) % 100) / 100.0f;
+    char p[256];
+    snprintf(p, sizeof p, "%s/mfcc.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 4, x), 0);
+    rc = tether(&o, "run '%s/examples/kws/kws.json' --reference --in mfcc.npy --out ref.npy",
+                TETHER_SOURCE_DIR);
+    if (rc)
+        fail_msg("%s", o);
+    const char *abis[2] = {"unpacked", "packed"};
+    for (int k = 0; k < 2; k++) {
+        rc = tether(&o,
+                    "run '%s/examples/kws/kws.json' --device %s --abi %s --pool sram:global:2K "
+                    "--pool dram:global:1M --plan-inputs --plan-outputs --pin relu1.out=dram "
+                    "--in mfcc.npy --out probs.npy",
+                    TETHER_SOURCE_DIR, url, abis[k]);
+        if (rc)
+            fail_msg("%s: %s", abis[k], o);
+        tether_npy a = read_npy("probs.npy"), b = read_npy("ref.npy");
+        assert_int_equal(a.nbytes, b.nbytes);
+        for (int i = 0; i < 12; i++)
+            assert_true(fabsf(((float *)a.data)[i] - ((float *)b.data)[i]) < 1e-5f);
+        tether_npy_free(&a);
+        tether_npy_free(&b);
+    }
+    /* compile: the report lists both pools and the spill */
+    rc = tether(&o,
+                "compile '%s/examples/kws/kws.json' -o art --pool sram:global:2K --pool "
+                "dram:global:1M --json c.json",
+                TETHER_SOURCE_DIR);
+    if (rc)
+        fail_msg("%s", o);
+    assert_non_null(strstr(o, "pool 'sram'"));
+    assert_non_null(strstr(o, "spilled past the first pool"));
+    cJSON *c = read_json("c.json");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(c, "pools")), 2);
+    assert_true(num(c, "spilled") > 0);
+    cJSON_Delete(c);
+    rc = tether(&o, "run art --device %s --in mfcc.npy --out probs3.npy", url);
+    if (rc)
+        fail_msg("%s", o);
+    /* refusals */
+    struct {
+        const char *args;
+        int code;
+        const char *want;
+    } bad[] = {
+        {"--pool fast:global:1M", 1,
+         "pool 'fast', which the device does not have (its pools: "
+         "sram, dram)"},
+        {"--pool sram:global:1M", 1, "do not fit pool 'sram'"}, /* all ~7 KiB in sram */
+        {"--pool sram:global:64", 1, "fits in no candidate pool"},
+        {"--pool sram:global:1M --pin relu1.out=nosuch", 1, "no pool 'nosuch'"},
+        {"--pool sram:global:1M --pin nosuch=sram", 1, "the model has no tensor 'nosuch'"},
+        {"--pool sram:texture:1M", 2, "global pools"},
+        {"--pool sram:global:1M --pool sram:global:2M", 2, "given twice"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        rc = tether(&o, "run '%s/examples/kws/kws.json' --device %s %s --in mfcc.npy",
+                    TETHER_SOURCE_DIR, url, bad[i].args);
+        if (rc != bad[i].code || !strstr(o, bad[i].want))
+            fail_msg("%s: exit %d, output '%s' lacks '%s'", bad[i].args, rc, o, bad[i].want);
+    }
+    rc = tether(&o, "run art --device %s --pool sram:global:1M --in mfcc.npy", url);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(o, "apply to a MODEL"));
+    stop_tetherd(td);
+    g_tetherd = 0;
+}
+#endif
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_usage_errors, setup, teardown),
@@ -1039,6 +1179,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_interrupt_cleans_up, setup, teardown),
 #ifdef TETHER_HAVE_COMPILER
         cmocka_unit_test_setup_teardown(test_tune, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pools_on_tetherd, setup, teardown),
 #endif
 #endif
     };

@@ -497,6 +497,88 @@ static void test_tune_on_board(void **state) {
     assert_non_null(strstr(out_text, "tuned 0 candidates"));
 }
 
+/* Memory pools on the board: HELLO lists the linker script's regions; examples/pools/pool_demo
+ * (two 160 KiB activations live together, 320 KiB > the 256 KiB SRAM) does not fit a static
+ * workspace or SRAM alone, runs with SRAM + PSRAM in both ABIs (and all in PSRAM, and with the
+ * weights blob in the code memory) equal to the interpreter; the cycles of each placement are
+ * printed (QEMU counts instructions: no wait states, so they match). */
+static void test_two_pools_on_board(void **state) {
+    (void)state;
+    assert_int_equal(cli("info", "--device", board.url, NULL), 0);
+    assert_non_null(strstr(out_text, "pools              sram, psram, code\n"));
+    assert_non_null(strstr(out_text, "pool bytes         262144, 16777216, 3932160\n"));
+    static const char demo[] = TETHER_SOURCE_DIR "/examples/pools/pool_demo.json";
+    static float img[64 * 64];
+    for (int i = 0; i < 64 * 64; i++) {
+        img[i] = (float)((i * 29) % 97) / 97.0f;
+    }
+    char in[300], ref[300], out[300];
+    snprintf(in, sizeof in, "%s/img.npy", workdir);
+    snprintf(ref, sizeof ref, "%s/img_ref.npy", workdir);
+    snprintf(out, sizeof out, "%s/img_out.npy", workdir);
+    int64_t shape[4] = {1, 1, 64, 64};
+    write_npy(in, TETHER_FLOAT32, shape, 4, img);
+    assert_int_equal(cli("run", demo, "--reference", "--in", in, "--out", ref, NULL), 0);
+    /* one static workspace: 320 KiB of .bss in a 128 KiB load region */
+    assert_int_equal(cli("run", demo, "--device", board.url, "--in", in, NULL), 1);
+    assert_non_null(strstr(err_text, "does not fit the 131072-byte load region"));
+    assert_non_null(strstr(err_text, "use --pool"));
+    /* SRAM alone */
+    assert_int_equal(
+        cli("run", demo, "--device", board.url, "--pool", "sram:global:200K", "--in", in, NULL), 1);
+    assert_non_null(strstr(err_text, "fits in no candidate pool: sram has"));
+    /* a pool larger than the board's region: the board refuses the allocation */
+    assert_int_equal(
+        cli("run", demo, "--device", board.url, "--pool", "sram:global:1M", "--in", in, NULL), 1);
+    assert_non_null(strstr(err_text, "pool 'sram' (327680 bytes)"));
+    /* a params pool the board does not have */
+    assert_int_equal(cli("run", demo, "--device", board.url, "--pool", "sram:global:200K", "--pool",
+                         "psram:global:1M", "--params", "blob", "--params-pool", "flash", "--in",
+                         in, NULL),
+                     1);
+    assert_non_null(strstr(err_text, "pool 'flash', which the device does not have (its pools: "
+                                     "sram, psram, code)"));
+    struct {
+        const char *label;
+        const char *args[8];
+    } runs[] = {
+        {"sram+psram unpacked", {"--pool", "sram:global:200K", "--pool", "psram:global:1M"}},
+        {"sram+psram packed",
+         {"--abi", "packed", "--pool", "sram:global:200K", "--pool", "psram:global:1M"}},
+        {"all in psram", {"--pool", "psram:global:1M"}},
+        {"sram+psram, weights in code",
+         {"--pool", "sram:global:200K", "--pool", "psram:global:1M", "--params", "blob",
+          "--params-pool", "code"}},
+    };
+    unsigned long long cycles[4];
+    for (int r = 0; r < 4; r++) {
+        const char *argv[24] = {"run", demo, "--device", board.url};
+        int n = 4;
+        for (int k = 0; k < 8 && runs[r].args[k]; k++) {
+            argv[n++] = runs[r].args[k];
+        }
+        argv[n++] = "--in";
+        argv[n++] = in;
+        argv[n++] = "--out";
+        argv[n++] = out;
+        argv[n] = NULL;
+        int rc = cli(argv[0], argv[1], argv[2], argv[3], argv[4], argv[5], argv[6], argv[7],
+                     argv[8], argv[9], argv[10], argv[11], argv[12], argv[13], argv[14], argv[15],
+                     argv[16], argv[17], NULL);
+        if (rc != 0) {
+            fail_msg("%s: exit %d", runs[r].label, rc);
+        }
+        assert_close(out, ref);
+        cycles[r] = number_after(out_text, "us (");
+        assert_true(cycles[r] > 0);
+        unlink(out);
+    }
+    printf("pool_demo on cortex-m3 (QEMU mps2-an385, -icount shift=0; cycles at 25 MHz)\n");
+    for (int r = 0; r < 4; r++) {
+        printf("  %-30s %10llu cycles\n", runs[r].label, cycles[r]);
+    }
+}
+
 static void test_table(void **state) {
     (void)state;
     printf("kws on cortex-m3 through the tether CLI (QEMU mps2-an385, -icount shift=0; cycles = "
@@ -531,6 +613,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_fault_then_next_command),
         cmocka_unit_test(test_busy_and_wait),
         cmocka_unit_test(test_too_big_for_load_region),
+        cmocka_unit_test(test_two_pools_on_board),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_tune_on_board),
     };

@@ -461,12 +461,10 @@ static int link_failed(const tether_mcu_firmware *fw, const char *log) {
         if (sscanf(p, "overflowed by %llu", &over) != 1)
             over = 0;
         return tether_set_error(TETHER_ERR_LIMIT,
-                                "the module (code, data and .bss) does not fit the %llu-byte load "
-                                "region of the %s firmware: %llu bytes too large; the static "
-                                "workspace and weights linked into the module count too: "
-                                "--pool NAME:global:SIZE puts tensors in the board's pools "
-                                "(`tether info` lists them), --params blob keeps the weights in "
-                                "a device array (see %s)",
+                                "the module (code, data, .bss) does not fit the %llu-byte load "
+                                "region of the %s firmware: %llu bytes too large; a static "
+                                "workspace and linked weights count too: use --pool (tensors "
+                                "in the board's pools), --params blob (see %s)",
                                 (unsigned long long)fw->load_size, fw->board, over, log);
     }
     if (log_line(log, "undefined reference to", line, sizeof line)) {

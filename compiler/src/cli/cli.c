@@ -111,8 +111,8 @@ void tether_memory_cli_init(tether_memory_cli *m) {
 }
 
 int tether_memory_cli_given(const tether_memory_cli *m) {
-    return m->opts.npools > 0 || m->opts.npins > 0 || m->opts.plan_inputs ||
-           m->opts.plan_outputs || m->opts.params_pool;
+    return m->opts.npools > 0 || m->opts.npins > 0 || m->opts.plan_inputs || m->opts.plan_outputs ||
+           m->opts.params_pool;
 }
 
 int tether_memory_cli_parse(tether_memory_cli *m, const char *cmd, int argc, char **argv, int *i) {
