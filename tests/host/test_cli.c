@@ -435,9 +435,8 @@ static void test_run_artifact(void **state) {
 }
 
 #ifdef TETHER_HAVE_COMPILER
-/* A model file is compiled through the compiler API and run; the KWS example ends in softmax. */
-static void test_run_model(void **state) {
-    (void)state;
+/* g_dir/mfcc.npy: a fixed input of the KWS example (1x1x49x10). */
+static void write_mfcc(void) {
     int64_t shape[] = {1, 1, 49, 10};
     float x[490];
     for (int i = 0; i < 490; i++)
@@ -445,6 +444,13 @@ static void test_run_model(void **state) {
     char p[256];
     snprintf(p, sizeof p, "%s/mfcc.npy", g_dir);
     assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 4, x), 0);
+}
+
+/* A model file is compiled through the compiler API and run; the KWS example ends in softmax. */
+static void test_run_model(void **state) {
+    (void)state;
+    write_mfcc();
+    char p[256];
     const char *o;
     int rc = tether(&o, "run '%s/examples/kws/kws.json' --in mfcc.npy --out probs.npy",
                     TETHER_SOURCE_DIR);
@@ -1088,13 +1094,7 @@ static void test_pools_on_tetherd(void **state) {
     assert_string_equal(cJSON_GetArrayItem(bytes, 0)->valuestring, "4096");
     assert_string_equal(cJSON_GetArrayItem(bytes, 1)->valuestring, "unbounded");
     cJSON_Delete(j);
-    int64_t shape[] = {1, 1, 49, 10};
-    float x[490];
-    for (int i = 0; i < 490; i++)
-        x[i] = (float)((i * 37) % 100) / 100.0f;
-    char p[256];
-    snprintf(p, sizeof p, "%s/mfcc.npy", g_dir);
-    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 4, x), 0);
+    write_mfcc();
     rc = tether(&o, "run '%s/examples/kws/kws.json' --reference --in mfcc.npy --out ref.npy",
                 TETHER_SOURCE_DIR);
     if (rc)
@@ -1153,6 +1153,29 @@ static void test_pools_on_tetherd(void **state) {
         if (rc != bad[i].code || !strstr(o, bad[i].want))
             fail_msg("%s: exit %d, output '%s' lacks '%s'", bad[i].args, rc, o, bad[i].want);
     }
+    /* tether plan shows the plan compile makes with the same options */
+    rc = tether(&o,
+                "plan '%s/examples/kws/kws.json' --pool sram:global:2K --pool dram:global:1M "
+                "--plan-inputs --plan-outputs --pin relu1.out=dram --json=plan.json",
+                TETHER_SOURCE_DIR);
+    if (rc)
+        fail_msg("%s", o);
+    cJSON *pj = read_json("plan.json");
+    int found = 0;
+    cJSON *b;
+    cJSON_ArrayForEach(b, cJSON_GetObjectItem(pj, "buffers")) {
+        const char *bn = str(b, "name"), *bp = str(b, "pool");
+        if (!strcmp(bn, "relu1.out"))
+            found += !strcmp(bp, "dram");
+        if (!strcmp(bn, "mfcc") || !strcmp(bn, "probs"))
+            found += 1; /* planned graph input and output */
+    }
+    cJSON_Delete(pj);
+    assert_int_equal(found, 3);
+    rc = tether(&o, "plan '%s/examples/kws/kws.json' --pool sram:global:2K --pin relu1.out=dram",
+                TETHER_SOURCE_DIR);
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(o, "pinned to pool 'dram', which is not declared"));
     rc = tether(&o, "run art --device %s --pool sram:global:1M --in mfcc.npy", url);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(o, "apply to a MODEL"));

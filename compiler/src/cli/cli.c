@@ -440,6 +440,8 @@ static const char plan_usage[] =
     "  interval runs from its producing operator to its last reader (after the compiler's\n"
     "  passes). Options are those of `tether plan-buffers` (docs/planner.md).\n"
     "  --no-passes   plan the graph as loaded\n"
+    "  --pin TENSOR=POOL, --plan-inputs, --plan-outputs  as for tether compile: the plan the\n"
+    "                compile with the same --pool options makes (docs/memory.md)\n"
     "  --texture-activations [--texture-weights] [--image-max WxH]  the OpenCL backend's plan:\n"
     "                the activations its storage-scope pass puts in textures go to a\n"
     "                \"texture\" pool of 2D images within those limits (docs/codegen.md)\n"
@@ -458,7 +460,30 @@ int tether_cmd_plan(int argc, char **argv) {
             return 0;
         }
     }
-    /* MODEL and --no-passes come first; the rest goes to the planner's option parser. */
+    /* the memory options of tether compile (but --pool, which the planner's parser takes with
+     * texture pools too) are taken out; the rest goes to the planner's option parser */
+    static tether_memory_cli mem;
+    tether_memory_cli_init(&mem);
+    static char *rest[256];
+    int nrest = 0;
+    for (int k = 0; k < argc && nrest < 255; k++) {
+        if (k > 0 && strcmp(argv[k], "--pool") != 0) {
+            int mrc = tether_memory_cli_parse(&mem, "plan", argc, argv, &k);
+            if (mrc == 2) {
+                return 2;
+            }
+            if (mrc == 1) {
+                continue;
+            }
+        }
+        rest[nrest++] = argv[k];
+    }
+    rest[nrest] = NULL;
+    if (mem.opts.params_pool) {
+        return usage_error("plan", "%s", "--params-pool places weights, which are not planned");
+    }
+    argc = nrest;
+    argv = rest;
     int i = 1;
     for (; i < argc; i++) {
         if (strcmp(argv[i], "--no-passes") == 0) {
@@ -529,8 +554,15 @@ int tether_cmd_plan(int argc, char **argv) {
             return 1;
         }
     }
-    if (!buffer_of ||
-        tether__memplan_problem(&g, &p, buffer_of, extent ? &tpool : NULL, extent) != 0) {
+    int memory = tether_memory_cli_given(&mem);
+    if (memory && extent) {
+        fprintf(stderr, "tether plan: --pin, --plan-inputs and --plan-outputs plan C artifacts, "
+                        "not --texture-activations\n");
+        rc = 2;
+    } else if (!buffer_of ||
+               (memory ? tether__memplan_problem_memory(&g, &mem.opts, true, &p, buffer_of)
+                       : tether__memplan_problem(&g, &p, buffer_of, extent ? &tpool : NULL,
+                                                 extent)) != 0) {
         fprintf(stderr, "tether plan: %s\n", buffer_of ? tether_last_error() : "out of memory");
         rc = 1;
     } else {

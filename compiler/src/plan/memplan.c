@@ -172,7 +172,7 @@ static int pools_check(const tether_memory_options *m) {
 
 /* Applies "TENSOR=POOL" pins to the problem's buffers. */
 static int apply_pins(const tether_ir_graph *g, const tether_memory_options *m,
-                      tether_plan_problem *p, const int *buffer_of) {
+                      tether_plan_problem *p, const int *buffer_of, bool pools_later) {
     for (int i = 0; i < m->npins; i++) {
         const char *spec = m->pins[i];
         const char *eq = strrchr(spec, '=');
@@ -180,7 +180,7 @@ static int apply_pins(const tether_ir_graph *g, const tether_memory_options *m,
             return tether_set_error(TETHER_ERR_INVALID_ARG, "--pin '%s' is not TENSOR=POOL", spec);
         }
         const char *pool = eq + 1;
-        if (tether_plan_problem_find_pool(p, pool) < 0) {
+        if (!pools_later && tether_plan_problem_find_pool(p, pool) < 0) {
             char have[256] = "";
             for (int k = 0; k < p->npools; k++) {
                 size_t n = strlen(have);
@@ -225,6 +225,55 @@ static int apply_pins(const tether_ir_graph *g, const tether_memory_options *m,
     return TETHER_OK;
 }
 
+int tether__memplan_problem_memory(const tether_ir_graph *g, const tether_memory_options *m,
+                                   bool pins_pools_later, tether_plan_problem *p, int *buffer_of) {
+    size_t nt = (size_t)(g->ntensors ? g->ntensors : 1);
+    int rc = pools_check(m);
+    if (!rc) {
+        rc = tether__memplan_problem(g, p, buffer_of, NULL, NULL);
+    }
+    if (!rc && m->npools > 0) { /* the given pools instead of the workspace */
+        tether_plan_problem_clear_pools(p);
+        for (int i = 0; i < m->npools && !rc; i++) {
+            rc = tether_plan_problem_add_pool(p, &m->pools[i]);
+        }
+    }
+    if (!rc && (m->plan_inputs || m->plan_outputs)) {
+        int32_t *first = malloc(sizeof(int32_t) * nt), *last = malloc(sizeof(int32_t) * nt);
+        if (!first || !last) {
+            rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "memory plan: out of memory");
+        } else {
+            tether__memplan_intervals(g, first, last);
+        }
+        for (int t = 0; !rc && t < g->ntensors; t++) {
+            tether_plan_kind kind;
+            if (!planned_io(g, m, t, &kind)) {
+                continue;
+            }
+            tether_plan_buffer b = {0};
+            b.name = g->tensors[t].name;
+            b.size = (int64_t)tether_ir_tensor_bytes(&g->tensors[t]);
+            b.alignment = 16;
+            b.scope = TETHER_SCOPE_GLOBAL;
+            b.kind = kind;
+            b.pin_offset = -1;
+            b.dtype = g->tensors[t].dtype;
+            /* an input is live from the copy-in before the first operator, an output until the
+             * copy-out after the last */
+            b.first = kind == TETHER_PLAN_GRAPH_INPUT ? 0 : (first[t] < 0 ? 0 : first[t]);
+            b.last = kind == TETHER_PLAN_GRAPH_OUTPUT ? (g->nnodes > 0 ? g->nnodes - 1 : 0)
+                                                      : (last[t] < 0 ? 0 : last[t]);
+            rc = tether_plan_problem_add_buffer(p, &b, &buffer_of[t]);
+        }
+        free(first);
+        free(last);
+    }
+    if (!rc) {
+        rc = apply_pins(g, m, p, buffer_of, pins_pools_later);
+    }
+    return rc;
+}
+
 int tether_memplan_build(const tether_ir_graph *g, const char *algorithm, tether_memplan *out) {
     return tether_memplan_build_pools(g, algorithm, NULL, out);
 }
@@ -257,51 +306,9 @@ int tether_memplan_build_pools(const tether_ir_graph *g, const char *algorithm,
     tether_plan plan;
     memset(&plan, 0, sizeof plan);
     tether_plan_options_init(&o);
-    int rc = pools_check(m);
-    if (!rc && algorithm) {
-        rc = tether_plan_algorithm_parse(algorithm, &o.algorithm);
-    }
+    int rc = algorithm ? tether_plan_algorithm_parse(algorithm, &o.algorithm) : TETHER_OK;
     if (!rc) {
-        rc = tether__memplan_problem(g, &p, buffer_of, NULL, NULL);
-    }
-    if (!rc && m->npools > 0) { /* the given pools instead of the workspace */
-        tether_plan_problem_clear_pools(&p);
-        for (int i = 0; i < m->npools && !rc; i++) {
-            rc = tether_plan_problem_add_pool(&p, &m->pools[i]);
-        }
-    }
-    if (!rc && (m->plan_inputs || m->plan_outputs)) {
-        int32_t *first = malloc(sizeof(int32_t) * nt), *last = malloc(sizeof(int32_t) * nt);
-        if (!first || !last) {
-            rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "memory plan: out of memory");
-        } else {
-            tether__memplan_intervals(g, first, last);
-        }
-        for (int t = 0; !rc && t < g->ntensors; t++) {
-            tether_plan_kind kind;
-            if (!planned_io(g, m, t, &kind)) {
-                continue;
-            }
-            tether_plan_buffer b = {0};
-            b.name = g->tensors[t].name;
-            b.size = (int64_t)tether_ir_tensor_bytes(&g->tensors[t]);
-            b.alignment = 16;
-            b.scope = TETHER_SCOPE_GLOBAL;
-            b.kind = kind;
-            b.pin_offset = -1;
-            b.dtype = g->tensors[t].dtype;
-            /* an input is live from the copy-in before the first operator, an output until the
-             * copy-out after the last */
-            b.first = kind == TETHER_PLAN_GRAPH_INPUT ? 0 : (first[t] < 0 ? 0 : first[t]);
-            b.last = kind == TETHER_PLAN_GRAPH_OUTPUT ? (g->nnodes > 0 ? g->nnodes - 1 : 0)
-                                                      : (last[t] < 0 ? 0 : last[t]);
-            rc = tether_plan_problem_add_buffer(&p, &b, &buffer_of[t]);
-        }
-        free(first);
-        free(last);
-    }
-    if (!rc) {
-        rc = apply_pins(g, m, &p, buffer_of);
+        rc = tether__memplan_problem_memory(g, m, false, &p, buffer_of);
     }
     if (!rc && p.nbuffers > 0) {
         rc = tether_plan_run(&p, &o, &plan);

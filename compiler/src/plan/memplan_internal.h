@@ -4,6 +4,7 @@
 #ifndef TETHER_COMPILER_MEMPLAN_INTERNAL_H
 #define TETHER_COMPILER_MEMPLAN_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "tether/ir.h"
@@ -23,5 +24,12 @@ int tether__memplan_plannable(const tether_ir_graph *g, int t);
  * workspace when over the pool's image limits). */
 int tether__memplan_problem(const tether_ir_graph *g, tether_plan_problem *p, int *buffer_of,
                             const tether_plan_pool *texture_pool, const int64_t *texture_extent);
+
+/* The same problem with memory options m: its pools (none: the workspace), planned graph
+ * inputs/outputs and pins. pins_pools_later: the pools are replaced after this call (`tether
+ * plan --pool`), so a pin's pool is checked when planning instead of here. */
+struct tether_memory_options;
+int tether__memplan_problem_memory(const tether_ir_graph *g, const struct tether_memory_options *m,
+                                   bool pins_pools_later, tether_plan_problem *p, int *buffer_of);
 
 #endif /* TETHER_COMPILER_MEMPLAN_INTERNAL_H */
