@@ -50,8 +50,13 @@ static void test_hello(void **state) {
     assert_int_equal(h->max_frame, 1024);
     assert_int_equal(h->window, 1);
     assert_int_equal(h->clock_hz, 25000000);
-    assert_int_equal(h->num_pools, 1);
+    assert_int_equal(h->num_pools, 3); /* the board's linker-script regions, with their sizes */
     assert_true(tether_rpc_str_eq(h->pools[0], "sram"));
+    assert_true(tether_rpc_str_eq(h->pools[1], "psram"));
+    assert_true(tether_rpc_str_eq(h->pools[2], "code"));
+    assert_int_equal(h->pool_sizes[0], 256u * 1024u);
+    assert_int_equal(h->pool_sizes[1], 16u * 1024u * 1024u);
+    assert_int_equal(h->pool_sizes[2], 3840u * 1024u);
     assert_false(h->opencl);
     assert_false(h->auth_required);
     assert_int_equal(h->load_addr, 0x20050000u);
@@ -162,6 +167,12 @@ static void test_alloc_errors(void **state) {
     assert_int_equal(mcu_request(&board, &req, &rep, 10000), 0);
     assert_int_equal(rep.type, TETHER_RPC_ERROR);
     assert_int_equal(rep.u.error.code, TETHER_ERR_OUT_OF_MEMORY);
+
+    /* ... fits the 16 MiB psram pool (its own region and heap) */
+    req.u.alloc_req.pool = tether_rpc_str_c("psram");
+    assert_int_equal(mcu_request(&board, &req, &rep, 10000), 0);
+    assert_int_equal(rep.type, TETHER_RPC_ALLOC | TETHER_RPC_REPLY);
+    mcu_free(&board, rep.u.alloc_rep.array);
 
     /* COPY_TO past the end of the array. */
     uint8_t bytes[8] = {0};

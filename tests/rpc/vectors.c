@@ -50,6 +50,7 @@ static void hello_rep(tether_rpc_msg *m) {
     h->exports_id = 0x1234abcdu;
     h->cpu = tether_rpc_str_c("x86-64-v3");
     h->cpu_features = tether_rpc_str_c("avx2 fma");
+    h->pool_sizes[0] = 262144; /* sram; dram: 0 = no limit */
 }
 static void auth_req(tether_rpc_msg *m) {
     m->type = TETHER_RPC_AUTH;
@@ -443,7 +444,7 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
         if (x->num_pools != y->num_pools)
             return 0;
         for (uint32_t i = 0; i < x->num_pools; i++)
-            if (!str_equal(x->pools[i], y->pools[i]))
+            if (!str_equal(x->pools[i], y->pools[i]) || x->pool_sizes[i] != y->pool_sizes[i])
                 return 0;
         return x->version == y->version && str_equal(x->triple, y->triple) &&
                str_equal(x->arch, y->arch) && x->little_endian == y->little_endian &&
