@@ -1200,6 +1200,20 @@ static int cmd_run(int argc, char **argv, int bench) {
                         r.texture_weights ? "--texture-weights" : "--texture-activations");
         if (r.opt_level != -2)
             o.build.opt_level = r.opt_level;
+        int from_device = 0;
+        for (int k = 0; k < r.mem->opts.npools; k++)
+            from_device |= r.mem->from_device[k];
+        if (from_device) { /* --pool NAME: the size of the device's pool, from its HELLO */
+            tether_session *s;
+            if (open_session(&r.c, &s))
+                return 1;
+            const tether_device_info *d = tether_session_info(s);
+            int mrc = tether_memory_cli_resolve(
+                r.mem, g_cmd, (int)(d->num_pools < 8 ? d->num_pools : 8), d->pools, d->pool_sizes);
+            tether_session_close(s);
+            if (mrc)
+                return mrc;
+        }
         o.memory = r.mem->opts;
         if (r.params != -1)
             o.codegen.link_params = r.params == 1;

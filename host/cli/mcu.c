@@ -447,6 +447,26 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
     if (tether_cli_open(&dev, &s))
         goto done;
     const tether_device_info *d = tether_session_info(s);
+    static char pool_specs[16][TETHER_POOL_NAME_MAX + 40];
+    int nspecs = 0;
+    for (int i = 0; i + 1 < cn; i++) { /* --pool NAME: the device pool's size, from HELLO */
+        if (strcmp(cargv[i], "--pool") != 0 || strchr(cargv[i + 1], ':') || nspecs >= 16)
+            continue;
+        uint32_t k = 0;
+        while (k < d->num_pools && k < 8 && strcmp(d->pools[k], cargv[i + 1]) != 0)
+            k++;
+        if (k == d->num_pools || k == 8) {
+            rc = fail(2, "--pool %s: the device has no such pool (`tether info` lists its pools)",
+                      cargv[i + 1]);
+            goto close;
+        }
+        if (d->pool_sizes[k])
+            snprintf(pool_specs[nspecs], sizeof pool_specs[0], "%s:global:%llu", d->pools[k],
+                     (unsigned long long)d->pool_sizes[k]);
+        else
+            snprintf(pool_specs[nspecs], sizeof pool_specs[0], "%s:global:unbounded", d->pools[k]);
+        cargv[++i] = pool_specs[nspecs++];
+    }
     char image_max[64];
     if (tether_cli_image_limits_arg(cargv, cn, d, image_max, sizeof image_max)) {
         cargv[cn++] = "--image-max"; /* texture activations within the device's limits */

@@ -1115,6 +1115,26 @@ static void test_pools_on_tetherd(void **state) {
         tether_npy_free(&a);
         tether_npy_free(&b);
     }
+    /* --pool NAME takes the size of the device's pool (sram: 4096 from HELLO) */
+    rc = tether(&o,
+                "run '%s/examples/kws/kws.json' --device %s --pool sram --pool dram --in mfcc.npy "
+                "--out probs4.npy --json r4.json",
+                TETHER_SOURCE_DIR, url);
+    if (rc)
+        fail_msg("%s", o);
+    tether_npy a4 = read_npy("probs4.npy"), b4 = read_npy("ref.npy");
+    for (int i = 0; i < 12; i++)
+        assert_true(fabsf(((float *)a4.data)[i] - ((float *)b4.data)[i]) < 1e-5f);
+    tether_npy_free(&a4);
+    tether_npy_free(&b4);
+    rc = tether(&o, "compile '%s/examples/kws/kws.json' -o art0 --pool sram", TETHER_SOURCE_DIR);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(o, "--pool sram has no size"));
+    assert_false(exists("art0"));
+    rc = tether(&o, "run '%s/examples/kws/kws.json' --device %s --pool fast --in mfcc.npy",
+                TETHER_SOURCE_DIR, url);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(o, "--pool fast: the device has no such pool (its pools: sram, dram)"));
     /* compile: the report lists both pools and the spill */
     rc = tether(&o,
                 "compile '%s/examples/kws/kws.json' -o art --pool sram:global:2K --pool "

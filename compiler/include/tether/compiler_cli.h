@@ -24,6 +24,7 @@ typedef struct tether_memory_cli {
     tether_plan_pool pools[TETHER_CLI_MAX_POOLS];
     char names[TETHER_CLI_MAX_POOLS][TETHER_POOL_NAME_MAX];
     const char *pins[TETHER_CLI_MAX_PINS];
+    bool from_device[TETHER_CLI_MAX_POOLS]; /* "--pool NAME": size from the device's HELLO */
     tether_memory_options opts;
 } tether_memory_cli;
 
@@ -33,6 +34,11 @@ void tether_memory_cli_init(tether_memory_cli *m);
 int tether_memory_cli_parse(tether_memory_cli *m, const char *cmd, int argc, char **argv, int *i);
 /* Whether any memory option was given. */
 int tether_memory_cli_given(const tether_memory_cli *m);
+/* "--pool NAME" without scope and size takes the size of the device's pool of that name:
+ * resolves every such pool against the device's HELLO pools (names[i], sizes[i], 0 = no limit).
+ * npools < 0: no device (then such a pool is an error). Returns 0, or 2 after printing why. */
+int tether_memory_cli_resolve(tether_memory_cli *m, const char *cmd, int npools,
+                              const char (*names)[128], const uint64_t *sizes);
 
 /* tether compile MODEL -o DIR [--abi packed|unpacked] [--interface packed|c]
  *                [--target NAME] [--prefix NAME] [--opt-level 0|1|2|3|s] [--params linked|blob]

@@ -41,7 +41,8 @@ static const char compile_usage[] =
     "  --pool NAME:global:SIZE      a memory pool (repeatable, fastest first; SIZE in bytes\n"
     "                               with K/M/G, or unbounded): tensors go to the first pool\n"
     "                               they fit and spill to the next; the entry takes one buffer\n"
-    "                               per pool (default: one static workspace; docs/memory.md)\n"
+    "                               per pool (default: one static workspace; docs/memory.md);\n"
+    "                               with --device, --pool NAME takes the device pool's size\n"
     "  --pin TENSOR=POOL            place that tensor in that pool only (repeatable)\n"
     "  --plan-inputs, --plan-outputs  graph inputs / outputs live in the pools too\n"
     "  --params-pool NAME           (--params blob) the device pool `tether run` puts the\n"
@@ -110,6 +111,39 @@ void tether_memory_cli_init(tether_memory_cli *m) {
     m->opts.pins = m->pins;
 }
 
+int tether_memory_cli_resolve(tether_memory_cli *m, const char *cmd, int npools,
+                              const char (*names)[128], const uint64_t *sizes) {
+    for (int k = 0; k < m->opts.npools; k++) {
+        if (!m->from_device[k]) {
+            continue;
+        }
+        if (npools < 0) {
+            fprintf(stderr,
+                    "tether %s: --pool %s has no size: give NAME:global:SIZE, or --device to "
+                    "take the size of the device's pool\n",
+                    cmd, m->pools[k].name);
+            return 2;
+        }
+        int found = -1;
+        char have[300] = "";
+        for (int i = 0; i < npools; i++) {
+            if (strcmp(names[i], m->pools[k].name) == 0) {
+                found = i;
+            }
+            size_t n = strlen(have);
+            snprintf(have + n, sizeof have - n, "%s%s", i ? ", " : "", names[i]);
+        }
+        if (found < 0) {
+            fprintf(stderr, "tether %s: --pool %s: the device has no such pool (its pools: %s)\n",
+                    cmd, m->pools[k].name, have[0] ? have : "none");
+            return 2;
+        }
+        m->pools[k].capacity = (int64_t)sizes[found]; /* 0 = unbounded */
+        m->from_device[k] = false;
+    }
+    return 0;
+}
+
 int tether_memory_cli_given(const tether_memory_cli *m) {
     return m->opts.npools > 0 || m->opts.npins > 0 || m->opts.plan_inputs || m->opts.plan_outputs ||
            m->opts.params_pool;
@@ -158,7 +192,17 @@ int tether_memory_cli_parse(tether_memory_cli *m, const char *cmd, int argc, cha
         return usage_error(cmd, "%s", "too many --pool options (at most 8)");
     }
     tether_plan_pool *p = &m->pools[m->opts.npools];
-    if (tether_plan_pool_parse(v, p, m->names[m->opts.npools]) != TETHER_OK) {
+    m->from_device[m->opts.npools] = strchr(v, ':') == NULL;
+    if (m->from_device[m->opts.npools]) { /* the device's pool of that name, its size */
+        if (tether_pool_name_check(v) != TETHER_OK) {
+            fprintf(stderr, "tether %s: --pool '%s': %s\n", cmd, v, tether_last_error());
+            return 2;
+        }
+        snprintf(m->names[m->opts.npools], TETHER_POOL_NAME_MAX, "%s", v);
+        memset(p, 0, sizeof *p);
+        p->name = m->names[m->opts.npools];
+        p->scope = TETHER_SCOPE_GLOBAL;
+    } else if (tether_plan_pool_parse(v, p, m->names[m->opts.npools]) != TETHER_OK) {
         fprintf(stderr, "tether %s: --pool '%s': %s\n", cmd, v, tether_last_error());
         return 2;
     }
@@ -373,6 +417,9 @@ int tether_cmd_compile(int argc, char **argv) {
     if (json && !out) {
         return usage_error("compile", "%s",
                            "--json needs -o DIR (it writes the artifact's report)");
+    }
+    if (tether_memory_cli_resolve(&mem, "compile", -1, NULL, NULL)) {
+        return 2;
     }
     o.memory = mem.opts;
     if (json && tether_file_out_check(json) != 0) { /* found out now, not after the compile */
