@@ -86,8 +86,9 @@ static void test_two_pools_spill(void **state) {
         tether_ir_graph g;
         assert_int_equal(tt_build_model(names[k], false, &g), 0);
         int64_t ws = default_workspace(&g);
-        /* a fast pool of half the workspace: some tensors must spill to the second pool */
-        tether_plan_pool pools[2] = {pool("fast", ws / 2), pool("slow.dram", 0)};
+        /* a fast pool of half the workspace (not a multiple of 16): some tensors must spill to
+         * the second pool, and the fast pool's size stays within its capacity */
+        tether_plan_pool pools[2] = {pool("fast", ws / 2 + 8), pool("slow.dram", 0)};
         for (int io = 0; io < 2; io++) {
             tether_memory_options m;
             tether_memory_options_init(&m);
@@ -101,7 +102,7 @@ static void test_two_pools_spill(void **state) {
             assert_int_equal(res.npools, 2);
             assert_string_equal(res.pools[0].name, "fast");
             assert_string_equal(res.pools[1].name, "slow.dram");
-            assert_true(res.pools[0].size > 0 && res.pools[0].size <= ws / 2);
+            assert_true(res.pools[0].size > 0 && res.pools[0].size <= ws / 2 + 8);
             assert_true(res.pools[1].size > 0);
             assert_true(res.nspilled > 0);
             assert_int_equal(res.pools[0].size % 16, 0);
@@ -134,6 +135,28 @@ static char *slurp(const char *path) {
     t[n] = 0;
     fclose(f);
     return t;
+}
+
+/* Pool names that are C keywords or differ only in case, and a graph input whose C name is the
+ * unpacked entry's pool parameter: the generated code still builds and runs. */
+static void test_pool_names(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    assert_int_equal(tt_build_model("convnet", true, &g), 0);
+    char *old = g.tensors[g.inputs[0]].name;
+    g.tensors[g.inputs[0]].name = strdup("pool_int");
+    free(old);
+    int64_t ws = default_workspace(&g);
+    tether_plan_pool pools[2] = {pool("int", ws / 2), pool("Static", 0)};
+    tether_memory_options m;
+    tether_memory_options_init(&m);
+    m.pools = pools;
+    m.npools = 2;
+    m.plan_inputs = true;
+    tether_compile_result res;
+    check_model(&g, "pools-names", &m, &res);
+    assert_string_equal(res.pools[0].name, "int");
+    tether_ir_close(&g);
 }
 
 /* The report, metadata and header of a two-pool build with a pin and planned I/O; then the C
@@ -290,6 +313,8 @@ static void test_refusals(void **state) {
         {{{.name = "sram"}}, 1, "x=dram", 0, NULL, "no pool 'dram' (the pools are: sram)"},
         {{{.name = "sram"}}, 1, "x=sram", 0, NULL, "is a graph input (add --plan-inputs"},
         {{{.name = "a.b"}, {.name = "a-b"}}, 2, NULL, 0, NULL, "have the same C name 'a_b'"},
+        {{{.name = "SRAM"}, {.name = "sram"}}, 2, NULL, 0, NULL, "have the same C name 'sram'"},
+        {{{.name = "sram", .capacity = 8}}, 1, NULL, 0, NULL, "a pool holds at least 16"},
         {{{.name = "gpu", .scope = TETHER_SCOPE_TEXTURE}}, 1, NULL, 0, NULL, "global pools only"},
         {{{.name = "sram"}}, 1, NULL, 1, NULL, "the OpenCL backend has its own storage scopes"},
         {{{.name = "sram"}}, 1, NULL, 0, "code", "add --params blob"},
@@ -321,6 +346,7 @@ static void test_refusals(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_pools_spill),
+        cmocka_unit_test(test_pool_names),
         cmocka_unit_test(test_artifact_in_place),
         cmocka_unit_test(test_refusals),
     };

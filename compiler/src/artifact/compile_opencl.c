@@ -23,9 +23,10 @@ int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
     double t0 = tether__now_s();
     const char *P = o->codegen.prefix ? o->codegen.prefix : "tether_model";
     const tether_memory_options *mo = &o->memory;
-    if (mo->npools > 0 || mo->npins > 0 || mo->plan_inputs || mo->plan_outputs) {
+    if (mo->npools > 0 || mo->npins > 0 || mo->plan_inputs || mo->plan_outputs || mo->params_pool) {
         return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "--pool, --pin, --plan-inputs and --plan-outputs place the C "
+                                "--pool, --pin, --plan-inputs, --plan-outputs and --params-pool "
+                                "place the C "
                                 "backend's tensors; the OpenCL backend has its own storage "
                                 "scopes (--texture-activations, docs/codegen.md)");
     }

@@ -513,6 +513,9 @@ int tether_cmd_plan(int argc, char **argv) {
     tether_memory_cli_init(&mem);
     static char *rest[256];
     int nrest = 0;
+    if (argc > 255) {
+        return usage_error("plan", "%s", "more than 255 arguments");
+    }
     for (int k = 0; k < argc && nrest < 255; k++) {
         if (k > 0 && strcmp(argv[k], "--pool") != 0) {
             int mrc = tether_memory_cli_parse(&mem, "plan", argc, argv, &k);

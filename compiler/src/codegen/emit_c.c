@@ -479,7 +479,7 @@ static void emit_header(em *e, tether__sbuf *h, const tether_codegen_output *out
                             "aligned. */\n#define %s_NUM_POOLS %d\n",
                             PU, plan->npools);
         for (int k = 0; k < plan->npools; k++) {
-            char PN[TETHER_POOL_NAME_MAX];
+            char PN[TETHER_POOL_NAME_MAX + 8];
             upper(PN, plan->pools[k].cname, sizeof PN);
             tether__sbuf_printf(h, "#define %s_POOL_%s_NAME \"%s\"\n", PU, PN, plan->pools[k].name);
             tether__sbuf_printf(h, "#define %s_POOL_%s_SIZE %lld\n", PU, PN,
@@ -590,7 +590,7 @@ static void emit_header(em *e, tether__sbuf *h, const tether_codegen_output *out
             tether__sbuf_printf(h, ", float *%s", e->cname[g->outputs[i]]);
         }
         for (int k = 0; plan->pool_args && k < plan->npools; k++) {
-            tether__sbuf_printf(h, ", uint8_t *pool_%s", plan->pools[k].cname);
+            tether__sbuf_printf(h, ", uint8_t *%s", e->pool_param[k]);
         }
         tether__sbuf_puts(h, ");\n");
         if (!e->o->link_params) {
@@ -932,6 +932,27 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     if ((rc = tether__c_layouts(&e))) {
         goto out;
     }
+    for (int k = 0; plan->pool_args && k < plan->npools && k < TETHER_MEMORY_MAX_POOLS; k++) {
+        /* "pool_<name>", with '_' appended while an input or output has that C name */
+        snprintf(e.pool_param[k], sizeof e.pool_param[k], "pool_%s", plan->pools[k].cname);
+        for (int clash = 1; clash;) {
+            clash = 0;
+            for (int i = 0; i < g->ninputs + g->noutputs && !clash; i++) {
+                int t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+                clash = strcmp(e.cname[t], e.pool_param[k]) == 0;
+            }
+            for (int j = 0; j < k && !clash; j++) {
+                clash = strcmp(e.pool_param[j], e.pool_param[k]) == 0;
+            }
+            size_t n = strlen(e.pool_param[k]);
+            if (clash && n + 1 < sizeof e.pool_param[k]) {
+                e.pool_param[k][n] = '_';
+                e.pool_param[k][n + 1] = 0;
+            } else {
+                clash = 0;
+            }
+        }
+    }
     /* params layout */
     size_t poff = 0;
     for (int i = 0; i < g->ntensors; i++) {
@@ -1076,16 +1097,16 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
             tether__sbuf_printf(&e.s, ", float *%s", e.cname[g->outputs[i]]);
         }
         for (int k = 0; k < npa; k++) {
-            tether__sbuf_printf(&e.s, ", uint8_t *pool_%s", pools[k].cname);
-            tether__sbuf_printf(&wsargs, "%spool_%s", k ? ", " : "", pools[k].cname);
+            tether__sbuf_printf(&e.s, ", uint8_t *%s", e.pool_param[k]);
+            tether__sbuf_printf(&wsargs, "%s%s", k ? ", " : "", e.pool_param[k]);
         }
         tether__sbuf_puts(&e.s, ") {\n");
         for (int k = 0; k < npa; k++) {
             tether__sbuf_printf(&e.s,
-                                "    if (pool_%s == 0 || ((uintptr_t)pool_%s & 15u) != 0) {\n"
+                                "    if (%s == 0 || ((uintptr_t)%s & 15u) != 0) {\n"
                                 "        return -7; /* pool '%s': null or not 16-byte aligned "
                                 "*/\n    }\n",
-                                pools[k].cname, pools[k].cname, pools[k].name);
+                                e.pool_param[k], e.pool_param[k], pools[k].name);
         }
         tether__sbuf_printf(&e.s, "    return %s_graph(", P);
         for (int i = 0; i < g->ninputs; i++) {

@@ -24,6 +24,9 @@ typedef struct em {
     int depth;
     const tether_ir_graph *g;
     const tether_memplan *plan;
+    /* per pool (pools given): the unpacked entry's parameter, "pool_<cname>" made distinct
+     * from the entry's tensor parameters (plain C names) */
+    char pool_param[TETHER_MEMORY_MAX_POOLS][TETHER_POOL_NAME_MAX + 24];
     const tether_codegen_options *o;
     const char *P; /* prefix */
     char **cname;  /* per tensor: C identifier part (sanitised, unique) */
@@ -34,13 +37,13 @@ typedef struct em {
     int math_used[M_COUNT];
     int need_acts[8];
     int max_args;
-    int vw;               /* the schedule's vector width, resolved: 0 = scalar kernels */
+    int vw;                    /* the schedule's vector width, resolved: 0 = scalar kernels */
     const tether_schedule *sc; /* the schedule of the kernel being emitted (a node's tuned one
                                   or o->schedule); vector_width/channel_block: o->schedule's */
     int conv_mr, gemm_mr;      /* sc's conv_oc_block and gemm_rows, resolved */
     int ntunable, ntuned;      /* kernels with knobs / emitted with a node schedule */
-    int *cb;              /* per tensor: channel block of its layout, 0 = plain (emit_c_nchwc.c) */
-    float **wdata;        /* per tensor: repacked constant data, NULL = the tensor's own */
+    int *cb;       /* per tensor: channel block of its layout, 0 = plain (emit_c_nchwc.c) */
+    float **wdata; /* per tensor: repacked constant data, NULL = the tensor's own */
 } em;
 
 static inline void line(em *e, const char *fmt, ...)

@@ -133,13 +133,15 @@ static int planned_io(const tether_ir_graph *g, const tether_memory_options *m, 
     return 0;
 }
 
-/* C identifier of a pool name (letters, digits, '_', '.', '-': the last two become '_'). */
+/* C identifier of a pool name: lower case, '.' and '-' become '_', a C keyword gets a '_'
+ * ("int" -> "int_"); the header's macros use it in upper case. */
 static void pool_cname(char *out, const char *name) {
-    size_t i = 0;
-    for (; name[i] && i + 1 < TETHER_POOL_NAME_MAX; i++) {
-        out[i] = name[i] == '.' || name[i] == '-' ? '_' : name[i];
-    }
-    out[i] = 0;
+    char id[TETHER_CG_IDENT_BUF];
+    tether__cg_ident(id, name, true); /* a pool name (< 32 characters) keeps its length + 1 */
+    size_t n = strlen(id);
+    n = n < TETHER_POOL_NAME_MAX + 7 ? n : TETHER_POOL_NAME_MAX + 7;
+    memcpy(out, id, n);
+    out[n] = 0;
 }
 
 static int pools_check(const tether_memory_options *m) {
@@ -149,20 +151,25 @@ static int pools_check(const tether_memory_options *m) {
     }
     for (int i = 0; i < m->npools; i++) {
         const tether_plan_pool *a = &m->pools[i];
+        if (a->capacity != TETHER_PLAN_UNBOUNDED && a->capacity < 16) {
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "pool '%s' of %lld bytes: a pool holds at least 16", a->name,
+                                    (long long)a->capacity);
+        }
         if (a->scope != TETHER_SCOPE_GLOBAL) {
             return tether_set_error(TETHER_ERR_INVALID_ARG,
                                     "pool '%s' has scope %s: generated C code places tensors in "
                                     "global pools only (texture pools are the OpenCL backend's)",
                                     a->name, tether_scope_name(a->scope));
         }
-        char ci[TETHER_POOL_NAME_MAX], cj[TETHER_POOL_NAME_MAX];
+        char ci[TETHER_POOL_NAME_MAX + 8], cj[TETHER_POOL_NAME_MAX + 8];
         pool_cname(ci, a->name);
         for (int j = 0; j < i; j++) {
             pool_cname(cj, m->pools[j].name);
             if (strcmp(ci, cj) == 0) {
                 return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                        "pools '%s' and '%s' have the same C name '%s' ('.' and "
-                                        "'-' become '_'): rename one",
+                                        "pools '%s' and '%s' have the same C name '%s' (lower "
+                                        "case, '.' and '-' become '_'): rename one",
                                         m->pools[j].name, a->name, ci);
             }
         }
@@ -216,7 +223,11 @@ static int apply_pins(const tether_ir_graph *g, const tether_memory_options *m,
                                     spec, x->name, why);
         }
         tether_plan_buffer *b = &p->buffers[buffer_of[t]];
-        free((void *)b->pin_pool);
+        if (b->pin_pool) {
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "--pin %s: tensor '%s' is already pinned to pool '%s'", spec,
+                                    g->tensors[t].name, b->pin_pool);
+        }
         b->pin_pool = strdup(pool);
         if (!b->pin_pool) {
             return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "memory plan: out of memory");
@@ -235,7 +246,13 @@ int tether__memplan_problem_memory(const tether_ir_graph *g, const tether_memory
     if (!rc && m->npools > 0) { /* the given pools instead of the workspace */
         tether_plan_problem_clear_pools(p);
         for (int i = 0; i < m->npools && !rc; i++) {
-            rc = tether_plan_problem_add_pool(p, &m->pools[i]);
+            /* sizes are rounded up to 16 bytes, so the plan must end within the capacity
+             * rounded down to 16: the code never needs more than the pool has */
+            tether_plan_pool pool = m->pools[i];
+            if (pool.capacity != TETHER_PLAN_UNBOUNDED) {
+                pool.capacity &= ~(int64_t)15;
+            }
+            rc = tether_plan_problem_add_pool(p, &pool);
         }
     }
     if (!rc && (m->plan_inputs || m->plan_outputs)) {

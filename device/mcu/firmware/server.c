@@ -250,9 +250,9 @@ static int on_alloc(void) {
             pool++;
         }
         if (pool == board->npools) {
-            char have[TETHER_BOARD_MAX_POOLS * 16] = "";
+            char have[TETHER_BOARD_MAX_POOLS * (TETHER_POOL_NAME_MAX + 2)] = "";
             size_t n = 0;
-            for (uint32_t i = 0; i < board->npools; i++) {
+            for (uint32_t i = 0; i < board->npools && n < sizeof have; i++) {
                 n += tether_format(have + n, sizeof have - n, "%s%s", i ? ", " : "",
                                    board->pools[i].name);
             }
