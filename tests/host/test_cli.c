@@ -1072,6 +1072,17 @@ static void stop_tetherd(pid_t pid) {
     waitpid(pid, NULL, 0);
 }
 
+/* Two KWS outputs (12 floats) agree within 1e-5. */
+static void assert_same_probs(const char *x, const char *y) {
+    tether_npy a = read_npy(x), b = read_npy(y);
+    assert_int_equal(a.nbytes, b.nbytes);
+    assert_int_equal(a.nbytes, 12 * sizeof(float));
+    for (int i = 0; i < 12; i++)
+        assert_true(fabsf(((float *)a.data)[i] - ((float *)b.data)[i]) < 1e-5f);
+    tether_npy_free(&a);
+    tether_npy_free(&b);
+}
+
 /* Two-pool models on tetherd: the device lists its pools (info), a MODEL compiled with two pools
  * (one spilling, graph input and output planned, a pin) runs equal to the interpreter; a pool the
  * device lacks, one over the device pool's size, a plan that fits no pool, a pin to a missing
@@ -1108,12 +1119,7 @@ static void test_pools_on_tetherd(void **state) {
                     TETHER_SOURCE_DIR, url, abis[k]);
         if (rc)
             fail_msg("%s: %s", abis[k], o);
-        tether_npy a = read_npy("probs.npy"), b = read_npy("ref.npy");
-        assert_int_equal(a.nbytes, b.nbytes);
-        for (int i = 0; i < 12; i++)
-            assert_true(fabsf(((float *)a.data)[i] - ((float *)b.data)[i]) < 1e-5f);
-        tether_npy_free(&a);
-        tether_npy_free(&b);
+        assert_same_probs("probs.npy", "ref.npy");
     }
     /* --pool NAME takes the size of the device's pool (sram: 4096 from HELLO) */
     rc = tether(&o,
@@ -1122,11 +1128,7 @@ static void test_pools_on_tetherd(void **state) {
                 TETHER_SOURCE_DIR, url);
     if (rc)
         fail_msg("%s", o);
-    tether_npy a4 = read_npy("probs4.npy"), b4 = read_npy("ref.npy");
-    for (int i = 0; i < 12; i++)
-        assert_true(fabsf(((float *)a4.data)[i] - ((float *)b4.data)[i]) < 1e-5f);
-    tether_npy_free(&a4);
-    tether_npy_free(&b4);
+    assert_same_probs("probs4.npy", "ref.npy");
     rc = tether(&o, "compile '%s/examples/kws/kws.json' -o art0 --pool sram", TETHER_SOURCE_DIR);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(o, "--pool sram has no size"));
