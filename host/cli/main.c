@@ -1311,23 +1311,25 @@ static int cmd_run(int argc, char **argv, int bench) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tether <command> [options]   (tether <command> --help for details)\n"
-               "       tether --version\n"
-               "  info      show a device's capabilities (HELLO)\n"
-               "  upload    upload and load a shared object\n"
-               "  run       upload a module or artifact, run a function, read outputs back\n"
-               "  bench     as run, then time it (TIME: number/repeat/min-repeat-ms)\n"
+    fprintf(f,
+            "usage: tether <command> [options]   (tether <command> --help for details)\n"
+            "       tether --version\n"
+            "  info      show a device's capabilities (HELLO)\n"
+            "  upload    upload and load a shared object\n"
+            "  run       upload a module or artifact, run a function, read outputs back\n"
+            "  bench     as run, then time it (TIME: number/repeat/min-repeat-ms)\n"
 #ifdef TETHER_HAVE_COMPILER
-               "  compile   compile a model into an artifact directory (--upload: and link,\n"
-               "            upload and load it on --device, e.g. an MCU board)\n"
-               "  import    convert a model (ONNX) into the tether JSON model format\n"
-               "  plan      plan a model's memory\n"
-               "  plan-buffers  plan a buffer list (JSON) with the memory planner\n"
-               "  ab        compile a model with both ABIs, run both on a device, compare\n"
-               "  tune      search a model's schedule knobs, measured on a device\n"
+            "  compile   compile a model into an artifact directory (--upload: and link,\n"
+            "            upload and load it on --device, e.g. an MCU board)\n"
+            "  import    convert a model (ONNX) into the tether JSON model format\n"
+            "  plan      plan a model's memory\n"
+            "  plan-buffers  plan a buffer list (JSON) with the memory planner\n"
+            "  ab        compile a model with both ABIs, run both on a device, compare\n"
+            "  tune      search a model's schedule knobs, measured on a device\n"
 #endif
-               "Devices: --device tcp://HOST:PORT | uart:///dev/ttyX?baud=N | local: (default;\n"
-               "spawns tetherd, found through $TETHER_TETHERD or PATH).\n");
+            "Devices: --device tcp://HOST:PORT | uart:///dev/ttyX?baud=N | tcp-serial://HOST:PORT\n"
+            "         (a serial line over TCP, e.g. ser2net) | local: (default;\n"
+            "spawns tetherd, found through $TETHER_TETHERD or PATH).\n");
 }
 
 int main(int argc, char **argv) {

@@ -60,8 +60,8 @@ static void copy_str(char *dst, size_t size, tether_rpc_str s) {
 
 /* A device URL taken apart (syntax only; nothing is opened). */
 typedef struct device_url {
-    enum { URL_LOCAL, URL_TCP, URL_UART } kind;
-    char host[256]; /* tcp */
+    enum { URL_LOCAL, URL_TCP, URL_UART, URL_TCP_SERIAL } kind;
+    char host[256]; /* tcp, tcp-serial */
     uint16_t port;
     char path[512]; /* uart */
     uint32_t baud;
@@ -73,22 +73,25 @@ static int split_url(const char *url, device_url *u) {
         u->kind = URL_LOCAL;
         return 0;
     }
-    if (strncmp(url, "tcp://", 6) == 0) {
-        const char *hp = url + 6;
+    int serial = strncmp(url, "tcp-serial://", 13) == 0;
+    if (strncmp(url, "tcp://", 6) == 0 || serial) {
+        /* tcp-serial://HOST:PORT: a serial line exported over TCP (ser2net raw mode) */
+        const char *hp = url + (serial ? 13 : 6);
+        const char *scheme = serial ? "tcp-serial" : "tcp";
         const char *colon;
-        u->kind = URL_TCP;
+        u->kind = serial ? URL_TCP_SERIAL : URL_TCP;
         if (hp[0] == '[') {
             const char *end = strchr(hp, ']');
             if (!end || end[1] != ':' || end == hp + 1 || (size_t)(end - hp - 1) >= sizeof u->host)
-                return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                        "bad URL '%s': want tcp://[v6]:PORT", url);
+                return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': want %s://[v6]:PORT",
+                                        url, scheme);
             memcpy(u->host, hp + 1, (size_t)(end - hp - 1));
             colon = end + 1;
         } else {
             colon = strrchr(hp, ':');
             if (!colon || colon == hp || (size_t)(colon - hp) >= sizeof u->host)
-                return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                        "bad URL '%s': want tcp://HOST:PORT", url);
+                return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': want %s://HOST:PORT",
+                                        url, scheme);
             memcpy(u->host, hp, (size_t)(colon - hp));
         }
         char *end;
@@ -123,18 +126,19 @@ static int split_url(const char *url, device_url *u) {
         }
         return 0;
     }
-    return tether_set_error(TETHER_ERR_INVALID_ARG,
-                            "unknown device URL '%s' (use tcp://HOST:PORT, uart:///dev/ttyX?baud=N "
-                            "or local:)",
-                            url);
+    return tether_set_error(
+        TETHER_ERR_INVALID_ARG,
+        "unknown device URL '%s' (use tcp://HOST:PORT, uart:///dev/ttyX?baud=N, "
+        "tcp-serial://HOST:PORT or local:)",
+        url);
 }
 
 int tether_device_url_check(const char *url) {
     device_url u;
     if (!url || !*url)
         return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                "empty device URL (use tcp://HOST:PORT, uart:///dev/ttyX?baud=N "
-                                "or local:)");
+                                "empty device URL (use tcp://HOST:PORT, uart:///dev/ttyX?baud=N, "
+                                "tcp-serial://HOST:PORT or local:)");
     return split_url(url, &u);
 }
 
@@ -164,6 +168,10 @@ static int parse_url(const char *url, tether_transport *t, int *retries,
     }
     if (u.kind == URL_TCP)
         return tether_transport_tcp_connect(t, u.host, u.port, 0, timeout_ms);
+    if (u.kind == URL_TCP_SERIAL) { /* a board's UART over TCP: lost frames are resent */
+        *retries = 2;
+        return tether_transport_tcp_serial_connect(t, u.host, u.port, 0, timeout_ms);
+    }
     *retries = 2;
     tether_uart_open_options uo = {0};
     if (opt) {

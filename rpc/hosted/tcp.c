@@ -67,12 +67,9 @@ static void on_timeout(uv_timer_t *t) {
     uv_close((uv_handle_t *)&s->tcp, NULL); /* cancels the connect request */
 }
 
-int tether_transport_tcp_connect(tether_transport *t, const char *host, uint16_t port,
-                                 uint32_t max_frame, int timeout_ms) {
-    if (!t || !host)
-        return tether_set_error(TETHER_ERR_INVALID_ARG, "tcp connect: no host");
-    memset(t, 0, sizeof *t);
-    t->fd_read = t->fd_write = -1;
+/* Connects to host:port within timeout_ms; *out = a blocking socket with TCP_NODELAY. */
+static int connect_fd(const char *host, uint16_t port, int timeout_ms, int *out) {
+    *out = -1;
     uv_loop_t loop;
     if (uv_loop_init(&loop) != 0)
         return tether_set_error(TETHER_ERR_IO, "tcp connect: cannot create an event loop");
@@ -123,10 +120,34 @@ int tether_transport_tcp_connect(tether_transport *t, const char *host, uint16_t
         return tether_set_error(last == UV_ETIMEDOUT ? TETHER_ERR_TIMEOUT : TETHER_ERR_IO,
                                 "tcp: cannot connect to %s port %u: %s", host, (unsigned)port,
                                 uv_strerror(last));
-    rc = tether_transport_fd_open(t, TETHER_TRANSPORT_TCP, fd, fd, max_frame, true);
+    *out = fd;
+    return TETHER_OK;
+}
+
+static int connect_kind(tether_transport *t, tether_transport_kind kind, const char *host,
+                        uint16_t port, uint32_t max_frame, int timeout_ms) {
+    if (!t || !host)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "tcp connect: no host");
+    memset(t, 0, sizeof *t);
+    t->fd_read = t->fd_write = -1;
+    int fd;
+    int rc = connect_fd(host, port, timeout_ms, &fd);
+    if (rc)
+        return rc;
+    rc = tether_transport_fd_open(t, kind, fd, fd, max_frame, true);
     if (rc)
         close(fd);
     return rc;
+}
+
+int tether_transport_tcp_connect(tether_transport *t, const char *host, uint16_t port,
+                                 uint32_t max_frame, int timeout_ms) {
+    return connect_kind(t, TETHER_TRANSPORT_TCP, host, port, max_frame, timeout_ms);
+}
+
+int tether_transport_tcp_serial_connect(tether_transport *t, const char *host, uint16_t port,
+                                        uint32_t max_frame, int timeout_ms) {
+    return connect_kind(t, TETHER_TRANSPORT_UART, host, port, max_frame, timeout_ms);
 }
 
 /* ---- listener ---- */

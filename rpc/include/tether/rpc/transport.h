@@ -87,6 +87,13 @@ int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, in
 int tether_transport_tcp_connect(tether_transport *t, const char *host, uint16_t port,
                                  uint32_t max_frame, int timeout_ms);
 
+/* A serial line exported over TCP (ser2net's raw mode, QEMU's -serial tcp:...): a TCP client
+ * like tether_transport_tcp_connect whose byte stream carries the UART framing (COBS frames
+ * with CRC-16, docs/rpc.md) of the board at the other end, unchanged. The transport's kind is
+ * TETHER_TRANSPORT_UART, so the session treats it as a serial link (small frames, resends). */
+int tether_transport_tcp_serial_connect(tether_transport *t, const char *host, uint16_t port,
+                                        uint32_t max_frame, int timeout_ms);
+
 /* This process's stdin/stdout (a device server run as a child of the host). Not owned. */
 int tether_transport_stdio_open(tether_transport *t, uint32_t max_frame);
 
