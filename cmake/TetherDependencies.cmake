@@ -11,10 +11,12 @@ endfunction()
 
 tether_require_pc(LIBUV libuv libuv1-dev)
 tether_require_pc(MSGPACK msgpack libmsgpack-dev)
-tether_require_pc(CJSON libcjson libcjson-dev)
 tether_require_pc(SODIUM libsodium libsodium-dev)
-tether_require_pc(CMOCKA cmocka libcmocka-dev)
-tether_require_pc(PROTOBUF_C libprotobuf-c libprotobuf-c-dev)
+if(NOT TETHER_DEVICE_ONLY) # the host side: reports, tests, ONNX import
+    tether_require_pc(CJSON libcjson libcjson-dev)
+    tether_require_pc(CMOCKA cmocka libcmocka-dev)
+    tether_require_pc(PROTOBUF_C libprotobuf-c libprotobuf-c-dev)
+endif()
 
 # dlpack is header-only. The cross (arm-none-eabi) builds must not see the host's /usr/include,
 # so the one header is mirrored into the build tree and that folder is what every target uses.

@@ -3,10 +3,13 @@
 # at configure time with a message naming what is missing.
 
 option(TETHER_SANITIZE "Build with -fsanitize=address,undefined" OFF)
+# Only the device side: crt, rpc and tetherd, needing libuv, msgpack-c and libsodium alone (for a
+# cross build with cmake/toolchains/aarch64-linux-gnu.cmake; no host tools, tests or firmware).
+option(TETHER_DEVICE_ONLY "Build only crt, rpc and tetherd (device cross builds)" OFF)
 option(TETHER_WERROR "Treat compiler warnings as errors (scripts/test and CI turn it on)" OFF)
 
 find_program(TETHER_ARM_GCC arm-none-eabi-gcc)
-if(TETHER_ARM_GCC)
+if(TETHER_ARM_GCC AND NOT TETHER_DEVICE_ONLY)
     set(_tether_mcu_default ON)
 else()
     set(_tether_mcu_default OFF)
@@ -18,10 +21,24 @@ if(TETHER_WITH_MCU AND NOT TETHER_ARM_GCC)
                         "installs gcc-arm-none-eabi)")
 endif()
 
+# tetherd for aarch64 boards and phones, cross-built in its own tree (build/aarch64) with
+# cmake/toolchains/aarch64-linux-gnu.cmake: needs gcc-aarch64-linux-gnu and the arm64 -dev
+# packages of libuv, msgpack-c and libsodium (multiarch; scripts/setup installs them).
+find_program(TETHER_AARCH64_GCC aarch64-linux-gnu-gcc)
+set(_tether_a64_default OFF)
+if(TETHER_AARCH64_GCC AND NOT TETHER_DEVICE_ONLY AND
+   EXISTS /usr/lib/aarch64-linux-gnu/pkgconfig/libuv.pc AND
+   EXISTS /usr/lib/aarch64-linux-gnu/pkgconfig/msgpack.pc AND
+   EXISTS /usr/lib/aarch64-linux-gnu/pkgconfig/libsodium.pc)
+    set(_tether_a64_default ON)
+endif()
+option(TETHER_WITH_AARCH64_TETHERD "Cross-build tetherd for aarch64 Linux (build/aarch64)"
+       ${_tether_a64_default})
+
 # OpenCL: the ICD loader plus headers (ocl-icd-opencl-dev, opencl-c-headers).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(TETHER_OPENCL_PC QUIET IMPORTED_TARGET OpenCL)
-if(TETHER_OPENCL_PC_FOUND)
+if(TETHER_OPENCL_PC_FOUND AND NOT TETHER_DEVICE_ONLY)
     set(_tether_ocl_default ON)
 else()
     set(_tether_ocl_default OFF)
@@ -34,7 +51,7 @@ if(TETHER_WITH_OPENCL AND NOT TETHER_OPENCL_PC_FOUND)
 endif()
 
 # libFuzzer targets need clang; they are built in their own tree by scripts/test.
-if(CMAKE_C_COMPILER_ID MATCHES "Clang")
+if(CMAKE_C_COMPILER_ID MATCHES "Clang" AND NOT TETHER_DEVICE_ONLY)
     set(_tether_fuzz_default ON)
 else()
     set(_tether_fuzz_default OFF)

@@ -1371,6 +1371,8 @@ static int on_seq_request(session *s, const tether_rpc_msg *req, tether_rpc_msg 
                                     tether_last_error());
         return on_seq(s, req, rep);
     }
+#else
+    (void)s, (void)rep;
 #endif
     return tether_set_error(TETHER_ERR_UNSUPPORTED,
                             "%s: this device has no OpenCL layer (HELLO: opencl no)",
