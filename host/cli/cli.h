@@ -63,6 +63,9 @@ const char *tether_cli_tempdir_shown(const char *path);
 /* Prints one line about an array: dtype, shape, min/max/mean and the first values. */
 void tether_cli_summary(const char *name, const tether_npy *n);
 
+/* pool.c: `tether pool add|status` (docs/remote-boards.md). */
+int tether_cli_cmd_pool(int argc, char **argv);
+
 /* Opens a session like every device command (token file, progress bar, device LOG
  * lines on stderr). Prints the error and returns 1 on failure. */
 int tether_cli_open(const tether_cli_device *dev, tether_session **s);

@@ -1327,8 +1327,10 @@ static void usage(FILE *f) {
             "  ab        compile a model with both ABIs, run both on a device, compare\n"
             "  tune      search a model's schedule knobs, measured on a device\n"
 #endif
+            "  pool      a shared device pool on Redis: add a device, status\n"
             "Devices: --device tcp://HOST:PORT | uart:///dev/ttyX?baud=N | tcp-serial://HOST:PORT\n"
-            "         (a serial line over TCP, e.g. ser2net) | local: (default;\n"
+            "         (a serial line over TCP, e.g. ser2net) | pool://HOST:PORT/KEY (a device of\n"
+            "         KEY from the pool, queued first come first served) | local: (default;\n"
             "spawns tetherd, found through $TETHER_TETHERD or PATH).\n");
 }
 
@@ -1356,6 +1358,8 @@ int main(int argc, char **argv) {
         return cmd_run(argc - 1, argv + 1, 0);
     if (!strcmp(cmd, "bench"))
         return cmd_run(argc - 1, argv + 1, 1);
+    if (!strcmp(cmd, "pool"))
+        return tether_cli_cmd_pool(argc - 1, argv + 1);
 #ifdef TETHER_HAVE_COMPILER
     if (!strcmp(cmd, "compile")) {
         for (int i = 2; i < argc; i++) /* a device to upload to or to compile for */

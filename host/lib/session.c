@@ -11,6 +11,7 @@
  * A serial line is locked by the transport from open to close (reconnect keeps it open).
  */
 #include "tether/host.h"
+#include "tether/pool.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -25,6 +26,7 @@
 #include "tether/rpc.h"
 
 struct tether_session {
+    tether_pool_lease *pool; /* pool:// URLs: the device's lease, given back at close */
     tether_transport t;
     tether_rpc_client c;
     bool connected; /* t and c are open */
@@ -135,6 +137,11 @@ static int split_url(const char *url, device_url *u) {
 
 int tether_device_url_check(const char *url) {
     device_url u;
+    if (url && strncmp(url, "pool://", 7) == 0) {
+        char host[256], key[128];
+        uint16_t port;
+        return tether_pool_url_parse(url, host, sizeof host, &port, key, sizeof key);
+    }
     if (!url || !*url)
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "empty device URL (use tcp://HOST:PORT, uart:///dev/ttyX?baud=N, "
@@ -362,6 +369,7 @@ static int hello(tether_session *s) {
 
 static void session_free(tether_session *s) {
     disconnect(s);
+    tether_pool_release(s->pool);
     if (s->token) {
         memset(s->token, 0, s->opt.token_len);
         free(s->token);
@@ -390,6 +398,24 @@ int tether_session_open(tether_session **out, const char *url, const tether_sess
     s->progress_ctx = s->opt.progress_ctx;
     s->log = s->opt.log;
     s->log_ctx = s->opt.log_ctx;
+    if (url && strncmp(url, "pool://", 7) == 0) { /* lease a device of the pool, then open it */
+        char host[256], key[128];
+        uint16_t port;
+        int prc = tether_pool_url_parse(url, host, sizeof host, &port, key, sizeof key);
+        tether_pool_acquire_options po = {0};
+        po.timeout_ms = opt && opt->wait_ms > 0 ? opt->wait_ms : -1;
+        const char *lease_env = getenv("TETHER_POOL_LEASE_MS"); /* tests: notice deaths sooner */
+        po.lease_ms = lease_env ? atoi(lease_env) : 0;
+        if (!prc)
+            prc = tether_pool_acquire(host, port, key, &po, &s->pool);
+        if (prc) {
+            char e[TETHER_ERROR_MSG_MAX];
+            snprintf(e, sizeof e, "%s", tether_last_error());
+            session_free(s);
+            return tether_set_error(prc, "%s", e);
+        }
+        url = tether_pool_lease_url(s->pool);
+    }
     s->url = strdup(url ? url : "local:");
     if (opt && opt->tetherd) {
         snprintf(s->tetherd, sizeof s->tetherd, "%s", opt->tetherd);
@@ -411,8 +437,12 @@ int tether_session_open(tether_session **out, const char *url, const tether_sess
     if (rc) {
         char e[TETHER_ERROR_MSG_MAX];
         snprintf(e, sizeof e, "%s", tether_last_error());
+        char dev[300] = "";
+        if (s->pool)
+            snprintf(dev, sizeof dev, "pool device %s (%s): ", tether_pool_lease_device(s->pool),
+                     s->url);
         session_free(s);
-        return tether_set_error(rc, "%s", e);
+        return tether_set_error(rc, "%s%s", dev, e);
     }
     *out = s;
     return 0;

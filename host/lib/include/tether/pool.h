@@ -1,0 +1,71 @@
+/*
+ * tether pool: shared devices through a Redis server (docs/remote-boards.md, "A device pool").
+ *
+ * Devices register under a key ("mps2-an385", "aarch64-linux") with their URL and capabilities
+ * and keep the record alive with a heartbeat; clients queue per key, first come first served,
+ * and hold a device through a lease that a background thread renews. A client that dies stops
+ * renewing: its lease and its place in the queue expire. A device whose heartbeat stops drops out
+ * of the pool. `--device pool://HOST:PORT/KEY` (tether_session_open) leases a device for the
+ * session's lifetime.
+ *
+ * Ownership: tether_pool_lease and tether_pool_device are opaque; release / stop them exactly once.
+ * Errors: int status (0 ok, negative tether_status), the text in tether_last_error().
+ */
+#ifndef TETHER_POOL_H
+#define TETHER_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Default lease and heartbeat lifetimes: a dead client or device is noticed within these. */
+#define TETHER_POOL_LEASE_MS_DEFAULT     5000
+#define TETHER_POOL_HEARTBEAT_MS_DEFAULT 5000
+
+typedef struct tether_pool_lease tether_pool_lease;
+typedef struct tether_pool_device tether_pool_device;
+
+/* Splits "pool://HOST:PORT/KEY"; 0 or TETHER_ERR_INVALID_ARG naming what is wrong. */
+int tether_pool_url_parse(const char *url, char *host, size_t host_size, uint16_t *port, char *key,
+                          size_t key_size);
+
+/* Called while waiting in the queue: how many tickets are ahead (first call and on change). */
+typedef void (*tether_pool_wait_fn)(void *ctx, const char *key, int ahead);
+
+typedef struct tether_pool_acquire_options {
+    int lease_ms;   /* 0 = TETHER_POOL_LEASE_MS_DEFAULT */
+    int timeout_ms; /* give up waiting after this long (TETHER_ERR_TIMEOUT); -1 = wait forever */
+    const char *holder; /* shown by status (default "pid@host") */
+    tether_pool_wait_fn on_wait;
+    void *wait_ctx;
+} tether_pool_acquire_options;
+
+/* Queues for a device of `key` at the Redis server host:port and waits for the lease (FIFO per
+ * key). On success *out holds the lease (renewed in the background) and the device's URL. */
+int tether_pool_acquire(const char *host, uint16_t port, const char *key,
+                        const tether_pool_acquire_options *o, tether_pool_lease **out);
+const char *tether_pool_lease_url(const tether_pool_lease *l);
+const char *tether_pool_lease_device(const tether_pool_lease *l); /* the device's name */
+uint64_t tether_pool_lease_ticket(const tether_pool_lease *l);    /* its place in the queue */
+/* Stops renewing and gives the device back. NULL is ignored. */
+void tether_pool_release(tether_pool_lease *l);
+
+/* Registers device `name` (unique in the pool) of `key` at `url` with capabilities (a JSON
+ * text, may be NULL) and keeps its record alive from a background thread (ttl_ms 0 = default).
+ * tether_pool_device_stop removes it. */
+int tether_pool_device_start(const char *host, uint16_t port, const char *key, const char *name,
+                             const char *url, const char *caps, int ttl_ms,
+                             tether_pool_device **out);
+void tether_pool_device_stop(tether_pool_device *d);
+
+/* The pool's state as a JSON text (malloc'd): {"devices": [{name, key, url, caps, holder,
+ * ttl_ms}], "queues": [{key, waiting: [holder...]}]}. */
+int tether_pool_status_json(const char *host, uint16_t port, char **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TETHER_POOL_H */

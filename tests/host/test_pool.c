@@ -1,0 +1,474 @@
+/*
+ * The device pool on Redis (tether/pool.h, `tether pool`, pool:// URLs) against a redis-server
+ * this test starts on 127.0.0.1: 4 tetherd devices registered by `tether pool add` serve 16
+ * concurrent `tether run` clients (every output equal to the interpreter, nothing held after);
+ * grants follow the queue order; a client killed with SIGKILL while holding a device loses it
+ * when its lease expires; a device killed mid-run gives its client a clean error, drops out of
+ * the pool, and a key without devices is refused at once.
+ */
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "tether/crt.h"
+#include "tether/npy.h"
+#include "tether/pool.h"
+
+#define NDEV     4
+#define NCLIENTS 16
+
+static char dir[64] = "/tmp/tpoolXXXXXX";
+static int redis_port;
+static char redis_addr[64];
+static pid_t redis_pid = -1, tetherd_pid[NDEV + 1], agent_pid[NDEV + 1];
+
+/* A port on 127.0.0.1 that was free a moment ago. */
+static int free_port(void) {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t n = sizeof a;
+    int p = -1;
+    if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(s, (struct sockaddr *)&a, &n) == 0) {
+        p = ntohs(a.sin_port);
+    }
+    if (s >= 0) {
+        close(s);
+    }
+    return p;
+}
+
+/* Starts `sh -c cmd` (exec'd) in dir; the child dies with this test. */
+static pid_t spawn(const char *fmt, ...) {
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0); /* its own group: stop() ends it with every process it started */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (chdir(dir) != 0) {
+            _exit(127);
+        }
+        char full[2100];
+        snprintf(full, sizeof full, "exec %s", cmd);
+        execl("/bin/sh", "sh", "-c", full, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void stop(pid_t *pid, int sig) {
+    if (*pid > 0) {
+        kill(-*pid, sig);
+        while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        *pid = -1;
+    }
+}
+
+/* Runs `tether ARGS` in dir, output into out.txt; returns the exit code. */
+static int tether(char *out, size_t n, const char *fmt, ...) {
+    char args[1536], cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    static int seq;
+    char of[128];
+    snprintf(of, sizeof of, "%s/cmd%d.txt", dir, __atomic_fetch_add(&seq, 1, __ATOMIC_SEQ_CST));
+    snprintf(cmd, sizeof cmd, "cd '%s' && TETHER_POOL_LEASE_MS=1000 '%s' %s > '%s' 2>&1", dir,
+             TETHER_CLI, args, of);
+    int st = system(cmd);
+    FILE *f = fopen(of, "r");
+    size_t got = f ? fread(out, 1, n - 1, f) : 0;
+    if (f) {
+        fclose(f);
+    }
+    out[got] = 0;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static cJSON *status(void) {
+    char *text;
+    if (tether_pool_status_json("127.0.0.1", (uint16_t)redis_port, &text) != 0) {
+        fail_msg("status: %s", tether_last_error());
+    }
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    assert_non_null(j);
+    return j;
+}
+
+/* Devices of status j that are held, and queued tickets over every key. */
+static void count_status(cJSON *j, int *held, int *waiting, int *devices) {
+    *held = *waiting = *devices = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "devices")) {
+        (*devices)++;
+        *held += cJSON_IsString(cJSON_GetObjectItem(e, "holder"));
+    }
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "queues")) {
+        *waiting += cJSON_GetArraySize(cJSON_GetObjectItem(e, "waiting"));
+    }
+}
+
+/* Starts tetherd i on a free port and registers it under key as "dev<i>". */
+static void start_device(int i, const char *key) {
+    char pf[128], url[64];
+    snprintf(pf, sizeof pf, "%s/port%d", dir, i);
+    unlink(pf);
+    tetherd_pid[i] = spawn("'%s' --tcp 127.0.0.1:0 --port-file '%s' --quiet", TETHERD_PATH, pf);
+    int port = 0;
+    for (int k = 0; k < 500 && port <= 0; k++) {
+        FILE *f = fopen(pf, "r");
+        if (f) {
+            if (fscanf(f, "%d", &port) != 1) {
+                port = 0;
+            }
+            fclose(f);
+        }
+        if (port <= 0) {
+            usleep(10000);
+        }
+    }
+    assert_true(port > 0);
+    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
+    agent_pid[i] = spawn("'%s' pool add --redis %s --key %s --device %s --name dev%d --ttl-ms 1000",
+                         TETHER_CLI, redis_addr, key, url, i);
+    for (int k = 0; k < 500; k++) { /* registered? */
+        cJSON *j = status();
+        int found = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "devices")) {
+            char want[16];
+            snprintf(want, sizeof want, "dev%d", i);
+            found |= strcmp(cJSON_GetObjectItem(e, "name")->valuestring, want) == 0;
+        }
+        cJSON_Delete(j);
+        if (found) {
+            return;
+        }
+        usleep(10000);
+    }
+    fail_msg("device %d did not register", i);
+}
+
+static int setup(void **state) {
+    (void)state;
+    if (system("command -v redis-server >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "SKIP: redis-server not installed (scripts/setup installs it)\n");
+        exit(77);
+    }
+    if (!mkdtemp(dir)) {
+        return -1;
+    }
+    redis_port = free_port();
+    snprintf(redis_addr, sizeof redis_addr, "127.0.0.1:%d", redis_port);
+    redis_pid = spawn("redis-server --port %d --bind 127.0.0.1 --save '' --appendonly no "
+                      "--protected-mode yes",
+                      redis_port);
+    for (int k = 0; k < 500; k++) {
+        char *text;
+        if (tether_pool_status_json("127.0.0.1", (uint16_t)redis_port, &text) == 0) {
+            free(text);
+            return 0;
+        }
+        usleep(10000);
+    }
+    return -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    for (int i = 0; i <= NDEV; i++) {
+        stop(&agent_pid[i], SIGTERM);
+        stop(&tetherd_pid[i], SIGTERM);
+    }
+    stop(&redis_pid, SIGTERM);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void write_input(void) {
+    int64_t shape[] = {1, 1, 49, 10};
+    float x[490];
+    for (int i = 0; i < 490; i++) {
+        x[i] = (float)((i * 37) % 100) / 100.0f;
+    }
+    char p[128];
+    snprintf(p, sizeof p, "%s/mfcc.npy", dir);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 4, x), 0);
+}
+
+typedef struct client {
+    int index, rc;
+    char out[4096];
+} client;
+
+static void *client_main(void *arg) {
+    client *c = arg;
+    c->rc = tether(c->out, sizeof c->out,
+                   "run '%s/examples/kws/kws.json' --device pool://%s/x86 --in mfcc.npy "
+                   "--out out%d.npy",
+                   TETHER_SOURCE_DIR, redis_addr, c->index);
+    return NULL;
+}
+
+/* 4 devices x 16 clients at once: every run succeeds with the interpreter's outputs; then no
+ * device is held and nobody waits. */
+static void test_many_clients(void **state) {
+    (void)state;
+    for (int i = 0; i < NDEV; i++) {
+        start_device(i, "x86");
+    }
+    write_input();
+    char out[4096];
+    int rc = tether(out, sizeof out,
+                    "run '%s/examples/kws/kws.json' --reference --in mfcc.npy --out ref.npy",
+                    TETHER_SOURCE_DIR);
+    assert_int_equal(rc, 0);
+    static client cl[NCLIENTS];
+    pthread_t th[NCLIENTS];
+    for (int i = 0; i < NCLIENTS; i++) {
+        cl[i].index = i;
+        pthread_create(&th[i], NULL, client_main, &cl[i]);
+    }
+    for (int i = 0; i < NCLIENTS; i++) {
+        pthread_join(th[i], NULL);
+    }
+    char p[128];
+    snprintf(p, sizeof p, "%s/ref.npy", dir);
+    tether_npy ref;
+    assert_int_equal(tether_npy_read(p, &ref), 0);
+    for (int i = 0; i < NCLIENTS; i++) {
+        if (cl[i].rc != 0) {
+            fail_msg("client %d: exit %d: %s", i, cl[i].rc, cl[i].out);
+        }
+        snprintf(p, sizeof p, "%s/out%d.npy", dir, i);
+        tether_npy y;
+        assert_int_equal(tether_npy_read(p, &y), 0);
+        assert_int_equal(y.nbytes, ref.nbytes);
+        for (size_t k = 0; k < y.nbytes / 4; k++) {
+            assert_true(fabsf(((float *)y.data)[k] - ((float *)ref.data)[k]) < 1e-5f);
+        }
+        tether_npy_free(&y);
+    }
+    tether_npy_free(&ref);
+    cJSON *j = status();
+    int held, waiting, devices;
+    count_status(j, &held, &waiting, &devices);
+    cJSON_Delete(j);
+    assert_int_equal(devices, NDEV);
+    assert_int_equal(held, 0);
+    assert_int_equal(waiting, 0);
+    /* the text status names the devices */
+    rc = tether(out, sizeof out, "pool status --redis %s", redis_addr);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "dev0"));
+    assert_non_null(strstr(out, "(free)"));
+}
+
+/* Grants follow the queue: with the one "fair" device held, 6 waiters queued one after another
+ * get it in that order. */
+typedef struct waiter {
+    int index;
+    int *order, *next;
+    pthread_mutex_t *mu;
+    int rc;
+} waiter;
+
+static void *waiter_main(void *arg) {
+    waiter *w = arg;
+    tether_pool_acquire_options o = {.lease_ms = 2000, .timeout_ms = 20000};
+    tether_pool_lease *l;
+    w->rc = tether_pool_acquire("127.0.0.1", (uint16_t)redis_port, "fair", &o, &l);
+    if (w->rc == 0) {
+        pthread_mutex_lock(w->mu);
+        w->order[(*w->next)++] = w->index;
+        pthread_mutex_unlock(w->mu);
+        usleep(20000);
+        tether_pool_release(l);
+    }
+    return NULL;
+}
+
+static int queue_length(const char *key) {
+    cJSON *j = status();
+    int n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "queues")) {
+        if (strcmp(cJSON_GetObjectItem(e, "key")->valuestring, key) == 0) {
+            n = cJSON_GetArraySize(cJSON_GetObjectItem(e, "waiting"));
+        }
+    }
+    cJSON_Delete(j);
+    return n;
+}
+
+static void test_fifo(void **state) {
+    (void)state;
+    tether_pool_device *d;
+    assert_int_equal(tether_pool_device_start("127.0.0.1", (uint16_t)redis_port, "fair", "fair0",
+                                              "tcp://127.0.0.1:1", "{}", 2000, &d),
+                     0);
+    tether_pool_acquire_options o = {.lease_ms = 2000, .timeout_ms = 5000};
+    tether_pool_lease *first;
+    assert_int_equal(tether_pool_acquire("127.0.0.1", (uint16_t)redis_port, "fair", &o, &first), 0);
+    assert_string_equal(tether_pool_lease_device(first), "fair0");
+    enum { N = 6 };
+    waiter w[N];
+    pthread_t th[N];
+    int order[N], next = 0;
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    for (int i = 0; i < N; i++) {
+        w[i] = (waiter){i, order, &next, &mu, -1};
+        pthread_create(&th[i], NULL, waiter_main, &w[i]);
+        for (int k = 0; k < 500 && queue_length("fair") < i + 1; k++) { /* queued, in order */
+            usleep(10000);
+        }
+        assert_int_equal(queue_length("fair"), i + 1);
+    }
+    tether_pool_release(first);
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(w[i].rc, 0);
+    }
+    assert_int_equal(next, N);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(order[i], i);
+    }
+    /* a client killed with SIGKILL while holding the device: its lease expires */
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        tether_pool_acquire_options co = {.lease_ms = 1000, .timeout_ms = 5000};
+        tether_pool_lease *l;
+        char ok = tether_pool_acquire("127.0.0.1", (uint16_t)redis_port, "fair", &co, &l) == 0;
+        if (write(pfd[1], &ok, 1) != 1) {
+            _exit(1);
+        }
+        pause();
+        _exit(0);
+    }
+    char ok = 0;
+    assert_int_equal(read(pfd[0], &ok, 1), 1);
+    assert_int_equal(ok, 1);
+    close(pfd[0]);
+    close(pfd[1]);
+    cJSON *j = status();
+    int held, waiting, devices;
+    count_status(j, &held, &waiting, &devices);
+    cJSON_Delete(j);
+    assert_true(held >= 1); /* the child holds fair0 */
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    tether_pool_lease *after;
+    o.timeout_ms = 10000; /* well over the dead client's 1 s lease */
+    assert_int_equal(tether_pool_acquire("127.0.0.1", (uint16_t)redis_port, "fair", &o, &after), 0);
+    tether_pool_release(after);
+    tether_pool_device_stop(d);
+}
+
+/* A device killed mid-run: its client ends with an error (not a hang), the device's record
+ * expires, and the key then has no device: refused at once with a reason. */
+static void *loss_client(void *arg) {
+    client *c = arg;
+    c->rc = tether(c->out, sizeof c->out,
+                   "bench '%s/examples/kws/kws.json' --device pool://%s/loss --in mfcc.npy "
+                   "--number 1 --repeat 5 --min-repeat-ms 2000",
+                   TETHER_SOURCE_DIR, redis_addr);
+    return NULL;
+}
+
+static int device_state(const char *name, int *held) {
+    cJSON *j = status();
+    int found = 0;
+    *held = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "devices")) {
+        if (strcmp(cJSON_GetObjectItem(e, "name")->valuestring, name) == 0) {
+            found = 1;
+            *held = cJSON_IsString(cJSON_GetObjectItem(e, "holder"));
+        }
+    }
+    cJSON_Delete(j);
+    return found;
+}
+
+static void test_device_loss(void **state) {
+    (void)state;
+    start_device(NDEV, "loss");
+    write_input();
+    char name[16];
+    snprintf(name, sizeof name, "dev%d", NDEV);
+    static client c;
+    pthread_t th;
+    pthread_create(&th, NULL, loss_client, &c);
+    int held = 0;
+    for (int k = 0; k < 3000 && !held; k++) { /* the client holds the device */
+        device_state(name, &held);
+        if (!held) {
+            usleep(10000);
+        }
+    }
+    assert_true(held);
+    usleep(500000); /* into the measurement */
+    stop(&agent_pid[NDEV], SIGKILL);
+    stop(&tetherd_pid[NDEV], SIGKILL); /* with its session processes */
+    pthread_join(th, NULL);
+    if (c.rc != 1) {
+        fail_msg("the client of a dead device: exit %d, output %s", c.rc, c.out);
+    }
+    assert_non_null(strstr(c.out, "tether bench: "));
+    int gone = 0;
+    for (int k = 0; k < 500 && !gone; k++) { /* its record expires (1 s heartbeat TTL) */
+        gone = !device_state(name, &held);
+        if (!gone) {
+            usleep(10000);
+        }
+    }
+    assert_true(gone);
+    char out[4096];
+    int rc = tether(out, sizeof out, "info --device pool://%s/loss", redis_addr);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "no device is registered under this key"));
+    cJSON *j = status();
+    int waiting, devices;
+    count_status(j, &held, &waiting, &devices);
+    cJSON_Delete(j);
+    assert_int_equal(held, 0); /* nothing left locked */
+    assert_int_equal(waiting, 0);
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_many_clients),
+        cmocka_unit_test(test_fifo),
+        cmocka_unit_test(test_device_loss),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
