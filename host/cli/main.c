@@ -381,6 +381,7 @@ typedef struct run_args {
     io_spec in[MAX_IO], out[MAX_IO];
     int nin, nout;
     uint32_t number, repeat, min_repeat_ms, cooldown_ms;
+    int pool_requeues; /* pool:// devices lost mid-run so far (the run is queued again) */
     uint32_t work_dim;
     uint64_t global[3], local[3];
     tether_remote_arg scalars[16];
@@ -1072,7 +1073,21 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
     return 0;
 }
 
+/* run_artifact's return when a pool:// device was lost mid-run and the run should be repeated
+ * on another device of the pool (at most POOL_REQUEUES times). */
+#define RUN_REQUEUE   3
+#define POOL_REQUEUES 2
+
+static int run_artifact_once(run_args *r, const char *dir, int bench);
+
 static int run_artifact(run_args *r, const char *dir, int bench) {
+    int rc;
+    while ((rc = run_artifact_once(r, dir, bench)) == RUN_REQUEUE)
+        r->pool_requeues++;
+    return rc;
+}
+
+static int run_artifact_once(run_args *r, const char *dir, int bench) {
     tether_artifact *a = NULL;
     tether_session *s = NULL;
     tether_npy in[MAX_IO], out[MAX_IO];
@@ -1114,6 +1129,15 @@ static int run_artifact(run_args *r, const char *dir, int bench) {
         tether_artifact_run(a, ins, outs, &q.call, kernel_ns) ||
         (bench && tether_artifact_time(a, r->number, r->repeat, r->min_repeat_ms, r->cooldown_ms,
                                        &q.ts, kernel_median))) {
+        const char *url = tether_cli_device_url(r->c.device);
+        if (tether_session_fault(s) && !strncmp(url, "pool://", 7) &&
+            r->pool_requeues < POOL_REQUEUES) {
+            /* the pool's device died under us: give it back, queue for another one */
+            fprintf(stderr, "tether %s: the pool's device was lost mid-run (%s); queuing again\n",
+                    g_cmd, tether_last_error());
+            rc = RUN_REQUEUE;
+            goto out;
+        }
         fail(1, "%s", tether_last_error());
         goto out;
     }
@@ -1122,7 +1146,7 @@ static int run_artifact(run_args *r, const char *dir, int bench) {
     else
         rc = report_run(r, bench, &q);
 out:
-    if (rc && s)
+    if (rc && rc != RUN_REQUEUE && s)
         tether_cli_after_failure(s, g_cmd);
     tether_artifact_free(a);
     if (s)

@@ -373,11 +373,24 @@ uint64_t tether_pool_lease_ticket(const tether_pool_lease *l) {
     return l->ticket;
 }
 
-void tether_pool_release(tether_pool_lease *l) {
+static void release(tether_pool_lease *l, int dead) {
     if (!l) {
         return;
     }
     ticker_stop(&l->t);
+    if (dead) {
+        char dk[300], devs[200];
+        snprintf(dk, sizeof dk, "tether:dev:%s", l->name);
+        snprintf(devs, sizeof devs, "tether:devs:%s", l->key);
+        redisReply *x = redisCommand(l->renew, "DEL %s", dk);
+        if (x) {
+            freeReplyObject(x);
+        }
+        x = redisCommand(l->renew, "SREM %s %s", devs, l->name);
+        if (x) {
+            freeReplyObject(x);
+        }
+    }
     redisReply *r =
         redisCommand(l->renew, "EVAL %s 1 %s %s del", own_lua, l->lease_key, l->ticket_s);
     if (r) {
@@ -391,10 +404,19 @@ void tether_pool_release(tether_pool_lease *l) {
     free(l);
 }
 
+void tether_pool_release(tether_pool_lease *l) {
+    release(l, 0);
+}
+
+void tether_pool_release_dead(tether_pool_lease *l) {
+    release(l, 1);
+}
+
 /* ---- devices ---- */
 
 struct tether_pool_device {
-    char dev_key[256], devs_key[200], name[128];
+    char dev_key[256], devs_key[200], name[128], key[128], url[512];
+    char *caps;
     int ttl_ms;
     redisContext *c;
     ticker t;
@@ -402,7 +424,13 @@ struct tether_pool_device {
 
 static void device_tick(void *arg) {
     tether_pool_device *d = arg;
-    redisReply *r = redisCommand(d->c, "PEXPIRE %s %d", d->dev_key, d->ttl_ms);
+    /* the whole record each time: one a client removed as dead comes back while we live */
+    redisReply *r =
+        redisCommand(d->c, "HSET %s key %s url %s caps %s", d->dev_key, d->key, d->url, d->caps);
+    if (r) {
+        freeReplyObject(r);
+    }
+    r = redisCommand(d->c, "PEXPIRE %s %d", d->dev_key, d->ttl_ms);
     if (r) {
         freeReplyObject(r);
     }
@@ -422,6 +450,13 @@ int tether_pool_device_start(const char *host, uint16_t port, const char *key, c
     }
     d->ttl_ms = ttl_ms > 0 ? ttl_ms : TETHER_POOL_HEARTBEAT_MS_DEFAULT;
     snprintf(d->name, sizeof d->name, "%s", name);
+    snprintf(d->key, sizeof d->key, "%s", key);
+    snprintf(d->url, sizeof d->url, "%s", url);
+    d->caps = strdup(caps ? caps : "{}");
+    if (!d->caps) {
+        free(d);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     snprintf(d->dev_key, sizeof d->dev_key, "tether:dev:%s", name);
     snprintf(d->devs_key, sizeof d->devs_key, "tether:devs:%s", key);
     int rc = redis_open(host, port, &d->c);
@@ -438,8 +473,7 @@ int tether_pool_device_start(const char *host, uint16_t port, const char *key, c
         }
     }
     if (!rc) {
-        rc = run(d->c, "HSET", "HSET %s key %s url %s caps %s", d->dev_key, key, url,
-                 caps ? caps : "{}");
+        rc = run(d->c, "HSET", "HSET %s key %s url %s caps %s", d->dev_key, key, url, d->caps);
     }
     if (!rc) {
         device_tick(d);
@@ -449,6 +483,7 @@ int tether_pool_device_start(const char *host, uint16_t port, const char *key, c
         if (d->c) {
             redisFree(d->c);
         }
+        free(d->caps);
         free(d);
         return rc;
     }
@@ -470,6 +505,7 @@ void tether_pool_device_stop(tether_pool_device *d) {
         freeReplyObject(r);
     }
     redisFree(d->c);
+    free(d->caps);
     free(d);
 }
 

@@ -369,7 +369,10 @@ static int hello(tether_session *s) {
 
 static void session_free(tether_session *s) {
     disconnect(s);
-    tether_pool_release(s->pool);
+    if (s->lost) /* the device died under this session: not handed to the next client */
+        tether_pool_release_dead(s->pool);
+    else
+        tether_pool_release(s->pool);
     if (s->token) {
         memset(s->token, 0, s->opt.token_len);
         free(s->token);
@@ -398,24 +401,6 @@ int tether_session_open(tether_session **out, const char *url, const tether_sess
     s->progress_ctx = s->opt.progress_ctx;
     s->log = s->opt.log;
     s->log_ctx = s->opt.log_ctx;
-    if (url && strncmp(url, "pool://", 7) == 0) { /* lease a device of the pool, then open it */
-        char host[256], key[128];
-        uint16_t port;
-        int prc = tether_pool_url_parse(url, host, sizeof host, &port, key, sizeof key);
-        tether_pool_acquire_options po = {0};
-        po.timeout_ms = opt && opt->wait_ms > 0 ? opt->wait_ms : -1;
-        const char *lease_env = getenv("TETHER_POOL_LEASE_MS"); /* tests: notice deaths sooner */
-        po.lease_ms = lease_env ? atoi(lease_env) : 0;
-        if (!prc)
-            prc = tether_pool_acquire(host, port, key, &po, &s->pool);
-        if (prc) {
-            char e[TETHER_ERROR_MSG_MAX];
-            snprintf(e, sizeof e, "%s", tether_last_error());
-            session_free(s);
-            return tether_set_error(prc, "%s", e);
-        }
-        url = tether_pool_lease_url(s->pool);
-    }
     s->url = strdup(url ? url : "local:");
     if (opt && opt->tetherd) {
         snprintf(s->tetherd, sizeof s->tetherd, "%s", opt->tetherd);
@@ -431,9 +416,38 @@ int tether_session_open(tether_session **out, const char *url, const tether_sess
         session_free(s);
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    int rc = connect_transport(s);
-    if (!rc)
-        rc = hello(s);
+    int rc = 0;
+    int pooled = url && strncmp(url, "pool://", 7) == 0;
+    for (int attempt = 0;; attempt++) {
+        if (pooled) { /* lease a device of the pool, then open it */
+            char host[256], key[128];
+            uint16_t port;
+            tether_pool_acquire_options po = {0};
+            po.timeout_ms = opt && opt->wait_ms > 0 ? opt->wait_ms : -1;
+            const char *lease_env = getenv("TETHER_POOL_LEASE_MS"); /* tests: sooner deaths */
+            po.lease_ms = lease_env ? atoi(lease_env) : 0;
+            rc = tether_pool_url_parse(url, host, sizeof host, &port, key, sizeof key);
+            if (!rc)
+                rc = tether_pool_acquire(host, port, key, &po, &s->pool);
+            if (rc)
+                break;
+            free(s->url);
+            s->url = strdup(tether_pool_lease_url(s->pool));
+            if (!s->url) {
+                rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+                break;
+            }
+        }
+        rc = connect_transport(s);
+        if (!rc)
+            rc = hello(s);
+        if (!rc || !s->pool || rc == TETHER_ERR_AUTH || attempt >= 2)
+            break;
+        /* the pool's device does not answer: drop it from the pool and lease another */
+        disconnect(s);
+        tether_pool_release_dead(s->pool);
+        s->pool = NULL;
+    }
     if (rc) {
         char e[TETHER_ERROR_MSG_MAX];
         snprintf(e, sizeof e, "%s", tether_last_error());

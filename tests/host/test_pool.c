@@ -3,8 +3,9 @@
  * this test starts on 127.0.0.1: 4 tetherd devices registered by `tether pool add` serve 16
  * concurrent `tether run` clients (every output equal to the interpreter, nothing held after);
  * grants follow the queue order; a client killed with SIGKILL while holding a device loses it
- * when its lease expires; a device killed mid-run gives its client a clean error, drops out of
- * the pool, and a key without devices is refused at once.
+ * when its lease expires; a device killed mid-run makes its client queue again and finish on
+ * another device, or end with an error when none is left; dead devices drop out of the pool, and
+ * a key without devices is refused at once.
  */
 #include <errno.h>
 #include <math.h>
@@ -36,7 +37,7 @@
 static char dir[64] = "/tmp/tpoolXXXXXX";
 static int redis_port;
 static char redis_addr[64];
-static pid_t redis_pid = -1, tetherd_pid[NDEV + 1], agent_pid[NDEV + 1];
+static pid_t redis_pid = -1, tetherd_pid[NDEV + 2], agent_pid[NDEV + 2];
 
 /* A port on 127.0.0.1 that was free a moment ago. */
 static int free_port(void) {
@@ -201,7 +202,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    for (int i = 0; i <= NDEV; i++) {
+    for (int i = 0; i < NDEV + 2; i++) {
         stop(&agent_pid[i], SIGTERM);
         stop(&tetherd_pid[i], SIGTERM);
     }
@@ -392,13 +393,14 @@ static void test_fifo(void **state) {
     tether_pool_device_stop(d);
 }
 
-/* A device killed mid-run: its client ends with an error (not a hang), the device's record
- * expires, and the key then has no device: refused at once with a reason. */
+/* A device killed mid-run: `tether bench` gives it back and queues again, finishing on the other
+ * device of the key; when the last device dies mid-run too, the client ends with an error (not a
+ * hang); the dead devices' records expire, and the key is then refused at once with a reason. */
 static void *loss_client(void *arg) {
     client *c = arg;
     c->rc = tether(c->out, sizeof c->out,
                    "bench '%s/examples/kws/kws.json' --device pool://%s/loss --in mfcc.npy "
-                   "--number 1 --repeat 5 --min-repeat-ms 2000",
+                   "--number 1 --repeat 3 --min-repeat-ms 1000",
                    TETHER_SOURCE_DIR, redis_addr);
     return NULL;
 }
@@ -418,32 +420,33 @@ static int device_state(const char *name, int *held) {
     return found;
 }
 
-static void test_device_loss(void **state) {
-    (void)state;
-    start_device(NDEV, "loss");
-    write_input();
-    char name[16];
-    snprintf(name, sizeof name, "dev%d", NDEV);
-    static client c;
+/* Runs a bench client, kills whichever of the devices `first`..`last` it holds once the
+ * measurement runs, and returns the killed device's index (the client's result in *c). */
+static int bench_and_kill(client *c, int first, int last) {
     pthread_t th;
-    pthread_create(&th, NULL, loss_client, &c);
-    int held = 0;
-    for (int k = 0; k < 3000 && !held; k++) { /* the client holds the device */
-        device_state(name, &held);
-        if (!held) {
+    pthread_create(&th, NULL, loss_client, c);
+    int victim = -1;
+    for (int k = 0; k < 3000 && victim < 0; k++) {
+        for (int i = first; i <= last && victim < 0; i++) {
+            char name[16];
+            int held;
+            snprintf(name, sizeof name, "dev%d", i);
+            if (tetherd_pid[i] > 0 && device_state(name, &held) && held) {
+                victim = i;
+            }
+        }
+        if (victim < 0) {
             usleep(10000);
         }
     }
-    assert_true(held);
+    assert_true(victim >= 0);
     usleep(500000); /* into the measurement */
-    stop(&agent_pid[NDEV], SIGKILL);
-    stop(&tetherd_pid[NDEV], SIGKILL); /* with its session processes */
+    stop(&agent_pid[victim], SIGKILL);
+    stop(&tetherd_pid[victim], SIGKILL); /* with its session processes */
     pthread_join(th, NULL);
-    if (c.rc != 1) {
-        fail_msg("the client of a dead device: exit %d, output %s", c.rc, c.out);
-    }
-    assert_non_null(strstr(c.out, "tether bench: "));
-    int gone = 0;
+    char name[16];
+    snprintf(name, sizeof name, "dev%d", victim);
+    int gone = 0, held;
     for (int k = 0; k < 500 && !gone; k++) { /* its record expires (1 s heartbeat TTL) */
         gone = !device_state(name, &held);
         if (!gone) {
@@ -451,12 +454,30 @@ static void test_device_loss(void **state) {
         }
     }
     assert_true(gone);
+    return victim;
+}
+
+static void test_device_loss(void **state) {
+    (void)state;
+    start_device(NDEV, "loss");
+    start_device(NDEV + 1, "loss");
+    write_input();
+    static client c1, c2;
+    int v = bench_and_kill(&c1, NDEV, NDEV + 1);
+    if (c1.rc != 0 || !strstr(c1.out, "lost mid-run") || !strstr(c1.out, "queuing again")) {
+        fail_msg("device %d lost: the client should finish on the other one: exit %d, %s", v, c1.rc,
+                 c1.out);
+    }
+    bench_and_kill(&c2, NDEV, NDEV + 1); /* the last one */
+    if (c2.rc != 1 || !strstr(c2.out, "tether bench: ")) {
+        fail_msg("the last device lost: exit %d, output %s", c2.rc, c2.out);
+    }
     char out[4096];
     int rc = tether(out, sizeof out, "info --device pool://%s/loss", redis_addr);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "no device is registered under this key"));
     cJSON *j = status();
-    int waiting, devices;
+    int held, waiting, devices;
     count_status(j, &held, &waiting, &devices);
     cJSON_Delete(j);
     assert_int_equal(held, 0); /* nothing left locked */

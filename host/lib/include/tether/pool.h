@@ -52,6 +52,10 @@ const char *tether_pool_lease_device(const tether_pool_lease *l); /* the device'
 uint64_t tether_pool_lease_ticket(const tether_pool_lease *l);    /* its place in the queue */
 /* Stops renewing and gives the device back. NULL is ignored. */
 void tether_pool_release(tether_pool_lease *l);
+/* The same for a device found dead (unreachable, or lost mid-run): its record is also removed,
+ * so the next client is not handed it again; a device that is alive after all comes back with
+ * its agent's next heartbeat. */
+void tether_pool_release_dead(tether_pool_lease *l);
 
 /* Registers device `name` (unique in the pool) of `key` at `url` with capabilities (a JSON
  * text, may be NULL) and keeps its record alive from a background thread (ttl_ms 0 = default).
