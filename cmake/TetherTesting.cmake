@@ -10,6 +10,7 @@ function(tether_add_test name)
     endif()
     add_executable(${name} ${T_SOURCES})
     target_link_libraries(${name} PRIVATE ${T_LIBS} PkgConfig::CMOCKA)
+    target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/common)
     target_compile_definitions(${name} PRIVATE
         TETHER_SOURCE_DIR="${PROJECT_SOURCE_DIR}" TETHER_BINARY_DIR="${PROJECT_BINARY_DIR}")
     add_test(NAME ${name} COMMAND ${name} ${T_ARGS})

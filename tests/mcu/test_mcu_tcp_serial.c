@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "free_port.h"
 #include "mcu_client.h"
 #include "tether/npy.h"
 
@@ -48,24 +49,6 @@ static int cli(const char *args) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-/* A port on 127.0.0.1 that was free a moment ago. */
-static int free_port(void) {
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t n = sizeof a;
-    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(s, (struct sockaddr *)&a, &n) != 0) {
-        if (s >= 0) {
-            close(s);
-        }
-        return -1;
-    }
-    close(s);
-    return ntohs(a.sin_port);
-}
-
 static int setup(void **state) {
     (void)state;
     if (system("command -v qemu-system-arm >/dev/null 2>&1") != 0) {
@@ -78,7 +61,7 @@ static int setup(void **state) {
     char fw[512], script[512], port[16];
     snprintf(fw, sizeof fw, "%s/tether-fw.elf", mcu_fw_dir);
     snprintf(script, sizeof script, "%s/scripts/qemu-board", TETHER_SOURCE_DIR);
-    int p = free_port();
+    int p = tether_test_free_port();
     if (p <= 0) {
         return -1;
     }
@@ -168,7 +151,7 @@ static void test_bad_urls(void **state) {
     assert_int_not_equal(cli("info --device tcp-serial://127.0.0.1"), 0);
     assert_non_null(strstr(out_text, "want tcp-serial://HOST:PORT"));
     char args[256];
-    int p = free_port(); /* nobody listens there */
+    int p = tether_test_free_port(); /* nobody listens there */
     snprintf(args, sizeof args, "info --device tcp-serial://127.0.0.1:%d --timeout-ms 2000", p);
     assert_int_equal(cli(args), 1);
     assert_non_null(strstr(out_text, "cannot connect to 127.0.0.1 port"));
