@@ -18,6 +18,7 @@
  * same steps `ab` takes; this file checks the input files, prints and writes.
  */
 #include <errno.h>
+#include <signal.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1130,8 +1131,8 @@ static int run_artifact_once(run_args *r, const char *dir, int bench) {
         (bench && tether_artifact_time(a, r->number, r->repeat, r->min_repeat_ms, r->cooldown_ms,
                                        &q.ts, kernel_median))) {
         const char *url = tether_cli_device_url(r->c.device);
-        if (tether_session_fault(s) && !strncmp(url, "pool://", 7) &&
-            r->pool_requeues < POOL_REQUEUES) {
+        if (tether_session_fault(s) && tether_last_status() == TETHER_ERR_IO &&
+            !strncmp(url, "pool://", 7) && r->pool_requeues < POOL_REQUEUES) {
             /* the pool's device died under us: give it back, queue for another one */
             fprintf(stderr, "tether %s: the pool's device was lost mid-run (%s); queuing again\n",
                     g_cmd, tether_last_error());
@@ -1365,6 +1366,9 @@ int main(int argc, char **argv) {
     }
     const char *cmd = argv[1];
     tether_cli_set_command(cmd);
+    /* a write to a connection the peer closed (Redis, a device) is an error, not a kill; the
+     * transports already avoid the signal on their own writes */
+    signal(SIGPIPE, SIG_IGN);
     tether_cli_onnx_init(); /* .onnx models and .pb arrays, when built with the ONNX front end */
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage(stdout);

@@ -65,6 +65,13 @@ static int pool_add(const char *host, uint16_t port, const char *key, const char
     char *caps = caps_of(tether_session_info(s));
     tether_session_close(s);
     const char *url = tether_cli_device_url(dev->url);
+    if (!strncmp(url, "uart:", 5) || !strncmp(url, "local:", 6) || strstr(url, "://127.") ||
+        strstr(url, "://localhost") || strstr(url, "://[::1]"))
+        fprintf(stderr,
+                "tether pool: note: clients connect to %s themselves; only clients on this "
+                "machine can (export a serial port with ser2net as tcp-serial://, give tetherd "
+                "an address they reach)\n",
+                url);
     /* SIGINT/SIGTERM unregister; they are waited for, not handled asynchronously */
     sigset_t set;
     sigemptyset(&set);

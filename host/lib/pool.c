@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,19 @@ static int redis_open(const char *host, uint16_t port, redisContext **out) {
     return 0;
 }
 
+/* A background thread's connection: reopened after an error (a Redis restart, a timeout), since
+ * hiredis does not recover a context once it failed. Returns the usable context or NULL. */
+static redisContext *usable(redisContext **c, const char *host, uint16_t port) {
+    if (*c && (*c)->err) {
+        redisFree(*c);
+        *c = NULL;
+    }
+    if (!*c && redis_open(host, port, c) != 0) {
+        *c = NULL;
+    }
+    return *c;
+}
+
 /* A command whose reply only has to be no error. */
 static int run(redisContext *c, const char *what, const char *fmt, ...) {
     va_list ap;
@@ -127,10 +141,16 @@ typedef struct ticker {
 
 static void *ticker_main(void *arg) {
     ticker *t = arg;
+    /* a write to a Redis connection that was reset must not kill the process (hiredis 0.14
+     * writes with write(), which raises SIGPIPE); blocked here, EPIPE is an error instead */
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
     pthread_mutex_lock(&t->mu);
     while (!t->stop) {
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
+        clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += t->period_ms / 1000;
         until.tv_nsec += (long)(t->period_ms % 1000) * 1000000L;
         if (until.tv_nsec >= 1000000000L) {
@@ -155,7 +175,11 @@ static void *ticker_main(void *arg) {
 static int ticker_start(ticker *t, int period_ms, void (*tick)(void *), void *ctx) {
     memset(t, 0, sizeof *t);
     pthread_mutex_init(&t->mu, NULL);
-    pthread_cond_init(&t->cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* no stall when the wall clock is set back */
+    pthread_cond_init(&t->cv, &ca);
+    pthread_condattr_destroy(&ca);
     t->period_ms = period_ms > 10 ? period_ms : 10;
     t->tick = tick;
     t->ctx = ctx;
@@ -223,14 +247,23 @@ struct tether_pool_lease {
 
 static void lease_tick(void *arg) {
     tether_pool_lease *l = arg;
-    char ms[16];
+    char ms[16], lease_key[sizeof l->lease_key];
     snprintf(ms, sizeof ms, "%d", l->lease_ms);
-    redisReply *r =
-        redisCommand(l->renew, "EVAL %s 1 %s %s %s", own_lua, l->lease_key, l->ticket_s, ms);
-    if (r) {
-        freeReplyObject(r);
+    pthread_mutex_lock(&l->t.mu); /* written by the acquiring thread */
+    memcpy(lease_key, l->lease_key, sizeof lease_key);
+    pthread_mutex_unlock(&l->t.mu);
+    redisContext *c = usable(&l->renew, l->host, l->port);
+    if (!c) {
+        return; /* Redis unreachable: tried again next tick, within the lease */
     }
-    r = redisCommand(l->renew, "PEXPIRE %s %s", l->ticket_key, ms);
+    redisReply *r;
+    if (lease_key[0]) {
+        r = redisCommand(c, "EVAL %s 1 %s %s %s", own_lua, lease_key, l->ticket_s, ms);
+        if (r) {
+            freeReplyObject(r);
+        }
+    }
+    r = redisCommand(c, "PEXPIRE %s %s", l->ticket_key, ms);
     if (r) {
         freeReplyObject(r);
     }
@@ -240,6 +273,7 @@ int tether_pool_acquire(const char *host, uint16_t port, const char *key,
                         const tether_pool_acquire_options *o, tether_pool_lease **out) {
     tether_pool_acquire_options d = {0};
     if (!o) {
+        d.timeout_ms = -1; /* no options: wait as long as it takes */
         o = &d;
     }
     *out = NULL;
@@ -301,7 +335,9 @@ int tether_pool_acquire(const char *host, uint16_t port, const char *key,
             snprintf(l->name, sizeof l->name, "%s", r->element[1]->str);
             snprintf(l->url, sizeof l->url, "%s",
                      r->element[2]->type == REDIS_REPLY_STRING ? r->element[2]->str : "");
+            pthread_mutex_lock(&l->t.mu);
             snprintf(l->lease_key, sizeof l->lease_key, "tether:lease:%s", l->name);
+            pthread_mutex_unlock(&l->t.mu);
             freeReplyObject(r);
             break;
         } else if (r->element[0]->integer == 2) {
@@ -378,6 +414,10 @@ static void release(tether_pool_lease *l, int dead) {
         return;
     }
     ticker_stop(&l->t);
+    if (!usable(&l->renew, l->host, l->port)) { /* the lease and ticket just expire */
+        free(l);
+        return;
+    }
     if (dead) {
         char dk[300], devs[200];
         snprintf(dk, sizeof dk, "tether:dev:%s", l->name);
@@ -415,6 +455,8 @@ void tether_pool_release_dead(tether_pool_lease *l) {
 /* ---- devices ---- */
 
 struct tether_pool_device {
+    char host[256];
+    uint16_t port;
     char dev_key[256], devs_key[200], name[128], key[128], url[512];
     char *caps;
     int ttl_ms;
@@ -422,19 +464,21 @@ struct tether_pool_device {
     ticker t;
 };
 
+/* The whole record, its lifetime and its set membership in one step (a record that a client
+ * removed as dead comes back while its agent lives; it never exists without a TTL). */
+static const char heartbeat_lua[] =
+    "redis.call('HSET', KEYS[1], 'key', ARGV[1], 'url', ARGV[2], 'caps', ARGV[3])\n"
+    "redis.call('PEXPIRE', KEYS[1], ARGV[4])\n"
+    "return redis.call('SADD', KEYS[2], ARGV[5])\n";
+
 static void device_tick(void *arg) {
     tether_pool_device *d = arg;
-    /* the whole record each time: one a client removed as dead comes back while we live */
-    redisReply *r =
-        redisCommand(d->c, "HSET %s key %s url %s caps %s", d->dev_key, d->key, d->url, d->caps);
-    if (r) {
-        freeReplyObject(r);
+    redisContext *c = usable(&d->c, d->host, d->port);
+    if (!c) {
+        return; /* tried again next tick */
     }
-    r = redisCommand(d->c, "PEXPIRE %s %d", d->dev_key, d->ttl_ms);
-    if (r) {
-        freeReplyObject(r);
-    }
-    r = redisCommand(d->c, "SADD %s %s", d->devs_key, d->name);
+    redisReply *r = redisCommand(c, "EVAL %s 2 %s %s %s %s %s %d %s", heartbeat_lua, d->dev_key,
+                                 d->devs_key, d->key, d->url, d->caps, d->ttl_ms, d->name);
     if (r) {
         freeReplyObject(r);
     }
@@ -452,6 +496,8 @@ int tether_pool_device_start(const char *host, uint16_t port, const char *key, c
     snprintf(d->name, sizeof d->name, "%s", name);
     snprintf(d->key, sizeof d->key, "%s", key);
     snprintf(d->url, sizeof d->url, "%s", url);
+    snprintf(d->host, sizeof d->host, "%s", host);
+    d->port = port;
     d->caps = strdup(caps ? caps : "{}");
     if (!d->caps) {
         free(d);
@@ -473,10 +519,10 @@ int tether_pool_device_start(const char *host, uint16_t port, const char *key, c
         }
     }
     if (!rc) {
-        rc = run(d->c, "HSET", "HSET %s key %s url %s caps %s", d->dev_key, key, url, d->caps);
+        rc = run(d->c, "register", "EVAL %s 2 %s %s %s %s %s %d %s", heartbeat_lua, d->dev_key,
+                 d->devs_key, d->key, d->url, d->caps, d->ttl_ms, d->name);
     }
     if (!rc) {
-        device_tick(d);
         rc = ticker_start(&d->t, d->ttl_ms / 3, device_tick, d);
     }
     if (rc) {
@@ -496,15 +542,17 @@ void tether_pool_device_stop(tether_pool_device *d) {
         return;
     }
     ticker_stop(&d->t);
-    redisReply *r = redisCommand(d->c, "DEL %s", d->dev_key);
-    if (r) {
-        freeReplyObject(r);
+    if (usable(&d->c, d->host, d->port)) {
+        redisReply *r = redisCommand(d->c, "DEL %s", d->dev_key);
+        if (r) {
+            freeReplyObject(r);
+        }
+        r = redisCommand(d->c, "SREM %s %s", d->devs_key, d->name);
+        if (r) {
+            freeReplyObject(r);
+        }
+        redisFree(d->c);
     }
-    r = redisCommand(d->c, "SREM %s %s", d->devs_key, d->name);
-    if (r) {
-        freeReplyObject(r);
-    }
-    redisFree(d->c);
     free(d->caps);
     free(d);
 }
@@ -563,7 +611,7 @@ static cJSON *get_str(redisContext *c, const char *fmt, const char *arg) {
 
 int tether_pool_status_json(const char *host, uint16_t port, char **out) {
     *out = NULL;
-    redisContext *c;
+    redisContext *c = NULL;
     int rc = redis_open(host, port, &c);
     if (rc) {
         return rc;

@@ -48,6 +48,8 @@ struct tether_session {
     char last_warn[TETHER_RPC_MAX_TEXT];
     /* lost session: why (fault report), "" while usable */
     bool lost;
+    int lost_status; /* the status that lost it: TETHER_ERR_IO = the connection itself */
+    bool serial_socket; /* tcp-serial://: UART framing, but a socket that can close */
     char fault[TETHER_ERROR_MSG_MAX];
     /* device time of the last CALL, for the expected duration of a following TIME */
     uint64_t last_call_ns;
@@ -199,6 +201,7 @@ static bool is_uart(const tether_session *s) {
 /* Marks the session lost with the current error text as the reason. */
 static void mark_lost(tether_session *s) {
     s->lost = true;
+    s->lost_status = tether_last_status();
     snprintf(s->fault, sizeof s->fault, "%s", tether_last_error());
 }
 
@@ -231,7 +234,7 @@ static int request_within(tether_session *s, tether_rpc_msg *req, tether_rpc_msg
         snprintf(e, sizeof e, "%s", tether_last_error());
         tether_set_error(rc, "the device restarted during the session: %s", e);
         mark_lost(s);
-    } else if (rc == TETHER_ERR_IO && !is_uart(s)) {
+    } else if (rc == TETHER_ERR_IO && (!is_uart(s) || s->serial_socket)) {
         mark_lost(s); /* the connection is gone */
     }
     return rc;
@@ -369,7 +372,8 @@ static int hello(tether_session *s) {
 
 static void session_free(tether_session *s) {
     disconnect(s);
-    if (s->lost) /* the device died under this session: not handed to the next client */
+    if (s->lost && s->lost_status == TETHER_ERR_IO) /* the device's connection died: it is not
+                                                      handed to the next client */
         tether_pool_release_dead(s->pool);
     else
         tether_pool_release(s->pool);
@@ -438,10 +442,12 @@ int tether_session_open(tether_session **out, const char *url, const tether_sess
                 break;
             }
         }
+        s->serial_socket = strncmp(s->url, "tcp-serial://", 13) == 0;
         rc = connect_transport(s);
         if (!rc)
             rc = hello(s);
-        if (!rc || !s->pool || rc == TETHER_ERR_AUTH || attempt >= 2)
+        /* only a device that cannot be reached is dropped and another leased */
+        if (!rc || !s->pool || (rc != TETHER_ERR_IO && rc != TETHER_ERR_TIMEOUT) || attempt >= 2)
             break;
         /* the pool's device does not answer: drop it from the pool and lease another */
         disconnect(s);
@@ -466,7 +472,7 @@ int tether_session_reconnect(tether_session *s) {
     if (!s)
         return tether_set_error(TETHER_ERR_INVALID_ARG, "reconnect: null session");
     int rc;
-    if (s->connected && is_uart(s)) {
+    if (s->connected && is_uart(s) && !s->serial_socket) {
         /* the serial line stays open, and so locked (no other client can take the device in
          * between); the device (rebooted or not) gets a new HELLO, which starts a new session
          * and frees whatever the old one held */

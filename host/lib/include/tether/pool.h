@@ -44,7 +44,9 @@ typedef struct tether_pool_acquire_options {
 } tether_pool_acquire_options;
 
 /* Queues for a device of `key` at the Redis server host:port and waits for the lease (FIFO per
- * key). On success *out holds the lease (renewed in the background) and the device's URL. */
+ * key; o NULL = defaults, waiting as long as it takes). On success *out holds the lease (renewed
+ * in the background, the renewal reconnecting after a Redis error) and the device's URL. A key
+ * without a live device fails at once (TETHER_ERR_NOT_FOUND). */
 int tether_pool_acquire(const char *host, uint16_t port, const char *key,
                         const tether_pool_acquire_options *o, tether_pool_lease **out);
 const char *tether_pool_lease_url(const tether_pool_lease *l);
@@ -57,16 +59,19 @@ void tether_pool_release(tether_pool_lease *l);
  * its agent's next heartbeat. */
 void tether_pool_release_dead(tether_pool_lease *l);
 
-/* Registers device `name` (unique in the pool) of `key` at `url` with capabilities (a JSON
- * text, may be NULL) and keeps its record alive from a background thread (ttl_ms 0 = default).
- * tether_pool_device_stop removes it. */
+/* Registers device `name` (unique in the pool: a live record of that name is refused; the check
+ * and the registration are two steps, so two agents started at the same instant with one name
+ * may both pass) of `key` at `url` with capabilities (a JSON text, may be NULL) and keeps its
+ * record alive from a background thread (ttl_ms 0 = default). `url` is what clients connect to:
+ * it must be reachable from them. tether_pool_device_stop removes it. */
 int tether_pool_device_start(const char *host, uint16_t port, const char *key, const char *name,
                              const char *url, const char *caps, int ttl_ms,
                              tether_pool_device **out);
 void tether_pool_device_stop(tether_pool_device *d);
 
-/* The pool's state as a JSON text (malloc'd): {"devices": [{name, key, url, caps, holder,
- * ttl_ms}], "queues": [{key, waiting: [holder...]}]}. */
+/* The pool's state as a JSON text (malloc'd): {"devices": [{name, key, url, caps, ticket,
+ * holder, ttl_ms}], "queues": [{key, waiting: [holder...]}]}; ticket and holder are null for a
+ * free device. */
 int tether_pool_status_json(const char *host, uint16_t port, char **out);
 
 #ifdef __cplusplus
