@@ -30,7 +30,8 @@ set(TETHER_DLPACK_MIRROR ${CMAKE_BINARY_DIR}/dlpack-include)
 configure_file(${TETHER_DLPACK_DIR}/dlpack/dlpack.h ${TETHER_DLPACK_MIRROR}/dlpack/dlpack.h
                COPYONLY)
 add_library(tether_dlpack INTERFACE)
-target_include_directories(tether_dlpack INTERFACE ${TETHER_DLPACK_MIRROR})
+# installed consumers find dlpack/dlpack.h where Debian puts it (libdlpack-dev)
+target_include_directories(tether_dlpack INTERFACE $<BUILD_INTERFACE:${TETHER_DLPACK_MIRROR}>)
 
 find_library(TETHER_LIBM m)
 find_package(Threads REQUIRED)

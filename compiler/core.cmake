@@ -26,6 +26,7 @@ set(TETHER_COMPILER_SOURCES
     CACHE INTERNAL "tether_compiler sources (absolute), reused by the fuzz targets")
 add_library(tether_compiler STATIC ${TETHER_COMPILER_SOURCES})
 target_compile_options(tether_compiler PRIVATE ${TETHER_COMPILER_WARNINGS}) # -Wswitch-enum
-target_include_directories(tether_compiler PUBLIC ${CMAKE_CURRENT_LIST_DIR}/include)
+target_include_directories(tether_compiler PUBLIC
+    $<BUILD_INTERFACE:${CMAKE_CURRENT_LIST_DIR}/include>$<INSTALL_INTERFACE:include>)
 target_link_libraries(tether_compiler PUBLIC tether_crt tether_planner PRIVATE tether_crt_posix PkgConfig::CJSON
                                              ${TETHER_LIBM})

@@ -44,7 +44,15 @@ extern "C" {
  * TETHER_OP_RESIZE_NEAREST. The enum is generated from the compiler's operator table,
  * compiler/src/ir/ops.def (one row per operator: its JSON name, kind, input counts, attributes
  * and their defaults); see docs/adding-an-operator.md. */
+#if defined(__has_include)
+#if __has_include("../../src/ir/ops.def")
+#include "../../src/ir/ops.def" /* the source tree */
+#else
+#include "tether/ops.def" /* an installation (cmake --install puts the table beside this file) */
+#endif
+#else
 #include "../../src/ir/ops.def"
+#endif
 
 typedef enum tether_op {
 #define TETHER_OP_ENUM_(id, ...) TETHER_OP_##id,
