@@ -17,6 +17,7 @@ if(NOT TETHER_DEVICE_ONLY) # the host side: reports, tests, ONNX import
     tether_require_pc(CMOCKA cmocka libcmocka-dev)
     tether_require_pc(PROTOBUF_C libprotobuf-c libprotobuf-c-dev)
     tether_require_pc(HIREDIS hiredis libhiredis-dev) # the device pool (host/lib/pool.c)
+    tether_require_pc(LIBZIP libzip libzip-dev) # .npz archives (host/lib/npz.c)
 endif()
 
 # dlpack is header-only. The cross (arm-none-eabi) builds must not see the host's /usr/include,

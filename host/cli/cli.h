@@ -60,6 +60,60 @@ void tether_cli_tempdir_remove(const char *dir);
  * to it (the directory will be gone when the user reads the message), others unchanged. */
 const char *tether_cli_tempdir_shown(const char *path);
 
+/* ---- array arguments: --in / --out FILE, NAME=FILE, .npz archives (common.c) ----
+ * FILE is .npy, .pb (ONNX TensorProto, inputs only) or an .npz archive. "NAME=FILE" binds the
+ * model input (output) NAME; an .npz without a NAME stands for every array in it, each bound by
+ * its name (an --out .npz: every output, by name). Named and positional arguments of one kind
+ * are not mixed. A path that contains '=' is taken whole when it names an existing file. */
+typedef struct tether_cli_array {
+    const char *path;
+    char name[128];   /* "" = by position */
+    int npz;          /* the array `name` of the .npz archive at path (inputs), or: the outputs go
+                         into the archive (outputs; then name is the output's, or "" for all) */
+    char label[1200]; /* for messages and reports: "x.npy", "in.npz:x" */
+    /* `run MODULE FUNC` only: the --scope of the array, and an output's PATH:DTYPE:D0xD1 */
+    tether_scope scope;
+    int has_shape;
+    DLDataType dtype;
+    int ndim;
+    int64_t shape[TETHER_MAX_NDIM];
+} tether_cli_array;
+
+/* Parses the value of --in (is_out 0) or --out (is_out 1) into list[*n...] (an input .npz
+ * expands into its arrays: the archive is listed now, its data read later). Returns 0, or 2
+ * after printing why (1 when an .npz cannot be read). */
+int tether_cli_array_parse(const char *arg, int is_out, tether_cli_array *list, int *n, int max);
+/* Reads an input argument (.npy, a registered format, or an .npz member). Sets the error, does
+ * not print. */
+int tether_cli_array_read(const tether_cli_array *a, tether_npy *out);
+/* Puts named arguments into the order of `names` (the model's inputs or outputs, nnames of them;
+ * what = "input" / "output"). Positional lists are left as they are (the caller checks the
+ * count). Named inputs must cover every input; named outputs may leave some out: the list
+ * then has nnames entries, those not named with path NULL (not written). Errors (printed, exit
+ * code 2): mixed named and positional, a name the model lacks (listing the names it has), a
+ * name given twice, an input without an argument. names NULL: only the checks that need no
+ * names (mixing, twice), before a model is loaded. */
+int tether_cli_array_order(tether_cli_array *list, int *n, int nnames, const char *const *names,
+                           const char *what);
+/* True when some argument of the list is named. */
+int tether_cli_array_named(const tether_cli_array *list, int n);
+/* The single --out that collects every output into an .npz archive: path, else NULL. */
+const char *tether_cli_out_npz(const tether_cli_array *list, int n);
+
+/* Writes n outputs (names[i], arrays[i]) as the --out arguments say (nspecs of them, after
+ * tether_cli_array_order): each to its file, all into the one .npz by name, an output without a
+ * file only summarised; prints a summary line each and adds them to jouts when not NULL
+ * (tether_cli_array_json). Returns 0 or 1 after printing the error. */
+int tether_cli_write_outputs(const tether_cli_array *out, int nspecs, int n,
+                             const char *const *names, const tether_npy *arrays,
+                             struct cJSON *jouts);
+
+/* Every command says which files it wrote: tether_cli_wrote records a path once it is written
+ * (tether_cli_write_json does it for --json files; "-" and /dev/ paths are not files), and main
+ * prints them as one line "wrote A, B" when the command succeeds. */
+void tether_cli_wrote(const char *path);
+void tether_cli_say_written(void);
+
 /* Prints one line about an array: dtype, shape, min/max/mean and the first values. */
 void tether_cli_summary(const char *name, const tether_npy *n);
 
@@ -118,7 +172,7 @@ int tether_cli_cmd_tune(int argc, char **argv);
 
 /* model.c: `tether ab` and `tether run --reference` (need the compiler). */
 int tether_cli_cmd_ab(int argc, char **argv);
-int tether_cli_run_reference(const char *model, int nin, const char *const *inputs, int nout,
-                             const char *const *outputs);
+int tether_cli_run_reference(const char *model, int nin, tether_cli_array *inputs, int nout,
+                             tether_cli_array *outputs);
 
 #endif

@@ -45,7 +45,7 @@ void tether_cli_onnx_init(void) {}
 #endif
 
 #ifdef TETHER_HAVE_COMPILER
-int tether_cli_model_load_prepare(tether_cli_model_load *m, int nin, const char *const *inputs,
+int tether_cli_model_load_prepare(tether_cli_model_load *m, int nin, const tether_cli_array *inputs,
                                   int nshapes, const char *const *shapes) {
     memset(m, 0, sizeof *m);
     if (nin > TETHER_CLI_MAX_IO || nshapes > TETHER_CLI_MAX_IO)
@@ -54,7 +54,8 @@ int tether_cli_model_load_prepare(tether_cli_model_load *m, int nin, const char 
         if (tether_model_input_shape_parse(shapes[i], &m->shapes[i]))
             return tether_cli_fail(2, "--input-shape: %s", tether_last_error());
     for (int i = 0; i < nin; i++) {
-        if (tether_npy_read(inputs[i], &m->arrays[i])) {
+        m->names[i] = inputs[i].name;
+        if (tether_cli_array_read(&inputs[i], &m->arrays[i])) {
             int rc = tether_cli_fail(1, "%s", tether_last_error());
             tether_cli_model_load_free(m);
             return rc;
@@ -71,6 +72,7 @@ int tether_cli_model_load_prepare(tether_cli_model_load *m, int nin, const char 
     m->lo.input_values = m->values;
     m->lo.ninput_values = nin;
     m->lo.input_bound = m->bound;
+    m->lo.input_names = tether_cli_array_named(inputs, nin) ? m->names : NULL;
     return 0;
 }
 

@@ -24,11 +24,13 @@ typedef struct tether_cli_model_load {
     tether_model_value values[TETHER_CLI_MAX_IO];
     tether_npy arrays[TETHER_CLI_MAX_IO];
     unsigned char bound[TETHER_CLI_MAX_IO]; /* set by the loader: input i became a constant */
+    const char *names[TETHER_CLI_MAX_IO];   /* the inputs' names when they were given by name */
 } tether_cli_model_load;
 
-/* Reads the nin --in files (any format tether_npy_read knows) and parses the --input-shape
- * specs. 0, or 1 (a file cannot be read) / 2 (a bad spec) after printing the error. */
-int tether_cli_model_load_prepare(tether_cli_model_load *m, int nin, const char *const *inputs,
+/* Reads the nin --in arguments (any format tether_npy_read knows, or .npz members; named ones
+ * bind the model input of that name) and parses the --input-shape specs. 0, or 1 (a file cannot
+ * be read) / 2 (a bad spec) after printing the error. */
+int tether_cli_model_load_prepare(tether_cli_model_load *m, int nin, const tether_cli_array *inputs,
                                   int nshapes, const char *const *shapes);
 void tether_cli_model_load_free(tether_cli_model_load *m);
 #endif

@@ -195,6 +195,233 @@ static size_t array_stats(const tether_npy *n, double *mn, double *mx, double *m
     return count;
 }
 
+/* The files this command wrote, said once at its end (tether_cli_say_written). */
+static struct {
+    char path[64][512];
+    int n;
+} g_written;
+
+void tether_cli_wrote(const char *path) {
+    if (!path || !strcmp(path, "-") || !strncmp(path, "/dev/", 5))
+        return;
+    for (int i = 0; i < g_written.n; i++)
+        if (!strcmp(g_written.path[i], path))
+            return;
+    if (g_written.n < 64)
+        snprintf(g_written.path[g_written.n++], sizeof g_written.path[0], "%s", path);
+}
+
+void tether_cli_say_written(void) {
+    if (!g_written.n)
+        return;
+    printf("wrote ");
+    for (int i = 0; i < g_written.n; i++)
+        printf("%s%s", i ? ", " : "", tether_cli_tempdir_shown(g_written.path[i]));
+    printf("\n");
+    fflush(stdout);
+    g_written.n = 0;
+}
+
+static int is_npz(const char *path) {
+    size_t l = strlen(path);
+    return l > 4 && strcmp(path + l - 4, ".npz") == 0;
+}
+
+static int is_file(const char *path) {
+    return access(path, F_OK) == 0;
+}
+
+int tether_cli_array_parse(const char *arg, int is_out, tether_cli_array *list, int *n, int max) {
+    const char *opt = is_out ? "--out" : "--in";
+    const char *eq = strchr(arg, '=');
+    const char *path = arg;
+    char name[128] = "";
+    /* NAME=FILE unless the whole argument is a file (a path may contain '=') */
+    if (eq && !is_file(arg) && !memchr(arg, '/', (size_t)(eq - arg))) {
+        if (eq == arg || (size_t)(eq - arg) >= sizeof name || !eq[1])
+            return tether_cli_fail(2, "%s '%s': want FILE or NAME=FILE (a name of 1 to %zu bytes)",
+                                   opt, arg, sizeof name - 1);
+        memcpy(name, arg, (size_t)(eq - arg));
+        name[eq - arg] = 0;
+        path = eq + 1;
+    }
+    int npz = is_npz(path);
+    if (is_out && npz && name[0])
+        return tether_cli_fail(2,
+                               "%s '%s': an .npz output collects every output by name; give it "
+                               "without NAME= (--out %s)",
+                               opt, arg, path);
+    if (!is_out && npz && !name[0]) { /* every array of the archive, by name */
+        char(*names)[TETHER_NPZ_NAME_MAX] = malloc(sizeof *names * TETHER_NPZ_MAX_ARRAYS);
+        int k = 0;
+        if (!names)
+            return tether_cli_fail(1, "out of memory");
+        if (tether_npz_list(path, names, TETHER_NPZ_MAX_ARRAYS, &k)) {
+            free(names);
+            return tether_cli_fail(1, "%s", tether_last_error());
+        }
+        if (*n + k > max) {
+            free(names);
+            return tether_cli_fail(2, "more than %d inputs (%s holds %d)", max, path, k);
+        }
+        for (int i = 0; i < k; i++) {
+            tether_cli_array *a = &list[(*n)++];
+            memset(a, 0, sizeof *a);
+            a->path = path;
+            a->npz = 1;
+            snprintf(a->name, sizeof a->name, "%s", names[i]);
+            snprintf(a->label, sizeof a->label, "%s:%s", path, names[i]);
+        }
+        free(names);
+        return 0;
+    }
+    if (*n >= max)
+        return tether_cli_fail(2, "more than %d %s", max, is_out ? "outputs" : "inputs");
+    tether_cli_array *a = &list[(*n)++];
+    memset(a, 0, sizeof *a);
+    a->path = path;
+    a->npz = npz;
+    snprintf(a->name, sizeof a->name, "%s", name);
+    if (npz && !is_out) {
+        /* NAME=ARCHIVE.npz: the archive's array NAME, or its only array */
+        char(*names)[TETHER_NPZ_NAME_MAX] = malloc(sizeof *names * TETHER_NPZ_MAX_ARRAYS);
+        int k = 0;
+        if (!names)
+            return tether_cli_fail(1, "out of memory");
+        int lrc = tether_npz_list(path, names, TETHER_NPZ_MAX_ARRAYS, &k);
+        int found = 0;
+        for (int i = 0; !lrc && i < k; i++)
+            found |= !strcmp(names[i], name);
+        const char *member = found || lrc || k != 1 ? name : names[0];
+        snprintf(a->label, sizeof a->label, "%s:%s", path, member);
+        free(names);
+        if (lrc)
+            return tether_cli_fail(1, "%s", tether_last_error());
+        if (!found && k != 1)
+            return tether_cli_fail(2,
+                                   "%s '%s': %s has %d arrays and none is named '%s'; name the "
+                                   "array as the input it is for",
+                                   opt, arg, path, k, name);
+    } else {
+        snprintf(a->label, sizeof a->label, "%s", path);
+    }
+    return 0;
+}
+
+int tether_cli_array_read(const tether_cli_array *a, tether_npy *out) {
+    if (!a->npz)
+        return tether_npy_read(a->path, out);
+    const char *colon = strrchr(a->label, ':'); /* the member (label "PATH:MEMBER") */
+    return tether_npz_read_member(a->path, colon ? colon + 1 : a->name, out);
+}
+
+int tether_cli_array_named(const tether_cli_array *list, int n) {
+    for (int i = 0; i < n; i++)
+        if (list[i].name[0])
+            return 1;
+    return 0;
+}
+
+const char *tether_cli_out_npz(const tether_cli_array *list, int n) {
+    for (int i = 0; i < n; i++)
+        if (list[i].npz)
+            return list[i].path;
+    return NULL;
+}
+
+int tether_cli_array_order(tether_cli_array *list, int *n, int nnames, const char *const *names,
+                           const char *what) {
+    const char *opt = strcmp(what, "output") ? "--in" : "--out";
+    int named = 0;
+    for (int i = 0; i < *n; i++)
+        named += list[i].name[0] != 0;
+    if (!named)
+        return 0;
+    if (named != *n)
+        return tether_cli_fail(2,
+                               "%s: some arguments are named (NAME=FILE or an .npz) and some "
+                               "are not; name them all or none",
+                               opt);
+    if (!names) { /* before the model's names are known: only what needs none */
+        for (int i = 0; i < *n; i++)
+            for (int k = 0; k < i; k++)
+                if (!strcmp(list[k].name, list[i].name))
+                    return tether_cli_fail(2, "%s '%s' is given twice (%s and %s)", what,
+                                           list[i].name, list[k].label, list[i].label);
+        return 0;
+    }
+    char have[600] = "";
+    size_t hl = 0;
+    for (int j = 0; j < nnames && hl + 4 < sizeof have; j++)
+        hl += (size_t)snprintf(have + hl, sizeof have - hl, "%s%s", j ? ", " : "", names[j]);
+    tether_cli_array *sorted = calloc((size_t)(nnames > 0 ? nnames : 1), sizeof *sorted);
+    int rc = 0;
+    if (!sorted) {
+        rc = tether_cli_fail(1, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < *n && !rc; i++) {
+        int j = 0;
+        while (j < nnames && strcmp(names[j], list[i].name))
+            j++;
+        if (j == nnames) {
+            rc = tether_cli_fail(2, "%s %s: the model has no %s '%s' (its %ss: %s)", opt,
+                                 list[i].label, what, list[i].name, what, nnames ? have : "none");
+            break;
+        }
+        for (int k = 0; k < i; k++)
+            if (!strcmp(list[k].name, list[i].name))
+                rc = tether_cli_fail(2, "%s '%s' is given twice (%s and %s)", what, list[i].name,
+                                     list[k].label, list[i].label);
+        sorted[j] = list[i];
+    }
+    for (int j = 0; j < nnames && !rc; j++) {
+        int given = 0;
+        for (int i = 0; i < *n; i++)
+            given |= !strcmp(list[i].name, names[j]);
+        if (!given && strcmp(what, "output") != 0)
+            rc = tether_cli_fail(2, "%s '%s' has no %s (give %s %s=FILE)", what, names[j], opt, opt,
+                                 names[j]);
+    }
+    if (!rc) { /* an output nobody named keeps path NULL: it is not written */
+        for (int j = 0; j < nnames; j++)
+            list[j] = sorted[j];
+        *n = nnames;
+    }
+out:
+    free(sorted);
+    return rc;
+}
+
+int tether_cli_write_outputs(const tether_cli_array *out, int nspecs, int n,
+                             const char *const *names, const tether_npy *arrays,
+                             struct cJSON *jouts) {
+    const char *npz = tether_cli_out_npz(out, nspecs);
+    if (npz) {
+        if (tether_npz_write(npz, n, names, arrays))
+            return fail(1, "%s", tether_last_error());
+        tether_cli_wrote(npz);
+    }
+    for (int i = 0; i < n; i++) {
+        const tether_npy *o = &arrays[i];
+        const char *path = npz || i >= nspecs ? NULL : out[i].path;
+        char label[1200];
+        if (npz)
+            snprintf(label, sizeof label, "%s:%s", npz, names[i]);
+        else
+            snprintf(label, sizeof label, "%s", path ? path : names[i]);
+        if (path) {
+            if (tether_npy_write(path, o->dtype, o->shape, o->ndim, o->data))
+                return fail(1, "%s", tether_last_error());
+            tether_cli_wrote(path);
+        }
+        tether_cli_summary(label, o);
+        if (jouts)
+            cJSON_AddItemToArray(jouts, tether_cli_array_json(names[i], npz ? npz : path, o));
+    }
+    return 0;
+}
+
 void tether_cli_summary(const char *name, const tether_npy *n) {
     char dt[TETHER_DTYPE_NAME_MAX];
     tether_dtype_name(n->dtype, dt, sizeof dt);
@@ -299,5 +526,6 @@ int tether_cli_write_json(const char *path, cJSON *root) {
     free(txt);
     if (wrc)
         return fail(1, "--json: %s", tether_last_error());
+    tether_cli_wrote(path);
     return 0;
 }

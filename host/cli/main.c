@@ -366,14 +366,7 @@ static int cmd_upload(int argc, char **argv) {
 
 /* ---- run / bench ---- */
 
-typedef struct io_spec {
-    const char *path;
-    tether_scope scope;
-    int has_shape;
-    DLDataType dtype;
-    int ndim;
-    int64_t shape[TETHER_MAX_NDIM];
-} io_spec;
+typedef tether_cli_array io_spec; /* an --in/--out argument */
 
 typedef struct run_args {
     common c;
@@ -427,20 +420,25 @@ static int parse_sizes(const char *v, uint64_t *out) {
     return p ? -1 : n;
 }
 
-/* Parses "path[:dtype:D0xD1x...]". */
-static int parse_out(const char *arg, io_spec *o) {
+/* The "PATH:DTYPE:D0xD1x..." form of an --out of `run MODULE FUNC` (o->path as given). */
+static int parse_out_shape(io_spec *o) {
     static char paths[MAX_IO][1024];
     static int used;
+    const char *arg = o->path;
     const char *colon = strchr(arg, ':');
-    if (!colon) {
-        o->path = arg;
+    if (!colon || access(arg, F_OK) == 0)
         return 0;
-    }
+    if (o->name[0] || o->npz)
+        return fail(2,
+                    "--out '%s': PATH:DTYPE:SHAPE is for a module's outputs, not named or "
+                    ".npz ones",
+                    arg);
     if (used >= MAX_IO || (size_t)(colon - arg) >= sizeof paths[0])
         return fail(2, "--out '%s': path too long", arg);
     memcpy(paths[used], arg, (size_t)(colon - arg));
     paths[used][colon - arg] = 0;
     o->path = paths[used++];
+    snprintf(o->label, sizeof o->label, "%s", o->path);
     char dt[32];
     const char *c2 = strchr(colon + 1, ':');
     if (!c2 || (size_t)(c2 - colon - 1) >= sizeof dt)
@@ -507,7 +505,11 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 "  --input-shape NAME=D0xD1...  (MODEL) fixes a dynamic input dimension; inputs\n"
                 "               an ONNX operator needs as constants are bound from their --in "
                 "file\n"
-                "  --in FILE    .npy, or .pb (onnx.TensorProto)\n"
+                "  --in FILE | NAME=FILE  .npy, .pb (onnx.TensorProto) or .npz; NAME= binds the\n"
+                "               model input NAME, an .npz binds each input to its array of\n"
+                "               that name (NAME=x.npz: the array NAME, or the only one)\n"
+                "  --out FILE | NAME=FILE | FILE.npz  outputs in order, by name, or every\n"
+                "               output by name into one .npz archive\n"
                 "  --target NAME, --abi packed|unpacked  how a MODEL is compiled (default: for\n"
                 "               the device, e.g. cortex-m3 for an MCU board; the compiler's ABI)\n"
                 "  --tuning-log FILE  (MODEL) tuned schedules (OpenCL: work-group sizes) from\n"
@@ -538,7 +540,7 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
             if (bench)
                 printf("  --number N (10) --repeat R (3) --min-repeat-ms MS (0) --cooldown-ms "
                        "MS (0): TIME parameters\n");
-            return 1;
+            return -1;
         }
         int c = common_opt(&r->c, argc, argv, &i);
         if (c < 0)
@@ -549,18 +551,20 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
             if (!v)
                 return fail(2, "%s needs a file", a);
             i++;
-            if (!strcmp(a, "--in")) {
-                if (r->nin >= MAX_IO)
-                    return fail(2, "more than %d inputs", MAX_IO);
-                r->in[r->nin].path = v;
-                r->in[r->nin++].scope = scope;
-            } else {
-                if (r->nout >= MAX_IO)
-                    return fail(2, "more than %d outputs", MAX_IO);
-                if (parse_out(v, &r->out[r->nout]))
+            int is_out = !strcmp(a, "--out");
+            int *n = is_out ? &r->nout : &r->nin, first = *n;
+            int prc = tether_cli_array_parse(v, is_out, is_out ? r->out : r->in, n, MAX_IO);
+            if (prc)
+                return prc;
+            for (int k = first; k < *n; k++) {
+                io_spec *sp = is_out ? &r->out[k] : &r->in[k];
+                sp->scope = scope;
+                if (is_out && parse_out_shape(sp))
                     return 2;
-                r->out[r->nout++].scope = scope;
             }
+            if (is_out && tether_cli_out_npz(r->out, r->nout) && r->nout > 1)
+                return fail(2, "--out %s collects every output; it takes no other --out",
+                            tether_cli_out_npz(r->out, r->nout));
         } else if (!strcmp(a, "--global") || !strcmp(a, "--local")) {
             uint64_t sz[3] = {0, 0, 0};
             int n = v ? parse_sizes(v, sz) : -1;
@@ -719,8 +723,12 @@ static int prepare_arrays(module_run *p, run_args *r) {
     p->work_dim = r->work_dim;
     memcpy(p->global, r->global, sizeof p->global);
     memcpy(p->local, r->local, sizeof p->local);
+    if (tether_cli_array_named(r->in, r->nin) || tether_cli_array_named(r->out, r->nout) ||
+        tether_cli_out_npz(r->out, r->nout))
+        return fail(2, "a module function's arguments are positional: NAME=FILE and .npz "
+                       "archives need a model or an artifact (their inputs have names)");
     for (int i = 0; i < r->nin; i++) {
-        if (tether_npy_read(r->in[i].path, &p->in[i]))
+        if (tether_cli_array_read(&r->in[i], &p->in[i]))
             return fail(1, "%s", tether_last_error());
     }
     for (int i = 0; i < r->nin + r->nout; i++) {
@@ -737,19 +745,19 @@ static int prepare_arrays(module_run *p, run_args *r) {
                 n->ndim = p->in[0].ndim;
                 memcpy(n->shape, p->in[0].shape, sizeof n->shape);
             } else {
-                return fail(2, "--out %s: no shape given and no input to copy it from", sp->path);
+                return fail(2, "--out %s: no shape given and no input to copy it from", sp->label);
             }
             if (tether_shape_bytes(n->shape, n->ndim, n->dtype, &n->nbytes))
-                return fail(2, "--out %s: %s", sp->path, tether_last_error());
+                return fail(2, "--out %s: %s", sp->label, tether_last_error());
             n->data = calloc(1, n->nbytes ? n->nbytes : 1);
             if (!n->data)
                 return fail(1, "out of memory");
         }
         uint64_t h;
         if (tether_session_alloc(p->s, n->shape, n->ndim, n->dtype, sp->scope, "", &h, NULL))
-            return fail(1, "%s: %s", sp->path, tether_last_error());
+            return fail(1, "%s: %s", sp->label, tether_last_error());
         if (is_in && tether_session_copy_to(p->s, h, 0, n->data, n->nbytes))
-            return fail(1, "%s: %s", sp->path, tether_last_error());
+            return fail(1, "%s: %s", sp->label, tether_last_error());
         if (!is_in)
             p->out_handle[i - r->nin] = h;
         p->args[p->nargs].type_code =
@@ -810,21 +818,15 @@ static cJSON *report_json(run_args *r, int bench, const run_result *q) {
     return root;
 }
 
-/* Writes the outputs (and their summaries); adds them to jouts when not NULL. */
+/* Writes the outputs (tether_cli_write_outputs); adds them to jouts when not NULL. */
 static int write_outputs(run_args *r, const run_result *q, cJSON *jouts) {
+    const char *names[MAX_IO];
+    char defs[MAX_IO][32];
     for (int i = 0; i < q->nout; i++) {
-        const tether_npy *o = &q->out[i];
-        if (tether_npy_write(r->out[i].path, o->dtype, o->shape, o->ndim, o->data))
-            return fail(1, "%s", tether_last_error());
-        tether_cli_summary(r->out[i].path, o);
-        if (jouts) {
-            char def[32];
-            snprintf(def, sizeof def, "out%d", i);
-            cJSON_AddItemToArray(jouts, tether_cli_array_json(q->out_name[i] ? q->out_name[i] : def,
-                                                              r->out[i].path, o));
-        }
+        snprintf(defs[i], sizeof defs[i], "out%d", i);
+        names[i] = q->out_name[i] ? q->out_name[i] : defs[i];
     }
-    return 0;
+    return tether_cli_write_outputs(r->out, r->nout, q->nout, names, q->out, jouts);
 }
 
 /* What `run`/`bench` print and write (--json) after the work is done. */
@@ -1031,6 +1033,22 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
         return fail(1, "%s", tether_last_error());
     tether_artifact *a = *ap;
     int nin = tether_artifact_num_inputs(a), nout = tether_artifact_num_outputs(a);
+    if (nin > MAX_IO || nout > MAX_IO)
+        return fail(1, "%s: more than %d inputs or outputs", dir, MAX_IO);
+    const char *in_names[MAX_IO], *out_names[MAX_IO];
+    for (int i = 0; i < nin + nout; i++) {
+        tether_artifact_io io;
+        tether_artifact_io_of(a, i >= nin, i < nin ? i : i - nin, &io);
+        if (i < nin)
+            in_names[i] = io.name;
+        else
+            out_names[i - nin] = io.name;
+    }
+    int orc = tether_cli_array_order(r->in, &r->nin, nin, in_names, "input");
+    if (!orc && !tether_cli_out_npz(r->out, r->nout))
+        orc = tether_cli_array_order(r->out, &r->nout, nout, out_names, "output");
+    if (orc)
+        return orc;
     if (r->nin != nin) {
         if (r->nbound)
             return fail(2,
@@ -1039,7 +1057,8 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
                         nin, r->nin + r->nbound, r->nbound);
         return fail(2, "the model has %d inputs, %d --in given", nin, r->nin);
     }
-    if (nout > MAX_IO || (r->nout && r->nout != nout))
+    int npz_out = tether_cli_out_npz(r->out, r->nout) != NULL;
+    if (!npz_out && r->nout && r->nout != nout)
         return fail(2, "the model has %d outputs, %d --out given", nout, r->nout);
     static char defnames[MAX_IO][32];
     for (int i = 0; i < nout; i++) {
@@ -1047,8 +1066,10 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
         tether_artifact_io_of(a, 1, i, &io);
         io_spec *sp = &r->out[i];
         if (!r->nout) {
+            memset(sp, 0, sizeof *sp);
             snprintf(defnames[i], sizeof defnames[i], "out%d.npy", i);
             sp->path = defnames[i];
+            snprintf(sp->label, sizeof sp->label, "%s", sp->path);
         }
         tether_npy *o = &out[i];
         o->dtype = io.dtype;
@@ -1057,7 +1078,7 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
         if (sp->has_shape) {
             tether_npy given = {sp->dtype, sp->ndim, {0}, NULL, 0};
             memcpy(given.shape, sp->shape, sizeof given.shape);
-            if (tether_npy_check(&given, sp->path, "output", io.name, io.dtype, io.ndim, io.shape))
+            if (tether_npy_check(&given, sp->label, "output", io.name, io.dtype, io.ndim, io.shape))
                 return fail(1, "%s", tether_last_error());
         }
         o->nbytes = io.nbytes;
@@ -1065,10 +1086,11 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
         if (!o->data)
             return fail(1, "out of memory");
     }
-    r->nout = nout;
+    if (!npz_out)
+        r->nout = nout;
     for (int i = 0; i < nin; i++) {
-        if (tether_npy_read(r->in[i].path, &in[i]) ||
-            tether_artifact_check_input(a, i, r->in[i].path, &in[i]))
+        if (tether_cli_array_read(&r->in[i], &in[i]) ||
+            tether_artifact_check_input(a, i, r->in[i].label, &in[i]))
             return fail(1, "%s", tether_last_error());
     }
     return 0;
@@ -1119,9 +1141,12 @@ static int run_artifact_once(run_args *r, const char *dir, int bench) {
         ins[i] = in[i].data;
         outs[i] = out[i].data;
     }
-    run_result q = {.s = s, .fname = tether_artifact_entry(a), .nout = r->nout, .out = out};
+    run_result q = {.s = s,
+                    .fname = tether_artifact_entry(a),
+                    .nout = tether_artifact_num_outputs(a),
+                    .out = out};
     memset(&q.ts, 0, sizeof q.ts);
-    for (int i = 0; i < r->nout; i++) {
+    for (int i = 0; i < q.nout; i++) {
         tether_artifact_io io;
         tether_artifact_io_of(a, 1, i, &io);
         q.out_name[i] = io.name[0] ? io.name : NULL;
@@ -1181,10 +1206,14 @@ static int cmd_run(int argc, char **argv, int bench) {
     run_args r;
     int prc = parse_run(argc, argv, &r, bench);
     if (prc)
-        return prc == 1 ? 0 : prc;
+        return prc == -1 ? 0 : prc;
     struct stat st;
     if (stat(r.target, &st) != 0)
         return fail(1, "%s: %s", r.target, strerror(errno));
+    if ((prc = tether_cli_array_order(r.in, &r.nin, 0, NULL, "input")) ||
+        (!tether_cli_out_npz(r.out, r.nout) &&
+         (prc = tether_cli_array_order(r.out, &r.nout, 0, NULL, "output"))))
+        return prc;
     if (r.reference && (S_ISDIR(st.st_mode) || r.func ||
                         !(ends_with(r.target, ".json") || ends_with(r.target, ".onnx"))))
         return fail(2, "--reference runs a model file (.json/.onnx), not a module or artifact");
@@ -1207,14 +1236,8 @@ static int cmd_run(int argc, char **argv, int bench) {
 #ifdef TETHER_HAVE_COMPILER
         if (r.func)
             return fail(2, "a model takes no function name");
-        if (r.reference) {
-            const char *ins[MAX_IO], *outs[MAX_IO];
-            for (int i = 0; i < r.nin; i++)
-                ins[i] = r.in[i].path;
-            for (int i = 0; i < r.nout; i++)
-                outs[i] = r.out[i].path;
-            return tether_cli_run_reference(r.target, r.nin, ins, r.nout, outs);
-        }
+        if (r.reference)
+            return tether_cli_run_reference(r.target, r.nin, r.in, r.nout, r.out);
         tether_compile_options o;
         tether_compile_options_init(&o);
         if (r.abi)
@@ -1271,11 +1294,8 @@ static int cmd_run(int argc, char **argv, int bench) {
             o.build.target = probed;
             o.build.cpu = r.cpu ? r.cpu : cpu; /* the device's CPU unless --mcpu */
         }
-        const char *ins[MAX_IO];
-        for (int i = 0; i < r.nin; i++)
-            ins[i] = r.in[i].path;
         static tether_cli_model_load ml; /* --in values an ONNX model binds, --input-shape */
-        int lrc = tether_cli_model_load_prepare(&ml, r.nin, ins, r.ninput_shapes, r.input_shapes);
+        int lrc = tether_cli_model_load_prepare(&ml, r.nin, r.in, r.ninput_shapes, r.input_shapes);
         if (lrc)
             return lrc;
         o.load = &ml.lo;
@@ -1359,6 +1379,13 @@ static void usage(FILE *f) {
             "spawns tetherd, found through $TETHER_TETHERD or PATH).\n");
 }
 
+/* A command's exit code, after saying which files it wrote when it succeeded. */
+static int finish(int rc) {
+    if (rc == 0)
+        tether_cli_say_written();
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -1379,32 +1406,32 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(cmd, "info"))
-        return cmd_info(argc - 1, argv + 1);
+        return finish(cmd_info(argc - 1, argv + 1));
     if (!strcmp(cmd, "upload"))
-        return cmd_upload(argc - 1, argv + 1);
+        return finish(cmd_upload(argc - 1, argv + 1));
     if (!strcmp(cmd, "run"))
-        return cmd_run(argc - 1, argv + 1, 0);
+        return finish(cmd_run(argc - 1, argv + 1, 0));
     if (!strcmp(cmd, "bench"))
-        return cmd_run(argc - 1, argv + 1, 1);
+        return finish(cmd_run(argc - 1, argv + 1, 1));
     if (!strcmp(cmd, "pool"))
-        return tether_cli_cmd_pool(argc - 1, argv + 1);
+        return finish(tether_cli_cmd_pool(argc - 1, argv + 1));
 #ifdef TETHER_HAVE_COMPILER
     if (!strcmp(cmd, "compile")) {
         for (int i = 2; i < argc; i++) /* a device to upload to or to compile for */
             if (!strcmp(argv[i], "--upload") || !strcmp(argv[i], "--device"))
-                return tether_cli_cmd_compile_upload(argc - 1, argv + 1);
-        return tether_cmd_compile(argc - 1, argv + 1);
+                return finish(tether_cli_cmd_compile_upload(argc - 1, argv + 1));
+        return finish(tether_cmd_compile(argc - 1, argv + 1));
     }
     if (!strcmp(cmd, "plan"))
-        return tether_cmd_plan(argc - 1, argv + 1);
+        return finish(tether_cmd_plan(argc - 1, argv + 1));
     if (!strcmp(cmd, "tune"))
-        return tether_cli_cmd_tune(argc - 1, argv + 1);
+        return finish(tether_cli_cmd_tune(argc - 1, argv + 1));
     if (!strcmp(cmd, "import"))
-        return tether_cmd_import(argc - 1, argv + 1);
+        return finish(tether_cmd_import(argc - 1, argv + 1));
     if (!strcmp(cmd, "plan-buffers"))
-        return tether_cmd_plan_buffers(argc - 1, argv + 1);
+        return finish(tether_cmd_plan_buffers(argc - 1, argv + 1));
     if (!strcmp(cmd, "ab"))
-        return tether_cli_cmd_ab(argc - 1, argv + 1);
+        return finish(tether_cli_cmd_ab(argc - 1, argv + 1));
 #endif
     tether_cli_set_command("");
     fprintf(stderr, "tether: unknown command '%s' (try tether --help)\n", cmd);

@@ -42,12 +42,13 @@
 
 /* ---- model inputs and the reference interpreter ---- */
 
-/* Reads input i of the model from `path` and checks it against the graph's signature. */
-static int read_model_input(const tether_ir_graph *g, int i, const char *path, tether_npy *out) {
+/* Reads input i of the model from its argument and checks it against the graph's signature. */
+static int read_model_input(const tether_ir_graph *g, int i, const tether_cli_array *a,
+                            tether_npy *out) {
     const tether_ir_tensor *t = &g->tensors[g->inputs[i]];
-    if (tether_npy_read(path, out))
+    if (tether_cli_array_read(a, out))
         return fail(1, "%s", tether_last_error());
-    if (tether_npy_check(out, path, "model input", t->name, t->dtype, t->ndim, t->shape)) {
+    if (tether_npy_check(out, a->label, "model input", t->name, t->dtype, t->ndim, t->shape)) {
         tether_npy_free(out);
         return fail(1, "%s", tether_last_error());
     }
@@ -90,8 +91,15 @@ static int check_float_model(const char *model, const tether_ir_graph *g) {
     return 0;
 }
 
-int tether_cli_run_reference(const char *model, int nin, const char *const *inputs, int nout,
-                             const char *const *outputs) {
+/* The graph's input (outputs = 0) or output names, for tether_cli_array_order. */
+static void graph_names(const tether_ir_graph *g, int outputs, const char **names) {
+    int n = outputs ? g->noutputs : g->ninputs;
+    for (int i = 0; i < n && i < TETHER_CLI_MAX_IO; i++)
+        names[i] = g->tensors[outputs ? g->outputs[i] : g->inputs[i]].name;
+}
+
+int tether_cli_run_reference(const char *model, int nin, tether_cli_array *inputs, int nout,
+                             tether_cli_array *outputs) {
     tether_ir_graph g;
     /* an ONNX model binds the inputs its operators need as constants from their --in files */
     static tether_cli_model_load ml;
@@ -102,40 +110,48 @@ int tether_cli_run_reference(const char *model, int nin, const char *const *inpu
         tether_cli_model_load_free(&ml);
         return fail(1, "%s", tether_error_detail());
     }
-    const char *kept[TETHER_CLI_MAX_IO];
     int nkept = 0;
     for (int i = 0; i < nin; i++)
         if (!ml.bound[i])
-            kept[nkept++] = inputs[i];
+            inputs[nkept++] = inputs[i];
     tether_cli_model_load_free(&ml);
-    inputs = kept;
     nin = nkept;
     tether_npy in[TETHER_CLI_MAX_IO], out[TETHER_CLI_MAX_IO];
     memset(in, 0, sizeof in);
     memset(out, 0, sizeof out);
     int rc = 1;
+    const char *in_names[TETHER_CLI_MAX_IO], *out_names[TETHER_CLI_MAX_IO];
     if (check_float_model(model, &g))
         goto done;
-    if (nin != g.ninputs || (nout && nout != g.noutputs)) {
+    graph_names(&g, 0, in_names);
+    graph_names(&g, 1, out_names);
+    if ((rc = tether_cli_array_order(inputs, &nin, g.ninputs, in_names, "input")) ||
+        (!tether_cli_out_npz(outputs, nout) &&
+         (rc = tether_cli_array_order(outputs, &nout, g.noutputs, out_names, "output"))))
+        goto done;
+    rc = 1;
+    if (nin != g.ninputs || (nout && !tether_cli_out_npz(outputs, nout) && nout != g.noutputs)) {
         rc = fail(2, "%s has %d inputs and %d outputs; %d --in and %d --out given", model,
                   g.ninputs, g.noutputs, nin, nout);
         goto done;
     }
     for (int i = 0; i < nin; i++)
-        if (read_model_input(&g, i, inputs[i], &in[i]))
+        if (read_model_input(&g, i, &inputs[i], &in[i]))
             goto done;
     if (interpret(&g, in, out))
         goto done;
-    for (int i = 0; i < g.noutputs; i++) {
-        char def[32];
-        snprintf(def, sizeof def, "out%d.npy", i);
-        const char *path = nout ? outputs[i] : def;
-        if (tether_npy_write(path, out[i].dtype, out[i].shape, out[i].ndim, out[i].data)) {
-            fail(1, "%s", tether_last_error());
-            goto done;
+    static tether_cli_array defaults[TETHER_CLI_MAX_IO];
+    if (!nout) { /* out0.npy, out1.npy, ... */
+        for (int i = 0; i < g.noutputs; i++) {
+            memset(&defaults[i], 0, sizeof defaults[i]);
+            snprintf(defaults[i].label, sizeof defaults[i].label, "out%d.npy", i);
+            defaults[i].path = defaults[i].label;
         }
-        tether_cli_summary(path, &out[i]);
+        outputs = defaults;
+        nout = g.noutputs;
     }
+    if (tether_cli_write_outputs(outputs, nout, g.noutputs, out_names, out, NULL))
+        goto done;
     printf("%s: reference interpreter, %d operators\n", model, g.nnodes);
     rc = 0;
 done:
@@ -175,7 +191,7 @@ typedef struct ab_side {
 typedef struct ab_args {
     tether_cli_device dev;
     const char *model, *target, *out_dir, *json;
-    const char *in[TETHER_CLI_MAX_IO];
+    tether_cli_array in[TETHER_CLI_MAX_IO];
     int nin;
     uint32_t number, repeat, min_repeat_ms;
     double rtol, atol;
@@ -187,7 +203,7 @@ typedef struct ab_args {
 
 static const char ab_usage[] =
     "usage: tether ab MODEL [--device URL] [--token-file FILE] [--timeout-ms MS] [--wait]\n"
-    "                 [--target T] [--mcpu CPU] [--opt-level 0|1|2|3|s] [--in x.npy ...]\n"
+    "                 [--target T] [--mcpu CPU] [--opt-level 0|1|2|3|s] [--in FILE|NAME=FILE ...]\n"
     "                 [-o DIR]\n"
     "                 [--number N] [--repeat R] [--min-repeat-ms MS] [--rtol R] [--atol A]\n"
     "                 [--json FILE] [--opencl] [--tuning-log FILE]\n"
@@ -238,7 +254,7 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
         double x;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             fputs(ab_usage, stdout);
-            return 1;
+            return -1;
         }
         if (!strcmp(o, "--opencl")) {
             a->opencl = 1;
@@ -281,9 +297,9 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
             else
                 a->opt_level = (int)x;
         } else if (!strcmp(o, "--in")) {
-            if (a->nin >= TETHER_CLI_MAX_IO)
-                return fail(2, "more than %d inputs", TETHER_CLI_MAX_IO);
-            a->in[a->nin++] = v;
+            int prc = tether_cli_array_parse(v, 0, a->in, &a->nin, TETHER_CLI_MAX_IO);
+            if (prc)
+                return prc;
         } else if (!strcmp(o, "-o")) {
             a->out_dir = v;
         } else if (!strcmp(o, "--json")) {
@@ -673,8 +689,8 @@ static int side_start(ab_side *s, const ab_args *a, tether_session *ses, const t
     memset(in, 0, sizeof in);
     int rc = 0;
     for (int i = 0; !rc && i < nin; i++) {
-        if (tether_npy_read(a->in[i], &in[i]) ||
-            tether_artifact_check_input(s->art, i, a->in[i], &in[i]))
+        if (tether_cli_array_read(&a->in[i], &in[i]) ||
+            tether_artifact_check_input(s->art, i, a->in[i].label, &in[i]))
             rc = fail(1, "%s", tether_last_error());
         ins[i] = in[i].data;
     }
@@ -744,7 +760,7 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     ab_args a;
     int prc = parse_ab(argc, argv, &a);
     if (prc)
-        return prc == 1 ? 0 : prc;
+        return prc == -1 ? 0 : prc;
     /* the device first: its HELLO decides the target and whether --opencl can run at all */
     tether_session *ses = NULL;
     if (tether_cli_open(&a.dev, &ses))
@@ -809,6 +825,11 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     int nsides = a.opencl ? 4 : 2;
     if (check_float_model(a.model, &g))
         goto done;
+    const char *in_names[TETHER_CLI_MAX_IO];
+    graph_names(&g, 0, in_names);
+    if (given && (rc = tether_cli_array_order(a.in, &a.nin, g.ninputs, in_names, "input")))
+        goto done;
+    rc = 1;
     if (given && a.nin != g.ninputs) {
         rc = fail(2, "%s has %d run-time inputs, %d --in given (%d bound as constants)", a.model,
                   g.ninputs, given, given - a.nin);
@@ -830,12 +851,15 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     if (!given) {
         if (generate_inputs(&g, dir, gen))
             goto done;
-        for (int i = 0; i < g.ninputs; i++)
-            a.in[i] = gen[i];
+        for (int i = 0; i < g.ninputs; i++) {
+            memset(&a.in[i], 0, sizeof a.in[i]);
+            a.in[i].path = gen[i];
+            snprintf(a.in[i].label, sizeof a.in[i].label, "%.1100s", gen[i]);
+        }
         a.nin = g.ninputs;
     }
     for (int i = 0; i < a.nin; i++)
-        if (read_model_input(&g, i, a.in[i], &in[i]))
+        if (read_model_input(&g, i, &a.in[i], &in[i]))
             goto done;
     if (interpret(&g, in, ref))
         goto done;
@@ -922,8 +946,8 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     return tether_cli_fail(2, "ab needs the compiler, which this build lacks");
 }
 
-int tether_cli_run_reference(const char *model, int nin, const char *const *inputs, int nout,
-                             const char *const *outputs) {
+int tether_cli_run_reference(const char *model, int nin, tether_cli_array *inputs, int nout,
+                             tether_cli_array *outputs) {
     (void)nin;
     (void)inputs;
     (void)nout;

@@ -235,8 +235,12 @@ int tether_npy_read(const char *path, tether_npy *out) {
     return rc;
 }
 
-int tether_npy_write(const char *path, DLDataType dtype, const int64_t *shape, int ndim,
-                     const void *data) {
+/* The .npy header of an array (magic, version 1.0, the dict padded to 64 bytes, newline) into
+ * hdr (at least TETHER_NPY_HEADER_MAX bytes); *hlen its length, *nbytes the data's. what names the
+ * file or member in errors. */
+#define TETHER_NPY_HEADER_MAX 640
+int tether__npy_header(const char *what, DLDataType dtype, const int64_t *shape, int ndim,
+                       uint8_t *hdr, size_t *hlen, size_t *nbytes) {
     const char *descr = NULL;
     for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++)
         if (k_types[i].code == dtype.code && k_types[i].bits == dtype.bits && dtype.lanes == 1) {
@@ -244,10 +248,9 @@ int tether_npy_write(const char *path, DLDataType dtype, const int64_t *shape, i
             break;
         }
     if (!descr)
-        return tether_set_error(TETHER_ERR_UNSUPPORTED, "%s: dtype not supported for .npy", path);
-    size_t nbytes;
-    if (tether_shape_bytes(shape, ndim, dtype, &nbytes))
-        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: %s", path, tether_last_error());
+        return tether_set_error(TETHER_ERR_UNSUPPORTED, "%s: dtype not supported for .npy", what);
+    if (tether_shape_bytes(shape, ndim, dtype, nbytes))
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: %s", what, tether_last_error());
     char dict[512];
     int n =
         snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
@@ -257,18 +260,30 @@ int tether_npy_write(const char *path, DLDataType dtype, const int64_t *shape, i
     n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
     size_t total = 10 + (size_t)n + 1; /* + newline */
     size_t pad = (64 - total % 64) % 64;
-    size_t hlen = (size_t)n + pad + 1;
-    uint8_t hdr[10] = {
-        0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)(hlen & 0xff), (uint8_t)(hlen >> 8)};
+    size_t dlen = (size_t)n + pad + 1;
+    uint8_t magic[10] = {
+        0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)(dlen & 0xff), (uint8_t)(dlen >> 8)};
+    memcpy(hdr, magic, 10);
+    memcpy(hdr + 10, dict, (size_t)n);
+    memset(hdr + 10 + n, ' ', pad);
+    hdr[10 + (size_t)n + pad] = '\n';
+    *hlen = 10 + dlen;
+    return 0;
+}
+
+int tether_npy_write(const char *path, DLDataType dtype, const int64_t *shape, int ndim,
+                     const void *data) {
+    uint8_t hdr[TETHER_NPY_HEADER_MAX];
+    size_t hlen, nbytes;
+    int rc = tether__npy_header(path, dtype, shape, ndim, hdr, &hlen, &nbytes);
+    if (rc)
+        return rc;
     tether_file_out out;
-    int rc = tether_file_out_open(&out, path);
+    rc = tether_file_out_open(&out, path);
     if (rc)
         return rc;
     FILE *f = out.f;
-    int ok = fwrite(hdr, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)n, f) == (size_t)n;
-    for (size_t i = 0; ok && i < pad; i++)
-        ok = fputc(' ', f) != EOF;
-    ok = ok && fputc('\n', f) != EOF;
+    int ok = fwrite(hdr, 1, hlen, f) == hlen;
     ok = ok && (nbytes == 0 || fwrite(data, 1, nbytes, f) == nbytes);
     if (!ok) {
         tether_file_out_abort(&out);

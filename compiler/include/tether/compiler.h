@@ -86,6 +86,10 @@ typedef struct tether_model_load_options {
     const tether_model_value *input_values;
     int ninput_values;
     unsigned char *input_bound;
+    /* NULL: input_values are in the model's input order. Else ninput_values names: value j
+     * binds the graph input named input_names[j] (a name no input has binds nothing), as
+     * `tether run --in NAME=FILE` and .npz archives give them. */
+    const char *const *input_names;
 } tether_model_load_options;
 
 /* tether_model_load with options (NULL = none). Every input_shapes entry must name a graph input

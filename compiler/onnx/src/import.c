@@ -886,6 +886,25 @@ static int sort_nodes(timport *c, int *order) {
 
 /* Marks the values operators need as constants (walking back through host-evaluated ops), then
  * binds graph inputs among them to the given values. */
+
+/* The load option value that binds graph input k (named `name`): the value given under that
+ * name when the caller named its values (tether_model_load_options.input_names), else the k-th;
+ * -1 when none. */
+static int tonnx_input_value_index(const tether_model_load_options *o, int k, const char *name) {
+    if (!o || !o->input_values) {
+        return -1;
+    }
+    if (o->input_names) {
+        for (int j = 0; j < o->ninput_values; j++) {
+            if (o->input_names[j] && name && strcmp(o->input_names[j], name) == 0) {
+                return j;
+            }
+        }
+        return -1;
+    }
+    return k < o->ninput_values ? k : -1;
+}
+
 static int bind_inputs(timport *c, const int *order) {
     size_t nn = c->gp->n_node;
     for (size_t r = nn; r-- > 0;) {
@@ -911,10 +930,11 @@ static int bind_inputs(timport *c, const int *order) {
     const tether_model_load_options *o = c->o;
     for (int k = 0; k < c->ninputs; k++) {
         value *v = &c->v[c->input_value[k]];
-        if (!v->needed || !o || k >= o->ninput_values || !o->input_values[k].data) {
+        int j = tonnx_input_value_index(o, k, v->name);
+        if (!v->needed || j < 0 || !o->input_values[j].data) {
             continue;
         }
-        const tether_model_value *mv = &o->input_values[k];
+        const tether_model_value *mv = &o->input_values[j];
         int rc =
             hconst_from(c, mv->dtype, mv->ndim, mv->shape, mv->data, mv->nbytes, v->name, &v->k);
         if (rc) {
@@ -1327,8 +1347,12 @@ int tether_onnx_load_buffer(const void *data, size_t len, const char *source,
         rc = import_model(&c);
     }
     if (!rc && o && o->input_bound) {
-        for (int k = 0; k < c.ninputs && k < o->ninput_values; k++) {
-            o->input_bound[k] = c.bound[k];
+        memset(o->input_bound, 0, (size_t)(o->ninput_values > 0 ? o->ninput_values : 0));
+        for (int k = 0; k < c.ninputs; k++) {
+            int j = tonnx_input_value_index(o, k, c.v[c.input_value[k]].name);
+            if (j >= 0) {
+                o->input_bound[j] = c.bound[k];
+            }
         }
     }
     release(&c);

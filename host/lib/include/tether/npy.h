@@ -6,8 +6,12 @@
  * header that does not parse, a data size that does not match the shape) is an error naming the
  * problem and the file. Other array formats (ONNX .pb) plug in through tether_npy_register_reader.
  *
+ * .npz archives (numpy.savez and savez_compressed: a ZIP, read and written with libzip, of .npy
+ * members; member "x.npy" is the array named "x") hold several named arrays: what `tether run
+ * --in inputs.npz` reads and `--out outputs.npz` writes.
+ *
  * Ownership: tether_npy_read fills a tether_npy whose data is malloc'ed; tether_npy_free releases
- * it. tether_npy_write only reads the caller's memory.
+ * it. tether_npy_write and tether_npz_write only read the caller's memory.
  */
 #ifndef TETHER_NPY_H
 #define TETHER_NPY_H
@@ -49,6 +53,20 @@ int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *
 int tether_npy_write(const char *path, DLDataType dtype, const int64_t *shape, int ndim,
                      const void *data);
 void tether_npy_free(tether_npy *n);
+
+/* ---- .npz archives ---- */
+#define TETHER_NPZ_MAX_ARRAYS 64
+#define TETHER_NPZ_NAME_MAX   128
+/* The array names of an .npz archive (member names without ".npy"), in archive order, into
+ * names (max entries). A member that is not a .npy file, a name too long or given twice, more
+ * than max members, or a file that is not a ZIP archive is an error naming the file. */
+int tether_npz_list(const char *path, char (*names)[TETHER_NPZ_NAME_MAX], int max, int *n);
+/* Reads the array `name` of the archive (stored or deflated); TETHER_ERR_NOT_FOUND listing the
+ * archive's arrays when it has none of that name. Messages name it "PATH:NAME". */
+int tether_npz_read_member(const char *path, const char *name, tether_npy *out);
+/* Writes n arrays as members NAME.npy of a new archive at path (stored, as numpy.savez does),
+ * through tether_file_write: all or nothing. Names must be distinct, non-empty, without '/'. */
+int tether_npz_write(const char *path, int n, const char *const *names, const tether_npy *arrays);
 
 /* Checks n against a model's signature entry; the error names both sides:
  * "PATH: shape [8], but model input 'b' is [16]" (or "dtype float64, but ... is float32").
