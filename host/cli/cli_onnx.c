@@ -54,7 +54,8 @@ int tether_cli_model_load_prepare(tether_cli_model_load *m, int nin, const tethe
         if (tether_model_input_shape_parse(shapes[i], &m->shapes[i]))
             return tether_cli_fail(2, "--input-shape: %s", tether_last_error());
     for (int i = 0; i < nin; i++) {
-        m->names[i] = inputs[i].name;
+        snprintf(m->name_text[i], sizeof m->name_text[i], "%s", inputs[i].name);
+        m->names[i] = m->name_text[i];
         if (tether_cli_array_read(&inputs[i], &m->arrays[i])) {
             int rc = tether_cli_fail(1, "%s", tether_last_error());
             tether_cli_model_load_free(m);

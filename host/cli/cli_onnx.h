@@ -25,6 +25,7 @@ typedef struct tether_cli_model_load {
     tether_npy arrays[TETHER_CLI_MAX_IO];
     unsigned char bound[TETHER_CLI_MAX_IO]; /* set by the loader: input i became a constant */
     const char *names[TETHER_CLI_MAX_IO];   /* the inputs' names when they were given by name */
+    char name_text[TETHER_CLI_MAX_IO][128]; /* (copies: the caller may reorder its arguments) */
 } tether_cli_model_load;
 
 /* Reads the nin --in arguments (any format tether_npy_read knows, or .npz members; named ones

@@ -374,6 +374,7 @@ typedef struct run_args {
     const char *func;
     io_spec in[MAX_IO], out[MAX_IO];
     int nin, nout;
+    int out_given; /* --out was given (bench writes outputs only then) */
     uint32_t number, repeat, min_repeat_ms, cooldown_ms;
     int pool_requeues; /* pool:// devices lost mid-run so far (the run is queued again) */
     uint32_t work_dim;
@@ -565,6 +566,7 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
             if (is_out && tether_cli_out_npz(r->out, r->nout) && r->nout > 1)
                 return fail(2, "--out %s collects every output; it takes no other --out",
                             tether_cli_out_npz(r->out, r->nout));
+            r->out_given |= is_out;
         } else if (!strcmp(a, "--global") || !strcmp(a, "--local")) {
             uint64_t sz[3] = {0, 0, 0};
             int n = v ? parse_sizes(v, sz) : -1;
@@ -723,10 +725,6 @@ static int prepare_arrays(module_run *p, run_args *r) {
     p->work_dim = r->work_dim;
     memcpy(p->global, r->global, sizeof p->global);
     memcpy(p->local, r->local, sizeof p->local);
-    if (tether_cli_array_named(r->in, r->nin) || tether_cli_array_named(r->out, r->nout) ||
-        tether_cli_out_npz(r->out, r->nout))
-        return fail(2, "a module function's arguments are positional: NAME=FILE and .npz "
-                       "archives need a model or an artifact (their inputs have names)");
     for (int i = 0; i < r->nin; i++) {
         if (tether_cli_array_read(&r->in[i], &p->in[i]))
             return fail(1, "%s", tether_last_error());
@@ -843,6 +841,10 @@ static int report_run(run_args *r, int bench, const run_result *q) {
             r->compiled = NULL;
         }
     }
+    if (bench && r->out_given && write_outputs(r, q, NULL)) {
+        cJSON_Delete(root);
+        return 1;
+    }
     if (bench) {
         printf("%s: %u repeats x %u calls: mean %.3f us, median %.3f us, min %.3f us, max %.3f "
                "us%s\n",
@@ -919,6 +921,10 @@ static int report_opencl(run_args *r, int bench, const run_result *q, const teth
     if (r->c.json_file) {
         root = report_json(r, bench, q);
         cJSON_AddStringToObject(root, "backend", "opencl");
+    }
+    if (bench && r->out_given && write_outputs(r, q, NULL)) {
+        cJSON_Delete(root);
+        return 1;
     }
     if (bench) {
         printf("%s (OpenCL, %d kernels): %u repeats x %u calls: mean %.3f us, median %.3f us, "
@@ -1352,6 +1358,10 @@ static int cmd_run(int argc, char **argv, int bench) {
                     r.target);
 #endif
     }
+    if (tether_cli_array_named(r.in, r.nin) || tether_cli_array_named(r.out, r.nout) ||
+        tether_cli_out_npz(r.out, r.nout))
+        return fail(2, "a module function's arguments are positional: NAME=FILE and .npz "
+                       "archives need a model or an artifact (their inputs have names)");
     return run_module(&r, bench);
 }
 

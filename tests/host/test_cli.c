@@ -1206,6 +1206,129 @@ static void test_pools_on_tetherd(void **state) {
 }
 #endif
 
+#ifdef TETHER_HAVE_COMPILER
+/* A model with two named inputs (a, b) and outputs (s = a + b, p = a * b). */
+static void write_two_io_model(void) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/two.json", g_dir);
+    const char *m =
+        "{\"format\": \"tether-model\", \"version\": 1, \"tensors\": [{\"name\": \"a\", "
+        "\"shape\": [2, 3]}, {\"name\": \"b\", \"shape\": [2, 3]}], \"inputs\": [\"a\", \"b\"], "
+        "\"outputs\": [\"s\", \"p\"], \"nodes\": [{\"name\": \"add\", \"op\": \"add\", "
+        "\"inputs\": [\"a\", \"b\"], \"outputs\": [\"s\"]}, {\"name\": \"mul\", \"op\": "
+        "\"mul\", \"inputs\": [\"a\", \"b\"], \"outputs\": [\"p\"]}]}\n";
+    assert_int_equal(tether_file_write(p, m, strlen(m)), 0);
+}
+
+static float g_a[6] = {0, 1, 2, 3, 4, 5}, g_b[6] = {2, 2, 2, -1, 0.5f, 3};
+
+/* Checks array `name` of the archive (or the .npy file when name is NULL) against s or p. */
+static void check_two_io(const char *file, const char *name, int product) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", g_dir, file);
+    tether_npy n;
+    int rc = name ? tether_npz_read_member(p, name, &n) : tether_npy_read(p, &n);
+    if (rc)
+        fail_msg("%s", tether_last_error());
+    assert_int_equal(n.nbytes, 24);
+    assert_int_equal(n.shape[0], 2);
+    for (int i = 0; i < 6; i++)
+        assert_true(((float *)n.data)[i] == (product ? g_a[i] * g_b[i] : g_a[i] + g_b[i]));
+    tether_npy_free(&n);
+}
+
+/* --in NAME=FILE, .npz inputs and outputs (tvmc's habits) on a model, an artifact, the reference
+ * interpreter and ab; every refusal names the problem and writes nothing. */
+static void test_named_and_npz(void **state) {
+    (void)state;
+    write_two_io_model();
+    int64_t shape[2] = {2, 3};
+    char p[256];
+    snprintf(p, sizeof p, "%s/a.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 2, g_a), 0);
+    snprintf(p, sizeof p, "%s/b.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 2, g_b), 0);
+    /* an archive in the other order than the model's inputs */
+    tether_npy arrays[2] = {{TETHER_FLOAT32, 2, {2, 3}, g_b, 24},
+                            {TETHER_FLOAT32, 2, {2, 3}, g_a, 24}};
+    const char *names[2] = {"b", "a"};
+    snprintf(p, sizeof p, "%s/in.npz", g_dir);
+    assert_int_equal(tether_npz_write(p, 2, names, arrays), 0);
+    const char *o;
+    int rc = tether(&o, "run two.json --in in.npz --out o.npz");
+    if (rc)
+        fail_msg("%s", o);
+    assert_non_null(strstr(o, "o.npz:s: float32 [2, 3]"));
+    assert_non_null(strstr(o, "\nwrote o.npz\n"));
+    check_two_io("o.npz", "s", 0);
+    check_two_io("o.npz", "p", 1);
+    /* by name in any order; only the named output is written */
+    rc = tether(&o, "run two.json --in b=b.npy --in a=a.npy --out p=p.npy");
+    if (rc)
+        fail_msg("%s", o);
+    check_two_io("p.npy", NULL, 1);
+    assert_false(exists("out0.npy"));
+    assert_non_null(strstr(o, "wrote p.npy\n"));
+    /* the reference interpreter binds the same way */
+    rc = tether(&o, "run --reference two.json --in in.npz --out ref.npz");
+    if (rc)
+        fail_msg("%s", o);
+    check_two_io("ref.npz", "s", 0);
+    check_two_io("ref.npz", "p", 1);
+    /* an artifact: NAME=ARCHIVE takes the archive's array NAME; --json names the archive */
+    if (tether(&o, "compile two.json -o art --quiet"))
+        fail_msg("%s", o);
+    rc = tether(&o, "run art --in b=in.npz --in a=in.npz --out art.npz --json run.json");
+    if (rc)
+        fail_msg("%s", o);
+    check_two_io("art.npz", "p", 1);
+    assert_non_null(strstr(o, "wrote art.npz, run.json\n"));
+    cJSON *j = read_json("run.json");
+    const cJSON *outs = cJSON_GetObjectItem(j, "outputs");
+    assert_int_equal(cJSON_GetArraySize(outs), 2);
+    assert_string_equal(str(cJSON_GetArrayItem(outs, 1), "name"), "p");
+    assert_string_equal(str(cJSON_GetArrayItem(outs, 1), "file"), "art.npz");
+    cJSON_Delete(j);
+    rc = tether(&o, "bench art --in in.npz --number 2 --repeat 2 --out bench.npz");
+    if (rc)
+        fail_msg("%s", o);
+    check_two_io("bench.npz", "s", 0);
+    rc = tether(&o, "ab two.json --in in.npz --number 2 --repeat 1");
+    if (rc)
+        fail_msg("%s", o);
+    assert_non_null(strstr(o, "outputs equal the interpreter"));
+    /* refusals (usage errors are found before any device is contacted) */
+    assert_int_equal(tether(&o, "run two.json --device tcp://127.0.0.1:1 --in b=b.npy --in a.npy"),
+                     2);
+    assert_non_null(strstr(o, "some arguments are named"));
+    assert_int_equal(tether(&o, "run two.json --device tcp://127.0.0.1:1 --in a=a.npy --in "
+                                "a=b.npy"),
+                     2);
+    assert_non_null(strstr(o, "input 'a' is given twice (a.npy and b.npy)"));
+    assert_int_equal(tether(&o, "run art --in c=b.npy --in a=a.npy --out x.npz"), 2);
+    assert_non_null(strstr(o, "the model has no input 'c' (its inputs: a, b)"));
+    assert_int_equal(tether(&o, "run art --in a=a.npy --out x.npz"), 2);
+    assert_non_null(strstr(o, "input 'b' has no --in (give --in b=FILE)"));
+    assert_int_equal(tether(&o, "run art --in in.npz --out q=q.npy"), 2);
+    assert_non_null(strstr(o, "no output 'q' (its outputs: s, p)"));
+    assert_int_equal(tether(&o, "run art --in c=in.npz"), 2);
+    assert_non_null(strstr(o, "in.npz has 2 arrays and none is named 'c'"));
+    assert_int_equal(tether(&o, "run art --in in.npz --out s=x.npz"), 2);
+    assert_non_null(strstr(o, "an .npz output collects every output by name"));
+    assert_int_equal(tether(&o, "run art --in in.npz --out x.npz --out y.npy"), 2);
+    assert_non_null(strstr(o, "--out x.npz collects every output"));
+    assert_int_equal(tether(&o, "run '%s' add_packed --in in.npz --out c.npy", TESTMOD_PATH), 2);
+    assert_non_null(strstr(o, "a module function's arguments are positional"));
+    assert_int_equal(tether(&o, "run art --in a.npy --in b.npy --out two.json.npz.bad/x.npz"), 1);
+    assert_int_equal(tether(&o, "run art --in missing.npz"), 1);
+    assert_non_null(strstr(o, "missing.npz"));
+    assert_int_equal(tether(&o, "run art --in a.npy --in in.npz"), 2); /* mixed, expanded */
+    assert_false(exists("x.npz"));
+    assert_false(exists("q.npy"));
+    assert_false(exists("c.npy"));
+}
+#endif
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_usage_errors, setup, teardown),
@@ -1217,6 +1340,7 @@ int main(void) {
 #ifdef TETHER_HAVE_COMPILER
         cmocka_unit_test_setup_teardown(test_run_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_reference, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_named_and_npz, setup, teardown),
         cmocka_unit_test_setup_teardown(test_output_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ab, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ab_opencl_refused, setup, teardown),

@@ -2,7 +2,8 @@
  * .npy reader/writer: round trips of every supported dtype (including 0-d and empty arrays), and
  * clear errors for Fortran order, unsupported and big-endian dtypes, bad magic, truncated headers
  * and data, extra data and too many dimensions. Registered readers of other formats (.pb) take
- * over by extension.
+ * over by extension. .npz archives: round trips in archive order, stored and deflated members,
+ * and refusals (not a ZIP, a non-.npy member, a bad CRC, truncation, bad names) that leave no file.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <zip.h>
 
 #include "tether/crt.h"
 #include "tether/host.h"
@@ -206,13 +208,177 @@ static void test_registered_reader(void **state) {
     unlink(path);
 }
 
+/* ---- .npz ---- */
+
+static void npz_path(char *out, size_t n, const char *name) {
+    snprintf(out, n, "%s/%s", g_dir, name);
+}
+
+/* An archive written by libzip directly: members (name, .npy image or text), deflated or not. */
+static void make_zip(const char *path, int n, const char *const *members, const void *const *data,
+                     const size_t *len, int deflate) {
+    int err = 0;
+    zip_t *za = zip_open(path, ZIP_CREATE | ZIP_TRUNCATE, &err);
+    assert_non_null(za);
+    for (int i = 0; i < n; i++) {
+        zip_source_t *src = zip_source_buffer(za, data[i], len[i], 0);
+        zip_int64_t idx = zip_file_add(za, members[i], src, 0);
+        assert_true(idx >= 0);
+        zip_set_file_compression(za, (zip_uint64_t)idx, deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0);
+    }
+    assert_int_equal(zip_close(za), 0);
+}
+
+/* A .npy image of `count` floats 0, 1, ... of shape [count] (malloc'd). */
+static uint8_t *npy_image(int count, size_t *len) {
+    char path[128];
+    npz_path(path, sizeof path, "img.npy");
+    float *v = malloc(sizeof(float) * (size_t)count);
+    for (int i = 0; i < count; i++)
+        v[i] = (float)i;
+    int64_t shape[1] = {count};
+    assert_int_equal(tether_npy_write(path, TETHER_FLOAT32, shape, 1, v), 0);
+    free(v);
+    uint8_t *buf;
+    assert_int_equal(tether_file_read(path, 1 << 20, &buf, len), 0);
+    unlink(path);
+    return buf;
+}
+
+static void test_npz_roundtrip(void **state) {
+    (void)state;
+    char path[128];
+    npz_path(path, sizeof path, "rt.npz");
+    float f[6] = {1.5f, -2, 3, 4, 5, 6};
+    int64_t i64[3] = {-1, 1LL << 40, 7};
+    uint8_t u8[1] = {200};
+    tether_npy arrays[3] = {
+        {TETHER_FLOAT32, 2, {2, 3}, f, sizeof f},
+        {TETHER_INT64, 1, {3}, i64, sizeof i64},
+        {TETHER_UINT8, 0, {0}, u8, 1},
+    };
+    const char *names[3] = {"logits", "ids", "flag"};
+    assert_int_equal(tether_npz_write(path, 3, names, arrays), 0);
+    char got[8][TETHER_NPZ_NAME_MAX];
+    int n = 0;
+    if (tether_npz_list(path, got, 8, &n))
+        fail_msg("%s", tether_last_error());
+    assert_int_equal(n, 3);
+    for (int i = 0; i < 3; i++)
+        assert_string_equal(got[i], names[i]); /* archive order = write order */
+    for (int i = 2; i >= 0; i--) {
+        tether_npy r;
+        if (tether_npz_read_member(path, names[i], &r))
+            fail_msg("%s", tether_last_error());
+        assert_true(tether_dtype_equal(r.dtype, arrays[i].dtype));
+        assert_int_equal(r.ndim, arrays[i].ndim);
+        assert_int_equal(r.nbytes, arrays[i].nbytes);
+        assert_memory_equal(r.data, arrays[i].data, r.nbytes);
+        tether_npy_free(&r);
+    }
+    /* a name it lacks: the error lists what it has */
+    tether_npy r;
+    assert_int_equal(tether_npz_read_member(path, "probs", &r), TETHER_ERR_NOT_FOUND);
+    assert_non_null(strstr(tether_last_error(), "no array 'probs' (it has: logits, ids, flag)"));
+    assert_null(r.data);
+    /* too small a list */
+    assert_int_equal(tether_npz_list(path, got, 2, &n), TETHER_ERR_LIMIT);
+    assert_int_equal(n, 0);
+    unlink(path);
+}
+
+static void test_npz_write_refusals(void **state) {
+    (void)state;
+    char path[128];
+    npz_path(path, sizeof path, "bad.npz");
+    float f[2] = {1, 2};
+    tether_npy a[2] = {{TETHER_FLOAT32, 1, {2}, f, sizeof f},
+                       {TETHER_FLOAT32, 1, {2}, f, sizeof f}};
+    const char *twice[2] = {"x", "x"}, *slash[1] = {"a/b"}, *empty[1] = {""};
+    assert_int_equal(tether_npz_write(path, 2, twice, a), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "'x' given twice"));
+    assert_int_equal(tether_npz_write(path, 1, slash, a), TETHER_ERR_INVALID_ARG);
+    assert_int_equal(tether_npz_write(path, 1, empty, a), TETHER_ERR_INVALID_ARG);
+    assert_int_equal(tether_npz_write(path, 0, empty, a), TETHER_ERR_INVALID_ARG);
+    /* data size disagreeing with the shape; a dtype .npy cannot hold */
+    tether_npy wrong = {TETHER_FLOAT32, 1, {3}, f, sizeof f};
+    const char *one[1] = {"x"};
+    assert_int_equal(tether_npz_write(path, 1, one, &wrong), TETHER_ERR_INVALID_ARG);
+    tether_npy half = {TETHER_DTYPE(kDLFloat, 16), 1, {2}, f, 4};
+    assert_int_equal(tether_npz_write(path, 1, one, &half), TETHER_ERR_UNSUPPORTED);
+    assert_int_not_equal(access(path, F_OK), 0); /* nothing was left behind */
+}
+
+static void test_npz_read_refusals(void **state) {
+    (void)state;
+    char path[128], names[4][TETHER_NPZ_NAME_MAX];
+    int n = 0;
+    tether_npy r;
+    /* not a ZIP at all */
+    npz_path(path, sizeof path, "text.npz");
+    assert_int_equal(tether_file_write(path, "hello", 5), 0);
+    assert_int_equal(tether_npz_list(path, names, 4, &n), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "not an .npz archive"));
+    unlink(path);
+    /* a device node is not read */
+    assert_int_equal(tether_npz_list("/dev/zero", names, 4, &n), TETHER_ERR_INVALID_ARG);
+    /* a member that is not .npy */
+    npz_path(path, sizeof path, "mixed.npz");
+    size_t ilen;
+    uint8_t *img = npy_image(4, &ilen);
+    const char *m1[2] = {"x.npy", "notes.txt"};
+    const void *d1[2] = {img, "hi"};
+    size_t l1[2] = {ilen, 2};
+    make_zip(path, 2, m1, d1, l1, 0);
+    assert_int_equal(tether_npz_list(path, names, 4, &n), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "member 'notes.txt' is not a .npy array"));
+    /* a member whose .npy does not parse */
+    const char *m2[1] = {"x.npy"};
+    const void *d2[1] = {"\x93NUMPY junk"};
+    size_t l2[1] = {11};
+    make_zip(path, 1, m2, d2, l2, 0);
+    assert_int_not_equal(tether_npz_read_member(path, "x", &r), 0);
+    assert_non_null(strstr(tether_last_error(), "mixed.npz:x"));
+    /* deflated (numpy.savez_compressed) reads the same */
+    const void *d3[1] = {img};
+    size_t l3[1] = {ilen};
+    make_zip(path, 1, m2, d3, l3, 1);
+    assert_int_equal(tether_npz_read_member(path, "x", &r), 0);
+    assert_int_equal(r.nbytes, 16);
+    assert_true(((float *)r.data)[3] == 3.0f);
+    tether_npy_free(&r);
+    /* a stored member with a flipped data byte fails its CRC */
+    make_zip(path, 1, m2, d3, l3, 0);
+    uint8_t *zbuf;
+    size_t zlen;
+    assert_int_equal(tether_file_read(path, 1 << 20, &zbuf, &zlen), 0);
+    uint8_t *hit = memmem(zbuf, zlen, img + ilen - 16, 16); /* the floats 0..3 */
+    assert_non_null(hit);
+    hit[5] ^= 0x40;
+    assert_int_equal(tether_file_write(path, zbuf, zlen), 0);
+    free(zbuf);
+    assert_int_not_equal(tether_npz_read_member(path, "x", &r), 0);
+    assert_non_null(strstr(tether_last_error(), "cannot read the member"));
+    assert_null(r.data);
+    /* truncated: half the archive */
+    make_zip(path, 1, m2, d3, l3, 0);
+    assert_int_equal(tether_file_read(path, 1 << 20, &zbuf, &zlen), 0);
+    assert_int_equal(tether_file_write(path, zbuf, zlen / 2), 0);
+    free(zbuf);
+    assert_int_not_equal(tether_npz_list(path, names, 4, &n), 0);
+    free(img);
+    unlink(path);
+}
+
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/tnpyXXXXXX");
     if (!mkdtemp(g_dir))
         return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_not_regular), cmocka_unit_test(test_registered_reader)};
+        cmocka_unit_test(test_roundtrip),        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_not_regular),      cmocka_unit_test(test_registered_reader),
+        cmocka_unit_test(test_npz_roundtrip),    cmocka_unit_test(test_npz_write_refusals),
+        cmocka_unit_test(test_npz_read_refusals)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char p[128];
     snprintf(p, sizeof p, "%s/rt.npy", g_dir);

@@ -129,6 +129,27 @@ static void test_run_onnx(void **state) {
     /* .pb inputs are checked like .npy: dtype and shape against the model */
     assert_int_equal(tether(&o, "run reshape.onnx --in shape.pb --in x.pb"), 1);
     assert_non_null(strstr(o, "tether run: "));
+    /* by name, in any order: the shape is bound as a constant by its name */
+    rc = tether(&o, "run reshape.onnx --in shape=shape.pb --in x=x.pb --out y=yn.npy");
+    if (rc) {
+        fail_msg("%s", o);
+    }
+    assert_int_equal(tether_npy_read(path("yn.npy"), &y), 0);
+    assert_int_equal(y.shape[0], 3);
+    assert_true(((float *)y.data)[5] == 12.0f);
+    tether_npy_free(&y);
+    rc = tether(&o, "run reshape.onnx --reference --in shape=shape.pb --in x=x.pb --out yrn.npy");
+    if (rc) {
+        fail_msg("%s", o);
+    }
+    rc = tether(&o, "ab reshape.onnx --in shape=shape.pb --in x=x.pb --number 2 --repeat 1");
+    if (rc) {
+        fail_msg("%s", o);
+    }
+    assert_non_null(strstr(o, "outputs equal the interpreter"));
+    /* a name the model lacks is neither bound nor run: the error lists the real inputs */
+    assert_int_equal(tether(&o, "run reshape.onnx --in shape=shape.pb --in data=x.pb"), 2);
+    assert_non_null(strstr(o, "no input 'data' (its inputs: x)"));
 }
 
 static void test_import_compile_plan(void **state) {
