@@ -1,0 +1,119 @@
+"""Compiled artifact directories (`tether compile`, tether.compile) run on a session.
+
+What must stay true: inputs are checked against the artifact's signature (names, dtype, shape)
+before anything reaches the device; outputs come back as new ndarrays of the declared dtype and
+shape; an artifact is prepared on one session once, and closing either frees its device state.
+"""
+
+import os
+from typing import NamedTuple, Tuple
+
+import numpy as np
+
+from . import _tether
+from ._dtypes import bind_inputs, to_numpy
+from ._session import CallResult, TimeStats
+
+
+class IOSpec(NamedTuple):
+    """An input or output of a signature: name, shape, dtype (a numpy dtype)."""
+
+    name: str
+    shape: Tuple[int, ...]
+    dtype: object
+
+    @property
+    def dtype_name(self):
+        return self.dtype if isinstance(self.dtype, str) else ("bool" if self.dtype == np.bool_
+                                                              else self.dtype.name)
+
+
+class Outputs(dict):
+    """The outputs of one inference, name -> ndarray in signature order. .call is the
+    CallResult (return code, device time, stack high-water mark); .compiled the compile result
+    when the model was compiled on the fly (run_model), else None."""
+
+    def __init__(self, items, call=None, compiled=None):
+        super().__init__(items)
+        self.call = call
+        self.compiled = compiled
+
+    def __repr__(self):
+        return f"Outputs({dict.__repr__(self)}, call={self.call!r})"
+
+
+class Artifact:
+    """An artifact directory: metadata.json plus a library (C backend) or OpenCL C and a launch
+    sequence. Pass session= (or call prepare(session)) to put it on a device; then run(inputs)
+    and time(). Use as a context manager, or close() it, to free its arrays on the device.
+
+    inputs / outputs: lists of IOSpec. last: the CallResult of the latest run.
+    """
+
+    def __init__(self, path, session=None):
+        self.dir = os.fspath(path)
+        self._c = _tether.Artifact(self.dir)
+        info = self._c.info()
+        self.backend = info["backend"]
+        self.entry = info["entry"]
+        self.target = info["target"]
+        self.cpu = info["cpu"]
+        self.inputs = [IOSpec(n, tuple(s), to_numpy(d)) for n, d, s, _ in info["inputs"]]
+        self.outputs = [IOSpec(n, tuple(s), to_numpy(d)) for n, d, s, _ in info["outputs"]]
+        self.kernels = [tuple(k) for k in info["kernels"]]  # OpenCL: (kernel, node) per launch
+        self.session = None
+        self.last = None
+        self.last_kernel_ns = ()
+        if session is not None:
+            try:
+                self.prepare(session)
+            except BaseException:
+                self.close()
+                raise
+
+    def prepare(self, session):
+        """Uploads and loads the library, sets the params and allocates every array on
+        session (once per artifact). The session must outlive the artifact's use."""
+        self._c.prepare(session._c)
+        self.session = session
+        return self
+
+    def run(self, inputs=None, **named):
+        """One inference. inputs: one array (a one-input model), a list in signature order, or
+        a dict by name (or keyword arguments). Returns Outputs (name -> ndarray)."""
+        if named:
+            if inputs is not None:
+                raise TypeError("give inputs positionally or by keyword, not both")
+            inputs = named
+        arrays = bind_inputs(self.inputs, inputs, "artifact")
+        for o in self.outputs:
+            if not isinstance(o.dtype, np.dtype):
+                raise ValueError(f"output '{o.name}': dtype {o.dtype} has no numpy equivalent")
+        outs = [np.empty(o.shape, o.dtype) for o in self.outputs]
+        call, kernel_ns = self._c.run(arrays, outs)
+        self.last = CallResult(*call)
+        self.last_kernel_ns = tuple(kernel_ns)
+        return Outputs(((o.name, a) for o, a in zip(self.outputs, outs)), self.last)
+
+    def time(self, number=1, repeat=3, min_repeat_ms=0, cooldown_ms=0):
+        """TIME over the inputs of the last run: `repeat` (1..32) repeats of `number` calls
+        (grown until a repeat lasts min_repeat_ms). TimeStats in seconds per inference; an
+        OpenCL artifact adds each kernel's median (kernel_median)."""
+        return TimeStats._of(self._c.time(int(number), int(repeat), int(min_repeat_ms),
+                                          int(cooldown_ms)))
+
+    def close(self):
+        """Frees the artifact and its arrays on the device (idempotent)."""
+        c = getattr(self, "_c", None)
+        if c is not None:
+            c.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        ins = ", ".join(f"{i.name}{list(i.shape)}" for i in self.inputs)
+        return f"<tether.Artifact {self.dir} {self.backend} {self.target} ({ins})>"

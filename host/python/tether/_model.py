@@ -1,0 +1,470 @@
+"""Models: compile, the reference interpreter, run a model on a device, and the A/B of variants.
+
+What must stay true: a model is compiled for the device's own target and CPU unless the caller
+says otherwise; temporary directories are removed on every path (also on errors and
+KeyboardInterrupt); every artifact prepared here is closed before returning. The A/B follows
+`tether ab` (docs/cli.md, "How ab measures"): all variants prepared first, one warm-up TIME each
+that sets the calls per repeat, then `repeat` rounds of one TIME per variant with the order
+reversed every other round; the ratio is the Hodges-Lehmann estimate of the host library.
+ONNX inputs an operator needs as constants (a Reshape's shape) are bound at compile time from
+the values given and are not fed at run time.
+"""
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import tempfile
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from . import _tether
+from ._artifact import Artifact, Outputs
+from ._dtypes import from_numpy, native
+from ._session import CallResult, _error
+
+_COMPILE_KEYS = ("abi", "target", "cpu", "prefix", "opt_level", "params", "backend",
+                 "texture_weights", "input_shapes", "tuning_log")
+
+
+def _need_compiler():
+    if not _tether.HAVE_COMPILER:
+        raise _error("this tether build has no compiler (tether_compiler)")
+
+
+def targets():
+    """The compiler's target profiles: dicts with name, kind (shared/static), description and
+    whether the target's compiler is installed (available)."""
+    _need_compiler()
+    return _tether.targets()
+
+
+def load_array(path):
+    """Reads a .npy file (or an ONNX TensorProto .pb file) into an ndarray, as the CLI's --in."""
+    dtype, shape, data = _tether.read_array(os.fspath(path))
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise _error(f"{path}: dtype {dtype} has no numpy equivalent") from None
+    return np.frombuffer(data, dtype=dt).reshape(shape).copy()
+
+
+def _opt_level(level):
+    if level is None:
+        return _tether.OPT_DEFAULT
+    if level == "s":
+        return -1
+    if isinstance(level, (int, np.integer)) and 0 <= int(level) <= 3:
+        return int(level)
+    raise ValueError(f"opt_level must be 0, 1, 2, 3 or 's', not {level!r}")
+
+
+def _shape_specs(input_shapes):
+    if input_shapes is None:
+        return None
+    if isinstance(input_shapes, dict):
+        return [f"{k}=" + "x".join(str(int(d)) for d in v) for k, v in input_shapes.items()]
+    return [str(s) for s in input_shapes]
+
+
+def _values(model, inputs):
+    """The given inputs in the model's input order (before binding): (names or None, list of
+    ndarray or None)."""
+    if inputs is None:
+        return None, []
+    if isinstance(inputs, dict):
+        names = _tether.model_inputs(model)
+        unknown = [k for k in inputs if k not in names]
+        if unknown:
+            raise ValueError(f"unknown input '{unknown[0]}' (the model's inputs: "
+                             f"{', '.join(names) or 'none'})")
+        return names, [None if inputs.get(n) is None else native(np.asarray(inputs[n]))
+                       for n in names]
+    seq = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    return None, [None if v is None else native(np.asarray(v)) for v in seq]
+
+
+def _value_specs(arrays):
+    out = []
+    for a in arrays:
+        if a is None:
+            out.append(None)
+        else:
+            out.append((from_numpy(a.dtype), a.shape, a))
+    return out
+
+
+def compile(model, out_dir, *, abi="packed", target=None, cpu=None, prefix=None, opt_level=None,
+            params="linked", backend="c", texture_weights=False, input_shapes=None, inputs=None,
+            tuning_log=None):
+    """Compiles MODEL (.json, or .onnx) into the artifact directory out_dir, as `tether compile`.
+
+    abi: packed or unpacked; target: a profile name (tether.targets(), default x86_64-linux);
+    cpu: -march/-mcpu value; opt_level: 0..3 or 's' (default: the target's); params: linked or
+    blob; backend: c or opencl (texture_weights for OpenCL); input_shapes: {name: shape} or
+    ["NAME=1x3x224x224"] for dynamic dimensions; inputs: values the ONNX front end may bind as
+    constants; tuning_log: a `tether tune` log.
+
+    Returns a dict: the build's figures (text, data, bss, code, static_stack, params_bytes,
+    workspace_bytes, library, entry, ...), bound (per given input: made a constant), dir,
+    library_path, library_bytes and report (report.json)."""
+    _need_compiler()
+    model = os.fspath(model)
+    _, arrays = _values(model, inputs)
+    return _compile(model, os.fspath(out_dir), arrays, abi=abi, target=target, cpu=cpu,
+                    prefix=prefix, opt_level=opt_level, params=params, backend=backend,
+                    texture_weights=texture_weights, input_shapes=input_shapes,
+                    tuning_log=tuning_log)
+
+
+def _compile(model, out_dir, arrays, *, abi="packed", target=None, cpu=None, prefix=None,
+             opt_level=None, params="linked", backend="c", texture_weights=False,
+             input_shapes=None, tuning_log=None):
+    """compile() with the inputs already in model order (arrays: ndarray or None each)."""
+    if params not in ("linked", "blob"):
+        raise ValueError("params must be 'linked' or 'blob'")
+    res = _tether.compile(
+        model, out_dir, abi=abi, target=target, cpu=cpu, prefix=prefix,
+        opt_level=_opt_level(opt_level), link_params=params == "linked", backend=backend,
+        texture_weights=bool(texture_weights), input_shapes=_shape_specs(input_shapes),
+        input_values=_value_specs(arrays) if arrays else None,
+        tuning_log=None if tuning_log is None else os.fspath(tuning_log))
+    res["dir"] = out_dir
+    lib = os.path.join(out_dir, res["library"]) if res["library"] else None
+    res["library_path"] = lib
+    res["library_bytes"] = os.path.getsize(lib) if lib and os.path.isfile(lib) else None
+    try:
+        with open(os.path.join(out_dir, "report.json"), encoding="utf-8") as f:
+            res["report"] = json.load(f)
+    except (OSError, ValueError):
+        res["report"] = None
+    return res
+
+
+def _split_runtime(arrays, bound):
+    """The inputs left for run time after the compile bound some as constants."""
+    return [a for i, a in enumerate(arrays) if not (i < len(bound) and bound[i])]
+
+
+def reference(model, inputs=None, *, input_shapes=None):
+    """Runs MODEL on the compiler's reference interpreter on this machine (float32 models):
+    the ground truth device runs are compared with. Returns Outputs (name -> ndarray)."""
+    _need_compiler()
+    model = os.fspath(model)
+    names, arrays = _values(model, inputs)
+    specs = _value_specs(arrays) if arrays else None
+    sig = _tether.model_signature(model, input_shapes=_shape_specs(input_shapes),
+                                  input_values=specs)
+    runtime = _split_runtime(arrays, sig["bound"])
+    if names is not None and any(a is None for a in runtime):
+        left = [n for n, a, b in zip(names, arrays, sig["bound"]) if a is None and not b]
+        raise ValueError(f"missing input '{left[0]}'")
+    from ._artifact import IOSpec
+    from ._dtypes import bind_inputs, to_numpy
+
+    ins = [IOSpec(n, tuple(s), to_numpy(d)) for n, d, s in sig["inputs"]]
+    checked = bind_inputs(ins, runtime, "model")
+    outs = _tether.interpret(model, checked, input_shapes=_shape_specs(input_shapes),
+                             input_values=specs)
+    return Outputs((n, np.frombuffer(b, dtype=np.float32).reshape(s).copy())
+                   for n, _, s, b in outs)
+
+
+def device_target(info):
+    """The compile target and CPU for a device from its HELLO (a session's info): an MCU
+    board's core, else <arch>-linux with the device's -march value."""
+    _need_compiler()
+    names = {t["name"] for t in _tether.targets()}
+    if info.get("load_size_bytes"):
+        target, cpu = info["arch"], None
+        if target not in names:
+            raise _error(f"the device is a {info.get('board')} board with CPU '{target}', for "
+                         "which the compiler has no target (give target=)")
+    else:
+        target, cpu = f"{info['arch']}-linux", info.get("cpu") or None
+        if target not in names:
+            raise _error(f"the device is a {info['arch']} machine ({info['triple']}), for which "
+                         "the compiler has no target (give target=)")
+    return target, cpu
+
+
+def _compile_options(session, options):
+    unknown = [k for k in options if k not in _COMPILE_KEYS]
+    if unknown:
+        raise TypeError(f"unknown option '{unknown[0]}' (one of: {', '.join(_COMPILE_KEYS)})")
+    o = dict(options)
+    if o.get("target") is None and o.get("backend", "c") == "c":
+        o["target"], dev_cpu = device_target(session.info)
+        if o.get("cpu") is None:
+            o["cpu"] = dev_cpu
+    return o
+
+
+def run_model(session, model, inputs=None, **options):
+    """Session.run_model: compile into a temporary directory, run once, remove it."""
+    _need_compiler()
+    session._check()
+    model = os.fspath(model)
+    o = _compile_options(session, options)
+    names, arrays = _values(model, inputs)
+    tmp = tempfile.mkdtemp(prefix="tether-run-")
+    art = None
+    try:
+        res = _compile(model, tmp, arrays, **o)
+        art = Artifact(tmp, session=session)
+        bound = res["bound"] or [False] * len(arrays)
+        if names is not None:  # by name: the inputs left after binding, by name
+            feed = {n: a for n, a, b in zip(names, arrays, bound) if not b}
+            missing = [n for n, a in feed.items() if a is None]
+            if missing:
+                raise ValueError(f"missing input '{missing[0]}'")
+        else:
+            feed = _split_runtime(arrays, bound)
+        outs = art.run(feed)
+        outs.compiled = res
+        return outs
+    finally:
+        if art is not None:
+            art.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---- A/B ------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class ABVariant:
+    """One side of an A/B: its compile options and figures, outputs, and latency (seconds per
+    call: one entry per repeat, and their median, quartiles, min, max, mean)."""
+
+    label: str
+    options: dict
+    dir: Optional[str]
+    outputs: Dict[str, np.ndarray]
+    outputs_equal: bool
+    max_abs_difference: float
+    call: CallResult
+    stack_bytes: int
+    seconds: List[float]
+    number: int
+    zero_timer: bool
+    median: float
+    q1: float
+    q3: float
+    mean: float
+    min: float
+    max: float
+    text: int
+    data: int
+    bss: int
+    code: int
+    library_bytes: Optional[int]
+    params_bytes: int
+    workspace_bytes: int
+    static_stack: Optional[int]
+    ratio: Optional[dict]  # this variant's time over the baseline's (None for the baseline)
+    compiled: dict = dataclasses.field(repr=False, default_factory=dict)
+
+
+@dataclasses.dataclass
+class ABResult:
+    """What Session.ab measured: variants by label (the first is the baseline every ratio is
+    taken against), whether a reference interpreter run was the ground truth (else the baseline's
+    outputs), and the measurement's settings. str() prints the table."""
+
+    model: str
+    target: str
+    variants: Dict[str, ABVariant]
+    baseline: str
+    reference: bool
+    rtol: float
+    atol: float
+    repeat: int
+    min_repeat_ms: int
+
+    @property
+    def outputs_equal(self):
+        return all(v.outputs_equal for v in self.variants.values())
+
+    def __getitem__(self, label):
+        return self.variants[label]
+
+    def to_dict(self):
+        d = dataclasses.asdict(self)
+        for v in d["variants"].values():
+            v["outputs"] = {k: a.tolist() for k, a in v["outputs"].items()}
+            v["call"] = dict(self.variants[v["label"]].call._asdict())
+        return d
+
+    def __str__(self):
+        vs = list(self.variants.values())
+        us = lambda x: f"{x * 1e6:.3f}"  # noqa: E731
+        rows = [
+            ("outputs equal", [("yes" if v.outputs_equal else "NO") for v in vs]),
+            ("max |difference|", [f"{v.max_abs_difference:.3g}" for v in vs]),
+            ("text / data / bss", [f"{v.text} / {v.data} / {v.bss}" for v in vs]),
+            ("instructions", [str(v.code) for v in vs]),
+            ("library bytes", [str(v.library_bytes) for v in vs]),
+            ("params / workspace", [f"{v.params_bytes} / {v.workspace_bytes}" for v in vs]),
+            ("static stack", [str(v.static_stack) if v.static_stack is not None else "unbounded"
+                              for v in vs]),
+            ("stack high-water", [str(v.stack_bytes) for v in vs]),
+            ("median us", [us(v.median) for v in vs]),
+            ("IQR us", [us(v.q3 - v.q1) for v in vs]),
+            ("min..max us", [f"{us(v.min)}..{us(v.max)}" for v in vs]),
+            ("calls per repeat", [str(v.number) for v in vs]),
+            (f"ratio to {self.baseline}",
+             [("-" if v.ratio is None else f"{v.ratio['estimate']:.3f}x {v.ratio['verdict']}")
+              for v in vs]),
+        ]
+        heads = [v.label for v in vs]
+        w0 = max(len(r[0]) for r in rows)
+        ws = [max(len(h), *(len(r[1][i]) for r in rows)) for i, h in enumerate(heads)]
+        lines = [f"{self.model} on {self.target}: {self.repeat} repeats, "
+                 f"{'reference interpreter' if self.reference else self.baseline} as truth",
+                 "  ".join([" " * w0] + [h.rjust(w) for h, w in zip(heads, ws)])]
+        for name, cells in rows:
+            lines.append("  ".join([name.ljust(w0)] + [c.rjust(w) for c, w in zip(cells, ws)]))
+        return "\n".join(lines)
+
+
+def _variants(variants):
+    if isinstance(variants, dict):
+        out = {}
+        for label, o in variants.items():
+            if not isinstance(o, dict):
+                raise TypeError(f"variant '{label}': its options must be a dict")
+            out[str(label)] = dict(o)
+    else:
+        out = {}
+        for v in variants:
+            if v not in ("packed", "unpacked"):
+                raise ValueError(f"variant '{v}': name an ABI (packed, unpacked) or give "
+                                 "variants as {label: {compile options}}")
+            out[v] = {"abi": v}
+    if not out:
+        raise ValueError("no variants")
+    return out
+
+
+def _compare(got, want, rtol, atol):
+    if set(got) != set(want):
+        return False, float("inf")
+    equal, worst = True, 0.0
+    for k, a in got.items():
+        b = want[k]
+        if a.shape != b.shape:
+            return False, float("inf")
+        if a.size == 0:
+            continue
+        if np.issubdtype(a.dtype, np.floating):
+            a64, b64 = a.astype(np.float64), b.astype(np.float64)
+            diff = np.abs(a64 - b64)
+            worst = max(worst, float(np.nanmax(diff)) if np.isfinite(diff).any() else 0.0)
+            equal &= bool(np.all((diff <= atol + rtol * np.abs(b64)) |
+                                 (np.isnan(a64) & np.isnan(b64))))
+        else:
+            diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+            worst = max(worst, float(diff.max()))
+            equal &= bool(np.array_equal(a, b))
+    return equal, worst
+
+
+def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1, repeat=15,
+       min_repeat_ms=50, rtol=1e-4, atol=1e-5, out_dir=None, **options):
+    """Session.ab: see docs/python.md."""
+    _need_compiler()
+    session._check()
+    model = os.fspath(model)
+    if not 1 <= int(repeat) <= 200:
+        raise ValueError("repeat must be in 1..200")
+    if int(number) < 1 or int(min_repeat_ms) < 0:
+        raise ValueError("number must be >= 1 and min_repeat_ms >= 0")
+    repeat, number, min_repeat_ms = int(repeat), int(number), int(min_repeat_ms)
+    sides = _variants(variants)
+    base_opts = _compile_options(session, options)
+    names, arrays = _values(model, inputs)
+    if inputs is None:  # generated: uniform in [-1, 1), fixed seed, so runs see the same bytes
+        sig = _tether.model_signature(model, input_shapes=_shape_specs(options.get("input_shapes")))
+        rng = np.random.default_rng(20261123)
+        arrays = []
+        for n, d, s in sig["inputs"]:
+            if d != "float32":
+                raise ValueError(f"input '{n}' is {d}: give inputs= (only float32 inputs are "
+                                 "generated)")
+            arrays.append(rng.uniform(-1.0, 1.0, size=s).astype(np.float32))
+    given = dict(zip(names, arrays)) if names else arrays
+    made = out_dir is None
+    root = tempfile.mkdtemp(prefix="tether-ab-") if made else os.fspath(out_dir)
+    os.makedirs(root, exist_ok=True)
+    arts = {}
+    try:
+        compiled = {}
+        for label, o in sides.items():
+            opts = dict(base_opts)
+            opts.update(o)
+            unknown = [k for k in opts if k not in _COMPILE_KEYS]
+            if unknown:
+                raise TypeError(f"variant '{label}': unknown option '{unknown[0]}'")
+            d = os.path.join(root, re.sub(r"[^A-Za-z0-9_.-]", "_", label))
+            compiled[label] = _compile(model, d, arrays, **opts)
+            sides[label] = opts
+        first = next(iter(compiled.values()))
+        runtime = _split_runtime(arrays, first["bound"])
+        truth = None
+        try:
+            truth = reference(model, given or None,
+                              input_shapes=base_opts.get("input_shapes"))
+        except (ValueError, _tether.Error):
+            truth = None  # not a float32 model: the baseline's outputs are the truth
+        results = {}
+        for label in sides:
+            arts[label] = Artifact(compiled[label]["dir"], session=session)
+        for label, art in arts.items():
+            outs = art.run(runtime)
+            results[label] = {"outputs": dict(outs), "call": outs.call}
+        base_label = next(iter(sides))
+        want = truth if truth is not None else results[base_label]["outputs"]
+        numbers = {label: number for label in sides}
+        zero = {label: False for label in sides}
+
+        def time_once(label):
+            st = arts[label].time(numbers[label], 1, min_repeat_ms, 0)
+            numbers[label] = max(numbers[label], st.number)
+            zero[label] |= st.zero_timer
+            return st.seconds[0]
+
+        for label in sides:  # warm-up: sets the calls per repeat
+            time_once(label)
+        times = {label: [] for label in sides}
+        order = list(sides)
+        for r in range(repeat):
+            for label in (order if r % 2 == 0 else order[::-1]):
+                times[label].append(time_once(label))
+        out = {}
+        for label in sides:
+            c = compiled[label]
+            sp = _tether.spread(times[label])
+            eq, worst = _compare(results[label]["outputs"], want, rtol, atol)
+            ratio = None if label == base_label else _tether.ratio(times[base_label],
+                                                                   times[label])
+            out[label] = ABVariant(
+                label=label, options=sides[label], dir=None if made else c["dir"],
+                outputs=results[label]["outputs"], outputs_equal=eq, max_abs_difference=worst,
+                call=results[label]["call"], stack_bytes=results[label]["call"].stack_bytes,
+                seconds=times[label], number=numbers[label], zero_timer=zero[label],
+                median=sp["median"], q1=sp["q1"], q3=sp["q3"], mean=sp["mean"], min=sp["min"],
+                max=sp["max"], text=c["text"], data=c["data"], bss=c["bss"], code=c["code"],
+                library_bytes=c["library_bytes"], params_bytes=c["params_bytes"],
+                workspace_bytes=c["workspace_bytes"], static_stack=c["static_stack"],
+                ratio=ratio, compiled=c)
+        return ABResult(model=model, target=base_opts.get("target") or "x86_64-linux",
+                        variants=out, baseline=base_label, reference=truth is not None,
+                        rtol=rtol, atol=atol, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    finally:
+        for art in arts.values():
+            art.close()
+        if made:
+            shutil.rmtree(root, ignore_errors=True)

@@ -1,0 +1,481 @@
+"""test_python: the tether Python package (host/python, docs/python.md) end to end.
+
+Runs against a local: tetherd (spawned by the library) and a tetherd this module starts on
+127.0.0.1 (a free port from the kernel, a token, two pools) and always stops. Every check is of
+a real outcome: bytes that come back equal what went in, functions of the test module
+(tests/device/testmod.c) and compiled models agree with numpy, the reference interpreter and the
+CLI, timing statistics are ordered, and every error is a Python exception (tether.Error with the
+library's message, ValueError/TypeError for bad arguments), never a crash.
+
+Environment (set by tests/python/CMakeLists.txt): PYTHONPATH (the built package), TETHERD,
+TESTMOD, TETHER_CLI, TETHER_SOURCE_DIR.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import numpy as np
+
+import tether
+
+TETHERD = os.environ["TETHERD"]
+TESTMOD = os.environ["TESTMOD"]
+TETHER_CLI = os.environ.get("TETHER_CLI")
+SOURCE = os.environ["TETHER_SOURCE_DIR"]
+KWS = os.path.join(SOURCE, "examples", "kws", "kws.json")
+ONNX_NODE = os.path.join(SOURCE, "..", "shared", "onnx-node")
+TOKEN = b"python-test-token-0123456789"
+
+_daemons = []
+
+
+class Daemon:
+    """A tetherd on 127.0.0.1, port chosen by the kernel (--tcp 127.0.0.1:0 --port-file)."""
+
+    def __init__(self, *extra):
+        self.dir = tempfile.mkdtemp(prefix="tether-pytest-")
+        port_file = os.path.join(self.dir, "port")
+        self.log = open(os.path.join(self.dir, "log"), "wb")
+        self.proc = subprocess.Popen(
+            [TETHERD, "--tcp", "127.0.0.1:0", "--port-file", port_file, "--work-dir", self.dir,
+             *extra], stdout=subprocess.DEVNULL, stderr=self.log)
+        _daemons.append(self)
+        for _ in range(500):
+            try:
+                with open(port_file) as f:
+                    self.port = int(f.read().strip())
+                break
+            except (OSError, ValueError):
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"tetherd exited with {self.proc.returncode}")
+                time.sleep(0.01)
+        else:
+            raise RuntimeError("tetherd did not report its port")
+        self.url = f"tcp://127.0.0.1:{self.port}"
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        if self in _daemons:
+            _daemons.remove(self)
+
+
+DAEMON = None
+TMP = None
+
+
+def setUpModule():
+    global DAEMON, TMP
+    TMP = tempfile.mkdtemp(prefix="tether-pytest-data-")
+    token_file = os.path.join(TMP, "token")
+    with open(token_file, "wb") as f:
+        f.write(TOKEN + b"\n")
+    DAEMON = Daemon("--token-file", token_file, "--pool", "dram", "--pool", "sram:65536")
+
+
+def tearDownModule():
+    for d in list(_daemons):
+        d.stop()
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+def tcp_session(**kw):
+    return tether.Session(DAEMON.url, token=TOKEN, **kw)
+
+
+SESSIONS = (("local", lambda: tether.Session("local:")), ("tcp", tcp_session))
+
+# A small model: s = x + y; h = relu(s @ w + b). Two inputs, two outputs.
+W = np.arange(32, dtype=np.float32).reshape(8, 4) / 16.0 - 1.0
+B = np.array([0.5, -0.25, 0.0, 1.0], np.float32)
+
+
+def write_mlp(path):
+    model = {
+        "format": "tether-model", "version": 1, "name": "mlp",
+        "tensors": [
+            {"name": "x", "dtype": "float32", "shape": [2, 8]},
+            {"name": "y", "dtype": "float32", "shape": [2, 8]},
+            {"name": "w", "shape": [8, 4], "data": W.ravel().tolist()},
+            {"name": "b", "shape": [4], "data": B.tolist()},
+        ],
+        "inputs": ["x", "y"],
+        "outputs": ["h", "s"],
+        "nodes": [
+            {"name": "add", "op": "add", "inputs": ["x", "y"], "outputs": ["s"]},
+            {"name": "fc", "op": "dense", "inputs": ["s", "w", "b"], "outputs": ["d"]},
+            {"name": "act", "op": "relu", "inputs": ["d"], "outputs": ["h"]},
+        ],
+    }
+    with open(path, "w") as f:
+        json.dump(model, f)
+    return path
+
+
+def mlp_numpy(x, y):
+    s = x + y
+    return np.maximum(s @ W + B, 0), s
+
+
+class TestSession(unittest.TestCase):
+    def test_info_and_close(self):
+        for kind, open_session in SESSIONS:
+            with self.subTest(kind):
+                with open_session() as s:
+                    info = s.info
+                    self.assertEqual(info["triple"].split("-")[0], info["arch"])
+                    self.assertIn("global", info["scopes"])
+                    self.assertIsNone(s.fault)
+                    self.assertFalse(s.closed)
+                self.assertTrue(s.closed)
+                s.close()  # idempotent
+                with self.assertRaisesRegex(ValueError, "closed"):
+                    s.empty(4)
+        with tcp_session() as s:
+            self.assertEqual(s.info["pools"], {"dram": None, "sram": 65536})
+            self.assertTrue(s.info["auth_required"])
+
+    def test_array_round_trip(self):
+        rng = np.random.default_rng(7)
+        for kind, open_session in SESSIONS:
+            with self.subTest(kind), open_session() as s:
+                for dt in ("float32", "float16", "float64", "int8", "uint8", "int16", "uint16",
+                           "int32", "uint32", "int64", "uint64", "bool"):
+                    want = rng.integers(0, 256, size=(3, 5, 7), dtype=np.uint8)
+                    want = want.view(np.int8).astype(dt) if dt != "bool" else want > 128
+                    a = s.array(want)
+                    self.assertEqual((a.shape, a.dtype), (want.shape, want.dtype))
+                    got = a.numpy()
+                    np.testing.assert_array_equal(got, want)
+                    self.assertEqual(got.tobytes(), want.tobytes())
+                    a.free()
+                    a.free()  # idempotent
+                    with self.assertRaisesRegex(ValueError, "freed"):
+                        a.numpy()
+                # non-contiguous and big-endian inputs are made contiguous/native
+                base = rng.standard_normal((6, 10)).astype(np.float32)
+                a = s.empty((6, 5), np.float32)
+                a.copy_from(base[:, ::2])
+                np.testing.assert_array_equal(np.asarray(a), base[:, ::2])
+                be = base.astype(">f4")
+                b = s.array(be)
+                np.testing.assert_array_equal(b.numpy(), base)
+                c = s.zeros((2, 2), "int32")
+                np.testing.assert_array_equal(c.numpy(), np.zeros((2, 2), np.int32))
+                c.copy_from([[1, 2], [3, 4]])  # plain data takes the array's dtype
+                np.testing.assert_array_equal(c.numpy(), [[1, 2], [3, 4]])
+                big = rng.standard_normal(600_000).astype(np.float32)  # several chunks
+                np.testing.assert_array_equal(s.array(big).numpy(), big)
+
+    def test_array_errors(self):
+        with tether.Session("local:") as s:
+            a = s.empty((2, 3), "float32")
+            with self.assertRaisesRegex(
+                    ValueError, r"data: shape \(3, 2\), but the remote array's is \(2, 3\)"):
+                a.copy_from(np.zeros((3, 2), np.float32))
+            with self.assertRaisesRegex(ValueError,
+                                        "dtype float64, but the remote array's is float32"):
+                a.copy_from(np.zeros((2, 3)))
+            with self.assertRaises(TypeError):
+                s.empty(3, "complex64")
+            with self.assertRaisesRegex(ValueError, "negative"):
+                s.empty((2, -1))
+            with self.assertRaisesRegex(ValueError, "scope"):
+                s.empty(4, scope="shared")
+            with self.assertRaises(tether.Error) as cm:
+                s.empty(4, pool="nosuchpool")
+            self.assertIn("nosuchpool", str(cm.exception))
+        with tcp_session() as s:
+            a = s.array(np.ones(1000, np.float32), pool="sram")
+            self.assertEqual(a.pool, "sram")
+            with self.assertRaises(tether.Error):  # over the pool's 64 KiB
+                s.empty(100_000, pool="sram")
+
+    def test_module_functions(self):
+        for kind, open_session in SESSIONS:
+            with self.subTest(kind), open_session() as s:
+                m = s.upload_module(TESTMOD, name="testmod")
+                self.assertEqual(m.num_functions, 8)
+                x = np.linspace(-2, 2, 16, dtype=np.float32)
+                y = np.arange(16, dtype=np.float32)
+                a, b, out = s.array(x), s.array(y), s.empty(16)
+                add = m.function("add_packed")
+                self.assertEqual((add.abi, add.num_args), ("packed", 3))
+                r = add(a, b, out)
+                self.assertEqual(r.ret, 0)
+                np.testing.assert_array_equal(out.numpy(), x + y)
+                mul = m["mul_unpacked"]
+                self.assertEqual(mul.abi, "unpacked")
+                mul(a, b, out)
+                np.testing.assert_array_equal(out.numpy(), x * y)
+                ins = [s.array(np.full(4, k, np.float32)) for k in range(16)]
+                acc = s.empty(4)
+                m.function("sum16")(*ins, acc)
+                np.testing.assert_array_equal(acc.numpy(), np.full(4, sum(range(16)), np.float32))
+                chk = s.empty(1, "int32")
+                r = m.function("big_stack")(chk)
+                self.assertGreaterEqual(r.stack_bytes, 64 * 1024)
+                self.assertEqual(int(chk.numpy()[0]), 0)  # buf[i] = (uint8)i at multiples of 4096
+                t = add.time(a, b, out, number=20, repeat=5)
+                self.assertEqual(len(t.seconds), 5)
+                self.assertGreater(t.median, 0)
+                self.assertTrue(t.min <= t.median <= t.max)
+                self.assertTrue(t.min <= t.mean <= t.max)
+                self.assertGreaterEqual(t.number, 20)
+                # argument errors never reach the device
+                with self.assertRaisesRegex(ValueError, "takes 3 arguments, 2 given"):
+                    add(a, b)
+                with self.assertRaisesRegex(TypeError, "session.array"):
+                    add(a, b, np.zeros(16, np.float32))
+                with self.assertRaises(TypeError):
+                    add(a, b, "out")
+                # the function's own check, reported by the device
+                i32 = s.empty(16, "int32")
+                with self.assertRaises(tether.Error) as cm:
+                    add(a, b, i32)
+                self.assertIn("dtype must be float32", str(cm.exception))
+                self.assertEqual(cm.exception.status_name, "TETHER_ERR_MISMATCH")
+                with self.assertRaises(tether.Error) as cm:
+                    m.function("no_such_function")
+                self.assertIn("no_such_function", str(cm.exception))
+
+    def test_crash_and_reconnect(self):
+        with tcp_session() as s:
+            m = s.upload_module(TESTMOD)
+            a = s.array(np.ones(4, np.int32))
+            with self.assertRaises(tether.Error) as cm:
+                m.function("crash")(a)
+            self.assertEqual(cm.exception.status_name, "TETHER_ERR_CRASHED")
+            self.assertIn("crash", str(cm.exception))
+            self.assertIsNotNone(s.fault)
+            s.reconnect()
+            self.assertIsNone(s.fault)
+            with self.assertRaisesRegex(ValueError, "reconnect"):
+                a.numpy()
+            with self.assertRaisesRegex(ValueError, "reconnect"):
+                m.function("noop")
+            m = s.upload_module(TESTMOD)
+            self.assertEqual(m.function("noop")().ret, 0)
+
+    def test_threads_share_a_session(self):
+        with tether.Session("local:") as s:
+            add = s.upload_module(TESTMOD).function("add_packed")
+            errors = []
+
+            def work(k):
+                try:
+                    x = np.full(64, k, np.float32)
+                    a, b, o = s.array(x), s.array(x), s.empty(64)
+                    for _ in range(20):
+                        add(a, b, o)
+                        np.testing.assert_array_equal(o.numpy(), 2 * x)
+                except Exception as e:  # noqa: BLE001 - reported below
+                    errors.append(e)
+
+            threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual(errors, [])
+
+
+class TestErrors(unittest.TestCase):
+    def test_bad_url(self):
+        with self.assertRaises(tether.Error) as cm:
+            tether.Session("foo://nowhere")
+        self.assertTrue(str(cm.exception))
+        self.assertLess(cm.exception.status, 0)
+        self.assertIsInstance(cm.exception, RuntimeError)
+        with self.assertRaises(TypeError):
+            tether.Session(42)
+
+    def test_refused_and_auth(self):
+        d = Daemon()
+        url = d.url
+        d.stop()
+        with self.assertRaises(tether.Error) as cm:
+            tether.Session(url, timeout_ms=2000)
+        self.assertIn("127.0.0.1", str(cm.exception))
+        with self.assertRaises(tether.Error) as cm:
+            tether.Session(DAEMON.url, token=b"wrong token")
+        self.assertEqual(cm.exception.status_name, "TETHER_ERR_AUTH")
+        with self.assertRaises(tether.Error):
+            tether.Session(DAEMON.url)  # no token
+
+    def test_daemon_killed_mid_session(self):
+        d = Daemon()
+        s = tether.Session(d.url, timeout_ms=3000)
+        a = s.array(np.arange(8, dtype=np.float32))
+        np.testing.assert_array_equal(a.numpy(), np.arange(8, dtype=np.float32))
+        d.stop(signal.SIGKILL)  # the session process dies with it (PDEATHSIG)
+        with self.assertRaises(tether.Error) as cm:
+            for _ in range(3):
+                a.numpy()
+                time.sleep(0.1)
+        self.assertIn(cm.exception.status_name, ("TETHER_ERR_IO", "TETHER_ERR_TIMEOUT"))
+        s.close()
+        self.assertTrue(s.closed)
+
+
+class TestModels(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="tether-pytest-models-")
+        cls.mlp = write_mlp(os.path.join(cls.dir, "mlp.json"))
+        rng = np.random.default_rng(3)
+        cls.x = rng.uniform(-1, 1, (2, 8)).astype(np.float32)
+        cls.y = rng.uniform(-1, 1, (2, 8)).astype(np.float32)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_run_model_against_numpy(self):
+        h, s_ = mlp_numpy(self.x, self.y)
+        for kind, open_session in SESSIONS:
+            with open_session() as s:
+                for abi in ("packed", "unpacked"):
+                    with self.subTest(kind=kind, abi=abi):
+                        outs = s.run_model(self.mlp, [self.x, self.y], abi=abi)
+                        self.assertEqual(list(outs), ["h", "s"])
+                        np.testing.assert_allclose(outs["h"], h, rtol=1e-5, atol=1e-6)
+                        np.testing.assert_array_equal(outs["s"], s_)
+                        self.assertEqual(outs.call.ret, 0)
+                        self.assertGreater(outs.call.stack_bytes, 0)
+                        self.assertEqual(outs.compiled["report"]["abi"], abi)
+                by_name = s.run_model(self.mlp, {"y": self.y, "x": self.x}, opt_level=1)
+                np.testing.assert_allclose(by_name["h"], h, rtol=1e-5, atol=1e-6)
+        ref = tether.reference(self.mlp, [self.x, self.y])
+        np.testing.assert_allclose(ref["h"], h, rtol=1e-5, atol=1e-6)
+
+    def test_kws_against_interpreter_and_cli(self):
+        x = np.random.default_rng(5).uniform(-1, 1, (1, 1, 49, 10)).astype(np.float32)
+        ref = tether.reference(KWS, x)
+        self.assertEqual(ref["probs"].shape, (1, 12))
+        self.assertAlmostEqual(float(ref["probs"].sum()), 1.0, places=5)
+        with tcp_session() as s:
+            outs = s.run_model(KWS, {"mfcc": x})
+        np.testing.assert_allclose(outs["probs"], ref["probs"], rtol=1e-4, atol=1e-6)
+        if TETHER_CLI:  # the CLI's interpreter writes the same numbers
+            inp, out = os.path.join(self.dir, "in.npy"), os.path.join(self.dir, "ref.npy")
+            np.save(inp, x)
+            subprocess.run([TETHER_CLI, "run", KWS, "--reference", "--in", inp, "--out", out],
+                           check=True, stdout=subprocess.DEVNULL)
+            np.testing.assert_array_equal(tether.load_array(out), ref["probs"])
+
+    def test_artifact(self):
+        d = os.path.join(self.dir, "mlp-art")
+        res = tether.compile(self.mlp, d, abi="unpacked", opt_level=2)
+        self.assertTrue(res["built"])
+        self.assertGreater(res["text"], 0)
+        self.assertGreater(res["library_bytes"], 0)
+        self.assertEqual(res["report"]["model"], "mlp")
+        self.assertEqual(res["report"]["opt_level"], "2")
+        h, s_ = mlp_numpy(self.x, self.y)
+        with tether.Session("local:") as s:
+            with s.load_artifact(d) as art:
+                self.assertEqual([i.name for i in art.inputs], ["x", "y"])
+                self.assertEqual(art.inputs[0].shape, (2, 8))
+                self.assertEqual(art.inputs[0].dtype, np.float32)
+                self.assertEqual([o.name for o in art.outputs], ["h", "s"])
+                for outs in (art.run([self.x, self.y]), art.run({"x": self.x, "y": self.y}),
+                             art.run(x=self.x, y=self.y), art.run((self.x, self.y.tolist()))):
+                    np.testing.assert_allclose(outs["h"], h, rtol=1e-5, atol=1e-6)
+                    np.testing.assert_array_equal(outs["s"], s_)
+                self.assertGreater(art.last.stack_bytes, 0)
+                t = art.time(number=5, repeat=4)
+                self.assertEqual(len(t.seconds), 4)
+                self.assertTrue(0 < t.min <= t.median <= t.max)
+                with self.assertRaisesRegex(ValueError,
+                                            r"input 'y': shape \(8, 2\), but the artifact's is "
+                                            r"\(2, 8\)"):
+                    art.run([self.x, self.y.T.copy()])
+                with self.assertRaisesRegex(ValueError, "input 'x': dtype float64"):
+                    art.run([self.x.astype(np.float64), self.y])
+                with self.assertRaisesRegex(ValueError, "missing input 'y'"):
+                    art.run({"x": self.x})
+                with self.assertRaisesRegex(ValueError, "unknown input 'z'"):
+                    art.run({"x": self.x, "y": self.y, "z": self.y})
+                with self.assertRaisesRegex(ValueError, "2 inputs"):
+                    art.run(self.x)
+            with self.assertRaisesRegex(ValueError, "closed|prepare"):
+                art.run([self.x, self.y])
+            art2 = s.load_artifact(d)
+        with self.assertRaisesRegex(ValueError, "closed"):
+            art2.run([self.x, self.y])  # freed with its session
+        with self.assertRaises(tether.Error) as cm:
+            tether.Artifact(os.path.join(self.dir, "no-such-dir"))
+        self.assertIn("no-such-dir", str(cm.exception))
+        with self.assertRaises(tether.Error) as cm:
+            tether.compile(os.path.join(self.dir, "missing.json"), os.path.join(self.dir, "x"))
+        self.assertIn("missing.json", str(cm.exception))
+
+    def test_ab(self):
+        with tcp_session() as s:
+            r = s.ab(KWS, repeat=4, min_repeat_ms=5)
+        self.assertEqual(list(r.variants), ["unpacked", "packed"])
+        self.assertTrue(r.reference)
+        self.assertTrue(r.outputs_equal)
+        u, p = r["unpacked"], r["packed"]
+        np.testing.assert_allclose(u.outputs["probs"], p.outputs["probs"], rtol=1e-4, atol=1e-6)
+        for v in (u, p):
+            self.assertEqual(len(v.seconds), 4)
+            self.assertTrue(0 < v.min <= v.median <= v.max)
+            self.assertTrue(v.q1 <= v.median <= v.q3)
+            self.assertGreater(v.library_bytes, 0)
+            self.assertGreater(v.text, 0)
+            self.assertGreater(v.stack_bytes, 0)
+            self.assertEqual(v.params_bytes, 49360)
+        self.assertIsNone(u.ratio)
+        self.assertGreater(p.ratio["estimate"], 0)
+        self.assertIn(p.ratio["verdict"], ("faster", "slower", "no_significant_difference"))
+        table = str(r)
+        self.assertIn("unpacked", table)
+        self.assertIn("median us", table)
+        json.dumps(r.to_dict())
+        with tether.Session("local:") as s:  # variants by options, given inputs
+            variants = {"O1": {"opt_level": 1}, "O3": {"opt_level": 3, "abi": "unpacked"}}
+            r = s.ab(self.mlp, [self.x, self.y], variants=variants, repeat=2, min_repeat_ms=1)
+            self.assertEqual(list(r.variants), ["O1", "O3"])
+            self.assertTrue(r.outputs_equal)
+            np.testing.assert_allclose(r["O3"].outputs["h"], mlp_numpy(self.x, self.y)[0],
+                                       rtol=1e-5, atol=1e-6)
+            with self.assertRaisesRegex(ValueError, "variant 'fast'"):
+                s.ab(self.mlp, variants=("fast",))
+            with self.assertRaisesRegex(ValueError, "repeat"):
+                s.ab(self.mlp, repeat=0)
+
+    @unittest.skipUnless(os.path.isdir(ONNX_NODE), "../shared/onnx-node is absent")
+    def test_onnx(self):
+        with tether.Session("local:") as s:
+            for name in ("test_relu", "test_reshape_negative_dim"):
+                with self.subTest(name):
+                    case = os.path.join(ONNX_NODE, name)
+                    data = os.path.join(case, "test_data_set_0")
+                    ins = sorted(f for f in os.listdir(data) if f.startswith("input_"))
+                    inputs = [tether.load_array(os.path.join(data, f)) for f in ins]
+                    want = tether.load_array(os.path.join(data, "output_0.pb"))
+                    outs = s.run_model(os.path.join(case, "model.onnx"), inputs)
+                    got = next(iter(outs.values()))
+                    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+                    if len(inputs) > 1:  # the shape input became a constant
+                        self.assertEqual(outs.compiled["bound"], [False, True])
+
+
+if __name__ == "__main__":
+    unittest.main()
