@@ -1316,6 +1316,8 @@ typedef struct load_opts {
     Py_buffer bufs[TPY_MAX_VALUES];
     unsigned char bound[TPY_MAX_VALUES];
     int nbufs;
+    const char *names[TPY_MAX_VALUES]; /* the values' input names, when given */
+    PyObject *names_tuple;             /* holds the name strings during the call */
 } load_opts;
 
 static void load_opts_release(load_opts *o) {
@@ -1323,9 +1325,12 @@ static void load_opts_release(load_opts *o) {
         if (o->bufs[i].obj)
             PyBuffer_Release(&o->bufs[i]);
     o->nbufs = 0;
+    Py_CLEAR(o->names_tuple);
 }
 
-static int load_opts_parse(load_opts *o, PyObject *shapes, PyObject *values) {
+/* shapes: None or ["NAME=1x3"]; values: None or [(dtype, shape, buffer) or None] in the model's
+ * input order, or in the order of names (None or [str], one per value) when given. */
+static int load_opts_parse(load_opts *o, PyObject *shapes, PyObject *values, PyObject *names) {
     memset(o, 0, sizeof *o);
     if (shapes && shapes != Py_None) {
         PyObject *fast = PySequence_Fast(shapes, "input_shapes must be a sequence of str");
@@ -1390,6 +1395,28 @@ static int load_opts_parse(load_opts *o, PyObject *shapes, PyObject *values) {
         o->lo.input_bound = o->bound;
         Py_DECREF(fast);
     }
+    if (names && names != Py_None) {
+        o->names_tuple = PySequence_Tuple(names);
+        if (!o->names_tuple) {
+            load_opts_release(o);
+            return -1;
+        }
+        Py_ssize_t n = PyTuple_GET_SIZE(o->names_tuple);
+        if (n != o->lo.ninput_values) {
+            load_opts_release(o);
+            PyErr_Format(PyExc_ValueError, "%zd input names for %d input values", n,
+                         o->lo.ninput_values);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            o->names[i] = PyUnicode_AsUTF8(PyTuple_GET_ITEM(o->names_tuple, i));
+            if (!o->names[i]) {
+                load_opts_release(o);
+                return -1;
+            }
+        }
+        o->lo.input_names = o->names;
+    }
     return 0;
 }
 
@@ -1423,16 +1450,16 @@ static void err_take_detail(tpy_err *e, int rc) {
 static PyObject *mod_compile(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
     static char *kwlist[] = {
-        "model",        "out_dir",      "abi",         "target",  "cpu",
-        "prefix",       "opt_level",    "link_params", "backend", "texture_weights",
-        "input_shapes", "input_values", "tuning_log",  NULL};
+        "model",        "out_dir",      "abi",         "target",      "cpu",
+        "prefix",       "opt_level",    "link_params", "backend",     "texture_weights",
+        "input_shapes", "input_values", "tuning_log",  "input_names", NULL};
     const char *model, *out_dir, *abi = NULL, *target = NULL, *cpu = NULL, *prefix = NULL;
     const char *backend = NULL, *tuning_log = NULL;
     int opt_level = TETHER_OPT_DEFAULT, link_params = 1, texture_weights = 0;
-    PyObject *shapes = Py_None, *values = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zzzzipzpOOz", kwlist, &model, &out_dir, &abi,
+    PyObject *shapes = Py_None, *values = Py_None, *names = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zzzzipzpOOzO", kwlist, &model, &out_dir, &abi,
                                      &target, &cpu, &prefix, &opt_level, &link_params, &backend,
-                                     &texture_weights, &shapes, &values, &tuning_log))
+                                     &texture_weights, &shapes, &values, &tuning_log, &names))
         return NULL;
     tether_compile_options o;
     tether_compile_options_init(&o);
@@ -1457,7 +1484,7 @@ static PyObject *mod_compile(PyObject *self, PyObject *args, PyObject *kw) {
     o.codegen.link_params = link_params != 0;
     o.opencl.texture_weights = texture_weights != 0;
     load_opts lo;
-    if (load_opts_parse(&lo, shapes, values))
+    if (load_opts_parse(&lo, shapes, values, names))
         return NULL;
     tether_compile_result res;
     memset(&res, 0, sizeof res);
@@ -1541,13 +1568,13 @@ static PyObject *tensor_list(const tether_ir_graph *g, const int *idx, int n) {
 
 static PyObject *mod_model_signature(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
-    static char *kwlist[] = {"model", "input_shapes", "input_values", NULL};
+    static char *kwlist[] = {"model", "input_shapes", "input_values", "input_names", NULL};
     const char *model;
-    PyObject *shapes = Py_None, *values = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OO", kwlist, &model, &shapes, &values))
+    PyObject *shapes = Py_None, *values = Py_None, *names = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OOO", kwlist, &model, &shapes, &values, &names))
         return NULL;
     load_opts mine;
-    if (load_opts_parse(&mine, shapes, values))
+    if (load_opts_parse(&mine, shapes, values, names))
         return NULL;
     tether_ir_graph g;
     tpy_err e = {0};
@@ -1567,74 +1594,21 @@ static PyObject *mod_model_signature(PyObject *self, PyObject *args, PyObject *k
     return r;
 }
 
-/* The graph inputs of a model file in order, before any binding (ONNX: its non-initializer
- * inputs, the order of input values). */
-static PyObject *mod_model_inputs(PyObject *self, PyObject *args) {
-    (void)self;
-    const char *model;
-    if (!PyArg_ParseTuple(args, "s", &model))
-        return NULL;
-    size_t len = strlen(model);
-#ifdef TETHER_HAVE_ONNX
-    if (len >= 5 && !strcmp(model + len - 5, ".onnx")) {
-        static char names[TPY_MAX_VALUES][128];
-        int count = 0;
-        tpy_err e = {0};
-        PyThreadState *ts = compiler_lock();
-        err_take(&e, tether_onnx_model_inputs(model, names, TPY_MAX_VALUES, &count));
-        compiler_unlock(ts);
-        if (e.rc)
-            return err_raise(&e, "");
-        PyObject *l = PyList_New(0);
-        for (int i = 0; l && i < count; i++) {
-            PyObject *n = str_of(names[i]);
-            if (!n || PyList_Append(l, n)) {
-                Py_XDECREF(n);
-                Py_CLEAR(l);
-                break;
-            }
-            Py_DECREF(n);
-        }
-        return l;
-    }
-#endif
-    (void)len;
-    load_opts mine;
-    memset(&mine, 0, sizeof mine);
-    tether_ir_graph g;
-    tpy_err e = {0};
-    if (load_graph(model, &mine, &g, &e)) {
-        tether_ir_close(&g);
-        return err_raise(&e, "");
-    }
-    PyObject *l = PyList_New(0);
-    for (int i = 0; l && i < g.ninputs; i++) {
-        const char *name = g.tensors[g.inputs[i]].name;
-        PyObject *n = str_of(name ? name : "");
-        if (!n || PyList_Append(l, n)) {
-            Py_XDECREF(n);
-            Py_CLEAR(l);
-            break;
-        }
-        Py_DECREF(n);
-    }
-    tether_ir_close(&g);
-    return l;
-}
-
 /* The reference interpreter on float32 inputs (after binding): a list of output bytes. */
 static PyObject *mod_interpret(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
-    static char *kwlist[] = {"model", "inputs", "input_shapes", "input_values", NULL};
+    static char *kwlist[] = {"model",        "inputs",      "input_shapes",
+                             "input_values", "input_names", NULL};
     const char *model;
-    PyObject *ins, *shapes = Py_None, *values = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|OO", kwlist, &model, &ins, &shapes, &values))
+    PyObject *ins, *shapes = Py_None, *values = Py_None, *names = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|OOO", kwlist, &model, &ins, &shapes, &values,
+                                     &names))
         return NULL;
     PyObject *fin = PySequence_Fast(ins, "inputs must be a sequence of buffers");
     if (!fin)
         return NULL;
     load_opts mine;
-    if (load_opts_parse(&mine, shapes, values)) {
+    if (load_opts_parse(&mine, shapes, values, names)) {
         Py_DECREF(fin);
         return NULL;
     }
@@ -1766,14 +1740,12 @@ static PyMethodDef module_methods[] = {
     {"compile", (PyCFunction)(void (*)(void))mod_compile, METH_VARARGS | METH_KEYWORDS,
      "compile(model, out_dir, abi=None, target=None, cpu=None, prefix=None, opt_level=-2, "
      "link_params=True, backend=None, texture_weights=False, input_shapes=None, "
-     "input_values=None, tuning_log=None) -> dict"},
+     "input_values=None, tuning_log=None, input_names=None) -> dict"},
     {"model_signature", (PyCFunction)(void (*)(void))mod_model_signature,
      METH_VARARGS | METH_KEYWORDS,
-     "model_signature(model, input_shapes=None, input_values=None) -> dict"},
-    {"model_inputs", (PyCFunction)mod_model_inputs, METH_VARARGS,
-     "model_inputs(model) -> [name]: graph inputs before binding."},
+     "model_signature(model, input_shapes=None, input_values=None, input_names=None) -> dict"},
     {"interpret", (PyCFunction)(void (*)(void))mod_interpret, METH_VARARGS | METH_KEYWORDS,
-     "interpret(model, inputs, input_shapes=None, input_values=None) -> "
+     "interpret(model, inputs, input_shapes=None, input_values=None, input_names=None) -> "
      "[(name, dtype, shape, bytes)]"},
     {"targets", (PyCFunction)mod_targets, METH_NOARGS, "targets() -> [dict]"},
 #endif

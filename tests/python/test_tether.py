@@ -475,6 +475,11 @@ class TestModels(unittest.TestCase):
                     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
                     if len(inputs) > 1:  # the shape input became a constant
                         self.assertEqual(outs.compiled["bound"], [False, True])
+                        by_name = s.run_model(os.path.join(case, "model.onnx"),
+                                              {"shape": inputs[1], "data": inputs[0]})
+                        self.assertEqual(by_name.compiled["bound"], [True, False])
+                        np.testing.assert_allclose(next(iter(by_name.values())), want,
+                                                   rtol=1e-5, atol=1e-6)
 
 
 if __name__ == "__main__":

@@ -62,6 +62,8 @@ def check_array(value, name, dtype, shape, what="input", owner="artifact"):
     ndarrays and numpy scalars must match the dtype already; plain Python data is converted.
     """
     label = f"{what} '{name}'" if name is not None else what
+    if value is None:
+        raise ValueError(f"{label}: missing (None given)")
     want = to_numpy(dtype)
     if not isinstance(want, np.dtype):
         raise ValueError(f"{label}: dtype {dtype} has no numpy equivalent")

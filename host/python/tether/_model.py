@@ -69,21 +69,25 @@ def _shape_specs(input_shapes):
     return [str(s) for s in input_shapes]
 
 
-def _values(model, inputs):
-    """The given inputs in the model's input order (before binding): (names or None, list of
-    ndarray or None)."""
+def _values(inputs):
+    """The given inputs as (names or None, list of ndarray or None): a dict binds by name,
+    a sequence (or one array) in the model's input order."""
     if inputs is None:
         return None, []
     if isinstance(inputs, dict):
-        names = _tether.model_inputs(model)
-        unknown = [k for k in inputs if k not in names]
-        if unknown:
-            raise ValueError(f"unknown input '{unknown[0]}' (the model's inputs: "
-                             f"{', '.join(names) or 'none'})")
-        return names, [None if inputs.get(n) is None else native(np.asarray(inputs[n]))
-                       for n in names]
+        names = [str(k) for k in inputs]
+        return names, [None if v is None else native(np.asarray(v)) for v in inputs.values()]
     seq = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
     return None, [None if v is None else native(np.asarray(v)) for v in seq]
+
+
+def _runtime(names, arrays, bound):
+    """What is fed at run time after the compile bound some inputs as constants: a dict by name
+    (inputs given by name) or a list in order."""
+    bound = list(bound or []) + [False] * (len(arrays) - len(bound or []))
+    if names is not None:
+        return {n: a for n, a, b in zip(names, arrays, bound) if not b}
+    return [a for a, b in zip(arrays, bound) if not b]
 
 
 def _value_specs(arrays):
@@ -112,17 +116,18 @@ def compile(model, out_dir, *, abi="packed", target=None, cpu=None, prefix=None,
     library_path, library_bytes and report (report.json)."""
     _need_compiler()
     model = os.fspath(model)
-    _, arrays = _values(model, inputs)
-    return _compile(model, os.fspath(out_dir), arrays, abi=abi, target=target, cpu=cpu,
+    names, arrays = _values(inputs)
+    return _compile(model, os.fspath(out_dir), arrays, names, abi=abi, target=target, cpu=cpu,
                     prefix=prefix, opt_level=opt_level, params=params, backend=backend,
                     texture_weights=texture_weights, input_shapes=input_shapes,
                     tuning_log=tuning_log)
 
 
-def _compile(model, out_dir, arrays, *, abi="packed", target=None, cpu=None, prefix=None,
+def _compile(model, out_dir, arrays, names=None, *, abi="packed", target=None, cpu=None, prefix=None,
              opt_level=None, params="linked", backend="c", texture_weights=False,
              input_shapes=None, tuning_log=None):
-    """compile() with the inputs already in model order (arrays: ndarray or None each)."""
+    """compile() with the inputs already resolved (arrays: ndarray or None each; names: their
+    input names, or None for the model's input order)."""
     if params not in ("linked", "blob"):
         raise ValueError("params must be 'linked' or 'blob'")
     res = _tether.compile(
@@ -130,6 +135,7 @@ def _compile(model, out_dir, arrays, *, abi="packed", target=None, cpu=None, pre
         opt_level=_opt_level(opt_level), link_params=params == "linked", backend=backend,
         texture_weights=bool(texture_weights), input_shapes=_shape_specs(input_shapes),
         input_values=_value_specs(arrays) if arrays else None,
+        input_names=names if arrays else None,
         tuning_log=None if tuning_log is None else os.fspath(tuning_log))
     res["dir"] = out_dir
     lib = os.path.join(out_dir, res["library"]) if res["library"] else None
@@ -143,31 +149,23 @@ def _compile(model, out_dir, arrays, *, abi="packed", target=None, cpu=None, pre
     return res
 
 
-def _split_runtime(arrays, bound):
-    """The inputs left for run time after the compile bound some as constants."""
-    return [a for i, a in enumerate(arrays) if not (i < len(bound) and bound[i])]
-
-
 def reference(model, inputs=None, *, input_shapes=None):
     """Runs MODEL on the compiler's reference interpreter on this machine (float32 models):
     the ground truth device runs are compared with. Returns Outputs (name -> ndarray)."""
     _need_compiler()
     model = os.fspath(model)
-    names, arrays = _values(model, inputs)
+    names, arrays = _values(inputs)
     specs = _value_specs(arrays) if arrays else None
-    sig = _tether.model_signature(model, input_shapes=_shape_specs(input_shapes),
-                                  input_values=specs)
-    runtime = _split_runtime(arrays, sig["bound"])
-    if names is not None and any(a is None for a in runtime):
-        left = [n for n, a, b in zip(names, arrays, sig["bound"]) if a is None and not b]
-        raise ValueError(f"missing input '{left[0]}'")
+    shapes = _shape_specs(input_shapes)
+    sig = _tether.model_signature(model, input_shapes=shapes, input_values=specs,
+                                  input_names=names if arrays else None)
     from ._artifact import IOSpec
     from ._dtypes import bind_inputs, to_numpy
 
     ins = [IOSpec(n, tuple(s), to_numpy(d)) for n, d, s in sig["inputs"]]
-    checked = bind_inputs(ins, runtime, "model")
-    outs = _tether.interpret(model, checked, input_shapes=_shape_specs(input_shapes),
-                             input_values=specs)
+    checked = bind_inputs(ins, _runtime(names, arrays, sig["bound"]), "model")
+    outs = _tether.interpret(model, checked, input_shapes=shapes, input_values=specs,
+                             input_names=names if arrays else None)
     return Outputs((n, np.frombuffer(b, dtype=np.float32).reshape(s).copy())
                    for n, _, s, b in outs)
 
@@ -208,20 +206,13 @@ def run_model(session, model, inputs=None, **options):
     session._check()
     model = os.fspath(model)
     o = _compile_options(session, options)
-    names, arrays = _values(model, inputs)
+    names, arrays = _values(inputs)
     tmp = tempfile.mkdtemp(prefix="tether-run-")
     art = None
     try:
-        res = _compile(model, tmp, arrays, **o)
+        res = _compile(model, tmp, arrays, names, **o)
         art = Artifact(tmp, session=session)
-        bound = res["bound"] or [False] * len(arrays)
-        if names is not None:  # by name: the inputs left after binding, by name
-            feed = {n: a for n, a, b in zip(names, arrays, bound) if not b}
-            missing = [n for n, a in feed.items() if a is None]
-            if missing:
-                raise ValueError(f"missing input '{missing[0]}'")
-        else:
-            feed = _split_runtime(arrays, bound)
+        feed = _runtime(names, arrays, res["bound"])
         outs = art.run(feed)
         outs.compiled = res
         return outs
@@ -385,17 +376,20 @@ def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1
     repeat, number, min_repeat_ms = int(repeat), int(number), int(min_repeat_ms)
     sides = _variants(variants)
     base_opts = _compile_options(session, options)
-    names, arrays = _values(model, inputs)
+    names, arrays = _values(inputs)
+    shapes = _shape_specs(options.get("input_shapes"))
+    sig = _tether.model_signature(model, input_shapes=shapes,
+                                  input_values=_value_specs(arrays) if arrays else None,
+                                  input_names=names if arrays else None)
     if inputs is None:  # generated: uniform in [-1, 1), fixed seed, so runs see the same bytes
-        sig = _tether.model_signature(model, input_shapes=_shape_specs(options.get("input_shapes")))
         rng = np.random.default_rng(20261123)
-        arrays = []
         for n, d, s in sig["inputs"]:
             if d != "float32":
                 raise ValueError(f"input '{n}' is {d}: give inputs= (only float32 inputs are "
                                  "generated)")
             arrays.append(rng.uniform(-1.0, 1.0, size=s).astype(np.float32))
-    given = dict(zip(names, arrays)) if names else arrays
+    # the reference interpreter is the truth for float32 models, else the baseline's outputs
+    float_model = all(d == "float32" for _, d, _ in sig["inputs"] + sig["outputs"])
     made = out_dir is None
     root = tempfile.mkdtemp(prefix="tether-ab-") if made else os.fspath(out_dir)
     os.makedirs(root, exist_ok=True)
@@ -409,16 +403,14 @@ def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1
             if unknown:
                 raise TypeError(f"variant '{label}': unknown option '{unknown[0]}'")
             d = os.path.join(root, re.sub(r"[^A-Za-z0-9_.-]", "_", label))
-            compiled[label] = _compile(model, d, arrays, **opts)
+            compiled[label] = _compile(model, d, arrays, names, **opts)
             sides[label] = opts
         first = next(iter(compiled.values()))
-        runtime = _split_runtime(arrays, first["bound"])
+        runtime = _runtime(names, arrays, first["bound"])
+        given = dict(zip(names, arrays)) if names is not None else arrays
         truth = None
-        try:
-            truth = reference(model, given or None,
-                              input_shapes=base_opts.get("input_shapes"))
-        except (ValueError, _tether.Error):
-            truth = None  # not a float32 model: the baseline's outputs are the truth
+        if float_model:
+            truth = reference(model, given or None, input_shapes=options.get("input_shapes"))
         results = {}
         for label in sides:
             arts[label] = Artifact(compiled[label]["dir"], session=session)
