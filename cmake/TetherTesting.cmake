@@ -17,6 +17,9 @@ function(tether_add_test name)
     if(NOT T_TIMEOUT)
         set(T_TIMEOUT 120)
     endif()
+    # every tetherd a test starts keeps its upload cache in the build tree, one per test, not in
+    # the user's ~/.cache (docs/tetherd.md)
     set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
-                                            SKIP_RETURN_CODE 77)
+        SKIP_RETURN_CODE 77
+        ENVIRONMENT "TETHER_UPLOAD_CACHE=${PROJECT_BINARY_DIR}/test-upload-cache/${name}")
 endfunction()

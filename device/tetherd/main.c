@@ -65,6 +65,10 @@ static void usage(FILE *f) {
                "  --call-timeout-ms MS   CALL/TIME limit, 0 = none (default 60000)\n"
                "  --stack-size BYTES     dedicated call stack (default 256 KiB)\n"
                "  --work-dir DIR         where session directories are made (default $TMPDIR)\n"
+               "  --upload-cache DIR|off uploads kept by SHA-256 across sessions, so a repeated\n"
+               "                         upload sends no bytes (default $TETHER_UPLOAD_CACHE,\n"
+               "                         else $XDG_CACHE_HOME or ~/.cache, /tether/uploads)\n"
+               "  --upload-cache-size BYTES  its limit, oldest-used out first (default 512M)\n"
                "  --no-opencl            do not offer the OpenCL layer (texture scopes, kernels)\n"
                "  --quiet | --verbose    less / more logging on stderr\n"
                "  --version              print the version and exit\n");
@@ -77,6 +81,20 @@ static int parse_u64(const char *s, uint64_t *out) {
     if (errno || end == s || *end || s[0] == '-')
         return -1;
     *out = v;
+    return 0;
+}
+
+/* Bytes with an optional K/M/G suffix (powers of 1024); 0 or -1. */
+static int parse_size(const char *text, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    uint64_t mul = *end == 'K' ? 1024u : *end == 'M' ? 1024u * 1024u : *end == 'G' ? 1u << 30 : 1;
+    if (mul != 1)
+        end++;
+    if (errno || end == text || *end || text[0] == '-' || v > UINT64_MAX / mul)
+        return -1;
+    *out = v * mul;
     return 0;
 }
 
@@ -101,23 +119,10 @@ static int add_pool(const char *spec) {
         return -1;
     }
     uint64_t cap = 0;
-    if (colon) {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(colon + 1, &end, 10);
-        uint64_t mul = *end == 'K'   ? 1024u
-                       : *end == 'M' ? 1024u * 1024u
-                       : *end == 'G' ? 1u << 30
-                                     : 1;
-        if (mul != 1)
-            end++;
-        if (errno || end == colon + 1 || *end || colon[1] == '-' || v == 0 ||
-            v > UINT64_MAX / mul) {
-            fprintf(stderr, "tetherd: --pool '%s': SIZE is bytes > 0 with an optional K, M or G\n",
-                    spec);
-            return -1;
-        }
-        cap = v * mul;
+    if (colon && (parse_size(colon + 1, &cap) || cap == 0)) {
+        fprintf(stderr, "tetherd: --pool '%s': SIZE is bytes > 0 with an optional K, M or G\n",
+                spec);
+        return -1;
     }
     for (int i = 0; i < g_cfg.npools; i++) {
         if (strcmp(g_cfg.pool_name[i], name) == 0) {
@@ -507,9 +512,42 @@ static int serve_stdio(void) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
+/* The upload cache: --upload-cache, else $TETHER_UPLOAD_CACHE, else the user's cache directory
+ * ("off" = none). An explicit directory that cannot be made is an error (2); the default one
+ * only a warning (the cache is then off). */
+static int open_upload_cache(const char *arg) {
+    const char *env = getenv("TETHER_UPLOAD_CACHE");
+    const char *dir = arg ? arg : (env && env[0] ? env : NULL);
+    static char def[1024];
+    if (!dir) {
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        if (xdg && xdg[0] == '/')
+            snprintf(def, sizeof def, "%s/tether/uploads", xdg);
+        else if (home && home[0] == '/')
+            snprintf(def, sizeof def, "%s/.cache/tether/uploads", home);
+        else
+            return 0; /* nowhere to keep it */
+        dir = def;
+    }
+    if (!strcmp(dir, "off"))
+        return 0;
+    char why[1200];
+    g_cfg.cache_dir = tetherd_cache_open(dir, why, sizeof why);
+    if (g_cfg.cache_dir)
+        return 0;
+    if (dir != def) {
+        fprintf(stderr, "tetherd: upload cache %s\n", why);
+        return -1;
+    }
+    tetherd_log(&g_cfg, 0, NULL, "upload cache off: %s", why);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *tcp = NULL, *uart = NULL, *token_file = NULL, *port_file = NULL;
     int stdio_mode = 0, insecure = 0, no_opencl = 0;
+    const char *cache_arg = NULL; /* --upload-cache */
+    g_cfg.cache_max = 512ull << 20;
     uint64_t baud = 115200;
     g_cfg.max_upload = 64ull << 20;
     g_cfg.max_alloc = 1ull << 30;
@@ -586,6 +624,16 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--work-dir")) {
             NEED_VALUE();
             g_work_base = v;
+        } else if (!strcmp(a, "--upload-cache")) {
+            NEED_VALUE();
+            cache_arg = v;
+        } else if (!strcmp(a, "--upload-cache-size")) {
+            NEED_VALUE();
+            if (parse_size(v, &g_cfg.cache_max) || g_cfg.cache_max == 0) {
+                fprintf(stderr, "tetherd: --upload-cache-size '%s': want bytes, K/M/G allowed\n",
+                        v);
+                return 2;
+            }
         } else if (!strcmp(a, "--no-opencl")) {
             no_opencl = 1;
         } else if (!strcmp(a, "--quiet")) {
@@ -622,6 +670,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tetherd: --work-dir %s: %s\n", g_work_base, why);
         return 2;
     }
+    if (open_upload_cache(cache_arg))
+        return 2;
     signal(SIGPIPE, SIG_IGN);
     (void)no_opencl;
 #ifdef TETHERD_HAVE_OPENCL

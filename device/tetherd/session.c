@@ -499,9 +499,25 @@ static int on_upload(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep)
     u->total = q->total_size;
     memcpy(u->hash, q->sha256.ptr, TETHER_RPC_HASH_BYTES);
     tether_sha256_init(&u->sha);
+    rep->u.upload_rep.upload_id = u->id;
+    int hit = tetherd_cache_fetch(s->cfg, u->hash, u->total, u->fd);
+    if (hit < 0) {
+        drop_upload(u);
+        return tether_set_error(TETHER_ERR_IO, "UPLOAD '%s': cannot reset the upload file", name);
+    }
+    if (hit) { /* the same bytes came before: complete without a chunk */
+        close(u->fd);
+        u->fd = -1;
+        u->received = u->total;
+        u->complete = 1;
+        rep->u.upload_rep.cached = true;
+        tetherd_log(s->cfg, 0, s->peer,
+                    "upload '%s' from the upload cache (%llu bytes, hash verified)", name,
+                    (unsigned long long)u->total);
+        return 0;
+    }
     tetherd_log(s->cfg, 0, s->peer, "upload '%s' started (%llu bytes)", name,
                 (unsigned long long)u->total);
-    rep->u.upload_rep.upload_id = u->id;
     return 0;
 }
 
@@ -560,6 +576,7 @@ static int on_upload_chunk(session *s, const tether_rpc_msg *req, tether_rpc_msg
         u->complete = 1;
         tetherd_log(s->cfg, 0, s->peer, "upload '%s' complete (%llu bytes, hash verified)", u->name,
                     (unsigned long long)u->total);
+        tetherd_cache_store(s->cfg, u->hash, u->path, u->total);
     }
     rep->u.upload_chunk_rep.received = u->received;
     rep->u.upload_chunk_rep.complete = u->complete;

@@ -32,7 +32,19 @@ typedef struct tetherd_config {
     int npools;
     char pool_name[TETHER_RPC_MAX_POOLS][TETHER_POOL_NAME_MAX];
     uint64_t pool_capacity[TETHER_RPC_MAX_POOLS];
+    const char *cache_dir; /* the upload cache (--upload-cache), NULL = off */
+    uint64_t cache_max;    /* its size limit in bytes */
 } tetherd_config;
+
+/* upload_cache.c: uploads kept by SHA-256 across sessions (docs/tetherd.md). fetch writes the
+ * entry of `hash` into fd when there is one of `size` bytes that still hashes to its name:
+ * 1 = hit, 0 = miss (fd left empty), -1 = fd could not be reset. store copies a complete,
+ * verified upload into the cache (best effort) and evicts the oldest-used entries over
+ * cache_max. open creates the directory (0700, with parents): dir, or NULL with why. */
+int tetherd_cache_fetch(const tetherd_config *cfg, const uint8_t hash[32], uint64_t size, int fd);
+void tetherd_cache_store(const tetherd_config *cfg, const uint8_t hash[32], const char *src,
+                         uint64_t size);
+const char *tetherd_cache_open(const char *dir, char *why, size_t why_size);
 
 /* Serves one session on t (owned by the caller) with files in dir. Returns 0 on a clean end. */
 /* cpu.c: the HELLO `cpu` (-march value, "" = baseline) and `cpu_features` of this CPU. */

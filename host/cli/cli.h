@@ -145,12 +145,15 @@ typedef struct tether_cli_module_info {
     uint32_t kind;       /* TETHER_MODULE_* of what was uploaded */
     uint64_t bytes;      /* the bytes uploaded (for .o/.a: the linked image) */
     uint8_t sha256[32];  /* their SHA-256 (the device checked the same) */
+    int cached;          /* the device had these bytes already (upload cache): none were sent */
     int nnames;          /* -1: the function names are not known on the host (shared objects) */
     char names[64][128]; /* MCU images: from the link; OpenCL C: the __kernel functions */
 } tether_cli_module_info;
 int tether_cli_load_module(tether_session *s, const char *path, const char *target,
                            const char *firmware, const char *name, uint64_t *module,
                            uint32_t *nfuncs, tether_cli_module_info *info);
+/* How many uploads of this process the device answered from its upload cache. */
+int tether_cli_uploads_cached(void);
 /* tether_cli_load_module as the artifact runner's loader hook (tether/artifact.h); ctx: the
  * --firmware value or NULL. */
 int tether_cli_artifact_loader(void *ctx, tether_session *s, const char *path, const char *target,

@@ -334,7 +334,8 @@ static int cmd_upload(int argc, char **argv) {
     }
     size_t fl = strlen(file);
     uint32_t kind = fl > 3 && strcmp(file + fl - 3, ".cl") == 0 ? 1u : 0u; /* OpenCL C source */
-    printf("uploaded %s as '%s': %u %s\n", file, name, nf, kind ? "kernels" : "functions");
+    printf("uploaded %s as '%s': %u %s%s\n", file, name, nf, kind ? "kernels" : "functions",
+           tether_cli_uploads_cached() ? " (the device had these bytes: none sent)" : "");
     int rc = 0;
     if (c.json_file) {
         cJSON *o = cJSON_CreateObject();
@@ -358,6 +359,7 @@ static int cmd_upload(int argc, char **argv) {
         for (int i = 0; i < 32; i++)
             snprintf(hex + 2 * i, 3, "%02x", info.sha256[i]);
         cJSON_AddStringToObject(o, "sha256", hex);
+        cJSON_AddBoolToObject(o, "cached", tether_cli_uploads_cached() > 0);
         rc = tether_cli_write_json(c.json_file, o);
     }
     tether_session_close(s);
@@ -813,6 +815,8 @@ static cJSON *report_json(run_args *r, int bench, const run_result *q) {
                           tether_cli_device_json(r->c.device, tether_session_info(q->s)));
     cJSON_AddStringToObject(root, "module", r->target);
     cJSON_AddStringToObject(root, "function", q->fname);
+    /* the device's upload cache had the library: no bytes were sent */
+    cJSON_AddBoolToObject(root, "upload_cached", tether_cli_uploads_cached() > 0);
     return root;
 }
 

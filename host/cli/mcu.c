@@ -102,6 +102,12 @@ static void kernel_names(const char *src, size_t n, tether_cli_module_info *info
     free(code);
 }
 
+static int g_uploads_cached;
+
+int tether_cli_uploads_cached(void) {
+    return g_uploads_cached;
+}
+
 static int upload_and_load(tether_session *s, uint32_t kind, const char *name, const void *data,
                            size_t size, const char *path, uint64_t *module, uint32_t *nfuncs,
                            tether_cli_module_info *info) {
@@ -122,6 +128,11 @@ static int upload_and_load(tether_session *s, uint32_t kind, const char *name, c
     int rc = data ? tether_session_upload(s, kind, name, data, size)
                   : tether_session_upload_file(s, kind, name, path);
     free(owned);
+    if (!rc && tether_session_last_upload_cached(s)) {
+        g_uploads_cached++;
+        if (info)
+            info->cached = 1;
+    }
     uint64_t m = 0;
     if (!rc)
         rc = tether_session_load_module(s, name, &m, nfuncs);

@@ -36,6 +36,7 @@ struct tether_session {
     tether_device_info info;
     tether_progress_fn progress;
     void *progress_ctx;
+    bool last_upload_cached; /* the last UPLOAD's reply said `cached` */
     tether_device_log_fn log;
     void *log_ctx;
     /* for reconnecting */
@@ -539,10 +540,17 @@ int tether_session_upload(tether_session *s, uint32_t kind, const char *name, co
     req.u.upload_req.total_size = size;
     req.u.upload_req.sha256.ptr = hash;
     req.u.upload_req.sha256.len = 32;
+    s->last_upload_cached = false;
     int rc = request(s, &req, &rep);
     if (rc)
         return rc;
     uint32_t id = rep.u.upload_rep.upload_id;
+    if (rep.u.upload_rep.cached) { /* the device had these bytes (its upload cache) */
+        s->last_upload_cached = true;
+        if (s->progress)
+            s->progress(s->progress_ctx, "upload (cached on the device)", size, size);
+        return 0;
+    }
     size_t off = 0;
     while (off < size) {
         size_t n = size - off < s->chunk ? size - off : s->chunk;
@@ -566,6 +574,10 @@ int tether_session_upload(tether_session *s, uint32_t kind, const char *name, co
 }
 
 _Static_assert(TETHER_UPLOAD_MAX_BYTES == TETHER_RPC_MAX_UPLOAD, "upload limits differ");
+
+bool tether_session_last_upload_cached(const tether_session *s) {
+    return s && s->last_upload_cached;
+}
 
 int tether_session_upload_file(tether_session *s, uint32_t kind, const char *name,
                                const char *path) {

@@ -21,7 +21,7 @@ static int body_fields(uint32_t type) {
     case TETHER_RPC_AUTH:
         return reply ? 0 : 1;
     case TETHER_RPC_UPLOAD:
-        return reply ? 1 : 4;
+        return reply ? 2 : 4;
     case TETHER_RPC_UPLOAD_CHUNK:
         return reply ? 2 : 3;
     case TETHER_RPC_LOAD_MODULE:
@@ -64,6 +64,8 @@ static int required_fields(uint32_t type) {
         return 17; /* board ... exports_id, cpu, cpu_features, pool_sizes optional */
     if (type == (TETHER_RPC_CALL | TETHER_RPC_REPLY))
         return 3; /* ret_value optional */
+    if (type == (TETHER_RPC_UPLOAD | TETHER_RPC_REPLY))
+        return 1; /* cached optional */
     return body_fields(type);
 }
 
@@ -236,6 +238,7 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
         break;
     case TETHER_RPC_UPLOAD | TETHER_RPC_REPLY:
         E_U(m->u.upload_rep.upload_id);
+        E_B(m->u.upload_rep.cached);
         break;
     case TETHER_RPC_UPLOAD_CHUNK:
         E_U(m->u.upload_chunk_req.upload_id);
@@ -730,6 +733,7 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
         break;
     case TETHER_RPC_UPLOAD | TETHER_RPC_REPLY:
         m->u.upload_rep.upload_id = (uint32_t)d_uint(d, "upload_id", UINT32_MAX);
+        m->u.upload_rep.cached = present > 1 && d_bool(d, "cached");
         break;
     case TETHER_RPC_UPLOAD_CHUNK:
         m->u.upload_chunk_req.upload_id = (uint32_t)d_uint(d, "upload_id", UINT32_MAX);

@@ -1,7 +1,7 @@
 /*
  * tetherd end to end: the same functional check (upload, alloc, copy, packed/unpacked/17-arg
  * calls, TIME, stack high-water mark) over TCP loopback, over local: (tetherd --stdio as a child)
- * and over a pty pair made by socat (UART framing).
+ * and over a pty pair made by socat (UART framing); the upload cache across sessions.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -69,6 +69,92 @@ static void test_local(void **state) {
     tether_session_close(s);
 }
 
+/* A local: session of a tetherd with the upload cache in dir ("off" = none). */
+static tether_session *open_cached(const char *dir) {
+    tether_session_options o = {0};
+    o.tetherd = k_tetherd;
+    const char *args[] = {"--quiet", "--upload-cache", dir, NULL};
+    o.tetherd_args = args;
+    tether_session *s;
+    if (tether_session_open(&s, "local:", &o))
+        fail_msg("open: %s", tether_last_error());
+    return s;
+}
+
+/* Uploads the test module as "m", loads it and calls add_packed: the module really works. */
+static int upload_load_call(tether_session *s) {
+    if (tether_session_upload_file(s, 0, "m", k_testmod))
+        fail_msg("upload: %s", tether_last_error());
+    int cached = tether_session_last_upload_cached(s);
+    uint64_t m;
+    if (tether_session_load_module(s, "m", &m, NULL))
+        fail_msg("load: %s", tether_last_error());
+    tether_remote_func f;
+    if (tether_session_get_function(s, m, "add_packed", &f))
+        fail_msg("get_function: %s", tether_last_error());
+    return cached;
+}
+
+/* The upload cache: a second session uploading the same bytes sends none and loads them; a
+ * damaged entry is noticed and the bytes go over the wire again; other bytes miss; a tetherd
+ * without the cache never answers `cached`. */
+static void test_upload_cache(void **state) {
+    (void)state;
+    char dir[64] = "/tmp/tcacheXXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cache[128];
+    snprintf(cache, sizeof cache, "%s/c/uploads", dir); /* made with its parents */
+    tether_session *s = open_cached(cache);
+    assert_false(upload_load_call(s));
+    tether_session_close(s);
+    s = open_cached(cache);
+    assert_true(upload_load_call(s));
+    /* different bytes of the same name: a miss, then a hit of their own */
+    uint8_t other[4096];
+    for (size_t i = 0; i < sizeof other; i++)
+        other[i] = (uint8_t)(i * 13);
+    assert_int_equal(tether_session_upload(s, 0, "o", other, sizeof other), 0);
+    assert_false(tether_session_last_upload_cached(s));
+    assert_int_equal(tether_session_upload(s, 0, "o2", other, sizeof other), 0);
+    assert_true(tether_session_last_upload_cached(s));
+    tether_session_close(s);
+    /* damage every entry: each is checked against its hash before use */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "for f in '%s'/*; do printf X | dd of=\"$f\" bs=1 seek=64 conv=notrunc "
+             "2>/dev/null; done",
+             cache);
+    assert_int_equal(system(cmd), 0);
+    s = open_cached(cache);
+    assert_false(upload_load_call(s)); /* sent again, and it loads */
+    tether_session_close(s);
+    s = open_cached(cache);
+    assert_true(upload_load_call(s)); /* stored again by the upload before */
+    tether_session_close(s);
+    s = open_cached("off");
+    assert_false(upload_load_call(s));
+    tether_session_close(s);
+    /* a limit of 6000 bytes holds one 4096-byte entry: the older one is evicted */
+    tether_session_options o = {0};
+    o.tetherd = k_tetherd;
+    snprintf(cache, sizeof cache, "%s/small", dir);
+    const char *args[] = {"--quiet", "--upload-cache", cache, "--upload-cache-size", "6000", NULL};
+    o.tetherd_args = args;
+    assert_int_equal(tether_session_open(&s, "local:", &o), 0);
+    uint8_t second[4096];
+    memcpy(second, other, sizeof second);
+    second[0] ^= 1;
+    assert_int_equal(tether_session_upload(s, 0, "a", other, sizeof other), 0);
+    assert_int_equal(tether_session_upload(s, 0, "b", second, sizeof second), 0);
+    assert_int_equal(tether_session_upload(s, 0, "b2", second, sizeof second), 0);
+    assert_true(tether_session_last_upload_cached(s));
+    assert_int_equal(tether_session_upload(s, 0, "a2", other, sizeof other), 0);
+    assert_false(tether_session_last_upload_cached(s)); /* evicted */
+    tether_session_close(s);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_uart_pty(void **state) {
     (void)state;
     if (access("/usr/bin/socat", X_OK) != 0)
@@ -115,6 +201,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tcp),
         cmocka_unit_test(test_local),
+        cmocka_unit_test(test_upload_cache),
         cmocka_unit_test(test_uart_pty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

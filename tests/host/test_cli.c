@@ -1326,6 +1326,24 @@ static void test_named_and_npz(void **state) {
     assert_false(exists("x.npz"));
     assert_false(exists("q.npy"));
     assert_false(exists("c.npy"));
+    /* a repeated run does not upload the library again (tetherd's upload cache) */
+    char cache[256];
+    snprintf(cache, sizeof cache, "%s/cache", g_dir);
+    setenv("TETHER_UPLOAD_CACHE", cache, 1);
+    for (int k = 0; k < 2; k++) {
+        rc = tether(&o, "run art --in in.npz --out o.npz --json c%d.json", k);
+        if (rc)
+            fail_msg("%s", o);
+        char name[16];
+        snprintf(name, sizeof name, "c%d.json", k);
+        cJSON *cj = read_json(name);
+        assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(cj, "upload_cached")), k == 1);
+        cJSON_Delete(cj);
+    }
+    rc = tether(&o, "upload art/libtether_model.so");
+    unsetenv("TETHER_UPLOAD_CACHE");
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(o, "(the device had these bytes: none sent)"));
 }
 #endif
 

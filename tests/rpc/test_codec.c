@@ -156,6 +156,14 @@ static void test_decode_noncanonical(void **state) {
         assert_int_equal(m.u.call_rep.stack_bytes, 1200);
         assert_int_equal(m.u.call_rep.ret_value.type_code, TETHER_TYPE_NULL);
     }
+    /* an UPLOAD reply of a device without the upload cache (no `cached`): not cached */
+    n = hex_decode("93430307", expect, sizeof expect);
+    for (int c = 0; c < 2; c++) {
+        tether_rpc_msg m;
+        assert_int_equal(decoders[c](expect, (size_t)n, &m), 0);
+        assert_int_equal(m.u.upload_rep.upload_id, 7);
+        assert_false(m.u.upload_rep.cached);
+    }
     /* extra trailing field in the message array is ignored: COPY_TO reply + "x" */
     n = hex_decode("944a0a05a178", expect, sizeof expect);
     for (int c = 0; c < 2; c++) {

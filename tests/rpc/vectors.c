@@ -75,6 +75,7 @@ static void upload_rep(tether_rpc_msg *m) {
     m->type = TETHER_RPC_UPLOAD | TETHER_RPC_REPLY;
     m->id = 3;
     m->u.upload_rep.upload_id = 7;
+    m->u.upload_rep.cached = true;
 }
 static void upload_chunk_req(tether_rpc_msg *m) {
     m->type = TETHER_RPC_UPLOAD_CHUNK;
@@ -467,7 +468,8 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
                a->u.upload_req.total_size == b->u.upload_req.total_size &&
                bytes_equal(a->u.upload_req.sha256, b->u.upload_req.sha256);
     case TETHER_RPC_UPLOAD | TETHER_RPC_REPLY:
-        return a->u.upload_rep.upload_id == b->u.upload_rep.upload_id;
+        return a->u.upload_rep.upload_id == b->u.upload_rep.upload_id &&
+               a->u.upload_rep.cached == b->u.upload_rep.cached;
     case TETHER_RPC_UPLOAD_CHUNK:
         return a->u.upload_chunk_req.upload_id == b->u.upload_chunk_req.upload_id &&
                a->u.upload_chunk_req.offset == b->u.upload_chunk_req.offset &&

@@ -163,13 +163,16 @@ enum {
 };
 
 /* Uploads bytes as module `name` (kind: TETHER_MODULE_*), chunked to the peer's max frame, with
- * its SHA-256. */
+ * its SHA-256. A device that already holds bytes of that SHA-256 (tetherd's upload cache,
+ * docs/tetherd.md) says so in its UPLOAD reply and no chunk is sent:
+ * tether_session_last_upload_cached is then true until the next upload. */
 /* Largest module one upload may carry (the protocol's limit, docs/rpc.md). */
 #define TETHER_UPLOAD_MAX_BYTES ((size_t)256 << 20)
 int tether_session_upload(tether_session *s, uint32_t kind, const char *name, const void *data,
                           size_t size);
 int tether_session_upload_file(tether_session *s, uint32_t kind, const char *name,
                                const char *path);
+bool tether_session_last_upload_cached(const tether_session *s);
 int tether_session_load_module(tether_session *s, const char *name, uint64_t *module,
                                uint32_t *num_functions);
 /* module 0 = the device's system library. */

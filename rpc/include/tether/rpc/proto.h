@@ -168,6 +168,8 @@ typedef struct tether_rpc_upload_req {
 
 typedef struct tether_rpc_upload_rep {
     uint32_t upload_id;
+    bool cached; /* optional: the device already holds content of this SHA-256 (tetherd's upload
+                    cache); the upload is complete, no chunks are needed. Absent = false. */
 } tether_rpc_upload_rep;
 
 typedef struct tether_rpc_upload_chunk_req {

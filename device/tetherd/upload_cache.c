@@ -1,0 +1,218 @@
+/*
+ * tetherd: the upload cache. Uploaded modules are kept by their SHA-256 in a directory shared by
+ * every session of every tetherd of the user (default $XDG_CACHE_HOME/tether/uploads), so a host
+ * that uploads the same library again (a repeated `tether run`, an A/B rotation, a new local:
+ * tetherd) gets UPLOAD's `cached` reply and sends no chunks (docs/rpc.md, docs/tetherd.md).
+ *
+ * What must stay true: an entry is only ever used after its content hashed to its name again,
+ * so a damaged or tampered file is dropped and the upload goes over the wire as usual; entries
+ * appear atomically (written under a temporary name, renamed); the cache never holds more than
+ * its limit after a store (oldest-used entries go first); every failure of the cache only
+ * means a miss, never a failed upload.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "session.h"
+#include "tether/rpc/sha256.h"
+
+static void hex_name(const uint8_t hash[32], char out[65]) {
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) {
+        out[2 * i] = digits[hash[i] >> 4];
+        out[2 * i + 1] = digits[hash[i] & 15];
+    }
+    out[64] = 0;
+}
+
+static int is_entry_name(const char *n) {
+    if (strlen(n) != 64)
+        return 0;
+    for (int i = 0; i < 64; i++)
+        if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Copies in -> out (when out >= 0) while hashing; 0 when exactly `size` bytes hash to `hash`. */
+static int copy_verified(int in, int out, uint64_t size, const uint8_t hash[32]) {
+    tether_sha256_ctx c;
+    tether_sha256_init(&c);
+    static uint8_t buf[1 << 16];
+    uint64_t total = 0;
+    for (;;) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        total += (uint64_t)n;
+        if (total > size)
+            return -1;
+        tether_sha256_update(&c, buf, (size_t)n);
+        if (out >= 0 && write_all(out, buf, (size_t)n))
+            return -1;
+    }
+    uint8_t h[32];
+    tether_sha256_final(&c, h);
+    return total == size && memcmp(h, hash, 32) == 0 ? 0 : -1;
+}
+
+int tetherd_cache_fetch(const tetherd_config *cfg, const uint8_t hash[32], uint64_t size, int fd) {
+    if (!cfg->cache_dir)
+        return 0;
+    char name[65], path[1200];
+    hex_name(hash, name);
+    snprintf(path, sizeof path, "%s/%s", cfg->cache_dir, name);
+    int in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (in < 0)
+        return 0;
+    struct stat st;
+    int ok = fstat(in, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == size &&
+             copy_verified(in, fd, size, hash) == 0;
+    if (ok)
+        futimens(in, NULL); /* used now: evicted last */
+    close(in);
+    if (!ok) { /* damaged or changed: drop it, the upload goes over the wire */
+        tetherd_log(cfg, 0, NULL, "upload cache: %s does not match its hash; removed", name);
+        unlink(path);
+        if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0)
+            return -1;
+        return 0;
+    }
+    return 1;
+}
+
+typedef struct entry {
+    char name[65];
+    uint64_t size;
+    struct timespec used;
+} entry;
+
+static int older(const void *a, const void *b) {
+    const entry *x = a, *y = b;
+    if (x->used.tv_sec != y->used.tv_sec)
+        return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+    return x->used.tv_nsec < y->used.tv_nsec ? -1 : x->used.tv_nsec > y->used.tv_nsec;
+}
+
+/* Removes the oldest-used entries until the cache holds at most cfg->cache_max bytes. */
+static void evict(const tetherd_config *cfg) {
+    DIR *d = opendir(cfg->cache_dir);
+    if (!d)
+        return;
+    entry *e = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!is_entry_name(de->d_name))
+            continue;
+        char path[1200];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", cfg->cache_dir, de->d_name);
+        if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 64;
+            entry *ne = realloc(e, nc * sizeof *e);
+            if (!ne)
+                break;
+            e = ne;
+            cap = nc;
+        }
+        memcpy(e[n].name, de->d_name, 65);
+        e[n].size = (uint64_t)st.st_size;
+        e[n].used = st.st_mtim;
+        total += e[n].size;
+        n++;
+    }
+    closedir(d);
+    if (total > cfg->cache_max && n) {
+        qsort(e, n, sizeof *e, older);
+        for (size_t i = 0; i < n && total > cfg->cache_max; i++) {
+            char path[1200];
+            snprintf(path, sizeof path, "%s/%s", cfg->cache_dir, e[i].name);
+            if (unlink(path) == 0) {
+                total -= e[i].size;
+                tetherd_log(cfg, 1, NULL, "upload cache: evicted %.12s... (%llu bytes)", e[i].name,
+                            (unsigned long long)e[i].size);
+            }
+        }
+    }
+    free(e);
+}
+
+void tetherd_cache_store(const tetherd_config *cfg, const uint8_t hash[32], const char *src,
+                         uint64_t size) {
+    if (!cfg->cache_dir || size > cfg->cache_max)
+        return;
+    char name[65], path[1200], tmp[1200];
+    hex_name(hash, name);
+    snprintf(path, sizeof path, "%s/%s", cfg->cache_dir, name);
+    if (access(path, F_OK) == 0)
+        return;
+    snprintf(tmp, sizeof tmp, "%s/.tmp-%ld-%s", cfg->cache_dir, (long)getpid(), name);
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    int out = in >= 0 ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+    int ok = out >= 0 && copy_verified(in, out, size, hash) == 0;
+    if (out >= 0 && close(out) != 0)
+        ok = 0;
+    if (in >= 0)
+        close(in);
+    if (ok && rename(tmp, path) == 0) {
+        tetherd_log(cfg, 1, NULL, "upload cache: stored %.12s... (%llu bytes)", name,
+                    (unsigned long long)size);
+        evict(cfg);
+    } else if (out >= 0) {
+        unlink(tmp);
+    }
+}
+
+const char *tetherd_cache_open(const char *dir, char *why, size_t why_size) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s", dir);
+    /* mkdir -p, 0700: the entries are the user's uploaded code */
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+            snprintf(why, why_size, "%s: %s", path, strerror(errno));
+            return NULL;
+        }
+        *p = '/';
+    }
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+        snprintf(why, why_size, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || access(path, W_OK | X_OK) != 0) {
+        snprintf(why, why_size, "%s: not a writable directory", path);
+        return NULL;
+    }
+    return dir;
+}
