@@ -93,7 +93,9 @@ static PyObject *raise_status(int rc, const char *msg) {
 
 static PyObject *err_raise(tpy_err *e, const char *closed_what) {
     PyObject *r;
-    if (e->closed)
+    if (PyErr_CheckSignals() < 0) /* Ctrl-C during the request: KeyboardInterrupt wins */
+        r = NULL;
+    else if (e->closed)
         r = PyErr_Format(PyExc_ValueError, "%s is closed", closed_what);
     else
         r = raise_status(e->rc, e->detail ? e->detail : e->msg);

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -305,12 +306,13 @@ class TestErrors(unittest.TestCase):
             tether.Session(42)
 
     def test_refused_and_auth(self):
-        d = Daemon()
-        url = d.url
-        d.stop()
-        with self.assertRaises(tether.Error) as cm:
-            tether.Session(url, timeout_ms=2000)
+        with socket.socket() as held:  # bound, not listening: connections are refused
+            held.bind(("127.0.0.1", 0))
+            url = f"tcp://127.0.0.1:{held.getsockname()[1]}"
+            with self.assertRaises(tether.Error) as cm:
+                tether.Session(url, timeout_ms=2000)
         self.assertIn("127.0.0.1", str(cm.exception))
+        self.assertEqual(cm.exception.status_name, "TETHER_ERR_IO")
         with self.assertRaises(tether.Error) as cm:
             tether.Session(DAEMON.url, token=b"wrong token")
         self.assertEqual(cm.exception.status_name, "TETHER_ERR_AUTH")
