@@ -9,6 +9,10 @@ library's message, ValueError/TypeError for bad arguments), never a crash.
 
 Environment (set by tests/python/CMakeLists.txt): PYTHONPATH (the built package), TETHERD,
 TESTMOD, TETHER_CLI, TETHER_SOURCE_DIR.
+
+What must stay true: every tetherd started here binds 127.0.0.1 only and is stopped by
+tearDownModule (also after failures); ports come from the kernel, never a fixed number; the
+whole run stays well under a minute.
 """
 
 import json
