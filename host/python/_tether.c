@@ -604,16 +604,19 @@ static PyObject *session_upload(tpy_session *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Isy*", &kind, &name, &b))
         return NULL;
     tpy_err e = {0};
+    int cached = 0;
     PyThreadState *ts = sess_lock(self);
     if (!self->s)
         e.closed = 1;
     else
         err_take(&e, tether_session_upload(self->s, kind, name, b.buf, (size_t)b.len));
+    if (self->s && !e.rc)
+        cached = tether_session_last_upload_cached(self->s);
     sess_unlock(self, ts);
     PyBuffer_Release(&b);
     if (e.closed || e.rc)
         return err_raise(&e, "the session");
-    Py_RETURN_NONE;
+    return PyBool_FromLong(cached);
 }
 
 static PyObject *session_upload_file(tpy_session *self, PyObject *args) {
@@ -622,15 +625,18 @@ static PyObject *session_upload_file(tpy_session *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Iss", &kind, &name, &path))
         return NULL;
     tpy_err e = {0};
+    int cached = 0;
     PyThreadState *ts = sess_lock(self);
     if (!self->s)
         e.closed = 1;
     else
         err_take(&e, tether_session_upload_file(self->s, kind, name, path));
+    if (self->s && !e.rc)
+        cached = tether_session_last_upload_cached(self->s);
     sess_unlock(self, ts);
     if (e.closed || e.rc)
         return err_raise(&e, "the session");
-    Py_RETURN_NONE;
+    return PyBool_FromLong(cached);
 }
 
 /* The module kind the device takes for a file (tether_artifact_module_kind): the kind, or -1
@@ -832,9 +838,10 @@ static PyMethodDef session_methods[] = {
     {"copy_to", (PyCFunction)session_copy_to, METH_VARARGS, "copy_to(handle, offset, buffer)"},
     {"copy_from", (PyCFunction)session_copy_from, METH_VARARGS,
      "copy_from(handle, offset, writable_buffer)"},
-    {"upload", (PyCFunction)session_upload, METH_VARARGS, "upload(kind, name, data)"},
+    {"upload", (PyCFunction)session_upload, METH_VARARGS,
+     "upload(kind, name, data) -> cached: the device had these bytes already"},
     {"upload_file", (PyCFunction)session_upload_file, METH_VARARGS,
-     "upload_file(kind, name, path)"},
+     "upload_file(kind, name, path) -> cached"},
     {"module_kind", (PyCFunction)session_module_kind, METH_VARARGS,
      "module_kind(path) -> kind (-1: object code an MCU must link first)"},
     {"load_module", (PyCFunction)session_load_module, METH_VARARGS,

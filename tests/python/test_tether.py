@@ -215,6 +215,11 @@ class TestSession(unittest.TestCase):
             with self.subTest(kind), open_session() as s:
                 m = s.upload_module(TESTMOD, name="testmod")
                 self.assertEqual(m.num_functions, 8)
+                again = s.upload_module(TESTMOD, name="testmod-again")  # tetherd's upload cache
+                self.assertTrue(again.cached)
+                self.assertEqual(again.num_functions, 8)
+                with open(TESTMOD, "rb") as f:
+                    self.assertTrue(s.upload(f.read(), "testmod-bytes"))
                 x = np.linspace(-2, 2, 16, dtype=np.float32)
                 y = np.arange(16, dtype=np.float32)
                 a, b, out = s.array(x), s.array(y), s.empty(16)

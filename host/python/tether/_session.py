@@ -221,13 +221,13 @@ class Session:
 
     def upload(self, data, name, *, kind="shared_object"):
         """Uploads bytes (or a file path) as module `name` without loading it. kind:
-        shared_object (.so for tetherd), opencl_source, mcu_image."""
+        shared_object (.so for tetherd), opencl_source, mcu_image. Returns True when the device
+        held these bytes already (tetherd's upload cache) and none were sent."""
         if kind not in _MODULE_KINDS:
             raise ValueError(f"kind must be one of {', '.join(_MODULE_KINDS)}")
         if isinstance(data, (str, os.PathLike)):
-            self._c.upload_file(_MODULE_KINDS[kind], name, os.fspath(data))
-        else:
-            self._c.upload(_MODULE_KINDS[kind], name, data)
+            return self._c.upload_file(_MODULE_KINDS[kind], name, os.fspath(data))
+        return self._c.upload(_MODULE_KINDS[kind], name, data)
 
     def load_module(self, name):
         """Loads an uploaded module; returns a Module."""
@@ -245,8 +245,10 @@ class Session:
                 f"that: `tether upload {os.path.basename(path)}`)"
             )
         name = name or os.path.basename(path)
-        self._c.upload_file(kind, name, path)
-        return self.load_module(name)
+        cached = self._c.upload_file(kind, name, path)
+        m = self.load_module(name)
+        m.cached = cached
+        return m
 
     def function(self, name):
         """A function of the device's system library (module 0)."""
@@ -366,13 +368,15 @@ class RemoteArray:
 
 
 class Module:
-    """A module loaded on the device. function(name) (or module[name]) looks a function up."""
+    """A module loaded on the device. function(name) (or module[name]) looks a function up.
+    cached: upload_module found its bytes in the device's upload cache (nothing was sent)."""
 
     def __init__(self, session, name, handle, num_functions):
         self.session = session
         self.name = name
         self.handle = handle
         self.num_functions = num_functions
+        self.cached = False
         self._generation = session._generation
 
     def function(self, name):
