@@ -108,6 +108,20 @@ int tether_cli_write_outputs(const tether_cli_array *out, int nspecs, int n,
                              const char *const *names, const tether_npy *arrays,
                              struct cJSON *jouts);
 
+/* ---- progress.c: how far long work is, its rate and the time left (docs/cli.md) ----
+ * start with the total (bytes when unit is NULL or "", else a count of unit: "rounds"), update
+ * with the amount done (the update that reaches the total ends it), end after an early stop. */
+typedef struct tether_cli_progress {
+    char what[64], unit[16];
+    uint64_t done, total;
+    double start, last;
+    int mode, shown, active;
+} tether_cli_progress;
+void tether_cli_progress_start(tether_cli_progress *p, const char *what, uint64_t total,
+                               const char *unit);
+void tether_cli_progress_update(tether_cli_progress *p, uint64_t done);
+void tether_cli_progress_end(tether_cli_progress *p);
+
 /* Every command says which files it wrote: tether_cli_wrote records a path once it is written
  * (tether_cli_write_json does it for --json files; "-" and /dev/ paths are not files), and main
  * prints them as one line "wrote A, B" when the command succeeds. */

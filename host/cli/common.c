@@ -4,9 +4,9 @@
  * bar, device LOG lines, the local: tetherd), the one-line array summary and the --json helpers.
  * The other files of host/cli call into this one, never the other way round.
  *
- * What must stay true: every failure is one line "tether <command>: <reason>" on stderr; the
- * progress bar is drawn only on a terminal and only for transfers that take over a second;
- * every --json file goes through tether_file_write.
+ * What must stay true: every failure is one line "tether <command>: <reason>" on stderr;
+ * transfers report progress through progress.c; every --json file goes through
+ * tether_file_write.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -44,36 +44,13 @@ int tether_cli_fail(int code, const char *fmt, ...) {
     return code;
 }
 
-/* ---- progress bar ---- */
-
-typedef struct progress {
-    double start;
-    int shown;
-} progress;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+/* ---- transfers: the session's progress callback (progress.c draws) ---- */
 
 static void on_progress(void *ctx, const char *what, uint64_t done, uint64_t total) {
-    progress *p = ctx;
-    if (!isatty(STDERR_FILENO))
-        return;
-    if (done == 0 || p->start == 0)
-        p->start = now_s();
-    if (!p->shown && now_s() - p->start < 1.0)
-        return;
-    p->shown = 1;
-    int width = 30, fill = total ? (int)(width * done / total) : width;
-    fprintf(stderr, "\r%-16s [%.*s%*s] %3d%%", what, fill, "##############################",
-            width - fill, "", total ? (int)(100 * done / total) : 100);
-    if (done >= total) {
-        fputc('\n', stderr);
-        p->shown = 0;
-        p->start = 0;
-    }
+    tether_cli_progress *p = ctx;
+    if (!p->active || strcmp(p->what, what) != 0 || p->total != total || done < p->done)
+        tether_cli_progress_start(p, what, total, NULL);
+    tether_cli_progress_update(p, done);
 }
 
 /* ---- device LOG lines ---- */
@@ -131,7 +108,7 @@ static void on_device_wait(void *ctx, const char *device, int holder_pid) {
 }
 
 int tether_cli_open(const tether_cli_device *dev, tether_session **s) {
-    static progress prog;
+    static tether_cli_progress prog;
     static char token[4096];
     size_t token_len = 0;
     tether_session_options o = {0};

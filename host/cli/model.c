@@ -729,31 +729,46 @@ static int side_start(ab_side *s, const ab_args *a, tether_session *ses, const t
  * each side is prepared, measured and released in turn. */
 static int measure(ab_args *a, tether_session *ses, ab_side *s, int nsides, const tether_npy *ref,
                    int nref, int interleaved) {
+    /* progress over the TIME requests: a warm-up and `repeat` measurements per side */
+    tether_cli_progress p;
+    uint64_t done = 0;
+    tether_cli_progress_start(&p, "measuring", (uint64_t)nsides * (a->repeat + 1), "TIMEs");
+    int rc = 1;
     if (!interleaved) {
         for (int k = 0; k < nsides; k++) {
             if (side_start(&s[k], a, ses, ref, nref) || time_side(&s[k], a, NULL))
-                return 1;
-            for (uint32_t r = 0; r < a->repeat; r++)
+                goto out;
+            tether_cli_progress_update(&p, ++done);
+            for (uint32_t r = 0; r < a->repeat; r++) {
                 if (time_side(&s[k], a, &s[k].t[r]))
-                    return 1;
+                    goto out;
+                tether_cli_progress_update(&p, ++done);
+            }
             tether_artifact_free(s[k].art);
             s[k].art = NULL;
         }
-        return 0;
+        rc = 0;
+        goto out;
     }
     for (int k = 0; k < nsides; k++)
         if (side_start(&s[k], a, ses, ref, nref))
-            return 1;
-    for (int k = 0; k < nsides; k++)
+            goto out;
+    for (int k = 0; k < nsides; k++) {
         if (time_side(&s[k], a, NULL))
-            return 1;
+            goto out;
+        tether_cli_progress_update(&p, ++done);
+    }
     for (uint32_t r = 0; r < a->repeat; r++)
         for (int i = 0; i < nsides; i++) {
             int k = r % 2 ? nsides - 1 - i : i;
             if (time_side(&s[k], a, &s[k].t[r]))
-                return 1;
+                goto out;
+            tether_cli_progress_update(&p, ++done);
         }
-    return 0;
+    rc = 0;
+out:
+    tether_cli_progress_end(&p);
+    return rc;
 }
 
 int tether_cli_cmd_ab(int argc, char **argv) {

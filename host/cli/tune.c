@@ -684,7 +684,8 @@ int tether_cli_cmd_tune(int argc, char **argv) {
                 if (first > 0 && best > 0) {
                     printf(", default/best %.2fx", first / best);
                 }
-                printf(", %d trial%s to go (~%.0f s)", remaining, remaining == 1 ? "" : "s", eta);
+                printf(", %d trial%s to go (%.2f trials/s, ~%.0f s left)", remaining,
+                       remaining == 1 ? "" : "s", total_trials / (now_s() - t_trials), eta);
                 if (budget > 0) {
                     printf(", budget %.0f s left", left > 0 ? left : 0);
                 }

@@ -547,10 +547,12 @@ int tether_session_upload(tether_session *s, uint32_t kind, const char *name, co
     uint32_t id = rep.u.upload_rep.upload_id;
     if (rep.u.upload_rep.cached) { /* the device had these bytes (its upload cache) */
         s->last_upload_cached = true;
-        if (s->progress)
-            s->progress(s->progress_ctx, "upload (cached on the device)", size, size);
         return 0;
     }
+    char what[TETHER_RPC_MAX_NAME + 16];
+    snprintf(what, sizeof what, "upload %s", name);
+    if (s->progress)
+        s->progress(s->progress_ctx, what, 0, size);
     size_t off = 0;
     while (off < size) {
         size_t n = size - off < s->chunk ? size - off : s->chunk;
@@ -565,7 +567,7 @@ int tether_session_upload(tether_session *s, uint32_t kind, const char *name, co
             return rc;
         off += n;
         if (s->progress)
-            s->progress(s->progress_ctx, "upload", off, size);
+            s->progress(s->progress_ctx, what, off, size);
         if (off == size && !rep.u.upload_chunk_rep.complete)
             return tether_set_error(TETHER_ERR_PROTOCOL,
                                     "upload '%s': device did not confirm completion", name);
@@ -668,6 +670,8 @@ int tether_session_free(tether_session *s, uint64_t array) {
 int tether_session_copy_to(tether_session *s, uint64_t array, uint64_t offset, const void *data,
                            size_t len) {
     size_t off = 0;
+    if (s->progress && len)
+        s->progress(s->progress_ctx, "copy to device", 0, len);
     do {
         size_t n = len - off < s->chunk ? len - off : s->chunk;
         tether_rpc_msg req, rep;
@@ -690,6 +694,8 @@ int tether_session_copy_to(tether_session *s, uint64_t array, uint64_t offset, c
 int tether_session_copy_from(tether_session *s, uint64_t array, uint64_t offset, void *data,
                              size_t len) {
     size_t off = 0;
+    if (s->progress && len)
+        s->progress(s->progress_ctx, "copy from device", 0, len);
     while (off < len) {
         size_t n = len - off < s->chunk ? len - off : s->chunk;
         tether_rpc_msg req, rep;

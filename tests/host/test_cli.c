@@ -1237,6 +1237,57 @@ static void check_two_io(const char *file, const char *name, int product) {
     tether_npy_free(&n);
 }
 
+/* Progress: plain lines for logs and one redrawn line on a terminal, with rate and time left;
+ * nothing for work that ends within the first second (the default). */
+static void test_progress(void **state) {
+    (void)state;
+    write_two_io_model();
+    const char *o;
+    setenv("TETHER_PROGRESS", "lines", 1);
+    setenv("TETHER_PROGRESS_AFTER_MS", "0", 1);
+    setenv("TETHER_PROGRESS_EVERY_MS", "0", 1);
+    int rc = tether(&o, "ab two.json --number 1 --repeat 3");
+    if (rc)
+        fail_msg("%s", o);
+    /* 2 sides x (warm-up + 3 rounds) TIME requests */
+    assert_non_null(strstr(o, "tether ab: measuring: 12% (1 of 8 TIMEs, "));
+    assert_non_null(strstr(o, " TIMEs/s, "));
+    assert_non_null(strstr(o, " s left)\n"));
+    assert_non_null(strstr(o, "tether ab: measuring: done, 8 of 8 TIMEs in "));
+    assert_non_null(strstr(o, "tether ab: copy to device: done, 24 B of 24 B in "));
+    /* a big upload: bytes with binary units */
+    char big[256];
+    snprintf(big, sizeof big, "%s/big.so", g_dir);
+    static uint8_t junk[3 << 20];
+    memset(junk, 0x5a, sizeof junk);
+    assert_int_equal(tether_file_write(big, junk, sizeof junk), 0);
+    setenv("TETHER_UPLOAD_CACHE", "off", 1);
+    assert_int_equal(tether(&o, "upload big.so"), 1); /* not an ELF: loading fails */
+    assert_non_null(strstr(o, "tether upload: upload big.so: done, 3.0 MiB of 3.0 MiB in "));
+    assert_non_null(strstr(o, " MiB/s)\n"));
+    setenv("TETHER_PROGRESS", "tty", 1);
+    rc = tether(&o, "ab two.json --number 1 --repeat 1");
+    if (rc)
+        fail_msg("%s", o);
+    /* redrawn at most 10 times a second: the first and the last state are always drawn */
+    assert_non_null(strstr(o, "\r\033[Kmeasuring  [#####...............]   25%  1 of 4 TIMEs  "));
+    assert_non_null(strstr(o, "\r\033[Kmeasuring  [####################]  100%  4 of 4 TIMEs  "));
+    unsetenv("TETHER_PROGRESS_AFTER_MS");
+    unsetenv("TETHER_PROGRESS_EVERY_MS");
+    unsetenv("TETHER_UPLOAD_CACHE");
+    /* by default quick work shows nothing, and TETHER_PROGRESS=off never does */
+    rc = tether(&o, "ab two.json --number 1 --repeat 1");
+    assert_int_equal(rc, 0);
+    assert_null(strstr(o, "measuring"));
+    setenv("TETHER_PROGRESS", "off", 1);
+    setenv("TETHER_PROGRESS_AFTER_MS", "0", 1);
+    rc = tether(&o, "ab two.json --number 1 --repeat 1");
+    assert_int_equal(rc, 0);
+    assert_null(strstr(o, "measuring"));
+    unsetenv("TETHER_PROGRESS");
+    unsetenv("TETHER_PROGRESS_AFTER_MS");
+}
+
 /* --in NAME=FILE, .npz inputs and outputs (tvmc's habits) on a model, an artifact, the reference
  * interpreter and ab; every refusal names the problem and writes nothing. */
 static void test_named_and_npz(void **state) {
@@ -1359,6 +1410,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_run_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_reference, setup, teardown),
         cmocka_unit_test_setup_teardown(test_named_and_npz, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_output_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ab, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ab_opencl_refused, setup, teardown),

@@ -43,7 +43,8 @@ extern "C" {
 
 typedef struct tether_session tether_session;
 
-/* Progress of a long transfer: done of total bytes. */
+/* Progress of a transfer: done of total bytes, called with 0 when it starts and after every
+ * chunk; what names it ("upload NAME", "copy to device", "copy from device"). */
 typedef void (*tether_progress_fn)(void *ctx, const char *what, uint64_t done, uint64_t total);
 
 /* A LOG line from the device (level 0 error, 1 warn, 2 info, 3 debug; text NUL-terminated,
