@@ -122,6 +122,27 @@ void tether_cli_progress_start(tether_cli_progress *p, const char *what, uint64_
 void tether_cli_progress_update(tether_cli_progress *p, uint64_t done);
 void tether_cli_progress_end(tether_cli_progress *p);
 
+/* ---- svg.c: pictures (docs/cli.md, "Pictures") ----
+ * Each writes one SVG file through tether_file_write, records it (tether_cli_wrote) and returns
+ * 0, or 1 after printing the error. */
+typedef struct tether_cli_ab_row {
+    const char *label;     /* "unpacked ABI", "OpenCL, texture weights" */
+    double text_bytes;     /* < 0: not a CPU library */
+    double code_bytes;     /* instructions of text; < 0 = not known */
+    double static_stack;   /* < 0: unbounded or not a CPU library */
+    double stack_hwm;      /* < 0: no call stack (OpenCL) */
+    const double *seconds; /* seconds per call, one per repeat */
+    int nrepeats;
+    const char *note; /* beside the latency row: "1.45x (95% CI 1.40..1.50)" */
+} tether_cli_ab_row;
+int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
+                      const tether_cli_ab_row *rows, int n);
+/* The repeats of ts (at most 32), and for OpenCL artifacts each kernel's median seconds
+ * (nkernels 0 = none). */
+int tether_cli_svg_bench(const char *path, const char *title, const char *subtitle,
+                         const tether_time_stats *ts, int nkernels, const char *const *kernels,
+                         const double *kernel_median);
+
 /* Every command says which files it wrote: tether_cli_wrote records a path once it is written
  * (tether_cli_write_json does it for --json files; "-" and /dev/ paths are not files), and main
  * prints them as one line "wrote A, B" when the command succeeds. */

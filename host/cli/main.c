@@ -376,7 +376,8 @@ typedef struct run_args {
     const char *func;
     io_spec in[MAX_IO], out[MAX_IO];
     int nin, nout;
-    int out_given; /* --out was given (bench writes outputs only then) */
+    int out_given;   /* --out was given (bench writes outputs only then) */
+    const char *svg; /* bench --svg FILE: the latency distribution */
     uint32_t number, repeat, min_repeat_ms, cooldown_ms;
     int pool_requeues; /* pool:// devices lost mid-run so far (the run is queued again) */
     uint32_t work_dim;
@@ -542,7 +543,8 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                       : "outputs' summaries, the call's time and stack high-water mark");
             if (bench)
                 printf("  --number N (10) --repeat R (3) --min-repeat-ms MS (0) --cooldown-ms "
-                       "MS (0): TIME parameters\n");
+                       "MS (0): TIME parameters\n"
+                       "  --svg FILE   a picture of the latency distribution over the repeats\n");
             return -1;
         }
         int c = common_opt(&r->c, argc, argv, &i);
@@ -625,6 +627,11 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 return fail(2, "--json needs a file");
             r->c.json_file = v;
             i++;
+        } else if (bench && !strcmp(a, "--svg")) {
+            if (!v)
+                return fail(2, "--svg needs a file");
+            r->svg = v;
+            i++;
         } else if (!strcmp(a, "--mcpu")) {
             if (!v)
                 return fail(2, "--mcpu needs a value");
@@ -694,8 +701,11 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
         return fail(2, "nothing to run (try --help)");
     if (r->c.json_file && tether_file_out_check(r->c.json_file)) /* before any work */
         return fail(2, "--json: %s", tether_last_error());
+    if (r->svg && tether_file_out_check(r->svg))
+        return fail(2, "--svg: %s", tether_last_error());
     return 0;
 }
+
 
 /* ---- the remote side of a module run: prepare, call, time ---- */
 
@@ -807,6 +817,19 @@ typedef struct run_result {
     tether_time_stats ts;
 } run_result;
 
+/* bench --svg: the latency distribution of q's TIME (OpenCL: with the kernels' medians). */
+static int bench_svg(run_args *r, const run_result *q, int nk, const char *const *kernels,
+                     const double *kernel_median) {
+    if (!r->svg)
+        return 0;
+    const tether_device_info *d = tether_session_info(q->s);
+    char title[400], sub[600];
+    snprintf(title, sizeof title, "tether bench: %s", q->fname);
+    snprintf(sub, sizeof sub, "%s on %s (%s%s%s)", r->target, tether_cli_device_url(r->c.device),
+             d->board[0] ? d->board : d->triple, d->cpu[0] ? ", " : "", d->cpu);
+    return tether_cli_svg_bench(r->svg, title, sub, &q->ts, nk, kernels, kernel_median);
+}
+
 /* The common head of the --json report of run and bench. */
 static cJSON *report_json(run_args *r, int bench, const run_result *q) {
     cJSON *root = cJSON_CreateObject();
@@ -860,6 +883,10 @@ static int report_run(run_args *r, int bench, const run_result *q) {
                    (unsigned long long)hz, (unsigned long long)cycles(res->elapsed_ns, hz),
                    ts->mean * (double)hz, ts->min * (double)hz, ts->max * (double)hz);
         printf("stack high-water mark: %llu bytes\n", (unsigned long long)res->stack_bytes);
+        if (bench_svg(r, q, 0, NULL, NULL)) {
+            cJSON_Delete(root);
+            return 1;
+        }
         if (root) {
             cJSON_AddNumberToObject(root, "first_call_us", (double)res->elapsed_ns / 1e3);
             cJSON_AddNumberToObject(root, "stack_hwm_bytes", (double)res->stack_bytes);
@@ -951,6 +978,21 @@ static int report_opencl(run_args *r, int bench, const run_result *q, const teth
             }
         }
         printf("time = sum of the kernels' profiled times; first run %.3f us\n", first_us);
+        const char **knames = calloc((size_t)nk + 1, sizeof *knames);
+        if (!knames) {
+            cJSON_Delete(root);
+            return fail(1, "out of memory");
+        }
+        for (int i = 0; i < nk; i++) {
+            const char *node;
+            tether_artifact_kernel(a, i, &knames[i], &node);
+        }
+        int src = bench_svg(r, q, nk, knames, kernel_median);
+        free(knames);
+        if (src) {
+            cJSON_Delete(root);
+            return 1;
+        }
         if (!root)
             return 0;
         cJSON_AddNumberToObject(root, "first_call_us", first_us);

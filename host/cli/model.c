@@ -190,7 +190,7 @@ typedef struct ab_side {
 
 typedef struct ab_args {
     tether_cli_device dev;
-    const char *model, *target, *out_dir, *json;
+    const char *model, *target, *out_dir, *json, *svg;
     tether_cli_array in[TETHER_CLI_MAX_IO];
     int nin;
     uint32_t number, repeat, min_repeat_ms;
@@ -206,7 +206,7 @@ static const char ab_usage[] =
     "                 [--target T] [--mcpu CPU] [--opt-level 0|1|2|3|s] [--in FILE|NAME=FILE ...]\n"
     "                 [-o DIR]\n"
     "                 [--number N] [--repeat R] [--min-repeat-ms MS] [--rtol R] [--atol A]\n"
-    "                 [--json FILE] [--opencl] [--tuning-log FILE]\n"
+    "                 [--json FILE] [--svg FILE] [--opencl] [--tuning-log FILE]\n"
     "  Compiles MODEL with the unpacked and the packed ABI, runs both on the device (default\n"
     "  local:), compares every output with the reference interpreter and prints code size,\n"
     "  static stack, measured stack high-water mark and latency side by side. The target\n"
@@ -304,6 +304,8 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
             a->out_dir = v;
         } else if (!strcmp(o, "--json")) {
             a->json = v;
+        } else if (!strcmp(o, "--svg")) {
+            a->svg = v;
         } else if (!strcmp(o, "--number")) {
             if (parse_num(o, v, 1, 1e8, &x))
                 return 2;
@@ -328,6 +330,8 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
     }
     if (!a->model)
         return fail(2, "give the model to compare (try --help)");
+    if (a->svg && tether_file_out_check(a->svg))
+        return fail(2, "--svg: %s", tether_last_error());
     if (a->json) { /* found out now, not after the whole A/B */
         if (tether_file_out_check(a->json))
             return fail(2, "--json: %s", tether_last_error());
@@ -771,6 +775,47 @@ out:
     return rc;
 }
 
+/* --svg: code size, stack and latency spread of every side (svg.c). */
+static int write_svg(const ab_args *a, const tether_ir_graph *g, const ab_side *s, int nsides) {
+    static const char *const opencl_labels[] = {"OpenCL, buffer weights",
+                                                "OpenCL, texture weights"};
+    tether_cli_ab_row rows[4];
+    char notes[4][96];
+    for (int k = 0; k < nsides; k++) {
+        const ab_side *x = &s[k];
+        tether_cli_ab_row *r = &rows[k];
+        int ocl = k >= 2;
+        r->label = ocl ? opencl_labels[k - 2] : x->label;
+        r->text_bytes = ocl ? -1 : (double)x->comp.build.sizes.text;
+        r->code_bytes = ocl ? -1 : (double)x->comp.build.sizes.code;
+        r->static_stack =
+            ocl || !x->comp.build.stack.bounded ? -1 : (double)x->comp.build.stack.bytes;
+        r->stack_hwm = ocl ? -1 : (double)x->run.call.stack_bytes;
+        r->seconds = x->t;
+        r->nrepeats = (int)a->repeat;
+        if (k == 0)
+            snprintf(notes[k], sizeof notes[k], "median %.4g us (baseline)",
+                     x->spread.median * 1e6);
+        else if (x->vs_unpacked.verdict == TETHER_VERDICT_NOT_MEASURABLE)
+            snprintf(notes[k], sizeof notes[k], "median %.4g us", x->spread.median * 1e6);
+        else
+            snprintf(notes[k], sizeof notes[k], "median %.4g us, %.2fx%s", x->spread.median * 1e6,
+                     x->vs_unpacked.estimate,
+                     x->vs_unpacked.verdict == TETHER_VERDICT_FASTER   ? " (faster)"
+                     : x->vs_unpacked.verdict == TETHER_VERDICT_SLOWER ? " (slower)"
+                                                                       : "");
+        r->note = notes[k];
+    }
+    char title[300], sub[600];
+    snprintf(title, sizeof title, "tether ab: %s", a->model);
+    snprintf(sub, sizeof sub,
+             "%d operators (%d after passes), target %s%s%s, on %s; %u repeats per side, ratios "
+             "against the unpacked ABI",
+             g->nnodes, s[0].comp.nnodes_out, a->target, a->cpu && a->cpu[0] ? " -march=" : "",
+             a->cpu ? a->cpu : "", tether_cli_device_url(a->dev.url), a->repeat);
+    return tether_cli_svg_ab(a->svg, title, sub, rows, nsides);
+}
+
 int tether_cli_cmd_ab(int argc, char **argv) {
     ab_args a;
     int prc = parse_ab(argc, argv, &a);
@@ -928,6 +973,8 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     if (a.opencl)
         print_opencl(s);
     if (a.json && write_json(&a, s, interleaved))
+        goto done;
+    if (a.svg && write_svg(&a, &g, s, nsides))
         goto done;
     rc = s[0].equal && s[1].equal && (!a.opencl || (s[2].equal && s[3].equal)) ? 0 : 1;
     if (rc)
