@@ -388,6 +388,76 @@ static void test_svg(void **state) {
     tether_plan_problem_close(&p);
 }
 
+/* Operator names on the axis and the graph inputs/outputs the caller provides; the picture of
+ * a problem that does not fit. */
+static void test_svg_annotations(void **state) {
+    (void)state;
+    tether_plan_problem p;
+    tether_plan_problem_init(&p);
+    tether_plan_pool pool = {"sram", TETHER_SCOPE_GLOBAL, 1000, 16, 0, 0};
+    tether_plan_pool pool2 = {"dram", TETHER_SCOPE_GLOBAL, 700, 16, 0, 0};
+    assert_int_equal(tether_plan_problem_add_pool(&p, &pool), 0);
+    assert_int_equal(tether_plan_problem_add_pool(&p, &pool2), 0);
+    const char *names[] = {"conv<1>", "relu", "a_rather_long_operator_name_for_the_axis"};
+    assert_int_equal(tether_plan_problem_set_operators(&p, names, 3), 0);
+    assert_int_equal(tether_plan_problem_set_operators(&p, names, 3), 0); /* replaces */
+    tether_plan_buffer b = {0};
+    b.name = "t0";
+    b.size = 600;
+    b.first = 0;
+    b.last = 1;
+    b.pin_offset = -1;
+    assert_int_equal(tether_plan_problem_add_buffer(&p, &b, NULL), 0);
+    b.name = "t1";
+    b.first = 1;
+    b.last = 2;
+    assert_int_equal(tether_plan_problem_add_buffer(&p, &b, NULL), 0);
+    assert_int_equal(tether_plan_problem_add_io(&p, "x", TETHER_PLAN_GRAPH_INPUT, 0, 0, 64), 0);
+    assert_int_equal(tether_plan_problem_add_io(&p, "y", TETHER_PLAN_GRAPH_OUTPUT, 2, 2, 8), 0);
+    assert_int_equal(tether_plan_problem_add_io(&p, "z", TETHER_PLAN_INTERMEDIATE, 0, 0, 8),
+                     TETHER_ERR_INVALID_ARG);
+    assert_int_equal(tether_plan_problem_add_io(&p, "z", TETHER_PLAN_GRAPH_INPUT, 2, 1, 8),
+                     TETHER_ERR_INVALID_ARG);
+    tether_plan_options o;
+    tether_plan_options_init(&o);
+    tether_plan plan;
+    assert_int_equal(tether_plan_run(&p, &o, &plan), 0); /* t1 spills to dram */
+    char *svg = NULL;
+    assert_int_equal(tether_plan_to_svg(&p, &plan, &svg), 0);
+    assert_int_equal(count(svg, "<rect class=\"buf\""), 2);
+    assert_int_equal(count(svg, "<rect class=\"iobuf\""), 2);
+    assert_non_null(strstr(svg, "<title>x: graph input, 64 bytes, ops 0..0"));
+    assert_non_null(strstr(svg, "<title>y: graph output, 8 bytes, ops 2..2"));
+    assert_int_equal(count(svg, "<text class=\"op\""), 3);
+    assert_non_null(strstr(svg, ">0 conv&lt;1&gt;<title>operator 0: conv&lt;1&gt;</title>"));
+    assert_non_null(strstr(svg, ">2 a_rather_long_operato...<title>operator 2: "
+                                "a_rather_long_operator_name_for_the_axis</title>"));
+    free(svg);
+    tether_plan_close(&plan);
+    /* the same problem in smaller pools: the demand picture */
+    tether_plan_problem_clear_pools(&p);
+    pool.capacity = 600;
+    pool2.capacity = 400;
+    assert_int_equal(tether_plan_problem_add_pool(&p, &pool), 0);
+    assert_int_equal(tether_plan_problem_add_pool(&p, &pool2), 0);
+    assert_int_not_equal(tether_plan_run(&p, &o, &plan), 0);
+    assert_int_equal(tether_plan_problem_to_svg(&p, "t1 <fits> nowhere", &svg), 0);
+    assert_non_null(strstr(svg, "Memory plan does not fit"));
+    assert_non_null(strstr(svg, ">t1 &lt;fits&gt; nowhere</text>"));
+    assert_int_equal(count(svg, "<rect class=\"need\""), 4); /* t0 at 0,1; t1 at 1,2 */
+    assert_int_equal(count(svg, "<rect class=\"over\""), 1); /* 1200 > 1000 at operator 1 */
+    assert_non_null(strstr(svg, "operator 1: 1200 bytes live, 200 more than the pools hold"));
+    assert_int_equal(count(svg, "<line class=\"capacity\""), 3); /* sram, dram, their sum */
+    assert_non_null(strstr(svg, "all pools: 1000"));
+    assert_int_equal(count(svg, "<rect class=\"iobuf\""), 2);
+    assert_int_equal(count(svg, "<text class=\"op\""), 3);
+    char path[600];
+    path_in_tmp(path, sizeof(path), "nofit-unit.svg");
+    write_text(path, svg);
+    free(svg);
+    tether_plan_problem_close(&p);
+}
+
 static void test_report(void **state) {
     (void)state;
     tether_plan_problem p;
@@ -473,7 +543,9 @@ static void test_cli(void **state) {
     const char *json_args[] = {"plan-buffers", file,    "--planner", "shared-objects",
                                "--json",       "--svg", svg};
     assert_int_equal(run_cli(&out, &err, 7, json_args), 0);
-    assert_string_equal(err, "");
+    char said[700];
+    snprintf(said, sizeof(said), "wrote %s\n", svg); /* on stderr: stdout is the JSON */
+    assert_string_equal(err, said);
     cJSON *root = cJSON_Parse(out);
     assert_non_null(root);
     assert_string_equal(cJSON_GetObjectItem(root, "algorithm")->valuestring, "shared-objects");
@@ -557,11 +629,23 @@ static void test_cli(void **state) {
     write_text(small, "{\"buffers\": [{\"name\": \"huge\", \"size\": 5000, \"first\": 0, "
                       "\"last\": 1}]}");
     char svg2[600];
-    path_in_tmp(svg2, sizeof(svg2), "never.svg");
+    path_in_tmp(svg2, sizeof(svg2), "nofit.svg");
     const char *nofit[] = {"plan-buffers", small, "--pool", "sram:global:4K", "--svg", svg2};
     expect_cli_error(1, "buffer 'huge' (5000 bytes", 6, nofit);
-    struct stat st;
-    assert_int_not_equal(stat(svg2, &st), 0); /* nothing written on failure */
+    /* ... and its picture says why: the demand over the pool's capacity */
+    static char text[1 << 16];
+    FILE *f = fopen(svg2, "r");
+    assert_non_null(f);
+    text[fread(text, 1, sizeof(text) - 1, f)] = 0;
+    fclose(f);
+    assert_non_null(strstr(text, "Memory plan does not fit"));
+    assert_non_null(strstr(text, "buffer &apos;huge&apos; (5000 bytes"));
+    (5000 bytes ") ? (void *)1
+     : strstr(text, "huge&#39; (5000 bytes"));
+    assert_int_equal(count(text, "<rect class=\"need\""), 2); /* live at operators 0 and 1 */
+    assert_int_equal(count(text, "<rect class=\"over\""), 2);
+    assert_non_null(strstr(text, "pool sram: 4096"));
+    unlink(svg2);
 }
 
 static void test_plan_cli_for_models(void **state) {
@@ -590,6 +674,7 @@ int main(void) {
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_plan_json),
         cmocka_unit_test(test_svg),
+        cmocka_unit_test(test_svg_annotations),
         cmocka_unit_test(test_report),
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_plan_cli_for_models),

@@ -184,7 +184,17 @@ static int run(const char *prog, tether_plan_problem *problem, tether_plan_optio
                        ? EXIT_PLAN_FAILED
                        : EXIT_USAGE;
         snprintf(msg, sizeof(msg), "%s", tether_last_error());
-        return fail(prog, code, msg);
+        fail(prog, code, msg);
+        /* a plan that does not fit still gets its picture: the bytes live at each operator
+         * against the pools, so the user sees where it overflows */
+        char *why = NULL;
+        if (code == EXIT_PLAN_FAILED && a->svg != NULL &&
+            tether_plan_problem_to_svg(problem, msg, &why) == TETHER_OK &&
+            tether_plan_write_file(a->svg, why) == TETHER_OK) {
+            printf("wrote %s (why the plan does not fit)\n", a->svg);
+        }
+        free(why);
+        return code;
     }
     int code = 0;
     char *text = NULL;
@@ -218,6 +228,12 @@ static int run(const char *prog, tether_plan_problem *problem, tether_plan_optio
         if (n < 0 || tether_plan_report(stdout, problem, &plan, rows, n) != TETHER_OK) {
             code = fail(prog, EXIT_PLAN_FAILED, tether_last_error());
         }
+    }
+    if (code == 0 && (a->svg != NULL || a->json_path != NULL)) {
+        /* every command says which files it wrote (on stderr when stdout carries the JSON) */
+        FILE *said = a->json ? stderr : stdout;
+        fprintf(said, "wrote %s%s%s\n", a->svg ? a->svg : "", a->svg && a->json_path ? ", " : "",
+                a->json_path ? a->json_path : "");
     }
     if (code == 0 && fflush(stdout) != 0) {
         code = fail(prog, EXIT_PLAN_FAILED, "cannot write to stdout");

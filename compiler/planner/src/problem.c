@@ -89,6 +89,15 @@ void tp_problem_truncate(tether_plan_problem *p, int npools, int nbuffers) {
     }
 }
 
+static void free_operators(tether_plan_problem *p) {
+    for (int i = 0; i < p->noperators; i++) {
+        free(p->operators[i]);
+    }
+    free(p->operators);
+    p->operators = NULL;
+    p->noperators = 0;
+}
+
 void tether_plan_problem_close(tether_plan_problem *p) {
     if (p == NULL) {
         return;
@@ -99,7 +108,62 @@ void tether_plan_problem_close(tether_plan_problem *p) {
     }
     free(p->pools);
     free(p->buffers);
+    free_operators(p);
+    for (int i = 0; i < p->nios; i++) {
+        free(p->ios[i].name);
+    }
+    free(p->ios);
     memset(p, 0, sizeof(*p));
+}
+
+int tether_plan_problem_set_operators(tether_plan_problem *p, const char *const *names, int n) {
+    if (p == NULL || n < 0 || (n > 0 && names == NULL)) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "operator names: bad arguments");
+    }
+    free_operators(p);
+    if (n == 0) {
+        return TETHER_OK;
+    }
+    p->operators = calloc((size_t)n, sizeof(char *));
+    if (p->operators == NULL) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "operator names: out of memory");
+    }
+    p->noperators = n;
+    for (int i = 0; i < n; i++) {
+        p->operators[i] = strdup(names[i] ? names[i] : "");
+        if (p->operators[i] == NULL) {
+            free_operators(p);
+            return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "operator names: out of memory");
+        }
+    }
+    return TETHER_OK;
+}
+
+int tether_plan_problem_add_io(tether_plan_problem *p, const char *name, tether_plan_kind kind,
+                               int32_t first, int32_t last, int64_t size) {
+    if (p == NULL || name == NULL ||
+        (kind != TETHER_PLAN_GRAPH_INPUT && kind != TETHER_PLAN_GRAPH_OUTPUT) || first < 0 ||
+        last < first || size < 0) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "graph input/output '%s': bad kind, interval or size",
+                                name ? name : "");
+    }
+    tether_plan_io *n = realloc(p->ios, sizeof(*n) * (size_t)(p->nios + 1));
+    if (n == NULL) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "graph input/output: out of memory");
+    }
+    p->ios = n;
+    tether_plan_io *io = &p->ios[p->nios];
+    io->name = strdup(name);
+    if (io->name == NULL) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "graph input/output: out of memory");
+    }
+    io->kind = kind;
+    io->first = first;
+    io->last = last;
+    io->size = size;
+    p->nios++;
+    return TETHER_OK;
 }
 
 int tether_plan_problem_find_pool(const tether_plan_problem *p, const char *name) {

@@ -50,6 +50,93 @@ static int64_t nice_step(int64_t range, int ticks) {
     return step > 0 ? step : 1;
 }
 
+/* Operators shown on the x axis: every buffer's and caller input/output's interval and every
+ * named operator. */
+static int64_t op_count(const tether_plan_problem *p) {
+    int64_t nops = p->noperators > 0 ? p->noperators : 1;
+    for (int b = 0; b < p->nbuffers; b++) {
+        if ((int64_t)p->buffers[b].last + 1 > nops) {
+            nops = (int64_t)p->buffers[b].last + 1;
+        }
+    }
+    for (int i = 0; i < p->nios; i++) {
+        if ((int64_t)p->ios[i].last + 1 > nops) {
+            nops = (int64_t)p->ios[i].last + 1;
+        }
+    }
+    return nops;
+}
+
+#define SVG_IO_ROW 16
+#define SVG_OPS_H  130
+
+static int io_lane_height(const tether_plan_problem *p) {
+    return p->nios > 0 ? 40 + p->nios * SVG_IO_ROW + 20 : 0;
+}
+
+/* The graph inputs and outputs the caller provides, one row each over their live operators. */
+static void io_lane(tp_text *t, const tether_plan_problem *p, int plot_w, double xs, int y0) {
+    if (p->nios == 0) {
+        return;
+    }
+    tp_text_printf(&*t,
+                   "<g class=\"io\">\n<text x=\"%d\" y=\"%d\" font-weight=\"bold\">graph inputs "
+                   "and outputs the caller provides (not in any pool)</text>\n"
+                   "<rect class=\"frame\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                   "fill=\"#fbfbfb\" stroke=\"#bbb\"/>\n",
+                   SVG_LEFT, y0 + 14, SVG_LEFT, y0 + 22, plot_w, p->nios * SVG_IO_ROW + 8);
+    for (int i = 0; i < p->nios; i++) {
+        const tether_plan_io *io = &p->ios[i];
+        double x = SVG_LEFT + io->first * xs, w = (io->last - io->first + 1) * xs;
+        int y = y0 + 26 + i * SVG_IO_ROW;
+        const char *fill = io->kind == TETHER_PLAN_GRAPH_INPUT ? "#4caf50" : "#f0a202";
+        tp_text_printf(t,
+                       "<rect class=\"iobuf\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
+                       "fill=\"%s\" fill-opacity=\"0.55\" stroke=\"#333\" stroke-width=\"0.5\" "
+                       "stroke-dasharray=\"3 2\"><title>",
+                       x, y, w, SVG_IO_ROW - 4, fill);
+        tp_text_escape_xml(t, io->name);
+        tp_text_printf(
+            t, ": graph %s, %lld bytes, ops %d..%d, provided by the caller</title></rect>\n",
+            io->kind == TETHER_PLAN_GRAPH_INPUT ? "input" : "output", (long long)io->size,
+            (int)io->first, (int)io->last);
+        tp_text_printf(t, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"10\">",
+                       SVG_LEFT - 4, y + SVG_IO_ROW - 6);
+        tp_text_escape_xml(t, io->name);
+        tp_text_printf(t, " (%s)</text>\n", io->kind == TETHER_PLAN_GRAPH_INPUT ? "in" : "out");
+    }
+    tp_text_printf(t, "</g>\n");
+}
+
+/* The operators' names under the plot, rotated (every one up to 64 operators, else every
+ * k-th), each with a guide tick. */
+static void op_names(tp_text *t, const tether_plan_problem *p, int64_t nops, double xs, int y0) {
+    if (p->noperators == 0) {
+        return;
+    }
+    int64_t step = nops <= 64 ? 1 : (nops + 63) / 64;
+    tp_text_printf(t, "<g class=\"operators\">\n");
+    for (int64_t v = 0; v < nops && v < p->noperators; v += step) {
+        double x = SVG_LEFT + ((double)v + 0.5) * xs;
+        tp_text_printf(t,
+                       "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#999\"/>"
+                       "<text class=\"op\" x=\"%.1f\" y=\"%d\" font-size=\"10\" "
+                       "text-anchor=\"end\" transform=\"rotate(-55 %.1f %d)\">%lld ",
+                       x, y0, x, y0 + 4, x, y0 + 12, x, y0 + 12, (long long)v);
+        const char *name = p->operators[v];
+        char shortname[25];
+        snprintf(shortname, sizeof(shortname), "%s", name);
+        if (strlen(name) > 24) {
+            memcpy(shortname + 21, "...", 4);
+        }
+        tp_text_escape_xml(t, shortname);
+        tp_text_printf(t, "<title>operator %lld: ", (long long)v);
+        tp_text_escape_xml(t, name);
+        tp_text_printf(t, "</title></text>\n");
+    }
+    tp_text_printf(t, "</g>\n");
+}
+
 int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, char **out) {
     if (p == NULL || plan == NULL || out == NULL) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "problem, plan or output is null");
@@ -58,12 +145,7 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
     if (plan->nbuffers != p->nbuffers || plan->npools != p->npools) {
         return tether_set_error(TETHER_ERR_MISMATCH, "the plan was made for another problem");
     }
-    int64_t nops = 1;
-    for (int b = 0; b < p->nbuffers; b++) {
-        if ((int64_t)p->buffers[b].last + 1 > nops) {
-            nops = (int64_t)p->buffers[b].last + 1;
-        }
-    }
+    int64_t nops = op_count(p);
     int nlanes = 0;
     for (int k = 0; k < p->npools; k++) {
         nlanes += plan->pools[k].nbuffers > 0;
@@ -71,7 +153,8 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
     int plot_w = nops > 1600 / 24 ? 1600 : (int)nops * 24;
     plot_w = plot_w < 640 ? 640 : plot_w;
     double xs = (double)plot_w / (double)nops;
-    int height = SVG_TOP + (nlanes > 0 ? nlanes : 1) * (SVG_LANE_H + SVG_LANE_GAP) + 40;
+    int lanes_end = SVG_TOP + (nlanes > 0 ? nlanes : 1) * (SVG_LANE_H + SVG_LANE_GAP);
+    int height = lanes_end + io_lane_height(p) + (p->noperators > 0 ? SVG_OPS_H : 0) + 40;
     int width = SVG_LEFT + plot_w + SVG_RIGHT;
     tp_text t = {0};
     tp_text_printf(&t,
@@ -239,6 +322,8 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
                        SVG_LEFT + plot_w / 2, y0 + SVG_LANE_H + 30);
         lane++;
     }
+    io_lane(&t, p, plot_w, xs, lanes_end - 10);
+    op_names(&t, p, nops, xs, lanes_end - 8 + io_lane_height(p));
     /* legend */
     int lx = SVG_LEFT + plot_w + 20, ly = SVG_TOP + 20;
     static const char *const names[] = {"intermediate", "graph input", "graph output",
@@ -276,6 +361,202 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
                        lx, ly + 56 + 4 * 22, unplanned, unplanned == 1 ? "" : "s");
     }
     tp_text_printf(&t, "</g>\n</svg>\n");
+    if (t.failed) {
+        free(t.buf);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing the SVG");
+    }
+    *out = t.buf;
+    return TETHER_OK;
+}
+
+/* Bytes a buffer needs (texture buffers: their texels). */
+static int64_t need_bytes(const tether_plan_buffer *b) {
+    return b->size > 0 ? b->size : tp_texture_bytes(b->width, b->height, b->dtype);
+}
+
+int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, char **out) {
+    if (p == NULL || out == NULL) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "problem or output is null");
+    }
+    *out = NULL;
+    int64_t nops = op_count(p);
+    int64_t *demand = calloc((size_t)nops, sizeof(int64_t));
+    if (demand == NULL) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing the SVG");
+    }
+    int64_t peak = 0;
+    for (int b = 0; b < p->nbuffers; b++) {
+        for (int64_t i = p->buffers[b].first; i <= p->buffers[b].last && i < nops; i++) {
+            demand[i] += need_bytes(&p->buffers[b]);
+            peak = demand[i] > peak ? demand[i] : peak;
+        }
+    }
+    /* the global pools' capacities and, when all are bounded, their sum */
+    int64_t total = 0, top = peak;
+    bool bounded = true;
+    int nglobal = 0;
+    for (int k = 0; k < p->npools; k++) {
+        if (tether_scope_is_texture(p->pools[k].scope)) {
+            continue;
+        }
+        nglobal++;
+        if (p->pools[k].capacity == TETHER_PLAN_UNBOUNDED) {
+            bounded = false;
+        } else {
+            total += p->pools[k].capacity;
+            top = p->pools[k].capacity > top ? p->pools[k].capacity : top;
+        }
+    }
+    if (bounded && total > top) {
+        top = total;
+    }
+    int64_t ymax = top + top / 20 + 1;
+    int plot_w = nops > 1600 / 24 ? 1600 : (int)nops * 24;
+    plot_w = plot_w < 640 ? 640 : plot_w;
+    double xs = (double)plot_w / (double)nops;
+    const int plot_h = 320, y0 = SVG_TOP + 40;
+    int plot_end = y0 + plot_h + 40;
+    int height = plot_end + io_lane_height(p) + (p->noperators > 0 ? SVG_OPS_H : 0) + 40;
+    int width = SVG_LEFT + plot_w + SVG_RIGHT;
+    tp_text t = {0};
+    tp_text_printf(&t,
+                   "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                   "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
+                   "<rect class=\"bg\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
+                   "fill=\"white\"/>\n"
+                   "<text x=\"%d\" y=\"24\" font-size=\"16\" font-weight=\"bold\" fill=\"#b00\">"
+                   "Memory plan does not fit: the bytes live at each operator against the pools"
+                   "</text>\n",
+                   width, height, width, height, width, height, SVG_LEFT);
+    /* the planner's message, wrapped at about 150 characters a line */
+    const char *msg = why ? why : "";
+    size_t len = strlen(msg);
+    for (int line = 0; line < 3 && len > 0; line++) {
+        size_t n = len > 150 ? 150 : len;
+        if (n < len) {
+            while (n > 100 && msg[n] != ' ') {
+                n--;
+            }
+        }
+        char chunk[160];
+        snprintf(chunk, sizeof(chunk), "%.*s", (int)n, msg);
+        tp_text_printf(&t, "<text class=\"why\" x=\"%d\" y=\"%d\" fill=\"#333\">", SVG_LEFT,
+                       44 + line * 16);
+        tp_text_escape_xml(&t, chunk);
+        tp_text_printf(&t, "</text>\n");
+        msg += n;
+        len -= n;
+        while (*msg == ' ') {
+            msg++;
+            len--;
+        }
+    }
+    tp_text_printf(&t,
+                   "<rect class=\"frame\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                   "fill=\"#f7f7f7\" stroke=\"#888\"/>\n",
+                   SVG_LEFT, y0, plot_w, plot_h);
+    /* operators whose demand exceeds every byte the pools have */
+    int nover = 0;
+    for (int64_t i = 0; i < nops; i++) {
+        if (bounded && demand[i] > total) {
+            nover++;
+            tp_text_printf(&t,
+                           "<rect class=\"over\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
+                           "fill=\"#e4572e\" fill-opacity=\"0.12\"><title>operator %lld: "
+                           "%lld bytes live, %lld more than the pools hold</title></rect>\n",
+                           SVG_LEFT + i * xs, y0, xs, plot_h, (long long)i, (long long)demand[i],
+                           (long long)(demand[i] - total));
+        }
+    }
+    /* y axis */
+    int64_t step = nice_step(ymax, 5);
+    for (int64_t v = 0; v <= ymax; v += step) {
+        double y = y0 + plot_h - (double)v / (double)ymax * plot_h;
+        tp_text_printf(&t,
+                       "<line class=\"tick\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+                       "stroke=\"#ddd\"/><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" "
+                       "font-size=\"10\">%lld</text>\n",
+                       SVG_LEFT, y, SVG_LEFT + plot_w, y, SVG_LEFT - 4, y + 3, (long long)v);
+    }
+    tp_text_printf(&t,
+                   "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" "
+                   "text-anchor=\"middle\">bytes live (stacked)</text>\n",
+                   y0 + plot_h / 2, y0 + plot_h / 2);
+    /* the live buffers, stacked per operator */
+    for (int64_t i = 0; i < nops; i++) {
+        double ybase = y0 + plot_h;
+        for (int b = 0; b < p->nbuffers; b++) {
+            const tether_plan_buffer *buf = &p->buffers[b];
+            if (i < buf->first || i > buf->last) {
+                continue;
+            }
+            double h = (double)need_bytes(buf) / (double)ymax * plot_h;
+            unsigned hue;
+            tether_plan_assignment none = {.pool = -1, .offset = -1, .image = -1};
+            const char *fixed = kind_color(buf, &none, &hue);
+            char fill[32];
+            if (fixed != NULL) {
+                snprintf(fill, sizeof(fill), "%s", fixed);
+            } else {
+                snprintf(fill, sizeof(fill), "hsl(%u,60%%,62%%)", hue);
+            }
+            tp_text_printf(&t,
+                           "<rect class=\"need\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                           "height=\"%.1f\" fill=\"%s\" fill-opacity=\"0.85\" stroke=\"#333\" "
+                           "stroke-width=\"0.3\"><title>",
+                           SVG_LEFT + i * xs + xs * 0.08, ybase - h, xs * 0.84, h > 0.5 ? h : 0.5,
+                           fill);
+            tp_text_escape_xml(&t, buf->name);
+            tp_text_printf(&t, ": %lld bytes, ops %d..%d</title></rect>\n",
+                           (long long)need_bytes(buf), (int)buf->first, (int)buf->last);
+            ybase -= h;
+        }
+    }
+    /* capacities */
+    for (int k = 0; k <= p->npools; k++) {
+        int64_t cap;
+        char label[160];
+        if (k < p->npools) {
+            if (tether_scope_is_texture(p->pools[k].scope) ||
+                p->pools[k].capacity == TETHER_PLAN_UNBOUNDED) {
+                continue;
+            }
+            cap = p->pools[k].capacity;
+            snprintf(label, sizeof(label), "pool %.60s: %lld", p->pools[k].name, (long long)cap);
+        } else {
+            if (!bounded || nglobal < 2) {
+                continue;
+            }
+            cap = total;
+            snprintf(label, sizeof(label), "all pools: %lld", (long long)cap);
+        }
+        double y = y0 + plot_h - (double)cap / (double)ymax * plot_h;
+        tp_text_printf(&t,
+                       "<line class=\"capacity\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+                       "stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>"
+                       "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" fill=\"%s\">",
+                       SVG_LEFT, y, SVG_LEFT + plot_w, y, k < p->npools ? "#c00" : "#600",
+                       SVG_LEFT + plot_w + 6, y + 4, k < p->npools ? "#c00" : "#600");
+        tp_text_escape_xml(&t, label);
+        tp_text_printf(&t, "</text>\n");
+    }
+    int64_t xstep = nice_step(nops, 10);
+    for (int64_t v = 0; v < nops; v += xstep) {
+        tp_text_printf(&t,
+                       "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">"
+                       "%lld</text>\n",
+                       SVG_LEFT + ((double)v + 0.5) * xs, y0 + plot_h + 14, (long long)v);
+    }
+    tp_text_printf(&t,
+                   "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">operator index (peak %lld "
+                   "bytes live%s)</text>\n",
+                   SVG_LEFT + plot_w / 2, y0 + plot_h + 30, (long long)peak,
+                   nover > 0 ? "; shaded: more than the pools hold" : "");
+    io_lane(&t, p, plot_w, xs, plot_end - 10);
+    op_names(&t, p, nops, xs, plot_end - 8 + io_lane_height(p));
+    tp_text_printf(&t, "</svg>\n");
+    free(demand);
     if (t.failed) {
         free(t.buf);
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing the SVG");

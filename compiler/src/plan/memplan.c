@@ -55,8 +55,57 @@ int tether__memplan_plannable(const tether_ir_graph *g, int t) {
            !tether__ir_is_graph_output(g, t) && tether_ir_tensor_bytes(x) > 0;
 }
 
+/* The pictures' annotations (tether_plan_problem_set_operators/add_io): the nodes' names, and
+ * the graph inputs and outputs with bytes that are no buffer of the problem (the caller
+ * provides them), over the operators they are live at. */
+static int annotate(const tether_ir_graph *g, tether_plan_problem *p, const int *buffer_of) {
+    const char **names = malloc(sizeof(char *) * (size_t)(g->nnodes ? g->nnodes : 1));
+    size_t nt = (size_t)(g->ntensors ? g->ntensors : 1);
+    int32_t *first = malloc(sizeof(int32_t) * nt), *last = malloc(sizeof(int32_t) * nt);
+    int rc = TETHER_OK;
+    if (!names || !first || !last) {
+        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "memory plan: out of memory");
+        goto out;
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        names[i] = g->nodes[i].name ? g->nodes[i].name : tether_op_name(g->nodes[i].op);
+    }
+    if ((rc = tether_plan_problem_set_operators(p, names, g->nnodes))) {
+        goto out;
+    }
+    tether__memplan_intervals(g, first, last);
+    int32_t end = g->nnodes > 0 ? g->nnodes - 1 : 0;
+    for (int t = 0; t < g->ntensors && !rc; t++) {
+        const tether_ir_tensor *x = &g->tensors[t];
+        int in = x->kind == TETHER_TENSOR_INPUT, outp = tether__ir_is_graph_output(g, t);
+        if ((!in && !outp) || buffer_of[t] >= 0 || x->alias_of >= 0 ||
+            tether_ir_tensor_bytes(x) == 0) {
+            continue;
+        }
+        int32_t a = in ? 0 : (first[t] < 0 ? 0 : first[t]);
+        int32_t b = outp ? end : (last[t] < 0 ? 0 : last[t]);
+        rc = tether_plan_problem_add_io(p, x->name,
+                                        in ? TETHER_PLAN_GRAPH_INPUT : TETHER_PLAN_GRAPH_OUTPUT, a,
+                                        b < a ? a : b, (int64_t)tether_ir_tensor_bytes(x));
+    }
+out:
+    free(names);
+    free(first);
+    free(last);
+    return rc;
+}
+
+static int problem_core(const tether_ir_graph *g, tether_plan_problem *p, int *buffer_of,
+                        const tether_plan_pool *texture_pool, const int64_t *texture_extent);
+
 int tether__memplan_problem(const tether_ir_graph *g, tether_plan_problem *p, int *buffer_of,
                             const tether_plan_pool *texture_pool, const int64_t *texture_extent) {
+    int rc = problem_core(g, p, buffer_of, texture_pool, texture_extent);
+    return rc ? rc : annotate(g, p, buffer_of);
+}
+
+static int problem_core(const tether_ir_graph *g, tether_plan_problem *p, int *buffer_of,
+                        const tether_plan_pool *texture_pool, const int64_t *texture_extent) {
     int32_t *first = malloc(sizeof(int32_t) * (size_t)(g->ntensors ? g->ntensors : 1));
     int32_t *last = malloc(sizeof(int32_t) * (size_t)(g->ntensors ? g->ntensors : 1));
     int rc = TETHER_OK;
@@ -241,7 +290,7 @@ int tether__memplan_problem_memory(const tether_ir_graph *g, const tether_memory
     size_t nt = (size_t)(g->ntensors ? g->ntensors : 1);
     int rc = pools_check(m);
     if (!rc) {
-        rc = tether__memplan_problem(g, p, buffer_of, NULL, NULL);
+        rc = problem_core(g, p, buffer_of, NULL, NULL);
     }
     if (!rc && m->npools > 0) { /* the given pools instead of the workspace */
         tether_plan_problem_clear_pools(p);
@@ -287,6 +336,9 @@ int tether__memplan_problem_memory(const tether_ir_graph *g, const tether_memory
     }
     if (!rc) {
         rc = apply_pins(g, m, p, buffer_of, pins_pools_later);
+    }
+    if (!rc) {
+        rc = annotate(g, p, buffer_of);
     }
     return rc;
 }

@@ -93,8 +93,18 @@ typedef struct tether_plan_buffer {
     DLDataType dtype; /* texture scopes: element type of a texel component */
 } tether_plan_buffer;
 
+/* A graph input or output the caller provides (not a buffer of the problem: never planned),
+ * known only so that the pictures can show it beside the plan. */
+typedef struct tether_plan_io {
+    char *name;
+    tether_plan_kind kind; /* TETHER_PLAN_GRAPH_INPUT or _OUTPUT */
+    int32_t first, last;   /* operators it is live over */
+    int64_t size;          /* bytes */
+} tether_plan_io;
+
 /* A problem: pools and buffers, owned copies. Read the arrays directly; change them only
- * through the functions below. */
+ * through the functions below. Operator names and caller-provided graph inputs/outputs are
+ * optional annotations for the reports and pictures; planning ignores them. */
 typedef struct tether_plan_problem {
     tether_plan_pool *pools;
     int npools;
@@ -102,6 +112,10 @@ typedef struct tether_plan_problem {
     int nbuffers;
     int pools_cap_;   /* private */
     int buffers_cap_; /* private */
+    char **operators; /* operator i's name (the graph node), NULL = none given */
+    int noperators;
+    tether_plan_io *ios;
+    int nios;
 } tether_plan_problem;
 
 typedef struct tether_plan_options {
@@ -183,6 +197,11 @@ int tether_plan_problem_add_pool(tether_plan_problem *p, const tether_plan_pool 
  * *index_out (may be NULL) receives the buffer's index. */
 int tether_plan_problem_add_buffer(tether_plan_problem *p, const tether_plan_buffer *buffer,
                                    int *index_out);
+/* Names operators 0..n-1 (copies; replaces earlier names). */
+int tether_plan_problem_set_operators(tether_plan_problem *p, const char *const *names, int n);
+/* Adds a caller-provided graph input or output (a copy) for the pictures. */
+int tether_plan_problem_add_io(tether_plan_problem *p, const char *name, tether_plan_kind kind,
+                               int32_t first, int32_t last, int64_t size);
 /* Removes every pool (buffers stay); used to replace pools given on a command line. */
 void tether_plan_problem_clear_pools(tether_plan_problem *p);
 /* Index of a pool / buffer by name, or -1. */
@@ -240,9 +259,15 @@ int tether_plan_validate(const tether_plan_problem *p, const tether_plan_options
 
 /* The plan as JSON text (format in docs/planner.md). */
 int tether_plan_to_json(const tether_plan_problem *p, const tether_plan *plan, char **out);
-/* An SVG timeline: x = operator index, y = offset, one lane per pool, one <rect> per placed
- * buffer with a <title> holding its name, axis labels and a legend. */
+/* An SVG timeline: x = operator index (with the operators' names when the problem has them),
+ * y = offset, one lane per pool, one <rect> per placed buffer with a <title> holding its name,
+ * a lane of the graph inputs/outputs left to the caller, axis labels and a legend. */
 int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, char **out);
+/* When no plan fits: the demand picture. For every operator the buffers live there stacked (by
+ * bytes, as if nothing were fragmented), each global pool's capacity and their sum as lines, the
+ * operators where the demand exceeds them marked, `why` (the planner's message) as the title.
+ * Operator names on the axis and caller-provided inputs/outputs as for tether_plan_to_svg. */
+int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, char **out);
 /* Writes text to a file; TETHER_ERR_IO naming the path on failure. */
 int tether_plan_write_file(const char *path, const char *text);
 /* The human report: per pool size, lower bound and ratio, fallbacks, images, and (rows != NULL)
