@@ -1288,6 +1288,100 @@ static void test_progress(void **state) {
     unsetenv("TETHER_PROGRESS_AFTER_MS");
 }
 
+/* Checks that g_dir/name is well-formed XML and renders (librsvg) to a PNG; returns its text. */
+static char *rendered_svg(const char *name) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && xmllint --noout '%s' && rsvg-convert -o '%s.png' '%s' && "
+             "head -c 8 '%s.png' | od -An -tx1 | grep -q '89 50 4e 47'",
+             g_dir, name, name, name, name);
+    if (system(cmd) != 0)
+        fail_msg("%s does not render", name);
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    char *text;
+    size_t len;
+    if (tether_file_read_text(p, 1 << 22, &text, &len))
+        fail_msg("%s", tether_last_error());
+    return text;
+}
+
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *s = strstr(hay, needle); s; s = strstr(s + 1, needle))
+        n++;
+    return n;
+}
+
+/* ab --svg, bench --svg and the planner's pictures (a plan, and one that does not fit) are
+ * written, said, well-formed and render. */
+static void test_pictures(void **state) {
+    (void)state;
+    write_two_io_model();
+    const char *o;
+    int rc = tether(&o, "ab two.json --number 2 --repeat 4 --svg ab.svg");
+    if (rc)
+        fail_msg("%s", o);
+    assert_non_null(strstr(o, "\nwrote ab.svg\n"));
+    char *svg = rendered_svg("ab.svg");
+    assert_int_equal(count_of(svg, "<circle class=\"rep\""), 8); /* 2 ABIs x 4 repeats */
+    assert_non_null(strstr(svg, ">unpacked ABI</text>"));
+    assert_non_null(strstr(svg, ">packed ABI</text>"));
+    assert_non_null(strstr(svg, "code size: text bytes"));
+    assert_non_null(strstr(svg, "measured high-water mark"));
+    assert_non_null(strstr(svg, "(baseline)"));
+    free(svg);
+    if (tether(&o, "compile two.json -o art --quiet"))
+        fail_msg("%s", o);
+    write_f32("a6.npy", 6, 1);
+    int64_t shape[2] = {2, 3};
+    float v[6] = {1, 2, 3, 4, 5, 6};
+    char p[256];
+    snprintf(p, sizeof p, "%s/a.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 2, v), 0);
+    rc = tether(&o, "bench art --in a.npy --in a.npy --number 3 --repeat 5 --svg bench.svg");
+    if (rc)
+        fail_msg("%s", o);
+    assert_non_null(strstr(o, "wrote bench.svg\n"));
+    svg = rendered_svg("bench.svg");
+    assert_int_equal(count_of(svg, "<circle class=\"rep\""), 5);
+    assert_int_equal(count_of(svg, "<circle class=\"order\""), 5);
+    assert_non_null(strstr(svg, "5 repeats of 3 calls"));
+    free(svg);
+    /* the planner: a plan with operator names and the caller's inputs/outputs ... */
+    const char *kws = TETHER_SOURCE_DIR "/examples/kws/kws.json";
+    rc = tether(&o, "plan '%s' --svg kws.svg", kws);
+    if (rc)
+        fail_msg("%s", o);
+    assert_non_null(strstr(o, "wrote kws.svg"));
+    svg = rendered_svg("kws.svg");
+    assert_int_equal(count_of(svg, "<text class=\"op\""), 4); /* after passes */
+    assert_non_null(strstr(svg, ">3 softmax<title>"));
+    assert_non_null(strstr(svg, ">0 conv1<title>"));
+    assert_int_equal(count_of(svg, "<rect class=\"iobuf\""), 2);
+    assert_non_null(strstr(svg, "<title>mfcc: graph input, 1960 bytes"));
+    free(svg);
+    /* ... and one that does not fit: exit 1, and the picture of why */
+    const char *demo = TETHER_SOURCE_DIR "/examples/pools/pool_demo.json";
+    rc = tether(&o, "plan '%s' --pool sram:global:200K --svg nofit.svg", demo);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(o, "fits in no candidate pool"));
+    assert_non_null(strstr(o, "wrote nofit.svg (why the plan does not fit)"));
+    svg = rendered_svg("nofit.svg");
+    assert_non_null(strstr(svg, "Memory plan does not fit"));
+    assert_int_equal(count_of(svg, "<rect class=\"over\""), 1);
+    assert_non_null(strstr(svg, "pool sram: 204800"));
+    free(svg);
+    /* compile names the files it wrote; a bad --svg path is refused before any work */
+    rc = tether(&o, "compile two.json -o art2");
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(o, "wrote art2/: "));
+    assert_non_null(strstr(o, "libtether_model.so, metadata.json, report.json"));
+    assert_int_equal(tether(&o, "ab two.json --svg nodir/x.svg"), 2);
+    assert_non_null(strstr(o, "--svg: "));
+    assert_int_equal(tether(&o, "bench art --in a.npy --in a.npy --svg art"), 2);
+}
+
 /* --in NAME=FILE, .npz inputs and outputs (tvmc's habits) on a model, an artifact, the reference
  * interpreter and ab; every refusal names the problem and writes nothing. */
 static void test_named_and_npz(void **state) {
@@ -1411,6 +1505,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_run_reference, setup, teardown),
         cmocka_unit_test_setup_teardown(test_named_and_npz, setup, teardown),
         cmocka_unit_test_setup_teardown(test_progress, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pictures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_output_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ab, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ab_opencl_refused, setup, teardown),

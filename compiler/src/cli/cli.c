@@ -5,6 +5,7 @@
  * 1 (work failed) or 2 (usage); --help prints usage on stdout with exit code 0; nothing here
  * exits the process (the CLI owns main()).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,6 +256,38 @@ static int write_compile_json(const char *path, const char *model, const char *o
     return rc;
 }
 
+static int cmp_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* "wrote DIR/: a.c, a.h, lib.so, ... (and the --json file)": the artifact's files, sorted. */
+static void say_written(const char *dir, const char *json) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        return;
+    }
+    char *names[256];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < 256) {
+        if (e->d_name[0] != '.' && (names[n] = strdup(e->d_name)) != NULL) {
+            n++;
+        }
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], cmp_names);
+    size_t dl = strlen(dir);
+    printf("wrote %s%s: ", dir, dl && dir[dl - 1] == '/' ? "" : "/");
+    for (int i = 0; i < n; i++) {
+        printf("%s%s", i ? ", " : "", names[i]);
+        free(names[i]);
+    }
+    if (json && strcmp(json, "-") != 0) {
+        printf("; %s", json);
+    }
+    printf("\n");
+}
+
 int tether_cmd_compile(int argc, char **argv) {
     tether_compile_options o;
     tether_compile_options_init(&o);
@@ -477,6 +510,9 @@ int tether_cmd_compile(int argc, char **argv) {
     if (json && write_compile_json(json, model, out, &o, &res) != 0) {
         fprintf(stderr, "tether compile: %s\n", tether_last_error());
         return 1;
+    }
+    if (!quiet) {
+        say_written(out, json);
     }
     return 0;
 }

@@ -432,6 +432,12 @@ int tether_memplan_build_pools(const tether_ir_graph *g, const char *algorithm,
         char msg[TETHER_ERROR_MSG_MAX];
         snprintf(msg, sizeof msg, "%s", tether_last_error());
         tether_memplan_close(out);
+        if (strstr(msg, "fits in no")) { /* a picture shows where it overflows */
+            return tether_set_error(rc,
+                                    "memory plan: %s (tether plan MODEL with the same memory "
+                                    "options and --svg FILE draws where it overflows)",
+                                    msg);
+        }
         return tether_set_error(rc, "memory plan: %s", msg);
     }
     return TETHER_OK;
