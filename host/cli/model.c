@@ -976,6 +976,8 @@ int tether_cli_cmd_ab(int argc, char **argv) {
         goto done;
     if (a.svg && write_svg(&a, &g, s, nsides))
         goto done;
+    if (a.out_dir) /* the artifacts and inputs kept there */
+        tether_cli_wrote(a.out_dir);
     rc = s[0].equal && s[1].equal && (!a.opencl || (s[2].equal && s[3].equal)) ? 0 : 1;
     if (rc)
         fail(1, "outputs differ from the reference interpreter (rtol %g, atol %g)", a.rtol, a.atol);

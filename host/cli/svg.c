@@ -227,6 +227,13 @@ static void box_row(svg *s, const axis *a, double y, double h, const double *val
 
 /* ---- tether ab --svg ---- */
 
+/* A row's name, right-aligned before the plot at its middle y. */
+static void row_label(svg *s, int left, double y, const char *label) {
+    put(s, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", left - 8, y + 4);
+    put_escaped(s, label);
+    put(s, "</text>\n");
+}
+
 int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
                       const tether_cli_ab_row *rows, int n) {
     const int left = 170, plot = 520, right = 230, row_h = 26;
@@ -249,9 +256,7 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
     for (int i = 0; i < n; i++) {
         const tether_cli_ab_row *r = &rows[i];
         double ry = y + 20 + i * row_h;
-        put(&s, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", left - 8, ry + row_h / 2 + 4);
-        put_escaped(&s, r->label);
-        put(&s, "</text>\n");
+        row_label(&s, left, ry + row_h / 2, r->label);
         if (r->text_bytes < 0) {
             put(&s,
                 "<text x=\"%d\" y=\"%.1f\" fill=\"#777\">not a CPU library (OpenCL "
@@ -287,9 +292,7 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
     for (int i = 0; i < n; i++) {
         const tether_cli_ab_row *r = &rows[i];
         double ry = y + 20 + i * row_h;
-        put(&s, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", left - 8, ry + row_h / 2 + 4);
-        put_escaped(&s, r->label);
-        put(&s, "</text>\n");
+        row_label(&s, left, ry + row_h / 2, r->label);
         char words[160] = "";
         if (r->static_stack >= 0)
             put(&s,
@@ -337,9 +340,7 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
     for (int i = 0; i < n; i++) {
         const tether_cli_ab_row *r = &rows[i];
         double ry = y + 20 + i * row_h;
-        put(&s, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", left - 8, ry + row_h / 2 + 4);
-        put_escaped(&s, r->label);
-        put(&s, "</text>\n");
+        row_label(&s, left, ry + row_h / 2, r->label);
         if (r->nrepeats > 0)
             box_row(&s, &a, ry + row_h / 2, row_h - 10, r->seconds, r->nrepeats, tu.scale, tu.name,
                     k_colors[i % 8]);

@@ -3,7 +3,8 @@
 # with find_package(tether) (tether::host + tether::compiler) compiles and runs a model on the
 # installed tetherd; a program built with pkg-config (tether-host); the installed CLI finds the
 # installed tetherd (local:) and, when the firmware is built, the installed firmware for the QEMU
-# board (no build tree, no $TETHER_FIRMWARE).
+# board (no build tree, no $TETHER_FIRMWARE); the installed Python package, when built, runs a
+# model on the installed tetherd.
 # usage: test_install.sh BUILD_DIR SOURCE_DIR C_COMPILER [EXTRA_FLAGS]
 set -euo pipefail
 build=$1 src=$2 cc=$3 extra=${4:-}
@@ -41,6 +42,25 @@ cd "$work"
 env -u TETHER_TETHERD -u TETHER_FIRMWARE -u TETHER_DEVICE "$prefix/bin/tether" info > info.txt
 grep -q "^triple" info.txt || { echo "FAIL: installed tether info"; cat info.txt; exit 1; }
 echo "installed tether reached the installed tetherd"
+
+# the installed Python package (when this build has it): numpy in and out, the installed tetherd
+pkg=$(find "$prefix" -path '*/dist-packages/tether/__init__.py' -print -quit)
+if [ -n "$pkg" ] && [ -x /usr/bin/python3 ]; then
+    env -u TETHER_TETHERD PYTHONPATH="$(dirname "$(dirname "$pkg")")" /usr/bin/python3 - \
+        "$src/examples/kws/kws.json" > python.txt 2>&1 << 'PY' ||
+import sys, numpy as np, tether
+x = np.linspace(-1, 1, 490, dtype=np.float32).reshape(1, 1, 49, 10)
+with tether.Session("local:") as s:
+    out = s.run_model(sys.argv[1], x)
+ref = tether.reference(sys.argv[1], x)
+(name,) = out.keys()
+assert np.allclose(out[name], ref[name], rtol=1e-4, atol=1e-5), (out[name], ref[name])
+print("python ok", name, out[name].shape)
+PY
+        { echo "FAIL: the installed Python package"; cat python.txt; exit 1; }
+    grep -q "python ok" python.txt || { echo "FAIL: python"; cat python.txt; exit 1; }
+    echo "the installed Python package ran a model on the installed tetherd"
+fi
 
 # ... and the installed firmware, on the QEMU board exported over TCP
 if [ -f "$prefix/share/tether/firmware/mps2-an385/firmware.json" ] &&

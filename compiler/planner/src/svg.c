@@ -36,6 +36,18 @@ static const char *kind_color(const tether_plan_buffer *b, const tether_plan_ass
     return NULL;
 }
 
+/* The fill colour of a buffer's box: its kind's, else a hue of its name. */
+static void fill_of(const tether_plan_buffer *b, const tether_plan_assignment *as, char *fill,
+                    size_t n) {
+    unsigned hue;
+    const char *fixed = kind_color(b, as, &hue);
+    if (fixed != NULL) {
+        snprintf(fill, n, "%s", fixed);
+    } else {
+        snprintf(fill, n, "hsl(%u,60%%,62%%)", hue);
+    }
+}
+
 static int64_t nice_step(int64_t range, int ticks) {
     int64_t raw = range / (ticks > 0 ? ticks : 1);
     int64_t step = 1;
@@ -272,14 +284,8 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
             if (h < 1.0) {
                 h = 1.0;
             }
-            unsigned hue;
-            const char *fixed = kind_color(buf, as, &hue);
             char fill[32];
-            if (fixed != NULL) {
-                snprintf(fill, sizeof(fill), "%s", fixed);
-            } else {
-                snprintf(fill, sizeof(fill), "hsl(%u,60%%,62%%)", hue);
-            }
+            fill_of(buf, as, fill, sizeof(fill));
             tp_text_printf(&t,
                            "<rect class=\"buf\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                            "height=\"%.1f\" fill=\"%s\" fill-opacity=\"0.85\" stroke=\"#333\" "
@@ -492,15 +498,9 @@ int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, ch
                 continue;
             }
             double h = (double)need_bytes(buf) / (double)ymax * plot_h;
-            unsigned hue;
             tether_plan_assignment none = {.pool = -1, .offset = -1, .image = -1};
-            const char *fixed = kind_color(buf, &none, &hue);
             char fill[32];
-            if (fixed != NULL) {
-                snprintf(fill, sizeof(fill), "%s", fixed);
-            } else {
-                snprintf(fill, sizeof(fill), "hsl(%u,60%%,62%%)", hue);
-            }
+            fill_of(buf, &none, fill, sizeof(fill));
             tp_text_printf(&t,
                            "<rect class=\"need\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                            "height=\"%.1f\" fill=\"%s\" fill-opacity=\"0.85\" stroke=\"#333\" "
