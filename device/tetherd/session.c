@@ -501,9 +501,16 @@ static int on_upload(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep)
     tether_sha256_init(&u->sha);
     rep->u.upload_rep.upload_id = u->id;
     int hit = tetherd_cache_fetch(s->cfg, u->hash, u->total, u->fd);
-    if (hit < 0) {
-        drop_upload(u);
-        return tether_set_error(TETHER_ERR_IO, "UPLOAD '%s': cannot reset the upload file", name);
+    if (hit < 0) { /* the file could not be emptied after a failed fetch: start it again */
+        close(u->fd);
+        u->fd = open(u->path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        if (u->fd < 0) {
+            int e = errno;
+            drop_upload(u);
+            return tether_set_error(TETHER_ERR_IO, "UPLOAD '%s': cannot reset the upload file: %s",
+                                    name, strerror(e));
+        }
+        hit = 0;
     }
     if (hit) { /* the same bytes came before: complete without a chunk */
         close(u->fd);

@@ -40,7 +40,8 @@ typedef struct tetherd_config {
  * entry of `hash` into fd when there is one of `size` bytes that still hashes to its name:
  * 1 = hit, 0 = miss (fd left empty), -1 = fd could not be reset. store copies a complete,
  * verified upload into the cache (best effort) and evicts the oldest-used entries over
- * cache_max. open creates the directory (0700, with parents): dir, or NULL with why. */
+ * cache_max. open creates the directory (0700, with parents) and refuses one that another user
+ * owns or can write: dir, or NULL with why. */
 int tetherd_cache_fetch(const tetherd_config *cfg, const uint8_t hash[32], uint64_t size, int fd);
 void tetherd_cache_store(const tetherd_config *cfg, const uint8_t hash[32], const char *src,
                          uint64_t size);

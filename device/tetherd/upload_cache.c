@@ -54,7 +54,9 @@ static int write_all(int fd, const uint8_t *p, size_t n) {
     return 0;
 }
 
-/* Copies in -> out (when out >= 0) while hashing; 0 when exactly `size` bytes hash to `hash`. */
+/* Copies in -> out (when out >= 0) while hashing: 0 when exactly `size` bytes hash to `hash`,
+ * 1 when the bytes were all read but are others (a damaged entry), -1 on a read or write error
+ * (nothing known about the entry). */
 static int copy_verified(int in, int out, uint64_t size, const uint8_t hash[32]) {
     tether_sha256_ctx c;
     tether_sha256_init(&c);
@@ -70,14 +72,14 @@ static int copy_verified(int in, int out, uint64_t size, const uint8_t hash[32])
             break;
         total += (uint64_t)n;
         if (total > size)
-            return -1;
+            return 1;
         tether_sha256_update(&c, buf, (size_t)n);
         if (out >= 0 && write_all(out, buf, (size_t)n))
             return -1;
     }
     uint8_t h[32];
     tether_sha256_final(&c, h);
-    return total == size && memcmp(h, hash, 32) == 0 ? 0 : -1;
+    return total == size && memcmp(h, hash, 32) == 0 ? 0 : 1;
 }
 
 int tetherd_cache_fetch(const tetherd_config *cfg, const uint8_t hash[32], uint64_t size, int fd) {
@@ -86,23 +88,32 @@ int tetherd_cache_fetch(const tetherd_config *cfg, const uint8_t hash[32], uint6
     char name[65], path[1200];
     hex_name(hash, name);
     snprintf(path, sizeof path, "%s/%s", cfg->cache_dir, name);
-    int in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* O_NONBLOCK: a FIFO planted under the name must not block the open; O_NOFOLLOW: nor may a
+     * link lead elsewhere */
+    int in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (in < 0)
         return 0;
     struct stat st;
-    int ok = fstat(in, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == size &&
-             copy_verified(in, fd, size, hash) == 0;
-    if (ok)
-        futimens(in, NULL); /* used now: evicted last */
-    close(in);
-    if (!ok) { /* damaged or changed: drop it, the upload goes over the wire */
-        tetherd_log(cfg, 0, NULL, "upload cache: %s does not match its hash; removed", name);
-        unlink(path);
-        if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0)
-            return -1;
+    if (fstat(in, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size ||
+        fcntl(in, F_SETFL, 0) != 0) {
+        close(in); /* not an entry for this upload (the host's size differs): a miss */
         return 0;
     }
-    return 1;
+    int rc = copy_verified(in, fd, size, hash);
+    if (rc == 0)
+        futimens(in, NULL); /* used now: evicted last */
+    close(in);
+    if (rc == 0)
+        return 1;
+    struct stat now;
+    if (rc == 1 && stat(path, &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
+        /* still the file that was read, and its bytes are not its name's: drop it */
+        tetherd_log(cfg, 0, NULL, "upload cache: %s does not match its hash; removed", name);
+        unlink(path);
+    }
+    if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0)
+        return -1;
+    return 0;
 }
 
 typedef struct entry {
@@ -118,8 +129,9 @@ static int older(const void *a, const void *b) {
     return x->used.tv_nsec < y->used.tv_nsec ? -1 : x->used.tv_nsec > y->used.tv_nsec;
 }
 
-/* Removes the oldest-used entries until the cache holds at most cfg->cache_max bytes. */
-static void evict(const tetherd_config *cfg) {
+/* Removes the oldest-used entries until the cache holds at most cfg->cache_max bytes, never
+ * `keep` (the entry just stored), and temporaries an interrupted store left over an hour ago. */
+static void evict(const tetherd_config *cfg, const char *keep) {
     DIR *d = opendir(cfg->cache_dir);
     if (!d)
         return;
@@ -127,12 +139,18 @@ static void evict(const tetherd_config *cfg) {
     size_t n = 0, cap = 0;
     uint64_t total = 0;
     struct dirent *de;
+    time_t now = time(NULL);
     while ((de = readdir(d))) {
-        if (!is_entry_name(de->d_name))
-            continue;
         char path[1200];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", cfg->cache_dir, de->d_name);
+        if (!strncmp(de->d_name, ".tmp-", 5) && lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+            now - st.st_mtime > 3600) {
+            unlink(path);
+            continue;
+        }
+        if (!is_entry_name(de->d_name) || !strcmp(de->d_name, keep))
+            continue;
         if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
             continue;
         if (n == cap) {
@@ -150,6 +168,11 @@ static void evict(const tetherd_config *cfg) {
         n++;
     }
     closedir(d);
+    struct stat kst;
+    char kpath[1200];
+    snprintf(kpath, sizeof kpath, "%s/%s", cfg->cache_dir, keep);
+    if (lstat(kpath, &kst) == 0)
+        total += (uint64_t)kst.st_size;
     if (total > cfg->cache_max && n) {
         qsort(e, n, sizeof *e, older);
         for (size_t i = 0; i < n && total > cfg->cache_max; i++) {
@@ -174,9 +197,10 @@ void tetherd_cache_store(const tetherd_config *cfg, const uint8_t hash[32], cons
     snprintf(path, sizeof path, "%s/%s", cfg->cache_dir, name);
     if (access(path, F_OK) == 0)
         return;
-    snprintf(tmp, sizeof tmp, "%s/.tmp-%ld-%s", cfg->cache_dir, (long)getpid(), name);
+    /* a fresh temporary of our own (mkstemp: O_EXCL, never a planted file or link) */
+    snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", cfg->cache_dir);
     int in = open(src, O_RDONLY | O_CLOEXEC);
-    int out = in >= 0 ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+    int out = in >= 0 ? mkstemp(tmp) : -1;
     int ok = out >= 0 && copy_verified(in, out, size, hash) == 0;
     if (out >= 0 && close(out) != 0)
         ok = 0;
@@ -185,7 +209,7 @@ void tetherd_cache_store(const tetherd_config *cfg, const uint8_t hash[32], cons
     if (ok && rename(tmp, path) == 0) {
         tetherd_log(cfg, 1, NULL, "upload cache: stored %.12s... (%llu bytes)", name,
                     (unsigned long long)size);
-        evict(cfg);
+        evict(cfg, name);
     } else if (out >= 0) {
         unlink(tmp);
     }
@@ -193,6 +217,11 @@ void tetherd_cache_store(const tetherd_config *cfg, const uint8_t hash[32], cons
 
 const char *tetherd_cache_open(const char *dir, char *why, size_t why_size) {
     char path[1024];
+    if (!dir[0] || strlen(dir) >= sizeof path) {
+        snprintf(why, why_size, "'%.64s': want a directory of 1 to %zu bytes", dir,
+                 sizeof path - 1);
+        return NULL;
+    }
     snprintf(path, sizeof path, "%s", dir);
     /* mkdir -p, 0700: the entries are the user's uploaded code */
     for (char *p = path + 1; *p; p++) {
@@ -210,8 +239,16 @@ const char *tetherd_cache_open(const char *dir, char *why, size_t why_size) {
         return NULL;
     }
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || access(path, W_OK | X_OK) != 0) {
+    if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || access(path, W_OK | X_OK) != 0) {
         snprintf(why, why_size, "%s: not a writable directory", path);
+        return NULL;
+    }
+    /* another user who can write here could plant entries (or links) the sessions would use */
+    if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        snprintf(why, why_size,
+                 "%s: owned by another user or writable by group/others (the cache must be "
+                 "this user's alone: chmod 700)",
+                 path);
         return NULL;
     }
     return dir;

@@ -64,12 +64,14 @@ const char *tether_cli_tempdir_shown(const char *path);
  * FILE is .npy, .pb (ONNX TensorProto, inputs only) or an .npz archive. "NAME=FILE" binds the
  * model input (output) NAME; an .npz without a NAME stands for every array in it, each bound by
  * its name (an --out .npz: every output, by name). Named and positional arguments of one kind
- * are not mixed. A path that contains '=' is taken whole when it names an existing file. */
+ * are not mixed. NAME is what comes before the first '=' (it may hold '/' and ':'); an argument
+ * that names an existing file, or starts with "/" or "./", is a path as a whole. */
 typedef struct tether_cli_array {
     const char *path;
     char name[128];   /* "" = by position */
     int npz;          /* the array `name` of the .npz archive at path (inputs), or: the outputs go
                          into the archive (outputs; then name is the output's, or "" for all) */
+    char member[128]; /* inputs from an .npz: the archive's array to read */
     char label[1200]; /* for messages and reports: "x.npy", "in.npz:x" */
     /* `run MODULE FUNC` only: the --scope of the array, and an output's PATH:DTYPE:D0xD1 */
     tether_scope scope;
@@ -112,7 +114,7 @@ int tether_cli_write_outputs(const tether_cli_array *out, int nspecs, int n,
  * start with the total (bytes when unit is NULL or "", else a count of unit: "rounds"), update
  * with the amount done (the update that reaches the total ends it), end after an early stop. */
 typedef struct tether_cli_progress {
-    char what[64], unit[16];
+    char what[192], unit[16];
     uint64_t done, total;
     double start, last;
     int mode, shown, active;
@@ -144,8 +146,8 @@ int tether_cli_svg_bench(const char *path, const char *title, const char *subtit
                          const double *kernel_median);
 
 /* Every command says which files it wrote: tether_cli_wrote records a path once it is written
- * (tether_cli_write_json does it for --json files; "-" and /dev/ paths are not files), and main
- * prints them as one line "wrote A, B" when the command succeeds. */
+ * (tether_cli_write_json does it for --json files; /dev/ paths are not files), and main prints
+ * them as one line "wrote A, B" at the end of the command. */
 void tether_cli_wrote(const char *path);
 void tether_cli_say_written(void);
 

@@ -48,7 +48,8 @@ int tether_cli_fail(int code, const char *fmt, ...) {
 
 static void on_progress(void *ctx, const char *what, uint64_t done, uint64_t total) {
     tether_cli_progress *p = ctx;
-    if (!p->active || strcmp(p->what, what) != 0 || p->total != total || done < p->done)
+    if (!p->active || strncmp(p->what, what, sizeof p->what - 1) != 0 || p->total != total ||
+        done < p->done)
         tether_cli_progress_start(p, what, total, NULL);
     tether_cli_progress_update(p, done);
 }
@@ -174,29 +175,40 @@ static size_t array_stats(const tether_npy *n, double *mn, double *mx, double *m
 
 /* The files this command wrote, said once at its end (tether_cli_say_written). */
 static struct {
-    char path[64][512];
-    int n;
+    char **path;
+    int n, cap;
 } g_written;
 
 void tether_cli_wrote(const char *path) {
-    if (!path || !strcmp(path, "-") || !strncmp(path, "/dev/", 5))
+    if (!path || !strncmp(path, "/dev/", 5))
         return;
     for (int i = 0; i < g_written.n; i++)
         if (!strcmp(g_written.path[i], path))
             return;
-    if (g_written.n < 64)
-        snprintf(g_written.path[g_written.n++], sizeof g_written.path[0], "%s", path);
+    if (g_written.n == g_written.cap) {
+        int nc = g_written.cap ? 2 * g_written.cap : 16;
+        char **np = realloc(g_written.path, sizeof *np * (size_t)nc);
+        if (!np)
+            return;
+        g_written.path = np;
+        g_written.cap = nc;
+    }
+    if ((g_written.path[g_written.n] = strdup(path)) != NULL)
+        g_written.n++;
 }
 
 void tether_cli_say_written(void) {
-    if (!g_written.n)
-        return;
-    printf("wrote ");
+    if (g_written.n) {
+        printf("wrote ");
+        for (int i = 0; i < g_written.n; i++)
+            printf("%s%s", i ? ", " : "", tether_cli_tempdir_shown(g_written.path[i]));
+        printf("\n");
+        fflush(stdout);
+    }
     for (int i = 0; i < g_written.n; i++)
-        printf("%s%s", i ? ", " : "", tether_cli_tempdir_shown(g_written.path[i]));
-    printf("\n");
-    fflush(stdout);
-    g_written.n = 0;
+        free(g_written.path[i]);
+    free(g_written.path);
+    memset(&g_written, 0, sizeof g_written);
 }
 
 static int is_npz(const char *path) {
@@ -213,8 +225,9 @@ int tether_cli_array_parse(const char *arg, int is_out, tether_cli_array *list, 
     const char *eq = strchr(arg, '=');
     const char *path = arg;
     char name[128] = "";
-    /* NAME=FILE unless the whole argument is a file (a path may contain '=') */
-    if (eq && !is_file(arg) && !memchr(arg, '/', (size_t)(eq - arg))) {
+    /* NAME=FILE, split at the first '=' (a name may hold '/' and ':', as ONNX names do), unless
+     * the whole argument is an existing file or an explicit path ("./a=b.npy", "/x/a=b.npy") */
+    if (eq && !is_file(arg) && arg[0] != '/' && strncmp(arg, "./", 2) != 0) {
         if (eq == arg || (size_t)(eq - arg) >= sizeof name || !eq[1])
             return tether_cli_fail(2, "%s '%s': want FILE or NAME=FILE (a name of 1 to %zu bytes)",
                                    opt, arg, sizeof name - 1);
@@ -235,7 +248,9 @@ int tether_cli_array_parse(const char *arg, int is_out, tether_cli_array *list, 
             return tether_cli_fail(1, "out of memory");
         if (tether_npz_list(path, names, TETHER_NPZ_MAX_ARRAYS, &k)) {
             free(names);
-            return tether_cli_fail(1, "%s", tether_last_error());
+            /* an archive of too many arrays is as much a usage error as too many --in */
+            return tether_cli_fail(tether_last_status() == TETHER_ERR_LIMIT ? 2 : 1, "%s",
+                                   tether_last_error());
         }
         if (*n + k > max) {
             free(names);
@@ -247,6 +262,7 @@ int tether_cli_array_parse(const char *arg, int is_out, tether_cli_array *list, 
             a->path = path;
             a->npz = 1;
             snprintf(a->name, sizeof a->name, "%s", names[i]);
+            snprintf(a->member, sizeof a->member, "%s", names[i]);
             snprintf(a->label, sizeof a->label, "%s:%s", path, names[i]);
         }
         free(names);
@@ -270,10 +286,12 @@ int tether_cli_array_parse(const char *arg, int is_out, tether_cli_array *list, 
         for (int i = 0; !lrc && i < k; i++)
             found |= !strcmp(names[i], name);
         const char *member = found || lrc || k != 1 ? name : names[0];
+        snprintf(a->member, sizeof a->member, "%s", member);
         snprintf(a->label, sizeof a->label, "%s:%s", path, member);
         free(names);
         if (lrc)
-            return tether_cli_fail(1, "%s", tether_last_error());
+            return tether_cli_fail(tether_last_status() == TETHER_ERR_LIMIT ? 2 : 1, "%s",
+                                   tether_last_error());
         if (!found && k != 1)
             return tether_cli_fail(2,
                                    "%s '%s': %s has %d arrays and none is named '%s'; name the "
@@ -288,8 +306,7 @@ int tether_cli_array_parse(const char *arg, int is_out, tether_cli_array *list, 
 int tether_cli_array_read(const tether_cli_array *a, tether_npy *out) {
     if (!a->npz)
         return tether_npy_read(a->path, out);
-    const char *colon = strrchr(a->label, ':'); /* the member (label "PATH:MEMBER") */
-    return tether_npz_read_member(a->path, colon ? colon + 1 : a->name, out);
+    return tether_npz_read_member(a->path, a->member, out);
 }
 
 int tether_cli_array_named(const tether_cli_array *list, int n) {
@@ -342,8 +359,9 @@ int tether_cli_array_order(tether_cli_array *list, int *n, int nnames, const cha
         while (j < nnames && strcmp(names[j], list[i].name))
             j++;
         if (j == nnames) {
-            rc = tether_cli_fail(2, "%s %s: the model has no %s '%s' (its %ss: %s)", opt,
-                                 list[i].label, what, list[i].name, what, nnames ? have : "none");
+            rc = tether_cli_fail(2, "%s %s=%s: the model has no %s '%s' (its %ss: %s)", opt,
+                                 list[i].name, list[i].label, what, list[i].name, what,
+                                 nnames ? have : "none");
             break;
         }
         for (int k = 0; k < i; k++)

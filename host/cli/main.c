@@ -377,6 +377,7 @@ typedef struct run_args {
     io_spec in[MAX_IO], out[MAX_IO];
     int nin, nout;
     int out_given;   /* --out was given (bench writes outputs only then) */
+    int ordered;     /* in/out are in the artifact's order (a requeued run orders nothing again) */
     const char *svg; /* bench --svg FILE: the latency distribution */
     uint32_t number, repeat, min_repeat_ms, cooldown_ms;
     int pool_requeues; /* pool:// devices lost mid-run so far (the run is queued again) */
@@ -705,7 +706,6 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
         return fail(2, "--svg: %s", tether_last_error());
     return 0;
 }
-
 
 /* ---- the remote side of a module run: prepare, call, time ---- */
 
@@ -1096,11 +1096,22 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
         else
             out_names[i - nin] = io.name;
     }
-    int orc = tether_cli_array_order(r->in, &r->nin, nin, in_names, "input");
-    if (!orc && !tether_cli_out_npz(r->out, r->nout))
-        orc = tether_cli_array_order(r->out, &r->nout, nout, out_names, "output");
-    if (orc)
-        return orc;
+    if (!r->ordered) {
+        int orc = tether_cli_array_order(r->in, &r->nin, nin, in_names, "input");
+        if (!orc && !tether_cli_out_npz(r->out, r->nout))
+            orc = tether_cli_array_order(r->out, &r->nout, nout, out_names, "output");
+        if (orc)
+            return orc;
+        r->ordered = 1;
+    }
+    if (tether_cli_out_npz(r->out, r->nout)) /* checked before the device runs anything */
+        for (int i = 0; i < nout; i++)
+            if (strlen(out_names[i]) >= TETHER_NPZ_NAME_MAX)
+                return fail(2,
+                            "--out %s: output '%s' is longer than an .npz array name may be "
+                            "(%d bytes)",
+                            tether_cli_out_npz(r->out, r->nout), out_names[i],
+                            TETHER_NPZ_NAME_MAX - 1);
     if (r->nin != nin) {
         if (r->nbound)
             return fail(2,
@@ -1435,10 +1446,10 @@ static void usage(FILE *f) {
             "spawns tetherd, found through $TETHER_TETHERD or PATH).\n");
 }
 
-/* A command's exit code, after saying which files it wrote when it succeeded. */
+/* A command's exit code, after saying which files it wrote (also when it then failed: the
+ * files are there, e.g. ab's --json and --svg when the outputs differ). */
 static int finish(int rc) {
-    if (rc == 0)
-        tether_cli_say_written();
+    tether_cli_say_written();
     return rc;
 }
 

@@ -58,6 +58,19 @@ static void put(svg *s, const char *fmt, ...) {
 
 static void put_escaped(svg *s, const char *text) {
     for (const char *c = text ? text : ""; *c; c++) {
+        if ((unsigned char)*c >= 0x80) { /* a whole UTF-8 character, or '?' for a bad byte */
+            size_t rest = 0;
+            while (rest < 4 && c[rest])
+                rest++;
+            size_t k = tether_utf8_seq(c, rest);
+            if (k == 0) {
+                put(s, "?");
+            } else {
+                put(s, "%.*s", (int)k, c);
+                c += k - 1;
+            }
+            continue;
+        }
         switch (*c) {
         case '<':
             put(s, "&lt;");
@@ -124,11 +137,16 @@ static double ax(const axis *a, double v) {
     return a->x0 + (v - a->lo) / (a->hi - a->lo) * a->w;
 }
 
-/* An axis over [lo, hi] rounded out to its ticks (lo 0 stays 0). */
-static axis make_axis(double lo, double hi, double x0, double w) {
-    if (!(hi > lo)) {
-        hi = lo > 0 ? lo * 1.1 : lo + 1;
-        lo = lo > 0 ? lo * 0.9 : lo;
+/* An axis over [lo, hi] rounded out to its ticks (lo 0 stays 0). A range narrower than
+ * min_span (or than a millionth of its values: equal repeats) is widened around its middle. */
+static axis make_axis(double lo, double hi, double x0, double w, double min_span) {
+    if (!isfinite(lo) || !isfinite(hi) || hi < lo)
+        lo = hi = 0;
+    double span = fmax(min_span, fabs(hi) * 1e-3);
+    if (hi - lo < span) {
+        double mid = (lo + hi) / 2;
+        lo = mid - span / 2 < 0 && lo >= 0 ? 0 : mid - span / 2;
+        hi = lo + span;
     }
     double step = nice_step(hi - lo, 6);
     axis a = {floor(lo / step) * step, ceil(hi / step) * step, x0, w};
@@ -141,7 +159,10 @@ static axis make_axis(double lo, double hi, double x0, double w) {
 static void x_ticks(svg *s, const axis *a, double y_top, double y_bottom, double scale,
                     const char *unit) {
     double step = nice_step(a->hi - a->lo, 6);
-    for (double v = a->lo; v <= a->hi + step * 1e-6; v += step) {
+    for (int k = 0; k <= 40; k++) { /* counted: a step below the values' resolution ends too */
+        double v = a->lo + k * step;
+        if (v > a->hi + step * 1e-6)
+            break;
         double x = ax(a, v);
         put(s,
             "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
@@ -199,13 +220,20 @@ static void box_row(svg *s, const axis *a, double y, double h, const double *val
         s->failed = 1;
         return;
     }
-    memcpy(v, values, sizeof(double) * (size_t)n);
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    double q1 = quantile(v, n, 0.25), med = quantile(v, n, 0.5), q3 = quantile(v, n, 0.75);
+    int nv = 0; /* a value that is not finite (a broken timer) is left out */
+    for (int i = 0; i < n; i++)
+        if (isfinite(values[i]))
+            v[nv++] = values[i];
+    if (nv == 0) {
+        free(v);
+        return;
+    }
+    qsort(v, (size_t)nv, sizeof *v, cmp_double);
+    double q1 = quantile(v, nv, 0.25), med = quantile(v, nv, 0.5), q3 = quantile(v, nv, 0.75);
     put(s,
         "<line class=\"whisker\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
         "stroke=\"#333\"/>\n",
-        ax(a, v[0]), y, ax(a, v[n - 1]), y);
+        ax(a, v[0]), y, ax(a, v[nv - 1]), y);
     put(s,
         "<rect class=\"box\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
         "fill-opacity=\"0.25\" stroke=\"%s\"><title>quartiles %.4g..%.4g %s</title></rect>\n",
@@ -216,6 +244,8 @@ static void box_row(svg *s, const axis *a, double y, double h, const double *val
         "stroke-width=\"2\"><title>median %.4g %s</title></line>\n",
         ax(a, med), y - h / 2 - 3, ax(a, med), y + h / 2 + 3, med * scale, unit);
     for (int i = 0; i < n; i++) {
+        if (!isfinite(values[i]))
+            continue;
         double jitter = ((i * 7919) % 11 - 5) / 5.0 * (h / 2 - 2);
         put(s,
             "<circle class=\"rep\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.6\" fill=\"%s\" "
@@ -247,7 +277,7 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
     double hi = 0;
     for (int i = 0; i < n; i++)
         hi = fmax(hi, rows[i].text_bytes);
-    axis a = make_axis(0, hi > 0 ? hi : 1, left, plot);
+    axis a = make_axis(0, hi, left, plot, 1);
     put(&s,
         "<g class=\"panel\" id=\"size\">\n<text x=\"20\" y=\"%.0f\" font-weight=\"bold\">code "
         "size: text bytes (darker: instructions)</text>\n",
@@ -283,7 +313,7 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
     hi = 0;
     for (int i = 0; i < n; i++)
         hi = fmax(hi, fmax(rows[i].static_stack, rows[i].stack_hwm));
-    a = make_axis(0, hi > 0 ? hi : 1, left, plot);
+    a = make_axis(0, hi, left, plot, 1);
     put(&s,
         "<g class=\"panel\" id=\"stack\">\n<text x=\"20\" y=\"%.0f\" font-weight=\"bold\">stack: "
         "static bound (light) and measured high-water mark (dark)</text>\n",
@@ -323,14 +353,15 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
     double lo = INFINITY;
     hi = 0;
     for (int i = 0; i < n; i++)
-        for (int k = 0; k < rows[i].nrepeats; k++) {
-            lo = fmin(lo, rows[i].seconds[k]);
-            hi = fmax(hi, rows[i].seconds[k]);
-        }
+        for (int k = 0; k < rows[i].nrepeats; k++)
+            if (isfinite(rows[i].seconds[k])) {
+                lo = fmin(lo, rows[i].seconds[k]);
+                hi = fmax(hi, rows[i].seconds[k]);
+            }
     if (!(lo <= hi))
         lo = hi = 0;
-    a = make_axis(lo - (hi - lo) * 0.05, hi + (hi - lo) * 0.05, left, plot);
-    time_unit tu = unit_for(hi);
+    a = make_axis(lo - (hi - lo) * 0.05, hi + (hi - lo) * 0.05, left, plot, 1e-9);
+    time_unit tu = unit_for(a.hi);
     put(&s,
         "<g class=\"panel\" id=\"latency\">\n<text x=\"20\" y=\"%.0f\" font-weight=\"bold\">"
         "latency per call over the repeats (box: quartiles, line: median, whiskers: min..max)"
@@ -366,14 +397,15 @@ int tether_cli_svg_bench(const char *path, const char *title, const char *subtit
     svg s = {0};
     begin(&s, width, height, title, subtitle);
     double lo = INFINITY, hi = 0;
-    for (int i = 0; i < n; i++) {
-        lo = fmin(lo, ts->seconds[i]);
-        hi = fmax(hi, ts->seconds[i]);
-    }
+    for (int i = 0; i < n; i++)
+        if (isfinite(ts->seconds[i])) {
+            lo = fmin(lo, ts->seconds[i]);
+            hi = fmax(hi, ts->seconds[i]);
+        }
     if (!(lo <= hi))
         lo = hi = 0;
-    axis a = make_axis(lo - (hi - lo) * 0.05, hi + (hi - lo) * 0.05, left, plot);
-    time_unit tu = unit_for(hi);
+    axis a = make_axis(lo - (hi - lo) * 0.05, hi + (hi - lo) * 0.05, left, plot, 1e-9);
+    time_unit tu = unit_for(a.hi);
     const char *un = tu.name;
     double sc = tu.scale;
     double y = 70;
@@ -386,23 +418,40 @@ int tether_cli_svg_bench(const char *path, const char *title, const char *subtit
     x_ticks(&s, &a, y + 24, y + 96, sc, tu.axis);
     if (n > 0)
         box_row(&s, &a, y + 60, 40, ts->seconds, n, sc, un, k_colors[0]);
-    put(&s,
-        "<line class=\"mean\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e15759\" "
-        "stroke-dasharray=\"5 3\" stroke-width=\"1.5\"><title>mean %.4g %s</title></line>\n",
-        ax(&a, ts->mean), y + 28, ax(&a, ts->mean), y + 92, ts->mean * sc, un);
-    double cv = 0;
+    if (isfinite(ts->mean))
+        put(&s,
+            "<line class=\"mean\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+            "stroke=\"#e15759\" "
+            "stroke-dasharray=\"5 3\" stroke-width=\"1.5\"><title>mean %.4g %s</title></line>\n",
+            ax(&a, ts->mean), y + 28, ax(&a, ts->mean), y + 92, ts->mean * sc, un);
+    /* the figures of the finite repeats drawn (a broken timer's NaN is left out, as above) */
+    double fin[32], mean = 0, var = 0;
+    int nf = 0;
     for (int i = 0; i < n; i++)
-        cv += (ts->seconds[i] - ts->mean) * (ts->seconds[i] - ts->mean);
-    cv = n > 1 && ts->mean > 0 ? sqrt(cv / (n - 1)) / ts->mean * 100 : 0;
-    put(&s,
-        "<text x=\"%d\" y=\"%.0f\" font-size=\"11\">median %.4g %s, mean %.4g %s, min %.4g %s, "
-        "max %.4g %s, spread (CV) %.1f%%%s</text>\n</g>\n",
-        left, y + 140, ts->median * sc, un, ts->mean * sc, un, ts->min * sc, un, ts->max * sc, un,
-        cv, ts->zero_timer ? "; zero timer: the device's clock did not advance" : "");
+        if (isfinite(ts->seconds[i]))
+            mean += (fin[nf++] = ts->seconds[i]);
+    if (nf > 0) {
+        mean /= nf;
+        qsort(fin, (size_t)nf, sizeof fin[0], cmp_double);
+        for (int i = 0; i < nf; i++)
+            var += (fin[i] - mean) * (fin[i] - mean);
+        double cv = nf > 1 && mean > 0 ? sqrt(var / (nf - 1)) / mean * 100 : 0;
+        put(&s,
+            "<text x=\"%d\" y=\"%.0f\" font-size=\"11\">median %.4g %s, mean %.4g %s, min %.4g %s, "
+            "max %.4g %s, spread (CV) %.1f%%%s%s</text>\n</g>\n",
+            left, y + 140, quantile(fin, nf, 0.5) * sc, un, mean * sc, un, fin[0] * sc, un,
+            fin[nf - 1] * sc, un, cv,
+            ts->zero_timer ? "; zero timer: the device's clock did not advance" : "",
+            nf < n ? "; repeats that are not numbers left out" : "");
+    } else {
+        put(&s,
+            "<text x=\"%d\" y=\"%.0f\" font-size=\"11\">no repeat measured a time</text>\n</g>\n",
+            left, y + 140);
+    }
     y += 160;
     /* the repeats in order */
     double ptop = y + 24, ph = 150;
-    axis ya = make_axis(lo - (hi - lo) * 0.05, hi + (hi - lo) * 0.05, 0, 1);
+    axis ya = make_axis(lo - (hi - lo) * 0.05, hi + (hi - lo) * 0.05, 0, 1, 1e-9);
     put(&s,
         "<g class=\"panel\" id=\"order\">\n<text x=\"20\" y=\"%.0f\" font-weight=\"bold\">the "
         "repeats in the order they ran (warm-up and drift show here)</text>\n"
@@ -410,7 +459,8 @@ int tether_cli_svg_bench(const char *path, const char *title, const char *subtit
         "stroke=\"#bbb\"/>\n",
         y + 12, left, ptop, plot, ph);
     double step = nice_step(ya.hi - ya.lo, 4);
-    for (double v = ya.lo; v <= ya.hi + step * 1e-6; v += step) {
+    for (int k = 0; k <= 40 && ya.lo + k * step <= ya.hi + step * 1e-6; k++) {
+        double v = ya.lo + k * step;
         double py = ptop + ph - (v - ya.lo) / (ya.hi - ya.lo) * ph;
         put(&s,
             "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>"
@@ -423,16 +473,19 @@ int tether_cli_svg_bench(const char *path, const char *title, const char *subtit
         ptop + ph / 2, ptop + ph / 2, un);
     put(&s, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1\" points=\"", k_colors[0]);
     for (int i = 0; i < n; i++)
-        put(&s, "%.1f,%.1f ", left + (i + 0.5) * plot / n,
-            ptop + ph - (ts->seconds[i] - ya.lo) / (ya.hi - ya.lo) * ph);
+        if (isfinite(ts->seconds[i]))
+            put(&s, "%.1f,%.1f ", left + (i + 0.5) * plot / n,
+                ptop + ph - (ts->seconds[i] - ya.lo) / (ya.hi - ya.lo) * ph);
     put(&s, "\"/>\n");
     for (int i = 0; i < n; i++)
-        put(&s,
-            "<circle class=\"order\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>repeat %d: "
-            "%.4g %s</title></circle>\n",
-            left + (i + 0.5) * plot / n,
-            ptop + ph - (ts->seconds[i] - ya.lo) / (ya.hi - ya.lo) * ph, k_colors[0], i + 1,
-            ts->seconds[i] * sc, un);
+        if (isfinite(ts->seconds[i]))
+            put(&s,
+                "<circle class=\"order\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>repeat "
+                "%d: "
+                "%.4g %s</title></circle>\n",
+                left + (i + 0.5) * plot / n,
+                ptop + ph - (ts->seconds[i] - ya.lo) / (ya.hi - ya.lo) * ph, k_colors[0], i + 1,
+                ts->seconds[i] * sc, un);
     put(&s,
         "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\" font-size=\"11\">repeat (1 to %d)"
         "</text>\n</g>\n",
@@ -453,8 +506,8 @@ int tether_cli_svg_bench(const char *path, const char *title, const char *subtit
                     order[j] = order[j - 1];
                     order[j - 1] = t;
                 }
-            double kmax = kernel_median[order[0]] > 0 ? kernel_median[order[0]] : 1e-9;
-            axis ka = make_axis(0, kmax, left + 110, plot - 110);
+            double kmax = isfinite(kernel_median[order[0]]) ? kernel_median[order[0]] : 0;
+            axis ka = make_axis(0, kmax, left + 110, plot - 110, 1e-9);
             put(&s,
                 "<g class=\"panel\" id=\"kernels\">\n<text x=\"20\" y=\"%.0f\" "
                 "font-weight=\"bold\">kernels, the slowest %d of %d (median of the repeats)"
@@ -470,9 +523,14 @@ int tether_cli_svg_bench(const char *path, const char *title, const char *subtit
                 put(&s,
                     "</text><rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                     "height=\"14\" fill=\"%s\"><title>",
-                    ka.x0, ry + 3, ax(&ka, kernel_median[k]) - ka.x0, k_colors[1]);
+                    ka.x0, ry + 3,
+                    ax(&ka, isfinite(kernel_median[k]) ? kernel_median[k] : 0) - ka.x0,
+                    k_colors[1]);
                 put_escaped(&s, kernels[k]);
-                put(&s, ": %.4g us</title></rect>\n", kernel_median[k] * 1e6);
+                if (isfinite(kernel_median[k]))
+                    put(&s, ": %.4g us</title></rect>\n", kernel_median[k] * 1e6);
+                else
+                    put(&s, ": not measured</title></rect>\n");
             }
             put(&s, "</g>\n");
             free(order);

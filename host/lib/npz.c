@@ -177,10 +177,9 @@ int tether_npz_write(const char *path, int n, const char *const *names, const te
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: 1 to %d arrays, not %d", path,
                                 TETHER_NPZ_MAX_ARRAYS, n);
     for (int i = 0; i < n; i++) {
-        if (!names[i] || !names[i][0] || strchr(names[i], '/') ||
-            strlen(names[i]) >= TETHER_NPZ_NAME_MAX)
+        if (!names[i] || !names[i][0] || strlen(names[i]) >= TETHER_NPZ_NAME_MAX)
             return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                    "%s: array name '%s' must be 1 to %d bytes without '/'", path,
+                                    "%s: array name '%s' must be 1 to %d bytes", path,
                                     names[i] ? names[i] : "", TETHER_NPZ_NAME_MAX - 1);
         for (int j = 0; j < i; j++)
             if (!strcmp(names[i], names[j]))

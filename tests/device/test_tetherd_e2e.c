@@ -18,6 +18,7 @@
 
 #include "daemon.h"
 #include "tether/crt.h"
+#include "tether/rpc/sha256.h"
 
 /* HELLO's cpu and cpu_features say what this CPU has (the test runs on the device's CPU). */
 static void check_cpu(const tether_device_info *info) {
@@ -151,6 +152,30 @@ static void test_upload_cache(void **state) {
     assert_int_equal(tether_session_upload(s, 0, "a2", other, sizeof other), 0);
     assert_false(tether_session_last_upload_cached(s)); /* evicted */
     tether_session_close(s);
+    /* a FIFO planted under an entry's name is a miss, not a hung session */
+    uint8_t third[4096];
+    memcpy(third, other, sizeof third);
+    third[1] ^= 1;
+    uint8_t h[32];
+    tether_sha256(third, sizeof third, h);
+    char fifo[256];
+    int o2 = snprintf(fifo, sizeof fifo, "%s/", cache);
+    for (int i = 0; i < 32; i++)
+        o2 += snprintf(fifo + o2, sizeof fifo - (size_t)o2, "%02x", h[i]);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    o.timeout_ms = 5000;
+    assert_int_equal(tether_session_open(&s, "local:", &o), 0);
+    assert_int_equal(tether_session_upload(s, 0, "f", third, sizeof third), 0);
+    assert_false(tether_session_last_upload_cached(s));
+    tether_session_close(s);
+    /* a cache directory others can write is refused (they could plant entries) */
+    snprintf(cmd, sizeof cmd, "chmod 777 '%s'", cache);
+    assert_int_equal(system(cmd), 0);
+    assert_int_not_equal(tether_session_open(&s, "local:", &o), 0);
+    /* ... and so is an empty name */
+    const char *empty[] = {"--quiet", "--upload-cache", "", NULL};
+    o.tetherd_args = empty;
+    assert_int_not_equal(tether_session_open(&s, "local:", &o), 0);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     assert_int_equal(system(cmd), 0);
 }

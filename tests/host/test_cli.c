@@ -1471,6 +1471,25 @@ static void test_named_and_npz(void **state) {
     assert_false(exists("x.npz"));
     assert_false(exists("q.npy"));
     assert_false(exists("c.npy"));
+    /* names as ONNX and TensorFlow make them: ':' and '/' inside, in archives and NAME=FILE */
+    snprintf(p, sizeof p, "%s/odd.json", g_dir);
+    const char *odd =
+        "{\"format\": \"tether-model\", \"version\": 1, \"tensors\": [{\"name\": \"x:0\", "
+        "\"shape\": [2, 3]}, {\"name\": \"onnx::b/1\", \"shape\": [2, 3]}], \"inputs\": "
+        "[\"x:0\", \"onnx::b/1\"], \"outputs\": [\"y/0\"], \"nodes\": [{\"name\": \"add\", "
+        "\"op\": \"add\", \"inputs\": [\"x:0\", \"onnx::b/1\"], \"outputs\": [\"y/0\"]}]}\n";
+    assert_int_equal(tether_file_write(p, odd, strlen(odd)), 0);
+    const char *odd_names[2] = {"onnx::b/1", "x:0"};
+    snprintf(p, sizeof p, "%s/odd.npz", g_dir);
+    assert_int_equal(tether_npz_write(p, 2, odd_names, arrays), 0); /* b = g_b, x = g_a */
+    rc = tether(&o, "run odd.json --in odd.npz --out odd-out.npz");
+    if (rc)
+        fail_msg("%s", o);
+    check_two_io("odd-out.npz", "y/0", 0);
+    rc = tether(&o, "run odd.json --in onnx::b/1=b.npy --in x:0=a.npy --out y/0=odd-y.npy");
+    if (rc)
+        fail_msg("%s", o);
+    check_two_io("odd-y.npy", NULL, 0);
     /* a repeated run does not upload the library again (tetherd's upload cache) */
     char cache[256];
     snprintf(cache, sizeof cache, "%s/cache", g_dir);

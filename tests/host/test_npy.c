@@ -257,7 +257,7 @@ static void test_npz_roundtrip(void **state) {
         {TETHER_INT64, 1, {3}, i64, sizeof i64},
         {TETHER_UINT8, 0, {0}, u8, 1},
     };
-    const char *names[3] = {"logits", "ids", "flag"};
+    const char *names[3] = {"onnx::Gemm_0", "conv/out:0", "flag"}; /* as ONNX and TF name them */
     assert_int_equal(tether_npz_write(path, 3, names, arrays), 0);
     char got[8][TETHER_NPZ_NAME_MAX];
     int n = 0;
@@ -279,7 +279,8 @@ static void test_npz_roundtrip(void **state) {
     /* a name it lacks: the error lists what it has */
     tether_npy r;
     assert_int_equal(tether_npz_read_member(path, "probs", &r), TETHER_ERR_NOT_FOUND);
-    assert_non_null(strstr(tether_last_error(), "no array 'probs' (it has: logits, ids, flag)"));
+    assert_non_null(
+        strstr(tether_last_error(), "no array 'probs' (it has: onnx::Gemm_0, conv/out:0, flag)"));
     assert_null(r.data);
     /* too small a list */
     assert_int_equal(tether_npz_list(path, got, 2, &n), TETHER_ERR_LIMIT);
@@ -294,10 +295,9 @@ static void test_npz_write_refusals(void **state) {
     float f[2] = {1, 2};
     tether_npy a[2] = {{TETHER_FLOAT32, 1, {2}, f, sizeof f},
                        {TETHER_FLOAT32, 1, {2}, f, sizeof f}};
-    const char *twice[2] = {"x", "x"}, *slash[1] = {"a/b"}, *empty[1] = {""};
+    const char *twice[2] = {"x", "x"}, *empty[1] = {""};
     assert_int_equal(tether_npz_write(path, 2, twice, a), TETHER_ERR_INVALID_ARG);
     assert_non_null(strstr(tether_last_error(), "'x' given twice"));
-    assert_int_equal(tether_npz_write(path, 1, slash, a), TETHER_ERR_INVALID_ARG);
     assert_int_equal(tether_npz_write(path, 1, empty, a), TETHER_ERR_INVALID_ARG);
     assert_int_equal(tether_npz_write(path, 0, empty, a), TETHER_ERR_INVALID_ARG);
     /* data size disagreeing with the shape; a dtype .npy cannot hold */

@@ -2,8 +2,9 @@
  * Command-line entry points: `plan-buffers FILE [options]` and the shared option handling used
  * by `tether plan MODEL` (tether_plan_cli).
  * What must stay true: bad input gives exactly one line "<prog>: <reason>" on stderr and exit
- * code 2; a planning failure gives one line and exit code 1; nothing is written to --svg when
- * planning fails.
+ * code 2; a planning failure gives one line and exit code 1, and --svg then gets the picture
+ * of why it does not fit (a second line when that cannot be written); the files written are
+ * named at the end.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,10 +189,13 @@ static int run(const char *prog, tether_plan_problem *problem, tether_plan_optio
         /* a plan that does not fit still gets its picture: the bytes live at each operator
          * against the pools, so the user sees where it overflows */
         char *why = NULL;
-        if (code == EXIT_PLAN_FAILED && a->svg != NULL &&
-            tether_plan_problem_to_svg(problem, msg, &why) == TETHER_OK &&
-            tether_plan_write_file(a->svg, why) == TETHER_OK) {
-            printf("wrote %s (why the plan does not fit)\n", a->svg);
+        if (code == EXIT_PLAN_FAILED && a->svg != NULL) {
+            if (tether_plan_problem_to_svg(problem, msg, &why) == TETHER_OK &&
+                tether_plan_write_file(a->svg, why) == TETHER_OK) {
+                printf("wrote %s (why the plan does not fit)\n", a->svg);
+            } else {
+                fprintf(stderr, "%s: --svg: %s\n", prog, tether_last_error());
+            }
         }
         free(why);
         return code;

@@ -15,6 +15,7 @@
 #include "internal.h"
 #include "tether/file.h"
 #include "tether/crt/dtype.h"
+#include "tether/crt/utf8.h"
 
 static const char *const algo_names[TETHER_PLAN_ALGORITHM_COUNT] = {
     "naive", "shared-objects", "greedy-size", "greedy-conflicts", "search", "exact", "best"};
@@ -550,6 +551,20 @@ void tp_text_printf(tp_text *t, const char *fmt, ...) {
 
 void tp_text_escape_xml(tp_text *t, const char *s) {
     for (; *s; s++) {
+        if ((unsigned char)*s >= 0x80) { /* a whole UTF-8 character, or '?' for a bad byte */
+            size_t rest = 0;
+            while (rest < 4 && s[rest]) {
+                rest++;
+            }
+            size_t k = tether_utf8_seq(s, rest);
+            if (k == 0) {
+                tp_text_printf(t, "?");
+            } else {
+                tp_text_printf(t, "%.*s", (int)k, s);
+                s += k - 1;
+            }
+            continue;
+        }
         switch (*s) {
         case '<':
             tp_text_printf(t, "&lt;");

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tether/crt/utf8.h"
 
 #define SVG_LEFT     110
 #define SVG_RIGHT    230
@@ -136,10 +137,12 @@ static void op_names(tp_text *t, const tether_plan_problem *p, int64_t nops, dou
                        "text-anchor=\"end\" transform=\"rotate(-55 %.1f %d)\">%lld ",
                        x, y0, x, y0 + 4, x, y0 + 12, x, y0 + 12, (long long)v);
         const char *name = p->operators[v];
-        char shortname[25];
-        snprintf(shortname, sizeof(shortname), "%s", name);
-        if (strlen(name) > 24) {
-            memcpy(shortname + 21, "...", 4);
+        char shortname[32];
+        if (strlen(name) > 24) { /* cut on a character boundary */
+            size_t keep = tether_utf8_cut(name, 21);
+            snprintf(shortname, sizeof(shortname), "%.*s...", (int)keep, name);
+        } else {
+            snprintf(shortname, sizeof(shortname), "%s", name);
         }
         tp_text_escape_xml(t, shortname);
         tp_text_printf(t, "<title>operator %lld: ", (long long)v);
@@ -380,22 +383,77 @@ static int64_t need_bytes(const tether_plan_buffer *b) {
     return b->size > 0 ? b->size : tp_texture_bytes(b->width, b->height, b->dtype);
 }
 
+#define SVG_MAX_COLUMNS 800
+
+typedef struct demand_event {
+    int64_t op, bytes; /* at op, bytes start (> 0) or end (< 0) being live */
+} demand_event;
+
+static int by_op(const void *a, const void *b) {
+    const demand_event *x = a, *y = b;
+    return x->op < y->op ? -1 : x->op > y->op;
+}
+
+/* demand[c] = the most bytes live at one operator of column c (operators c*per ..), by a sweep
+ * over the buffers' starts and ends: no array as long as the operators. */
+static int demand_columns(const tether_plan_problem *p, int64_t nops, int64_t per, int64_t ncols,
+                          int64_t *demand) {
+    demand_event *ev = malloc(sizeof(*ev) * (size_t)(2 * p->nbuffers + 1));
+    if (ev == NULL) {
+        return TETHER_ERR_OUT_OF_MEMORY;
+    }
+    int n = 0;
+    for (int b = 0; b < p->nbuffers; b++) {
+        ev[n++] = (demand_event){p->buffers[b].first, need_bytes(&p->buffers[b])};
+        ev[n++] = (demand_event){(int64_t)p->buffers[b].last + 1, -need_bytes(&p->buffers[b])};
+    }
+    qsort(ev, (size_t)n, sizeof(*ev), by_op);
+    int64_t live = 0;
+    for (int i = 0; i < n;) {
+        int64_t at = ev[i].op;
+        while (i < n && ev[i].op == at) {
+            live += ev[i++].bytes;
+        }
+        int64_t until = i < n ? ev[i].op : nops; /* live holds over [at, until) */
+        if (live <= 0 || at >= nops) {
+            continue;
+        }
+        for (int64_t c = at / per; c < ncols && c * per < until; c++) {
+            demand[c] = live > demand[c] ? live : demand[c];
+        }
+    }
+    free(ev);
+    return TETHER_OK;
+}
+
+/* "operator 7" or "operators 700..709" of column c. */
+static void ops_text(char *buf, size_t n, int64_t c, int64_t per, int64_t nops) {
+    int64_t a = c * per, b = a + per - 1 < nops - 1 ? a + per - 1 : nops - 1;
+    if (a == b) {
+        snprintf(buf, n, "operator %lld", (long long)a);
+    } else {
+        snprintf(buf, n, "operators %lld..%lld", (long long)a, (long long)b);
+    }
+}
+
 int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, char **out) {
     if (p == NULL || out == NULL) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "problem or output is null");
     }
     *out = NULL;
     int64_t nops = op_count(p);
-    int64_t *demand = calloc((size_t)nops, sizeof(int64_t));
-    if (demand == NULL) {
+    /* one column per operator, or per run of operators when there are more than fit */
+    int64_t ncols = nops <= SVG_MAX_COLUMNS ? nops : SVG_MAX_COLUMNS;
+    int64_t per = (nops + ncols - 1) / ncols;
+    ncols = (nops + per - 1) / per;
+    int64_t *demand = calloc((size_t)ncols, sizeof(int64_t));
+    if (demand == NULL || demand_columns(p, nops, per, ncols, demand) != TETHER_OK) {
+        free(demand);
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing the SVG");
     }
     int64_t peak = 0;
-    for (int b = 0; b < p->nbuffers; b++) {
-        for (int64_t i = p->buffers[b].first; i <= p->buffers[b].last && i < nops; i++) {
-            demand[i] += need_bytes(&p->buffers[b]);
-            peak = demand[i] > peak ? demand[i] : peak;
-        }
+    for (int64_t c = 0; c < ncols; c++) {
+        peak = demand[c] > peak ? demand[c] : peak;
     }
     /* the global pools' capacities and, when all are bounded, their sum */
     int64_t total = 0, top = peak;
@@ -417,9 +475,10 @@ int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, ch
         top = total;
     }
     int64_t ymax = top + top / 20 + 1;
-    int plot_w = nops > 1600 / 24 ? 1600 : (int)nops * 24;
+    int plot_w = ncols > 1600 / 24 ? 1600 : (int)ncols * 24;
     plot_w = plot_w < 640 ? 640 : plot_w;
-    double xs = (double)plot_w / (double)nops;
+    double xs = (double)plot_w / (double)nops;  /* per operator */
+    double cw = (double)plot_w / (double)ncols; /* per column */
     const int plot_h = 320, y0 = SVG_TOP + 40;
     int plot_end = y0 + plot_h + 40;
     int height = plot_end + io_lane_height(p) + (p->noperators > 0 ? SVG_OPS_H : 0) + 40;
@@ -439,11 +498,13 @@ int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, ch
     const char *msg = why ? why : "";
     size_t len = strlen(msg);
     for (int line = 0; line < 3 && len > 0; line++) {
-        size_t n = len > 150 ? 150 : len;
+        size_t n = len > 150 ? tether_utf8_cut(msg, 150) : len;
         if (n < len) {
-            while (n > 100 && msg[n] != ' ') {
-                n--;
+            size_t sp = n;
+            while (sp > 100 && msg[sp] != ' ') {
+                sp--;
             }
+            n = msg[sp] == ' ' ? sp : n;
         }
         char chunk[160];
         snprintf(chunk, sizeof(chunk), "%.*s", (int)n, msg);
@@ -464,15 +525,17 @@ int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, ch
                    SVG_LEFT, y0, plot_w, plot_h);
     /* operators whose demand exceeds every byte the pools have */
     int nover = 0;
-    for (int64_t i = 0; i < nops; i++) {
-        if (bounded && demand[i] > total) {
+    for (int64_t c = 0; c < ncols; c++) {
+        if (bounded && demand[c] > total) {
             nover++;
+            char ops[64];
+            ops_text(ops, sizeof(ops), c, per, nops);
             tp_text_printf(&t,
                            "<rect class=\"over\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
-                           "fill=\"#e4572e\" fill-opacity=\"0.12\"><title>operator %lld: "
-                           "%lld bytes live, %lld more than the pools hold</title></rect>\n",
-                           SVG_LEFT + i * xs, y0, xs, plot_h, (long long)i, (long long)demand[i],
-                           (long long)(demand[i] - total));
+                           "fill=\"#e4572e\" fill-opacity=\"0.12\"><title>%s: %lld bytes live, "
+                           "%lld more than the pools hold</title></rect>\n",
+                           SVG_LEFT + c * cw, y0, cw, plot_h, ops, (long long)demand[c],
+                           (long long)(demand[c] - total));
         }
     }
     /* y axis */
@@ -489,8 +552,19 @@ int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, ch
                    "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" "
                    "text-anchor=\"middle\">bytes live (stacked)</text>\n",
                    y0 + plot_h / 2, y0 + plot_h / 2);
-    /* the live buffers, stacked per operator */
-    for (int64_t i = 0; i < nops; i++) {
+    /* the live buffers, stacked per operator; with more operators than columns one bar per
+     * column, as high as the most bytes live at one of its operators */
+    for (int64_t c = 0; per > 1 && c < ncols; c++) {
+        double h = (double)demand[c] / (double)ymax * plot_h;
+        char ops[64];
+        ops_text(ops, sizeof(ops), c, per, nops);
+        tp_text_printf(&t,
+                       "<rect class=\"need\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                       "height=\"%.1f\" fill=\"hsl(220,60%%,62%%)\" fill-opacity=\"0.85\"><title>"
+                       "%s: up to %lld bytes live</title></rect>\n",
+                       SVG_LEFT + c * cw, y0 + plot_h - h, cw, h, ops, (long long)demand[c]);
+    }
+    for (int64_t i = 0; per == 1 && i < nops; i++) {
         double ybase = y0 + plot_h;
         for (int b = 0; b < p->nbuffers; b++) {
             const tether_plan_buffer *buf = &p->buffers[b];

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -260,28 +262,47 @@ static int cmp_names(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* "wrote DIR/: a.c, a.h, lib.so, ... (and the --json file)": the artifact's files, sorted. */
-static void say_written(const char *dir, const char *json) {
+/* "wrote DIR/: a.c, a.h, lib.so, ...; the --json file": the files of the artifact directory
+ * this compile wrote (modified since `since`; older files of the directory are not its),
+ * sorted. */
+static void say_written(const char *dir, const char *json, time_t since) {
     DIR *d = opendir(dir);
     if (!d) {
         return;
     }
-    char *names[256];
-    int n = 0;
+    char **names = NULL;
+    int n = 0, cap = 0;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL && n < 256) {
-        if (e->d_name[0] != '.' && (names[n] = strdup(e->d_name)) != NULL) {
+    while ((e = readdir(d)) != NULL) {
+        char path[4096];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (e->d_name[0] == '.' || stat(path, &st) != 0 || st.st_mtime < since) {
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 32;
+            char **nn = realloc(names, sizeof *nn * (size_t)cap);
+            if (!nn) {
+                break;
+            }
+            names = nn;
+        }
+        if ((names[n] = strdup(e->d_name)) != NULL) {
             n++;
         }
     }
     closedir(d);
-    qsort(names, (size_t)n, sizeof names[0], cmp_names);
+    if (n > 0) {
+        qsort(names, (size_t)n, sizeof names[0], cmp_names);
+    }
     size_t dl = strlen(dir);
     printf("wrote %s%s: ", dir, dl && dir[dl - 1] == '/' ? "" : "/");
     for (int i = 0; i < n; i++) {
         printf("%s%s", i ? ", " : "", names[i]);
         free(names[i]);
     }
+    free(names);
     if (json && strcmp(json, "-") != 0) {
         printf("; %s", json);
     }
@@ -289,6 +310,7 @@ static void say_written(const char *dir, const char *json) {
 }
 
 int tether_cmd_compile(int argc, char **argv) {
+    time_t started = time(NULL) - 1; /* file times have whole seconds on some file systems */
     tether_compile_options o;
     tether_compile_options_init(&o);
     static tether_memory_cli mem;
@@ -512,7 +534,7 @@ int tether_cmd_compile(int argc, char **argv) {
         return 1;
     }
     if (!quiet) {
-        say_written(out, json);
+        say_written(out, json, started);
     }
     return 0;
 }

@@ -29,5 +29,6 @@
 #include "tether/crt/registry.h"
 #include "tether/crt/stack.h"
 #include "tether/crt/platform.h"
+#include "tether/crt/utf8.h"
 
 #endif /* TETHER_CRT_H */

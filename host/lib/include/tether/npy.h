@@ -65,7 +65,8 @@ int tether_npz_list(const char *path, char (*names)[TETHER_NPZ_NAME_MAX], int ma
  * archive's arrays when it has none of that name. Messages name it "PATH:NAME". */
 int tether_npz_read_member(const char *path, const char *name, tether_npy *out);
 /* Writes n arrays as members NAME.npy of a new archive at path (stored, as numpy.savez does),
- * through tether_file_write: all or nothing. Names must be distinct, non-empty, without '/'. */
+ * through tether_file_write: all or nothing. Names must be distinct and non-empty; like
+ * numpy.savez, a '/' is kept in the member name ("conv/out" -> "conv/out.npy"). */
 int tether_npz_write(const char *path, int n, const char *const *names, const tether_npy *arrays);
 
 /* Checks n against a model's signature entry; the error names both sides:
