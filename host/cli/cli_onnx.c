@@ -2,9 +2,8 @@
  * The CLI's glue to the compiler's ONNX front end (see cli_onnx.h): registration of .onnx models
  * and .pb arrays, and the load options of `tether run MODEL`.
  *
- * What must stay true: the host library never links the ONNX front end (the reader is plugged
- * in here, through tether_npy_register_reader); a .pb array keeps its TensorProto dtype, so a
- * float32 model input still refuses an int64 file with the usual message.
+ * What must stay true: the host library never links the ONNX front end (the .pb reader is
+ * plugged in here, from tether_onnx_arrays, through tether_npy_register_reader).
  */
 #include "cli_onnx.h"
 
@@ -16,29 +15,9 @@
 #ifdef TETHER_HAVE_ONNX
 #include "tether/onnx.h"
 
-/* onnx.TensorProto file -> tether_npy (the data buffer changes owner). */
-static int read_pb(const char *path, tether_npy *out) {
-    memset(out, 0, sizeof *out);
-    tether_onnx_tensor t;
-    int rc = tether_onnx_tensor_read(path, &t);
-    if (rc)
-        return rc;
-    if (t.ndim > TETHER_MAX_NDIM) {
-        tether_onnx_tensor_free(&t);
-        return tether_set_error(TETHER_ERR_LIMIT, "%s: more than %d dimensions", path,
-                                TETHER_MAX_NDIM);
-    }
-    out->dtype = t.dtype;
-    out->ndim = t.ndim;
-    memcpy(out->shape, t.shape, sizeof(int64_t) * (size_t)t.ndim);
-    out->data = t.data;
-    out->nbytes = t.nbytes;
-    return TETHER_OK;
-}
-
 void tether_cli_onnx_init(void) {
     tether_onnx_register();
-    tether_npy_register_reader(".pb", read_pb);
+    tether_onnx_register_arrays(); /* .pb arrays (tether_onnx_arrays) */
 }
 #else
 void tether_cli_onnx_init(void) {}

@@ -265,6 +265,18 @@ static void sess_unlock(tpy_session *s, PyThreadState *ts) {
     PyEval_RestoreThread(ts);
 }
 
+/* Runs `call` (a tether_status expression on self->s) with the session locked and the GIL
+ * released; the tpy_err e records a closed session or the call's error for err_raise. */
+#define SESSION_CALL(self, e, call)                                                                \
+    do {                                                                                           \
+        PyThreadState *ts_ = sess_lock(self);                                                      \
+        if (!(self)->s)                                                                            \
+            (e).closed = 1;                                                                        \
+        else                                                                                       \
+            err_take(&(e), (call));                                                                \
+        sess_unlock(self, ts_);                                                                    \
+    } while (0)
+
 static void on_device_log(void *ctx, int level, const char *text) {
     tpy_session *s = ctx;
     int slot = (s->log_head + s->log_count) % TPY_LOG_LINES;
@@ -534,12 +546,8 @@ static PyObject *session_alloc(tpy_session *self, PyObject *args) {
         return PyErr_Format(PyExc_ValueError, "pool: %s", tether_last_error());
     uint64_t handle = 0, nbytes = 0;
     tpy_err e = {0};
-    PyThreadState *ts = sess_lock(self);
-    if (!self->s)
-        e.closed = 1;
-    else
-        err_take(&e, tether_session_alloc(self->s, shape, ndim, dt, scope, pool, &handle, &nbytes));
-    sess_unlock(self, ts);
+    SESSION_CALL(self, e,
+                 tether_session_alloc(self->s, shape, ndim, dt, scope, pool, &handle, &nbytes));
     if (e.closed || e.rc)
         return err_raise(&e, "the session");
     return Py_BuildValue("(KK)", (unsigned long long)handle, (unsigned long long)nbytes);
@@ -550,12 +558,7 @@ static PyObject *session_free(tpy_session *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "K", &handle))
         return NULL;
     tpy_err e = {0};
-    PyThreadState *ts = sess_lock(self);
-    if (!self->s)
-        e.closed = 1;
-    else
-        err_take(&e, tether_session_free(self->s, handle));
-    sess_unlock(self, ts);
+    SESSION_CALL(self, e, tether_session_free(self->s, handle));
     if (e.closed || e.rc)
         return err_raise(&e, "the session");
     Py_RETURN_NONE;
@@ -567,12 +570,7 @@ static PyObject *session_copy_to(tpy_session *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "KKy*", &handle, &offset, &b))
         return NULL;
     tpy_err e = {0};
-    PyThreadState *ts = sess_lock(self);
-    if (!self->s)
-        e.closed = 1;
-    else
-        err_take(&e, tether_session_copy_to(self->s, handle, offset, b.buf, (size_t)b.len));
-    sess_unlock(self, ts);
+    SESSION_CALL(self, e, tether_session_copy_to(self->s, handle, offset, b.buf, (size_t)b.len));
     PyBuffer_Release(&b);
     if (e.closed || e.rc)
         return err_raise(&e, "the session");
@@ -585,12 +583,7 @@ static PyObject *session_copy_from(tpy_session *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "KKw*", &handle, &offset, &b))
         return NULL;
     tpy_err e = {0};
-    PyThreadState *ts = sess_lock(self);
-    if (!self->s)
-        e.closed = 1;
-    else
-        err_take(&e, tether_session_copy_from(self->s, handle, offset, b.buf, (size_t)b.len));
-    sess_unlock(self, ts);
+    SESSION_CALL(self, e, tether_session_copy_from(self->s, handle, offset, b.buf, (size_t)b.len));
     PyBuffer_Release(&b);
     if (e.closed || e.rc)
         return err_raise(&e, "the session");
@@ -668,12 +661,7 @@ static PyObject *session_load_module(tpy_session *self, PyObject *args) {
     uint64_t module = 0;
     uint32_t nfuncs = 0;
     tpy_err e = {0};
-    PyThreadState *ts = sess_lock(self);
-    if (!self->s)
-        e.closed = 1;
-    else
-        err_take(&e, tether_session_load_module(self->s, name, &module, &nfuncs));
-    sess_unlock(self, ts);
+    SESSION_CALL(self, e, tether_session_load_module(self->s, name, &module, &nfuncs));
     if (e.closed || e.rc)
         return err_raise(&e, "the session");
     return Py_BuildValue("(KI)", (unsigned long long)module, (unsigned int)nfuncs);
@@ -687,12 +675,7 @@ static PyObject *session_get_function(tpy_session *self, PyObject *args) {
     tether_remote_func f;
     memset(&f, 0, sizeof f);
     tpy_err e = {0};
-    PyThreadState *ts = sess_lock(self);
-    if (!self->s)
-        e.closed = 1;
-    else
-        err_take(&e, tether_session_get_function(self->s, module, name, &f));
-    sess_unlock(self, ts);
+    SESSION_CALL(self, e, tether_session_get_function(self->s, module, name, &f));
     if (e.closed || e.rc)
         return err_raise(&e, "the session");
     const char *abi = tether_abi_name(f.abi);
@@ -783,12 +766,7 @@ static PyObject *session_call(tpy_session *self, PyObject *args) {
     tether_call_result r;
     memset(&r, 0, sizeof r);
     tpy_err e = {0};
-    PyThreadState *ts = sess_lock(self);
-    if (!self->s)
-        e.closed = 1;
-    else
-        err_take(&e, tether_session_call(self->s, &f, a, n, &r));
-    sess_unlock(self, ts);
+    SESSION_CALL(self, e, tether_session_call(self->s, &f, a, n, &r));
     if (e.closed || e.rc)
         return err_raise(&e, "the session");
     return call_result_tuple(&r);
@@ -810,13 +788,9 @@ static PyObject *session_time(tpy_session *self, PyObject *args) {
     tether_time_stats st;
     memset(&st, 0, sizeof st);
     tpy_err e = {0};
-    PyThreadState *ts = sess_lock(self);
-    if (!self->s)
-        e.closed = 1;
-    else
-        err_take(&e, tether_session_time(self->s, &f, a, n, number, repeat, min_repeat_ms,
-                                         cooldown_ms, &st));
-    sess_unlock(self, ts);
+    SESSION_CALL(
+        self, e,
+        tether_session_time(self->s, &f, a, n, number, repeat, min_repeat_ms, cooldown_ms, &st));
     if (e.closed || e.rc)
         return err_raise(&e, "the session");
     return time_stats_dict(&st);
@@ -1769,28 +1743,6 @@ static struct PyModuleDef tether_module = {
     .m_methods = module_methods,
 };
 
-#ifdef TETHER_HAVE_ONNX
-/* onnx.TensorProto files for read_array, as the CLI registers them (host/cli/cli_onnx.c). */
-static int read_pb(const char *path, tether_npy *out) {
-    memset(out, 0, sizeof *out);
-    tether_onnx_tensor t;
-    int rc = tether_onnx_tensor_read(path, &t);
-    if (rc)
-        return rc;
-    if (t.ndim > TETHER_MAX_NDIM) {
-        tether_onnx_tensor_free(&t);
-        return tether_set_error(TETHER_ERR_LIMIT, "%s: more than %d dimensions", path,
-                                TETHER_MAX_NDIM);
-    }
-    out->dtype = t.dtype;
-    out->ndim = t.ndim;
-    memcpy(out->shape, t.shape, sizeof(int64_t) * (size_t)t.ndim);
-    out->data = t.data;
-    out->nbytes = t.nbytes;
-    return TETHER_OK;
-}
-#endif
-
 PyMODINIT_FUNC PyInit__tether(void) {
     if (PyType_Ready(&tpy_session_type) < 0 || PyType_Ready(&tpy_artifact_type) < 0)
         return NULL;
@@ -1800,7 +1752,7 @@ PyMODINIT_FUNC PyInit__tether(void) {
 #endif
 #ifdef TETHER_HAVE_ONNX
     tether_onnx_register();
-    tether_npy_register_reader(".pb", read_pb);
+    tether_onnx_register_arrays(); /* .pb arrays for read_array */
 #endif
     PyObject *m = PyModule_Create(&tether_module);
     if (!m)
