@@ -257,6 +257,16 @@ static void box_row(svg *s, const axis *a, double y, double h, const double *val
 
 /* ---- tether ab --svg ---- */
 
+/* A panel's group, bold title at y and its x axis over the rows below (rows_h pixels). */
+static void panel_head(svg *s, const char *id, const char *title, double y, const axis *a,
+                       int rows_h, double scale, const char *unit) {
+    put(s, "<g class=\"panel\" id=\"%s\">\n<text x=\"20\" y=\"%.0f\" font-weight=\"bold\">", id,
+        y + 12);
+    put_escaped(s, title);
+    put(s, "</text>\n");
+    x_ticks(s, a, y + 20, y + 20 + rows_h, scale, unit);
+}
+
 /* A row's name, right-aligned before the plot at its middle y. */
 static void row_label(svg *s, int left, double y, const char *label) {
     put(s, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", left - 8, y + 4);
@@ -278,11 +288,8 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
     for (int i = 0; i < n; i++)
         hi = fmax(hi, rows[i].text_bytes);
     axis a = make_axis(0, hi, left, plot, 1);
-    put(&s,
-        "<g class=\"panel\" id=\"size\">\n<text x=\"20\" y=\"%.0f\" font-weight=\"bold\">code "
-        "size: text bytes (darker: instructions)</text>\n",
-        y + 12);
-    x_ticks(&s, &a, y + 20, y + 20 + n * row_h, 1, "bytes");
+    panel_head(&s, "size", "code size: text bytes (darker: instructions)", y, &a, n * row_h, 1,
+               "bytes");
     for (int i = 0; i < n; i++) {
         const tether_cli_ab_row *r = &rows[i];
         double ry = y + 20 + i * row_h;
@@ -314,11 +321,8 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
     for (int i = 0; i < n; i++)
         hi = fmax(hi, fmax(rows[i].static_stack, rows[i].stack_hwm));
     a = make_axis(0, hi, left, plot, 1);
-    put(&s,
-        "<g class=\"panel\" id=\"stack\">\n<text x=\"20\" y=\"%.0f\" font-weight=\"bold\">stack: "
-        "static bound (light) and measured high-water mark (dark)</text>\n",
-        y + 12);
-    x_ticks(&s, &a, y + 20, y + 20 + n * row_h, 1, "bytes");
+    panel_head(&s, "stack", "stack: static bound (light) and measured high-water mark (dark)", y,
+               &a, n * row_h, 1, "bytes");
     for (int i = 0; i < n; i++) {
         const tether_cli_ab_row *r = &rows[i];
         double ry = y + 20 + i * row_h;
@@ -362,12 +366,10 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
         lo = hi = 0;
     a = make_axis(lo - (hi - lo) * 0.05, hi + (hi - lo) * 0.05, left, plot, 1e-9);
     time_unit tu = unit_for(a.hi);
-    put(&s,
-        "<g class=\"panel\" id=\"latency\">\n<text x=\"20\" y=\"%.0f\" font-weight=\"bold\">"
-        "latency per call over the repeats (box: quartiles, line: median, whiskers: min..max)"
-        "</text>\n",
-        y + 12);
-    x_ticks(&s, &a, y + 20, y + 20 + n * row_h, tu.scale, tu.axis);
+    panel_head(&s, "latency",
+               "latency per call over the repeats (box: quartiles, line: median, whiskers: "
+               "min..max)",
+               y, &a, n * row_h, tu.scale, tu.axis);
     for (int i = 0; i < n; i++) {
         const tether_cli_ab_row *r = &rows[i];
         double ry = y + 20 + i * row_h;
