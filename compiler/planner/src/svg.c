@@ -63,6 +63,32 @@ static int64_t nice_step(int64_t range, int ticks) {
     return step > 0 ? step : 1;
 }
 
+/* Byte offsets up the left side of a plot h pixels high from y0 (0 at the bottom, ymax at the
+ * top), with grid lines across plot_w in colour stroke. */
+static void byte_ticks(tp_text *t, int y0, int h, int64_t ymax, int plot_w, const char *stroke) {
+    int64_t step = nice_step(ymax, 5);
+    for (int64_t v = 0; v <= ymax; v += step) {
+        double y = y0 + h - (double)v / (double)ymax * h;
+        tp_text_printf(t,
+                       "<line class=\"tick\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+                       "stroke=\"%s\"/><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" "
+                       "font-size=\"10\">%lld</text>\n",
+                       SVG_LEFT, y, SVG_LEFT + plot_w, y, stroke, SVG_LEFT - 4, y + 3,
+                       (long long)v);
+    }
+}
+
+/* Operator indices along the bottom (baseline y), about ten of them. */
+static void op_ticks(tp_text *t, int64_t nops, double xs, int y) {
+    int64_t step = nice_step(nops, 10);
+    for (int64_t v = 0; v < nops; v += step) {
+        tp_text_printf(t,
+                       "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">"
+                       "%lld</text>\n",
+                       SVG_LEFT + ((double)v + 0.5) * xs, y, (long long)v);
+    }
+}
+
 /* Operators shown on the x axis: every buffer's and caller input/output's interval and every
  * named operator. */
 static int64_t op_count(const tether_plan_problem *p) {
@@ -220,16 +246,7 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
         int64_t ymax = u->size > 0 ? u->size : 1;
         int nrows = u->nimages > 0 ? u->nimages : 1;
         if (!tex) {
-            int64_t step = nice_step(ymax, 5);
-            for (int64_t v = 0; v <= ymax; v += step) {
-                double y = y0 + SVG_LANE_H - (double)v / (double)ymax * SVG_LANE_H;
-                tp_text_printf(&t,
-                               "<line class=\"tick\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
-                               "stroke=\"#ccc\"/><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" "
-                               "font-size=\"10\">%lld</text>\n",
-                               SVG_LEFT, y, SVG_LEFT + plot_w, y, SVG_LEFT - 4, y + 3,
-                               (long long)v);
-            }
+            byte_ticks(&t, y0, SVG_LANE_H, ymax, plot_w, "#ccc");
             if (u->lower_bound > 0 && u->lower_bound <= ymax) {
                 double y = y0 + SVG_LANE_H - (double)u->lower_bound / (double)ymax * SVG_LANE_H;
                 tp_text_printf(&t,
@@ -317,14 +334,7 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
             }
         }
         /* x axis */
-        int64_t step = nice_step(nops, 10);
-        for (int64_t v = 0; v < nops; v += step) {
-            double x = SVG_LEFT + ((double)v + 0.5) * xs;
-            tp_text_printf(&t,
-                           "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">"
-                           "%lld</text>\n",
-                           x, y0 + SVG_LANE_H + 14, (long long)v);
-        }
+        op_ticks(&t, nops, xs, y0 + SVG_LANE_H + 14);
         tp_text_printf(&t,
                        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">operator index</text>\n"
                        "</g>\n",
@@ -539,15 +549,7 @@ int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, ch
         }
     }
     /* y axis */
-    int64_t step = nice_step(ymax, 5);
-    for (int64_t v = 0; v <= ymax; v += step) {
-        double y = y0 + plot_h - (double)v / (double)ymax * plot_h;
-        tp_text_printf(&t,
-                       "<line class=\"tick\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
-                       "stroke=\"#ddd\"/><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" "
-                       "font-size=\"10\">%lld</text>\n",
-                       SVG_LEFT, y, SVG_LEFT + plot_w, y, SVG_LEFT - 4, y + 3, (long long)v);
-    }
+    byte_ticks(&t, y0, plot_h, ymax, plot_w, "#ddd");
     tp_text_printf(&t,
                    "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" "
                    "text-anchor=\"middle\">bytes live (stacked)</text>\n",
@@ -615,13 +617,7 @@ int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, ch
         tp_text_escape_xml(&t, label);
         tp_text_printf(&t, "</text>\n");
     }
-    int64_t xstep = nice_step(nops, 10);
-    for (int64_t v = 0; v < nops; v += xstep) {
-        tp_text_printf(&t,
-                       "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">"
-                       "%lld</text>\n",
-                       SVG_LEFT + ((double)v + 0.5) * xs, y0 + plot_h + 14, (long long)v);
-    }
+    op_ticks(&t, nops, xs, y0 + plot_h + 14);
     tp_text_printf(&t,
                    "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">operator index (peak %lld "
                    "bytes live%s)</text>\n",
