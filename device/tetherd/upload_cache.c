@@ -6,9 +6,16 @@
  *
  * What must stay true: an entry is only ever used after its content hashed to its name again,
  * so a damaged or tampered file is dropped and the upload goes over the wire as usual; entries
- * appear atomically (written under a temporary name, renamed); the cache never holds more than
- * its limit after a store (oldest-used entries go first); every failure of the cache only
- * means a miss, never a failed upload.
+ * appear atomically (written under a fresh mkstemp temporary, renamed); the cache never holds
+ * more than its limit after a store (oldest-used entries go first); every failure of the cache
+ * only means a miss, never a failed upload. Whatever lies under an entry's name and is not a
+ * good entry (missing, a file of the wrong size or bytes, a link, a FIFO, a special file, a
+ * directory) is replaced by the next complete, verified upload of those bytes, so a bad entry
+ * is a miss once, not forever: nothing under the name is ever followed, opened for blocking I/O
+ * or written through (lstat, O_NOFOLLOW | O_NONBLOCK, rename() over the name replaces a link or
+ * a FIFO itself); a directory there is only touched when it is this user's own, removed when
+ * empty, else renamed aside to .replaced-XXXXXX (its content kept), and the log says what was
+ * replaced; no temporary outlives a store.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -188,6 +195,68 @@ static void evict(const tetherd_config *cfg, const char *keep) {
     free(e);
 }
 
+/* What lies under an entry's name (by lstat, never through a link, a FIFO never opened):
+ * ENTRY_NONE (nothing, or lstat cannot tell), ENTRY_GOOD (a regular file of `size` bytes that
+ * hashes to the name), or ENTRY_BAD with `what` saying what it is. */
+enum { ENTRY_NONE, ENTRY_GOOD, ENTRY_BAD };
+
+static int inspect_entry(const char *path, uint64_t size, const uint8_t hash[32], struct stat *st,
+                         const char **what) {
+    if (lstat(path, st) != 0)
+        return ENTRY_NONE;
+    *what = S_ISLNK(st->st_mode)            ? "a symbolic link"
+            : S_ISFIFO(st->st_mode)         ? "a FIFO"
+            : S_ISDIR(st->st_mode)          ? "a directory"
+            : !S_ISREG(st->st_mode)         ? "a special file"
+            : (uint64_t)st->st_size != size ? "a file of the wrong size"
+                                            : NULL;
+    if (*what)
+        return ENTRY_BAD;
+    int in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat now;
+    int rc = -1;
+    if (in >= 0 && fstat(in, &now) == 0 && now.st_ino == st->st_ino && now.st_dev == st->st_dev &&
+        S_ISREG(now.st_mode))
+        rc = copy_verified(in, -1, size, hash);
+    if (in >= 0)
+        close(in);
+    if (rc == 0)
+        return ENTRY_GOOD;
+    *what = rc == 1 ? "a file whose bytes do not match its name" : "a file that cannot be read";
+    return ENTRY_BAD;
+}
+
+/* Frees an entry's name held by the directory `st` describes, so that rename() can put the entry
+ * there: only a real directory (lstat) of this user; removed when empty, else renamed aside to a
+ * fresh .replaced-XXXXXX in the cache directory (its content is the user's: kept, not deleted).
+ * `done` says which. 0 when the name is free. */
+static int clear_directory(const tetherd_config *cfg, const char *path, const char *name,
+                           const struct stat *st, char *done, size_t done_size) {
+    if (st->st_uid != geteuid()) {
+        tetherd_log(cfg, 0, NULL,
+                    "upload cache: %s is a directory of another user; left there (a miss)", name);
+        return -1;
+    }
+    /* AT_REMOVEDIR removes only an empty directory, and never follows a link put there since */
+    if (unlinkat(AT_FDCWD, path, AT_REMOVEDIR) == 0) {
+        snprintf(done, done_size, "an empty directory (removed)");
+        return 0;
+    }
+    if (errno != ENOTEMPTY && errno != EEXIST)
+        return -1;
+    char aside[1200];
+    snprintf(aside, sizeof aside, "%s/.replaced-XXXXXX", cfg->cache_dir);
+    if (!mkdtemp(aside))
+        return -1;
+    /* a directory renamed over our empty one; a link or file put under the name since fails */
+    if (rename(path, aside) != 0) {
+        rmdir(aside);
+        return -1;
+    }
+    snprintf(done, done_size, "a directory (moved aside to %s)", strrchr(aside, '/') + 1);
+    return 0;
+}
+
 void tetherd_cache_store(const tetherd_config *cfg, const uint8_t hash[32], const char *src,
                          uint64_t size) {
     if (!cfg->cache_dir || size > cfg->cache_max)
@@ -195,7 +264,10 @@ void tetherd_cache_store(const tetherd_config *cfg, const uint8_t hash[32], cons
     char name[65], path[1200], tmp[1200];
     hex_name(hash, name);
     snprintf(path, sizeof path, "%s/%s", cfg->cache_dir, name);
-    if (access(path, F_OK) == 0)
+    struct stat st;
+    const char *what = NULL;
+    int state = inspect_entry(path, size, hash, &st, &what);
+    if (state == ENTRY_GOOD)
         return;
     /* a fresh temporary of our own (mkstemp: O_EXCL, never a planted file or link) */
     snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", cfg->cache_dir);
@@ -206,9 +278,23 @@ void tetherd_cache_store(const tetherd_config *cfg, const uint8_t hash[32], cons
         ok = 0;
     if (in >= 0)
         close(in);
+    char replaced[200] = "";
+    if (ok && state == ENTRY_BAD) {
+        snprintf(replaced, sizeof replaced, "%s", what);
+        if (S_ISDIR(st.st_mode) &&
+            clear_directory(cfg, path, name, &st, replaced, sizeof replaced) != 0)
+            ok = 0;
+    }
+    /* rename() replaces a link, a FIFO or a file under the name itself, never what it leads to */
     if (ok && rename(tmp, path) == 0) {
-        tetherd_log(cfg, 1, NULL, "upload cache: stored %.12s... (%llu bytes)", name,
-                    (unsigned long long)size);
+        if (replaced[0])
+            tetherd_log(cfg, 0, NULL,
+                        "upload cache: %.12s... was %s; replaced by the verified upload (%llu "
+                        "bytes)",
+                        name, replaced, (unsigned long long)size);
+        else
+            tetherd_log(cfg, 1, NULL, "upload cache: stored %.12s... (%llu bytes)", name,
+                        (unsigned long long)size);
         evict(cfg, name);
     } else if (out >= 0) {
         unlink(tmp);

@@ -1,8 +1,10 @@
 /*
  * tetherd end to end: the same functional check (upload, alloc, copy, packed/unpacked/17-arg
  * calls, TIME, stack high-water mark) over TCP loopback, over local: (tetherd --stdio as a child)
- * and over a pty pair made by socat (UART framing); the upload cache across sessions.
+ * and over a pty pair made by socat (UART framing); the upload cache across sessions, and its
+ * repair of whatever lies under an entry's name.
  */
+#include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -180,6 +182,143 @@ static void test_upload_cache(void **state) {
     assert_int_equal(system(cmd), 0);
 }
 
+/* "<cache>/<SHA-256 of data in hex>": the entry's name of those bytes. */
+static void entry_path(const char *cache, const uint8_t *data, size_t n, char *out, size_t size) {
+    uint8_t h[32];
+    tether_sha256(data, n, h);
+    int o = snprintf(out, size, "%s/", cache);
+    for (int i = 0; i < 32; i++)
+        o += snprintf(out + o, size - (size_t)o, "%02x", h[i]);
+}
+
+static void write_file(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The whole file (at most cap bytes) into buf; its length. */
+static size_t read_file(const char *path, void *buf, size_t cap) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, cap, f);
+    fclose(f);
+    return n;
+}
+
+/* Something other than a good entry under an entry's name (a truncated file, a link to a file
+ * outside the cache, a FIFO, an empty and a non-empty directory) costs one miss, not every
+ * later upload: the verified upload replaces it with the bytes (never writing through the
+ * link: its target stays as it was; the non-empty directory is kept aside, its content
+ * intact), the log says what was replaced, the next upload is a hit, no temporary is left. */
+static void test_upload_cache_repair(void **state) {
+    (void)state;
+    char dir[64] = "/tmp/tcrepairXXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cache[128], outside[128], path[256];
+    snprintf(cache, sizeof cache, "%s/uploads", dir);
+    snprintf(outside, sizeof outside, "%s/outside.bin", dir);
+    static const char keep[] = "a file outside the cache the link must not change";
+    write_file(outside, keep, sizeof keep);
+    const char *extra[] = {"--upload-cache", cache, NULL};
+    test_daemon d;
+    assert_int_equal(daemon_start(&d, extra), 0);
+    tether_session_options o = {0};
+    o.timeout_ms = 5000; /* a FIFO opened for blocking I/O would hang the session */
+    enum { TRUNCATED, SYMLINK, FIFO, EMPTY_DIR, FULL_DIR, KINDS };
+    for (int k = 0; k < KINDS; k++) {
+        uint8_t data[4096], back[8192];
+        for (size_t i = 0; i < sizeof data; i++)
+            data[i] = (uint8_t)(i * 7 + (size_t)k * 31 + 1);
+        entry_path(cache, data, sizeof data, path, sizeof path);
+        switch (k) {
+        case TRUNCATED:
+            write_file(path, data, 1000);
+            break;
+        case SYMLINK:
+            assert_int_equal(symlink(outside, path), 0);
+            break;
+        case FIFO:
+            assert_int_equal(mkfifo(path, 0600), 0);
+            break;
+        case EMPTY_DIR:
+            assert_int_equal(mkdir(path, 0700), 0);
+            break;
+        default: {
+            assert_int_equal(mkdir(path, 0700), 0);
+            char note[300];
+            snprintf(note, sizeof note, "%s/note", path);
+            write_file(note, "mine", 4);
+        }
+        }
+        tether_session *s;
+        if (tether_session_open(&s, d.url, &o))
+            fail_msg("open: %s", tether_last_error());
+        assert_int_equal(tether_session_upload(s, 0, "x", data, sizeof data), 0);
+        assert_false(tether_session_last_upload_cached(s));
+        tether_session_close(s);
+        struct stat st;
+        assert_int_equal(lstat(path, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_int_equal(read_file(path, back, sizeof back), sizeof data);
+        assert_memory_equal(back, data, sizeof data);
+        if (tether_session_open(&s, d.url, &o))
+            fail_msg("open: %s", tether_last_error());
+        assert_int_equal(tether_session_upload(s, 0, "y", data, sizeof data), 0);
+        if (!tether_session_last_upload_cached(s))
+            fail_msg("kind %d: the repaired entry is not a hit", k);
+        tether_session_close(s);
+    }
+    /* the link's target is untouched */
+    char back[256];
+    struct stat st;
+    assert_int_equal(lstat(outside, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(read_file(outside, back, sizeof back), sizeof keep);
+    assert_memory_equal(back, keep, sizeof keep);
+    /* the cache holds the five entries and the non-empty directory kept aside: no temporary */
+    int entries = 0, aside = 0, other = 0;
+    char moved[512] = "";
+    DIR *dd = opendir(cache);
+    assert_non_null(dd);
+    struct dirent *de;
+    while ((de = readdir(dd))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (strlen(de->d_name) == 64)
+            entries++;
+        else if (!strncmp(de->d_name, ".replaced-", 10)) {
+            aside++;
+            snprintf(moved, sizeof moved, "%s/%s/note", cache, de->d_name);
+        } else {
+            print_error("unexpected in the cache: %s\n", de->d_name);
+            other++;
+        }
+    }
+    closedir(dd);
+    assert_int_equal(entries, KINDS);
+    assert_int_equal(aside, 1);
+    assert_int_equal(other, 0);
+    assert_int_equal(read_file(moved, back, sizeof back), 4);
+    assert_memory_equal(back, "mine", 4);
+    /* the log says what each was */
+    char *log = daemon_log(&d);
+    assert_non_null(log);
+    static const char *const said[] = {"was a file of the wrong size; replaced",
+                                       "was a symbolic link; replaced", "was a FIFO; replaced",
+                                       "was an empty directory (removed); replaced",
+                                       "was a directory (moved aside to .replaced-"};
+    for (size_t i = 0; i < sizeof said / sizeof *said; i++)
+        if (!strstr(log, said[i]))
+            fail_msg("the log does not say '%s':\n%s", said[i], log);
+    free(log);
+    daemon_stop(&d);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_uart_pty(void **state) {
     (void)state;
     if (access("/usr/bin/socat", X_OK) != 0)
@@ -227,6 +366,7 @@ int main(void) {
         cmocka_unit_test(test_tcp),
         cmocka_unit_test(test_local),
         cmocka_unit_test(test_upload_cache),
+        cmocka_unit_test(test_upload_cache_repair), /* what lies under an entry's name */
         cmocka_unit_test(test_uart_pty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
