@@ -135,7 +135,7 @@ void tetherd_log(const tetherd_config *cfg, int level, const char *peer, const c
     fprintf(stderr, "tetherd[%d] %s: %s\n", (int)getpid(), peer ? peer : "-", buf);
 }
 
-/* ---- fatal signals during a call ---- */
+/* ---- fatal signals during a call, and the watch ---- */
 
 static volatile sig_atomic_t g_in_call;
 static int g_fd_write = -1;
@@ -143,8 +143,45 @@ static tether_transport_kind g_kind;
 static uint32_t g_call_id;
 static uint32_t g_timeout_ms;
 static char g_func_name[TETHER_RPC_MAX_NAME];
-static uint8_t g_sig_msg[2048];
-static uint8_t g_sig_frame[TETHER_UART_ENCODED_MAX(2048)];
+static tetherd_watch *g_watch; /* NULL = the daemon does not watch this session */
+
+uint64_t tetherd_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Sets the watch's phase and deadline (deadline first, so the daemon never pairs a new phase
+ * with an old deadline). */
+static void watch_set(uint32_t phase, uint64_t deadline_ns) {
+    if (!g_watch)
+        return;
+    __atomic_store_n(&g_watch->deadline_ns, deadline_ns, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_watch->phase, phase, __ATOMIC_RELEASE);
+}
+
+/* A request arrived: HELLO/IDLE -> BUSY, unless the daemon has just ended this session for
+ * being idle (then nothing more is done here; its SIGKILL follows). */
+static void watch_busy(void) {
+    if (!g_watch)
+        return;
+    uint32_t expect = __atomic_load_n(&g_watch->phase, __ATOMIC_ACQUIRE);
+    if (expect == TETHERD_PHASE_CONDEMNED ||
+        !__atomic_compare_exchange_n(&g_watch->phase, &expect, TETHERD_PHASE_BUSY, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        for (;;)
+            pause();
+    __atomic_store_n(&g_watch->deadline_ns, 0, __ATOMIC_RELEASE);
+}
+
+/* Moves the watch from CALL to `to`; false when the daemon condemned the call first. */
+static bool watch_leave_call(uint32_t to) {
+    if (!g_watch)
+        return true;
+    uint32_t expect = TETHERD_PHASE_CALL;
+    return __atomic_compare_exchange_n(&g_watch->phase, &expect, to, false, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_ACQUIRE);
+}
 
 static const char *sig_name(int sig) {
     switch (sig) {
@@ -165,7 +202,7 @@ static const char *sig_name(int sig) {
     }
 }
 
-/* Writes all of buf to fd (non-blocking) with poll; async-signal-safe. */
+/* Writes all of buf to fd with poll (the fd may be non-blocking); async-signal-safe. */
 static void write_all_raw(int fd, const uint8_t *buf, size_t len) {
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
@@ -182,8 +219,35 @@ static void write_all_raw(int fd, const uint8_t *buf, size_t len) {
     }
 }
 
+void tetherd_write_error(int fd, tether_transport_kind kind, uint32_t id, int code,
+                         const char *text) {
+    uint8_t msg[2048];
+    uint8_t frame[TETHER_UART_ENCODED_MAX(2048)];
+    tether_rpc_msg m;
+    tether_rpc_make_error(&m, id, code, text);
+    size_t len = 0;
+    if (fd < 0 || tether_rpc_tiny_encode(&m, msg, sizeof msg, &len) != 0)
+        return;
+    if (kind == TETHER_TRANSPORT_UART) {
+        size_t flen = 0;
+        if (tether_uart_frame_encode(msg, len, frame, sizeof frame, &flen) == 0)
+            write_all_raw(fd, frame, flen);
+    } else {
+        uint8_t hdr[TETHER_STREAM_HEADER_BYTES];
+        if (tether_stream_frame_header(hdr, len) == 0) {
+            memcpy(frame, hdr, sizeof hdr);
+            memcpy(frame + sizeof hdr, msg, len);
+            write_all_raw(fd, frame, sizeof hdr + len);
+        }
+    }
+}
+
 static void fatal_handler(int sig) {
     if (g_in_call && g_fd_write >= 0) {
+        /* the daemon may have condemned this call already (it answers then): stop here */
+        if (!watch_leave_call(TETHERD_PHASE_REPORTING))
+            for (;;)
+                pause();
         char text[512];
         if (sig == SIGALRM)
             tether_format(text, sizeof text,
@@ -194,24 +258,8 @@ static void fatal_handler(int sig) {
             tether_format(text, sizeof text,
                           "function '%s' crashed with signal %d (%s); the session was ended",
                           g_func_name, sig, sig_name(sig));
-        tether_rpc_msg m;
-        tether_rpc_make_error(&m, g_call_id,
-                              sig == SIGALRM ? TETHER_ERR_TIMEOUT : TETHER_ERR_CRASHED, text);
-        size_t len = 0;
-        if (tether_rpc_tiny_encode(&m, g_sig_msg, sizeof g_sig_msg, &len) == 0) {
-            if (g_kind == TETHER_TRANSPORT_UART) {
-                size_t flen = 0;
-                if (tether_uart_frame_encode(g_sig_msg, len, g_sig_frame, sizeof g_sig_frame,
-                                             &flen) == 0)
-                    write_all_raw(g_fd_write, g_sig_frame, flen);
-            } else {
-                uint8_t hdr[TETHER_STREAM_HEADER_BYTES];
-                if (tether_stream_frame_header(hdr, len) == 0) {
-                    write_all_raw(g_fd_write, hdr, sizeof hdr);
-                    write_all_raw(g_fd_write, g_sig_msg, len);
-                }
-            }
-        }
+        tetherd_write_error(g_fd_write, g_kind, g_call_id,
+                            sig == SIGALRM ? TETHER_ERR_TIMEOUT : TETHER_ERR_CRASHED, text);
         char line[600];
         size_t n = tether_format(line, sizeof line, "tetherd[%d]: %s\n", (int)getpid(), text);
         if (n >= sizeof line)
@@ -239,12 +287,22 @@ static void install_fatal_handlers(void) {
         sigaction(sigs[i], &sa, NULL);
 }
 
+/* Before running uploaded code: the fatal-signal handler's context, the session's own timer
+ * (SIGALRM), and the watch, through which the daemon kills the process should the function
+ * block or ignore SIGALRM. */
 static void call_guard_begin(session *s, uint32_t id, const char *name, uint32_t timeout_ms) {
     g_call_id = id;
     g_timeout_ms = timeout_ms;
     snprintf(g_func_name, sizeof g_func_name, "%s", name);
     g_fd_write = s->t->fd_write;
     g_kind = s->t->kind;
+    if (g_watch) {
+        g_watch->call_id = id;
+        g_watch->timeout_ms = timeout_ms;
+        snprintf(g_watch->func, sizeof g_watch->func, "%s", name);
+        watch_set(TETHERD_PHASE_CALL,
+                  timeout_ms ? tetherd_now_ns() + (uint64_t)timeout_ms * 1000000u : 0);
+    }
     g_in_call = 1;
     if (timeout_ms) {
         struct itimerval it = {0};
@@ -254,10 +312,15 @@ static void call_guard_begin(session *s, uint32_t id, const char *name, uint32_t
     }
 }
 
+/* After the call returned. (A function that blocked SIGALRM or changed its disposition leaves
+ * it so; the daemon's watch still bounds the next call.) */
 static void call_guard_end(void) {
     struct itimerval it = {0};
     setitimer(ITIMER_REAL, &it, NULL);
     g_in_call = 0;
+    if (!watch_leave_call(TETHERD_PHASE_BUSY))
+        for (;;) /* the daemon answered this call and is killing the process */
+            pause();
 }
 
 /* ---- output ---- */
@@ -959,9 +1022,7 @@ typedef struct call_ctx {
 } call_ctx;
 
 static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return tetherd_now_ns();
 }
 
 static void call_tramp(void *p) {
@@ -1623,14 +1684,33 @@ int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const ch
     install_fatal_handlers();
     /* the reply cache matters on --uart (a client resends a request whose reply was lost) */
     tether_rpc_reply_cache_init(&s->cache, s->cache_mem, sizeof s->cache_mem, CACHE_SLOTS);
-    const tether_server_config sc = {&k_ops,    s,         &s->req,        &s->rep,      s->tx,
-                                     s->tx_cap, &s->cache, s->call_values, s->call_codes};
+    const tether_server_config sc = {
+        &k_ops,    s,         &s->req,        &s->rep,       s->tx,
+        s->tx_cap, &s->cache, s->call_values, s->call_codes, t->kind != TETHER_TRANSPORT_UART};
     tether_server_init(&s->srv, &sc);
+    g_watch = cfg->watch;
     tetherd_log(cfg, 0, peer, "session started");
+    bool authed = false; /* the watch is in HELLO (set by the daemon) until the peer is in */
+    uint64_t hello_deadline = g_watch ? g_watch->deadline_ns : 0;
     while (!s->shutdown) {
         const uint8_t *buf;
         size_t len;
+        /* the daemon ends a session whose peer does not get in (HELLO, AUTH) within the hello
+         * timeout, or sends nothing for the idle timeout (a half frame included) */
+        if (s->srv.hello_done && s->srv.authed) {
+            uint64_t idle = (uint64_t)cfg->idle_timeout_ms * 1000000u;
+            watch_set(TETHERD_PHASE_IDLE, idle ? tetherd_now_ns() + idle : 0);
+            authed = true;
+        } else {
+            if (authed) { /* a new HELLO: in again only after its AUTH */
+                uint64_t hello = (uint64_t)cfg->hello_timeout_ms * 1000000u;
+                hello_deadline = hello ? tetherd_now_ns() + hello : 0;
+                authed = false;
+            }
+            watch_set(TETHERD_PHASE_HELLO, hello_deadline);
+        }
         rc = tether_transport_recv(t, &buf, &len, -1);
+        watch_busy();
         if (rc == TETHER_ERR_IO) {
             rc = 0; /* the peer went away */
             break;

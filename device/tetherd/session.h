@@ -16,6 +16,32 @@
 
 #include "tether/rpc.h"
 
+/* The watch: one page shared (MAP_SHARED) between the daemon and one session process, through
+ * which the daemon enforces the deadlines the session process cannot be trusted to enforce on
+ * itself (an uploaded function may block or ignore SIGALRM). The session process writes the
+ * deadline and call fields first and then the phase (release); the daemon reads the phase
+ * first (acquire). Leaving a call, the session moves CALL -> BUSY and the fatal-signal handler
+ * CALL -> REPORTING, the daemon CALL -> CONDEMNED, each by compare-and-swap: exactly one of them
+ * answers the call. A session that loses that race stops (pause) until the daemon's SIGKILL. */
+enum {
+    TETHERD_PHASE_HELLO = 0, /* before HELLO (and AUTH, with a token): deadline = hello timeout */
+    TETHERD_PHASE_IDLE,      /* waiting for a request: deadline = idle timeout (0 = none) */
+    TETHERD_PHASE_BUSY,      /* handling a request outside a call (transport timeouts bound it) */
+    TETHERD_PHASE_CALL,      /* running uploaded code: deadline = call timeout (0 = none) */
+    TETHERD_PHASE_REPORTING, /* the session's own fatal-signal handler is answering the call */
+    TETHERD_PHASE_CONDEMNED, /* the daemon answered the call and kills the process */
+};
+
+typedef struct tetherd_watch {
+    uint32_t phase;      /* TETHERD_PHASE_*, atomic */
+    uint32_t call_id;    /* request id of the CALL/TIME/LAUNCH_SEQ/TIME_SEQ in progress */
+    uint32_t timeout_ms; /* its call timeout */
+    uint32_t pad;
+    uint64_t deadline_ns; /* CLOCK_MONOTONIC; 0 = none */
+    uint64_t started_ns;  /* when the session process started */
+    char func[TETHER_RPC_MAX_NAME];
+} tetherd_watch;
+
 typedef struct tetherd_config {
     const char *token; /* NULL = no auth */
     size_t token_len;
@@ -32,9 +58,21 @@ typedef struct tetherd_config {
     int npools;
     char pool_name[TETHER_RPC_MAX_POOLS][TETHER_POOL_NAME_MAX];
     uint64_t pool_capacity[TETHER_RPC_MAX_POOLS];
-    const char *cache_dir; /* the upload cache (--upload-cache), NULL = off */
-    uint64_t cache_max;    /* its size limit in bytes */
+    const char *cache_dir;     /* the upload cache (--upload-cache), NULL = off */
+    uint64_t cache_max;        /* its size limit in bytes */
+    uint32_t hello_timeout_ms; /* HELLO (and AUTH) must be done this long after connect */
+    uint32_t idle_timeout_ms;  /* longest wait for the next request (0 = none) */
+    tetherd_watch *watch;      /* this session's watch (set in the session process; may be NULL) */
 } tetherd_config;
+
+/* Current CLOCK_MONOTONIC time in ns (the watch's clock). */
+uint64_t tetherd_now_ns(void);
+
+/* Writes ERROR(id, code, text) to fd in the transport's framing (stream or UART); blocking
+ * for at most about a second. Async-signal-safe (no allocation); used by the session's
+ * fatal-signal handler and by the daemon answering for a session it killed. */
+void tetherd_write_error(int fd, tether_transport_kind kind, uint32_t id, int code,
+                         const char *text);
 
 /* upload_cache.c: uploads kept by SHA-256 across sessions (docs/tetherd.md). fetch writes the
  * entry of `hash` into fd when there is one of `size` bytes that still hashes to its name:

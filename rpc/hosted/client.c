@@ -3,8 +3,10 @@
  * by tests: numbers requests, resends on timeout, skips stale replies, forwards LOG messages and
  * turns ERROR replies into a status plus the last-error text.
  *
- * Must stay true: a request is matched only with a reply carrying its id; a resend uses the same
- * bytes (same id) so the device's reply cache can recognise it.
+ * Must stay true: a request is matched only with a reply carrying its id, except an ERROR with
+ * id 0 (the device speaking to the connection: busy, idle, a frame it could not read), which
+ * fails the pending request with its message; a resend uses the same bytes (same id) so the
+ * device's reply cache can recognise it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +83,13 @@ int tether_rpc_client_request(tether_rpc_client *c, tether_rpc_msg *req, tether_
                 if (c->on_log && tether_rpc_msgpack_decode(msg, mlen, rep) == 0)
                     c->on_log(c->log_ctx, rep);
                 continue;
+            }
+            if (type == TETHER_RPC_ERROR && id == 0 &&
+                tether_rpc_msgpack_decode(msg, mlen, rep) == 0) {
+                /* the device speaks to the connection, not to a request (busy, idle, a frame
+                 * it could not read): it closes the connection after this */
+                return tether_set_error(rep->u.error.code, "%s: device: %.*s", name,
+                                        (int)rep->u.error.message.len, rep->u.error.message.ptr);
             }
             if (id != req->id) {
                 c->stale_replies++;

@@ -134,3 +134,16 @@ int tether_rpc_peek_header(const void *buf, size_t len, uint32_t *type, uint32_t
         *id = (uint32_t)i;
     return TETHER_OK;
 }
+
+int tether_rpc_peek_numbers(const void *buf, size_t len, uint32_t *type, uint32_t *id) {
+    tether_mp_reader r;
+    uint32_t n;
+    uint64_t t = 0, i = 0;
+    tether_mp_reader_init(&r, buf, len);
+    if (tether_mp_read_array(&r, &n) || n < 2 || tether_mp_read_uint(&r, &t) ||
+        tether_mp_read_uint(&r, &i) || t > UINT32_MAX || i > UINT32_MAX)
+        return tether_set_error(TETHER_ERR_PROTOCOL, "message header is not [type, id, ...]");
+    *type = (uint32_t)t;
+    *id = (uint32_t)i;
+    return TETHER_OK;
+}

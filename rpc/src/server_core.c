@@ -6,7 +6,9 @@
  * What must stay true:
  *  - freestanding (stdint/stddef/stdbool/string.h and the crt core only; tests/rpc/cross_check.sh);
  *  - every frame whose header can be read gets exactly one reply, sent from handle_frame only:
- *    handlers return a status and fill the reply, the core sends it or one ERROR;
+ *    handlers return a status and fill the reply, the core sends it or one ERROR; a frame of an
+ *    unknown type whose id can be read gets one ERROR with that id; on a stream transport
+ *    (close_on_garbage) an unreadable frame gets ERROR id 0 and ends the session;
  *  - both servers give the same code and message for what the core checks (gating, malformed
  *    requests, function handle, ABI, work dims, argument count and types, TIME parameters);
  *  - nothing here allocates or keeps pointers into a frame past handle_frame.
@@ -257,10 +259,27 @@ tether_server_result tether_server_handle_frame(tether_server *s, const uint8_t 
     const tether_server_ops *ops = s->cfg.ops;
     uint32_t type = 0, id = 0;
     if (tether_rpc_peek_header(frame, len, &type, &id) != TETHER_OK) {
+        tether_rpc_msg *rep = s->cfg.rep;
+        if (tether_rpc_peek_numbers(frame, len, &type, &id) == TETHER_OK && id != 0) {
+            /* a message of a type this protocol does not have: its id is known, answer it */
+            tether_set_error(TETHER_ERR_PROTOCOL, "unknown message type %u", (unsigned)type);
+            tether_rpc_make_error(rep, id, TETHER_ERR_PROTOCOL, tether_last_error());
+            (void)send_reply(s);
+            return TETHER_SERVER_CONTINUE;
+        }
         if (ops->note) {
             ops->note(s->cfg.ctx, TETHER_LOG_WARN, tether_last_error());
         }
-        return TETHER_SERVER_CONTINUE;
+        if (!s->cfg.close_on_garbage) {
+            return TETHER_SERVER_CONTINUE;
+        }
+        /* a stream cannot find the next frame's start in garbage: say so, then close */
+        tether_set_error(TETHER_ERR_PROTOCOL,
+                         "malformed frame (%s); the device closed the connection",
+                         "message header is not [type, id, ...]");
+        tether_rpc_make_error(rep, 0, TETHER_ERR_PROTOCOL, tether_last_error());
+        (void)send_reply(s);
+        return TETHER_SERVER_CLOSE;
     }
     if (s->cfg.cache && id != 0) {
         const uint8_t *cached;

@@ -144,7 +144,7 @@ uint64_t load_testmod(tether_session *s) {
     rc = tether_session_load_module(s, "testmod", &mod, &nf);
     if (rc)
         fail_msg("load: %s", tether_last_error());
-    assert_int_equal(nf, 8);
+    assert_int_equal(nf, 12);
     assert_true(mod != 0);
     return mod;
 }

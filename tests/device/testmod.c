@@ -1,10 +1,14 @@
 /*
  * Test module uploaded to tetherd by the device tests: known packed and unpacked functions,
- * plus functions that fault on purpose. Exports tether_module_registry (docs/abi.md). It is
- * linked against nothing: tether_set_error resolves to the symbol tetherd exports.
+ * plus functions that fault on purpose (crash, abort, spin, spin with SIGALRM blocked or
+ * ignored, exit(0) in the middle of a call, a spinning grandchild). Exports
+ * tether_module_registry (docs/abi.md). It is linked against nothing: tether_set_error resolves
+ * to the symbol tetherd exports.
  */
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "tether/crt/abi.h"
 #include "tether/crt/error.h"
@@ -88,6 +92,35 @@ static int32_t spin(int32_t *o) {
     return 0;
 }
 
+/* A call that defeats the session's own timer: the daemon must kill it. */
+static int32_t spin_masked(int32_t *o) {
+    sigset_t alrm;
+    sigemptyset(&alrm);
+    sigaddset(&alrm, SIGALRM);
+    sigprocmask(SIG_BLOCK, &alrm, NULL);
+    return spin(o);
+}
+
+static int32_t spin_ignored(int32_t *o) {
+    signal(SIGALRM, SIG_IGN);
+    return spin(o);
+}
+
+/* Forks a grandchild that spins, then spins itself with SIGALRM blocked: killing the session
+ * must end both (the test finds them through the session's process group). */
+static int32_t fork_spin(int32_t *o) {
+    if (fork() == 0) {
+        signal(SIGALRM, SIG_IGN);
+        spin(o);
+    }
+    return spin_masked(o);
+}
+
+static int32_t do_exit0(int32_t *o) {
+    (void)o;
+    exit(0);
+}
+
 static int32_t do_abort(int32_t *o) {
     (void)o;
     abort();
@@ -105,6 +138,10 @@ static const tether_func_entry entries[] = {
     {"crash", TETHER_ABI_UNPACKED, 1, {.unpacked = (tether_unpacked_func)crash}},
     {"spin", TETHER_ABI_UNPACKED, 1, {.unpacked = (tether_unpacked_func)spin}},
     {"do_abort", TETHER_ABI_UNPACKED, 1, {.unpacked = (tether_unpacked_func)do_abort}},
+    {"spin_masked", TETHER_ABI_UNPACKED, 1, {.unpacked = (tether_unpacked_func)spin_masked}},
+    {"spin_ignored", TETHER_ABI_UNPACKED, 1, {.unpacked = (tether_unpacked_func)spin_ignored}},
+    {"fork_spin", TETHER_ABI_UNPACKED, 1, {.unpacked = (tether_unpacked_func)fork_spin}},
+    {"do_exit0", TETHER_ABI_UNPACKED, 1, {.unpacked = (tether_unpacked_func)do_exit0}},
     {"noop", TETHER_ABI_UNPACKED, 0, {.unpacked = (tether_unpacked_func)noop}},
 };
 

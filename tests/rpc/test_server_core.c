@@ -122,7 +122,8 @@ static int setup(void **state) {
     memset(&f, 0, sizeof f);
     next_id = 100;
     tether_rpc_reply_cache_init(&cache, cache_mem, sizeof cache_mem, 4);
-    tether_server_config cfg = {&ops, NULL, &s_req, &s_rep, tx, sizeof tx, &cache, values, codes};
+    tether_server_config cfg = {&ops,      NULL,   &s_req, &s_rep, tx,
+                                sizeof tx, &cache, values, codes,  false};
     tether_server_init(&srv, &cfg);
     return 0;
 }
@@ -390,8 +391,38 @@ static void test_one_reply_and_cache(void **state) {
     assert_int_equal(rep.type, TETHER_RPC_SHUTDOWN | TETHER_RPC_REPLY);
 }
 
+/* An unknown type whose id can be read gets one ERROR with that id; on a stream
+ * (close_on_garbage) an unreadable frame gets ERROR id 0 and closes the session, on a UART it is
+ * dropped. */
+static void test_unknown_and_garbage(void **state) {
+    (void)state;
+    tether_rpc_msg rep;
+    const uint8_t unknown[] = {0x92, 99, 5}; /* [99, 5] */
+    int n = f.sends;
+    assert_int_equal(tether_server_handle_frame(&srv, unknown, sizeof unknown),
+                     TETHER_SERVER_CONTINUE);
+    assert_int_equal(f.sends, n + 1);
+    assert_int_equal(tether_rpc_tiny_decode(f.last, f.last_len, &rep), 0);
+    assert_int_equal(rep.type, TETHER_RPC_ERROR);
+    assert_int_equal(rep.id, 5);
+    assert_int_equal(rep.u.error.code, TETHER_ERR_PROTOCOL);
+    assert_memory_equal(rep.u.error.message.ptr, "unknown message type 99", 23);
+    const uint8_t junk[] = {0xc1, 0x00};
+    n = f.sends;
+    assert_int_equal(tether_server_handle_frame(&srv, junk, sizeof junk), TETHER_SERVER_CONTINUE);
+    assert_int_equal(f.sends, n); /* UART: dropped */
+    srv.cfg.close_on_garbage = true;
+    assert_int_equal(tether_server_handle_frame(&srv, junk, sizeof junk), TETHER_SERVER_CLOSE);
+    assert_int_equal(f.sends, n + 1);
+    assert_int_equal(tether_rpc_tiny_decode(f.last, f.last_len, &rep), 0);
+    assert_int_equal(rep.type, TETHER_RPC_ERROR);
+    assert_int_equal(rep.id, 0);
+    assert_int_equal(rep.u.error.code, TETHER_ERR_PROTOCOL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_unknown_and_garbage, setup),
         cmocka_unit_test_setup(test_hello_gate, setup),
         cmocka_unit_test_setup(test_auth_gate, setup),
         cmocka_unit_test_setup(test_invoke_validation, setup),

@@ -811,8 +811,9 @@ void tether_mcu_main(void) {
     board = tether_board_get_info();
     tether_uart_unframer_init(&unframer, rx_buf, sizeof rx_buf, NULL, NULL);
     tether_rpc_reply_cache_init(&cache, cache_mem, sizeof cache_mem, REPLY_CACHE_SLOTS);
-    const tether_server_config cfg = {&server_ops,   NULL,   &req,        &rep,      tx_buf,
-                                      sizeof tx_buf, &cache, call_values, call_codes};
+    const tether_server_config cfg = {&server_ops, NULL,          &req,   &rep,
+                                      tx_buf,      sizeof tx_buf, &cache, call_values,
+                                      call_codes,  false /* UART: CRC drops damaged frames */};
     tether_server_init(&server, &cfg);
     if (board->npools < 1 || board->npools > TETHER_BOARD_MAX_POOLS) {
         tether_platform_abort(TETHER_ERR_LIMIT);

@@ -43,6 +43,10 @@ int tether_rpc_tiny_decode_seq(const void *buf, size_t len, tether_rpc_msg *out,
  * route replies). Fails like decode when the header is malformed. */
 int tether_rpc_peek_header(const void *buf, size_t len, uint32_t *type, uint32_t *id);
 
+/* Reads the first two elements of an encoded message as unsigned 32-bit integers, whatever the
+ * type number: a server answers a message of an unknown type with an ERROR carrying its id. */
+int tether_rpc_peek_numbers(const void *buf, size_t len, uint32_t *type, uint32_t *id);
+
 /* Checks a message against the protocol limits without encoding it (both encoders call it). */
 int tether_rpc_msg_check(const tether_rpc_msg *m);
 

@@ -100,6 +100,10 @@ typedef struct tether_server_config {
     tether_rpc_reply_cache *cache; /* optional (NULL: no retransmission handling) */
     tether_value *values;          /* TETHER_RPC_MAX_ARGS entries each */
     int32_t *codes;
+    /* A stream transport (TCP, pipes) cannot resynchronise after a frame whose header cannot
+     * be read: true = answer it with ERROR id 0 and end the session (TETHER_SERVER_CLOSE);
+     * false (UART, whose CRC already dropped damaged frames) = drop it and note it. */
+    bool close_on_garbage;
 } tether_server_config;
 
 typedef struct tether_server {
@@ -113,8 +117,9 @@ typedef struct tether_server {
 
 void tether_server_init(tether_server *s, const tether_server_config *cfg);
 
-/* Handles one received frame: at most one reply is sent (none for a frame whose header cannot
- * be read: it is dropped and noted). */
+/* Handles one received frame: at most one reply is sent. A frame of an unknown type whose id can
+ * be read gets ERROR(TETHER_ERR_PROTOCOL) with that id; one whose header cannot be read is
+ * dropped and noted, or (close_on_garbage) answered with ERROR id 0 and the session closed. */
 tether_server_result tether_server_handle_frame(tether_server *s, const uint8_t *frame, size_t len);
 
 /* Encodes (tiny codec) into buf and sends a message outside the request path, e.g. a LOG line. 0
