@@ -160,6 +160,9 @@ int tether_cli_cmd_pool(int argc, char **argv);
 /* Opens a session like every device command (token file, progress bar, device LOG
  * lines on stderr). Prints the error and returns 1 on failure. */
 int tether_cli_open(const tether_cli_device *dev, tether_session **s);
+/* Does the device answer? A session opened as tether_cli_open does (HELLO, AUTH) and closed
+ * again: 0, or its status with the reason in tether_last_error() (nothing printed). */
+int tether_cli_probe(const tether_cli_device *dev);
 /* With --texture-activations and no --image-max among a compile's argv: the device's image
  * limits (HELLO) as "WxH" in buf, returns 1; else 0. */
 int tether_cli_image_limits_arg(char **argv, int argc, const tether_device_info *d, char *buf,

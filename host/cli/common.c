@@ -108,7 +108,8 @@ static void on_device_wait(void *ctx, const char *device, int holder_pid) {
                 device);
 }
 
-int tether_cli_open(const tether_cli_device *dev, tether_session **s) {
+/* tether_cli_open; silent: no failure printed (tether_cli_probe's caller says it). */
+static int open_device(const tether_cli_device *dev, tether_session **s, int silent) {
     static tether_cli_progress prog;
     static char token[4096];
     size_t token_len = 0;
@@ -131,7 +132,7 @@ int tether_cli_open(const tether_cli_device *dev, tether_session **s) {
         uint8_t *tok;
         size_t tlen;
         if (tether_file_read(tf, sizeof token, &tok, &tlen))
-            return fail(1, "token file: %s", tether_last_error());
+            return silent ? 1 : fail(1, "token file: %s", tether_last_error());
         memcpy(token, tok, tlen);
         token_len = tlen;
         free(tok);
@@ -143,7 +144,19 @@ int tether_cli_open(const tether_cli_device *dev, tether_session **s) {
     }
     const char *url = dev->url ? dev->url : getenv("TETHER_DEVICE");
     if (tether_session_open(s, url ? url : "local:", &o))
-        return fail(1, "%s", tether_last_error());
+        return silent ? 1 : fail(1, "%s", tether_last_error());
+    return 0;
+}
+
+int tether_cli_open(const tether_cli_device *dev, tether_session **s) {
+    return open_device(dev, s, 0);
+}
+
+int tether_cli_probe(const tether_cli_device *dev) {
+    tether_session *s;
+    if (open_device(dev, &s, 1))
+        return tether_last_status() ? tether_last_status() : TETHER_ERR_IO;
+    tether_session_close(s);
     return 0;
 }
 

@@ -707,6 +707,38 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
     return 0;
 }
 
+/* ---- a pool:// device lost mid-run: the run is queued again ---- */
+
+/* A run's return when its pool:// device was lost mid-run and the run should be repeated on
+ * another device of the pool (at most POOL_REQUEUES times; run_requeued). */
+#define RUN_REQUEUE   3
+#define POOL_REQUEUES 2
+
+/* A device request of run/bench on session s failed (why in tether_last_error(), what, when not
+ * NULL, names the request's subject): RUN_REQUEUE, said on stderr, when the pool's device died
+ * under us (its connection is gone; the session gives it back as dead) and the run may be queued
+ * again; else the failure said as usual, 1. */
+static int device_failed(const run_args *r, tether_session *s, const char *what) {
+    const char *url = tether_cli_device_url(r->c.device);
+    if (tether_session_fault(s) && tether_last_status() == TETHER_ERR_IO &&
+        !strncmp(url, "pool://", 7) && r->pool_requeues < POOL_REQUEUES) {
+        fprintf(stderr, "tether %s: the pool's device was lost mid-run (%s%s%s); queuing again\n",
+                g_cmd, what ? what : "", what ? ": " : "", tether_last_error());
+        return RUN_REQUEUE;
+    }
+    return what ? fail(1, "%s: %s", what, tether_last_error()) : fail(1, "%s", tether_last_error());
+}
+
+/* Runs once(r, target, bench), again while it returns RUN_REQUEUE (each run opens its own
+ * session, so it queues for a device of the pool again). */
+static int run_requeued(run_args *r, const char *target, int bench,
+                        int (*once)(run_args *, const char *, int)) {
+    int rc;
+    while ((rc = once(r, target, bench)) == RUN_REQUEUE)
+        r->pool_requeues++;
+    return rc;
+}
+
 /* ---- the remote side of a module run: prepare, call, time ---- */
 
 typedef struct module_run {
@@ -764,10 +796,9 @@ static int prepare_arrays(module_run *p, run_args *r) {
                 return fail(1, "out of memory");
         }
         uint64_t h;
-        if (tether_session_alloc(p->s, n->shape, n->ndim, n->dtype, sp->scope, "", &h, NULL))
-            return fail(1, "%s: %s", sp->label, tether_last_error());
-        if (is_in && tether_session_copy_to(p->s, h, 0, n->data, n->nbytes))
-            return fail(1, "%s: %s", sp->label, tether_last_error());
+        if (tether_session_alloc(p->s, n->shape, n->ndim, n->dtype, sp->scope, "", &h, NULL) ||
+            (is_in && tether_session_copy_to(p->s, h, 0, n->data, n->nbytes)))
+            return device_failed(r, p->s, sp->label);
         if (!is_in)
             p->out_handle[i - r->nin] = h;
         p->args[p->nargs].type_code =
@@ -780,16 +811,16 @@ static int prepare_arrays(module_run *p, run_args *r) {
 }
 
 /* One call; the outputs are read back into p->out. */
-static int module_call(module_run *p, tether_call_result *res) {
+static int module_call(module_run *p, const run_args *r, tether_call_result *res) {
     memset(res, 0, sizeof *res);
     int crc = p->work_dim ? tether_session_launch(p->s, &p->f, p->args, p->nargs, p->work_dim,
                                                   p->global, p->local, res)
                           : tether_session_call(p->s, &p->f, p->args, p->nargs, res);
     if (crc)
-        return fail(1, "%s", tether_last_error());
+        return device_failed(r, p->s, NULL);
     for (int i = 0; i < p->nout; i++) {
         if (tether_session_copy_from(p->s, p->out_handle[i], 0, p->out[i].data, p->out[i].nbytes))
-            return fail(1, "%s", tether_last_error());
+            return device_failed(r, p->s, NULL);
     }
     return 0;
 }
@@ -797,7 +828,7 @@ static int module_call(module_run *p, tether_call_result *res) {
 static int module_time(module_run *p, const run_args *r, tether_time_stats *ts) {
     if (tether_session_time_launch(p->s, &p->f, p->args, p->nargs, p->work_dim, p->global, p->local,
                                    r->number, r->repeat, r->min_repeat_ms, r->cooldown_ms, ts))
-        return fail(1, "%s", tether_last_error());
+        return device_failed(r, p->s, NULL);
     return 0;
 }
 
@@ -1026,17 +1057,16 @@ static int ends_with(const char *s, const char *suf) {
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-static int run_module(run_args *r, int bench) {
-    if (!r->func)
-        return fail(2, "give the function to call after the module (try --help)");
+/* One run of a module's function (run_requeued repeats it when the pool's device died). */
+static int run_module_once(run_args *r, const char *target, int bench) {
     tether_session *s;
     if (open_session(&r->c, &s))
         return 1;
     module_run *p = calloc(1, sizeof *p);
     int rc = 1;
     uint64_t mod;
-    const char *name = base_name(r->target);
-    uint32_t kind = ends_with(r->target, ".cl") ? 1u : 0u;
+    const char *name = base_name(target);
+    uint32_t kind = ends_with(target, ".cl") ? 1u : 0u;
     if (!p) {
         fail(1, "out of memory");
         goto out;
@@ -1047,10 +1077,10 @@ static int run_module(run_args *r, int bench) {
         rc = 2;
         goto out;
     }
-    if (tether_cli_load_module(s, r->target, r->compile_target, r->c.firmware, name, &mod, NULL,
+    if (tether_cli_load_module(s, target, r->compile_target, r->c.firmware, name, &mod, NULL,
                                NULL) ||
         tether_session_get_function(s, mod, r->func, &p->f)) {
-        fail(1, "%s", tether_last_error());
+        rc = device_failed(r, s, NULL);
         goto out;
     }
     if (p->f.num_args >= 0 && p->f.num_args != r->nin + r->nout + r->nscalars) {
@@ -1058,20 +1088,28 @@ static int run_module(run_args *r, int bench) {
              r->func, (int)p->f.num_args, r->nin, r->nout, r->nscalars);
         goto out;
     }
-    if (prepare_arrays(p, r))
+    if ((rc = prepare_arrays(p, r)) != 0) {
+        rc = rc == RUN_REQUEUE ? rc : 1;
         goto out;
+    }
     run_result q = {.s = s, .fname = r->func, .nout = p->nout, .out = p->out};
     memset(&q.ts, 0, sizeof q.ts);
-    if (module_call(p, &q.call) || (bench && module_time(p, r, &q.ts)))
+    if ((rc = module_call(p, r, &q.call)) != 0 || (bench && (rc = module_time(p, r, &q.ts)) != 0))
         goto out;
     rc = report_run(r, bench, &q);
 out:
-    if (rc)
+    if (rc && rc != RUN_REQUEUE)
         tether_cli_after_failure(s, g_cmd);
     if (p)
         module_run_free(p); /* the session's end frees the remote arrays */
     tether_session_close(s);
     return rc;
+}
+
+static int run_module(run_args *r, int bench) {
+    if (!r->func)
+        return fail(2, "give the function to call after the module (try --help)");
+    return run_requeued(r, r->target, bench, run_module_once);
 }
 
 /* ---- artifacts (tether/artifact.h) ---- */
@@ -1159,20 +1197,6 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
     return 0;
 }
 
-/* run_artifact's return when a pool:// device was lost mid-run and the run should be repeated
- * on another device of the pool (at most POOL_REQUEUES times). */
-#define RUN_REQUEUE   3
-#define POOL_REQUEUES 2
-
-static int run_artifact_once(run_args *r, const char *dir, int bench);
-
-static int run_artifact(run_args *r, const char *dir, int bench) {
-    int rc;
-    while ((rc = run_artifact_once(r, dir, bench)) == RUN_REQUEUE)
-        r->pool_requeues++;
-    return rc;
-}
-
 static int run_artifact_once(run_args *r, const char *dir, int bench) {
     tether_artifact *a = NULL;
     tether_session *s = NULL;
@@ -1218,16 +1242,7 @@ static int run_artifact_once(run_args *r, const char *dir, int bench) {
         tether_artifact_run(a, ins, outs, &q.call, kernel_ns) ||
         (bench && tether_artifact_time(a, r->number, r->repeat, r->min_repeat_ms, r->cooldown_ms,
                                        &q.ts, kernel_median))) {
-        const char *url = tether_cli_device_url(r->c.device);
-        if (tether_session_fault(s) && tether_last_status() == TETHER_ERR_IO &&
-            !strncmp(url, "pool://", 7) && r->pool_requeues < POOL_REQUEUES) {
-            /* the pool's device died under us: give it back, queue for another one */
-            fprintf(stderr, "tether %s: the pool's device was lost mid-run (%s); queuing again\n",
-                    g_cmd, tether_last_error());
-            rc = RUN_REQUEUE;
-            goto out;
-        }
-        fail(1, "%s", tether_last_error());
+        rc = device_failed(r, s, NULL); /* RUN_REQUEUE: another device of the pool */
         goto out;
     }
     if (tether_artifact_backend_of(a) == TETHER_ARTIFACT_OPENCL)
@@ -1293,7 +1308,7 @@ static int cmd_run(int argc, char **argv, int bench) {
     if (S_ISDIR(st.st_mode)) {
         if (r.func)
             return fail(2, "an artifact directory takes no function name");
-        return run_artifact(&r, r.target, bench);
+        return run_requeued(&r, r.target, bench, run_artifact_once);
     }
     if (ends_with(r.target, ".json") || ends_with(r.target, ".onnx")) {
 #ifdef TETHER_HAVE_COMPILER
@@ -1398,7 +1413,7 @@ static int cmd_run(int argc, char **argv, int bench) {
                 cJSON_AddNumberToObject(cj, "params_bytes", (double)res.params_bytes);
                 cJSON_AddNumberToObject(cj, "text_bytes", (double)res.build.sizes.text);
             }
-            rc = run_artifact(&r, dir, bench);
+            rc = run_requeued(&r, dir, bench, run_artifact_once);
             cJSON_Delete(r.compiled);
         }
         if (r.tuning_log) {

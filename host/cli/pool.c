@@ -3,7 +3,9 @@
  *
  *   tether pool add --redis HOST:PORT --key KEY --device URL [--name NAME] [--ttl-ms N]
  *       registers a device (its capabilities read from its HELLO) and keeps it registered until
- *       the command is stopped (SIGINT/SIGTERM: unregistered; killed: the record expires);
+ *       the command is stopped (SIGINT/SIGTERM: unregistered; killed: the record expires); a
+ *       device that a client removed as dead is registered again only once it answers a HELLO
+ *       again (said once when it is kept out, once when it is back);
  *   tether pool status --redis HOST:PORT [--json]
  *       the devices, who holds them, and who waits per key.
  * Clients use a device of the pool with --device pool://HOST:PORT/KEY on any device command.
@@ -22,11 +24,14 @@
 
 static const char pool_usage[] =
     "usage: tether pool add --redis HOST:PORT --key KEY --device URL [--name NAME] [--ttl-ms N]\n"
+    "                       [--token-file FILE] [--timeout-ms N]\n"
     "       tether pool status --redis HOST:PORT [--json]\n"
     "  add     registers a device under KEY (e.g. mps2-an385, aarch64-linux) with the\n"
     "          capabilities of its HELLO and keeps it registered (a heartbeat every TTL/3,\n"
     "          default TTL 5000 ms) until stopped; then clients of --device\n"
-    "          pool://HOST:PORT/KEY queue for it, first come first served\n"
+    "          pool://HOST:PORT/KEY queue for it, first come first served. A device a\n"
+    "          client found dead comes back only once it answers a HELLO again\n"
+    "          (each within --timeout-ms, default the TTL)\n"
     "  status  devices (key, URL, holder, time to live) and the queue of each key\n";
 
 static int split_redis(const char *v, char *host, size_t n, uint16_t *port) {
@@ -57,6 +62,30 @@ static char *caps_of(const tether_device_info *d) {
     return t;
 }
 
+/* The agent's device, as its heartbeat thread checks it (tether_pool_device_options.probe). */
+typedef struct agent {
+    tether_cli_device dev;
+    const char *name, *url;
+} agent;
+
+/* Does the device answer a HELLO? (quiet: the agent says each change once, on_change) */
+static int probe(void *ctx) {
+    return tether_cli_probe(&((agent *)ctx)->dev);
+}
+
+static void on_change(void *ctx, int registered, const char *why) {
+    agent *a = ctx;
+    if (registered) {
+        printf("'%s' (%s) answers again: registered again\n", a->name, a->url);
+        fflush(stdout);
+    } else {
+        fprintf(stderr,
+                "tether pool: '%s' (%s) is out of the pool (a client found it dead) and does "
+                "not answer (%s); kept out until it does\n",
+                a->name, a->url, why ? why : "?");
+    }
+}
+
 static int pool_add(const char *host, uint16_t port, const char *key, const char *name,
                     const tether_cli_device *dev, int ttl_ms) {
     tether_session *s;
@@ -65,6 +94,12 @@ static int pool_add(const char *host, uint16_t port, const char *key, const char
     char *caps = caps_of(tether_session_info(s));
     tether_session_close(s);
     const char *url = tether_cli_device_url(dev->url);
+    /* the heartbeat's check: a quiet open, bounded by --timeout-ms or else the TTL */
+    agent a = {*dev, name ? name : url, url};
+    if (!a.dev.timeout_ms)
+        a.dev.timeout_ms = ttl_ms > 0 ? ttl_ms : TETHER_POOL_HEARTBEAT_MS_DEFAULT;
+    tether_pool_device_options po = {
+        .ttl_ms = ttl_ms, .probe = probe, .on_change = on_change, .ctx = &a};
     if (!strncmp(url, "uart:", 5) || !strncmp(url, "local:", 6) || strstr(url, "://127.") ||
         strstr(url, "://localhost") || strstr(url, "://[::1]"))
         fprintf(stderr,
@@ -80,7 +115,7 @@ static int pool_add(const char *host, uint16_t port, const char *key, const char
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     tether_pool_device *d;
-    int rc = tether_pool_device_start(host, port, key, name ? name : url, url, caps, ttl_ms, &d);
+    int rc = tether_pool_device_start(host, port, key, a.name, url, caps, &po, &d);
     free(caps);
     if (rc)
         return tether_cli_fail(1, "%s", tether_last_error());

@@ -2,7 +2,9 @@
  * The device pool on Redis (tether/pool.h; docs/remote-boards.md, "A device pool").
  *
  * Keys (all under "tether:"):
- *   dev:NAME      hash {key, url, caps}; expires unless its device's heartbeat renews it
+ *   dev:NAME      hash {key, url, caps}; expires unless its device's heartbeat renews it; a
+ *                 client that finds the device dead deletes it, and the heartbeat writes it
+ *                 again only once the agent's probe says the device answers
  *   devs:KEY      set of device names of KEY (names whose hash expired are pruned on use)
  *   queue:KEY     list of tickets, first come first served
  *   ticket:N      the holder's description; expires unless its client renews it (waiting or
@@ -13,7 +15,9 @@
  * What must stay true: a device is leased to at most one ticket (SET NX in one Lua script that
  * also pops the head of the queue); only the head of a queue can lease, so grants follow the
  * queue order; a lease or ticket is only renewed or deleted by its own holder (compare and act
- * in Lua); every lifetime is bounded, so nothing stays locked after a kill -9.
+ * in Lua); every lifetime is bounded, so nothing stays locked after a kill -9; an acquire never
+ * leases a device its caller found dead (skip), nor does the heartbeat probe a device while a
+ * client holds it.
  */
 #include "tether/pool.h"
 
@@ -33,8 +37,9 @@
 
 #include "tether/crt/error.h"
 
-/* Acquire: drop dead tickets at the head; if ours is the head, lease a free live device.
- * Returns {1, name, url}, {0, tickets ahead of ours}, or {2, 0} when KEY has no live device. */
+/* Acquire: drop dead tickets at the head; if ours is the head, lease a free live device that is
+ * not among ARGV[3..] (the devices this client found dead). Returns {1, name, url}, {0, tickets
+ * ahead of ours}, or {2, skipped} when KEY has no live device but the skipped ones. */
 static const char acquire_lua[] =
     "local q, devs, ticket = KEYS[1], KEYS[2], ARGV[1]\n"
     "while true do\n"
@@ -50,11 +55,15 @@ static const char acquire_lua[] =
     "  end\n"
     "  redis.call('LPOP', q)\n"
     "end\n"
-    "local live = 0\n"
+    "local skip = {}\n"
+    "for i = 3, #ARGV do skip[ARGV[i]] = true end\n"
+    "local live, skipped = 0, 0\n"
     "for _, name in ipairs(redis.call('SMEMBERS', devs)) do\n"
     "  local dk = 'tether:dev:' .. name\n"
     "  if redis.call('EXISTS', dk) == 0 then\n"
     "    redis.call('SREM', devs, name)\n"
+    "  elseif skip[name] then\n"
+    "    skipped = skipped + 1\n"
     "  else\n"
     "    live = live + 1\n"
     "    if redis.call('SET', 'tether:lease:' .. name, ticket, 'PX', ARGV[2], 'NX') then\n"
@@ -63,7 +72,7 @@ static const char acquire_lua[] =
     "    end\n"
     "  end\n"
     "end\n"
-    "if live == 0 then return {2, 0} end\n"
+    "if live == 0 then return {2, skipped} end\n"
     "return {0, 0}\n";
 
 /* Renew (ARGV[2] ms) or delete (ARGV[2] = "del") KEYS[1] only while it holds ARGV[1]. */
@@ -325,10 +334,23 @@ int tether_pool_acquire(const char *host, uint16_t port, const char *key,
     if (!rc) {
         rc = ticker_start(&l->t, l->lease_ms / 3, lease_tick, l);
     }
+    /* EVAL acquire_lua 2 QUEUE DEVS TICKET MS [SKIP...] */
+    int nskip = o->skip && o->nskip > 0 ? o->nskip : 0;
+    const char **argv = calloc((size_t)nskip + 7, sizeof *argv);
+    if (!rc && !argv) {
+        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (argv) {
+        const char *head[] = {"EVAL", acquire_lua, "2", q, devs, l->ticket_s, ms};
+        memcpy(argv, head, sizeof head);
+        for (int i = 0; i < nskip; i++) {
+            argv[7 + i] = o->skip[i];
+        }
+    }
     int64_t deadline = o->timeout_ms >= 0 ? now_ms() + o->timeout_ms : INT64_MAX;
     int last_ahead = -2;
     while (!rc) {
-        r = redisCommand(c, "EVAL %s 2 %s %s %s %s", acquire_lua, q, devs, l->ticket_s, ms);
+        r = redisCommandArgv(c, 7 + nskip, argv, NULL);
         if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
             rc = redis_error("acquire", c, r);
         } else if (r->element[0]->integer == 1 && r->elements == 3) {
@@ -340,6 +362,11 @@ int tether_pool_acquire(const char *host, uint16_t port, const char *key,
             pthread_mutex_unlock(&l->t.mu);
             freeReplyObject(r);
             break;
+        } else if (r->element[0]->integer == 2 && r->element[1]->integer > 0) {
+            rc = tether_set_error(TETHER_ERR_NOT_FOUND,
+                                  "pool %s: no live device is left under this key (this client "
+                                  "found %lld of them dead)",
+                                  key, (long long)r->element[1]->integer);
         } else if (r->element[0]->integer == 2) {
             rc = tether_set_error(TETHER_ERR_NOT_FOUND,
                                   "pool %s: no device is registered under this key (tether pool "
@@ -369,6 +396,7 @@ int tether_pool_acquire(const char *host, uint16_t port, const char *key,
             usleep(20000);
         }
     }
+    free(argv);
     if (rc) {
         char e[TETHER_ERROR_MSG_MAX];
         snprintf(e, sizeof e, "%s", tether_last_error());
@@ -457,19 +485,33 @@ void tether_pool_release_dead(tether_pool_lease *l) {
 struct tether_pool_device {
     char host[256];
     uint16_t port;
-    char dev_key[256], devs_key[200], name[128], key[128], url[512];
+    char dev_key[256], devs_key[200], lease_key[256], name[128], key[128], url[512];
     char *caps;
-    int ttl_ms;
+    tether_pool_device_options o;
+    int out; /* the record is gone and the probe said the device does not answer */
     redisContext *c;
     ticker t;
 };
 
-/* The whole record, its lifetime and its set membership in one step (a record that a client
- * removed as dead comes back while its agent lives; it never exists without a TTL). */
+/* The whole record, its lifetime and its set membership in one step (it never exists without a
+ * TTL). */
 static const char heartbeat_lua[] =
     "redis.call('HSET', KEYS[1], 'key', ARGV[1], 'url', ARGV[2], 'caps', ARGV[3])\n"
     "redis.call('PEXPIRE', KEYS[1], ARGV[4])\n"
     "return redis.call('SADD', KEYS[2], ARGV[5])\n";
+
+/* The heartbeat of a record that is still there: as heartbeat_lua, returning 1. A record that is
+ * gone (a client removed the device as dead, or it expired) is not written: 0, or 2 while a
+ * client still holds the device (the one that removed it, giving it back). */
+static const char renew_lua[] = "if redis.call('EXISTS', KEYS[1]) == 0 then\n"
+                                "  if redis.call('EXISTS', KEYS[3]) == 1 then return 2 end\n"
+                                "  return 0\n"
+                                "end\n"
+                                "redis.call('HSET', KEYS[1], 'key', ARGV[1], 'url', ARGV[2], "
+                                "'caps', ARGV[3])\n"
+                                "redis.call('PEXPIRE', KEYS[1], ARGV[4])\n"
+                                "redis.call('SADD', KEYS[2], ARGV[5])\n"
+                                "return 1\n";
 
 static void device_tick(void *arg) {
     tether_pool_device *d = arg;
@@ -477,22 +519,57 @@ static void device_tick(void *arg) {
     if (!c) {
         return; /* tried again next tick */
     }
-    redisReply *r = redisCommand(c, "EVAL %s 2 %s %s %s %s %s %d %s", heartbeat_lua, d->dev_key,
-                                 d->devs_key, d->key, d->url, d->caps, d->ttl_ms, d->name);
+    redisReply *r =
+        redisCommand(c, "EVAL %s 3 %s %s %s %s %s %s %d %s", renew_lua, d->dev_key, d->devs_key,
+                     d->lease_key, d->key, d->url, d->caps, d->o.ttl_ms, d->name);
+    long long state = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
     if (r) {
         freeReplyObject(r);
+    }
+    if (state == 1) {
+        d->out = 0;
+    }
+    if (state != 0) {
+        return; /* renewed, held by the client that removed it, or a Redis error */
+    }
+    /* the record is gone: written again only when the device answers */
+    if (d->o.probe && d->o.probe(d->o.ctx) != 0) {
+        if (!d->out && d->o.on_change) {
+            d->o.on_change(d->o.ctx, 0, tether_last_error());
+        }
+        d->out = 1;
+        return;
+    }
+    c = usable(&d->c, d->host, d->port); /* the probe may have taken a while */
+    r = c ? redisCommand(c, "EVAL %s 2 %s %s %s %s %s %d %s", heartbeat_lua, d->dev_key,
+                         d->devs_key, d->key, d->url, d->caps, d->o.ttl_ms, d->name)
+          : NULL;
+    int ok = r && r->type == REDIS_REPLY_INTEGER;
+    if (r) {
+        freeReplyObject(r);
+    }
+    if (ok && d->out && d->o.on_change) {
+        d->o.on_change(d->o.ctx, 1, NULL);
+    }
+    if (ok) {
+        d->out = 0;
     }
 }
 
 int tether_pool_device_start(const char *host, uint16_t port, const char *key, const char *name,
-                             const char *url, const char *caps, int ttl_ms,
+                             const char *url, const char *caps, const tether_pool_device_options *o,
                              tether_pool_device **out) {
     *out = NULL;
     tether_pool_device *d = calloc(1, sizeof *d);
     if (!d) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    d->ttl_ms = ttl_ms > 0 ? ttl_ms : TETHER_POOL_HEARTBEAT_MS_DEFAULT;
+    if (o) {
+        d->o = *o;
+    }
+    if (d->o.ttl_ms <= 0) {
+        d->o.ttl_ms = TETHER_POOL_HEARTBEAT_MS_DEFAULT;
+    }
     snprintf(d->name, sizeof d->name, "%s", name);
     snprintf(d->key, sizeof d->key, "%s", key);
     snprintf(d->url, sizeof d->url, "%s", url);
@@ -505,6 +582,7 @@ int tether_pool_device_start(const char *host, uint16_t port, const char *key, c
     }
     snprintf(d->dev_key, sizeof d->dev_key, "tether:dev:%s", name);
     snprintf(d->devs_key, sizeof d->devs_key, "tether:devs:%s", key);
+    snprintf(d->lease_key, sizeof d->lease_key, "tether:lease:%s", name);
     int rc = redis_open(host, port, &d->c);
     if (!rc) {
         redisReply *r = redisCommand(d->c, "EXISTS %s", d->dev_key);
@@ -520,10 +598,10 @@ int tether_pool_device_start(const char *host, uint16_t port, const char *key, c
     }
     if (!rc) {
         rc = run(d->c, "register", "EVAL %s 2 %s %s %s %s %s %d %s", heartbeat_lua, d->dev_key,
-                 d->devs_key, d->key, d->url, d->caps, d->ttl_ms, d->name);
+                 d->devs_key, d->key, d->url, d->caps, d->o.ttl_ms, d->name);
     }
     if (!rc) {
-        rc = ticker_start(&d->t, d->ttl_ms / 3, device_tick, d);
+        rc = ticker_start(&d->t, d->o.ttl_ms / 3, device_tick, d);
     }
     if (rc) {
         if (d->c) {

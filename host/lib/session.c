@@ -49,7 +49,7 @@ struct tether_session {
     char last_warn[TETHER_RPC_MAX_TEXT];
     /* lost session: why (fault report), "" while usable */
     bool lost;
-    int lost_status; /* the status that lost it: TETHER_ERR_IO = the connection itself */
+    int lost_status;    /* the status that lost it: TETHER_ERR_IO = the connection itself */
     bool serial_socket; /* tcp-serial://: UART framing, but a socket that can close */
     char fault[TETHER_ERROR_MSG_MAX];
     /* device time of the last CALL, for the expected duration of a following TIME */
@@ -423,7 +423,13 @@ int tether_session_open(tether_session **out, const char *url, const tether_sess
     }
     int rc = 0;
     int pooled = url && strncmp(url, "pool://", 7) == 0;
-    for (int attempt = 0;; attempt++) {
+    /* pool:// devices found dead by this open: never leased again by it */
+    enum { MAX_DEAD = 32 };
+    char dead[MAX_DEAD][128];
+    const char *skip[MAX_DEAD];
+    int ndead = 0, dead_status = 0;
+    char dead_error[TETHER_ERROR_MSG_MAX] = "";
+    for (;;) {
         if (pooled) { /* lease a device of the pool, then open it */
             char host[256], key[128];
             uint16_t port;
@@ -431,9 +437,14 @@ int tether_session_open(tether_session **out, const char *url, const tether_sess
             po.timeout_ms = opt && opt->wait_ms > 0 ? opt->wait_ms : -1;
             const char *lease_env = getenv("TETHER_POOL_LEASE_MS"); /* tests: sooner deaths */
             po.lease_ms = lease_env ? atoi(lease_env) : 0;
+            po.skip = skip;
+            po.nskip = ndead;
             rc = tether_pool_url_parse(url, host, sizeof host, &port, key, sizeof key);
             if (!rc)
                 rc = tether_pool_acquire(host, port, key, &po, &s->pool);
+            if (rc == TETHER_ERR_NOT_FOUND && ndead) /* only devices found dead are left */
+                rc = tether_set_error(dead_status, "%s; no other live device is left under key %s",
+                                      dead_error, key);
             if (rc)
                 break;
             free(s->url);
@@ -448,9 +459,16 @@ int tether_session_open(tether_session **out, const char *url, const tether_sess
         if (!rc)
             rc = hello(s);
         /* only a device that cannot be reached is dropped and another leased */
-        if (!rc || !s->pool || (rc != TETHER_ERR_IO && rc != TETHER_ERR_TIMEOUT) || attempt >= 2)
+        if (!rc || !s->pool || (rc != TETHER_ERR_IO && rc != TETHER_ERR_TIMEOUT) ||
+            ndead == MAX_DEAD)
             break;
-        /* the pool's device does not answer: drop it from the pool and lease another */
+        /* the pool's device does not answer: drop it from the pool, remember it, lease another */
+        dead_status = rc;
+        snprintf(dead_error, sizeof dead_error, "pool device %s (%s): %s",
+                 tether_pool_lease_device(s->pool), s->url, tether_last_error());
+        snprintf(dead[ndead], sizeof dead[ndead], "%s", tether_pool_lease_device(s->pool));
+        skip[ndead] = dead[ndead];
+        ndead++;
         disconnect(s);
         tether_pool_release_dead(s->pool);
         s->pool = NULL;

@@ -4,8 +4,10 @@
  * concurrent `tether run` clients (every output equal to the interpreter, nothing held after);
  * grants follow the queue order; a client killed with SIGKILL while holding a device loses it
  * when its lease expires; a device killed mid-run makes its client queue again and finish on
- * another device, or end with an error when none is left; dead devices drop out of the pool, and
- * a key without devices is refused at once.
+ * another device, or end with an error when none is left (an artifact and a module's function
+ * alike); dead devices drop out of the pool, and a key without devices is refused at once; an
+ * agent registers a device a client removed as dead again only once it answers; a client never
+ * leases again a device it found dead, and finishes on a live one.
  */
 #include <errno.h>
 #include <math.h>
@@ -34,11 +36,18 @@
 
 #define NDEV     4
 #define NCLIENTS 16
+/* the devices of each test: tetherd_pid[i] and agent_pid[i] ("dev<i>") */
+#define LOSS0  NDEV       /* and LOSS0 + 1: test_device_loss */
+#define MOD0   (NDEV + 2) /* and MOD0 + 1: test_module_loss */
+#define PROBED (NDEV + 4) /* test_agent_probe */
+#define LIVE   (NDEV + 5) /* test_skip_dead */
+#define NPROC  (NDEV + 6)
 
 static char dir[64] = "/tmp/tpoolXXXXXX";
 static int redis_port;
 static char redis_addr[64];
-static pid_t redis_pid = -1, tetherd_pid[NDEV + 2], agent_pid[NDEV + 2];
+static pid_t redis_pid = -1, tetherd_pid[NPROC], agent_pid[NPROC];
+static int tetherd_port[NPROC];
 
 /* Starts `sh -c cmd` (exec'd) in dir; the child dies with this test. */
 static pid_t spawn(const char *fmt, ...) {
@@ -117,13 +126,14 @@ static void count_status(cJSON *j, int *held, int *waiting, int *devices) {
     }
 }
 
-/* Starts tetherd i on a free port and registers it under key as "dev<i>". */
-static void start_device(int i, const char *key) {
-    char pf[128], url[64];
+/* Starts tetherd i on port (0: a free one, read back into tetherd_port[i]). */
+static void start_tetherd(int i, int port) {
+    char pf[128];
     snprintf(pf, sizeof pf, "%s/port%d", dir, i);
     unlink(pf);
-    tetherd_pid[i] = spawn("'%s' --tcp 127.0.0.1:0 --port-file '%s' --quiet", TETHERD_PATH, pf);
-    int port = 0;
+    tetherd_pid[i] =
+        spawn("'%s' --tcp 127.0.0.1:%d --port-file '%s' --quiet", TETHERD_PATH, port, pf);
+    port = 0;
     for (int k = 0; k < 500 && port <= 0; k++) {
         FILE *f = fopen(pf, "r");
         if (f) {
@@ -137,9 +147,18 @@ static void start_device(int i, const char *key) {
         }
     }
     assert_true(port > 0);
-    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
-    agent_pid[i] = spawn("'%s' pool add --redis %s --key %s --device %s --name dev%d --ttl-ms 1000",
-                         TETHER_CLI, redis_addr, key, url, i);
+    tetherd_port[i] = port;
+}
+
+/* Starts tetherd i on a free port and registers it under key as "dev<i>" (the agent's output in
+ * agent<i>.log). */
+static void start_device(int i, const char *key) {
+    char url[64];
+    start_tetherd(i, 0);
+    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", tetherd_port[i]);
+    agent_pid[i] = spawn("'%s' pool add --redis %s --key %s --device %s --name dev%d --ttl-ms 1000 "
+                         "> agent%d.log 2>&1",
+                         TETHER_CLI, redis_addr, key, url, i, i);
     for (int k = 0; k < 500; k++) { /* registered? */
         cJSON *j = status();
         int found = 0;
@@ -192,7 +211,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    for (int i = 0; i < NDEV + 2; i++) {
+    for (int i = 0; i < NPROC; i++) {
         stop(&agent_pid[i], SIGTERM);
         stop(&tetherd_pid[i], SIGTERM);
     }
@@ -216,6 +235,8 @@ static void write_input(void) {
 typedef struct client {
     int index, rc;
     char out[4096];
+    char args[1024]; /* loss_client, cmd_client: the command's arguments */
+    volatile int done;
 } client;
 
 static void *client_main(void *arg) {
@@ -321,8 +342,9 @@ static int queue_length(const char *key) {
 static void test_fifo(void **state) {
     (void)state;
     tether_pool_device *d;
+    tether_pool_device_options dopt = {.ttl_ms = 2000};
     assert_int_equal(tether_pool_device_start("127.0.0.1", (uint16_t)redis_port, "fair", "fair0",
-                                              "tcp://127.0.0.1:1", "{}", 2000, &d),
+                                              "tcp://127.0.0.1:1", "{}", &dopt, &d),
                      0);
     tether_pool_acquire_options o = {.lease_ms = 2000, .timeout_ms = 5000};
     tether_pool_lease *first;
@@ -388,12 +410,8 @@ static void test_fifo(void **state) {
  * hang); the dead devices' records expire, and the key is then refused at once with a reason. */
 static void *loss_client(void *arg) {
     client *c = arg;
-    /* an artifact (compiled before), so the client holds one device from the start: a MODEL
-     * would first lease one to read its target */
-    c->rc = tether(c->out, sizeof c->out,
-                   "bench kwsart --device pool://%s/loss --in mfcc.npy --number 1 --repeat 3 "
-                   "--min-repeat-ms 1000",
-                   redis_addr);
+    c->rc = tether(c->out, sizeof c->out, "%s", c->args);
+    c->done = 1;
     return NULL;
 }
 
@@ -451,15 +469,22 @@ static int bench_and_kill(client *c, int first, int last) {
 
 static void test_device_loss(void **state) {
     (void)state;
-    start_device(NDEV, "loss");
-    start_device(NDEV + 1, "loss");
+    start_device(LOSS0, "loss");
+    start_device(LOSS0 + 1, "loss");
     write_input();
     char cout[4096];
     assert_int_equal(tether(cout, sizeof cout, "compile '%s/examples/kws/kws.json' -o kwsart",
                             TETHER_SOURCE_DIR),
                      0);
     static client c1, c2;
-    int v = bench_and_kill(&c1, NDEV, NDEV + 1);
+    /* an artifact (compiled before), so the client holds one device from the start: a MODEL
+     * would first lease one to read its target */
+    snprintf(c1.args, sizeof c1.args,
+             "bench kwsart --device pool://%s/loss --in mfcc.npy --number 1 --repeat 3 "
+             "--min-repeat-ms 1000",
+             redis_addr);
+    snprintf(c2.args, sizeof c2.args, "%s", c1.args);
+    int v = bench_and_kill(&c1, LOSS0, LOSS0 + 1);
     /* usually killed during the measurement (the run is queued again, said on stderr); on a
      * slow machine maybe while the session opened (another device is leased quietly) */
     if (c1.rc != 0 || !strstr(c1.out, "3 repeats")) {
@@ -468,7 +493,7 @@ static void test_device_loss(void **state) {
     }
     printf("first loss: %s\n",
            strstr(c1.out, "queuing again") ? "mid-run, queued again" : "before the measurement");
-    bench_and_kill(&c2, NDEV, NDEV + 1); /* the last one */
+    bench_and_kill(&c2, LOSS0, LOSS0 + 1); /* the last one */
     if (c2.rc != 1 || !strstr(c2.out, "tether bench: ")) {
         fail_msg("the last device lost: exit %d, output %s", c2.rc, c2.out);
     }
@@ -484,12 +509,198 @@ static void test_device_loss(void **state) {
     assert_int_equal(waiting, 0);
 }
 
+/* a.npy, b.npy: add_packed's float32 inputs (16 values); a + b is what c.npy must hold */
+static void write_ab(void) {
+    int64_t shape[] = {16};
+    float a[16], b[16];
+    for (int i = 0; i < 16; i++) {
+        a[i] = (float)i * 0.5f;
+        b[i] = 100.0f - (float)i;
+    }
+    char p[128];
+    snprintf(p, sizeof p, "%s/a.npy", dir);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 1, a), 0);
+    snprintf(p, sizeof p, "%s/b.npy", dir);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 1, b), 0);
+}
+
+static void assert_sum(const char *file) {
+    char p[128];
+    snprintf(p, sizeof p, "%s/%s", dir, file);
+    tether_npy y;
+    assert_int_equal(tether_npy_read(p, &y), 0);
+    assert_int_equal(y.nbytes, 16 * sizeof(float));
+    for (int i = 0; i < 16; i++) {
+        assert_true(((float *)y.data)[i] == (float)i * 0.5f + 100.0f - (float)i);
+    }
+    tether_npy_free(&y);
+}
+
+/* `tether bench MODULE.so FUNC` whose device is killed mid-run queues again and finishes on the
+ * other device of the key, as an artifact's run does. */
+static void test_module_loss(void **state) {
+    (void)state;
+    start_device(MOD0, "modloss");
+    start_device(MOD0 + 1, "modloss");
+    write_ab();
+    static client c;
+    snprintf(c.args, sizeof c.args,
+             "bench '%s' add_packed --device pool://%s/modloss --in a.npy --in b.npy --out "
+             "c.npy --number 1 --repeat 2 --min-repeat-ms 1000",
+             TESTMOD_PATH, redis_addr);
+    int v = bench_and_kill(&c, MOD0, MOD0 + 1);
+    if (c.rc != 0 || !strstr(c.out, "2 repeats")) {
+        fail_msg("device %d lost: the module's client should finish on the other one: exit %d, %s",
+                 v, c.rc, c.out);
+    }
+    assert_sum("c.npy");
+    printf("module run: %s\n",
+           strstr(c.out, "queuing again") ? "mid-run, queued again" : "before the measurement");
+}
+
+static int agent_log_count(int i, const char *what) {
+    char p[128], text[8192];
+    snprintf(p, sizeof p, "%s/agent%d.log", dir, i);
+    FILE *f = fopen(p, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) {
+        fclose(f);
+    }
+    text[n] = 0;
+    int count = 0;
+    for (const char *t = strstr(text, what); t; t = strstr(t + 1, what)) {
+        count++;
+    }
+    return count;
+}
+
+/* A device whose tetherd died stays in the pool until a client finds it dead; its agent then
+ * keeps it out (said once) while it does not answer a HELLO, and registers it again once a new
+ * tetherd answers on its address. */
+static void test_agent_probe(void **state) {
+    (void)state;
+    start_device(PROBED, "probed");
+    char name[16], out[4096];
+    snprintf(name, sizeof name, "dev%d", PROBED);
+    stop(&tetherd_pid[PROBED], SIGKILL);
+    int rc = tether(out, sizeof out, "info --device pool://%s/probed", redis_addr);
+    if (rc != 1) {
+        fail_msg("a dead device: exit %d, %s", rc, out);
+    }
+    /* the agent probes at its next heartbeat (1000/3 ms) and says why it keeps the device out */
+    int held;
+    for (int k = 0; k < 300 && !agent_log_count(PROBED, "does not answer"); k++) {
+        assert_false(device_state(name, &held)); /* never back while dead */
+        usleep(10000);
+    }
+    assert_int_equal(agent_log_count(PROBED, "does not answer"), 1);
+    for (int k = 0; k < 100; k++) { /* three more heartbeats: still out, said once */
+        assert_false(device_state(name, &held));
+        usleep(10000);
+    }
+    assert_int_equal(agent_log_count(PROBED, "does not answer"), 1);
+    /* alive again on the same address: back within a heartbeat or two */
+    start_tetherd(PROBED, tetherd_port[PROBED]);
+    int back = 0;
+    for (int k = 0; k < 500 && !back; k++) { /* registered, then said */
+        back = device_state(name, &held) && agent_log_count(PROBED, "answers again");
+        if (!back) {
+            usleep(10000);
+        }
+    }
+    assert_true(back);
+    assert_int_equal(agent_log_count(PROBED, "answers again"), 1);
+    rc = tether(out, sizeof out, "info --device pool://%s/probed", redis_addr);
+    if (rc != 0) {
+        fail_msg("the device back in the pool: exit %d, %s", rc, out);
+    }
+}
+
+/* An agent whose check passes but whose device clients cannot reach (it registers a port
+ * nobody listens on again whenever a client removed it): counts its probes. */
+static int dead_probes;
+
+static int probe_passes(void *ctx) {
+    (void)ctx;
+    __atomic_fetch_add(&dead_probes, 1, __ATOMIC_SEQ_CST);
+    return 0;
+}
+
+/* Two devices under one key, one of them dead but registered again at every heartbeat: a client
+ * finds it dead once, never leases it again, waits for the live one (held by someone else
+ * meanwhile) and finishes there; with only the dead one left, the key is refused. */
+static void test_skip_dead(void **state) {
+    (void)state;
+    start_device(LIVE, "flaky");
+    write_ab();
+    tether_pool_acquire_options o = {.lease_ms = 2000, .timeout_ms = 5000};
+    tether_pool_lease *live;
+    assert_int_equal(tether_pool_acquire("127.0.0.1", (uint16_t)redis_port, "flaky", &o, &live), 0);
+    char live_name[16];
+    snprintf(live_name, sizeof live_name, "dev%d", LIVE);
+    assert_string_equal(tether_pool_lease_device(live), live_name);
+    /* the dead device: a port bound but not listening (connections refused) */
+    int sock = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t alen = sizeof a;
+    assert_int_equal(bind(sock, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(getsockname(sock, (struct sockaddr *)&a, &alen), 0);
+    char url[64];
+    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", ntohs(a.sin_port));
+    tether_pool_device_options dopt = {.ttl_ms = 1000, .probe = probe_passes};
+    tether_pool_device *dead;
+    assert_int_equal(tether_pool_device_start("127.0.0.1", (uint16_t)redis_port, "flaky", "ghost",
+                                              url, "{}", &dopt, &dead),
+                     0);
+    static client c;
+    snprintf(c.args, sizeof c.args,
+             "run '%s' add_packed --device pool://%s/flaky --in a.npy --in b.npy --out s.npy",
+             TESTMOD_PATH, redis_addr);
+    pthread_t th;
+    pthread_create(&th, NULL, loss_client, &c);
+    /* the client leases the dead device (the only free one) and removes it; its heartbeat
+     * writes it again at once (the probe passes) */
+    for (int k = 0; k < 500 && !__atomic_load_n(&dead_probes, __ATOMIC_SEQ_CST) && !c.done; k++) {
+        usleep(10000);
+    }
+    assert_int_equal(__atomic_load_n(&dead_probes, __ATOMIC_SEQ_CST), 1);
+    /* three of its heartbeats: the client waits for the live device instead of leasing the dead
+     * one again */
+    for (int k = 0; k < 100 && !c.done; k++) {
+        usleep(10000);
+    }
+    tether_pool_release(live);
+    pthread_join(th, NULL);
+    if (c.rc != 0) {
+        fail_msg("the client should finish on the live device: exit %d, %s", c.rc, c.out);
+    }
+    assert_sum("s.npy");
+    assert_int_equal(__atomic_load_n(&dead_probes, __ATOMIC_SEQ_CST), 1); /* found dead once */
+    /* only the dead device left: refused, naming it */
+    stop(&agent_pid[LIVE], SIGTERM); /* unregisters the live one */
+    char out[4096];
+    int rc = tether(out, sizeof out, "info --device pool://%s/flaky", redis_addr);
+    if (rc != 1 || !strstr(out, "ghost") || !strstr(out, "no other live device is left")) {
+        fail_msg("only a dead device left: exit %d, %s", rc, out);
+    }
+    tether_pool_device_stop(dead);
+    close(sock);
+    cJSON *j = status();
+    int nheld, waiting, devices;
+    count_status(j, &nheld, &waiting, &devices);
+    cJSON_Delete(j);
+    assert_int_equal(nheld, 0); /* nothing left locked */
+    assert_int_equal(waiting, 0);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_many_clients),
-        cmocka_unit_test(test_fifo),
-        cmocka_unit_test(test_device_loss),
+        cmocka_unit_test(test_many_clients), cmocka_unit_test(test_fifo),
+        cmocka_unit_test(test_device_loss),  cmocka_unit_test(test_module_loss),
+        cmocka_unit_test(test_agent_probe),  cmocka_unit_test(test_skip_dead),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

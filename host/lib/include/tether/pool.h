@@ -6,7 +6,8 @@
  * and hold a device through a lease that a background thread renews. A client that dies stops
  * renewing: its lease and its place in the queue expire. A device whose heartbeat stops drops out
  * of the pool. `--device pool://HOST:PORT/KEY` (tether_session_open) leases a device for the
- * session's lifetime.
+ * session's lifetime; a device it finds dead is removed from the pool, leased no more by that open,
+ * and comes back only when its agent's check (tether_pool_device_options.probe) says it answers.
  *
  * Ownership: tether_pool_lease and tether_pool_device are opaque; release / stop them exactly once.
  * Errors: int status (0 ok, negative tether_status), the text in tether_last_error().
@@ -41,12 +42,16 @@ typedef struct tether_pool_acquire_options {
     const char *holder; /* shown by status (default "pid@host") */
     tether_pool_wait_fn on_wait;
     void *wait_ctx;
+    /* Devices (names) this client found dead: never leased, even when registered again; when only
+     * they are left, the key counts as having no live device (TETHER_ERR_NOT_FOUND). */
+    const char *const *skip;
+    int nskip;
 } tether_pool_acquire_options;
 
 /* Queues for a device of `key` at the Redis server host:port and waits for the lease (FIFO per
  * key; o NULL = defaults, waiting as long as it takes). On success *out holds the lease (renewed
  * in the background, the renewal reconnecting after a Redis error) and the device's URL. A key
- * without a live device fails at once (TETHER_ERR_NOT_FOUND). */
+ * without a live device (other than o->skip) fails at once (TETHER_ERR_NOT_FOUND). */
 int tether_pool_acquire(const char *host, uint16_t port, const char *key,
                         const tether_pool_acquire_options *o, tether_pool_lease **out);
 const char *tether_pool_lease_url(const tether_pool_lease *l);
@@ -59,13 +64,28 @@ void tether_pool_release(tether_pool_lease *l);
  * its agent's next heartbeat. */
 void tether_pool_release_dead(tether_pool_lease *l);
 
+typedef struct tether_pool_device_options {
+    int ttl_ms; /* the record's lifetime, renewed every third of it; 0 = the default */
+    /* 0 when the device answers (e.g. a session opened: HELLO), else its status with the reason
+     * in tether_last_error(). Called from the heartbeat thread before a record that is gone (a
+     * client removed the device as dead, or the record expired) is written again, never while a
+     * client holds the device; NULL = written again unchecked. */
+    int (*probe)(void *ctx);
+    /* Told once per change: the device is kept out (registered 0, why = the probe's reason) or
+     * registered again (1, why NULL). Called from the heartbeat thread; may be NULL. */
+    void (*on_change)(void *ctx, int registered, const char *why);
+    void *ctx;
+} tether_pool_device_options;
+
 /* Registers device `name` (unique in the pool: a live record of that name is refused; the check
  * and the registration are two steps, so two agents started at the same instant with one name
  * may both pass) of `key` at `url` with capabilities (a JSON text, may be NULL) and keeps its
- * record alive from a background thread (ttl_ms 0 = default). `url` is what clients connect to:
- * it must be reachable from them. tether_pool_device_stop removes it. */
+ * record alive from a background thread (o NULL = defaults). `url` is what clients connect to:
+ * it must be reachable from them. A record that disappears (a client found the device dead) is
+ * written again only once o->probe says the device answers. tether_pool_device_stop removes
+ * it. */
 int tether_pool_device_start(const char *host, uint16_t port, const char *key, const char *name,
-                             const char *url, const char *caps, int ttl_ms,
+                             const char *url, const char *caps, const tether_pool_device_options *o,
                              tether_pool_device **out);
 void tether_pool_device_stop(tether_pool_device *d);
 
