@@ -16,12 +16,15 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1087,6 +1090,290 @@ static void test_external_data_files(void **state) {
     unlink(outside);
 }
 
+/* Every node's input and output counts are checked against the ONNX schema of its operator
+ * version before any converter reads them (an Add with one input made cv_binary read input 1
+ * past the end of the node's list); empty names are absent optional inputs. */
+static void arity_model(mb *b, int opset, const char *op, const char *ins, const char *outs) {
+    int64_t s[2] = {1, 4}, one[1] = {1};
+    float v = 1.0f;
+    mb_init(b, opset);
+    mb_input(b, "x", F, 2, s);
+    mb_init_tensor(b, mb_tensor_f(b, "k", 1, one, &v, 0));
+    mb_node(b, op, "n0", ins, outs);
+    mb_output(b, "y", F);
+}
+
+static void test_arity(void **state) {
+    (void)state;
+    mb b;
+    static const struct {
+        int opset;
+        const char *op, *ins, *outs, *msg;
+    } bad[] = {
+        {13, "Add", "x", "y", "m.onnx: node 'n0' (Add): takes 2 inputs, 1 given"},
+        {13, "Add", "x,", "y", "node 'n0' (Add): takes 2 inputs, 1 given"},
+        {13, "Add", ",x", "y",
+         "node 'n0' (Add): takes 2 inputs, 1 given (input 0 has an empty name)"},
+        {13, "Mul", "", "y", "node 'n0' (Mul): takes 2 inputs, 0 given"},
+        {13, "Relu", "x,k", "y", "node 'n0' (Relu): takes 1 input, 2 given"},
+        {13, "Clip", "x,k,k,k", "y", "node 'n0' (Clip): takes 1 to 3 inputs at opset 13, 4 given"},
+        {10, "Clip", "x,k", "y", "node 'n0' (Clip): takes 1 input at opset 10, 2 given"},
+        {13, "Unsqueeze", "x", "y", "node 'n0' (Unsqueeze): takes 2 inputs at opset 13, 1 given"},
+        {13, "Concat", "", "y", "node 'n0' (Concat): takes at least 1 input, 0 given"},
+        {10, "Gemm", "x,k", "y", "node 'n0' (Gemm): takes 3 inputs at opset 10, 2 given"},
+        {13, "Conv", "x", "y", "node 'n0' (Conv): takes 2 to 3 inputs, 1 given"},
+        {13, "Constant", "x", "y", "node 'n0' (Constant): takes 0 inputs, 1 given"},
+        {13, "Relu", "x", "y,z", "node 'n0' (Relu): has 1 output, 2 given"},
+        {13, "Relu", "x", "", "node 'n0' (Relu): has 1 output, 0 given"},
+        {13, "Relu", "x", ",", "node 'n0' (Relu): output 0 has an empty name"},
+        {13, "Relu", "x", ",z", "node 'n0' (Relu): has 1 output, 2 given"},
+        {7, "MaxPool", "x", "y,z", "node 'n0' (MaxPool): has 1 output at opset 7, 2 given"},
+        {14, "BatchNormalization", "x,k,k,k,k", "y,a,b,c,d",
+         "node 'n0' (BatchNormalization): has 1 to 3 outputs at opset 14, 5 given"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        arity_model(&b, bad[i].opset, bad[i].op, bad[i].ins, bad[i].outs);
+        expect_error(&b, TETHER_ERR_INVALID_ARG, bad[i].msg);
+        mb_free(&b);
+    }
+    /* empty names for absent optional inputs, trailing or in the middle, and absent optional
+     * outputs are fine: Clip-13 with only max, Resize-13 without roi and scales (sizes only) */
+    int64_t s4[4] = {1, 1, 2, 2}, four[1] = {4}, sizes[4] = {1, 1, 4, 4};
+    float mx = 0.5f;
+    mb_init(&b, 13);
+    int64_t s[2] = {1, 4}, one[1] = {1};
+    mb_input(&b, "x", F, 2, s);
+    mb_init_tensor(&b, mb_tensor_f(&b, "mx", 1, one, &mx, 0));
+    mb_node(&b, "Clip", "clip", "x,,mx,", "y");
+    mb_output(&b, "y", F);
+    tether_ir_graph g;
+    if (load(&b, NULL, &g)) {
+        fail_msg("%s", tether_error_detail());
+    }
+    tether_ir_close(&g);
+    mb_free(&b);
+    mb_init(&b, 13);
+    mb_input(&b, "x", F, 4, s4);
+    mb_init_tensor(&b, mb_tensor_i64(&b, "sizes", 1, four, sizes));
+    mb_node(&b, "Resize", "resize", "x,,,sizes", "y,");
+    mb_output(&b, "y", F);
+    if (load(&b, NULL, &g)) {
+        fail_msg("%s", tether_error_detail());
+    }
+    assert_int_equal(g.tensors[g.outputs[0]].shape[3], 4);
+    tether_ir_close(&g);
+    mb_free(&b);
+    /* every operator of the table is checked: no inputs at all, and more than any takes */
+    int nops = 0;
+    const tether_onnx_op_info *ops = tether_onnx_ops(&nops);
+    assert_true(nops > 40);
+    for (int i = 0; i < nops; i++) {
+        const char *op = ops[i].op_type;
+        bool concat = strcmp(op, "Concat") == 0, constant = strcmp(op, "Constant") == 0;
+        for (int many = 0; many < 2; many++) {
+            if ((many && concat) || (!many && constant)) {
+                continue; /* variadic; takes none */
+            }
+            arity_model(&b, ops[i].until, op, many ? "x,x,x,x,x,x,x,x,x" : "", "y");
+            int rc = load(&b, NULL, &g);
+            if (rc != TETHER_ERR_INVALID_ARG || !strstr(tether_last_error(), "takes ") ||
+                !strstr(tether_last_error(), op)) {
+                fail_msg("%s with %s inputs: status %d, %s", op, many ? "9" : "no", rc,
+                         tether_last_error());
+            }
+            assert_int_equal(g.ntensors, 0);
+            mb_free(&b);
+        }
+    }
+}
+
+/* Every input that once crashed or exhausted the importer (tests/onnx/fuzz/regressions/, the
+ * fuzzer's seeds too) is refused with a message naming the file, leaving an empty graph. */
+static void test_regression_seeds(void **state) {
+    (void)state;
+    static const struct {
+        const char *file, *msg;
+    } seeds[] = {
+        {"add-one-input.onnx", "node 'add0' (Add): takes 2 inputs, 1 given"},
+        {"initializer-dims-without-data.onnx",
+         "tensor 'W': 0 values for shape [1000000000] (1000000000 elements)"},
+        {"constant-of-shape-huge.onnx", "node 'cos' (ConstantOfShape): a constant of shape "
+                                        "[2147483647]"},
+        {"squeeze-without-input.onnx", ""},
+        {"reshape-shape-not-constant.onnx", ""},
+        {"timeout-maxpool-huge-window.onnx", ""},
+    };
+    for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
+        char path[700];
+        snprintf(path, sizeof path, "%s/tests/onnx/fuzz/regressions/%s", TETHER_SOURCE_DIR,
+                 seeds[i].file);
+        tether_ir_graph g;
+        int rc = tether_onnx_load(path, NULL, &g);
+        if (rc == 0) {
+            tether_ir_close(&g); /* an input that once hung or crashed may load now */
+            assert_true(!seeds[i].msg[0]);
+            continue;
+        }
+        assert_int_equal(g.ntensors, 0);
+        if (!strstr(tether_last_error(), seeds[i].file) ||
+            !strstr(tether_last_error(), seeds[i].msg)) {
+            fail_msg("%s: %s", seeds[i].file, tether_last_error());
+        }
+    }
+}
+
+/* Appends a protobuf varint. */
+static size_t put_varint(uint8_t *p, uint64_t v) {
+    size_t n = 0;
+    do {
+        p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    return n;
+}
+
+/* A model whose only node carries `count` empty attributes: 2 bytes each in the file, a struct
+ * of ~250 bytes each once decoded (malloc'd). */
+static uint8_t *empty_attributes_model(size_t count, size_t *len) {
+    size_t node_len = 6 + 2 * count; /* op_type "Relu" + the attributes */
+    uint8_t *m = malloc(64 + node_len);
+    assert_non_null(m);
+    size_t o = 0;
+    m[o++] = 0x08; /* ir_version 8 */
+    m[o++] = 8;
+    m[o++] = 0x42; /* opset_import { version 13 } */
+    m[o++] = 2;
+    m[o++] = 0x10;
+    m[o++] = 13;
+    m[o++] = 0x3a; /* graph */
+    uint8_t tmp[10];
+    size_t nl = put_varint(tmp, node_len);
+    o += put_varint(m + o, 1 + nl + node_len);
+    m[o++] = 0x0a; /* graph.node */
+    o += put_varint(m + o, node_len);
+    m[o++] = 0x22; /* node.op_type */
+    m[o++] = 4;
+    memcpy(m + o, "Relu", 4);
+    o += 4;
+    for (size_t i = 0; i < count; i++) {
+        m[o++] = 0x2a; /* node.attribute, empty */
+        m[o++] = 0;
+    }
+    *len = o;
+    return m;
+}
+
+/* The checks of test_allocation_bounds, in a child process whose address space is limited to
+ * what it has plus 256 MiB: the importer must refuse each malformed file with its message
+ * without asking for more (the old importer allocated an initializer's 4 GB before finding it
+ * had no data). 0 when every check passed. */
+static int bounded_loads(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (!f || fscanf(f, "%lu", &pages) != 1) {
+        fprintf(stderr, "cannot read /proc/self/statm\n");
+        return 1;
+    }
+    fclose(f);
+    struct rlimit rl;
+    rl.rlim_cur = rl.rlim_max = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)256 << 20);
+    if (setrlimit(RLIMIT_AS, &rl) != 0) {
+        perror("setrlimit");
+        return 1;
+    }
+    int bad = 0;
+    /* an initializer's dims ask for 4 GB: a file of 102 bytes */
+    char path[700];
+    snprintf(path, sizeof path, "%s/tests/onnx/fuzz/regressions/initializer-dims-without-data.onnx",
+             TETHER_SOURCE_DIR);
+    tether_ir_graph g;
+    if (tether_onnx_load(path, NULL, &g) != TETHER_ERR_INVALID_ARG ||
+        !strstr(tether_last_error(), "tensor 'W': 0 values for shape [1000000000]")) {
+        fprintf(stderr, "initializer: %s\n", tether_last_error());
+        bad = 1;
+    }
+    /* a ConstantOfShape of 2^31-1 floats, computed at import time */
+    snprintf(path, sizeof path, "%s/tests/onnx/fuzz/regressions/constant-of-shape-huge.onnx",
+             TETHER_SOURCE_DIR);
+    if (tether_onnx_load(path, NULL, &g) != TETHER_ERR_LIMIT ||
+        !strstr(tether_last_error(), "(ConstantOfShape): a constant of shape [2147483647]")) {
+        fprintf(stderr, "ConstantOfShape: %s\n", tether_last_error());
+        bad = 1;
+    }
+    /* a .pb tensor file: int64 dims of 2^31-1 elements, raw_data of 8 bytes */
+    static const uint8_t pb[] = {0x08, 0xff, 0xff, 0xff, 0xff, 0x07, 0x10, 0x07, 0x4a,
+                                 0x08, 1,    2,    3,    4,    5,    6,    7,    8};
+    tether_onnx_tensor t;
+    if (tether_onnx_tensor_parse(pb, sizeof pb, "big.pb", &t) != TETHER_ERR_INVALID_ARG ||
+        !strstr(tether_last_error(), "big.pb: tensor '(unnamed)': 1 values for shape "
+                                     "[2147483647]")) {
+        fprintf(stderr, ".pb: %s\n", tether_last_error());
+        bad = 1;
+    }
+    /* external data: dims of 2^30 floats, a data file of 16 bytes (never read: wrong size) */
+    mb b;
+    int64_t s[1] = {4}, one[1] = {1};
+    float w[1] = {0};
+    mb_init(&b, 13);
+    mb_input(&b, "x", F, 1, s);
+    Onnx__TensorProto *tp = mb_tensor_f(&b, "w", 1, one, w, 1);
+    tp->dims[0] = (int64_t)1 << 30;
+    tp->has_raw_data = 0;
+    tp->has_data_location = 1;
+    tp->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    Onnx__StringStringEntryProto e, *ep[1] = {&e};
+    onnx__string_string_entry_proto__init(&e);
+    e.key = (char *)"location";
+    e.value = (char *)"w16.bin";
+    tp->external_data = ep;
+    tp->n_external_data = 1;
+    mb_init_tensor(&b, tp);
+    mb_node(&b, "Mul", "mul", "x,w", "y");
+    mb_output(&b, "y", F);
+    mb_write(&b, tmp("extbig.onnx"));
+    mb_free(&b);
+    if (tether_onnx_load(tmp("extbig.onnx"), NULL, &g) != TETHER_ERR_INVALID_ARG ||
+        !strstr(tether_last_error(), "tensor 'w': 4 values for shape [1073741824]")) {
+        fprintf(stderr, "external data: %s\n", tether_last_error());
+        bad = 1;
+    }
+    /* 1 MB of empty attributes: protobuf-c would make 512K structs of ~250 bytes (130 MB) */
+    size_t len;
+    uint8_t *m = empty_attributes_model((size_t)1 << 19, &len);
+    if (tether_onnx_load_buffer(m, len, "attrs.onnx", NULL, &g) != TETHER_ERR_LIMIT ||
+        !strstr(tether_last_error(), "attrs.onnx: not a valid ONNX model: decoding its")) {
+        fprintf(stderr, "attributes: %s\n", tether_last_error());
+        bad = 1;
+    }
+    free(m);
+    return bad;
+}
+
+static void test_allocation_bounds(void **state) {
+    (void)state;
+    float w[4] = {1, 2, 3, 4};
+    write_bytes(tmp("w16.bin"), w, sizeof w);
+    /* the same model with a few empty attributes decodes (and is refused for them later) */
+    size_t len;
+    uint8_t *m = empty_attributes_model(3, &len);
+    tether_ir_graph g;
+    assert_int_not_equal(tether_onnx_load_buffer(m, len, "attrs.onnx", NULL, &g), 0);
+    assert_null(strstr(tether_last_error(), "decoding its"));
+    free(m);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        _exit(bounded_loads());
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fail_msg("the bounded loads failed (%s %d): see the lines above",
+                 WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    }
+}
+
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "%s/tests/onnx/tmp", TETHER_BINARY_DIR);
     mkdir(g_dir, 0755);
@@ -1108,6 +1395,9 @@ int main(void) {
         cmocka_unit_test(test_external_data),
         cmocka_unit_test(test_hostile_models),
         cmocka_unit_test(test_external_data_files),
+        cmocka_unit_test(test_arity),
+        cmocka_unit_test(test_regression_seeds),
+        cmocka_unit_test(test_allocation_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,9 @@
  * The ONNX importer: a decoded ModelProto -> the compiler IR (docs/onnx.md).
  *
  * Order of work, each step failing with one message that starts with the file name:
- *   wire pre-check and decoding (truncated file, not a model) -> opset -> values (initializers,
+ *   wire pre-check and decoding (truncated file, not a model; protobuf-c's memory bounded by the
+ *   file's size) -> opset -> each node's input and output counts against the ONNX schema of its
+ *   operator (check_arity: nothing after it reads past a node's lists) -> values (initializers,
  *   graph inputs, node outputs; undefined or doubly-written names) -> topological order (a cycle
  *   is named by its nodes) -> which inputs operators need as constants, binding given values ->
  *   constness -> the support scan (every unsupported operator of the model in ONE error, with
@@ -10,6 +12,8 @@
  *   outputs and inputs -> tether_ir_infer.
  *
  * What must stay true: nothing of the decoded model outlives the call (the IR owns copies);
+ * every allocation is bounded by bytes present in the file (or given by the caller), never by a
+ * count the file merely states (docs/onnx.md, "What a file can make the importer allocate");
  * on failure the graph is closed; input_bound is written only on success; graph inputs keep the
  * model's order minus the bound ones.
  */
@@ -185,6 +189,19 @@ hconst *tonnx_hconst_new(timport *c, bool is_int, int ndim, const int64_t *shape
         }
         count *= (size_t)shape[i];
     }
+    size_t bytes = (count ? count : 1) * (is_int ? sizeof(int64_t) : sizeof(float));
+    if (bytes > c->host_limit - c->host_bytes) {
+        char shape_text[120] = "";
+        for (int i = 0; i < ndim && strlen(shape_text) < 90; i++) {
+            snprintf(shape_text + strlen(shape_text), sizeof shape_text - strlen(shape_text),
+                     "%s%lld", i ? "," : "", (long long)shape[i]);
+        }
+        tonnx_fail(c, TETHER_ERR_LIMIT,
+                   "a constant of shape [%s] (%zu bytes) would take the values known at import "
+                   "time past %zu bytes, more than a model of this size can hold",
+                   shape_text, bytes, c->host_limit);
+        return NULL;
+    }
     hconst *k = calloc(1, sizeof *k);
     void *data = k ? calloc(count ? count : 1, is_int ? sizeof(int64_t) : sizeof(float)) : NULL;
     if (!data) {
@@ -199,12 +216,20 @@ hconst *tonnx_hconst_new(timport *c, bool is_int, int ndim, const int64_t *shape
     }
     k->count = count;
     k->data = data;
+    c->host_bytes += bytes;
     k->next_owned = c->owned;
     c->owned = k;
     return k;
 }
 
-/* A host constant from any host tensor: integer/bool types become int64, floats float32. */
+void tonnx_host_allow(timport *c, size_t count, bool is_int) {
+    size_t add = (count ? count : 1) * (is_int ? sizeof(int64_t) : sizeof(float));
+    c->host_limit = add > SIZE_MAX - c->host_limit ? SIZE_MAX : c->host_limit + add;
+}
+
+/* A host constant from any host tensor (read from bytes that are present: an initializer or a
+ * value the caller binds, so it raises the limit by its size): integer/bool types become int64,
+ * floats float32. */
 static int hconst_from(timport *c, DLDataType dt, int ndim, const int64_t *shape, const void *data,
                        size_t nbytes, const char *what, hconst **out) {
     bool is_int = dt.code != kDLFloat;
@@ -219,11 +244,12 @@ static int hconst_from(timport *c, DLDataType dt, int ndim, const int64_t *shape
         return tether_set_error(TETHER_ERR_LIMIT, "%s: value of '%s' has rank %d", c->source, what,
                                 ndim);
     }
+    size_t es = dt.bits / 8;
+    tonnx_host_allow(c, nbytes / es, is_int);
     hconst *k = tonnx_hconst_new(c, is_int, ndim, shape);
     if (!k) {
         return tether_last_status();
     }
-    size_t es = dt.bits / 8;
     if (nbytes != k->count * es || (!data && nbytes)) {
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "%s: value of '%s' has %zu bytes, its shape needs %zu", c->source,
@@ -803,6 +829,78 @@ static int collect_values(timport *c) {
     return TETHER_OK;
 }
 
+/* "2 inputs", "1 to 3 inputs", "at least 1 input" */
+static void count_text(char *buf, size_t n, int lo, int hi, const char *what) {
+    if (hi < 0) {
+        snprintf(buf, n, "at least %d %s%s", lo, what, lo == 1 ? "" : "s");
+    } else if (lo == hi) {
+        snprintf(buf, n, "%d %s%s", lo, what, lo == 1 ? "" : "s");
+    } else {
+        snprintf(buf, n, "%d to %d %ss", lo, hi, what);
+    }
+}
+
+/* Every node of an operator the importer handles has as many inputs and outputs as the ONNX
+ * schema of its version allows (tonnx_op_arity), checked before anything else reads them: the
+ * converters and the host evaluation then read inputs and outputs below the minimum without
+ * looking. Trailing empty names are absent optional inputs/outputs; an empty name at a required
+ * position is a missing one. Nodes of operators the importer does not handle (or not at this
+ * opset) are left to the support scan. */
+static int check_arity(timport *c) {
+    for (size_t i = 0; i < c->gp->n_node; i++) {
+        const Onnx__NodeProto *n = c->gp->node[i];
+        const op_def *d = tonnx_op_find(S(n->domain), S(n->op_type));
+        if (!d || c->opset < d->since || c->opset > d->until) {
+            continue;
+        }
+        c->cur = (int)i;
+        tonnx_arity a;
+        if (tonnx_op_arity(d, c->opset, &a)) {
+            return tonnx_fail(c, TETHER_ERR_INTERNAL, "the importer lists no input/output counts");
+        }
+        char at[32] = "", want[48], note[64] = "";
+        if (a.by_opset) {
+            snprintf(at, sizeof at, " at opset %d", c->opset);
+        }
+        size_t nin = n->n_input, given = 0;
+        while (nin && !S(n->input[nin - 1])[0]) {
+            nin--;
+        }
+        for (size_t j = 0; j < nin; j++) {
+            if (S(n->input[j])[0]) {
+                given++;
+            } else if (j < (size_t)a.in_min && !note[0]) {
+                snprintf(note, sizeof note, " (input %zu has an empty name)", j);
+            }
+        }
+        bool many = a.in_max >= 0 && nin > (size_t)a.in_max;
+        if (many || nin < (size_t)a.in_min || note[0]) {
+            count_text(want, sizeof want, a.in_min, a.in_max, "input");
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "takes %s%s, %zu given%s", want, at,
+                              many ? nin : given, note);
+        }
+        size_t nout = n->n_output;
+        while (nout && !S(n->output[nout - 1])[0]) {
+            nout--;
+        }
+        if ((a.out_max >= 0 && nout > (size_t)a.out_max) || nout < (size_t)a.out_min) {
+            count_text(want, sizeof want, a.out_min, a.out_max, "output");
+            /* a required output named "": the message the converters gave before */
+            if (nout < (size_t)a.out_min && n->n_output > nout) {
+                return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "output %zu has an empty name", nout);
+            }
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "has %s%s, %zu given", want, at, nout);
+        }
+        for (size_t j = 0; j < (size_t)a.out_min; j++) {
+            if (!S(n->output[j])[0]) {
+                return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "output %zu has an empty name", j);
+            }
+        }
+    }
+    c->cur = -1;
+    return TETHER_OK;
+}
+
 /* Kahn's order of the nodes into order[]; a cycle is reported with its nodes. */
 static int sort_nodes(timport *c, int *order) {
     size_t nn = c->gp->n_node;
@@ -1275,7 +1373,7 @@ static int import_model(timport *c) {
         return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "the model has no graph");
     }
     int rc = tether_ir_init(c->g, S(c->gp->name)[0] ? c->gp->name : "model");
-    if (rc || (rc = name_nodes(c)) || (rc = collect_values(c))) {
+    if (rc || (rc = name_nodes(c)) || (rc = check_arity(c)) || (rc = collect_values(c))) {
         return rc;
     }
     int *order = malloc(sizeof(int) * (c->gp->n_node ? c->gp->n_node : 1));
@@ -1311,8 +1409,29 @@ static void release(timport *c) {
     free(c->input_value);
     free(c->bound);
     if (c->m) {
-        onnx__model_proto__free_unpacked(c->m, NULL);
+        onnx__model_proto__free_unpacked(c->m, &c->alloc.pb);
     }
+}
+
+/* Decodes a ModelProto with the budgeted allocator (*m NULL on failure, with the error set). */
+static int unpack_model(const void *data, size_t len, const char *source, tonnx_alloc *al,
+                        Onnx__ModelProto **m) {
+    tonnx_alloc_init(al, len);
+    *m = onnx__model_proto__unpack(&al->pb, len, data);
+    if (*m) {
+        return TETHER_OK;
+    }
+    if (al->over) {
+        return tether_set_error(TETHER_ERR_LIMIT,
+                                "%s: not a valid ONNX model: decoding its %zu bytes would take "
+                                "more than %zu bytes of memory (a model of many empty or tiny "
+                                "entries: a corrupted file?)",
+                                source, len, al->limit);
+    }
+    return tether_set_error(TETHER_ERR_INVALID_ARG,
+                            "%s: not a valid ONNX model: protobuf decoding failed (a "
+                            "corrupted or truncated field inside the graph)",
+                            source);
 }
 
 int tether_onnx_load_buffer(const void *data, size_t len, const char *source,
@@ -1333,15 +1452,10 @@ int tether_onnx_load_buffer(const void *data, size_t len, const char *source,
     } else {
         strcpy(c.dir, ".");
     }
+    c.host_limit = TONNX_HOST_BUDGET(len);
     int rc = tonnx_wire_check(data, len, c.source, TONNX_MODEL);
     if (!rc) {
-        c.m = onnx__model_proto__unpack(NULL, len, data);
-        if (!c.m) {
-            rc = tether_set_error(TETHER_ERR_INVALID_ARG,
-                                  "%s: not a valid ONNX model: protobuf decoding failed (a "
-                                  "corrupted or truncated field inside the graph)",
-                                  c.source);
-        }
+        rc = unpack_model(data, len, c.source, &c.alloc, &c.m);
     }
     if (!rc) {
         rc = import_model(&c);
@@ -1393,9 +1507,13 @@ int tether_onnx_model_inputs(const char *path, char (*names)[128], int max, int 
         return rc;
     }
     rc = tonnx_wire_check(buf, len, path, TONNX_MODEL);
-    Onnx__ModelProto *m = rc ? NULL : onnx__model_proto__unpack(NULL, len, buf);
+    tonnx_alloc al;
+    Onnx__ModelProto *m = NULL;
+    if (!rc) {
+        rc = unpack_model(buf, len, path, &al, &m);
+    }
     free(buf);
-    if (!rc && (!m || !m->graph)) {
+    if (!rc && !m->graph) {
         rc = tether_set_error(TETHER_ERR_INVALID_ARG, "%s: not a valid ONNX model", path);
     }
     for (size_t i = 0; !rc && i < m->graph->n_input; i++) {
@@ -1417,7 +1535,7 @@ int tether_onnx_model_inputs(const char *path, char (*names)[128], int max, int 
         snprintf(names[(*count)++], 128, "%s", name);
     }
     if (m) {
-        onnx__model_proto__free_unpacked(m, NULL);
+        onnx__model_proto__free_unpacked(m, &al.pb);
     }
     return rc;
 }

@@ -53,8 +53,19 @@ typedef struct timport {
     hconst *owned;
     char **node_names; /* per ONNX node: its unique IR node name (malloc'd) */
     int uniq;
-    int cur; /* ONNX node being converted, -1 */
+    int cur;           /* ONNX node being converted, -1 */
+    tonnx_alloc alloc; /* protobuf-c's memory for m (a budget from the file's size) */
+    /* host constants: bytes held in all, and the most they may hold (TONNX_HOST_BUDGET) */
+    size_t host_bytes, host_limit;
 } timport;
+
+/* What the host constants computed at import time (ConstantOfShape, broadcasting shape
+ * arithmetic, Gather, reshaped copies, ...) may hold in all: 8 MiB + 32 x the model's bytes.
+ * Values read from bytes that are present (initializers, Constant tensors, external data, the
+ * values the caller binds) raise the limit by their own size (tonnx_host_allow), so a real
+ * model stays far below it, while a few bytes asking for a ConstantOfShape of gigabytes are an
+ * error naming the node. */
+#define TONNX_HOST_BUDGET(model_len) (((size_t)8 << 20) + (size_t)32 * (model_len))
 
 /* ---- import.c services for the converters ---- */
 
@@ -66,6 +77,8 @@ int tonnx_fail(timport *c, int status, const char *fmt, ...)
     ;
 int tonnx_find(const timport *c, const char *name); /* value index or -1 */
 hconst *tonnx_hconst_new(timport *c, bool is_int, int ndim, const int64_t *shape);
+/* Raises the host constants' limit by count elements read from bytes that are present. */
+void tonnx_host_allow(timport *c, size_t count, bool is_int);
 /* IR tensor of input i of the current node as a float run-time operand (creates constants and
  * graph inputs on first use); TETHER_ERR_INVALID_ARG when absent and required. *t = -1 when
  * absent and optional. */
@@ -113,6 +126,14 @@ struct op_def {
 };
 
 const op_def *tonnx_op_find(const char *domain, const char *op_type);
+/* How many inputs and outputs an operator takes at an opset (the ONNX schema of that version):
+ * optional ones count in the maximum only; in_max -1 = variadic. */
+typedef struct tonnx_arity {
+    int in_min, in_max, out_min, out_max;
+    bool by_opset; /* the counts differ between the opsets the importer handles */
+} tonnx_arity;
+/* TETHER_ERR_NOT_FOUND when the operator has no entry (the caller fails closed). */
+int tonnx_op_arity(const op_def *d, int opset, tonnx_arity *out);
 /* Bit i set: input i must be a constant at this opset. */
 unsigned tonnx_const_inputs(const op_def *d, int opset);
 /* Evaluates the current node on host constants (d->host, every present input constant). */

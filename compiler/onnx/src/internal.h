@@ -1,10 +1,12 @@
 /*
  * tether_onnx internals shared by its source files (not installed): the generated protobuf-c
- * types, the wire-format pre-check and the TensorProto conversion.
+ * types, the decoding allocator's budget, the wire-format pre-check and the TensorProto
+ * conversion.
  */
 #ifndef TETHER_ONNX_INTERNAL_H
 #define TETHER_ONNX_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +18,20 @@ typedef enum tonnx_msg {
     TONNX_MODEL = 0,  /* onnx.ModelProto */
     TONNX_TENSOR = 1, /* onnx.TensorProto */
 } tonnx_msg;
+
+/* The allocator every protobuf-c decode of the front end runs with: it gives protobuf-c at
+ * most TONNX_DECODE_BUDGET(len) bytes in all for a message of len bytes. protobuf-c sizes each
+ * allocation from the bytes present (a repeated field's count from its occurrences, a string or
+ * bytes field from its length, checked against the buffer), but a message of many small or empty
+ * sub-messages costs a struct of up to ~250 bytes per 2 input bytes; the budget bounds the sum.
+ * A well-formed model needs far less (the onnx-node models: at most ~20 x their size). */
+#define TONNX_DECODE_BUDGET(len) (((size_t)4 << 20) + (size_t)64 * (len))
+typedef struct tonnx_alloc {
+    ProtobufCAllocator pb; /* pass &pb to unpack and to free_unpacked */
+    size_t used, limit;
+    bool over; /* an allocation was refused: the budget, not the bytes, ended the decode */
+} tonnx_alloc;
+void tonnx_alloc_init(tonnx_alloc *a, size_t len);
 
 /* Walks the top-level fields of a serialized message and reports, with offsets, what protobuf-c
  * would only call a failure: an empty buffer, bytes that are not protobuf fields of that message

@@ -5,7 +5,10 @@
  *
  * What must stay true: every attribute default is the ONNX default of the operator version in
  * use (docs/onnx.md lists them); an attribute value the IR cannot express is an error naming it,
- * never approximated; the table, the allowed-attribute lists and docs/onnx.md agree.
+ * never approximated; the table, the allowed-attribute lists and docs/onnx.md agree; every
+ * operator of the table has its input/output counts (arities[], from the ONNX schemas), checked
+ * by the importer before any converter runs, so converters read inputs and outputs below the
+ * minimum without looking.
  */
 #include <stdint.h>
 #include <math.h>
@@ -1093,6 +1096,105 @@ static const op_def ops[] = {
     {"Upsample", 7, 9, "resize_nearest", "mode,scales", false, false, cv_resize, check_resize},
 };
 
+/* How many inputs and outputs each operator of ops[] takes, from the ONNX operator schemas of the
+ * versions the importer handles: for each operator, its entries in opset order; the last entry
+ * whose `since` is at most the model's opset applies. Optional inputs and outputs count in the
+ * maximum only; in_max -1: variadic (at least in_min). Every operator of ops[] has an entry
+ * (tonnx_op_arity fails closed otherwise). */
+typedef struct arity_def {
+    const char *op_type;
+    int since;
+    int in_min, in_max, out_min, out_max;
+} arity_def;
+
+static const arity_def arities[] = {
+    {"Abs", 1, 1, 1, 1, 1},
+    {"Add", 1, 2, 2, 1, 1},
+    {"AveragePool", 1, 1, 1, 1, 1},
+    {"BatchNormalization", 1, 5, 5, 1, 5},  /* Y, mean, var, saved_mean, saved_var */
+    {"BatchNormalization", 14, 5, 5, 1, 3}, /* Y, running_mean, running_var */
+    {"Cast", 1, 1, 1, 1, 1},
+    {"Clip", 1, 1, 1, 1, 1},
+    {"Clip", 11, 1, 3, 1, 1}, /* input, min, max */
+    {"Concat", 1, 1, -1, 1, 1},
+    {"Constant", 1, 0, 0, 1, 1},
+    {"ConstantOfShape", 9, 1, 1, 1, 1},
+    {"Conv", 1, 2, 3, 1, 1}, /* X, W, B */
+    {"Div", 1, 2, 2, 1, 1},
+    {"Dropout", 1, 1, 1, 1, 2},  /* output, mask */
+    {"Dropout", 12, 1, 3, 1, 2}, /* data, ratio, training_mode */
+    {"Exp", 1, 1, 1, 1, 1},
+    {"Flatten", 1, 1, 1, 1, 1},
+    {"Gather", 1, 2, 2, 1, 1},
+    {"Gemm", 1, 3, 3, 1, 1},  /* A, B, C */
+    {"Gemm", 11, 2, 3, 1, 1}, /* C optional */
+    {"GlobalAveragePool", 1, 1, 1, 1, 1},
+    {"GlobalMaxPool", 1, 1, 1, 1, 1},
+    {"HardSigmoid", 1, 1, 1, 1, 1},
+    {"HardSwish", 14, 1, 1, 1, 1},
+    {"Identity", 1, 1, 1, 1, 1},
+    {"LayerNormalization", 17, 2, 3, 1, 3}, /* X, Scale, B -> Y, Mean, InvStdDev */
+    {"LeakyRelu", 1, 1, 1, 1, 1},
+    {"Log", 1, 1, 1, 1, 1},
+    {"LogSoftmax", 1, 1, 1, 1, 1},
+    {"MatMul", 1, 2, 2, 1, 1},
+    {"MaxPool", 1, 1, 1, 1, 1},
+    {"MaxPool", 8, 1, 1, 1, 2}, /* Y, Indices */
+    {"Mul", 1, 2, 2, 1, 1},
+    {"Neg", 1, 1, 1, 1, 1},
+    {"PRelu", 1, 2, 2, 1, 1},
+    {"Pad", 1, 1, 1, 1, 1},
+    {"Pad", 11, 2, 3, 1, 1}, /* data, pads, constant_value */
+    {"Pad", 18, 2, 4, 1, 1}, /* ..., axes */
+    {"Pow", 1, 2, 2, 1, 1},
+    {"ReduceMean", 1, 1, 1, 1, 1},
+    {"ReduceMean", 18, 1, 2, 1, 1}, /* data, axes */
+    {"Relu", 1, 1, 1, 1, 1},
+    {"Reshape", 5, 2, 2, 1, 1},
+    {"Resize", 10, 2, 2, 1, 1}, /* X, scales */
+    {"Resize", 11, 3, 4, 1, 1}, /* X, roi, scales, sizes */
+    {"Resize", 13, 1, 4, 1, 1}, /* roi, scales and sizes optional */
+    {"Shape", 1, 1, 1, 1, 1},
+    {"Sigmoid", 1, 1, 1, 1, 1},
+    {"Slice", 1, 1, 1, 1, 1},
+    {"Slice", 10, 3, 5, 1, 1}, /* data, starts, ends, axes, steps */
+    {"Softmax", 1, 1, 1, 1, 1},
+    {"Sqrt", 1, 1, 1, 1, 1},
+    {"Squeeze", 1, 1, 1, 1, 1},
+    {"Squeeze", 13, 1, 2, 1, 1}, /* data, axes */
+    {"Sub", 1, 2, 2, 1, 1},
+    {"Tanh", 1, 1, 1, 1, 1},
+    {"Transpose", 1, 1, 1, 1, 1},
+    {"Unsqueeze", 1, 1, 1, 1, 1},
+    {"Unsqueeze", 13, 2, 2, 1, 1}, /* data, axes (required) */
+    {"Upsample", 7, 1, 1, 1, 1},
+    {"Upsample", 9, 2, 2, 1, 1}, /* X, scales */
+};
+
+int tonnx_op_arity(const op_def *d, int opset, tonnx_arity *out) {
+    const arity_def *found = NULL;
+    int entries = 0;
+    for (size_t i = 0; i < sizeof arities / sizeof *arities; i++) {
+        const arity_def *e = &arities[i];
+        if (strcmp(e->op_type, d->op_type) != 0) {
+            continue;
+        }
+        entries++;
+        if (e->since <= opset) {
+            found = e;
+        }
+    }
+    if (!found) {
+        return TETHER_ERR_NOT_FOUND;
+    }
+    out->in_min = found->in_min;
+    out->in_max = found->in_max;
+    out->out_min = found->out_min;
+    out->out_max = found->out_max;
+    out->by_opset = entries > 1;
+    return TETHER_OK;
+}
+
 const op_def *tonnx_op_find(const char *domain, const char *op_type) {
     if (domain && domain[0] && strcmp(domain, "ai.onnx") != 0) {
         return NULL;
@@ -1225,6 +1327,7 @@ static int host_constant(timport *c, const Onnx__NodeProto *n) {
             return tonnx_fail(c, rc, "%s", tether_last_error());
         }
         bool is_int = t.dtype.code != kDLFloat;
+        tonnx_host_allow(c, t.nbytes / (t.dtype.bits / 8), is_int); /* bytes of the file */
         k = tonnx_hconst_new(c, is_int, t.ndim, t.shape);
         if (!k) {
             tether_onnx_tensor_free(&t);

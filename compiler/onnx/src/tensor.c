@@ -2,13 +2,17 @@
  * onnx.TensorProto -> host tensors: initializers, Constant values, and .pb test-data files.
  *
  * What must stay true: the element count implied by dims always equals the count of values
- * found (typed field or raw_data), so a malformed tensor is an error naming it, never a short
- * read; every allocation is sized from checked products; data comes out in host byte order
+ * found (typed field, raw_data or external data), so a malformed tensor is an error naming it,
+ * never a short read; that is checked BEFORE the tensor's memory is allocated, so every
+ * allocation is bounded by the values actually present (dims of a few bytes cannot ask for
+ * gigabytes); protobuf-c decodes with a budget (tonnx_alloc); data comes out in host byte order
  * (this code assumes a little-endian host, like the raw_data encoding).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +35,46 @@
 
 int tonnx_read_file(const char *path, uint8_t **out, size_t *len) {
     return tether_file_read(path, MAX_FILE_BYTES, out, len);
+}
+
+/* ---- the decoding allocator (internal.h) ---- */
+
+/* Each block carries its size in front, so free can give the budget back. */
+typedef union block_head {
+    size_t size;
+    max_align_t align;
+} block_head;
+
+static void *budget_alloc(void *data, size_t size) {
+    tonnx_alloc *a = data;
+    if (size > a->limit - a->used || size > SIZE_MAX - sizeof(block_head)) {
+        a->over = true;
+        return NULL;
+    }
+    block_head *h = malloc(sizeof *h + size);
+    if (!h) {
+        return NULL;
+    }
+    h->size = size;
+    a->used += size;
+    return h + 1;
+}
+
+static void budget_free(void *data, void *p) {
+    tonnx_alloc *a = data;
+    if (p) {
+        block_head *h = (block_head *)p - 1;
+        a->used -= h->size;
+        free(h);
+    }
+}
+
+void tonnx_alloc_init(tonnx_alloc *a, size_t len) {
+    memset(a, 0, sizeof *a);
+    a->pb.alloc = budget_alloc;
+    a->pb.free = budget_free;
+    a->pb.allocator_data = a;
+    a->limit = len > (SIZE_MAX - ((size_t)4 << 20)) / 64 ? SIZE_MAX : TONNX_DECODE_BUDGET(len);
 }
 
 const char *tonnx_dtype_name(int32_t t, char *buf, size_t n) {
@@ -142,11 +186,15 @@ static void store_int(void *data, DLDataType dt, size_t i, int64_t v) {
     }
 }
 
-/* Reads a tensor's external data (location relative to base_dir). */
+/* Reads a tensor's external data (location relative to base_dir). The bytes are read only when
+ * there are exactly `need` of them (the tensor's elements): otherwise *out is NULL and *len
+ * says how many there are, for the caller's message, and nothing is allocated. */
 static int read_external(const Onnx__TensorProto *tp, const char *what, const char *base_dir,
-                         uint8_t **out, size_t *len) {
+                         size_t need, uint8_t **out, size_t *len) {
     const char *loc = NULL;
     long long off = 0, length = -1;
+    *out = NULL;
+    *len = 0;
     for (size_t i = 0; i < tp->n_external_data; i++) {
         const Onnx__StringStringEntryProto *e = tp->external_data[i];
         const char *k = e->key ? e->key : "", *v = e->value ? e->value : "";
@@ -217,6 +265,11 @@ static int read_external(const Onnx__TensorProto *tp, const char *what, const ch
                                 what, off, length, path, size);
     }
     size_t n = (size_t)(length >= 0 ? length : size - off);
+    *len = n;
+    if (n != need) { /* the caller says what is wrong; nothing is read for a wrong size */
+        close(fd);
+        return TETHER_OK;
+    }
     uint8_t *buf = malloc(n ? n : 1);
     if (!buf) {
         close(fd);
@@ -238,8 +291,56 @@ static int read_external(const Onnx__TensorProto *tp, const char *what, const ch
     }
     close(fd);
     *out = buf;
-    *len = n;
     return TETHER_OK;
+}
+
+/* Values in the typed field of data type t (int32_data for the small integer types). */
+static size_t typed_count(const Onnx__TensorProto *tp, int32_t t) {
+    switch (t) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+        return tp->n_float_data;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+        return tp->n_double_data;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+        return tp->n_int64_data;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
+        return tp->n_uint64_data;
+    default: /* int8/16/32, uint8/16, bool, float16, bfloat16 */
+        return tp->n_int32_data;
+    }
+}
+
+/* Copies count values of the typed field into host data of dtype dt. */
+static void copy_typed(const Onnx__TensorProto *tp, int32_t t, DLDataType dt, size_t count,
+                       void *data) {
+    for (size_t i = 0; i < count; i++) {
+        switch (t) {
+        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+            ((float *)data)[i] = tp->float_data[i];
+            break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+            ((double *)data)[i] = tp->double_data[i];
+            break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+            ((int64_t *)data)[i] = tp->int64_data[i];
+            break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
+            store_int(data, dt, i, (int64_t)tp->uint64_data[i]);
+            break;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+        case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: {
+            uint16_t h = (uint16_t)tp->int32_data[i];
+            ((float *)data)[i] =
+                t == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ? half_to_float(h) : bf16_to_float(h);
+            break;
+        }
+        default:
+            store_int(data, dt, i, tp->int32_data[i]);
+            break;
+        }
+    }
 }
 
 int tonnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *what, const char *base_dir,
@@ -274,20 +375,19 @@ int tonnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *what, const
         out->shape[i] = d;
         count *= (size_t)d;
     }
-    out->nbytes = count * esize;
-    out->data = malloc(out->nbytes ? out->nbytes : 1);
-    if (!out->data) {
-        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory", what);
-    }
+    /* the values present (raw_data, external data or the typed field) must be exactly the
+     * elements the dims ask for, checked BEFORE anything is allocated for them: dims alone are a
+     * few bytes of the file and may ask for gigabytes */
+    size_t rs = raw_size(t, esize);
     const uint8_t *raw = NULL;
     size_t raw_len = 0;
     uint8_t *ext = NULL;
     int is_ext =
         tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    bool bytes = is_ext || tp->has_raw_data;
     if (is_ext) {
-        int rc = read_external(tp, what, base_dir, &ext, &raw_len);
+        int rc = read_external(tp, what, base_dir, count * rs, &ext, &raw_len);
         if (rc) {
-            tether_onnx_tensor_free(out);
             return rc;
         }
         raw = ext;
@@ -295,95 +395,46 @@ int tonnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *what, const
         raw = tp->raw_data.data;
         raw_len = tp->raw_data.len;
     }
-    size_t have = 0;
-    int rc = TETHER_OK;
-    if (raw) {
-        size_t rs = raw_size(t, esize);
-        have = raw_len / rs;
-        if (raw_len % rs == 0 && have == count) {
-            if (count == 0) {
-                /* empty: nothing to copy */
-            } else if (rs == esize) {
-                memcpy(out->data, raw, out->nbytes);
-            } else {
-                for (size_t i = 0; i < count; i++) {
-                    uint16_t h = (uint16_t)(raw[2 * i] | (raw[2 * i + 1] << 8));
-                    ((float *)out->data)[i] = t == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16
-                                                  ? half_to_float(h)
-                                                  : bf16_to_float(h);
-                }
-            }
-        } else {
-            have = raw_len % rs ? (size_t)-1 : have;
-        }
-    } else {
-        switch (t) {
-        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
-            have = tp->n_float_data;
-            if (have == count && count) {
-                memcpy(out->data, tp->float_data, out->nbytes);
-            }
-            break;
-        case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
-            have = tp->n_double_data;
-            if (have == count && count) {
-                memcpy(out->data, tp->double_data, out->nbytes);
-            }
-            break;
-        case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
-            have = tp->n_int64_data;
-            if (have == count && count) {
-                memcpy(out->data, tp->int64_data, out->nbytes);
-            }
-            break;
-        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
-        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
-            have = tp->n_uint64_data;
-            for (size_t i = 0; have == count && i < count; i++) {
-                store_int(out->data, out->dtype, i, (int64_t)tp->uint64_data[i]);
-            }
-            break;
-        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
-        case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
-            have = tp->n_int32_data;
-            for (size_t i = 0; have == count && i < count; i++) {
-                uint16_t h = (uint16_t)tp->int32_data[i];
-                ((float *)out->data)[i] = t == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16
-                                              ? half_to_float(h)
-                                              : bf16_to_float(h);
-            }
-            break;
-        default: /* int8/16/32, uint8/16, bool: int32_data */
-            have = tp->n_int32_data;
-            for (size_t i = 0; have == count && i < count; i++) {
-                store_int(out->data, out->dtype, i, tp->int32_data[i]);
-            }
-            break;
-        }
-    }
+    size_t have = bytes ? (raw_len % rs ? (size_t)-1 : raw_len / rs) : typed_count(tp, t);
     if (have != count) {
+        free(ext);
         char shape[160] = "";
         for (int i = 0; i < out->ndim && strlen(shape) < 120; i++) {
             snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", i ? "," : "",
                      (long long)out->shape[i]);
         }
         if (have == (size_t)-1) {
-            rc = tether_set_error(TETHER_ERR_INVALID_ARG,
-                                  "tensor '%s': %s data of %zu bytes is not a whole number of "
-                                  "%s elements",
-                                  what, is_ext ? "external" : "raw", raw_len,
-                                  tonnx_dtype_name(t, tn, sizeof tn));
-        } else {
-            rc = tether_set_error(TETHER_ERR_INVALID_ARG,
-                                  "tensor '%s': %zu values for shape [%s] (%zu elements)", what,
-                                  have, shape, count);
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "tensor '%s': %s data of %zu bytes is not a whole number of "
+                                    "%s elements",
+                                    what, is_ext ? "external" : "raw", raw_len,
+                                    tonnx_dtype_name(t, tn, sizeof tn));
+        }
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "tensor '%s': %zu values for shape [%s] (%zu elements)", what, have,
+                                shape, count);
+    }
+    out->nbytes = count * esize;
+    out->data = malloc(out->nbytes ? out->nbytes : 1);
+    if (!out->data) {
+        free(ext);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory", what);
+    }
+    if (!bytes) {
+        copy_typed(tp, t, out->dtype, count, out->data);
+    } else if (rs == esize) {
+        if (count) {
+            memcpy(out->data, raw, out->nbytes);
+        }
+    } else {
+        for (size_t i = 0; i < count; i++) {
+            uint16_t h = (uint16_t)(raw[2 * i] | (raw[2 * i + 1] << 8));
+            ((float *)out->data)[i] =
+                t == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ? half_to_float(h) : bf16_to_float(h);
         }
     }
     free(ext);
-    if (rc) {
-        tether_onnx_tensor_free(out);
-    }
-    return rc;
+    return TETHER_OK;
 }
 
 int tether_onnx_tensor_parse(const void *buf, size_t len, const char *what,
@@ -393,14 +444,22 @@ int tether_onnx_tensor_parse(const void *buf, size_t len, const char *what,
     if (rc) {
         return rc;
     }
-    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
+    tonnx_alloc al;
+    tonnx_alloc_init(&al, len);
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&al.pb, len, buf);
     if (!tp) {
+        if (al.over) {
+            return tether_set_error(TETHER_ERR_LIMIT,
+                                    "%s: not a valid ONNX TensorProto: decoding its %zu bytes "
+                                    "would take more than %zu bytes of memory",
+                                    what, len, al.limit);
+        }
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "%s: not a valid ONNX TensorProto (protobuf decoding failed)",
                                 what);
     }
     rc = tonnx_tensor_from_proto(tp, tp->name && tp->name[0] ? tp->name : "(unnamed)", NULL, out);
-    onnx__tensor_proto__free_unpacked(tp, NULL);
+    onnx__tensor_proto__free_unpacked(tp, &al.pb);
     if (rc) {
         char msg[TETHER_ERROR_MSG_MAX];
         snprintf(msg, sizeof msg, "%s", tether_last_error());
