@@ -88,6 +88,10 @@ int tether_cli_array_parse(const char *arg, int is_out, tether_cli_array *list, 
 /* Reads an input argument (.npy, a registered format, or an .npz member). Sets the error, does
  * not print. */
 int tether_cli_array_read(const tether_cli_array *a, tether_npy *out);
+/* The same, checked against what the input it is for must hold (e NULL: nothing; ndim < 0: any
+ * shape): an .npz member from its .npy header, before it is inflated (tether/npy.h). */
+int tether_cli_array_read_expect(const tether_cli_array *a, const tether_npy_expect *e,
+                                 tether_npy *out);
 /* Puts named arguments into the order of `names` (the model's inputs or outputs, nnames of them;
  * what = "input" / "output"). Positional lists are left as they are (the caller checks the
  * count). Named inputs must cover every input; named outputs may leave some out: the list

@@ -5,7 +5,9 @@
  *    (through tether_npy_read). A no-op in builds without tether_onnx.
  *  - `tether run MODEL`: the --in files become values the front end may bind at compile time
  *    (inputs an operator needs as constants, such as a Reshape's shape), plus --input-shape.
- *    The caller drops the inputs marked in `bound` before running the artifact.
+ *    The caller drops the inputs marked in `bound` before running the artifact. Every model
+ *    command checks its --in files against the model first (tether_cli_model_inputs_check),
+ *    before it compiles or contacts a device.
  * Errors are printed as "tether <command>: <reason>" (tether_cli_fail); returns are exit codes.
  */
 #ifndef TETHER_CLI_ONNX_H
@@ -34,6 +36,20 @@ typedef struct tether_cli_model_load {
 int tether_cli_model_load_prepare(tether_cli_model_load *m, int nin, const tether_cli_array *inputs,
                                   int nshapes, const char *const *shapes);
 void tether_cli_model_load_free(tether_cli_model_load *m);
+/* run/bench/ab/run --reference MODEL: what can be known about the --in files before anything is
+ * compiled or the device contacted. The model is loaded alone first, so each file's expected
+ * dtype and shape (the model input of its name or position) are known while it is read: an .npz
+ * member is refused from its .npy header, before it is inflated. Then every file is read as by
+ * tether_cli_model_load_prepare (m filled), the model is loaded with their values (the inputs
+ * its operators need as constants bound), and the run-time inputs (not bound) are checked: as
+ * many as the model has (may_omit: none at all is fine, `ab` generates them), names the model
+ * has, each file's dtype and shape equal to its input's. *g (when not NULL) gets the loaded
+ * graph on success; the caller closes it and frees m. Returns 0, or the exit code after
+ * printing the error: 1 (a file, the model, a dtype/shape), 2 (counts, names, bad specs); m is
+ * freed then. */
+int tether_cli_model_inputs_check(const char *model, tether_cli_model_load *m, int nin,
+                                  const tether_cli_array *inputs, int nshapes,
+                                  const char *const *shapes, int may_omit, tether_ir_graph *g);
 #endif
 
 #endif

@@ -317,9 +317,19 @@ int tether_cli_array_parse(const char *arg, int is_out, tether_cli_array *list, 
 }
 
 int tether_cli_array_read(const tether_cli_array *a, tether_npy *out) {
-    if (!a->npz)
-        return tether_npy_read(a->path, out);
-    return tether_npz_read_member(a->path, a->member, out);
+    return tether_cli_array_read_expect(a, NULL, out);
+}
+
+int tether_cli_array_read_expect(const tether_cli_array *a, const tether_npy_expect *e,
+                                 tether_npy *out) {
+    if (a->npz) /* checked from the member's header, before it is inflated */
+        return tether_npz_read_member_expect(a->path, a->member, e, out);
+    int rc = tether_npy_read(a->path, out);
+    if (!rc && e && e->ndim >= 0 &&
+        (rc = tether_npy_check(out, a->label, e->what, e->name,
+                               e->dtype.lanes ? e->dtype : out->dtype, e->ndim, e->shape)))
+        tether_npy_free(out);
+    return rc;
 }
 
 int tether_cli_array_named(const tether_cli_array *list, int n) {

@@ -1189,8 +1189,12 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
     }
     if (!npz_out)
         r->nout = nout;
-    for (int i = 0; i < nin; i++) {
-        if (tether_cli_array_read(&r->in[i], &in[i]) ||
+    for (int i = 0; i < nin; i++) { /* an .npz member is refused from its header */
+        tether_artifact_io io;
+        tether_artifact_io_of(a, 0, i, &io);
+        tether_npy_expect e = {"model input", io.name, io.dtype, io.ndim, {0}};
+        memcpy(e.shape, io.shape, sizeof(int64_t) * (size_t)io.ndim);
+        if (tether_cli_array_read_expect(&r->in[i], &e, &in[i]) ||
             tether_artifact_check_input(a, i, r->in[i].label, &in[i]))
             return fail(1, "%s", tether_last_error());
     }
@@ -1326,6 +1330,13 @@ static int cmd_run(int argc, char **argv, int bench) {
                         r.texture_weights ? "--texture-weights" : "--texture-activations");
         if (r.opt_level != -2)
             o.build.opt_level = r.opt_level;
+        /* the --in files against the model (and read: the values an ONNX model binds) before
+         * the device is contacted or anything is compiled */
+        static tether_cli_model_load ml; /* --in values an ONNX model binds, --input-shape */
+        int lrc = tether_cli_model_inputs_check(r.target, &ml, r.nin, r.in, r.ninput_shapes,
+                                                r.input_shapes, 0, NULL);
+        if (lrc)
+            return lrc;
         int from_device = 0;
         for (int k = 0; k < r.mem->opts.npools; k++)
             from_device |= r.mem->from_device[k];
@@ -1372,10 +1383,6 @@ static int cmd_run(int argc, char **argv, int bench) {
             o.build.target = probed;
             o.build.cpu = r.cpu ? r.cpu : cpu; /* the device's CPU unless --mcpu */
         }
-        static tether_cli_model_load ml; /* --in values an ONNX model binds, --input-shape */
-        int lrc = tether_cli_model_load_prepare(&ml, r.nin, r.in, r.ninput_shapes, r.input_shapes);
-        if (lrc)
-            return lrc;
         o.load = &ml.lo;
         char dir[600];
         if (tether_cli_tempdir_make(dir, sizeof dir, "run")) {

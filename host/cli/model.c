@@ -12,12 +12,13 @@
  *   tether run MODEL --reference --in x.npy ... [--out y.npy ...]
  *       runs the model on the reference interpreter on this machine (no device).
  *
- * What must stay true: both ABIs see the same input bytes; the device's HELLO is known before
- * anything is compiled (--opencl on a device without OpenCL is refused first); a mismatch
- * against the interpreter (rtol/atol) makes the exit code 1 even though the table is printed;
- * a temporary directory made by `ab` is removed on every path, and a -o DIR is left with
- * complete artifacts only; every prepared artifact is released and the session closed on every
- * path.
+ * What must stay true: both ABIs see the same input bytes; the model and the --in files are
+ * checked (tether_cli_model_inputs_check) before the device is contacted, and the device's HELLO
+ * is known before anything is compiled (--opencl on a device without OpenCL is refused first); a
+ * mismatch against the interpreter (rtol/atol) makes the exit code 1 even though the table is
+ * printed; a temporary directory made by `ab` is removed on every path, and a -o DIR is left
+ * with complete artifacts only; every prepared artifact is released and the session closed on
+ * every path.
  */
 #include <errno.h>
 #include <math.h>
@@ -101,15 +102,12 @@ static void graph_names(const tether_ir_graph *g, int outputs, const char **name
 int tether_cli_run_reference(const char *model, int nin, tether_cli_array *inputs, int nout,
                              tether_cli_array *outputs) {
     tether_ir_graph g;
-    /* an ONNX model binds the inputs its operators need as constants from their --in files */
+    /* an ONNX model binds the inputs its operators need as constants from their --in files;
+     * every file is checked against the model (an .npz member from its header) */
     static tether_cli_model_load ml;
-    int lrc = tether_cli_model_load_prepare(&ml, nin, inputs, 0, NULL);
+    int lrc = tether_cli_model_inputs_check(model, &ml, nin, inputs, 0, NULL, 0, &g);
     if (lrc)
         return lrc;
-    if (tether_model_load_with(model, &ml.lo, &g)) {
-        tether_cli_model_load_free(&ml);
-        return fail(1, "%s", tether_error_detail());
-    }
     int nkept = 0;
     for (int i = 0; i < nin; i++)
         if (!ml.bound[i])
@@ -821,10 +819,21 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     int prc = parse_ab(argc, argv, &a);
     if (prc)
         return prc == -1 ? 0 : prc;
-    /* the device first: its HELLO decides the target and whether --opencl can run at all */
+    /* the model and the --in files first, without the device (an ONNX model binds the inputs
+     * its operators need as constants, a Reshape's shape, from their files; only the others are
+     * fed at run time): a bad file is refused before any device is contacted */
+    static tether_cli_model_load ml;
+    tether_ir_graph g;
+    int lrc = tether_cli_model_inputs_check(a.model, &ml, a.nin, a.in, 0, NULL, 1, &g);
+    if (lrc)
+        return lrc;
+    /* then the device: its HELLO decides the target and whether --opencl can run at all */
     tether_session *ses = NULL;
-    if (tether_cli_open(&a.dev, &ses))
+    if (tether_cli_open(&a.dev, &ses)) {
+        tether_cli_model_load_free(&ml);
+        tether_ir_close(&g);
         return 1;
+    }
     const tether_device_info *d = tether_session_info(ses);
     int rc = 1;
     if (a.opencl && !d->opencl) {
@@ -833,12 +842,16 @@ int tether_cli_cmd_ab(int argc, char **argv) {
                         "run ab without --opencl",
                         tether_cli_device_url(a.dev.url));
         tether_session_close(ses);
+        tether_cli_model_load_free(&ml);
+        tether_ir_close(&g);
         return 1;
     }
     static char probed[64], cpu[128];
     if (!a.target) { /* the device's target, and its CPU unless --mcpu says otherwise */
         if (tether_cli_device_target(d, probed, sizeof probed, cpu, sizeof cpu)) {
             tether_session_close(ses);
+            tether_cli_model_load_free(&ml);
+            tether_ir_close(&g);
             return 1;
         }
         a.target = probed;
@@ -849,25 +862,15 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     const tether_target *tg;
     if (tether_target_find(a.target, &tg)) {
         tether_session_close(ses);
+        tether_cli_model_load_free(&ml);
+        tether_ir_close(&g);
         return fail(2, "--target: %s", tether_last_error());
     }
     if (!tether_target_available(tg)) {
         tether_session_close(ses);
-        return fail(1, "target %s: its compiler %s is not installed", a.target, tg->cc);
-    }
-    /* an ONNX model binds the inputs its operators need as constants (a Reshape's shape, Clip's
-     * bounds) from their --in files; only the others are fed at run time */
-    static tether_cli_model_load ml;
-    int lrc = tether_cli_model_load_prepare(&ml, a.nin, a.in, 0, NULL);
-    if (lrc) {
-        tether_session_close(ses);
-        return lrc;
-    }
-    tether_ir_graph g;
-    if (tether_model_load_with(a.model, &ml.lo, &g)) {
         tether_cli_model_load_free(&ml);
-        tether_session_close(ses);
-        return fail(1, "%s", tether_error_detail());
+        tether_ir_close(&g);
+        return fail(1, "target %s: its compiler %s is not installed", a.target, tg->cc);
     }
     int given = a.nin, kept = 0;
     for (int i = 0; i < given; i++)

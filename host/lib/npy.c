@@ -31,7 +31,14 @@ static const char *skip_ws(const char *p, const char *end) {
     return p;
 }
 
-int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *out) {
+/* Parses the header of a .npy image of which the first len bytes are at buf (at least the whole
+ * header, which may be followed by any part of the data): fills out's dtype, ndim and shape (data
+ * NULL), *hdr the header's size and *nbytes the data's size by the header. Shared with npz.c,
+ * which inflates only the header of a member before it knows the data's size. */
+int tether__npy_parse_header(const void *buf, size_t len, const char *what, tether_npy *out,
+                             size_t *hdr, size_t *nbytes_out);
+int tether__npy_parse_header(const void *buf, size_t len, const char *what, tether_npy *out,
+                             size_t *hdr, size_t *nbytes_out) {
     const uint8_t *b = buf;
     memset(out, 0, sizeof *out);
     if (len < 10 || memcmp(b, "\x93NUMPY", 6) != 0)
@@ -178,18 +185,34 @@ int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *
     size_t nbytes;
     if (tether_shape_bytes(out->shape, ndim, dt, &nbytes))
         return tether_set_error(TETHER_ERR_LIMIT, "%s: %s", what, tether_last_error());
-    size_t doff = hoff + hlen;
-    if (len - doff != nbytes)
+    out->dtype = dt;
+    out->ndim = ndim;
+    *hdr = hoff + hlen;
+    *nbytes_out = nbytes;
+    return 0;
+}
+
+int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *out) {
+    const uint8_t *b = buf;
+    size_t doff, nbytes;
+    int rc = tether__npy_parse_header(buf, len, what, out, &doff, &nbytes);
+    if (rc) {
+        memset(out, 0, sizeof *out);
+        return rc;
+    }
+    if (len - doff != nbytes) {
+        memset(out, 0, sizeof *out);
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "%s: data is %zu bytes but the shape and dtype need %zu", what,
                                 len - doff, nbytes);
+    }
     void *data = malloc(nbytes ? nbytes : 1);
-    if (!data)
+    if (!data) {
+        memset(out, 0, sizeof *out);
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+    }
     if (nbytes)
         memcpy(data, b + doff, nbytes);
-    out->dtype = dt;
-    out->ndim = ndim;
     out->data = data;
     out->nbytes = nbytes;
     return 0;

@@ -3,9 +3,14 @@
  *
  * What must stay true: an archive is read whole through tether_file_read (regular files only, at
  * most TETHER_NPY_MAX_FILE bytes) and opened from memory, so a device node or a FIFO is never
- * read without end; every member must be a .npy file that tether_npy_parse accepts, and its
- * uncompressed size is bounded before anything is allocated for it. An archive is written in
- * memory and handed to tether_file_write, so a failed write leaves no partial file.
+ * read without end; every member must be a .npy file whose header parses as tether_npy_parse
+ * wants it. A member is inflated in two steps: its .npy header alone (at most
+ * TETHER_NPZ_MAX_HEADER bytes), then, only once the array's size is known from that header and
+ * accepted (at most TETHER_NPZ_MAX_MEMBER, equal to the archive's declared size, and what the
+ * caller expects), the data into memory of exactly that size: the archive's declared sizes
+ * never size an allocation, and a decompression bomb is refused having inflated a few hundred
+ * bytes. An archive is written in memory and handed to tether_file_write, so a failed write
+ * leaves no partial file.
  */
 #include "tether/npy.h"
 
@@ -20,6 +25,8 @@
 
 int tether__npy_header(const char *what, DLDataType dtype, const int64_t *shape, int ndim,
                        uint8_t *hdr, size_t *hlen, size_t *nbytes);
+int tether__npy_parse_header(const void *buf, size_t len, const char *what, tether_npy *out,
+                             size_t *hdr, size_t *nbytes);
 #define TETHER_NPY_HEADER_MAX 640
 
 typedef struct npz_in {
@@ -111,7 +118,37 @@ out:
     return rc;
 }
 
+/* Reads up to n bytes of member f into buf (zip_fread may return less than asked for before
+ * the end); the count read, or -1 (error in the file's state). */
+static zip_int64_t read_full(zip_file_t *f, uint8_t *buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        zip_int64_t r = zip_fread(f, buf + got, n - got);
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (zip_int64_t)got;
+}
+
+/* "float32 [2, 3]" */
+static void describe(const tether_npy *h, char *buf, size_t n) {
+    char dt[TETHER_DTYPE_NAME_MAX];
+    tether_dtype_name(h->dtype, dt, sizeof dt);
+    size_t o = (size_t)snprintf(buf, n, "%s [", dt);
+    for (int i = 0; i < h->ndim && o + 24 < n; i++)
+        o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? ", " : "", (long long)h->shape[i]);
+    snprintf(buf + o, n - o, "]");
+}
+
 int tether_npz_read_member(const char *path, const char *name, tether_npy *out) {
+    return tether_npz_read_member_expect(path, name, NULL, out);
+}
+
+int tether_npz_read_member_expect(const char *path, const char *name,
+                                  const tether_npy_expect *expect, tether_npy *out) {
     memset(out, 0, sizeof *out);
     npz_in z;
     int rc = npz_open(path, &z);
@@ -122,6 +159,8 @@ int tether_npz_read_member(const char *path, const char *name, tether_npy *out) 
     zip_int64_t count = zip_get_num_entries(z.za, 0), found = -1;
     char have[512] = "";
     size_t hl = 0;
+    zip_file_t *f = NULL;
+    uint8_t *hbuf = NULL, *data = NULL;
     for (zip_int64_t i = 0; i < count && found < 0; i++) {
         char m[TETHER_NPZ_NAME_MAX];
         if ((rc = member_name(path, z.za, (zip_uint64_t)i, m)))
@@ -141,33 +180,98 @@ int tether_npz_read_member(const char *path, const char *name, tether_npy *out) 
         rc = tether_set_error(TETHER_ERR_INVALID_ARG, "%s: %s", what, zip_strerror(z.za));
         goto out;
     }
-    if (st.size > TETHER_NPY_MAX_FILE) {
-        rc = tether_set_error(TETHER_ERR_LIMIT, "%s: %llu bytes, at most %zu", what,
-                              (unsigned long long)st.size, TETHER_NPY_MAX_FILE);
+    f = zip_fopen_index(z.za, (zip_uint64_t)found, 0);
+    if (!f) {
+        rc = tether_set_error(TETHER_ERR_INVALID_ARG, "%s: cannot read the member (%s)", what,
+                              zip_strerror(z.za));
         goto out;
     }
-    uint8_t *buf = malloc(st.size ? (size_t)st.size : 1);
-    if (!buf) {
+    /* the .npy header first: magic, version, header length (12 bytes at most), then the header;
+     * nothing past it is inflated until the array's size is known and accepted */
+    hbuf = malloc(12 + TETHER_NPZ_MAX_HEADER);
+    if (!hbuf) {
         rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
         goto out;
     }
-    zip_file_t *f = zip_fopen_index(z.za, (zip_uint64_t)found, 0);
-    zip_int64_t got = f ? zip_fread(f, buf, st.size) : -1;
-    /* reading one byte more checks the member ends where its header says (and its CRC) */
-    uint8_t extra;
-    zip_int64_t more = got == (zip_int64_t)st.size ? zip_fread(f, &extra, 1) : -1;
-    if (!f || got != (zip_int64_t)st.size || more != 0) {
+    zip_int64_t got = read_full(f, hbuf, 10);
+    size_t hlen = 0, hoff = 10;
+    if (got == 10 && (hbuf[6] == 2 || hbuf[6] == 3)) {
+        got = read_full(f, hbuf + 10, 2) == 2 ? 12 : -1;
+        hoff = 12;
+    }
+    if (got < 0) {
         rc = tether_set_error(TETHER_ERR_INVALID_ARG, "%s: cannot read the member (%s)", what,
-                              f ? zip_file_strerror(f) : zip_strerror(z.za));
-        if (f)
-            zip_fclose(f);
-        free(buf);
+                              zip_file_strerror(f));
         goto out;
     }
-    zip_fclose(f);
-    rc = tether_npy_parse(buf, (size_t)st.size, what, out);
-    free(buf);
+    if ((size_t)got == hoff) {
+        hlen = (size_t)hbuf[8] | ((size_t)hbuf[9] << 8);
+        if (hoff == 12)
+            hlen |= ((size_t)hbuf[10] << 16) | ((size_t)hbuf[11] << 24);
+        if (!memcmp(hbuf, "\x93NUMPY", 6) && hlen > TETHER_NPZ_MAX_HEADER) {
+            rc = tether_set_error(TETHER_ERR_LIMIT, "%s: .npy header of %zu bytes (at most %zu)",
+                                  what, hlen, TETHER_NPZ_MAX_HEADER);
+            goto out;
+        }
+        zip_int64_t more = memcmp(hbuf, "\x93NUMPY", 6) ? 0 : read_full(f, hbuf + hoff, hlen);
+        if (more < 0) {
+            rc = tether_set_error(TETHER_ERR_INVALID_ARG, "%s: cannot read the member (%s)", what,
+                                  zip_file_strerror(f));
+            goto out;
+        }
+        got += more;
+    }
+    tether_npy h;
+    size_t hdr, nbytes;
+    if ((rc = tether__npy_parse_header(hbuf, (size_t)got, what, &h, &hdr, &nbytes)))
+        goto out;
+    if (expect && (rc = tether_npy_check(&h, what, expect->what, expect->name,
+                                         expect->dtype.lanes ? expect->dtype : h.dtype,
+                                         expect->ndim < 0 ? h.ndim : expect->ndim,
+                                         expect->ndim < 0 ? h.shape : expect->shape)))
+        goto out;
+    char desc[200];
+    describe(&h, desc, sizeof desc);
+    if (nbytes > TETHER_NPZ_MAX_MEMBER) {
+        rc = tether_set_error(TETHER_ERR_LIMIT,
+                              "%s: the array (%s) is %zu bytes; an .npz member may hold at most "
+                              "%zu (1 GiB), refused before inflating it",
+                              what, desc, nbytes, TETHER_NPZ_MAX_MEMBER);
+        goto out;
+    }
+    if (st.size != (zip_uint64_t)(hdr + nbytes)) {
+        rc = tether_set_error(TETHER_ERR_INVALID_ARG,
+                              "%s: the archive says the member inflates to %llu bytes, but its "
+                              ".npy header (%s) makes it %zu: a damaged or forged archive",
+                              what, (unsigned long long)st.size, desc, hdr + nbytes);
+        goto out;
+    }
+    /* the array's bytes, sized by the accepted header; reading one byte more checks the member
+     * ends there (and its CRC, which libzip checks at the end) */
+    data = malloc(nbytes ? nbytes : 1);
+    if (!data) {
+        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+        goto out;
+    }
+    got = read_full(f, data, nbytes);
+    uint8_t extra;
+    zip_int64_t tail = got == (zip_int64_t)nbytes ? zip_fread(f, &extra, 1) : -1;
+    if (got != (zip_int64_t)nbytes || tail != 0) {
+        rc = tether_set_error(TETHER_ERR_INVALID_ARG, "%s: cannot read the member (%s)", what,
+                              got < 0 || tail < 0 ? zip_file_strerror(f)
+                              : tail > 0          ? "data past the end its header gives"
+                                                  : "it ends before its header's data size");
+        goto out;
+    }
+    *out = h;
+    out->data = data;
+    out->nbytes = nbytes;
+    data = NULL;
 out:
+    if (f)
+        zip_fclose(f);
+    free(hbuf);
+    free(data);
     npz_close(&z);
     return rc;
 }

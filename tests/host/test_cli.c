@@ -2,11 +2,16 @@
  * The `tether` CLI as a process, against local: (tetherd spawned over stdio): info (--json),
  * upload, run MODULE FUNC, run ARTIFACT_DIR (a hand-made artifact around the test module),
  * bench, --help on every subcommand, and the exit codes and one-line reasons of bad usage,
- * unknown functions and dtype/shape mismatches.
+ * unknown functions and dtype/shape mismatches; model inputs checked before a compile or a device
+ * (a device that refuses connections), and an .npz decompression bomb refused under a memory
+ * limit.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <setjmp.h>
@@ -26,6 +31,8 @@
 #include "tether/npy.h"
 #include "tether/rpc/sha256.h"
 
+#include "npz_bomb.h"
+
 #if defined(__SANITIZE_ADDRESS__)
 #define TETHER_TEST_ASAN 1
 #elif defined(__has_feature)
@@ -36,6 +43,7 @@
 
 static char g_dir[64];
 static char g_out[256];
+static const char *g_limit = ""; /* shell words in front of the command (a memory limit) */
 
 /* Runs `tether ARGS` in g_dir; returns the exit code, output (stdout+stderr) in a static buffer. */
 static int tether(const char **out, const char *fmt, ...) {
@@ -45,8 +53,8 @@ static int tether(const char **out, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd '%s' && TETHER_TETHERD='%s' '%s' %s > '%s' 2>&1", g_dir,
-             TETHERD_PATH, TETHER_CLI, args, g_out);
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s TETHER_TETHERD='%s' '%s' %s > '%s' 2>&1", g_dir,
+             g_limit, TETHERD_PATH, TETHER_CLI, args, g_out);
     int st = system(cmd);
     FILE *f = fopen(g_out, "r");
     size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
@@ -129,6 +137,8 @@ static pid_t g_tetherd; /* a tetherd a test started, 0 = none */
 
 static int teardown(void **state) {
     (void)state;
+    g_limit = ""; /* what a failed test may have left */
+    unsetenv("TMPDIR");
     if (g_tetherd > 0) {
         kill(g_tetherd, SIGTERM);
         waitpid(g_tetherd, NULL, 0);
@@ -1511,6 +1521,134 @@ static void test_named_and_npz(void **state) {
 }
 #endif
 
+#ifdef TETHER_HAVE_COMPILER
+/* A TCP port on 127.0.0.1 that refuses connections: bound, not listening, held (so nobody else
+ * takes it) until the caller closes *fd. */
+static int refused_port(int *fd) {
+    *fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t n = sizeof a;
+    assert_true(*fd >= 0);
+    assert_int_equal(bind(*fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(getsockname(*fd, (struct sockaddr *)&a, &n), 0);
+    return ntohs(a.sin_port);
+}
+
+/* Entries of a directory (without . and ..). */
+static int dir_entries(const char *path) {
+    DIR *d = opendir(path);
+    int n = 0;
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+/* run/bench/ab MODEL check every --in file against the model (exists, parses, dtype and shape of
+ * the input it is for, the count) before anything is compiled or a device contacted: with a
+ * device nobody listens on, the error is the input's, and no temporary directory (where a model
+ * is compiled) is made. */
+static void test_inputs_before_device(void **state) {
+    (void)state;
+    write_two_io_model();
+    write_f32("short.npy", 3, 0.0f);
+    int64_t shape[2] = {2, 3};
+    char p[256];
+    snprintf(p, sizeof p, "%s/a.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 2, g_a), 0);
+    snprintf(p, sizeof p, "%s/b.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 2, g_b), 0);
+    snprintf(p, sizeof p, "%s/bad.npy", g_dir);
+    assert_int_equal(tether_file_write(p, "not an array", 12), 0);
+    char tmpdir[256];
+    snprintf(tmpdir, sizeof tmpdir, "%s/tmp", g_dir);
+    assert_int_equal(mkdir(tmpdir, 0700), 0);
+    setenv("TMPDIR", tmpdir, 1);
+    int fd, port = refused_port(&fd);
+    static const struct {
+        const char *args;
+        int code;
+        const char *msg;
+    } cases[] = {
+        {"run two.json --in bad.npy --in b.npy", 1, "bad.npy: not a .npy file (bad magic)"},
+        {"run two.json --in a=short.npy --in b=b.npy", 1,
+         "short.npy: shape [3], but model input 'a' is [2,3]"},
+        {"run two.json --in missing.npy --in b.npy", 1, "missing.npy"},
+        {"run two.json --in a.npy", 2, "the model has 2 inputs, 1 --in given"},
+        {"run two.json --in c=a.npy --in b=b.npy", 2, "the model has no input 'c'"},
+        {"bench two.json --in a.npy --in short.npy", 1,
+         "short.npy: shape [3], but model input 'b' is [2,3]"},
+        {"ab two.json --in a.npy --in bad.npy", 1, "bad.npy: not a .npy file (bad magic)"},
+        {"ab two.json --in short.npy --in b.npy", 1,
+         "short.npy: shape [3], but model input 'a' is [2,3]"},
+    };
+    const char *o;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int rc = tether(&o, "%s --device tcp://127.0.0.1:%d", cases[i].args, port);
+        if (rc != cases[i].code || !strstr(o, cases[i].msg) || strstr(o, "connect"))
+            fail_msg("%s: exit %d: %s", cases[i].args, rc, o);
+        assert_int_equal(dir_entries(tmpdir), 0); /* nothing was compiled */
+    }
+    /* --reference: the same check, the same message */
+    int rc = tether(&o, "run two.json --reference --in a=short.npy --in b=b.npy");
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(o, "short.npy: shape [3], but model input 'a' is [2,3]"));
+    /* with good inputs the device is what fails: the check holds nothing else back */
+    rc = tether(&o, "run two.json --in a.npy --in b.npy --device tcp://127.0.0.1:%d", port);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(o, "cannot connect"));
+    close(fd);
+    unsetenv("TMPDIR");
+}
+
+/* A decompression bomb as an .npz input (1 MB inflating to 1 GiB of float32) is refused from its
+ * member's header, under a memory limit the old reader (which inflated the whole member first)
+ * could not run in; the same commands run under that limit with real inputs. */
+static void test_npz_bomb(void **state) {
+    (void)state;
+    write_two_io_model();
+    int64_t shape[2] = {2, 3};
+    char p[256];
+    snprintf(p, sizeof p, "%s/b.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 2, g_b), 0);
+    snprintf(p, sizeof p, "%s/a.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 2, g_a), 0);
+    snprintf(p, sizeof p, "%s/bomb.npz", g_dir);
+    uint64_t size =
+        tt_write_npz_bomb(p, "a.npy", "<f4", (uint64_t)1 << 28, (uint64_t)1 << 30, UINT64_MAX);
+    assert_true(size > 0 && size < (2u << 20));
+    const char *o;
+    if (tether(&o, "compile two.json -o art --quiet"))
+        fail_msg("%s", o);
+#ifdef TETHER_TEST_ASAN
+    /* the sanitizer reserves terabytes of address space: limit its allocations instead */
+    g_limit = "ASAN_OPTIONS=\"$ASAN_OPTIONS:allocator_may_return_null=1:max_allocation_size_mb="
+              "256\"";
+#else
+    g_limit = "ulimit -v 400000 &&"; /* 400 MB of address space */
+#endif
+    static const char *const cmds[] = {"run art", "bench art --number 1 --repeat 1", "run two.json",
+                                       "run two.json --reference",
+                                       "ab two.json --number 1 --repeat 1"};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        int rc = tether(&o, "%s --in a=bomb.npz --in b=b.npy", cmds[i]);
+        if (rc != 1 || !strstr(o, "bomb.npz:a: shape [268435456], but model input 'a' is [2,3]"))
+            fail_msg("%s: exit %d: %s", cmds[i], rc, o);
+    }
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        int rc = tether(&o, "%s --in a=a.npy --in b=b.npy", cmds[i]);
+        if (rc)
+            fail_msg("%s under the limit: exit %d: %s", cmds[i], rc, o);
+    }
+    g_limit = "";
+}
+
+#endif
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_usage_errors, setup, teardown),
@@ -1523,6 +1661,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_run_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_reference, setup, teardown),
         cmocka_unit_test_setup_teardown(test_named_and_npz, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inputs_before_device, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_npz_bomb, setup, teardown),
         cmocka_unit_test_setup_teardown(test_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pictures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_output_files, setup, teardown),

@@ -3,7 +3,9 @@
  * clear errors for Fortran order, unsupported and big-endian dtypes, bad magic, truncated headers
  * and data, extra data and too many dimensions. Registered readers of other formats (.pb) take
  * over by extension. .npz archives: round trips in archive order, stored and deflated members,
- * and refusals (not a ZIP, a non-.npy member, a bad CRC, truncation, bad names) that leave no file.
+ * and refusals (not a ZIP, a non-.npy member, a bad CRC, truncation, bad names) that leave no file;
+ * decompression bombs (a member over the size limit, of another shape than expected, or whose
+ * size the archive misstates) refused from the member's header within a bounded address space.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,10 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <zip.h>
+
+#include "npz_bomb.h"
 
 #include "tether/crt.h"
 #include "tether/host.h"
@@ -370,15 +376,115 @@ static void test_npz_read_refusals(void **state) {
     unlink(path);
 }
 
+/* .npz decompression bombs (npz_bomb.c: a member inflating to a gigabyte from a megabyte): the
+ * reads of bomb_reads, in a child whose address space may grow by 128 MiB at most, must each be
+ * refused from the member's .npy header, before it is inflated (the old reader allocated the
+ * archive's declared size and inflated it all before parsing). 0 when all were. */
+static int bomb_reads(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (!f || fscanf(f, "%lu", &pages) != 1)
+        return 1;
+    fclose(f);
+    struct rlimit rl;
+    rl.rlim_cur = rl.rlim_max = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)128 << 20);
+    if (setrlimit(RLIMIT_AS, &rl) != 0)
+        return 1;
+    static const struct {
+        const char *file;
+        int expect, status;
+        const char *msg;
+    } cases[] = {
+        /* 1.25 GiB of float32: over TETHER_NPZ_MAX_MEMBER, nothing expected */
+        {"over.npz", 0, TETHER_ERR_LIMIT,
+         "over.npz:x: the array (float32 [335544320]) is 1342177280 bytes; an .npz member may "
+         "hold at most 1073741824"},
+        /* 512 MiB of float32 where a [2, 3] float32 input is expected */
+        {"shape.npz", 1, TETHER_ERR_MISMATCH,
+         "shape.npz:x: shape [134217728], but model input 'x' is [2,3]"},
+        /* a header of 4 floats in front of 1 GiB of zeros, the archive telling the truth */
+        {"forged.npz", 0, TETHER_ERR_INVALID_ARG,
+         "forged.npz:x: the archive says the member inflates to 1073741952 bytes, but its .npy "
+         "header (float32 [4]) makes it 144"},
+        /* 256 MiB by the header, the archive declaring 100 bytes */
+        {"small.npz", 0, TETHER_ERR_INVALID_ARG,
+         "small.npz:x: the archive says the member inflates to 100 bytes, but its .npy header "
+         "(float32 [67108864]) makes it 268435584"},
+    };
+    tether_npy_expect e = {"model input", "x", TETHER_FLOAT32, 2, {2, 3}};
+    int bad = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char path[128];
+        npz_path(path, sizeof path, cases[i].file);
+        tether_npy r;
+        int rc = tether_npz_read_member_expect(path, "x", cases[i].expect ? &e : NULL, &r);
+        if (rc != cases[i].status || !strstr(tether_last_error(), cases[i].msg) || r.data) {
+            fprintf(stderr, "%s: status %d, %s\n", cases[i].file, rc, tether_last_error());
+            bad = 1;
+        }
+        tether_npy_free(&r);
+    }
+    return bad;
+}
+
+static void test_npz_bombs(void **state) {
+    (void)state;
+    char path[128];
+    /* the writer's archives are valid: a small one reads back, checked against what is expected */
+    npz_path(path, sizeof path, "zeros.npz");
+    assert_true(tt_write_npz_bomb(path, "x.npy", "<f4", 6, 24, UINT64_MAX) > 0);
+    tether_npy r;
+    tether_npy_expect e = {"model input", "x", TETHER_FLOAT32, 1, {6}};
+    if (tether_npz_read_member_expect(path, "x", &e, &r))
+        fail_msg("%s", tether_last_error());
+    assert_int_equal(r.nbytes, 24);
+    assert_true(((float *)r.data)[5] == 0.0f);
+    tether_npy_free(&r);
+    e.shape[0] = 7;
+    assert_int_equal(tether_npz_read_member_expect(path, "x", &e, &r), TETHER_ERR_MISMATCH);
+    assert_non_null(
+        strstr(tether_last_error(), "zeros.npz:x: shape [6], but model input 'x' is [7]"));
+    e.dtype = TETHER_INT64;
+    e.shape[0] = 6;
+    assert_int_equal(tether_npz_read_member_expect(path, "x", &e, &r), TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "dtype float32, but model input 'x' is int64"));
+    unlink(path);
+    /* the bombs: about a megabyte each */
+    npz_path(path, sizeof path, "over.npz");
+    assert_true(tt_write_npz_bomb(path, "x.npy", "<f4", 335544320, 1342177280, UINT64_MAX) <
+                (2u << 20));
+    npz_path(path, sizeof path, "shape.npz");
+    assert_true(tt_write_npz_bomb(path, "x.npy", "<f4", 134217728, 536870912, UINT64_MAX) > 0);
+    npz_path(path, sizeof path, "forged.npz");
+    assert_true(tt_write_npz_bomb(path, "x.npy", "<f4", 4, (uint64_t)1 << 30, UINT64_MAX) > 0);
+    npz_path(path, sizeof path, "small.npz");
+    assert_true(tt_write_npz_bomb(path, "x.npy", "<f4", 67108864, 268435456, 100) > 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(bomb_reads());
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    const char *files[4] = {"over.npz", "shape.npz", "forged.npz", "small.npz"};
+    for (int i = 0; i < 4; i++) {
+        npz_path(path, sizeof path, files[i]);
+        unlink(path);
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("the bombs were not all refused from their headers (%s %d): see above",
+                 WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+}
+
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/tnpyXXXXXX");
     if (!mkdtemp(g_dir))
         return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip),        cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_not_regular),      cmocka_unit_test(test_registered_reader),
-        cmocka_unit_test(test_npz_roundtrip),    cmocka_unit_test(test_npz_write_refusals),
-        cmocka_unit_test(test_npz_read_refusals)};
+        cmocka_unit_test(test_roundtrip),         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_not_regular),       cmocka_unit_test(test_registered_reader),
+        cmocka_unit_test(test_npz_roundtrip),     cmocka_unit_test(test_npz_write_refusals),
+        cmocka_unit_test(test_npz_read_refusals), cmocka_unit_test(test_npz_bombs)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char p[128];
     snprintf(p, sizeof p, "%s/rt.npy", g_dir);

@@ -8,7 +8,9 @@
  *
  * .npz archives (numpy.savez and savez_compressed: a ZIP, read and written with libzip, of .npy
  * members; member "x.npy" is the array named "x") hold several named arrays: what `tether run
- * --in inputs.npz` reads and `--out outputs.npz` writes.
+ * --in inputs.npz` reads and `--out outputs.npz` writes. A deflated member may inflate to a
+ * thousand times its size, so a member is checked from its .npy header (size limit, the
+ * archive's own size field, what the caller expects) before it is inflated.
  *
  * Ownership: tether_npy_read fills a tether_npy whose data is malloc'ed; tether_npy_free releases
  * it. tether_npy_write and tether_npz_write only read the caller's memory.
@@ -61,9 +63,31 @@ void tether_npy_free(tether_npy *n);
  * names (max entries). A member that is not a .npy file, a name too long or given twice, more
  * than max members, or a file that is not a ZIP archive is an error naming the file. */
 int tether_npz_list(const char *path, char (*names)[TETHER_NPZ_NAME_MAX], int max, int *n);
+/* The most bytes one member's array may hold (its data, by its .npy header): a member is
+ * inflated from an archive that may be a thousand times smaller, so its size is checked against
+ * this (and against what the caller expects) before anything is inflated past the header. */
+#define TETHER_NPZ_MAX_MEMBER ((size_t)1 << 30)
+/* The longest .npy header of a member read (numpy writes 64 to a few hundred bytes). */
+#define TETHER_NPZ_MAX_HEADER ((size_t)64 << 10)
+/* What a caller expects of an array (the model input it is for), checked from the .npy header
+ * alone: dtype (lanes 0: any) and shape (ndim < 0: any). what/name name it in messages, as
+ * tether_npy_check does ("model input", "x"). */
+typedef struct tether_npy_expect {
+    const char *what, *name;
+    DLDataType dtype;
+    int ndim;
+    int64_t shape[TETHER_MAX_NDIM];
+} tether_npy_expect;
 /* Reads the array `name` of the archive (stored or deflated); TETHER_ERR_NOT_FOUND listing the
- * archive's arrays when it has none of that name. Messages name it "PATH:NAME". */
+ * archive's arrays when it has none of that name. Messages name it "PATH:NAME". Only the
+ * member's .npy header is inflated first; the array is refused before the rest is inflated when
+ * its size exceeds TETHER_NPZ_MAX_MEMBER, when the archive's declared uncompressed size of the
+ * member disagrees with the header, or when it differs from `expect` (NULL: nothing expected;
+ * the message then reads as tether_npy_check's). The declared sizes are never used to size an
+ * allocation: the array's memory is the header's data size, allocated after those checks. */
 int tether_npz_read_member(const char *path, const char *name, tether_npy *out);
+int tether_npz_read_member_expect(const char *path, const char *name,
+                                  const tether_npy_expect *expect, tether_npy *out);
 /* Writes n arrays as members NAME.npy of a new archive at path (stored, as numpy.savez does),
  * through tether_file_write: all or nothing. Names must be distinct and non-empty; like
  * numpy.savez, a '/' is kept in the member name ("conv/out" -> "conv/out.npy"). */
