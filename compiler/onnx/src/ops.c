@@ -828,7 +828,8 @@ static const char *check_auto_pad(timport *c, const Onnx__NodeProto *n, char *bu
         return NULL;
     }
     char v[32];
-    snprintf(v, sizeof v, "%.*s", (int)(a->s.len < 31 ? a->s.len : 31), (const char *)a->s.data);
+    snprintf(v, sizeof v, "%.*s", (int)(a->s.len < 31 ? a->s.len : 31),
+             a->s.len ? (const char *)a->s.data : "");
     if (strcmp(v, "NOTSET") && strcmp(v, "SAME_UPPER") && strcmp(v, "SAME_LOWER") &&
         strcmp(v, "VALID")) {
         snprintf(buf, size, "auto_pad '%s'", v);
@@ -878,7 +879,7 @@ static const char *string_attr(const Onnx__NodeProto *n, const char *name, const
         snprintf(v, size, "%s", def);
     } else {
         snprintf(v, size, "%.*s", (int)(a->s.len < size - 1 ? a->s.len : size - 1),
-                 (const char *)a->s.data);
+                 a->s.len ? (const char *)a->s.data : "");
     }
     return v;
 }
