@@ -440,6 +440,11 @@ static int on_hello(void *ctx, const tether_rpc_msg *req, tether_rpc_msg *rep) {
         session_free_all(s); /* a second HELLO starts a fresh session */
     s->peer_max_frame = h->max_frame < s->t->max_frame ? h->max_frame : s->t->max_frame;
     s->hello_done = 1;
+    /* a serial line to a host that takes link-2 frames: CRC-32 frames from this reply on, and
+     * a NAK for every damaged frame so that the host resends at once (docs/rpc.md) */
+    bool link2 = s->t->kind == TETHER_TRANSPORT_UART && (h->link & TETHER_RPC_LINK_UART2);
+    s->t->link2 = link2;
+    s->t->send_naks = link2;
     static char triple[96 + 16], arch[96], cpu[64], features[TETHER_RPC_MAX_FEATURES];
     tetherd_cpu_describe(cpu, sizeof cpu, features, sizeof features);
     struct utsname u;
@@ -479,6 +484,7 @@ static int on_hello(void *ctx, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     }
     r->heap_size = s->cfg->max_alloc;
     r->stack_size = s->cfg->stack_size;
+    r->link = link2 ? TETHER_RPC_LINK_UART2 : 0;
     r->auth_required = s->cfg->token != NULL;
     if (r->auth_required) {
         tether_rpc_auth_nonce(s->nonce);

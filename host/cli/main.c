@@ -146,6 +146,15 @@ static void info_bool(info_out *o, const char *label, int v) {
         printf("%-18s %s\n", label, v ? "yes" : "no");
 }
 
+static void info_real(info_out *o, const char *label, const char *unit, int present, double v) {
+    char key[64];
+    info_key(label, unit, key, sizeof key);
+    if (o->json)
+        cJSON_AddItemToObject(o->json, key, present ? cJSON_CreateNumber(v) : cJSON_CreateNull());
+    else if (present)
+        printf("%-18s %.3g%s%s\n", label, v, unit ? " " : "", unit ? unit : "");
+}
+
 static void info_list(info_out *o, const char *label, int n, const char *const *items) {
     char key[64];
     info_key(label, NULL, key, sizeof key);
@@ -161,7 +170,59 @@ static void info_list(info_out *o, const char *label, int n, const char *const *
     printf("%s\n", n ? "" : " (none)");
 }
 
-static void print_info(const tether_device_info *d, int json) {
+/* The link test of `tether info` on a serial line: `probes` round trips of a 256-byte buffer
+ * (COPY_TO, then COPY_FROM compared byte for byte), so that the link figures count real
+ * traffic. Returns the buffers that came back different (0 on a working link) or -1. */
+static int link_probe(tether_session *s, int probes, int *errors) {
+    enum { N = 256 };
+    int64_t shape = N;
+    uint64_t h = 0, nbytes = 0;
+    *errors = 0;
+    if (tether_session_alloc(s, &shape, 1, TETHER_UINT8, TETHER_SCOPE_GLOBAL, "", &h, &nbytes))
+        return -1;
+    uint8_t out[N], back[N];
+    uint32_t x = 0x9e3779b9u;
+    int rc = 0;
+    for (int i = 0; i < probes && !rc; i++) {
+        for (int k = 0; k < N; k++) { /* every byte value, the framing's FLAG and ESC too */
+            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+            out[k] = (uint8_t)x;
+        }
+        rc = tether_session_copy_to(s, h, 0, out, N);
+        if (!rc)
+            rc = tether_session_copy_from(s, h, 0, back, N);
+        if (!rc && memcmp(out, back, N) != 0)
+            (*errors)++;
+    }
+    int frc = tether_session_free(s, h);
+    return rc || frc ? -1 : 0;
+}
+
+/* The link part of `tether info`: what the session's transport saw (docs/rpc.md, "UART
+ * link"). */
+static void print_link(info_out *o, const tether_link_stats *l, int probes, int data_errors) {
+    info_str(o, "link",
+             !l->serial ? "stream (TCP or pipe: no loss to repair)"
+             : l->link2 ? "serial, link 2 (CRC-32 frames, NAKs, resends at once)"
+                        : "serial, classic frames (CRC-16; the device has no link 2)");
+    if (!l->serial)
+        return;
+    info_num(o, "link probes", NULL, 1, probes);
+    info_num(o, "link data errors", NULL, probes > 0, data_errors);
+    info_num(o, "frames sent", NULL, 1, (double)l->frames_sent);
+    info_num(o, "frames resent", NULL, 1, (double)l->frames_resent);
+    info_num(o, "frames received", NULL, 1, (double)l->frames_received);
+    info_num(o, "frames damaged", NULL, 1, (double)l->frames_dropped);
+    info_num(o, "crc errors", NULL, 1, (double)l->crc_errors);
+    info_num(o, "naks from device", NULL, 1, (double)l->naks_received);
+    info_real(o, "byte error rate", NULL, 1, l->error_rate);
+    info_num(o, "chunk", "bytes", 1, (double)l->chunk);
+    info_num(o, "max chunk", "bytes", 1, (double)l->max_chunk);
+    info_real(o, "round trip", "ms", l->rtt_ms > 0, l->rtt_ms);
+}
+
+static void print_info(const tether_device_info *d, int json, const tether_link_stats *link,
+                       int probes, int data_errors) {
     info_out o = {json ? cJSON_CreateObject() : NULL};
     int mcu = tether_cli_is_mcu(d);
     char buf[64];
@@ -220,6 +281,8 @@ static void print_info(const tether_device_info *d, int json) {
     snprintf(buf, sizeof buf, "0x%08x", (unsigned)d->exports_id);
     info_str(&o, "exports id", mcu ? buf : NULL);
     info_bool(&o, "auth required", d->auth_required);
+    if (link)
+        print_link(&o, link, probes, data_errors);
     if (o.json) {
         char *txt = cJSON_Print(o.json);
         if (txt)
@@ -235,19 +298,33 @@ static int is_help(const char *a) {
 
 static int cmd_info(int argc, char **argv) {
     common c = {0};
+    int probes = 32; /* link test round trips on a serial line */
     for (int i = 1; i < argc; i++) {
         if (is_help(argv[i])) {
             printf("usage: tether info [--device URL] [--token-file FILE] [--timeout-ms MS] "
-                   "[--wait] [--json]\n  Prints the device's HELLO capabilities, one per line (for "
-                   "an MCU "
-                   "board also its name, memory, boot count and load region); --json prints the "
-                   "same fields as a JSON object (key = label with '_' for spaces, plus _bytes or "
-                   "_hz when the value has that unit; null for what the device does not "
+                   "[--wait] [--link-test N] [--json]\n  Prints the device's HELLO capabilities, "
+                   "one per line (for an MCU "
+                   "board also its name, memory, boot count and load region), then the link: on a "
+                   "serial line (uart://, tcp-serial://) after N round trips of 256 bytes each "
+                   "way (default 32, 0 = none) the frames sent, resent, received and damaged, "
+                   "CRC errors, the device's NAKs, the byte error rate, the chunk size in use and "
+                   "the round trip; --json prints the "
+                   "same fields as a JSON object (key = label with '_' for spaces, plus _bytes, "
+                   "_hz or _ms when the value has that unit; null for what the device does not "
                    "report).\n");
             return 0;
         }
         if (!strcmp(argv[i], "--json")) {
             c.json = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--link-test")) {
+            char *end = NULL;
+            long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
+            if (!end || *end || n < 0 || n > 100000)
+                return fail(2, "--link-test wants a number of round trips (0..100000)");
+            probes = (int)n;
+            i++;
             continue;
         }
         int r = common_opt(&c, argc, argv, &i);
@@ -259,9 +336,20 @@ static int cmd_info(int argc, char **argv) {
     tether_session *s;
     if (open_session(&c, &s))
         return 1;
-    print_info(tether_session_info(s), c.json);
+    tether_link_stats link;
+    tether_session_link_stats(s, &link);
+    int data_errors = 0;
+    if (!link.serial)
+        probes = 0;
+    if (probes > 0 && link_probe(s, probes, &data_errors)) {
+        fail(1, "link test: %s", tether_last_error());
+        tether_session_close(s);
+        return 1;
+    }
+    tether_session_link_stats(s, &link);
+    print_info(tether_session_info(s), c.json, &link, probes, data_errors);
     tether_session_close(s);
-    return 0;
+    return data_errors ? 1 : 0;
 }
 
 /* ---- upload ---- */

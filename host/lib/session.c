@@ -8,7 +8,10 @@
  * start at a random value per session, so a device's reply cache can never answer a request of
  * this session with a reply from an earlier one. After a fault or a device restart the session
  * is lost: no request reaches the device until tether_session_reconnect made a new session.
- * A serial line is locked by the transport from open to close (reconnect keeps it open).
+ * A serial line is locked by the transport from open to close (reconnect keeps it open). On a
+ * serial line the client resends only the exchange that was damaged, at once, and sizes chunks
+ * to the error rate it measures (docs/rpc.md, "UART link"); a request is never executed twice
+ * (the device's reply cache), so a resend can cost time but never a wrong result.
  */
 #include "tether/host.h"
 #include "tether/pool.h"
@@ -70,7 +73,41 @@ typedef struct device_url {
     uint16_t port;
     char path[512]; /* uart */
     uint32_t baud;
+    uint32_t frame; /* uart, tcp-serial: largest frame on this link (0 = the default) */
 } device_url;
+
+/* The query of a serial URL: baud=N and frame=N, '&'-separated, each at most once. */
+static int parse_serial_query(const char *url, const char *q, device_url *u, bool baud_ok) {
+    bool seen_baud = false, seen_frame = false;
+    while (q && *q) {
+        const char *amp = strchr(q, '&');
+        size_t n = amp ? (size_t)(amp - q) : strlen(q);
+        char *end;
+        errno = 0;
+        if (baud_ok && n > 5 && strncmp(q, "baud=", 5) == 0 && !seen_baud) {
+            unsigned long baud = strtoul(q + 5, &end, 10);
+            if (errno || end != q + n || baud == 0 || baud > 20000000)
+                return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': bad baud rate", url);
+            u->baud = (uint32_t)baud;
+            seen_baud = true;
+        } else if (n > 6 && strncmp(q, "frame=", 6) == 0 && !seen_frame) {
+            unsigned long f = strtoul(q + 6, &end, 10);
+            if (errno || end != q + n || f < TETHER_RPC_MIN_FRAME || f > TETHER_UART_MAX_PAYLOAD)
+                return tether_set_error(
+                    TETHER_ERR_INVALID_ARG, "bad URL '%s': frame must be %u..%u bytes", url,
+                    (unsigned)TETHER_RPC_MIN_FRAME, (unsigned)TETHER_UART_MAX_PAYLOAD);
+            u->frame = (uint32_t)f;
+            seen_frame = true;
+        } else {
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "bad URL '%s': the parameters are %sframe=N (each once, "
+                                    "'&' between them)",
+                                    url, baud_ok ? "baud=N and " : "");
+        }
+        q = amp ? amp + 1 : NULL;
+    }
+    return 0;
+}
 
 static int split_url(const char *url, device_url *u) {
     memset(u, 0, sizeof *u);
@@ -80,8 +117,20 @@ static int split_url(const char *url, device_url *u) {
     }
     int serial = strncmp(url, "tcp-serial://", 13) == 0;
     if (strncmp(url, "tcp://", 6) == 0 || serial) {
-        /* tcp-serial://HOST:PORT: a serial line exported over TCP (ser2net raw mode) */
+        /* tcp-serial://HOST:PORT[?frame=N]: a serial line exported over TCP (ser2net raw) */
         const char *hp = url + (serial ? 13 : 6);
+        const char *query = serial ? strchr(hp, '?') : NULL;
+        char hpbuf[300];
+        if (query) {
+            if ((size_t)(query - hp) >= sizeof hpbuf)
+                return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': host too long", url);
+            memcpy(hpbuf, hp, (size_t)(query - hp));
+            hpbuf[query - hp] = 0;
+            hp = hpbuf;
+            int qrc = parse_serial_query(url, query + 1, u, false);
+            if (qrc)
+                return qrc;
+        }
         const char *scheme = serial ? "tcp-serial" : "tcp";
         const char *colon;
         u->kind = serial ? URL_TCP_SERIAL : URL_TCP;
@@ -115,21 +164,10 @@ static int split_url(const char *url, device_url *u) {
         u->kind = URL_UART;
         if (plen == 0 || plen >= sizeof u->path)
             return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                    "bad URL '%s': want uart:///dev/ttyX?baud=N", url);
+                                    "bad URL '%s': want uart:///dev/ttyX?baud=N&frame=N", url);
         memcpy(u->path, p, plen);
         u->baud = 115200;
-        if (q) {
-            if (strncmp(q, "?baud=", 6) != 0)
-                return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                        "bad URL '%s': the only parameter is baud=N", url);
-            char *end;
-            errno = 0;
-            unsigned long baud = strtoul(q + 6, &end, 10);
-            if (errno || *end || end == q + 6 || baud == 0 || baud > 20000000)
-                return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': bad baud rate", url);
-            u->baud = (uint32_t)baud;
-        }
-        return 0;
+        return q ? parse_serial_query(url, q + 1, u, true) : 0;
     }
     return tether_set_error(
         TETHER_ERR_INVALID_ARG,
@@ -178,18 +216,24 @@ static int parse_url(const char *url, tether_transport *t, int *retries,
     }
     if (u.kind == URL_TCP)
         return tether_transport_tcp_connect(t, u.host, u.port, 0, timeout_ms);
-    if (u.kind == URL_TCP_SERIAL) { /* a board's UART over TCP: lost frames are resent */
+    /* serial lines: the client is an ARQ (resends damaged exchanges at once, chunks sized to
+     * the error rate it sees); link-2 frames once HELLO says the device takes them */
+    if (u.kind == URL_TCP_SERIAL) { /* a board's UART over TCP */
         *retries = 2;
-        return tether_transport_tcp_serial_connect(t, u.host, u.port, 0, timeout_ms);
+        rc = tether_transport_tcp_serial_connect(t, u.host, u.port, u.frame, timeout_ms);
+    } else {
+        *retries = 2;
+        tether_uart_open_options uo = {0};
+        if (opt) {
+            uo.wait_ms = opt->wait_ms;
+            uo.on_wait = opt->on_wait;
+            uo.wait_ctx = opt->wait_ctx;
+        }
+        rc = tether_transport_uart_open_ex(t, u.path, u.baud, u.frame, &uo);
     }
-    *retries = 2;
-    tether_uart_open_options uo = {0};
-    if (opt) {
-        uo.wait_ms = opt->wait_ms;
-        uo.on_wait = opt->on_wait;
-        uo.wait_ctx = opt->wait_ctx;
-    }
-    return tether_transport_uart_open_ex(t, u.path, u.baud, 0, &uo);
+    if (!rc)
+        t->report_damage = true;
+    return rc;
 }
 
 static int fill_nd(tether_rpc_invoke *inv, uint32_t work_dim, const uint64_t *global,
@@ -225,6 +269,12 @@ static int request_within(tether_session *s, tether_rpc_msg *req, tether_rpc_msg
                                 "%s refused: the session ended (%s); reconnect for a new session",
                                 name ? name : "request", s->lost ? s->fault : "not connected");
     s->last_warn[0] = 0;
+    /* on a lossy link a request that runs code is not resent before it could have finished:
+     * the last call's time (twice), a TIME's whole measurement */
+    if (req->type == TETHER_RPC_CALL || req->type == TETHER_RPC_LAUNCH_SEQ)
+        s->c.min_rto_ms = (int)(2 * s->last_call_ns / 1000000u);
+    else if (req->type == TETHER_RPC_TIME || req->type == TETHER_RPC_TIME_SEQ)
+        s->c.min_rto_ms = timeout_ms > s->timeout_ms ? timeout_ms - s->timeout_ms : 0;
     int rc = tether_rpc_client_request(&s->c, req, rep, timeout_ms);
     if (rc == TETHER_ERR_CRASHED) {
         /* tetherd: the session process died; MCU: fault report, then the board resets */
@@ -298,6 +348,7 @@ static int hello(tether_session *s) {
     req.u.hello_req.version = TETHER_RPC_VERSION;
     req.u.hello_req.max_frame = s->t.max_frame;
     req.u.hello_req.client = tether_rpc_str_c("tether-host 0.1");
+    req.u.hello_req.link = is_uart(s) ? TETHER_RPC_LINK_UART2 : 0;
     int rc;
     if (is_uart(s)) {
         int per = s->timeout_ms < 1500 ? s->timeout_ms : 1500;
@@ -311,6 +362,8 @@ static int hello(tether_session *s) {
     if (rc)
         return rc;
     const tether_rpc_hello_rep *h = &rep.u.hello_rep;
+    /* a device that takes link-2 frames uses them from its HELLO reply on: so do we */
+    s->t.link2 = is_uart(s) && (h->link & TETHER_RPC_LINK_UART2);
     tether_device_info *d = &s->info;
     memset(d, 0, sizeof *d);
     d->version = h->version;
@@ -573,7 +626,8 @@ int tether_session_upload(tether_session *s, uint32_t kind, const char *name, co
         s->progress(s->progress_ctx, what, 0, size);
     size_t off = 0;
     while (off < size) {
-        size_t n = size - off < s->chunk ? size - off : s->chunk;
+        size_t chunk = tether_rpc_client_chunk(&s->c, s->chunk);
+        size_t n = size - off < chunk ? size - off : chunk;
         memset(&req, 0, sizeof req);
         req.type = TETHER_RPC_UPLOAD_CHUNK;
         req.u.upload_chunk_req.upload_id = id;
@@ -691,7 +745,8 @@ int tether_session_copy_to(tether_session *s, uint64_t array, uint64_t offset, c
     if (s->progress && len)
         s->progress(s->progress_ctx, "copy to device", 0, len);
     do {
-        size_t n = len - off < s->chunk ? len - off : s->chunk;
+        size_t chunk = tether_rpc_client_chunk(&s->c, s->chunk);
+        size_t n = len - off < chunk ? len - off : chunk;
         tether_rpc_msg req, rep;
         memset(&req, 0, sizeof req);
         req.type = TETHER_RPC_COPY_TO;
@@ -715,7 +770,8 @@ int tether_session_copy_from(tether_session *s, uint64_t array, uint64_t offset,
     if (s->progress && len)
         s->progress(s->progress_ctx, "copy from device", 0, len);
     while (off < len) {
-        size_t n = len - off < s->chunk ? len - off : s->chunk;
+        size_t chunk = tether_rpc_client_chunk(&s->c, s->chunk);
+        size_t n = len - off < chunk ? len - off : chunk;
         tether_rpc_msg req, rep;
         memset(&req, 0, sizeof req);
         req.type = TETHER_RPC_COPY_FROM;
@@ -1077,4 +1133,28 @@ int tether_session_time_launch_seq(tether_session *s, const tether_launch_step *
     if (!rc && step_seconds)
         memcpy(step_seconds, r->step_seconds, sizeof(double) * num_steps);
     return rc;
+}
+
+int tether_session_link_stats(const tether_session *s, tether_link_stats *out) {
+    if (!s || !out)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "link stats: null argument");
+    memset(out, 0, sizeof *out);
+    const tether_transport_stats *st = &s->t.stats;
+    out->serial = is_uart(s);
+    out->link2 = s->t.link2;
+    out->frames_sent = st->frames_sent;
+    out->frames_resent = st->frames_resent;
+    out->frames_received = st->frames_received;
+    out->frames_dropped = st->frames_dropped;
+    out->crc_errors = st->crc_errors;
+    out->naks_received = st->naks_received;
+    out->naks_sent = st->naks_sent;
+    out->bytes_sent = st->bytes_sent;
+    out->bytes_received = st->bytes_received;
+    out->error_rate = tether_rpc_client_error_rate(&s->c);
+    out->chunk = s->c.chunk_now ? s->c.chunk_now : s->chunk;
+    out->max_chunk = s->chunk;
+    out->rto_ms = s->c.rto_ms;
+    out->rtt_ms = s->c.srtt_ms;
+    return 0;
 }

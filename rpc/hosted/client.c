@@ -1,13 +1,21 @@
 /*
  * tether rpc: the blocking request/reply helper (tether_rpc_client) used by the host client and
  * by tests: numbers requests, resends on timeout, skips stale replies, forwards LOG messages and
- * turns ERROR replies into a status plus the last-error text.
+ * turns ERROR replies into a status plus the last-error text. On a lossy serial link (the
+ * transport's report_damage) it is an ARQ: a request is resent at once when the device NAKs it
+ * or a damaged frame arrives, after a retransmission timeout measured from round trips when
+ * nothing arrives, and it recommends the chunk size that gets through best at the error rate
+ * it sees (docs/rpc.md, "UART link").
  *
  * Must stay true: a request is matched only with a reply carrying its id, except an ERROR with
  * id 0 (the device speaking to the connection: busy, idle, a frame it could not read), which
  * fails the pending request with its message; a resend uses the same bytes (same id) so the
- * device's reply cache can recognise it.
+ * device's reply cache can recognise it (a request is never executed twice, however often it
+ * is resent).
  */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +48,206 @@ void tether_rpc_client_close(tether_rpc_client *c) {
     }
 }
 
+#define RTO_FIRST_MS 500 /* before any round trip was measured */
+#define RTO_MIN_MS   100
+#define RTO_MAX_MS   8000
+#define CHUNK_FIRST  1024 /* bytes of data per chunk before the link's error rate is known */
+#define CHUNK_MIN    64
+#define CHUNK_HEADER 24 /* bytes of a chunk's frame that are not data (header, framing) */
+#define CHUNK_TURN   24 /* an exchange's other costs in byte times (the reply, the turnaround) */
+
+/* Requests whose round trip is the link's alone (no execution time worth counting). */
+static bool link_only(uint32_t type) {
+    switch (type) {
+    case TETHER_RPC_HELLO:
+    case TETHER_RPC_AUTH:
+    case TETHER_RPC_UPLOAD_CHUNK:
+    case TETHER_RPC_GET_FUNCTION:
+    case TETHER_RPC_ALLOC:
+    case TETHER_RPC_FREE:
+    case TETHER_RPC_COPY_TO:
+    case TETHER_RPC_COPY_FROM:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Handles one received message while waiting for req's reply: 1 = it was the reply (rc holds the
+ * result), 0 = keep waiting. */
+static int take_message(tether_rpc_client *c, const tether_rpc_msg *req, const char *name,
+                        const uint8_t *msg, size_t mlen, tether_rpc_msg *rep, int *rc) {
+    uint32_t type, id;
+    if (tether_rpc_peek_header(msg, mlen, &type, &id) != 0) {
+        c->stale_replies++;
+        return 0;
+    }
+    if (type == TETHER_RPC_LOG) {
+        if (c->on_log && tether_rpc_msgpack_decode(msg, mlen, rep) == 0)
+            c->on_log(c->log_ctx, rep);
+        return 0;
+    }
+    if (type == TETHER_RPC_ERROR && id == 0 && tether_rpc_msgpack_decode(msg, mlen, rep) == 0) {
+        /* the device speaks to the connection, not to a request (busy, idle, a frame it could
+         * not read): it closes the connection after this */
+        *rc = tether_set_error(rep->u.error.code, "%s: device: %.*s", name,
+                               (int)rep->u.error.message.len, rep->u.error.message.ptr);
+        return 1;
+    }
+    if (id != req->id) {
+        c->stale_replies++;
+        return 0;
+    }
+    *rc = tether_rpc_msgpack_decode(msg, mlen, rep);
+    if (*rc)
+        return 1;
+    if (rep->type == TETHER_RPC_ERROR) {
+        int code = rep->u.error.code;
+        *rc = tether_set_error(code, "%s failed: %.*s", name, (int)rep->u.error.message.len,
+                               rep->u.error.message.ptr);
+        return 1;
+    }
+    if (rep->type != (req->type | TETHER_RPC_REPLY))
+        *rc = tether_set_error(TETHER_ERR_PROTOCOL, "%s got a %s", name,
+                               tether_rpc_type_name(rep->type));
+    else
+        *rc = TETHER_OK;
+    return 1;
+}
+
+/* What one answered request says about the link: its round trip (Karn: only without a resend,
+ * and only for link-only requests) and, for the chunk size, attempts against bytes sent. */
+static void learn(tether_rpc_client *c, uint32_t type, uint32_t attempts, int64_t rtt_ms,
+                  size_t req_len, size_t rep_len) {
+    c->last_attempts = attempts;
+    if (attempts == 1 && link_only(type)) {
+        double m = (double)rtt_ms;
+        if (c->srtt_ms <= 0) {
+            c->srtt_ms = m > 0 ? m : 0.5;
+            c->rttvar_ms = m / 2;
+        } else {
+            double err = m - c->srtt_ms;
+            c->srtt_ms += err / 8;
+            c->rttvar_ms += ((err < 0 ? -err : err) - c->rttvar_ms) / 4;
+        }
+        double rto = c->srtt_ms + 4 * c->rttvar_ms;
+        c->rto_ms = rto < RTO_MIN_MS ? RTO_MIN_MS : rto > RTO_MAX_MS ? RTO_MAX_MS : (int)rto;
+    }
+    double wire = (double)(req_len + rep_len + 16);
+    c->att_sum = c->att_sum * 0.9 + attempts;
+    c->fail_sum = c->fail_sum * 0.9 + (attempts - 1);
+    c->byte_sum = c->byte_sum * 0.9 + attempts * wire;
+}
+
+double tether_rpc_client_error_rate(const tether_rpc_client *c) {
+    if (!c || c->att_sum <= 0 || c->fail_sum <= 0 || c->byte_sum <= 0)
+        return 0;
+    double f = c->fail_sum / c->att_sum; /* failed share of the attempts */
+    if (f > 0.99)
+        f = 0.99;
+    return -log(1 - f) / (c->byte_sum / c->att_sum);
+}
+
+size_t tether_rpc_client_chunk(tether_rpc_client *c, size_t max) {
+    if (!c || !c->t || !c->t->report_damage || max <= CHUNK_MIN)
+        return max;
+    size_t now = c->chunk_now ? c->chunk_now : (max < CHUNK_FIRST ? max : CHUNK_FIRST);
+    double p = tether_rpc_client_error_rate(c);
+    /* A frame of L bytes carries L - h data bytes, gets through with probability (1 - p)^L and
+     * costs L + t byte times: (L - h)(1 - p)^L / (L + t) is largest where
+     * (L - h)(L + t) = (h + t) / q, q = -ln(1 - p). While none fail, grow by half each time. */
+    double target = (double)max;
+    if (p > 0) {
+        double h = CHUNK_HEADER, t = CHUNK_TURN, q = -log(1 - p);
+        double L = ((h - t) + sqrt((t - h) * (t - h) + 4 * (h * t + (h + t) / q))) / 2;
+        target = L - h;
+    }
+    double next = (double)now * 1.5;
+    if (target < next)
+        next = target;
+    size_t n = next > (double)max ? max : next < CHUNK_MIN ? CHUNK_MIN : (size_t)next;
+    c->chunk_now = n;
+    return n;
+}
+
+/* TETHER_LINK_TRACE=1: one line on stderr per resend (why, after how long). */
+static bool trace(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("TETHER_LINK_TRACE");
+        on = e && e[0] && strcmp(e, "0") != 0;
+    }
+    return on;
+}
+
+/* A request on a lossy link: resent at once on a NAK or a damaged frame, after the
+ * retransmission timeout (doubling) when nothing arrives at all, until the deadline. */
+static int arq_request(tether_rpc_client *c, tether_rpc_msg *req, tether_rpc_msg *rep, size_t len,
+                       const char *name, int timeout_ms) {
+    int64_t start = tether__rpc_now_ms();
+    int64_t deadline = timeout_ms < 0 ? -1 : start + (int64_t)timeout_ms * (c->retries + 1);
+    int rto = c->rto_ms > 0 ? c->rto_ms : RTO_FIRST_MS;
+    if (rto < c->min_rto_ms)
+        rto = c->min_rto_ms;
+    c->min_rto_ms = 0;
+    uint32_t attempts = 0;
+    int64_t sent_at = start;
+    int rc;
+    for (;;) {
+        rc = tether_transport_send(c->t, c->tx, len, timeout_ms);
+        if (rc) {
+            char e[TETHER_ERROR_MSG_MAX];
+            snprintf(e, sizeof e, "%s", tether_last_error());
+            return tether_set_error(rc, "%s (id %u): cannot send%s: %s", name, (unsigned)req->id,
+                                    attempts ? " again" : "", e);
+        }
+        if (attempts++)
+            c->t->stats.frames_resent++;
+        sent_at = tether__rpc_now_ms();
+        int64_t resend_at = sent_at + rto;
+        uint64_t rx_mark = c->t->stats.bytes_received;
+        bool resend = false;
+        while (!resend) {
+            int64_t now = tether__rpc_now_ms();
+            int64_t until = deadline >= 0 && deadline < resend_at ? deadline : resend_at;
+            int left = until > now ? (int)(until - now) : 0;
+            const uint8_t *msg;
+            size_t mlen;
+            rc = tether_transport_recv(c->t, &msg, &mlen, left);
+            if (rc == TETHER_ERR_TIMEOUT) {
+                now = tether__rpc_now_ms();
+                if (deadline >= 0 && now >= deadline)
+                    return tether_set_error(TETHER_ERR_TIMEOUT,
+                                            "%s (id %u): no reply within %lld ms, %u attempt(s) "
+                                            "on a lossy link",
+                                            name, (unsigned)req->id, (long long)(now - start),
+                                            (unsigned)attempts);
+                if (c->t->stats.bytes_received != rx_mark) { /* a long frame on its way */
+                    rx_mark = c->t->stats.bytes_received;
+                    resend_at = now + rto;
+                    continue;
+                }
+                rto = rto * 2 > RTO_MAX_MS ? RTO_MAX_MS : rto * 2;
+                resend = true;
+            } else if (rc == TETHER_TRANSPORT_DAMAGED || rc == TETHER_TRANSPORT_NAK) {
+                resend = true; /* only the damaged exchange is repeated, at once */
+            } else if (rc < 0) {
+                return rc;
+            } else if (take_message(c, req, name, msg, mlen, rep, &rc)) {
+                learn(c, req->type, attempts, tether__rpc_now_ms() - sent_at, len, mlen);
+                return rc;
+            }
+            if (resend && trace())
+                fprintf(stderr, "tether link: %s id %u: resend #%u after %s (%lld ms)\n", name,
+                        (unsigned)req->id, (unsigned)attempts,
+                        rc == TETHER_ERR_TIMEOUT     ? "no answer"
+                        : rc == TETHER_TRANSPORT_NAK ? "a NAK"
+                                                     : "a damaged frame",
+                        (long long)(tether__rpc_now_ms() - sent_at));
+        }
+    }
+}
+
 int tether_rpc_client_request(tether_rpc_client *c, tether_rpc_msg *req, tether_rpc_msg *rep,
                               int timeout_ms) {
     if (!c || !c->t || !req || !rep)
@@ -56,10 +264,14 @@ int tether_rpc_client_request(tether_rpc_client *c, tether_rpc_msg *req, tether_
     if (rc)
         return rc;
     const char *name = tether_rpc_type_name(req->type);
+    if (c->t->report_damage)
+        return arq_request(c, req, rep, len, name, timeout_ms);
     for (int attempt = 0; attempt <= c->retries; attempt++) {
         rc = tether_transport_send(c->t, c->tx, len, timeout_ms);
         if (rc)
             return rc;
+        if (attempt)
+            c->t->stats.frames_resent++;
         int64_t deadline = timeout_ms < 0 ? -1 : tether__rpc_now_ms() + timeout_ms;
         for (;;) {
             int left = -1;
@@ -74,39 +286,10 @@ int tether_rpc_client_request(tether_rpc_client *c, tether_rpc_msg *req, tether_
                 break;
             if (rc)
                 return rc;
-            uint32_t type, id;
-            if (tether_rpc_peek_header(msg, mlen, &type, &id) != 0) {
-                c->stale_replies++;
-                continue;
-            }
-            if (type == TETHER_RPC_LOG) {
-                if (c->on_log && tether_rpc_msgpack_decode(msg, mlen, rep) == 0)
-                    c->on_log(c->log_ctx, rep);
-                continue;
-            }
-            if (type == TETHER_RPC_ERROR && id == 0 &&
-                tether_rpc_msgpack_decode(msg, mlen, rep) == 0) {
-                /* the device speaks to the connection, not to a request (busy, idle, a frame
-                 * it could not read): it closes the connection after this */
-                return tether_set_error(rep->u.error.code, "%s: device: %.*s", name,
-                                        (int)rep->u.error.message.len, rep->u.error.message.ptr);
-            }
-            if (id != req->id) {
-                c->stale_replies++;
-                continue;
-            }
-            rc = tether_rpc_msgpack_decode(msg, mlen, rep);
-            if (rc)
+            if (take_message(c, req, name, msg, mlen, rep, &rc)) {
+                c->last_attempts = (uint32_t)attempt + 1;
                 return rc;
-            if (rep->type == TETHER_RPC_ERROR) {
-                int code = rep->u.error.code;
-                return tether_set_error(code, "%s failed: %.*s", name,
-                                        (int)rep->u.error.message.len, rep->u.error.message.ptr);
             }
-            if (rep->type != (req->type | TETHER_RPC_REPLY))
-                return tether_set_error(TETHER_ERR_PROTOCOL, "%s got a %s", name,
-                                        tether_rpc_type_name(rep->type));
-            return TETHER_OK;
         }
     }
     return tether_set_error(TETHER_ERR_TIMEOUT, "%s (id %u): no reply within %d ms, %d attempt(s)",

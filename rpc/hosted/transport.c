@@ -5,7 +5,8 @@
  * Must stay true: every wait is a poll() bounded by the caller's timeout; a partially received
  * frame survives a timeout and is completed by the next recv; writes never raise SIGPIPE; a
  * stream framing error is sticky (the stream cannot be trusted afterwards); a bad UART frame is
- * dropped and counted, never returned.
+ * dropped and counted, never returned (send_naks answers it with a NAK, report_damage makes
+ * recv say so instead of waiting on).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -169,9 +170,11 @@ static int fd_send(tether_transport *t, const uint8_t *msg, size_t len, int time
             im->tx = nb;
             im->tx_cap = cap;
         }
-        rc = tether_uart_frame_encode(msg, len, im->tx, im->tx_cap, &n);
+        rc = tether_uart_frame_encode_ex(msg, len, t->link2, im->tx, im->tx_cap, &n);
         if (!rc)
             rc = write_all(t->fd_write, im->nonblocking, im->tx, n, deadline);
+        if (!rc)
+            t->stats.bytes_sent += n;
     } else {
         uint8_t hdr[TETHER_STREAM_HEADER_BYTES];
         rc = tether_stream_frame_header(hdr, len);
@@ -188,6 +191,8 @@ static int fd_send(tether_transport *t, const uint8_t *msg, size_t len, int time
             if (!rc)
                 rc = write_all(t->fd_write, im->nonblocking, msg, len, deadline);
         }
+        if (!rc)
+            t->stats.bytes_sent += sizeof hdr + len;
     }
     if (!rc)
         t->stats.frames_sent++;
@@ -197,6 +202,19 @@ static int fd_send(tether_transport *t, const uint8_t *msg, size_t len, int time
 static void sync_uart_stats(tether_transport *t, fd_impl *im) {
     t->stats.frames_dropped = tether_uart_unframer_dropped(&im->uart_u);
     t->stats.garbage_bytes = im->uart_u.garbage;
+    t->stats.crc_errors = im->uart_u.dropped[TETHER_UART_DROP_CRC];
+    t->stats.naks_received = im->uart_u.naks;
+}
+
+/* A NAK for a damaged frame, written at once (a bounded wait: the peer reads its line). */
+static void send_nak(tether_transport *t, fd_impl *im) {
+    uint8_t nak[TETHER_UART_NAK_MAX];
+    size_t n = 0;
+    if (tether_uart_nak_encode(nak, sizeof nak, &n) == 0 &&
+        write_all(t->fd_write, im->nonblocking, nak, n, deadline_of(1000)) == 0) {
+        t->stats.naks_sent++;
+        t->stats.bytes_sent += n;
+    }
 }
 
 static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int timeout_ms) {
@@ -207,13 +225,26 @@ static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int ti
             size_t used = 0;
             int got;
             if (im->uart) {
+                uint64_t dropped = t->stats.frames_dropped;
                 got = tether_uart_unframer_push(&im->uart_u, im->rd + im->rd_pos,
                                                 im->rd_len - im->rd_pos, &used, msg, len);
                 sync_uart_stats(t, im);
-            } else {
-                got = tether_stream_unframer_push(&im->stream, im->rd + im->rd_pos,
-                                                  im->rd_len - im->rd_pos, &used, msg, len);
+                im->rd_pos += used;
+                bool damaged = t->stats.frames_dropped != dropped;
+                if (damaged && t->send_naks)
+                    send_nak(t, im);
+                if (got == TETHER_UART_FRAME) {
+                    t->stats.frames_received++;
+                    return TETHER_OK;
+                }
+                if (t->report_damage && got == TETHER_UART_NAK)
+                    return TETHER_TRANSPORT_NAK;
+                if (t->report_damage && damaged)
+                    return TETHER_TRANSPORT_DAMAGED;
+                continue;
             }
+            got = tether_stream_unframer_push(&im->stream, im->rd + im->rd_pos,
+                                              im->rd_len - im->rd_pos, &used, msg, len);
             im->rd_pos += used;
             if (got < 0)
                 return got;
@@ -235,6 +266,7 @@ static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int ti
             return tether_set_error(TETHER_ERR_IO, "connection closed by the peer");
         im->rd_len = (size_t)n;
         im->rd_pos = 0;
+        t->stats.bytes_received += (uint64_t)n;
     }
 }
 

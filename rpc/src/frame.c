@@ -1,8 +1,9 @@
 /*
- * tether rpc: CRC-16/CCITT, stream framing and UART framing (see tether/rpc/frame.h).
+ * tether rpc: CRC-16/CCITT, CRC-32, stream framing and UART framing (see tether/rpc/frame.h).
  *
  * Must stay true: an unframer never writes past its buffer, never delivers a frame whose CRC or
- * length is wrong, and after any garbage resynchronises on the next FLAG byte. The stream
+ * length is wrong, accepts classic and link-2 frames alike whatever it sends, and after any
+ * garbage resynchronises on the next FLAG byte. The stream
  * unframer's errors are sticky (a byte stream cannot resynchronise).
  */
 #include "tether/rpc/frame.h"
@@ -25,6 +26,25 @@ uint16_t tether_crc16_ccitt(uint16_t crc, const void *data, size_t len) {
         crc = (uint16_t)((crc << 4) ^ crc_nibble[((crc >> 12) ^ (p[i] & 0x0f)) & 0x0f]);
     }
     return crc;
+}
+
+/* CRC-32 of each 4-bit value, reflected polynomial 0xEDB88320 (64 bytes of constants). */
+static const uint32_t crc32_nibble[16] = {0x00000000u, 0x1db71064u, 0x3b6e20c8u, 0x26d930acu,
+                                          0x76dc4190u, 0x6b6b51f4u, 0x4db26158u, 0x5005713cu,
+                                          0xedb88320u, 0xf00f9344u, 0xd6d6a3e8u, 0xcb61b38cu,
+                                          0x9b64c2b0u, 0x86d3d2d4u, 0xa00ae278u, 0xbdbdf21cu};
+
+static uint32_t crc32_byte(uint32_t c, uint8_t b) {
+    c = (c >> 4) ^ crc32_nibble[(c ^ b) & 0x0f];
+    return (c >> 4) ^ crc32_nibble[(c ^ (uint32_t)(b >> 4)) & 0x0f];
+}
+
+uint32_t tether_crc32(uint32_t crc, const void *data, size_t len) {
+    const uint8_t *p = (const uint8_t *)data;
+    uint32_t c = ~crc;
+    for (size_t i = 0; i < len; i++)
+        c = crc32_byte(c, p[i]);
+    return ~c;
 }
 
 /* ---- stream framing ---- */
@@ -101,7 +121,7 @@ int tether_stream_unframer_push(tether_stream_unframer *u, const void *data, siz
 
 /* ---- UART framing ---- */
 
-enum { ST_IDLE, ST_LEN_HI, ST_LEN_LO, ST_PAYLOAD, ST_CRC_HI, ST_CRC_LO };
+enum { ST_IDLE, ST_LEN_HI, ST_LEN_LO, ST_PAYLOAD, ST_CRC };
 
 static bool needs_escape(uint8_t b) {
     return b == TETHER_UART_FLAG || b == TETHER_UART_ESCAPE;
@@ -122,21 +142,33 @@ static int sink_put(void *ctx, const uint8_t *bytes, size_t n) {
     return 0;
 }
 
-int tether_uart_frame_write(const void *payload, size_t len, tether_uart_put_fn put, void *ctx) {
-    const uint8_t *p = (const uint8_t *)payload;
-    if (len == 0 || len > TETHER_UART_MAX_PAYLOAD)
-        return tether_set_error(TETHER_ERR_LIMIT, "UART frame payload of %zu bytes (1..%u)", len,
-                                (unsigned)TETHER_UART_MAX_PAYLOAD);
-    uint8_t lenb[2] = {(uint8_t)(len >> 8), (uint8_t)len};
-    uint16_t crc = tether_crc16_ccitt(TETHER_CRC16_INIT, lenb, 2);
-    crc = tether_crc16_ccitt(crc, p, len);
-    uint8_t crcb[2] = {(uint8_t)(crc >> 8), (uint8_t)crc};
+/* Writes FLAG, the escaped header+payload+CRC, and (link 2) the closing FLAG. */
+static int frame_write(const uint8_t *p, size_t len, bool link2, tether_uart_put_fn put,
+                       void *ctx) {
+    uint8_t lenb[2] = {(uint8_t)((len >> 8) | (link2 ? TETHER_UART_LINK2_BIT : 0)), (uint8_t)len};
+    uint8_t crcb[4];
+    size_t ncrc;
+    if (link2) {
+        uint32_t crc = tether_crc32(0, lenb, 2);
+        crc = tether_crc32(crc, p, len);
+        crcb[0] = (uint8_t)(crc >> 24);
+        crcb[1] = (uint8_t)(crc >> 16);
+        crcb[2] = (uint8_t)(crc >> 8);
+        crcb[3] = (uint8_t)crc;
+        ncrc = 4;
+    } else {
+        uint16_t crc = tether_crc16_ccitt(TETHER_CRC16_INIT, lenb, 2);
+        crc = tether_crc16_ccitt(crc, p, len);
+        crcb[0] = (uint8_t)(crc >> 8);
+        crcb[1] = (uint8_t)crc;
+        ncrc = 2;
+    }
     uint8_t out[64];
     size_t n = 0;
     int rc;
     out[n++] = TETHER_UART_FLAG;
     /* walk len bytes, payload, crc bytes as one sequence */
-    for (size_t i = 0; i < len + 4; i++) {
+    for (size_t i = 0; i < len + 2 + ncrc; i++) {
         uint8_t b = i < 2 ? lenb[i] : i < len + 2 ? p[i - 2] : crcb[i - len - 2];
         if (needs_escape(b)) {
             out[n++] = TETHER_UART_ESCAPE;
@@ -144,22 +176,55 @@ int tether_uart_frame_write(const void *payload, size_t len, tether_uart_put_fn 
         } else {
             out[n++] = b;
         }
-        if (n >= sizeof out - 2) {
+        if (n >= sizeof out - 3) {
             if ((rc = put(ctx, out, n)) != 0)
                 return rc;
             n = 0;
         }
     }
+    if (link2)
+        out[n++] = TETHER_UART_FLAG;
     if (n && (rc = put(ctx, out, n)) != 0)
         return rc;
     return TETHER_OK;
 }
 
-int tether_uart_frame_encode(const void *payload, size_t len, void *out, size_t cap,
-                             size_t *out_len) {
+int tether_uart_frame_write_ex(const void *payload, size_t len, bool link2, tether_uart_put_fn put,
+                               void *ctx) {
+    if (len == 0 || len > TETHER_UART_MAX_PAYLOAD)
+        return tether_set_error(TETHER_ERR_LIMIT, "UART frame payload of %zu bytes (1..%u)", len,
+                                (unsigned)TETHER_UART_MAX_PAYLOAD);
+    return frame_write((const uint8_t *)payload, len, link2, put, ctx);
+}
+
+int tether_uart_frame_write(const void *payload, size_t len, tether_uart_put_fn put, void *ctx) {
+    return tether_uart_frame_write_ex(payload, len, false, put, ctx);
+}
+
+int tether_uart_nak_write(tether_uart_put_fn put, void *ctx) {
+    return frame_write((const uint8_t *)"", 0, true, put, ctx);
+}
+
+int tether_uart_frame_encode_ex(const void *payload, size_t len, bool link2, void *out, size_t cap,
+                                size_t *out_len) {
     sink s = {(uint8_t *)out, out ? cap : 0, 0};
     *out_len = 0;
-    int rc = tether_uart_frame_write(payload, len, sink_put, &s);
+    int rc = tether_uart_frame_write_ex(payload, len, link2, sink_put, &s);
+    if (rc)
+        return rc;
+    *out_len = s.len;
+    return TETHER_OK;
+}
+
+int tether_uart_frame_encode(const void *payload, size_t len, void *out, size_t cap,
+                             size_t *out_len) {
+    return tether_uart_frame_encode_ex(payload, len, false, out, cap, out_len);
+}
+
+int tether_uart_nak_encode(void *out, size_t cap, size_t *out_len) {
+    sink s = {(uint8_t *)out, out ? cap : 0, 0};
+    *out_len = 0;
+    int rc = tether_uart_nak_write(sink_put, &s);
     if (rc)
         return rc;
     *out_len = s.len;
@@ -189,22 +254,45 @@ static void drop(tether_uart_unframer *u, tether_uart_drop reason) {
 static void start(tether_uart_unframer *u) {
     u->state = ST_LEN_HI;
     u->escaped = false;
+    u->fresh = true;
+    u->link2 = false;
     u->have = 0;
     u->len = 0;
     u->crc = TETHER_CRC16_INIT;
+    u->crc32 = ~0u;
+    u->crc_rx = 0;
+    u->crc_have = 0;
+}
+
+/* The frame's CRC matched: a frame, a NAK, or (classic length 0) a drop. */
+static int complete(tether_uart_unframer *u, size_t *frame_len) {
+    u->state = ST_IDLE;
+    if (u->len == 0) {
+        u->naks++;
+        return TETHER_UART_NAK;
+    }
+    u->frames++;
+    u->link2_frames += u->link2;
+    *frame_len = u->have;
+    return TETHER_UART_FRAME;
 }
 
 int tether_uart_unframer_byte(tether_uart_unframer *u, uint8_t b, size_t *frame_len) {
     if (b == TETHER_UART_FLAG) {
-        if (u->state != ST_IDLE)
+        if (u->state == ST_IDLE && u->in_garbage)
+            drop(u, TETHER_UART_DROP_GARBAGE); /* a frame whose start was lost */
+        else if (u->state != ST_IDLE && !u->fresh)
             drop(u, TETHER_UART_DROP_TRUNCATED);
-        start(u);
+        u->in_garbage = false;
+        start(u); /* back-to-back FLAGs: still just the start of the next frame */
         return 0;
     }
     if (u->state == ST_IDLE) {
         u->garbage++;
+        u->in_garbage = true;
         return 0;
     }
+    u->fresh = false;
     if (u->escaped) {
         u->escaped = false;
         if (b != (TETHER_UART_FLAG ^ TETHER_UART_XOR) &&
@@ -219,39 +307,40 @@ int tether_uart_unframer_byte(tether_uart_unframer *u, uint8_t b, size_t *frame_
     }
     switch (u->state) {
     case ST_LEN_HI:
-        u->len = (uint16_t)(b << 8);
+        u->link2 = (b & TETHER_UART_LINK2_BIT) != 0;
+        u->len = (uint16_t)((b & (uint8_t)~TETHER_UART_LINK2_BIT) << 8);
         u->crc = tether_crc16_ccitt(u->crc, &b, 1);
+        u->crc32 = crc32_byte(u->crc32, b);
         u->state = ST_LEN_LO;
         return 0;
     case ST_LEN_LO:
         u->len |= b;
         u->crc = tether_crc16_ccitt(u->crc, &b, 1);
-        if (u->len == 0 || u->len > u->cap) {
+        u->crc32 = crc32_byte(u->crc32, b);
+        if ((u->len == 0 && !u->link2) || u->len > u->cap) {
             drop(u, TETHER_UART_DROP_OVERSIZE);
             return 0;
         }
-        u->state = ST_PAYLOAD;
+        u->state = u->len == 0 ? ST_CRC : ST_PAYLOAD;
         return 0;
     case ST_PAYLOAD:
         u->buf[u->have++] = b;
-        u->crc = tether_crc16_ccitt(u->crc, &b, 1);
+        if (u->link2)
+            u->crc32 = crc32_byte(u->crc32, b);
+        else
+            u->crc = tether_crc16_ccitt(u->crc, &b, 1);
         if (u->have == u->len)
-            u->state = ST_CRC_HI;
+            u->state = ST_CRC;
         return 0;
-    case ST_CRC_HI:
-        u->crc_rx = (uint16_t)(b << 8);
-        u->state = ST_CRC_LO;
-        return 0;
-    case ST_CRC_LO:
-        u->crc_rx |= b;
-        if (u->crc_rx != u->crc) {
+    case ST_CRC:
+        u->crc_rx = (u->crc_rx << 8) | b;
+        if (++u->crc_have < (u->link2 ? 4 : 2))
+            return 0;
+        if (u->link2 ? u->crc_rx != ~u->crc32 : u->crc_rx != u->crc) {
             drop(u, TETHER_UART_DROP_CRC);
             return 0;
         }
-        u->state = ST_IDLE;
-        u->frames++;
-        *frame_len = u->have;
-        return 1;
+        return complete(u, frame_len);
     default:
         u->state = ST_IDLE;
         return 0;
@@ -262,10 +351,12 @@ int tether_uart_unframer_push(tether_uart_unframer *u, const void *data, size_t 
                               size_t *consumed, const uint8_t **frame, size_t *frame_len) {
     const uint8_t *p = (const uint8_t *)data;
     for (size_t i = 0; i < len; i++) {
-        if (tether_uart_unframer_byte(u, p[i], frame_len)) {
+        int r = tether_uart_unframer_byte(u, p[i], frame_len);
+        if (r) {
             *consumed = i + 1;
-            *frame = u->buf;
-            return 1;
+            if (r == TETHER_UART_FRAME)
+                *frame = u->buf;
+            return r;
         }
     }
     *consumed = len;

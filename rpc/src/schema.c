@@ -17,7 +17,7 @@ static int body_fields(uint32_t type) {
     bool reply = (type & TETHER_RPC_REPLY) && type != TETHER_RPC_ERROR;
     switch (type & ~TETHER_RPC_REPLY) {
     case TETHER_RPC_HELLO:
-        return reply ? 26 : 3;
+        return reply ? 27 : 4;
     case TETHER_RPC_AUTH:
         return reply ? 0 : 1;
     case TETHER_RPC_UPLOAD:
@@ -61,7 +61,9 @@ static int body_fields(uint32_t type) {
 /* Fields a decoder requires: the optional trailing fields (docs/rpc.md) may be absent. */
 static int required_fields(uint32_t type) {
     if (type == (TETHER_RPC_HELLO | TETHER_RPC_REPLY))
-        return 17; /* board ... exports_id, cpu, cpu_features, pool_sizes optional */
+        return 17; /* board ... exports_id, cpu, cpu_features, pool_sizes, link optional */
+    if (type == TETHER_RPC_HELLO)
+        return 3; /* link optional */
     if (type == (TETHER_RPC_CALL | TETHER_RPC_REPLY))
         return 3; /* ret_value optional */
     if (type == (TETHER_RPC_UPLOAD | TETHER_RPC_REPLY))
@@ -192,6 +194,7 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
         E_U(m->u.hello_req.version);
         E_U(m->u.hello_req.max_frame);
         E_S(m->u.hello_req.client);
+        E_U(m->u.hello_req.link);
         break;
     case TETHER_RPC_HELLO | TETHER_RPC_REPLY: {
         const tether_rpc_hello_rep *h = &m->u.hello_rep;
@@ -225,6 +228,7 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
         E_A(h->num_pools);
         for (uint32_t i = 0; i < h->num_pools; i++)
             E_U(h->pool_sizes[i]);
+        E_U(h->link);
         break;
     }
     case TETHER_RPC_AUTH:
@@ -672,6 +676,8 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
         m->u.hello_req.version = (uint32_t)d_uint(d, "version", UINT32_MAX);
         m->u.hello_req.max_frame = (uint32_t)d_uint(d, "max_frame", UINT32_MAX);
         m->u.hello_req.client = d_str(d, "client");
+        if (present > 3)
+            m->u.hello_req.link = (uint32_t)d_uint(d, "link", UINT32_MAX);
         break;
     case TETHER_RPC_HELLO | TETHER_RPC_REPLY: {
         tether_rpc_hello_rep *h = &m->u.hello_rep;
@@ -720,6 +726,8 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
                 h->pool_sizes[i] = d_uint(d, "pool_sizes", UINT64_MAX);
             d_leave(d, "pool_sizes");
         }
+        if (present > 26)
+            h->link = (uint32_t)d_uint(d, "link", UINT32_MAX);
         break;
     }
     case TETHER_RPC_AUTH:

@@ -268,7 +268,7 @@ static void test_run_module(void **state) {
     write_f32("b.npy", 16, 100);
     const char *o;
     assert_int_equal(tether(&o, "upload '%s' --name m", TESTMOD_PATH), 0);
-    assert_non_null(strstr(o, "8 functions"));
+    assert_non_null(strstr(o, "12 functions"));
     int rc = tether(&o, "run '%s' add_packed --in a.npy --in b.npy --out c.npy", TESTMOD_PATH);
     if (rc)
         fail_msg("%s", o);
@@ -380,7 +380,7 @@ static void test_json_outputs(void **state) {
     assert_string_equal(str(j, "module"), "m.so");
     assert_string_equal(str(j, "kind"), "shared_object");
     assert_true(num(j, "handle") > 0);
-    assert_int_equal((int)num(j, "functions"), 8);
+    assert_int_equal((int)num(j, "functions"), 12);
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "function_names"))); /* not known for a .so */
     uint8_t *data;
     size_t len;

@@ -214,10 +214,10 @@ class TestSession(unittest.TestCase):
         for kind, open_session in SESSIONS:
             with self.subTest(kind), open_session() as s:
                 m = s.upload_module(TESTMOD, name="testmod")
-                self.assertEqual(m.num_functions, 8)
+                self.assertEqual(m.num_functions, 12)
                 again = s.upload_module(TESTMOD, name="testmod-again")  # tetherd's upload cache
                 self.assertTrue(again.cached)
-                self.assertEqual(again.num_functions, 8)
+                self.assertEqual(again.num_functions, 12)
                 with open(TESTMOD, "rb") as f:
                     self.assertTrue(s.upload(f.read(), "testmod-bytes"))
                 x = np.linspace(-2, 2, 16, dtype=np.float32)

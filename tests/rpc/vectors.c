@@ -17,6 +17,7 @@ static void hello_req(tether_rpc_msg *m) {
     m->u.hello_req.version = 1;
     m->u.hello_req.max_frame = 1048576;
     m->u.hello_req.client = tether_rpc_str_c("host");
+    m->u.hello_req.link = TETHER_RPC_LINK_UART2;
 }
 static void hello_rep(tether_rpc_msg *m) {
     m->type = TETHER_RPC_HELLO | TETHER_RPC_REPLY;
@@ -51,6 +52,7 @@ static void hello_rep(tether_rpc_msg *m) {
     h->cpu = tether_rpc_str_c("x86-64-v3");
     h->cpu_features = tether_rpc_str_c("avx2 fma");
     h->pool_sizes[0] = 262144; /* sram; dram: 0 = no limit */
+    h->link = TETHER_RPC_LINK_UART2;
 }
 static void auth_req(tether_rpc_msg *m) {
     m->type = TETHER_RPC_AUTH;
@@ -439,7 +441,8 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
     case TETHER_RPC_HELLO:
         return a->u.hello_req.version == b->u.hello_req.version &&
                a->u.hello_req.max_frame == b->u.hello_req.max_frame &&
-               str_equal(a->u.hello_req.client, b->u.hello_req.client);
+               str_equal(a->u.hello_req.client, b->u.hello_req.client) &&
+               a->u.hello_req.link == b->u.hello_req.link;
     case TETHER_RPC_HELLO | TETHER_RPC_REPLY: {
         const tether_rpc_hello_rep *x = &a->u.hello_rep, *y = &b->u.hello_rep;
         if (x->num_pools != y->num_pools)
@@ -458,7 +461,7 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
                x->ram_size == y->ram_size && x->heap_size == y->heap_size &&
                x->stack_size == y->stack_size && x->boot_count == y->boot_count &&
                x->exports_id == y->exports_id && str_equal(x->cpu, y->cpu) &&
-               str_equal(x->cpu_features, y->cpu_features);
+               str_equal(x->cpu_features, y->cpu_features) && x->link == y->link;
     }
     case TETHER_RPC_AUTH:
         return bytes_equal(a->u.auth_req.mac, b->u.auth_req.mac);

@@ -102,11 +102,24 @@ static int uart_put(void *ctx, const uint8_t *bytes, size_t n) {
     return 0;
 }
 
+/* Link-2 frames (CRC-32, closing FLAG) and NAKs, once the host's HELLO said it takes them
+ * (docs/rpc.md, "UART link"); classic frames after every boot until then. */
+static bool link2;
+
 /* ops->send: one encoded message as one UART frame. */
 static int send_bytes(void *ctx, const uint8_t *bytes, size_t len) {
     (void)ctx;
-    tether_uart_frame_write(bytes, len, uart_put, NULL);
+    tether_uart_frame_write_ex(bytes, len, link2, uart_put, NULL);
     return TETHER_OK;
+}
+
+/* The unframer dropped a damaged frame: ask the host to resend at once. */
+static void on_drop(void *ctx, tether_uart_drop reason) {
+    (void)ctx;
+    (void)reason;
+    if (link2) {
+        tether_uart_nak_write(uart_put, NULL);
+    }
 }
 
 void tether__mcu_send_log(tether_log_level level, const char *text) {
@@ -204,7 +217,9 @@ static int on_hello(void *ctx, const tether_rpc_msg *rq, tether_rpc_msg *rp) {
         return rc;
     }
     client_max_frame = req.u.hello_req.max_frame;
+    link2 = (req.u.hello_req.link & TETHER_RPC_LINK_UART2) != 0;
     tether_rpc_hello_rep *h = &rep.u.hello_rep;
+    h->link = link2 ? TETHER_RPC_LINK_UART2 : 0;
     h->version = TETHER_RPC_VERSION;
     h->triple = tether_rpc_str_c(board->triple);
     h->arch = tether_rpc_str_c(board->cpu);
@@ -809,7 +824,7 @@ void tether_mcu_fault(const tether_fault_info *f) {
 
 void tether_mcu_main(void) {
     board = tether_board_get_info();
-    tether_uart_unframer_init(&unframer, rx_buf, sizeof rx_buf, NULL, NULL);
+    tether_uart_unframer_init(&unframer, rx_buf, sizeof rx_buf, on_drop, NULL);
     tether_rpc_reply_cache_init(&cache, cache_mem, sizeof cache_mem, REPLY_CACHE_SLOTS);
     const tether_server_config cfg = {&server_ops, NULL,          &req,   &rep,
                                       tx_buf,      sizeof tx_buf, &cache, call_values,

@@ -174,6 +174,28 @@ int tether_session_upload(tether_session *s, uint32_t kind, const char *name, co
 int tether_session_upload_file(tether_session *s, uint32_t kind, const char *name,
                                const char *path);
 bool tether_session_last_upload_cached(const tether_session *s);
+
+/* How the session's link has fared since it was opened (docs/rpc.md, "UART link"). On a
+ * serial line (uart://, tcp-serial://) the client resends a damaged exchange at once and sizes
+ * its chunks to the byte error rate it measures; elsewhere only the frame counts mean much. */
+typedef struct tether_link_stats {
+    bool serial;              /* UART framing (uart://, tcp-serial://) */
+    bool link2;               /* link-2 frames (CRC-32) agreed with the device in HELLO */
+    uint64_t frames_sent;     /* frames this end sent, resends included */
+    uint64_t frames_resent;   /* requests sent again (after a NAK, a damaged reply, a timeout) */
+    uint64_t frames_received; /* good frames received */
+    uint64_t frames_dropped;  /* damaged frames received (CRC, truncated, escape, garbage) */
+    uint64_t crc_errors;      /* of which for a wrong CRC */
+    uint64_t naks_received;   /* damaged frames the device reported (its NAKs) */
+    uint64_t naks_sent;
+    uint64_t bytes_sent, bytes_received; /* on the wire */
+    double error_rate;                   /* estimated byte error rate of the line (0 = none seen) */
+    size_t chunk;     /* data bytes per chunk now (adapts to error_rate on serial) */
+    size_t max_chunk; /* the most the two max frames allow */
+    int rto_ms;       /* retransmission timeout (0 = not measured yet) */
+    double rtt_ms;    /* smoothed round trip of link-only requests */
+} tether_link_stats;
+int tether_session_link_stats(const tether_session *s, tether_link_stats *out);
 int tether_session_load_module(tether_session *s, const char *name, uint64_t *module,
                                uint32_t *num_functions);
 /* module 0 = the device's system library. */

@@ -115,10 +115,14 @@ typedef struct tether_rpc_arg {
 
 /* ---- request / reply bodies (field order = wire order) ---- */
 
+/* HELLO `link` bits: what a peer takes on a serial line (docs/rpc.md, "UART link"). */
+#define TETHER_RPC_LINK_UART2 1u /* link-2 UART frames (CRC-32, closing FLAG) and NAKs */
+
 typedef struct tether_rpc_hello_req {
     uint32_t version;      /* TETHER_RPC_VERSION of the client */
     uint32_t max_frame;    /* largest frame the client accepts */
     tether_rpc_str client; /* free text, e.g. "tether-host 0.1" */
+    uint32_t link;         /* optional: TETHER_RPC_LINK_* the client takes (0 = none) */
 } tether_rpc_hello_req;
 
 typedef struct tether_rpc_hello_rep {
@@ -153,6 +157,7 @@ typedef struct tether_rpc_hello_rep {
                                     < TETHER_RPC_MAX_FEATURES bytes */
     uint64_t pool_sizes[TETHER_RPC_MAX_POOLS]; /* bytes of pools[i] (0 = not reported / no
                                                   limit); encoded with as many entries as pools */
+    uint32_t link; /* TETHER_RPC_LINK_* the device takes and uses from now on (0 = none) */
 } tether_rpc_hello_rep;
 
 typedef struct tether_rpc_auth_req {

@@ -49,9 +49,19 @@ typedef struct tether_transport_ops {
 typedef struct tether_transport_stats {
     uint64_t frames_sent;
     uint64_t frames_received;
-    uint64_t frames_dropped; /* UART: CRC/oversize/truncated/escape drops */
+    uint64_t frames_dropped; /* UART: CRC/oversize/truncated/escape/garbage-run drops */
     uint64_t garbage_bytes;  /* UART: bytes outside frames */
+    uint64_t crc_errors;     /* UART: frames dropped for their CRC (part of frames_dropped) */
+    uint64_t naks_sent;      /* UART: NAKs this end sent for damaged frames */
+    uint64_t naks_received;  /* UART: NAKs the peer sent */
+    uint64_t frames_resent;  /* requests sent again (counted by the rpc client) */
+    uint64_t bytes_sent;     /* on the wire, framing included */
+    uint64_t bytes_received;
 } tether_transport_stats;
+
+/* Positive results of tether_transport_recv, only when report_damage is set (UART): */
+#define TETHER_TRANSPORT_DAMAGED 1 /* a damaged frame arrived (nothing delivered) */
+#define TETHER_TRANSPORT_NAK     2 /* the peer sent a NAK: it got a damaged frame of ours */
 
 struct tether_transport {
     const tether_transport_ops *ops;
@@ -61,6 +71,13 @@ struct tether_transport {
     uint32_t max_frame; /* largest message this end accepts */
     int child_pid;      /* tether_transport_spawn: the child's pid, else 0 */
     tether_transport_stats stats;
+    /* UART link (docs/rpc.md, "UART link"); all false after open, set once HELLO agreed:
+     * link2 = send link-2 frames (CRC-32, closing FLAG); send_naks = answer every damaged
+     * frame with a NAK at once; report_damage = recv returns TETHER_TRANSPORT_DAMAGED or
+     * TETHER_TRANSPORT_NAK instead of waiting on (a client resends its request then). */
+    bool link2;
+    bool send_naks;
+    bool report_damage;
     void *impl; /* implementation state */
 };
 
@@ -70,7 +87,8 @@ int tether_transport_send(tether_transport *t, const void *msg, size_t len, int 
 /* Receives one message. TETHER_ERR_TIMEOUT when none arrived in time (partial input is kept for
  * the next call), TETHER_ERR_IO when the peer closed or the fd failed, TETHER_ERR_LIMIT /
  * TETHER_ERR_PROTOCOL on a bad stream frame (the stream is then unusable: close it). UART
- * transports drop bad frames silently apart from the stats and keep waiting. */
+ * transports drop bad frames apart from the stats (and a NAK when send_naks) and keep waiting,
+ * or, with report_damage, return TETHER_TRANSPORT_DAMAGED / TETHER_TRANSPORT_NAK (> 0). */
 int tether_transport_recv(tether_transport *t, const uint8_t **msg, size_t *len, int timeout_ms);
 /* Releases everything; safe on a zeroed or already-closed transport. For a spawned child, closes
  * the pipes and waits for the child to exit. */
@@ -166,6 +184,19 @@ typedef struct tether_rpc_client {
     tether_rpc_log_fn on_log; /* LOG notifications received while waiting; may be NULL */
     void *log_ctx;
     uint64_t stale_replies; /* replies to older ids that were discarded */
+    /* ARQ on a lossy link (set when t->report_damage): a request is resent at once when the
+     * peer NAKs it or a damaged frame arrives, and after the retransmission timeout when
+     * nothing arrives, until (retries + 1) * timeout_ms have passed. */
+    int rto_ms;     /* retransmission timeout from measured round trips (0 = none yet) */
+    int min_rto_ms; /* the next request's first resend waits at least this long (its
+                       execution time, set by the caller); cleared after each request */
+    double srtt_ms; /* smoothed round trip of link-only requests (Jacobson/Karn) */
+    double rttvar_ms;
+    double att_sum;  /* decayed attempts, failed attempts and bytes on the line: */
+    double fail_sum; /* the link's byte error rate for tether_rpc_client_chunk */
+    double byte_sum;
+    size_t chunk_now;       /* the chunk tether_rpc_client_chunk recommends (0 = not yet) */
+    uint32_t last_attempts; /* attempts of the last request (1 = no resend) */
 } tether_rpc_client;
 
 /* tx_cap 0 = t->max_frame. */
@@ -179,6 +210,15 @@ void tether_rpc_client_close(tether_rpc_client *c);
  * until the next receive. TETHER_ERR_PROTOCOL when the reply type does not match the request. */
 int tether_rpc_client_request(tether_rpc_client *c, tether_rpc_msg *req, tether_rpc_msg *rep,
                               int timeout_ms);
+
+/* The data bytes a chunk (COPY_TO, UPLOAD_CHUNK, COPY_FROM) should carry on this link, at most
+ * max: on a lossy link (ARQ) the size that moves the most data per byte time at the byte error
+ * rate seen in the last requests (about sqrt(70/rate) bytes, at least 64), growing again while
+ * frames get through; max otherwise. */
+size_t tether_rpc_client_chunk(tether_rpc_client *c, size_t max);
+
+/* The byte error rate the client estimates for its link (0 = none seen). */
+double tether_rpc_client_error_rate(const tether_rpc_client *c);
 
 #ifdef __cplusplus
 }
