@@ -264,10 +264,12 @@ static int request_within(tether_session *s, tether_rpc_msg *req, tether_rpc_msg
     /* On a serial line the device outlives the session: refuse here so nothing of the old
      * session reaches the new one. A stream's peer (tetherd's session process) is gone with
      * the session; requests on it fail with TETHER_ERR_IO by themselves. */
-    if ((s->lost && is_uart(s)) || !s->connected)
+    if ((s->lost && is_uart(s)) || !s->connected) {
+        s->c.resize_above = 0;
         return tether_set_error(TETHER_ERR_STATE,
                                 "%s refused: the session ended (%s); reconnect for a new session",
                                 name ? name : "request", s->lost ? s->fault : "not connected");
+    }
     s->last_warn[0] = 0;
     /* on a lossy link a request that runs code is not resent before it could have finished:
      * the last call's time (twice), a TIME's whole measurement */
@@ -634,10 +636,16 @@ int tether_session_upload(tether_session *s, uint32_t kind, const char *name, co
         req.u.upload_chunk_req.offset = off;
         req.u.upload_chunk_req.data.ptr = (const uint8_t *)data + off;
         req.u.upload_chunk_req.data.len = (uint32_t)n;
+        s->c.resize_above = n;
         rc = request(s, &req, &rep);
+        if (rc == TETHER_RPC_SMALLER)
+            continue; /* the line is worse than this chunk's size: again, smaller */
         if (rc)
             return rc;
         off += n;
+        /* a chunk given up earlier may have arrived after all: the device says how far it is */
+        if (rep.u.upload_chunk_rep.received > off && rep.u.upload_chunk_rep.received <= size)
+            off = rep.u.upload_chunk_rep.received;
         if (s->progress)
             s->progress(s->progress_ctx, what, off, size);
         if (off == size && !rep.u.upload_chunk_rep.complete)
@@ -754,7 +762,10 @@ int tether_session_copy_to(tether_session *s, uint64_t array, uint64_t offset, c
         req.u.copy_to_req.offset = offset + off;
         req.u.copy_to_req.data.ptr = (const uint8_t *)data + off;
         req.u.copy_to_req.data.len = (uint32_t)n;
+        s->c.resize_above = n;
         int rc = request(s, &req, &rep);
+        if (rc == TETHER_RPC_SMALLER)
+            continue; /* again, smaller (a write at an offset is idempotent) */
         if (rc)
             return rc;
         off += n;
@@ -778,7 +789,10 @@ int tether_session_copy_from(tether_session *s, uint64_t array, uint64_t offset,
         req.u.copy_from_req.array = array;
         req.u.copy_from_req.offset = offset + off;
         req.u.copy_from_req.length = n;
+        s->c.resize_above = n;
         int rc = request(s, &req, &rep);
+        if (rc == TETHER_RPC_SMALLER)
+            continue; /* again, smaller */
         if (rc)
             return rc;
         if (rep.u.copy_from_rep.data.len != n)

@@ -115,8 +115,17 @@ static int take_message(tether_rpc_client *c, const tether_rpc_msg *req, const c
     return 1;
 }
 
+#define DECAY 0.95 /* weight of the attempt before the last, for the error estimate */
+
+/* One attempt of an exchange: got through (ok) or not, with about `wire` bytes on the line. */
+static void observe(tether_rpc_client *c, bool ok, double wire) {
+    c->att_sum = c->att_sum * DECAY + 1;
+    c->fail_sum = c->fail_sum * DECAY + (ok ? 0 : 1);
+    c->byte_sum = c->byte_sum * DECAY + wire;
+}
+
 /* What one answered request says about the link: its round trip (Karn: only without a resend,
- * and only for link-only requests) and, for the chunk size, attempts against bytes sent. */
+ * and only for link-only requests) and its last, successful attempt. */
 static void learn(tether_rpc_client *c, uint32_t type, uint32_t attempts, int64_t rtt_ms,
                   size_t req_len, size_t rep_len) {
     c->last_attempts = attempts;
@@ -133,14 +142,11 @@ static void learn(tether_rpc_client *c, uint32_t type, uint32_t attempts, int64_
         double rto = c->srtt_ms + 4 * c->rttvar_ms;
         c->rto_ms = rto < RTO_MIN_MS ? RTO_MIN_MS : rto > RTO_MAX_MS ? RTO_MAX_MS : (int)rto;
     }
-    double wire = (double)(req_len + rep_len + 16);
-    c->att_sum = c->att_sum * 0.9 + attempts;
-    c->fail_sum = c->fail_sum * 0.9 + (attempts - 1);
-    c->byte_sum = c->byte_sum * 0.9 + attempts * wire;
+    observe(c, true, (double)(req_len + rep_len + 16));
 }
 
 double tether_rpc_client_error_rate(const tether_rpc_client *c) {
-    if (!c || c->att_sum <= 0 || c->fail_sum <= 0 || c->byte_sum <= 0)
+    if (!c || c->att_sum <= 0 || c->fail_sum <= 1e-9 || c->byte_sum <= 0)
         return 0;
     double f = c->fail_sum / c->att_sum; /* failed share of the attempts */
     if (f > 0.99)
@@ -148,21 +154,25 @@ double tether_rpc_client_error_rate(const tether_rpc_client *c) {
     return -log(1 - f) / (c->byte_sum / c->att_sum);
 }
 
+/* The chunk of data that moves the most per byte time at the estimated error rate (max when
+ * none was seen). A frame of L bytes carries L - h data bytes, gets through with probability
+ * (1 - p)^L and costs L + t byte times: (L - h)(1 - p)^L / (L + t) is largest where
+ * (L - h)(L + t) = (h + t) / q, q = -ln(1 - p). */
+static double best_chunk(const tether_rpc_client *c, size_t max) {
+    double p = tether_rpc_client_error_rate(c);
+    if (p <= 0)
+        return (double)max;
+    double h = CHUNK_HEADER, t = CHUNK_TURN, q = -log(1 - p);
+    double L = ((h - t) + sqrt((t - h) * (t - h) + 4 * (h * t + (h + t) / q))) / 2;
+    return L - h;
+}
+
 size_t tether_rpc_client_chunk(tether_rpc_client *c, size_t max) {
     if (!c || !c->t || !c->t->report_damage || max <= CHUNK_MIN)
         return max;
     size_t now = c->chunk_now ? c->chunk_now : (max < CHUNK_FIRST ? max : CHUNK_FIRST);
-    double p = tether_rpc_client_error_rate(c);
-    /* A frame of L bytes carries L - h data bytes, gets through with probability (1 - p)^L and
-     * costs L + t byte times: (L - h)(1 - p)^L / (L + t) is largest where
-     * (L - h)(L + t) = (h + t) / q, q = -ln(1 - p). While none fail, grow by half each time. */
-    double target = (double)max;
-    if (p > 0) {
-        double h = CHUNK_HEADER, t = CHUNK_TURN, q = -log(1 - p);
-        double L = ((h - t) + sqrt((t - h) * (t - h) + 4 * (h * t + (h + t) / q))) / 2;
-        target = L - h;
-    }
-    double next = (double)now * 1.5;
+    /* down to the best size at once; up by half a step at a time while frames get through */
+    double next = (double)now * 1.5, target = best_chunk(c, max);
     if (target < next)
         next = target;
     size_t n = next > (double)max ? max : next < CHUNK_MIN ? CHUNK_MIN : (size_t)next;
@@ -183,13 +193,14 @@ static bool trace(void) {
 /* A request on a lossy link: resent at once on a NAK or a damaged frame, after the
  * retransmission timeout (doubling) when nothing arrives at all, until the deadline. */
 static int arq_request(tether_rpc_client *c, tether_rpc_msg *req, tether_rpc_msg *rep, size_t len,
-                       const char *name, int timeout_ms) {
+                       const char *name, int timeout_ms, size_t resize_above) {
     int64_t start = tether__rpc_now_ms();
     int64_t deadline = timeout_ms < 0 ? -1 : start + (int64_t)timeout_ms * (c->retries + 1);
     int rto = c->rto_ms > 0 ? c->rto_ms : RTO_FIRST_MS;
     if (rto < c->min_rto_ms)
         rto = c->min_rto_ms;
     c->min_rto_ms = 0;
+
     uint32_t attempts = 0;
     int64_t sent_at = start;
     int rc;
@@ -237,6 +248,20 @@ static int arq_request(tether_rpc_client *c, tether_rpc_msg *req, tether_rpc_msg
                 learn(c, req->type, attempts, tether__rpc_now_ms() - sent_at, len, mlen);
                 return rc;
             }
+            if (resend) {
+                observe(c, false, (double)(len + 40)); /* the attempt failed */
+                /* a chunk far larger than what this line now carries is not forced through:
+                 * the caller sends its data again in smaller pieces (writes at an offset are
+                 * idempotent, so the abandoned request does no harm should it arrive late) */
+                if (resize_above && attempts >= 3 &&
+                    best_chunk(c, resize_above) * 2 < (double)resize_above) {
+                    c->chunk_now = 0;
+                    if (trace())
+                        fprintf(stderr, "tether link: %s id %u: %u attempts; smaller chunks\n",
+                                name, (unsigned)req->id, (unsigned)attempts);
+                    return TETHER_RPC_SMALLER;
+                }
+            }
             if (resend && trace())
                 fprintf(stderr, "tether link: %s id %u: resend #%u after %s (%lld ms)\n", name,
                         (unsigned)req->id, (unsigned)attempts,
@@ -256,6 +281,8 @@ int tether_rpc_client_request(tether_rpc_client *c, tether_rpc_msg *req, tether_
         return tether_set_error(TETHER_ERR_INVALID_ARG, "rpc client: %s is not a request",
                                 tether_rpc_type_name(req->type) ? tether_rpc_type_name(req->type)
                                                                 : "message");
+    size_t resize_above = c->resize_above; /* this request's alone */
+    c->resize_above = 0;
     req->id = c->next_id++;
     if (c->next_id == 0)
         c->next_id = 1;
@@ -265,7 +292,7 @@ int tether_rpc_client_request(tether_rpc_client *c, tether_rpc_msg *req, tether_
         return rc;
     const char *name = tether_rpc_type_name(req->type);
     if (c->t->report_damage)
-        return arq_request(c, req, rep, len, name, timeout_ms);
+        return arq_request(c, req, rep, len, name, timeout_ms, resize_above);
     for (int attempt = 0; attempt <= c->retries; attempt++) {
         rc = tether_transport_send(c->t, c->tx, len, timeout_ms);
         if (rc)

@@ -117,7 +117,7 @@ static int feed(tether_uart_unframer *u, const uint8_t *wire, size_t n, uint8_t 
     *out_len = 0;
     for (size_t i = 0; i < n; i++) {
         size_t flen;
-        if (tether_uart_unframer_byte(u, wire[i], &flen)) {
+        if (tether_uart_unframer_byte(u, wire[i], &flen) == TETHER_UART_FRAME) {
             memcpy(out + *out_len, u->buf, flen);
             *out_len += flen;
             if (lens)
@@ -253,6 +253,138 @@ static void test_uart_truncation_garbage_oversize(void **state) {
     assert_int_equal(u.garbage, sizeof junk + 2 /* x y after the oversize drop */ + 1 /* q */);
 }
 
+static void test_crc32(void **state) {
+    (void)state;
+    assert_int_equal(tether_crc32(0, "123456789", 9), 0xCBF43926u);
+    uint32_t c = tether_crc32(0, "1234", 4);
+    assert_int_equal(tether_crc32(c, "56789", 5), 0xCBF43926u);
+    assert_int_equal(tether_crc32(0, "", 0), 0);
+}
+
+/* Link 2: CRC-32, the top bit of len, a closing FLAG; receivers take both forms in any order,
+ * back-to-back FLAGs are not a drop, a NAK is reported as such. */
+static void test_uart_link2(void **state) {
+    (void)state;
+    uint8_t payload[200];
+    for (size_t i = 0; i < sizeof payload; i++)
+        payload[i] = (uint8_t)(i % 4 == 0 ? 0x7e : i % 4 == 1 ? 0x7d : i * 7);
+    uint8_t wire[4 * TETHER_UART_ENCODED_MAX(200)];
+    size_t n = 0, k;
+    assert_int_equal(
+        tether_uart_frame_encode_ex(payload, sizeof payload, true, wire, sizeof wire, &k), 0);
+    assert_int_equal(wire[0], 0x7e);
+    assert_int_equal(wire[k - 1], 0x7e);
+    assert_int_equal(wire[1], 0x80); /* 200 bytes: len_hi 0 with the link-2 bit */
+    for (size_t i = 1; i + 1 < k; i++)
+        assert_true(wire[i] != 0x7e);
+    n = k;
+    assert_int_equal(tether_uart_frame_encode(payload, 50, wire + n, sizeof wire - n, &k), 0);
+    n += k;
+    assert_int_equal(tether_uart_frame_encode_ex(payload, 10, true, wire + n, sizeof wire - n, &k),
+                     0);
+    n += k;
+    assert_int_equal(tether_uart_nak_encode(wire + n, sizeof wire - n, &k), 0);
+    assert_true(k <= TETHER_UART_NAK_MAX);
+    n += k;
+    assert_int_equal(tether_uart_frame_encode(payload, 3, wire + n, sizeof wire - n, &k), 0);
+    n += k;
+    uint8_t buf[256];
+    drops d = {{0}};
+    tether_uart_unframer u;
+    tether_uart_unframer_init(&u, buf, sizeof buf, on_drop, &d);
+    size_t expect[] = {200, 50, 10, 0, 3}, seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t flen = 0;
+        int r = tether_uart_unframer_byte(&u, wire[i], &flen);
+        if (r == TETHER_UART_FRAME) {
+            assert_int_equal(flen, expect[seen]);
+            assert_memory_equal(buf, payload, flen);
+            seen++;
+        } else if (r == TETHER_UART_NAK) {
+            assert_int_equal(expect[seen], 0);
+            seen++;
+        }
+    }
+    assert_int_equal(seen, 5);
+    assert_int_equal(u.frames, 4);
+    assert_int_equal(u.link2_frames, 2);
+    assert_int_equal(u.naks, 1);
+    assert_int_equal(tether_uart_unframer_dropped(&u), 0);
+    assert_int_equal(u.garbage, 0);
+    /* a classic frame of length 0 is still no NAK: oversize */
+    const uint8_t zero[] = {0x7e, 0x00, 0x00, 0x12, 0x34};
+    for (size_t i = 0; i < sizeof zero; i++) {
+        size_t flen;
+        assert_int_equal(tether_uart_unframer_byte(&u, zero[i], &flen), 0);
+    }
+    assert_int_equal(d.count[TETHER_UART_DROP_OVERSIZE], 1);
+    /* the largest payload of either form */
+    assert_int_equal(tether_uart_frame_encode_ex(payload, TETHER_UART_MAX_PAYLOAD + 1, true, wire,
+                                                 sizeof wire, &k),
+                     TETHER_ERR_LIMIT);
+}
+
+/* Every single bit flip in a link-2 frame is noticed at once (a drop, never a wrong frame, and
+ * never silence until the next frame: the closing FLAG ends a frame whose length was hit). */
+static void test_uart_link2_damage(void **state) {
+    (void)state;
+    uint8_t payload[40];
+    for (size_t i = 0; i < sizeof payload; i++)
+        payload[i] = (uint8_t)(i * 37 + 1);
+    uint8_t wire[TETHER_UART_ENCODED_MAX(40)], bad[TETHER_UART_ENCODED_MAX(40)];
+    size_t n;
+    assert_int_equal(
+        tether_uart_frame_encode_ex(payload, sizeof payload, true, wire, sizeof wire, &n), 0);
+    int silent = 0, wrong = 0;
+    for (size_t byte = 0; byte < n; byte++) {
+        for (int bit = 0; bit < 8; bit++) {
+            memcpy(bad, wire, n);
+            bad[byte] ^= (uint8_t)(1u << bit);
+            uint8_t buf[1024];
+            tether_uart_unframer u;
+            tether_uart_unframer_init(&u, buf, sizeof buf, NULL, NULL);
+            int delivered = 0;
+            for (size_t i = 0; i < n; i++) {
+                size_t flen;
+                if (tether_uart_unframer_byte(&u, bad[i], &flen) == TETHER_UART_FRAME) {
+                    delivered = 1;
+                    if (flen != sizeof payload || memcmp(buf, payload, flen) != 0)
+                        wrong++;
+                }
+            }
+            /* what a stop-and-wait peer sees next: the start of the next frame */
+            size_t flen;
+            tether_uart_unframer_byte(&u, 0x7e, &flen);
+            uint32_t drops_now = tether_uart_unframer_dropped(&u);
+            /* a flipped closing FLAG leaves a good frame (already delivered) and garbage */
+            if (!delivered && drops_now == 0)
+                silent++;
+        }
+    }
+    assert_int_equal(wrong, 0);
+    assert_int_equal(silent, 0);
+    /* a length hit upwards: the closing FLAG ends it as truncated, before any next frame */
+    memcpy(bad, wire, n);
+    bad[2] = 0x50; /* len 0x0050 = 80 > 40 */
+    uint8_t buf[256];
+    drops d = {{0}};
+    tether_uart_unframer u;
+    tether_uart_unframer_init(&u, buf, sizeof buf, on_drop, &d);
+    for (size_t i = 0; i < n; i++) {
+        size_t flen;
+        assert_int_not_equal(tether_uart_unframer_byte(&u, bad[i], &flen), TETHER_UART_FRAME);
+    }
+    assert_int_equal(d.count[TETHER_UART_DROP_TRUNCATED], 1);
+    /* a lost start FLAG: the frame's bytes are garbage, ended by its closing FLAG */
+    tether_uart_unframer_init(&u, buf, sizeof buf, on_drop, &d);
+    memset(&d, 0, sizeof d);
+    for (size_t i = 1; i < n; i++) {
+        size_t flen;
+        assert_int_equal(tether_uart_unframer_byte(&u, wire[i], &flen), 0);
+    }
+    assert_int_equal(d.count[TETHER_UART_DROP_GARBAGE], 1);
+}
+
 /* Partial reads: frames split across push() calls at every position. */
 static void test_uart_push_partial(void **state) {
     (void)state;
@@ -335,6 +467,9 @@ int main(void) {
         cmocka_unit_test(test_uart_truncation_garbage_oversize),
         cmocka_unit_test(test_uart_push_partial),
         cmocka_unit_test(test_uart_write_stream),
+        cmocka_unit_test(test_crc32),
+        cmocka_unit_test(test_uart_link2),
+        cmocka_unit_test(test_uart_link2_damage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,10 @@
 /*
  * tether rpc fuzz target: the UART unframer (and the stream unframer) on arbitrary bytes.
- * Every delivered UART frame must re-encode to a frame that the unframer delivers identically
- * (so no corrupted frame is ever delivered as something else); counters must add up.
+ * Every delivered UART frame must re-encode, in the classic and the link-2 form, to a frame
+ * that the unframer delivers identically (so no corrupted frame is ever delivered as something
+ * else); frame and NAK counters must add up.
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,29 +22,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t *buf = malloc(cap);
     tether_uart_unframer u;
     tether_uart_unframer_init(&u, buf, cap, NULL, NULL);
-    uint32_t frames = 0;
+    uint32_t frames = 0, naks = 0;
     size_t pos = 1;
     while (pos < size) {
         size_t used, flen;
         const uint8_t *f;
-        if (tether_uart_unframer_push(&u, data + pos, size - pos, &used, &f, &flen)) {
+        int got = tether_uart_unframer_push(&u, data + pos, size - pos, &used, &f, &flen);
+        if (got == TETHER_UART_NAK) {
+            naks++;
+        } else if (got == TETHER_UART_FRAME) {
             frames++;
             if (flen == 0 || flen > cap)
                 abort();
-            /* re-frame and decode again: must give the same payload */
+            /* re-frame (in the other form every second time) and decode again: the same
+             * payload */
+            bool link2 = frames % 2 == 0;
             uint8_t *wire = malloc(TETHER_UART_ENCODED_MAX(flen));
             uint8_t *copy = malloc(flen);
             memcpy(copy, f, flen);
             size_t wn;
-            if (tether_uart_frame_encode(copy, flen, wire, TETHER_UART_ENCODED_MAX(flen), &wn))
+            if (tether_uart_frame_encode_ex(copy, flen, link2, wire, TETHER_UART_ENCODED_MAX(flen),
+                                            &wn))
                 abort();
             uint8_t *b2 = malloc(cap);
             tether_uart_unframer u2;
             tether_uart_unframer_init(&u2, b2, cap, NULL, NULL);
             size_t used2, fl2;
             const uint8_t *f2;
-            if (!tether_uart_unframer_push(&u2, wire, wn, &used2, &f2, &fl2) || fl2 != flen ||
-                memcmp(f2, copy, flen) != 0)
+            if (tether_uart_unframer_push(&u2, wire, wn, &used2, &f2, &fl2) != TETHER_UART_FRAME ||
+                fl2 != flen || memcmp(f2, copy, flen) != 0 || u2.link2_frames != (uint32_t)link2)
                 abort();
             free(b2);
             free(wire);
@@ -50,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         pos += used;
     }
-    if (u.frames != frames)
+    if (u.frames != frames || u.naks != naks)
         abort();
     free(buf);
 

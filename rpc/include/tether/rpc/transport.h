@@ -196,8 +196,16 @@ typedef struct tether_rpc_client {
     double fail_sum; /* the link's byte error rate for tether_rpc_client_chunk */
     double byte_sum;
     size_t chunk_now;       /* the chunk tether_rpc_client_chunk recommends (0 = not yet) */
+    size_t resize_above;    /* the next request carries a chunk of this many data bytes, which
+                               may be sent again in smaller pieces: it is given up (returning
+                               TETHER_RPC_SMALLER) once it failed 3 times and the line carries
+                               less than half of it; cleared by each request (0 = never) */
     uint32_t last_attempts; /* attempts of the last request (1 = no resend) */
 } tether_rpc_client;
+
+/* tether_rpc_client_request gave up a chunk request (resize_above): send its data again in
+ * chunks of tether_rpc_client_chunk's size, with new requests. */
+#define TETHER_RPC_SMALLER 3
 
 /* tx_cap 0 = t->max_frame. */
 int tether_rpc_client_init(tether_rpc_client *c, tether_transport *t, size_t tx_cap, int retries);
