@@ -271,10 +271,14 @@ static int request_within(tether_session *s, tether_rpc_msg *req, tether_rpc_msg
                                 name ? name : "request", s->lost ? s->fault : "not connected");
     }
     s->last_warn[0] = 0;
-    /* on a lossy link a request that runs code is not resent before it could have finished:
-     * the last call's time (twice), a TIME's whole measurement */
-    if (req->type == TETHER_RPC_CALL || req->type == TETHER_RPC_LAUNCH_SEQ)
-        s->c.min_rto_ms = (int)(2 * s->last_call_ns / 1000000u);
+    /* on a lossy link a request that runs code is not resent for want of an answer before it
+     * could have finished (a NAK or a damaged reply still resends it at once): at least 2 s or
+     * the last call's time twice, a TIME's whole measurement; a byte arriving during a call
+     * would also land on the stack an MCU measures */
+    if (req->type == TETHER_RPC_CALL || req->type == TETHER_RPC_LAUNCH_SEQ) {
+        uint64_t twice = 2 * s->last_call_ns / 1000000u;
+        s->c.min_rto_ms = twice > 2000 ? (twice > INT_MAX ? INT_MAX : (int)twice) : 2000;
+    }
     else if (req->type == TETHER_RPC_TIME || req->type == TETHER_RPC_TIME_SEQ)
         s->c.min_rto_ms = timeout_ms > s->timeout_ms ? timeout_ms - s->timeout_ms : 0;
     int rc = tether_rpc_client_request(&s->c, req, rep, timeout_ms);
