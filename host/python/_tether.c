@@ -18,7 +18,8 @@
  *    them first (their remote arrays belong to that session), and a prepared artifact keeps its
  *    session object alive.
  *  - Library errors become tether.Error (a RuntimeError) with .status, .status_name and the
- *    library's message, copied on the thread that made the call.
+ *    library's message, copied on the thread that made the call. A device URL that does not
+ *    parse is a bad argument: ValueError, before anything is started.
  *  - The compiler and the interpreter run under one process-wide lock (their caches are shared).
  */
 #define PY_SSIZE_T_CLEAN
@@ -346,17 +347,20 @@ static int session_init(tpy_session *self, PyObject *args, PyObject *kw) {
     o.log = on_device_log;
     o.log_ctx = self;
     o.wait_ms = wait_ms;
+    /* a URL that does not parse is a bad argument (ValueError), found before anything starts */
+    if (tether_device_url_check(url)) {
+        PyBuffer_Release(&token);
+        PyErr_Format(PyExc_ValueError, "%s", tether_last_error());
+        return -1;
+    }
     tpy_err e = {0};
     tether_session *s = NULL;
     PyThreadState *ts = sess_lock(self);
-    int rc = tether_device_url_check(url && *url ? url : "local:");
-    if (!rc)
-        rc = tether_session_open(&s, url, &o);
-    err_take(&e, rc);
+    err_take(&e, tether_session_open(&s, url, &o));
     self->s = s;
     sess_unlock(self, ts);
     PyBuffer_Release(&token);
-    if (rc) {
+    if (e.rc) {
         err_raise(&e, "the session");
         return -1;
     }
@@ -1022,7 +1026,9 @@ static PyObject *artifact_run(tpy_artifact *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OO", &ins, &outs))
         return NULL;
     if (!self->sess)
-        return PyErr_Format(PyExc_ValueError, "prepare the artifact on a session first");
+        return PyErr_Format(PyExc_ValueError, "%s",
+                            self->a ? "prepare the artifact on a session first"
+                                    : "the artifact was closed");
     PyObject *fin = PySequence_Fast(ins, "inputs must be a sequence of buffers");
     if (!fin)
         return NULL;
@@ -1119,7 +1125,9 @@ static PyObject *artifact_time(tpy_artifact *self, PyObject *args) {
     if (number < 1 || repeat < 1 || repeat > 32)
         return PyErr_Format(PyExc_ValueError, "number must be >= 1 and repeat in 1..32");
     if (!self->sess)
-        return PyErr_Format(PyExc_ValueError, "prepare the artifact on a session first");
+        return PyErr_Format(PyExc_ValueError, "%s",
+                            self->a ? "prepare the artifact on a session first"
+                                    : "the artifact was closed");
     double *kmed = calloc((size_t)self->nkernels + 1, sizeof *kmed);
     if (!kmed)
         return PyErr_NoMemory();

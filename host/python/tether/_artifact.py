@@ -1,8 +1,10 @@
 """Compiled artifact directories (`tether compile`, tether.compile) run on a session.
 
 What must stay true: inputs are checked against the artifact's signature (names, dtype, shape)
-before anything reaches the device; outputs come back as new ndarrays of the declared dtype and
-shape; an artifact is prepared on one session once, and closing either frees its device state.
+before anything reaches the device (one input or several by the rule of _dtypes.split_inputs);
+outputs come back as new ndarrays of the declared dtype and shape; an artifact is prepared on one
+session once, and closing either frees its device state. Using an artifact that was closed says
+so (never "prepare it first"), as does using one whose session is closed or was reconnected.
 """
 
 import os
@@ -31,7 +33,9 @@ class IOSpec(NamedTuple):
 class Outputs(dict):
     """The outputs of one inference, name -> ndarray in signature order. .call is the
     CallResult (return code, device time, stack high-water mark); .compiled the compile result
-    when the model was compiled on the fly (run_model), else None."""
+    when the model was compiled on the fly (run_model), else None. Its "dir" and
+    "library_path" are None unless run_model was given out_dir= (the temporary directory is gone
+    by the time the outputs are returned)."""
 
     def __init__(self, items, call=None, compiled=None):
         super().__init__(items)
@@ -62,6 +66,8 @@ class Artifact:
         self.outputs = [IOSpec(n, tuple(s), to_numpy(d)) for n, d, s, _ in info["outputs"]]
         self.kernels = [tuple(k) for k in info["kernels"]]  # OpenCL: (kernel, node) per launch
         self.session = None
+        self._generation = None
+        self._closed = False
         self.last = None
         self.last_kernel_ns = ()
         if session is not None:
@@ -74,13 +80,32 @@ class Artifact:
     def prepare(self, session):
         """Uploads and loads the library, sets the params and allocates every array on
         session (once per artifact). The session must outlive the artifact's use."""
+        if self._closed:
+            raise ValueError("the artifact was closed (close() or the end of its with block); "
+                             "open it again to prepare it")
         self._c.prepare(session._c)
         self.session = session
+        self._generation = session._generation
         return self
 
+    def _check(self):
+        if self._closed:
+            raise ValueError("the artifact was closed (close() or the end of its with block); "
+                             "open it again (Artifact(dir, session) or session.load_artifact) "
+                             "to run it")
+        if self.session is None:
+            raise ValueError("prepare the artifact on a session first (prepare(session), or "
+                             "Artifact(dir, session=s))")
+        if self.session.closed:
+            raise ValueError("the artifact's session is closed")
+        if self._generation != self.session._generation:
+            raise ValueError("the artifact belongs to the session before reconnect()")
+
     def run(self, inputs=None, **named):
-        """One inference. inputs: one array (a one-input model), a list in signature order, or
-        a dict by name (or keyword arguments). Returns Outputs (name -> ndarray)."""
+        """One inference. inputs: one array (an ndarray, or plain data: a number or a nested list
+        such as x.tolist()), several in signature order as a tuple or a list of arrays, or a
+        dict by name (or keyword arguments). Returns Outputs (name -> ndarray)."""
+        self._check()
         if named:
             if inputs is not None:
                 raise TypeError("give inputs positionally or by keyword, not both")
@@ -99,11 +124,14 @@ class Artifact:
         """TIME over the inputs of the last run: `repeat` (1..32) repeats of `number` calls
         (grown until a repeat lasts min_repeat_ms). TimeStats in seconds per inference; an
         OpenCL artifact adds each kernel's median (kernel_median)."""
+        self._check()
         return TimeStats._of(self._c.time(int(number), int(repeat), int(min_repeat_ms),
                                           int(cooldown_ms)))
 
     def close(self):
-        """Frees the artifact and its arrays on the device (idempotent)."""
+        """Frees the artifact and its arrays on the device (idempotent); the artifact cannot be
+        used afterwards."""
+        self._closed = True
         c = getattr(self, "_c", None)
         if c is not None:
             c.close()

@@ -1,10 +1,18 @@
-"""numpy <-> tether dtypes, and turning user arrays into what a signature declares.
+"""numpy <-> tether dtypes, and turning user data into the arrays a signature declares.
 
-What must stay true: an ndarray input must already have the declared dtype and shape (no silent
-casts); only plain Python data (lists, scalars) is converted to the declared dtype. Every array
-handed to the C layer is C-contiguous and in native byte order. Errors name the input and both
-sides ("input 'x': shape (1, 3), but the artifact's is (1, 4)").
+What must stay true: an ndarray (or other array-like) input must already have the declared dtype
+and shape (no silent casts); only plain Python data (numbers, nested lists) is converted to the
+declared dtype, and only when every value is representable in it (an integer dtype takes no
+fractions and nothing out of its range, a float dtype nothing that would overflow to inf). One
+rule says what is one input and what is several (split_inputs; docs/python.md): a dict is by
+name, a tuple is several inputs, a list is one array when its elements are numbers or nested
+lists/tuples and several inputs otherwise (a list of arrays), anything else is one input. Every
+array handed to the C layer is C-contiguous and in native byte order. Errors name the input and
+both sides ("input 'x': shape (1, 3), but the artifact's is (1, 4)"), the shape being the one
+the user wrote.
 """
+
+import numbers
 
 import numpy as np
 
@@ -55,11 +63,85 @@ def native(arr):
     return np.ascontiguousarray(arr)
 
 
+def is_array_like(value):
+    """An ndarray, a numpy scalar or an object numpy reads as an array (its dtype is its own)."""
+    return isinstance(value, np.generic) or any(
+        hasattr(value, a) for a in ("__array_interface__", "__array_struct__", "__array__")
+    )
+
+
+def _is_number(value):
+    return isinstance(value, (numbers.Number, np.generic))
+
+
+def is_one_array(value):
+    """Plain Python data that is ONE array: a number, or a list whose elements are numbers or
+    nested lists/tuples (an empty list is no inputs)."""
+    if isinstance(value, list):
+        return bool(value) and all(_is_number(v) or isinstance(v, (list, tuple)) for v in value)
+    return _is_number(value)
+
+
+def split_inputs(inputs):
+    """The rule for what is one input and what is several: (names or None, values).
+
+    None: no inputs; a dict: by name; a tuple: several inputs in order; a list: one array when
+    its elements are numbers or nested lists (x.tolist()), else several inputs (a list of
+    arrays); anything else (an ndarray, a number): one input."""
+    if inputs is None:
+        return None, []
+    if isinstance(inputs, dict):
+        return [str(k) for k in inputs], list(inputs.values())
+    if isinstance(inputs, tuple):
+        return None, list(inputs)
+    if isinstance(inputs, list):
+        return (None, [inputs]) if is_one_array(inputs) else (None, list(inputs))
+    return None, [inputs]
+
+
+def plain_array(value, label):
+    """Plain Python data (a number or nested lists) as an ndarray of numpy's own dtype for it;
+    ValueError/TypeError naming `label` when it is not a rectangular array of numbers."""
+    if not (_is_number(value) or isinstance(value, (list, tuple))):
+        raise TypeError(
+            f"{label}: {type(value).__name__} is not an array, a number or a (nested) list"
+        )
+    try:
+        raw = np.array(value)
+    except (ValueError, TypeError):
+        raw = None
+    if raw is None or raw.dtype == object:
+        raise ValueError(
+            f"{label}: not a rectangular array of numbers (a nested list whose rows differ in "
+            "length, or an integer beyond 64 bits)"
+        )
+    if raw.dtype.kind not in "biuf":
+        raise TypeError(f"{label}: elements of type {raw.dtype} are not real numbers")
+    return raw
+
+
+def _fit(raw, want, label):
+    """raw (plain data made an array) converted to want, refusing what want cannot represent."""
+    with np.errstate(all="ignore"):
+        arr = raw.astype(want)
+        if want.kind == "f":
+            bad = np.isfinite(raw) & ~np.isfinite(arr)
+        else:
+            bad = arr != raw
+    if np.any(bad):
+        idx = tuple(int(i) for i in np.argwhere(bad)[0]) if raw.ndim else ()
+        value = raw[idx].item()
+        where = f" (at index {idx[0] if len(idx) == 1 else idx})" if idx else ""
+        raise ValueError(f"{label}: the value {value!r}{where} does not fit {want}")
+    return arr
+
+
 def check_array(value, name, dtype, shape, what="input", owner="artifact"):
     """value as an ndarray of exactly dtype and shape (ValueError naming `what` 'name', or `what`
     alone when name is None, otherwise).
 
-    ndarrays and numpy scalars must match the dtype already; plain Python data is converted.
+    Array-likes must match the dtype already; plain Python data is converted when every value
+    fits the dtype.
     """
     label = f"{what} '{name}'" if name is not None else what
     if value is None:
@@ -67,35 +149,44 @@ def check_array(value, name, dtype, shape, what="input", owner="artifact"):
     want = to_numpy(dtype)
     if not isinstance(want, np.dtype):
         raise ValueError(f"{label}: dtype {dtype} has no numpy equivalent")
-    if hasattr(value, "__array_interface__") or isinstance(value, np.generic):
+    plain = not is_array_like(value)
+    if plain:
+        arr = plain_array(value, label)
+    else:
         arr = np.asarray(value)
         if arr.dtype.byteorder not in ("=", "|"):
             arr = arr.astype(arr.dtype.newbyteorder("="))
         if arr.dtype != want:
-            raise ValueError(
-                f"{label}: dtype {arr.dtype}, but the {owner}'s is {want}"
-            )
-    else:
-        try:
-            arr = np.asarray(value, dtype=want)
-        except (TypeError, ValueError) as e:
-            raise TypeError(
-                f"{label}: cannot make a {want} array of {type(value).__name__}: {e}"
-            ) from None
+            raise ValueError(f"{label}: dtype {arr.dtype}, but the {owner}'s is {want}")
     if tuple(arr.shape) != tuple(shape):
         raise ValueError(
             f"{label}: shape {tuple(arr.shape)}, but the {owner}'s is {tuple(shape)}"
         )
+    if plain:
+        arr = _fit(arr, want, label)
     return native(arr)
 
 
+def _count_hint(inputs, nspecs):
+    """Why the number of inputs given differs, when the rule of split_inputs is the reason."""
+    if isinstance(inputs, list) and is_one_array(inputs):
+        try:
+            shape = f"of shape {np.shape(inputs)}"
+        except ValueError:
+            shape = "not rectangular"
+        return (f": a list of numbers or nested lists is one array (here {shape}); give several "
+                "inputs as a tuple, a list of arrays or a dict by name")
+    if isinstance(inputs, tuple) and nspecs == 1:
+        return ": a tuple is a sequence of inputs; give one array as an ndarray or a list"
+    return ""
+
+
 def bind_inputs(specs, inputs, owner):
-    """inputs (one array, a sequence in signature order, or a dict by name) as a list of
-    ndarrays in the order of specs (IOSpec-like: name, shape, dtype), each checked."""
+    """inputs (one array, several as a tuple or a list of arrays, or a dict by name: the rule of
+    split_inputs) as a list of ndarrays in the order of specs (IOSpec-like: name, shape, dtype),
+    each checked."""
     names = [s.name for s in specs]
-    if inputs is None:
-        values = []
-    elif isinstance(inputs, dict):
+    if isinstance(inputs, dict):
         unknown = [k for k in inputs if k not in names]
         if unknown:
             raise ValueError(
@@ -105,14 +196,13 @@ def bind_inputs(specs, inputs, owner):
         if missing:
             raise ValueError(f"missing input '{missing[0]}' (the {owner} needs {', '.join(names)})")
         values = [inputs[n] for n in names]
-    elif isinstance(inputs, (list, tuple)):
-        values = list(inputs)
     else:
-        values = [inputs]
+        values = split_inputs(inputs)[1]
     if len(values) != len(specs):
         raise ValueError(
             f"the {owner} has {len(specs)} input{'s' if len(specs) != 1 else ''} "
             f"({', '.join(names) or 'none'}), {len(values)} given"
+            f"{_count_hint(inputs, len(specs))}"
         )
     return [
         check_array(v, s.name, s.dtype_name, s.shape, "input", owner) for v, s in zip(values, specs)

@@ -1,8 +1,12 @@
 """Models: compile, the reference interpreter, run a model on a device, and the A/B of variants.
 
 What must stay true: a model is compiled for the device's own target and CPU unless the caller
-says otherwise; temporary directories are removed on every path (also on errors and
-KeyboardInterrupt); every artifact prepared here is closed before returning. The A/B follows
+says otherwise, with the compiler's default ABI (unpacked, the CLI's) unless abi= says otherwise;
+temporary directories are removed on every path (also on errors and KeyboardInterrupt) and no
+path into one is returned (compiled "dir"/"library_path" are None then); every artifact
+prepared here is closed before returning. Inputs follow one rule (_dtypes.split_inputs): plain
+Python data (x.tolist()) is one array, converted to the dtype the compiled model declares;
+several inputs are a tuple, a list of arrays or a dict. The A/B follows
 `tether ab` (docs/cli.md, "How ab measures"): all variants prepared first, one warm-up TIME each
 that sets the calls per repeat, then `repeat` rounds of one TIME per variant with the order
 reversed every other round; the ratio is the Hodges-Lehmann estimate of the host library.
@@ -22,7 +26,7 @@ import numpy as np
 
 from . import _tether
 from ._artifact import Artifact, Outputs
-from ._dtypes import from_numpy, native
+from ._dtypes import bind_inputs, from_numpy, is_array_like, native, plain_array, split_inputs
 from ._session import CallResult, _error
 
 _COMPILE_KEYS = ("abi", "target", "cpu", "prefix", "opt_level", "params", "backend",
@@ -70,24 +74,30 @@ def _shape_specs(input_shapes):
 
 
 def _values(inputs):
-    """The given inputs as (names or None, list of ndarray or None): a dict binds by name,
-    a sequence (or one array) in the model's input order."""
-    if inputs is None:
-        return None, []
-    if isinstance(inputs, dict):
-        names = [str(k) for k in inputs]
-        return names, [None if v is None else native(np.asarray(v)) for v in inputs.values()]
-    seq = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-    return None, [None if v is None else native(np.asarray(v)) for v in seq]
+    """The given inputs (split_inputs' rule) as (names or None, arrays, given): arrays are the
+    values the compiler sees (ndarray or None each; plain data in numpy's own dtype, which the
+    front end converts where it binds a constant), given the values as the user gave them (plain
+    data is converted to the compiled model's dtype when it is fed)."""
+    names, given = split_inputs(inputs)
+    arrays = []
+    for i, v in enumerate(given):
+        if v is None:
+            arrays.append(None)
+        elif is_array_like(v):
+            arrays.append(native(np.asarray(v)))
+        else:
+            label = f"input '{names[i]}'" if names is not None else f"input {i}"
+            arrays.append(native(plain_array(v, label)))
+    return names, arrays, given
 
 
-def _runtime(names, arrays, bound):
+def _runtime(names, given, bound):
     """What is fed at run time after the compile bound some inputs as constants: a dict by name
-    (inputs given by name) or a list in order."""
-    bound = list(bound or []) + [False] * (len(arrays) - len(bound or []))
+    (inputs given by name) or a tuple in order (a tuple is always several inputs)."""
+    bound = list(bound or []) + [False] * (len(given) - len(bound or []))
     if names is not None:
-        return {n: a for n, a, b in zip(names, arrays, bound) if not b}
-    return [a for a, b in zip(arrays, bound) if not b]
+        return {n: a for n, a, b in zip(names, given, bound) if not b}
+    return tuple(a for a, b in zip(given, bound) if not b)
 
 
 def _value_specs(arrays):
@@ -100,30 +110,31 @@ def _value_specs(arrays):
     return out
 
 
-def compile(model, out_dir, *, abi="packed", target=None, cpu=None, prefix=None, opt_level=None,
+def compile(model, out_dir, *, abi=None, target=None, cpu=None, prefix=None, opt_level=None,
             params="linked", backend="c", texture_weights=False, input_shapes=None, inputs=None,
             tuning_log=None):
     """Compiles MODEL (.json, or .onnx) into the artifact directory out_dir, as `tether compile`.
 
-    abi: packed or unpacked; target: a profile name (tether.targets(), default x86_64-linux);
-    cpu: -march/-mcpu value; opt_level: 0..3 or 's' (default: the target's); params: linked or
-    blob; backend: c or opencl (texture_weights for OpenCL); input_shapes: {name: shape} or
-    ["NAME=1x3x224x224"] for dynamic dimensions; inputs: values the ONNX front end may bind as
-    constants; tuning_log: a `tether tune` log.
+    abi: packed or unpacked (None: the compiler's default, unpacked, as `tether compile`);
+    target: a profile name (tether.targets(), default x86_64-linux); cpu: -march/-mcpu value;
+    opt_level: 0..3 or 's' (default: the target's); params: linked or blob; backend: c or opencl
+    (texture_weights for OpenCL); input_shapes: {name: shape} or ["NAME=1x3x224x224"] for
+    dynamic dimensions; inputs: values the ONNX front end may bind as constants (one or several
+    by the rule of docs/python.md); tuning_log: a `tether tune` log.
 
     Returns a dict: the build's figures (text, data, bss, code, static_stack, params_bytes,
     workspace_bytes, library, entry, ...), bound (per given input: made a constant), dir,
     library_path, library_bytes and report (report.json)."""
     _need_compiler()
     model = os.fspath(model)
-    names, arrays = _values(inputs)
+    names, arrays, _ = _values(inputs)
     return _compile(model, os.fspath(out_dir), arrays, names, abi=abi, target=target, cpu=cpu,
                     prefix=prefix, opt_level=opt_level, params=params, backend=backend,
                     texture_weights=texture_weights, input_shapes=input_shapes,
                     tuning_log=tuning_log)
 
 
-def _compile(model, out_dir, arrays, names=None, *, abi="packed", target=None, cpu=None, prefix=None,
+def _compile(model, out_dir, arrays, names=None, *, abi=None, target=None, cpu=None, prefix=None,
              opt_level=None, params="linked", backend="c", texture_weights=False,
              input_shapes=None, tuning_log=None):
     """compile() with the inputs already resolved (arrays: ndarray or None each; names: their
@@ -154,16 +165,16 @@ def reference(model, inputs=None, *, input_shapes=None):
     the ground truth device runs are compared with. Returns Outputs (name -> ndarray)."""
     _need_compiler()
     model = os.fspath(model)
-    names, arrays = _values(inputs)
+    names, arrays, given = _values(inputs)
     specs = _value_specs(arrays) if arrays else None
     shapes = _shape_specs(input_shapes)
     sig = _tether.model_signature(model, input_shapes=shapes, input_values=specs,
                                   input_names=names if arrays else None)
     from ._artifact import IOSpec
-    from ._dtypes import bind_inputs, to_numpy
+    from ._dtypes import to_numpy
 
     ins = [IOSpec(n, tuple(s), to_numpy(d)) for n, d, s in sig["inputs"]]
-    checked = bind_inputs(ins, _runtime(names, arrays, sig["bound"]), "model")
+    checked = bind_inputs(ins, _runtime(names, given, sig["bound"]), "model")
     outs = _tether.interpret(model, checked, input_shapes=shapes, input_values=specs,
                              input_names=names if arrays else None)
     return Outputs((n, np.frombuffer(b, dtype=np.float32).reshape(s).copy())
@@ -200,26 +211,31 @@ def _compile_options(session, options):
     return o
 
 
-def run_model(session, model, inputs=None, **options):
-    """Session.run_model: compile into a temporary directory, run once, remove it."""
+def run_model(session, model, inputs=None, *, out_dir=None, **options):
+    """Session.run_model: compile into out_dir (kept), or into a temporary directory that is
+    removed (compiled "dir" and "library_path" are None then), run once."""
     _need_compiler()
     session._check()
     model = os.fspath(model)
     o = _compile_options(session, options)
-    names, arrays = _values(inputs)
-    tmp = tempfile.mkdtemp(prefix="tether-run-")
+    names, arrays, given = _values(inputs)
+    made = out_dir is None
+    d = tempfile.mkdtemp(prefix="tether-run-") if made else os.fspath(out_dir)
     art = None
     try:
-        res = _compile(model, tmp, arrays, names, **o)
-        art = Artifact(tmp, session=session)
-        feed = _runtime(names, arrays, res["bound"])
-        outs = art.run(feed)
+        res = _compile(model, d, arrays, names, **o)
+        art = Artifact(d, session=session)
+        feed = bind_inputs(art.inputs, _runtime(names, given, res["bound"]), "model")
+        outs = art.run(tuple(feed))
+        if made:
+            res["dir"] = res["library_path"] = None
         outs.compiled = res
         return outs
     finally:
         if art is not None:
             art.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if made:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 # ---- A/B ------------------------------------------------------------------------------------
@@ -376,7 +392,7 @@ def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1
     repeat, number, min_repeat_ms = int(repeat), int(number), int(min_repeat_ms)
     sides = _variants(variants)
     base_opts = _compile_options(session, options)
-    names, arrays = _values(inputs)
+    names, arrays, given = _values(inputs)
     shapes = _shape_specs(options.get("input_shapes"))
     sig = _tether.model_signature(model, input_shapes=shapes,
                                   input_values=_value_specs(arrays) if arrays else None,
@@ -388,6 +404,7 @@ def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1
                 raise ValueError(f"input '{n}' is {d}: give inputs= (only float32 inputs are "
                                  "generated)")
             arrays.append(rng.uniform(-1.0, 1.0, size=s).astype(np.float32))
+            given.append(arrays[-1])
     # the reference interpreter is the truth for float32 models, else the baseline's outputs
     float_model = all(d == "float32" for _, d, _ in sig["inputs"] + sig["outputs"])
     made = out_dir is None
@@ -406,8 +423,8 @@ def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1
             compiled[label] = _compile(model, d, arrays, names, **opts)
             sides[label] = opts
         first = next(iter(compiled.values()))
-        runtime = _runtime(names, arrays, first["bound"])
-        given = dict(zip(names, arrays)) if names is not None else arrays
+        runtime = _runtime(names, given, first["bound"])
+        given = dict(zip(names, given)) if names is not None else tuple(given)
         truth = None
         if float_model:
             truth = reference(model, given or None, input_shapes=options.get("input_shapes"))
@@ -451,7 +468,7 @@ def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1
                 max=sp["max"], text=c["text"], data=c["data"], bss=c["bss"], code=c["code"],
                 library_bytes=c["library_bytes"], params_bytes=c["params_bytes"],
                 workspace_bytes=c["workspace_bytes"], static_stack=c["static_stack"],
-                ratio=ratio, compiled=c)
+                ratio=ratio, compiled=dict(c, dir=None, library_path=None) if made else c)
         return ABResult(model=model, target=base_opts.get("target") or "x86_64-linux",
                         variants=out, baseline=base_label, reference=truth is not None,
                         rtol=rtol, atol=atol, repeat=repeat, min_repeat_ms=min_repeat_ms)

@@ -263,14 +263,17 @@ class Session:
 
         return Artifact(path, session=self)
 
-    def run_model(self, model, inputs=None, **options):
-        """Compiles MODEL (.json or .onnx) for this device into a temporary directory (removed
-        afterwards), runs it once on `inputs` and returns the outputs (tether.Outputs: a dict
-        name -> ndarray with .call and .compiled). Options as for tether.compile (abi,
-        opt_level, target, cpu, params, input_shapes, ...); without target the device's own."""
+    def run_model(self, model, inputs=None, *, out_dir=None, **options):
+        """Compiles MODEL (.json or .onnx) for this device, runs it once on `inputs` and returns
+        the outputs (tether.Outputs: a dict name -> ndarray with .call and .compiled). inputs:
+        one array (an ndarray or plain data such as x.tolist(), converted to the model's dtype),
+        several as a tuple or a list of arrays, or a dict by name. The artifact goes to out_dir
+        (kept) or to a temporary directory removed before returning (then .compiled["dir"] and
+        ["library_path"] are None). Options as for tether.compile (abi, opt_level, target, cpu,
+        params, input_shapes, ...); without target the device's own."""
         from ._model import run_model
 
-        return run_model(self, model, inputs, **options)
+        return run_model(self, model, inputs, out_dir=out_dir, **options)
 
     def ab(self, model, inputs=None, **options):
         """Compiles MODEL in several variants (default: the unpacked and the packed ABI), runs
