@@ -9,8 +9,10 @@
  *  - no name from the wire is ever used as a path: uploads are stored as "u<N>.bin" in the
  *    session directory, and their SHA-256 is checked again right before dlopen;
  *  - handles are never pointers: a bad handle is an ERROR, never a dereference;
- *  - every CPU call runs on the dedicated painted stack; a fatal signal or the call timeout during
- *    a call sends ERROR naming the function, then the process dies (the daemon reaps it).
+ *  - every CPU call runs on the dedicated painted stack (mmap'ed whole pages, guarded below
+ *    the last high-water mark: a guard fault lifts the guard and is not a crash); a fatal
+ *    signal during a call sends ERROR naming the function, then the process dies; the call
+ *    timeout is the daemon's (the watch), so a call costs no system call here
  */
 #include "session.h"
 
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -141,7 +144,6 @@ static volatile sig_atomic_t g_in_call;
 static int g_fd_write = -1;
 static tether_transport_kind g_kind;
 static uint32_t g_call_id;
-static uint32_t g_timeout_ms;
 static char g_func_name[TETHER_RPC_MAX_NAME];
 static tetherd_watch *g_watch; /* NULL = the daemon does not watch this session */
 
@@ -195,8 +197,6 @@ static const char *sig_name(int sig) {
         return "SIGILL";
     case SIGABRT:
         return "SIGABRT";
-    case SIGALRM:
-        return "timeout";
     default:
         return "signal";
     }
@@ -242,32 +242,30 @@ void tetherd_write_error(int fd, tether_transport_kind kind, uint32_t id, int co
     }
 }
 
-static void fatal_handler(int sig) {
+static tether_posix_call_stack *g_call_stack; /* its guard faults are not crashes */
+
+static void fatal_handler(int sig, siginfo_t *si, void *uc) {
+    (void)uc;
+    /* a call going deeper into the dedicated stack than any before: lift the guard, retry */
+    if ((sig == SIGSEGV || sig == SIGBUS) && si && g_call_stack &&
+        tether_posix_call_stack_fault(g_call_stack, si->si_addr))
+        return;
     if (g_in_call && g_fd_write >= 0) {
         /* the daemon may have condemned this call already (it answers then): stop here */
         if (!watch_leave_call(TETHERD_PHASE_REPORTING))
             for (;;)
                 pause();
         char text[512];
-        if (sig == SIGALRM)
-            tether_format(text, sizeof text,
-                          "function '%s' did not return within the call timeout (%u ms); the "
-                          "session was ended",
-                          g_func_name, (unsigned)g_timeout_ms);
-        else
-            tether_format(text, sizeof text,
-                          "function '%s' crashed with signal %d (%s); the session was ended",
-                          g_func_name, sig, sig_name(sig));
-        tetherd_write_error(g_fd_write, g_kind, g_call_id,
-                            sig == SIGALRM ? TETHER_ERR_TIMEOUT : TETHER_ERR_CRASHED, text);
+        tether_format(text, sizeof text,
+                      "function '%s' crashed with signal %d (%s); the session was ended",
+                      g_func_name, sig, sig_name(sig));
+        tetherd_write_error(g_fd_write, g_kind, g_call_id, TETHER_ERR_CRASHED, text);
         char line[600];
         size_t n = tether_format(line, sizeof line, "tetherd[%d]: %s\n", (int)getpid(), text);
         if (n >= sizeof line)
             n = sizeof line - 1;
         write_all_raw(STDERR_FILENO, (const uint8_t *)line, n);
     }
-    if (sig == SIGALRM)
-        _exit(124);
     signal(sig, SIG_DFL);
     raise(sig);
     _exit(128 + sig);
@@ -279,44 +277,35 @@ static void install_fatal_handlers(void) {
     sigaltstack(&ss, NULL);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = fatal_handler;
-    sa.sa_flags = SA_ONSTACK | SA_NODEFER | SA_RESETHAND;
+    sa.sa_sigaction = fatal_handler;
+    /* not SA_RESETHAND: a guard fault of the call stack returns and the handler stays */
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
-    int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM};
+    int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         sigaction(sigs[i], &sa, NULL);
 }
 
-/* Before running uploaded code: the fatal-signal handler's context, the session's own timer
- * (SIGALRM), and the watch, through which the daemon kills the process should the function
- * block or ignore SIGALRM. */
+/* Before running uploaded code: the fatal-signal handler's context and the watch, through
+ * which the daemon bounds the call (it kills the session process at the call timeout and
+ * answers the call itself: no timer here, so no system call on the way in or out). */
 static void call_guard_begin(session *s, uint32_t id, const char *name, uint32_t timeout_ms) {
     g_call_id = id;
-    g_timeout_ms = timeout_ms;
     snprintf(g_func_name, sizeof g_func_name, "%s", name);
     g_fd_write = s->t->fd_write;
     g_kind = s->t->kind;
     if (g_watch) {
         g_watch->call_id = id;
         g_watch->timeout_ms = timeout_ms;
-        snprintf(g_watch->func, sizeof g_watch->func, "%s", name);
+        memcpy(g_watch->func, g_func_name, sizeof g_watch->func);
         watch_set(TETHERD_PHASE_CALL,
                   timeout_ms ? tetherd_now_ns() + (uint64_t)timeout_ms * 1000000u : 0);
     }
     g_in_call = 1;
-    if (timeout_ms) {
-        struct itimerval it = {0};
-        it.it_value.tv_sec = timeout_ms / 1000;
-        it.it_value.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
-        setitimer(ITIMER_REAL, &it, NULL);
-    }
 }
 
-/* After the call returned. (A function that blocked SIGALRM or changed its disposition leaves
- * it so; the daemon's watch still bounds the next call.) */
+/* After the call returned. */
 static void call_guard_end(void) {
-    struct itimerval it = {0};
-    setitimer(ITIMER_REAL, &it, NULL);
     g_in_call = 0;
     if (!watch_leave_call(TETHERD_PHASE_BUSY))
         for (;;) /* the daemon answered this call and is killing the process */
@@ -1676,7 +1665,13 @@ int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const ch
     s->tx = malloc(s->tx_cap);
     s->peer_max_frame = t->max_frame;
     s->stack_size = cfg->stack_size;
-    s->stack = aligned_alloc(64, s->stack_size);
+    /* whole pages, so that the pages below a call's high-water mark can be guarded */
+    long pg = sysconf(_SC_PAGESIZE);
+    s->stack_size = (s->stack_size + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+    s->stack =
+        mmap(NULL, s->stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (s->stack == MAP_FAILED)
+        s->stack = NULL;
     for (int i = 0; i < MAX_UPLOADS; i++)
         s->uploads[i].fd = -1;
     int rc = 0;
@@ -1685,8 +1680,11 @@ int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const ch
         goto out;
     }
     rc = tether_posix_call_stack_init(&s->call_stack, s->stack, s->stack_size);
+    if (!rc)
+        rc = tether_posix_call_stack_guard(&s->call_stack, true);
     if (rc)
         goto out;
+    g_call_stack = &s->call_stack;
     install_fatal_handlers();
     /* the reply cache matters on --uart (a client resends a request whose reply was lost) */
     tether_rpc_reply_cache_init(&s->cache, s->cache_mem, sizeof s->cache_mem, CACHE_SLOTS);
@@ -1732,7 +1730,11 @@ int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const ch
 out:
     session_free_all(s);
     tetherd_log(cfg, 0, peer, "session ended");
-    free(s->stack);
+    if (s->stack) {
+        g_call_stack = NULL;
+        tether_posix_call_stack_guard(&s->call_stack, false);
+        munmap(s->stack, s->stack_size);
+    }
     free(s->tx);
     free(s);
     return rc;

@@ -18,7 +18,8 @@
 
 /* The watch: one page shared (MAP_SHARED) between the daemon and one session process, through
  * which the daemon enforces the deadlines the session process cannot be trusted to enforce on
- * itself (an uploaded function may block or ignore SIGALRM). The session process writes the
+ * itself (an uploaded function may block or ignore any signal): the call timeout is enforced
+ * here alone, and the session arms no timer of its own. The session process writes the
  * deadline and call fields first and then the phase (release); the daemon reads the phase
  * first (acquire). Leaving a call, the session moves CALL -> BUSY and the fatal-signal handler
  * CALL -> REPORTING, the daemon CALL -> CONDEMNED, each by compare-and-swap: exactly one of them

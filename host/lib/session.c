@@ -172,7 +172,7 @@ static int split_url(const char *url, device_url *u) {
     return tether_set_error(
         TETHER_ERR_INVALID_ARG,
         "unknown device URL '%s' (use tcp://HOST:PORT, uart:///dev/ttyX?baud=N, "
-        "tcp-serial://HOST:PORT or local:)",
+        "tcp-serial://HOST:PORT, pool://HOST:PORT/KEY or local:)",
         url);
 }
 
@@ -186,7 +186,7 @@ int tether_device_url_check(const char *url) {
     if (!url || !*url)
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "empty device URL (use tcp://HOST:PORT, uart:///dev/ttyX?baud=N, "
-                                "tcp-serial://HOST:PORT or local:)");
+                                "tcp-serial://HOST:PORT, pool://HOST:PORT/KEY or local:)");
     return split_url(url, &u);
 }
 
@@ -278,9 +278,10 @@ static int request_within(tether_session *s, tether_rpc_msg *req, tether_rpc_msg
     if (req->type == TETHER_RPC_CALL || req->type == TETHER_RPC_LAUNCH_SEQ) {
         uint64_t twice = 2 * s->last_call_ns / 1000000u;
         s->c.min_rto_ms = twice > 2000 ? (twice > INT_MAX ? INT_MAX : (int)twice) : 2000;
+    } else if (req->type == TETHER_RPC_TIME || req->type == TETHER_RPC_TIME_SEQ) {
+        int expect = timeout_ms > s->timeout_ms ? timeout_ms - s->timeout_ms : 0;
+        s->c.min_rto_ms = expect > 2000 ? expect : 2000; /* nor during a measurement */
     }
-    else if (req->type == TETHER_RPC_TIME || req->type == TETHER_RPC_TIME_SEQ)
-        s->c.min_rto_ms = timeout_ms > s->timeout_ms ? timeout_ms - s->timeout_ms : 0;
     int rc = tether_rpc_client_request(&s->c, req, rep, timeout_ms);
     if (rc == TETHER_ERR_CRASHED) {
         /* tetherd: the session process died; MCU: fault report, then the board resets */

@@ -2,7 +2,8 @@
  * tether rpc: the fd-based transport (stream framing for TCP/pipes/stdio, UART framing for
  * ttys), the stdio and child-process constructors, and the transport dispatch functions.
  *
- * Must stay true: every wait is a poll() bounded by the caller's timeout; a partially received
+ * Must stay true: every wait is bounded by the caller's timeout (poll, or on a socket a blocking
+ * recv bounded by SO_RCVTIMEO: one system call per receive); a partially received
  * frame survives a timeout and is completed by the next recv; writes never raise SIGPIPE; a
  * stream framing error is sticky (the stream cannot be trusted afterwards); a bad UART frame is
  * dropped and counted, never returned (send_naks answers it with a NAK, report_damage makes
@@ -36,6 +37,8 @@ typedef struct fd_impl {
     bool owns;
     bool nonblocking;
     bool uart;
+    bool sock_read;     /* fd_read is a blocking socket: one recv waits (SO_RCVTIMEO bounds it) */
+    int rcvtimeo_ms;    /* SO_RCVTIMEO now set on it (-1 = none: wait forever) */
     int8_t socket;      /* fd_write is a socket: 1 yes, 0 no, -1 not known yet */
     uint8_t *frame_buf; /* unframer payload buffer, max_frame bytes */
     uint8_t *tx;        /* UART encode buffer */
@@ -152,6 +155,20 @@ static int write_all(int fd, bool nonblocking, const uint8_t *p, size_t n, int64
     return rc;
 }
 
+/* Writes bytes to fd_write: one non-blocking sendmsg on a socket, write() on a pipe or tty. */
+static int put_bytes(tether_transport *t, fd_impl *im, const uint8_t *p, size_t n,
+                     int64_t deadline) {
+    if (im->socket < 0) {
+        struct stat st;
+        im->socket = fstat(t->fd_write, &st) == 0 && S_ISSOCK(st.st_mode);
+    }
+    if (im->socket) {
+        struct iovec iov[1] = {{(void *)p, n}};
+        return send_all_socket(t->fd_write, iov, 1, deadline);
+    }
+    return write_all(t->fd_write, im->nonblocking, p, n, deadline);
+}
+
 static int fd_send(tether_transport *t, const uint8_t *msg, size_t len, int timeout_ms) {
     fd_impl *im = t->impl;
     int64_t deadline = deadline_of(timeout_ms);
@@ -172,7 +189,7 @@ static int fd_send(tether_transport *t, const uint8_t *msg, size_t len, int time
         }
         rc = tether_uart_frame_encode_ex(msg, len, t->link2, im->tx, im->tx_cap, &n);
         if (!rc)
-            rc = write_all(t->fd_write, im->nonblocking, im->tx, n, deadline);
+            rc = put_bytes(t, im, im->tx, n, deadline);
         if (!rc)
             t->stats.bytes_sent += n;
     } else {
@@ -211,9 +228,46 @@ static void send_nak(tether_transport *t, fd_impl *im) {
     uint8_t nak[TETHER_UART_NAK_MAX];
     size_t n = 0;
     if (tether_uart_nak_encode(nak, sizeof nak, &n) == 0 &&
-        write_all(t->fd_write, im->nonblocking, nak, n, deadline_of(1000)) == 0) {
+        put_bytes(t, im, nak, n, deadline_of(1000)) == 0) {
         t->stats.naks_sent++;
         t->stats.bytes_sent += n;
+    }
+}
+
+/* One recv on a blocking socket, waiting until the deadline (-1 = forever) with SO_RCVTIMEO:
+ * one system call where poll + read take two. The socket's timeout is changed only when the
+ * wait asked for is shorter, or much longer, than the one set (a request's timeout is the same
+ * from request to request). Returns bytes (0 = end of file), -1 with errno, or -2 on timeout. */
+static ssize_t sock_recv(tether_transport *t, fd_impl *im, int64_t deadline) {
+    int want = -1;
+    if (deadline >= 0) {
+        int64_t left = deadline - tether__rpc_now_ms();
+        if (left <= 0) {
+            ssize_t n = recv(t->fd_read, im->rd, sizeof im->rd, MSG_DONTWAIT);
+            return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? -2 : n;
+        }
+        want = left > INT_MAX ? INT_MAX : (int)left;
+    }
+    /* a timeout up to 20 ms or 2% longer than asked is kept; a shorter one never */
+    bool keep = want < 0 ? im->rcvtimeo_ms < 0
+                         : im->rcvtimeo_ms >= want &&
+                               im->rcvtimeo_ms <= want + (want / 50 > 20 ? want / 50 : 20);
+    if (!keep) {
+        struct timeval tv = {0, 0};
+        if (want > 0) {
+            tv.tv_sec = want / 1000;
+            tv.tv_usec = (suseconds_t)(want % 1000) * 1000;
+        }
+        if (setsockopt(t->fd_read, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0)
+            return -1;
+        im->rcvtimeo_ms = want;
+    }
+    for (;;) {
+        ssize_t n = recv(t->fd_read, im->rd, sizeof im->rd, 0);
+        if (n >= 0 || errno != EINTR)
+            return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? -2 : n;
+        if (deadline >= 0 && tether__rpc_now_ms() >= deadline)
+            return -2;
     }
 }
 
@@ -253,10 +307,17 @@ static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int ti
                 return TETHER_OK;
             }
         }
-        int rc = tether__rpc_wait_fd(t->fd_read, POLLIN, deadline);
-        if (rc)
-            return rc;
-        ssize_t n = read(t->fd_read, im->rd, sizeof im->rd);
+        ssize_t n;
+        if (im->sock_read) {
+            n = sock_recv(t, im, deadline);
+            if (n == -2)
+                return tether_set_error(TETHER_ERR_TIMEOUT, "timed out after waiting for the peer");
+        } else {
+            int rc = tether__rpc_wait_fd(t->fd_read, POLLIN, deadline);
+            if (rc)
+                return rc;
+            n = read(t->fd_read, im->rd, sizeof im->rd);
+        }
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
                 continue;
@@ -348,14 +409,27 @@ int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, in
         tether_uart_unframer_init(&im->uart_u, fb, max_frame, NULL, NULL);
     else
         tether_stream_unframer_init(&im->stream, fb, max_frame);
+    im->rcvtimeo_ms = -1;
     if (owns_fds) {
+        /* a socket stays blocking: a receive is one recv bounded by SO_RCVTIMEO, and every send
+         * is MSG_DONTWAIT; pipes and ttys are non-blocking and waited on with poll */
+        struct stat st;
+        im->sock_read = fstat(fd_read, &st) == 0 && S_ISSOCK(st.st_mode);
         int fds[2] = {fd_read, fd_write};
         for (int i = 0; i < 2; i++) {
             int fl = fcntl(fds[i], F_GETFL);
-            if (fl >= 0)
+            if (fl < 0)
+                continue;
+            if (im->sock_read)
+                fcntl(fds[i], F_SETFL, fl & ~O_NONBLOCK);
+            else
                 fcntl(fds[i], F_SETFL, fl | O_NONBLOCK);
         }
-        im->nonblocking = true;
+        im->nonblocking = !im->sock_read;
+        if (im->sock_read) {
+            struct timeval tv = {0, 0}; /* no timeout left over from whoever had the socket */
+            setsockopt(fd_read, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        }
     }
     t->ops = &tether__rpc_fd_ops;
     t->kind = kind;

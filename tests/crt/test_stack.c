@@ -1,11 +1,14 @@
 /* Unit tests: stack painting, and the high-water mark of calls of known stack depth run on a
- * dedicated stack (the mechanism tetherd uses for every CPU call). */
+ * dedicated stack (the mechanism tetherd uses for every CPU call), with and without the guard
+ * pages that make a shallow call's measurement cheap on a large stack. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <cmocka.h>
 
@@ -118,6 +121,90 @@ static void kept_call_stack(void **state) {
                      TETHER_ERR_INVALID_ARG);
 }
 
+/* Touches only the deepest byte of a `depth`-byte frame: a jump far below the last mark. */
+static __attribute__((noinline)) void touch_bottom(size_t depth) {
+    volatile uint8_t buf[depth];
+    buf[0] = 1;
+    (void)buf[0];
+}
+
+static void call_touch_bottom(void *arg) {
+    touch_bottom(*(size_t *)arg);
+}
+
+static tether_posix_call_stack *g_guarded;
+static int g_faults;
+
+static void on_segv(int sig, siginfo_t *si, void *uc) {
+    (void)uc;
+    if (tether_posix_call_stack_fault(g_guarded, si->si_addr)) {
+        g_faults++;
+        return;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* With a guard, every call measures what the same call measures without one: shallow calls
+ * after deep ones, a deep call after shallow ones (one fault, then the guard moves), and a frame
+ * that writes only its deepest byte far below the guard. Calls that stay above the guard fault
+ * never. */
+static void guarded_call_stack(void **state) {
+    (void)state;
+    const size_t size = 256 * 1024;
+    uint8_t *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *plain = aligned_alloc(64, size);
+    assert_true(mem != MAP_FAILED && plain);
+    static uint8_t alt[64 * 1024];
+    stack_t ss = {.ss_sp = alt, .ss_size = sizeof alt, .ss_flags = 0};
+    sigaltstack(&ss, NULL);
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigaction(SIGSEGV, &sa, &old);
+    tether_posix_call_stack cs, ref;
+    assert_int_equal(tether_posix_call_stack_init(&cs, mem, size), TETHER_OK);
+    assert_int_equal(tether_posix_call_stack_guard(&cs, true), TETHER_OK);
+    assert_int_equal(tether_posix_call_stack_init(&ref, plain, size), TETHER_OK);
+    g_guarded = &cs;
+    g_faults = 0;
+    struct {
+        void (*fn)(void *);
+        size_t depth;
+        int faults; /* faults expected by the time this call returned */
+    } steps[] = {
+        /* the first call guards below its mark; deeper calls fault once each; a call well
+         * above the guard raises it again (so the next deep call faults again) */
+        {call_with_depth, 16, 0},       {call_with_depth, 16, 0},   {call_with_depth, 65536, 1},
+        {call_with_depth, 65536, 1},    {call_with_depth, 1024, 1}, {call_with_depth, 65536, 2},
+        {call_touch_bottom, 200000, 3}, {call_with_depth, 16, 3},   {call_with_depth, 16, 3},
+        {call_with_depth, 100000, 4},
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        size_t u = 0, r = 0;
+        assert_int_equal(tether_posix_call_on(&cs, steps[i].fn, &steps[i].depth, &u), TETHER_OK);
+        assert_int_equal(tether_posix_call_on(&ref, steps[i].fn, &steps[i].depth, &r), TETHER_OK);
+        if (u != r)
+            fail_msg("step %zu (depth %zu): guarded %zu, plain %zu", i, steps[i].depth, u, r);
+        assert_true(u >= steps[i].depth);
+        if (g_faults != steps[i].faults)
+            fail_msg("step %zu: %d faults, expected %d", i, g_faults, steps[i].faults);
+        assert_true(cs.guard <= size - u); /* never above what the call used */
+    }
+    assert_true(cs.guard > 0);
+    /* an unaligned stack cannot be guarded */
+    tether_posix_call_stack bad;
+    assert_int_equal(tether_posix_call_stack_init(&bad, plain, size - 4096 + 16), TETHER_OK);
+    assert_int_equal(tether_posix_call_stack_guard(&bad, true), TETHER_ERR_ALIGNMENT);
+    assert_int_equal(tether_posix_call_stack_guard(&cs, false), TETHER_OK);
+    mem[0] = 1; /* writable again */
+    sigaction(SIGSEGV, &old, NULL);
+    g_guarded = NULL;
+    munmap(mem, size);
+    free(plain);
+}
+
 static void dedicated_stack_errors(void **state) {
     (void)state;
     static _Alignas(16) uint8_t small[1024];
@@ -136,7 +223,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(paint_and_measure),          cmocka_unit_test(scan_positions_and_repaint),
         cmocka_unit_test(dedicated_stack_high_water), cmocka_unit_test(kept_call_stack),
-        cmocka_unit_test(dedicated_stack_errors),
+        cmocka_unit_test(dedicated_stack_errors),     cmocka_unit_test(guarded_call_stack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,7 +62,7 @@ static void test_faults(void **state) {
     tether_session_close(s);
     char *log = daemon_log(&d);
     assert_non_null(strstr(log, "killed by signal 11"));
-    assert_non_null(strstr(log, "ended by the call timeout"));
+    assert_non_null(strstr(log, "killed: function 'spin' did not return within the call timeout"));
     free(log);
     daemon_stop(&d);
 }

@@ -14,6 +14,7 @@
 #ifndef TETHER_CRT_POSIX_H
 #define TETHER_CRT_POSIX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -35,11 +36,25 @@ int tether_posix_call_on_stack(void *stack, size_t size, void (*fn)(void *), voi
 typedef struct tether_posix_call_stack {
     void *base;
     size_t size;
-    size_t dirty; /* top bytes that may no longer hold the pattern; size until the first paint */
+    size_t dirty;           /* top bytes that may no longer hold the pattern; size until the
+                               first paint */
+    bool guarded;           /* tether_posix_call_stack_guard(cs, true) */
+    size_t guard;           /* bytes from the bottom that are PROT_NONE now (whole pages) */
+    volatile int guard_hit; /* the running call went below the guard */
 } tether_posix_call_stack;
 
 /* Checks and records the region; nothing is painted yet. */
 int tether_posix_call_stack_init(tether_posix_call_stack *cs, void *base, size_t size);
+
+/* A guard makes a call's measurement cost follow its own use rather than the stack's size:
+ * after each call the whole pages below its high-water mark are made PROT_NONE, and the next
+ * call that stays above them is measured by scanning only the pages above. A call that goes
+ * deeper faults once: the owner's SIGSEGV handler (SA_SIGINFO, on an alternate stack, not
+ * SA_RESETHAND) must call tether_posix_call_stack_fault first and return when it says true; the
+ * guard is lifted, the access retried, and the whole stack scanned after the call. The stack
+ * must be whole pages (mmap it). on = false lifts it (before the memory is freed). */
+int tether_posix_call_stack_guard(tether_posix_call_stack *cs, bool on);
+bool tether_posix_call_stack_fault(tether_posix_call_stack *cs, const void *addr);
 
 /* As tether_posix_call_on_stack, on cs, repainting only what is dirty. */
 int tether_posix_call_on(tether_posix_call_stack *cs, void (*fn)(void *), void *arg,
