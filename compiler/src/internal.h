@@ -202,8 +202,18 @@ char *tether__report_json_c(const tether_ir_graph *g, const struct tether_compil
                             const struct tether_compile_result *res);
 char *tether__report_json_opencl(const tether_ir_graph *g, const struct tether_compile_result *res,
                                  const struct tether_opencl_output *cg, bool texture);
-/* The start of both backends' compile: records the node counts around the passes in res, runs
- * the passes of o on g, then builds the memory plan with o's planner into plan. */
+/* The options a compile really runs with (artifact/compile.c): o with what its backend and
+ * target decide filled in (C: the schedule's vector width from --target/--mcpu, and with it the
+ * passes' pad_conv_min_width). Idempotent. */
+void tether__compile_options_resolve(const struct tether_compile_options *o,
+                                     struct tether_compile_options *out);
+/* The pass pipeline of every compile, and of `tether plan` (which must show the plan compile
+ * makes): resolves o as above, records the node counts around the passes in res and runs the
+ * passes on g. The one place the passes of a compile are chosen. */
+int tether__compile_passes(tether_ir_graph *g, const struct tether_compile_options *o,
+                           struct tether_compile_result *res);
+/* The start of both backends' compile: tether__compile_passes, then the memory plan with o's
+ * planner and memory options into plan. */
 struct tether_memplan;
 int tether__compile_passes_and_plan(tether_ir_graph *g, const struct tether_compile_options *o,
                                     struct tether_compile_result *res, struct tether_memplan *plan);

@@ -3,8 +3,8 @@
  * by `tether plan MODEL` (tether_plan_cli).
  * What must stay true: bad input gives exactly one line "<prog>: <reason>" on stderr and exit
  * code 2; a planning failure gives one line and exit code 1, and --svg then gets the picture
- * of why it does not fit (a second line when that cannot be written); the files written are
- * named at the end.
+ * of why it does not fit and --json the message with the operators and buffers (a second line
+ * when that cannot be written); the files written are named at the end.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,6 +198,19 @@ static int run(const char *prog, tether_plan_problem *problem, tether_plan_optio
             }
         }
         free(why);
+        /* --json of a plan that does not fit: the message, the operators and the buffers */
+        if (code == EXIT_PLAN_FAILED && (a->json || a->json_path != NULL)) {
+            char *text = NULL;
+            if (tether_plan_problem_error_json(problem, msg, &text) != TETHER_OK) {
+                fprintf(stderr, "%s: --json: %s\n", prog, tether_last_error());
+            } else if (a->json) {
+                fputs(text, stdout);
+                fputc('\n', stdout);
+            } else if (tether_plan_write_file(a->json_path, text) != TETHER_OK) {
+                fprintf(stderr, "%s: --json: %s\n", prog, tether_last_error());
+            }
+            free(text);
+        }
         return code;
     }
     int code = 0;

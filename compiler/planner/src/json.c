@@ -433,6 +433,73 @@ static bool add_num(cJSON *o, const char *key, int64_t v) {
     return cJSON_AddNumberToObject(o, key, (double)v) != NULL;
 }
 
+/* "operators": the operators' names when the problem has them (a graph's nodes, in the order
+ * the buffers' first/last count them). */
+static bool add_operators(cJSON *root, const tether_plan_problem *p) {
+    if (p->noperators == 0) {
+        return true;
+    }
+    cJSON *ops = cJSON_AddArrayToObject(root, "operators");
+    bool ok = ops != NULL;
+    for (int i = 0; ok && i < p->noperators; i++) {
+        cJSON *s = cJSON_CreateString(p->operators[i] ? p->operators[i] : "");
+        ok = s != NULL && cJSON_AddItemToArray(ops, s);
+    }
+    return ok;
+}
+
+/* cJSON text as a malloc'd copy, so that callers free() it regardless of cJSON's hooks. */
+static int json_out(cJSON *root, bool ok, char **out) {
+    char *text = ok ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (text == NULL) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing the plan JSON");
+    }
+    size_t n = strlen(text) + 1;
+    *out = malloc(n);
+    if (*out != NULL) {
+        memcpy(*out, text, n);
+    }
+    cJSON_free(text);
+    if (*out == NULL) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing the plan JSON");
+    }
+    return TETHER_OK;
+}
+
+int tether_plan_problem_error_json(const tether_plan_problem *p, const char *why, char **out) {
+    if (p == NULL || out == NULL) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "problem or output is null");
+    }
+    *out = NULL;
+    cJSON *root = cJSON_CreateObject();
+    bool ok = root != NULL && cJSON_AddFalseToObject(root, "fits") != NULL &&
+              cJSON_AddStringToObject(root, "error", why ? why : "") != NULL &&
+              add_operators(root, p);
+    cJSON *pools = ok ? cJSON_AddArrayToObject(root, "pools") : NULL;
+    ok = ok && pools != NULL;
+    for (int k = 0; ok && k < p->npools; k++) {
+        cJSON *o = cJSON_CreateObject();
+        ok = o != NULL && cJSON_AddItemToArray(pools, o);
+        ok = ok && cJSON_AddStringToObject(o, "name", p->pools[k].name) != NULL;
+        ok =
+            ok && cJSON_AddStringToObject(o, "scope", tether_scope_name(p->pools[k].scope)) != NULL;
+        ok = ok && add_num(o, "capacity", p->pools[k].capacity);
+    }
+    cJSON *bufs = ok ? cJSON_AddArrayToObject(root, "buffers") : NULL;
+    ok = ok && bufs != NULL;
+    for (int b = 0; ok && b < p->nbuffers; b++) {
+        const tether_plan_buffer *buf = &p->buffers[b];
+        cJSON *o = cJSON_CreateObject();
+        ok = o != NULL && cJSON_AddItemToArray(bufs, o);
+        ok = ok && cJSON_AddStringToObject(o, "name", buf->name) != NULL;
+        ok = ok && cJSON_AddStringToObject(o, "scope", tether_scope_name(buf->scope)) != NULL;
+        ok = ok && add_num(o, "size", buf->size) && add_num(o, "first", buf->first) &&
+             add_num(o, "last", buf->last);
+    }
+    return json_out(root, ok, out);
+}
+
 int tether_plan_to_json(const tether_plan_problem *p, const tether_plan *plan, char **out) {
     if (p == NULL || plan == NULL || out == NULL) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "problem, plan or output is null");
@@ -447,6 +514,7 @@ int tether_plan_to_json(const tether_plan_problem *p, const tether_plan *plan, c
                                        tether_plan_algorithm_name(plan->algorithm)) != NULL;
     ok = ok && add_num(root, "total_bytes", plan->total_bytes);
     ok = ok && add_num(root, "fallbacks", plan->nfallbacks);
+    ok = ok && add_operators(root, p);
     cJSON *pools = ok ? cJSON_AddArrayToObject(root, "pools") : NULL;
     ok = ok && pools != NULL;
     for (int k = 0; ok && k < p->npools; k++) {
@@ -512,20 +580,5 @@ int tether_plan_to_json(const tether_plan_problem *p, const tether_plan *plan, c
             ok = cJSON_AddTrueToObject(o, "fallback") != NULL;
         }
     }
-    char *text = ok ? cJSON_Print(root) : NULL;
-    cJSON_Delete(root);
-    if (text == NULL) {
-        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing the plan JSON");
-    }
-    /* hand out a malloc'd copy so that callers free() it regardless of cJSON's hooks */
-    size_t n = strlen(text) + 1;
-    *out = malloc(n);
-    if (*out != NULL) {
-        memcpy(*out, text, n);
-    }
-    cJSON_free(text);
-    if (*out == NULL) {
-        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing the plan JSON");
-    }
-    return TETHER_OK;
+    return json_out(root, ok, out);
 }

@@ -440,14 +440,27 @@ static int fail_no_room(const placer *pl, int i) {
     const tp_problem *tp = pl->tp;
     const tp_item *it = &tp->items[i];
     char msg[TETHER_ERROR_MSG_MAX];
+    /* the operators by name when the problem has them (a graph's nodes), so the message of a
+     * compile and of `tether plan` say where in the model it overflows */
+    const tether_plan_problem *p = tp->p;
+    char ops[128] = "";
+    if (it->first >= 0 && it->last < p->noperators && p->operators[it->first] &&
+        p->operators[it->last]) {
+        if (it->first == it->last) {
+            snprintf(ops, sizeof(ops), ", operator '%.32s'", p->operators[it->first]);
+        } else {
+            snprintf(ops, sizeof(ops), ", operators '%.32s' .. '%.32s'", p->operators[it->first],
+                     p->operators[it->last]);
+        }
+    }
     size_t len = (size_t)snprintf(msg, sizeof(msg),
-                                  "buffer '%.48s' (%lld bytes, live %d..%d) fits in no candidate "
+                                  "buffer '%.48s' (%lld bytes, live %d..%d%s) fits in no candidate "
                                   "pool:",
-                                  tp->p->buffers[it->rep].name, (long long)it->size, (int)it->first,
-                                  (int)it->last);
+                                  p->buffers[it->rep].name, (long long)it->size, (int)it->first,
+                                  (int)it->last, ops);
     for (int k = 0; k < it->ncand && len < sizeof(msg); k++) {
         int pi = it->cand[k];
-        const tether_plan_pool *pool = &tp->p->pools[pi];
+        const tether_plan_pool *pool = &p->pools[pi];
         int64_t gap =
             largest_gap(&pl->ps[pi], it->first, it->last, tp_align(tp, i, pi), pool->capacity);
         len +=

@@ -123,14 +123,61 @@ double tether__now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int tether__compile_passes_and_plan(tether_ir_graph *g, const tether_compile_options *o,
-                                    tether_compile_result *res, tether_memplan *plan) {
+/* The vector width a target's code gets when the schedule leaves it to the target: none on
+ * MCUs (their cores have no float SIMD worth it, and scalar loops keep code and stack small),
+ * the register width on hosted CPUs (AVX-512 16 floats, AVX 8, SSE and NEON 4). */
+static int target_vector_width(const tether_build_options *b) {
+    const tether_target *t;
+    if (tether_target_find(b->target ? b->target : "x86_64-linux", &t) != TETHER_OK ||
+        t->kind != TETHER_TARGET_SHARED) {
+        return 0;
+    }
+    const char *cpu = b->cpu ? b->cpu : "";
+    if (strncmp(t->name, "x86_64", 6) == 0) {
+        if (strcmp(cpu, "x86-64-v4") == 0) {
+            return 16;
+        }
+        return strcmp(cpu, "x86-64-v3") == 0 || strcmp(cpu, "native") == 0 ? 8 : 4;
+    }
+    return 4;
+}
+
+void tether__compile_options_resolve(const tether_compile_options *o, tether_compile_options *out) {
+    *out = *o;
+    if (o->backend == TETHER_BACKEND_OPENCL) {
+        return; /* the OpenCL kernels have no vector width and take no padded copies */
+    }
+    if (out->codegen.schedule.vector_width < 0) {
+        out->codegen.schedule.vector_width = target_vector_width(&o->build);
+    }
+    if (out->codegen.schedule.vector_width > 0 && out->passes.pad_conv_min_width == 0 &&
+        out->passes.fuse_epilogues) {
+        /* the passes are on: a conv whose output plane holds at least two vectors reads a
+         * padded copy of its input, so the blocked kernel has no border columns (smaller ones
+         * keep them in the kernel: the copy would cost more than it saves) */
+        out->passes.pad_conv_min_width = 2 * out->codegen.schedule.vector_width;
+    }
+}
+
+int tether__compile_passes(tether_ir_graph *g, const tether_compile_options *o,
+                           tether_compile_result *res) {
+    tether_compile_options r;
+    tether__compile_options_resolve(o, &r); /* idempotent: resolved options stay as they are */
     res->nnodes_in = g->nnodes;
-    int rc = tether_passes_run(g, &o->passes);
+    int rc = tether_passes_run(g, &r.passes);
     if (rc) {
         return rc;
     }
     res->nnodes_out = g->nnodes;
+    return TETHER_OK;
+}
+
+int tether__compile_passes_and_plan(tether_ir_graph *g, const tether_compile_options *o,
+                                    tether_compile_result *res, tether_memplan *plan) {
+    int rc = tether__compile_passes(g, o, res);
+    if (rc) {
+        return rc;
+    }
     return tether_memplan_build_pools(g, o->planner, &o->memory, plan);
 }
 
@@ -227,25 +274,6 @@ static char *metadata_json(const tether_ir_graph *g, const tether_compile_option
     return text;
 }
 
-/* The vector width a target's code gets when the schedule leaves it to the target: none on
- * MCUs (their cores have no float SIMD worth it, and scalar loops keep code and stack small),
- * the register width on hosted CPUs (AVX-512 16 floats, AVX 8, SSE and NEON 4). */
-static int target_vector_width(const tether_build_options *b) {
-    const tether_target *t;
-    if (tether_target_find(b->target ? b->target : "x86_64-linux", &t) != TETHER_OK ||
-        t->kind != TETHER_TARGET_SHARED) {
-        return 0;
-    }
-    const char *cpu = b->cpu ? b->cpu : "";
-    if (strncmp(t->name, "x86_64", 6) == 0) {
-        if (strcmp(cpu, "x86-64-v4") == 0) {
-            return 16;
-        }
-        return strcmp(cpu, "x86-64-v3") == 0 || strcmp(cpu, "native") == 0 ? 8 : 4;
-    }
-    return 4;
-}
-
 int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_compile_options *o,
                          tether_compile_result *res) {
     tether_compile_options d, resolved;
@@ -258,24 +286,11 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
         res = &local;
     }
     memset(res, 0, sizeof *res);
+    /* the target's vector width and the passes it implies: the same for `tether plan` */
+    tether__compile_options_resolve(o, &resolved);
+    o = &resolved;
     if (o->backend == TETHER_BACKEND_OPENCL) {
         return tether__compile_graph_opencl(g, out_dir, o, res);
-    }
-    if (o->codegen.schedule.vector_width < 0) {
-        resolved = *o;
-        resolved.codegen.schedule.vector_width = target_vector_width(&o->build);
-        o = &resolved;
-    }
-    if (o->codegen.schedule.vector_width > 0 && o->passes.pad_conv_min_width == 0 &&
-        o->passes.fuse_epilogues) {
-        /* the passes are on: a conv whose output plane holds at least two vectors reads a
-         * padded copy of its input, so the blocked kernel has no border columns (smaller ones
-         * keep them in the kernel: the copy would cost more than it saves) */
-        if (o != &resolved) {
-            resolved = *o;
-            o = &resolved;
-        }
-        resolved.passes.pad_conv_min_width = 2 * o->codegen.schedule.vector_width;
     }
     double t0 = tether__now_s();
     tether__artifact_writer w;

@@ -488,7 +488,9 @@ int tether_cmd_compile(int argc, char **argv) {
     }
     int rc = 0;
     if (dump && !out) {
-        if (tether_passes_run(&g, &o.passes) != 0) {
+        tether_compile_result pres;
+        memset(&pres, 0, sizeof pres);
+        if (tether__compile_passes(&g, &o, &pres) != 0) { /* the passes a compile runs */
             fprintf(stderr, "tether compile: %s\n", tether_error_detail());
             rc = 1;
         } else {
@@ -540,11 +542,18 @@ int tether_cmd_compile(int argc, char **argv) {
 }
 
 static const char plan_usage[] =
-    "usage: tether plan MODEL [--planner ALGO] [--pool SPEC] [--svg FILE] [--json[=FILE]] ...\n"
-    "  Plans the workspace of a model: every intermediate tensor becomes a buffer whose live\n"
-    "  interval runs from its producing operator to its last reader (after the compiler's\n"
-    "  passes). Options are those of `tether plan-buffers` (docs/planner.md).\n"
-    "  --no-passes   plan the graph as loaded\n"
+    "usage: tether plan MODEL [--target NAME] [--planner ALGO] [--pool SPEC] [--svg FILE]\n"
+    "                         [--json[=FILE]] ...\n"
+    "  Plans the workspace of a model as `tether compile` does for the same target and options:\n"
+    "  the same passes run (the C backend's padded conv inputs on hosted targets included), then\n"
+    "  every intermediate tensor becomes a buffer whose live interval runs from its producing\n"
+    "  operator to its last reader. Options are those of `tether plan-buffers`\n"
+    "  (docs/planner.md), and these of `tether compile`:\n"
+    "  --target NAME  x86_64-linux (default), aarch64-linux, cortex-m0/m3/m4/m7\n"
+    "  --mcpu CPU     the CPU the code is for (its vector width decides which convolutions\n"
+    "                 read a padded copy of their input)\n"
+    "  --backend c|opencl  (default c; --texture-activations and --texture-weights mean opencl)\n"
+    "  --no-passes    plan the graph as loaded\n"
     "  --pin TENSOR=POOL, --plan-inputs, --plan-outputs  as for tether compile: the plan the\n"
     "                compile with the same --pool options makes (docs/memory.md)\n"
     "  --texture-activations [--texture-weights] [--image-max WxH]  the OpenCL backend's plan:\n"
@@ -552,11 +561,17 @@ static const char plan_usage[] =
     "                \"texture\" pool of 2D images within those limits (docs/codegen.md)\n"
     "  --input-shape NAME=D0xD1...  shape of a graph input with dynamic dimensions (ONNX)\n";
 
+/* Whether a (an option of the planner's command line, tether_plan_cli) takes the next argument
+ * as its value. */
+static int planner_option_takes(const char *a) {
+    return strcmp(a, "--planner") == 0 || strcmp(a, "--pool") == 0 || strcmp(a, "--svg") == 0 ||
+           strcmp(a, "--seed") == 0 || strcmp(a, "--budget") == 0;
+}
+
 int tether_cmd_plan(int argc, char **argv) {
     const char *model = NULL;
-    int first = argc, passes = 1;
-    tether_opencl_options ocl;
-    tether_opencl_options_init(&ocl);
+    tether_compile_options o;
+    tether_compile_options_init(&o);
     static shapes_opt shp;
     memset(&shp, 0, sizeof shp);
     for (int i = 1; i < argc; i++) {
@@ -565,8 +580,9 @@ int tether_cmd_plan(int argc, char **argv) {
             return 0;
         }
     }
-    /* the memory options of tether compile (but --pool, which the planner's parser takes with
-     * texture pools too) are taken out; the rest goes to the planner's option parser */
+    /* The options of tether compile (the memory options but --pool, which the planner's parser
+     * takes with texture pools too; the target, backend and passes) and MODEL are taken out
+     * wherever they stand; the rest goes to the planner's option parser. */
     static tether_memory_cli mem;
     tether_memory_cli_init(&mem);
     static char *rest[256];
@@ -574,8 +590,12 @@ int tether_cmd_plan(int argc, char **argv) {
     if (argc > 255) {
         return usage_error("plan", "%s", "more than 255 arguments");
     }
-    for (int k = 0; k < argc && nrest < 255; k++) {
-        if (k > 0 && strcmp(argv[k], "--pool") != 0) {
+    const char *c_only = NULL, *ocl_only = NULL, *backend = NULL;
+    rest[nrest++] = argv[0];
+    for (int k = 1; k < argc; k++) {
+        const char *a = argv[k];
+        const char *v = k + 1 < argc ? argv[k + 1] : NULL;
+        if (strcmp(a, "--pool") != 0) {
             int mrc = tether_memory_cli_parse(&mem, "plan", argc, argv, &k);
             if (mrc == 2) {
                 return 2;
@@ -584,47 +604,82 @@ int tether_cmd_plan(int argc, char **argv) {
                 continue;
             }
         }
-        rest[nrest++] = argv[k];
+        int takes = strcmp(a, "--target") == 0 || strcmp(a, "--mcpu") == 0 ||
+                    strcmp(a, "--backend") == 0 || strcmp(a, "--image-max") == 0 ||
+                    strcmp(a, "--input-shape") == 0;
+        if (takes && (!v || (v[0] == '-' && v[1] == '-'))) {
+            return usage_error("plan", "%s needs a value", a);
+        }
+        if (strcmp(a, "--no-passes") == 0) {
+            memset(&o.passes, 0, sizeof o.passes);
+        } else if (strcmp(a, "--target") == 0) {
+            const tether_target *t;
+            if (tether_target_find(v, &t) != 0) {
+                fprintf(stderr, "tether plan: %s\n", tether_error_detail());
+                return 2;
+            }
+            o.build.target = t->name;
+            c_only = a;
+        } else if (strcmp(a, "--mcpu") == 0) {
+            o.build.cpu = v;
+            c_only = a;
+        } else if (strcmp(a, "--backend") == 0) {
+            if (tether_backend_parse(v, &o.backend) != 0) {
+                return usage_error("plan", "unknown backend '%s' (c, opencl)", v);
+            }
+            backend = v;
+        } else if (strcmp(a, "--texture-activations") == 0) {
+            o.opencl.texture_activations = true;
+            ocl_only = a;
+        } else if (strcmp(a, "--texture-weights") == 0) {
+            o.opencl.texture_weights = true;
+            ocl_only = a;
+        } else if (strcmp(a, "--image-max") == 0) {
+            long long w = 0, h = 0;
+            char tail = 0;
+            if (sscanf(v, "%lldx%lld%c", &w, &h, &tail) != 2 || w < 1 || h < 1) {
+                return usage_error("plan", "--image-max '%s' is not WIDTHxHEIGHT (texels)", v);
+            }
+            o.opencl.image_max_width = w;
+            o.opencl.image_max_height = h;
+            ocl_only = a;
+        } else if (strcmp(a, "--input-shape") == 0) {
+            if (add_input_shape("plan", &shp, v)) {
+                return 2;
+            }
+        } else if (a[0] != '-' && !model) {
+            model = a;
+            continue;
+        } else {
+            rest[nrest++] = argv[k];
+            if (planner_option_takes(a) && v) {
+                rest[nrest++] = argv[++k];
+            }
+            continue;
+        }
+        if (takes) {
+            k++;
+        }
     }
     rest[nrest] = NULL;
     if (mem.opts.params_pool) {
         return usage_error("plan", "%s", "--params-pool places weights, which are not planned");
     }
-    argc = nrest;
-    argv = rest;
-    int i = 1;
-    for (; i < argc; i++) {
-        if (strcmp(argv[i], "--no-passes") == 0) {
-            passes = 0;
-        } else if (strcmp(argv[i], "--texture-activations") == 0) {
-            ocl.texture_activations = true;
-        } else if (strcmp(argv[i], "--texture-weights") == 0) {
-            ocl.texture_weights = true;
-        } else if (strcmp(argv[i], "--image-max") == 0) {
-            long long w = 0, h = 0;
-            char tail = 0;
-            if (i + 1 >= argc || sscanf(argv[i + 1], "%lldx%lld%c", &w, &h, &tail) != 2 || w < 1 ||
-                h < 1) {
-                return usage_error("plan", "--image-max '%s' is not WIDTHxHEIGHT (texels)",
-                                   i + 1 < argc ? argv[i + 1] : "");
-            }
-            ocl.image_max_width = w;
-            ocl.image_max_height = h;
-            i++;
-        } else if (strcmp(argv[i], "--input-shape") == 0) {
-            if (i + 1 >= argc) {
-                return usage_error("plan", "%s needs a value", argv[i]);
-            }
-            if (add_input_shape("plan", &shp, argv[++i])) {
-                return 2;
-            }
-        } else if (argv[i][0] != '-' && !model) {
-            model = argv[i];
-        } else {
-            break;
-        }
+    if (ocl_only && !backend) {
+        o.backend = TETHER_BACKEND_OPENCL; /* the texture options are the OpenCL backend's */
     }
-    first = i;
+    if (o.backend != TETHER_BACKEND_OPENCL && ocl_only) {
+        return usage_error("plan", "%s needs --backend opencl", ocl_only);
+    }
+    if (o.backend == TETHER_BACKEND_OPENCL && c_only) {
+        return usage_error("plan", "%s applies to the C backend, not --backend opencl", c_only);
+    }
+    int memory = tether_memory_cli_given(&mem);
+    if (memory && o.backend == TETHER_BACKEND_OPENCL) {
+        fprintf(stderr, "tether plan: --pin, --plan-inputs and --plan-outputs plan C artifacts, "
+                        "not the OpenCL backend's (--texture-activations)\n");
+        return 2;
+    }
     if (!model) {
         return usage_error("plan", "%s", "missing MODEL");
     }
@@ -633,14 +688,13 @@ int tether_cmd_plan(int argc, char **argv) {
         fprintf(stderr, "tether plan: %s\n", tether_error_detail());
         return 1;
     }
-    if (passes) {
-        tether_pass_options po;
-        tether_pass_options_init(&po);
-        if (tether_passes_run(&g, &po) != 0) {
-            fprintf(stderr, "tether plan: %s\n", tether_error_detail());
-            tether_ir_close(&g);
-            return 1;
-        }
+    /* the passes of a compile with these options, through the compile's own pipeline */
+    tether_compile_result res;
+    memset(&res, 0, sizeof res);
+    if (tether__compile_passes(&g, &o, &res) != 0) {
+        fprintf(stderr, "tether plan: %s\n", tether_error_detail());
+        tether_ir_close(&g);
+        return 1;
     }
     tether_plan_problem p;
     memset(&p, 0, sizeof p);
@@ -650,11 +704,11 @@ int tether_cmd_plan(int argc, char **argv) {
     tether_plan_pool tpool = {.name = "texture",
                               .scope = TETHER_SCOPE_TEXTURE,
                               .capacity = TETHER_PLAN_UNBOUNDED,
-                              .max_width = ocl.image_max_width,
-                              .max_height = ocl.image_max_height};
-    if (ocl.texture_activations) {
+                              .max_width = o.opencl.image_max_width,
+                              .max_height = o.opencl.image_max_height};
+    if (o.opencl.texture_activations) {
         extent = calloc((size_t)(g.ntensors ? g.ntensors : 1) * 2, sizeof *extent);
-        if (!extent || tether__opencl_texture_extents(&g, &ocl, extent) != 0) {
+        if (!extent || tether__opencl_texture_extents(&g, &o.opencl, extent) != 0) {
             fprintf(stderr, "tether plan: %s\n", extent ? tether_last_error() : "out of memory");
             free(extent);
             free(buffer_of);
@@ -662,19 +716,13 @@ int tether_cmd_plan(int argc, char **argv) {
             return 1;
         }
     }
-    int memory = tether_memory_cli_given(&mem);
-    if (memory && extent) {
-        fprintf(stderr, "tether plan: --pin, --plan-inputs and --plan-outputs plan C artifacts, "
-                        "not --texture-activations\n");
-        rc = 2;
-    } else if (!buffer_of ||
-               (memory ? tether__memplan_problem_memory(&g, &mem.opts, true, &p, buffer_of)
-                       : tether__memplan_problem(&g, &p, buffer_of, extent ? &tpool : NULL,
-                                                 extent)) != 0) {
+    if (!buffer_of || (memory ? tether__memplan_problem_memory(&g, &mem.opts, true, &p, buffer_of)
+                              : tether__memplan_problem(&g, &p, buffer_of, extent ? &tpool : NULL,
+                                                        extent)) != 0) {
         fprintf(stderr, "tether plan: %s\n", buffer_of ? tether_last_error() : "out of memory");
         rc = 1;
     } else {
-        rc = tether_plan_cli("tether plan", &p, argc, argv, first);
+        rc = tether_plan_cli("tether plan", &p, nrest, rest, 1);
     }
     free(buffer_of);
     free(extent);

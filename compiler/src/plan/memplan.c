@@ -433,10 +433,14 @@ int tether_memplan_build_pools(const tether_ir_graph *g, const char *algorithm,
         snprintf(msg, sizeof msg, "%s", tether_last_error());
         tether_memplan_close(out);
         if (strstr(msg, "fits in no")) { /* a picture shows where it overflows */
-            return tether_set_error(rc,
-                                    "memory plan: %s (tether plan MODEL with the same memory "
-                                    "options and --svg FILE draws where it overflows)",
-                                    msg);
+            char full[TETHER_ERROR_MSG_MAX + 160];
+            snprintf(full, sizeof full,
+                     "memory plan: %s (tether plan MODEL with the same --target and memory "
+                     "options and --svg FILE draws where it overflows)",
+                     msg);
+            tether_set_error(rc, "%s", full);
+            tether_set_error_detail(full); /* the whole text, past the short message's limit */
+            return rc;
         }
         return tether_set_error(rc, "memory plan: %s", msg);
     }

@@ -259,6 +259,9 @@ int tether_plan_validate(const tether_plan_problem *p, const tether_plan_options
 
 /* The plan as JSON text (format in docs/planner.md). */
 int tether_plan_to_json(const tether_plan_problem *p, const tether_plan *plan, char **out);
+/* When no plan fits: {"fits": false, "error": why, "operators": [...], "pools": [name, scope,
+ * capacity], "buffers": [name, scope, size, first, last]} (`--json` of a plan that fails). */
+int tether_plan_problem_error_json(const tether_plan_problem *p, const char *why, char **out);
 /* An SVG timeline: x = operator index (with the operators' names when the problem has them),
  * y = offset, one lane per pool, one <rect> per placed buffer with a <title> holding its name,
  * a lane of the graph inputs/outputs left to the caller, axis labels and a legend. */
