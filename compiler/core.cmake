@@ -18,6 +18,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/workload.c
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/tuning_log.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/build.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/build/children.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/mcu_link.c
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/compile.c
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/compile_opencl.c

@@ -145,6 +145,20 @@ int tether__cg_check_prefix(const char *prefix);
  * status, or -1 when it could not be started or did not exit normally (build/build.c). */
 int tether__run_logged(char *const *argv, const char *log);
 
+/* A process the build started (build/children.c): registered from fork until
+ * tether__child_wait saw it end, so tether_build_interrupt can end it (and, with
+ * tether_build_isolate, its process group). */
+typedef struct tether__child {
+    int pid;
+    int slot;
+} tether__child;
+/* Starts argv (found on PATH) with stdin from /dev/null, stdout/stderr on out_fd/err_fd (-1:
+ * inherited) and close_fd (-1: none) closed in the child. Fails with the error set (not started)
+ * once an interrupt has begun. */
+int tether__child_start(char *const *argv, int out_fd, int err_fd, int close_fd, tether__child *c);
+/* Waits for the child to end and unregisters it: its wait status, or -1. */
+int tether__child_wait(tether__child *c);
+
 /* Writes a whole file through tether_file_write (a regular file is replaced atomically, a device
  * or a link written in place); TETHER_ERR_IO naming the path on failure. */
 int tether__write_file(const char *path, const void *data, size_t n);
@@ -167,8 +181,10 @@ int tether__ir_is_graph_output(const tether_ir_graph *g, int t);
 #define TETHER_ARTIFACT_MAX_FILES 16
 typedef struct tether__artifact_writer {
     char paths[TETHER_ARTIFACT_MAX_FILES][1300]; /* files written or tracked, for a rollback */
-    int n;
-    int made_dir; /* this call created dir */
+    volatile int n;       /* (volatile: read by tether_build_interrupt from a signal handler) */
+    volatile int pending; /* paths[n] is the file being written now */
+    int made_dir;         /* this call created dir */
+    int watch;            /* its slot for tether_build_interrupt, -1 = none */
     char dir[1024];
 } tether__artifact_writer;
 
@@ -184,6 +200,12 @@ void tether__artifact_track(tether__artifact_writer *w, const char *name);
 /* After a failure: removes every remembered file and the directory when this writer created it,
  * keeps the current error message and returns rc. */
 int tether__artifact_rollback(tether__artifact_writer *w, int rc);
+/* After success: the artifact is complete, a signal no longer removes it. */
+void tether__artifact_close(tether__artifact_writer *w);
+/* From open_dir to rollback/close the writer is registered for tether_build_interrupt
+ * (build/children.c): the slot, or -1 when every slot is taken. */
+int tether__artifact_watch(const tether__artifact_writer *w);
+void tether__artifact_unwatch(int slot);
 
 /* tether_compile_graph for backend OpenCL (artifact/compile_opencl.c): same contract (artifact
  * directory, nothing partial left on failure). */

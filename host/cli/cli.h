@@ -51,6 +51,10 @@ const char *tether_cli_command(void);
 /* Prints "tether <command>: <formatted reason>" on stderr and returns code. */
 int tether_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* tempdir.c: installs the handler of SIGINT, SIGTERM and SIGHUP (those not ignored): it ends the
+ * compilers a build started and removes what the compile wrote (tether_build_interrupt), removes
+ * the temporary directories, then ends the process by that signal. main() calls it first. */
+void tether_cli_signals_init(void);
 /* tempdir.c: makes $TMPDIR/tether-<tag>-XXXXXX into out (size >= 64) and registers it so that it
  * is removed on SIGINT/SIGTERM/SIGHUP too (a negative status with the error set on failure, not
  * printed); tether_cli_tempdir_remove deletes it (recursively) and unregisters it. */

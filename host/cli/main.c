@@ -1442,6 +1442,8 @@ static int cmd_run(int argc, char **argv, int bench) {
         o.memory = r.mem->opts;
         if (r.params != -1)
             o.codegen.link_params = r.params == 1;
+        else /* large weights go to a params blob unless --params says otherwise */
+            o.params_link_max = TETHER_PARAMS_LINK_MAX;
         if (r.opencl) {
             if (r.abi || r.compile_target || r.opt_level != -2 || r.params != -1 || r.cpu ||
                 tether_memory_cli_given(r.mem))
@@ -1504,7 +1506,9 @@ static int cmd_run(int argc, char **argv, int bench) {
                 snprintf(ol, sizeof ol, "%d", level);
                 cJSON_AddStringToObject(cj, "opt_level", level < 0 ? "s" : ol);
                 cJSON_AddStringToObject(cj, "cpu", o.build.cpu ? o.build.cpu : "");
-                cJSON_AddStringToObject(cj, "params", o.codegen.link_params ? "linked" : "blob");
+                cJSON_AddStringToObject(cj, "params",
+                                        o.codegen.link_params && !res.params_blob_auto ? "linked"
+                                                                                       : "blob");
                 cJSON_AddNumberToObject(cj, "params_bytes", (double)res.params_bytes);
                 cJSON_AddNumberToObject(cj, "text_bytes", (double)res.build.sizes.text);
             }
@@ -1573,6 +1577,13 @@ int main(int argc, char **argv) {
     /* a write to a connection the peer closed (Redis, a device) is an error, not a kill; the
      * transports already avoid the signal on their own writes */
     signal(SIGPIPE, SIG_IGN);
+    /* SIGINT/SIGTERM/SIGHUP end the compilers too and remove what the command left (tempdir.c) */
+    tether_cli_signals_init();
+#ifdef TETHER_HAVE_COMPILER
+    static char who[80];
+    snprintf(who, sizeof who, "tether %.60s", cmd);
+    tether_compile_set_notices(stderr, who); /* e.g. large weights moved to a params blob */
+#endif
     tether_cli_onnx_init(); /* .onnx models and .pb arrays, when built with the ONNX front end */
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage(stdout);

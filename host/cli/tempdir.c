@@ -1,14 +1,21 @@
 /*
- * Temporary directories of the CLI (a model compiled for `run`, the two artifacts of `ab`, an
- * MCU link): made under $TMPDIR (or /tmp), removed when the command ends and also when it is
- * interrupted. On SIGINT, SIGTERM or SIGHUP the handler removes every registered directory with
- * a forked `rm -rf` (fork, execv and waitpid are async-signal-safe, a directory walk is not),
- * then dies of the same signal, so the shell sees the usual status.
+ * The CLI's signal handling and temporary directories (a model compiled for `run`, the two
+ * artifacts of `ab`, an MCU link): made under $TMPDIR (or /tmp), removed when the command ends
+ * and also when it is interrupted. main() installs the handler for SIGINT, SIGTERM and SIGHUP
+ * (tether_cli_signals_init). On one of them, sent to the tether process alone (`kill PID`, a CI
+ * runner) or to its whole process group (a terminal's Ctrl-C), the handler ends every compiler
+ * the build driver started, with what those started (they run in process groups of their own:
+ * tether_build_isolate), removes what the compile in progress wrote (tether_build_interrupt),
+ * removes every registered directory with a forked `rm -rf` (fork, execv and waitpid are
+ * async-signal-safe, a directory walk is not), then dies of the same signal, so the shell sees
+ * the usual status (128 + signal).
  * Must stay true: a registered path is complete before the handlers can see it (slots are
- * filled first, then the count is published); at most TEMPDIR_MAX directories at a time.
+ * filled first, then the count is published); at most TEMPDIR_MAX directories at a time; a
+ * signal that was ignored when tether started (nohup) stays ignored; the handler runs once.
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +24,16 @@
 
 #include "cli.h"
 #include "tether/crt.h"
+#ifdef TETHER_HAVE_COMPILER
+#include "tether/compiler.h"
+#endif
 
 #define TEMPDIR_MAX 8
 
 static char g_dirs[TEMPDIR_MAX][512];
 static volatile sig_atomic_t g_used[TEMPDIR_MAX];
 static int g_handlers;
+static atomic_flag g_handling = ATOMIC_FLAG_INIT;
 
 static void remove_now(const char *dir) {
     pid_t pid = fork();
@@ -39,6 +50,11 @@ static void remove_now(const char *dir) {
 }
 
 static void on_signal(int sig) {
+    if (atomic_flag_test_and_set(&g_handling))
+        return; /* another thread is already ending the process */
+#ifdef TETHER_HAVE_COMPILER
+    tether_build_interrupt(sig); /* compilers first: they may be writing into the directories */
+#endif
     for (int i = 0; i < TEMPDIR_MAX; i++) {
         if (g_used[i]) {
             g_used[i] = 0;
@@ -47,6 +63,28 @@ static void on_signal(int sig) {
     }
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+void tether_cli_signals_init(void) {
+    if (g_handlers)
+        return;
+    g_handlers = 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sigaddset(&sa.sa_mask, SIGHUP);
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+    }
+#ifdef TETHER_HAVE_COMPILER
+    tether_build_isolate(true); /* the handler ends each compiler's whole process group */
+#endif
 }
 
 int tether_cli_tempdir_make(char *out, size_t size, const char *tag) {
@@ -63,19 +101,7 @@ int tether_cli_tempdir_make(char *out, size_t size, const char *tag) {
     if (slot < 0)
         return tether_set_error(TETHER_ERR_IO, "more than %d temporary directories at once",
                                 TEMPDIR_MAX);
-    if (!g_handlers) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaddset(&sa.sa_mask, SIGINT);
-        sigaddset(&sa.sa_mask, SIGTERM);
-        sigaddset(&sa.sa_mask, SIGHUP);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        g_handlers = 1;
-    }
+    tether_cli_signals_init();
     if (!mkdtemp(out))
         return tether_set_error(TETHER_ERR_IO, "cannot create a temporary directory in %s: %s",
                                 base, strerror(errno));

@@ -470,6 +470,29 @@ typedef struct tether_build_result {
 int tether_build_artifact(const char *dir, const char *prefix, const char *entry,
                           const tether_build_options *o, tether_build_result *out);
 
+/* ---- interrupted builds (SIGINT, SIGTERM, SIGHUP) --------------------------------------------
+ * The processes a build runs (gcc and what gcc starts: cc1, as, collect2, ld; ar, objdump) and
+ * the artifact directory a compile is writing are registered while they exist, so that a program
+ * that handles those signals ends and removes them before it ends itself. The tether CLI does:
+ * a signal to the tether process alone (`kill PID`, a CI runner) ends every compiler it started,
+ * removes the artifact directory the compile created (only the files it wrote into one that
+ * existed before) and its temporary directories, then ends tether by the same signal (exit status
+ * 128 + signal, 143 for SIGTERM).
+ *
+ * tether_build_isolate(true): every process the build starts from then on leads a process group
+ * of its own, so one kill reaches what it starts in turn, and a signal meant for the program
+ * (a terminal's Ctrl-C included) reaches the compilers only through tether_build_interrupt: call
+ * it only with such a handler installed. Off by default (the compilers share the caller's process
+ * group, as the Python package's do). On Linux the process also becomes the subreaper of what
+ * they start, so it can reap a killed compiler's children at once.
+ *
+ * tether_build_interrupt(sig), for the handler (async-signal-safe, keeps errno): sends sig to
+ * every registered process (its group when isolated), waits for them to end (SIGKILL after 5 s),
+ * then removes what the compiles in progress wrote, as tether_compile_model does on failure. No
+ * build starts in this process afterwards (it fails at once): end the process next. */
+void tether_build_isolate(bool on);
+void tether_build_interrupt(int sig);
+
 /* ---- the whole pipeline --------------------------------------------------------------------- */
 
 typedef struct tether_compile_options {
@@ -482,7 +505,22 @@ typedef struct tether_compile_options {
     tether_backend backend;                /* C (default) or OpenCL (then `opencl` applies) */
     tether_opencl_options opencl;          /* its prefix is codegen.prefix */
     tether_memory_options memory;          /* pools, pins, planned inputs/outputs (C backend) */
+    /* With codegen.link_params, a library to build and more bytes of weights (constants) than
+     * this, the weights go to a params blob instead (res->params_blob_auto): gcc takes minutes and
+     * GBs over tens of MiB of initialisers. 0 (the default) links them at any size; the tether CLI
+     * sets TETHER_PARAMS_LINK_MAX unless --params says which. */
+    size_t params_link_max;
 } tether_compile_options;
+
+/* The size above which the tether CLI does not link weights unless told to (4 MiB). */
+#define TETHER_PARAMS_LINK_MAX ((size_t)4 << 20)
+
+/* Where the compiler says, once per process each, what it decided on the caller's behalf or what
+ * will take long: weights moved to a params blob (params_link_max), or more than
+ * TETHER_PARAMS_LINK_MAX bytes of weights linked into the C source (said before gcc starts).
+ * One line "<who>: ..." each; f NULL (the default) = silent. The CLI passes stderr and
+ * "tether <command>". Not thread-safe: set it at start-up. */
+void tether_compile_set_notices(FILE *f, const char *who);
 
 void tether_compile_options_init(tether_compile_options *o);
 
@@ -536,6 +574,7 @@ typedef struct tether_compile_result {
     } pools[TETHER_MEMORY_MAX_POOLS];
     int nspilled; /* tensors placed past the first pool (not pinned) */
     size_t params_bytes;
+    bool params_blob_auto;  /* the weights went to a params blob (options' params_link_max) */
     double codegen_seconds; /* model file -> C source (load, passes, plan, emit) */
     bool built;
     tether_build_result build;
@@ -544,7 +583,9 @@ typedef struct tether_compile_result {
 
 /* Compiles a model file into the artifact directory `out_dir` (created if needed): sources,
  * header, params.bin (when not linked), the built library, metadata.json and report.json. On
- * failure nothing partial is left: files this call wrote are removed. */
+ * failure nothing partial is left: files this call wrote are removed (and the directory when it
+ * created it); so are they when a signal ends the program and its handler calls
+ * tether_build_interrupt. */
 int tether_compile_model(const char *model_path, const char *out_dir,
                          const tether_compile_options *o, tether_compile_result *res);
 

@@ -5,9 +5,13 @@
  *
  * What must stay true: on failure every file this call created is removed again (and the
  * directory, when this call created it), so a failed compile never leaves a half artifact that
- * `tether run` could pick up; metadata.json lists exactly the functions of the module registry.
+ * `tether run` could pick up, and from the moment the directory is opened until the compile ends
+ * the writer is registered for tether_build_interrupt (build/children.c), which removes the same
+ * when a signal ends the program; metadata.json lists exactly the functions of the module
+ * registry; weights above params_link_max go to a params blob, said once (params_to_blob).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +59,7 @@ int tether__artifact_init(tether__artifact_writer *w, const char *out_dir) {
         return tether_set_error(TETHER_ERR_LIMIT, "output directory path too long");
     }
     snprintf(w->dir, sizeof w->dir, "%s", out_dir);
+    w->watch = -1;
     return TETHER_OK;
 }
 
@@ -66,6 +71,7 @@ int tether__artifact_open_dir(tether__artifact_writer *w, const char *prefix) {
                                     strerror(errno));
         }
         w->made_dir = 1;
+        w->watch = tether__artifact_watch(w); /* a signal now removes the directory */
         return TETHER_OK;
     }
     if (!S_ISDIR(st.st_mode)) {
@@ -86,6 +92,7 @@ int tether__artifact_open_dir(tether__artifact_writer *w, const char *prefix) {
         snprintf(p, sizeof p, old_pat[i], w->dir, prefix);
         unlink(p);
     }
+    w->watch = tether__artifact_watch(w); /* a signal now removes the files written into it */
     return TETHER_OK;
 }
 
@@ -94,8 +101,10 @@ int tether__artifact_put(tether__artifact_writer *w, const char *name, const voi
         return tether_set_error(TETHER_ERR_INTERNAL, "too many artifact files");
     }
     snprintf(w->paths[w->n], sizeof w->paths[0], "%s/%s", w->dir, name);
+    w->pending = 1;
     int rc = tether__write_file(w->paths[w->n], data, n);
     w->n++;
+    w->pending = 0;
     return rc;
 }
 
@@ -108,6 +117,8 @@ void tether__artifact_track(tether__artifact_writer *w, const char *name) {
 int tether__artifact_rollback(tether__artifact_writer *w, int rc) {
     char msg[TETHER_ERROR_MSG_MAX];
     snprintf(msg, sizeof msg, "%s", tether_last_error());
+    tether__artifact_unwatch(w->watch);
+    w->watch = -1;
     for (int i = 0; i < w->n; i++) {
         unlink(w->paths[i]);
     }
@@ -115,6 +126,66 @@ int tether__artifact_rollback(tether__artifact_writer *w, int rc) {
         rmdir(w->dir);
     }
     return tether_set_error(rc, "%s", msg);
+}
+
+void tether__artifact_close(tether__artifact_writer *w) {
+    tether__artifact_unwatch(w->watch);
+    w->watch = -1;
+}
+
+/* ---- large linked weights ---- */
+
+static FILE *g_notices;
+static char g_notices_who[64];
+static atomic_bool g_said_blob, g_said_linked;
+
+void tether_compile_set_notices(FILE *f, const char *who) {
+    g_notices = f;
+    snprintf(g_notices_who, sizeof g_notices_who, "%s", who ? who : "tether");
+}
+
+/* The bytes of constants the generated C holds (codegen's params_bytes when they are linked). */
+static size_t constant_bytes(const tether_ir_graph *g) {
+    size_t n = 0;
+    for (int i = 0; i < g->ntensors; i++) {
+        if (g->tensors[i].kind == TETHER_TENSOR_CONSTANT) {
+            n += g->tensors[i].nbytes;
+        }
+    }
+    return n;
+}
+
+/* Linked weights become C initialisers that gcc parses and keeps in memory at once (a 32 MiB
+ * dense layer: over a minute and 2.5 GB): above o->params_link_max they go to a params blob
+ * instead (true); linking more than TETHER_PARAMS_LINK_MAX anyway is said before gcc starts.
+ * Each notice at most once per process (tune builds many candidates of one model). */
+static bool params_to_blob(const tether_ir_graph *g, const tether_compile_options *o) {
+    if (!o->codegen.link_params || !o->build_library) {
+        return false;
+    }
+    size_t bytes = constant_bytes(g);
+    bool blob = o->params_link_max > 0 && bytes > o->params_link_max;
+    if (!blob && bytes <= TETHER_PARAMS_LINK_MAX) {
+        return false;
+    }
+    if (g_notices && !atomic_exchange(blob ? &g_said_blob : &g_said_linked, true)) {
+        double mib = (double)bytes / (1024.0 * 1024.0);
+        if (blob) {
+            fprintf(g_notices,
+                    "%s: %.1f MiB of weights: they go to a params blob (params.bin, set at run "
+                    "time), not into the C source, where gcc's time and memory grow with them "
+                    "(32 MiB: a minute, 2.5 GB); --params linked links them anyway\n",
+                    g_notices_who, mib);
+        } else {
+            fprintf(g_notices,
+                    "%s: linking %.1f MiB of weights into the C source: gcc's time and memory "
+                    "grow with them (32 MiB: a minute, 2.5 GB); --params blob puts them in "
+                    "params.bin instead\n",
+                    g_notices_who, mib);
+        }
+        fflush(g_notices);
+    }
+    return blob;
 }
 
 double tether__now_s(void) {
@@ -308,6 +379,13 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     if ((rc = tether__compile_passes_and_plan(g, o, res, &plan))) {
         return rc;
     }
+    tether_compile_options blob;
+    if (params_to_blob(g, o)) {
+        blob = *o;
+        blob.codegen.link_params = false;
+        o = &blob;
+        res->params_blob_auto = true;
+    }
     tether_codegen_output cg;
     rc = tether_codegen_c(g, &plan, &o->codegen, &cg);
     if (rc) {
@@ -386,6 +464,7 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     if (rc) {
         return tether__artifact_rollback(&w, rc);
     }
+    tether__artifact_close(&w);
     return TETHER_OK;
 }
 

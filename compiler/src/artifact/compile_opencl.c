@@ -90,5 +90,6 @@ int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
     if (rc) {
         return tether__artifact_rollback(&w, rc);
     }
+    tether__artifact_close(&w);
     return TETHER_OK;
 }

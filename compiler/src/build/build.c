@@ -2,7 +2,8 @@
  * The build driver: target profiles, running the cross/host compiler on a generated source,
  * ELF section sizes, and the static worst-case stack from -fstack-usage/-fcallgraph-info=su.
  *
- * What must stay true: compilers are run with an argv array (never through a shell), their
+ * What must stay true: compilers are run with an argv array (never through a shell) and through
+ * tether__child_start (children.c: registered, so a signal handler can end them), their
  * stderr goes to <dir>/build.log; a failed build reports the log's first lines; the stack figure
  * is "bounded" only when every path from the root is known (no recursion, no indirect calls, no
  * dynamic frames, no unknown external callees).
@@ -86,29 +87,19 @@ bool tether_target_available(const tether_target *t) {
     return find_program(t->cc, buf, sizeof buf);
 }
 
-/* Runs argv with stdout+stderr appended to log (internal.h). */
+/* Runs argv with stdout+stderr appended to log (internal.h), registered for an interrupt. */
 int tether__run_logged(char *const *argv, const char *log) {
-    pid_t pid = fork();
-    if (pid < 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    tether__child c;
+    int rc = tether__child_start(argv, fd, fd, -1, &c);
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (rc) {
         return -1;
     }
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR) {
-            return -1;
-        }
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    int st = tether__child_wait(&c);
+    return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 /* ---- ELF sizes ------------------------------------------------------------------------------ */
@@ -260,24 +251,17 @@ static int capture(char *const *argv, char **out, size_t *outlen) {
     if (pipe(fd) != 0) {
         return -1;
     }
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fd[0]);
-        close(fd[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        int nul = open("/dev/null", O_WRONLY);
-        dup2(fd[1], 1);
-        if (nul >= 0) {
-            dup2(nul, 2);
-        }
-        close(fd[0]);
-        close(fd[1]);
-        execvp(argv[0], argv);
-        _exit(127);
+    int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    tether__child c;
+    int rc = tether__child_start(argv, fd[1], nul, fd[0], &c);
+    if (nul >= 0) {
+        close(nul);
     }
     close(fd[1]);
+    if (rc) {
+        close(fd[0]);
+        return -1;
+    }
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
     int ok = buf != NULL;
@@ -304,10 +288,8 @@ static int capture(char *const *argv, char **out, size_t *outlen) {
         }
     }
     close(fd[0]);
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    if (!ok || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    int st = tether__child_wait(&c);
+    if (!ok || st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         free(buf);
         return -1;
     }
@@ -1618,6 +1600,7 @@ int tether_build_artifact(const char *dir, const char *prefix, const char *entry
                       "-fdata-sections",
                       "-fstack-usage",
                       "-fcallgraph-info=su",
+                      "-pipe", /* no assembler file in $TMPDIR (or left there by a kill) */
                       inc,
                       "-c",
                       src,

@@ -38,7 +38,8 @@ static const char compile_usage[] =
     "                               targets (x86-64-v2/v3/v4, armv8.2-a+fp16+dotprod, native),\n"
     "                               a -mcpu value on Cortex-M (default: the target's baseline;\n"
     "                               `tether info` shows a device's cpu)\n"
-    "  --params linked|blob         weights as const arrays (default) or a params.bin blob\n"
+    "  --params linked|blob         weights as const arrays or a params.bin blob (default:\n"
+    "                               linked up to 4 MiB of weights, a blob above)\n"
     "  --link-params                same as --params linked\n"
     "  --planner ALGO               memory planner algorithm (default best)\n"
     "  --pool NAME:global:SIZE      a memory pool (repeatable, fastest first; SIZE in bytes\n"
@@ -318,7 +319,7 @@ int tether_cmd_compile(int argc, char **argv) {
     static shapes_opt shp;
     memset(&shp, 0, sizeof shp);
     const char *model = NULL, *out = NULL, *json = NULL, *tuning_log = NULL;
-    int dump = 0, quiet = 0;
+    int dump = 0, quiet = 0, params_given = 0;
     const char *c_only = NULL, *ocl_only = NULL; /* options of one backend only */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -423,6 +424,7 @@ int tether_cmd_compile(int argc, char **argv) {
                 return usage_error("compile", "opt level '%s' is not 0, 1, 2, 3 or s", v);
             }
         } else if (strcmp(a, "--params") == 0) {
+            params_given = 1;
             if (strcmp(v, "linked") == 0) {
                 o.codegen.link_params = true;
             } else if (strcmp(v, "blob") == 0) {
@@ -431,6 +433,7 @@ int tether_cmd_compile(int argc, char **argv) {
                 return usage_error("compile", "--params '%s' is not linked or blob", v);
             }
         } else if (strcmp(a, "--link-params") == 0) {
+            params_given = 1;
             o.codegen.link_params = true;
         } else if (strcmp(a, "--planner") == 0) {
             tether_plan_algorithm algo;
@@ -477,6 +480,9 @@ int tether_cmd_compile(int argc, char **argv) {
         return 2;
     }
     o.memory = mem.opts;
+    if (!params_given) { /* large weights go to a params blob (docs/codegen.md, "Weights") */
+        o.params_link_max = TETHER_PARAMS_LINK_MAX;
+    }
     if (json && tether_file_out_check(json) != 0) { /* found out now, not after the compile */
         fprintf(stderr, "tether compile: --json: %s\n", tether_last_error());
         return 2;
