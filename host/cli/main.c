@@ -1,7 +1,7 @@
 /*
  * tether: the command-line tool (docs/cli.md).
  *
- *   tether info    [--device URL] [--json]           HELLO capabilities (text or JSON, same keys)
+ *   tether info    [--device URL] [--json [FILE]]    HELLO capabilities (text, JSON, same keys)
  *   tether upload  [--device URL] FILE [--name N] [--json FILE]   upload + load a module
  *   tether run     [--device URL] MODULE.so FUNC --in a.npy ... --out c.npy[:DTYPE:D0xD1] ...
  *   tether run     [--device URL] ARTIFACT_DIR|MODEL.json --in x.npy --out y.npy [--json FILE]
@@ -57,8 +57,8 @@ typedef struct common {
     const char *firmware; /* --firmware: firmware.json of an MCU device (or its folder) */
     int timeout_ms;
     int wait;              /* --wait: queue for a busy serial device instead of failing */
-    int json;              /* info --json: JSON on stdout */
-    const char *json_file; /* run/bench/upload --json FILE */
+    int json;              /* info --json: JSON on stdout (or into json_file) */
+    const char *json_file; /* run/bench/upload/info --json FILE */
 } common;
 
 /* Returns 1 when argv[*i] was a common option (consumed), 0 when not, negative on error. */
@@ -221,8 +221,10 @@ static void print_link(info_out *o, const tether_link_stats *l, int probes, int 
     info_real(o, "round trip", "ms", l->rtt_ms > 0, l->rtt_ms);
 }
 
-static void print_info(const tether_device_info *d, int json, const tether_link_stats *link,
-                       int probes, int data_errors) {
+/* json: the fields as JSON instead of text, on stdout (json_file NULL) or into json_file.
+ * Returns the exit code of writing that file (0 when there is none). */
+static int print_info(const tether_device_info *d, int json, const char *json_file,
+                      const tether_link_stats *link, int probes, int data_errors) {
     info_out o = {json ? cJSON_CreateObject() : NULL};
     int mcu = tether_cli_is_mcu(d);
     char buf[64];
@@ -283,6 +285,8 @@ static void print_info(const tether_device_info *d, int json, const tether_link_
     info_bool(&o, "auth required", d->auth_required);
     if (link)
         print_link(&o, link, probes, data_errors);
+    if (o.json && json_file)
+        return tether_cli_write_json(json_file, o.json);
     if (o.json) {
         char *txt = cJSON_Print(o.json);
         if (txt)
@@ -290,6 +294,7 @@ static void print_info(const tether_device_info *d, int json, const tether_link_
         free(txt);
         cJSON_Delete(o.json);
     }
+    return 0;
 }
 
 static int is_help(const char *a) {
@@ -302,20 +307,24 @@ static int cmd_info(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (is_help(argv[i])) {
             printf("usage: tether info [--device URL] [--token-file FILE] [--timeout-ms MS] "
-                   "[--wait] [--link-test N] [--json]\n  Prints the device's HELLO capabilities, "
+                   "[--wait] [--link-test N] [--json [FILE]]\n  Prints the device's HELLO "
+                   "capabilities, "
                    "one per line (for an MCU "
                    "board also its name, memory, boot count and load region), then the link: on a "
                    "serial line (uart://, tcp-serial://) after N round trips of 256 bytes each "
                    "way (default 32, 0 = none) the frames sent, resent, received and damaged, "
                    "CRC errors, the device's NAKs, the byte error rate, the chunk size in use and "
                    "the round trip; --json prints the "
-                   "same fields as a JSON object (key = label with '_' for spaces, plus _bytes, "
-                   "_hz or _ms when the value has that unit; null for what the device does not "
-                   "report).\n");
+                   "same fields as a JSON object instead (key = label with '_' for spaces, plus "
+                   "_bytes, _hz or _ms when the value has that unit; null for what the device "
+                   "does not report); --json FILE writes that object into FILE and prints the "
+                   "text.\n");
             return 0;
         }
         if (!strcmp(argv[i], "--json")) {
             c.json = 1;
+            if (i + 1 < argc && argv[i + 1][0] != '-') /* --json FILE, as every command takes */
+                c.json_file = argv[++i];
             continue;
         }
         if (!strcmp(argv[i], "--link-test")) {
@@ -333,6 +342,8 @@ static int cmd_info(int argc, char **argv) {
         if (r == 0)
             return fail(2, "unknown argument '%s' (try --help)", argv[i]);
     }
+    if (c.json_file && tether_file_out_check(c.json_file)) /* before the device is contacted */
+        return fail(2, "--json: %s", tether_last_error());
     tether_session *s;
     if (open_session(&c, &s))
         return 1;
@@ -347,9 +358,11 @@ static int cmd_info(int argc, char **argv) {
         return 1;
     }
     tether_session_link_stats(s, &link);
-    print_info(tether_session_info(s), c.json, &link, probes, data_errors);
+    if (c.json_file) /* the text on stdout, the JSON into the file */
+        print_info(tether_session_info(s), 0, NULL, &link, probes, data_errors);
+    int wrc = print_info(tether_session_info(s), c.json, c.json_file, &link, probes, data_errors);
     tether_session_close(s);
-    return data_errors ? 1 : 0;
+    return data_errors || wrc ? 1 : 0;
 }
 
 /* ---- upload ---- */
@@ -370,7 +383,8 @@ static int cmd_upload(int argc, char **argv) {
     const char *file = NULL, *name = NULL;
     for (int i = 1; i < argc; i++) {
         if (is_help(argv[i])) {
-            printf("usage: tether upload [--device URL] [--token-file FILE] [--wait] "
+            printf("usage: tether upload [--device URL] [--token-file FILE] [--timeout-ms MS] "
+                   "[--wait] "
                    "FILE.so|FILE.cl|FILE.o|FILE.a|FILE.bin [--name NAME] [--firmware PATH] "
                    "[--json FILE]\n"
                    "  Uploads a shared object or OpenCL C source (content hash checked), loads or "
@@ -593,8 +607,7 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 "[--out y.npy ...]\n"
                 "  --scope global|texture|texture:weight  scope of the following --in/--out\n"
                 "  --int V / --float V  scalar arguments, passed after the arrays\n"
-                "  --reference  (run, MODEL only) run the model on this machine's reference\n"
-                "               interpreter instead of a device\n"
+                "%s"
                 "  --input-shape NAME=D0xD1...  (MODEL) fixes a dynamic input dimension; inputs\n"
                 "               an ONNX operator needs as constants are bound from their --in "
                 "file\n"
@@ -627,6 +640,9 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 "  arguments: inputs then outputs, in order. An --out without a shape takes "
                 "the first input's.\n",
                 g_cmd, g_cmd,
+                bench ? ""
+                      : "  --reference  (MODEL only) run the model on this machine's reference\n"
+                        "               interpreter instead of a device\n",
                 bench ? "timings (every repeat, median/mean/min/max, number/repeat, stack "
                         "high-water mark)"
                       : "outputs' summaries, the call's time and stack high-water mark");

@@ -1,7 +1,8 @@
 /*
  * The CLI commands that need the compiler (built only when tether_compiler is part of the build):
  *
- *   tether ab MODEL [--device URL] [--target T] [--in x.npy ...] [-o DIR] [--json FILE]
+ *   tether ab MODEL [--device URL] [--target T] [--in x.npy ...] [--input-shape N=D0xD1...]
+ *             [-o DIR] [--json FILE]
  *       compiles MODEL with the unpacked and the packed ABI (and with --opencl the OpenCL
  *       backend), prepares every artifact on one session through the same steps as `tether run
  *       ARTIFACT_DIR` (tether/artifact.h), compares every output with the host's reference
@@ -197,12 +198,15 @@ typedef struct ab_args {
     const char *cpu; /* --mcpu, else the device's (HELLO cpu) when the target is the device's */
     int opencl;      /* --opencl: also the OpenCL backend, buffer and texture weights */
     const char *tuning_log; /* --tuning-log: every side compiled with tuned schedules */
+    const char *firmware;   /* --firmware: an MCU board's firmware.json (or its folder) */
+    const char *input_shapes[TETHER_CLI_MAX_IO]; /* --input-shape NAME=D0xD1...: dynamic dims */
+    int ninput_shapes;
 } ab_args;
 
 static const char ab_usage[] =
     "usage: tether ab MODEL [--device URL] [--token-file FILE] [--timeout-ms MS] [--wait]\n"
     "                 [--target T] [--mcpu CPU] [--opt-level 0|1|2|3|s] [--in FILE|NAME=FILE ...]\n"
-    "                 [-o DIR]\n"
+    "                 [--input-shape NAME=D0xD1...] [-o DIR] [--firmware PATH]\n"
     "                 [--number N] [--repeat R] [--min-repeat-ms MS] [--rtol R] [--atol A]\n"
     "                 [--json FILE] [--svg FILE] [--opencl] [--tuning-log FILE]\n"
     "  Compiles MODEL with the unpacked and the packed ABI, runs both on the device (default\n"
@@ -210,7 +214,9 @@ static const char ab_usage[] =
     "  static stack, measured stack high-water mark and latency side by side. The target\n"
     "  comes from the device's HELLO unless --target is given: an MCU board's core (e.g.\n"
     "  cortex-m3), else <arch>-linux with the device's CPU (-march, e.g. x86-64-v4; --mcpu\n"
-    "  overrides). Without --in, inputs are generated\n"
+    "  overrides). --input-shape fixes a dynamic input dimension of an ONNX model, as for run.\n"
+    "  --firmware PATH: an MCU board's firmware.json or its folder, for linking the artifacts\n"
+    "  (default: $TETHER_FIRMWARE, then the build tree). Without --in, inputs are generated\n"
     "  (uniform in [-1, 1), fixed seed). -o keeps the artifacts and inputs in DIR; --json\n"
     "  writes the table as JSON. Exit code 1 when an ABI's outputs differ from the\n"
     "  interpreter (rtol 1e-4, atol 1e-5 by default).\n"
@@ -287,6 +293,12 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
             a->cpu = v;
         } else if (!strcmp(o, "--tuning-log")) {
             a->tuning_log = v;
+        } else if (!strcmp(o, "--firmware")) {
+            a->firmware = v;
+        } else if (!strcmp(o, "--input-shape")) {
+            if (a->ninput_shapes >= TETHER_CLI_MAX_IO)
+                return fail(2, "--input-shape: at most %d", TETHER_CLI_MAX_IO);
+            a->input_shapes[a->ninput_shapes++] = v;
         } else if (!strcmp(o, "--opt-level")) {
             if (!strcmp(v, "s"))
                 a->opt_level = -1;
@@ -638,11 +650,13 @@ static cJSON *side_json(const ab_side *s, uint32_t repeat) {
     return o;
 }
 
-static int write_json(const ab_args *a, const ab_side *s, int interleaved) {
+static int write_json(const ab_args *a, const tether_device_info *d, const ab_side *s,
+                      int interleaved) {
     cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "command", "ab");
+    cJSON_AddItemToObject(root, "device", tether_cli_device_json(a->dev.url, d)); /* as run's */
     cJSON_AddStringToObject(root, "model", a->model);
     cJSON_AddStringToObject(root, "target", a->target);
-    cJSON_AddStringToObject(root, "device", tether_cli_device_url(a->dev.url));
     cJSON_AddNumberToObject(root, "rtol", a->rtol);
     cJSON_AddNumberToObject(root, "atol", a->atol);
     cJSON *m = cJSON_AddObjectToObject(root, "measurement");
@@ -712,6 +726,7 @@ static int side_start(ab_side *s, const ab_args *a, tether_session *ses, const t
     tether_artifact_options o;
     tether_artifact_options_init(&o);
     o.loader = tether_cli_artifact_loader; /* links .o/.a for an MCU board */
+    o.loader_ctx = (void *)a->firmware;
     if (!rc && (tether_artifact_prepare(s->art, ses, &o) ||
                 tether_artifact_run(s->art, ins, outs, &s->run.call, NULL)))
         rc = fail(1, "%s", tether_last_error());
@@ -824,7 +839,8 @@ int tether_cli_cmd_ab(int argc, char **argv) {
      * fed at run time): a bad file is refused before any device is contacted */
     static tether_cli_model_load ml;
     tether_ir_graph g;
-    int lrc = tether_cli_model_inputs_check(a.model, &ml, a.nin, a.in, 0, NULL, 1, &g);
+    int lrc = tether_cli_model_inputs_check(a.model, &ml, a.nin, a.in, a.ninput_shapes,
+                                            a.input_shapes, 1, &g);
     if (lrc)
         return lrc;
     /* then the device: its HELLO decides the target and whether --opencl can run at all */
@@ -975,7 +991,7 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     print_table(&a, &g, s, interleaved);
     if (a.opencl)
         print_opencl(s);
-    if (a.json && write_json(&a, s, interleaved))
+    if (a.json && write_json(&a, d, s, interleaved))
         goto done;
     if (a.svg && write_svg(&a, &g, s, nsides))
         goto done;

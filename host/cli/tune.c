@@ -360,8 +360,8 @@ static double now_s(void) {
 
 static const char tune_usage[] =
     "usage: tether tune MODEL [--device URL] [--backend c|opencl] [--trials N] [--log FILE]\n"
-    "                   [--time-budget S]\n"
-    "                   [--number N] [--repeat R] [--seed N] [--token-file F] [--timeout-ms MS]\n"
+    "                   [--time-budget S] [--number N] [--repeat R] [--min-repeat-ms MS]\n"
+    "                   [--seed N] [--token-file F] [--timeout-ms MS] [--wait] [--firmware PATH]\n"
     "Searches the schedule knobs of every distinct conv2d/dense/matmul workload of MODEL,\n"
     "measured on the device (docs/tune.md):\n"
     "  --device URL      where to measure (default $TETHER_DEVICE, else local:)\n"
@@ -376,6 +376,7 @@ static const char tune_usage[] =
     "                    repeats (default 5), the median (outliers do not move it)\n"
     "  --seed N          the search's random seed (default 1)\n"
     "  --firmware PATH   (MCU board) its firmware.json or build folder, for linking candidates\n"
+    "  --wait            queue for a busy serial device instead of failing at once\n"
     "Use the log with `tether compile|run|bench MODEL --tuning-log FILE`.\n";
 
 int tether_cli_cmd_tune(int argc, char **argv) {

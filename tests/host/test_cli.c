@@ -208,6 +208,16 @@ static void test_info_consistent(void **state) {
     assert_int_equal(lines, reported);
     assert_true(lines >= 15);
     cJSON_Delete(j);
+    /* --json FILE, as every command takes it: the same object in FILE, the text on stdout */
+    assert_int_equal(tether(&o, "info --json info.json"), 0);
+    assert_non_null(strstr(o, "scopes             global"));
+    assert_non_null(strstr(o, "wrote info.json"));
+    j = read_json("info.json");
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "auth_required")));
+    assert_non_null(cJSON_GetObjectItem(j, "pool_bytes"));
+    cJSON_Delete(j);
+    assert_int_equal(tether(&o, "info --json /nonexistent/info.json"), 2); /* before the device */
+    assert_non_null(strstr(o, "--json"));
 }
 
 /* Every subcommand prints its help and exits 0 on --help and -h; tether --version. */
@@ -259,7 +269,7 @@ static void test_usage_errors(void **state) {
     assert_int_equal(tether(&o, "run x.so f --out y.npy:float32:1x12x"), 2);
     assert_non_null(strstr(o, "bad shape"));
     assert_int_equal(tether(&o, "plan-buffers --help"), 0);
-    assert_non_null(strstr(o, "usage: plan-buffers"));
+    assert_non_null(strstr(o, "usage: tether plan-buffers"));
 }
 
 static void test_run_module(void **state) {
@@ -730,6 +740,13 @@ static void test_ab(void **state) {
                 strstr(verdict, "significantly slower") ||
                 strstr(verdict, "no significant difference"));
     cJSON *j = read_json("ab.json");
+    /* the head of run's, bench's and upload's JSON: the command and the device object */
+    assert_string_equal(str(j, "command"), "ab");
+    const cJSON *dev = cJSON_GetObjectItem(j, "device");
+    assert_true(cJSON_IsObject(dev));
+    assert_string_equal(str(dev, "url"), "local:");
+    assert_string_equal(str(dev, "arch"), "x86_64");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(dev, "board")));
     cJSON *abis = cJSON_GetObjectItem(j, "abis");
     assert_int_equal(cJSON_GetArraySize(abis), 2);
     cJSON *u = cJSON_GetArrayItem(abis, 0), *k = cJSON_GetArrayItem(abis, 1);

@@ -2,9 +2,9 @@
  * ONNX through the `tether` CLI as a process, against local: (a tetherd child over stdio), on
  * models and .pb files written here: import to JSON, compile and plan .onnx directly, run .onnx
  * (on the device and --reference) with .pb inputs (an input the Reshape needs as a constant is
- * bound from its --in file),
- * --input-shape for a dynamic dimension, and the exit codes and messages of bad models (the
- * complete list of unsupported operators reaches the terminal, not just 255 bytes of it).
+ * bound from its --in file), --input-shape for a dynamic dimension (compile, import, plan and
+ * ab), and the exit codes and messages of bad models (the complete list of unsupported
+ * operators reaches the terminal, not just 255 bytes of it).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -201,6 +201,20 @@ static void test_import_compile_plan(void **state) {
     assert_non_null(strstr(o, "has rank 4; --input-shape gives rank 2"));
     assert_int_equal(tether(&o, "compile dyn.onnx -o a4 --input-shape x"), 2);
     assert_int_equal(tether(&o, "plan dyn.onnx --input-shape x=1x2x4x4"), 0);
+    /* ab takes --input-shape as run and compile do: both ABIs of the fixed shape, equal to the
+     * interpreter; without it the same error as compile's, before any device is contacted */
+    rc = tether(&o, "ab dyn.onnx --input-shape x=2x2x4x4 -o ab-dyn --number 2 --repeat 1");
+    if (rc) {
+        fail_msg("%s", o);
+    }
+    assert_non_null(strstr(o, "outputs equal the interpreter"));
+    tether_npy in;
+    assert_int_equal(tether_npy_read(path("ab-dyn/input_0.npy"), &in), 0);
+    assert_int_equal(in.ndim, 4);
+    assert_int_equal(in.shape[0], 2);
+    tether_npy_free(&in);
+    assert_int_equal(tether(&o, "ab dyn.onnx --device tcp://127.0.0.1:1 --repeat 1"), 1);
+    assert_non_null(strstr(o, "graph input 'x' has a dynamic dimension 0 ('N')"));
 }
 
 static void test_bad_models(void **state) {

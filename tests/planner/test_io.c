@@ -525,7 +525,7 @@ static void expect_cli_error(int want_code, const char *needle, int argc, const 
         fail_msg("exit %d (want %d), stderr: %s", code, want_code, err);
     }
     assert_int_equal(count(err, "\n"), 1); /* exactly one line */
-    assert_true(strncmp(err, "plan-buffers: ", 14) == 0);
+    assert_true(strncmp(err, "tether plan-buffers: ", 21) == 0);
     free(out);
     free(err);
 }
@@ -598,7 +598,7 @@ static void test_cli(void **state) {
 
     const char *help[] = {"plan-buffers", "--help"};
     assert_int_equal(run_cli(&out, &err, 2, help), 0);
-    assert_non_null(strstr(out, "usage: plan-buffers"));
+    assert_non_null(strstr(out, "usage: tether plan-buffers"));
     free(out);
     free(err);
 

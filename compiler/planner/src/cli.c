@@ -282,7 +282,7 @@ int tether_plan_cli(const char *prog, tether_plan_problem *problem, int argc, ch
 }
 
 int tether_cmd_plan_buffers(int argc, char **argv) {
-    const char *prog = "plan-buffers";
+    const char *prog = "tether plan-buffers";
     cli_args a;
     int code = parse_args(prog, argc, argv, 1, true, &a);
     if (code != 0) {

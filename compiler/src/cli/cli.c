@@ -77,7 +77,9 @@ static const char compile_usage[] =
     "                               limits) and upload nothing\n"
     "  --firmware PATH              (MCU) the board's firmware.json or firmware build folder\n"
     "                               (default $TETHER_FIRMWARE, else the build tree's)\n"
-    "  --token-file F, --timeout-ms MS   as for the device commands (docs/cli.md)\n";
+    "  --token-file F, --timeout-ms MS   as for the device commands (docs/cli.md)\n"
+    "  --wait                       (with --upload or --device) queue for a busy serial device\n"
+    "                               instead of failing at once\n";
 
 static int usage_error(const char *cmd, const char *fmt, const char *arg) {
     fprintf(stderr, "tether %s: ", cmd);
@@ -449,6 +451,10 @@ int tether_cmd_compile(int argc, char **argv) {
             dump = 1;
         } else if (strcmp(a, "--quiet") == 0) {
             quiet = 1;
+        } else if (strcmp(a, "--wait") == 0 || strcmp(a, "--firmware") == 0 ||
+                   strcmp(a, "--token-file") == 0 || strcmp(a, "--timeout-ms") == 0) {
+            /* options of the device path (--upload/--device), which takes them out first */
+            return usage_error("compile", "%s is for a device: give --upload or --device", a);
         } else if (a[0] == '-') {
             return usage_error("compile", "unknown option '%s'", a);
         } else if (!model) {

@@ -1,9 +1,10 @@
 /*
  * tether crt: how N-d tensors map onto 2D RGBA images.
  *
- * Two conventions (after TVM's texture-memory design), both requiring the innermost dimension to
- * be exactly 4 (the RGBA texel):
- *   texture         [d0, ..., d(n-3), d(n-2), 4] -> height = d0*...*d(n-3), width = d(n-2)
+ * Two conventions (after TVM's texture-memory design); the innermost dimension is the texel's
+ * channels: 1, 2 or 4 for `texture` (R, RG, RGBA; 3 is refused, nothing is padded implicitly),
+ * exactly 4 (RGBA) for `texture:weight`:
+ *   texture         [d0, ..., d(n-3), d(n-2), C] -> height = d0*...*d(n-3), width = d(n-2)
  *                   e.g. activations NCHW4c [1, 8, 32, 32, 4] -> 32 wide, 256 high
  *   texture:weight  [d0, d1, ..., d(n-2), 4]     -> height = d0, width = d1*...*d(n-2)
  *                   e.g. weights OIHW4o [16, 4, 3, 3, 4] -> 36 wide, 16 high
