@@ -223,7 +223,8 @@ char *tether__report_json_c(const tether_ir_graph *g, const struct tether_compil
                             const struct tether_memplan *plan,
                             const struct tether_compile_result *res);
 char *tether__report_json_opencl(const tether_ir_graph *g, const struct tether_compile_result *res,
-                                 const struct tether_opencl_output *cg, bool texture);
+                                 const struct tether_opencl_output *cg, bool texture,
+                                 bool buffer_variant);
 /* The options a compile really runs with (artifact/compile.c): o with what its backend and
  * target decide filled in (C: the schedule's vector width from --target/--mcpu, and with it the
  * passes' pad_conv_min_width). Idempotent. */

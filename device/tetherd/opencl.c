@@ -2,8 +2,10 @@
  * tetherd OpenCL layer (see opencl.h).
  *
  * What must stay true: an image is only ever created from tether_texture_extent with the device's
- * real CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT (nothing is truncated); every OpenCL error becomes a
- * status with a message naming the call and the CL error code; a failed build returns its log.
+ * real CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT (nothing is truncated), or with the smaller limits of
+ * the test aid TETHERD_TEST_IMAGE_MAX=WxH, which HELLO then reports too (so tests can meet a
+ * device with small images on PoCL); every OpenCL error becomes a status with a message naming
+ * the call and the CL error code; a failed build returns its log.
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include "opencl.h"
@@ -37,6 +39,28 @@ struct tetherd_cl_program {
     char (*names)[128];
     cl_uint *nargs;
 };
+
+/* The test aid TETHERD_TEST_IMAGE_MAX=WxH (docs/tetherd.md): the image limits become at most W x
+ * H texels, in HELLO and for every image, as on a device with smaller images. A value that is
+ * not WxH (positive) is said on stderr and ignored. */
+static void test_image_limits(size_t *w, size_t *h) {
+    const char *v = getenv("TETHERD_TEST_IMAGE_MAX");
+    if (!v || !v[0]) {
+        return;
+    }
+    unsigned long long tw = 0, th = 0;
+    char tail = 0;
+    if (sscanf(v, "%llux%llu%c", &tw, &th, &tail) != 2 || tw < 1 || th < 1) {
+        fprintf(stderr, "tetherd: TETHERD_TEST_IMAGE_MAX='%s' is not WIDTHxHEIGHT; ignored\n", v);
+        return;
+    }
+    if ((size_t)tw < *w) {
+        *w = (size_t)tw;
+    }
+    if ((size_t)th < *h) {
+        *h = (size_t)th;
+    }
+}
 
 static int cl_fail(const char *what, cl_int err) {
     return tether_set_error(TETHER_ERR_IO, "OpenCL %s failed (error %d)", what, (int)err);
@@ -80,6 +104,7 @@ int tetherd_cl_probe(uint32_t *max_width, uint32_t *max_height) {
             size_t w = 0, h = 0;
             clGetDeviceInfo(dev, CL_DEVICE_IMAGE2D_MAX_WIDTH, sizeof w, &w, NULL);
             clGetDeviceInfo(dev, CL_DEVICE_IMAGE2D_MAX_HEIGHT, sizeof h, &h, NULL);
+            test_image_limits(&w, &h);
             v[0] = (uint32_t)w;
             v[1] = (uint32_t)h;
         }
@@ -110,6 +135,7 @@ int tetherd_cl_open(tetherd_cl **out) {
     }
     clGetDeviceInfo(cl->device, CL_DEVICE_IMAGE2D_MAX_WIDTH, sizeof cl->max_w, &cl->max_w, NULL);
     clGetDeviceInfo(cl->device, CL_DEVICE_IMAGE2D_MAX_HEIGHT, sizeof cl->max_h, &cl->max_h, NULL);
+    test_image_limits(&cl->max_w, &cl->max_h);
     cl_int err;
     cl->ctx = clCreateContext(NULL, 1, &cl->device, NULL, NULL, &err);
     if (!cl->ctx) {

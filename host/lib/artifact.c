@@ -446,6 +446,10 @@ int tether_artifact_check_input(const tether_artifact *a, int i, const char *pat
     return tether_npy_check(n, path, "model input", io.name, io.dtype, io.ndim, io.shape);
 }
 
+const char *tether_artifact_fallback(const tether_artifact *a) {
+    return a->ocl ? tether__ocl_artifact_fallback(a->ocl) : NULL;
+}
+
 int tether_artifact_num_kernels(const tether_artifact *a) {
     return a->ocl ? tether__ocl_artifact_num_steps(a->ocl) : 0;
 }

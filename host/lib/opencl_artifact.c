@@ -3,10 +3,13 @@
  *
  * What must stay true: metadata.json is checked completely before anything is sent (kinds,
  * scopes, float32, shapes against bytes, params ranges inside params.bin, the inputs/outputs
- * signature, every step argument in range); image extents are checked against the device's HELLO
- * limits before any allocation, with an error naming the weight, its node and the limit; every
- * remote array allocated here is freed on every path (tether__ocl_artifact_free); times are sums of
- * the kernels' profiled times as tetherd reports them.
+ * signature, every step argument in range), its buffer variant too (no image, the same inputs,
+ * outputs and steps); image extents are checked against the device's HELLO limits before any
+ * allocation: an image the device cannot hold makes the artifact run its buffer variant when it
+ * has one (the same result, every tensor in buffers), else an error naming the image (the weight,
+ * or the activations a texture image holds), its node and the limit; every remote array
+ * allocated here is freed on every path (tether__ocl_artifact_free); times are sums of the
+ * kernels' profiled times as tetherd reports them.
  */
 #include "opencl_artifact.h"
 
@@ -88,6 +91,10 @@ struct tether__ocl_artifact {
     tether_remote_arg *largs;
     int *chunk_start; /* nchunks + 1 entries */
     int nchunks;
+    /* metadata.json's "buffer_variant" (NULL: none); after a fallback, the artifact as compiled
+     * (with images), kept only to be freed */
+    tether__ocl_artifact *variant;
+    char fallback[TETHER_ERROR_MSG_MAX]; /* why the buffer variant runs ("" = it does not) */
 };
 
 /* ---- reading ------------------------------------------------------------------------------- */
@@ -369,6 +376,41 @@ static int parse_steps(tether__ocl_artifact *a, const cJSON *arr) {
     return TETHER_OK;
 }
 
+/* metadata.json's "buffer_variant": a whole OpenCL metadata object of the same model with
+ * every tensor in buffers, checked like the artifact and against it: no image, no variant of
+ * its own, the same inputs and outputs, the same steps (one per node, in the same order). */
+static int load_variant(tether__ocl_artifact *a, const cJSON *bv) {
+    if (!cJSON_IsObject(bv) || cJSON_GetObjectItemCaseSensitive(bv, "buffer_variant")) {
+        return bad(a, "buffer_variant must be an artifact's metadata object (without a variant)");
+    }
+    int rc = tether__ocl_artifact_load(a->dir, bv, &a->variant);
+    if (rc) {
+        char msg[TETHER_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", tether_last_error());
+        return tether_set_error(rc, "buffer_variant: %s", msg);
+    }
+    const tether__ocl_artifact *v = a->variant;
+    for (int i = 0; i < v->nmems; i++) {
+        if (v->mems[i].kind == K_IMAGE || v->mems[i].kind == K_TEXTURE) {
+            return bad(a, "buffer_variant: memory %d ('%s') is an image", i, v->mems[i].name);
+        }
+    }
+    int same = v->nin == a->nin && v->nout == a->nout && v->nsteps == a->nsteps;
+    for (int k = 0; same && k < a->nin + a->nout; k++) {
+        const ocl_io *x = k < a->nin ? &a->in[k] : &a->out[k - a->nin];
+        const ocl_io *y = k < a->nin ? &v->in[k] : &v->out[k - a->nin];
+        same = strcmp(x->name, y->name) == 0 && x->ndim == y->ndim &&
+               memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->ndim) == 0;
+    }
+    for (int i = 0; same && i < a->nsteps; i++) {
+        same = strcmp(a->steps[i].node, v->steps[i].node) == 0;
+    }
+    if (!same) {
+        return bad(a, "buffer_variant has other inputs, outputs or steps than the artifact");
+    }
+    return TETHER_OK;
+}
+
 int tether__ocl_artifact_load(const char *dir, const cJSON *m, tether__ocl_artifact **out) {
     *out = NULL;
     tether__ocl_artifact *a = calloc(1, sizeof *a);
@@ -429,6 +471,10 @@ int tether__ocl_artifact_load(const char *dir, const cJSON *m, tether__ocl_artif
         rc = bad(a, "'kernels' (%g) differs from the %d steps",
                  cJSON_IsNumber(nk) ? nk->valuedouble : -1.0, a->nsteps);
     }
+    const cJSON *bv = cJSON_GetObjectItemCaseSensitive(m, "buffer_variant");
+    if (!rc && bv && !cJSON_IsNull(bv)) {
+        rc = load_variant(a, bv);
+    }
     if (rc) {
         tether__ocl_artifact_free(a);
         return rc;
@@ -488,19 +534,9 @@ static const char *node_of(const tether__ocl_artifact *a, int m) {
     return "";
 }
 
-int tether__ocl_artifact_prepare(tether__ocl_artifact *a, tether_session *s) {
-    if (a->s) {
-        return tether_set_error(TETHER_ERR_STATE, "%s: the artifact is already on a device",
-                                a->dir);
-    }
-    const tether_device_info *d = tether_session_info(s);
-    if (!d->opencl) {
-        return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "%s is an OpenCL artifact, but the device has no OpenCL layer "
-                                "(HELLO: opencl no); run it on a tetherd with an OpenCL device",
-                                a->dir);
-    }
-    /* every image must fit the device before anything is allocated */
+/* TETHER_OK when the device holds every image of a (scope offered, extent within its HELLO
+ * limits), else the error naming the first image that does not fit, its node and the limit. */
+static int images_fit(const tether__ocl_artifact *a, const tether_device_info *d) {
     for (int i = 0; i < a->nmems; i++) {
         const ocl_mem *m = &a->mems[i];
         if (m->kind != K_IMAGE && m->kind != K_TEXTURE) {
@@ -518,17 +554,55 @@ int tether__ocl_artifact_prepare(tether__ocl_artifact *a, tether_session *s) {
                                   d->image_max_height, &ext)) {
             char msg[TETHER_ERROR_MSG_MAX];
             snprintf(msg, sizeof msg, "%s", tether_last_error());
-            return tether_set_error(TETHER_ERR_LIMIT, "%s (node '%s'): %s (compile without %s%s)",
-                                    m->name, node_of(a, i), msg, flag,
-                                    m->kind == K_TEXTURE ? ", or with --image-max at the "
-                                                           "device's limits"
-                                                         : "");
+            /* an artifact without a buffer variant was compiled for given image limits */
+            return tether_set_error(TETHER_ERR_LIMIT,
+                                    "%s (node '%s'): %s (recompile with --device URL or "
+                                    "--image-max WxH at the device's limits, or without %s)",
+                                    m->name, node_of(a, i), msg, flag);
         }
+    }
+    return TETHER_OK;
+}
+
+const char *tether__ocl_artifact_fallback(const tether__ocl_artifact *a) {
+    return a->fallback[0] ? a->fallback : NULL;
+}
+
+int tether__ocl_artifact_prepare(tether__ocl_artifact *a, tether_session *s) {
+    if (a->s) {
+        return tether_set_error(TETHER_ERR_STATE, "%s: the artifact is already on a device",
+                                a->dir);
+    }
+    const tether_device_info *d = tether_session_info(s);
+    if (!d->opencl) {
+        return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                "%s is an OpenCL artifact, but the device has no OpenCL layer "
+                                "(HELLO: opencl no); run it on a tetherd with an OpenCL device",
+                                a->dir);
+    }
+    /* every image must fit the device before anything is allocated; one that does not makes the
+     * buffer variant run (compile-time --device/--image-max keep such a tensor a buffer too) */
+    int rc = images_fit(a, d);
+    if (rc && a->variant) {
+        char why[TETHER_ERROR_MSG_MAX];
+        snprintf(why, sizeof why, "%s", tether_last_error());
+        tether__ocl_artifact *v = a->variant;
+        int per_kernel = a->per_kernel;
+        tether__ocl_artifact t = *a;
+        *a = *v; /* a is now the buffer variant; v keeps the artifact as compiled, to be freed */
+        *v = t;
+        v->variant = NULL;
+        a->variant = v;
+        a->per_kernel = per_kernel;
+        snprintf(a->fallback, sizeof a->fallback, "%s", why);
+        rc = TETHER_OK;
+    }
+    if (rc) {
+        return rc;
     }
     a->s = s;
     const char *name = a->source_name;
     uint64_t module = 0;
-    int rc = TETHER_OK;
     if (a->nsteps > 0) { /* a model whose outputs are all empty has no kernel to build */
         rc = tether_session_upload(s, TETHER_MODULE_OPENCL_SOURCE, name, a->source, a->source_len);
         if (!rc) {
@@ -897,5 +971,6 @@ void tether__ocl_artifact_free(tether__ocl_artifact *a) {
     free(a->out);
     free(a->source);
     free(a->params);
+    tether__ocl_artifact_free(a->variant);
     free(a);
 }

@@ -45,8 +45,13 @@ const char *tether__ocl_artifact_prefix(const tether__ocl_artifact *a);
 
 /* Checks that the device runs OpenCL and that every image fits its HELLO limits, uploads and
  * builds the source, looks up every kernel, allocates every memory object and copies the weights.
- * Once per artifact object. */
+ * Once per artifact object. An image the device cannot hold (no such scope, an extent over
+ * CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT) makes the artifact its buffer variant from here on when it
+ * has one (same inputs, outputs and steps), else fails naming the image, its node and the limit. */
 int tether__ocl_artifact_prepare(tether__ocl_artifact *a, tether_session *s);
+/* After prepare: why the buffer variant runs instead of the images (the image that did not fit
+ * and the limit), or NULL when the artifact runs as compiled. */
+const char *tether__ocl_artifact_fallback(const tether__ocl_artifact *a);
 
 /* One inference: inputs (float32, sizes as the metadata says) copied in, every step launched,
  * outputs copied out; *elapsed_ns (may be NULL) = the sum of the kernels' profiled times;

@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <cmocka.h>
 
 #include "daemon.h"
@@ -36,6 +37,8 @@
 #include "tether/npy.h"
 
 static tether_session *g_s;
+static tether_session *g_run;                 /* run_ocl's session (NULL: g_s) */
+static char g_fallback[TETHER_ERROR_MSG_MAX]; /* run_ocl: why its artifact ran the buffer variant */
 static char g_tmp[64];
 static int g_seq;
 static bool g_tex_act;       /* compile_ocl: --texture-activations */
@@ -99,7 +102,10 @@ static void run_ocl(const char *dir, const float *const *ins, float **outs, int 
             outs[i][k] = NAN; /* every element must be written */
         }
     }
-    int rc = tether_artifact_prepare(a, g_s, NULL);
+    tether_session *s = g_run ? g_run : g_s;
+    int rc = tether_artifact_prepare(a, s, NULL);
+    const char *fb = rc ? NULL : tether_artifact_fallback(a);
+    snprintf(g_fallback, sizeof g_fallback, "%s", fb ? fb : "");
     if (!rc) {
         rc = tether_artifact_run(a, (const void *const *)ins, (void *const *)outs, NULL, NULL);
     }
@@ -107,7 +113,7 @@ static void run_ocl(const char *dir, const float *const *ins, float **outs, int 
     snprintf(msg, sizeof msg, "%s", tether_last_error());
     tether_artifact_free(a);
     /* a session holds at most 16 modules: start afresh for the next artifact */
-    assert_int_equal(tether_session_reset(g_s), 0);
+    assert_int_equal(tether_session_reset(s), 0);
     if (rc) {
         fail_msg("run %s: %s", dir, msg);
     }
@@ -481,8 +487,10 @@ static void test_unsupported_nodes(void **state) {
     tether_ir_close(&g);
 }
 
-/* A conv whose OIHW4o weight image is wider than the device allows: refused with the limit
- * before anything is allocated; the same model with buffer weights runs. */
+/* A conv whose OIHW4o weight image is wider than the device allows: compiled without image limits
+ * the artifact runs its buffer variant there (the interpreter's outputs, the reason named);
+ * compiled for larger limits (no variant) it is refused with the limit before anything is
+ * allocated; the same model with buffer weights runs. */
 static void test_image_over_limit(void **state) {
     (void)state;
     const tether_device_info *d = tether_session_info(g_s);
@@ -491,8 +499,16 @@ static void test_image_over_limit(void **state) {
     conv_case c = {"wide", {1, C, 3, 3}, {4, C, 3, 3}, 1, 1, 1, 1, 1, TETHER_ACT_NONE, 0};
     tether_ir_graph g;
     build_conv(&g, &c);
+    check_graph(&g, NULL, true, true);
+    char want[128];
+    snprintf(want, sizeof want, "texture:weight image width %lld exceeds the device limit",
+             (long long)(C * 9));
+    assert_non_null(strstr(g_fallback, want));
+    assert_non_null(strstr(g_fallback, "w (node 'conv')"));
+    g_img_max[0] = g_img_max[1] = (int64_t)1 << 20; /* limits given: no buffer variant */
     char dir[128];
     compile_ocl(&g, true, true, dir, sizeof dir);
+    g_img_max[0] = g_img_max[1] = 0;
     tether_artifact *a;
     assert_int_equal(tether_artifact_open(dir, &a), 0);
     int rc = tether_artifact_prepare(a, g_s, NULL);
@@ -501,14 +517,13 @@ static void test_image_over_limit(void **state) {
     tether_artifact_free(a);
     assert_int_equal(tether_session_reset(g_s), 0);
     assert_int_equal(rc, TETHER_ERR_LIMIT);
-    char want[128];
-    snprintf(want, sizeof want, "texture:weight image width %lld exceeds the device limit",
-             (long long)(C * 9));
     assert_non_null(strstr(msg, want));
     assert_non_null(strstr(msg, "CL_DEVICE_IMAGE2D_MAX_WIDTH"));
     assert_non_null(strstr(msg, "w (node 'conv')"));
+    assert_non_null(strstr(msg, "recompile with --device URL or --image-max WxH"));
     rm_tree(dir);
     check_graph(&g, NULL, false, true);
+    assert_string_equal(g_fallback, "");
     tether_ir_close(&g);
 }
 
@@ -684,6 +699,147 @@ static void test_texture_activations(void **state) {
     for (int i = 0; i < 4; i++) {
         tether_ir_close(&gs[i]);
     }
+}
+
+/* metadata.json of dir, parsed. */
+static cJSON *read_metadata(const char *dir) {
+    char p[200], *text;
+    snprintf(p, sizeof p, "%s/metadata.json", dir);
+    assert_int_equal(tether_file_read_text(p, 1 << 24, &text, NULL), 0);
+    cJSON *m = cJSON_Parse(text);
+    free(text);
+    assert_non_null(m);
+    return m;
+}
+
+/* Images over a device's limits (issue 25), on a tetherd that reports 8x8 images (the test aid
+ * TETHERD_TEST_IMAGE_MAX): every texture image of metadata.json is named after the activations
+ * it holds (never "params"); an artifact compiled without image limits carries a buffer variant
+ * and gives the interpreter's outputs there, saying why, and uses its images on the real limits;
+ * compiled with --image-max larger than the device (no variant) it is refused with the image's
+ * name, its node and what to recompile with; weights over --image-max stay buffers. */
+static void test_image_fallback(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    build_tex_chain(&g);
+    tether_session *small;
+    setenv("TETHERD_TEST_IMAGE_MAX", "8x8", 1);
+    int rc = open_local(&small);
+    unsetenv("TETHERD_TEST_IMAGE_MAX");
+    assert_int_equal(rc, 0);
+    assert_int_equal(tether_session_info(small)->image_max_width, 8);
+    assert_int_equal(tether_session_info(small)->image_max_height, 8);
+    g_tex_act = true;
+    char dir[128];
+    compile_ocl(&g, true, true, dir, sizeof dir);
+    cJSON *m = read_metadata(dir);
+    int textures = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, cJSON_GetObjectItem(m, "memory")) {
+        const char *kind = cJSON_GetObjectItem(x, "kind")->valuestring;
+        const char *name = cJSON_GetObjectItem(x, "name")->valuestring;
+        if (strcmp(kind, "texture") == 0) {
+            char want[64];
+            snprintf(want, sizeof want, "texture image %d of ", textures++);
+            assert_memory_equal(name, want, strlen(want));
+            const cJSON *holds = cJSON_GetObjectItem(x, "holds");
+            assert_true(cJSON_GetArraySize(holds) >= 1);
+            /* every activation it holds is named */
+            const cJSON *h;
+            cJSON_ArrayForEach(h, holds) {
+                assert_non_null(strstr(name + strlen(want), h->valuestring));
+            }
+        } else if (strcmp(kind, "weight_image") == 0) {
+            assert_true(name[0] == 'w' || name[0] == 'b'); /* the weight tensor's name */
+        }
+        if (strcmp(kind, "params") != 0) {
+            assert_string_not_equal(name, "params");
+        }
+    }
+    assert_true(textures >= 1);
+    const cJSON *bv = cJSON_GetObjectItem(m, "buffer_variant");
+    assert_true(cJSON_IsObject(bv));
+    assert_string_equal(cJSON_GetObjectItem(bv, "source")->valuestring, "m.buffers.cl");
+    cJSON_ArrayForEach(x, cJSON_GetObjectItem(bv, "memory")) {
+        const char *kind = cJSON_GetObjectItem(x, "kind")->valuestring;
+        assert_true(strcmp(kind, "texture") != 0 && strcmp(kind, "weight_image") != 0);
+    }
+    /* a variant that is not the same model, or not buffers only, is refused when opened */
+    for (int k = 0; k < 3; k++) {
+        cJSON *c = cJSON_Duplicate(m, 1);
+        cJSON *cv = cJSON_GetObjectItem(c, "buffer_variant");
+        const char *want = "buffer_variant has other inputs, outputs or steps than the artifact";
+        if (k == 0) {
+            cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItem(cv, "steps"), 1);
+            cJSON_ReplaceItemInObject(st, "node", cJSON_CreateString("elsewhere"));
+        } else if (k == 1) {
+            cJSON_ReplaceItemInObject(cv, "memory",
+                                      cJSON_Duplicate(cJSON_GetObjectItem(c, "memory"), 1));
+            want = "buffer_variant: memory 0 ('texture image 0 of ";
+        } else {
+            cJSON_ReplaceItemInObject(cv, "source", cJSON_CreateString("missing.cl"));
+            want = "buffer_variant: ";
+        }
+        char *text = cJSON_Print(c), p[200];
+        cJSON_Delete(c);
+        snprintf(p, sizeof p, "%s/metadata.json", dir);
+        assert_int_equal(tether_file_write(p, text, strlen(text)), 0);
+        free(text);
+        tether_artifact *bad;
+        assert_int_not_equal(tether_artifact_open(dir, &bad), 0);
+        if (!strstr(tether_last_error(), want)) {
+            fail_msg("variant edit %d: %s", k, tether_last_error());
+        }
+    }
+    cJSON_Delete(m);
+    rm_tree(dir);
+    /* the small device runs the buffer variant, the real one the images: both as the reference */
+    g_run = small;
+    check_graph(&g, NULL, true, true);
+    assert_non_null(strstr(g_fallback, "exceeds the device limit CL_DEVICE_IMAGE2D_MAX_"));
+    assert_non_null(strstr(g_fallback, "= 8"));
+    check_graph(&g, NULL, false, true); /* texture activations alone */
+    assert_non_null(strstr(g_fallback, "texture image 0 of t0"));
+    g_run = NULL;
+    check_graph(&g, NULL, true, true);
+    assert_string_equal(g_fallback, "");
+    /* compiled for larger limits than the device's: no variant, refused naming the image */
+    g_img_max[0] = g_img_max[1] = (int64_t)1 << 20;
+    compile_ocl(&g, false, true, dir, sizeof dir);
+    m = read_metadata(dir);
+    assert_null(cJSON_GetObjectItem(m, "buffer_variant"));
+    cJSON_Delete(m);
+    tether_artifact *a;
+    assert_int_equal(tether_artifact_open(dir, &a), 0);
+    rc = tether_artifact_prepare(a, small, NULL);
+    char msg[TETHER_ERROR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", tether_last_error());
+    tether_artifact_free(a);
+    assert_int_equal(rc, TETHER_ERR_LIMIT);
+    if (!strstr(msg, "texture image 0 of t0") || !strstr(msg, "(node 'conv1'): texture image ") ||
+        !strstr(msg, "exceeds the device limit CL_DEVICE_IMAGE2D_MAX_") ||
+        !strstr(msg, "recompile with --device URL or --image-max WxH at the device's limits")) {
+        fail_msg("%s", msg);
+    }
+    rm_tree(dir);
+    /* weights over the compile-time limits stay packed in the params buffer: no image at all */
+    g_tex_act = false;
+    g_img_max[0] = g_img_max[1] = 4; /* the pointwise conv's 8 x 2 texels too */
+    compile_ocl(&g, true, true, dir, sizeof dir);
+    m = read_metadata(dir);
+    cJSON_ArrayForEach(x, cJSON_GetObjectItem(m, "memory")) {
+        assert_string_not_equal(cJSON_GetObjectItem(x, "kind")->valuestring, "weight_image");
+    }
+    assert_null(cJSON_GetObjectItem(m, "buffer_variant"));
+    cJSON_Delete(m);
+    rm_tree(dir);
+    g_run = small;
+    check_graph(&g, NULL, true, true);
+    assert_string_equal(g_fallback, "");
+    g_run = NULL;
+    g_img_max[0] = g_img_max[1] = 0;
+    tether_session_close(small);
+    tether_ir_close(&g);
 }
 
 /* ---- the CLI: KWS over local: and TCP, reference, bench, errors ---------------------------- */
@@ -920,14 +1076,17 @@ static void test_cli_errors(void **state) {
     }
     snprintf(p, sizeof p, "%s/d.npy", g_tmp);
     assert_int_equal(access(p, F_OK), -1);
-    /* an OpenCL artifact with a texture image over the limit, through the CLI */
+    /* an OpenCL artifact with a texture image over the limit, through the CLI (compiled for
+     * larger image limits than the device's, so it has no buffer variant to fall back to) */
     const tether_device_info *d = tether_session_info(g_s);
     int64_t C = d->image_max_width / 9 + 1;
     conv_case c = {"wide", {1, C, 3, 3}, {4, C, 3, 3}, 1, 1, 1, 1, 1, TETHER_ACT_NONE, 0};
     tether_ir_graph g;
     build_conv(&g, &c);
     char dir[128];
+    g_img_max[0] = g_img_max[1] = (int64_t)1 << 20;
     compile_ocl(&g, true, true, dir, sizeof dir);
+    g_img_max[0] = g_img_max[1] = 0;
     float *x = calloc((size_t)(C * 9), sizeof(float));
     snprintf(p, sizeof p, "%s/wide.npy", g_tmp);
     assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, c.x, 4, x), 0);
@@ -935,7 +1094,8 @@ static void test_cli_errors(void **state) {
     assert_int_equal(run_cli(o, sizeof o, "run '%s' --in wide.npy --out wide_y.npy", dir), 1);
     assert_non_null(strstr(o, "tether run: w (node 'conv'): texture:weight image width"));
     assert_non_null(strstr(o, "CL_DEVICE_IMAGE2D_MAX_WIDTH"));
-    assert_non_null(strstr(o, "compile without --texture-weights"));
+    assert_non_null(strstr(o, "recompile with --device URL or --image-max WxH at the device's "
+                              "limits, or without --texture-weights"));
     snprintf(p, sizeof p, "%s/wide_y.npy", g_tmp);
     assert_int_equal(access(p, F_OK), -1);
     rm_tree(dir);
@@ -968,6 +1128,7 @@ int main(void) {
         cmocka_unit_test(test_unsupported_nodes),
         cmocka_unit_test(test_image_over_limit),
         cmocka_unit_test(test_texture_activations),
+        cmocka_unit_test(test_image_fallback),
         cmocka_unit_test(test_kws_cli),
         cmocka_unit_test(test_cli_errors),
         cmocka_unit_test(test_tune_opencl),

@@ -80,14 +80,15 @@ int tether__artifact_open_dir(tether__artifact_writer *w, const char *prefix) {
     /* Replacing an artifact: its metadata goes first, so the directory is never a valid
      * artifact that mixes old and new files, and stale files of either backend disappear. */
     static const char *const old_files[] = {"metadata.json", "report.json", "params.bin",
-                                            "build.log"};
+                                            "params.buffers.bin", "build.log"};
     char p[1300];
     for (size_t i = 0; i < sizeof old_files / sizeof *old_files; i++) {
         snprintf(p, sizeof p, "%s/%s", w->dir, old_files[i]);
         unlink(p);
     }
-    static const char *const old_pat[] = {"%s/%s.c",  "%s/%s.h",     "%s/%s.o",    "%s/%s.su",
-                                          "%s/%s.ci", "%s/lib%s.so", "%s/lib%s.a", "%s/%s.cl"};
+    static const char *const old_pat[] = {"%s/%s.c",    "%s/%s.h",  "%s/%s.o",
+                                          "%s/%s.su",   "%s/%s.ci", "%s/lib%s.so",
+                                          "%s/lib%s.a", "%s/%s.cl", "%s/%s.buffers.cl"};
     for (size_t i = 0; i < sizeof old_pat / sizeof *old_pat; i++) {
         snprintf(p, sizeof p, old_pat[i], w->dir, prefix);
         unlink(p);

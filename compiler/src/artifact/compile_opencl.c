@@ -2,10 +2,16 @@
  * The OpenCL backend's pipeline (tether_compile_graph with backend OpenCL): passes, memory plan,
  * tether_codegen_opencl, then the artifact directory <prefix>.cl, params.bin, metadata.json and
  * report.json, with texture activations also memory_plan.json and memory_plan.svg (docs/codegen.md,
- * "OpenCL backend").
+ * "OpenCL backend"). An artifact with images compiled without image limits (no --image-max, no
+ * --device) also carries its buffer variant: the same model with every tensor and weight in
+ * buffers (<prefix>.buffers.cl, metadata.json's "buffer_variant", its params in params.bin when
+ * they are the same bytes, else params.buffers.bin), which the runner takes on a device whose
+ * image limits the images exceed.
  *
  * What must stay true: as for the C backend (compile.c), a failure removes every file this call
- * wrote, and the directory when it created it; nothing partial is left.
+ * wrote, and the directory when it created it; nothing partial is left; the buffer variant has
+ * the same inputs, outputs and steps (one per node, same order) as the artifact itself and no
+ * image.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,6 +23,25 @@
 #include "../internal.h"
 #include "tether/compiler.h"
 #include "tether/crt/error.h"
+
+/* metadata.json with the buffer variant's metadata (bmeta) as "buffer_variant": its source
+ * <prefix>.buffers.cl, its params file; malloc'd, NULL when out of memory. */
+static char *with_buffer_variant(const char *meta, const char *bmeta, const char *source,
+                                 const char *params_file) {
+    cJSON *m = cJSON_Parse(meta), *b = cJSON_Parse(bmeta);
+    char *text = NULL;
+    if (m && b) {
+        cJSON_ReplaceItemInObjectCaseSensitive(b, "source", cJSON_CreateString(source));
+        cJSON_ReplaceItemInObjectCaseSensitive(
+            b, "params_file", params_file ? cJSON_CreateString(params_file) : cJSON_CreateNull());
+        cJSON_AddItemToObject(m, "buffer_variant", b);
+        b = NULL;
+        text = cJSON_Print(m);
+    }
+    cJSON_Delete(m);
+    cJSON_Delete(b);
+    return text;
+}
 
 int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
                                  const tether_compile_options *o, tether_compile_result *res) {
@@ -45,11 +70,40 @@ int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
         oo.node_schedules = o->codegen.node_schedules;
         oo.nnode_schedules = o->codegen.nnode_schedules;
     }
-    tether_opencl_output cg;
+    tether_opencl_output cg, bv;
+    memset(&bv, 0, sizeof bv);
     rc = tether_codegen_opencl(g, &plan, &oo, &cg);
+    /* images made for no particular device: the buffer variant for a device that cannot hold
+     * them (the runner takes it; docs/codegen.md, "Image limits") */
+    bool variant = !rc && (cg.nimages > 0 || cg.ntextures > 0) && oo.image_max_width == 0 &&
+                   oo.image_max_height == 0;
+    if (variant) {
+        tether_opencl_options bo = oo;
+        bo.texture_weights = false;
+        bo.texture_activations = false;
+        if ((rc = tether_codegen_opencl(g, &plan, &bo, &bv))) {
+            tether_opencl_output_close(&cg);
+        }
+    }
     tether_memplan_close(&plan);
     if (rc) {
         return rc;
+    }
+    char bsource[200];
+    snprintf(bsource, sizeof bsource, "%s.buffers.cl", P);
+    const char *bparams = NULL; /* the variant's params file */
+    char *meta = NULL;
+    if (variant) {
+        bparams = bv.params_bytes == 0 ? NULL
+                  : bv.params_bytes == cg.params_bytes &&
+                          memcmp(bv.params, cg.params, bv.params_bytes) == 0
+                      ? "params.bin"
+                      : "params.buffers.bin";
+        if (!(meta = with_buffer_variant(cg.metadata, bv.metadata, bsource, bparams))) {
+            tether_opencl_output_close(&cg);
+            tether_opencl_output_close(&bv);
+            return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing metadata");
+        }
     }
     res->codegen_seconds = tether__now_s() - t0;
     res->workspace_size = cg.workspace_size;
@@ -59,9 +113,11 @@ int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
     snprintf(res->entry, sizeof res->entry, "%s", "");
     if ((rc = tether__artifact_open_dir(&w, P))) {
         tether_opencl_output_close(&cg);
+        tether_opencl_output_close(&bv);
+        free(meta);
         return rc;
     }
-    char *rep = tether__report_json_opencl(g, res, &cg, o->opencl.texture_weights);
+    char *rep = tether__report_json_opencl(g, res, &cg, o->opencl.texture_weights, variant);
     if (!rep) {
         rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing the report");
     }
@@ -73,8 +129,15 @@ int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
     if (!rc && cg.params_bytes) {
         rc = tether__artifact_put(&w, "params.bin", cg.params, cg.params_bytes);
     }
+    if (!rc && variant) {
+        rc = tether__artifact_put(&w, bsource, bv.source, strlen(bv.source));
+    }
+    if (!rc && bparams && strcmp(bparams, "params.bin") != 0) {
+        rc = tether__artifact_put(&w, bparams, bv.params, bv.params_bytes);
+    }
     if (!rc) {
-        rc = tether__artifact_put(&w, "metadata.json", cg.metadata, strlen(cg.metadata));
+        const char *text = meta ? meta : cg.metadata;
+        rc = tether__artifact_put(&w, "metadata.json", text, strlen(text));
     }
     if (!rc) {
         rc = tether__artifact_put(&w, "report.json", rep, strlen(rep));
@@ -86,7 +149,9 @@ int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
         rc = tether__artifact_put(&w, "memory_plan.svg", cg.plan_svg, strlen(cg.plan_svg));
     }
     free(rep);
+    free(meta);
     tether_opencl_output_close(&cg);
+    tether_opencl_output_close(&bv);
     if (rc) {
         return tether__artifact_rollback(&w, rc);
     }

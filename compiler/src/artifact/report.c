@@ -110,7 +110,8 @@ char *tether__report_json_c(const tether_ir_graph *g, const tether_compile_optio
 }
 
 char *tether__report_json_opencl(const tether_ir_graph *g, const tether_compile_result *res,
-                                 const tether_opencl_output *cg, bool texture) {
+                                 const tether_opencl_output *cg, bool texture,
+                                 bool buffer_variant) {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "format", "tether-report");
     cJSON_AddStringToObject(r, "model", g->name);
@@ -129,6 +130,7 @@ char *tether__report_json_opencl(const tether_ir_graph *g, const tether_compile_
     cJSON_AddNumberToObject(tx, "tensors", cg->ntexture_tensors);
     cJSON_AddNumberToObject(tx, "bytes", (double)cg->texture_bytes);
     cJSON_AddNumberToObject(tx, "fallbacks", cg->nfallbacks);
+    cJSON_AddBoolToObject(r, "buffer_variant", buffer_variant);
     cJSON_AddNumberToObject(r, "params_bytes", (double)cg->params_bytes);
     cJSON *ws = cJSON_AddObjectToObject(r, "workspace");
     cJSON_AddNumberToObject(ws, TETHER_WORKSPACE_POOL, (double)cg->workspace_size);
@@ -182,6 +184,10 @@ int tether_report_print(FILE *out, const char *artifact_dir) {
                     "  %-26s %12.0f  (%.0f activations, %.0f over the image limits as "
                     "buffers)\n",
                     label, num(tx, "bytes"), num(tx, "tensors"), num(tx, "fallbacks"));
+        }
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "buffer_variant"))) {
+            fprintf(out, "  %-26s %12s  (for a device whose image limits the images exceed)\n",
+                    "buffer variant", "yes");
         }
     }
     fprintf(out, "  %-26s %12.0f\n", "params", num(r, "params_bytes"));

@@ -291,16 +291,26 @@ static void pack_oihw4o(const tether_ir_tensor *w, float *dst) {
     }
 }
 
+/* With --texture-weights, a conv with constant weights reads them from a texture:weight image
+ * (OIHW4o: C/g*KH*KW texels wide, ceil(O/4) high) when that image is within the image limits
+ * (--image-max, or the --device's); over them its weights stay packed in the params buffer, as
+ * an activation over them stays a buffer. */
 static int is_texture_conv(const ocl *e, const tether_ir_node *n) {
-    return e->o->texture_weights && n->op == TETHER_OP_CONV2D && n->inputs[1] >= 0 &&
-           T(e, n->inputs[1])->kind == TETHER_TENSOR_CONSTANT;
+    if (!e->o->texture_weights || n->op != TETHER_OP_CONV2D || n->inputs[1] < 0 ||
+        T(e, n->inputs[1])->kind != TETHER_TENSOR_CONSTANT) {
+        return 0;
+    }
+    const tether_ir_tensor *w = T(e, n->inputs[1]);
+    int64_t width = w->shape[1] * w->shape[2] * w->shape[3], height = (w->shape[0] + 3) / 4;
+    return !(e->o->image_max_width > 0 && width > e->o->image_max_width) &&
+           !(e->o->image_max_height > 0 && height > e->o->image_max_height);
 }
 
-/* Constant conv weights without --texture-weights: packed OIHW4o in the params buffer, read
- * with vload4 (4 output channels per work-item, as with images). */
+/* Constant conv weights without --texture-weights (or over the image limits): packed OIHW4o in
+ * the params buffer, read with vload4 (4 output channels per work-item, as with images). */
 static int is_packed_conv(const ocl *e, const tether_ir_node *n) {
-    return !e->o->texture_weights && n->op == TETHER_OP_CONV2D && n->inputs[1] >= 0 &&
-           T(e, n->inputs[1])->kind == TETHER_TENSOR_CONSTANT;
+    return n->op == TETHER_OP_CONV2D && n->inputs[1] >= 0 &&
+           T(e, n->inputs[1])->kind == TETHER_TENSOR_CONSTANT && !is_texture_conv(e, n);
 }
 
 static size_t oihw4o_bytes(const tether_ir_tensor *w) {
@@ -2081,6 +2091,36 @@ static cJSON *io_list(const ocl *e, const int *idx, int n) {
     return arr;
 }
 
+/* The name of texture memory object m, an image of the "texture" pool that activations share in
+ * turn: "texture image K of A, B" (K counts the pool's images; the activations it holds, cut with
+ * "and N more" to stay under TEXTURE_NAME_MAX bytes, which the runner's names allow). Messages
+ * about the image (its extent over a device's limits) then say which activations it holds. */
+#define TEXTURE_NAME_MAX 120
+static const char *texture_name(const ocl *e, int m, char out[TEXTURE_NAME_MAX]) {
+    int k = 0;
+    for (int i = 0; i < m; i++) {
+        k += e->mems[i].kind == MEM_TEXTURE;
+    }
+    int n = snprintf(out, TEXTURE_NAME_MAX, "texture image %d of ", k), listed = 0, more = 0;
+    for (int t = 0; t < e->g->ntensors; t++) {
+        if (e->tex[t] != m) {
+            continue;
+        }
+        const char *nm = T(e, t)->name;
+        /* room for this name and a closing " and NNNNN more" */
+        if (!more && n + (int)strlen(nm) + 2 + 16 < TEXTURE_NAME_MAX) {
+            n += snprintf(out + n, (size_t)(TEXTURE_NAME_MAX - n), "%s%s", listed ? ", " : "", nm);
+            listed++;
+        } else {
+            more++;
+        }
+    }
+    if (more) {
+        snprintf(out + n, (size_t)(TEXTURE_NAME_MAX - n), " and %d more", more);
+    }
+    return out;
+}
+
 static char *metadata_json(const ocl *e) {
     const tether_ir_graph *g = e->g;
     cJSON *m = cJSON_CreateObject();
@@ -2105,8 +2145,10 @@ static char *metadata_json(const ocl *e) {
     for (int i = 0; i < e->nmems; i++) {
         const mem *x = &e->mems[i];
         cJSON *o = cJSON_CreateObject();
+        char tname[TEXTURE_NAME_MAX];
         const char *name = x->tensor >= 0             ? T(e, x->tensor)->name
                            : x->kind == MEM_WORKSPACE ? "workspace"
+                           : x->kind == MEM_TEXTURE   ? texture_name(e, i, tname)
                                                       : "params";
         cJSON_AddStringToObject(o, "name", name);
         cJSON_AddStringToObject(o, "kind", mem_kind_name[x->kind]);
@@ -2128,6 +2170,14 @@ static char *metadata_json(const ocl *e) {
         }
         if (x->params_off >= 0) {
             cJSON_AddNumberToObject(o, "params_offset", (double)x->params_off);
+        }
+        if (x->kind == MEM_TEXTURE) { /* the activations the image holds, in turn */
+            cJSON *h = cJSON_AddArrayToObject(o, "holds");
+            for (int t = 0; t < g->ntensors; t++) {
+                if (e->tex[t] == i) {
+                    cJSON_AddItemToArray(h, cJSON_CreateString(T(e, t)->name));
+                }
+            }
         }
         if (x->kind == MEM_IMAGE || x->kind == MEM_TEXTURE) {
             cJSON_AddStringToObject(o, "layout", x->kind == MEM_IMAGE ? "OIHW4o" : "NCHW4c");

@@ -110,9 +110,15 @@ int tether_artifact_module_kind(const tether_device_info *d, const char *path, u
 int tether_artifact_default_loader(void *ctx, tether_session *s, const char *path,
                                    const char *target, const char *name, uint64_t *module);
 
-/* Prepares the artifact on the session (o NULL = defaults). Once per artifact. */
+/* Prepares the artifact on the session (o NULL = defaults). Once per artifact. An OpenCL artifact
+ * whose images the device cannot hold (scope, CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT from HELLO) runs
+ * its buffer variant when it carries one (compiled without image limits), else fails naming the
+ * image and the limit (docs/codegen.md, "Image limits"). */
 int tether_artifact_prepare(tether_artifact *a, tether_session *s,
                             const tether_artifact_options *o);
+/* After prepare: why an OpenCL artifact runs its buffer variant (the image over the device's
+ * limits), or NULL when it runs as compiled (and for C artifacts). */
+const char *tether_artifact_fallback(const tether_artifact *a);
 
 /* One inference. inputs[i] / outputs[i] hold io_of(i).nbytes bytes each. res (may be NULL): the
  * return code, the device time (OpenCL: the sum of the kernels' profiled times) and the stack
