@@ -6,8 +6,8 @@
  *            127.0.0.1 (full path: msgpack encode, framing, session child, dedicated painted
  *            stack, reply), once with the default 256 KiB call stack and once with 64 KiB
  *
- * Prints mean microseconds per round trip and the ratio to raw. Usage: bench_rpc_latency [N]
- * (TETHERD overrides the tetherd path).
+ * Prints microseconds per round trip (the median of rounds that interleave the three) and the
+ * ratio to raw. Usage: bench_rpc_latency [N [ROUNDS]] (TETHERD overrides the tetherd path).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -132,20 +132,36 @@ static double null_call(int n, const char *stack) {
     return t;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 20000;
+    int rounds = argc > 2 ? atoi(argv[2]) : 5;
     if (n < 100)
         n = 100;
-    double raw = raw_pingpong(n);
-    double nc = null_call(n, "262144");
-    double ns = null_call(n, "65536");
-    if (raw <= 0 || nc <= 0 || ns <= 0) {
-        fprintf(stderr, "bench_rpc_latency: a measurement failed\n");
-        return 1;
+    if (rounds < 1 || rounds > 99)
+        rounds = 5;
+    /* rounds interleaved, medians compared: drift of a shared machine hits all three alike */
+    double raw[99], nc[99], ns[99];
+    for (int r = 0; r < rounds; r++) {
+        raw[r] = raw_pingpong(n);
+        nc[r] = null_call(n, "262144");
+        ns[r] = null_call(n, "65536");
+        if (raw[r] <= 0 || nc[r] <= 0 || ns[r] <= 0) {
+            fprintf(stderr, "bench_rpc_latency: a measurement failed\n");
+            return 1;
+        }
     }
-    printf("round trips: %d each, TCP loopback\n", n);
-    printf("raw socket ping-pong (64 B)          %8.2f us   1.00x\n", raw * 1e6);
-    printf("tetherd null CALL (256 KiB stack)    %8.2f us  %5.2fx\n", nc * 1e6, nc / raw);
-    printf("tetherd null CALL (64 KiB stack)     %8.2f us  %5.2fx\n", ns * 1e6, ns / raw);
+    qsort(raw, (size_t)rounds, sizeof(double), cmp_double);
+    qsort(nc, (size_t)rounds, sizeof(double), cmp_double);
+    qsort(ns, (size_t)rounds, sizeof(double), cmp_double);
+    double mr = raw[rounds / 2], mc = nc[rounds / 2], ms = ns[rounds / 2];
+    printf("round trips: %d each, TCP loopback, median of %d interleaved rounds\n", n, rounds);
+    printf("raw socket ping-pong (64 B)          %8.2f us   1.00x\n", mr * 1e6);
+    printf("tetherd null CALL (256 KiB stack)    %8.2f us  %5.2fx\n", mc * 1e6, mc / mr);
+    printf("tetherd null CALL (64 KiB stack)     %8.2f us  %5.2fx\n", ms * 1e6, ms / mr);
     return 0;
 }

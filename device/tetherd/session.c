@@ -120,6 +120,8 @@ typedef struct session {
                                            measured yet), see run_on_stack */
     int shutdown;
     tether_rpc_seq_storage seq; /* steps of a decoded LAUNCH_SEQ / TIME_SEQ request */
+    const uint8_t *placed_src;  /* the frame being handled had its data placed by the transport: */
+    const uint8_t *placed_dst;  /* where the data would be in the frame, where it is instead */
 #ifdef TETHERD_HAVE_OPENCL
     tetherd_cl *cl;
 #endif
@@ -451,7 +453,7 @@ static int on_hello(void *ctx, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     r->little_endian = *(uint8_t *)&one == 1;
     r->pointer_bits = (uint32_t)(sizeof(void *) * 8);
     r->max_frame = s->t->max_frame;
-    r->window = 1;
+    r->window = 4; /* chunks in flight: requests wait in the socket or tty, replies in the cache */
     r->clock_hz = 0;
     r->scopes = TETHER_RPC_SCOPE_BIT(TETHER_SCOPE_GLOBAL);
     if (s->cfg->cl_max_width) {
@@ -949,6 +951,49 @@ static int on_free(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     return 0;
 }
 
+/* t->place: a large COPY_TO's data is read from the socket straight into its array (a host
+ * array of an authenticated session, in bounds, with no OpenCL buffer over it); anything else,
+ * or anything this does not understand, goes the usual way through the frame buffer and is
+ * checked there. The head is [COPY_TO, id, array, offset, bin header]. */
+static bool place_copy_to(void *ctx, const uint8_t *head, size_t head_len, size_t frame_len,
+                          uint8_t **dst, size_t *data_off) {
+    session *s = ctx;
+    if (!s->srv.hello_done || !s->srv.authed)
+        return false;
+    tether_mp_reader r;
+    tether_mp_reader_init(&r, head, head_len);
+    uint32_t n;
+    uint64_t type, id, handle, offset;
+    if (tether_mp_read_array(&r, &n) || n != 5 || tether_mp_read_uint(&r, &type) ||
+        type != TETHER_RPC_COPY_TO || tether_mp_read_uint(&r, &id) ||
+        tether_mp_read_uint(&r, &handle) || tether_mp_read_uint(&r, &offset) || r.pos >= head_len)
+        return false;
+    size_t p = r.pos, hn;
+    uint64_t len;
+    if (head[p] == 0xc4 && p + 2 <= head_len)
+        len = head[p + 1], hn = 2;
+    else if (head[p] == 0xc5 && p + 3 <= head_len)
+        len = (uint64_t)head[p + 1] << 8 | head[p + 2], hn = 3;
+    else if (head[p] == 0xc6 && p + 5 <= head_len)
+        len = (uint64_t)head[p + 1] << 24 | (uint64_t)head[p + 2] << 16 |
+              (uint64_t)head[p + 3] << 8 | head[p + 4],
+        hn = 5;
+    else
+        return false;
+    if (p + hn + len != frame_len)
+        return false;
+    array *a = find_array(s, handle);
+    if (!a || offset > a->nbytes || len > a->nbytes - offset)
+        return false;
+#ifdef TETHERD_HAVE_OPENCL
+    if (a->clm)
+        return false;
+#endif
+    *dst = (uint8_t *)a->mem + offset;
+    *data_off = p + hn;
+    return true;
+}
+
 static int on_copy_to(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     const tether_rpc_copy_to_req *q = &req->u.copy_to_req;
     array *a = find_array(s, q->array);
@@ -962,7 +1007,10 @@ static int on_copy_to(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep
             (unsigned long long)a->nbytes);
     if (host_view(s, a))
         return tether_set_error(TETHER_ERR_IO, "COPY_TO: %s", tether_last_error());
-    if (q->data.len)
+    /* placed: the transport read the data straight into the array already */
+    bool placed = s->placed_src && q->data.ptr == s->placed_src &&
+                  (uint8_t *)a->mem + q->offset == s->placed_dst;
+    if (q->data.len && !placed)
         memcpy((uint8_t *)a->mem + q->offset, q->data.ptr, q->data.len);
 #ifdef TETHERD_HAVE_OPENCL
     if (a->nd.scope != TETHER_SCOPE_GLOBAL &&
@@ -1641,9 +1689,17 @@ static void op_note(void *ctx, int level, const char *text) {
         tetherd_log(s->cfg, 1, s->peer, "error: %s", text);
 }
 
+/* ops->send2: a large COPY_FROM reply straight from the array's memory. */
+static int send_bytes2(void *ctx, const uint8_t *head, size_t head_len, const uint8_t *tail,
+                       size_t tail_len) {
+    session *s = ctx;
+    return tether_transport_send2(s->t, head, head_len, tail, tail_len, 30000);
+}
+
 static const tether_server_ops k_ops = {
     .decode = op_decode,
     .send = send_bytes,
+    .send2 = send_bytes2,
     .hello = on_hello,
     .auth = on_auth,
     .find_func = op_find_func,
@@ -1686,6 +1742,10 @@ int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const ch
         goto out;
     g_call_stack = &s->call_stack;
     install_fatal_handlers();
+    if (t->kind != TETHER_TRANSPORT_UART) { /* COPY_TO data straight into its array */
+        t->place = place_copy_to;
+        t->place_ctx = s;
+    }
     /* the reply cache matters on --uart (a client resends a request whose reply was lost) */
     tether_rpc_reply_cache_init(&s->cache, s->cache_mem, sizeof s->cache_mem, CACHE_SLOTS);
     const tether_server_config sc = {
@@ -1715,6 +1775,8 @@ int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const ch
         }
         rc = tether_transport_recv(t, &buf, &len, -1);
         watch_busy();
+        s->placed_src = rc == 0 && t->placed ? buf + t->placed_off : NULL;
+        s->placed_dst = t->placed;
         if (rc == TETHER_ERR_IO) {
             rc = 0; /* the peer went away */
             break;

@@ -3,7 +3,8 @@
  *
  * What must stay true: the host never assumes anything about the device that HELLO did not say
  * (chunk size = tether_rpc_chunk_max of the smaller max frame; at most `window` chunks in
- * flight: every chunk is acknowledged before the next is sent); every request has a timeout;
+ * flight, through the client's pipeline; on a serial line only COPY chunks, whose order does not
+ * matter, and uploads one at a time); every request has a timeout;
  * every failure returns a negative status with a message that names the request. Request ids
  * start at a random value per session, so a device's reply cache can never answer a request of
  * this session with a reply from an earlier one. After a fault or a device restart the session
@@ -257,6 +258,8 @@ static int request(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep) 
     return request_within(s, req, rep, s->timeout_ms);
 }
 
+static int after_request(tether_session *s, int rc);
+
 /* request() with its own timeout: TIME waits for the measurement plus the usual timeout. */
 static int request_within(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep,
                           int timeout_ms) {
@@ -282,7 +285,12 @@ static int request_within(tether_session *s, tether_rpc_msg *req, tether_rpc_msg
         int expect = timeout_ms > s->timeout_ms ? timeout_ms - s->timeout_ms : 0;
         s->c.min_rto_ms = expect > 2000 ? expect : 2000; /* nor during a measurement */
     }
-    int rc = tether_rpc_client_request(&s->c, req, rep, timeout_ms);
+    return after_request(s, tether_rpc_client_request(&s->c, req, rep, timeout_ms));
+}
+
+/* What a failed request says about the session: lost after a crash, a device restart or a
+ * connection that died. Returns rc. */
+static int after_request(tether_session *s, int rc) {
     if (rc == TETHER_ERR_CRASHED) {
         /* tetherd: the session process died; MCU: fault report, then the board resets */
         mark_lost(s);
@@ -604,6 +612,78 @@ const char *tether_session_fault(const tether_session *s) {
     return s && s->lost ? s->fault : NULL;
 }
 
+/* ---- bulk transfers: several chunks in flight (the device's HELLO window) ---- */
+
+typedef struct bulk {
+    tether_session *s;
+    uint32_t type;
+    uint64_t handle; /* array, or upload id */
+    uint64_t base;   /* array offset of byte 0 */
+    const uint8_t *src;
+    uint8_t *dst;
+    size_t len;
+    const char *what; /* progress label */
+    uint64_t done;
+    bool complete; /* UPLOAD_CHUNK: the last reply said so */
+} bulk;
+
+static int bulk_make(void *ctx, uint64_t off, size_t n, tether_rpc_msg *req) {
+    bulk *b = ctx;
+    req->type = b->type;
+    if (b->type == TETHER_RPC_COPY_TO) {
+        req->u.copy_to_req.array = b->handle;
+        req->u.copy_to_req.offset = b->base + off;
+        req->u.copy_to_req.data.ptr = b->src + off;
+        req->u.copy_to_req.data.len = (uint32_t)n;
+    } else if (b->type == TETHER_RPC_UPLOAD_CHUNK) {
+        req->u.upload_chunk_req.upload_id = (uint32_t)b->handle;
+        req->u.upload_chunk_req.offset = off;
+        req->u.upload_chunk_req.data.ptr = b->src + off;
+        req->u.upload_chunk_req.data.len = (uint32_t)n;
+    } else {
+        req->u.copy_from_req.array = b->handle;
+        req->u.copy_from_req.offset = b->base + off;
+        req->u.copy_from_req.length = n;
+    }
+    return 0;
+}
+
+static int bulk_take(void *ctx, uint64_t off, size_t n, const tether_rpc_msg *rep) {
+    bulk *b = ctx;
+    if (b->type == TETHER_RPC_COPY_FROM) {
+        if (rep->u.copy_from_rep.data.len != n)
+            return tether_set_error(TETHER_ERR_PROTOCOL, "COPY_FROM: asked %zu bytes, got %u", n,
+                                    (unsigned)rep->u.copy_from_rep.data.len);
+        memcpy(b->dst + off, rep->u.copy_from_rep.data.ptr, n);
+    } else if (b->type == TETHER_RPC_UPLOAD_CHUNK) {
+        b->complete = rep->u.upload_chunk_rep.complete;
+    }
+    b->done = off + n;
+    if (b->s->progress && b->len)
+        b->s->progress(b->s->progress_ctx, b->what, b->done, b->len);
+    return 0;
+}
+
+/* Runs one bulk transfer through the client's pipeline with the device's window, checked and
+ * followed up like every request. */
+static int bulk_run(tether_session *s, bulk *b, uint32_t window) {
+    const char *name = tether_rpc_type_name(b->type);
+    if ((s->lost && is_uart(s)) || !s->connected)
+        return tether_set_error(TETHER_ERR_STATE,
+                                "%s refused: the session ended (%s); reconnect for a new session",
+                                name, s->lost ? s->fault : "not connected");
+    if (s->progress && b->len)
+        s->progress(s->progress_ctx, b->what, 0, b->len);
+    uint32_t w = s->info.window < window ? s->info.window : window;
+    return after_request(s, tether_rpc_client_pipeline(&s->c, b->len, s->chunk, w, s->timeout_ms,
+                                                       bulk_make, bulk_take, b));
+}
+
+#define BULK_WINDOW 4 /* chunks in flight at most (the device may allow fewer) */
+
+static int copy_to_one_by_one(tether_session *s, uint64_t array, uint64_t offset, const void *data,
+                              size_t len);
+
 int tether_session_upload(tether_session *s, uint32_t kind, const char *name, const void *data,
                           size_t size) {
     if (!s || !name || (!data && size))
@@ -629,6 +709,16 @@ int tether_session_upload(tether_session *s, uint32_t kind, const char *name, co
     }
     char what[TETHER_RPC_MAX_NAME + 16];
     snprintf(what, sizeof what, "upload %s", name);
+    if (!is_uart(s)) {
+        /* a stream loses nothing: chunks in flight as the device's window allows (on a serial
+         * line a chunk could arrive before the one it follows, which an upload refuses) */
+        bulk b = {s, TETHER_RPC_UPLOAD_CHUNK, id, 0, data, NULL, size, what, 0, false};
+        rc = bulk_run(s, &b, BULK_WINDOW);
+        if (!rc && !b.complete)
+            rc = tether_set_error(TETHER_ERR_PROTOCOL,
+                                  "upload '%s': device did not confirm completion", name);
+        return rc;
+    }
     if (s->progress)
         s->progress(s->progress_ctx, what, 0, size);
     size_t off = 0;
@@ -754,6 +844,17 @@ int tether_session_free(tether_session *s, uint64_t array) {
 
 int tether_session_copy_to(tether_session *s, uint64_t array, uint64_t offset, const void *data,
                            size_t len) {
+    if (s && (s->info.window > 1 || !is_uart(s))) {
+        bulk b = {s,   TETHER_RPC_COPY_TO, array, offset, data, NULL,
+                  len, "copy to device",   0,     false};
+        return bulk_run(s, &b, BULK_WINDOW);
+    }
+    return copy_to_one_by_one(s, array, offset, data, len);
+}
+
+/* A device that takes one chunk at a time over a serial line: one request after the other. */
+static int copy_to_one_by_one(tether_session *s, uint64_t array, uint64_t offset, const void *data,
+                              size_t len) {
     size_t off = 0;
     if (s->progress && len)
         s->progress(s->progress_ctx, "copy to device", 0, len);
@@ -780,8 +881,23 @@ int tether_session_copy_to(tether_session *s, uint64_t array, uint64_t offset, c
     return 0;
 }
 
+static int copy_from_one_by_one(tether_session *s, uint64_t array, uint64_t offset, void *data,
+                                size_t len);
+
 int tether_session_copy_from(tether_session *s, uint64_t array, uint64_t offset, void *data,
                              size_t len) {
+    if (s && (s->info.window > 1 || !is_uart(s))) {
+        if (len == 0)
+            return 0;
+        bulk b = {s,   TETHER_RPC_COPY_FROM, array, offset, NULL, data,
+                  len, "copy from device",   0,     false};
+        return bulk_run(s, &b, BULK_WINDOW);
+    }
+    return copy_from_one_by_one(s, array, offset, data, len);
+}
+
+static int copy_from_one_by_one(tether_session *s, uint64_t array, uint64_t offset, void *data,
+                                size_t len) {
     size_t off = 0;
     if (s->progress && len)
         s->progress(s->progress_ctx, "copy from device", 0, len);

@@ -205,7 +205,8 @@ static int arq_request(tether_rpc_client *c, tether_rpc_msg *req, tether_rpc_msg
     int64_t sent_at = start;
     int rc;
     for (;;) {
-        rc = tether_transport_send(c->t, c->tx, len, timeout_ms);
+        rc = tether_transport_send2(c->t, c->tx, len - c->tail_len, c->tail, c->tail_len,
+                                    timeout_ms);
         if (rc) {
             char e[TETHER_ERROR_MSG_MAX];
             snprintf(e, sizeof e, "%s", tether_last_error());
@@ -287,14 +288,20 @@ int tether_rpc_client_request(tether_rpc_client *c, tether_rpc_msg *req, tether_
     if (c->next_id == 0)
         c->next_id = 1;
     size_t len;
-    int rc = tether_rpc_msgpack_encode(req, c->tx, c->tx_cap, &len);
+    /* bulk data (COPY_TO, UPLOAD_CHUNK) is not copied: the frame is sent as head + data */
+    const uint8_t *tail;
+    size_t head_len, tail_len;
+    int rc = tether_rpc_encode_split(req, c->tx, c->tx_cap, &head_len, &tail, &tail_len);
     if (rc)
         return rc;
+    len = head_len + tail_len;
+    c->tail = tail;
+    c->tail_len = tail_len;
     const char *name = tether_rpc_type_name(req->type);
     if (c->t->report_damage)
         return arq_request(c, req, rep, len, name, timeout_ms, resize_above);
     for (int attempt = 0; attempt <= c->retries; attempt++) {
-        rc = tether_transport_send(c->t, c->tx, len, timeout_ms);
+        rc = tether_transport_send2(c->t, c->tx, head_len, tail, tail_len, timeout_ms);
         if (rc)
             return rc;
         if (attempt)
@@ -321,4 +328,205 @@ int tether_rpc_client_request(tether_rpc_client *c, tether_rpc_msg *req, tether_
     }
     return tether_set_error(TETHER_ERR_TIMEOUT, "%s (id %u): no reply within %d ms, %d attempt(s)",
                             name, (unsigned)req->id, timeout_ms, c->retries + 1);
+}
+
+/* ---- bulk transfers with several requests in flight ---- */
+
+#define PIPE_MAX  8   /* requests in flight at most */
+#define PIPE_HEAD 128 /* bytes of one request's head (its bulk data stays with the caller) */
+
+typedef struct pipe_slot {
+    uint32_t id, type;
+    uint64_t offset;
+    size_t len;
+    uint8_t head[PIPE_HEAD];
+    size_t head_len;
+    const uint8_t *tail;
+    size_t tail_len;
+    uint32_t attempts;
+    int64_t sent_at;
+} pipe_slot;
+
+static int pipe_send(tether_rpc_client *c, pipe_slot *p, int timeout_ms, const char *name) {
+    int rc = tether_transport_send2(c->t, p->head, p->head_len, p->tail, p->tail_len, timeout_ms);
+    if (rc) {
+        char e[TETHER_ERROR_MSG_MAX];
+        snprintf(e, sizeof e, "%s", tether_last_error());
+        return tether_set_error(rc, "%s (id %u): cannot send: %s", name, (unsigned)p->id, e);
+    }
+    if (p->attempts++)
+        c->t->stats.frames_resent++;
+    p->sent_at = tether__rpc_now_ms();
+    return TETHER_OK;
+}
+
+int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_chunk,
+                               uint32_t window, int timeout_ms, tether_rpc_make_fn make,
+                               tether_rpc_take_fn take, void *ctx) {
+    if (!c || !c->t || !make || !take || max_chunk == 0)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "rpc pipeline: bad argument");
+    if (window < 1)
+        window = 1;
+    if (window > PIPE_MAX)
+        window = PIPE_MAX;
+    bool arq = c->t->report_damage;
+    pipe_slot slots[PIPE_MAX];
+    uint32_t first = 0, count = 0; /* ring of the requests in flight, oldest first */
+    uint64_t next = 0;             /* the next byte a request is made for */
+    bool made_empty = false;       /* total 0: its one request was made */
+    const char *name = "request";
+    int rto = c->rto_ms > 0 ? c->rto_ms : RTO_FIRST_MS;
+    int64_t wait_from = tether__rpc_now_ms(); /* the deadline counts from the last progress */
+    int64_t limit = timeout_ms < 0 ? -1 : (int64_t)timeout_ms * (c->retries + 1);
+    tether_rpc_msg req, rep;
+    int rc;
+    for (;;) {
+        /* fill the window; on a lossy link it opens one request per window that got through
+         * whole and closes to one at the first loss, as TCP's does, so that damage costs a
+         * resend of one frame rather than of all in flight */
+        uint32_t cap = window;
+        if (arq) {
+            if (c->win_now < 1 || c->win_now > window)
+                c->win_now = c->win_now < 1 ? 1 : window;
+            cap = (uint32_t)c->win_now;
+        }
+        while (count < cap && (next < total || (total == 0 && !made_empty))) {
+            size_t n = tether_rpc_client_chunk(c, max_chunk);
+            if (n > total - next)
+                n = (size_t)(total - next);
+            memset(&req, 0, sizeof req);
+            rc = make(ctx, next, n, &req);
+            if (rc)
+                return rc;
+            req.id = c->next_id++;
+            if (c->next_id == 0)
+                c->next_id = 1;
+            name = tether_rpc_type_name(req.type) ? tether_rpc_type_name(req.type) : name;
+            pipe_slot *p = &slots[(first + count) % PIPE_MAX];
+            memset(p, 0, sizeof *p);
+            p->id = req.id;
+            p->type = req.type;
+            p->offset = next;
+            p->len = n;
+            rc = tether_rpc_encode_split(&req, p->head, sizeof p->head, &p->head_len, &p->tail,
+                                         &p->tail_len);
+            if (rc)
+                return rc;
+            rc = pipe_send(c, p, timeout_ms, name);
+            if (rc)
+                return rc;
+            count++;
+            next += n;
+            made_empty = total == 0;
+        }
+        if (count == 0)
+            return TETHER_OK;
+        pipe_slot *old = &slots[first];
+        int64_t now = tether__rpc_now_ms();
+        int64_t deadline = limit < 0 ? -1 : wait_from + limit;
+        int64_t until = deadline;
+        if (arq) {
+            int64_t resend_at = old->sent_at + rto;
+            if (until < 0 || resend_at < until)
+                until = resend_at;
+        }
+        int left = until < 0 ? -1 : until > now ? (int)(until - now) : 0;
+        const uint8_t *msg;
+        size_t mlen;
+        rc = tether_transport_recv(c->t, &msg, &mlen, left);
+        bool resend = false;
+        if (rc == TETHER_ERR_TIMEOUT) {
+            now = tether__rpc_now_ms();
+            if (deadline >= 0 && now >= deadline)
+                return tether_set_error(
+                    TETHER_ERR_TIMEOUT, "%s (id %u, bytes %llu..%llu): no reply within %lld ms",
+                    name, (unsigned)old->id, (unsigned long long)old->offset,
+                    (unsigned long long)(old->offset + old->len), (long long)(now - wait_from));
+            if (!arq)
+                continue;
+            rto = rto * 2 > RTO_MAX_MS ? RTO_MAX_MS : rto * 2;
+            resend = true;
+        } else if (rc == TETHER_TRANSPORT_DAMAGED || rc == TETHER_TRANSPORT_NAK) {
+            resend = true;
+        } else if (rc < 0) {
+            return rc;
+        } else {
+            uint32_t type, id;
+            if (tether_rpc_peek_header(msg, mlen, &type, &id) != 0) {
+                c->stale_replies++;
+                continue;
+            }
+            if (type == TETHER_RPC_LOG) {
+                if (c->on_log && tether_rpc_msgpack_decode(msg, mlen, &rep) == 0)
+                    c->on_log(c->log_ctx, &rep);
+                continue;
+            }
+            if (id != old->id) {
+                /* a later request answered first: the oldest's reply was lost (go back) */
+                bool later = false;
+                for (uint32_t k = 1; k < count; k++)
+                    later |= slots[(first + k) % PIPE_MAX].id == id;
+                if (id == 0 && type == TETHER_RPC_ERROR &&
+                    tether_rpc_msgpack_decode(msg, mlen, &rep) == 0)
+                    return tether_set_error(rep.u.error.code, "%s: device: %.*s", name,
+                                            (int)rep.u.error.message.len, rep.u.error.message.ptr);
+                c->stale_replies++;
+                if (!later || !arq)
+                    continue;
+                resend = true;
+            } else {
+                rc = tether_rpc_msgpack_decode(msg, mlen, &rep);
+                if (rc)
+                    return rc;
+                if (rep.type == TETHER_RPC_ERROR)
+                    return tether_set_error(rep.u.error.code, "%s failed: %.*s", name,
+                                            (int)rep.u.error.message.len, rep.u.error.message.ptr);
+                if (rep.type != (old->type | TETHER_RPC_REPLY))
+                    return tether_set_error(TETHER_ERR_PROTOCOL, "%s got a %s", name,
+                                            tether_rpc_type_name(rep.type));
+                if (arq) {
+                    learn(c, TETHER_RPC_COPY_TO, old->attempts, now - old->sent_at,
+                          old->head_len + old->tail_len, mlen);
+                    if (old->attempts == 1)
+                        c->win_now += 1.0 / (c->win_now < 1 ? 1 : c->win_now);
+                }
+                rc = take(ctx, old->offset, old->len, &rep);
+                if (rc)
+                    return rc;
+                first = (first + 1) % PIPE_MAX;
+                count--;
+                wait_from = tether__rpc_now_ms();
+                continue;
+            }
+        }
+        if (!resend)
+            continue;
+        observe(c, false, (double)(old->head_len + old->tail_len + 40));
+        c->win_now = 1;
+        /* the oldest far too big for what the line now carries: abandon what is in flight
+         * (late arrivals are idempotent writes or stale replies) and go on in smaller pieces */
+        if (old->attempts >= 3 && old->len > 2 * CHUNK_MIN &&
+            best_chunk(c, old->len) * 2 < (double)old->len) {
+            if (trace())
+                fprintf(stderr, "tether link: %s id %u: %u attempts; smaller chunks\n", name,
+                        (unsigned)old->id, (unsigned)old->attempts);
+            next = old->offset;
+            count = 0;
+            c->chunk_now = 0;
+            continue;
+        }
+        /* go back: the oldest and everything after it, in order (the device's reply cache
+         * answers what it already ran without running it again) */
+        if (trace())
+            fprintf(stderr, "tether link: %s id %u: resend #%u of %u in flight after %s\n", name,
+                    (unsigned)old->id, (unsigned)old->attempts, (unsigned)count,
+                    rc == TETHER_ERR_TIMEOUT     ? "no answer"
+                    : rc == TETHER_TRANSPORT_NAK ? "a NAK"
+                                                 : "a damaged or lost frame");
+        for (uint32_t k = 0; k < count; k++) {
+            rc = pipe_send(c, &slots[(first + k) % PIPE_MAX], timeout_ms, name);
+            if (rc)
+                return rc;
+        }
+    }
 }

@@ -8,6 +8,7 @@
  * array count larger than the message could hold (no huge zone allocations on hostile input).
  */
 #include <msgpack.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -301,6 +302,33 @@ static int d_leave(void *cv) {
 static const tether_rpc_dec_ops mpc_dec = {d_peek, d_uint, d_int,   d_double, d_bool, d_nil,
                                            d_str,  d_bin,  d_array, d_skip,   d_leave};
 
+/* One zone per thread, cleared after each message: no allocation per message once it has
+ * grown to the largest one (the objects reference the input; the zone holds only their
+ * arrays). Freed when the thread ends. */
+static pthread_key_t zone_key;
+static pthread_once_t zone_once = PTHREAD_ONCE_INIT;
+
+static void zone_free(void *z) {
+    msgpack_zone_free(z);
+}
+
+static void zone_key_make(void) {
+    (void)pthread_key_create(&zone_key, zone_free);
+}
+
+static msgpack_zone *thread_zone(void) {
+    pthread_once(&zone_once, zone_key_make);
+    msgpack_zone *z = pthread_getspecific(zone_key);
+    if (!z) {
+        z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+        if (z && pthread_setspecific(zone_key, z) != 0) {
+            msgpack_zone_free(z);
+            z = NULL;
+        }
+    }
+    return z;
+}
+
 int tether_rpc_msgpack_decode(const void *buf, size_t len, tether_rpc_msg *out) {
     return tether_rpc_msgpack_decode_seq(buf, len, out, NULL);
 }
@@ -319,21 +347,23 @@ int tether_rpc_msgpack_decode_seq(const void *buf, size_t len, tether_rpc_msg *o
     if (r.pos != len)
         return tether_set_error(TETHER_ERR_PROTOCOL, "%zu bytes after the end of the message",
                                 len - r.pos);
-    msgpack_unpacked up;
-    msgpack_unpacked_init(&up);
+    msgpack_zone *zone = thread_zone();
+    if (!zone)
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "msgpack-c: no memory for a zone");
+    msgpack_object obj;
     size_t off = 0;
-    msgpack_unpack_return ur = msgpack_unpack_next(&up, (const char *)buf, len, &off);
+    msgpack_unpack_return ur = msgpack_unpack((const char *)buf, len, &off, zone, &obj);
     int rc;
-    if (ur != MSGPACK_UNPACK_SUCCESS) {
+    if (ur != MSGPACK_UNPACK_SUCCESS && ur != MSGPACK_UNPACK_EXTRA_BYTES) {
         rc = tether_set_error(ur == MSGPACK_UNPACK_NOMEM_ERROR ? TETHER_ERR_OUT_OF_MEMORY
                                                                : TETHER_ERR_PROTOCOL,
                               "msgpack-c could not unpack the message (code %d)", (int)ur);
     } else {
         cursor c;
         memset(&c, 0, sizeof c);
-        c.root = &up.data;
+        c.root = &obj;
         rc = tether__rpc_schema_decode(&mpc_dec, &c, out, storage);
     }
-    msgpack_unpacked_destroy(&up);
+    msgpack_zone_clear(zone);
     return rc;
 }

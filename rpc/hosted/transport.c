@@ -32,6 +32,8 @@
 extern char **environ;
 
 #define READ_AHEAD 65536
+#define DIRECT_MIN 16384 /* a frame's remaining payload read straight into the frame buffer */
+#define PLACE_HEAD 64    /* bytes of a large frame in before t->place is asked */
 
 typedef struct fd_impl {
     bool owns;
@@ -47,6 +49,9 @@ typedef struct fd_impl {
     size_t rd_len, rd_pos;
     tether_stream_unframer stream;
     tether_uart_unframer uart_u;
+    bool place_asked;   /* t->place was asked about the stream frame being read */
+    uint8_t *place_dst; /* its bulk data goes there (NULL = into the frame buffer) */
+    size_t place_off;   /* from this byte of the frame on */
 } fd_impl;
 
 int64_t tether__rpc_now_ms(void) {
@@ -216,6 +221,48 @@ static int fd_send(tether_transport *t, const uint8_t *msg, size_t len, int time
     return rc;
 }
 
+/* A message in two pieces: on a stream socket one sendmsg of header, head and tail; on pipes
+ * three writes; on a UART (escaping and CRC touch every byte anyway) joined, then framed. */
+static int fd_send2(tether_transport *t, const uint8_t *head, size_t head_len, const uint8_t *tail,
+                    size_t tail_len, int timeout_ms) {
+    fd_impl *im = t->impl;
+    size_t len = head_len + tail_len;
+    if (im->uart || len > TETHER_RPC_MAX_FRAME_LIMIT) {
+        uint8_t *joined = malloc(len ? len : 1);
+        if (!joined)
+            return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "send: no memory for %zu bytes", len);
+        memcpy(joined, head, head_len);
+        memcpy(joined + head_len, tail, tail_len);
+        int rc = fd_send(t, joined, len, timeout_ms);
+        free(joined);
+        return rc;
+    }
+    int64_t deadline = deadline_of(timeout_ms);
+    uint8_t hdr[TETHER_STREAM_HEADER_BYTES];
+    int rc = tether_stream_frame_header(hdr, len);
+    if (!rc && im->socket < 0) {
+        struct stat st;
+        im->socket = fstat(t->fd_write, &st) == 0 && S_ISSOCK(st.st_mode);
+    }
+    if (!rc && im->socket) {
+        struct iovec iov[3] = {
+            {hdr, sizeof hdr}, {(void *)head, head_len}, {(void *)tail, tail_len}};
+        rc = send_all_socket(t->fd_write, iov, 3, deadline);
+    } else {
+        if (!rc)
+            rc = write_all(t->fd_write, im->nonblocking, hdr, sizeof hdr, deadline);
+        if (!rc)
+            rc = write_all(t->fd_write, im->nonblocking, head, head_len, deadline);
+        if (!rc)
+            rc = write_all(t->fd_write, im->nonblocking, tail, tail_len, deadline);
+    }
+    if (!rc) {
+        t->stats.frames_sent++;
+        t->stats.bytes_sent += sizeof hdr + len;
+    }
+    return rc;
+}
+
 static void sync_uart_stats(tether_transport *t, fd_impl *im) {
     t->stats.frames_dropped = tether_uart_unframer_dropped(&im->uart_u);
     t->stats.garbage_bytes = im->uart_u.garbage;
@@ -238,12 +285,13 @@ static void send_nak(tether_transport *t, fd_impl *im) {
  * one system call where poll + read take two. The socket's timeout is changed only when the
  * wait asked for is shorter, or much longer, than the one set (a request's timeout is the same
  * from request to request). Returns bytes (0 = end of file), -1 with errno, or -2 on timeout. */
-static ssize_t sock_recv(tether_transport *t, fd_impl *im, int64_t deadline) {
+static ssize_t sock_recv(tether_transport *t, fd_impl *im, uint8_t *dst, size_t cap,
+                         int64_t deadline) {
     int want = -1;
     if (deadline >= 0) {
         int64_t left = deadline - tether__rpc_now_ms();
         if (left <= 0) {
-            ssize_t n = recv(t->fd_read, im->rd, sizeof im->rd, MSG_DONTWAIT);
+            ssize_t n = recv(t->fd_read, dst, cap, MSG_DONTWAIT);
             return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? -2 : n;
         }
         want = left > INT_MAX ? INT_MAX : (int)left;
@@ -263,12 +311,26 @@ static ssize_t sock_recv(tether_transport *t, fd_impl *im, int64_t deadline) {
         im->rcvtimeo_ms = want;
     }
     for (;;) {
-        ssize_t n = recv(t->fd_read, im->rd, sizeof im->rd, 0);
+        ssize_t n = recv(t->fd_read, dst, cap, 0);
         if (n >= 0 || errno != EINTR)
             return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? -2 : n;
         if (deadline >= 0 && tether__rpc_now_ms() >= deadline)
             return -2;
     }
+}
+
+/* A stream frame read to its end outside the unframer: delivered, its placement said. */
+static int deliver_stream(tether_transport *t, fd_impl *im, const uint8_t **msg, size_t *len) {
+    tether_stream_unframer *su = &im->stream;
+    *msg = su->buf;
+    *len = su->need;
+    t->placed = im->place_dst;
+    t->placed_off = im->place_off;
+    im->place_dst = NULL;
+    im->place_asked = false;
+    su->hdr_have = su->have = su->need = 0;
+    t->stats.frames_received++;
+    return TETHER_OK;
 }
 
 static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int timeout_ms) {
@@ -297,26 +359,64 @@ static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int ti
                     return TETHER_TRANSPORT_DAMAGED;
                 continue;
             }
-            got = tether_stream_unframer_push(&im->stream, im->rd + im->rd_pos,
-                                              im->rd_len - im->rd_pos, &used, msg, len);
+            tether_stream_unframer *su = &im->stream;
+            if (im->place_dst) { /* a placed frame's bytes from the read-ahead buffer */
+                size_t take = su->need - su->have;
+                if (take > im->rd_len - im->rd_pos)
+                    take = im->rd_len - im->rd_pos;
+                memcpy(im->place_dst + (su->have - im->place_off), im->rd + im->rd_pos, take);
+                im->rd_pos += take;
+                su->have += take;
+                if (su->have == su->need)
+                    return deliver_stream(t, im, msg, len);
+                continue;
+            }
+            got = tether_stream_unframer_push(su, im->rd + im->rd_pos, im->rd_len - im->rd_pos,
+                                              &used, msg, len);
             im->rd_pos += used;
             if (got < 0)
                 return got;
             if (got == 1) {
                 t->stats.frames_received++;
+                t->placed = NULL;
+                im->place_asked = false;
                 return TETHER_OK;
             }
         }
+        tether_stream_unframer *su = &im->stream;
+        if (!im->uart && t->place && !im->place_asked &&
+            su->hdr_have == TETHER_STREAM_HEADER_BYTES && su->need >= DIRECT_MIN &&
+            su->have >= PLACE_HEAD) {
+            /* where does this frame's bulk data belong? (once per frame) */
+            im->place_asked = true;
+            uint8_t *dst = NULL;
+            size_t off = 0;
+            if (t->place(t->place_ctx, su->buf, su->have, su->need, &dst, &off) && dst &&
+                off <= su->have && off < su->need) {
+                memcpy(dst, su->buf + off, su->have - off);
+                im->place_dst = dst;
+                im->place_off = off;
+            }
+        }
+        /* the rest of a large stream frame goes straight into where it belongs (the frame
+         * buffer, or the placed destination): no copy through the read-ahead buffer; anything
+         * else through the read-ahead buffer */
+        bool direct = !im->uart && su->hdr_have == TETHER_STREAM_HEADER_BYTES &&
+                      su->need - su->have >= DIRECT_MIN;
+        uint8_t *dst = !direct         ? im->rd
+                       : im->place_dst ? im->place_dst + (su->have - im->place_off)
+                                       : su->buf + su->have;
+        size_t cap = direct ? su->need - su->have : sizeof im->rd;
         ssize_t n;
         if (im->sock_read) {
-            n = sock_recv(t, im, deadline);
+            n = sock_recv(t, im, dst, cap, deadline);
             if (n == -2)
                 return tether_set_error(TETHER_ERR_TIMEOUT, "timed out after waiting for the peer");
         } else {
             int rc = tether__rpc_wait_fd(t->fd_read, POLLIN, deadline);
             if (rc)
                 return rc;
-            n = read(t->fd_read, im->rd, sizeof im->rd);
+            n = read(t->fd_read, dst, cap);
         }
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
@@ -325,9 +425,15 @@ static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int ti
         }
         if (n == 0)
             return tether_set_error(TETHER_ERR_IO, "connection closed by the peer");
+        t->stats.bytes_received += (uint64_t)n;
+        if (direct) {
+            su->have += (size_t)n;
+            if (su->have == su->need)
+                return deliver_stream(t, im, msg, len);
+            continue;
+        }
         im->rd_len = (size_t)n;
         im->rd_pos = 0;
-        t->stats.bytes_received += (uint64_t)n;
     }
 }
 
@@ -371,7 +477,7 @@ reaped:
     t->ops = NULL;
 }
 
-const tether_transport_ops tether__rpc_fd_ops = {fd_send, fd_recv, fd_close};
+const tether_transport_ops tether__rpc_fd_ops = {fd_send, fd_recv, fd_close, fd_send2};
 
 int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, int fd_read,
                              int fd_write, uint32_t max_frame, bool owns_fds) {
@@ -496,6 +602,28 @@ int tether_transport_send(tether_transport *t, const void *msg, size_t len, int 
         return tether_set_error(TETHER_ERR_LIMIT, "message of %zu bytes (must be 1..%u)", len,
                                 (unsigned)TETHER_RPC_MAX_FRAME_LIMIT);
     return t->ops->send(t, msg, len, timeout_ms);
+}
+
+int tether_transport_send2(tether_transport *t, const void *head, size_t head_len, const void *tail,
+                           size_t tail_len, int timeout_ms) {
+    if (!t || !t->ops)
+        return tether_set_error(TETHER_ERR_STATE, "transport is not open");
+    size_t len = head_len + tail_len;
+    if (!head || head_len == 0 || (tail_len && !tail) || len > TETHER_RPC_MAX_FRAME_LIMIT)
+        return tether_set_error(TETHER_ERR_LIMIT, "message of %zu bytes (must be 1..%u)", len,
+                                (unsigned)TETHER_RPC_MAX_FRAME_LIMIT);
+    if (tail_len == 0)
+        return t->ops->send(t, head, head_len, timeout_ms);
+    if (t->ops->send2)
+        return t->ops->send2(t, head, head_len, tail, tail_len, timeout_ms);
+    uint8_t *joined = malloc(len);
+    if (!joined)
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "send: no memory for %zu bytes", len);
+    memcpy(joined, head, head_len);
+    memcpy(joined + head_len, tail, tail_len);
+    int rc = t->ops->send(t, joined, len, timeout_ms);
+    free(joined);
+    return rc;
 }
 
 int tether_transport_recv(tether_transport *t, const uint8_t **msg, size_t *len, int timeout_ms) {

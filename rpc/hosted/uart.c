@@ -267,7 +267,12 @@ static int uart_recv(tether_transport *t, const uint8_t **msg, size_t *len, int 
     return tether__rpc_fd_ops.recv(t, msg, len, timeout_ms);
 }
 
-static const tether_transport_ops uart_ops = {uart_send, uart_recv, uart_close};
+static int uart_send2(tether_transport *t, const uint8_t *head, size_t head_len,
+                      const uint8_t *tail, size_t tail_len, int timeout_ms) {
+    return tether__rpc_fd_ops.send2(t, head, head_len, tail, tail_len, timeout_ms);
+}
+
+static const tether_transport_ops uart_ops = {uart_send, uart_recv, uart_close, uart_send2};
 
 #define LOCK_POLL_MS 50
 

@@ -147,3 +147,55 @@ int tether_rpc_peek_numbers(const void *buf, size_t len, uint32_t *type, uint32_
     *id = (uint32_t)i;
     return TETHER_OK;
 }
+
+int tether_rpc_encode_split(const tether_rpc_msg *m, void *buf, size_t cap, size_t *head_len,
+                            const uint8_t **tail, size_t *tail_len) {
+    if (!m || !buf || !head_len || !tail || !tail_len)
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "encode split: null argument");
+    *tail = NULL;
+    *tail_len = 0;
+    tether_rpc_msg h = *m;
+    tether_rpc_bytes *data = NULL;
+    if (m->type == TETHER_RPC_COPY_TO)
+        data = &h.u.copy_to_req.data;
+    else if (m->type == TETHER_RPC_UPLOAD_CHUNK)
+        data = &h.u.upload_chunk_req.data;
+    else if (m->type == (TETHER_RPC_COPY_FROM | TETHER_RPC_REPLY))
+        data = &h.u.copy_from_rep.data;
+    if (!data || data->len < 16)
+        return tether_rpc_tiny_encode(m, buf, cap, head_len);
+    int rc = tether_rpc_msg_check(m);
+    if (rc)
+        return rc;
+    /* the message with empty data ends in its bin header c4 00; the real header replaces it */
+    uint32_t n = data->len;
+    data->len = 0;
+    data->ptr = (const uint8_t *)"";
+    size_t len = 0;
+    rc = tether_rpc_tiny_encode(&h, buf, cap, &len);
+    if (rc)
+        return rc;
+    uint8_t *b = (uint8_t *)buf;
+    if (len < 2 || b[len - 2] != 0xc4 || b[len - 1] != 0)
+        return tether_set_error(TETHER_ERR_INTERNAL, "encode split: the data is not last");
+    len -= 2;
+    uint8_t hdr[5];
+    size_t hn;
+    if (n < 256) {
+        hdr[0] = 0xc4, hdr[1] = (uint8_t)n, hn = 2;
+    } else if (n < 65536) {
+        hdr[0] = 0xc5, hdr[1] = (uint8_t)(n >> 8), hdr[2] = (uint8_t)n, hn = 3;
+    } else {
+        hdr[0] = 0xc6, hdr[1] = (uint8_t)(n >> 24), hdr[2] = (uint8_t)(n >> 16);
+        hdr[3] = (uint8_t)(n >> 8), hdr[4] = (uint8_t)n, hn = 5;
+    }
+    if (len + hn > cap)
+        return tether_set_error(TETHER_ERR_LIMIT, "encode split: buffer of %zu bytes", cap);
+    memcpy(b + len, hdr, hn);
+    *head_len = len + hn;
+    *tail = m->type == TETHER_RPC_COPY_TO        ? m->u.copy_to_req.data.ptr
+            : m->type == TETHER_RPC_UPLOAD_CHUNK ? m->u.upload_chunk_req.data.ptr
+                                                 : m->u.copy_from_rep.data.ptr;
+    *tail_len = n;
+    return TETHER_OK;
+}

@@ -50,10 +50,24 @@ int tether_server_send(tether_server *s, const tether_rpc_msg *m, uint8_t *buf, 
     return s->cfg.ops->send(s->cfg.ctx, buf, len);
 }
 
-/* Encodes and sends the reply; returns its encoded length (0 when nothing was sent). */
+#define SPLIT_MIN 4096 /* bulk data of a reply this large goes out from where it is */
+
+/* Encodes and sends the reply; returns its encoded length (0 when nothing was sent, or when
+ * the reply went out in two pieces: only a whole encoding in tx may be cached). */
 static size_t send_reply(tether_server *s) {
     tether_rpc_msg *m = s->cfg.rep;
     size_t len = 0;
+    if (s->cfg.ops->send2 && m->type == (TETHER_RPC_COPY_FROM | TETHER_RPC_REPLY) &&
+        m->u.copy_from_rep.data.len >= SPLIT_MIN) {
+        const uint8_t *tail;
+        size_t tail_len;
+        if (tether_rpc_encode_split(m, s->cfg.tx, s->cfg.tx_cap, &len, &tail, &tail_len) ==
+                TETHER_OK &&
+            s->cfg.ops->send2(s->cfg.ctx, s->cfg.tx, len, tail, tail_len) == TETHER_OK) {
+            return 0;
+        }
+        /* else the reply is encoded whole below (an ERROR if it cannot be) */
+    }
     int rc = tether_rpc_tiny_encode(m, s->cfg.tx, s->cfg.tx_cap, &len);
     if (rc != TETHER_OK && m->type != TETHER_RPC_ERROR) {
         tether_rpc_make_error(m, m->id, rc, tether_last_error());

@@ -173,7 +173,7 @@ static void test_info(void **state) {
     assert_non_null(strstr(out_text, "load size          131072 bytes\n"));
     assert_non_null(strstr(out_text, "exports id         0x"));
     assert_non_null(strstr(out_text, "max frame          1024 bytes\n"));
-    assert_non_null(strstr(out_text, "window             1\n"));
+    assert_non_null(strstr(out_text, "window             2\n"));
     assert_non_null(strstr(out_text, "array heap         262144 bytes\n"));
     /* the JSON keys are the labels (with the unit): the same figures */
     assert_int_equal(cli("info", "--device", board.url, "--json", NULL), 0);

@@ -80,7 +80,7 @@ static void test_hello(void **state) {
     device_max_frame = rep.u.hello_rep.max_frame;
     device_window = rep.u.hello_rep.window;
     assert_int_equal(device_max_frame, 1024);
-    assert_int_equal(device_window, 1);
+    assert_int_equal(device_window, 2);
     /* The board description arrived through the client's LOG callback. */
     assert_true(logs_seen >= 1);
     assert_non_null(strstr(last_log, "board mps2-an385"));

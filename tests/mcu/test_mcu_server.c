@@ -48,7 +48,7 @@ static void test_hello(void **state) {
     assert_true(h->little_endian);
     assert_int_equal(h->pointer_bits, 32);
     assert_int_equal(h->max_frame, 1024);
-    assert_int_equal(h->window, 1);
+    assert_int_equal(h->window, 2);
     assert_int_equal(h->clock_hz, 25000000);
     assert_int_equal(h->num_pools, 3); /* the board's linker-script regions, with their sizes */
     assert_true(tether_rpc_str_eq(h->pools[0], "sram"));

@@ -32,6 +32,82 @@ static int call(tether_rpc_client *c, uint64_t func, tether_rpc_msg *rep, int ti
     return tether_rpc_client_request(c, &req, rep, timeout_ms);
 }
 
+/* The pipelined transfers (tether_rpc_client_pipeline): make/take callbacks over one buffer,
+ * counting how many requests were out before the first reply came back. */
+typedef struct pipe_ctx {
+    uint8_t *buf;
+    uint32_t type;
+    uint32_t made, taken, made_at_first_take;
+    uint64_t next_take; /* replies arrive in order */
+    uint64_t base;      /* the device offset of buf[0] */
+} pipe_ctx;
+
+static int pipe_make(void *ctx, uint64_t offset, size_t len, tether_rpc_msg *req) {
+    pipe_ctx *p = ctx;
+    p->made++;
+    req->type = p->type;
+    if (p->type == TETHER_RPC_COPY_TO) {
+        req->u.copy_to_req.array = 1;
+        req->u.copy_to_req.offset = p->base + offset;
+        req->u.copy_to_req.data.ptr = p->buf + offset;
+        req->u.copy_to_req.data.len = (uint32_t)len;
+    } else {
+        req->u.copy_from_req.array = 1;
+        req->u.copy_from_req.offset = p->base + offset;
+        req->u.copy_from_req.length = len;
+    }
+    return 0;
+}
+
+static int pipe_take(void *ctx, uint64_t offset, size_t len, const tether_rpc_msg *rep) {
+    pipe_ctx *p = ctx;
+    if (p->taken++ == 0)
+        p->made_at_first_take = p->made;
+    assert_int_equal(offset, p->next_take);
+    p->next_take = offset + len;
+    if (p->type == TETHER_RPC_COPY_TO) {
+        assert_int_equal(rep->u.copy_to_rep.written, len);
+    } else {
+        assert_int_equal(rep->u.copy_from_rep.data.len, len);
+        memcpy(p->buf + offset, rep->u.copy_from_rep.data.ptr, len);
+    }
+    return 0;
+}
+
+static void pipelined_copy(tether_rpc_client *c, uint32_t peer_frame, size_t bytes) {
+    uint8_t *src = malloc(bytes), *back = calloc(1, bytes);
+    for (size_t i = 0; i < bytes; i++)
+        src[i] = (uint8_t)(i * 7 + (i >> 11) + 3);
+    size_t chunk = tether_rpc_chunk_max(peer_frame);
+    size_t chunks = (bytes + chunk - 1) / chunk;
+    pipe_ctx p = {.buf = src, .type = TETHER_RPC_COPY_TO};
+    if (tether_rpc_client_pipeline(c, bytes, chunk, 4, 5000, pipe_make, pipe_take, &p) != 0)
+        fail_msg("pipelined COPY_TO: %s", tether_last_error());
+    assert_int_equal(p.made, chunks);
+    assert_int_equal(p.taken, chunks);
+    assert_int_equal(p.next_take, bytes);
+    /* four requests were out before the first reply was taken */
+    assert_int_equal(p.made_at_first_take, chunks < 4 ? chunks : 4);
+    pipe_ctx q = {.buf = back, .type = TETHER_RPC_COPY_FROM};
+    if (tether_rpc_client_pipeline(c, bytes, chunk, 8, 5000, pipe_make, pipe_take, &q) != 0)
+        fail_msg("pipelined COPY_FROM: %s", tether_last_error());
+    assert_int_equal(q.made_at_first_take, chunks < 8 ? chunks : 8);
+    assert_memory_equal(back, src, bytes);
+    /* total 0 is one request of length 0 */
+    pipe_ctx z = {.buf = src, .type = TETHER_RPC_COPY_TO};
+    assert_int_equal(tether_rpc_client_pipeline(c, 0, chunk, 4, 5000, pipe_make, pipe_take, &z), 0);
+    assert_int_equal(z.made, 1);
+    assert_int_equal(z.taken, 1);
+    /* an ERROR reply (a copy past the device's array) ends it with the device's status */
+    pipe_ctx e = {.buf = src, .type = TETHER_RPC_COPY_FROM, .base = TS_MEM};
+    assert_int_equal(tether_rpc_client_pipeline(c, 1, chunk, 4, 5000, pipe_make, pipe_take, &e),
+                     TETHER_ERR_LIMIT);
+    assert_int_equal(e.taken, 0);
+    assert_non_null(strstr(tether_last_error(), "copy past the array"));
+    free(src);
+    free(back);
+}
+
 void session_run(tether_transport *t, size_t copy_bytes, bool uart) {
     tether_rpc_client c;
     static tether_rpc_msg req, rep;
@@ -89,6 +165,10 @@ void session_run(tether_transport *t, size_t copy_bytes, bool uart) {
     assert_memory_equal(back, src, copy_bytes);
     free(src);
     free(back);
+
+    /* the same through the pipeline, several requests in flight; after the ERROR that ends
+     * the last one the replies still in flight are skipped as stale by the next request */
+    pipelined_copy(&c, peer_frame < t->max_frame ? peer_frame : (uint32_t)t->max_frame, copy_bytes);
 
     /* a LOG notification arrives before the reply */
     assert_int_equal(call(&c, TS_FUNC_LOG, &rep, 5000), 0);

@@ -57,6 +57,86 @@ static void test_vectors_encode(void **state) {
     }
 }
 
+/* Every vector: tether_rpc_encode_split's head followed by its tail is exactly the tiny
+ * encoding, and only a message that ends in its bulk data (COPY_TO, UPLOAD_CHUNK, the COPY_FROM
+ * reply) has a tail, which points into the message's own data (not copied). */
+static void split_one(const tether_rpc_msg *m, int *with_tail) {
+    size_t len = 0, head_len = 0, tail_len = 0;
+    const uint8_t *tail = NULL;
+    assert_int_equal(tether_rpc_tiny_encode(m, expect, sizeof expect, &len), 0);
+    if (tether_rpc_encode_split(m, out, sizeof out, &head_len, &tail, &tail_len))
+        fail_msg("split encode of type %u: %s", (unsigned)m->type, tether_last_error());
+    assert_int_equal(head_len + tail_len, len);
+    assert_memory_equal(out, expect, head_len);
+    if (tail_len) {
+        (*with_tail)++;
+        assert_memory_equal(tail, expect + head_len, tail_len);
+        const void *data = m->type == TETHER_RPC_COPY_TO        ? m->u.copy_to_req.data.ptr
+                           : m->type == TETHER_RPC_UPLOAD_CHUNK ? m->u.upload_chunk_req.data.ptr
+                                                                : m->u.copy_from_rep.data.ptr;
+        assert_ptr_equal(tail, data); /* sent from where it is */
+    }
+}
+
+/* tether_rpc_encode_split's head followed by its tail is exactly the tiny encoding, for every
+ * vector and for each message that ends in bulk data (COPY_TO, UPLOAD_CHUNK, the COPY_FROM
+ * reply) with each size of bin header; only those have a tail, and it is their own data. */
+static void test_vectors_encode_split(void **state) {
+    (void)state;
+    int with_tail = 0;
+    for (size_t i = 0; i < rpc_vector_count; i++) {
+        tether_rpc_msg m;
+        memset(&m, 0, sizeof m);
+        rpc_vectors[i].build(&m);
+        split_one(&m, &with_tail);
+    }
+    static uint8_t data[5000];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)(i * 13 + 1);
+    const uint32_t sizes[] = {0, 15, 16, 200, 255, 256, 4000};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        tether_rpc_msg m;
+        memset(&m, 0, sizeof m);
+        m.type = TETHER_RPC_COPY_TO;
+        m.id = 70000;
+        m.u.copy_to_req.array = 3;
+        m.u.copy_to_req.offset = 1u << 20;
+        m.u.copy_to_req.data.ptr = data;
+        m.u.copy_to_req.data.len = sizes[s];
+        split_one(&m, &with_tail);
+        memset(&m, 0, sizeof m);
+        m.type = TETHER_RPC_UPLOAD_CHUNK;
+        m.id = 5;
+        m.u.upload_chunk_req.upload_id = 2;
+        m.u.upload_chunk_req.offset = 300;
+        m.u.upload_chunk_req.data.ptr = data + 1;
+        m.u.upload_chunk_req.data.len = sizes[s];
+        split_one(&m, &with_tail);
+        memset(&m, 0, sizeof m);
+        m.type = TETHER_RPC_COPY_FROM | TETHER_RPC_REPLY;
+        m.id = 6;
+        m.u.copy_from_rep.data.ptr = data + 2;
+        m.u.copy_from_rep.data.len = sizes[s];
+        split_one(&m, &with_tail);
+    }
+    assert_int_equal(with_tail, 3 * 5); /* every size from 16 up is split */
+    /* the head alone must fit: a buffer too small for it is an error, not a short write */
+    tether_rpc_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = TETHER_RPC_COPY_TO;
+    m.id = 9;
+    m.u.copy_to_req.array = 1;
+    m.u.copy_to_req.data.ptr = data;
+    m.u.copy_to_req.data.len = 4000;
+    size_t head_len, tail_len;
+    const uint8_t *tail;
+    assert_int_equal(tether_rpc_encode_split(&m, out, 4, &head_len, &tail, &tail_len),
+                     TETHER_ERR_LIMIT);
+    assert_int_equal(tether_rpc_encode_split(&m, out, 64, &head_len, &tail, &tail_len), 0);
+    assert_int_equal(tail_len, 4000);
+    assert_ptr_equal(tail, data);
+}
+
 /* Every vector: each decoder accepts the expected bytes and yields the built message; the
  * decoded message re-encodes (with the other codec) to the same bytes. */
 static void test_vectors_decode(void **state) {
@@ -588,11 +668,11 @@ static void test_chunk_overhead(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vectors_encode),      cmocka_unit_test(test_vectors_decode),
-        cmocka_unit_test(test_decode_noncanonical), cmocka_unit_test(test_decode_errors),
-        cmocka_unit_test(test_decode_deep_nesting), cmocka_unit_test(test_encode_errors),
-        cmocka_unit_test(test_proto_helpers),       cmocka_unit_test(test_chunk_overhead),
-        cmocka_unit_test(test_seq_limits),
+        cmocka_unit_test(test_vectors_encode), cmocka_unit_test(test_vectors_encode_split),
+        cmocka_unit_test(test_vectors_decode), cmocka_unit_test(test_decode_noncanonical),
+        cmocka_unit_test(test_decode_errors),  cmocka_unit_test(test_decode_deep_nesting),
+        cmocka_unit_test(test_encode_errors),  cmocka_unit_test(test_proto_helpers),
+        cmocka_unit_test(test_chunk_overhead), cmocka_unit_test(test_seq_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -105,8 +105,8 @@ static int fake_request(void *ctx, const tether_rpc_msg *req, tether_rpc_msg *re
     }
 }
 
-static const tether_server_ops ops = {fake_decode, fake_send,   fake_hello,   fake_auth,
-                                      fake_find,   fake_invoke, fake_request, NULL};
+static const tether_server_ops ops = {fake_decode, fake_send,    fake_hello, fake_auth, fake_find,
+                                      fake_invoke, fake_request, NULL,       NULL};
 
 static tether_server srv;
 static tether_rpc_msg s_req, s_rep;

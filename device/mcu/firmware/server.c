@@ -7,9 +7,9 @@
  *
  * What must stay true:
  * - One request is handled at a time and gets exactly one reply (result or ERROR) with its id,
- *   sent by the core; the host keeps at most `window` (= 1) requests in flight, which is the
- *   flow control: the receive buffer (TETHER_MCU_MAX_FRAME bytes) never has to hold more than
- *   one frame.
+ *   sent by the core; the host keeps at most `window` (= 2) requests in flight: while one is
+ *   handled the next one's bytes wait in the board's RX ring, and the receive buffer
+ *   (TETHER_MCU_MAX_FRAME bytes) is refilled only after the frame in it was answered.
  * - A request id seen recently is answered from the reply cache (the core's), never executed
  *   twice.
  * - Handles are checked before use: an NDArray handle carries a generation, so a stale or forged
@@ -154,7 +154,7 @@ static void board_summary(char *text, size_t size) {
     tether_format(
         text, size,
         "board %s cpu %s clock %u Hz boot %u; ram 0x%08x+%u heap 0x%08x+%u load "
-        "0x%08x+%u stack %u; rx buffer %u B, max frame %u B, window 1; lost %u dropped %u",
+        "0x%08x+%u stack %u; rx buffer %u B, max frame %u B, window 2; lost %u dropped %u",
         board->name, board->cpu, (unsigned)board->clock_hz, (unsigned)tether_board_boot_count(),
         (unsigned)board->ram_base, (unsigned)board->ram_size, (unsigned)board->heap_base,
         (unsigned)board->heap_size, (unsigned)board->load_base, (unsigned)board->load_size,
@@ -226,7 +226,7 @@ static int on_hello(void *ctx, const tether_rpc_msg *rq, tether_rpc_msg *rp) {
     h->little_endian = true;
     h->pointer_bits = 32;
     h->max_frame = TETHER_MCU_MAX_FRAME;
-    h->window = 1;
+    h->window = 2; /* the next chunk waits in the RX ring while one is handled */
     h->clock_hz = board->clock_hz;
     h->scopes = TETHER_RPC_SCOPE_BIT(TETHER_SCOPE_GLOBAL);
     h->num_pools = board->npools;

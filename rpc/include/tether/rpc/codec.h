@@ -50,6 +50,14 @@ int tether_rpc_peek_numbers(const void *buf, size_t len, uint32_t *type, uint32_
 /* Checks a message against the protocol limits without encoding it (both encoders call it). */
 int tether_rpc_msg_check(const tether_rpc_msg *m);
 
+/* Encodes m (tiny codec) without copying its bulk data: for a message whose last field is its
+ * data (COPY_TO, UPLOAD_CHUNK, the COPY_FROM reply) buf receives everything up to and including
+ * that bin's header (*head_len bytes) and *tail, *tail_len are the data itself, to be sent after
+ * the head as they are; for any other message buf receives the whole encoding and *tail_len is
+ * 0. The bytes head + tail are exactly what tether_rpc_tiny_encode writes. */
+int tether_rpc_encode_split(const tether_rpc_msg *m, void *buf, size_t cap, size_t *head_len,
+                            const uint8_t **tail, size_t *tail_len);
+
 /* ---- msgpack-c codec (hosted) ---- */
 
 /* Encodes into buf[0..cap), like the tiny encoder. */

@@ -83,6 +83,11 @@ typedef struct tether_server_ops {
     /* Optional: told about a dropped frame (TETHER_LOG_WARN) and about every ERROR reply
      * (TETHER_LOG_DEBUG, the message text). */
     void (*note)(void *ctx, int level, const char *text);
+    /* Optional: sends one message given as head + tail without joining them. With it a large
+     * COPY_FROM reply goes out from the array's own memory (tether_rpc_encode_split), not
+     * through the transmit buffer. */
+    int (*send2)(void *ctx, const uint8_t *head, size_t head_len, const uint8_t *tail,
+                 size_t tail_len);
 } tether_server_ops;
 
 typedef enum tether_server_result {

@@ -44,6 +44,9 @@ typedef struct tether_transport_ops {
     int (*send)(tether_transport *t, const uint8_t *msg, size_t len, int timeout_ms);
     int (*recv)(tether_transport *t, const uint8_t **msg, size_t *len, int timeout_ms);
     void (*close)(tether_transport *t);
+    /* Optional: one message given in two pieces, sent without joining them (NULL: joined). */
+    int (*send2)(tether_transport *t, const uint8_t *head, size_t head_len, const uint8_t *tail,
+                 size_t tail_len, int timeout_ms);
 } tether_transport_ops;
 
 typedef struct tether_transport_stats {
@@ -78,12 +81,27 @@ struct tether_transport {
     bool link2;
     bool send_naks;
     bool report_damage;
+    /* Stream transports: where a large frame's bulk data belongs, asked once per frame of at
+     * least 16 KiB when its first 64 bytes are in (place(ctx, head, head_len, frame_len, &dst,
+     * &data_off): true = bytes [data_off, frame_len) of the frame go straight to dst, read from
+     * the socket into it, not through the frame buffer). recv then returns the frame as usual,
+     * with placed = dst and placed_off = data_off (NULL = nothing placed): the frame buffer
+     * holds only its first data_off bytes. tetherd places COPY_TO data into its array. */
+    bool (*place)(void *ctx, const uint8_t *head, size_t head_len, size_t frame_len, uint8_t **dst,
+                  size_t *data_off);
+    void *place_ctx;
+    uint8_t *placed;
+    size_t placed_off;
     void *impl; /* implementation state */
 };
 
 /* Sends one message. TETHER_ERR_LIMIT when len is 0 or above TETHER_RPC_MAX_FRAME_LIMIT,
  * TETHER_ERR_TIMEOUT, TETHER_ERR_IO (peer gone; message says why). */
 int tether_transport_send(tether_transport *t, const void *msg, size_t len, int timeout_ms);
+/* Sends one message given as head + tail (tether_rpc_encode_split: a request's bulk data stays
+ * where it is): on a socket one sendmsg of the frame header, head and tail, no copy. */
+int tether_transport_send2(tether_transport *t, const void *head, size_t head_len, const void *tail,
+                           size_t tail_len, int timeout_ms);
 /* Receives one message. TETHER_ERR_TIMEOUT when none arrived in time (partial input is kept for
  * the next call), TETHER_ERR_IO when the peer closed or the fd failed, TETHER_ERR_LIMIT /
  * TETHER_ERR_PROTOCOL on a bad stream frame (the stream is then unusable: close it). UART
@@ -201,6 +219,10 @@ typedef struct tether_rpc_client {
                                TETHER_RPC_SMALLER) once it failed 3 times and the line carries
                                less than half of it; cleared by each request (0 = never) */
     uint32_t last_attempts; /* attempts of the last request (1 = no resend) */
+    double win_now;         /* pipeline window on a lossy link: 1 after a loss, + 1 per
+                               window that got through (0 = not started) */
+    const uint8_t *tail;    /* the request in flight: tx holds its head, this its bulk data */
+    size_t tail_len;
 } tether_rpc_client;
 
 /* tether_rpc_client_request gave up a chunk request (resize_above): send its data again in
@@ -224,6 +246,24 @@ int tether_rpc_client_request(tether_rpc_client *c, tether_rpc_msg *req, tether_
  * rate seen in the last requests (about sqrt(70/rate) bytes, at least 64), growing again while
  * frames get through; max otherwise. */
 size_t tether_rpc_client_chunk(tether_rpc_client *c, size_t max);
+
+/* Bulk transfers with up to `window` requests in flight (1..8): the byte range [0, total) in
+ * chunks of tether_rpc_client_chunk(c, max_chunk) bytes. make(ctx, offset, len, req) fills the
+ * request for bytes [offset, offset + len) (type and fields; the id is assigned here; its bulk
+ * data is sent from where it points, not copied); take(ctx, offset, len, rep) gets each reply,
+ * in order. On a lossy link (report_damage) a NAK, a damaged frame, a reply overtaking the
+ * oldest one's, or the retransmission timeout resends the oldest request and all after it
+ * (go-back-N; the device's reply cache answers what it already ran); a chunk far too large for
+ * the line is abandoned and its bytes made again in smaller pieces. So the requests must be
+ * idempotent and independent of their order (COPY_TO, COPY_FROM; UPLOAD_CHUNK on a stream). A
+ * callback's non-zero status, an ERROR reply or a timeout (timeout_ms * (retries + 1) without
+ * progress) ends it with that status. total 0 makes one request of length 0. */
+typedef int (*tether_rpc_make_fn)(void *ctx, uint64_t offset, size_t len, tether_rpc_msg *req);
+typedef int (*tether_rpc_take_fn)(void *ctx, uint64_t offset, size_t len,
+                                  const tether_rpc_msg *rep);
+int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_chunk,
+                               uint32_t window, int timeout_ms, tether_rpc_make_fn make,
+                               tether_rpc_take_fn take, void *ctx);
 
 /* The byte error rate the client estimates for its link (0 = none seen). */
 double tether_rpc_client_error_rate(const tether_rpc_client *c);
