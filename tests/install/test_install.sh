@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # `cmake --install` of this build into a temporary prefix, then as a user would: a CMake project
 # with find_package(tether) (tether::host + tether::compiler) compiles and runs a model on the
-# installed tetherd; a program built with pkg-config (tether-host); the installed CLI finds the
-# installed tetherd (local:) and, when the firmware is built, the installed firmware for the QEMU
-# board (no build tree, no $TETHER_FIRMWARE); the installed Python package, when built, runs a
-# model on the installed tetherd.
+# installed tetherd; programs built with pkg-config (tether-host, with and without --static);
+# the installed CLI finds the installed tetherd (local:) and, when the firmware is built, the
+# installed firmware for the QEMU board (no build tree, no $TETHER_FIRMWARE); the installed Python
+# package, when built, runs a model on the installed tetherd.
 # usage: test_install.sh BUILD_DIR SOURCE_DIR C_COMPILER [EXTRA_FLAGS]
 set -euo pipefail
 build=$1 src=$2 cc=$3 extra=${4:-}
@@ -36,6 +36,16 @@ flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs --sta
 # shellcheck disable=SC2086
 "$cc" -std=c11 $extra "$src/tests/install/consumer/npy_roundtrip.c" -o "$work/npy_roundtrip" $flags
 "$work/npy_roundtrip" "$work/x.npy" "$work/mfcc.npy"
+# ... and without --static: the .pc alone links a program that uses sessions (docs/install.md)
+flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs tether-host)
+# shellcheck disable=SC2086
+"$cc" -std=c11 $extra "$src/tests/install/consumer/session_info.c" -o "$work/session_info" \
+    $flags > "$work/pc.log" 2>&1 || { echo "FAIL: pkg-config --libs tether-host (no --static)"
+    head -n 20 "$work/pc.log"; exit 1; }
+env -u TETHER_DEVICE TETHER_TETHERD="$prefix/bin/tetherd" "$work/session_info" > "$work/pc.txt" ||
+    { echo "FAIL: session_info"; cat "$work/pc.txt"; exit 1; }
+grep -q "^session ok" "$work/pc.txt" || { echo "FAIL: session_info"; exit 1; }
+echo "a program built with pkg-config (no --static) reached the installed tetherd"
 
 # the installed CLI: tetherd beside it (local:), no build tree
 cd "$work"
