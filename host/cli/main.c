@@ -479,6 +479,7 @@ typedef struct run_args {
     io_spec in[MAX_IO], out[MAX_IO];
     int nin, nout;
     int out_given;   /* --out was given (bench writes outputs only then) */
+    int default_out; /* run without --out: the outputs go to out0.npy ... in the cwd (said) */
     int ordered;     /* in/out are in the artifact's order (a requeued run orders nothing again) */
     const char *svg; /* bench --svg FILE: the latency distribution */
     uint32_t number, repeat, min_repeat_ms, cooldown_ms;
@@ -1271,6 +1272,7 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
         tether_artifact_io_of(a, 1, i, &io);
         io_spec *sp = &r->out[i];
         if (!r->nout) {
+            r->default_out = 1;
             memset(sp, 0, sizeof *sp);
             snprintf(defnames[i], sizeof defnames[i], "out%d.npy", i);
             sp->path = defnames[i];
@@ -1303,6 +1305,19 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
             return fail(1, "%s", tether_last_error());
     }
     return 0;
+}
+
+/* run without --out wrote the outputs to out0.npy ... in the current directory: says so on
+ * stderr, with the directory, so that nothing lands there unannounced. */
+static void say_default_outputs(const run_args *r, const run_result *q) {
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd))
+        snprintf(cwd, sizeof cwd, "the current directory");
+    fprintf(stderr, "tether %s: no --out given: wrote ", g_cmd);
+    for (int i = 0; i < q->nout && i < r->nout; i++)
+        fprintf(stderr, "%s%s (output '%s')", i ? ", " : "", r->out[i].path,
+                q->out_name[i] ? q->out_name[i] : "");
+    fprintf(stderr, " in %s; --out FILE, NAME=FILE or FILE.npz chooses where\n", cwd);
 }
 
 static int run_artifact_once(run_args *r, const char *dir, int bench) {
@@ -1357,6 +1372,8 @@ static int run_artifact_once(run_args *r, const char *dir, int bench) {
         rc = report_opencl(r, bench, &q, a, kernel_ns, kernel_median);
     else
         rc = report_run(r, bench, &q);
+    if (!rc && !bench && r->default_out)
+        say_default_outputs(r, &q);
 out:
     if (rc && rc != RUN_REQUEUE && s)
         tether_cli_after_failure(s, g_cmd);

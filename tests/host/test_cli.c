@@ -446,6 +446,16 @@ static void test_run_artifact(void **state) {
         fail_msg("%s", o);
     assert_non_null(strstr(o, "add_packed: returned 0"));
     check_sum("y.npy");
+    /* without --out: out0.npy in the current directory, said on stderr with the directory */
+    rc = tether(&o, "run art --in a.npy --in b.npy");
+    if (rc)
+        fail_msg("%s", o);
+    check_sum("out0.npy");
+    char said[512];
+    snprintf(said, sizeof said, "tether run: no --out given: wrote out0.npy (output 'y') in %s;",
+             g_dir);
+    if (!strstr(o, said))
+        fail_msg("no '%s' in: %s", said, o);
     assert_int_equal(tether(&o, "run art --in a.npy"), 2);
     assert_non_null(strstr(o, "2 inputs, 1 --in given"));
     write_f32("short.npy", 8, 0);
