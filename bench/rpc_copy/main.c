@@ -9,6 +9,13 @@
  *
  * Prints GB/s (median of the rounds) and the ratio to raw. Usage: bench_rpc_copy [MiB] [rounds]
  * (TETHERD overrides the tetherd path).
+ *
+ * bench_rpc_copy --device URL [KiB] [rounds] [--baud B]: a device already running (a UART
+ * board, tetherd behind a paced pty relay): copies KiB (default 64) to it and back with the
+ * session's requests in flight (its window) and, interleaved in the same run, one request at a
+ * time (TETHER_RPC_WINDOW=1, how bulk copies went before pipelining); prints KiB/s of payload,
+ * the ratio between the two and, with --baud, the payload as a share of the line's rate (10
+ * bits a byte).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -102,7 +109,93 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+static int device_mode(int argc, char **argv) {
+    const char *url = NULL;
+    size_t kib = 64;
+    int rounds = 3, npos = 0;
+    double baud = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--device") && i + 1 < argc)
+            url = argv[++i];
+        else if (!strcmp(argv[i], "--baud") && i + 1 < argc)
+            baud = atof(argv[++i]);
+        else if (npos++ == 0)
+            kib = (size_t)atoi(argv[i]);
+        else
+            rounds = atoi(argv[i]);
+    }
+    if (!url || kib < 1 || rounds < 1) {
+        fprintf(stderr, "usage: bench_rpc_copy --device URL [KiB] [rounds] [--baud B]\n");
+        return 2;
+    }
+    size_t bytes = kib << 10;
+    uint8_t *data = malloc(bytes), *back = malloc(bytes);
+    for (size_t i = 0; i < bytes; i++)
+        data[i] = (uint8_t)(i * 131 + 7);
+    tether_session *s = NULL;
+    int64_t shape = (int64_t)bytes;
+    uint64_t h = 0, nb = 0;
+    if (tether_session_open(&s, url, NULL) ||
+        tether_session_alloc(s, &shape, 1, TETHER_UINT8, TETHER_SCOPE_GLOBAL, "", &h, &nb)) {
+        fprintf(stderr, "bench_rpc_copy: %s\n", tether_last_error());
+        return 1;
+    }
+    const tether_device_info *info = tether_session_info(s);
+    printf("device %s (window %u, max frame %u), %zu KiB each way, %d rounds\n", url,
+           (unsigned)info->window, (unsigned)info->max_frame, kib, rounds);
+    double t[2][2][16]; /* [window 1 / pipelined][to / from][round] */
+    if (rounds > 16)
+        rounds = 16;
+    int status = 0;
+    for (int r = 0; r < rounds && !status; r++) {
+        for (int piped = 0; piped < 2 && !status; piped++) {
+            if (piped)
+                unsetenv("TETHER_RPC_WINDOW");
+            else
+                setenv("TETHER_RPC_WINDOW", "1", 1);
+            double t0 = now();
+            status = tether_session_copy_to(s, h, 0, data, bytes);
+            double t1 = now();
+            memset(back, 0, bytes);
+            status = status ? status : tether_session_copy_from(s, h, 0, back, bytes);
+            double t2 = now();
+            if (!status && memcmp(back, data, bytes) != 0) {
+                fprintf(stderr, "bench_rpc_copy: the copy came back different\n");
+                status = 1;
+            }
+            t[piped][0][r] = t1 - t0;
+            t[piped][1][r] = t2 - t1;
+        }
+    }
+    unsetenv("TETHER_RPC_WINDOW");
+    if (status) {
+        fprintf(stderr, "bench_rpc_copy: %s\n", tether_last_error());
+    } else {
+        const char *dir[2] = {"copy to  ", "copy from"};
+        for (int d = 0; d < 2; d++) {
+            qsort(t[0][d], (size_t)rounds, sizeof(double), cmp_double);
+            qsort(t[1][d], (size_t)rounds, sizeof(double), cmp_double);
+            double one = (double)bytes / 1024.0 / t[0][d][rounds / 2];
+            double piped = (double)bytes / 1024.0 / t[1][d][rounds / 2];
+            printf("%s  pipelined %8.1f KiB/s   one at a time %8.1f KiB/s   %5.2fx", dir[d], piped,
+                   one, piped / one);
+            if (baud > 0)
+                printf("   payload %.2f of the line (%.0f baud)", piped * 1024.0 / (baud / 10.0),
+                       baud);
+            printf("\n");
+        }
+    }
+    tether_session_free(s, h);
+    tether_session_close(s);
+    free(data);
+    free(back);
+    return status ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--device"))
+            return device_mode(argc, argv);
     size_t mib = argc > 1 ? (size_t)atoi(argv[1]) : 64;
     int rounds = argc > 2 ? atoi(argv[2]) : 7;
     if (mib < 1)

@@ -120,7 +120,11 @@ static void *relay(void *arg) {
         }
         atomic_fetch_add(&d->bytes, (unsigned long long)n);
         if (d->baud) {
-            double start = now_s() > line_free ? now_s() : line_free;
+            /* back to back while bytes keep coming, as a UART's shift register goes on with
+             * the next byte of its FIFO: the relay's own syscalls between two pieces (a small
+             * fraction of a millisecond) do not idle the line */
+            double t = now_s();
+            double start = t > line_free + 0.002 ? t : line_free;
             line_free = start + (double)n * 10.0 / d->baud;
             sleep_until(line_free);
         }

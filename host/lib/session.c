@@ -664,6 +664,23 @@ static int bulk_take(void *ctx, uint64_t off, size_t n, const tether_rpc_msg *re
     return 0;
 }
 
+#define BULK_WINDOW 4 /* chunks in flight at most (the device may allow fewer) */
+
+/* Chunks in flight for a bulk transfer: the device's window, at most BULK_WINDOW, and at most
+ * TETHER_RPC_WINDOW when that is set (1..8; 1 = one request after the other, as before
+ * pipelining: the baseline of bench/rpc_copy). */
+static uint32_t bulk_window(const tether_session *s) {
+    uint32_t w = s->info.window < BULK_WINDOW ? s->info.window : BULK_WINDOW;
+    const char *env = getenv("TETHER_RPC_WINDOW");
+    if (env && *env) {
+        char *end;
+        unsigned long cap = strtoul(env, &end, 10);
+        if (*end == 0 && cap >= 1 && cap < w)
+            w = (uint32_t)cap;
+    }
+    return w;
+}
+
 /* Runs one bulk transfer through the client's pipeline with the device's window, checked and
  * followed up like every request. */
 static int bulk_run(tether_session *s, bulk *b, uint32_t window) {
@@ -674,12 +691,10 @@ static int bulk_run(tether_session *s, bulk *b, uint32_t window) {
                                 name, s->lost ? s->fault : "not connected");
     if (s->progress && b->len)
         s->progress(s->progress_ctx, b->what, 0, b->len);
-    uint32_t w = s->info.window < window ? s->info.window : window;
+    uint32_t w = bulk_window(s) < window ? bulk_window(s) : window;
     return after_request(s, tether_rpc_client_pipeline(&s->c, b->len, s->chunk, w, s->timeout_ms,
                                                        bulk_make, bulk_take, b));
 }
-
-#define BULK_WINDOW 4 /* chunks in flight at most (the device may allow fewer) */
 
 static int copy_to_one_by_one(tether_session *s, uint64_t array, uint64_t offset, const void *data,
                               size_t len);
@@ -844,7 +859,7 @@ int tether_session_free(tether_session *s, uint64_t array) {
 
 int tether_session_copy_to(tether_session *s, uint64_t array, uint64_t offset, const void *data,
                            size_t len) {
-    if (s && (s->info.window > 1 || !is_uart(s))) {
+    if (s && (bulk_window(s) > 1 || !is_uart(s))) {
         bulk b = {s,   TETHER_RPC_COPY_TO, array, offset, data, NULL,
                   len, "copy to device",   0,     false};
         return bulk_run(s, &b, BULK_WINDOW);
@@ -886,7 +901,7 @@ static int copy_from_one_by_one(tether_session *s, uint64_t array, uint64_t offs
 
 int tether_session_copy_from(tether_session *s, uint64_t array, uint64_t offset, void *data,
                              size_t len) {
-    if (s && (s->info.window > 1 || !is_uart(s))) {
+    if (s && (bulk_window(s) > 1 || !is_uart(s))) {
         if (len == 0)
             return 0;
         bulk b = {s,   TETHER_RPC_COPY_FROM, array, offset, NULL, data,

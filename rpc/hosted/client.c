@@ -125,12 +125,24 @@ static void observe(tether_rpc_client *c, bool ok, double wire) {
 }
 
 /* What one answered request says about the link: its round trip (Karn: only without a resend,
- * and only for link-only requests) and its last, successful attempt. */
+ * and only for link-only requests) split into the time per byte on the line (line_bytes: the
+ * request's, those queued ahead of it and its reply's) and the latency left over, and its
+ * last, successful attempt. */
 static void learn(tether_rpc_client *c, uint32_t type, uint32_t attempts, int64_t rtt_ms,
-                  size_t req_len, size_t rep_len) {
+                  size_t req_len, size_t rep_len, double line_bytes) {
     c->last_attempts = attempts;
     if (attempts == 1 && link_only(type)) {
-        double m = (double)rtt_ms;
+        double m = (double)rtt_ms, b = line_bytes > 1 ? line_bytes : 1;
+        /* per byte: an upper bound (it includes the latency), followed up fast and down slowly
+         * so that one quick exchange does not make the next big frame time out */
+        double per = m / b;
+        if (c->byte_ms <= 0)
+            c->byte_ms = per;
+        else
+            c->byte_ms += (per - c->byte_ms) * (per > c->byte_ms ? 0.5 : 0.125);
+        m -= c->byte_ms * b;
+        if (m < 0)
+            m = 0;
         if (c->srtt_ms <= 0) {
             c->srtt_ms = m > 0 ? m : 0.5;
             c->rttvar_ms = m / 2;
@@ -143,6 +155,18 @@ static void learn(tether_rpc_client *c, uint32_t type, uint32_t attempts, int64_
         c->rto_ms = rto < RTO_MIN_MS ? RTO_MIN_MS : rto > RTO_MAX_MS ? RTO_MAX_MS : (int)rto;
     }
     observe(c, true, (double)(req_len + rep_len + 16));
+}
+
+/* The retransmission timeout of a request with `bytes` on the line ahead of its reply (its own,
+ * those queued before it, its reply's): the latency part plus twice their line time. */
+static int64_t rto_for(const tether_rpc_client *c, int rto, double bytes) {
+    double r = (double)rto + 2.0 * c->byte_ms * bytes;
+    return r > 1e9 ? (int64_t)1e9 : (int64_t)r;
+}
+
+/* The bytes of the reply a request expects (COPY_FROM: its data). */
+static double reply_bytes(uint32_t type, uint64_t len) {
+    return type == TETHER_RPC_COPY_FROM ? (double)len + 24 : 24;
 }
 
 double tether_rpc_client_error_rate(const tether_rpc_client *c) {
@@ -216,7 +240,10 @@ static int arq_request(tether_rpc_client *c, tether_rpc_msg *req, tether_rpc_msg
         if (attempts++)
             c->t->stats.frames_resent++;
         sent_at = tether__rpc_now_ms();
-        int64_t resend_at = sent_at + rto;
+        double line = (double)len + reply_bytes(req->type, req->type == TETHER_RPC_COPY_FROM
+                                                               ? req->u.copy_from_req.length
+                                                               : 0);
+        int64_t resend_at = sent_at + rto_for(c, rto, line);
         uint64_t rx_mark = c->t->stats.bytes_received;
         bool resend = false;
         while (!resend) {
@@ -246,7 +273,8 @@ static int arq_request(tether_rpc_client *c, tether_rpc_msg *req, tether_rpc_msg
             } else if (rc < 0) {
                 return rc;
             } else if (take_message(c, req, name, msg, mlen, rep, &rc)) {
-                learn(c, req->type, attempts, tether__rpc_now_ms() - sent_at, len, mlen);
+                learn(c, req->type, attempts, tether__rpc_now_ms() - sent_at, len, mlen,
+                      (double)(len + mlen));
                 return rc;
             }
             if (resend) {
@@ -345,9 +373,18 @@ typedef struct pipe_slot {
     size_t tail_len;
     uint32_t attempts;
     int64_t sent_at;
+    double ahead; /* bytes on the line ahead of its reply when sent (all in flight, its reply) */
 } pipe_slot;
 
-static int pipe_send(tether_rpc_client *c, pipe_slot *p, int timeout_ms, const char *name) {
+/* Sends p, the last of `count` requests in flight (slots from `first`): its line bytes are
+ * theirs and its own, and its reply. */
+static int pipe_send(tether_rpc_client *c, pipe_slot *slots, uint32_t first, uint32_t count,
+                     pipe_slot *p, int timeout_ms, const char *name) {
+    p->ahead = reply_bytes(p->type, p->len);
+    for (uint32_t k = 0; k < count; k++) {
+        const pipe_slot *q = &slots[(first + k) % PIPE_MAX];
+        p->ahead += (double)(q->head_len + q->tail_len) + 8;
+    }
     int rc = tether_transport_send2(c->t, p->head, p->head_len, p->tail, p->tail_len, timeout_ms);
     if (rc) {
         char e[TETHER_ERROR_MSG_MAX];
@@ -377,6 +414,8 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
     const char *name = "request";
     int rto = c->rto_ms > 0 ? c->rto_ms : RTO_FIRST_MS;
     int64_t wait_from = tether__rpc_now_ms(); /* the deadline counts from the last progress */
+    int64_t rx_at = wait_from;                /* when the line last brought bytes */
+    uint64_t rx_mark = c->t->stats.bytes_received;
     int64_t limit = timeout_ms < 0 ? -1 : (int64_t)timeout_ms * (c->retries + 1);
     tether_rpc_msg req, rep;
     int rc;
@@ -412,7 +451,7 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
                                          &p->tail_len);
             if (rc)
                 return rc;
-            rc = pipe_send(c, p, timeout_ms, name);
+            rc = pipe_send(c, slots, first, count + 1, p, timeout_ms, name);
             if (rc)
                 return rc;
             count++;
@@ -426,7 +465,11 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
         int64_t deadline = limit < 0 ? -1 : wait_from + limit;
         int64_t until = deadline;
         if (arq) {
-            int64_t resend_at = old->sent_at + rto;
+            /* its line time after it was sent, or a latency's worth after the line last
+             * brought bytes (a long reply on its way) */
+            int64_t resend_at = old->sent_at + rto_for(c, rto, old->ahead);
+            if (rx_at + rto > resend_at)
+                resend_at = rx_at + rto;
             if (until < 0 || resend_at < until)
                 until = resend_at;
         }
@@ -444,6 +487,11 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
                     (unsigned long long)(old->offset + old->len), (long long)(now - wait_from));
             if (!arq)
                 continue;
+            if (c->t->stats.bytes_received != rx_mark) { /* a long frame on its way */
+                rx_mark = c->t->stats.bytes_received;
+                rx_at = now;
+                continue;
+            }
             rto = rto * 2 > RTO_MAX_MS ? RTO_MAX_MS : rto * 2;
             resend = true;
         } else if (rc == TETHER_TRANSPORT_DAMAGED || rc == TETHER_TRANSPORT_NAK) {
@@ -452,6 +500,8 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
             return rc;
         } else {
             uint32_t type, id;
+            rx_at = tether__rpc_now_ms();
+            rx_mark = c->t->stats.bytes_received;
             if (tether_rpc_peek_header(msg, mlen, &type, &id) != 0) {
                 c->stale_replies++;
                 continue;
@@ -486,7 +536,7 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
                                             tether_rpc_type_name(rep.type));
                 if (arq) {
                     learn(c, TETHER_RPC_COPY_TO, old->attempts, now - old->sent_at,
-                          old->head_len + old->tail_len, mlen);
+                          old->head_len + old->tail_len, mlen, old->ahead);
                     if (old->attempts == 1)
                         c->win_now += 1.0 / (c->win_now < 1 ? 1 : c->win_now);
                 }
@@ -524,7 +574,8 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
                     : rc == TETHER_TRANSPORT_NAK ? "a NAK"
                                                  : "a damaged or lost frame");
         for (uint32_t k = 0; k < count; k++) {
-            rc = pipe_send(c, &slots[(first + k) % PIPE_MAX], timeout_ms, name);
+            rc =
+                pipe_send(c, slots, first, k + 1, &slots[(first + k) % PIPE_MAX], timeout_ms, name);
             if (rc)
                 return rc;
         }

@@ -4,8 +4,10 @@
  * the other. On a clean line HELLO agrees on link 2 and nothing is resent; at 1% of bytes
  * flipped and 0.01% dropped the test module uploads (its SHA-256 checked by tetherd), arrays go
  * both ways and functions run with every byte right, and the link figures show the damage the
- * ARQ repaired (resends, CRC errors, the device's NAKs). Every request has a 5 s timeout, so a
- * link that stalls on damage fails here instead of hanging.
+ * ARQ repaired (resends, CRC errors, the device's NAKs); on a clean line paced to 38400 baud,
+ * where one frame takes longer than the retransmission timeout's floor, nothing is sent twice
+ * (the timeout counts the line time of the bytes ahead of a reply). Every request has a 5 s
+ * timeout, so a link that stalls on damage fails here instead of hanging.
  *
  * What must stay true: the relay, tetherd and the session are always stopped; the noise is
  * seeded, so a failure can be replayed.
@@ -57,8 +59,10 @@ static void stop_leftovers(void) {
     }
 }
 
-/* Starts the relay (flip, drop, seed) and tetherd --uart on its device side. */
-static void line_start(line *l, const char *flip, const char *drop, const char *seed) {
+/* Starts the relay (flip, drop, seed; paced to baud, "0" = unpaced) and tetherd --uart on its
+ * device side. */
+static void line_start_paced(line *l, const char *flip, const char *drop, const char *seed,
+                             const char *baud) {
     memset(l, 0, sizeof *l);
     int p[2];
     assert_int_equal(pipe(p), 0);
@@ -66,7 +70,8 @@ static void line_start(line *l, const char *flip, const char *drop, const char *
     if (l->relay == 0) {
         dup2(p[1], STDOUT_FILENO);
         close(p[0]);
-        execl(g_relay, g_relay, "--flip", flip, "--drop", drop, "--seed", seed, (char *)NULL);
+        execl(g_relay, g_relay, "--flip", flip, "--drop", drop, "--seed", seed, "--baud", baud,
+              (char *)NULL);
         _exit(127);
     }
     close(p[1]);
@@ -112,6 +117,10 @@ static void line_start(line *l, const char *flip, const char *drop, const char *
         nanosleep(&ts, NULL);
     }
     fail_msg("tetherd --uart %s did not start a session", l->dev);
+}
+
+static void line_start(line *l, const char *flip, const char *drop, const char *seed) {
+    line_start_paced(l, flip, drop, seed, "0");
 }
 
 static void line_stop(line *l) {
@@ -199,6 +208,26 @@ static void test_noisy_line(void **state) {
     line_stop(&l);
 }
 
+/* A clean line slower than the retransmission timeout's floor: a 1 KiB frame takes 270 ms at
+ * 38400 baud, four in flight over a second. The timeout counts the line time of the bytes ahead
+ * of each reply (learned from the exchanges so far), so nothing is sent twice. */
+static void test_slow_line(void **state) {
+    (void)state;
+    line l;
+    line_start_paced(&l, "0", "0", "1", "38400");
+    tether_session *s = open_line(&l);
+    round_trips(s, 6000, 1);
+    tether_link_stats st;
+    assert_int_equal(tether_session_link_stats(s, &st), 0);
+    assert_true(st.link2);
+    if (st.frames_resent != 0)
+        fail_msg("%llu of %llu frames sent twice on a clean 38400-baud line",
+                 (unsigned long long)st.frames_resent, (unsigned long long)st.frames_sent);
+    assert_int_equal(st.naks_received, 0);
+    tether_session_close(s);
+    line_stop(&l);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s TETHER_UART_NOISE\n", argv[0]);
@@ -209,6 +238,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clean_line),
         cmocka_unit_test(test_noisy_line),
+        cmocka_unit_test(test_slow_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
