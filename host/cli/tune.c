@@ -10,7 +10,8 @@
  * On an MCU board each candidate is linked as a RAM image against its firmware and uploaded. Every
  * measurement is appended to the log at once; a rerun with the same log resumes (measured
  * candidates are not measured again, a workload with its trials done is skipped), and workloads
- * shared by several models are tuned once.
+ * shared by several models are tuned once. A workload whose knob space is used up before its
+ * trials are done stops early and says so.
  *
  * What must stay true: nothing but the log is written outside temporary folders, which are
  * removed on every path; a candidate that fails to compile or run is recorded as failed (us < 0)
@@ -350,6 +351,30 @@ static int kernel_is_blocked(const char *text, const char *name) {
     const char *p = text ? strstr(text, head) : NULL, *end = p ? strstr(p, "*/") : NULL;
     const char *q = end ? strstr(p, "channel-blocked") : NULL;
     return q && q < end;
+}
+
+/* Workload w stops at trial t of `trials` because next_candidate found no unmeasured candidate:
+ * says so, with the size of its knob space and how many of it the log holds. */
+static void say_exhausted(const tether_tuning_log *log, const workload *w, const char *target,
+                          const char *cpu, int t, long trials) {
+    int nk;
+    const knob *ks = knobs_of(w->op, w->depthwise, w->blocked, w->scalar, &nk);
+    long space = 1;
+    for (int i = 0; i < nk; i++) {
+        space *= ks[i].hi - ks[i].lo + 1;
+    }
+    double best, first;
+    int n = measured(log, w, target, cpu, &best, &first);
+    if (n >= space) {
+        printf("  the search space is exhausted: all %ld candidates of its knobs are measured; "
+               "stopping this workload after %d of %ld trials\n",
+               space, t, trials);
+    } else {
+        printf("  no unmeasured candidate found (%d of the %ld of its knobs measured); stopping "
+               "this workload after %d of %ld trials\n",
+               n, space, t, trials);
+    }
+    fflush(stdout);
 }
 
 static double now_s(void) {
@@ -704,8 +729,10 @@ int tether_cli_cmd_tune(int argc, char **argv) {
                 slot ^= 1;
             } else {
                 pending = 0;
-                if (t < trials) {
-                    break; /* no unmeasured candidate left */
+                if (t < trials) { /* no unmeasured candidate left: said, not a silent stop */
+                    say_exhausted(&log, &ws[w], target, cpu, t, trials);
+                    remaining -= (int)trials - t;
+                    break;
                 }
             }
         }
