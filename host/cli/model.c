@@ -458,7 +458,9 @@ static void print_verdict(const char *what, const char *bname, const tether_rati
                     : r->verdict == TETHER_VERDICT_TOO_FEW
                         ? "too few repeats to tell (give --repeat 4 or more)"
                     : r->verdict == TETHER_VERDICT_NOT_MEASURABLE ? "not measurable (zero timer)"
-                                                                  : "no significant difference";
+                    : r->verdict == TETHER_VERDICT_EQUAL
+                        ? "equal within 1% (significant, but under the 1% threshold)"
+                        : "no significant difference";
     if (r->verdict == TETHER_VERDICT_NOT_MEASURABLE) {
         printf("%s: %s\n", what, v);
         return;
@@ -816,6 +818,7 @@ static int write_svg(const ab_args *a, const tether_ir_graph *g, const ab_side *
                      x->vs_unpacked.estimate,
                      x->vs_unpacked.verdict == TETHER_VERDICT_FASTER   ? " (faster)"
                      : x->vs_unpacked.verdict == TETHER_VERDICT_SLOWER ? " (slower)"
+                     : x->vs_unpacked.verdict == TETHER_VERDICT_EQUAL  ? " (equal within 1%)"
                                                                        : "");
         r->note = notes[k];
     }

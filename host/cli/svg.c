@@ -8,7 +8,9 @@
  * <circle class="rep"> in a distribution (bench also draws it as a <circle class="order"> in the
  * run-order panel) with a <title> giving its value; every bar is a <rect class="bar"> with a
  * <title>; names from models and devices are XML-escaped; a figure that is not available (an
- * unbounded stack, no HWM on OpenCL) is said in words, never drawn as 0.
+ * unbounded stack, no HWM on OpenCL) is said in words, never drawn as 0; a latency axis that
+ * does not start at zero carries a broken-axis mark and the label "axis starts at ..., not at
+ * zero" (<g class="axis-break">).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -174,6 +176,24 @@ static void x_ticks(svg *s, const axis *a, double y_top, double y_bottom, double
         y_bottom + 28);
     put_escaped(s, unit);
     put(s, "</text>\n");
+}
+
+/* A horizontal axis that does not start at zero (a latency axis fitted to the repeats) gets a
+ * broken-axis mark where the bars would start (two slanted strokes on the axis line at y) and a
+ * label saying so, so that a short distance between two rows is not read as a large ratio. */
+static void axis_break(svg *s, const axis *a, double y, double scale, const char *unit) {
+    if (!(a->lo > 0))
+        return;
+    double x = a->x0;
+    put(s,
+        "<g class=\"axis-break\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+        "stroke=\"#444\"/><path d=\"M%.1f %.1f l6 -10 M%.1f %.1f l6 -10\" stroke=\"#444\" "
+        "stroke-width=\"1.5\" fill=\"none\"/>",
+        x, y, x + 16, y, x - 1, y + 5, x + 4, y + 5);
+    put(s,
+        "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#a33\">axis starts at %g %s, not "
+        "at zero</text></g>\n",
+        x + 20, y - 3, a->lo * scale, unit);
 }
 
 /* The time unit that suits values up to hi seconds: its scale from seconds and names. */
@@ -370,6 +390,7 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
                "latency per call over the repeats (box: quartiles, line: median, whiskers: "
                "min..max)",
                y, &a, n * row_h, tu.scale, tu.axis);
+    axis_break(&s, &a, y + 20 + n * row_h, tu.scale, tu.name);
     for (int i = 0; i < n; i++) {
         const tether_cli_ab_row *r = &rows[i];
         double ry = y + 20 + i * row_h;
@@ -418,6 +439,7 @@ int tether_cli_svg_bench(const char *path, const char *title, const char *subtit
         "median, dashed: mean)</text>\n",
         y + 12, n, ts->number);
     x_ticks(&s, &a, y + 24, y + 96, sc, tu.axis);
+    axis_break(&s, &a, y + 96, sc, un);
     if (n > 0)
         box_row(&s, &a, y + 60, 40, ts->seconds, n, sc, un, k_colors[0]);
     if (isfinite(ts->mean))

@@ -8,9 +8,10 @@
  * (Hollander & Wolfe): the C-th smallest and C-th largest pairwise differences with
  * C = round(nm/2 - 1.96 sqrt(nm(n+m+1)/12)); the two-sided Mann-Whitney p-value (normal
  * approximation with tie correction and continuity correction) is reported alongside. The
- * verdict follows the interval only: above 1 "slower", below 1 "faster", else "no significant
- * difference"; C < 1 (fewer than 4 repeats a side) gives "too few repeats", a time <= 0 (a zero
- * timer) "not measurable".
+ * verdict follows the interval: above 1 "slower", below 1 "faster", else "no significant
+ * difference"; a significant ratio whose estimate is within 1% of 1 (TETHER_RATIO_EQUAL_WITHIN) is
+ * "equal within 1%", a difference too small to matter; C < 1 (fewer than 4 repeats a side) gives
+ * "too few repeats", a time <= 0 (a zero timer) "not measurable".
  *
  * What must stay true: pure functions of their inputs (no clock, no randomness), so the tests can
  * check them on fixed data; nothing is printed.
@@ -58,9 +59,10 @@ void tether_spread_of(const double *x, int n, tether_spread *out) {
 }
 
 const char *tether_verdict_name(tether_verdict v) {
-    static const char *const names[] = {"faster", "slower", "no_significant_difference",
-                                        "too_few_repeats", "not_measurable"};
-    return v >= 0 && v <= TETHER_VERDICT_NOT_MEASURABLE ? names[v] : "not_measurable";
+    static const char *const names[] = {
+        "faster",          "slower",         "no_significant_difference",
+        "too_few_repeats", "not_measurable", "equal_within_1_percent"};
+    return v >= 0 && v <= TETHER_VERDICT_EQUAL ? names[v] : "not_measurable";
 }
 
 void tether_ratio_of(const double *a, int na, const double *b, int nb, tether_ratio *out) {
@@ -124,6 +126,9 @@ void tether_ratio_of(const double *a, int na, const double *b, int nb, tether_ra
         out->verdict = out->ci_low > 1    ? TETHER_VERDICT_SLOWER
                        : out->ci_high < 1 ? TETHER_VERDICT_FASTER
                                           : TETHER_VERDICT_NO_DIFFERENCE;
+        if (out->verdict != TETHER_VERDICT_NO_DIFFERENCE &&
+            fabs(out->estimate - 1) < TETHER_RATIO_EQUAL_WITHIN)
+            out->verdict = TETHER_VERDICT_EQUAL; /* significant, but under 1% */
     }
     free(d);
 }

@@ -677,10 +677,10 @@ static void check_ratio(const cJSON *r, const char *num_name) {
     assert_string_equal(str(r, "denominator"), "unpacked");
     assert_non_null(strstr(str(r, "method"), "hodges-lehmann"));
     const char *v = str(r, "verdict");
-    const char *allowed[] = {"faster", "slower", "no_significant_difference", "too_few_repeats",
-                             "not_measurable"};
+    const char *allowed[] = {"faster",          "slower",         "no_significant_difference",
+                             "too_few_repeats", "not_measurable", "equal_within_1_percent"};
     int ok = 0;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         ok |= !strcmp(v, allowed[i]);
     if (!ok)
         fail_msg("verdict '%s'", v);
@@ -696,9 +696,11 @@ static void check_ratio(const cJSON *r, const char *num_name) {
     }
     double lo = num(r, "ci95_low"), hi = num(r, "ci95_high");
     assert_true(lo > 0 && lo <= e && e <= hi);
-    /* the verdict follows the interval */
-    assert_int_equal(!strcmp(v, "slower"), lo > 1);
-    assert_int_equal(!strcmp(v, "faster"), hi < 1);
+    /* the verdict follows the interval, and a ratio within 1% of 1 is equal within 1% */
+    int small = fabs(e - 1) < 0.01;
+    assert_int_equal(!strcmp(v, "slower"), lo > 1 && !small);
+    assert_int_equal(!strcmp(v, "faster"), hi < 1 && !small);
+    assert_int_equal(!strcmp(v, "equal_within_1_percent"), (lo > 1 || hi < 1) && small);
 }
 
 /* One side's timing fields: the spread is ordered and non-negative, one time per repeat. */
@@ -748,7 +750,7 @@ static void test_ab(void **state) {
     assert_non_null(verdict);
     assert_true(strstr(verdict, "significantly faster") ||
                 strstr(verdict, "significantly slower") ||
-                strstr(verdict, "no significant difference"));
+                strstr(verdict, "no significant difference") || strstr(verdict, "equal within 1%"));
     cJSON *j = read_json("ab.json");
     /* the head of run's, bench's and upload's JSON: the command and the device object */
     assert_string_equal(str(j, "command"), "ab");
@@ -1018,6 +1020,30 @@ static void test_tune(void **state) {
     rc = tether(&o, "run '%s' --tuning-log t.json", TESTMOD_PATH);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(o, "--tuning-log apply to a MODEL"));
+}
+
+/* A workload whose knob space is smaller than --trials stops early and says so: a dense layer
+ * has 8 candidates (gemv_rows 1..8), so 10 trials stop after 8. */
+static void test_tune_exhausted(void **state) {
+    (void)state;
+    char p[256];
+    snprintf(p, sizeof p, "%s/fc.json", g_dir);
+    const char *m =
+        "{\"format\": \"tether-model\", \"version\": 1, \"tensors\": [{\"name\": "
+        "\"x\", \"shape\": [1, 4]}, {\"name\": \"w\", \"shape\": [4, 4], \"data\": "
+        "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]}], \"inputs\": [\"x\"], "
+        "\"outputs\": [\"y\"], \"nodes\": [{\"name\": \"fc\", \"op\": \"dense\", "
+        "\"inputs\": [\"x\", \"w\"], \"outputs\": [\"y\"]}]}\n";
+    assert_int_equal(tether_file_write(p, m, strlen(m)), 0);
+    const char *o;
+    int rc = tether(&o, "tune fc.json --trials 10 --number 2 --repeat 2 --log fc.log");
+    if (rc)
+        fail_msg("%s", o);
+    if (!strstr(o, "the search space is exhausted: all 8 candidates of its knobs are measured; "
+                   "stopping this workload after 8 of 10 trials"))
+        fail_msg("no exhausted space said: %s", o);
+    assert_non_null(strstr(o, "tuned 8 candidates"));
+    assert_int_equal(count_lines_with("fc.log", "\"workload\":\"dense "), 8);
 }
 #endif
 
@@ -1703,6 +1729,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_interrupt_cleans_up, setup, teardown),
 #ifdef TETHER_HAVE_COMPILER
         cmocka_unit_test_setup_teardown(test_tune, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tune_exhausted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pools_on_tetherd, setup, teardown),
 #endif
 #endif

@@ -110,6 +110,14 @@ static void test_ab_edges(void **state) {
     assert_non_null(strstr(text, "static unbounded; HWM 140"));
     assert_non_null(strstr(text, "no call stack (OpenCL kernels)"));
     assert_int_equal((int)(strstr(text, "class=\"rep\"") != NULL), 1);
+    /* the latency axis is fitted to 0.9..1.1 ms: it says that it does not start at zero */
+    assert_non_null(strstr(text, "<g class=\"axis-break\">"));
+    assert_non_null(strstr(text, "not at zero</text>"));
+    free(text);
+    /* size and stack axes start at zero: one break, the latency panel's */
+    assert_int_equal(tether_file_read_text(path, 1 << 24, &text, &len), 0);
+    const char *first = strstr(text, "axis-break");
+    assert_null(strstr(first + 1, "axis-break"));
     free(text);
     /* a path that cannot be written: an error, no file, nothing said */
     int before = g_wrote;

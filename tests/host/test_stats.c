@@ -1,8 +1,8 @@
 /*
  * The statistics of A/B comparisons (tether/stats.h, what `tether ab` reports) on fixed data:
  * quartiles, the Hodges-Lehmann ratio, its Mann-Whitney confidence interval and p-value, and the
- * verdicts (faster, slower, no significant difference, too few repeats, not measurable). No timing
- * is involved.
+ * verdicts (faster, slower, no significant difference, too few repeats, not measurable, equal
+ * within 1%). No timing is involved.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -79,6 +79,27 @@ static void test_ratio_verdicts(void **state) {
     sample(a, b, 1.01);
     tether_ratio_of(a, 15, b, 15, &r);
     assert_int_equal(r.verdict, TETHER_VERDICT_NO_DIFFERENCE);
+
+    /* deterministic timings (QEMU -icount): B 0.2% slower on every repeat is significant, but
+     * under the 1% threshold: equal within 1%; 2% is slower */
+    for (int i = 0; i < 15; i++) {
+        a[i] = 1000e-6 + (i % 3) * 1e-9;
+        b[i] = a[i] * 1.002;
+    }
+    tether_ratio_of(a, 15, b, 15, &r);
+    assert_true(r.have_ci && r.ci_low > 1);
+    assert_true(r.p_value < 1e-4);
+    assert_float_equal(r.estimate, 1.002, 1e-4);
+    assert_int_equal(r.verdict, TETHER_VERDICT_EQUAL);
+    assert_string_equal(tether_verdict_name(r.verdict), "equal_within_1_percent");
+    for (int i = 0; i < 15; i++)
+        b[i] = a[i] * 0.998;
+    tether_ratio_of(a, 15, b, 15, &r);
+    assert_int_equal(r.verdict, TETHER_VERDICT_EQUAL);
+    for (int i = 0; i < 15; i++)
+        b[i] = a[i] * 1.02;
+    tether_ratio_of(a, 15, b, 15, &r);
+    assert_int_equal(r.verdict, TETHER_VERDICT_SLOWER);
 
     /* n = m = 3: no 95% interval exists (the smallest two-sided p is 0.1) */
     sample(a, b, 2.0);

@@ -452,7 +452,8 @@ class TestModels(unittest.TestCase):
             self.assertEqual(v.params_bytes, 49360)
         self.assertIsNone(u.ratio)
         self.assertGreater(p.ratio["estimate"], 0)
-        self.assertIn(p.ratio["verdict"], ("faster", "slower", "no_significant_difference"))
+        self.assertIn(p.ratio["verdict"], ("faster", "slower", "no_significant_difference",
+                                            "equal_within_1_percent"))
         table = str(r)
         self.assertIn("unpacked", table)
         self.assertIn("median us", table)
