@@ -16,7 +16,10 @@
  *    watch (session.h) with SIGKILL to its process group; a call is answered exactly once, by
  *    the session's crash report or by the daemon (compare-and-swap on the watch's phase);
  *  - a client refused for want of a session slot is told so ("busy: N of N sessions in use")
- *    before its connection is closed.
+ *    before its connection is closed;
+ *  - session directories are named after the daemon (tetherd-<pid>-XXXXXX); at start the
+ *    directories of daemons that are gone (killed with SIGKILL) are removed, never those of a
+ *    live process.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -238,14 +241,47 @@ static void remove_dir(const char *dir) {
     rmdir(dir);
 }
 
+/* Session directories are named tetherd-<daemon pid>-XXXXXX, so that a daemon starting later can
+ * tell the directories of a daemon that is gone (killed with SIGKILL: it could not clean up). */
 static int make_session_dir(char *out, size_t size) {
-    snprintf(out, size, "%s/tetherd-XXXXXX", g_work_base);
+    snprintf(out, size, "%s/tetherd-%ld-XXXXXX", g_work_base, (long)getpid());
     if (!mkdtemp(out)) { /* mkdtemp creates it 0700 */
         fprintf(stderr, "tetherd: cannot create a session directory in %s: %s\n", g_work_base,
                 strerror(errno));
         return -1;
     }
     return 0;
+}
+
+/* At start: removes the session directories in the work directory whose daemon is gone
+ * (tetherd-<pid>-XXXXXX with no process <pid>; its session processes died with it). A directory
+ * of a live process (another tetherd's, whatever its user), one that is not a plain directory of
+ * this user, or one without a daemon pid in its name is left alone. Returns how many went. */
+static int sweep_stale_session_dirs(void) {
+    DIR *d = opendir(g_work_base);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long pid;
+        char rest[64];
+        if (sscanf(e->d_name, "tetherd-%ld-%63s", &pid, rest) != 2 || pid <= 1 ||
+            strlen(rest) != 6 || pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* alive (or not ours to ask about): never touched */
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+            st.st_uid != geteuid())
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", g_work_base, e->d_name);
+        remove_dir(path);
+        n += access(path, F_OK) != 0;
+    }
+    closedir(d);
+    return n;
 }
 
 static void describe_status(int status, char *buf, size_t size) {
@@ -1029,6 +1065,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tetherd: --work-dir %s: %s\n", g_work_base, why);
         return 2;
     }
+    int swept = sweep_stale_session_dirs();
+    if (swept)
+        tetherd_log(&g_cfg, 0, NULL,
+                    "removed %d session director%s left in %s by a tetherd that is gone", swept,
+                    swept == 1 ? "y" : "ies", g_work_base);
     if (open_upload_cache(cache_arg))
         return 2;
     signal(SIGPIPE, SIG_IGN);

@@ -2,8 +2,10 @@
  * tetherd faults and errors: a segfaulting, an aborting and a hanging function (short call
  * timeout) each give the host an error naming the function and the signal or timeout, and a new
  * session on the same daemon then works; wrong/missing token, non-loopback bind without a token,
- * oversized upload, unknown function, bad handles and a dtype/shape mismatch are clear errors.
+ * oversized upload, unknown function, bad handles and a dtype/shape mismatch are clear errors;
+ * the session directories of a tetherd that is gone are swept at start, a live one's are not.
  */
+#include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -146,6 +149,68 @@ static void test_bad_work_dir(void **state) {
     assert_non_null(strstr(refused_at_start(file), "not a directory"));
 }
 
+/* Entries of dir whose names start with prefix. */
+static int count_entries(const char *dir, const char *prefix) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+/* A tetherd killed with SIGKILL leaves its session directories; the next tetherd on that work
+ * directory removes them at start, but never those of a live tetherd (or any live process), nor
+ * a directory without a daemon pid in its name. */
+static void test_stale_session_dirs(void **state) {
+    (void)state;
+    test_daemon live;
+    assert_int_equal(daemon_start(&live, NULL), 0);
+    tether_session *s = open_ok(live.url, NULL); /* its session directory exists while open */
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "tetherd-%d-", (int)live.pid);
+    for (int i = 0; i < 200 && count_entries(live.dir, prefix) == 0; i++)
+        usleep(10000);
+    assert_int_equal(count_entries(live.dir, prefix), 1);
+    /* a daemon that is gone: a child that has exited and been reaped */
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, NULL, 0);
+    char stale[512], file[600], old[512], cmd[1200];
+    snprintf(stale, sizeof stale, "%s/tetherd-%d-Ab12Cd", live.dir, (int)gone);
+    assert_int_equal(mkdir(stale, 0700), 0);
+    snprintf(file, sizeof file, "%s/module.so", stale);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs("uploaded bytes", f);
+    fclose(f);
+    snprintf(old, sizeof old, "%s/tetherd-Xy12Zw", live.dir); /* no pid: cannot tell, kept */
+    assert_int_equal(mkdir(old, 0700), 0);
+    test_daemon next;
+    const char *args[] = {"--work-dir", live.dir, NULL};
+    assert_int_equal(daemon_start(&next, args), 0);
+    assert_int_not_equal(access(stale, F_OK), 0);         /* swept */
+    assert_int_equal(count_entries(live.dir, prefix), 1); /* the live daemon's kept */
+    assert_int_equal(access(old, F_OK), 0);               /* kept */
+    char *log = daemon_log(&next);
+    if (!strstr(log, "removed 1 session directory left in"))
+        fail_msg("no sweep said: %s", log);
+    free(log);
+    /* the live daemon's session still works */
+    int64_t one = 1;
+    uint64_t h, nb;
+    assert_int_equal(
+        tether_session_alloc(s, &one, 1, TETHER_INT32, TETHER_SCOPE_GLOBAL, "", &h, &nb), 0);
+    tether_session_close(s);
+    daemon_stop(&next);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", old);
+    assert_int_equal(system(cmd), 0);
+    daemon_stop(&live);
+}
+
 static void test_errors(void **state) {
     (void)state;
     test_daemon d;
@@ -221,6 +286,7 @@ int main(void) {
         cmocka_unit_test(test_auth),
         cmocka_unit_test(test_nonloopback_needs_token),
         cmocka_unit_test(test_bad_work_dir),
+        cmocka_unit_test(test_stale_session_dirs),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
