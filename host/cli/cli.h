@@ -27,6 +27,26 @@ typedef struct tether_cli_device {
     int wait;               /* --wait: queue for a serial device another process holds */
 } tether_cli_device;
 
+/* The options every device command takes (main.c's info and upload, run.c's run and bench). */
+typedef struct tether_cli_common {
+    const char *device;
+    const char *token_file;
+    const char *firmware; /* --firmware: firmware.json of an MCU device (or its folder) */
+    int timeout_ms;
+    int wait;              /* --wait: queue for a busy serial device instead of failing */
+    int json;              /* info --json: JSON on stdout (or into json_file) */
+    const char *json_file; /* run/bench/upload/info --json FILE */
+} tether_cli_common;
+/* Returns 1 when argv[*i] was a common option (consumed, *i moved past its value), 0 when not,
+ * negative after printing a usage error. */
+int tether_cli_common_opt(tether_cli_common *c, int argc, char **argv, int *i);
+/* tether_cli_open with c's device options. */
+int tether_cli_common_open(const tether_cli_common *c, tether_session **s);
+/* -h or --help */
+int tether_cli_is_help(const char *a);
+/* The last component of a path. */
+const char *tether_cli_base_name(const char *p);
+
 /* ---- JSON outputs (--json FILE), written with cJSON through tether_file_write ---- */
 struct cJSON;
 /* {"url", "triple", "arch", "board" (null for tetherd), "clock_rate_hz" (null: nanoseconds)} */
@@ -171,10 +191,6 @@ int tether_cli_open(const tether_cli_device *dev, tether_session **s);
 /* Does the device answer? A session opened as tether_cli_open does (HELLO, AUTH) and closed
  * again: 0, or its status with the reason in tether_last_error() (nothing printed). */
 int tether_cli_probe(const tether_cli_device *dev);
-/* With --texture-activations and no --image-max among a compile's argv: the device's image
- * limits (HELLO) as "WxH" in buf, returns 1; else 0. */
-int tether_cli_image_limits_arg(char **argv, int argc, const tether_device_info *d, char *buf,
-                                size_t n);
 /* Device LOG lines on stderr ("tether CMD: device warning: ..."): errors and warnings always,
  * info and debug with TETHER_VERBOSE=1. ctx is the command name. */
 void tether_cli_device_log(void *ctx, int level, const char *text);
@@ -202,13 +218,18 @@ int tether_cli_load_module(tether_session *s, const char *path, const char *targ
                            uint32_t *nfuncs, tether_cli_module_info *info);
 /* How many uploads of this process the device answered from its upload cache. */
 int tether_cli_uploads_cached(void);
-/* tether_cli_load_module as the artifact runner's loader hook (tether/artifact.h); ctx: the
- * --firmware value or NULL. */
+/* The host library's loader (tether_device_loader: .o/.a linked for an MCU board) as the
+ * artifact runner's loader hook, counting the uploads the device had cached; ctx: a
+ * tether_device_compile_options (tether_cli_device_options sets it). */
 int tether_cli_artifact_loader(void *ctx, tether_session *s, const char *path, const char *target,
                                const char *name, uint64_t *module);
-/* The compile target and CPU (-march value, "" = baseline) for code that runs on the device d:
- * an MCU board's core (cpu ""), or "<arch>-linux" with the CPU its HELLO reports. Prints the
- * error and returns 1 when the compiler has no such target. Built with the compiler only. */
+/* The host library's compile-for-a-device options (tether/device_compile.h) as every CLI command
+ * uses them: init, `firmware` (--firmware or NULL), temporary folders registered for the signal
+ * handler (tempdir.c), the MCU image line on stdout, tether_cli_artifact_loader. */
+struct tether_device_compile_options;
+void tether_cli_device_options(struct tether_device_compile_options *o, const char *firmware);
+/* tether_device_target (tether/device_compile.h): the compile target and CPU for the device d,
+ * printing the error and returning 1 when the compiler has no such target. */
 int tether_cli_device_target(const tether_device_info *d, char *target, size_t tn, char *cpu,
                              size_t cn);
 /* After a failed command: when the session was lost to a fault on an MCU, reconnects (the
@@ -217,6 +238,9 @@ void tether_cli_after_failure(tether_session *s, const char *cmd);
 /* tether compile ... --upload [--device URL] [--firmware PATH]: compile, link for the device,
  * upload (SHA-256 checked by the device) and load. */
 int tether_cli_cmd_compile_upload(int argc, char **argv);
+
+/* run.c: `tether run` (bench 0) and `tether bench` (bench 1). */
+int tether_cli_cmd_run(int argc, char **argv, int bench);
 
 /* tune.c: `tether tune` (needs the compiler). */
 int tether_cli_cmd_tune(int argc, char **argv);

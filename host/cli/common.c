@@ -1,8 +1,11 @@
 /*
  * What every file of the `tether` CLI shares (cli.h): the command name in messages and
- * tether_cli_fail, opening a session like every device command (token file, --wait, the progress
- * bar, device LOG lines, the local: tetherd), the one-line array summary and the --json helpers.
- * The other files of host/cli call into this one, never the other way round.
+ * tether_cli_fail, the options of every device command (--device, --token-file, --timeout-ms,
+ * --wait, --firmware) and opening a session with them (token file, the progress bar, device LOG
+ * lines, the local: tetherd found beside the CLI or in its build tree), the files a command wrote
+ * ("wrote A, B"), the --in/--out arguments (NAME=FILE, .npz archives, ordered by the model's
+ * names) and writing the outputs, the one-line array summary, MCU device detection and the
+ * --json helpers. The other files of host/cli call into this one, never the other way round.
  *
  * What must stay true: every failure is one line "tether <command>: <reason>" on stderr;
  * transfers report progress through progress.c; every --json file goes through
@@ -68,6 +71,54 @@ void tether_cli_device_log(void *ctx, int level, const char *text) {
 
 int tether_cli_is_mcu(const tether_device_info *d) {
     return d && d->load_size > 0;
+}
+
+/* ---- the options of every device command ---- */
+
+int tether_cli_common_opt(tether_cli_common *c, int argc, char **argv, int *i) {
+    const char *a = argv[*i];
+    const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (!strcmp(a, "--wait")) {
+        c->wait = 1;
+        return 1;
+    }
+    if (!strcmp(a, "--device") || !strcmp(a, "--token-file") || !strcmp(a, "--timeout-ms") ||
+        !strcmp(a, "--firmware")) {
+        if (!v)
+            return fail(-2, "%s needs a value", a);
+        (*i)++;
+        if (!strcmp(a, "--device")) {
+            if (tether_device_url_check(v))
+                return fail(-2, "--device: %s", tether_last_error());
+            c->device = v;
+        } else if (!strcmp(a, "--firmware"))
+            c->firmware = v;
+        else if (!strcmp(a, "--token-file"))
+            c->token_file = v;
+        else {
+            char *end;
+            long t = strtol(v, &end, 10);
+            if (*end || t < 1 || t > 86400000)
+                return fail(-2, "--timeout-ms: '%s' is not a positive number", v);
+            c->timeout_ms = (int)t;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+int tether_cli_common_open(const tether_cli_common *c, tether_session **s) {
+    tether_cli_device dev = {c->device, c->token_file, c->timeout_ms, c->wait};
+    return tether_cli_open(&dev, s);
+}
+
+int tether_cli_is_help(const char *a) {
+    return !strcmp(a, "--help") || !strcmp(a, "-h");
+}
+
+const char *tether_cli_base_name(const char *p) {
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
 }
 
 /* ---- sessions ---- */

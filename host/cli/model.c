@@ -38,7 +38,9 @@
 #include "tether/artifact.h"
 #include "tether/stats.h"
 #include "tether/compiler.h"
+#include "tether/compiler_cli.h"
 #include "tether/crt.h"
+#include "tether/device_compile.h"
 
 #define fail tether_cli_fail
 
@@ -170,6 +172,7 @@ typedef struct ab_side {
     tether_abi abi;
     const char *label; /* "unpacked ABI", "packed ABI", "buffer weights", "texture weights" */
     char dir[1100];
+    tether_device_compile_options dco; /* how it is compiled for the device and prepared there */
     tether_compile_result comp;
     tether_artifact *art; /* on the device, between side_start and release */
     struct {
@@ -201,6 +204,8 @@ typedef struct ab_args {
     const char *firmware;   /* --firmware: an MCU board's firmware.json (or its folder) */
     const char *input_shapes[TETHER_CLI_MAX_IO]; /* --input-shape NAME=D0xD1...: dynamic dims */
     int ninput_shapes;
+    int params;             /* --params: 1 linked, 0 blob, -1 default (blob above 4 MiB) */
+    tether_memory_cli *mem; /* --pool, --pin, --plan-inputs, --plan-outputs, --params-pool */
 } ab_args;
 
 static const char ab_usage[] =
@@ -209,6 +214,8 @@ static const char ab_usage[] =
     "                 [--input-shape NAME=D0xD1...] [-o DIR] [--firmware PATH]\n"
     "                 [--number N] [--repeat R] [--min-repeat-ms MS] [--rtol R] [--atol A]\n"
     "                 [--json FILE] [--svg FILE] [--opencl] [--tuning-log FILE]\n"
+    "                 [--params linked|blob] [--pool NAME[:global:SIZE]] [--pin TENSOR=POOL]\n"
+    "                 [--plan-inputs] [--plan-outputs] [--params-pool NAME]\n"
     "  Compiles MODEL with the unpacked and the packed ABI, runs both on the device (default\n"
     "  local:), compares every output with the reference interpreter and prints code size,\n"
     "  static stack, measured stack high-water mark and latency side by side. The target\n"
@@ -230,7 +237,10 @@ static const char ab_usage[] =
     "  both on the device's OpenCL layer in the same rotation (time = sum of the kernels'\n"
     "  profiled times); a device whose HELLO has no OpenCL is refused before any work.\n"
     "  --tuning-log FILE compiles every side with the best records of `tether tune`'s log for\n"
-    "  its target and CPU (OpenCL: work-group sizes) and says how many kernels they cover.\n";
+    "  its target and CPU (OpenCL: work-group sizes) and says how many kernels they cover.\n"
+    "  --params and the memory options (--pool NAME takes the size of the device's pool) apply\n"
+    "  to both ABIs as for run and bench: a model that needs them on a board (weights in flash,\n"
+    "  a second RAM pool) can be compared there.\n";
 
 /* *out is set on every path (0 on an error), so callers stay defined for -O3's flow analysis. */
 static int parse_num(const char *opt, const char *v, double lo, double hi, double *out) {
@@ -253,12 +263,22 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
     a->rtol = 1e-4;
     a->atol = 1e-5;
     a->opt_level = TETHER_OPT_DEFAULT;
+    a->params = -1;
+    static tether_memory_cli mem;
+    tether_memory_cli_init(&mem);
+    a->mem = &mem;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
             fputs(ab_usage, stdout);
             return -1;
+        }
+        if (!strcmp(o, "--pool") || !strcmp(o, "--pin") || !strcmp(o, "--plan-inputs") ||
+            !strcmp(o, "--plan-outputs") || !strcmp(o, "--params-pool")) {
+            if (tether_memory_cli_parse(a->mem, "ab", argc, argv, &i) != 1)
+                return 2;
+            continue;
         }
         if (!strcmp(o, "--opencl")) {
             a->opencl = 1;
@@ -295,6 +315,10 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
             a->tuning_log = v;
         } else if (!strcmp(o, "--firmware")) {
             a->firmware = v;
+        } else if (!strcmp(o, "--params")) {
+            if (strcmp(v, "linked") && strcmp(v, "blob"))
+                return fail(2, "--params wants linked or blob");
+            a->params = !strcmp(v, "linked");
         } else if (!strcmp(o, "--input-shape")) {
             if (a->ninput_shapes >= TETHER_CLI_MAX_IO)
                 return fail(2, "--input-shape: at most %d", TETHER_CLI_MAX_IO);
@@ -725,11 +749,8 @@ static int side_start(ab_side *s, const ab_args *a, tether_session *ses, const t
             rc = fail(1, "out of memory");
         s->run.nout = i + 1;
     }
-    tether_artifact_options o;
-    tether_artifact_options_init(&o);
-    o.loader = tether_cli_artifact_loader; /* links .o/.a for an MCU board */
-    o.loader_ctx = (void *)a->firmware;
-    if (!rc && (tether_artifact_prepare(s->art, ses, &o) ||
+    /* prepared with the host library's loader (the MCU link included) */
+    if (!rc && (tether_device_prepare(s->art, ses, &s->dco) ||
                 tether_artifact_run(s->art, ins, outs, &s->run.call, NULL)))
         rc = fail(1, "%s", tether_last_error());
     for (int i = 0; i < nin; i++)
@@ -865,18 +886,34 @@ int tether_cli_cmd_ab(int argc, char **argv) {
         tether_ir_close(&g);
         return 1;
     }
-    static char probed[64], cpu[128];
-    if (!a.target) { /* the device's target, and its CPU unless --mcpu says otherwise */
-        if (tether_cli_device_target(d, probed, sizeof probed, cpu, sizeof cpu)) {
-            tether_session_close(ses);
-            tether_cli_model_load_free(&ml);
-            tether_ir_close(&g);
-            return 1;
+    /* the C sides' options, completed for the device by the host library: its target and CPU
+     * unless --target/--mcpu say otherwise, its pool sizes for --pool NAME */
+    static tether_device_compile_options base;
+    tether_cli_device_options(&base, a.firmware);
+    base.compile.build.target = a.target;
+    base.compile.build.cpu = a.cpu;
+    base.compile.build.opt_level = a.opt_level;
+    base.compile.load = &ml.lo;
+    for (int k = 0; k < a.mem->opts.npools; k++) /* "--pool NAME": the device's pool size */
+        if (a.mem->from_device[k]) {
+            a.mem->pools[k].capacity = TETHER_POOL_SIZE_FROM_DEVICE;
+            a.mem->from_device[k] = false;
         }
-        a.target = probed;
-        if (!a.cpu)
-            a.cpu = cpu;
+    base.compile.memory = a.mem->opts;
+    if (a.params != -1)
+        base.compile.codegen.link_params = a.params == 1;
+    else /* large weights go to a params blob unless --params says otherwise */
+        base.compile.params_link_max = TETHER_PARAMS_LINK_MAX;
+    base.tuning_log = a.tuning_log;
+    int rrc = tether_device_compile_resolve(d, &base);
+    if (rrc) {
+        tether_session_close(ses);
+        tether_cli_model_load_free(&ml);
+        tether_ir_close(&g);
+        return fail(rrc == TETHER_ERR_INVALID_ARG ? 2 : 1, "%s", tether_last_error());
     }
+    a.target = base.compile.build.target;
+    a.cpu = base.compile.build.cpu;
     int interleaved = !tether_cli_is_mcu(d);
     const tether_target *tg;
     if (tether_target_find(a.target, &tg)) {
@@ -945,39 +982,28 @@ int tether_cli_cmd_ab(int argc, char **argv) {
             goto done;
     if (interpret(&g, in, ref))
         goto done;
-    /* compile every side before the device does anything */
+    /* compile every side for the device before it does anything (tether_compile_for_device;
+     * each side is prepared on it in measure) */
     for (int k = 0; k < nsides; k++) {
-        tether_compile_options o;
-        tether_compile_options_init(&o);
-        o.load = &ml.lo;
+        tether_device_compile_options *o = &s[k].dco;
         if (k < 2) {
+            *o = base; /* its pointers stay into base, which outlives the sides */
             s[k].abi = k == 0 ? TETHER_ABI_UNPACKED : TETHER_ABI_PACKED;
             s[k].label = k == 0 ? "unpacked ABI" : "packed ABI";
             snprintf(s[k].dir, sizeof s[k].dir, "%s/%s", dir, tether_abi_name(s[k].abi));
-            o.codegen.abi = s[k].abi;
-            o.build.target = a.target;
-            o.build.opt_level = a.opt_level;
-            o.build.cpu = a.cpu;
+            o->compile.codegen.abi = s[k].abi;
         } else {
+            tether_cli_device_options(o, a.firmware);
+            o->compile.load = &ml.lo;
+            o->tuning_log = a.tuning_log;
             s[k].label = k == 2 ? "buffer weights" : "texture weights";
             snprintf(s[k].dir, sizeof s[k].dir, "%s/%s", dir, k == 2 ? "opencl" : "opencl_texture");
-            o.backend = TETHER_BACKEND_OPENCL;
-            o.opencl.texture_weights = k == 3;
+            o->compile.backend = TETHER_BACKEND_OPENCL;
+            o->compile.opencl.texture_weights = k == 3;
         }
-        tether_tuning_log tlog;
-        tether_node_schedule *tns = NULL;
-        if (a.tuning_log && tether_tuning_log_apply(a.tuning_log, &o, &tlog, &tns)) {
-            fail(1, "--tuning-log: %s", tether_last_error());
-            goto done;
-        }
-        int crc = tether_compile_model(a.model, s[k].dir, &o, &s[k].comp);
-        if (a.tuning_log) {
-            if (!crc && (k == 0 || k == 2)) /* once per backend */
-                tether_tuning_note(stdout, &s[k].comp, &tlog, &o);
-            free(tns);
-            tether_tuning_log_close(&tlog);
-        }
-        if (crc) {
+        o->loader_ctx = o; /* tether_cli_artifact_loader's context: this side's options */
+        o->notes = k == 0 || k == 2 ? stdout : NULL; /* the tuning log's note, once per backend */
+        if (tether_compile_for_device(ses, a.model, s[k].dir, o, &s[k].comp, NULL)) {
             if (k < 2)
                 fail(1, "compile (%s ABI): %s", tether_abi_name(s[k].abi), tether_last_error());
             else

@@ -29,6 +29,7 @@
 #include "cli.h"
 #include "tether/artifact.h"
 #include "tether/compiler.h"
+#include "tether/device_compile.h"
 #include "tether/crt.h"
 #include "tether/file.h"
 #include "tether/host.h"
@@ -211,7 +212,8 @@ static int measured(const tether_tuning_log *log, const workload *w, const char 
 
 typedef struct build_job {
     const char *model;
-    const tether_compile_options *base;
+    tether_session *s; /* only its HELLO is read here (the device measures meanwhile) */
+    const tether_device_compile_options *base;
     tether_node_schedule ns;
     char dir[600];
     char lib[900];
@@ -221,15 +223,16 @@ typedef struct build_job {
 
 static void *build_run(void *p) {
     build_job *j = p;
-    tether_compile_options o = *j->base;
-    o.codegen.node_schedules = &j->ns;
-    o.codegen.nnode_schedules = 1;
+    tether_device_compile_options o = *j->base; /* its pointers stay into base */
+    o.compile.codegen.node_schedules = &j->ns;
+    o.compile.codegen.nnode_schedules = 1;
     tether_compile_result res;
     if (g_opencl) {
-        o.opencl.node_schedules = &j->ns;
-        o.opencl.nnode_schedules = 1;
+        o.compile.opencl.node_schedules = &j->ns;
+        o.compile.opencl.nnode_schedules = 1;
     }
-    j->rc = tether_compile_model(j->model, j->dir, &o, &res);
+    /* compiled for the device (tether/device_compile.h); time_candidate loads it */
+    j->rc = tether_compile_for_device(j->s, j->model, j->dir, &o, &res, NULL);
     if (j->rc) {
         snprintf(j->err, sizeof j->err, "%s", tether_last_error());
     } else if (!g_opencl) {
@@ -511,14 +514,19 @@ int tether_cli_cmd_tune(int argc, char **argv) {
                                         sizeof cpu)) {
         goto out;
     }
-    tether_compile_options base;
-    tether_compile_options_init(&base);
+    static tether_device_compile_options base_d; /* every candidate's, for the device */
+    tether_cli_device_options(&base_d, firmware);
     if (g_opencl) {
-        base.backend = TETHER_BACKEND_OPENCL;
+        base_d.compile.backend = TETHER_BACKEND_OPENCL;
     } else {
-        base.build.target = target;
-        base.build.cpu = cpu;
+        base_d.compile.build.target = target;
+        base_d.compile.build.cpu = cpu;
     }
+    if (tether_device_compile_resolve(tether_session_info(s), &base_d)) {
+        tether_cli_fail(1, "%s", tether_last_error());
+        goto out;
+    }
+    tether_compile_options base = base_d.compile;
     /* the model after the passes, and its workloads */
     if (tether_cli_tempdir_make(dir, sizeof dir, "tune") ||
         tether_cli_tempdir_make(dir2, sizeof dir2, "tune")) {
@@ -648,7 +656,8 @@ int tether_cli_cmd_tune(int argc, char **argv) {
                     build_job *j = &jobs[slot];
                     memset(j, 0, sizeof *j);
                     j->model = model;
-                    j->base = &base;
+                    j->s = s;
+                    j->base = &base_d;
                     j->ns.workload = ws[w].key;
                     j->ns.schedule = c;
                     /* two slots: one built while the other is measured; a compile replaces the

@@ -20,7 +20,11 @@
  *  - Library errors become tether.Error (a RuntimeError) with .status, .status_name and the
  *    library's message, copied on the thread that made the call. A device URL that does not
  *    parse is a bad argument: ValueError, before anything is started.
- *  - The compiler and the interpreter run under one process-wide lock (their caches are shared).
+ *  - The compiler and the interpreter run under one process-wide lock (their caches are shared);
+ *    compiling for a session's device (tether_compile_for_device) takes that lock, then the
+ *    session's (never the other order).
+ *  - Artifacts are prepared with the host library's device loader (tether_device_prepare), so an
+ *    MCU board links the artifact's library against its firmware like the CLI does.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -40,6 +44,7 @@
 #ifdef TETHER_HAVE_COMPILER
 #include "tether/compiler.h"
 #endif
+#include "tether/device_compile.h" /* compiling for a session's device, the MCU link */
 #ifdef TETHER_HAVE_ONNX
 #include "tether/onnx.h"
 #endif
@@ -989,14 +994,53 @@ static PyObject *artifact_info(tpy_artifact *self, PyObject *unused) {
     return d;
 }
 
+/* The MCU firmware options of the host library (tether/device_compile.h) from Python: firmware
+ * None or a path, dirs None or a sequence of at most 8 paths. *fast holds the strings until the
+ * caller drops it. */
+static int firmware_opts(tether_device_compile_options *o, const char *firmware, PyObject *dirs,
+                         const char **dirv, PyObject **fast) {
+    tether_device_compile_options_init(o);
+    o->firmware = firmware;
+    *fast = NULL;
+    if (!dirs || dirs == Py_None)
+        return 0;
+    *fast = PySequence_Fast(dirs, "firmware_dirs must be a sequence of str");
+    if (!*fast)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(*fast);
+    if (n > 8) {
+        Py_CLEAR(*fast);
+        PyErr_SetString(PyExc_ValueError, "at most 8 firmware_dirs");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        dirv[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(*fast, i));
+        if (!dirv[i]) {
+            Py_CLEAR(*fast);
+            return -1;
+        }
+    }
+    o->firmware_dirs = dirv;
+    o->nfirmware_dirs = (int)n;
+    return 0;
+}
+
 static PyObject *artifact_prepare(tpy_artifact *self, PyObject *args) {
-    PyObject *sobj;
-    if (!PyArg_ParseTuple(args, "O!", &tpy_session_type, &sobj))
+    PyObject *sobj, *dirs = Py_None;
+    const char *firmware = NULL;
+    if (!PyArg_ParseTuple(args, "O!|zO", &tpy_session_type, &sobj, &firmware, &dirs))
         return NULL;
-    if (!self->a)
-        return PyErr_Format(PyExc_ValueError, "the artifact is closed");
-    if (self->sess || self->prepared)
-        return PyErr_Format(PyExc_ValueError, "the artifact was prepared already (once only)");
+    tether_device_compile_options dco;
+    const char *dirv[8];
+    PyObject *fast;
+    if (firmware_opts(&dco, firmware, dirs, dirv, &fast))
+        return NULL;
+    if (!self->a || self->sess || self->prepared) {
+        Py_XDECREF(fast);
+        return PyErr_Format(PyExc_ValueError, !self->a ? "the artifact is closed"
+                                                       : "the artifact was prepared already "
+                                                         "(once only)");
+    }
     tpy_session *s = (tpy_session *)sobj;
     self->prepared = 1;
     Py_INCREF(s);
@@ -1013,9 +1057,11 @@ static PyObject *artifact_prepare(tpy_artifact *self, PyObject *args) {
             s->arts->prev = self;
         s->arts = self;
         self->attached = 1;
-        err_take(&e, tether_artifact_prepare(self->a, s->s, NULL));
+        /* the device's loader: .o/.a linked for an MCU board (tether/device_compile.h) */
+        err_take(&e, tether_device_prepare(self->a, s->s, &dco));
     }
     sess_unlock(s, ts);
+    Py_XDECREF(fast);
     if (e.closed || e.rc)
         return err_raise(&e, "the session");
     Py_RETURN_NONE;
@@ -1169,7 +1215,8 @@ static PyMethodDef artifact_methods[] = {
      "info() -> dict: backend, entry, target, cpu, inputs/outputs (name, dtype, shape, nbytes), "
      "kernels. Read before prepare()."},
     {"prepare", (PyCFunction)artifact_prepare, METH_VARARGS,
-     "prepare(session): upload, load, params, arrays. Once."},
+     "prepare(session, firmware=None, firmware_dirs=None): upload (.o/.a linked for an MCU "
+     "board), load, params, arrays. Once."},
     {"run", (PyCFunction)artifact_run, METH_VARARGS,
      "run(inputs, outputs) -> ((ret, elapsed_ns, stack_bytes, value), kernel_ns)"},
     {"time", (PyCFunction)artifact_time, METH_VARARGS,
@@ -1441,17 +1488,22 @@ static void err_take_detail(tpy_err *e, int rc) {
 static PyObject *mod_compile(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
     static char *kwlist[] = {
-        "model",        "out_dir",      "abi",         "target",      "cpu",
-        "prefix",       "opt_level",    "link_params", "backend",     "texture_weights",
-        "input_shapes", "input_values", "tuning_log",  "input_names", NULL};
+        "model",      "out_dir",     "abi",     "target",          "cpu",           "prefix",
+        "opt_level",  "link_params", "backend", "texture_weights", "input_shapes",  "input_values",
+        "tuning_log", "input_names", "session", "firmware",        "firmware_dirs", NULL};
     const char *model, *out_dir, *abi = NULL, *target = NULL, *cpu = NULL, *prefix = NULL;
-    const char *backend = NULL, *tuning_log = NULL;
+    const char *backend = NULL, *tuning_log = NULL, *firmware = NULL;
     int opt_level = TETHER_OPT_DEFAULT, link_params = 1, texture_weights = 0;
-    PyObject *shapes = Py_None, *values = Py_None, *names = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zzzzipzpOOzO", kwlist, &model, &out_dir, &abi,
+    PyObject *shapes = Py_None, *values = Py_None, *names = Py_None, *sobj = Py_None;
+    PyObject *dirs = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zzzzipzpOOzOOzO", kwlist, &model, &out_dir, &abi,
                                      &target, &cpu, &prefix, &opt_level, &link_params, &backend,
-                                     &texture_weights, &shapes, &values, &tuning_log, &names))
+                                     &texture_weights, &shapes, &values, &tuning_log, &names, &sobj,
+                                     &firmware, &dirs))
         return NULL;
+    if (sobj != Py_None && !PyObject_TypeCheck(sobj, &tpy_session_type))
+        return PyErr_Format(PyExc_TypeError, "session must be a _tether.Session");
+    tpy_session *sess = sobj != Py_None ? (tpy_session *)sobj : NULL;
     tether_compile_options o;
     tether_compile_options_init(&o);
     if (abi && tether_abi_parse(abi, &o.codegen.abi))
@@ -1480,27 +1532,55 @@ static PyObject *mod_compile(PyObject *self, PyObject *args, PyObject *kw) {
     tether_compile_result res;
     memset(&res, 0, sizeof res);
     tpy_err e = {0};
+    /* for a session's device: the host library's one call (target, CPU from its HELLO) */
+    static tether_device_compile_options dco; /* under the compiler lock */
+    const char *dirv[8];
+    PyObject *fast = NULL;
+    if (sess && firmware_opts(&dco, firmware, dirs, dirv, &fast)) {
+        load_opts_release(&lo);
+        return NULL;
+    }
     PyThreadState *ts = compiler_lock();
     o.load = &lo.lo;
     tether_tuning_log tlog;
     tether_node_schedule *tns = NULL;
     int rc = 0;
-    if (tuning_log)
-        rc = tether_tuning_log_apply(tuning_log, &o, &tlog, &tns);
-    if (rc)
-        err_take(&e, rc);
-    else
-        err_take_detail(&e, tether_compile_model(model, out_dir, &o, &res));
-    if (tuning_log && !rc) {
-        free(tns);
-        tether_tuning_log_close(&tlog);
+    if (sess) {
+        dco.compile = o;
+        if (!target) /* the device's target and CPU (tether_device_compile_resolve) */
+            dco.compile.build.target = NULL;
+        dco.tuning_log = tuning_log;
+        PyThread_acquire_lock(sess->lock, WAIT_LOCK);
+        if (!sess->s)
+            e.closed = 1;
+        else
+            err_take_detail(&e,
+                            tether_compile_for_device(sess->s, model, out_dir, &dco, &res, NULL));
+        PyThread_release_lock(sess->lock);
+        o = dco.compile; /* the target and CPU it chose */
+    } else {
+        if (tuning_log)
+            rc = tether_tuning_log_apply(tuning_log, &o, &tlog, &tns);
+        if (rc)
+            err_take(&e, rc);
+        else
+            err_take_detail(&e, tether_compile_model(model, out_dir, &o, &res));
+        if (tuning_log && !rc) {
+            free(tns);
+            tether_tuning_log_close(&tlog);
+        }
     }
+    char chosen_target[64], chosen_cpu[128];
+    snprintf(chosen_target, sizeof chosen_target, "%s",
+             o.build.target ? o.build.target : "x86_64-linux");
+    snprintf(chosen_cpu, sizeof chosen_cpu, "%s", o.build.cpu ? o.build.cpu : "");
     compiler_unlock(ts);
+    Py_XDECREF(fast);
     PyObject *bound = bound_list(&lo);
     load_opts_release(&lo);
-    if (e.rc) {
+    if (e.rc || e.closed) {
         Py_XDECREF(bound);
-        return err_raise(&e, "");
+        return err_raise(&e, "the session");
     }
     PyObject *d = PyDict_New();
     if (!d) {
@@ -1525,6 +1605,8 @@ static PyObject *mod_compile(PyObject *self, PyObject *args, PyObject *kw) {
     set_item(d, "tunable_kernels", PyLong_FromLong(res.ntunable));
     set_item(d, "tuned_kernels", PyLong_FromLong(res.ntuned));
     set_item(d, "bound", bound);
+    set_item(d, "target", str_of(chosen_target));
+    set_item(d, "cpu", str_of(chosen_cpu));
     if (PyErr_Occurred()) {
         Py_DECREF(d);
         return NULL;
@@ -1731,7 +1813,9 @@ static PyMethodDef module_methods[] = {
     {"compile", (PyCFunction)(void (*)(void))mod_compile, METH_VARARGS | METH_KEYWORDS,
      "compile(model, out_dir, abi=None, target=None, cpu=None, prefix=None, opt_level=-2, "
      "link_params=True, backend=None, texture_weights=False, input_shapes=None, "
-     "input_values=None, tuning_log=None, input_names=None) -> dict"},
+     "input_values=None, tuning_log=None, input_names=None, session=None, firmware=None, "
+     "firmware_dirs=None) -> dict (with session: compiled for its device, "
+     "tether_compile_for_device)"},
     {"model_signature", (PyCFunction)(void (*)(void))mod_model_signature,
      METH_VARARGS | METH_KEYWORDS,
      "model_signature(model, input_shapes=None, input_values=None, input_names=None) -> dict"},

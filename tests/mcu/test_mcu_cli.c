@@ -7,7 +7,8 @@
  * function, a non-zero return code passed through with the device's LOG line; refusals before
  * anything is sent (an x86_64 artifact, a firmware.json of another build); a function that
  * faults (UsageFault, DIVBYZERO): exit 1 with PC and CFSR, the board back, and the next CLI
- * invocation works. The test owns QEMU (started and stopped here) but not the pty: every
+ * invocation works; ab with the memory options (pools from HELLO, weights in the code pool).
+ * The test owns QEMU (started and stopped here) but not the pty: every
  * command opens it itself. Prints the seed-003 style table of both ABIs.
  * usage: test_mcu_cli FIRMWARE_DIR TETHER_EXECUTABLE
  */
@@ -325,6 +326,36 @@ static void test_ab_on_board(void **state) {
     assert_non_null(strstr(out_text, "too few repeats"));
 }
 
+/* ab takes the memory options run and bench take: pool_demo (320 KiB of activations) does not
+ * fit the board's load region alone, but A/B-tests with its SRAM and PSRAM pools (sizes from
+ * the board's HELLO: --pool NAME) and the weights in its code pool. */
+static void test_ab_memory_options_on_board(void **state) {
+    (void)state;
+    static const char demo[] = TETHER_SOURCE_DIR "/examples/pools/pool_demo.json";
+    static float img[64 * 64];
+    for (int i = 0; i < 64 * 64; i++)
+        img[i] = (float)((i * 31) % 89) / 89.0f;
+    char in[300];
+    snprintf(in, sizeof in, "%s/ab_img.npy", workdir);
+    int64_t shape[4] = {1, 1, 64, 64};
+    write_npy(in, TETHER_FLOAT32, shape, 4, img);
+    assert_int_equal(cli("ab", demo, "--device", board.url, "--repeat", "1", "--min-repeat-ms", "0",
+                         "--in", in, NULL),
+                     1);
+    assert_non_null(strstr(err_text, "does not fit the 131072-byte load region"));
+    int rc = cli("ab", demo, "--device", board.url, "--repeat", "4", "--min-repeat-ms", "0",
+                 "--pool", "sram", "--pool", "psram", "--params", "blob", "--params-pool", "code",
+                 "--in", in, NULL);
+    if (rc) /* 0: both ABIs ran and equal the interpreter */
+        fail_msg("ab with pools: %s%s", out_text, err_text);
+    assert_non_null(strstr(out_text, "for cortex-m3 on uart://"));
+    /* a pool the board does not have */
+    assert_int_equal(cli("ab", demo, "--device", board.url, "--pool", "flash", "--in", in, NULL),
+                     2);
+    assert_non_null(strstr(err_text, "--pool flash: the device has no such pool (its pools: "
+                                     "sram, psram, code)"));
+}
+
 static void test_refusals(void **state) {
     (void)state;
     /* an artifact for tetherd: refused before anything is uploaded */
@@ -609,6 +640,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_object_module),
         cmocka_unit_test(test_ab_on_board),
+        cmocka_unit_test(test_ab_memory_options_on_board),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_fault_then_next_command),
         cmocka_unit_test(test_busy_and_wait),

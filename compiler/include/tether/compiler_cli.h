@@ -47,6 +47,14 @@ int tether_memory_cli_resolve(tether_memory_cli *m, const char *cmd, int npools,
  *                [--plan-inputs] [--plan-outputs] */
 int tether_cmd_compile(int argc, char **argv);
 
+/* tether compile with the parsed options handed to hook(ctx, o, mem) before anything is loaded
+ * or compiled (the host CLI's `compile --device/--upload` completes them for the device through
+ * the host library, tether/device_compile.h). mem's "--pool NAME" pools (from_device) must be
+ * resolved by the hook; o->memory may be pointed elsewhere. A non-zero return is the command's
+ * exit code (the hook printed why). */
+typedef int (*tether_compile_hook)(void *ctx, tether_compile_options *o, tether_memory_cli *mem);
+int tether_cmd_compile_with(int argc, char **argv, tether_compile_hook hook, void *ctx);
+
 /* tether plan MODEL [--planner ALGO] [--pool SPEC] [--svg FILE] [--json FILE] ...: turns the
  * model's intermediate tensors into the planner's buffer list and prints the plan report. */
 int tether_cmd_plan(int argc, char **argv);

@@ -313,6 +313,10 @@ static void say_written(const char *dir, const char *json, time_t since) {
 }
 
 int tether_cmd_compile(int argc, char **argv) {
+    return tether_cmd_compile_with(argc, argv, NULL, NULL);
+}
+
+int tether_cmd_compile_with(int argc, char **argv, tether_compile_hook hook, void *ctx) {
     time_t started = time(NULL) - 1; /* file times have whole seconds on some file systems */
     tether_compile_options o;
     tether_compile_options_init(&o);
@@ -482,12 +486,18 @@ int tether_cmd_compile(int argc, char **argv) {
         return usage_error("compile", "%s",
                            "--json needs -o DIR (it writes the artifact's report)");
     }
-    if (tether_memory_cli_resolve(&mem, "compile", -1, NULL, NULL)) {
-        return 2;
-    }
     o.memory = mem.opts;
     if (!params_given) { /* large weights go to a params blob (docs/codegen.md, "Weights") */
         o.params_link_max = TETHER_PARAMS_LINK_MAX;
+    }
+    if (hook) { /* the options as parsed, completed by the caller (a device's choices) */
+        int hrc = hook(ctx, &o, &mem);
+        if (hrc != 0) {
+            return hrc;
+        }
+    }
+    if (tether_memory_cli_resolve(&mem, "compile", -1, NULL, NULL)) {
+        return 2;
     }
     if (json && tether_file_out_check(json) != 0) { /* found out now, not after the compile */
         fprintf(stderr, "tether compile: --json: %s\n", tether_last_error());

@@ -78,12 +78,17 @@ class Artifact:
                 raise
 
     def prepare(self, session):
-        """Uploads and loads the library, sets the params and allocates every array on
-        session (once per artifact). The session must outlive the artifact's use."""
+        """Uploads and loads the library (on an MCU board: linked at its load region against its
+        firmware first), sets the params and allocates every array on session (once per
+        artifact). The session must outlive the artifact's use."""
         if self._closed:
             raise ValueError("the artifact was closed (close() or the end of its with block); "
                              "open it again to prepare it")
-        self._c.prepare(session._c)
+        from ._session import _firmware_dirs
+
+        # the host library's device loader: on an MCU board the library is linked against the
+        # board's firmware first (tether/device_compile.h)
+        self._c.prepare(session._c, getattr(session, "firmware", None), _firmware_dirs())
         self.session = session
         self._generation = session._generation
         return self

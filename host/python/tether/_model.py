@@ -1,7 +1,8 @@
 """Models: compile, the reference interpreter, run a model on a device, and the A/B of variants.
 
 What must stay true: a model is compiled for the device's own target and CPU unless the caller
-says otherwise, with the compiler's default ABI (unpacked, the CLI's) unless abi= says otherwise;
+says otherwise (by the host library, tether_compile_for_device; on an MCU board its artifact is
+linked against the board's firmware when prepared), with the compiler's default ABI (unpacked, the CLI's) unless abi= says otherwise;
 temporary directories are removed on every path (also on errors and KeyboardInterrupt) and no
 path into one is returned (compiled "dir"/"library_path" are None then); every artifact
 prepared here is closed before returning. Inputs follow one rule (_dtypes.split_inputs): plain
@@ -9,7 +10,8 @@ Python data (x.tolist()) is one array, converted to the dtype the compiled model
 several inputs are a tuple, a list of arrays or a dict. The A/B follows
 `tether ab` (docs/cli.md, "How ab measures"): all variants prepared first, one warm-up TIME each
 that sets the calls per repeat, then `repeat` rounds of one TIME per variant with the order
-reversed every other round; the ratio is the Hodges-Lehmann estimate of the host library.
+reversed every other round (on an MCU board, which holds one module at a time, each variant is
+prepared, measured and released in turn); the ratio is the Hodges-Lehmann estimate of the host library.
 ONNX inputs an operator needs as constants (a Reshape's shape) are bound at compile time from
 the values given and are not fed at run time.
 """
@@ -136,18 +138,26 @@ def compile(model, out_dir, *, abi=None, target=None, cpu=None, prefix=None, opt
 
 def _compile(model, out_dir, arrays, names=None, *, abi=None, target=None, cpu=None, prefix=None,
              opt_level=None, params="linked", backend="c", texture_weights=False,
-             input_shapes=None, tuning_log=None):
+             input_shapes=None, tuning_log=None, session=None):
     """compile() with the inputs already resolved (arrays: ndarray or None each; names: their
-    input names, or None for the model's input order)."""
+    input names, or None for the model's input order). With session: compiled for its device by
+    the host library (tether_compile_for_device: target and CPU from its HELLO unless given);
+    res["target"] and res["cpu"] say what was chosen."""
     if params not in ("linked", "blob"):
         raise ValueError("params must be 'linked' or 'blob'")
+    dev = {}
+    if session is not None:
+        from ._session import _firmware_dirs
+
+        dev = dict(session=session._c, firmware=getattr(session, "firmware", None),
+                   firmware_dirs=_firmware_dirs())
     res = _tether.compile(
         model, out_dir, abi=abi, target=target, cpu=cpu, prefix=prefix,
         opt_level=_opt_level(opt_level), link_params=params == "linked", backend=backend,
         texture_weights=bool(texture_weights), input_shapes=_shape_specs(input_shapes),
         input_values=_value_specs(arrays) if arrays else None,
         input_names=names if arrays else None,
-        tuning_log=None if tuning_log is None else os.fspath(tuning_log))
+        tuning_log=None if tuning_log is None else os.fspath(tuning_log), **dev)
     res["dir"] = out_dir
     lib = os.path.join(out_dir, res["library"]) if res["library"] else None
     res["library_path"] = lib
@@ -200,15 +210,12 @@ def device_target(info):
 
 
 def _compile_options(session, options):
+    """The compile options of run_model/ab; what they leave open (target, cpu) the host library
+    takes from the session's device when compiling (_compile(..., session=))."""
     unknown = [k for k in options if k not in _COMPILE_KEYS]
     if unknown:
         raise TypeError(f"unknown option '{unknown[0]}' (one of: {', '.join(_COMPILE_KEYS)})")
-    o = dict(options)
-    if o.get("target") is None and o.get("backend", "c") == "c":
-        o["target"], dev_cpu = device_target(session.info)
-        if o.get("cpu") is None:
-            o["cpu"] = dev_cpu
-    return o
+    return dict(options)
 
 
 def run_model(session, model, inputs=None, *, out_dir=None, **options):
@@ -223,7 +230,7 @@ def run_model(session, model, inputs=None, *, out_dir=None, **options):
     d = tempfile.mkdtemp(prefix="tether-run-") if made else os.fspath(out_dir)
     art = None
     try:
-        res = _compile(model, d, arrays, names, **o)
+        res = _compile(model, d, arrays, names, session=session, **o)
         art = Artifact(d, session=session)
         feed = bind_inputs(art.inputs, _runtime(names, given, res["bound"]), "model")
         outs = art.run(tuple(feed))
@@ -420,7 +427,7 @@ def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1
             if unknown:
                 raise TypeError(f"variant '{label}': unknown option '{unknown[0]}'")
             d = os.path.join(root, re.sub(r"[^A-Za-z0-9_.-]", "_", label))
-            compiled[label] = _compile(model, d, arrays, names, **opts)
+            compiled[label] = _compile(model, d, arrays, names, session=session, **opts)
             sides[label] = opts
         first = next(iter(compiled.values()))
         runtime = _runtime(names, given, first["bound"])
@@ -429,15 +436,15 @@ def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1
         if float_model:
             truth = reference(model, given or None, input_shapes=options.get("input_shapes"))
         results = {}
-        for label in sides:
-            arts[label] = Artifact(compiled[label]["dir"], session=session)
-        for label, art in arts.items():
-            outs = art.run(runtime)
-            results[label] = {"outputs": dict(outs), "call": outs.call}
         base_label = next(iter(sides))
-        want = truth if truth is not None else results[base_label]["outputs"]
         numbers = {label: number for label in sides}
         zero = {label: False for label in sides}
+        times = {label: [] for label in sides}
+
+        def start(label):
+            arts[label] = Artifact(compiled[label]["dir"], session=session)
+            outs = arts[label].run(runtime)
+            results[label] = {"outputs": dict(outs), "call": outs.call}
 
         def time_once(label):
             st = arts[label].time(numbers[label], 1, min_repeat_ms, 0)
@@ -445,13 +452,25 @@ def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1
             zero[label] |= st.zero_timer
             return st.seconds[0]
 
-        for label in sides:  # warm-up: sets the calls per repeat
-            time_once(label)
-        times = {label: [] for label in sides}
-        order = list(sides)
-        for r in range(repeat):
-            for label in (order if r % 2 == 0 else order[::-1]):
-                times[label].append(time_once(label))
+        if session.info.get("load_size_bytes"):
+            # an MCU board holds one module at a time: each variant is prepared, measured and
+            # released in turn (as `tether ab` does there)
+            for label in sides:
+                start(label)
+                time_once(label)  # warm-up: sets the calls per repeat
+                for _ in range(repeat):
+                    times[label].append(time_once(label))
+                arts.pop(label).close()
+        else:
+            for label in sides:
+                start(label)
+            for label in sides:  # warm-up: sets the calls per repeat
+                time_once(label)
+            order = list(sides)
+            for r in range(repeat):
+                for label in (order if r % 2 == 0 else order[::-1]):
+                    times[label].append(time_once(label))
+        want = truth if truth is not None else results[base_label]["outputs"]
         out = {}
         for label in sides:
             c = compiled[label]
@@ -469,7 +488,7 @@ def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1
                 library_bytes=c["library_bytes"], params_bytes=c["params_bytes"],
                 workspace_bytes=c["workspace_bytes"], static_stack=c["static_stack"],
                 ratio=ratio, compiled=dict(c, dir=None, library_path=None) if made else c)
-        return ABResult(model=model, target=base_opts.get("target") or "x86_64-linux",
+        return ABResult(model=model, target=compiled[base_label]["target"],
                         variants=out, baseline=base_label, reference=truth is not None,
                         rtol=rtol, atol=atol, repeat=repeat, min_repeat_ms=min_repeat_ms)
     finally:

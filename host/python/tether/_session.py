@@ -96,6 +96,22 @@ def _find_tetherd():
     return shutil.which("tetherd") or "tetherd"
 
 
+def _firmware_dirs():
+    """Where an MCU board's firmware builds are looked for (after $TETHER_FIRMWARE): those this
+    package was built or installed with (the build tree's device/mcu, the installed
+    share/tether/firmware)."""
+    try:
+        from . import _paths
+
+        dirs = list(getattr(_paths, "FIRMWARE_DIRS", ()))
+        if getattr(_paths, "FIRMWARE_RELATIVE", False):
+            here = os.path.dirname(__file__)
+            dirs = [os.path.normpath(os.path.join(here, d)) for d in dirs]
+        return dirs
+    except ImportError:
+        return []
+
+
 def _read_token(token, token_file):
     if token is not None:
         if isinstance(token, str):
@@ -119,11 +135,14 @@ class Session:
     url: None = $TETHER_DEVICE, else local:. timeout_ms: per request (0 = 30000). token /
     token_file ($TETHER_TOKEN_FILE): the shared auth token. tetherd: the program local: runs.
     wait_ms: a serial device held by another process: 0 fail at once, -1 wait, >0 wait that long.
+    firmware: an MCU board's firmware.json (or its folder, or a folder of per-board folders), for
+    linking artifacts at its load region; None: $TETHER_FIRMWARE, then the firmware builds this
+    package was built or installed with.
     Closing frees every remote array, module and artifact of the session on the device.
     """
 
     def __init__(self, url=None, *, timeout_ms=0, token=None, token_file=None, tetherd=None,
-                 wait_ms=0):
+                 wait_ms=0, firmware=None):
         if url is None:
             url = os.environ.get("TETHER_DEVICE") or "local:"
         if not isinstance(url, str):
@@ -131,6 +150,7 @@ class Session:
         if not isinstance(timeout_ms, int) or timeout_ms < 0:
             raise ValueError("timeout_ms must be an int >= 0 (0 = 30000)")
         self.url = url
+        self.firmware = None if firmware is None else os.fspath(firmware)
         self._generation = 0
         self._info = None
         quiet = not os.environ.get("TETHER_VERBOSE")
