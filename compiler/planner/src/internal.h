@@ -5,6 +5,11 @@
  * one item, buffers left to the caller become none). Items carry resolved pool indices. The
  * texture phase turns texture items into images (or marks them as fallbacks); the 1D phase
  * places every global item and every fallback at a byte offset.
+ *
+ * Naming: the functions declared here are cross-file symbols of the library, so they carry the
+ * project's internal prefix, tether__plan_ (never a bare tp_: `nm -g libtether_planner.a` lists
+ * only tether_ and tether__ symbols); the types keep their short tp_ names (types are not
+ * symbols).
  */
 #ifndef TETHER_PLANNER_INTERNAL_H
 #define TETHER_PLANNER_INTERNAL_H
@@ -52,27 +57,28 @@ typedef struct tp_result {
 } tp_result;
 
 /* Frees pools/buffers past the given counts (undo of a partial load). */
-void tp_problem_truncate(tether_plan_problem *p, int npools, int nbuffers);
+void tether__plan_problem_truncate(tether_plan_problem *p, int npools, int nbuffers);
 
-int tp_problem_build(const tether_plan_problem *p, const tether_plan_options *o, tp_problem *out);
-void tp_problem_free(tp_problem *tp);
+int tether__plan_problem_build(const tether_plan_problem *p, const tether_plan_options *o,
+                               tp_problem *out);
+void tether__plan_problem_free(tp_problem *tp);
 
-int tp_result_alloc(int nitems, tp_result *r);
-void tp_result_free(tp_result *r);
+int tether__plan_result_alloc(int nitems, tp_result *r);
+void tether__plan_result_free(tp_result *r);
 
 /* Texture phase: fills image / pool for texture items; marks fallbacks (to be placed in 1D).
  * reuse == false gives one image per item (the naive planner). */
-int tp_plan_textures(const tp_problem *tp, bool reuse, tp_result *r);
+int tether__plan_plan_textures(const tp_problem *tp, bool reuse, tp_result *r);
 
 /* Effective alignment of item i in pool p. */
-int64_t tp_align(const tp_problem *tp, int item, int pool);
-int64_t tp_align_up(int64_t v, int64_t a);
+int64_t tether__plan_align(const tp_problem *tp, int item, int pool);
+int64_t tether__plan_align_up(int64_t v, int64_t a);
 
 /* Bytes of one texture image. */
-int64_t tp_image_bytes(const tether_plan_image *img);
-int64_t tp_texture_bytes(int64_t w, int64_t h, DLDataType dtype);
+int64_t tether__plan_image_bytes(const tether_plan_image *img);
+int64_t tether__plan_texture_bytes(int64_t w, int64_t h, DLDataType dtype);
 
-bool tp_overlap(int32_t a0, int32_t a1, int32_t b0, int32_t b1);
+bool tether__plan_overlap(int32_t a0, int32_t a1, int32_t b0, int32_t b1);
 
 /* Buffered text builder for the JSON/SVG/report writers. */
 typedef struct tp_text {
@@ -80,11 +86,11 @@ typedef struct tp_text {
     size_t len, cap;
     bool failed;
 } tp_text;
-void tp_text_printf(tp_text *t, const char *fmt, ...)
+void tether__plan_text_printf(tp_text *t, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-void tp_text_escape_xml(tp_text *t, const char *s);
+void tether__plan_text_escape_xml(tp_text *t, const char *s);
 
 #endif /* TETHER_PLANNER_INTERNAL_H */

@@ -395,7 +395,7 @@ int tether_plan_problem_from_json(tether_plan_problem *p, tether_plan_options *o
         /* undo what was added to p */
         char msg[TETHER_ERROR_MSG_MAX];
         snprintf(msg, sizeof(msg), "%s", tether_last_error());
-        tp_problem_truncate(p, p->npools - added_pools, p->nbuffers - added_bufs);
+        tether__plan_problem_truncate(p, p->npools - added_pools, p->nbuffers - added_bufs);
         tether_set_error(rc, "%s", msg);
     } else if (opts != NULL) {
         *opts = o;

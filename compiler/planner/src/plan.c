@@ -24,29 +24,29 @@
 
 #define COST_FAIL INT64_MAX
 
-bool tp_overlap(int32_t a0, int32_t a1, int32_t b0, int32_t b1) {
+bool tether__plan_overlap(int32_t a0, int32_t a1, int32_t b0, int32_t b1) {
     return a0 <= b1 && b0 <= a1;
 }
 
-int64_t tp_align_up(int64_t v, int64_t a) {
+int64_t tether__plan_align_up(int64_t v, int64_t a) {
     return (v + a - 1) / a * a;
 }
 
-int64_t tp_align(const tp_problem *tp, int item, int pool) {
+int64_t tether__plan_align(const tp_problem *tp, int item, int pool) {
     int64_t a = tp->p->pools[pool].alignment;
     int64_t b = tp->items[item].align;
     return b > a ? b : a;
 }
 
-int64_t tp_image_bytes(const tether_plan_image *img) {
-    return tp_texture_bytes(img->width, img->height, img->dtype);
+int64_t tether__plan_image_bytes(const tether_plan_image *img) {
+    return tether__plan_texture_bytes(img->width, img->height, img->dtype);
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Normalisation                                                                              */
 /* ------------------------------------------------------------------------------------------ */
 
-void tp_problem_free(tp_problem *tp) {
+void tether__plan_problem_free(tp_problem *tp) {
     free(tp->items);
     free(tp->item_of_buffer);
     free(tp->pool_storage);
@@ -168,7 +168,8 @@ static int resolve_pools(const tether_plan_problem *p, const tether_plan_buffer 
     return TETHER_OK;
 }
 
-int tp_problem_build(const tether_plan_problem *p, const tether_plan_options *o, tp_problem *out) {
+int tether__plan_problem_build(const tether_plan_problem *p, const tether_plan_options *o,
+                               tp_problem *out) {
     memset(out, 0, sizeof(*out));
     out->p = p;
     out->opt = *o;
@@ -180,7 +181,7 @@ int tp_problem_build(const tether_plan_problem *p, const tether_plan_options *o,
     out->items = calloc((size_t)nb + 1, sizeof(tp_item));
     out->pool_storage = malloc(((size_t)nb + 1) * 2 * (size_t)p->npools * sizeof(int));
     if (out->item_of_buffer == NULL || out->items == NULL || out->pool_storage == NULL) {
-        tp_problem_free(out);
+        tether__plan_problem_free(out);
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory planning");
     }
     int rc = TETHER_OK;
@@ -270,12 +271,12 @@ int tp_problem_build(const tether_plan_problem *p, const tether_plan_options *o,
         }
     }
     if (rc != TETHER_OK) {
-        tp_problem_free(out);
+        tether__plan_problem_free(out);
     }
     return rc;
 }
 
-int tp_result_alloc(int nitems, tp_result *r) {
+int tether__plan_result_alloc(int nitems, tp_result *r) {
     memset(r, 0, sizeof(*r));
     size_t n = (size_t)nitems + 1;
     r->pool = malloc(n * sizeof(int));
@@ -283,7 +284,7 @@ int tp_result_alloc(int nitems, tp_result *r) {
     r->image = malloc(n * sizeof(int));
     r->fallback = calloc(n, sizeof(bool));
     if (r->pool == NULL || r->offset == NULL || r->image == NULL || r->fallback == NULL) {
-        tp_result_free(r);
+        tether__plan_result_free(r);
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory planning");
     }
     for (int i = 0; i < nitems; i++) {
@@ -294,7 +295,7 @@ int tp_result_alloc(int nitems, tp_result *r) {
     return TETHER_OK;
 }
 
-void tp_result_free(tp_result *r) {
+void tether__plan_result_free(tp_result *r) {
     free(r->pool);
     free(r->offset);
     free(r->image);
@@ -389,10 +390,10 @@ static int pool_insert(pool_state *s, int32_t first, int32_t last, int64_t off, 
 /* Lowest offset >= min_off, aligned, free over [first, last] (or over all time). */
 static int64_t lowest_fit(const pool_state *s, int32_t first, int32_t last, int64_t size,
                           int64_t align, int64_t min_off, bool all_time) {
-    int64_t cand = tp_align_up(min_off, align);
+    int64_t cand = tether__plan_align_up(min_off, align);
     for (int k = 0; k < s->n; k++) {
         const placed *c = &s->v[k];
-        if (!all_time && !tp_overlap(first, last, c->first, c->last)) {
+        if (!all_time && !tether__plan_overlap(first, last, c->first, c->last)) {
             continue;
         }
         if (c->end <= cand) {
@@ -401,7 +402,7 @@ static int64_t lowest_fit(const pool_state *s, int32_t first, int32_t last, int6
         if (c->off >= cand + size) {
             break;
         }
-        cand = tp_align_up(c->end, align);
+        cand = tether__plan_align_up(c->end, align);
     }
     return cand;
 }
@@ -412,16 +413,16 @@ static int64_t largest_gap(const pool_state *s, int32_t first, int32_t last, int
     int64_t best = 0, cur = 0;
     for (int k = 0; k < s->n; k++) {
         const placed *c = &s->v[k];
-        if (!tp_overlap(first, last, c->first, c->last) || c->end <= cur) {
+        if (!tether__plan_overlap(first, last, c->first, c->last) || c->end <= cur) {
             continue;
         }
-        int64_t start = tp_align_up(cur, align);
+        int64_t start = tether__plan_align_up(cur, align);
         if (c->off > start && c->off - start > best) {
             best = c->off - start;
         }
         cur = c->end;
     }
-    int64_t start = tp_align_up(cur, align);
+    int64_t start = tether__plan_align_up(cur, align);
     if (capacity > start && capacity - start > best) {
         best = capacity - start;
     }
@@ -461,8 +462,8 @@ static int fail_no_room(const placer *pl, int i) {
     for (int k = 0; k < it->ncand && len < sizeof(msg); k++) {
         int pi = it->cand[k];
         const tether_plan_pool *pool = &p->pools[pi];
-        int64_t gap =
-            largest_gap(&pl->ps[pi], it->first, it->last, tp_align(tp, i, pi), pool->capacity);
+        int64_t gap = largest_gap(&pl->ps[pi], it->first, it->last, tether__plan_align(tp, i, pi),
+                                  pool->capacity);
         len +=
             (size_t)snprintf(msg + len, sizeof(msg) - len,
                              "%s %s has %lld bytes free (largest block, capacity %lld)",
@@ -496,7 +497,7 @@ static int place_pinned(placer *pl, tp_result *r) {
             if (o->pin_offset < 0 || o->cand[0] != pi) {
                 continue;
             }
-            if (tp_overlap(it->first, it->last, o->first, o->last) &&
+            if (tether__plan_overlap(it->first, it->last, o->first, o->last) &&
                 it->pin_offset < o->pin_offset + o->size && o->pin_offset < end) {
                 return tether_set_error(TETHER_ERR_MISMATCH,
                                         "buffers '%.50s' and '%.50s' are pinned to overlapping "
@@ -519,8 +520,8 @@ static bool place_item(placer *pl, int i, tp_result *r) {
     for (int k = 0; k < it->ncand; k++) {
         int pi = it->cand[k];
         int64_t cap = tp->p->pools[pi].capacity;
-        int64_t off = lowest_fit(&pl->ps[pi], it->first, it->last, it->size, tp_align(tp, i, pi), 0,
-                                 pl->naive);
+        int64_t off = lowest_fit(&pl->ps[pi], it->first, it->last, it->size,
+                                 tether__plan_align(tp, i, pi), 0, pl->naive);
         if (cap != TETHER_PLAN_UNBOUNDED && off + it->size > cap) {
             continue;
         }
@@ -613,7 +614,7 @@ static int order_by_conflicts(const tp_problem *tp, int *order, int n) {
     for (int a = 0; a < n; a++) {
         for (int b = 0; b < n; b++) {
             const tp_item *x = &tp->items[order[a]], *y = &tp->items[order[b]];
-            if (a != b && tp_overlap(x->first, x->last, y->first, y->last)) {
+            if (a != b && tether__plan_overlap(x->first, x->last, y->first, y->last)) {
                 key[order[a]]++;
             }
         }
@@ -711,7 +712,7 @@ static int plan_shared_objects(placer *pl, tp_result *r) {
         bool done = false;
         for (int c = 0; c < it->ncand && !done; c++) {
             int pi = it->cand[c];
-            int64_t align = tp_align(tp, i, pi);
+            int64_t align = tether__plan_align(tp, i, pi);
             /* best fit: the smallest free object >= size, else the largest smaller one */
             int best = -1;
             for (int o = 0; o < nobj; o++) {
@@ -722,7 +723,7 @@ static int plan_shared_objects(placer *pl, tp_result *r) {
                 bool free_obj = true;
                 for (int m = ob->head; m >= 0 && free_obj; m = next_member[m]) {
                     const tp_item *x = &tp->items[m];
-                    free_obj = !tp_overlap(it->first, it->last, x->first, x->last);
+                    free_obj = !tether__plan_overlap(it->first, it->last, x->first, x->last);
                 }
                 if (!free_obj) {
                     continue;
@@ -962,7 +963,7 @@ static int64_t exact_bound(exact_ctx *x, int64_t last_off) {
         const tp_item *it = &tp->items[x->items[k]];
         int pi = it->cand[0];
         int64_t g = tp->p->pools[pi].alignment;
-        int64_t pad = tp_align_up(it->size, g) - it->size;
+        int64_t pad = tether__plan_align_up(it->size, g) - it->size;
         for (int t = 0; t < x->ntimes; t++) {
             if (x->times[t] >= it->first && x->times[t] <= it->last) {
                 size_t c = (size_t)pi * (size_t)x->ntimes + (size_t)t;
@@ -1045,8 +1046,8 @@ static void exact_dfs(exact_ctx *x, int depth, int64_t last_off, int last_idx) {
         int i = x->items[k];
         const tp_item *it = &tp->items[i];
         int pi = it->cand[0];
-        fit[k] =
-            lowest_fit(&pl->ps[pi], it->first, it->last, it->size, tp_align(tp, i, pi), 0, false);
+        fit[k] = lowest_fit(&pl->ps[pi], it->first, it->last, it->size,
+                            tether__plan_align(tp, i, pi), 0, false);
         int64_t cap = tp->p->pools[pi].capacity;
         if (cap != TETHER_PLAN_UNBOUNDED && fit[k] + it->size > cap) {
             return; /* fits only grow deeper down: this branch cannot complete */
@@ -1354,7 +1355,7 @@ static int build_plan(const tp_problem *tp, const tp_result *r, tether_plan_algo
             for (int m = 0; m < r->nimages; m++) {
                 if (r->images[m].pool == k) {
                     u->nimages++;
-                    u->size += tp_image_bytes(&r->images[m]);
+                    u->size += tether__plan_image_bytes(&r->images[m]);
                     u->texel_area += r->images[m].width * r->images[m].height;
                 }
             }
@@ -1369,11 +1370,11 @@ static int build_plan(const tp_problem *tp, const tp_result *r, tether_plan_algo
 
 static int run_one(const tp_problem *tp, tether_plan_algorithm a, tether_plan *out) {
     tp_result r;
-    int rc = tp_result_alloc(tp->nitems, &r);
+    int rc = tether__plan_result_alloc(tp->nitems, &r);
     if (rc != TETHER_OK) {
         return rc;
     }
-    rc = tp_plan_textures(tp, a != TETHER_PLAN_NAIVE, &r);
+    rc = tether__plan_plan_textures(tp, a != TETHER_PLAN_NAIVE, &r);
     placer pl;
     if (rc == TETHER_OK) {
         rc = placer_init(&pl, tp, &r);
@@ -1385,7 +1386,7 @@ static int run_one(const tp_problem *tp, tether_plan_algorithm a, tether_plan *o
     if (rc == TETHER_OK) {
         rc = build_plan(tp, &r, a, out);
     }
-    tp_result_free(&r);
+    tether__plan_result_free(&r);
     return rc;
 }
 
@@ -1432,12 +1433,12 @@ static int plan_run(const tether_plan_problem *p, const tether_plan_options *o, 
         return rc;
     }
     tp_problem tp;
-    if ((rc = tp_problem_build(p, o, &tp)) != TETHER_OK) {
+    if ((rc = tether__plan_problem_build(p, o, &tp)) != TETHER_OK) {
         return rc;
     }
     if (o->algorithm != TETHER_PLAN_BEST) {
         rc = run_one(&tp, o->algorithm, out);
-        tp_problem_free(&tp);
+        tether__plan_problem_free(&tp);
         return rc;
     }
     int first_rc = TETHER_OK;
@@ -1468,7 +1469,7 @@ static int plan_run(const tether_plan_problem *p, const tether_plan_options *o, 
             tether_plan_close(&cand);
         }
     }
-    tp_problem_free(&tp);
+    tether__plan_problem_free(&tp);
     if (!have) {
         return tether_set_error(first_rc, "%s", first_msg);
     }
@@ -1538,12 +1539,12 @@ int tether_plan_lower_bound(const tether_plan_problem *p, const tether_plan_opti
         o = &def;
     }
     tp_problem tp;
-    int rc = tp_problem_build(p, o, &tp);
+    int rc = tether__plan_problem_build(p, o, &tp);
     if (rc != TETHER_OK) {
         return rc;
     }
     int64_t best = items_lower_bound(&tp, include_textures);
-    tp_problem_free(&tp);
+    tether__plan_problem_free(&tp);
     *out = best;
     return TETHER_OK;
 }

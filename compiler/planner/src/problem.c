@@ -81,7 +81,7 @@ void tether_plan_problem_clear_pools(tether_plan_problem *p) {
     p->npools = 0;
 }
 
-void tp_problem_truncate(tether_plan_problem *p, int npools, int nbuffers) {
+void tether__plan_problem_truncate(tether_plan_problem *p, int npools, int nbuffers) {
     while (p->npools > npools) {
         free((char *)p->pools[--p->npools].name);
     }
@@ -254,7 +254,7 @@ int tether_plan_problem_add_pool(tether_plan_problem *p, const tether_plan_pool 
     return TETHER_OK;
 }
 
-int64_t tp_texture_bytes(int64_t w, int64_t h, DLDataType dtype) {
+int64_t tether__plan_texture_bytes(int64_t w, int64_t h, DLDataType dtype) {
     size_t eb = tether_dtype_bytes(dtype);
     if (eb == 0 || w <= 0 || h <= 0) {
         return -1;
@@ -295,7 +295,7 @@ static int check_buffer(const tether_plan_buffer *b) {
                                     "buffer '%.60s': texture extent %lldx%lld must be positive", n,
                                     (long long)b->width, (long long)b->height);
         }
-        int64_t bytes = tp_texture_bytes(b->width, b->height, b->dtype);
+        int64_t bytes = tether__plan_texture_bytes(b->width, b->height, b->dtype);
         if (bytes < 0) {
             return tether_set_error(TETHER_ERR_INVALID_ARG,
                                     "buffer '%.60s': invalid texture dtype or extent overflow", n);
@@ -400,7 +400,7 @@ int tether_plan_problem_add_buffer(tether_plan_problem *p, const tether_plan_buf
         c.pin_offset = -1;
     }
     if (tether_scope_is_texture(c.scope) && c.size == 0) {
-        c.size = tp_texture_bytes(c.width, c.height, c.dtype);
+        c.size = tether__plan_texture_bytes(c.width, c.height, c.dtype);
     }
     if (index_out != NULL) {
         *index_out = p->nbuffers;
@@ -517,7 +517,7 @@ int tether_plan_pool_parse(const char *spec, tether_plan_pool *pool, char *name_
 
 /* ---- text builder ---- */
 
-void tp_text_printf(tp_text *t, const char *fmt, ...) {
+void tether__plan_text_printf(tp_text *t, const char *fmt, ...) {
     if (t->failed) {
         return;
     }
@@ -549,7 +549,7 @@ void tp_text_printf(tp_text *t, const char *fmt, ...) {
     }
 }
 
-void tp_text_escape_xml(tp_text *t, const char *s) {
+void tether__plan_text_escape_xml(tp_text *t, const char *s) {
     for (; *s; s++) {
         if ((unsigned char)*s >= 0x80) { /* a whole UTF-8 character, or '?' for a bad byte */
             size_t rest = 0;
@@ -558,34 +558,34 @@ void tp_text_escape_xml(tp_text *t, const char *s) {
             }
             size_t k = tether_utf8_seq(s, rest);
             if (k == 0) {
-                tp_text_printf(t, "?");
+                tether__plan_text_printf(t, "?");
             } else {
-                tp_text_printf(t, "%.*s", (int)k, s);
+                tether__plan_text_printf(t, "%.*s", (int)k, s);
                 s += k - 1;
             }
             continue;
         }
         switch (*s) {
         case '<':
-            tp_text_printf(t, "&lt;");
+            tether__plan_text_printf(t, "&lt;");
             break;
         case '>':
-            tp_text_printf(t, "&gt;");
+            tether__plan_text_printf(t, "&gt;");
             break;
         case '&':
-            tp_text_printf(t, "&amp;");
+            tether__plan_text_printf(t, "&amp;");
             break;
         case '"':
-            tp_text_printf(t, "&quot;");
+            tether__plan_text_printf(t, "&quot;");
             break;
         case '\'':
-            tp_text_printf(t, "&apos;");
+            tether__plan_text_printf(t, "&apos;");
             break;
         default:
             if ((unsigned char)*s < 0x20) {
-                tp_text_printf(t, "?");
+                tether__plan_text_printf(t, "?");
             } else {
-                tp_text_printf(t, "%c", *s);
+                tether__plan_text_printf(t, "%c", *s);
             }
         }
     }

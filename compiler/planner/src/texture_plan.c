@@ -57,7 +57,7 @@ static int64_t pool_image_bytes(const tp_result *r, int pool) {
     int64_t sum = 0;
     for (int m = 0; m < r->nimages; m++) {
         if (r->images[m].pool == pool) {
-            sum += tp_image_bytes(&r->images[m]);
+            sum += tether__plan_image_bytes(&r->images[m]);
         }
     }
     return sum;
@@ -68,7 +68,7 @@ static bool aspect_ok(int64_t w, int64_t h, double ratio) {
     return (double)hi <= ratio * (double)lo;
 }
 
-int tp_plan_textures(const tp_problem *tp, bool reuse, tp_result *r) {
+int tether__plan_plan_textures(const tp_problem *tp, bool reuse, tp_result *r) {
     const tether_plan_problem *p = tp->p;
     int *order = malloc(((size_t)tp->nitems + 1) * sizeof(int));
     int *next_member = malloc(((size_t)tp->nitems + 1) * sizeof(int));
@@ -116,8 +116,8 @@ int tp_plan_textures(const tp_problem *tp, bool reuse, tp_result *r) {
                 }
                 bool free_img = true;
                 for (int u = heads[m]; u >= 0 && free_img; u = next_member[u]) {
-                    free_img =
-                        !tp_overlap(it->first, it->last, tp->items[u].first, tp->items[u].last);
+                    free_img = !tether__plan_overlap(it->first, it->last, tp->items[u].first,
+                                                     tp->items[u].last);
                 }
                 if (!free_img) {
                     continue;
@@ -135,9 +135,9 @@ int tp_plan_textures(const tp_problem *tp, bool reuse, tp_result *r) {
                 if (added >= it->width * it->height) {
                     continue; /* a new image would cost no more */
                 }
-                int64_t grown_bytes = tp_texture_bytes(nw, nh, it->dtype);
+                int64_t grown_bytes = tether__plan_texture_bytes(nw, nh, it->dtype);
                 if (cap != TETHER_PLAN_UNBOUNDED &&
-                    used - tp_image_bytes(img) + grown_bytes > cap) {
+                    used - tether__plan_image_bytes(img) + grown_bytes > cap) {
                     continue;
                 }
                 int64_t area = img->width * img->height;
@@ -159,7 +159,7 @@ int tp_plan_textures(const tp_problem *tp, bool reuse, tp_result *r) {
                 break;
             }
             if (cap != TETHER_PLAN_UNBOUNDED &&
-                used + tp_texture_bytes(it->width, it->height, it->dtype) > cap) {
+                used + tether__plan_texture_bytes(it->width, it->height, it->dtype) > cap) {
                 continue;
             }
             tether_plan_image img = {pi, it->scope, it->dtype, it->width, it->height};
