@@ -40,9 +40,9 @@ int tether_onnx_load_buffer(const void *data, size_t len, const char *source,
 
 /* Registers ".onnx" with tether_model_register_loader_with. */
 int tether_onnx_register(void);
-/* In the library tether_onnx_arrays (which links the host library): registers ".pb" with
- * tether_npy_register_reader, so --in x.pb and tether.load_array read TensorProto files. */
-int tether_onnx_register_arrays(void);
+/* .pb arrays for the host library's tether_npy_read: the host side registers
+ * tether_onnx_tensor_read (tether_onnx_register_arrays, tether/npy.h, host/lib/npy_pb.c); the
+ * compiler does not depend on the host library. */
 
 /* The graph inputs of a model file that are not initializers, in order (the order of the test
  * data's input_K.pb files and of tether_model_load_options.input_values): names into a

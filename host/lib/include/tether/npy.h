@@ -50,6 +50,10 @@ int tether_npy_read(const char *path, tether_npy *out);
  * extension again replaces its reader. Not thread-safe: register at start-up. */
 typedef int (*tether_array_reader)(const char *path, tether_npy *out);
 int tether_npy_register_reader(const char *ext, tether_array_reader fn);
+/* In the library tether_onnx_arrays (host/lib/npy_pb.c, which links the host library and the
+ * compiler's ONNX front end): registers ".pb" with tether_npy_register_reader, the front end's
+ * onnx.TensorProto reader, so --in x.pb and tether.load_array read TensorProto files. */
+int tether_onnx_register_arrays(void);
 /* Parses an in-memory .npy image (what = a name for messages). */
 int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *out);
 int tether_npy_write(const char *path, DLDataType dtype, const int64_t *shape, int ndim,

@@ -1,10 +1,14 @@
 /*
- * tether_onnx_arrays: onnx.TensorProto (.pb) files wherever the host library reads arrays
- * (tether_npy_read), for the programs that link both the host library and the ONNX front end
- * (the `tether` CLI, the Python package). The host library itself never links the front end.
+ * .pb arrays for tether_npy_read (library tether_onnx_arrays): the host side registers the ONNX
+ * front end's onnx.TensorProto reader (tether_onnx_tensor_read) as the reader of ".pb" files, for
+ * the programs that link both the host library and the front end (the `tether` CLI, the Python
+ * package): --in x.pb and tether.load_array read TensorProto files like .npy. The dependency goes
+ * one way: this host code calls the compiler's public reader; the compiler (compiler/onnx) knows
+ * nothing of the host library, and tether_host itself never links the front end.
  *
  * What must stay true: a .pb array keeps its TensorProto dtype (a float32 input still refuses an
- * int64 file with the usual message); the data buffer changes owner, nothing is copied.
+ * int64 file with the usual message); the data buffer changes owner, nothing is copied; more
+ * than TETHER_MAX_NDIM dimensions is an error naming the file.
  */
 #include <string.h>
 
