@@ -14,10 +14,16 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_nchwc.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_schedules.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_kernels.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/opencl_textures.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/metadata.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/formula.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/names.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/workload.c
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/tuning_log.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/build.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/build/libframes.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/build/stack.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/children.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/mcu_link.c
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/compile.c

@@ -4,8 +4,8 @@
  *
  * Naming: what is declared here (and in the other private headers of compiler/src) has the
  * `tether__` prefix, two underscores, so that `tether_` is only ever the public API of
- * compiler/include/tether/ headers. The ONNX front end's internals are `tonnx_`, the planner's
- * `tp_`.
+ * compiler/include/tether/ headers. The ONNX front end's internals are `tonnx_` (made local
+ * symbols of its one object), the planner's `tether__plan_`.
  */
 #ifndef TETHER_COMPILER_INTERNAL_H
 #define TETHER_COMPILER_INTERNAL_H
@@ -40,6 +40,37 @@ typedef enum tether__op_kind {
     TETHER__OPK_RESIZE,
 } tether__op_kind;
 
+/* Elementwise dispatch on the KIND column, in the preprocessor: TETHER__OPK_EW_<KIND>(u, b, p, o)
+ * is u for a UNARY row, b for a BINARY row, p for PRELU, o for every other family. Each family
+ * has its line: a family added to the KIND column without one fails to build. */
+#define TETHER__OPK_EW_UNARY(u, b, p, o)       u
+#define TETHER__OPK_EW_BINARY(u, b, p, o)      b
+#define TETHER__OPK_EW_PRELU(u, b, p, o)       p
+#define TETHER__OPK_EW_CONV(u, b, p, o)        o
+#define TETHER__OPK_EW_DENSE(u, b, p, o)       o
+#define TETHER__OPK_EW_MATMUL(u, b, p, o)      o
+#define TETHER__OPK_EW_SOFTMAX(u, b, p, o)     o
+#define TETHER__OPK_EW_POOL(u, b, p, o)        o
+#define TETHER__OPK_EW_GLOBAL_POOL(u, b, p, o) o
+#define TETHER__OPK_EW_ALIAS(u, b, p, o)       o
+#define TETHER__OPK_EW_TRANSPOSE(u, b, p, o)   o
+#define TETHER__OPK_EW_CONCAT(u, b, p, o)      o
+#define TETHER__OPK_EW_PAD(u, b, p, o)         o
+#define TETHER__OPK_EW_NORM(u, b, p, o)        o
+#define TETHER__OPK_EW_REDUCE(u, b, p, o)      o
+#define TETHER__OPK_EW_RESIZE(u, b, p, o)      o
+
+/* The case labels of every UNARY row (TETHER__CASES_UNARY) and of every BINARY row
+ * (TETHER__CASES_BINARY), for a per-operator switch: the elementwise operators are handled by one
+ * group computing the row's FORMULA, so a new elementwise row needs no case anywhere, while every
+ * other operator is still named by hand (-Werror=switch-enum finds a missing one). */
+#define TETHER__CASE_IF_UNARY_(id, name, kind, ...)                                                \
+    TETHER__OPK_EW_##kind(case TETHER_OP_##id:, , , )
+#define TETHER__CASE_IF_BINARY_(id, name, kind, ...)                                               \
+    TETHER__OPK_EW_##kind(, case TETHER_OP_##id:, , )
+#define TETHER__CASES_UNARY  TETHER_OP_LIST(TETHER__CASE_IF_UNARY_)
+#define TETHER__CASES_BINARY TETHER_OP_LIST(TETHER__CASE_IF_BINARY_)
+
 /* One row of the operator table. */
 typedef struct tether__op_info {
     const char *name; /* JSON spelling */
@@ -54,12 +85,74 @@ typedef struct tether__op_info {
  * TETHER_OP_COUNT_). */
 const tether__op_info *tether__op_info_of(tether_op op);
 
+/* ---- elementwise formulas (the FORMULA column of ir/ops.def, the vocabulary of ir/formula.def) */
+
+#include "ir/formula.def"
+
+/* The libm functions generated C may call (the M rows of formula.def, in their order). */
+typedef enum tether__math {
+    TETHER__MATH_NONE = -1,
+#define TETHER__MATH_ENUM_(id, c, cl, arity) TETHER__MATH_##id,
+    TETHER__MATH_LIST(TETHER__MATH_ENUM_)
+#undef TETHER__MATH_ENUM_
+        TETHER__MATH_COUNT
+} tether__math;
+
+/* The C name of m ("expf"); NULL when m is not one. */
+const char *tether__math_name(tether__math m);
+
+/* How many primitives formula.def lists (the P rows). */
+#define TETHER__PRIM_ONE_(...) +1
+#define TETHER__PRIM_COUNT     (0 TETHER__PRIM_LIST(TETHER__PRIM_ONE_))
+
+/* The definition generated C needs for primitive k (0 .. TETHER__PRIM_COUNT-1, the P rows in
+ * order): a static inline tg_ function, as C text. */
+const char *tether__formula_c_helper(int k);
+
+typedef enum tether__formula_lang {
+    TETHER__FORMULA_C,      /* C99: libm float functions, the module's tg_ helpers */
+    TETHER__FORMULA_OPENCL, /* OpenCL C built-ins; also valid on float4 */
+} tether__formula_lang;
+
+/* The formula of op (a UNARY, BINARY or PRELU row) as an expression of lang for float32, with the
+ * operands spelled x and y (atomic expressions: a name, a subscript; y NULL for a unary operator)
+ * and the node's attributes a as literals. helpers[k] (k a P row of formula.def) and
+ * math[tether__math] are set to 1 for the tg_ helpers and libm functions the C text calls (NULL:
+ * not recorded).
+ * pre: NULL, or (OpenCL) a buffer that receives an expression the caller assigns to x before the
+ * returned one ("v = 0.2f * v + 0.5f;" then "v = v < 0.0f ? ..."), when the formula is a
+ * primitive that would otherwise repeat a compound first argument; "" when none.
+ * TETHER_ERR_INTERNAL when op has no formula or the text does not fit in n. */
+int tether__formula_text(tether_op op, tether__formula_lang lang, const char *x, const char *y,
+                         const tether_ir_attrs *a, int *helpers, int *math, char *pre, size_t npre,
+                         char *out, size_t n);
+
+/* metadata.json (codegen/metadata.c, the one writer for both backends): the C artifact's (library:
+ * the built file's name, NULL with --no-build), and an OpenCL artifact's with its buffer
+ * variant's metadata (bmeta) as "buffer_variant" (source, params_file: the variant's files).
+ * malloc'd text; NULL when out of memory. The OpenCL emitter's own is tether__metadata_opencl
+ * (codegen/emit_opencl_internal.h). */
+struct tether_compile_options;
+struct tether_codegen_output;
+struct tether_memplan;
+char *tether__metadata_c(const tether_ir_graph *g, const struct tether_compile_options *o,
+                         const struct tether_codegen_output *cg, const struct tether_memplan *plan,
+                         const char *library);
+char *tether__metadata_with_buffer_variant(const char *meta, const char *bmeta, const char *source,
+                                           const char *params_file);
+
 /* The OpenCL backend's storage-scope pass (codegen/emit_opencl.c) on an inferred graph after the
  * passes: extent[2t], extent[2t+1] = the RGBA texel width and height of tensor t's texture, or 0
  * when it stays a buffer (`tether plan --texture-activations` shows the same plan). */
 struct tether_opencl_options;
 int tether__opencl_texture_extents(const tether_ir_graph *g, const struct tether_opencl_options *o,
                                    int64_t *extent);
+
+/* The operator whose ACT column is act: a fused activation computes that operator's formula
+ * (TETHER_OP_COUNT_ for TETHER_ACT_NONE). tether__act_attrs gives it the epilogue's attributes:
+ * alpha = act_alpha, min = act_min, max = act_max. */
+tether_op tether__act_op(tether_act act);
+void tether__act_attrs(const tether_ir_attrs *a, tether_ir_attrs *out);
 
 /* numpy broadcasting of two shapes; TETHER_ERR_MISMATCH when incompatible. */
 int tether__ir_broadcast(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out,

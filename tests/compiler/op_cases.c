@@ -376,6 +376,7 @@ const tt_op_case tt_op_cases[] = {
     {"sqrt", TETHER_OP_SQRT, 1, {1}, {{9}}, 1, NULL, NONE, BOTH},
     {"neg", TETHER_OP_NEG, 1, {1}, {{9}}, 0, NULL, NONE, BOTH},
     {"abs", TETHER_OP_ABS, 1, {0}, {{0}}, 0, NULL, NONE, BOTH},
+    {"erf", TETHER_OP_ERF, 1, {2}, {{3, 5}}, 0, NULL, NONE, BOTH},
     {"softmax_last", TETHER_OP_SOFTMAX, 1, {2}, {{3, 10}}, 0, NULL, NONE, BOTH},
     {"softmax_axis1", TETHER_OP_SOFTMAX, 1, {3}, {{2, 3, 4}}, 0, a_axis1, NONE, BOTH},
     {"softmax_len1", TETHER_OP_SOFTMAX, 1, {2}, {{3, 1}}, 0, NULL, NONE, OCL},

@@ -155,6 +155,41 @@ static void test_interpreter_known_values(void **state) {
     tether_ir_close(&g);
 }
 
+/* erf, the operator added by its table row alone (ops.def: formula erff(x)): the interpreter and
+ * the generated C in both ABIs give the values of the Gauss error function (math.erf). */
+static void test_erf_known_values(void **state) {
+    (void)state;
+    const tt_op_case c = {"erf_known", TETHER_OP_ERF, 1, {1}, {{8}}, 0, NULL, TT_NONE, TT_C};
+    tether_ir_graph g;
+    build_case(&c, &g);
+    const float x[8] = {0.0f, 0.5f, 1.0f, -1.0f, -2.0f, 3.0f, 0.1f, -0.25f};
+    const double want[8] = {0.0,
+                            0.5204998778130465,
+                            0.8427007929497149,
+                            -0.8427007929497149,
+                            -0.9953222650189527,
+                            0.9999779095030014,
+                            0.1124629160182849,
+                            -0.2763263901682369};
+    float ref[8], got[8];
+    const float *in[1] = {x};
+    float *r[1] = {ref}, *o[1] = {got};
+    assert_int_equal(tether_interp_run(&g, in, r), 0);
+    for (int i = 0; i < 8; i++) {
+        assert_true(fabs(ref[i] - want[i]) < 1e-6);
+    }
+    for (int abi = 0; abi < 2; abi++) {
+        memset(got, 0, sizeof got);
+        assert_int_equal(
+            tt_run_compiled(&g, "erf_known", (tether_abi)abi, TETHER_INTERFACE_PACKED, true, in, o),
+            0);
+        for (int i = 0; i < 8; i++) {
+            assert_true(fabs(got[i] - want[i]) < 1e-6);
+        }
+    }
+    tether_ir_close(&g);
+}
+
 /* log_softmax of large values (the ONNX test logsoftmax_large_number): the generated code must
  * keep log(sum) apart from the row maximum, or float rounding at 1e4 eats its low bits. */
 static void test_log_softmax_large_values(void **state) {
@@ -339,6 +374,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_interpreter_known_values);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_params_blob);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_log_softmax_large_values);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_erf_known_values);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_empty_tensors);
     int rc = _cmocka_run_group_tests("compiler_ops", tests, n, NULL, NULL);
     free(tests);

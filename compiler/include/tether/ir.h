@@ -41,9 +41,10 @@ extern "C" {
 /* Operators (float32): TETHER_OP_CONV2D ("conv2d"), TETHER_OP_DENSE, TETHER_OP_MATMUL, the
  * elementwise TETHER_OP_ADD ... TETHER_OP_ABS, TETHER_OP_SOFTMAX, pools, reshape-likes,
  * TETHER_OP_TRANSPOSE, TETHER_OP_CONCAT, TETHER_OP_PAD, norms, TETHER_OP_REDUCE_MEAN,
- * TETHER_OP_RESIZE_NEAREST. The enum is generated from the compiler's operator table,
- * compiler/src/ir/ops.def (one row per operator: its JSON name, kind, input counts, attributes
- * and their defaults); see docs/adding-an-operator.md. */
+ * TETHER_OP_RESIZE_NEAREST, TETHER_OP_ERF (elementwise, appended). The enum is generated from
+ * the compiler's operator table, compiler/src/ir/ops.def (one row per operator: its JSON name,
+ * kind, input counts, attributes, elementwise formula and defaults); see
+ * docs/adding-an-operator.md. */
 #if defined(__has_include)
 #if __has_include("../../src/ir/ops.def")
 #include "../../src/ir/ops.def" /* the source tree */

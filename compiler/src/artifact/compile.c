@@ -253,99 +253,6 @@ int tether__compile_passes_and_plan(tether_ir_graph *g, const tether_compile_opt
     return tether_memplan_build_pools(g, o->planner, &o->memory, plan);
 }
 
-static cJSON *tensor_list(const tether_ir_graph *g, const int *idx, int n) {
-    cJSON *arr = cJSON_CreateArray();
-    for (int i = 0; i < n; i++) {
-        const tether_ir_tensor *t = &g->tensors[idx[i]];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", t->name);
-        cJSON_AddStringToObject(o, "dtype", "float32");
-        cJSON *sh = cJSON_AddArrayToObject(o, "shape");
-        for (int d = 0; d < t->ndim; d++) {
-            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->shape[d]));
-        }
-        cJSON_AddItemToArray(arr, o);
-    }
-    return arr;
-}
-
-static char *metadata_json(const tether_ir_graph *g, const tether_compile_options *o,
-                           const tether_codegen_output *cg, const tether_memplan *plan,
-                           const char *library) {
-    const char *P = o->codegen.prefix ? o->codegen.prefix : "tether_model";
-    cJSON *m = cJSON_CreateObject();
-    char buf[200];
-    cJSON_AddStringToObject(m, "format", "tether-artifact");
-    cJSON_AddNumberToObject(m, "version", 1);
-    cJSON_AddStringToObject(m, "model", g->name);
-    cJSON_AddStringToObject(m, "prefix", P);
-    cJSON_AddStringToObject(m, "abi", tether_abi_name(o->codegen.abi));
-    cJSON_AddStringToObject(m, "interface", tether_interface_name(o->codegen.interface));
-    cJSON_AddStringToObject(m, "target", o->build.target ? o->build.target : "x86_64-linux");
-    /* the CPU the code may assume (the runner refuses a device without it) */
-    cJSON_AddStringToObject(m, "cpu", o->build.cpu ? o->build.cpu : "");
-    if (library) {
-        cJSON_AddStringToObject(m, "library", library);
-    } else {
-        cJSON_AddNullToObject(m, "library");
-    }
-    snprintf(buf, sizeof buf, "%s.c", P);
-    cJSON_AddStringToObject(m, "source", buf);
-    snprintf(buf, sizeof buf, "%s.h", P);
-    cJSON_AddStringToObject(m, "header", buf);
-    cJSON_AddStringToObject(m, "params", o->codegen.link_params ? "linked" : "blob");
-    if (!o->codegen.link_params) {
-        cJSON_AddStringToObject(m, "params_file", "params.bin");
-        snprintf(buf, sizeof buf, "%s_set_params", P);
-        cJSON_AddStringToObject(m, "set_params", buf);
-        if (o->memory.params_pool) {
-            cJSON_AddStringToObject(m, "params_pool", o->memory.params_pool);
-        }
-    }
-    cJSON_AddNumberToObject(m, "params_bytes", (double)cg->params_bytes);
-    cJSON *e = cJSON_AddObjectToObject(m, "entry");
-    cJSON_AddStringToObject(e, "name", cg->funcs[0].name);
-    cJSON_AddStringToObject(e, "abi", tether_abi_name(cg->funcs[0].abi));
-    cJSON_AddNumberToObject(e, "num_args", cg->funcs[0].num_args);
-    if (o->codegen.interface == TETHER_INTERFACE_C) {
-        snprintf(buf, sizeof buf, "%s_run", P);
-        cJSON_AddStringToObject(m, "run", buf);
-    }
-    cJSON_AddItemToObject(m, "inputs", tensor_list(g, g->inputs, g->ninputs));
-    cJSON_AddItemToObject(m, "outputs", tensor_list(g, g->outputs, g->noutputs));
-    cJSON *fs = cJSON_AddArrayToObject(m, "functions");
-    for (int i = 0; i < cg->nfuncs; i++) {
-        cJSON *f = cJSON_CreateObject();
-        cJSON_AddStringToObject(f, "name", cg->funcs[i].name);
-        cJSON_AddStringToObject(f, "abi", tether_abi_name(cg->funcs[i].abi));
-        cJSON_AddNumberToObject(f, "num_args", cg->funcs[i].num_args);
-        cJSON_AddItemToArray(fs, f);
-    }
-    /* pool_arguments: the entry takes one uint8 buffer per pool after the outputs (the runner
-     * allocates each in the device pool of that name); else one static workspace */
-    cJSON_AddBoolToObject(m, "pool_arguments", plan->pool_args);
-    cJSON *pools = cJSON_AddArrayToObject(m, "pools");
-    for (int k = 0; k < plan->npools; k++) {
-        cJSON *pool = cJSON_CreateObject();
-        cJSON_AddStringToObject(pool, "name", plan->pools[k].name);
-        cJSON_AddNumberToObject(
-            pool, "size", (double)(plan->pool_args ? plan->pools[k].size : cg->workspace_size));
-        cJSON_AddItemToArray(pools, pool);
-    }
-    cJSON_AddBoolToObject(m, "plan_inputs", plan->plan_inputs);
-    cJSON_AddBoolToObject(m, "plan_outputs", plan->plan_outputs);
-    cJSON *mf = cJSON_AddArrayToObject(m, "math_functions");
-    char *list = strdup(cg->math_functions ? cg->math_functions : "");
-    char *save = NULL;
-    for (char *t = list ? strtok_r(list, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
-        cJSON_AddItemToArray(mf, cJSON_CreateString(t));
-    }
-    free(list);
-    char *text = cJSON_Print(m);
-    cJSON_Delete(m);
-    return text;
-}
-
 int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_compile_options *o,
                          tether_compile_result *res) {
     tether_compile_options d, resolved;
@@ -440,7 +347,7 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
         }
     }
     if (!rc) {
-        meta = metadata_json(g, o, &cg, &plan, res->built ? res->build.library : NULL);
+        meta = tether__metadata_c(g, o, &cg, &plan, res->built ? res->build.library : NULL);
         rep = tether__report_json_c(g, o, &cg, &plan, res);
         if (!meta || !rep) {
             rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing metadata");

@@ -24,25 +24,6 @@
 #include "tether/compiler.h"
 #include "tether/crt/error.h"
 
-/* metadata.json with the buffer variant's metadata (bmeta) as "buffer_variant": its source
- * <prefix>.buffers.cl, its params file; malloc'd, NULL when out of memory. */
-static char *with_buffer_variant(const char *meta, const char *bmeta, const char *source,
-                                 const char *params_file) {
-    cJSON *m = cJSON_Parse(meta), *b = cJSON_Parse(bmeta);
-    char *text = NULL;
-    if (m && b) {
-        cJSON_ReplaceItemInObjectCaseSensitive(b, "source", cJSON_CreateString(source));
-        cJSON_ReplaceItemInObjectCaseSensitive(
-            b, "params_file", params_file ? cJSON_CreateString(params_file) : cJSON_CreateNull());
-        cJSON_AddItemToObject(m, "buffer_variant", b);
-        b = NULL;
-        text = cJSON_Print(m);
-    }
-    cJSON_Delete(m);
-    cJSON_Delete(b);
-    return text;
-}
-
 int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
                                  const tether_compile_options *o, tether_compile_result *res) {
     double t0 = tether__now_s();
@@ -99,7 +80,8 @@ int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
                           memcmp(bv.params, cg.params, bv.params_bytes) == 0
                       ? "params.bin"
                       : "params.buffers.bin";
-        if (!(meta = with_buffer_variant(cg.metadata, bv.metadata, bsource, bparams))) {
+        if (!(meta = tether__metadata_with_buffer_variant(cg.metadata, bv.metadata, bsource,
+                                                          bparams))) {
             tether_opencl_output_close(&cg);
             tether_opencl_output_close(&bv);
             return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing metadata");

@@ -23,8 +23,6 @@
 #include "emit_c_internal.h"
 #include "tether/crt/error.h"
 
-static const char *const math_names[M_COUNT] = {"expf", "logf", "sqrtf", "tanhf", "powf"};
-
 /* The identifier part for a model name (malloc'd; see tether__cg_ident). */
 static char *sanitize(const char *name) {
     char *s = malloc(TETHER_CG_IDENT_BUF);
@@ -1251,7 +1249,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     tether__sbuf_init(&ml);
     for (int m = 0; m < M_COUNT; m++) {
         if (e.math_used[m]) {
-            tether__sbuf_printf(&ml, "%s%s", ml.len ? "," : "", math_names[m]);
+            tether__sbuf_printf(&ml, "%s%s", ml.len ? "," : "", tether__math_name((tether__math)m));
         }
     }
     tether__sbuf_printf(&full,
@@ -1269,26 +1267,10 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     if (o->abi == TETHER_ABI_PACKED) {
         tether__sbuf_puts(&full, packed_support);
     }
-    if (e.need_acts[TETHER_ACT_RELU]) {
-        tether__sbuf_puts(&full, "static inline float tg_relu(float v) {\n    return v > 0.0f ? v "
-                                 ": 0.0f;\n}\n\n");
-    }
-    if (e.need_acts[TETHER_ACT_CLIP]) {
-        tether__sbuf_puts(&full, "static inline float tg_clip(float v, float lo, float hi) {\n    "
-                                 "return v < lo ? lo : (v > hi ? hi : v);\n}\n\n");
-    }
-    if (e.need_acts[TETHER_ACT_LEAKY_RELU]) {
-        tether__sbuf_puts(&full, "static inline float tg_leaky(float v, float alpha) {\n    return "
-                                 "v < 0.0f ? alpha * v : v;\n}\n\n");
-    }
-    if (e.need_acts[TETHER_ACT_SIGMOID]) {
-        tether__sbuf_puts(&full, "static inline float tg_sigmoid(float v) {\n    return 1.0f / "
-                                 "(1.0f + expf(-v));\n}\n\n");
-    }
-    if (e.need_acts[TETHER_ACT_HARD_SWISH]) {
-        tether__sbuf_puts(&full, "static inline float tg_hswish(float v) {\n    float r = v + "
-                                 "3.0f;\n    r = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);\n    "
-                                 "return v * r / 6.0f;\n}\n\n");
+    for (int k = 0; k < TETHER__PRIM_COUNT; k++) {
+        if (e.need_helpers[k]) {
+            tether__sbuf_puts(&full, tether__formula_c_helper(k));
+        }
     }
     tether__sbuf_puts(&full, e.s.data ? e.s.data : "");
     emit_header(&e, &h, out);

@@ -4,8 +4,8 @@
  * weights), and emit_c_kernels.c, one kernel body emitter per operator family.
  *
  * What must stay true: a kernel body reads its tensors only through the names of kargs and
- * writes only its output; it records the math functions (math_used) and activation helpers
- * (need_acts) it calls, and emit_c.c defines exactly those.
+ * writes only its output; it records the math functions (math_used) and formula helpers
+ * (need_helpers) it calls, and emit_c.c defines exactly those.
  */
 #ifndef TETHER_CODEGEN_EMIT_C_INTERNAL_H
 #define TETHER_CODEGEN_EMIT_C_INTERNAL_H
@@ -16,8 +16,14 @@
 #include "../internal.h"
 #include "tether/compiler.h"
 
-/* The math functions generated code may call (the metadata lists the ones used). */
-enum { M_EXPF, M_LOGF, M_SQRTF, M_TANHF, M_POWF, M_COUNT };
+/* The math functions generated code may call (the metadata lists the ones used): the M rows of
+ * ir/formula.def, M_EXPF ... */
+enum {
+#define M_ENUM_(id, c, cl, arity) M_##id = TETHER__MATH_##id,
+    TETHER__MATH_LIST(M_ENUM_)
+#undef M_ENUM_
+        M_COUNT = TETHER__MATH_COUNT
+};
 
 typedef struct em {
     tether__sbuf s;
@@ -35,7 +41,7 @@ typedef struct em {
     size_t *poff;  /* per tensor: params blob offset (constants) */
     size_t params_bytes;
     int math_used[M_COUNT];
-    int need_acts[8];
+    int need_helpers[TETHER__PRIM_COUNT]; /* tg_ helpers, by primitive (ir/formula.def) */
     int max_args;
     int vw;                    /* the schedule's vector width, resolved: 0 = scalar kernels */
     const tether_schedule *sc; /* the schedule of the kernel being emitted (a node's tuned one

@@ -18,132 +18,31 @@
 
 /* ---- activation expressions --------------------------------------------------------------- */
 
-/* Writes an expression applying the node's epilogue activation to `v` (a C expression). */
+/* Writes an expression applying the node's epilogue activation to `v` (a C expression): the
+ * formula of the operator whose ACT column the activation is (ops.def). */
 static void act_expr(em *e, const tether_ir_attrs *a, const char *v, char *out, size_t n) {
-    char f1[48], f2[48];
-    switch (a->act) {
-    case TETHER_ACT_NONE:
+    if (a->act == TETHER_ACT_NONE) {
         snprintf(out, n, "%s", v);
         return;
-    case TETHER_ACT_RELU:
-        e->need_acts[TETHER_ACT_RELU] = 1;
-        snprintf(out, n, "tg_relu(%s)", v);
-        return;
-    case TETHER_ACT_CLIP:
-        flit(f1, sizeof f1, a->act_min);
-        flit(f2, sizeof f2, a->act_max);
-        e->need_acts[TETHER_ACT_CLIP] = 1;
-        snprintf(out, n, "tg_clip(%s, %s, %s)", v, f1, f2);
-        return;
-    case TETHER_ACT_LEAKY_RELU:
-        flit(f1, sizeof f1, a->act_alpha);
-        e->need_acts[TETHER_ACT_LEAKY_RELU] = 1;
-        snprintf(out, n, "tg_leaky(%s, %s)", v, f1);
-        return;
-    case TETHER_ACT_SIGMOID:
-        e->need_acts[TETHER_ACT_SIGMOID] = 1;
-        e->math_used[M_EXPF] = 1;
-        snprintf(out, n, "tg_sigmoid(%s)", v);
-        return;
-    case TETHER_ACT_TANH:
-        e->math_used[M_TANHF] = 1;
-        snprintf(out, n, "tanhf(%s)", v);
-        return;
-    case TETHER_ACT_HARD_SWISH:
-        e->need_acts[TETHER_ACT_HARD_SWISH] = 1;
-        snprintf(out, n, "tg_hswish(%s)", v);
-        return;
     }
-    snprintf(out, n, "%s", v);
+    tether_ir_attrs t;
+    tether__act_attrs(a, &t);
+    if (tether__formula_text(tether__act_op(a->act), TETHER__FORMULA_C, v, NULL, &t,
+                             e->need_helpers, e->math_used, NULL, 0, out, n)) {
+        snprintf(out, n, "0.0f;\n#error \"tether: no C formula for activation %s\"",
+                 tether_act_name(a->act));
+    }
 }
 
-/* Unary operator expression on `v`. */
-static void unary_expr(em *e, const tether_ir_node *nd, const char *v, char *out, size_t n) {
-    const tether_ir_attrs *a = &nd->attrs;
-    char f1[48], f2[48];
-    tether_ir_attrs t;
-    memset(&t, 0, sizeof t);
-    switch (nd->op) {
-    case TETHER_OP_RELU:
-        t.act = TETHER_ACT_RELU;
-        act_expr(e, &t, v, out, n);
-        return;
-    case TETHER_OP_LEAKY_RELU:
-        t.act = TETHER_ACT_LEAKY_RELU;
-        t.act_alpha = a->alpha;
-        act_expr(e, &t, v, out, n);
-        return;
-    case TETHER_OP_CLIP:
-        t.act = TETHER_ACT_CLIP;
-        t.act_min = a->min;
-        t.act_max = a->max;
-        act_expr(e, &t, v, out, n);
-        return;
-    case TETHER_OP_SIGMOID:
-        t.act = TETHER_ACT_SIGMOID;
-        act_expr(e, &t, v, out, n);
-        return;
-    case TETHER_OP_TANH:
-        t.act = TETHER_ACT_TANH;
-        act_expr(e, &t, v, out, n);
-        return;
-    case TETHER_OP_HARD_SWISH:
-        t.act = TETHER_ACT_HARD_SWISH;
-        act_expr(e, &t, v, out, n);
-        return;
-    case TETHER_OP_HARD_SIGMOID:
-        flit(f1, sizeof f1, a->alpha);
-        flit(f2, sizeof f2, a->beta);
-        e->need_acts[TETHER_ACT_CLIP] = 1;
-        snprintf(out, n, "tg_clip(%s * %s + %s, 0.0f, 1.0f)", f1, v, f2);
-        return;
-    case TETHER_OP_EXP:
-        e->math_used[M_EXPF] = 1;
-        snprintf(out, n, "expf(%s)", v);
-        return;
-    case TETHER_OP_LOG:
-        e->math_used[M_LOGF] = 1;
-        snprintf(out, n, "logf(%s)", v);
-        return;
-    case TETHER_OP_SQRT:
-        e->math_used[M_SQRTF] = 1;
-        snprintf(out, n, "sqrtf(%s)", v);
-        return;
-    case TETHER_OP_NEG:
-        snprintf(out, n, "-%s", v);
-        return;
-    case TETHER_OP_ABS:
-        snprintf(out, n, "(%s < 0.0f ? -%s : %s)", v, v, v);
-        return;
-    case TETHER_OP_CONV2D: /* not elementwise unary: never called with these */
-    case TETHER_OP_DENSE:
-    case TETHER_OP_MATMUL:
-    case TETHER_OP_ADD:
-    case TETHER_OP_SUB:
-    case TETHER_OP_MUL:
-    case TETHER_OP_DIV:
-    case TETHER_OP_POW:
-    case TETHER_OP_PRELU:
-    case TETHER_OP_SOFTMAX:
-    case TETHER_OP_LOG_SOFTMAX:
-    case TETHER_OP_MAX_POOL:
-    case TETHER_OP_AVG_POOL:
-    case TETHER_OP_GLOBAL_AVG_POOL:
-    case TETHER_OP_GLOBAL_MAX_POOL:
-    case TETHER_OP_RESHAPE:
-    case TETHER_OP_FLATTEN:
-    case TETHER_OP_SQUEEZE:
-    case TETHER_OP_UNSQUEEZE:
-    case TETHER_OP_TRANSPOSE:
-    case TETHER_OP_CONCAT:
-    case TETHER_OP_PAD:
-    case TETHER_OP_BATCH_NORM:
-    case TETHER_OP_LAYER_NORM:
-    case TETHER_OP_REDUCE_MEAN:
-    case TETHER_OP_RESIZE_NEAREST:
-        break;
+/* The node's elementwise formula (ops.def) as C on the operands x and y (y NULL: unary). A
+ * failure (a row without a formula: a bug) writes an #error, so the module never builds. */
+static void formula_expr(em *e, const tether_ir_node *nd, const char *x, const char *y, char *out,
+                         size_t n) {
+    if (tether__formula_text(nd->op, TETHER__FORMULA_C, x, y, &nd->attrs, e->need_helpers,
+                             e->math_used, NULL, 0, out, n)) {
+        snprintf(out, n, "0.0f;\n#error \"tether: no C formula for operator %s\"",
+                 tether_op_name(nd->op));
     }
-    snprintf(out, n, "%s", v);
 }
 
 /* ---- kernels --------------------------------------------------------------------------------
@@ -651,64 +550,6 @@ static void bcast_index(const tether_ir_tensor *t, int nd, const int64_t *oshape
     snprintf(out, n, "%s", o ? tmp : "0");
 }
 
-static void binary_expr(tether_op op, em *e, char *out, size_t n) {
-    switch (op) {
-    case TETHER_OP_ADD:
-        snprintf(out, n, "va + vb");
-        return;
-    case TETHER_OP_SUB:
-        snprintf(out, n, "va - vb");
-        return;
-    case TETHER_OP_MUL:
-        snprintf(out, n, "va * vb");
-        return;
-    case TETHER_OP_DIV:
-        snprintf(out, n, "va / vb");
-        return;
-    case TETHER_OP_PRELU:
-        snprintf(out, n, "va < 0.0f ? va * vb : va");
-        return;
-    case TETHER_OP_POW:
-        e->math_used[M_POWF] = 1;
-        snprintf(out, n, "powf(va, vb)");
-        return;
-    case TETHER_OP_CONV2D: /* not elementwise binary: never called with these */
-    case TETHER_OP_DENSE:
-    case TETHER_OP_MATMUL:
-    case TETHER_OP_RELU:
-    case TETHER_OP_LEAKY_RELU:
-    case TETHER_OP_CLIP:
-    case TETHER_OP_SIGMOID:
-    case TETHER_OP_TANH:
-    case TETHER_OP_HARD_SIGMOID:
-    case TETHER_OP_HARD_SWISH:
-    case TETHER_OP_EXP:
-    case TETHER_OP_LOG:
-    case TETHER_OP_SQRT:
-    case TETHER_OP_NEG:
-    case TETHER_OP_ABS:
-    case TETHER_OP_SOFTMAX:
-    case TETHER_OP_LOG_SOFTMAX:
-    case TETHER_OP_MAX_POOL:
-    case TETHER_OP_AVG_POOL:
-    case TETHER_OP_GLOBAL_AVG_POOL:
-    case TETHER_OP_GLOBAL_MAX_POOL:
-    case TETHER_OP_RESHAPE:
-    case TETHER_OP_FLATTEN:
-    case TETHER_OP_SQUEEZE:
-    case TETHER_OP_UNSQUEEZE:
-    case TETHER_OP_TRANSPOSE:
-    case TETHER_OP_CONCAT:
-    case TETHER_OP_PAD:
-    case TETHER_OP_BATCH_NORM:
-    case TETHER_OP_LAYER_NORM:
-    case TETHER_OP_REDUCE_MEAN:
-    case TETHER_OP_RESIZE_NEAREST:
-        break;
-    }
-    snprintf(out, n, "va");
-}
-
 static int same_shape(const tether_ir_tensor *a, const tether_ir_tensor *b) {
     return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
 }
@@ -717,8 +558,8 @@ static void k_binary(em *e, const tether_ir_node *nd, const kargs *k) {
     const tether_ir_tensor *x = T(e, nd->inputs[0]), *z = T(e, nd->inputs[1]);
     const tether_ir_tensor *y = T(e, nd->outputs[0]);
     size_t total = tether_ir_tensor_elements(y);
-    char ex[64];
-    binary_expr(nd->op, e, ex, sizeof ex);
+    char ex[256];
+    formula_expr(e, nd, "va", "vb", ex, sizeof ex);
     int xs = same_shape(x, y), zs = same_shape(z, y);
     int x1 = tether_ir_tensor_elements(x) == 1, z1 = tether_ir_tensor_elements(z) == 1;
     if ((xs || x1) && (zs || z1)) {
@@ -758,7 +599,7 @@ static void k_binary(em *e, const tether_ir_node *nd, const kargs *k) {
 
 static void k_unary(em *e, const tether_ir_node *nd, const kargs *k) {
     char ex[256];
-    unary_expr(e, nd, "v", ex, sizeof ex);
+    formula_expr(e, nd, "v", NULL, ex, sizeof ex);
     loop(e, "i", (int64_t)tether_ir_tensor_elements(T(e, nd->outputs[0])));
     line(e, "const float v = %s[i];", k->in[0]);
     line(e, "%s[i] = %s;", k->out, ex);
@@ -1102,11 +943,7 @@ void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
     case TETHER_OP_MATMUL:
         k_matmul(e, nd, k);
         return;
-    case TETHER_OP_ADD:
-    case TETHER_OP_SUB:
-    case TETHER_OP_MUL:
-    case TETHER_OP_DIV:
-    case TETHER_OP_POW:
+        TETHER__CASES_BINARY
     case TETHER_OP_PRELU:
         k_binary(e, nd, k);
         return;
@@ -1150,18 +987,7 @@ void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
         line(e, "memcpy(%s, %s, %zu * sizeof(float));", k->out, k->in[0],
              tether_ir_tensor_elements(T(e, nd->outputs[0])));
         return;
-    case TETHER_OP_RELU:
-    case TETHER_OP_LEAKY_RELU:
-    case TETHER_OP_CLIP:
-    case TETHER_OP_SIGMOID:
-    case TETHER_OP_TANH:
-    case TETHER_OP_HARD_SIGMOID:
-    case TETHER_OP_HARD_SWISH:
-    case TETHER_OP_EXP:
-    case TETHER_OP_LOG:
-    case TETHER_OP_SQRT:
-    case TETHER_OP_NEG:
-    case TETHER_OP_ABS:
+        TETHER__CASES_UNARY
         k_unary(e, nd, k);
         return;
     }

@@ -45,139 +45,72 @@ static void unravel(int64_t flat, const int64_t *shape, int nd, int64_t *idx) {
     }
 }
 
-static float apply_act(float v, const tether_ir_attrs *a) {
-    switch (a->act) {
-    case TETHER_ACT_NONE:
-        return v;
-    case TETHER_ACT_RELU:
-        return v > 0.0f ? v : 0.0f;
-    case TETHER_ACT_CLIP:
-        return v < a->act_min ? a->act_min : (v > a->act_max ? a->act_max : v);
-    case TETHER_ACT_LEAKY_RELU:
-        return v < 0.0f ? a->act_alpha * v : v;
-    case TETHER_ACT_SIGMOID:
-        return 1.0f / (1.0f + expf(-v));
-    case TETHER_ACT_TANH:
-        return tanhf(v);
-    case TETHER_ACT_HARD_SWISH: {
-        float r = v + 3.0f;
-        r = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);
-        return v * r / 6.0f;
-    }
-    }
-    return v;
+/* The primitives of the elementwise formulas (ir/formula.def), the interpreter's own
+ * definitions: the ground truth of the emitters' spellings. */
+static float relu(float v) {
+    return v > 0.0f ? v : 0.0f;
 }
 
-static float unary(tether_op op, float v, const tether_ir_attrs *a) {
-    switch (op) {
-    case TETHER_OP_RELU:
-        return v > 0.0f ? v : 0.0f;
-    case TETHER_OP_LEAKY_RELU:
-        return v < 0.0f ? a->alpha * v : v;
-    case TETHER_OP_CLIP:
-        return v < a->min ? a->min : (v > a->max ? a->max : v);
-    case TETHER_OP_SIGMOID:
-        return 1.0f / (1.0f + expf(-v));
-    case TETHER_OP_TANH:
-        return tanhf(v);
-    case TETHER_OP_HARD_SIGMOID: {
-        float r = a->alpha * v + a->beta;
-        return r < 0.0f ? 0.0f : (r > 1.0f ? 1.0f : r);
-    }
-    case TETHER_OP_HARD_SWISH: {
-        float r = v + 3.0f;
-        r = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);
-        return v * r / 6.0f;
-    }
-    case TETHER_OP_EXP:
-        return expf(v);
-    case TETHER_OP_LOG:
-        return logf(v);
-    case TETHER_OP_SQRT:
-        return sqrtf(v);
-    case TETHER_OP_NEG:
-        return -v;
-    case TETHER_OP_ABS:
-        return fabsf(v);
-    case TETHER_OP_CONV2D: /* not elementwise unary: never called with these */
-    case TETHER_OP_DENSE:
-    case TETHER_OP_MATMUL:
-    case TETHER_OP_ADD:
-    case TETHER_OP_SUB:
-    case TETHER_OP_MUL:
-    case TETHER_OP_DIV:
-    case TETHER_OP_POW:
-    case TETHER_OP_PRELU:
-    case TETHER_OP_SOFTMAX:
-    case TETHER_OP_LOG_SOFTMAX:
-    case TETHER_OP_MAX_POOL:
-    case TETHER_OP_AVG_POOL:
-    case TETHER_OP_GLOBAL_AVG_POOL:
-    case TETHER_OP_GLOBAL_MAX_POOL:
-    case TETHER_OP_RESHAPE:
-    case TETHER_OP_FLATTEN:
-    case TETHER_OP_SQUEEZE:
-    case TETHER_OP_UNSQUEEZE:
-    case TETHER_OP_TRANSPOSE:
-    case TETHER_OP_CONCAT:
-    case TETHER_OP_PAD:
-    case TETHER_OP_BATCH_NORM:
-    case TETHER_OP_LAYER_NORM:
-    case TETHER_OP_REDUCE_MEAN:
-    case TETHER_OP_RESIZE_NEAREST:
-        break;
-    }
-    return v;
+static float leaky(float v, float alpha) {
+    return v < 0.0f ? alpha * v : v;
 }
 
-static float binary(tether_op op, float x, float y) {
-    switch (op) {
-    case TETHER_OP_ADD:
-        return x + y;
-    case TETHER_OP_SUB:
-        return x - y;
-    case TETHER_OP_MUL:
-        return x * y;
-    case TETHER_OP_DIV:
-        return x / y;
-    case TETHER_OP_POW:
-        return powf(x, y);
-    case TETHER_OP_CONV2D: /* not elementwise binary: never called with these */
-    case TETHER_OP_DENSE:
-    case TETHER_OP_MATMUL:
-    case TETHER_OP_RELU:
-    case TETHER_OP_LEAKY_RELU:
-    case TETHER_OP_PRELU:
-    case TETHER_OP_CLIP:
-    case TETHER_OP_SIGMOID:
-    case TETHER_OP_TANH:
-    case TETHER_OP_HARD_SIGMOID:
-    case TETHER_OP_HARD_SWISH:
-    case TETHER_OP_EXP:
-    case TETHER_OP_LOG:
-    case TETHER_OP_SQRT:
-    case TETHER_OP_NEG:
-    case TETHER_OP_ABS:
-    case TETHER_OP_SOFTMAX:
-    case TETHER_OP_LOG_SOFTMAX:
-    case TETHER_OP_MAX_POOL:
-    case TETHER_OP_AVG_POOL:
-    case TETHER_OP_GLOBAL_AVG_POOL:
-    case TETHER_OP_GLOBAL_MAX_POOL:
-    case TETHER_OP_RESHAPE:
-    case TETHER_OP_FLATTEN:
-    case TETHER_OP_SQUEEZE:
-    case TETHER_OP_UNSQUEEZE:
-    case TETHER_OP_TRANSPOSE:
-    case TETHER_OP_CONCAT:
-    case TETHER_OP_PAD:
-    case TETHER_OP_BATCH_NORM:
-    case TETHER_OP_LAYER_NORM:
-    case TETHER_OP_REDUCE_MEAN:
-    case TETHER_OP_RESIZE_NEAREST:
-        break;
-    }
+static float clip(float v, float lo, float hi) {
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+static float sigmoid(float v) {
+    return 1.0f / (1.0f + expf(-v));
+}
+
+static float hswish(float v) {
+    return v * clip(v + 3.0f, 0.0f, 6.0f) / 6.0f;
+}
+
+/* The FORMULA column of ops.def compiled as written, x the input and alpha ... max the node's
+ * attributes: ew_unary has a case for every UNARY row, ew_binary for every BINARY and PRELU
+ * row (y the second input). A UNARY row without a formula, or one that reads y, does not build.
+ * Any other operator is never passed here: NAN, computed by nothing. */
+/* clang-format off */
+#define EW_ATTRS_(at) \
+    const float alpha = (at)->alpha, beta = (at)->beta, min = (at)->min, max = (at)->max; \
+    (void)alpha; \
+    (void)beta; \
+    (void)min; \
+    (void)max
+#define EW_RETURN_(id, formula) case TETHER_OP_##id: return (formula);
+#define EW_NONE_(id)            case TETHER_OP_##id: break;
+#define EW_UNARY_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults) \
+    TETHER__OPK_EW_##kind(EW_RETURN_(id, formula), EW_NONE_(id), EW_NONE_(id), EW_NONE_(id))
+#define EW_BINARY_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults) \
+    TETHER__OPK_EW_##kind(EW_NONE_(id), EW_RETURN_(id, formula), EW_RETURN_(id, formula), EW_NONE_(id))
+/* clang-format on */
+
+static float ew_unary(tether_op op, float x, const tether_ir_attrs *at) {
+    EW_ATTRS_(at);
+    switch (op) { TETHER_OP_LIST(EW_UNARY_) }
     return NAN;
+}
+
+static float ew_binary(tether_op op, float x, float y, const tether_ir_attrs *at) {
+    EW_ATTRS_(at);
+    switch (op) { TETHER_OP_LIST(EW_BINARY_) }
+    return NAN;
+}
+#undef EW_ATTRS_
+#undef EW_RETURN_
+#undef EW_NONE_
+#undef EW_UNARY_
+#undef EW_BINARY_
+
+/* A fused epilogue activation: the formula of the operator whose ACT column it is. */
+static float apply_act(float v, const tether_ir_attrs *a) {
+    if (a->act == TETHER_ACT_NONE) {
+        return v;
+    }
+    tether_ir_attrs t;
+    tether__act_attrs(a, &t);
+    return ew_unary(tether__act_op(a->act), v, &t);
 }
 
 static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **buf) {
@@ -290,27 +223,22 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **
         }
         return;
     }
-    case TETHER_OP_ADD:
-    case TETHER_OP_SUB:
-    case TETHER_OP_MUL:
-    case TETHER_OP_DIV:
-    case TETHER_OP_POW: {
-        const tether_ir_tensor *yt = &g->tensors[n->inputs[1]];
-        const float *x2 = buf[n->inputs[1]];
-        for (size_t f = 0; f < total; f++) {
-            unravel((int64_t)f, o->shape, o->ndim, idx);
-            y[f] = binary(n->op, bcast_at(x, xt->shape, xt->ndim, idx, o->ndim),
-                          bcast_at(x2, yt->shape, yt->ndim, idx, o->ndim));
+        TETHER__CASES_BINARY {
+            const tether_ir_tensor *yt = &g->tensors[n->inputs[1]];
+            const float *x2 = buf[n->inputs[1]];
+            for (size_t f = 0; f < total; f++) {
+                unravel((int64_t)f, o->shape, o->ndim, idx);
+                y[f] = ew_binary(n->op, bcast_at(x, xt->shape, xt->ndim, idx, o->ndim),
+                                 bcast_at(x2, yt->shape, yt->ndim, idx, o->ndim), a);
+            }
+            return;
         }
-        return;
-    }
     case TETHER_OP_PRELU: {
         const tether_ir_tensor *st = &g->tensors[n->inputs[1]];
         const float *s = buf[n->inputs[1]];
         for (size_t f = 0; f < total; f++) {
             unravel((int64_t)f, o->shape, o->ndim, idx);
-            float v = x[f];
-            y[f] = v < 0.0f ? v * bcast_at(s, st->shape, st->ndim, idx, o->ndim) : v;
+            y[f] = ew_binary(n->op, x[f], bcast_at(s, st->shape, st->ndim, idx, o->ndim), a);
         }
         return;
     }
@@ -535,20 +463,9 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **
         }
         return;
     }
-    case TETHER_OP_RELU:
-    case TETHER_OP_LEAKY_RELU:
-    case TETHER_OP_CLIP:
-    case TETHER_OP_SIGMOID:
-    case TETHER_OP_TANH:
-    case TETHER_OP_HARD_SIGMOID:
-    case TETHER_OP_HARD_SWISH:
-    case TETHER_OP_EXP:
-    case TETHER_OP_LOG:
-    case TETHER_OP_SQRT:
-    case TETHER_OP_NEG:
-    case TETHER_OP_ABS:
+        TETHER__CASES_UNARY
         for (size_t f = 0; f < total; f++) {
-            y[f] = unary(n->op, x[f], a);
+            y[f] = ew_unary(n->op, x[f], a);
         }
         return;
     }

@@ -259,22 +259,19 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
         *ond = nd;
         return TETHER_OK;
     }
-    case TETHER_OP_ADD:
-    case TETHER_OP_SUB:
-    case TETHER_OP_MUL:
-    case TETHER_OP_DIV:
-    case TETHER_OP_POW: {
-        const tether_ir_tensor *y = in_t(g, n, 1);
-        if (!y) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "second input is missing");
+        TETHER__CASES_BINARY {
+            const tether_ir_tensor *y = in_t(g, n, 1);
+            if (!y) {
+                return node_error(n, TETHER_ERR_INVALID_ARG, "second input is missing");
+            }
+            if (tether__ir_broadcast(x->shape, x->ndim, y->shape, y->ndim, os, ond)) {
+                tether__shape_text(s1, sizeof s1, x->shape, x->ndim);
+                tether__shape_text(s2, sizeof s2, y->shape, y->ndim);
+                return node_error(n, TETHER_ERR_MISMATCH, "shapes %s and %s do not broadcast", s1,
+                                  s2);
+            }
+            return TETHER_OK;
         }
-        if (tether__ir_broadcast(x->shape, x->ndim, y->shape, y->ndim, os, ond)) {
-            tether__shape_text(s1, sizeof s1, x->shape, x->ndim);
-            tether__shape_text(s2, sizeof s2, y->shape, y->ndim);
-            return node_error(n, TETHER_ERR_MISMATCH, "shapes %s and %s do not broadcast", s1, s2);
-        }
-        return TETHER_OK;
-    }
     case TETHER_OP_PRELU: {
         const tether_ir_tensor *sl = in_t(g, n, 1);
         int64_t tmp[TETHER_IR_MAX_NDIM];
@@ -591,18 +588,7 @@ static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, 
         os[3] = x->shape[3] * a->scales[1];
         *ond = 4;
         return TETHER_OK;
-    case TETHER_OP_RELU:
-    case TETHER_OP_LEAKY_RELU:
-    case TETHER_OP_CLIP:
-    case TETHER_OP_SIGMOID:
-    case TETHER_OP_TANH:
-    case TETHER_OP_HARD_SIGMOID:
-    case TETHER_OP_HARD_SWISH:
-    case TETHER_OP_EXP:
-    case TETHER_OP_LOG:
-    case TETHER_OP_SQRT:
-    case TETHER_OP_NEG:
-    case TETHER_OP_ABS:
+        TETHER__CASES_UNARY
         if (n->op == TETHER_OP_CLIP && !(a->min <= a->max)) {
             return node_error(n, TETHER_ERR_INVALID_ARG, "min is greater than max");
         }
@@ -1011,27 +997,14 @@ int tether_ir_print(FILE *out, const tether_ir_graph *g) {
         case TETHER_OP_LAYER_NORM:
             fprintf(out, " axis=%lld", (long long)a->axis);
             break;
-        case TETHER_OP_CLIP:
-            fprintf(out, " min=%g max=%g", (double)a->min, (double)a->max);
+            TETHER__CASES_UNARY
+            TETHER__CASES_BINARY
+            if (strstr(tether__op_info_of(n->op)->json_attrs, "min max")) { /* clip */
+                fprintf(out, " min=%g max=%g", (double)a->min, (double)a->max);
+            }
             break;
         case TETHER_OP_MATMUL:
-        case TETHER_OP_ADD:
-        case TETHER_OP_SUB:
-        case TETHER_OP_MUL:
-        case TETHER_OP_DIV:
-        case TETHER_OP_POW:
-        case TETHER_OP_RELU:
-        case TETHER_OP_LEAKY_RELU:
         case TETHER_OP_PRELU:
-        case TETHER_OP_SIGMOID:
-        case TETHER_OP_TANH:
-        case TETHER_OP_HARD_SIGMOID:
-        case TETHER_OP_HARD_SWISH:
-        case TETHER_OP_EXP:
-        case TETHER_OP_LOG:
-        case TETHER_OP_SQRT:
-        case TETHER_OP_NEG:
-        case TETHER_OP_ABS:
         case TETHER_OP_GLOBAL_AVG_POOL:
         case TETHER_OP_GLOBAL_MAX_POOL:
         case TETHER_OP_RESHAPE:

@@ -12,7 +12,7 @@
 #include "tether/crt/error.h"
 #include "tether/ir.h"
 
-#define OP_ROW_(id, name, kind, act, min_in, max_in, attrs, epilogue, defaults)                    \
+#define OP_ROW_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults)           \
     [TETHER_OP_##                                                                                  \
         id] = {name, TETHER__OPK_##kind, TETHER_ACT_##act, min_in, max_in, attrs, epilogue},
 static const tether__op_info op_table[TETHER_OP_COUNT_] = {TETHER_OP_LIST(OP_ROW_)};
@@ -23,6 +23,23 @@ const tether__op_info *tether__op_info_of(tether_op op) {
         return NULL;
     }
     return &op_table[op];
+}
+
+tether_op tether__act_op(tether_act act) {
+    for (int i = 0; act != TETHER_ACT_NONE && i < TETHER_OP_COUNT_; i++) {
+        if (op_table[i].fused_act == act) {
+            return (tether_op)i;
+        }
+    }
+    return (tether_op)TETHER_OP_COUNT_;
+}
+
+void tether__act_attrs(const tether_ir_attrs *a, tether_ir_attrs *out) {
+    memset(out, 0, sizeof *out);
+    out->beta = 1.0f;
+    out->alpha = a->act_alpha;
+    out->min = a->act_min;
+    out->max = a->act_max;
 }
 
 const char *tether_op_name(tether_op op) {
@@ -75,7 +92,7 @@ void tether_ir_attrs_init(tether_op op, tether_ir_attrs *a) {
     a->keepdims = true;
     a->scales[0] = a->scales[1] = 2;
     switch (op) { /* the DEFAULTS column of ops.def */
-#define OP_DEFAULTS_(id, name, kind, act, min_in, max_in, attrs, epilogue, defaults)               \
+#define OP_DEFAULTS_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults)      \
     case TETHER_OP_##id:                                                                           \
         defaults break;
         TETHER_OP_LIST(OP_DEFAULTS_)

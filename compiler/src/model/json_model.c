@@ -222,7 +222,7 @@ static int parse_act(const char *s, tether_act *out) {
  * error, so a typo or an attribute of another op is never silently ignored. */
 #define EPILOGUE_ATTRS "activation act_alpha act_min act_max residual"
 static const char *op_attributes(tether_op op) {
-#define OP_ATTRS_(id, name, kind, act, min_in, max_in, attrs, epilogue, defaults)                  \
+#define OP_ATTRS_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults)         \
     [TETHER_OP_##id] = epilogue ? attrs " " EPILOGUE_ATTRS : attrs,
     static const char *const lists[TETHER_OP_COUNT_] = {TETHER_OP_LIST(OP_ATTRS_)};
 #undef OP_ATTRS_

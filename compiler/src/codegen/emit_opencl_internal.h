@@ -1,0 +1,246 @@
+/*
+ * The OpenCL backend's private interface (not installed) between emit_opencl.c (kernels, launch
+ * steps, memory assignment, tether_codegen_opencl), opencl_textures.c (the storage-scope pass:
+ * activations in texture images, planned by the 2D planner and validated) and metadata.c (the
+ * one writer of metadata.json, for both backends).
+ *
+ * What must stay true: memory objects are only added with add_mem; a tensor's texture (tex[t])
+ * is decided by the storage-scope pass alone, before memory assignment; the metadata describes
+ * exactly the memory objects and steps the kernels use (the runner trusts it).
+ */
+#ifndef TETHER_CODEGEN_EMIT_OPENCL_INTERNAL_H
+#define TETHER_CODEGEN_EMIT_OPENCL_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../internal.h"
+#include "tether/compiler.h"
+
+/* ---- memory objects ----------------------------------------------------------------------- */
+
+enum { MEM_INPUT, MEM_OUTPUT, MEM_WORKSPACE, MEM_PARAMS, MEM_IMAGE, MEM_TEXTURE };
+static inline const char *tether__ocl_mem_kind_name(int kind) {
+    static const char *const names[] = {"input",  "output",       "workspace",
+                                        "params", "weight_image", "texture"};
+    return names[kind];
+}
+
+typedef struct mem {
+    int kind;
+    int tensor;    /* input/output/image: its tensor, else -1 */
+    int64_t elems; /* float32 elements (images: of the padded OIHW4o array) */
+    int ndim;      /* shape of the array the host allocates */
+    int64_t shape[6];
+    int64_t width, height; /* images: extent in texels */
+    int64_t params_off;    /* params/images: byte offset of the data in params.bin, else -1 */
+    int written;           /* some kernel writes it (scratch for the kernel being emitted) */
+} mem;
+
+typedef struct loc {
+    int mem;     /* -1 = no storage */
+    int64_t off; /* element offset */
+} loc;
+
+#define MAX_KMEMS (TETHER_IR_MAX_INPUTS + 4)
+
+typedef struct step {
+    int node;   /* the node, or -1 for the copy of a graph output that no node produces */
+    int tensor; /* copy steps: the graph output */
+    char kname[128];
+    int64_t total; /* work-items that do work (the int argument) */
+    int64_t global, local;
+    int nmems;
+    int mems[MAX_KMEMS];
+} step;
+
+typedef struct ocl {
+    const tether_ir_graph *g;
+    const tether_memplan *plan;
+    const tether_opencl_options *o;
+    const char *P;
+    int local;
+    mem *mems;
+    int nmems, capmems;
+    loc *store;    /* per tensor: where it is read from */
+    int *outmem;   /* per tensor: its output memory object when it is a graph output, else -1 */
+    int *image;    /* per tensor: its texture:weight memory object, else -1 */
+    char *needbuf; /* per constant: read as a buffer */
+    char *needpk;  /* per constant: conv weights, packed OIHW4o in the params buffer */
+    loc *pk;       /* per tensor: where its packed OIHW4o copy is (mem -1 = none) */
+    step *steps;
+    int nsteps, capsteps;
+    char **knames; /* per node: sanitised unique kernel name (NULL = none) */
+    tether__sbuf s;
+    int depth;
+    int uses_images;
+    unsigned char *params;
+    size_t params_bytes;
+    size_t buffer_bytes; /* bytes of params.bin that form the params buffer */
+    int memix_params, memix_ws;
+    /* the storage-scope pass (texture activations) */
+    int *tex;          /* per tensor: its texture memory object, else -1 */
+    int64_t *offset;   /* per tensor: workspace byte offset of this backend's plan, -1 = none */
+    int64_t ws_size;   /* workspace bytes of that plan */
+    int ntex_tensors;  /* tensors in textures */
+    int nfallbacks;    /* chosen for a texture, over the image limits: a buffer */
+    int64_t tex_bytes; /* bytes of the texture images */
+    int ntuned;        /* launches with a tuned work-group size */
+    char *plan_json, *plan_svg;
+} ocl;
+
+static inline const tether_ir_tensor *T(const ocl *e, int t) {
+    return &e->g->tensors[t];
+}
+
+static inline int add_mem(ocl *e, const mem *m) {
+    if (e->nmems == e->capmems) {
+        int cap = e->capmems ? 2 * e->capmems : 16;
+        mem *n = realloc(e->mems, sizeof *n * (size_t)cap);
+        if (!n) {
+            return -1;
+        }
+        e->mems = n;
+        e->capmems = cap;
+    }
+    e->mems[e->nmems] = *m;
+    return e->nmems++;
+}
+
+/* With --texture-weights, a conv with constant weights reads them from a texture:weight image
+ * (OIHW4o: C/g*KH*KW texels wide, ceil(O/4) high) when that image is within the image limits
+ * (--image-max, or the --device's); over them its weights stay packed in the params buffer, as
+ * an activation over them stays a buffer. */
+static inline int is_texture_conv(const ocl *e, const tether_ir_node *n) {
+    if (!e->o->texture_weights || n->op != TETHER_OP_CONV2D || n->inputs[1] < 0 ||
+        T(e, n->inputs[1])->kind != TETHER_TENSOR_CONSTANT) {
+        return 0;
+    }
+    const tether_ir_tensor *w = T(e, n->inputs[1]);
+    int64_t width = w->shape[1] * w->shape[2] * w->shape[3], height = (w->shape[0] + 3) / 4;
+    return !(e->o->image_max_width > 0 && width > e->o->image_max_width) &&
+           !(e->o->image_max_height > 0 && height > e->o->image_max_height);
+}
+
+/* Constant conv weights without --texture-weights (or over the image limits): packed OIHW4o in
+ * the params buffer, read with vload4 (4 output channels per work-item, as with images). */
+static inline int is_packed_conv(const ocl *e, const tether_ir_node *n) {
+    return n->op == TETHER_OP_CONV2D && n->inputs[1] >= 0 &&
+           T(e, n->inputs[1])->kind == TETHER_TENSOR_CONSTANT && !is_texture_conv(e, n);
+}
+
+static inline int root_of(const ocl *e, int t) {
+    return T(e, t)->alias_of >= 0 ? T(e, t)->alias_of : t;
+}
+
+static inline int node_has_kernel(const ocl *e, const tether_ir_node *n) {
+    const tether_ir_tensor *o = T(e, n->outputs[0]);
+    return !(tether__ir_is_alias_op(n->op) && o->alias_of >= 0) && tether_ir_tensor_elements(o) > 0;
+}
+
+/* Where a node writes its output. */
+static inline loc dest_of(const ocl *e, int t) {
+    loc l = e->store[t];
+    if (e->outmem[t] >= 0) {
+        l.mem = e->outmem[t];
+        l.off = 0;
+    }
+    return l;
+}
+
+/* ---- text helpers ---------------------------------------------------------------------------- */
+
+static inline void line(ocl *e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static inline void line(ocl *e, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tether__sbuf_vline(&e->s, e->depth, "\n", fmt, ap);
+    va_end(ap);
+}
+
+static inline void open_block(ocl *e, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static inline void open_block(ocl *e, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tether__sbuf_vline(&e->s, e->depth, " {\n", fmt, ap);
+    va_end(ap);
+    e->depth++;
+}
+
+static inline void open_scope(ocl *e) {
+    line(e, "{");
+    e->depth++;
+}
+
+static inline void close_block(ocl *e) {
+    e->depth--;
+    line(e, "}");
+}
+
+/* A float literal of OpenCL C that round-trips. */
+static inline void flit(char *buf, size_t n, float v) {
+    tether__cg_float_literal(buf, n, v, true);
+}
+
+static inline int64_t prod(const int64_t *s, int from, int to) {
+    int64_t p = 1;
+    for (int i = from; i < to; i++) {
+        p *= s[i];
+    }
+    return p;
+}
+
+/* ---- one kernel -------------------------------------------------------------------------- */
+
+typedef struct kref {
+    int tensor;
+    loc at;
+    int write;
+    char name[16];
+} kref;
+
+typedef struct kern {
+    step *st;
+    kref refs[MAX_KMEMS];
+    int nrefs;
+    int img;      /* texture weights: memory index of the image, else -1 */
+    int packed;   /* weights packed OIHW4o in a buffer (`wp`), read with vload4 */
+    char res[16]; /* residual pointer name, "" = none */
+} kern;
+
+/* The kernel parameter name of input j: in0, in1, ... */
+static inline const char *in_name(int j) {
+    static const char *const names[] = {
+        "in0",  "in1",  "in2",  "in3",  "in4",  "in5",  "in6",  "in7",  "in8",  "in9",  "in10",
+        "in11", "in12", "in13", "in14", "in15", "in16", "in17", "in18", "in19", "in20", "in21",
+        "in22", "in23", "in24", "in25", "in26", "in27", "in28", "in29", "in30", "in31"};
+    return names[j];
+}
+
+/* Writes the body of node n's kernel (emit_opencl_kernels.c), its arguments k; the function
+ * around it is emit_opencl.c's (kernel_open/kernel_close). Every operator is named: a row of the
+ * operator table without a kernel here does not build. */
+void tether__ocl_kernel_body(ocl *e, const tether_ir_node *n, const kern *k);
+
+/* The storage-scope pass (opencl_textures.c): fills e->tex (per tensor: its texture memory
+ * object or -1), adds the texture images to e->mems and plans their placement; with
+ * texture_activations off every tensor stays a buffer. The plan is checked with
+ * tether_plan_validate in every build type. */
+int tether__ocl_plan_textures(ocl *e);
+
+/* metadata.json of the artifact e describes (metadata.c); malloc'd, NULL when out of memory. */
+char *tether__metadata_opencl(const ocl *e);
+
+#endif
