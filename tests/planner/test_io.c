@@ -388,8 +388,30 @@ static void test_svg(void **state) {
     tether_plan_problem_close(&p);
 }
 
+/* The largest y="..." of the picture's elements: where its content ends. */
+static double content_end(const char *svg) {
+    double end = 0;
+    for (const char *at = strstr(svg, " y=\""); at; at = strstr(at + 1, " y=\"")) {
+        double y = strtod(at + 4, NULL);
+        end = y > end ? y : end;
+    }
+    return end;
+}
+
+/* The height="..." of the <svg> element. */
+static double svg_height(const char *svg) {
+    const char *at = strstr(svg, "<svg ");
+    assert_non_null(at);
+    at = strstr(at, " height=\"");
+    assert_non_null(at);
+    return strtod(at + 9, NULL);
+}
+
 /* Operator names on the axis and the graph inputs/outputs the caller provides; the picture of
- * a problem that does not fit. */
+ * a problem that does not fit. The names label the last plot's columns (inside its lane, not a
+ * detached row under the inputs/outputs strip, which sits above the plots), the canvas ends
+ * with its content, and the picture of a problem that does not fit has a legend and its tensors'
+ * names as text (not only hover titles). */
 static void test_svg_annotations(void **state) {
     (void)state;
     tether_plan_problem p;
@@ -432,6 +454,17 @@ static void test_svg_annotations(void **state) {
     assert_non_null(strstr(svg, ">0 conv&lt;1&gt;<title>operator 0: conv&lt;1&gt;</title>"));
     assert_non_null(strstr(svg, ">2 a_rather_long_operato...<title>operator 2: "
                                 "a_rather_long_operator_name_for_the_axis</title>"));
+    const char *io = strstr(svg, "<g class=\"io\">"), *lane = strstr(svg, "<g class=\"lane\">");
+    const char *last_lane = lane, *ops = strstr(svg, "<g class=\"operators\">");
+    for (const char *l = lane; l; l = strstr(l + 1, "<g class=\"lane\">"))
+        last_lane = l;
+    assert_non_null(io);
+    assert_non_null(ops);
+    assert_true(io < lane);       /* the inputs/outputs strip above the plots */
+    assert_true(ops > last_lane); /* the names in the last lane, under its plot */
+    assert_null(strstr(ops, "<g class=\"io\">"));
+    if (svg_height(svg) - content_end(svg) >= 30) /* no blank band at the bottom */
+        fail_msg("height %g, content ends at %g", svg_height(svg), content_end(svg));
     free(svg);
     tether_plan_close(&plan);
     /* the same problem in smaller pools: the demand picture */
@@ -451,6 +484,18 @@ static void test_svg_annotations(void **state) {
     assert_non_null(strstr(svg, "all pools: 1000"));
     assert_int_equal(count(svg, "<rect class=\"iobuf\""), 2);
     assert_int_equal(count(svg, "<text class=\"op\""), 3);
+    /* a legend, and the tensors by name: on their segments and listed at the peak */
+    assert_non_null(strstr(svg, "<g class=\"legend\">"));
+    assert_non_null(strstr(svg, ">a pool's capacity</text>"));
+    assert_non_null(strstr(svg, ">more live than the pools hold</text>"));
+    assert_non_null(strstr(svg, ">live at the peak, operator 1</text>"));
+    assert_non_null(strstr(svg, "<text class=\"tensor\""));
+    assert_non_null(strstr(svg, ">t0: 600 bytes</text>"));
+    assert_non_null(strstr(svg, ">t1: 600 bytes</text>"));
+    assert_true(count(svg, "<text class=\"label\"") >= 2);
+    assert_true(strstr(svg, "<g class=\"io\">") < strstr(svg, "<g class=\"operators\">"));
+    if (svg_height(svg) - content_end(svg) >= 30)
+        fail_msg("height %g, content ends at %g", svg_height(svg), content_end(svg));
     char path[600];
     path_in_tmp(path, sizeof(path), "nofit-unit.svg");
     write_text(path, svg);
