@@ -74,12 +74,12 @@ static void byte_ticks(tp_text *t, int y0, int h, int64_t ymax, int plot_w, cons
     int64_t step = nice_step(ymax, 5);
     for (int64_t v = 0; v <= ymax; v += step) {
         double y = y0 + h - (double)v / (double)ymax * h;
-        tp_text_printf(t,
-                       "<line class=\"tick\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
-                       "stroke=\"%s\"/><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" "
-                       "font-size=\"10\">%lld</text>\n",
-                       SVG_LEFT, y, SVG_LEFT + plot_w, y, stroke, SVG_LEFT - 4, y + 3,
-                       (long long)v);
+        tether__plan_text_printf(t,
+                                 "<line class=\"tick\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+                                 "stroke=\"%s\"/><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" "
+                                 "font-size=\"10\">%lld</text>\n",
+                                 SVG_LEFT, y, SVG_LEFT + plot_w, y, stroke, SVG_LEFT - 4, y + 3,
+                                 (long long)v);
     }
 }
 
@@ -87,10 +87,11 @@ static void byte_ticks(tp_text *t, int y0, int h, int64_t ymax, int plot_w, cons
 static void op_ticks(tp_text *t, int64_t nops, double xs, int y) {
     int64_t step = nice_step(nops, 10);
     for (int64_t v = 0; v < nops; v += step) {
-        tp_text_printf(t,
-                       "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">"
-                       "%lld</text>\n",
-                       SVG_LEFT + ((double)v + 0.5) * xs, y, (long long)v);
+        tether__plan_text_printf(
+            t,
+            "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">"
+            "%lld</text>\n",
+            SVG_LEFT + ((double)v + 0.5) * xs, y, (long long)v);
     }
 }
 
@@ -123,33 +124,36 @@ static void io_lane(tp_text *t, const tether_plan_problem *p, int plot_w, double
     if (p->nios == 0) {
         return;
     }
-    tp_text_printf(&*t,
-                   "<g class=\"io\">\n<text x=\"%d\" y=\"%d\" font-weight=\"bold\">graph inputs "
-                   "and outputs the caller provides (not in any pool)</text>\n"
-                   "<rect class=\"frame\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-                   "fill=\"#fbfbfb\" stroke=\"#bbb\"/>\n",
-                   SVG_LEFT, y0 + 14, SVG_LEFT, y0 + 22, plot_w, p->nios * SVG_IO_ROW + 8);
+    tether__plan_text_printf(
+        &*t,
+        "<g class=\"io\">\n<text x=\"%d\" y=\"%d\" font-weight=\"bold\">graph inputs "
+        "and outputs the caller provides (not in any pool)</text>\n"
+        "<rect class=\"frame\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+        "fill=\"#fbfbfb\" stroke=\"#bbb\"/>\n",
+        SVG_LEFT, y0 + 14, SVG_LEFT, y0 + 22, plot_w, p->nios * SVG_IO_ROW + 8);
     for (int i = 0; i < p->nios; i++) {
         const tether_plan_io *io = &p->ios[i];
         double x = SVG_LEFT + io->first * xs, w = (io->last - io->first + 1) * xs;
         int y = y0 + 26 + i * SVG_IO_ROW;
         const char *fill = io->kind == TETHER_PLAN_GRAPH_INPUT ? "#4caf50" : "#f0a202";
-        tp_text_printf(t,
-                       "<rect class=\"iobuf\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
-                       "fill=\"%s\" fill-opacity=\"0.55\" stroke=\"#333\" stroke-width=\"0.5\" "
-                       "stroke-dasharray=\"3 2\"><title>",
-                       x, y, w, SVG_IO_ROW - 4, fill);
-        tp_text_escape_xml(t, io->name);
-        tp_text_printf(
+        tether__plan_text_printf(
+            t,
+            "<rect class=\"iobuf\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
+            "fill=\"%s\" fill-opacity=\"0.55\" stroke=\"#333\" stroke-width=\"0.5\" "
+            "stroke-dasharray=\"3 2\"><title>",
+            x, y, w, SVG_IO_ROW - 4, fill);
+        tether__plan_text_escape_xml(t, io->name);
+        tether__plan_text_printf(
             t, ": graph %s, %lld bytes, ops %d..%d, provided by the caller</title></rect>\n",
             io->kind == TETHER_PLAN_GRAPH_INPUT ? "input" : "output", (long long)io->size,
             (int)io->first, (int)io->last);
-        tp_text_printf(t, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"10\">",
-                       SVG_LEFT - 4, y + SVG_IO_ROW - 6);
-        tp_text_escape_xml(t, io->name);
-        tp_text_printf(t, " (%s)</text>\n", io->kind == TETHER_PLAN_GRAPH_INPUT ? "in" : "out");
+        tether__plan_text_printf(t, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"10\">",
+                                 SVG_LEFT - 4, y + SVG_IO_ROW - 6);
+        tether__plan_text_escape_xml(t, io->name);
+        tether__plan_text_printf(t, " (%s)</text>\n",
+                                 io->kind == TETHER_PLAN_GRAPH_INPUT ? "in" : "out");
     }
-    tp_text_printf(t, "</g>\n");
+    tether__plan_text_printf(t, "</g>\n");
 }
 
 /* The label of operator v on the axis ("7 conv1", the name cut to 24 bytes on a character
@@ -192,25 +196,26 @@ static void op_names(tp_text *t, const tether_plan_problem *p, int64_t nops, dou
     if (p->noperators == 0) {
         return;
     }
-    tp_text_printf(t, "<g class=\"operators\">\n");
+    tether__plan_text_printf(t, "<g class=\"operators\">\n");
     for (int64_t v = 0; v < nops && v < p->noperators; v += op_step(nops)) {
         double x = SVG_LEFT + ((double)v + 0.5) * xs;
         char label[48];
         op_label(p, v, label, sizeof(label));
-        tp_text_printf(t,
-                       "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#999\"/>"
-                       "<text class=\"op\" x=\"%.1f\" y=\"%d\" font-size=\"10\" "
-                       "text-anchor=\"end\" transform=\"rotate(-55 %.1f %d)\">",
-                       x, y0, x, y0 + 4, x, y0 + 12, x, y0 + 12);
-        tp_text_escape_xml(t, label);
-        tp_text_printf(t, "<title>operator %lld: ", (long long)v);
-        tp_text_escape_xml(t, p->operators[v]);
-        tp_text_printf(t, "</title></text>\n");
+        tether__plan_text_printf(
+            t,
+            "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#999\"/>"
+            "<text class=\"op\" x=\"%.1f\" y=\"%d\" font-size=\"10\" "
+            "text-anchor=\"end\" transform=\"rotate(-55 %.1f %d)\">",
+            x, y0, x, y0 + 4, x, y0 + 12, x, y0 + 12);
+        tether__plan_text_escape_xml(t, label);
+        tether__plan_text_printf(t, "<title>operator %lld: ", (long long)v);
+        tether__plan_text_escape_xml(t, p->operators[v]);
+        tether__plan_text_printf(t, "</title></text>\n");
     }
-    tp_text_printf(t,
-                   "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">operator index "
-                   "and name%s</text>\n</g>\n",
-                   SVG_LEFT + plot_w / 2, y0 + op_names_height(p, nops) + 8, note);
+    tether__plan_text_printf(t,
+                             "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">operator index "
+                             "and name%s</text>\n</g>\n",
+                             SVG_LEFT + plot_w / 2, y0 + op_names_height(p, nops) + 8, note);
 }
 
 int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, char **out) {
@@ -241,25 +246,26 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
     }
     int width = SVG_LEFT + plot_w + SVG_RIGHT;
     tp_text t = {0};
-    tp_text_printf(&t,
-                   "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-                   "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n",
-                   width, height, width, height);
-    tp_text_printf(&t,
-                   "<rect class=\"bg\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
-                   "fill=\"white\"/>\n",
-                   width, height);
-    tp_text_printf(&t,
-                   "<text x=\"%d\" y=\"24\" font-size=\"16\" font-weight=\"bold\">Memory plan "
-                   "(%s): %lld bytes in %d pool%s",
-                   SVG_LEFT, tether_plan_algorithm_name(plan->algorithm),
-                   (long long)plan->total_bytes, nlanes, nlanes == 1 ? "" : "s");
+    tether__plan_text_printf(&t,
+                             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                             "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n",
+                             width, height, width, height);
+    tether__plan_text_printf(&t,
+                             "<rect class=\"bg\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
+                             "fill=\"white\"/>\n",
+                             width, height);
+    tether__plan_text_printf(
+        &t,
+        "<text x=\"%d\" y=\"24\" font-size=\"16\" font-weight=\"bold\">Memory plan "
+        "(%s): %lld bytes in %d pool%s",
+        SVG_LEFT, tether_plan_algorithm_name(plan->algorithm), (long long)plan->total_bytes, nlanes,
+        nlanes == 1 ? "" : "s");
     if (plan->nfallbacks > 0) {
-        tp_text_printf(&t, ", %d texture fallback%s", plan->nfallbacks,
-                       plan->nfallbacks == 1 ? "" : "s");
+        tether__plan_text_printf(&t, ", %d texture fallback%s", plan->nfallbacks,
+                                 plan->nfallbacks == 1 ? "" : "s");
     }
-    tp_text_printf(&t, "</text>\n");
+    tether__plan_text_printf(&t, "</text>\n");
     io_lane(&t, p, plot_w, xs, SVG_TOP - 20); /* above the lanes */
     int lane = 0;
     for (int k = 0; k < p->npools; k++) {
@@ -270,22 +276,25 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
         }
         int y0 = top + lane * (SVG_LANE_H + SVG_LANE_GAP) + 20;
         bool tex = tether_scope_is_texture(pool->scope);
-        tp_text_printf(&t, "<g class=\"lane\">\n<text x=\"%d\" y=\"%d\" font-weight=\"bold\">",
-                       SVG_LEFT, y0 - 6);
-        tp_text_escape_xml(&t, pool->name);
+        tether__plan_text_printf(
+            &t, "<g class=\"lane\">\n<text x=\"%d\" y=\"%d\" font-weight=\"bold\">", SVG_LEFT,
+            y0 - 6);
+        tether__plan_text_escape_xml(&t, pool->name);
         if (tex) {
-            tp_text_printf(&t, " (%s): %d image%s, %lld bytes, %lld texels, waste %lld texels",
-                           tether_scope_name(pool->scope), u->nimages, u->nimages == 1 ? "" : "s",
-                           (long long)u->size, (long long)u->texel_area, (long long)u->texel_waste);
+            tether__plan_text_printf(
+                &t, " (%s): %d image%s, %lld bytes, %lld texels, waste %lld texels",
+                tether_scope_name(pool->scope), u->nimages, u->nimages == 1 ? "" : "s",
+                (long long)u->size, (long long)u->texel_area, (long long)u->texel_waste);
         } else {
-            tp_text_printf(&t, " (global): %lld bytes, lower bound %lld", (long long)u->size,
-                           (long long)u->lower_bound);
+            tether__plan_text_printf(&t, " (global): %lld bytes, lower bound %lld",
+                                     (long long)u->size, (long long)u->lower_bound);
         }
-        tp_text_printf(&t, "</text>\n");
-        tp_text_printf(&t,
-                       "<rect class=\"frame\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-                       "fill=\"#f7f7f7\" stroke=\"#888\"/>\n",
-                       SVG_LEFT, y0, plot_w, SVG_LANE_H);
+        tether__plan_text_printf(&t, "</text>\n");
+        tether__plan_text_printf(
+            &t,
+            "<rect class=\"frame\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+            "fill=\"#f7f7f7\" stroke=\"#888\"/>\n",
+            SVG_LEFT, y0, plot_w, SVG_LANE_H);
         /* y axis */
         int64_t ymax = u->size > 0 ? u->size : 1;
         int nrows = u->nimages > 0 ? u->nimages : 1;
@@ -293,18 +302,18 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
             byte_ticks(&t, y0, SVG_LANE_H, ymax, plot_w, "#ccc");
             if (u->lower_bound > 0 && u->lower_bound <= ymax) {
                 double y = y0 + SVG_LANE_H - (double)u->lower_bound / (double)ymax * SVG_LANE_H;
-                tp_text_printf(&t,
-                               "<line class=\"lb\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" "
-                               "y2=\"%.1f\" stroke=\"#c00\" stroke-dasharray=\"6 4\"/>"
-                               "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" fill=\"#c00\" "
-                               "text-anchor=\"end\">lower bound</text>\n",
-                               SVG_LEFT, y, SVG_LEFT + plot_w, y, SVG_LEFT + plot_w - 4,
-                               y + (y < y0 + 14 ? 12 : -3));
+                tether__plan_text_printf(&t,
+                                         "<line class=\"lb\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" "
+                                         "y2=\"%.1f\" stroke=\"#c00\" stroke-dasharray=\"6 4\"/>"
+                                         "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" fill=\"#c00\" "
+                                         "text-anchor=\"end\">lower bound</text>\n",
+                                         SVG_LEFT, y, SVG_LEFT + plot_w, y, SVG_LEFT + plot_w - 4,
+                                         y + (y < y0 + 14 ? 12 : -3));
             }
-            tp_text_printf(&t,
-                           "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" "
-                           "text-anchor=\"middle\">offset (bytes)</text>\n",
-                           y0 + SVG_LANE_H / 2, y0 + SVG_LANE_H / 2);
+            tether__plan_text_printf(&t,
+                                     "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" "
+                                     "text-anchor=\"middle\">offset (bytes)</text>\n",
+                                     y0 + SVG_LANE_H / 2, y0 + SVG_LANE_H / 2);
         } else {
             int row = 0;
             for (int m = 0; m < plan->nimages; m++) {
@@ -312,11 +321,12 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
                     continue;
                 }
                 double y = y0 + (row + 0.5) * SVG_LANE_H / nrows;
-                tp_text_printf(&t,
-                               "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" font-size=\"10\">"
-                               "image %d %lldx%lld</text>\n",
-                               SVG_LEFT - 4, y + 3, m, (long long)plan->images[m].width,
-                               (long long)plan->images[m].height);
+                tether__plan_text_printf(
+                    &t,
+                    "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" font-size=\"10\">"
+                    "image %d %lldx%lld</text>\n",
+                    SVG_LEFT - 4, y + 3, m, (long long)plan->images[m].width,
+                    (long long)plan->images[m].height);
                 row++;
             }
         }
@@ -350,31 +360,34 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
             }
             char fill[32];
             fill_of(buf, as, fill, sizeof(fill));
-            tp_text_printf(&t,
-                           "<rect class=\"buf\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                           "height=\"%.1f\" fill=\"%s\" fill-opacity=\"0.85\" stroke=\"#333\" "
-                           "stroke-width=\"0.5\"><title>",
-                           x, y, w, h, fill);
-            tp_text_escape_xml(&t, buf->name);
+            tether__plan_text_printf(
+                &t,
+                "<rect class=\"buf\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                "height=\"%.1f\" fill=\"%s\" fill-opacity=\"0.85\" stroke=\"#333\" "
+                "stroke-width=\"0.5\"><title>",
+                x, y, w, h, fill);
+            tether__plan_text_escape_xml(&t, buf->name);
             if (as->image >= 0) {
-                tp_text_printf(&t, ": %lldx%lld texels in image %d, ops %d..%d",
-                               (long long)buf->width, (long long)buf->height, as->image,
-                               (int)buf->first, (int)buf->last);
+                tether__plan_text_printf(&t, ": %lldx%lld texels in image %d, ops %d..%d",
+                                         (long long)buf->width, (long long)buf->height, as->image,
+                                         (int)buf->first, (int)buf->last);
             } else {
-                tp_text_printf(&t, ": %lld bytes at offset %lld, ops %d..%d%s",
-                               (long long)buf->size, (long long)as->offset, (int)buf->first,
-                               (int)buf->last, as->fallback ? " (texture fallback)" : "");
+                tether__plan_text_printf(&t, ": %lld bytes at offset %lld, ops %d..%d%s",
+                                         (long long)buf->size, (long long)as->offset,
+                                         (int)buf->first, (int)buf->last,
+                                         as->fallback ? " (texture fallback)" : "");
             }
-            tp_text_printf(&t, "</title></rect>\n");
+            tether__plan_text_printf(&t, "</title></rect>\n");
             /* a label inside rectangles big enough to hold it */
             size_t nlen = strlen(buf->name);
             if (h >= 12 && w >= 7.0 * (double)(nlen < 24 ? nlen : 24)) {
-                tp_text_printf(&t,
-                               "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
-                               "pointer-events=\"none\">",
-                               x + 3, y + h / 2 + 3);
-                tp_text_escape_xml(&t, buf->name);
-                tp_text_printf(&t, "</text>\n");
+                tether__plan_text_printf(
+                    &t,
+                    "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+                    "pointer-events=\"none\">",
+                    x + 3, y + h / 2 + 3);
+                tether__plan_text_escape_xml(&t, buf->name);
+                tether__plan_text_printf(&t, "</text>\n");
             }
         }
         /* x axis: the operators' names under the last lane, their indices under the others */
@@ -382,11 +395,11 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
             op_names(&t, p, nops, xs, y0 + SVG_LANE_H, plot_w, "");
         } else {
             op_ticks(&t, nops, xs, y0 + SVG_LANE_H + 14);
-            tp_text_printf(&t,
-                           "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">operator index</text>\n",
-                           SVG_LEFT + plot_w / 2, y0 + SVG_LANE_H + 30);
+            tether__plan_text_printf(
+                &t, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">operator index</text>\n",
+                SVG_LEFT + plot_w / 2, y0 + SVG_LANE_H + 30);
         }
-        tp_text_printf(&t, "</g>\n");
+        tether__plan_text_printf(&t, "</g>\n");
         lane++;
     }
     /* legend */
@@ -394,38 +407,41 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
     static const char *const names[] = {"intermediate", "graph input", "graph output",
                                         "texture fallback (global)"};
     static const char *const colors[] = {"hsl(220,60%,62%)", "#4caf50", "#f0a202", "#e4572e"};
-    tp_text_printf(&t,
-                   "<g class=\"legend\">\n<text x=\"%d\" y=\"%d\" font-weight=\"bold\">"
-                   "legend</text>\n",
-                   lx, ly);
+    tether__plan_text_printf(&t,
+                             "<g class=\"legend\">\n<text x=\"%d\" y=\"%d\" font-weight=\"bold\">"
+                             "legend</text>\n",
+                             lx, ly);
     for (int i = 0; i < 4; i++) {
-        tp_text_printf(&t,
-                       "<rect class=\"key\" x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" "
-                       "fill=\"%s\" stroke=\"#333\" stroke-width=\"0.5\"/>"
-                       "<text x=\"%d\" y=\"%d\">%s</text>\n",
-                       lx, ly + 12 + i * 22, colors[i], lx + 20, ly + 24 + i * 22, names[i]);
+        tether__plan_text_printf(&t,
+                                 "<rect class=\"key\" x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" "
+                                 "fill=\"%s\" stroke=\"#333\" stroke-width=\"0.5\"/>"
+                                 "<text x=\"%d\" y=\"%d\">%s</text>\n",
+                                 lx, ly + 12 + i * 22, colors[i], lx + 20, ly + 24 + i * 22,
+                                 names[i]);
     }
-    tp_text_printf(&t,
-                   "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#c00\" "
-                   "stroke-dasharray=\"6 4\"/><text x=\"%d\" y=\"%d\">lower bound of a "
-                   "pool</text>\n",
-                   lx, ly + 19 + 4 * 22, lx + 14, ly + 19 + 4 * 22, lx + 20, ly + 24 + 4 * 22);
+    tether__plan_text_printf(&t,
+                             "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#c00\" "
+                             "stroke-dasharray=\"6 4\"/><text x=\"%d\" y=\"%d\">lower bound of a "
+                             "pool</text>\n",
+                             lx, ly + 19 + 4 * 22, lx + 14, ly + 19 + 4 * 22, lx + 20,
+                             ly + 24 + 4 * 22);
     ly += 22;
-    tp_text_printf(&t,
-                   "<text x=\"%d\" y=\"%d\" font-size=\"10\">hover a box for its name,</text>\n"
-                   "<text x=\"%d\" y=\"%d\" font-size=\"10\">size, offset and lifetime</text>\n",
-                   lx, ly + 24 + 4 * 22, lx, ly + 38 + 4 * 22);
+    tether__plan_text_printf(
+        &t,
+        "<text x=\"%d\" y=\"%d\" font-size=\"10\">hover a box for its name,</text>\n"
+        "<text x=\"%d\" y=\"%d\" font-size=\"10\">size, offset and lifetime</text>\n",
+        lx, ly + 24 + 4 * 22, lx, ly + 38 + 4 * 22);
     int unplanned = 0;
     for (int b = 0; b < p->nbuffers; b++) {
         unplanned += plan->assign[b].pool < 0;
     }
     if (unplanned > 0) {
-        tp_text_printf(&t,
-                       "<text x=\"%d\" y=\"%d\" font-size=\"10\">%d buffer%s left to the "
-                       "caller</text>\n",
-                       lx, ly + 56 + 4 * 22, unplanned, unplanned == 1 ? "" : "s");
+        tether__plan_text_printf(&t,
+                                 "<text x=\"%d\" y=\"%d\" font-size=\"10\">%d buffer%s left to the "
+                                 "caller</text>\n",
+                                 lx, ly + 56 + 4 * 22, unplanned, unplanned == 1 ? "" : "s");
     }
-    tp_text_printf(&t, "</g>\n</svg>\n");
+    tether__plan_text_printf(&t, "</g>\n</svg>\n");
     if (t.failed) {
         free(t.buf);
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing the SVG");
@@ -436,7 +452,7 @@ int tether_plan_to_svg(const tether_plan_problem *p, const tether_plan *plan, ch
 
 /* Bytes a buffer needs (texture buffers: their texels). */
 static int64_t need_bytes(const tether_plan_buffer *b) {
-    return b->size > 0 ? b->size : tp_texture_bytes(b->width, b->height, b->dtype);
+    return b->size > 0 ? b->size : tether__plan_texture_bytes(b->width, b->height, b->dtype);
 }
 
 #define SVG_MAX_COLUMNS 800
@@ -534,55 +550,55 @@ static void nofit_legend(tp_text *t, const tether_plan_problem *p, int64_t nops,
     static const char *const names[] = {"intermediate tensor (a hue each)", "graph input",
                                         "graph output"};
     static const char *const colors[] = {"hsl(220,60%,62%)", "#4caf50", "#f0a202"};
-    tp_text_printf(t,
-                   "<g class=\"legend\">\n<text x=\"%d\" y=\"%d\" "
-                   "font-weight=\"bold\">legend</text>\n",
-                   lx, ly + 4);
+    tether__plan_text_printf(t,
+                             "<g class=\"legend\">\n<text x=\"%d\" y=\"%d\" "
+                             "font-weight=\"bold\">legend</text>\n",
+                             lx, ly + 4);
     int y = ly + 14;
     for (int i = 0; i < 3; i++, y += 20) {
-        tp_text_printf(t,
-                       "<rect class=\"key\" x=\"%d\" y=\"%d\" width=\"14\" "
-                       "height=\"14\" fill=\"%s\" stroke=\"#333\" "
-                       "stroke-width=\"0.5\"/><text x=\"%d\" y=\"%d\">%s</text>\n",
-                       lx, y, colors[i], lx + 20, y + 12, names[i]);
+        tether__plan_text_printf(t,
+                                 "<rect class=\"key\" x=\"%d\" y=\"%d\" width=\"14\" "
+                                 "height=\"14\" fill=\"%s\" stroke=\"#333\" "
+                                 "stroke-width=\"0.5\"/><text x=\"%d\" y=\"%d\">%s</text>\n",
+                                 lx, y, colors[i], lx + 20, y + 12, names[i]);
     }
-    tp_text_printf(t,
-                   "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#c00\" "
-                   "stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/><text x=\"%d\" "
-                   "y=\"%d\">a pool's capacity</text>\n",
-                   lx, y + 7, lx + 14, y + 7, lx + 20, y + 12);
+    tether__plan_text_printf(t,
+                             "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#c00\" "
+                             "stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/><text x=\"%d\" "
+                             "y=\"%d\">a pool's capacity</text>\n",
+                             lx, y + 7, lx + 14, y + 7, lx + 20, y + 12);
     y += 20;
-    tp_text_printf(t,
-                   "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#600\" "
-                   "stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/><text x=\"%d\" "
-                   "y=\"%d\">all pools together</text>\n",
-                   lx, y + 7, lx + 14, y + 7, lx + 20, y + 12);
+    tether__plan_text_printf(t,
+                             "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#600\" "
+                             "stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/><text x=\"%d\" "
+                             "y=\"%d\">all pools together</text>\n",
+                             lx, y + 7, lx + 14, y + 7, lx + 20, y + 12);
     y += 20;
-    tp_text_printf(t,
-                   "<rect class=\"key\" x=\"%d\" y=\"%d\" width=\"14\" "
-                   "height=\"14\" fill=\"#e4572e\" fill-opacity=\"0.12\" "
-                   "stroke=\"#e4572e\" stroke-width=\"0.5\"/><text x=\"%d\" "
-                   "y=\"%d\">more live than the pools hold</text>\n",
-                   lx, y, lx + 20, y + 12);
+    tether__plan_text_printf(t,
+                             "<rect class=\"key\" x=\"%d\" y=\"%d\" width=\"14\" "
+                             "height=\"14\" fill=\"#e4572e\" fill-opacity=\"0.12\" "
+                             "stroke=\"#e4572e\" stroke-width=\"0.5\"/><text x=\"%d\" "
+                             "y=\"%d\">more live than the pools hold</text>\n",
+                             lx, y, lx + 20, y + 12);
     y += 34;
     /* the operator where the most bytes are live, and its tensors */
     int nlive;
     int64_t best = peak_op(p, nops, &nlive);
     if (best < 0) {
-        tp_text_printf(t, "</g>\n");
+        tether__plan_text_printf(t, "</g>\n");
         return;
     }
-    tp_text_printf(t,
-                   "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">live at the peak, "
-                   "operator %lld</text>\n",
-                   lx, y, (long long)best);
+    tether__plan_text_printf(t,
+                             "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">live at the peak, "
+                             "operator %lld</text>\n",
+                             lx, y, (long long)best);
     if (best < p->noperators) {
         char opname[40];
         snprintf(opname, sizeof(opname), "%.*s", (int)tether_utf8_cut(p->operators[best], 32),
                  p->operators[best]);
-        tp_text_printf(t, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">(", lx, y + 16);
-        tp_text_escape_xml(t, opname);
-        tp_text_printf(t, "):</text>\n");
+        tether__plan_text_printf(t, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">(", lx, y + 16);
+        tether__plan_text_escape_xml(t, opname);
+        tether__plan_text_printf(t, "):</text>\n");
         y += 16;
     }
     y += 8;
@@ -607,12 +623,12 @@ static void nofit_legend(tp_text *t, const tether_plan_problem *p, int64_t nops,
         tether_plan_assignment none = {.pool = -1, .offset = -1, .image = -1};
         char fill[32];
         fill_of(buf, &none, fill, sizeof(fill));
-        tp_text_printf(t,
-                       "<rect class=\"key\" x=\"%d\" y=\"%d\" width=\"12\" "
-                       "height=\"12\" fill=\"%s\" stroke=\"#333\" "
-                       "stroke-width=\"0.5\"/><text class=\"tensor\" x=\"%d\" "
-                       "y=\"%d\" font-size=\"11\">",
-                       lx, y, fill, lx + 18, y + 10);
+        tether__plan_text_printf(t,
+                                 "<rect class=\"key\" x=\"%d\" y=\"%d\" width=\"12\" "
+                                 "height=\"12\" fill=\"%s\" stroke=\"#333\" "
+                                 "stroke-width=\"0.5\"/><text class=\"tensor\" x=\"%d\" "
+                                 "y=\"%d\" font-size=\"11\">",
+                                 lx, y, fill, lx + 18, y + 10);
         char shortname[40];
         if (strlen(buf->name) > 28) {
             snprintf(shortname, sizeof(shortname), "%.*s...", (int)tether_utf8_cut(buf->name, 25),
@@ -620,18 +636,18 @@ static void nofit_legend(tp_text *t, const tether_plan_problem *p, int64_t nops,
         } else {
             snprintf(shortname, sizeof(shortname), "%s", buf->name);
         }
-        tp_text_escape_xml(t, shortname);
-        tp_text_printf(t, ": %lld bytes</text>\n", (long long)need_bytes(buf));
+        tether__plan_text_escape_xml(t, shortname);
+        tether__plan_text_printf(t, ": %lld bytes</text>\n", (long long)need_bytes(buf));
         y += 18;
         nshown++;
     }
     if (nlive > nshown) {
-        tp_text_printf(t,
-                       "<text x=\"%d\" y=\"%d\" font-size=\"10\">and %d more (hover "
-                       "the bars)</text>\n",
-                       lx, y + 10, nlive - nshown);
+        tether__plan_text_printf(t,
+                                 "<text x=\"%d\" y=\"%d\" font-size=\"10\">and %d more (hover "
+                                 "the bars)</text>\n",
+                                 lx, y + 10, nlive - nshown);
     }
-    tp_text_printf(t, "</g>\n");
+    tether__plan_text_printf(t, "</g>\n");
 }
 
 int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, char **out) {
@@ -714,27 +730,28 @@ int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, ch
     }
     int width = SVG_LEFT + plot_w + right;
     tp_text t = {0};
-    tp_text_printf(&t,
-                   "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-                   "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
-                   "<rect class=\"bg\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
-                   "fill=\"white\"/>\n"
-                   "<text x=\"%d\" y=\"24\" font-size=\"16\" font-weight=\"bold\" fill=\"#b00\">"
-                   "Memory plan does not fit: the bytes live at each operator against the pools"
-                   "</text>\n",
-                   width, height, width, height, width, height, SVG_LEFT);
+    tether__plan_text_printf(
+        &t,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+        "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
+        "<rect class=\"bg\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
+        "fill=\"white\"/>\n"
+        "<text x=\"%d\" y=\"24\" font-size=\"16\" font-weight=\"bold\" fill=\"#b00\">"
+        "Memory plan does not fit: the bytes live at each operator against the pools"
+        "</text>\n",
+        width, height, width, height, width, height, SVG_LEFT);
     for (int line = 0; line < nwhy; line++) {
-        tp_text_printf(&t, "<text class=\"why\" x=\"%d\" y=\"%d\" fill=\"#333\">", SVG_LEFT,
-                       44 + line * 16);
-        tp_text_escape_xml(&t, why_lines[line]);
-        tp_text_printf(&t, "</text>\n");
+        tether__plan_text_printf(&t, "<text class=\"why\" x=\"%d\" y=\"%d\" fill=\"#333\">",
+                                 SVG_LEFT, 44 + line * 16);
+        tether__plan_text_escape_xml(&t, why_lines[line]);
+        tether__plan_text_printf(&t, "</text>\n");
     }
     io_lane(&t, p, plot_w, xs, io_y);
-    tp_text_printf(&t,
-                   "<rect class=\"frame\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-                   "fill=\"#f7f7f7\" stroke=\"#888\"/>\n",
-                   SVG_LEFT, y0, plot_w, plot_h);
+    tether__plan_text_printf(&t,
+                             "<rect class=\"frame\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                             "fill=\"#f7f7f7\" stroke=\"#888\"/>\n",
+                             SVG_LEFT, y0, plot_w, plot_h);
     /* operators whose demand exceeds every byte the pools have */
     int nover = 0;
     for (int64_t c = 0; c < ncols; c++) {
@@ -742,31 +759,33 @@ int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, ch
             nover++;
             char ops[64];
             ops_text(ops, sizeof(ops), c, per, nops);
-            tp_text_printf(&t,
-                           "<rect class=\"over\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
-                           "fill=\"#e4572e\" fill-opacity=\"0.12\"><title>%s: %lld bytes live, "
-                           "%lld more than the pools hold</title></rect>\n",
-                           SVG_LEFT + c * cw, y0, cw, plot_h, ops, (long long)demand[c],
-                           (long long)(demand[c] - total));
+            tether__plan_text_printf(
+                &t,
+                "<rect class=\"over\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
+                "fill=\"#e4572e\" fill-opacity=\"0.12\"><title>%s: %lld bytes live, "
+                "%lld more than the pools hold</title></rect>\n",
+                SVG_LEFT + c * cw, y0, cw, plot_h, ops, (long long)demand[c],
+                (long long)(demand[c] - total));
         }
     }
     /* y axis */
     byte_ticks(&t, y0, plot_h, ymax, plot_w, "#ddd");
-    tp_text_printf(&t,
-                   "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" "
-                   "text-anchor=\"middle\">bytes live (stacked)</text>\n",
-                   y0 + plot_h / 2, y0 + plot_h / 2);
+    tether__plan_text_printf(&t,
+                             "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" "
+                             "text-anchor=\"middle\">bytes live (stacked)</text>\n",
+                             y0 + plot_h / 2, y0 + plot_h / 2);
     /* the live buffers, stacked per operator; with more operators than columns one bar per
      * column, as high as the most bytes live at one of its operators */
     for (int64_t c = 0; per > 1 && c < ncols; c++) {
         double h = (double)demand[c] / (double)ymax * plot_h;
         char ops[64];
         ops_text(ops, sizeof(ops), c, per, nops);
-        tp_text_printf(&t,
-                       "<rect class=\"need\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                       "height=\"%.1f\" fill=\"hsl(220,60%%,62%%)\" fill-opacity=\"0.85\"><title>"
-                       "%s: up to %lld bytes live</title></rect>\n",
-                       SVG_LEFT + c * cw, y0 + plot_h - h, cw, h, ops, (long long)demand[c]);
+        tether__plan_text_printf(
+            &t,
+            "<rect class=\"need\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+            "height=\"%.1f\" fill=\"hsl(220,60%%,62%%)\" fill-opacity=\"0.85\"><title>"
+            "%s: up to %lld bytes live</title></rect>\n",
+            SVG_LEFT + c * cw, y0 + plot_h - h, cw, h, ops, (long long)demand[c]);
     }
     for (int64_t i = 0; per == 1 && i < nops; i++) {
         double ybase = y0 + plot_h;
@@ -779,37 +798,37 @@ int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, ch
             tether_plan_assignment none = {.pool = -1, .offset = -1, .image = -1};
             char fill[32];
             fill_of(buf, &none, fill, sizeof(fill));
-            tp_text_printf(&t,
-                           "<rect class=\"need\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                           "height=\"%.1f\" fill=\"%s\" fill-opacity=\"0.85\" stroke=\"#333\" "
-                           "stroke-width=\"0.3\"><title>",
-                           SVG_LEFT + i * xs + xs * 0.08, ybase - h, xs * 0.84, h > 0.5 ? h : 0.5,
-                           fill);
-            tp_text_escape_xml(&t, buf->name);
-            tp_text_printf(&t, ": %lld bytes, ops %d..%d</title></rect>\n",
-                           (long long)need_bytes(buf), (int)buf->first, (int)buf->last);
+            tether__plan_text_printf(
+                &t,
+                "<rect class=\"need\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                "height=\"%.1f\" fill=\"%s\" fill-opacity=\"0.85\" stroke=\"#333\" "
+                "stroke-width=\"0.3\"><title>",
+                SVG_LEFT + i * xs + xs * 0.08, ybase - h, xs * 0.84, h > 0.5 ? h : 0.5, fill);
+            tether__plan_text_escape_xml(&t, buf->name);
+            tether__plan_text_printf(&t, ": %lld bytes, ops %d..%d</title></rect>\n",
+                                     (long long)need_bytes(buf), (int)buf->first, (int)buf->last);
             /* its name on it where it fits, across or along the segment */
             size_t nlen = strlen(buf->name);
             double tw = 6.0 * (double)(nlen < 24 ? nlen : 24), segw = xs * 0.84;
             double sx = SVG_LEFT + i * xs + xs * 0.08;
             if (h >= 12 && segw >= tw + 4) {
-                tp_text_printf(&t,
-                               "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" "
-                               "font-size=\"10\" text-anchor=\"middle\" "
-                               "pointer-events=\"none\">",
-                               sx + segw / 2, ybase - h / 2 + 3);
-                tp_text_escape_xml(&t, buf->name);
-                tp_text_printf(&t, "</text>\n");
+                tether__plan_text_printf(&t,
+                                         "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" "
+                                         "font-size=\"10\" text-anchor=\"middle\" "
+                                         "pointer-events=\"none\">",
+                                         sx + segw / 2, ybase - h / 2 + 3);
+                tether__plan_text_escape_xml(&t, buf->name);
+                tether__plan_text_printf(&t, "</text>\n");
             } else if (segw >= 12 && h >= tw + 4) {
                 double cx = sx + segw / 2 + 3, cy = ybase - h / 2;
-                tp_text_printf(&t,
-                               "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" "
-                               "font-size=\"10\" text-anchor=\"middle\" "
-                               "transform=\"rotate(-90 %.1f %.1f)\" "
-                               "pointer-events=\"none\">",
-                               cx, cy, cx, cy);
-                tp_text_escape_xml(&t, buf->name);
-                tp_text_printf(&t, "</text>\n");
+                tether__plan_text_printf(&t,
+                                         "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" "
+                                         "font-size=\"10\" text-anchor=\"middle\" "
+                                         "transform=\"rotate(-90 %.1f %.1f)\" "
+                                         "pointer-events=\"none\">",
+                                         cx, cy, cx, cy);
+                tether__plan_text_escape_xml(&t, buf->name);
+                tether__plan_text_printf(&t, "</text>\n");
             }
             ybase -= h;
         }
@@ -833,14 +852,15 @@ int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, ch
             snprintf(label, sizeof(label), "all pools: %lld", (long long)cap);
         }
         double y = y0 + plot_h - (double)cap / (double)ymax * plot_h;
-        tp_text_printf(&t,
-                       "<line class=\"capacity\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
-                       "stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>"
-                       "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" fill=\"%s\">",
-                       SVG_LEFT, y, SVG_LEFT + plot_w, y, k < p->npools ? "#c00" : "#600",
-                       SVG_LEFT + plot_w + 6, y + 4, k < p->npools ? "#c00" : "#600");
-        tp_text_escape_xml(&t, label);
-        tp_text_printf(&t, "</text>\n");
+        tether__plan_text_printf(
+            &t,
+            "<line class=\"capacity\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+            "stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>"
+            "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" fill=\"%s\">",
+            SVG_LEFT, y, SVG_LEFT + plot_w, y, k < p->npools ? "#c00" : "#600",
+            SVG_LEFT + plot_w + 6, y + 4, k < p->npools ? "#c00" : "#600");
+        tether__plan_text_escape_xml(&t, label);
+        tether__plan_text_printf(&t, "</text>\n");
     }
     char note[128];
     snprintf(note, sizeof(note), " (peak %lld bytes live%s)", (long long)peak,
@@ -849,12 +869,12 @@ int tether_plan_problem_to_svg(const tether_plan_problem *p, const char *why, ch
         op_names(&t, p, nops, xs, y0 + plot_h, plot_w, note);
     } else {
         op_ticks(&t, nops, xs, y0 + plot_h + 14);
-        tp_text_printf(&t,
-                       "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">operator index%s</text>\n",
-                       SVG_LEFT + plot_w / 2, y0 + plot_h + 30, note);
+        tether__plan_text_printf(
+            &t, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">operator index%s</text>\n",
+            SVG_LEFT + plot_w / 2, y0 + plot_h + 30, note);
     }
     nofit_legend(&t, p, nops, lx, y0);
-    tp_text_printf(&t, "</svg>\n");
+    tether__plan_text_printf(&t, "</svg>\n");
     free(demand);
     if (t.failed) {
         free(t.buf);
