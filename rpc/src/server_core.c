@@ -1,7 +1,8 @@
 /*
  * The rpc server core shared by tetherd and the MCU firmware (tether/rpc/server.h, docs/rpc.md
  * "Server core"): session gating, request decoding, CALL/TIME validation, reply cache and the
- * single reply site.
+ * single reply site. The requests behind the gates are server_requests.c's (with a device
+ * interface) or the server's ops->request (without one).
  *
  * What must stay true:
  *  - freestanding (stdint/stddef/stdbool/string.h and the crt core only; tests/rpc/cross_check.sh);
@@ -10,7 +11,8 @@
  *    unknown type whose id can be read gets one ERROR with that id; on a stream transport
  *    (close_on_garbage) an unreadable frame gets ERROR id 0 and ends the session;
  *  - both servers give the same code and message for what the core checks (gating, malformed
- *    requests, function handle, ABI, work dims, argument count and types, TIME parameters);
+ *    requests, function handle, ABI, work dims, argument count and types, TIME parameters), and
+ *    a kernel sequence a device cannot decode is refused as on one that decodes it;
  *  - nothing here allocates or keeps pointers into a frame past handle_frame.
  */
 #include "tether/rpc/server.h"
@@ -24,6 +26,21 @@
 void tether_server_init(tether_server *s, const tether_server_config *cfg) {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
+    const tether_server_device *d = cfg->dev;
+    if (d != NULL) { /* empty tables; every slot knows its place */
+        memset(d->arrays, 0, sizeof *d->arrays * d->max_arrays);
+        memset(d->modules, 0, sizeof *d->modules * d->max_modules);
+        memset(d->uploads, 0, sizeof *d->uploads * d->max_uploads);
+        for (uint32_t i = 0; i < d->max_arrays; i++) {
+            d->arrays[i].index = i;
+        }
+        for (uint32_t i = 0; i < d->max_modules; i++) {
+            d->modules[i].index = i;
+        }
+        for (uint32_t i = 0; i < d->max_uploads; i++) {
+            d->uploads[i].index = i;
+        }
+    }
 }
 
 static bool is_request(uint32_t type) {
@@ -94,7 +111,9 @@ int tether_server_check_invoke(tether_server *s, uint32_t type, const tether_rpc
     call->time = time;
     call->values = s->cfg.values;
     call->codes = s->cfg.codes;
-    if (!s->cfg.ops->find_func(s->cfg.ctx, inv->func, &call->fn)) {
+    bool found = s->cfg.dev ? tether__server_find_func(s, inv->func, &call->fn)
+                            : s->cfg.ops->find_func(s->cfg.ctx, inv->func, &call->fn);
+    if (!found) {
         return tether_set_error(TETHER_ERR_NOT_FOUND,
                                 "%s: no function with handle %llu (not from GET_FUNCTION in this "
                                 "session, or its module was unloaded)",
@@ -194,6 +213,22 @@ int tether_server_check_invoke(tether_server *s, uint32_t type, const tether_rpc
     return TETHER_OK;
 }
 
+/* The gates of a request other than HELLO and AUTH: HELLO first, then AUTH when required. */
+static int gates(const tether_server *s, uint32_t type) {
+    if (!s->hello_done) {
+        return tether_set_error(TETHER_ERR_STATE,
+                                "%s before HELLO: a session starts with HELLO (a new connection, "
+                                "or the device restarted)",
+                                type_name(type));
+    }
+    if (!s->authed) {
+        return tether_set_error(TETHER_ERR_AUTH,
+                                "%s refused: this device requires authentication (AUTH) first",
+                                type_name(type));
+    }
+    return TETHER_OK;
+}
+
 /* The gates and the dispatch of one decoded request; fills rep or returns an error. */
 static int dispatch(tether_server *s, const tether_rpc_msg *req, tether_rpc_msg *rep,
                     tether_server_result *res) {
@@ -216,10 +251,21 @@ static int dispatch(tether_server *s, const tether_rpc_msg *req, tether_rpc_msg 
         /* A HELLO starts a new session: the old one is gone even if this one fails. */
         s->hello_done = false;
         s->authed = false;
+        if (s->cfg.dev) {
+            tether_server_drop_all(s);
+            if (s->cfg.dev->ops->reset) {
+                int rc = s->cfg.dev->ops->reset(s->cfg.ctx);
+                if (rc != TETHER_OK) {
+                    return rc;
+                }
+            }
+        }
         int rc = ops->hello(s->cfg.ctx, req, rep);
         if (rc != TETHER_OK) {
             return rc;
         }
+        s->scopes = rep->u.hello_rep.scopes;
+        s->peer_max_frame = h->max_frame;
         if (s->cfg.cache) {
             tether_rpc_reply_cache_clear(s->cfg.cache);
         }
@@ -229,10 +275,7 @@ static int dispatch(tether_server *s, const tether_rpc_msg *req, tether_rpc_msg 
         return TETHER_OK;
     }
     if (!s->hello_done) {
-        return tether_set_error(TETHER_ERR_STATE,
-                                "%s before HELLO: a session starts with HELLO (a new connection, "
-                                "or the device restarted)",
-                                type_name(type));
+        return gates(s, type);
     }
     if (type == TETHER_RPC_AUTH) {
         if (!s->auth_required) {
@@ -246,22 +289,24 @@ static int dispatch(tether_server *s, const tether_rpc_msg *req, tether_rpc_msg 
         s->authed = true;
         return TETHER_OK;
     }
-    if (!s->authed) {
-        return tether_set_error(TETHER_ERR_AUTH,
-                                "%s refused: this device requires authentication (AUTH) first",
-                                type_name(type));
+    int rc = gates(s, type);
+    if (rc != TETHER_OK) {
+        return rc;
     }
     if (type == TETHER_RPC_CALL || type == TETHER_RPC_TIME) {
         tether_server_call call;
         const tether_rpc_time_req *t = type == TETHER_RPC_TIME ? &req->u.time_req : NULL;
-        int rc = tether_server_check_invoke(s, type, t ? &t->invoke : &req->u.call_req, t, &call);
+        rc = tether_server_check_invoke(s, type, t ? &t->invoke : &req->u.call_req, t, &call);
+        if (rc == TETHER_OK && s->cfg.dev) {
+            rc = tether__server_call_arrays(s, &call);
+        }
         if (rc != TETHER_OK) {
             return rc;
         }
         call.id = req->id;
         return ops->invoke(s->cfg.ctx, &call, rep);
     }
-    int rc = ops->request(s->cfg.ctx, req, rep);
+    rc = s->cfg.dev ? tether__server_request(s, req, rep) : ops->request(s->cfg.ctx, req, rep);
     if (rc == TETHER_OK && type == TETHER_RPC_SHUTDOWN) {
         *res = TETHER_SERVER_CLOSE;
     }
@@ -314,6 +359,15 @@ tether_server_result tether_server_handle_frame(tether_server *s, const uint8_t 
          * else is malformed (docs/rpc.md). The decoder's text names the type and field. */
         if (rc != TETHER_ERR_LIMIT && rc != TETHER_ERR_UNSUPPORTED) {
             rc = TETHER_ERR_PROTOCOL;
+        }
+        /* A kernel sequence a device without sequence storage could not decode: the same gates
+         * and the same refusal as on a device that decodes it but runs none. */
+        if (rc == TETHER_ERR_UNSUPPORTED && s->cfg.dev && !s->cfg.dev->sequences &&
+            (type == TETHER_RPC_LAUNCH_SEQ || type == TETHER_RPC_TIME_SEQ)) {
+            rc = gates(s, type);
+            if (rc == TETHER_OK) {
+                rc = tether__server_no_sequences(type);
+            }
         }
     } else {
         if (req->type == TETHER_RPC_CALL) {

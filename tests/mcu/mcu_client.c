@@ -198,12 +198,18 @@ int mcu_wait_log(mcu_board *b, const char *needle, int timeout_ms) {
 
 int mcu_request(mcu_board *b, tether_rpc_msg *req, tether_rpc_msg *rep, int timeout_ms) {
     req->id = b->next_id++;
-    size_t len, flen;
+    size_t len;
     if (tether_rpc_tiny_encode(req, b->tx, sizeof b->tx, &len) != 0) {
         fprintf(stderr, "encode failed: %s\n", tether_last_error());
         return -1;
     }
-    if (tether_uart_frame_encode(b->tx, len, b->txf, sizeof b->txf, &flen) != 0) {
+    return mcu_request_bytes(b, b->tx, len, req->id, req->type, rep, timeout_ms);
+}
+
+int mcu_request_bytes(mcu_board *b, const uint8_t *msg, size_t msg_len, uint32_t id, uint32_t type,
+                      tether_rpc_msg *rep, int timeout_ms) {
+    size_t len, flen;
+    if (tether_uart_frame_encode(msg, msg_len, b->txf, sizeof b->txf, &flen) != 0) {
         return -1;
     }
     /* like the host library on a UART (docs/rpc.md): a request whose reply does not come is
@@ -211,7 +217,7 @@ int mcu_request(mcu_board *b, tether_rpc_msg *req, tether_rpc_msg *rep, int time
     for (int attempt = 0; attempt < 3; attempt++) {
         if (attempt > 0) {
             fprintf(stderr, "no reply to request %u (type %u) in %d ms: sending it again\n",
-                    (unsigned)req->id, (unsigned)req->type, timeout_ms);
+                    (unsigned)id, (unsigned)type, timeout_ms);
         }
         if (mcu_write_raw(b, b->txf, flen) != 0) {
             return -1;
@@ -229,18 +235,18 @@ int mcu_request(mcu_board *b, tether_rpc_msg *req, tether_rpc_msg *rep, int time
                 note_log(b, rep);
                 continue;
             }
-            if (rep->id < req->id) {
+            if (rep->id < id) {
                 continue; /* a late reply to an earlier request: discarded (docs/rpc.md) */
             }
-            if (rep->id != req->id) {
-                fprintf(stderr, "reply id %u for request %u\n", (unsigned)rep->id,
-                        (unsigned)req->id);
+            if (rep->id != id) {
+                fprintf(stderr, "reply id %u for request %u\n", (unsigned)rep->id, (unsigned)id);
                 return -1;
             }
+            b->reply_len = len;
             return 0;
         }
     }
-    fprintf(stderr, "no reply to request %u (type %u)\n", (unsigned)req->id, (unsigned)req->type);
+    fprintf(stderr, "no reply to request %u (type %u)\n", (unsigned)id, (unsigned)type);
     return -1;
 }
 

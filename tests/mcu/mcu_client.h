@@ -35,6 +35,7 @@ typedef struct mcu_board {
     uint32_t device_max_frame;
     uint8_t rx[MCU_MAX_FRAME];
     uint8_t reply[MCU_MAX_FRAME];
+    size_t reply_len; /* bytes of the last reply in `reply` (its encoded message) */
     uint8_t tx[MCU_MAX_FRAME];
     uint8_t txf[TETHER_UART_ENCODED_MAX(MCU_MAX_FRAME)];
     tether_uart_unframer unframer;
@@ -52,8 +53,13 @@ void mcu_board_stop(mcu_board *b);
 
 /* Sends `req` (id assigned here) and waits up to timeout_ms for its reply; LOG notifications in
  * between are recorded. Returns 0 with *rep decoded (possibly an ERROR reply), or -1 on timeout
- * or a malformed reply. */
+ * or a malformed reply. The reply's bytes stay in b->reply (b->reply_len). */
 int mcu_request(mcu_board *b, tether_rpc_msg *req, tether_rpc_msg *rep, int timeout_ms);
+
+/* Sends one encoded message (any bytes, e.g. a malformed request) whose reply carries `id`
+ * (type: for messages only) and waits for that reply as mcu_request does. */
+int mcu_request_bytes(mcu_board *b, const uint8_t *msg, size_t msg_len, uint32_t id, uint32_t type,
+                      tether_rpc_msg *rep, int timeout_ms);
 
 /* Waits for a LOG line containing `needle`; 0 when seen. */
 int mcu_wait_log(mcu_board *b, const char *needle, int timeout_ms);

@@ -64,10 +64,10 @@ static int fake_auth(void *ctx, tether_rpc_bytes mac) {
 static bool fake_find(void *ctx, uint64_t h, tether_server_func *out) {
     (void)ctx;
     static const tether_server_func fns[] = {
-        {"p2", TETHER_ABI_PACKED, 2, false, NULL},
-        {"u1", TETHER_ABI_UNPACKED, 1, false, NULL},
-        {"k2", TETHER_ABI_PACKED, 2, true, NULL},
-        {"any", TETHER_ABI_PACKED, -1, false, NULL},
+        {"p2", TETHER_ABI_PACKED, 2, false, NULL, 0},
+        {"u1", TETHER_ABI_UNPACKED, 1, false, NULL, 0},
+        {"k2", TETHER_ABI_PACKED, 2, true, NULL, 0},
+        {"any", TETHER_ABI_PACKED, -1, false, NULL, 0},
     };
     if (h < 1 || h > 4)
         return false;
@@ -122,8 +122,8 @@ static int setup(void **state) {
     memset(&f, 0, sizeof f);
     next_id = 100;
     tether_rpc_reply_cache_init(&cache, cache_mem, sizeof cache_mem, 4);
-    tether_server_config cfg = {&ops,      NULL,   &s_req, &s_rep, tx,
-                                sizeof tx, &cache, values, codes,  false};
+    tether_server_config cfg = {&ops,   NULL,   &s_req, &s_rep, tx,  sizeof tx,
+                                &cache, values, codes,  false,  NULL};
     tether_server_init(&srv, &cfg);
     return 0;
 }

@@ -1,9 +1,12 @@
 /*
  * The tiny RPC server of tether's MCU firmware: UART framing + the tiny msgpack codec from rpc/,
- * NDArrays in a static tether_heap, the system library, RAM-uploaded modules, CALL with stack
- * high-water marks, TIME with the shared evaluator, and fault reports. The request loop itself
- * (HELLO gating, decoding, CALL/TIME validation, reply cache, the one reply per request) is the
- * shared server core of rpc/ (tether/rpc/server.h), as in tetherd; this file plugs in the ops.
+ * NDArrays in static tether_heaps (one per board pool), the system library, RAM-uploaded
+ * modules, CALL with stack high-water marks, TIME with the shared evaluator, and fault reports.
+ * Every request is handled by the shared request handler of rpc/ (tether/rpc/server.h: HELLO
+ * gating, decoding, the checks, codes and messages of UPLOAD..COPY_FROM and GET_FUNCTION, the
+ * handle tables, CALL/TIME validation, the reply cache, the one reply per request), the same
+ * handler tetherd runs; this file plugs in the ops and the device interface (heap allocation,
+ * the load region, image loading, running calls).
  *
  * What must stay true:
  * - One request is handled at a time and gets exactly one reply (result or ERROR) with its id,
@@ -12,8 +15,8 @@
  *   (TETHER_MCU_MAX_FRAME bytes) is refilled only after the frame in it was answered.
  * - A request id seen recently is answered from the reply cache (the core's), never executed
  *   twice.
- * - Handles are checked before use: an NDArray handle carries a generation, so a stale or forged
- *   handle is an error, never a wild pointer; function handles name their module generation.
+ * - Handles are the core's: checked before use, carrying a generation, so a stale or forged
+ *   handle is an error, never a wild pointer.
  * - Every buffer is static; nothing allocates. Errors carry tether_last_error() text.
  * - A fault during a call is reported as an ERROR reply (TETHER_ERR_CRASHED) to the request in
  *   flight, then the board resets; after every boot a LOG line announces the new session.
@@ -32,8 +35,9 @@
 
 _Static_assert(TETHER_MCU_MAX_FRAME >= TETHER_RPC_MIN_FRAME,
                "frame buffer below the protocol minimum");
-_Static_assert(TETHER_MCU_MAX_ARRAYS >= 1 && TETHER_MCU_MAX_ARRAYS <= 255,
-               "array handles hold 8-bit slots");
+_Static_assert(TETHER_MCU_MAX_ARRAYS >= 1 && TETHER_MCU_MAX_ARRAYS <= 0xFFFF,
+               "array handles hold 16-bit slots");
+_Static_assert(TETHER_BOARD_MAX_POOLS <= TETHER_RPC_MAX_POOLS, "more pools than HELLO lists");
 
 /* ---- state ---- */
 
@@ -50,7 +54,6 @@ static uint8_t cache_mem[REPLY_CACHE_SLOTS * REPLY_CACHE_SLOT];
 static tether_rpc_reply_cache cache;
 
 static tether_rpc_msg req, rep;
-static uint32_t client_max_frame = TETHER_RPC_MIN_FRAME;
 /* The shared core; its HELLO gate refuses a request retransmitted from before a reset instead of
  * running it in the new session. */
 static tether_server server;
@@ -59,35 +62,19 @@ static tether_server server;
 static tether_heap heaps[TETHER_BOARD_MAX_POOLS];
 static uint32_t exports_id; /* tether__mcu_exports_id(), computed once at boot */
 
-typedef struct array_slot {
-    tether_ndarray arr;
-    uint64_t nbytes;
-    uint32_t gen; /* bumped on every allocation of this slot */
-    bool used;
-} array_slot;
-static array_slot arrays[TETHER_MCU_MAX_ARRAYS];
-
-/* Uploads and the loaded module (one load region, so at most one of each). */
-static struct {
-    bool active;   /* an UPLOAD is in progress or complete */
-    bool complete; /* every byte in and the hash verified */
-    uint32_t id;
-    uint32_t size;
-    uint32_t received;
-    uint8_t sha256[TETHER_RPC_HASH_BYTES];
-    char name[64];
-} upload;
-static uint32_t upload_ids;
-
-static const tether_func_registry *module_reg; /* NULL when no module is loaded */
-static uint32_t module_gen;                    /* handle of the loaded module (>= 1) */
-static char module_name[64];
+/* The shared handler's tables (rpc/src/server_requests.c) and this board under them: one load
+ * region, so one upload and one module at a time. */
+static tether_server_array arrays[TETHER_MCU_MAX_ARRAYS];
+static tether_server_module modules[1];
+static tether_server_upload uploads[1];
+static tether_server_device device;
+static char upload_room[64]; /* "the 131072-byte load region at 0x20050000" */
 
 /* The function in flight, for fault reports (the request id is the core's `inflight`). */
 static const char *volatile inflight_fn;
 
 /* Call argument storage (static: the trampoline's stack measurement covers the callee only).
- * The core fills values/codes of scalar and string arguments; arrays are resolved here. */
+ * The core fills values/codes of every argument (arrays resolved to their DLTensor or bytes). */
 static tether_value call_values[TETHER_MAX_ARGS];
 static int32_t call_codes[TETHER_MAX_ARGS];
 static uint32_t call_words[TETHER_MCU_MAX_CALL_WORDS];
@@ -162,61 +149,12 @@ static void board_summary(char *text, size_t size) {
         (unsigned)tether_board_uart_lost(), (unsigned)tether_uart_unframer_dropped(&unframer));
 }
 
-/* ---- handles ---- */
-
-static uint64_t array_handle(uint32_t slot) {
-    return ((uint64_t)arrays[slot].gen << 8) | (uint64_t)(slot + 1u);
-}
-
-static int array_get(uint64_t handle, array_slot **out) {
-    uint32_t slot = (uint32_t)(handle & 0xFFu);
-    if (slot == 0 || slot > TETHER_MCU_MAX_ARRAYS || !arrays[slot - 1u].used ||
-        array_handle(slot - 1u) != handle) {
-        return tether_set_error(TETHER_ERR_NOT_FOUND,
-                                "no NDArray with handle 0x%llx (freed, never allocated, or the "
-                                "device reset)",
-                                (unsigned long long)handle);
-    }
-    *out = &arrays[slot - 1u];
-    return TETHER_OK;
-}
-
-/* Function handle: module generation (0 = system library) << 16 | entry index + 1. */
-static bool find_func(void *ctx, uint64_t handle, tether_server_func *out) {
-    (void)ctx;
-    uint32_t module = (uint32_t)(handle >> 16);
-    uint32_t index = (uint32_t)(handle & 0xFFFFu);
-    const tether_func_registry *reg = NULL;
-    if (module == 0) {
-        reg = &tether_module_registry;
-    } else if (module_reg != NULL && module == module_gen) {
-        reg = module_reg;
-    }
-    if (reg == NULL || index == 0 || index > reg->count || (handle >> 48) != 0) {
-        return false;
-    }
-    const tether_func_entry *e = &reg->entries[index - 1u];
-    out->name = e->name;
-    out->abi = e->abi;
-    out->num_args = e->num_args;
-    out->kernel = false;
-    out->impl = e;
-    return true;
-}
-
 /* ---- handlers: each fills `rep` (type and id are set by the caller) or returns an error ---- */
-
-static int on_reset(void);
 
 static int on_hello(void *ctx, const tether_rpc_msg *rq, tether_rpc_msg *rp) {
     (void)ctx, (void)rq, (void)rp; /* the statics req and rep */
-    /* A HELLO starts a new session: whatever a previous host left behind (it may have died
-     * without RESET) is freed, as on tetherd. */
-    int rc = on_reset();
-    if (rc != TETHER_OK) {
-        return rc;
-    }
-    client_max_frame = req.u.hello_req.max_frame;
+    /* The core freed whatever a previous host left behind (it may have died without RESET),
+     * as on tetherd, and checked the heaps (dev_reset). */
     link2 = (req.u.hello_req.link & TETHER_RPC_LINK_UART2) != 0;
     tether_rpc_hello_rep *h = &rep.u.hello_rep;
     h->link = link2 ? TETHER_RPC_LINK_UART2 : 0;
@@ -251,279 +189,98 @@ static int on_hello(void *ctx, const tether_rpc_msg *rq, tether_rpc_msg *rp) {
     return TETHER_OK;
 }
 
-static int on_alloc(void) {
-    const tether_rpc_alloc_req *a = &req.u.alloc_req;
-    if (a->scope != TETHER_SCOPE_GLOBAL) {
-        const char *name = tether_scope_name((tether_scope)a->scope);
-        return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "scope '%s' needs OpenCL images; this MCU has only 'global'",
-                                name ? name : "?");
-    }
-    uint32_t pool = 0; /* "" = the default pool */
-    if (a->pool.len != 0) {
-        while (pool < board->npools && !tether_rpc_str_eq(a->pool, board->pools[pool].name)) {
-            pool++;
-        }
-        if (pool == board->npools) {
-            char have[TETHER_BOARD_MAX_POOLS * (TETHER_POOL_NAME_MAX + 2)] = "";
-            size_t n = 0;
-            for (uint32_t i = 0; i < board->npools && n < sizeof have; i++) {
-                n += tether_format(have + n, sizeof have - n, "%s%s", i ? ", " : "",
-                                   board->pools[i].name);
-            }
-            return tether_set_error(TETHER_ERR_NOT_FOUND, "unknown pool '%.*s'; this board has %s",
-                                    (int)a->pool.len, a->pool.ptr, have);
-        }
-    }
-    if (a->dtype_lanes > 255) {
-        return tether_set_error(TETHER_ERR_UNSUPPORTED, "dtype with %u lanes",
-                                (unsigned)a->dtype_lanes);
-    }
-    DLDataType dt = {a->dtype_code, a->dtype_bits, a->dtype_lanes};
-    uint32_t slot = 0;
-    while (slot < TETHER_MCU_MAX_ARRAYS && arrays[slot].used) {
-        slot++;
-    }
-    if (slot == TETHER_MCU_MAX_ARRAYS) {
-        return tether_set_error(TETHER_ERR_LIMIT, "all %u NDArray slots are in use; FREE some",
-                                (unsigned)TETHER_MCU_MAX_ARRAYS);
-    }
-    size_t nbytes = 0;
-    int rc = tether_shape_bytes(a->shape, (int)a->ndim, dt, &nbytes);
+/* ---- the device interface of the shared request handler ---- */
+
+static int dev_alloc(void *ctx, tether_server_array *a, const tether_rpc_alloc_req *q,
+                     DLDataType dt, const char *pool_name) {
+    (void)ctx, (void)pool_name;
+    uint32_t pool = a->pool < 0 ? 0u : (uint32_t)a->pool; /* "" = the default pool */
+    int rc = tether_ndarray_alloc(&a->nd, &heaps[pool], board->pools[pool].name, q->shape,
+                                  (int)q->ndim, dt);
     if (rc != TETHER_OK) {
         return rc;
     }
-    array_slot *s = &arrays[slot];
-    rc = tether_ndarray_alloc(&s->arr, &heaps[pool], board->pools[pool].name, a->shape,
-                              (int)a->ndim, dt);
-    if (rc != TETHER_OK) {
-        return rc;
-    }
-    s->used = true;
-    s->gen = (s->gen + 1u) & 0xFFFFFFu;
-    s->nbytes = nbytes;
-    rep.u.alloc_rep.array = array_handle(slot);
-    rep.u.alloc_rep.nbytes = nbytes;
+    a->data = (uint8_t *)a->nd.dl.data;
     return TETHER_OK;
 }
 
-static int on_free(void) {
-    array_slot *s;
-    int rc = array_get(req.u.free_req.handle, &s);
-    if (rc != TETHER_OK) {
-        return rc;
-    }
-    rc = tether_ndarray_free(&s->arr);
-    s->used = false;
-    return rc;
+static void dev_free(void *ctx, tether_server_array *a) {
+    (void)ctx;
+    (void)tether_ndarray_free(&a->nd);
 }
 
-static int range_check(const array_slot *s, uint64_t offset, uint64_t len, const char *op) {
-    if (offset > s->nbytes || len > s->nbytes - offset) {
-        return tether_set_error(
-            TETHER_ERR_LIMIT, "%s of %llu bytes at offset %llu is outside the %llu-byte array", op,
-            (unsigned long long)len, (unsigned long long)offset, (unsigned long long)s->nbytes);
-    }
+/* The image goes straight into the load region, which holds the loaded module: an UPLOAD
+ * unloads it. */
+static int dev_upload_begin(void *ctx, tether_server_upload *u) {
+    (void)ctx, (void)u;
+    tether_server_drop_modules(&server);
+    return 0;
+}
+
+static int dev_upload_write(void *ctx, tether_server_upload *u, uint64_t offset,
+                            const uint8_t *data, size_t len) {
+    (void)ctx, (void)u;
+    memcpy((uint8_t *)board->load_base + offset, data, len);
     return TETHER_OK;
 }
 
-static int on_copy_to(void) {
-    array_slot *s;
-    const tether_rpc_copy_to_req *c = &req.u.copy_to_req;
-    int rc = array_get(c->array, &s);
-    if (rc == TETHER_OK) {
-        rc = range_check(s, c->offset, c->data.len, "COPY_TO");
-    }
-    if (rc != TETHER_OK) {
-        return rc;
-    }
-    memcpy((uint8_t *)s->arr.dl.data + c->offset, c->data.ptr, c->data.len);
-    rep.u.copy_to_rep.written = c->data.len;
-    return TETHER_OK;
+static int dev_upload_same(void *ctx, tether_server_upload *u, uint64_t offset, const uint8_t *data,
+                           size_t len) {
+    (void)ctx, (void)u;
+    return memcmp((const uint8_t *)board->load_base + offset, data, len) == 0;
 }
 
-static int on_copy_from(void) {
-    array_slot *s;
-    const tether_rpc_copy_from_req *c = &req.u.copy_from_req;
-    int rc = array_get(c->array, &s);
-    if (rc != TETHER_OK) {
-        return rc;
-    }
-    uint32_t limit = tether_rpc_chunk_max(
-        client_max_frame < TETHER_MCU_MAX_FRAME ? client_max_frame : TETHER_MCU_MAX_FRAME);
-    if (c->length > limit) {
-        return tether_set_error(TETHER_ERR_LIMIT,
-                                "COPY_FROM of %llu bytes exceeds the %u-byte chunk limit of "
-                                "this device (max frame %u)",
-                                (unsigned long long)c->length, (unsigned)limit,
-                                (unsigned)TETHER_MCU_MAX_FRAME);
-    }
-    if ((rc = range_check(s, c->offset, c->length, "COPY_FROM")) != TETHER_OK) {
-        return rc;
-    }
-    rep.u.copy_from_rep.data.ptr = (const uint8_t *)s->arr.dl.data + c->offset;
-    rep.u.copy_from_rep.data.len = (uint32_t)c->length;
-    return TETHER_OK;
+static int dev_load(void *ctx, const tether_server_upload *u, tether_server_module *m) {
+    (void)ctx;
+    return tether__mcu_image_load(board, (uint32_t)u->total, &m->reg);
 }
 
-static void unload_module(void) {
-    module_reg = NULL;
-    module_name[0] = 0;
-}
-
-static int on_upload(void) {
-    const tether_rpc_upload_req *u = &req.u.upload_req;
-    if (u->kind != TETHER_RPC_MODULE_MCU_IMAGE) {
-        return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "upload kind %u: this MCU accepts only raw RAM images (kind %u)",
-                                (unsigned)u->kind, (unsigned)TETHER_RPC_MODULE_MCU_IMAGE);
-    }
-    if (u->total_size > board->load_size) {
-        return tether_set_error(TETHER_ERR_LIMIT,
-                                "image of %llu bytes does not fit the %u-byte load region at "
-                                "0x%08x",
-                                (unsigned long long)u->total_size, (unsigned)board->load_size,
-                                (unsigned)board->load_base);
-    }
-    if (u->sha256.len != TETHER_RPC_HASH_BYTES) {
-        return tether_set_error(TETHER_ERR_INVALID_ARG, "upload hash must be %u bytes of SHA-256",
-                                (unsigned)TETHER_RPC_HASH_BYTES);
-    }
-    int rc = tether_rpc_str_copy(u->name, upload.name, sizeof upload.name, "module name");
-    if (rc != TETHER_OK) {
-        return rc;
-    }
-    /* The load region is about to be overwritten: the loaded module (if any) goes away. */
-    unload_module();
-    upload.active = true;
-    upload.complete = false;
-    upload.id = ++upload_ids;
-    upload.size = (uint32_t)u->total_size;
-    upload.received = 0;
-    memcpy(upload.sha256, u->sha256.ptr, TETHER_RPC_HASH_BYTES);
-    rep.u.upload_rep.upload_id = upload.id;
-    return TETHER_OK;
-}
-
-static int finish_upload(void) {
-    uint8_t digest[TETHER_RPC_HASH_BYTES];
-    tether_sha256((const void *)board->load_base, upload.size, digest);
-    if (memcmp(digest, upload.sha256, sizeof digest) != 0) {
-        upload.active = false;
-        return tether_set_error(TETHER_ERR_MISMATCH,
-                                "upload '%s': SHA-256 of the %u received bytes does not match "
-                                "the announced hash; the upload was discarded",
-                                upload.name, (unsigned)upload.size);
-    }
-    upload.complete = true;
-    return TETHER_OK;
-}
-
-static int on_upload_chunk(void) {
-    const tether_rpc_upload_chunk_req *c = &req.u.upload_chunk_req;
-    if (!upload.active || c->upload_id != upload.id) {
-        return tether_set_error(TETHER_ERR_STATE, "no upload with id %u in progress",
-                                (unsigned)c->upload_id);
-    }
-    if (c->offset > upload.received || c->data.len > upload.size - c->offset) {
-        return tether_set_error(TETHER_ERR_PROTOCOL,
-                                "upload chunk [%llu, +%u) is past the %u bytes received so far "
-                                "or the %u-byte image",
-                                (unsigned long long)c->offset, (unsigned)c->data.len,
-                                (unsigned)upload.received, (unsigned)upload.size);
-    }
-    uint8_t *dst = (uint8_t *)board->load_base + c->offset;
-    if (upload.complete) {
-        /* The image is verified (and may be running): a resent chunk must match it exactly. */
-        if (memcmp(dst, c->data.ptr, c->data.len) != 0) {
-            return tether_set_error(TETHER_ERR_STATE,
-                                    "upload '%s' is complete and verified; a chunk that changes "
-                                    "it is refused (start a new UPLOAD)",
-                                    upload.name);
-        }
-    } else {
-        /* A resent chunk (offset < received) rewrites bytes the final hash check covers. */
-        memcpy(dst, c->data.ptr, c->data.len);
-    }
-    uint32_t end = (uint32_t)c->offset + c->data.len;
-    bool was_complete = upload.complete;
-    if (end > upload.received) {
-        upload.received = end;
-    }
-    if (upload.received == upload.size && !was_complete) {
-        int rc = finish_upload();
+/* HELLO and RESET, after the core freed everything: the heaps must be whole again. */
+static int dev_reset(void *ctx) {
+    (void)ctx;
+    for (uint32_t i = 0; i < board->npools; i++) {
+        int rc = tether_heap_check(&heaps[i]);
         if (rc != TETHER_OK) {
             return rc;
         }
     }
-    rep.u.upload_chunk_rep.received = upload.received;
-    rep.u.upload_chunk_rep.complete = upload.complete;
     return TETHER_OK;
 }
 
-static int on_load_module(void) {
-    const tether_rpc_load_module_req *l = &req.u.load_module_req;
-    if (!upload.active || !tether_rpc_str_eq(l->name, upload.name)) {
-        return tether_set_error(TETHER_ERR_NOT_FOUND, "no upload named '%.*s'", (int)l->name.len,
-                                l->name.ptr);
-    }
-    if (!upload.complete) {
-        return tether_set_error(TETHER_ERR_STATE, "upload '%s' is incomplete (%u of %u bytes)",
-                                upload.name, (unsigned)upload.received, (unsigned)upload.size);
-    }
-    const tether_func_registry *reg;
-    int rc = tether__mcu_image_load(board, upload.size, &reg);
-    if (rc != TETHER_OK) {
-        return rc;
-    }
-    module_reg = reg;
-    module_gen = (module_gen % 0xFFFFu) + 1u;
-    memcpy(module_name, upload.name, sizeof module_name);
-    rep.u.load_module_rep.module = module_gen;
-    rep.u.load_module_rep.num_functions = (uint32_t)reg->count;
-    return TETHER_OK;
-}
+static const tether_server_device_ops device_ops = {
+    .alloc = dev_alloc,
+    .free = dev_free,
+    .upload_begin = dev_upload_begin,
+    .upload_write = dev_upload_write,
+    .upload_same = dev_upload_same,
+    .load = dev_load,
+    .reset = dev_reset,
+};
 
-static int on_unload(void) {
-    uint64_t m = req.u.unload_req.module;
-    if (module_reg == NULL || m != module_gen) {
-        return tether_set_error(TETHER_ERR_NOT_FOUND, "no loaded module with handle %llu",
-                                (unsigned long long)m);
+static void device_init(void) {
+    device.ops = &device_ops;
+    device.system = &tether_module_registry;
+    device.arrays = arrays;
+    device.max_arrays = TETHER_MCU_MAX_ARRAYS;
+    device.modules = modules;
+    device.max_modules = 1;
+    device.uploads = uploads;
+    device.max_uploads = 1;
+    device.npools = board->npools;
+    for (uint32_t i = 0; i < board->npools; i++) {
+        device.pool_names[i] = board->pools[i].name; /* the heaps bound them */
     }
-    unload_module();
-    return TETHER_OK;
-}
-
-static int on_get_function(void) {
-    const tether_rpc_get_function_req *g = &req.u.get_function_req;
-    const tether_func_registry *reg;
-    uint32_t module = 0;
-    if (g->module == 0) {
-        reg = &tether_module_registry;
-    } else if (module_reg != NULL && g->module == module_gen) {
-        reg = module_reg;
-        module = module_gen;
-    } else {
-        return tether_set_error(TETHER_ERR_NOT_FOUND, "no loaded module with handle %llu",
-                                (unsigned long long)g->module);
-    }
-    char name[TETHER_RPC_MAX_NAME + 1];
-    int rc = tether_rpc_str_copy(g->name, name, sizeof name, "function name");
-    const tether_func_entry *e = NULL;
-    if (rc == TETHER_OK) {
-        rc = tether_registry_find(reg, name, &e);
-    }
-    if (rc != TETHER_OK) {
-        return rc;
-    }
-    rep.u.get_function_rep.func = ((uint64_t)module << 16) | (uint64_t)(e - reg->entries + 1);
-    rep.u.get_function_rep.abi = (uint32_t)e->abi;
-    rep.u.get_function_rep.num_args = e->num_args;
-    return TETHER_OK;
+    device.upload_kinds = 1u << TETHER_RPC_MODULE_MCU_IMAGE;
+    device.max_upload = board->load_size;
+    tether_format(upload_room, sizeof upload_room, "the %u-byte load region at 0x%08x",
+                  (unsigned)board->load_size, (unsigned)board->load_base);
+    device.upload_room = upload_room;
+    device.load_replaces = true; /* one load region */
 }
 
 /* Turns a validated invocation (function, ABI, counts and argument kinds checked by the core;
- * scalars and strings already in call_values) into trampoline words. */
+ * scalars, strings and arrays already in call_values, the arrays in call->arrays) into
+ * trampoline words. */
 static int prepare_call(const tether_server_call *call, tether_mcu_callframe *cf) {
     const tether_rpc_invoke *inv = call->inv;
     const tether_func_entry *e = call->fn.impl;
@@ -531,21 +288,10 @@ static int prepare_call(const tether_server_call *call, tether_mcu_callframe *cf
         return tether_set_error(TETHER_ERR_LIMIT, "unpacked call with %u arguments; at most %u",
                                 (unsigned)inv->num_args, (unsigned)TETHER_MCU_MAX_CALL_WORDS);
     }
-    for (uint32_t i = 0; i < inv->num_args; i++) {
-        const tether_rpc_arg *a = &inv->args[i];
-        array_slot *s = NULL;
-        if (a->type_code == TETHER_TYPE_DLTENSOR || a->type_code == TETHER_TYPE_HANDLE) {
-            int rc = array_get(a->v.v_handle, &s);
-            if (rc != TETHER_OK) {
-                return rc;
-            }
-            call_values[i].v_handle =
-                a->type_code == TETHER_TYPE_DLTENSOR ? (void *)&s->arr.dl : s->arr.dl.data;
-        }
-        if (e->abi == TETHER_ABI_UNPACKED) {
-            call_words[i] =
-                (uint32_t)(uintptr_t)(s ? (uint8_t *)s->arr.dl.data + s->arr.dl.byte_offset : NULL);
-        }
+    for (uint32_t i = 0; e->abi == TETHER_ABI_UNPACKED && i < inv->num_args; i++) {
+        const tether_server_array *a = call->arrays[i];
+        call_words[i] =
+            (uint32_t)(uintptr_t)(a ? (uint8_t *)a->nd.dl.data + a->nd.dl.byte_offset : NULL);
     }
     memset(cf, 0, sizeof *cf);
     cf->fn = e->fn.unpacked;
@@ -693,27 +439,6 @@ static int on_time(const tether_server_call *call) {
     return TETHER_OK;
 }
 
-/* RESET: frees every array, the module and the upload of the session (docs/rpc.md); the board
- * keeps running. Old handles then fail with TETHER_ERR_NOT_FOUND. */
-static int on_reset(void) {
-    for (uint32_t i = 0; i < TETHER_MCU_MAX_ARRAYS; i++) {
-        if (arrays[i].used) {
-            (void)tether_ndarray_free(&arrays[i].arr);
-            arrays[i].used = false;
-        }
-    }
-    unload_module();
-    upload.active = false;
-    upload.complete = false;
-    for (uint32_t i = 0; i < board->npools; i++) {
-        int rc = tether_heap_check(&heaps[i]);
-        if (rc != TETHER_OK) {
-            return rc;
-        }
-    }
-    return TETHER_OK;
-}
-
 /* ---- the ops of the shared server core ---- */
 
 static int decode(void *ctx, const uint8_t *buf, size_t len, tether_rpc_msg *out) {
@@ -724,37 +449,6 @@ static int decode(void *ctx, const uint8_t *buf, size_t len, tether_rpc_msg *out
 static int invoke(void *ctx, const tether_server_call *call, tether_rpc_msg *rp) {
     (void)ctx, (void)rp; /* rp is the static rep */
     return call->type == TETHER_RPC_TIME ? on_time(call) : on_call(call);
-}
-
-static int request(void *ctx, const tether_rpc_msg *rq, tether_rpc_msg *rp) {
-    (void)ctx, (void)rp; /* rq and rp are the statics req and rep */
-    switch (rq->type) {
-    case TETHER_RPC_ALLOC:
-        return on_alloc();
-    case TETHER_RPC_FREE:
-        return on_free();
-    case TETHER_RPC_COPY_TO:
-        return on_copy_to();
-    case TETHER_RPC_COPY_FROM:
-        return on_copy_from();
-    case TETHER_RPC_UPLOAD:
-        return on_upload();
-    case TETHER_RPC_UPLOAD_CHUNK:
-        return on_upload_chunk();
-    case TETHER_RPC_LOAD_MODULE:
-        return on_load_module();
-    case TETHER_RPC_UNLOAD:
-        return on_unload();
-    case TETHER_RPC_GET_FUNCTION:
-        return on_get_function();
-    case TETHER_RPC_RESET:
-        return on_reset();
-    case TETHER_RPC_SHUTDOWN:
-        return TETHER_OK; /* the board resets after the reply is sent */
-    default:              /* LAUNCH_SEQ / TIME_SEQ never decode here */
-        return tether_set_error(TETHER_ERR_UNSUPPORTED, "%s is not supported by this device",
-                                tether_rpc_type_name(rq->type));
-    }
 }
 
 static void note(void *ctx, int level, const char *text) {
@@ -769,9 +463,7 @@ static const tether_server_ops server_ops = {
     .send = send_bytes,
     .hello = on_hello,
     .auth = NULL, /* HELLO says auth_required = false */
-    .find_func = find_func,
     .invoke = invoke,
-    .request = request,
     .note = note,
 };
 
@@ -826,13 +518,21 @@ void tether_mcu_main(void) {
     board = tether_board_get_info();
     tether_uart_unframer_init(&unframer, rx_buf, sizeof rx_buf, on_drop, NULL);
     tether_rpc_reply_cache_init(&cache, cache_mem, sizeof cache_mem, REPLY_CACHE_SLOTS);
-    const tether_server_config cfg = {&server_ops, NULL,          &req,   &rep,
-                                      tx_buf,      sizeof tx_buf, &cache, call_values,
-                                      call_codes,  false /* UART: CRC drops damaged frames */};
-    tether_server_init(&server, &cfg);
     if (board->npools < 1 || board->npools > TETHER_BOARD_MAX_POOLS) {
         tether_platform_abort(TETHER_ERR_LIMIT);
     }
+    device_init();
+    const tether_server_config cfg = {.ops = &server_ops,
+                                      .req = &req,
+                                      .rep = &rep,
+                                      .tx = tx_buf,
+                                      .tx_cap = sizeof tx_buf,
+                                      .cache = &cache,
+                                      .values = call_values,
+                                      .codes = call_codes,
+                                      .close_on_garbage = false, /* UART: CRC drops them */
+                                      .dev = &device};
+    tether_server_init(&server, &cfg);
     for (uint32_t i = 0; i < board->npools; i++) {
         if (tether_heap_init(&heaps[i], (void *)board->pools[i].base, board->pools[i].size,
                              TETHER_DEFAULT_ALIGNMENT) != TETHER_OK) {
