@@ -136,7 +136,58 @@ typedef struct tonnx_arity {
 int tonnx_op_arity(const op_def *d, int opset, tonnx_arity *out);
 /* Bit i set: input i must be a constant at this opset. */
 unsigned tonnx_const_inputs(const op_def *d, int opset);
-/* Evaluates the current node on host constants (d->host, every present input constant). */
+/* services.c, for import.c: a host constant from tensor bytes that are present (an initializer, a
+ * bound value; float32/64 and integer types, what names it in errors); the IR tensor of value vi,
+ * made on first use (role names it in errors); the current error prefixed with the file name. */
+int tonnx_hconst_from(timport *c, DLDataType dt, int ndim, const int64_t *shape, const void *data,
+                      size_t nbytes, const char *what, hconst **out);
+int tonnx_ensure_tensor(timport *c, int vi, const char *role);
+int tonnx_wrap(timport *c, int rc);
+
+/* The converters of the operator table (convert.c): add the IR node(s) for node n. */
+int tonnx_cv_alias(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_batch_norm(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_binary(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_cast(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_clip(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_concat(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_conv(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_flatten(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_gemm(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_global_pool(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_layer_norm(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_matmul(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_pad(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_pool(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_prelu(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_reduce_mean(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_reshape(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_resize(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_softmax(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_squeeze(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_transpose(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_unary(timport *c, const Onnx__NodeProto *n);
+
+/* Evaluates the current node on host constants (d->host, every present input constant;
+ * host_eval.c). */
 int tonnx_host_eval(timport *c, const Onnx__NodeProto *n, const op_def *d);
+/* Integer list from a constant (int64 elements, rank <= 1, at most max): what names it in the
+ * error. */
+int tonnx_const_ints(timport *c, const hconst *k, const char *what, int64_t *out, int max,
+                     int *count);
+
+/* A protobuf string that may be NULL, as "" */
+static inline const char *S(const char *s) {
+    return s ? s : "";
+}
+
+/* How many inputs a node lists, and whether input i is present (listed and named). */
+static inline int in_count(const Onnx__NodeProto *n) {
+    return (int)n->n_input;
+}
+
+static inline bool has_input(const Onnx__NodeProto *n, int i) {
+    return i < (int)n->n_input && S(n->input[i])[0];
+}
 
 #endif /* TETHER_ONNX_IMPORT_H */

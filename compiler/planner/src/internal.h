@@ -66,6 +66,9 @@ void tether__plan_problem_free(tp_problem *tp);
 int tether__plan_result_alloc(int nitems, tp_result *r);
 void tether__plan_result_free(tp_result *r);
 
+/* The 1D phase (place1d.c): places every 1D item of tp in r with algorithm a (not BEST). */
+int tether__plan_place_1d(const tp_problem *tp, tether_plan_algorithm a, tp_result *r);
+
 /* Texture phase: fills image / pool for texture items; marks fallbacks (to be placed in 1D).
  * reuse == false gives one image per item (the naive planner). */
 int tether__plan_plan_textures(const tp_problem *tp, bool reuse, tp_result *r);

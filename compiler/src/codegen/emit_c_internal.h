@@ -1,7 +1,8 @@
 /*
  * The C emitter's private interface between its two halves (not installed): emit_c.c, the
  * module and ABI scaffolding (per-operator functions, entries, packed wrapper, registry, header,
- * weights), and emit_c_kernels.c, one kernel body emitter per operator family.
+ * weights), emit_c_functions.c, the per-operator functions and the graph function, and
+ * emit_c_kernels.c, one kernel body emitter per operator family.
  *
  * What must stay true: a kernel body reads its tensors only through the names of kargs and
  * writes only its output; it records the math functions (math_used) and formula helpers
@@ -92,6 +93,16 @@ typedef struct kargs {
     const char *out;
     const char *res; /* residual input or NULL */
 } kargs;
+
+/* The per-operator functions and the graph function (emit_c_functions.c): the arguments a node's
+ * function takes; make sc the schedule of the kernels emitted next (resolving vector width and
+ * blocks); whether a schedule can be used for a workload (0, or an error naming the knob); the
+ * function of node idx; the graph function calling them in order. */
+int tether__c_node_nargs(const tether_ir_node *nd);
+void tether__c_use_schedule(em *e, const tether_schedule *sc);
+int tether__c_schedule_check(const tether_schedule *sc, const char *workload);
+void tether__c_emit_op_function(em *e, int idx);
+void tether__c_emit_graph(em *e);
 
 /* Emits the body of nd's kernel (emit_c_kernels.c). */
 void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k);
