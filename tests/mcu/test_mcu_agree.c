@@ -451,7 +451,8 @@ static size_t raw_msg(uint8_t *out, uint32_t type, uint32_t id, const uint8_t *e
             out[n++] = 0xcc;
         out[n++] = (uint8_t)v[i];
     }
-    memcpy(out + n, extra, extra_len);
+    if (extra_len)
+        memcpy(out + n, extra, extra_len);
     return n + extra_len;
 }
 

@@ -92,7 +92,8 @@ int ts_serve(tether_transport *t, ts_stats *st) {
                 tether_rpc_make_error(&rep, req.id, TETHER_ERR_LIMIT, "copy past the array");
                 break;
             }
-            memcpy(mem + c->offset, c->data.ptr, c->data.len);
+            if (c->data.len)
+                memcpy(mem + c->offset, c->data.ptr, c->data.len);
             st->copied += c->data.len;
             rep.u.copy_to_rep.written = c->data.len;
             break;
