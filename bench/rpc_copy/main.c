@@ -53,13 +53,15 @@ static void *sink(void *p) {
     char *b = malloc(cap);
     while (got < a->total) {
         ssize_t r = read(a->fd, b, cap);
-        if (r <= 0)
+        if (r <= 0) {
             break;
+        }
         got += (size_t)r;
     }
     char ack = 1;
-    if (write(a->fd, &ack, 1) != 1)
+    if (write(a->fd, &ack, 1) != 1) {
         got = 0;
+    }
     free(b);
     a->total = got;
     return NULL;
@@ -73,11 +75,13 @@ static double raw_stream(const uint8_t *data, size_t bytes) {
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t al = sizeof a;
     if (bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 1) ||
-        getsockname(ls, (struct sockaddr *)&a, &al))
+        getsockname(ls, (struct sockaddr *)&a, &al)) {
         return -1;
+    }
     int c = socket(AF_INET, SOCK_STREAM, 0);
-    if (connect(c, (struct sockaddr *)&a, sizeof a))
+    if (connect(c, (struct sockaddr *)&a, sizeof a)) {
         return -1;
+    }
     int s = accept(ls, NULL, NULL);
     close(ls);
     setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -90,13 +94,15 @@ static double raw_stream(const uint8_t *data, size_t bytes) {
     while (off < bytes) {
         size_t n = bytes - off < (1u << 20) ? bytes - off : (1u << 20);
         ssize_t w = write(c, data + off, n);
-        if (w <= 0)
+        if (w <= 0) {
             return -1;
+        }
         off += (size_t)w;
     }
     char ack;
-    if (read(c, &ack, 1) != 1)
+    if (read(c, &ack, 1) != 1) {
         return -1;
+    }
     double t = now() - t0;
     pthread_join(th, NULL);
     close(c);
@@ -115,14 +121,15 @@ static int device_mode(int argc, char **argv) {
     int rounds = 3, npos = 0;
     double baud = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--device") && i + 1 < argc)
+        if (!strcmp(argv[i], "--device") && i + 1 < argc) {
             url = argv[++i];
-        else if (!strcmp(argv[i], "--baud") && i + 1 < argc)
+        } else if (!strcmp(argv[i], "--baud") && i + 1 < argc) {
             baud = atof(argv[++i]);
-        else if (npos++ == 0)
+        } else if (npos++ == 0) {
             kib = (size_t)atoi(argv[i]);
-        else
+        } else {
             rounds = atoi(argv[i]);
+        }
     }
     if (!url || kib < 1 || rounds < 1) {
         fprintf(stderr, "usage: bench_rpc_copy --device URL [KiB] [rounds] [--baud B]\n");
@@ -130,8 +137,9 @@ static int device_mode(int argc, char **argv) {
     }
     size_t bytes = kib << 10;
     uint8_t *data = malloc(bytes), *back = malloc(bytes);
-    for (size_t i = 0; i < bytes; i++)
+    for (size_t i = 0; i < bytes; i++) {
         data[i] = (uint8_t)(i * 131 + 7);
+    }
     tether_session *s = NULL;
     int64_t shape = (int64_t)bytes;
     uint64_t h = 0, nb = 0;
@@ -144,15 +152,17 @@ static int device_mode(int argc, char **argv) {
     printf("device %s (window %u, max frame %u), %zu KiB each way, %d rounds\n", url,
            (unsigned)info->window, (unsigned)info->max_frame, kib, rounds);
     double t[2][2][16]; /* [window 1 / pipelined][to / from][round] */
-    if (rounds > 16)
+    if (rounds > 16) {
         rounds = 16;
+    }
     int status = 0;
     for (int r = 0; r < rounds && !status; r++) {
         for (int piped = 0; piped < 2 && !status; piped++) {
-            if (piped)
+            if (piped) {
                 unsetenv("TETHER_RPC_WINDOW");
-            else
+            } else {
                 setenv("TETHER_RPC_WINDOW", "1", 1);
+            }
             double t0 = now();
             status = tether_session_copy_to(s, h, 0, data, bytes);
             double t1 = now();
@@ -179,9 +189,10 @@ static int device_mode(int argc, char **argv) {
             double piped = (double)bytes / 1024.0 / t[1][d][rounds / 2];
             printf("%s  pipelined %8.1f KiB/s   one at a time %8.1f KiB/s   %5.2fx", dir[d], piped,
                    one, piped / one);
-            if (baud > 0)
+            if (baud > 0) {
                 printf("   payload %.2f of the line (%.0f baud)", piped * 1024.0 / (baud / 10.0),
                        baud);
+            }
             printf("\n");
         }
     }
@@ -193,37 +204,46 @@ static int device_mode(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--device"))
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--device")) {
             return device_mode(argc, argv);
+        }
+    }
     size_t mib = argc > 1 ? (size_t)atoi(argv[1]) : 64;
     int rounds = argc > 2 ? atoi(argv[2]) : 7;
-    if (mib < 1)
+    if (mib < 1) {
         mib = 1;
-    if (rounds < 1)
+    }
+    if (rounds < 1) {
         rounds = 1;
+    }
     size_t bytes = mib << 20;
     uint8_t *data = malloc(bytes), *back = malloc(bytes);
-    for (size_t i = 0; i < bytes; i++)
+    for (size_t i = 0; i < bytes; i++) {
         data[i] = (uint8_t)(i * 131 + 7);
+    }
 
     const char *tetherd = getenv("TETHERD") ? getenv("TETHERD") : TETHERD_PATH;
     char dir[] = "/tmp/bcopyXXXXXX";
-    if (!mkdtemp(dir))
+    if (!mkdtemp(dir)) {
         return 1;
+    }
     char pf[64];
     snprintf(pf, sizeof pf, "%s/port", dir);
     const char *av[] = {tetherd, "--tcp", "127.0.0.1:0", "--port-file", pf, "--quiet", NULL};
     pid_t pid;
-    if (posix_spawn(&pid, tetherd, NULL, NULL, (char *const *)av, environ))
+    if (posix_spawn(&pid, tetherd, NULL, NULL, (char *const *)av, environ)) {
         return 1;
+    }
     int port = 0;
     for (int i = 0; i < 500 && !port; i++) {
         FILE *f = fopen(pf, "r");
-        if (!f || fscanf(f, "%d", &port) != 1)
+        if (!f || fscanf(f, "%d", &port) != 1) {
             usleep(10000);
-        if (f)
+        }
+        if (f) {
             fclose(f);
+        }
     }
     char url[64];
     snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);

@@ -32,8 +32,9 @@ static double measure(work_fn fn, void *ctx) {
     uint64_t iters = 0;
     double t0 = now_s(), t;
     do {
-        for (int i = 0; i < 16; i++)
+        for (int i = 0; i < 16; i++) {
             fn(ctx);
+        }
         iters += 16;
         t = now_s();
     } while (t - t0 < budget);
@@ -122,12 +123,15 @@ static void report(const char *name, double sec, size_t bytes, double base_mbs) 
 }
 
 int main(int argc, char **argv) {
-    if (argc > 1)
+    if (argc > 1) {
         budget = atof(argv[1]);
-    if (budget <= 0)
+    }
+    if (budget <= 0) {
         budget = 0.5;
-    for (size_t i = 0; i < BULK; i++)
+    }
+    for (size_t i = 0; i < BULK; i++) {
         payload[i] = (uint8_t)(i * 2654435761u >> 13);
+    }
 
     memset(&bulk_msg, 0, sizeof bulk_msg);
     bulk_msg.type = TETHER_RPC_COPY_TO;
@@ -146,10 +150,11 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 16; i++) {
         small_msg.u.call_req.args[i].type_code =
             i % 4 == 3 ? TETHER_TYPE_FLOAT : TETHER_TYPE_DLTENSOR;
-        if (i % 4 == 3)
+        if (i % 4 == 3) {
             small_msg.u.call_req.args[i].v.v_float = 0.5 * i;
-        else
+        } else {
             small_msg.u.call_req.args[i].v.v_handle = (uint64_t)i + 1000;
+        }
     }
     tether_rpc_tiny_encode(&small_msg, small_enc, sizeof small_enc, &small_len);
 

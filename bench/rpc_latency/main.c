@@ -37,8 +37,9 @@ static double now(void) {
 static int read_full(int fd, char *b, size_t n) {
     while (n) {
         ssize_t r = read(fd, b, n);
-        if (r <= 0)
+        if (r <= 0) {
             return -1;
+        }
         b += r;
         n -= (size_t)r;
     }
@@ -48,9 +49,11 @@ static int read_full(int fd, char *b, size_t n) {
 static void *echo(void *p) {
     int fd = *(int *)p;
     char b[64];
-    while (read_full(fd, b, sizeof b) == 0)
-        if (write(fd, b, sizeof b) != (ssize_t)sizeof b)
+    while (read_full(fd, b, sizeof b) == 0) {
+        if (write(fd, b, sizeof b) != (ssize_t)sizeof b) {
             break;
+        }
+    }
     close(fd);
     return NULL;
 }
@@ -62,11 +65,13 @@ static double raw_pingpong(int n) {
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t al = sizeof a;
     if (bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 1) ||
-        getsockname(ls, (struct sockaddr *)&a, &al))
+        getsockname(ls, (struct sockaddr *)&a, &al)) {
         return -1;
+    }
     int c = socket(AF_INET, SOCK_STREAM, 0);
-    if (connect(c, (struct sockaddr *)&a, sizeof a))
+    if (connect(c, (struct sockaddr *)&a, sizeof a)) {
         return -1;
+    }
     int s = accept(ls, NULL, NULL);
     close(ls);
     setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -74,13 +79,17 @@ static double raw_pingpong(int n) {
     pthread_t th;
     pthread_create(&th, NULL, echo, &s);
     char b[64] = {1};
-    for (int i = 0; i < n / 10; i++) /* warm-up */
-        if (write(c, b, sizeof b) != (ssize_t)sizeof b || read_full(c, b, sizeof b))
+    for (int i = 0; i < n / 10; i++) { /* warm-up */
+        if (write(c, b, sizeof b) != (ssize_t)sizeof b || read_full(c, b, sizeof b)) {
             return -1;
+        }
+    }
     double t0 = now();
-    for (int i = 0; i < n; i++)
-        if (write(c, b, sizeof b) != (ssize_t)sizeof b || read_full(c, b, sizeof b))
+    for (int i = 0; i < n; i++) {
+        if (write(c, b, sizeof b) != (ssize_t)sizeof b || read_full(c, b, sizeof b)) {
             return -1;
+        }
+    }
     double t = (now() - t0) / n;
     close(c);
     pthread_join(th, NULL);
@@ -90,22 +99,26 @@ static double raw_pingpong(int n) {
 static double null_call(int n, const char *stack) {
     const char *tetherd = getenv("TETHERD") ? getenv("TETHERD") : TETHERD_PATH;
     char dir[] = "/tmp/blatXXXXXX";
-    if (!mkdtemp(dir))
+    if (!mkdtemp(dir)) {
         return -1;
+    }
     char pf[64];
     snprintf(pf, sizeof pf, "%s/port", dir);
     const char *argv[] = {tetherd,   "--tcp",        "127.0.0.1:0", "--port-file", pf,
                           "--quiet", "--stack-size", stack,         NULL};
     pid_t pid;
-    if (posix_spawn(&pid, tetherd, NULL, NULL, (char *const *)argv, environ))
+    if (posix_spawn(&pid, tetherd, NULL, NULL, (char *const *)argv, environ)) {
         return -1;
+    }
     int port = 0;
     for (int i = 0; i < 500 && !port; i++) {
         FILE *f = fopen(pf, "r");
-        if (!f || fscanf(f, "%d", &port) != 1)
+        if (!f || fscanf(f, "%d", &port) != 1) {
             usleep(10000);
-        if (f)
+        }
+        if (f) {
             fclose(f);
+        }
     }
     char url[64];
     snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
@@ -114,12 +127,14 @@ static double null_call(int n, const char *stack) {
     tether_remote_func f;
     if (port && tether_session_open(&s, url, NULL) == 0 &&
         tether_session_get_function(s, 0, "tether.null", &f) == 0) {
-        for (int i = 0; i < n / 10; i++)
+        for (int i = 0; i < n / 10; i++) {
             tether_session_call(s, &f, NULL, 0, NULL);
+        }
         double t0 = now();
         int ok = 1;
-        for (int i = 0; i < n && ok; i++)
+        for (int i = 0; i < n && ok; i++) {
             ok = tether_session_call(s, &f, NULL, 0, NULL) == 0;
+        }
         t = ok ? (now() - t0) / n : -1;
     } else {
         fprintf(stderr, "bench: %s\n", tether_last_error());
@@ -140,10 +155,12 @@ static int cmp_double(const void *a, const void *b) {
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 20000;
     int rounds = argc > 2 ? atoi(argv[2]) : 5;
-    if (n < 100)
+    if (n < 100) {
         n = 100;
-    if (rounds < 1 || rounds > 99)
+    }
+    if (rounds < 1 || rounds > 99) {
         rounds = 5;
+    }
     /* rounds interleaved, medians compared: drift of a shared machine hits all three alike */
     double raw[99], nc[99], ns[99];
     for (int r = 0; r < rounds; r++) {

@@ -62,8 +62,9 @@ static double now_s(void) {
 
 static void sleep_until(double t) {
     double left = t - now_s();
-    if (left <= 0)
+    if (left <= 0) {
         return;
+    }
     struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
     while (nanosleep(&ts, &ts) && errno == EINTR && !atomic_load(&g_stop)) {
     }
@@ -73,8 +74,9 @@ static int write_all(int fd, const uint8_t *p, size_t n) {
     while (n > 0) {
         ssize_t w = write(fd, p, n);
         if (w < 0) {
-            if (errno == EINTR)
+            if (errno == EINTR) {
                 continue;
+            }
             if (errno == EAGAIN) {
                 struct pollfd q = {.fd = fd, .events = POLLOUT};
                 poll(&q, 1, 100);
@@ -94,13 +96,15 @@ static void *relay(void *arg) {
     double line_free = now_s(); /* when the paced line can take the next byte */
     while (!atomic_load(&g_stop)) {
         struct pollfd q = {.fd = d->from, .events = POLLIN};
-        if (poll(&q, 1, 100) <= 0)
+        if (poll(&q, 1, 100) <= 0) {
             continue;
+        }
         ssize_t n = read(d->from, in, d->baud ? 16 : sizeof in);
         if (n <= 0) {
             if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EIO)) {
-                if (errno == EIO) /* no slave open at the moment */
+                if (errno == EIO) { /* no slave open at the moment */
                     usleep(10000);
+                }
                 continue;
             }
             break;
@@ -128,8 +132,9 @@ static void *relay(void *arg) {
             line_free = start + (double)n * 10.0 / d->baud;
             sleep_until(line_free);
         }
-        if (m && write_all(d->to, out, m))
+        if (m && write_all(d->to, out, m)) {
             break;
+        }
     }
     return NULL;
 }
@@ -146,8 +151,9 @@ static int open_pair(int *master, int *slave, char *name) {
     struct termios tio;
     memset(&tio, 0, sizeof tio);
     cfmakeraw(&tio);
-    if (openpty(master, slave, name, &tio, NULL) != 0)
+    if (openpty(master, slave, name, &tio, NULL) != 0) {
         return -1;
+    }
     int fl = fcntl(*master, F_GETFL);
     fcntl(*master, F_SETFL, fl | O_NONBLOCK);
     return 0;
@@ -170,15 +176,15 @@ int main(int argc, char **argv) {
         }
         i++;
         errno = 0;
-        if (!strcmp(a, "--flip"))
+        if (!strcmp(a, "--flip")) {
             flip = strtod(v, &end);
-        else if (!strcmp(a, "--drop"))
+        } else if (!strcmp(a, "--drop")) {
             drop = strtod(v, &end);
-        else if (!strcmp(a, "--seed"))
+        } else if (!strcmp(a, "--seed")) {
             seed = strtoull(v, &end, 10);
-        else if (!strcmp(a, "--baud"))
+        } else if (!strcmp(a, "--baud")) {
             baud = strtoul(v, &end, 10);
-        else {
+        } else {
             fprintf(stderr, "tether_uart_noise: unknown option '%s' (try --help)\n", a);
             return 2;
         }
@@ -216,11 +222,12 @@ int main(int argc, char **argv) {
     pthread_join(a, NULL);
     pthread_join(b, NULL);
     direction *ds[2] = {&to_dev, &to_host};
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2; k++) {
         fprintf(stderr, "tether_uart_noise: %s: %llu bytes, %llu flipped, %llu dropped\n",
                 ds[k]->name, (unsigned long long)atomic_load(&ds[k]->bytes),
                 (unsigned long long)atomic_load(&ds[k]->flipped),
                 (unsigned long long)atomic_load(&ds[k]->dropped));
+    }
     close(s_dev);
     close(s_host);
     close(m_dev);

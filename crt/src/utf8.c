@@ -8,10 +8,12 @@
 
 size_t tether_utf8_seq(const char *s, size_t n) {
     const uint8_t *b = (const uint8_t *)s;
-    if (n == 0)
+    if (n == 0) {
         return 0;
-    if (b[0] < 0x80)
+    }
+    if (b[0] < 0x80) {
         return 1;
+    }
     size_t len;
     uint32_t cp, min;
     if ((b[0] & 0xE0) == 0xC0) {
@@ -23,15 +25,18 @@ size_t tether_utf8_seq(const char *s, size_t n) {
     } else {
         return 0;
     }
-    if (n < len)
+    if (n < len) {
         return 0;
+    }
     for (size_t i = 1; i < len; i++) {
-        if ((b[i] & 0xC0) != 0x80)
+        if ((b[i] & 0xC0) != 0x80) {
             return 0;
+        }
         cp = (cp << 6) | (b[i] & 0x3Fu);
     }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
         return 0;
+    }
     return len;
 }
 
@@ -39,13 +44,16 @@ size_t tether_utf8_cut(const char *s, size_t max) {
     size_t i = 0;
     while (s[i] && i < max) {
         size_t rest = 0;
-        while (rest < 4 && s[i + rest])
+        while (rest < 4 && s[i + rest]) {
             rest++;
+        }
         size_t k = tether_utf8_seq(s + i, rest);
-        if (k == 0)
+        if (k == 0) {
             k = 1; /* a bad byte counts as one (the escapers replace it) */
-        if (i + k > max)
+        }
+        if (i + k > max) {
             break;
+        }
         i += k;
     }
     return i;

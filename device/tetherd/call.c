@@ -40,8 +40,9 @@ static void call_tramp(void *p) {
     uint64_t t0 = now_ns();
     c->status = tether_call(c->entry, c->args, c->codes, c->n, &c->func_ret);
     c->elapsed_ns = now_ns() - t0;
-    if (c->status || c->func_ret)
+    if (c->status || c->func_ret) {
         snprintf(c->err, sizeof c->err, "%s", tether_last_error());
+    }
 }
 
 /* A CALL/TIME the core has validated and resolved (function, ABI, counts, argument kinds;
@@ -87,10 +88,11 @@ static size_t call_overhead(session *s, tether_abi abi) {
     int k = abi == TETHER_ABI_PACKED;
     if (!s->call_overhead[k]) {
         tether_func_entry e = {"(empty)", abi, 1, {0}};
-        if (k)
+        if (k) {
             e.fn.packed = empty_packed;
-        else
+        } else {
             e.fn.unpacked = (tether_unpacked_func)empty_unpacked;
+        }
         call_ctx c;
         memset(&c, 0, sizeof c);
         c.entry = &e;
@@ -101,8 +103,9 @@ static size_t call_overhead(session *s, tether_abi abi) {
         size_t used = 0;
         uintptr_t top = (uintptr_t)s->call_stack.base + s->call_stack.size;
         uintptr_t sp = 0;
-        if (!tether_posix_call_on(&s->call_stack, call_tramp, &c, &used) && !c.status)
+        if (!tether_posix_call_on(&s->call_stack, call_tramp, &c, &used) && !c.status) {
             sp = g_empty_frame + 16;
+        }
         /* not found (another architecture, an odd frame): nothing is subtracted */
         s->call_overhead[k] = sp > (uintptr_t)s->call_stack.base && sp < top ? top - sp : 1;
     }
@@ -114,15 +117,17 @@ static int run_on_stack(call_ctx *c) {
     size_t used = 0;
     int rc = tether_posix_call_on(&c->s->call_stack, call_tramp, c, &used);
     used = used > base ? used - base : 1; /* touched nothing below the call: its return address */
-    if (used > c->max_stack)
+    if (used > c->max_stack) {
         c->max_stack = used;
+    }
     return rc;
 }
 
 static int call_failed_reply(const call_ctx *c, uint32_t type) {
-    if (c->status)
+    if (c->status) {
         return tether_set_error(c->status, "%s '%s': %s", tether_rpc_type_name(type),
                                 c->entry->name, c->err);
+    }
     int code =
         c->func_ret < 0 && c->func_ret >= TETHER_ERR_INTERNAL ? c->func_ret : TETHER_ERR_STATE;
     return tether_set_error(code, "function '%s' returned %d%s%s", c->entry->name, (int)c->func_ret,
@@ -135,10 +140,12 @@ static int on_call(session *s, const tether_server_call *call, tether_rpc_msg *r
     tetherd_call_begin(s, call->id, c.entry->name, s->cfg->call_timeout_ms);
     int rc = run_on_stack(&c);
     tetherd_call_end();
-    if (rc)
+    if (rc) {
         return tether_set_error(rc, "CALL '%s': %s", c.entry->name, tether_last_error());
-    if (c.status || c.func_ret)
+    }
+    if (c.status || c.func_ret) {
         return call_failed_reply(&c, call->type);
+    }
     rep->u.call_rep.ret = c.func_ret;
     rep->u.call_rep.elapsed_ns = c.elapsed_ns;
     rep->u.call_rep.stack_bytes = c.max_stack;
@@ -171,8 +178,9 @@ static void time_tramp(void *p) {
     time_job *j = p;
     j->rc = tether_time_evaluate(j->h, j->q->number, j->q->repeat, j->q->min_repeat_ms,
                                  j->q->cooldown_ms, j->seconds, TETHER_RPC_MAX_REPEAT, &j->res);
-    if (j->rc)
+    if (j->rc) {
         snprintf(j->err, sizeof j->err, "%s", tether_last_error());
+    }
 }
 
 static void time_sleep(void *p, uint32_t ms) {
@@ -199,18 +207,21 @@ static int on_time(session *s, const tether_server_call *call, tether_rpc_msg *r
     tether_time_result res;
     /* the timeout covers the whole evaluation, which may legitimately last repeat * min_repeat */
     uint32_t to = s->cfg->call_timeout_ms;
-    if (to)
+    if (to) {
         to += q->repeat * (q->min_repeat_ms + q->cooldown_ms);
+    }
     time_job j = {&c, &h, q, rep->u.time_rep.seconds, {0}, 0, ""};
     size_t used = 0;
     tetherd_call_begin(s, call->id, c.entry->name, to);
     int rc = tether_posix_call_on(&s->call_stack, time_tramp, &j, &used);
     tetherd_call_end();
-    if (rc)
+    if (rc) {
         return tether_set_error(rc, "TIME '%s': %s", c.entry->name, tether_last_error());
+    }
     if (j.rc) {
-        if (c.status || c.func_ret)
+        if (c.status || c.func_ret) {
             return call_failed_reply(&c, call->type);
+        }
         return tether_set_error(j.rc, "TIME '%s': %s", c.entry->name, j.err);
     }
     res = j.res;

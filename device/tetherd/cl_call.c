@@ -33,8 +33,9 @@ static int32_t cl_run(void *p) {
     uint64_t ns = 0;
     j->rc = tetherd_cl_launch(j->s->cl, j->prog, j->kernel, j->args, (int)j->inv->num_args,
                               j->inv->work_dim, j->inv->global, j->inv->local, &ns);
-    if (j->rc)
+    if (j->rc) {
         snprintf(j->err, sizeof j->err, "%s", tether_last_error());
+    }
     j->gpu_ns += ns;
     return j->rc;
 }
@@ -52,8 +53,9 @@ static void time_sleep(void *p, uint32_t ms) {
  * image. */
 static int cl_mem_of(session *s, tether_server_array *a, tetherd_cl_mem **out) {
     if (!s->acl[a->index].clm &&
-        tetherd_cl_buffer(s->cl, a->data, a->nbytes, &s->acl[a->index].clm))
+        tetherd_cl_buffer(s->cl, a->data, a->nbytes, &s->acl[a->index].clm)) {
         return -1;
+    }
     *out = s->acl[a->index].clm;
     return 0;
 }
@@ -61,9 +63,11 @@ static int cl_mem_of(session *s, tether_server_array *a, tetherd_cl_mem **out) {
 /* Kernels that ran may have written their global buffers: synchronised when the host needs
  * them (memory.c host_view). */
 static void mark_dirty(session *s, tether_server_array *const *arrs, uint32_t n) {
-    for (uint32_t i = 0; i < n; i++)
-        if (arrs[i] && arrs[i]->nd.scope == TETHER_SCOPE_GLOBAL)
+    for (uint32_t i = 0; i < n; i++) {
+        if (arrs[i] && arrs[i]->nd.scope == TETHER_SCOPE_GLOBAL) {
             s->acl[arrs[i]->index].dirty = 1;
+        }
+    }
 }
 
 /* CALL or TIME of an OpenCL kernel: arrays become images (texture scopes) or buffers over the
@@ -84,9 +88,10 @@ int tetherd_cl_invoke(session *s, const tether_server_call *call, tether_rpc_msg
     for (uint32_t i = 0; i < inv->num_args; i++) {
         const tether_rpc_arg *a = &inv->args[i];
         if (call->arrays[i]) { /* resolved by the core */
-            if (cl_mem_of(s, call->arrays[i], &j.args[i].mem))
+            if (cl_mem_of(s, call->arrays[i], &j.args[i].mem)) {
                 return tether_set_error(TETHER_ERR_IO, "%s '%s': %s", what, kname,
                                         tether_last_error());
+            }
             j.arrs[i] = call->arrays[i];
         } else if (a->type_code == TETHER_TYPE_INT || a->type_code == TETHER_TYPE_UINT) {
             j.args[i].type_code = a->type_code;
@@ -114,9 +119,10 @@ int tetherd_cl_invoke(session *s, const tether_server_call *call, tether_rpc_msg
         rep->u.call_rep.elapsed_ns = j.gpu_ns;
     }
     tetherd_call_end();
-    if (rc)
+    if (rc) {
         return tether_set_error(rc < 0 ? rc : TETHER_ERR_STATE, "%s '%s': %s", what, kname,
                                 j.err[0] ? j.err : tether_last_error());
+    }
     mark_dirty(s, j.arrs, inv->num_args);
     return 0;
 }
@@ -168,8 +174,9 @@ static int32_t seq_run(void *p) {
         j->failed_step = failed;
         snprintf(j->err, sizeof j->err, "%s", tether_last_error());
     }
-    if (rc)
+    if (rc) {
         return rc;
+    }
     for (k = 0; k < j->n; k++) {
         j->cum[k] += j->ns[k];
         j->gpu_ns += j->ns[k];
@@ -186,9 +193,10 @@ static uint64_t seq_now(void *p) {
 
 static void seq_repeat_done(void *p, uint32_t r, uint32_t number) {
     seq_job *j = p;
-    for (uint32_t k = 0; k < j->n; k++)
+    for (uint32_t k = 0; k < j->n; k++) {
         j->per[(size_t)k * j->repeat + r] =
             (double)(j->mark[1][k] - j->mark[0][k]) / 1e9 / (double)number;
+    }
 }
 
 static int cmp_dbl(const void *a, const void *b) {
@@ -202,13 +210,15 @@ static int on_seq(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     const tether_rpc_seq_req *q = &req->u.seq_req;
     const char *what = tether_rpc_type_name(req->type);
     int timed = req->type == TETHER_RPC_TIME_SEQ;
-    if (timed && (q->number < 1 || q->repeat < 1 || q->repeat > TETHER_RPC_MAX_REPEAT))
+    if (timed && (q->number < 1 || q->repeat < 1 || q->repeat > TETHER_RPC_MAX_REPEAT)) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "%s: number must be >= 1 and repeat in 1..%u", what,
                                 TETHER_RPC_MAX_REPEAT);
+    }
     seq_job *j = calloc(1, sizeof *j);
-    if (!j)
+    if (!j) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+    }
     j->s = s;
     j->n = q->num_steps;
     j->steps = q->steps;
@@ -242,16 +252,17 @@ static int on_seq(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
             tetherd_cl_arg *o = &j->args[used + i];
             if (a->type_code == TETHER_TYPE_DLTENSOR || a->type_code == TETHER_TYPE_HANDLE) {
                 tether_server_array *arr = tether_server_find_array(&s->srv, a->v.v_handle);
-                if (!arr)
+                if (!arr) {
                     rc = tether_set_error(
                         TETHER_ERR_NOT_FOUND,
                         "%s step %u ('%s'): argument %u: no NDArray with handle %llu", what,
                         (unsigned)k, kname, (unsigned)i, (unsigned long long)a->v.v_handle);
-                else if (cl_mem_of(s, arr, &o->mem))
+                } else if (cl_mem_of(s, arr, &o->mem)) {
                     rc = tether_set_error(TETHER_ERR_IO, "%s step %u ('%s'): %s", what, (unsigned)k,
                                           kname, tether_last_error());
-                else
+                } else {
                     j->arrs[used + i] = arr;
+                }
             } else if (a->type_code == TETHER_TYPE_INT || a->type_code == TETHER_TYPE_UINT) {
                 o->type_code = a->type_code;
                 o->i = a->v.v_int;
@@ -271,8 +282,9 @@ static int on_seq(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
         return rc;
     }
     uint32_t to = s->cfg->call_timeout_ms;
-    if (to && timed)
+    if (to && timed) {
         to += q->repeat * (q->min_repeat_ms + q->cooldown_ms);
+    }
     tetherd_call_begin(s, req->id, "kernel sequence", to);
     if (timed) {
         j->repeat = q->repeat;
@@ -306,11 +318,12 @@ static int on_seq(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     mark_dirty(s, j->arrs, used);
     if (rc) {
         int code = rc < 0 ? rc : TETHER_ERR_STATE;
-        if (j->failed_step >= 0)
+        if (j->failed_step >= 0) {
             tether_set_error(code, "%s step %d ('%s'): %s", what, j->failed_step,
                              j->st[j->failed_step].name, j->err);
-        else
+        } else {
             tether_set_error(code, "%s: %s", what, tether_last_error());
+        }
         free(j->per);
         free(j);
         return code;
@@ -324,7 +337,8 @@ static int on_seq(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
  * says opencl). */
 int tetherd_cl_seq(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     int rc = tetherd_ensure_cl(s);
-    if (rc)
+    if (rc) {
         return tether_set_error(rc, "%s: %s", tether_rpc_type_name(req->type), tether_last_error());
+    }
     return on_seq(s, req, rep);
 }

@@ -33,10 +33,11 @@ void tetherd_cpu_describe(char *cpu, size_t cpu_size, char *features, size_t fea
     int has[3] = {1, 1, 1};
 #define FEATURE(name, level)                                                                       \
     do {                                                                                           \
-        if (__builtin_cpu_supports(name))                                                          \
+        if (__builtin_cpu_supports(name)) {                                                        \
             add(features, features_size, name);                                                    \
-        else                                                                                       \
+        } else {                                                                                   \
             has[level] = 0;                                                                        \
+        }                                                                                          \
     } while (0)
     FEATURE("sse3", 0);
     FEATURE("ssse3", 0);
@@ -54,12 +55,13 @@ void tetherd_cpu_describe(char *cpu, size_t cpu_size, char *features, size_t fea
     FEATURE("avx512dq", 2);
     FEATURE("avx512vl", 2);
 #undef FEATURE
-    if (has[0] && has[1] && has[2])
+    if (has[0] && has[1] && has[2]) {
         snprintf(cpu, cpu_size, "x86-64-v4");
-    else if (has[0] && has[1])
+    } else if (has[0] && has[1]) {
         snprintf(cpu, cpu_size, "x86-64-v3");
-    else if (has[0])
+    } else if (has[0]) {
         snprintf(cpu, cpu_size, "x86-64-v2");
+    }
 #elif defined(__aarch64__)
     unsigned long hw = getauxval(AT_HWCAP);
     int fp16 = 0, dot = 0;
@@ -76,7 +78,8 @@ void tetherd_cpu_describe(char *cpu, size_t cpu_size, char *features, size_t fea
         dot = 1;
     }
 #endif
-    if (fp16 || dot)
+    if (fp16 || dot) {
         snprintf(cpu, cpu_size, "armv8.2-a%s%s", fp16 ? "+fp16" : "", dot ? "+dotprod" : "");
+    }
 #endif
 }

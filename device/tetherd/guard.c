@@ -25,8 +25,9 @@
 /* ---- logging ---- */
 
 void tetherd_log(const tetherd_config *cfg, int level, const char *peer, const char *fmt, ...) {
-    if (cfg && level > cfg->verbose)
+    if (cfg && level > cfg->verbose) {
         return;
+    }
     char buf[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -53,8 +54,9 @@ uint64_t tetherd_now_ns(void) {
 /* Sets the watch's phase and deadline (deadline first, so the daemon never pairs a new phase
  * with an old deadline). */
 void tetherd_watch_set(uint32_t phase, uint64_t deadline_ns) {
-    if (!g_watch)
+    if (!g_watch) {
         return;
+    }
     __atomic_store_n(&g_watch->deadline_ns, deadline_ns, __ATOMIC_RELEASE);
     __atomic_store_n(&g_watch->phase, phase, __ATOMIC_RELEASE);
 }
@@ -62,21 +64,25 @@ void tetherd_watch_set(uint32_t phase, uint64_t deadline_ns) {
 /* A request arrived: HELLO/IDLE -> BUSY, unless the daemon has just ended this session for
  * being idle (then nothing more is done here; its SIGKILL follows). */
 void tetherd_watch_busy(void) {
-    if (!g_watch)
+    if (!g_watch) {
         return;
+    }
     uint32_t expect = __atomic_load_n(&g_watch->phase, __ATOMIC_ACQUIRE);
     if (expect == TETHERD_PHASE_CONDEMNED ||
         !__atomic_compare_exchange_n(&g_watch->phase, &expect, TETHERD_PHASE_BUSY, false,
-                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        for (;;)
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        for (;;) {
             pause();
+        }
+    }
     __atomic_store_n(&g_watch->deadline_ns, 0, __ATOMIC_RELEASE);
 }
 
 /* Moves the watch from CALL to `to`; false when the daemon condemned the call first. */
 static bool watch_leave_call(uint32_t to) {
-    if (!g_watch)
+    if (!g_watch) {
         return true;
+    }
     uint32_t expect = TETHERD_PHASE_CALL;
     return __atomic_compare_exchange_n(&g_watch->phase, &expect, to, false, __ATOMIC_ACQ_REL,
                                        __ATOMIC_ACQUIRE);
@@ -108,8 +114,9 @@ static void write_all_raw(int fd, const uint8_t *buf, size_t len) {
             len -= (size_t)n;
         } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
             struct pollfd p = {.fd = fd, .events = POLLOUT};
-            if (poll(&p, 1, 1000) <= 0)
+            if (poll(&p, 1, 1000) <= 0) {
                 return;
+            }
         } else {
             return;
         }
@@ -123,12 +130,14 @@ void tetherd_write_error(int fd, tether_transport_kind kind, uint32_t id, int co
     tether_rpc_msg m;
     tether_rpc_make_error(&m, id, code, text);
     size_t len = 0;
-    if (fd < 0 || tether_rpc_tiny_encode(&m, msg, sizeof msg, &len) != 0)
+    if (fd < 0 || tether_rpc_tiny_encode(&m, msg, sizeof msg, &len) != 0) {
         return;
+    }
     if (kind == TETHER_TRANSPORT_UART) {
         size_t flen = 0;
-        if (tether_uart_frame_encode(msg, len, frame, sizeof frame, &flen) == 0)
+        if (tether_uart_frame_encode(msg, len, frame, sizeof frame, &flen) == 0) {
             write_all_raw(fd, frame, flen);
+        }
     } else {
         uint8_t hdr[TETHER_STREAM_HEADER_BYTES];
         if (tether_stream_frame_header(hdr, len) == 0) {
@@ -145,13 +154,16 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc) {
     (void)uc;
     /* a call going deeper into the dedicated stack than any before: lift the guard, retry */
     if ((sig == SIGSEGV || sig == SIGBUS) && si && g_call_stack &&
-        tether_posix_call_stack_fault(g_call_stack, si->si_addr))
+        tether_posix_call_stack_fault(g_call_stack, si->si_addr)) {
         return;
+    }
     if (g_in_call && g_fd_write >= 0) {
         /* the daemon may have condemned this call already (it answers then): stop here */
-        if (!watch_leave_call(TETHERD_PHASE_REPORTING))
-            for (;;)
+        if (!watch_leave_call(TETHERD_PHASE_REPORTING)) {
+            for (;;) {
                 pause();
+            }
+        }
         char text[512];
         tether_format(text, sizeof text,
                       "function '%s' crashed with signal %d (%s); the session was ended",
@@ -159,8 +171,9 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc) {
         tetherd_write_error(g_fd_write, g_kind, g_call_id, TETHER_ERR_CRASHED, text);
         char line[600];
         size_t n = tether_format(line, sizeof line, "tetherd[%d]: %s\n", (int)getpid(), text);
-        if (n >= sizeof line)
+        if (n >= sizeof line) {
             n = sizeof line - 1;
+        }
         write_all_raw(STDERR_FILENO, (const uint8_t *)line, n);
     }
     signal(sig, SIG_DFL);
@@ -188,8 +201,9 @@ void tetherd_guard_install(tether_posix_call_stack *stack) {
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
         sigaction(sigs[i], &sa, NULL);
+    }
 }
 
 /* Before running uploaded code: the fatal-signal handler's context and the watch, through
@@ -213,7 +227,9 @@ void tetherd_call_begin(session *s, uint32_t id, const char *name, uint32_t time
 /* After the call returned. */
 void tetherd_call_end(void) {
     g_in_call = 0;
-    if (!watch_leave_call(TETHERD_PHASE_BUSY))
-        for (;;) /* the daemon answered this call and is killing the process */
+    if (!watch_leave_call(TETHERD_PHASE_BUSY)) {
+        for (;;) { /* the daemon answered this call and is killing the process */
             pause();
+        }
+    }
 }

@@ -113,8 +113,9 @@ static int parse_u64(const char *s, uint64_t *out) {
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || s[0] == '-')
+    if (errno || end == s || *end || s[0] == '-') {
         return -1;
+    }
     *out = v;
     return 0;
 }
@@ -125,10 +126,12 @@ static int parse_size(const char *text, uint64_t *out) {
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
     uint64_t mul = *end == 'K' ? 1024u : *end == 'M' ? 1024u * 1024u : *end == 'G' ? 1u << 30 : 1;
-    if (mul != 1)
+    if (mul != 1) {
         end++;
-    if (errno || end == text || *end || text[0] == '-' || v > UINT64_MAX / mul)
+    }
+    if (errno || end == text || *end || text[0] == '-' || v > UINT64_MAX / mul) {
         return -1;
+    }
     *out = v * mul;
     return 0;
 }
@@ -211,11 +214,13 @@ static int read_token(const char *path, char **tok, size_t *len) {
         return -1;
     }
     struct stat st;
-    if (stat(path, &st) == 0 && (st.st_mode & 077))
+    if (stat(path, &st) == 0 && (st.st_mode & 077)) {
         fprintf(stderr, "tetherd: warning: token file %s is readable by other users\n", path);
+    }
     char *buf = (char *)data;
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ')) {
         n--;
+    }
     if (n == 0) {
         fprintf(stderr, "tetherd: token file %s is empty\n", path);
         free(data);
@@ -232,8 +237,9 @@ static void remove_dir(const char *dir) {
     if (d) {
         struct dirent *e;
         while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
                 continue;
+            }
             unlinkat(dirfd(d), e->d_name, 0);
         }
         closedir(d);
@@ -259,22 +265,26 @@ static int make_session_dir(char *out, size_t size) {
  * this user, or one without a daemon pid in its name is left alone. Returns how many went. */
 static int sweep_stale_session_dirs(void) {
     DIR *d = opendir(g_work_base);
-    if (!d)
+    if (!d) {
         return 0;
+    }
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         long pid;
         char rest[64];
         if (sscanf(e->d_name, "tetherd-%ld-%63s", &pid, rest) != 2 || pid <= 1 ||
-            strlen(rest) != 6 || pid == (long)getpid())
+            strlen(rest) != 6 || pid == (long)getpid()) {
             continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+        }
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) {
             continue; /* alive (or not ours to ask about): never touched */
+        }
         struct stat st;
         if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
-            st.st_uid != geteuid())
+            st.st_uid != geteuid()) {
             continue;
+        }
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", g_work_base, e->d_name);
         remove_dir(path);
@@ -312,9 +322,9 @@ static void finish_child(int i, int status) {
                  "ended",
                  w->func, how);
         tetherd_log(&g_cfg, 0, c->peer, "session process %d: %s", (int)c->pid, text);
-        if (c->fd >= 0)
+        if (c->fd >= 0) {
             tetherd_write_error(c->fd, c->kind, w->call_id, TETHER_ERR_CRASHED, text);
-        else if (c->kind == TETHER_TRANSPORT_UART) {
+        } else if (c->kind == TETHER_TRANSPORT_UART) {
             g_uart_pending.set = 1;
             g_uart_pending.id = w->call_id;
             g_uart_pending.code = TETHER_ERR_CRASHED;
@@ -324,8 +334,9 @@ static void finish_child(int i, int status) {
         tetherd_log(&g_cfg, (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? 1 : 0, c->peer,
                     "session process %d %s", (int)c->pid, how);
     }
-    if (c->fd >= 0)
+    if (c->fd >= 0) {
         close(c->fd);
+    }
     c->fd = -1;
     remove_dir(c->dir);
     c->pid = 0;
@@ -336,20 +347,25 @@ static void reap_children(int block) {
     for (;;) {
         int status;
         pid_t pid = waitpid(-1, &status, block ? 0 : WNOHANG);
-        if (pid <= 0)
+        if (pid <= 0) {
             return;
-        for (int i = 0; i < MAX_CHILDREN; i++)
-            if (g_children[i].pid == pid)
+        }
+        for (int i = 0; i < MAX_CHILDREN; i++) {
+            if (g_children[i].pid == pid) {
                 finish_child(i, status);
-        if (block)
+            }
+        }
+        if (block) {
             return;
+        }
     }
 }
 
 static unsigned live_children(void) {
     unsigned n = 0;
-    for (int i = 0; i < MAX_CHILDREN; i++)
+    for (int i = 0; i < MAX_CHILDREN; i++) {
         n += g_children[i].pid != 0;
+    }
     return n;
 }
 
@@ -382,33 +398,38 @@ static bool condemn(int i, uint32_t from) {
 static void watch_check(int i, uint64_t now) {
     child *c = &g_children[i];
     tetherd_watch *w = &g_watches[i];
-    if (!c->pid || c->why[0])
+    if (!c->pid || c->why[0]) {
         return;
+    }
     uint32_t phase = __atomic_load_n(&w->phase, __ATOMIC_ACQUIRE);
     uint64_t deadline = __atomic_load_n(&w->deadline_ns, __ATOMIC_ACQUIRE);
     uint64_t grace = (uint64_t)g_kill_grace_ms * 1000000u;
     char why[512], text[512];
-    if (!deadline)
+    if (!deadline) {
         return;
+    }
     switch (phase) {
     case TETHERD_PHASE_HELLO:
     case TETHERD_PHASE_IDLE:
-        if (now < deadline || !condemn(i, phase))
+        if (now < deadline || !condemn(i, phase)) {
             return;
-        if (phase == TETHERD_PHASE_HELLO)
+        }
+        if (phase == TETHERD_PHASE_HELLO) {
             snprintf(text, sizeof text,
                      "session closed: no HELLO%s within %u ms of connecting (tetherd "
                      "--hello-timeout-ms)",
                      g_cfg.token ? " and AUTH" : "", (unsigned)g_cfg.hello_timeout_ms);
-        else
+        } else {
             snprintf(text, sizeof text,
                      "session closed: no request for %u ms (tetherd --idle-timeout-ms)",
                      (unsigned)g_cfg.idle_timeout_ms);
+        }
         kill_session(i, text + strlen("session closed: "), 0, TETHER_ERR_TIMEOUT, text);
         return;
     case TETHERD_PHASE_CALL:
-        if (now < deadline || !condemn(i, phase))
+        if (now < deadline || !condemn(i, phase)) {
             return;
+        }
         snprintf(text, sizeof text,
                  "function '%s' did not return within the call timeout (%u ms); the session was "
                  "ended",
@@ -418,8 +439,9 @@ static void watch_check(int i, uint64_t now) {
         kill_session(i, why, w->call_id, TETHER_ERR_TIMEOUT, text);
         return;
     case TETHERD_PHASE_REPORTING: /* its own handler is answering; give it a little longer */
-        if (now >= deadline + grace)
+        if (now >= deadline + grace) {
             kill_session(i, "its fatal-signal handler did not finish", 0, 0, NULL);
+        }
         return;
     default:
         return;
@@ -428,8 +450,9 @@ static void watch_check(int i, uint64_t now) {
 
 static void watch_scan(void) {
     uint64_t now = tetherd_now_ns();
-    for (int i = 0; i < MAX_CHILDREN; i++)
+    for (int i = 0; i < MAX_CHILDREN; i++) {
         watch_check(i, now);
+    }
 }
 
 /* In a forked session child: default signal dispositions, its own process group, die with the
@@ -448,8 +471,9 @@ static void child_setup(int keep) {
     if (keep < 0) {
         close_range(3, ~0u, 0);
     } else {
-        if (keep > 3)
+        if (keep > 3) {
             close_range(3, (unsigned)keep - 1, 0);
+        }
         close_range((unsigned)keep + 1, ~0u, 0);
     }
 }
@@ -460,18 +484,22 @@ static void child_setup(int keep) {
 static pid_t spawn_session(const char *peer, int keep_fd, int fd, tether_transport_kind kind,
                            bool tcp, void (*run)(void *, const char *), void *ctx) {
     int slot = -1;
-    for (int i = 0; i < MAX_CHILDREN && slot < 0; i++)
-        if (!g_children[i].pid)
+    for (int i = 0; i < MAX_CHILDREN && slot < 0; i++) {
+        if (!g_children[i].pid) {
             slot = i;
+        }
+    }
     if (slot < 0) {
-        if (fd >= 0)
+        if (fd >= 0) {
             close(fd);
+        }
         return -1;
     }
     child *c = &g_children[slot];
     if (make_session_dir(c->dir, sizeof c->dir)) {
-        if (fd >= 0)
+        if (fd >= 0) {
             close(fd);
+        }
         return -1;
     }
     snprintf(c->peer, sizeof c->peer, "%s", peer);
@@ -482,16 +510,18 @@ static pid_t spawn_session(const char *peer, int keep_fd, int fd, tether_transpo
     memset(w, 0, sizeof *w);
     w->started_ns = tetherd_now_ns();
     /* only TCP sessions compete for slots: HELLO and idle deadlines apply to them alone */
-    if (tcp && g_cfg.hello_timeout_ms)
+    if (tcp && g_cfg.hello_timeout_ms) {
         w->deadline_ns = w->started_ns + (uint64_t)g_cfg.hello_timeout_ms * 1000000u;
+    }
     __atomic_store_n(&w->phase, TETHERD_PHASE_HELLO, __ATOMIC_RELEASE);
     fflush(stderr);
     pid_t pid = fork();
     if (pid < 0) {
         tetherd_log(&g_cfg, -1, peer, "fork failed: %s", strerror(errno));
         remove_dir(c->dir);
-        if (fd >= 0)
+        if (fd >= 0) {
             close(fd);
+        }
         c->fd = -1;
         return -1;
     }
@@ -553,10 +583,12 @@ static void refusal_closed(uv_handle_t *h) {
 }
 
 static void refusal_end(refusal *r) {
-    if (!uv_is_closing((uv_handle_t *)&r->poll))
+    if (!uv_is_closing((uv_handle_t *)&r->poll)) {
         uv_close((uv_handle_t *)&r->poll, refusal_closed);
-    if (!uv_is_closing((uv_handle_t *)&r->timer))
+    }
+    if (!uv_is_closing((uv_handle_t *)&r->timer)) {
         uv_close((uv_handle_t *)&r->timer, refusal_closed);
+    }
 }
 
 static void refusal_readable(uv_poll_t *p, int status, int events) {
@@ -564,8 +596,9 @@ static void refusal_readable(uv_poll_t *p, int status, int events) {
     refusal *r = p->data;
     char scratch[4096];
     ssize_t n = status < 0 ? -1 : recv(r->fd, scratch, sizeof scratch, MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
         refusal_end(r);
+    }
 }
 
 static void refusal_timeout(uv_timer_t *t) {
@@ -576,8 +609,9 @@ static void refuse(int fd, const char *text) {
     tetherd_write_error(fd, TETHER_TRANSPORT_TCP, 0, TETHER_ERR_BUSY, text);
     shutdown(fd, SHUT_WR);
     unsigned slot = 0;
-    while (slot < MAX_REFUSALS && g_refusal[slot])
+    while (slot < MAX_REFUSALS && g_refusal[slot]) {
         slot++;
+    }
     refusal *r = slot < MAX_REFUSALS ? calloc(1, sizeof *r) : NULL;
     if (!r || uv_poll_init(g_loop, &r->poll, fd) != 0) {
         free(r);
@@ -604,15 +638,17 @@ static bool evict_one(void) {
     for (int i = 0; i < MAX_CHILDREN; i++) {
         tetherd_watch *w = &g_watches[i];
         if (!g_children[i].pid || g_children[i].why[0] ||
-            __atomic_load_n(&w->phase, __ATOMIC_ACQUIRE) != TETHERD_PHASE_HELLO)
+            __atomic_load_n(&w->phase, __ATOMIC_ACQUIRE) != TETHERD_PHASE_HELLO) {
             continue;
+        }
         if (now - w->started_ns >= (uint64_t)EVICT_AFTER_MS * 1000000u && w->started_ns < oldest) {
             oldest = w->started_ns;
             victim = i;
         }
     }
-    if (victim < 0 || !condemn(victim, TETHERD_PHASE_HELLO))
+    if (victim < 0 || !condemn(victim, TETHERD_PHASE_HELLO)) {
         return false;
+    }
     char text[200];
     snprintf(text, sizeof text,
              "session closed: not in (no HELLO%s) after %llu ms while every session slot was "
@@ -642,8 +678,9 @@ static void on_accept(void *ctx, int fd, const char *peer) {
     tetherd_log(&g_cfg, 0, peer, "connect");
     tcp_ctx c = {fd, peer};
     int mine = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    if (mine < 0)
+    if (mine < 0) {
         tetherd_log(&g_cfg, -1, peer, "cannot keep a copy of the connection: %s", strerror(errno));
+    }
     spawn_session(peer, fd, mine, TETHER_TRANSPORT_TCP, true, run_tcp_session, &c);
     close(fd);
 }
@@ -656,11 +693,12 @@ static void on_watch_timer(uv_timer_t *t) {
 /* Stopping the daemon: SIGTERM to every session's group, SIGKILL to those still there after
  * two seconds (an uploaded function may block SIGTERM), and reap them all. */
 static void stop_children(void) {
-    for (int i = 0; i < MAX_CHILDREN; i++)
+    for (int i = 0; i < MAX_CHILDREN; i++) {
         if (g_children[i].pid) {
             kill(-g_children[i].pid, SIGTERM);
             kill(g_children[i].pid, SIGTERM);
         }
+    }
     for (int tick = 0; live_children() && tick < 200; tick++) {
         reap_children(0);
         if (live_children()) {
@@ -668,13 +706,15 @@ static void stop_children(void) {
             nanosleep(&ts, NULL);
         }
     }
-    for (int i = 0; i < MAX_CHILDREN; i++)
+    for (int i = 0; i < MAX_CHILDREN; i++) {
         if (g_children[i].pid) {
             kill(-g_children[i].pid, SIGKILL);
             kill(g_children[i].pid, SIGKILL);
         }
-    while (live_children())
+    }
+    while (live_children()) {
         reap_children(1);
+    }
 }
 
 static void on_sigchld(uv_signal_t *h, int sig) {
@@ -685,16 +725,18 @@ static void on_sigchld(uv_signal_t *h, int sig) {
 static void on_stop(uv_signal_t *h, int sig) {
     (void)h;
     tetherd_log(&g_cfg, 0, NULL, "stopping on signal %d", sig);
-    if (g_listener)
+    if (g_listener) {
         tether_tcp_listener_close(g_listener);
+    }
     g_listener = NULL;
     uv_stop(g_loop);
 }
 
 static void close_walk(uv_handle_t *h, void *arg) {
     (void)arg;
-    if (!uv_is_closing(h))
+    if (!uv_is_closing(h)) {
         uv_close(h, NULL);
+    }
 }
 
 static int serve_tcp(const char *spec, const char *port_file, int insecure) {
@@ -717,8 +759,9 @@ static int serve_tcp(const char *spec, const char *port_file, int insecure) {
     }
     char addr[INET6_ADDRSTRLEN + 8];
     int loopback = resolve_bind(host, addr, sizeof addr);
-    if (loopback < 0)
+    if (loopback < 0) {
         return 2;
+    }
     if (!loopback) {
         if (!g_cfg.token && !insecure) {
             fprintf(stderr,
@@ -728,11 +771,12 @@ static int serve_tcp(const char *spec, const char *port_file, int insecure) {
                     strcmp(host, addr) ? ")" : "");
             return 2;
         }
-        if (!g_cfg.token)
+        if (!g_cfg.token) {
             fprintf(stderr,
                     "tetherd: WARNING: --insecure: anyone who can reach %s:%u can run "
                     "code on this machine\n",
                     host, (unsigned)port);
+        }
     }
     g_loop = uv_default_loop();
     if (tether_tcp_listen(g_loop, addr, (uint16_t)port, on_accept, NULL, &g_listener)) {
@@ -763,9 +807,11 @@ static int serve_tcp(const char *spec, const char *port_file, int insecure) {
     uv_signal_start(&st, on_stop, SIGTERM);
     uv_run(g_loop, UV_RUN_DEFAULT);
     stop_children();
-    for (unsigned i = 0; i < MAX_REFUSALS; i++)
-        if (g_refusal[i])
+    for (unsigned i = 0; i < MAX_REFUSALS; i++) {
+        if (g_refusal[i]) {
             refusal_end(g_refusal[i]);
+        }
+    }
     uv_walk(g_loop, close_walk, NULL);
     uv_run(g_loop, UV_RUN_DEFAULT);
     uv_loop_close(g_loop);
@@ -798,9 +844,10 @@ static void run_uart_session(void *p, const char *dir) {
         tetherd_log(&g_cfg, -1, u->path, "cannot open: %s", tether_last_error());
         _exit(3);
     }
-    if (g_uart_pending.set) /* the answer to the call the last session was killed in */
+    if (g_uart_pending.set) { /* the answer to the call the last session was killed in */
         tetherd_write_error(t.fd_write, TETHER_TRANSPORT_UART, g_uart_pending.id,
                             g_uart_pending.code, g_uart_pending.text);
+    }
     int rc = tetherd_session_run(&g_cfg, &t, dir, u->path);
     tether_transport_close(&t);
     _exit(rc ? 1 : 0);
@@ -819,10 +866,12 @@ static int wait_session(pid_t pid) {
     int status = 0, stop_ticks = -1;
     for (;;) {
         pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid)
+        if (r == pid) {
             break;
-        if (r < 0 && errno != EINTR)
+        }
+        if (r < 0 && errno != EINTR) {
             break;
+        }
         watch_scan();
         if (g_stop && stop_ticks < 0) {
             kill(-pid, SIGTERM);
@@ -835,9 +884,11 @@ static int wait_session(pid_t pid) {
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    for (int i = 0; i < MAX_CHILDREN; i++)
-        if (g_children[i].pid == pid)
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        if (g_children[i].pid == pid) {
             finish_child(i, status);
+        }
+    }
     return status;
 }
 
@@ -851,12 +902,14 @@ static int serve_uart(const char *path, uint32_t baud) {
     tetherd_log(&g_cfg, 0, path, "serving sessions at %u baud", (unsigned)baud);
     while (!g_stop) {
         pid_t pid = spawn_session(path, -1, -1, TETHER_TRANSPORT_UART, false, run_uart_session, &u);
-        if (pid < 0)
+        if (pid < 0) {
             return 1;
+        }
         g_uart_pending.set = 0; /* the new session has it */
         int status = wait_session(pid);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
             return 1; /* the device cannot be opened: do not spin */
+        }
     }
     return 0;
 }
@@ -882,14 +935,16 @@ static int serve_stdio(void) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != host) /* the host died before the line above */
+    if (getppid() != host) { /* the host died before the line above */
         return 1;
+    }
     /* the daemon keeps a copy of stdout to answer a call whose session it had to kill */
     int mine = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
     pid_t pid =
         spawn_session("stdio", -1, mine, TETHER_TRANSPORT_PIPE, false, run_stdio_session, NULL);
-    if (pid < 0)
+    if (pid < 0) {
         return 1;
+    }
     /* the session child owns stdin/stdout now */
     int null = open("/dev/null", O_RDWR);
     if (null >= 0) {
@@ -910,20 +965,23 @@ static int open_upload_cache(const char *arg) {
     static char def[1024];
     if (!dir) {
         const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (xdg && xdg[0] == '/')
+        if (xdg && xdg[0] == '/') {
             snprintf(def, sizeof def, "%s/tether/uploads", xdg);
-        else if (home && home[0] == '/')
+        } else if (home && home[0] == '/') {
             snprintf(def, sizeof def, "%s/.cache/tether/uploads", home);
-        else
+        } else {
             return 0; /* nowhere to keep it */
+        }
         dir = def;
     }
-    if (!strcmp(dir, "off"))
+    if (!strcmp(dir, "off")) {
         return 0;
+    }
     char why[1200];
     g_cfg.cache_dir = tetherd_cache_open(dir, why, sizeof why);
-    if (g_cfg.cache_dir)
+    if (g_cfg.cache_dir) {
         return 0;
+    }
     if (dir != def) {
         fprintf(stderr, "tetherd: upload cache %s\n", why);
         return -1;
@@ -1002,8 +1060,9 @@ int main(int argc, char **argv) {
             NEED_NUMBER(g_cfg.max_upload, 1, TETHER_RPC_MAX_UPLOAD);
         } else if (!strcmp(a, "--pool")) {
             NEED_VALUE();
-            if (add_pool(v))
+            if (add_pool(v)) {
                 return 2;
+            }
         } else if (!strcmp(a, "--max-alloc")) {
             NEED_NUMBER(g_cfg.max_alloc, 1, UINT64_MAX);
         } else if (!strcmp(a, "--max-sessions")) {
@@ -1047,31 +1106,35 @@ int main(int argc, char **argv) {
     }
     if (token_file) {
         char *tok;
-        if (read_token(token_file, &tok, &g_cfg.token_len))
+        if (read_token(token_file, &tok, &g_cfg.token_len)) {
             return 2;
+        }
         g_cfg.token = tok;
     }
     /* every session makes its directory here: a missing or read-only base would fail each
      * session after the connection, so it is refused at start-up */
     struct stat wst;
     const char *why = NULL;
-    if (stat(g_work_base, &wst) != 0)
+    if (stat(g_work_base, &wst) != 0) {
         why = strerror(errno);
-    else if (!S_ISDIR(wst.st_mode))
+    } else if (!S_ISDIR(wst.st_mode)) {
         why = "not a directory";
-    else if (access(g_work_base, W_OK | X_OK) != 0)
+    } else if (access(g_work_base, W_OK | X_OK) != 0) {
         why = "not writable";
+    }
     if (why) {
         fprintf(stderr, "tetherd: --work-dir %s: %s\n", g_work_base, why);
         return 2;
     }
     int swept = sweep_stale_session_dirs();
-    if (swept)
+    if (swept) {
         tetherd_log(&g_cfg, 0, NULL,
                     "removed %d session director%s left in %s by a tetherd that is gone", swept,
                     swept == 1 ? "y" : "ies", g_work_base);
-    if (open_upload_cache(cache_arg))
+    }
+    if (open_upload_cache(cache_arg)) {
         return 2;
+    }
     signal(SIGPIPE, SIG_IGN);
     g_watches = mmap(NULL, sizeof(tetherd_watch) * MAX_CHILDREN, PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1079,17 +1142,21 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tetherd: cannot map the session watches: %s\n", strerror(errno));
         return 1;
     }
-    for (int i = 0; i < MAX_CHILDREN; i++)
+    for (int i = 0; i < MAX_CHILDREN; i++) {
         g_children[i].fd = -1;
+    }
     (void)no_opencl;
 #ifdef TETHERD_HAVE_OPENCL
-    if (!no_opencl && tetherd_cl_probe(&g_cfg.cl_max_width, &g_cfg.cl_max_height) == 0)
+    if (!no_opencl && tetherd_cl_probe(&g_cfg.cl_max_width, &g_cfg.cl_max_height) == 0) {
         tetherd_log(&g_cfg, 1, NULL, "OpenCL images up to %u x %u", g_cfg.cl_max_width,
                     g_cfg.cl_max_height);
+    }
 #endif
-    if (stdio_mode)
+    if (stdio_mode) {
         return serve_stdio();
-    if (uart)
+    }
+    if (uart) {
         return serve_uart(uart, (uint32_t)baud);
+    }
     return serve_tcp(tcp ? tcp : "127.0.0.1:9090", port_file, insecure);
 }

@@ -45,10 +45,12 @@ static const tether_func_registry sys_registry = {sys_entries, 2};
 
 #ifdef TETHERD_HAVE_OPENCL
 int tetherd_ensure_cl(session *s) {
-    if (s->cl)
+    if (s->cl) {
         return 0;
-    if (!s->cfg->cl_max_width)
+    }
+    if (!s->cfg->cl_max_width) {
         return tether_set_error(TETHER_ERR_UNSUPPORTED, "this device has no OpenCL layer");
+    }
     return tetherd_cl_open(&s->cl);
 }
 #endif
@@ -61,15 +63,17 @@ static int dev_alloc(void *ctx, tether_server_array *a, const tether_rpc_alloc_r
     size_t nbytes = (size_t)a->nbytes;
     size_t cap = (nbytes + 63) / 64 * 64;
     void *mem = aligned_alloc(64, cap ? cap : 64);
-    if (!mem)
+    if (!mem) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of host memory (%zu bytes)", nbytes);
+    }
     memset(mem, 0, cap ? cap : 64);
 #ifdef TETHERD_HAVE_OPENCL
     if (q->scope == TETHER_SCOPE_TEXTURE || q->scope == TETHER_SCOPE_TEXTURE_WEIGHT) {
         int rc = tetherd_ensure_cl(s);
-        if (!rc)
+        if (!rc) {
             rc = tetherd_cl_image(s->cl, (tether_scope)q->scope, q->shape, (int)q->ndim,
                                   &s->acl[a->index].clm);
+        }
         if (rc) {
             free(mem);
             return tether_set_error(rc, "%s: %s", tether_scope_name((tether_scope)q->scope),
@@ -112,8 +116,9 @@ static int dev_host_view(void *ctx, tether_server_array *a) {
 #ifdef TETHERD_HAVE_OPENCL
     session *s = ctx;
     if (s->acl[a->index].dirty) {
-        if (tetherd_cl_buffer_sync(s->cl, s->acl[a->index].clm, 1))
+        if (tetherd_cl_buffer_sync(s->cl, s->acl[a->index].clm, 1)) {
             return tether_set_error(TETHER_ERR_IO, "%s", tether_last_error());
+        }
         s->acl[a->index].dirty = 0;
     }
 #else
@@ -127,16 +132,18 @@ static int dev_host_view(void *ctx, tether_server_array *a) {
 static int dev_written(void *ctx, tether_server_array *a, uint64_t offset, uint64_t len) {
     session *s = ctx;
     if (a->nd.scope != TETHER_SCOPE_GLOBAL &&
-        tetherd_cl_image_write(s->cl, s->acl[a->index].clm, a->data, offset, len))
+        tetherd_cl_image_write(s->cl, s->acl[a->index].clm, a->data, offset, len)) {
         return tether_set_error(TETHER_ERR_IO, "%s", tether_last_error());
+    }
     return 0;
 }
 
 static int dev_read(void *ctx, tether_server_array *a, uint64_t offset, uint64_t len) {
     session *s = ctx;
     if (a->nd.scope != TETHER_SCOPE_GLOBAL &&
-        tetherd_cl_image_read(s->cl, s->acl[a->index].clm, a->data, offset, len))
+        tetherd_cl_image_read(s->cl, s->acl[a->index].clm, a->data, offset, len)) {
         return tether_set_error(TETHER_ERR_IO, "%s", tether_last_error());
+    }
     return 0;
 }
 #endif
@@ -197,10 +204,12 @@ static int dev_upload_write(void *ctx, tether_server_upload *u, uint64_t offset,
     size_t off = 0;
     while (off < len) {
         ssize_t n = pwrite(fd, data + off, len - off, (off_t)(offset + off));
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR) {
             continue;
-        if (n < 0)
+        }
+        if (n < 0) {
             return tether_set_error(TETHER_ERR_IO, "write failed: %s", strerror(errno));
+        }
         off += (size_t)n;
     }
     return 0;
@@ -211,16 +220,18 @@ static int dev_upload_same(void *ctx, tether_server_upload *u, uint64_t offset, 
                            size_t len) {
     session *s = ctx;
     int fd = open(s->files[u->index].path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
         return tether_set_error(TETHER_ERR_IO, "cannot read the upload file: %s", strerror(errno));
+    }
     uint8_t buf[4096];
     int same = 1;
     size_t off = 0;
     while (same && off < len) {
         size_t want = len - off < sizeof buf ? len - off : sizeof buf;
         ssize_t n = pread(fd, buf, want, (off_t)(offset + off));
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR) {
             continue;
+        }
         if (n <= 0) {
             int e = n < 0 ? errno : EIO;
             close(fd);
@@ -244,10 +255,12 @@ static void dev_upload_done(void *ctx, tether_server_upload *u) {
 
 static void dev_upload_drop(void *ctx, tether_server_upload *u) {
     session *s = ctx;
-    if (s->files[u->index].fd >= 0)
+    if (s->files[u->index].fd >= 0) {
         close(s->files[u->index].fd);
-    if (s->files[u->index].path[0])
+    }
+    if (s->files[u->index].path[0]) {
         unlink(s->files[u->index].path);
+    }
     s->files[u->index].fd = -1;
     s->files[u->index].path[0] = 0;
 }
@@ -257,21 +270,24 @@ static void dev_upload_drop(void *ctx, tether_server_upload *u) {
 /* SHA-256 of a file; 0 on success. */
 static int hash_file(const char *path, uint8_t out[32]) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
         return -1;
+    }
     tether_sha256_ctx c;
     tether_sha256_init(&c);
     uint8_t buf[65536];
     for (;;) {
         ssize_t n = read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR) {
             continue;
+        }
         if (n < 0) {
             close(fd);
             return -1;
         }
-        if (n == 0)
+        if (n == 0) {
             break;
+        }
         tether_sha256_update(&c, buf, (size_t)n);
     }
     close(fd);
@@ -283,22 +299,26 @@ static int dev_load(void *ctx, const tether_server_upload *u, tether_server_modu
     session *s = ctx;
     const char *path = s->files[u->index].path;
     uint8_t h[32];
-    if (hash_file(path, h) || memcmp(h, u->hash, 32) != 0)
+    if (hash_file(path, h) || memcmp(h, u->hash, 32) != 0) {
         return tether_set_error(TETHER_ERR_MISMATCH, "file content no longer matches its hash");
+    }
 #ifdef TETHERD_HAVE_OPENCL
     if (u->kind == TETHER_RPC_MODULE_OPENCL_SOURCE) {
         char *src = malloc(u->total + 1);
         FILE *f = src ? fopen(path, "rb") : NULL;
         int ok = f && fread(src, 1, u->total, f) == u->total;
-        if (f)
+        if (f) {
             fclose(f);
+        }
         tetherd_cl_program *prog = NULL;
         int rc = ok ? tetherd_ensure_cl(s) : TETHER_ERR_IO;
-        if (ok && rc == 0)
+        if (ok && rc == 0) {
             rc = tetherd_cl_build(s->cl, src, u->total, &prog);
+        }
         free(src);
-        if (rc)
+        if (rc) {
             return tether_set_error(rc, "%s", ok ? tether_last_error() : "cannot read the upload");
+        }
         m->obj = prog;
         m->num_functions = (uint32_t)tetherd_cl_program_count(prog);
         tetherd_log(s->cfg, 0, s->peer, "OpenCL program '%s' built (%d kernels)", u->name,
@@ -333,8 +353,9 @@ static int dev_load(void *ctx, const tether_server_upload *u, tether_server_modu
 static void dev_unload(void *ctx, tether_server_module *m) {
     (void)ctx;
     if (m->reg) {
-        if (m->obj)
+        if (m->obj) {
             dlclose(m->obj);
+        }
         return;
     }
 #ifdef TETHERD_HAVE_OPENCL
@@ -348,8 +369,9 @@ static bool dev_kernel_find(void *ctx, const tether_server_module *m, const char
     (void)ctx;
     int nargs = 0;
     int k = tetherd_cl_kernel_find(m->obj, name, &nargs);
-    if (k < 0)
+    if (k < 0) {
         return false;
+    }
     *index = (uint32_t)k;
     return true;
 }
@@ -359,8 +381,9 @@ static bool dev_kernel_at(void *ctx, const tether_server_module *m, uint32_t ind
     (void)ctx;
     const char *name = tetherd_cl_kernel_name(m->obj, (int)index);
     int nargs = 0;
-    if (!name || tetherd_cl_kernel_find(m->obj, name, &nargs) != (int)index)
+    if (!name || tetherd_cl_kernel_find(m->obj, name, &nargs) != (int)index) {
         return false;
+    }
     out->name = name;
     out->abi = TETHER_ABI_PACKED;
     out->num_args = nargs;
@@ -438,8 +461,9 @@ void tetherd_device_init(session *s) {
 #endif
     d->max_upload = cfg->max_upload;
     d->upload_room = room;
-    for (int i = 0; i < MAX_UPLOADS; i++)
+    for (int i = 0; i < MAX_UPLOADS; i++) {
         s->files[i].fd = -1;
+    }
 }
 
 /* The end of the session: everything freed, the OpenCL context closed. */

@@ -69,8 +69,9 @@ static int cl_fail(const char *what, cl_int err) {
 static int pick_device(cl_platform_id *pl, cl_device_id *dev) {
     cl_uint n = 0;
     cl_platform_id pls[8];
-    if (clGetPlatformIDs(8, pls, &n) != CL_SUCCESS || n == 0)
+    if (clGetPlatformIDs(8, pls, &n) != CL_SUCCESS || n == 0) {
         return tether_set_error(TETHER_ERR_UNSUPPORTED, "no OpenCL platform on this device");
+    }
     for (cl_uint i = 0; i < n && i < 8; i++) {
         cl_uint nd = 0;
         if (clGetDeviceIDs(pls[i], CL_DEVICE_TYPE_ALL, 1, dev, &nd) == CL_SUCCESS && nd > 0) {
@@ -87,8 +88,9 @@ static int pick_device(cl_platform_id *pl, cl_device_id *dev) {
 
 int tetherd_cl_probe(uint32_t *max_width, uint32_t *max_height) {
     int p[2];
-    if (pipe(p))
+    if (pipe(p)) {
         return -1;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         close(p[0]);
@@ -117,8 +119,9 @@ int tetherd_cl_probe(uint32_t *max_width, uint32_t *max_height) {
     close(p[0]);
     int st;
     waitpid(pid, &st, 0);
-    if (n != (ssize_t)sizeof v || v[0] == 0 || v[1] == 0)
+    if (n != (ssize_t)sizeof v || v[0] == 0 || v[1] == 0) {
         return -1;
+    }
     *max_width = v[0];
     *max_height = v[1];
     return 0;
@@ -126,8 +129,9 @@ int tetherd_cl_probe(uint32_t *max_width, uint32_t *max_height) {
 
 int tetherd_cl_open(tetherd_cl **out) {
     tetherd_cl *cl = calloc(1, sizeof *cl);
-    if (!cl)
+    if (!cl) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     int rc = pick_device(&cl->platform, &cl->device);
     if (rc) {
         free(cl);
@@ -153,8 +157,9 @@ int tetherd_cl_open(tetherd_cl **out) {
 }
 
 void tetherd_cl_close(tetherd_cl *cl) {
-    if (!cl)
+    if (!cl) {
         return;
+    }
     clFinish(cl->q);
     clReleaseCommandQueue(cl->q);
     clReleaseContext(cl->ctx);
@@ -166,10 +171,12 @@ int tetherd_cl_image(tetherd_cl *cl, tether_scope scope, const int64_t *shape, i
     tether_image_extent ext;
     int rc =
         tether_texture_extent(scope, shape, ndim, (int64_t)cl->max_w, (int64_t)cl->max_h, &ext);
-    if (rc)
+    if (rc) {
         return rc;
-    if (ext.width < 1 || ext.height < 1)
+    }
+    if (ext.width < 1 || ext.height < 1) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "an image needs at least one texel");
+    }
     cl_image_format fmt = {ext.channels == 1   ? CL_R
                            : ext.channels == 2 ? CL_RG
                                                : CL_RGBA,
@@ -180,10 +187,11 @@ int tetherd_cl_image(tetherd_cl *cl, tether_scope scope, const int64_t *shape, i
     if (clGetSupportedImageFormats(cl->ctx, CL_MEM_READ_WRITE, CL_MEM_OBJECT_IMAGE2D, 128, have,
                                    &nhave) == CL_SUCCESS) {
         int found = 0;
-        for (cl_uint i = 0; i < nhave && i < 128 && !found; i++)
+        for (cl_uint i = 0; i < nhave && i < 128 && !found; i++) {
             found = have[i].image_channel_order == fmt.image_channel_order &&
                     have[i].image_channel_data_type == CL_FLOAT;
-        if (!found)
+        }
+        if (!found) {
             return tether_set_error(TETHER_ERR_UNSUPPORTED,
                                     "this OpenCL device has no %s float images (%d channels); use "
                                     "4 channels (RGBA) or the global scope",
@@ -191,6 +199,7 @@ int tetherd_cl_image(tetherd_cl *cl, tether_scope scope, const int64_t *shape, i
                                     : ext.channels == 2 ? "CL_RG"
                                                         : "CL_RGBA",
                                     (int)ext.channels);
+        }
     }
     cl_image_desc desc;
     memset(&desc, 0, sizeof desc);
@@ -199,8 +208,9 @@ int tetherd_cl_image(tetherd_cl *cl, tether_scope scope, const int64_t *shape, i
     desc.image_height = (size_t)ext.height;
     cl_int err;
     cl_mem m = clCreateImage(cl->ctx, CL_MEM_READ_WRITE, &fmt, &desc, NULL, &err);
-    if (!m)
+    if (!m) {
         return cl_fail("clCreateImage", err);
+    }
     tetherd_cl_mem *r = calloc(1, sizeof *r);
     if (!r) {
         clReleaseMemObject(m);
@@ -219,8 +229,9 @@ int tetherd_cl_buffer(tetherd_cl *cl, void *host, size_t nbytes, tetherd_cl_mem 
     cl_int err;
     cl_mem m = clCreateBuffer(cl->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, nbytes ? nbytes : 4,
                               host, &err);
-    if (!m)
+    if (!m) {
         return cl_fail("clCreateBuffer", err);
+    }
     tetherd_cl_mem *r = calloc(1, sizeof *r);
     if (!r) {
         clReleaseMemObject(m);
@@ -244,16 +255,18 @@ static void rows_of(const tetherd_cl_mem *m, uint64_t offset, uint64_t len, size
     uint64_t row = (uint64_t)m->width * (uint64_t)m->texel;
     *r0 = (size_t)(offset / row);
     *r1 = len ? (size_t)((offset + len + row - 1) / row) : *r0;
-    if (*r1 > (size_t)m->height)
+    if (*r1 > (size_t)m->height) {
         *r1 = (size_t)m->height;
+    }
 }
 
 int tetherd_cl_image_write(tetherd_cl *cl, tetherd_cl_mem *m, const uint8_t *shadow,
                            uint64_t offset, uint64_t len) {
     size_t r0, r1;
     rows_of(m, offset, len, &r0, &r1);
-    if (r1 <= r0)
+    if (r1 <= r0) {
         return 0;
+    }
     size_t origin[3] = {0, r0, 0}, region[3] = {(size_t)m->width, r1 - r0, 1};
     cl_int err =
         clEnqueueWriteImage(cl->q, m->mem, CL_TRUE, origin, region, 0, 0,
@@ -265,8 +278,9 @@ int tetherd_cl_image_read(tetherd_cl *cl, tetherd_cl_mem *m, uint8_t *shadow, ui
                           uint64_t len) {
     size_t r0, r1;
     rows_of(m, offset, len, &r0, &r1);
-    if (r1 <= r0)
+    if (r1 <= r0) {
         return 0;
+    }
     size_t origin[3] = {0, r0, 0}, region[3] = {(size_t)m->width, r1 - r0, 1};
     cl_int err =
         clEnqueueReadImage(cl->q, m->mem, CL_TRUE, origin, region, 0, 0,
@@ -283,19 +297,22 @@ int tetherd_cl_buffer_sync(tetherd_cl *cl, tetherd_cl_mem *m, int to_host) {
     cl_int err;
     void *p = clEnqueueMapBuffer(cl->q, m->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, size, 0,
                                  NULL, NULL, &err);
-    if (!p)
+    if (!p) {
         return cl_fail("clEnqueueMapBuffer", err);
+    }
     err = clEnqueueUnmapMemObject(cl->q, m->mem, p, 0, NULL, NULL);
-    if (err == CL_SUCCESS)
+    if (err == CL_SUCCESS) {
         err = clFinish(cl->q);
+    }
     return err == CL_SUCCESS ? 0 : cl_fail("clEnqueueUnmapMemObject", err);
 }
 
 int tetherd_cl_build(tetherd_cl *cl, const char *source, size_t len, tetherd_cl_program **out) {
     cl_int err;
     cl_program prog = clCreateProgramWithSource(cl->ctx, 1, &source, &len, &err);
-    if (!prog)
+    if (!prog) {
         return cl_fail("clCreateProgramWithSource", err);
+    }
     err = clBuildProgram(prog, 1, &cl->device, "-cl-kernel-arg-info", NULL, NULL);
     if (err != CL_SUCCESS) {
         char log[900] = "";
@@ -334,11 +351,14 @@ int tetherd_cl_build(tetherd_cl *cl, const char *source, size_t len, tetherd_cl_
 }
 
 void tetherd_cl_program_free(tetherd_cl_program *p) {
-    if (!p)
+    if (!p) {
         return;
-    for (cl_uint k = 0; p->kernels && k < p->nkernels; k++)
-        if (p->kernels[k])
+    }
+    for (cl_uint k = 0; p->kernels && k < p->nkernels; k++) {
+        if (p->kernels[k]) {
             clReleaseKernel(p->kernels[k]);
+        }
+    }
     free(p->kernels);
     free(p->names);
     free(p->nargs);
@@ -351,11 +371,12 @@ int tetherd_cl_program_count(const tetherd_cl_program *p) {
 }
 
 int tetherd_cl_kernel_find(const tetherd_cl_program *p, const char *name, int *num_args) {
-    for (cl_uint k = 0; k < p->nkernels; k++)
+    for (cl_uint k = 0; k < p->nkernels; k++) {
         if (strcmp(p->names[k], name) == 0) {
             *num_args = (int)p->nargs[k];
             return (int)k;
         }
+    }
     return -1;
 }
 
@@ -374,17 +395,19 @@ static int set_scalar(cl_kernel kern, cl_uint i, const tetherd_cl_arg *a, const 
         cl_double v = a->type_code == TETHER_TYPE_FLOAT ? a->f : (double)a->i;
         err = clSetKernelArg(kern, i, sizeof v, &v);
     } else if (!strcmp(tn, "int") || !strcmp(tn, "uint")) {
-        if (a->type_code == TETHER_TYPE_FLOAT)
+        if (a->type_code == TETHER_TYPE_FLOAT) {
             return tether_set_error(TETHER_ERR_MISMATCH,
                                     "kernel '%s' argument %u is %s, a float was given", kname,
                                     (unsigned)i, tn);
+        }
         cl_int v = (cl_int)a->i;
         err = clSetKernelArg(kern, i, sizeof v, &v);
     } else if (!strcmp(tn, "long") || !strcmp(tn, "ulong")) {
-        if (a->type_code == TETHER_TYPE_FLOAT)
+        if (a->type_code == TETHER_TYPE_FLOAT) {
             return tether_set_error(TETHER_ERR_MISMATCH,
                                     "kernel '%s' argument %u is %s, a float was given", kname,
                                     (unsigned)i, tn);
+        }
         cl_long v = (cl_long)a->i;
         err = clSetKernelArg(kern, i, sizeof v, &v);
     } else {
@@ -393,10 +416,11 @@ static int set_scalar(cl_kernel kern, cl_uint i, const tetherd_cl_arg *a, const 
                                 "long, ulong, float or double",
                                 kname, (unsigned)i, tn);
     }
-    if (err != CL_SUCCESS)
+    if (err != CL_SUCCESS) {
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "kernel '%s' argument %u: clSetKernelArg error %d", kname,
                                 (unsigned)i, (int)err);
+    }
     return 0;
 }
 
@@ -409,16 +433,18 @@ int tetherd_cl_enqueue(tetherd_cl *cl, tetherd_cl_program *p, int k, const tethe
     for (int i = 0; i < nargs; i++) {
         if (args[i].mem) {
             cl_int err = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_mem), &args[i].mem->mem);
-            if (err != CL_SUCCESS)
+            if (err != CL_SUCCESS) {
                 return tether_set_error(TETHER_ERR_MISMATCH,
                                         "kernel '%s' argument %d: the array does not fit the "
                                         "parameter (clSetKernelArg error %d; image parameters "
                                         "need texture-scope arrays)",
                                         kname, i, (int)err);
+            }
         } else {
             int rc = set_scalar(kern, (cl_uint)i, &args[i], kname);
-            if (rc)
+            if (rc) {
                 return rc;
+            }
         }
     }
     size_t g[3], l[3];
@@ -430,9 +456,10 @@ int tetherd_cl_enqueue(tetherd_cl *cl, tetherd_cl_program *p, int k, const tethe
     cl_event e;
     cl_int err =
         clEnqueueNDRangeKernel(cl->q, kern, work_dim, NULL, g, has_local ? l : NULL, 0, NULL, &e);
-    if (err != CL_SUCCESS)
+    if (err != CL_SUCCESS) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "kernel '%s': clEnqueueNDRangeKernel error %d", kname, (int)err);
+    }
     *ev = e;
     return 0;
 }
@@ -444,8 +471,9 @@ int tetherd_cl_wait(tetherd_cl *cl, void **evs, int n, uint64_t *ns, int *failed
     for (int i = 0; i < n; i++) {
         cl_event e = evs[i];
         ns[i] = 0;
-        if (!e)
+        if (!e) {
             continue;
+        }
         cl_int st = CL_COMPLETE;
         clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
         cl_ulong t0 = 0, t1 = 0;
@@ -459,8 +487,9 @@ int tetherd_cl_wait(tetherd_cl *cl, void **evs, int n, uint64_t *ns, int *failed
             rc = tether_set_error(TETHER_ERR_STATE, "the kernel failed (error %d)", (int)st);
         }
     }
-    if (!rc && ferr != CL_SUCCESS)
+    if (!rc && ferr != CL_SUCCESS) {
         rc = cl_fail("clFinish", ferr);
+    }
     return rc;
 }
 
@@ -469,8 +498,9 @@ int tetherd_cl_launch(tetherd_cl *cl, tetherd_cl_program *p, int k, const tether
                       uint64_t *elapsed_ns) {
     void *ev;
     int rc = tetherd_cl_enqueue(cl, p, k, args, nargs, work_dim, global, local, &ev);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     int failed;
     rc = tetherd_cl_wait(cl, &ev, 1, elapsed_ns, &failed);
     if (rc) {

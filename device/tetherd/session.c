@@ -114,17 +114,19 @@ static int on_auth(void *ctx, tether_rpc_bytes mac) {
 static int op_decode(void *ctx, const uint8_t *buf, size_t len, tether_rpc_msg *out) {
     session *s = ctx;
     int rc = tether_rpc_tiny_decode_seq(buf, len, out, &s->seq);
-    if (rc == 0)
+    if (rc == 0) {
         tetherd_log(s->cfg, 1, s->peer, "request %s id %u", tether_rpc_type_name(out->type),
                     (unsigned)out->id);
+    }
     return rc;
 }
 
 static int op_invoke(void *ctx, const tether_server_call *call, tether_rpc_msg *rep) {
     session *s = ctx;
 #ifdef TETHERD_HAVE_OPENCL
-    if (call->fn.kernel)
+    if (call->fn.kernel) {
         return tetherd_cl_invoke(s, call, rep);
+    }
 #endif
     return tetherd_cpu_invoke(s, call, rep);
 }
@@ -138,10 +140,11 @@ static int op_request(void *ctx, const tether_rpc_msg *req, tether_rpc_msg *rep)
 
 static void op_note(void *ctx, int level, const char *text) {
     session *s = ctx;
-    if (level == TETHER_LOG_WARN)
+    if (level == TETHER_LOG_WARN) {
         tetherd_log(s->cfg, -1, s->peer, "malformed message dropped: %s", text);
-    else
+    } else {
         tetherd_log(s->cfg, 1, s->peer, "error: %s", text);
+    }
 }
 
 /* ops->send2: a large COPY_FROM reply straight from the array's memory. */
@@ -167,8 +170,9 @@ static const tether_server_ops k_ops = {
 int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const char *dir,
                         const char *peer) {
     session *s = calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
         return TETHER_ERR_OUT_OF_MEMORY;
+    }
     s->cfg = cfg;
     s->t = t;
     s->dir = dir;
@@ -197,18 +201,21 @@ int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const ch
     s->stack_size = (s->stack_size + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
     s->stack =
         mmap(NULL, s->stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (s->stack == MAP_FAILED)
+    if (s->stack == MAP_FAILED) {
         s->stack = NULL;
+    }
     int rc = 0;
     if (!s->tx || !s->stack) {
         rc = TETHER_ERR_OUT_OF_MEMORY;
         goto out;
     }
     rc = tether_posix_call_stack_init(&s->call_stack, s->stack, s->stack_size);
-    if (!rc)
+    if (!rc) {
         rc = tether_posix_call_stack_guard(&s->call_stack, true);
-    if (rc)
+    }
+    if (rc) {
         goto out;
+    }
     tetherd_guard_install(&s->call_stack);
     if (t->kind != TETHER_TRANSPORT_UART) { /* COPY_TO data straight into its array */
         t->place = tether_server_place_copy_to;
@@ -247,8 +254,9 @@ int tetherd_session_run(const tetherd_config *cfg, tether_transport *t, const ch
             tetherd_log(cfg, -1, peer, "receive failed: %s", tether_last_error());
             break;
         }
-        if (tether_server_handle_frame(&s->srv, buf, len) == TETHER_SERVER_CLOSE)
+        if (tether_server_handle_frame(&s->srv, buf, len) == TETHER_SERVER_CLOSE) {
             s->shutdown = 1;
+        }
         rc = 0;
     }
 out:

@@ -40,21 +40,26 @@ static void hex_name(const uint8_t hash[32], char out[65]) {
 }
 
 static int is_entry_name(const char *n) {
-    if (strlen(n) != 64)
+    if (strlen(n) != 64) {
         return 0;
-    for (int i = 0; i < 64; i++)
-        if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
+    }
+    for (int i = 0; i < 64; i++) {
+        if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f'))) {
             return 0;
+        }
+    }
     return 1;
 }
 
 static int write_all(int fd, const uint8_t *p, size_t n) {
     while (n) {
         ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
+        if (w < 0 && errno == EINTR) {
             continue;
-        if (w <= 0)
+        }
+        if (w <= 0) {
             return -1;
+        }
         p += w;
         n -= (size_t)w;
     }
@@ -71,18 +76,23 @@ static int copy_verified(int in, int out, uint64_t size, const uint8_t hash[32])
     uint64_t total = 0;
     for (;;) {
         ssize_t n = read(in, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR) {
             continue;
-        if (n < 0)
+        }
+        if (n < 0) {
             return -1;
-        if (n == 0)
+        }
+        if (n == 0) {
             break;
+        }
         total += (uint64_t)n;
-        if (total > size)
+        if (total > size) {
             return 1;
+        }
         tether_sha256_update(&c, buf, (size_t)n);
-        if (out >= 0 && write_all(out, buf, (size_t)n))
+        if (out >= 0 && write_all(out, buf, (size_t)n)) {
             return -1;
+        }
     }
     uint8_t h[32];
     tether_sha256_final(&c, h);
@@ -90,16 +100,18 @@ static int copy_verified(int in, int out, uint64_t size, const uint8_t hash[32])
 }
 
 int tetherd_cache_fetch(const tetherd_config *cfg, const uint8_t hash[32], uint64_t size, int fd) {
-    if (!cfg->cache_dir)
+    if (!cfg->cache_dir) {
         return 0;
+    }
     char name[65], path[1200];
     hex_name(hash, name);
     snprintf(path, sizeof path, "%s/%s", cfg->cache_dir, name);
     /* O_NONBLOCK: a FIFO planted under the name must not block the open; O_NOFOLLOW: nor may a
      * link lead elsewhere */
     int in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (in < 0)
+    if (in < 0) {
         return 0;
+    }
     struct stat st;
     if (fstat(in, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size ||
         fcntl(in, F_SETFL, 0) != 0) {
@@ -107,19 +119,22 @@ int tetherd_cache_fetch(const tetherd_config *cfg, const uint8_t hash[32], uint6
         return 0;
     }
     int rc = copy_verified(in, fd, size, hash);
-    if (rc == 0)
+    if (rc == 0) {
         futimens(in, NULL); /* used now: evicted last */
+    }
     close(in);
-    if (rc == 0)
+    if (rc == 0) {
         return 1;
+    }
     struct stat now;
     if (rc == 1 && stat(path, &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
         /* still the file that was read, and its bytes are not its name's: drop it */
         tetherd_log(cfg, 0, NULL, "upload cache: %s does not match its hash; removed", name);
         unlink(path);
     }
-    if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0)
+    if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) != 0) {
         return -1;
+    }
     return 0;
 }
 
@@ -131,8 +146,9 @@ typedef struct entry {
 
 static int older(const void *a, const void *b) {
     const entry *x = a, *y = b;
-    if (x->used.tv_sec != y->used.tv_sec)
+    if (x->used.tv_sec != y->used.tv_sec) {
         return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+    }
     return x->used.tv_nsec < y->used.tv_nsec ? -1 : x->used.tv_nsec > y->used.tv_nsec;
 }
 
@@ -140,8 +156,9 @@ static int older(const void *a, const void *b) {
  * `keep` (the entry just stored), and temporaries an interrupted store left over an hour ago. */
 static void evict(const tetherd_config *cfg, const char *keep) {
     DIR *d = opendir(cfg->cache_dir);
-    if (!d)
+    if (!d) {
         return;
+    }
     entry *e = NULL;
     size_t n = 0, cap = 0;
     uint64_t total = 0;
@@ -156,15 +173,18 @@ static void evict(const tetherd_config *cfg, const char *keep) {
             unlink(path);
             continue;
         }
-        if (!is_entry_name(de->d_name) || !strcmp(de->d_name, keep))
+        if (!is_entry_name(de->d_name) || !strcmp(de->d_name, keep)) {
             continue;
-        if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        }
+        if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
             continue;
+        }
         if (n == cap) {
             size_t nc = cap ? 2 * cap : 64;
             entry *ne = realloc(e, nc * sizeof *e);
-            if (!ne)
+            if (!ne) {
                 break;
+            }
             e = ne;
             cap = nc;
         }
@@ -178,8 +198,9 @@ static void evict(const tetherd_config *cfg, const char *keep) {
     struct stat kst;
     char kpath[1200];
     snprintf(kpath, sizeof kpath, "%s/%s", cfg->cache_dir, keep);
-    if (lstat(kpath, &kst) == 0)
+    if (lstat(kpath, &kst) == 0) {
         total += (uint64_t)kst.st_size;
+    }
     if (total > cfg->cache_max && n) {
         qsort(e, n, sizeof *e, older);
         for (size_t i = 0; i < n && total > cfg->cache_max; i++) {
@@ -202,26 +223,31 @@ enum { ENTRY_NONE, ENTRY_GOOD, ENTRY_BAD };
 
 static int inspect_entry(const char *path, uint64_t size, const uint8_t hash[32], struct stat *st,
                          const char **what) {
-    if (lstat(path, st) != 0)
+    if (lstat(path, st) != 0) {
         return ENTRY_NONE;
+    }
     *what = S_ISLNK(st->st_mode)            ? "a symbolic link"
             : S_ISFIFO(st->st_mode)         ? "a FIFO"
             : S_ISDIR(st->st_mode)          ? "a directory"
             : !S_ISREG(st->st_mode)         ? "a special file"
             : (uint64_t)st->st_size != size ? "a file of the wrong size"
                                             : NULL;
-    if (*what)
+    if (*what) {
         return ENTRY_BAD;
+    }
     int in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat now;
     int rc = -1;
     if (in >= 0 && fstat(in, &now) == 0 && now.st_ino == st->st_ino && now.st_dev == st->st_dev &&
-        S_ISREG(now.st_mode))
+        S_ISREG(now.st_mode)) {
         rc = copy_verified(in, -1, size, hash);
-    if (in >= 0)
+    }
+    if (in >= 0) {
         close(in);
-    if (rc == 0)
+    }
+    if (rc == 0) {
         return ENTRY_GOOD;
+    }
     *what = rc == 1 ? "a file whose bytes do not match its name" : "a file that cannot be read";
     return ENTRY_BAD;
 }
@@ -242,12 +268,14 @@ static int clear_directory(const tetherd_config *cfg, const char *path, const ch
         snprintf(done, done_size, "an empty directory (removed)");
         return 0;
     }
-    if (errno != ENOTEMPTY && errno != EEXIST)
+    if (errno != ENOTEMPTY && errno != EEXIST) {
         return -1;
+    }
     char aside[1200];
     snprintf(aside, sizeof aside, "%s/.replaced-XXXXXX", cfg->cache_dir);
-    if (!mkdtemp(aside))
+    if (!mkdtemp(aside)) {
         return -1;
+    }
     /* a directory renamed over our empty one; a link or file put under the name since fails */
     if (rename(path, aside) != 0) {
         rmdir(aside);
@@ -259,42 +287,48 @@ static int clear_directory(const tetherd_config *cfg, const char *path, const ch
 
 void tetherd_cache_store(const tetherd_config *cfg, const uint8_t hash[32], const char *src,
                          uint64_t size) {
-    if (!cfg->cache_dir || size > cfg->cache_max)
+    if (!cfg->cache_dir || size > cfg->cache_max) {
         return;
+    }
     char name[65], path[1200], tmp[1200];
     hex_name(hash, name);
     snprintf(path, sizeof path, "%s/%s", cfg->cache_dir, name);
     struct stat st;
     const char *what = NULL;
     int state = inspect_entry(path, size, hash, &st, &what);
-    if (state == ENTRY_GOOD)
+    if (state == ENTRY_GOOD) {
         return;
+    }
     /* a fresh temporary of our own (mkstemp: O_EXCL, never a planted file or link) */
     snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", cfg->cache_dir);
     int in = open(src, O_RDONLY | O_CLOEXEC);
     int out = in >= 0 ? mkstemp(tmp) : -1;
     int ok = out >= 0 && copy_verified(in, out, size, hash) == 0;
-    if (out >= 0 && close(out) != 0)
+    if (out >= 0 && close(out) != 0) {
         ok = 0;
-    if (in >= 0)
+    }
+    if (in >= 0) {
         close(in);
+    }
     char replaced[200] = "";
     if (ok && state == ENTRY_BAD) {
         snprintf(replaced, sizeof replaced, "%s", what);
         if (S_ISDIR(st.st_mode) &&
-            clear_directory(cfg, path, name, &st, replaced, sizeof replaced) != 0)
+            clear_directory(cfg, path, name, &st, replaced, sizeof replaced) != 0) {
             ok = 0;
+        }
     }
     /* rename() replaces a link, a FIFO or a file under the name itself, never what it leads to */
     if (ok && rename(tmp, path) == 0) {
-        if (replaced[0])
+        if (replaced[0]) {
             tetherd_log(cfg, 0, NULL,
                         "upload cache: %.12s... was %s; replaced by the verified upload (%llu "
                         "bytes)",
                         name, replaced, (unsigned long long)size);
-        else
+        } else {
             tetherd_log(cfg, 1, NULL, "upload cache: stored %.12s... (%llu bytes)", name,
                         (unsigned long long)size);
+        }
         evict(cfg, name);
     } else if (out >= 0) {
         unlink(tmp);
@@ -311,8 +345,9 @@ const char *tetherd_cache_open(const char *dir, char *why, size_t why_size) {
     snprintf(path, sizeof path, "%s", dir);
     /* mkdir -p, 0700: the entries are the user's uploaded code */
     for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
+        if (*p != '/') {
             continue;
+        }
         *p = 0;
         if (mkdir(path, 0700) != 0 && errno != EEXIST) {
             snprintf(why, why_size, "%s: %s", path, strerror(errno));

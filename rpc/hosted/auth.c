@@ -12,15 +12,17 @@
 #include "tether/rpc/auth.h"
 
 static int ready(void) {
-    if (sodium_init() < 0)
+    if (sodium_init() < 0) {
         return tether_set_error(TETHER_ERR_INTERNAL, "auth: libsodium failed to initialise");
+    }
     return TETHER_OK;
 }
 
 int tether_rpc_auth_nonce(uint8_t nonce[TETHER_RPC_NONCE_BYTES]) {
     int rc = ready();
-    if (rc)
+    if (rc) {
         return rc;
+    }
     randombytes_buf(nonce, TETHER_RPC_NONCE_BYTES);
     return TETHER_OK;
 }
@@ -28,13 +30,16 @@ int tether_rpc_auth_nonce(uint8_t nonce[TETHER_RPC_NONCE_BYTES]) {
 int tether_rpc_auth_mac(const void *token, size_t token_len,
                         const uint8_t nonce[TETHER_RPC_NONCE_BYTES],
                         uint8_t mac[TETHER_RPC_MAC_BYTES]) {
-    if (!token || token_len == 0)
+    if (!token || token_len == 0) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "auth: empty token");
-    if (!nonce || !mac)
+    }
+    if (!nonce || !mac) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "auth: null nonce or mac");
+    }
     int rc = ready();
-    if (rc)
+    if (rc) {
         return rc;
+    }
     crypto_auth_hmacsha256_state st;
     crypto_auth_hmacsha256_init(&st, token, token_len);
     crypto_auth_hmacsha256_update(&st, nonce, TETHER_RPC_NONCE_BYTES);
@@ -49,8 +54,9 @@ int tether_rpc_auth_verify(const void *token, size_t token_len,
                            const uint8_t nonce[TETHER_RPC_NONCE_BYTES], tether_rpc_bytes mac) {
     uint8_t want[TETHER_RPC_MAC_BYTES];
     int rc = tether_rpc_auth_mac(token, token_len, nonce, want);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     if (mac.len != TETHER_RPC_MAC_BYTES || !mac.ptr ||
         sodium_memcmp(want, mac.ptr, TETHER_RPC_MAC_BYTES) != 0) {
         sodium_memzero(want, sizeof want);

@@ -25,14 +25,17 @@
 #include "transport_internal.h"
 
 int tether_rpc_client_init(tether_rpc_client *c, tether_transport *t, size_t tx_cap, int retries) {
-    if (!c || !t)
+    if (!c || !t) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "rpc client: null argument");
+    }
     memset(c, 0, sizeof *c);
-    if (tx_cap == 0)
+    if (tx_cap == 0) {
         tx_cap = t->max_frame;
+    }
     c->tx = malloc(tx_cap);
-    if (!c->tx)
+    if (!c->tx) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "rpc client: no memory");
+    }
     c->t = t;
     c->tx_cap = tx_cap;
     c->next_id = 1;
@@ -83,8 +86,9 @@ static int take_message(tether_rpc_client *c, const tether_rpc_msg *req, const c
         return 0;
     }
     if (type == TETHER_RPC_LOG) {
-        if (c->on_log && tether_rpc_msgpack_decode(msg, mlen, rep) == 0)
+        if (c->on_log && tether_rpc_msgpack_decode(msg, mlen, rep) == 0) {
             c->on_log(c->log_ctx, rep);
+        }
         return 0;
     }
     if (type == TETHER_RPC_ERROR && id == 0 && tether_rpc_msgpack_decode(msg, mlen, rep) == 0) {
@@ -99,19 +103,21 @@ static int take_message(tether_rpc_client *c, const tether_rpc_msg *req, const c
         return 0;
     }
     *rc = tether_rpc_msgpack_decode(msg, mlen, rep);
-    if (*rc)
+    if (*rc) {
         return 1;
+    }
     if (rep->type == TETHER_RPC_ERROR) {
         int code = rep->u.error.code;
         *rc = tether_set_error(code, "%s failed: %.*s", name, (int)rep->u.error.message.len,
                                rep->u.error.message.ptr);
         return 1;
     }
-    if (rep->type != (req->type | TETHER_RPC_REPLY))
+    if (rep->type != (req->type | TETHER_RPC_REPLY)) {
         *rc = tether_set_error(TETHER_ERR_PROTOCOL, "%s got a %s", name,
                                tether_rpc_type_name(rep->type));
-    else
+    } else {
         *rc = TETHER_OK;
+    }
     return 1;
 }
 
@@ -136,13 +142,15 @@ static void learn(tether_rpc_client *c, uint32_t type, uint32_t attempts, int64_
         /* per byte: an upper bound (it includes the latency), followed up fast and down slowly
          * so that one quick exchange does not make the next big frame time out */
         double per = m / b;
-        if (c->byte_ms <= 0)
+        if (c->byte_ms <= 0) {
             c->byte_ms = per;
-        else
+        } else {
             c->byte_ms += (per - c->byte_ms) * (per > c->byte_ms ? 0.5 : 0.125);
+        }
         m -= c->byte_ms * b;
-        if (m < 0)
+        if (m < 0) {
             m = 0;
+        }
         if (c->srtt_ms <= 0) {
             c->srtt_ms = m > 0 ? m : 0.5;
             c->rttvar_ms = m / 2;
@@ -170,11 +178,13 @@ static double reply_bytes(uint32_t type, uint64_t len) {
 }
 
 double tether_rpc_client_error_rate(const tether_rpc_client *c) {
-    if (!c || c->att_sum <= 0 || c->fail_sum <= 1e-9 || c->byte_sum <= 0)
+    if (!c || c->att_sum <= 0 || c->fail_sum <= 1e-9 || c->byte_sum <= 0) {
         return 0;
+    }
     double f = c->fail_sum / c->att_sum; /* failed share of the attempts */
-    if (f > 0.99)
+    if (f > 0.99) {
         f = 0.99;
+    }
     return -log(1 - f) / (c->byte_sum / c->att_sum);
 }
 
@@ -184,21 +194,24 @@ double tether_rpc_client_error_rate(const tether_rpc_client *c) {
  * (L - h)(L + t) = (h + t) / q, q = -ln(1 - p). */
 static double best_chunk(const tether_rpc_client *c, size_t max) {
     double p = tether_rpc_client_error_rate(c);
-    if (p <= 0)
+    if (p <= 0) {
         return (double)max;
+    }
     double h = CHUNK_HEADER, t = CHUNK_TURN, q = -log(1 - p);
     double L = ((h - t) + sqrt((t - h) * (t - h) + 4 * (h * t + (h + t) / q))) / 2;
     return L - h;
 }
 
 size_t tether_rpc_client_chunk(tether_rpc_client *c, size_t max) {
-    if (!c || !c->t || !c->t->report_damage || max <= CHUNK_MIN)
+    if (!c || !c->t || !c->t->report_damage || max <= CHUNK_MIN) {
         return max;
+    }
     size_t now = c->chunk_now ? c->chunk_now : (max < CHUNK_FIRST ? max : CHUNK_FIRST);
     /* down to the best size at once; up by half a step at a time while frames get through */
     double next = (double)now * 1.5, target = best_chunk(c, max);
-    if (target < next)
+    if (target < next) {
         next = target;
+    }
     size_t n = next > (double)max ? max : next < CHUNK_MIN ? CHUNK_MIN : (size_t)next;
     c->chunk_now = n;
     return n;
@@ -221,8 +234,9 @@ static int arq_request(tether_rpc_client *c, tether_rpc_msg *req, tether_rpc_msg
     int64_t start = tether__rpc_now_ms();
     int64_t deadline = timeout_ms < 0 ? -1 : start + (int64_t)timeout_ms * (c->retries + 1);
     int rto = c->rto_ms > 0 ? c->rto_ms : RTO_FIRST_MS;
-    if (rto < c->min_rto_ms)
+    if (rto < c->min_rto_ms) {
         rto = c->min_rto_ms;
+    }
     c->min_rto_ms = 0;
 
     uint32_t attempts = 0;
@@ -237,8 +251,9 @@ static int arq_request(tether_rpc_client *c, tether_rpc_msg *req, tether_rpc_msg
             return tether_set_error(rc, "%s (id %u): cannot send%s: %s", name, (unsigned)req->id,
                                     attempts ? " again" : "", e);
         }
-        if (attempts++)
+        if (attempts++) {
             c->t->stats.frames_resent++;
+        }
         sent_at = tether__rpc_now_ms();
         double line = (double)len + reply_bytes(req->type, req->type == TETHER_RPC_COPY_FROM
                                                                ? req->u.copy_from_req.length
@@ -255,12 +270,13 @@ static int arq_request(tether_rpc_client *c, tether_rpc_msg *req, tether_rpc_msg
             rc = tether_transport_recv(c->t, &msg, &mlen, left);
             if (rc == TETHER_ERR_TIMEOUT) {
                 now = tether__rpc_now_ms();
-                if (deadline >= 0 && now >= deadline)
+                if (deadline >= 0 && now >= deadline) {
                     return tether_set_error(TETHER_ERR_TIMEOUT,
                                             "%s (id %u): no reply within %lld ms, %u attempt(s) "
                                             "on a lossy link",
                                             name, (unsigned)req->id, (long long)(now - start),
                                             (unsigned)attempts);
+                }
                 if (c->t->stats.bytes_received != rx_mark) { /* a long frame on its way */
                     rx_mark = c->t->stats.bytes_received;
                     resend_at = now + rto;
@@ -285,55 +301,64 @@ static int arq_request(tether_rpc_client *c, tether_rpc_msg *req, tether_rpc_msg
                 if (resize_above && attempts >= 3 &&
                     best_chunk(c, resize_above) * 2 < (double)resize_above) {
                     c->chunk_now = 0;
-                    if (trace())
+                    if (trace()) {
                         fprintf(stderr, "tether link: %s id %u: %u attempts; smaller chunks\n",
                                 name, (unsigned)req->id, (unsigned)attempts);
+                    }
                     return TETHER_RPC_SMALLER;
                 }
             }
-            if (resend && trace())
+            if (resend && trace()) {
                 fprintf(stderr, "tether link: %s id %u: resend #%u after %s (%lld ms)\n", name,
                         (unsigned)req->id, (unsigned)attempts,
                         rc == TETHER_ERR_TIMEOUT     ? "no answer"
                         : rc == TETHER_TRANSPORT_NAK ? "a NAK"
                                                      : "a damaged frame",
                         (long long)(tether__rpc_now_ms() - sent_at));
+            }
         }
     }
 }
 
 int tether_rpc_client_request(tether_rpc_client *c, tether_rpc_msg *req, tether_rpc_msg *rep,
                               int timeout_ms) {
-    if (!c || !c->t || !req || !rep)
+    if (!c || !c->t || !req || !rep) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "rpc client: null argument");
-    if (req->type & TETHER_RPC_REPLY || req->type == TETHER_RPC_LOG)
+    }
+    if (req->type & TETHER_RPC_REPLY || req->type == TETHER_RPC_LOG) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "rpc client: %s is not a request",
                                 tether_rpc_type_name(req->type) ? tether_rpc_type_name(req->type)
                                                                 : "message");
+    }
     size_t resize_above = c->resize_above; /* this request's alone */
     c->resize_above = 0;
     req->id = c->next_id++;
-    if (c->next_id == 0)
+    if (c->next_id == 0) {
         c->next_id = 1;
+    }
     size_t len;
     /* bulk data (COPY_TO, UPLOAD_CHUNK) is not copied: the frame is sent as head + data */
     const uint8_t *tail;
     size_t head_len, tail_len;
     int rc = tether_rpc_encode_split(req, c->tx, c->tx_cap, &head_len, &tail, &tail_len);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     len = head_len + tail_len;
     c->tail = tail;
     c->tail_len = tail_len;
     const char *name = tether_rpc_type_name(req->type);
-    if (c->t->report_damage)
+    if (c->t->report_damage) {
         return arq_request(c, req, rep, len, name, timeout_ms, resize_above);
+    }
     for (int attempt = 0; attempt <= c->retries; attempt++) {
         rc = tether_transport_send2(c->t, c->tx, head_len, tail, tail_len, timeout_ms);
-        if (rc)
+        if (rc) {
             return rc;
-        if (attempt)
+        }
+        if (attempt) {
             c->t->stats.frames_resent++;
+        }
         int64_t deadline = timeout_ms < 0 ? -1 : tether__rpc_now_ms() + timeout_ms;
         for (;;) {
             int left = -1;
@@ -344,10 +369,12 @@ int tether_rpc_client_request(tether_rpc_client *c, tether_rpc_msg *req, tether_
             const uint8_t *msg;
             size_t mlen;
             rc = tether_transport_recv(c->t, &msg, &mlen, left);
-            if (rc == TETHER_ERR_TIMEOUT)
+            if (rc == TETHER_ERR_TIMEOUT) {
                 break;
-            if (rc)
+            }
+            if (rc) {
                 return rc;
+            }
             if (take_message(c, req, name, msg, mlen, rep, &rc)) {
                 c->last_attempts = (uint32_t)attempt + 1;
                 return rc;
@@ -391,8 +418,9 @@ static int pipe_send(tether_rpc_client *c, pipe_slot *slots, uint32_t first, uin
         snprintf(e, sizeof e, "%s", tether_last_error());
         return tether_set_error(rc, "%s (id %u): cannot send: %s", name, (unsigned)p->id, e);
     }
-    if (p->attempts++)
+    if (p->attempts++) {
         c->t->stats.frames_resent++;
+    }
     p->sent_at = tether__rpc_now_ms();
     return TETHER_OK;
 }
@@ -400,12 +428,15 @@ static int pipe_send(tether_rpc_client *c, pipe_slot *slots, uint32_t first, uin
 int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_chunk,
                                uint32_t window, int timeout_ms, tether_rpc_make_fn make,
                                tether_rpc_take_fn take, void *ctx) {
-    if (!c || !c->t || !make || !take || max_chunk == 0)
+    if (!c || !c->t || !make || !take || max_chunk == 0) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "rpc pipeline: bad argument");
-    if (window < 1)
+    }
+    if (window < 1) {
         window = 1;
-    if (window > PIPE_MAX)
+    }
+    if (window > PIPE_MAX) {
         window = PIPE_MAX;
+    }
     bool arq = c->t->report_damage;
     pipe_slot slots[PIPE_MAX];
     uint32_t first = 0, count = 0; /* ring of the requests in flight, oldest first */
@@ -425,21 +456,25 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
          * resend of one frame rather than of all in flight */
         uint32_t cap = window;
         if (arq) {
-            if (c->win_now < 1 || c->win_now > window)
+            if (c->win_now < 1 || c->win_now > window) {
                 c->win_now = c->win_now < 1 ? 1 : window;
+            }
             cap = (uint32_t)c->win_now;
         }
         while (count < cap && (next < total || (total == 0 && !made_empty))) {
             size_t n = tether_rpc_client_chunk(c, max_chunk);
-            if (n > total - next)
+            if (n > total - next) {
                 n = (size_t)(total - next);
+            }
             memset(&req, 0, sizeof req);
             rc = make(ctx, next, n, &req);
-            if (rc)
+            if (rc) {
                 return rc;
+            }
             req.id = c->next_id++;
-            if (c->next_id == 0)
+            if (c->next_id == 0) {
                 c->next_id = 1;
+            }
             name = tether_rpc_type_name(req.type) ? tether_rpc_type_name(req.type) : name;
             pipe_slot *p = &slots[(first + count) % PIPE_MAX];
             memset(p, 0, sizeof *p);
@@ -449,17 +484,20 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
             p->len = n;
             rc = tether_rpc_encode_split(&req, p->head, sizeof p->head, &p->head_len, &p->tail,
                                          &p->tail_len);
-            if (rc)
+            if (rc) {
                 return rc;
+            }
             rc = pipe_send(c, slots, first, count + 1, p, timeout_ms, name);
-            if (rc)
+            if (rc) {
                 return rc;
+            }
             count++;
             next += n;
             made_empty = total == 0;
         }
-        if (count == 0)
+        if (count == 0) {
             return TETHER_OK;
+        }
         pipe_slot *old = &slots[first];
         int64_t now = tether__rpc_now_ms();
         int64_t deadline = limit < 0 ? -1 : wait_from + limit;
@@ -468,10 +506,12 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
             /* its line time after it was sent, or a latency's worth after the line last
              * brought bytes (a long reply on its way) */
             int64_t resend_at = old->sent_at + rto_for(c, rto, old->ahead);
-            if (rx_at + rto > resend_at)
+            if (rx_at + rto > resend_at) {
                 resend_at = rx_at + rto;
-            if (until < 0 || resend_at < until)
+            }
+            if (until < 0 || resend_at < until) {
                 until = resend_at;
+            }
         }
         int left = until < 0 ? -1 : until > now ? (int)(until - now) : 0;
         const uint8_t *msg;
@@ -480,13 +520,15 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
         bool resend = false;
         if (rc == TETHER_ERR_TIMEOUT) {
             now = tether__rpc_now_ms();
-            if (deadline >= 0 && now >= deadline)
+            if (deadline >= 0 && now >= deadline) {
                 return tether_set_error(
                     TETHER_ERR_TIMEOUT, "%s (id %u, bytes %llu..%llu): no reply within %lld ms",
                     name, (unsigned)old->id, (unsigned long long)old->offset,
                     (unsigned long long)(old->offset + old->len), (long long)(now - wait_from));
-            if (!arq)
+            }
+            if (!arq) {
                 continue;
+            }
             if (c->t->stats.bytes_received != rx_mark) { /* a long frame on its way */
                 rx_mark = c->t->stats.bytes_received;
                 rx_at = now;
@@ -507,59 +549,70 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
                 continue;
             }
             if (type == TETHER_RPC_LOG) {
-                if (c->on_log && tether_rpc_msgpack_decode(msg, mlen, &rep) == 0)
+                if (c->on_log && tether_rpc_msgpack_decode(msg, mlen, &rep) == 0) {
                     c->on_log(c->log_ctx, &rep);
+                }
                 continue;
             }
             if (id != old->id) {
                 /* a later request answered first: the oldest's reply was lost (go back) */
                 bool later = false;
-                for (uint32_t k = 1; k < count; k++)
+                for (uint32_t k = 1; k < count; k++) {
                     later |= slots[(first + k) % PIPE_MAX].id == id;
+                }
                 if (id == 0 && type == TETHER_RPC_ERROR &&
-                    tether_rpc_msgpack_decode(msg, mlen, &rep) == 0)
+                    tether_rpc_msgpack_decode(msg, mlen, &rep) == 0) {
                     return tether_set_error(rep.u.error.code, "%s: device: %.*s", name,
                                             (int)rep.u.error.message.len, rep.u.error.message.ptr);
+                }
                 c->stale_replies++;
-                if (!later || !arq)
+                if (!later || !arq) {
                     continue;
+                }
                 resend = true;
             } else {
                 rc = tether_rpc_msgpack_decode(msg, mlen, &rep);
-                if (rc)
+                if (rc) {
                     return rc;
-                if (rep.type == TETHER_RPC_ERROR)
+                }
+                if (rep.type == TETHER_RPC_ERROR) {
                     return tether_set_error(rep.u.error.code, "%s failed: %.*s", name,
                                             (int)rep.u.error.message.len, rep.u.error.message.ptr);
-                if (rep.type != (old->type | TETHER_RPC_REPLY))
+                }
+                if (rep.type != (old->type | TETHER_RPC_REPLY)) {
                     return tether_set_error(TETHER_ERR_PROTOCOL, "%s got a %s", name,
                                             tether_rpc_type_name(rep.type));
+                }
                 if (arq) {
                     learn(c, TETHER_RPC_COPY_TO, old->attempts, now - old->sent_at,
                           old->head_len + old->tail_len, mlen, old->ahead);
-                    if (old->attempts == 1)
+                    if (old->attempts == 1) {
                         c->win_now += 1.0 / (c->win_now < 1 ? 1 : c->win_now);
+                    }
                 }
                 rc = take(ctx, old->offset, old->len, &rep);
-                if (rc)
+                if (rc) {
                     return rc;
+                }
                 first = (first + 1) % PIPE_MAX;
                 count--;
                 wait_from = tether__rpc_now_ms();
                 continue;
             }
         }
-        if (!resend)
+        if (!resend) {
             continue;
+        }
         observe(c, false, (double)(old->head_len + old->tail_len + 40));
         c->win_now = 1;
         /* the oldest far too big for what the line now carries: abandon what is in flight
          * (late arrivals are idempotent writes or stale replies) and go on in smaller pieces */
         if (old->attempts >= 3 && old->len > 2 * CHUNK_MIN &&
             best_chunk(c, old->len) * 2 < (double)old->len) {
-            if (trace())
+            if (trace()) {
                 fprintf(stderr, "tether link: %s id %u: %u attempts; smaller chunks\n", name,
                         (unsigned)old->id, (unsigned)old->attempts);
+            }
             next = old->offset;
             count = 0;
             c->chunk_now = 0;
@@ -567,17 +620,19 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
         }
         /* go back: the oldest and everything after it, in order (the device's reply cache
          * answers what it already ran without running it again) */
-        if (trace())
+        if (trace()) {
             fprintf(stderr, "tether link: %s id %u: resend #%u of %u in flight after %s\n", name,
                     (unsigned)old->id, (unsigned)old->attempts, (unsigned)count,
                     rc == TETHER_ERR_TIMEOUT     ? "no answer"
                     : rc == TETHER_TRANSPORT_NAK ? "a NAK"
                                                  : "a damaged or lost frame");
+        }
         for (uint32_t k = 0; k < count; k++) {
             rc =
                 pipe_send(c, slots, first, k + 1, &slots[(first + k) % PIPE_MAX], timeout_ms, name);
-            if (rc)
+            if (rc) {
                 return rc;
+            }
         }
     }
 }

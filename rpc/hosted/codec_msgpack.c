@@ -59,14 +59,16 @@ static int e_nil(void *c) {
 }
 static int e_str(void *c, const char *s, uint32_t len) {
     int rc = msgpack_pack_str(c, len);
-    if (!rc)
+    if (!rc) {
         rc = msgpack_pack_str_body(c, s, len);
+    }
     return pk_rc(c, rc);
 }
 static int e_bin(void *c, const void *p, uint32_t len) {
     int rc = msgpack_pack_bin(c, len);
-    if (!rc)
+    if (!rc) {
         rc = msgpack_pack_bin_body(c, p, len);
+    }
     return pk_rc(c, rc);
 }
 static int e_array(void *c, uint32_t n) {
@@ -77,22 +79,25 @@ static const tether_rpc_enc_ops mpc_enc = {e_uint, e_int, e_double, e_bool,
                                            e_nil,  e_str, e_bin,    e_array};
 
 int tether_rpc_msgpack_encode(const tether_rpc_msg *m, void *buf, size_t cap, size_t *out_len) {
-    if (!buf || !out_len)
+    if (!buf || !out_len) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "msgpack-c encode: null buffer");
+    }
     *out_len = 0;
     fixed_buf fb = {(uint8_t *)buf, cap, 0, false};
     msgpack_packer pk;
     msgpack_packer_init(&pk, &fb, fixed_write);
     int rc = tether__rpc_schema_encode(&mpc_enc, &pk, m);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     *out_len = fb.len;
     return TETHER_OK;
 }
 
 int tether_rpc_msgpack_encode_alloc(const tether_rpc_msg *m, uint8_t **out, size_t *out_len) {
-    if (!out || !out_len)
+    if (!out || !out_len) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "msgpack-c encode: null output");
+    }
     *out = NULL;
     *out_len = 0;
     msgpack_sbuffer sb;
@@ -109,8 +114,9 @@ int tether_rpc_msgpack_encode_alloc(const tether_rpc_msg *m, uint8_t **out, size
     size_t size = sb.size;
     *out = (uint8_t *)msgpack_sbuffer_release(&sb);
     *out_len = size;
-    if (!*out)
+    if (!*out) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "msgpack-c encode: out of memory");
+    }
     return TETHER_OK;
 }
 
@@ -133,27 +139,31 @@ static int cfail(const char *what) {
 }
 
 static const msgpack_object *peek_obj(cursor *c) {
-    if (c->depth == 0)
+    if (c->depth == 0) {
         return c->root_taken ? NULL : c->root;
+    }
     level *l = &c->st[c->depth - 1];
     return l->i < l->n ? &l->items[l->i] : NULL;
 }
 
 static const msgpack_object *next_obj(cursor *c) {
     const msgpack_object *o = peek_obj(c);
-    if (!o)
+    if (!o) {
         return NULL;
-    if (c->depth == 0)
+    }
+    if (c->depth == 0) {
         c->root_taken = true;
-    else
+    } else {
         c->st[c->depth - 1].i++;
+    }
     return o;
 }
 
 static tether_mp_kind d_peek(void *cv) {
     const msgpack_object *o = peek_obj(cv);
-    if (!o)
+    if (!o) {
         return TETHER_MP_INVALID;
+    }
     switch (o->type) {
     case MSGPACK_OBJECT_NIL:
         return TETHER_MP_NIL;
@@ -181,25 +191,29 @@ static tether_mp_kind d_peek(void *cv) {
 
 static int d_uint(void *cv, uint64_t *v) {
     const msgpack_object *o = next_obj(cv);
-    if (!o)
+    if (!o) {
         return cfail("missing value");
-    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+    }
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
         return cfail("expected a non-negative integer");
+    }
     *v = o->via.u64;
     return 0;
 }
 
 static int d_int(void *cv, int64_t *v) {
     const msgpack_object *o = next_obj(cv);
-    if (!o)
+    if (!o) {
         return cfail("missing value");
+    }
     if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
         *v = o->via.i64;
         return 0;
     }
     if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        if (o->via.u64 > (uint64_t)INT64_MAX)
+        if (o->via.u64 > (uint64_t)INT64_MAX) {
             return cfail("integer above INT64_MAX");
+        }
         *v = (int64_t)o->via.u64;
         return 0;
     }
@@ -208,8 +222,9 @@ static int d_int(void *cv, int64_t *v) {
 
 static int d_double(void *cv, double *v) {
     const msgpack_object *o = next_obj(cv);
-    if (!o)
+    if (!o) {
         return cfail("missing value");
+    }
     switch (o->type) {
     case MSGPACK_OBJECT_FLOAT32:
     case MSGPACK_OBJECT_FLOAT64:
@@ -228,29 +243,35 @@ static int d_double(void *cv, double *v) {
 
 static int d_bool(void *cv, bool *v) {
     const msgpack_object *o = next_obj(cv);
-    if (!o)
+    if (!o) {
         return cfail("missing value");
-    if (o->type != MSGPACK_OBJECT_BOOLEAN)
+    }
+    if (o->type != MSGPACK_OBJECT_BOOLEAN) {
         return cfail("expected a boolean");
+    }
     *v = o->via.boolean;
     return 0;
 }
 
 static int d_nil(void *cv) {
     const msgpack_object *o = next_obj(cv);
-    if (!o)
+    if (!o) {
         return cfail("missing value");
-    if (o->type != MSGPACK_OBJECT_NIL)
+    }
+    if (o->type != MSGPACK_OBJECT_NIL) {
         return cfail("expected nil");
+    }
     return 0;
 }
 
 static int d_str(void *cv, const char **s, uint32_t *len) {
     const msgpack_object *o = next_obj(cv);
-    if (!o)
+    if (!o) {
         return cfail("missing value");
-    if (o->type != MSGPACK_OBJECT_STR)
+    }
+    if (o->type != MSGPACK_OBJECT_STR) {
         return cfail("expected a string");
+    }
     *s = o->via.str.size ? o->via.str.ptr : "";
     *len = o->via.str.size;
     return 0;
@@ -258,10 +279,12 @@ static int d_str(void *cv, const char **s, uint32_t *len) {
 
 static int d_bin(void *cv, const uint8_t **p, uint32_t *len) {
     const msgpack_object *o = next_obj(cv);
-    if (!o)
+    if (!o) {
         return cfail("missing value");
-    if (o->type != MSGPACK_OBJECT_BIN)
+    }
+    if (o->type != MSGPACK_OBJECT_BIN) {
         return cfail("expected binary data");
+    }
     *p = o->via.bin.size ? (const uint8_t *)o->via.bin.ptr : NULL;
     *len = o->via.bin.size;
     return 0;
@@ -270,12 +293,15 @@ static int d_bin(void *cv, const uint8_t **p, uint32_t *len) {
 static int d_array(void *cv, uint32_t *n) {
     cursor *c = cv;
     const msgpack_object *o = next_obj(c);
-    if (!o)
+    if (!o) {
         return cfail("missing value");
-    if (o->type != MSGPACK_OBJECT_ARRAY)
+    }
+    if (o->type != MSGPACK_OBJECT_ARRAY) {
         return cfail("expected an array");
-    if (c->depth > TETHER_MP_MAX_DEPTH)
+    }
+    if (c->depth > TETHER_MP_MAX_DEPTH) {
         return cfail("nesting too deep");
+    }
     c->st[c->depth].items = o->via.array.ptr;
     c->st[c->depth].n = o->via.array.size;
     c->st[c->depth].i = 0;
@@ -290,11 +316,13 @@ static int d_skip(void *cv) {
 
 static int d_leave(void *cv) {
     cursor *c = cv;
-    if (c->depth == 0)
+    if (c->depth == 0) {
         return cfail("cursor underflow");
+    }
     level *l = &c->st[c->depth - 1];
-    if (l->i != l->n)
+    if (l->i != l->n) {
         return cfail("unread array elements");
+    }
     c->depth--;
     return 0;
 }
@@ -335,21 +363,26 @@ int tether_rpc_msgpack_decode(const void *buf, size_t len, tether_rpc_msg *out) 
 
 int tether_rpc_msgpack_decode_seq(const void *buf, size_t len, tether_rpc_msg *out,
                                   tether_rpc_seq_storage *storage) {
-    if (!out || (!buf && len))
+    if (!out || (!buf && len)) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "msgpack-c decode: null argument");
-    if (len == 0)
+    }
+    if (len == 0) {
         return tether_set_error(TETHER_ERR_PROTOCOL, "empty message");
+    }
     /* bounded structural pre-scan: exactly one value, counts no larger than the input */
     tether_mp_reader r;
     tether_mp_reader_init(&r, buf, len);
-    if (tether_mp_skip(&r))
+    if (tether_mp_skip(&r)) {
         return r.err;
-    if (r.pos != len)
+    }
+    if (r.pos != len) {
         return tether_set_error(TETHER_ERR_PROTOCOL, "%zu bytes after the end of the message",
                                 len - r.pos);
+    }
     msgpack_zone *zone = thread_zone();
-    if (!zone)
+    if (!zone) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "msgpack-c: no memory for a zone");
+    }
     msgpack_object obj;
     size_t off = 0;
     msgpack_unpack_return ur = msgpack_unpack((const char *)buf, len, &off, zone, &obj);

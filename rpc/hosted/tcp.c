@@ -28,9 +28,10 @@ static int resolve(uv_loop_t *loop, const char *host, uint16_t port, uv_getaddri
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     int e = uv_getaddrinfo(loop, req, NULL, host, service, &hints);
-    if (e != 0)
+    if (e != 0) {
         return tether_set_error(TETHER_ERR_NOT_FOUND, "tcp: cannot resolve '%s': %s", host,
                                 uv_strerror(e));
+    }
     return TETHER_OK;
 }
 
@@ -38,8 +39,9 @@ static int dup_fd(uv_os_fd_t fd, bool blocking) {
     int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
     if (d >= 0) {
         int fl = fcntl(d, F_GETFL);
-        if (fl >= 0)
+        if (fl >= 0) {
             fcntl(d, F_SETFL, blocking ? (fl & ~O_NONBLOCK) : (fl | O_NONBLOCK));
+        }
     }
     return d;
 }
@@ -55,15 +57,17 @@ typedef struct connect_state {
 
 static void on_connect(uv_connect_t *req, int status) {
     connect_state *s = req->data;
-    if (s->status == 1) /* not already timed out (a timeout cancels the request) */
+    if (s->status == 1) { /* not already timed out (a timeout cancels the request) */
         s->status = status;
+    }
     uv_timer_stop(&s->timer);
 }
 
 static void on_timeout(uv_timer_t *t) {
     connect_state *s = t->data;
-    if (s->status == 1)
+    if (s->status == 1) {
         s->status = UV_ETIMEDOUT;
+    }
     uv_close((uv_handle_t *)&s->tcp, NULL); /* cancels the connect request */
 }
 
@@ -71,8 +75,9 @@ static void on_timeout(uv_timer_t *t) {
 static int connect_fd(const char *host, uint16_t port, int timeout_ms, int *out) {
     *out = -1;
     uv_loop_t loop;
-    if (uv_loop_init(&loop) != 0)
+    if (uv_loop_init(&loop) != 0) {
         return tether_set_error(TETHER_ERR_IO, "tcp connect: cannot create an event loop");
+    }
     uv_getaddrinfo_t gai;
     int rc = resolve(&loop, host, port, &gai);
     if (rc) {
@@ -92,10 +97,12 @@ static int connect_fd(const char *host, uint16_t port, int timeout_ms, int *out)
         int e = uv_tcp_connect(&s.req, &s.tcp, ai->ai_addr, on_connect);
         if (e == 0) {
             uv_timer_start(&s.timer, on_timeout, timeout_ms < 0 ? 0 : (uint64_t)timeout_ms, 0);
-            if (timeout_ms < 0)
+            if (timeout_ms < 0) {
                 uv_timer_stop(&s.timer);
-            while (s.status == 1 && uv_run(&loop, UV_RUN_ONCE))
+            }
+            while (s.status == 1 && uv_run(&loop, UV_RUN_ONCE)) {
                 ;
+            }
             e = s.status == 1 ? UV_ETIMEDOUT : s.status;
         }
         if (e == 0) {
@@ -109,34 +116,39 @@ static int connect_fd(const char *host, uint16_t port, int timeout_ms, int *out)
             }
         }
         last = e;
-        if (!uv_is_closing((uv_handle_t *)&s.tcp))
+        if (!uv_is_closing((uv_handle_t *)&s.tcp)) {
             uv_close((uv_handle_t *)&s.tcp, NULL);
+        }
         uv_close((uv_handle_t *)&s.timer, NULL);
         uv_run(&loop, UV_RUN_DEFAULT);
     }
     uv_freeaddrinfo(gai.addrinfo);
     uv_loop_close(&loop);
-    if (fd < 0)
+    if (fd < 0) {
         return tether_set_error(last == UV_ETIMEDOUT ? TETHER_ERR_TIMEOUT : TETHER_ERR_IO,
                                 "tcp: cannot connect to %s port %u: %s", host, (unsigned)port,
                                 uv_strerror(last));
+    }
     *out = fd;
     return TETHER_OK;
 }
 
 static int connect_kind(tether_transport *t, tether_transport_kind kind, const char *host,
                         uint16_t port, uint32_t max_frame, int timeout_ms) {
-    if (!t || !host)
+    if (!t || !host) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "tcp connect: no host");
+    }
     memset(t, 0, sizeof *t);
     t->fd_read = t->fd_write = -1;
     int fd;
     int rc = connect_fd(host, port, timeout_ms, &fd);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     rc = tether_transport_fd_open(t, kind, fd, fd, max_frame, true);
-    if (rc)
+    if (rc) {
         close(fd);
+    }
     return rc;
 }
 
@@ -183,11 +195,13 @@ static void peer_name(uv_tcp_t *c, char *out, size_t size) {
 
 static void on_connection(uv_stream_t *server, int status) {
     tether_tcp_listener *l = server->data;
-    if (status < 0)
+    if (status < 0) {
         return;
+    }
     uv_tcp_t *c = malloc(sizeof *c);
-    if (!c)
+    if (!c) {
         return;
+    }
     uv_tcp_init(server->loop, c);
     if (uv_accept(server, (uv_stream_t *)c) != 0) {
         uv_close((uv_handle_t *)c, free_on_close);
@@ -202,19 +216,22 @@ static void on_connection(uv_stream_t *server, int status) {
         fd = dup_fd(raw, true);
     }
     uv_close((uv_handle_t *)c, free_on_close);
-    if (fd >= 0)
+    if (fd >= 0) {
         l->cb(l->ctx, fd, peer);
+    }
 }
 
 int tether_tcp_listen(uv_loop_t *loop, const char *host, uint16_t port, tether_tcp_accept_fn cb,
                       void *ctx, tether_tcp_listener **out) {
-    if (!loop || !host || !cb || !out)
+    if (!loop || !host || !cb || !out) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "tcp listen: missing argument");
+    }
     *out = NULL;
     uv_getaddrinfo_t gai;
     int rc = resolve(loop, host, port, &gai);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     tether_tcp_listener *l = calloc(1, sizeof *l);
     if (!l) {
         uv_freeaddrinfo(gai.addrinfo);
@@ -225,8 +242,9 @@ int tether_tcp_listen(uv_loop_t *loop, const char *host, uint16_t port, tether_t
     uv_tcp_init(loop, &l->tcp);
     l->tcp.data = l;
     int e = uv_tcp_bind(&l->tcp, gai.addrinfo->ai_addr, 0);
-    if (e == 0)
+    if (e == 0) {
         e = uv_listen((uv_stream_t *)&l->tcp, 64, on_connection);
+    }
     uv_freeaddrinfo(gai.addrinfo);
     if (e != 0) {
         uv_close((uv_handle_t *)&l->tcp, free_on_close);
@@ -247,6 +265,7 @@ uint16_t tether_tcp_listener_port(const tether_tcp_listener *l) {
 }
 
 void tether_tcp_listener_close(tether_tcp_listener *l) {
-    if (l && !uv_is_closing((uv_handle_t *)&l->tcp))
+    if (l && !uv_is_closing((uv_handle_t *)&l->tcp)) {
         uv_close((uv_handle_t *)&l->tcp, free_on_close);
+    }
 }

@@ -72,14 +72,17 @@ int tether__rpc_wait_fd(int fd, short events, int64_t deadline) {
         struct pollfd p = {fd, events, 0};
         int n = poll(&p, 1, wait_ms);
         if (n < 0) {
-            if (errno == EINTR)
+            if (errno == EINTR) {
                 continue;
+            }
             return tether_set_error(TETHER_ERR_IO, "poll failed: %s", strerror(errno));
         }
-        if (n == 0)
+        if (n == 0) {
             return tether_set_error(TETHER_ERR_TIMEOUT, "timed out after waiting for the peer");
-        if (p.revents & POLLNVAL)
+        }
+        if (p.revents & POLLNVAL) {
             return tether_set_error(TETHER_ERR_IO, "file descriptor %d is not open", fd);
+        }
         return 0;
     }
 }
@@ -104,12 +107,14 @@ static int send_all_socket(int fd, struct iovec *iov, int niov, int64_t deadline
         m.msg_iovlen = (size_t)niov;
         ssize_t w = sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (w < 0) {
-            if (errno == EINTR)
+            if (errno == EINTR) {
                 continue;
+            }
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 int rc = tether__rpc_wait_fd(fd, POLLOUT, deadline);
-                if (rc)
+                if (rc) {
                     return rc;
+                }
                 continue;
             }
             return write_failed();
@@ -137,13 +142,15 @@ static int write_all(int fd, bool nonblocking, const uint8_t *p, size_t n, int64
     int rc = 0;
     while (n > 0) {
         rc = tether__rpc_wait_fd(fd, POLLOUT, deadline);
-        if (rc)
+        if (rc) {
             break;
+        }
         size_t chunk = nonblocking ? n : (n < PIPE_BUF ? n : PIPE_BUF);
         ssize_t w = write(fd, p, chunk);
         if (w < 0) {
-            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) {
                 continue;
+            }
             rc = write_failed();
             break;
         }
@@ -154,8 +161,9 @@ static int write_all(int fd, bool nonblocking, const uint8_t *p, size_t n, int64
     struct timespec zero = {0, 0};
     sigset_t pending;
     sigpending(&pending);
-    if (sigismember(&pending, SIGPIPE))
+    if (sigismember(&pending, SIGPIPE)) {
         sigtimedwait(&pipe_set, NULL, &zero);
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
@@ -180,23 +188,27 @@ static int fd_send(tether_transport *t, const uint8_t *msg, size_t len, int time
     int rc;
     if (im->uart) {
         size_t n;
-        if (len > TETHER_UART_MAX_PAYLOAD)
+        if (len > TETHER_UART_MAX_PAYLOAD) {
             return tether_set_error(TETHER_ERR_LIMIT,
                                     "message of %zu bytes exceeds the UART frame limit %u", len,
                                     (unsigned)TETHER_UART_MAX_PAYLOAD);
+        }
         if (TETHER_UART_ENCODED_MAX(len) > im->tx_cap) {
             size_t cap = TETHER_UART_ENCODED_MAX(len);
             uint8_t *nb = realloc(im->tx, cap);
-            if (!nb)
+            if (!nb) {
                 return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "UART send buffer");
+            }
             im->tx = nb;
             im->tx_cap = cap;
         }
         rc = tether_uart_frame_encode_ex(msg, len, t->link2, im->tx, im->tx_cap, &n);
-        if (!rc)
+        if (!rc) {
             rc = put_bytes(t, im, im->tx, n, deadline);
-        if (!rc)
+        }
+        if (!rc) {
             t->stats.bytes_sent += n;
+        }
     } else {
         uint8_t hdr[TETHER_STREAM_HEADER_BYTES];
         rc = tether_stream_frame_header(hdr, len);
@@ -208,16 +220,20 @@ static int fd_send(tether_transport *t, const uint8_t *msg, size_t len, int time
             struct iovec iov[2] = {{hdr, sizeof hdr}, {(void *)msg, len}};
             rc = send_all_socket(t->fd_write, iov, 2, deadline);
         } else {
-            if (!rc)
+            if (!rc) {
                 rc = write_all(t->fd_write, im->nonblocking, hdr, sizeof hdr, deadline);
-            if (!rc)
+            }
+            if (!rc) {
                 rc = write_all(t->fd_write, im->nonblocking, msg, len, deadline);
+            }
         }
-        if (!rc)
+        if (!rc) {
             t->stats.bytes_sent += sizeof hdr + len;
+        }
     }
-    if (!rc)
+    if (!rc) {
         t->stats.frames_sent++;
+    }
     return rc;
 }
 
@@ -229,8 +245,9 @@ static int fd_send2(tether_transport *t, const uint8_t *head, size_t head_len, c
     size_t len = head_len + tail_len;
     if (im->uart || len > TETHER_RPC_MAX_FRAME_LIMIT) {
         uint8_t *joined = malloc(len ? len : 1);
-        if (!joined)
+        if (!joined) {
             return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "send: no memory for %zu bytes", len);
+        }
         memcpy(joined, head, head_len);
         memcpy(joined + head_len, tail, tail_len);
         int rc = fd_send(t, joined, len, timeout_ms);
@@ -249,12 +266,15 @@ static int fd_send2(tether_transport *t, const uint8_t *head, size_t head_len, c
             {hdr, sizeof hdr}, {(void *)head, head_len}, {(void *)tail, tail_len}};
         rc = send_all_socket(t->fd_write, iov, 3, deadline);
     } else {
-        if (!rc)
+        if (!rc) {
             rc = write_all(t->fd_write, im->nonblocking, hdr, sizeof hdr, deadline);
-        if (!rc)
+        }
+        if (!rc) {
             rc = write_all(t->fd_write, im->nonblocking, head, head_len, deadline);
-        if (!rc)
+        }
+        if (!rc) {
             rc = write_all(t->fd_write, im->nonblocking, tail, tail_len, deadline);
+        }
     }
     if (!rc) {
         t->stats.frames_sent++;
@@ -306,16 +326,19 @@ static ssize_t sock_recv(tether_transport *t, fd_impl *im, uint8_t *dst, size_t 
             tv.tv_sec = want / 1000;
             tv.tv_usec = (suseconds_t)(want % 1000) * 1000;
         }
-        if (setsockopt(t->fd_read, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0)
+        if (setsockopt(t->fd_read, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) {
             return -1;
+        }
         im->rcvtimeo_ms = want;
     }
     for (;;) {
         ssize_t n = recv(t->fd_read, dst, cap, 0);
-        if (n >= 0 || errno != EINTR)
+        if (n >= 0 || errno != EINTR) {
             return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? -2 : n;
-        if (deadline >= 0 && tether__rpc_now_ms() >= deadline)
+        }
+        if (deadline >= 0 && tether__rpc_now_ms() >= deadline) {
             return -2;
+        }
     }
 }
 
@@ -347,35 +370,41 @@ static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int ti
                 sync_uart_stats(t, im);
                 im->rd_pos += used;
                 bool damaged = t->stats.frames_dropped != dropped;
-                if (damaged && t->send_naks)
+                if (damaged && t->send_naks) {
                     send_nak(t, im);
+                }
                 if (got == TETHER_UART_FRAME) {
                     t->stats.frames_received++;
                     return TETHER_OK;
                 }
-                if (t->report_damage && got == TETHER_UART_NAK)
+                if (t->report_damage && got == TETHER_UART_NAK) {
                     return TETHER_TRANSPORT_NAK;
-                if (t->report_damage && damaged)
+                }
+                if (t->report_damage && damaged) {
                     return TETHER_TRANSPORT_DAMAGED;
+                }
                 continue;
             }
             tether_stream_unframer *su = &im->stream;
             if (im->place_dst) { /* a placed frame's bytes from the read-ahead buffer */
                 size_t take = su->need - su->have;
-                if (take > im->rd_len - im->rd_pos)
+                if (take > im->rd_len - im->rd_pos) {
                     take = im->rd_len - im->rd_pos;
+                }
                 memcpy(im->place_dst + (su->have - im->place_off), im->rd + im->rd_pos, take);
                 im->rd_pos += take;
                 su->have += take;
-                if (su->have == su->need)
+                if (su->have == su->need) {
                     return deliver_stream(t, im, msg, len);
+                }
                 continue;
             }
             got = tether_stream_unframer_push(su, im->rd + im->rd_pos, im->rd_len - im->rd_pos,
                                               &used, msg, len);
             im->rd_pos += used;
-            if (got < 0)
+            if (got < 0) {
                 return got;
+            }
             if (got == 1) {
                 t->stats.frames_received++;
                 t->placed = NULL;
@@ -410,26 +439,31 @@ static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int ti
         ssize_t n;
         if (im->sock_read) {
             n = sock_recv(t, im, dst, cap, deadline);
-            if (n == -2)
+            if (n == -2) {
                 return tether_set_error(TETHER_ERR_TIMEOUT, "timed out after waiting for the peer");
+            }
         } else {
             int rc = tether__rpc_wait_fd(t->fd_read, POLLIN, deadline);
-            if (rc)
+            if (rc) {
                 return rc;
+            }
             n = read(t->fd_read, dst, cap);
         }
         if (n < 0) {
-            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) {
                 continue;
+            }
             return tether_set_error(TETHER_ERR_IO, "read failed: %s", strerror(errno));
         }
-        if (n == 0)
+        if (n == 0) {
             return tether_set_error(TETHER_ERR_IO, "connection closed by the peer");
+        }
         t->stats.bytes_received += (uint64_t)n;
         if (direct) {
             su->have += (size_t)n;
-            if (su->have == su->need)
+            if (su->have == su->need) {
                 return deliver_stream(t, im, msg, len);
+            }
             continue;
         }
         im->rd_len = (size_t)n;
@@ -441,10 +475,12 @@ static void fd_close(tether_transport *t) {
     fd_impl *im = t->impl;
     if (im) {
         if (im->owns) {
-            if (t->fd_read >= 0)
+            if (t->fd_read >= 0) {
                 close(t->fd_read);
-            if (t->fd_write >= 0 && t->fd_write != t->fd_read)
+            }
+            if (t->fd_write >= 0 && t->fd_write != t->fd_read) {
                 close(t->fd_write);
+            }
         }
         free(im->frame_buf);
         free(im->tx);
@@ -455,15 +491,17 @@ static void fd_close(tether_transport *t) {
         pid_t pid = (pid_t)t->child_pid;
         /* give the child 2 s to exit on EOF, then ask, then insist */
         for (int i = 0; i < 200; i++) {
-            if (waitpid(pid, &status, WNOHANG) != 0)
+            if (waitpid(pid, &status, WNOHANG) != 0) {
                 goto reaped;
+            }
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
         kill(pid, SIGTERM);
         for (int i = 0; i < 100; i++) {
-            if (waitpid(pid, &status, WNOHANG) != 0)
+            if (waitpid(pid, &status, WNOHANG) != 0) {
                 goto reaped;
+            }
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
@@ -481,25 +519,31 @@ const tether_transport_ops tether__rpc_fd_ops = {fd_send, fd_recv, fd_close, fd_
 
 int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, int fd_read,
                              int fd_write, uint32_t max_frame, bool owns_fds) {
-    if (!t)
+    if (!t) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "transport: null");
+    }
     memset(t, 0, sizeof *t);
     t->fd_read = t->fd_write = -1;
-    if (fd_read < 0 || fd_write < 0)
+    if (fd_read < 0 || fd_write < 0) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "transport: bad file descriptors %d/%d",
                                 fd_read, fd_write);
+    }
     if (kind != TETHER_TRANSPORT_TCP && kind != TETHER_TRANSPORT_PIPE &&
-        kind != TETHER_TRANSPORT_UART)
+        kind != TETHER_TRANSPORT_UART) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "transport: kind %d is not fd-based",
                                 (int)kind);
-    if (max_frame == 0)
+    }
+    if (max_frame == 0) {
         max_frame = TETHER_RPC_DEFAULT_MAX_FRAME;
-    if (kind == TETHER_TRANSPORT_UART && max_frame > TETHER_UART_MAX_PAYLOAD)
+    }
+    if (kind == TETHER_TRANSPORT_UART && max_frame > TETHER_UART_MAX_PAYLOAD) {
         max_frame = TETHER_UART_MAX_PAYLOAD;
-    if (max_frame < TETHER_RPC_MIN_FRAME || max_frame > TETHER_RPC_MAX_FRAME_LIMIT)
+    }
+    if (max_frame < TETHER_RPC_MIN_FRAME || max_frame > TETHER_RPC_MAX_FRAME_LIMIT) {
         return tether_set_error(TETHER_ERR_LIMIT, "transport: max_frame %u outside [%u, %u]",
                                 (unsigned)max_frame, (unsigned)TETHER_RPC_MIN_FRAME,
                                 (unsigned)TETHER_RPC_MAX_FRAME_LIMIT);
+    }
     fd_impl *im = calloc(1, sizeof *im);
     uint8_t *fb = malloc(max_frame);
     if (!im || !fb) {
@@ -511,10 +555,11 @@ int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, in
     im->uart = kind == TETHER_TRANSPORT_UART;
     im->socket = -1;
     im->frame_buf = fb;
-    if (im->uart)
+    if (im->uart) {
         tether_uart_unframer_init(&im->uart_u, fb, max_frame, NULL, NULL);
-    else
+    } else {
         tether_stream_unframer_init(&im->stream, fb, max_frame);
+    }
     im->rcvtimeo_ms = -1;
     if (owns_fds) {
         /* a socket stays blocking: a receive is one recv bounded by SO_RCVTIMEO, and every send
@@ -524,12 +569,14 @@ int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, in
         int fds[2] = {fd_read, fd_write};
         for (int i = 0; i < 2; i++) {
             int fl = fcntl(fds[i], F_GETFL);
-            if (fl < 0)
+            if (fl < 0) {
                 continue;
-            if (im->sock_read)
+            }
+            if (im->sock_read) {
                 fcntl(fds[i], F_SETFL, fl & ~O_NONBLOCK);
-            else
+            } else {
                 fcntl(fds[i], F_SETFL, fl | O_NONBLOCK);
+            }
         }
         im->nonblocking = !im->sock_read;
         if (im->sock_read) {
@@ -552,13 +599,15 @@ int tether_transport_stdio_open(tether_transport *t, uint32_t max_frame) {
 }
 
 int tether_transport_spawn(tether_transport *t, const char *const argv[], uint32_t max_frame) {
-    if (!t || !argv || !argv[0])
+    if (!t || !argv || !argv[0]) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "spawn: no program given");
+    }
     memset(t, 0, sizeof *t);
     t->fd_read = t->fd_write = -1;
     int to_child[2], from_child[2];
-    if (pipe2(to_child, O_CLOEXEC) != 0)
+    if (pipe2(to_child, O_CLOEXEC) != 0) {
         return tether_set_error(TETHER_ERR_IO, "spawn: pipe failed: %s", strerror(errno));
+    }
     if (pipe2(from_child, O_CLOEXEC) != 0) {
         int e = errno;
         close(to_child[0]);
@@ -596,29 +645,36 @@ int tether_transport_spawn(tether_transport *t, const char *const argv[], uint32
 /* ---- dispatch ---- */
 
 int tether_transport_send(tether_transport *t, const void *msg, size_t len, int timeout_ms) {
-    if (!t || !t->ops)
+    if (!t || !t->ops) {
         return tether_set_error(TETHER_ERR_STATE, "transport is not open");
-    if (!msg || len == 0 || len > TETHER_RPC_MAX_FRAME_LIMIT)
+    }
+    if (!msg || len == 0 || len > TETHER_RPC_MAX_FRAME_LIMIT) {
         return tether_set_error(TETHER_ERR_LIMIT, "message of %zu bytes (must be 1..%u)", len,
                                 (unsigned)TETHER_RPC_MAX_FRAME_LIMIT);
+    }
     return t->ops->send(t, msg, len, timeout_ms);
 }
 
 int tether_transport_send2(tether_transport *t, const void *head, size_t head_len, const void *tail,
                            size_t tail_len, int timeout_ms) {
-    if (!t || !t->ops)
+    if (!t || !t->ops) {
         return tether_set_error(TETHER_ERR_STATE, "transport is not open");
+    }
     size_t len = head_len + tail_len;
-    if (!head || head_len == 0 || (tail_len && !tail) || len > TETHER_RPC_MAX_FRAME_LIMIT)
+    if (!head || head_len == 0 || (tail_len && !tail) || len > TETHER_RPC_MAX_FRAME_LIMIT) {
         return tether_set_error(TETHER_ERR_LIMIT, "message of %zu bytes (must be 1..%u)", len,
                                 (unsigned)TETHER_RPC_MAX_FRAME_LIMIT);
-    if (tail_len == 0)
+    }
+    if (tail_len == 0) {
         return t->ops->send(t, head, head_len, timeout_ms);
-    if (t->ops->send2)
+    }
+    if (t->ops->send2) {
         return t->ops->send2(t, head, head_len, tail, tail_len, timeout_ms);
+    }
     uint8_t *joined = malloc(len);
-    if (!joined)
+    if (!joined) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "send: no memory for %zu bytes", len);
+    }
     memcpy(joined, head, head_len);
     memcpy(joined + head_len, tail, tail_len);
     int rc = t->ops->send(t, joined, len, timeout_ms);
@@ -627,14 +683,17 @@ int tether_transport_send2(tether_transport *t, const void *head, size_t head_le
 }
 
 int tether_transport_recv(tether_transport *t, const uint8_t **msg, size_t *len, int timeout_ms) {
-    if (!t || !t->ops)
+    if (!t || !t->ops) {
         return tether_set_error(TETHER_ERR_STATE, "transport is not open");
-    if (!msg || !len)
+    }
+    if (!msg || !len) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "transport recv: null output");
+    }
     return t->ops->recv(t, msg, len, timeout_ms);
 }
 
 void tether_transport_close(tether_transport *t) {
-    if (t && t->ops && t->ops->close)
+    if (t && t->ops && t->ops->close) {
         t->ops->close(t);
+    }
 }

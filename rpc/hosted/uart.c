@@ -47,9 +47,10 @@
 
 int tether_uart_make_raw(int fd) {
     struct termios tio;
-    if (tcgetattr(fd, &tio) != 0)
+    if (tcgetattr(fd, &tio) != 0) {
         return tether_set_error(TETHER_ERR_IO, "uart: fd %d is not a terminal: %s", fd,
                                 strerror(errno));
+    }
     cfmakeraw(&tio);
     tio.c_cflag |= CLOCAL | CREAD;
     tio.c_cflag &= ~(tcflag_t)(CSTOPB | PARENB | CRTSCTS);
@@ -57,8 +58,9 @@ int tether_uart_make_raw(int fd) {
     tio.c_iflag &= ~(tcflag_t)(IXON | IXOFF | IXANY);
     tio.c_cc[VMIN] = 1;
     tio.c_cc[VTIME] = 0;
-    if (tcsetattr(fd, TCSANOW, &tio) != 0)
+    if (tcsetattr(fd, TCSANOW, &tio) != 0) {
         return tether_set_error(TETHER_ERR_IO, "uart: cannot set raw mode: %s", strerror(errno));
+    }
     return TETHER_OK;
 }
 
@@ -74,20 +76,24 @@ static const struct {
 };
 
 int tether_uart_set_baud(int fd, uint32_t baud) {
-    if (baud == 0)
+    if (baud == 0) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "uart: baud rate 0");
+    }
     for (size_t i = 0; i < sizeof standard / sizeof standard[0]; i++) {
-        if (standard[i].baud != baud)
+        if (standard[i].baud != baud) {
             continue;
+        }
         struct termios tio;
-        if (tcgetattr(fd, &tio) != 0)
+        if (tcgetattr(fd, &tio) != 0) {
             return tether_set_error(TETHER_ERR_IO, "uart: fd %d is not a terminal: %s", fd,
                                     strerror(errno));
+        }
         cfsetispeed(&tio, standard[i].code);
         cfsetospeed(&tio, standard[i].code);
-        if (tcsetattr(fd, TCSANOW, &tio) != 0)
+        if (tcsetattr(fd, TCSANOW, &tio) != 0) {
             return tether_set_error(TETHER_ERR_IO, "uart: cannot set %u baud: %s", (unsigned)baud,
                                     strerror(errno));
+        }
         return TETHER_OK;
     }
     return tether__uart_set_baud_termios2(fd, baud);
@@ -115,16 +121,18 @@ static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 static bool held_by_us(dev_t rdev) {
     pthread_mutex_lock(&held_mu);
     bool found = false;
-    for (size_t i = 0; i < num_held && !found; i++)
+    for (size_t i = 0; i < num_held && !found; i++) {
         found = held[i].rdev == rdev && held[i].pid == getpid();
+    }
     pthread_mutex_unlock(&held_mu);
     return found;
 }
 
 static void held_add(dev_t rdev, int fd, bool excl) {
     pthread_mutex_lock(&held_mu);
-    if (num_held < MAX_HELD) /* beyond that only the pid record can be lost, not the lock */
+    if (num_held < MAX_HELD) { /* beyond that only the pid record can be lost, not the lock */
         held[num_held++] = (held_tty){getpid(), rdev, fd, excl};
+    }
     pthread_mutex_unlock(&held_mu);
 }
 
@@ -154,22 +162,26 @@ static bool is_pty_slave(dev_t rdev) {
  * skipped. */
 static int proc_locks_holder(const struct stat *st) {
     FILE *f = fopen("/proc/locks", "re");
-    if (!f)
+    if (!f) {
         return 0;
+    }
     char line[256];
     int pid = 0;
     while (!pid && fgets(line, sizeof line, f)) {
-        if (strstr(line, "->"))
+        if (strstr(line, "->")) {
             continue;
+        }
         char kind[16];
         int p;
         unsigned maj, min;
         unsigned long ino;
-        if (sscanf(line, "%*d: %15s %*s %*s %d %x:%x:%lu", kind, &p, &maj, &min, &ino) != 5)
+        if (sscanf(line, "%*d: %15s %*s %*s %d %x:%x:%lu", kind, &p, &maj, &min, &ino) != 5) {
             continue;
+        }
         if (p > 0 && maj == major(st->st_dev) && min == minor(st->st_dev) &&
-            ino == (unsigned long)st->st_ino)
+            ino == (unsigned long)st->st_ino) {
             pid = p;
+        }
     }
     fclose(f);
     return pid;
@@ -181,15 +193,17 @@ static int holder_of(int fd, const struct stat *st) {
     memset(&l, 0, sizeof l);
     l.l_type = F_WRLCK;
     l.l_whence = SEEK_SET;
-    if (fd >= 0 && fcntl(fd, F_GETLK, &l) == 0 && l.l_type != F_UNLCK && l.l_pid > 0)
+    if (fd >= 0 && fcntl(fd, F_GETLK, &l) == 0 && l.l_type != F_UNLCK && l.l_pid > 0) {
         return (int)l.l_pid;
+    }
     return proc_locks_holder(st);
 }
 
 static int busy_error(const char *path, int pid, bool self) {
-    if (pid <= 0)
+    if (pid <= 0) {
         return tether_set_error(TETHER_ERR_BUSY,
                                 "device busy: %s is held by another process (pid unknown)", path);
+    }
     return tether_set_error(TETHER_ERR_BUSY, "device busy: %s is held by pid %d%s", path, pid,
                             self ? " (this process)" : "");
 }
@@ -247,10 +261,12 @@ static int open_locked(const char *path, int *fd_out, int *holder) {
 /* Releases the lock explicitly (close would drop flock and the record lock anyway; TIOCEXCL
  * could outlive the fd while another process has the tty open). */
 static void unlock_fd(int fd) {
-    if (fd < 0)
+    if (fd < 0) {
         return;
-    if (held_remove(fd))
+    }
+    if (held_remove(fd)) {
         ioctl(fd, TIOCNXCL);
+    }
     flock(fd, LOCK_UN);
 }
 
@@ -290,8 +306,9 @@ static int open_waiting(const char *path, const tether_uart_open_options *opt, i
     for (;;) {
         int holder;
         int rc = open_locked(path, fd, &holder);
-        if (rc != TETHER_ERR_BUSY || wait_ms == 0)
+        if (rc != TETHER_ERR_BUSY || wait_ms == 0) {
             return rc;
+        }
         int64_t left = deadline < 0 ? LOCK_POLL_MS : deadline - tether__rpc_now_ms();
         if (left <= 0) {
             char e[TETHER_ERROR_MSG_MAX];
@@ -300,8 +317,9 @@ static int open_waiting(const char *path, const tether_uart_open_options *opt, i
         }
         if (holder != announced) {
             announced = holder;
-            if (opt->on_wait)
+            if (opt->on_wait) {
                 opt->on_wait(opt->wait_ctx, path, holder);
+            }
         }
         sleep_ms(left < LOCK_POLL_MS ? left : LOCK_POLL_MS);
     }
@@ -309,19 +327,23 @@ static int open_waiting(const char *path, const tether_uart_open_options *opt, i
 
 int tether_transport_uart_open_ex(tether_transport *t, const char *path, uint32_t baud,
                                   uint32_t max_frame, const tether_uart_open_options *opt) {
-    if (!t || !path)
+    if (!t || !path) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "uart: no device path");
+    }
     memset(t, 0, sizeof *t);
     t->fd_read = t->fd_write = -1;
-    if (opt && opt->wait_ms < -1)
+    if (opt && opt->wait_ms < -1) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "uart: wait of %d ms", opt->wait_ms);
+    }
     int fd;
     int rc = open_waiting(path, opt, &fd);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     rc = tether_uart_make_raw(fd);
-    if (!rc)
+    if (!rc) {
         rc = tether_uart_set_baud(fd, baud);
+    }
     if (!rc) {
         tcflush(fd, TCIOFLUSH);
         rc = tether_transport_fd_open(t, TETHER_TRANSPORT_UART, fd, fd, max_frame, true);

@@ -17,24 +17,27 @@ int ioctl(int fd, unsigned long request, ...);
 
 int tether__uart_set_baud_termios2(int fd, uint32_t baud) {
     struct termios2 tio;
-    if (ioctl(fd, TCGETS2, &tio) != 0)
+    if (ioctl(fd, TCGETS2, &tio) != 0) {
         return tether_set_error(TETHER_ERR_IO, "uart: TCGETS2 on fd %d failed: %s", fd,
                                 strerror(errno));
+    }
     tio.c_cflag &= ~(tcflag_t)(CBAUD | (CBAUD << IBSHIFT));
     tio.c_cflag |= BOTHER | (BOTHER << IBSHIFT);
     tio.c_ispeed = baud;
     tio.c_ospeed = baud;
-    if (ioctl(fd, TCSETS2, &tio) != 0)
+    if (ioctl(fd, TCSETS2, &tio) != 0) {
         return tether_set_error(TETHER_ERR_IO, "uart: cannot set %u baud: %s", (unsigned)baud,
                                 strerror(errno));
+    }
     return TETHER_OK;
 }
 
 int tether__uart_get_baud_termios2(int fd, uint32_t *baud) {
     struct termios2 tio;
-    if (ioctl(fd, TCGETS2, &tio) != 0)
+    if (ioctl(fd, TCGETS2, &tio) != 0) {
         return tether_set_error(TETHER_ERR_IO, "uart: TCGETS2 on fd %d failed: %s", fd,
                                 strerror(errno));
+    }
     *baud = tio.c_ospeed;
     return TETHER_OK;
 }

@@ -81,13 +81,15 @@ static const tether_rpc_dec_ops tiny_dec = {r_peek, r_uint, r_int,   r_double, r
 
 int tether_rpc_tiny_encode(const tether_rpc_msg *m, void *buf, size_t cap, size_t *out_len) {
     tether_mp_writer w;
-    if (!buf || !out_len)
+    if (!buf || !out_len) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "tiny encode: null buffer");
+    }
     *out_len = 0;
     tether_mp_writer_init(&w, buf, cap);
     int rc = tether__rpc_schema_encode(&tiny_enc, &w, m);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     *out_len = w.len;
     return TETHER_OK;
 }
@@ -99,23 +101,28 @@ int tether_rpc_tiny_decode(const void *buf, size_t len, tether_rpc_msg *out) {
 int tether_rpc_tiny_decode_seq(const void *buf, size_t len, tether_rpc_msg *out,
                                tether_rpc_seq_storage *storage) {
     tether_mp_reader r;
-    if (!out || (!buf && len))
+    if (!out || (!buf && len)) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "tiny decode: null argument");
+    }
     /* structural pass first (exactly one value, nesting <= TETHER_MP_MAX_DEPTH from the top):
      * the msgpack-c codec applies the same pass, so both accept exactly the same inputs */
     tether_mp_reader_init(&r, buf, len);
-    if (tether_mp_skip(&r))
+    if (tether_mp_skip(&r)) {
         return r.err;
-    if (r.pos != len)
+    }
+    if (r.pos != len) {
         return tether_set_error(TETHER_ERR_PROTOCOL, "%zu bytes after the end of the message",
                                 len - r.pos);
+    }
     tether_mp_reader_init(&r, buf, len);
     int rc = tether__rpc_schema_decode(&tiny_dec, &r, out, storage);
-    if (rc)
+    if (rc) {
         return rc;
-    if (r.pos != len)
+    }
+    if (r.pos != len) {
         return tether_set_error(TETHER_ERR_PROTOCOL, "%zu bytes after the end of the message",
                                 len - r.pos);
+    }
     return TETHER_OK;
 }
 
@@ -126,12 +133,15 @@ int tether_rpc_peek_header(const void *buf, size_t len, uint32_t *type, uint32_t
     tether_mp_reader_init(&r, buf, len);
     if (tether_mp_read_array(&r, &n) || n < 2 || tether_mp_read_uint(&r, &t) ||
         tether_mp_read_uint(&r, &i) || t > UINT32_MAX || i > UINT32_MAX ||
-        !tether_rpc_type_valid((uint32_t)t))
+        !tether_rpc_type_valid((uint32_t)t)) {
         return tether_set_error(TETHER_ERR_PROTOCOL, "message header is not [type, id, ...]");
-    if (type)
+    }
+    if (type) {
         *type = (uint32_t)t;
-    if (id)
+    }
+    if (id) {
         *id = (uint32_t)i;
+    }
     return TETHER_OK;
 }
 
@@ -141,8 +151,9 @@ int tether_rpc_peek_numbers(const void *buf, size_t len, uint32_t *type, uint32_
     uint64_t t = 0, i = 0;
     tether_mp_reader_init(&r, buf, len);
     if (tether_mp_read_array(&r, &n) || n < 2 || tether_mp_read_uint(&r, &t) ||
-        tether_mp_read_uint(&r, &i) || t > UINT32_MAX || i > UINT32_MAX)
+        tether_mp_read_uint(&r, &i) || t > UINT32_MAX || i > UINT32_MAX) {
         return tether_set_error(TETHER_ERR_PROTOCOL, "message header is not [type, id, ...]");
+    }
     *type = (uint32_t)t;
     *id = (uint32_t)i;
     return TETHER_OK;
@@ -150,34 +161,40 @@ int tether_rpc_peek_numbers(const void *buf, size_t len, uint32_t *type, uint32_
 
 int tether_rpc_encode_split(const tether_rpc_msg *m, void *buf, size_t cap, size_t *head_len,
                             const uint8_t **tail, size_t *tail_len) {
-    if (!m || !buf || !head_len || !tail || !tail_len)
+    if (!m || !buf || !head_len || !tail || !tail_len) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "encode split: null argument");
+    }
     *tail = NULL;
     *tail_len = 0;
     tether_rpc_msg h = *m;
     tether_rpc_bytes *data = NULL;
-    if (m->type == TETHER_RPC_COPY_TO)
+    if (m->type == TETHER_RPC_COPY_TO) {
         data = &h.u.copy_to_req.data;
-    else if (m->type == TETHER_RPC_UPLOAD_CHUNK)
+    } else if (m->type == TETHER_RPC_UPLOAD_CHUNK) {
         data = &h.u.upload_chunk_req.data;
-    else if (m->type == (TETHER_RPC_COPY_FROM | TETHER_RPC_REPLY))
+    } else if (m->type == (TETHER_RPC_COPY_FROM | TETHER_RPC_REPLY)) {
         data = &h.u.copy_from_rep.data;
-    if (!data || data->len < 16)
+    }
+    if (!data || data->len < 16) {
         return tether_rpc_tiny_encode(m, buf, cap, head_len);
+    }
     int rc = tether_rpc_msg_check(m);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     /* the message with empty data ends in its bin header c4 00; the real header replaces it */
     uint32_t n = data->len;
     data->len = 0;
     data->ptr = (const uint8_t *)"";
     size_t len = 0;
     rc = tether_rpc_tiny_encode(&h, buf, cap, &len);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     uint8_t *b = (uint8_t *)buf;
-    if (len < 2 || b[len - 2] != 0xc4 || b[len - 1] != 0)
+    if (len < 2 || b[len - 2] != 0xc4 || b[len - 1] != 0) {
         return tether_set_error(TETHER_ERR_INTERNAL, "encode split: the data is not last");
+    }
     len -= 2;
     uint8_t hdr[5];
     size_t hn;
@@ -189,8 +206,9 @@ int tether_rpc_encode_split(const tether_rpc_msg *m, void *buf, size_t cap, size
         hdr[0] = 0xc6, hdr[1] = (uint8_t)(n >> 24), hdr[2] = (uint8_t)(n >> 16);
         hdr[3] = (uint8_t)(n >> 8), hdr[4] = (uint8_t)n, hn = 5;
     }
-    if (len + hn > cap)
+    if (len + hn > cap) {
         return tether_set_error(TETHER_ERR_LIMIT, "encode split: buffer of %zu bytes", cap);
+    }
     memcpy(b + len, hdr, hn);
     *head_len = len + hn;
     *tail = m->type == TETHER_RPC_COPY_TO        ? m->u.copy_to_req.data.ptr

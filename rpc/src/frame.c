@@ -42,17 +42,19 @@ static uint32_t crc32_byte(uint32_t c, uint8_t b) {
 uint32_t tether_crc32(uint32_t crc, const void *data, size_t len) {
     const uint8_t *p = (const uint8_t *)data;
     uint32_t c = ~crc;
-    for (size_t i = 0; i < len; i++)
+    for (size_t i = 0; i < len; i++) {
         c = crc32_byte(c, p[i]);
+    }
     return ~c;
 }
 
 /* ---- stream framing ---- */
 
 int tether_stream_frame_header(uint8_t hdr[TETHER_STREAM_HEADER_BYTES], size_t len) {
-    if (len == 0 || len > TETHER_RPC_MAX_FRAME_LIMIT)
+    if (len == 0 || len > TETHER_RPC_MAX_FRAME_LIMIT) {
         return tether_set_error(TETHER_ERR_LIMIT, "stream frame of %zu bytes (must be 1..%u bytes)",
                                 len, (unsigned)TETHER_RPC_MAX_FRAME_LIMIT);
+    }
     hdr[0] = (uint8_t)(len >> 24);
     hdr[1] = (uint8_t)(len >> 16);
     hdr[2] = (uint8_t)(len >> 8);
@@ -71,8 +73,9 @@ int tether_stream_unframer_push(tether_stream_unframer *u, const void *data, siz
     const uint8_t *p = (const uint8_t *)data;
     size_t used = 0;
     *consumed = 0;
-    if (u->err)
+    if (u->err) {
         return u->err;
+    }
     while (used < len) {
         if (u->hdr_have < TETHER_STREAM_HEADER_BYTES) {
             u->hdr[u->hdr_have++] = p[used++];
@@ -99,13 +102,15 @@ int tether_stream_unframer_push(tether_stream_unframer *u, const void *data, siz
             continue;
         }
         size_t take = u->need - u->have;
-        if (take > len - used)
+        if (take > len - used) {
             take = len - used;
+        }
         memcpy(u->buf + u->have, p + used, take);
         u->have += take;
         used += take;
-        if (u->have == u->need)
+        if (u->have == u->need) {
             break;
+        }
     }
     *consumed = used;
     if (u->hdr_have == TETHER_STREAM_HEADER_BYTES && u->have == u->need) {
@@ -135,8 +140,9 @@ typedef struct sink {
 
 static int sink_put(void *ctx, const uint8_t *bytes, size_t n) {
     sink *s = (sink *)ctx;
-    if (n > s->cap - s->len)
+    if (n > s->cap - s->len) {
         return tether_set_error(TETHER_ERR_LIMIT, "UART frame does not fit %zu bytes", s->cap);
+    }
     memcpy(s->out + s->len, bytes, n);
     s->len += n;
     return 0;
@@ -177,23 +183,27 @@ static int frame_write(const uint8_t *p, size_t len, bool link2, tether_uart_put
             out[n++] = b;
         }
         if (n >= sizeof out - 3) {
-            if ((rc = put(ctx, out, n)) != 0)
+            if ((rc = put(ctx, out, n)) != 0) {
                 return rc;
+            }
             n = 0;
         }
     }
-    if (link2)
+    if (link2) {
         out[n++] = TETHER_UART_FLAG;
-    if (n && (rc = put(ctx, out, n)) != 0)
+    }
+    if (n && (rc = put(ctx, out, n)) != 0) {
         return rc;
+    }
     return TETHER_OK;
 }
 
 int tether_uart_frame_write_ex(const void *payload, size_t len, bool link2, tether_uart_put_fn put,
                                void *ctx) {
-    if (len == 0 || len > TETHER_UART_MAX_PAYLOAD)
+    if (len == 0 || len > TETHER_UART_MAX_PAYLOAD) {
         return tether_set_error(TETHER_ERR_LIMIT, "UART frame payload of %zu bytes (1..%u)", len,
                                 (unsigned)TETHER_UART_MAX_PAYLOAD);
+    }
     return frame_write((const uint8_t *)payload, len, link2, put, ctx);
 }
 
@@ -210,8 +220,9 @@ int tether_uart_frame_encode_ex(const void *payload, size_t len, bool link2, voi
     sink s = {(uint8_t *)out, out ? cap : 0, 0};
     *out_len = 0;
     int rc = tether_uart_frame_write_ex(payload, len, link2, sink_put, &s);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     *out_len = s.len;
     return TETHER_OK;
 }
@@ -225,8 +236,9 @@ int tether_uart_nak_encode(void *out, size_t cap, size_t *out_len) {
     sink s = {(uint8_t *)out, out ? cap : 0, 0};
     *out_len = 0;
     int rc = tether_uart_nak_write(sink_put, &s);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     *out_len = s.len;
     return TETHER_OK;
 }
@@ -236,8 +248,9 @@ void tether_uart_unframer_init(tether_uart_unframer *u, void *buf, size_t cap,
     memset(u, 0, sizeof *u);
     u->buf = (uint8_t *)buf;
     u->cap = buf ? cap : 0;
-    if (u->cap > TETHER_UART_MAX_PAYLOAD)
+    if (u->cap > TETHER_UART_MAX_PAYLOAD) {
         u->cap = TETHER_UART_MAX_PAYLOAD;
+    }
     u->state = ST_IDLE;
     u->on_drop = on_drop;
     u->drop_ctx = drop_ctx;
@@ -247,8 +260,9 @@ static void drop(tether_uart_unframer *u, tether_uart_drop reason) {
     u->dropped[reason]++;
     u->state = ST_IDLE;
     u->escaped = false;
-    if (u->on_drop)
+    if (u->on_drop) {
         u->on_drop(u->drop_ctx, reason);
+    }
 }
 
 static void start(tether_uart_unframer *u) {
@@ -279,10 +293,11 @@ static int complete(tether_uart_unframer *u, size_t *frame_len) {
 
 int tether_uart_unframer_byte(tether_uart_unframer *u, uint8_t b, size_t *frame_len) {
     if (b == TETHER_UART_FLAG) {
-        if (u->state == ST_IDLE && u->in_garbage)
+        if (u->state == ST_IDLE && u->in_garbage) {
             drop(u, TETHER_UART_DROP_GARBAGE); /* a frame whose start was lost */
-        else if (u->state != ST_IDLE && !u->fresh)
+        } else if (u->state != ST_IDLE && !u->fresh) {
             drop(u, TETHER_UART_DROP_TRUNCATED);
+        }
         u->in_garbage = false;
         start(u); /* back-to-back FLAGs: still just the start of the next frame */
         return 0;
@@ -325,17 +340,20 @@ int tether_uart_unframer_byte(tether_uart_unframer *u, uint8_t b, size_t *frame_
         return 0;
     case ST_PAYLOAD:
         u->buf[u->have++] = b;
-        if (u->link2)
+        if (u->link2) {
             u->crc32 = crc32_byte(u->crc32, b);
-        else
+        } else {
             u->crc = tether_crc16_ccitt(u->crc, &b, 1);
-        if (u->have == u->len)
+        }
+        if (u->have == u->len) {
             u->state = ST_CRC;
+        }
         return 0;
     case ST_CRC:
         u->crc_rx = (u->crc_rx << 8) | b;
-        if (++u->crc_have < (u->link2 ? 4 : 2))
+        if (++u->crc_have < (u->link2 ? 4 : 2)) {
             return 0;
+        }
         if (u->link2 ? u->crc_rx != ~u->crc32 : u->crc_rx != u->crc) {
             drop(u, TETHER_UART_DROP_CRC);
             return 0;
@@ -354,8 +372,9 @@ int tether_uart_unframer_push(tether_uart_unframer *u, const void *data, size_t 
         int r = tether_uart_unframer_byte(u, p[i], frame_len);
         if (r) {
             *consumed = i + 1;
-            if (r == TETHER_UART_FRAME)
+            if (r == TETHER_UART_FRAME) {
                 *frame = u->buf;
+            }
             return r;
         }
     }
@@ -365,7 +384,8 @@ int tether_uart_unframer_push(tether_uart_unframer *u, const void *data, size_t 
 
 uint32_t tether_uart_unframer_dropped(const tether_uart_unframer *u) {
     uint32_t n = 0;
-    for (int i = 0; i < TETHER_UART_DROP_COUNT; i++)
+    for (int i = 0; i < TETHER_UART_DROP_COUNT; i++) {
         n += u->dropped[i];
+    }
     return n;
 }

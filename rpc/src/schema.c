@@ -60,14 +60,18 @@ static int body_fields(uint32_t type) {
 
 /* Fields a decoder requires: the optional trailing fields (docs/rpc.md) may be absent. */
 static int required_fields(uint32_t type) {
-    if (type == (TETHER_RPC_HELLO | TETHER_RPC_REPLY))
+    if (type == (TETHER_RPC_HELLO | TETHER_RPC_REPLY)) {
         return 17; /* board ... exports_id, cpu, cpu_features, pool_sizes, link optional */
-    if (type == TETHER_RPC_HELLO)
+    }
+    if (type == TETHER_RPC_HELLO) {
         return 3; /* link optional */
-    if (type == (TETHER_RPC_CALL | TETHER_RPC_REPLY))
+    }
+    if (type == (TETHER_RPC_CALL | TETHER_RPC_REPLY)) {
         return 3; /* ret_value optional */
-    if (type == (TETHER_RPC_UPLOAD | TETHER_RPC_REPLY))
+    }
+    if (type == (TETHER_RPC_UPLOAD | TETHER_RPC_REPLY)) {
         return 1; /* cached optional */
+    }
     return body_fields(type);
 }
 
@@ -81,44 +85,52 @@ typedef struct enc {
 
 #define E_U(v)                                                                                     \
     do {                                                                                           \
-        if (!e->rc)                                                                                \
+        if (!e->rc) {                                                                              \
             e->rc = e->ops->uint_(e->c, (uint64_t)(v));                                            \
+        }                                                                                          \
     } while (0)
 #define E_I(v)                                                                                     \
     do {                                                                                           \
-        if (!e->rc)                                                                                \
+        if (!e->rc) {                                                                              \
             e->rc = e->ops->int_(e->c, (int64_t)(v));                                              \
+        }                                                                                          \
     } while (0)
 #define E_D(v)                                                                                     \
     do {                                                                                           \
-        if (!e->rc)                                                                                \
+        if (!e->rc) {                                                                              \
             e->rc = e->ops->double_(e->c, (v));                                                    \
+        }                                                                                          \
     } while (0)
 #define E_B(v)                                                                                     \
     do {                                                                                           \
-        if (!e->rc)                                                                                \
+        if (!e->rc) {                                                                              \
             e->rc = e->ops->bool_(e->c, (v));                                                      \
+        }                                                                                          \
     } while (0)
 #define E_NIL()                                                                                    \
     do {                                                                                           \
-        if (!e->rc)                                                                                \
+        if (!e->rc) {                                                                              \
             e->rc = e->ops->nil(e->c);                                                             \
+        }                                                                                          \
     } while (0)
 #define E_S(s)                                                                                     \
     do {                                                                                           \
-        if (!e->rc)                                                                                \
+        if (!e->rc) {                                                                              \
             e->rc = e->ops->str(e->c, (s).ptr ? (s).ptr : "", (s).len);                            \
+        }                                                                                          \
     } while (0)
 #define E_BIN(b)                                                                                   \
     do {                                                                                           \
-        if (!e->rc)                                                                                \
+        if (!e->rc) {                                                                              \
             e->rc =                                                                                \
                 e->ops->bin(e->c, (b).ptr ? (const void *)(b).ptr : (const void *)"", (b).len);    \
+        }                                                                                          \
     } while (0)
 #define E_A(n)                                                                                     \
     do {                                                                                           \
-        if (!e->rc)                                                                                \
+        if (!e->rc) {                                                                              \
             e->rc = e->ops->array(e->c, (uint32_t)(n));                                            \
+        }                                                                                          \
     } while (0)
 
 /* One [type_code, value] pair (CALL/TIME arguments, the CALL reply's return value). */
@@ -155,15 +167,18 @@ static void enc_launch(enc *e, uint64_t func, uint32_t abi, uint32_t num_args,
     E_U(func);
     E_U(abi);
     E_A(num_args);
-    for (uint32_t i = 0; i < num_args; i++)
+    for (uint32_t i = 0; i < num_args; i++) {
         enc_arg(e, &args[i]);
+    }
     E_A(work_dim);
-    for (uint32_t i = 0; i < work_dim; i++)
+    for (uint32_t i = 0; i < work_dim; i++) {
         E_U(global[i]);
+    }
     bool has_local = work_dim > 0 && local[0] != 0;
     E_A(has_local ? work_dim : 0);
-    for (uint32_t i = 0; has_local && i < work_dim; i++)
+    for (uint32_t i = 0; has_local && i < work_dim; i++) {
         E_U(local[i]);
+    }
 }
 
 static void enc_invoke(enc *e, const tether_rpc_invoke *v) {
@@ -183,8 +198,9 @@ static void enc_steps(enc *e, const tether_rpc_seq_req *q) {
 
 int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const tether_rpc_msg *m) {
     int rc = tether_rpc_msg_check(m);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     enc e_ = {ops, c, 0}, *e = &e_;
     E_A(2 + body_fields(m->type));
     E_U(m->type);
@@ -208,8 +224,9 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
         E_U(h->clock_hz);
         E_U(h->scopes);
         E_A(h->num_pools);
-        for (uint32_t i = 0; i < h->num_pools; i++)
+        for (uint32_t i = 0; i < h->num_pools; i++) {
             E_S(h->pools[i]);
+        }
         E_B(h->opencl);
         E_U(h->image_max_width);
         E_U(h->image_max_height);
@@ -226,8 +243,9 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
         E_S(h->cpu);
         E_S(h->cpu_features);
         E_A(h->num_pools);
-        for (uint32_t i = 0; i < h->num_pools; i++)
+        for (uint32_t i = 0; i < h->num_pools; i++) {
             E_U(h->pool_sizes[i]);
+        }
         E_U(h->link);
         break;
     }
@@ -275,8 +293,9 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
     case TETHER_RPC_ALLOC: {
         const tether_rpc_alloc_req *a = &m->u.alloc_req;
         E_A(a->ndim);
-        for (uint32_t i = 0; i < a->ndim; i++)
+        for (uint32_t i = 0; i < a->ndim; i++) {
             E_I(a->shape[i]);
+        }
         E_A(3);
         E_U(a->dtype_code);
         E_U(a->dtype_bits);
@@ -328,8 +347,9 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
         E_U(m->u.time_rep.number);
         E_B(m->u.time_rep.zero_timer);
         E_A(m->u.time_rep.repeat);
-        for (uint32_t i = 0; i < m->u.time_rep.repeat; i++)
+        for (uint32_t i = 0; i < m->u.time_rep.repeat; i++) {
             E_D(m->u.time_rep.seconds[i]);
+        }
         break;
     case TETHER_RPC_LAUNCH_SEQ:
         enc_steps(e, &m->u.seq_req);
@@ -344,18 +364,21 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
     case TETHER_RPC_LAUNCH_SEQ | TETHER_RPC_REPLY:
         E_U(m->u.launch_seq_rep.elapsed_ns);
         E_A(m->u.launch_seq_rep.num_steps);
-        for (uint32_t i = 0; i < m->u.launch_seq_rep.num_steps; i++)
+        for (uint32_t i = 0; i < m->u.launch_seq_rep.num_steps; i++) {
             E_U(m->u.launch_seq_rep.step_ns[i]);
+        }
         break;
     case TETHER_RPC_TIME_SEQ | TETHER_RPC_REPLY:
         E_U(m->u.time_seq_rep.number);
         E_B(m->u.time_seq_rep.zero_timer);
         E_A(m->u.time_seq_rep.repeat);
-        for (uint32_t i = 0; i < m->u.time_seq_rep.repeat; i++)
+        for (uint32_t i = 0; i < m->u.time_seq_rep.repeat; i++) {
             E_D(m->u.time_seq_rep.seconds[i]);
+        }
         E_A(m->u.time_seq_rep.num_steps);
-        for (uint32_t i = 0; i < m->u.time_seq_rep.num_steps; i++)
+        for (uint32_t i = 0; i < m->u.time_seq_rep.num_steps; i++) {
             E_D(m->u.time_seq_rep.step_seconds[i]);
+        }
         break;
     case TETHER_RPC_LOG:
         E_U(m->u.log.level);
@@ -381,8 +404,9 @@ typedef struct dec {
 } dec;
 
 static int dfail(dec *d, int rc, const char *field) {
-    if (d->rc)
+    if (d->rc) {
         return d->rc;
+    }
     char inner[TETHER_ERROR_MSG_MAX];
     tether_format(inner, sizeof inner, "%s", tether_last_error());
     const char *tn = tether_rpc_type_name(d->type);
@@ -392,8 +416,9 @@ static int dfail(dec *d, int rc, const char *field) {
 
 static uint64_t d_uint(dec *d, const char *field, uint64_t max) {
     uint64_t v = 0;
-    if (d->rc)
+    if (d->rc) {
         return 0;
+    }
     int rc = d->ops->uint_(d->c, &v);
     if (rc) {
         dfail(d, rc, field);
@@ -410,8 +435,9 @@ static uint64_t d_uint(dec *d, const char *field, uint64_t max) {
 
 static int64_t d_int(dec *d, const char *field, int64_t min, int64_t max) {
     int64_t v = 0;
-    if (d->rc)
+    if (d->rc) {
         return 0;
+    }
     int rc = d->ops->int_(d->c, &v);
     if (rc) {
         dfail(d, rc, field);
@@ -428,28 +454,33 @@ static int64_t d_int(dec *d, const char *field, int64_t min, int64_t max) {
 
 static bool d_bool(dec *d, const char *field) {
     bool v = false;
-    if (d->rc)
+    if (d->rc) {
         return false;
+    }
     int rc = d->ops->bool_(d->c, &v);
-    if (rc)
+    if (rc) {
         dfail(d, rc, field);
+    }
     return v;
 }
 
 static double d_double(dec *d, const char *field) {
     double v = 0;
-    if (d->rc)
+    if (d->rc) {
         return 0;
+    }
     int rc = d->ops->double_(d->c, &v);
-    if (rc)
+    if (rc) {
         dfail(d, rc, field);
+    }
     return v;
 }
 
 static tether_rpc_str d_str(dec *d, const char *field) {
     tether_rpc_str s = {"", 0};
-    if (d->rc)
+    if (d->rc) {
         return s;
+    }
     int rc = d->ops->str(d->c, &s.ptr, &s.len);
     if (rc) {
         dfail(d, rc, field);
@@ -461,8 +492,9 @@ static tether_rpc_str d_str(dec *d, const char *field) {
 
 static tether_rpc_bytes d_bin(dec *d, const char *field) {
     tether_rpc_bytes b = {NULL, 0};
-    if (d->rc)
+    if (d->rc) {
         return b;
+    }
     int rc = d->ops->bin(d->c, &b.ptr, &b.len);
     if (rc) {
         dfail(d, rc, field);
@@ -475,8 +507,9 @@ static tether_rpc_bytes d_bin(dec *d, const char *field) {
 /* Enters an array of at most max elements. */
 static uint32_t d_array(dec *d, const char *field, uint32_t max) {
     uint32_t n = 0;
-    if (d->rc)
+    if (d->rc) {
         return 0;
+    }
     int rc = d->ops->array(d->c, &n);
     if (rc) {
         dfail(d, rc, field);
@@ -492,11 +525,13 @@ static uint32_t d_array(dec *d, const char *field, uint32_t max) {
 }
 
 static void d_leave(dec *d, const char *field) {
-    if (d->rc)
+    if (d->rc) {
         return;
+    }
     int rc = d->ops->leave(d->c);
-    if (rc)
+    if (rc) {
         dfail(d, rc, field);
+    }
 }
 
 /* One [type_code, value] pair; `what` names the field in errors ("args", "ret_value"). */
@@ -528,8 +563,9 @@ static void dec_arg(dec *d, tether_rpc_arg *a, uint32_t i, const char *what) {
     case TETHER_TYPE_NULL:
         if (!d->rc) {
             int rc = d->ops->nil(d->c);
-            if (rc)
+            if (rc) {
                 dfail(d, rc, "null value");
+            }
         }
         break;
     default:
@@ -540,9 +576,11 @@ static void dec_arg(dec *d, tether_rpc_arg *a, uint32_t i, const char *what) {
         }
         break;
     }
-    for (uint32_t k = 2; k < n && !d->rc; k++)
-        if (d->ops->skip(d->c))
+    for (uint32_t k = 2; k < n && !d->rc; k++) {
+        if (d->ops->skip(d->c)) {
             dfail(d, TETHER_ERR_PROTOCOL, what);
+        }
+    }
     d_leave(d, what);
 }
 
@@ -559,16 +597,19 @@ static void dec_launch(dec *d, uint64_t *func, uint32_t *abi, uint32_t *num_args
         dfail(d, TETHER_ERR_LIMIT, "args");
         *num_args = 0;
     }
-    for (uint32_t i = 0; i < *num_args && !d->rc; i++)
+    for (uint32_t i = 0; i < *num_args && !d->rc; i++) {
         dec_arg(d, &args[i], i, "args");
+    }
     d_leave(d, "args");
     *work_dim = d_array(d, "global", TETHER_RPC_MAX_WORK_DIM);
-    for (uint32_t i = 0; i < *work_dim; i++)
+    for (uint32_t i = 0; i < *work_dim; i++) {
         global[i] = d_uint(d, "global", UINT64_MAX);
+    }
     d_leave(d, "global");
     uint32_t nl = d_array(d, "local", TETHER_RPC_MAX_WORK_DIM);
-    for (uint32_t i = 0; i < nl; i++)
+    for (uint32_t i = 0; i < nl; i++) {
         local[i] = d_uint(d, "local", UINT64_MAX);
+    }
     d_leave(d, "local");
     if (!d->rc && nl != 0 && nl != *work_dim) {
         tether_set_error(TETHER_ERR_PROTOCOL, "%u local sizes for %u global sizes", (unsigned)nl,
@@ -592,8 +633,9 @@ static void dec_invoke(dec *d, tether_rpc_invoke *v) {
 
 /* The steps of LAUNCH_SEQ / TIME_SEQ, into the caller's storage (no storage: unsupported). */
 static void dec_steps(dec *d, tether_rpc_seq_storage *st, tether_rpc_seq_req *q) {
-    if (d->rc)
+    if (d->rc) {
         return;
+    }
     if (!st) {
         tether_set_error(TETHER_ERR_UNSUPPORTED,
                          "kernel sequences are not supported by this peer (no OpenCL)");
@@ -617,9 +659,11 @@ static void dec_steps(dec *d, tether_rpc_seq_storage *st, tether_rpc_seq_req *q)
         dec_launch(d, &s->func, &s->abi, &s->num_args, st->args + used,
                    TETHER_RPC_MAX_SEQ_ARGS - used, &s->work_dim, s->global, s->local);
         used += s->num_args;
-        for (uint32_t k = 5; k < n && !d->rc; k++)
-            if (d->ops->skip(d->c))
+        for (uint32_t k = 5; k < n && !d->rc; k++) {
+            if (d->ops->skip(d->c)) {
                 dfail(d, TETHER_ERR_PROTOCOL, "steps");
+            }
+        }
         d_leave(d, "steps");
         if (d->rc) {
             char inner[TETHER_ERROR_MSG_MAX];
@@ -641,20 +685,24 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
         tether_format(inner, sizeof inner, "%s", tether_last_error());
         return tether_set_error(TETHER_ERR_PROTOCOL, "message is not a msgpack array: %s", inner);
     }
-    if (n < 2)
+    if (n < 2) {
         return tether_set_error(TETHER_ERR_PROTOCOL,
                                 "message array has %u elements, needs at least type and id",
                                 (unsigned)n);
+    }
     uint64_t type = 0, id = 0;
     rc = ops->uint_(c, &type);
-    if (!rc && (type > UINT32_MAX || !tether_rpc_type_valid((uint32_t)type)))
+    if (!rc && (type > UINT32_MAX || !tether_rpc_type_valid((uint32_t)type))) {
         return tether_set_error(TETHER_ERR_PROTOCOL, "unknown message type %llu",
                                 (unsigned long long)type);
-    if (!rc)
+    }
+    if (!rc) {
         rc = ops->uint_(c, &id);
-    if (!rc && id > UINT32_MAX)
+    }
+    if (!rc && id > UINT32_MAX) {
         return tether_set_error(TETHER_ERR_PROTOCOL, "message id %llu does not fit 32 bits",
                                 (unsigned long long)id);
+    }
     if (rc) {
         char inner[TETHER_ERROR_MSG_MAX];
         tether_format(inner, sizeof inner, "%s", tether_last_error());
@@ -676,8 +724,9 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
         m->u.hello_req.version = (uint32_t)d_uint(d, "version", UINT32_MAX);
         m->u.hello_req.max_frame = (uint32_t)d_uint(d, "max_frame", UINT32_MAX);
         m->u.hello_req.client = d_str(d, "client");
-        if (present > 3)
+        if (present > 3) {
             m->u.hello_req.link = (uint32_t)d_uint(d, "link", UINT32_MAX);
+        }
         break;
     case TETHER_RPC_HELLO | TETHER_RPC_REPLY: {
         tether_rpc_hello_rep *h = &m->u.hello_rep;
@@ -691,8 +740,9 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
         h->clock_hz = d_uint(d, "clock_hz", UINT64_MAX);
         h->scopes = (uint32_t)d_uint(d, "scopes", UINT32_MAX);
         h->num_pools = d_array(d, "pools", TETHER_RPC_MAX_POOLS);
-        for (uint32_t i = 0; i < h->num_pools; i++)
+        for (uint32_t i = 0; i < h->num_pools; i++) {
             h->pools[i] = d_str(d, "pools");
+        }
         d_leave(d, "pools");
         h->opencl = d_bool(d, "opencl");
         h->image_max_width = (uint32_t)d_uint(d, "image_max_width", UINT32_MAX);
@@ -702,32 +752,42 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
         h->auth_required = d_bool(d, "auth_required");
         h->nonce = d_bin(d, "nonce");
         h->board.ptr = "";
-        if (present > 17)
+        if (present > 17) {
             h->board = d_str(d, "board");
-        if (present > 18)
+        }
+        if (present > 18) {
             h->ram_size = d_uint(d, "ram_size", UINT64_MAX);
-        if (present > 19)
+        }
+        if (present > 19) {
             h->heap_size = d_uint(d, "heap_size", UINT64_MAX);
-        if (present > 20)
+        }
+        if (present > 20) {
             h->stack_size = d_uint(d, "stack_size", UINT64_MAX);
-        if (present > 21)
+        }
+        if (present > 21) {
             h->boot_count = (uint32_t)d_uint(d, "boot_count", UINT32_MAX);
-        if (present > 22)
+        }
+        if (present > 22) {
             h->exports_id = (uint32_t)d_uint(d, "exports_id", UINT32_MAX);
+        }
         h->cpu.ptr = "";
         h->cpu_features.ptr = "";
-        if (present > 23)
+        if (present > 23) {
             h->cpu = d_str(d, "cpu");
-        if (present > 24)
+        }
+        if (present > 24) {
             h->cpu_features = d_str(d, "cpu_features");
+        }
         if (present > 25) {
             uint32_t n = d_array(d, "pool_sizes", TETHER_RPC_MAX_POOLS);
-            for (uint32_t i = 0; i < n; i++)
+            for (uint32_t i = 0; i < n; i++) {
                 h->pool_sizes[i] = d_uint(d, "pool_sizes", UINT64_MAX);
+            }
             d_leave(d, "pool_sizes");
         }
-        if (present > 26)
+        if (present > 26) {
             h->link = (uint32_t)d_uint(d, "link", UINT32_MAX);
+        }
         break;
     }
     case TETHER_RPC_AUTH:
@@ -774,8 +834,9 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
     case TETHER_RPC_ALLOC: {
         tether_rpc_alloc_req *a = &m->u.alloc_req;
         a->ndim = d_array(d, "shape", TETHER_RPC_MAX_NDIM);
-        for (uint32_t i = 0; i < a->ndim; i++)
+        for (uint32_t i = 0; i < a->ndim; i++) {
             a->shape[i] = d_int(d, "shape", INT64_MIN, INT64_MAX);
+        }
         d_leave(d, "shape");
         uint32_t k = d_array(d, "dtype", UINT32_MAX);
         if (!d->rc && k < 3) {
@@ -786,9 +847,11 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
         a->dtype_code = (uint8_t)d_uint(d, "dtype code", UINT8_MAX);
         a->dtype_bits = (uint8_t)d_uint(d, "dtype bits", UINT8_MAX);
         a->dtype_lanes = (uint16_t)d_uint(d, "dtype lanes", UINT16_MAX);
-        for (uint32_t i = 3; i < k && !d->rc; i++)
-            if (ops->skip(c))
+        for (uint32_t i = 3; i < k && !d->rc; i++) {
+            if (ops->skip(c)) {
                 dfail(d, TETHER_ERR_PROTOCOL, "dtype");
+            }
+        }
         d_leave(d, "dtype");
         a->scope = (uint32_t)d_uint(d, "scope", UINT32_MAX);
         a->pool = d_str(d, "pool");
@@ -825,8 +888,9 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
         m->u.call_rep.elapsed_ns = d_uint(d, "elapsed_ns", UINT64_MAX);
         m->u.call_rep.stack_bytes = d_uint(d, "stack_bytes", UINT64_MAX);
         m->u.call_rep.ret_value.type_code = TETHER_TYPE_NULL;
-        if (present > 3)
+        if (present > 3) {
             dec_arg(d, &m->u.call_rep.ret_value, 0, "ret_value");
+        }
         break;
     case TETHER_RPC_TIME:
         dec_invoke(d, &m->u.time_req.invoke);
@@ -839,8 +903,9 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
         m->u.time_rep.number = (uint32_t)d_uint(d, "number", UINT32_MAX);
         m->u.time_rep.zero_timer = d_bool(d, "zero_timer");
         m->u.time_rep.repeat = d_array(d, "seconds", TETHER_RPC_MAX_REPEAT);
-        for (uint32_t i = 0; i < m->u.time_rep.repeat; i++)
+        for (uint32_t i = 0; i < m->u.time_rep.repeat; i++) {
             m->u.time_rep.seconds[i] = d_double(d, "seconds");
+        }
         d_leave(d, "seconds");
         break;
     case TETHER_RPC_LAUNCH_SEQ:
@@ -857,8 +922,9 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
         tether_rpc_launch_seq_rep *r = &m->u.launch_seq_rep;
         r->elapsed_ns = d_uint(d, "elapsed_ns", UINT64_MAX);
         r->num_steps = d_array(d, "step_ns", TETHER_RPC_MAX_SEQ_STEPS);
-        for (uint32_t i = 0; i < r->num_steps; i++)
+        for (uint32_t i = 0; i < r->num_steps; i++) {
             r->step_ns[i] = d_uint(d, "step_ns", UINT64_MAX);
+        }
         d_leave(d, "step_ns");
         break;
     }
@@ -867,12 +933,14 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
         r->number = (uint32_t)d_uint(d, "number", UINT32_MAX);
         r->zero_timer = d_bool(d, "zero_timer");
         r->repeat = d_array(d, "seconds", TETHER_RPC_MAX_REPEAT);
-        for (uint32_t i = 0; i < r->repeat; i++)
+        for (uint32_t i = 0; i < r->repeat; i++) {
             r->seconds[i] = d_double(d, "seconds");
+        }
         d_leave(d, "seconds");
         r->num_steps = d_array(d, "step_seconds", TETHER_RPC_MAX_SEQ_STEPS);
-        for (uint32_t i = 0; i < r->num_steps; i++)
+        for (uint32_t i = 0; i < r->num_steps; i++) {
             r->step_seconds[i] = d_double(d, "step_seconds");
+        }
         d_leave(d, "step_seconds");
         break;
     }
@@ -887,11 +955,14 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
     default:
         break;
     }
-    for (uint32_t i = 2 + present; i < n && !d->rc; i++)
-        if (ops->skip(c))
+    for (uint32_t i = 2 + present; i < n && !d->rc; i++) {
+        if (ops->skip(c)) {
             dfail(d, TETHER_ERR_PROTOCOL, "trailing field");
+        }
+    }
     d_leave(d, "message");
-    if (d->rc)
+    if (d->rc) {
         return d->rc;
+    }
     return tether_rpc_msg_check(m);
 }

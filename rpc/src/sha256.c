@@ -24,9 +24,10 @@ static uint32_t rotr(uint32_t x, unsigned n) {
 
 static void compress(uint32_t h[8], const uint8_t blk[64]) {
     uint32_t w[64];
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < 16; i++) {
         w[i] = ((uint32_t)blk[4 * i] << 24) | ((uint32_t)blk[4 * i + 1] << 16) |
                ((uint32_t)blk[4 * i + 2] << 8) | blk[4 * i + 3];
+    }
     for (int i = 16; i < 64; i++) {
         uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
         uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
@@ -72,8 +73,9 @@ void tether_sha256_update(tether_sha256_ctx *s, const void *data, size_t len) {
     s->bytes += len;
     while (len) {
         size_t take = 64 - s->fill;
-        if (take > len)
+        if (take > len) {
             take = len;
+        }
         memcpy(s->block + s->fill, p, take);
         s->fill += (uint32_t)take;
         p += take;
@@ -94,8 +96,9 @@ void tether_sha256_final(tether_sha256_ctx *s, uint8_t out[32]) {
         s->fill = 0;
     }
     memset(s->block + s->fill, 0, 56 - s->fill);
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 8; i++) {
         s->block[56 + i] = (uint8_t)(bits >> (56 - 8 * i));
+    }
     compress(s->h, s->block);
     for (int i = 0; i < 8; i++) {
         out[4 * i] = (uint8_t)(s->h[i] >> 24);

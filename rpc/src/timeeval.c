@@ -12,14 +12,17 @@
 int tether_time_evaluate(const tether_time_hooks *h, uint32_t number, uint32_t repeat,
                          uint32_t min_repeat_ms, uint32_t cooldown_ms, double *seconds,
                          uint32_t max_out, tether_time_result *res) {
-    if (!h || !h->run || !h->now_ns || !seconds || !res)
+    if (!h || !h->run || !h->now_ns || !seconds || !res) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "time evaluator: missing hook or output");
-    if (number == 0 || number > TETHER_TIME_MAX_NUMBER)
+    }
+    if (number == 0 || number > TETHER_TIME_MAX_NUMBER) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "time evaluator: number %u outside [1, %u]",
                                 (unsigned)number, (unsigned)TETHER_TIME_MAX_NUMBER);
-    if (repeat == 0 || repeat > max_out)
+    }
+    if (repeat == 0 || repeat > max_out) {
         return tether_set_error(TETHER_ERR_LIMIT, "time evaluator: repeat %u outside [1, %u]",
                                 (unsigned)repeat, (unsigned)max_out);
+    }
     res->number = number;
     res->repeat = 0;
     res->zero_timer = false;
@@ -59,19 +62,23 @@ int tether_time_evaluate(const tether_time_hooks *h, uint32_t number, uint32_t r
             }
             uint64_t t1 = h->now_ns(h->ctx);
             ns = t1 > t0 ? t1 - t0 : 0;
-            if (ns == 0)
+            if (ns == 0) {
                 zero_times++;
+            }
             duration_ms = (double)ns / 1e6;
         } while (duration_ms < (double)min_repeat_ms && zero_times < TETHER_TIME_ZERO_LIMIT &&
                  number < TETHER_TIME_MAX_NUMBER);
-        if (ns == 0)
+        if (ns == 0) {
             res->zero_timer = true;
+        }
         seconds[i] = duration_ms / 1e3 / (double)number;
         res->repeat = i + 1;
-        if (h->repeat_done)
+        if (h->repeat_done) {
             h->repeat_done(h->ctx, i, number);
-        if (cooldown_ms > 0 && h->sleep_ms && i + 1 < repeat)
+        }
+        if (cooldown_ms > 0 && h->sleep_ms && i + 1 < repeat) {
             h->sleep_ms(h->ctx, cooldown_ms);
+        }
     }
     res->number = number;
     return TETHER_OK;

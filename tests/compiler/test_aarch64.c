@@ -75,8 +75,9 @@ static void sh(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(cmd, sizeof cmd, fmt, ap);
     va_end(ap);
-    if (system(cmd) != 0)
+    if (system(cmd) != 0) {
         fail_msg("command failed: %s", cmd);
+    }
 }
 
 /* Builds the harness once, with crt/'s core sources compiled for AArch64. */
@@ -87,7 +88,8 @@ static void build_harness(void) {
     assert_non_null(f);
     fputs(harness_src, f);
     fclose(f);
-    sh("cd '%s' && aarch64-linux-gnu-gcc -std=c11 -D_GNU_SOURCE -rdynamic -O1 -Wall -Wextra -Werror "
+    sh("cd '%s' && aarch64-linux-gnu-gcc -std=c11 -D_GNU_SOURCE -rdynamic -O1 -Wall -Wextra "
+       "-Werror "
        "-I'%s/crt/include' "
        "-I'%s' harness.c '%s'/crt/src/*.c '%s'/crt/platform/posix/platform_posix.c "
        "-I'%s/crt/platform/posix/include' -o harness -ldl -lm 2> harness.log || "
@@ -99,8 +101,9 @@ static void build_harness(void) {
 static int is_aarch64_elf(const char *path) {
     unsigned char h[20];
     FILE *f = fopen(path, "rb");
-    if (!f)
+    if (!f) {
         return 0;
+    }
     size_t n = fread(h, 1, sizeof h, f);
     fclose(f);
     /* ELF magic, 64-bit, little-endian, e_machine EM_AARCH64 (183) */
@@ -145,8 +148,9 @@ static void test_zoo_on_aarch64(void **state) {
         char dir[1200];
         snprintf(dir, sizeof dir, "%s/%s", g_dir, tether_abi_name((tether_abi)abi));
         tether_compile_result res;
-        if (tether_compile_graph(&g, dir, &o, &res) != 0)
+        if (tether_compile_graph(&g, dir, &o, &res) != 0) {
             fail_msg("aarch64-linux: %s", tether_last_error());
+        }
         tether_ir_close(&g);
         snprintf(path, sizeof path, "%s/%s", dir, res.build.library);
         assert_true(is_aarch64_elf(path));
@@ -163,9 +167,10 @@ static void test_zoo_on_aarch64(void **state) {
         assert_non_null(f);
         assert_int_equal(fread(got, sizeof(float), 16, f), 16);
         fclose(f);
-        if (tt_close(got, ref, 16, 1e-4, 1e-3) > 1.0)
+        if (tt_close(got, ref, 16, 1e-4, 1e-3) > 1.0) {
             fail_msg("zoo on aarch64 differs from the interpreter (%s ABI)",
                      tether_abi_name((tether_abi)abi));
+        }
     }
     sh("rm -rf '%s'", g_dir);
 }

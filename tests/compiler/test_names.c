@@ -44,8 +44,9 @@ static void build(tether_ir_graph *g, const char *model, const char *xname, cons
     int ins[3] = {x, wt, bt};
     assert_int_equal(tether_ir_add_node(g, node, TETHER_OP_CONV2D, ins, 3, &y, 1, &a, &n), 0);
     assert_int_equal(tether_ir_add_output(g, y), 0);
-    if (tether_ir_infer(g) != 0)
+    if (tether_ir_infer(g) != 0) {
         fail_msg("infer: %s", tether_last_error());
+    }
 }
 
 static void run_all(const tether_ir_graph *g, const char *tag) {
@@ -58,8 +59,10 @@ static void run_all(const tether_ir_graph *g, const char *tag) {
     for (int abi = 0; abi < 2; abi++) {
         for (int iface = 0; iface < 2; iface++) {
             memset(got, 0, sizeof got);
-            if (tt_run_compiled(g, tag, (tether_abi)abi, (tether_interface)iface, abi == 0, in, o))
+            if (tt_run_compiled(g, tag, (tether_abi)abi, (tether_interface)iface, abi == 0, in,
+                                o)) {
                 fail_msg("%s (abi %d, interface %d): %s", tag, abi, iface, tether_last_error());
+            }
             assert_true(tt_close(got, ref, 75, 1e-5, 1e-4) <= 1.0);
         }
     }
@@ -101,8 +104,9 @@ static void test_hostile_names(void **state) {
     char dir[1024], lib[1400];
     snprintf(dir, sizeof dir, "%s/tests/compiler/tmp/names-inject", TETHER_BINARY_DIR);
     tether_compile_result res;
-    if (tether_compile_graph(&g, dir, &o, &res) != 0)
+    if (tether_compile_graph(&g, dir, &o, &res) != 0) {
         fail_msg("%s", tether_last_error());
+    }
     snprintf(lib, sizeof lib, "%s/%s", dir, res.build.library);
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     assert_non_null(h);
@@ -123,12 +127,14 @@ static void test_hostile_names_opencl(void **state) {
     tether_memplan plan;
     assert_int_equal(tether_memplan_build(&g, NULL, &plan), 0);
     tether_opencl_output out;
-    if (tether_codegen_opencl(&g, &plan, NULL, &out) != 0)
+    if (tether_codegen_opencl(&g, &plan, NULL, &out) != 0) {
         fail_msg("%s", tether_last_error());
+    }
     const char *src = out.source;
     assert_null(strstr(src, "??"));
-    for (const char *p = src; *p; p++)
+    for (const char *p = src; *p; p++) {
         assert_true(*p == '\n' || (*p >= 32 && *p < 127));
+    }
     /* the source without its comments (a comment ends at the first terminator after its start) */
     size_t n = strlen(src), o = 0;
     char *code = malloc(n + 1);

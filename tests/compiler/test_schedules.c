@@ -201,11 +201,13 @@ static bool sampled(const char *name, size_t k) {
         const char *e = getenv("TETHER_TEST_ALL_SCHEDULES");
         all = e && *e && strcmp(e, "0") != 0;
     }
-    if (all)
+    if (all) {
         return true;
+    }
     unsigned h = 0;
-    for (const char *p = name; *p; p++)
+    for (const char *p = name; *p; p++) {
         h = h * 31u + (unsigned char)*p;
+    }
     return (k + h) % 3 == 0;
 }
 
@@ -233,8 +235,9 @@ static void run_graph(tether_ir_graph *gp, const char *name) {
     float *ref = malloc(on * sizeof(float)), *got = malloc(on * sizeof(float));
     assert_int_equal(tether_interp_run(&g, (const float *const *)inputs, &ref), 0);
     for (size_t k = 0; k < 2 * (sizeof schedules / sizeof *schedules); k++) {
-        if (!sampled(name, k))
+        if (!sampled(name, k)) {
             continue;
+        }
         /* first pass: padded convs read a padded copy (the driver's pass); second: the kernel
          * handles the borders itself */
         int pad_min = k < sizeof schedules / sizeof *schedules ? 0 : -1;
@@ -601,8 +604,9 @@ static void test_chain(void **state) {
     char chain_name[16];
     snprintf(chain_name, sizeof chain_name, "chain%d", which);
     for (size_t k = 0; k < 2 * sizeof schedules / sizeof *schedules; k++) {
-        if (!sampled(chain_name, k))
+        if (!sampled(chain_name, k)) {
             continue;
+        }
         const int *kn = schedules[k / 2];
         tether_schedule sc;
         tether_schedule_init(&sc);

@@ -57,10 +57,12 @@ static int entries(void) {
     DIR *d = opendir(g_dir);
     int n = 0;
     struct dirent *e;
-    while (d && (e = readdir(d)) != NULL)
+    while (d && (e = readdir(d)) != NULL) {
         n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    if (d)
+    }
+    if (d) {
         closedir(d);
+    }
     return n;
 }
 

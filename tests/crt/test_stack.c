@@ -185,11 +185,13 @@ static void guarded_call_stack(void **state) {
         size_t u = 0, r = 0;
         assert_int_equal(tether_posix_call_on(&cs, steps[i].fn, &steps[i].depth, &u), TETHER_OK);
         assert_int_equal(tether_posix_call_on(&ref, steps[i].fn, &steps[i].depth, &r), TETHER_OK);
-        if (u != r)
+        if (u != r) {
             fail_msg("step %zu (depth %zu): guarded %zu, plain %zu", i, steps[i].depth, u, r);
+        }
         assert_true(u >= steps[i].depth);
-        if (g_faults != steps[i].faults)
+        if (g_faults != steps[i].faults) {
             fail_msg("step %zu: %d faults, expected %d", i, g_faults, steps[i].faults);
+        }
         assert_true(cs.guard <= size - u); /* never above what the call used */
     }
     assert_true(cs.guard > 0);

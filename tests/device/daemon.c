@@ -42,30 +42,34 @@ extern char **environ;
 static pid_t g_live[32];
 
 static void stop_leftovers(void) {
-    for (int i = 0; i < 32; i++)
+    for (int i = 0; i < 32; i++) {
         if (g_live[i] > 0) {
             kill(g_live[i], SIGTERM);
             waitpid(g_live[i], NULL, 0);
             g_live[i] = 0;
         }
+    }
 }
 
 static void track(pid_t pid, pid_t old) {
     static int registered;
-    if (!registered)
+    if (!registered) {
         registered = atexit(stop_leftovers) == 0;
-    for (int i = 0; i < 32; i++)
+    }
+    for (int i = 0; i < 32; i++) {
         if (g_live[i] == old) {
             g_live[i] = pid;
             return;
         }
+    }
 }
 
 int daemon_start(test_daemon *d, const char *const *extra) {
     memset(d, 0, sizeof *d);
     snprintf(d->dir, sizeof d->dir, "%s/tdXXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(d->dir))
+    if (!mkdtemp(d->dir)) {
         return -1;
+    }
     char portfile[300];
     snprintf(portfile, sizeof portfile, "%s/port", d->dir);
     snprintf(d->log, sizeof d->log, "%s/log", d->dir);
@@ -78,8 +82,9 @@ int daemon_start(test_daemon *d, const char *const *extra) {
     argv[n++] = portfile;
     argv[n++] = "--work-dir";
     argv[n++] = d->dir;
-    for (int i = 0; extra && extra[i] && n < 38; i++)
+    for (int i = 0; extra && extra[i] && n < 38; i++) {
         argv[n++] = extra[i];
+    }
     argv[n] = NULL;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -87,8 +92,9 @@ int daemon_start(test_daemon *d, const char *const *extra) {
                                      0600);
     int rc = posix_spawn(&d->pid, k_tetherd, &fa, NULL, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
-    if (rc)
+    if (rc) {
         return -1;
+    }
     track(d->pid, 0);
     for (int i = 0; i < 500; i++) {
         FILE *f = fopen(portfile, "r");
@@ -120,14 +126,16 @@ void daemon_stop(test_daemon *d) {
     }
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->dir);
-    if (system(cmd) != 0)
+    if (system(cmd) != 0) {
         fprintf(stderr, "could not remove %s\n", d->dir);
+    }
 }
 
 char *daemon_log(const test_daemon *d) {
     FILE *f = fopen(d->log, "r");
-    if (!f)
+    if (!f) {
         return strdup("");
+    }
     char *buf = calloc(1, 1 << 20);
     size_t n = fread(buf, 1, (1 << 20) - 1, f);
     buf[n] = 0;
@@ -137,13 +145,15 @@ char *daemon_log(const test_daemon *d) {
 
 uint64_t load_testmod(tether_session *s) {
     int rc = tether_session_upload_file(s, 0, "testmod", k_testmod);
-    if (rc)
+    if (rc) {
         fail_msg("upload: %s", tether_last_error());
+    }
     uint64_t mod = 0;
     uint32_t nf = 0;
     rc = tether_session_load_module(s, "testmod", &mod, &nf);
-    if (rc)
+    if (rc) {
         fail_msg("load: %s", tether_last_error());
+    }
     assert_int_equal(nf, 12);
     assert_true(mod != 0);
     return mod;
@@ -152,11 +162,13 @@ uint64_t load_testmod(tether_session *s) {
 uint64_t alloc_f32(tether_session *s, int64_t n, const float *vals) {
     uint64_t h = 0, nb = 0;
     int rc = tether_session_alloc(s, &n, 1, TETHER_FLOAT32, TETHER_SCOPE_GLOBAL, "", &h, &nb);
-    if (rc)
+    if (rc) {
         fail_msg("alloc: %s", tether_last_error());
+    }
     assert_int_equal(nb, (uint64_t)n * 4);
-    if (vals)
+    if (vals) {
         assert_int_equal(tether_session_copy_to(s, h, 0, vals, (size_t)n * 4), 0);
+    }
     return h;
 }
 
@@ -182,8 +194,9 @@ void check_session_functions(tether_session *s) {
     assert_int_equal(f.num_args, 3);
     tether_remote_arg args[17] = {arr(ha, 1), arr(hb, 1), arr(ho, 1)};
     tether_call_result r;
-    if (tether_session_call(s, &f, args, 3, &r))
+    if (tether_session_call(s, &f, args, 3, &r)) {
         fail_msg("call: %s", tether_last_error());
+    }
     assert_int_equal(r.ret, 0);
     /* the function's own bytes: tetherd's call path (hundreds of bytes) is not counted (under
      * AddressSanitizer the trampoline's clock reads go through interceptors that reach deeper
@@ -193,16 +206,18 @@ void check_session_functions(tether_session *s) {
     assert_true(r.stack_bytes < 256);
 #endif
     assert_int_equal(tether_session_copy_from(s, ho, 0, o, sizeof o), 0);
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < 16; i++) {
         assert_true(o[i] == a[i] + b[i]);
+    }
     /* unpacked */
     assert_int_equal(tether_session_get_function(s, mod, "mul_unpacked", &f), 0);
     assert_int_equal(f.abi, TETHER_ABI_UNPACKED);
     args[0] = arr(ha, 0), args[1] = arr(hb, 0), args[2] = arr(ho, 0);
     assert_int_equal(tether_session_call(s, &f, args, 3, &r), 0);
     assert_int_equal(tether_session_copy_from(s, ho, 0, o, sizeof o), 0);
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < 16; i++) {
         assert_true(o[i] == a[i] * b[i]);
+    }
     /* 17 pointer arguments */
     uint64_t in[16];
     for (int k = 0; k < 16; k++) {
@@ -229,15 +244,17 @@ void check_session_functions(tether_session *s) {
     int32_t sum = 0;
     assert_int_equal(tether_session_copy_from(s, hi, 0, &sum, 4), 0);
     int32_t expect = 0;
-    for (int i = 0; i < 64 * 1024; i += 4096)
+    for (int i = 0; i < 64 * 1024; i += 4096) {
         expect += (uint8_t)i;
+    }
     assert_int_equal(sum, expect);
     /* TIME */
     assert_int_equal(tether_session_get_function(s, mod, "mul_unpacked", &f), 0);
     args[0] = arr(ha, 0), args[1] = arr(hb, 0), args[2] = arr(ho, 0);
     tether_time_stats ts;
-    if (tether_session_time(s, &f, args, 3, 5, 3, 0, 0, &ts))
+    if (tether_session_time(s, &f, args, 3, 5, 3, 0, 0, &ts)) {
         fail_msg("time: %s", tether_last_error());
+    }
     assert_int_equal(ts.repeat, 3);
     assert_true(ts.number >= 5);
     assert_true(ts.min <= ts.median && ts.median <= ts.max);

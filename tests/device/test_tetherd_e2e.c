@@ -47,8 +47,9 @@ static void test_tcp(void **state) {
     test_daemon d;
     assert_int_equal(daemon_start(&d, NULL), 0);
     tether_session *s;
-    if (tether_session_open(&s, d.url, NULL))
+    if (tether_session_open(&s, d.url, NULL)) {
         fail_msg("open: %s", tether_last_error());
+    }
     const tether_device_info *info = tether_session_info(s);
     assert_int_equal(info->version, 1);
     assert_int_equal(info->pointer_bits, sizeof(void *) * 8);
@@ -66,8 +67,9 @@ static void test_local(void **state) {
     const char *args[] = {"--quiet", NULL};
     o.tetherd_args = args;
     tether_session *s;
-    if (tether_session_open(&s, "local:", &o))
+    if (tether_session_open(&s, "local:", &o)) {
         fail_msg("open: %s", tether_last_error());
+    }
     check_session_functions(s);
     tether_session_close(s);
 }
@@ -79,22 +81,26 @@ static tether_session *open_cached(const char *dir) {
     const char *args[] = {"--quiet", "--upload-cache", dir, NULL};
     o.tetherd_args = args;
     tether_session *s;
-    if (tether_session_open(&s, "local:", &o))
+    if (tether_session_open(&s, "local:", &o)) {
         fail_msg("open: %s", tether_last_error());
+    }
     return s;
 }
 
 /* Uploads the test module as "m", loads it and calls add_packed: the module really works. */
 static int upload_load_call(tether_session *s) {
-    if (tether_session_upload_file(s, 0, "m", k_testmod))
+    if (tether_session_upload_file(s, 0, "m", k_testmod)) {
         fail_msg("upload: %s", tether_last_error());
+    }
     int cached = tether_session_last_upload_cached(s);
     uint64_t m;
-    if (tether_session_load_module(s, "m", &m, NULL))
+    if (tether_session_load_module(s, "m", &m, NULL)) {
         fail_msg("load: %s", tether_last_error());
+    }
     tether_remote_func f;
-    if (tether_session_get_function(s, m, "add_packed", &f))
+    if (tether_session_get_function(s, m, "add_packed", &f)) {
         fail_msg("get_function: %s", tether_last_error());
+    }
     return cached;
 }
 
@@ -114,8 +120,9 @@ static void test_upload_cache(void **state) {
     assert_true(upload_load_call(s));
     /* different bytes of the same name: a miss, then a hit of their own */
     uint8_t other[4096];
-    for (size_t i = 0; i < sizeof other; i++)
+    for (size_t i = 0; i < sizeof other; i++) {
         other[i] = (uint8_t)(i * 13);
+    }
     assert_int_equal(tether_session_upload(s, 0, "o", other, sizeof other), 0);
     assert_false(tether_session_last_upload_cached(s));
     assert_int_equal(tether_session_upload(s, 0, "o2", other, sizeof other), 0);
@@ -162,8 +169,9 @@ static void test_upload_cache(void **state) {
     tether_sha256(third, sizeof third, h);
     char fifo[256];
     int o2 = snprintf(fifo, sizeof fifo, "%s/", cache);
-    for (int i = 0; i < 32; i++)
+    for (int i = 0; i < 32; i++) {
         o2 += snprintf(fifo + o2, sizeof fifo - (size_t)o2, "%02x", h[i]);
+    }
     assert_int_equal(mkfifo(fifo, 0600), 0);
     o.timeout_ms = 5000;
     assert_int_equal(tether_session_open(&s, "local:", &o), 0);
@@ -187,8 +195,9 @@ static void entry_path(const char *cache, const uint8_t *data, size_t n, char *o
     uint8_t h[32];
     tether_sha256(data, n, h);
     int o = snprintf(out, size, "%s/", cache);
-    for (int i = 0; i < 32; i++)
+    for (int i = 0; i < 32; i++) {
         o += snprintf(out + o, size - (size_t)o, "%02x", h[i]);
+    }
 }
 
 static void write_file(const char *path, const void *p, size_t n) {
@@ -229,8 +238,9 @@ static void test_upload_cache_repair(void **state) {
     enum { TRUNCATED, SYMLINK, FIFO, EMPTY_DIR, FULL_DIR, KINDS };
     for (int k = 0; k < KINDS; k++) {
         uint8_t data[4096], back[8192];
-        for (size_t i = 0; i < sizeof data; i++)
+        for (size_t i = 0; i < sizeof data; i++) {
             data[i] = (uint8_t)(i * 7 + (size_t)k * 31 + 1);
+        }
         entry_path(cache, data, sizeof data, path, sizeof path);
         switch (k) {
         case TRUNCATED:
@@ -253,8 +263,9 @@ static void test_upload_cache_repair(void **state) {
         }
         }
         tether_session *s;
-        if (tether_session_open(&s, d.url, &o))
+        if (tether_session_open(&s, d.url, &o)) {
             fail_msg("open: %s", tether_last_error());
+        }
         assert_int_equal(tether_session_upload(s, 0, "x", data, sizeof data), 0);
         assert_false(tether_session_last_upload_cached(s));
         tether_session_close(s);
@@ -263,11 +274,13 @@ static void test_upload_cache_repair(void **state) {
         assert_true(S_ISREG(st.st_mode));
         assert_int_equal(read_file(path, back, sizeof back), sizeof data);
         assert_memory_equal(back, data, sizeof data);
-        if (tether_session_open(&s, d.url, &o))
+        if (tether_session_open(&s, d.url, &o)) {
             fail_msg("open: %s", tether_last_error());
+        }
         assert_int_equal(tether_session_upload(s, 0, "y", data, sizeof data), 0);
-        if (!tether_session_last_upload_cached(s))
+        if (!tether_session_last_upload_cached(s)) {
             fail_msg("kind %d: the repaired entry is not a hit", k);
+        }
         tether_session_close(s);
     }
     /* the link's target is untouched */
@@ -284,11 +297,12 @@ static void test_upload_cache_repair(void **state) {
     assert_non_null(dd);
     struct dirent *de;
     while ((de = readdir(dd))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) {
             continue;
-        if (strlen(de->d_name) == 64)
+        }
+        if (strlen(de->d_name) == 64) {
             entries++;
-        else if (!strncmp(de->d_name, ".replaced-", 10)) {
+        } else if (!strncmp(de->d_name, ".replaced-", 10)) {
             aside++;
             snprintf(moved, sizeof moved, "%s/%s/note", cache, de->d_name);
         } else {
@@ -309,9 +323,11 @@ static void test_upload_cache_repair(void **state) {
                                        "was a symbolic link; replaced", "was a FIFO; replaced",
                                        "was an empty directory (removed); replaced",
                                        "was a directory (moved aside to .replaced-"};
-    for (size_t i = 0; i < sizeof said / sizeof *said; i++)
-        if (!strstr(log, said[i]))
+    for (size_t i = 0; i < sizeof said / sizeof *said; i++) {
+        if (!strstr(log, said[i])) {
             fail_msg("the log does not say '%s':\n%s", said[i], log);
+        }
+    }
     free(log);
     daemon_stop(&d);
     char cmd[128];
@@ -321,8 +337,9 @@ static void test_upload_cache_repair(void **state) {
 
 static void test_uart_pty(void **state) {
     (void)state;
-    if (access("/usr/bin/socat", X_OK) != 0)
+    if (access("/usr/bin/socat", X_OK) != 0) {
         skip();
+    }
     char dir[] = "/tmp/tuartXXXXXX";
     assert_non_null(mkdtemp(dir));
     char a[128], b[128], pa[160], pb[160];
@@ -335,8 +352,9 @@ static void test_uart_pty(void **state) {
         execl("/usr/bin/socat", "socat", pa, pb, (char *)NULL);
         _exit(127);
     }
-    for (int i = 0; i < 300 && (access(a, F_OK) || access(b, F_OK)); i++)
+    for (int i = 0; i < 300 && (access(a, F_OK) || access(b, F_OK)); i++) {
         usleep(10000);
+    }
     pid_t dm = fork();
     if (dm == 0) {
         execl(k_tetherd, "tetherd", "--uart", a, "--baud", "115200", "--quiet", (char *)NULL);
@@ -348,8 +366,9 @@ static void test_uart_pty(void **state) {
     tether_session *s;
     tether_session_options o = {0};
     o.timeout_ms = 5000;
-    if (tether_session_open(&s, url, &o))
+    if (tether_session_open(&s, url, &o)) {
         fail_msg("open: %s", tether_last_error());
+    }
     check_session_functions(s);
     tether_session_close(s);
     kill(dm, SIGTERM);

@@ -24,8 +24,9 @@
 
 static tether_session *open_ok(const char *url, const tether_session_options *o) {
     tether_session *s = NULL;
-    if (tether_session_open(&s, url, o))
+    if (tether_session_open(&s, url, o)) {
         fail_msg("open %s: %s", url, tether_last_error());
+    }
     return s;
 }
 
@@ -43,8 +44,9 @@ static void expect_fault(const char *url, const char *name, int code, const char
     tether_remote_arg a = {TETHER_TYPE_HANDLE, {.array = h}};
     int rc = tether_session_call(s, &f, &a, 1, NULL);
     const char *e = tether_last_error();
-    if (rc != code || !strstr(e, name) || !strstr(e, w1) || (w2 && !strstr(e, w2)))
+    if (rc != code || !strstr(e, name) || !strstr(e, w1) || (w2 && !strstr(e, w2))) {
         fail_msg("%s: rc %d, message '%s'", name, rc, e);
+    }
     /* the session is gone: the next request fails with an I/O error, not a hang */
     assert_true(tether_session_alloc(s, &one, 1, TETHER_INT32, TETHER_SCOPE_GLOBAL, "", &h, &nb) ==
                 TETHER_ERR_IO);
@@ -121,8 +123,9 @@ static const char *refused_at_start(const char *const *args) {
     close(p[1]);
     size_t n = 0;
     ssize_t r;
-    while ((r = read(p[0], buf + n, sizeof buf - 1 - n)) > 0)
+    while ((r = read(p[0], buf + n, sizeof buf - 1 - n)) > 0) {
         n += (size_t)r;
+    }
     close(p[0]);
     int st;
     waitpid(pid, &st, 0);
@@ -155,8 +158,9 @@ static int count_entries(const char *dir, const char *prefix) {
     assert_non_null(d);
     int n = 0;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL)
+    while ((e = readdir(d)) != NULL) {
         n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    }
     closedir(d);
     return n;
 }
@@ -171,13 +175,15 @@ static void test_stale_session_dirs(void **state) {
     tether_session *s = open_ok(live.url, NULL); /* its session directory exists while open */
     char prefix[64];
     snprintf(prefix, sizeof prefix, "tetherd-%d-", (int)live.pid);
-    for (int i = 0; i < 200 && count_entries(live.dir, prefix) == 0; i++)
+    for (int i = 0; i < 200 && count_entries(live.dir, prefix) == 0; i++) {
         usleep(10000);
+    }
     assert_int_equal(count_entries(live.dir, prefix), 1);
     /* a daemon that is gone: a child that has exited and been reaped */
     pid_t gone = fork();
-    if (gone == 0)
+    if (gone == 0) {
         _exit(0);
+    }
     waitpid(gone, NULL, 0);
     char stale[512], file[600], old[512], cmd[1200];
     snprintf(stale, sizeof stale, "%s/tetherd-%d-Ab12Cd", live.dir, (int)gone);
@@ -196,8 +202,9 @@ static void test_stale_session_dirs(void **state) {
     assert_int_equal(count_entries(live.dir, prefix), 1); /* the live daemon's kept */
     assert_int_equal(access(old, F_OK), 0);               /* kept */
     char *log = daemon_log(&next);
-    if (!strstr(log, "removed 1 session directory left in"))
+    if (!strstr(log, "removed 1 session directory left in")) {
         fail_msg("no sweep said: %s", log);
+    }
     free(log);
     /* the live daemon's session still works */
     int64_t one = 1;

@@ -38,8 +38,9 @@ static tether_session *open_ok(const char *url, int timeout_ms) {
     tether_session *s = NULL;
     tether_session_options o = {0};
     o.timeout_ms = timeout_ms;
-    if (tether_session_open(&s, url, &o))
+    if (tether_session_open(&s, url, &o)) {
         fail_msg("open %s: %s", url, tether_last_error());
+    }
     return s;
 }
 
@@ -83,8 +84,9 @@ static int session_pids(const test_daemon *d, int *pids, int max) {
         int pid;
         char rest[64];
         if (sscanf(p, "tetherd[%d] %*s session %63s", &pid, rest) == 2 &&
-            strcmp(rest, "started") == 0)
+            strcmp(rest, "started") == 0) {
             pids[n++] = pid;
+        }
     }
     free(log);
     return n;
@@ -102,8 +104,9 @@ static void test_call_timeout_defeated(void **state) {
         double took = now_s() - t0;
         const char *e = tether_last_error();
         if (rc != TETHER_ERR_TIMEOUT || !strstr(e, names[i]) ||
-            !strstr(e, "did not return within the call timeout (300 ms)"))
+            !strstr(e, "did not return within the call timeout (300 ms)")) {
             fail_msg("%s: rc %d, '%s'", names[i], rc, e);
+        }
         /* the daemon answers at the timeout plus its grace, well before the client's 5 s */
         assert_true(took < 4.5);
     }
@@ -115,11 +118,13 @@ static void test_call_timeout_defeated(void **state) {
         int gone = 0;
         for (int k = 0; k < 100 && !gone; k++) {
             gone = kill(-pids[i], 0) != 0 && errno == ESRCH;
-            if (!gone)
+            if (!gone) {
                 sleep_ms(20);
+            }
         }
-        if (!gone)
+        if (!gone) {
             fail_msg("process group %d still has processes", pids[i]);
+        }
     }
     /* both slots are free: two sessions at once still work */
     tether_session *a = open_ok(d.url, 5000), *b = open_ok(d.url, 5000);
@@ -142,8 +147,9 @@ static void test_exit_in_call(void **state) {
     const char *e = tether_last_error();
     /* status 0 as the function said (a leak checker's at-exit report may change it) */
     if (rc != TETHER_ERR_CRASHED || !strstr(e, "'do_exit0' ended the session process") ||
-        !strstr(e, "(exited with status "))
+        !strstr(e, "(exited with status ")) {
         fail_msg("do_exit0: rc %d, '%s'", rc, e);
+    }
     tether_session *s = open_ok(d.url, 5000);
     check_session_functions(s);
     tether_session_close(s);
@@ -180,11 +186,13 @@ static size_t raw_read(int fd, uint8_t *buf, size_t n, int timeout_ms) {
     while (got < n) {
         int left = (int)((end - now_s()) * 1000);
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (left <= 0 || poll(&p, 1, left) <= 0)
+        if (left <= 0 || poll(&p, 1, left) <= 0) {
             break;
+        }
         ssize_t r = recv(fd, buf + got, n - got, 0);
-        if (r <= 0)
+        if (r <= 0) {
             break;
+        }
         got += (size_t)r;
     }
     return got;
@@ -211,10 +219,11 @@ static void raw_expect_closed(int fd, int timeout_ms) {
 
 static void expect_error(const tether_rpc_msg *m, uint32_t id, int code, const char *words) {
     if (m->type != TETHER_RPC_ERROR || m->id != id || m->u.error.code != code ||
-        !memmem(m->u.error.message.ptr, m->u.error.message.len, words, strlen(words)))
+        !memmem(m->u.error.message.ptr, m->u.error.message.len, words, strlen(words))) {
         fail_msg("got type %u id %u code %d '%.*s'; want ERROR id %u code %d '%s'",
                  (unsigned)m->type, (unsigned)m->id, (int)m->u.error.code,
                  (int)m->u.error.message.len, m->u.error.message.ptr, (unsigned)id, code, words);
+    }
 }
 
 static void test_idle_connections(void **state) {
@@ -234,8 +243,9 @@ static void test_idle_connections(void **state) {
     tether_session_options o = {0};
     o.timeout_ms = 3000;
     int rc = tether_session_open(&s, d.url, &o);
-    if (rc != TETHER_ERR_BUSY || !strstr(tether_last_error(), "busy: 2 of 2 sessions in use"))
+    if (rc != TETHER_ERR_BUSY || !strstr(tether_last_error(), "busy: 2 of 2 sessions in use")) {
         fail_msg("open while full: rc %d, '%s'", rc, tether_last_error());
+    }
     assert_null(s);
     /* past a second without HELLO, the oldest such socket makes room for a new client */
     sleep_ms(1100);
@@ -254,8 +264,9 @@ static void test_idle_connections(void **state) {
     int64_t one = 1;
     uint64_t h, nb;
     rc = tether_session_alloc(s, &one, 1, TETHER_INT32, TETHER_SCOPE_GLOBAL, "", &h, &nb);
-    if (rc != TETHER_ERR_TIMEOUT || !strstr(tether_last_error(), "no request for 1000 ms"))
+    if (rc != TETHER_ERR_TIMEOUT || !strstr(tether_last_error(), "no request for 1000 ms")) {
         fail_msg("request after idle: rc %d, '%s'", rc, tether_last_error());
+    }
     tether_session_close(s);
     close(quiet);
     close(half);
@@ -352,12 +363,14 @@ static int run_tetherd(const char *const *args, char *out, size_t size) {
         struct pollfd q = {.fd = p[0], .events = POLLIN};
         if (poll(&q, 1, 50) == 1) {
             ssize_t r = read(p[0], out + n, size - 1 - n);
-            if (r > 0)
+            if (r > 0) {
                 n += (size_t)r;
+            }
         }
         done = waitpid(pid, &st, WNOHANG) == pid;
-        if (!done && strstr(out, "listening"))
+        if (!done && strstr(out, "listening")) {
             break;
+        }
     }
     if (!done) {
         kill(pid, SIGTERM);
@@ -373,8 +386,9 @@ static void test_loopback_by_address(void **state) {
     /* 2130706433 is 127.0.0.1 written as one number: loopback, though its text is not "127." */
     const char *ok[] = {k_tetherd, "--tcp", "2130706433:0", "--work-dir", "/tmp", NULL};
     int rc = run_tetherd(ok, out, sizeof out);
-    if (rc != -1 || !strstr(out, "listening on 127.0.0.1"))
+    if (rc != -1 || !strstr(out, "listening on 127.0.0.1")) {
         fail_msg("2130706433: rc %d, '%s'", rc, out);
+    }
     /* a name that starts with "127." but resolves elsewhere is not loopback: tried in a mount
      * namespace with its own /etc/hosts (skipped where unshare is not allowed) */
     char dir[] = "/tmp/tlbXXXXXX";
@@ -396,24 +410,27 @@ static void test_loopback_by_address(void **state) {
     FILE *o = fopen(path, "r");
     if (o) {
         text = calloc(1, 4096);
-        if (fread(text, 1, 4095, o) == 0)
+        if (fread(text, 1, 4095, o) == 0) {
             text[0] = 0;
+        }
         fclose(o);
     }
     snprintf(path, sizeof path, "%s/rc", dir);
     int code = -1;
     FILE *r = fopen(path, "r");
     if (r) {
-        if (fscanf(r, "%d", &code) != 1)
+        if (fscanf(r, "%d", &code) != 1) {
             code = -1;
+        }
         fclose(r);
     }
     if (sys == 0 && text && (strstr(text, "unshare:") || strstr(text, "mount:"))) {
         fprintf(stderr, "skipped the resolved-name case: %s", text);
     } else {
         if (code != 2 || !text || !strstr(text, "non-loopback address 127.0.0.1.example") ||
-            !strstr(text, "192.0.2.7"))
+            !strstr(text, "192.0.2.7")) {
             fail_msg("127.0.0.1.example: exit %d, '%s'", code, text ? text : "");
+        }
     }
     free(text);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -23,12 +23,14 @@ static int fd_count(pid_t pid) {
     char p[64];
     snprintf(p, sizeof p, "/proc/%d/fd", (int)pid);
     DIR *d = opendir(p);
-    if (!d)
+    if (!d) {
         return -1;
+    }
     int n = 0;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL)
+    while ((e = readdir(d)) != NULL) {
         n += e->d_name[0] != '.';
+    }
     closedir(d);
     return n;
 }
@@ -38,11 +40,14 @@ static long rss_kb(pid_t pid) {
     snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
     FILE *f = fopen(p, "r");
     long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+    while (f && fgets(line, sizeof line, f)) {
+        if (sscanf(line, "VmRSS: %ld", &kb) == 1) {
             break;
-    if (f)
+        }
+    }
+    if (f) {
         fclose(f);
+    }
     return kb;
 }
 
@@ -51,20 +56,23 @@ static int child_count(pid_t pid) {
     char p[96], buf[4096];
     snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)pid, (int)pid);
     FILE *f = fopen(p, "r");
-    if (!f)
+    if (!f) {
         return 0;
+    }
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = 0;
     int c = 0;
-    for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n"))
+    for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n")) {
         c++;
+    }
     return c;
 }
 
 static void wait_no_children(pid_t pid) {
-    for (int i = 0; i < 500 && child_count(pid) > 0; i++)
+    for (int i = 0; i < 500 && child_count(pid) > 0; i++) {
         usleep(10000);
+    }
     assert_int_equal(child_count(pid), 0);
 }
 
@@ -81,8 +89,9 @@ static int one_session(int seed) {
     }
     int rc = -1;
     float a[8], b[8], o[8];
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 8; i++) {
         a[i] = (float)(seed + i), b[i] = (float)(i * 3);
+    }
     uint64_t mod, ha, hb, ho;
     int64_t n = 8;
     tether_remote_func f;
@@ -93,21 +102,26 @@ static int one_session(int seed) {
         tether_session_alloc(s, &n, 1, TETHER_FLOAT32, TETHER_SCOPE_GLOBAL, "", &hb, NULL) ||
         tether_session_alloc(s, &n, 1, TETHER_FLOAT32, TETHER_SCOPE_GLOBAL, "", &ho, NULL) ||
         tether_session_copy_to(s, ha, 0, a, sizeof a) ||
-        tether_session_copy_to(s, hb, 0, b, sizeof b))
+        tether_session_copy_to(s, hb, 0, b, sizeof b)) {
         goto out;
+    }
     tether_remote_arg args[3] = {{TETHER_TYPE_DLTENSOR, {.array = ha}},
                                  {TETHER_TYPE_DLTENSOR, {.array = hb}},
                                  {TETHER_TYPE_DLTENSOR, {.array = ho}}};
     if (tether_session_call(s, &f, args, 3, NULL) ||
-        tether_session_copy_from(s, ho, 0, o, sizeof o))
+        tether_session_copy_from(s, ho, 0, o, sizeof o)) {
         goto out;
+    }
     rc = 0;
-    for (int i = 0; i < 8; i++)
-        if (o[i] != a[i] + b[i])
+    for (int i = 0; i < 8; i++) {
+        if (o[i] != a[i] + b[i]) {
             rc = -2;
+        }
+    }
 out:
-    if (rc == -1)
+    if (rc == -1) {
         print_error("session %d: %s\n", seed, tether_last_error());
+    }
     tether_session_close(s);
     return rc;
 }
@@ -115,8 +129,9 @@ out:
 static void *worker(void *p) {
     intptr_t id = (intptr_t)p;
     intptr_t bad = 0;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 4; k++) {
         bad += one_session((int)id * 10 + k) != 0;
+    }
     return (void *)bad;
 }
 
@@ -127,18 +142,22 @@ static void test_load(void **state) {
     assert_int_equal(daemon_start(&d, args), 0);
     g_url = d.url;
     /* warm up (first allocations of the daemon's libuv loop and libc) */
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 5; i++) {
         assert_int_equal(one_session(i), 0);
+    }
     wait_no_children(d.pid);
     int fd0 = fd_count(d.pid);
     long rss0 = rss_kb(d.pid);
     assert_true(fd0 > 0 && rss0 > 0);
-    for (int i = 0; i < 200; i++)
-        if (one_session(i) != 0)
+    for (int i = 0; i < 200; i++) {
+        if (one_session(i) != 0) {
             fail_msg("sequential session %d failed: %s", i, tether_last_error());
+        }
+    }
     pthread_t th[16];
-    for (intptr_t i = 0; i < 16; i++)
+    for (intptr_t i = 0; i < 16; i++) {
         assert_int_equal(pthread_create(&th[i], NULL, worker, (void *)i), 0);
+    }
     for (int i = 0; i < 16; i++) {
         void *bad;
         pthread_join(th[i], &bad);
@@ -171,16 +190,20 @@ static void test_load(void **state) {
         assert_non_null(dir);
         struct dirent *e;
         left[0] = 0;
-        while ((e = readdir(dir)) != NULL)
-            if (strncmp(e->d_name, "tetherd-", 8) == 0)
+        while ((e = readdir(dir)) != NULL) {
+            if (strncmp(e->d_name, "tetherd-", 8) == 0) {
                 snprintf(left, sizeof left, "%s", e->d_name);
+            }
+        }
         closedir(dir);
-        if (!left[0])
+        if (!left[0]) {
             break;
+        }
         usleep(10000);
     }
-    if (left[0])
+    if (left[0]) {
         fail_msg("session directory %s left behind", left);
+    }
     daemon_stop(&d);
 }
 

@@ -79,14 +79,16 @@ static void line_start_paced(line *l, const char *flip, const char *drop, const 
     size_t n = 0;
     while (n + 1 < sizeof buf && !memchr(buf, '\n', n)) {
         ssize_t r = read(p[0], buf + n, sizeof buf - 1 - n);
-        if (r <= 0)
+        if (r <= 0) {
             break;
+        }
         n += (size_t)r;
         buf[n] = 0;
     }
     close(p[0]);
-    if (sscanf(buf, "%127s %127s", l->dev, l->host) != 2)
+    if (sscanf(buf, "%127s %127s", l->dev, l->host) != 2) {
         fail_msg("relay said '%s'", buf);
+    }
     snprintf(l->url, sizeof l->url, "uart://%s", l->host);
     snprintf(l->log, sizeof l->log, "%s/tuartXXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     int fd = mkstemp(l->log);
@@ -105,14 +107,16 @@ static void line_start_paced(line *l, const char *flip, const char *drop, const 
         FILE *f = fopen(l->log, "r");
         if (f) {
             log = calloc(1, 8192);
-            if (fread(log, 1, 8191, f) == 0)
+            if (fread(log, 1, 8191, f) == 0) {
                 log[0] = 0;
+            }
             fclose(f);
         }
         int up = log && strstr(log, "session started");
         free(log);
-        if (up)
+        if (up) {
             return;
+        }
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -134,8 +138,9 @@ static tether_session *open_line(const line *l) {
     tether_session_options o = {0};
     o.timeout_ms = 5000;
     tether_session *s = NULL;
-    if (tether_session_open(&s, l->url, &o) != 0)
+    if (tether_session_open(&s, l->url, &o) != 0) {
         fail_msg("open %s: %s", l->url, tether_last_error());
+    }
     return s;
 }
 
@@ -152,11 +157,13 @@ static void round_trips(tether_session *s, size_t n, int rounds) {
             x = x * 1103515245u + 12345u;
             out[i] = (uint8_t)(x >> 16);
         }
-        if (tether_session_copy_to(s, h, 0, out, n))
+        if (tether_session_copy_to(s, h, 0, out, n)) {
             fail_msg("copy to: %s", tether_last_error());
+        }
         memset(back, 0, n);
-        if (tether_session_copy_from(s, h, 0, back, n))
+        if (tether_session_copy_from(s, h, 0, back, n)) {
             fail_msg("copy from: %s", tether_last_error());
+        }
         assert_memory_equal(back, out, n);
     }
     free(out);
@@ -220,9 +227,10 @@ static void test_slow_line(void **state) {
     tether_link_stats st;
     assert_int_equal(tether_session_link_stats(s, &st), 0);
     assert_true(st.link2);
-    if (st.frames_resent != 0)
+    if (st.frames_resent != 0) {
         fail_msg("%llu of %llu frames sent twice on a clean 38400-baud line",
                  (unsigned long long)st.frames_resent, (unsigned long long)st.frames_sent);
+    }
     assert_int_equal(st.naks_received, 0);
     tether_session_close(s);
     line_stop(&l);

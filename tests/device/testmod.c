@@ -20,33 +20,39 @@
 static int32_t add_packed(tether_value *args, int32_t *codes, int32_t n, tether_value *ret,
                           int32_t *ret_code, void *rh) {
     (void)ret, (void)ret_code, (void)rh;
-    if (n != 3)
+    if (n != 3) {
         return tether_set_error(TETHER_ERR_MISMATCH, "add_packed: 3 arguments expected");
+    }
     for (int i = 0; i < 3; i++) {
-        if (codes[i] != TETHER_TYPE_DLTENSOR)
+        if (codes[i] != TETHER_TYPE_DLTENSOR) {
             return tether_set_error(TETHER_ERR_MISMATCH, "add_packed: argument %d is not a tensor",
                                     i);
+        }
         DLTensor *t = args[i].v_handle;
-        if (t->dtype.code != kDLFloat || t->dtype.bits != 32 || t->dtype.lanes != 1)
+        if (t->dtype.code != kDLFloat || t->dtype.bits != 32 || t->dtype.lanes != 1) {
             return tether_set_error(TETHER_ERR_MISMATCH,
                                     "add_packed: argument %d: dtype must be float32", i);
-        if (t->ndim != 1 || t->shape[0] != ((DLTensor *)args[0].v_handle)->shape[0])
+        }
+        if (t->ndim != 1 || t->shape[0] != ((DLTensor *)args[0].v_handle)->shape[0]) {
             return tether_set_error(TETHER_ERR_MISMATCH,
                                     "add_packed: argument %d: shape must be [n] like argument 0",
                                     i);
+        }
     }
     const float *a = ((DLTensor *)args[0].v_handle)->data;
     const float *b = ((DLTensor *)args[1].v_handle)->data;
     float *o = ((DLTensor *)args[2].v_handle)->data;
-    for (int64_t i = 0; i < ((DLTensor *)args[0].v_handle)->shape[0]; i++)
+    for (int64_t i = 0; i < ((DLTensor *)args[0].v_handle)->shape[0]; i++) {
         o[i] = a[i] + b[i];
+    }
     return 0;
 }
 
 /* unpacked: out[i] = a[i] * b[i], 16 floats */
 static int32_t mul_unpacked(const float *a, const float *b, float *o) {
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N; i++) {
         o[i] = a[i] * b[i];
+    }
     return 0;
 }
 
@@ -59,8 +65,9 @@ static int32_t sum16(const float *a0, const float *a1, const float *a2, const fl
     const float *in[16] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15};
     for (int i = 0; i < 4; i++) {
         float s = 0;
-        for (int k = 0; k < 16; k++)
+        for (int k = 0; k < 16; k++) {
             s += in[k][i];
+        }
         o[i] = s;
     }
     return 0;
@@ -70,11 +77,13 @@ static int32_t sum16(const float *a0, const float *a1, const float *a2, const fl
 #define BIG (64 * 1024)
 static int32_t big_stack(int32_t *o) {
     volatile uint8_t buf[BIG];
-    for (int i = 0; i < BIG; i++)
+    for (int i = 0; i < BIG; i++) {
         buf[i] = (uint8_t)i;
+    }
     int32_t s = 0;
-    for (int i = 0; i < BIG; i += 4096)
+    for (int i = 0; i < BIG; i += 4096) {
         s += buf[i];
+    }
     o[0] = s;
     return 0;
 }
@@ -87,8 +96,9 @@ static int32_t crash(int32_t *o) {
 
 static int32_t spin(int32_t *o) {
     volatile int32_t x = 0;
-    for (;;)
+    for (;;) {
         x = x + (o ? 1 : 2);
+    }
     return 0;
 }
 

@@ -57,8 +57,9 @@ static void tcp_exchange(const uint8_t *msg, size_t len, uint32_t id, outcome *o
         memcpy(o->bytes, buf, n);
         o->len = n;
         assert_int_equal(tether_rpc_tiny_decode(o->bytes, n, &o->rep), 0);
-        if (o->rep.type == TETHER_RPC_LOG)
+        if (o->rep.type == TETHER_RPC_LOG) {
             continue;
+        }
         assert_int_equal(o->rep.id, id);
         return;
     }
@@ -110,23 +111,26 @@ static void judge(const char *what, int same, uint32_t want, int32_t want_code) 
     print_outcomes(what);
     const tether_rpc_msg *a = &out_tcp.rep, *b = &out_mcu.rep;
     assert_int_equal(a->type, b->type);
-    if (a->type == TETHER_RPC_ERROR)
+    if (a->type == TETHER_RPC_ERROR) {
         assert_int_equal(a->u.error.code, b->u.error.code);
+    }
     if (same == SAME) {
         if (out_tcp.len != out_mcu.len || memcmp(out_tcp.bytes, out_mcu.bytes, out_tcp.len) != 0) {
             for (int k = 0; k < 2; k++) {
                 const outcome *o = k ? &out_mcu : &out_tcp;
                 printf("%s bytes:", k ? "mcu    " : "tetherd");
-                for (size_t i = 0; i < o->len; i++)
+                for (size_t i = 0; i < o->len; i++) {
                     printf(" %02x", o->bytes[i]);
+                }
                 printf("\n");
             }
             fail_msg("%s: the replies differ (%zu and %zu bytes)", what, out_tcp.len, out_mcu.len);
         }
     }
     assert_int_equal(a->type, want);
-    if (want == TETHER_RPC_ERROR)
+    if (want == TETHER_RPC_ERROR) {
         assert_int_equal(a->u.error.code, want_code);
+    }
 }
 
 /* Sends the request built by `make` (from each device's context) to both under one id. */
@@ -137,8 +141,9 @@ static void both(const char *what, make_fn make, int same, uint32_t want, int32_
     make(&c_tcp, &req);
     req.id = id;
     size_t len = 0;
-    if (tether_rpc_tiny_encode(&req, tcp_tx, sizeof tcp_tx, &len) != 0)
+    if (tether_rpc_tiny_encode(&req, tcp_tx, sizeof tcp_tx, &len) != 0) {
         fail_msg("%s: cannot encode the request: %s", what, tether_last_error());
+    }
     tcp_exchange(tcp_tx, len, id, &out_tcp);
     memset(&req, 0, sizeof req);
     make(&c_mcu, &req);
@@ -447,12 +452,14 @@ static size_t raw_msg(uint8_t *out, uint32_t type, uint32_t id, const uint8_t *e
     out[n++] = (uint8_t)(0x90 | count);
     uint32_t v[2] = {type, id};
     for (int i = 0; i < 2; i++) {
-        if (v[i] >= 128)
+        if (v[i] >= 128) {
             out[n++] = 0xcc;
+        }
         out[n++] = (uint8_t)v[i];
     }
-    if (extra_len)
+    if (extra_len) {
         memcpy(out + n, extra, extra_len);
+    }
     return n + extra_len;
 }
 
@@ -583,8 +590,9 @@ static void test_agree(void **state) {
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
         call_kind = calls[i].kind;
         both(calls[i].what, mk_call, calls[i].same, calls[i].want, calls[i].code);
-        if (calls[i].want != ERR)
+        if (calls[i].want != ERR) {
             assert_int_equal(out_tcp.rep.u.call_rep.ret, out_mcu.rep.u.call_rep.ret);
+        }
     }
     call_kind = CALL_STR_PACKED;
     t_number = 1;
@@ -597,8 +605,9 @@ static void test_agree(void **state) {
     both("TIME", mk_time, DEVICE, REP(TETHER_RPC_TIME), 0);
 
     /* ---- UPLOAD / UPLOAD_CHUNK / LOAD_MODULE / UNLOAD ---- */
-    for (size_t i = 0; i < sizeof image; i++)
+    for (size_t i = 0; i < sizeof image; i++) {
         image[i] = (uint8_t)(i * 7 + 1);
+    }
     tether_sha256(image, sizeof image, image_hash);
 
     /* the kinds a device takes and the room it has are its own */
@@ -708,28 +717,33 @@ static void test_agree(void **state) {
 
 static int setup(void **state) {
     (void)state;
-    if (mcu_board_start(&board, false) != 0)
+    if (mcu_board_start(&board, false) != 0) {
         return -1;
+    }
     /* the board's pools (no sizes: the board's heaps bound them), no OpenCL layer, no upload
      * cache (the board has none) */
     static const char *const args[] = {"--no-opencl", "--upload-cache", "off",    "--pool", "sram",
                                        "--pool",      "psram",          "--pool", "code",   NULL};
-    if (daemon_start(&daemon_, args) != 0)
+    if (daemon_start(&daemon_, args) != 0) {
         return -1;
+    }
     daemon_started = true;
-    if (tether_transport_tcp_connect(&tcp, "127.0.0.1", (uint16_t)daemon_.port, 1u << 20, 10000))
+    if (tether_transport_tcp_connect(&tcp, "127.0.0.1", (uint16_t)daemon_.port, 1u << 20, 10000)) {
         return -1;
+    }
     tcp_open = true;
     return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
-    if (tcp_open)
+    if (tcp_open) {
         tether_transport_close(&tcp);
+    }
     tcp_open = false;
-    if (daemon_started)
+    if (daemon_started) {
         daemon_stop(&daemon_);
+    }
     daemon_started = false;
     mcu_board_stop(&board);
     return 0;

@@ -118,8 +118,9 @@ static void test_firmware_description(void **state) {
     fputs("{\"format\": \"tether-mcu-firmware\", \"version\": 2}", f);
     fclose(f);
     assert_int_equal(tether_mcu_firmware_load(bogus, &f2), TETHER_ERR_UNSUPPORTED);
-    if (!strstr(tether_last_error(), "version 2 (this tether reads 1)"))
+    if (!strstr(tether_last_error(), "version 2 (this tether reads 1)")) {
         fail_msg("%s", tether_last_error());
+    }
 }
 
 static void test_device_check(void **state) {

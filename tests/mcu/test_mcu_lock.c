@@ -53,11 +53,13 @@ static void say(int fd, const char *fmt, ...) {
     va_start(ap, fmt);
     int n = vsnprintf(line, sizeof line - 1, fmt, ap);
     va_end(ap);
-    if (n < 0 || n > (int)sizeof line - 2)
+    if (n < 0 || n > (int)sizeof line - 2) {
         n = (int)sizeof line - 2;
+    }
     line[n++] = '\n';
-    if (write(fd, line, (size_t)n) != n)
+    if (write(fd, line, (size_t)n) != n) {
         _exit(3);
+    }
 }
 
 static void on_wait(void *ctx, const char *device, int holder_pid) {
@@ -66,8 +68,9 @@ static void on_wait(void *ctx, const char *device, int holder_pid) {
 }
 
 static int check(bool ok, const char *what) {
-    if (!ok)
+    if (!ok) {
         fprintf(stderr, "worker %d: %s: %s\n", (int)getpid(), what, tether_last_error());
+    }
     return ok ? 0 : 1;
 }
 
@@ -80,14 +83,16 @@ static int work(tether_session *s, int seed) {
                  "upload");
     bad |=
         check(tether_session_load_module(s, "math", &module, &nfuncs) == 0 && nfuncs == 2, "load");
-    if (bad)
+    if (bad) {
         return bad;
+    }
     tether_remote_func softmax, dot;
     bad |= check(tether_session_get_function(s, module, "softmax16", &softmax) == 0, "softmax16");
     bad |= check(tether_session_get_function(s, module, "dot_f32", &dot) == 0, "dot_f32");
     float in[16], out[17];
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < 16; i++) {
         in[i] = (float)((i * 7 + seed) % 16 - 8) * 0.25f;
+    }
     int64_t s16[1] = {16}, s17[1] = {17}, s10[1] = {10}, s1[1] = {1};
     uint64_t hin = 0, hout = 0, ha = 0, hb = 0, hd = 0, nb;
     bad |= check(
@@ -96,12 +101,14 @@ static int work(tether_session *s, int seed) {
                 0 &&
             tether_session_copy_to(s, hin, 0, in, sizeof in) == 0,
         "softmax arrays");
-    if (bad)
+    if (bad) {
         return bad;
+    }
     tether_remote_arg args[3];
     memset(args, 0, sizeof args);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         args[i].type_code = TETHER_TYPE_DLTENSOR;
+    }
     args[0].v.array = hin;
     args[1].v.array = hout;
     tether_call_result r;
@@ -109,8 +116,9 @@ static int work(tether_session *s, int seed) {
                      tether_session_copy_from(s, hout, 0, out, sizeof out) == 0,
                  "softmax16 call");
     double sum = 0;
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < 16; i++) {
         sum += exp((double)in[i]);
+    }
     for (int i = 0; i < 16 && !bad; i++) {
         double want = exp((double)in[i]) / sum;
         bad |= check(fabs(out[i] - want) <= 1e-6 + 1e-5 * want, "softmax16 result");
@@ -132,8 +140,9 @@ static int work(tether_session *s, int seed) {
             tether_session_copy_to(s, ha, 0, a, sizeof a) == 0 &&
             tether_session_copy_to(s, hb, 0, b, sizeof b) == 0,
         "dot arrays");
-    if (bad)
+    if (bad) {
         return bad;
+    }
     args[0].v.array = ha;
     args[1].v.array = hb;
     args[2].v.array = hd;
@@ -161,15 +170,18 @@ static int worker_main(int msg, int go, int wait_ms, bool reconnect, int seed) {
     say(msg, "O");
     char c;
     int bad = 0;
-    if (read(go, &c, 1) != 1)
+    if (read(go, &c, 1) != 1) {
         bad = 1;
-    if (!bad)
+    }
+    if (!bad) {
         bad = work(s, seed);
+    }
     if (reconnect && !bad) {
         bad = check(tether_session_reconnect(s) == 0, "reconnect");
         say(msg, "R");
-        if (read(go, &c, 1) != 1)
+        if (read(go, &c, 1) != 1) {
             bad = 1;
+        }
     }
     tether_session_close(s);
     return bad;
@@ -205,8 +217,9 @@ static void worker_start(worker *w, int wait_ms, bool reconnect, int seed) {
 static void worker_line(worker *w, char *line, size_t n) {
     size_t have = 0;
     char c;
-    while (have + 1 < n && read(w->msg, &c, 1) == 1 && c != '\n')
+    while (have + 1 < n && read(w->msg, &c, 1) == 1 && c != '\n') {
         line[have++] = c;
+    }
     line[have] = 0;
 }
 
@@ -219,9 +232,11 @@ static void worker_go(worker *w) {
 static int worker_end(worker *w) {
     int st = 0;
     assert_int_equal(waitpid(w->pid, &st, 0), w->pid);
-    for (int i = 0; i < MAX_WORKERS; i++)
-        if (workers[i] == w->pid)
+    for (int i = 0; i < MAX_WORKERS; i++) {
+        if (workers[i] == w->pid) {
             workers[i] = 0;
+        }
+    }
     close(w->msg);
     close(w->go);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -230,8 +245,9 @@ static int worker_end(worker *w) {
 static void expect_line(worker *w, const char *want) {
     char line[512];
     worker_line(w, line, sizeof line);
-    if (strcmp(line, want) != 0)
+    if (strcmp(line, want) != 0) {
         fail_msg("worker %d said '%s', expected '%s'", (int)w->pid, line, want);
+    }
 }
 
 /* Opens a session in this process and expects it refused for `holder`. */
@@ -244,8 +260,9 @@ static void expect_busy(pid_t holder) {
     snprintf(want, sizeof want, "device busy: %.127s is held by pid %d",
              board.url + strlen("uart://"), (int)holder);
     int rc = tether_session_open(&s, board.url, &o);
-    if (rc == 0)
+    if (rc == 0) {
         tether_session_close(s);
+    }
     assert_int_equal(rc, TETHER_ERR_BUSY);
     assert_null(s);
     assert_string_equal(tether_last_error(), want);
@@ -267,8 +284,9 @@ static void test_second_session_refused(void **state) {
     memset(&o, 0, sizeof o);
     o.timeout_ms = 30000;
     tether_session *s;
-    if (tether_session_open(&s, board.url, &o) != 0)
+    if (tether_session_open(&s, board.url, &o) != 0) {
         fail_msg("open after the holder closed: %s", tether_last_error());
+    }
     assert_int_equal(work(s, 5), 0);
     tether_session_close(s);
 }
@@ -291,8 +309,9 @@ static void test_waiting_session_queues(void **state) {
 
 static int setup(void **state) {
     (void)state;
-    if (mcu_workdir_create(workdir, sizeof workdir, "lock") != 0)
+    if (mcu_workdir_create(workdir, sizeof workdir, "lock") != 0) {
         return -1;
+    }
     if (mcu_board_start(&board, true) != 0) {
         mcu_board_stop(&board);
         return -1;
@@ -316,8 +335,9 @@ static int setup(void **state) {
         return -1;
     }
     FILE *f = fopen(bin, "rb");
-    if (!f)
+    if (!f) {
         return -1;
+    }
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);

@@ -1080,8 +1080,9 @@ static void test_external_data_files(void **state) {
         tether_ir_graph g;
         int rc = tether_onnx_load(tmp("ext2.onnx"), NULL, &g);
         assert_int_not_equal(rc, 0);
-        if (!strstr(tether_last_error(), why[k]))
+        if (!strstr(tether_last_error(), why[k])) {
             fail_msg("%s: %s", where[k], tether_last_error());
+        }
         mb_free(&b);
     }
     unlink(tmp("link.bin"));

@@ -1071,8 +1071,9 @@ static void test_cli_errors(void **state) {
         snprintf(cmd, sizeof cmd, "cd '%s/dmg' && sed -i '%s' metadata.json", g_tmp, edits[k][0]);
         assert_int_equal(system(cmd), 0);
         assert_int_equal(run_cli(o, sizeof o, "run dmg --in x0.npy --out d.npy"), 1);
-        if (!strstr(o, edits[k][1]))
+        if (!strstr(o, edits[k][1])) {
             fail_msg("edit %d: %s", k, o);
+        }
     }
     snprintf(p, sizeof p, "%s/d.npy", g_tmp);
     assert_int_equal(access(p, F_OK), -1);

@@ -35,8 +35,9 @@ static test_daemon g_d;
 static void test_opencl(void **state) {
     (void)state;
     assert_int_equal(daemon_start(&g_d, NULL), 0);
-    if (tether_session_open(&g_s, g_d.url, NULL))
+    if (tether_session_open(&g_s, g_d.url, NULL)) {
         fail_msg("open: %s", tether_last_error());
+    }
     const tether_device_info *info = tether_session_info(g_s);
     if (!info->opencl) {
         tether_session_close(g_s);
@@ -50,8 +51,9 @@ static void test_opencl(void **state) {
     int64_t shape[] = {1, 8, 32, 4};
     enum { N = 8 * 32 * 4 };
     float *v = malloc(N * 4), *back = malloc(N * 4);
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N; i++) {
         v[i] = (float)i * 0.5f - 100.0f;
+    }
     uint64_t tin, tout, nb;
     assert_int_equal(
         tether_session_alloc(g_s, shape, 4, TETHER_FLOAT32, TETHER_SCOPE_TEXTURE, "", &tin, &nb),
@@ -69,8 +71,9 @@ static void test_opencl(void **state) {
     assert_int_equal(tether_session_upload(g_s, 1, "k.cl", k_src, sizeof k_src - 1), 0);
     uint64_t mod;
     uint32_t nf;
-    if (tether_session_load_module(g_s, "k.cl", &mod, &nf))
+    if (tether_session_load_module(g_s, "k.cl", &mod, &nf)) {
         fail_msg("build: %s", tether_last_error());
+    }
     assert_int_equal(nf, 2);
     tether_remote_func f;
     assert_int_equal(tether_session_get_function(g_s, mod, "scale_tex", &f), 0);
@@ -83,21 +86,25 @@ static void test_opencl(void **state) {
                               {TETHER_TYPE_FLOAT, {.f = 2.0}}};
     uint64_t g2[2] = {32, 8};
     tether_call_result r;
-    if (tether_session_launch(g_s, &f, a, 3, 2, g2, NULL, &r))
+    if (tether_session_launch(g_s, &f, a, 3, 2, g2, NULL, &r)) {
         fail_msg("launch: %s", tether_last_error());
+    }
     assert_int_equal(tether_session_copy_from(g_s, tout, 0, back, N * 4), 0);
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N; i++) {
         assert_true(back[i] == v[i] * 2.0f + (float)(i % 4 + 1));
+    }
     tether_time_stats ts;
-    if (tether_session_time_launch(g_s, &f, a, 3, 2, g2, NULL, 3, 2, 0, 0, &ts))
+    if (tether_session_time_launch(g_s, &f, a, 3, 2, g2, NULL, 3, 2, 0, 0, &ts)) {
         fail_msg("time: %s", tether_last_error());
+    }
     assert_int_equal(ts.repeat, 2);
 
     /* buffer kernel with a scalar */
     assert_int_equal(tether_session_get_function(g_s, mod, "axpy", &f), 0);
     float x[64], y[64], out[64];
-    for (int i = 0; i < 64; i++)
+    for (int i = 0; i < 64; i++) {
         x[i] = (float)i, y[i] = 1.0f;
+    }
     uint64_t hx = alloc_f32(g_s, 64, x), hy = alloc_f32(g_s, 64, y);
     tether_remote_arg b[3] = {{TETHER_TYPE_DLTENSOR, {.array = hx}},
                               {TETHER_TYPE_DLTENSOR, {.array = hy}},
@@ -105,8 +112,9 @@ static void test_opencl(void **state) {
     uint64_t g1[1] = {64}, l1[1] = {16};
     assert_int_equal(tether_session_launch(g_s, &f, b, 3, 1, g1, l1, &r), 0);
     assert_int_equal(tether_session_copy_from(g_s, hy, 0, out, sizeof out), 0);
-    for (int i = 0; i < 64; i++)
+    for (int i = 0; i < 64; i++) {
         assert_true(out[i] == 3.0f * (float)i + 1.0f);
+    }
     /* a kernel without an NDRange, wrong argument count */
     assert_int_equal(tether_session_call(g_s, &f, b, 3, &r), TETHER_ERR_INVALID_ARG);
     assert_non_null(strstr(tether_last_error(), "global work size"));
@@ -142,8 +150,9 @@ static void test_opencl(void **state) {
     for (int c = 1; c <= 2; c++) {
         int64_t rs[] = {1, 5, 7, c};
         float rv[70], rb[70];
-        for (int i = 0; i < 35 * c; i++)
+        for (int i = 0; i < 35 * c; i++) {
             rv[i] = (float)(i * 3 + c);
+        }
         uint64_t hr;
         int rc =
             tether_session_alloc(g_s, rs, 4, TETHER_FLOAT32, TETHER_SCOPE_TEXTURE, "", &hr, NULL);
@@ -151,8 +160,9 @@ static void test_opencl(void **state) {
             strstr(tether_last_error(), "no CL_RG float images")) {
             continue; /* optional format (PoCL has CL_R and CL_RGBA): refused by name */
         }
-        if (rc)
+        if (rc) {
             fail_msg("%d-channel texture: %s", c, tether_last_error());
+        }
         assert_int_equal(tether_session_copy_to(g_s, hr, 0, rv, (size_t)(35 * c) * 4), 0);
         memset(rb, 0, sizeof rb);
         assert_int_equal(tether_session_copy_from(g_s, hr, 0, rb, (size_t)(35 * c) * 4), 0);

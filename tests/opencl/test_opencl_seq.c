@@ -38,8 +38,9 @@ static void check_session(tether_session *s) {
         tether_session_upload(s, TETHER_MODULE_OPENCL_SOURCE, "seq.cl", k_src, sizeof k_src - 1),
         0);
     uint64_t mod;
-    if (tether_session_load_module(s, "seq.cl", &mod, NULL))
+    if (tether_session_load_module(s, "seq.cl", &mod, NULL)) {
         fail_msg("build: %s", tether_last_error());
+    }
     tether_remote_func fs, fa, fr;
     assert_int_equal(tether_session_get_function(s, mod, "k_scale", &fs), 0);
     assert_int_equal(tether_session_get_function(s, mod, "k_add", &fa), 0);
@@ -70,8 +71,9 @@ static void check_session(tether_session *s) {
         {&fs, a3, 3, 1, {N, 0, 0}, {0, 0, 0}}, /* the same kernel again, other arguments */
     };
     tether_seq_result res;
-    if (tether_session_launch_seq(s, st, 4, &res))
+    if (tether_session_launch_seq(s, st, 4, &res)) {
         fail_msg("LAUNCH_SEQ: %s", tether_last_error());
+    }
     assert_int_equal(res.num_steps, 4);
     assert_int_equal(res.elapsed_ns,
                      res.step_ns[0] + res.step_ns[1] + res.step_ns[2] + res.step_ns[3]);
@@ -89,12 +91,14 @@ static void check_session(tether_session *s) {
     /* TIME_SEQ: one call = the whole sequence */
     tether_time_stats ts;
     double step_s[4] = {-1, -1, -1, -1};
-    if (tether_session_time_launch_seq(s, st, 4, 2, 3, 0, 0, &ts, step_s))
+    if (tether_session_time_launch_seq(s, st, 4, 2, 3, 0, 0, &ts, step_s)) {
         fail_msg("TIME_SEQ: %s", tether_last_error());
+    }
     assert_int_equal(ts.repeat, 3);
     assert_true(ts.number >= 2);
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 4; k++) {
         assert_true(step_s[k] >= 0.0);
+    }
 
     /* step 2 names an array that does not exist: an error naming the step, nothing runs */
     assert_int_equal(tether_session_copy_to(s, hw, 0, zero, sizeof zero), 0);
@@ -125,17 +129,20 @@ static void check_session(tether_session *s) {
 
     /* limits: 129 steps; 1024+ arguments in all; 0 steps */
     static tether_launch_step many[TETHER_SEQ_MAX_STEPS + 1];
-    for (int k = 0; k <= (int)TETHER_SEQ_MAX_STEPS; k++)
+    for (int k = 0; k <= (int)TETHER_SEQ_MAX_STEPS; k++) {
         many[k] = st[1];
+    }
     assert_int_equal(tether_session_launch_seq(s, many, TETHER_SEQ_MAX_STEPS + 1, &res),
                      TETHER_ERR_LIMIT);
     /* 128 steps of 3 arguments (384) run, in one request */
-    if (tether_session_launch_seq(s, many, TETHER_SEQ_MAX_STEPS, &res))
+    if (tether_session_launch_seq(s, many, TETHER_SEQ_MAX_STEPS, &res)) {
         fail_msg("128 steps: %s", tether_last_error());
+    }
     assert_int_equal(res.num_steps, TETHER_SEQ_MAX_STEPS);
     static tether_remote_arg args64[64];
-    for (int i = 0; i < 64; i++)
+    for (int i = 0; i < 64; i++) {
         args64[i] = a1[0];
+    }
     for (int k = 0; k < 17; k++) {
         many[k] = st[0];
         many[k].args = args64;
@@ -153,8 +160,9 @@ static void test_seq_tcp(void **state) {
     test_daemon d;
     tether_session *s = NULL;
     assert_int_equal(daemon_start(&d, NULL), 0);
-    if (tether_session_open(&s, d.url, NULL))
+    if (tether_session_open(&s, d.url, NULL)) {
         fail_msg("open: %s", tether_last_error());
+    }
     if (!tether_session_info(s)->opencl) {
         tether_session_close(s);
         daemon_stop(&d);
@@ -171,8 +179,9 @@ static void test_seq_local(void **state) {
     memset(&o, 0, sizeof o);
     o.tetherd = TETHERD_PATH;
     tether_session *s = NULL;
-    if (tether_session_open(&s, "local:", &o))
+    if (tether_session_open(&s, "local:", &o)) {
         fail_msg("open local: %s", tether_last_error());
+    }
     if (!tether_session_info(s)->opencl) {
         tether_session_close(s);
         skip();

@@ -456,15 +456,17 @@ static void test_svg_annotations(void **state) {
                                 "a_rather_long_operator_name_for_the_axis</title>"));
     const char *io = strstr(svg, "<g class=\"io\">"), *lane = strstr(svg, "<g class=\"lane\">");
     const char *last_lane = lane, *ops = strstr(svg, "<g class=\"operators\">");
-    for (const char *l = lane; l; l = strstr(l + 1, "<g class=\"lane\">"))
+    for (const char *l = lane; l; l = strstr(l + 1, "<g class=\"lane\">")) {
         last_lane = l;
+    }
     assert_non_null(io);
     assert_non_null(ops);
     assert_true(io < lane);       /* the inputs/outputs strip above the plots */
     assert_true(ops > last_lane); /* the names in the last lane, under its plot */
     assert_null(strstr(ops, "<g class=\"io\">"));
-    if (svg_height(svg) - content_end(svg) >= 30) /* no blank band at the bottom */
+    if (svg_height(svg) - content_end(svg) >= 30) { /* no blank band at the bottom */
         fail_msg("height %g, content ends at %g", svg_height(svg), content_end(svg));
+    }
     free(svg);
     tether_plan_close(&plan);
     /* the same problem in smaller pools: the demand picture */
@@ -494,8 +496,9 @@ static void test_svg_annotations(void **state) {
     assert_non_null(strstr(svg, ">t1: 600 bytes</text>"));
     assert_true(count(svg, "<text class=\"label\"") >= 2);
     assert_true(strstr(svg, "<g class=\"io\">") < strstr(svg, "<g class=\"operators\">"));
-    if (svg_height(svg) - content_end(svg) >= 30)
+    if (svg_height(svg) - content_end(svg) >= 30) {
         fail_msg("height %g, content ends at %g", svg_height(svg), content_end(svg));
+    }
     char path[600];
     path_in_tmp(path, sizeof(path), "nofit-unit.svg");
     write_text(path, svg);

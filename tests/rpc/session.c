@@ -61,8 +61,9 @@ static int pipe_make(void *ctx, uint64_t offset, size_t len, tether_rpc_msg *req
 
 static int pipe_take(void *ctx, uint64_t offset, size_t len, const tether_rpc_msg *rep) {
     pipe_ctx *p = ctx;
-    if (p->taken++ == 0)
+    if (p->taken++ == 0) {
         p->made_at_first_take = p->made;
+    }
     assert_int_equal(offset, p->next_take);
     p->next_take = offset + len;
     if (p->type == TETHER_RPC_COPY_TO) {
@@ -76,21 +77,24 @@ static int pipe_take(void *ctx, uint64_t offset, size_t len, const tether_rpc_ms
 
 static void pipelined_copy(tether_rpc_client *c, uint32_t peer_frame, size_t bytes) {
     uint8_t *src = malloc(bytes), *back = calloc(1, bytes);
-    for (size_t i = 0; i < bytes; i++)
+    for (size_t i = 0; i < bytes; i++) {
         src[i] = (uint8_t)(i * 7 + (i >> 11) + 3);
+    }
     size_t chunk = tether_rpc_chunk_max(peer_frame);
     size_t chunks = (bytes + chunk - 1) / chunk;
     pipe_ctx p = {.buf = src, .type = TETHER_RPC_COPY_TO};
-    if (tether_rpc_client_pipeline(c, bytes, chunk, 4, 5000, pipe_make, pipe_take, &p) != 0)
+    if (tether_rpc_client_pipeline(c, bytes, chunk, 4, 5000, pipe_make, pipe_take, &p) != 0) {
         fail_msg("pipelined COPY_TO: %s", tether_last_error());
+    }
     assert_int_equal(p.made, chunks);
     assert_int_equal(p.taken, chunks);
     assert_int_equal(p.next_take, bytes);
     /* four requests were out before the first reply was taken */
     assert_int_equal(p.made_at_first_take, chunks < 4 ? chunks : 4);
     pipe_ctx q = {.buf = back, .type = TETHER_RPC_COPY_FROM};
-    if (tether_rpc_client_pipeline(c, bytes, chunk, 8, 5000, pipe_make, pipe_take, &q) != 0)
+    if (tether_rpc_client_pipeline(c, bytes, chunk, 8, 5000, pipe_make, pipe_take, &q) != 0) {
         fail_msg("pipelined COPY_FROM: %s", tether_last_error());
+    }
     assert_int_equal(q.made_at_first_take, chunks < 8 ? chunks : 8);
     assert_memory_equal(back, src, bytes);
     /* total 0 is one request of length 0 */
@@ -120,8 +124,9 @@ void session_run(tether_transport *t, size_t copy_bytes, bool uart) {
     req.u.hello_req.version = TETHER_RPC_VERSION;
     req.u.hello_req.max_frame = t->max_frame;
     req.u.hello_req.client = tether_rpc_str_c("test");
-    if (tether_rpc_client_request(&c, &req, &rep, 5000) != 0)
+    if (tether_rpc_client_request(&c, &req, &rep, 5000) != 0) {
         fail_msg("HELLO: %s", tether_last_error());
+    }
     assert_int_equal(rep.type, TETHER_RPC_HELLO | TETHER_RPC_REPLY);
     assert_true(tether_rpc_str_eq(rep.u.hello_rep.arch, "x86_64"));
     uint32_t peer_frame = rep.u.hello_rep.max_frame;
@@ -129,8 +134,9 @@ void session_run(tether_transport *t, size_t copy_bytes, bool uart) {
 
     /* chunked COPY_TO, then read it back with COPY_FROM */
     uint8_t *src = malloc(copy_bytes), *back = malloc(copy_bytes);
-    for (size_t i = 0; i < copy_bytes; i++)
+    for (size_t i = 0; i < copy_bytes; i++) {
         src[i] = (uint8_t)(i * 131 + (i >> 9));
+    }
     tether_rpc_chunker ch;
     assert_int_equal(tether_rpc_chunker_init(&ch, copy_bytes, peer_frame, window), 0);
     uint64_t off;
@@ -142,8 +148,9 @@ void session_run(tether_transport *t, size_t copy_bytes, bool uart) {
         req.u.copy_to_req.offset = off;
         req.u.copy_to_req.data.ptr = src + off;
         req.u.copy_to_req.data.len = len;
-        if (tether_rpc_client_request(&c, &req, &rep, 5000) != 0)
+        if (tether_rpc_client_request(&c, &req, &rep, 5000) != 0) {
             fail_msg("COPY_TO at %llu: %s", (unsigned long long)off, tether_last_error());
+        }
         assert_int_equal(rep.u.copy_to_rep.written, len);
         assert_int_equal(tether_rpc_chunker_ack(&ch, off, len), 0);
     }
@@ -156,8 +163,9 @@ void session_run(tether_transport *t, size_t copy_bytes, bool uart) {
         req.u.copy_from_req.array = 1;
         req.u.copy_from_req.offset = pos;
         req.u.copy_from_req.length = n;
-        if (tether_rpc_client_request(&c, &req, &rep, 5000) != 0)
+        if (tether_rpc_client_request(&c, &req, &rep, 5000) != 0) {
             fail_msg("COPY_FROM at %zu: %s", pos, tether_last_error());
+        }
         assert_int_equal(rep.u.copy_from_rep.data.len, n);
         memcpy(back + pos, rep.u.copy_from_rep.data.ptr, n);
         pos += n;

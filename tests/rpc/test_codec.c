@@ -45,9 +45,10 @@ static void test_vectors_encode(void **state) {
         for (int c = 0; c < 2; c++) {
             size_t len = 0;
             int rc = encoders[c](&m, out, sizeof out, &len);
-            if (rc)
+            if (rc) {
                 fail_msg("%s encode of %s: %s", codec_names[c], rpc_vectors[i].name,
                          tether_last_error());
+            }
             if ((size_t)n != len || memcmp(out, expect, len) != 0) {
                 char hex[16400];
                 hex_encode(out, len, hex);
@@ -64,8 +65,9 @@ static void split_one(const tether_rpc_msg *m, int *with_tail) {
     size_t len = 0, head_len = 0, tail_len = 0;
     const uint8_t *tail = NULL;
     assert_int_equal(tether_rpc_tiny_encode(m, expect, sizeof expect, &len), 0);
-    if (tether_rpc_encode_split(m, out, sizeof out, &head_len, &tail, &tail_len))
+    if (tether_rpc_encode_split(m, out, sizeof out, &head_len, &tail, &tail_len)) {
         fail_msg("split encode of type %u: %s", (unsigned)m->type, tether_last_error());
+    }
     assert_int_equal(head_len + tail_len, len);
     assert_memory_equal(out, expect, head_len);
     if (tail_len) {
@@ -91,8 +93,9 @@ static void test_vectors_encode_split(void **state) {
         split_one(&m, &with_tail);
     }
     static uint8_t data[5000];
-    for (size_t i = 0; i < sizeof data; i++)
+    for (size_t i = 0; i < sizeof data; i++) {
         data[i] = (uint8_t)(i * 13 + 1);
+    }
     const uint32_t sizes[] = {0, 15, 16, 200, 255, 256, 4000};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         tether_rpc_msg m;
@@ -149,12 +152,14 @@ static void test_vectors_decode(void **state) {
         for (int c = 0; c < 2; c++) {
             memset(&got, 0xa5, sizeof got);
             int rc = decoders[c](expect, (size_t)n, &got);
-            if (rc)
+            if (rc) {
                 fail_msg("%s decode of %s: %s", codec_names[c], rpc_vectors[i].name,
                          tether_last_error());
-            if (!rpc_msg_equal(&want, &got))
+            }
+            if (!rpc_msg_equal(&want, &got)) {
                 fail_msg("%s decode of %s differs from the built message", codec_names[c],
                          rpc_vectors[i].name);
+            }
             size_t len;
             assert_int_equal(encoders[1 - c](&got, out, sizeof out, &len), 0);
             assert_int_equal(len, (size_t)n);
@@ -389,9 +394,10 @@ static void test_decode_errors(void **state) {
             tether_rpc_msg m;
             tether_clear_error();
             int rc = decoders[c](expect, (size_t)n, &m);
-            if (rc != bad[i].status)
+            if (rc != bad[i].status) {
                 fail_msg("%s decode of '%s' (%s) returned %d, expected %d (%s)", codec_names[c],
                          bad[i].hex, bad[i].why, rc, bad[i].status, tether_last_error());
+            }
             assert_true(strlen(tether_last_error()) > 0);
         }
     }
@@ -445,10 +451,11 @@ static void test_seq_limits(void **state) {
         for (int c = 0; c < 2; c++) {
             tether_rpc_msg m;
             int rc = decoders[c](buf, n, &m);
-            if (rc != cases[i].status)
+            if (rc != cases[i].status) {
                 fail_msg("%s decode of %u steps x %u args: %d (%s)", codec_names[c],
                          (unsigned)cases[i].steps, (unsigned)cases[i].args, rc,
                          tether_last_error());
+            }
             if (rc == 0) {
                 assert_int_equal(m.u.seq_req.num_steps, cases[i].steps);
                 assert_int_equal(m.u.seq_req.steps[127].args[7].v.v_int, 1);
@@ -504,8 +511,9 @@ static void test_seq_limits(void **state) {
     /* without storage: unsupported, for both requests; replies decode anyway */
     for (size_t i = 0; i < rpc_vector_count; i++) {
         const char *name = rpc_vectors[i].name;
-        if (strstr(name, "seq") == NULL)
+        if (strstr(name, "seq") == NULL) {
             continue;
+        }
         long k = hex_decode(rpc_vectors[i].hex, expect, sizeof expect);
         for (int c = 0; c < 2; c++) {
             int rc = plain_decoders[c](expect, (size_t)k, &m);
@@ -527,8 +535,9 @@ static void test_decode_deep_nesting(void **state) {
     expect[0] = 0x94; /* 4 elements: type, id, written, nested */
     memcpy(expect + 1, head + 1, 3);
     n = 4;
-    for (int i = 0; i < 100; i++)
+    for (int i = 0; i < 100; i++) {
         expect[n++] = 0x91;
+    }
     expect[n++] = 0xc0;
     for (int c = 0; c < 2; c++) {
         tether_rpc_msg m;
@@ -541,8 +550,9 @@ static void test_decode_deep_nesting(void **state) {
         expect[n++] = 0x93;
         expect[n++] = 0x4e; /* RESET reply */
         expect[n++] = 0x0a;
-        for (int i = 0; i < extra; i++)
+        for (int i = 0; i < extra; i++) {
             expect[n++] = 0x91;
+        }
         expect[n++] = 0xc0;
         for (int c = 0; c < 2; c++) {
             tether_rpc_msg m;
@@ -594,8 +604,9 @@ static void test_encode_errors(void **state) {
         for (size_t cap = 0; cap < full; cap++) {
             memset(out, 0xee, sizeof out);
             assert_int_equal(encoders[c](&m, out, cap, &len), TETHER_ERR_LIMIT);
-            for (size_t k = cap; k < full + 8; k++)
+            for (size_t k = cap; k < full + 8; k++) {
                 assert_int_equal(out[k], 0xee);
+            }
         }
     }
     /* the allocating encoder */

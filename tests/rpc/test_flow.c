@@ -104,8 +104,9 @@ static uint32_t rng(void) {
 
 static int link_put(void *ctx, const uint8_t *b, size_t n) {
     link_q *l = ctx;
-    if (n > LINK_CAP - l->len)
+    if (n > LINK_CAP - l->len) {
         return TETHER_ERR_LIMIT;
+    }
     memcpy(l->buf + l->len, b, n);
     l->len += n;
     return 0;
@@ -131,8 +132,9 @@ static void device_frame(device *d, const uint8_t *f, size_t n, link_q *out, int
     assert_int_equal(tether_rpc_peek_header(f, n, &type, &id), 0);
     if (tether_rpc_reply_cache_lookup(&d->cache, id, &cached, &clen)) {
         d->duplicates++;
-        if (!lose_reply)
+        if (!lose_reply) {
             assert_int_equal(tether_uart_frame_write(cached, clen, link_put, out), 0);
+        }
         return;
     }
     tether_rpc_msg req, rep;
@@ -151,8 +153,9 @@ static void device_frame(device *d, const uint8_t *f, size_t n, link_q *out, int
     size_t elen;
     assert_int_equal(tether_rpc_tiny_encode(&rep, enc, sizeof enc, &elen), 0);
     assert_int_equal(tether_rpc_reply_cache_store(&d->cache, id, enc, elen), 0);
-    if (!lose_reply)
+    if (!lose_reply) {
         assert_int_equal(tether_uart_frame_write(enc, elen, link_put, out), 0);
+    }
 }
 
 /* Device side: consumes the host->device bytes in random-sized pieces (partial reads). */
@@ -160,8 +163,9 @@ static void device_run(device *d, link_q *in, link_q *out) {
     size_t pos = 0;
     while (pos < in->len) {
         size_t piece = 1 + rng() % 200;
-        if (piece > in->len - pos)
+        if (piece > in->len - pos) {
             piece = in->len - pos;
+        }
         size_t off = 0;
         while (off < piece) {
             size_t used, flen;
@@ -184,8 +188,9 @@ static void run_copy(uint32_t window, size_t total) {
     static link_q h2d, d2h;
     assert_non_null(src);
     assert_non_null(d);
-    for (size_t i = 0; i < total; i++)
+    for (size_t i = 0; i < total; i++) {
         src[i] = (uint8_t)(rng() ^ i);
+    }
     d->mem = calloc(1, total);
     d->mem_size = total;
     tether_uart_unframer_init(&d->u, d->rx, sizeof d->rx, NULL, NULL);
@@ -263,8 +268,9 @@ static void run_copy(uint32_t window, size_t total) {
         assert_true(timeouts < chunks); /* always converges */
     }
     assert_memory_equal(d->mem, src, total);
-    for (size_t id = 0; id < d->max_id; id++)
+    for (size_t id = 0; id < d->max_id; id++) {
         assert_true(d->executed[id] <= 1); /* nothing ran twice */
+    }
     assert_true(corrupted > 0);
     assert_true(tether_uart_unframer_dropped(&d->u) > 0); /* corrupted frames were dropped */
     assert_true(d->duplicates > 0);                       /* lost replies were answered again */

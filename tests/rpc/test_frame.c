@@ -120,8 +120,9 @@ static int feed(tether_uart_unframer *u, const uint8_t *wire, size_t n, uint8_t 
         if (tether_uart_unframer_byte(u, wire[i], &flen) == TETHER_UART_FRAME) {
             memcpy(out + *out_len, u->buf, flen);
             *out_len += flen;
-            if (lens)
+            if (lens) {
                 lens[frames] = flen;
+            }
             frames++;
         }
     }
@@ -131,14 +132,16 @@ static int feed(tether_uart_unframer *u, const uint8_t *wire, size_t n, uint8_t 
 static void test_uart_roundtrip_escapes(void **state) {
     (void)state;
     uint8_t payload[300];
-    for (size_t i = 0; i < sizeof payload; i++)
+    for (size_t i = 0; i < sizeof payload; i++) {
         payload[i] = (uint8_t)(i % 3 == 0 ? 0x7e : i % 3 == 1 ? 0x7d : i);
+    }
     uint8_t wire[TETHER_UART_ENCODED_MAX(300)];
     size_t n;
     assert_int_equal(tether_uart_frame_encode(payload, sizeof payload, wire, sizeof wire, &n), 0);
     assert_int_equal(wire[0], 0x7e);
-    for (size_t i = 1; i < n; i++)
+    for (size_t i = 1; i < n; i++) {
         assert_int_not_equal(wire[i], 0x7e); /* FLAG never inside a frame */
+    }
     uint8_t buf[512], got[512];
     size_t got_len;
     tether_uart_unframer u;
@@ -196,11 +199,13 @@ static void test_uart_bit_flips(void **state) {
         } else {
             assert_int_equal(frames, 1);
             int total = 0;
-            for (int k = 0; k < TETHER_UART_DROP_COUNT; k++)
+            for (int k = 0; k < TETHER_UART_DROP_COUNT; k++) {
                 total += d.count[k];
+            }
             /* a flip that removed the start FLAG makes the frame garbage instead of a drop */
-            if (bit / 8 != 0)
+            if (bit / 8 != 0) {
                 assert_true(total >= 1);
+            }
             assert_int_equal((uint32_t)total, tether_uart_unframer_dropped(&u));
         }
     }
@@ -266,8 +271,9 @@ static void test_crc32(void **state) {
 static void test_uart_link2(void **state) {
     (void)state;
     uint8_t payload[200];
-    for (size_t i = 0; i < sizeof payload; i++)
+    for (size_t i = 0; i < sizeof payload; i++) {
         payload[i] = (uint8_t)(i % 4 == 0 ? 0x7e : i % 4 == 1 ? 0x7d : i * 7);
+    }
     uint8_t wire[4 * TETHER_UART_ENCODED_MAX(200)];
     size_t n = 0, k;
     assert_int_equal(
@@ -275,8 +281,9 @@ static void test_uart_link2(void **state) {
     assert_int_equal(wire[0], 0x7e);
     assert_int_equal(wire[k - 1], 0x7e);
     assert_int_equal(wire[1], 0x80); /* 200 bytes: len_hi 0 with the link-2 bit */
-    for (size_t i = 1; i + 1 < k; i++)
+    for (size_t i = 1; i + 1 < k; i++) {
         assert_true(wire[i] != 0x7e);
+    }
     n = k;
     assert_int_equal(tether_uart_frame_encode(payload, 50, wire + n, sizeof wire - n, &k), 0);
     n += k;
@@ -329,8 +336,9 @@ static void test_uart_link2(void **state) {
 static void test_uart_link2_damage(void **state) {
     (void)state;
     uint8_t payload[40];
-    for (size_t i = 0; i < sizeof payload; i++)
+    for (size_t i = 0; i < sizeof payload; i++) {
         payload[i] = (uint8_t)(i * 37 + 1);
+    }
     uint8_t wire[TETHER_UART_ENCODED_MAX(40)], bad[TETHER_UART_ENCODED_MAX(40)];
     size_t n;
     assert_int_equal(
@@ -348,8 +356,9 @@ static void test_uart_link2_damage(void **state) {
                 size_t flen;
                 if (tether_uart_unframer_byte(&u, bad[i], &flen) == TETHER_UART_FRAME) {
                     delivered = 1;
-                    if (flen != sizeof payload || memcmp(buf, payload, flen) != 0)
+                    if (flen != sizeof payload || memcmp(buf, payload, flen) != 0) {
                         wrong++;
+                    }
                 }
             }
             /* what a stop-and-wait peer sees next: the start of the next frame */
@@ -357,8 +366,9 @@ static void test_uart_link2_damage(void **state) {
             tether_uart_unframer_byte(&u, 0x7e, &flen);
             uint32_t drops_now = tether_uart_unframer_dropped(&u);
             /* a flipped closing FLAG leaves a good frame (already delivered) and garbage */
-            if (!delivered && drops_now == 0)
+            if (!delivered && drops_now == 0) {
                 silent++;
+            }
         }
     }
     assert_int_equal(wrong, 0);
@@ -444,8 +454,9 @@ static int put_fail(void *ctx, const uint8_t *b, size_t n) {
 static void test_uart_write_stream(void **state) {
     (void)state;
     uint8_t payload[1000];
-    for (size_t i = 0; i < sizeof payload; i++)
+    for (size_t i = 0; i < sizeof payload; i++) {
         payload[i] = (uint8_t)(i * 7);
+    }
     static collect c;
     assert_int_equal(tether_uart_frame_write(payload, sizeof payload, put, &c), 0);
     static uint8_t ref[TETHER_UART_ENCODED_MAX(1000)];

@@ -32,8 +32,9 @@ static void test_sha256_vs_libsodium(void **state) {
     (void)state;
     assert_true(sodium_init() >= 0);
     static uint8_t data[5000];
-    for (size_t i = 0; i < sizeof data; i++)
+    for (size_t i = 0; i < sizeof data; i++) {
         data[i] = (uint8_t)(i * 31 + 7);
+    }
     for (size_t len = 0; len < sizeof data; len += 1 + len / 3) {
         uint8_t a[32], b[32];
         tether_sha256(data, len, a);
@@ -44,8 +45,9 @@ static void test_sha256_vs_libsodium(void **state) {
         tether_sha256_init(&s);
         for (size_t off = 0; off < len;) {
             size_t take = 1 + (off * 7) % 97;
-            if (take > len - off)
+            if (take > len - off) {
                 take = len - off;
+            }
             tether_sha256_update(&s, data + off, take);
             off += take;
         }

@@ -68,13 +68,15 @@ static void test_writer_matches_msgpack_c(void **state) {
     (void)state;
     static const uint64_t us[] = {
         0, 1, 127, 128, 255, 256, 65535, 65536, 0xffffffffu, 0x100000000ull, UINT64_MAX};
-    for (size_t k = 0; k < sizeof us / sizeof us[0]; k++)
+    for (size_t k = 0; k < sizeof us / sizeof us[0]; k++) {
         same(0, us[k], 0, 0, 0);
+    }
     static const int64_t is[] = {0,    1,      -1,     -32,           -33,           -128,
                                  -129, -32768, -32769, -2147483648LL, -2147483649LL, INT64_MIN,
                                  127,  128,    65536,  INT64_MAX};
-    for (size_t k = 0; k < sizeof is / sizeof is[0]; k++)
+    for (size_t k = 0; k < sizeof is / sizeof is[0]; k++) {
         same(1, 0, is[k], 0, 0);
+    }
     static const uint32_t lens[] = {0, 1, 15, 16, 31, 32, 255, 256, 65535, 65536, 100000};
     for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
         same(2, 0, 0, 0, lens[k]);

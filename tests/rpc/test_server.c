@@ -18,10 +18,12 @@ static int send_msg(tether_transport *t, tether_rpc_reply_cache *cache, const te
                     uint8_t *tx, size_t cap, int send_it) {
     size_t len;
     int rc = tether_rpc_tiny_encode(m, tx, cap, &len);
-    if (rc)
+    if (rc) {
         return rc;
-    if (m->id && cache)
+    }
+    if (m->id && cache) {
         tether_rpc_reply_cache_store(cache, m->id, tx, len); /* too big: not cached */
+    }
     return send_it ? tether_transport_send(t, tx, len, 5000) : 0;
 }
 
@@ -39,8 +41,9 @@ int ts_serve(tether_transport *t, ts_stats *st) {
         const uint8_t *in;
         size_t n;
         int rc = tether_transport_recv(t, &in, &n, -1);
-        if (rc == TETHER_ERR_IO)
+        if (rc == TETHER_ERR_IO) {
             break; /* peer closed */
+        }
         if (rc) {
             result = rc;
             break;
@@ -92,8 +95,9 @@ int ts_serve(tether_transport *t, ts_stats *st) {
                 tether_rpc_make_error(&rep, req.id, TETHER_ERR_LIMIT, "copy past the array");
                 break;
             }
-            if (c->data.len)
+            if (c->data.len) {
                 memcpy(mem + c->offset, c->data.ptr, c->data.len);
+            }
             st->copied += c->data.len;
             rep.u.copy_to_rep.written = c->data.len;
             break;
@@ -128,8 +132,9 @@ int ts_serve(tether_transport *t, ts_stats *st) {
                 tether_uart_frame_encode("corrupted!", 10, bad, sizeof bad, &bl);
                 bad[5] ^= 0x01;
                 const uint8_t junk[] = {0x01, 0x02, 0x03};
-                if (write(t->fd_write, junk, sizeof junk) < 0 || write(t->fd_write, bad, bl) < 0)
+                if (write(t->fd_write, junk, sizeof junk) < 0 || write(t->fd_write, bad, bl) < 0) {
                     result = TETHER_ERR_IO;
+                }
                 rep.u.call_rep.ret = 66;
                 break;
             }
@@ -162,8 +167,9 @@ int ts_serve(tether_transport *t, ts_stats *st) {
             result = rc;
             break;
         }
-        if (stop)
+        if (stop) {
             break;
+        }
     }
     free(tx);
     return result;

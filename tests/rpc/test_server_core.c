@@ -69,8 +69,9 @@ static bool fake_find(void *ctx, uint64_t h, tether_server_func *out) {
         {"k2", TETHER_ABI_PACKED, 2, true, NULL, 0},
         {"any", TETHER_ABI_PACKED, -1, false, NULL, 0},
     };
-    if (h < 1 || h > 4)
+    if (h < 1 || h > 4) {
         return false;
+    }
     *out = fns[h - 1];
     return true;
 }
@@ -79,10 +80,12 @@ static int fake_invoke(void *ctx, const tether_server_call *c, tether_rpc_msg *r
     (void)ctx;
     f.invokes++;
     f.str0[0] = 0;
-    if (c->inv->num_args > 0 && c->codes[0] == TETHER_TYPE_STR)
+    if (c->inv->num_args > 0 && c->codes[0] == TETHER_TYPE_STR) {
         snprintf(f.str0, sizeof f.str0, "%s", c->values[0].v_str);
-    if (c->inv->num_args > 1 && c->codes[1] == TETHER_TYPE_INT)
+    }
+    if (c->inv->num_args > 1 && c->codes[1] == TETHER_TYPE_INT) {
         f.int1 = c->values[1].v_int64;
+    }
     rep->u.call_rep.ret = 7;
     return 0;
 }
@@ -132,8 +135,9 @@ static int setup(void **state) {
  * into out. Returns the core's result. */
 static tether_server_result send_req(tether_rpc_msg *m, bool keep_id, tether_rpc_msg *out) {
     static uint8_t frame[2048];
-    if (!keep_id)
+    if (!keep_id) {
         m->id = next_id++;
+    }
     size_t len = 0;
     assert_int_equal(tether_rpc_tiny_encode(m, frame, sizeof frame, &len), 0);
     int before = f.sends;
@@ -148,8 +152,9 @@ static tether_server_result send_req(tether_rpc_msg *m, bool keep_id, tether_rpc
 static int32_t error_of(tether_rpc_msg *m, char *msg, size_t n) {
     static tether_rpc_msg rep;
     send_req(m, false, &rep);
-    if (rep.type != TETHER_RPC_ERROR)
+    if (rep.type != TETHER_RPC_ERROR) {
         return 0;
+    }
     snprintf(msg, n, "%.*s", (int)rep.u.error.message.len, rep.u.error.message.ptr);
     return rep.u.error.code;
 }
@@ -232,8 +237,9 @@ static void call(tether_rpc_msg *m, uint64_t fn, uint32_t abi, uint32_t n) {
     m->u.call_req.func = fn;
     m->u.call_req.abi = abi;
     m->u.call_req.num_args = n;
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
         m->u.call_req.args[i].type_code = TETHER_TYPE_NULL;
+    }
 }
 
 static void test_invoke_validation(void **state) {
@@ -267,14 +273,17 @@ static void test_invoke_validation(void **state) {
         m.u.call_req.global[0] = 8;
         if (cases[i].code0 >= 0) {
             m.u.call_req.args[0].type_code = cases[i].code0;
-            if (cases[i].code0 == TETHER_TYPE_STR)
+            if (cases[i].code0 == TETHER_TYPE_STR) {
                 m.u.call_req.args[0].v.v_str = tether_rpc_str_c("s");
+            }
         }
-        if (cases[i].fn == 3 && cases[i].code0 < 0) /* a kernel's null arguments */
+        if (cases[i].fn == 3 && cases[i].code0 < 0) { /* a kernel's null arguments */
             m.u.call_req.args[0].type_code = TETHER_TYPE_NULL;
+        }
         int32_t code = error_of(&m, msg, sizeof msg);
-        if (code != cases[i].want || !strstr(msg, cases[i].text))
+        if (code != cases[i].want || !strstr(msg, cases[i].text)) {
             fail_msg("case %zu: code %d '%s'", i, (int)code, msg);
+        }
     }
     assert_int_equal(f.invokes, 0);
     /* valid: kernel with arrays and numbers, unpacked with arrays/null, packed with strings */

@@ -16,7 +16,8 @@ int main(void) {
     ts_stats st = {0, 0, 0};
     int rc = ts_serve(&t, &st);
     tether_transport_close(&t);
-    if (rc)
+    if (rc) {
         fprintf(stderr, "rpc_test_server: %s\n", tether_last_error());
+    }
     return rc ? 1 : 0;
 }

@@ -57,8 +57,9 @@ static const tether_func_registry mod_reg = {mod_entries, 1};
 static int dev_alloc(void *ctx, tether_server_array *a, const tether_rpc_alloc_req *q,
                      DLDataType dt, const char *pool) {
     (void)ctx, (void)pool;
-    if (d.fail_alloc)
+    if (d.fail_alloc) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "fake heap full");
+    }
     assert_true(a->nbytes <= sizeof d.mem[0]);
     DLDevice dev = {kDLCPU, 0};
     assert_int_equal(tether_ndarray_wrap(&a->nd, d.mem[a->index], q->shape, (int)q->ndim, dt, dev,
@@ -108,8 +109,9 @@ static void dev_upload_drop(void *ctx, tether_server_upload *u) {
 
 static int dev_load(void *ctx, const tether_server_upload *u, tether_server_module *m) {
     (void)ctx;
-    if (u->total < 4 || memcmp(d.store, "MOD!", 4) != 0)
+    if (u->total < 4 || memcmp(d.store, "MOD!", 4) != 0) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "not a fake module");
+    }
     m->reg = &mod_reg;
     d.loads++;
     return 0;
@@ -244,8 +246,9 @@ static char msg[600];
 
 static int32_t code_of(const tether_rpc_msg *r) {
     msg[0] = 0;
-    if (r->type != TETHER_RPC_ERROR)
+    if (r->type != TETHER_RPC_ERROR) {
         return 0;
+    }
     snprintf(msg, sizeof msg, "%.*s", (int)r->u.error.message.len, r->u.error.message.ptr);
     return r->u.error.code;
 }
@@ -418,8 +421,9 @@ static void test_copies(void **state) {
 
 static void test_upload_rules(void **state) {
     (void)state;
-    for (size_t i = 0; i < sizeof image; i++)
+    for (size_t i = 0; i < sizeof image; i++) {
         image[i] = (uint8_t)(i * 13 + 5);
+    }
     tether_sha256(image, 100, image_hash);
     const tether_rpc_msg *r = chunk(1, 0, image, 10);
     assert_int_equal(code_of(r), TETHER_ERR_NOT_FOUND); /* no upload yet */

@@ -20,8 +20,9 @@ static void test_stdio_child(void **state) {
     (void)state;
     tether_transport t;
     const char *argv[] = {server_path, NULL};
-    if (tether_transport_spawn(&t, argv, 0) != 0)
+    if (tether_transport_spawn(&t, argv, 0) != 0) {
         fail_msg("spawn %s: %s", server_path, tether_last_error());
+    }
     assert_true(t.child_pid > 0);
     assert_int_equal(t.kind, TETHER_TRANSPORT_PIPE);
     session_run(&t, 2 * 1024 * 1024 + 11, false);

@@ -58,16 +58,18 @@ static void run_over(const char *host) {
         uv_loop_close(&s.loop);
         skip(); /* no IPv6 loopback on this machine */
     }
-    if (rc)
+    if (rc) {
         fail_msg("listen on %s: %s", host, tether_last_error());
+    }
     uint16_t port = tether_tcp_listener_port(s.l);
     assert_true(port > 0);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, loop_thread, &s), 0);
 
     tether_transport t;
-    if (tether_transport_tcp_connect(&t, host, port, 0, 5000) != 0)
+    if (tether_transport_tcp_connect(&t, host, port, 0, 5000) != 0) {
         fail_msg("connect to %s:%u: %s", host, port, tether_last_error());
+    }
     assert_int_equal(t.kind, TETHER_TRANSPORT_TCP);
     session_run(&t, 1024 * 1024 + 5, false);
     tether_transport_close(&t);
@@ -77,10 +79,11 @@ static void run_over(const char *host) {
     assert_int_equal(s.result, 0);
     assert_true(s.st.duplicates >= 1);
     assert_true(s.st.copied >= 1024 * 1024 + 5);
-    if (strcmp(host, "::1") == 0)
+    if (strcmp(host, "::1") == 0) {
         assert_non_null(strstr(s.peer, "[::1]:"));
-    else
+    } else {
         assert_non_null(strstr(s.peer, "127.0.0.1:"));
+    }
 }
 
 static void test_tcp_ipv4(void **state) {
@@ -242,8 +245,9 @@ typedef struct big_send {
 
 static void *send_big(void *arg) {
     big_send *b = arg;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         b->rc[i] = tether_transport_send(b->t, b->data, b->len - (size_t)i * 1001, 5000);
+    }
     return NULL;
 }
 
@@ -262,8 +266,9 @@ static void test_socket_partial_sends(void **state) {
     size_t len = 3u << 20;
     uint8_t *data = malloc(len);
     assert_non_null(data);
-    for (size_t i = 0; i < len; i++)
+    for (size_t i = 0; i < len; i++) {
         data[i] = (uint8_t)(i * 131u + (i >> 16));
+    }
     big_send bs = {&a, data, len, {-1, -1, -1}};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, send_big, &bs), 0);
@@ -276,8 +281,9 @@ static void test_socket_partial_sends(void **state) {
         assert_memory_equal(in, data, inlen);
     }
     pthread_join(th, NULL);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         assert_int_equal(bs.rc[i], 0);
+    }
     tether_transport_close(&b);
     assert_int_not_equal(tether_transport_send(&a, data, len, 1000), 0);
     assert_non_null(strstr(tether_last_error(), "write failed"));

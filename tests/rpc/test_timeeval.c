@@ -49,8 +49,9 @@ static void test_plain_repeats(void **state) {
     assert_int_equal(r.number, 10);
     assert_int_equal(f.calls, 1 + 3 * 10); /* one warm-up */
     assert_int_equal(r.calls, 31);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         assert_true(s[i] > 0.999e-6 && s[i] < 1.001e-6);
+    }
     assert_int_equal(f.sleeps, 2); /* between repeats only */
     assert_int_equal(f.slept_ms, 10);
     assert_false(r.zero_timer);

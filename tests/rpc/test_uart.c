@@ -44,12 +44,14 @@ static void *serve_thread(void *arg) {
 static void run_at(uint32_t baud) {
     int master, slave;
     char path[128];
-    if (openpty(&master, &slave, path, NULL, NULL) != 0)
+    if (openpty(&master, &slave, path, NULL, NULL) != 0) {
         skip(); /* no pty support (some containers) */
+    }
     static dev d;
     memset(&d, 0, sizeof d);
-    if (tether_transport_uart_open(&d.t, path, baud, 1024) != 0)
+    if (tether_transport_uart_open(&d.t, path, baud, 1024) != 0) {
         fail_msg("uart open %s: %s", path, tether_last_error());
+    }
     uint32_t got = 0;
     assert_int_equal(tether_uart_get_baud(d.t.fd_read, &got), 0);
     assert_int_equal(got, baud);
@@ -105,8 +107,9 @@ static void test_uart_errors(void **state) {
     assert_non_null(strstr(tether_last_error(), "not a terminal"));
     int master, slave;
     char path[128];
-    if (openpty(&master, &slave, path, NULL, NULL) != 0)
+    if (openpty(&master, &slave, path, NULL, NULL) != 0) {
         skip();
+    }
     assert_int_equal(tether_transport_uart_open(&t, path, 0, 0), TETHER_ERR_INVALID_ARG);
     /* a message larger than the UART frame limit is refused before anything is written */
     assert_int_equal(tether_transport_uart_open(&t, path, 9600, 0), 0);
@@ -143,10 +146,12 @@ static void holder_start(holder *h, const char *path, bool exec_after) {
         tether_transport t;
         int rc = tether_transport_uart_open(&t, path, 9600, 0);
         char c = rc == 0 ? 'k' : 'e';
-        if (write(ready[1], &c, 1) != 1 || rc != 0)
+        if (write(ready[1], &c, 1) != 1 || rc != 0) {
             _exit(1);
-        if (read(go[0], &c, 1) < 0)
+        }
+        if (read(go[0], &c, 1) < 0) {
             _exit(1);
+        }
         if (exec_after) {
             execlp("sleep", "sleep", "600", (char *)NULL);
             _exit(127);
@@ -186,16 +191,18 @@ static void expect_busy(const char *path, pid_t pid, const char *extra) {
     char want[256];
     snprintf(want, sizeof want, "device busy: %s is held by pid %d%s", path, (int)pid,
              extra ? extra : "");
-    if (strncmp(tether_last_error(), want, strlen(want)) != 0)
+    if (strncmp(tether_last_error(), want, strlen(want)) != 0) {
         fail_msg("want '%s', got '%s'", want, tether_last_error());
+    }
 }
 
 static void test_uart_lock_busy(void **state) {
     (void)state;
     int master, slave;
     char path[128];
-    if (openpty(&master, &slave, path, NULL, NULL) != 0)
+    if (openpty(&master, &slave, path, NULL, NULL) != 0) {
         skip();
+    }
     assert_string_equal(tether_status_name(TETHER_ERR_BUSY), "TETHER_ERR_BUSY");
     holder h;
     holder_start(&h, path, false);
@@ -220,8 +227,9 @@ static void test_uart_lock_same_process(void **state) {
     (void)state;
     int master, slave;
     char path[128];
-    if (openpty(&master, &slave, path, NULL, NULL) != 0)
+    if (openpty(&master, &slave, path, NULL, NULL) != 0) {
         skip();
+    }
     tether_transport a, b;
     assert_int_equal(tether_transport_uart_open(&a, path, 115200, 0), 0);
     assert_int_equal(tether_transport_uart_open(&b, path, 115200, 0), TETHER_ERR_BUSY);
@@ -252,8 +260,9 @@ static void test_uart_lock_killed_holder(void **state) {
     (void)state;
     int master, slave;
     char path[128];
-    if (openpty(&master, &slave, path, NULL, NULL) != 0)
+    if (openpty(&master, &slave, path, NULL, NULL) != 0) {
         skip();
+    }
     holder h;
     holder_start(&h, path, false);
     tether_transport t;
@@ -273,8 +282,9 @@ static void on_wait_release(void *ctx, const char *path, int pid) {
     waits_seen++;
     waited_for = pid;
     char c = 'g';
-    if (write(h->go, &c, 1) != 1)
+    if (write(h->go, &c, 1) != 1) {
         waited_for = -1;
+    }
 }
 
 static void on_wait_count(void *ctx, const char *path, int pid) {
@@ -288,8 +298,9 @@ static void test_uart_lock_exec_releases(void **state) {
     (void)state;
     int master, slave;
     char path[128];
-    if (openpty(&master, &slave, path, NULL, NULL) != 0)
+    if (openpty(&master, &slave, path, NULL, NULL) != 0) {
         skip();
+    }
     holder h;
     holder_start(&h, path, true);
     tether_transport t;
@@ -313,8 +324,9 @@ static void test_uart_lock_wait(void **state) {
     (void)state;
     int master, slave;
     char path[128];
-    if (openpty(&master, &slave, path, NULL, NULL) != 0)
+    if (openpty(&master, &slave, path, NULL, NULL) != 0) {
         skip();
+    }
     holder h;
     holder_start(&h, path, false);
     /* the callback (called once the open waits) lets the holder go */
@@ -339,8 +351,9 @@ static void test_uart_lock_wait_timeout(void **state) {
     (void)state;
     int master, slave;
     char path[128];
-    if (openpty(&master, &slave, path, NULL, NULL) != 0)
+    if (openpty(&master, &slave, path, NULL, NULL) != 0) {
         skip();
+    }
     holder h;
     holder_start(&h, path, false);
     waits_seen = 0;

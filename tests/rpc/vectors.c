@@ -380,26 +380,31 @@ static int bytes_equal(tether_rpc_bytes a, tether_rpc_bytes b) {
 static int args_equal(const tether_rpc_arg *xs, const tether_rpc_arg *ys, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) {
         const tether_rpc_arg *x = &xs[i], *y = &ys[i];
-        if (x->type_code != y->type_code)
+        if (x->type_code != y->type_code) {
             return 0;
+        }
         switch (x->type_code) {
         case TETHER_TYPE_INT:
-            if (x->v.v_int != y->v.v_int)
+            if (x->v.v_int != y->v.v_int) {
                 return 0;
+            }
             break;
         case TETHER_TYPE_UINT:
         case TETHER_TYPE_HANDLE:
         case TETHER_TYPE_DLTENSOR:
-            if (x->v.v_uint != y->v.v_uint)
+            if (x->v.v_uint != y->v.v_uint) {
                 return 0;
+            }
             break;
         case TETHER_TYPE_FLOAT:
-            if (memcmp(&x->v.v_float, &y->v.v_float, sizeof(double)) != 0)
+            if (memcmp(&x->v.v_float, &y->v.v_float, sizeof(double)) != 0) {
                 return 0;
+            }
             break;
         case TETHER_TYPE_STR:
-            if (!str_equal(x->v.v_str, y->v.v_str))
+            if (!str_equal(x->v.v_str, y->v.v_str)) {
                 return 0;
+            }
             break;
         default:
             break;
@@ -410,33 +415,41 @@ static int args_equal(const tether_rpc_arg *xs, const tether_rpc_arg *ys, uint32
 
 static int invoke_equal(const tether_rpc_invoke *a, const tether_rpc_invoke *b) {
     if (a->func != b->func || a->abi != b->abi || a->num_args != b->num_args ||
-        a->work_dim != b->work_dim || !args_equal(a->args, b->args, a->num_args))
+        a->work_dim != b->work_dim || !args_equal(a->args, b->args, a->num_args)) {
         return 0;
-    for (uint32_t i = 0; i < a->work_dim; i++)
-        if (a->global[i] != b->global[i] || a->local[i] != b->local[i])
+    }
+    for (uint32_t i = 0; i < a->work_dim; i++) {
+        if (a->global[i] != b->global[i] || a->local[i] != b->local[i]) {
             return 0;
+        }
+    }
     return 1;
 }
 
 static int seq_equal(const tether_rpc_seq_req *a, const tether_rpc_seq_req *b) {
     if (a->num_steps != b->num_steps || a->number != b->number || a->repeat != b->repeat ||
-        a->min_repeat_ms != b->min_repeat_ms || a->cooldown_ms != b->cooldown_ms)
+        a->min_repeat_ms != b->min_repeat_ms || a->cooldown_ms != b->cooldown_ms) {
         return 0;
+    }
     for (uint32_t k = 0; k < a->num_steps; k++) {
         const tether_rpc_seq_step *x = &a->steps[k], *y = &b->steps[k];
         if (x->func != y->func || x->abi != y->abi || x->num_args != y->num_args ||
-            x->work_dim != y->work_dim || !args_equal(x->args, y->args, x->num_args))
+            x->work_dim != y->work_dim || !args_equal(x->args, y->args, x->num_args)) {
             return 0;
-        for (uint32_t i = 0; i < x->work_dim; i++)
-            if (x->global[i] != y->global[i] || x->local[i] != y->local[i])
+        }
+        for (uint32_t i = 0; i < x->work_dim; i++) {
+            if (x->global[i] != y->global[i] || x->local[i] != y->local[i]) {
                 return 0;
+            }
+        }
     }
     return 1;
 }
 
 int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
-    if (a->type != b->type || a->id != b->id)
+    if (a->type != b->type || a->id != b->id) {
         return 0;
+    }
     switch (a->type) {
     case TETHER_RPC_HELLO:
         return a->u.hello_req.version == b->u.hello_req.version &&
@@ -445,11 +458,14 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
                a->u.hello_req.link == b->u.hello_req.link;
     case TETHER_RPC_HELLO | TETHER_RPC_REPLY: {
         const tether_rpc_hello_rep *x = &a->u.hello_rep, *y = &b->u.hello_rep;
-        if (x->num_pools != y->num_pools)
+        if (x->num_pools != y->num_pools) {
             return 0;
-        for (uint32_t i = 0; i < x->num_pools; i++)
-            if (!str_equal(x->pools[i], y->pools[i]) || x->pool_sizes[i] != y->pool_sizes[i])
+        }
+        for (uint32_t i = 0; i < x->num_pools; i++) {
+            if (!str_equal(x->pools[i], y->pools[i]) || x->pool_sizes[i] != y->pool_sizes[i]) {
                 return 0;
+            }
+        }
         return x->version == y->version && str_equal(x->triple, y->triple) &&
                str_equal(x->arch, y->arch) && x->little_endian == y->little_endian &&
                x->pointer_bits == y->pointer_bits && x->max_frame == y->max_frame &&
@@ -496,11 +512,14 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
                a->u.get_function_rep.num_args == b->u.get_function_rep.num_args;
     case TETHER_RPC_ALLOC: {
         const tether_rpc_alloc_req *x = &a->u.alloc_req, *y = &b->u.alloc_req;
-        if (x->ndim != y->ndim)
+        if (x->ndim != y->ndim) {
             return 0;
-        for (uint32_t i = 0; i < x->ndim; i++)
-            if (x->shape[i] != y->shape[i])
+        }
+        for (uint32_t i = 0; i < x->ndim; i++) {
+            if (x->shape[i] != y->shape[i]) {
                 return 0;
+            }
+        }
         return x->dtype_code == y->dtype_code && x->dtype_bits == y->dtype_bits &&
                x->dtype_lanes == y->dtype_lanes && x->scope == y->scope &&
                str_equal(x->pool, y->pool);
@@ -540,11 +559,14 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
                a->u.time_req.min_repeat_ms == b->u.time_req.min_repeat_ms &&
                a->u.time_req.cooldown_ms == b->u.time_req.cooldown_ms;
     case TETHER_RPC_TIME | TETHER_RPC_REPLY:
-        if (a->u.time_rep.repeat != b->u.time_rep.repeat)
+        if (a->u.time_rep.repeat != b->u.time_rep.repeat) {
             return 0;
-        for (uint32_t i = 0; i < a->u.time_rep.repeat; i++)
-            if (a->u.time_rep.seconds[i] != b->u.time_rep.seconds[i])
+        }
+        for (uint32_t i = 0; i < a->u.time_rep.repeat; i++) {
+            if (a->u.time_rep.seconds[i] != b->u.time_rep.seconds[i]) {
                 return 0;
+            }
+        }
         return a->u.time_rep.number == b->u.time_rep.number &&
                a->u.time_rep.zero_timer == b->u.time_rep.zero_timer;
     case TETHER_RPC_LAUNCH_SEQ:
@@ -552,24 +574,32 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
         return seq_equal(&a->u.seq_req, &b->u.seq_req);
     case TETHER_RPC_LAUNCH_SEQ | TETHER_RPC_REPLY: {
         const tether_rpc_launch_seq_rep *x = &a->u.launch_seq_rep, *y = &b->u.launch_seq_rep;
-        if (x->elapsed_ns != y->elapsed_ns || x->num_steps != y->num_steps)
+        if (x->elapsed_ns != y->elapsed_ns || x->num_steps != y->num_steps) {
             return 0;
-        for (uint32_t i = 0; i < x->num_steps; i++)
-            if (x->step_ns[i] != y->step_ns[i])
+        }
+        for (uint32_t i = 0; i < x->num_steps; i++) {
+            if (x->step_ns[i] != y->step_ns[i]) {
                 return 0;
+            }
+        }
         return 1;
     }
     case TETHER_RPC_TIME_SEQ | TETHER_RPC_REPLY: {
         const tether_rpc_time_seq_rep *x = &a->u.time_seq_rep, *y = &b->u.time_seq_rep;
         if (x->number != y->number || x->zero_timer != y->zero_timer || x->repeat != y->repeat ||
-            x->num_steps != y->num_steps)
+            x->num_steps != y->num_steps) {
             return 0;
-        for (uint32_t i = 0; i < x->repeat; i++)
-            if (x->seconds[i] != y->seconds[i])
+        }
+        for (uint32_t i = 0; i < x->repeat; i++) {
+            if (x->seconds[i] != y->seconds[i]) {
                 return 0;
-        for (uint32_t i = 0; i < x->num_steps; i++)
-            if (x->step_seconds[i] != y->step_seconds[i])
+            }
+        }
+        for (uint32_t i = 0; i < x->num_steps; i++) {
+            if (x->step_seconds[i] != y->step_seconds[i]) {
                 return 0;
+            }
+        }
         return 1;
     }
     case TETHER_RPC_LOG:
@@ -584,19 +614,21 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
 
 long hex_decode(const char *hex, unsigned char *out, size_t cap) {
     size_t n = strlen(hex);
-    if (n % 2 || n / 2 > cap)
+    if (n % 2 || n / 2 > cap) {
         return -1;
+    }
     for (size_t i = 0; i < n / 2; i++) {
         unsigned v = 0;
         for (int k = 0; k < 2; k++) {
             char c = hex[2 * i + k];
             v <<= 4;
-            if (c >= '0' && c <= '9')
+            if (c >= '0' && c <= '9') {
                 v |= (unsigned)(c - '0');
-            else if (c >= 'a' && c <= 'f')
+            } else if (c >= 'a' && c <= 'f') {
                 v |= (unsigned)(c - 'a' + 10);
-            else
+            } else {
                 return -1;
+            }
         }
         out[i] = (unsigned char)v;
     }

@@ -171,13 +171,13 @@ typedef struct tether_memory_options {
 void tether_memory_options_init(tether_memory_options *o);
 
 typedef struct tether_memplan_pool {
-    char name[TETHER_POOL_NAME_MAX];  /* as given to --pool */
+    char name[TETHER_POOL_NAME_MAX];      /* as given to --pool */
     char cname[TETHER_POOL_NAME_MAX + 8]; /* C identifier: lower case, '.' and '-' become '_',
                                              a C keyword gets a trailing '_' */
-    int64_t capacity;                 /* bytes, TETHER_PLAN_UNBOUNDED = none */
-    int64_t size;                     /* bytes the generated code needs, a multiple of 16 */
-    int64_t lower_bound;              /* most bytes live at once in it under this plan */
-    int ntensors;                     /* tensors placed in it */
+    int64_t capacity;                     /* bytes, TETHER_PLAN_UNBOUNDED = none */
+    int64_t size;                         /* bytes the generated code needs, a multiple of 16 */
+    int64_t lower_bound;                  /* most bytes live at once in it under this plan */
+    int ntensors;                         /* tensors placed in it */
 } tether_memplan_pool;
 
 typedef struct tether_memplan {

@@ -52,17 +52,20 @@ static int parse_u64(const cJSON *v, uint64_t *out) {
 int tether_mcu_firmware_load(const char *path, tether_mcu_firmware *out) {
     memset(out, 0, sizeof *out);
     struct stat st;
-    if (!path || stat(path, &st) != 0)
+    if (!path || stat(path, &st) != 0) {
         return tether_set_error(TETHER_ERR_NOT_FOUND, "firmware description '%s': %s",
                                 path ? path : "(null)", strerror(errno));
-    if (S_ISDIR(st.st_mode))
+    }
+    if (S_ISDIR(st.st_mode)) {
         snprintf(out->json, sizeof out->json, "%s/firmware.json", path);
-    else
+    } else {
         snprintf(out->json, sizeof out->json, "%s", path);
+    }
     char *text;
     int rc = tether__read_file(out->json, &text, NULL);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     cJSON *j = cJSON_Parse(text);
     free(text);
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
@@ -88,21 +91,22 @@ int tether_mcu_firmware_load(const char *path, tether_mcu_firmware *out) {
                 *id = cJSON_GetObjectItemCaseSensitive(j, "exports_id");
     const char *bad = NULL;
     uint64_t idv = 0;
-    if (!cJSON_IsString(board) || strlen(board->valuestring) >= sizeof out->board)
+    if (!cJSON_IsString(board) || strlen(board->valuestring) >= sizeof out->board) {
         bad = "board";
-    else if (!cJSON_IsString(flags) || strlen(flags->valuestring) >= sizeof out->cpu_flags)
+    } else if (!cJSON_IsString(flags) || strlen(flags->valuestring) >= sizeof out->cpu_flags) {
         bad = "cpu_flags";
-    else if (parse_u64(cJSON_GetObjectItemCaseSensitive(j, "load_addr"), &out->load_addr))
+    } else if (parse_u64(cJSON_GetObjectItemCaseSensitive(j, "load_addr"), &out->load_addr)) {
         bad = "load_addr";
-    else if (parse_u64(cJSON_GetObjectItemCaseSensitive(j, "load_size"), &out->load_size) ||
-             out->load_size == 0)
+    } else if (parse_u64(cJSON_GetObjectItemCaseSensitive(j, "load_size"), &out->load_size) ||
+               out->load_size == 0) {
         bad = "load_size";
-    else if (!cJSON_IsString(mld) || strchr(mld->valuestring, '/'))
+    } else if (!cJSON_IsString(mld) || strchr(mld->valuestring, '/')) {
         bad = "module_ld";
-    else if (!cJSON_IsString(eld) || strchr(eld->valuestring, '/'))
+    } else if (!cJSON_IsString(eld) || strchr(eld->valuestring, '/')) {
         bad = "exports_ld";
-    else if (id && (parse_u64(id, &idv) || idv > UINT32_MAX))
+    } else if (id && (parse_u64(id, &idv) || idv > UINT32_MAX)) {
         bad = "exports_id";
+    }
     if (bad) {
         cJSON_Delete(j);
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: field '%s' is missing or invalid",
@@ -114,26 +118,30 @@ int tether_mcu_firmware_load(const char *path, tether_mcu_firmware *out) {
     char dir[TETHER_MCU_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", out->json);
     char *slash = strrchr(dir, '/');
-    if (slash)
+    if (slash) {
         *slash = 0;
-    else
+    } else {
         snprintf(dir, sizeof dir, ".");
+    }
     int n1 = snprintf(out->module_ld, sizeof out->module_ld, "%s/%s", dir, mld->valuestring);
     int n2 = snprintf(out->exports_ld, sizeof out->exports_ld, "%s/%s", dir, eld->valuestring);
     cJSON_Delete(j);
     if (n1 < 0 || n2 < 0 || (size_t)n1 >= sizeof out->module_ld ||
-        (size_t)n2 >= sizeof out->exports_ld)
+        (size_t)n2 >= sizeof out->exports_ld) {
         return tether_set_error(TETHER_ERR_LIMIT, "%s: path too long", out->json);
-    if (access(out->module_ld, R_OK) != 0 || access(out->exports_ld, R_OK) != 0)
+    }
+    if (access(out->module_ld, R_OK) != 0 || access(out->exports_ld, R_OK) != 0) {
         return tether_set_error(TETHER_ERR_NOT_FOUND, "%s: %s or %s is missing", out->json,
                                 out->module_ld, out->exports_ld);
+    }
     return TETHER_OK;
 }
 
 static int try_load(const char *path, tether_mcu_firmware *out) {
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
         return 1; /* not there: keep looking */
+    }
     return tether_mcu_firmware_load(path, out) ? -1 : 0;
 }
 
@@ -144,16 +152,19 @@ int tether_mcu_firmware_find(const char *board, const char *const *dirs, int n,
     const char *env = getenv("TETHER_FIRMWARE");
     if (env && *env) {
         struct stat st;
-        if (stat(env, &st) == 0 && S_ISREG(st.st_mode))
+        if (stat(env, &st) == 0 && S_ISREG(st.st_mode)) {
             return tether_mcu_firmware_load(env, out);
+        }
         snprintf(p, sizeof p, "%s/%s/firmware.json", env, board);
         int r = try_load(p, out);
-        if (r <= 0)
+        if (r <= 0) {
             return r ? tether_last_status() : TETHER_OK;
+        }
         snprintf(p, sizeof p, "%s/firmware.json", env);
         r = try_load(p, out);
-        if (r <= 0)
+        if (r <= 0) {
             return r ? tether_last_status() : TETHER_OK;
+        }
         return tether_set_error(TETHER_ERR_NOT_FOUND,
                                 "no firmware description for board '%s' in $TETHER_FIRMWARE=%s",
                                 board, env);
@@ -161,8 +172,9 @@ int tether_mcu_firmware_find(const char *board, const char *const *dirs, int n,
     for (int i = 0; i < n; i++) {
         snprintf(p, sizeof p, "%s/%s/firmware.json", dirs[i], board);
         int r = try_load(p, out);
-        if (r <= 0)
+        if (r <= 0) {
             return r ? tether_last_status() : TETHER_OK;
+        }
         size_t l = strlen(looked);
         snprintf(looked + l, sizeof looked - l, "%s%.300s", l ? ", " : "", p);
     }
@@ -174,27 +186,31 @@ int tether_mcu_firmware_find(const char *board, const char *const *dirs, int n,
 
 int tether_mcu_firmware_check(const tether_mcu_firmware *fw, const char *board, uint64_t load_addr,
                               uint64_t load_size, uint32_t exports_id) {
-    if (board && board[0] && strcmp(board, fw->board) != 0)
+    if (board && board[0] && strcmp(board, fw->board) != 0) {
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "the device is a '%s' board, but %s describes '%s'", board,
                                 fw->json, fw->board);
-    if (load_size == 0)
+    }
+    if (load_size == 0) {
         return tether_set_error(TETHER_ERR_UNSUPPORTED,
                                 "the device has no RAM load region (HELLO load_size 0): it "
                                 "cannot take uploaded MCU images");
-    if (load_addr != fw->load_addr || load_size != fw->load_size)
+    }
+    if (load_addr != fw->load_addr || load_size != fw->load_size) {
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "the device loads modules at 0x%llx (%llu bytes), but %s says "
                                 "0x%llx (%llu bytes): a different firmware build",
                                 (unsigned long long)load_addr, (unsigned long long)load_size,
                                 fw->json, (unsigned long long)fw->load_addr,
                                 (unsigned long long)fw->load_size);
-    if (exports_id && fw->exports_id && exports_id != fw->exports_id)
+    }
+    if (exports_id && fw->exports_id && exports_id != fw->exports_id) {
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "the device's firmware exports its symbols at other addresses "
                                 "(exports id 0x%08x) than %s describes (0x%08x): use the "
                                 "firmware.json of the running firmware build",
                                 (unsigned)exports_id, fw->json, (unsigned)fw->exports_id);
+    }
     return TETHER_OK;
 }
 
@@ -207,13 +223,15 @@ static uint32_t rd32(const uint8_t *p) {
 int tether_mcu_image_check(const tether_mcu_firmware *fw, const uint8_t *data, size_t size,
                            tether_mcu_image *img) {
     memset(img, 0, sizeof *img);
-    if (size < HEADER_BYTES || rd32(data) != IMAGE_MAGIC)
+    if (size < HEADER_BYTES || rd32(data) != IMAGE_MAGIC) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "not a tether MCU image (no \"TTHR\" header): link with the "
                                 "firmware's module.ld");
-    if (rd32(data + 4) != IMAGE_VERSION)
+    }
+    if (rd32(data + 4) != IMAGE_VERSION) {
         return tether_set_error(TETHER_ERR_UNSUPPORTED, "MCU image header version %u, expected %u",
                                 (unsigned)rd32(data + 4), IMAGE_VERSION);
+    }
     uint32_t link = rd32(data + 8), isize = rd32(data + 12), bss = rd32(data + 16),
              bss_size = rd32(data + 20), reg = rd32(data + 24);
     img->size = size;
@@ -221,52 +239,61 @@ int tether_mcu_image_check(const tether_mcu_firmware *fw, const uint8_t *data, s
     img->bss_addr = bss;
     img->bss_size = bss_size;
     img->registry = reg;
-    if (link != fw->load_addr)
+    if (link != fw->load_addr) {
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "image linked for 0x%08x, but the %s firmware loads at 0x%08llx "
                                 "(re-link with its module.ld)",
                                 (unsigned)link, fw->board, (unsigned long long)fw->load_addr);
-    if (link % 4 != 0)
+    }
+    if (link % 4 != 0) {
         return tether_set_error(TETHER_ERR_ALIGNMENT,
                                 "image link address 0x%08x is not 4-byte "
                                 "aligned",
                                 (unsigned)link);
-    if (isize != size)
+    }
+    if (isize != size) {
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "image header says %u bytes, the file has %zu (truncated or "
                                 "not made by objcopy -O binary)",
                                 (unsigned)isize, size);
+    }
     uint64_t end = fw->load_addr + fw->load_size;
     uint64_t need = (uint64_t)bss + bss_size - link;
-    if (size > fw->load_size || bss < link + size || (uint64_t)bss + bss_size > end)
+    if (size > fw->load_size || bss < link + size || (uint64_t)bss + bss_size > end) {
         return tether_set_error(TETHER_ERR_LIMIT,
                                 "the module needs %llu bytes (%zu uploaded + %u of .bss), the "
                                 "%s load region has %llu",
                                 (unsigned long long)(need > size ? need : size), size,
                                 (unsigned)bss_size, fw->board, (unsigned long long)fw->load_size);
-    if (reg % 4 != 0)
+    }
+    if (reg % 4 != 0) {
         return tether_set_error(TETHER_ERR_ALIGNMENT,
                                 "tether_module_registry at 0x%08x is not 4-byte aligned",
                                 (unsigned)reg);
-    if (reg < link + HEADER_BYTES || (uint64_t)reg + 8 > link + size)
+    }
+    if (reg < link + HEADER_BYTES || (uint64_t)reg + 8 > link + size) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "tether_module_registry (0x%08x) is not inside the image",
                                 (unsigned)reg);
+    }
     const uint8_t *r = data + (reg - link);
     uint32_t entries = rd32(r), count = rd32(r + 4);
-    if (count == 0 || count > MAX_FUNCS)
+    if (count == 0 || count > MAX_FUNCS) {
         return tether_set_error(TETHER_ERR_LIMIT, "the module registers %u functions (1..%u)",
                                 (unsigned)count, MAX_FUNCS);
-    if (entries % 4 != 0)
+    }
+    if (entries % 4 != 0) {
         return tether_set_error(TETHER_ERR_ALIGNMENT,
                                 "the registry's entry table at 0x%08x is not 4-byte aligned",
                                 (unsigned)entries);
+    }
     if (entries < link + HEADER_BYTES ||
-        (uint64_t)entries + (uint64_t)count * ENTRY_BYTES > link + size)
+        (uint64_t)entries + (uint64_t)count * ENTRY_BYTES > link + size) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "the registry's entry table (0x%08x, %u entries) is not inside "
                                 "the image",
                                 (unsigned)entries, (unsigned)count);
+    }
     img->num_functions = count;
     for (uint32_t i = 0; i < count; i++) {
         const uint8_t *e = data + (entries - link) + i * ENTRY_BYTES;
@@ -275,31 +302,36 @@ int tether_mcu_image_check(const tether_mcu_firmware *fw, const uint8_t *data, s
         if (name >= link + HEADER_BYTES && name < link + size) {
             const uint8_t *s = data + (name - link);
             const uint8_t *z = memchr(s, 0, size - (name - link));
-            if (!z)
+            if (!z) {
                 return tether_set_error(TETHER_ERR_INVALID_ARG,
                                         "registry entry %u: name is not NUL-terminated",
                                         (unsigned)i);
+            }
             snprintf(nm, sizeof nm, "%s", (const char *)s);
         } else {
             return tether_set_error(TETHER_ERR_INVALID_ARG,
                                     "registry entry %u: name pointer 0x%08x is outside the image",
                                     (unsigned)i, (unsigned)name);
         }
-        if (i < 16)
+        if (i < 16) {
             snprintf(img->functions[i], sizeof img->functions[i], "%s", nm);
-        if (abi > 1)
+        }
+        if (abi > 1) {
             return tether_set_error(TETHER_ERR_INVALID_ARG, "function '%s': ABI %u", nm,
                                     (unsigned)abi);
-        if ((fn & 1u) == 0)
+        }
+        if ((fn & 1u) == 0) {
             return tether_set_error(TETHER_ERR_ALIGNMENT,
                                     "function '%s' at 0x%08x has no Thumb bit: Cortex-M runs "
                                     "Thumb code only (compile with -mthumb)",
                                     nm, (unsigned)fn);
+        }
         uint32_t addr = fn & ~1u;
-        if (addr < link + HEADER_BYTES || addr >= link + size)
+        if (addr < link + HEADER_BYTES || addr >= link + size) {
             return tether_set_error(TETHER_ERR_INVALID_ARG,
                                     "function '%s' at 0x%08x is outside the image", nm,
                                     (unsigned)fn);
+        }
     }
     return TETHER_OK;
 }
@@ -310,8 +342,9 @@ int tether_mcu_image_check(const tether_mcu_firmware *fw, const uint8_t *data, s
 static void flag_value(const char *flags, const char *opt, char *out, size_t n) {
     out[0] = 0;
     const char *p = strstr(flags, opt);
-    if (!p)
+    if (!p) {
         return;
+    }
     p += strlen(opt);
     size_t k = 0;
     while (p[k] && p[k] != ' ' && k + 1 < n) {
@@ -329,39 +362,46 @@ static int cpu_rank(const char *cpu) {
         int rank;
     } t[] = {{"cortex-m0", 0}, {"cortex-m0plus", 0}, {"cortex-m1", 0},
              {"cortex-m3", 1}, {"cortex-m4", 2},     {"cortex-m7", 2}};
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-        if (strcmp(cpu, t[i].name) == 0)
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        if (strcmp(cpu, t[i].name) == 0) {
             return t[i].rank;
+        }
+    }
     return -1;
 }
 
 static int check_target(const tether_mcu_firmware *fw, const char *target) {
     const tether_target *t;
     int rc = tether_target_find(target, &t);
-    if (rc)
+    if (rc) {
         return rc;
-    if (t->kind != TETHER_TARGET_STATIC)
+    }
+    if (t->kind != TETHER_TARGET_STATIC) {
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "target '%s' builds shared objects for tetherd; the %s firmware "
                                 "takes modules compiled for a Cortex-M target (--target "
                                 "cortex-m3 ...)",
                                 target, fw->board);
+    }
     char mc[64], fc[64], mf[32], ff[32];
     flag_value(t->cflags, "-mcpu=", mc, sizeof mc);
     flag_value(fw->cpu_flags, "-mcpu=", fc, sizeof fc);
     flag_value(t->cflags, "-mfloat-abi=", mf, sizeof mf);
     flag_value(fw->cpu_flags, "-mfloat-abi=", ff, sizeof ff);
-    if (!mf[0])
+    if (!mf[0]) {
         snprintf(mf, sizeof mf, "soft");
-    if (!ff[0])
+    }
+    if (!ff[0]) {
         snprintf(ff, sizeof ff, "soft");
+    }
     int rm = cpu_rank(mc), rf = cpu_rank(fc);
     bool soft_m = strcmp(mf, "hard") != 0, soft_f = strcmp(ff, "hard") != 0;
-    if (rm < 0 || rf < 0 || rm > rf || soft_m != soft_f)
+    if (rm < 0 || rf < 0 || rm > rf || soft_m != soft_f) {
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "the module was compiled for %s (%s), which the %s firmware (%s) "
                                 "cannot run: compile with --target matching its CPU and float ABI",
                                 target, t->cflags, fw->board, fw->cpu_flags);
+    }
     return TETHER_OK;
 }
 
@@ -375,8 +415,9 @@ static void elf_symbol_sizes(const char *path, uint64_t *code, uint64_t *rodata)
     *code = *rodata = 0;
     char *buf;
     size_t len;
-    if (tether__read_file(path, &buf, &len))
+    if (tether__read_file(path, &buf, &len)) {
         return;
+    }
     const uint8_t *b = (const uint8_t *)buf;
     if (len < 52 || memcmp(b, "\177ELF", 4) != 0 || b[4] != 1 || b[5] != 1) {
         free(buf);
@@ -391,29 +432,34 @@ static void elf_symbol_sizes(const char *path, uint64_t *code, uint64_t *rodata)
     }
     for (uint32_t i = 0; i < shnum; i++) {
         const uint8_t *sh = b + shoff + i * shentsize;
-        if (rd32(sh + 4) != 2) /* SHT_SYMTAB */
+        if (rd32(sh + 4) != 2) { /* SHT_SYMTAB */
             continue;
+        }
         uint32_t off = rd32(sh + 0x10), size = rd32(sh + 0x14), ent = rd32(sh + 0x24);
-        if (ent < 16 || (uint64_t)off + size > len)
+        if (ent < 16 || (uint64_t)off + size > len) {
             continue;
+        }
         /* (address << 32 | size, kind) of every symbol defined in the image (absolute symbols
          * are the firmware's exports, not part of it) */
         size_t n = size / ent, m = 0;
         uint64_t *keys = malloc((n ? n : 1) * sizeof *keys);
-        if (!keys)
+        if (!keys) {
             break;
+        }
         for (uint32_t k = 0; k + ent <= size; k += ent) {
             const uint8_t *sym = b + off + k;
             uint32_t value = rd32(sym + 4) & ~1u, sz = rd32(sym + 8);
             uint8_t type = sym[12] & 0xf;
             uint16_t shndx = (uint16_t)(sym[14] | sym[15] << 8);
-            if (shndx == 0 || shndx >= shnum || sz == 0)
+            if (shndx == 0 || shndx >= shnum || sz == 0) {
                 continue;
+            }
             const uint8_t *ts = b + shoff + (uint32_t)shndx * shentsize;
             uint32_t flags = rd32(ts + 8), stype = rd32(ts + 4);
             int kind = type == 2 ? 1 : (type == 1 && !(flags & 0x1) && stype != 8) ? 2 : 0;
-            if (kind)
+            if (kind) {
                 keys[m++] = ((uint64_t)value << 32 | sz) << 1 | (uint64_t)(kind - 1);
+            }
         }
         qsort(keys, m, sizeof *keys, cmp_u64);
         /* the union of the [address, address + size) ranges of each kind (libgcc's soft-float
@@ -436,17 +482,20 @@ static void elf_symbol_sizes(const char *path, uint64_t *code, uint64_t *rodata)
 /* The first line of the log that matches `needle`, copied into out. */
 static int log_line(const char *log, const char *needle, char *out, size_t n) {
     char *text;
-    if (tether__read_file(log, &text, NULL))
+    if (tether__read_file(log, &text, NULL)) {
         return 0;
+    }
     char *p = strstr(text, needle);
     int found = p != NULL;
     if (p) {
         char *start = p;
-        while (start > text && start[-1] != '\n')
+        while (start > text && start[-1] != '\n') {
             start--;
+        }
         char *nl = strchr(p, '\n');
-        if (nl)
+        if (nl) {
             *nl = 0;
+        }
         snprintf(out, n, "%s", start);
     }
     free(text);
@@ -458,8 +507,9 @@ static int link_failed(const tether_mcu_firmware *fw, const char *log) {
     if (log_line(log, "overflowed by", line, sizeof line)) {
         unsigned long long over = 0;
         const char *p = strstr(line, "overflowed by");
-        if (sscanf(p, "overflowed by %llu", &over) != 1)
+        if (sscanf(p, "overflowed by %llu", &over) != 1) {
             over = 0;
+        }
         return tether_set_error(TETHER_ERR_LIMIT,
                                 "the module (code, data, .bss) does not fit the %llu-byte load "
                                 "region of the %s firmware: %llu bytes too large; a static "
@@ -472,8 +522,9 @@ static int link_failed(const tether_mcu_firmware *fw, const char *log) {
         const char *q = strpbrk(p, "`'\xe2");
         sym[0] = 0;
         if (q) {
-            while (*q && (*q == '`' || *q == '\'' || (unsigned char)*q >= 0x80))
+            while (*q && (*q == '`' || *q == '\'' || (unsigned char)*q >= 0x80)) {
                 q++;
+            }
             size_t k = 0;
             while (q[k] && q[k] != '\'' && (unsigned char)q[k] < 0x80 && k + 1 < sizeof sym) {
                 sym[k] = q[k];
@@ -492,8 +543,9 @@ static int link_failed(const tether_mcu_firmware *fw, const char *log) {
     if (tether__read_file(log, &text, NULL) == 0) {
         snprintf(first, sizeof first, "%s", text);
         char *nl = strchr(first, '\n');
-        if (nl)
+        if (nl) {
             *nl = 0;
+        }
         free(text);
     }
     return tether_set_error(TETHER_ERR_IO, "linking the module for %s failed (see %s): %s",
@@ -503,11 +555,13 @@ static int link_failed(const tether_mcu_firmware *fw, const char *log) {
 int tether_mcu_link(const tether_mcu_firmware *fw, const char *target, const char *const *inputs,
                     int ninputs, const char *out_elf, const char *out_bin, tether_mcu_image *img) {
     memset(img, 0, sizeof *img);
-    if (ninputs < 1 || ninputs > 32)
+    if (ninputs < 1 || ninputs > 32) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "mcu link: 1..32 inputs");
+    }
     int rc;
-    if (target && (rc = check_target(fw, target)))
+    if (target && (rc = check_target(fw, target))) {
         return rc;
+    }
     const char *cc = "arm-none-eabi-gcc", *objcopy = "arm-none-eabi-objcopy";
     char log[TETHER_MCU_PATH_MAX + 8];
     snprintf(log, sizeof log, "%s.log", out_bin);
@@ -520,24 +574,27 @@ int tether_mcu_link(const tether_mcu_firmware *fw, const char *target, const cha
     int n = 0;
     argv[n++] = (char *)cc;
     char *save = NULL;
-    for (char *t = strtok_r(flags, " ", &save); t && n < 20; t = strtok_r(NULL, " ", &save))
+    for (char *t = strtok_r(flags, " ", &save); t && n < 20; t = strtok_r(NULL, " ", &save)) {
         argv[n++] = t;
+    }
     argv[n++] = "-nostdlib";
     argv[n++] = "-Wl,--gc-sections";
     argv[n++] = "-Wl,-u,tether_module_registry"; /* pulls the registry out of a static library */
     argv[n++] = "-T";
     argv[n++] = (char *)fw->module_ld;
     argv[n++] = (char *)fw->exports_ld;
-    for (int i = 0; i < ninputs; i++)
+    for (int i = 0; i < ninputs; i++) {
         argv[n++] = (char *)inputs[i];
+    }
     argv[n++] = "-lgcc";
     argv[n++] = "-o";
     argv[n++] = (char *)out_elf;
     argv[n] = NULL;
     int st = tether__run_logged(argv, log);
-    if (st == 127 || st < 0)
+    if (st == 127 || st < 0) {
         return tether_set_error(TETHER_ERR_NOT_FOUND,
                                 "cannot run %s (install gcc-arm-none-eabi, scripts/setup)", cc);
+    }
     if (st != 0) {
         unlink(out_elf);
         return link_failed(fw, log);
@@ -575,8 +632,9 @@ int tether_mcu_link_artifact(const tether_mcu_firmware *fw, const char *artifact
     snprintf(path, sizeof path, "%s/metadata.json", artifact_dir);
     char *text;
     int rc = tether__read_file(path, &text, NULL);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     cJSON *m = cJSON_Parse(text);
     free(text);
     const cJSON *lib = cJSON_GetObjectItemCaseSensitive(m, "library"),
@@ -590,8 +648,9 @@ int tether_mcu_link_artifact(const tether_mcu_firmware *fw, const char *artifact
     char base[200];
     snprintf(base, sizeof base, "%s", lib->valuestring);
     char *dot = strrchr(base, '.');
-    if (dot)
+    if (dot) {
         *dot = 0;
+    }
     snprintf(input, sizeof input, "%s/%s", artifact_dir, lib->valuestring);
     snprintf(elf, sizeof elf, "%s/%s-%s.elf", out_dir, base, fw->board);
     int w = snprintf(bin_path, bin_path_size, "%s/%s-%s.bin", out_dir, base, fw->board);

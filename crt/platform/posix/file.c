@@ -18,11 +18,13 @@
 
 static int read_regular(const char *path, size_t max_bytes, uint8_t **data, size_t *len) {
     *data = NULL;
-    if (len)
+    if (len) {
         *len = 0;
+    }
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
+    if (fd < 0) {
         return tether_set_error(TETHER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    }
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
@@ -50,8 +52,9 @@ static int read_regular(const char *path, size_t max_bytes, uint8_t **data, size
     }
     while (got < n) {
         ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR)
+        if (r < 0 && errno == EINTR) {
             continue;
+        }
         if (r <= 0) {
             int e = r < 0 ? errno : 0;
             free(buf);
@@ -73,20 +76,23 @@ static int read_regular(const char *path, size_t max_bytes, uint8_t **data, size
     }
     buf[n] = 0;
     *data = buf;
-    if (len)
+    if (len) {
         *len = n;
+    }
     return TETHER_OK;
 }
 
 int tether_file_read(const char *path, size_t max_bytes, uint8_t **data, size_t *len) {
-    if (!path || !data)
+    if (!path || !data) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "file read: no path");
+    }
     return read_regular(path, max_bytes, data, len);
 }
 
 int tether_file_read_text(const char *path, size_t max_bytes, char **text, size_t *len) {
-    if (!path || !text)
+    if (!path || !text) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "file read: no path");
+    }
     uint8_t *d;
     int rc = read_regular(path, max_bytes, &d, len);
     *text = (char *)d;
@@ -95,22 +101,27 @@ int tether_file_read_text(const char *path, size_t max_bytes, char **text, size_
 
 int tether_file_out_open(tether_file_out *o, const char *path) {
     memset(o, 0, sizeof *o);
-    if (!path || !*path)
+    if (!path || !*path) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "output file: empty path");
-    if (strlen(path) >= sizeof o->path)
+    }
+    if (strlen(path) >= sizeof o->path) {
         return tether_set_error(TETHER_ERR_LIMIT, "output file: path too long: %.64s...", path);
+    }
     snprintf(o->path, sizeof o->path, "%s", path);
     struct stat st;
     int exists = lstat(path, &st) == 0;
-    if (!exists && errno != ENOENT)
+    if (!exists && errno != ENOENT) {
         return tether_set_error(TETHER_ERR_IO, "cannot write %s: %s", path, strerror(errno));
-    if (exists && S_ISDIR(st.st_mode))
+    }
+    if (exists && S_ISDIR(st.st_mode)) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "cannot write %s: it is a directory", path);
+    }
     if (exists && !S_ISREG(st.st_mode)) {
         /* a device, a FIFO, a socket or a symbolic link: written in place, never replaced */
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-        if (fd < 0)
+        if (fd < 0) {
             return tether_set_error(TETHER_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        }
         struct stat target;
         if (fstat(fd, &target) == 0 && S_ISDIR(target.st_mode)) {
             close(fd);
@@ -158,37 +169,46 @@ int tether_file_out_open(tether_file_out *o, const char *path) {
 }
 
 int tether_file_out_check(const char *path) {
-    if (!path || !*path)
+    if (!path || !*path) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "output file: empty path");
+    }
     struct stat st;
     if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode))
+        if (S_ISDIR(st.st_mode)) {
             return tether_set_error(TETHER_ERR_INVALID_ARG, "cannot write %s: it is a directory",
                                     path);
-        if (access(path, W_OK) != 0)
+        }
+        if (access(path, W_OK) != 0) {
             return tether_set_error(TETHER_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        }
         return TETHER_OK;
     }
-    if (errno != ENOENT)
+    if (errno != ENOENT) {
         return tether_set_error(TETHER_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    }
     char dir[4096];
     const char *slash = strrchr(path, '/');
-    if (slash && (size_t)(slash - path) + 2 > sizeof dir)
+    if (slash && (size_t)(slash - path) + 2 > sizeof dir) {
         return tether_set_error(TETHER_ERR_LIMIT, "output file: path too long: %.64s...", path);
-    if (slash)
+    }
+    if (slash) {
         snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-    else
+    } else {
         snprintf(dir, sizeof dir, ".");
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         return tether_set_error(TETHER_ERR_IO, "cannot write %s: no directory %s", path, dir);
-    if (access(dir, W_OK) != 0)
+    }
+    if (access(dir, W_OK) != 0) {
         return tether_set_error(TETHER_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    }
     return TETHER_OK;
 }
 
 int tether_file_out_commit(tether_file_out *o) {
-    if (!o->f)
+    if (!o->f) {
         return tether_set_error(TETHER_ERR_STATE, "output file %s is not open", o->path);
+    }
     int bad = ferror(o->f) != 0;
     int e = 0;
     if (fflush(o->f) != 0) {
@@ -205,8 +225,9 @@ int tether_file_out_commit(tether_file_out *o) {
         e = errno;
     }
     if (bad) {
-        if (o->replace)
+        if (o->replace) {
             unlink(o->tmp);
+        }
         o->replace = 0;
         o->tmp[0] = 0;
         return tether_set_error(TETHER_ERR_IO, "cannot write %s: %s", o->path,
@@ -218,11 +239,13 @@ int tether_file_out_commit(tether_file_out *o) {
 }
 
 void tether_file_out_abort(tether_file_out *o) {
-    if (o->f)
+    if (o->f) {
         fclose(o->f);
+    }
     o->f = NULL;
-    if (o->replace && o->tmp[0])
+    if (o->replace && o->tmp[0]) {
         unlink(o->tmp);
+    }
     o->replace = 0;
     o->tmp[0] = 0;
 }
@@ -230,8 +253,9 @@ void tether_file_out_abort(tether_file_out *o) {
 int tether_file_write(const char *path, const void *data, size_t len) {
     tether_file_out o;
     int rc = tether_file_out_open(&o, path);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     if (len && fwrite(data, 1, len, o.f) != len) {
         int e = errno;
         tether_file_out_abort(&o);

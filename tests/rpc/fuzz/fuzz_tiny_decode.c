@@ -22,19 +22,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint32_t type, id;
     (void)tether_rpc_peek_header(data, size, &type, &id);
     (void)tether_rpc_tiny_decode(data, size, &m); /* no storage: sequences refused */
-    if (tether_rpc_tiny_decode_seq(data, size, &m, &sm) != 0)
+    if (tether_rpc_tiny_decode_seq(data, size, &m, &sm) != 0) {
         return 0;
+    }
     size_t n;
-    if (tether_rpc_tiny_encode(&m, out, sizeof out, &n) != 0)
+    if (tether_rpc_tiny_encode(&m, out, sizeof out, &n) != 0) {
         abort();
-    if (tether_rpc_tiny_decode_seq(out, n, &again, &sa) != 0)
+    }
+    if (tether_rpc_tiny_decode_seq(out, n, &again, &sa) != 0) {
         abort();
+    }
     /* a short output buffer must fail, never overrun (ASan checks the bound) */
     if (n > 1) {
         uint8_t *small = malloc(n - 1);
         size_t k;
-        if (tether_rpc_tiny_encode(&m, small, n - 1, &k) == 0)
+        if (tether_rpc_tiny_encode(&m, small, n - 1, &k) == 0) {
             abort();
+        }
         free(small);
     }
     return 0;

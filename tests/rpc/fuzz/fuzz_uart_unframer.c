@@ -15,8 +15,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size == 0)
+    if (size == 0) {
         return 0;
+    }
     /* first byte picks the receive buffer size (1..256) */
     size_t cap = (size_t)data[0] + 1;
     uint8_t *buf = malloc(cap);
@@ -32,8 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             naks++;
         } else if (got == TETHER_UART_FRAME) {
             frames++;
-            if (flen == 0 || flen > cap)
+            if (flen == 0 || flen > cap) {
                 abort();
+            }
             /* re-frame (in the other form every second time) and decode again: the same
              * payload */
             bool link2 = frames % 2 == 0;
@@ -42,24 +44,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             memcpy(copy, f, flen);
             size_t wn;
             if (tether_uart_frame_encode_ex(copy, flen, link2, wire, TETHER_UART_ENCODED_MAX(flen),
-                                            &wn))
+                                            &wn)) {
                 abort();
+            }
             uint8_t *b2 = malloc(cap);
             tether_uart_unframer u2;
             tether_uart_unframer_init(&u2, b2, cap, NULL, NULL);
             size_t used2, fl2;
             const uint8_t *f2;
             if (tether_uart_unframer_push(&u2, wire, wn, &used2, &f2, &fl2) != TETHER_UART_FRAME ||
-                fl2 != flen || memcmp(f2, copy, flen) != 0 || u2.link2_frames != (uint32_t)link2)
+                fl2 != flen || memcmp(f2, copy, flen) != 0 || u2.link2_frames != (uint32_t)link2) {
                 abort();
+            }
             free(b2);
             free(wire);
             free(copy);
         }
         pos += used;
     }
-    if (u.frames != frames || u.naks != naks)
+    if (u.frames != frames || u.naks != naks) {
         abort();
+    }
     free(buf);
 
     /* stream unframer: never delivers more than its capacity, errors are sticky */
@@ -71,12 +76,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         size_t used, flen;
         const uint8_t *f;
         int rc = tether_stream_unframer_push(&s, data + pos, size - pos, &used, &f, &flen);
-        if (rc < 0)
+        if (rc < 0) {
             break;
-        if (rc == 1 && (flen == 0 || flen > sizeof sbuf))
+        }
+        if (rc == 1 && (flen == 0 || flen > sizeof sbuf)) {
             abort();
-        if (used == 0 && rc == 0)
+        }
+        if (used == 0 && rc == 0) {
             abort(); /* no progress */
+        }
         pos += used;
     }
     return 0;

@@ -211,10 +211,10 @@ typedef struct tether_rpc_client {
     double srtt_ms; /* smoothed round trip of link-only requests (Jacobson/Karn), less the
                        time their bytes took on the line */
     double rttvar_ms;
-    double byte_ms; /* ms a byte takes on the line (0 = not measured): the retransmission
-                       timeout of a request adds twice the time its bytes, those queued ahead
-                       of it and its reply's take, so a slow line (9600 baud) or a big frame
-                       does not time out while still on the wire */
+    double byte_ms;  /* ms a byte takes on the line (0 = not measured): the retransmission
+                        timeout of a request adds twice the time its bytes, those queued ahead
+                        of it and its reply's take, so a slow line (9600 baud) or a big frame
+                        does not time out while still on the wire */
     double att_sum;  /* decayed attempts, failed attempts and bytes on the line: */
     double fail_sum; /* the link's byte error rate for tether_rpc_client_chunk */
     double byte_sum;
