@@ -153,7 +153,8 @@ static void test_run_onnx(void **state) {
 }
 
 /* A graph output that is a constant (a Constant node) is copied into the output by the compiled
- * model (both ABIs) and by the interpreter, beside a computed output. */
+ * model (both ABIs) and by the interpreter, beside a computed output and in a model without
+ * inputs (whose generated C has no input parameters). */
 static void test_constant_output(void **state) {
     (void)state;
     mb b;
@@ -191,6 +192,37 @@ static void test_constant_output(void **state) {
         }
         assert_true(((float *)y.data)[0] == -1.0f && ((float *)y.data)[1] == 2.0f);
         tether_npy_free(&y);
+        tether_npy_free(&k);
+    }
+    /* a model without inputs (its only output a constant): both ABIs, the C interface, the
+     * interpreter */
+    mb_init(&b, 13);
+    kn = mb_node(&b, "Constant", "k", "", "kout");
+    mb_attr_floats(&b, kn, "value_floats", 3, kv);
+    mb_output(&b, "kout", F);
+    mb_write(&b, path("konst0.onnx"));
+    mb_free(&b);
+    static const char *const cmds0[] = {
+        "run konst0.onnx --out kk.npy",
+        "run konst0.onnx --abi packed --out kk.npy",
+        "run konst0.onnx --reference --out kk.npy",
+        "compile konst0.onnx -o konst0c --interface c --opt-level 1",
+    };
+    for (int c = 0; c < 4; c++) {
+        remove(path("kk.npy"));
+        const char *o;
+        if (tether(&o, cmds0[c])) {
+            fail_msg("%s: %s", cmds0[c], o);
+        }
+        if (c == 3) {
+            break;
+        }
+        tether_npy k;
+        assert_int_equal(tether_npy_read(path("kk.npy"), &k), 0);
+        assert_int_equal(k.shape[0], 3);
+        for (int i = 0; i < 3; i++) {
+            assert_true(((float *)k.data)[i] == kv[i]);
+        }
         tether_npy_free(&k);
     }
 }
