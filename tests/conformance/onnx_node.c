@@ -11,8 +11,11 @@
  * other; a model with an operator the backend lacks counts as "not handled", not as a failure.
  *
  * Usage: test_onnx_node --abi packed|unpacked|both|opencl [--device local|tcp] [--subset FILE]
- *        [NAME...]
- * Every run prints one summary line:
+ *        [--data DIR] [--measure] [NAME...]
+ * --data runs another folder of node tests (scripts/conformance: the full suite); --measure
+ * prints the figures without failing the case on failed tests.
+ * Every run prints two summary lines (the interpreter's count, then the compiled path's):
+ *   onnx-node [interpreter]: N passed (of the R run)
  *   onnx-node <abi> on <device>: N passed, F failed, S skipped [failed: a, b] [skipped: c]
  * A test is skipped only when tests/conformance/skips.txt lists it with a reason. The cmocka
  * case fails when any test fails, or when the data folder is missing (exit 77 = skipped, with
@@ -45,7 +48,7 @@
 #endif
 
 #define MAX_IO   16
-#define MAX_TEST 512
+#define MAX_TEST 1024
 
 static const char *g_abi_name = "unpacked";
 static tether_abi g_abi = TETHER_ABI_UNPACKED;
@@ -56,6 +59,9 @@ static char **g_only;
 static int g_nonly;
 
 static char g_data[1024];
+static const char *g_data_arg; /* --data DIR: another node-test folder (the full suite) */
+static bool g_measure;         /* --measure: print the figures, do not fail on failed tests */
+static int g_interp_passed;    /* tests whose reference-interpreter outputs matched the data */
 
 typedef struct timing {
     double import_s, codegen_s, build_s, run_s;
@@ -407,6 +413,7 @@ static int run_one(tether_session *s, const char *name, timing *tm, char *why, s
             goto out;
         }
     }
+    g_interp_passed++;
     char cmd[1800];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", art);
     if (system(cmd) != 0) {
@@ -606,6 +613,8 @@ static void test_onnx_node(void **state) {
     double total = now_s() - t_start;
     printf("timing: import %.2f s, codegen %.2f s, C build %.2f s, device %.2f s, total %.2f s\n",
            tm.import_s, tm.codegen_s, tm.build_s, tm.run_s, total);
+    printf("onnx-node [interpreter]: %d passed (of the %d run)\n", g_interp_passed,
+           passed + failed + unhandled);
     printf("onnx-node [%s ABI, %s]: %d passed, %d failed, %d skipped%s%s%s%s\n", g_abi_name,
            strcmp(g_device, "tcp") == 0 ? "tetherd over TCP" : "local:", passed, failed, skipped,
            failed ? "; failed: " : "", failed_names, skipped ? "; skipped: " : "", skipped_names);
@@ -626,8 +635,10 @@ static void test_onnx_node(void **state) {
     free(names);
     free(failed_names);
     free(skipped_names);
-    assert_int_equal(failed, 0);
-    assert_true(passed > 0);
+    if (!g_measure) {
+        assert_int_equal(failed, 0);
+        assert_true(passed > 0);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -637,6 +648,10 @@ int main(int argc, char **argv) {
             g_abi_name = argv[++i];
         } else if (!strcmp(a, "--device") && i + 1 < argc) {
             g_device = argv[++i];
+        } else if (!strcmp(a, "--data") && i + 1 < argc) {
+            g_data_arg = argv[++i];
+        } else if (!strcmp(a, "--measure")) {
+            g_measure = true;
         } else if (!strcmp(a, "--subset") && i + 1 < argc) {
             g_subset = argv[++i];
         } else if (a[0] != '-') {
@@ -646,7 +661,7 @@ int main(int argc, char **argv) {
         } else {
             fprintf(stderr,
                     "usage: %s --abi packed|unpacked|both|opencl [--device local|tcp] "
-                    "[--subset FILE] [NAME...]\n",
+                    "[--subset FILE] [--data DIR] [--measure] [NAME...]\n",
                     argv[0]);
             return 2;
         }
@@ -656,7 +671,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "unknown ABI '%s'\n", g_abi_name);
         return 2;
     }
-    snprintf(g_data, sizeof g_data, "%s/../shared/onnx-node", TETHER_SOURCE_DIR);
+    if (g_data_arg) {
+        snprintf(g_data, sizeof g_data, "%s", g_data_arg);
+    } else {
+        snprintf(g_data, sizeof g_data, "%s/../shared/onnx-node", TETHER_SOURCE_DIR);
+    }
     if (!file_exists(g_data)) {
         printf("skipped: the ONNX node tests are not at %s (the shared data folder beside the "
                "checkout)\n",

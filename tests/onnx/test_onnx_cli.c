@@ -152,6 +152,81 @@ static void test_run_onnx(void **state) {
     assert_non_null(strstr(o, "no input 'data' (its inputs: x)"));
 }
 
+/* A graph output that is a constant (a Constant node) is copied into the output by the compiled
+ * model (both ABIs) and by the interpreter, beside a computed output and in a model without
+ * inputs (whose generated C has no input parameters). */
+static void test_constant_output(void **state) {
+    (void)state;
+    mb b;
+    mb_init(&b, 13);
+    int64_t xs[1] = {2};
+    mb_input(&b, "x", F, 1, xs);
+    Onnx__NodeProto *kn = mb_node(&b, "Constant", "k", "", "kout");
+    float kv[3] = {0.5f, -1.5f, 7.0f}, x[2] = {1, -2};
+    mb_attr_floats(&b, kn, "value_floats", 3, kv);
+    mb_node(&b, "Neg", "neg", "x", "y");
+    mb_output(&b, "y", F);
+    mb_output(&b, "kout", F);
+    mb_write(&b, path("konst.onnx"));
+    write_tensor("kx.pb", mb_tensor_f(&b, "x", 1, xs, x, 1));
+    mb_free(&b);
+    static const char *const cmds[] = {
+        "run konst.onnx --in kx.pb --out ky.npy --out kk.npy",
+        "run konst.onnx --abi packed --in kx.pb --out ky.npy --out kk.npy",
+        "run konst.onnx --reference --in kx.pb --out ky.npy --out kk.npy",
+    };
+    for (int c = 0; c < 3; c++) {
+        remove(path("ky.npy"));
+        remove(path("kk.npy"));
+        const char *o;
+        if (tether(&o, cmds[c])) {
+            fail_msg("%s: %s", cmds[c], o);
+        }
+        tether_npy y, k;
+        assert_int_equal(tether_npy_read(path("ky.npy"), &y), 0);
+        assert_int_equal(tether_npy_read(path("kk.npy"), &k), 0);
+        assert_int_equal(k.ndim, 1);
+        assert_int_equal(k.shape[0], 3);
+        for (int i = 0; i < 3; i++) {
+            assert_true(((float *)k.data)[i] == kv[i]);
+        }
+        assert_true(((float *)y.data)[0] == -1.0f && ((float *)y.data)[1] == 2.0f);
+        tether_npy_free(&y);
+        tether_npy_free(&k);
+    }
+    /* a model without inputs (its only output a constant): both ABIs, the C interface, the
+     * interpreter */
+    mb_init(&b, 13);
+    kn = mb_node(&b, "Constant", "k", "", "kout");
+    mb_attr_floats(&b, kn, "value_floats", 3, kv);
+    mb_output(&b, "kout", F);
+    mb_write(&b, path("konst0.onnx"));
+    mb_free(&b);
+    static const char *const cmds0[] = {
+        "run konst0.onnx --out kk.npy",
+        "run konst0.onnx --abi packed --out kk.npy",
+        "run konst0.onnx --reference --out kk.npy",
+        "compile konst0.onnx -o konst0c --interface c --opt-level 1",
+    };
+    for (int c = 0; c < 4; c++) {
+        remove(path("kk.npy"));
+        const char *o;
+        if (tether(&o, cmds0[c])) {
+            fail_msg("%s: %s", cmds0[c], o);
+        }
+        if (c == 3) {
+            break;
+        }
+        tether_npy k;
+        assert_int_equal(tether_npy_read(path("kk.npy"), &k), 0);
+        assert_int_equal(k.shape[0], 3);
+        for (int i = 0; i < 3; i++) {
+            assert_true(((float *)k.data)[i] == kv[i]);
+        }
+        tether_npy_free(&k);
+    }
+}
+
 static void test_import_compile_plan(void **state) {
     (void)state;
     reshape_model();
@@ -281,6 +356,7 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_onnx),
+        cmocka_unit_test(test_constant_output),
         cmocka_unit_test(test_import_compile_plan),
         cmocka_unit_test(test_bad_models),
     };

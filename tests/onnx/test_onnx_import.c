@@ -699,6 +699,31 @@ static void test_graph_io(void **state) {
     near(o2, sum, 6);
     tether_ir_close(&g);
     mb_free(&b);
+    /* outputs that are constants (a Constant node, an initializer) are copied into the output */
+    mb_init(&b, 13);
+    mb_input(&b, "x", F, 2, s);
+    mb_init_tensor(&b, mb_tensor_f(&b, "w", 2, s, w, 0));
+    Onnx__NodeProto *kn = mb_node(&b, "Constant", "k", "", "kout");
+    float kv[3] = {0.5f, -1.5f, 7.0f};
+    mb_attr_floats(&b, kn, "value_floats", 3, kv);
+    mb_node(&b, "Neg", "neg", "x", "y");
+    mb_output(&b, "kout", F);
+    mb_output(&b, "y", F);
+    mb_output(&b, "w", F);
+    if (load(&b, NULL, &g)) {
+        fail_msg("%s", tether_error_detail());
+    }
+    assert_int_equal(g.noutputs, 3);
+    assert_string_equal(g.tensors[g.outputs[0]].name, "kout");
+    assert_string_equal(g.tensors[g.outputs[2]].name, "w");
+    float k0[3], y1[6], w2[6], negx[6] = {-1, -1, -1, -2, -2, -2};
+    float *outk[3] = {k0, y1, w2};
+    assert_int_equal(tether_interp_run(&g, in, outk), 0);
+    near(k0, kv, 3);
+    near(y1, negx, 6);
+    near(w2, w, 6);
+    tether_ir_close(&g);
+    mb_free(&b);
     /* LayerNormalization with all three outputs, axis 0 of a [2,2] input */
     mb_init(&b, 17);
     int64_t s2[2] = {2, 2};

@@ -23,7 +23,7 @@ check() { # script, flag, want exit code, text the output must contain
     fi
     passed=$((passed + 1))
 }
-for s in demo bench test setup qemu-board check-style; do
+for s in demo bench test setup qemu-board check-style conformance; do
     [ -x "$root/scripts/$s" ] || { echo "FAIL: scripts/$s missing or not executable"; fail=$((fail + 1)); continue; }
     for flag in --help -h; do
         check "$s" "$flag" 0 "sage"
@@ -35,6 +35,8 @@ check bench no-such-benchmark 2 "unknown benchmark"
 check qemu-board --no-such-option 2 "unknown option"
 check setup --no-such-option 2 "try --help"
 check check-style --no-such-option 2 "unknown option"
+check conformance --no-such-option 2 "try --help"
+check conformance no-such-abi 2 "unknown ABI"
 if [ -n "$tetherd" ]; then
     for flag in --help -h; do
         out=$("$tetherd" $flag 2>&1 </dev/null); rc=$?

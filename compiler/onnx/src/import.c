@@ -752,13 +752,8 @@ static int add_outputs(timport *c) {
                               "graph output '%s' has element type %s; only float32 is supported",
                               name, tonnx_dtype_name(tp->tensor_type->elem_type, tn, sizeof tn));
         }
-        if (v->tensor < 0 && v->k) {
-            return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                              "graph output '%s' is a constant (computed at import time); a model "
-                              "must compute its outputs",
-                              name);
-        }
-        if (v->tensor < 0 && v->input >= 0) {
+        if (v->tensor < 0 && (v->k || v->input >= 0)) {
+            /* a constant (computed at import time) becomes a constant tensor, copied below */
             int rc = tonnx_ensure_tensor(c, tonnx_find(c, name), "graph output");
             if (rc) {
                 return rc;
@@ -794,6 +789,20 @@ static int add_outputs(timport *c) {
             if (tt->ndim == 0) {
                 return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
                                   "graph output '%s' repeats a scalar input or output", name);
+            }
+            if (tt->kind == TETHER_TENSOR_CONSTANT && tether_ir_tensor_elements(tt) == 0) {
+                return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                                  "graph output '%s' is an empty constant (0 elements)", name);
+            }
+            if (tt->kind == TETHER_TENSOR_CONSTANT && strcmp(tt->name, name) == 0) {
+                /* the output keeps the ONNX name; the constant it copies takes "NAME/value" */
+                char vname[300];
+                snprintf(vname, sizeof vname, "%s/value", name);
+                char *nm = tether_ir_find_tensor(c->g, vname) < 0 ? strdup(vname) : NULL;
+                if (nm) {
+                    free(tt->name);
+                    tt->name = nm;
+                }
             }
             char cname[300];
             snprintf(cname, sizeof cname, "%s", name);

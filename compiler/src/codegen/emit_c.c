@@ -267,6 +267,9 @@ static void emit_header(em *e, tether__sbuf *h, const tether_codegen_output *out
         for (int i = 0; i < g->ninputs; i++) {
             tether__sbuf_printf(h, "    const float *%s;\n", e->cname[g->inputs[i]]);
         }
+        if (!g->ninputs) {
+            tether__sbuf_puts(h, "    char unused; /* no inputs (an empty struct is not C11) */\n");
+        }
         tether__sbuf_printf(h, "};\n\nstruct %s_outputs {\n", e->P);
         for (int i = 0; i < g->noutputs; i++) {
             tether__sbuf_printf(h, "    float *%s;\n", e->cname[g->outputs[i]]);
@@ -317,7 +320,8 @@ static void emit_header(em *e, tether__sbuf *h, const tether_codegen_output *out
             tether__sbuf_printf(h, "%sconst float *%s", i ? ", " : "", e->cname[g->inputs[i]]);
         }
         for (int i = 0; i < g->noutputs; i++) {
-            tether__sbuf_printf(h, ", float *%s", e->cname[g->outputs[i]]);
+            tether__sbuf_printf(h, "%sfloat *%s", g->ninputs || i ? ", " : "",
+                                e->cname[g->outputs[i]]);
         }
         for (int k = 0; plan->pool_args && k < plan->npools; k++) {
             tether__sbuf_printf(h, ", uint8_t *%s", e->pool_param[k]);
@@ -680,7 +684,8 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
             tether__sbuf_printf(&e.s, "%sconst float *%s", i ? ", " : "", e.cname[g->inputs[i]]);
         }
         for (int i = 0; i < g->noutputs; i++) {
-            tether__sbuf_printf(&e.s, ", float *%s", e.cname[g->outputs[i]]);
+            tether__sbuf_printf(&e.s, "%sfloat *%s", g->ninputs || i ? ", " : "",
+                                e.cname[g->outputs[i]]);
         }
         for (int k = 0; k < npa; k++) {
             tether__sbuf_printf(&e.s, ", uint8_t *%s", e.pool_param[k]);
