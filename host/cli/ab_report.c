@@ -29,54 +29,62 @@ typedef struct table {
 } table;
 
 static void row(table *t, const char *label, const char *a, const char *b, const char *ratio) {
-    if (t->n >= TABLE_ROWS)
+    if (t->n >= TABLE_ROWS) {
         return;
+    }
     const char *c[4] = {label, a, b, ratio};
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 4; k++) {
         snprintf(t->cell[t->n][k], sizeof t->cell[t->n][k], "%s", c[k]);
+    }
     t->n++;
 }
 
 /* Display width of UTF-8 text (the table has no wide characters). */
 static int text_width(const char *s) {
     int w = 0;
-    for (; *s; s++)
+    for (; *s; s++) {
         w += ((unsigned char)*s & 0xC0) != 0x80;
+    }
     return w;
 }
 
 static void table_print(const table *t) {
     int w[4] = {0, 0, 0, 0};
-    for (int r = 0; r < t->n; r++)
+    for (int r = 0; r < t->n; r++) {
         for (int k = 0; k < 4; k++) {
             int x = text_width(t->cell[r][k]);
             w[k] = x > w[k] ? x : w[k];
         }
+    }
     for (int r = 0; r < t->n; r++) {
         char line[512];
         int o = snprintf(line, sizeof line, "%s%*s", t->cell[r][0],
                          w[0] - text_width(t->cell[r][0]), "");
-        for (int k = 1; k < 4 && o < (int)sizeof line; k++)
+        for (int k = 1; k < 4 && o < (int)sizeof line; k++) {
             o += snprintf(line + o, sizeof line - (size_t)o, "   %*s%s",
                           w[k] - text_width(t->cell[r][k]), "", t->cell[r][k]);
-        while (o > 0 && line[o - 1] == ' ')
+        }
+        while (o > 0 && line[o - 1] == ' ') {
             line[--o] = 0;
+        }
         puts(line);
     }
 }
 
 static void ratio_str(char *buf, size_t n, double num, double den) {
-    if (den > 0 && num >= 0)
+    if (den > 0 && num >= 0) {
         snprintf(buf, n, "%.2fx", num / den);
-    else
+    } else {
         snprintf(buf, n, "-");
+    }
 }
 
 static void ci_str(char *buf, size_t n, const tether_ratio *r) {
-    if (r->have_ci)
+    if (r->have_ci) {
         snprintf(buf, n, "%.3fx..%.3fx", r->ci_low, r->ci_high);
-    else
+    } else {
         snprintf(buf, n, "-");
+    }
 }
 
 /* The significance line of side b against side a (the unpacked ABI). */
@@ -95,12 +103,13 @@ static void print_verdict(const char *what, const char *bname, const tether_rati
         printf("%s: %s\n", what, v);
         return;
     }
-    if (r->verdict == TETHER_VERDICT_FASTER || r->verdict == TETHER_VERDICT_SLOWER)
+    if (r->verdict == TETHER_VERDICT_FASTER || r->verdict == TETHER_VERDICT_SLOWER) {
         printf("%s: %.3fx (95%% CI %s, Mann-Whitney p = %.2g): the %s is %s\n", what, r->estimate,
                ci, r->p_value, bname, v);
-    else
+    } else {
         printf("%s: %.3fx (95%% CI %s, Mann-Whitney p = %.2g): %s\n", what, r->estimate, ci,
                r->p_value, v);
+    }
 }
 
 static void latency_rows(table *t, const ab_side *a, const ab_side *b, const char *ratio) {
@@ -159,10 +168,11 @@ void tether_cli_ab_print_table(const ab_args *a, const tether_ir_graph *g, ab_si
     ratio_str(r, sizeof r, (double)s[1].run.call.stack_bytes, (double)s[0].run.call.stack_bytes);
     row(&t, "measured stack HWM (bytes)", x, y, r);
     const tether_ratio *q = &s[1].vs_unpacked;
-    if (q->verdict == TETHER_VERDICT_NOT_MEASURABLE)
+    if (q->verdict == TETHER_VERDICT_NOT_MEASURABLE) {
         snprintf(r, sizeof r, "-");
-    else
+    } else {
         snprintf(r, sizeof r, "%.2fx", q->estimate);
+    }
     latency_rows(&t, &s[0], &s[1], r);
     ci_str(r, sizeof r, q);
     row(&t, "  95% CI of the ratio", "", "", r);
@@ -216,10 +226,11 @@ static cJSON *ratio_json(const tether_ratio *r, const char *num, const char *den
     cJSON_AddStringToObject(o, "numerator", num);
     cJSON_AddStringToObject(o, "denominator", den);
     cJSON_AddStringToObject(o, "method", "hodges-lehmann, mann-whitney");
-    if (r->verdict == TETHER_VERDICT_NOT_MEASURABLE)
+    if (r->verdict == TETHER_VERDICT_NOT_MEASURABLE) {
         cJSON_AddNullToObject(o, "estimate");
-    else
+    } else {
         cJSON_AddNumberToObject(o, "estimate", r->estimate);
+    }
     if (r->have_ci) {
         cJSON_AddNumberToObject(o, "ci95_low", r->ci_low);
         cJSON_AddNumberToObject(o, "ci95_high", r->ci_high);
@@ -243,8 +254,9 @@ static void latency_json(cJSON *o, const ab_side *s, uint32_t repeat) {
     cJSON_AddNumberToObject(o, "latency_min_us", s->spread.min * 1e6);
     cJSON_AddNumberToObject(o, "latency_max_us", s->spread.max * 1e6);
     cJSON *r = cJSON_AddArrayToObject(o, "repeats_us");
-    for (uint32_t i = 0; i < repeat; i++)
+    for (uint32_t i = 0; i < repeat; i++) {
         cJSON_AddItemToArray(r, cJSON_CreateNumber(s->t[i] * 1e6));
+    }
     cJSON_AddNumberToObject(o, "number", s->number);
     cJSON_AddNumberToObject(o, "repeat", repeat);
     cJSON_AddBoolToObject(o, "zero_timer", s->zero_timer);
@@ -274,10 +286,11 @@ static cJSON *side_json(const ab_side *s, uint32_t repeat) {
     cJSON_AddNumberToObject(o, "code", (double)s->comp.build.sizes.code);
     cJSON_AddNumberToObject(o, "params_bytes", (double)s->comp.params_bytes);
     cJSON_AddNumberToObject(o, "workspace_bytes", (double)s->comp.workspace_size);
-    if (s->comp.build.stack.bounded)
+    if (s->comp.build.stack.bounded) {
         cJSON_AddNumberToObject(o, "static_stack", (double)s->comp.build.stack.bytes);
-    else
+    } else {
         cJSON_AddNullToObject(o, "static_stack");
+    }
     cJSON_AddNumberToObject(o, "stack_hwm", (double)s->run.call.stack_bytes);
     latency_json(o, s, repeat);
     return o;
@@ -330,18 +343,19 @@ int tether_cli_ab_write_svg(const ab_args *a, const tether_ir_graph *g, const ab
         r->stack_hwm = ocl ? -1 : (double)x->run.call.stack_bytes;
         r->seconds = x->t;
         r->nrepeats = (int)a->repeat;
-        if (k == 0)
+        if (k == 0) {
             snprintf(notes[k], sizeof notes[k], "median %.4g us (baseline)",
                      x->spread.median * 1e6);
-        else if (x->vs_unpacked.verdict == TETHER_VERDICT_NOT_MEASURABLE)
+        } else if (x->vs_unpacked.verdict == TETHER_VERDICT_NOT_MEASURABLE) {
             snprintf(notes[k], sizeof notes[k], "median %.4g us", x->spread.median * 1e6);
-        else
+        } else {
             snprintf(notes[k], sizeof notes[k], "median %.4g us, %.2fx%s", x->spread.median * 1e6,
                      x->vs_unpacked.estimate,
                      x->vs_unpacked.verdict == TETHER_VERDICT_FASTER   ? " (faster)"
                      : x->vs_unpacked.verdict == TETHER_VERDICT_SLOWER ? " (slower)"
                      : x->vs_unpacked.verdict == TETHER_VERDICT_EQUAL  ? " (equal within 1%)"
                                                                        : "");
+        }
         r->note = notes[k];
     }
     char title[300], sub[600];

@@ -34,11 +34,14 @@ void tether_cli_onnx_init(void) {}
 static int prepare(tether_cli_model_load *m, int nin, const tether_cli_array *inputs, int nshapes,
                    const char *const *shapes, const tether_npy_expect *expect) {
     memset(m, 0, sizeof *m);
-    if (nin > TETHER_CLI_MAX_IO || nshapes > TETHER_CLI_MAX_IO)
+    if (nin > TETHER_CLI_MAX_IO || nshapes > TETHER_CLI_MAX_IO) {
         return tether_cli_fail(2, "more than %d inputs or input shapes", TETHER_CLI_MAX_IO);
-    for (int i = 0; i < nshapes; i++)
-        if (tether_model_input_shape_parse(shapes[i], &m->shapes[i]))
+    }
+    for (int i = 0; i < nshapes; i++) {
+        if (tether_model_input_shape_parse(shapes[i], &m->shapes[i])) {
             return tether_cli_fail(2, "--input-shape: %s", tether_last_error());
+        }
+    }
     for (int i = 0; i < nin; i++) {
         snprintf(m->name_text[i], sizeof m->name_text[i], "%s", inputs[i].name);
         m->names[i] = m->name_text[i];
@@ -77,11 +80,14 @@ static void expect_of(const tether_ir_graph *g, const tether_cli_array *a, int i
     e->what = "model input";
     e->ndim = -1;
     int j = a->name[0] ? -1 : i;
-    for (int k = 0; a->name[0] && k < g->ninputs; k++)
-        if (!strcmp(g->tensors[g->inputs[k]].name, a->name))
+    for (int k = 0; a->name[0] && k < g->ninputs; k++) {
+        if (!strcmp(g->tensors[g->inputs[k]].name, a->name)) {
             j = k;
-    if (j < 0 || j >= g->ninputs)
+        }
+    }
+    if (j < 0 || j >= g->ninputs) {
         return;
+    }
     const tether_ir_tensor *t = &g->tensors[g->inputs[j]];
     snprintf(names[i], sizeof names[i], "%s", t->name);
     e->name = names[i];
@@ -97,13 +103,15 @@ int tether_cli_model_inputs_check(const char *model, tether_cli_model_load *m, i
     static tether_cli_model_load m0;
     tether_ir_graph g;
     int have_expect = 0, rc;
-    if (nin > TETHER_CLI_MAX_IO)
+    if (nin > TETHER_CLI_MAX_IO) {
         return tether_cli_fail(2, "more than %d inputs", TETHER_CLI_MAX_IO);
+    }
     /* the model alone first: its inputs' dtypes and shapes say what each file must hold, so an
      * .npz member is refused from its header (a model whose operators need some inputs' values
      * to load at all gives no expectations: then only the size limits apply while reading) */
-    if ((rc = prepare(&m0, 0, NULL, nshapes, shapes, NULL)))
+    if ((rc = prepare(&m0, 0, NULL, nshapes, shapes, NULL))) {
         return rc;
+    }
     if (nin && tether_model_load_with(model, &m0.lo, &g) == 0) {
         have_expect = g.ninputs <= TETHER_CLI_MAX_IO;
         /* every graph input takes an --in (bound as a constant or fed at run time): the count
@@ -111,15 +119,18 @@ int tether_cli_model_inputs_check(const char *model, tether_cli_model_load *m, i
         static tether_cli_array copy[TETHER_CLI_MAX_IO];
         const char *names0[TETHER_CLI_MAX_IO];
         int k = nin;
-        for (int j = 0; have_expect && j < g.ninputs; j++)
+        for (int j = 0; have_expect && j < g.ninputs; j++) {
             names0[j] = g.tensors[g.inputs[j]].name;
+        }
         memcpy(copy, inputs, sizeof *copy * (size_t)nin);
-        if (have_expect && tether_cli_array_named(copy, nin))
+        if (have_expect && tether_cli_array_named(copy, nin)) {
             rc = tether_cli_array_order(copy, &k, g.ninputs, names0, "input");
-        else if (have_expect && nin != g.ninputs)
+        } else if (have_expect && nin != g.ninputs) {
             rc = tether_cli_fail(2, "the model has %d inputs, %d --in given", g.ninputs, nin);
-        for (int i = 0; !rc && have_expect && i < nin; i++)
+        }
+        for (int i = 0; !rc && have_expect && i < nin; i++) {
             expect_of(&g, &inputs[i], i, &expect[i]);
+        }
         tether_ir_close(&g);
         if (rc) {
             tether_cli_model_load_free(&m0);
@@ -128,8 +139,9 @@ int tether_cli_model_inputs_check(const char *model, tether_cli_model_load *m, i
     }
     tether_cli_model_load_free(&m0);
     /* every file read (and parsed), then the model loaded with their values bound */
-    if ((rc = prepare(m, nin, inputs, nshapes, shapes, have_expect ? expect : NULL)))
+    if ((rc = prepare(m, nin, inputs, nshapes, shapes, have_expect ? expect : NULL))) {
         return rc;
+    }
     if (tether_model_load_with(model, &m->lo, &g)) {
         tether_cli_model_load_free(m);
         return tether_cli_fail(1, "%s", tether_error_detail());
@@ -138,14 +150,16 @@ int tether_cli_model_inputs_check(const char *model, tether_cli_model_load *m, i
     static tether_cli_array list[TETHER_CLI_MAX_IO];
     static int idx[TETHER_CLI_MAX_IO];
     int k = 0;
-    for (int i = 0; i < nin; i++)
+    for (int i = 0; i < nin; i++) {
         if (!m->bound[i]) {
             list[k] = inputs[i];
             idx[k++] = i;
         }
+    }
     const char *names[TETHER_CLI_MAX_IO];
-    for (int j = 0; j < g.ninputs && j < TETHER_CLI_MAX_IO; j++)
+    for (int j = 0; j < g.ninputs && j < TETHER_CLI_MAX_IO; j++) {
         names[j] = g.tensors[g.inputs[j]].name;
+    }
     int nbound = nin - k;
     rc = 0;
     if (g.ninputs > TETHER_CLI_MAX_IO) {
@@ -164,26 +178,32 @@ int tether_cli_model_inputs_check(const char *model, tether_cli_model_load *m, i
     for (int j = 0; !rc && k && j < g.ninputs; j++) {
         const tether_ir_tensor *t = &g.tensors[g.inputs[j]];
         int i = idx[j];
-        if (list[j].name[0]) /* ordered by name: the argument of that name */
-            for (int q = 0; q < nin; q++)
-                if (!m->bound[q] && !strcmp(inputs[q].name, list[j].name))
+        if (list[j].name[0]) { /* ordered by name: the argument of that name */
+            for (int q = 0; q < nin; q++) {
+                if (!m->bound[q] && !strcmp(inputs[q].name, list[j].name)) {
                     i = q;
+                }
+            }
+        }
         if (tether_npy_check(&m->arrays[i], inputs[i].label, "model input", t->name, t->dtype,
-                             t->ndim, t->shape))
+                             t->ndim, t->shape)) {
             rc = tether_cli_fail(1, "%s", tether_last_error());
+        }
     }
     if (rc || !out) {
         tether_ir_close(&g);
     } else {
         *out = g;
     }
-    if (rc)
+    if (rc) {
         tether_cli_model_load_free(m);
+    }
     return rc;
 }
 
 void tether_cli_model_load_free(tether_cli_model_load *m) {
-    for (int i = 0; i < TETHER_CLI_MAX_IO; i++)
+    for (int i = 0; i < TETHER_CLI_MAX_IO; i++) {
         tether_npy_free(&m->arrays[i]);
+    }
 }
 #endif

@@ -52,8 +52,9 @@ int tether_cli_fail(int code, const char *fmt, ...) {
 static void on_progress(void *ctx, const char *what, uint64_t done, uint64_t total) {
     tether_cli_progress *p = ctx;
     if (!p->active || strncmp(p->what, what, sizeof p->what - 1) != 0 || p->total != total ||
-        done < p->done)
+        done < p->done) {
         tether_cli_progress_start(p, what, total, NULL);
+    }
     tether_cli_progress_update(p, done);
 }
 
@@ -64,9 +65,10 @@ void tether_cli_device_log(void *ctx, int level, const char *text) {
     static const char *const names[] = {"error", "warning", "info", "debug"};
     const char *v = getenv("TETHER_VERBOSE");
     int verbose = v && *v && strcmp(v, "0") != 0;
-    if (level <= 1 || verbose)
+    if (level <= 1 || verbose) {
         fprintf(stderr, "tether %s: device %s: %s\n", cmd,
                 names[level >= 0 && level <= 3 ? level : 3], text);
+    }
 }
 
 int tether_cli_is_mcu(const tether_device_info *d) {
@@ -84,22 +86,25 @@ int tether_cli_common_opt(tether_cli_common *c, int argc, char **argv, int *i) {
     }
     if (!strcmp(a, "--device") || !strcmp(a, "--token-file") || !strcmp(a, "--timeout-ms") ||
         !strcmp(a, "--firmware")) {
-        if (!v)
+        if (!v) {
             return fail(-2, "%s needs a value", a);
+        }
         (*i)++;
         if (!strcmp(a, "--device")) {
-            if (tether_device_url_check(v))
+            if (tether_device_url_check(v)) {
                 return fail(-2, "--device: %s", tether_last_error());
+            }
             c->device = v;
-        } else if (!strcmp(a, "--firmware"))
+        } else if (!strcmp(a, "--firmware")) {
             c->firmware = v;
-        else if (!strcmp(a, "--token-file"))
+        } else if (!strcmp(a, "--token-file")) {
             c->token_file = v;
-        else {
+        } else {
             char *end;
             long t = strtol(v, &end, 10);
-            if (*end || t < 1 || t > 86400000)
+            if (*end || t < 1 || t > 86400000) {
                 return fail(-2, "--timeout-ms: '%s' is not a positive number", v);
+            }
             c->timeout_ms = (int)t;
         }
         return 1;
@@ -128,8 +133,9 @@ const char *tether_cli_base_name(const char *p) {
 static const char *find_tetherd(void) {
     static char path[4096];
     const char *env = getenv("TETHER_TETHERD");
-    if (env && *env)
+    if (env && *env) {
         return env;
+    }
     char exe[3000];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) {
@@ -138,11 +144,13 @@ static const char *find_tetherd(void) {
         if (slash) {
             *slash = 0;
             snprintf(path, sizeof path, "%s/tetherd", exe);
-            if (access(path, X_OK) == 0)
+            if (access(path, X_OK) == 0) {
                 return path;
+            }
             snprintf(path, sizeof path, "%s/../../device/tetherd/tetherd", exe);
-            if (access(path, X_OK) == 0)
+            if (access(path, X_OK) == 0) {
                 return path;
+            }
         }
     }
     return "tetherd";
@@ -151,12 +159,13 @@ static const char *find_tetherd(void) {
 /* --wait: said once when the wait starts, and again when another process takes the device first */
 static void on_device_wait(void *ctx, const char *device, int holder_pid) {
     (void)ctx;
-    if (holder_pid > 0)
+    if (holder_pid > 0) {
         fprintf(stderr, "tether %s: %s is held by pid %d; waiting (--wait)\n", g_cmd, device,
                 holder_pid);
-    else
+    } else {
         fprintf(stderr, "tether %s: %s is held by another process; waiting (--wait)\n", g_cmd,
                 device);
+    }
 }
 
 /* tether_cli_open; silent: no failure printed (tether_cli_probe's caller says it). */
@@ -176,26 +185,30 @@ static int open_device(const tether_cli_device *dev, tether_session **s, int sil
     o.log = tether_cli_device_log; /* device LOG lines: warnings always, info when verbose */
     o.log_ctx = (void *)g_cmd;
     static const char *const quiet[] = {"--quiet", NULL};
-    if (!getenv("TETHER_VERBOSE"))
+    if (!getenv("TETHER_VERBOSE")) {
         o.tetherd_args = quiet; /* local: keep the spawned tetherd's log lines out of the output */
+    }
     const char *tf = dev->token_file ? dev->token_file : getenv("TETHER_TOKEN_FILE");
     if (tf) {
         uint8_t *tok;
         size_t tlen;
-        if (tether_file_read(tf, sizeof token, &tok, &tlen))
+        if (tether_file_read(tf, sizeof token, &tok, &tlen)) {
             return silent ? 1 : fail(1, "token file: %s", tether_last_error());
+        }
         memcpy(token, tok, tlen);
         token_len = tlen;
         free(tok);
         while (token_len && (token[token_len - 1] == '\n' || token[token_len - 1] == '\r' ||
-                             token[token_len - 1] == ' '))
+                             token[token_len - 1] == ' ')) {
             token_len--;
+        }
         o.token = token;
         o.token_len = token_len;
     }
     const char *url = dev->url ? dev->url : getenv("TETHER_DEVICE");
-    if (tether_session_open(s, url ? url : "local:", &o))
+    if (tether_session_open(s, url ? url : "local:", &o)) {
         return silent ? 1 : fail(1, "%s", tether_last_error());
+    }
     return 0;
 }
 
@@ -205,8 +218,9 @@ int tether_cli_open(const tether_cli_device *dev, tether_session **s) {
 
 int tether_cli_probe(const tether_cli_device *dev) {
     tether_session *s;
-    if (open_device(dev, &s, 1))
+    if (open_device(dev, &s, 1)) {
         return tether_last_status() ? tether_last_status() : TETHER_ERR_IO;
+    }
     tether_session_close(s);
     return 0;
 }
@@ -219,14 +233,15 @@ static size_t array_stats(const tether_npy *n, double *mn, double *mx, double *m
     double lo = INFINITY, hi = -INFINITY, sum = 0;
     for (size_t i = 0; i < count; i++) {
         double x;
-        if (n->dtype.code == kDLFloat)
+        if (n->dtype.code == kDLFloat) {
             x = n->dtype.bits == 32 ? ((float *)n->data)[i] : ((double *)n->data)[i];
-        else if (n->dtype.code == kDLInt)
+        } else if (n->dtype.code == kDLInt) {
             x = n->dtype.bits == 8    ? ((int8_t *)n->data)[i]
                 : n->dtype.bits == 32 ? ((int32_t *)n->data)[i]
                                       : (double)((int64_t *)n->data)[i];
-        else
+        } else {
             x = ((uint8_t *)n->data)[i];
+        }
         lo = x < lo ? x : lo;
         hi = x > hi ? x : hi;
         sum += x;
@@ -244,33 +259,40 @@ static struct {
 } g_written;
 
 void tether_cli_wrote(const char *path) {
-    if (!path || !strncmp(path, "/dev/", 5))
+    if (!path || !strncmp(path, "/dev/", 5)) {
         return;
-    for (int i = 0; i < g_written.n; i++)
-        if (!strcmp(g_written.path[i], path))
+    }
+    for (int i = 0; i < g_written.n; i++) {
+        if (!strcmp(g_written.path[i], path)) {
             return;
+        }
+    }
     if (g_written.n == g_written.cap) {
         int nc = g_written.cap ? 2 * g_written.cap : 16;
         char **np = realloc(g_written.path, sizeof *np * (size_t)nc);
-        if (!np)
+        if (!np) {
             return;
+        }
         g_written.path = np;
         g_written.cap = nc;
     }
-    if ((g_written.path[g_written.n] = strdup(path)) != NULL)
+    if ((g_written.path[g_written.n] = strdup(path)) != NULL) {
         g_written.n++;
+    }
 }
 
 void tether_cli_say_written(void) {
     if (g_written.n) {
         printf("wrote ");
-        for (int i = 0; i < g_written.n; i++)
+        for (int i = 0; i < g_written.n; i++) {
             printf("%s%s", i ? ", " : "", tether_cli_tempdir_shown(g_written.path[i]));
+        }
         printf("\n");
         fflush(stdout);
     }
-    for (int i = 0; i < g_written.n; i++)
+    for (int i = 0; i < g_written.n; i++) {
         free(g_written.path[i]);
+    }
     free(g_written.path);
     memset(&g_written, 0, sizeof g_written);
 }
@@ -292,24 +314,27 @@ int tether_cli_array_parse(const char *arg, int is_out, tether_cli_array *list, 
     /* NAME=FILE, split at the first '=' (a name may hold '/' and ':', as ONNX names do), unless
      * the whole argument is an existing file or an explicit path ("./a=b.npy", "/x/a=b.npy") */
     if (eq && !is_file(arg) && arg[0] != '/' && strncmp(arg, "./", 2) != 0) {
-        if (eq == arg || (size_t)(eq - arg) >= sizeof name || !eq[1])
+        if (eq == arg || (size_t)(eq - arg) >= sizeof name || !eq[1]) {
             return tether_cli_fail(2, "%s '%s': want FILE or NAME=FILE (a name of 1 to %zu bytes)",
                                    opt, arg, sizeof name - 1);
+        }
         memcpy(name, arg, (size_t)(eq - arg));
         name[eq - arg] = 0;
         path = eq + 1;
     }
     int npz = is_npz(path);
-    if (is_out && npz && name[0])
+    if (is_out && npz && name[0]) {
         return tether_cli_fail(2,
                                "%s '%s': an .npz output collects every output by name; give it "
                                "without NAME= (--out %s)",
                                opt, arg, path);
+    }
     if (!is_out && npz && !name[0]) { /* every array of the archive, by name */
         char(*names)[TETHER_NPZ_NAME_MAX] = malloc(sizeof *names * TETHER_NPZ_MAX_ARRAYS);
         int k = 0;
-        if (!names)
+        if (!names) {
             return tether_cli_fail(1, "out of memory");
+        }
         if (tether_npz_list(path, names, TETHER_NPZ_MAX_ARRAYS, &k)) {
             free(names);
             /* an archive of too many arrays is as much a usage error as too many --in */
@@ -332,8 +357,9 @@ int tether_cli_array_parse(const char *arg, int is_out, tether_cli_array *list, 
         free(names);
         return 0;
     }
-    if (*n >= max)
+    if (*n >= max) {
         return tether_cli_fail(2, "more than %d %s", max, is_out ? "outputs" : "inputs");
+    }
     tether_cli_array *a = &list[(*n)++];
     memset(a, 0, sizeof *a);
     a->path = path;
@@ -343,24 +369,28 @@ int tether_cli_array_parse(const char *arg, int is_out, tether_cli_array *list, 
         /* NAME=ARCHIVE.npz: the archive's array NAME, or its only array */
         char(*names)[TETHER_NPZ_NAME_MAX] = malloc(sizeof *names * TETHER_NPZ_MAX_ARRAYS);
         int k = 0;
-        if (!names)
+        if (!names) {
             return tether_cli_fail(1, "out of memory");
+        }
         int lrc = tether_npz_list(path, names, TETHER_NPZ_MAX_ARRAYS, &k);
         int found = 0;
-        for (int i = 0; !lrc && i < k; i++)
+        for (int i = 0; !lrc && i < k; i++) {
             found |= !strcmp(names[i], name);
+        }
         const char *member = found || lrc || k != 1 ? name : names[0];
         snprintf(a->member, sizeof a->member, "%s", member);
         snprintf(a->label, sizeof a->label, "%s:%s", path, member);
         free(names);
-        if (lrc)
+        if (lrc) {
             return tether_cli_fail(tether_last_status() == TETHER_ERR_LIMIT ? 2 : 1, "%s",
                                    tether_last_error());
-        if (!found && k != 1)
+        }
+        if (!found && k != 1) {
             return tether_cli_fail(2,
                                    "%s '%s': %s has %d arrays and none is named '%s'; name the "
                                    "array as the input it is for",
                                    opt, arg, path, k, name);
+        }
     } else {
         snprintf(a->label, sizeof a->label, "%s", path);
     }
@@ -373,27 +403,33 @@ int tether_cli_array_read(const tether_cli_array *a, tether_npy *out) {
 
 int tether_cli_array_read_expect(const tether_cli_array *a, const tether_npy_expect *e,
                                  tether_npy *out) {
-    if (a->npz) /* checked from the member's header, before it is inflated */
+    if (a->npz) { /* checked from the member's header, before it is inflated */
         return tether_npz_read_member_expect(a->path, a->member, e, out);
+    }
     int rc = tether_npy_read(a->path, out);
     if (!rc && e && e->ndim >= 0 &&
         (rc = tether_npy_check(out, a->label, e->what, e->name,
-                               e->dtype.lanes ? e->dtype : out->dtype, e->ndim, e->shape)))
+                               e->dtype.lanes ? e->dtype : out->dtype, e->ndim, e->shape))) {
         tether_npy_free(out);
+    }
     return rc;
 }
 
 int tether_cli_array_named(const tether_cli_array *list, int n) {
-    for (int i = 0; i < n; i++)
-        if (list[i].name[0])
+    for (int i = 0; i < n; i++) {
+        if (list[i].name[0]) {
             return 1;
+        }
+    }
     return 0;
 }
 
 const char *tether_cli_out_npz(const tether_cli_array *list, int n) {
-    for (int i = 0; i < n; i++)
-        if (list[i].npz)
+    for (int i = 0; i < n; i++) {
+        if (list[i].npz) {
             return list[i].path;
+        }
+    }
     return NULL;
 }
 
@@ -401,27 +437,34 @@ int tether_cli_array_order(tether_cli_array *list, int *n, int nnames, const cha
                            const char *what) {
     const char *opt = strcmp(what, "output") ? "--in" : "--out";
     int named = 0;
-    for (int i = 0; i < *n; i++)
+    for (int i = 0; i < *n; i++) {
         named += list[i].name[0] != 0;
-    if (!named)
+    }
+    if (!named) {
         return 0;
-    if (named != *n)
+    }
+    if (named != *n) {
         return tether_cli_fail(2,
                                "%s: some arguments are named (NAME=FILE or an .npz) and some "
                                "are not; name them all or none",
                                opt);
+    }
     if (!names) { /* before the model's names are known: only what needs none */
-        for (int i = 0; i < *n; i++)
-            for (int k = 0; k < i; k++)
-                if (!strcmp(list[k].name, list[i].name))
+        for (int i = 0; i < *n; i++) {
+            for (int k = 0; k < i; k++) {
+                if (!strcmp(list[k].name, list[i].name)) {
                     return tether_cli_fail(2, "%s '%s' is given twice (%s and %s)", what,
                                            list[i].name, list[k].label, list[i].label);
+                }
+            }
+        }
         return 0;
     }
     char have[600] = "";
     size_t hl = 0;
-    for (int j = 0; j < nnames && hl + 4 < sizeof have; j++)
+    for (int j = 0; j < nnames && hl + 4 < sizeof have; j++) {
         hl += (size_t)snprintf(have + hl, sizeof have - hl, "%s%s", j ? ", " : "", names[j]);
+    }
     tether_cli_array *sorted = calloc((size_t)(nnames > 0 ? nnames : 1), sizeof *sorted);
     int rc = 0;
     if (!sorted) {
@@ -430,31 +473,37 @@ int tether_cli_array_order(tether_cli_array *list, int *n, int nnames, const cha
     }
     for (int i = 0; i < *n && !rc; i++) {
         int j = 0;
-        while (j < nnames && strcmp(names[j], list[i].name))
+        while (j < nnames && strcmp(names[j], list[i].name)) {
             j++;
+        }
         if (j == nnames) {
             rc = tether_cli_fail(2, "%s %s=%s: the model has no %s '%s' (its %ss: %s)", opt,
                                  list[i].name, list[i].label, what, list[i].name, what,
                                  nnames ? have : "none");
             break;
         }
-        for (int k = 0; k < i; k++)
-            if (!strcmp(list[k].name, list[i].name))
+        for (int k = 0; k < i; k++) {
+            if (!strcmp(list[k].name, list[i].name)) {
                 rc = tether_cli_fail(2, "%s '%s' is given twice (%s and %s)", what, list[i].name,
                                      list[k].label, list[i].label);
+            }
+        }
         sorted[j] = list[i];
     }
     for (int j = 0; j < nnames && !rc; j++) {
         int given = 0;
-        for (int i = 0; i < *n; i++)
+        for (int i = 0; i < *n; i++) {
             given |= !strcmp(list[i].name, names[j]);
-        if (!given && strcmp(what, "output") != 0)
+        }
+        if (!given && strcmp(what, "output") != 0) {
             rc = tether_cli_fail(2, "%s '%s' has no %s (give %s %s=FILE)", what, names[j], opt, opt,
                                  names[j]);
+        }
     }
     if (!rc) { /* an output nobody named keeps path NULL: it is not written */
-        for (int j = 0; j < nnames; j++)
+        for (int j = 0; j < nnames; j++) {
             list[j] = sorted[j];
+        }
         *n = nnames;
     }
 out:
@@ -467,26 +516,30 @@ int tether_cli_write_outputs(const tether_cli_array *out, int nspecs, int n,
                              struct cJSON *jouts) {
     const char *npz = tether_cli_out_npz(out, nspecs);
     if (npz) {
-        if (tether_npz_write(npz, n, names, arrays))
+        if (tether_npz_write(npz, n, names, arrays)) {
             return fail(1, "%s", tether_last_error());
+        }
         tether_cli_wrote(npz);
     }
     for (int i = 0; i < n; i++) {
         const tether_npy *o = &arrays[i];
         const char *path = npz || i >= nspecs ? NULL : out[i].path;
         char label[1200];
-        if (npz)
+        if (npz) {
             snprintf(label, sizeof label, "%s:%s", npz, names[i]);
-        else
+        } else {
             snprintf(label, sizeof label, "%s", path ? path : names[i]);
+        }
         if (path) {
-            if (tether_npy_write(path, o->dtype, o->shape, o->ndim, o->data))
+            if (tether_npy_write(path, o->dtype, o->shape, o->ndim, o->data)) {
                 return fail(1, "%s", tether_last_error());
+            }
             tether_cli_wrote(path);
         }
         tether_cli_summary(label, o);
-        if (jouts)
+        if (jouts) {
             cJSON_AddItemToArray(jouts, tether_cli_array_json(names[i], npz ? npz : path, o));
+        }
     }
     return 0;
 }
@@ -495,8 +548,9 @@ void tether_cli_summary(const char *name, const tether_npy *n) {
     char dt[TETHER_DTYPE_NAME_MAX];
     tether_dtype_name(n->dtype, dt, sizeof dt);
     printf("%s: %s [", name, dt);
-    for (int i = 0; i < n->ndim; i++)
+    for (int i = 0; i < n->ndim; i++) {
         printf("%s%lld", i ? ", " : "", (long long)n->shape[i]);
+    }
     printf("]");
     double mn, mx, mean;
     size_t count = array_stats(n, &mn, &mx, &mean);
@@ -511,12 +565,14 @@ void tether_cli_summary(const char *name, const tether_npy *n) {
         double x = n->dtype.code == kDLFloat && n->dtype.bits == 32 ? ((float *)n->data)[i]
                    : n->dtype.code == kDLFloat                      ? ((double *)n->data)[i]
                                                                     : NAN;
-        if (isnan(x) && n->dtype.code != kDLFloat)
+        if (isnan(x) && n->dtype.code != kDLFloat) {
             printf("%s…", i ? " " : "");
-        else
+        } else {
             printf("%s%g", i ? ", " : "", x);
-        if (n->dtype.code != kDLFloat)
+        }
+        if (n->dtype.code != kDLFloat) {
             break;
+        }
     }
     printf("]\n");
 }
@@ -533,14 +589,16 @@ cJSON *tether_cli_device_json(const char *url, const tether_device_info *d) {
     cJSON_AddStringToObject(o, "url", tether_cli_device_url(url));
     cJSON_AddStringToObject(o, "triple", d->triple);
     cJSON_AddStringToObject(o, "arch", d->arch);
-    if (d->board[0])
+    if (d->board[0]) {
         cJSON_AddStringToObject(o, "board", d->board);
-    else
+    } else {
         cJSON_AddNullToObject(o, "board");
-    if (d->clock_hz)
+    }
+    if (d->clock_hz) {
         cJSON_AddNumberToObject(o, "clock_rate_hz", (double)d->clock_hz);
-    else
+    } else {
         cJSON_AddNullToObject(o, "clock_rate_hz");
+    }
     return o;
 }
 
@@ -549,25 +607,29 @@ cJSON *tether_cli_array_json(const char *name, const char *file, const tether_np
     char dt[TETHER_DTYPE_NAME_MAX];
     tether_dtype_name(n->dtype, dt, sizeof dt);
     cJSON_AddStringToObject(o, "name", name);
-    if (file)
+    if (file) {
         cJSON_AddStringToObject(o, "file", file);
-    else
+    } else {
         cJSON_AddNullToObject(o, "file");
+    }
     cJSON_AddStringToObject(o, "dtype", dt);
     cJSON *sh = cJSON_AddArrayToObject(o, "shape");
-    for (int i = 0; i < n->ndim; i++)
+    for (int i = 0; i < n->ndim; i++) {
         cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)n->shape[i]));
+    }
     double mn, mx, mean;
     size_t count = array_stats(n, &mn, &mx, &mean);
     cJSON_AddNumberToObject(o, "elements", (double)count);
     /* NaN (and an empty array's undefined figures) are null: JSON has no NaN */
     const char *keys[3] = {"min", "max", "mean"};
     double v[3] = {mn, mx, mean};
-    for (int k = 0; k < 3; k++)
-        if (count && isfinite(v[k]))
+    for (int k = 0; k < 3; k++) {
+        if (count && isfinite(v[k])) {
             cJSON_AddNumberToObject(o, keys[k], v[k]);
-        else
+        } else {
             cJSON_AddNullToObject(o, keys[k]);
+        }
+    }
     return o;
 }
 
@@ -575,8 +637,9 @@ void tether_cli_time_json(cJSON *o, const tether_time_stats *ts) {
     cJSON_AddNumberToObject(o, "number", ts->number);
     cJSON_AddNumberToObject(o, "repeat", ts->repeat);
     cJSON *r = cJSON_AddArrayToObject(o, "repeats_us");
-    for (uint32_t i = 0; i < ts->repeat && i < 32; i++)
+    for (uint32_t i = 0; i < ts->repeat && i < 32; i++) {
         cJSON_AddItemToArray(r, cJSON_CreateNumber(ts->seconds[i] * 1e6));
+    }
     cJSON_AddNumberToObject(o, "median_us", ts->median * 1e6);
     cJSON_AddNumberToObject(o, "mean_us", ts->mean * 1e6);
     cJSON_AddNumberToObject(o, "min_us", ts->min * 1e6);
@@ -587,14 +650,16 @@ void tether_cli_time_json(cJSON *o, const tether_time_stats *ts) {
 int tether_cli_write_json(const char *path, cJSON *root) {
     char *txt = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
-    if (!txt)
+    if (!txt) {
         return fail(1, "out of memory");
+    }
     size_t len = strlen(txt);
     txt[len] = '\n'; /* cJSON_Print's buffer ends with the NUL: a newline in its place */
     int wrc = tether_file_write(path, txt, len + 1);
     free(txt);
-    if (wrc)
+    if (wrc) {
         return fail(1, "--json: %s", tether_last_error());
+    }
     tether_cli_wrote(path);
     return 0;
 }

@@ -56,49 +56,55 @@ typedef struct info_out {
 
 static void info_key(const char *label, const char *unit, char *key, size_t n) {
     snprintf(key, n, "%s%s%s", label, unit ? "_" : "", unit ? unit : "");
-    for (char *p = key; *p; p++)
-        if (*p == ' ')
+    for (char *p = key; *p; p++) {
+        if (*p == ' ') {
             *p = '_';
+        }
+    }
 }
 
 static void info_str(info_out *o, const char *label, const char *v) {
     char key[64];
     info_key(label, NULL, key, sizeof key);
-    if (o->json)
+    if (o->json) {
         cJSON_AddItemToObject(o->json, key, v ? cJSON_CreateString(v) : cJSON_CreateNull());
-    else if (v)
+    } else if (v) {
         printf("%-18s %s\n", label, v);
+    }
 }
 
 /* unit: NULL, "bytes" or "hz" (printed "Hz") */
 static void info_num(info_out *o, const char *label, const char *unit, int present, double v) {
     char key[64];
     info_key(label, unit, key, sizeof key);
-    if (o->json)
+    if (o->json) {
         cJSON_AddItemToObject(o->json, key, present ? cJSON_CreateNumber(v) : cJSON_CreateNull());
-    else if (present)
+    } else if (present) {
         printf("%-18s %.0f%s%s\n", label, v, unit ? " " : "",
                !unit                 ? ""
                : !strcmp(unit, "hz") ? "Hz"
                                      : unit);
+    }
 }
 
 static void info_bool(info_out *o, const char *label, int v) {
     char key[64];
     info_key(label, NULL, key, sizeof key);
-    if (o->json)
+    if (o->json) {
         cJSON_AddBoolToObject(o->json, key, v);
-    else
+    } else {
         printf("%-18s %s\n", label, v ? "yes" : "no");
+    }
 }
 
 static void info_real(info_out *o, const char *label, const char *unit, int present, double v) {
     char key[64];
     info_key(label, unit, key, sizeof key);
-    if (o->json)
+    if (o->json) {
         cJSON_AddItemToObject(o->json, key, present ? cJSON_CreateNumber(v) : cJSON_CreateNull());
-    else if (present)
+    } else if (present) {
         printf("%-18s %.3g%s%s\n", label, v, unit ? " " : "", unit ? unit : "");
+    }
 }
 
 static void info_list(info_out *o, const char *label, int n, const char *const *items) {
@@ -106,13 +112,15 @@ static void info_list(info_out *o, const char *label, int n, const char *const *
     info_key(label, NULL, key, sizeof key);
     if (o->json) {
         cJSON *a = cJSON_AddArrayToObject(o->json, key);
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             cJSON_AddItemToArray(a, cJSON_CreateString(items[i]));
+        }
         return;
     }
     printf("%-18s", label);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         printf("%s%s", i ? ", " : " ", items[i]);
+    }
     printf("%s\n", n ? "" : " (none)");
 }
 
@@ -124,8 +132,9 @@ static int link_probe(tether_session *s, int probes, int *errors) {
     int64_t shape = N;
     uint64_t h = 0, nbytes = 0;
     *errors = 0;
-    if (tether_session_alloc(s, &shape, 1, TETHER_UINT8, TETHER_SCOPE_GLOBAL, "", &h, &nbytes))
+    if (tether_session_alloc(s, &shape, 1, TETHER_UINT8, TETHER_SCOPE_GLOBAL, "", &h, &nbytes)) {
         return -1;
+    }
     uint8_t out[N], back[N];
     uint32_t x = 0x9e3779b9u;
     int rc = 0;
@@ -135,10 +144,12 @@ static int link_probe(tether_session *s, int probes, int *errors) {
             out[k] = (uint8_t)x;
         }
         rc = tether_session_copy_to(s, h, 0, out, N);
-        if (!rc)
+        if (!rc) {
             rc = tether_session_copy_from(s, h, 0, back, N);
-        if (!rc && memcmp(out, back, N) != 0)
+        }
+        if (!rc && memcmp(out, back, N) != 0) {
             (*errors)++;
+        }
     }
     int frc = tether_session_free(s, h);
     return rc || frc ? -1 : 0;
@@ -151,8 +162,9 @@ static void print_link(info_out *o, const tether_link_stats *l, int probes, int 
              !l->serial ? "stream (TCP or pipe: no loss to repair)"
              : l->link2 ? "serial, link 2 (CRC-32 frames, NAKs, resends at once)"
                         : "serial, classic frames (CRC-16; the device has no link 2)");
-    if (!l->serial)
+    if (!l->serial) {
         return;
+    }
     info_num(o, "link probes", NULL, 1, probes);
     info_num(o, "link data errors", NULL, probes > 0, data_errors);
     info_num(o, "frames sent", NULL, 1, (double)l->frames_sent);
@@ -186,12 +198,14 @@ static int print_info(const tether_device_info *d, int json, const char *json_fi
     int nw = 0;
     snprintf(feat, sizeof feat, "%s", d->cpu_features);
     for (char *save = NULL, *w = strtok_r(feat, " ", &save); w && nw < 64;
-         w = strtok_r(NULL, " ", &save))
+         w = strtok_r(NULL, " ", &save)) {
         words[nw++] = w;
-    if (nw)
+    }
+    if (nw) {
         info_list(&o, "cpu features", nw, words);
-    else
+    } else {
         info_str(&o, "cpu features", NULL);
+    }
     info_str(&o, "endianness", d->little_endian ? "little" : "big");
     info_num(&o, "pointer bits", NULL, 1, d->pointer_bits);
     info_num(&o, "max frame", "bytes", 1, d->max_frame);
@@ -200,20 +214,24 @@ static int print_info(const tether_device_info *d, int json, const char *json_fi
     info_num(&o, "clock rate", "hz", d->clock_hz != 0, (double)d->clock_hz);
     const char *scopes[TETHER_SCOPE_COUNT], *pools[8];
     int ns = 0;
-    for (int k = 0; k < TETHER_SCOPE_COUNT; k++)
-        if (d->scopes & (1u << k))
+    for (int k = 0; k < TETHER_SCOPE_COUNT; k++) {
+        if (d->scopes & (1u << k)) {
             scopes[ns++] = tether_scope_name((tether_scope)k);
+        }
+    }
     info_list(&o, "scopes", ns, scopes);
-    for (uint32_t k = 0; k < d->num_pools && k < 8; k++)
+    for (uint32_t k = 0; k < d->num_pools && k < 8; k++) {
         pools[k] = d->pools[k];
+    }
     info_list(&o, "pools", (int)(d->num_pools < 8 ? d->num_pools : 8), pools);
     char sizes[8][24];
     const char *size_items[8];
     for (uint32_t k = 0; k < d->num_pools && k < 8; k++) { /* same order as pools */
-        if (d->pool_sizes[k])
+        if (d->pool_sizes[k]) {
             snprintf(sizes[k], sizeof sizes[k], "%llu", (unsigned long long)d->pool_sizes[k]);
-        else
+        } else {
             snprintf(sizes[k], sizeof sizes[k], "unbounded");
+        }
         size_items[k] = sizes[k];
     }
     info_list(&o, "pool bytes", (int)(d->num_pools < 8 ? d->num_pools : 8), size_items);
@@ -229,14 +247,17 @@ static int print_info(const tether_device_info *d, int json, const char *json_fi
     snprintf(buf, sizeof buf, "0x%08x", (unsigned)d->exports_id);
     info_str(&o, "exports id", mcu ? buf : NULL);
     info_bool(&o, "auth required", d->auth_required);
-    if (link)
+    if (link) {
         print_link(&o, link, probes, data_errors);
-    if (o.json && json_file)
+    }
+    if (o.json && json_file) {
         return tether_cli_write_json(json_file, o.json);
+    }
     if (o.json) {
         char *txt = cJSON_Print(o.json);
-        if (txt)
+        if (txt) {
             printf("%s\n", txt);
+        }
         free(txt);
         cJSON_Delete(o.json);
     }
@@ -265,43 +286,51 @@ static int cmd_info(int argc, char **argv) {
         }
         if (!strcmp(argv[i], "--json")) {
             c.json = 1;
-            if (i + 1 < argc && argv[i + 1][0] != '-') /* --json FILE, as every command takes */
+            if (i + 1 < argc && argv[i + 1][0] != '-') { /* --json FILE, as every command takes */
                 c.json_file = argv[++i];
+            }
             continue;
         }
         if (!strcmp(argv[i], "--link-test")) {
             char *end = NULL;
             long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
-            if (!end || *end || n < 0 || n > 100000)
+            if (!end || *end || n < 0 || n > 100000) {
                 return fail(2, "--link-test wants a number of round trips (0..100000)");
+            }
             probes = (int)n;
             i++;
             continue;
         }
         int r = tether_cli_common_opt(&c, argc, argv, &i);
-        if (r < 0)
+        if (r < 0) {
             return 2;
-        if (r == 0)
+        }
+        if (r == 0) {
             return fail(2, "unknown argument '%s' (try --help)", argv[i]);
+        }
     }
-    if (c.json_file && tether_file_out_check(c.json_file)) /* before the device is contacted */
+    if (c.json_file && tether_file_out_check(c.json_file)) { /* before the device is contacted */
         return fail(2, "--json: %s", tether_last_error());
+    }
     tether_session *s;
-    if (tether_cli_common_open(&c, &s))
+    if (tether_cli_common_open(&c, &s)) {
         return 1;
+    }
     tether_link_stats link;
     tether_session_link_stats(s, &link);
     int data_errors = 0;
-    if (!link.serial)
+    if (!link.serial) {
         probes = 0;
+    }
     if (probes > 0 && link_probe(s, probes, &data_errors)) {
         fail(1, "link test: %s", tether_last_error());
         tether_session_close(s);
         return 1;
     }
     tether_session_link_stats(s, &link);
-    if (c.json_file) /* the text on stdout, the JSON into the file */
+    if (c.json_file) { /* the text on stdout, the JSON into the file */
         print_info(tether_session_info(s), 0, NULL, &link, probes, data_errors);
+    }
     int wrc = print_info(tether_session_info(s), c.json, c.json_file, &link, probes, data_errors);
     tether_session_close(s);
     return data_errors || wrc ? 1 : 0;
@@ -333,17 +362,21 @@ static int cmd_upload(int argc, char **argv) {
             return 0;
         }
         int r = tether_cli_common_opt(&c, argc, argv, &i);
-        if (r < 0)
+        if (r < 0) {
             return 2;
-        if (r)
+        }
+        if (r) {
             continue;
+        }
         if (!strcmp(argv[i], "--name") || !strcmp(argv[i], "--json")) {
-            if (i + 1 >= argc || argv[i + 1][0] == '-')
+            if (i + 1 >= argc || argv[i + 1][0] == '-') {
                 return fail(2, "%s needs a value", argv[i]);
-            if (!strcmp(argv[i], "--name"))
+            }
+            if (!strcmp(argv[i], "--name")) {
                 name = argv[++i];
-            else
+            } else {
                 c.json_file = argv[++i];
+            }
         } else if (argv[i][0] == '-') {
             return fail(2, "unknown option '%s' (try --help)", argv[i]);
         } else if (!file) {
@@ -352,15 +385,19 @@ static int cmd_upload(int argc, char **argv) {
             return fail(2, "unexpected argument '%s'", argv[i]);
         }
     }
-    if (!file)
+    if (!file) {
         return fail(2, "no file given (try --help)");
-    if (c.json_file && tether_file_out_check(c.json_file))
+    }
+    if (c.json_file && tether_file_out_check(c.json_file)) {
         return fail(2, "--json: %s", tether_last_error());
-    if (!name)
+    }
+    if (!name) {
         name = tether_cli_base_name(file);
+    }
     tether_session *s;
-    if (tether_cli_common_open(&c, &s))
+    if (tether_cli_common_open(&c, &s)) {
         return 1;
+    }
     uint32_t nf = 0;
     uint64_t module = 0;
     static tether_cli_module_info info;
@@ -388,15 +425,17 @@ static int cmd_upload(int argc, char **argv) {
         cJSON_AddNumberToObject(o, "functions", nf);
         if (info.nnames >= 0) {
             cJSON *names = cJSON_AddArrayToObject(o, "function_names");
-            for (int i = 0; i < info.nnames; i++)
+            for (int i = 0; i < info.nnames; i++) {
                 cJSON_AddItemToArray(names, cJSON_CreateString(info.names[i]));
+            }
         } else {
             cJSON_AddNullToObject(o, "function_names");
         }
         cJSON_AddNumberToObject(o, "bytes", (double)info.bytes);
         char hex[65];
-        for (int i = 0; i < 32; i++)
+        for (int i = 0; i < 32; i++) {
             snprintf(hex + 2 * i, 3, "%02x", info.sha256[i]);
+        }
         cJSON_AddStringToObject(o, "sha256", hex);
         cJSON_AddBoolToObject(o, "cached", tether_cli_uploads_cached() > 0);
         rc = tether_cli_write_json(c.json_file, o);
@@ -462,33 +501,45 @@ int main(int argc, char **argv) {
         printf("tether %s\n", TETHER_VERSION);
         return 0;
     }
-    if (!strcmp(cmd, "info"))
+    if (!strcmp(cmd, "info")) {
         return finish(cmd_info(argc - 1, argv + 1));
-    if (!strcmp(cmd, "upload"))
+    }
+    if (!strcmp(cmd, "upload")) {
         return finish(cmd_upload(argc - 1, argv + 1));
-    if (!strcmp(cmd, "run"))
+    }
+    if (!strcmp(cmd, "run")) {
         return finish(tether_cli_cmd_run(argc - 1, argv + 1, 0));
-    if (!strcmp(cmd, "bench"))
+    }
+    if (!strcmp(cmd, "bench")) {
         return finish(tether_cli_cmd_run(argc - 1, argv + 1, 1));
-    if (!strcmp(cmd, "pool"))
+    }
+    if (!strcmp(cmd, "pool")) {
         return finish(tether_cli_cmd_pool(argc - 1, argv + 1));
+    }
 #ifdef TETHER_HAVE_COMPILER
     if (!strcmp(cmd, "compile")) {
-        for (int i = 2; i < argc; i++) /* a device to upload to or to compile for */
-            if (!strcmp(argv[i], "--upload") || !strcmp(argv[i], "--device"))
+        for (int i = 2; i < argc; i++) { /* a device to upload to or to compile for */
+            if (!strcmp(argv[i], "--upload") || !strcmp(argv[i], "--device")) {
                 return finish(tether_cli_cmd_compile_upload(argc - 1, argv + 1));
+            }
+        }
         return finish(tether_cmd_compile(argc - 1, argv + 1));
     }
-    if (!strcmp(cmd, "plan"))
+    if (!strcmp(cmd, "plan")) {
         return finish(tether_cmd_plan(argc - 1, argv + 1));
-    if (!strcmp(cmd, "tune"))
+    }
+    if (!strcmp(cmd, "tune")) {
         return finish(tether_cli_cmd_tune(argc - 1, argv + 1));
-    if (!strcmp(cmd, "import"))
+    }
+    if (!strcmp(cmd, "import")) {
         return finish(tether_cmd_import(argc - 1, argv + 1));
-    if (!strcmp(cmd, "plan-buffers"))
+    }
+    if (!strcmp(cmd, "plan-buffers")) {
         return finish(tether_cmd_plan_buffers(argc - 1, argv + 1));
-    if (!strcmp(cmd, "ab"))
+    }
+    if (!strcmp(cmd, "ab")) {
         return finish(tether_cli_cmd_ab(argc - 1, argv + 1));
+    }
 #endif
     tether_cli_set_command("");
     fprintf(stderr, "tether: unknown command '%s' (try tether --help)\n", cmd);

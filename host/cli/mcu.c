@@ -44,23 +44,29 @@ static const char *base_name(const char *p) {
 static void kernel_names(const char *src, size_t n, tether_cli_module_info *info) {
     info->nnames = 0;
     char *code = malloc(n + 1); /* the source with comments blanked out */
-    if (!code)
+    if (!code) {
         return;
+    }
     for (size_t i = 0; i < n; i++) {
         if (src[i] == '/' && i + 1 < n && src[i + 1] == '/') {
-            while (i < n && src[i] != '\n')
+            while (i < n && src[i] != '\n') {
                 code[i++] = ' ';
-            if (i < n)
+            }
+            if (i < n) {
                 code[i] = '\n';
+            }
         } else if (src[i] == '/' && i + 1 < n && src[i + 1] == '*') {
             code[i++] = ' ';
             code[i++] = ' ';
-            while (i < n && !(src[i] == '*' && i + 1 < n && src[i + 1] == '/'))
+            while (i < n && !(src[i] == '*' && i + 1 < n && src[i + 1] == '/')) {
                 code[i++] = ' ';
-            if (i < n)
+            }
+            if (i < n) {
                 code[i++] = ' ';
-            if (i < n)
+            }
+            if (i < n) {
                 code[i] = ' ';
+            }
         } else {
             code[i] = src[i];
         }
@@ -68,8 +74,9 @@ static void kernel_names(const char *src, size_t n, tether_cli_module_info *info
     code[n] = 0;
     for (size_t i = 0; i + 8 < n && info->nnames < 64; i++) {
         if (memcmp(code + i, "__kernel", 8) != 0 ||
-            (i && (isalnum((unsigned char)code[i - 1]) || code[i - 1] == '_')))
+            (i && (isalnum((unsigned char)code[i - 1]) || code[i - 1] == '_'))) {
             continue;
+        }
         /* __kernel [attributes] void NAME( */
         const char *v = NULL;
         for (size_t k = i + 8; k + 4 < n && code[k] != '(' && code[k] != ';' && code[k] != '{';
@@ -79,8 +86,9 @@ static void kernel_names(const char *src, size_t n, tether_cli_module_info *info
                 for (k += 13; k < n; k++) {
                     depth += code[k] == '(';
                     depth -= code[k] == ')';
-                    if (code[k] == ')' && depth == 0)
+                    if (code[k] == ')' && depth == 0) {
                         break;
+                    }
                 }
                 continue;
             }
@@ -90,13 +98,16 @@ static void kernel_names(const char *src, size_t n, tether_cli_module_info *info
                 break;
             }
         }
-        if (!v)
+        if (!v) {
             continue;
-        while (v < code + n && isspace((unsigned char)*v))
+        }
+        while (v < code + n && isspace((unsigned char)*v)) {
             v++;
+        }
         size_t len = 0;
-        while (v + len < code + n && (isalnum((unsigned char)v[len]) || v[len] == '_'))
+        while (v + len < code + n && (isalnum((unsigned char)v[len]) || v[len] == '_')) {
             len++;
+        }
         if (len && len < sizeof info->names[0]) {
             memcpy(info->names[info->nnames], v, len);
             info->names[info->nnames++][len] = 0;
@@ -117,32 +128,38 @@ static int upload_and_load(tether_session *s, uint32_t kind, const char *name, c
     uint8_t *owned = NULL;
     if (info && !data) { /* the report needs the bytes and their hash: read the file here */
         int rc = tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, &owned, &size);
-        if (rc)
+        if (rc) {
             return rc;
+        }
         data = owned;
     }
     if (info) {
         info->kind = kind;
         info->bytes = size;
         tether_sha256(data, size, info->sha256);
-        if (kind == TETHER_MODULE_OPENCL_SOURCE)
+        if (kind == TETHER_MODULE_OPENCL_SOURCE) {
             kernel_names(data, size, info);
+        }
     }
     int rc = data ? tether_session_upload(s, kind, name, data, size)
                   : tether_session_upload_file(s, kind, name, path);
     free(owned);
     if (!rc && tether_session_last_upload_cached(s)) {
         g_uploads_cached++;
-        if (info)
+        if (info) {
             info->cached = 1;
+        }
     }
     uint64_t m = 0;
-    if (!rc)
+    if (!rc) {
         rc = tether_session_load_module(s, name, &m, nfuncs);
-    if (rc)
+    }
+    if (rc) {
         return rc;
-    if (module)
+    }
+    if (module) {
         *module = m;
+    }
     return 0;
 }
 
@@ -152,11 +169,13 @@ static void on_image(void *ctx, const char *what, const tether_mcu_firmware *fw,
                      const tether_mcu_image *img) {
     tether_cli_module_info *info = ctx;
     tether_device_image_line(stdout, what, fw, img);
-    if (!info)
+    if (!info) {
         return;
+    }
     info->nnames = 0;
-    for (uint32_t i = 0; i < img->num_functions && i < 16; i++)
+    for (uint32_t i = 0; i < img->num_functions && i < 16; i++) {
         snprintf(info->names[info->nnames++], sizeof info->names[0], "%s", img->functions[i]);
+    }
 }
 
 void tether_cli_device_options(tether_device_compile_options *o, const char *firmware) {
@@ -173,15 +192,18 @@ void tether_cli_device_options(tether_device_compile_options *o, const char *fir
 int tether_cli_load_module(tether_session *s, const char *path, const char *target,
                            const char *firmware, const char *name, uint64_t *module,
                            uint32_t *nfuncs, tether_cli_module_info *info) {
-    if (info)
+    if (info) {
         info->nnames = -1;
+    }
     const tether_device_info *d = tether_session_info(s);
     uint32_t kind;
     int linked = tether_artifact_module_kind(d, path, &kind); /* 1: .o/.a to link first */
-    if (linked < 0)
+    if (linked < 0) {
         return linked;
-    if (kind != TETHER_MODULE_MCU_IMAGE)
+    }
+    if (kind != TETHER_MODULE_MCU_IMAGE) {
         return upload_and_load(s, kind, name, NULL, 0, path, module, nfuncs, info);
+    }
     /* an MCU board: a .bin checked, .o/.a linked for its firmware (tether/device_compile.h) */
     tether_device_compile_options o;
     tether_cli_device_options(&o, firmware);
@@ -190,8 +212,9 @@ int tether_cli_load_module(tether_session *s, const char *path, const char *targ
     size_t size;
     tether_mcu_image img;
     int rc = tether_device_image(d, &o, path, target, &data, &size, &img);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     rc = upload_and_load(s, TETHER_MODULE_MCU_IMAGE, name, data, size, NULL, module, nfuncs, info);
     free(data);
     return rc;
@@ -199,35 +222,40 @@ int tether_cli_load_module(tether_session *s, const char *path, const char *targ
 
 int tether_cli_device_target(const tether_device_info *d, char *target, size_t tn, char *cpu,
                              size_t cn) {
-    if (tether_device_target(d, target, tn, cpu, cn))
+    if (tether_device_target(d, target, tn, cpu, cn)) {
         return fail(1, "%s", tether_last_error());
+    }
     return 0;
 }
 
 int tether_cli_artifact_loader(void *ctx, tether_session *s, const char *path, const char *target,
                                const char *name, uint64_t *module) {
     int rc = tether_device_loader(ctx, s, path, target, name, module);
-    if (!rc && tether_session_last_upload_cached(s))
+    if (!rc && tether_session_last_upload_cached(s)) {
         g_uploads_cached++; /* for run/bench --json's upload_cached */
+    }
     return rc;
 }
 
 void tether_cli_after_failure(tether_session *s, const char *cmd) {
     const char *fault = tether_session_fault(s);
-    if (!s || !fault)
+    if (!s || !fault) {
         return;
+    }
     const tether_device_info *d = tether_session_info(s);
-    if (!tether_cli_is_mcu(d))
+    if (!tether_cli_is_mcu(d)) {
         return; /* tetherd: the session process is gone, the daemon keeps serving */
+    }
     uint32_t before = d->boot_count;
-    if (tether_session_reconnect(s) == 0)
+    if (tether_session_reconnect(s) == 0) {
         fprintf(stderr,
                 "tether %s: the device reset after the fault and is back (boot %u, was %u); "
                 "the next command starts a new session\n",
                 cmd, (unsigned)d->boot_count, (unsigned)before);
-    else
+    } else {
         fprintf(stderr, "tether %s: the device did not come back after the fault: %s\n", cmd,
                 tether_last_error());
+    }
 }
 
 /* ---- tether compile ... --device URL [--upload] ---- */
@@ -245,22 +273,26 @@ typedef struct compile_device {
 static int compile_hook(void *ctx, tether_compile_options *o, tether_memory_cli *mem) {
     compile_device *c = ctx;
     const tether_device_info *d = tether_session_info(c->s);
-    for (int k = 0; k < mem->opts.npools; k++) /* "--pool NAME": the device's pool size */
+    for (int k = 0; k < mem->opts.npools; k++) { /* "--pool NAME": the device's pool size */
         if (mem->from_device[k]) {
             mem->pools[k].capacity = TETHER_POOL_SIZE_FROM_DEVICE;
             mem->from_device[k] = false;
         }
+    }
     c->dco.compile = *o;
-    if (!c->target_given) /* the compiler CLI's default profile gives way to the device's */
+    if (!c->target_given) { /* the compiler CLI's default profile gives way to the device's */
         c->dco.compile.build.target = NULL;
+    }
     int rc = tether_device_compile_resolve(d, &c->dco);
-    if (rc)
+    if (rc) {
         return fail(rc == TETHER_ERR_INVALID_ARG ? 2 : 1, "%s", tether_last_error());
+    }
     *o = c->dco.compile;
     /* what the device cannot run is refused before the compile */
     if (c->upload && o->backend != TETHER_BACKEND_OPENCL &&
-        tether_artifact_target_check(d, o->build.target, o->build.cpu, c->out))
+        tether_artifact_target_check(d, o->build.target, o->build.cpu, c->out)) {
         return fail(1, "%s", tether_last_error());
+    }
     return 0;
 }
 
@@ -268,8 +300,9 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
     tether_cli_device dev = {0};
     const char *firmware = NULL, *out = NULL;
     char **cargv = calloc((size_t)argc + 1, sizeof *cargv);
-    if (!cargv)
+    if (!cargv) {
         return fail(1, "out of memory");
+    }
     int cn = 0, rc = 2, upload = 0, target_given = 0;
     for (int i = 0; i < argc; i++) {
         upload |= !strcmp(argv[i], "--upload");
@@ -303,14 +336,16 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
             }
             dev.timeout_ms = (int)t;
         } else {
-            if (!strcmp(a, "-o") && v)
+            if (!strcmp(a, "-o") && v) {
                 out = v;
+            }
             target_given |= !strcmp(a, "--target");
             cargv[cn++] = argv[i];
             continue;
         }
-        if (takes)
+        if (takes) {
             i++;
+        }
     }
     cargv[cn] = NULL;
     if (!out && upload) {
@@ -320,8 +355,9 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
     static compile_device c;
     memset(&c, 0, sizeof c);
     rc = 1;
-    if (tether_cli_open(&dev, &c.s))
+    if (tether_cli_open(&dev, &c.s)) {
         goto done;
+    }
     const tether_device_info *d = tether_session_info(c.s);
     c.out = out;
     c.upload = upload;
@@ -329,8 +365,9 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
     tether_cli_device_options(&c.dco, firmware);
     /* compiled for the device (its target and CPU, pool sizes, image limits) */
     rc = tether_cmd_compile_with(cn, cargv, compile_hook, &c);
-    if (rc || !upload)
+    if (rc || !upload) {
         goto close;
+    }
     rc = 1;
     char path[4200];
     uint64_t module;
@@ -361,8 +398,9 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
         printf("uploaded %s to the %s board (boot %u): SHA-256 verified by the device, %u "
                "function%s loaded",
                path, d->board, (unsigned)d->boot_count, (unsigned)nf, nf == 1 ? "" : "s");
-        for (uint32_t i = 0; i < img.num_functions && i < 16; i++)
+        for (uint32_t i = 0; i < img.num_functions && i < 16; i++) {
             printf("%s%s", i ? ", " : ": ", img.functions[i]);
+        }
         printf("\n");
     } else {
         /* tetherd: the artifact's shared object */
@@ -371,9 +409,11 @@ int tether_cli_cmd_compile_upload(int argc, char **argv) {
         char lib[256] = "";
         if (f) {
             char line[512];
-            while (fgets(line, sizeof line, f))
-                if (sscanf(line, " \"library\": \"%255[^\"]\"", lib) == 1)
+            while (fgets(line, sizeof line, f)) {
+                if (sscanf(line, " \"library\": \"%255[^\"]\"", lib) == 1) {
                     break;
+                }
+            }
             fclose(f);
         }
         if (!lib[0] || strchr(lib, '/')) {

@@ -54,8 +54,9 @@
 static int read_model_input(const tether_ir_graph *g, int i, const tether_cli_array *a,
                             tether_npy *out) {
     const tether_ir_tensor *t = &g->tensors[g->inputs[i]];
-    if (tether_cli_array_read(a, out))
+    if (tether_cli_array_read(a, out)) {
         return fail(1, "%s", tether_last_error());
+    }
     if (tether_npy_check(out, a->label, "model input", t->name, t->dtype, t->ndim, t->shape)) {
         tether_npy_free(out);
         return fail(1, "%s", tether_last_error());
@@ -67,8 +68,9 @@ static int read_model_input(const tether_ir_graph *g, int i, const tether_cli_ar
 static int interpret(const tether_ir_graph *g, const tether_npy *in, tether_npy *out) {
     const float *ins[TETHER_CLI_MAX_IO];
     float *outs[TETHER_CLI_MAX_IO];
-    for (int i = 0; i < g->ninputs; i++)
+    for (int i = 0; i < g->ninputs; i++) {
         ins[i] = in[i].data;
+    }
     for (int i = 0; i < g->noutputs; i++) {
         const tether_ir_tensor *t = &g->tensors[g->outputs[i]];
         memset(&out[i], 0, sizeof out[i]);
@@ -77,24 +79,28 @@ static int interpret(const tether_ir_graph *g, const tether_npy *in, tether_npy 
         memcpy(out[i].shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
         out[i].nbytes = tether_ir_tensor_elements(t) * sizeof(float);
         out[i].data = calloc(1, out[i].nbytes ? out[i].nbytes : 1);
-        if (!out[i].data)
+        if (!out[i].data) {
             return fail(1, "out of memory");
+        }
         outs[i] = out[i].data;
     }
-    if (tether_interp_run(g, ins, outs))
+    if (tether_interp_run(g, ins, outs)) {
         return fail(1, "reference interpreter: %s", tether_last_error());
+    }
     return 0;
 }
 
 /* Only float32 models with at most TETHER_CLI_MAX_IO inputs/outputs can be interpreted here. */
 static int check_float_model(const char *model, const tether_ir_graph *g) {
-    if (g->ninputs > TETHER_CLI_MAX_IO || g->noutputs > TETHER_CLI_MAX_IO)
+    if (g->ninputs > TETHER_CLI_MAX_IO || g->noutputs > TETHER_CLI_MAX_IO) {
         return fail(1, "%s: more than %d inputs or outputs", model, TETHER_CLI_MAX_IO);
+    }
     for (int i = 0; i < g->ninputs + g->noutputs; i++) {
         int ti = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
-        if (!tether_dtype_equal(g->tensors[ti].dtype, TETHER_FLOAT32))
+        if (!tether_dtype_equal(g->tensors[ti].dtype, TETHER_FLOAT32)) {
             return fail(1, "%s: tensor '%s' is not float32 (the interpreter's only dtype)", model,
                         g->tensors[ti].name);
+        }
     }
     return 0;
 }
@@ -102,8 +108,9 @@ static int check_float_model(const char *model, const tether_ir_graph *g) {
 /* The graph's input (outputs = 0) or output names, for tether_cli_array_order. */
 static void graph_names(const tether_ir_graph *g, int outputs, const char **names) {
     int n = outputs ? g->noutputs : g->ninputs;
-    for (int i = 0; i < n && i < TETHER_CLI_MAX_IO; i++)
+    for (int i = 0; i < n && i < TETHER_CLI_MAX_IO; i++) {
         names[i] = g->tensors[outputs ? g->outputs[i] : g->inputs[i]].name;
+    }
 }
 
 int tether_cli_run_reference(const char *model, int nin, tether_cli_array *inputs, int nout,
@@ -113,12 +120,15 @@ int tether_cli_run_reference(const char *model, int nin, tether_cli_array *input
      * every file is checked against the model (an .npz member from its header) */
     static tether_cli_model_load ml;
     int lrc = tether_cli_model_inputs_check(model, &ml, nin, inputs, 0, NULL, 0, &g);
-    if (lrc)
+    if (lrc) {
         return lrc;
+    }
     int nkept = 0;
-    for (int i = 0; i < nin; i++)
-        if (!ml.bound[i])
+    for (int i = 0; i < nin; i++) {
+        if (!ml.bound[i]) {
             inputs[nkept++] = inputs[i];
+        }
+    }
     tether_cli_model_load_free(&ml);
     nin = nkept;
     tether_npy in[TETHER_CLI_MAX_IO], out[TETHER_CLI_MAX_IO];
@@ -126,25 +136,30 @@ int tether_cli_run_reference(const char *model, int nin, tether_cli_array *input
     memset(out, 0, sizeof out);
     int rc = 1;
     const char *in_names[TETHER_CLI_MAX_IO], *out_names[TETHER_CLI_MAX_IO];
-    if (check_float_model(model, &g))
+    if (check_float_model(model, &g)) {
         goto done;
+    }
     graph_names(&g, 0, in_names);
     graph_names(&g, 1, out_names);
     if ((rc = tether_cli_array_order(inputs, &nin, g.ninputs, in_names, "input")) ||
         (!tether_cli_out_npz(outputs, nout) &&
-         (rc = tether_cli_array_order(outputs, &nout, g.noutputs, out_names, "output"))))
+         (rc = tether_cli_array_order(outputs, &nout, g.noutputs, out_names, "output")))) {
         goto done;
+    }
     rc = 1;
     if (nin != g.ninputs || (nout && !tether_cli_out_npz(outputs, nout) && nout != g.noutputs)) {
         rc = fail(2, "%s has %d inputs and %d outputs; %d --in and %d --out given", model,
                   g.ninputs, g.noutputs, nin, nout);
         goto done;
     }
-    for (int i = 0; i < nin; i++)
-        if (read_model_input(&g, i, &inputs[i], &in[i]))
+    for (int i = 0; i < nin; i++) {
+        if (read_model_input(&g, i, &inputs[i], &in[i])) {
             goto done;
-    if (interpret(&g, in, out))
+        }
+    }
+    if (interpret(&g, in, out)) {
         goto done;
+    }
     static tether_cli_array defaults[TETHER_CLI_MAX_IO];
     if (!nout) { /* out0.npy, out1.npy, ... */
         for (int i = 0; i < g.noutputs; i++) {
@@ -155,8 +170,9 @@ int tether_cli_run_reference(const char *model, int nin, tether_cli_array *input
         outputs = defaults;
         nout = g.noutputs;
     }
-    if (tether_cli_write_outputs(outputs, nout, g.noutputs, out_names, out, NULL))
+    if (tether_cli_write_outputs(outputs, nout, g.noutputs, out_names, out, NULL)) {
         goto done;
+    }
     printf("%s: reference interpreter, %d operators\n", model, g.nnodes);
     rc = 0;
 done:
@@ -210,8 +226,9 @@ static int parse_num(const char *opt, const char *v, double lo, double hi, doubl
     errno = 0;
     *out = 0;
     double x = v ? strtod(v, &end) : 0;
-    if (!v || errno || end == v || *end || !(x >= lo && x <= hi))
+    if (!v || errno || end == v || *end || !(x >= lo && x <= hi)) {
         return fail(2, "%s needs a number in [%g, %g]", opt, lo, hi);
+    }
     *out = x;
     return 0;
 }
@@ -238,8 +255,9 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
         }
         if (!strcmp(o, "--pool") || !strcmp(o, "--pin") || !strcmp(o, "--plan-inputs") ||
             !strcmp(o, "--plan-outputs") || !strcmp(o, "--params-pool")) {
-            if (tether_memory_cli_parse(a->mem, "ab", argc, argv, &i) != 1)
+            if (tether_memory_cli_parse(a->mem, "ab", argc, argv, &i) != 1) {
                 return 2;
+            }
             continue;
         }
         if (!strcmp(o, "--opencl")) {
@@ -251,23 +269,27 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
             continue;
         }
         if (o[0] != '-') {
-            if (a->model)
+            if (a->model) {
                 return fail(2, "unexpected argument '%s' (one model)", o);
+            }
             a->model = o;
             continue;
         }
-        if (!v)
+        if (!v) {
             return fail(2, "%s needs a value", o);
+        }
         i++;
         if (!strcmp(o, "--device")) {
-            if (tether_device_url_check(v))
+            if (tether_device_url_check(v)) {
                 return fail(2, "--device: %s", tether_last_error());
+            }
             a->dev.url = v;
         } else if (!strcmp(o, "--token-file")) {
             a->dev.token_file = v;
         } else if (!strcmp(o, "--timeout-ms")) {
-            if (parse_num(o, v, 1, 86400000, &x))
+            if (parse_num(o, v, 1, 86400000, &x)) {
                 return 2;
+            }
             a->dev.timeout_ms = (int)x;
         } else if (!strcmp(o, "--target")) {
             a->target = v;
@@ -278,24 +300,28 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
         } else if (!strcmp(o, "--firmware")) {
             a->firmware = v;
         } else if (!strcmp(o, "--params")) {
-            if (strcmp(v, "linked") && strcmp(v, "blob"))
+            if (strcmp(v, "linked") && strcmp(v, "blob")) {
                 return fail(2, "--params wants linked or blob");
+            }
             a->params = !strcmp(v, "linked");
         } else if (!strcmp(o, "--input-shape")) {
-            if (a->ninput_shapes >= TETHER_CLI_MAX_IO)
+            if (a->ninput_shapes >= TETHER_CLI_MAX_IO) {
                 return fail(2, "--input-shape: at most %d", TETHER_CLI_MAX_IO);
+            }
             a->input_shapes[a->ninput_shapes++] = v;
         } else if (!strcmp(o, "--opt-level")) {
-            if (!strcmp(v, "s"))
+            if (!strcmp(v, "s")) {
                 a->opt_level = -1;
-            else if (parse_num(o, v, 0, 3, &x))
+            } else if (parse_num(o, v, 0, 3, &x)) {
                 return 2;
-            else
+            } else {
                 a->opt_level = (int)x;
+            }
         } else if (!strcmp(o, "--in")) {
             int prc = tether_cli_array_parse(v, 0, a->in, &a->nin, TETHER_CLI_MAX_IO);
-            if (prc)
+            if (prc) {
                 return prc;
+            }
         } else if (!strcmp(o, "-o")) {
             a->out_dir = v;
         } else if (!strcmp(o, "--json")) {
@@ -303,34 +329,42 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
         } else if (!strcmp(o, "--svg")) {
             a->svg = v;
         } else if (!strcmp(o, "--number")) {
-            if (parse_num(o, v, 1, 1e8, &x))
+            if (parse_num(o, v, 1, 1e8, &x)) {
                 return 2;
+            }
             a->number = (uint32_t)x;
         } else if (!strcmp(o, "--repeat")) {
-            if (parse_num(o, v, 1, AB_MAX_REPEAT, &x))
+            if (parse_num(o, v, 1, AB_MAX_REPEAT, &x)) {
                 return 2;
+            }
             a->repeat = (uint32_t)x;
         } else if (!strcmp(o, "--min-repeat-ms")) {
-            if (parse_num(o, v, 0, 1e6, &x))
+            if (parse_num(o, v, 0, 1e6, &x)) {
                 return 2;
+            }
             a->min_repeat_ms = (uint32_t)x;
         } else if (!strcmp(o, "--rtol")) {
-            if (parse_num(o, v, 0, 1, &a->rtol))
+            if (parse_num(o, v, 0, 1, &a->rtol)) {
                 return 2;
+            }
         } else if (!strcmp(o, "--atol")) {
-            if (parse_num(o, v, 0, 1e6, &a->atol))
+            if (parse_num(o, v, 0, 1e6, &a->atol)) {
                 return 2;
+            }
         } else {
             return fail(2, "unknown option '%s' (try --help)", o);
         }
     }
-    if (!a->model)
+    if (!a->model) {
         return fail(2, "give the model to compare (try --help)");
-    if (a->svg && tether_file_out_check(a->svg))
+    }
+    if (a->svg && tether_file_out_check(a->svg)) {
         return fail(2, "--svg: %s", tether_last_error());
+    }
     if (a->json) { /* found out now, not after the whole A/B */
-        if (tether_file_out_check(a->json))
+        if (tether_file_out_check(a->json)) {
             return fail(2, "--json: %s", tether_last_error());
+        }
     }
     return 0;
 }
@@ -342,8 +376,9 @@ static int generate_inputs(const tether_ir_graph *g, const char *dir, char paths
         const tether_ir_tensor *t = &g->tensors[g->inputs[i]];
         size_t n = tether_ir_tensor_elements(t);
         float *v = malloc((n ? n : 1) * sizeof *v);
-        if (!v)
+        if (!v) {
             return fail(1, "out of memory");
+        }
         for (size_t k = 0; k < n; k++) {
             seed = seed * 1664525u + 1013904223u;
             v[k] = (float)(seed >> 8) / 8388608.0f - 1.0f;
@@ -351,8 +386,9 @@ static int generate_inputs(const tether_ir_graph *g, const char *dir, char paths
         snprintf(paths[i], 1200, "%s/input_%d.npy", dir, i);
         int rc = tether_npy_write(paths[i], TETHER_FLOAT32, t->shape, t->ndim, v);
         free(v);
-        if (rc)
+        if (rc) {
             return fail(1, "%s", tether_last_error());
+        }
     }
     return 0;
 }
@@ -368,10 +404,12 @@ static void compare(ab_side *s, const tether_npy *ref, int nout, double rtol, do
         const float *x = a->data, *y = ref[i].data;
         for (size_t k = 0; k < a->nbytes / sizeof(float); k++) {
             double d = fabs((double)x[k] - (double)y[k]);
-            if (!(d <= atol + rtol * fabs((double)y[k])))
+            if (!(d <= atol + rtol * fabs((double)y[k]))) {
                 s->equal = 0;
-            if (d > s->max_abs || d != d)
+            }
+            if (d > s->max_abs || d != d) {
                 s->max_abs = d;
+            }
         }
     }
 }
@@ -379,12 +417,14 @@ static void compare(ab_side *s, const tether_npy *ref, int nout, double rtol, do
 /* One TIME of one side: repeat r's per-call seconds; the side's number keeps its grown value. */
 static int time_side(ab_side *s, const ab_args *a, double *out) {
     tether_time_stats ts;
-    if (tether_artifact_time(s->art, s->number, 1, a->min_repeat_ms, 0, &ts, NULL))
+    if (tether_artifact_time(s->art, s->number, 1, a->min_repeat_ms, 0, &ts, NULL)) {
         return fail(1, "%s", tether_last_error());
+    }
     s->number = ts.number > s->number ? ts.number : s->number;
     s->zero_timer |= ts.zero_timer;
-    if (out)
+    if (out) {
         *out = ts.seconds[0];
+    }
     return 0;
 }
 
@@ -392,11 +432,13 @@ static int time_side(ab_side *s, const ab_args *a, double *out) {
  * outputs and stack high-water mark, and compares them with the interpreter. */
 static int side_start(ab_side *s, const ab_args *a, tether_session *ses, const tether_npy *ref,
                       int nref) {
-    if (tether_artifact_open(s->dir, &s->art))
+    if (tether_artifact_open(s->dir, &s->art)) {
         return fail(1, "%s", tether_last_error());
+    }
     int nin = tether_artifact_num_inputs(s->art), nout = tether_artifact_num_outputs(s->art);
-    if (nin != a->nin)
+    if (nin != a->nin) {
         return fail(2, "the model has %d inputs, %d --in given", nin, a->nin);
+    }
     tether_npy in[TETHER_CLI_MAX_IO];
     const void *ins[TETHER_CLI_MAX_IO];
     void *outs[TETHER_CLI_MAX_IO];
@@ -404,8 +446,9 @@ static int side_start(ab_side *s, const ab_args *a, tether_session *ses, const t
     int rc = 0;
     for (int i = 0; !rc && i < nin; i++) {
         if (tether_cli_array_read(&a->in[i], &in[i]) ||
-            tether_artifact_check_input(s->art, i, a->in[i].label, &in[i]))
+            tether_artifact_check_input(s->art, i, a->in[i].label, &in[i])) {
             rc = fail(1, "%s", tether_last_error());
+        }
         ins[i] = in[i].data;
     }
     for (int i = 0; !rc && i < nout; i++) {
@@ -417,18 +460,22 @@ static int side_start(ab_side *s, const ab_args *a, tether_session *ses, const t
         memcpy(o->shape, io.shape, sizeof(int64_t) * (size_t)io.ndim);
         o->nbytes = io.nbytes;
         o->data = outs[i] = calloc(1, io.nbytes ? io.nbytes : 1);
-        if (!o->data)
+        if (!o->data) {
             rc = fail(1, "out of memory");
+        }
         s->run.nout = i + 1;
     }
     /* prepared with the host library's loader (the MCU link included) */
     if (!rc && (tether_device_prepare(s->art, ses, &s->dco) ||
-                tether_artifact_run(s->art, ins, outs, &s->run.call, NULL)))
+                tether_artifact_run(s->art, ins, outs, &s->run.call, NULL))) {
         rc = fail(1, "%s", tether_last_error());
-    for (int i = 0; i < nin; i++)
+    }
+    for (int i = 0; i < nin; i++) {
         tether_npy_free(&in[i]);
-    if (rc)
+    }
+    if (rc) {
         return rc;
+    }
     s->kernels = tether_artifact_num_kernels(s->art);
     compare(s, ref, nref, a->rtol, a->atol);
     s->number = a->number;
@@ -448,12 +495,14 @@ static int measure(ab_args *a, tether_session *ses, ab_side *s, int nsides, cons
     int rc = 1;
     if (!interleaved) {
         for (int k = 0; k < nsides; k++) {
-            if (side_start(&s[k], a, ses, ref, nref) || time_side(&s[k], a, NULL))
+            if (side_start(&s[k], a, ses, ref, nref) || time_side(&s[k], a, NULL)) {
                 goto out;
+            }
             tether_cli_progress_update(&p, ++done);
             for (uint32_t r = 0; r < a->repeat; r++) {
-                if (time_side(&s[k], a, &s[k].t[r]))
+                if (time_side(&s[k], a, &s[k].t[r])) {
                     goto out;
+                }
                 tether_cli_progress_update(&p, ++done);
             }
             tether_artifact_free(s[k].art);
@@ -462,21 +511,26 @@ static int measure(ab_args *a, tether_session *ses, ab_side *s, int nsides, cons
         rc = 0;
         goto out;
     }
-    for (int k = 0; k < nsides; k++)
-        if (side_start(&s[k], a, ses, ref, nref))
-            goto out;
     for (int k = 0; k < nsides; k++) {
-        if (time_side(&s[k], a, NULL))
+        if (side_start(&s[k], a, ses, ref, nref)) {
             goto out;
+        }
+    }
+    for (int k = 0; k < nsides; k++) {
+        if (time_side(&s[k], a, NULL)) {
+            goto out;
+        }
         tether_cli_progress_update(&p, ++done);
     }
-    for (uint32_t r = 0; r < a->repeat; r++)
+    for (uint32_t r = 0; r < a->repeat; r++) {
         for (int i = 0; i < nsides; i++) {
             int k = r % 2 ? nsides - 1 - i : i;
-            if (time_side(&s[k], a, &s[k].t[r]))
+            if (time_side(&s[k], a, &s[k].t[r])) {
                 goto out;
+            }
             tether_cli_progress_update(&p, ++done);
         }
+    }
     rc = 0;
 out:
     tether_cli_progress_end(&p);
@@ -486,8 +540,9 @@ out:
 int tether_cli_cmd_ab(int argc, char **argv) {
     ab_args a;
     int prc = parse_ab(argc, argv, &a);
-    if (prc)
+    if (prc) {
         return prc == -1 ? 0 : prc;
+    }
     /* the model and the --in files first, without the device (an ONNX model binds the inputs
      * its operators need as constants, a Reshape's shape, from their files; only the others are
      * fed at run time): a bad file is refused before any device is contacted */
@@ -495,8 +550,9 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     tether_ir_graph g;
     int lrc = tether_cli_model_inputs_check(a.model, &ml, a.nin, a.in, a.ninput_shapes,
                                             a.input_shapes, 1, &g);
-    if (lrc)
+    if (lrc) {
         return lrc;
+    }
     /* then the device: its HELLO decides the target and whether --opencl can run at all */
     tether_session *ses = NULL;
     if (tether_cli_open(&a.dev, &ses)) {
@@ -524,16 +580,18 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     base.compile.build.cpu = a.cpu;
     base.compile.build.opt_level = a.opt_level;
     base.compile.load = &ml.lo;
-    for (int k = 0; k < a.mem->opts.npools; k++) /* "--pool NAME": the device's pool size */
+    for (int k = 0; k < a.mem->opts.npools; k++) { /* "--pool NAME": the device's pool size */
         if (a.mem->from_device[k]) {
             a.mem->pools[k].capacity = TETHER_POOL_SIZE_FROM_DEVICE;
             a.mem->from_device[k] = false;
         }
+    }
     base.compile.memory = a.mem->opts;
-    if (a.params != -1)
+    if (a.params != -1) {
         base.compile.codegen.link_params = a.params == 1;
-    else /* large weights go to a params blob unless --params says otherwise */
+    } else { /* large weights go to a params blob unless --params says otherwise */
         base.compile.params_link_max = TETHER_PARAMS_LINK_MAX;
+    }
     base.tuning_log = a.tuning_log;
     int rrc = tether_device_compile_resolve(d, &base);
     if (rrc) {
@@ -559,9 +617,11 @@ int tether_cli_cmd_ab(int argc, char **argv) {
         return fail(1, "target %s: its compiler %s is not installed", a.target, tg->cc);
     }
     int given = a.nin, kept = 0;
-    for (int i = 0; i < given; i++)
-        if (!ml.bound[i])
+    for (int i = 0; i < given; i++) {
+        if (!ml.bound[i]) {
             a.in[kept++] = a.in[i];
+        }
+    }
     a.nin = kept;
     int made_tmp = 0;
     char dir[1024];
@@ -572,12 +632,14 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     static ab_side s[4]; /* unpacked, packed; with --opencl: OpenCL buffer and texture weights */
     memset(s, 0, sizeof s);
     int nsides = a.opencl ? 4 : 2;
-    if (check_float_model(a.model, &g))
+    if (check_float_model(a.model, &g)) {
         goto done;
+    }
     const char *in_names[TETHER_CLI_MAX_IO];
     graph_names(&g, 0, in_names);
-    if (given && (rc = tether_cli_array_order(a.in, &a.nin, g.ninputs, in_names, "input")))
+    if (given && (rc = tether_cli_array_order(a.in, &a.nin, g.ninputs, in_names, "input"))) {
         goto done;
+    }
     rc = 1;
     if (given && a.nin != g.ninputs) {
         rc = fail(2, "%s has %d run-time inputs, %d --in given (%d bound as constants)", a.model,
@@ -598,8 +660,9 @@ int tether_cli_cmd_ab(int argc, char **argv) {
         made_tmp = 1;
     }
     if (!given) {
-        if (generate_inputs(&g, dir, gen))
+        if (generate_inputs(&g, dir, gen)) {
             goto done;
+        }
         for (int i = 0; i < g.ninputs; i++) {
             memset(&a.in[i], 0, sizeof a.in[i]);
             a.in[i].path = gen[i];
@@ -607,11 +670,14 @@ int tether_cli_cmd_ab(int argc, char **argv) {
         }
         a.nin = g.ninputs;
     }
-    for (int i = 0; i < a.nin; i++)
-        if (read_model_input(&g, i, &a.in[i], &in[i]))
+    for (int i = 0; i < a.nin; i++) {
+        if (read_model_input(&g, i, &a.in[i], &in[i])) {
             goto done;
-    if (interpret(&g, in, ref))
+        }
+    }
+    if (interpret(&g, in, ref)) {
         goto done;
+    }
     /* compile every side for the device before it does anything (tether_compile_for_device;
      * each side is prepared on it in measure) */
     for (int k = 0; k < nsides; k++) {
@@ -634,34 +700,42 @@ int tether_cli_cmd_ab(int argc, char **argv) {
         o->loader_ctx = o; /* tether_cli_artifact_loader's context: this side's options */
         o->notes = k == 0 || k == 2 ? stdout : NULL; /* the tuning log's note, once per backend */
         if (tether_compile_for_device(ses, a.model, s[k].dir, o, &s[k].comp, NULL)) {
-            if (k < 2)
+            if (k < 2) {
                 fail(1, "compile (%s ABI): %s", tether_abi_name(s[k].abi), tether_last_error());
-            else
+            } else {
                 fail(1, "compile (OpenCL): %s", tether_error_detail());
+            }
             goto done;
         }
     }
-    if (measure(&a, ses, s, nsides, ref, g.noutputs, interleaved))
+    if (measure(&a, ses, s, nsides, ref, g.noutputs, interleaved)) {
         goto done;
+    }
     for (int k = 0; k < nsides; k++) {
         tether_spread_of(s[k].t, (int)a.repeat, &s[k].spread);
         tether_ratio_of(s[0].t, (int)a.repeat, s[k].t, (int)a.repeat, &s[k].vs_unpacked);
     }
     tether_cli_ab_print_table(&a, &g, s, interleaved);
-    if (a.opencl)
+    if (a.opencl) {
         tether_cli_ab_print_opencl(s);
-    if (a.json && tether_cli_ab_write_json(&a, d, s, interleaved))
+    }
+    if (a.json && tether_cli_ab_write_json(&a, d, s, interleaved)) {
         goto done;
-    if (a.svg && tether_cli_ab_write_svg(&a, &g, s, nsides))
+    }
+    if (a.svg && tether_cli_ab_write_svg(&a, &g, s, nsides)) {
         goto done;
-    if (a.out_dir) /* the artifacts and inputs kept there */
+    }
+    if (a.out_dir) { /* the artifacts and inputs kept there */
         tether_cli_wrote(a.out_dir);
+    }
     rc = s[0].equal && s[1].equal && (!a.opencl || (s[2].equal && s[3].equal)) ? 0 : 1;
-    if (rc)
+    if (rc) {
         fail(1, "outputs differ from the reference interpreter (rtol %g, atol %g)", a.rtol, a.atol);
+    }
 done:
-    if (rc)
+    if (rc) {
         tether_cli_after_failure(ses, "ab");
+    }
     for (int i = 0; i < TETHER_CLI_MAX_IO; i++) {
         tether_npy_free(&in[i]);
         tether_npy_free(&ref[i]);
@@ -669,12 +743,14 @@ done:
     for (int k = 0; k < 4; k++) {
         tether_artifact_free(s[k].art);
         s[k].art = NULL;
-        for (int i = 0; i < TETHER_CLI_MAX_IO; i++)
+        for (int i = 0; i < TETHER_CLI_MAX_IO; i++) {
             tether_npy_free(&s[k].run.out[i]);
+        }
     }
     tether_session_close(ses);
-    if (made_tmp)
+    if (made_tmp) {
         tether_cli_tempdir_remove(dir);
+    }
     tether_cli_model_load_free(&ml);
     tether_ir_close(&g);
     return rc;

@@ -37,8 +37,9 @@ static const char pool_usage[] =
 static int split_redis(const char *v, char *host, size_t n, uint16_t *port) {
     const char *colon = v ? strrchr(v, ':') : NULL;
     long p = colon ? strtol(colon + 1, NULL, 10) : 0;
-    if (!colon || colon == v || (size_t)(colon - v) >= n || p < 1 || p > 65535)
+    if (!colon || colon == v || (size_t)(colon - v) >= n || p < 1 || p > 65535) {
         return tether_cli_fail(2, "--redis wants HOST:PORT, got '%s'", v ? v : "");
+    }
     memcpy(host, v, (size_t)(colon - v));
     host[colon - v] = 0;
     *port = (uint16_t)p;
@@ -51,11 +52,13 @@ static char *caps_of(const tether_device_info *d) {
     cJSON_AddStringToObject(c, "triple", d->triple);
     cJSON_AddStringToObject(c, "arch", d->arch);
     cJSON_AddStringToObject(c, "cpu", d->cpu);
-    if (d->board[0])
+    if (d->board[0]) {
         cJSON_AddStringToObject(c, "board", d->board);
+    }
     cJSON *p = cJSON_AddArrayToObject(c, "pools");
-    for (uint32_t i = 0; i < d->num_pools && i < 8; i++)
+    for (uint32_t i = 0; i < d->num_pools && i < 8; i++) {
         cJSON_AddItemToArray(p, cJSON_CreateString(d->pools[i]));
+    }
     cJSON_AddBoolToObject(c, "opencl", d->opencl);
     char *t = cJSON_PrintUnformatted(c);
     cJSON_Delete(c);
@@ -89,24 +92,27 @@ static void on_change(void *ctx, int registered, const char *why) {
 static int pool_add(const char *host, uint16_t port, const char *key, const char *name,
                     const tether_cli_device *dev, int ttl_ms) {
     tether_session *s;
-    if (tether_cli_open(dev, &s))
+    if (tether_cli_open(dev, &s)) {
         return 1;
+    }
     char *caps = caps_of(tether_session_info(s));
     tether_session_close(s);
     const char *url = tether_cli_device_url(dev->url);
     /* the heartbeat's check: a quiet open, bounded by --timeout-ms or else the TTL */
     agent a = {*dev, name ? name : url, url};
-    if (!a.dev.timeout_ms)
+    if (!a.dev.timeout_ms) {
         a.dev.timeout_ms = ttl_ms > 0 ? ttl_ms : TETHER_POOL_HEARTBEAT_MS_DEFAULT;
+    }
     tether_pool_device_options po = {
         .ttl_ms = ttl_ms, .probe = probe, .on_change = on_change, .ctx = &a};
     if (!strncmp(url, "uart:", 5) || !strncmp(url, "local:", 6) || strstr(url, "://127.") ||
-        strstr(url, "://localhost") || strstr(url, "://[::1]"))
+        strstr(url, "://localhost") || strstr(url, "://[::1]")) {
         fprintf(stderr,
                 "tether pool: note: clients connect to %s themselves; only clients on this "
                 "machine can (export a serial port with ser2net as tcp-serial://, give tetherd "
                 "an address they reach)\n",
                 url);
+    }
     /* SIGINT/SIGTERM unregister; they are waited for, not handled asynchronously */
     sigset_t set;
     sigemptyset(&set);
@@ -117,8 +123,9 @@ static int pool_add(const char *host, uint16_t port, const char *key, const char
     tether_pool_device *d;
     int rc = tether_pool_device_start(host, port, key, a.name, url, caps, &po, &d);
     free(caps);
-    if (rc)
+    if (rc) {
         return tether_cli_fail(1, "%s", tether_last_error());
+    }
     printf("registered %s (%s) in pool %s:%u as '%s'\n", url, key, host, (unsigned)port,
            name ? name : url);
     fflush(stdout);
@@ -131,8 +138,9 @@ static int pool_add(const char *host, uint16_t port, const char *key, const char
 
 static int pool_status(const char *host, uint16_t port, int json) {
     char *text;
-    if (tether_pool_status_json(host, port, &text))
+    if (tether_pool_status_json(host, port, &text)) {
         return tether_cli_fail(1, "%s", tether_last_error());
+    }
     if (json) {
         printf("%s\n", text);
         free(text);
@@ -184,44 +192,53 @@ int tether_cli_cmd_pool(int argc, char **argv) {
             fputs(pool_usage, stdout);
             return 0;
         }
-        if (takes && !v)
+        if (takes && !v) {
             return tether_cli_fail(2, "%s needs a value", a);
-        if (!strcmp(a, "--redis"))
+        }
+        if (!strcmp(a, "--redis")) {
             redis = v;
-        else if (!strcmp(a, "--key"))
+        } else if (!strcmp(a, "--key")) {
             key = v;
-        else if (!strcmp(a, "--name"))
+        } else if (!strcmp(a, "--name")) {
             name = v;
-        else if (!strcmp(a, "--device"))
+        } else if (!strcmp(a, "--device")) {
             dev.url = v;
-        else if (!strcmp(a, "--token-file"))
+        } else if (!strcmp(a, "--token-file")) {
             dev.token_file = v;
-        else if (!strcmp(a, "--timeout-ms"))
+        } else if (!strcmp(a, "--timeout-ms")) {
             dev.timeout_ms = atoi(v);
-        else if (!strcmp(a, "--ttl-ms")) {
+        } else if (!strcmp(a, "--ttl-ms")) {
             ttl_ms = atoi(v);
-            if (ttl_ms < 100)
+            if (ttl_ms < 100) {
                 return tether_cli_fail(2, "--ttl-ms wants at least 100, got '%s'", v);
-        } else if (!strcmp(a, "--json"))
+            }
+        } else if (!strcmp(a, "--json")) {
             json = 1;
-        else
+        } else {
             return tether_cli_fail(2, "unknown option '%s' (try tether pool --help)", a);
-        if (takes)
+        }
+        if (takes) {
             i++;
+        }
     }
     char host[256];
     uint16_t port = 0;
-    if (!redis)
+    if (!redis) {
         return tether_cli_fail(2, "missing --redis HOST:PORT");
-    if (split_redis(redis, host, sizeof host, &port))
+    }
+    if (split_redis(redis, host, sizeof host, &port)) {
         return 2;
-    if (!strcmp(sub, "status"))
+    }
+    if (!strcmp(sub, "status")) {
         return pool_status(host, port, json);
+    }
     if (!strcmp(sub, "add")) {
-        if (!key || !dev.url)
+        if (!key || !dev.url) {
             return tether_cli_fail(2, "pool add needs --key KEY and --device URL");
-        if (!strncmp(dev.url, "pool://", 7))
+        }
+        if (!strncmp(dev.url, "pool://", 7)) {
             return tether_cli_fail(2, "pool add registers a device URL, not a pool:// URL");
+        }
         return pool_add(host, port, key, name, &dev, ttl_ms);
     }
     return tether_cli_fail(2, "unknown pool command '%s' (add, status)", sub);

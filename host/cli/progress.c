@@ -30,19 +30,23 @@ static double now_s(void) {
 /* 0 off, 1 terminal line, 2 plain lines */
 static int mode(void) {
     const char *m = getenv("TETHER_PROGRESS");
-    if (m && !strcmp(m, "off"))
+    if (m && !strcmp(m, "off")) {
         return 0;
-    if (m && !strcmp(m, "tty"))
+    }
+    if (m && !strcmp(m, "tty")) {
         return 1;
-    if (m && !strcmp(m, "lines"))
+    }
+    if (m && !strcmp(m, "lines")) {
         return 2;
+    }
     return isatty(STDERR_FILENO) ? 1 : 2;
 }
 
 static double env_ms(const char *name, double def) {
     const char *v = getenv(name);
-    if (!v || !*v)
+    if (!v || !*v) {
         return def;
+    }
     char *end;
     double x = strtod(v, &end);
     return *end || x < 0 ? def : x / 1000.0;
@@ -63,12 +67,13 @@ static void amount(char *buf, size_t n, double v, int bytes) {
 }
 
 static void duration(char *buf, size_t n, double s) {
-    if (s < 60)
+    if (s < 60) {
         snprintf(buf, n, "%.0f s", s < 1 ? 1 : s);
-    else if (s < 3600)
+    } else if (s < 3600) {
         snprintf(buf, n, "%d min %d s", (int)s / 60, (int)s % 60);
-    else
+    } else {
         snprintf(buf, n, "%d h %d min", (int)s / 3600, (int)s % 3600 / 60);
+    }
 }
 
 void tether_cli_progress_start(tether_cli_progress *p, const char *what, uint64_t total,
@@ -103,13 +108,15 @@ static void rate_text(const tether_cli_progress *p, double elapsed, char *buf, s
 }
 
 void tether_cli_progress_update(tether_cli_progress *p, uint64_t done) {
-    if (!p->active || !p->mode)
+    if (!p->active || !p->mode) {
         return;
+    }
     p->done = done > p->total ? p->total : done;
     double t = now_s(), elapsed = t - p->start;
     int finished = p->done >= p->total;
-    if (!p->shown && elapsed < env_ms("TETHER_PROGRESS_AFTER_MS", 1.0))
+    if (!p->shown && elapsed < env_ms("TETHER_PROGRESS_AFTER_MS", 1.0)) {
         return;
+    }
     char dt[128], rate[48], left[40] = "";
     done_of_total(p, dt, sizeof dt);
     rate_text(p, elapsed, rate, sizeof rate);
@@ -121,19 +128,22 @@ void tether_cli_progress_update(tether_cli_progress *p, uint64_t done) {
     }
     int pct = p->total ? (int)(100.0 * (double)p->done / (double)p->total) : 100;
     if (p->mode == 1) {
-        if (!finished && p->shown && t - p->last < 0.1)
+        if (!finished && p->shown && t - p->last < 0.1) {
             return;
+        }
         int width = 20, fill = p->total ? (int)((double)width * p->done / p->total) : width;
         fprintf(stderr, "\r\033[K%s  [%.*s%.*s]  %3d%%  %s  %s  %s", p->what, fill,
                 "####################", width - fill, "....................", pct, dt, rate, left);
-        if (finished)
+        if (finished) {
             fputc('\n', stderr);
+        }
     } else {
         if (finished) {
             char d[32];
             duration(d, sizeof d, elapsed);
-            if (elapsed < 10)
+            if (elapsed < 10) {
                 snprintf(d, sizeof d, "%.1f s", elapsed);
+            }
             fprintf(stderr, "tether %s: %s: done, %s in %s (%s)\n", tether_cli_command(), p->what,
                     dt, d, rate);
         } else if (!p->shown || t - p->last >= env_ms("TETHER_PROGRESS_EVERY_MS", 5.0)) {
@@ -146,12 +156,14 @@ void tether_cli_progress_update(tether_cli_progress *p, uint64_t done) {
     fflush(stderr);
     p->shown = 1;
     p->last = t;
-    if (finished)
+    if (finished) {
         p->active = 0;
+    }
 }
 
 void tether_cli_progress_end(tether_cli_progress *p) {
-    if (p->active && p->shown && p->mode == 1)
+    if (p->active && p->shown && p->mode == 1) {
         fputc('\n', stderr); /* stopped early (an error): leave the line as it was */
+    }
     p->active = 0;
 }

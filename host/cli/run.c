@@ -49,15 +49,17 @@ static int parse_sizes(const char *v, uint64_t *out) {
         char *end;
         errno = 0;
         unsigned long long x = strtoull(p, &end, 10);
-        if (end == p || errno || *p == '-' || x == 0)
+        if (end == p || errno || *p == '-' || x == 0) {
             return -1;
+        }
         out[n++] = x;
-        if (*end == ',')
+        if (*end == ',') {
             p = end + 1;
-        else if (*end)
+        } else if (*end) {
             return -1;
-        else
+        } else {
             p = NULL;
+        }
     }
     return p ? -1 : n;
 }
@@ -68,41 +70,48 @@ static int parse_out_shape(io_spec *o) {
     static int used;
     const char *arg = o->path;
     const char *colon = strchr(arg, ':');
-    if (!colon || access(arg, F_OK) == 0)
+    if (!colon || access(arg, F_OK) == 0) {
         return 0;
-    if (o->name[0] || o->npz)
+    }
+    if (o->name[0] || o->npz) {
         return fail(2,
                     "--out '%s': PATH:DTYPE:SHAPE is for a module's outputs, not named or "
                     ".npz ones",
                     arg);
-    if (used >= RUN_MAX_IO || (size_t)(colon - arg) >= sizeof paths[0])
+    }
+    if (used >= RUN_MAX_IO || (size_t)(colon - arg) >= sizeof paths[0]) {
         return fail(2, "--out '%s': path too long", arg);
+    }
     memcpy(paths[used], arg, (size_t)(colon - arg));
     paths[used][colon - arg] = 0;
     o->path = paths[used++];
     snprintf(o->label, sizeof o->label, "%s", o->path);
     char dt[32];
     const char *c2 = strchr(colon + 1, ':');
-    if (!c2 || (size_t)(c2 - colon - 1) >= sizeof dt)
+    if (!c2 || (size_t)(c2 - colon - 1) >= sizeof dt) {
         return fail(2, "--out '%s': want PATH:DTYPE:D0xD1... (e.g. y.npy:float32:4x4)", arg);
+    }
     memcpy(dt, colon + 1, (size_t)(c2 - colon - 1));
     dt[c2 - colon - 1] = 0;
-    if (tether_dtype_parse(dt, &o->dtype))
+    if (tether_dtype_parse(dt, &o->dtype)) {
         return fail(2, "--out '%s': %s", arg, tether_last_error());
+    }
     const char *p = c2 + 1;
     o->ndim = 0;
     while (*p) {
         char *end;
         errno = 0;
         long long v = strtoll(p, &end, 10);
-        if (end == p || v < 0 || errno || o->ndim >= TETHER_MAX_NDIM)
+        if (end == p || v < 0 || errno || o->ndim >= TETHER_MAX_NDIM) {
             return fail(2, "--out '%s': bad shape", arg);
+        }
         o->shape[o->ndim++] = v;
         p = end;
-        if ((*p == 'x' || *p == ',') && p[1])
+        if ((*p == 'x' || *p == ',') && p[1]) {
             p++;
-        else if (*p)
+        } else if (*p) {
             return fail(2, "--out '%s': bad shape", arg);
+        }
     }
     o->has_shape = 1;
     return 0;
@@ -112,8 +121,9 @@ static int parse_u32(const char *opt, const char *v, uint32_t *out) {
     char *end;
     errno = 0;
     unsigned long x = v ? strtoul(v, &end, 10) : 0;
-    if (!v || errno || *end || v[0] == '-' || x > 100000000ul)
+    if (!v || errno || *end || v[0] == '-' || x > 100000000ul) {
         return fail(2, "%s needs a non-negative number", opt);
+    }
     *out = (uint32_t)x;
     return 0;
 }
@@ -181,41 +191,49 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 bench ? "timings (every repeat, median/mean/min/max, number/repeat, stack "
                         "high-water mark)"
                       : "outputs' summaries, the call's time and stack high-water mark");
-            if (bench)
+            if (bench) {
                 printf("  --number N (10) --repeat R (3) --min-repeat-ms MS (0) --cooldown-ms "
                        "MS (0): TIME parameters\n"
                        "  --svg FILE   a picture of the latency distribution over the repeats\n");
+            }
             return -1;
         }
         int c = tether_cli_common_opt(&r->c, argc, argv, &i);
-        if (c < 0)
+        if (c < 0) {
             return 2;
-        if (c)
+        }
+        if (c) {
             continue;
+        }
         if (!strcmp(a, "--in") || !strcmp(a, "--out")) {
-            if (!v)
+            if (!v) {
                 return fail(2, "%s needs a file", a);
+            }
             i++;
             int is_out = !strcmp(a, "--out");
             int *n = is_out ? &r->nout : &r->nin, first = *n;
             int prc = tether_cli_array_parse(v, is_out, is_out ? r->out : r->in, n, RUN_MAX_IO);
-            if (prc)
+            if (prc) {
                 return prc;
+            }
             for (int k = first; k < *n; k++) {
                 io_spec *sp = is_out ? &r->out[k] : &r->in[k];
                 sp->scope = scope;
-                if (is_out && parse_out_shape(sp))
+                if (is_out && parse_out_shape(sp)) {
                     return 2;
+                }
             }
-            if (is_out && tether_cli_out_npz(r->out, r->nout) && r->nout > 1)
+            if (is_out && tether_cli_out_npz(r->out, r->nout) && r->nout > 1) {
                 return fail(2, "--out %s collects every output; it takes no other --out",
                             tether_cli_out_npz(r->out, r->nout));
+            }
             r->out_given |= is_out;
         } else if (!strcmp(a, "--global") || !strcmp(a, "--local")) {
             uint64_t sz[3] = {0, 0, 0};
             int n = v ? parse_sizes(v, sz) : -1;
-            if (n < 1)
+            if (n < 1) {
                 return fail(2, "%s wants 1 to 3 positive sizes like 64 or 32,8", a);
+            }
             i++;
             if (!strcmp(a, "--global")) {
                 r->work_dim = (uint32_t)n;
@@ -224,8 +242,9 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 memcpy(r->local, sz, sizeof sz);
             }
         } else if (!strcmp(a, "--int") || !strcmp(a, "--float")) {
-            if (!v || r->nscalars >= 16)
+            if (!v || r->nscalars >= 16) {
                 return fail(2, "%s needs a value (at most 16 scalars)", a);
+            }
             char *end;
             tether_remote_arg *sa = &r->scalars[r->nscalars++];
             errno = 0;
@@ -236,14 +255,16 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 sa->type_code = TETHER_TYPE_FLOAT;
                 sa->v.f = strtod(v, &end);
             }
-            if (*end || end == v || errno)
+            if (*end || end == v || errno) {
                 return fail(2, "%s: '%s' is not a number", a, v);
+            }
             i++;
         } else if (!bench && !strcmp(a, "--reference")) {
             r->reference = 1;
         } else if (!strcmp(a, "--backend")) {
-            if (!v || (strcmp(v, "c") && strcmp(v, "opencl")))
+            if (!v || (strcmp(v, "c") && strcmp(v, "opencl"))) {
                 return fail(2, "--backend wants c or opencl");
+            }
             r->opencl = !strcmp(v, "opencl");
             i++;
         } else if (!strcmp(a, "--texture-weights")) {
@@ -251,81 +272,98 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
         } else if (!strcmp(a, "--texture-activations")) {
             r->texture_acts = 1;
         } else if (!strcmp(a, "--target") || !strcmp(a, "--abi")) {
-            if (!v)
+            if (!v) {
                 return fail(2, "%s needs a value", a);
+            }
             if (!strcmp(a, "--abi")) {
                 tether_abi abi;
-                if (tether_abi_parse(v, &abi))
+                if (tether_abi_parse(v, &abi)) {
                     return fail(2, "--abi '%s' is not packed or unpacked", v);
+                }
                 r->abi = v;
             } else {
                 r->compile_target = v;
             }
             i++;
         } else if (!strcmp(a, "--json")) {
-            if (!v)
+            if (!v) {
                 return fail(2, "--json needs a file");
+            }
             r->c.json_file = v;
             i++;
         } else if (bench && !strcmp(a, "--svg")) {
-            if (!v)
+            if (!v) {
                 return fail(2, "--svg needs a file");
+            }
             r->svg = v;
             i++;
         } else if (!strcmp(a, "--mcpu")) {
-            if (!v)
+            if (!v) {
                 return fail(2, "--mcpu needs a value");
+            }
             r->cpu = v;
             i++;
         } else if (!strcmp(a, "--tuning-log")) {
-            if (!v)
+            if (!v) {
                 return fail(2, "--tuning-log needs a file");
+            }
             r->tuning_log = v;
             i++;
         } else if (!strcmp(a, "--opt-level")) {
-            if (!v || (strcmp(v, "s") && (strlen(v) != 1 || v[0] < '0' || v[0] > '3')))
+            if (!v || (strcmp(v, "s") && (strlen(v) != 1 || v[0] < '0' || v[0] > '3'))) {
                 return fail(2, "--opt-level wants 0, 1, 2, 3 or s");
+            }
             r->opt_level = !strcmp(v, "s") ? -1 : v[0] - '0';
             i++;
         } else if (!strcmp(a, "--params")) {
-            if (!v || (strcmp(v, "linked") && strcmp(v, "blob")))
+            if (!v || (strcmp(v, "linked") && strcmp(v, "blob"))) {
                 return fail(2, "--params wants linked or blob");
+            }
             r->params = !strcmp(v, "linked");
             i++;
         } else if (!strcmp(a, "--input-shape")) {
-            if (!v || r->ninput_shapes >= RUN_MAX_IO)
+            if (!v || r->ninput_shapes >= RUN_MAX_IO) {
                 return fail(2, "--input-shape needs NAME=D0xD1... (at most %d)", RUN_MAX_IO);
+            }
             r->input_shapes[r->ninput_shapes++] = v;
             i++;
 #ifdef TETHER_HAVE_COMPILER
         } else if (!strcmp(a, "--pool") || !strcmp(a, "--pin") || !strcmp(a, "--plan-inputs") ||
                    !strcmp(a, "--plan-outputs") || !strcmp(a, "--params-pool")) {
-            if (tether_memory_cli_parse(r->mem, g_cmd, argc, argv, &i) != 1)
+            if (tether_memory_cli_parse(r->mem, g_cmd, argc, argv, &i) != 1) {
                 return 2;
+            }
 #endif
         } else if (!strcmp(a, "--scope")) {
-            if (!v || tether_scope_parse(v, &scope))
+            if (!v || tether_scope_parse(v, &scope)) {
                 return fail(2, "--scope: %s", v ? tether_last_error() : "needs a value");
+            }
             i++;
         } else if (bench && !strcmp(a, "--number")) {
-            if (parse_u32(a, v, &r->number))
+            if (parse_u32(a, v, &r->number)) {
                 return 2;
-            if (r->number < 1)
+            }
+            if (r->number < 1) {
                 return fail(2, "--number must be >= 1");
+            }
             i++;
         } else if (bench && !strcmp(a, "--repeat")) {
-            if (parse_u32(a, v, &r->repeat))
+            if (parse_u32(a, v, &r->repeat)) {
                 return 2;
-            if (r->repeat < 1 || r->repeat > 32)
+            }
+            if (r->repeat < 1 || r->repeat > 32) {
                 return fail(2, "--repeat must be 1..32");
+            }
             i++;
         } else if (bench && !strcmp(a, "--min-repeat-ms")) {
-            if (parse_u32(a, v, &r->min_repeat_ms))
+            if (parse_u32(a, v, &r->min_repeat_ms)) {
                 return 2;
+            }
             i++;
         } else if (bench && !strcmp(a, "--cooldown-ms")) {
-            if (parse_u32(a, v, &r->cooldown_ms))
+            if (parse_u32(a, v, &r->cooldown_ms)) {
                 return 2;
+            }
             i++;
         } else if (a[0] == '-') {
             return fail(2, "unknown option '%s' (try --help)", a);
@@ -337,12 +375,15 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
             return fail(2, "unexpected argument '%s'", a);
         }
     }
-    if (!r->target)
+    if (!r->target) {
         return fail(2, "nothing to run (try --help)");
-    if (r->c.json_file && tether_file_out_check(r->c.json_file)) /* before any work */
+    }
+    if (r->c.json_file && tether_file_out_check(r->c.json_file)) { /* before any work */
         return fail(2, "--json: %s", tether_last_error());
-    if (r->svg && tether_file_out_check(r->svg))
+    }
+    if (r->svg && tether_file_out_check(r->svg)) {
         return fail(2, "--svg: %s", tether_last_error());
+    }
     return 0;
 }
 
@@ -373,8 +414,9 @@ static int device_failed(const run_args *r, tether_session *s, const char *what)
 static int run_requeued(run_args *r, const char *target, int bench,
                         int (*once)(run_args *, const char *, int)) {
     int rc;
-    while ((rc = once(r, target, bench)) == RUN_REQUEUE)
+    while ((rc = once(r, target, bench)) == RUN_REQUEUE) {
         r->pool_requeues++;
+    }
     return rc;
 }
 
@@ -409,8 +451,9 @@ static int prepare_arrays(module_run *p, run_args *r) {
     memcpy(p->global, r->global, sizeof p->global);
     memcpy(p->local, r->local, sizeof p->local);
     for (int i = 0; i < r->nin; i++) {
-        if (tether_cli_array_read(&r->in[i], &p->in[i]))
+        if (tether_cli_array_read(&r->in[i], &p->in[i])) {
             return fail(1, "%s", tether_last_error());
+        }
     }
     for (int i = 0; i < r->nin + r->nout; i++) {
         int is_in = i < r->nin;
@@ -428,24 +471,29 @@ static int prepare_arrays(module_run *p, run_args *r) {
             } else {
                 return fail(2, "--out %s: no shape given and no input to copy it from", sp->label);
             }
-            if (tether_shape_bytes(n->shape, n->ndim, n->dtype, &n->nbytes))
+            if (tether_shape_bytes(n->shape, n->ndim, n->dtype, &n->nbytes)) {
                 return fail(2, "--out %s: %s", sp->label, tether_last_error());
+            }
             n->data = calloc(1, n->nbytes ? n->nbytes : 1);
-            if (!n->data)
+            if (!n->data) {
                 return fail(1, "out of memory");
+            }
         }
         uint64_t h;
         if (tether_session_alloc(p->s, n->shape, n->ndim, n->dtype, sp->scope, "", &h, NULL) ||
-            (is_in && tether_session_copy_to(p->s, h, 0, n->data, n->nbytes)))
+            (is_in && tether_session_copy_to(p->s, h, 0, n->data, n->nbytes))) {
             return device_failed(r, p->s, sp->label);
-        if (!is_in)
+        }
+        if (!is_in) {
             p->out_handle[i - r->nin] = h;
+        }
         p->args[p->nargs].type_code =
             p->f.abi == TETHER_ABI_PACKED ? TETHER_TYPE_DLTENSOR : TETHER_TYPE_HANDLE;
         p->args[p->nargs++].v.array = h;
     }
-    for (int i = 0; i < r->nscalars; i++)
+    for (int i = 0; i < r->nscalars; i++) {
         p->args[p->nargs++] = r->scalars[i];
+    }
     return 0;
 }
 
@@ -455,19 +503,22 @@ static int module_call(module_run *p, const run_args *r, tether_call_result *res
     int crc = p->work_dim ? tether_session_launch(p->s, &p->f, p->args, p->nargs, p->work_dim,
                                                   p->global, p->local, res)
                           : tether_session_call(p->s, &p->f, p->args, p->nargs, res);
-    if (crc)
+    if (crc) {
         return device_failed(r, p->s, NULL);
+    }
     for (int i = 0; i < p->nout; i++) {
-        if (tether_session_copy_from(p->s, p->out_handle[i], 0, p->out[i].data, p->out[i].nbytes))
+        if (tether_session_copy_from(p->s, p->out_handle[i], 0, p->out[i].data, p->out[i].nbytes)) {
             return device_failed(r, p->s, NULL);
+        }
     }
     return 0;
 }
 
 static int module_time(module_run *p, const run_args *r, tether_time_stats *ts) {
     if (tether_session_time_launch(p->s, &p->f, p->args, p->nargs, p->work_dim, p->global, p->local,
-                                   r->number, r->repeat, r->min_repeat_ms, r->cooldown_ms, ts))
+                                   r->number, r->repeat, r->min_repeat_ms, r->cooldown_ms, ts)) {
         return device_failed(r, p->s, NULL);
+    }
     return 0;
 }
 
@@ -479,8 +530,9 @@ static int ends_with(const char *s, const char *suf) {
 /* One run of a module's function (run_requeued repeats it when the pool's device died). */
 static int run_module_once(run_args *r, const char *target, int bench) {
     tether_session *s;
-    if (tether_cli_common_open(&r->c, &s))
+    if (tether_cli_common_open(&r->c, &s)) {
         return 1;
+    }
     module_run *p = calloc(1, sizeof *p);
     int rc = 1;
     uint64_t mod;
@@ -513,21 +565,25 @@ static int run_module_once(run_args *r, const char *target, int bench) {
     }
     run_result q = {.s = s, .fname = r->func, .nout = p->nout, .out = p->out};
     memset(&q.ts, 0, sizeof q.ts);
-    if ((rc = module_call(p, r, &q.call)) != 0 || (bench && (rc = module_time(p, r, &q.ts)) != 0))
+    if ((rc = module_call(p, r, &q.call)) != 0 || (bench && (rc = module_time(p, r, &q.ts)) != 0)) {
         goto out;
+    }
     rc = tether_cli_report_run(r, bench, &q);
 out:
-    if (rc && rc != RUN_REQUEUE)
+    if (rc && rc != RUN_REQUEUE) {
         tether_cli_after_failure(s, g_cmd);
-    if (p)
+    }
+    if (p) {
         module_run_free(p); /* the session's end frees the remote arrays */
+    }
     tether_session_close(s);
     return rc;
 }
 
 static int run_module(run_args *r, int bench) {
-    if (!r->func)
+    if (!r->func) {
         return fail(2, "give the function to call after the module (try --help)");
+    }
     return run_requeued(r, r->target, bench, run_module_once);
 }
 
@@ -538,48 +594,58 @@ static int run_module(run_args *r, int bench) {
  * input and checks it against the signature; out[] get buffers of the outputs' sizes. */
 static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, tether_npy *in,
                           tether_npy *out) {
-    if (!*ap && tether_artifact_open(dir, ap)) /* a model's comes open and prepared */
+    if (!*ap && tether_artifact_open(dir, ap)) { /* a model's comes open and prepared */
         return fail(1, "%s", tether_last_error());
+    }
     tether_artifact *a = *ap;
     int nin = tether_artifact_num_inputs(a), nout = tether_artifact_num_outputs(a);
-    if (nin > RUN_MAX_IO || nout > RUN_MAX_IO)
+    if (nin > RUN_MAX_IO || nout > RUN_MAX_IO) {
         return fail(1, "%s: more than %d inputs or outputs", dir, RUN_MAX_IO);
+    }
     const char *in_names[RUN_MAX_IO], *out_names[RUN_MAX_IO];
     for (int i = 0; i < nin + nout; i++) {
         tether_artifact_io io;
         tether_artifact_io_of(a, i >= nin, i < nin ? i : i - nin, &io);
-        if (i < nin)
+        if (i < nin) {
             in_names[i] = io.name;
-        else
+        } else {
             out_names[i - nin] = io.name;
+        }
     }
     if (!r->ordered) {
         int orc = tether_cli_array_order(r->in, &r->nin, nin, in_names, "input");
-        if (!orc && !tether_cli_out_npz(r->out, r->nout))
+        if (!orc && !tether_cli_out_npz(r->out, r->nout)) {
             orc = tether_cli_array_order(r->out, &r->nout, nout, out_names, "output");
-        if (orc)
+        }
+        if (orc) {
             return orc;
+        }
         r->ordered = 1;
     }
-    if (tether_cli_out_npz(r->out, r->nout)) /* checked before the device runs anything */
-        for (int i = 0; i < nout; i++)
-            if (strlen(out_names[i]) >= TETHER_NPZ_NAME_MAX)
+    if (tether_cli_out_npz(r->out, r->nout)) { /* checked before the device runs anything */
+        for (int i = 0; i < nout; i++) {
+            if (strlen(out_names[i]) >= TETHER_NPZ_NAME_MAX) {
                 return fail(2,
                             "--out %s: output '%s' is longer than an .npz array name may be "
                             "(%d bytes)",
                             tether_cli_out_npz(r->out, r->nout), out_names[i],
                             TETHER_NPZ_NAME_MAX - 1);
+            }
+        }
+    }
     if (r->nin != nin) {
-        if (r->nbound)
+        if (r->nbound) {
             return fail(2,
                         "the model has %d run-time inputs; %d --in given, of which %d were bound "
                         "as constants",
                         nin, r->nin + r->nbound, r->nbound);
+        }
         return fail(2, "the model has %d inputs, %d --in given", nin, r->nin);
     }
     int npz_out = tether_cli_out_npz(r->out, r->nout) != NULL;
-    if (!npz_out && r->nout && r->nout != nout)
+    if (!npz_out && r->nout && r->nout != nout) {
         return fail(2, "the model has %d outputs, %d --out given", nout, r->nout);
+    }
     static char defnames[RUN_MAX_IO][32];
     for (int i = 0; i < nout; i++) {
         tether_artifact_io io;
@@ -599,24 +665,29 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
         if (sp->has_shape) {
             tether_npy given = {sp->dtype, sp->ndim, {0}, NULL, 0};
             memcpy(given.shape, sp->shape, sizeof given.shape);
-            if (tether_npy_check(&given, sp->label, "output", io.name, io.dtype, io.ndim, io.shape))
+            if (tether_npy_check(&given, sp->label, "output", io.name, io.dtype, io.ndim,
+                                 io.shape)) {
                 return fail(1, "%s", tether_last_error());
+            }
         }
         o->nbytes = io.nbytes;
         o->data = calloc(1, io.nbytes ? io.nbytes : 1);
-        if (!o->data)
+        if (!o->data) {
             return fail(1, "out of memory");
+        }
     }
-    if (!npz_out)
+    if (!npz_out) {
         r->nout = nout;
+    }
     for (int i = 0; i < nin; i++) { /* an .npz member is refused from its header */
         tether_artifact_io io;
         tether_artifact_io_of(a, 0, i, &io);
         tether_npy_expect e = {"model input", io.name, io.dtype, io.ndim, {0}};
         memcpy(e.shape, io.shape, sizeof(int64_t) * (size_t)io.ndim);
         if (tether_cli_array_read_expect(&r->in[i], &e, &in[i]) ||
-            tether_artifact_check_input(a, i, r->in[i].label, &in[i]))
+            tether_artifact_check_input(a, i, r->in[i].label, &in[i])) {
             return fail(1, "%s", tether_last_error());
+        }
     }
     return 0;
 }
@@ -627,11 +698,13 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
 static int model_for_device(run_args *r, tether_session *s, const char *dir, tether_artifact **a) {
     tether_device_compile_options *o = r->dco;
     int rc = tether_device_compile_resolve(tether_session_info(s), o);
-    if (rc)
+    if (rc) {
         return fail(rc == TETHER_ERR_INVALID_ARG ? 2 : 1, "%s", tether_last_error());
+    }
     if (tether_compile_for_device(s, r->model, dir, o, &r->comp, a)) {
-        if (tether_session_fault(s))
+        if (tether_session_fault(s)) {
             return device_failed(r, s, NULL); /* RUN_REQUEUE: another device of the pool */
+        }
         return fail(1, "%s", tether_error_detail());
     }
     cJSON_Delete(r->compiled);
@@ -666,14 +739,17 @@ static int run_artifact_once(run_args *r, const char *dir, int bench) {
     double *kernel_median = NULL;
     int rc = 1;
     if (r->model) { /* the device first: the model is compiled for it */
-        if (tether_cli_common_open(&r->c, &s))
+        if (tether_cli_common_open(&r->c, &s)) {
             goto out;
-        if ((rc = model_for_device(r, s, dir, &a)) != 0)
+        }
+        if ((rc = model_for_device(r, s, dir, &a)) != 0) {
             goto out;
+        }
     }
     rc = artifact_local(r, dir, &a, in, out);
-    if (rc)
+    if (rc) {
         goto out;
+    }
     rc = 1;
     int nk = tether_artifact_num_kernels(a);
     kernel_ns = calloc((size_t)nk + 1, sizeof *kernel_ns);
@@ -682,8 +758,9 @@ static int run_artifact_once(run_args *r, const char *dir, int bench) {
         fail(1, "out of memory");
         goto out;
     }
-    if (!s && tether_cli_common_open(&r->c, &s))
+    if (!s && tether_cli_common_open(&r->c, &s)) {
         goto out;
+    }
     const void *ins[RUN_MAX_IO];
     void *outs[RUN_MAX_IO];
     for (int i = 0; i < RUN_MAX_IO; i++) {
@@ -709,18 +786,22 @@ static int run_artifact_once(run_args *r, const char *dir, int bench) {
         rc = device_failed(r, s, NULL); /* RUN_REQUEUE: another device of the pool */
         goto out;
     }
-    if (tether_artifact_backend_of(a) == TETHER_ARTIFACT_OPENCL)
+    if (tether_artifact_backend_of(a) == TETHER_ARTIFACT_OPENCL) {
         rc = tether_cli_report_opencl(r, bench, &q, a, kernel_ns, kernel_median);
-    else
+    } else {
         rc = tether_cli_report_run(r, bench, &q);
-    if (!rc && !bench && r->default_out)
+    }
+    if (!rc && !bench && r->default_out) {
         tether_cli_say_default_outputs(r, &q);
+    }
 out:
-    if (rc && rc != RUN_REQUEUE && s)
+    if (rc && rc != RUN_REQUEUE && s) {
         tether_cli_after_failure(s, g_cmd);
+    }
     tether_artifact_free(a);
-    if (s)
+    if (s) {
         tether_session_close(s);
+    }
     for (int i = 0; i < RUN_MAX_IO; i++) {
         tether_npy_free(&in[i]);
         tether_npy_free(&out[i]);
@@ -733,73 +814,88 @@ out:
 int tether_cli_cmd_run(int argc, char **argv, int bench) {
     run_args r;
     int prc = parse_run(argc, argv, &r, bench);
-    if (prc)
+    if (prc) {
         return prc == -1 ? 0 : prc;
+    }
     struct stat st;
-    if (stat(r.target, &st) != 0)
+    if (stat(r.target, &st) != 0) {
         return fail(1, "%s: %s", r.target, strerror(errno));
+    }
     if ((prc = tether_cli_array_order(r.in, &r.nin, 0, NULL, "input")) ||
         (!tether_cli_out_npz(r.out, r.nout) &&
-         (prc = tether_cli_array_order(r.out, &r.nout, 0, NULL, "output"))))
+         (prc = tether_cli_array_order(r.out, &r.nout, 0, NULL, "output")))) {
         return prc;
+    }
     if (r.reference && (S_ISDIR(st.st_mode) || r.func ||
-                        !(ends_with(r.target, ".json") || ends_with(r.target, ".onnx"))))
+                        !(ends_with(r.target, ".json") || ends_with(r.target, ".onnx")))) {
         return fail(2, "--reference runs a model file (.json/.onnx), not a module or artifact");
+    }
     int compile_opts = r.opt_level != -2 || r.params != -1 || r.cpu || r.tuning_log;
 #ifdef TETHER_HAVE_COMPILER
     compile_opts |= tether_memory_cli_given(r.mem);
 #endif
     int is_model =
         !S_ISDIR(st.st_mode) && (ends_with(r.target, ".json") || ends_with(r.target, ".onnx"));
-    if (compile_opts && (!is_model || r.reference))
+    if (compile_opts && (!is_model || r.reference)) {
         return fail(2, "--opt-level, --params, --mcpu and --tuning-log apply to a MODEL compiled "
                        "for the device, and so do --pool, --pin, --plan-inputs, --plan-outputs "
                        "and --params-pool");
+    }
     if (S_ISDIR(st.st_mode)) {
-        if (r.func)
+        if (r.func) {
             return fail(2, "an artifact directory takes no function name");
+        }
         return run_requeued(&r, r.target, bench, run_artifact_once);
     }
     if (ends_with(r.target, ".json") || ends_with(r.target, ".onnx")) {
 #ifdef TETHER_HAVE_COMPILER
-        if (r.func)
+        if (r.func) {
             return fail(2, "a model takes no function name");
-        if (r.reference)
+        }
+        if (r.reference) {
             return tether_cli_run_reference(r.target, r.nin, r.in, r.nout, r.out);
+        }
         /* the options of tether_compile_for_device: the device's target, CPU, pool sizes and
          * image limits where none are given (resolved on each run's session) */
         static tether_device_compile_options dco;
         tether_cli_device_options(&dco, r.c.firmware);
         tether_compile_options *o = &dco.compile;
-        if (r.abi)
+        if (r.abi) {
             tether_abi_parse(r.abi, &o->codegen.abi);
-        if ((r.texture_weights || r.texture_acts) && !r.opencl)
+        }
+        if ((r.texture_weights || r.texture_acts) && !r.opencl) {
             return fail(2, "%s needs --backend opencl",
                         r.texture_weights ? "--texture-weights" : "--texture-activations");
-        if (r.opt_level != -2)
+        }
+        if (r.opt_level != -2) {
             o->build.opt_level = r.opt_level;
-        for (int k = 0; k < r.mem->opts.npools; k++) /* "--pool NAME": the device's pool size */
+        }
+        for (int k = 0; k < r.mem->opts.npools; k++) { /* "--pool NAME": the device's pool size */
             if (r.mem->from_device[k]) {
                 r.mem->pools[k].capacity = TETHER_POOL_SIZE_FROM_DEVICE;
                 r.mem->from_device[k] = false;
             }
+        }
         o->memory = r.mem->opts;
-        if (r.params != -1)
+        if (r.params != -1) {
             o->codegen.link_params = r.params == 1;
-        else /* large weights go to a params blob unless --params says otherwise */
+        } else { /* large weights go to a params blob unless --params says otherwise */
             o->params_link_max = TETHER_PARAMS_LINK_MAX;
+        }
         if (r.opencl) {
             if (r.abi || r.compile_target || r.opt_level != -2 || r.params != -1 || r.cpu ||
-                tether_memory_cli_given(r.mem))
+                tether_memory_cli_given(r.mem)) {
                 return fail(2, "--abi, --target, --mcpu, --opt-level, --params and the memory "
                                "options apply to the C backend, not --backend opencl");
+            }
             o->backend = TETHER_BACKEND_OPENCL;
             o->opencl.texture_weights = r.texture_weights;
             o->opencl.texture_activations = r.texture_acts;
         } else if (r.compile_target) {
             const tether_target *t;
-            if (tether_target_find(r.compile_target, &t))
+            if (tether_target_find(r.compile_target, &t)) {
                 return fail(2, "--target: %s", tether_last_error());
+            }
             o->build.target = t->name;
         }
         o->build.cpu = r.cpu; /* NULL: the device's CPU, when the target is the device's */
@@ -810,13 +906,16 @@ int tether_cli_cmd_run(int argc, char **argv, int bench) {
         static tether_cli_model_load ml; /* --in values an ONNX model binds, --input-shape */
         int lrc = tether_cli_model_inputs_check(r.target, &ml, r.nin, r.in, r.ninput_shapes,
                                                 r.input_shapes, 0, NULL);
-        if (lrc)
+        if (lrc) {
             return lrc;
+        }
         o->load = &ml.lo;
         int k = 0; /* inputs bound at compile time are no longer run-time inputs */
-        for (int i = 0; i < r.nin; i++)
-            if (!ml.bound[i])
+        for (int i = 0; i < r.nin; i++) {
+            if (!ml.bound[i]) {
                 r.in[k++] = r.in[i];
+            }
+        }
         r.nbound = r.nin - k;
         r.nin = k;
         char dir[600];
@@ -839,8 +938,9 @@ int tether_cli_cmd_run(int argc, char **argv, int bench) {
 #endif
     }
     if (tether_cli_array_named(r.in, r.nin) || tether_cli_array_named(r.out, r.nout) ||
-        tether_cli_out_npz(r.out, r.nout))
+        tether_cli_out_npz(r.out, r.nout)) {
         return fail(2, "a module function's arguments are positional: NAME=FILE and .npz "
                        "archives need a model or an artifact (their inputs have names)");
+    }
     return run_module(&r, bench);
 }

@@ -32,8 +32,9 @@ static uint64_t cycles(uint64_t elapsed_ns, uint64_t hz) {
 /* bench --svg: the latency distribution of q's TIME (OpenCL: with the kernels' medians). */
 static int bench_svg(run_args *r, const run_result *q, int nk, const char *const *kernels,
                      const double *kernel_median) {
-    if (!r->svg)
+    if (!r->svg) {
         return 0;
+    }
     const tether_device_info *d = tether_session_info(q->s);
     char title[400], sub[600];
     snprintf(title, sizeof title, "tether bench: %s", q->fname);
@@ -89,11 +90,12 @@ int tether_cli_report_run(run_args *r, int bench, const run_result *q) {
                "us%s\n",
                fname, ts->repeat, ts->number, ts->mean * 1e6, ts->median * 1e6, ts->min * 1e6,
                ts->max * 1e6, ts->zero_timer ? " (zero timer detected)" : "");
-        if (hz) /* a device timer (MCU): the same figures in its cycles */
+        if (hz) { /* a device timer (MCU): the same figures in its cycles */
             printf("cycles per call (%llu Hz timer): first call %llu, TIME mean %.0f, min %.0f, "
                    "max %.0f\n",
                    (unsigned long long)hz, (unsigned long long)cycles(res->elapsed_ns, hz),
                    ts->mean * (double)hz, ts->min * (double)hz, ts->max * (double)hz);
+        }
         printf("stack high-water mark: %llu bytes\n", (unsigned long long)res->stack_bytes);
         if (bench_svg(r, q, 0, NULL, NULL)) {
             cJSON_Delete(root);
@@ -122,35 +124,40 @@ int tether_cli_report_run(run_args *r, int bench, const run_result *q) {
         return 1;
     }
     char extra[96] = "";
-    if (hz)
+    if (hz) {
         snprintf(extra, sizeof extra, " (%llu cycles at %llu Hz)",
                  (unsigned long long)cycles(res->elapsed_ns, hz), (unsigned long long)hz);
+    }
     printf("%s: returned %d in %.3f us%s, stack high-water mark %llu bytes\n", fname, (int)res->ret,
            (double)res->elapsed_ns / 1e3, extra, (unsigned long long)res->stack_bytes);
-    if (res->ret_value.type_code == TETHER_TYPE_INT)
+    if (res->ret_value.type_code == TETHER_TYPE_INT) {
         printf("%s: return value %lld\n", fname, (long long)res->ret_value.v.i);
-    else if (res->ret_value.type_code == TETHER_TYPE_UINT)
+    } else if (res->ret_value.type_code == TETHER_TYPE_UINT) {
         printf("%s: return value %llu\n", fname, (unsigned long long)res->ret_value.v.u);
-    else if (res->ret_value.type_code == TETHER_TYPE_FLOAT)
+    } else if (res->ret_value.type_code == TETHER_TYPE_FLOAT) {
         printf("%s: return value %.17g\n", fname, res->ret_value.v.f);
-    if (!root)
+    }
+    if (!root) {
         return 0;
+    }
     cJSON *call = cJSON_AddObjectToObject(root, "call");
     cJSON_AddNumberToObject(call, "return_code", res->ret);
     cJSON_AddNumberToObject(call, "time_us", (double)res->elapsed_ns / 1e3);
-    if (hz)
+    if (hz) {
         cJSON_AddNumberToObject(call, "cycles", (double)cycles(res->elapsed_ns, hz));
-    else
+    } else {
         cJSON_AddNullToObject(call, "cycles");
+    }
     cJSON_AddNumberToObject(call, "stack_hwm_bytes", (double)res->stack_bytes);
-    if (res->ret_value.type_code == TETHER_TYPE_INT)
+    if (res->ret_value.type_code == TETHER_TYPE_INT) {
         cJSON_AddNumberToObject(call, "return_value", (double)res->ret_value.v.i);
-    else if (res->ret_value.type_code == TETHER_TYPE_UINT)
+    } else if (res->ret_value.type_code == TETHER_TYPE_UINT) {
         cJSON_AddNumberToObject(call, "return_value", (double)res->ret_value.v.u);
-    else if (res->ret_value.type_code == TETHER_TYPE_FLOAT && isfinite(res->ret_value.v.f))
+    } else if (res->ret_value.type_code == TETHER_TYPE_FLOAT && isfinite(res->ret_value.v.f)) {
         cJSON_AddNumberToObject(call, "return_value", res->ret_value.v.f);
-    else
+    } else {
         cJSON_AddNullToObject(call, "return_value");
+    }
     return tether_cli_write_json(r->c.json_file, root);
 }
 
@@ -205,8 +212,9 @@ int tether_cli_report_opencl(run_args *r, int bench, const run_result *q, const 
             cJSON_Delete(root);
             return 1;
         }
-        if (!root)
+        if (!root) {
             return 0;
+        }
         cJSON_AddNumberToObject(root, "first_call_us", first_us);
         cJSON_AddNullToObject(root, "stack_hwm_bytes"); /* kernels: no call stack */
         cJSON_AddNumberToObject(root, "min_repeat_ms", r->min_repeat_ms);
@@ -221,8 +229,9 @@ int tether_cli_report_opencl(run_args *r, int bench, const run_result *q, const 
     }
     printf("%s (OpenCL): %d kernels in %.3f us (sum of the kernels' profiled times)\n", q->fname,
            nk, first_us);
-    if (!root)
+    if (!root) {
         return 0;
+    }
     cJSON *call = cJSON_AddObjectToObject(root, "call");
     cJSON_AddNumberToObject(call, "return_code", 0);
     cJSON_AddNumberToObject(call, "time_us", first_us);
@@ -235,11 +244,13 @@ int tether_cli_report_opencl(run_args *r, int bench, const run_result *q, const 
 
 void tether_cli_say_default_outputs(const run_args *r, const run_result *q) {
     char cwd[4096];
-    if (!getcwd(cwd, sizeof cwd))
+    if (!getcwd(cwd, sizeof cwd)) {
         snprintf(cwd, sizeof cwd, "the current directory");
+    }
     fprintf(stderr, "tether %s: no --out given: wrote ", g_cmd);
-    for (int i = 0; i < q->nout && i < r->nout; i++)
+    for (int i = 0; i < q->nout && i < r->nout; i++) {
         fprintf(stderr, "%s%s (output '%s')", i ? ", " : "", r->out[i].path,
                 q->out_name[i] ? q->out_name[i] : "");
+    }
     fprintf(stderr, " in %s; --out FILE, NAME=FILE or FILE.npz chooses where\n", cwd);
 }

@@ -32,8 +32,9 @@ typedef struct svg {
 
 static void put(svg *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(svg *s, const char *fmt, ...) {
-    if (s->failed)
+    if (s->failed) {
         return;
+    }
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
@@ -62,8 +63,9 @@ static void put_escaped(svg *s, const char *text) {
     for (const char *c = text ? text : ""; *c; c++) {
         if ((unsigned char)*c >= 0x80) { /* a whole UTF-8 character, or '?' for a bad byte */
             size_t rest = 0;
-            while (rest < 4 && c[rest])
+            while (rest < 4 && c[rest]) {
                 rest++;
+            }
             size_t k = tether_utf8_seq(c, rest);
             if (k == 0) {
                 put(s, "?");
@@ -87,8 +89,9 @@ static void put_escaped(svg *s, const char *text) {
             put(s, "&quot;");
             break;
         default:
-            if ((unsigned char)*c >= 0x20 || *c == '\t')
+            if ((unsigned char)*c >= 0x20 || *c == '\t') {
                 put(s, "%c", *c);
+            }
         }
     }
 }
@@ -113,8 +116,9 @@ static int finish(svg *s, const char *path) {
                        : tether_file_write(path, s->buf, s->len);
     free(s->buf);
     memset(s, 0, sizeof *s);
-    if (rc)
+    if (rc) {
         return tether_cli_fail(1, "--svg: %s", tether_last_error());
+    }
     tether_cli_wrote(path);
     return 0;
 }
@@ -123,8 +127,9 @@ static int finish(svg *s, const char *path) {
 
 /* A step of 1, 2 or 5 x 10^k giving about `ticks` intervals over range. */
 static double nice_step(double range, int ticks) {
-    if (!(range > 0))
+    if (!(range > 0)) {
         return 1;
+    }
     double raw = range / ticks, p = pow(10, floor(log10(raw)));
     double m = raw / p;
     return (m >= 5 ? 5 : m >= 2 ? 2 : 1) * p;
@@ -142,8 +147,9 @@ static double ax(const axis *a, double v) {
 /* An axis over [lo, hi] rounded out to its ticks (lo 0 stays 0). A range narrower than
  * min_span (or than a millionth of its values: equal repeats) is widened around its middle. */
 static axis make_axis(double lo, double hi, double x0, double w, double min_span) {
-    if (!isfinite(lo) || !isfinite(hi) || hi < lo)
+    if (!isfinite(lo) || !isfinite(hi) || hi < lo) {
         lo = hi = 0;
+    }
     double span = fmax(min_span, fabs(hi) * 1e-3);
     if (hi - lo < span) {
         double mid = (lo + hi) / 2;
@@ -152,8 +158,9 @@ static axis make_axis(double lo, double hi, double x0, double w, double min_span
     }
     double step = nice_step(hi - lo, 6);
     axis a = {floor(lo / step) * step, ceil(hi / step) * step, x0, w};
-    if (a.lo < 0 && lo >= 0)
+    if (a.lo < 0 && lo >= 0) {
         a.lo = 0;
+    }
     return a;
 }
 
@@ -163,8 +170,9 @@ static void x_ticks(svg *s, const axis *a, double y_top, double y_bottom, double
     double step = nice_step(a->hi - a->lo, 6);
     for (int k = 0; k <= 40; k++) { /* counted: a step below the values' resolution ends too */
         double v = a->lo + k * step;
-        if (v > a->hi + step * 1e-6)
+        if (v > a->hi + step * 1e-6) {
             break;
+        }
         double x = ax(a, v);
         put(s,
             "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
@@ -182,8 +190,9 @@ static void x_ticks(svg *s, const axis *a, double y_top, double y_bottom, double
  * broken-axis mark where the bars would start (two slanted strokes on the axis line at y) and a
  * label saying so, so that a short distance between two rows is not read as a large ratio. */
 static void axis_break(svg *s, const axis *a, double y, double scale, const char *unit) {
-    if (!(a->lo > 0))
+    if (!(a->lo > 0)) {
         return;
+    }
     double x = a->x0;
     put(s,
         "<g class=\"axis-break\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
@@ -203,12 +212,15 @@ typedef struct time_unit {
 } time_unit;
 
 static time_unit unit_for(double hi) {
-    if (hi < 1e-6)
+    if (hi < 1e-6) {
         return (time_unit){1e9, "ns", "nanoseconds per call"};
-    if (hi < 1e-3)
+    }
+    if (hi < 1e-3) {
         return (time_unit){1e6, "us", "microseconds per call"};
-    if (hi < 1)
+    }
+    if (hi < 1) {
         return (time_unit){1e3, "ms", "milliseconds per call"};
+    }
     return (time_unit){1, "s", "seconds per call"};
 }
 
@@ -224,8 +236,9 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Quantile q of sorted v (linear interpolation). */
 static double quantile(const double *v, int n, double q) {
-    if (n <= 0)
+    if (n <= 0) {
         return 0;
+    }
     double pos = q * (n - 1);
     int i = (int)pos;
     return i + 1 < n ? v[i] + (v[i + 1] - v[i]) * (pos - i) : v[n - 1];
@@ -241,9 +254,11 @@ static void box_row(svg *s, const axis *a, double y, double h, const double *val
         return;
     }
     int nv = 0; /* a value that is not finite (a broken timer) is left out */
-    for (int i = 0; i < n; i++)
-        if (isfinite(values[i]))
+    for (int i = 0; i < n; i++) {
+        if (isfinite(values[i])) {
             v[nv++] = values[i];
+        }
+    }
     if (nv == 0) {
         free(v);
         return;
@@ -264,8 +279,9 @@ static void box_row(svg *s, const axis *a, double y, double h, const double *val
         "stroke-width=\"2\"><title>median %.4g %s</title></line>\n",
         ax(a, med), y - h / 2 - 3, ax(a, med), y + h / 2 + 3, med * scale, unit);
     for (int i = 0; i < n; i++) {
-        if (!isfinite(values[i]))
+        if (!isfinite(values[i])) {
             continue;
+        }
         double jitter = ((i * 7919) % 11 - 5) / 5.0 * (h / 2 - 2);
         put(s,
             "<circle class=\"rep\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.6\" fill=\"%s\" "
@@ -305,8 +321,9 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
     double y = 70;
     /* panel 1: code size */
     double hi = 0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         hi = fmax(hi, rows[i].text_bytes);
+    }
     axis a = make_axis(0, hi, left, plot, 1);
     panel_head(&s, "size", "code size: text bytes (darker: instructions)", y, &a, n * row_h, 1,
                "bytes");
@@ -325,12 +342,13 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
             "<rect class=\"bar\" x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\" "
             "fill-opacity=\"0.45\"><title>text %.0f bytes</title></rect>\n",
             left, ry + 4, ax(&a, r->text_bytes) - left, row_h - 8, k_colors[i % 8], r->text_bytes);
-        if (r->code_bytes >= 0)
+        if (r->code_bytes >= 0) {
             put(&s,
                 "<rect class=\"bar\" x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
                 "<title>instructions %.0f bytes</title></rect>\n",
                 left, ry + 8, ax(&a, r->code_bytes) - left, row_h - 16, k_colors[i % 8],
                 r->code_bytes);
+        }
         put(&s, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">%.0f</text>\n",
             ax(&a, r->text_bytes) + 4, ry + row_h / 2 + 4, r->text_bytes);
     }
@@ -338,8 +356,9 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
     y += panel_h + 30;
     /* panel 2: stack */
     hi = 0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         hi = fmax(hi, fmax(rows[i].static_stack, rows[i].stack_hwm));
+    }
     a = make_axis(0, hi, left, plot, 1);
     panel_head(&s, "stack", "stack: static bound (light) and measured high-water mark (dark)", y,
                &a, n * row_h, 1, "bytes");
@@ -348,24 +367,27 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
         double ry = y + 20 + i * row_h;
         row_label(&s, left, ry + row_h / 2, r->label);
         char words[160] = "";
-        if (r->static_stack >= 0)
+        if (r->static_stack >= 0) {
             put(&s,
                 "<rect class=\"bar\" x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\" "
                 "fill-opacity=\"0.35\"><title>static bound %.0f bytes</title></rect>\n",
                 left, ry + 3, ax(&a, r->static_stack) - left, row_h / 2 - 3, k_colors[i % 8],
                 r->static_stack);
-        if (r->stack_hwm >= 0)
+        }
+        if (r->stack_hwm >= 0) {
             put(&s,
                 "<rect class=\"bar\" x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
                 "<title>measured high-water mark %.0f bytes</title></rect>\n",
                 left, ry + row_h / 2, ax(&a, r->stack_hwm) - left, row_h / 2 - 3, k_colors[i % 8],
                 r->stack_hwm);
-        if (r->static_stack >= 0 && r->stack_hwm >= 0)
+        }
+        if (r->static_stack >= 0 && r->stack_hwm >= 0) {
             snprintf(words, sizeof words, "%.0f / %.0f", r->static_stack, r->stack_hwm);
-        else if (r->stack_hwm >= 0)
+        } else if (r->stack_hwm >= 0) {
             snprintf(words, sizeof words, "static unbounded; HWM %.0f", r->stack_hwm);
-        else
+        } else {
             snprintf(words, sizeof words, "no call stack (OpenCL kernels)");
+        }
         double tx = fmax(r->static_stack, r->stack_hwm);
         put(&s, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"%s\">%s</text>\n",
             tx >= 0 ? ax(&a, tx) + 4 : left + 4, ry + row_h / 2 + 4,
@@ -376,14 +398,17 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
     /* panel 3: latency */
     double lo = INFINITY;
     hi = 0;
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < rows[i].nrepeats; k++)
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < rows[i].nrepeats; k++) {
             if (isfinite(rows[i].seconds[k])) {
                 lo = fmin(lo, rows[i].seconds[k]);
                 hi = fmax(hi, rows[i].seconds[k]);
             }
-    if (!(lo <= hi))
+        }
+    }
+    if (!(lo <= hi)) {
         lo = hi = 0;
+    }
     a = make_axis(lo - (hi - lo) * 0.05, hi + (hi - lo) * 0.05, left, plot, 1e-9);
     time_unit tu = unit_for(a.hi);
     panel_head(&s, "latency",
@@ -395,9 +420,10 @@ int tether_cli_svg_ab(const char *path, const char *title, const char *subtitle,
         const tether_cli_ab_row *r = &rows[i];
         double ry = y + 20 + i * row_h;
         row_label(&s, left, ry + row_h / 2, r->label);
-        if (r->nrepeats > 0)
+        if (r->nrepeats > 0) {
             box_row(&s, &a, ry + row_h / 2, row_h - 10, r->seconds, r->nrepeats, tu.scale, tu.name,
                     k_colors[i % 8]);
+        }
         put(&s, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\">", left + plot + 10,
             ry + row_h / 2 + 4);
         put_escaped(&s, r->note);
@@ -420,13 +446,15 @@ int tether_cli_svg_bench(const char *path, const char *title, const char *subtit
     svg s = {0};
     begin(&s, width, height, title, subtitle);
     double lo = INFINITY, hi = 0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (isfinite(ts->seconds[i])) {
             lo = fmin(lo, ts->seconds[i]);
             hi = fmax(hi, ts->seconds[i]);
         }
-    if (!(lo <= hi))
+    }
+    if (!(lo <= hi)) {
         lo = hi = 0;
+    }
     axis a = make_axis(lo - (hi - lo) * 0.05, hi + (hi - lo) * 0.05, left, plot, 1e-9);
     time_unit tu = unit_for(a.hi);
     const char *un = tu.name;
@@ -440,25 +468,30 @@ int tether_cli_svg_bench(const char *path, const char *title, const char *subtit
         y + 12, n, ts->number);
     x_ticks(&s, &a, y + 24, y + 96, sc, tu.axis);
     axis_break(&s, &a, y + 96, sc, un);
-    if (n > 0)
+    if (n > 0) {
         box_row(&s, &a, y + 60, 40, ts->seconds, n, sc, un, k_colors[0]);
-    if (isfinite(ts->mean))
+    }
+    if (isfinite(ts->mean)) {
         put(&s,
             "<line class=\"mean\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
             "stroke=\"#e15759\" "
             "stroke-dasharray=\"5 3\" stroke-width=\"1.5\"><title>mean %.4g %s</title></line>\n",
             ax(&a, ts->mean), y + 28, ax(&a, ts->mean), y + 92, ts->mean * sc, un);
+    }
     /* the figures of the finite repeats drawn (a broken timer's NaN is left out, as above) */
     double fin[32], mean = 0, var = 0;
     int nf = 0;
-    for (int i = 0; i < n; i++)
-        if (isfinite(ts->seconds[i]))
+    for (int i = 0; i < n; i++) {
+        if (isfinite(ts->seconds[i])) {
             mean += (fin[nf++] = ts->seconds[i]);
+        }
+    }
     if (nf > 0) {
         mean /= nf;
         qsort(fin, (size_t)nf, sizeof fin[0], cmp_double);
-        for (int i = 0; i < nf; i++)
+        for (int i = 0; i < nf; i++) {
             var += (fin[i] - mean) * (fin[i] - mean);
+        }
         double cv = nf > 1 && mean > 0 ? sqrt(var / (nf - 1)) / mean * 100 : 0;
         put(&s,
             "<text x=\"%d\" y=\"%.0f\" font-size=\"11\">median %.4g %s, mean %.4g %s, min %.4g %s, "
@@ -496,13 +529,15 @@ int tether_cli_svg_bench(const char *path, const char *title, const char *subtit
         "font-size=\"11\">%s per call</text>\n",
         ptop + ph / 2, ptop + ph / 2, un);
     put(&s, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1\" points=\"", k_colors[0]);
-    for (int i = 0; i < n; i++)
-        if (isfinite(ts->seconds[i]))
+    for (int i = 0; i < n; i++) {
+        if (isfinite(ts->seconds[i])) {
             put(&s, "%.1f,%.1f ", left + (i + 0.5) * plot / n,
                 ptop + ph - (ts->seconds[i] - ya.lo) / (ya.hi - ya.lo) * ph);
+        }
+    }
     put(&s, "\"/>\n");
-    for (int i = 0; i < n; i++)
-        if (isfinite(ts->seconds[i]))
+    for (int i = 0; i < n; i++) {
+        if (isfinite(ts->seconds[i])) {
             put(&s,
                 "<circle class=\"order\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>repeat "
                 "%d: "
@@ -510,6 +545,8 @@ int tether_cli_svg_bench(const char *path, const char *title, const char *subtit
                 left + (i + 0.5) * plot / n,
                 ptop + ph - (ts->seconds[i] - ya.lo) / (ya.hi - ya.lo) * ph, k_colors[0], i + 1,
                 ts->seconds[i] * sc, un);
+        }
+    }
     put(&s,
         "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\" font-size=\"11\">repeat (1 to %d)"
         "</text>\n</g>\n",
@@ -521,15 +558,17 @@ int tether_cli_svg_bench(const char *path, const char *title, const char *subtit
         if (!order) {
             s.failed = 1;
         } else {
-            for (int i = 0; i < nkernels; i++)
+            for (int i = 0; i < nkernels; i++) {
                 order[i] = i;
-            for (int i = 1; i < nkernels; i++) /* insertion sort, slowest first */
+            }
+            for (int i = 1; i < nkernels; i++) { /* insertion sort, slowest first */
                 for (int j = i; j > 0 && kernel_median[order[j]] > kernel_median[order[j - 1]];
                      j--) {
                     int t = order[j];
                     order[j] = order[j - 1];
                     order[j - 1] = t;
                 }
+            }
             double kmax = isfinite(kernel_median[order[0]]) ? kernel_median[order[0]] : 0;
             axis ka = make_axis(0, kmax, left + 110, plot - 110, 1e-9);
             put(&s,
@@ -551,10 +590,11 @@ int tether_cli_svg_bench(const char *path, const char *title, const char *subtit
                     ax(&ka, isfinite(kernel_median[k]) ? kernel_median[k] : 0) - ka.x0,
                     k_colors[1]);
                 put_escaped(&s, kernels[k]);
-                if (isfinite(kernel_median[k]))
+                if (isfinite(kernel_median[k])) {
                     put(&s, ": %.4g us</title></rect>\n", kernel_median[k] * 1e6);
-                else
+                } else {
                     put(&s, ": not measured</title></rect>\n");
+                }
             }
             put(&s, "</g>\n");
             free(order);

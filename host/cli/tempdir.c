@@ -50,8 +50,9 @@ static void remove_now(const char *dir) {
 }
 
 static void on_signal(int sig) {
-    if (atomic_flag_test_and_set(&g_handling))
+    if (atomic_flag_test_and_set(&g_handling)) {
         return; /* another thread is already ending the process */
+    }
 #ifdef TETHER_HAVE_COMPILER
     tether_build_interrupt(sig); /* compilers first: they may be writing into the directories */
 #endif
@@ -66,8 +67,9 @@ static void on_signal(int sig) {
 }
 
 void tether_cli_signals_init(void) {
-    if (g_handlers)
+    if (g_handlers) {
         return;
+    }
     g_handlers = 1;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -79,8 +81,9 @@ void tether_cli_signals_init(void) {
     const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
     for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
         struct sigaction old;
-        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) {
             sigaction(sigs[i], &sa, NULL);
+        }
     }
 #ifdef TETHER_HAVE_COMPILER
     tether_build_isolate(true); /* the handler ends each compiler's whole process group */
@@ -89,22 +92,27 @@ void tether_cli_signals_init(void) {
 
 int tether_cli_tempdir_make(char *out, size_t size, const char *tag) {
     const char *base = getenv("TMPDIR");
-    if (!base || !*base)
+    if (!base || !*base) {
         base = "/tmp";
+    }
     int n = snprintf(out, size, "%s/tether-%s-XXXXXX", base, tag);
-    if (n < 0 || (size_t)n >= size || (size_t)n >= sizeof g_dirs[0])
+    if (n < 0 || (size_t)n >= size || (size_t)n >= sizeof g_dirs[0]) {
         return tether_set_error(TETHER_ERR_IO, "temporary directory name under %s is too long",
                                 base);
+    }
     int slot = -1;
-    for (int i = 0; i < TEMPDIR_MAX && slot < 0; i++)
+    for (int i = 0; i < TEMPDIR_MAX && slot < 0; i++) {
         slot = g_used[i] ? -1 : i;
-    if (slot < 0)
+    }
+    if (slot < 0) {
         return tether_set_error(TETHER_ERR_IO, "more than %d temporary directories at once",
                                 TEMPDIR_MAX);
+    }
     tether_cli_signals_init();
-    if (!mkdtemp(out))
+    if (!mkdtemp(out)) {
         return tether_set_error(TETHER_ERR_IO, "cannot create a temporary directory in %s: %s",
                                 base, strerror(errno));
+    }
     memcpy(g_dirs[slot], out, (size_t)n + 1);
     g_used[slot] = 1;
     return 0;
@@ -123,8 +131,9 @@ void tether_cli_tempdir_remove(const char *dir) {
 const char *tether_cli_tempdir_shown(const char *path) {
     for (int i = 0; i < TEMPDIR_MAX; i++) {
         size_t n = strlen(g_dirs[i]);
-        if (g_used[i] && n && strncmp(path, g_dirs[i], n) == 0 && path[n] == '/')
+        if (g_used[i] && n && strncmp(path, g_dirs[i], n) == 0 && path[n] == '/') {
             return path + n + 1;
+        }
     }
     return path;
 }

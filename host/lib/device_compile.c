@@ -41,21 +41,23 @@ int tether_device_target(const tether_device_info *d, char *target, size_t tn, c
     const tether_target *t;
     cpu[0] = 0;
     if (is_mcu(d)) {
-        if (tether_target_find(d->arch, &t))
+        if (tether_target_find(d->arch, &t)) {
             return tether_set_error(TETHER_ERR_UNSUPPORTED,
                                     "the device is a %s board with CPU '%s', for which the "
                                     "compiler has no target (give --target)",
                                     d->board, d->arch);
+        }
         snprintf(target, tn, "%s", t->name);
         return 0;
     }
     char name[160];
     snprintf(name, sizeof name, "%.100s-linux", d->arch);
-    if (tether_target_find(name, &t))
+    if (tether_target_find(name, &t)) {
         return tether_set_error(TETHER_ERR_UNSUPPORTED,
                                 "the device is a %s machine (%s), for which the compiler has no "
                                 "target (give --target)",
                                 d->arch, d->triple);
+    }
     snprintf(target, tn, "%s", t->name);
     snprintf(cpu, cn, "%s", d->cpu);
     return 0;
@@ -75,32 +77,39 @@ int tether_device_compile_resolve(const tether_device_info *d, tether_device_com
     }
     if (!c->build.target) { /* the device's target, and its CPU unless given */
         int rc = tether_device_target(d, o->target, sizeof o->target, o->cpu, sizeof o->cpu);
-        if (rc)
+        if (rc) {
             return rc;
+        }
         c->build.target = o->target;
-        if (!c->build.cpu)
+        if (!c->build.cpu) {
             c->build.cpu = o->cpu;
+        }
     } else {
         const tether_target *t;
-        if (tether_target_find(c->build.target, &t))
+        if (tether_target_find(c->build.target, &t)) {
             return tether_set_error(TETHER_ERR_INVALID_ARG, "--target: %s", tether_last_error());
+        }
     }
     int n = c->memory.npools;
-    if (n > TETHER_MEMORY_MAX_POOLS)
+    if (n > TETHER_MEMORY_MAX_POOLS) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "more than %d memory pools",
                                 TETHER_MEMORY_MAX_POOLS);
+    }
     if (n && c->memory.pools != o->pools) {
-        for (int k = 0; k < n; k++)
+        for (int k = 0; k < n; k++) {
             o->pools[k] = c->memory.pools[k];
+        }
         c->memory.pools = o->pools;
     }
     uint32_t np = d->num_pools < 8 ? d->num_pools : 8;
     for (int k = 0; k < n; k++) { /* "--pool NAME": the size of the device's pool */
-        if (o->pools[k].capacity != TETHER_POOL_SIZE_FROM_DEVICE)
+        if (o->pools[k].capacity != TETHER_POOL_SIZE_FROM_DEVICE) {
             continue;
+        }
         uint32_t i = 0;
-        while (i < np && strcmp(d->pools[i], o->pools[k].name) != 0)
+        while (i < np && strcmp(d->pools[i], o->pools[k].name) != 0) {
             i++;
+        }
         if (i == np) {
             char have[300] = "";
             for (uint32_t j = 0; j < np; j++) {
@@ -124,12 +133,14 @@ int tether_device_compile_resolve(const tether_device_info *d, tether_device_com
 static int default_firmware_dirs(char dirs[2][3100]) {
     char exe[3000];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
+    if (n <= 0) {
         return 0;
+    }
     exe[n] = 0;
     char *slash = strrchr(exe, '/');
-    if (!slash)
+    if (!slash) {
         return 0;
+    }
     *slash = 0;
     snprintf(dirs[0], sizeof dirs[0], "%s/../../device/mcu", exe);
     snprintf(dirs[1], sizeof dirs[1], "%s/../share/tether/firmware", exe);
@@ -144,10 +155,11 @@ int tether_device_firmware(const tether_device_info *d, const tether_device_comp
         char p[4200];
         struct stat st;
         snprintf(p, sizeof p, "%s/%s/firmware.json", opt, d->board);
-        if (stat(opt, &st) == 0 && S_ISDIR(st.st_mode) && access(p, R_OK) == 0)
+        if (stat(opt, &st) == 0 && S_ISDIR(st.st_mode) && access(p, R_OK) == 0) {
             rc = tether_mcu_firmware_load(p, fw);
-        else
+        } else {
             rc = tether_mcu_firmware_load(opt, fw);
+        }
     } else if (o && o->firmware_dirs) {
         rc = tether_mcu_firmware_find(d->board, o->firmware_dirs, o->nfirmware_dirs, fw);
     } else {
@@ -156,8 +168,9 @@ int tether_device_firmware(const tether_device_info *d, const tether_device_comp
         int n = default_firmware_dirs(dirs);
         rc = tether_mcu_firmware_find(d->board, dp, n, fw);
     }
-    if (!rc)
+    if (!rc) {
         rc = tether_mcu_firmware_check(fw, d->board, d->load_addr, d->load_size, d->exports_id);
+    }
     return rc;
 }
 
@@ -175,20 +188,23 @@ void tether_device_image_line(FILE *f, const char *what, const tether_mcu_firmwa
 
 static void say_image(const tether_device_compile_options *o, const char *what,
                       const tether_mcu_firmware *fw, const tether_mcu_image *img) {
-    if (o && o->on_image)
+    if (o && o->on_image) {
         o->on_image(o->on_image_ctx, what, fw, img);
-    else if (o && o->notes)
+    } else if (o && o->notes) {
         tether_device_image_line(o->notes, what, fw, img);
+    }
 }
 
 static int tempdir_make(const tether_device_compile_options *o, char *out, size_t n) {
-    if (o && o->tempdir_make)
+    if (o && o->tempdir_make) {
         return o->tempdir_make(out, n, "mcu");
+    }
     const char *t = getenv("TMPDIR");
     snprintf(out, n, "%s/tether-mcu-XXXXXX", t && *t ? t : "/tmp");
-    if (!mkdtemp(out))
+    if (!mkdtemp(out)) {
         return tether_set_error(TETHER_ERR_IO, "cannot make a temporary folder in %s: %s",
                                 t && *t ? t : "/tmp", strerror(errno));
+    }
     return 0;
 }
 
@@ -227,8 +243,9 @@ static int link_failed(int lrc, const char *dir, const char *log, const char *sh
     char first[300] = "";
     FILE *f = lrc == TETHER_ERR_IO ? fopen(log, "r") : NULL;
     if (f) {
-        if (!fgets(first, sizeof first, f))
+        if (!fgets(first, sizeof first, f)) {
             first[0] = 0;
+        }
         fclose(f);
         first[strcspn(first, "\n")] = 0;
         char *at;
@@ -248,13 +265,15 @@ int tether_device_image(const tether_device_info *d, const tether_device_compile
     *size = 0;
     tether_mcu_firmware fw;
     int rc = tether_device_firmware(d, o, &fw);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     size_t pl = strlen(path);
     if (pl > 4 && !strcmp(path + pl - 4, ".bin")) { /* an image: checked as the firmware will */
         rc = tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, data, size);
-        if (rc)
+        if (rc) {
             return rc;
+        }
         if (tether_mcu_image_check(&fw, *data, *size, img)) {
             rc = tether_set_error(TETHER_ERR_INVALID_ARG, "%s: %s", path, tether_last_error());
             free(*data);
@@ -266,8 +285,9 @@ int tether_device_image(const tether_device_info *d, const tether_device_compile
     }
     char dir[600];
     rc = tempdir_make(o, dir, sizeof dir);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     char elf[700], bin[700], log[700];
     snprintf(elf, sizeof elf, "%s/module.elf", dir);
     snprintf(bin, sizeof bin, "%s/module.bin", dir);
@@ -290,23 +310,28 @@ int tether_device_loader(void *ctx, tether_session *s, const char *path, const c
     const tether_device_info *d = tether_session_info(s);
     uint32_t kind;
     int linked = tether_artifact_module_kind(d, path, &kind); /* 1: .o/.a to link first */
-    if (linked < 0)
+    if (linked < 0) {
         return linked;
-    if (kind != TETHER_MODULE_MCU_IMAGE)
+    }
+    if (kind != TETHER_MODULE_MCU_IMAGE) {
         return tether_artifact_default_loader(NULL, s, path, target, name, module);
+    }
     uint8_t *data;
     size_t size;
     tether_mcu_image img;
     int rc = tether_device_image(d, o, path, target, &data, &size, &img);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     rc = tether_session_upload(s, TETHER_MODULE_MCU_IMAGE, name, data, size);
     free(data);
     uint64_t m = 0;
-    if (!rc)
+    if (!rc) {
         rc = tether_session_load_module(s, name, &m, NULL);
-    if (!rc && module)
+    }
+    if (!rc && module) {
         *module = m;
+    }
     return rc;
 }
 
@@ -322,23 +347,28 @@ int tether_device_prepare(tether_artifact *a, tether_session *s,
 int tether_compile_for_device(tether_session *s, const char *model, const char *dir,
                               tether_device_compile_options *o, tether_compile_result *res,
                               tether_artifact **out) {
-    if (out)
+    if (out) {
         *out = NULL;
+    }
     tether_compile_result mine;
-    if (!res)
+    if (!res) {
         res = &mine;
+    }
     memset(res, 0, sizeof *res);
     int rc = tether_device_compile_resolve(tether_session_info(s), o);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     tether_tuning_log log;
     tether_node_schedule *ns = NULL;
-    if (o->tuning_log && tether_tuning_log_apply(o->tuning_log, &o->compile, &log, &ns))
+    if (o->tuning_log && tether_tuning_log_apply(o->tuning_log, &o->compile, &log, &ns)) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "--tuning-log: %s", tether_last_error());
+    }
     rc = tether_compile_model(model, dir, &o->compile, res);
     if (o->tuning_log) {
-        if (!rc && o->notes)
+        if (!rc && o->notes) {
             tether_tuning_note(o->notes, res, &log, &o->compile);
+        }
         free(ns);
         tether_tuning_log_close(&log);
         o->compile.codegen.node_schedules = NULL; /* pointed into ns */
@@ -346,12 +376,14 @@ int tether_compile_for_device(tether_session *s, const char *model, const char *
         o->compile.opencl.node_schedules = NULL;
         o->compile.opencl.nnode_schedules = 0;
     }
-    if (rc || !out)
+    if (rc || !out) {
         return rc;
+    }
     tether_artifact *a = NULL;
     rc = tether_artifact_open(dir, &a);
-    if (!rc)
+    if (!rc) {
         rc = tether_device_prepare(a, s, o);
+    }
     if (rc) {
         tether_artifact_free(a);
         return rc;

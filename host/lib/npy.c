@@ -26,8 +26,9 @@ static const struct {
 };
 
 static const char *skip_ws(const char *p, const char *end) {
-    while (p < end && isspace((unsigned char)*p))
+    while (p < end && isspace((unsigned char)*p)) {
         p++;
+    }
     return p;
 }
 
@@ -41,121 +42,146 @@ int tether__npy_parse_header(const void *buf, size_t len, const char *what, teth
                              size_t *hdr, size_t *nbytes_out) {
     const uint8_t *b = buf;
     memset(out, 0, sizeof *out);
-    if (len < 10 || memcmp(b, "\x93NUMPY", 6) != 0)
+    if (len < 10 || memcmp(b, "\x93NUMPY", 6) != 0) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: not a .npy file (bad magic)", what);
+    }
     unsigned major = b[6];
     size_t hlen, hoff;
     if (major == 1) {
         hlen = (size_t)b[8] | ((size_t)b[9] << 8);
         hoff = 10;
     } else if (major == 2 || major == 3) {
-        if (len < 12)
+        if (len < 12) {
             return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: truncated .npy header", what);
+        }
         hlen = (size_t)b[8] | ((size_t)b[9] << 8) | ((size_t)b[10] << 16) | ((size_t)b[11] << 24);
         hoff = 12;
     } else {
         return tether_set_error(TETHER_ERR_UNSUPPORTED, "%s: .npy format version %u not supported",
                                 what, major);
     }
-    if (hlen > len - hoff)
+    if (hlen > len - hoff) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: truncated .npy header", what);
+    }
     const char *h = (const char *)b + hoff, *end = h + hlen;
     /* The header is a Python dict literal with exactly the keys descr, fortran_order and shape,
      * each once, followed by padding (spaces and a newline) only. */
     const char *p = skip_ws(h, end);
-    if (p >= end || *p != '{')
+    if (p >= end || *p != '{') {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header is not a dict", what);
+    }
     p++;
     int found = -1, fortran = -1, ndim = -1;
     for (;;) {
         p = skip_ws(p, end);
-        if (p < end && *p == '}')
+        if (p < end && *p == '}') {
             break;
-        if (p >= end || (*p != '\'' && *p != '"'))
+        }
+        if (p >= end || (*p != '\'' && *p != '"')) {
             return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header dict is malformed",
                                     what);
+        }
         const char *ke = memchr(p + 1, *p, (size_t)(end - p - 1));
-        if (!ke)
+        if (!ke) {
             return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header: unterminated key",
                                     what);
+        }
         const char *key = p + 1;
         size_t klen = (size_t)(ke - key);
         p = skip_ws(ke + 1, end);
-        if (p >= end || *p != ':')
+        if (p >= end || *p != ':') {
             return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header: no ':' after '%.*s'",
                                     what, (int)(klen > 20 ? 20 : klen), key);
+        }
         p = skip_ws(p + 1, end);
         if (klen == 5 && !memcmp(key, "descr", 5)) {
-            if (found != -1)
+            if (found != -1) {
                 return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header: 'descr' twice",
                                         what);
-            if (p >= end || (*p != '\'' && *p != '"'))
+            }
+            if (p >= end || (*p != '\'' && *p != '"')) {
                 return tether_set_error(TETHER_ERR_INVALID_ARG,
                                         "%s: .npy header: descr is not a string", what);
+            }
             const char *de = memchr(p + 1, *p, (size_t)(end - p - 1));
-            if (!de)
+            if (!de) {
                 return tether_set_error(TETHER_ERR_INVALID_ARG,
                                         "%s: .npy header: unterminated descr", what);
+            }
             found = -2;
-            for (size_t t = 0; t < sizeof k_types / sizeof k_types[0]; t++)
+            for (size_t t = 0; t < sizeof k_types / sizeof k_types[0]; t++) {
                 if ((size_t)(de - p - 1) == strlen(k_types[t].descr) &&
-                    memcmp(p + 1, k_types[t].descr, (size_t)(de - p - 1)) == 0)
+                    memcmp(p + 1, k_types[t].descr, (size_t)(de - p - 1)) == 0) {
                     found = (int)t;
-            if (found < 0)
+                }
+            }
+            if (found < 0) {
                 return tether_set_error(TETHER_ERR_UNSUPPORTED,
                                         "%s: dtype '%.*s' is not supported (float32, float64, "
                                         "int8, uint8, int32, int64, little-endian)",
                                         what, (int)(de - p - 1 > 16 ? 16 : de - p - 1), p + 1);
+            }
             p = de + 1;
         } else if (klen == 13 && !memcmp(key, "fortran_order", 13)) {
-            if (fortran != -1)
+            if (fortran != -1) {
                 return tether_set_error(TETHER_ERR_INVALID_ARG,
                                         "%s: .npy header: 'fortran_order' twice", what);
-            if (end - p >= 4 && memcmp(p, "True", 4) == 0)
+            }
+            if (end - p >= 4 && memcmp(p, "True", 4) == 0) {
                 return tether_set_error(TETHER_ERR_UNSUPPORTED,
                                         "%s: Fortran-order arrays are not supported (save with C "
                                         "order, e.g. np.ascontiguousarray)",
                                         what);
-            if (!(end - p >= 5 && memcmp(p, "False", 5) == 0))
+            }
+            if (!(end - p >= 5 && memcmp(p, "False", 5) == 0)) {
                 return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: bad fortran_order value",
                                         what);
+            }
             fortran = 0;
             p += 5;
         } else if (klen == 5 && !memcmp(key, "shape", 5)) {
-            if (ndim != -1)
+            if (ndim != -1) {
                 return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header: 'shape' twice",
                                         what);
-            if (p >= end || *p != '(')
+            }
+            if (p >= end || *p != '(') {
                 return tether_set_error(TETHER_ERR_INVALID_ARG,
                                         "%s: .npy header has no 'shape' tuple", what);
+            }
             p++;
             ndim = 0;
             for (;;) {
                 p = skip_ws(p, end);
-                if (p >= end)
+                if (p >= end) {
                     return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: unterminated shape", what);
-                if (*p == ')')
+                }
+                if (*p == ')') {
                     break;
-                if (!isdigit((unsigned char)*p))
+                }
+                if (!isdigit((unsigned char)*p)) {
                     return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: bad shape in .npy header",
                                             what);
-                if (ndim >= TETHER_MAX_NDIM)
+                }
+                if (ndim >= TETHER_MAX_NDIM) {
                     return tether_set_error(TETHER_ERR_LIMIT, "%s: more than %d dimensions", what,
                                             TETHER_MAX_NDIM);
+                }
                 int64_t v = 0;
                 while (p < end && isdigit((unsigned char)*p)) {
-                    if (v > (INT64_MAX - 9) / 10)
+                    if (v > (INT64_MAX - 9) / 10) {
                         return tether_set_error(TETHER_ERR_LIMIT, "%s: shape extent too large",
                                                 what);
+                    }
                     v = v * 10 + (*p++ - '0');
                 }
                 out->shape[ndim++] = v;
                 p = skip_ws(p, end);
-                if (p < end && *p == ',')
+                if (p < end && *p == ',') {
                     p++;
-                else if (p < end && *p != ')')
+                } else if (p < end && *p != ')') {
                     return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: bad shape in .npy header",
                                             what);
+                }
             }
             p++;
         } else {
@@ -163,28 +189,35 @@ int tether__npy_parse_header(const void *buf, size_t len, const char *what, teth
                                     what, (int)(klen > 20 ? 20 : klen), key);
         }
         p = skip_ws(p, end);
-        if (p < end && *p == ',')
+        if (p < end && *p == ',') {
             p++;
-        else if (p >= end || *p != '}')
+        } else if (p >= end || *p != '}') {
             return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header dict is malformed",
                                     what);
+        }
     }
-    for (p++; p < end; p++)
-        if (*p != ' ' && *p != '\n' && *p != '\t' && *p != '\r')
+    for (p++; p < end; p++) {
+        if (*p != ' ' && *p != '\n' && *p != '\t' && *p != '\r') {
             return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header: text after the dict",
                                     what);
-    if (found < 0)
+        }
+    }
+    if (found < 0) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header has no 'descr'", what);
-    if (fortran < 0)
+    }
+    if (fortran < 0) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header has no 'fortran_order'",
                                 what);
-    if (ndim < 0)
+    }
+    if (ndim < 0) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: .npy header has no 'shape' tuple",
                                 what);
+    }
     DLDataType dt = {k_types[found].code, k_types[found].bits, 1};
     size_t nbytes;
-    if (tether_shape_bytes(out->shape, ndim, dt, &nbytes))
+    if (tether_shape_bytes(out->shape, ndim, dt, &nbytes)) {
         return tether_set_error(TETHER_ERR_LIMIT, "%s: %s", what, tether_last_error());
+    }
     out->dtype = dt;
     out->ndim = ndim;
     *hdr = hoff + hlen;
@@ -211,8 +244,9 @@ int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *
         memset(out, 0, sizeof *out);
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
     }
-    if (nbytes)
+    if (nbytes) {
         memcpy(data, b + doff, nbytes);
+    }
     out->data = data;
     out->nbytes = nbytes;
     return 0;
@@ -226,16 +260,18 @@ static struct {
 
 int tether_npy_register_reader(const char *ext, tether_array_reader fn) {
     if (!ext || ext[0] != '.' || strlen(ext) >= sizeof g_readers[0].ext || !fn ||
-        strcmp(ext, ".npy") == 0)
+        strcmp(ext, ".npy") == 0) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "array reader extension must be like \".pb\" (not .npy), at most "
                                 "15 characters, with a function");
-    for (size_t i = 0; i < sizeof g_readers / sizeof g_readers[0]; i++)
+    }
+    for (size_t i = 0; i < sizeof g_readers / sizeof g_readers[0]; i++) {
         if (!g_readers[i].fn || strcmp(g_readers[i].ext, ext) == 0) {
             snprintf(g_readers[i].ext, sizeof g_readers[i].ext, "%s", ext);
             g_readers[i].fn = fn;
             return TETHER_OK;
         }
+    }
     return tether_set_error(TETHER_ERR_LIMIT, "at most %zu array readers",
                             sizeof g_readers / sizeof g_readers[0]);
 }
@@ -245,14 +281,16 @@ int tether_npy_read(const char *path, tether_npy *out) {
     size_t pl = strlen(path);
     for (size_t i = 0; i < sizeof g_readers / sizeof g_readers[0] && g_readers[i].fn; i++) {
         size_t el = strlen(g_readers[i].ext);
-        if (pl > el && strcmp(path + pl - el, g_readers[i].ext) == 0)
+        if (pl > el && strcmp(path + pl - el, g_readers[i].ext) == 0) {
             return g_readers[i].fn(path, out);
+        }
     }
     uint8_t *buf;
     size_t len;
     int rc = tether_file_read(path, TETHER_NPY_MAX_FILE, &buf, &len);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     rc = tether_npy_parse(buf, len, path, out);
     free(buf);
     return rc;
@@ -265,21 +303,25 @@ int tether_npy_read(const char *path, tether_npy *out) {
 int tether__npy_header(const char *what, DLDataType dtype, const int64_t *shape, int ndim,
                        uint8_t *hdr, size_t *hlen, size_t *nbytes) {
     const char *descr = NULL;
-    for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++)
+    for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) {
         if (k_types[i].code == dtype.code && k_types[i].bits == dtype.bits && dtype.lanes == 1) {
             descr = k_types[i].descr;
             break;
         }
-    if (!descr)
+    }
+    if (!descr) {
         return tether_set_error(TETHER_ERR_UNSUPPORTED, "%s: dtype not supported for .npy", what);
-    if (tether_shape_bytes(shape, ndim, dtype, nbytes))
+    }
+    if (tether_shape_bytes(shape, ndim, dtype, nbytes)) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: %s", what, tether_last_error());
+    }
     char dict[512];
     int n =
         snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
-    for (int i = 0; i < ndim; i++)
+    for (int i = 0; i < ndim; i++) {
         n += snprintf(dict + n, sizeof dict - (size_t)n, "%lld%s", (long long)shape[i],
                       ndim == 1 ? "," : (i + 1 < ndim ? ", " : ""));
+    }
     n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
     size_t total = 10 + (size_t)n + 1; /* + newline */
     size_t pad = (64 - total % 64) % 64;
@@ -299,12 +341,14 @@ int tether_npy_write(const char *path, DLDataType dtype, const int64_t *shape, i
     uint8_t hdr[TETHER_NPY_HEADER_MAX];
     size_t hlen, nbytes;
     int rc = tether__npy_header(path, dtype, shape, ndim, hdr, &hlen, &nbytes);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     tether_file_out out;
     rc = tether_file_out_open(&out, path);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     FILE *f = out.f;
     int ok = fwrite(hdr, 1, hlen, f) == hlen;
     ok = ok && (nbytes == 0 || fwrite(data, 1, nbytes, f) == nbytes);
@@ -312,8 +356,9 @@ int tether_npy_write(const char *path, DLDataType dtype, const int64_t *shape, i
         tether_file_out_abort(&out);
         return tether_set_error(TETHER_ERR_IO, "cannot write %s: %s", path, strerror(errno));
     }
-    if (tether_file_out_commit(&out))
+    if (tether_file_out_commit(&out)) {
         return TETHER_ERR_IO;
+    }
     return 0;
 }
 

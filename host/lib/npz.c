@@ -35,8 +35,9 @@ typedef struct npz_in {
 } npz_in;
 
 static void npz_close(npz_in *z) {
-    if (z->za)
+    if (z->za) {
         zip_discard(z->za);
+    }
     free(z->buf);
     memset(z, 0, sizeof *z);
 }
@@ -45,15 +46,17 @@ static int npz_open(const char *path, npz_in *z) {
     memset(z, 0, sizeof *z);
     size_t len;
     int rc = tether_file_read(path, TETHER_NPY_MAX_FILE, &z->buf, &len);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     zip_error_t ze;
     zip_error_init(&ze);
     zip_source_t *src = zip_source_buffer_create(z->buf, len, 0, &ze);
     if (src) {
         z->za = zip_open_from_source(src, ZIP_RDONLY, &ze);
-        if (!z->za)
+        if (!z->za) {
             zip_source_free(src);
+        }
     }
     if (!z->za) {
         rc = tether_set_error(TETHER_ERR_INVALID_ARG, "%s: not an .npz archive (%s)", path,
@@ -70,18 +73,21 @@ static int npz_open(const char *path, npz_in *z) {
  * not a .npy file or the name is too long. */
 static int member_name(const char *path, zip_t *za, zip_uint64_t i, char *name) {
     const char *m = zip_get_name(za, i, ZIP_FL_ENC_GUESS);
-    if (!m)
+    if (!m) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: member %llu has no name", path,
                                 (unsigned long long)i);
+    }
     size_t ml = strlen(m);
-    if (ml <= 4 || strcmp(m + ml - 4, ".npy") != 0)
+    if (ml <= 4 || strcmp(m + ml - 4, ".npy") != 0) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "%s: member '%s' is not a .npy array (an .npz holds only .npy "
                                 "members, as numpy.savez writes them)",
                                 path, m);
-    if (ml - 4 >= TETHER_NPZ_NAME_MAX)
+    }
+    if (ml - 4 >= TETHER_NPZ_NAME_MAX) {
         return tether_set_error(TETHER_ERR_LIMIT, "%s: member name '%s' is longer than %d bytes",
                                 path, m, TETHER_NPZ_NAME_MAX - 1);
+    }
     memcpy(name, m, ml - 4);
     name[ml - 4] = 0;
     return 0;
@@ -91,8 +97,9 @@ int tether_npz_list(const char *path, char (*names)[TETHER_NPZ_NAME_MAX], int ma
     *n = 0;
     npz_in z;
     int rc = npz_open(path, &z);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     zip_int64_t count = zip_get_num_entries(z.za, 0);
     if (count > max) {
         rc = tether_set_error(TETHER_ERR_LIMIT, "%s: %lld arrays, at most %d", path,
@@ -100,19 +107,22 @@ int tether_npz_list(const char *path, char (*names)[TETHER_NPZ_NAME_MAX], int ma
         goto out;
     }
     for (zip_int64_t i = 0; i < count; i++) {
-        if ((rc = member_name(path, z.za, (zip_uint64_t)i, names[i])))
+        if ((rc = member_name(path, z.za, (zip_uint64_t)i, names[i]))) {
             goto out;
-        for (zip_int64_t j = 0; j < i; j++)
+        }
+        for (zip_int64_t j = 0; j < i; j++) {
             if (!strcmp(names[j], names[i])) {
                 rc = tether_set_error(TETHER_ERR_INVALID_ARG, "%s: array '%s' appears twice", path,
                                       names[i]);
                 goto out;
             }
+        }
     }
-    if (count == 0)
+    if (count == 0) {
         rc = tether_set_error(TETHER_ERR_INVALID_ARG, "%s: the archive holds no arrays", path);
-    else
+    } else {
         *n = (int)count;
+    }
 out:
     npz_close(&z);
     return rc;
@@ -124,10 +134,12 @@ static zip_int64_t read_full(zip_file_t *f, uint8_t *buf, size_t n) {
     size_t got = 0;
     while (got < n) {
         zip_int64_t r = zip_fread(f, buf + got, n - got);
-        if (r < 0)
+        if (r < 0) {
             return -1;
-        if (r == 0)
+        }
+        if (r == 0) {
             break;
+        }
         got += (size_t)r;
     }
     return (zip_int64_t)got;
@@ -138,8 +150,9 @@ static void describe(const tether_npy *h, char *buf, size_t n) {
     char dt[TETHER_DTYPE_NAME_MAX];
     tether_dtype_name(h->dtype, dt, sizeof dt);
     size_t o = (size_t)snprintf(buf, n, "%s [", dt);
-    for (int i = 0; i < h->ndim && o + 24 < n; i++)
+    for (int i = 0; i < h->ndim && o + 24 < n; i++) {
         o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? ", " : "", (long long)h->shape[i]);
+    }
     snprintf(buf + o, n - o, "]");
 }
 
@@ -152,8 +165,9 @@ int tether_npz_read_member_expect(const char *path, const char *name,
     memset(out, 0, sizeof *out);
     npz_in z;
     int rc = npz_open(path, &z);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     char what[1200];
     snprintf(what, sizeof what, "%s:%s", path, name);
     zip_int64_t count = zip_get_num_entries(z.za, 0), found = -1;
@@ -163,12 +177,14 @@ int tether_npz_read_member_expect(const char *path, const char *name,
     uint8_t *hbuf = NULL, *data = NULL;
     for (zip_int64_t i = 0; i < count && found < 0; i++) {
         char m[TETHER_NPZ_NAME_MAX];
-        if ((rc = member_name(path, z.za, (zip_uint64_t)i, m)))
+        if ((rc = member_name(path, z.za, (zip_uint64_t)i, m))) {
             goto out;
-        if (!strcmp(m, name))
+        }
+        if (!strcmp(m, name)) {
             found = i;
-        else if (hl + strlen(m) + 3 < sizeof have)
+        } else if (hl + strlen(m) + 3 < sizeof have) {
             hl += (size_t)snprintf(have + hl, sizeof have - hl, "%s%s", hl ? ", " : "", m);
+        }
     }
     if (found < 0) {
         rc = tether_set_error(TETHER_ERR_NOT_FOUND, "%s: no array '%s' (it has: %s)", path, name,
@@ -206,8 +222,9 @@ int tether_npz_read_member_expect(const char *path, const char *name,
     }
     if ((size_t)got == hoff) {
         hlen = (size_t)hbuf[8] | ((size_t)hbuf[9] << 8);
-        if (hoff == 12)
+        if (hoff == 12) {
             hlen |= ((size_t)hbuf[10] << 16) | ((size_t)hbuf[11] << 24);
+        }
         if (!memcmp(hbuf, "\x93NUMPY", 6) && hlen > TETHER_NPZ_MAX_HEADER) {
             rc = tether_set_error(TETHER_ERR_LIMIT, "%s: .npy header of %zu bytes (at most %zu)",
                                   what, hlen, TETHER_NPZ_MAX_HEADER);
@@ -223,13 +240,15 @@ int tether_npz_read_member_expect(const char *path, const char *name,
     }
     tether_npy h;
     size_t hdr, nbytes;
-    if ((rc = tether__npy_parse_header(hbuf, (size_t)got, what, &h, &hdr, &nbytes)))
+    if ((rc = tether__npy_parse_header(hbuf, (size_t)got, what, &h, &hdr, &nbytes))) {
         goto out;
+    }
     if (expect && (rc = tether_npy_check(&h, what, expect->what, expect->name,
                                          expect->dtype.lanes ? expect->dtype : h.dtype,
                                          expect->ndim < 0 ? h.ndim : expect->ndim,
-                                         expect->ndim < 0 ? h.shape : expect->shape)))
+                                         expect->ndim < 0 ? h.shape : expect->shape))) {
         goto out;
+    }
     char desc[200];
     describe(&h, desc, sizeof desc);
     if (nbytes > TETHER_NPZ_MAX_MEMBER) {
@@ -268,8 +287,9 @@ int tether_npz_read_member_expect(const char *path, const char *name,
     out->nbytes = nbytes;
     data = NULL;
 out:
-    if (f)
+    if (f) {
         zip_fclose(f);
+    }
     free(hbuf);
     free(data);
     npz_close(&z);
@@ -277,18 +297,22 @@ out:
 }
 
 int tether_npz_write(const char *path, int n, const char *const *names, const tether_npy *arrays) {
-    if (n < 1 || n > TETHER_NPZ_MAX_ARRAYS)
+    if (n < 1 || n > TETHER_NPZ_MAX_ARRAYS) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: 1 to %d arrays, not %d", path,
                                 TETHER_NPZ_MAX_ARRAYS, n);
+    }
     for (int i = 0; i < n; i++) {
-        if (!names[i] || !names[i][0] || strlen(names[i]) >= TETHER_NPZ_NAME_MAX)
+        if (!names[i] || !names[i][0] || strlen(names[i]) >= TETHER_NPZ_NAME_MAX) {
             return tether_set_error(TETHER_ERR_INVALID_ARG,
                                     "%s: array name '%s' must be 1 to %d bytes", path,
                                     names[i] ? names[i] : "", TETHER_NPZ_NAME_MAX - 1);
-        for (int j = 0; j < i; j++)
-            if (!strcmp(names[i], names[j]))
+        }
+        for (int j = 0; j < i; j++) {
+            if (!strcmp(names[i], names[j])) {
                 return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: array '%s' given twice", path,
                                         names[i]);
+            }
+        }
     }
     zip_error_t ze;
     zip_error_init(&ze);
@@ -298,8 +322,9 @@ int tether_npz_write(const char *path, int n, const char *const *names, const te
     uint8_t *images[TETHER_NPZ_MAX_ARRAYS] = {0};
     if (!za) {
         rc = tether_set_error(TETHER_ERR_IO, "%s: %s", path, zip_error_strerror(&ze));
-        if (mem)
+        if (mem) {
             zip_source_free(mem);
+        }
         zip_error_fini(&ze);
         return rc;
     }
@@ -311,8 +336,9 @@ int tether_npz_write(const char *path, int n, const char *const *names, const te
         uint8_t hdr[TETHER_NPY_HEADER_MAX];
         size_t hlen, nbytes;
         const tether_npy *a = &arrays[i];
-        if ((rc = tether__npy_header(what, a->dtype, a->shape, a->ndim, hdr, &hlen, &nbytes)))
+        if ((rc = tether__npy_header(what, a->dtype, a->shape, a->ndim, hdr, &hlen, &nbytes))) {
             break;
+        }
         if (nbytes != a->nbytes) {
             rc = tether_set_error(TETHER_ERR_INVALID_ARG, "%s: %zu bytes for a shape of %zu", what,
                                   a->nbytes, nbytes);
@@ -324,13 +350,15 @@ int tether_npz_write(const char *path, int n, const char *const *names, const te
             break;
         }
         memcpy(images[i], hdr, hlen);
-        if (nbytes)
+        if (nbytes) {
             memcpy(images[i] + hlen, a->data, nbytes);
+        }
         zip_source_t *s = zip_source_buffer(za, images[i], hlen + nbytes, 0);
         zip_int64_t idx = s ? zip_file_add(za, member, s, ZIP_FL_ENC_UTF_8) : -1;
         if (idx < 0) {
-            if (s)
+            if (s) {
                 zip_source_free(s);
+            }
             rc = tether_set_error(TETHER_ERR_IO, "%s: %s", what, zip_strerror(za));
             break;
         }
@@ -346,10 +374,11 @@ int tether_npz_write(const char *path, int n, const char *const *names, const te
         uint8_t *bytes = NULL;
         if (zip_source_stat(mem, &st) == 0 && zip_source_open(mem) == 0) {
             bytes = malloc(st.size ? (size_t)st.size : 1);
-            if (bytes && zip_source_read(mem, bytes, st.size) == (zip_int64_t)st.size)
+            if (bytes && zip_source_read(mem, bytes, st.size) == (zip_int64_t)st.size) {
                 rc = tether_file_write(path, bytes, (size_t)st.size);
-            else
+            } else {
                 rc = tether_set_error(TETHER_ERR_IO, "%s: cannot assemble the archive", path);
+            }
             zip_source_close(mem);
         } else {
             rc = tether_set_error(TETHER_ERR_IO, "%s: cannot assemble the archive", path);
@@ -358,7 +387,8 @@ int tether_npz_write(const char *path, int n, const char *const *names, const te
     }
     zip_source_free(mem);
     zip_error_fini(&ze);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         free(images[i]);
+    }
     return rc;
 }

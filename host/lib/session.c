@@ -34,8 +34,9 @@
 
 static void copy_str(char *dst, size_t size, tether_rpc_str s) {
     size_t n = s.len < size - 1 ? s.len : size - 1;
-    if (n)
+    if (n) {
         memcpy(dst, s.ptr, n);
+    }
     dst[n] = 0;
 }
 
@@ -59,16 +60,18 @@ static int parse_serial_query(const char *url, const char *q, device_url *u, boo
         errno = 0;
         if (baud_ok && n > 5 && strncmp(q, "baud=", 5) == 0 && !seen_baud) {
             unsigned long baud = strtoul(q + 5, &end, 10);
-            if (errno || end != q + n || baud == 0 || baud > 20000000)
+            if (errno || end != q + n || baud == 0 || baud > 20000000) {
                 return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': bad baud rate", url);
+            }
             u->baud = (uint32_t)baud;
             seen_baud = true;
         } else if (n > 6 && strncmp(q, "frame=", 6) == 0 && !seen_frame) {
             unsigned long f = strtoul(q + 6, &end, 10);
-            if (errno || end != q + n || f < TETHER_RPC_MIN_FRAME || f > TETHER_UART_MAX_PAYLOAD)
+            if (errno || end != q + n || f < TETHER_RPC_MIN_FRAME || f > TETHER_UART_MAX_PAYLOAD) {
                 return tether_set_error(
                     TETHER_ERR_INVALID_ARG, "bad URL '%s': frame must be %u..%u bytes", url,
                     (unsigned)TETHER_RPC_MIN_FRAME, (unsigned)TETHER_UART_MAX_PAYLOAD);
+            }
             u->frame = (uint32_t)f;
             seen_frame = true;
         } else {
@@ -95,38 +98,44 @@ static int split_url(const char *url, device_url *u) {
         const char *query = serial ? strchr(hp, '?') : NULL;
         char hpbuf[300];
         if (query) {
-            if ((size_t)(query - hp) >= sizeof hpbuf)
+            if ((size_t)(query - hp) >= sizeof hpbuf) {
                 return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': host too long", url);
+            }
             memcpy(hpbuf, hp, (size_t)(query - hp));
             hpbuf[query - hp] = 0;
             hp = hpbuf;
             int qrc = parse_serial_query(url, query + 1, u, false);
-            if (qrc)
+            if (qrc) {
                 return qrc;
+            }
         }
         const char *scheme = serial ? "tcp-serial" : "tcp";
         const char *colon;
         u->kind = serial ? URL_TCP_SERIAL : URL_TCP;
         if (hp[0] == '[') {
             const char *end = strchr(hp, ']');
-            if (!end || end[1] != ':' || end == hp + 1 || (size_t)(end - hp - 1) >= sizeof u->host)
+            if (!end || end[1] != ':' || end == hp + 1 ||
+                (size_t)(end - hp - 1) >= sizeof u->host) {
                 return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': want %s://[v6]:PORT",
                                         url, scheme);
+            }
             memcpy(u->host, hp + 1, (size_t)(end - hp - 1));
             colon = end + 1;
         } else {
             colon = strrchr(hp, ':');
-            if (!colon || colon == hp || (size_t)(colon - hp) >= sizeof u->host)
+            if (!colon || colon == hp || (size_t)(colon - hp) >= sizeof u->host) {
                 return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': want %s://HOST:PORT",
                                         url, scheme);
+            }
             memcpy(u->host, hp, (size_t)(colon - hp));
         }
         char *end;
         errno = 0;
         long port = strtol(colon + 1, &end, 10);
-        if (errno || *end || end == colon + 1 || port < 1 || port > 65535)
+        if (errno || *end || end == colon + 1 || port < 1 || port > 65535) {
             return tether_set_error(TETHER_ERR_INVALID_ARG, "bad URL '%s': port must be 1..65535",
                                     url);
+        }
         u->port = (uint16_t)port;
         return 0;
     }
@@ -135,9 +144,10 @@ static int split_url(const char *url, device_url *u) {
         const char *q = strchr(p, '?');
         size_t plen = q ? (size_t)(q - p) : strlen(p);
         u->kind = URL_UART;
-        if (plen == 0 || plen >= sizeof u->path)
+        if (plen == 0 || plen >= sizeof u->path) {
             return tether_set_error(TETHER_ERR_INVALID_ARG,
                                     "bad URL '%s': want uart:///dev/ttyX?baud=N&frame=N", url);
+        }
         memcpy(u->path, p, plen);
         u->baud = 115200;
         return q ? parse_serial_query(url, q + 1, u, true) : 0;
@@ -156,10 +166,11 @@ int tether_device_url_check(const char *url) {
         uint16_t port;
         return tether_pool_url_parse(url, host, sizeof host, &port, key, sizeof key);
     }
-    if (!url || !*url)
+    if (!url || !*url) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "empty device URL (use tcp://HOST:PORT, uart:///dev/ttyX?baud=N, "
                                 "tcp-serial://HOST:PORT, pool://HOST:PORT/KEY or local:)");
+    }
     return split_url(url, &u);
 }
 
@@ -168,27 +179,33 @@ static int parse_url(const char *url, tether_transport *t, int *retries,
     *retries = 0;
     device_url u;
     int rc = split_url(url, &u);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     if (u.kind == URL_LOCAL) {
         const char *prog = opt && opt->tetherd ? opt->tetherd : getenv("TETHER_TETHERD");
-        if (!prog || !*prog)
+        if (!prog || !*prog) {
             prog = "tetherd";
+        }
         const char *argv[32];
         int n = 0;
         argv[n++] = prog;
         argv[n++] = "--stdio";
-        if (opt && opt->tetherd_args)
-            for (int i = 0; opt->tetherd_args[i] && n < 30; i++)
+        if (opt && opt->tetherd_args) {
+            for (int i = 0; opt->tetherd_args[i] && n < 30; i++) {
                 argv[n++] = opt->tetherd_args[i];
+            }
+        }
         argv[n] = NULL;
         rc = tether_transport_spawn(t, argv, 0);
-        if (rc)
+        if (rc) {
             return tether_set_error(rc, "local: cannot start %s: %s", prog, tether_last_error());
+        }
         return 0;
     }
-    if (u.kind == URL_TCP)
+    if (u.kind == URL_TCP) {
         return tether_transport_tcp_connect(t, u.host, u.port, 0, timeout_ms);
+    }
     /* serial lines: the client is an ARQ (resends damaged exchanges at once, chunks sized to
      * the error rate it sees); link-2 frames once HELLO says the device takes them */
     if (u.kind == URL_TCP_SERIAL) { /* a board's UART over TCP */
@@ -204,8 +221,9 @@ static int parse_url(const char *url, tether_transport *t, int *retries,
         }
         rc = tether_transport_uart_open_ex(t, u.path, u.baud, u.frame, &uo);
     }
-    if (!rc)
+    if (!rc) {
         t->report_damage = true;
+    }
     return rc;
 }
 
@@ -279,10 +297,12 @@ static void on_log(void *ctx, const tether_rpc_msg *m) {
     tether_session *s = ctx;
     char text[TETHER_RPC_MAX_TEXT];
     copy_str(text, sizeof text, m->u.log.text);
-    if (m->u.log.level <= TETHER_LOG_WARN)
+    if (m->u.log.level <= TETHER_LOG_WARN) {
         snprintf(s->last_warn, sizeof s->last_warn, "%s", text);
-    if (s->log)
+    }
+    if (s->log) {
         s->log(s->log_ctx, (int)m->u.log.level, text);
+    }
 }
 
 /* A random first request id (never 0): replies a device cached for an earlier session can
@@ -300,8 +320,9 @@ static uint32_t random_id(void) {
 
 static int connect_transport(tether_session *s) {
     int rc = parse_url(s->url, &s->t, &s->retries, &s->opt, s->timeout_ms);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     rc = tether_rpc_client_init(&s->c, &s->t, 0, s->retries);
     if (rc) {
         tether_transport_close(&s->t);
@@ -343,8 +364,9 @@ static int hello(tether_session *s) {
     } else {
         rc = tether_rpc_client_request(&s->c, &req, &rep, s->timeout_ms);
     }
-    if (rc)
+    if (rc) {
         return rc;
+    }
     const tether_rpc_hello_rep *h = &rep.u.hello_rep;
     /* a device that takes link-2 frames uses them from its HELLO reply on: so do we */
     s->t.link2 = is_uart(s) && (h->link & TETHER_RPC_LINK_UART2);
@@ -380,63 +402,75 @@ static int hello(tether_session *s) {
     d->exports_id = h->exports_id;
     uint32_t mf = h->max_frame < s->t.max_frame ? h->max_frame : s->t.max_frame;
     s->chunk = tether_rpc_chunk_max(mf);
-    if (s->chunk == 0)
+    if (s->chunk == 0) {
         return tether_set_error(TETHER_ERR_PROTOCOL, "device announced max frame %u, below %u",
                                 (unsigned)h->max_frame, TETHER_RPC_MIN_FRAME);
-    if (h->window == 0)
+    }
+    if (h->window == 0) {
         return tether_set_error(TETHER_ERR_PROTOCOL, "device announced window 0");
+    }
     if (h->auth_required) {
-        if (!opt->token || opt->token_len == 0)
+        if (!opt->token || opt->token_len == 0) {
             return tether_set_error(TETHER_ERR_AUTH,
                                     "the device requires a token (give --token-file FILE)");
-        if (h->nonce.len != TETHER_RPC_NONCE_BYTES)
+        }
+        if (h->nonce.len != TETHER_RPC_NONCE_BYTES) {
             return tether_set_error(TETHER_ERR_PROTOCOL, "HELLO reply: nonce of %u bytes",
                                     (unsigned)h->nonce.len);
+        }
         uint8_t nonce[TETHER_RPC_NONCE_BYTES], mac[TETHER_RPC_MAC_BYTES];
         memcpy(nonce, h->nonce.ptr, sizeof nonce);
         rc = tether_rpc_auth_mac(opt->token, opt->token_len, nonce, mac);
-        if (rc)
+        if (rc) {
             return rc;
+        }
         memset(&req, 0, sizeof req);
         req.type = TETHER_RPC_AUTH;
         req.u.auth_req.mac.ptr = mac;
         req.u.auth_req.mac.len = sizeof mac;
         rc = tether_rpc_client_request(&s->c, &req, &rep, s->timeout_ms);
-        if (rc)
+        if (rc) {
             return rc;
+        }
     }
     return 0;
 }
 
 static void session_free(tether_session *s) {
     disconnect(s);
-    if (s->lost && s->lost_status == TETHER_ERR_IO) /* the device's connection died: it is not
+    if (s->lost && s->lost_status == TETHER_ERR_IO) { /* the device's connection died: it is not
                                                       handed to the next client */
         tether_pool_release_dead(s->pool);
-    else
+    } else {
         tether_pool_release(s->pool);
+    }
     if (s->token) {
         memset(s->token, 0, s->opt.token_len);
         free(s->token);
     }
-    for (int i = 0; i < 30; i++)
+    for (int i = 0; i < 30; i++) {
         free(s->tetherd_args[i]);
+    }
     free(s->url);
     free(s);
 }
 
 int tether_session_open(tether_session **out, const char *url, const tether_session_options *opt) {
-    if (!out)
+    if (!out) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "tether_session_open: null out");
+    }
     *out = NULL;
     tether_session *s = calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
-    if (opt)
+    }
+    if (opt) {
         s->opt = *opt;
+    }
     s->opt.tetherd_args = NULL;
-    for (int i = 0; opt && opt->tetherd_args && opt->tetherd_args[i] && i < 29; i++)
+    for (int i = 0; opt && opt->tetherd_args && opt->tetherd_args[i] && i < 29; i++) {
         s->tetherd_args[i] = strdup(opt->tetherd_args[i]);
+    }
     s->opt.tetherd_args = (const char *const *)s->tetherd_args;
     s->timeout_ms = opt && opt->timeout_ms > 0 ? opt->timeout_ms : 30000;
     s->progress = s->opt.progress;
@@ -450,8 +484,9 @@ int tether_session_open(tether_session **out, const char *url, const tether_sess
     }
     if (opt && opt->token && opt->token_len) {
         s->token = malloc(opt->token_len);
-        if (s->token)
+        if (s->token) {
             memcpy(s->token, opt->token, opt->token_len);
+        }
         s->opt.token = s->token;
     }
     if (!s->url || (opt && opt->token && opt->token_len && !s->token)) {
@@ -477,13 +512,16 @@ int tether_session_open(tether_session **out, const char *url, const tether_sess
             po.skip = skip;
             po.nskip = ndead;
             rc = tether_pool_url_parse(url, host, sizeof host, &port, key, sizeof key);
-            if (!rc)
+            if (!rc) {
                 rc = tether_pool_acquire(host, port, key, &po, &s->pool);
-            if (rc == TETHER_ERR_NOT_FOUND && ndead) /* only devices found dead are left */
+            }
+            if (rc == TETHER_ERR_NOT_FOUND && ndead) { /* only devices found dead are left */
                 rc = tether_set_error(dead_status, "%s; no other live device is left under key %s",
                                       dead_error, key);
-            if (rc)
+            }
+            if (rc) {
                 break;
+            }
             free(s->url);
             s->url = strdup(tether_pool_lease_url(s->pool));
             if (!s->url) {
@@ -493,12 +531,14 @@ int tether_session_open(tether_session **out, const char *url, const tether_sess
         }
         s->serial_socket = strncmp(s->url, "tcp-serial://", 13) == 0;
         rc = connect_transport(s);
-        if (!rc)
+        if (!rc) {
             rc = hello(s);
+        }
         /* only a device that cannot be reached is dropped and another leased */
         if (!rc || !s->pool || (rc != TETHER_ERR_IO && rc != TETHER_ERR_TIMEOUT) ||
-            ndead == MAX_DEAD)
+            ndead == MAX_DEAD) {
             break;
+        }
         /* the pool's device does not answer: drop it from the pool, remember it, lease another */
         dead_status = rc;
         snprintf(dead_error, sizeof dead_error, "pool device %s (%s): %s",
@@ -514,9 +554,10 @@ int tether_session_open(tether_session **out, const char *url, const tether_sess
         char e[TETHER_ERROR_MSG_MAX];
         snprintf(e, sizeof e, "%s", tether_last_error());
         char dev[300] = "";
-        if (s->pool)
+        if (s->pool) {
             snprintf(dev, sizeof dev, "pool device %s (%s): ", tether_pool_lease_device(s->pool),
                      s->url);
+        }
         session_free(s);
         return tether_set_error(rc, "%s%s", dev, e);
     }
@@ -525,8 +566,9 @@ int tether_session_open(tether_session **out, const char *url, const tether_sess
 }
 
 int tether_session_reconnect(tether_session *s) {
-    if (!s)
+    if (!s) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "reconnect: null session");
+    }
     int rc;
     if (s->connected && is_uart(s) && !s->serial_socket) {
         /* the serial line stays open, and so locked (no other client can take the device in
@@ -536,8 +578,9 @@ int tether_session_reconnect(tether_session *s) {
     } else {
         disconnect(s);
         rc = connect_transport(s);
-        if (rc)
+        if (rc) {
             return rc;
+        }
     }
     s->lost = false;
     s->fault[0] = 0;
@@ -553,8 +596,9 @@ int tether_session_reconnect(tether_session *s) {
 }
 
 void tether_session_close(tether_session *s) {
-    if (!s)
+    if (!s) {
         return;
+    }
     int saved = tether_last_status();
     char e[TETHER_ERROR_MSG_MAX];
     snprintf(e, sizeof e, "%s", tether_last_error());
@@ -566,10 +610,11 @@ void tether_session_close(tether_session *s) {
         s->c.retries = 0;
         tether_rpc_client_request(&s->c, &req, &rep, s->timeout_ms < 2000 ? s->timeout_ms : 2000);
     }
-    if (saved)
+    if (saved) {
         tether_set_error(saved, "%s", e);
-    else
+    } else {
         tether_clear_error();
+    }
     session_free(s);
 }
 
@@ -620,16 +665,18 @@ static int bulk_make(void *ctx, uint64_t off, size_t n, tether_rpc_msg *req) {
 static int bulk_take(void *ctx, uint64_t off, size_t n, const tether_rpc_msg *rep) {
     bulk *b = ctx;
     if (b->type == TETHER_RPC_COPY_FROM) {
-        if (rep->u.copy_from_rep.data.len != n)
+        if (rep->u.copy_from_rep.data.len != n) {
             return tether_set_error(TETHER_ERR_PROTOCOL, "COPY_FROM: asked %zu bytes, got %u", n,
                                     (unsigned)rep->u.copy_from_rep.data.len);
+        }
         memcpy(b->dst + off, rep->u.copy_from_rep.data.ptr, n);
     } else if (b->type == TETHER_RPC_UPLOAD_CHUNK) {
         b->complete = rep->u.upload_chunk_rep.complete;
     }
     b->done = off + n;
-    if (b->s->progress && b->len)
+    if (b->s->progress && b->len) {
         b->s->progress(b->s->progress_ctx, b->what, b->done, b->len);
+    }
     return 0;
 }
 
@@ -644,8 +691,9 @@ static uint32_t bulk_window(const tether_session *s) {
     if (env && *env) {
         char *end;
         unsigned long cap = strtoul(env, &end, 10);
-        if (*end == 0 && cap >= 1 && cap < w)
+        if (*end == 0 && cap >= 1 && cap < w) {
             w = (uint32_t)cap;
+        }
     }
     return w;
 }
@@ -654,12 +702,14 @@ static uint32_t bulk_window(const tether_session *s) {
  * followed up like every request. */
 static int bulk_run(tether_session *s, bulk *b, uint32_t window) {
     const char *name = tether_rpc_type_name(b->type);
-    if ((s->lost && is_uart(s)) || !s->connected)
+    if ((s->lost && is_uart(s)) || !s->connected) {
         return tether_set_error(TETHER_ERR_STATE,
                                 "%s refused: the session ended (%s); reconnect for a new session",
                                 name, s->lost ? s->fault : "not connected");
-    if (s->progress && b->len)
+    }
+    if (s->progress && b->len) {
         s->progress(s->progress_ctx, b->what, 0, b->len);
+    }
     uint32_t w = bulk_window(s) < window ? bulk_window(s) : window;
     return after_request(s, tether_rpc_client_pipeline(&s->c, b->len, s->chunk, w, s->timeout_ms,
                                                        bulk_make, bulk_take, b));
@@ -670,8 +720,9 @@ static int copy_to_one_by_one(tether_session *s, uint64_t array, uint64_t offset
 
 int tether_session_upload(tether_session *s, uint32_t kind, const char *name, const void *data,
                           size_t size) {
-    if (!s || !name || (!data && size))
+    if (!s || !name || (!data && size)) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "upload: null argument");
+    }
     uint8_t hash[32];
     tether_sha256(data, size, hash);
     tether_rpc_msg req, rep;
@@ -684,8 +735,9 @@ int tether_session_upload(tether_session *s, uint32_t kind, const char *name, co
     req.u.upload_req.sha256.len = 32;
     s->last_upload_cached = false;
     int rc = request(s, &req, &rep);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     uint32_t id = rep.u.upload_rep.upload_id;
     if (rep.u.upload_rep.cached) { /* the device had these bytes (its upload cache) */
         s->last_upload_cached = true;
@@ -698,13 +750,15 @@ int tether_session_upload(tether_session *s, uint32_t kind, const char *name, co
          * line a chunk could arrive before the one it follows, which an upload refuses) */
         bulk b = {s, TETHER_RPC_UPLOAD_CHUNK, id, 0, data, NULL, size, what, 0, false};
         rc = bulk_run(s, &b, BULK_WINDOW);
-        if (!rc && !b.complete)
+        if (!rc && !b.complete) {
             rc = tether_set_error(TETHER_ERR_PROTOCOL,
                                   "upload '%s': device did not confirm completion", name);
+        }
         return rc;
     }
-    if (s->progress)
+    if (s->progress) {
         s->progress(s->progress_ctx, what, 0, size);
+    }
     size_t off = 0;
     while (off < size) {
         size_t chunk = tether_rpc_client_chunk(&s->c, s->chunk);
@@ -717,19 +771,24 @@ int tether_session_upload(tether_session *s, uint32_t kind, const char *name, co
         req.u.upload_chunk_req.data.len = (uint32_t)n;
         s->c.resize_above = n;
         rc = request(s, &req, &rep);
-        if (rc == TETHER_RPC_SMALLER)
+        if (rc == TETHER_RPC_SMALLER) {
             continue; /* the line is worse than this chunk's size: again, smaller */
-        if (rc)
+        }
+        if (rc) {
             return rc;
+        }
         off += n;
         /* a chunk given up earlier may have arrived after all: the device says how far it is */
-        if (rep.u.upload_chunk_rep.received > off && rep.u.upload_chunk_rep.received <= size)
+        if (rep.u.upload_chunk_rep.received > off && rep.u.upload_chunk_rep.received <= size) {
             off = rep.u.upload_chunk_rep.received;
-        if (s->progress)
+        }
+        if (s->progress) {
             s->progress(s->progress_ctx, what, off, size);
-        if (off == size && !rep.u.upload_chunk_rep.complete)
+        }
+        if (off == size && !rep.u.upload_chunk_rep.complete) {
             return tether_set_error(TETHER_ERR_PROTOCOL,
                                     "upload '%s': device did not confirm completion", name);
+        }
     }
     return 0;
 }
@@ -745,8 +804,9 @@ int tether_session_upload_file(tether_session *s, uint32_t kind, const char *nam
     uint8_t *buf;
     size_t len;
     int rc = tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, &buf, &len);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     if (len == 0) {
         free(buf);
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s is empty", path);
@@ -763,12 +823,15 @@ int tether_session_load_module(tether_session *s, const char *name, uint64_t *mo
     req.type = TETHER_RPC_LOAD_MODULE;
     req.u.load_module_req.name = tether_rpc_str_c(name);
     int rc = request(s, &req, &rep);
-    if (rc)
+    if (rc) {
         return rc;
-    if (module)
+    }
+    if (module) {
         *module = rep.u.load_module_rep.module;
-    if (num_functions)
+    }
+    if (num_functions) {
         *num_functions = rep.u.load_module_rep.num_functions;
+    }
     return 0;
 }
 
@@ -780,8 +843,9 @@ int tether_session_get_function(tether_session *s, uint64_t module, const char *
     req.u.get_function_req.module = module;
     req.u.get_function_req.name = tether_rpc_str_c(name);
     int rc = request(s, &req, &rep);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     out->handle = rep.u.get_function_rep.func;
     out->abi = (tether_abi)rep.u.get_function_rep.abi;
     out->num_args = rep.u.get_function_rep.num_args;
@@ -791,30 +855,35 @@ int tether_session_get_function(tether_session *s, uint64_t module, const char *
 
 int tether_session_alloc(tether_session *s, const int64_t *shape, int ndim, DLDataType dtype,
                          tether_scope scope, const char *pool, uint64_t *array, uint64_t *nbytes) {
-    if (ndim < 0 || ndim > TETHER_RPC_MAX_NDIM)
+    if (ndim < 0 || ndim > TETHER_RPC_MAX_NDIM) {
         return tether_set_error(TETHER_ERR_LIMIT, "alloc: ndim %d outside 0..%d", ndim,
                                 TETHER_RPC_MAX_NDIM);
-    if (!(s->info.scopes & TETHER_RPC_SCOPE_BIT(scope)))
+    }
+    if (!(s->info.scopes & TETHER_RPC_SCOPE_BIT(scope))) {
         return tether_set_error(TETHER_ERR_UNSUPPORTED,
                                 "alloc: the device does not support scope '%s'",
                                 tether_scope_name(scope) ? tether_scope_name(scope) : "?");
+    }
     tether_rpc_msg req, rep;
     memset(&req, 0, sizeof req);
     req.type = TETHER_RPC_ALLOC;
     req.u.alloc_req.ndim = (uint32_t)ndim;
-    for (int i = 0; i < ndim; i++)
+    for (int i = 0; i < ndim; i++) {
         req.u.alloc_req.shape[i] = shape[i];
+    }
     req.u.alloc_req.dtype_code = dtype.code;
     req.u.alloc_req.dtype_bits = dtype.bits;
     req.u.alloc_req.dtype_lanes = dtype.lanes;
     req.u.alloc_req.scope = scope;
     req.u.alloc_req.pool = tether_rpc_str_c(pool);
     int rc = request(s, &req, &rep);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     *array = rep.u.alloc_rep.array;
-    if (nbytes)
+    if (nbytes) {
         *nbytes = rep.u.alloc_rep.nbytes;
+    }
     return 0;
 }
 
@@ -840,8 +909,9 @@ int tether_session_copy_to(tether_session *s, uint64_t array, uint64_t offset, c
 static int copy_to_one_by_one(tether_session *s, uint64_t array, uint64_t offset, const void *data,
                               size_t len) {
     size_t off = 0;
-    if (s->progress && len)
+    if (s->progress && len) {
         s->progress(s->progress_ctx, "copy to device", 0, len);
+    }
     do {
         size_t chunk = tether_rpc_client_chunk(&s->c, s->chunk);
         size_t n = len - off < chunk ? len - off : chunk;
@@ -854,13 +924,16 @@ static int copy_to_one_by_one(tether_session *s, uint64_t array, uint64_t offset
         req.u.copy_to_req.data.len = (uint32_t)n;
         s->c.resize_above = n;
         int rc = request(s, &req, &rep);
-        if (rc == TETHER_RPC_SMALLER)
+        if (rc == TETHER_RPC_SMALLER) {
             continue; /* again, smaller (a write at an offset is idempotent) */
-        if (rc)
+        }
+        if (rc) {
             return rc;
+        }
         off += n;
-        if (s->progress && len)
+        if (s->progress && len) {
             s->progress(s->progress_ctx, "copy to device", off, len);
+        }
     } while (off < len);
     return 0;
 }
@@ -871,8 +944,9 @@ static int copy_from_one_by_one(tether_session *s, uint64_t array, uint64_t offs
 int tether_session_copy_from(tether_session *s, uint64_t array, uint64_t offset, void *data,
                              size_t len) {
     if (s && (bulk_window(s) > 1 || !is_uart(s))) {
-        if (len == 0)
+        if (len == 0) {
             return 0;
+        }
         bulk b = {s,   TETHER_RPC_COPY_FROM, array, offset, NULL, data,
                   len, "copy from device",   0,     false};
         return bulk_run(s, &b, BULK_WINDOW);
@@ -883,8 +957,9 @@ int tether_session_copy_from(tether_session *s, uint64_t array, uint64_t offset,
 static int copy_from_one_by_one(tether_session *s, uint64_t array, uint64_t offset, void *data,
                                 size_t len) {
     size_t off = 0;
-    if (s->progress && len)
+    if (s->progress && len) {
         s->progress(s->progress_ctx, "copy from device", 0, len);
+    }
     while (off < len) {
         size_t chunk = tether_rpc_client_chunk(&s->c, s->chunk);
         size_t n = len - off < chunk ? len - off : chunk;
@@ -896,17 +971,21 @@ static int copy_from_one_by_one(tether_session *s, uint64_t array, uint64_t offs
         req.u.copy_from_req.length = n;
         s->c.resize_above = n;
         int rc = request(s, &req, &rep);
-        if (rc == TETHER_RPC_SMALLER)
+        if (rc == TETHER_RPC_SMALLER) {
             continue; /* again, smaller */
-        if (rc)
+        }
+        if (rc) {
             return rc;
-        if (rep.u.copy_from_rep.data.len != n)
+        }
+        if (rep.u.copy_from_rep.data.len != n) {
             return tether_set_error(TETHER_ERR_PROTOCOL, "COPY_FROM: asked %zu bytes, got %u", n,
                                     (unsigned)rep.u.copy_from_rep.data.len);
+        }
         memcpy((uint8_t *)data + off, rep.u.copy_from_rep.data.ptr, n);
         off += n;
-        if (s->progress)
+        if (s->progress) {
             s->progress(s->progress_ctx, "copy from device", off, len);
+        }
     }
     return 0;
 }

@@ -23,9 +23,10 @@ static int fill_nd(tether_rpc_invoke *inv, uint32_t work_dim, const uint64_t *gl
 
 static int fill_invoke(tether_rpc_invoke *inv, const tether_remote_func *f,
                        const tether_remote_arg *args, uint32_t n) {
-    if (n > TETHER_RPC_MAX_ARGS)
+    if (n > TETHER_RPC_MAX_ARGS) {
         return tether_set_error(TETHER_ERR_LIMIT, "call: %u arguments, at most %u", (unsigned)n,
                                 TETHER_RPC_MAX_ARGS);
+    }
     inv->func = f->handle;
     inv->abi = f->abi;
     inv->num_args = n;
@@ -56,8 +57,9 @@ static int fill_invoke(tether_rpc_invoke *inv, const tether_remote_func *f,
 static int call_result(tether_session *s, const tether_remote_func *f, const tether_rpc_msg *rep,
                        tether_call_result *res) {
     tether_call_result local;
-    if (!res)
+    if (!res) {
         res = &local;
+    }
     memset(res, 0, sizeof *res);
     const tether_rpc_call_rep *c = &rep->u.call_rep;
     res->ret = c->ret;
@@ -80,15 +82,17 @@ static int call_result(tether_session *s, const tether_remote_func *f, const tet
         res->ret_value.type_code = TETHER_TYPE_NULL;
         break;
     }
-    if (c->ret == 0)
+    if (c->ret == 0) {
         return 0;
+    }
     int code = c->ret < 0 && c->ret >= TETHER_ERR_INTERNAL ? c->ret : TETHER_ERR_STATE;
     /* the firmware's LOG reads "NAME returned N: message" */
     const char *msg = s->last_warn;
     char prefix[160];
     snprintf(prefix, sizeof prefix, "%s returned %d: ", f->name, (int)c->ret);
-    if (f->name[0] && strncmp(msg, prefix, strlen(prefix)) == 0)
+    if (f->name[0] && strncmp(msg, prefix, strlen(prefix)) == 0) {
         msg += strlen(prefix);
+    }
     return tether_set_error(code, "CALL failed: function '%s' returned %d%s%s",
                             f->name[0] ? f->name : "?", (int)c->ret, msg[0] ? ": " : "", msg);
 }
@@ -99,11 +103,13 @@ int tether_session_call(tether_session *s, const tether_remote_func *f,
     memset(&req, 0, sizeof req);
     req.type = TETHER_RPC_CALL;
     int rc = fill_invoke(&req.u.call_req, f, args, num_args);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     rc = tether__session_request(s, &req, &rep);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     return call_result(s, f, &rep, res);
 }
 
@@ -113,10 +119,11 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static int time_args_check(uint32_t number, uint32_t repeat) {
-    if (repeat < 1 || repeat > TETHER_RPC_MAX_REPEAT || number < 1)
+    if (repeat < 1 || repeat > TETHER_RPC_MAX_REPEAT || number < 1) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "time: number must be >= 1 and repeat 1..%u",
                                 TETHER_RPC_MAX_REPEAT);
+    }
     return 0;
 }
 
@@ -148,24 +155,28 @@ int tether_session_time_launch(tether_session *s, const tether_remote_func *f,
                                uint32_t repeat, uint32_t min_repeat_ms, uint32_t cooldown_ms,
                                tether_time_stats *out) {
     int rc = time_args_check(number, repeat);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     tether_rpc_msg req, rep;
     memset(&req, 0, sizeof req);
     req.type = TETHER_RPC_TIME;
     rc = fill_invoke(&req.u.time_req.invoke, f, args, num_args);
-    if (!rc)
+    if (!rc) {
         rc = fill_nd(&req.u.time_req.invoke, work_dim, global, local);
-    if (rc)
+    }
+    if (rc) {
         return rc;
+    }
     req.u.time_req.number = number;
     req.u.time_req.repeat = repeat;
     req.u.time_req.min_repeat_ms = min_repeat_ms;
     req.u.time_req.cooldown_ms = cooldown_ms;
     rc = tether__session_request_within(
         s, &req, &rep, time_timeout_ms(s, number, repeat, min_repeat_ms, cooldown_ms));
-    if (rc)
+    if (rc) {
         return rc;
+    }
     return time_stats(out, "TIME", rep.u.time_rep.number, rep.u.time_rep.zero_timer,
                       rep.u.time_rep.repeat, rep.u.time_rep.seconds);
 }
@@ -177,9 +188,10 @@ static int time_stats(tether_time_stats *out, const char *what, uint32_t number,
     out->number = number;
     out->repeat = repeat;
     out->zero_timer = zero_timer;
-    if (out->repeat == 0 || out->repeat > 32)
+    if (out->repeat == 0 || out->repeat > 32) {
         return tether_set_error(TETHER_ERR_PROTOCOL, "%s reply with %u repeats", what,
                                 (unsigned)out->repeat);
+    }
     double sorted[32], sum = 0;
     for (uint32_t i = 0; i < out->repeat; i++) {
         out->seconds[i] = seconds[i];
@@ -204,9 +216,10 @@ int tether_session_reset(tether_session *s) {
 
 static int fill_nd(tether_rpc_invoke *inv, uint32_t work_dim, const uint64_t *global,
                    const uint64_t *local) {
-    if (work_dim > TETHER_RPC_MAX_WORK_DIM || (work_dim && !global))
+    if (work_dim > TETHER_RPC_MAX_WORK_DIM || (work_dim && !global)) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "launch: work_dim must be 1..3 with global sizes");
+    }
     inv->work_dim = work_dim;
     for (uint32_t d = 0; d < work_dim; d++) {
         inv->global[d] = global[d];
@@ -222,13 +235,16 @@ int tether_session_launch(tether_session *s, const tether_remote_func *f,
     memset(&req, 0, sizeof req);
     req.type = TETHER_RPC_CALL;
     int rc = fill_invoke(&req.u.call_req, f, args, num_args);
-    if (!rc)
+    if (!rc) {
         rc = fill_nd(&req.u.call_req, work_dim, global, local);
-    if (rc)
+    }
+    if (rc) {
         return rc;
+    }
     rc = tether__session_request(s, &req, &rep);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     return call_result(s, f, &rep, res);
 }
 
@@ -248,26 +264,30 @@ static void seq_free(seq_wire *w) {
 static int seq_fill(seq_wire *w, tether_rpc_seq_req *q, const tether_launch_step *steps,
                     uint32_t n) {
     memset(w, 0, sizeof *w);
-    if (!steps || n == 0 || n > TETHER_RPC_MAX_SEQ_STEPS)
+    if (!steps || n == 0 || n > TETHER_RPC_MAX_SEQ_STEPS) {
         return tether_set_error(n ? TETHER_ERR_LIMIT : TETHER_ERR_INVALID_ARG,
                                 "kernel sequence: %u steps, 1..%u allowed", (unsigned)n,
                                 TETHER_RPC_MAX_SEQ_STEPS);
+    }
     uint32_t total = 0;
     for (uint32_t k = 0; k < n; k++) {
-        if (!steps[k].func || (steps[k].num_args && !steps[k].args))
+        if (!steps[k].func || (steps[k].num_args && !steps[k].args)) {
             return tether_set_error(TETHER_ERR_INVALID_ARG,
                                     "kernel sequence step %u: no function or arguments",
                                     (unsigned)k);
-        if (steps[k].num_args > TETHER_RPC_MAX_ARGS)
+        }
+        if (steps[k].num_args > TETHER_RPC_MAX_ARGS) {
             return tether_set_error(
                 TETHER_ERR_LIMIT, "kernel sequence step %u ('%s'): %u arguments, at most %u",
                 (unsigned)k, steps[k].func->name, (unsigned)steps[k].num_args, TETHER_RPC_MAX_ARGS);
+        }
         total += steps[k].num_args;
     }
-    if (total > TETHER_RPC_MAX_SEQ_ARGS)
+    if (total > TETHER_RPC_MAX_SEQ_ARGS) {
         return tether_set_error(TETHER_ERR_LIMIT,
                                 "kernel sequence: %u arguments in all steps, at most %u",
                                 (unsigned)total, TETHER_RPC_MAX_SEQ_ARGS);
+    }
     w->steps = calloc(n, sizeof *w->steps);
     w->args = calloc(total ? total : 1, sizeof *w->args);
     if (!w->steps || !w->args) {
@@ -280,8 +300,9 @@ static int seq_fill(seq_wire *w, tether_rpc_seq_req *q, const tether_launch_step
         const tether_launch_step *st = &steps[k];
         memset(&inv, 0, sizeof inv);
         int rc = fill_invoke(&inv, st->func, st->args, st->num_args);
-        if (!rc)
+        if (!rc) {
             rc = fill_nd(&inv, st->work_dim, st->global, st->local);
+        }
         if (rc) {
             seq_free(w);
             return rc;
@@ -309,17 +330,20 @@ int tether_session_launch_seq(tether_session *s, const tether_launch_step *steps
     req.type = TETHER_RPC_LAUNCH_SEQ;
     seq_wire w;
     int rc = seq_fill(&w, &req.u.seq_req, steps, num_steps);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     rc = tether__session_request(s, &req, &rep);
     seq_free(&w);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     const tether_rpc_launch_seq_rep *r = &rep.u.launch_seq_rep;
-    if (r->num_steps != num_steps)
+    if (r->num_steps != num_steps) {
         return tether_set_error(TETHER_ERR_PROTOCOL,
                                 "LAUNCH_SEQ reply with %u step times for %u steps",
                                 (unsigned)r->num_steps, (unsigned)num_steps);
+    }
     s->last_call_ns = r->elapsed_ns;
     if (res) {
         memset(res, 0, sizeof *res);
@@ -335,15 +359,17 @@ int tether_session_time_launch_seq(tether_session *s, const tether_launch_step *
                                    uint32_t min_repeat_ms, uint32_t cooldown_ms,
                                    tether_time_stats *out, double *step_seconds) {
     int rc = time_args_check(number, repeat);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     tether_rpc_msg req, rep;
     memset(&req, 0, sizeof req);
     req.type = TETHER_RPC_TIME_SEQ;
     seq_wire w;
     rc = seq_fill(&w, &req.u.seq_req, steps, num_steps);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     req.u.seq_req.number = number;
     req.u.seq_req.repeat = repeat;
     req.u.seq_req.min_repeat_ms = min_repeat_ms;
@@ -351,22 +377,26 @@ int tether_session_time_launch_seq(tether_session *s, const tether_launch_step *
     rc = tether__session_request_within(
         s, &req, &rep, time_timeout_ms(s, number, repeat, min_repeat_ms, cooldown_ms));
     seq_free(&w);
-    if (rc)
+    if (rc) {
         return rc;
+    }
     const tether_rpc_time_seq_rep *r = &rep.u.time_seq_rep;
-    if (r->num_steps != num_steps)
+    if (r->num_steps != num_steps) {
         return tether_set_error(TETHER_ERR_PROTOCOL,
                                 "TIME_SEQ reply with %u step times for %u steps",
                                 (unsigned)r->num_steps, (unsigned)num_steps);
+    }
     rc = time_stats(out, "TIME_SEQ", r->number, r->zero_timer, r->repeat, r->seconds);
-    if (!rc && step_seconds)
+    if (!rc && step_seconds) {
         memcpy(step_seconds, r->step_seconds, sizeof(double) * num_steps);
+    }
     return rc;
 }
 
 int tether_session_link_stats(const tether_session *s, tether_link_stats *out) {
-    if (!s || !out)
+    if (!s || !out) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "link stats: null argument");
+    }
     memset(out, 0, sizeof *out);
     const tether_transport_stats *st = &s->t.stats;
     out->serial = tether__session_is_uart(s);

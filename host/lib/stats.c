@@ -31,24 +31,28 @@ static int cmp_double(const void *a, const void *b) {
 static double quantile(const double *x, int n, double q) {
     double h = (n - 1) * q;
     int lo = (int)floor(h);
-    if (lo >= n - 1)
+    if (lo >= n - 1) {
         return x[n - 1];
+    }
     return x[lo] + (h - lo) * (x[lo + 1] - x[lo]);
 }
 
 void tether_spread_of(const double *x, int n, tether_spread *out) {
     memset(out, 0, sizeof *out);
     out->n = n;
-    if (n <= 0)
+    if (n <= 0) {
         return;
+    }
     double *s = malloc((size_t)n * sizeof *s);
-    if (!s)
+    if (!s) {
         return;
+    }
     memcpy(s, x, (size_t)n * sizeof *s);
     qsort(s, (size_t)n, sizeof *s, cmp_double);
     double sum = 0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         sum += s[i];
+    }
     out->min = s[0];
     out->max = s[n - 1];
     out->mean = sum / n;
@@ -69,26 +73,34 @@ void tether_ratio_of(const double *a, int na, const double *b, int nb, tether_ra
     memset(out, 0, sizeof *out);
     out->p_value = 1;
     out->verdict = TETHER_VERDICT_TOO_FEW;
-    if (na < 1 || nb < 1)
+    if (na < 1 || nb < 1) {
         return;
-    for (int i = 0; i < na; i++)
-        if (!(a[i] > 0))
+    }
+    for (int i = 0; i < na; i++) {
+        if (!(a[i] > 0)) {
             out->verdict = TETHER_VERDICT_NOT_MEASURABLE;
-    for (int j = 0; j < nb; j++)
-        if (!(b[j] > 0))
+        }
+    }
+    for (int j = 0; j < nb; j++) {
+        if (!(b[j] > 0)) {
             out->verdict = TETHER_VERDICT_NOT_MEASURABLE;
-    if (out->verdict == TETHER_VERDICT_NOT_MEASURABLE)
+        }
+    }
+    if (out->verdict == TETHER_VERDICT_NOT_MEASURABLE) {
         return;
+    }
     size_t nm = (size_t)na * (size_t)nb;
     double *d = malloc(nm * sizeof *d);
-    if (!d)
+    if (!d) {
         return;
+    }
     double u = 0; /* Mann-Whitney U of b over a: pairs with b_j > a_i, ties counting half */
-    for (int i = 0; i < na; i++)
+    for (int i = 0; i < na; i++) {
         for (int j = 0; j < nb; j++) {
             d[(size_t)i * (size_t)nb + (size_t)j] = log(b[j]) - log(a[i]);
             u += b[j] > a[i] ? 1.0 : b[j] == a[i] ? 0.5 : 0.0;
         }
+    }
     qsort(d, nm, sizeof *d, cmp_double);
     double med = nm % 2 ? d[nm / 2] : 0.5 * (d[nm / 2 - 1] + d[nm / 2]);
     out->estimate = exp(med);
@@ -102,8 +114,9 @@ void tether_ratio_of(const double *a, int na, const double *b, int nb, tether_ra
         qsort(pool, (size_t)n, sizeof *pool, cmp_double);
         for (int i = 0; i < n;) {
             int k = i;
-            while (k < n && pool[k] == pool[i])
+            while (k < n && pool[k] == pool[i]) {
                 k++;
+            }
             double t = k - i;
             ties += t * t * t - t;
             i = k;
@@ -127,8 +140,9 @@ void tether_ratio_of(const double *a, int na, const double *b, int nb, tether_ra
                        : out->ci_high < 1 ? TETHER_VERDICT_FASTER
                                           : TETHER_VERDICT_NO_DIFFERENCE;
         if (out->verdict != TETHER_VERDICT_NO_DIFFERENCE &&
-            fabs(out->estimate - 1) < TETHER_RATIO_EQUAL_WITHIN)
+            fabs(out->estimate - 1) < TETHER_RATIO_EQUAL_WITHIN) {
             out->verdict = TETHER_VERDICT_EQUAL; /* significant, but under 1% */
+        }
     }
     free(d);
 }

@@ -37,8 +37,9 @@ static PyObject *g_error; /* tether.Error */
 
 void tether__py_err_take(tpy_err *e, int rc) {
     e->rc = rc;
-    if (rc)
+    if (rc) {
         snprintf(e->msg, sizeof e->msg, "%s", tether_last_error());
+    }
 }
 
 PyObject *tether__py_str(const char *s) {
@@ -48,12 +49,14 @@ PyObject *tether__py_str(const char *s) {
 /* Raises tether.Error(message) with .status (the negative tether_status) and .status_name. */
 static PyObject *raise_status(int rc, const char *msg) {
     PyObject *text = tether__py_str(msg && *msg ? msg : tether_status_name(rc));
-    if (!text)
+    if (!text) {
         return NULL;
+    }
     PyObject *exc = PyObject_CallOneArg(g_error, text);
     Py_DECREF(text);
-    if (!exc)
+    if (!exc) {
         return NULL;
+    }
     PyObject *st = PyLong_FromLong(rc), *name = tether__py_str(tether_status_name(rc));
     if (st && name) {
         PyObject_SetAttrString(exc, "status", st);
@@ -68,12 +71,13 @@ static PyObject *raise_status(int rc, const char *msg) {
 
 PyObject *tether__py_err_raise(tpy_err *e, const char *closed_what) {
     PyObject *r;
-    if (PyErr_CheckSignals() < 0) /* Ctrl-C during the request: KeyboardInterrupt wins */
+    if (PyErr_CheckSignals() < 0) { /* Ctrl-C during the request: KeyboardInterrupt wins */
         r = NULL;
-    else if (e->closed)
+    } else if (e->closed) {
         r = PyErr_Format(PyExc_ValueError, "%s is closed", closed_what);
-    else
+    } else {
         r = raise_status(e->rc, e->detail ? e->detail : e->msg);
+    }
     free(e->detail);
     e->detail = NULL;
     return r;
@@ -96,16 +100,18 @@ PyObject *tether__py_shape_tuple(int ndim, const int64_t *shape) {
 
 PyObject *tether__py_dtype_str(DLDataType dt) {
     char name[TETHER_DTYPE_NAME_MAX];
-    if (tether_dtype_name(dt, name, sizeof name))
+    if (tether_dtype_name(dt, name, sizeof name)) {
         snprintf(name, sizeof name, "code%u_bits%u", (unsigned)dt.code, (unsigned)dt.bits);
+    }
     return tether__py_str(name);
 }
 
 /* A sequence of non-negative ints into shape[]; *ndim its length. */
 int tether__py_parse_shape(PyObject *seq, int64_t *shape, int *ndim) {
     PyObject *fast = PySequence_Fast(seq, "shape must be a sequence of ints");
-    if (!fast)
+    if (!fast) {
         return -1;
+    }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
     if (n > TETHER_MAX_NDIM) {
         Py_DECREF(fast);
@@ -149,8 +155,9 @@ void tether__py_set_item(PyObject *d, const char *key, PyObject *v) {
 
 PyObject *tether__py_time_stats_dict(const tether_time_stats *ts) {
     PyObject *d = PyDict_New();
-    if (!d)
+    if (!d) {
         return NULL;
+    }
     PyObject *secs = PyList_New(0);
     for (uint32_t i = 0; secs && i < ts->repeat && i < 32; i++) {
         PyObject *v = PyFloat_FromDouble(ts->seconds[i]);
@@ -192,8 +199,9 @@ static PyObject *remote_value(const tether_remote_arg *v) {
 
 PyObject *tether__py_call_result_tuple(const tether_call_result *r) {
     PyObject *val = remote_value(&r->ret_value);
-    if (!val)
+    if (!val) {
         return NULL;
+    }
     return Py_BuildValue("(iKKN)", (int)r->ret, (unsigned long long)r->elapsed_ns,
                          (unsigned long long)r->stack_bytes, val);
 }
@@ -201,16 +209,18 @@ PyObject *tether__py_call_result_tuple(const tether_call_result *r) {
 /* ---- Artifact -------------------------------------------------------------------------------- */
 
 static size_t art_bytes(const tpy_artifact *self, int output, int i) {
-    if (i < TETHER_ARTIFACT_MAX_IO)
+    if (i < TETHER_ARTIFACT_MAX_IO) {
         return output ? self->out_bytes[i] : self->in_bytes[i];
+    }
     return output ? self->ocl_out_bytes[i] : self->ocl_in_bytes[i];
 }
 
 static int artifact_init(tpy_artifact *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"dir", NULL};
     const char *dir;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s", kwlist, &dir))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s", kwlist, &dir)) {
         return -1;
+    }
     if (self->a || self->sess) {
         PyErr_SetString(PyExc_ValueError, "the artifact is open already");
         return -1;
@@ -236,7 +246,7 @@ static int artifact_init(tpy_artifact *self, PyObject *args, PyObject *kw) {
             return -1;
         }
     }
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2; k++) {
         for (int i = 0; i < (k ? self->nout : self->nin); i++) {
             tether_artifact_io io;
             memset(&io, 0, sizeof io);
@@ -246,6 +256,7 @@ static int artifact_init(tpy_artifact *self, PyObject *args, PyObject *kw) {
                                : (k ? &self->ocl_out_bytes[i] : &self->ocl_in_bytes[i]);
             *slot = io.nbytes;
         }
+    }
     return 0;
 }
 
@@ -255,12 +266,14 @@ static void artifact_close_now(tpy_artifact *self) {
         tpy_session *s = self->sess;
         PyThreadState *ts = tether__py_sess_lock(s);
         if (self->attached) {
-            if (self->prev)
+            if (self->prev) {
                 self->prev->next = self->next;
-            else
+            } else {
                 s->arts = self->next;
-            if (self->next)
+            }
+            if (self->next) {
                 self->next->prev = self->prev;
+            }
             self->attached = 0;
             self->next = self->prev = NULL;
         }
@@ -292,12 +305,14 @@ static PyObject *artifact_close(tpy_artifact *self, PyObject *unused) {
  * artifact may be freed by its session at any time, so this refuses). */
 static PyObject *artifact_info(tpy_artifact *self, PyObject *unused) {
     (void)unused;
-    if (!self->a || self->sess)
+    if (!self->a || self->sess) {
         return PyErr_Format(PyExc_ValueError, "info() is read before prepare()");
+    }
     tether_artifact *a = self->a;
     PyObject *d = PyDict_New();
-    if (!d)
+    if (!d) {
         return NULL;
+    }
     tether_artifact_backend b = tether_artifact_backend_of(a);
     tether__py_set_item(d, "backend", tether__py_str(b == TETHER_ARTIFACT_OPENCL ? "opencl" : "c"));
     tether__py_set_item(d, "entry", tether__py_str(tether_artifact_entry(a)));
@@ -307,8 +322,9 @@ static PyObject *artifact_info(tpy_artifact *self, PyObject *unused) {
         PyObject *l = PyList_New(0);
         for (int i = 0; l && i < (k ? self->nout : self->nin); i++) {
             tether_artifact_io io;
-            if (tether_artifact_io_of(a, k, i, &io))
+            if (tether_artifact_io_of(a, k, i, &io)) {
                 continue;
+            }
             PyObject *t =
                 Py_BuildValue("(NNNn)", tether__py_str(io.name), tether__py_dtype_str(io.dtype),
                               tether__py_shape_tuple(io.ndim, io.shape), (Py_ssize_t)io.nbytes);
@@ -346,11 +362,13 @@ int tether__py_firmware_opts(tether_device_compile_options *o, const char *firmw
     tether_device_compile_options_init(o);
     o->firmware = firmware;
     *fast = NULL;
-    if (!dirs || dirs == Py_None)
+    if (!dirs || dirs == Py_None) {
         return 0;
+    }
     *fast = PySequence_Fast(dirs, "firmware_dirs must be a sequence of str");
-    if (!*fast)
+    if (!*fast) {
         return -1;
+    }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(*fast);
     if (n > 8) {
         Py_CLEAR(*fast);
@@ -372,13 +390,15 @@ int tether__py_firmware_opts(tether_device_compile_options *o, const char *firmw
 static PyObject *artifact_prepare(tpy_artifact *self, PyObject *args) {
     PyObject *sobj, *dirs = Py_None;
     const char *firmware = NULL;
-    if (!PyArg_ParseTuple(args, "O!|zO", &tether__py_session_type, &sobj, &firmware, &dirs))
+    if (!PyArg_ParseTuple(args, "O!|zO", &tether__py_session_type, &sobj, &firmware, &dirs)) {
         return NULL;
+    }
     tether_device_compile_options dco;
     const char *dirv[8];
     PyObject *fast;
-    if (tether__py_firmware_opts(&dco, firmware, dirs, dirv, &fast))
+    if (tether__py_firmware_opts(&dco, firmware, dirs, dirv, &fast)) {
         return NULL;
+    }
     if (!self->a || self->sess || self->prepared) {
         Py_XDECREF(fast);
         return PyErr_Format(PyExc_ValueError, !self->a ? "the artifact is closed"
@@ -397,8 +417,9 @@ static PyObject *artifact_prepare(tpy_artifact *self, PyObject *args) {
         /* on the list before prepare: a failed prepare may have allocated arrays to free */
         self->next = s->arts;
         self->prev = NULL;
-        if (s->arts)
+        if (s->arts) {
             s->arts->prev = self;
+        }
         s->arts = self;
         self->attached = 1;
         /* the device's loader: .o/.a linked for an MCU board (tether/device_compile.h) */
@@ -406,22 +427,26 @@ static PyObject *artifact_prepare(tpy_artifact *self, PyObject *args) {
     }
     tether__py_sess_unlock(s, ts);
     Py_XDECREF(fast);
-    if (e.closed || e.rc)
+    if (e.closed || e.rc) {
         return tether__py_err_raise(&e, "the session");
+    }
     Py_RETURN_NONE;
 }
 
 static PyObject *artifact_run(tpy_artifact *self, PyObject *args) {
     PyObject *ins, *outs;
-    if (!PyArg_ParseTuple(args, "OO", &ins, &outs))
+    if (!PyArg_ParseTuple(args, "OO", &ins, &outs)) {
         return NULL;
-    if (!self->sess)
+    }
+    if (!self->sess) {
         return PyErr_Format(PyExc_ValueError, "%s",
                             self->a ? "prepare the artifact on a session first"
                                     : "the artifact was closed");
+    }
     PyObject *fin = PySequence_Fast(ins, "inputs must be a sequence of buffers");
-    if (!fin)
+    if (!fin) {
         return NULL;
+    }
     PyObject *fout = PySequence_Fast(outs, "outputs must be a sequence of writable buffers");
     if (!fout) {
         Py_DECREF(fin);
@@ -453,8 +478,9 @@ static PyObject *artifact_run(tpy_artifact *self, PyObject *args) {
         Py_ssize_t i = out ? got - nin : got;
         PyObject *o = PySequence_Fast_GET_ITEM(out ? fout : fin, i);
         if (PyObject_GetBuffer(o, &bufs[got],
-                               out ? PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS))
+                               out ? PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS)) {
             goto done;
+        }
         size_t want = art_bytes(self, out, (int)i);
         if ((size_t)bufs[got].len != want) {
             PyErr_Format(PyExc_ValueError, "%s %zd: %zd bytes, the artifact's is %zu bytes",
@@ -462,19 +488,21 @@ static PyObject *artifact_run(tpy_artifact *self, PyObject *args) {
             got++;
             goto done;
         }
-        if (out)
+        if (out) {
             outp[i] = bufs[got].buf;
-        else
+        } else {
             inp[i] = bufs[got].buf;
+        }
     }
     tether_call_result r;
     memset(&r, 0, sizeof r);
     tpy_err e = {0};
     PyThreadState *ts = tether__py_sess_lock(self->sess);
-    if (!self->sess->s || !self->a)
+    if (!self->sess->s || !self->a) {
         e.closed = 1;
-    else
+    } else {
         tether__py_err_take(&e, tether_artifact_run(self->a, inp, outp, &r, kernel_ns));
+    }
     tether__py_sess_unlock(self->sess, ts);
     if (e.closed || e.rc) {
         tether__py_err_raise(&e, "the session");
@@ -489,16 +517,18 @@ static PyObject *artifact_run(tpy_artifact *self, PyObject *args) {
         }
     }
     PyObject *cr = tether__py_call_result_tuple(&r);
-    if (kl && cr)
+    if (kl && cr) {
         ret = Py_BuildValue("(NN)", cr, kl);
-    else {
+    } else {
         Py_XDECREF(kl);
         Py_XDECREF(cr);
     }
 done:
-    for (Py_ssize_t i = 0; bufs && i < got; i++)
-        if (bufs[i].obj)
+    for (Py_ssize_t i = 0; bufs && i < got; i++) {
+        if (bufs[i].obj) {
             PyBuffer_Release(&bufs[i]);
+        }
+    }
     free(bufs);
     free(inp);
     free(outp);
@@ -510,26 +540,31 @@ done:
 
 static PyObject *artifact_time(tpy_artifact *self, PyObject *args) {
     unsigned int number, repeat, min_repeat_ms, cooldown_ms;
-    if (!PyArg_ParseTuple(args, "IIII", &number, &repeat, &min_repeat_ms, &cooldown_ms))
+    if (!PyArg_ParseTuple(args, "IIII", &number, &repeat, &min_repeat_ms, &cooldown_ms)) {
         return NULL;
-    if (number < 1 || repeat < 1 || repeat > 32)
+    }
+    if (number < 1 || repeat < 1 || repeat > 32) {
         return PyErr_Format(PyExc_ValueError, "number must be >= 1 and repeat in 1..32");
-    if (!self->sess)
+    }
+    if (!self->sess) {
         return PyErr_Format(PyExc_ValueError, "%s",
                             self->a ? "prepare the artifact on a session first"
                                     : "the artifact was closed");
+    }
     double *kmed = calloc((size_t)self->nkernels + 1, sizeof *kmed);
-    if (!kmed)
+    if (!kmed) {
         return PyErr_NoMemory();
+    }
     tether_time_stats st;
     memset(&st, 0, sizeof st);
     tpy_err e = {0};
     PyThreadState *ts = tether__py_sess_lock(self->sess);
-    if (!self->sess->s || !self->a)
+    if (!self->sess->s || !self->a) {
         e.closed = 1;
-    else
+    } else {
         tether__py_err_take(&e, tether_artifact_time(self->a, number, repeat, min_repeat_ms,
                                                      cooldown_ms, &st, kmed));
+    }
     tether__py_sess_unlock(self->sess, ts);
     if (e.closed || e.rc) {
         free(kmed);
@@ -545,10 +580,11 @@ static PyObject *artifact_time(tpy_artifact *self, PyObject *args) {
         }
     }
     free(kmed);
-    if (d && kl)
+    if (d && kl) {
         tether__py_set_item(d, "kernel_median", kl);
-    else
+    } else {
         Py_CLEAR(d);
+    }
     return d;
 }
 
@@ -584,16 +620,18 @@ PyTypeObject tether__py_artifact_type = {
 static PyObject *mod_read_array(PyObject *self, PyObject *args) {
     (void)self;
     const char *path;
-    if (!PyArg_ParseTuple(args, "s", &path))
+    if (!PyArg_ParseTuple(args, "s", &path)) {
         return NULL;
+    }
     tether_npy n;
     memset(&n, 0, sizeof n);
     tpy_err e = {0};
     PyThreadState *ts = PyEval_SaveThread();
     tether__py_err_take(&e, tether_npy_read(path, &n));
     PyEval_RestoreThread(ts);
-    if (e.rc)
+    if (e.rc) {
         return tether__py_err_raise(&e, "");
+    }
     PyObject *r = Py_BuildValue("(NNy#)", tether__py_dtype_str(n.dtype),
                                 tether__py_shape_tuple(n.ndim, n.shape), (const char *)n.data,
                                 (Py_ssize_t)n.nbytes);
@@ -604,18 +642,21 @@ static PyObject *mod_read_array(PyObject *self, PyObject *args) {
 static PyObject *mod_url_check(PyObject *self, PyObject *args) {
     (void)self;
     const char *url;
-    if (!PyArg_ParseTuple(args, "s", &url))
+    if (!PyArg_ParseTuple(args, "s", &url)) {
         return NULL;
-    if (tether_device_url_check(url))
+    }
+    if (tether_device_url_check(url)) {
         return raise_status(tether_last_status(), tether_last_error());
+    }
     Py_RETURN_NONE;
 }
 
 /* A sequence of floats into a malloc'd array. */
 static double *float_list(PyObject *seq, int *n) {
     PyObject *fast = PySequence_Fast(seq, "a sequence of numbers is expected");
-    if (!fast)
+    if (!fast) {
         return NULL;
+    }
     Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
     double *x = malloc(((size_t)len + 1) * sizeof *x);
     if (!x) {
@@ -639,12 +680,14 @@ static double *float_list(PyObject *seq, int *n) {
 static PyObject *mod_spread(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *seq;
-    if (!PyArg_ParseTuple(args, "O", &seq))
+    if (!PyArg_ParseTuple(args, "O", &seq)) {
         return NULL;
+    }
     int n = 0;
     double *x = float_list(seq, &n);
-    if (!x)
+    if (!x) {
         return NULL;
+    }
     if (n < 1) {
         free(x);
         return PyErr_Format(PyExc_ValueError, "spread of no values");
@@ -659,12 +702,14 @@ static PyObject *mod_spread(PyObject *self, PyObject *args) {
 static PyObject *mod_ratio(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *sa, *sb;
-    if (!PyArg_ParseTuple(args, "OO", &sa, &sb))
+    if (!PyArg_ParseTuple(args, "OO", &sa, &sb)) {
         return NULL;
+    }
     int na = 0, nb = 0;
     double *a = float_list(sa, &na);
-    if (!a)
+    if (!a) {
         return NULL;
+    }
     double *b = float_list(sb, &nb);
     if (!b) {
         free(a);
@@ -721,25 +766,29 @@ static struct PyModuleDef tether_module = {
 };
 
 PyMODINIT_FUNC PyInit__tether(void) {
-    if (PyType_Ready(&tether__py_session_type) < 0 || PyType_Ready(&tether__py_artifact_type) < 0)
+    if (PyType_Ready(&tether__py_session_type) < 0 || PyType_Ready(&tether__py_artifact_type) < 0) {
         return NULL;
+    }
 #ifdef TETHER_HAVE_COMPILER
-    if (tether__py_compiler_init())
+    if (tether__py_compiler_init()) {
         return NULL;
+    }
 #endif
 #ifdef TETHER_HAVE_ONNX
     tether_onnx_register();
     tether_onnx_register_arrays(); /* .pb arrays for read_array */
 #endif
     PyObject *m = PyModule_Create(&tether_module);
-    if (!m)
+    if (!m) {
         return NULL;
-    if (!g_error)
+    }
+    if (!g_error) {
         g_error = PyErr_NewExceptionWithDoc(
             "tether.Error",
             "A failure reported by tether: .status is the negative tether_status, .status_name "
             "its name (TETHER_ERR_IO, ...), str(e) the library's message.",
             PyExc_RuntimeError, NULL);
+    }
     if (!g_error || PyModule_AddObjectRef(m, "Error", g_error) ||
         PyModule_AddObjectRef(m, "Session", (PyObject *)&tether__py_session_type) ||
         PyModule_AddObjectRef(m, "Artifact", (PyObject *)&tether__py_artifact_type)) {

@@ -109,10 +109,11 @@ void tether__py_sess_unlock(tpy_session *s, PyThreadState *ts);
 #define SESSION_CALL(self, e, call)                                                                \
     do {                                                                                           \
         PyThreadState *ts_ = tether__py_sess_lock(self);                                           \
-        if (!(self)->s)                                                                            \
+        if (!(self)->s) {                                                                          \
             (e).closed = 1;                                                                        \
-        else                                                                                       \
+        } else {                                                                                   \
             tether__py_err_take(&(e), (call));                                                     \
+        }                                                                                          \
         tether__py_sess_unlock(self, ts_);                                                         \
     } while (0)
 

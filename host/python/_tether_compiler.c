@@ -32,9 +32,11 @@ typedef struct load_opts {
 } load_opts;
 
 static void load_opts_release(load_opts *o) {
-    for (int i = 0; i < o->nbufs; i++)
-        if (o->bufs[i].obj)
+    for (int i = 0; i < o->nbufs; i++) {
+        if (o->bufs[i].obj) {
             PyBuffer_Release(&o->bufs[i]);
+        }
+    }
     o->nbufs = 0;
     Py_CLEAR(o->names_tuple);
 }
@@ -45,8 +47,9 @@ static int load_opts_parse(load_opts *o, PyObject *shapes, PyObject *values, PyO
     memset(o, 0, sizeof *o);
     if (shapes && shapes != Py_None) {
         PyObject *fast = PySequence_Fast(shapes, "input_shapes must be a sequence of str");
-        if (!fast)
+        if (!fast) {
             return -1;
+        }
         Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
         if (n > TPY_MAX_VALUES) {
             Py_DECREF(fast);
@@ -71,8 +74,9 @@ static int load_opts_parse(load_opts *o, PyObject *shapes, PyObject *values, PyO
     }
     if (values && values != Py_None) {
         PyObject *fast = PySequence_Fast(values, "input_values must be a sequence");
-        if (!fast)
+        if (!fast) {
             return -1;
+        }
         Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
         if (n > TPY_MAX_VALUES) {
             Py_DECREF(fast);
@@ -82,8 +86,9 @@ static int load_opts_parse(load_opts *o, PyObject *shapes, PyObject *values, PyO
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *item = PySequence_Fast_GET_ITEM(fast, i);
             tether_model_value *v = &o->values[i];
-            if (item == Py_None)
+            if (item == Py_None) {
                 continue;
+            }
             const char *dt;
             PyObject *shape;
             if (!PyArg_ParseTuple(item, "sOy*;an input value is (dtype, shape, buffer)", &dt,
@@ -134,8 +139,9 @@ static int load_opts_parse(load_opts *o, PyObject *shapes, PyObject *values, PyO
 
 static PyObject *bound_list(const load_opts *o) {
     PyObject *l = PyList_New(o->lo.ninput_values);
-    for (int i = 0; l && i < o->lo.ninput_values; i++)
+    for (int i = 0; l && i < o->lo.ninput_values; i++) {
         PyList_SET_ITEM(l, i, PyBool_FromLong(o->bound[i]));
+    }
     return l;
 }
 
@@ -173,23 +179,29 @@ PyObject *tether__py_compile(PyObject *self, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zzzzipzpOOzOOzO", kwlist, &model, &out_dir, &abi,
                                      &target, &cpu, &prefix, &opt_level, &link_params, &backend,
                                      &texture_weights, &shapes, &values, &tuning_log, &names, &sobj,
-                                     &firmware, &dirs))
+                                     &firmware, &dirs)) {
         return NULL;
-    if (sobj != Py_None && !PyObject_TypeCheck(sobj, &tether__py_session_type))
+    }
+    if (sobj != Py_None && !PyObject_TypeCheck(sobj, &tether__py_session_type)) {
         return PyErr_Format(PyExc_TypeError, "session must be a _tether.Session");
+    }
     tpy_session *sess = sobj != Py_None ? (tpy_session *)sobj : NULL;
     tether_compile_options o;
     tether_compile_options_init(&o);
-    if (abi && tether_abi_parse(abi, &o.codegen.abi))
+    if (abi && tether_abi_parse(abi, &o.codegen.abi)) {
         return PyErr_Format(PyExc_ValueError, "unknown ABI '%s' (packed or unpacked)", abi);
-    if (backend && tether_backend_parse(backend, &o.backend))
+    }
+    if (backend && tether_backend_parse(backend, &o.backend)) {
         return PyErr_Format(PyExc_ValueError, "unknown backend '%s' (c or opencl)", backend);
-    if (opt_level != TETHER_OPT_DEFAULT && (opt_level < -1 || opt_level > 3))
+    }
+    if (opt_level != TETHER_OPT_DEFAULT && (opt_level < -1 || opt_level > 3)) {
         return PyErr_Format(PyExc_ValueError, "opt_level must be 0..3 or 's'");
+    }
     if (target) {
         const tether_target *t;
-        if (tether_target_find(target, &t))
+        if (tether_target_find(target, &t)) {
             return PyErr_Format(PyExc_ValueError, "target: %s", tether_last_error());
+        }
         o.build.target = t->name;
     }
     o.build.cpu = cpu;
@@ -201,8 +213,9 @@ PyObject *tether__py_compile(PyObject *self, PyObject *args, PyObject *kw) {
     o.codegen.link_params = link_params != 0;
     o.opencl.texture_weights = texture_weights != 0;
     load_opts lo;
-    if (load_opts_parse(&lo, shapes, values, names))
+    if (load_opts_parse(&lo, shapes, values, names)) {
         return NULL;
+    }
     tether_compile_result res;
     memset(&res, 0, sizeof res);
     tpy_err e = {0};
@@ -221,24 +234,28 @@ PyObject *tether__py_compile(PyObject *self, PyObject *args, PyObject *kw) {
     int rc = 0;
     if (sess) {
         dco.compile = o;
-        if (!target) /* the device's target and CPU (tether_device_compile_resolve) */
+        if (!target) { /* the device's target and CPU (tether_device_compile_resolve) */
             dco.compile.build.target = NULL;
+        }
         dco.tuning_log = tuning_log;
         PyThread_acquire_lock(sess->lock, WAIT_LOCK);
-        if (!sess->s)
+        if (!sess->s) {
             e.closed = 1;
-        else
+        } else {
             err_take_detail(&e,
                             tether_compile_for_device(sess->s, model, out_dir, &dco, &res, NULL));
+        }
         PyThread_release_lock(sess->lock);
         o = dco.compile; /* the target and CPU it chose */
     } else {
-        if (tuning_log)
+        if (tuning_log) {
             rc = tether_tuning_log_apply(tuning_log, &o, &tlog, &tns);
-        if (rc)
+        }
+        if (rc) {
             tether__py_err_take(&e, rc);
-        else
+        } else {
             err_take_detail(&e, tether_compile_model(model, out_dir, &o, &res));
+        }
         if (tuning_log && !rc) {
             free(tns);
             tether_tuning_log_close(&tlog);
@@ -319,11 +336,13 @@ PyObject *tether__py_model_signature(PyObject *self, PyObject *args, PyObject *k
     static char *kwlist[] = {"model", "input_shapes", "input_values", "input_names", NULL};
     const char *model;
     PyObject *shapes = Py_None, *values = Py_None, *names = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OOO", kwlist, &model, &shapes, &values, &names))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OOO", kwlist, &model, &shapes, &values, &names)) {
         return NULL;
+    }
     load_opts mine;
-    if (load_opts_parse(&mine, shapes, values, names))
+    if (load_opts_parse(&mine, shapes, values, names)) {
         return NULL;
+    }
     tether_ir_graph g;
     tpy_err e = {0};
     load_graph(model, &mine, &g, &e);
@@ -350,11 +369,13 @@ PyObject *tether__py_interpret(PyObject *self, PyObject *args, PyObject *kw) {
     const char *model;
     PyObject *ins, *shapes = Py_None, *values = Py_None, *names = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|OOO", kwlist, &model, &ins, &shapes, &values,
-                                     &names))
+                                     &names)) {
         return NULL;
+    }
     PyObject *fin = PySequence_Fast(ins, "inputs must be a sequence of buffers");
-    if (!fin)
+    if (!fin) {
         return NULL;
+    }
     load_opts mine;
     if (load_opts_parse(&mine, shapes, values, names)) {
         Py_DECREF(fin);
@@ -396,8 +417,10 @@ PyObject *tether__py_interpret(PyObject *self, PyObject *args, PyObject *kw) {
     }
     for (; got < nin; got++) {
         const tether_ir_tensor *t = &g.tensors[g.inputs[got]];
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(fin, got), &bufs[got], PyBUF_C_CONTIGUOUS))
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(fin, got), &bufs[got],
+                               PyBUF_C_CONTIGUOUS)) {
             goto done;
+        }
         size_t want = tether_ir_tensor_elements(t) * sizeof(float);
         if ((size_t)bufs[got].len != want) {
             PyErr_Format(PyExc_ValueError, "input '%s': %zd bytes, the model's is %zu bytes",
@@ -437,11 +460,14 @@ PyObject *tether__py_interpret(PyObject *self, PyObject *args, PyObject *kw) {
         Py_DECREF(item);
     }
 done:
-    for (Py_ssize_t i = 0; bufs && i < got; i++)
-        if (bufs[i].obj)
+    for (Py_ssize_t i = 0; bufs && i < got; i++) {
+        if (bufs[i].obj) {
             PyBuffer_Release(&bufs[i]);
-    for (int i = 0; outp && i < nout; i++)
+        }
+    }
+    for (int i = 0; outp && i < nout; i++) {
         free(outp[i]);
+    }
     free(bufs);
     free(inp);
     free(outp);

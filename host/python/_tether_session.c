@@ -47,8 +47,9 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     (void)args;
     (void)kw;
     tpy_session *self = (tpy_session *)type->tp_alloc(type, 0);
-    if (!self)
+    if (!self) {
         return NULL;
+    }
     self->lock = PyThread_allocate_lock();
     if (!self->lock) {
         Py_DECREF(self);
@@ -63,8 +64,9 @@ static int session_init(tpy_session *self, PyObject *args, PyObject *kw) {
     int timeout_ms = 0, wait_ms = 0, quiet = 1;
     Py_buffer token = {0};
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|siz*zip", kwlist, &url, &timeout_ms, &token,
-                                     &tetherd, &wait_ms, &quiet))
+                                     &tetherd, &wait_ms, &quiet)) {
         return -1;
+    }
     if (self->is_open) {
         PyBuffer_Release(&token);
         PyErr_SetString(PyExc_ValueError, "the session is open already");
@@ -108,8 +110,9 @@ static int session_init(tpy_session *self, PyObject *args, PyObject *kw) {
 }
 
 static void session_close_now(tpy_session *self) {
-    if (!self->lock)
+    if (!self->lock) {
         return;
+    }
     PyThreadState *ts = tether__py_sess_lock(self);
     detach_artifacts_locked(self);
     tether_session_close(self->s);
@@ -120,8 +123,9 @@ static void session_close_now(tpy_session *self) {
 
 static void session_dealloc(tpy_session *self) {
     session_close_now(self);
-    if (self->lock)
+    if (self->lock) {
         PyThread_free_lock(self->lock);
+    }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -141,16 +145,19 @@ static PyObject *session_info(tpy_session *self, PyObject *unused) {
     tether_device_info d;
     tpy_err e = {0};
     PyThreadState *ts = tether__py_sess_lock(self);
-    if (self->s)
+    if (self->s) {
         d = *tether_session_info(self->s);
-    else
+    } else {
         e.closed = 1;
+    }
     tether__py_sess_unlock(self, ts);
-    if (e.closed)
+    if (e.closed) {
         return tether__py_err_raise(&e, "the session");
+    }
     PyObject *o = PyDict_New();
-    if (!o)
+    if (!o) {
         return NULL;
+    }
     tether__py_set_item(o, "protocol", PyLong_FromUnsignedLong(d.version));
     tether__py_set_item(o, "board", d.board[0] ? tether__py_str(d.board) : Py_NewRef(Py_None));
     tether__py_set_item(o, "boot_count",
@@ -165,7 +172,7 @@ static PyObject *session_info(tpy_session *self, PyObject *unused) {
     tether__py_set_item(o, "clock_rate_hz",
                         d.clock_hz ? PyLong_FromUnsignedLongLong(d.clock_hz) : Py_NewRef(Py_None));
     PyObject *scopes = PyList_New(0);
-    for (int k = 0; scopes && k < TETHER_SCOPE_COUNT; k++)
+    for (int k = 0; scopes && k < TETHER_SCOPE_COUNT; k++) {
         if (d.scopes & (1u << k)) {
             PyObject *n = tether__py_str(tether_scope_name((tether_scope)k));
             if (n) {
@@ -173,6 +180,7 @@ static PyObject *session_info(tpy_session *self, PyObject *unused) {
                 Py_DECREF(n);
             }
         }
+    }
     tether__py_set_item(o, "scopes", scopes);
     PyObject *pools = PyDict_New();
     for (uint32_t k = 0; pools && k < d.num_pools && k < 8; k++) {
@@ -224,8 +232,9 @@ static PyObject *session_fault(tpy_session *self, PyObject *unused) {
         snprintf(fault, sizeof fault, "%s", f);
     }
     tether__py_sess_unlock(self, ts);
-    if (!has)
+    if (!has) {
         Py_RETURN_NONE;
+    }
     return tether__py_str(fault);
 }
 
@@ -240,8 +249,9 @@ static PyObject *session_reconnect(tpy_session *self, PyObject *unused) {
         tether__py_err_take(&e, tether_session_reconnect(self->s));
     }
     tether__py_sess_unlock(self, ts);
-    if (e.closed || e.rc)
+    if (e.closed || e.rc) {
         return tether__py_err_raise(&e, "the session");
+    }
     Py_RETURN_NONE;
 }
 
@@ -249,8 +259,9 @@ static PyObject *session_take_log(tpy_session *self, PyObject *unused) {
     (void)unused;
     int levels[TPY_LOG_LINES];
     char(*texts)[TPY_LOG_TEXT] = malloc(sizeof(char[TPY_LOG_LINES][TPY_LOG_TEXT]));
-    if (!texts)
+    if (!texts) {
         return PyErr_NoMemory();
+    }
     int n;
     PyThreadState *ts = tether__py_sess_lock(self);
     n = self->log_count;
@@ -279,61 +290,73 @@ static PyObject *session_take_log(tpy_session *self, PyObject *unused) {
 static PyObject *session_alloc(tpy_session *self, PyObject *args) {
     PyObject *shape_obj;
     const char *dtype_name, *scope_name = "global", *pool = NULL;
-    if (!PyArg_ParseTuple(args, "Os|zz", &shape_obj, &dtype_name, &scope_name, &pool))
+    if (!PyArg_ParseTuple(args, "Os|zz", &shape_obj, &dtype_name, &scope_name, &pool)) {
         return NULL;
+    }
     int64_t shape[TETHER_MAX_NDIM];
     int ndim = 0;
     DLDataType dt;
     tether_scope scope;
-    if (tether__py_parse_shape(shape_obj, shape, &ndim) || tether__py_parse_dtype(dtype_name, &dt))
+    if (tether__py_parse_shape(shape_obj, shape, &ndim) ||
+        tether__py_parse_dtype(dtype_name, &dt)) {
         return NULL;
-    if (tether_scope_parse(scope_name ? scope_name : "global", &scope))
+    }
+    if (tether_scope_parse(scope_name ? scope_name : "global", &scope)) {
         return PyErr_Format(PyExc_ValueError, "%s", tether_last_error());
-    if (pool && tether_pool_name_check(pool))
+    }
+    if (pool && tether_pool_name_check(pool)) {
         return PyErr_Format(PyExc_ValueError, "pool: %s", tether_last_error());
+    }
     uint64_t handle = 0, nbytes = 0;
     tpy_err e = {0};
     SESSION_CALL(self, e,
                  tether_session_alloc(self->s, shape, ndim, dt, scope, pool, &handle, &nbytes));
-    if (e.closed || e.rc)
+    if (e.closed || e.rc) {
         return tether__py_err_raise(&e, "the session");
+    }
     return Py_BuildValue("(KK)", (unsigned long long)handle, (unsigned long long)nbytes);
 }
 
 static PyObject *session_free(tpy_session *self, PyObject *args) {
     unsigned long long handle;
-    if (!PyArg_ParseTuple(args, "K", &handle))
+    if (!PyArg_ParseTuple(args, "K", &handle)) {
         return NULL;
+    }
     tpy_err e = {0};
     SESSION_CALL(self, e, tether_session_free(self->s, handle));
-    if (e.closed || e.rc)
+    if (e.closed || e.rc) {
         return tether__py_err_raise(&e, "the session");
+    }
     Py_RETURN_NONE;
 }
 
 static PyObject *session_copy_to(tpy_session *self, PyObject *args) {
     unsigned long long handle, offset;
     Py_buffer b;
-    if (!PyArg_ParseTuple(args, "KKy*", &handle, &offset, &b))
+    if (!PyArg_ParseTuple(args, "KKy*", &handle, &offset, &b)) {
         return NULL;
+    }
     tpy_err e = {0};
     SESSION_CALL(self, e, tether_session_copy_to(self->s, handle, offset, b.buf, (size_t)b.len));
     PyBuffer_Release(&b);
-    if (e.closed || e.rc)
+    if (e.closed || e.rc) {
         return tether__py_err_raise(&e, "the session");
+    }
     Py_RETURN_NONE;
 }
 
 static PyObject *session_copy_from(tpy_session *self, PyObject *args) {
     unsigned long long handle, offset;
     Py_buffer b;
-    if (!PyArg_ParseTuple(args, "KKw*", &handle, &offset, &b))
+    if (!PyArg_ParseTuple(args, "KKw*", &handle, &offset, &b)) {
         return NULL;
+    }
     tpy_err e = {0};
     SESSION_CALL(self, e, tether_session_copy_from(self->s, handle, offset, b.buf, (size_t)b.len));
     PyBuffer_Release(&b);
-    if (e.closed || e.rc)
+    if (e.closed || e.rc) {
         return tether__py_err_raise(&e, "the session");
+    }
     Py_RETURN_NONE;
 }
 
@@ -341,41 +364,49 @@ static PyObject *session_upload(tpy_session *self, PyObject *args) {
     unsigned int kind;
     const char *name;
     Py_buffer b;
-    if (!PyArg_ParseTuple(args, "Isy*", &kind, &name, &b))
+    if (!PyArg_ParseTuple(args, "Isy*", &kind, &name, &b)) {
         return NULL;
+    }
     tpy_err e = {0};
     int cached = 0;
     PyThreadState *ts = tether__py_sess_lock(self);
-    if (!self->s)
+    if (!self->s) {
         e.closed = 1;
-    else
+    } else {
         tether__py_err_take(&e, tether_session_upload(self->s, kind, name, b.buf, (size_t)b.len));
-    if (self->s && !e.rc)
+    }
+    if (self->s && !e.rc) {
         cached = tether_session_last_upload_cached(self->s);
+    }
     tether__py_sess_unlock(self, ts);
     PyBuffer_Release(&b);
-    if (e.closed || e.rc)
+    if (e.closed || e.rc) {
         return tether__py_err_raise(&e, "the session");
+    }
     return PyBool_FromLong(cached);
 }
 
 static PyObject *session_upload_file(tpy_session *self, PyObject *args) {
     unsigned int kind;
     const char *name, *path;
-    if (!PyArg_ParseTuple(args, "Iss", &kind, &name, &path))
+    if (!PyArg_ParseTuple(args, "Iss", &kind, &name, &path)) {
         return NULL;
+    }
     tpy_err e = {0};
     int cached = 0;
     PyThreadState *ts = tether__py_sess_lock(self);
-    if (!self->s)
+    if (!self->s) {
         e.closed = 1;
-    else
+    } else {
         tether__py_err_take(&e, tether_session_upload_file(self->s, kind, name, path));
-    if (self->s && !e.rc)
+    }
+    if (self->s && !e.rc) {
         cached = tether_session_last_upload_cached(self->s);
+    }
     tether__py_sess_unlock(self, ts);
-    if (e.closed || e.rc)
+    if (e.closed || e.rc) {
         return tether__py_err_raise(&e, "the session");
+    }
     return PyBool_FromLong(cached);
 }
 
@@ -383,8 +414,9 @@ static PyObject *session_upload_file(tpy_session *self, PyObject *args) {
  * for object code an MCU needs linked first. */
 static PyObject *session_module_kind(tpy_session *self, PyObject *args) {
     const char *path;
-    if (!PyArg_ParseTuple(args, "s", &path))
+    if (!PyArg_ParseTuple(args, "s", &path)) {
         return NULL;
+    }
     uint32_t kind = 0;
     int rc = 0;
     tpy_err e = {0};
@@ -396,35 +428,40 @@ static PyObject *session_module_kind(tpy_session *self, PyObject *args) {
         tether__py_err_take(&e, rc < 0 ? rc : 0);
     }
     tether__py_sess_unlock(self, ts);
-    if (e.closed || e.rc)
+    if (e.closed || e.rc) {
         return tether__py_err_raise(&e, "the session");
+    }
     return PyLong_FromLong(rc == 1 ? -1 : (long)kind);
 }
 
 static PyObject *session_load_module(tpy_session *self, PyObject *args) {
     const char *name;
-    if (!PyArg_ParseTuple(args, "s", &name))
+    if (!PyArg_ParseTuple(args, "s", &name)) {
         return NULL;
+    }
     uint64_t module = 0;
     uint32_t nfuncs = 0;
     tpy_err e = {0};
     SESSION_CALL(self, e, tether_session_load_module(self->s, name, &module, &nfuncs));
-    if (e.closed || e.rc)
+    if (e.closed || e.rc) {
         return tether__py_err_raise(&e, "the session");
+    }
     return Py_BuildValue("(KI)", (unsigned long long)module, (unsigned int)nfuncs);
 }
 
 static PyObject *session_get_function(tpy_session *self, PyObject *args) {
     unsigned long long module;
     const char *name;
-    if (!PyArg_ParseTuple(args, "Ks", &module, &name))
+    if (!PyArg_ParseTuple(args, "Ks", &module, &name)) {
         return NULL;
+    }
     tether_remote_func f;
     memset(&f, 0, sizeof f);
     tpy_err e = {0};
     SESSION_CALL(self, e, tether_session_get_function(self->s, module, name, &f));
-    if (e.closed || e.rc)
+    if (e.closed || e.rc) {
         return tether__py_err_raise(&e, "the session");
+    }
     const char *abi = tether_abi_name(f.abi);
     return Py_BuildValue("(KsiN)", (unsigned long long)f.handle, abi ? abi : "packed",
                          (int)f.num_args, tether__py_str(f.name));
@@ -437,8 +474,9 @@ static int parse_func(PyObject *t, tether_remote_func *f) {
     int num_args;
     memset(f, 0, sizeof *f);
     if (!PyArg_ParseTuple(t, "Ksis;a function is (handle, abi, num_args, name)", &handle, &abi,
-                          &num_args, &name))
+                          &num_args, &name)) {
         return -1;
+    }
     if (tether_abi_parse(abi, &f->abi)) {
         PyErr_Format(PyExc_ValueError, "unknown ABI '%s'", abi);
         return -1;
@@ -452,8 +490,9 @@ static int parse_func(PyObject *t, tether_remote_func *f) {
 /* A sequence of (type_code, value) into args[]; *n their count. */
 static int parse_args(PyObject *seq, tether_remote_arg *args, uint32_t *n) {
     PyObject *fast = PySequence_Fast(seq, "arguments must be a sequence");
-    if (!fast)
+    if (!fast) {
         return -1;
+    }
     Py_ssize_t count = PySequence_Fast_GET_SIZE(fast);
     if (count > TPY_MAX_ARGS) {
         Py_DECREF(fast);
@@ -503,19 +542,22 @@ static int parse_args(PyObject *seq, tether_remote_arg *args, uint32_t *n) {
 
 static PyObject *session_call(tpy_session *self, PyObject *args) {
     PyObject *fobj, *aobj;
-    if (!PyArg_ParseTuple(args, "OO", &fobj, &aobj))
+    if (!PyArg_ParseTuple(args, "OO", &fobj, &aobj)) {
         return NULL;
+    }
     tether_remote_func f;
     tether_remote_arg a[TPY_MAX_ARGS];
     uint32_t n = 0;
-    if (parse_func(fobj, &f) || parse_args(aobj, a, &n))
+    if (parse_func(fobj, &f) || parse_args(aobj, a, &n)) {
         return NULL;
+    }
     tether_call_result r;
     memset(&r, 0, sizeof r);
     tpy_err e = {0};
     SESSION_CALL(self, e, tether_session_call(self->s, &f, a, n, &r));
-    if (e.closed || e.rc)
+    if (e.closed || e.rc) {
         return tether__py_err_raise(&e, "the session");
+    }
     return tether__py_call_result_tuple(&r);
 }
 
@@ -523,23 +565,27 @@ static PyObject *session_time(tpy_session *self, PyObject *args) {
     PyObject *fobj, *aobj;
     unsigned int number, repeat, min_repeat_ms, cooldown_ms;
     if (!PyArg_ParseTuple(args, "OOIIII", &fobj, &aobj, &number, &repeat, &min_repeat_ms,
-                          &cooldown_ms))
+                          &cooldown_ms)) {
         return NULL;
-    if (number < 1 || repeat < 1 || repeat > 32)
+    }
+    if (number < 1 || repeat < 1 || repeat > 32) {
         return PyErr_Format(PyExc_ValueError, "number must be >= 1 and repeat in 1..32");
+    }
     tether_remote_func f;
     tether_remote_arg a[TPY_MAX_ARGS];
     uint32_t n = 0;
-    if (parse_func(fobj, &f) || parse_args(aobj, a, &n))
+    if (parse_func(fobj, &f) || parse_args(aobj, a, &n)) {
         return NULL;
+    }
     tether_time_stats st;
     memset(&st, 0, sizeof st);
     tpy_err e = {0};
     SESSION_CALL(
         self, e,
         tether_session_time(self->s, &f, a, n, number, repeat, min_repeat_ms, cooldown_ms, &st));
-    if (e.closed || e.rc)
+    if (e.closed || e.rc) {
         return tether__py_err_raise(&e, "the session");
+    }
     return tether__py_time_stats_dict(&st);
 }
 

@@ -18,14 +18,16 @@ static uint8_t *deflate_part(z_stream *zs, const uint8_t *in, size_t n, int flus
     zs->next_in = (Bytef *)in;
     zs->avail_in = (uInt)n;
     for (;;) {
-        if (!out)
+        if (!out) {
             return NULL;
+        }
         zs->next_out = out + o;
         zs->avail_out = (uInt)(cap - o);
         int rc = deflate(zs, flush);
         o = cap - zs->avail_out;
-        if (rc == Z_STREAM_END || (rc == Z_OK && zs->avail_out != 0 && zs->avail_in == 0))
+        if (rc == Z_STREAM_END || (rc == Z_OK && zs->avail_out != 0 && zs->avail_in == 0)) {
             break;
+        }
         if (rc != Z_OK && rc != Z_BUF_ERROR) {
             free(out);
             return NULL;
@@ -63,8 +65,9 @@ uint64_t tt_write_npz_bomb(const char *path, const char *member, const char *des
     hdr[10 + hlen - 1] = '\n';
     size_t hsize = 10 + hlen;
     uint64_t real = hsize + zeros;
-    if (declared == UINT64_MAX)
+    if (declared == UINT64_MAX) {
         declared = real;
+    }
     if (real >= ((uint64_t)1 << 32) || declared >= ((uint64_t)1 << 32)) {
         fprintf(stderr, "npz bomb: %llu bytes need ZIP64\n", (unsigned long long)real);
         return 0;
@@ -93,8 +96,9 @@ uint64_t tt_write_npz_bomb(const char *path, const char *member, const char *des
     }
     /* the CRC of header + zeros without touching them all */
     uLong crc = crc32(0, hdr, (uInt)hsize), czero = crc32(0, zero, (uInt)CHUNK);
-    for (uint64_t i = 0; i < k; i++)
+    for (uint64_t i = 0; i < k; i++) {
         crc = crc32_combine(crc, czero, (z_off_t)CHUNK);
+    }
     crc = crc32_combine(crc, crc32(0, zero, (uInt)rem), (z_off_t)rem);
     uint64_t comp = la + k * lb + lc;
     size_t nl = strlen(member);
@@ -128,14 +132,16 @@ uint64_t tt_write_npz_bomb(const char *path, const char *member, const char *des
     f = fopen(path, "wb");
     int ok = f && fwrite(lh, 1, sizeof lh, f) == sizeof lh && fwrite(member, 1, nl, f) == nl &&
              fwrite(a, 1, la, f) == la;
-    for (uint64_t i = 0; ok && i < k; i++)
+    for (uint64_t i = 0; ok && i < k; i++) {
         ok = fwrite(b, 1, lb, f) == lb;
+    }
     ok = ok && fwrite(c, 1, lc, f) == lc && fwrite(ch, 1, sizeof ch, f) == sizeof ch &&
          fwrite(member, 1, nl, f) == nl && fwrite(eocd, 1, sizeof eocd, f) == sizeof eocd;
-    if (f && fclose(f) == 0 && ok)
+    if (f && fclose(f) == 0 && ok) {
         result = cd_at + cd_len + sizeof eocd;
-    else
+    } else {
         fprintf(stderr, "npz bomb: cannot write %s\n", path);
+    }
 out:
     free(a);
     free(b);

@@ -58,8 +58,9 @@ static int tether(const char **out, const char *fmt, ...) {
     int st = system(cmd);
     FILE *f = fopen(g_out, "r");
     size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f)
+    if (f) {
         fclose(f);
+    }
     buf[n] = 0;
     *out = buf;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -67,8 +68,9 @@ static int tether(const char **out, const char *fmt, ...) {
 
 static void write_f32(const char *name, int64_t n, float base) {
     float v[64];
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         v[i] = base + (float)i;
+    }
     char p[256];
     snprintf(p, sizeof p, "%s/%s", g_dir, name);
     assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, &n, 1, v), 0);
@@ -78,12 +80,14 @@ static void check_sum(const char *name) {
     char p[256];
     snprintf(p, sizeof p, "%s/%s", g_dir, name);
     tether_npy n;
-    if (tether_npy_read(p, &n))
+    if (tether_npy_read(p, &n)) {
         fail_msg("%s", tether_last_error());
+    }
     assert_int_equal(n.ndim, 1);
     assert_int_equal(n.shape[0], 16);
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < 16; i++) {
         assert_true(((float *)n.data)[i] == (float)i + (100.0f + (float)i));
+    }
     tether_npy_free(&n);
 }
 
@@ -92,29 +96,33 @@ static cJSON *read_json(const char *name) {
     char p[256];
     snprintf(p, sizeof p, "%s/%s", g_dir, name);
     FILE *f = fopen(p, "rb");
-    if (!f)
+    if (!f) {
         fail_msg("%s was not written", name);
+    }
     static char txt[65536];
     size_t n = fread(txt, 1, sizeof txt - 1, f);
     fclose(f);
     txt[n] = 0;
     cJSON *j = cJSON_Parse(txt);
-    if (!j)
+    if (!j) {
         fail_msg("%s is not JSON: %s", name, txt);
+    }
     return j;
 }
 
 static double num(const cJSON *o, const char *key) {
     const cJSON *v = cJSON_GetObjectItem(o, key);
-    if (!cJSON_IsNumber(v))
+    if (!cJSON_IsNumber(v)) {
         fail_msg("\"%s\" is not a number", key);
+    }
     return v->valuedouble;
 }
 
 static const char *str(const cJSON *o, const char *key) {
     const cJSON *v = cJSON_GetObjectItem(o, key);
-    if (!cJSON_IsString(v))
+    if (!cJSON_IsString(v)) {
         fail_msg("\"%s\" is not a string", key);
+    }
     return v->valuestring;
 }
 
@@ -127,8 +135,9 @@ static int exists(const char *name) {
 static int setup(void **state) {
     (void)state;
     snprintf(g_dir, sizeof g_dir, "/tmp/tcliXXXXXX");
-    if (!mkdtemp(g_dir))
+    if (!mkdtemp(g_dir)) {
         return -1;
+    }
     snprintf(g_out, sizeof g_out, "%s/out.txt", g_dir);
     return 0;
 }
@@ -168,10 +177,12 @@ static void test_info_consistent(void **state) {
         assert_non_null(gap);
         char key[64], value[256];
         snprintf(key, sizeof key, "%.*s", (int)(gap - line), line);
-        for (char *p = key; *p; p++)
+        for (char *p = key; *p; p++) {
             *p = *p == ' ' ? '_' : *p;
-        while (*gap == ' ')
+        }
+        while (*gap == ' ') {
             gap++;
+        }
         snprintf(value, sizeof value, "%s", gap);
         size_t vl = strlen(value);
         if (vl > 6 && !strcmp(value + vl - 6, " bytes")) {
@@ -182,29 +193,34 @@ static void test_info_consistent(void **state) {
             value[vl - 3] = 0;
         }
         const cJSON *v = cJSON_GetObjectItem(j, key);
-        if (!v || cJSON_IsNull(v))
+        if (!v || cJSON_IsNull(v)) {
             fail_msg("text line '%s': no JSON value \"%s\"", line, key);
+        }
         char jv[256] = "";
-        if (cJSON_IsNumber(v))
+        if (cJSON_IsNumber(v)) {
             snprintf(jv, sizeof jv, "%.0f", v->valuedouble);
-        else if (cJSON_IsString(v))
+        } else if (cJSON_IsString(v)) {
             snprintf(jv, sizeof jv, "%s", v->valuestring);
-        else if (cJSON_IsBool(v))
+        } else if (cJSON_IsBool(v)) {
             snprintf(jv, sizeof jv, "%s", cJSON_IsTrue(v) ? "yes" : "no");
-        else if (cJSON_IsArray(v)) {
-            for (int i = 0; i < cJSON_GetArraySize(v); i++)
+        } else if (cJSON_IsArray(v)) {
+            for (int i = 0; i < cJSON_GetArraySize(v); i++) {
                 snprintf(jv + strlen(jv), sizeof jv - strlen(jv), "%s%s", i ? ", " : "",
                          cJSON_GetArrayItem(v, i)->valuestring);
-            if (!jv[0])
+            }
+            if (!jv[0]) {
                 snprintf(jv, sizeof jv, "(none)");
+            }
         }
-        if (strcmp(jv, value))
+        if (strcmp(jv, value)) {
             fail_msg("'%s': text '%s', JSON \"%s\": '%s'", line, value, key, jv);
+        }
         lines++;
     }
     int reported = 0; /* every non-null JSON field has its line */
-    for (const cJSON *v = j->child; v; v = v->next)
+    for (const cJSON *v = j->child; v; v = v->next) {
         reported += !cJSON_IsNull(v);
+    }
     assert_int_equal(lines, reported);
     assert_true(lines >= 15);
     cJSON_Delete(j);
@@ -234,8 +250,9 @@ static void test_help_version(void **state) {
         const char *flags[2] = {"--help", "-h"};
         for (int k = 0; k < 2; k++) {
             int rc = tether(&o, "%s %s", cmds[i], flags[k]);
-            if (rc != 0)
+            if (rc != 0) {
                 fail_msg("tether %s %s: exit %d: %s", cmds[i], flags[k], rc, o);
+            }
             assert_non_null(strstr(o, "usage"));
         }
     }
@@ -280,8 +297,9 @@ static void test_run_module(void **state) {
     assert_int_equal(tether(&o, "upload '%s' --name m", TESTMOD_PATH), 0);
     assert_non_null(strstr(o, "12 functions"));
     int rc = tether(&o, "run '%s' add_packed --in a.npy --in b.npy --out c.npy", TESTMOD_PATH);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_non_null(strstr(o, "stack high-water mark"));
     check_sum("c.npy");
     /* explicit output dtype/shape */
@@ -299,8 +317,9 @@ static void test_run_module(void **state) {
                 "bench '%s' add_packed --in a.npy --in b.npy --out c.npy --number 1 --repeat 2 "
                 "--min-repeat-ms 600 --timeout-ms 400",
                 TESTMOD_PATH);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_non_null(strstr(o, "2 repeats"));
     /* errors: unknown function, wrong argument count, dtype mismatch, Fortran npy */
     assert_int_equal(tether(&o, "run '%s' nope --in a.npy --out c.npy", TESTMOD_PATH), 1);
@@ -328,8 +347,9 @@ static void test_json_outputs(void **state) {
     const char *o;
     int rc = tether(&o, "run '%s' add_packed --in a.npy --in b.npy --out c.npy --json run.json",
                     TESTMOD_PATH);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     cJSON *j = read_json("run.json");
     assert_string_equal(str(j, "command"), "run");
     assert_string_equal(str(j, "function"), "add_packed");
@@ -362,8 +382,9 @@ static void test_json_outputs(void **state) {
                 "bench '%s' add_packed --in a.npy --in b.npy --out c.npy --number 4 --repeat 3 "
                 "--json bench.json",
                 TESTMOD_PATH);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     j = read_json("bench.json");
     assert_string_equal(str(j, "command"), "bench");
     assert_int_equal((int)num(j, "repeat"), 3);
@@ -383,8 +404,9 @@ static void test_json_outputs(void **state) {
     cJSON_Delete(j);
 
     rc = tether(&o, "upload '%s' --name m.so --json up.json", TESTMOD_PATH);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     j = read_json("up.json");
     assert_string_equal(str(j, "command"), "upload");
     assert_string_equal(str(j, "module"), "m.so");
@@ -400,8 +422,9 @@ static void test_json_outputs(void **state) {
     tether_sha256(data, len, h);
     free(data);
     char hex[65];
-    for (int i = 0; i < 32; i++)
+    for (int i = 0; i < 32; i++) {
         snprintf(hex + 2 * i, 3, "%02x", h[i]);
+    }
     assert_string_equal(str(j, "sha256"), hex);
     cJSON_Delete(j);
 
@@ -442,20 +465,23 @@ static void test_run_artifact(void **state) {
     fclose(f);
     const char *o;
     int rc = tether(&o, "run art --in a.npy --in b.npy --out y.npy");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_non_null(strstr(o, "add_packed: returned 0"));
     check_sum("y.npy");
     /* without --out: out0.npy in the current directory, said on stderr with the directory */
     rc = tether(&o, "run art --in a.npy --in b.npy");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     check_sum("out0.npy");
     char said[512];
     snprintf(said, sizeof said, "tether run: no --out given: wrote out0.npy (output 'y') in %s;",
              g_dir);
-    if (!strstr(o, said))
+    if (!strstr(o, said)) {
         fail_msg("no '%s' in: %s", said, o);
+    }
     assert_int_equal(tether(&o, "run art --in a.npy"), 2);
     assert_non_null(strstr(o, "2 inputs, 1 --in given"));
     write_f32("short.npy", 8, 0);
@@ -469,8 +495,9 @@ static void test_run_artifact(void **state) {
 static void write_mfcc(void) {
     int64_t shape[] = {1, 1, 49, 10};
     float x[490];
-    for (int i = 0; i < 490; i++)
+    for (int i = 0; i < 490; i++) {
         x[i] = (float)((i * 37) % 100) / 100.0f;
+    }
     char p[256];
     snprintf(p, sizeof p, "%s/mfcc.npy", g_dir);
     assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 4, x), 0);
@@ -484,16 +511,18 @@ static void test_run_model(void **state) {
     const char *o;
     int rc = tether(&o, "run '%s/examples/kws/kws.json' --in mfcc.npy --out probs.npy",
                     TETHER_SOURCE_DIR);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     snprintf(p, sizeof p, "%s/probs.npy", g_dir);
     tether_npy n;
     assert_int_equal(tether_npy_read(p, &n), 0);
     assert_int_equal(n.ndim, 2);
     assert_int_equal(n.shape[1], 12);
     double sum = 0;
-    for (int i = 0; i < 12; i++)
+    for (int i = 0; i < 12; i++) {
         sum += ((float *)n.data)[i];
+    }
     assert_true(sum > 0.999 && sum < 1.001);
     tether_npy_free(&n);
     /* --opt-level and --params reach the compile, as with tether compile: the weights in a blob
@@ -506,8 +535,9 @@ static void test_run_model(void **state) {
                     "m.json%s",
                     k ? "bench" : "run", TETHER_SOURCE_DIR, params[k],
                     k ? " --number 1 --repeat 1" : " --out probs2.npy");
-        if (rc)
+        if (rc) {
             fail_msg("%s", o);
+        }
         cJSON *j = read_json("m.json");
         const cJSON *c = cJSON_GetObjectItem(j, "compiled");
         assert_string_equal(str(c, "opt_level"), "s");
@@ -519,8 +549,9 @@ static void test_run_model(void **state) {
     assert_true(text[1] + 40000 < text[0]);
     /* a model is compiled for the device's CPU (HELLO cpu) at the hosted default -O3, unless
      * --mcpu says otherwise; a CPU name that is no -march value is refused */
-    if (tether(&o, "info --json"))
+    if (tether(&o, "info --json")) {
         fail_msg("%s", o);
+    }
     cJSON *info = cJSON_Parse(o);
     assert_non_null(info);
     const cJSON *jcpu = cJSON_GetObjectItem(info, "cpu");
@@ -529,8 +560,9 @@ static void test_run_model(void **state) {
     cJSON_Delete(info);
     for (int k = 0; k < 2; k++) {
         if (tether(&o, "run '%s/examples/kws/kws.json' --in mfcc.npy --out p3.npy --json m.json%s",
-                   TETHER_SOURCE_DIR, k ? " --mcpu x86-64-v2" : ""))
+                   TETHER_SOURCE_DIR, k ? " --mcpu x86-64-v2" : "")) {
             fail_msg("%s", o);
+        }
         cJSON *j = read_json("m.json");
         const cJSON *c = cJSON_GetObjectItem(j, "compiled");
         assert_string_equal(str(c, "opt_level"), "3");
@@ -566,8 +598,9 @@ static tether_npy read_npy(const char *name) {
     char p[256];
     snprintf(p, sizeof p, "%s/%s", g_dir, name);
     tether_npy n;
-    if (tether_npy_read(p, &n))
+    if (tether_npy_read(p, &n)) {
         fail_msg("%s", tether_last_error());
+    }
     return n;
 }
 
@@ -576,29 +609,34 @@ static void test_run_reference(void **state) {
     (void)state;
     int64_t shape[] = {1, 1, 49, 10};
     float x[490];
-    for (int i = 0; i < 490; i++)
+    for (int i = 0; i < 490; i++) {
         x[i] = (float)((i * 53) % 97) / 50.0f - 1.0f;
+    }
     char p[256];
     snprintf(p, sizeof p, "%s/mfcc.npy", g_dir);
     assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 4, x), 0);
     const char *o;
     const char *kws = TETHER_SOURCE_DIR "/examples/kws/kws.json";
-    if (tether(&o, "run --reference '%s' --in mfcc.npy --out ref.npy", kws))
+    if (tether(&o, "run --reference '%s' --in mfcc.npy --out ref.npy", kws)) {
         fail_msg("%s", o);
+    }
     assert_non_null(strstr(o, "reference interpreter"));
-    if (tether(&o, "run '%s' --in mfcc.npy --out dev.npy", kws))
+    if (tether(&o, "run '%s' --in mfcc.npy --out dev.npy", kws)) {
         fail_msg("%s", o);
+    }
     tether_npy a = read_npy("ref.npy"), b = read_npy("dev.npy");
     assert_int_equal(a.nbytes, 48);
     assert_int_equal(b.nbytes, 48);
-    for (int i = 0; i < 12; i++)
+    for (int i = 0; i < 12; i++) {
         assert_float_equal(((float *)a.data)[i], ((float *)b.data)[i], 1e-5);
+    }
     tether_npy_free(&a);
     tether_npy_free(&b);
     /* a params blob of the wrong size is refused before the device runs anything (the unpacked
      * ABI could not tell) */
-    if (tether(&o, "compile '%s' -o blob --params blob --quiet", kws))
+    if (tether(&o, "compile '%s' -o blob --params blob --quiet", kws)) {
         fail_msg("%s", o);
+    }
     assert_int_equal(tether(&o, "run blob --in mfcc.npy --out b.npy"), 0);
     char cmd[512];
     snprintf(cmd, sizeof cmd,
@@ -613,8 +651,9 @@ static void test_run_reference(void **state) {
     assert_int_equal(tether(&o, "run blob --in /dev/zero --out b2.npy"), 1);
     assert_non_null(strstr(o, "not a regular file"));
     /* artifacts this tether cannot run say why */
-    if (tether(&o, "compile '%s' -o nobuild --no-build --quiet", kws))
+    if (tether(&o, "compile '%s' -o nobuild --no-build --quiet", kws)) {
         fail_msg("%s", o);
+    }
     assert_int_equal(tether(&o, "run nobuild --in mfcc.npy"), 1);
     assert_non_null(strstr(o, "compiled with --no-build"));
     snprintf(cmd, sizeof cmd,
@@ -644,8 +683,9 @@ static void test_output_files(void **state) {
     struct stat before, after;
     assert_int_equal(stat("/dev/null", &before), 0);
     int rc = tether(&o, "run '%s' add_packed --in a.npy --in b.npy --out /dev/null", TESTMOD_PATH);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_int_equal(lstat("/dev/null", &after), 0);
     assert_true(S_ISCHR(after.st_mode));
     assert_int_equal(before.st_rdev, after.st_rdev);
@@ -654,8 +694,9 @@ static void test_output_files(void **state) {
              g_dir);
     assert_int_equal(system(cmd), 0);
     rc = tether(&o, "run '%s' add_packed --in a.npy --in b.npy --out link.npy", TESTMOD_PATH);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     char p[256];
     snprintf(p, sizeof p, "%s/link.npy", g_dir);
     assert_int_equal(lstat(p, &after), 0);
@@ -680,14 +721,17 @@ static void check_ratio(const cJSON *r, const char *num_name) {
     const char *allowed[] = {"faster",          "slower",         "no_significant_difference",
                              "too_few_repeats", "not_measurable", "equal_within_1_percent"};
     int ok = 0;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 6; i++) {
         ok |= !strcmp(v, allowed[i]);
-    if (!ok)
+    }
+    if (!ok) {
         fail_msg("verdict '%s'", v);
+    }
     double p = num(r, "p_value");
     assert_true(p >= 0 && p <= 1);
-    if (!strcmp(v, "not_measurable"))
+    if (!strcmp(v, "not_measurable")) {
         return;
+    }
     double e = num(r, "estimate");
     assert_true(e > 0);
     if (!strcmp(v, "too_few_repeats")) {
@@ -720,13 +764,15 @@ static void check_latency(const cJSON *u, int repeat) {
 static void check_table(const char *o, const char *header) {
     const char *h = strstr(o, header);
     assert_non_null(h);
-    while (h > o && h[-1] != '\n')
+    while (h > o && h[-1] != '\n') {
         h--;
+    }
     size_t width = strcspn(h, "\n");
     for (const char *l = h; *l && *l != '(' && strncmp(l, "OpenCL", 6) && *l != '\n';) {
         size_t n = strcspn(l, "\n");
-        if (n > width)
+        if (n > width) {
             fail_msg("table line wider than the header: '%.*s'", (int)n, l);
+        }
         l += n + (l[n] == '\n');
     }
 }
@@ -739,8 +785,9 @@ static void test_ab(void **state) {
     const char *o;
     const char *kws = TETHER_SOURCE_DIR "/examples/kws/kws.json";
     int rc = tether(&o, "ab '%s' -o abdir --json ab.json --repeat 5 --min-repeat-ms 2", kws);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_non_null(strstr(o, "outputs equal the interpreter"));
     assert_non_null(strstr(o, "packed/unpacked\n")); /* the ratio column's header, whole */
     assert_non_null(strstr(o, "IQR"));
@@ -790,8 +837,9 @@ static void test_ab(void **state) {
     assert_true(exists("abdir/input_0.npy"));
     /* two repeats give no 95% interval: said so, not a verdict */
     rc = tether(&o, "ab '%s' --json ab2.json --repeat 2 --min-repeat-ms 0", kws);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_non_null(strstr(o, "too few repeats"));
     j = read_json("ab2.json");
     check_ratio(cJSON_GetObjectItem(j, "latency_ratio"), "packed");
@@ -833,8 +881,9 @@ static void test_opencl_json(void **state) {
     assert_non_null(info);
     int has = cJSON_IsTrue(cJSON_GetObjectItem(info, "opencl"));
     cJSON_Delete(info);
-    if (!has)
+    if (!has) {
         skip();
+    }
     char p[256];
     snprintf(p, sizeof p, "%s/k.cl", g_dir);
     FILE *f = fopen(p, "w");
@@ -847,8 +896,9 @@ static void test_opencl_json(void **state) {
           f);
     fclose(f);
     int rc = tether(&o, "upload k.cl --json cl.json");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     cJSON *j = read_json("cl.json");
     assert_string_equal(str(j, "kind"), "opencl_source");
     assert_int_equal((int)num(j, "functions"), 2);
@@ -862,8 +912,9 @@ static void test_opencl_json(void **state) {
                 "ab '%s/examples/kws/kws.json' --opencl --repeat 4 --min-repeat-ms 2 --json "
                 "abo.json",
                 TETHER_SOURCE_DIR);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     check_table(o, "unpacked ABI");
     check_table(o, "buffer weights");
     assert_non_null(strstr(o, "OpenCL texture weights/unpacked latency: "));
@@ -902,12 +953,14 @@ static void test_ab_opencl_refused(void **state) {
     for (int i = 0; i < 500 && port <= 0; i++) {
         FILE *f = fopen(portfile, "r");
         if (f) {
-            if (fscanf(f, "%d", &port) != 1)
+            if (fscanf(f, "%d", &port) != 1) {
                 port = 0;
+            }
             fclose(f);
         }
-        if (port <= 0)
+        if (port <= 0) {
             usleep(10 * 1000);
+        }
     }
     const char *o;
     int rc = -1, info_rc = -1;
@@ -944,8 +997,9 @@ static int count_lines_with(const char *name, const char *what) {
     while (f && fgets(line, sizeof line, f)) {
         n += strstr(line, what) != NULL;
     }
-    if (f)
+    if (f) {
         fclose(f);
+    }
     return n;
 }
 
@@ -959,8 +1013,9 @@ static void test_tune(void **state) {
     const char *o;
     const char *kws = TETHER_SOURCE_DIR "/examples/kws/kws.json";
     int rc = tether(&o, "tune '%s' --trials 3 --number 5 --repeat 3 --log t.json", kws);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_non_null(strstr(o, "2 workloads"));
     assert_non_null(strstr(o, "trial 3/3"));
     assert_non_null(strstr(o, "tuned 6 candidates"));
@@ -978,25 +1033,29 @@ static void test_tune(void **state) {
     /* the records drive the kernels' schedules: run equals the reference */
     int64_t shape[] = {1, 1, 49, 10};
     float x[490];
-    for (int i = 0; i < 490; i++)
+    for (int i = 0; i < 490; i++) {
         x[i] = (float)((i * 13) % 50) / 50.0f;
+    }
     char p[256];
     snprintf(p, sizeof p, "%s/tx.npy", g_dir);
     assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 4, x), 0);
     rc = tether(&o, "run '%s' --tuning-log t.json --in tx.npy --out tuned.npy", kws);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_non_null(strstr(o, "2 of 2 kernels with knobs use a tuned schedule"));
     assert_int_equal(tether(&o, "run '%s' --reference --in tx.npy --out ref.npy", kws), 0);
     tether_npy a = read_npy("tuned.npy"), b = read_npy("ref.npy");
-    for (int i = 0; i < 12; i++)
+    for (int i = 0; i < 12; i++) {
         assert_true(fabs(((float *)a.data)[i] - ((float *)b.data)[i]) < 1e-5);
+    }
     tether_npy_free(&a);
     tether_npy_free(&b);
     /* ab compiles both ABIs with the records */
     rc = tether(&o, "ab '%s' --tuning-log t.json --repeat 3 --min-repeat-ms 5", kws);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_non_null(strstr(o, "tuning log: 2 of 2 kernels with knobs use a tuned schedule"));
     /* compile for another cpu: no record applies, and the note says which the log has */
     rc = tether(&o, "compile '%s' -o tk --tuning-log t.json --mcpu x86-64 --quiet", kws);
@@ -1037,11 +1096,13 @@ static void test_tune_exhausted(void **state) {
     assert_int_equal(tether_file_write(p, m, strlen(m)), 0);
     const char *o;
     int rc = tether(&o, "tune fc.json --trials 10 --number 2 --repeat 2 --log fc.log");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     if (!strstr(o, "the search space is exhausted: all 8 candidates of its knobs are measured; "
-                   "stopping this workload after 8 of 10 trials"))
+                   "stopping this workload after 8 of 10 trials")) {
         fail_msg("no exhausted space said: %s", o);
+    }
     assert_non_null(strstr(o, "tuned 8 candidates"));
     assert_int_equal(count_lines_with("fc.log", "\"workload\":\"dense "), 8);
 }
@@ -1052,8 +1113,9 @@ static int count_dirs(const char *dir, const char *prefix) {
     assert_non_null(d);
     int n = 0;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL)
+    while ((e = readdir(d)) != NULL) {
         n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    }
     closedir(d);
     return n;
 }
@@ -1079,8 +1141,9 @@ static void test_interrupt_cleans_up(void **state) {
             _exit(127);
         }
         /* wait until the temporary directory exists, then interrupt */
-        for (int i = 0; i < 500 && count_dirs(tmp, "tether-") == 0; i++)
+        for (int i = 0; i < 500 && count_dirs(tmp, "tether-") == 0; i++) {
             usleep(10 * 1000);
+        }
         assert_int_equal(count_dirs(tmp, "tether-"), 1);
         usleep(200 * 1000);
         kill(pid, sigs[k]);
@@ -1090,8 +1153,9 @@ static void test_interrupt_cleans_up(void **state) {
         assert_int_equal(WTERMSIG(st), sigs[k]);
         assert_int_equal(count_dirs(tmp, "tether-"), 0);
         /* the spawned tetherd (local:) ends its session and removes its directory too */
-        for (int i = 0; i < 300 && count_dirs(tmp, "tetherd-") > 0; i++)
+        for (int i = 0; i < 300 && count_dirs(tmp, "tetherd-") > 0; i++) {
             usleep(10 * 1000);
+        }
         assert_int_equal(count_dirs(tmp, "tetherd-"), 0);
     }
 }
@@ -1140,8 +1204,9 @@ static void assert_same_probs(const char *x, const char *y) {
     tether_npy a = read_npy(x), b = read_npy(y);
     assert_int_equal(a.nbytes, b.nbytes);
     assert_int_equal(a.nbytes, 12 * sizeof(float));
-    for (int i = 0; i < 12; i++)
+    for (int i = 0; i < 12; i++) {
         assert_true(fabsf(((float *)a.data)[i] - ((float *)b.data)[i]) < 1e-5f);
+    }
     tether_npy_free(&a);
     tether_npy_free(&b);
 }
@@ -1157,8 +1222,9 @@ static void test_pools_on_tetherd(void **state) {
     g_tetherd = td; /* stopped by the teardown when an assertion ends the test early */
     const char *o;
     int rc = tether(&o, "info --device %s --json", url);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     cJSON *j = cJSON_Parse(o);
     assert_non_null(j);
     cJSON *pools = cJSON_GetObjectItem(j, "pools"), *bytes = cJSON_GetObjectItem(j, "pool_bytes");
@@ -1171,8 +1237,9 @@ static void test_pools_on_tetherd(void **state) {
     write_mfcc();
     rc = tether(&o, "run '%s/examples/kws/kws.json' --reference --in mfcc.npy --out ref.npy",
                 TETHER_SOURCE_DIR);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     const char *abis[2] = {"unpacked", "packed"};
     for (int k = 0; k < 2; k++) {
         rc = tether(&o,
@@ -1180,8 +1247,9 @@ static void test_pools_on_tetherd(void **state) {
                     "--pool dram:global:1M --plan-inputs --plan-outputs --pin relu1.out=dram "
                     "--in mfcc.npy --out probs.npy",
                     TETHER_SOURCE_DIR, url, abis[k]);
-        if (rc)
+        if (rc) {
             fail_msg("%s: %s", abis[k], o);
+        }
         assert_same_probs("probs.npy", "ref.npy");
     }
     /* --pool NAME takes the size of the device's pool (sram: 4096 from HELLO) */
@@ -1189,8 +1257,9 @@ static void test_pools_on_tetherd(void **state) {
                 "run '%s/examples/kws/kws.json' --device %s --pool sram --pool dram --in mfcc.npy "
                 "--out probs4.npy --json r4.json",
                 TETHER_SOURCE_DIR, url);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_same_probs("probs4.npy", "ref.npy");
     rc = tether(&o, "compile '%s/examples/kws/kws.json' -o art0 --pool sram", TETHER_SOURCE_DIR);
     assert_int_equal(rc, 2);
@@ -1205,8 +1274,9 @@ static void test_pools_on_tetherd(void **state) {
                 "compile '%s/examples/kws/kws.json' -o art --pool sram:global:2K --pool "
                 "dram:global:1M --json c.json",
                 TETHER_SOURCE_DIR);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_non_null(strstr(o, "pool 'sram'"));
     assert_non_null(strstr(o, "spilled past the first pool"));
     cJSON *c = read_json("c.json");
@@ -1214,8 +1284,9 @@ static void test_pools_on_tetherd(void **state) {
     assert_true(num(c, "spilled") > 0);
     cJSON_Delete(c);
     rc = tether(&o, "run art --device %s --in mfcc.npy --out probs3.npy", url);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     /* refusals */
     struct {
         const char *args;
@@ -1235,25 +1306,29 @@ static void test_pools_on_tetherd(void **state) {
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         rc = tether(&o, "run '%s/examples/kws/kws.json' --device %s %s --in mfcc.npy",
                     TETHER_SOURCE_DIR, url, bad[i].args);
-        if (rc != bad[i].code || !strstr(o, bad[i].want))
+        if (rc != bad[i].code || !strstr(o, bad[i].want)) {
             fail_msg("%s: exit %d, output '%s' lacks '%s'", bad[i].args, rc, o, bad[i].want);
+        }
     }
     /* tether plan shows the plan compile makes with the same options */
     rc = tether(&o,
                 "plan '%s/examples/kws/kws.json' --pool sram:global:2K --pool dram:global:1M "
                 "--plan-inputs --plan-outputs --pin relu1.out=dram --json=plan.json",
                 TETHER_SOURCE_DIR);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     cJSON *pj = read_json("plan.json");
     int found = 0;
     cJSON *b;
     cJSON_ArrayForEach(b, cJSON_GetObjectItem(pj, "buffers")) {
         const char *bn = str(b, "name"), *bp = str(b, "pool");
-        if (!strcmp(bn, "relu1.out"))
+        if (!strcmp(bn, "relu1.out")) {
             found += !strcmp(bp, "dram");
-        if (!strcmp(bn, "mfcc") || !strcmp(bn, "probs"))
+        }
+        if (!strcmp(bn, "mfcc") || !strcmp(bn, "probs")) {
             found += 1; /* planned graph input and output */
+        }
     }
     cJSON_Delete(pj);
     assert_int_equal(found, 3);
@@ -1291,12 +1366,14 @@ static void check_two_io(const char *file, const char *name, int product) {
     snprintf(p, sizeof p, "%s/%s", g_dir, file);
     tether_npy n;
     int rc = name ? tether_npz_read_member(p, name, &n) : tether_npy_read(p, &n);
-    if (rc)
+    if (rc) {
         fail_msg("%s", tether_last_error());
+    }
     assert_int_equal(n.nbytes, 24);
     assert_int_equal(n.shape[0], 2);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 6; i++) {
         assert_true(((float *)n.data)[i] == (product ? g_a[i] * g_b[i] : g_a[i] + g_b[i]));
+    }
     tether_npy_free(&n);
 }
 
@@ -1310,8 +1387,9 @@ static void test_progress(void **state) {
     setenv("TETHER_PROGRESS_AFTER_MS", "0", 1);
     setenv("TETHER_PROGRESS_EVERY_MS", "0", 1);
     int rc = tether(&o, "ab two.json --number 1 --repeat 3");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     /* 2 sides x (warm-up + 3 rounds) TIME requests */
     assert_non_null(strstr(o, "tether ab: measuring: 12% (1 of 8 TIMEs, "));
     assert_non_null(strstr(o, " TIMEs/s, "));
@@ -1330,8 +1408,9 @@ static void test_progress(void **state) {
     assert_non_null(strstr(o, " MiB/s)\n"));
     setenv("TETHER_PROGRESS", "tty", 1);
     rc = tether(&o, "ab two.json --number 1 --repeat 1");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     /* redrawn at most 10 times a second: the first and the last state are always drawn */
     assert_non_null(strstr(o, "\r\033[Kmeasuring  [#####...............]   25%  1 of 4 TIMEs  "));
     assert_non_null(strstr(o, "\r\033[Kmeasuring  [####################]  100%  4 of 4 TIMEs  "));
@@ -1358,21 +1437,24 @@ static char *rendered_svg(const char *name) {
              "cd '%s' && xmllint --noout '%s' && rsvg-convert -o '%s.png' '%s' && "
              "head -c 8 '%s.png' | od -An -tx1 | grep -q '89 50 4e 47'",
              g_dir, name, name, name, name);
-    if (system(cmd) != 0)
+    if (system(cmd) != 0) {
         fail_msg("%s does not render", name);
+    }
     char p[256];
     snprintf(p, sizeof p, "%s/%s", g_dir, name);
     char *text;
     size_t len;
-    if (tether_file_read_text(p, 1 << 22, &text, &len))
+    if (tether_file_read_text(p, 1 << 22, &text, &len)) {
         fail_msg("%s", tether_last_error());
+    }
     return text;
 }
 
 static int count_of(const char *hay, const char *needle) {
     int n = 0;
-    for (const char *s = strstr(hay, needle); s; s = strstr(s + 1, needle))
+    for (const char *s = strstr(hay, needle); s; s = strstr(s + 1, needle)) {
         n++;
+    }
     return n;
 }
 
@@ -1383,8 +1465,9 @@ static void test_pictures(void **state) {
     write_two_io_model();
     const char *o;
     int rc = tether(&o, "ab two.json --number 2 --repeat 4 --svg ab.svg");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_non_null(strstr(o, "\nwrote ab.svg\n"));
     char *svg = rendered_svg("ab.svg");
     assert_int_equal(count_of(svg, "<circle class=\"rep\""), 8); /* 2 ABIs x 4 repeats */
@@ -1394,8 +1477,9 @@ static void test_pictures(void **state) {
     assert_non_null(strstr(svg, "measured high-water mark"));
     assert_non_null(strstr(svg, "(baseline)"));
     free(svg);
-    if (tether(&o, "compile two.json -o art --quiet"))
+    if (tether(&o, "compile two.json -o art --quiet")) {
         fail_msg("%s", o);
+    }
     write_f32("a6.npy", 6, 1);
     int64_t shape[2] = {2, 3};
     float v[6] = {1, 2, 3, 4, 5, 6};
@@ -1403,8 +1487,9 @@ static void test_pictures(void **state) {
     snprintf(p, sizeof p, "%s/a.npy", g_dir);
     assert_int_equal(tether_npy_write(p, TETHER_FLOAT32, shape, 2, v), 0);
     rc = tether(&o, "bench art --in a.npy --in a.npy --number 3 --repeat 5 --svg bench.svg");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_non_null(strstr(o, "wrote bench.svg\n"));
     svg = rendered_svg("bench.svg");
     assert_int_equal(count_of(svg, "<circle class=\"rep\""), 5);
@@ -1414,8 +1499,9 @@ static void test_pictures(void **state) {
     /* the planner: a plan with operator names and the caller's inputs/outputs ... */
     const char *kws = TETHER_SOURCE_DIR "/examples/kws/kws.json";
     rc = tether(&o, "plan '%s' --svg kws.svg", kws);
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_non_null(strstr(o, "wrote kws.svg"));
     svg = rendered_svg("kws.svg");
     /* after compile's passes for x86_64-linux: conv1 reads a padded copy of the input */
@@ -1468,31 +1554,36 @@ static void test_named_and_npz(void **state) {
     assert_int_equal(tether_npz_write(p, 2, names, arrays), 0);
     const char *o;
     int rc = tether(&o, "run two.json --in in.npz --out o.npz");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_non_null(strstr(o, "o.npz:s: float32 [2, 3]"));
     assert_non_null(strstr(o, "\nwrote o.npz\n"));
     check_two_io("o.npz", "s", 0);
     check_two_io("o.npz", "p", 1);
     /* by name in any order; only the named output is written */
     rc = tether(&o, "run two.json --in b=b.npy --in a=a.npy --out p=p.npy");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     check_two_io("p.npy", NULL, 1);
     assert_false(exists("out0.npy"));
     assert_non_null(strstr(o, "wrote p.npy\n"));
     /* the reference interpreter binds the same way */
     rc = tether(&o, "run --reference two.json --in in.npz --out ref.npz");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     check_two_io("ref.npz", "s", 0);
     check_two_io("ref.npz", "p", 1);
     /* an artifact: NAME=ARCHIVE takes the archive's array NAME; --json names the archive */
-    if (tether(&o, "compile two.json -o art --quiet"))
+    if (tether(&o, "compile two.json -o art --quiet")) {
         fail_msg("%s", o);
+    }
     rc = tether(&o, "run art --in b=in.npz --in a=in.npz --out art.npz --json run.json");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     check_two_io("art.npz", "p", 1);
     assert_non_null(strstr(o, "wrote art.npz, run.json\n"));
     cJSON *j = read_json("run.json");
@@ -1502,12 +1593,14 @@ static void test_named_and_npz(void **state) {
     assert_string_equal(str(cJSON_GetArrayItem(outs, 1), "file"), "art.npz");
     cJSON_Delete(j);
     rc = tether(&o, "bench art --in in.npz --number 2 --repeat 2 --out bench.npz");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     check_two_io("bench.npz", "s", 0);
     rc = tether(&o, "ab two.json --in in.npz --number 2 --repeat 1");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     assert_non_null(strstr(o, "outputs equal the interpreter"));
     /* refusals (usage errors are found before any device is contacted) */
     assert_int_equal(tether(&o, "run two.json --device tcp://127.0.0.1:1 --in b=b.npy --in a.npy"),
@@ -1550,12 +1643,14 @@ static void test_named_and_npz(void **state) {
     snprintf(p, sizeof p, "%s/odd.npz", g_dir);
     assert_int_equal(tether_npz_write(p, 2, odd_names, arrays), 0); /* b = g_b, x = g_a */
     rc = tether(&o, "run odd.json --in odd.npz --out odd-out.npz");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     check_two_io("odd-out.npz", "y/0", 0);
     rc = tether(&o, "run odd.json --in onnx::b/1=b.npy --in x:0=a.npy --out y/0=odd-y.npy");
-    if (rc)
+    if (rc) {
         fail_msg("%s", o);
+    }
     check_two_io("odd-y.npy", NULL, 0);
     /* a repeated run does not upload the library again (tetherd's upload cache) */
     char cache[256];
@@ -1563,8 +1658,9 @@ static void test_named_and_npz(void **state) {
     setenv("TETHER_UPLOAD_CACHE", cache, 1);
     for (int k = 0; k < 2; k++) {
         rc = tether(&o, "run art --in in.npz --out o.npz --json c%d.json", k);
-        if (rc)
+        if (rc) {
             fail_msg("%s", o);
+        }
         char name[16];
         snprintf(name, sizeof name, "c%d.json", k);
         cJSON *cj = read_json(name);
@@ -1599,8 +1695,9 @@ static int dir_entries(const char *path) {
     DIR *d = opendir(path);
     int n = 0;
     assert_non_null(d);
-    for (struct dirent *e; (e = readdir(d));)
+    for (struct dirent *e; (e = readdir(d));) {
         n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    }
     closedir(d);
     return n;
 }
@@ -1646,8 +1743,9 @@ static void test_inputs_before_device(void **state) {
     const char *o;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int rc = tether(&o, "%s --device tcp://127.0.0.1:%d", cases[i].args, port);
-        if (rc != cases[i].code || !strstr(o, cases[i].msg) || strstr(o, "connect"))
+        if (rc != cases[i].code || !strstr(o, cases[i].msg) || strstr(o, "connect")) {
             fail_msg("%s: exit %d: %s", cases[i].args, rc, o);
+        }
         assert_int_equal(dir_entries(tmpdir), 0); /* nothing was compiled */
     }
     /* --reference: the same check, the same message */
@@ -1679,8 +1777,9 @@ static void test_npz_bomb(void **state) {
         tt_write_npz_bomb(p, "a.npy", "<f4", (uint64_t)1 << 28, (uint64_t)1 << 30, UINT64_MAX);
     assert_true(size > 0 && size < (2u << 20));
     const char *o;
-    if (tether(&o, "compile two.json -o art --quiet"))
+    if (tether(&o, "compile two.json -o art --quiet")) {
         fail_msg("%s", o);
+    }
 #ifdef TETHER_TEST_ASAN
     /* the sanitizer reserves terabytes of address space: limit its allocations instead */
     g_limit = "ASAN_OPTIONS=\"$ASAN_OPTIONS:allocator_may_return_null=1:max_allocation_size_mb="
@@ -1693,13 +1792,15 @@ static void test_npz_bomb(void **state) {
                                        "ab two.json --number 1 --repeat 1"};
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         int rc = tether(&o, "%s --in a=bomb.npz --in b=b.npy", cmds[i]);
-        if (rc != 1 || !strstr(o, "bomb.npz:a: shape [268435456], but model input 'a' is [2,3]"))
+        if (rc != 1 || !strstr(o, "bomb.npz:a: shape [268435456], but model input 'a' is [2,3]")) {
             fail_msg("%s: exit %d: %s", cmds[i], rc, o);
+        }
     }
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         int rc = tether(&o, "%s --in a=a.npy --in b=b.npy", cmds[i]);
-        if (rc)
+        if (rc) {
             fail_msg("%s under the limit: exit %d: %s", cmds[i], rc, o);
+        }
     }
     g_limit = "";
 }

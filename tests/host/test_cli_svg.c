@@ -41,17 +41,20 @@ static void check(const char *path) {
     snprintf(cmd, sizeof cmd,
              "xmllint --noout '%s' && rsvg-convert -o '%s.png' '%s' && test -s '%s.png'", path,
              path, path, path);
-    if (system(cmd) != 0)
+    if (system(cmd) != 0) {
         fail_msg("%s is not well-formed or does not render", path);
+    }
     char *text;
     size_t len;
     assert_int_equal(tether_file_read_text(path, 1 << 24, &text, &len), 0);
     const char *pats[] = {"nan\"", "nan,", ">nan<", ">-nan", " nan ", "inf\"", "inf,", " inf "};
     const char *bad = NULL;
-    for (size_t i = 0; i < sizeof pats / sizeof pats[0] && !bad; i++)
+    for (size_t i = 0; i < sizeof pats / sizeof pats[0] && !bad; i++) {
         bad = strstr(text, pats[i]);
-    if (bad)
+    }
+    if (bad) {
         fail_msg("%s: %.80s", path, bad > text + 40 ? bad - 40 : text);
+    }
     free(text);
 }
 
@@ -60,8 +63,9 @@ static void bench(const char *name, const double *v, int n, double mean) {
     memset(&ts, 0, sizeof ts);
     ts.repeat = (uint32_t)n;
     ts.number = 10;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         ts.seconds[i] = v[i];
+    }
     ts.mean = ts.median = ts.min = ts.max = mean;
     char path[128];
     snprintf(path, sizeof path, "%s/%s.svg", g_dir, name);
@@ -127,14 +131,16 @@ static void test_ab_edges(void **state) {
 
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/tsvgXXXXXX");
-    if (!mkdtemp(g_dir))
+    if (!mkdtemp(g_dir)) {
         return 1;
+    }
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_bench_edges),
                                        cmocka_unit_test(test_ab_edges)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0)
+    if (system(cmd) != 0) {
         rc = 1;
+    }
     return rc;
 }

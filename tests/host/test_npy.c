@@ -32,18 +32,21 @@ static void roundtrip(DLDataType dt, const int64_t *shape, int ndim) {
     size_t nbytes;
     assert_int_equal(tether_shape_bytes(shape, ndim, dt, &nbytes), 0);
     uint8_t *data = malloc(nbytes + 1);
-    for (size_t i = 0; i < nbytes; i++)
+    for (size_t i = 0; i < nbytes; i++) {
         data[i] = (uint8_t)(i * 7 + 3);
+    }
     char path[128];
     snprintf(path, sizeof path, "%s/rt.npy", g_dir);
     assert_int_equal(tether_npy_write(path, dt, shape, ndim, data), 0);
     tether_npy n;
-    if (tether_npy_read(path, &n))
+    if (tether_npy_read(path, &n)) {
         fail_msg("%s", tether_last_error());
+    }
     assert_true(tether_dtype_equal(n.dtype, dt));
     assert_int_equal(n.ndim, ndim);
-    for (int i = 0; i < ndim; i++)
+    for (int i = 0; i < ndim; i++) {
         assert_int_equal(n.shape[i], shape[i]);
+    }
     assert_int_equal(n.nbytes, nbytes);
     assert_memory_equal(n.data, data, nbytes);
     tether_npy_free(&n);
@@ -87,8 +90,9 @@ static void expect_err(const char *h, size_t data, int code, const char *words) 
     size_t n = build(buf, h, data);
     tether_npy out;
     int rc = tether_npy_parse(buf, n, "t.npy", &out);
-    if (rc != code || !strstr(tether_last_error(), words))
+    if (rc != code || !strstr(tether_last_error(), words)) {
         fail_msg("header %s: rc %d '%s'", h, rc, tether_last_error());
+    }
     assert_null(out.data);
 }
 
@@ -142,8 +146,9 @@ static void test_malformed(void **state) {
     assert_int_equal(tether_npy_parse(buf, n, "t.npy", &out), TETHER_ERR_UNSUPPORTED);
     /* every truncation of a valid file fails cleanly */
     buf[6] = 1;
-    for (size_t k = 0; k < n; k++)
+    for (size_t k = 0; k < n; k++) {
         assert_int_not_equal(tether_npy_parse(buf, k, "t.npy", &out), 0);
+    }
     assert_int_equal(tether_npy_parse(buf, n, "t.npy", &out), 0);
     tether_npy_free(&out);
     assert_int_equal(tether_npy_read("/nonexistent/x.npy", &out), TETHER_ERR_IO);
@@ -179,8 +184,9 @@ static int fake_reads;
 
 static int fake_reader(const char *path, tether_npy *out) {
     fake_reads++;
-    if (strstr(path, "bad"))
+    if (strstr(path, "bad")) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "%s: not a fake array", path);
+    }
     out->dtype = TETHER_FLOAT32;
     out->ndim = 1;
     out->shape[0] = 2;
@@ -240,8 +246,9 @@ static uint8_t *npy_image(int count, size_t *len) {
     char path[128];
     npz_path(path, sizeof path, "img.npy");
     float *v = malloc(sizeof(float) * (size_t)count);
-    for (int i = 0; i < count; i++)
+    for (int i = 0; i < count; i++) {
         v[i] = (float)i;
+    }
     int64_t shape[1] = {count};
     assert_int_equal(tether_npy_write(path, TETHER_FLOAT32, shape, 1, v), 0);
     free(v);
@@ -267,15 +274,18 @@ static void test_npz_roundtrip(void **state) {
     assert_int_equal(tether_npz_write(path, 3, names, arrays), 0);
     char got[8][TETHER_NPZ_NAME_MAX];
     int n = 0;
-    if (tether_npz_list(path, got, 8, &n))
+    if (tether_npz_list(path, got, 8, &n)) {
         fail_msg("%s", tether_last_error());
+    }
     assert_int_equal(n, 3);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         assert_string_equal(got[i], names[i]); /* archive order = write order */
+    }
     for (int i = 2; i >= 0; i--) {
         tether_npy r;
-        if (tether_npz_read_member(path, names[i], &r))
+        if (tether_npz_read_member(path, names[i], &r)) {
             fail_msg("%s", tether_last_error());
+        }
         assert_true(tether_dtype_equal(r.dtype, arrays[i].dtype));
         assert_int_equal(r.ndim, arrays[i].ndim);
         assert_int_equal(r.nbytes, arrays[i].nbytes);
@@ -383,13 +393,15 @@ static void test_npz_read_refusals(void **state) {
 static int bomb_reads(void) {
     FILE *f = fopen("/proc/self/statm", "r");
     unsigned long pages = 0;
-    if (!f || fscanf(f, "%lu", &pages) != 1)
+    if (!f || fscanf(f, "%lu", &pages) != 1) {
         return 1;
+    }
     fclose(f);
     struct rlimit rl;
     rl.rlim_cur = rl.rlim_max = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)128 << 20);
-    if (setrlimit(RLIMIT_AS, &rl) != 0)
+    if (setrlimit(RLIMIT_AS, &rl) != 0) {
         return 1;
+    }
     static const struct {
         const char *file;
         int expect, status;
@@ -435,8 +447,9 @@ static void test_npz_bombs(void **state) {
     assert_true(tt_write_npz_bomb(path, "x.npy", "<f4", 6, 24, UINT64_MAX) > 0);
     tether_npy r;
     tether_npy_expect e = {"model input", "x", TETHER_FLOAT32, 1, {6}};
-    if (tether_npz_read_member_expect(path, "x", &e, &r))
+    if (tether_npz_read_member_expect(path, "x", &e, &r)) {
         fail_msg("%s", tether_last_error());
+    }
     assert_int_equal(r.nbytes, 24);
     assert_true(((float *)r.data)[5] == 0.0f);
     tether_npy_free(&r);
@@ -462,8 +475,9 @@ static void test_npz_bombs(void **state) {
     fflush(NULL);
     pid_t pid = fork();
     assert_true(pid >= 0);
-    if (pid == 0)
+    if (pid == 0) {
         _exit(bomb_reads());
+    }
     int st = 0;
     assert_int_equal(waitpid(pid, &st, 0), pid);
     const char *files[4] = {"over.npz", "shape.npz", "forged.npz", "small.npz"};
@@ -471,15 +485,17 @@ static void test_npz_bombs(void **state) {
         npz_path(path, sizeof path, files[i]);
         unlink(path);
     }
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         fail_msg("the bombs were not all refused from their headers (%s %d): see above",
                  WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    }
 }
 
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/tnpyXXXXXX");
-    if (!mkdtemp(g_dir))
+    if (!mkdtemp(g_dir)) {
         return 1;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_not_regular),       cmocka_unit_test(test_registered_reader),

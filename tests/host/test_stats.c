@@ -92,12 +92,14 @@ static void test_ratio_verdicts(void **state) {
     assert_float_equal(r.estimate, 1.002, 1e-4);
     assert_int_equal(r.verdict, TETHER_VERDICT_EQUAL);
     assert_string_equal(tether_verdict_name(r.verdict), "equal_within_1_percent");
-    for (int i = 0; i < 15; i++)
+    for (int i = 0; i < 15; i++) {
         b[i] = a[i] * 0.998;
+    }
     tether_ratio_of(a, 15, b, 15, &r);
     assert_int_equal(r.verdict, TETHER_VERDICT_EQUAL);
-    for (int i = 0; i < 15; i++)
+    for (int i = 0; i < 15; i++) {
         b[i] = a[i] * 1.02;
+    }
     tether_ratio_of(a, 15, b, 15, &r);
     assert_int_equal(r.verdict, TETHER_VERDICT_SLOWER);
 

@@ -333,8 +333,9 @@ static void test_ab_memory_options_on_board(void **state) {
     (void)state;
     static const char demo[] = TETHER_SOURCE_DIR "/examples/pools/pool_demo.json";
     static float img[64 * 64];
-    for (int i = 0; i < 64 * 64; i++)
+    for (int i = 0; i < 64 * 64; i++) {
         img[i] = (float)((i * 31) % 89) / 89.0f;
+    }
     char in[300];
     snprintf(in, sizeof in, "%s/ab_img.npy", workdir);
     int64_t shape[4] = {1, 1, 64, 64};
@@ -346,8 +347,9 @@ static void test_ab_memory_options_on_board(void **state) {
     int rc = cli("ab", demo, "--device", board.url, "--repeat", "4", "--min-repeat-ms", "0",
                  "--pool", "sram", "--pool", "psram", "--params", "blob", "--params-pool", "code",
                  "--in", in, NULL);
-    if (rc) /* 0: both ABIs ran and equal the interpreter */
+    if (rc) { /* 0: both ABIs ran and equal the interpreter */
         fail_msg("ab with pools: %s%s", out_text, err_text);
+    }
     assert_non_null(strstr(out_text, "for cortex-m3 on uart://"));
     /* a pool the board does not have */
     assert_int_equal(cli("ab", demo, "--device", board.url, "--pool", "flash", "--in", in, NULL),
@@ -435,8 +437,9 @@ static void test_fault_then_next_command(void **state) {
 static void test_busy_and_wait(void **state) {
     (void)state;
     tether_session *holder;
-    if (tether_session_open(&holder, board.url, NULL))
+    if (tether_session_open(&holder, board.url, NULL)) {
         fail_msg("%s", tether_last_error());
+    }
     char want[300];
     snprintf(want, sizeof want, "device busy: %.120s is held by pid %d", board.url + 7,
              (int)getpid());
@@ -444,8 +447,9 @@ static void test_busy_and_wait(void **state) {
     assert_non_null(strstr(err_text, want));
     pid_t pid = fork();
     assert_true(pid >= 0);
-    if (pid == 0)
+    if (pid == 0) {
         _exit(cli("info", "--device", board.url, "--wait", NULL));
+    }
     usleep(500 * 1000); /* the waiter is queued (or still starting): either way it must wait */
     tether_session_close(holder);
     int st;
@@ -461,10 +465,12 @@ static void test_too_big_for_load_region(void **state) {
     (void)state;
     enum { K = 256, N = 160 }; /* 160 KiB of weights, the load region is 128 KiB */
     static float w[K * N], x[K];
-    for (int i = 0; i < K * N; i++)
+    for (int i = 0; i < K * N; i++) {
         w[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
-    for (int i = 0; i < K; i++)
+    }
+    for (int i = 0; i < K; i++) {
         x[i] = (float)((i * 13) % 17) / 17.0f;
+    }
     char bin[400], json[400], in[400], out[400], ref[400];
     snprintf(bin, sizeof bin, "%s/big.bin", workdir);
     snprintf(json, sizeof json, "%s/big.json", workdir);
