@@ -710,7 +710,10 @@ static int bulk_run(tether_session *s, bulk *b, uint32_t window) {
     if (s->progress && b->len) {
         s->progress(s->progress_ctx, b->what, 0, b->len);
     }
-    uint32_t w = bulk_window(s) < window ? bulk_window(s) : window;
+    uint32_t w = bulk_window(s);
+    if (w > window) {
+        w = window;
+    }
     return after_request(s, tether_rpc_client_pipeline(&s->c, b->len, s->chunk, w, s->timeout_ms,
                                                        bulk_make, bulk_take, b));
 }
