@@ -5,6 +5,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/model/json_model.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/ir.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/infer.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/cost.c
     ${CMAKE_CURRENT_LIST_DIR}/src/passes/passes.c
     ${CMAKE_CURRENT_LIST_DIR}/src/plan/memplan.c

@@ -179,6 +179,19 @@ void tether__ir_matmul_view(const tether_ir_graph *g, const tether_ir_node *n, t
 /* Normalises a possibly negative axis for rank ndim; -1 when out of range. */
 int tether__ir_norm_axis(int64_t axis, int ndim);
 
+/* Shape rule of one node (ir/shapes.c): writes the output shape into os[0..*ond) from the inputs'
+ * shapes and the attributes; an error naming the node when the inputs or attributes are out of
+ * what the kernels run. */
+int tether__ir_infer_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
+/* Input i of node n, NULL when absent (optional input not given). */
+const tether_ir_tensor *tether__ir_in(const tether_ir_graph *g, const tether_ir_node *n, int i);
+/* Sets the error "node 'NAME' (op): MESSAGE" and returns status. */
+int tether__ir_node_error(const tether_ir_node *n, int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* Growable text buffer used by the emitters and report writers (malloc'd, NUL-terminated). */
 typedef struct tether__sbuf {
     char *data;

@@ -106,6 +106,18 @@ int tonnx_attr_float(timport *c, const char *name, float def, float *out);
 int tonnx_attr_ints(timport *c, const char *name, int64_t *out, int max, int *count);
 int tonnx_attr_string(timport *c, const char *name, const char *def, char *out, size_t n);
 
+/* ---- structure.c: the importer's structural steps, run in this order by import.c ---- */
+
+int tonnx_name_nodes(timport *c);
+int tonnx_collect_values(timport *c);
+int tonnx_check_arity(timport *c);
+int tonnx_sort_nodes(timport *c, int *order);
+int tonnx_bind_inputs(timport *c, const int *order);
+void tonnx_propagate_constness(timport *c, const int *order);
+int tonnx_support_scan(timport *c);
+/* Index into o's input values of graph input k named name; -1 when not given. */
+int tonnx_input_value_index(const tether_model_load_options *o, int k, const char *name);
+
 /* ---- ops.c ---- */
 
 typedef struct op_def op_def;

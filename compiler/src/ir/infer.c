@@ -1,12 +1,12 @@
 /*
- * Validation, topological ordering and shape/dtype inference of the IR, plus the IR printer.
+ * Validation, topological ordering and dtype inference of the IR, plus the IR printer; the
+ * per-operator shape rules are in shapes.c.
  *
  * What must stay true: after tether_ir_infer returns 0, nodes are in a valid execution order,
  * every tensor has ndim >= 0 and a known shape, every tensor is written by at most one node,
  * producer/alias_of are set, and every operator's attributes are in range. Kernels, the
  * interpreter and the emitters rely on these facts and do not re-check them.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,520 +85,6 @@ int tether__ir_broadcast(const int64_t *a, int na, const int64_t *b, int nb, int
     return TETHER_OK;
 }
 
-static int node_error(const tether_ir_node *n, int status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static int node_error(const tether_ir_node *n, int status, const char *fmt, ...) {
-    char msg[200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return tether_set_error(status, "node '%s' (%s): %s", n->name, tether_op_name(n->op), msg);
-}
-
-static const tether_ir_tensor *in_t(const tether_ir_graph *g, const tether_ir_node *n, int i) {
-    if (i >= n->ninputs || n->inputs[i] < 0) {
-        return NULL;
-    }
-    return &g->tensors[n->inputs[i]];
-}
-
-/* Window output extent of conv/pool along one axis; -1 when the window does not fit. */
-static int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1,
-                          int ceil_mode) {
-    int64_t eff = (k - 1) * d + 1;
-    int64_t span = in + p0 + p1 - eff;
-    if (span < 0) {
-        return -1;
-    }
-    int64_t out = ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
-    if (ceil_mode && (out - 1) * s >= in + p0) {
-        out--;
-    }
-    return out;
-}
-
-static int check_window_attrs(const tether_ir_node *n, int with_kernel) {
-    const tether_ir_attrs *a = &n->attrs;
-    for (int i = 0; i < 2; i++) {
-        if (a->strides[i] < 1 || a->dilations[i] < 1 || (with_kernel && a->kernel[i] < 1)) {
-            return node_error(n, TETHER_ERR_INVALID_ARG,
-                              "strides, dilations and kernel must be >= 1");
-        }
-    }
-    for (int i = 0; i < 4; i++) {
-        if (a->pads[i] < 0) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "pads must be >= 0");
-        }
-    }
-    return TETHER_OK;
-}
-
-static int infer_node(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond) {
-    tether_ir_attrs *a = &n->attrs;
-    const tether_ir_tensor *x = in_t(g, n, 0);
-    char s1[96], s2[96];
-    if (!x) {
-        return node_error(n, TETHER_ERR_INVALID_ARG, "first input is missing");
-    }
-    switch (n->op) {
-    case TETHER_OP_CONV2D: {
-        const tether_ir_tensor *w = in_t(g, n, 1), *b = in_t(g, n, 2);
-        if (!w) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "weights input is missing");
-        }
-        if (x->ndim != 4 || w->ndim != 4) {
-            return node_error(n, TETHER_ERR_MISMATCH,
-                              "input and weights must be rank 4 (NCHW, OIHW), got %d and %d",
-                              x->ndim, w->ndim);
-        }
-        if (a->groups < 1 || x->shape[1] % a->groups || w->shape[0] % a->groups) {
-            return node_error(n, TETHER_ERR_INVALID_ARG,
-                              "groups %lld must divide input channels %lld and output channels "
-                              "%lld",
-                              (long long)a->groups, (long long)x->shape[1], (long long)w->shape[0]);
-        }
-        if (w->shape[1] * a->groups != x->shape[1]) {
-            return node_error(n, TETHER_ERR_MISMATCH,
-                              "input channels %lld differ from weight channels %lld x groups %lld",
-                              (long long)x->shape[1], (long long)w->shape[1], (long long)a->groups);
-        }
-        if (b && (b->ndim != 1 || b->shape[0] != w->shape[0])) {
-            tether__shape_text(s1, sizeof s1, b->shape, b->ndim);
-            return node_error(n, TETHER_ERR_MISMATCH, "bias shape %s, expected [%lld]", s1,
-                              (long long)w->shape[0]);
-        }
-        int rc = check_window_attrs(n, 0);
-        if (rc) {
-            return rc;
-        }
-        a->kernel[0] = w->shape[2];
-        a->kernel[1] = w->shape[3];
-        int64_t oh = window_out(x->shape[2], w->shape[2], a->strides[0], a->dilations[0],
-                                a->pads[0], a->pads[2], 0);
-        int64_t ow = window_out(x->shape[3], w->shape[3], a->strides[1], a->dilations[1],
-                                a->pads[1], a->pads[3], 0);
-        if (oh < 1 || ow < 1) {
-            return node_error(n, TETHER_ERR_MISMATCH, "kernel larger than the padded input");
-        }
-        *ond = 4;
-        os[0] = x->shape[0];
-        os[1] = w->shape[0];
-        os[2] = oh;
-        os[3] = ow;
-        return TETHER_OK;
-    }
-    case TETHER_OP_DENSE: {
-        const tether_ir_tensor *b = in_t(g, n, 1), *c = in_t(g, n, 2);
-        if (!b) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "input B is missing");
-        }
-        if (x->ndim != 2 || b->ndim != 2) {
-            return node_error(n, TETHER_ERR_MISMATCH, "A and B must be rank 2, got %d and %d",
-                              x->ndim, b->ndim);
-        }
-        int64_t m = a->trans_a ? x->shape[1] : x->shape[0];
-        int64_t k = a->trans_a ? x->shape[0] : x->shape[1];
-        int64_t kb = a->trans_b ? b->shape[1] : b->shape[0];
-        int64_t nn = a->trans_b ? b->shape[0] : b->shape[1];
-        if (k != kb) {
-            return node_error(n, TETHER_ERR_MISMATCH,
-                              "inner dimensions differ: A gives K=%lld, B gives K=%lld",
-                              (long long)k, (long long)kb);
-        }
-        *ond = 2;
-        os[0] = m;
-        os[1] = nn;
-        if (c) {
-            int64_t tmp[TETHER_IR_MAX_NDIM];
-            int nd;
-            if (c->ndim > 2 || tether__ir_broadcast(os, 2, c->shape, c->ndim, tmp, &nd) ||
-                tmp[0] != m || tmp[1] != nn) {
-                tether__shape_text(s1, sizeof s1, c->shape, c->ndim);
-                return node_error(n, TETHER_ERR_MISMATCH,
-                                  "C shape %s does not broadcast to [%lld,%lld]", s1, (long long)m,
-                                  (long long)nn);
-            }
-        }
-        return TETHER_OK;
-    }
-    case TETHER_OP_MATMUL: {
-        const tether_ir_tensor *b = in_t(g, n, 1);
-        if (!b || x->ndim < 1 || b->ndim < 1) {
-            return node_error(n, TETHER_ERR_MISMATCH, "operands must have rank >= 1");
-        }
-        tether_ir_tensor av = *x, bv = *b;
-        if (av.ndim == 1) {
-            av.ndim = 2;
-            av.shape[0] = 1;
-            av.shape[1] = x->shape[0];
-        }
-        if (bv.ndim == 1) {
-            bv.ndim = 2;
-            bv.shape[0] = b->shape[0];
-            bv.shape[1] = 1;
-        }
-        if (av.shape[av.ndim - 1] != bv.shape[bv.ndim - 2]) {
-            return node_error(n, TETHER_ERR_MISMATCH, "inner dimensions differ: %lld vs %lld",
-                              (long long)av.shape[av.ndim - 1], (long long)bv.shape[bv.ndim - 2]);
-        }
-        int nd;
-        if (tether__ir_broadcast(av.shape, av.ndim - 2, bv.shape, bv.ndim - 2, os, &nd)) {
-            return node_error(n, TETHER_ERR_MISMATCH, "batch dimensions do not broadcast");
-        }
-        if (x->ndim > 1) {
-            os[nd++] = av.shape[av.ndim - 2];
-        }
-        if (b->ndim > 1) {
-            os[nd++] = bv.shape[bv.ndim - 1];
-        }
-        *ond = nd;
-        return TETHER_OK;
-    }
-        TETHER__CASES_BINARY {
-            const tether_ir_tensor *y = in_t(g, n, 1);
-            if (!y) {
-                return node_error(n, TETHER_ERR_INVALID_ARG, "second input is missing");
-            }
-            if (tether__ir_broadcast(x->shape, x->ndim, y->shape, y->ndim, os, ond)) {
-                tether__shape_text(s1, sizeof s1, x->shape, x->ndim);
-                tether__shape_text(s2, sizeof s2, y->shape, y->ndim);
-                return node_error(n, TETHER_ERR_MISMATCH, "shapes %s and %s do not broadcast", s1,
-                                  s2);
-            }
-            return TETHER_OK;
-        }
-    case TETHER_OP_PRELU: {
-        const tether_ir_tensor *sl = in_t(g, n, 1);
-        int64_t tmp[TETHER_IR_MAX_NDIM];
-        int nd;
-        if (!sl || tether__ir_broadcast(x->shape, x->ndim, sl->shape, sl->ndim, tmp, &nd) ||
-            nd != x->ndim || memcmp(tmp, x->shape, sizeof(int64_t) * (size_t)nd) != 0) {
-            return node_error(n, TETHER_ERR_MISMATCH, "slope does not broadcast to the input");
-        }
-        memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-        *ond = x->ndim;
-        return TETHER_OK;
-    }
-    case TETHER_OP_SOFTMAX:
-    case TETHER_OP_LOG_SOFTMAX:
-        if (x->ndim < 1 || tether__ir_norm_axis(a->axis, x->ndim) < 0) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld out of range for rank %d",
-                              (long long)a->axis, x->ndim);
-        }
-        memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-        *ond = x->ndim;
-        return TETHER_OK;
-    case TETHER_OP_MAX_POOL:
-    case TETHER_OP_AVG_POOL: {
-        if (x->ndim != 4) {
-            return node_error(n, TETHER_ERR_MISMATCH, "input must be rank 4 (NCHW), got %d",
-                              x->ndim);
-        }
-        int rc = check_window_attrs(n, 1);
-        if (rc) {
-            return rc;
-        }
-        for (int i = 0; i < 2; i++) {
-            int64_t eff = (a->kernel[i] - 1) * a->dilations[i] + 1;
-            if (a->pads[i] >= eff || a->pads[i + 2] >= eff) {
-                return node_error(n, TETHER_ERR_INVALID_ARG,
-                                  "pads must be smaller than the (dilated) kernel");
-            }
-        }
-        int64_t oh = window_out(x->shape[2], a->kernel[0], a->strides[0], a->dilations[0],
-                                a->pads[0], a->pads[2], a->ceil_mode);
-        int64_t ow = window_out(x->shape[3], a->kernel[1], a->strides[1], a->dilations[1],
-                                a->pads[1], a->pads[3], a->ceil_mode);
-        if (oh < 1 || ow < 1) {
-            return node_error(n, TETHER_ERR_MISMATCH, "kernel larger than the padded input");
-        }
-        *ond = 4;
-        os[0] = x->shape[0];
-        os[1] = x->shape[1];
-        os[2] = oh;
-        os[3] = ow;
-        return TETHER_OK;
-    }
-    case TETHER_OP_GLOBAL_AVG_POOL:
-    case TETHER_OP_GLOBAL_MAX_POOL:
-        if (x->ndim < 3) {
-            return node_error(n, TETHER_ERR_MISMATCH, "input must have rank >= 3, got %d", x->ndim);
-        }
-        *ond = x->ndim;
-        os[0] = x->shape[0];
-        os[1] = x->shape[1];
-        for (int i = 2; i < x->ndim; i++) {
-            os[i] = 1;
-        }
-        return TETHER_OK;
-    case TETHER_OP_RESHAPE: {
-        if (a->nints < 1 || a->nints > TETHER_IR_MAX_NDIM) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "attribute 'shape' is missing");
-        }
-        size_t total = tether_ir_tensor_elements(x), known = 1;
-        int infer_at = -1;
-        for (int i = 0; i < a->nints; i++) {
-            int64_t d = a->ints[i];
-            if (d == 0 && !a->allowzero) {
-                if (i >= x->ndim) {
-                    return node_error(n, TETHER_ERR_INVALID_ARG,
-                                      "shape entry %d is 0 but the input has rank %d", i, x->ndim);
-                }
-                d = x->shape[i];
-            } else if (d == -1) {
-                if (infer_at >= 0) {
-                    return node_error(n, TETHER_ERR_INVALID_ARG, "shape has more than one -1");
-                }
-                infer_at = i;
-                d = 1;
-            } else if (d < 0) {
-                return node_error(n, TETHER_ERR_INVALID_ARG, "shape entry %d is %lld", i,
-                                  (long long)d);
-            }
-            os[i] = d;
-            known *= (size_t)d;
-        }
-        if (infer_at >= 0) {
-            if (known == 0) {
-                return node_error(n, TETHER_ERR_INVALID_ARG,
-                                  "shape has a 0 extent and a -1: the -1 cannot be inferred");
-            }
-            if (total % known) {
-                return node_error(n, TETHER_ERR_MISMATCH, "%zu elements cannot fill the shape",
-                                  total);
-            }
-            os[infer_at] = (int64_t)(total / known);
-            known = total;
-        }
-        if (known != total) {
-            return node_error(n, TETHER_ERR_MISMATCH, "shape has %zu elements, the input has %zu",
-                              known, total);
-        }
-        *ond = a->nints;
-        return TETHER_OK;
-    }
-    case TETHER_OP_FLATTEN: {
-        int64_t ax = a->axis < 0 ? a->axis + x->ndim : a->axis;
-        if (ax < 0 || ax > x->ndim) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld out of range for rank %d",
-                              (long long)a->axis, x->ndim);
-        }
-        os[0] = os[1] = 1;
-        for (int i = 0; i < x->ndim; i++) {
-            os[i < ax ? 0 : 1] *= x->shape[i];
-        }
-        *ond = 2;
-        return TETHER_OK;
-    }
-    case TETHER_OP_SQUEEZE: {
-        int drop[TETHER_IR_MAX_NDIM] = {0};
-        if (a->nints == 0) {
-            for (int i = 0; i < x->ndim; i++) {
-                drop[i] = x->shape[i] == 1;
-            }
-        }
-        for (int i = 0; i < a->nints; i++) {
-            int ax = tether__ir_norm_axis(a->ints[i], x->ndim);
-            if (ax < 0 || x->shape[ax] != 1) {
-                return node_error(n, TETHER_ERR_INVALID_ARG,
-                                  "axis %lld is out of range or not of extent 1",
-                                  (long long)a->ints[i]);
-            }
-            drop[ax] = 1;
-        }
-        *ond = 0;
-        for (int i = 0; i < x->ndim; i++) {
-            if (!drop[i]) {
-                os[(*ond)++] = x->shape[i];
-            }
-        }
-        return TETHER_OK;
-    }
-    case TETHER_OP_UNSQUEEZE: {
-        int nd = x->ndim + a->nints;
-        int ins[TETHER_IR_MAX_NDIM] = {0};
-        if (a->nints < 1 || nd > TETHER_IR_MAX_NDIM) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "axes missing or rank above %d",
-                              TETHER_IR_MAX_NDIM);
-        }
-        for (int i = 0; i < a->nints; i++) {
-            int ax = tether__ir_norm_axis(a->ints[i], nd);
-            if (ax < 0 || ins[ax]) {
-                return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld invalid or repeated",
-                                  (long long)a->ints[i]);
-            }
-            ins[ax] = 1;
-        }
-        for (int i = 0, j = 0; i < nd; i++) {
-            os[i] = ins[i] ? 1 : x->shape[j++];
-        }
-        *ond = nd;
-        return TETHER_OK;
-    }
-    case TETHER_OP_TRANSPOSE: {
-        if (a->nints == 0) {
-            a->nints = x->ndim;
-            for (int i = 0; i < x->ndim; i++) {
-                a->ints[i] = x->ndim - 1 - i;
-            }
-        }
-        int seen[TETHER_IR_MAX_NDIM] = {0};
-        if (a->nints != x->ndim) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "perm has %d entries for rank %d",
-                              a->nints, x->ndim);
-        }
-        for (int i = 0; i < a->nints; i++) {
-            int p = tether__ir_norm_axis(a->ints[i], x->ndim);
-            if (p < 0 || seen[p]) {
-                return node_error(n, TETHER_ERR_INVALID_ARG, "perm is not a permutation");
-            }
-            seen[p] = 1;
-            a->ints[i] = p;
-            os[i] = x->shape[p];
-        }
-        *ond = x->ndim;
-        return TETHER_OK;
-    }
-    case TETHER_OP_CONCAT: {
-        int ax = tether__ir_norm_axis(a->axis, x->ndim);
-        if (ax < 0) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld out of range for rank %d",
-                              (long long)a->axis, x->ndim);
-        }
-        a->axis = ax;
-        memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-        for (int i = 1; i < n->ninputs; i++) {
-            const tether_ir_tensor *y = in_t(g, n, i);
-            if (!y || y->ndim != x->ndim) {
-                return node_error(n, TETHER_ERR_MISMATCH, "input %d is missing or of other rank",
-                                  i);
-            }
-            for (int d = 0; d < x->ndim; d++) {
-                if (d != ax && y->shape[d] != x->shape[d]) {
-                    return node_error(n, TETHER_ERR_MISMATCH,
-                                      "input %d differs in dimension %d (%lld vs %lld)", i, d,
-                                      (long long)y->shape[d], (long long)x->shape[d]);
-                }
-            }
-            os[ax] += y->shape[ax];
-        }
-        *ond = x->ndim;
-        return TETHER_OK;
-    }
-    case TETHER_OP_PAD:
-        if (a->nints != 2 * x->ndim) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "pads has %d entries, expected %d",
-                              a->nints, 2 * x->ndim);
-        }
-        for (int i = 0; i < x->ndim; i++) {
-            if (a->ints[i] < 0 || a->ints[i + x->ndim] < 0) {
-                return node_error(n, TETHER_ERR_UNSUPPORTED, "negative pads (cropping)");
-            }
-            os[i] = x->shape[i] + a->ints[i] + a->ints[i + x->ndim];
-        }
-        *ond = x->ndim;
-        return TETHER_OK;
-    case TETHER_OP_BATCH_NORM:
-        if (x->ndim < 2) {
-            return node_error(n, TETHER_ERR_MISMATCH, "input must have rank >= 2");
-        }
-        for (int i = 1; i < 5; i++) {
-            const tether_ir_tensor *p = in_t(g, n, i);
-            if (!p || p->ndim != 1 || p->shape[0] != x->shape[1]) {
-                return node_error(n, TETHER_ERR_MISMATCH, "parameter %d must have shape [%lld]", i,
-                                  (long long)x->shape[1]);
-            }
-        }
-        if (!(a->epsilon >= 0.0f)) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "epsilon must be >= 0");
-        }
-        memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-        *ond = x->ndim;
-        return TETHER_OK;
-    case TETHER_OP_LAYER_NORM: {
-        int ax = tether__ir_norm_axis(a->axis, x->ndim);
-        if (ax < 0) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld out of range for rank %d",
-                              (long long)a->axis, x->ndim);
-        }
-        a->axis = ax;
-        for (int i = 1; i < 3; i++) {
-            const tether_ir_tensor *p = in_t(g, n, i);
-            if (!p) {
-                if (i == 1) {
-                    return node_error(n, TETHER_ERR_INVALID_ARG, "scale input is missing");
-                }
-                continue;
-            }
-            if (p->ndim != x->ndim - ax ||
-                memcmp(p->shape, x->shape + ax, sizeof(int64_t) * (size_t)p->ndim) != 0) {
-                tether__shape_text(s1, sizeof s1, p->shape, p->ndim);
-                return node_error(n, TETHER_ERR_MISMATCH,
-                                  "%s shape %s differs from the normalised dimensions",
-                                  i == 1 ? "scale" : "bias", s1);
-            }
-        }
-        memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-        *ond = x->ndim;
-        return TETHER_OK;
-    }
-    case TETHER_OP_REDUCE_MEAN: {
-        int red[TETHER_IR_MAX_NDIM] = {0};
-        if (a->nints == 0) {
-            for (int i = 0; i < x->ndim; i++) {
-                red[i] = 1;
-            }
-        }
-        for (int i = 0; i < a->nints; i++) {
-            int ax = tether__ir_norm_axis(a->ints[i], x->ndim);
-            if (ax < 0) {
-                return node_error(n, TETHER_ERR_INVALID_ARG, "axis %lld out of range",
-                                  (long long)a->ints[i]);
-            }
-            red[ax] = 1;
-        }
-        /* Store the normalised axes as a full list so later stages need no defaults. */
-        a->nints = 0;
-        *ond = 0;
-        for (int i = 0; i < x->ndim; i++) {
-            if (red[i]) {
-                a->ints[a->nints++] = i;
-                if (a->keepdims) {
-                    os[(*ond)++] = 1;
-                }
-            } else {
-                os[(*ond)++] = x->shape[i];
-            }
-        }
-        return TETHER_OK;
-    }
-    case TETHER_OP_RESIZE_NEAREST:
-        if (x->ndim != 4 || a->scales[0] < 1 || a->scales[1] < 1) {
-            return node_error(n, TETHER_ERR_INVALID_ARG,
-                              "needs an NCHW input and integer scales >= 1");
-        }
-        os[0] = x->shape[0];
-        os[1] = x->shape[1];
-        os[2] = x->shape[2] * a->scales[0];
-        os[3] = x->shape[3] * a->scales[1];
-        *ond = 4;
-        return TETHER_OK;
-        TETHER__CASES_UNARY
-        if (n->op == TETHER_OP_CLIP && !(a->min <= a->max)) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "min is greater than max");
-        }
-        memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-        *ond = x->ndim;
-        return TETHER_OK;
-    }
-    return node_error(n, TETHER_ERR_INTERNAL, "no shape rule"); /* not an operator */
-}
-
 static int check_node_io(tether_ir_node *n) {
     const tether__op_info *info = tether__op_info_of(n->op);
     if (!info) {
@@ -608,31 +94,33 @@ static int check_node_io(tether_ir_node *n) {
     int nin = tether__ir_main_inputs(n);
     if (nin < info->min_inputs || nin > info->max_inputs) {
         if (info->min_inputs == info->max_inputs) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "takes %d inputs, got %d",
-                              info->min_inputs, nin);
+            return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "takes %d inputs, got %d",
+                                         info->min_inputs, nin);
         }
-        return node_error(n, TETHER_ERR_INVALID_ARG, "takes %d to %d inputs, got %d",
-                          info->min_inputs, info->max_inputs, nin);
+        return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "takes %d to %d inputs, got %d",
+                                     info->min_inputs, info->max_inputs, nin);
     }
     if (n->noutputs != 1) {
-        return node_error(n, TETHER_ERR_INVALID_ARG, "has %d outputs, expected 1", n->noutputs);
+        return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "has %d outputs, expected 1",
+                                     n->noutputs);
     }
     for (int i = 0; i < n->ninputs; i++) {
         int optional = (i == 2 && (n->op == TETHER_OP_CONV2D || n->op == TETHER_OP_DENSE ||
                                    n->op == TETHER_OP_LAYER_NORM)) &&
                        !(n->attrs.has_residual && i == n->ninputs - 1);
         if (n->inputs[i] < 0 && !optional) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "input %d is missing", i);
+            return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "input %d is missing", i);
         }
     }
     if (n->attrs.act != TETHER_ACT_NONE || n->attrs.has_residual) {
         if (!info->epilogue) {
-            return node_error(n, TETHER_ERR_UNSUPPORTED,
-                              "fused activation/residual only on conv2d, dense and matmul");
+            return tether__ir_node_error(
+                n, TETHER_ERR_UNSUPPORTED,
+                "fused activation/residual only on conv2d, dense and matmul");
         }
         if ((int)n->attrs.act < 0 || (int)n->attrs.act >= TETHER_ACT_COUNT_) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "invalid fused activation %d",
-                              (int)n->attrs.act);
+            return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "invalid fused activation %d",
+                                         (int)n->attrs.act);
         }
     }
     return TETHER_OK;
@@ -660,15 +148,16 @@ static int order_nodes(tether_ir_graph *g) {
         for (int j = 0; j < n->noutputs; j++) {
             int t = n->outputs[j];
             if (g->tensors[t].kind != TETHER_TENSOR_INTERMEDIATE) {
-                rc = node_error(n, TETHER_ERR_INVALID_ARG, "writes %s '%s'",
-                                g->tensors[t].kind == TETHER_TENSOR_INPUT ? "graph input"
-                                                                          : "constant",
-                                g->tensors[t].name);
+                rc = tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "writes %s '%s'",
+                                           g->tensors[t].kind == TETHER_TENSOR_INPUT ? "graph input"
+                                                                                     : "constant",
+                                           g->tensors[t].name);
                 goto out;
             }
             if (producer[t] >= 0) {
-                rc = node_error(n, TETHER_ERR_INVALID_ARG, "tensor '%s' is also written by '%s'",
-                                g->tensors[t].name, g->nodes[producer[t]].name);
+                rc = tether__ir_node_error(n, TETHER_ERR_INVALID_ARG,
+                                           "tensor '%s' is also written by '%s'",
+                                           g->tensors[t].name, g->nodes[producer[t]].name);
                 goto out;
             }
             producer[t] = i;
@@ -679,9 +168,10 @@ static int order_nodes(tether_ir_graph *g) {
         for (int j = 0; j < n->ninputs; j++) {
             int t = n->inputs[j];
             if (t >= 0 && !done[t] && producer[t] < 0) {
-                rc = node_error(n, TETHER_ERR_INVALID_ARG,
-                                "input '%s' is not a graph input, a constant or a node output",
-                                g->tensors[t].name);
+                rc = tether__ir_node_error(
+                    n, TETHER_ERR_INVALID_ARG,
+                    "input '%s' is not a graph input, a constant or a node output",
+                    g->tensors[t].name);
                 goto out;
             }
         }
@@ -719,7 +209,8 @@ static int order_nodes(tether_ir_graph *g) {
         if (!progress) {
             for (int i = 0; i < nn; i++) {
                 if (!placed[i]) {
-                    rc = node_error(&g->nodes[i], TETHER_ERR_INVALID_ARG, "is part of a cycle");
+                    rc = tether__ir_node_error(&g->nodes[i], TETHER_ERR_INVALID_ARG,
+                                               "is part of a cycle");
                     goto out;
                 }
             }
@@ -759,25 +250,26 @@ static int check_attr_ranges(const tether_ir_node *n) {
         if (a->kernel[i] > lim || a->strides[i] > lim || a->dilations[i] > lim ||
             a->scales[i] > 65536 || a->kernel[i] < -lim || a->strides[i] < -lim ||
             a->dilations[i] < -lim || a->scales[i] < -lim) {
-            return node_error(n, TETHER_ERR_LIMIT,
-                              "kernel, strides, dilations or scales out of "
-                              "range");
+            return tether__ir_node_error(n, TETHER_ERR_LIMIT,
+                                         "kernel, strides, dilations or scales out of "
+                                         "range");
         }
     }
     for (int i = 0; i < 4; i++) {
         if (a->pads[i] > lim || a->pads[i] < -lim) {
-            return node_error(n, TETHER_ERR_LIMIT, "pads out of range");
+            return tether__ir_node_error(n, TETHER_ERR_LIMIT, "pads out of range");
         }
     }
     for (int i = 0; i < a->nints; i++) {
         if (a->ints[i] > lim || a->ints[i] < -lim) {
-            return node_error(n, TETHER_ERR_LIMIT, "integer list entry %lld out of range",
-                              (long long)a->ints[i]);
+            return tether__ir_node_error(
+                n, TETHER_ERR_LIMIT, "integer list entry %lld out of range", (long long)a->ints[i]);
         }
     }
     if (a->groups > lim || a->axis > lim || a->axis < -lim || a->nints < 0 ||
         a->nints > 2 * TETHER_IR_MAX_NDIM) {
-        return node_error(n, TETHER_ERR_LIMIT, "groups, axis or list length out of range");
+        return tether__ir_node_error(n, TETHER_ERR_LIMIT,
+                                     "groups, axis or list length out of range");
     }
     return TETHER_OK;
 }
@@ -787,7 +279,7 @@ static int check_attr_ranges(const tether_ir_node *n) {
 static int infer_output(tether_ir_graph *g, tether_ir_node *n) {
     int64_t shape[TETHER_IR_MAX_NDIM];
     int ndim = 0;
-    int rc = infer_node(g, n, shape, &ndim);
+    int rc = tether__ir_infer_shape(g, n, shape, &ndim);
     if (rc) {
         return rc;
     }
@@ -798,23 +290,25 @@ static int infer_output(tether_ir_graph *g, tether_ir_node *n) {
         out_elems *= shape[d] ? 1 : 0;
     }
     for (int i = 0; i < n->ninputs && out_elems; i++) {
-        const tether_ir_tensor *t = in_t(g, n, i);
+        const tether_ir_tensor *t = tether__ir_in(g, n, i);
         int empty = 0; /* an extent of 0 (not a product, which could wrap to 0) */
         for (int d = 0; t && d < t->ndim; d++) {
             empty |= t->shape[d] == 0;
         }
         if (empty) {
-            return node_error(n, TETHER_ERR_UNSUPPORTED,
-                              "input '%s' is empty (an extent of 0) but the output is not: "
-                              "empty tensors only flow into empty outputs",
-                              t->name);
+            return tether__ir_node_error(
+                n, TETHER_ERR_UNSUPPORTED,
+                "input '%s' is empty (an extent of 0) but the output is not: "
+                "empty tensors only flow into empty outputs",
+                t->name);
         }
     }
     if (n->attrs.has_residual) {
         const tether_ir_tensor *r = &g->tensors[n->inputs[n->ninputs - 1]];
         if (r->ndim != ndim || memcmp(r->shape, shape, sizeof(int64_t) * (size_t)ndim)) {
-            return node_error(n, TETHER_ERR_MISMATCH,
-                              "residual input '%s' differs in shape from the output", r->name);
+            return tether__ir_node_error(n, TETHER_ERR_MISMATCH,
+                                         "residual input '%s' differs in shape from the output",
+                                         r->name);
         }
     }
     tether_ir_tensor *o = &g->tensors[n->outputs[0]];
@@ -823,11 +317,13 @@ static int infer_output(tether_ir_graph *g, tether_ir_node *n) {
         char s1[96], s2[96];
         tether__shape_text(s1, sizeof s1, o->shape, o->ndim);
         tether__shape_text(s2, sizeof s2, shape, ndim);
-        return node_error(n, TETHER_ERR_MISMATCH,
-                          "output '%s' is declared %s but the inputs give %s", o->name, s1, s2);
+        return tether__ir_node_error(n, TETHER_ERR_MISMATCH,
+                                     "output '%s' is declared %s but the inputs give %s", o->name,
+                                     s1, s2);
     }
     if (!tether_dtype_equal(o->dtype, TETHER_FLOAT32)) {
-        return node_error(n, TETHER_ERR_UNSUPPORTED, "output '%s' must be float32", o->name);
+        return tether__ir_node_error(n, TETHER_ERR_UNSUPPORTED, "output '%s' must be float32",
+                                     o->name);
     }
     o->ndim = ndim;
     memcpy(o->shape, shape, sizeof(int64_t) * (size_t)ndim);
@@ -845,8 +341,8 @@ int tether_ir_infer_node(tether_ir_graph *g, int index) {
     }
     for (int i = 0; i < n->ninputs; i++) {
         if (n->inputs[i] >= 0 && g->tensors[n->inputs[i]].ndim == TETHER_IR_SHAPE_UNKNOWN) {
-            return node_error(n, TETHER_ERR_INVALID_ARG, "input '%s' has no shape yet",
-                              g->tensors[n->inputs[i]].name);
+            return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "input '%s' has no shape yet",
+                                         g->tensors[n->inputs[i]].name);
         }
     }
     if ((rc = infer_output(g, n))) {

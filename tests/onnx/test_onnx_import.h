@@ -1,0 +1,30 @@
+/*
+ * What the two source files of test_onnx_import share: the scratch directory, the model loader
+ * and error expectation helpers (test_onnx_import.c) and the file/robustness tests
+ * (test_onnx_files.c) that main() runs.
+ */
+#ifndef TETHER_TEST_ONNX_IMPORT_H
+#define TETHER_TEST_ONNX_IMPORT_H
+
+#include <stddef.h>
+
+#include "model_builder.h"
+#include "tether/compiler.h"
+
+extern char g_dir[512];
+const char *tmp(const char *name);
+int load(mb *b, const tether_model_load_options *o, tether_ir_graph *g);
+void expect_error(mb *b, int status, const char *text);
+void run1(const tether_ir_graph *g, const float *x, float *y);
+void conv_model(mb *b);
+void write_bytes(const char *path, const void *data, size_t n);
+
+void test_tensor_files(void **state);
+void test_import_command(void **state);
+void test_hostile_models(void **state);
+void test_external_data_files(void **state);
+void test_arity(void **state);
+void test_regression_seeds(void **state);
+void test_allocation_bounds(void **state);
+
+#endif
