@@ -13,8 +13,9 @@
  * serial line the client resends only the exchange that was damaged, at once, and sizes chunks
  * to the error rate it measures (docs/rpc.md, "UART link"); a request is never executed twice
  * (the device's reply cache), so a resend can cost time but never a wrong result.
- * This file: URLs, opening (HELLO, AUTH), reconnecting and closing, the request path, uploads,
- * modules and arrays; calls, TIME, OpenCL launches and sequences are in session_call.c.
+ * This file: URLs, opening (HELLO, AUTH), reconnecting and closing, and the request path;
+ * uploads, modules and arrays are in session_transfer.c, calls, TIME, OpenCL launches and
+ * sequences in session_call.c.
  */
 #include "tether/host.h"
 #include "tether/pool.h"
@@ -238,27 +239,31 @@ static void mark_lost(tether_session *s) {
     snprintf(s->fault, sizeof s->fault, "%s", tether_last_error());
 }
 
-static int request_within(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep,
-                          int timeout_ms);
+/* ---- the request path (session_internal.h) ---- */
 
-static int request(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep) {
-    return request_within(s, req, rep, s->timeout_ms);
-}
-
-static int after_request(tether_session *s, int rc);
-
-/* request() with its own timeout: TIME waits for the measurement plus the usual timeout. */
-static int request_within(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep,
-                          int timeout_ms) {
-    const char *name = tether_rpc_type_name(req->type);
+int tether__session_usable(tether_session *s, const char *name) {
     /* On a serial line the device outlives the session: refuse here so nothing of the old
      * session reaches the new one. A stream's peer (tetherd's session process) is gone with
      * the session; requests on it fail with TETHER_ERR_IO by themselves. */
     if ((s->lost && is_uart(s)) || !s->connected) {
-        s->c.resize_above = 0;
         return tether_set_error(TETHER_ERR_STATE,
                                 "%s refused: the session ended (%s); reconnect for a new session",
                                 name ? name : "request", s->lost ? s->fault : "not connected");
+    }
+    return 0;
+}
+
+int tether__session_request(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep) {
+    return tether__session_request_within(s, req, rep, s->timeout_ms);
+}
+
+/* A request with its own timeout: TIME waits for the measurement plus the usual timeout. */
+int tether__session_request_within(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep,
+                                   int timeout_ms) {
+    int rc = tether__session_usable(s, tether_rpc_type_name(req->type));
+    if (rc) {
+        s->c.resize_above = 0;
+        return rc;
     }
     s->last_warn[0] = 0;
     /* on a lossy link a request that runs code is not resent for want of an answer before it
@@ -272,12 +277,12 @@ static int request_within(tether_session *s, tether_rpc_msg *req, tether_rpc_msg
         int expect = timeout_ms > s->timeout_ms ? timeout_ms - s->timeout_ms : 0;
         s->c.min_rto_ms = expect > 2000 ? expect : 2000; /* nor during a measurement */
     }
-    return after_request(s, tether_rpc_client_request(&s->c, req, rep, timeout_ms));
+    return tether__session_after_request(s, tether_rpc_client_request(&s->c, req, rep, timeout_ms));
 }
 
 /* What a failed request says about the session: lost after a crash, a device restart or a
  * connection that died. Returns rc. */
-static int after_request(tether_session *s, int rc) {
+int tether__session_after_request(tether_session *s, int rc) {
     if (rc == TETHER_ERR_CRASHED) {
         /* tetherd: the session process died; MCU: fault report, then the board resets */
         mark_lost(s);
@@ -624,382 +629,4 @@ const tether_device_info *tether_session_info(const tether_session *s) {
 
 const char *tether_session_fault(const tether_session *s) {
     return s && s->lost ? s->fault : NULL;
-}
-
-/* ---- bulk transfers: several chunks in flight (the device's HELLO window) ---- */
-
-typedef struct bulk {
-    tether_session *s;
-    uint32_t type;
-    uint64_t handle; /* array, or upload id */
-    uint64_t base;   /* array offset of byte 0 */
-    const uint8_t *src;
-    uint8_t *dst;
-    size_t len;
-    const char *what; /* progress label */
-    uint64_t done;
-    bool complete; /* UPLOAD_CHUNK: the last reply said so */
-} bulk;
-
-static int bulk_make(void *ctx, uint64_t off, size_t n, tether_rpc_msg *req) {
-    bulk *b = ctx;
-    req->type = b->type;
-    if (b->type == TETHER_RPC_COPY_TO) {
-        req->u.copy_to_req.array = b->handle;
-        req->u.copy_to_req.offset = b->base + off;
-        req->u.copy_to_req.data.ptr = b->src + off;
-        req->u.copy_to_req.data.len = (uint32_t)n;
-    } else if (b->type == TETHER_RPC_UPLOAD_CHUNK) {
-        req->u.upload_chunk_req.upload_id = (uint32_t)b->handle;
-        req->u.upload_chunk_req.offset = off;
-        req->u.upload_chunk_req.data.ptr = b->src + off;
-        req->u.upload_chunk_req.data.len = (uint32_t)n;
-    } else {
-        req->u.copy_from_req.array = b->handle;
-        req->u.copy_from_req.offset = b->base + off;
-        req->u.copy_from_req.length = n;
-    }
-    return 0;
-}
-
-static int bulk_take(void *ctx, uint64_t off, size_t n, const tether_rpc_msg *rep) {
-    bulk *b = ctx;
-    if (b->type == TETHER_RPC_COPY_FROM) {
-        if (rep->u.copy_from_rep.data.len != n) {
-            return tether_set_error(TETHER_ERR_PROTOCOL, "COPY_FROM: asked %zu bytes, got %u", n,
-                                    (unsigned)rep->u.copy_from_rep.data.len);
-        }
-        memcpy(b->dst + off, rep->u.copy_from_rep.data.ptr, n);
-    } else if (b->type == TETHER_RPC_UPLOAD_CHUNK) {
-        b->complete = rep->u.upload_chunk_rep.complete;
-    }
-    b->done = off + n;
-    if (b->s->progress && b->len) {
-        b->s->progress(b->s->progress_ctx, b->what, b->done, b->len);
-    }
-    return 0;
-}
-
-#define BULK_WINDOW 4 /* chunks in flight at most (the device may allow fewer) */
-
-/* Chunks in flight for a bulk transfer: the device's window, at most BULK_WINDOW, and at most
- * TETHER_RPC_WINDOW when that is set (1..8; 1 = one request after the other, as before
- * pipelining: the baseline of bench/rpc_copy). */
-static uint32_t bulk_window(const tether_session *s) {
-    uint32_t w = s->info.window < BULK_WINDOW ? s->info.window : BULK_WINDOW;
-    const char *env = getenv("TETHER_RPC_WINDOW");
-    if (env && *env) {
-        char *end;
-        unsigned long cap = strtoul(env, &end, 10);
-        if (*end == 0 && cap >= 1 && cap < w) {
-            w = (uint32_t)cap;
-        }
-    }
-    return w;
-}
-
-/* Runs one bulk transfer through the client's pipeline with the device's window, checked and
- * followed up like every request. */
-static int bulk_run(tether_session *s, bulk *b, uint32_t window) {
-    const char *name = tether_rpc_type_name(b->type);
-    if ((s->lost && is_uart(s)) || !s->connected) {
-        return tether_set_error(TETHER_ERR_STATE,
-                                "%s refused: the session ended (%s); reconnect for a new session",
-                                name, s->lost ? s->fault : "not connected");
-    }
-    if (s->progress && b->len) {
-        s->progress(s->progress_ctx, b->what, 0, b->len);
-    }
-    uint32_t w = bulk_window(s);
-    if (w > window) {
-        w = window;
-    }
-    return after_request(s, tether_rpc_client_pipeline(&s->c, b->len, s->chunk, w, s->timeout_ms,
-                                                       bulk_make, bulk_take, b));
-}
-
-static int copy_to_one_by_one(tether_session *s, uint64_t array, uint64_t offset, const void *data,
-                              size_t len);
-
-int tether_session_upload(tether_session *s, uint32_t kind, const char *name, const void *data,
-                          size_t size) {
-    if (!s || !name || (!data && size)) {
-        return tether_set_error(TETHER_ERR_INVALID_ARG, "upload: null argument");
-    }
-    uint8_t hash[32];
-    tether_sha256(data, size, hash);
-    tether_rpc_msg req, rep;
-    memset(&req, 0, sizeof req);
-    req.type = TETHER_RPC_UPLOAD;
-    req.u.upload_req.kind = kind;
-    req.u.upload_req.name = tether_rpc_str_c(name);
-    req.u.upload_req.total_size = size;
-    req.u.upload_req.sha256.ptr = hash;
-    req.u.upload_req.sha256.len = 32;
-    s->last_upload_cached = false;
-    int rc = request(s, &req, &rep);
-    if (rc) {
-        return rc;
-    }
-    uint32_t id = rep.u.upload_rep.upload_id;
-    if (rep.u.upload_rep.cached) { /* the device had these bytes (its upload cache) */
-        s->last_upload_cached = true;
-        return 0;
-    }
-    char what[TETHER_RPC_MAX_NAME + 16];
-    snprintf(what, sizeof what, "upload %s", name);
-    if (!is_uart(s)) {
-        /* a stream loses nothing: chunks in flight as the device's window allows (on a serial
-         * line a chunk could arrive before the one it follows, which an upload refuses) */
-        bulk b = {s, TETHER_RPC_UPLOAD_CHUNK, id, 0, data, NULL, size, what, 0, false};
-        rc = bulk_run(s, &b, BULK_WINDOW);
-        if (!rc && !b.complete) {
-            rc = tether_set_error(TETHER_ERR_PROTOCOL,
-                                  "upload '%s': device did not confirm completion", name);
-        }
-        return rc;
-    }
-    if (s->progress) {
-        s->progress(s->progress_ctx, what, 0, size);
-    }
-    size_t off = 0;
-    while (off < size) {
-        size_t chunk = tether_rpc_client_chunk(&s->c, s->chunk);
-        size_t n = size - off < chunk ? size - off : chunk;
-        memset(&req, 0, sizeof req);
-        req.type = TETHER_RPC_UPLOAD_CHUNK;
-        req.u.upload_chunk_req.upload_id = id;
-        req.u.upload_chunk_req.offset = off;
-        req.u.upload_chunk_req.data.ptr = (const uint8_t *)data + off;
-        req.u.upload_chunk_req.data.len = (uint32_t)n;
-        s->c.resize_above = n;
-        rc = request(s, &req, &rep);
-        if (rc == TETHER_RPC_SMALLER) {
-            continue; /* the line is worse than this chunk's size: again, smaller */
-        }
-        if (rc) {
-            return rc;
-        }
-        off += n;
-        /* a chunk given up earlier may have arrived after all: the device says how far it is */
-        if (rep.u.upload_chunk_rep.received > off && rep.u.upload_chunk_rep.received <= size) {
-            off = rep.u.upload_chunk_rep.received;
-        }
-        if (s->progress) {
-            s->progress(s->progress_ctx, what, off, size);
-        }
-        if (off == size && !rep.u.upload_chunk_rep.complete) {
-            return tether_set_error(TETHER_ERR_PROTOCOL,
-                                    "upload '%s': device did not confirm completion", name);
-        }
-    }
-    return 0;
-}
-
-_Static_assert(TETHER_UPLOAD_MAX_BYTES == TETHER_RPC_MAX_UPLOAD, "upload limits differ");
-
-bool tether_session_last_upload_cached(const tether_session *s) {
-    return s && s->last_upload_cached;
-}
-
-int tether_session_upload_file(tether_session *s, uint32_t kind, const char *name,
-                               const char *path) {
-    uint8_t *buf;
-    size_t len;
-    int rc = tether_file_read(path, TETHER_UPLOAD_MAX_BYTES, &buf, &len);
-    if (rc) {
-        return rc;
-    }
-    if (len == 0) {
-        free(buf);
-        return tether_set_error(TETHER_ERR_INVALID_ARG, "%s is empty", path);
-    }
-    rc = tether_session_upload(s, kind, name, buf, len);
-    free(buf);
-    return rc;
-}
-
-int tether_session_load_module(tether_session *s, const char *name, uint64_t *module,
-                               uint32_t *num_functions) {
-    tether_rpc_msg req, rep;
-    memset(&req, 0, sizeof req);
-    req.type = TETHER_RPC_LOAD_MODULE;
-    req.u.load_module_req.name = tether_rpc_str_c(name);
-    int rc = request(s, &req, &rep);
-    if (rc) {
-        return rc;
-    }
-    if (module) {
-        *module = rep.u.load_module_rep.module;
-    }
-    if (num_functions) {
-        *num_functions = rep.u.load_module_rep.num_functions;
-    }
-    return 0;
-}
-
-int tether_session_get_function(tether_session *s, uint64_t module, const char *name,
-                                tether_remote_func *out) {
-    tether_rpc_msg req, rep;
-    memset(&req, 0, sizeof req);
-    req.type = TETHER_RPC_GET_FUNCTION;
-    req.u.get_function_req.module = module;
-    req.u.get_function_req.name = tether_rpc_str_c(name);
-    int rc = request(s, &req, &rep);
-    if (rc) {
-        return rc;
-    }
-    out->handle = rep.u.get_function_rep.func;
-    out->abi = (tether_abi)rep.u.get_function_rep.abi;
-    out->num_args = rep.u.get_function_rep.num_args;
-    snprintf(out->name, sizeof out->name, "%s", name);
-    return 0;
-}
-
-int tether_session_alloc(tether_session *s, const int64_t *shape, int ndim, DLDataType dtype,
-                         tether_scope scope, const char *pool, uint64_t *array, uint64_t *nbytes) {
-    if (ndim < 0 || ndim > TETHER_RPC_MAX_NDIM) {
-        return tether_set_error(TETHER_ERR_LIMIT, "alloc: ndim %d outside 0..%d", ndim,
-                                TETHER_RPC_MAX_NDIM);
-    }
-    if (!(s->info.scopes & TETHER_RPC_SCOPE_BIT(scope))) {
-        return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "alloc: the device does not support scope '%s'",
-                                tether_scope_name(scope) ? tether_scope_name(scope) : "?");
-    }
-    tether_rpc_msg req, rep;
-    memset(&req, 0, sizeof req);
-    req.type = TETHER_RPC_ALLOC;
-    req.u.alloc_req.ndim = (uint32_t)ndim;
-    for (int i = 0; i < ndim; i++) {
-        req.u.alloc_req.shape[i] = shape[i];
-    }
-    req.u.alloc_req.dtype_code = dtype.code;
-    req.u.alloc_req.dtype_bits = dtype.bits;
-    req.u.alloc_req.dtype_lanes = dtype.lanes;
-    req.u.alloc_req.scope = scope;
-    req.u.alloc_req.pool = tether_rpc_str_c(pool);
-    int rc = request(s, &req, &rep);
-    if (rc) {
-        return rc;
-    }
-    *array = rep.u.alloc_rep.array;
-    if (nbytes) {
-        *nbytes = rep.u.alloc_rep.nbytes;
-    }
-    return 0;
-}
-
-int tether_session_free(tether_session *s, uint64_t array) {
-    tether_rpc_msg req, rep;
-    memset(&req, 0, sizeof req);
-    req.type = TETHER_RPC_FREE;
-    req.u.free_req.handle = array;
-    return request(s, &req, &rep);
-}
-
-int tether_session_copy_to(tether_session *s, uint64_t array, uint64_t offset, const void *data,
-                           size_t len) {
-    if (s && (bulk_window(s) > 1 || !is_uart(s))) {
-        bulk b = {s,   TETHER_RPC_COPY_TO, array, offset, data, NULL,
-                  len, "copy to device",   0,     false};
-        return bulk_run(s, &b, BULK_WINDOW);
-    }
-    return copy_to_one_by_one(s, array, offset, data, len);
-}
-
-/* A device that takes one chunk at a time over a serial line: one request after the other. */
-static int copy_to_one_by_one(tether_session *s, uint64_t array, uint64_t offset, const void *data,
-                              size_t len) {
-    size_t off = 0;
-    if (s->progress && len) {
-        s->progress(s->progress_ctx, "copy to device", 0, len);
-    }
-    do {
-        size_t chunk = tether_rpc_client_chunk(&s->c, s->chunk);
-        size_t n = len - off < chunk ? len - off : chunk;
-        tether_rpc_msg req, rep;
-        memset(&req, 0, sizeof req);
-        req.type = TETHER_RPC_COPY_TO;
-        req.u.copy_to_req.array = array;
-        req.u.copy_to_req.offset = offset + off;
-        req.u.copy_to_req.data.ptr = (const uint8_t *)data + off;
-        req.u.copy_to_req.data.len = (uint32_t)n;
-        s->c.resize_above = n;
-        int rc = request(s, &req, &rep);
-        if (rc == TETHER_RPC_SMALLER) {
-            continue; /* again, smaller (a write at an offset is idempotent) */
-        }
-        if (rc) {
-            return rc;
-        }
-        off += n;
-        if (s->progress && len) {
-            s->progress(s->progress_ctx, "copy to device", off, len);
-        }
-    } while (off < len);
-    return 0;
-}
-
-static int copy_from_one_by_one(tether_session *s, uint64_t array, uint64_t offset, void *data,
-                                size_t len);
-
-int tether_session_copy_from(tether_session *s, uint64_t array, uint64_t offset, void *data,
-                             size_t len) {
-    if (s && (bulk_window(s) > 1 || !is_uart(s))) {
-        if (len == 0) {
-            return 0;
-        }
-        bulk b = {s,   TETHER_RPC_COPY_FROM, array, offset, NULL, data,
-                  len, "copy from device",   0,     false};
-        return bulk_run(s, &b, BULK_WINDOW);
-    }
-    return copy_from_one_by_one(s, array, offset, data, len);
-}
-
-static int copy_from_one_by_one(tether_session *s, uint64_t array, uint64_t offset, void *data,
-                                size_t len) {
-    size_t off = 0;
-    if (s->progress && len) {
-        s->progress(s->progress_ctx, "copy from device", 0, len);
-    }
-    while (off < len) {
-        size_t chunk = tether_rpc_client_chunk(&s->c, s->chunk);
-        size_t n = len - off < chunk ? len - off : chunk;
-        tether_rpc_msg req, rep;
-        memset(&req, 0, sizeof req);
-        req.type = TETHER_RPC_COPY_FROM;
-        req.u.copy_from_req.array = array;
-        req.u.copy_from_req.offset = offset + off;
-        req.u.copy_from_req.length = n;
-        s->c.resize_above = n;
-        int rc = request(s, &req, &rep);
-        if (rc == TETHER_RPC_SMALLER) {
-            continue; /* again, smaller */
-        }
-        if (rc) {
-            return rc;
-        }
-        if (rep.u.copy_from_rep.data.len != n) {
-            return tether_set_error(TETHER_ERR_PROTOCOL, "COPY_FROM: asked %zu bytes, got %u", n,
-                                    (unsigned)rep.u.copy_from_rep.data.len);
-        }
-        memcpy((uint8_t *)data + off, rep.u.copy_from_rep.data.ptr, n);
-        off += n;
-        if (s->progress) {
-            s->progress(s->progress_ctx, "copy from device", off, len);
-        }
-    }
-    return 0;
-}
-
-/* ---- for session_call.c (session_internal.h) ---- */
-
-int tether__session_request(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep) {
-    return request(s, req, rep);
-}
-
-int tether__session_request_within(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep,
-                                   int timeout_ms) {
-    return request_within(s, req, rep, timeout_ms);
 }

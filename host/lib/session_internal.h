@@ -1,10 +1,12 @@
 /*
- * What session.c (opening, requests, uploads, arrays) and session_call.c (calls, TIME, OpenCL
- * launches and sequences) share: the session's state and the request path. Internal to the host
- * library.
+ * What session.c (opening, the request path), session_transfer.c (uploads, modules, arrays) and
+ * session_call.c (calls, TIME, OpenCL launches and sequences) share: the session's state and the
+ * request path. Internal to the host library.
  *
  * What must stay true: only session.c opens, reconnects and closes a session and changes its
- * connection state; session_call.c reaches the device through tether__session_request only.
+ * connection state; the other files reach the device through tether__session_request (or, for a
+ * pipelined bulk transfer, tether__session_usable before and tether__session_after_request after
+ * it), so every request is refused on an ended session and every failure is judged alike.
  */
 #ifndef TETHER_HOST_SESSION_INTERNAL_H
 #define TETHER_HOST_SESSION_INTERNAL_H
@@ -53,6 +55,14 @@ struct tether_session {
 int tether__session_request(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep);
 int tether__session_request_within(tether_session *s, tether_rpc_msg *req, tether_rpc_msg *rep,
                                    int timeout_ms);
+
+/* 0 when requests may go to the device, else TETHER_ERR_STATE naming the request `name` (NULL =
+ * "request"): the session ended (lost on a serial line, or not connected). */
+int tether__session_usable(tether_session *s, const char *name);
+
+/* What a failed request (status rc, message set) says about the session: a crash, a device
+ * restart or a connection that died marks it lost. Returns rc. */
+int tether__session_after_request(tether_session *s, int rc);
 
 static inline bool tether__session_is_uart(const tether_session *s) {
     return s->t.kind == TETHER_TRANSPORT_UART;
