@@ -1,7 +1,8 @@
 # Writes module.ld, exports.ld and firmware.json for RAM-upload modules of one firmware build.
 #   exports.ld  one absolute symbol per name in exports.def, at its address in the firmware
 #               (Thumb functions keep bit 0 set, as in the ELF symbol table)
-#   firmware.json  board, QEMU machine, CPU flags, load region, file names and export addresses
+#   firmware.json  board, QEMU binary and machine, core, features (HELLO cpu_features), clock,
+#               CPU flags, load region, file names and export addresses
 #               (for hosts that link modules: tether compile --upload)
 #   module.ld   memory = the firmware's load region; a 32-byte image header first (see
 #               docs/mcu.md), then code, read-only data, data; .bss after the uploaded bytes
@@ -111,7 +112,11 @@ file(WRITE ${OUT}/firmware.json "{
   \"format\": \"tether-mcu-firmware\",
   \"version\": 1,
   \"board\": \"${BOARD}\",
+  \"qemu\": \"${QEMU}\",
   \"qemu_machine\": \"${QEMU_MACHINE}\",
+  \"core\": \"${CORE}\",
+  \"features\": \"${FEATURES}\",
+  \"clock_hz\": ${CLOCK_HZ},
   \"firmware\": \"tether-fw.elf\",
   \"cpu_flags\": \"${cpu_flags}\",
   \"load_addr\": \"${load_start}\",

@@ -33,13 +33,14 @@ typedef struct tether_board_pool {
 
 /* Memory regions and identity of a board (all addresses are CPU addresses). */
 typedef struct tether_board_info {
-    const char *name;    /* board name, e.g. "mps2-an385" */
-    const char *cpu;     /* e.g. "cortex-m3" */
-    const char *triple;  /* e.g. "thumbv7m-none-eabi" */
-    uint32_t clock_hz;   /* CPU clock, also the rate of tether_platform_cycles */
-    uintptr_t ram_base;  /* all SRAM the firmware knows about */
-    uint32_t ram_size;   /* bytes */
-    uintptr_t heap_base; /* static NDArray heap (tether_heap) */
+    const char *name;     /* board name, e.g. "mps2-an385" */
+    const char *cpu;      /* e.g. "cortex-m3" */
+    const char *triple;   /* e.g. "thumbv7m-none-eabi" */
+    const char *features; /* HELLO cpu_features: "dsp fp.sp hard-float" (boards.txt); "" = none */
+    uint32_t clock_hz;    /* CPU clock, also the rate of tether_platform_cycles */
+    uintptr_t ram_base;   /* all SRAM the firmware knows about */
+    uint32_t ram_size;    /* bytes */
+    uintptr_t heap_base;  /* static NDArray heap (tether_heap) */
     uint32_t heap_size;
     uintptr_t load_base; /* RAM load region for uploaded code */
     uint32_t load_size;

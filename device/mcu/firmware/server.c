@@ -161,6 +161,9 @@ static int on_hello(void *ctx, const tether_rpc_msg *rq, tether_rpc_msg *rp) {
     h->version = TETHER_RPC_VERSION;
     h->triple = tether_rpc_str_c(board->triple);
     h->arch = tether_rpc_str_c(board->cpu);
+    /* the core's FPU, float ABI, DSP and MVE (the board table): a host refuses code that needs
+     * more before uploading it */
+    h->cpu_features = tether_rpc_str_c(board->features ? board->features : "");
     h->little_endian = true;
     h->pointer_bits = 32;
     h->max_frame = TETHER_MCU_MAX_FRAME;
