@@ -8,7 +8,7 @@
  * - tether_platform_cycles is monotonic: a reader retries when the high word moved, and counts
  *   a wrap whose interrupt has not run yet (in a handler, or with interrupts masked).
  * - tether_board_timing_sync runs Thumb-1 instructions only (Armv6-M included) and takes
- *   1e9 / BOARD_SYSCLK_HZ + 1 instructions per sample (see below).
+ *   ceil(1e9 / BOARD_SYSCLK_HZ) + 1 instructions per sample (see below).
  */
 #include <stdint.h>
 
@@ -20,9 +20,8 @@
 void tether_systick_handler(void);
 void tether__systick_init(void);
 
-_Static_assert(1000000000u % BOARD_SYSCLK_HZ == 0,
-               "the timing sync needs a whole number of ns per SysTick tick");
-#define TICK_NS   (1000000000u / BOARD_SYSCLK_HZ)
+/* ns per tick, rounded up: 40 at 25 MHz, 50 at 20 MHz, 32 (for 31.25) at 32 MHz */
+#define TICK_NS   ((1000000000u + BOARD_SYSCLK_HZ - 1u) / BOARD_SYSCLK_HZ)
 #define SYNC_NOPS (TICK_NS + 1u - 8u) /* 8 instructions of the loop itself */
 
 static volatile uint32_t systick_wraps;
@@ -55,7 +54,9 @@ uint64_t tether_platform_cycles(void) {
  * drop by 2 ticks is exactly at an edge (under -icount a sample sees a drop of 1 or 2, nothing
  * else). From there every instruction count, and so every tick count, is the same from run to
  * run. Interrupts are masked while syncing; at most 256 samples, so the loop also ends without
- * -icount, where instructions and time are unrelated.
+ * -icount, where instructions and time are unrelated. This is exact when a tick is a whole
+ * number of ns (25 MHz, 20 MHz); at 32 MHz (31.25 ns) the edges fall between instructions and
+ * a count may differ by one tick from run to run (docs/boards.md).
  */
 void tether_board_timing_sync(void) {
     __asm volatile(".syntax unified\n"
@@ -88,7 +89,8 @@ uint64_t tether_platform_cycles_hz(void) {
 }
 
 uint64_t tether_platform_time_ns(void) {
-    return tether_platform_cycles() * TICK_NS;
+    uint64_t c = tether_platform_cycles();
+    return c / BOARD_SYSCLK_HZ * 1000000000u + c % BOARD_SYSCLK_HZ * 1000000000u / BOARD_SYSCLK_HZ;
 }
 
 /* Free-running over the full 24 bits on the processor clock, lowest priority. */
