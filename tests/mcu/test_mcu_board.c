@@ -2,9 +2,11 @@
  * One board of the board table (device/mcu/boards/boards.txt) under QEMU (-icount shift=0),
  * through the tether CLI as a user drives it: `tether info` says the board's name, core,
  * features (FPU, float ABI, DSP, MVE) and clock as the table has them; `tether ab` of the KWS
- * example compiles both ABIs for the core from HELLO, runs them on the board and both equal the
- * reference interpreter; a model compiled for a core this board cannot run is refused from
- * HELLO, naming what the core lacks, before any byte of it is uploaded.
+ * example (on a part with less than 64 KiB of RAM, the micro:bit: a 16-8-4 MLP,
+ * tests/mcu/models/tiny_mlp.json) compiles both ABIs for the core from HELLO, runs them on the
+ * board and both equal the reference interpreter; a model compiled for a core this board cannot
+ * run is refused from HELLO, naming what the core lacks, before any byte of it is uploaded; on
+ * the small part, the KWS example is refused by the link step saying how far over it is.
  *
  * usage: test_mcu_board FIRMWARE_DIR TETHER_EXECUTABLE BOARDS_TXT
  */
@@ -32,6 +34,10 @@ static mcu_board board;
 static char out_text[65536];
 /* the board's line of the table */
 static char name[64], core[32], features[128], clock_hz[32];
+static long ram_kib;
+/* the A/B model: the KWS example, or on a part with little RAM (the micro:bit) a small MLP */
+static char model[600];
+static int small_board;
 
 /* Runs `tether ARGS` (one shell word each); stdout and stderr in out_text. */
 static int cli(const char *args) {
@@ -81,6 +87,7 @@ static int read_board(void) {
             snprintf(core, sizeof core, "%s", c);
             snprintf(clock_hz, sizeof clock_hz, "%s", clk);
             snprintf(features, sizeof features, "%s", strcmp(ft, "-") == 0 ? "" : ft);
+            ram_kib = strtol(ram, NULL, 10);
             found = 1;
         }
     }
@@ -98,6 +105,12 @@ static int setup(void **state) {
     if (read_board() != 0) {
         fprintf(stderr, "%s/firmware.json names no board of %s\n", mcu_fw_dir, boards_txt);
         return -1;
+    }
+    small_board = ram_kib < 64;
+    if (small_board) {
+        snprintf(model, sizeof model, "%s/tests/mcu/models/tiny_mlp.json", TETHER_SOURCE_DIR);
+    } else {
+        snprintf(model, sizeof model, "%s/examples/kws/kws.json", TETHER_SOURCE_DIR);
     }
     if (mcu_board_start(&board, true) != 0) {
         mcu_board_stop(&board);
@@ -141,20 +154,27 @@ static void test_hello(void **state) {
     }
 }
 
-/* Both ABIs of the KWS example, compiled for the board's core, equal the interpreter. */
-static void test_kws_ab(void **state) {
-    (void)state;
+/* The model's input: the KWS input, or 16 values for the MLP. */
+static void write_input(const char *in) {
     static float x[490];
     mcu_kws_input(x, 490);
+    int64_t kws_shape[4] = {1, 1, 49, 10}, mlp_shape[2] = {1, 16};
+    if (small_board) {
+        assert_int_equal(tether_npy_write(in, TETHER_FLOAT32, mlp_shape, 2, x), 0);
+    } else {
+        assert_int_equal(tether_npy_write(in, TETHER_FLOAT32, kws_shape, 4, x), 0);
+    }
+}
+
+/* Both ABIs of the model, compiled for the board's core, equal the interpreter. */
+static void test_kws_ab(void **state) {
+    (void)state;
     char in[300], json[300], args[1400];
     snprintf(in, sizeof in, "%s/in.npy", workdir);
     snprintf(json, sizeof json, "%s/ab.json", workdir);
-    int64_t shape[4] = {1, 1, 49, 10};
-    assert_int_equal(tether_npy_write(in, TETHER_FLOAT32, shape, 4, x), 0);
-    snprintf(args, sizeof args,
-             "ab %s/examples/kws/kws.json --device %s --in %s --repeat 3 --min-repeat-ms 5 "
-             "--json %s",
-             TETHER_SOURCE_DIR, board.url, in, json);
+    write_input(in);
+    snprintf(args, sizeof args, "ab %s --device %s --in %s --repeat 3 --min-repeat-ms 5 --json %s",
+             model, board.url, in, json);
     assert_int_equal(cli(args), 0);
     char want[200];
     snprintf(want, sizeof want, "for %s on %s", core, board.url);
@@ -211,8 +231,7 @@ static void test_other_core_refused(void **state) {
     snprintf(dir, sizeof dir, "%s/other", workdir);
     snprintf(in, sizeof in, "%s/in.npy", workdir);
     snprintf(out, sizeof out, "%s/y.npy", workdir);
-    snprintf(args, sizeof args, "compile %s/examples/kws/kws.json -o %s --target %s",
-             TETHER_SOURCE_DIR, dir, other);
+    snprintf(args, sizeof args, "compile %s -o %s --target %s", model, dir, other);
     assert_int_equal(cli(args), 0);
     snprintf(args, sizeof args, "run %s --device %s --in %s --out %s", dir, board.url, in, out);
     assert_int_equal(cli(args), 1);
@@ -222,6 +241,36 @@ static void test_other_core_refused(void **state) {
     assert_non_null(strstr(out_text, why));
     snprintf(want, sizeof want, "compile with --target %s", core);
     assert_non_null(strstr(out_text, want));
+    assert_null(strstr(out_text, "upload"));
+    assert_int_equal(access(out, F_OK), -1);
+}
+
+/* On a small part, the KWS example (52 KB of weights) is refused by the link step before any
+ * upload, saying how far over the load region it is and what would help. */
+static void test_too_big_refused(void **state) {
+    (void)state;
+    if (!small_board) {
+        skip(); /* the KWS example fits every other board */
+    }
+    char in[300], out[300], args[1400];
+    snprintf(in, sizeof in, "%s/kws_in.npy", workdir);
+    snprintf(out, sizeof out, "%s/kws_out.npy", workdir);
+    static float x[490];
+    mcu_kws_input(x, 490);
+    int64_t shape[4] = {1, 1, 49, 10};
+    assert_int_equal(tether_npy_write(in, TETHER_FLOAT32, shape, 4, x), 0);
+    snprintf(args, sizeof args, "run %s/examples/kws/kws.json --device %s --in %s --out %s",
+             TETHER_SOURCE_DIR, board.url, in, out);
+    assert_int_equal(cli(args), 1);
+    char want[200];
+    snprintf(want, sizeof want, "load region of the %s firmware: ", name);
+    const char *p = strstr(out_text, want);
+    assert_non_null(p);
+    long over = strtol(p + strlen(want), NULL, 10);
+    assert_true(over > 40000); /* 49 KB of weights alone */
+    assert_non_null(strstr(out_text, "bytes too large"));
+    assert_non_null(strstr(out_text, "--params blob"));
+    assert_non_null(strstr(out_text, "int8"));
     assert_null(strstr(out_text, "upload"));
     assert_int_equal(access(out, F_OK), -1);
 }
@@ -239,6 +288,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_hello),
         cmocka_unit_test(test_kws_ab),
         cmocka_unit_test(test_other_core_refused),
+        cmocka_unit_test(test_too_big_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

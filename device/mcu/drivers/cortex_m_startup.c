@@ -3,7 +3,8 @@
  * handler, the fault handlers, the stack guard, reset, the boot counter kept across warm resets
  * and the common part of the board info. The board's board_config.h gives BOARD_NUM_IRQS,
  * BOARD_UART_RX_IRQ (routed to tether_uart_rx_handler), BOARD_RAM_LO/HI (where a stacked fault
- * frame can be trusted) and, for an Armv7-M MPU guard below the stack, BOARD_STACK_GUARD_BELOW;
+ * frame can be trusted), optionally BOARD_FAULT_STACK_WORDS (default 512) and, for an Armv7-M
+ * MPU guard below the stack, BOARD_STACK_GUARD_BELOW;
  * the board table (device/mcu/boards/boards.txt, through the cross build) gives
  * TETHER_BOARD_NAME, _CORE, _TRIPLE, _FEATURES.
  *
@@ -41,7 +42,10 @@ void tether_systick_handler(void);
 void tether_uart_rx_handler(void);
 
 /* Private stack for fault reporting: a fault may come from a corrupted or exhausted main stack. */
-#define FAULT_STACK_WORDS 512
+#ifndef BOARD_FAULT_STACK_WORDS
+#define BOARD_FAULT_STACK_WORDS 512u /* 2 KiB */
+#endif
+#define FAULT_STACK_WORDS BOARD_FAULT_STACK_WORDS
 static uint32_t fault_stack[FAULT_STACK_WORDS] __attribute__((aligned(8)));
 uint32_t *const tether_fault_stack_top = &fault_stack[FAULT_STACK_WORDS];
 
