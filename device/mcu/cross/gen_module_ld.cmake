@@ -28,13 +28,18 @@ endforeach()
 math(EXPR load_start "0x${addr___tether_load_start}" OUTPUT_FORMAT HEXADECIMAL)
 math(EXPR load_size "0x${addr___tether_load_end} - 0x${addr___tether_load_start}")
 
-file(STRINGS ${EXPORTS} export_lines REGEX "^TETHER_EXPORT\\(")
+# TETHER_EXPORT_ARM lines only for Arm firmware (TOOLCHAIN arm-none-eabi), in exports.def order
+if(TOOLCHAIN STREQUAL "arm-none-eabi")
+    file(STRINGS ${EXPORTS} export_lines REGEX "^TETHER_EXPORT(_ARM)?\\(")
+else()
+    file(STRINGS ${EXPORTS} export_lines REGEX "^TETHER_EXPORT\\(")
+endif()
 set(json_exports "")
 set(id_text "")
 set(exports "/* Firmware symbols for RAM-upload modules of the ${BOARD} firmware (generated from
  * device/mcu/firmware/exports.def; do not edit). */\n")
 foreach(line ${export_lines})
-    string(REGEX REPLACE "^TETHER_EXPORT\\(([A-Za-z0-9_]+)\\).*" "\\1" name "${line}")
+    string(REGEX REPLACE "^TETHER_EXPORT(_ARM)?\\(([A-Za-z0-9_]+)\\).*" "\\2" name "${line}")
     if(NOT DEFINED addr_${name})
         message(FATAL_ERROR "exported symbol ${name} is missing from ${ELF}")
     endif()
@@ -56,8 +61,8 @@ string(SUBSTRING "${id_hash}" 0 8 exports_id)
 file(WRITE ${OUT}/module.ld "/*
  * Linker script for tether RAM-upload modules of the ${BOARD} firmware (generated; do not edit).
  * Load region: ${load_start}, ${load_size} bytes. Link with
- *   arm-none-eabi-gcc <cpu flags> -nostdlib -Wl,--gc-sections -T module.ld -T exports.ld obj... -lgcc
- * then upload the output of `arm-none-eabi-objcopy -O binary`. The module must define
+ *   ${TOOLCHAIN}-gcc <cpu flags> -nostdlib -Wl,--gc-sections -T module.ld -T exports.ld obj... -lgcc
+ * then upload the output of `${TOOLCHAIN}-objcopy -O binary`. The module must define
  *   const tether_func_registry tether_module_registry;
  */
 MEMORY
@@ -112,6 +117,7 @@ file(WRITE ${OUT}/firmware.json "{
   \"format\": \"tether-mcu-firmware\",
   \"version\": 1,
   \"board\": \"${BOARD}\",
+  \"toolchain\": \"${TOOLCHAIN}\",
   \"qemu\": \"${QEMU}\",
   \"qemu_machine\": \"${QEMU_MACHINE}\",
   \"core\": \"${CORE}\",

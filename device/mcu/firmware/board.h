@@ -52,14 +52,16 @@ typedef struct tether_board_info {
 
 /* Registers of a fault, as captured by the board's fault handler. */
 typedef struct tether_fault_info {
-    const char *kind; /* "HardFault", "MemManage", "BusFault", "UsageFault" */
-    uint32_t pc;      /* stacked PC: the faulting instruction (or the next one) */
-    uint32_t lr;      /* stacked LR */
-    uint32_t psr;     /* stacked xPSR */
-    uint32_t cfsr;    /* SCB->CFSR */
-    uint32_t hfsr;    /* SCB->HFSR */
-    uint32_t mmfar;   /* SCB->MMFAR (valid when CFSR.MMARVALID) */
-    uint32_t bfar;    /* SCB->BFAR (valid when CFSR.BFARVALID) */
+    const char *kind;   /* "HardFault", "MemManage", "BusFault", "UsageFault" */
+    uint32_t pc;        /* stacked PC: the faulting instruction (or the next one) */
+    uint32_t lr;        /* stacked LR */
+    uint32_t psr;       /* stacked xPSR */
+    uint32_t cfsr;      /* SCB->CFSR */
+    uint32_t hfsr;      /* SCB->HFSR */
+    uint32_t mmfar;     /* SCB->MMFAR (valid when CFSR.MMARVALID) */
+    uint32_t bfar;      /* SCB->BFAR (valid when CFSR.BFARVALID) */
+    const char *detail; /* set by cores without the Arm registers above: the text that replaces
+                           them in the report ("mcause=0x00000002 mtval=0x..."); else NULL */
 } tether_fault_info;
 
 /* Board hooks. */

@@ -15,8 +15,12 @@
 
 #include "tether/rpc/sha256.h"
 
-/* libgcc's run-time helpers (the AEABI names); only their addresses are taken here */
+/* libgcc's run-time helpers (the AEABI names, Arm only); only their addresses are taken */
+#if defined(__arm__)
 #define HELPER(name) void name(void);
+#else
+#define HELPER(name)
+#endif
 HELPER(__aeabi_fadd)
 HELPER(__aeabi_fsub)
 HELPER(__aeabi_frsub)
@@ -39,6 +43,11 @@ HELPER(__aeabi_uidivmod)
 #undef HELPER
 
 #define TETHER_EXPORT(name) (const void *)(uintptr_t)&name,
+#if defined(__arm__)
+#define TETHER_EXPORT_ARM(name) TETHER_EXPORT(name)
+#else
+#define TETHER_EXPORT_ARM(name)
+#endif
 __attribute__((used, section(".tether_exports"))) static const void *const exports[] = {
 #include "exports.def"
 };
