@@ -9,6 +9,7 @@
  * the session); nothing is printed: errors go to tether_last_error().
  */
 #include "tether/artifact.h"
+#include "tether/compiler.h"
 #include "tether/mcu_link.h"
 
 #include <errno.h>
@@ -131,7 +132,9 @@ int tether_artifact_target_check(const tether_device_info *d, const char *target
                                  const char *what) {
     char dev[300];
     describe(d, dev, sizeof dev);
-    int mcu_target = strncmp(target, "cortex-m", 8) == 0;
+    const tether_target *tt;
+    int mcu_target =
+        tether_target_find(target, &tt) == TETHER_OK && tt->kind == TETHER_TARGET_STATIC;
     if (is_mcu(d) && !mcu_target) {
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "%s was compiled for %s, but the device is %s: compile with "

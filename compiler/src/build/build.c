@@ -50,6 +50,9 @@ static const tether_target targets[] = {
      "arm-none-eabi-ar", TETHER_TARGET_STATIC,
      "Cortex-M55 without Helium: the scalar build to measure MVE against",
      "dsp fp.sp fp.dp hard-float"},
+    {"rv32imac", "riscv64-unknown-elf-gcc",
+     "-march=rv32imac -mabi=ilp32 -mcmodel=medany --specs=picolibc.specs", "riscv64-unknown-elf-ar",
+     TETHER_TARGET_STATIC, "RISC-V RV32IMAC microcontroller, no FPU (ilp32), static library", ""},
 };
 
 const tether_target *tether_targets(int *count) {
@@ -67,7 +70,7 @@ int tether_target_find(const char *name, const tether_target **out) {
     return tether_set_error(TETHER_ERR_NOT_FOUND,
                             "unknown target '%s' (x86_64-linux, aarch64-linux, cortex-m0, "
                             "cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55, "
-                            "cortex-m55-nomve)",
+                            "cortex-m55-nomve, rv32imac)",
                             name ? name : "(null)");
 }
 

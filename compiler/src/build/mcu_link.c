@@ -114,6 +114,13 @@ int tether_mcu_firmware_load(const char *path, tether_mcu_firmware *out) {
     }
     snprintf(out->board, sizeof out->board, "%s", board->valuestring);
     snprintf(out->cpu_flags, sizeof out->cpu_flags, "%s", flags->valuestring);
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(j, "toolchain");
+    snprintf(out->toolchain, sizeof out->toolchain, "arm-none-eabi");
+    if (cJSON_IsString(tc) && strlen(tc->valuestring) < sizeof out->toolchain &&
+        strspn(tc->valuestring, "abcdefghijklmnopqrstuvwxyz0123456789-_") ==
+            strlen(tc->valuestring)) {
+        snprintf(out->toolchain, sizeof out->toolchain, "%s", tc->valuestring);
+    }
     const cJSON *core = cJSON_GetObjectItemCaseSensitive(j, "core"),
                 *feat = cJSON_GetObjectItemCaseSensitive(j, "features");
     if (cJSON_IsString(core) && strlen(core->valuestring) < sizeof out->core) {
@@ -328,7 +335,14 @@ int tether_mcu_image_check(const tether_mcu_firmware *fw, const uint8_t *data, s
             return tether_set_error(TETHER_ERR_INVALID_ARG, "function '%s': ABI %u", nm,
                                     (unsigned)abi);
         }
-        if ((fn & 1u) == 0) {
+        bool riscv = strncmp(fw->toolchain, "riscv", 5) == 0;
+        if (riscv && (fn & 1u) != 0) {
+            return tether_set_error(TETHER_ERR_ALIGNMENT,
+                                    "function '%s' at 0x%08x is not 2-byte aligned: not a RISC-V "
+                                    "instruction address",
+                                    nm, (unsigned)fn);
+        }
+        if (!riscv && (fn & 1u) == 0) {
             return tether_set_error(TETHER_ERR_ALIGNMENT,
                                     "function '%s' at 0x%08x has no Thumb bit: Cortex-M runs "
                                     "Thumb code only (compile with -mthumb)",
@@ -367,13 +381,13 @@ static void flag_value(const char *flags, const char *opt, char *out, size_t n) 
  * extensions are checked separately (features). -1 = unknown. */
 static const struct {
     const char *name;
-    int rank;
+    int rank; /* Arm: 0..4; RISC-V: 100 (RV32IMAC) */
     const char *isa;
-} cores[] = {{"cortex-m0", 0, "Armv6-M"},    {"cortex-m0plus", 0, "Armv6-M"},
-             {"cortex-m1", 0, "Armv6-M"},    {"cortex-m3", 1, "Armv7-M"},
-             {"cortex-m4", 2, "Armv7E-M"},   {"cortex-m7", 2, "Armv7E-M"},
-             {"cortex-m33", 3, "Armv8-M"},   {"cortex-m35p", 3, "Armv8-M"},
-             {"cortex-m55", 4, "Armv8.1-M"}, {"cortex-m85", 4, "Armv8.1-M"}};
+} cores[] = {
+    {"rv32imac", 100, "RV32IMAC"},  {"cortex-m0", 0, "Armv6-M"},   {"cortex-m0plus", 0, "Armv6-M"},
+    {"cortex-m1", 0, "Armv6-M"},    {"cortex-m3", 1, "Armv7-M"},   {"cortex-m4", 2, "Armv7E-M"},
+    {"cortex-m7", 2, "Armv7E-M"},   {"cortex-m33", 3, "Armv8-M"},  {"cortex-m35p", 3, "Armv8-M"},
+    {"cortex-m55", 4, "Armv8.1-M"}, {"cortex-m85", 4, "Armv8.1-M"}};
 
 static int cpu_rank(const char *cpu) {
     for (size_t i = 0; i < sizeof cores / sizeof cores[0]; i++) {
@@ -440,8 +454,11 @@ int tether_mcu_target_check(const char *target, const char *board, const char *c
     char mc[64];
     flag_value(t->cflags, "-mcpu=", mc, sizeof mc);
     mc[strcspn(mc, "+")] = 0; /* cortex-m55+nomve: the core */
+    if (!mc[0]) {             /* RISC-V targets name the ISA with -march */
+        flag_value(t->cflags, "-march=", mc, sizeof mc);
+    }
     int rm = cpu_rank(mc), rd = cpu_rank(core);
-    if (rm < 0 || rd < 0 || rm > rd) {
+    if (rm < 0 || rd < 0 || rm > rd || (rm >= 100) != (rd >= 100)) {
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "the module was compiled for %s (%s), which the %s board's %s (%s) "
                                 "cannot run%s",
@@ -671,7 +688,10 @@ int tether_mcu_link(const tether_mcu_firmware *fw, const char *target, const cha
     if (target && (rc = check_target(fw, target))) {
         return rc;
     }
-    const char *cc = "arm-none-eabi-gcc", *objcopy = "arm-none-eabi-objcopy";
+    char cc[64], objcopy[64];
+    snprintf(cc, sizeof cc, "%s-gcc", fw->toolchain[0] ? fw->toolchain : "arm-none-eabi");
+    snprintf(objcopy, sizeof objcopy, "%s-objcopy",
+             fw->toolchain[0] ? fw->toolchain : "arm-none-eabi");
     char log[TETHER_MCU_PATH_MAX + 8];
     snprintf(log, sizeof log, "%s.log", out_bin);
     unlink(log);
@@ -681,7 +701,7 @@ int tether_mcu_link(const tether_mcu_firmware *fw, const char *target, const cha
     snprintf(flags, sizeof flags, "%s", fw->cpu_flags);
     char *argv[80];
     int n = 0;
-    argv[n++] = (char *)cc;
+    argv[n++] = cc;
     char *save = NULL;
     for (char *t = strtok_r(flags, " ", &save); t && n < 20; t = strtok_r(NULL, " ", &save)) {
         argv[n++] = t;
@@ -702,13 +722,14 @@ int tether_mcu_link(const tether_mcu_firmware *fw, const char *target, const cha
     int st = tether__run_logged(argv, log);
     if (st == 127 || st < 0) {
         return tether_set_error(TETHER_ERR_NOT_FOUND,
-                                "cannot run %s (install gcc-arm-none-eabi, scripts/setup)", cc);
+                                "cannot run %s (install gcc-%s, scripts/setup)", cc,
+                                fw->toolchain[0] ? fw->toolchain : "arm-none-eabi");
     }
     if (st != 0) {
         unlink(out_elf);
         return link_failed(fw, log);
     }
-    char *oc[] = {(char *)objcopy, "-O", "binary", (char *)out_elf, (char *)out_bin, NULL};
+    char *oc[] = {objcopy, "-O", "binary", (char *)out_elf, (char *)out_bin, NULL};
     st = tether__run_logged(oc, log);
     if (st != 0) {
         unlink(out_elf);
