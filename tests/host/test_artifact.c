@@ -221,6 +221,20 @@ static void test_target_check(void **state) {
                            "board's firmware (cortex-m4) uses the hard-float"));
     assert_int_equal(tether_artifact_target_check(&board, "cortex-m4", "", "art"),
                      TETHER_ERR_MISMATCH);
+    /* another instruction set family: RISC-V code on an Arm core and back */
+    tether_device_info rv = board;
+    snprintf(rv.board, sizeof rv.board, "rv32-virt");
+    snprintf(rv.arch, sizeof rv.arch, "rv32imac");
+    assert_int_equal(tether_artifact_target_check(&rv, "rv32imac", "", "art"), 0);
+    assert_int_equal(tether_artifact_target_check(&board, "rv32imac", "", "art"),
+                     TETHER_ERR_MISMATCH);
+    assert_string_equal(tether_last_error(),
+                        "art: the module was compiled for rv32imac (RV32IMAC), which the "
+                        "mps2-an385 board's cortex-m3 (Armv7-M) cannot run: compile with "
+                        "--target cortex-m3");
+    assert_int_equal(tether_artifact_target_check(&rv, "cortex-m0", "", "art"),
+                     TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "compile with --target rv32imac"));
     /* an MVE core that lost its MVE (a board without Helium reports no mve) */
     snprintf(m55.cpu_features, sizeof m55.cpu_features, "dsp fp.sp fp.dp hard-float");
     assert_int_equal(tether_artifact_target_check(&m55, "cortex-m55", "", "art"),

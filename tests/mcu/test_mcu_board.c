@@ -216,7 +216,8 @@ static void test_other_core_refused(void **state) {
     } refuse[] = {
         {"cortex-m0", "cortex-m3", "cannot run"},   {"cortex-m3", "cortex-m4", "cannot run"},
         {"cortex-m4", "cortex-m55", "cannot run"},  {"cortex-m7", "cortex-m55", "cannot run"},
-        {"cortex-m33", "cortex-m7", "lacks fp.dp"}, {"cortex-m55", "cortex-m3", "soft-float ABI"}};
+        {"cortex-m33", "cortex-m7", "lacks fp.dp"}, {"cortex-m55", "cortex-m3", "soft-float ABI"},
+        {"rv32imac", "cortex-m3", "cannot run"}};
     const char *other = NULL, *why = NULL;
     for (size_t i = 0; i < sizeof refuse / sizeof *refuse; i++) {
         if (strcmp(refuse[i].core, core) == 0) {
