@@ -2,7 +2,8 @@
 # scripts/bench boards: the board x model matrix (docs/boards.md, "Measured"). For every board of
 # device/mcu/boards/boards.txt whose firmware is built, QEMU is started with -icount shift=0
 # (scripts/qemu-board --icount --board NAME) and every model of the zoo (examples/kws and the
-# ONNX files of bench/models, written by bench_models) goes through `tether ab`: both ABIs
+# ONNX files of bench/models, written by bench_models; tests/mcu/models/tiny_mlp.json, which
+# fits the micro:bit) goes through `tether ab`: both ABIs
 # compiled for the board's core from HELLO, linked, uploaded, run and compared with the
 # interpreter. A model over the board's load region by less than 256 KiB runs again with
 # --params blob --params-pool psram --pool psram (weights uploaded as a blob, tensors in the
@@ -21,7 +22,7 @@ table=$here/device/mcu/boards/boards.txt
 tether=$dir/host/cli/tether
 boards=("$@")
 [ ${#boards[@]} -gt 0 ] || mapfile -t boards < <(awk '/^[a-z0-9]/ { print $1 }' "$table")
-models=${TETHER_BENCH_MODELS:-"kws micro_speech ds_cnn_s mobilenet_v1_025 mobilenet_v2_035 unet_small attention_block"}
+models=${TETHER_BENCH_MODELS:-"tiny_mlp kws micro_speech ds_cnn_s mobilenet_v1_025 mobilenet_v2_035 unet_small attention_block"}
 zoo=$dir/bench/models/out
 limit=${TETHER_BENCH_TIMEOUT:-300} # seconds per `tether ab`
 if [ ! -f "$zoo/ds_cnn_s.onnx" ]; then
@@ -59,11 +60,12 @@ start_board() {
 model_file() {
     case $1 in
     kws) echo "$here/examples/kws/kws.json" ;;
+    tiny_mlp) echo "$here/tests/mcu/models/tiny_mlp.json" ;; # a 16-8-4 MLP (fits the micro:bit)
     *) echo "$zoo/$1.onnx" ;;
     esac
 }
 
-echo "| board | core | target | model | weights | ABI | cycles | code | image | .bss | static stack | stack HWM |"
+echo "| board | core | target | model | weights | ABI | cycles | code | text+data | .bss | static stack | stack HWM |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for b in "${boards[@]}"; do
     fw=$dir/device/mcu/$b/tether-fw.elf
@@ -117,7 +119,7 @@ for a in j["abis"]:
 PY
             else
                 why=$(grep -m1 -E "does not fit|failed|error|cannot" "$work/ab.out" |
-                    sed 's/|/\\|/g; s/^tether ab: //; s/; helps: .*//' | cut -c1-220)
+                    sed 's/|/\\|/g; s/^tether ab: //; s/; use --pool .*//' | cut -c1-220)
                 if [ -z "$why" ]; then
                     why="no result within ${limit} s (TETHER_BENCH_TIMEOUT)"
                     start_board "$b" # it may still be running the call

@@ -57,7 +57,7 @@ typedef struct lsec {
     int ev0, ev1; /* events [ev0, ev1) */
 } lsec;
 
-static libset *lib_cache[8];
+static libset *lib_cache[16]; /* one per target profile (build.c has 10) */
 static int lib_ncache;
 
 #define GROW(ptr, n, cap, init)                                                                    \

@@ -638,9 +638,9 @@ static int link_failed(const tether_mcu_firmware *fw, const char *log) {
         }
         return tether_set_error(TETHER_ERR_LIMIT,
                                 "the module (code, data, .bss) does not fit the %llu-byte load "
-                                "region of the %s firmware: %llu bytes too large; helps: "
-                                "--params blob (weights in a pool), --pool (tensors in the "
-                                "board's pools), int8 weights (1/4 of the bytes) (see %s)",
+                                "region of the %s firmware: %llu bytes too large; use --pool "
+                                "(tensors in the board's pools), --params blob (weights in a "
+                                "pool) or int8 weights (1/4 of the bytes) (see %s)",
                                 (unsigned long long)fw->load_size, fw->board, over, log);
     }
     if (log_line(log, "undefined reference to", line, sizeof line)) {
