@@ -43,7 +43,12 @@ foreach(line ${export_lines})
     if(NOT DEFINED addr_${name})
         message(FATAL_ERROR "exported symbol ${name} is missing from ${ELF}")
     endif()
-    string(APPEND exports "${name} = 0x${addr_${name}};\n")
+    # libgcc's helpers (TETHER_EXPORT_ARM) reach exports.ld only on boards that ask for them
+    # (LINK_HELPERS, board.cmake: a small load region); elsewhere a module links its own copy,
+    # which it calls without a long-branch veneer. The exports id covers every export.
+    if(NOT line MATCHES "^TETHER_EXPORT_ARM" OR LINK_HELPERS)
+        string(APPEND exports "${name} = 0x${addr_${name}};\n")
+    endif()
     string(TOLOWER "${addr_${name}}" addr_lower)
     string(APPEND id_text "${addr_lower}\n")
     if(json_exports)
