@@ -30,13 +30,17 @@ grep -q "unknown board 'no-such-board'" <<<"$err" || fail "unknown board message
 grep -q "$board" <<<"$err" || fail "the message does not list the boards: $err"
 
 run_board() { # starts the board with "$@", reads the first line into $url
+    rm -f url.txt err.txt # (an old url.txt would be read before the new script truncates it)
     TETHER_BUILD_DIR=$build "$script" --icount --board "$board" "$@" >url.txt 2>err.txt &
     pid=$!
-    for _ in $(seq 100); do
-        [ -s url.txt ] && break
+    url=
+    for _ in $(seq 150); do
+        if [ -f url.txt ] && [ "$(wc -l <url.txt)" -ge 1 ]; then
+            url=$(head -n 1 url.txt)
+            break
+        fi
         sleep 0.1
     done
-    url=$(head -n 1 url.txt)
 }
 stop_board() {
     local qpid
