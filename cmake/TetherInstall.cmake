@@ -57,7 +57,7 @@ endforeach()
 
 # firmware builds, in the layout the CLI searches (<prefix>/share/tether/firmware/<board>)
 if(TETHER_WITH_MCU)
-    foreach(board ${TETHER_MCU_BOARDS})
+    foreach(board ${TETHER_MCU_BOARDS_BUILT})
         install(FILES ${TETHER_MCU_FW_DIR_${board}}/tether-fw.elf
                       ${TETHER_MCU_FW_DIR_${board}}/firmware.json
                       ${TETHER_MCU_FW_DIR_${board}}/module.ld

@@ -9,6 +9,8 @@
  * the session); nothing is printed: errors go to tether_last_error().
  */
 #include "tether/artifact.h"
+#include "tether/compiler.h"
+#include "tether/mcu_link.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -130,7 +132,9 @@ int tether_artifact_target_check(const tether_device_info *d, const char *target
                                  const char *what) {
     char dev[300];
     describe(d, dev, sizeof dev);
-    int mcu_target = strncmp(target, "cortex-m", 8) == 0;
+    const tether_target *tt;
+    int mcu_target =
+        tether_target_find(target, &tt) == TETHER_OK && tt->kind == TETHER_TARGET_STATIC;
     if (is_mcu(d) && !mcu_target) {
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "%s was compiled for %s, but the device is %s: compile with "
@@ -143,6 +147,14 @@ int tether_artifact_target_check(const tether_device_info *d, const char *target
                                 "the device is %s, which loads shared objects: compile with "
                                 "--target %s-linux",
                                 what, target, dev, d->arch);
+    }
+    /* an MCU target must run on the board's core: instruction set, float ABI, FPU precision,
+     * DSP and MVE, from HELLO (arch, cpu_features), before anything is uploaded */
+    if (is_mcu(d) && tether_mcu_target_check(target, d->board[0] ? d->board : "MCU", d->arch,
+                                             d->cpu_features) != TETHER_OK) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", tether_last_error());
+        return tether_set_error(TETHER_ERR_MISMATCH, "%s: %s", what, why);
     }
     /* a Linux target must match the device's architecture ("aarch64-linux" on an aarch64) */
     const char *dash = strstr(target, "-linux");

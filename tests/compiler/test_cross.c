@@ -151,6 +151,57 @@ static void test_other_profiles(void **state) {
     }
 }
 
+/* The profiles of the newer boards (docs/boards.md): Cortex-M33, Cortex-M55 with and without
+ * Helium, and RV32IMAC, each skipped without its compiler: the zoo builds in both ABIs and its
+ * static stack is bounded (for rv32imac: libgcc's and picolibc's frames from the RISC-V
+ * disassembly, compiler/src/build/libframes.c). */
+static void test_board_profiles(void **state) {
+    (void)state;
+    const char *targets[] = {"cortex-m33", "cortex-m55", "cortex-m55-nomve", "rv32imac"};
+    int built = 0;
+    for (int i = 0; i < 4; i++) {
+        const tether_target *t;
+        assert_int_equal(tether_target_find(targets[i], &t), 0);
+        assert_non_null(t->features);
+        if (!tether_target_available(t)) {
+            printf("%s: %s not installed, not built\n", targets[i], t->cc);
+            continue;
+        }
+        for (int abi = 0; abi < 2; abi++) {
+            tether_ir_graph g;
+            tt_build_zoo(&g);
+            assert_int_equal(tether_ir_infer(&g), 0);
+            tether_compile_options o;
+            tether_compile_options_init(&o);
+            o.codegen.abi = (tether_abi)abi;
+            o.codegen.prefix = "zoo";
+            o.build.target = targets[i];
+            char dir[1024], rm[1200];
+            snprintf(dir, sizeof dir, "%s/tests/compiler/profile-%s-%d", TETHER_BINARY_DIR,
+                     targets[i], abi);
+            snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+            assert_int_equal(system(rm), 0);
+            tether_compile_result res;
+            if (tether_compile_graph(&g, dir, &o, &res) != 0) {
+                fail_msg("%s: %s", targets[i], tether_last_error());
+            }
+            if (!res.build.stack.bounded) {
+                fail_msg("%s abi %d: stack unbounded: %s", targets[i], abi, res.build.stack.reason);
+            }
+            printf("%s abi %d: text %llu, static stack %llu bytes\n", targets[i], abi,
+                   (unsigned long long)res.build.sizes.text,
+                   (unsigned long long)res.build.stack.bytes);
+            assert_true(res.build.stack.bytes > 0);
+            assert_int_equal(system(rm), 0);
+            tether_ir_close(&g);
+            built++;
+        }
+    }
+    if (!built) {
+        skip();
+    }
+}
+
 static void test_zoo_runs_on_host(void **state) {
     (void)state;
     tether_ir_graph g;
@@ -178,9 +229,8 @@ static void test_zoo_runs_on_host(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_x86_64),
-        cmocka_unit_test(test_cortex_m3),
-        cmocka_unit_test(test_other_profiles),
+        cmocka_unit_test(test_x86_64),           cmocka_unit_test(test_cortex_m3),
+        cmocka_unit_test(test_other_profiles),   cmocka_unit_test(test_board_profiles),
         cmocka_unit_test(test_zoo_runs_on_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

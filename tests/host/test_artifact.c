@@ -183,6 +183,64 @@ static void test_target_check(void **state) {
                         "art was compiled for x86_64-linux, but the device is the mps2-an385 "
                         "board (cortex-m3): compile with --target cortex-m3");
 
+    /* an MCU core from HELLO (arch, cpu_features): instruction set, float ABI, FPU, MVE */
+    tether_device_info m4 = board, m55 = board, m7 = board;
+    snprintf(m4.board, sizeof m4.board, "mps2-an386");
+    snprintf(m4.arch, sizeof m4.arch, "cortex-m4");
+    snprintf(m4.cpu_features, sizeof m4.cpu_features, "dsp fp.sp hard-float");
+    snprintf(m7.board, sizeof m7.board, "mps2-an500");
+    snprintf(m7.arch, sizeof m7.arch, "cortex-m7");
+    snprintf(m7.cpu_features, sizeof m7.cpu_features, "dsp fp.sp fp.dp hard-float");
+    snprintf(m55.board, sizeof m55.board, "mps3-an547");
+    snprintf(m55.arch, sizeof m55.arch, "cortex-m55");
+    snprintf(m55.cpu_features, sizeof m55.cpu_features, "dsp fp.sp fp.dp hard-float mve mve.fp");
+    assert_int_equal(tether_artifact_target_check(&m4, "cortex-m4", "", "art"), 0);
+    assert_int_equal(tether_artifact_target_check(&m7, "cortex-m4", "", "art"), 0);
+    assert_int_equal(tether_artifact_target_check(&m55, "cortex-m4", "", "art"), 0);
+    assert_int_equal(tether_artifact_target_check(&m55, "cortex-m55-nomve", "", "art"), 0);
+    assert_int_equal(tether_artifact_target_check(&m55, "cortex-m33", "", "art"), 0);
+    /* Helium code on a Cortex-M4F: refused before any upload, saying what the core lacks */
+    assert_int_equal(tether_artifact_target_check(&m4, "cortex-m55", "", "art"),
+                     TETHER_ERR_MISMATCH);
+    assert_string_equal(tether_last_error(),
+                        "art: the module was compiled for cortex-m55 (Armv8.1-M), which the "
+                        "mps2-an386 board's cortex-m4 (Armv7E-M) cannot run: compile with "
+                        "--target cortex-m4");
+    /* double precision on a single-precision FPU */
+    assert_int_equal(tether_artifact_target_check(&m4, "cortex-m7", "", "art"),
+                     TETHER_ERR_MISMATCH);
+    assert_string_equal(tether_last_error(),
+                        "art: the module was compiled for cortex-m7, which needs dsp fp.sp fp.dp "
+                        "hard-float; the mps2-an386 board's cortex-m4 has dsp fp.sp hard-float "
+                        "and lacks fp.dp: compile with --target cortex-m4");
+    /* soft-float code on a hard-float firmware and back */
+    assert_int_equal(tether_artifact_target_check(&m4, "cortex-m3", "", "art"),
+                     TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(),
+                           "with the soft-float ABI, but the mps2-an386 "
+                           "board's firmware (cortex-m4) uses the hard-float"));
+    assert_int_equal(tether_artifact_target_check(&board, "cortex-m4", "", "art"),
+                     TETHER_ERR_MISMATCH);
+    /* another instruction set family: RISC-V code on an Arm core and back */
+    tether_device_info rv = board;
+    snprintf(rv.board, sizeof rv.board, "rv32-virt");
+    snprintf(rv.arch, sizeof rv.arch, "rv32imac");
+    assert_int_equal(tether_artifact_target_check(&rv, "rv32imac", "", "art"), 0);
+    assert_int_equal(tether_artifact_target_check(&board, "rv32imac", "", "art"),
+                     TETHER_ERR_MISMATCH);
+    assert_string_equal(tether_last_error(),
+                        "art: the module was compiled for rv32imac (RV32IMAC), which the "
+                        "mps2-an385 board's cortex-m3 (Armv7-M) cannot run: compile with "
+                        "--target cortex-m3");
+    assert_int_equal(tether_artifact_target_check(&rv, "cortex-m0", "", "art"),
+                     TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "compile with --target rv32imac"));
+    /* an MVE core that lost its MVE (a board without Helium reports no mve) */
+    snprintf(m55.cpu_features, sizeof m55.cpu_features, "dsp fp.sp fp.dp hard-float");
+    assert_int_equal(tether_artifact_target_check(&m55, "cortex-m55", "", "art"),
+                     TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "lacks mve mve.fp"));
+
     /* the CPU: x86-64 levels up to the device's, armv8 extensions it has, an MCU's own core */
     snprintf(host.cpu, sizeof host.cpu, "x86-64-v3");
     assert_int_equal(tether_artifact_target_check(&host, "x86_64-linux", "x86-64-v2", "art"), 0);

@@ -39,8 +39,23 @@ int mcu_board_start(mcu_board *b, bool icount) {
     b->fd = -1;
     b->out_fd = -1;
     b->next_id = 1;
-    if (system("command -v qemu-system-arm >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "SKIP: qemu-system-arm not installed (scripts/setup installs it)\n");
+    /* the board's QEMU program: firmware.json's "qemu" (qemu-system-arm when it has none) */
+    char qemu[64] = "qemu-system-arm", json[600], line[256];
+    snprintf(json, sizeof json, "%s/firmware.json", mcu_fw_dir);
+    FILE *jf = fopen(json, "r");
+    while (jf && fgets(line, sizeof line, jf)) {
+        char v[64];
+        if (sscanf(line, " \"qemu\": \"%63[a-z0-9_-]\"", v) == 1) {
+            snprintf(qemu, sizeof qemu, "%s", v);
+        }
+    }
+    if (jf) {
+        fclose(jf);
+    }
+    char probe[160];
+    snprintf(probe, sizeof probe, "command -v %s >/dev/null 2>&1", qemu);
+    if (system(probe) != 0) {
+        fprintf(stderr, "SKIP: %s not installed (scripts/setup installs it)\n", qemu);
         exit(77);
     }
     char fw[512], script[512];

@@ -388,6 +388,10 @@ typedef struct tether_target {
     const char *ar;     /* archiver of static targets (NULL for shared ones) */
     tether_target_kind kind;
     const char *description;
+    /* MCU targets: what the code needs of the core, in the tokens of HELLO's cpu_features on a
+     * board (dsp, fp.sp, fp.dp, hard-float, mve, mve.fp; docs/boards.md); "" = nothing beyond
+     * the core's base instruction set. NULL for the Linux targets. */
+    const char *features;
 } tether_target;
 
 /* The built-in profiles (docs/codegen.md), NULL-terminated by count. */

@@ -8,7 +8,7 @@
  * exports.ld next to it). This module finds and reads that description, checks it against what
  * the device reported in HELLO, runs the cross linker (argv arrays, never a shell), and checks
  * the resulting image the way the firmware will (header, link address, region, registry
- * alignment, Thumb bit of every function) so problems are reported on the host with the file
+ * alignment, Thumb bit of every function on Arm) so problems are reported on the host with the file
  * and the reason before anything is uploaded.
  *
  * Ownership: plain structs filled by the calls, no heap memory to release. Errors: negative
@@ -30,9 +30,13 @@ extern "C" {
 
 /* One firmware build, as described by its firmware.json. */
 typedef struct tether_mcu_firmware {
-    char json[TETHER_MCU_PATH_MAX];      /* path of firmware.json */
-    char board[64];                      /* "mps2-an385" */
-    char cpu_flags[256];                 /* "-mcpu=cortex-m3 -mthumb -mfloat-abi=soft" */
+    char json[TETHER_MCU_PATH_MAX]; /* path of firmware.json */
+    char board[64];                 /* "mps2-an385" */
+    char cpu_flags[256];            /* "-mcpu=cortex-m3 -mthumb -mfloat-abi=soft" */
+    char
+        toolchain[32]; /* "arm-none-eabi" (default), "riscv64-unknown-elf": <toolchain>-gcc links */
+    char core[32];     /* "cortex-m4" (the board table's core); "" in older descriptions */
+    char features[128];                  /* "dsp fp.sp hard-float", as HELLO's cpu_features */
     uint64_t load_addr, load_size;       /* RAM load region */
     uint32_t exports_id;                 /* 0 when the file has none */
     char module_ld[TETHER_MCU_PATH_MAX]; /* absolute paths of the linker scripts */
@@ -54,6 +58,15 @@ int tether_mcu_firmware_find(const char *board, const char *const *dirs, int n,
 int tether_mcu_firmware_check(const tether_mcu_firmware *fw, const char *board, uint64_t load_addr,
                               uint64_t load_size, uint32_t exports_id);
 
+/* Whether code compiled for `target` (a profile name such as "cortex-m55") runs on an MCU
+ * core: `core` and `features` as the board's HELLO says them (arch, cpu_features: dsp, fp.sp,
+ * fp.dp, hard-float, mve, mve.fp). Refused (TETHER_ERR_MISMATCH, naming what the core lacks and
+ * the --target to use): a Linux target, an instruction set above the core's (Armv6-M < Armv7-M
+ * < Armv7E-M < Armv8-M Mainline < Armv8.1-M), another float ABI, an FPU precision, DSP or MVE
+ * the core does not have. `board` only names the board in the message. */
+int tether_mcu_target_check(const char *target, const char *board, const char *core,
+                            const char *features);
+
 /* What the link produced. */
 typedef struct tether_mcu_image {
     uint64_t size;      /* bytes to upload (header, code, read-only data, data) */
@@ -68,7 +81,8 @@ typedef struct tether_mcu_image {
 
 /* Checks an image as the firmware's LOAD_MODULE will: magic and version, link address = load
  * region, header size = `size`, .bss inside the region, registry and entry table 4-byte aligned
- * and inside the image, every function pointer with the Thumb bit and inside the image's code,
+ * and inside the image, every function pointer with the Thumb bit (Arm) or 2-byte aligned
+ * (RISC-V) and inside the image's code,
  * names NUL-terminated inside the image. Fills img (size, addresses, functions). */
 int tether_mcu_image_check(const tether_mcu_firmware *fw, const uint8_t *data, size_t size,
                            tether_mcu_image *img);

@@ -25,18 +25,34 @@
 
 static const tether_target targets[] = {
     {"x86_64-linux", "gcc", "-fPIC -mno-red-zone", NULL, TETHER_TARGET_SHARED,
-     "host gcc, shared object for upload to tetherd"},
+     "host gcc, shared object for upload to tetherd", NULL},
     {"aarch64-linux", "aarch64-linux-gnu-gcc", "-fPIC", NULL, TETHER_TARGET_SHARED,
-     "64-bit Arm Linux boards and phones, shared object"},
+     "64-bit Arm Linux boards and phones, shared object", NULL},
     {"cortex-m0", "arm-none-eabi-gcc", "-mcpu=cortex-m0 -mthumb -mfloat-abi=soft",
-     "arm-none-eabi-ar", TETHER_TARGET_STATIC, "Armv6-M, no FPU, static library"},
+     "arm-none-eabi-ar", TETHER_TARGET_STATIC, "Armv6-M, no FPU, static library", ""},
     {"cortex-m3", "arm-none-eabi-gcc", "-mcpu=cortex-m3 -mthumb -mfloat-abi=soft",
-     "arm-none-eabi-ar", TETHER_TARGET_STATIC, "Armv7-M, no FPU, static library"},
+     "arm-none-eabi-ar", TETHER_TARGET_STATIC, "Armv7-M, no FPU, static library", ""},
     {"cortex-m4", "arm-none-eabi-gcc", "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16",
-     "arm-none-eabi-ar", TETHER_TARGET_STATIC,
-     "Armv7E-M with single-precision FPU, static library"},
+     "arm-none-eabi-ar", TETHER_TARGET_STATIC, "Armv7E-M with single-precision FPU, static library",
+     "dsp fp.sp hard-float"},
     {"cortex-m7", "arm-none-eabi-gcc", "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16",
-     "arm-none-eabi-ar", TETHER_TARGET_STATIC, "Armv7E-M with double-precision FPU"},
+     "arm-none-eabi-ar", TETHER_TARGET_STATIC, "Armv7E-M with double-precision FPU",
+     "dsp fp.sp fp.dp hard-float"},
+    {"cortex-m33", "arm-none-eabi-gcc",
+     "-mcpu=cortex-m33 -mthumb -mfloat-abi=hard -mfpu=fpv5-sp-d16", "arm-none-eabi-ar",
+     TETHER_TARGET_STATIC, "Armv8-M Mainline with DSP and single-precision FPU",
+     "dsp fp.sp hard-float"},
+    {"cortex-m55", "arm-none-eabi-gcc", "-mcpu=cortex-m55 -mthumb -mfloat-abi=hard",
+     "arm-none-eabi-ar", TETHER_TARGET_STATIC,
+     "Armv8.1-M with Helium (MVE, integer and float; gcc vectorizes) and double-precision FPU",
+     "dsp fp.sp fp.dp hard-float mve mve.fp"},
+    {"cortex-m55-nomve", "arm-none-eabi-gcc", "-mcpu=cortex-m55+nomve -mthumb -mfloat-abi=hard",
+     "arm-none-eabi-ar", TETHER_TARGET_STATIC,
+     "Cortex-M55 without Helium: the scalar build to measure MVE against",
+     "dsp fp.sp fp.dp hard-float"},
+    {"rv32imac", "riscv64-unknown-elf-gcc",
+     "-march=rv32imac -mabi=ilp32 -mcmodel=medany --specs=picolibc.specs", "riscv64-unknown-elf-ar",
+     TETHER_TARGET_STATIC, "RISC-V RV32IMAC microcontroller, no FPU (ilp32), static library", ""},
 };
 
 const tether_target *tether_targets(int *count) {
@@ -53,7 +69,8 @@ int tether_target_find(const char *name, const tether_target **out) {
     }
     return tether_set_error(TETHER_ERR_NOT_FOUND,
                             "unknown target '%s' (x86_64-linux, aarch64-linux, cortex-m0, "
-                            "cortex-m3, cortex-m4, cortex-m7)",
+                            "cortex-m3, cortex-m4, cortex-m7, cortex-m33, cortex-m55, "
+                            "cortex-m55-nomve, rv32imac)",
                             name ? name : "(null)");
 }
 

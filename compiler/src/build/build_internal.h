@@ -53,6 +53,9 @@ typedef struct tether__libset {
     int nmembers;
     int *hash; /* open addressing over global functions, -1 empty */
     int hcap;
+    uint64_t rv_call_at; /* RISC-V: address of the last `auipc ra/t1` (a call/tail pair) */
+    int rv_t1_known;     /* RISC-V: t1 holds rv_t1 (the last `li t1,N`), for libgcc's */
+    int64_t rv_t1;       /* __riscv_save_N millicode, which adjusts sp by t1 */
 } tether__libset;
 
 /* The library functions of target t's toolchain (cached; never NULL unless out of memory; an

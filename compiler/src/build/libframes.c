@@ -8,7 +8,8 @@
  * further helpers. Their frames are taken from the very archives the target's toolchain links
  * (libgcc.a, libm.a, the C library): each archive is disassembled once per process with the
  * toolchain's objdump (-drt: symbol table, instructions, relocations) and every function's frame
- * is the sum of all its stack pointer decrements (push/stmdb/vpush/str ...!/stp ...!/sub sp),
+ * is the sum of all its stack pointer decrements (push/stmdb/vpush/str ...!/stp ...!/sub sp;
+ * RISC-V: addi sp,sp,-N),
  * on x86-64 plus the return address and the deepest red-zone access below the stack pointer;
  * its callees are the targets of its calls, of its branches that leave the function (tail calls
  * and fall-through into a neighbouring symbol, as in libgcc's assembly) and, for an IFUNC, every
@@ -39,7 +40,7 @@
 typedef tether__libset libset;
 typedef tether__lfunc lfunc;
 
-enum { ISA_ARM, ISA_X86, ISA_A64 };
+enum { ISA_ARM, ISA_X86, ISA_A64, ISA_RV };
 enum { EV_FRAME, EV_DYN, EV_INDIRECT, EV_REDZONE, EV_BRANCH, EV_CALLSYM, EV_REFSYM };
 
 typedef struct lev {
@@ -56,7 +57,7 @@ typedef struct lsec {
     int ev0, ev1; /* events [ev0, ev1) */
 } lsec;
 
-static libset *lib_cache[8];
+static libset *lib_cache[16]; /* one per target profile (build.c has 10) */
 static int lib_ncache;
 
 #define GROW(ptr, n, cap, init)                                                                    \
@@ -408,6 +409,55 @@ static int lib_insn(libset *L, int sec, uint64_t addr, char *mn, char *ops) {
         }
         return rc;
     }
+    if (L->isa == ISA_RV) {
+        if (strncmp(ops, "t1,", 3) == 0 && strcmp(mn, "li") != 0 && strcmp(mn, "c.li") != 0) {
+            L->rv_t1_known = 0; /* another write to t1 */
+        }
+        /* objdump prints addi as "add" and c.addi16sp as "add sp,sp,-N" */
+        if ((strcmp(mn, "add") == 0 || strcmp(mn, "addi") == 0 || strcmp(mn, "c.addi16sp") == 0 ||
+             strcmp(mn, "c.addi") == 0) &&
+            strncmp(ops, "sp,sp,", 6) == 0) {
+            const char *v = ops + 6;
+            if (*v == '-' || isdigit((unsigned char)*v)) {
+                int64_t x = strtoll(v, NULL, 0);
+                rc = x < 0 ? add_ev(L, sec, EV_FRAME, addr, -x, NULL) : 0;
+            } else {
+                rc = add_ev(L, sec, EV_DYN, addr, 0, NULL); /* sp += register */
+            }
+        } else if (strcmp(mn, "sub") == 0 && strncmp(ops, "sp,sp,", 6) == 0) {
+            if (strcmp(ops + 6, "t1") == 0 && L->rv_t1_known) { /* sp -= t1, t1 from `li` */
+                rc = L->rv_t1 > 0 ? add_ev(L, sec, EV_FRAME, addr, L->rv_t1, NULL) : 0;
+            } else {
+                rc = add_ev(L, sec, EV_DYN, addr, 0, NULL);
+            }
+        } else if ((strcmp(mn, "li") == 0 || strcmp(mn, "c.li") == 0) &&
+                   strncmp(ops, "t1,", 3) == 0) {
+            L->rv_t1 = strtoll(ops + 3, NULL, 0);
+            L->rv_t1_known = 1;
+        } else if (strcmp(mn, "auipc") == 0 &&
+                   (strncmp(ops, "ra,", 3) == 0 || strncmp(ops, "t1,", 3) == 0)) {
+            L->rv_call_at = addr; /* call/tail: its relocation (R_RISCV_CALL*) names the callee */
+            rc = 1;
+        } else if (strcmp(mn, "jal") == 0 || strcmp(mn, "j") == 0 || strcmp(mn, "c.j") == 0 ||
+                   strcmp(mn, "c.jal") == 0 || (mn[0] == 'b' && strchr(ops, '<'))) {
+            uint64_t t;
+            if (branch_target(ops, &t)) {
+                rc = add_ev(L, sec, EV_BRANCH, addr, (int64_t)t, NULL);
+                rc = rc ? rc : 1;
+            }
+        } else if (strcmp(mn, "jalr") == 0 || strcmp(mn, "jr") == 0 || strcmp(mn, "c.jr") == 0 ||
+                   strcmp(mn, "c.jalr") == 0) {
+            /* `jr ra` returns, `jr t0` returns from libgcc's save/restore millicode (called
+             * with `jal t0`), `jr REG` otherwise is a switch table inside the function (gcc's
+             * tail calls are `tail` = auipc t1 + jr t1, paired above); a `jalr` that is not the
+             * second half of a call pair is an indirect call */
+            int link = strcmp(mn, "jalr") == 0 || strcmp(mn, "c.jalr") == 0;
+            if (link && L->rv_call_at + 4 != addr) {
+                rc = add_ev(L, sec, EV_INDIRECT, addr, 0, NULL);
+            }
+        }
+        return rc;
+    }
     /* AArch64 */
     if ((strncmp(mn, "stp", 3) == 0 || strncmp(mn, "str", 3) == 0) && strstr(ops, "[sp, #-") &&
         strchr(ops, '!')) {
@@ -532,6 +582,13 @@ static int lib_parse(libset *L, char *text) {
             }
             char sym[256];
             snprintf(sym, sizeof sym, "%s", t + 1);
+            /* RISC-V keeps a relocation on every branch (linker relaxation): those inside a
+             * function (to .L labels, R_RISCV_BRANCH/RVC_*) and the relaxation markers name no
+             * callee */
+            if (L->isa == ISA_RV && (strncmp(sym, ".L", 2) == 0 || strstr(p, "R_RISCV_BRANCH") ||
+                                     strstr(p, "R_RISCV_RVC_") || strstr(p, "R_RISCV_RELAX"))) {
+                continue;
+            }
             /* a relocation inside the call/branch instruction just seen (not a literal) */
             if (last_branch && addr >= last_addr &&
                 addr - last_addr < (L->isa == ISA_X86 ? 15u : 4u) && !strstr(p, "_ABS")) {
@@ -650,6 +707,28 @@ static void add_archive(libset *L, const char *cc, const char *cflags, const cha
     if (nl) {
         *nl = 0;
     }
+    if (!strchr(out, '/') && strstr(cflags, "picolibc.specs")) {
+        /* picolibc's archives are found through its specs' -L, not the compiler's search path:
+         * /usr/lib/picolibc/<triple>/lib/<multilib directory>/, as the specs have it */
+        char *mdir = NULL;
+        argv[n - 1] = "-print-multi-directory";
+        size_t cl = strlen(cc);
+        if (cl > 4 && strcmp(cc + cl - 4, "-gcc") == 0 && capture(argv, &mdir, NULL) == 0) {
+            mdir[strcspn(mdir, "\n")] = 0;
+            const char *base = strrchr(cc, '/');
+            base = base ? base + 1 : cc;
+            size_t bl = strlen(base) - 4;
+            char path[1200];
+            snprintf(path, sizeof path, "/usr/lib/picolibc/%.*s/lib/%s/%s", (int)bl, base, mdir,
+                     what);
+            free(out);
+            out = strdup(path);
+        }
+        free(mdir);
+        if (!out) {
+            return;
+        }
+    }
     char *text = NULL;
     if (strchr(out, '/') && access(out, R_OK) == 0 && tether__read_file(out, &text, NULL) == 0) {
         if (strncmp(text, "!<arch>", 7) == 0) {
@@ -694,6 +773,7 @@ libset *tether__lib_for_target(const tether_target *t) {
     snprintf(L->target, sizeof L->target, "%s", t->name);
     L->isa = strstr(t->cc, "arm-none-eabi") ? ISA_ARM
              : strstr(t->cc, "aarch64")     ? ISA_A64
+             : strstr(t->cc, "riscv")       ? ISA_RV
                                             : ISA_X86;
     char cc[1024];
     if (tether__find_program(t->cc, cc, sizeof cc)) {
@@ -703,7 +783,9 @@ libset *tether__lib_for_target(const tether_target *t) {
         }
         add_archive(L, cc, t->cflags, "libgcc");
         add_archive(L, cc, t->cflags, "libm.a");
-        add_archive(L, cc, t->cflags, t->kind == TETHER_TARGET_STATIC ? "libc_nano.a" : "libc.a");
+        int pico = strstr(t->cflags, "picolibc") != NULL; /* picolibc (RISC-V) */
+        add_archive(L, cc, t->cflags,
+                    t->kind == TETHER_TARGET_STATIC && !pico ? "libc_nano.a" : "libc.a");
     }
     if (!L->objdump[0] || access(L->objdump, X_OK) != 0) {
         L->error = 1;

@@ -114,6 +114,21 @@ int tether_mcu_firmware_load(const char *path, tether_mcu_firmware *out) {
     }
     snprintf(out->board, sizeof out->board, "%s", board->valuestring);
     snprintf(out->cpu_flags, sizeof out->cpu_flags, "%s", flags->valuestring);
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(j, "toolchain");
+    snprintf(out->toolchain, sizeof out->toolchain, "arm-none-eabi");
+    if (cJSON_IsString(tc) && strlen(tc->valuestring) < sizeof out->toolchain &&
+        strspn(tc->valuestring, "abcdefghijklmnopqrstuvwxyz0123456789-_") ==
+            strlen(tc->valuestring)) {
+        snprintf(out->toolchain, sizeof out->toolchain, "%s", tc->valuestring);
+    }
+    const cJSON *core = cJSON_GetObjectItemCaseSensitive(j, "core"),
+                *feat = cJSON_GetObjectItemCaseSensitive(j, "features");
+    if (cJSON_IsString(core) && strlen(core->valuestring) < sizeof out->core) {
+        snprintf(out->core, sizeof out->core, "%s", core->valuestring);
+    }
+    if (cJSON_IsString(feat) && strlen(feat->valuestring) < sizeof out->features) {
+        snprintf(out->features, sizeof out->features, "%s", feat->valuestring);
+    }
     out->exports_id = (uint32_t)idv;
     char dir[TETHER_MCU_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", out->json);
@@ -320,7 +335,14 @@ int tether_mcu_image_check(const tether_mcu_firmware *fw, const uint8_t *data, s
             return tether_set_error(TETHER_ERR_INVALID_ARG, "function '%s': ABI %u", nm,
                                     (unsigned)abi);
         }
-        if ((fn & 1u) == 0) {
+        bool riscv = strncmp(fw->toolchain, "riscv", 5) == 0;
+        if (riscv && (fn & 1u) != 0) {
+            return tether_set_error(TETHER_ERR_ALIGNMENT,
+                                    "function '%s' at 0x%08x is not 2-byte aligned: not a RISC-V "
+                                    "instruction address",
+                                    nm, (unsigned)fn);
+        }
+        if (!riscv && (fn & 1u) == 0) {
             return tether_set_error(TETHER_ERR_ALIGNMENT,
                                     "function '%s' at 0x%08x has no Thumb bit: Cortex-M runs "
                                     "Thumb code only (compile with -mthumb)",
@@ -355,19 +377,118 @@ static void flag_value(const char *flags, const char *opt, char *out, size_t n) 
 }
 
 /* Cortex-M cores by instruction set: code for a core runs on every core of the same or a higher
- * rank (Armv6-M < Armv7-M < Armv7E-M). -1 = unknown. */
+ * rank (Armv6-M < Armv7-M < Armv7E-M < Armv8-M Mainline < Armv8.1-M); the DSP, FPU and MVE
+ * extensions are checked separately (features). -1 = unknown. */
+static const struct {
+    const char *name;
+    int rank; /* Arm: 0..4; RISC-V: 100 (RV32IMAC) */
+    const char *isa;
+} cores[] = {
+    {"rv32imac", 100, "RV32IMAC"},  {"cortex-m0", 0, "Armv6-M"},   {"cortex-m0plus", 0, "Armv6-M"},
+    {"cortex-m1", 0, "Armv6-M"},    {"cortex-m3", 1, "Armv7-M"},   {"cortex-m4", 2, "Armv7E-M"},
+    {"cortex-m7", 2, "Armv7E-M"},   {"cortex-m33", 3, "Armv8-M"},  {"cortex-m35p", 3, "Armv8-M"},
+    {"cortex-m55", 4, "Armv8.1-M"}, {"cortex-m85", 4, "Armv8.1-M"}};
+
 static int cpu_rank(const char *cpu) {
-    static const struct {
-        const char *name;
-        int rank;
-    } t[] = {{"cortex-m0", 0}, {"cortex-m0plus", 0}, {"cortex-m1", 0},
-             {"cortex-m3", 1}, {"cortex-m4", 2},     {"cortex-m7", 2}};
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        if (strcmp(cpu, t[i].name) == 0) {
-            return t[i].rank;
+    for (size_t i = 0; i < sizeof cores / sizeof cores[0]; i++) {
+        if (strcmp(cpu, cores[i].name) == 0) {
+            return cores[i].rank;
         }
     }
     return -1;
+}
+
+static const char *cpu_isa(const char *cpu) {
+    for (size_t i = 0; i < sizeof cores / sizeof cores[0]; i++) {
+        if (strcmp(cpu, cores[i].name) == 0) {
+            return cores[i].isa;
+        }
+    }
+    return "an unknown instruction set";
+}
+
+/* Whether the space- or comma-separated list `have` holds `tok`; fp.sp is implied by fp.dp,
+ * mve by mve.fp. */
+static bool has_feature(const char *have, const char *tok) {
+    size_t n = strlen(tok);
+    for (const char *p = have; *p;) {
+        while (*p == ' ' || *p == ',') {
+            p++;
+        }
+        size_t k = strcspn(p, " ,");
+        if (k == n && strncmp(p, tok, n) == 0) {
+            return true;
+        }
+        p += k;
+    }
+    if (strcmp(tok, "fp.sp") == 0) {
+        return has_feature(have, "fp.dp");
+    }
+    if (strcmp(tok, "mve") == 0) {
+        return has_feature(have, "mve.fp");
+    }
+    return false;
+}
+
+int tether_mcu_target_check(const char *target, const char *board, const char *core,
+                            const char *features) {
+    const tether_target *t;
+    int rc = tether_target_find(target, &t);
+    if (rc) {
+        return rc;
+    }
+    if (!features) {
+        features = "";
+    }
+    char instead[80] = "";
+    const tether_target *dt;
+    if (tether_target_find(core, &dt) == TETHER_OK && dt->kind == TETHER_TARGET_STATIC) {
+        snprintf(instead, sizeof instead, ": compile with --target %s", core);
+    }
+    if (t->kind != TETHER_TARGET_STATIC) {
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "target '%s' builds shared objects for tetherd; the %s board "
+                                "(%s) runs modules compiled for its MCU core%s",
+                                target, board, core, instead);
+    }
+    char mc[64];
+    flag_value(t->cflags, "-mcpu=", mc, sizeof mc);
+    mc[strcspn(mc, "+")] = 0; /* cortex-m55+nomve: the core */
+    if (!mc[0]) {             /* RISC-V targets name the ISA with -march */
+        flag_value(t->cflags, "-march=", mc, sizeof mc);
+    }
+    int rm = cpu_rank(mc), rd = cpu_rank(core);
+    if (rm < 0 || rd < 0 || rm > rd || (rm >= 100) != (rd >= 100)) {
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "the module was compiled for %s (%s), which the %s board's %s (%s) "
+                                "cannot run%s",
+                                target, cpu_isa(mc), board, core, cpu_isa(core), instead);
+    }
+    const char *need = t->features ? t->features : "";
+    if (has_feature(need, "hard-float") != has_feature(features, "hard-float")) {
+        bool hard = has_feature(need, "hard-float");
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "the module was compiled for %s with the %s-float ABI, but the %s "
+                                "board's firmware (%s) uses the %s-float ABI%s",
+                                target, hard ? "hard" : "soft", board, core, hard ? "soft" : "hard",
+                                instead);
+    }
+    char lacks[96] = "";
+    static const char *const toks[] = {"dsp", "fp.sp", "fp.dp", "mve", "mve.fp"};
+    for (size_t i = 0; i < sizeof toks / sizeof *toks; i++) {
+        if (has_feature(need, toks[i]) && !has_feature(features, toks[i])) {
+            size_t l = strlen(lacks);
+            snprintf(lacks + l, sizeof lacks - l, "%s%s", l ? " " : "", toks[i]);
+        }
+    }
+    if (lacks[0]) {
+        return tether_set_error(TETHER_ERR_MISMATCH,
+                                "the module was compiled for %s, which needs %s; the %s board's %s "
+                                "has %s and lacks %s%s",
+                                target, need, board, core, features[0] ? features : "none of them",
+                                lacks, instead);
+    }
+    return TETHER_OK;
 }
 
 static int check_target(const tether_mcu_firmware *fw, const char *target) {
@@ -376,6 +497,9 @@ static int check_target(const tether_mcu_firmware *fw, const char *target) {
     if (rc) {
         return rc;
     }
+    if (fw->core[0]) { /* the board table's core and features (firmware.json) */
+        return tether_mcu_target_check(target, fw->board, fw->core, fw->features);
+    }
     if (t->kind != TETHER_TARGET_STATIC) {
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "target '%s' builds shared objects for tetherd; the %s firmware "
@@ -383,6 +507,7 @@ static int check_target(const tether_mcu_firmware *fw, const char *target) {
                                 "cortex-m3 ...)",
                                 target, fw->board);
     }
+    /* an older firmware.json without core/features: CPU rank and float ABI from the flags */
     char mc[64], fc[64], mf[32], ff[32];
     flag_value(t->cflags, "-mcpu=", mc, sizeof mc);
     flag_value(fw->cpu_flags, "-mcpu=", fc, sizeof fc);
@@ -394,6 +519,7 @@ static int check_target(const tether_mcu_firmware *fw, const char *target) {
     if (!ff[0]) {
         snprintf(ff, sizeof ff, "soft");
     }
+    mc[strcspn(mc, "+")] = 0;
     int rm = cpu_rank(mc), rf = cpu_rank(fc);
     bool soft_m = strcmp(mf, "hard") != 0, soft_f = strcmp(ff, "hard") != 0;
     if (rm < 0 || rf < 0 || rm > rf || soft_m != soft_f) {
@@ -512,9 +638,9 @@ static int link_failed(const tether_mcu_firmware *fw, const char *log) {
         }
         return tether_set_error(TETHER_ERR_LIMIT,
                                 "the module (code, data, .bss) does not fit the %llu-byte load "
-                                "region of the %s firmware: %llu bytes too large; a static "
-                                "workspace and linked weights count too: use --pool (tensors "
-                                "in the board's pools), --params blob (see %s)",
+                                "region of the %s firmware: %llu bytes too large; use --pool "
+                                "(tensors in the board's pools), --params blob (weights in a "
+                                "pool) or int8 weights (1/4 of the bytes) (see %s)",
                                 (unsigned long long)fw->load_size, fw->board, over, log);
     }
     if (log_line(log, "undefined reference to", line, sizeof line)) {
@@ -562,7 +688,10 @@ int tether_mcu_link(const tether_mcu_firmware *fw, const char *target, const cha
     if (target && (rc = check_target(fw, target))) {
         return rc;
     }
-    const char *cc = "arm-none-eabi-gcc", *objcopy = "arm-none-eabi-objcopy";
+    char cc[64], objcopy[64];
+    snprintf(cc, sizeof cc, "%s-gcc", fw->toolchain[0] ? fw->toolchain : "arm-none-eabi");
+    snprintf(objcopy, sizeof objcopy, "%s-objcopy",
+             fw->toolchain[0] ? fw->toolchain : "arm-none-eabi");
     char log[TETHER_MCU_PATH_MAX + 8];
     snprintf(log, sizeof log, "%s.log", out_bin);
     unlink(log);
@@ -572,7 +701,7 @@ int tether_mcu_link(const tether_mcu_firmware *fw, const char *target, const cha
     snprintf(flags, sizeof flags, "%s", fw->cpu_flags);
     char *argv[80];
     int n = 0;
-    argv[n++] = (char *)cc;
+    argv[n++] = cc;
     char *save = NULL;
     for (char *t = strtok_r(flags, " ", &save); t && n < 20; t = strtok_r(NULL, " ", &save)) {
         argv[n++] = t;
@@ -593,13 +722,14 @@ int tether_mcu_link(const tether_mcu_firmware *fw, const char *target, const cha
     int st = tether__run_logged(argv, log);
     if (st == 127 || st < 0) {
         return tether_set_error(TETHER_ERR_NOT_FOUND,
-                                "cannot run %s (install gcc-arm-none-eabi, scripts/setup)", cc);
+                                "cannot run %s (install gcc-%s, scripts/setup)", cc,
+                                fw->toolchain[0] ? fw->toolchain : "arm-none-eabi");
     }
     if (st != 0) {
         unlink(out_elf);
         return link_failed(fw, log);
     }
-    char *oc[] = {(char *)objcopy, "-O", "binary", (char *)out_elf, (char *)out_bin, NULL};
+    char *oc[] = {objcopy, "-O", "binary", (char *)out_elf, (char *)out_bin, NULL};
     st = tether__run_logged(oc, log);
     if (st != 0) {
         unlink(out_elf);

@@ -1,7 +1,8 @@
 # Writes module.ld, exports.ld and firmware.json for RAM-upload modules of one firmware build.
 #   exports.ld  one absolute symbol per name in exports.def, at its address in the firmware
 #               (Thumb functions keep bit 0 set, as in the ELF symbol table)
-#   firmware.json  board, QEMU machine, CPU flags, load region, file names and export addresses
+#   firmware.json  board, QEMU binary and machine, core, features (HELLO cpu_features), clock,
+#               CPU flags, load region, file names and export addresses
 #               (for hosts that link modules: tether compile --upload)
 #   module.ld   memory = the firmware's load region; a 32-byte image header first (see
 #               docs/mcu.md), then code, read-only data, data; .bss after the uploaded bytes
@@ -27,17 +28,27 @@ endforeach()
 math(EXPR load_start "0x${addr___tether_load_start}" OUTPUT_FORMAT HEXADECIMAL)
 math(EXPR load_size "0x${addr___tether_load_end} - 0x${addr___tether_load_start}")
 
-file(STRINGS ${EXPORTS} export_lines REGEX "^TETHER_EXPORT\\(")
+# TETHER_EXPORT_ARM lines only for Arm firmware (TOOLCHAIN arm-none-eabi), in exports.def order
+if(TOOLCHAIN STREQUAL "arm-none-eabi")
+    file(STRINGS ${EXPORTS} export_lines REGEX "^TETHER_EXPORT(_ARM)?\\(")
+else()
+    file(STRINGS ${EXPORTS} export_lines REGEX "^TETHER_EXPORT\\(")
+endif()
 set(json_exports "")
 set(id_text "")
 set(exports "/* Firmware symbols for RAM-upload modules of the ${BOARD} firmware (generated from
  * device/mcu/firmware/exports.def; do not edit). */\n")
 foreach(line ${export_lines})
-    string(REGEX REPLACE "^TETHER_EXPORT\\(([A-Za-z0-9_]+)\\).*" "\\1" name "${line}")
+    string(REGEX REPLACE "^TETHER_EXPORT(_ARM)?\\(([A-Za-z0-9_]+)\\).*" "\\2" name "${line}")
     if(NOT DEFINED addr_${name})
         message(FATAL_ERROR "exported symbol ${name} is missing from ${ELF}")
     endif()
-    string(APPEND exports "${name} = 0x${addr_${name}};\n")
+    # libgcc's helpers (TETHER_EXPORT_ARM) reach exports.ld only on boards that ask for them
+    # (LINK_HELPERS, board.cmake: a small load region); elsewhere a module links its own copy,
+    # which it calls without a long-branch veneer. The exports id covers every export.
+    if(NOT line MATCHES "^TETHER_EXPORT_ARM" OR LINK_HELPERS)
+        string(APPEND exports "${name} = 0x${addr_${name}};\n")
+    endif()
     string(TOLOWER "${addr_${name}}" addr_lower)
     string(APPEND id_text "${addr_lower}\n")
     if(json_exports)
@@ -55,8 +66,8 @@ string(SUBSTRING "${id_hash}" 0 8 exports_id)
 file(WRITE ${OUT}/module.ld "/*
  * Linker script for tether RAM-upload modules of the ${BOARD} firmware (generated; do not edit).
  * Load region: ${load_start}, ${load_size} bytes. Link with
- *   arm-none-eabi-gcc <cpu flags> -nostdlib -Wl,--gc-sections -T module.ld -T exports.ld obj... -lgcc
- * then upload the output of `arm-none-eabi-objcopy -O binary`. The module must define
+ *   ${TOOLCHAIN}-gcc <cpu flags> -nostdlib -Wl,--gc-sections -T module.ld -T exports.ld obj... -lgcc
+ * then upload the output of `${TOOLCHAIN}-objcopy -O binary`. The module must define
  *   const tether_func_registry tether_module_registry;
  */
 MEMORY
@@ -111,7 +122,12 @@ file(WRITE ${OUT}/firmware.json "{
   \"format\": \"tether-mcu-firmware\",
   \"version\": 1,
   \"board\": \"${BOARD}\",
+  \"toolchain\": \"${TOOLCHAIN}\",
+  \"qemu\": \"${QEMU}\",
   \"qemu_machine\": \"${QEMU_MACHINE}\",
+  \"core\": \"${CORE}\",
+  \"features\": \"${FEATURES}\",
+  \"clock_hz\": ${CLOCK_HZ},
   \"firmware\": \"tether-fw.elf\",
   \"cpu_flags\": \"${cpu_flags}\",
   \"load_addr\": \"${load_start}\",

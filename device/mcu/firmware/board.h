@@ -33,13 +33,14 @@ typedef struct tether_board_pool {
 
 /* Memory regions and identity of a board (all addresses are CPU addresses). */
 typedef struct tether_board_info {
-    const char *name;    /* board name, e.g. "mps2-an385" */
-    const char *cpu;     /* e.g. "cortex-m3" */
-    const char *triple;  /* e.g. "thumbv7m-none-eabi" */
-    uint32_t clock_hz;   /* CPU clock, also the rate of tether_platform_cycles */
-    uintptr_t ram_base;  /* all SRAM the firmware knows about */
-    uint32_t ram_size;   /* bytes */
-    uintptr_t heap_base; /* static NDArray heap (tether_heap) */
+    const char *name;     /* board name, e.g. "mps2-an385" */
+    const char *cpu;      /* e.g. "cortex-m3" */
+    const char *triple;   /* e.g. "thumbv7m-none-eabi" */
+    const char *features; /* HELLO cpu_features: "dsp fp.sp hard-float" (boards.txt); "" = none */
+    uint32_t clock_hz;    /* CPU clock, also the rate of tether_platform_cycles */
+    uintptr_t ram_base;   /* all SRAM the firmware knows about */
+    uint32_t ram_size;    /* bytes */
+    uintptr_t heap_base;  /* static NDArray heap (tether_heap) */
     uint32_t heap_size;
     uintptr_t load_base; /* RAM load region for uploaded code */
     uint32_t load_size;
@@ -51,14 +52,16 @@ typedef struct tether_board_info {
 
 /* Registers of a fault, as captured by the board's fault handler. */
 typedef struct tether_fault_info {
-    const char *kind; /* "HardFault", "MemManage", "BusFault", "UsageFault" */
-    uint32_t pc;      /* stacked PC: the faulting instruction (or the next one) */
-    uint32_t lr;      /* stacked LR */
-    uint32_t psr;     /* stacked xPSR */
-    uint32_t cfsr;    /* SCB->CFSR */
-    uint32_t hfsr;    /* SCB->HFSR */
-    uint32_t mmfar;   /* SCB->MMFAR (valid when CFSR.MMARVALID) */
-    uint32_t bfar;    /* SCB->BFAR (valid when CFSR.BFARVALID) */
+    const char *kind;   /* "HardFault", "MemManage", "BusFault", "UsageFault" */
+    uint32_t pc;        /* stacked PC: the faulting instruction (or the next one) */
+    uint32_t lr;        /* stacked LR */
+    uint32_t psr;       /* stacked xPSR */
+    uint32_t cfsr;      /* SCB->CFSR */
+    uint32_t hfsr;      /* SCB->HFSR */
+    uint32_t mmfar;     /* SCB->MMFAR (valid when CFSR.MMARVALID) */
+    uint32_t bfar;      /* SCB->BFAR (valid when CFSR.BFARVALID) */
+    const char *detail; /* set by cores without the Arm registers above: the text that replaces
+                           them in the report ("mcause=0x00000002 mtval=0x..."); else NULL */
 } tether_fault_info;
 
 /* Board hooks. */

@@ -15,7 +15,39 @@
 
 #include "tether/rpc/sha256.h"
 
+/* libgcc's run-time helpers (the AEABI names, Arm only); only their addresses are taken */
+#if defined(__arm__)
+#define HELPER(name) void name(void);
+#else
+#define HELPER(name)
+#endif
+HELPER(__aeabi_fadd)
+HELPER(__aeabi_fsub)
+HELPER(__aeabi_frsub)
+HELPER(__aeabi_fmul)
+HELPER(__aeabi_fdiv)
+HELPER(__aeabi_fcmpeq)
+HELPER(__aeabi_fcmplt)
+HELPER(__aeabi_fcmple)
+HELPER(__aeabi_fcmpge)
+HELPER(__aeabi_fcmpgt)
+HELPER(__aeabi_fcmpun)
+HELPER(__aeabi_i2f)
+HELPER(__aeabi_ui2f)
+HELPER(__aeabi_f2iz)
+HELPER(__aeabi_f2uiz)
+HELPER(__aeabi_idiv)
+HELPER(__aeabi_uidiv)
+HELPER(__aeabi_idivmod)
+HELPER(__aeabi_uidivmod)
+#undef HELPER
+
 #define TETHER_EXPORT(name) (const void *)(uintptr_t)&name,
+#if defined(__arm__)
+#define TETHER_EXPORT_ARM(name) TETHER_EXPORT(name)
+#else
+#define TETHER_EXPORT_ARM(name)
+#endif
 __attribute__((used, section(".tether_exports"))) static const void *const exports[] = {
 #include "exports.def"
 };

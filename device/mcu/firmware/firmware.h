@@ -33,10 +33,28 @@ extern "C" {
 /* Bytes kept between the C-side stack painting and the caller's SP (painted by the trampoline). */
 #define TETHER_MCU_PAINT_GAP 128u
 
+/* Interrupts off/on around the stack painting (the core's own instructions). */
+static inline void tether__mcu_irq_off(void) {
+#if defined(__riscv)
+    __asm volatile(".option push\n.option arch, +zicsr\ncsrci mstatus, 8\n.option pop" ::
+                       : "memory");
+#else
+    __asm volatile("cpsid i" ::: "memory");
+#endif
+}
+static inline void tether__mcu_irq_on(void) {
+#if defined(__riscv)
+    __asm volatile(".option push\n.option arch, +zicsr\ncsrsi mstatus, 8\n.option pop" ::
+                       : "memory");
+#else
+    __asm volatile("cpsie i" ::: "memory");
+#endif
+}
+
 /* Argument block of tether__mcu_trampoline (offsets are used by its assembly). */
 typedef struct tether_mcu_callframe {
-    void (*fn)(void);      /* Thumb function address (bit 0 set) */
-    const uint32_t *words; /* argument words, at least 4 readable entries */
+    void (*fn)(void);      /* function address (Thumb: bit 0 set) */
+    const uint32_t *words; /* argument words, at least 8 readable entries */
     uint32_t nwords;
     uintptr_t paint_from; /* paint [paint_from, SP at call) first; 0 = no painting */
     uintptr_t sp_at_call; /* out: SP when the callee started */

@@ -3,9 +3,9 @@
  *
  * What must stay true: nothing in the image is trusted. Every address the device will follow
  * (registry, entry table, names, function pointers) must lie inside the uploaded bytes; function
- * pointers must carry the Thumb bit and point into the image; .bss must fit the load region.
- * Only after every check passes is .bss zeroed and the registry returned. Errors say what is
- * wrong and how to fix it (which linker script to use, which flag is missing).
+ * pointers must carry the Thumb bit (on RISC-V: be 2-byte aligned) and point into the image; .bss
+ * must fit the load region. Only after every check passes is .bss zeroed and the registry returned.
+ * Errors say what is wrong and how to fix it (which linker script to use, which flag is missing).
  */
 #include <stdint.h>
 #include <string.h>
@@ -87,6 +87,15 @@ int tether__mcu_image_load(const tether_board_info *board, uint32_t size,
                                     (unsigned)i, (unsigned)name);
         }
         uint32_t fn = (uint32_t)(uintptr_t)e->fn.packed;
+#if defined(__riscv)
+        if ((fn & 1u) != 0) { /* RISC-V instructions are 2-byte aligned (C extension) */
+            return tether_set_error(TETHER_ERR_ALIGNMENT,
+                                    "function '%s' at 0x%08x is not 2-byte aligned: not a RISC-V "
+                                    "instruction address",
+                                    e->name, (unsigned)fn);
+        }
+        fn |= 1u; /* the range check below ignores bit 0 */
+#endif
         if ((fn & 1u) == 0) {
             return tether_set_error(TETHER_ERR_ALIGNMENT,
                                     "function '%s' at 0x%08x lacks the Thumb bit: Cortex-M runs "
@@ -108,7 +117,12 @@ int tether__mcu_image_load(const tether_board_info *board, uint32_t size,
     }
     memset((void *)(uintptr_t)h->bss_start, 0, h->bss_size);
     /* The code was written with data stores: make sure they complete before it is fetched. */
+#if defined(__riscv)
+    __asm volatile(".option push\n.option arch, +zifencei\nfence rw, rw\nfence.i\n.option pop" ::
+                       : "memory");
+#else
     __asm volatile("dsb\n isb" ::: "memory");
+#endif
     *out = reg;
     return TETHER_OK;
 }

@@ -161,6 +161,9 @@ static int on_hello(void *ctx, const tether_rpc_msg *rq, tether_rpc_msg *rp) {
     h->version = TETHER_RPC_VERSION;
     h->triple = tether_rpc_str_c(board->triple);
     h->arch = tether_rpc_str_c(board->cpu);
+    /* the core's FPU, float ABI, DSP and MVE (the board table): a host refuses code that needs
+     * more before uploading it */
+    h->cpu_features = tether_rpc_str_c(board->features ? board->features : "");
     h->little_endian = true;
     h->pointer_bits = 32;
     h->max_frame = TETHER_MCU_MAX_FRAME;
@@ -322,9 +325,9 @@ static __attribute__((noinline)) void measured_call(tether_mcu_callframe *cf, ui
                                                     uint64_t *t1) {
     uintptr_t sp = tether_board_stack_pointer();
     uintptr_t top = sp - TETHER_MCU_PAINT_GAP;
-    __asm volatile("cpsid i" ::: "memory");
+    tether__mcu_irq_off();
     tether_stack_paint((void *)board->stack_base, top - board->stack_base);
-    __asm volatile("cpsie i" ::: "memory");
+    tether__mcu_irq_on();
     cf->paint_from = top;
     tether_board_timing_sync();
     *t0 = tether_platform_cycles();
@@ -491,16 +494,21 @@ static const char *cfsr_reason(uint32_t cfsr) {
 void tether_mcu_fault(const tether_fault_info *f) {
     static char text[320];
     const char *fn = inflight_fn;
-    /* MSTKERR/STKERR: the exception frame could not be pushed (stack overflow into the guard),
-     * so the stacked PC/LR are unknown. */
-    bool stacking = (f->cfsr & ((1u << 4) | (1u << 12))) != 0;
-    tether_format(text, sizeof text,
-                  "%s in '%s'%s: pc=0x%08x lr=0x%08x cfsr=0x%08x (%s) hfsr=0x%08x mmfar=0x%08x "
-                  "bfar=0x%08x; the device resets",
-                  f->kind, fn ? fn : "(firmware)",
-                  stacking ? " (stack overflow: no exception frame, pc/lr unknown)" : "",
-                  (unsigned)f->pc, (unsigned)f->lr, (unsigned)f->cfsr, cfsr_reason(f->cfsr),
-                  (unsigned)f->hfsr, (unsigned)f->mmfar, (unsigned)f->bfar);
+    if (f->detail) { /* a core without Arm's fault status registers (RISC-V: mcause, mtval) */
+        tether_format(text, sizeof text, "%s in '%s': pc=0x%08x ra=0x%08x %s; the device resets",
+                      f->kind, fn ? fn : "(firmware)", (unsigned)f->pc, (unsigned)f->lr, f->detail);
+    } else {
+        /* MSTKERR/STKERR: the exception frame could not be pushed (stack overflow into the guard),
+         * so the stacked PC/LR are unknown. */
+        bool stacking = (f->cfsr & ((1u << 4) | (1u << 12))) != 0;
+        tether_format(text, sizeof text,
+                      "%s in '%s'%s: pc=0x%08x lr=0x%08x cfsr=0x%08x (%s) hfsr=0x%08x mmfar=0x%08x "
+                      "bfar=0x%08x; the device resets",
+                      f->kind, fn ? fn : "(firmware)",
+                      stacking ? " (stack overflow: no exception frame, pc/lr unknown)" : "",
+                      (unsigned)f->pc, (unsigned)f->lr, (unsigned)f->cfsr, cfsr_reason(f->cfsr),
+                      (unsigned)f->hfsr, (unsigned)f->mmfar, (unsigned)f->bfar);
+    }
     uint32_t id = server.inflight;
     if (id != 0) {
         /* `rep` is free: the request that faulted never got to fill it. */

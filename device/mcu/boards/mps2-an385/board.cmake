@@ -1,7 +1,7 @@
-# Board description of the Arm MPS2 AN385 (QEMU -M mps2-an385): read by device/mcu/cross.
-set(TETHER_BOARD_CPU_FLAGS -mcpu=cortex-m3 -mthumb -mfloat-abi=soft)
-set(TETHER_BOARD_SOURCES startup.c board.c)
+# Board folder of the Arm MPS2 AN385 (QEMU -M mps2-an385, Cortex-M3), read by device/mcu/cross.
+# Identity, QEMU machine and compiler flags are in the board table (../boards.txt).
+set(TETHER_BOARD_SOURCES board.c)
+set(TETHER_BOARD_DRIVERS cortex_m_startup.c systick.c cmsdk_uart.c)
 set(TETHER_BOARD_LINKER_SCRIPT link.ld)
-set(TETHER_BOARD_QEMU_MACHINE mps2-an385)
 # Firmware sizes (device/mcu/firmware/firmware.h defaults: 1 KiB frames, 32 arrays).
 set(TETHER_BOARD_DEFINES "")
