@@ -1,0 +1,398 @@
+/*
+ * tether profile MODEL|DIR [--device URL] [--in NAME=FILE ...] [--runs N] [--json F] [--trace F]
+ *                [--svg F] [--target T] [--mcpu CPU] [--abi A] [--backend c|opencl] [--no-plain]
+ *   (and `run --profile` = `profile --runs 1`, `bench --profile` = `profile`)
+ *
+ * A MODEL is compiled twice for the device of the session (tether_compile_for_device): the plain
+ * artifact, timed with TIME, then the profiling build of the same kernels (--profile), timed the
+ * same way (the instrumentation overhead) and run --runs times, reading the node times after
+ * each run (tether_artifact_profile). A DIR must be a profiling build (else refused, exit 1).
+ * Prints the table per node (operator, shapes, schedule, median time and share, MACs and GFLOP/s
+ * or MACs/cycle on a board, bytes in/out, workspace live, stack on a board), the sum of the node
+ * times beside the whole call, and writes the reports (tether/profile.h).
+ *
+ * What must stay true: the output paths are checked before the device is contacted; every
+ * artifact is released, the temporary directory removed and the session closed on every path;
+ * an MCU holds one module at a time, so the plain artifact is released before the profiling
+ * build is prepared; the inputs without --in are generated (uniform [-1, 1), fixed seed).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+#ifdef TETHER_HAVE_COMPILER
+#include "tether/artifact.h"
+#include "tether/crt.h"
+#include "tether/device_compile.h"
+#include "tether/file.h"
+#include "tether/profile.h"
+
+#define fail tether_cli_fail
+
+static const char usage[] =
+    "usage: tether profile MODEL|ARTIFACT_DIR [--device URL] [--in [NAME=]FILE ...] [--runs N]\n"
+    "                      [--json FILE] [--trace FILE] [--svg FILE] [--target T] [--mcpu CPU]\n"
+    "                      [--abi packed|unpacked] [--backend c|opencl] [--no-plain]\n"
+    "  runs a profiling build (tether compile --profile) and prints the time, work, memory and\n"
+    "  (on a board) stack of every node; a MODEL is compiled for the device, plain and\n"
+    "  profiling, and the plain whole call is measured beside it (docs/profile.md)\n"
+    "  --runs N       runs to take the node medians over (default 20; --repeat is the same)\n"
+    "  --trace FILE   Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing)\n"
+    "  --json FILE    the per-node records (schema in docs/profile.md)\n"
+    "  --svg FILE     bar chart of the nodes by time, the workspace live under it\n"
+    "  --no-plain     do not compile and time the plain artifact (MODEL)\n";
+
+typedef struct prof_args {
+    tether_cli_common c;
+    const char *target, *json, *trace, *svg, *compile_target, *cpu, *abi;
+    tether_cli_array in[TETHER_CLI_MAX_IO];
+    int nin, runs, opencl, no_plain;
+} prof_args;
+
+static int parse(int argc, char **argv, prof_args *a) {
+    memset(a, 0, sizeof *a);
+    a->runs = 20;
+    for (int i = 1; i < argc; i++) { /* argv[0]: the command's name */
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (tether_cli_is_help(o)) {
+            fputs(usage, stdout);
+            return -1;
+        }
+        int crc = tether_cli_common_opt(&a->c, argc, argv, &i);
+        if (crc < 0) {
+            return 2;
+        }
+        if (crc) {
+            continue;
+        }
+        int takes = !strcmp(o, "--in") || !strcmp(o, "--runs") || !strcmp(o, "--repeat") ||
+                    !strcmp(o, "--json") || !strcmp(o, "--trace") || !strcmp(o, "--svg") ||
+                    !strcmp(o, "--target") || !strcmp(o, "--mcpu") || !strcmp(o, "--abi") ||
+                    !strcmp(o, "--backend");
+        if (takes && !v) {
+            return fail(2, "%s needs a value", o);
+        }
+        if (!strcmp(o, "--in")) {
+            if (tether_cli_array_parse(v, 0, a->in, &a->nin, TETHER_CLI_MAX_IO)) {
+                return 2;
+            }
+        } else if (!strcmp(o, "--runs") || !strcmp(o, "--repeat")) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 1 || n > 10000) {
+                return fail(2, "%s '%s': a count 1..10000", o, v);
+            }
+            a->runs = (int)n;
+        } else if (!strcmp(o, "--json")) {
+            a->json = v;
+        } else if (!strcmp(o, "--trace")) {
+            a->trace = v;
+        } else if (!strcmp(o, "--svg")) {
+            a->svg = v;
+        } else if (!strcmp(o, "--target")) {
+            a->compile_target = v;
+        } else if (!strcmp(o, "--mcpu")) {
+            a->cpu = v;
+        } else if (!strcmp(o, "--abi")) {
+            a->abi = v;
+        } else if (!strcmp(o, "--backend")) {
+            if (strcmp(v, "c") && strcmp(v, "opencl")) {
+                return fail(2, "--backend '%s' is not c or opencl", v);
+            }
+            a->opencl = !strcmp(v, "opencl");
+        } else if (!strcmp(o, "--no-plain")) {
+            a->no_plain = 1;
+            continue;
+        } else if (o[0] == '-' && o[1]) {
+            return fail(2, "unknown option %s (tether profile --help)", o);
+        } else if (!a->target) {
+            a->target = o;
+            continue;
+        } else {
+            return fail(2, "one MODEL or ARTIFACT_DIR, not '%s' too", o);
+        }
+        i++;
+    }
+    if (!a->target) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const char *outs[] = {a->json, a->trace, a->svg};
+    for (int k = 0; k < 3; k++) {
+        if (outs[k] && tether_file_out_check(outs[k])) {
+            return fail(2, "%s", tether_last_error());
+        }
+    }
+    if (tether_cli_array_order(a->in, &a->nin, 0, NULL, "input")) {
+        return 2;
+    }
+    return 0;
+}
+
+/* The inputs for artifact art: the --in files (checked), else generated. */
+static int inputs_for(const prof_args *a, tether_artifact *art, tether_npy *in, int *nin) {
+    int n = tether_artifact_num_inputs(art);
+    *nin = 0;
+    if (a->nin && a->nin != n) {
+        return fail(2, "the model has %d inputs, %d --in given", n, a->nin);
+    }
+    const char *names[TETHER_CLI_MAX_IO];
+    for (int i = 0; i < n && i < TETHER_CLI_MAX_IO; i++) {
+        tether_artifact_io io;
+        tether_artifact_io_of(art, 0, i, &io);
+        names[i] = io.name;
+    }
+    tether_cli_array order[TETHER_CLI_MAX_IO];
+    int norder = a->nin;
+    memcpy(order, a->in, sizeof order);
+    if (norder && tether_cli_array_order(order, &norder, n, names, "input")) {
+        return 2;
+    }
+    uint32_t seed = 20261123u;
+    for (int i = 0; i < n; i++) {
+        tether_artifact_io io;
+        tether_artifact_io_of(art, 0, i, &io);
+        if (norder) {
+            if (tether_cli_array_read(&order[i], &in[i]) ||
+                tether_artifact_check_input(art, i, order[i].label, &in[i])) {
+                return fail(1, "%s", tether_last_error());
+            }
+        } else {
+            memset(&in[i], 0, sizeof in[i]);
+            in[i].dtype = io.dtype;
+            in[i].ndim = io.ndim;
+            memcpy(in[i].shape, io.shape, sizeof(int64_t) * (size_t)io.ndim);
+            in[i].nbytes = io.nbytes;
+            in[i].data = calloc(1, io.nbytes ? io.nbytes : 1);
+            if (!in[i].data) {
+                return fail(1, "out of memory");
+            }
+            if (io.dtype.code == kDLFloat && io.dtype.bits == 32) {
+                float *v = in[i].data;
+                for (size_t k = 0; k < io.nbytes / 4; k++) {
+                    seed = seed * 1664525u + 1013904223u;
+                    v[k] = (float)(seed >> 8) / 8388608.0f - 1.0f;
+                }
+            }
+        }
+        *nin = i + 1;
+    }
+    return 0;
+}
+
+/* Runs art: once (for the outputs), then TIME (median seconds into *timed_s, when not NULL),
+ * then, when p is not NULL, the profile. */
+static int exercise(const prof_args *a, tether_artifact *art, double *timed_s, tether_profile *p) {
+    tether_npy in[TETHER_CLI_MAX_IO];
+    const void *ins[TETHER_CLI_MAX_IO];
+    void *outs[TETHER_CLI_MAX_IO];
+    int nin = 0, nout = tether_artifact_num_outputs(art), rc = 0;
+    memset(outs, 0, sizeof outs);
+    rc = inputs_for(a, art, in, &nin);
+    for (int i = 0; i < nin; i++) {
+        ins[i] = in[i].data;
+    }
+    for (int i = 0; !rc && i < nout; i++) {
+        tether_artifact_io io;
+        tether_artifact_io_of(art, 1, i, &io);
+        outs[i] = calloc(1, io.nbytes ? io.nbytes : 1);
+        if (!outs[i]) {
+            rc = fail(1, "out of memory");
+        }
+    }
+    if (!rc && tether_artifact_run(art, ins, outs, NULL, NULL)) {
+        rc = fail(1, "%s", tether_last_error());
+    }
+    tether_time_stats ts;
+    if (!rc && timed_s) {
+        if (tether_artifact_time(art, 10, 7, 20, 0, &ts, NULL)) {
+            rc = fail(1, "%s", tether_last_error());
+        } else {
+            *timed_s = ts.median;
+        }
+    }
+    if (!rc && p && tether_artifact_profile(art, ins, outs, a->runs, p)) {
+        rc = fail(1, "%s", tether_last_error());
+    }
+    for (int i = 0; i < nin; i++) {
+        tether_npy_free(&in[i]);
+    }
+    for (int i = 0; i < nout; i++) {
+        free(outs[i]);
+    }
+    return rc;
+}
+
+static void human_count(double v, char *out, size_t n) {
+    if (v >= 1e9) {
+        snprintf(out, n, "%.2fG", v / 1e9);
+    } else if (v >= 1e6) {
+        snprintf(out, n, "%.2fM", v / 1e6);
+    } else if (v >= 1e4) {
+        snprintf(out, n, "%.1fk", v / 1e3);
+    } else {
+        snprintf(out, n, "%.0f", v);
+    }
+}
+
+void tether_cli_profile_print(FILE *f, const tether_profile *p) {
+    int cycles = !p->opencl && strncmp(p->target, "cortex-", 7) == 0;
+    fprintf(f, "%-20s %-10s %-30s %10s %6s %8s %9s %8s %8s %8s%s  %s\n", "node", "op", "shapes",
+            "time us", "share", "MACs", cycles ? "MAC/cyc" : "GFLOP/s", "in B", "out B", "live B",
+            p->stack ? "  stack" : "", "schedule");
+    for (int i = 0; i < p->nnodes; i++) {
+        const tether_profile_node *nd = &p->nodes[i];
+        char macs[32], rate[32], bi[32], bo[32], wl[32], stk[32] = "";
+        human_count((double)nd->macs, macs, sizeof macs);
+        if (cycles) {
+            double cyc = nd->median_ns * p->clock_hz / 1e9;
+            snprintf(rate, sizeof rate, "%.3f", cyc > 0 ? (double)nd->macs / cyc : 0);
+        } else {
+            snprintf(rate, sizeof rate, "%.2f",
+                     nd->median_ns > 0 ? (double)nd->flops / nd->median_ns : 0);
+        }
+        human_count((double)nd->bytes_in, bi, sizeof bi);
+        human_count((double)nd->bytes_out, bo, sizeof bo);
+        human_count((double)nd->workspace_live, wl, sizeof wl);
+        if (p->stack) {
+            snprintf(stk, sizeof stk, " %6llu", (unsigned long long)nd->stack_bytes);
+        }
+        fprintf(f, "%-20.20s %-10.10s %-30.30s %10.2f %5.1f%% %8s %9s %8s %8s %8s%s  %s\n",
+                nd->name, nd->op, nd->shapes, nd->median_ns / 1e3, 100 * nd->share, macs, rate, bi,
+                bo, wl, stk, nd->schedule);
+    }
+    fprintf(f,
+            "sum of nodes %.2f us, whole profiled call %.2f us (nodes %.1f%% of it; median of %d "
+            "runs, %s)\n",
+            p->sum_median_ns / 1e3, p->call_median_ns / 1e3,
+            p->call_median_ns > 0 ? 100 * p->sum_median_ns / p->call_median_ns : 100.0, p->runs,
+            p->opencl ? "OpenCL profiling events"
+            : cycles  ? "cycle counter"
+                      : "device clock");
+    if (p->plain_ns > 0 && p->timed_ns > 0) {
+        fprintf(f,
+                "plain artifact %.2f us, profiling build %.2f us (TIME medians): instrumentation "
+                "overhead %+.1f%%\n",
+                p->plain_ns / 1e3, p->timed_ns / 1e3, 100 * (p->timed_ns / p->plain_ns - 1));
+    }
+    if (p->call_stack_bytes) {
+        fprintf(f, "stack of the whole call %llu bytes\n", (unsigned long long)p->call_stack_bytes);
+    }
+}
+
+int tether_cli_profile_write(const tether_profile *p, const char *json, const char *trace,
+                             const char *svg) {
+    if (json && tether_profile_write_json(p, json)) {
+        return fail(1, "%s", tether_last_error());
+    }
+    if (trace && tether_profile_write_trace(p, trace)) {
+        return fail(1, "%s", tether_last_error());
+    }
+    if (svg && tether_profile_write_svg(p, svg)) {
+        return fail(1, "%s", tether_last_error());
+    }
+    const char *outs[] = {json, trace, svg};
+    for (int k = 0; k < 3; k++) {
+        if (outs[k]) {
+            tether_cli_wrote(outs[k]);
+        }
+    }
+    return 0;
+}
+
+static int is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int tether_cli_cmd_profile(int argc, char **argv) {
+    prof_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) {
+        return rc < 0 ? 0 : rc;
+    }
+    int dir = is_dir(a.target);
+    tether_session *s = NULL;
+    if (tether_cli_common_open(&a.c, &s)) {
+        return fail(1, "%s", tether_last_error());
+    }
+    tether_device_compile_options dco;
+    tether_cli_device_options(&dco, a.c.firmware);
+    tether_profile p;
+    memset(&p, 0, sizeof p);
+    tether_artifact *art = NULL;
+    char tmp[1024] = "", sub[1200];
+    double plain_s = 0, timed_s = 0;
+    if (dir) {
+        if (tether_artifact_open(a.target, &art)) {
+            rc = fail(1, "%s", tether_last_error());
+        } else if (!tether_artifact_profiled(art)) {
+            rc = fail(1,
+                      "%s is not a profiling build: it has no node timings to read (compile it "
+                      "with `tether compile --profile`, or give `tether profile` the model)",
+                      a.target);
+        } else if (tether_device_prepare(art, s, &dco)) {
+            rc = fail(1, "%s", tether_last_error());
+        } else {
+            rc = exercise(&a, art, &timed_s, &p);
+        }
+    } else if (tether_cli_tempdir_make(tmp, sizeof tmp, "profile")) {
+        rc = fail(1, "%s", tether_last_error());
+    } else {
+        tether_compile_options *co = &dco.compile;
+        co->build.target = a.compile_target;
+        co->build.cpu = a.cpu;
+        co->backend = a.opencl ? TETHER_BACKEND_OPENCL : TETHER_BACKEND_C;
+        if (a.abi && tether_abi_parse(a.abi, &co->codegen.abi)) {
+            rc = fail(2, "--abi '%s' is not packed or unpacked", a.abi);
+        }
+        if (!rc && !a.no_plain) { /* the plain artifact first: an MCU holds one module */
+            snprintf(sub, sizeof sub, "%s/plain", tmp);
+            if (tether_compile_for_device(s, a.target, sub, &dco, NULL, &art)) {
+                rc = fail(1, "%s", tether_last_error());
+            } else {
+                rc = exercise(&a, art, &plain_s, NULL);
+            }
+            tether_artifact_free(art);
+            art = NULL;
+        }
+        if (!rc) {
+            co->profile = true;
+            snprintf(sub, sizeof sub, "%s/profile", tmp);
+            if (tether_compile_for_device(s, a.target, sub, &dco, NULL, &art)) {
+                rc = fail(1, "%s", tether_last_error());
+            } else {
+                rc = exercise(&a, art, &timed_s, &p);
+            }
+        }
+    }
+    tether_artifact_free(art);
+    if (!rc) {
+        p.plain_ns = plain_s * 1e9;
+        p.timed_ns = timed_s * 1e9;
+        printf("%s on %s (%s)\n", a.target, tether_cli_device_url(a.c.device), p.target);
+        tether_cli_profile_print(stdout, &p);
+        rc = tether_cli_profile_write(&p, a.json, a.trace, a.svg);
+    }
+    tether_profile_free(&p);
+    if (tmp[0]) {
+        tether_cli_tempdir_remove(tmp);
+    }
+    if (rc) {
+        tether_cli_after_failure(s, "profile");
+    }
+    tether_session_close(s);
+    return rc;
+}
+
+#else
+int tether_cli_cmd_profile(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    return tether_cli_fail(1, "this tether was built without the compiler");
+}
+#endif
