@@ -8,7 +8,9 @@
  * after the entries (the kernels are the plain build's, byte for byte); slot k of the table is
  * the k-th node that has a function (tether__c_node_has_function), in node order, which is the
  * order metadata.json's "profile" lists them (profile_meta.c); each slot is 3 uint64 words: the
- * clock before the kernel, after it, and the stack bytes the node used (0 unless measured).
+ * clock before the kernel, after it, and the stack bytes the node used (0 unless measured); one
+ * clock reading between two kernels serves as the end of one and the start of the next (a
+ * fresh one follows a stack measurement), so the node times add up to the graph's time.
  */
 #include <stdio.h>
 #include <string.h>
@@ -47,10 +49,23 @@ void tether__c_profile_node(em *e, int slot, int after) {
     if (!e->o->profile) {
         return;
     }
-    line(e, "%s_profile_table[%d] = tether_platform_cycles();", e->P, 3 * slot + (after ? 1 : 0));
-    if (after && e->o->profile == TETHER_PROFILE_STACK) {
-        line(e, "%s_profile_table[%d] = tether_mcu_profile_stack();", e->P, 3 * slot + 2);
+    int stack = e->o->profile == TETHER_PROFILE_STACK;
+    if (after) {
+        line(e, "tgp_now = tether_platform_cycles();");
+        line(e, "%s_profile_table[%d] = tgp_now;", e->P, 3 * slot + 1);
+        if (stack) {
+            line(e, "%s_profile_table[%d] = tether_mcu_profile_stack();", e->P, 3 * slot + 2);
+        }
+        return;
     }
+    /* one reading between two kernels (the end of one is the start of the next), so the node
+     * times add up to the graph's; after a stack measurement a fresh one */
+    if (slot == 0) {
+        line(e, "uint64_t tgp_now = tether_platform_cycles();");
+    } else if (stack) {
+        line(e, "tgp_now = tether_platform_cycles();");
+    }
+    line(e, "%s_profile_table[%d] = tgp_now;", e->P, 3 * slot);
 }
 
 void tether__c_profile_function(em *e) {
