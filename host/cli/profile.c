@@ -241,9 +241,15 @@ static void human_count(double v, char *out, size_t n) {
 
 void tether_cli_profile_print(FILE *f, const tether_profile *p) {
     int cycles = !p->opencl && strncmp(p->target, "cortex-", 7) == 0;
-    fprintf(f, "%-20s %-10s %-30s %10s %6s %8s %9s %8s %8s %8s%s  %s\n", "node", "op", "shapes",
-            "time us", "share", "MACs", cycles ? "MAC/cyc" : "GFLOP/s", "in B", "out B", "live B",
-            p->stack ? "  stack" : "", "schedule");
+    int nw = 4, sw = 6; /* the widest name and shapes, at most 32 and 60 */
+    for (int i = 0; i < p->nnodes; i++) {
+        int a = (int)strlen(p->nodes[i].name), b = (int)strlen(p->nodes[i].shapes);
+        nw = a > nw ? (a < 32 ? a : 32) : nw;
+        sw = b > sw ? (b < 60 ? b : 60) : sw;
+    }
+    fprintf(f, "%-*s %-10s %-*s %10s %6s %8s %9s %8s %8s %8s%s  %s\n", nw, "node", "op", sw,
+            "shapes", "time us", "share", "MACs", cycles ? "MAC/cyc" : "GFLOP/s", "in B", "out B",
+            "live B", p->stack ? "  stack" : "", "schedule");
     for (int i = 0; i < p->nnodes; i++) {
         const tether_profile_node *nd = &p->nodes[i];
         char macs[32], rate[32], bi[32], bo[32], wl[32], stk[32] = "";
@@ -261,9 +267,9 @@ void tether_cli_profile_print(FILE *f, const tether_profile *p) {
         if (p->stack) {
             snprintf(stk, sizeof stk, " %6llu", (unsigned long long)nd->stack_bytes);
         }
-        fprintf(f, "%-20.20s %-10.10s %-30.30s %10.2f %5.1f%% %8s %9s %8s %8s %8s%s  %s\n",
-                nd->name, nd->op, nd->shapes, nd->median_ns / 1e3, 100 * nd->share, macs, rate, bi,
-                bo, wl, stk, nd->schedule);
+        fprintf(f, "%-*.*s %-10.10s %-*.*s %10.2f %5.1f%% %8s %9s %8s %8s %8s%s  %s\n", nw, nw,
+                nd->name, nd->op, sw, sw, nd->shapes, nd->median_ns / 1e3, 100 * nd->share, macs,
+                rate, bi, bo, wl, stk, nd->schedule);
     }
     fprintf(f,
             "sum of nodes %.2f us, whole profiled call %.2f us (nodes %.1f%% of it; median of %d "

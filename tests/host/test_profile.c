@@ -301,11 +301,11 @@ static void test_c_kws_and_zoo(void **state) {
     const tether_abi abis[2] = {TETHER_ABI_UNPACKED, TETHER_ABI_PACKED};
     for (int k = 0; k < 2; k++) {
         for (int zoo = 0; zoo < 2; zoo++) {
-            char name[64];
-            snprintf(name, sizeof name, "%s-%d", zoo ? "zoo" : "kws", k);
+            char name[64], pname[64];
+            snprintf(name, sizeof name, "%s-%s", zoo ? "zoo" : "kws", k ? "packed" : "unpacked");
             compile(zoo ? NULL : model, name, abis[k], 0, 1, dir, sizeof dir);
-            snprintf(name, sizeof name, "%s-plain-%d", zoo ? "zoo" : "kws", k);
-            compile(zoo ? NULL : model, name, abis[k], 0, 0, plain, sizeof plain);
+            snprintf(pname, sizeof pname, "%s-plain", name);
+            compile(zoo ? NULL : model, pname, abis[k], 0, 0, plain, sizeof plain);
             assert_same_kernels(plain, dir);
             tether_profile p;
             check_profile(s, dir, 0, 9, &p);
