@@ -301,7 +301,7 @@ static void test_c_kws_and_zoo(void **state) {
     const tether_abi abis[2] = {TETHER_ABI_UNPACKED, TETHER_ABI_PACKED};
     for (int k = 0; k < 2; k++) {
         for (int zoo = 0; zoo < 2; zoo++) {
-            char name[64], pname[64];
+            char name[64], pname[80];
             snprintf(name, sizeof name, "%s-%s", zoo ? "zoo" : "kws", k ? "packed" : "unpacked");
             compile(zoo ? NULL : model, name, abis[k], 0, 1, dir, sizeof dir);
             snprintf(pname, sizeof pname, "%s-plain", name);
