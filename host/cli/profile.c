@@ -310,6 +310,80 @@ int tether_cli_profile_write(const tether_profile *p, const char *json, const ch
     return 0;
 }
 
+typedef struct ab_row {
+    int i;
+    double a, b;
+} ab_row;
+
+static int by_change(const void *x, const void *y) {
+    const ab_row *p = x, *q = y;
+    double dp = fabs(p->b - p->a), dq = fabs(q->b - q->a);
+    return dp < dq ? 1 : dp > dq ? -1 : p->i - q->i;
+}
+
+int tether_cli_profile_ab(tether_session *s, const char *model, const char *dir,
+                          tether_device_compile_options *const *dco, const char *const *labels,
+                          const tether_cli_array *in, int nin) {
+    prof_args a;
+    memset(&a, 0, sizeof a);
+    a.runs = 20;
+    a.nin = nin;
+    memcpy(a.in, in, sizeof(tether_cli_array) * (size_t)nin);
+    tether_profile p[2];
+    memset(p, 0, sizeof p);
+    int rc = 0;
+    for (int k = 0; k < 2 && !rc; k++) {
+        tether_device_compile_options o = *dco[k];
+        o.compile.profile = true;
+        o.loader_ctx = &o;
+        o.notes = NULL;
+        char sub[1200];
+        snprintf(sub, sizeof sub, "%s/%d-profile", dir, k);
+        tether_artifact *art = NULL;
+        if (tether_compile_for_device(s, model, sub, &o, NULL, &art)) {
+            rc = fail(1, "compile (%s, profiling build): %s", labels[k], tether_last_error());
+        } else {
+            rc = exercise(&a, art, NULL, &p[k]);
+        }
+        tether_artifact_free(art);
+    }
+    ab_row *rows = rc ? NULL : calloc((size_t)(p[0].nnodes ? p[0].nnodes : 1), sizeof *rows);
+    if (!rc && !rows) {
+        rc = fail(1, "out of memory");
+    }
+    if (!rc && p[0].nnodes != p[1].nnodes) {
+        rc = fail(1, "the profiling builds have %d and %d nodes", p[0].nnodes, p[1].nnodes);
+    }
+    for (int i = 0; !rc && i < p[0].nnodes; i++) {
+        if (strcmp(p[0].nodes[i].name, p[1].nodes[i].name) != 0) {
+            rc = fail(1, "node %d is '%s' in one build and '%s' in the other", i,
+                      p[0].nodes[i].name, p[1].nodes[i].name);
+        }
+        rows[i] = (ab_row){i, p[0].nodes[i].median_ns, p[1].nodes[i].median_ns};
+    }
+    if (!rc) {
+        qsort(rows, (size_t)p[0].nnodes, sizeof *rows, by_change);
+        printf("\nper node (profiling builds, median of %d runs each; largest change first)\n",
+               a.runs);
+        printf("%-24s %-10s %14s %14s %11s %7s\n", "node", "op", labels[0], labels[1], "change us",
+               "ratio");
+        for (int r = 0; r < p[0].nnodes; r++) {
+            const tether_profile_node *nd = &p[0].nodes[rows[r].i];
+            printf("%-24.24s %-10.10s %11.2f us %11.2f us %+11.2f %7.3f\n", nd->name, nd->op,
+                   rows[r].a / 1e3, rows[r].b / 1e3, (rows[r].b - rows[r].a) / 1e3,
+                   rows[r].a > 0 ? rows[r].b / rows[r].a : 0);
+        }
+        printf("%-24s %-10s %11.2f us %11.2f us %+11.2f %7.3f\n", "sum of nodes", "",
+               p[0].sum_median_ns / 1e3, p[1].sum_median_ns / 1e3,
+               (p[1].sum_median_ns - p[0].sum_median_ns) / 1e3,
+               p[0].sum_median_ns > 0 ? p[1].sum_median_ns / p[0].sum_median_ns : 0);
+    }
+    free(rows);
+    tether_profile_free(&p[0]);
+    tether_profile_free(&p[1]);
+    return rc;
+}
+
 static int is_dir(const char *p) {
     struct stat st;
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);

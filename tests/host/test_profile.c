@@ -440,6 +440,25 @@ static void test_cli_model(void **state) {
     assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "runs")), 1);
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "plain_ns")));
     cJSON_Delete(j);
+    /* ab --profile: every node of both ABIs' profiling builds, side by side */
+    snprintf(cmd, sizeof cmd,
+             "'%s' ab '%s/examples/kws/kws.json' --profile --repeat 3 --min-repeat-ms 5 --device "
+             "%s >'%s' 2>&1",
+             TETHER_CLI, TETHER_SOURCE_DIR, g_url, out);
+    st = system(cmd);
+    assert_int_equal(tether_file_read_text(out, 1 << 16, &text, &len), 0);
+    printf("%s", text);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    const char *per = strstr(text, "per node (profiling builds");
+    assert_non_null(per);
+    assert_non_null(strstr(per, "unpacked ABI"));
+    assert_non_null(strstr(per, "packed ABI"));
+    const char *nodes[] = {"\nconv1 ", "\nfc ", "\nsoftmax ", "\nsum of nodes "};
+    for (int i = 0; i < 4; i++) {
+        assert_non_null(strstr(per, nodes[i]));
+    }
+    free(text);
 }
 
 int main(void) {
