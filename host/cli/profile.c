@@ -227,6 +227,40 @@ static int exercise(const prof_args *a, tether_artifact *art, double *timed_s, t
     return rc;
 }
 
+/* TIME of the plain and the profiling build alternately (A B, B A, ...), 9 rounds of at least
+ * 20 ms each; the medians of the time per call. */
+static int interleaved_time(tether_artifact *x, tether_artifact *y, double *xs, double *ys) {
+    enum { ROUNDS = 9 };
+    double t[2][ROUNDS];
+    uint32_t number[2] = {1, 1};
+    tether_artifact *arts[2] = {x, y};
+    for (int r = -1; r < ROUNDS; r++) { /* round -1: warm-up, sets the calls per repeat */
+        for (int i = 0; i < 2; i++) {
+            int k = r % 2 ? 1 - i : i;
+            tether_time_stats ts;
+            if (tether_artifact_time(arts[k], number[k], 1, 20, 0, &ts, NULL)) {
+                return fail(1, "%s", tether_last_error());
+            }
+            number[k] = ts.number > number[k] ? ts.number : number[k];
+            if (r >= 0) {
+                t[k][r] = ts.seconds[0];
+            }
+        }
+    }
+    for (int k = 0; k < 2; k++) { /* medians (insertion sort of 9) */
+        for (int i = 1; i < ROUNDS; i++) {
+            for (int j = i; j > 0 && t[k][j] < t[k][j - 1]; j--) {
+                double v = t[k][j];
+                t[k][j] = t[k][j - 1];
+                t[k][j - 1] = v;
+            }
+        }
+    }
+    *xs = t[0][ROUNDS / 2];
+    *ys = t[1][ROUNDS / 2];
+    return 0;
+}
+
 static void human_count(double v, char *out, size_t n) {
     if (v >= 1e9) {
         snprintf(out, n, "%.2fG", v / 1e9);
@@ -404,7 +438,7 @@ int tether_cli_cmd_profile(int argc, char **argv) {
     tether_cli_device_options(&dco, a.c.firmware);
     tether_profile p;
     memset(&p, 0, sizeof p);
-    tether_artifact *art = NULL;
+    tether_artifact *art = NULL, *plain = NULL;
     char tmp[1024] = "", sub[1200];
     double plain_s = 0, timed_s = 0;
     if (dir) {
@@ -430,26 +464,42 @@ int tether_cli_cmd_profile(int argc, char **argv) {
         if (a.abi && tether_abi_parse(a.abi, &co->codegen.abi)) {
             rc = fail(2, "--abi '%s' is not packed or unpacked", a.abi);
         }
-        if (!rc && !a.no_plain) { /* the plain artifact first: an MCU holds one module */
+        /* the plain artifact first; an MCU holds one module at a time, elsewhere both stay
+         * prepared and are timed interleaved (drift hits both alike) */
+        int mcu = tether_cli_is_mcu(tether_session_info(s));
+        if (!rc && !a.no_plain) {
             snprintf(sub, sizeof sub, "%s/plain", tmp);
-            if (tether_compile_for_device(s, a.target, sub, &dco, NULL, &art)) {
+            if (tether_compile_for_device(s, a.target, sub, &dco, NULL, &plain)) {
                 rc = fail(1, "%s", tether_last_error());
             } else {
-                rc = exercise(&a, art, &plain_s, NULL);
+                rc = exercise(&a, plain, mcu ? &plain_s : NULL, NULL);
             }
-            tether_artifact_free(art);
-            art = NULL;
+            if (mcu) {
+                tether_artifact_free(plain);
+                plain = NULL;
+            }
         }
         if (!rc) {
-            co->profile = true;
+            tether_device_compile_options pdco = dco;
+            pdco.compile.profile = true;
+            pdco.loader_ctx = &pdco;
             snprintf(sub, sizeof sub, "%s/profile", tmp);
-            if (tether_compile_for_device(s, a.target, sub, &dco, NULL, &art)) {
+            if (tether_compile_for_device(s, a.target, sub, &pdco, NULL, &art)) {
                 rc = fail(1, "%s", tether_last_error());
+            } else if (plain) {
+                rc = exercise(&a, art, NULL, NULL);
+                if (!rc) {
+                    rc = interleaved_time(plain, art, &plain_s, &timed_s);
+                }
+                if (!rc) {
+                    rc = exercise(&a, art, NULL, &p);
+                }
             } else {
-                rc = exercise(&a, art, &timed_s, &p);
+                rc = exercise(&a, art, a.no_plain ? NULL : &timed_s, &p);
             }
         }
     }
+    tether_artifact_free(plain);
     tether_artifact_free(art);
     if (!rc) {
         p.plain_ns = plain_s * 1e9;
