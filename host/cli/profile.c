@@ -36,7 +36,8 @@
 static const char usage[] =
     "usage: tether profile MODEL|ARTIFACT_DIR [--device URL] [--in [NAME=]FILE ...] [--runs N]\n"
     "                      [--json FILE] [--trace FILE] [--svg FILE] [--target T] [--mcpu CPU]\n"
-    "                      [--abi packed|unpacked] [--backend c|opencl] [--no-plain]\n"
+    "                      [--abi packed|unpacked] [--backend c|opencl] [--params linked|blob]\n"
+    "                      [--no-plain]\n"
     "  runs a profiling build (tether compile --profile) and prints the time, work, memory and\n"
     "  (on a board) stack of every node; a MODEL is compiled for the device, plain and\n"
     "  profiling, and the plain whole call is measured beside it (docs/profile.md)\n"
@@ -44,11 +45,12 @@ static const char usage[] =
     "  --trace FILE   Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing)\n"
     "  --json FILE    the per-node records (schema in docs/profile.md)\n"
     "  --svg FILE     bar chart of the nodes by time, the workspace live under it\n"
+    "  --params linked|blob  weights in the code or a params blob (default: linked up to 4 MiB)\n"
     "  --no-plain     do not compile and time the plain artifact (MODEL)\n";
 
 typedef struct prof_args {
     tether_cli_common c;
-    const char *target, *json, *trace, *svg, *compile_target, *cpu, *abi;
+    const char *target, *json, *trace, *svg, *compile_target, *cpu, *abi, *params;
     tether_cli_array in[TETHER_CLI_MAX_IO];
     int nin, runs, opencl, no_plain;
 } prof_args;
@@ -72,7 +74,7 @@ static int parse(int argc, char **argv, prof_args *a) {
         int takes = !strcmp(o, "--in") || !strcmp(o, "--runs") || !strcmp(o, "--repeat") ||
                     !strcmp(o, "--json") || !strcmp(o, "--trace") || !strcmp(o, "--svg") ||
                     !strcmp(o, "--target") || !strcmp(o, "--mcpu") || !strcmp(o, "--abi") ||
-                    !strcmp(o, "--backend");
+                    !strcmp(o, "--backend") || !strcmp(o, "--params");
         if (takes && !v) {
             return fail(2, "%s needs a value", o);
         }
@@ -99,6 +101,11 @@ static int parse(int argc, char **argv, prof_args *a) {
             a->cpu = v;
         } else if (!strcmp(o, "--abi")) {
             a->abi = v;
+        } else if (!strcmp(o, "--params")) {
+            if (strcmp(v, "linked") && strcmp(v, "blob")) {
+                return fail(2, "--params '%s' is not linked or blob", v);
+            }
+            a->params = v;
         } else if (!strcmp(o, "--backend")) {
             if (strcmp(v, "c") && strcmp(v, "opencl")) {
                 return fail(2, "--backend '%s' is not c or opencl", v);
@@ -227,10 +234,10 @@ static int exercise(const prof_args *a, tether_artifact *art, double *timed_s, t
     return rc;
 }
 
-/* TIME of the plain and the profiling build alternately (A B, B A, ...), 9 rounds of at least
- * 20 ms each; the medians of the time per call. */
+/* TIME of the plain and the profiling build alternately (A B, B A, ...), 15 rounds of at least
+ * 30 ms each; the medians of the time per call. */
 static int interleaved_time(tether_artifact *x, tether_artifact *y, double *xs, double *ys) {
-    enum { ROUNDS = 9 };
+    enum { ROUNDS = 15 };
     double t[2][ROUNDS];
     uint32_t number[2] = {1, 1};
     tether_artifact *arts[2] = {x, y};
@@ -238,7 +245,7 @@ static int interleaved_time(tether_artifact *x, tether_artifact *y, double *xs, 
         for (int i = 0; i < 2; i++) {
             int k = r % 2 ? 1 - i : i;
             tether_time_stats ts;
-            if (tether_artifact_time(arts[k], number[k], 1, 20, 0, &ts, NULL)) {
+            if (tether_artifact_time(arts[k], number[k], 1, 30, 0, &ts, NULL)) {
                 return fail(1, "%s", tether_last_error());
             }
             number[k] = ts.number > number[k] ? ts.number : number[k];
@@ -461,6 +468,13 @@ int tether_cli_cmd_profile(int argc, char **argv) {
         co->build.target = a.compile_target;
         co->build.cpu = a.cpu;
         co->backend = a.opencl ? TETHER_BACKEND_OPENCL : TETHER_BACKEND_C;
+        /* weights as for run: linked up to TETHER_PARAMS_LINK_MAX unless --params says */
+        if (a.params) {
+            co->codegen.link_params = !strcmp(a.params, "linked");
+        } else {
+            co->codegen.link_params = true;
+            co->params_link_max = TETHER_PARAMS_LINK_MAX;
+        }
         if (a.abi && tether_abi_parse(a.abi, &co->codegen.abi)) {
             rc = fail(2, "--abi '%s' is not packed or unpacked", a.abi);
         }
