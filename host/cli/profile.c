@@ -34,11 +34,13 @@
 #define fail tether_cli_fail
 
 static const char usage[] =
-    "usage: tether profile MODEL|ARTIFACT_DIR [--device URL] [--in [NAME=]FILE ...] [--runs N]\n"
+    "usage: tether profile MODEL|ARTIFACT_DIR [--device URL] [--token-file FILE]\n"
+    "                      [--timeout-ms MS] [--wait] [--firmware PATH]\n"
+    "                      [--in [NAME=]FILE ...] [--runs N]\n"
     "                      [--json FILE] [--trace FILE] [--svg FILE] [--target T] [--mcpu CPU]\n"
     "                      [--abi packed|unpacked] [--backend c|opencl] [--params linked|blob]\n"
     "                      [--no-plain]\n"
-    "  runs a profiling build (tether compile --profile) and prints the time, work, memory and\n"
+    "  runs a profiling build (`tether compile --profile`) and prints the time, work, memory and\n"
     "  (on a board) stack of every node; a MODEL is compiled for the device, plain and\n"
     "  profiling, and the plain whole call is measured beside it (docs/profile.md)\n"
     "  --runs N       runs to take the node medians over (default 20; --repeat is the same)\n"
@@ -115,7 +117,7 @@ static int parse(int argc, char **argv, prof_args *a) {
             a->no_plain = 1;
             continue;
         } else if (o[0] == '-' && o[1]) {
-            return fail(2, "unknown option %s (tether profile --help)", o);
+            return fail(2, "unknown option '%s' (tether profile --help)", o);
         } else if (!a->target) {
             a->target = o;
             continue;
