@@ -6,7 +6,8 @@
  * profiling build's source holds every line of the plain build's (same kernels, schedules and
  * plan, only clock readings added); the trace is trace-event JSON with one "X" event per node
  * call and the JSON report follows its schema; an artifact compiled without --profile is refused
- * by the library and by the CLI with a message saying how to get one.
+ * by the library and by the CLI with a message saying how to get one; a damaged "profile"
+ * object is refused with a message, never read as figures.
  * usage: test_profile   (TETHERD_PATH, TETHER_CLI and the source dir are compiled in)
  */
 #include <setjmp.h>
@@ -391,6 +392,65 @@ static void test_refused(void **state) {
     assert_int_equal(access(trace, F_OK), -1);
 }
 
+/* Rewrites dir's metadata.json with its "profile" object changed by edit. */
+static void edit_profile(const char *dir, void (*edit)(cJSON *p)) {
+    char path[500];
+    snprintf(path, sizeof path, "%s/metadata.json", dir);
+    cJSON *m = read_json(path);
+    edit(cJSON_GetObjectItem(m, "profile"));
+    char *text = cJSON_Print(m);
+    assert_int_equal(tether_file_write(path, text, strlen(text)), 0);
+    free(text);
+    cJSON_Delete(m);
+}
+
+static void drop_node(cJSON *p) { /* the last: the slots stay in order, the table is larger */
+    cJSON *n = cJSON_GetObjectItem(p, "nodes");
+    cJSON_DeleteItemFromArray(n, cJSON_GetArraySize(n) - 1);
+}
+
+static void nodes_not_array(cJSON *p) {
+    cJSON_ReplaceItemInObject(p, "nodes", cJSON_CreateNumber(5));
+}
+
+static void slot_wrong(cJSON *p) {
+    cJSON *n = cJSON_GetArrayItem(cJSON_GetObjectItem(p, "nodes"), 1);
+    cJSON_ReplaceItemInObject(n, "slot", cJSON_CreateNumber(7));
+}
+
+/* A damaged "profile" object: refused with a message naming it, never a wrong figure. */
+static void test_damaged_metadata(void **state) {
+    (void)state;
+    char model[512], dir[400];
+    snprintf(model, sizeof model, "%s/examples/kws/kws.json", TETHER_SOURCE_DIR);
+    tether_session *s = open_session();
+    void (*edits[3])(cJSON *) = {drop_node, nodes_not_array, slot_wrong};
+    const char *says[3] = {"no profile table of", "profile needs nodes", "needs slot 1"};
+    for (int k = 0; k < 3; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "damaged-%d", k);
+        compile(model, name, TETHER_ABI_UNPACKED, 0, 1, dir, sizeof dir);
+        edit_profile(dir, edits[k]);
+        tether_artifact *a = NULL;
+        int rc = tether_artifact_open(dir, &a);
+        if (rc == 0) {
+            assert_int_equal(tether_artifact_prepare(a, s, NULL), 0);
+            float in[490] = {0}, out[12];
+            const void *ins[1] = {in};
+            void *outs[1] = {out};
+            tether_profile p;
+            rc = tether_artifact_profile(a, ins, outs, 2, &p);
+            assert_int_equal(p.nnodes, 0);
+            tether_artifact_free(a);
+        }
+        assert_true(rc < 0);
+        if (!strstr(tether_last_error(), says[k])) {
+            fail_msg("case %d: '%s' does not say '%s'", k, tether_last_error(), says[k]);
+        }
+    }
+    tether_session_close(s);
+}
+
 /* The CLI on a MODEL: the table, the plain artifact beside it, the files. */
 static void test_cli_model(void **state) {
     (void)state;
@@ -465,9 +525,8 @@ int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     unsetenv("TETHER_DEVICE");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_c_kws_and_zoo),
-        cmocka_unit_test(test_opencl),
-        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_c_kws_and_zoo), cmocka_unit_test(test_opencl),
+        cmocka_unit_test(test_refused),       cmocka_unit_test(test_damaged_metadata),
         cmocka_unit_test(test_cli_model),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
