@@ -15,6 +15,8 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_kernels.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_nchwc.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_schedules.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_profile.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/profile_meta.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_kernels.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/opencl_textures.c

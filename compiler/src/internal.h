@@ -140,6 +140,12 @@ char *tether__metadata_c(const tether_ir_graph *g, const struct tether_compile_o
                          const char *library);
 char *tether__metadata_with_buffer_variant(const char *meta, const char *bmeta, const char *source,
                                            const char *params_file);
+/* A profiling build's metadata (codegen/profile_meta.c, docs/profile.md): meta with the "profile"
+ * object appended (the profiled nodes, their kernels, shapes, schedule, work, bytes and the
+ * workspace live at each); malloc'd, NULL when out of memory. */
+char *tether__metadata_add_profile(const char *meta, const tether_ir_graph *g,
+                                   const struct tether_memplan *plan,
+                                   const struct tether_compile_options *o);
 
 /* The OpenCL backend's storage-scope pass (codegen/emit_opencl.c) on an inferred graph after the
  * passes: extent[2t], extent[2t+1] = the RGBA texel width and height of tensor t's texture, or 0

@@ -50,6 +50,7 @@ typedef struct ab_args {
     int opt_level;
     const char *cpu; /* --mcpu, else the device's (HELLO cpu) when the target is the device's */
     int opencl;      /* --opencl: also the OpenCL backend, buffer and texture weights */
+    int profile;     /* --profile: also each ABI's profiling build, node by node */
     const char *tuning_log; /* --tuning-log: every side compiled with tuned schedules */
     const char *firmware;   /* --firmware: an MCU board's firmware.json (or its folder) */
     const char *input_shapes[TETHER_CLI_MAX_IO]; /* --input-shape NAME=D0xD1...: dynamic dims */

@@ -247,6 +247,19 @@ int tether_cli_cmd_tune(int argc, char **argv);
 
 /* model.c: `tether ab` and `tether run --reference` (need the compiler). */
 int tether_cli_cmd_ab(int argc, char **argv);
+/* profile.c: `tether profile` (also `run/bench --profile`); the per-node table of a profile and
+ * its --json/--trace/--svg files (0, or 1 after printing the error). */
+int tether_cli_cmd_profile(int argc, char **argv);
+struct tether_profile;
+void tether_cli_profile_print(FILE *f, const struct tether_profile *p);
+int tether_cli_profile_write(const struct tether_profile *p, const char *json, const char *trace,
+                             const char *svg);
+/* `ab --profile`: compiles each side's options (dco[k], with profile set) into dir/<k>-profile,
+ * profiles it on the inputs and prints every node's time in both, the largest change first. */
+struct tether_device_compile_options;
+int tether_cli_profile_ab(tether_session *s, const char *model, const char *dir,
+                          struct tether_device_compile_options *const *dco,
+                          const char *const *labels, const tether_cli_array *in, int nin);
 int tether_cli_run_reference(const char *model, int nin, tether_cli_array *inputs, int nout,
                              tether_cli_array *outputs);
 

@@ -460,12 +460,46 @@ static void usage(FILE *f) {
             "  plan-buffers  plan a buffer list (JSON) with the memory planner\n"
             "  ab        compile a model with both ABIs, run both on a device, compare\n"
             "  tune      search a model's schedule knobs, measured on a device\n"
+            "  profile   time, work, memory and stack of every node of a model on a device\n"
 #endif
             "  pool      a shared device pool on Redis: add a device, status\n"
             "Devices: --device tcp://HOST:PORT | uart:///dev/ttyX?baud=N | tcp-serial://HOST:PORT\n"
             "         (a serial line over TCP, e.g. ser2net) | pool://HOST:PORT/KEY (a device of\n"
             "         KEY from the pool, queued first come first served) | local: (default;\n"
             "spawns tetherd, found through $TETHER_TETHERD or PATH).\n");
+}
+
+/* `run --profile` / `bench --profile`: `tether profile` with the same arguments (run: one run;
+ * bench: --repeat runs, default 20), printing the per-node table (docs/profile.md). */
+static int has_profile(int argc, char **argv) {
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--profile")) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int run_profile(int argc, char **argv, int bench) {
+    char **v = calloc((size_t)argc + 3, sizeof *v);
+    if (!v) {
+        return tether_cli_fail(1, "out of memory");
+    }
+    int n = 0;
+    v[n++] = argv[1];
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--profile") != 0) {
+            v[n++] = argv[i];
+        }
+    }
+    if (!bench) {
+        v[n++] = "--runs";
+        v[n++] = "1";
+    }
+    tether_cli_set_command(bench ? "bench" : "run");
+    int rc = tether_cli_cmd_profile(n, v);
+    free(v);
+    return rc;
 }
 
 /* A command's exit code, after saying which files it wrote (also when it then failed: the
@@ -507,6 +541,9 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "upload")) {
         return finish(cmd_upload(argc - 1, argv + 1));
     }
+    if ((!strcmp(cmd, "run") || !strcmp(cmd, "bench")) && has_profile(argc, argv)) {
+        return finish(run_profile(argc, argv, !strcmp(cmd, "bench")));
+    }
     if (!strcmp(cmd, "run")) {
         return finish(tether_cli_cmd_run(argc - 1, argv + 1, 0));
     }
@@ -541,6 +578,9 @@ int main(int argc, char **argv) {
         return finish(tether_cli_cmd_ab(argc - 1, argv + 1));
     }
 #endif
+    if (!strcmp(cmd, "profile")) {
+        return finish(tether_cli_cmd_profile(argc - 1, argv + 1));
+    }
     tether_cli_set_command("");
     fprintf(stderr, "tether: unknown command '%s' (try tether --help)\n", cmd);
     return 2;

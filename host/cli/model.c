@@ -191,7 +191,7 @@ static const char ab_usage[] =
     "                 [--target T] [--mcpu CPU] [--opt-level 0|1|2|3|s] [--in FILE|NAME=FILE ...]\n"
     "                 [--input-shape NAME=D0xD1...] [-o DIR] [--firmware PATH]\n"
     "                 [--number N] [--repeat R] [--min-repeat-ms MS] [--rtol R] [--atol A]\n"
-    "                 [--json FILE] [--svg FILE] [--opencl] [--tuning-log FILE]\n"
+    "                 [--json FILE] [--svg FILE] [--opencl] [--tuning-log FILE] [--profile]\n"
     "                 [--params linked|blob] [--pool NAME[:global:SIZE]] [--pin TENSOR=POOL]\n"
     "                 [--plan-inputs] [--plan-outputs] [--params-pool NAME]\n"
     "  Compiles MODEL with the unpacked and the packed ABI, runs both on the device (default\n"
@@ -218,7 +218,9 @@ static const char ab_usage[] =
     "  its target and CPU (OpenCL: work-group sizes) and says how many kernels they cover.\n"
     "  --params and the memory options (--pool NAME takes the size of the device's pool) apply\n"
     "  to both ABIs as for run and bench: a model that needs them on a board (weights in flash,\n"
-    "  a second RAM pool) can be compared there.\n";
+    "  a second RAM pool) can be compared there.\n"
+    "  --profile then also runs each ABI's profiling build (docs/profile.md) and prints the time\n"
+    "  of every node in both, the nodes that changed most first.\n";
 
 /* *out is set on every path (0 on an error), so callers stay defined for -O3's flow analysis. */
 static int parse_num(const char *opt, const char *v, double lo, double hi, double *out) {
@@ -262,6 +264,10 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
         }
         if (!strcmp(o, "--opencl")) {
             a->opencl = 1;
+            continue;
+        }
+        if (!strcmp(o, "--profile")) {
+            a->profile = 1;
             continue;
         }
         if (!strcmp(o, "--wait")) {
@@ -718,6 +724,17 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     tether_cli_ab_print_table(&a, &g, s, interleaved);
     if (a.opencl) {
         tether_cli_ab_print_opencl(s);
+    }
+    if (a.profile) { /* each ABI's profiling build, node by node (profile.c) */
+        for (int k = 0; k < nsides; k++) { /* an MCU holds one module at a time */
+            tether_artifact_free(s[k].art);
+            s[k].art = NULL;
+        }
+        tether_device_compile_options *po[2] = {&s[0].dco, &s[1].dco};
+        const char *labels[2] = {s[0].label, s[1].label};
+        if (tether_cli_profile_ab(ses, a.model, dir, po, labels, a.in, a.nin)) {
+            goto done;
+        }
     }
     if (a.json && tether_cli_ab_write_json(&a, d, s, interleaved)) {
         goto done;

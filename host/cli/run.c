@@ -182,6 +182,8 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 "               then the build tree)\n"
                 "  --global X[,Y[,Z]] [--local X[,Y[,Z]]]  NDRange of an OpenCL kernel "
                 "(MODULE.cl)\n"
+                "  --profile    (MODEL or a profiling build) per-node times, work, memory and\n"
+                "               stack: `tether profile` with these arguments (docs/profile.md)\n"
                 "  arguments: inputs then outputs, in order. An --out without a shape takes "
                 "the first input's.\n",
                 g_cmd, g_cmd,

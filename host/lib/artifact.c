@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "artifact_internal.h"
 #include "opencl_artifact.h"
 #include "tether/crt.h"
 #include "tether/file.h"
@@ -55,8 +56,15 @@ struct tether_artifact {
     int prepared;
     tether_remote_func f;
     tether_remote_arg args[2 * MAX_IO + MAX_POOLS];
-    uint64_t arrays[2 * MAX_IO + MAX_POOLS + 1]; /* every remote array: freed by _free */
+    uint64_t arrays[2 * MAX_IO + MAX_POOLS + 2]; /* every remote array: freed by _free */
     int narrays;
+    /* a profiling build (metadata "profile", docs/profile.md): the object as text; C: the
+     * function copying the table out, its size, and after prepare its array argument */
+    char *profile;
+    char profile_fn[128];
+    size_t profile_bytes;
+    tether_remote_func pf;
+    tether_remote_arg parg;
 };
 
 void tether_artifact_options_init(tether_artifact_options *o) {
@@ -357,6 +365,34 @@ static int open_c(tether_artifact *a, const cJSON *md) {
     return 0;
 }
 
+/* metadata.json's "profile" (a profiling build): kept as text for profile.c, which checks the
+ * node list; here only what prepare needs (the C backend's function and table size). */
+static int profile_read(tether_artifact *a, const cJSON *md) {
+    const cJSON *p = cJSON_GetObjectItem(md, "profile");
+    if (!p) {
+        return 0;
+    }
+    const cJSON *b = cJSON_GetObjectItem(md, "backend");
+    int opencl = cJSON_IsString(b) && strcmp(b->valuestring, "opencl") == 0;
+    const cJSON *fn = cJSON_GetObjectItem(p, "function"),
+                *tb = cJSON_GetObjectItem(p, "table_bytes");
+    if (!cJSON_IsObject(p) || !cJSON_IsArray(cJSON_GetObjectItem(p, "nodes")) ||
+        (!opencl && (!cJSON_IsString(fn) || strlen(fn->valuestring) >= sizeof a->profile_fn ||
+                     !cJSON_IsNumber(tb) || tb->valuedouble < 24 || tb->valuedouble > (1 << 24)))) {
+        return bad(a->dir, "metadata.json: profile needs nodes (and for C a function and "
+                           "table_bytes of 24 bytes per node)");
+    }
+    if (!opencl) {
+        snprintf(a->profile_fn, sizeof a->profile_fn, "%s", fn->valuestring);
+        a->profile_bytes = (size_t)tb->valuedouble;
+    }
+    a->profile = cJSON_PrintUnformatted(p);
+    if (!a->profile) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    return 0;
+}
+
 int tether_artifact_open(const char *dir, tether_artifact **out) {
     *out = NULL;
     tether_artifact *a = calloc(1, sizeof *a);
@@ -376,6 +412,12 @@ int tether_artifact_open(const char *dir, tether_artifact **out) {
     }
     cJSON *md = cJSON_Parse(text);
     free(text);
+    rc = profile_read(a, md);
+    if (rc) {
+        cJSON_Delete(md);
+        free(a);
+        return rc;
+    }
     const cJSON *b = cJSON_GetObjectItem(md, "backend");
     if (cJSON_IsString(b) && strcmp(b->valuestring, "opencl") == 0) {
         a->backend = TETHER_ARTIFACT_OPENCL;
@@ -641,6 +683,22 @@ int tether_artifact_prepare(tether_artifact *a, tether_session *s,
             a->f.abi == TETHER_ABI_PACKED ? TETHER_TYPE_DLTENSOR : TETHER_TYPE_HANDLE;
         a->args[j].v.array = h;
     }
+    if (!rc && a->profile_fn[0]) { /* the profile table's function and its uint8 array */
+        int64_t n = (int64_t)a->profile_bytes;
+        uint64_t h = 0;
+        rc = tether_session_get_function(s, module, a->profile_fn, &a->pf);
+        if (!rc) {
+            rc = tether_session_alloc(s, &n, 1, TETHER_UINT8, TETHER_SCOPE_GLOBAL, "", &h, NULL);
+        }
+        if (rc) {
+            rc = tether_set_error(rc, "%s: profile table: %s", a->dir, tether_last_error());
+        } else {
+            a->arrays[a->narrays++] = h;
+            a->parg.type_code =
+                a->pf.abi == TETHER_ABI_PACKED ? TETHER_TYPE_DLTENSOR : TETHER_TYPE_HANDLE;
+            a->parg.v.array = h;
+        }
+    }
     a->prepared = rc == 0;
     return rc;
 }
@@ -712,5 +770,34 @@ void tether_artifact_free(tether_artifact *a) {
         tether_session_free(a->s, a->arrays[i]); /* best effort: the session ends it anyway */
     }
     tether__ocl_artifact_free(a->ocl);
+    free(a->profile);
     free(a);
+}
+
+const char *tether__artifact_profile_json(const tether_artifact *a) {
+    return a->profile;
+}
+
+const char *tether__artifact_dir(const tether_artifact *a) {
+    return a->dir;
+}
+
+tether_session *tether__artifact_session(const tether_artifact *a) {
+    return a->s;
+}
+
+int tether__artifact_profile_table(tether_artifact *a, void *buf, size_t n) {
+    int rc = check_prepared(a);
+    if (rc) {
+        return rc;
+    }
+    if (!a->profile_fn[0] || n != a->profile_bytes) {
+        return tether_set_error(TETHER_ERR_STATE, "%s: no profile table of %zu bytes", a->dir, n);
+    }
+    tether_call_result res;
+    rc = tether_session_call(a->s, &a->pf, &a->parg, 1, &res);
+    if (!rc) {
+        rc = tether_session_copy_from(a->s, a->parg.v.array, 0, buf, n);
+    }
+    return rc;
 }

@@ -601,6 +601,9 @@ static PyMethodDef artifact_methods[] = {
      "run(inputs, outputs) -> ((ret, elapsed_ns, stack_bytes, value), kernel_ns)"},
     {"time", (PyCFunction)artifact_time, METH_VARARGS,
      "time(number, repeat, min_repeat_ms, cooldown_ms) -> dict"},
+    {"profile", (PyCFunction)tether__py_artifact_profile, METH_VARARGS,
+     "profile(inputs, outputs, runs, trace=None, json=None, svg=None) -> dict: per-node records "
+     "of a profiling build (docs/profile.md)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -120,6 +120,9 @@ void tether__py_sess_unlock(tpy_session *s, PyThreadState *ts);
 /* ---- the compiler (_tether_compiler.c, with TETHER_HAVE_COMPILER) ---- */
 
 /* Allocates the compiler's process-wide lock (PyInit); 0 or -1 with MemoryError. */
+/* _tether_profile.c: Artifact.profile (tether/profile.h). */
+PyObject *tether__py_artifact_profile(tpy_artifact *self, PyObject *args);
+
 int tether__py_compiler_init(void);
 PyObject *tether__py_compile(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *tether__py_model_signature(PyObject *self, PyObject *args, PyObject *kw);

@@ -168,18 +168,19 @@ static void err_take_detail(tpy_err *e, int rc) {
 PyObject *tether__py_compile(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
     static char *kwlist[] = {
-        "model",      "out_dir",     "abi",     "target",          "cpu",           "prefix",
-        "opt_level",  "link_params", "backend", "texture_weights", "input_shapes",  "input_values",
-        "tuning_log", "input_names", "session", "firmware",        "firmware_dirs", NULL};
+        "model",        "out_dir",       "abi",         "target",      "cpu",
+        "prefix",       "opt_level",     "link_params", "backend",     "texture_weights",
+        "input_shapes", "input_values",  "tuning_log",  "input_names", "session",
+        "firmware",     "firmware_dirs", "profile",     NULL};
     const char *model, *out_dir, *abi = NULL, *target = NULL, *cpu = NULL, *prefix = NULL;
     const char *backend = NULL, *tuning_log = NULL, *firmware = NULL;
-    int opt_level = TETHER_OPT_DEFAULT, link_params = 1, texture_weights = 0;
+    int opt_level = TETHER_OPT_DEFAULT, link_params = 1, texture_weights = 0, profile = 0;
     PyObject *shapes = Py_None, *values = Py_None, *names = Py_None, *sobj = Py_None;
     PyObject *dirs = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zzzzipzpOOzOOzO", kwlist, &model, &out_dir, &abi,
-                                     &target, &cpu, &prefix, &opt_level, &link_params, &backend,
-                                     &texture_weights, &shapes, &values, &tuning_log, &names, &sobj,
-                                     &firmware, &dirs)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zzzzipzpOOzOOzOp", kwlist, &model, &out_dir,
+                                     &abi, &target, &cpu, &prefix, &opt_level, &link_params,
+                                     &backend, &texture_weights, &shapes, &values, &tuning_log,
+                                     &names, &sobj, &firmware, &dirs, &profile)) {
         return NULL;
     }
     if (sobj != Py_None && !PyObject_TypeCheck(sobj, &tether__py_session_type)) {
@@ -212,6 +213,7 @@ PyObject *tether__py_compile(PyObject *self, PyObject *args, PyObject *kw) {
     }
     o.codegen.link_params = link_params != 0;
     o.opencl.texture_weights = texture_weights != 0;
+    o.profile = profile != 0; /* a profiling build (docs/profile.md) */
     load_opts lo;
     if (load_opts_parse(&lo, shapes, values, names)) {
         return NULL;

@@ -10,7 +10,7 @@ if ! command -v arm-none-eabi-gcc >/dev/null 2>&1; then
     exit 77
 fi
 mkdir -p "$out"
-for f in server image syslib exports trampoline; do
+for f in server image syslib exports trampoline profile; do
     arm-none-eabi-gcc -mcpu=cortex-m0 -mthumb -std=c11 -Os -ffreestanding -ffunction-sections \
         -fdata-sections -Wall -Wextra -Werror -DTETHER_MCU_MAX_FRAME=512u \
         -DTETHER_MCU_MAX_ARRAYS=8u -I"$src/device/mcu/firmware" -I"$src/crt/include" \

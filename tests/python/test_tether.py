@@ -372,6 +372,35 @@ class TestModels(unittest.TestCase):
         ref = tether.reference(self.mlp, [self.x, self.y])
         np.testing.assert_allclose(ref["h"], h, rtol=1e-5, atol=1e-6)
 
+    def test_profile(self):
+        """Artifact.profile: per-node records of a profiling build (docs/profile.md); a plain
+        artifact is refused."""
+        x = np.random.default_rng(5).uniform(-1, 1, (1, 1, 49, 10)).astype(np.float32)
+        d, plain = os.path.join(self.dir, "kws-prof"), os.path.join(self.dir, "kws-plain")
+        tether.compile(KWS, d, profile=True)
+        tether.compile(KWS, plain)
+        trace = os.path.join(self.dir, "kws.trace.json")
+        with tcp_session() as s:
+            with s.load_artifact(d) as art:
+                p = art.profile(x, runs=5, trace=trace)
+                ref = art.run(x)
+            self.assertIsInstance(p, tether.Profile)
+            self.assertEqual([n["name"] for n in p][-2:], ["fc", "softmax"])
+            for n in p:
+                self.assertGreater(n["median_ns"], 0)
+                self.assertEqual(len(n["ns"]), 5)
+                self.assertIn(" -> ", n["shapes"])
+                self.assertIsNone(n["stack_bytes"])
+            self.assertAlmostEqual(sum(n["share"] for n in p), 1.0, places=6)
+            self.assertTrue(0.9 * p.call_ns <= p.sum_ns <= 1.1 * p.call_ns)
+            np.testing.assert_array_equal(p.outputs["probs"], ref["probs"])
+            with open(trace, encoding="utf-8") as f:
+                events = [e for e in json.load(f)["traceEvents"] if e["ph"] == "X"]
+            self.assertEqual(len(events), 5 * len(p))
+            with s.load_artifact(plain) as art:
+                with self.assertRaisesRegex(tether.Error, "not a profiling build"):
+                    art.profile(x)
+
     def test_kws_against_interpreter_and_cli(self):
         x = np.random.default_rng(5).uniform(-1, 1, (1, 1, 49, 10)).astype(np.float32)
         ref = tether.reference(KWS, x)

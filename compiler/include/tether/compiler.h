@@ -290,7 +290,16 @@ typedef struct tether_codegen_options {
     tether_schedule schedule;
     const tether_node_schedule *node_schedules; /* per-workload overrides (tuning records) */
     int nnode_schedules;
+    /* Profiling build (docs/profile.md): TETHER_PROFILE_TIME reads the runtime's clock
+     * (tether_platform_cycles) before and after each node's kernel and adds <prefix>_profile,
+     * which copies the table of the last call out; TETHER_PROFILE_STACK also asks the MCU
+     * firmware for each node's stack bytes (tether_mcu_profile_stack). 0 = none (default). */
+    int profile;
 } tether_codegen_options;
+
+#define TETHER_PROFILE_NONE  0
+#define TETHER_PROFILE_TIME  1
+#define TETHER_PROFILE_STACK 2
 
 void tether_codegen_options_init(tether_codegen_options *o);
 
@@ -514,6 +523,10 @@ typedef struct tether_compile_options {
      * GBs over tens of MiB of initialisers. 0 (the default) links them at any size; the tether CLI
      * sets TETHER_PARAMS_LINK_MAX unless --params says which. */
     size_t params_link_max;
+    /* A profiling build of the same artifact (`tether compile --profile`, docs/profile.md): C
+     * backend, codegen.profile (TETHER_PROFILE_STACK on MCU targets, else _TIME); both backends,
+     * metadata.json's "profile" object with the node list. */
+    bool profile;
 } tether_compile_options;
 
 /* The size above which the tether CLI does not link weights unless told to (4 MiB). */

@@ -219,6 +219,13 @@ void tether__compile_options_resolve(const tether_compile_options *o, tether_com
     if (o->backend == TETHER_BACKEND_OPENCL) {
         return; /* the OpenCL kernels have no vector width and take no padded copies */
     }
+    if (o->profile && out->codegen.profile == TETHER_PROFILE_NONE) {
+        /* a board's firmware also measures each node's stack (tether_mcu_profile_stack) */
+        const tether_target *t = NULL;
+        int mcu = tether_target_find(o->build.target ? o->build.target : "x86_64-linux", &t) == 0 &&
+                  t->kind != TETHER_TARGET_SHARED;
+        out->codegen.profile = mcu ? TETHER_PROFILE_STACK : TETHER_PROFILE_TIME;
+    }
     if (out->codegen.schedule.vector_width < 0) {
         out->codegen.schedule.vector_width = target_vector_width(&o->build);
     }
@@ -348,6 +355,11 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
     }
     if (!rc) {
         meta = tether__metadata_c(g, o, &cg, &plan, res->built ? res->build.library : NULL);
+        if (meta && o->codegen.profile) {
+            char *pm = tether__metadata_add_profile(meta, g, &plan, o);
+            free(meta);
+            meta = pm;
+        }
         rep = tether__report_json_c(g, o, &cg, &plan, res);
         if (!meta || !rep) {
             rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing metadata");

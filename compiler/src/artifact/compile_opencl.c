@@ -66,6 +66,17 @@ int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
             tether_opencl_output_close(&cg);
         }
     }
+    if (!rc && o->profile) { /* the node list the host maps each kernel's event to */
+        char *pm = tether__metadata_add_profile(cg.metadata, g, &plan, o);
+        if (!pm) {
+            tether_opencl_output_close(&cg);
+            tether_opencl_output_close(&bv);
+            rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing metadata");
+        } else {
+            free(cg.metadata);
+            cg.metadata = pm;
+        }
+    }
     tether_memplan_close(&plan);
     if (rc) {
         return rc;

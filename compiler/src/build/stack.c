@@ -58,8 +58,11 @@ static const char *const leaf_libs[] = {
     "__builtin_memcpy", "__builtin_memset", "tether_set_error", NULL};
 
 /* Provided by the runtime the module runs in (tetherd, the MCU firmware), not by a toolchain
- * library, and reached only on argument errors of the packed ABI: always counted as 0. */
-static const char *const runtime_leaves[] = {"tether_set_error", NULL};
+ * library, and reached only on argument errors of the packed ABI, or between the kernels of a
+ * profiling build (the clock and the firmware's stack mark, docs/profile.md): always counted as
+ * 0. */
+static const char *const runtime_leaves[] = {"tether_set_error", "tether_platform_cycles",
+                                             "tether_mcu_profile_stack", NULL};
 
 static int find_fn(sgraph *g, const char *title, int create) {
     for (int i = 0; i < g->nf; i++) {

@@ -54,6 +54,8 @@ static const char compile_usage[] =
     "                               weights blob in (an MCU's \"code\" memory, like flash)\n"
     "  --no-passes                  skip constant/BN folding, fusion and dead-node removal\n"
     "  --no-build                   write sources and metadata only\n"
+    "  --profile                    a profiling build: node times (and stack on a board) for\n"
+    "                               `tether profile` (docs/profile.md)\n"
     "  --dump-ir                    print the IR after the passes\n"
     "  --input-shape NAME=D0xD1...  shape of a graph input with dynamic dimensions (ONNX);\n"
     "                               repeatable\n"
@@ -452,6 +454,8 @@ int tether_cmd_compile_with(int argc, char **argv, tether_compile_hook hook, voi
             memset(&o.passes, 0, sizeof o.passes);
         } else if (strcmp(a, "--no-build") == 0) {
             o.build_library = false;
+        } else if (strcmp(a, "--profile") == 0) {
+            o.profile = true;
         } else if (strcmp(a, "--dump-ir") == 0) {
             dump = 1;
         } else if (strcmp(a, "--quiet") == 0) {

@@ -591,6 +591,10 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
             goto out;
         }
     }
+    snprintf(nm, sizeof nm, "%s_profile", P);
+    if (o->profile && (rc = add_func(out, nm, o->abi, 1))) {
+        goto out;
+    }
 
     /* ---- body: shapes, params, operators, graph, entries, registry ---- */
     if (o->abi == TETHER_ABI_PACKED) {
@@ -655,6 +659,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
             tether__c_emit_op_function(&e, i);
         }
     }
+    tether__c_profile_decls(&e);
     tether__c_emit_graph(&e);
     /* static workspace + entries */
     const tether_memplan_pool *pools = plan->pools;
@@ -788,6 +793,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         }
     }
     tether__sbuf_free(&wsargs);
+    tether__c_profile_function(&e);
     if (o->interface == TETHER_INTERFACE_C) {
         tether__sbuf_printf(&e.s,
                             "int32_t %s_run(struct %s_inputs *inputs, struct %s_outputs *outputs,\n"

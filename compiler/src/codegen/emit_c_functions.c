@@ -349,7 +349,7 @@ void tether__c_emit_graph(em *e) {
             line(e, "}");
         }
     }
-    for (int i = 0; i < g->nnodes; i++) {
+    for (int i = 0, slot = 0; i < g->nnodes; i++) {
         const tether_ir_node *nd = &g->nodes[i];
         if (!tether__c_node_has_function(g, nd)) {
             if (tether_ir_tensor_elements(T(e, nd->outputs[0])) == 0) {
@@ -364,6 +364,7 @@ void tether__c_emit_graph(em *e) {
             continue;
         }
         char ptr[160];
+        tether__c_profile_node(e, slot, 0);
         for (int d = 0; d < e->depth; d++) {
             tether__sbuf_puts(&e->s, "    ");
         }
@@ -379,6 +380,7 @@ void tether__c_emit_graph(em *e) {
             first = 0;
         }
         tether__sbuf_puts(&e->s, ");\n");
+        tether__c_profile_node(e, slot++, 1);
     }
     for (int i = 0; i < g->noutputs; i++) { /* planned outputs: copied out when asked for */
         int t = g->outputs[i];

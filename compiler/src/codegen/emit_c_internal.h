@@ -149,4 +149,13 @@ const void *tether__c_tensor_data(const em *e, int t);
 /* Emits nd's kernel body when one of its tensors is channel-blocked (1), else 0. */
 int tether__c_blocked_body(em *e, const tether_ir_node *nd, const kargs *k);
 
+/* emit_c_profile.c (o->profile): the nodes with a slot in the profile table, the table's
+ * declarations (before the graph function), the clock readings around node slot's kernel call
+ * (after = 0 before it, 1 after it), and <prefix>_profile (after the entries). No-ops without
+ * o->profile. */
+int tether__c_profile_slots(const tether_ir_graph *g);
+void tether__c_profile_decls(em *e);
+void tether__c_profile_node(em *e, int slot, int after);
+void tether__c_profile_function(em *e);
+
 #endif /* TETHER_CODEGEN_EMIT_C_INTERNAL_H */

@@ -63,6 +63,13 @@ typedef struct tether_mcu_callframe {
 
 void tether__mcu_trampoline(tether_mcu_callframe *cf);
 
+/* Profiling builds (profile.c): a measured CALL of cf (painted from stack_base) begins; it ended,
+ * the most stack bytes a node used (0 when no profiling build ran). tether_mcu_profile_stack is
+ * what the generated code calls (exports.def). */
+void tether__mcu_profile_begin(const tether_mcu_callframe *cf, uintptr_t stack_base);
+uint32_t tether__mcu_profile_end(void);
+uint32_t tether_mcu_profile_stack(void);
+
 /* System library (syslib.c): the firmware's built-in functions. */
 extern const tether_func_registry tether_module_registry;
 

@@ -329,6 +329,7 @@ static __attribute__((noinline)) void measured_call(tether_mcu_callframe *cf, ui
     tether_stack_paint((void *)board->stack_base, top - board->stack_base);
     tether__mcu_irq_on();
     cf->paint_from = top;
+    tether__mcu_profile_begin(cf, board->stack_base);
     tether_board_timing_sync();
     *t0 = tether_platform_cycles();
     tether__mcu_trampoline(cf);
@@ -379,6 +380,9 @@ static int on_call(const tether_server_call *call) {
     inflight_fn = NULL;
     size_t used =
         tether_stack_used((const void *)board->stack_base, cf.sp_at_call - board->stack_base);
+    /* a profiling build repainted what its nodes used: the most of them counts too */
+    size_t nodes = tether__mcu_profile_end();
+    used = nodes > used ? nodes : used;
     rep.u.call_rep.ret = cf.ret;
     rep.u.call_rep.elapsed_ns = (t1 - t0) * 1000000000u / board->clock_hz;
     rep.u.call_rep.stack_bytes = used;

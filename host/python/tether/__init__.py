@@ -17,7 +17,7 @@ What must stay true: this file only re-exports; the behaviour lives in the modul
 """
 
 from . import _tether
-from ._artifact import Artifact, IOSpec, Outputs
+from ._artifact import Artifact, IOSpec, Outputs, Profile
 from ._model import ABResult, ABVariant, compile, device_target, load_array, reference, targets
 from ._session import CallResult, Function, Module, RemoteArray, Session, TimeStats
 
@@ -38,6 +38,7 @@ __all__ = [
     "IOSpec",
     "Module",
     "Outputs",
+    "Profile",
     "RemoteArray",
     "Session",
     "TimeStats",

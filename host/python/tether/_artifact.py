@@ -46,6 +46,34 @@ class Outputs(dict):
         return f"Outputs({dict.__repr__(self)}, call={self.call!r})"
 
 
+class Profile(list):
+    """Per-node records of Artifact.profile, in execution order (dicts). sum_ns: the median
+    over the runs of the node times' sum; call_ns: the median whole profiled call; runs;
+    clock_hz (0: OpenCL events); stack (per-node stack measured, a board); call_stack_bytes;
+    target; outputs: the last run's Outputs."""
+
+    def __init__(self, res, outputs):
+        super().__init__(res["nodes"])
+        self.sum_ns = res["sum_ns"]
+        self.call_ns = res["call_ns"]
+        self.runs = res["runs"]
+        self.clock_hz = res["clock_hz"]
+        self.opencl = res["opencl"]
+        self.stack = res["stack"]
+        self.call_stack_bytes = res["call_stack_bytes"]
+        self.target = res["target"]
+        self.outputs = outputs
+
+    def table(self):
+        """The records as text, one line per node: name, op, median microseconds, share."""
+        return "\n".join(f"{n['name']:24} {n['op']:12} {n['median_ns'] / 1e3:10.2f} us "
+                         f"{100 * n['share']:5.1f}%" for n in self)
+
+    def __repr__(self):
+        return (f"<tether.Profile {len(self)} nodes, {self.sum_ns / 1e3:.1f} us of "
+                f"{self.call_ns / 1e3:.1f} us, {self.runs} runs>")
+
+
 class Artifact:
     """An artifact directory: metadata.json plus a library (C backend) or OpenCL C and a launch
     sequence. Pass session= (or call prepare(session)) to put it on a device; then run(inputs)
@@ -132,6 +160,25 @@ class Artifact:
         self._check()
         return TimeStats._of(self._c.time(int(number), int(repeat), int(min_repeat_ms),
                                           int(cooldown_ms)))
+
+    def profile(self, inputs=None, *, runs=20, trace=None, json=None, svg=None, **named):
+        """Per-node profile of a profiling build (compiled with profile=True, `tether compile
+        --profile`; docs/profile.md): runs the artifact `runs` times on inputs (as run() takes
+        them) and returns a Profile, a list of per-node records (dicts: name, op, kernel,
+        shapes, schedule, median_ns, share, macs, flops, bytes_in, bytes_out, workspace_live,
+        stack_bytes (a board's, else None), ns: the time in each run) with the totals as
+        attributes. trace/json/svg: files to write the reports to. An artifact compiled without
+        profiling raises tether.Error."""
+        self._check()
+        if named:
+            if inputs is not None:
+                raise TypeError("give inputs positionally or by keyword, not both")
+            inputs = named
+        arrays = bind_inputs(self.inputs, inputs, "artifact")
+        outs = [np.empty(o.shape, o.dtype) for o in self.outputs]
+        paths = [None if p is None else os.fspath(p) for p in (trace, json, svg)]
+        res = self._c.profile(arrays, outs, int(runs), *paths)
+        return Profile(res, Outputs(((o.name, a) for o, a in zip(self.outputs, outs))))
 
     def close(self):
         """Frees the artifact and its arrays on the device (idempotent); the artifact cannot be

@@ -114,7 +114,7 @@ def _value_specs(arrays):
 
 def compile(model, out_dir, *, abi=None, target=None, cpu=None, prefix=None, opt_level=None,
             params="linked", backend="c", texture_weights=False, input_shapes=None, inputs=None,
-            tuning_log=None):
+            tuning_log=None, profile=False):
     """Compiles MODEL (.json, or .onnx) into the artifact directory out_dir, as `tether compile`.
 
     abi: packed or unpacked (None: the compiler's default, unpacked, as `tether compile`);
@@ -122,7 +122,8 @@ def compile(model, out_dir, *, abi=None, target=None, cpu=None, prefix=None, opt
     opt_level: 0..3 or 's' (default: the target's); params: linked or blob; backend: c or opencl
     (texture_weights for OpenCL); input_shapes: {name: shape} or ["NAME=1x3x224x224"] for
     dynamic dimensions; inputs: values the ONNX front end may bind as constants (one or several
-    by the rule of docs/python.md); tuning_log: a `tether tune` log.
+    by the rule of docs/python.md); tuning_log: a `tether tune` log; profile: a profiling build
+    (`--profile`: node times for Artifact.profile, docs/profile.md).
 
     Returns a dict: the build's figures (text, data, bss, code, static_stack, params_bytes,
     workspace_bytes, library, entry, ...), bound (per given input: made a constant), dir,
@@ -133,12 +134,12 @@ def compile(model, out_dir, *, abi=None, target=None, cpu=None, prefix=None, opt
     return _compile(model, os.fspath(out_dir), arrays, names, abi=abi, target=target, cpu=cpu,
                     prefix=prefix, opt_level=opt_level, params=params, backend=backend,
                     texture_weights=texture_weights, input_shapes=input_shapes,
-                    tuning_log=tuning_log)
+                    tuning_log=tuning_log, profile=profile)
 
 
 def _compile(model, out_dir, arrays, names=None, *, abi=None, target=None, cpu=None, prefix=None,
              opt_level=None, params="linked", backend="c", texture_weights=False,
-             input_shapes=None, tuning_log=None, session=None):
+             input_shapes=None, tuning_log=None, session=None, profile=False):
     """compile() with the inputs already resolved (arrays: ndarray or None each; names: their
     input names, or None for the model's input order). With session: compiled for its device by
     the host library (tether_compile_for_device: target and CPU from its HELLO unless given);
@@ -157,7 +158,8 @@ def _compile(model, out_dir, arrays, names=None, *, abi=None, target=None, cpu=N
         texture_weights=bool(texture_weights), input_shapes=_shape_specs(input_shapes),
         input_values=_value_specs(arrays) if arrays else None,
         input_names=names if arrays else None,
-        tuning_log=None if tuning_log is None else os.fspath(tuning_log), **dev)
+        tuning_log=None if tuning_log is None else os.fspath(tuning_log), profile=bool(profile),
+        **dev)
     res["dir"] = out_dir
     lib = os.path.join(out_dir, res["library"]) if res["library"] else None
     res["library_path"] = lib
