@@ -6,6 +6,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/ir.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/infer.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/ir/types.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/cost.c
     ${CMAKE_CURRENT_LIST_DIR}/src/passes/passes.c
     ${CMAKE_CURRENT_LIST_DIR}/src/plan/memplan.c
@@ -13,6 +14,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_functions.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_kernels.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_types.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_nchwc.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_schedules.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_profile.c

@@ -38,7 +38,55 @@ typedef enum tether__op_kind {
     TETHER__OPK_NORM,
     TETHER__OPK_REDUCE,
     TETHER__OPK_RESIZE,
+    TETHER__OPK_WHERE, /* select by a bool condition, numpy broadcasting of three inputs */
 } tether__op_kind;
+
+/* Typing rules (the TYPES column of ops.def; what each admits is described there). */
+typedef enum tether__op_types {
+    TETHER__TY_F32,
+    TETHER__TY_FLOAT,
+    TETHER__TY_NUM,
+    TETHER__TY_ANY,
+    TETHER__TY_CMP,
+    TETHER__TY_CMPEQ,
+    TETHER__TY_LOGIC,
+    TETHER__TY_BITS,
+    TETHER__TY_ISFLT,
+    TETHER__TY_CAST,
+    TETHER__TY_WHERE,
+} tether__op_types;
+
+/* TETHER__TY_INTS_<TYPES>(i, o): i when the rule admits integer or bool inputs (an elementwise
+ * row then computes its IFORMULA on them), else o. Each rule has its line. */
+#define TETHER__TY_INTS_F32(i, o)   o
+#define TETHER__TY_INTS_FLOAT(i, o) o
+#define TETHER__TY_INTS_NUM(i, o)   i
+#define TETHER__TY_INTS_ANY(i, o)   i
+#define TETHER__TY_INTS_CMP(i, o)   i
+#define TETHER__TY_INTS_CMPEQ(i, o) i
+#define TETHER__TY_INTS_LOGIC(i, o) i
+#define TETHER__TY_INTS_BITS(i, o)  i
+#define TETHER__TY_INTS_ISFLT(i, o) o
+#define TETHER__TY_INTS_CAST(i, o)  i
+#define TETHER__TY_INTS_WHERE(i, o) i
+
+/* How an element type computes (elementwise formulas, the interpreter's loads and stores). */
+typedef enum tether__dclass {
+    TETHER__DC_NONE = 0, /* not a type tether stores */
+    TETHER__DC_F32,      /* float32, float16, bfloat16: in float */
+    TETHER__DC_F64,      /* float64: in double */
+    TETHER__DC_INT,      /* int8 ... int64: exactly, signed */
+    TETHER__DC_UINT,     /* uint8 ... uint64 and bool (0/1): exactly, unsigned */
+} tether__dclass;
+
+/* The class of an element type (lanes 1; bool is TETHER_BOOL, kDLUInt of 1 bit stored in a
+ * byte). */
+tether__dclass tether__dtype_class(DLDataType t);
+/* True for float16/bfloat16/float32/float64, for a signed or unsigned integer, for bool. */
+bool tether__dtype_is_float(DLDataType t);
+bool tether__dtype_is_bool(DLDataType t);
+/* The element type's name ("int64"), or "?" for an invalid one: a static string. */
+const char *tether__dtype_str(DLDataType t);
 
 /* Elementwise dispatch on the KIND column, in the preprocessor: TETHER__OPK_EW_<KIND>(u, b, p, o)
  * is u for a UNARY row, b for a BINARY row, p for PRELU, o for every other family. Each family
@@ -59,6 +107,7 @@ typedef enum tether__op_kind {
 #define TETHER__OPK_EW_NORM(u, b, p, o)        o
 #define TETHER__OPK_EW_REDUCE(u, b, p, o)      o
 #define TETHER__OPK_EW_RESIZE(u, b, p, o)      o
+#define TETHER__OPK_EW_WHERE(u, b, p, o)       o
 
 /* The case labels of every UNARY row (TETHER__CASES_UNARY) and of every BINARY row
  * (TETHER__CASES_BINARY), for a per-operator switch: the elementwise operators are handled by one
@@ -79,6 +128,8 @@ typedef struct tether__op_info {
     int min_inputs, max_inputs; /* residual excluded */
     const char *json_attrs;     /* attribute names, space separated; "" = none */
     bool epilogue;              /* takes a fused epilogue (activation, residual) */
+    tether__op_types types;     /* the typing rule */
+    bool has_iformula;          /* an elementwise row computing integers/bool (IFORMULA) */
 } tether__op_info;
 
 /* The row of op; NULL when op is not an operator (out of range, or a dead node's
@@ -92,7 +143,7 @@ const tether__op_info *tether__op_info_of(tether_op op);
 /* The libm functions generated C may call (the M rows of formula.def, in their order). */
 typedef enum tether__math {
     TETHER__MATH_NONE = -1,
-#define TETHER__MATH_ENUM_(id, c, cl, arity) TETHER__MATH_##id,
+#define TETHER__MATH_ENUM_(id, c, cl, arity, dbl) TETHER__MATH_##id,
     TETHER__MATH_LIST(TETHER__MATH_ENUM_)
 #undef TETHER__MATH_ENUM_
         TETHER__MATH_COUNT
@@ -110,9 +161,24 @@ const char *tether__math_name(tether__math m);
 const char *tether__formula_c_helper(int k);
 
 typedef enum tether__formula_lang {
-    TETHER__FORMULA_C,      /* C99: libm float functions, the module's tg_ helpers */
-    TETHER__FORMULA_OPENCL, /* OpenCL C built-ins; also valid on float4 */
+    TETHER__FORMULA_C,        /* C99: libm float functions, the module's tg_ helpers */
+    TETHER__FORMULA_OPENCL,   /* OpenCL C built-ins; also valid on float4 */
+    TETHER__FORMULA_C_DOUBLE, /* C99 in double (float64): libm double functions, tgd_ helpers */
+    TETHER__FORMULA_C_INT,    /* C99 IFORMULA on an integer type: the tgi_<fn>_<type> helpers */
 } tether__formula_lang;
+
+/* The C type generated code stores an element type in: float, double, int8_t ... uint64_t,
+ * uint8_t for bool, uint16_t for float16 and bfloat16 (converted by the tg_f16/tg_bf16 helpers);
+ * NULL for a type tether does not store. */
+const char *tether__c_type(DLDataType t);
+
+/* The float64 version of primitive k's C helper (tgd_ name, double arithmetic), appended to out;
+ * helpers[TETHER__PRIM_COUNT + k] marks its use by a float64 formula. */
+struct tether__sbuf;
+void tether__formula_c_helper_double(int k, struct tether__sbuf *out);
+/* Every integer primitive (the I rows of formula.def) for integer element type t (bool: pass
+ * uint8), as C text appended to out. */
+void tether__formula_c_int_helpers(DLDataType t, struct tether__sbuf *out);
 
 /* The formula of op (a UNARY, BINARY or PRELU row) as an expression of lang for float32, with the
  * operands spelled x and y (atomic expressions: a name, a subscript; y NULL for a unary operator)
@@ -126,6 +192,13 @@ typedef enum tether__formula_lang {
 int tether__formula_text(tether_op op, tether__formula_lang lang, const char *x, const char *y,
                          const tether_ir_attrs *a, int *helpers, int *math, char *pre, size_t npre,
                          char *out, size_t n);
+/* The same for compute type t (the element type of the operator's first input; the where
+ * condition aside): lang C on an integer or bool type translates the IFORMULA column
+ * (TETHER__FORMULA_C_INT), on float64 the FORMULA in double (TETHER__FORMULA_C_DOUBLE; helpers
+ * then needs 2 * TETHER__PRIM_COUNT entries); float32, float16 and bfloat16 compute as float32. */
+int tether__formula_text_typed(tether_op op, tether__formula_lang lang, DLDataType t, const char *x,
+                               const char *y, const tether_ir_attrs *a, int *helpers, int *math,
+                               char *pre, size_t npre, char *out, size_t n);
 
 /* metadata.json (codegen/metadata.c, the one writer for both backends): the C artifact's (library:
  * the built file's name, NULL with --no-build), and an OpenCL artifact's with its buffer
@@ -189,6 +262,9 @@ int tether__ir_norm_axis(int64_t axis, int ndim);
  * shapes and the attributes; an error naming the node when the inputs or attributes are out of
  * what the kernels run. */
 int tether__ir_infer_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
+/* Typing rule of one node (ir/types.c): the output's element type from the inputs' and the
+ * operator's TYPES column; an error naming the node, the tensor and its type otherwise. */
+int tether__ir_infer_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
 /* Input i of node n, NULL when absent (optional input not given). */
 const tether_ir_tensor *tether__ir_in(const tether_ir_graph *g, const tether_ir_node *n, int i);
 /* Sets the error "node 'NAME' (op): MESSAGE" and returns status. */
@@ -280,8 +356,9 @@ int tether__write_file(const char *path, const void *data, size_t n);
  * FIFOs and files over TETHER_COMPILER_MAX_FILE are refused with a message naming the path. */
 int tether__read_file(const char *path, char **out, size_t *len);
 
-/* Evaluates one node whose inputs are all constants into out (elements of its output). */
-int tether__interp_eval_node(const tether_ir_graph *g, int node, float *out);
+/* Evaluates one node whose inputs are all constants into out (elements of its output, of its
+ * output's element type). */
+int tether__interp_eval_node(const tether_ir_graph *g, int node, void *out);
 
 /* Indices of the nodes reading tensor t (up to max); returns the total count. */
 int tether__ir_consumers(const tether_ir_graph *g, int t, int *nodes, int max);

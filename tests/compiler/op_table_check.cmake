@@ -6,6 +6,7 @@
 #   elementwise_row          a UNARY row with its formula                 builds (the row is all)
 #   binary_row               a BINARY row with its formula                builds
 #   unary_without_formula    a UNARY row whose FORMULA is empty           fails (interp.c)
+#   integer_row_without_iformula  a NUM row whose IFORMULA is empty      fails (interp.c)
 #   unary_reading_y          a UNARY formula that reads the second input  fails
 #   family_without_kernels   a POOL row: no per-operator switch names it  fails, naming the op
 # What must stay true: the script never touches the source tree (only WORK); a case that should
@@ -89,13 +90,17 @@ endfunction()
 
 check(control "" PASS "")
 check(elementwise_row
-      "X(TEST_OP, \"test_op\", UNARY, NONE, 1, 1, \"\", 0, sqrtf(x) + 1.0f, )" PASS "")
-check(binary_row "X(TEST_OP, \"test_op\", BINARY, NONE, 2, 2, \"\", 0, x * y + x, )" PASS "")
-check(unary_without_formula "X(TEST_OP, \"test_op\", UNARY, NONE, 1, 1, \"\", 0, , )" FAIL
+      "X(TEST_OP, \"test_op\", UNARY, NONE, 1, 1, \"\", 0, sqrtf(x) + 1.0f, , FLOAT, )" PASS "")
+check(binary_row
+      "X(TEST_OP, \"test_op\", BINARY, NONE, 2, 2, \"\", 0, x * y + x, , NUM, wadd(wmul(x, y), x))"
+      PASS "")
+check(unary_without_formula "X(TEST_OP, \"test_op\", UNARY, NONE, 1, 1, \"\", 0, , , FLOAT, )" FAIL
       "interp\\.c")
-check(unary_reading_y "X(TEST_OP, \"test_op\", UNARY, NONE, 1, 1, \"\", 0, x + y, )" FAIL
+check(integer_row_without_iformula
+      "X(TEST_OP, \"test_op\", UNARY, NONE, 1, 1, \"\", 0, x + 1.0f, , NUM, )" FAIL "interp\\.c")
+check(unary_reading_y "X(TEST_OP, \"test_op\", UNARY, NONE, 1, 1, \"\", 0, x + y, , FLOAT, )" FAIL
       "y.* undeclared|undeclared identifier .y")
-check(family_without_kernels "X(TEST_OP, \"test_op\", POOL, NONE, 1, 1, \"\", 0, , )" FAIL
+check(family_without_kernels "X(TEST_OP, \"test_op\", POOL, NONE, 1, 1, \"\", 0, , , F32, )" FAIL
       "TETHER_OP_TEST_OP.* not handled in switch")
 if(failures)
     message(FATAL_ERROR "op_table_check: ${failures} case(s) wrong (the copies are in ${WORK})")

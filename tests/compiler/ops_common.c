@@ -223,7 +223,7 @@ int tt_run_compiled_memory(const tether_ir_graph *g0, const char *tag, tether_ab
             t[i].data = i < g.ninputs ? (void *)inputs[i] : outputs[i - g.ninputs];
             t[i].device.device_type = kDLCPU;
             t[i].ndim = x->ndim;
-            t[i].dtype = TETHER_FLOAT32;
+            t[i].dtype = x->dtype;
             t[i].shape = (int64_t *)x->shape;
             v[i].v_handle = &t[i];
             codes[i] = TETHER_TYPE_DLTENSOR;

@@ -87,6 +87,9 @@ typedef struct tt_op_case {
     void (*attrs)(tether_ir_attrs *a);
     tether_op then;    /* a second node on the output (TT_NONE = none) */
     unsigned backends; /* TT_C | TT_OPENCL: the tests that run it */
+    /* element types of the inputs, space separated ("int32 bool"; the last one repeats), NULL:
+     * float32; the output's follows from the operator's typing rule */
+    const char *dtypes;
 } tt_op_case;
 
 extern const tt_op_case tt_op_cases[];

@@ -5,7 +5,8 @@
  * built as a shared object, dlopen'ed, called through its module registry (or <prefix>_run) and
  * compared element by element. Shapes include 1x1 kernels, stride > kernel, asymmetric pads,
  * dilations, groups, rank-1 and scalar broadcasting. The cases are tests/compiler/op_cases.c's
- * (those marked TT_C), shared with the OpenCL backend's test.
+ * (those marked TT_C), shared with the OpenCL backend's test; cases of other element types than
+ * float32 are drawn per type and compared exactly (integers, bool) or within a tolerance (floats).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -22,6 +23,24 @@
 #include "ops_common.h"
 #include "tether/crt.h"
 
+/* The element type of input i of case c (its dtypes list; the last one repeats). */
+static DLDataType case_dtype(const tt_op_case *c, int i) {
+    DLDataType t = TETHER_FLOAT32;
+    const char *p = c->dtypes;
+    for (int k = 0; p && *p; k++) {
+        char nm[24];
+        size_t n = strcspn(p, " ");
+        snprintf(nm, sizeof nm, "%.*s", (int)n, p);
+        assert_int_equal(tether_dtype_parse(nm, &t), 0);
+        if (k == i) {
+            break;
+        }
+        p += n;
+        p += *p == ' ';
+    }
+    return t;
+}
+
 static void build_case(const tt_op_case *c, tether_ir_graph *g) {
     assert_int_equal(tether_ir_init(g, c->name), 0);
     int in[TT_MAXIN];
@@ -29,7 +48,7 @@ static void build_case(const tt_op_case *c, tether_ir_graph *g) {
         char nm[32];
         snprintf(nm, sizeof nm, "in%d", i);
         assert_int_equal(
-            tether_ir_add_tensor(g, nm, TETHER_FLOAT32, c->ndim[i], c->shape[i], &in[i]), 0);
+            tether_ir_add_tensor(g, nm, case_dtype(c, i), c->ndim[i], c->shape[i], &in[i]), 0);
         assert_int_equal(tether_ir_add_input(g, in[i]), 0);
     }
     int mid, out;
@@ -52,33 +71,133 @@ static void build_case(const tt_op_case *c, tether_ir_graph *g) {
     }
 }
 
+/* n elements of type t: floats from tt_fill (x 4, with a NaN and infinities among float64 and
+ * float32 ones past the 8th), integers in [-20, 20] ([0, 40] unsigned, shifts [0, 9]), bool 0/1. */
+static void *fill_typed(DLDataType t, size_t n, bool positive, uint32_t *seed, bool shift) {
+    size_t es = tether_dtype_bytes(t);
+    unsigned char *v = malloc(n * es + 1);
+    float *f = malloc((n + 1) * sizeof(float));
+    tt_fill(f, n, positive, seed);
+    for (size_t i = 0; i < n; i++) {
+        double d = f[i] * 4.0;
+        if (i == 8 && !positive) {
+            d = NAN;
+        } else if (i >= 9 && i < 11 && !positive) {
+            d = i == 9 ? INFINITY : -INFINITY;
+        }
+        long long q = (long long)(f[i] * 20.0f);
+        unsigned char *p = v + i * es;
+        if (t.code == kDLFloat && t.bits == 64) {
+            memcpy(p, &d, 8);
+        } else if (t.code == kDLFloat && t.bits == 32) {
+            float x = (float)d;
+            memcpy(p, &x, 4);
+        } else if (t.code == kDLFloat || t.code == kDLBfloat) {
+            float x = (float)d; /* float16: an exact pattern from the top bits; bf16 likewise */
+            uint32_t b;
+            memcpy(&b, &x, 4);
+            uint16_t h = t.code == kDLBfloat
+                             ? (uint16_t)(b >> 16)
+                             : (uint16_t)(((b >> 16) & 0x8000u) |
+                                          (((b >> 23) & 0xffu) > 112u
+                                               ? ((((b >> 23) & 0xffu) - 112u) & 31u) << 10 |
+                                                     ((b >> 13) & 1023u)
+                                               : 0u));
+            memcpy(p, &h, 2);
+        } else if (t.code == kDLUInt && t.bits == 1) {
+            p[0] = f[i] > 0.0f;
+        } else {
+            long long x = t.code == kDLUInt ? (q < 0 ? -q : q) * 2 % 41 : q;
+            if (shift) {
+                x = (q < 0 ? -q : q) % 10;
+            }
+            memcpy(p, &x, es); /* little-endian: the low bytes */
+        }
+    }
+    free(f);
+    return v;
+}
+
+/* Element k of buffer p (type t) as a double (float16/bfloat16 decoded by the interpreter's
+ * rules: a one-element cast graph would be circular, so decode here). */
+static double elem(const void *p, DLDataType t, size_t k) {
+    const unsigned char *b = (const unsigned char *)p + k * tether_dtype_bytes(t);
+    if (t.code == kDLFloat && t.bits == 64) {
+        double d;
+        memcpy(&d, b, 8);
+        return d;
+    }
+    if (t.code == kDLFloat && t.bits == 32) {
+        float f;
+        memcpy(&f, b, 4);
+        return f;
+    }
+    uint16_t h;
+    if (t.code == kDLBfloat) {
+        memcpy(&h, b, 2);
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    if (t.code == kDLFloat) {
+        memcpy(&h, b, 2);
+        int e = (h >> 10) & 31, m = h & 1023;
+        double v = e == 0    ? ldexp(m, -24)
+                   : e == 31 ? (m ? NAN : INFINITY)
+                             : ldexp(m + 1024, e - 25);
+        return (h & 0x8000) ? -v : v;
+    }
+    return NAN; /* integers are compared as bytes */
+}
+
 static void run_case(const tt_op_case *c) {
     tether_ir_graph g;
     build_case(c, &g);
     uint32_t seed = 42;
-    float *inputs[TT_MAXIN];
+    void *inputs[TT_MAXIN];
     for (int i = 0; i < c->nin; i++) {
-        size_t n = tether_ir_tensor_elements(&g.tensors[g.inputs[i]]);
-        inputs[i] = malloc(n * sizeof(float));
-        tt_fill(inputs[i], n, (c->positive >> i) & 1u, &seed);
+        const tether_ir_tensor *t = &g.tensors[g.inputs[i]];
+        size_t n = tether_ir_tensor_elements(t);
+        if (tether_dtype_equal(t->dtype, TETHER_FLOAT32) && !c->dtypes) {
+            inputs[i] = malloc(n * sizeof(float) + 1);
+            tt_fill(inputs[i], n, (c->positive >> i) & 1u, &seed);
+        } else {
+            inputs[i] = fill_typed(
+                t->dtype, n, (c->positive >> i) & 1u, &seed,
+                i == 1 && (c->op == TETHER_OP_BITSHIFT_LEFT || c->op == TETHER_OP_BITSHIFT_RIGHT));
+        }
     }
     const tether_ir_tensor *ot = &g.tensors[g.outputs[0]];
-    size_t on = tether_ir_tensor_elements(ot);
-    float *ref = malloc(on * sizeof(float)), *got = malloc(on * sizeof(float));
-    assert_int_equal(tether_interp_run(&g, (const float *const *)inputs, &ref), 0);
+    size_t on = tether_ir_tensor_elements(ot), ob = tether_ir_tensor_bytes(ot);
+    void *ref = malloc(ob + 1), *got = malloc(ob + 1);
+    assert_int_equal(tether_interp_run_typed(&g, (const void *const *)inputs, &ref), 0);
+    int is_float = ot->dtype.code == kDLFloat || ot->dtype.code == kDLBfloat;
     for (int abi = 0; abi < 2; abi++) {
         for (int iface = 0; iface < 2; iface++) {
-            for (size_t k = 0; k < on; k++) {
-                got[k] = -12345.0f;
-            }
+            memset(got, 0xA5, ob);
             int rc = tt_run_compiled(&g, c->name, (tether_abi)abi, (tether_interface)iface, true,
-                                     (const float *const *)inputs, &got);
+                                     (const float *const *)inputs, (float *const *)&got);
             if (rc) {
                 fail_msg("%s (%s ABI, %s interface): %s", c->name, tether_abi_name((tether_abi)abi),
                          tether_interface_name((tether_interface)iface), tether_last_error());
             }
-            double cl = tt_close(got, ref, on, 1e-5, 1e-4);
-            if (cl > 1.0) {
+            double cl = 0.0;
+            if (tether_dtype_equal(ot->dtype, TETHER_FLOAT32)) {
+                cl = tt_close(got, ref, on, 1e-5, 1e-4);
+            } else if (is_float) {
+                double tol = ot->dtype.bits == 16 ? 1e-2 : 1e-4;
+                for (size_t k = 0; k < on; k++) {
+                    double a = elem(got, ot->dtype, k), b = elem(ref, ot->dtype, k);
+                    if (a != b && !(a != a && b != b)) {
+                        double r = fabs(a - b) / (1e-5 + tol * fabs(b));
+                        cl = r > cl || r != r ? r : cl;
+                    }
+                }
+            } else if (memcmp(got, ref, ob) != 0) {
+                cl = 2.0; /* integers and bool: equal exactly */
+            }
+            if (cl > 1.0 || cl != cl) {
                 fail_msg("%s (%s ABI, %s interface): output differs from the interpreter "
                          "(%.3g x tolerance)",
                          c->name, tether_abi_name((tether_abi)abi),
@@ -102,8 +221,8 @@ static void test_case(void **state) {
 static void test_interpreter_known_values(void **state) {
     (void)state;
     const tt_op_case conv = {
-        "k",  TETHER_OP_CONV2D, 3,   {4, 4, 1}, {{1, 1, 3, 3}, {1, 1, 2, 2}, {1}}, 0,
-        NULL, TT_NONE,          TT_C};
+        "k",  TETHER_OP_CONV2D, 3,    {4, 4, 1}, {{1, 1, 3, 3}, {1, 1, 2, 2}, {1}}, 0,
+        NULL, TT_NONE,          TT_C, NULL};
     tether_ir_graph g;
     build_case(&conv, &g);
     float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[4] = {1, 0, 0, -1}, b[1] = {10};
@@ -116,7 +235,7 @@ static void test_interpreter_known_values(void **state) {
         assert_true(y[i] == 6.0f);
     }
     tether_ir_close(&g);
-    const tt_op_case sm = {"s", TETHER_OP_SOFTMAX, 1, {1}, {{2}}, 0, NULL, TT_NONE, TT_C};
+    const tt_op_case sm = {"s", TETHER_OP_SOFTMAX, 1, {1}, {{2}}, 0, NULL, TT_NONE, TT_C, NULL};
     build_case(&sm, &g);
     float xs[2] = {0.0f, 0.0f}, ys[2];
     const float *in2[1] = {xs};
@@ -124,8 +243,8 @@ static void test_interpreter_known_values(void **state) {
     assert_int_equal(tether_interp_run(&g, in2, out2), 0);
     assert_true(ys[0] == 0.5f && ys[1] == 0.5f);
     tether_ir_close(&g);
-    const tt_op_case ap = {"a", TETHER_OP_AVG_POOL, 1,       {4}, {{1, 1, 2, 2}},
-                           0,   tt_attrs_pool2,     TT_NONE, TT_C};
+    const tt_op_case ap = {"a", TETHER_OP_AVG_POOL, 1,       {4},  {{1, 1, 2, 2}},
+                           0,   tt_attrs_pool2,     TT_NONE, TT_C, NULL};
     build_case(&ap, &g);
     float xa[4] = {1, 2, 3, 6}, ya[1];
     const float *in3[1] = {xa};
@@ -134,8 +253,8 @@ static void test_interpreter_known_values(void **state) {
     assert_true(ya[0] == 3.0f);
     tether_ir_close(&g);
     /* rank-1 matmul: [1,2,3] . [[1,0],[0,1],[1,1]] = [4, 5]; [1,2,3] . [4,5,6] = 32 */
-    const tt_op_case mv = {"mv", TETHER_OP_MATMUL, 2,   {1, 2}, {{3}, {3, 2}}, 0,
-                           NULL, TT_NONE,          TT_C};
+    const tt_op_case mv = {"mv", TETHER_OP_MATMUL, 2,    {1, 2}, {{3}, {3, 2}}, 0,
+                           NULL, TT_NONE,          TT_C, NULL};
     build_case(&mv, &g);
     assert_int_equal(g.tensors[g.outputs[0]].ndim, 1);
     float xv[3] = {1, 2, 3}, wm[6] = {1, 0, 0, 1, 1, 1}, yv[2];
@@ -144,7 +263,8 @@ static void test_interpreter_known_values(void **state) {
     assert_int_equal(tether_interp_run(&g, in4, out4), 0);
     assert_true(yv[0] == 4.0f && yv[1] == 5.0f);
     tether_ir_close(&g);
-    const tt_op_case dot = {"dot", TETHER_OP_MATMUL, 2, {1, 1}, {{3}, {3}}, 0, NULL, TT_NONE, TT_C};
+    const tt_op_case dot = {"dot", TETHER_OP_MATMUL, 2,    {1, 1}, {{3}, {3}}, 0,
+                            NULL,  TT_NONE,          TT_C, NULL};
     build_case(&dot, &g);
     assert_int_equal(g.tensors[g.outputs[0]].ndim, 0);
     float x2[3] = {4, 5, 6}, yd[1];
@@ -159,7 +279,7 @@ static void test_interpreter_known_values(void **state) {
  * the generated C in both ABIs give the values of the Gauss error function (math.erf). */
 static void test_erf_known_values(void **state) {
     (void)state;
-    const tt_op_case c = {"erf_known", TETHER_OP_ERF, 1, {1}, {{8}}, 0, NULL, TT_NONE, TT_C};
+    const tt_op_case c = {"erf_known", TETHER_OP_ERF, 1, {1}, {{8}}, 0, NULL, TT_NONE, TT_C, NULL};
     tether_ir_graph g;
     build_case(&c, &g);
     const float x[8] = {0.0f, 0.5f, 1.0f, -1.0f, -2.0f, 3.0f, 0.1f, -0.25f};
@@ -194,8 +314,8 @@ static void test_erf_known_values(void **state) {
  * keep log(sum) apart from the row maximum, or float rounding at 1e4 eats its low bits. */
 static void test_log_softmax_large_values(void **state) {
     (void)state;
-    const tt_op_case c = {"lsm_large", TETHER_OP_LOG_SOFTMAX, 1, {2}, {{2, 4}}, 0, NULL, TT_NONE,
-                          TT_C};
+    const tt_op_case c = {
+        "lsm_large", TETHER_OP_LOG_SOFTMAX, 1, {2}, {{2, 4}}, 0, NULL, TT_NONE, TT_C, NULL};
     tether_ir_graph g;
     build_case(&c, &g);
     float x[8] = {0.0f, 1.0f, 2.0f, 3.0f, 10000.0f, 10001.0f, 10002.0f, 10003.0f};

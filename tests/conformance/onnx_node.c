@@ -138,15 +138,59 @@ static int read_set(const char *dir, const char *kind, tether_onnx_tensor *t, in
     return 0;
 }
 
-static int is_f32(const tether_onnx_tensor *t) {
-    return t->dtype.code == kDLFloat && t->dtype.bits == 32 && t->dtype.lanes == 1;
+/* The data's element type matches the model's (the .pb reader gives bool as uint8). */
+static int same_type(const tether_ir_tensor *t, const tether_onnx_tensor *d) {
+    if (t->dtype.code == kDLUInt && t->dtype.bits == 1) {
+        return d->dtype.code == kDLUInt && d->dtype.bits == 8;
+    }
+    return tether_dtype_equal(t->dtype, d->dtype);
 }
 
-/* Compares n floats; writes the worst mismatch into why. */
-static int close_enough(const float *got, const float *want, size_t n, char *why, size_t whyn) {
-    const double rtol = 1e-4, atol = 1e-5;
+/* Element i of a float16/bfloat16/float32/float64 buffer as a double. */
+static double float_elem(const void *p, DLDataType t, size_t i) {
+    const unsigned char *b = (const unsigned char *)p + i * (t.bits / 8);
+    if (t.bits == 64) {
+        double d;
+        memcpy(&d, b, 8);
+        return d;
+    }
+    if (t.bits == 32) {
+        float f;
+        memcpy(&f, b, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, b, 2);
+    if (t.code == kDLBfloat) {
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* Compares the output buffers of element type t (nbytes): floats within the tolerance, integers
+ * and bool byte for byte; writes the first mismatch into why. */
+static int close_enough_typed(const void *got, const void *want, DLDataType t, size_t nbytes,
+                              char *why, size_t whyn) {
+    if (t.code != kDLFloat && t.code != kDLBfloat) {
+        const unsigned char *a = got, *b = want;
+        for (size_t i = 0; i < nbytes; i++) {
+            if (a[i] != b[i]) {
+                snprintf(why, whyn, "byte %zu: got %u, expected %u (integers equal exactly)", i,
+                         a[i], b[i]);
+                return 0;
+            }
+        }
+        return 1;
+    }
+    const double rtol = t.bits == 16 ? 1e-3 : 1e-4, atol = 1e-5;
+    size_t n = nbytes / (t.bits / 8);
     for (size_t i = 0; i < n; i++) {
-        double a = got[i], b = want[i];
+        double a = float_elem(got, t, i), b = float_elem(want, t, i);
         if (isnan(a) && isnan(b)) {
             continue;
         }
@@ -210,8 +254,8 @@ static int run_on_device(tether_session *s, const char *dir, const char *lib, co
         int is_in = i < g->ninputs;
         const tether_ir_tensor *t = &g->tensors[is_in ? g->inputs[i] : g->outputs[i - g->ninputs]];
         uint64_t h;
-        rc = tether_session_alloc(s, t->shape, t->ndim, TETHER_FLOAT32, TETHER_SCOPE_GLOBAL, "", &h,
-                                  NULL);
+        rc =
+            tether_session_alloc(s, t->shape, t->ndim, t->dtype, TETHER_SCOPE_GLOBAL, "", &h, NULL);
         if (!rc && is_in) {
             rc = tether_session_copy_to(s, h, 0, rin[i]->data, rin[i]->nbytes);
         }
@@ -376,39 +420,45 @@ static int run_one(tether_session *s, const char *name, timing *tm, char *why, s
     }
     for (int i = 0; i < nr; i++) {
         const tether_ir_tensor *t = &g.tensors[g.inputs[i]];
-        if (!is_f32(rin[i]) || !same_shape(t, rin[i])) {
+        if (!same_type(t, rin[i]) || !same_shape(t, rin[i])) {
             char a[96], b[96];
             shape_text(a, sizeof a, t->shape, t->ndim);
             shape_text(b, sizeof b, rin[i]->shape, rin[i]->ndim);
-            snprintf(why, whyn, "input %d: the model wants float32 %s, the data is %s", i, a, b);
+            snprintf(why, whyn,
+                     "input %d: the model wants %s, the data is %s of another type or "
+                     "shape",
+                     i, a, b);
             goto out;
         }
     }
     for (int i = 0; i < nout; i++) {
         const tether_ir_tensor *t = &g.tensors[g.outputs[i]];
-        if (!is_f32(&out[i]) || !same_shape(t, &out[i])) {
+        if (!same_type(t, &out[i]) || !same_shape(t, &out[i])) {
             char a[96], b[96];
             shape_text(a, sizeof a, t->shape, t->ndim);
             shape_text(b, sizeof b, out[i].shape, out[i].ndim);
-            snprintf(why, whyn, "output %d: the model gives %s, expected float32 %s", i, a, b);
+            snprintf(why, whyn,
+                     "output %d: the model gives %s, expected %s of another type or "
+                     "shape",
+                     i, a, b);
             goto out;
         }
     }
     /* reference interpreter on the graph as imported */
-    const float *ins[MAX_IO];
+    const void *ins[MAX_IO];
     for (int i = 0; i < nr; i++) {
         ins[i] = rin[i]->data;
     }
     for (int i = 0; i < nout; i++) {
         ref[i] = malloc(out[i].nbytes ? out[i].nbytes : 1);
     }
-    if (tether_interp_run(&g, ins, ref)) {
+    if (tether_interp_run_typed(&g, ins, (void *const *)ref)) {
         snprintf(why, whyn, "interpreter: %s", tether_last_error());
         goto out;
     }
     for (int i = 0; i < nout; i++) {
         char w[200];
-        if (!close_enough(ref[i], out[i].data, out[i].nbytes / 4, w, sizeof w)) {
+        if (!close_enough_typed(ref[i], out[i].data, out[i].dtype, out[i].nbytes, w, sizeof w)) {
             snprintf(why, whyn, "interpreter, output %d: %s", i, w);
             goto out;
         }
@@ -433,10 +483,12 @@ static int run_one(tether_session *s, const char *name, timing *tm, char *why, s
         }
         for (int i = 0; !r && i < nout; i++) {
             char w[200];
-            if (!close_enough(got[i], out[i].data, out[i].nbytes / 4, w, sizeof w)) {
+            if (!close_enough_typed(got[i], out[i].data, out[i].dtype, out[i].nbytes, w,
+                                    sizeof w)) {
                 snprintf(why, whyn, "OpenCL, output %d: %s", i, w);
                 r = -1;
-            } else if (!close_enough(tex[i], got[i], out[i].nbytes / 4, w, sizeof w)) {
+            } else if (!close_enough_typed(tex[i], got[i], out[i].dtype, out[i].nbytes, w,
+                                           sizeof w)) {
                 snprintf(why, whyn, "OpenCL textures vs buffers, output %d: %s", i, w);
                 r = -1;
             }
@@ -473,7 +525,7 @@ static int run_one(tether_session *s, const char *name, timing *tm, char *why, s
     tm->run_s += now_s() - t0;
     for (int i = 0; i < nout; i++) {
         char w[200];
-        if (!close_enough(got[i], out[i].data, out[i].nbytes / 4, w, sizeof w)) {
+        if (!close_enough_typed(got[i], out[i].data, out[i].dtype, out[i].nbytes, w, sizeof w)) {
             snprintf(why, whyn, "output %d: %s", i, w);
             goto out;
         }

@@ -214,6 +214,11 @@ void tether_memplan_close(tether_memplan *p);
  * graph output i (dense row-major, sizes from the tensor shapes). Plain, obviously-correct
  * loops; allocates its intermediates. */
 int tether_interp_run(const tether_ir_graph *g, const float *const *inputs, float *const *outputs);
+/* The same for graphs of any element types: each buffer holds its tensor's elements in its
+ * element type (bool one byte 0/1, float16/bfloat16 as their 16-bit patterns). Floating point
+ * computes in double where no float32 kernel applies, integers exactly (wrapping like numpy). */
+int tether_interp_run_typed(const tether_ir_graph *g, const void *const *inputs,
+                            void *const *outputs);
 
 /* ---- C code generation ---------------------------------------------------------------------- */
 

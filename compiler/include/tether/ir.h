@@ -38,10 +38,13 @@ extern "C" {
 /* ndim of a tensor whose shape is left to tether_ir_infer. */
 #define TETHER_IR_SHAPE_UNKNOWN (-1)
 
-/* Operators (float32): TETHER_OP_CONV2D ("conv2d"), TETHER_OP_DENSE, TETHER_OP_MATMUL, the
+/* Operators: TETHER_OP_CONV2D ("conv2d"), TETHER_OP_DENSE, TETHER_OP_MATMUL, the
  * elementwise TETHER_OP_ADD ... TETHER_OP_ABS, TETHER_OP_SOFTMAX, pools, reshape-likes,
  * TETHER_OP_TRANSPOSE, TETHER_OP_CONCAT, TETHER_OP_PAD, norms, TETHER_OP_REDUCE_MEAN,
- * TETHER_OP_RESIZE_NEAREST, TETHER_OP_ERF (elementwise, appended). The enum is generated from
+ * TETHER_OP_RESIZE_NEAREST, TETHER_OP_ERF (elementwise, appended), then the typed operators
+ * (TETHER_OP_CAST, comparisons, logic, shifts, mod, max/min, sign, isnan/isinf, where). Tensors
+ * have any ONNX element type (bool, int8..int64, uint8..uint64, float16, bfloat16, float32,
+ * float64); each operator's typing rule is a column of the table. The enum is generated from
  * the compiler's operator table, compiler/src/ir/ops.def (one row per operator: its JSON name,
  * kind, input counts, attributes, elementwise formula and defaults); see
  * docs/adding-an-operator.md. */
@@ -120,6 +123,7 @@ typedef struct tether_ir_attrs {
     bool keepdims;     /* reduce_mean (default true) */
     bool allowzero;    /* reshape: a 0 in shape is an extent of 0, not "copy the input's" */
     int64_t scales[2]; /* resize_nearest: integer H and W factors */
+    DLDataType to;     /* cast: the output's element type (default float32) */
     /* epilogue (fusion): activation after the op; with has_residual the node's last input is
      * added to the result before the activation (shape equal to the output). */
     tether_act act;
@@ -203,10 +207,11 @@ int tether_ir_add_output(tether_ir_graph *g, int tensor);
 int tether_ir_find_tensor(const tether_ir_graph *g, const char *name);
 
 /* Validates the graph and infers every shape and dtype: each tensor written once, no cycles
- * (nodes are re-ordered topologically when needed), arities, attribute ranges, float32 only,
- * shapes compatible. A tensor whose shape was given must equal the inferred one. Sets producer
- * and alias_of. Messages name the node and the problem:
- * "node 'conv1' (conv2d): input channels 3 differ from weight channels 4 x groups 1". */
+ * (nodes are re-ordered topologically when needed), arities, attribute ranges, element types
+ * (each operator's typing rule; every node output's element type is set from it, replacing what
+ * the front end gave), shapes compatible. A tensor whose shape was given must equal the inferred
+ * one. Sets producer and alias_of. Messages name the node and the problem: "node 'conv1' (conv2d):
+ * input channels 3 differ from weight channels 4 x groups 1". */
 int tether_ir_infer(tether_ir_graph *g);
 
 /* Infers one node as tether_ir_infer would (arity, attribute ranges, shape rule, element limit)

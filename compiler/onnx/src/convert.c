@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "import.h"
+#include "tether/crt/dtype.h"
 #include "tether/crt/error.h"
 
 /* ---- constants as attribute values ----------------------------------------------------- */
@@ -78,6 +79,10 @@ int tonnx_cv_unary(timport *c, const Onnx__NodeProto *n) {
         {"HardSwish", TETHER_OP_HARD_SWISH},
         {"LeakyRelu", TETHER_OP_LEAKY_RELU},
         {"HardSigmoid", TETHER_OP_HARD_SIGMOID},
+        {"Not", TETHER_OP_NOT},
+        {"Sign", TETHER_OP_SIGN},
+        {"IsNaN", TETHER_OP_ISNAN},
+        {"IsInf", TETHER_OP_ISINF},
     };
     tether_op op = TETHER_OP_RELU;
     for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
@@ -94,6 +99,13 @@ int tonnx_cv_unary(timport *c, const Onnx__NodeProto *n) {
         if (!(rc = tonnx_attr_float(c, "alpha", 0.2f, &a.alpha))) {
             rc = tonnx_attr_float(c, "beta", 0.5f, &a.beta);
         }
+    } else if (op == TETHER_OP_ISINF) {
+        int64_t neg = 1, pos = 1;
+        if (!(rc = tonnx_attr_int(c, "detect_negative", 1, &neg))) {
+            rc = tonnx_attr_int(c, "detect_positive", 1, &pos);
+        }
+        a.alpha = neg ? 1.0f : 0.0f;
+        a.beta = pos ? 1.0f : 0.0f;
     }
     int x, y;
     if (rc || (rc = tonnx_in_tensor(c, 0, true, &x)) || (rc = out0(c, &y))) {
@@ -103,13 +115,42 @@ int tonnx_cv_unary(timport *c, const Onnx__NodeProto *n) {
 }
 
 int tonnx_cv_binary(timport *c, const Onnx__NodeProto *n) {
+    static const struct {
+        const char *name;
+        tether_op op;
+    } map[] = {
+        {"Add", TETHER_OP_ADD},         {"Sub", TETHER_OP_SUB},
+        {"Mul", TETHER_OP_MUL},         {"Div", TETHER_OP_DIV},
+        {"Pow", TETHER_OP_POW},         {"Equal", TETHER_OP_EQUAL},
+        {"Less", TETHER_OP_LESS},       {"LessOrEqual", TETHER_OP_LESS_EQUAL},
+        {"Greater", TETHER_OP_GREATER}, {"GreaterOrEqual", TETHER_OP_GREATER_EQUAL},
+        {"And", TETHER_OP_AND},         {"Or", TETHER_OP_OR},
+        {"Xor", TETHER_OP_XOR},
+    };
     const char *t = S(n->op_type);
-    tether_op op = strcmp(t, "Add") == 0   ? TETHER_OP_ADD
-                   : strcmp(t, "Sub") == 0 ? TETHER_OP_SUB
-                   : strcmp(t, "Mul") == 0 ? TETHER_OP_MUL
-                   : strcmp(t, "Div") == 0 ? TETHER_OP_DIV
-                                           : TETHER_OP_POW;
+    tether_op op = TETHER_OP_ADD;
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
+        if (strcmp(map[i].name, t) == 0) {
+            op = map[i].op;
+        }
+    }
     int in[2], y, rc;
+    if (strcmp(t, "BitShift") == 0) {
+        const Onnx__AttributeProto *d = tonnx_attr(n, "direction");
+        char v[16];
+        snprintf(v, sizeof v, "%.*s", d ? (int)(d->s.len < 15 ? d->s.len : 15) : 0,
+                 d && d->s.len ? (const char *)d->s.data : "");
+        if (strcmp(v, "LEFT") && strcmp(v, "RIGHT")) {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "direction '%s' (LEFT or RIGHT)", v);
+        }
+        op = v[0] == 'L' ? TETHER_OP_BITSHIFT_LEFT : TETHER_OP_BITSHIFT_RIGHT;
+    } else if (strcmp(t, "Mod") == 0) {
+        int64_t fm = 0;
+        if ((rc = tonnx_attr_int(c, "fmod", 0, &fm))) {
+            return rc;
+        }
+        op = fm ? TETHER_OP_FMOD : TETHER_OP_MOD;
+    }
     for (int i = 0; i < 2; i++) {
         int vi = tonnx_find(c, S(n->input[i]));
         hconst *k = vi >= 0 ? c->v[vi].k : NULL;
@@ -786,16 +827,71 @@ int tonnx_cv_cast(timport *c, const Onnx__NodeProto *n) {
     if (rc) {
         return rc;
     }
-    if (to != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
-        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED, "cast to a non-float type at run time");
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_CAST, &a);
+    if (!tonnx_onnx_dtype((int32_t)to, &a.to)) {
+        char tn[32];
+        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED, "cast to %s, which tether does not compute",
+                          tonnx_dtype_name((int32_t)to, tn, sizeof tn));
     }
-    /* float -> float: the output is the input */
-    int x;
+    int x, y;
     if ((rc = tonnx_in_tensor(c, 0, true, &x))) {
         return rc;
     }
-    int vo = tonnx_find(c, S(n->output[0]));
-    c->v[vo].tensor = x;
+    if (tether_dtype_equal(c->g->tensors[x].dtype, a.to)) { /* to its own type: the input */
+        int vo = tonnx_find(c, S(n->output[0]));
+        c->v[vo].tensor = x;
+        return TETHER_OK;
+    }
+    if ((rc = out0(c, &y))) {
+        return rc;
+    }
+    return tonnx_emit(c, NULL, TETHER_OP_CAST, &x, 1, y, &a);
+}
+
+/* Max, Min, Sum (variadic, broadcasting): a chain of binary nodes; Where. */
+int tonnx_cv_variadic(timport *c, const Onnx__NodeProto *n) {
+    const char *t = S(n->op_type);
+    if (strcmp(t, "Where") == 0) {
+        int in[3], y, rc;
+        for (int i = 0; i < 3; i++) {
+            if ((rc = tonnx_in_tensor(c, i, true, &in[i]))) {
+                return rc;
+            }
+        }
+        if ((rc = out0(c, &y))) {
+            return rc;
+        }
+        return tonnx_emit(c, NULL, TETHER_OP_WHERE, in, 3, y, NULL);
+    }
+    tether_op op = strcmp(t, "Max") == 0   ? TETHER_OP_MAX
+                   : strcmp(t, "Min") == 0 ? TETHER_OP_MIN
+                                           : TETHER_OP_ADD;
+    int acc, rc, y;
+    if ((rc = tonnx_in_tensor(c, 0, true, &acc)) || (rc = out0(c, &y))) {
+        return rc;
+    }
+    if (n->n_input == 1) { /* one input: the output is that input */
+        int vo = tonnx_find(c, S(n->output[0]));
+        c->v[vo].tensor = acc;
+        return TETHER_OK;
+    }
+    for (size_t i = 1; i < n->n_input; i++) {
+        int b, out = y;
+        char sfx[32];
+        snprintf(sfx, sizeof sfx, "part%zu", i);
+        if ((rc = tonnx_in_tensor(c, (int)i, true, &b))) {
+            return rc;
+        }
+        if (i + 1 < n->n_input && (rc = tonnx_temp_tensor(c, sfx, &out))) {
+            return rc;
+        }
+        int in[2] = {acc, b};
+        if ((rc = tonnx_emit(c, i + 1 < n->n_input ? sfx : NULL, op, in, 2, out, NULL))) {
+            return rc;
+        }
+        acc = out;
+    }
     return TETHER_OK;
 }
 

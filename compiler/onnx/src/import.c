@@ -124,12 +124,14 @@ static int add_outputs(timport *c) {
         }
         value *v = &c->v[k];
         const Onnx__TypeProto *tp = vi->type;
+        DLDataType want = {0, 0, 0};
         if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
             tp->tensor_type->has_elem_type &&
-            tp->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+            !tonnx_onnx_dtype(tp->tensor_type->elem_type, &want)) {
             char tn[32];
             return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                              "graph output '%s' has element type %s; only float32 is supported",
+                              "graph output '%s' has element type %s, which tether does not "
+                              "compute",
                               name, tonnx_dtype_name(tp->tensor_type->elem_type, tn, sizeof tn));
         }
         if (v->tensor < 0 && (v->k || v->input >= 0)) {
@@ -145,6 +147,16 @@ static int add_outputs(timport *c) {
                               "graph output '%s' is not computed by any node", name);
         }
         tether_ir_tensor *tt = &c->g->tensors[t];
+        if (want.lanes && !tether_dtype_equal(tt->dtype, want)) {
+            char a[TETHER_DTYPE_NAME_MAX] = "?", b[TETHER_DTYPE_NAME_MAX] = "?";
+            tether_dtype_name(want, a, sizeof a);
+            tether_dtype_name(tt->dtype, b, sizeof b);
+            return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                              "graph output '%s' has element type %s in the model, but tether "
+                              "computes it as %s (a constant folded at import time is float32 or "
+                              "int64)",
+                              name, a, b);
+        }
         bool produced = tt->kind == TETHER_TENSOR_INTERMEDIATE; /* by a node, not an input */
         for (int k = 0; k < c->ninputs && produced; k++) {
             produced = c->v[c->input_value[k]].tensor != t;

@@ -161,6 +161,7 @@ int tonnx_cv_alias(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_batch_norm(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_binary(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_cast(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_variadic(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_clip(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_concat(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_conv(timport *c, const Onnx__NodeProto *n);

@@ -48,6 +48,9 @@ int tonnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *what, const
 
 /* Name of an ONNX TensorProto.DataType ("float", "int64", ...; "type N" when unknown). */
 const char *tonnx_dtype_name(int32_t data_type, char *buf, size_t n);
+/* The DLDataType of an ONNX TensorProto data type tether computes (bool: TETHER_BOOL); 0 when
+ * it computes no such type (string, complex, ...). */
+int tonnx_onnx_dtype(int32_t data_type, DLDataType *out);
 
 /* Reads a whole file (malloc'd). Messages name the path. */
 int tonnx_read_file(const char *path, uint8_t **out, size_t *len);

@@ -215,7 +215,8 @@ static const char *check_cast(timport *c, const Onnx__NodeProto *n, int node, ch
     if (!to) {
         return "no 'to' attribute";
     }
-    if (vi >= 0 && !c->v[vi].is_const && to->i != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+    DLDataType dt;
+    if (vi >= 0 && !c->v[vi].is_const && !tonnx_onnx_dtype((int32_t)to->i, &dt)) {
         char tn[32];
         snprintf(buf, size, "cast to %s at run time",
                  tonnx_dtype_name((int32_t)to->i, tn, sizeof tn));
@@ -229,6 +230,26 @@ static const char *check_cast(timport *c, const Onnx__NodeProto *n, int node, ch
 #define MAXV TETHER_ONNX_OPSET_MAX
 
 static const op_def ops[] = {
+    {"And", 7, MAXV, "and", "", false, false, tonnx_cv_binary, NULL},
+    {"BitShift", 11, MAXV, "bitshift_left, bitshift_right", "direction", false, false,
+     tonnx_cv_binary, NULL},
+    {"Equal", 7, MAXV, "equal", "", false, false, tonnx_cv_binary, NULL},
+    {"Greater", 7, MAXV, "greater", "", false, false, tonnx_cv_binary, NULL},
+    {"GreaterOrEqual", 12, MAXV, "greater_equal", "", false, false, tonnx_cv_binary, NULL},
+    {"IsInf", 10, MAXV, "isinf", "detect_negative,detect_positive", false, false, tonnx_cv_unary,
+     NULL},
+    {"IsNaN", 9, MAXV, "isnan", "", false, false, tonnx_cv_unary, NULL},
+    {"Less", 7, MAXV, "less", "", false, false, tonnx_cv_binary, NULL},
+    {"LessOrEqual", 12, MAXV, "less_equal", "", false, false, tonnx_cv_binary, NULL},
+    {"Max", 8, MAXV, "max (a chain)", "", false, false, tonnx_cv_variadic, NULL},
+    {"Min", 8, MAXV, "min (a chain)", "", false, false, tonnx_cv_variadic, NULL},
+    {"Mod", 10, MAXV, "mod, fmod", "fmod", false, false, tonnx_cv_binary, NULL},
+    {"Not", 1, MAXV, "not", "", false, false, tonnx_cv_unary, NULL},
+    {"Or", 7, MAXV, "or", "", false, false, tonnx_cv_binary, NULL},
+    {"Sign", 9, MAXV, "sign", "", false, false, tonnx_cv_unary, NULL},
+    {"Sum", 8, MAXV, "add (a chain)", "", false, false, tonnx_cv_variadic, NULL},
+    {"Where", 9, MAXV, "where", "", false, false, tonnx_cv_variadic, NULL},
+    {"Xor", 7, MAXV, "xor", "", false, false, tonnx_cv_binary, NULL},
     {"Abs", 6, MAXV, "abs", "", false, false, tonnx_cv_unary, NULL},
     {"Add", 7, MAXV, "add", "", true, false, tonnx_cv_binary, NULL},
     {"AveragePool", 7, MAXV, "avg_pool",
@@ -236,8 +257,7 @@ static const op_def ops[] = {
      check_pool},
     {"BatchNormalization", 7, MAXV, "batch_norm", "epsilon,momentum,spatial,training_mode", false,
      false, tonnx_cv_batch_norm, check_batch_norm},
-    {"Cast", 6, MAXV, "(none: constants, or float to float)", "to", true, false, tonnx_cv_cast,
-     check_cast},
+    {"Cast", 6, MAXV, "cast", "to", true, false, tonnx_cv_cast, check_cast},
     {"Clip", 6, MAXV, "clip", "min,max", false, false, tonnx_cv_clip, NULL},
     {"Concat", 4, MAXV, "concat", "axis", true, false, tonnx_cv_concat, NULL},
     {"Constant", 1, MAXV, "(constant)",
@@ -309,6 +329,24 @@ typedef struct arity_def {
 } arity_def;
 
 static const arity_def arities[] = {
+    {"And", 1, 2, 2, 1, 1},
+    {"BitShift", 1, 2, 2, 1, 1},
+    {"Equal", 1, 2, 2, 1, 1},
+    {"Greater", 1, 2, 2, 1, 1},
+    {"GreaterOrEqual", 1, 2, 2, 1, 1},
+    {"IsInf", 1, 1, 1, 1, 1},
+    {"IsNaN", 1, 1, 1, 1, 1},
+    {"Less", 1, 2, 2, 1, 1},
+    {"LessOrEqual", 1, 2, 2, 1, 1},
+    {"Max", 1, 1, -1, 1, 1},
+    {"Min", 1, 1, -1, 1, 1},
+    {"Mod", 1, 2, 2, 1, 1},
+    {"Not", 1, 1, 1, 1, 1},
+    {"Or", 1, 2, 2, 1, 1},
+    {"Sign", 1, 1, 1, 1, 1},
+    {"Sum", 1, 1, -1, 1, 1},
+    {"Where", 1, 3, 3, 1, 1},
+    {"Xor", 1, 2, 2, 1, 1},
     {"Abs", 1, 1, 1, 1, 1},
     {"Add", 1, 2, 2, 1, 1},
     {"AveragePool", 1, 1, 1, 1, 1},

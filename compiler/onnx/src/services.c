@@ -247,8 +247,36 @@ static void shape_hint(const Onnx__TensorShapeProto *sp, char *buf, size_t n) {
     }
 }
 
+int tonnx_onnx_dtype(int32_t t, DLDataType *out) {
+    static const struct {
+        int32_t onnx;
+        DLDataType dl;
+    } map[] = {
+        {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, {kDLFloat, 32, 1}},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, {kDLUInt, 8, 1}},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__INT8, {kDLInt, 8, 1}},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__UINT16, {kDLUInt, 16, 1}},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__INT16, {kDLInt, 16, 1}},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__INT32, {kDLInt, 32, 1}},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__INT64, {kDLInt, 64, 1}},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, {kDLUInt, 1, 1}},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, {kDLFloat, 16, 1}},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE, {kDLFloat, 64, 1}},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__UINT32, {kDLUInt, 32, 1}},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__UINT64, {kDLUInt, 64, 1}},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16, {kDLBfloat, 16, 1}},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
+        if (map[i].onnx == t) {
+            *out = map[i].dl;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Shape of real graph input k: from --input-shape, else the model's static shape. */
-static int input_shape(timport *c, int k, int *ndim, int64_t *shape) {
+static int input_shape(timport *c, int k, int *ndim, int64_t *shape, DLDataType *dtype) {
     const Onnx__ValueInfoProto *vi = c->input_info[k];
     const char *name = S(vi->name);
     const Onnx__TypeProto *tp = vi->type;
@@ -260,10 +288,10 @@ static int input_shape(timport *c, int k, int *ndim, int64_t *shape) {
     }
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     char tn[32];
-    if (!tt->has_elem_type || tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+    if (!tt->has_elem_type || !tonnx_onnx_dtype(tt->elem_type, dtype)) {
         return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                          "graph input '%s' has element type %s; only float32 run-time inputs are "
-                          "supported",
+                          "graph input '%s' has element type %s; run-time inputs are bool, "
+                          "int8..int64, uint8..uint64, float16, bfloat16, float32 or float64",
                           name,
                           tonnx_dtype_name(tt->has_elem_type ? tt->elem_type : 0, tn, sizeof tn));
     }
@@ -338,14 +366,10 @@ int tonnx_ensure_tensor(timport *c, int vi, const char *role) {
         return TETHER_OK;
     }
     int rc;
-    if (v->k) {
-        if (v->k->is_int) {
-            return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                              "%s '%s' is an integer constant where a float32 tensor is expected",
-                              role, v->name);
-        }
-        rc = tether_ir_add_constant(c->g, v->name, TETHER_FLOAT32, v->k->ndim, v->k->shape,
-                                    v->k->data, v->k->count * sizeof(float), &v->tensor);
+    if (v->k) { /* a host constant: float32 or int64 (an integer one stays int64) */
+        rc = tether_ir_add_constant(
+            c->g, v->name, v->k->is_int ? TETHER_INT64 : TETHER_FLOAT32, v->k->ndim, v->k->shape,
+            v->k->data, v->k->count * (v->k->is_int ? sizeof(int64_t) : sizeof(float)), &v->tensor);
         return rc ? tonnx_wrap(c, rc) : TETHER_OK;
     }
     if (v->input >= 0) {
@@ -353,12 +377,13 @@ int tonnx_ensure_tensor(timport *c, int vi, const char *role) {
         int64_t shape[TETHER_IR_MAX_NDIM];
         int save = c->cur;
         c->cur = -1; /* input errors name the input, not the node */
-        rc = input_shape(c, v->input, &ndim, shape);
+        DLDataType dt = TETHER_FLOAT32;
+        rc = input_shape(c, v->input, &ndim, shape, &dt);
         c->cur = save;
         if (rc) {
             return rc;
         }
-        rc = tether_ir_add_tensor(c->g, v->name, TETHER_FLOAT32, ndim, shape, &v->tensor);
+        rc = tether_ir_add_tensor(c->g, v->name, dt, ndim, shape, &v->tensor);
         return rc ? tonnx_wrap(c, rc) : TETHER_OK;
     }
     return tonnx_fail(c, TETHER_ERR_INTERNAL, "%s '%s' has no tensor", role, v->name);

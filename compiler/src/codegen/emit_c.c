@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "emit_c_internal.h"
+#include "tether/crt/dtype.h"
 #include "tether/crt/error.h"
 
 /* The identifier part for a model name (malloc'd; see tether__cg_ident). */
@@ -229,7 +230,8 @@ static void emit_header(em *e, tether__sbuf *h, const tether_codegen_output *out
             tether__sbuf_printf(h, "#define %s_%s_%d_NAME ", PU, w, i);
             c_string(h, t->name);
             tether__sbuf_puts(h, "\n");
-            tether__sbuf_printf(h, "#define %s_%s_%d_DTYPE \"float32\"\n", PU, w, i);
+            tether__sbuf_printf(h, "#define %s_%s_%d_DTYPE \"%s\"\n", PU, w, i,
+                                tether__dtype_str(t->dtype));
             tether__sbuf_printf(h, "#define %s_%s_%d_NDIM %d\n", PU, w, i, t->ndim);
             tether__sbuf_printf(h, "#define %s_%s_%d_SHAPE {", PU, w, i);
             for (int d = 0; d < t->ndim; d++) {
@@ -265,14 +267,16 @@ static void emit_header(em *e, tether__sbuf *h, const tether_codegen_output *out
     if (e->o->interface == TETHER_INTERFACE_C) {
         tether__sbuf_printf(h, "struct %s_inputs {\n", e->P);
         for (int i = 0; i < g->ninputs; i++) {
-            tether__sbuf_printf(h, "    const float *%s;\n", e->cname[g->inputs[i]]);
+            tether__sbuf_printf(h, "    const %s *%s;\n", ctype(e, g->inputs[i]),
+                                e->cname[g->inputs[i]]);
         }
         if (!g->ninputs) {
             tether__sbuf_puts(h, "    char unused; /* no inputs (an empty struct is not C11) */\n");
         }
         tether__sbuf_printf(h, "};\n\nstruct %s_outputs {\n", e->P);
         for (int i = 0; i < g->noutputs; i++) {
-            tether__sbuf_printf(h, "    float *%s;\n", e->cname[g->outputs[i]]);
+            tether__sbuf_printf(h, "    %s *%s;\n", ctype(e, g->outputs[i]),
+                                e->cname[g->outputs[i]]);
         }
         if (!plan->pool_args) {
             tether__sbuf_printf(h,
@@ -317,10 +321,11 @@ static void emit_header(em *e, tether__sbuf *h, const tether_codegen_output *out
     } else {
         tether__sbuf_printf(h, "int32_t %s_main(", e->P);
         for (int i = 0; i < g->ninputs; i++) {
-            tether__sbuf_printf(h, "%sconst float *%s", i ? ", " : "", e->cname[g->inputs[i]]);
+            tether__sbuf_printf(h, "%sconst %s *%s", i ? ", " : "", ctype(e, g->inputs[i]),
+                                e->cname[g->inputs[i]]);
         }
         for (int i = 0; i < g->noutputs; i++) {
-            tether__sbuf_printf(h, "%sfloat *%s", g->ninputs || i ? ", " : "",
+            tether__sbuf_printf(h, "%s%s *%s", g->ninputs || i ? ", " : "", ctype(e, g->outputs[i]),
                                 e->cname[g->outputs[i]]);
         }
         for (int k = 0; plan->pool_args && k < plan->npools; k++) {
@@ -643,7 +648,12 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
             tether__shape_text(sh, sizeof sh, t->shape, t->ndim);
             tether__sbuf_printf(&e.s, "/* %s %s */\n", tether__cg_comment_text(t->name), sh);
             snprintf(name, sizeof name, "%s_w_%s", P, e.cname[i]);
-            emit_float_array(&e, name, tether__c_tensor_data(&e, i), tether_ir_tensor_elements(t));
+            if (tether_dtype_equal(t->dtype, TETHER_FLOAT32)) {
+                emit_float_array(&e, name, tether__c_tensor_data(&e, i),
+                                 tether_ir_tensor_elements(t));
+            } else {
+                tether__c_typed_array(&e.s, name, t, tether__c_tensor_data(&e, i));
+            }
         }
         if (any) {
             tether__sbuf_puts(&e.s, "\n");
@@ -667,7 +677,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     if (!plan->pool_args && plan->workspace_size > 0) {
         tether__sbuf_printf(&e.s,
                             "/* Workspace of the RPC entry (pool \"%s\", %lld bytes). Declared as "
-                            "float, the\n * only type stored in it, and passed on as bytes. */\n"
+                            "float for its\n * alignment, and passed on as bytes. */\n"
                             "static float %s_workspace_pool[%lld] __attribute__((aligned(16)));"
                             "\n\n",
                             TETHER_WORKSPACE_POOL, (long long)plan->workspace_size, P,
@@ -686,11 +696,12 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
     if (o->abi == TETHER_ABI_UNPACKED) {
         tether__sbuf_printf(&e.s, "int32_t %s_main(", P);
         for (int i = 0; i < g->ninputs; i++) {
-            tether__sbuf_printf(&e.s, "%sconst float *%s", i ? ", " : "", e.cname[g->inputs[i]]);
+            tether__sbuf_printf(&e.s, "%sconst %s *%s", i ? ", " : "", ctype(&e, g->inputs[i]),
+                                e.cname[g->inputs[i]]);
         }
         for (int i = 0; i < g->noutputs; i++) {
-            tether__sbuf_printf(&e.s, "%sfloat *%s", g->ninputs || i ? ", " : "",
-                                e.cname[g->outputs[i]]);
+            tether__sbuf_printf(&e.s, "%s%s *%s", g->ninputs || i ? ", " : "",
+                                ctype(&e, g->outputs[i]), e.cname[g->outputs[i]]);
         }
         for (int k = 0; k < npa; k++) {
             tether__sbuf_printf(&e.s, ", uint8_t *%s", e.pool_param[k]);
@@ -743,8 +754,8 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         for (int i = 0; i < nio; i++) {
             int t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
             line(&e,
-                 "if (tg_check(\"%s_main\", args, type_codes, %d, %d, %s_shape_%s, 2, 32) != 0) {",
-                 P, i, T(&e, t)->ndim, P, e.cname[t]);
+                 "if (tg_check(\"%s_main\", args, type_codes, %d, %d, %s_shape_%s, %d, %d) != 0) {",
+                 P, i, T(&e, t)->ndim, P, e.cname[t], T(&e, t)->dtype.code, T(&e, t)->dtype.bits);
             line(&e, "    return -6;");
             line(&e, "}");
         }
@@ -766,8 +777,9 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         }
         tether__sbuf_printf(&e.s, "return %s_graph(", P);
         for (int i = 0; i < nio; i++) {
-            tether__sbuf_printf(&e.s, "(%sfloat *)tg_data(args, %d), ",
-                                i < g->ninputs ? "const " : "", i);
+            int t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+            tether__sbuf_printf(&e.s, "(%s%s *)tg_data(args, %d), ", i < g->ninputs ? "const " : "",
+                                ctype(&e, t), i);
         }
         tether__sbuf_printf(&e.s, "%s);\n}\n\n", wsargs.data);
         e.depth = 0;
@@ -871,6 +883,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
             tether__sbuf_puts(&full, tether__formula_c_helper(k));
         }
     }
+    tether__c_type_helpers(&e, &full);
     tether__sbuf_puts(&full, e.s.data ? e.s.data : "");
     emit_header(&e, &h, out);
     if (e.s.failed || h.failed || full.failed || ml.failed) {

@@ -52,12 +52,12 @@ static void tensor_ptr(const em *e, int t, char *out, size_t n) {
         if (e->o->link_params) {
             snprintf(out, n, "%s_w_%s", e->P, e->cname[root]);
         } else {
-            snprintf(out, n, "(const float *)(%s_params + %zu)", e->P, e->poff[root]);
+            snprintf(out, n, "(const %s *)(%s_params + %zu)", ctype(e, t), e->P, e->poff[root]);
         }
     } else if (e->plan->offset[root] >= 0) {
         char pv[64];
         pool_var(e, e->plan->pool ? e->plan->pool[root] : 0, pv, sizeof pv);
-        snprintf(out, n, "(float *)(%s + %lld)", pv, (long long)e->plan->offset[root]);
+        snprintf(out, n, "(%s *)(%s + %lld)", ctype(e, t), pv, (long long)e->plan->offset[root]);
     } else {
         snprintf(out, n, "p_%s", e->cname[root]);
     }
@@ -195,10 +195,12 @@ void tether__c_emit_op_function(em *e, int idx) {
         if (nd->inputs[i] < 0) {
             continue;
         }
-        tether__sbuf_printf(&e->s, "%sconst float *restrict %s", first ? "" : ", ", names[i]);
+        tether__sbuf_printf(&e->s, "%sconst %s *restrict %s", first ? "" : ", ",
+                            ctype(e, nd->inputs[i]), names[i]);
         first = 0;
     }
-    tether__sbuf_printf(&e->s, "%sfloat *restrict %s) {\n", first ? "" : ", ", names[nd->ninputs]);
+    tether__sbuf_printf(&e->s, "%s%s *restrict %s) {\n", first ? "" : ", ",
+                        ctype(e, nd->outputs[0]), names[nd->ninputs]);
     e->depth = 1;
     const tether_schedule *tuned = node_schedule(e, idx);
     e->ntunable += tether_workload_tunable(e->g, idx);
@@ -219,11 +221,12 @@ void tether__c_emit_op_function(em *e, int idx) {
             if (nd->inputs[i] < 0) {
                 continue;
             }
-            tether__sbuf_printf(&e->s, "%sconst float *restrict %s", first ? "" : ", ", names[i]);
+            tether__sbuf_printf(&e->s, "%sconst %s *restrict %s", first ? "" : ", ",
+                                ctype(e, nd->inputs[i]), names[i]);
             first = 0;
         }
-        tether__sbuf_printf(&e->s, "%sfloat *restrict %s) {\n", first ? "" : ", ",
-                            names[nd->ninputs]);
+        tether__sbuf_printf(&e->s, "%s%s *restrict %s) {\n", first ? "" : ", ",
+                            ctype(e, nd->outputs[0]), names[nd->ninputs]);
         e->depth = 1;
         for (int d = 0; d < e->depth; d++) {
             tether__sbuf_puts(&e->s, "    ");
@@ -260,8 +263,8 @@ void tether__c_emit_op_function(em *e, int idx) {
             if (t < 0) {
                 continue;
             }
-            line(e, "if (tg_check(\"%s\", args, type_codes, %d, %d, %s_shape_%s, 2, 32) != 0) {",
-                 fn, a, T(e, t)->ndim, e->P, e->cname[t]);
+            line(e, "if (tg_check(\"%s\", args, type_codes, %d, %d, %s_shape_%s, %d, %d) != 0) {",
+                 fn, a, T(e, t)->ndim, e->P, e->cname[t], T(e, t)->dtype.code, T(e, t)->dtype.bits);
             line(e, "    return -6;");
             line(e, "}");
             a++;
@@ -276,8 +279,8 @@ void tether__c_emit_op_function(em *e, int idx) {
             if (t < 0) {
                 continue;
             }
-            tether__sbuf_printf(&e->s, "%s(%sfloat *)tg_data(args, %d)", a ? ", " : "",
-                                i < nd->ninputs ? "const " : "", a);
+            tether__sbuf_printf(&e->s, "%s(%s%s *)tg_data(args, %d)", a ? ", " : "",
+                                i < nd->ninputs ? "const " : "", ctype(e, t), a);
             a++;
         }
         tether__sbuf_puts(&e->s, ");\n");
@@ -292,10 +295,11 @@ void tether__c_emit_graph(em *e) {
     tether__sbuf_printf(&e->s, "/* The operators in execution order. */\nstatic int32_t %s_graph(",
                         e->P);
     for (int i = 0; i < g->ninputs; i++) {
-        tether__sbuf_printf(&e->s, "const float *p_%s, ", e->cname[g->inputs[i]]);
+        tether__sbuf_printf(&e->s, "const %s *p_%s, ", ctype(e, g->inputs[i]),
+                            e->cname[g->inputs[i]]);
     }
     for (int i = 0; i < g->noutputs; i++) {
-        tether__sbuf_printf(&e->s, "float *p_%s, ", e->cname[g->outputs[i]]);
+        tether__sbuf_printf(&e->s, "%s *p_%s, ", ctype(e, g->outputs[i]), e->cname[g->outputs[i]]);
     }
     if (!e->plan->pool_args) {
         tether__sbuf_puts(&e->s, "uint8_t *ws) {\n");

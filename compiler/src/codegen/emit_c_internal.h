@@ -20,7 +20,7 @@
 /* The math functions generated code may call (the metadata lists the ones used): the M rows of
  * ir/formula.def, M_EXPF ... */
 enum {
-#define M_ENUM_(id, c, cl, arity) M_##id = TETHER__MATH_##id,
+#define M_ENUM_(id, c, cl, arity, dbl) M_##id = TETHER__MATH_##id,
     TETHER__MATH_LIST(M_ENUM_)
 #undef M_ENUM_
         M_COUNT = TETHER__MATH_COUNT
@@ -42,7 +42,8 @@ typedef struct em {
     size_t *poff;  /* per tensor: params blob offset (constants) */
     size_t params_bytes;
     int math_used[M_COUNT];
-    int need_helpers[TETHER__PRIM_COUNT]; /* tg_ helpers, by primitive (ir/formula.def) */
+    int need_helpers[2 * TETHER__PRIM_COUNT]; /* tg_ helpers, by primitive (ir/formula.def),
+                                                 then their tgd_ (float64) versions */
     int max_args;
     int vw;                    /* the schedule's vector width, resolved: 0 = scalar kernels */
     const tether_schedule *sc; /* the schedule of the kernel being emitted (a node's tuned one
@@ -136,6 +137,31 @@ int tether__c_dense_blocked(em *e, const tether_ir_node *nd, const kargs *k,
                             void (*value)(const tether_ir_node *, const em *, const kargs *,
                                           const char *, const char *, const char *, char *,
                                           size_t));
+
+/* emit_c_types.c: element types. The C type of tensor t; whether a graph has any tensor that is
+ * not float32 (its module then defines the conversion helpers); the helpers a module needs
+ * (float64 primitives used, conversions, per integer type the saturating conversion and the
+ * integer primitives); the compute type of element type t (float, double, the integer type);
+ * a load of element expression elem of type t in its compute type; the conversion of value v of
+ * from's compute type to element type `to`; constant v as a value of type t; a typed
+ * constant array; the elementwise kernel of a node that is not float32 alone; where. */
+static inline const char *ctype(const em *e, int t) {
+    return tether__c_type(e->g->tensors[t].dtype);
+}
+int tether__c_graph_typed(const tether_ir_graph *g);
+void tether__c_type_helpers(const em *e, tether__sbuf *out);
+const char *tether__c_compute_type(DLDataType t);
+void tether__c_load(DLDataType t, const char *elem, char *out, size_t n);
+void tether__c_convert(DLDataType from, DLDataType to, const char *v, char *out, size_t n);
+void tether__c_const_value(DLDataType t, double v, char *out, size_t n);
+void tether__c_typed_array(tether__sbuf *s, const char *name, const tether_ir_tensor *t,
+                           const void *data);
+void tether__c_ew_typed(em *e, const tether_ir_node *nd, const kargs *k);
+void tether__c_where(em *e, const tether_ir_node *nd, const kargs *k);
+/* Index expression of operand t inside nested loops i0..i{nd-1} over an output of rank nd
+ * (emit_c_kernels.c). */
+void tether__c_bcast_index(const tether_ir_tensor *t, int nd, const int64_t *oshape, char *out,
+                           size_t n);
 
 /* Whether node n has a function (aliases and empty outputs have none). */
 int tether__c_node_has_function(const tether_ir_graph *g, const tether_ir_node *n);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "emit_c_internal.h"
+#include "tether/crt/dtype.h"
 #include "tether/crt/error.h"
 
 /* ---- activation expressions --------------------------------------------------------------- */
@@ -530,8 +531,8 @@ static void k_matmul(em *e, const tether_ir_node *nd, const kargs *k) {
 }
 
 /* Index expression of operand t inside nested loops i0..i{nd-1} over an output of rank nd. */
-static void bcast_index(const tether_ir_tensor *t, int nd, const int64_t *oshape, char *out,
-                        size_t n) {
+void tether__c_bcast_index(const tether_ir_tensor *t, int nd, const int64_t *oshape, char *out,
+                           size_t n) {
     int64_t st = 1;
     char tmp[256] = "";
     size_t o = 0;
@@ -554,9 +555,21 @@ static int same_shape(const tether_ir_tensor *a, const tether_ir_tensor *b) {
     return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
 }
 
+static int all_f32(const em *e, const tether_ir_node *nd) {
+    int ok = tether_dtype_equal(T(e, nd->outputs[0])->dtype, TETHER_FLOAT32);
+    for (int i = 0; i < nd->ninputs; i++) {
+        ok &= nd->inputs[i] < 0 || tether_dtype_equal(T(e, nd->inputs[i])->dtype, TETHER_FLOAT32);
+    }
+    return ok;
+}
+
 static void k_binary(em *e, const tether_ir_node *nd, const kargs *k) {
     const tether_ir_tensor *x = T(e, nd->inputs[0]), *z = T(e, nd->inputs[1]);
     const tether_ir_tensor *y = T(e, nd->outputs[0]);
+    if (!all_f32(e, nd)) {
+        tether__c_ew_typed(e, nd, k);
+        return;
+    }
     size_t total = tether_ir_tensor_elements(y);
     char ex[256];
     formula_expr(e, nd, "va", "vb", ex, sizeof ex);
@@ -581,8 +594,8 @@ static void k_binary(em *e, const tether_ir_node *nd, const kargs *k) {
         return;
     }
     char ia[256], ib[256];
-    bcast_index(x, y->ndim, y->shape, ia, sizeof ia);
-    bcast_index(z, y->ndim, y->shape, ib, sizeof ib);
+    tether__c_bcast_index(x, y->ndim, y->shape, ia, sizeof ia);
+    tether__c_bcast_index(z, y->ndim, y->shape, ib, sizeof ib);
     line(e, "float *restrict yp = %s;", k->out);
     for (int d = 0; d < y->ndim; d++) {
         char v[8];
@@ -598,6 +611,10 @@ static void k_binary(em *e, const tether_ir_node *nd, const kargs *k) {
 }
 
 static void k_unary(em *e, const tether_ir_node *nd, const kargs *k) {
+    if (!all_f32(e, nd)) {
+        tether__c_ew_typed(e, nd, k);
+        return;
+    }
     char ex[256];
     formula_expr(e, nd, "v", NULL, ex, sizeof ex);
     loop(e, "i", (int64_t)tether_ir_tensor_elements(T(e, nd->outputs[0])));
@@ -737,7 +754,7 @@ static void k_transpose(em *e, const tether_ir_node *nd, const kargs *k) {
         o += (size_t)snprintf(idx + o, sizeof idx - o, "%si%d * %lld", d ? " + " : "", d,
                               (long long)st[nd->attrs.ints[d]]);
     }
-    line(e, "float *restrict yp = %s;", k->out);
+    line(e, "%s *restrict yp = %s;", ctype(e, nd->outputs[0]), k->out);
     for (int d = 0; d < y->ndim; d++) {
         char v[8];
         snprintf(v, sizeof v, "i%d", d);
@@ -763,11 +780,12 @@ static void k_concat(em *e, const tether_ir_node *nd, const kargs *k) {
     for (int i = 0; i < nd->ninputs; i++) {
         long long chunk = T(e, nd->inputs[i])->shape[ax] * inner;
         if (outer == 1) {
-            line(e, "memcpy(%s + %lld, %s, %lld * sizeof(float));", k->out, off, k->in[i], chunk);
+            line(e, "memcpy(%s + %lld, %s, %lld * sizeof(*%s));", k->out, off, k->in[i], chunk,
+                 k->out);
         } else {
             loop(e, "o", outer);
-            line(e, "memcpy(%s + o * %lld + %lld, %s + o * %lld, %lld * sizeof(float));", k->out,
-                 row, off, k->in[i], chunk, chunk);
+            line(e, "memcpy(%s + o * %lld + %lld, %s + o * %lld, %lld * sizeof(*%s));", k->out, row,
+                 off, k->in[i], chunk, chunk, k->out);
             close_block(e);
         }
         off += chunk;
@@ -777,8 +795,12 @@ static void k_concat(em *e, const tether_ir_node *nd, const kargs *k) {
 static void k_pad(em *e, const tether_ir_node *nd, const kargs *k) {
     const tether_ir_tensor *x = T(e, nd->inputs[0]), *y = T(e, nd->outputs[0]);
     const tether_ir_attrs *a = &nd->attrs;
-    char f[48];
-    flit(f, sizeof f, a->value);
+    char f[96];
+    if (tether_dtype_equal(y->dtype, TETHER_FLOAT32)) {
+        flit(f, sizeof f, a->value);
+    } else {
+        tether__c_const_value(y->dtype, a->value, f, sizeof f);
+    }
     loop(e, "i", (int64_t)tether_ir_tensor_elements(y));
     line(e, "%s[i] = %s;", k->out, f);
     close_block(e);
@@ -807,8 +829,8 @@ static void k_pad(em *e, const tether_ir_node *nd, const kargs *k) {
         os += (size_t)snprintf(src + os, sizeof src - os, "i%d * %lld + ", d, (long long)ist[d]);
         od += (size_t)snprintf(dst + od, sizeof dst - od, "i%d * %lld + ", d, (long long)ost[d]);
     }
-    line(e, "memcpy(%s + %s%lld, %s + %s0, %lld * sizeof(float));", k->out, dst, base, k->in[0],
-         src, (long long)x->shape[nd_ - 1]);
+    line(e, "memcpy(%s + %s%lld, %s + %s0, %lld * sizeof(*%s));", k->out, dst, base, k->in[0], src,
+         (long long)x->shape[nd_ - 1], k->out);
     for (int d = 0; d < nd_ - 1; d++) {
         close_block(e);
     }
@@ -984,8 +1006,11 @@ void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
     case TETHER_OP_FLATTEN:
     case TETHER_OP_SQUEEZE:
     case TETHER_OP_UNSQUEEZE:
-        line(e, "memcpy(%s, %s, %zu * sizeof(float));", k->out, k->in[0],
-             tether_ir_tensor_elements(T(e, nd->outputs[0])));
+        line(e, "memcpy(%s, %s, %zu);", k->out, k->in[0],
+             tether_ir_tensor_bytes(T(e, nd->outputs[0])));
+        return;
+    case TETHER_OP_WHERE:
+        tether__c_where(e, nd, k);
         return;
         TETHER__CASES_UNARY
         k_unary(e, nd, k);

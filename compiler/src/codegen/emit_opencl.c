@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "../internal.h"
+#include "tether/crt/dtype.h"
 #include "../plan/memplan_internal.h"
 #include "emit_opencl_internal.h"
 #include "tether/compiler.h"
@@ -77,12 +78,24 @@ static int op_supported(tether_op op) {
     case TETHER_OP_REDUCE_MEAN:
     case TETHER_OP_RESIZE_NEAREST:
         return 1;
+    case TETHER_OP_WHERE:
+        return 0;
     }
     return 0; /* not an operator */
 }
 
-/* One error naming every node without a kernel. */
+/* One error naming every node without a kernel; before that, the first tensor of an element
+ * type the OpenCL kernels do not run (float32 only). */
 static int check_support(const tether_ir_graph *g) {
+    for (int i = 0; i < g->ntensors; i++) {
+        const tether_ir_tensor *t = &g->tensors[i];
+        if (!tether_dtype_equal(t->dtype, TETHER_FLOAT32)) {
+            return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                    "tensor '%s' has element type %s: the OpenCL backend runs "
+                                    "float32 tensors only (compile with --backend c)",
+                                    t->name, tether__dtype_str(t->dtype));
+        }
+    }
     tether__sbuf list;
     tether__sbuf_init(&list);
     int count = 0;
@@ -606,6 +619,7 @@ static int emit_node(ocl *e, int idx) {
     case TETHER_OP_BATCH_NORM:
     case TETHER_OP_REDUCE_MEAN:
     case TETHER_OP_RESIZE_NEAREST:
+    case TETHER_OP_WHERE: /* refused by check_support */
         break;
     }
     int local = e->local; /* a tuned work-group size for this node's workload */

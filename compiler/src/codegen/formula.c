@@ -16,19 +16,27 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "tether/crt/dtype.h"
 #include "tether/crt/error.h"
 
 /* The formulas as written in the table. */
-#define FORMULA_TEXT_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults)     \
+#define FORMULA_TEXT_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults,     \
+                      types, iformula)                                                             \
     [TETHER_OP_##id] = #formula,
 static const char *const formula_src[TETHER_OP_COUNT_] = {TETHER_OP_LIST(FORMULA_TEXT_)};
 #undef FORMULA_TEXT_
+#define IFORMULA_TEXT_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults,    \
+                       types, iformula)                                                            \
+    [TETHER_OP_##id] = #iformula,
+static const char *const iformula_src[TETHER_OP_COUNT_] = {TETHER_OP_LIST(IFORMULA_TEXT_)};
+#undef IFORMULA_TEXT_
 
 typedef struct math_fn {
     const char *c, *cl;
     int arity;
+    tether__math dbl;
 } math_fn;
-#define MATH_ROW_(id, c, cl, arity) [TETHER__MATH_##id] = {#c, #cl, arity},
+#define MATH_ROW_(id, c, cl, arity, dbl) [TETHER__MATH_##id] = {#c, #cl, arity, TETHER__MATH_##dbl},
 static const math_fn math_fns[TETHER__MATH_COUNT] = {TETHER__MATH_LIST(MATH_ROW_)};
 #undef MATH_ROW_
 
@@ -48,6 +56,64 @@ const char *tether__formula_c_helper(int k) {
     return k >= 0 && k < TETHER__PRIM_COUNT ? prim_fns[k].c_helper : NULL;
 }
 
+/* Replaces every `from` in s by `to` into out. */
+static void replace_into(tether__sbuf *out, const char *s, const char *const (*map)[2], int nmap) {
+    while (*s) {
+        int hit = 0;
+        for (int i = 0; i < nmap && !hit; i++) {
+            size_t n = strlen(map[i][0]);
+            if (!strncmp(s, map[i][0], n)) {
+                tether__sbuf_puts(out, map[i][1]);
+                s += n;
+                hit = 1;
+            }
+        }
+        if (!hit) {
+            tether__sbuf_printf(out, "%c", *s++);
+        }
+    }
+}
+
+void tether__formula_c_helper_double(int k, tether__sbuf *out) {
+    static const char *const map[][2] = {
+        {"float", "double"}, {"tg_", "tgd_"},     {"expf(", "exp("},
+        {"fmodf(", "fmod("}, {"sqrtf(", "sqrt("}, {"logf(", "log("},
+    };
+    if (k >= 0 && k < TETHER__PRIM_COUNT) {
+        replace_into(out, prim_fns[k].c_helper, map, (int)(sizeof map / sizeof *map));
+    }
+}
+
+typedef struct iprim_fn {
+    const char *name;
+    int arity;
+    const char *sbody, *ubody;
+} iprim_fn;
+#define IPRIM_ROW_(name, arity, sbody, ubody) {#name, arity, sbody, ubody},
+static const iprim_fn iprim_fns[] = {TETHER__IPRIM_LIST(IPRIM_ROW_)};
+#undef IPRIM_ROW_
+#define IPRIM_COUNT ((int)(sizeof iprim_fns / sizeof *iprim_fns))
+
+void tether__formula_c_int_helpers(DLDataType t, tether__sbuf *out) {
+    const char *T = tether__c_type(t), *sfx = tether__dtype_str(t);
+    char W[16], bits[8];
+    snprintf(W, sizeof W, "%s", t.bits == 64 ? "uint64_t" : "uint32_t");
+    snprintf(bits, sizeof bits, "%d", t.bits);
+    const char *const map[][2] = {{"T", T}, {"W", W}, {"BITS", bits}};
+    for (int k = 0; k < IPRIM_COUNT; k++) {
+        const iprim_fn *f = &iprim_fns[k];
+        if (f->arity > 1) {
+            tether__sbuf_printf(out, "static inline %s tgi_%s_%s(%s a, %s b) {\n    ", T, f->name,
+                                sfx, T, T);
+        } else {
+            tether__sbuf_printf(out, "static inline %s tgi_%s_%s(%s a) {\n    ", T, f->name, sfx,
+                                T);
+        }
+        replace_into(out, t.code == kDLInt ? f->sbody : f->ubody, map, 3);
+        tether__sbuf_puts(out, "\n}\n\n");
+    }
+}
+
 const char *tether__math_name(tether__math m) {
     return (int)m >= 0 && (int)m < TETHER__MATH_COUNT ? math_fns[m].c : NULL;
 }
@@ -55,6 +121,7 @@ const char *tether__math_name(tether__math m) {
 typedef struct fx {
     tether_op op;
     tether__formula_lang lang;
+    const char *isfx; /* TETHER__FORMULA_C_INT: the element type's suffix ("int32") */
     const char *x, *y;
     const tether_ir_attrs *a;
     int *helpers, *math;
@@ -218,18 +285,36 @@ static int call(fx *f, const char *name, size_t len, const char *s, const char *
     }
     char fname[32];
     snprintf(fname, sizeof fname, "%.*s", (int)(len < 31 ? len : 31), name);
-    for (int m = 0; m < TETHER__MATH_COUNT; m++) {
-        if (strcmp(math_fns[m].c, fname)) {
+    if (f->lang == TETHER__FORMULA_C_INT) {
+        for (int k = 0; k < IPRIM_COUNT; k++) {
+            if (strcmp(iprim_fns[k].name, fname)) {
+                continue;
+            }
+            if (nargs != iprim_fns[k].arity) {
+                return fail(f, "%s takes another number of arguments", fname);
+            }
+            tether__sbuf_printf(out, "tgi_%s_%s(", fname, f->isfx);
+            for (int i = 0; i < nargs; i++) {
+                tether__sbuf_printf(out, "%s%s", i ? ", " : "", args[i]);
+            }
+            tether__sbuf_puts(out, ")");
+            return f->rc;
+        }
+        return fail(f, "calls '%s', which the I rows of ir/formula.def do not list", fname);
+    }
+    int c_lang = f->lang == TETHER__FORMULA_C || f->lang == TETHER__FORMULA_C_DOUBLE;
+    for (int mm = 0; mm < TETHER__MATH_COUNT; mm++) {
+        if (strcmp(math_fns[mm].c, fname)) {
             continue;
         }
+        int m = f->lang == TETHER__FORMULA_C_DOUBLE ? (int)math_fns[mm].dbl : mm;
         if (nargs != math_fns[m].arity) {
             return fail(f, "%s takes another number of arguments", fname);
         }
-        if (f->lang == TETHER__FORMULA_C && f->math) {
+        if (c_lang && f->math) {
             f->math[m] = 1;
         }
-        tether__sbuf_printf(out, "%s(",
-                            f->lang == TETHER__FORMULA_C ? math_fns[m].c : math_fns[m].cl);
+        tether__sbuf_printf(out, "%s(", c_lang ? math_fns[m].c : math_fns[m].cl);
         for (int i = 0; i < nargs; i++) {
             tether__sbuf_printf(out, "%s%s", i ? ", " : "", args[i]);
         }
@@ -252,6 +337,24 @@ static int call(fx *f, const char *name, size_t len, const char *s, const char *
                 f->math[pf->c_math] = 1;
             }
             spell(out, pf->c, args, 0);
+            return f->rc;
+        }
+        if (f->lang == TETHER__FORMULA_C_DOUBLE) {
+            if (f->helpers) {
+                f->helpers[TETHER__PRIM_COUNT + k] = 1;
+            }
+            if (f->math && pf->c_math != TETHER__MATH_NONE) {
+                f->math[math_fns[pf->c_math].dbl] = 1;
+            }
+            tether__sbuf b;
+            tether__sbuf_init(&b);
+            static const char *const map[][2] = {{"tg_", "tgd_"}};
+            replace_into(&b, pf->c, map, 1);
+            spell(out, b.data ? b.data : "", args, 0);
+            if (b.failed) {
+                out->failed = 1;
+            }
+            tether__sbuf_free(&b);
             return f->rc;
         }
         /* OpenCL: a compound first argument that the spelling repeats goes to pre, when the
@@ -359,22 +462,38 @@ static int tr(fx *f, const char *s, const char *end, int whole, tether__sbuf *ou
 int tether__formula_text(tether_op op, tether__formula_lang lang, const char *x, const char *y,
                          const tether_ir_attrs *a, int *helpers, int *math, char *pre, size_t npre,
                          char *out, size_t n) {
+    return tether__formula_text_typed(op, lang, TETHER_FLOAT32, x, y, a, helpers, math, pre, npre,
+                                      out, n);
+}
+
+int tether__formula_text_typed(tether_op op, tether__formula_lang lang, DLDataType t, const char *x,
+                               const char *y, const tether_ir_attrs *a, int *helpers, int *math,
+                               char *pre, size_t npre, char *out, size_t n) {
     if (pre && npre) {
         pre[0] = '\0';
     }
     if (n) {
         out[0] = '\0';
     }
-    if ((int)op < 0 || (int)op >= TETHER_OP_COUNT_ || !formula_src[op][0]) {
+    tether__dclass dc = tether__dtype_class(t);
+    if (lang == TETHER__FORMULA_C && (dc == TETHER__DC_INT || dc == TETHER__DC_UINT)) {
+        lang = TETHER__FORMULA_C_INT;
+    } else if (lang == TETHER__FORMULA_C && dc == TETHER__DC_F64) {
+        lang = TETHER__FORMULA_C_DOUBLE;
+    }
+    const char *const *src = lang == TETHER__FORMULA_C_INT ? iformula_src : formula_src;
+    if ((int)op < 0 || (int)op >= TETHER_OP_COUNT_ || !src[op][0]) {
         const char *name = tether_op_name(op);
         return tether_set_error(TETHER_ERR_INTERNAL,
-                                "operator '%s' has no elementwise formula (ir/ops.def)",
-                                name ? name : "?");
+                                "operator '%s' has no elementwise %sformula (ir/ops.def)",
+                                name ? name : "?", lang == TETHER__FORMULA_C_INT ? "integer " : "");
     }
-    fx f = {op, lang, x, y, a, helpers, math, 0};
+    fx f = {op,      lang, tether__dtype_str(tether__dtype_is_bool(t) ? TETHER_UINT8 : t),
+            x,       y,    a,
+            helpers, math, 0};
     tether__sbuf b;
     tether__sbuf_init(&b);
-    const char *s = formula_src[op];
+    const char *s = src[op];
     tr(&f, s, s + strlen(s), 1, &b, pre, npre);
     if (!f.rc && (b.failed || !b.data || b.len >= n)) {
         f.rc = tether_set_error(TETHER_ERR_INTERNAL,

@@ -56,7 +56,7 @@ static cJSON *tensor_list(const tether_ir_graph *g, const int *idx, int n) {
         const tether_ir_tensor *t = &g->tensors[idx[i]];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", t->name);
-        cJSON_AddStringToObject(o, "dtype", "float32");
+        cJSON_AddStringToObject(o, "dtype", tether__dtype_str(t->dtype));
         cJSON_AddItemToObject(o, "shape", shape_json(t->shape, t->ndim));
         cJSON_AddItemToArray(arr, o);
     }

@@ -1,8 +1,14 @@
 /*
- * The reference interpreter: runs an inferred graph on host float buffers with plain,
- * obviously-correct loops (double accumulators, no blocking, no cleverness). It is the ground
- * truth the generated code is tested against, so it shares no code with the emitters; keep it
- * simple rather than fast.
+ * The reference interpreter: runs an inferred graph on host buffers of the tensors' element
+ * types with plain, obviously-correct loops (double accumulators, no blocking, no cleverness). It
+ * is the ground truth the generated code is tested against, so it shares no code with the
+ * emitters; keep it simple rather than fast.
+ *
+ * Element types: the float32-only operators (TYPES F32) run their float loops unchanged; an
+ * elementwise operator on float32 alone computes its FORMULA in float as before. Any other
+ * element type goes through typed loads and stores (load_val/store_val): float16, bfloat16 and
+ * float32 compute the FORMULA in float, float64 in double, signed integers the IFORMULA in int64
+ * and unsigned ones and bool in uint64, stored back modulo 2^bits (numpy's wrap-around).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -10,7 +16,203 @@
 
 #include "../internal.h"
 #include "tether/compiler.h"
+#include "tether/crt/dtype.h"
 #include "tether/crt/error.h"
+
+/* ---- typed elements ---- */
+
+/* One element as the interpreter computes it: its class and the value in that class. */
+typedef struct val {
+    tether__dclass c;
+    double f; /* F32 and F64 */
+    int64_t i;
+    uint64_t u;
+} val;
+
+static float half_to_float(uint16_t h) {
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return (float)((h & 0x8000) ? -v : v);
+}
+
+/* Round to nearest even of a finite or infinite or NaN double into float16 bits. */
+static uint16_t half_from_double(double v) {
+    uint16_t sign = signbit(v) ? 0x8000 : 0;
+    double a = fabs(v);
+    if (a != a) {
+        return 0x7e00 | sign;
+    }
+    if (a >= 65520.0) { /* rounds to infinity */
+        return 0x7c00 | sign;
+    }
+    int e;
+    frexp(a, &e);   /* a = f * 2^e, f in [0.5, 1) */
+    int ex = e - 1; /* a = 1.m * 2^ex */
+    if (ex < -14) {
+        ex = -14; /* subnormal: units of 2^-24 */
+    }
+    double q = ldexp(a, 10 - ex); /* the significand in units of the last place */
+    double r = nearbyint(q);      /* the default rounding mode: to nearest, ties to even */
+    uint32_t mant = (uint32_t)r;
+    uint32_t bits;
+    if (mant >= 2048) { /* carried into the next binade */
+        mant >>= 1;
+        ex++;
+    }
+    if (mant < 1024) {
+        bits = mant; /* subnormal (ex == -14) or zero */
+    } else {
+        bits = ((uint32_t)(ex + 15) << 10) | (mant - 1024);
+    }
+    return (uint16_t)(bits | sign);
+}
+
+static float bf16_to_float(uint16_t h) {
+    uint32_t b = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* float to bfloat16 bits, round to nearest even (NaN stays a quiet NaN). */
+static uint16_t bf16_from_float(float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    if (f != f) {
+        return (uint16_t)((b >> 16) | 0x40);
+    }
+    b += 0x7fff + ((b >> 16) & 1);
+    return (uint16_t)(b >> 16);
+}
+
+static val load_val(const void *p, DLDataType t, size_t k) {
+    val v = {tether__dtype_class(t), 0.0, 0, 0};
+    const unsigned char *b = (const unsigned char *)p + k * tether_dtype_bytes(t);
+    switch (t.code) {
+    case kDLFloat:
+        if (t.bits == 16) {
+            uint16_t h;
+            memcpy(&h, b, 2);
+            v.f = half_to_float(h);
+        } else if (t.bits == 32) {
+            float f;
+            memcpy(&f, b, 4);
+            v.f = f;
+        } else {
+            memcpy(&v.f, b, 8);
+        }
+        break;
+    case kDLBfloat: {
+        uint16_t h;
+        memcpy(&h, b, 2);
+        v.f = bf16_to_float(h);
+        break;
+    }
+    case kDLInt:
+        if (t.bits == 8) {
+            v.i = (int8_t)b[0];
+        } else if (t.bits == 16) {
+            int16_t x;
+            memcpy(&x, b, 2);
+            v.i = x;
+        } else if (t.bits == 32) {
+            int32_t x;
+            memcpy(&x, b, 4);
+            v.i = x;
+        } else {
+            memcpy(&v.i, b, 8);
+        }
+        break;
+    default: /* unsigned and bool */
+        if (t.bits <= 8) {
+            v.u = b[0];
+        } else if (t.bits == 16) {
+            uint16_t x;
+            memcpy(&x, b, 2);
+            v.u = x;
+        } else if (t.bits == 32) {
+            uint32_t x;
+            memcpy(&x, b, 4);
+            v.u = x;
+        } else {
+            memcpy(&v.u, b, 8);
+        }
+        break;
+    }
+    return v;
+}
+
+/* A floating value to an integer: NaN 0, truncated toward zero, saturated to [lo, hi]. */
+static int64_t sat_i(double d, double lo, double hi, int64_t ilo, int64_t ihi) {
+    if (d != d) {
+        return 0;
+    }
+    return d <= lo ? ilo : d >= hi ? ihi : (int64_t)d;
+}
+
+static uint64_t sat_u(double d, double hi, uint64_t uhi) {
+    if (d != d || d <= 0.0) {
+        return 0;
+    }
+    return d >= hi ? uhi : (uint64_t)d;
+}
+
+/* Stores v as element k of p (type t): the conversion rules of Cast (ops.def) and of every
+ * elementwise store. */
+static void store_val(void *p, DLDataType t, size_t k, val v) {
+    unsigned char *b = (unsigned char *)p + k * tether_dtype_bytes(t);
+    int isf = v.c == TETHER__DC_F32 || v.c == TETHER__DC_F64;
+    if (tether__dtype_is_bool(t)) {
+        b[0] = isf ? v.f != 0.0 : v.c == TETHER__DC_INT ? v.i != 0 : v.u != 0;
+        return;
+    }
+    if (t.code == kDLFloat || t.code == kDLBfloat) {
+        double d = isf ? v.f : v.c == TETHER__DC_INT ? (double)v.i : (double)v.u;
+        float f = isf ? (float)v.f : v.c == TETHER__DC_INT ? (float)v.i : (float)v.u;
+        if (t.code == kDLBfloat) {
+            uint16_t h = bf16_from_float(f);
+            memcpy(b, &h, 2);
+        } else if (t.bits == 16) {
+            uint16_t h = half_from_double(isf ? d : (double)f);
+            memcpy(b, &h, 2);
+        } else if (t.bits == 32) {
+            memcpy(b, &f, 4);
+        } else {
+            memcpy(b, &d, 8);
+        }
+        return;
+    }
+    /* integers: from a float saturated, from an integer modulo 2^bits */
+    uint64_t u;
+    if (isf) {
+        if (t.code == kDLInt) {
+            int64_t i = t.bits == 64   ? sat_i(v.f, -9223372036854775808.0, 9223372036854775807.0,
+                                               INT64_MIN, INT64_MAX)
+                        : t.bits == 32 ? sat_i(v.f, INT32_MIN, INT32_MAX, INT32_MIN, INT32_MAX)
+                        : t.bits == 16 ? sat_i(v.f, INT16_MIN, INT16_MAX, INT16_MIN, INT16_MAX)
+                                       : sat_i(v.f, INT8_MIN, INT8_MAX, INT8_MIN, INT8_MAX);
+            u = (uint64_t)i;
+        } else {
+            u = t.bits == 64   ? sat_u(v.f, 18446744073709551615.0, UINT64_MAX)
+                : t.bits == 32 ? sat_u(v.f, UINT32_MAX, UINT32_MAX)
+                : t.bits == 16 ? sat_u(v.f, UINT16_MAX, UINT16_MAX)
+                               : sat_u(v.f, UINT8_MAX, UINT8_MAX);
+        }
+    } else {
+        u = v.c == TETHER__DC_INT ? (uint64_t)v.i : v.u;
+    }
+    if (t.bits == 8) {
+        b[0] = (uint8_t)u;
+    } else if (t.bits == 16) {
+        uint16_t x = (uint16_t)u;
+        memcpy(b, &x, 2);
+    } else if (t.bits == 32) {
+        uint32_t x = (uint32_t)u;
+        memcpy(b, &x, 4);
+    } else {
+        memcpy(b, &u, 8);
+    }
+}
 
 typedef struct view {
     const float *d;
@@ -26,8 +228,8 @@ static void strides_of(const int64_t *shape, int ndim, int64_t *st) {
     }
 }
 
-/* Element of `t` (rank nd_t) at broadcast output index idx (rank nd). */
-static float bcast_at(const float *d, const int64_t *shape, int nd_t, const int64_t *idx, int nd) {
+/* Offset in `t` (shape, rank nd_t) of broadcast output index idx (rank nd). */
+static size_t bcast_off(const int64_t *shape, int nd_t, const int64_t *idx, int nd) {
     int64_t st[TETHER_IR_MAX_NDIM];
     strides_of(shape, nd_t, st);
     int64_t off = 0;
@@ -35,7 +237,21 @@ static float bcast_at(const float *d, const int64_t *shape, int nd_t, const int6
         int64_t k = idx[nd - nd_t + i];
         off += (shape[i] == 1 ? 0 : k) * st[i];
     }
-    return d[off];
+    return (size_t)off;
+}
+
+/* Element of `t` (rank nd_t) at broadcast output index idx (rank nd). */
+static float bcast_at(const float *d, const int64_t *shape, int nd_t, const int64_t *idx, int nd) {
+    return d[bcast_off(shape, nd_t, idx, nd)];
+}
+
+static bool is_f32(const tether_ir_tensor *t) {
+    return tether_dtype_equal(t->dtype, TETHER_FLOAT32);
+}
+
+/* Copies element `from` of src to element `to` of dst (esize bytes each). */
+static void copy_elem(void *dst, size_t to, const void *src, size_t from, size_t esize) {
+    memcpy((char *)dst + to * esize, (const char *)src + from * esize, esize);
 }
 
 static void unravel(int64_t flat, const int64_t *shape, int nd, int64_t *idx) {
@@ -70,7 +286,10 @@ static float hswish(float v) {
 /* The FORMULA column of ops.def compiled as written, x the input and alpha ... max the node's
  * attributes: ew_unary has a case for every UNARY row, ew_binary for every BINARY and PRELU
  * row (y the second input). A UNARY row without a formula, or one that reads y, does not build.
- * Any other operator is never passed here: NAN, computed by nothing. */
+ * Any other operator is never passed here: NAN, computed by nothing. The same formulas compile a
+ * second time in double (float64: the float functions of formula.def are redefined as their
+ * double ones for that part), and the IFORMULA column twice, in int64 and in uint64, for the
+ * rows whose TYPES admits integers (TETHER__TY_INTS_). */
 /* clang-format off */
 #define EW_ATTRS_(at) \
     const float alpha = (at)->alpha, beta = (at)->beta, min = (at)->min, max = (at)->max; \
@@ -80,11 +299,23 @@ static float hswish(float v) {
     (void)max
 #define EW_RETURN_(id, formula) case TETHER_OP_##id: return (formula);
 #define EW_NONE_(id)            case TETHER_OP_##id: break;
-#define EW_UNARY_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults) \
+#define EW_UNARY_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults, types, iformula) \
     TETHER__OPK_EW_##kind(EW_RETURN_(id, formula), EW_NONE_(id), EW_NONE_(id), EW_NONE_(id))
-#define EW_BINARY_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults) \
+#define EW_BINARY_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults, types, iformula) \
     TETHER__OPK_EW_##kind(EW_NONE_(id), EW_RETURN_(id, formula), EW_RETURN_(id, formula), EW_NONE_(id))
+#define EW_IUNARY_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults, types, iformula) \
+    TETHER__OPK_EW_##kind(TETHER__TY_INTS_##types(EW_RETURN_(id, iformula), EW_NONE_(id)), EW_NONE_(id), EW_NONE_(id), EW_NONE_(id))
+#define EW_IBINARY_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults, types, iformula) \
+    TETHER__OPK_EW_##kind(EW_NONE_(id), TETHER__TY_INTS_##types(EW_RETURN_(id, iformula), EW_NONE_(id)), EW_NONE_(id), EW_NONE_(id))
 /* clang-format on */
+
+static float pymod(float a, float b) {
+    float r = fmodf(a, b);
+    if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) {
+        r += b;
+    }
+    return r;
+}
 
 static float ew_unary(tether_op op, float x, const tether_ir_attrs *at) {
     EW_ATTRS_(at);
@@ -97,11 +328,198 @@ static float ew_binary(tether_op op, float x, float y, const tether_ir_attrs *at
     switch (op) { TETHER_OP_LIST(EW_BINARY_) }
     return NAN;
 }
+
+/* float64: the same formulas with every float function of formula.def in double */
+static double relu_d(double v) {
+    return v > 0.0 ? v : 0.0;
+}
+static double leaky_d(double v, double alpha) {
+    return v < 0.0 ? alpha * v : v;
+}
+static double clip_d(double v, double lo, double hi) {
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+static double sigmoid_d(double v) {
+    return 1.0 / (1.0 + exp(-v));
+}
+static double hswish_d(double v) {
+    return v * clip_d(v + 3.0, 0.0, 6.0) / 6.0;
+}
+static double pymod_d(double a, double b) {
+    double r = fmod(a, b);
+    if (r != 0.0 && ((r < 0.0) != (b < 0.0))) {
+        r += b;
+    }
+    return r;
+}
+#define relu(v)       relu_d(v)
+#define leaky(v, a)   leaky_d(v, a)
+#define clip(v, l, h) clip_d(v, l, h)
+#define sigmoid(v)    sigmoid_d(v)
+#define hswish(v)     hswish_d(v)
+#define pymod(a, b)   pymod_d(a, b)
+#define expf(v)       exp(v)
+#define logf(v)       log(v)
+#define sqrtf(v)      sqrt(v)
+#define tanhf(v)      tanh(v)
+#define powf(a, b)    pow(a, b)
+#define fmodf(a, b)   fmod(a, b)
+static double ew_unary_d(tether_op op, double x, const tether_ir_attrs *at) {
+    EW_ATTRS_(at);
+    switch (op) { TETHER_OP_LIST(EW_UNARY_) }
+    return NAN;
+}
+
+static double ew_binary_d(tether_op op, double x, double y, const tether_ir_attrs *at) {
+    EW_ATTRS_(at);
+    switch (op) { TETHER_OP_LIST(EW_BINARY_) }
+    return NAN;
+}
+#undef relu
+#undef leaky
+#undef clip
+#undef sigmoid
+#undef hswish
+#undef pymod
+#undef expf
+#undef logf
+#undef sqrtf
+#undef tanhf
+#undef powf
+#undef fmodf
+
+/* Integers: the IFORMULA column in int64 (signed types) and uint64 (unsigned, bool); the I rows
+ * of formula.def defined here, the result stored modulo 2^bits by store_val. */
+#define wadd(a, b) ((I)((uint64_t)(a) + (uint64_t)(b)))
+#define wsub(a, b) ((I)((uint64_t)(a) - (uint64_t)(b)))
+#define wmul(a, b) ((I)((uint64_t)(a) * (uint64_t)(b)))
+#define wneg(a)    ((I)((uint64_t)0 - (uint64_t)(a)))
+#define I          int64_t
+static int64_t idiv_s(int64_t a, int64_t b) {
+    return b == 0 ? 0 : b == -1 ? wneg(a) : a / b;
+}
+static int64_t ifmod_s(int64_t a, int64_t b) {
+    return b == 0 || b == -1 ? 0 : a % b;
+}
+static int64_t imod_s(int64_t a, int64_t b) {
+    int64_t r = ifmod_s(a, b);
+    return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+static int64_t iabs_s(int64_t a) {
+    return a < 0 ? wneg(a) : a;
+}
+static int64_t isign_s(int64_t a) {
+    return a > 0 ? 1 : a < 0 ? -1 : 0;
+}
+static int64_t shl_s(int64_t a, int64_t b) {
+    return b < 0 || b >= 64 ? 0 : (int64_t)((uint64_t)a << b);
+}
+static int64_t shr_s(int64_t a, int64_t b) {
+    return b < 0 || b >= 64 ? 0 : a >> b;
+}
+#undef I
+static uint64_t idiv_u(uint64_t a, uint64_t b) {
+    return b == 0 ? 0 : a / b;
+}
+static uint64_t ifmod_u(uint64_t a, uint64_t b) {
+    return b == 0 ? 0 : a % b;
+}
+static uint64_t imod_u(uint64_t a, uint64_t b) {
+    return ifmod_u(a, b);
+}
+static uint64_t iabs_u(uint64_t a) {
+    return a;
+}
+static uint64_t isign_u(uint64_t a) {
+    return a > 0 ? 1 : 0;
+}
+static uint64_t shl_u(uint64_t a, uint64_t b) {
+    return b >= 64 ? 0 : a << b;
+}
+static uint64_t shr_u(uint64_t a, uint64_t b) {
+    return b >= 64 ? 0 : a >> b;
+}
+#define I           int64_t
+#define idiv(a, b)  idiv_s(a, b)
+#define ifmod(a, b) ifmod_s(a, b)
+#define imod(a, b)  imod_s(a, b)
+#define iabs(a)     iabs_s(a)
+#define isign(a)    isign_s(a)
+#define shl(a, b)   shl_s(a, b)
+#define shr(a, b)   shr_s(a, b)
+static int64_t ew_unary_s(tether_op op, int64_t x) {
+    switch (op) { TETHER_OP_LIST(EW_IUNARY_) }
+    return 0;
+}
+static int64_t ew_binary_s(tether_op op, int64_t x, int64_t y) {
+    switch (op) { TETHER_OP_LIST(EW_IBINARY_) }
+    return 0;
+}
+#undef I
+#undef idiv
+#undef ifmod
+#undef imod
+#undef iabs
+#undef isign
+#undef shl
+#undef shr
+#define I           uint64_t
+#define idiv(a, b)  idiv_u(a, b)
+#define ifmod(a, b) ifmod_u(a, b)
+#define imod(a, b)  imod_u(a, b)
+#define iabs(a)     iabs_u(a)
+#define isign(a)    isign_u(a)
+#define shl(a, b)   shl_u(a, b)
+#define shr(a, b)   shr_u(a, b)
+static uint64_t ew_unary_u(tether_op op, uint64_t x) {
+    switch (op) { TETHER_OP_LIST(EW_IUNARY_) }
+    return 0;
+}
+static uint64_t ew_binary_u(tether_op op, uint64_t x, uint64_t y) {
+    switch (op) { TETHER_OP_LIST(EW_IBINARY_) }
+    return 0;
+}
+#undef I
+#undef idiv
+#undef ifmod
+#undef imod
+#undef iabs
+#undef isign
+#undef shl
+#undef shr
+#undef wadd
+#undef wsub
+#undef wmul
+#undef wneg
 #undef EW_ATTRS_
 #undef EW_RETURN_
 #undef EW_NONE_
 #undef EW_UNARY_
 #undef EW_BINARY_
+#undef EW_IUNARY_
+#undef EW_IBINARY_
+
+/* One elementwise result in the class of the operands (x's; y has the same type). */
+static val ew_typed(tether_op op, val x, const val *y, const tether_ir_attrs *a) {
+    val r = x;
+    switch (x.c) {
+    case TETHER__DC_F32:
+        r.f = y ? ew_binary(op, (float)x.f, (float)y->f, a) : ew_unary(op, (float)x.f, a);
+        break;
+    case TETHER__DC_F64:
+        r.f = y ? ew_binary_d(op, x.f, y->f, a) : ew_unary_d(op, x.f, a);
+        break;
+    case TETHER__DC_INT:
+        r.i = y ? ew_binary_s(op, x.i, y->i) : ew_unary_s(op, x.i);
+        break;
+    case TETHER__DC_UINT:
+        r.u = y ? ew_binary_u(op, x.u, y->u) : ew_unary_u(op, x.u);
+        break;
+    case TETHER__DC_NONE:
+        break;
+    }
+    return r;
+}
 
 /* A fused epilogue activation: the formula of the operator whose ACT column it is. */
 static float apply_act(float v, const tether_ir_attrs *a) {
@@ -113,12 +531,13 @@ static float apply_act(float v, const tether_ir_attrs *a) {
     return ew_unary(tether__act_op(a->act), v, &t);
 }
 
-static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **buf) {
+static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **buf) {
     const tether_ir_attrs *a = &n->attrs;
     const tether_ir_tensor *o = &g->tensors[n->outputs[0]];
     float *y = buf[n->outputs[0]];
     const float *x = buf[n->inputs[0]];
     const tether_ir_tensor *xt = &g->tensors[n->inputs[0]];
+    const size_t es = tether_dtype_bytes(o->dtype);
     size_t total = tether_ir_tensor_elements(o);
     int64_t idx[TETHER_IR_MAX_NDIM] = {0};
     const float *res = a->has_residual ? buf[n->inputs[n->ninputs - 1]] : NULL;
@@ -226,6 +645,15 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **
         TETHER__CASES_BINARY {
             const tether_ir_tensor *yt = &g->tensors[n->inputs[1]];
             const float *x2 = buf[n->inputs[1]];
+            if (!is_f32(xt) || !is_f32(o)) { /* typed: both inputs of x's type */
+                for (size_t f = 0; f < total; f++) {
+                    unravel((int64_t)f, o->shape, o->ndim, idx);
+                    val u = load_val(x, xt->dtype, bcast_off(xt->shape, xt->ndim, idx, o->ndim));
+                    val v = load_val(x2, yt->dtype, bcast_off(yt->shape, yt->ndim, idx, o->ndim));
+                    store_val(y, o->dtype, f, ew_typed(n->op, u, &v, a));
+                }
+                return;
+            }
             for (size_t f = 0; f < total; f++) {
                 unravel((int64_t)f, o->shape, o->ndim, idx);
                 y[f] = ew_binary(n->op, bcast_at(x, xt->shape, xt->ndim, idx, o->ndim),
@@ -334,7 +762,7 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **
     case TETHER_OP_FLATTEN:
     case TETHER_OP_SQUEEZE:
     case TETHER_OP_UNSQUEEZE:
-        memcpy(y, x, total * sizeof(float));
+        memcpy(y, x, total * es);
         return;
     case TETHER_OP_TRANSPOSE: {
         int64_t st[TETHER_IR_MAX_NDIM];
@@ -345,7 +773,22 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **
             for (int i = 0; i < o->ndim; i++) {
                 off += idx[i] * st[a->ints[i]];
             }
-            y[f] = x[off];
+            copy_elem(y, f, x, (size_t)off, es);
+        }
+        return;
+    }
+    case TETHER_OP_WHERE: {
+        const tether_ir_tensor *t1 = &g->tensors[n->inputs[1]], *t2 = &g->tensors[n->inputs[2]];
+        const unsigned char *c = buf[n->inputs[0]];
+        for (size_t f = 0; f < total; f++) {
+            unravel((int64_t)f, o->shape, o->ndim, idx);
+            if (c[bcast_off(xt->shape, xt->ndim, idx, o->ndim)]) {
+                copy_elem(y, f, buf[n->inputs[1]], bcast_off(t1->shape, t1->ndim, idx, o->ndim),
+                          es);
+            } else {
+                copy_elem(y, f, buf[n->inputs[2]], bcast_off(t2->shape, t2->ndim, idx, o->ndim),
+                          es);
+            }
         }
         return;
     }
@@ -358,7 +801,8 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **
                 const tether_ir_tensor *it = &g->tensors[n->inputs[i]];
                 if (k < it->shape[ax]) {
                     idx[ax] = k;
-                    y[f] = bcast_at(buf[n->inputs[i]], it->shape, it->ndim, idx, o->ndim);
+                    copy_elem(y, f, buf[n->inputs[i]], bcast_off(it->shape, it->ndim, idx, o->ndim),
+                              es);
                     break;
                 }
                 k -= it->shape[ax];
@@ -381,7 +825,11 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **
                 }
                 off += k * st[i];
             }
-            y[f] = inside ? x[off] : a->value;
+            if (inside) {
+                copy_elem(y, f, x, (size_t)off, es);
+            } else {
+                store_val(y, o->dtype, f, (val){TETHER__DC_F64, a->value, 0, 0});
+            }
         }
         return;
     }
@@ -464,6 +912,12 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **
         return;
     }
         TETHER__CASES_UNARY
+        if (!is_f32(xt) || !is_f32(o)) { /* typed (cast among them) */
+            for (size_t f = 0; f < total; f++) {
+                store_val(y, o->dtype, f, ew_typed(n->op, load_val(x, xt->dtype, f), NULL, a));
+            }
+            return;
+        }
         for (size_t f = 0; f < total; f++) {
             y[f] = ew_unary(n->op, x[f], a);
         }
@@ -472,7 +926,12 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **
 }
 
 int tether_interp_run(const tether_ir_graph *g, const float *const *inputs, float *const *outputs) {
-    float **buf = calloc((size_t)(g->ntensors ? g->ntensors : 1), sizeof(float *));
+    return tether_interp_run_typed(g, (const void *const *)inputs, (void *const *)outputs);
+}
+
+int tether_interp_run_typed(const tether_ir_graph *g, const void *const *inputs,
+                            void *const *outputs) {
+    void **buf = calloc((size_t)(g->ntensors ? g->ntensors : 1), sizeof(void *));
     char *owned = calloc((size_t)(g->ntensors ? g->ntensors : 1), 1);
     int rc = TETHER_OK;
     if (!buf || !owned) {
@@ -491,15 +950,15 @@ int tether_interp_run(const tether_ir_graph *g, const float *const *inputs, floa
         }
     }
     for (int i = 0; i < g->ninputs; i++) {
-        buf[g->inputs[i]] = (float *)inputs[i];
+        buf[g->inputs[i]] = (void *)(uintptr_t)inputs[i]; /* read, never written */
     }
     for (int i = 0; i < g->noutputs; i++) {
         buf[g->outputs[i]] = outputs[i];
     }
     for (int i = 0; i < g->ntensors; i++) {
         if (!buf[i]) {
-            size_t n = tether_ir_tensor_elements(&g->tensors[i]);
-            buf[i] = malloc((n ? n : 1) * sizeof(float)); /* empty tensors get a valid pointer */
+            size_t n = tether_ir_tensor_bytes(&g->tensors[i]);
+            buf[i] = malloc(n ? n : 1); /* empty tensors get a valid pointer */
             owned[i] = 1;
             if (!buf[i]) {
                 rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "interpreter: out of memory");
@@ -525,9 +984,9 @@ out:
     return rc;
 }
 
-int tether__interp_eval_node(const tether_ir_graph *g, int node, float *out) {
+int tether__interp_eval_node(const tether_ir_graph *g, int node, void *out) {
     const tether_ir_node *n = &g->nodes[node];
-    float **buf = calloc((size_t)g->ntensors, sizeof(float *));
+    void **buf = calloc((size_t)g->ntensors, sizeof(void *));
     if (!buf) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "interpreter: out of memory");
     }

@@ -88,6 +88,7 @@ uint64_t tether_ir_node_flops(const tether_ir_graph *g, const tether_ir_node *n)
     case TETHER__OPK_CONCAT:
     case TETHER__OPK_PAD:
     case TETHER__OPK_RESIZE:
+    case TETHER__OPK_WHERE:
         flops = 0;
         break;
     }

@@ -1,6 +1,6 @@
 /*
  * Validation, topological ordering and dtype inference of the IR, plus the IR printer; the
- * per-operator shape rules are in shapes.c.
+ * per-operator shape rules are in shapes.c, the typing rules in types.c.
  *
  * What must stay true: after tether_ir_infer returns 0, nodes are in a valid execution order,
  * every tensor has ndim >= 0 and a known shape, every tensor is written by at most one node,
@@ -321,10 +321,17 @@ static int infer_output(tether_ir_graph *g, tether_ir_node *n) {
                                      "output '%s' is declared %s but the inputs give %s", o->name,
                                      s1, s2);
     }
-    if (!tether_dtype_equal(o->dtype, TETHER_FLOAT32)) {
-        return tether__ir_node_error(n, TETHER_ERR_UNSUPPORTED, "output '%s' must be float32",
-                                     o->name);
+    DLDataType ot;
+    if ((rc = tether__ir_infer_dtype(g, n, &ot))) {
+        return rc;
     }
+    if (n->attrs.has_residual &&
+        !tether_dtype_equal(g->tensors[n->inputs[n->ninputs - 1]].dtype, ot)) {
+        return tether__ir_node_error(n, TETHER_ERR_MISMATCH,
+                                     "residual input '%s' differs in element type from the output",
+                                     g->tensors[n->inputs[n->ninputs - 1]].name);
+    }
+    o->dtype = ot;
     o->ndim = ndim;
     memcpy(o->shape, shape, sizeof(int64_t) * (size_t)ndim);
     return TETHER_OK;
@@ -370,12 +377,13 @@ int tether_ir_infer(tether_ir_graph *g) {
     for (int i = 0; i < g->ntensors; i++) {
         const tether_ir_tensor *t = &g->tensors[i];
         if (t->kind != TETHER_TENSOR_INTERMEDIATE &&
-            !tether_dtype_equal(t->dtype, TETHER_FLOAT32)) {
+            tether__dtype_class(t->dtype) == TETHER__DC_NONE) {
             char dn[TETHER_DTYPE_NAME_MAX] = "?";
             tether_dtype_name(t->dtype, dn, sizeof dn);
             return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                    "tensor '%s' has dtype %s; only float32 is supported", t->name,
-                                    dn);
+                                    "tensor '%s' has dtype %s; tether computes bool, int8..int64, "
+                                    "uint8..uint64, float16, bfloat16, float32 and float64",
+                                    t->name, dn);
         }
         if (t->kind == TETHER_TENSOR_INPUT && t->ndim == TETHER_IR_SHAPE_UNKNOWN) {
             return tether_set_error(TETHER_ERR_INVALID_ARG, "graph input '%s' has no shape",
@@ -511,7 +519,11 @@ int tether_ir_print(FILE *out, const tether_ir_graph *g) {
         case TETHER_OP_BATCH_NORM:
         case TETHER_OP_REDUCE_MEAN:
         case TETHER_OP_RESIZE_NEAREST:
+        case TETHER_OP_WHERE:
             break;
+        }
+        if (n->op == TETHER_OP_CAST) {
+            fprintf(out, " to=%s", tether__dtype_str(a->to));
         }
         if (a->act != TETHER_ACT_NONE) {
             fprintf(out, " +%s", tether_act_name(a->act));

@@ -12,9 +12,19 @@
 #include "tether/crt/error.h"
 #include "tether/ir.h"
 
-#define OP_ROW_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults)           \
+#define OP_ROW_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults, types,    \
+                iformula)                                                                          \
     [TETHER_OP_##                                                                                  \
-        id] = {name, TETHER__OPK_##kind, TETHER_ACT_##act, min_in, max_in, attrs, epilogue},
+        id] = {name,                                                                               \
+               TETHER__OPK_##kind,                                                                 \
+               TETHER_ACT_##act,                                                                   \
+               min_in,                                                                             \
+               max_in,                                                                             \
+               attrs,                                                                              \
+               epilogue,                                                                           \
+               TETHER__TY_##types,                                                                 \
+               TETHER__OPK_EW_##kind(TETHER__TY_INTS_##types(true, false),                         \
+                                     TETHER__TY_INTS_##types(true, false), false, false)},
 static const tether__op_info op_table[TETHER_OP_COUNT_] = {TETHER_OP_LIST(OP_ROW_)};
 #undef OP_ROW_
 
@@ -91,8 +101,10 @@ void tether_ir_attrs_init(tether_op op, tether_ir_attrs *a) {
     a->axis = 0;
     a->keepdims = true;
     a->scales[0] = a->scales[1] = 2;
+    a->to = TETHER_FLOAT32;
     switch (op) { /* the DEFAULTS column of ops.def */
-#define OP_DEFAULTS_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults)      \
+#define OP_DEFAULTS_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults,      \
+                     types, iformula)                                                              \
     case TETHER_OP_##id:                                                                           \
         defaults break;
         TETHER_OP_LIST(OP_DEFAULTS_)

@@ -534,6 +534,17 @@ int tether__ir_infer_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t 
         os[3] = x->shape[3] * a->scales[1];
         *ond = 4;
         return TETHER_OK;
+    case TETHER_OP_WHERE: {
+        int64_t t[TETHER_IR_MAX_NDIM];
+        int nt = 0;
+        const tether_ir_tensor *c1 = tether__ir_in(g, n, 1), *c2 = tether__ir_in(g, n, 2);
+        if (tether__ir_broadcast(x->shape, x->ndim, c1->shape, c1->ndim, t, &nt) ||
+            tether__ir_broadcast(t, nt, c2->shape, c2->ndim, os, ond)) {
+            return tether__ir_node_error(n, TETHER_ERR_MISMATCH,
+                                         "the condition and the two inputs do not broadcast");
+        }
+        return TETHER_OK;
+    }
         TETHER__CASES_UNARY
         if (n->op == TETHER_OP_CLIP && !(a->min <= a->max)) {
             return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "min is greater than max");

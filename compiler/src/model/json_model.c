@@ -222,7 +222,8 @@ static int parse_act(const char *s, tether_act *out) {
  * error, so a typo or an attribute of another op is never silently ignored. */
 #define EPILOGUE_ATTRS "activation act_alpha act_min act_max residual"
 static const char *op_attributes(tether_op op) {
-#define OP_ATTRS_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults)         \
+#define OP_ATTRS_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults, types,  \
+                  iformula)                                                                        \
     [TETHER_OP_##id] = epilogue ? attrs " " EPILOGUE_ATTRS : attrs,
     static const char *const lists[TETHER_OP_COUNT_] = {TETHER_OP_LIST(OP_ATTRS_)};
 #undef OP_ATTRS_
@@ -347,6 +348,8 @@ static int parse_attrs(ctx *c, const char *nm, tether_op op, const cJSON *attrs,
             }
         } else if (strcmp(k, "activation") == 0) {
             bad = !cJSON_IsString(e) || parse_act(e->valuestring, &a->act);
+        } else if (strcmp(k, "to") == 0) { /* cast: an element type name ("int64") */
+            bad = !cJSON_IsString(e) || tether_dtype_parse(e->valuestring, &a->to) != 0;
         } else {
             return node_fail(c, nm, opn, TETHER_ERR_INVALID_ARG, "unknown attribute \"%s\"", k);
         }
@@ -886,6 +889,11 @@ int tether_model_save_json(const tether_ir_graph *g, const char *json_path,
 #undef BOOL
         if (a->act != TETHER_ACT_NONE) {
             cJSON_AddStringToObject(at, "activation", tether_act_name(a->act));
+        }
+        if (n->op == TETHER_OP_CAST) {
+            char dn[TETHER_DTYPE_NAME_MAX] = "?";
+            tether_dtype_name(a->to, dn, sizeof dn);
+            cJSON_AddStringToObject(at, "to", dn);
         }
         cJSON_AddItemToArray(ns, o);
     }

@@ -46,6 +46,7 @@ int tether_dtype_name(DLDataType dtype, char *buf, size_t size);
 #define TETHER_INT32               TETHER_DTYPE(kDLInt, 32)
 #define TETHER_INT64               TETHER_DTYPE(kDLInt, 64)
 #define TETHER_UINT8               TETHER_DTYPE(kDLUInt, 8)
+#define TETHER_BOOL                TETHER_DTYPE(kDLUInt, 1) /* stored one byte per element, 0/1 */
 
 #ifdef __cplusplus
 }
