@@ -38,6 +38,7 @@ typedef enum tether__op_kind {
     TETHER__OPK_NORM,
     TETHER__OPK_REDUCE,
     TETHER__OPK_RESIZE,
+    TETHER__OPK_CONV_ND, /* conv_nd, conv_transpose: N-D windows (window attributes) */
 } tether__op_kind;
 
 /* Elementwise dispatch on the KIND column, in the preprocessor: TETHER__OPK_EW_<KIND>(u, b, p, o)
@@ -59,6 +60,7 @@ typedef enum tether__op_kind {
 #define TETHER__OPK_EW_NORM(u, b, p, o)        o
 #define TETHER__OPK_EW_REDUCE(u, b, p, o)      o
 #define TETHER__OPK_EW_RESIZE(u, b, p, o)      o
+#define TETHER__OPK_EW_CONV_ND(u, b, p, o)     o
 
 /* The case labels of every UNARY row (TETHER__CASES_UNARY) and of every BINARY row
  * (TETHER__CASES_BINARY), for a per-operator switch: the elementwise operators are handled by one

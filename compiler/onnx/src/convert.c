@@ -202,146 +202,6 @@ int tonnx_cv_matmul(timport *c, const Onnx__NodeProto *n) {
     return tonnx_emit(c, NULL, TETHER_OP_MATMUL, in, 2, y, NULL);
 }
 
-/* Reads a 2-entry int attribute (kernel_shape, strides, dilations); def when absent. */
-static int attr2(timport *c, const char *name, int64_t def, int64_t *out) {
-    int64_t v[8];
-    int cnt, rc = tonnx_attr_ints(c, name, v, 8, &cnt);
-    if (rc) {
-        return rc;
-    }
-    if (cnt < 0) {
-        out[0] = out[1] = def;
-        return TETHER_OK;
-    }
-    if (cnt != 2) {
-        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                          "attribute '%s' has %d entries: only 2-D windows are supported", name,
-                          cnt);
-    }
-    out[0] = v[0];
-    out[1] = v[1];
-    return TETHER_OK;
-}
-
-/* pads / auto_pad of conv and pools into IR pads [top, left, bottom, right]. */
-static int window_pads(timport *c, const int64_t *in_hw, const int64_t *k, const int64_t *s,
-                       const int64_t *d, int64_t *pads) {
-    char ap[32];
-    int64_t v[8];
-    int cnt, rc;
-    if ((rc = tonnx_attr_string(c, "auto_pad", "NOTSET", ap, sizeof ap)) ||
-        (rc = tonnx_attr_ints(c, "pads", v, 8, &cnt))) {
-        return rc;
-    }
-    pads[0] = pads[1] = pads[2] = pads[3] = 0;
-    if (strcmp(ap, "NOTSET") == 0) {
-        if (cnt >= 0 && cnt != 4) {
-            return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                              "attribute 'pads' has %d entries: only 2-D windows are supported",
-                              cnt);
-        }
-        for (int i = 0; i < cnt; i++) {
-            pads[i] = v[i]; /* [h_begin, w_begin, h_end, w_end] = [top, left, bottom, right] */
-        }
-        return TETHER_OK;
-    }
-    if (strcmp(ap, "VALID") == 0) {
-        return TETHER_OK;
-    }
-    bool upper = strcmp(ap, "SAME_UPPER") == 0;
-    if (!upper && strcmp(ap, "SAME_LOWER") != 0) {
-        return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
-                          "auto_pad '%s' is not NOTSET, SAME_UPPER, "
-                          "SAME_LOWER or VALID",
-                          ap);
-    }
-    for (int i = 0; i < 2; i++) {
-        if (s[i] < 1 || d[i] < 1 || k[i] < 1) {
-            return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
-                              "strides, dilations and kernel must be >= 1");
-        }
-        int64_t out = (in_hw[i] + s[i] - 1) / s[i];
-        int64_t total = (out - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in_hw[i];
-        if (total < 0) {
-            total = 0;
-        }
-        int64_t small = total / 2, big = total - small;
-        pads[i] = upper ? small : big;
-        pads[i + 2] = upper ? big : small;
-    }
-    return TETHER_OK;
-}
-
-int tonnx_cv_conv(timport *c, const Onnx__NodeProto *n) {
-    (void)n;
-    tether_ir_attrs a;
-    tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
-    int in[3], y, rc;
-    if ((rc = tonnx_in_tensor(c, 0, true, &in[0])) || (rc = tonnx_in_tensor(c, 1, true, &in[1])) ||
-        (rc = tonnx_in_tensor(c, 2, false, &in[2]))) {
-        return rc;
-    }
-    const tether_ir_tensor *x = &c->g->tensors[in[0]], *w = &c->g->tensors[in[1]];
-    if (x->ndim != 4 || w->ndim != 4) {
-        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                          "only 2-D convolutions (rank-4 input and weights) are supported; the "
-                          "input has rank %d, the weights %d",
-                          x->ndim, w->ndim);
-    }
-    int64_t ks[2] = {0, 0};
-    if ((rc = attr2(c, "kernel_shape", 0, ks)) || (rc = attr2(c, "strides", 1, a.strides)) ||
-        (rc = attr2(c, "dilations", 1, a.dilations)) ||
-        (rc = tonnx_attr_int(c, "group", 1, &a.groups))) {
-        return rc;
-    }
-    if (ks[0] && (ks[0] != w->shape[2] || ks[1] != w->shape[3])) {
-        return tonnx_fail(c, TETHER_ERR_MISMATCH,
-                          "kernel_shape [%lld,%lld] differs from the weights' [%lld,%lld]",
-                          (long long)ks[0], (long long)ks[1], (long long)w->shape[2],
-                          (long long)w->shape[3]);
-    }
-    if ((rc = window_pads(c, x->shape + 2, w->shape + 2, a.strides, a.dilations, a.pads)) ||
-        (rc = out0(c, &y))) {
-        return rc;
-    }
-    return tonnx_emit(c, NULL, TETHER_OP_CONV2D, in, in[2] >= 0 ? 3 : 2, y, &a);
-}
-
-int tonnx_cv_pool(timport *c, const Onnx__NodeProto *n) {
-    bool max = strcmp(S(n->op_type), "MaxPool") == 0;
-    tether_op op = max ? TETHER_OP_MAX_POOL : TETHER_OP_AVG_POOL;
-    tether_ir_attrs a;
-    tether_ir_attrs_init(op, &a);
-    int x, y, rc;
-    int64_t ceil_mode = 0, cip = 0;
-    if ((rc = tonnx_in_tensor(c, 0, true, &x))) {
-        return rc;
-    }
-    const tether_ir_tensor *xt = &c->g->tensors[x];
-    if (xt->ndim != 4) {
-        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                          "only 2-D pooling (rank-4 NCHW input) is supported; the input has rank "
-                          "%d",
-                          xt->ndim);
-    }
-    if ((rc = attr2(c, "kernel_shape", 0, a.kernel)) || (rc = attr2(c, "strides", 1, a.strides)) ||
-        (rc = attr2(c, "dilations", 1, a.dilations)) ||
-        (rc = tonnx_attr_int(c, "ceil_mode", 0, &ceil_mode)) ||
-        (!max && (rc = tonnx_attr_int(c, "count_include_pad", 0, &cip)))) {
-        return rc;
-    }
-    if (a.kernel[0] < 1 || a.kernel[1] < 1) {
-        return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "attribute 'kernel_shape' is required");
-    }
-    a.ceil_mode = ceil_mode != 0;
-    a.count_include_pad = cip != 0;
-    if ((rc = window_pads(c, xt->shape + 2, a.kernel, a.strides, a.dilations, a.pads)) ||
-        (rc = out0(c, &y))) {
-        return rc;
-    }
-    return tonnx_emit(c, NULL, op, &x, 1, y, &a);
-}
-
 int tonnx_cv_global_pool(timport *c, const Onnx__NodeProto *n) {
     tether_op op = strcmp(S(n->op_type), "GlobalMaxPool") == 0 ? TETHER_OP_GLOBAL_MAX_POOL
                                                                : TETHER_OP_GLOBAL_AVG_POOL;
@@ -353,8 +213,9 @@ int tonnx_cv_global_pool(timport *c, const Onnx__NodeProto *n) {
 }
 
 int tonnx_cv_softmax(timport *c, const Onnx__NodeProto *n) {
-    tether_op op =
-        strcmp(S(n->op_type), "LogSoftmax") == 0 ? TETHER_OP_LOG_SOFTMAX : TETHER_OP_SOFTMAX;
+    tether_op op = strcmp(S(n->op_type), "LogSoftmax") == 0 ? TETHER_OP_LOG_SOFTMAX
+                   : strcmp(S(n->op_type), "Hardmax") == 0  ? TETHER_OP_HARDMAX
+                                                            : TETHER_OP_SOFTMAX;
     tether_ir_attrs a;
     tether_ir_attrs_init(op, &a);
     int x, y, rc;
@@ -660,29 +521,6 @@ int tonnx_cv_layer_norm(timport *c, const Onnx__NodeProto *n) {
     o2[0] = one;
     o2[1] = sd;
     return tonnx_emit(c, "inv_stddev", TETHER_OP_DIV, o2, 2, inv, NULL);
-}
-
-int tonnx_cv_reduce_mean(timport *c, const Onnx__NodeProto *n) {
-    tether_ir_attrs a;
-    tether_ir_attrs_init(TETHER_OP_REDUCE_MEAN, &a);
-    int64_t keep, noop;
-    int x, y, rc, cnt;
-    /* axes: an attribute before opset 18, an optional constant input from 18 */
-    if ((rc = axes_of(c, 18, a.ints, &cnt)) || (rc = tonnx_attr_int(c, "keepdims", 1, &keep)) ||
-        (rc = tonnx_attr_int(c, "noop_with_empty_axes", 0, &noop)) ||
-        (rc = tonnx_in_tensor(c, 0, true, &x))) {
-        return rc;
-    }
-    if (cnt <= 0 && noop) { /* no axes and noop_with_empty_axes: the output is the input */
-        c->v[tonnx_find(c, S(n->output[0]))].tensor = x;
-        return TETHER_OK;
-    }
-    if ((rc = out0(c, &y))) {
-        return rc;
-    }
-    a.nints = cnt < 0 ? 0 : cnt;
-    a.keepdims = keep != 0;
-    return tonnx_emit(c, NULL, TETHER_OP_REDUCE_MEAN, &x, 1, y, &a);
 }
 
 /* Resize / Upsample (nearest, integer factors on H and W). */

@@ -149,4 +149,11 @@ const void *tether__c_tensor_data(const em *e, int t);
 /* Emits nd's kernel body when one of its tensors is channel-blocked (1), else 0. */
 int tether__c_blocked_body(em *e, const tether_ir_node *nd, const kargs *k);
 
+/* emit_c_layers.c: the kernel bodies of conv_nd / conv_transpose, reduce_mean, the other
+ * reductions and hardmax. */
+void tether__c_conv_nd(em *e, const tether_ir_node *nd, const kargs *k);
+void tether__c_reduce_mean(em *e, const tether_ir_node *nd, const kargs *k);
+void tether__c_reduce(em *e, const tether_ir_node *nd, const kargs *k);
+void tether__c_hardmax(em *e, const tether_ir_node *nd, const kargs *k);
+
 #endif /* TETHER_CODEGEN_EMIT_C_INTERNAL_H */
