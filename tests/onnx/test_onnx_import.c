@@ -280,9 +280,9 @@ static void test_unsupported_list(void **state) {
     int64_t k[2] = {2, 2};
     mb_attr_ints(&b, mp, "kernel_shape", 2, k);
     mb_node(&b, "Mod", "mod", "e,idx", "f");
-    Onnx__NodeProto *cv = mb_node(&b, "Conv", "conv3d", "f,f", "g");
-    int64_t k3[3] = {1, 1, 1};
-    mb_attr_ints(&b, cv, "kernel_shape", 3, k3);
+    Onnx__NodeProto *cv = mb_node(&b, "Conv", "conv4d", "f,f", "g");
+    int64_t k4[4] = {1, 1, 1, 1};
+    mb_attr_ints(&b, cv, "kernel_shape", 4, k4);
     Onnx__NodeProto *lr = mb_node(&b, "LeakyRelu", "leaky", "g", "y");
     mb_attr_f(&b, lr, "gamma", 1.0f);
     mb_output(&b, "y", F);
@@ -296,8 +296,8 @@ static void test_unsupported_list(void **state) {
         "FusedGemm (node 'FusedGemm_2', domain 'com.microsoft' opset 1)",
         "MaxPool (node 'pool_idx', opset 13: the Indices output)",
         "Mod (node 'mod', opset 13)",
-        ("Conv (node 'conv3d', opset 13: 3-D window ('kernel_shape' has 3 entries; only 2-D is "
-         "supported))"),
+        ("Conv (node 'conv4d', opset 13: window attribute 'kernel_shape' with 4 entries (1 to 3 "
+         "dimensions))"),
         "LeakyRelu (node 'leaky', opset 13: attribute 'gamma')",
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
@@ -905,6 +905,7 @@ int main(void) {
         cmocka_unit_test(test_arity),
         cmocka_unit_test(test_regression_seeds),
         cmocka_unit_test(test_allocation_bounds),
+        cmocka_unit_test(test_onnx_layers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
