@@ -114,10 +114,11 @@ static const char *check_pad(timport *c, const Onnx__NodeProto *n, int node, cha
 static const char *check_resize(timport *c, const Onnx__NodeProto *n, int node, char *buf,
                                 size_t size) {
     (void)node;
-    char mode[32], ctm[40], nm[40];
+    char mode[32], kar[40];
     string_attr(n, "mode", "nearest", mode, sizeof mode);
-    if (strcmp(mode, "nearest") != 0) {
-        snprintf(buf, size, "mode '%s' (only nearest)", mode);
+    if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic") &&
+        strcmp(mode, "bilinear")) {
+        snprintf(buf, size, "mode '%s'", mode);
         return buf;
     }
     static const char *const v18[] = {"antialias", "axes", "keep_aspect_ratio_policy"};
@@ -127,27 +128,9 @@ static const char *check_resize(timport *c, const Onnx__NodeProto *n, int node, 
             return buf;
         }
     }
-    if (strcmp(S(n->op_type), "Upsample") == 0 || c->opset < 11) {
-        return NULL; /* asymmetric coordinates, floor: integer factors replicate */
-    }
-    char kar[40];
     string_attr(n, "keep_aspect_ratio_policy", "stretch", kar, sizeof kar);
     if (strcmp(kar, "stretch") != 0) {
         snprintf(buf, size, "keep_aspect_ratio_policy '%s' (only stretch)", kar);
-        return buf;
-    }
-    string_attr(n, "coordinate_transformation_mode", "half_pixel", ctm, sizeof ctm);
-    string_attr(n, "nearest_mode", "round_prefer_floor", nm, sizeof nm);
-    bool centred = !strcmp(ctm, "half_pixel") || !strcmp(ctm, "pytorch_half_pixel");
-    bool rounds = !strcmp(nm, "round_prefer_floor") || !strcmp(nm, "round_prefer_ceil");
-    bool ok = (centred && rounds) ||
-              ((!strcmp(ctm, "asymmetric") || !strcmp(ctm, "tf_half_pixel_for_nn")) &&
-               !strcmp(nm, "floor"));
-    if (!ok) {
-        snprintf(buf, size,
-                 "coordinate_transformation_mode '%s' with nearest_mode '%s' (only modes that "
-                 "replicate pixels)",
-                 ctm, nm);
         return buf;
     }
     return NULL;
@@ -330,7 +313,7 @@ static const op_def ops[] = {
      false, tonnx_cv_reduce, NULL},
     {"Relu", 6, MAXV, "relu", "", false, false, tonnx_cv_unary, NULL},
     {"Reshape", 5, MAXV, "reshape", "allowzero", true, false, tonnx_cv_reshape, NULL},
-    {"Resize", 10, MAXV, "resize_nearest",
+    {"Resize", 10, MAXV, "resize_nearest (integer nearest on H, W), else matmuls per axis",
      "antialias,axes,coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
      "extrapolation_value,keep_aspect_ratio_policy,mode,nearest_mode",
      false, false, tonnx_cv_resize, check_resize},
@@ -347,8 +330,8 @@ static const op_def ops[] = {
     {"Tanh", 6, MAXV, "tanh", "", false, false, tonnx_cv_unary, NULL},
     {"Transpose", 1, MAXV, "transpose", "perm", false, false, tonnx_cv_transpose, NULL},
     {"Unsqueeze", 1, MAXV, "unsqueeze", "axes", true, false, tonnx_cv_squeeze, NULL},
-    {"Upsample", 7, 9, "resize_nearest", "mode,scales", false, false, tonnx_cv_resize,
-     check_resize},
+    {"Upsample", 7, 9, "resize_nearest, or matmuls per axis", "mode,scales", false, false,
+     tonnx_cv_resize, check_resize},
 };
 
 /* How many inputs and outputs each operator of ops[] takes, from the ONNX operator schemas of the
