@@ -15,6 +15,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_functions.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_kernels.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_types.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_layers.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_nchwc.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_schedules.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_profile.c

@@ -38,7 +38,8 @@ typedef enum tether__op_kind {
     TETHER__OPK_NORM,
     TETHER__OPK_REDUCE,
     TETHER__OPK_RESIZE,
-    TETHER__OPK_WHERE, /* select by a bool condition, numpy broadcasting of three inputs */
+    TETHER__OPK_WHERE,   /* select by a bool condition, numpy broadcasting of three inputs */
+    TETHER__OPK_CONV_ND, /* conv_nd, conv_transpose: N-D windows (window attributes) */
 } tether__op_kind;
 
 /* Typing rules (the TYPES column of ops.def; what each admits is described there). */
@@ -108,6 +109,7 @@ const char *tether__dtype_str(DLDataType t);
 #define TETHER__OPK_EW_REDUCE(u, b, p, o)      o
 #define TETHER__OPK_EW_RESIZE(u, b, p, o)      o
 #define TETHER__OPK_EW_WHERE(u, b, p, o)       o
+#define TETHER__OPK_EW_CONV_ND(u, b, p, o)     o
 
 /* The case labels of every UNARY row (TETHER__CASES_UNARY) and of every BINARY row
  * (TETHER__CASES_BINARY), for a per-operator switch: the elementwise operators are handled by one

@@ -206,6 +206,53 @@ static void a_rm02(tether_ir_attrs *a) {
     a->ints[0] = 0;
     a->ints[1] = -1;
 }
+/* N-D windows: pads begin..., end... */
+static void a_conv3d(tether_ir_attrs *a) {
+    a->nwin = 3;
+    a->wstrides[1] = 2;
+    a->wdilations[2] = 2;
+    a->wpads[0] = 1;
+    a->wpads[2] = 1;
+    a->wpads[4] = 1;
+}
+static void a_conv1d_g2(tether_ir_attrs *a) {
+    a->nwin = 1;
+    a->groups = 2;
+    a->wstrides[0] = 2;
+    a->wdilations[0] = 2;
+    a->wpads[0] = 1;
+    a->wpads[3] = 2;
+}
+static void a_convt2d(tether_ir_attrs *a) {
+    a->nwin = 2;
+    a->wstrides[0] = 2;
+    a->wstrides[1] = 3;
+    a->wdilations[1] = 2;
+    a->wpads[0] = 1;
+    a->wpads[4] = -1; /* output_padding 1 in W */
+}
+static void a_convt1d_g2(tether_ir_attrs *a) {
+    a->nwin = 1;
+    a->groups = 2;
+    a->wstrides[0] = 3;
+    a->wpads[0] = 1;
+}
+static void a_convt3d(tether_ir_attrs *a) {
+    a->nwin = 3;
+    a->wstrides[0] = 2;
+    a->wstrides[2] = 2;
+    a->wpads[5] = 1;
+}
+static void a_r1(tether_ir_attrs *a) {
+    a->nints = 1;
+    a->ints[0] = 1;
+}
+static void a_r0_nokeep(tether_ir_attrs *a) {
+    a->nints = 2;
+    a->ints[0] = 0;
+    a->ints[1] = 2;
+    a->keepdims = false;
+}
 
 const tt_op_case tt_op_cases[] = {
     {"conv_3x3_pad",
@@ -783,6 +830,93 @@ const tt_op_case tt_op_cases[] = {
      TETHER_OP_NEG,
      C,
      "float64"},
+    {"conv_nd_3d",
+     TETHER_OP_CONV_ND,
+     3,
+     {5, 5, 1},
+     {{1, 2, 4, 5, 6}, {3, 2, 2, 3, 2}, {3}},
+     0,
+     a_conv3d,
+     NONE,
+     C,
+     NULL},
+    {"conv_nd_1d_groups",
+     TETHER_OP_CONV_ND,
+     2,
+     {3, 3},
+     {{2, 4, 9}, {6, 2, 3}},
+     0,
+     a_conv1d_g2,
+     NONE,
+     C,
+     NULL},
+    {"conv_transpose_2d",
+     TETHER_OP_CONV_TRANSPOSE,
+     3,
+     {4, 4, 1},
+     {{1, 2, 3, 4}, {2, 3, 3, 3}, {3}},
+     0,
+     a_convt2d,
+     NONE,
+     C,
+     NULL},
+    {"conv_transpose_1d_groups",
+     TETHER_OP_CONV_TRANSPOSE,
+     2,
+     {3, 3},
+     {{2, 4, 5}, {4, 1, 3}},
+     0,
+     a_convt1d_g2,
+     NONE,
+     C,
+     NULL},
+    {"conv_transpose_3d",
+     TETHER_OP_CONV_TRANSPOSE,
+     3,
+     {5, 5, 1},
+     {{1, 1, 2, 3, 2}, {1, 2, 2, 2, 3}, {2}},
+     0,
+     a_convt3d,
+     NONE,
+     C,
+     NULL},
+    {"reduce_sum_hw", TETHER_OP_REDUCE_SUM, 1, {4}, {{2, 3, 4, 5}}, 0, a_rm23, NONE, BOTH, NULL},
+    {"reduce_max_c", TETHER_OP_REDUCE_MAX, 1, {3}, {{2, 3, 4}}, 0, a_r1, NONE, BOTH, NULL},
+    {"reduce_min_outer",
+     TETHER_OP_REDUCE_MIN,
+     1,
+     {3},
+     {{3, 2, 4}},
+     0,
+     a_r0_nokeep,
+     NONE,
+     BOTH,
+     NULL},
+    {"reduce_prod_all", TETHER_OP_REDUCE_PROD, 1, {2}, {{3, 4}}, 1, NULL, NONE, BOTH, NULL},
+    {"reduce_l1_c", TETHER_OP_REDUCE_L1, 1, {3}, {{2, 3, 4}}, 0, a_r1, NONE, BOTH, NULL},
+    {"reduce_l2_hw", TETHER_OP_REDUCE_L2, 1, {4}, {{2, 3, 4, 5}}, 0, a_rm23, NONE, BOTH, NULL},
+    {"reduce_log_sum_c", TETHER_OP_REDUCE_LOG_SUM, 1, {3}, {{2, 3, 4}}, 1, a_r1, NONE, BOTH, NULL},
+    {"reduce_log_sum_exp_outer",
+     TETHER_OP_REDUCE_LOG_SUM_EXP,
+     1,
+     {3},
+     {{3, 2, 4}},
+     0,
+     a_r0_nokeep,
+     NONE,
+     BOTH,
+     NULL},
+    {"reduce_sum_square_all",
+     TETHER_OP_REDUCE_SUM_SQUARE,
+     1,
+     {2},
+     {{3, 4}},
+     0,
+     NULL,
+     NONE,
+     BOTH,
+     NULL},
+    {"hardmax_axis1", TETHER_OP_HARDMAX, 1, {3}, {{2, 5, 3}}, 0, a_axis1, NONE, BOTH, NULL},
 };
 
 const size_t tt_num_op_cases = sizeof tt_op_cases / sizeof *tt_op_cases;

@@ -310,6 +310,81 @@ static void test_erf_known_values(void **state) {
     tether_ir_close(&g);
 }
 
+/* Runs case c on x through the interpreter and the compiled C of both ABIs; each must equal want
+ * (n values) within tol. */
+static void check_known(const tt_op_case *c, const float *const *in, const double *want, int n,
+                        double tol) {
+    tether_ir_graph g;
+    build_case(c, &g);
+    float ref[64], got[64];
+    float *r[1] = {ref}, *o[1] = {got};
+    assert_true(n <= 64);
+    assert_int_equal((int)tether_ir_tensor_elements(&g.tensors[g.outputs[0]]), n);
+    assert_int_equal(tether_interp_run(&g, in, r), 0);
+    for (int i = 0; i < n; i++) {
+        assert_true(fabs(ref[i] - want[i]) <= tol);
+    }
+    for (int abi = 0; abi < 2; abi++) {
+        memset(got, 0, sizeof got);
+        assert_int_equal(
+            tt_run_compiled(&g, c->name, (tether_abi)abi, TETHER_INTERFACE_PACKED, true, in, o), 0);
+        for (int i = 0; i < n; i++) {
+            assert_true(fabs(got[i] - want[i]) <= tol);
+        }
+    }
+    tether_ir_close(&g);
+}
+
+/* conv_transpose of x = [1, 2, 3] with w = [1, 1, 1], stride 2, the end pad -1 (output_padding
+ * 1): each input spreads over 3 outputs 2 apart, overlapping in one; the extra output is 0. */
+static void a_convt_known(tether_ir_attrs *a) {
+    a->nwin = 1;
+    a->wstrides[0] = 2;
+    a->wpads[3] = -1;
+}
+static void test_conv_transpose_known_values(void **state) {
+    (void)state;
+    const tt_op_case c = {"convt_known",
+                          TETHER_OP_CONV_TRANSPOSE,
+                          2,
+                          {3, 3},
+                          {{1, 1, 3}, {1, 1, 3}},
+                          0,
+                          a_convt_known,
+                          TT_NONE,
+                          TT_C,
+                          NULL};
+    const float x[3] = {1.0f, 2.0f, 3.0f}, w[3] = {1.0f, 1.0f, 1.0f};
+    const float *in[2] = {x, w};
+    const double want[8] = {1, 1, 3, 2, 5, 3, 3, 0};
+    check_known(&c, in, want, 8, 1e-6);
+}
+
+/* reduce_log_sum_exp of values near 1e4 (the sum of exp would overflow without the maximum taken
+ * out first), reduce_prod, and hardmax with a tie (the first maximum wins). */
+static void test_reduce_known_values(void **state) {
+    (void)state;
+    const tt_op_case lse = {
+        "lse_known", TETHER_OP_REDUCE_LOG_SUM_EXP, 1, {2}, {{2, 3}}, 0, NULL, TT_NONE, TT_C, NULL};
+    const float x[6] = {10000.0f, 10001.0f, 10002.0f, -1.0f, 0.0f, 1.0f};
+    /* all axes: log(sum exp) = 10002 + log(1 + e^-1 + e^-2) (the small row vanishes) */
+    const double want[1] = {10002.0 + 0.40760596444438};
+    const float *in[1] = {x};
+    check_known(&lse, in, want, 1, 2e-3);
+    const tt_op_case prod = {
+        "prod_known", TETHER_OP_REDUCE_PROD, 1, {2}, {{2, 3}}, 0, NULL, TT_NONE, TT_C, NULL};
+    const float xp[6] = {1.5f, -2.0f, 3.0f, 0.5f, 4.0f, -1.0f};
+    const double wp[1] = {18.0};
+    in[0] = xp;
+    check_known(&prod, in, wp, 1, 1e-5);
+    const tt_op_case hm = {
+        "hardmax_known", TETHER_OP_HARDMAX, 1, {2}, {{2, 3}}, 0, NULL, TT_NONE, TT_C, NULL};
+    const float xh[6] = {1.0f, 3.0f, 3.0f, -5.0f, -7.0f, -6.0f};
+    const double wh[6] = {0, 1, 0, 1, 0, 0};
+    in[0] = xh;
+    check_known(&hm, in, wh, 6, 0.0);
+}
+
 /* log_softmax of large values (the ONNX test logsoftmax_large_number): the generated code must
  * keep log(sum) apart from the row maximum, or float rounding at 1e4 eats its low bits. */
 static void test_log_softmax_large_values(void **state) {
@@ -495,6 +570,8 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_params_blob);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_log_softmax_large_values);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_erf_known_values);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_conv_transpose_known_values);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_reduce_known_values);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_empty_tensors);
     int rc = _cmocka_run_group_tests("compiler_ops", tests, n, NULL, NULL);
     free(tests);

@@ -1,5 +1,5 @@
 /*
- * What the two source files of test_onnx_import share: the scratch directory, the model loader
+ * What the source files of test_onnx_import share: the scratch directory, the model loader
  * and error expectation helpers (test_onnx_import.c) and the file/robustness tests
  * (test_onnx_files.c) that main() runs.
  */
@@ -26,5 +26,7 @@ void test_external_data_files(void **state);
 void test_arity(void **state);
 void test_regression_seeds(void **state);
 void test_allocation_bounds(void **state);
+/* test_onnx_layers.c: the window layers the node suite does not reach, by value. */
+void test_onnx_layers(void **state);
 
 #endif

@@ -42,7 +42,9 @@ extern "C" {
  * elementwise TETHER_OP_ADD ... TETHER_OP_ABS, TETHER_OP_SOFTMAX, pools, reshape-likes,
  * TETHER_OP_TRANSPOSE, TETHER_OP_CONCAT, TETHER_OP_PAD, norms, TETHER_OP_REDUCE_MEAN,
  * TETHER_OP_RESIZE_NEAREST, TETHER_OP_ERF (elementwise, appended), then the typed operators
- * (TETHER_OP_CAST, comparisons, logic, shifts, mod, max/min, sign, isnan/isinf, where). Tensors
+ * (TETHER_OP_CAST, comparisons, logic, shifts, mod, max/min, sign, isnan/isinf, where), then
+ * TETHER_OP_CONV_ND, TETHER_OP_CONV_TRANSPOSE, the other reductions TETHER_OP_REDUCE_SUM ...
+ * _SUM_SQUARE and TETHER_OP_HARDMAX (the two branches' rows in the order merged). Tensors
  * have any ONNX element type (bool, int8..int64, uint8..uint64, float16, bfloat16, float32,
  * float64); each operator's typing rule is a column of the table. The enum is generated from
  * the compiler's operator table, compiler/src/ir/ops.def (one row per operator: its JSON name,
@@ -124,6 +126,12 @@ typedef struct tether_ir_attrs {
     bool allowzero;    /* reshape: a 0 in shape is an extent of 0, not "copy the input's" */
     int64_t scales[2]; /* resize_nearest: integer H and W factors */
     DLDataType to;     /* cast: the output's element type (default float32) */
+    /* conv_nd / conv_transpose: the window over the nwin (1 to 3) spatial dimensions, set
+     * together (nwin 0 = defaults for the input's rank: strides and dilations 1, pads 0). kernel
+     * comes from the weights (when given it must agree). wpads: begin..., end...; an end pad of
+     * conv_transpose may be negative (ONNX output_padding: the output grows by it). */
+    int nwin;
+    int64_t wkernel[3], wstrides[3], wdilations[3], wpads[6];
     /* epilogue (fusion): activation after the op; with has_residual the node's last input is
      * added to the result before the activation (shape equal to the output). */
     tether_act act;

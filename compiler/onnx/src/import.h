@@ -173,7 +173,15 @@ int tonnx_cv_matmul(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_pad(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_pool(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_prelu(timport *c, const Onnx__NodeProto *n);
-int tonnx_cv_reduce_mean(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_reduce(timport *c, const Onnx__NodeProto *n);
+/* convert_layers.c: windows of 1 to 3 dimensions, the normalisation and layout layers. */
+int tonnx_cv_conv_transpose(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_lp_pool(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_global_lp_pool(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_instance_norm(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_mvn(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_lrn(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_depth_space(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_reshape(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_resize(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_softmax(timport *c, const Onnx__NodeProto *n);

@@ -37,22 +37,28 @@ static const char *check_auto_pad(timport *c, const Onnx__NodeProto *n, char *bu
     return NULL;
 }
 
-/* 2-D windows: list attributes must have 2 (pads: 4) entries when present. */
+/* Windows of 1 to 3 spatial dimensions: the list attributes agree in length when present. */
 static const char *check_window(timport *c, const Onnx__NodeProto *n, char *buf, size_t size,
                                 bool kernel_required) {
-    static const char *const names[] = {"kernel_shape", "strides", "dilations", "pads"};
-    for (int i = 0; i < 4; i++) {
+    static const char *const names[] = {"kernel_shape", "strides", "dilations", "pads",
+                                        "output_padding"};
+    size_t nsp = 0;
+    for (int i = 0; i < 5; i++) {
         const Onnx__AttributeProto *a = tonnx_attr(n, names[i]);
-        size_t want = i == 3 ? 4 : 2;
-        if (a && a->n_ints != want) {
-            snprintf(buf, size, "%zu-D window ('%s' has %zu entries; only 2-D is supported)",
-                     i == 3 ? a->n_ints / 2 : a->n_ints, names[i], a->n_ints);
-            return buf;
-        }
         if (!a && i == 0 && kernel_required) {
             snprintf(buf, size, "no kernel_shape");
             return buf;
         }
+        if (!a) {
+            continue;
+        }
+        size_t d = i == 3 ? a->n_ints / 2 : a->n_ints;
+        if (d < 1 || d > 3 || (i == 3 && a->n_ints % 2) || (nsp && d != nsp)) {
+            snprintf(buf, size, "window attribute '%s' with %zu entries (1 to 3 dimensions)",
+                     names[i], a->n_ints);
+            return buf;
+        }
+        nsp = d;
     }
     return check_auto_pad(c, n, buf, size);
 }
@@ -61,6 +67,16 @@ static const char *check_conv(timport *c, const Onnx__NodeProto *n, int node, ch
                               size_t size) {
     (void)node;
     return check_window(c, n, buf, size, false);
+}
+
+static const char *check_lp_pool(timport *c, const Onnx__NodeProto *n, int node, char *buf,
+                                 size_t size) {
+    const Onnx__AttributeProto *cm = tonnx_attr(n, "ceil_mode");
+    if (cm && cm->i != 0) {
+        return "ceil_mode 1";
+    }
+    (void)node;
+    return check_window(c, n, buf, size, true);
 }
 
 static const char *check_pool(timport *c, const Onnx__NodeProto *n, int node, char *buf,
@@ -98,10 +114,11 @@ static const char *check_pad(timport *c, const Onnx__NodeProto *n, int node, cha
 static const char *check_resize(timport *c, const Onnx__NodeProto *n, int node, char *buf,
                                 size_t size) {
     (void)node;
-    char mode[32], ctm[40], nm[40];
+    char mode[32], kar[40];
     string_attr(n, "mode", "nearest", mode, sizeof mode);
-    if (strcmp(mode, "nearest") != 0) {
-        snprintf(buf, size, "mode '%s' (only nearest)", mode);
+    if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic") &&
+        strcmp(mode, "bilinear")) {
+        snprintf(buf, size, "mode '%s'", mode);
         return buf;
     }
     static const char *const v18[] = {"antialias", "axes", "keep_aspect_ratio_policy"};
@@ -111,27 +128,9 @@ static const char *check_resize(timport *c, const Onnx__NodeProto *n, int node, 
             return buf;
         }
     }
-    if (strcmp(S(n->op_type), "Upsample") == 0 || c->opset < 11) {
-        return NULL; /* asymmetric coordinates, floor: integer factors replicate */
-    }
-    char kar[40];
     string_attr(n, "keep_aspect_ratio_policy", "stretch", kar, sizeof kar);
     if (strcmp(kar, "stretch") != 0) {
         snprintf(buf, size, "keep_aspect_ratio_policy '%s' (only stretch)", kar);
-        return buf;
-    }
-    string_attr(n, "coordinate_transformation_mode", "half_pixel", ctm, sizeof ctm);
-    string_attr(n, "nearest_mode", "round_prefer_floor", nm, sizeof nm);
-    bool centred = !strcmp(ctm, "half_pixel") || !strcmp(ctm, "pytorch_half_pixel");
-    bool rounds = !strcmp(nm, "round_prefer_floor") || !strcmp(nm, "round_prefer_ceil");
-    bool ok = (centred && rounds) ||
-              ((!strcmp(ctm, "asymmetric") || !strcmp(ctm, "tf_half_pixel_for_nn")) &&
-               !strcmp(nm, "floor"));
-    if (!ok) {
-        snprintf(buf, size,
-                 "coordinate_transformation_mode '%s' with nearest_mode '%s' (only modes that "
-                 "replicate pixels)",
-                 ctm, nm);
         return buf;
     }
     return NULL;
@@ -252,7 +251,7 @@ static const op_def ops[] = {
     {"Xor", 7, MAXV, "xor", "", false, false, tonnx_cv_binary, NULL},
     {"Abs", 6, MAXV, "abs", "", false, false, tonnx_cv_unary, NULL},
     {"Add", 7, MAXV, "add", "", true, false, tonnx_cv_binary, NULL},
-    {"AveragePool", 7, MAXV, "avg_pool",
+    {"AveragePool", 7, MAXV, "avg_pool (1-D: on [N,C,1,L]; 3-D: two avg_pools)",
      "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides", false, false, tonnx_cv_pool,
      check_pool},
     {"BatchNormalization", 7, MAXV, "batch_norm", "epsilon,momentum,spatial,training_mode", false,
@@ -264,8 +263,13 @@ static const op_def ops[] = {
      "value,value_float,value_floats,value_int,value_ints,value_string,value_strings,sparse_value",
      true, true, NULL, check_constant},
     {"ConstantOfShape", 9, MAXV, "(constant)", "value", true, true, NULL, NULL},
-    {"Conv", 1, MAXV, "conv2d", "auto_pad,dilations,group,kernel_shape,pads,strides", false, false,
-     tonnx_cv_conv, check_conv},
+    {"Conv", 1, MAXV, "conv2d (1-D: on [N,C,1,L]), conv_nd (3-D)",
+     "auto_pad,dilations,group,kernel_shape,pads,strides", false, false, tonnx_cv_conv, check_conv},
+    {"ConvTranspose", 1, MAXV, "conv_transpose",
+     "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides", false, false,
+     tonnx_cv_conv_transpose, check_conv},
+    {"DepthToSpace", 1, MAXV, "reshape, transpose, reshape", "blocksize,mode", false, false,
+     tonnx_cv_depth_space, NULL},
     {"Div", 7, MAXV, "div", "", true, false, tonnx_cv_binary, NULL},
     {"Dropout", 7, MAXV, "(dropped)", "ratio,seed", true, false, tonnx_cv_alias, check_dropout},
     {"Exp", 6, MAXV, "exp", "", false, false, tonnx_cv_unary, NULL},
@@ -273,10 +277,18 @@ static const op_def ops[] = {
     {"Gather", 1, MAXV, "(constants only)", "axis", true, true, NULL, NULL},
     {"Gemm", 7, MAXV, "dense", "alpha,beta,transA,transB", false, false, tonnx_cv_gemm, NULL},
     {"GlobalAveragePool", 1, MAXV, "global_avg_pool", "", false, false, tonnx_cv_global_pool, NULL},
+    {"GlobalLpPool", 2, MAXV, "pow, global_avg_pool, mul, pow", "p", false, false,
+     tonnx_cv_global_lp_pool, NULL},
     {"GlobalMaxPool", 1, MAXV, "global_max_pool", "", false, false, tonnx_cv_global_pool, NULL},
     {"HardSigmoid", 6, MAXV, "hard_sigmoid", "alpha,beta", false, false, tonnx_cv_unary, NULL},
     {"HardSwish", 14, MAXV, "hard_swish", "", false, false, tonnx_cv_unary, NULL},
+    {"Hardmax", 1, MAXV, "hardmax (before opset 13: + flatten, reshape)", "axis", false, false,
+     tonnx_cv_softmax, NULL},
     {"Identity", 1, MAXV, "(dropped)", "", true, false, tonnx_cv_alias, NULL},
+    {"InstanceNormalization", 6, MAXV, "layer_norm, mul, add (+ reshapes)", "epsilon", false, false,
+     tonnx_cv_instance_norm, NULL},
+    {"LRN", 1, MAXV, "mul, avg_pool, mul, add, pow, div (+ reshapes)", "alpha,beta,bias,size",
+     false, false, tonnx_cv_lrn, NULL},
     {"LayerNormalization", 17, MAXV,
      "layer_norm (+ reduce_mean, sub, mul, add, sqrt, div for "
      "Mean/InvStdDev)",
@@ -285,20 +297,43 @@ static const op_def ops[] = {
     {"Log", 6, MAXV, "log", "", false, false, tonnx_cv_unary, NULL},
     {"LogSoftmax", 1, MAXV, "log_softmax (before opset 13: + flatten, reshape)", "axis", false,
      false, tonnx_cv_softmax, NULL},
+    {"LpPool", 2, MAXV, "pow, avg_pool, mul, pow",
+     "auto_pad,ceil_mode,dilations,kernel_shape,p,pads,strides", false, false, tonnx_cv_lp_pool,
+     check_lp_pool},
     {"MatMul", 1, MAXV, "matmul", "", false, false, tonnx_cv_matmul, NULL},
-    {"MaxPool", 1, MAXV, "max_pool",
+    {"MaxPool", 1, MAXV, "max_pool (1-D: on [N,C,1,L]; 3-D: two max_pools)",
      "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides", false, false,
      tonnx_cv_pool, check_pool},
+    {"MeanVarianceNormalization", 9, MAXV, "reduce_mean, sub, mul, sqrt, add, div", "axes", false,
+     false, tonnx_cv_mvn, NULL},
     {"Mul", 7, MAXV, "mul", "", true, false, tonnx_cv_binary, NULL},
     {"Neg", 6, MAXV, "neg", "", false, false, tonnx_cv_unary, NULL},
     {"PRelu", 7, MAXV, "prelu", "", false, false, tonnx_cv_prelu, NULL},
     {"Pad", 2, MAXV, "pad", "mode,pads,value", false, false, tonnx_cv_pad, check_pad},
     {"Pow", 7, MAXV, "pow", "", false, false, tonnx_cv_binary, NULL},
+    {"ReduceL1", 1, MAXV, "reduce_l1", "axes,keepdims,noop_with_empty_axes", false, false,
+     tonnx_cv_reduce, NULL},
+    {"ReduceL2", 1, MAXV, "reduce_l2", "axes,keepdims,noop_with_empty_axes", false, false,
+     tonnx_cv_reduce, NULL},
+    {"ReduceLogSum", 1, MAXV, "reduce_log_sum", "axes,keepdims,noop_with_empty_axes", false, false,
+     tonnx_cv_reduce, NULL},
+    {"ReduceLogSumExp", 1, MAXV, "reduce_log_sum_exp", "axes,keepdims,noop_with_empty_axes", false,
+     false, tonnx_cv_reduce, NULL},
+    {"ReduceMax", 1, MAXV, "reduce_max", "axes,keepdims,noop_with_empty_axes", false, false,
+     tonnx_cv_reduce, NULL},
     {"ReduceMean", 1, MAXV, "reduce_mean", "axes,keepdims,noop_with_empty_axes", false, false,
-     tonnx_cv_reduce_mean, NULL},
+     tonnx_cv_reduce, NULL},
+    {"ReduceMin", 1, MAXV, "reduce_min", "axes,keepdims,noop_with_empty_axes", false, false,
+     tonnx_cv_reduce, NULL},
+    {"ReduceProd", 1, MAXV, "reduce_prod", "axes,keepdims,noop_with_empty_axes", false, false,
+     tonnx_cv_reduce, NULL},
+    {"ReduceSum", 1, MAXV, "reduce_sum", "axes,keepdims,noop_with_empty_axes", false, false,
+     tonnx_cv_reduce, NULL},
+    {"ReduceSumSquare", 1, MAXV, "reduce_sum_square", "axes,keepdims,noop_with_empty_axes", false,
+     false, tonnx_cv_reduce, NULL},
     {"Relu", 6, MAXV, "relu", "", false, false, tonnx_cv_unary, NULL},
     {"Reshape", 5, MAXV, "reshape", "allowzero", true, false, tonnx_cv_reshape, NULL},
-    {"Resize", 10, MAXV, "resize_nearest",
+    {"Resize", 10, MAXV, "resize_nearest (integer nearest on H, W), else matmuls per axis",
      "antialias,axes,coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
      "extrapolation_value,keep_aspect_ratio_policy,mode,nearest_mode",
      false, false, tonnx_cv_resize, check_resize},
@@ -307,14 +342,16 @@ static const op_def ops[] = {
     {"Slice", 1, MAXV, "(constants only)", "starts,ends,axes", true, true, NULL, NULL},
     {"Softmax", 1, MAXV, "softmax (before opset 13: + flatten, reshape)", "axis", false, false,
      tonnx_cv_softmax, NULL},
+    {"SpaceToDepth", 1, MAXV, "reshape, transpose, reshape", "blocksize", false, false,
+     tonnx_cv_depth_space, NULL},
     {"Sqrt", 6, MAXV, "sqrt", "", false, false, tonnx_cv_unary, NULL},
     {"Squeeze", 1, MAXV, "squeeze", "axes", true, false, tonnx_cv_squeeze, NULL},
     {"Sub", 7, MAXV, "sub", "", true, false, tonnx_cv_binary, NULL},
     {"Tanh", 6, MAXV, "tanh", "", false, false, tonnx_cv_unary, NULL},
     {"Transpose", 1, MAXV, "transpose", "perm", false, false, tonnx_cv_transpose, NULL},
     {"Unsqueeze", 1, MAXV, "unsqueeze", "axes", true, false, tonnx_cv_squeeze, NULL},
-    {"Upsample", 7, 9, "resize_nearest", "mode,scales", false, false, tonnx_cv_resize,
-     check_resize},
+    {"Upsample", 7, 9, "resize_nearest, or matmuls per axis", "mode,scales", false, false,
+     tonnx_cv_resize, check_resize},
 };
 
 /* How many inputs and outputs each operator of ops[] takes, from the ONNX operator schemas of the
@@ -358,7 +395,9 @@ static const arity_def arities[] = {
     {"Concat", 1, 1, -1, 1, 1},
     {"Constant", 1, 0, 0, 1, 1},
     {"ConstantOfShape", 9, 1, 1, 1, 1},
-    {"Conv", 1, 2, 3, 1, 1}, /* X, W, B */
+    {"Conv", 1, 2, 3, 1, 1},          /* X, W, B */
+    {"ConvTranspose", 1, 2, 3, 1, 1}, /* X, W, B */
+    {"DepthToSpace", 1, 1, 1, 1, 1},
     {"Div", 1, 2, 2, 1, 1},
     {"Dropout", 1, 1, 1, 1, 2},  /* output, mask */
     {"Dropout", 12, 1, 3, 1, 2}, /* data, ratio, training_mode */
@@ -368,17 +407,23 @@ static const arity_def arities[] = {
     {"Gemm", 1, 3, 3, 1, 1},  /* A, B, C */
     {"Gemm", 11, 2, 3, 1, 1}, /* C optional */
     {"GlobalAveragePool", 1, 1, 1, 1, 1},
+    {"GlobalLpPool", 1, 1, 1, 1, 1},
     {"GlobalMaxPool", 1, 1, 1, 1, 1},
     {"HardSigmoid", 1, 1, 1, 1, 1},
     {"HardSwish", 14, 1, 1, 1, 1},
+    {"Hardmax", 1, 1, 1, 1, 1},
     {"Identity", 1, 1, 1, 1, 1},
+    {"InstanceNormalization", 1, 3, 3, 1, 1}, /* input, scale, B */
+    {"LRN", 1, 1, 1, 1, 1},
     {"LayerNormalization", 17, 2, 3, 1, 3}, /* X, Scale, B -> Y, Mean, InvStdDev */
     {"LeakyRelu", 1, 1, 1, 1, 1},
     {"Log", 1, 1, 1, 1, 1},
     {"LogSoftmax", 1, 1, 1, 1, 1},
+    {"LpPool", 1, 1, 1, 1, 1},
     {"MatMul", 1, 2, 2, 1, 1},
     {"MaxPool", 1, 1, 1, 1, 1},
     {"MaxPool", 8, 1, 1, 1, 2}, /* Y, Indices */
+    {"MeanVarianceNormalization", 9, 1, 1, 1, 1},
     {"Mul", 1, 2, 2, 1, 1},
     {"Neg", 1, 1, 1, 1, 1},
     {"PRelu", 1, 2, 2, 1, 1},
@@ -386,8 +431,26 @@ static const arity_def arities[] = {
     {"Pad", 11, 2, 3, 1, 1}, /* data, pads, constant_value */
     {"Pad", 18, 2, 4, 1, 1}, /* ..., axes */
     {"Pow", 1, 2, 2, 1, 1},
+    {"ReduceL1", 1, 1, 1, 1, 1},
+    {"ReduceL1", 18, 1, 2, 1, 1}, /* data, axes */
+    {"ReduceL2", 1, 1, 1, 1, 1},
+    {"ReduceL2", 18, 1, 2, 1, 1},
+    {"ReduceLogSum", 1, 1, 1, 1, 1},
+    {"ReduceLogSum", 18, 1, 2, 1, 1},
+    {"ReduceLogSumExp", 1, 1, 1, 1, 1},
+    {"ReduceLogSumExp", 18, 1, 2, 1, 1},
+    {"ReduceMax", 1, 1, 1, 1, 1},
+    {"ReduceMax", 18, 1, 2, 1, 1},
     {"ReduceMean", 1, 1, 1, 1, 1},
     {"ReduceMean", 18, 1, 2, 1, 1}, /* data, axes */
+    {"ReduceMin", 1, 1, 1, 1, 1},
+    {"ReduceMin", 18, 1, 2, 1, 1},
+    {"ReduceProd", 1, 1, 1, 1, 1},
+    {"ReduceProd", 18, 1, 2, 1, 1},
+    {"ReduceSum", 1, 1, 1, 1, 1},
+    {"ReduceSum", 13, 1, 2, 1, 1}, /* data, axes */
+    {"ReduceSumSquare", 1, 1, 1, 1, 1},
+    {"ReduceSumSquare", 18, 1, 2, 1, 1},
     {"Relu", 1, 1, 1, 1, 1},
     {"Reshape", 5, 2, 2, 1, 1},
     {"Resize", 10, 2, 2, 1, 1}, /* X, scales */
@@ -398,6 +461,7 @@ static const arity_def arities[] = {
     {"Slice", 1, 1, 1, 1, 1},
     {"Slice", 10, 3, 5, 1, 1}, /* data, starts, ends, axes, steps */
     {"Softmax", 1, 1, 1, 1, 1},
+    {"SpaceToDepth", 1, 1, 1, 1, 1},
     {"Sqrt", 1, 1, 1, 1, 1},
     {"Squeeze", 1, 1, 1, 1, 1},
     {"Squeeze", 13, 1, 2, 1, 1}, /* data, axes */
@@ -460,7 +524,10 @@ unsigned tonnx_const_inputs(const op_def *d, int opset) {
     if (!strcmp(t, "Pad")) {
         return opset >= 18 ? 0xeu : opset >= 11 ? (1u << 1) | (1u << 2) : 0;
     }
-    if (!strcmp(t, "ReduceMean")) {
+    if (!strcmp(t, "ReduceSum")) {
+        return opset >= 13 ? 1u << 1 : 0;
+    }
+    if (!strncmp(t, "Reduce", 6)) {
         return opset >= 18 ? 1u << 1 : 0;
     }
     if (!strcmp(t, "Resize")) {

@@ -183,5 +183,11 @@ int tether__c_profile_slots(const tether_ir_graph *g);
 void tether__c_profile_decls(em *e);
 void tether__c_profile_node(em *e, int slot, int after);
 void tether__c_profile_function(em *e);
+/* emit_c_layers.c: the kernel bodies of conv_nd / conv_transpose, reduce_mean, the other
+ * reductions and hardmax. */
+void tether__c_conv_nd(em *e, const tether_ir_node *nd, const kargs *k);
+void tether__c_reduce_mean(em *e, const tether_ir_node *nd, const kargs *k);
+void tether__c_reduce(em *e, const tether_ir_node *nd, const kargs *k);
+void tether__c_hardmax(em *e, const tether_ir_node *nd, const kargs *k);
 
 #endif /* TETHER_CODEGEN_EMIT_C_INTERNAL_H */

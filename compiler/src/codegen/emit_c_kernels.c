@@ -1,6 +1,7 @@
 /*
  * The C emitter's kernels: one kernel body per operator family (conv2d, dense, matmul,
- * elementwise binary/unary, softmax, pools, transpose, concat, pad, norms, reduce, resize) and
+ * elementwise binary/unary, softmax/hardmax, pools, transpose, concat, pad, norms, reduce_mean,
+ * resize; conv_nd, conv_transpose and the other reductions in emit_c_layers.c) and
  * the activation epilogues, as C99 text. The function around each body, its ABI and the module
  * are emit_c.c's.
  *
@@ -896,46 +897,6 @@ static void k_layer_norm(em *e, const tether_ir_node *nd, const kargs *k) {
     close_block(e);
 }
 
-static void k_reduce_mean(em *e, const tether_ir_node *nd, const kargs *k) {
-    const tether_ir_tensor *x = T(e, nd->inputs[0]), *y = T(e, nd->outputs[0]);
-    int red[TETHER_IR_MAX_NDIM] = {0};
-    for (int i = 0; i < nd->attrs.nints; i++) {
-        red[nd->attrs.ints[i]] = 1;
-    }
-    int64_t st[TETHER_IR_MAX_NDIM], s = 1;
-    for (int d = x->ndim - 1; d >= 0; d--) {
-        st[d] = red[d] ? 0 : s;
-        s *= red[d] ? 1 : x->shape[d];
-    }
-    size_t total = tether_ir_tensor_elements(y);
-    char idx[256] = "";
-    size_t o = 0;
-    for (int d = 0; d < x->ndim; d++) {
-        if (st[d]) {
-            o += (size_t)snprintf(idx + o, sizeof idx - o, "%si%d * %lld", o ? " + " : "", d,
-                                  (long long)st[d]);
-        }
-    }
-    loop(e, "i", (int64_t)total);
-    line(e, "%s[i] = 0.0f;", k->out);
-    close_block(e);
-    line(e, "const float *restrict xp = %s;", k->in[0]);
-    for (int d = 0; d < x->ndim; d++) {
-        char v[8];
-        snprintf(v, sizeof v, "i%d", d);
-        loop(e, v, x->shape[d]);
-    }
-    line(e, "%s[%s] += *xp++;", k->out, o ? idx : "0");
-    for (int d = 0; d < x->ndim; d++) {
-        close_block(e);
-    }
-    char f[48];
-    flit(f, sizeof f, (float)((double)total / (double)tether_ir_tensor_elements(x)));
-    loop(e, "i", (int64_t)total);
-    line(e, "%s[i] *= %s;", k->out, f);
-    close_block(e);
-}
-
 static void k_resize(em *e, const tether_ir_node *nd, const kargs *k) {
     const tether_ir_tensor *x = T(e, nd->inputs[0]), *y = T(e, nd->outputs[0]);
     long long H = x->shape[2], W = x->shape[3], OH = y->shape[2], OW = y->shape[3];
@@ -973,6 +934,9 @@ void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
     case TETHER_OP_LOG_SOFTMAX:
         k_softmax(e, nd, k);
         return;
+    case TETHER_OP_HARDMAX:
+        tether__c_hardmax(e, nd, k);
+        return;
     case TETHER_OP_MAX_POOL:
     case TETHER_OP_AVG_POOL:
         k_pool(e, nd, k);
@@ -997,7 +961,22 @@ void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
         k_layer_norm(e, nd, k);
         return;
     case TETHER_OP_REDUCE_MEAN:
-        k_reduce_mean(e, nd, k);
+        tether__c_reduce_mean(e, nd, k);
+        return;
+    case TETHER_OP_REDUCE_SUM:
+    case TETHER_OP_REDUCE_MAX:
+    case TETHER_OP_REDUCE_MIN:
+    case TETHER_OP_REDUCE_PROD:
+    case TETHER_OP_REDUCE_L1:
+    case TETHER_OP_REDUCE_L2:
+    case TETHER_OP_REDUCE_LOG_SUM:
+    case TETHER_OP_REDUCE_LOG_SUM_EXP:
+    case TETHER_OP_REDUCE_SUM_SQUARE:
+        tether__c_reduce(e, nd, k);
+        return;
+    case TETHER_OP_CONV_ND:
+    case TETHER_OP_CONV_TRANSPOSE:
+        tether__c_conv_nd(e, nd, k);
         return;
     case TETHER_OP_RESIZE_NEAREST:
         k_resize(e, nd, k);

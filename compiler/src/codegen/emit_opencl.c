@@ -76,10 +76,23 @@ static int op_supported(tether_op op) {
     case TETHER_OP_BATCH_NORM:
     case TETHER_OP_LAYER_NORM:
     case TETHER_OP_REDUCE_MEAN:
+    case TETHER_OP_REDUCE_SUM:
+    case TETHER_OP_REDUCE_MAX:
+    case TETHER_OP_REDUCE_MIN:
+    case TETHER_OP_REDUCE_PROD:
+    case TETHER_OP_REDUCE_L1:
+    case TETHER_OP_REDUCE_L2:
+    case TETHER_OP_REDUCE_LOG_SUM:
+    case TETHER_OP_REDUCE_LOG_SUM_EXP:
+    case TETHER_OP_REDUCE_SUM_SQUARE:
+    case TETHER_OP_HARDMAX:
     case TETHER_OP_RESIZE_NEAREST:
         return 1;
     case TETHER_OP_WHERE:
         return 0;
+    case TETHER_OP_CONV_ND:
+    case TETHER_OP_CONV_TRANSPOSE:
+        return 0; /* no OpenCL kernel yet: the compile fails naming the node */
     }
     return 0; /* not an operator */
 }
@@ -590,7 +603,8 @@ static int emit_node(ocl *e, int idx) {
         }
         break;
     case TETHER_OP_SOFTMAX:
-    case TETHER_OP_LOG_SOFTMAX: {
+    case TETHER_OP_LOG_SOFTMAX:
+    case TETHER_OP_HARDMAX: {
         int ax = tether__ir_norm_axis(n->attrs.axis, y->ndim);
         total /= y->shape[ax];
         break;
@@ -618,8 +632,19 @@ static int emit_node(ocl *e, int idx) {
     case TETHER_OP_PAD:
     case TETHER_OP_BATCH_NORM:
     case TETHER_OP_REDUCE_MEAN:
+    case TETHER_OP_REDUCE_SUM:
+    case TETHER_OP_REDUCE_MAX:
+    case TETHER_OP_REDUCE_MIN:
+    case TETHER_OP_REDUCE_PROD:
+    case TETHER_OP_REDUCE_L1:
+    case TETHER_OP_REDUCE_L2:
+    case TETHER_OP_REDUCE_LOG_SUM:
+    case TETHER_OP_REDUCE_LOG_SUM_EXP:
+    case TETHER_OP_REDUCE_SUM_SQUARE:
     case TETHER_OP_RESIZE_NEAREST:
     case TETHER_OP_WHERE: /* refused by check_support */
+    case TETHER_OP_CONV_ND:
+    case TETHER_OP_CONV_TRANSPOSE:
         break;
     }
     int local = e->local; /* a tuned work-group size for this node's workload */

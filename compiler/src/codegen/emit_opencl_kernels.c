@@ -510,10 +510,20 @@ static void k_softmax(ocl *e, const tether_ir_node *n) {
     line(e, "const __global float *xs = in0 + p * %lld + q;", len * inner);
     line(e, "__global float *ys = y + p * %lld + q;", len * inner);
     line(e, "float mx = xs[0];");
+    line(e, "int at = 0;");
     open_block(e, "for (int k = 1; k < %lld; ++k)", len);
     line(e, "const float v = xs[k * %lld];", inner);
-    line(e, "mx = v > mx ? v : mx;");
+    open_block(e, "if (v > mx)");
+    line(e, "mx = v;");
+    line(e, "at = k;");
     close_block(e);
+    close_block(e);
+    if (n->op == TETHER_OP_HARDMAX) { /* 1 at the first maximum */
+        open_block(e, "for (int k = 0; k < %lld; ++k)", len);
+        line(e, "ys[k * %lld] = k == at ? 1.0f : 0.0f;", inner);
+        close_block(e);
+        return;
+    }
     line(e, "float sum = 0.0f;");
     open_block(e, "for (int k = 0; k < %lld; ++k)", len);
     line(e, "sum += exp(xs[k * %lld] - mx);", inner);
@@ -708,7 +718,10 @@ static void k_layer_norm(ocl *e, const tether_ir_node *n) {
     close_block(e);
 }
 
-static void k_reduce_mean(ocl *e, const tether_ir_node *n) {
+/* Every reduction: one work-item per output, the reduced dimensions looped (log_sum_exp twice:
+ * the maximum, then the sum of exp(v - max)). */
+static void k_reduce(ocl *e, const tether_ir_node *n) {
+    tether_op op = n->op;
     const tether_ir_tensor *x = T(e, n->inputs[0]);
     int nd = x->ndim;
     int red[TETHER_IR_MAX_NDIM] = {0};
@@ -734,24 +747,61 @@ static void k_reduce_mean(ocl *e, const tether_ir_node *n) {
         }
     }
     line(e, "const __global float *xb = in0 + %s;", o ? base : "0");
-    line(e, "float acc = 0.0f;");
+    const char *init = op == TETHER_OP_REDUCE_PROD  ? "1.0f"
+                       : op == TETHER_OP_REDUCE_MAX ? "-INFINITY"
+                       : op == TETHER_OP_REDUCE_MIN ? "INFINITY"
+                                                    : "0.0f";
+    line(e, "float acc = %s;", init);
+    line(e, "float m = -INFINITY;");
     char idx[512];
     size_t io = 0;
     idx[0] = 0;
-    int loops = 0;
-    for (int i = 0; i < nd; i++) {
-        if (red[i] && x->shape[i] != 1) {
-            open_block(e, "for (int r%d = 0; r%d < %lld; ++r%d)", i, i, (long long)x->shape[i], i);
-            io += (size_t)snprintf(idx + io, sizeof idx - io, "%sr%d * %lld", io ? " + " : "", i,
-                                   (long long)st[i]);
-            loops++;
+    for (int pass = op == TETHER_OP_REDUCE_LOG_SUM_EXP ? 0 : 1; pass < 2; pass++) {
+        int loops = 0;
+        io = 0;
+        idx[0] = 0;
+        for (int i = 0; i < nd; i++) {
+            if (red[i] && x->shape[i] != 1) {
+                open_block(e, "for (int r%d = 0; r%d < %lld; ++r%d)", i, i, (long long)x->shape[i],
+                           i);
+                io += (size_t)snprintf(idx + io, sizeof idx - io, "%sr%d * %lld", io ? " + " : "",
+                                       i, (long long)st[i]);
+                loops++;
+            }
+        }
+        line(e, "const float v = xb[%s];", io ? idx : "0");
+        if (pass == 0) {
+            line(e, "m = fmax(m, v);");
+        } else if (op == TETHER_OP_REDUCE_MAX) {
+            line(e, "acc = v > acc ? v : acc;");
+        } else if (op == TETHER_OP_REDUCE_MIN) {
+            line(e, "acc = v < acc ? v : acc;");
+        } else if (op == TETHER_OP_REDUCE_PROD) {
+            line(e, "acc *= v;");
+        } else if (op == TETHER_OP_REDUCE_L1) {
+            line(e, "acc += fabs(v);");
+        } else if (op == TETHER_OP_REDUCE_L2 || op == TETHER_OP_REDUCE_SUM_SQUARE) {
+            line(e, "acc += v * v;");
+        } else if (op == TETHER_OP_REDUCE_LOG_SUM_EXP) {
+            line(e, "acc += exp(v - m);");
+        } else {
+            line(e, "acc += v;");
+        }
+        while (loops--) {
+            close_block(e);
         }
     }
-    line(e, "acc += xb[%s];", io ? idx : "0");
-    while (loops--) {
-        close_block(e);
+    if (op == TETHER_OP_REDUCE_MEAN) {
+        line(e, "y[f] = acc / (float)%lld;", (long long)R);
+    } else if (op == TETHER_OP_REDUCE_L2) {
+        line(e, "y[f] = sqrt(acc);");
+    } else if (op == TETHER_OP_REDUCE_LOG_SUM) {
+        line(e, "y[f] = log(acc);");
+    } else if (op == TETHER_OP_REDUCE_LOG_SUM_EXP) {
+        line(e, "y[f] = m + log(acc);");
+    } else {
+        line(e, "y[f] = acc;");
     }
-    line(e, "y[f] = acc / (float)%lld;", (long long)R);
 }
 
 static void k_resize(ocl *e, const tether_ir_node *n) {
@@ -779,6 +829,7 @@ void tether__ocl_kernel_body(ocl *e, const tether_ir_node *n, const kern *k) {
         break;
     case TETHER_OP_SOFTMAX:
     case TETHER_OP_LOG_SOFTMAX:
+    case TETHER_OP_HARDMAX:
         k_softmax(e, n);
         break;
     case TETHER_OP_MAX_POOL:
@@ -811,8 +862,20 @@ void tether__ocl_kernel_body(ocl *e, const tether_ir_node *n, const kern *k) {
         k_layer_norm(e, n);
         break;
     case TETHER_OP_REDUCE_MEAN:
-        k_reduce_mean(e, n);
+    case TETHER_OP_REDUCE_SUM:
+    case TETHER_OP_REDUCE_MAX:
+    case TETHER_OP_REDUCE_MIN:
+    case TETHER_OP_REDUCE_PROD:
+    case TETHER_OP_REDUCE_L1:
+    case TETHER_OP_REDUCE_L2:
+    case TETHER_OP_REDUCE_LOG_SUM:
+    case TETHER_OP_REDUCE_LOG_SUM_EXP:
+    case TETHER_OP_REDUCE_SUM_SQUARE:
+        k_reduce(e, n);
         break;
+    case TETHER_OP_CONV_ND:
+    case TETHER_OP_CONV_TRANSPOSE:
+        break; /* refused before any kernel is emitted (op_supported in emit_opencl.c) */
     case TETHER_OP_RESIZE_NEAREST:
         k_resize(e, n);
         break;

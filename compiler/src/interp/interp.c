@@ -531,6 +531,171 @@ static float apply_act(float v, const tether_ir_attrs *a) {
     return ew_unary(tether__act_op(a->act), v, &t);
 }
 
+/* conv_nd / conv_transpose over 1 to 3 spatial dimensions, seen as 3 (leading extents 1). */
+typedef struct win3 {
+    int64_t in[3], out[3], k[3], s[3], d[3], p[3];
+} win3;
+
+static void win3_of(const tether_ir_tensor *xt, const tether_ir_tensor *o, const tether_ir_attrs *a,
+                    win3 *w) {
+    int nsp = xt->ndim - 2, off = 3 - nsp;
+    for (int i = 0; i < 3; i++) {
+        int j = i - off;
+        w->in[i] = j >= 0 ? xt->shape[2 + j] : 1;
+        w->out[i] = j >= 0 ? o->shape[2 + j] : 1;
+        w->k[i] = j >= 0 ? a->wkernel[j] : 1;
+        w->s[i] = j >= 0 ? a->wstrides[j] : 1;
+        w->d[i] = j >= 0 ? a->wdilations[j] : 1;
+        w->p[i] = j >= 0 ? a->wpads[j] : 0;
+    }
+}
+
+static void run_conv_nd(const tether_ir_node *n, const tether_ir_tensor *xt,
+                        const tether_ir_tensor *o, const float *x, const float *w, const float *b,
+                        float *y) {
+    const tether_ir_attrs *a = &n->attrs;
+    win3 g;
+    win3_of(xt, o, a, &g);
+    int64_t N = xt->shape[0], C = xt->shape[1], O = o->shape[1], G = a->groups;
+    int64_t CG = C / G, OG = O / G, K = g.k[0] * g.k[1] * g.k[2];
+    int64_t IS = g.in[0] * g.in[1] * g.in[2], OS = g.out[0] * g.out[1] * g.out[2];
+    if (n->op == TETHER_OP_CONV_TRANSPOSE) {
+        /* y[n, g*OG+oc, o] = b + sum over ic, i, k with o = i*s - p + k*d of x * w[g*CG+ic, oc, k]
+         */
+        double *acc = calloc((size_t)(OS ? OS : 1), sizeof(double));
+        for (int64_t nn = 0; nn < N; nn++) {
+            for (int64_t oc = 0; oc < O; oc++) {
+                int64_t gi = oc / OG, ocg = oc % OG;
+                for (int64_t f = 0; f < OS; f++) {
+                    acc[f] = b ? b[oc] : 0.0;
+                }
+                for (int64_t ic = 0; ic < CG; ic++) {
+                    const float *xc = x + (nn * C + gi * CG + ic) * IS;
+                    const float *wc = w + ((gi * CG + ic) * OG + ocg) * K;
+                    for (int64_t i = 0; i < IS; i++) {
+                        int64_t i0 = i / (g.in[1] * g.in[2]), i1 = i / g.in[2] % g.in[1],
+                                i2 = i % g.in[2];
+                        for (int64_t k = 0; k < K; k++) {
+                            int64_t k0 = k / (g.k[1] * g.k[2]), k1 = k / g.k[2] % g.k[1],
+                                    k2 = k % g.k[2];
+                            int64_t o0 = i0 * g.s[0] - g.p[0] + k0 * g.d[0];
+                            int64_t o1 = i1 * g.s[1] - g.p[1] + k1 * g.d[1];
+                            int64_t o2 = i2 * g.s[2] - g.p[2] + k2 * g.d[2];
+                            if (o0 < 0 || o0 >= g.out[0] || o1 < 0 || o1 >= g.out[1] || o2 < 0 ||
+                                o2 >= g.out[2]) {
+                                continue;
+                            }
+                            acc[(o0 * g.out[1] + o1) * g.out[2] + o2] += (double)xc[i] * wc[k];
+                        }
+                    }
+                }
+                for (int64_t f = 0; f < OS; f++) {
+                    y[(nn * O + oc) * OS + f] = (float)acc[f];
+                }
+            }
+        }
+        free(acc);
+        return;
+    }
+    for (int64_t nn = 0; nn < N; nn++) {
+        for (int64_t oc = 0; oc < O; oc++) {
+            int64_t gi = oc / OG;
+            for (int64_t f = 0; f < OS; f++) {
+                int64_t o0 = f / (g.out[1] * g.out[2]), o1 = f / g.out[2] % g.out[1],
+                        o2 = f % g.out[2];
+                double acc = b ? b[oc] : 0.0;
+                for (int64_t ic = 0; ic < CG; ic++) {
+                    for (int64_t k = 0; k < K; k++) {
+                        int64_t k0 = k / (g.k[1] * g.k[2]), k1 = k / g.k[2] % g.k[1],
+                                k2 = k % g.k[2];
+                        int64_t i0 = o0 * g.s[0] - g.p[0] + k0 * g.d[0];
+                        int64_t i1 = o1 * g.s[1] - g.p[1] + k1 * g.d[1];
+                        int64_t i2 = o2 * g.s[2] - g.p[2] + k2 * g.d[2];
+                        if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1] || i2 < 0 ||
+                            i2 >= g.in[2]) {
+                            continue;
+                        }
+                        acc += (double)x[(nn * C + gi * CG + ic) * IS +
+                                         (i0 * g.in[1] + i1) * g.in[2] + i2] *
+                               w[(oc * CG + ic) * K + k];
+                    }
+                }
+                y[(nn * O + oc) * OS + f] = (float)acc;
+            }
+        }
+    }
+}
+
+/* The reductions: every input element of an output's group folded in double. */
+static void run_reduce(const tether_ir_node *n, const tether_ir_tensor *xt, const float *x,
+                       float *y, size_t total) {
+    const tether_ir_attrs *a = &n->attrs;
+    int red[TETHER_IR_MAX_NDIM] = {0};
+    for (int i = 0; i < a->nints; i++) {
+        red[a->ints[i]] = 1;
+    }
+    int64_t kshape[TETHER_IR_MAX_NDIM], ost[TETHER_IR_MAX_NDIM], idx[TETHER_IR_MAX_NDIM] = {0};
+    for (int i = 0; i < xt->ndim; i++) {
+        kshape[i] = red[i] ? 1 : xt->shape[i];
+    }
+    strides_of(kshape, xt->ndim, ost);
+    double *acc = malloc(total * sizeof(double)), *mx = malloc(total * sizeof(double));
+    if (!acc || !mx) {
+        free(acc);
+        free(mx);
+        return; /* out of memory: the caller's buffers stay as they are */
+    }
+    tether_op op = n->op;
+    for (size_t f = 0; f < total; f++) {
+        acc[f] = op == TETHER_OP_REDUCE_PROD  ? 1.0
+                 : op == TETHER_OP_REDUCE_MAX ? -INFINITY
+                 : op == TETHER_OP_REDUCE_MIN ? INFINITY
+                                              : 0.0;
+        mx[f] = -INFINITY;
+    }
+    size_t xn = tether_ir_tensor_elements(xt);
+    for (int pass = op == TETHER_OP_REDUCE_LOG_SUM_EXP ? 0 : 1; pass < 2; pass++) {
+        for (size_t f = 0; f < xn; f++) {
+            unravel((int64_t)f, xt->shape, xt->ndim, idx);
+            int64_t off = 0;
+            for (int i = 0; i < xt->ndim; i++) {
+                off += (red[i] ? 0 : idx[i]) * ost[i];
+            }
+            double v = x[f];
+            if (pass == 0) {
+                mx[off] = v > mx[off] ? v : mx[off];
+                continue;
+            }
+            if (op == TETHER_OP_REDUCE_MAX) {
+                acc[off] = v > acc[off] ? v : acc[off];
+            } else if (op == TETHER_OP_REDUCE_MIN) {
+                acc[off] = v < acc[off] ? v : acc[off];
+            } else if (op == TETHER_OP_REDUCE_PROD) {
+                acc[off] *= v;
+            } else if (op == TETHER_OP_REDUCE_L1) {
+                acc[off] += fabs(v);
+            } else if (op == TETHER_OP_REDUCE_L2 || op == TETHER_OP_REDUCE_SUM_SQUARE) {
+                acc[off] += v * v;
+            } else if (op == TETHER_OP_REDUCE_LOG_SUM_EXP) {
+                acc[off] += exp(v - mx[off]);
+            } else { /* sum, mean, log_sum */
+                acc[off] += v;
+            }
+        }
+    }
+    double cnt = total ? (double)xn / (double)total : 1.0;
+    for (size_t f = 0; f < total; f++) {
+        double v = acc[f];
+        y[f] = (float)(op == TETHER_OP_REDUCE_MEAN          ? v / cnt
+                       : op == TETHER_OP_REDUCE_L2          ? sqrt(v)
+                       : op == TETHER_OP_REDUCE_LOG_SUM     ? log(v)
+                       : op == TETHER_OP_REDUCE_LOG_SUM_EXP ? mx[f] + log(v)
+                                                            : v);
+    }
+    free(acc);
+    free(mx);
+}
+
 static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **buf) {
     const tether_ir_attrs *a = &n->attrs;
     const tether_ir_tensor *o = &g->tensors[n->outputs[0]];
@@ -671,7 +836,8 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
         return;
     }
     case TETHER_OP_SOFTMAX:
-    case TETHER_OP_LOG_SOFTMAX: {
+    case TETHER_OP_LOG_SOFTMAX:
+    case TETHER_OP_HARDMAX: {
         int ax = tether__ir_norm_axis(a->axis, o->ndim);
         int64_t outer = 1, inner = 1, len = o->shape[ax];
         for (int i = 0; i < ax; i++) {
@@ -685,8 +851,18 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
                 const float *xs = x + p * len * inner + q;
                 float *ys = y + p * len * inner + q;
                 float mx = xs[0];
+                int64_t at = 0;
                 for (int64_t k = 1; k < len; k++) {
-                    mx = xs[k * inner] > mx ? xs[k * inner] : mx;
+                    if (xs[k * inner] > mx) {
+                        mx = xs[k * inner];
+                        at = k;
+                    }
+                }
+                if (n->op == TETHER_OP_HARDMAX) { /* the first maximum */
+                    for (int64_t k = 0; k < len; k++) {
+                        ys[k * inner] = k == at ? 1.0f : 0.0f;
+                    }
+                    continue;
                 }
                 double sum = 0.0;
                 for (int64_t k = 0; k < len; k++) {
@@ -875,33 +1051,23 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
         }
         return;
     }
-    case TETHER_OP_REDUCE_MEAN: {
-        int red[TETHER_IR_MAX_NDIM] = {0};
-        for (int i = 0; i < a->nints; i++) {
-            red[a->ints[i]] = 1;
-        }
-        int64_t kshape[TETHER_IR_MAX_NDIM], ost[TETHER_IR_MAX_NDIM];
-        for (int i = 0; i < xt->ndim; i++) {
-            kshape[i] = red[i] ? 1 : xt->shape[i];
-        }
-        strides_of(kshape, xt->ndim, ost);
-        double *acc = calloc(total, sizeof(double));
-        size_t xn = tether_ir_tensor_elements(xt);
-        for (size_t f = 0; f < xn; f++) {
-            unravel((int64_t)f, xt->shape, xt->ndim, idx);
-            int64_t off = 0;
-            for (int i = 0; i < xt->ndim; i++) {
-                off += (red[i] ? 0 : idx[i]) * ost[i];
-            }
-            acc[off] += x[f];
-        }
-        double cnt = (double)xn / (double)total;
-        for (size_t f = 0; f < total; f++) {
-            y[f] = (float)(acc[f] / cnt);
-        }
-        free(acc);
+    case TETHER_OP_REDUCE_MEAN:
+    case TETHER_OP_REDUCE_SUM:
+    case TETHER_OP_REDUCE_MAX:
+    case TETHER_OP_REDUCE_MIN:
+    case TETHER_OP_REDUCE_PROD:
+    case TETHER_OP_REDUCE_L1:
+    case TETHER_OP_REDUCE_L2:
+    case TETHER_OP_REDUCE_LOG_SUM:
+    case TETHER_OP_REDUCE_LOG_SUM_EXP:
+    case TETHER_OP_REDUCE_SUM_SQUARE:
+        run_reduce(n, xt, x, y, total);
         return;
-    }
+    case TETHER_OP_CONV_ND:
+    case TETHER_OP_CONV_TRANSPOSE:
+        run_conv_nd(n, xt, o, x, buf[n->inputs[1]],
+                    n->ninputs > 2 && n->inputs[2] >= 0 ? buf[n->inputs[2]] : NULL, y);
+        return;
     case TETHER_OP_RESIZE_NEAREST: {
         int64_t H = xt->shape[2], W = xt->shape[3];
         for (size_t f = 0; f < total; f++) {

@@ -56,6 +56,16 @@ uint64_t tether_ir_node_flops(const tether_ir_graph *g, const tether_ir_node *n)
         flops = add_sat(mul_sat(2, mul_sat(out, per_out)), out); /* + bias */
         break;
     }
+    case TETHER__OPK_CONV_ND: { /* conv_nd: per output C/g x K...; conv_transpose: per input */
+        int w = n->inputs[1];
+        uint64_t per = (uint64_t)dim(g, w, 1);
+        for (int d = 2; d < g->tensors[w].ndim; d++) {
+            per = mul_sat(per, (uint64_t)dim(g, w, d));
+        }
+        flops = n->op == TETHER_OP_CONV_TRANSPOSE ? add_sat(mul_sat(2, mul_sat(in, per)), out)
+                                                  : add_sat(mul_sat(2, mul_sat(out, per)), out);
+        break;
+    }
     case TETHER__OPK_DENSE: { /* A[M,K] (or [K,M] with trans_a) */
         uint64_t k = (uint64_t)dim(g, n->inputs[0], n->attrs.trans_a ? 0 : 1);
         flops = add_sat(mul_sat(2, mul_sat(out, k)), out);

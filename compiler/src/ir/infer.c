@@ -260,6 +260,18 @@ static int check_attr_ranges(const tether_ir_node *n) {
             return tether__ir_node_error(n, TETHER_ERR_LIMIT, "pads out of range");
         }
     }
+    if (a->nwin < 0 || a->nwin > 3) {
+        return tether__ir_node_error(n, TETHER_ERR_LIMIT, "%d window dimensions (1 to 3)", a->nwin);
+    }
+    for (int i = 0; i < 3; i++) {
+        if (a->wkernel[i] > lim || a->wstrides[i] > lim || a->wdilations[i] > lim ||
+            a->wkernel[i] < -lim || a->wstrides[i] < -lim || a->wdilations[i] < -lim ||
+            a->wpads[i] > lim || a->wpads[i] < -lim || a->wpads[i + 3] > lim ||
+            a->wpads[i + 3] < -lim) {
+            return tether__ir_node_error(n, TETHER_ERR_LIMIT,
+                                         "window kernel, strides, dilations or pads out of range");
+        }
+    }
     for (int i = 0; i < a->nints; i++) {
         if (a->ints[i] > lim || a->ints[i] < -lim) {
             return tether__ir_node_error(
@@ -494,8 +506,30 @@ int tether_ir_print(FILE *out, const tether_ir_graph *g) {
             fprintf(out, " alpha=%g beta=%g transA=%d transB=%d", (double)a->alpha, (double)a->beta,
                     a->trans_a, a->trans_b);
             break;
+        case TETHER_OP_CONV_ND:
+        case TETHER_OP_CONV_TRANSPOSE:
+            fprintf(out, " kernel=");
+            for (int d = 0; d < a->nwin; d++) {
+                fprintf(out, "%s%lld", d ? "x" : "", (long long)a->wkernel[d]);
+            }
+            fprintf(out, " strides=");
+            for (int d = 0; d < a->nwin; d++) {
+                fprintf(out, "%s%lld", d ? "," : "", (long long)a->wstrides[d]);
+            }
+            fprintf(out, " pads=");
+            for (int d = 0; d < 2 * a->nwin; d++) {
+                fprintf(out, "%s%lld", d ? "," : "",
+                        (long long)a->wpads[d < a->nwin ? d : d - a->nwin + 3]);
+            }
+            fprintf(out, " dilations=");
+            for (int d = 0; d < a->nwin; d++) {
+                fprintf(out, "%s%lld", d ? "," : "", (long long)a->wdilations[d]);
+            }
+            fprintf(out, " groups=%lld", (long long)a->groups);
+            break;
         case TETHER_OP_SOFTMAX:
         case TETHER_OP_LOG_SOFTMAX:
+        case TETHER_OP_HARDMAX:
         case TETHER_OP_CONCAT:
         case TETHER_OP_FLATTEN:
         case TETHER_OP_LAYER_NORM:
@@ -518,6 +552,15 @@ int tether_ir_print(FILE *out, const tether_ir_graph *g) {
         case TETHER_OP_PAD:
         case TETHER_OP_BATCH_NORM:
         case TETHER_OP_REDUCE_MEAN:
+        case TETHER_OP_REDUCE_SUM:
+        case TETHER_OP_REDUCE_MAX:
+        case TETHER_OP_REDUCE_MIN:
+        case TETHER_OP_REDUCE_PROD:
+        case TETHER_OP_REDUCE_L1:
+        case TETHER_OP_REDUCE_L2:
+        case TETHER_OP_REDUCE_LOG_SUM:
+        case TETHER_OP_REDUCE_LOG_SUM_EXP:
+        case TETHER_OP_REDUCE_SUM_SQUARE:
         case TETHER_OP_RESIZE_NEAREST:
         case TETHER_OP_WHERE:
             break;

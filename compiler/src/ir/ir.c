@@ -102,6 +102,9 @@ void tether_ir_attrs_init(tether_op op, tether_ir_attrs *a) {
     a->keepdims = true;
     a->scales[0] = a->scales[1] = 2;
     a->to = TETHER_FLOAT32;
+    for (int i = 0; i < 3; i++) {
+        a->wstrides[i] = a->wdilations[i] = 1;
+    }
     switch (op) { /* the DEFAULTS column of ops.def */
 #define OP_DEFAULTS_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults,      \
                      types, iformula)                                                              \

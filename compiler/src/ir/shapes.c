@@ -9,6 +9,7 @@
  * (order, single writer, element limits, dtypes of outputs) live in infer.c.
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,80 @@ static int check_window_attrs(const tether_ir_node *n, int with_kernel) {
         if (a->pads[i] < 0) {
             return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "pads must be >= 0");
         }
+    }
+    return TETHER_OK;
+}
+
+/* conv_nd (w[O,C/g,K...]) and conv_transpose (w[C,O/g,K...]) over 1 to 3 spatial dimensions:
+ * the window attributes checked (and completed: nwin, the kernel from the weights), the output
+ * extents per dimension. */
+static int conv_nd_shape(const tether_ir_graph *g, tether_ir_node *n, const tether_ir_tensor *x,
+                         int64_t *os, int *ond) {
+    tether_ir_attrs *a = &n->attrs;
+    const tether_ir_tensor *w = tether__ir_in(g, n, 1), *b = tether__ir_in(g, n, 2);
+    bool tr = n->op == TETHER_OP_CONV_TRANSPOSE;
+    char s1[96];
+    if (!w) {
+        return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "weights input is missing");
+    }
+    int nsp = x->ndim - 2;
+    if (nsp < 1 || nsp > 3 || w->ndim != x->ndim) {
+        return tether__ir_node_error(n, TETHER_ERR_MISMATCH,
+                                     "input and weights must both have rank 3 to 5 (1 to 3 "
+                                     "spatial dimensions), got %d and %d",
+                                     x->ndim, w->ndim);
+    }
+    if (a->nwin == 0) {
+        a->nwin = nsp;
+    }
+    if (a->nwin != nsp) {
+        return tether__ir_node_error(
+            n, TETHER_ERR_MISMATCH, "window attributes for %d spatial dimensions, the input has %d",
+            a->nwin, nsp);
+    }
+    int64_t C = x->shape[1], G = a->groups;
+    int64_t O = tr ? w->shape[1] * G : w->shape[0];
+    if (G < 1 || C % G || O % G || (tr && w->shape[0] != C) || (!tr && w->shape[1] * G != C)) {
+        return tether__ir_node_error(n, TETHER_ERR_MISMATCH,
+                                     "input channels %lld, weights [%lld,%lld,...] and groups %lld "
+                                     "do not agree",
+                                     (long long)C, (long long)w->shape[0], (long long)w->shape[1],
+                                     (long long)G);
+    }
+    if (b && (b->ndim != 1 || b->shape[0] != O)) {
+        tether__shape_text(s1, sizeof s1, b->shape, b->ndim);
+        return tether__ir_node_error(n, TETHER_ERR_MISMATCH, "bias shape %s, expected [%lld]", s1,
+                                     (long long)O);
+    }
+    *ond = x->ndim;
+    os[0] = x->shape[0];
+    os[1] = O;
+    for (int d = 0; d < nsp; d++) {
+        int64_t k = w->shape[2 + d], s = a->wstrides[d], dl = a->wdilations[d];
+        int64_t p0 = a->wpads[d], p1 = a->wpads[3 + d];
+        if (a->wkernel[d] && a->wkernel[d] != k) {
+            return tether__ir_node_error(
+                n, TETHER_ERR_MISMATCH,
+                "kernel %lld in dimension %d differs from the weights' %lld",
+                (long long)a->wkernel[d], d, (long long)k);
+        }
+        a->wkernel[d] = k;
+        if (s < 1 || dl < 1 || k < 1) {
+            return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG,
+                                         "strides, dilations and kernel must be >= 1");
+        }
+        if (!tr && (p0 < 0 || p1 < 0)) {
+            return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "pads must be >= 0");
+        }
+        int64_t o = tr ? (x->shape[2 + d] - 1) * s + (k - 1) * dl + 1 - p0 - p1
+                       : window_out(x->shape[2 + d], k, s, dl, p0, p1, 0);
+        if (o < 1) {
+            return tether__ir_node_error(n, TETHER_ERR_MISMATCH,
+                                         "output extent %lld in spatial dimension %d (kernel, "
+                                         "pads and input do not fit)",
+                                         (long long)o, d);
+        }
+        os[2 + d] = o;
     }
     return TETHER_OK;
 }
@@ -217,8 +292,12 @@ int tether__ir_infer_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t 
         *ond = x->ndim;
         return TETHER_OK;
     }
+    case TETHER_OP_CONV_ND:
+    case TETHER_OP_CONV_TRANSPOSE:
+        return conv_nd_shape(g, n, x, os, ond);
     case TETHER_OP_SOFTMAX:
     case TETHER_OP_LOG_SOFTMAX:
+    case TETHER_OP_HARDMAX:
         if (x->ndim < 1 || tether__ir_norm_axis(a->axis, x->ndim) < 0) {
             return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG,
                                          "axis %lld out of range for rank %d", (long long)a->axis,
@@ -493,7 +572,16 @@ int tether__ir_infer_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t 
         *ond = x->ndim;
         return TETHER_OK;
     }
-    case TETHER_OP_REDUCE_MEAN: {
+    case TETHER_OP_REDUCE_MEAN:
+    case TETHER_OP_REDUCE_SUM:
+    case TETHER_OP_REDUCE_MAX:
+    case TETHER_OP_REDUCE_MIN:
+    case TETHER_OP_REDUCE_PROD:
+    case TETHER_OP_REDUCE_L1:
+    case TETHER_OP_REDUCE_L2:
+    case TETHER_OP_REDUCE_LOG_SUM:
+    case TETHER_OP_REDUCE_LOG_SUM_EXP:
+    case TETHER_OP_REDUCE_SUM_SQUARE: {
         int red[TETHER_IR_MAX_NDIM] = {0};
         if (a->nints == 0) {
             for (int i = 0; i < x->ndim; i++) {

@@ -267,8 +267,33 @@ static int parse_attrs(ctx *c, const char *nm, tether_op op, const cJSON *attrs,
         int64_t v[2 * TETHER_IR_MAX_NDIM];
         int n = 0;
         int bad = 0;
-        if (strcmp(k, "strides") == 0 || strcmp(k, "dilations") == 0 || strcmp(k, "kernel") == 0 ||
-            strcmp(k, "scales") == 0) {
+        bool win = op == TETHER_OP_CONV_ND || op == TETHER_OP_CONV_TRANSPOSE;
+        if (win && (strcmp(k, "strides") == 0 || strcmp(k, "dilations") == 0 ||
+                    strcmp(k, "kernel") == 0 || strcmp(k, "pads") == 0)) {
+            /* N-D windows: 1 to 3 entries (pads: begin..., end...), the same count in each */
+            bool pads = k[0] == 'p';
+            bad = get_ints(e, v, pads ? 6 : 3, &n) || n < 1 || (pads && n % 2);
+            int nw = pads ? n / 2 : n;
+            if (!bad && a->nwin && a->nwin != nw) {
+                return node_fail(c, nm, opn, TETHER_ERR_INVALID_ARG,
+                                 "attribute \"%s\" covers %d dimensions, another %d", k, nw,
+                                 a->nwin);
+            }
+            if (!bad) {
+                a->nwin = nw;
+                for (int i = 0; i < nw; i++) {
+                    if (pads) {
+                        a->wpads[i] = v[i];
+                        a->wpads[3 + i] = v[nw + i];
+                    } else {
+                        (k[0] == 'k'   ? a->wkernel
+                         : k[0] == 'd' ? a->wdilations
+                                       : a->wstrides)[i] = v[i];
+                    }
+                }
+            }
+        } else if (strcmp(k, "strides") == 0 || strcmp(k, "dilations") == 0 ||
+                   strcmp(k, "kernel") == 0 || strcmp(k, "scales") == 0) {
             bad = get_ints(e, v, 2, &n) || n != 2;
             if (!bad) {
                 int64_t *dst = k[0] == 's' && k[1] == 't' ? a->strides
@@ -833,6 +858,16 @@ int tether_model_save_json(const tether_ir_graph *g, const char *json_path,
         cJSON *at = cJSON_AddObjectToObject(o, "attrs");
         if (n->op == TETHER_OP_MAX_POOL || n->op == TETHER_OP_AVG_POOL) {
             add_ints(at, "kernel", a->kernel, 2);
+        }
+        if ((n->op == TETHER_OP_CONV_ND || n->op == TETHER_OP_CONV_TRANSPOSE) && a->nwin > 0) {
+            int64_t wp[6];
+            for (int d = 0; d < a->nwin; d++) {
+                wp[d] = a->wpads[d];
+                wp[a->nwin + d] = a->wpads[3 + d];
+            }
+            add_ints(at, "strides", a->wstrides, a->nwin);
+            add_ints(at, "dilations", a->wdilations, a->nwin);
+            add_ints(at, "pads", wp, 2 * a->nwin);
         }
         if (memcmp(a->strides, d.strides, sizeof d.strides)) {
             add_ints(at, "strides", a->strides, 2);
