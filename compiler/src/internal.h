@@ -38,6 +38,7 @@ typedef enum tether__op_kind {
     TETHER__OPK_NORM,
     TETHER__OPK_REDUCE,
     TETHER__OPK_RESIZE,
+    TETHER__OPK_CUSTOM, /* a user kernel (custom/, docs/custom-ops.md) */
 } tether__op_kind;
 
 /* Elementwise dispatch on the KIND column, in the preprocessor: TETHER__OPK_EW_<KIND>(u, b, p, o)
@@ -58,6 +59,7 @@ typedef enum tether__op_kind {
 #define TETHER__OPK_EW_PAD(u, b, p, o)         o
 #define TETHER__OPK_EW_NORM(u, b, p, o)        o
 #define TETHER__OPK_EW_REDUCE(u, b, p, o)      o
+#define TETHER__OPK_EW_CUSTOM(u, b, p, o)      o
 #define TETHER__OPK_EW_RESIZE(u, b, p, o)      o
 
 /* The case labels of every UNARY row (TETHER__CASES_UNARY) and of every BINARY row

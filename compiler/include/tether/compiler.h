@@ -90,6 +90,10 @@ typedef struct tether_model_load_options {
      * binds the graph input named input_names[j] (a name no input has binds nothing), as
      * `tether run --in NAME=FILE` and .npz archives give them. */
     const char *const *input_names;
+    /* The custom-operator registry (tether/custom_ops.h, `--custom-ops`): nodes of its domains
+     * become CUSTOM nodes; the loaded graph points at it (it must outlive the graph). NULL =
+     * none. */
+    const struct tether_custom_registry *custom_ops;
 } tether_model_load_options;
 
 /* tether_model_load with options (NULL = none). Every input_shapes entry must name a graph input
@@ -290,6 +294,9 @@ typedef struct tether_codegen_options {
     tether_schedule schedule;
     const tether_node_schedule *node_schedules; /* per-workload overrides (tuning records) */
     int nnode_schedules;
+    /* custom operators call the registry's "mcu" C implementation when it has one (set by the
+     * compile driver for static, firmware targets; docs/custom-ops.md) */
+    bool custom_mcu;
 } tether_codegen_options;
 
 void tether_codegen_options_init(tether_codegen_options *o);

@@ -137,6 +137,13 @@ int tether__c_dense_blocked(em *e, const tether_ir_node *nd, const kargs *k,
                                           const char *, const char *, const char *, char *,
                                           size_t));
 
+/* emit_c_custom.c: a CUSTOM node's kernel body (descriptors of its tensors in the declared
+ * layout, the call of the user's function); the user's C sources with their #line directives
+ * and prototypes (tether__c_custom_sources, after the kernels; 0 or an error naming the op). */
+void tether__c_custom_body(em *e, const tether_ir_node *nd, const kargs *k);
+int tether__c_custom_prototypes(em *e);
+int tether__c_custom_sources(em *e);
+
 /* Whether node n has a function (aliases and empty outputs have none). */
 int tether__c_node_has_function(const tether_ir_graph *g, const tether_ir_node *n);
 

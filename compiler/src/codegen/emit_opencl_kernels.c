@@ -816,6 +816,9 @@ void tether__ocl_kernel_body(ocl *e, const tether_ir_node *n, const kern *k) {
     case TETHER_OP_RESIZE_NEAREST:
         k_resize(e, n);
         break;
+    case TETHER_OP_CUSTOM: /* emit_opencl_custom.c writes its launch kernel */
+        line(e, "#error \"tether: a custom operator reached the generic kernel emitter\"");
+        break;
         TETHER__CASES_UNARY
         k_unary(e, n);
         break;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../custom/custom_internal.h"
 #include "../internal.h"
 #include "tether/compiler.h"
 #include "tether/crt/error.h"
@@ -463,12 +464,23 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, float **
         }
         return;
     }
+    case TETHER_OP_CUSTOM: /* run by run_custom (it can fail) */
+        return;
         TETHER__CASES_UNARY
         for (size_t f = 0; f < total; f++) {
             y[f] = ew_unary(n->op, x[f], a);
         }
         return;
     }
+}
+
+/* A custom operator: its C implementation, built for the host (custom/reference.c). */
+static int run_custom(const tether_ir_graph *g, const tether_ir_node *n, float **buf) {
+    const float *in[TETHER_IR_MAX_INPUTS];
+    for (int j = 0; j < n->ninputs; j++) {
+        in[j] = n->inputs[j] >= 0 ? buf[n->inputs[j]] : NULL;
+    }
+    return tether__custom_reference_run(g, n, in, buf[n->outputs[0]]);
 }
 
 int tether_interp_run(const tether_ir_graph *g, const float *const *inputs, float *const *outputs) {
@@ -508,9 +520,13 @@ int tether_interp_run(const tether_ir_graph *g, const float *const *inputs, floa
         }
     }
     for (int i = 0; i < g->nnodes; i++) {
-        if (tether_ir_tensor_elements(&g->tensors[g->nodes[i].outputs[0]]) > 0) {
-            run_node(g, &g->nodes[i], buf); /* an empty output: nothing to compute */
+        if (tether_ir_tensor_elements(&g->tensors[g->nodes[i].outputs[0]]) == 0) {
+            continue; /* an empty output: nothing to compute */
         }
+        if (g->nodes[i].op == TETHER_OP_CUSTOM && (rc = run_custom(g, &g->nodes[i], buf))) {
+            goto out;
+        }
+        run_node(g, &g->nodes[i], buf);
     }
 out:
     if (buf) {
@@ -537,9 +553,13 @@ int tether__interp_eval_node(const tether_ir_graph *g, int node, float *out) {
         }
     }
     buf[n->outputs[0]] = out;
+    int rc = TETHER_OK;
     if (tether_ir_tensor_elements(&g->tensors[n->outputs[0]]) > 0) {
+        if (n->op == TETHER_OP_CUSTOM) {
+            rc = run_custom(g, n, buf);
+        }
         run_node(g, n, buf);
     }
     free(buf);
-    return TETHER_OK;
+    return rc;
 }

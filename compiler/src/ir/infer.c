@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "tether/custom_ops.h"
 #include "tether/crt/dtype.h"
 #include "tether/crt/error.h"
 #include "tether/ir.h"
@@ -512,6 +513,11 @@ int tether_ir_print(FILE *out, const tether_ir_graph *g) {
         case TETHER_OP_REDUCE_MEAN:
         case TETHER_OP_RESIZE_NEAREST:
             break;
+        case TETHER_OP_CUSTOM: {
+            const tether_custom_op *cop = tether_custom_op_of(g, n);
+            fprintf(out, " %s::%s", cop ? cop->domain : "?", cop ? cop->name : "?");
+            break;
+        }
         }
         if (a->act != TETHER_ACT_NONE) {
             fprintf(out, " +%s", tether_act_name(a->act));
