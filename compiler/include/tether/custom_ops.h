@@ -46,10 +46,10 @@ typedef struct tether_custom_resource {
 
 typedef struct tether_custom_impl {
     int present;
-    char *source;    /* path as given in the registry */
-    char *file;      /* base name used in #line directives and messages */
-    char *text;      /* the source's bytes (NUL-terminated) */
-    char *entry;     /* kernel (OpenCL) or function (C) name: a C identifier */
+    char *source; /* path as given in the registry */
+    char *file;   /* base name used in #line directives and messages */
+    char *text;   /* the source's bytes (NUL-terminated) */
+    char *entry;  /* kernel (OpenCL) or function (C) name: a C identifier */
 } tether_custom_impl;
 
 typedef struct tether_custom_op {
@@ -81,6 +81,11 @@ const tether_custom_op *tether_custom_registry_find(const tether_custom_registry
 
 /* "dom::A, dom::B" (for messages); writes "" for an empty or NULL registry. */
 void tether_custom_registry_list(const tether_custom_registry *r, char *buf, size_t n);
+
+/* The registry a model load uses when its options name none (the CLI's --custom-ops, set once
+ * at start-up; NULL = none). Not thread-safe: set it before loading. */
+void tether_custom_ops_set_default(const tether_custom_registry *r);
+const tether_custom_registry *tether_custom_ops_default(void);
 
 /* The operator a CUSTOM node of g runs (its attrs.ints[0] indexes g->custom), or NULL. */
 const tether_custom_op *tether_custom_op_of(const tether_ir_graph *g, const tether_ir_node *n);

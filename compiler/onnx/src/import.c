@@ -277,7 +277,8 @@ static int import_model(timport *c) {
         return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "the model has no graph");
     }
     int rc = tether_ir_init(c->g, S(c->gp->name)[0] ? c->gp->name : "model");
-    c->g->custom = c->o ? c->o->custom_ops : NULL; /* custom.c: the registry CUSTOM nodes index */
+    /* custom.c: the registry CUSTOM nodes index */
+    c->g->custom = c->o && c->o->custom_ops ? c->o->custom_ops : tether_custom_ops_default();
     if (rc || (rc = tonnx_name_nodes(c)) || (rc = tonnx_check_arity(c)) ||
         (rc = tonnx_collect_values(c))) {
         return rc;
@@ -359,7 +360,7 @@ int tether_onnx_load_buffer(const void *data, size_t len, const char *source,
         strcpy(c.dir, ".");
     }
     c.host_limit = TONNX_HOST_BUDGET(len);
-    int rc = tonnx_custom_begin(o ? o->custom_ops : NULL);
+    int rc = tonnx_custom_begin(o && o->custom_ops ? o->custom_ops : tether_custom_ops_default());
     rc = rc ? rc : tonnx_wire_check(data, len, c.source, TONNX_MODEL);
     if (!rc) {
         rc = unpack_model(data, len, c.source, &c.alloc, &c.m);

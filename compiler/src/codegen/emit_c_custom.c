@@ -102,8 +102,8 @@ int tether__c_custom_sources(em *e) {
         }
         int seen = 0;
         for (int j = 0; j < ndone && !seen; j++) {
-            seen = done[j] == im || (!strcmp(done[j]->file, im->file) &&
-                                     !strcmp(done[j]->text, im->text));
+            seen = done[j] == im ||
+                   (!strcmp(done[j]->file, im->file) && !strcmp(done[j]->text, im->text));
         }
         if (seen) {
             continue;

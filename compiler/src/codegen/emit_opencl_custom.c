@@ -62,7 +62,8 @@ int tether__ocl_custom_check(const tether_ir_graph *g) {
         if (!touches) {
             continue;
         }
-        if (n->op != TETHER_OP_TRANSPOSE || (is_image(g, n->inputs[0]) && is_image(g, n->outputs[0]))) {
+        if (n->op != TETHER_OP_TRANSPOSE ||
+            (is_image(g, n->inputs[0]) && is_image(g, n->outputs[0]))) {
             return tether_set_error(TETHER_ERR_UNSUPPORTED,
                                     "node '%s' (%s) reads or writes a custom operator's image; "
                                     "only the permutes around the custom node may (declare the "
@@ -156,15 +157,14 @@ int tether__ocl_custom_textures(ocl *e) {
                 continue;
             }
             if (plan.assign[b].fallback || plan.assign[b].image < 0) {
-                rc = tether_set_error(TETHER_ERR_LIMIT,
-                                      "tensor '%s', a custom operator's image of %lld x %lld "
-                                      "texels, exceeds the image limits %lld x %lld "
-                                      "(--image-max or the device's); the contract needs an "
-                                      "image: declare the resource a buffer or make it smaller",
-                                      T(e, t)->name, (long long)extent[2 * t],
-                                      (long long)extent[2 * t + 1],
-                                      (long long)e->o->image_max_width,
-                                      (long long)e->o->image_max_height);
+                rc = tether_set_error(
+                    TETHER_ERR_LIMIT,
+                    "tensor '%s', a custom operator's image of %lld x %lld "
+                    "texels, exceeds the image limits %lld x %lld "
+                    "(--image-max or the device's); the contract needs an "
+                    "image: declare the resource a buffer or make it smaller",
+                    T(e, t)->name, (long long)extent[2 * t], (long long)extent[2 * t + 1],
+                    (long long)e->o->image_max_width, (long long)e->o->image_max_height);
             } else {
                 e->tex[t] = first + plan.assign[b].image;
                 e->ntex_tensors++;

@@ -59,8 +59,8 @@ static int op_error(const tether_ir_node *n, const tether_custom_op *op, int sta
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return tether_set_error(status, "node '%s' (custom %s::%s): %s", n->name, op->domain,
-                            op->name, msg);
+    return tether_set_error(status, "node '%s' (custom %s::%s): %s", n->name, op->domain, op->name,
+                            msg);
 }
 
 /* The image contract on one resource's shape (in its declared layout). */
@@ -175,8 +175,8 @@ int tether__custom_infer_shape(const tether_ir_graph *g, const tether_ir_node *n
             }
             if (v < 1 || v > ((int64_t)1 << 31)) {
                 return op_error(n, op, TETHER_ERR_INVALID_ARG,
-                                "work_size %d '%s' gives %lld (a global size must be 1 .. 2^31)",
-                                d, op->work[d], (long long)v);
+                                "work_size %d '%s' gives %lld (a global size must be 1 .. 2^31)", d,
+                                op->work[d], (long long)v);
             }
         }
     }
@@ -199,8 +199,8 @@ int tether__custom_work_size(const tether_ir_graph *g, const tether_ir_node *n, 
     for (int d = 0; d < op->nwork; d++) {
         char err[200];
         if (tether__custom_expr_eval(op->work[d], &env, &work[d], err, sizeof err)) {
-            return op_error(n, op, TETHER_ERR_INVALID_ARG, "work_size %d '%s' does not evaluate: %s",
-                            d, op->work[d], err);
+            return op_error(n, op, TETHER_ERR_INVALID_ARG,
+                            "work_size %d '%s' does not evaluate: %s", d, op->work[d], err);
         }
     }
     *nwork = op->nwork;

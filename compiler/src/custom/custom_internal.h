@@ -28,8 +28,8 @@ typedef struct tether__cx_env {
 } tether__cx_env;
 
 /* Evaluates one expression; 0 and *value, or TETHER_ERR_INVALID_ARG with the reason in err. */
-int tether__custom_expr_eval(const char *text, const tether__cx_env *env, int64_t *value,
-                             char *err, size_t errn);
+int tether__custom_expr_eval(const char *text, const tether__cx_env *env, int64_t *value, char *err,
+                             size_t errn);
 
 /* The C text every user C source is compiled after (the tether_custom_tensor type and the
  * entry's prototype style); ends with a newline. */

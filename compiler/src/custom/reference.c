@@ -84,7 +84,8 @@ static int build(const tether_custom_op *op, const tether_custom_impl *im, custo
     snprintf(log, sizeof log, "%s/build.log", dir);
     int rc = TETHER_OK;
     FILE *f = fopen(src, "w");
-    if (!f || fprintf(f, "%s#line 1 \"%s\"\n%s\n", tether__custom_c_prelude, im->file, im->text) < 0) {
+    if (!f ||
+        fprintf(f, "%s#line 1 \"%s\"\n%s\n", tether__custom_c_prelude, im->file, im->text) < 0) {
         rc = tether_set_error(TETHER_ERR_IO, "custom operator %s::%s: cannot write %s", op->domain,
                               op->name, src);
     }
@@ -114,8 +115,8 @@ static int build(const tether_custom_op *op, const tether_custom_impl *im, custo
         void *sym = dlsym(h, im->entry);
         if (!sym) {
             rc = tether_set_error(TETHER_ERR_NOT_FOUND,
-                                  "custom operator %s::%s: %s defines no function '%s'",
-                                  op->domain, op->name, im->source, im->entry);
+                                  "custom operator %s::%s: %s defines no function '%s'", op->domain,
+                                  op->name, im->source, im->entry);
             dlclose(h);
         } else {
             memcpy(out, &sym, sizeof *out);

@@ -178,8 +178,8 @@ static int load_exprs(const ld *l, const char *what, const cJSON *arr, int max, 
             snprintf(buf, sizeof buf, "%lld", (long long)x->valuedouble);
             text = buf;
         } else {
-            return bad(l, "%s: entry %d is neither an expression string nor an integer >= 0",
-                       what, *n);
+            return bad(l, "%s: entry %d is neither an expression string nor an integer >= 0", what,
+                       *n);
         }
         int rc = parse_expr(l, what, text);
         if (rc) {
@@ -200,7 +200,8 @@ static int load_resource(const ld *l, const cJSON *o, int is_out, int idx,
     if (!cJSON_IsObject(o)) {
         return bad(l, "%s must be an object", what);
     }
-    int rc = check_keys(l, o, what, is_out ? "name,kind,layout,dtype,shape" : "name,kind,layout,dtype");
+    int rc =
+        check_keys(l, o, what, is_out ? "name,kind,layout,dtype,shape" : "name,kind,layout,dtype");
     if (rc) {
         return rc;
     }
@@ -256,8 +257,9 @@ static int load_resource(const ld *l, const cJSON *o, int is_out, int idx,
         const char *s = shape->valuestring;
         if (strncmp(s, "in", 2) || !s[2] || strspn(s + 2, "0123456789") != strlen(s + 2) ||
             strlen(s) > 4) {
-            return bad(l, "%s '%s': a string shape rule names an input (\"in0\"); give a list "
-                          "of expressions otherwise",
+            return bad(l,
+                       "%s '%s': a string shape rule names an input (\"in0\"); give a list "
+                       "of expressions otherwise",
                        swhat, s);
         }
         r->nshape = -1 - atoi(s + 2); /* resolved against the input count by the caller */
@@ -316,8 +318,9 @@ static int load_op(ld *l, const cJSON *o, tether_custom_op *op, int index) {
         return bad(l, "\"inputs\" must be a list of 1 to %d resources", TETHER_IR_MAX_INPUTS);
     }
     if (!cJSON_IsArray(outs) || cJSON_GetArraySize(outs) != TETHER_CUSTOM_MAX_OUTPUTS) {
-        return bad(l, "\"outputs\" must be a list of exactly %d resource (one output per custom "
-                      "operator)",
+        return bad(l,
+                   "\"outputs\" must be a list of exactly %d resource (one output per custom "
+                   "operator)",
                    TETHER_CUSTOM_MAX_OUTPUTS);
     }
     cJSON_ArrayForEach(x, ins) {
@@ -335,8 +338,9 @@ static int load_op(ld *l, const cJSON *o, tether_custom_op *op, int index) {
             int src = -1 - r->nshape;
             r->nshape = 0;
             if (src >= op->ninputs) {
-                return bad(l, "output %d: shape rule 'in%d' names an input the operator does not "
-                              "have (%d inputs)",
+                return bad(l,
+                           "output %d: shape rule 'in%d' names an input the operator does not "
+                           "have (%d inputs)",
                            op->noutputs, src, op->ninputs);
             }
             /* in<i>: one expression per dimension is only known with the rank; keep "=in<i>" */
@@ -379,7 +383,7 @@ void tether_custom_registry_free(tether_custom_registry *r) {
         free_impl(&op->opencl);
         free_impl(&op->c);
         free_impl(&op->mcu);
-        for (int k = 0; k < op->noutputs || k < TETHER_CUSTOM_MAX_OUTPUTS; k++) {
+        for (int k = 0; k < TETHER_CUSTOM_MAX_OUTPUTS; k++) {
             for (int j = 0; j < TETHER_CUSTOM_MAX_EXPRS; j++) {
                 free(op->outputs[k].shape[j]);
             }
@@ -486,4 +490,14 @@ const tether_custom_op *tether_custom_op_of(const tether_ir_graph *g, const teth
         return NULL;
     }
     return &g->custom->ops[n->attrs.ints[0]];
+}
+
+static const tether_custom_registry *default_registry;
+
+void tether_custom_ops_set_default(const tether_custom_registry *r) {
+    default_registry = r;
+}
+
+const tether_custom_registry *tether_custom_ops_default(void) {
+    return default_registry;
 }

@@ -28,8 +28,7 @@ static int64_t fail(cx *c, const char *what) {
     if (!c->failed) {
         c->failed = 1;
         if (*c->p) {
-            snprintf(c->err, c->errn, "%s at offset %d ('%.12s')", what, (int)(c->p - c->s),
-                     c->p);
+            snprintf(c->err, c->errn, "%s at offset %d ('%.12s')", what, (int)(c->p - c->s), c->p);
         } else {
             snprintf(c->err, c->errn, "%s at the end", what);
         }
@@ -229,8 +228,8 @@ static int64_t expr(cx *c) {
     }
 }
 
-int tether__custom_expr_eval(const char *text, const tether__cx_env *env, int64_t *value,
-                             char *err, size_t errn) {
+int tether__custom_expr_eval(const char *text, const tether__cx_env *env, int64_t *value, char *err,
+                             size_t errn) {
     cx c = {.s = text, .p = text, .env = env, .err = err, .errn = errn};
     if (errn) {
         err[0] = '\0';

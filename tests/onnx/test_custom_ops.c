@@ -1,0 +1,287 @@
+/*
+ * Custom operators (docs/custom-ops.md) on ONNX models built here: the example registry
+ * (examples/custom_ops: swish on a packed NHWC image, OpenCL and C) inside a small graph,
+ * computed by the reference interpreter (through the C implementation built for the host) and by
+ * the generated C module, both against values this test computes; the OpenCL artifact carries
+ * the user's kernel with its #line and the images as NHWC; a contract violation (3 channels in an
+ * image) is refused naming the rule; an unknown custom op lists the registry's operators; bad
+ * registries (a shape rule that does not parse, no implementation for the backend) are refused.
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "model_builder.h"
+#include "tether/compiler.h"
+#include "tether/crt.h"
+#include "tether/custom_ops.h"
+#include "tether/onnx.h"
+
+#define F ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
+
+static char tmp[256];
+
+static void write_text(const char *name, const char *text) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmp, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* x [1, C, 3, 5] -> com.example::<op> -> Mul 2 -> y */
+static uint8_t *model(const char *op, int64_t C, size_t *len) {
+    mb b;
+    mb_init(&b, 13);
+    mb_opset(&b, "com.example", 1);
+    int64_t dims[4] = {1, C, 3, 5};
+    mb_input(&b, "x", F, 4, dims);
+    Onnx__NodeProto *n = mb_node(&b, op, "act", "x", "s");
+    mb_domain(&b, n, "com.example");
+    float two = 2.0f;
+    int64_t one = 1;
+    mb_init_tensor(&b, mb_tensor_f(&b, "two", 1, &one, &two, 0));
+    mb_node(&b, "Mul", "scale", "s,two", "y");
+    mb_output(&b, "y", F);
+    uint8_t *data = mb_pack(&b, len);
+    mb_free(&b);
+    return data;
+}
+
+static tether_custom_registry *example(void) {
+    tether_custom_registry *r = NULL;
+    int rc = tether_custom_registry_load(TETHER_EXAMPLES "/custom_ops/ops.json", &r);
+    if (rc) {
+        print_error("%s\n", tether_last_error());
+    }
+    assert_int_equal(rc, TETHER_OK);
+    return r;
+}
+
+static void input(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (float)((int)(i * 7 % 23) - 11) / 4.0f;
+    }
+}
+
+static float expect(float v) {
+    return 2.0f * (v / (1.0f + expf(-v)));
+}
+
+static void test_interp_and_c_module(void **state) {
+    (void)state;
+    tether_custom_registry *r = example();
+    size_t len;
+    uint8_t *data = model("Swish", 4, &len);
+    tether_model_load_options lo;
+    memset(&lo, 0, sizeof lo);
+    lo.custom_ops = r;
+    tether_ir_graph g;
+    assert_int_equal(tether_onnx_load_buffer(data, len, "m.onnx", &lo, &g), TETHER_OK);
+    /* the contract's permutes around the custom node */
+    int transposes = 0, custom = 0;
+    for (int i = 0; i < g.nnodes; i++) {
+        transposes += g.nodes[i].op == TETHER_OP_TRANSPOSE;
+        custom += g.nodes[i].op == TETHER_OP_CUSTOM;
+    }
+    assert_int_equal(transposes, 2);
+    assert_int_equal(custom, 1);
+    float x[60], y[60];
+    input(x, 60);
+    const float *ins[1] = {x};
+    float *outs[1] = {y};
+    assert_int_equal(tether_interp_run(&g, ins, outs), TETHER_OK);
+    for (int i = 0; i < 60; i++) {
+        assert_float_equal(y[i], expect(x[i]), 1e-5);
+    }
+    /* the generated C module (unpacked entry) on the host */
+    tether_compile_options o;
+    tether_compile_options_init(&o);
+    o.codegen.abi = TETHER_ABI_UNPACKED;
+    o.codegen.prefix = "cm";
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/c", tmp);
+    tether_compile_result res;
+    int rc = tether_compile_graph(&g, dir, &o, &res);
+    if (rc) {
+        print_error("%s\n", tether_last_error());
+    }
+    assert_int_equal(rc, TETHER_OK);
+    char lib[400];
+    snprintf(lib, sizeof lib, "%s/libcm.so", dir);
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    int32_t (*fn)(const float *, float *);
+    void *sym = dlsym(h, "cm_main");
+    assert_non_null(sym);
+    memcpy(&fn, &sym, sizeof fn);
+    memset(y, 0, sizeof y);
+    assert_int_equal(fn(x, y), 0);
+    for (int i = 0; i < 60; i++) {
+        assert_float_equal(y[i], expect(x[i]), 1e-5);
+    }
+    dlclose(h);
+    tether_ir_close(&g);
+    free(data);
+    tether_custom_registry_free(r);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static void test_opencl_artifact(void **state) {
+    (void)state;
+    tether_custom_registry *r = example();
+    size_t len;
+    uint8_t *data = model("Swish", 4, &len);
+    tether_model_load_options lo;
+    memset(&lo, 0, sizeof lo);
+    lo.custom_ops = r;
+    tether_ir_graph g;
+    assert_int_equal(tether_onnx_load_buffer(data, len, "m.onnx", &lo, &g), TETHER_OK);
+    tether_compile_options o;
+    tether_compile_options_init(&o);
+    o.backend = TETHER_BACKEND_OPENCL;
+    o.codegen.prefix = "om";
+    char dir[300], p[400];
+    snprintf(dir, sizeof dir, "%s/ocl", tmp);
+    tether_compile_result res;
+    int rc = tether_compile_graph(&g, dir, &o, &res);
+    if (rc) {
+        print_error("%s\n", tether_last_error());
+    }
+    assert_int_equal(rc, TETHER_OK);
+    snprintf(p, sizeof p, "%s/om.cl", dir);
+    const char *cl = slurp(p);
+    assert_non_null(strstr(cl, "#line 1 \"swish.cl\""));
+    assert_non_null(strstr(cl, "swish_image(m"));
+    assert_non_null(strstr(cl, "write_imagef"));
+    snprintf(p, sizeof p, "%s/metadata.json", dir);
+    const char *meta = slurp(p);
+    assert_non_null(strstr(meta, "\"NHWC\""));
+    assert_null(strstr(meta, "buffer_variant"));
+    tether_ir_close(&g);
+    free(data);
+    tether_custom_registry_free(r);
+}
+
+static void test_contract_and_bad_input(void **state) {
+    (void)state;
+    tether_custom_registry *r = example();
+    tether_model_load_options lo;
+    memset(&lo, 0, sizeof lo);
+    lo.custom_ops = r;
+    tether_ir_graph g;
+    size_t len;
+    /* 3 channels in an image: refused, naming the rule and the advice */
+    uint8_t *data = model("Swish", 3, &len);
+    assert_int_not_equal(tether_onnx_load_buffer(data, len, "m.onnx", &lo, &g), TETHER_OK);
+    assert_non_null(strstr(tether_last_error(), "image contract"));
+    assert_non_null(strstr(tether_last_error(), "3 channels"));
+    assert_non_null(strstr(tether_last_error(), "pad to 4 channels explicitly"));
+    free(data);
+    /* 8 channels: C in {1, 2, 4} */
+    data = model("Swish", 8, &len);
+    assert_int_not_equal(tether_onnx_load_buffer(data, len, "m.onnx", &lo, &g), TETHER_OK);
+    assert_non_null(strstr(tether_last_error(), "C in {1, 2, 4}"));
+    free(data);
+    /* an unknown custom operator lists the registry's */
+    data = model("Gelu", 4, &len);
+    assert_int_not_equal(tether_onnx_load_buffer(data, len, "m.onnx", &lo, &g), TETHER_OK);
+    assert_non_null(strstr(tether_last_error(), "Gelu"));
+    assert_non_null(strstr(tether_last_error(), "com.example::Swish"));
+    /* without a registry: the option to give */
+    assert_int_not_equal(tether_onnx_load_buffer(data, len, "m.onnx", NULL, &g), TETHER_OK);
+    assert_non_null(strstr(tether_last_error(), "--custom-ops"));
+    free(data);
+    tether_custom_registry_free(r);
+
+    /* registries: a shape rule that does not parse; no implementation for the backend */
+    write_text("k.cl", "__kernel void k(__global const float *x, __global float *y) {}\n");
+    write_text(
+        "bad.json",
+        "{\"ops\": [{\"domain\": \"com.example\", \"name\": \"Swish\", "
+        "\"implementations\": {\"opencl\": {\"source\": \"k.cl\", \"kernel\": \"k\"}}, "
+        "\"inputs\": [{\"kind\": \"buffer\", \"layout\": \"NCHW\", \"dtype\": \"float32\"}], "
+        "\"outputs\": [{\"kind\": \"buffer\", \"layout\": \"NCHW\", \"dtype\": \"float32\", "
+        "\"shape\": [\"in0[0]\", \"in0[1] +\"]}], \"work_size\": [\"out0[0]\"]}]}");
+    char p[400];
+    snprintf(p, sizeof p, "%s/bad.json", tmp);
+    assert_int_not_equal(tether_custom_registry_load(p, &r), TETHER_OK);
+    assert_null(r);
+    assert_non_null(strstr(tether_last_error(), "in0[1] +"));
+    assert_non_null(strstr(tether_last_error(), "com.example::Swish"));
+    write_text(
+        "oclonly.json",
+        "{\"ops\": [{\"domain\": \"com.example\", \"name\": \"Swish\", "
+        "\"implementations\": {\"opencl\": {\"source\": \"k.cl\", \"kernel\": \"k\"}}, "
+        "\"inputs\": [{\"kind\": \"buffer\", \"layout\": \"NCHW\", \"dtype\": \"float32\"}], "
+        "\"outputs\": [{\"kind\": \"buffer\", \"layout\": \"NCHW\", \"dtype\": \"float32\", "
+        "\"shape\": \"in0\"}], \"work_size\": [\"out0[1] * out0[2] * out0[3]\"]}]}");
+    snprintf(p, sizeof p, "%s/oclonly.json", tmp);
+    assert_int_equal(tether_custom_registry_load(p, &r), TETHER_OK);
+    lo.custom_ops = r;
+    data = model("Swish", 4, &len);
+    assert_int_equal(tether_onnx_load_buffer(data, len, "m.onnx", &lo, &g), TETHER_OK);
+    tether_compile_options o;
+    tether_compile_options_init(&o);
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/noc", tmp);
+    tether_compile_result res;
+    assert_int_not_equal(tether_compile_graph(&g, dir, &o, &res), TETHER_OK);
+    assert_non_null(strstr(tether_last_error(), "no C implementation"));
+    assert_int_not_equal(access(dir, F_OK), 0); /* nothing partial left */
+    tether_ir_close(&g);
+    /* int8 declared, float32 in the graph: mismatched types */
+    write_text("int8.json",
+               "{\"ops\": [{\"domain\": \"com.example\", \"name\": \"Swish\", "
+               "\"implementations\": {\"opencl\": {\"source\": \"k.cl\", \"kernel\": \"k\"}}, "
+               "\"inputs\": [{\"kind\": \"buffer\", \"layout\": \"NCHW\", \"dtype\": \"int8\"}], "
+               "\"outputs\": [{\"kind\": \"buffer\", \"layout\": \"NCHW\", \"dtype\": \"int8\", "
+               "\"shape\": \"in0\"}], \"work_size\": [\"out0[1]\"]}]}");
+    tether_custom_registry_free(r);
+    snprintf(p, sizeof p, "%s/int8.json", tmp);
+    assert_int_equal(tether_custom_registry_load(p, &r), TETHER_OK);
+    lo.custom_ops = r;
+    assert_int_not_equal(tether_onnx_load_buffer(data, len, "m.onnx", &lo, &g), TETHER_OK);
+    assert_non_null(strstr(tether_last_error(), "is float32 but the registry declares int8"));
+    free(data);
+    tether_custom_registry_free(r);
+}
+
+int main(void) {
+    snprintf(tmp, sizeof tmp, "%s/tether-custom-test-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmp)) {
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_interp_and_c_module),
+        cmocka_unit_test(test_opencl_artifact),
+        cmocka_unit_test(test_contract_and_bad_input),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    if (system(cmd) != 0) {
+        rc = rc ? rc : 1;
+    }
+    return rc;
+}
