@@ -266,6 +266,100 @@ static void test_contract_and_bad_input(void **state) {
     tether_custom_registry_free(r);
 }
 
+#ifdef TETHER_CLI
+#include <sys/wait.h>
+/* `tether ARGS` in tmp with local: (a tetherd child); exit code, output in a static buffer. */
+static int tether(const char **out, const char *args) {
+    static char buf[65536];
+    char cmd[4096], log[400];
+    snprintf(log, sizeof log, "%s/out.txt", tmp);
+    snprintf(cmd, sizeof cmd, "cd '%s' && TETHER_TETHERD='%s' '%s' %s > '%s' 2>&1", tmp,
+             TETHERD_PATH, TETHER_CLI, args, log);
+    int st = system(cmd);
+    FILE *f = fopen(log, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) {
+        fclose(f);
+    }
+    buf[n] = 0;
+    *out = buf;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* run, bench and ab through the CLI on tetherd (C backend), and a build error in the user's C
+ * shown with its file and line */
+static void test_cli(void **state) {
+    (void)state;
+    size_t len;
+    uint8_t *data = model("Swish", 4, &len);
+    char p[400];
+    snprintf(p, sizeof p, "%s/m.onnx", tmp);
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    fclose(f);
+    free(data);
+    const char *o;
+    int rc = tether(&o, "ab m.onnx --custom-ops " TETHER_EXAMPLES "/custom_ops/ops.json");
+    print_message("%s\n", o);
+    assert_int_equal(rc, 0);
+    /* x.npy: float32 [1, 4, 3, 5], a 128-byte header */
+    float x[60];
+    input(x, 60);
+    char hdr[128];
+    memset(hdr, ' ', sizeof hdr);
+    memcpy(hdr, "\x93NUMPY\x01\x00\x76\x00", 10); /* version 1.0, 118 header bytes */
+    const char *dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4, 3, 5), }";
+    memcpy(hdr + 10, dict, strlen(dict));
+    hdr[127] = '\n';
+    snprintf(p, sizeof p, "%s/x.npy", tmp);
+    f = fopen(p, "wb");
+    assert_non_null(f);
+    fwrite(hdr, 1, sizeof hdr, f);
+    fwrite(x, sizeof(float), 60, f);
+    fclose(f);
+    rc = tether(&o, "run m.onnx --in x.npy --out y.npy --custom-ops " TETHER_EXAMPLES
+                    "/custom_ops/ops.json");
+    print_message("%s\n", o);
+    assert_int_equal(rc, 0);
+    snprintf(p, sizeof p, "%s/y.npy", tmp);
+    f = fopen(p, "rb");
+    assert_non_null(f);
+    unsigned char yb[4096];
+    size_t yn = fread(yb, 1, sizeof yb, f);
+    fclose(f);
+    assert_true(yn >= 10 + 240);
+    size_t off = 10 + (size_t)(yb[8] | (yb[9] << 8));
+    assert_int_equal(yn - off, 240);
+    for (int i = 0; i < 60; i++) {
+        float v;
+        memcpy(&v, yb + off + 4 * (size_t)i, 4);
+        assert_float_equal(v, expect(x[i]), 1e-5);
+    }
+    rc = tether(&o, "bench m.onnx --in x.npy --custom-ops " TETHER_EXAMPLES
+                    "/custom_ops/ops.json");
+    assert_int_equal(rc, 0);
+    /* a user C source that does not build: its file and line */
+    write_text("broken.c", "int32_t swish_nhwc(const tether_custom_tensor *inputs, int32_t n,\n"
+                           "    const tether_custom_tensor *outputs, int32_t m) {\n"
+                           "    return undeclared_thing;\n}\n");
+    write_text("broken.json",
+               "{\"ops\": [{\"domain\": \"com.example\", \"name\": \"Swish\", "
+               "\"implementations\": {\"c\": {\"source\": \"broken.c\", \"function\": "
+               "\"swish_nhwc\"}}, \"inputs\": [{\"kind\": \"image\", \"layout\": \"NHWC\", "
+               "\"dtype\": \"float32\"}], \"outputs\": [{\"kind\": \"image\", \"layout\": "
+               "\"NHWC\", \"dtype\": \"float32\", \"shape\": \"in0\"}]}]}");
+    rc = tether(&o, "compile m.onnx -o outb --custom-ops broken.json");
+    print_message("%s\n", o);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(o, "broken.c:3:"));
+    /* the registry's bad input stops the command: exit 1 and the message */
+    rc = tether(&o, "run m.onnx --custom-ops missing.json");
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(o, "missing.json"));
+}
+#endif
+
 int main(void) {
     snprintf(tmp, sizeof tmp, "%s/tether-custom-test-XXXXXX",
              getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -276,6 +370,9 @@ int main(void) {
         cmocka_unit_test(test_interp_and_c_module),
         cmocka_unit_test(test_opencl_artifact),
         cmocka_unit_test(test_contract_and_bad_input),
+#ifdef TETHER_CLI
+        cmocka_unit_test(test_cli),
+#endif
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[400];
