@@ -286,6 +286,25 @@ static int tether(const char **out, const char *args) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* the float32 [1, 4, 3, 5] .npy file name in tmp equals expect(x) */
+static void check_npy(const char *name, const float *x) {
+    char p[400];
+    snprintf(p, sizeof p, "%s/%s", tmp, name);
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    unsigned char yb[4096];
+    size_t yn = fread(yb, 1, sizeof yb, f);
+    fclose(f);
+    assert_true(yn >= 10 + 240);
+    size_t off = 10 + (size_t)(yb[8] | (yb[9] << 8));
+    assert_int_equal(yn - off, 240);
+    for (int i = 0; i < 60; i++) {
+        float v;
+        memcpy(&v, yb + off + 4 * (size_t)i, 4);
+        assert_float_equal(v, expect(x[i]), 1e-5);
+    }
+}
+
 /* run, bench and ab through the CLI on tetherd (C backend), and a build error in the user's C
  * shown with its file and line */
 static void test_cli(void **state) {
@@ -322,23 +341,31 @@ static void test_cli(void **state) {
                     "/custom_ops/ops.json");
     print_message("%s\n", o);
     assert_int_equal(rc, 0);
-    snprintf(p, sizeof p, "%s/y.npy", tmp);
-    f = fopen(p, "rb");
-    assert_non_null(f);
-    unsigned char yb[4096];
-    size_t yn = fread(yb, 1, sizeof yb, f);
-    fclose(f);
-    assert_true(yn >= 10 + 240);
-    size_t off = 10 + (size_t)(yb[8] | (yb[9] << 8));
-    assert_int_equal(yn - off, 240);
-    for (int i = 0; i < 60; i++) {
-        float v;
-        memcpy(&v, yb + off + 4 * (size_t)i, 4);
-        assert_float_equal(v, expect(x[i]), 1e-5);
-    }
-    rc = tether(&o, "bench m.onnx --in x.npy --custom-ops " TETHER_EXAMPLES
-                    "/custom_ops/ops.json");
+    check_npy("y.npy", x);
+    rc = tether(&o, "bench m.onnx --in x.npy --custom-ops " TETHER_EXAMPLES "/custom_ops/ops.json");
     assert_int_equal(rc, 0);
+    /* OpenCL (the user's image kernel) */
+    rc = tether(&o,
+                "run m.onnx --backend opencl --in x.npy --out yo.npy --custom-ops " TETHER_EXAMPLES
+                "/custom_ops/ops.json");
+    print_message("%s\n", o);
+    assert_int_equal(rc, 0);
+    check_npy("yo.npy", x);
+    /* a user OpenCL kernel that does not build: its file and line, from the device's build */
+    write_text("brokenk.cl", "__kernel void swish_image(__read_only image2d_t x,\n"
+                             "                          __write_only image2d_t y) {\n"
+                             "    write_imagef(y, (int2)(0, 0), nothing_here);\n}\n");
+    write_text("brokenk.json",
+               "{\"ops\": [{\"domain\": \"com.example\", \"name\": \"Swish\", "
+               "\"implementations\": {\"opencl\": {\"source\": \"brokenk.cl\", \"kernel\": "
+               "\"swish_image\"}}, \"inputs\": [{\"kind\": \"image\", \"layout\": \"NHWC\", "
+               "\"dtype\": \"float32\"}], \"outputs\": [{\"kind\": \"image\", \"layout\": "
+               "\"NHWC\", \"dtype\": \"float32\", \"shape\": \"in0\"}], \"work_size\": "
+               "[\"out0[2]\", \"out0[1]\"]}]}");
+    rc = tether(&o, "run m.onnx --backend opencl --in x.npy --custom-ops brokenk.json");
+    print_message("%s\n", o);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(o, "brokenk.cl:3:"));
     /* a user C source that does not build: its file and line */
     write_text("broken.c", "int32_t swish_nhwc(const tether_custom_tensor *inputs, int32_t n,\n"
                            "    const tether_custom_tensor *outputs, int32_t m) {\n"
