@@ -39,14 +39,32 @@ static void write_text(const char *name, const char *text) {
     fclose(f);
 }
 
-/* x [1, C, 3, 5] -> com.example::<op> -> Mul 2 -> y */
+/* A small CNN: x [1, 1, 3, 5] -> Conv 3x3 (C output channels, pads 1, bias) -> com.example::<op>
+ * -> Mul 2 -> y [1, C, 3, 5]. Weights w[o][k] = ((o * 9 + k) % 7 - 3) / 8, bias (o - 1) / 4. */
+static float wt(int o, int k) {
+    return (float)((o * 9 + k) % 7 - 3) / 8.0f;
+}
+
 static uint8_t *model(const char *op, int64_t C, size_t *len) {
     mb b;
     mb_init(&b, 13);
     mb_opset(&b, "com.example", 1);
-    int64_t dims[4] = {1, C, 3, 5};
+    int64_t dims[4] = {1, 1, 3, 5};
     mb_input(&b, "x", F, 4, dims);
-    Onnx__NodeProto *n = mb_node(&b, op, "act", "x", "s");
+    float w[8 * 9], bias[8];
+    for (int o = 0; o < C; o++) {
+        bias[o] = (float)(o - 1) / 4.0f;
+        for (int k = 0; k < 9; k++) {
+            w[o * 9 + k] = wt(o, k);
+        }
+    }
+    int64_t wd[4] = {C, 1, 3, 3}, bd[1] = {C};
+    mb_init_tensor(&b, mb_tensor_f(&b, "w", 4, wd, w, 0));
+    mb_init_tensor(&b, mb_tensor_f(&b, "b", 1, bd, bias, 0));
+    Onnx__NodeProto *conv = mb_node(&b, "Conv", "conv", "x,w,b", "c");
+    int64_t pads[4] = {1, 1, 1, 1};
+    mb_attr_ints(&b, conv, "pads", 4, pads);
+    Onnx__NodeProto *n = mb_node(&b, op, "act", "c", "s");
     mb_domain(&b, n, "com.example");
     float two = 2.0f;
     int64_t one = 1;
@@ -54,6 +72,10 @@ static uint8_t *model(const char *op, int64_t C, size_t *len) {
     mb_node(&b, "Mul", "scale", "s,two", "y");
     mb_output(&b, "y", F);
     uint8_t *data = mb_pack(&b, len);
+    const char *keep = getenv("TETHER_CUSTOM_OPS_WRITE_MODEL"); /* examples/custom_ops */
+    if (keep && keep[0] && C == 4 && !strcmp(op, "Swish")) {
+        mb_write(&b, keep);
+    }
     mb_free(&b);
     return data;
 }
@@ -74,8 +96,25 @@ static void input(float *x, size_t n) {
     }
 }
 
-static float expect(float v) {
-    return 2.0f * (v / (1.0f + expf(-v)));
+/* y = 2 * swish(conv(x)), computed here: x [1, 1, 3, 5], y [1, 4, 3, 5] */
+static void expect_all(const float *x, float *y) {
+    for (int o = 0; o < 4; o++) {
+        for (int h = 0; h < 3; h++) {
+            for (int w = 0; w < 5; w++) {
+                double acc = (double)(o - 1) / 4.0;
+                for (int kh = 0; kh < 3; kh++) {
+                    for (int kw = 0; kw < 3; kw++) {
+                        int ih = h + kh - 1, iw = w + kw - 1;
+                        if (ih >= 0 && ih < 3 && iw >= 0 && iw < 5) {
+                            acc += (double)wt(o, kh * 3 + kw) * x[ih * 5 + iw];
+                        }
+                    }
+                }
+                float v = (float)acc;
+                y[(o * 3 + h) * 5 + w] = 2.0f * (v / (1.0f + expf(-v)));
+            }
+        }
+    }
 }
 
 static void test_interp_and_c_module(void **state) {
@@ -96,13 +135,14 @@ static void test_interp_and_c_module(void **state) {
     }
     assert_int_equal(transposes, 2);
     assert_int_equal(custom, 1);
-    float x[60], y[60];
-    input(x, 60);
+    float x[15], y[60], want[60];
+    input(x, 15);
+    expect_all(x, want);
     const float *ins[1] = {x};
     float *outs[1] = {y};
     assert_int_equal(tether_interp_run(&g, ins, outs), TETHER_OK);
     for (int i = 0; i < 60; i++) {
-        assert_float_equal(y[i], expect(x[i]), 1e-5);
+        assert_float_equal(y[i], want[i], 1e-5);
     }
     /* the generated C module (unpacked entry) on the host */
     tether_compile_options o;
@@ -128,7 +168,7 @@ static void test_interp_and_c_module(void **state) {
     memset(y, 0, sizeof y);
     assert_int_equal(fn(x, y), 0);
     for (int i = 0; i < 60; i++) {
-        assert_float_equal(y[i], expect(x[i]), 1e-5);
+        assert_float_equal(y[i], want[i], 1e-5);
     }
     dlclose(h);
     tether_ir_close(&g);
@@ -286,8 +326,10 @@ static int tether(const char **out, const char *args) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* the float32 [1, 4, 3, 5] .npy file name in tmp equals expect(x) */
+/* the float32 [1, 4, 3, 5] .npy file name in tmp equals expect_all(x) */
 static void check_npy(const char *name, const float *x) {
+    float want[60];
+    expect_all(x, want);
     char p[400];
     snprintf(p, sizeof p, "%s/%s", tmp, name);
     FILE *f = fopen(p, "rb");
@@ -301,7 +343,7 @@ static void check_npy(const char *name, const float *x) {
     for (int i = 0; i < 60; i++) {
         float v;
         memcpy(&v, yb + off + 4 * (size_t)i, 4);
-        assert_float_equal(v, expect(x[i]), 1e-5);
+        assert_float_equal(v, want[i], 1e-5);
     }
 }
 
@@ -322,20 +364,20 @@ static void test_cli(void **state) {
     int rc = tether(&o, "ab m.onnx --custom-ops " TETHER_EXAMPLES "/custom_ops/ops.json");
     print_message("%s\n", o);
     assert_int_equal(rc, 0);
-    /* x.npy: float32 [1, 4, 3, 5], a 128-byte header */
-    float x[60];
-    input(x, 60);
+    /* x.npy: float32 [1, 1, 3, 5], a 128-byte header */
+    float x[15];
+    input(x, 15);
     char hdr[128];
     memset(hdr, ' ', sizeof hdr);
     memcpy(hdr, "\x93NUMPY\x01\x00\x76\x00", 10); /* version 1.0, 118 header bytes */
-    const char *dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4, 3, 5), }";
+    const char *dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 3, 5), }";
     memcpy(hdr + 10, dict, strlen(dict));
     hdr[127] = '\n';
     snprintf(p, sizeof p, "%s/x.npy", tmp);
     f = fopen(p, "wb");
     assert_non_null(f);
     fwrite(hdr, 1, sizeof hdr, f);
-    fwrite(x, sizeof(float), 60, f);
+    fwrite(x, sizeof(float), 15, f);
     fclose(f);
     rc = tether(&o, "run m.onnx --in x.npy --out y.npy --custom-ops " TETHER_EXAMPLES
                     "/custom_ops/ops.json");
