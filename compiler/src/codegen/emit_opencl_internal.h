@@ -53,7 +53,7 @@ typedef struct step {
     char kname[128];
     int64_t total; /* work-items that do work (the int argument) */
     int64_t global, local;
-    int work_dim;     /* > 0: a custom kernel's global size gsize[0 .. work_dim) (local: none) */
+    int work_dim; /* > 0: a custom kernel's global size gsize[0 .. work_dim) (local: none) */
     int64_t gsize[3];
     int nmems;
     int mems[MAX_KMEMS];
