@@ -289,6 +289,34 @@ static void test_contract_and_bad_input(void **state) {
     assert_non_null(strstr(tether_last_error(), "no C implementation"));
     assert_int_not_equal(access(dir, F_OK), 0); /* nothing partial left */
     tether_ir_close(&g);
+    /* a shape rule that parses but does not evaluate for the node */
+    write_text("rank.json",
+               "{\"ops\": [{\"domain\": \"com.example\", \"name\": \"Swish\", "
+               "\"implementations\": {\"opencl\": {\"source\": \"k.cl\", \"kernel\": \"k\"}}, "
+               "\"inputs\": [{\"kind\": \"buffer\", \"layout\": \"NCHW\", \"dtype\": "
+               "\"float32\"}], \"outputs\": [{\"kind\": \"buffer\", \"layout\": \"NCHW\", "
+               "\"dtype\": \"float32\", \"shape\": [\"in0[7]\"]}], \"work_size\": [1]}]}");
+    tether_custom_registry *r2 = NULL;
+    snprintf(p, sizeof p, "%s/rank.json", tmp);
+    assert_int_equal(tether_custom_registry_load(p, &r2), TETHER_OK);
+    lo.custom_ops = r2;
+    assert_int_not_equal(tether_onnx_load_buffer(data, len, "m.onnx", &lo, &g), TETHER_OK);
+    assert_non_null(strstr(tether_last_error(), "dimension 7 is outside in0's rank 4"));
+    tether_custom_registry_free(r2);
+    /* registry errors: an unknown key, an image that is not NHWC */
+    write_text("key.json", "{\"ops\": [{\"domain\": \"d\", \"name\": \"n\", \"colour\": 1}]}");
+    snprintf(p, sizeof p, "%s/key.json", tmp);
+    assert_int_not_equal(tether_custom_registry_load(p, &r2), TETHER_OK);
+    assert_non_null(strstr(tether_last_error(), "unknown key 'colour'"));
+    write_text("nchwimg.json",
+               "{\"ops\": [{\"domain\": \"d\", \"name\": \"n\", \"implementations\": "
+               "{\"opencl\": {\"source\": \"k.cl\", \"kernel\": \"k\"}}, \"inputs\": "
+               "[{\"kind\": \"image\", \"layout\": \"NCHW\", \"dtype\": \"float32\"}], "
+               "\"outputs\": [{\"kind\": \"buffer\", \"layout\": \"NCHW\", \"dtype\": "
+               "\"float32\", \"shape\": \"in0\"}], \"work_size\": [1]}]}");
+    snprintf(p, sizeof p, "%s/nchwimg.json", tmp);
+    assert_int_not_equal(tether_custom_registry_load(p, &r2), TETHER_OK);
+    assert_non_null(strstr(tether_last_error(), "layout must be NHWC"));
     /* int8 declared, float32 in the graph: mismatched types */
     write_text("int8.json",
                "{\"ops\": [{\"domain\": \"com.example\", \"name\": \"Swish\", "
