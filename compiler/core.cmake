@@ -37,6 +37,12 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/compile_opencl.c
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/report.c
     ${CMAKE_CURRENT_LIST_DIR}/src/cli/cli.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/custom/registry.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/custom/shape_expr.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/custom/contract.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/custom/reference.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_custom.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_custom.c
     CACHE INTERNAL "tether_compiler sources (absolute), reused by the fuzz targets")
 add_library(tether_compiler STATIC ${TETHER_COMPILER_SOURCES})
 target_compile_options(tether_compiler PRIVATE ${TETHER_COMPILER_WARNINGS}) # -Wswitch-enum

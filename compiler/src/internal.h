@@ -40,6 +40,7 @@ typedef enum tether__op_kind {
     TETHER__OPK_RESIZE,
     TETHER__OPK_WHERE,   /* select by a bool condition, numpy broadcasting of three inputs */
     TETHER__OPK_CONV_ND, /* conv_nd, conv_transpose: N-D windows (window attributes) */
+    TETHER__OPK_CUSTOM,  /* a user kernel (custom/, docs/custom-ops.md) */
 } tether__op_kind;
 
 /* Typing rules (the TYPES column of ops.def; what each admits is described there). */
@@ -55,6 +56,7 @@ typedef enum tether__op_types {
     TETHER__TY_ISFLT,
     TETHER__TY_CAST,
     TETHER__TY_WHERE,
+    TETHER__TY_CUSTOM, /* the registry's declared types (custom/, docs/custom-ops.md) */
 } tether__op_types;
 
 /* TETHER__TY_INTS_<TYPES>(i, o): i when the rule admits integer or bool inputs (an elementwise
@@ -107,6 +109,7 @@ const char *tether__dtype_str(DLDataType t);
 #define TETHER__OPK_EW_PAD(u, b, p, o)         o
 #define TETHER__OPK_EW_NORM(u, b, p, o)        o
 #define TETHER__OPK_EW_REDUCE(u, b, p, o)      o
+#define TETHER__OPK_EW_CUSTOM(u, b, p, o)      o
 #define TETHER__OPK_EW_RESIZE(u, b, p, o)      o
 #define TETHER__OPK_EW_WHERE(u, b, p, o)       o
 #define TETHER__OPK_EW_CONV_ND(u, b, p, o)     o

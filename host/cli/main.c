@@ -41,6 +41,7 @@
 
 #include "cli.h"
 #include "cli_onnx.h"
+#include "custom_ops_cli.h"
 
 #define fail  tether_cli_fail
 #define g_cmd (tether_cli_command())
@@ -527,6 +528,12 @@ int main(int argc, char **argv) {
     tether_compile_set_notices(stderr, who); /* e.g. large weights moved to a params blob */
 #endif
     tether_cli_onnx_init(); /* .onnx models and .pb arrays, when built with the ONNX front end */
+#ifdef TETHER_HAVE_COMPILER
+    int crc = tether_cli_custom_ops_take(cmd, &argc, argv); /* --custom-ops FILE, any command */
+    if (crc) {
+        return crc;
+    }
+#endif
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage(stdout);
         return 0;

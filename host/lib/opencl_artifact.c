@@ -41,6 +41,7 @@ typedef struct ocl_mem {
     uint64_t bytes;
     int64_t params_off; /* -1 = none */
     int index;          /* inputs/outputs: position in the signature */
+    int nhwc;           /* texture: a custom operator's packed image [H, W, C] (layout NHWC) */
     uint64_t handle;
     int allocated;
 } ocl_mem;
@@ -226,7 +227,15 @@ static int parse_mems(tether__ocl_artifact *a, const cJSON *arr) {
             return bad(a, "memory %d ('%s'): shape and bytes (4 per element) do not agree", i,
                        m->name);
         }
-        if ((m->kind == K_IMAGE || m->kind == K_TEXTURE) &&
+        const cJSON *lay = cJSON_GetObjectItemCaseSensitive(o, "layout");
+        m->nhwc = m->kind == K_TEXTURE && cJSON_IsString(lay) && !strcmp(lay->valuestring, "NHWC");
+        if (m->nhwc && tether_image_validate(m->shape, m->ndim, 0, 0, NULL)) {
+            /* a custom operator's image: the contract (docs/custom-ops.md), checked again */
+            char why[TETHER_ERROR_MSG_MAX];
+            snprintf(why, sizeof why, "%s", tether_last_error());
+            return bad(a, "memory %d ('%s'): %s", i, m->name, why);
+        }
+        if ((m->kind == K_IMAGE || m->kind == K_TEXTURE) && !m->nhwc &&
             (m->ndim < 2 || m->shape[m->ndim - 1] != 4)) {
             return bad(a, "memory %d ('%s'): an image's last dimension must be 4", i, m->name);
         }
@@ -550,8 +559,11 @@ static int images_fit(const tether__ocl_artifact *a, const tether_device_info *d
                                     m->name, node_of(a, i), tether_scope_name(m->scope), flag);
         }
         tether_image_extent ext;
-        if (tether_texture_extent(m->scope, m->shape, m->ndim, d->image_max_width,
-                                  d->image_max_height, &ext)) {
+        /* a custom operator's image: the packed-image contract before any launch */
+        if (m->nhwc ? tether_image_validate(m->shape, m->ndim, d->image_max_width,
+                                            d->image_max_height, &ext)
+                    : tether_texture_extent(m->scope, m->shape, m->ndim, d->image_max_width,
+                                            d->image_max_height, &ext)) {
             char msg[TETHER_ERROR_MSG_MAX];
             snprintf(msg, sizeof msg, "%s", tether_last_error());
             /* an artifact without a buffer variant was compiled for given image limits */

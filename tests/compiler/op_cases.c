@@ -527,6 +527,18 @@ const tt_op_case tt_op_cases[] = {
     {"neg", TETHER_OP_NEG, 1, {1}, {{9}}, 0, NULL, NONE, BOTH, NULL},
     {"abs", TETHER_OP_ABS, 1, {0}, {{0}}, 0, NULL, NONE, BOTH, NULL},
     {"erf", TETHER_OP_ERF, 1, {2}, {{3, 5}}, 0, NULL, NONE, BOTH, NULL},
+    /* examples/custom_ops' swish (C implementation) on its declared NHWC image [1, H, W, 4]; the
+     * graph's tensor is the image itself, so C only (OpenCL keeps images between kernels) */
+    {"custom_swish",
+     TETHER_OP_CUSTOM,
+     1,
+     {4},
+     {{1, 3, 5, 4}},
+     0,
+     tt_attrs_custom,
+     NONE,
+     TT_C,
+     NULL},
     {"softmax_last", TETHER_OP_SOFTMAX, 1, {2}, {{3, 10}}, 0, NULL, NONE, BOTH, NULL},
     {"softmax_axis1", TETHER_OP_SOFTMAX, 1, {3}, {{2, 3, 4}}, 0, a_axis1, NONE, BOTH, NULL},
     {"softmax_len1", TETHER_OP_SOFTMAX, 1, {2}, {{3, 1}}, 0, NULL, NONE, OCL, NULL},

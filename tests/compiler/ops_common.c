@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "tether/crt.h"
+#include "tether/custom_ops.h"
 
 void tt_fill(float *v, size_t n, bool positive, uint32_t *seed) {
     for (size_t i = 0; i < n; i++) {
@@ -39,8 +40,22 @@ double tt_close(const float *a, const float *b, size_t n, double atol, double rt
     return worst;
 }
 
+void tt_attrs_custom(tether_ir_attrs *a) {
+    a->ints[0] = 0;
+    a->nints = 1;
+}
+
+const struct tether_custom_registry *tt_custom_registry(void) {
+    static tether_custom_registry *r;
+    if (!r && tether_custom_registry_load(TETHER_SOURCE_DIR "/examples/custom_ops/ops.json", &r)) {
+        fprintf(stderr, "%s\n", tether_last_error());
+    }
+    return r;
+}
+
 int tt_graph_copy(const tether_ir_graph *s, tether_ir_graph *d) {
     int rc = tether_ir_init(d, s->name);
+    d->custom = s->custom;
     for (int i = 0; i < s->ntensors && !rc; i++) {
         const tether_ir_tensor *t = &s->tensors[i];
         if (t->kind == TETHER_TENSOR_CONSTANT) {

@@ -97,4 +97,8 @@ extern const size_t tt_num_op_cases;
 
 /* 2x2 kernel, stride 2 (pooling attributes of several cases). */
 void tt_attrs_pool2(tether_ir_attrs *a);
+/* Custom operator 0 of tt_custom_registry() (the examples/custom_ops registry, loaded once, or
+ * NULL with the error printed): what a graph with a CUSTOM case points its ->custom at. */
+void tt_attrs_custom(tether_ir_attrs *a);
+const struct tether_custom_registry *tt_custom_registry(void);
 #endif

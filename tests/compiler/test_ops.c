@@ -43,6 +43,10 @@ static DLDataType case_dtype(const tt_op_case *c, int i) {
 
 static void build_case(const tt_op_case *c, tether_ir_graph *g) {
     assert_int_equal(tether_ir_init(g, c->name), 0);
+    if (c->op == TETHER_OP_CUSTOM) {
+        g->custom = tt_custom_registry();
+        assert_non_null(g->custom);
+    }
     int in[TT_MAXIN];
     for (int i = 0; i < c->nin; i++) {
         char nm[32];

@@ -301,7 +301,8 @@ static void test_unsupported_list(void **state) {
         "m.onnx: unsupported model: 7 operators cannot be imported: ",
         "Erf (node 'erf_1', opset 13)",
         "Pad (node 'pad_reflect', opset 13: mode 'reflect' (only constant))",
-        "FusedGemm (node 'FusedGemm_2', domain 'com.microsoft' opset 1)",
+        "FusedGemm (node 'FusedGemm_2', domain 'com.microsoft' opset 1: a custom domain; give its "
+        "kernels with --custom-ops FILE",
         "MaxPool (node 'pool_idx', opset 13: the Indices output)",
         "Einsum (node 'ein', opset 13)",
         ("Conv (node 'conv4d', opset 13: window attribute 'kernel_shape' with 4 entries (1 to 3 "

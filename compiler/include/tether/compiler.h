@@ -90,6 +90,10 @@ typedef struct tether_model_load_options {
      * binds the graph input named input_names[j] (a name no input has binds nothing), as
      * `tether run --in NAME=FILE` and .npz archives give them. */
     const char *const *input_names;
+    /* The custom-operator registry (tether/custom_ops.h, `--custom-ops`): nodes of its domains
+     * become CUSTOM nodes; the loaded graph points at it (it must outlive the graph). NULL =
+     * none. */
+    const struct tether_custom_registry *custom_ops;
 } tether_model_load_options;
 
 /* tether_model_load with options (NULL = none). Every input_shapes entry must name a graph input
@@ -300,6 +304,9 @@ typedef struct tether_codegen_options {
      * which copies the table of the last call out; TETHER_PROFILE_STACK also asks the MCU
      * firmware for each node's stack bytes (tether_mcu_profile_stack). 0 = none (default). */
     int profile;
+    /* custom operators call the registry's "mcu" C implementation when it has one (set by the
+     * compile driver for static, firmware targets; docs/custom-ops.md) */
+    bool custom_mcu;
 } tether_codegen_options;
 
 #define TETHER_PROFILE_NONE  0

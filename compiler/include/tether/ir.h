@@ -179,6 +179,9 @@ typedef struct tether_ir_graph {
     int *outputs; /* graph outputs */
     int noutputs;
     int tensors_cap_, nodes_cap_, inputs_cap_, outputs_cap_; /* private */
+    /* the custom-operator registry its CUSTOM nodes index (tether/custom_ops.h; borrowed: it
+     * outlives the graph), NULL when the model has none */
+    const struct tether_custom_registry *custom;
 } tether_ir_graph;
 
 /* Operator names ("conv2d") and their parse; NULL / TETHER_ERR_NOT_FOUND when unknown. */

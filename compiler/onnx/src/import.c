@@ -289,6 +289,8 @@ static int import_model(timport *c) {
         return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "the model has no graph");
     }
     int rc = tether_ir_init(c->g, S(c->gp->name)[0] ? c->gp->name : "model");
+    /* custom.c: the registry CUSTOM nodes index */
+    c->g->custom = c->o && c->o->custom_ops ? c->o->custom_ops : tether_custom_ops_default();
     if (rc || (rc = tonnx_name_nodes(c)) || (rc = tonnx_check_arity(c)) ||
         (rc = tonnx_collect_values(c))) {
         return rc;
@@ -370,7 +372,8 @@ int tether_onnx_load_buffer(const void *data, size_t len, const char *source,
         strcpy(c.dir, ".");
     }
     c.host_limit = TONNX_HOST_BUDGET(len);
-    int rc = tonnx_wire_check(data, len, c.source, TONNX_MODEL);
+    int rc = tonnx_custom_begin(o && o->custom_ops ? o->custom_ops : tether_custom_ops_default());
+    rc = rc ? rc : tonnx_wire_check(data, len, c.source, TONNX_MODEL);
     if (!rc) {
         rc = unpack_model(data, len, c.source, &c.alloc, &c.m);
     }
@@ -387,6 +390,7 @@ int tether_onnx_load_buffer(const void *data, size_t len, const char *source,
         }
     }
     release(&c);
+    tonnx_custom_end();
     if (rc) {
         tether_ir_close(g);
         memset(g, 0, sizeof *g);

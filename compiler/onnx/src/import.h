@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "internal.h"
+#include "tether/custom_ops.h"
 
 /* A tensor known on the host during import: float32 or int64 elements, C order. */
 typedef struct hconst {
@@ -188,6 +189,18 @@ int tonnx_cv_softmax(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_squeeze(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_transpose(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_unary(timport *c, const Onnx__NodeProto *n);
+
+/* custom.c: nodes of the --custom-ops registry's domains (tether/custom_ops.h). Between begin
+ * and end (one import, this thread) tonnx_op_find answers for the registry's operators with an
+ * op_def whose converter adds the CUSTOM node and the NCHW <-> NHWC permutes the contract asks
+ * for; tonnx_custom_arity gives its counts (TETHER_ERR_NOT_FOUND for any other op_def);
+ * tonnx_custom_unknown says why a node of another domain is not imported (the registry's
+ * operators listed). */
+int tonnx_custom_begin(const tether_custom_registry *r);
+void tonnx_custom_end(void);
+const op_def *tonnx_custom_find(const char *domain, const char *op_type);
+int tonnx_custom_arity(const op_def *d, tonnx_arity *out);
+void tonnx_custom_unknown(const char *domain, const char *op_type, char *buf, size_t n);
 
 /* Evaluates the current node on host constants (d->host, every present input constant;
  * host_eval.c). */

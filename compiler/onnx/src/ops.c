@@ -475,6 +475,9 @@ static const arity_def arities[] = {
 };
 
 int tonnx_op_arity(const op_def *d, int opset, tonnx_arity *out) {
+    if (tonnx_custom_arity(d, out) == TETHER_OK) {
+        return TETHER_OK;
+    }
     const arity_def *found = NULL;
     int entries = 0;
     for (size_t i = 0; i < sizeof arities / sizeof *arities; i++) {
@@ -500,7 +503,7 @@ int tonnx_op_arity(const op_def *d, int opset, tonnx_arity *out) {
 
 const op_def *tonnx_op_find(const char *domain, const char *op_type) {
     if (domain && domain[0] && strcmp(domain, "ai.onnx") != 0) {
-        return NULL;
+        return tonnx_custom_find(domain, op_type); /* the --custom-ops registry (custom.c) */
     }
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         if (strcmp(ops[i].op_type, op_type) == 0) {

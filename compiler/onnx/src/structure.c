@@ -560,7 +560,10 @@ int tonnx_support_scan(timport *c) {
         const char *why = NULL;
         c->cur = (int)i;
         if (!d) {
-            why = "";
+            if (!std) { /* a custom domain: not in the --custom-ops registry */
+                tonnx_custom_unknown(dom, S(n->op_type), reason, sizeof reason);
+            }
+            why = reason;
         } else if (c->opset < d->since || c->opset > d->until) {
             snprintf(reason, sizeof reason, ": handled for opsets %d..%d", d->since, d->until);
             why = reason;

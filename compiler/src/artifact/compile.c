@@ -216,6 +216,10 @@ static int target_vector_width(const tether_build_options *b) {
 
 void tether__compile_options_resolve(const tether_compile_options *o, tether_compile_options *out) {
     *out = *o;
+    const tether_target *tg;
+    out->codegen.custom_mcu =
+        tether_target_find(o->build.target ? o->build.target : "x86_64-linux", &tg) == TETHER_OK &&
+        tg->kind != TETHER_TARGET_SHARED;
     if (o->backend == TETHER_BACKEND_OPENCL) {
         return; /* the OpenCL kernels have no vector width and take no padded copies */
     }

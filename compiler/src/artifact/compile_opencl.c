@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "../custom/custom_internal.h"
 #include "../internal.h"
 #include "tether/compiler.h"
 #include "tether/crt/error.h"
@@ -57,7 +58,7 @@ int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
     /* images made for no particular device: the buffer variant for a device that cannot hold
      * them (the runner takes it; docs/codegen.md, "Image limits") */
     bool variant = !rc && (cg.nimages > 0 || cg.ntextures > 0) && oo.image_max_width == 0 &&
-                   oo.image_max_height == 0;
+                   oo.image_max_height == 0 && !tether__custom_graph_has_images(g);
     if (variant) {
         tether_opencl_options bo = oo;
         bo.texture_weights = false;

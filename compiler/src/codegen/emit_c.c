@@ -664,6 +664,9 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
                             "static const uint8_t *%s_params;\n\n",
                             out->params_bytes, P, P);
     }
+    if ((rc = tether__c_custom_prototypes(&e))) {
+        goto out;
+    }
     for (int i = 0; i < g->nnodes; i++) {
         if (tether__c_node_has_function(g, &g->nodes[i])) {
             tether__c_emit_op_function(&e, i);
@@ -854,6 +857,9 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
                         "};\n\nextern const tg_registry tether_module_registry;\n"
                         "const tg_registry tether_module_registry = {tg_entries, %d};\n",
                         out->nfuncs);
+    if ((rc = tether__c_custom_sources(&e))) { /* last: their #line directives */
+        goto out;
+    }
 
     /* ---- assemble: preamble + helpers + body ---- */
     tether__sbuf ml;

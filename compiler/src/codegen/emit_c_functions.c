@@ -285,7 +285,7 @@ void tether__c_emit_op_function(em *e, int idx) {
         }
         tether__sbuf_puts(&e->s, ");\n");
     }
-    line(e, "return 0;");
+    line(e, nd->op == TETHER_OP_CUSTOM ? "return tg_custom_rc;" : "return 0;");
     e->depth = 0;
     tether__sbuf_puts(&e->s, "}\n\n");
 }
@@ -384,6 +384,11 @@ void tether__c_emit_graph(em *e) {
             first = 0;
         }
         tether__sbuf_puts(&e->s, ");\n");
+        if (nd->op == TETHER_OP_CUSTOM) { /* the user's function returned its status */
+            line(e, "if (tg_custom_rc != 0) {");
+            line(e, "    return tg_custom_rc;");
+            line(e, "}");
+        }
         tether__c_profile_node(e, slot++, 1);
     }
     for (int i = 0; i < g->noutputs; i++) { /* planned outputs: copied out when asked for */

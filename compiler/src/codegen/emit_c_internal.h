@@ -162,6 +162,12 @@ void tether__c_where(em *e, const tether_ir_node *nd, const kargs *k);
  * (emit_c_kernels.c). */
 void tether__c_bcast_index(const tether_ir_tensor *t, int nd, const int64_t *oshape, char *out,
                            size_t n);
+/* emit_c_custom.c: a CUSTOM node's kernel body (descriptors of its tensors in the declared
+ * layout, the call of the user's function); the user's C sources with their #line directives
+ * and prototypes (tether__c_custom_sources, after the kernels; 0 or an error naming the op). */
+void tether__c_custom_body(em *e, const tether_ir_node *nd, const kargs *k);
+int tether__c_custom_prototypes(em *e);
+int tether__c_custom_sources(em *e);
 
 /* Whether node n has a function (aliases and empty outputs have none). */
 int tether__c_node_has_function(const tether_ir_graph *g, const tether_ir_node *n);

@@ -87,6 +87,7 @@ static int op_supported(tether_op op) {
     case TETHER_OP_REDUCE_SUM_SQUARE:
     case TETHER_OP_HARDMAX:
     case TETHER_OP_RESIZE_NEAREST:
+    case TETHER_OP_CUSTOM: /* the registry's OpenCL kernel (tether__ocl_custom_check) */
         return 1;
     case TETHER_OP_WHERE:
         return 0;
@@ -545,6 +546,9 @@ static void unique_kname(ocl *e, step *s, const char *base) {
 static int emit_node(ocl *e, int idx) {
     const tether_ir_node *n = &e->g->nodes[idx];
     const tether_ir_tensor *y = T(e, n->outputs[0]);
+    if (tether__ocl_custom_owns(e, n)) {
+        return tether__ocl_custom_emit(e, idx);
+    }
     if (e->tex[n->outputs[0]] >= 0 && n->op != TETHER_OP_CONV2D) {
         /* an elementwise kernel on texels reads every operand as a texture: the scope pass
          * decides them together, and a group falls back whole (equal extents) */
@@ -645,6 +649,7 @@ static int emit_node(ocl *e, int idx) {
     case TETHER_OP_WHERE: /* refused by check_support */
     case TETHER_OP_CONV_ND:
     case TETHER_OP_CONV_TRANSPOSE:
+    case TETHER_OP_CUSTOM: /* emitted by tether__ocl_custom_emit */
         break;
     }
     int local = e->local; /* a tuned work-group size for this node's workload */
@@ -743,7 +748,7 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
         return tether_set_error(TETHER_ERR_INVALID_ARG, "work-group size %d is not 1..1024",
                                 o->local_size);
     }
-    if ((rc = check_support(g))) {
+    if ((rc = check_support(g)) || (rc = tether__ocl_custom_check(g))) {
         return rc;
     }
     for (int i = 0; i < o->nnode_schedules; i++) {
@@ -762,7 +767,8 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
     e.P = P;
     e.local = o->local_size ? o->local_size : 64;
     tether__sbuf_init(&e.s);
-    if ((rc = tether__ocl_plan_textures(&e)) || (rc = assign_memory(&e))) {
+    if ((rc = tether__ocl_plan_textures(&e)) || (rc = tether__ocl_custom_textures(&e)) ||
+        (rc = assign_memory(&e))) {
         ocl_free(&e);
         return rc;
     }
@@ -803,6 +809,11 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
                           "| CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;\n");
     }
     tether__sbuf_puts(&src, "\n");
+    if ((rc = tether__ocl_custom_sources(&e, &src))) {
+        tether__sbuf_free(&src);
+        ocl_free(&e);
+        return rc;
+    }
     tether__sbuf_puts(&src, e.s.data ? e.s.data : "");
     char *meta = tether__metadata_opencl(&e);
     if (src.failed || !meta) {
@@ -834,4 +845,14 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
     e.params = NULL;
     ocl_free(&e);
     return TETHER_OK;
+}
+
+/* ---- step helpers for emit_opencl_custom.c ------------------------------------------------- */
+
+step *tether__ocl_new_step(ocl *e) {
+    return new_step(e);
+}
+
+void tether__ocl_unique_kname(ocl *e, step *s, const char *base) {
+    unique_kname(e, s, base);
 }

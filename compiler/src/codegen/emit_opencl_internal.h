@@ -37,6 +37,7 @@ typedef struct mem {
     int64_t width, height; /* images: extent in texels */
     int64_t params_off;    /* params/images: byte offset of the data in params.bin, else -1 */
     int written;           /* some kernel writes it (scratch for the kernel being emitted) */
+    int nhwc;              /* texture: a custom operator's packed NHWC image ([H, W, C]) */
 } mem;
 
 typedef struct loc {
@@ -52,6 +53,8 @@ typedef struct step {
     char kname[128];
     int64_t total; /* work-items that do work (the int argument) */
     int64_t global, local;
+    int work_dim; /* > 0: a custom kernel's global size gsize[0 .. work_dim) (local: none) */
+    int64_t gsize[3];
     int nmems;
     int mems[MAX_KMEMS];
 } step;
@@ -239,6 +242,21 @@ void tether__ocl_kernel_body(ocl *e, const tether_ir_node *n, const kern *k);
  * texture_activations off every tensor stays a buffer. The plan is checked with
  * tether_plan_validate in every build type. */
 int tether__ocl_plan_textures(ocl *e);
+
+/* Custom operators (emit_opencl_custom.c, docs/custom-ops.md): the checks of the backend's
+ * contract (an OpenCL implementation per CUSTOM node; image resources between kernels that can
+ * read or write them); the images of custom operators, planned per channel count by the 2D
+ * planner (after tether__ocl_plan_textures); whether node idx is emitted there (a CUSTOM node, or
+ * a transpose reading or writing a custom image: the permute folded into the layout change), and
+ * its emission; the user sources written ahead of the kernels. */
+int tether__ocl_custom_check(const tether_ir_graph *g);
+int tether__ocl_custom_textures(ocl *e);
+int tether__ocl_custom_owns(const ocl *e, const tether_ir_node *n);
+int tether__ocl_custom_emit(ocl *e, int idx);
+int tether__ocl_custom_sources(const ocl *e, tether__sbuf *src);
+/* emit_opencl.c's step helpers, for emit_opencl_custom.c */
+step *tether__ocl_new_step(ocl *e);
+void tether__ocl_unique_kname(ocl *e, step *s, const char *base);
 
 /* metadata.json of the artifact e describes (metadata.c); malloc'd, NULL when out of memory. */
 char *tether__metadata_opencl(const ocl *e);

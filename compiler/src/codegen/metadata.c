@@ -222,7 +222,10 @@ char *tether__metadata_opencl(const ocl *e) {
             }
         }
         if (x->kind == MEM_IMAGE || x->kind == MEM_TEXTURE) {
-            cJSON_AddStringToObject(o, "layout", x->kind == MEM_IMAGE ? "OIHW4o" : "NCHW4c");
+            cJSON_AddStringToObject(o, "layout",
+                                    x->kind == MEM_IMAGE ? "OIHW4o"
+                                    : x->nhwc            ? "NHWC"
+                                                         : "NCHW4c");
             cJSON_AddNumberToObject(o, "width", (double)x->width);
             cJSON_AddNumberToObject(o, "height", (double)x->height);
         }
@@ -272,8 +275,9 @@ char *tether__metadata_opencl(const ocl *e) {
             cJSON_AddStringToObject(o, "op", "copy");
         }
         int64_t gs = s->global, ls = s->local;
-        cJSON_AddItemToObject(o, "global", shape_json(&gs, 1));
-        if (ls) {
+        cJSON_AddItemToObject(
+            o, "global", s->work_dim > 0 ? shape_json(s->gsize, s->work_dim) : shape_json(&gs, 1));
+        if (ls && s->work_dim == 0) {
             cJSON_AddItemToObject(o, "local", shape_json(&ls, 1));
         } else {
             cJSON_AddNullToObject(o, "local");

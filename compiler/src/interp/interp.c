@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../custom/custom_internal.h"
 #include "../internal.h"
 #include "tether/compiler.h"
 #include "tether/crt/dtype.h"
@@ -1077,6 +1078,8 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
         }
         return;
     }
+    case TETHER_OP_CUSTOM: /* run by run_custom (it can fail) */
+        return;
         TETHER__CASES_UNARY
         if (!is_f32(xt) || !is_f32(o)) { /* typed (cast among them) */
             for (size_t f = 0; f < total; f++) {
@@ -1089,6 +1092,16 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
         }
         return;
     }
+}
+
+/* A custom operator: its C implementation, built for the host (custom/reference.c). */
+/* The user's C implementation on the buffers (of the element types the registry declares). */
+static int run_custom(const tether_ir_graph *g, const tether_ir_node *n, void **buf) {
+    const float *in[TETHER_IR_MAX_INPUTS];
+    for (int j = 0; j < n->ninputs; j++) {
+        in[j] = n->inputs[j] >= 0 ? buf[n->inputs[j]] : NULL;
+    }
+    return tether__custom_reference_run(g, n, in, (float *)buf[n->outputs[0]]);
 }
 
 int tether_interp_run(const tether_ir_graph *g, const float *const *inputs, float *const *outputs) {
@@ -1133,9 +1146,13 @@ int tether_interp_run_typed(const tether_ir_graph *g, const void *const *inputs,
         }
     }
     for (int i = 0; i < g->nnodes; i++) {
-        if (tether_ir_tensor_elements(&g->tensors[g->nodes[i].outputs[0]]) > 0) {
-            run_node(g, &g->nodes[i], buf); /* an empty output: nothing to compute */
+        if (tether_ir_tensor_elements(&g->tensors[g->nodes[i].outputs[0]]) == 0) {
+            continue; /* an empty output: nothing to compute */
         }
+        if (g->nodes[i].op == TETHER_OP_CUSTOM && (rc = run_custom(g, &g->nodes[i], buf))) {
+            goto out;
+        }
+        run_node(g, &g->nodes[i], buf);
     }
 out:
     if (buf) {
@@ -1162,9 +1179,13 @@ int tether__interp_eval_node(const tether_ir_graph *g, int node, void *out) {
         }
     }
     buf[n->outputs[0]] = out;
+    int rc = TETHER_OK;
     if (tether_ir_tensor_elements(&g->tensors[n->outputs[0]]) > 0) {
+        if (n->op == TETHER_OP_CUSTOM) {
+            rc = run_custom(g, n, buf);
+        }
         run_node(g, n, buf);
     }
     free(buf);
-    return TETHER_OK;
+    return rc;
 }

@@ -101,6 +101,9 @@ uint64_t tether_ir_node_flops(const tether_ir_graph *g, const tether_ir_node *n)
     case TETHER__OPK_WHERE:
         flops = 0;
         break;
+    case TETHER__OPK_CUSTOM: /* a user kernel: unknown, counted as one operation per element */
+        flops = out;
+        break;
     }
     if (info->epilogue && n->attrs.act != TETHER_ACT_NONE) {
         flops = add_sat(flops, out);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "tether/custom_ops.h"
 #include "tether/crt/dtype.h"
 #include "tether/crt/error.h"
 #include "tether/ir.h"
@@ -564,6 +565,11 @@ int tether_ir_print(FILE *out, const tether_ir_graph *g) {
         case TETHER_OP_RESIZE_NEAREST:
         case TETHER_OP_WHERE:
             break;
+        case TETHER_OP_CUSTOM: {
+            const tether_custom_op *cop = tether_custom_op_of(g, n);
+            fprintf(out, " %s::%s", cop ? cop->domain : "?", cop ? cop->name : "?");
+            break;
+        }
         }
         if (n->op == TETHER_OP_CAST) {
             fprintf(out, " to=%s", tether__dtype_str(a->to));

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../custom/custom_internal.h"
 #include "../internal.h"
 #include "tether/crt/dtype.h"
 #include "tether/crt/error.h"
@@ -633,6 +634,8 @@ int tether__ir_infer_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t 
         }
         return TETHER_OK;
     }
+    case TETHER_OP_CUSTOM: /* the registry entry's rule and the resource contract */
+        return tether__custom_infer_shape(g, n, os, ond);
         TETHER__CASES_UNARY
         if (n->op == TETHER_OP_CLIP && !(a->min <= a->max)) {
             return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "min is greater than max");

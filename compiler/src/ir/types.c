@@ -193,6 +193,11 @@ int tether__ir_infer_dtype(const tether_ir_graph *g, const tether_ir_node *n, DL
         }
         *out = g->tensors[n->inputs[1]].dtype;
         return TETHER_OK;
+    case TETHER__TY_CUSTOM:
+        /* the registry declares every type; the resource contract (custom/contract.c, run by the
+         * shape rule) checked the inputs against it, and the front end gave the output its type */
+        *out = g->tensors[n->outputs[0]].dtype;
+        return TETHER_OK;
     }
     return tether__ir_node_error(n, TETHER_ERR_INTERNAL, "no typing rule");
 }
