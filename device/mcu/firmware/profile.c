@@ -13,6 +13,7 @@
  */
 #include <stdint.h>
 
+#include "board.h"
 #include "firmware.h"
 
 #include "tether/crt/stack.h"
@@ -37,8 +38,7 @@ uint32_t tether_mcu_profile_stack(void) {
     if (!cf) {
         return 0;
     }
-    uintptr_t sp;
-    __asm volatile("mov %0, sp" : "=r"(sp));
+    uintptr_t sp = tether_board_stack_pointer(); /* the board's (Arm or RISC-V) reading */
     uint32_t *w = (uint32_t *)profile_base;
     uint32_t *end = (uint32_t *)(cf->sp_at_call & ~(uintptr_t)3u);
     while (w < end && *w == TETHER_STACK_PAINT) {
