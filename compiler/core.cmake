@@ -11,6 +11,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/passes/passes.c
     ${CMAKE_CURRENT_LIST_DIR}/src/plan/memplan.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_types.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_functions.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_kernels.c

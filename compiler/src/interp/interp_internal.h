@@ -1,0 +1,30 @@
+/*
+ * What the interpreter's files share (interp.c runs the nodes, interp_types.c loads and stores
+ * elements of every type).
+ *
+ * What must stay true: a value loaded and stored back in the same type is unchanged; a store
+ * converts as the generated C does (float16/bfloat16 round to nearest even, float to integer:
+ * NaN 0, truncated and saturated; integers wrap modulo 2^bits; bool is != 0).
+ */
+#ifndef TETHER_INTERP_INTERNAL_H
+#define TETHER_INTERP_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../internal.h"
+
+/* One element as the interpreter computes it: its class and the value in that class. */
+typedef struct val {
+    tether__dclass c;
+    double f; /* F32 and F64 */
+    int64_t i;
+    uint64_t u;
+} val;
+
+/* Element k of buffer p of type t, in its compute class. */
+val tether__interp_load(const void *p, DLDataType t, size_t k);
+/* Stores v (of any class) as element k of buffer p of type t, converting. */
+void tether__interp_store(void *p, DLDataType t, size_t k, val v);
+
+#endif
