@@ -106,4 +106,10 @@ void mcu_kws_input(float *v, size_t n);
 int mcu_test_main(int argc, char **argv, const struct CMUnitTest *tests, size_t n,
                   CMFixtureFunction setup, CMFixtureFunction teardown);
 
+/* Runs `tether_exe ARGS...` (ap: strings up to a NULL) with stdout and stderr captured through
+ * files in workdir into out_text/err_text (NUL-terminated, truncated to their sizes), echoes the
+ * command and its output, and returns the exit code (128 when it did not exit). */
+int mcu_cli_vrun(const char *tether_exe, const char *workdir, char *out_text, size_t out_n,
+                 char *err_text, size_t err_n, const char *first, va_list ap);
+
 #endif /* TETHER_TESTS_MCU_CLIENT_H */

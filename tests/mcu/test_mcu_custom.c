@@ -32,48 +32,11 @@ static char out_text[65536], err_text[16384];
 
 /* Runs `tether ARGS...` (NULL-terminated) in workdir; returns the exit code. */
 static int cli(const char *first, ...) {
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = tether_exe;
     va_list ap;
     va_start(ap, first);
-    for (const char *a = first; a && n < 63; a = va_arg(ap, const char *)) {
-        argv[n++] = a;
-    }
+    int rc = mcu_cli_vrun(tether_exe, workdir, out_text, sizeof out_text, err_text, sizeof err_text,
+                          first, ap);
     va_end(ap);
-    argv[n] = NULL;
-    char out_path[300], err_path[300];
-    snprintf(out_path, sizeof out_path, "%s/stdout.txt", workdir);
-    snprintf(err_path, sizeof err_path, "%s/stderr.txt", workdir);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(o, 1);
-        dup2(e, 2);
-        execv(tether_exe, (char *const *)argv);
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    FILE *f = fopen(out_path, "r");
-    out_text[f ? fread(out_text, 1, sizeof out_text - 1, f) : 0] = 0;
-    if (f) {
-        fclose(f);
-    }
-    f = fopen(err_path, "r");
-    err_text[f ? fread(err_text, 1, sizeof err_text - 1, f) : 0] = 0;
-    if (f) {
-        fclose(f);
-    }
-    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-    printf("$ tether");
-    for (int i = 1; i < n; i++) {
-        printf(" %s", argv[i]);
-    }
-    printf("  -> %d\n%s%s", rc, out_text, err_text);
     return rc;
 }
 
