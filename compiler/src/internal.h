@@ -154,11 +154,10 @@ const char *tether__dtype_str(DLDataType t);
 /* The DATA rows (TETHER__CASES_DATA), for the generic switches that hand them to their own files,
  * and every other row (TETHER__CASES_NOT_DATA), for the per-operator switches of those files, so
  * that a DATA row without its shape rule, reference loops or C kernel does not build. */
-#define TETHER__CASE_IF_DATA_(id, name, kind, ...) TETHER__OPK_DT_##kind(case TETHER_OP_##id:, )
-#define TETHER__CASE_IF_NOT_DATA_(id, name, kind, ...)                                             \
-    TETHER__OPK_DT_##kind(, case TETHER_OP_##id:)
-#define TETHER__CASES_DATA     TETHER_OP_LIST(TETHER__CASE_IF_DATA_)
-#define TETHER__CASES_NOT_DATA TETHER_OP_LIST(TETHER__CASE_IF_NOT_DATA_)
+#define TETHER__CASE_IF_DATA_(id, name, kind, ...)     TETHER__OPK_DT_##kind(case TETHER_OP_##id:, )
+#define TETHER__CASE_IF_NOT_DATA_(id, name, kind, ...) TETHER__OPK_DT_##kind(, case TETHER_OP_##id:)
+#define TETHER__CASES_DATA                             TETHER_OP_LIST(TETHER__CASE_IF_DATA_)
+#define TETHER__CASES_NOT_DATA                         TETHER_OP_LIST(TETHER__CASE_IF_NOT_DATA_)
 
 /* One row of the operator table. */
 typedef struct tether__op_info {
