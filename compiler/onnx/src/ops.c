@@ -224,6 +224,25 @@ static const char *check_cast(timport *c, const Onnx__NodeProto *n, int node, ch
     return NULL;
 }
 
+/* NonZero and Range: the output's extent depends on the input values, and a compiled module's
+ * outputs have fixed shapes, so they are folded at import time and refused on run-time inputs. */
+static const char *check_data_dependent(timport *c, const Onnx__NodeProto *n, int node, char *buf,
+                                        size_t size) {
+    (void)node;
+    for (size_t j = 0; j < n->n_input; j++) {
+        int vi = tonnx_find(c, S(n->input[j]));
+        if (vi >= 0 && !c->v[vi].is_const) {
+            snprintf(buf, size,
+                     "input '%s' is computed at run time, and the output's size depends on its "
+                     "values (a compiled module's outputs have fixed shapes; only constant "
+                     "inputs, folded at import time)",
+                     S(n->input[j]));
+            return buf;
+        }
+    }
+    return NULL;
+}
+
 /* ---- the table ------------------------------------------------------------------------- */
 
 #define MAXV TETHER_ONNX_OPSET_MAX
@@ -262,10 +281,10 @@ static const op_def ops[] = {
     {"GatherND", 11, MAXV, "gather_nd", "batch_dims", false, false, tonnx_cv_gather, NULL},
     {"Mean", 8, MAXV, "add (a chain), div", "", false, false, tonnx_cv_mean, NULL},
     {"NonZero", 9, MAXV, "(constant input only: the output's size depends on the values)", "", true,
-     true, NULL, NULL},
+     true, NULL, check_data_dependent},
     {"OneHot", 9, MAXV, "one_hot", "axis", false, false, tonnx_cv_onehot, NULL},
     {"Range", 11, MAXV, "(constant inputs only: the output's size depends on the values)", "", true,
-     true, NULL, NULL},
+     true, NULL, check_data_dependent},
     {"Scatter", 9, 10, "scatter_elements", "axis", false, false, tonnx_cv_scatter, NULL},
     {"ScatterElements", 11, MAXV, "scatter_elements", "axis,reduction", false, false,
      tonnx_cv_scatter, NULL},
