@@ -91,7 +91,7 @@ static int op_supported(tether_op op) {
         return 1;
     case TETHER_OP_WHERE:
         TETHER__CASES_DATA /* indexing and data-dependent operators: C backend only (for now) */
-        return 0;
+            return 0;
     case TETHER_OP_CONV_ND:
     case TETHER_OP_CONV_TRANSPOSE:
         return 0; /* no OpenCL kernel yet: the compile fails naming the node */
