@@ -2,8 +2,9 @@
  * The C kernels of the DATA operators (gather, gather_elements, gather_nd, scatter_elements,
  * scatter_nd, topk, arg_max, arg_min, cumsum, trilu, one_hot, tile, slice, einsum; ops.def), on
  * the tensors' own C types: elements are copied whole, compared in their compute type
- * (float16/bfloat16 loaded as float), summed in double (floating types) or in uint64_t with
- * wrap-around (integers), exactly as interp/interp_data.c computes them.
+ * (float16/bfloat16 loaded as float), summed in float (double for float64) or in uint64_t with
+ * wrap-around (integers): integers exactly as interp/interp_data.c computes them, floats within
+ * rounding of its double sums. No 64-bit division (MCU targets without a divider).
  *
  * What must stay true: a DATA kernel returns int32_t (emit_c_functions.c): 0, or -1
  * (TETHER_ERR_INVALID_ARG) when an index is out of its extent after one wrap of a negative value,
@@ -20,16 +21,18 @@ static int is_flt(DLDataType t) {
     return tether__dtype_is_float(t);
 }
 
-/* The accumulator type and a value of element expression ex of type t in it. */
+/* The accumulator type and a value of element expression ex of type t in it: float for
+ * float16/bfloat16/float32 (no soft double on an MCU with a single-precision FPU), double for
+ * float64, uint64_t (wrapping) for integers. */
 static const char *acc_type(DLDataType t) {
-    return is_flt(t) ? "double" : "uint64_t";
+    return !is_flt(t) ? "uint64_t" : t.bits == 64 ? "double" : "float";
 }
 
 static void acc_load(DLDataType t, const char *ex, char *out, size_t n) {
     char l[200];
     tether__c_load(t, ex, l, sizeof l);
     if (is_flt(t)) {
-        snprintf(out, n, "(double)%s", l);
+        snprintf(out, n, "(%s)%s", acc_type(t), l);
     } else if (tether__dtype_class(t) == TETHER__DC_INT) {
         snprintf(out, n, "(uint64_t)(int64_t)%s", l);
     } else {
@@ -41,7 +44,8 @@ static void acc_load(DLDataType t, const char *ex, char *out, size_t n) {
 static void acc_store(DLDataType t, const char *acc, char *out, size_t n) {
     char v[200];
     if (is_flt(t)) {
-        tether__c_convert(TETHER_DTYPE(kDLFloat, 64), t, acc, out, n);
+        tether__c_convert(t.bits == 64 ? TETHER_DTYPE(kDLFloat, 64) : TETHER_FLOAT32, t, acc, out,
+                          n);
     } else if (tether__dtype_class(t) == TETHER__DC_INT) {
         snprintf(v, sizeof v, "(int64_t)%s", acc);
         snprintf(out, n, "(%s)%s", tether__c_type(t), v);
@@ -199,7 +203,7 @@ static void k_nd(em *e, const tether_ir_node *nd, const kargs *k, int scatter) {
     }
     loop(e, "t", tuples);
     if (b) {
-        line(e, "long long o = ((long long)t / %lldLL) * %lldLL;", per_batch, st[b - 1]);
+        line(e, "long long o = (long long)(t / %d) * %lldLL;", (int)per_batch, st[b - 1]);
     } else {
         line(e, "long long o = 0;");
     }
@@ -414,9 +418,9 @@ static void k_tile_slice(em *e, const tether_ir_node *nd, const kargs *k) {
     size_t len = (size_t)snprintf(off, sizeof off, "(long long)0");
     for (int d = 0; d < x->ndim; d++) {
         if (nd->op == TETHER_OP_TILE) {
-            len += (size_t)snprintf(off + len, sizeof off - len,
-                                    " + (long long)(i%d %% %lld) * %lldLL", d + lead,
-                                    (long long)x->shape[d], st[d]);
+            len +=
+                (size_t)snprintf(off + len, sizeof off - len, " + (long long)(i%d %% %d) * %lldLL",
+                                 d + lead, (int)x->shape[d], st[d]);
         } else {
             len += (size_t)snprintf(off + len, sizeof off - len,
                                     " + (%lldLL + (long long)i%d * %lldLL) * %lldLL",
