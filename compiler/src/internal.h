@@ -41,6 +41,8 @@ typedef enum tether__op_kind {
     TETHER__OPK_WHERE,   /* select by a bool condition, numpy broadcasting of three inputs */
     TETHER__OPK_CONV_ND, /* conv_nd, conv_transpose: N-D windows (window attributes) */
     TETHER__OPK_CUSTOM,  /* a user kernel (custom/, docs/custom-ops.md) */
+    TETHER__OPK_DATA, /* indexing, data-dependent and shape operators (gather, scatter, topk, ...):
+                         ir/shapes_data.c, interp/interp_data.c, codegen/emit_c_data.c */
 } tether__op_kind;
 
 /* Typing rules (the TYPES column of ops.def; what each admits is described there). */
@@ -57,6 +59,7 @@ typedef enum tether__op_types {
     TETHER__TY_CAST,
     TETHER__TY_WHERE,
     TETHER__TY_CUSTOM, /* the registry's declared types (custom/, docs/custom-ops.md) */
+    TETHER__TY_DATA,   /* the rule of each DATA operator (tether__ir_data_dtype, shapes_data.c) */
 } tether__op_types;
 
 /* TETHER__TY_INTS_<TYPES>(i, o): i when the rule admits integer or bool inputs (an elementwise
@@ -72,6 +75,7 @@ typedef enum tether__op_types {
 #define TETHER__TY_INTS_ISFLT(i, o) o
 #define TETHER__TY_INTS_CAST(i, o)  i
 #define TETHER__TY_INTS_WHERE(i, o) i
+#define TETHER__TY_INTS_DATA(i, o)  i
 
 /* How an element type computes (elementwise formulas, the interpreter's loads and stores). */
 typedef enum tether__dclass {
@@ -113,6 +117,29 @@ const char *tether__dtype_str(DLDataType t);
 #define TETHER__OPK_EW_RESIZE(u, b, p, o)      o
 #define TETHER__OPK_EW_WHERE(u, b, p, o)       o
 #define TETHER__OPK_EW_CONV_ND(u, b, p, o)     o
+#define TETHER__OPK_EW_DATA(u, b, p, o)        o
+
+/* The same for the DATA family: TETHER__OPK_DT_<KIND>(d, o) is d for a DATA row, o otherwise. */
+#define TETHER__OPK_DT_UNARY(d, o)       o
+#define TETHER__OPK_DT_BINARY(d, o)      o
+#define TETHER__OPK_DT_PRELU(d, o)       o
+#define TETHER__OPK_DT_CONV(d, o)        o
+#define TETHER__OPK_DT_DENSE(d, o)       o
+#define TETHER__OPK_DT_MATMUL(d, o)      o
+#define TETHER__OPK_DT_SOFTMAX(d, o)     o
+#define TETHER__OPK_DT_POOL(d, o)        o
+#define TETHER__OPK_DT_GLOBAL_POOL(d, o) o
+#define TETHER__OPK_DT_ALIAS(d, o)       o
+#define TETHER__OPK_DT_TRANSPOSE(d, o)   o
+#define TETHER__OPK_DT_CONCAT(d, o)      o
+#define TETHER__OPK_DT_PAD(d, o)         o
+#define TETHER__OPK_DT_NORM(d, o)        o
+#define TETHER__OPK_DT_REDUCE(d, o)      o
+#define TETHER__OPK_DT_CUSTOM(d, o)      o
+#define TETHER__OPK_DT_RESIZE(d, o)      o
+#define TETHER__OPK_DT_WHERE(d, o)       o
+#define TETHER__OPK_DT_CONV_ND(d, o)     o
+#define TETHER__OPK_DT_DATA(d, o)        d
 
 /* The case labels of every UNARY row (TETHER__CASES_UNARY) and of every BINARY row
  * (TETHER__CASES_BINARY), for a per-operator switch: the elementwise operators are handled by one
@@ -124,6 +151,13 @@ const char *tether__dtype_str(DLDataType t);
     TETHER__OPK_EW_##kind(, case TETHER_OP_##id:, , )
 #define TETHER__CASES_UNARY  TETHER_OP_LIST(TETHER__CASE_IF_UNARY_)
 #define TETHER__CASES_BINARY TETHER_OP_LIST(TETHER__CASE_IF_BINARY_)
+/* The DATA rows (TETHER__CASES_DATA), for the generic switches that hand them to their own files,
+ * and every other row (TETHER__CASES_NOT_DATA), for the per-operator switches of those files, so
+ * that a DATA row without its shape rule, reference loops or C kernel does not build. */
+#define TETHER__CASE_IF_DATA_(id, name, kind, ...)     TETHER__OPK_DT_##kind(case TETHER_OP_##id:, )
+#define TETHER__CASE_IF_NOT_DATA_(id, name, kind, ...) TETHER__OPK_DT_##kind(, case TETHER_OP_##id:)
+#define TETHER__CASES_DATA                             TETHER_OP_LIST(TETHER__CASE_IF_DATA_)
+#define TETHER__CASES_NOT_DATA                         TETHER_OP_LIST(TETHER__CASE_IF_NOT_DATA_)
 
 /* One row of the operator table. */
 typedef struct tether__op_info {
@@ -270,6 +304,13 @@ int tether__ir_infer_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t 
 /* Typing rule of one node (ir/types.c): the output's element type from the inputs' and the
  * operator's TYPES column; an error naming the node, the tensor and its type otherwise. */
 int tether__ir_infer_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
+/* The same two rules for the DATA family (ir/shapes_data.c). */
+int tether__ir_data_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
+int tether__ir_data_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
+/* Einsum labels (the ints of an einsum node, packed: one int64 per operand, then the output;
+ * bits 6d..6d+5 of an entry are dimension d's label, 1..63, 0 past the rank): operand j's rank
+ * and its labels (-1 when malformed). */
+int tether__einsum_labels(const tether_ir_attrs *a, int j, int *labels);
 /* Input i of node n, NULL when absent (optional input not given). */
 const tether_ir_tensor *tether__ir_in(const tether_ir_graph *g, const tether_ir_node *n, int i);
 /* Sets the error "node 'NAME' (op): MESSAGE" and returns status. */

@@ -14,6 +14,8 @@
 #define C    TT_C
 #define OCL  TT_OPENCL
 
+#include "op_cases_data.h"
+
 static void a_pad1(tether_ir_attrs *a) {
     a->pads[0] = a->pads[1] = a->pads[2] = a->pads[3] = 1;
 }
@@ -740,6 +742,7 @@ const tt_op_case tt_op_cases[] = {
      NONE,
      BOTH,
      NULL},
+    TT_DATA_CASES /* op_cases_data.h */
     /* element types (the typing rules of ops.def; inputs drawn per type by test_ops.c) */
     {"cast_f32_int32", TETHER_OP_CAST, 1, {2}, {{3, 5}}, 0, a_to_int32, NONE, C, "float32"},
     {"cast_f32_f16", TETHER_OP_CAST, 1, {1}, {{17}}, 0, a_to_f16, NONE, C, "float32"},

@@ -556,6 +556,142 @@ static void test_every_op_has_a_case(void **state) {
     assert_null(tether_op_name((tether_op)TETHER_OP_COUNT_));
 }
 
+/* The DATA family against hand-computed values, the run-time error of an index out of range in
+ * the interpreter and in generated C (both ABIs), and constant folding (exact values; an index
+ * out of range is an error naming the node). */
+static void data_graph(tether_ir_graph *g, tether_op op, const tether_ir_attrs *a, int nin,
+                       const int *ndim, const int64_t (*shape)[3], const DLDataType *dt,
+                       const void *const *consts) {
+    assert_int_equal(tether_ir_init(g, "data"), 0);
+    int in[3], y;
+    for (int i = 0; i < nin; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "in%d", i);
+        size_t n = 1;
+        for (int d = 0; d < ndim[i]; d++) {
+            n *= (size_t)shape[i][d];
+        }
+        if (consts && consts[i]) {
+            assert_int_equal(tether_ir_add_constant(g, nm, dt[i], ndim[i], shape[i], consts[i],
+                                                    n * tether_dtype_bytes(dt[i]), &in[i]),
+                             0);
+        } else {
+            assert_int_equal(tether_ir_add_tensor(g, nm, dt[i], ndim[i], shape[i], &in[i]), 0);
+            assert_int_equal(tether_ir_add_input(g, in[i]), 0);
+        }
+    }
+    assert_int_equal(tether_ir_add_tensor(g, "y", TETHER_FLOAT32, -1, NULL, &y), 0);
+    assert_int_equal(tether_ir_add_node(g, "op", op, in, nin, &y, 1, a, NULL), 0);
+    assert_int_equal(tether_ir_add_output(g, y), 0);
+    assert_int_equal(tether_ir_infer(g), 0);
+}
+
+static void test_data_known_values(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    tether_ir_attrs a;
+    const int nd1[2] = {1, 1};
+    const int64_t sh[2][3] = {{4}, {3}};
+    const DLDataType gdt[2] = {TETHER_FLOAT32, TETHER_INT64};
+    /* gather: negative indices wrap */
+    tether_ir_attrs_init(TETHER_OP_GATHER, &a);
+    data_graph(&g, TETHER_OP_GATHER, &a, 2, nd1, sh, gdt, NULL);
+    float x[4] = {10, 11, 12, 13}, y[3];
+    int64_t idx[3] = {-1, 0, 2};
+    const void *in[2] = {x, idx};
+    void *out[1] = {y};
+    assert_int_equal(tether_interp_run_typed(&g, in, out), 0);
+    assert_true(y[0] == 13.0f && y[1] == 10.0f && y[2] == 12.0f);
+    for (int abi = 0; abi < 2; abi++) {
+        memset(y, 0, sizeof y);
+        assert_int_equal(tt_run_compiled(&g, "gather_known", (tether_abi)abi, TETHER_INTERFACE_C,
+                                         true, (const float *const *)in, (float *const *)out),
+                         0);
+        assert_true(y[0] == 13.0f && y[1] == 10.0f && y[2] == 12.0f);
+    }
+    /* an index out of range (4 for an extent of 4, and -5): an error, never an access */
+    int64_t bad[3] = {0, 4, -5};
+    in[1] = bad;
+    assert_int_equal(tether_interp_run_typed(&g, in, out), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "index 4 out of range"));
+    for (int abi = 0; abi < 2; abi++) {
+        assert_int_not_equal(tt_run_compiled(&g, "gather_bad", (tether_abi)abi, TETHER_INTERFACE_C,
+                                             true, (const float *const *)in, (float *const *)out),
+                             0);
+    }
+    tether_ir_close(&g);
+    /* folding: constant data and indices, the gather feeding a tile: the gather becomes a
+     * constant of the exact values; with an index out of range folding fails naming the node */
+    for (int pass = 0; pass < 2; pass++) {
+        assert_int_equal(tether_ir_init(&g, "fold"), 0);
+        int t[4];
+        assert_int_equal(
+            tether_ir_add_constant(&g, "x", TETHER_FLOAT32, 1, sh[0], x, sizeof x, &t[0]), 0);
+        assert_int_equal(tether_ir_add_constant(&g, "i", TETHER_INT64, 1, sh[1],
+                                                pass ? (const void *)bad : (const void *)idx,
+                                                sizeof idx, &t[1]),
+                         0);
+        assert_int_equal(tether_ir_add_tensor(&g, "g", TETHER_FLOAT32, -1, NULL, &t[2]), 0);
+        assert_int_equal(tether_ir_add_tensor(&g, "y", TETHER_FLOAT32, -1, NULL, &t[3]), 0);
+        tether_ir_attrs ta;
+        tether_ir_attrs_init(TETHER_OP_TILE, &ta);
+        ta.nints = 1;
+        ta.ints[0] = 3;
+        assert_int_equal(
+            tether_ir_add_node(&g, "gather", TETHER_OP_GATHER, t, 2, &t[2], 1, &a, NULL), 0);
+        assert_int_equal(
+            tether_ir_add_node(&g, "copy", TETHER_OP_TILE, &t[2], 1, &t[3], 1, &ta, NULL), 0);
+        assert_int_equal(tether_ir_add_output(&g, t[3]), 0);
+        assert_int_equal(tether_ir_infer(&g), 0);
+        int rc = tether_pass_fold_constants(&g);
+        if (pass) {
+            assert_int_equal(rc, TETHER_ERR_INVALID_ARG);
+            assert_non_null(strstr(tether_last_error(), "gather"));
+        } else {
+            assert_int_equal(rc, 0);
+            const tether_ir_tensor *gt = &g.tensors[tether_ir_find_tensor(&g, "g")];
+            assert_int_equal(gt->kind, TETHER_TENSOR_CONSTANT);
+            const float *v = gt->data;
+            assert_true(v[0] == 13.0f && v[1] == 10.0f && v[2] == 12.0f);
+        }
+        tether_ir_close(&g);
+    }
+    /* topk (largest, indices) and arg_max (last of equal maxima) on int32 */
+    const int nd2[1] = {1};
+    const int64_t sh2[1][3] = {{5}};
+    const DLDataType it[1] = {TETHER_INT32};
+    int32_t xi[5] = {3, 7, -2, 7, 5};
+    int64_t yi[3];
+    const void *in1[1] = {xi};
+    void *out1[1] = {yi};
+    tether_ir_attrs_init(TETHER_OP_TOPK, &a);
+    a.k = 3;
+    a.mode = 7;
+    data_graph(&g, TETHER_OP_TOPK, &a, 1, nd2, sh2, it, NULL);
+    assert_int_equal(tether_interp_run_typed(&g, in1, out1), 0);
+    assert_true(yi[0] == 1 && yi[1] == 3 && yi[2] == 4); /* 7 (first), 7, 5 */
+    assert_int_equal(tt_run_compiled(&g, "topk_known", TETHER_ABI_PACKED, TETHER_INTERFACE_C, true,
+                                     (const float *const *)in1, (float *const *)out1),
+                     0);
+    assert_true(yi[0] == 1 && yi[1] == 3 && yi[2] == 4);
+    tether_ir_close(&g);
+    tether_ir_attrs_init(TETHER_OP_ARG_MAX, &a);
+    a.mode = 1;
+    data_graph(&g, TETHER_OP_ARG_MAX, &a, 1, nd2, sh2, it, NULL);
+    assert_int_equal(tether_interp_run_typed(&g, in1, out1), 0);
+    assert_true(yi[0] == 3);
+    tether_ir_close(&g);
+    /* cumsum exclusive: 0, 3, 10, 8, 15 */
+    tether_ir_attrs_init(TETHER_OP_CUMSUM, &a);
+    a.mode = 1;
+    data_graph(&g, TETHER_OP_CUMSUM, &a, 1, nd2, sh2, it, NULL);
+    int32_t ys[5];
+    out1[0] = ys;
+    assert_int_equal(tether_interp_run_typed(&g, in1, out1), 0);
+    assert_true(ys[0] == 0 && ys[1] == 3 && ys[2] == 10 && ys[3] == 8 && ys[4] == 15);
+    tether_ir_close(&g);
+}
+
 int main(void) {
     /* the shared cases this backend runs, then the tests of this file */
     struct CMUnitTest *tests = calloc(tt_num_op_cases + 5, sizeof *tests);
@@ -577,6 +713,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_conv_transpose_known_values);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_reduce_known_values);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_empty_tensors);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_data_known_values);
     int rc = _cmocka_run_group_tests("compiler_ops", tests, n, NULL, NULL);
     free(tests);
     return rc;

@@ -287,7 +287,7 @@ static void test_unsupported_list(void **state) {
     Onnx__NodeProto *mp = mb_node(&b, "MaxPool", "pool_idx", "d", "e,idx");
     int64_t k[2] = {2, 2};
     mb_attr_ints(&b, mp, "kernel_shape", 2, k);
-    mb_node(&b, "Einsum", "ein", "e,idx", "f");
+    mb_node(&b, "NonZero", "nz", "idx", "f");
     Onnx__NodeProto *cv = mb_node(&b, "Conv", "conv4d", "f,f", "g");
     int64_t k4[4] = {1, 1, 1, 1};
     mb_attr_ints(&b, cv, "kernel_shape", 4, k4);
@@ -304,7 +304,8 @@ static void test_unsupported_list(void **state) {
         "FusedGemm (node 'FusedGemm_2', domain 'com.microsoft' opset 1: a custom domain; give its "
         "kernels with --custom-ops FILE",
         "MaxPool (node 'pool_idx', opset 13: the Indices output)",
-        "Einsum (node 'ein', opset 13)",
+        ("NonZero (node 'nz', opset 13: input 'idx' is computed at run time, and the output's size "
+         "depends on its values"),
         ("Conv (node 'conv4d', opset 13: window attribute 'kernel_shape' with 4 entries (1 to 3 "
          "dimensions))"),
         "LeakyRelu (node 'leaky', opset 13: attribute 'gamma')",
@@ -632,15 +633,33 @@ static void test_shape_computations(void **state) {
     assert_int_equal(y->shape[0], 2);
     assert_int_equal(y->shape[1], 12);
     tether_ir_close(&g);
-    /* a Gather on run-time data is not supported */
+    /* a Gather on run-time data is a gather node computed on the device: x[1] */
     b.g.n_node = 0;
     b.g.n_initializer = 0;
-    int64_t idx[1] = {1};
+    int64_t idx[1] = {-1};
     mb_init_tensor(&b, mb_tensor_i64(&b, "i", 1, one_d, idx));
     mb_node(&b, "Gather", "gather_rt", "x,i", "y");
-    expect_error(&b, TETHER_ERR_UNSUPPORTED,
-                 "Gather (node 'gather_rt', opset 13: only on constant inputs (shape "
-                 "computations))");
+    if (load(&b, NULL, &g)) {
+        fail_msg("%s", tether_error_detail());
+    }
+    assert_int_equal(g.nnodes, 1);
+    assert_int_equal(g.nodes[0].op, TETHER_OP_GATHER);
+    float gx[24], gy[12];
+    for (int i = 0; i < 24; i++) {
+        gx[i] = (float)i;
+    }
+    run1(&g, gx, gy);
+    for (int i = 0; i < 12; i++) {
+        assert_true(gy[i] == (float)(12 + i));
+    }
+    tether_ir_close(&g);
+    /* TopK's k computed at run time: refused, naming the input */
+    b.g.n_node = 0;
+    Onnx__NodeProto *tk = mb_node(&b, "TopK", "topk_rt", "x,k", "y,yi");
+    mb_attr_i(&b, tk, "axis", 1);
+    mb_node(&b, "Size", "size_rt", "x", "k0");
+    mb_node(&b, "Neg", "neg_rt", "k0", "k");
+    expect_error(&b, TETHER_ERR_UNSUPPORTED, "input 1 ('k') must be constant");
     mb_free(&b);
     /* grouped conv, auto_pad SAME_LOWER, stride 2: out = ceil(6/2) = 3, total pad 1 */
     mb_init(&b, 13);

@@ -132,6 +132,11 @@ typedef struct tether_ir_attrs {
      * conv_transpose may be negative (ONNX output_padding: the output grows by it). */
     int nwin;
     int64_t wkernel[3], wstrides[3], wdilations[3], wpads[6];
+    /* the DATA operators (gather ... einsum, ops.def): k (topk's count, trilu's diagonal,
+     * one_hot's depth), mode (scatter's reduction, topk/cumsum/trilu/arg flags), steps (slice:
+     * per dimension, with its bounds in ints) */
+    int64_t k, mode;
+    int64_t steps[TETHER_IR_MAX_NDIM];
     /* epilogue (fusion): activation after the op; with has_residual the node's last input is
      * added to the result before the activation (shape equal to the output). */
     tether_act act;

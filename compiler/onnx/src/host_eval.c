@@ -1,6 +1,7 @@
 /*
- * The host evaluation of ONNX shape computations (Shape, Gather, Slice, Cast, Concat, Constant,
- * ConstantOfShape, Unsqueeze/Squeeze/Reshape on constants, elementwise int64 arithmetic) that
+ * The host evaluation of ONNX shape computations (Shape, Size, Gather, Slice, Cast, Concat,
+ * Constant, ConstantOfShape, Range, NonZero, Unsqueeze/Squeeze/Reshape on constants, elementwise
+ * int64 arithmetic) that
  * exported models use to build Reshape targets: when every input of such a node is a host
  * constant, its output is a host constant too (tonnx_host_eval, called by the importer for the
  * operators whose table row has a host evaluator, ops.c).
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "import.h"
+#include "tether/crt/dtype.h"
 #include "tether/crt/error.h"
 
 static double el(const hconst *k, size_t i) {
@@ -61,6 +63,7 @@ static int reshaped(timport *c, const hconst *k, int ndim, const int64_t *shape,
                           k->count, r->count);
     }
     memcpy(r->data, k->data, k->count * (k->is_int ? sizeof(int64_t) : sizeof(float)));
+    r->dt = k->dt;
     *out = r;
     return TETHER_OK;
 }
@@ -95,6 +98,7 @@ static int host_constant(timport *c, const Onnx__NodeProto *n) {
             tether_onnx_tensor_free(&t);
             return tether_last_status();
         }
+        k->dt = t.dtype;
         size_t es = t.dtype.bits / 8;
         for (size_t i = 0; i < k->count; i++) {
             const uint8_t *p = (const uint8_t *)t.data + i * es;
@@ -198,6 +202,10 @@ static int host_cast(timport *c, const Onnx__NodeProto *n) {
     hconst *k = tonnx_hconst_new(c, !is_float, x->ndim, x->shape);
     if (!k) {
         return tether_last_status();
+    }
+    DLDataType dt;
+    if (tonnx_onnx_dtype((int32_t)to, &dt)) {
+        k->dt = dt;
     }
     for (size_t i = 0; i < k->count; i++) {
         double v = el(x, i);
@@ -392,6 +400,7 @@ static int host_gather(timport *c, const Onnx__NodeProto *n) {
     if (!k) {
         return tether_last_status();
     }
+    k->dt = x->dt;
     size_t outer = 1, inner = 1, dim = (size_t)x->shape[ax];
     for (int d = 0; d < ax; d++) {
         outer *= (size_t)x->shape[d];
@@ -478,6 +487,7 @@ static int host_slice(timport *c, const Onnx__NodeProto *n) {
     if (!k) {
         return tether_last_status();
     }
+    k->dt = x->dt;
     int64_t idx[TETHER_IR_MAX_NDIM] = {0}, st[TETHER_IR_MAX_NDIM];
     int64_t s = 1;
     for (int d = x->ndim - 1; d >= 0; d--) {
@@ -505,12 +515,14 @@ static int host_constant_of_shape(timport *c, const Onnx__NodeProto *n) {
     }
     bool is_int = false;
     double v = 0;
+    DLDataType vdt = TETHER_FLOAT32;
     const Onnx__AttributeProto *a = tonnx_attr(n, "value");
     if (a && a->t) {
         tether_onnx_tensor t;
         if ((rc = tonnx_tensor_from_proto(a->t, "value", NULL, &t))) {
             return tonnx_fail(c, rc, "%s", tether_last_error());
         }
+        vdt = t.dtype;
         if (t.nbytes && t.dtype.code == kDLFloat && t.dtype.bits == 32) {
             v = ((float *)t.data)[0];
         } else if (t.nbytes && t.dtype.code == kDLFloat) {
@@ -518,7 +530,10 @@ static int host_constant_of_shape(timport *c, const Onnx__NodeProto *n) {
         } else if (t.nbytes) {
             is_int = true;
             int64_t x = 0;
-            memcpy(&x, t.data, t.dtype.bits / 8);
+            memcpy(&x, t.data, (t.dtype.bits + 7) / 8);
+            if (t.dtype.code == kDLInt && t.dtype.bits < 64 && (x >> (t.dtype.bits - 1)) & 1) {
+                x -= (int64_t)1 << t.dtype.bits; /* sign-extended */
+            }
             v = (double)x;
         }
         tether_onnx_tensor_free(&t);
@@ -527,6 +542,7 @@ static int host_constant_of_shape(timport *c, const Onnx__NodeProto *n) {
     if (!k) {
         return tether_last_status();
     }
+    k->dt = vdt;
     for (size_t i = 0; i < k->count; i++) {
         set_el(k, i, v);
     }
@@ -595,6 +611,86 @@ static int host_binary(timport *c, const Onnx__NodeProto *n) {
     return set_out(c, n, 0, k);
 }
 
+/* Size: the element count of the input (its shape is known at import time). */
+static int host_size(timport *c, const Onnx__NodeProto *n) {
+    int vi = tonnx_find(c, S(n->input[0]));
+    int64_t count = 1;
+    if (c->v[vi].k) {
+        count = (int64_t)c->v[vi].k->count;
+    } else {
+        int t, rc;
+        if ((rc = tonnx_in_tensor(c, 0, true, &t))) {
+            return rc;
+        }
+        count = (int64_t)tether_ir_tensor_elements(&c->g->tensors[t]);
+    }
+    hconst *k = tonnx_hconst_new(c, true, 0, NULL);
+    if (!k) {
+        return tether_last_status();
+    }
+    ((int64_t *)k->data)[0] = count;
+    return set_out(c, n, 0, k);
+}
+
+/* Range on constant start, limit, delta (scalars of one type). */
+static int host_range(timport *c, const Onnx__NodeProto *n) {
+    const hconst *s = in_k(c, n, 0), *l = in_k(c, n, 1), *d = in_k(c, n, 2);
+    if (!s || !l || !d || s->count != 1 || l->count != 1 || d->count != 1) {
+        return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "start, limit and delta must be scalars");
+    }
+    bool is_int = s->is_int && l->is_int && d->is_int;
+    double ds = el(s, 0), dl = el(l, 0), dd = el(d, 0);
+    if (dd == 0 || dd != dd || ds != ds || dl != dl) {
+        return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "delta is 0 or a value is NaN");
+    }
+    double cnt = ceil((dl - ds) / dd);
+    int64_t len = cnt > 0 ? (int64_t)cnt : 0;
+    if (cnt > (double)INT32_MAX) {
+        return tonnx_fail(c, TETHER_ERR_LIMIT, "a range of %.0f elements", cnt);
+    }
+    hconst *k = tonnx_hconst_new(c, is_int, 1, &len);
+    if (!k) {
+        return tether_last_status();
+    }
+    k->dt = s->dt;
+    for (int64_t i = 0; i < len; i++) {
+        if (is_int) {
+            ((int64_t *)k->data)[i] =
+                ((const int64_t *)s->data)[0] + i * ((const int64_t *)d->data)[0];
+        } else {
+            ((float *)k->data)[i] = (float)(ds + (double)i * dd);
+        }
+    }
+    return set_out(c, n, 0, k);
+}
+
+/* NonZero of a constant: the int64 coordinates [rank, count] of its nonzero elements. */
+static int host_nonzero(timport *c, const Onnx__NodeProto *n) {
+    const hconst *x = in_k(c, n, 0);
+    int64_t cnt = 0;
+    for (size_t i = 0; i < x->count; i++) {
+        cnt += el(x, i) != 0;
+    }
+    int64_t shape[2] = {x->ndim, cnt};
+    hconst *k = tonnx_hconst_new(c, true, 2, shape);
+    if (!k) {
+        return tether_last_status();
+    }
+    int64_t j = 0;
+    for (size_t i = 0; i < x->count; i++) {
+        if (el(x, i) == 0) {
+            continue;
+        }
+        size_t rem = i;
+        for (int d = x->ndim - 1; d >= 0; d--) {
+            ((int64_t *)k->data)[d * cnt + j] = (int64_t)(rem % (size_t)x->shape[d]);
+            rem /= (size_t)x->shape[d];
+        }
+        j++;
+    }
+    return set_out(c, n, 0, k);
+}
+
 int tonnx_host_eval(timport *c, const Onnx__NodeProto *n, const op_def *d) {
     const char *t = d->op_type;
     if (!strcmp(t, "Constant")) {
@@ -602,6 +698,9 @@ int tonnx_host_eval(timport *c, const Onnx__NodeProto *n, const op_def *d) {
     }
     if (!strcmp(t, "Shape")) {
         return host_shape(c, n);
+    }
+    if (!strcmp(t, "Size")) {
+        return host_size(c, n);
     }
     /* every other operator evaluated here reads its first input as a constant */
     if (!in_k(c, n, 0)) {
@@ -628,6 +727,12 @@ int tonnx_host_eval(timport *c, const Onnx__NodeProto *n, const op_def *d) {
     }
     if (!strcmp(t, "ConstantOfShape")) {
         return host_constant_of_shape(c, n);
+    }
+    if (!strcmp(t, "Range")) {
+        return host_range(c, n);
+    }
+    if (!strcmp(t, "NonZero")) {
+        return host_nonzero(c, n);
     }
     return host_binary(c, n);
 }

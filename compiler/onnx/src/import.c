@@ -76,7 +76,7 @@ static int convert_nodes(timport *c, const int *order) {
         const op_def *d = tonnx_op_find(S(n->domain), S(n->op_type));
         c->cur = i;
         bool all_const = d->host;
-        if (strcmp(d->op_type, "Shape") != 0) {
+        if (!tonnx_shape_only(d->op_type)) {
             for (size_t j = 0; all_const && j < n->n_input; j++) {
                 int vi = tonnx_find(c, S(n->input[j]));
                 all_const = vi < 0 || c->v[vi].k;
@@ -173,18 +173,12 @@ static int add_outputs(timport *c) {
         } else if (!produced || is_output_tensor(c->g, t)) {
             /* a graph input, a constant or an output listed twice: copy it through a reshape */
             tether_ir_attrs a;
-            tether_ir_attrs_init(TETHER_OP_RESHAPE, &a);
+            /* a reshape to its own shape; a scalar through a tile to rank 0 */
+            tether_op copy = tt->ndim ? TETHER_OP_RESHAPE : TETHER_OP_TILE;
+            tether_ir_attrs_init(copy, &a);
             a.nints = tt->ndim;
             for (int d = 0; d < tt->ndim; d++) {
                 a.ints[d] = tt->shape[d];
-            }
-            if (tt->ndim == 0) {
-                return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                                  "graph output '%s' repeats a scalar input or output", name);
-            }
-            if (tt->kind == TETHER_TENSOR_CONSTANT && tether_ir_tensor_elements(tt) == 0) {
-                return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                                  "graph output '%s' is an empty constant (0 elements)", name);
             }
             if (tt->kind == TETHER_TENSOR_CONSTANT && strcmp(tt->name, name) == 0) {
                 /* the output keeps the ONNX name; the constant it copies takes "NAME/value" */
@@ -207,7 +201,7 @@ static int add_outputs(timport *c) {
             char nname[320];
             snprintf(nname, sizeof nname, "output_copy_%zu", i);
             if (!rc) {
-                rc = tether_ir_add_node(c->g, nname, TETHER_OP_RESHAPE, &t, 1, &o, 1, &a, &idx);
+                rc = tether_ir_add_node(c->g, nname, copy, &t, 1, &o, 1, &a, &idx);
             }
             if (!rc) {
                 rc = tether_ir_infer_node(c->g, idx);

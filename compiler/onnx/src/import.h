@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "internal.h"
 #include "tether/custom_ops.h"
@@ -22,6 +23,8 @@ typedef struct hconst {
     int64_t shape[TETHER_IR_MAX_NDIM];
     size_t count;
     void *data;                /* float * or int64_t * (count elements; never NULL) */
+    DLDataType dt;             /* the ONNX element type it stands for (lanes 0: int64/float32);
+                                  its IR constant is made in that type (tonnx_ensure_tensor) */
     struct hconst *next_owned; /* the import's list of constants to free */
 } hconst;
 
@@ -189,6 +192,25 @@ int tonnx_cv_softmax(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_squeeze(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_transpose(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_unary(timport *c, const Onnx__NodeProto *n);
+/* convert_data.c: indexing, data-dependent and shape operators (the IR's DATA family). */
+int tonnx_cv_gather(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_scatter(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_topk(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_arg(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_cumsum(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_trilu(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_onehot(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_tile(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_slice(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_split(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_einsum(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_mean(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_castlike(timport *c, const Onnx__NodeProto *n);
+/* Operators whose value is the input's shape alone (Shape, Size): host-evaluated whatever the
+ * input is. */
+static inline bool tonnx_shape_only(const char *op_type) {
+    return !strcmp(op_type, "Shape") || !strcmp(op_type, "Size");
+}
 
 /* custom.c: nodes of the --custom-ops registry's domains (tether/custom_ops.h). Between begin
  * and end (one import, this thread) tonnx_op_find answers for the registry's operators with an

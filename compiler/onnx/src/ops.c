@@ -224,6 +224,25 @@ static const char *check_cast(timport *c, const Onnx__NodeProto *n, int node, ch
     return NULL;
 }
 
+/* NonZero and Range: the output's extent depends on the input values, and a compiled module's
+ * outputs have fixed shapes, so they are folded at import time and refused on run-time inputs. */
+static const char *check_data_dependent(timport *c, const Onnx__NodeProto *n, int node, char *buf,
+                                        size_t size) {
+    (void)node;
+    for (size_t j = 0; j < n->n_input; j++) {
+        int vi = tonnx_find(c, S(n->input[j]));
+        if (vi >= 0 && !c->v[vi].is_const) {
+            snprintf(buf, size,
+                     "input '%s' is computed at run time, and the output's size depends on its "
+                     "values (a compiled module's outputs have fixed shapes; only constant "
+                     "inputs, folded at import time)",
+                     S(n->input[j]));
+            return buf;
+        }
+    }
+    return NULL;
+}
+
 /* ---- the table ------------------------------------------------------------------------- */
 
 #define MAXV TETHER_ONNX_OPSET_MAX
@@ -249,6 +268,34 @@ static const op_def ops[] = {
     {"Sum", 8, MAXV, "add (a chain)", "", false, false, tonnx_cv_variadic, NULL},
     {"Where", 9, MAXV, "where", "", false, false, tonnx_cv_variadic, NULL},
     {"Xor", 7, MAXV, "xor", "", false, false, tonnx_cv_binary, NULL},
+    /* indexing, data-dependent and shape operators (convert_data.c, host_eval.c) */
+    {"ArgMax", 1, MAXV, "arg_max", "axis,keepdims,select_last_index", false, false, tonnx_cv_arg,
+     NULL},
+    {"ArgMin", 1, MAXV, "arg_min", "axis,keepdims,select_last_index", false, false, tonnx_cv_arg,
+     NULL},
+    {"CastLike", 15, MAXV, "cast", "", false, false, tonnx_cv_castlike, NULL},
+    {"CumSum", 11, MAXV, "cumsum", "exclusive,reverse", false, false, tonnx_cv_cumsum, NULL},
+    {"Einsum", 12, MAXV, "einsum", "equation", false, false, tonnx_cv_einsum, NULL},
+    {"Expand", 8, MAXV, "tile", "", false, false, tonnx_cv_tile, NULL},
+    {"GatherElements", 11, MAXV, "gather_elements", "axis", false, false, tonnx_cv_gather, NULL},
+    {"GatherND", 11, MAXV, "gather_nd", "batch_dims", false, false, tonnx_cv_gather, NULL},
+    {"Mean", 8, MAXV, "add (a chain), div", "", false, false, tonnx_cv_mean, NULL},
+    {"NonZero", 9, MAXV, "(constant input only: the output's size depends on the values)", "", true,
+     true, NULL, check_data_dependent},
+    {"OneHot", 9, MAXV, "one_hot", "axis", false, false, tonnx_cv_onehot, NULL},
+    {"Range", 11, MAXV, "(constant inputs only: the output's size depends on the values)", "", true,
+     true, NULL, check_data_dependent},
+    {"Scatter", 9, 10, "scatter_elements", "axis", false, false, tonnx_cv_scatter, NULL},
+    {"ScatterElements", 11, MAXV, "scatter_elements", "axis,reduction", false, false,
+     tonnx_cv_scatter, NULL},
+    {"ScatterND", 11, MAXV, "scatter_nd", "reduction", false, false, tonnx_cv_scatter, NULL},
+    {"Size", 1, MAXV, "(constant: the input's element count)", "", true, true, NULL, NULL},
+    {"Split", 2, MAXV, "slice (one per output)", "axis,num_outputs,split", false, false,
+     tonnx_cv_split, NULL},
+    {"Tile", 6, MAXV, "tile", "", false, false, tonnx_cv_tile, NULL},
+    {"TopK", 1, MAXV, "topk (values and indices: one node each)", "axis,k,largest,sorted", false,
+     false, tonnx_cv_topk, NULL},
+    {"Trilu", 14, MAXV, "trilu", "upper", false, false, tonnx_cv_trilu, NULL},
     {"Abs", 6, MAXV, "abs", "", false, false, tonnx_cv_unary, NULL},
     {"Add", 7, MAXV, "add", "", true, false, tonnx_cv_binary, NULL},
     {"AveragePool", 7, MAXV, "avg_pool (1-D: on [N,C,1,L]; 3-D: two avg_pools)",
@@ -274,7 +321,7 @@ static const op_def ops[] = {
     {"Dropout", 7, MAXV, "(dropped)", "ratio,seed", true, false, tonnx_cv_alias, check_dropout},
     {"Exp", 6, MAXV, "exp", "", false, false, tonnx_cv_unary, NULL},
     {"Flatten", 1, MAXV, "flatten", "axis", true, false, tonnx_cv_flatten, NULL},
-    {"Gather", 1, MAXV, "(constants only)", "axis", true, true, NULL, NULL},
+    {"Gather", 1, MAXV, "gather", "axis", true, false, tonnx_cv_gather, NULL},
     {"Gemm", 7, MAXV, "dense", "alpha,beta,transA,transB", false, false, tonnx_cv_gemm, NULL},
     {"GlobalAveragePool", 1, MAXV, "global_avg_pool", "", false, false, tonnx_cv_global_pool, NULL},
     {"GlobalLpPool", 2, MAXV, "pow, global_avg_pool, mul, pow", "p", false, false,
@@ -339,7 +386,8 @@ static const op_def ops[] = {
      false, false, tonnx_cv_resize, check_resize},
     {"Shape", 1, MAXV, "(constant: the input's shape)", "start,end", true, true, NULL, NULL},
     {"Sigmoid", 6, MAXV, "sigmoid", "", false, false, tonnx_cv_unary, NULL},
-    {"Slice", 1, MAXV, "(constants only)", "starts,ends,axes", true, true, NULL, NULL},
+    {"Slice", 1, MAXV, "slice (starts, ends, axes, steps constant)", "starts,ends,axes", true,
+     false, tonnx_cv_slice, NULL},
     {"Softmax", 1, MAXV, "softmax (before opset 13: + flatten, reshape)", "axis", false, false,
      tonnx_cv_softmax, NULL},
     {"SpaceToDepth", 1, MAXV, "reshape, transpose, reshape", "blocksize", false, false,
@@ -384,6 +432,28 @@ static const arity_def arities[] = {
     {"Sum", 1, 1, -1, 1, 1},
     {"Where", 1, 3, 3, 1, 1},
     {"Xor", 1, 2, 2, 1, 1},
+    {"ArgMax", 1, 1, 1, 1, 1},
+    {"ArgMin", 1, 1, 1, 1, 1},
+    {"CastLike", 15, 2, 2, 1, 1},
+    {"CumSum", 11, 2, 2, 1, 1}, /* x, axis */
+    {"Einsum", 12, 1, -1, 1, 1},
+    {"Expand", 8, 2, 2, 1, 1},
+    {"GatherElements", 11, 2, 2, 1, 1},
+    {"GatherND", 11, 2, 2, 1, 1},
+    {"Mean", 1, 1, -1, 1, 1},
+    {"NonZero", 9, 1, 1, 1, 1},
+    {"OneHot", 9, 3, 3, 1, 1}, /* indices, depth, values */
+    {"Range", 11, 3, 3, 1, 1},
+    {"Scatter", 9, 3, 3, 1, 1},
+    {"ScatterElements", 11, 3, 3, 1, 1},
+    {"ScatterND", 11, 3, 3, 1, 1},
+    {"Size", 1, 1, 1, 1, 1},
+    {"Split", 1, 1, 2, 1, -1},
+    {"Split", 13, 1, 2, 1, -1}, /* input, split */
+    {"Tile", 1, 2, 2, 1, 1},
+    {"TopK", 1, 1, 1, 2, 2},
+    {"TopK", 10, 2, 2, 2, 2}, /* X, K */
+    {"Trilu", 14, 1, 2, 1, 1},
     {"Abs", 1, 1, 1, 1, 1},
     {"Add", 1, 2, 2, 1, 1},
     {"AveragePool", 1, 1, 1, 1, 1},
@@ -545,8 +615,18 @@ unsigned tonnx_const_inputs(const op_def *d, int opset) {
     if (!strcmp(t, "Slice")) {
         return 0x1eu;
     }
-    if (!strcmp(t, "ConstantOfShape")) {
+    if (!strcmp(t, "ConstantOfShape") || !strcmp(t, "NonZero")) {
         return 1u;
+    }
+    if (!strcmp(t, "Range")) {
+        return 7u;
+    }
+    if (!strcmp(t, "TopK")) {
+        return opset >= 10 ? 1u << 1 : 0;
+    }
+    if (!strcmp(t, "CumSum") || !strcmp(t, "Trilu") || !strcmp(t, "OneHot") ||
+        !strcmp(t, "Expand") || !strcmp(t, "Tile") || !strcmp(t, "Split")) {
+        return !strcmp(t, "Split") && opset < 13 ? 0 : 1u << 1;
     }
     return 0;
 }

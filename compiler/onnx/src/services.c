@@ -95,6 +95,7 @@ int tonnx_hconst_from(timport *c, DLDataType dt, int ndim, const int64_t *shape,
     if (!k) {
         return tether_last_status();
     }
+    k->dt = dt.code == 6 ? TETHER_BOOL : dt;
     if (nbytes != k->count * es || (!data && nbytes)) {
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "%s: value of '%s' has %zu bytes, its shape needs %zu", c->source,
@@ -366,6 +367,35 @@ int tonnx_ensure_tensor(timport *c, int vi, const char *role) {
         return TETHER_OK;
     }
     int rc;
+    DLDataType kdt = v->k ? v->k->dt : TETHER_FLOAT32;
+    bool kflt = kdt.code == kDLFloat && (kdt.bits == 32 || kdt.bits == 64);
+    bool kint = (kdt.code == kDLInt || kdt.code == kDLUInt) && tether_dtype_bytes(kdt) > 0;
+    if (v->k && kdt.lanes == 1 && (v->k->is_int ? kint : kflt)) {
+        /* a host constant of another ONNX type (int32, bool, float64, ...): in that type */
+        const hconst *k = v->k;
+        size_t es = tether_dtype_bytes(k->dt);
+        unsigned char *buf = calloc(k->count ? k->count : 1, es);
+        if (!buf) {
+            return tonnx_fail(c, TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        for (size_t i = 0; i < k->count; i++) {
+            int64_t iv = k->is_int ? ((const int64_t *)k->data)[i] : 0;
+            if (k->dt.code == kDLUInt && k->dt.bits == 1) {
+                buf[i] = iv != 0;
+            } else if (k->is_int) {
+                memcpy(buf + i * es, &iv, es); /* the low bytes: little-endian hosts */
+            } else if (k->dt.bits == 64) {
+                double d = ((const float *)k->data)[i];
+                memcpy(buf + i * es, &d, es);
+            } else {
+                memcpy(buf + i * es, (const float *)k->data + i, es);
+            }
+        }
+        rc = tether_ir_add_constant(c->g, v->name, k->dt, k->ndim, k->shape, buf, k->count * es,
+                                    &v->tensor);
+        free(buf);
+        return rc ? tonnx_wrap(c, rc) : TETHER_OK;
+    }
     if (v->k) { /* a host constant: float32 or int64 (an integer one stays int64) */
         rc = tether_ir_add_constant(
             c->g, v->name, v->k->is_int ? TETHER_INT64 : TETHER_FLOAT32, v->k->ndim, v->k->shape,

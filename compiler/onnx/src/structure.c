@@ -532,7 +532,7 @@ void tonnx_propagate_constness(timport *c, const int *order) {
             continue;
         }
         bool all = true;
-        if (strcmp(d->op_type, "Shape") != 0) {
+        if (!tonnx_shape_only(d->op_type)) {
             for (size_t j = 0; j < n->n_input; j++) {
                 int vi = tonnx_find(c, S(n->input[j]));
                 all &= vi < 0 || c->v[vi].is_const;
@@ -598,7 +598,7 @@ int tonnx_support_scan(timport *c) {
                     why = reason;
                 }
             }
-            if (!why && d->host_only && strcmp(d->op_type, "Shape") != 0) {
+            if (!why && d->host_only && !tonnx_shape_only(d->op_type)) {
                 for (size_t j = 0; j < n->n_input && !why; j++) {
                     int vi = tonnx_find(c, S(n->input[j]));
                     if (vi >= 0 && !c->v[vi].is_const) {

@@ -637,8 +637,8 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         int any = 0;
         for (int i = 0; i < g->ntensors; i++) {
             const tether_ir_tensor *t = &g->tensors[i];
-            if (t->kind != TETHER_TENSOR_CONSTANT) {
-                continue;
+            if (t->kind != TETHER_TENSOR_CONSTANT || tether_ir_tensor_elements(t) == 0) {
+                continue; /* an empty constant: no code reads it (empty outputs have none) */
             }
             if (!any) {
                 tether__sbuf_puts(&e.s, "/* Weights (linked). */\n");

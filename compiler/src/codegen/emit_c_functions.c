@@ -189,7 +189,10 @@ void tether__c_emit_op_function(em *e, int idx) {
      * inlined: its pointers stay restrict parameters (inlined into the graph, whose pointers
      * all come from the workspace, gcc may lose that and emit memmove or scalar loops), and
      * the code exists once however many callers it has. */
-    tether__sbuf_printf(&e->s, "static __attribute__((noinline)) void %s(", e->kname[idx]);
+    /* a DATA kernel returns its status (an index out of range), every other one nothing */
+    bool fails = tether__op_info_of(nd->op)->kind == TETHER__OPK_DATA;
+    tether__sbuf_printf(&e->s, "static __attribute__((noinline)) %s %s(",
+                        fails ? "int32_t" : "void", e->kname[idx]);
     int first = 1;
     for (int i = 0; i < nd->ninputs; i++) {
         if (nd->inputs[i] < 0) {
@@ -231,7 +234,7 @@ void tether__c_emit_op_function(em *e, int idx) {
         for (int d = 0; d < e->depth; d++) {
             tether__sbuf_puts(&e->s, "    ");
         }
-        tether__sbuf_printf(&e->s, "%s(", e->kname[idx]);
+        tether__sbuf_printf(&e->s, "%s%s(", fails ? "return " : "", e->kname[idx]);
         first = 1;
         for (int i = 0; i <= nd->ninputs; i++) {
             if (i < nd->ninputs && nd->inputs[i] < 0) {
@@ -272,7 +275,7 @@ void tether__c_emit_op_function(em *e, int idx) {
         for (int d = 0; d < e->depth; d++) {
             tether__sbuf_puts(&e->s, "    ");
         }
-        tether__sbuf_printf(&e->s, "%s(", e->kname[idx]);
+        tether__sbuf_printf(&e->s, "%s%s(", fails ? "return " : "", e->kname[idx]);
         a = 0;
         for (int i = 0; i <= nd->ninputs; i++) {
             int t = i < nd->ninputs ? nd->inputs[i] : nd->outputs[0];
@@ -285,7 +288,9 @@ void tether__c_emit_op_function(em *e, int idx) {
         }
         tether__sbuf_puts(&e->s, ");\n");
     }
-    line(e, nd->op == TETHER_OP_CUSTOM ? "return tg_custom_rc;" : "return 0;");
+    if (!fails) {
+        line(e, nd->op == TETHER_OP_CUSTOM ? "return tg_custom_rc;" : "return 0;");
+    }
     e->depth = 0;
     tether__sbuf_puts(&e->s, "}\n\n");
 }
@@ -372,7 +377,8 @@ void tether__c_emit_graph(em *e) {
         for (int d = 0; d < e->depth; d++) {
             tether__sbuf_puts(&e->s, "    ");
         }
-        tether__sbuf_printf(&e->s, "%s(", e->kname[i]);
+        bool fails = tether__op_info_of(nd->op)->kind == TETHER__OPK_DATA;
+        tether__sbuf_printf(&e->s, "%s%s(", fails ? "if (" : "", e->kname[i]);
         int first = 1;
         for (int j = 0; j <= nd->ninputs; j++) {
             int t = j < nd->ninputs ? nd->inputs[j] : nd->outputs[0];
@@ -383,7 +389,11 @@ void tether__c_emit_graph(em *e) {
             tether__sbuf_printf(&e->s, "%s%s", first ? "" : ", ", ptr);
             first = 0;
         }
-        tether__sbuf_puts(&e->s, ");\n");
+        tether__sbuf_puts(&e->s, fails ? ") != 0) {\n" : ");\n");
+        if (fails) {
+            line(e, "    return -1; /* TETHER_ERR_INVALID_ARG: an index out of range */");
+            line(e, "}");
+        }
         if (nd->op == TETHER_OP_CUSTOM) { /* the user's function returned its status */
             line(e, "if (tg_custom_rc != 0) {");
             line(e, "    return tg_custom_rc;");

@@ -195,5 +195,8 @@ void tether__c_conv_nd(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_reduce_mean(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_reduce(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_hardmax(em *e, const tether_ir_node *nd, const kargs *k);
+/* emit_c_data.c: the kernel body of a DATA operator (its kernel returns int32_t: 0, or -1 for an
+ * index out of range). */
+void tether__c_data(em *e, const tether_ir_node *nd, const kargs *k);
 
 #endif /* TETHER_CODEGEN_EMIT_C_INTERNAL_H */

@@ -994,6 +994,9 @@ void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
     case TETHER_OP_WHERE:
         tether__c_where(e, nd, k);
         return;
+        TETHER__CASES_DATA
+        tether__c_data(e, nd, k);
+        return;
         TETHER__CASES_UNARY
         k_unary(e, nd, k);
         return;

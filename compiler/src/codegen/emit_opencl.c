@@ -90,7 +90,8 @@ static int op_supported(tether_op op) {
     case TETHER_OP_CUSTOM: /* the registry's OpenCL kernel (tether__ocl_custom_check) */
         return 1;
     case TETHER_OP_WHERE:
-        return 0;
+        TETHER__CASES_DATA /* indexing and data-dependent operators: C backend only (for now) */
+            return 0;
     case TETHER_OP_CONV_ND:
     case TETHER_OP_CONV_TRANSPOSE:
         return 0; /* no OpenCL kernel yet: the compile fails naming the node */
@@ -647,6 +648,7 @@ static int emit_node(ocl *e, int idx) {
     case TETHER_OP_REDUCE_SUM_SQUARE:
     case TETHER_OP_RESIZE_NEAREST:
     case TETHER_OP_WHERE: /* refused by check_support */
+        TETHER__CASES_DATA
     case TETHER_OP_CONV_ND:
     case TETHER_OP_CONV_TRANSPOSE:
     case TETHER_OP_CUSTOM: /* emitted by tether__ocl_custom_emit */

@@ -888,7 +888,8 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
         return;
     }
     case TETHER_OP_CUSTOM: /* run by run_custom (it can fail) */
-        return;
+        TETHER__CASES_DATA /* run by tether__interp_data (interp_data.c; it can fail) */
+            return;
         TETHER__CASES_UNARY
         if (!is_f32(xt) || !is_f32(o)) { /* typed (cast among them) */
             for (size_t f = 0; f < total; f++) {
@@ -959,7 +960,9 @@ int tether_interp_run_typed(const tether_ir_graph *g, const void *const *inputs,
         if (tether_ir_tensor_elements(&g->tensors[g->nodes[i].outputs[0]]) == 0) {
             continue; /* an empty output: nothing to compute */
         }
-        if (g->nodes[i].op == TETHER_OP_CUSTOM && (rc = run_custom(g, &g->nodes[i], buf))) {
+        if ((g->nodes[i].op == TETHER_OP_CUSTOM && (rc = run_custom(g, &g->nodes[i], buf))) ||
+            (tether__op_info_of(g->nodes[i].op)->kind == TETHER__OPK_DATA &&
+             (rc = tether__interp_data(g, &g->nodes[i], buf)))) {
             goto out;
         }
         run_node(g, &g->nodes[i], buf);
@@ -993,6 +996,8 @@ int tether__interp_eval_node(const tether_ir_graph *g, int node, void *out) {
     if (tether_ir_tensor_elements(&g->tensors[n->outputs[0]]) > 0) {
         if (n->op == TETHER_OP_CUSTOM) {
             rc = run_custom(g, n, buf);
+        } else if (tether__op_info_of(n->op)->kind == TETHER__OPK_DATA) {
+            rc = tether__interp_data(g, n, buf);
         }
         run_node(g, n, buf);
     }

@@ -27,4 +27,8 @@ val tether__interp_load(const void *p, DLDataType t, size_t k);
 /* Stores v (of any class) as element k of buffer p of type t, converting. */
 void tether__interp_store(void *p, DLDataType t, size_t k, val v);
 
+/* A DATA operator's node (interp_data.c): TETHER_OK, or an error naming the node (an index out
+ * of range). */
+int tether__interp_data(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
+
 #endif

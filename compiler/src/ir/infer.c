@@ -273,11 +273,19 @@ static int check_attr_ranges(const tether_ir_node *n) {
                                          "window kernel, strides, dilations or pads out of range");
         }
     }
-    for (int i = 0; i < a->nints; i++) {
+    for (int i = 0; i < a->nints && n->op != TETHER_OP_EINSUM; i++) { /* einsum: packed labels */
         if (a->ints[i] > lim || a->ints[i] < -lim) {
             return tether__ir_node_error(
                 n, TETHER_ERR_LIMIT, "integer list entry %lld out of range", (long long)a->ints[i]);
         }
+    }
+    for (int i = 0; i < TETHER_IR_MAX_NDIM; i++) {
+        if (a->steps[i] > lim || a->steps[i] < -lim) {
+            return tether__ir_node_error(n, TETHER_ERR_LIMIT, "steps out of range");
+        }
+    }
+    if (a->k > lim || a->k < -lim || a->mode > lim || a->mode < -lim) {
+        return tether__ir_node_error(n, TETHER_ERR_LIMIT, "k or mode out of range");
     }
     if (a->groups > lim || a->axis > lim || a->axis < -lim || a->nints < 0 ||
         a->nints > 2 * TETHER_IR_MAX_NDIM) {
@@ -564,6 +572,10 @@ int tether_ir_print(FILE *out, const tether_ir_graph *g) {
         case TETHER_OP_REDUCE_SUM_SQUARE:
         case TETHER_OP_RESIZE_NEAREST:
         case TETHER_OP_WHERE:
+            break;
+            TETHER__CASES_DATA
+            fprintf(out, " axis=%lld k=%lld mode=%lld", (long long)a->axis, (long long)a->k,
+                    (long long)a->mode);
             break;
         case TETHER_OP_CUSTOM: {
             const tether_custom_op *cop = tether_custom_op_of(g, n);

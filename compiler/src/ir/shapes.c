@@ -634,6 +634,8 @@ int tether__ir_infer_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t 
         }
         return TETHER_OK;
     }
+        TETHER__CASES_DATA
+        return tether__ir_data_shape(g, n, os, ond);
     case TETHER_OP_CUSTOM: /* the registry entry's rule and the resource contract */
         return tether__custom_infer_shape(g, n, os, ond);
         TETHER__CASES_UNARY

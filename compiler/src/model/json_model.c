@@ -320,6 +320,12 @@ static int parse_attrs(ctx *c, const char *nm, tether_op op, const cJSON *attrs,
             bad = get_int(e, &a->groups);
         } else if (strcmp(k, "axis") == 0) {
             bad = get_int(e, &a->axis);
+        } else if (strcmp(k, "k") == 0 || strcmp(k, "mode") == 0) {
+            bad = get_int(e, k[0] == 'k' ? &a->k : &a->mode);
+        } else if (strcmp(k, "steps") == 0) {
+            bad = get_ints(e, a->steps, TETHER_IR_MAX_NDIM, &n);
+        } else if (strcmp(k, "bounds") == 0 || strcmp(k, "labels") == 0) {
+            bad = get_ints(e, a->ints, 2 * TETHER_IR_MAX_NDIM, &a->nints);
         } else if (strcmp(k, "axes") == 0 || strcmp(k, "perm") == 0 || strcmp(k, "shape") == 0) {
             bad = get_ints(e, a->ints, TETHER_IR_MAX_NDIM, &a->nints);
             have_shape |= k[0] == 's';
@@ -888,13 +894,24 @@ int tether_model_save_json(const tether_ir_graph *g, const char *json_path,
         }
         if (a->nints && n->op != TETHER_OP_PAD) {
             add_ints(at,
-                     n->op == TETHER_OP_RESHAPE     ? "shape"
-                     : n->op == TETHER_OP_TRANSPOSE ? "perm"
-                                                    : "axes",
+                     n->op == TETHER_OP_RESHAPE || n->op == TETHER_OP_TILE ? "shape"
+                     : n->op == TETHER_OP_TRANSPOSE                        ? "perm"
+                     : n->op == TETHER_OP_SLICE                            ? "bounds"
+                     : n->op == TETHER_OP_EINSUM                           ? "labels"
+                                                                           : "axes",
                      a->ints, a->nints);
         }
         if (n->op == TETHER_OP_RESIZE_NEAREST) {
             add_ints(at, "scales", a->scales, 2);
+        }
+        if (a->k != d.k) {
+            cJSON_AddNumberToObject(at, "k", (double)a->k);
+        }
+        if (a->mode != d.mode) {
+            cJSON_AddNumberToObject(at, "mode", (double)a->mode);
+        }
+        if (n->op == TETHER_OP_SLICE) {
+            add_ints(at, "steps", a->steps, g->tensors[n->inputs[0]].ndim);
         }
 #define FLT(field, key)                                                                            \
     if (a->field != d.field) {                                                                     \
