@@ -91,6 +91,11 @@ static float hswish(float v) {
     return v * clip(v + 3.0f, 0.0f, 6.0f) / 6.0f;
 }
 
+/* round half to even (the default rounding mode); atan and sinh are <math.h>'s */
+static double rne(double v) {
+    return nearbyint(v);
+}
+
 /* The FORMULA column of ops.def compiled as written, x the input and alpha ... max the node's
  * attributes: ew_unary has a case for every UNARY row, ew_binary for every BINARY and PRELU
  * row (y the second input). A UNARY row without a formula, or one that reads y, does not build.
@@ -172,6 +177,10 @@ static double pymod_d(double a, double b) {
 #define tanhf(v)      tanh(v)
 #define powf(a, b)    pow(a, b)
 #define fmodf(a, b)   fmod(a, b)
+#define sinf(v)       sin(v)
+#define cosf(v)       cos(v)
+#define floorf(v)     floor(v)
+#define ceilf(v)      ceil(v)
 static double ew_unary_d(tether_op op, double x, const tether_ir_attrs *at) {
     EW_ATTRS_(at);
     switch (op) { TETHER_OP_LIST(EW_UNARY_) }
@@ -195,6 +204,10 @@ static double ew_binary_d(tether_op op, double x, double y, const tether_ir_attr
 #undef tanhf
 #undef powf
 #undef fmodf
+#undef sinf
+#undef cosf
+#undef floorf
+#undef ceilf
 
 /* Integers: the IFORMULA column in int64 (signed types) and uint64 (unsigned, bool); the I rows
  * of formula.def defined here, the result stored modulo 2^bits by store_val. */
