@@ -41,6 +41,7 @@ typedef enum tether__op_kind {
     TETHER__OPK_WHERE,   /* select by a bool condition, numpy broadcasting of three inputs */
     TETHER__OPK_CONV_ND, /* conv_nd, conv_transpose: N-D windows (window attributes) */
     TETHER__OPK_CUSTOM,  /* a user kernel (custom/, docs/custom-ops.md) */
+    TETHER__OPK_LOSS,    /* nll_loss*: a gather of log-probabilities by integer targets */
 } tether__op_kind;
 
 /* Typing rules (the TYPES column of ops.def; what each admits is described there). */
@@ -57,6 +58,7 @@ typedef enum tether__op_types {
     TETHER__TY_CAST,
     TETHER__TY_WHERE,
     TETHER__TY_CUSTOM, /* the registry's declared types (custom/, docs/custom-ops.md) */
+    TETHER__TY_LOSS,   /* float32 scores and weights, integer targets */
 } tether__op_types;
 
 /* TETHER__TY_INTS_<TYPES>(i, o): i when the rule admits integer or bool inputs (an elementwise
@@ -72,6 +74,7 @@ typedef enum tether__op_types {
 #define TETHER__TY_INTS_ISFLT(i, o) o
 #define TETHER__TY_INTS_CAST(i, o)  i
 #define TETHER__TY_INTS_WHERE(i, o) i
+#define TETHER__TY_INTS_LOSS(i, o)  o
 
 /* How an element type computes (elementwise formulas, the interpreter's loads and stores). */
 typedef enum tether__dclass {
@@ -113,6 +116,7 @@ const char *tether__dtype_str(DLDataType t);
 #define TETHER__OPK_EW_RESIZE(u, b, p, o)      o
 #define TETHER__OPK_EW_WHERE(u, b, p, o)       o
 #define TETHER__OPK_EW_CONV_ND(u, b, p, o)     o
+#define TETHER__OPK_EW_LOSS(u, b, p, o)        o
 
 /* The case labels of every UNARY row (TETHER__CASES_UNARY) and of every BINARY row
  * (TETHER__CASES_BINARY), for a per-operator switch: the elementwise operators are handled by one

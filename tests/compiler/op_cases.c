@@ -154,6 +154,10 @@ static void a_resize23(tether_ir_attrs *a) {
     a->scales[0] = 2;
     a->scales[1] = 3;
 }
+static void a_ignore7(tether_ir_attrs *a) {
+    a->ints[0] = 7;
+    a->nints = 1;
+}
 static void a_hsig(tether_ir_attrs *a) {
     a->alpha = 0.25f;
     a->beta = 0.4f;
@@ -569,6 +573,40 @@ const tt_op_case tt_op_cases[] = {
      NULL},
     {"shrink_f64", TETHER_OP_SHRINK, 1, {2}, {{3, 5}}, 0, a_hsig, TETHER_OP_SIN, C, "float64"},
     {"round_f16", TETHER_OP_ROUND, 1, {2}, {{3, 5}}, 0, NULL, TETHER_OP_ATAN, C, "float16"},
+    /* integer pow: wrap-around, negative exponents */
+    {"pow_int16", TETHER_OP_POW, 2, {2, 2}, {{3, 4}, {3, 4}}, 0, NULL, NONE, C, "int16"},
+    {"pow_uint8", TETHER_OP_POW, 2, {1, 1}, {{9}, {9}}, 0, NULL, NONE, C, "uint8"},
+    /* losses: a target outside [0, C) gives NaN (both sides), ignore_index 7 */
+    {"nll_loss",
+     TETHER_OP_NLL_LOSS,
+     3,
+     {3, 2, 1},
+     {{2, 24, 3}, {2, 3}, {24}},
+     0,
+     NULL,
+     NONE,
+     C,
+     "float32 int64 float32"},
+    {"nll_loss_mean_ii",
+     TETHER_OP_NLL_LOSS_MEAN,
+     2,
+     {4, 3},
+     {{2, 41, 2, 2}, {2, 2, 2}},
+     2,
+     a_ignore7,
+     NONE,
+     C,
+     "float32 int32"},
+    {"nll_loss_sum",
+     TETHER_OP_NLL_LOSS_SUM,
+     3,
+     {2, 1, 1},
+     {{3, 41}, {3}, {41}},
+     2,
+     NULL,
+     NONE,
+     C,
+     "float32 uint8 float32"},
     /* examples/custom_ops' swish (C implementation) on its declared NHWC image [1, H, W, 4]; the
      * graph's tensor is the image itself, so C only (OpenCL keeps images between kernels) */
     {"custom_swish",

@@ -257,7 +257,8 @@ static const op_def ops[] = {
     {"BatchNormalization", 7, MAXV, "batch_norm", "epsilon,momentum,spatial,training_mode", false,
      false, tonnx_cv_batch_norm, check_batch_norm},
     {"Cast", 6, MAXV, "cast", "to", true, false, tonnx_cv_cast, check_cast},
-    {"Clip", 6, MAXV, "clip", "min,max", false, false, tonnx_cv_clip, NULL},
+    {"Clip", 6, MAXV, "clip (integers: max, min)", "min,max", false, false, tonnx_cv_clip_typed,
+     NULL},
     {"Concat", 4, MAXV, "concat", "axis", true, false, tonnx_cv_concat, NULL},
     {"Constant", 1, MAXV, "(constant)",
      "value,value_float,value_floats,value_int,value_ints,value_string,value_strings,sparse_value",
@@ -310,7 +311,7 @@ static const op_def ops[] = {
     {"Neg", 6, MAXV, "neg", "", false, false, tonnx_cv_unary, NULL},
     {"PRelu", 7, MAXV, "prelu", "", false, false, tonnx_cv_prelu, NULL},
     {"Pad", 2, MAXV, "pad", "mode,pads,value", false, false, tonnx_cv_pad, check_pad},
-    {"Pow", 7, MAXV, "pow", "", false, false, tonnx_cv_binary, NULL},
+    {"Pow", 7, MAXV, "pow (+ casts for mixed types)", "", false, false, tonnx_cv_pow, NULL},
     {"ReduceL1", 1, MAXV, "reduce_l1", "axes,keepdims,noop_with_empty_axes", false, false,
      tonnx_cv_reduce, NULL},
     {"ReduceL2", 1, MAXV, "reduce_l2", "axes,keepdims,noop_with_empty_axes", false, false,
@@ -377,6 +378,10 @@ static const op_def ops[] = {
     {"ThresholdedRelu", 10, MAXV, "thresholded_relu", "alpha", false, false, tonnx_cv_math, NULL},
     {"Selu", 6, MAXV, "selu", "alpha,gamma", false, false, tonnx_cv_math, NULL},
     {"Shrink", 9, MAXV, "shrink", "bias,lambd", false, false, tonnx_cv_math, NULL},
+    {"NegativeLogLikelihoodLoss", 12, MAXV, "nll_loss, nll_loss_sum, nll_loss_mean",
+     "ignore_index,reduction", false, false, tonnx_cv_loss, NULL},
+    {"SoftmaxCrossEntropyLoss", 12, MAXV, "log_softmax, nll_loss (_sum, _mean)",
+     "ignore_index,reduction", false, false, tonnx_cv_loss, NULL},
     /* ---- end of the unary math block ---- */
 };
 
@@ -523,6 +528,8 @@ static const arity_def arities[] = {
     {"ThresholdedRelu", 1, 1, 1, 1, 1},
     {"Selu", 1, 1, 1, 1, 1},
     {"Shrink", 1, 1, 1, 1, 1},
+    {"NegativeLogLikelihoodLoss", 12, 2, 3, 1, 1}, /* input, target, weight */
+    {"SoftmaxCrossEntropyLoss", 12, 2, 3, 1, 2},   /* scores, labels, weights -> loss, log_prob */
     /* ---- end of the unary math block ---- */
 };
 

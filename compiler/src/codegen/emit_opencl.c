@@ -90,6 +90,9 @@ static int op_supported(tether_op op) {
     case TETHER_OP_CUSTOM: /* the registry's OpenCL kernel (tether__ocl_custom_check) */
         return 1;
     case TETHER_OP_WHERE:
+    case TETHER_OP_NLL_LOSS:
+    case TETHER_OP_NLL_LOSS_SUM:
+    case TETHER_OP_NLL_LOSS_MEAN:
         return 0;
     case TETHER_OP_CONV_ND:
     case TETHER_OP_CONV_TRANSPOSE:
@@ -647,6 +650,9 @@ static int emit_node(ocl *e, int idx) {
     case TETHER_OP_REDUCE_SUM_SQUARE:
     case TETHER_OP_RESIZE_NEAREST:
     case TETHER_OP_WHERE: /* refused by check_support */
+    case TETHER_OP_NLL_LOSS:
+    case TETHER_OP_NLL_LOSS_SUM:
+    case TETHER_OP_NLL_LOSS_MEAN:
     case TETHER_OP_CONV_ND:
     case TETHER_OP_CONV_TRANSPOSE:
     case TETHER_OP_CUSTOM: /* emitted by tether__ocl_custom_emit */

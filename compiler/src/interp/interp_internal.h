@@ -27,4 +27,7 @@ val tether__interp_load(const void *p, DLDataType t, size_t k);
 /* Stores v (of any class) as element k of buffer p of type t, converting. */
 void tether__interp_store(void *p, DLDataType t, size_t k, val v);
 
+/* nll_loss, _sum, _mean (interp_loss.c): buf holds every tensor's storage. */
+void tether__interp_nll_loss(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
+
 #endif
