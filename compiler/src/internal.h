@@ -43,6 +43,7 @@ typedef enum tether__op_kind {
     TETHER__OPK_CUSTOM,  /* a user kernel (custom/, docs/custom-ops.md) */
     TETHER__OPK_DATA, /* indexing, data-dependent and shape operators (gather, scatter, topk, ...):
                          ir/shapes_data.c, interp/interp_data.c, codegen/emit_c_data.c */
+    TETHER__OPK_LOSS,    /* nll_loss*: a gather of log-probabilities by integer targets */
 } tether__op_kind;
 
 /* Typing rules (the TYPES column of ops.def; what each admits is described there). */
@@ -60,6 +61,7 @@ typedef enum tether__op_types {
     TETHER__TY_WHERE,
     TETHER__TY_CUSTOM, /* the registry's declared types (custom/, docs/custom-ops.md) */
     TETHER__TY_DATA,   /* the rule of each DATA operator (tether__ir_data_dtype, shapes_data.c) */
+    TETHER__TY_LOSS,   /* float32 scores and weights, integer targets */
 } tether__op_types;
 
 /* TETHER__TY_INTS_<TYPES>(i, o): i when the rule admits integer or bool inputs (an elementwise
@@ -76,6 +78,7 @@ typedef enum tether__op_types {
 #define TETHER__TY_INTS_CAST(i, o)  i
 #define TETHER__TY_INTS_WHERE(i, o) i
 #define TETHER__TY_INTS_DATA(i, o)  i
+#define TETHER__TY_INTS_LOSS(i, o)  o
 
 /* How an element type computes (elementwise formulas, the interpreter's loads and stores). */
 typedef enum tether__dclass {
@@ -140,6 +143,8 @@ const char *tether__dtype_str(DLDataType t);
 #define TETHER__OPK_DT_WHERE(d, o)       o
 #define TETHER__OPK_DT_CONV_ND(d, o)     o
 #define TETHER__OPK_DT_DATA(d, o)        d
+#define TETHER__OPK_DT_LOSS(d, o)        o
+#define TETHER__OPK_EW_LOSS(u, b, p, o)        o
 
 /* The case labels of every UNARY row (TETHER__CASES_UNARY) and of every BINARY row
  * (TETHER__CASES_BINARY), for a per-operator switch: the elementwise operators are handled by one

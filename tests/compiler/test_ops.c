@@ -339,6 +339,70 @@ static void check_known(const tt_op_case *c, const float *const *in, const doubl
     tether_ir_close(&g);
 }
 
+/* Case c through the interpreter only (its C kernel is checked against it by the shared cases). */
+static void check_known_interp(const tt_op_case *c, const float *const *in, const double *want,
+                               int n, double tol) {
+    tether_ir_graph g;
+    build_case(c, &g);
+    float ref[64];
+    float *r[1] = {ref};
+    assert_true(n <= 64);
+    assert_int_equal(tether_interp_run(&g, in, r), 0);
+    for (int i = 0; i < n; i++) {
+        assert_true(fabs(ref[i] - want[i]) <= tol);
+    }
+    tether_ir_close(&g);
+}
+
+/* The unary math block against values from Python's math module (double): round is half to even
+ * (0.49999997 is not 1: no floor(x + 0.5)); round, atan, sinh and acos compiled too (the C
+ * helpers' own polynomials; the interpreter uses <math.h>), selu's defaults are ONNX's. */
+static void test_math_known_values(void **state) {
+    (void)state;
+    const float r_in[8] = {-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f, 0.49999997f, 3.7f};
+    const double r_want[8] = {-2, -2, 0, 0, 2, 2, 0, 4};
+    const float y[8] = {-3.0f, -1.0f, -0.3f, 0.0f, 0.2f, 0.9f, 1.0f, 7.5f};
+    const double atan_want[8] = {
+        -1.2490457723982544, -0.7853981633974483, -0.2914567944778671, 0.0,
+        0.19739555984988078, 0.7328151017865066,  0.7853981633974483,  1.4382447944982226};
+    const double sinh_want[8] = {
+        -10.017874927409903, -1.1752011936438014, -0.3045202934471426, 0.0,
+        0.20133600254109402, 1.0265167257081753,  1.1752011936438014,  904.0209306858466};
+    const double selu_want[8] = {
+        -1.670568733989153,  -1.1113307412864784, -0.4556673168034953, 0.0,
+        0.21014020442962647, 0.9456309199333192,  1.0507010221481323,  7.880257666110992};
+    const double mish_want[8] = {
+        -0.1456474612756246, -0.30340146137410895, -0.15113317713833455, 0.0,
+        0.13259900186215923, 0.7612059289525154,   0.8650983882673103,   7.499995416538079};
+    const float u[6] = {-1.0f, -0.3f, 0.0f, 0.2f, 0.9f, 1.0f};
+    const double asin_want[6] = {-1.5707963267948966, -0.3046926540153975, 0.0,
+                                 0.2013579207903308,  1.1197695149986342,  1.5707963267948966};
+    const double acos_want[6] = {3.141592653589793, 1.8754889808102941,  1.5707963267948966,
+                                 1.369438406004566, 0.45102681179626236, 0.0};
+    const float *rin[1] = {r_in}, *yin[1] = {y}, *uin[1] = {u};
+    const tt_op_case round_c = {"round_known", TETHER_OP_ROUND, 1,    {1}, {{8}}, 0,
+                                NULL,          TT_NONE,         TT_C, NULL};
+    check_known(&round_c, rin, r_want, 8, 0.0);
+    const tt_op_case atan_c = {"atan_known", TETHER_OP_ATAN, 1,    {1}, {{8}}, 0,
+                               NULL,         TT_NONE,        TT_C, NULL};
+    check_known(&atan_c, yin, atan_want, 8, 2e-7);
+    const tt_op_case sinh_c = {"sinh_known", TETHER_OP_SINH, 1,    {1}, {{8}}, 0,
+                               NULL,         TT_NONE,        TT_C, NULL};
+    check_known(&sinh_c, yin, sinh_want, 8, 1e-4);
+    const tt_op_case selu_c = {"selu_known", TETHER_OP_SELU, 1,    {1}, {{8}}, 0,
+                               NULL,         TT_NONE,        TT_C, NULL};
+    check_known_interp(&selu_c, yin, selu_want, 8, 1e-6);
+    const tt_op_case mish_c = {"mish_known", TETHER_OP_MISH, 1,    {1}, {{8}}, 0,
+                               NULL,         TT_NONE,        TT_C, NULL};
+    check_known_interp(&mish_c, yin, mish_want, 8, 1e-6);
+    const tt_op_case asin_c = {"asin_known", TETHER_OP_ASIN, 1,    {1}, {{6}}, 0,
+                               NULL,         TT_NONE,        TT_C, NULL};
+    check_known_interp(&asin_c, uin, asin_want, 6, 1e-6);
+    const tt_op_case acos_c = {"acos_known", TETHER_OP_ACOS, 1,    {1}, {{6}}, 0,
+                               NULL,         TT_NONE,        TT_C, NULL};
+    check_known(&acos_c, uin, acos_want, 6, 1e-6);
+}
+
 /* conv_transpose of x = [1, 2, 3] with w = [1, 1, 1], stride 2, the end pad -1 (output_padding
  * 1): each input spreads over 3 outputs 2 apart, overlapping in one; the extra output is 0. */
 static void a_convt_known(tether_ir_attrs *a) {
@@ -547,7 +611,8 @@ static void test_every_op_has_a_case(void **state) {
         assert_int_equal(back, op);
         int have = 0;
         for (size_t i = 0; i < tt_num_op_cases; i++) {
-            have |= tt_op_cases[i].op == (tether_op)op && (tt_op_cases[i].backends & TT_C);
+            have |= (tt_op_cases[i].op == (tether_op)op || tt_op_cases[i].then == (tether_op)op) &&
+                    (tt_op_cases[i].backends & TT_C);
         }
         if (!have) {
             fail_msg("operator %s has no case in tests/compiler/op_cases.c", name);
@@ -694,7 +759,7 @@ static void test_data_known_values(void **state) {
 
 int main(void) {
     /* the shared cases this backend runs, then the tests of this file */
-    struct CMUnitTest *tests = calloc(tt_num_op_cases + 5, sizeof *tests);
+    struct CMUnitTest *tests = calloc(tt_num_op_cases + 16, sizeof *tests);
     if (!tests) {
         return 1;
     }
@@ -710,6 +775,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_params_blob);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_log_softmax_large_values);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_erf_known_values);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_math_known_values);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_conv_transpose_known_values);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_reduce_known_values);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_empty_tensors);

@@ -211,6 +211,11 @@ int tonnx_cv_castlike(timport *c, const Onnx__NodeProto *n);
 static inline bool tonnx_shape_only(const char *op_type) {
     return !strcmp(op_type, "Shape") || !strcmp(op_type, "Size");
 }
+/* convert_math.c: unary math and activations, losses, Pad modes, Dropout (issue 27, wt27b) */
+int tonnx_cv_math(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_loss(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_pow(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_clip_typed(timport *c, const Onnx__NodeProto *n);
 
 /* custom.c: nodes of the --custom-ops registry's domains (tether/custom_ops.h). Between begin
  * and end (one import, this thread) tonnx_op_find answers for the registry's operators with an

@@ -304,7 +304,8 @@ static const op_def ops[] = {
     {"BatchNormalization", 7, MAXV, "batch_norm", "epsilon,momentum,spatial,training_mode", false,
      false, tonnx_cv_batch_norm, check_batch_norm},
     {"Cast", 6, MAXV, "cast", "to", true, false, tonnx_cv_cast, check_cast},
-    {"Clip", 6, MAXV, "clip", "min,max", false, false, tonnx_cv_clip, NULL},
+    {"Clip", 6, MAXV, "clip (integers: max, min)", "min,max", false, false, tonnx_cv_clip_typed,
+     NULL},
     {"Concat", 4, MAXV, "concat", "axis", true, false, tonnx_cv_concat, NULL},
     {"Constant", 1, MAXV, "(constant)",
      "value,value_float,value_floats,value_int,value_ints,value_string,value_strings,sparse_value",
@@ -357,7 +358,7 @@ static const op_def ops[] = {
     {"Neg", 6, MAXV, "neg", "", false, false, tonnx_cv_unary, NULL},
     {"PRelu", 7, MAXV, "prelu", "", false, false, tonnx_cv_prelu, NULL},
     {"Pad", 2, MAXV, "pad", "mode,pads,value", false, false, tonnx_cv_pad, check_pad},
-    {"Pow", 7, MAXV, "pow", "", false, false, tonnx_cv_binary, NULL},
+    {"Pow", 7, MAXV, "pow (+ casts for mixed types)", "", false, false, tonnx_cv_pow, NULL},
     {"ReduceL1", 1, MAXV, "reduce_l1", "axes,keepdims,noop_with_empty_axes", false, false,
      tonnx_cv_reduce, NULL},
     {"ReduceL2", 1, MAXV, "reduce_l2", "axes,keepdims,noop_with_empty_axes", false, false,
@@ -400,6 +401,36 @@ static const op_def ops[] = {
     {"Unsqueeze", 1, MAXV, "unsqueeze", "axes", true, false, tonnx_cv_squeeze, NULL},
     {"Upsample", 7, 9, "resize_nearest, or matmuls per axis", "mode,scales", false, false,
      tonnx_cv_resize, check_resize},
+    /* ---- unary math and activations (issue 27, wt27b): convert_math.c ---- */
+    {"Sin", 7, MAXV, "sin", "", false, false, tonnx_cv_math, NULL},
+    {"Cos", 7, MAXV, "cos", "", false, false, tonnx_cv_math, NULL},
+    {"Tan", 7, MAXV, "tan", "", false, false, tonnx_cv_math, NULL},
+    {"Asin", 7, MAXV, "asin", "", false, false, tonnx_cv_math, NULL},
+    {"Acos", 7, MAXV, "acos", "", false, false, tonnx_cv_math, NULL},
+    {"Atan", 7, MAXV, "atan", "", false, false, tonnx_cv_math, NULL},
+    {"Sinh", 9, MAXV, "sinh", "", false, false, tonnx_cv_math, NULL},
+    {"Cosh", 9, MAXV, "cosh", "", false, false, tonnx_cv_math, NULL},
+    {"Asinh", 9, MAXV, "asinh", "", false, false, tonnx_cv_math, NULL},
+    {"Acosh", 9, MAXV, "acosh", "", false, false, tonnx_cv_math, NULL},
+    {"Atanh", 9, MAXV, "atanh", "", false, false, tonnx_cv_math, NULL},
+    {"Ceil", 6, MAXV, "ceil", "", false, false, tonnx_cv_math, NULL},
+    {"Floor", 6, MAXV, "floor", "", false, false, tonnx_cv_math, NULL},
+    {"Round", 11, MAXV, "round", "", false, false, tonnx_cv_math, NULL},
+    {"Reciprocal", 6, MAXV, "reciprocal", "", false, false, tonnx_cv_math, NULL},
+    {"Softplus", 1, MAXV, "softplus", "", false, false, tonnx_cv_math, NULL},
+    {"Softsign", 1, MAXV, "softsign", "", false, false, tonnx_cv_math, NULL},
+    {"Mish", 18, MAXV, "mish", "", false, false, tonnx_cv_math, NULL},
+    {"Erf", 9, MAXV, "erf", "", false, false, tonnx_cv_math, NULL},
+    {"Elu", 6, MAXV, "elu", "alpha", false, false, tonnx_cv_math, NULL},
+    {"Celu", 12, MAXV, "celu", "alpha", false, false, tonnx_cv_math, NULL},
+    {"ThresholdedRelu", 10, MAXV, "thresholded_relu", "alpha", false, false, tonnx_cv_math, NULL},
+    {"Selu", 6, MAXV, "selu", "alpha,gamma", false, false, tonnx_cv_math, NULL},
+    {"Shrink", 9, MAXV, "shrink", "bias,lambd", false, false, tonnx_cv_math, NULL},
+    {"NegativeLogLikelihoodLoss", 12, MAXV, "nll_loss, nll_loss_sum, nll_loss_mean",
+     "ignore_index,reduction", false, false, tonnx_cv_loss, NULL},
+    {"SoftmaxCrossEntropyLoss", 12, MAXV, "log_softmax, nll_loss (_sum, _mean)",
+     "ignore_index,reduction", false, false, tonnx_cv_loss, NULL},
+    /* ---- end of the unary math block ---- */
 };
 
 /* How many inputs and outputs each operator of ops[] takes, from the ONNX operator schemas of the
@@ -542,6 +573,34 @@ static const arity_def arities[] = {
     {"Unsqueeze", 13, 2, 2, 1, 1}, /* data, axes (required) */
     {"Upsample", 7, 1, 1, 1, 1},
     {"Upsample", 9, 2, 2, 1, 1}, /* X, scales */
+    /* ---- unary math and activations (issue 27, wt27b) ---- */
+    {"Sin", 1, 1, 1, 1, 1},
+    {"Cos", 1, 1, 1, 1, 1},
+    {"Tan", 1, 1, 1, 1, 1},
+    {"Asin", 1, 1, 1, 1, 1},
+    {"Acos", 1, 1, 1, 1, 1},
+    {"Atan", 1, 1, 1, 1, 1},
+    {"Sinh", 1, 1, 1, 1, 1},
+    {"Cosh", 1, 1, 1, 1, 1},
+    {"Asinh", 1, 1, 1, 1, 1},
+    {"Acosh", 1, 1, 1, 1, 1},
+    {"Atanh", 1, 1, 1, 1, 1},
+    {"Ceil", 1, 1, 1, 1, 1},
+    {"Floor", 1, 1, 1, 1, 1},
+    {"Round", 1, 1, 1, 1, 1},
+    {"Reciprocal", 1, 1, 1, 1, 1},
+    {"Softplus", 1, 1, 1, 1, 1},
+    {"Softsign", 1, 1, 1, 1, 1},
+    {"Mish", 1, 1, 1, 1, 1},
+    {"Erf", 1, 1, 1, 1, 1},
+    {"Elu", 1, 1, 1, 1, 1},
+    {"Celu", 1, 1, 1, 1, 1},
+    {"ThresholdedRelu", 1, 1, 1, 1, 1},
+    {"Selu", 1, 1, 1, 1, 1},
+    {"Shrink", 1, 1, 1, 1, 1},
+    {"NegativeLogLikelihoodLoss", 12, 2, 3, 1, 1}, /* input, target, weight */
+    {"SoftmaxCrossEntropyLoss", 12, 2, 3, 1, 2},   /* scores, labels, weights -> loss, log_prob */
+    /* ---- end of the unary math block ---- */
 };
 
 int tonnx_op_arity(const op_def *d, int opset, tonnx_arity *out) {

@@ -158,6 +158,8 @@ void tether__c_typed_array(tether__sbuf *s, const char *name, const tether_ir_te
                            const void *data);
 void tether__c_ew_typed(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_where(em *e, const tether_ir_node *nd, const kargs *k);
+/* nll_loss, _sum, _mean (emit_c_loss.c). */
+void tether__c_nll_loss(em *e, const tether_ir_node *nd, const kargs *k);
 /* Index expression of operand t inside nested loops i0..i{nd-1} over an output of rank nd
  * (emit_c_kernels.c). */
 void tether__c_bcast_index(const tether_ir_tensor *t, int nd, const int64_t *oshape, char *out,

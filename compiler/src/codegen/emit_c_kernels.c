@@ -997,6 +997,11 @@ void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
         TETHER__CASES_DATA
         tether__c_data(e, nd, k);
         return;
+    case TETHER_OP_NLL_LOSS:
+    case TETHER_OP_NLL_LOSS_SUM:
+    case TETHER_OP_NLL_LOSS_MEAN:
+        tether__c_nll_loss(e, nd, k);
+        return;
         TETHER__CASES_UNARY
         k_unary(e, nd, k);
         return;

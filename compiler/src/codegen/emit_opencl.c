@@ -92,6 +92,10 @@ static int op_supported(tether_op op) {
     case TETHER_OP_WHERE:
         TETHER__CASES_DATA /* indexing and data-dependent operators: C backend only (for now) */
             return 0;
+    case TETHER_OP_NLL_LOSS:
+    case TETHER_OP_NLL_LOSS_SUM:
+    case TETHER_OP_NLL_LOSS_MEAN:
+        return 0;
     case TETHER_OP_CONV_ND:
     case TETHER_OP_CONV_TRANSPOSE:
         return 0; /* no OpenCL kernel yet: the compile fails naming the node */
@@ -649,6 +653,9 @@ static int emit_node(ocl *e, int idx) {
     case TETHER_OP_RESIZE_NEAREST:
     case TETHER_OP_WHERE: /* refused by check_support */
         TETHER__CASES_DATA
+    case TETHER_OP_NLL_LOSS:
+    case TETHER_OP_NLL_LOSS_SUM:
+    case TETHER_OP_NLL_LOSS_MEAN:
     case TETHER_OP_CONV_ND:
     case TETHER_OP_CONV_TRANSPOSE:
     case TETHER_OP_CUSTOM: /* emitted by tether__ocl_custom_emit */

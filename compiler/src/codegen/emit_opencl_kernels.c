@@ -883,6 +883,9 @@ void tether__ocl_kernel_body(ocl *e, const tether_ir_node *n, const kern *k) {
         line(e, "#error \"tether: a custom operator reached the generic kernel emitter\"");
     case TETHER_OP_WHERE: /* no kernel: refused by check_support (emit_opencl.c) */
         TETHER__CASES_DATA
+    case TETHER_OP_NLL_LOSS:
+    case TETHER_OP_NLL_LOSS_SUM:
+    case TETHER_OP_NLL_LOSS_MEAN:
         break;
         TETHER__CASES_UNARY
         k_unary(e, n);

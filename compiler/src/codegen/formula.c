@@ -76,8 +76,8 @@ static void replace_into(tether__sbuf *out, const char *s, const char *const (*m
 
 void tether__formula_c_helper_double(int k, tether__sbuf *out) {
     static const char *const map[][2] = {
-        {"float", "double"}, {"tg_", "tgd_"},     {"expf(", "exp("},
-        {"fmodf(", "fmod("}, {"sqrtf(", "sqrt("}, {"logf(", "log("},
+        {"float", "double"}, {"tg_", "tgd_"},   {"expf(", "exp("},     {"fmodf(", "fmod("},
+        {"sqrtf(", "sqrt("}, {"logf(", "log("}, {"floorf(", "floor("},
     };
     if (k >= 0 && k < TETHER__PRIM_COUNT) {
         replace_into(out, prim_fns[k].c_helper, map, (int)(sizeof map / sizeof *map));

@@ -91,6 +91,11 @@ static float hswish(float v) {
     return v * clip(v + 3.0f, 0.0f, 6.0f) / 6.0f;
 }
 
+/* round half to even (the default rounding mode); atan and sinh are <math.h>'s */
+static double rne(double v) {
+    return nearbyint(v);
+}
+
 /* The FORMULA column of ops.def compiled as written, x the input and alpha ... max the node's
  * attributes: ew_unary has a case for every UNARY row, ew_binary for every BINARY and PRELU
  * row (y the second input). A UNARY row without a formula, or one that reads y, does not build.
@@ -172,6 +177,10 @@ static double pymod_d(double a, double b) {
 #define tanhf(v)      tanh(v)
 #define powf(a, b)    pow(a, b)
 #define fmodf(a, b)   fmod(a, b)
+#define sinf(v)       sin(v)
+#define cosf(v)       cos(v)
+#define floorf(v)     floor(v)
+#define ceilf(v)      ceil(v)
 static double ew_unary_d(tether_op op, double x, const tether_ir_attrs *at) {
     EW_ATTRS_(at);
     switch (op) { TETHER_OP_LIST(EW_UNARY_) }
@@ -195,6 +204,10 @@ static double ew_binary_d(tether_op op, double x, double y, const tether_ir_attr
 #undef tanhf
 #undef powf
 #undef fmodf
+#undef sinf
+#undef cosf
+#undef floorf
+#undef ceilf
 
 /* Integers: the IFORMULA column in int64 (signed types) and uint64 (unsigned, bool); the I rows
  * of formula.def defined here, the result stored modulo 2^bits by store_val. */
@@ -224,6 +237,19 @@ static int64_t shl_s(int64_t a, int64_t b) {
 }
 static int64_t shr_s(int64_t a, int64_t b) {
     return b < 0 || b >= 64 ? 0 : a >> b;
+}
+static uint64_t ipow_w(uint64_t p, uint64_t b) {
+    uint64_t r = 1;
+    for (; b; b >>= 1, p *= p) {
+        r = b & 1 ? r * p : r;
+    }
+    return r;
+}
+static int64_t ipow_s(int64_t a, int64_t b) {
+    if (b < 0) {
+        return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    }
+    return (int64_t)ipow_w((uint64_t)a, (uint64_t)b);
 }
 #undef I
 static uint64_t idiv_u(uint64_t a, uint64_t b) {
@@ -255,6 +281,7 @@ static uint64_t shr_u(uint64_t a, uint64_t b) {
 #define isign(a)    isign_s(a)
 #define shl(a, b)   shl_s(a, b)
 #define shr(a, b)   shr_s(a, b)
+#define ipow(a, b)  ipow_s(a, b)
 static int64_t ew_unary_s(tether_op op, int64_t x) {
     switch (op) { TETHER_OP_LIST(EW_IUNARY_) }
     return 0;
@@ -271,6 +298,7 @@ static int64_t ew_binary_s(tether_op op, int64_t x, int64_t y) {
 #undef isign
 #undef shl
 #undef shr
+#undef ipow
 #define I           uint64_t
 #define idiv(a, b)  idiv_u(a, b)
 #define ifmod(a, b) ifmod_u(a, b)
@@ -279,6 +307,7 @@ static int64_t ew_binary_s(tether_op op, int64_t x, int64_t y) {
 #define isign(a)    isign_u(a)
 #define shl(a, b)   shl_u(a, b)
 #define shr(a, b)   shr_u(a, b)
+#define ipow(a, b)  ipow_w(a, b)
 static uint64_t ew_unary_u(tether_op op, uint64_t x) {
     switch (op) { TETHER_OP_LIST(EW_IUNARY_) }
     return 0;
@@ -295,6 +324,7 @@ static uint64_t ew_binary_u(tether_op op, uint64_t x, uint64_t y) {
 #undef isign
 #undef shl
 #undef shr
+#undef ipow
 #undef wadd
 #undef wsub
 #undef wmul
@@ -887,6 +917,11 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
         }
         return;
     }
+    case TETHER_OP_NLL_LOSS:
+    case TETHER_OP_NLL_LOSS_SUM:
+    case TETHER_OP_NLL_LOSS_MEAN:
+        tether__interp_nll_loss(g, n, buf);
+        break;
     case TETHER_OP_CUSTOM: /* run by run_custom (it can fail) */
         TETHER__CASES_DATA /* run by tether__interp_data (interp_data.c; it can fail) */
             return;

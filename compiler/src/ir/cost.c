@@ -100,6 +100,7 @@ uint64_t tether_ir_node_flops(const tether_ir_graph *g, const tether_ir_node *n)
     case TETHER__OPK_RESIZE:
     case TETHER__OPK_WHERE:
     case TETHER__OPK_DATA:
+    case TETHER__OPK_LOSS:
         flops = 0;
         break;
     case TETHER__OPK_CUSTOM: /* a user kernel: unknown, counted as one operation per element */

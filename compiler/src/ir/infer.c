@@ -577,6 +577,13 @@ int tether_ir_print(FILE *out, const tether_ir_graph *g) {
             fprintf(out, " axis=%lld k=%lld mode=%lld", (long long)a->axis, (long long)a->k,
                     (long long)a->mode);
             break;
+        case TETHER_OP_NLL_LOSS:
+        case TETHER_OP_NLL_LOSS_SUM:
+        case TETHER_OP_NLL_LOSS_MEAN:
+            if (a->nints == 1) {
+                fprintf(out, " ignore_index=%lld", (long long)a->ints[0]);
+            }
+            break;
         case TETHER_OP_CUSTOM: {
             const tether_custom_op *cop = tether_custom_op_of(g, n);
             fprintf(out, " %s::%s", cop ? cop->domain : "?", cop ? cop->name : "?");

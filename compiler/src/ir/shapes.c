@@ -636,6 +636,28 @@ int tether__ir_infer_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t 
     }
         TETHER__CASES_DATA
         return tether__ir_data_shape(g, n, os, ond);
+    case TETHER_OP_NLL_LOSS:
+    case TETHER_OP_NLL_LOSS_SUM:
+    case TETHER_OP_NLL_LOSS_MEAN: {
+        const tether_ir_tensor *t = tether__ir_in(g, n, 1), *w = tether__ir_in(g, n, 2);
+        bool ok = x->ndim >= 2 && t->ndim == x->ndim - 1 && t->shape[0] == x->shape[0];
+        for (int i = 2; ok && i < x->ndim; i++) {
+            ok = t->shape[i - 1] == x->shape[i];
+        }
+        if (!ok) {
+            return tether__ir_node_error(n, TETHER_ERR_MISMATCH,
+                                         "the target must be [N,d...] for scores [N,C,d...]");
+        }
+        if (w && (w->ndim != 1 || w->shape[0] != x->shape[1])) {
+            return tether__ir_node_error(n, TETHER_ERR_MISMATCH, "the weight must be [C]");
+        }
+        if (a->nints > 1) {
+            return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "one ignore_index at most");
+        }
+        *ond = n->op == TETHER_OP_NLL_LOSS ? t->ndim : 0;
+        memcpy(os, t->shape, sizeof(int64_t) * (size_t)*ond);
+        return TETHER_OK;
+    }
     case TETHER_OP_CUSTOM: /* the registry entry's rule and the resource contract */
         return tether__custom_infer_shape(g, n, os, ond);
         TETHER__CASES_UNARY

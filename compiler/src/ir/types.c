@@ -195,6 +195,20 @@ int tether__ir_infer_dtype(const tether_ir_graph *g, const tether_ir_node *n, DL
         return TETHER_OK;
     case TETHER__TY_DATA:
         return tether__ir_data_dtype(g, n, out);
+    case TETHER__TY_LOSS: {
+        const tether_ir_tensor *t = tether__ir_in(g, n, 1), *w = tether__ir_in(g, n, 2);
+        if (!tether_dtype_equal(xt, TETHER_FLOAT32)) {
+            return bad_type(n, x, "the scores must be float32");
+        }
+        if (tether__dtype_class(t->dtype) != TETHER__DC_INT &&
+            (tether__dtype_class(t->dtype) != TETHER__DC_UINT || tether__dtype_is_bool(t->dtype))) {
+            return bad_type(n, t, "the target must be an integer type");
+        }
+        if (w && !tether_dtype_equal(w->dtype, TETHER_FLOAT32)) {
+            return bad_type(n, w, "the weight must be float32");
+        }
+        return TETHER_OK;
+    }
     case TETHER__TY_CUSTOM:
         /* the registry declares every type; the resource contract (custom/contract.c, run by the
          * shape rule) checked the inputs against it, and the front end gave the output its type */

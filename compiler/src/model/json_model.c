@@ -326,6 +326,9 @@ static int parse_attrs(ctx *c, const char *nm, tether_op op, const cJSON *attrs,
             bad = get_ints(e, a->steps, TETHER_IR_MAX_NDIM, &n);
         } else if (strcmp(k, "bounds") == 0 || strcmp(k, "labels") == 0) {
             bad = get_ints(e, a->ints, 2 * TETHER_IR_MAX_NDIM, &a->nints);
+        } else if (strcmp(k, "ignore_index") == 0) { /* nll_loss*: ints[0] */
+            bad = get_int(e, &a->ints[0]);
+            a->nints = 1;
         } else if (strcmp(k, "axes") == 0 || strcmp(k, "perm") == 0 || strcmp(k, "shape") == 0) {
             bad = get_ints(e, a->ints, TETHER_IR_MAX_NDIM, &a->nints);
             have_shape |= k[0] == 's';
@@ -892,7 +895,10 @@ int tether_model_save_json(const tether_ir_graph *g, const char *json_path,
         if (a->axis != d.axis) {
             cJSON_AddNumberToObject(at, "axis", (double)a->axis);
         }
-        if (a->nints && n->op != TETHER_OP_PAD) {
+        if (a->nints == 1 && (n->op == TETHER_OP_NLL_LOSS || n->op == TETHER_OP_NLL_LOSS_SUM ||
+                              n->op == TETHER_OP_NLL_LOSS_MEAN)) {
+            cJSON_AddNumberToObject(at, "ignore_index", (double)a->ints[0]);
+        } else if (a->nints && n->op != TETHER_OP_PAD) {
             add_ints(at,
                      n->op == TETHER_OP_RESHAPE || n->op == TETHER_OP_TILE ? "shape"
                      : n->op == TETHER_OP_TRANSPOSE                        ? "perm"
