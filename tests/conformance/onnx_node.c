@@ -138,11 +138,9 @@ static int read_set(const char *dir, const char *kind, tether_onnx_tensor *t, in
     return 0;
 }
 
-/* The data's element type matches the model's (the .pb reader gives bool as uint8). */
+/* The data's element type matches the model's (the .pb reader keeps every storage type:
+ * float16/bfloat16 bit patterns, bool one byte). */
 static int same_type(const tether_ir_tensor *t, const tether_onnx_tensor *d) {
-    if (t->dtype.code == kDLUInt && t->dtype.bits == 1) {
-        return d->dtype.code == kDLUInt && d->dtype.bits == 8;
-    }
     return tether_dtype_equal(t->dtype, d->dtype);
 }
 
