@@ -159,6 +159,8 @@ bool tether_compare_arrays(const tether_npy *got, const tether_npy *want, double
                     r->first = i;
                     r->got_first = tether_elem_double(t, got->data, i);
                     r->want_first = tether_elem_double(t, want->data, i);
+                    r->got_int = a;
+                    r->want_int = b;
                 }
                 double d = fabs(tether_elem_double(t, got->data, i) -
                                 tether_elem_double(t, want->data, i));
@@ -238,10 +240,17 @@ void tether_compare_describe(const tether_compare_result *r, char *buf, size_t s
         snprintf(buf, size, "equal (max |diff| %.3g within rtol %g, atol %g)", r->max_abs, r->rtol,
                  r->atol);
     } else if (r->exact) {
+        char g[24], w[24];
+        if (r->dtype.code == kDLUInt) {
+            snprintf(g, sizeof g, "%llu", (unsigned long long)r->got_int);
+            snprintf(w, sizeof w, "%llu", (unsigned long long)r->want_int);
+        } else {
+            snprintf(g, sizeof g, "%lld", (long long)r->got_int);
+            snprintf(w, sizeof w, "%lld", (long long)r->want_int);
+        }
         snprintf(buf, size,
-                 "DIFFERS: %zu of %zu elements, first [%zu]: got %.17g, expected %.17g "
-                 "(exact)",
-                 r->mismatches, r->count, r->first, r->got_first, r->want_first);
+                 "DIFFERS: %zu of %zu elements, first [%zu]: got %s, expected %s (exact)",
+                 r->mismatches, r->count, r->first, g, w);
     } else {
         snprintf(buf, size,
                  "DIFFERS: %zu of %zu elements, first [%zu]: got %.9g, expected %.9g "

@@ -47,6 +47,7 @@ typedef struct tether_compare_result {
     size_t mismatches; /* elements outside the tolerance (or different, exactly) */
     size_t first;      /* index of the first mismatch (when mismatches > 0) */
     double got_first, want_first; /* its values */
+    int64_t got_int, want_int;    /* exactly, for integer and bool types (uint64 as its bits) */
     double max_abs; /* worst |got - want| (NaN when one side is NaN and the other is not) */
 } tether_compare_result;
 
