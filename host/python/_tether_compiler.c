@@ -441,10 +441,10 @@ PyObject *tether__py_interpret(PyObject *self, PyObject *args, PyObject *kw) {
     ret = PyList_New(0);
     for (int i = 0; ret && i < g.noutputs; i++) {
         const tether_ir_tensor *t = &g.tensors[g.outputs[i]];
-        PyObject *item = Py_BuildValue(
-            "(NNNy#)", tether__py_str(t->name ? t->name : ""), tether__py_dtype_str(t->dtype),
-            tether__py_shape_tuple(t->ndim, t->shape), (const char *)outp[i],
-            (Py_ssize_t)tether_ir_tensor_bytes(t));
+        PyObject *item =
+            Py_BuildValue("(NNNy#)", tether__py_str(t->name ? t->name : ""),
+                          tether__py_dtype_str(t->dtype), tether__py_shape_tuple(t->ndim, t->shape),
+                          (const char *)outp[i], (Py_ssize_t)tether_ir_tensor_bytes(t));
         if (!item || PyList_Append(ret, item)) {
             Py_XDECREF(item);
             Py_CLEAR(ret);
