@@ -13,6 +13,7 @@
 #include "tether/artifact.h"
 #include "tether/compiler.h"
 #include "tether/compiler_cli.h"
+#include "tether/compare.h"
 #include "tether/device_compile.h"
 #include "tether/stats.h"
 
@@ -37,7 +38,9 @@ typedef struct ab_side {
     tether_ratio vs_unpacked; /* this side's time over the unpacked ABI's */
     int kernels;              /* OpenCL: launches per call */
     double max_abs;           /* worst difference to the interpreter over all outputs */
-    int equal;                /* every output within rtol/atol */
+    int equal;                /* every output equal (integer/bool) or within rtol/atol (float) */
+    int ncmp;                 /* outputs compared, each in cmp[] */
+    tether_compare_result cmp[TETHER_CLI_MAX_IO];
 } ab_side;
 
 typedef struct ab_args {
@@ -46,7 +49,7 @@ typedef struct ab_args {
     tether_cli_array in[TETHER_CLI_MAX_IO];
     int nin;
     uint32_t number, repeat, min_repeat_ms;
-    double rtol, atol;
+    double rtol, atol; /* negative: the defaults of each output's type (tether/compare.h) */
     int opt_level;
     const char *cpu; /* --mcpu, else the device's (HELLO cpu) when the target is the device's */
     int opencl;      /* --opencl: also the OpenCL backend, buffer and texture weights */
@@ -63,6 +66,8 @@ typedef struct ab_args {
 void tether_cli_ab_print_table(const ab_args *a, const tether_ir_graph *g, ab_side *s,
                                int interleaved);
 void tether_cli_ab_print_opencl(const ab_side *s);
+/* Each output's comparison with the interpreter, per side (tether_compare_describe). */
+void tether_cli_ab_print_outputs(const tether_ir_graph *g, const ab_side *s, int nsides);
 /* --json FILE and --svg FILE of the measured sides: 0, or 1 after saying why. */
 int tether_cli_ab_write_json(const ab_args *a, const tether_device_info *d, const ab_side *s,
                              int interleaved);

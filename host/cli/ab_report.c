@@ -187,6 +187,23 @@ void tether_cli_ab_print_table(const ab_args *a, const tether_ir_graph *g, ab_si
 }
 
 /* The OpenCL sides (s[2] buffers, s[3] texture weights) against the unpacked ABI. */
+void tether_cli_ab_print_outputs(const tether_ir_graph *g, const ab_side *s, int nsides) {
+    printf("\nOutputs against the reference interpreter (integer and bool exactly)\n");
+    for (int i = 0; i < g->noutputs; i++) {
+        const tether_ir_tensor *t = &g->tensors[g->outputs[i]];
+        char dt[TETHER_DTYPE_NAME_MAX] = "?";
+        tether_dtype_name(t->dtype, dt, sizeof dt);
+        printf("  '%s' (%s)\n", t->name, dt);
+        for (int k = 0; k < nsides; k++) {
+            char line[400] = "not compared";
+            if (i < s[k].ncmp) {
+                tether_compare_describe(&s[k].cmp[i], line, sizeof line);
+            }
+            printf("    %-16s %s\n", s[k].label, line);
+        }
+    }
+}
+
 void tether_cli_ab_print_opencl(const ab_side *s) {
     char x[96], y[96], r[128];
     table t;
@@ -262,11 +279,33 @@ static void latency_json(cJSON *o, const ab_side *s, uint32_t repeat) {
     cJSON_AddBoolToObject(o, "zero_timer", s->zero_timer);
 }
 
+/* Each output's comparison with the interpreter: [{"index", "dtype", "equal", "exact", "rtol",
+ * "atol", "mismatches", "max_abs_difference"}]. */
+static void outputs_json(cJSON *o, const ab_side *s) {
+    cJSON *arr = cJSON_AddArrayToObject(o, "outputs");
+    for (int i = 0; i < s->ncmp; i++) {
+        const tether_compare_result *r = &s->cmp[i];
+        char dt[TETHER_DTYPE_NAME_MAX] = "?";
+        tether_dtype_name(r->dtype, dt, sizeof dt);
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "index", i);
+        cJSON_AddStringToObject(e, "dtype", dt);
+        cJSON_AddBoolToObject(e, "equal", r->equal);
+        cJSON_AddBoolToObject(e, "exact", r->exact);
+        cJSON_AddNumberToObject(e, "rtol", r->rtol);
+        cJSON_AddNumberToObject(e, "atol", r->atol);
+        cJSON_AddNumberToObject(e, "mismatches", (double)r->mismatches);
+        cJSON_AddNumberToObject(e, "max_abs_difference", r->max_abs);
+        cJSON_AddItemToArray(arr, e);
+    }
+}
+
 static cJSON *opencl_json(const ab_side *s, const char *weights, uint32_t repeat) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "weights", weights);
     cJSON_AddBoolToObject(o, "outputs_equal", s->equal);
     cJSON_AddNumberToObject(o, "max_abs_difference", s->max_abs);
+    outputs_json(o, s);
     cJSON_AddNumberToObject(o, "kernels", s->kernels);
     cJSON_AddNumberToObject(o, "params_bytes", (double)s->comp.params_bytes);
     cJSON_AddNumberToObject(o, "workspace_bytes", (double)s->comp.workspace_size);
@@ -280,6 +319,7 @@ static cJSON *side_json(const ab_side *s, uint32_t repeat) {
     cJSON_AddStringToObject(o, "abi", tether_abi_name(s->abi));
     cJSON_AddBoolToObject(o, "outputs_equal", s->equal);
     cJSON_AddNumberToObject(o, "max_abs_difference", s->max_abs);
+    outputs_json(o, s);
     cJSON_AddNumberToObject(o, "text", (double)s->comp.build.sizes.text);
     cJSON_AddNumberToObject(o, "data", (double)s->comp.build.sizes.data);
     cJSON_AddNumberToObject(o, "bss", (double)s->comp.build.sizes.bss);
@@ -303,8 +343,16 @@ int tether_cli_ab_write_json(const ab_args *a, const tether_device_info *d, cons
     cJSON_AddItemToObject(root, "device", tether_cli_device_json(a->dev.url, d)); /* as run's */
     cJSON_AddStringToObject(root, "model", a->model);
     cJSON_AddStringToObject(root, "target", a->target);
-    cJSON_AddNumberToObject(root, "rtol", a->rtol);
-    cJSON_AddNumberToObject(root, "atol", a->atol);
+    if (a->rtol >= 0) { /* else null: each output's type's default (its "outputs" entry) */
+        cJSON_AddNumberToObject(root, "rtol", a->rtol);
+    } else {
+        cJSON_AddNullToObject(root, "rtol");
+    }
+    if (a->atol >= 0) {
+        cJSON_AddNumberToObject(root, "atol", a->atol);
+    } else {
+        cJSON_AddNullToObject(root, "atol");
+    }
     cJSON *m = cJSON_AddObjectToObject(root, "measurement");
     cJSON_AddBoolToObject(m, "interleaved", interleaved);
     cJSON_AddStringToObject(m, "order", interleaved ? "A B, B A, ..." : "one after the other");

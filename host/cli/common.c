@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "tether/compare.h"
 #include "tether/crt.h"
 #include "tether/file.h"
 
@@ -232,16 +233,7 @@ static size_t array_stats(const tether_npy *n, double *mn, double *mx, double *m
     size_t count = n->nbytes / tether_dtype_bytes(n->dtype);
     double lo = INFINITY, hi = -INFINITY, sum = 0;
     for (size_t i = 0; i < count; i++) {
-        double x;
-        if (n->dtype.code == kDLFloat) {
-            x = n->dtype.bits == 32 ? ((float *)n->data)[i] : ((double *)n->data)[i];
-        } else if (n->dtype.code == kDLInt) {
-            x = n->dtype.bits == 8    ? ((int8_t *)n->data)[i]
-                : n->dtype.bits == 32 ? ((int32_t *)n->data)[i]
-                                      : (double)((int64_t *)n->data)[i];
-        } else {
-            x = ((uint8_t *)n->data)[i];
-        }
+        double x = tether_elem_double(n->dtype, n->data, i);
         lo = x < lo ? x : lo;
         hi = x > hi ? x : hi;
         sum += x;
@@ -562,17 +554,7 @@ void tether_cli_summary(const char *name, const tether_npy *n) {
     size_t show = count < 8 ? count : 8;
     printf(" first [");
     for (size_t i = 0; i < show; i++) {
-        double x = n->dtype.code == kDLFloat && n->dtype.bits == 32 ? ((float *)n->data)[i]
-                   : n->dtype.code == kDLFloat                      ? ((double *)n->data)[i]
-                                                                    : NAN;
-        if (isnan(x) && n->dtype.code != kDLFloat) {
-            printf("%s…", i ? " " : "");
-        } else {
-            printf("%s%g", i ? ", " : "", x);
-        }
-        if (n->dtype.code != kDLFloat) {
-            break;
-        }
+        printf("%s%g", i ? ", " : "", tether_elem_double(n->dtype, n->data, i));
     }
     printf("]\n");
 }

@@ -64,10 +64,11 @@ static int read_model_input(const tether_ir_graph *g, int i, const tether_cli_ar
     return 0;
 }
 
-/* Runs the interpreter on inputs in[] (float32, checked); outputs are allocated npy arrays. */
+/* Runs the interpreter on inputs in[] (checked against the model: any element type); outputs
+ * are allocated npy arrays of the outputs' types. */
 static int interpret(const tether_ir_graph *g, const tether_npy *in, tether_npy *out) {
-    const float *ins[TETHER_CLI_MAX_IO];
-    float *outs[TETHER_CLI_MAX_IO];
+    const void *ins[TETHER_CLI_MAX_IO];
+    void *outs[TETHER_CLI_MAX_IO];
     for (int i = 0; i < g->ninputs; i++) {
         ins[i] = in[i].data;
     }
@@ -77,30 +78,24 @@ static int interpret(const tether_ir_graph *g, const tether_npy *in, tether_npy 
         out[i].dtype = t->dtype;
         out[i].ndim = t->ndim;
         memcpy(out[i].shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
-        out[i].nbytes = tether_ir_tensor_elements(t) * sizeof(float);
+        out[i].nbytes = tether_ir_tensor_bytes(t);
         out[i].data = calloc(1, out[i].nbytes ? out[i].nbytes : 1);
         if (!out[i].data) {
             return fail(1, "out of memory");
         }
         outs[i] = out[i].data;
     }
-    if (tether_interp_run(g, ins, outs)) {
+    if (tether_interp_run_typed(g, ins, outs)) {
         return fail(1, "reference interpreter: %s", tether_last_error());
     }
     return 0;
 }
 
-/* Only float32 models with at most TETHER_CLI_MAX_IO inputs/outputs can be interpreted here. */
-static int check_float_model(const char *model, const tether_ir_graph *g) {
+/* Models with at most TETHER_CLI_MAX_IO inputs/outputs can be interpreted here (every element
+ * type: the interpreter computes them all). */
+static int check_io_model(const char *model, const tether_ir_graph *g) {
     if (g->ninputs > TETHER_CLI_MAX_IO || g->noutputs > TETHER_CLI_MAX_IO) {
         return fail(1, "%s: more than %d inputs or outputs", model, TETHER_CLI_MAX_IO);
-    }
-    for (int i = 0; i < g->ninputs + g->noutputs; i++) {
-        int ti = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
-        if (!tether_dtype_equal(g->tensors[ti].dtype, TETHER_FLOAT32)) {
-            return fail(1, "%s: tensor '%s' is not float32 (the interpreter's only dtype)", model,
-                        g->tensors[ti].name);
-        }
     }
     return 0;
 }
@@ -136,7 +131,7 @@ int tether_cli_run_reference(const char *model, int nin, tether_cli_array *input
     memset(out, 0, sizeof out);
     int rc = 1;
     const char *in_names[TETHER_CLI_MAX_IO], *out_names[TETHER_CLI_MAX_IO];
-    if (check_float_model(model, &g)) {
+    if (check_io_model(model, &g)) {
         goto done;
     }
     graph_names(&g, 0, in_names);
@@ -204,7 +199,11 @@ static const char ab_usage[] =
     "  (default: $TETHER_FIRMWARE, then the build tree). Without --in, inputs are generated\n"
     "  (uniform in [-1, 1), fixed seed). -o keeps the artifacts and inputs in DIR; --json\n"
     "  writes the table as JSON. Exit code 1 when an ABI's outputs differ from the\n"
-    "  interpreter (rtol 1e-4, atol 1e-5 by default).\n"
+    "  interpreter: integer and bool outputs exactly, float outputs within rtol/atol (by\n"
+    "  default each output's type's: float32/float64 1e-4/1e-5, float16 1e-3/1e-3, bfloat16\n"
+    "  1e-2/1e-2; --rtol/--atol override them for every float output). Every output's comparison\n"
+    "  is printed under the table. Generated inputs follow each input's type (small integers,\n"
+    "  bool 0/1).\n"
     "  Timing: both artifacts are prepared on the device first, then measured interleaved\n"
     "  (A B, B A, A B, ...; one ABI after the other on an MCU, which holds one module at a\n"
     "  time): --repeat R repeats per ABI (15, at most 200), each at least --min-repeat-ms MS\n"
@@ -241,8 +240,8 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
     a->number = 1;
     a->repeat = 15;
     a->min_repeat_ms = 50;
-    a->rtol = 1e-4;
-    a->atol = 1e-5;
+    a->rtol = -1; /* the defaults of each output's type (tether/compare.h) */
+    a->atol = -1;
     a->opt_level = TETHER_OPT_DEFAULT;
     a->params = -1;
     static tether_memory_cli mem;
@@ -375,22 +374,20 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
     return 0;
 }
 
-/* Writes generated inputs (uniform [-1, 1), fixed LCG seed per input) to dir/input_K.npy. */
+/* Writes generated inputs of each input's element type (tether_fill_inputs: floats uniform in
+ * [-1, 1), small integers, bool 0/1; a fixed LCG seed) to dir/input_K.npy. */
 static int generate_inputs(const tether_ir_graph *g, const char *dir, char paths[][1200]) {
     uint32_t seed = 20261123u;
     for (int i = 0; i < g->ninputs; i++) {
         const tether_ir_tensor *t = &g->tensors[g->inputs[i]];
-        size_t n = tether_ir_tensor_elements(t);
-        float *v = malloc((n ? n : 1) * sizeof *v);
+        size_t n = tether_ir_tensor_elements(t), nb = tether_ir_tensor_bytes(t);
+        void *v = malloc(nb ? nb : 1);
         if (!v) {
             return fail(1, "out of memory");
         }
-        for (size_t k = 0; k < n; k++) {
-            seed = seed * 1664525u + 1013904223u;
-            v[k] = (float)(seed >> 8) / 8388608.0f - 1.0f;
-        }
+        tether_fill_inputs(t->dtype, n, &seed, v);
         snprintf(paths[i], 1200, "%s/input_%d.npy", dir, i);
-        int rc = tether_npy_write(paths[i], TETHER_FLOAT32, t->shape, t->ndim, v);
+        int rc = tether_npy_write(paths[i], t->dtype, t->shape, t->ndim, v);
         free(v);
         if (rc) {
             return fail(1, "%s", tether_last_error());
@@ -399,23 +396,18 @@ static int generate_inputs(const tether_ir_graph *g, const char *dir, char paths
     return 0;
 }
 
+/* Compares a side's outputs with the interpreter's, output by output (s->cmp[i]): integer and
+ * bool exactly, floats within rtol/atol (negative: the defaults of each output's type). */
 static void compare(ab_side *s, const tether_npy *ref, int nout, double rtol, double atol) {
     s->equal = s->run.nout == nout;
-    for (int i = 0; s->equal && i < nout; i++) {
-        const tether_npy *a = &s->run.out[i];
-        if (a->nbytes != ref[i].nbytes) {
+    s->ncmp = nout;
+    for (int i = 0; i < nout && i < s->run.nout; i++) {
+        tether_compare_result *r = &s->cmp[i];
+        if (!tether_compare_arrays(&s->run.out[i], &ref[i], rtol, atol, r)) {
             s->equal = 0;
-            break;
         }
-        const float *x = a->data, *y = ref[i].data;
-        for (size_t k = 0; k < a->nbytes / sizeof(float); k++) {
-            double d = fabs((double)x[k] - (double)y[k]);
-            if (!(d <= atol + rtol * fabs((double)y[k]))) {
-                s->equal = 0;
-            }
-            if (d > s->max_abs || d != d) {
-                s->max_abs = d;
-            }
+        if (!r->same_layout || r->max_abs > s->max_abs || r->max_abs != r->max_abs) {
+            s->max_abs = r->same_layout ? r->max_abs : NAN;
         }
     }
 }
@@ -638,7 +630,7 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     static ab_side s[4]; /* unpacked, packed; with --opencl: OpenCL buffer and texture weights */
     memset(s, 0, sizeof s);
     int nsides = a.opencl ? 4 : 2;
-    if (check_float_model(a.model, &g)) {
+    if (check_io_model(a.model, &g)) {
         goto done;
     }
     const char *in_names[TETHER_CLI_MAX_IO];
@@ -725,6 +717,7 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     if (a.opencl) {
         tether_cli_ab_print_opencl(s);
     }
+    tether_cli_ab_print_outputs(&g, s, nsides);
     if (a.profile) { /* each ABI's profiling build, node by node (profile.c) */
         for (int k = 0; k < nsides; k++) { /* an MCU holds one module at a time */
             tether_artifact_free(s[k].art);
@@ -747,7 +740,13 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     }
     rc = s[0].equal && s[1].equal && (!a.opencl || (s[2].equal && s[3].equal)) ? 0 : 1;
     if (rc) {
-        fail(1, "outputs differ from the reference interpreter (rtol %g, atol %g)", a.rtol, a.atol);
+        if (a.rtol < 0 && a.atol < 0) {
+            fail(1, "outputs differ from the reference interpreter (integer and bool exactly, "
+                    "floats within their type's tolerance)");
+        } else {
+            fail(1, "outputs differ from the reference interpreter (rtol %g, atol %g)", a.rtol,
+                 a.atol);
+        }
     }
 done:
     if (rc) {

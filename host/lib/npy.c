@@ -17,12 +17,20 @@
 #include "tether/crt.h"
 #include "tether/host.h"
 
+/* The descr strings numpy writes for each element type (the first of a type is the one
+ * written). bool is DLPack's (kDLUInt, 1), one byte 0/1; bfloat16 has no numpy type: it is
+ * written as descr 'bfloat16' (np.load reads it once ml_dtypes is imported) and read from that
+ * or from '<V2'/'|V2', which is what np.save writes for an ml_dtypes.bfloat16 array. */
 static const struct {
     const char *descr;
     uint8_t code, bits;
 } k_types[] = {
-    {"<f4", kDLFloat, 32}, {"<f8", kDLFloat, 64}, {"|i1", kDLInt, 8},  {"<i1", kDLInt, 8},
-    {"|u1", kDLUInt, 8},   {"<u1", kDLUInt, 8},   {"<i4", kDLInt, 32}, {"<i8", kDLInt, 64},
+    {"<f4", kDLFloat, 32},       {"<f8", kDLFloat, 64},  {"<f2", kDLFloat, 16},
+    {"|i1", kDLInt, 8},          {"<i1", kDLInt, 8},     {"|u1", kDLUInt, 8},
+    {"<u1", kDLUInt, 8},         {"<i2", kDLInt, 16},    {"<i4", kDLInt, 32},
+    {"<i8", kDLInt, 64},         {"<u2", kDLUInt, 16},   {"<u4", kDLUInt, 32},
+    {"<u8", kDLUInt, 64},        {"|b1", kDLUInt, 1},    {"<b1", kDLUInt, 1},
+    {"bfloat16", kDLBfloat, 16}, {"<V2", kDLBfloat, 16}, {"|V2", kDLBfloat, 16},
 };
 
 static const char *skip_ws(const char *p, const char *end) {
@@ -117,8 +125,9 @@ int tether__npy_parse_header(const void *buf, size_t len, const char *what, teth
             }
             if (found < 0) {
                 return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                        "%s: dtype '%.*s' is not supported (float32, float64, "
-                                        "int8, uint8, int32, int64, little-endian)",
+                                        "%s: dtype '%.*s' is not supported (bool, int8..int64, "
+                                        "uint8..uint64, float16, bfloat16, float32, float64; "
+                                        "little-endian)",
                                         what, (int)(de - p - 1 > 16 ? 16 : de - p - 1), p + 1);
             }
             p = de + 1;
@@ -225,6 +234,24 @@ int tether__npy_parse_header(const void *buf, size_t len, const char *what, teth
     return 0;
 }
 
+/* A bool array holds only bytes 0 and 1 (what numpy writes): anything else is an error naming
+ * the element, never a value passed on. Shared with npz.c. */
+int tether__npy_check_bool(const char *what, DLDataType dtype, const void *data, size_t nbytes);
+int tether__npy_check_bool(const char *what, DLDataType dtype, const void *data, size_t nbytes) {
+    if (dtype.code != kDLUInt || dtype.bits != 1) {
+        return 0;
+    }
+    const uint8_t *b = data;
+    for (size_t i = 0; i < nbytes; i++) {
+        if (b[i] > 1) {
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "%s: bool element %zu is byte %u (bool data is 0 or 1)", what,
+                                    i, (unsigned)b[i]);
+        }
+    }
+    return 0;
+}
+
 int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *out) {
     const uint8_t *b = buf;
     size_t doff, nbytes;
@@ -238,6 +265,10 @@ int tether_npy_parse(const void *buf, size_t len, const char *what, tether_npy *
         return tether_set_error(TETHER_ERR_MISMATCH,
                                 "%s: data is %zu bytes but the shape and dtype need %zu", what,
                                 len - doff, nbytes);
+    }
+    if ((rc = tether__npy_check_bool(what, out->dtype, b + doff, nbytes))) {
+        memset(out, 0, sizeof *out);
+        return rc;
     }
     void *data = malloc(nbytes ? nbytes : 1);
     if (!data) {

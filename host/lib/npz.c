@@ -27,6 +27,7 @@ int tether__npy_header(const char *what, DLDataType dtype, const int64_t *shape,
                        uint8_t *hdr, size_t *hlen, size_t *nbytes);
 int tether__npy_parse_header(const void *buf, size_t len, const char *what, tether_npy *out,
                              size_t *hdr, size_t *nbytes);
+int tether__npy_check_bool(const char *what, DLDataType dtype, const void *data, size_t nbytes);
 #define TETHER_NPY_HEADER_MAX 640
 
 typedef struct npz_in {
@@ -280,6 +281,9 @@ int tether_npz_read_member_expect(const char *path, const char *name,
                               got < 0 || tail < 0 ? zip_file_strerror(f)
                               : tail > 0          ? "data past the end its header gives"
                                                   : "it ends before its header's data size");
+        goto out;
+    }
+    if ((rc = tether__npy_check_bool(what, h.dtype, data, nbytes))) {
         goto out;
     }
     *out = h;

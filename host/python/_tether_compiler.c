@@ -363,7 +363,8 @@ PyObject *tether__py_model_signature(PyObject *self, PyObject *args, PyObject *k
     return r;
 }
 
-/* The reference interpreter on float32 inputs (after binding): a list of output bytes. */
+/* The reference interpreter on inputs of any element type (after binding, checked against the
+ * signature by the caller): a list of (name, dtype, shape, bytes) of the outputs. */
 PyObject *tether__py_interpret(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
     static char *kwlist[] = {"model",        "inputs",      "input_shapes",
@@ -388,8 +389,8 @@ PyObject *tether__py_interpret(PyObject *self, PyObject *args, PyObject *kw) {
     tpy_err e = {0};
     Py_ssize_t nin = PySequence_Fast_GET_SIZE(fin), got = 0;
     Py_buffer *bufs = NULL;
-    const float **inp = NULL;
-    float **outp = NULL;
+    const void **inp = NULL;
+    void **outp = NULL;
     int nout = 0;
     if (load_graph(model, &mine, &g, &e)) {
         tether__py_err_raise(&e, "");
@@ -399,16 +400,6 @@ PyObject *tether__py_interpret(PyObject *self, PyObject *args, PyObject *kw) {
         PyErr_Format(PyExc_ValueError, "%s has %d run-time inputs, %zd given", model, g.ninputs,
                      nin);
         goto done;
-    }
-    for (int i = 0; i < g.ninputs + g.noutputs; i++) {
-        const tether_ir_tensor *t =
-            &g.tensors[i < g.ninputs ? g.inputs[i] : g.outputs[i - g.ninputs]];
-        if (!tether_dtype_equal(t->dtype, TETHER_FLOAT32)) {
-            PyErr_Format(PyExc_ValueError,
-                         "%s: tensor '%s' is not float32 (the interpreter's only dtype)", model,
-                         t->name ? t->name : "");
-            goto done;
-        }
     }
     bufs = calloc((size_t)nin + 1, sizeof *bufs);
     inp = calloc((size_t)nin + 1, sizeof *inp);
@@ -423,7 +414,7 @@ PyObject *tether__py_interpret(PyObject *self, PyObject *args, PyObject *kw) {
                                PyBUF_C_CONTIGUOUS)) {
             goto done;
         }
-        size_t want = tether_ir_tensor_elements(t) * sizeof(float);
+        size_t want = tether_ir_tensor_bytes(t); /* any element type (checked by the caller) */
         if ((size_t)bufs[got].len != want) {
             PyErr_Format(PyExc_ValueError, "input '%s': %zd bytes, the model's is %zu bytes",
                          t->name ? t->name : "", bufs[got].len, want);
@@ -433,15 +424,15 @@ PyObject *tether__py_interpret(PyObject *self, PyObject *args, PyObject *kw) {
         inp[got] = bufs[got].buf;
     }
     for (; nout < g.noutputs; nout++) {
-        size_t n = tether_ir_tensor_elements(&g.tensors[g.outputs[nout]]);
-        outp[nout] = calloc(n ? n : 1, sizeof(float));
+        size_t n = tether_ir_tensor_bytes(&g.tensors[g.outputs[nout]]);
+        outp[nout] = calloc(n ? n : 1, 1);
         if (!outp[nout]) {
             PyErr_NoMemory();
             goto done;
         }
     }
     PyThreadState *ts = compiler_lock();
-    err_take_detail(&e, tether_interp_run(&g, inp, outp));
+    err_take_detail(&e, tether_interp_run_typed(&g, inp, outp));
     compiler_unlock(ts);
     if (e.rc) {
         tether__py_err_raise(&e, "");
@@ -450,10 +441,10 @@ PyObject *tether__py_interpret(PyObject *self, PyObject *args, PyObject *kw) {
     ret = PyList_New(0);
     for (int i = 0; ret && i < g.noutputs; i++) {
         const tether_ir_tensor *t = &g.tensors[g.outputs[i]];
-        PyObject *item = Py_BuildValue(
-            "(NNNy#)", tether__py_str(t->name ? t->name : ""), tether__py_dtype_str(t->dtype),
-            tether__py_shape_tuple(t->ndim, t->shape), (const char *)outp[i],
-            (Py_ssize_t)(tether_ir_tensor_elements(t) * sizeof(float)));
+        PyObject *item =
+            Py_BuildValue("(NNNy#)", tether__py_str(t->name ? t->name : ""),
+                          tether__py_dtype_str(t->dtype), tether__py_shape_tuple(t->ndim, t->shape),
+                          (const char *)outp[i], (Py_ssize_t)tether_ir_tensor_bytes(t));
         if (!item || PyList_Append(ret, item)) {
             Py_XDECREF(item);
             Py_CLEAR(ret);

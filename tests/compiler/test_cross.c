@@ -5,7 +5,9 @@
  * may need nothing but memcpy/memset, the listed libm functions, the weak tether_set_error and
  * the compiler's __aeabi helpers. The same model also runs on the host against the interpreter.
  * Cortex-M0/M4/M7 profiles build at -Os too. Without arm-none-eabi-gcc the Cortex-M tests are
- * skipped.
+ * skipped. A float64 tensor is refused on every MCU core without a double-precision FPU (naming
+ * the tensor, nothing written) unless soft_float64 allows it, and accepted on cortex-m7 and
+ * the hosted targets.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -95,6 +98,56 @@ static void build_all(const char *target) {
                 check_symbols(obj);
             }
             assert_int_equal(system(rm), 0);
+            tether_ir_close(&g);
+        }
+    }
+}
+
+/* float64 needs fp.dp on an MCU, or the explicit soft_float64 (docs/codegen.md). */
+static void test_float64_needs_fp_dp(void **state) {
+    (void)state;
+    static const struct {
+        const char *target;
+        bool refused;
+    } cases[] = {{"cortex-m0", true},   {"cortex-m3", true},     {"cortex-m4", true},
+                 {"cortex-m33", true},  {"rv32imac", true},      {"cortex-m7", false},
+                 {"cortex-m55", false}, {"x86_64-linux", false}, {"aarch64-linux", false}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int soft = 0; soft < 2; soft++) {
+            tether_ir_graph g;
+            assert_int_equal(tether_ir_init(&g, "f64"), 0);
+            int64_t shape[1] = {4};
+            int a, s;
+            assert_int_equal(
+                tether_ir_add_tensor(&g, "a", TETHER_DTYPE(kDLFloat, 64), 1, shape, &a), 0);
+            assert_int_equal(
+                tether_ir_add_tensor(&g, "s", TETHER_DTYPE(kDLFloat, 64), 1, shape, &s), 0);
+            int ins[2] = {a, a};
+            assert_int_equal(
+                tether_ir_add_node(&g, "add", TETHER_OP_ADD, ins, 2, &s, 1, NULL, NULL), 0);
+            assert_int_equal(tether_ir_add_input(&g, a), 0);
+            assert_int_equal(tether_ir_add_output(&g, s), 0);
+            assert_int_equal(tether_ir_infer(&g), 0);
+            tether_compile_options o;
+            tether_compile_options_init(&o);
+            o.build.target = cases[i].target;
+            o.build.soft_float64 = soft;
+            o.build_library = false; /* the check, not the cross compilers */
+            char dir[1024], rm[1200];
+            snprintf(dir, sizeof dir, "%s/tests/compiler/f64-%s-%d", TETHER_BINARY_DIR,
+                     cases[i].target, soft);
+            snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+            assert_int_equal(system(rm), 0);
+            int rc = tether_compile_graph(&g, dir, &o, NULL);
+            if (cases[i].refused && !soft) {
+                assert_int_equal(rc, TETHER_ERR_UNSUPPORTED);
+                assert_non_null(strstr(tether_last_error(), "tensor 'a' is float64: target"));
+                assert_non_null(strstr(tether_last_error(), cases[i].target));
+                assert_non_null(strstr(tether_last_error(), "--soft-float64"));
+                assert_int_not_equal(access(dir, F_OK), 0); /* nothing written */
+            } else if (rc) {
+                fail_msg("%s (soft %d): %s", cases[i].target, soft, tether_last_error());
+            }
             tether_ir_close(&g);
         }
     }
@@ -231,7 +284,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_x86_64),           cmocka_unit_test(test_cortex_m3),
         cmocka_unit_test(test_other_profiles),   cmocka_unit_test(test_board_profiles),
-        cmocka_unit_test(test_zoo_runs_on_host),
+        cmocka_unit_test(test_zoo_runs_on_host), cmocka_unit_test(test_float64_needs_fp_dp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
  * tetherd end to end: the same functional check (upload, alloc, copy, packed/unpacked/17-arg
  * calls, TIME, stack high-water mark) over TCP loopback, over local: (tetherd --stdio as a child)
  * and over a pty pair made by socat (UART framing); the upload cache across sessions, and its
- * repair of whatever lies under an entry's name.
+ * repair of whatever lies under an entry's name; NDArrays of every element type (ALLOC sizes,
+ * bytes back as sent) and an invalid dtype refused.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -71,6 +72,54 @@ static void test_local(void **state) {
         fail_msg("open: %s", tether_last_error());
     }
     check_session_functions(s);
+    tether_session_close(s);
+}
+
+/* Every element type's NDArray travels: ALLOC gives its size (bool one byte per element), the
+ * bytes copied to it come back the same (every byte value, bool 0/1), with offsets; an invalid
+ * dtype (float8, vector bool) is refused by the server naming it. */
+static void test_every_dtype(void **state) {
+    (void)state;
+    tether_session_options o = {0};
+    o.tetherd = k_tetherd;
+    const char *args[] = {"--quiet", NULL};
+    o.tetherd_args = args;
+    tether_session *s;
+    if (tether_session_open(&s, "local:", &o)) {
+        fail_msg("open: %s", tether_last_error());
+    }
+    static const DLDataType types[] = {{kDLUInt, 1, 1},   {kDLInt, 8, 1},    {kDLInt, 16, 1},
+                                       {kDLInt, 32, 1},   {kDLInt, 64, 1},   {kDLUInt, 8, 1},
+                                       {kDLUInt, 16, 1},  {kDLUInt, 32, 1},  {kDLUInt, 64, 1},
+                                       {kDLFloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1},
+                                       {kDLBfloat, 16, 1}};
+    int64_t shape[2] = {3, 37};
+    uint8_t in[3 * 37 * 8], back[3 * 37 * 8];
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        size_t es = types[t].bits == 1 ? 1 : types[t].bits / 8, n = 3 * 37 * es;
+        for (size_t i = 0; i < n; i++) {
+            in[i] = types[t].bits == 1 ? (uint8_t)(i % 2) : (uint8_t)(i * 151u + t);
+        }
+        uint64_t h, nbytes;
+        if (tether_session_alloc(s, shape, 2, types[t], TETHER_SCOPE_GLOBAL, "", &h, &nbytes)) {
+            fail_msg("alloc of type %zu: %s", t, tether_last_error());
+        }
+        assert_int_equal(nbytes, n);
+        assert_int_equal(tether_session_copy_to(s, h, 0, in, n), 0);
+        memset(back, 0xee, sizeof back);
+        assert_int_equal(tether_session_copy_from(s, h, 0, back, n), 0);
+        assert_memory_equal(back, in, n);
+        assert_int_equal(tether_session_copy_from(s, h, es, back, es), 0); /* element 1 */
+        assert_memory_equal(back, in + es, es);
+        assert_int_equal(tether_session_free(s, h), 0);
+    }
+    uint64_t h;
+    DLDataType f8 = {kDLFloat, 8, 1}, bool4 = {kDLUInt, 1, 4};
+    assert_int_equal(tether_session_alloc(s, shape, 2, f8, TETHER_SCOPE_GLOBAL, "", &h, NULL),
+                     TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "invalid dtype (code 2, bits 8, lanes 1)"));
+    assert_int_equal(tether_session_alloc(s, shape, 2, bool4, TETHER_SCOPE_GLOBAL, "", &h, NULL),
+                     0); /* a vector of 4 bools: 4 bytes per element */
     tether_session_close(s);
 }
 
@@ -384,6 +433,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tcp),
         cmocka_unit_test(test_local),
+        cmocka_unit_test(test_every_dtype),
         cmocka_unit_test(test_upload_cache),
         cmocka_unit_test(test_upload_cache_repair), /* what lies under an entry's name */
         cmocka_unit_test(test_uart_pty),

@@ -70,6 +70,7 @@ void test_run_artifact(void **state);
 #ifdef TETHER_HAVE_COMPILER
 void test_run_model(void **state);
 void test_run_reference(void **state);
+void test_typed_io(void **state);
 void test_named_and_npz(void **state);
 void test_inputs_before_device(void **state);
 void test_npz_bomb(void **state);

@@ -358,6 +358,7 @@ int main(void) {
 #ifdef TETHER_HAVE_COMPILER
         cmocka_unit_test_setup_teardown(test_run_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_reference, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_typed_io, setup, teardown),
         cmocka_unit_test_setup_teardown(test_named_and_npz, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inputs_before_device, setup, teardown),
         cmocka_unit_test_setup_teardown(test_npz_bomb, setup, teardown),

@@ -508,3 +508,111 @@ void test_npz_bomb(void **state) {
 }
 
 #endif
+
+/* Every element type through the CLI: a JSON model with int64, bool and float16 inputs and
+ * outputs (and an .npz of uint16/uint64/bfloat16 arrays) runs on the device (local:) and through
+ * --reference with the same bytes out; ab compares output by output (exact for integers and
+ * bool, a float16 tolerance for float16) and says so, in the table and in --json. */
+void test_typed_io(void **state) {
+    (void)state;
+    char p[256];
+    snprintf(p, sizeof p, "%s/typed.json", g_dir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("{\"format\":\"tether-model\",\"version\":1,\"name\":\"typed\",\"tensors\":["
+          "{\"name\":\"a\",\"dtype\":\"int64\",\"shape\":[2,3]},"
+          "{\"name\":\"b\",\"dtype\":\"int64\",\"shape\":[2,3]},"
+          "{\"name\":\"h\",\"dtype\":\"float16\",\"shape\":[4]},"
+          "{\"name\":\"m\",\"dtype\":\"bool\",\"shape\":[4]}],"
+          "\"inputs\":[\"a\",\"b\",\"h\",\"m\"],\"outputs\":[\"s\",\"g\",\"hs\",\"nm\"],\"nodes\":["
+          "{\"name\":\"add\",\"op\":\"add\",\"inputs\":[\"a\",\"b\"],\"outputs\":[\"s\"]},"
+          "{\"name\":\"gt\",\"op\":\"greater\",\"inputs\":[\"a\",\"b\"],\"outputs\":[\"g\"]},"
+          "{\"name\":\"hadd\",\"op\":\"add\",\"inputs\":[\"h\",\"h\"],\"outputs\":[\"hs\"]},"
+          "{\"name\":\"not\",\"op\":\"not\",\"inputs\":[\"m\"],\"outputs\":[\"nm\"]}]}\n",
+          f);
+    fclose(f);
+    int64_t s23[] = {2, 3}, s4[] = {4};
+    int64_t a[6] = {1, -5, 3, (1LL << 53) + 1, INT64_MAX - 1, -1};
+    int64_t b[6] = {2, -7, 3, 1, 1, -1};
+    uint16_t h[4] = {0x3c00, 0xc000, 0x3555, 0x7bff}; /* 1, -2, 0.33325, 65504 */
+    uint8_t m[4] = {1, 0, 0, 1};
+    const char *names[4] = {"a", "b", "h", "m"};
+    tether_npy arrs[4] = {{TETHER_INT64, 2, {2, 3}, a, sizeof a},
+                          {TETHER_INT64, 2, {2, 3}, b, sizeof b},
+                          {TETHER_DTYPE(kDLFloat, 16), 1, {4}, h, sizeof h},
+                          {TETHER_BOOL, 1, {4}, m, sizeof m}};
+    snprintf(p, sizeof p, "%s/a.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_INT64, s23, 2, a), 0);
+    snprintf(p, sizeof p, "%s/b.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_INT64, s23, 2, b), 0);
+    snprintf(p, sizeof p, "%s/h.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_DTYPE(kDLFloat, 16), s4, 1, h), 0);
+    snprintf(p, sizeof p, "%s/m.npy", g_dir);
+    assert_int_equal(tether_npy_write(p, TETHER_BOOL, s4, 1, m), 0);
+    snprintf(p, sizeof p, "%s/typed_in.npz", g_dir);
+    assert_int_equal(tether_npz_write(p, 4, names, arrs), 0);
+    const char *o;
+    if (tether(&o, "run typed.json --in a.npy --in b.npy --in h.npy --in m.npy --out dev.npz")) {
+        fail_msg("%s", o);
+    }
+    if (tether(&o, "run typed.json --reference --in typed_in.npz --out ref.npz")) {
+        fail_msg("%s", o);
+    }
+    const int64_t want_s[6] = {3, -12, 6, (1LL << 53) + 2, INT64_MAX, -2};
+    const uint8_t want_g[6] = {0, 1, 0, 1, 1, 0}, want_nm[4] = {0, 1, 1, 0};
+    const uint16_t want_hs[4] = {0x4000, 0xc400, 0x3955, 0x7c00}; /* 65504 * 2 = inf */
+    const char *files[2] = {"dev.npz", "ref.npz"};
+    for (int k = 0; k < 2; k++) {
+        tether_npy t;
+        snprintf(p, sizeof p, "%s/%s", g_dir, files[k]);
+        assert_int_equal(tether_npz_read_member(p, "s", &t), 0);
+        assert_true(tether_dtype_equal(t.dtype, TETHER_INT64));
+        assert_memory_equal(t.data, want_s, sizeof want_s);
+        tether_npy_free(&t);
+        assert_int_equal(tether_npz_read_member(p, "g", &t), 0);
+        assert_true(tether_dtype_equal(t.dtype, TETHER_BOOL));
+        assert_memory_equal(t.data, want_g, 6);
+        tether_npy_free(&t);
+        assert_int_equal(tether_npz_read_member(p, "hs", &t), 0);
+        assert_true(tether_dtype_equal(t.dtype, TETHER_DTYPE(kDLFloat, 16)));
+        assert_memory_equal(t.data, want_hs, sizeof want_hs);
+        tether_npy_free(&t);
+        assert_int_equal(tether_npz_read_member(p, "nm", &t), 0);
+        assert_memory_equal(t.data, want_nm, 4);
+        tether_npy_free(&t);
+    }
+    /* a float16 file for the int64 input: refused, both sides named */
+    assert_int_equal(tether(&o, "run typed.json --reference --in a=h.npy --in b=b.npy --in h=h.npy "
+                                "--in m=m.npy --out x.npz"),
+                     1);
+    assert_non_null(strstr(o, "dtype float16, but model input 'a' is int64"));
+    /* ab: generated inputs of each type; every output compared and reported */
+    if (tether(&o, "ab typed.json --repeat 4 --min-repeat-ms 1 --json ab.json")) {
+        fail_msg("%s", o);
+    }
+    assert_non_null(strstr(o, "'s' (int64)"));
+    assert_non_null(strstr(o, "'g' (bool)"));
+    assert_non_null(strstr(o, "equal (exact)"));
+    assert_non_null(strstr(o, "'hs' (float16)"));
+    assert_non_null(strstr(o, "within rtol 0.001, atol 0.001"));
+    cJSON *j = read_json("ab.json");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "rtol")));
+    const cJSON *outs =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "abis"), 0), "outputs");
+    assert_int_equal(cJSON_GetArraySize(outs), 4);
+    assert_string_equal(str(cJSON_GetArrayItem(outs, 1), "dtype"), "bool");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(outs, 1), "exact")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(outs, 2), "equal")));
+    assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(outs, 2), "rtol")->valuedouble == 1e-3);
+    cJSON_Delete(j);
+    /* bench on the typed artifact */
+    if (tether(&o, "compile typed.json -o typed_art --quiet") ||
+        tether(&o, "bench typed_art --in typed_in.npz --repeat 2 --out b.npz")) {
+        fail_msg("%s", o);
+    }
+    tether_npy t;
+    snprintf(p, sizeof p, "%s/b.npz", g_dir);
+    assert_int_equal(tether_npz_read_member(p, "s", &t), 0);
+    assert_memory_equal(t.data, want_s, sizeof want_s);
+    tether_npy_free(&t);
+}

@@ -32,8 +32,8 @@ static void roundtrip(DLDataType dt, const int64_t *shape, int ndim) {
     size_t nbytes;
     assert_int_equal(tether_shape_bytes(shape, ndim, dt, &nbytes), 0);
     uint8_t *data = malloc(nbytes + 1);
-    for (size_t i = 0; i < nbytes; i++) {
-        data[i] = (uint8_t)(i * 7 + 3);
+    for (size_t i = 0; i < nbytes; i++) { /* bool holds 0/1 only */
+        data[i] = dt.bits == 1 ? (uint8_t)(i % 3 == 1) : (uint8_t)(i * 7 + 3);
     }
     char path[128];
     snprintf(path, sizeof path, "%s/rt.npy", g_dir);
@@ -55,9 +55,19 @@ static void roundtrip(DLDataType dt, const int64_t *shape, int ndim) {
 
 static void test_roundtrip(void **state) {
     (void)state;
-    DLDataType dts[] = {TETHER_FLOAT32, TETHER_DTYPE(kDLFloat, 64),
-                        TETHER_INT8,    TETHER_UINT8,
-                        TETHER_INT32,   TETHER_INT64};
+    DLDataType dts[] = {TETHER_FLOAT32,
+                        TETHER_DTYPE(kDLFloat, 64),
+                        TETHER_DTYPE(kDLFloat, 16),
+                        TETHER_DTYPE(kDLBfloat, 16),
+                        TETHER_BOOL,
+                        TETHER_INT8,
+                        TETHER_DTYPE(kDLInt, 16),
+                        TETHER_INT32,
+                        TETHER_INT64,
+                        TETHER_UINT8,
+                        TETHER_DTYPE(kDLUInt, 16),
+                        TETHER_DTYPE(kDLUInt, 32),
+                        TETHER_DTYPE(kDLUInt, 64)};
     int64_t s1[] = {5}, s3[] = {2, 3, 4}, s0[] = {0, 3};
     for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
         roundtrip(dts[i], s1, 1);
@@ -65,12 +75,35 @@ static void test_roundtrip(void **state) {
         roundtrip(dts[i], s0, 2);
         roundtrip(dts[i], NULL, 0);
     }
-    /* an unsupported dtype cannot be written either */
+    /* the descr each type is written with (what numpy reads): exact header bytes */
+    static const struct {
+        DLDataType dt;
+        const char *descr;
+    } descr[] = {{TETHER_DTYPE(kDLFloat, 16), "'<f2'"},      {TETHER_BOOL, "'|b1'"},
+                 {TETHER_DTYPE(kDLInt, 16), "'<i2'"},        {TETHER_DTYPE(kDLUInt, 16), "'<u2'"},
+                 {TETHER_DTYPE(kDLUInt, 32), "'<u4'"},       {TETHER_DTYPE(kDLUInt, 64), "'<u8'"},
+                 {TETHER_DTYPE(kDLBfloat, 16), "'bfloat16'"}};
     char path[128];
+    snprintf(path, sizeof path, "%s/d.npy", g_dir);
+    for (size_t i = 0; i < sizeof descr / sizeof descr[0]; i++) {
+        uint8_t zero[16] = {0};
+        assert_int_equal(tether_npy_write(path, descr[i].dt, s1, 1, zero), 0);
+        uint8_t *buf;
+        size_t len;
+        assert_int_equal(tether_file_read(path, 1 << 20, &buf, &len), 0);
+        char want[96];
+        snprintf(want, sizeof want, "{'descr': %s, 'fortran_order': False, 'shape': (5,), }",
+                 descr[i].descr);
+        assert_int_equal((len - 5 * tether_dtype_bytes(descr[i].dt)) % 64, 0);
+        assert_memory_equal(buf + 10, want, strlen(want));
+        assert_int_equal(buf[len - 5 * tether_dtype_bytes(descr[i].dt) - 1], '\n');
+        free(buf);
+    }
+    /* a vector dtype cannot be written */
     snprintf(path, sizeof path, "%s/no.npy", g_dir);
-    float x = 0;
-    assert_int_equal(tether_npy_write(path, TETHER_DTYPE(kDLFloat, 16), s1, 1, &x),
-                     TETHER_ERR_UNSUPPORTED);
+    float x[4] = {0};
+    DLDataType vec = {kDLFloat, 32, 4};
+    assert_int_equal(tether_npy_write(path, vec, s1, 1, x), TETHER_ERR_UNSUPPORTED);
     assert_int_not_equal(access(path, F_OK), 0);
 }
 
@@ -96,12 +129,60 @@ static void expect_err(const char *h, size_t data, int code, const char *words) 
     assert_null(out.data);
 }
 
+/* Builds a .npy image with header h and the given payload bytes. */
+static size_t build_with(uint8_t *buf, const char *h, const void *data, size_t n) {
+    size_t len = build(buf, h, n);
+    memcpy(buf + len - n, data, n);
+    return len;
+}
+
+static void test_typed_data(void **state) {
+    (void)state;
+    uint8_t buf[512];
+    tether_npy out;
+    /* bool: bytes 0/1 pass; any other byte is refused naming the element */
+    uint8_t b[4] = {0, 1, 1, 0};
+    size_t n = build_with(buf, "{'descr': '|b1', 'fortran_order': False, 'shape': (4,), }\n", b, 4);
+    assert_int_equal(tether_npy_parse(buf, n, "b.npy", &out), 0);
+    assert_true(tether_dtype_equal(out.dtype, TETHER_BOOL));
+    assert_memory_equal(out.data, b, 4);
+    tether_npy_free(&out);
+    b[2] = 7;
+    n = build_with(buf, "{'descr': '|b1', 'fortran_order': False, 'shape': (4,), }\n", b, 4);
+    assert_int_equal(tether_npy_parse(buf, n, "b.npy", &out), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "b.npy: bool element 2 is byte 7"));
+    assert_null(out.data);
+    /* '<V2' (np.save of an ml_dtypes.bfloat16 array) reads as bfloat16, bytes unchanged */
+    uint16_t h[3] = {0x3f80, 0xc000, 0x7fc0};
+    n = build_with(buf, "{'descr': '<V2', 'fortran_order': False, 'shape': (3,), }\n", h, 6);
+    assert_int_equal(tether_npy_parse(buf, n, "v.npy", &out), 0);
+    assert_true(tether_dtype_equal(out.dtype, TETHER_DTYPE(kDLBfloat, 16)));
+    assert_memory_equal(out.data, h, 6);
+    tether_npy_free(&out);
+    /* float16 and uint64: exact bytes */
+    uint64_t u[2] = {UINT64_MAX, 1ULL << 63};
+    n = build_with(buf, "{'descr': '<u8', 'fortran_order': False, 'shape': (2,), }\n", u, 16);
+    assert_int_equal(tether_npy_parse(buf, n, "u.npy", &out), 0);
+    assert_true(tether_dtype_equal(out.dtype, TETHER_DTYPE(kDLUInt, 64)));
+    assert_memory_equal(out.data, u, 16);
+    tether_npy_free(&out);
+    n = build_with(buf, "{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }\n", h, 6);
+    assert_int_equal(tether_npy_parse(buf, n, "f.npy", &out), 0);
+    assert_true(tether_dtype_equal(out.dtype, TETHER_DTYPE(kDLFloat, 16)));
+    assert_memory_equal(out.data, h, 6);
+    tether_npy_free(&out);
+}
+
 static void test_malformed(void **state) {
     (void)state;
     expect_err("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }\n", 16,
                TETHER_ERR_UNSUPPORTED, "Fortran");
-    expect_err("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }\n", 4,
-               TETHER_ERR_UNSUPPORTED, "'<f2' is not supported");
+    expect_err("{'descr': '<f16', 'fortran_order': False, 'shape': (2,), }\n", 32,
+               TETHER_ERR_UNSUPPORTED, "'<f16' is not supported");
+    expect_err("{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }\n", 24,
+               TETHER_ERR_UNSUPPORTED, "'<U3' is not supported");
+    expect_err("{'descr': '>i2', 'fortran_order': False, 'shape': (2,), }\n", 4,
+               TETHER_ERR_UNSUPPORTED, "little-endian");
     expect_err("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }\n", 8,
                TETHER_ERR_UNSUPPORTED, "not supported");
     expect_err("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }\n", 16,
@@ -320,8 +401,8 @@ static void test_npz_write_refusals(void **state) {
     tether_npy wrong = {TETHER_FLOAT32, 1, {3}, f, sizeof f};
     const char *one[1] = {"x"};
     assert_int_equal(tether_npz_write(path, 1, one, &wrong), TETHER_ERR_INVALID_ARG);
-    tether_npy half = {TETHER_DTYPE(kDLFloat, 16), 1, {2}, f, 4};
-    assert_int_equal(tether_npz_write(path, 1, one, &half), TETHER_ERR_UNSUPPORTED);
+    tether_npy vec = {{kDLFloat, 32, 2}, 1, {1}, f, 8};
+    assert_int_equal(tether_npz_write(path, 1, one, &vec), TETHER_ERR_UNSUPPORTED);
     assert_int_not_equal(access(path, F_OK), 0); /* nothing was left behind */
 }
 
@@ -497,10 +578,11 @@ int main(void) {
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip),         cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_not_regular),       cmocka_unit_test(test_registered_reader),
-        cmocka_unit_test(test_npz_roundtrip),     cmocka_unit_test(test_npz_write_refusals),
-        cmocka_unit_test(test_npz_read_refusals), cmocka_unit_test(test_npz_bombs)};
+        cmocka_unit_test(test_roundtrip),          cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_typed_data),         cmocka_unit_test(test_not_regular),
+        cmocka_unit_test(test_registered_reader),  cmocka_unit_test(test_npz_roundtrip),
+        cmocka_unit_test(test_npz_write_refusals), cmocka_unit_test(test_npz_read_refusals),
+        cmocka_unit_test(test_npz_bombs)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char p[128];
     snprintf(p, sizeof p, "%s/rt.npy", g_dir);

@@ -135,6 +135,35 @@ static void test_copy_round_trip(void **state) {
     free(out);
 }
 
+/* Every element type's NDArray travels over UART to the firmware's server core: ALLOC's size
+ * (bool one byte per element) and the bytes back as sent. */
+static void test_every_dtype(void **state) {
+    (void)state;
+    tether_rpc_msg rep;
+    mcu_hello(&board, &rep);
+    static const DLDataType types[] = {{kDLUInt, 1, 1},   {kDLInt, 8, 1},    {kDLInt, 16, 1},
+                                       {kDLInt, 32, 1},   {kDLInt, 64, 1},   {kDLUInt, 8, 1},
+                                       {kDLUInt, 16, 1},  {kDLUInt, 32, 1},  {kDLUInt, 64, 1},
+                                       {kDLFloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1},
+                                       {kDLBfloat, 16, 1}};
+    int64_t shape[2] = {2, 9};
+    uint8_t in[2 * 9 * 8], out[2 * 9 * 8];
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        size_t es = types[t].bits == 1 ? 1 : types[t].bits / 8, n = 2 * 9 * es;
+        for (size_t i = 0; i < n; i++) {
+            in[i] = types[t].bits == 1 ? (uint8_t)(i % 2) : (uint8_t)(i * 73u + t + 0x7d);
+        }
+        uint64_t nbytes;
+        uint64_t a = mcu_alloc(&board, shape, 2, types[t], &nbytes);
+        assert_int_equal(nbytes, n);
+        mcu_copy_to(&board, a, in, n);
+        memset(out, 0, sizeof out);
+        mcu_copy_from(&board, a, out, n);
+        assert_memory_equal(in, out, n);
+        mcu_free(&board, a);
+    }
+}
+
 static void test_alloc_errors(void **state) {
     (void)state;
     tether_rpc_msg req, rep;
@@ -492,6 +521,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hello),
         cmocka_unit_test(test_copy_round_trip),
+        cmocka_unit_test(test_every_dtype),
         cmocka_unit_test(test_alloc_errors),
         cmocka_unit_test(test_syslib_calls),
         cmocka_unit_test(test_string_arguments),

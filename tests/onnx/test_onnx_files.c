@@ -60,7 +60,8 @@ void test_tensor_files(void **state) {
     assert_true(tether_dtype_equal(t.dtype, TETHER_INT64));
     assert_memory_equal(t.data, iv, 48);
     tether_onnx_tensor_free(&t);
-    /* float16 raw data becomes float32: 1.0, -2.0, 0.5, 65504, a subnormal, 0 */
+    /* float16 raw data keeps its bit patterns (kDLFloat, 16): 1.0, -2.0, 0.5, 65504, a
+     * subnormal, 0 */
     Onnx__TensorProto *h = mb_tensor_f(&b, "h", 2, d, v, 1);
     h->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16;
     uint16_t hv[6] = {0x3c00, 0xc000, 0x3800, 0x7bff, 0x0001, 0x0000};
@@ -68,9 +69,81 @@ void test_tensor_files(void **state) {
     h->raw_data.len = sizeof hv;
     write_tensor(tmp("h.pb"), h);
     assert_int_equal(tether_onnx_tensor_read(tmp("h.pb"), &t), 0);
-    float hf[6] = {1, -2, 0.5f, 65504, 5.9604645e-8f, 0};
-    assert_memory_equal(t.data, hf, 24);
+    assert_true(tether_dtype_equal(t.dtype, TETHER_DTYPE(kDLFloat, 16)));
+    assert_int_equal(t.nbytes, 12);
+    assert_memory_equal(t.data, hv, 12);
     tether_onnx_tensor_free(&t);
+    /* float16 and bfloat16 in int32_data (the spec's typed field: one 16-bit pattern each) */
+    int32_t i32[6] = {0x3c00, 0xc000, 0x3800, 0x7bff, 0x0001, 0xffff};
+    uint16_t i16[6] = {0x3c00, 0xc000, 0x3800, 0x7bff, 0x0001, 0xffff};
+    Onnx__TensorProto *ht = mb_tensor_f(&b, "ht", 2, d, v, 0);
+    ht->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16;
+    ht->n_float_data = 0;
+    ht->n_int32_data = 6;
+    ht->int32_data = i32;
+    write_tensor(tmp("ht.pb"), ht);
+    assert_int_equal(tether_onnx_tensor_read(tmp("ht.pb"), &t), 0);
+    assert_true(tether_dtype_equal(t.dtype, TETHER_DTYPE(kDLFloat, 16)));
+    assert_memory_equal(t.data, i16, 12);
+    tether_onnx_tensor_free(&t);
+    ht->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
+    write_tensor(tmp("bt.pb"), ht);
+    assert_int_equal(tether_onnx_tensor_read(tmp("bt.pb"), &t), 0);
+    assert_true(tether_dtype_equal(t.dtype, TETHER_DTYPE(kDLBfloat, 16)));
+    assert_memory_equal(t.data, i16, 12);
+    tether_onnx_tensor_free(&t);
+    i32[2] = 0x10000; /* not a 16-bit pattern: refused, not truncated */
+    write_tensor(tmp("hbad.pb"), ht);
+    assert_int_equal(tether_onnx_tensor_read(tmp("hbad.pb"), &t), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "int32_data[2] is 65536, not a bfloat16 value"));
+    /* bool: int32_data and raw_data, one byte 0/1 (TETHER_BOOL); 2 is refused */
+    int32_t bi[6] = {1, 0, 0, 1, 1, 0};
+    uint8_t bb[6] = {1, 0, 0, 1, 1, 0};
+    ht->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+    ht->int32_data = bi;
+    write_tensor(tmp("b.pb"), ht);
+    assert_int_equal(tether_onnx_tensor_read(tmp("b.pb"), &t), 0);
+    assert_true(tether_dtype_equal(t.dtype, TETHER_BOOL));
+    assert_int_equal(t.nbytes, 6);
+    assert_memory_equal(t.data, bb, 6);
+    tether_onnx_tensor_free(&t);
+    Onnx__TensorProto *br = mb_tensor_f(&b, "br", 2, d, v, 1);
+    br->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+    br->raw_data.data = bb;
+    br->raw_data.len = 6;
+    write_tensor(tmp("br.pb"), br);
+    assert_int_equal(tether_onnx_tensor_read(tmp("br.pb"), &t), 0);
+    assert_true(tether_dtype_equal(t.dtype, TETHER_BOOL));
+    assert_memory_equal(t.data, bb, 6);
+    tether_onnx_tensor_free(&t);
+    bb[4] = 2;
+    write_tensor(tmp("brbad.pb"), br);
+    assert_int_equal(tether_onnx_tensor_read(tmp("brbad.pb"), &t), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "bool element 4 is 2"));
+    /* the other integer types, raw_data and typed fields, keep their exact bytes */
+    int32_t small[6] = {-128, 127, -1, 0, 5, -7};
+    int8_t s8[6] = {-128, 127, -1, 0, 5, -7};
+    ht->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT8;
+    ht->int32_data = small;
+    write_tensor(tmp("i8.pb"), ht);
+    assert_int_equal(tether_onnx_tensor_read(tmp("i8.pb"), &t), 0);
+    assert_true(tether_dtype_equal(t.dtype, TETHER_INT8));
+    assert_memory_equal(t.data, s8, 6);
+    tether_onnx_tensor_free(&t);
+    uint64_t u64[6] = {0, 1, UINT64_MAX, 1ULL << 63, 42, 7};
+    Onnx__TensorProto *ur = mb_tensor_f(&b, "u64", 2, d, v, 1);
+    ur->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__UINT64;
+    ur->raw_data.data = (uint8_t *)u64;
+    ur->raw_data.len = sizeof u64;
+    write_tensor(tmp("u64.pb"), ur);
+    assert_int_equal(tether_onnx_tensor_read(tmp("u64.pb"), &t), 0);
+    assert_true(tether_dtype_equal(t.dtype, TETHER_DTYPE(kDLUInt, 64)));
+    assert_memory_equal(t.data, u64, sizeof u64);
+    tether_onnx_tensor_free(&t);
+    ur->raw_data.len = sizeof u64 - 4; /* not a whole number of elements */
+    write_tensor(tmp("u64bad.pb"), ur);
+    assert_int_equal(tether_onnx_tensor_read(tmp("u64bad.pb"), &t), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "not a whole number of uint64 elements"));
     /* errors: a count that does not fit the shape, a string tensor, truncation, another file */
     Onnx__TensorProto *bad = mb_tensor_f(&b, "short", 2, d, v, 0);
     bad->n_float_data = 5;
@@ -83,6 +156,7 @@ void test_tensor_files(void **state) {
     write_tensor(tmp("s.pb"), str);
     assert_int_equal(tether_onnx_tensor_read(tmp("s.pb"), &t), TETHER_ERR_UNSUPPORTED);
     assert_non_null(strstr(tether_last_error(), "element type string"));
+    assert_non_null(strstr(tether_last_error(), "strings are refused"));
     Onnx__TensorProto *big = mb_tensor_f(&b, "big", 2, d, v, 1);
     size_t len = onnx__tensor_proto__get_packed_size(big);
     uint8_t *buf = malloc(len);

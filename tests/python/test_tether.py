@@ -136,6 +136,150 @@ def mlp_numpy(x, y):
     return np.maximum(s @ W + B, 0), s
 
 
+# Every element type tether computes (numpy names), with a value generator for each.
+TYPED = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+         "float32", "float64")
+
+
+TYPED_MODELS = (TYPED[:6], TYPED[6:])  # the unpacked ABI takes at most 24 arguments
+
+
+def write_typed(path, types):
+    """A model with one add per numeric type of types (a_T + b_T -> s_T), greater on int64 (bool
+    out) when it has int64, and not on a bool input."""
+    tensors, inputs, outputs, nodes = [], [], [], []
+    for t in types:
+        for n in ("a", "b"):
+            tensors.append({"name": f"{n}_{t}", "dtype": t, "shape": [2, 3]})
+            inputs.append(f"{n}_{t}")
+        nodes.append({"name": f"add_{t}", "op": "add", "inputs": [f"a_{t}", f"b_{t}"],
+                      "outputs": [f"s_{t}"]})
+        outputs.append(f"s_{t}")
+    tensors.append({"name": "m", "dtype": "bool", "shape": [4]})
+    inputs.append("m")
+    if "int64" in types:
+        nodes.append({"name": "gt", "op": "greater", "inputs": ["a_int64", "b_int64"],
+                      "outputs": ["g"]})
+        outputs.append("g")
+    nodes.append({"name": "not", "op": "not", "inputs": ["m"], "outputs": ["nm"]})
+    outputs.append("nm")
+    model = {"format": "tether-model", "version": 1, "name": "typed", "tensors": tensors,
+             "inputs": inputs, "outputs": outputs, "nodes": nodes}
+    with open(path, "w") as f:
+        json.dump(model, f)
+    return path
+
+
+def typed_inputs(types=TYPED):
+    rng = np.random.default_rng(7)
+    ins = {}
+    for t in types:
+        info = np.iinfo(t) if np.dtype(t).kind in "iu" else None
+        for n in ("a", "b"):
+            if info is not None:  # the extremes too: wrapping is numpy's
+                v = rng.integers(info.min, info.max, size=(2, 3), dtype=t, endpoint=True)
+                v.flat[0] = info.max
+            else:
+                v = rng.uniform(-4, 4, size=(2, 3)).astype(t)
+            ins[f"{n}_{t}"] = v
+    ins["m"] = np.array([True, False, False, True])
+    return ins
+
+
+def typed_numpy(ins, types):
+    with np.errstate(over="ignore"):
+        out = {f"s_{t}": ins[f"a_{t}"] + ins[f"b_{t}"] for t in types}
+    if "int64" in types:
+        out["g"] = ins["a_int64"] > ins["b_int64"]
+    out["nm"] = ~ins["m"]
+    return out
+
+
+class TestTypes(unittest.TestCase):
+    """numpy arrays of every dtype in and out of run_model, reference, artifacts and ab."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tether-py-types-")
+        cls.models = [write_typed(os.path.join(cls.tmp, f"typed{i}.json"), types)
+                      for i, types in enumerate(TYPED_MODELS)]
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def check(self, outs, want):
+        for k, w in want.items():
+            self.assertEqual(outs[k].dtype, w.dtype, k)
+            if w.dtype.kind == "f":
+                np.testing.assert_allclose(outs[k], w, rtol=1e-3 if w.dtype == np.float16
+                                           else 1e-6, err_msg=k)
+            else:  # integers and bool: exactly
+                np.testing.assert_array_equal(outs[k], w, err_msg=k)
+
+    def test_arrays_of_every_dtype(self):
+        with tether.Session("local:") as s:
+            for t in TYPED + ("bool",):
+                x = typed_inputs().get(f"a_{t}", np.array([True, False, True]))
+                a = s.array(x)
+                self.assertEqual(a.dtype, x.dtype)
+                back = a.numpy()
+                self.assertEqual(back.dtype, x.dtype)
+                self.assertEqual(back.tobytes(), x.tobytes())  # the exact bytes
+                a.free()
+
+    def test_run_reference_and_ab(self):
+        for model, types in zip(self.models, TYPED_MODELS):
+            self.run_reference_and_ab(model, types)
+
+    def run_reference_and_ab(self, model, types):
+        ins = typed_inputs(types)
+        want = typed_numpy(ins, types)
+        ref = tether.reference(model, ins)
+        self.check(ref, want)
+        t0 = types[0]
+        with tether.Session("local:") as s:
+            outs = s.run_model(model, ins)
+            self.check(outs, want)
+            for k in want:  # the device and the interpreter agree bit for bit here
+                self.assertEqual(outs[k].tobytes(), ref[k].tobytes(), k)
+            r = s.ab(model, repeat=2, min_repeat_ms=1)  # generated inputs of each type
+            self.assertTrue(r.reference)
+            self.assertTrue(r.outputs_equal)
+            c = r["unpacked"].output_comparisons
+            self.assertTrue(c["nm"].exact)
+            self.assertEqual(c["nm"].mismatches, 0)
+            for t in types:
+                tol = {"float16": (1e-3, 1e-3), "float32": (1e-4, 1e-5),
+                       "float64": (1e-4, 1e-5)}.get(t, (0.0, 0.0))
+                self.assertEqual(c[f"s_{t}"].exact, t[0] != "f", t)
+                self.assertEqual((c[f"s_{t}"].rtol, c[f"s_{t}"].atol), tol, t)
+            self.assertIsNone(r.rtol)
+            json.dumps(r.to_dict())
+            # a wrong dtype is refused naming the input and both dtypes, before the device
+            bad = dict(ins)
+            bad[f"a_{t0}"] = ins[f"a_{t0}"].astype(np.int16 if t0 != "int16" else np.int32)
+            with self.assertRaisesRegex(ValueError, f"input 'a_{t0}': dtype int"):
+                s.run_model(model, bad)
+            with self.assertRaisesRegex(ValueError, f"input 'a_{t0}': dtype int"):
+                tether.reference(model, bad)
+
+    def test_compare_is_exact_for_integers(self):
+        from tether._model import _compare
+
+        a = {"x": np.array([2**53 + 1], np.int64), "h": np.array([1.0], np.float16)}
+        b = {"x": np.array([2**53], np.int64), "h": np.array([1.0], np.float16)}
+        eq, _, per = _compare(a, b, None, None)
+        self.assertFalse(eq)  # equal as doubles, different as integers
+        self.assertEqual(per["x"][4], 1)  # mismatches
+        a["x"] = b["x"]
+        a["h"] = np.array([1.0009765625], np.float16)  # one float16 ulp: within 1e-3
+        eq, _, per = _compare(a, b, None, None)
+        self.assertTrue(eq)
+        eq, _, _ = _compare(a, b, 1e-5, 0.0)  # given tolerances apply to floats
+        self.assertFalse(eq)
+
+
 class TestSession(unittest.TestCase):
     def test_info_and_close(self):
         for kind, open_session in SESSIONS:

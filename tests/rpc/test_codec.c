@@ -561,6 +561,42 @@ static void test_decode_deep_nesting(void **state) {
     }
 }
 
+/* ALLOC of every element type tether stores travels through both codecs unchanged (code, bits,
+ * lanes), and the two codecs write the same bytes for it. */
+static void test_alloc_every_dtype(void **state) {
+    (void)state;
+    static const uint8_t types[][2] = {
+        {kDLUInt, 1},   {kDLInt, 8},    {kDLInt, 16},   {kDLInt, 32},  {kDLInt, 64},
+        {kDLUInt, 8},   {kDLUInt, 16},  {kDLUInt, 32},  {kDLUInt, 64}, {kDLFloat, 16},
+        {kDLFloat, 32}, {kDLFloat, 64}, {kDLBfloat, 16}};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        uint8_t bytes[2][256];
+        size_t lens[2];
+        for (int c = 0; c < 2; c++) {
+            tether_rpc_msg m, d;
+            memset(&m, 0, sizeof m);
+            m.type = TETHER_RPC_ALLOC;
+            m.id = 7;
+            m.u.alloc_req.ndim = 2;
+            m.u.alloc_req.shape[0] = 3;
+            m.u.alloc_req.shape[1] = 5;
+            m.u.alloc_req.dtype_code = types[t][0];
+            m.u.alloc_req.dtype_bits = types[t][1];
+            m.u.alloc_req.dtype_lanes = 1;
+            m.u.alloc_req.pool = tether_rpc_str_c("");
+            assert_int_equal(encoders[c](&m, bytes[c], sizeof bytes[c], &lens[c]), 0);
+            assert_int_equal(decoders[c](bytes[c], lens[c], &d), 0);
+            assert_int_equal(d.type, TETHER_RPC_ALLOC);
+            assert_int_equal(d.u.alloc_req.dtype_code, types[t][0]);
+            assert_int_equal(d.u.alloc_req.dtype_bits, types[t][1]);
+            assert_int_equal(d.u.alloc_req.dtype_lanes, 1);
+            assert_int_equal(d.u.alloc_req.shape[1], 5);
+        }
+        assert_int_equal(lens[0], lens[1]);
+        assert_memory_equal(bytes[0], bytes[1], lens[0]);
+    }
+}
+
 /* Encoders refuse messages that break a limit, and never overrun the buffer. */
 static void test_encode_errors(void **state) {
     (void)state;
@@ -682,8 +718,9 @@ int main(void) {
         cmocka_unit_test(test_vectors_encode), cmocka_unit_test(test_vectors_encode_split),
         cmocka_unit_test(test_vectors_decode), cmocka_unit_test(test_decode_noncanonical),
         cmocka_unit_test(test_decode_errors),  cmocka_unit_test(test_decode_deep_nesting),
-        cmocka_unit_test(test_encode_errors),  cmocka_unit_test(test_proto_helpers),
-        cmocka_unit_test(test_chunk_overhead), cmocka_unit_test(test_seq_limits),
+        cmocka_unit_test(test_encode_errors),  cmocka_unit_test(test_alloc_every_dtype),
+        cmocka_unit_test(test_proto_helpers),  cmocka_unit_test(test_chunk_overhead),
+        cmocka_unit_test(test_seq_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,6 +37,9 @@ check setup --no-such-option 2 "try --help"
 check check-style --no-such-option 2 "unknown option"
 check conformance --no-such-option 2 "try --help"
 check conformance no-such-abi 2 "unknown ABI"
+check conformance "--backend no-such-backend" 2 "unknown backend"
+check conformance "--backend opencl packed" 2 "takes no ABI"
+check conformance "--backend opencl --help" 0 "sage"
 if [ -n "$tetherd" ]; then
     for flag in --help -h; do
         out=$("$tetherd" $flag 2>&1 </dev/null); rc=$?

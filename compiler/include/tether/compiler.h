@@ -479,6 +479,11 @@ typedef struct tether_build_options {
      * own (tether info: cpu); code built for a CPU the device lacks is refused at upload. */
     const char *cpu;
     bool keep_objects;
+    /* A float64 tensor on an MCU target whose core has no double-precision FPU (features
+     * without "fp.dp": cortex-m0/m3/m4/m33, rv32imac) is refused at compile time naming the
+     * tensor, unless this allows libgcc's software double arithmetic (`--soft-float64`: correct,
+     * but tens of cycles per operation and more code). Hosted targets always compute float64. */
+    bool soft_float64;
 } tether_build_options;
 
 /* The optimisation level a build uses: o->opt_level, or for TETHER_OPT_DEFAULT the target's. */

@@ -45,6 +45,14 @@ int tonnx_wire_check(const uint8_t *buf, size_t len, const char *source, tonnx_m
  * messages. */
 int tonnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *what, const char *base_dir,
                             tether_onnx_tensor *out);
+/* The same; exact: the element type as stored (float16 and bfloat16 as their 16-bit patterns,
+ * bool as TETHER_BOOL, one byte 0/1, other values refused), what .pb test data and --in x.pb
+ * files need (tether_onnx_tensor_parse/read). */
+/* IEEE half and bfloat16 bit patterns as float (exact). */
+float tonnx_half_to_float(uint16_t h);
+float tonnx_bf16_to_float(uint16_t h);
+int tonnx_tensor_from_proto_as(const Onnx__TensorProto *tp, const char *what, const char *base_dir,
+                               bool exact, tether_onnx_tensor *out);
 
 /* Name of an ONNX TensorProto.DataType ("float", "int64", ...; "type N" when unknown). */
 const char *tonnx_dtype_name(int32_t data_type, char *buf, size_t n);

@@ -74,11 +74,15 @@ void tonnx_host_allow(timport *c, size_t count, bool is_int) {
 
 /* A host constant from any host tensor (read from bytes that are present: an initializer or a
  * value the caller binds, so it raises the limit by its size): integer/bool types become int64,
- * floats float32. */
+ * floats (float16/bfloat16 given as their bit patterns) float32. */
 int tonnx_hconst_from(timport *c, DLDataType dt, int ndim, const int64_t *shape, const void *data,
                       size_t nbytes, const char *what, hconst **out) {
-    bool is_int = dt.code != kDLFloat;
-    if (!(dt.code == kDLFloat && (dt.bits == 32 || dt.bits == 64)) &&
+    bool is_half = (dt.code == kDLFloat || dt.code == kDLBfloat) && dt.bits == 16;
+    if (dt.code == kDLUInt && dt.bits == 1) {
+        dt.bits = 8; /* bool (TETHER_BOOL): one byte 0/1 */
+    }
+    bool is_int = dt.code != kDLFloat && !is_half;
+    if (!(dt.code == kDLFloat && (dt.bits == 32 || dt.bits == 64)) && !is_half &&
         !((dt.code == kDLInt || dt.code == kDLUInt) &&
           (dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64)) &&
         !(dt.code == 6 /* kDLBool in newer DLPack */ && dt.bits == 8)) {
@@ -103,6 +107,13 @@ int tonnx_hconst_from(timport *c, DLDataType dt, int ndim, const int64_t *shape,
     }
     for (size_t i = 0; i < k->count; i++) {
         const uint8_t *p = (const uint8_t *)data + i * es;
+        if (is_half) {
+            uint16_t h;
+            memcpy(&h, p, 2);
+            ((float *)k->data)[i] =
+                dt.code == kDLBfloat ? tonnx_bf16_to_float(h) : tonnx_half_to_float(h);
+            continue;
+        }
         if (dt.code == kDLFloat) {
             float f;
             if (dt.bits == 32) {

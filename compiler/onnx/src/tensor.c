@@ -138,7 +138,7 @@ static size_t raw_size(int32_t t, size_t host) {
                : host;
 }
 
-static float half_to_float(uint16_t h) {
+float tonnx_half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
     if (exp == 0) {
         if (man == 0) {
@@ -161,7 +161,7 @@ static float half_to_float(uint16_t h) {
     return f;
 }
 
-static float bf16_to_float(uint16_t h) {
+float tonnx_bf16_to_float(uint16_t h) {
     uint32_t bits = (uint32_t)h << 16;
     float f;
     memcpy(&f, &bits, sizeof f);
@@ -171,6 +171,7 @@ static float bf16_to_float(uint16_t h) {
 /* Stores element i (given as a 64-bit integer or a double) into host data of dtype dt. */
 static void store_int(void *data, DLDataType dt, size_t i, int64_t v) {
     switch (dt.bits) {
+    case 1: /* bool, one byte (values checked by the caller) */
     case 8:
         ((uint8_t *)data)[i] = (uint8_t)v;
         break;
@@ -311,7 +312,8 @@ static size_t typed_count(const Onnx__TensorProto *tp, int32_t t) {
     }
 }
 
-/* Copies count values of the typed field into host data of dtype dt. */
+/* Copies count values of the typed field into host data of dtype dt (float16/bfloat16 as their
+ * 16-bit patterns when dt has 16 bits, else widened to float32). */
 static void copy_typed(const Onnx__TensorProto *tp, int32_t t, DLDataType dt, size_t count,
                        void *data) {
     for (size_t i = 0; i < count; i++) {
@@ -332,8 +334,13 @@ static void copy_typed(const Onnx__TensorProto *tp, int32_t t, DLDataType dt, si
         case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
         case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: {
             uint16_t h = (uint16_t)tp->int32_data[i];
-            ((float *)data)[i] =
-                t == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ? half_to_float(h) : bf16_to_float(h);
+            if (dt.bits == 16) {
+                ((uint16_t *)data)[i] = h;
+            } else {
+                ((float *)data)[i] = t == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16
+                                         ? tonnx_half_to_float(h)
+                                         : tonnx_bf16_to_float(h);
+            }
             break;
         }
         default:
@@ -343,8 +350,34 @@ static void copy_typed(const Onnx__TensorProto *tp, int32_t t, DLDataType dt, si
     }
 }
 
+/* The values of the typed field of a float16/bfloat16/bool tensor that its storage type cannot
+ * hold (int32_data is a 16-bit pattern, or 0/1): an error naming the first, for the exact
+ * reader, which would otherwise keep only some of the bits. */
+static int check_typed_range(const Onnx__TensorProto *tp, int32_t t, const char *what) {
+    int32_t hi = t == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL ? 1 : 0xffff;
+    if (t != ONNX__TENSOR_PROTO__DATA_TYPE__BOOL && t != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 &&
+        t != ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16) {
+        return TETHER_OK;
+    }
+    for (size_t i = 0; i < tp->n_int32_data; i++) {
+        if (tp->int32_data[i] < 0 || tp->int32_data[i] > hi) {
+            char tn[32];
+            return tether_set_error(
+                TETHER_ERR_INVALID_ARG, "tensor '%s': int32_data[%zu] is %ld, not a %s value (%s)",
+                what, i, (long)tp->int32_data[i], tonnx_dtype_name(t, tn, sizeof tn),
+                hi == 1 ? "0 or 1" : "a 16-bit pattern 0..65535");
+        }
+    }
+    return TETHER_OK;
+}
+
 int tonnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *what, const char *base_dir,
                             tether_onnx_tensor *out) {
+    return tonnx_tensor_from_proto_as(tp, what, base_dir, false, out);
+}
+
+int tonnx_tensor_from_proto_as(const Onnx__TensorProto *tp, const char *what, const char *base_dir,
+                               bool exact, tether_onnx_tensor *out) {
     memset(out, 0, sizeof *out);
     char tn[32];
     snprintf(out->name, sizeof out->name, "%s", tp->name ? tp->name : "");
@@ -355,8 +388,22 @@ int tonnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *what, const
     size_t esize = (size_t)host_type(t, &out->dtype);
     if (!esize) {
         return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "tensor '%s': element type %s is not supported", what,
-                                tonnx_dtype_name(t, tn, sizeof tn));
+                                "tensor '%s': element type %s is not supported%s", what,
+                                tonnx_dtype_name(t, tn, sizeof tn),
+                                t == ONNX__TENSOR_PROTO__DATA_TYPE__STRING
+                                    ? " (tether has no string tensors: strings are refused)"
+                                    : "");
+    }
+    if (exact && (t == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ||
+                  t == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16 ||
+                  t == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL)) {
+        /* storage as the model has it: the half/bfloat16 bit patterns, bool one byte 0/1 */
+        tonnx_onnx_dtype(t, &out->dtype);
+        esize = t == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL ? 1 : 2;
+        int rc = check_typed_range(tp, t, what);
+        if (rc) {
+            return rc;
+        }
     }
     if (tp->n_dims > TETHER_IR_MAX_NDIM) {
         return tether_set_error(TETHER_ERR_LIMIT, "tensor '%s': %zu dimensions (at most %d)", what,
@@ -429,11 +476,25 @@ int tonnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *what, const
     } else {
         for (size_t i = 0; i < count; i++) {
             uint16_t h = (uint16_t)(raw[2 * i] | (raw[2 * i + 1] << 8));
-            ((float *)out->data)[i] =
-                t == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ? half_to_float(h) : bf16_to_float(h);
+            /* float16/bfloat16 widened to float32 (the importer's constants) */
+            ((float *)out->data)[i] = t == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16
+                                          ? tonnx_half_to_float(h)
+                                          : tonnx_bf16_to_float(h);
         }
     }
     free(ext);
+    if (exact && t == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL) {
+        const uint8_t *b = out->data;
+        for (size_t i = 0; i < count; i++) {
+            if (b[i] > 1) {
+                unsigned v = b[i];
+                tether_onnx_tensor_free(out);
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "tensor '%s': bool element %zu is %u (bool data is 0 or 1)",
+                                        what, i, v);
+            }
+        }
+    }
     return TETHER_OK;
 }
 
@@ -458,7 +519,8 @@ int tether_onnx_tensor_parse(const void *buf, size_t len, const char *what,
                                 "%s: not a valid ONNX TensorProto (protobuf decoding failed)",
                                 what);
     }
-    rc = tonnx_tensor_from_proto(tp, tp->name && tp->name[0] ? tp->name : "(unnamed)", NULL, out);
+    rc = tonnx_tensor_from_proto_as(tp, tp->name && tp->name[0] ? tp->name : "(unnamed)", NULL,
+                                    true, out);
     onnx__tensor_proto__free_unpacked(tp, &al.pb);
     if (rc) {
         char msg[TETHER_ERROR_MSG_MAX];

@@ -264,6 +264,29 @@ int tether__compile_passes_and_plan(tether_ir_graph *g, const tether_compile_opt
     return tether_memplan_build_pools(g, o->planner, &o->memory, plan);
 }
 
+/* A float64 tensor on an MCU core without a double-precision FPU: refused naming the tensor
+ * unless the build allows software doubles (tether_build_options.soft_float64). */
+static int check_float64(const tether_ir_graph *g, const tether_build_options *b) {
+    const tether_target *t;
+    if (b->soft_float64 ||
+        tether_target_find(b->target ? b->target : "x86_64-linux", &t) != TETHER_OK ||
+        t->kind == TETHER_TARGET_SHARED || (t->features && strstr(t->features, "fp.dp"))) {
+        return TETHER_OK;
+    }
+    for (int i = 0; i < g->ntensors; i++) {
+        const tether_ir_tensor *x = &g->tensors[i];
+        if (x->dtype.code == kDLFloat && x->dtype.bits == 64) {
+            return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                    "tensor '%s' is float64: target %s has no double-precision "
+                                    "FPU (add --soft-float64 to compute it with software "
+                                    "doubles, slower and larger, or use a core with fp.dp such "
+                                    "as cortex-m7)",
+                                    x->name, t->name);
+        }
+    }
+    return TETHER_OK;
+}
+
 int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_compile_options *o,
                          tether_compile_result *res) {
     tether_compile_options d, resolved;
@@ -283,8 +306,12 @@ int tether_compile_graph(tether_ir_graph *g, const char *out_dir, const tether_c
         return tether__compile_graph_opencl(g, out_dir, o, res);
     }
     double t0 = tether__now_s();
+    int rc = check_float64(g, &o->build); /* before anything is written */
+    if (rc) {
+        return rc;
+    }
     tether__artifact_writer w;
-    int rc = tether__artifact_init(&w, out_dir);
+    rc = tether__artifact_init(&w, out_dir);
     if (rc) {
         return rc;
     }

@@ -39,6 +39,8 @@ static const char compile_usage[] =
     "                               targets (x86-64-v2/v3/v4, armv8.2-a+fp16+dotprod, native),\n"
     "                               a -mcpu value on Cortex-M (default: the target's baseline;\n"
     "                               `tether info` shows a device's cpu)\n"
+    "  --soft-float64               allow float64 tensors on an MCU core without a double-\n"
+    "                               precision FPU (software doubles; refused by default)\n"
     "  --params linked|blob         weights as const arrays or a params.bin blob (default:\n"
     "                               linked up to 4 MiB of weights, a blob above)\n"
     "  --link-params                same as --params linked\n"
@@ -424,6 +426,8 @@ int tether_cmd_compile_with(int argc, char **argv, tether_compile_hook hook, voi
             o.codegen.prefix = v;
         } else if (strcmp(a, "--mcpu") == 0) {
             o.build.cpu = v;
+        } else if (strcmp(a, "--soft-float64") == 0) {
+            o.build.soft_float64 = true;
         } else if (strcmp(a, "--opt-level") == 0) {
             if (strcmp(v, "s") == 0) {
                 o.build.opt_level = -1;

@@ -35,10 +35,22 @@ _NUMPY_NAMES = frozenset(
 )
 
 
+def _bfloat16():
+    """ml_dtypes' bfloat16 numpy dtype when ml_dtypes is installed, else None (numpy has none)."""
+    try:
+        import ml_dtypes  # optional: the usual numpy bfloat16 (jax, tensorflow use it)
+    except ImportError:
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
 def to_numpy(name):
-    """The numpy dtype of a tether dtype name; the name itself when numpy has none (bfloat16)."""
+    """The numpy dtype of a tether dtype name; bfloat16 is ml_dtypes.bfloat16 when ml_dtypes is
+    installed, else the name itself (numpy has none: such arrays are refused naming it)."""
     if name in _NUMPY_NAMES:
         return np.dtype(name)
+    if name == "bfloat16":
+        return _bfloat16() or name
     return name
 
 
@@ -48,6 +60,9 @@ def from_numpy(dtype):
         dt = np.dtype(dtype)
     except TypeError as e:
         raise TypeError(f"not a dtype: {dtype!r}") from e
+    bf = _bfloat16()
+    if bf is not None and dt == bf:  # (np.dtype(...) == None compares with float64)
+        return "bfloat16"
     name = "bool" if dt == np.bool_ else dt.name
     if name not in _NUMPY_NAMES:
         raise TypeError(
@@ -148,7 +163,8 @@ def check_array(value, name, dtype, shape, what="input", owner="artifact"):
         raise ValueError(f"{label}: missing (None given)")
     want = to_numpy(dtype)
     if not isinstance(want, np.dtype):
-        raise ValueError(f"{label}: dtype {dtype} has no numpy equivalent")
+        raise ValueError(f"{label}: dtype {dtype} has no numpy equivalent (install ml_dtypes "
+                         "for bfloat16)")
     plain = not is_array_like(value)
     if plain:
         arr = plain_array(value, label)
@@ -207,3 +223,29 @@ def bind_inputs(specs, inputs, owner):
     return [
         check_array(v, s.name, s.dtype_name, s.shape, "input", owner) for v, s in zip(values, specs)
     ]
+
+
+# default tolerances of each float type (tether/compare.h); integer and bool compare exactly
+_TOLERANCE = {"float16": (1e-3, 1e-3), "bfloat16": (1e-2, 1e-2), "float32": (1e-4, 1e-5),
+              "float64": (1e-4, 1e-5)}
+
+
+def default_tolerance(name):
+    """(rtol, atol) of a tether dtype name: float16 1e-3/1e-3, bfloat16 1e-2/1e-2, float32 and
+    float64 1e-4/1e-5; None for integer and bool types (compared exactly)."""
+    return _TOLERANCE.get(name)
+
+
+def generate(name, shape, rng):
+    """Reproducible inputs of a tether dtype: floats uniform in [-1, 1), signed integers in
+    [-8, 8), unsigned in [0, 16), bool False/True (the CLI's ranges, tether_fill_inputs)."""
+    want = to_numpy(name)
+    if not isinstance(want, np.dtype):
+        raise ValueError(f"dtype {name} has no numpy equivalent (install ml_dtypes for bfloat16)")
+    if name == "bool":
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if want.kind == "i":
+        return rng.integers(-8, 8, size=shape).astype(want)
+    if want.kind == "u":
+        return rng.integers(0, 16, size=shape).astype(want)
+    return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32).astype(want)

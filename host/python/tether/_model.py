@@ -22,13 +22,14 @@ import os
 import re
 import shutil
 import tempfile
-from typing import Dict, List, Optional
+from typing import Dict, List, NamedTuple, Optional
 
 import numpy as np
 
 from . import _tether
 from ._artifact import Artifact, Outputs
-from ._dtypes import bind_inputs, from_numpy, is_array_like, native, plain_array, split_inputs
+from ._dtypes import (bind_inputs, default_tolerance, from_numpy, generate, is_array_like, native,
+                      plain_array, split_inputs, to_numpy)
 from ._session import CallResult, _error
 
 _COMPILE_KEYS = ("abi", "target", "cpu", "prefix", "opt_level", "params", "backend",
@@ -173,8 +174,9 @@ def _compile(model, out_dir, arrays, names=None, *, abi=None, target=None, cpu=N
 
 
 def reference(model, inputs=None, *, input_shapes=None):
-    """Runs MODEL on the compiler's reference interpreter on this machine (float32 models):
-    the ground truth device runs are compared with. Returns Outputs (name -> ndarray)."""
+    """Runs MODEL on the compiler's reference interpreter on this machine (every element type:
+    inputs and outputs are numpy arrays of the model's dtypes): the ground truth device runs are
+    compared with. Returns Outputs (name -> ndarray)."""
     _need_compiler()
     model = os.fspath(model)
     names, arrays, given = _values(inputs)
@@ -183,14 +185,19 @@ def reference(model, inputs=None, *, input_shapes=None):
     sig = _tether.model_signature(model, input_shapes=shapes, input_values=specs,
                                   input_names=names if arrays else None)
     from ._artifact import IOSpec
-    from ._dtypes import to_numpy
 
     ins = [IOSpec(n, tuple(s), to_numpy(d)) for n, d, s in sig["inputs"]]
     checked = bind_inputs(ins, _runtime(names, given, sig["bound"]), "model")
     outs = _tether.interpret(model, checked, input_shapes=shapes, input_values=specs,
                              input_names=names if arrays else None)
-    return Outputs((n, np.frombuffer(b, dtype=np.float32).reshape(s).copy())
-                   for n, _, s, b in outs)
+    res = []
+    for n, d, s, b in outs:
+        dt = to_numpy(d)
+        if not isinstance(dt, np.dtype):
+            raise ValueError(f"output '{n}': dtype {d} has no numpy equivalent (install ml_dtypes "
+                             "for bfloat16)")
+        res.append((n, np.frombuffer(b, dtype=dt).reshape(s).copy()))
+    return Outputs(res)
 
 
 def device_target(info):
@@ -250,6 +257,18 @@ def run_model(session, model, inputs=None, *, out_dir=None, **options):
 # ---- A/B ------------------------------------------------------------------------------------
 
 
+class OutputComparison(NamedTuple):
+    """How one output compared with the truth: integer and bool outputs exactly (rtol = atol =
+    0), float outputs within rtol/atol (each type's defaults unless ab() was given them)."""
+
+    equal: bool
+    exact: bool
+    rtol: Optional[float]
+    atol: Optional[float]
+    mismatches: Optional[int]  # elements that differ (None: dtype or shape differs)
+    max_abs_difference: float
+
+
 @dataclasses.dataclass
 class ABVariant:
     """One side of an A/B: its compile options and figures, outputs, and latency (seconds per
@@ -282,6 +301,8 @@ class ABVariant:
     static_stack: Optional[int]
     ratio: Optional[dict]  # this variant's time over the baseline's (None for the baseline)
     compiled: dict = dataclasses.field(repr=False, default_factory=dict)
+    # per output: OutputComparison (exact for integer and bool outputs)
+    output_comparisons: Dict[str, OutputComparison] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -295,8 +316,8 @@ class ABResult:
     variants: Dict[str, ABVariant]
     baseline: str
     reference: bool
-    rtol: float
-    atol: float
+    rtol: Optional[float]  # None: each float output's type's default (OutputComparison says)
+    atol: Optional[float]
     repeat: int
     min_repeat_ms: int
 
@@ -312,6 +333,8 @@ class ABResult:
         for v in d["variants"].values():
             v["outputs"] = {k: a.tolist() for k, a in v["outputs"].items()}
             v["call"] = dict(self.variants[v["label"]].call._asdict())
+            v["output_comparisons"] = {
+                k: c._asdict() for k, c in self.variants[v["label"]].output_comparisons.items()}
         return d
 
     def __str__(self):
@@ -366,30 +389,47 @@ def _variants(variants):
 
 
 def _compare(got, want, rtol, atol):
+    """(equal, worst |difference|, {output: (equal, exact, rtol, atol, mismatches, worst)}):
+    integer and bool outputs exactly, float outputs within rtol/atol (None: the defaults of each
+    output's type, _dtypes.default_tolerance), NaN equal to NaN."""
     if set(got) != set(want):
-        return False, float("inf")
-    equal, worst = True, 0.0
+        return False, float("inf"), {}
+    equal, worst, per = True, 0.0, {}
     for k, a in got.items():
         b = want[k]
-        if a.shape != b.shape:
-            return False, float("inf")
-        if a.size == 0:
+        tol = default_tolerance(from_numpy(b.dtype))
+        if a.shape != b.shape or a.dtype != b.dtype:
+            equal = False
+            per[k] = (False, tol is None, None, None, None, float("inf"))
+            worst = float("inf")
             continue
-        if np.issubdtype(a.dtype, np.floating):
-            a64, b64 = a.astype(np.float64), b.astype(np.float64)
-            diff = np.abs(a64 - b64)
-            worst = max(worst, float(np.nanmax(diff)) if np.isfinite(diff).any() else 0.0)
-            equal &= bool(np.all((diff <= atol + rtol * np.abs(b64)) |
-                                 (np.isnan(a64) & np.isnan(b64))))
+        if tol is None:  # integers and bool: exact, as integers (never through a double)
+            bad = int(np.count_nonzero(a != b))
+            w = float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max()) if bad else 0.0
+            per[k] = (bad == 0, True, 0.0, 0.0, bad, w)
         else:
-            diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-            worst = max(worst, float(diff.max()))
-            equal &= bool(np.array_equal(a, b))
-    return equal, worst
+            rt = tol[0] if rtol is None else rtol
+            at = tol[1] if atol is None else atol
+            a64, b64 = a.astype(np.float64), b.astype(np.float64)
+            with np.errstate(invalid="ignore"):
+                diff = np.abs(a64 - b64)
+                both_nan = np.isnan(a64) & np.isnan(b64)
+                same_inf = np.isinf(a64) & (a64 == b64)
+                ok = (diff <= at + rt * np.abs(b64)) | both_nan | same_inf
+            diff = np.where(both_nan | same_inf, 0.0, diff)
+            w = float(np.nanmax(diff)) if diff.size and not np.isnan(diff).all() else 0.0
+            if diff.size and np.isnan(diff).any():
+                w = float("nan")
+            bad = int(ok.size - np.count_nonzero(ok))
+            per[k] = (bad == 0, False, rt, at, bad, w)
+        equal &= per[k][0]
+        w = per[k][5]
+        worst = w if (w != w or w > worst) else worst
+    return equal, worst, per
 
 
 def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1, repeat=15,
-       min_repeat_ms=50, rtol=1e-4, atol=1e-5, out_dir=None, **options):
+       min_repeat_ms=50, rtol=None, atol=None, out_dir=None, **options):
     """Session.ab: see docs/python.md."""
     _need_compiler()
     session._check()
@@ -406,16 +446,15 @@ def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1
     sig = _tether.model_signature(model, input_shapes=shapes,
                                   input_values=_value_specs(arrays) if arrays else None,
                                   input_names=names if arrays else None)
-    if inputs is None:  # generated: uniform in [-1, 1), fixed seed, so runs see the same bytes
+    if inputs is None:  # generated in each input's type, fixed seed: runs see the same bytes
         rng = np.random.default_rng(20261123)
         for n, d, s in sig["inputs"]:
-            if d != "float32":
-                raise ValueError(f"input '{n}' is {d}: give inputs= (only float32 inputs are "
-                                 "generated)")
-            arrays.append(rng.uniform(-1.0, 1.0, size=s).astype(np.float32))
+            try:
+                arrays.append(generate(d, s, rng))
+            except ValueError as e:
+                raise ValueError(f"input '{n}': {e}") from None
             given.append(arrays[-1])
-    # the reference interpreter is the truth for float32 models, else the baseline's outputs
-    float_model = all(d == "float32" for _, d, _ in sig["inputs"] + sig["outputs"])
+    # the reference interpreter (every element type) is the truth
     made = out_dir is None
     root = tempfile.mkdtemp(prefix="tether-ab-") if made else os.fspath(out_dir)
     os.makedirs(root, exist_ok=True)
@@ -434,9 +473,7 @@ def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1
         first = next(iter(compiled.values()))
         runtime = _runtime(names, given, first["bound"])
         given = dict(zip(names, given)) if names is not None else tuple(given)
-        truth = None
-        if float_model:
-            truth = reference(model, given or None, input_shapes=options.get("input_shapes"))
+        truth = reference(model, given or None, input_shapes=options.get("input_shapes"))
         results = {}
         base_label = next(iter(sides))
         numbers = {label: number for label in sides}
@@ -477,12 +514,13 @@ def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1
         for label in sides:
             c = compiled[label]
             sp = _tether.spread(times[label])
-            eq, worst = _compare(results[label]["outputs"], want, rtol, atol)
+            eq, worst, per = _compare(results[label]["outputs"], want, rtol, atol)
             ratio = None if label == base_label else _tether.ratio(times[base_label],
                                                                    times[label])
             out[label] = ABVariant(
                 label=label, options=sides[label], dir=None if made else c["dir"],
                 outputs=results[label]["outputs"], outputs_equal=eq, max_abs_difference=worst,
+                output_comparisons={k: OutputComparison(*v) for k, v in per.items()},
                 call=results[label]["call"], stack_bytes=results[label]["call"].stack_bytes,
                 seconds=times[label], number=numbers[label], zero_timer=zero[label],
                 median=sp["median"], q1=sp["q1"], q3=sp["q3"], mean=sp["mean"], min=sp["min"],

@@ -49,8 +49,12 @@ int tether_onnx_register(void);
  * caller-provided array of max entries of 128 bytes (longer names are an error). */
 int tether_onnx_model_inputs(const char *path, char (*names)[128], int max, int *count);
 
-/* A tensor read from an onnx.TensorProto. data holds the elements in C order, host byte order,
- * as dtype (float32, float64, int8/16/32/64, uint8/16/32/64, bool as uint8). */
+/* A tensor read from an onnx.TensorProto file or buffer (tether_onnx_tensor_read/parse). data
+ * holds the elements in C order, host byte order, in the tensor's own element type: float32,
+ * float64, int8/16/32/64, uint8/16/32/64, float16 (kDLFloat, 16) and bfloat16 (kDLBfloat, 16)
+ * as their 16-bit patterns (from raw_data, or from int32_data as the ONNX spec stores them),
+ * bool as TETHER_BOOL (one byte 0/1; other values are an error). String and complex tensors are
+ * refused (TETHER_ERR_UNSUPPORTED naming the type). */
 typedef struct tether_onnx_tensor {
     char name[128]; /* TensorProto.name ("" when absent; truncated to 127 bytes) */
     DLDataType dtype;

@@ -1,7 +1,11 @@
 /*
  * tether host: .npy files (NumPy format versions 1.0, 2.0 and 3.0), C order only.
  *
- * Supported dtypes: float32, float64, int8, uint8, int32, int64, little-endian (or byte-sized).
+ * Supported dtypes: every element type tether has, little-endian (or byte-sized): bool ('|b1',
+ * DLPack (kDLUInt, 1), one byte 0 or 1: other bytes are refused), int8/16/32/64,
+ * uint8/16/32/64, float16 ('<f2', the IEEE half bit patterns), float32, float64 and bfloat16
+ * (no numpy type: written with descr 'bfloat16', which np.load reads once ml_dtypes is
+ * imported; read from that or from '<V2', what np.save writes for an ml_dtypes.bfloat16 array).
  * Anything else (Fortran order, big-endian, other dtypes, structured arrays, object arrays, a
  * header that does not parse, a data size that does not match the shape) is an error naming the
  * problem and the file. Other array formats (ONNX .pb) plug in through tether_npy_register_reader.
