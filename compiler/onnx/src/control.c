@@ -176,8 +176,7 @@ static int inline_graph(timport *p, const Onnx__GraphProto *sg, const char *pref
         if (!name[0]) {
             rc = tonnx_fail(p, TETHER_ERR_INVALID_ARG, "subgraph input %d has no name", i);
         } else if (tonnx_find(&ch, name) >= 0) {
-            rc = tonnx_fail(p, TETHER_ERR_INVALID_ARG, "subgraph input '%s' is listed twice",
-                            name);
+            rc = tonnx_fail(p, TETHER_ERR_INVALID_ARG, "subgraph input '%s' is listed twice", name);
         } else {
             rc = tonnx_seed_value(&ch, name, formals[i].tensor, formals[i].k);
         }
@@ -253,9 +252,11 @@ static void set_output(timport *c, const Onnx__NodeProto *n, int i, bindv b) {
 }
 
 /* A new IR node op(in...) into a fresh tensor; *out its binding. */
-static int emit_op(timport *c, const char *suffix, tether_op op, const int *in, int nin,
+static int emit_op(timport *c, const char *what, tether_op op, const int *in, int nin,
                    const tether_ir_attrs *a, bindv *out) {
     int t;
+    char suffix[96];
+    snprintf(suffix, sizeof suffix, "%s#%d", what, c->uniq++); /* node names are unique too */
     int rc = tonnx_temp_tensor(c, suffix, &t);
     if (!rc) {
         rc = tonnx_emit(c, suffix, op, in, nin, t, a);
@@ -382,8 +383,7 @@ static hconst *k_int(timport *c, int64_t v) {
 
 /* Stacks per-iteration values vals[0..count) along axis (of the result's rank: a value's rank
  * + 1) into *out: unsqueeze each, then concat (in groups the IR's input limit allows). */
-static int stack_values(timport *c, bindv *vals, int count, int64_t axis, int which,
-                        bindv *out) {
+static int stack_values(timport *c, bindv *vals, int count, int64_t axis, int which, bindv *out) {
     int rc = TETHER_OK;
     char suffix[64];
     int *ts = malloc(sizeof(int) * (size_t)(count ? count : 1));
@@ -399,8 +399,8 @@ static int stack_values(timport *c, bindv *vals, int count, int64_t axis, int wh
         int rank = c->g->tensors[vals[i].tensor].ndim + 1;
         int64_t ax = axis < 0 ? axis + rank : axis;
         if (ax < 0 || ax >= rank) {
-            rc = tonnx_fail(c, TETHER_ERR_INVALID_ARG, "scan output axis %" PRId64
-                            " is out of range for rank %d", axis, rank);
+            rc = tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                            "scan output axis %" PRId64 " is out of range for rank %d", axis, rank);
             break;
         }
         tether_ir_attrs at;
@@ -447,7 +447,8 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
         nstate = 0;
     }
     int nscan = nout - nstate;
-    if (nscan < 0 || (int)body->n_input != nstate + 2 || (int)body->n_output != nstate + 1 + nscan) {
+    if (nscan < 0 || (int)body->n_input != nstate + 2 ||
+        (int)body->n_output != nstate + 1 + nscan) {
         return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
                           "the body takes %zu inputs and gives %zu outputs; with %d loop-carried "
                           "values and %d outputs it must take %d and give at least %d",
@@ -673,8 +674,8 @@ int tonnx_cv_scan(timport *c, const Onnx__NodeProto *n) {
             return rc;
         }
         if (cnt >= 0 && cnt != want[l]) {
-            return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "%s has %d entries, expected %d",
-                              lists[l], cnt, want[l]);
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "%s has %d entries, expected %d", lists[l],
+                              cnt, want[l]);
         }
         if (cnt < 0) {
             memset(dst[l], 0, sizeof(int64_t) * (size_t)want[l]);

@@ -446,8 +446,8 @@ int tonnx_out_tensor(timport *c, int i, int *t) {
     value *v = &c->v[k];
     char name[400];
     snprintf(name, sizeof name, "%s%s", c->prefix ? c->prefix : "", v->name);
-    int rc = tether_ir_add_tensor(c->g, name, TETHER_FLOAT32, TETHER_IR_SHAPE_UNKNOWN, NULL,
-                                  &v->tensor);
+    int rc =
+        tether_ir_add_tensor(c->g, name, TETHER_FLOAT32, TETHER_IR_SHAPE_UNKNOWN, NULL, &v->tensor);
     if (rc) {
         return tonnx_wrap(c, rc);
     }

@@ -174,8 +174,7 @@ int tonnx_name_nodes(timport *c) {
         if (S(n->name)[0]) {
             snprintf(base, sizeof base, "%s%s", pre, n->name);
         } else {
-            snprintf(base, sizeof base, "%s%s_%zu", pre, S(n->op_type)[0] ? n->op_type : "node",
-                     i);
+            snprintf(base, sizeof base, "%s%s_%zu", pre, S(n->op_type)[0] ? n->op_type : "node", i);
         }
         snprintf(name, sizeof name, "%s", base);
         for (int k = 1;; k++) {
