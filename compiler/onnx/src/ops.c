@@ -558,6 +558,9 @@ unsigned tonnx_const_inputs(const op_def *d, int opset) {
     if (!strcmp(t, "ConstantOfShape")) {
         return 1u;
     }
+    if (!strcmp(t, "Loop")) {
+        return 3u; /* trip count and condition: the unrolling needs them (control.c) */
+    }
     return 0;
 }
 
