@@ -5,7 +5,8 @@
  * holds an operator tether does not import), an If on a run-time condition selects per output,
  * a Loop unrolled with loop-carried state, an outer-scope value and a scan output, a Loop whose
  * condition is computed at run time (predicated), a Scan in reverse with a scan output along
- * axis 1, and the refusals (run-time trip count, branch shapes that differ).
+ * axis 1, and the refusals (run-time trip count, branch shapes that differ, unrolling past its
+ * bound).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -182,6 +183,31 @@ static void loop_unrolled(void) {
     del_mb(body);
 }
 
+/* Unrolling is bounded: 4000 iterations of a body of 5 nodes pass the 16,384 inlined nodes. */
+static void loop_unroll_bound(void) {
+    static const int64_t d1[1] = {1};
+    mb *b = new_mb(13), *body = new_mb(13);
+    mb_input(body, "i", I6, 0, NULL);
+    mb_input(body, "cin", B, 0, NULL);
+    mb_input(body, "yin", F, 1, d1);
+    mb_node(body, "Identity", "keep", "cin", "cout");
+    mb_node(body, "Relu", "r1", "yin", "a1");
+    mb_node(body, "Relu", "r2", "a1", "a2");
+    mb_node(body, "Relu", "r3", "a2", "a3");
+    mb_node(body, "Relu", "r4", "a3", "yout");
+    mb_output(body, "cout", B);
+    mb_output(body, "yout", F);
+    int64_t m = 4000;
+    mb_init_tensor(b, mb_tensor_i64(b, "M", 0, NULL, &m));
+    mb_input(b, "y0", F, 1, d1);
+    Onnx__NodeProto *n = mb_node(b, "Loop", "loop", "M,,y0", "yfinal");
+    mb_attr_g(b, n, "body", body);
+    mb_output(b, "yfinal", F);
+    expect_error(b, TETHER_ERR_LIMIT, "past 16384 (loops unrolled too far)");
+    del_mb(b);
+    del_mb(body);
+}
+
 /* Loop whose condition is computed at run time: y doubles while y < limit, at most 5 times. */
 static void loop_runtime_condition(void) {
     static const int64_t d1[1] = {1};
@@ -263,5 +289,6 @@ void test_onnx_control_flow(void **state) {
     if_runtime_condition();
     loop_unrolled();
     loop_runtime_condition();
+    loop_unroll_bound();
     scan_unrolled();
 }

@@ -35,6 +35,9 @@
 /* The most iterations a Loop or Scan is unrolled to, and how deep subgraphs nest. */
 #define TONNX_UNROLL_MAX 4096
 #define TONNX_NEST_MAX   16
+/* The most ONNX nodes one import may convert inline (a few bytes of nested loops would
+ * otherwise multiply into any number of nodes). */
+#define TONNX_UNROLL_NODES (1 << 14)
 
 /* A value handed into or out of a subgraph: its IR tensor (-1 none yet) and host constant. */
 typedef struct bindv {
@@ -134,6 +137,7 @@ static void child_release(timport *p, timport *ch) {
     p->owned = ch->owned;
     p->host_bytes = ch->host_bytes;
     p->host_limit = ch->host_limit;
+    p->inlined = ch->inlined;
     for (size_t i = 0; ch->node_names && i < ch->gp->n_node; i++) {
         free(ch->node_names[i]);
     }
@@ -157,6 +161,12 @@ static int inline_graph(timport *p, const Onnx__GraphProto *sg, const char *pref
     if (p->depth >= TONNX_NEST_MAX) {
         return tonnx_fail(p, TETHER_ERR_LIMIT, "subgraphs nest deeper than %d", TONNX_NEST_MAX);
     }
+    if (sg->n_node > (size_t)(TONNX_UNROLL_NODES - p->inlined)) {
+        return tonnx_fail(p, TETHER_ERR_LIMIT,
+                          "converting subgraph '%s' inline would take the subgraph nodes "
+                          "converted past %d (loops unrolled too far)",
+                          S(sg->name), TONNX_UNROLL_NODES);
+    }
     timport ch;
     memset(&ch, 0, sizeof ch);
     ch.source = p->source;
@@ -170,6 +180,7 @@ static int inline_graph(timport *p, const Onnx__GraphProto *sg, const char *pref
     ch.host_limit = p->host_limit;
     ch.prefix = prefix;
     ch.depth = p->depth + 1;
+    ch.inlined = p->inlined + (int)sg->n_node;
     int rc = tonnx_name_nodes(&ch);
     for (int i = 0; !rc && i < nformals; i++) {
         const char *name = S(sg->input[i]->name);

@@ -59,9 +59,10 @@ typedef struct timport {
     /* host constants: bytes held in all, and the most they may hold (TONNX_HOST_BUDGET) */
     size_t host_bytes, host_limit;
     /* a subgraph converted inline (control.c): the prefix of its IR names ("" at the top),
-     * and how deep it is nested */
+     * how deep it is nested */
     const char *prefix;
     int depth;
+    int inlined; /* subgraph nodes converted inline so far (bounded, control.c) */
 } timport;
 
 /* What the host constants computed at import time (ConstantOfShape, broadcasting shape
