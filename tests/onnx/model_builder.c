@@ -120,6 +120,11 @@ static Onnx__AttributeProto *attr(mb *b, Onnx__NodeProto *n, const char *name,
     return a;
 }
 
+void mb_attr_g(mb *b, Onnx__NodeProto *n, const char *name, mb *sub) {
+    Onnx__AttributeProto *a = attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    a->g = &sub->g;
+}
+
 void mb_attr_i(mb *b, Onnx__NodeProto *n, const char *name, int64_t v) {
     Onnx__AttributeProto *a = attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
     a->has_i = 1;

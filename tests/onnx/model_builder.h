@@ -39,6 +39,8 @@ void mb_attr_ints(mb *b, Onnx__NodeProto *n, const char *name, int count, const 
 void mb_attr_floats(mb *b, Onnx__NodeProto *n, const char *name, int count, const float *v);
 void mb_attr_s(mb *b, Onnx__NodeProto *n, const char *name, const char *v);
 void mb_attr_t(mb *b, Onnx__NodeProto *n, const char *name, Onnx__TensorProto *t);
+/* A graph attribute (If branches, Loop/Scan bodies): sub's graph, which must outlive b's use. */
+void mb_attr_g(mb *b, Onnx__NodeProto *n, const char *name, mb *sub);
 /* Tensors (float_data / int64_data, or raw_data when raw is set). */
 Onnx__TensorProto *mb_tensor_f(mb *b, const char *name, int ndim, const int64_t *dims,
                                const float *v, int raw);

@@ -28,5 +28,6 @@ void test_regression_seeds(void **state);
 void test_allocation_bounds(void **state);
 /* test_onnx_layers.c: the window layers the node suite does not reach, by value. */
 void test_onnx_layers(void **state);
+void test_onnx_control_flow(void **state);
 
 #endif

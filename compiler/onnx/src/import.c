@@ -69,7 +69,7 @@ static int alias_output(timport *c, int out_vi, int in_vi) {
     return TETHER_OK;
 }
 
-static int convert_nodes(timport *c, const int *order) {
+int tonnx_convert_nodes(timport *c, const int *order) {
     for (size_t r = 0; r < c->gp->n_node; r++) {
         int i = order[r];
         const Onnx__NodeProto *n = c->gp->node[i];
@@ -284,6 +284,7 @@ static int import_model(timport *c) {
     }
     int rc = tether_ir_init(c->g, S(c->gp->name)[0] ? c->gp->name : "model");
     /* custom.c: the registry CUSTOM nodes index */
+    c->prefix = "";
     c->g->custom = c->o && c->o->custom_ops ? c->o->custom_ops : tether_custom_ops_default();
     if (rc || (rc = tonnx_name_nodes(c)) || (rc = tonnx_check_arity(c)) ||
         (rc = tonnx_collect_values(c))) {
@@ -295,7 +296,7 @@ static int import_model(timport *c) {
     }
     if (!(rc = tonnx_sort_nodes(c, order)) && !(rc = tonnx_bind_inputs(c, order))) {
         tonnx_propagate_constness(c, order);
-        if (!(rc = tonnx_support_scan(c)) && !(rc = convert_nodes(c, order)) &&
+        if (!(rc = tonnx_support_scan(c)) && !(rc = tonnx_convert_nodes(c, order)) &&
             !(rc = add_outputs(c)) && !(rc = add_inputs(c))) {
             rc = tether_ir_infer(c->g);
             rc = rc ? tonnx_wrap(c, rc) : TETHER_OK;

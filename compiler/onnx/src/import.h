@@ -61,6 +61,11 @@ typedef struct timport {
     tonnx_alloc alloc; /* protobuf-c's memory for m (a budget from the file's size) */
     /* host constants: bytes held in all, and the most they may hold (TONNX_HOST_BUDGET) */
     size_t host_bytes, host_limit;
+    /* a subgraph converted inline (control.c): the prefix of its IR names ("" at the top),
+     * how deep it is nested */
+    const char *prefix;
+    int depth;
+    int inlined; /* subgraph nodes converted inline so far (bounded, control.c) */
 } timport;
 
 /* What the host constants computed at import time (ConstantOfShape, broadcasting shape
@@ -119,6 +124,11 @@ int tonnx_sort_nodes(timport *c, int *order);
 int tonnx_bind_inputs(timport *c, const int *order);
 void tonnx_propagate_constness(timport *c, const int *order);
 int tonnx_support_scan(timport *c);
+/* A value defined before collect_values runs (a subgraph's formal input or an outer-scope value
+ * it reads, control.c): its IR tensor and host constant. */
+int tonnx_seed_value(timport *c, const char *name, int tensor, hconst *k);
+/* import.c: converts the nodes in order (the last step before the graph outputs). */
+int tonnx_convert_nodes(timport *c, const int *order);
 /* Index into o's input values of graph input k named name; -1 when not given. */
 int tonnx_input_value_index(const tether_model_load_options *o, int k, const char *name);
 
@@ -216,6 +226,14 @@ int tonnx_cv_math(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_loss(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_pow(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_clip_typed(timport *c, const Onnx__NodeProto *n);
+/* control.c: If, Loop and Scan, their subgraphs converted inline (If: the taken branch when the
+ * condition is known at import time, else both and a where per output; Loop and Scan
+ * unrolled). */
+int tonnx_cv_if(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_scan(timport *c, const Onnx__NodeProto *n);
+/* services.c: an IR constant tensor holding host constant k ("<node>/<suffix>"). */
+int tonnx_hconst_tensor(timport *c, const char *suffix, const hconst *k, int *t);
 
 /* custom.c: nodes of the --custom-ops registry's domains (tether/custom_ops.h). Between begin
  * and end (one import, this thread) tonnx_op_find answers for the registry's operators with an

@@ -333,6 +333,13 @@ static const op_def ops[] = {
     {"Hardmax", 1, MAXV, "hardmax (before opset 13: + flatten, reshape)", "axis", false, false,
      tonnx_cv_softmax, NULL},
     {"Identity", 1, MAXV, "(dropped)", "", true, false, tonnx_cv_alias, NULL},
+    {"If", 1, MAXV, "(inlined: the taken branch, or both and where)", "then_branch,else_branch",
+     false, false, tonnx_cv_if, NULL},
+    {"Loop", 1, MAXV, "(unrolled)", "body", false, false, tonnx_cv_loop, NULL},
+    {"Scan", 9, MAXV, "(unrolled)",
+     "body,num_scan_inputs,scan_input_axes,scan_input_directions,scan_output_axes,"
+     "scan_output_directions",
+     false, false, tonnx_cv_scan, NULL},
     {"InstanceNormalization", 6, MAXV, "layer_norm, mul, add (+ reshapes)", "epsilon", false, false,
      tonnx_cv_instance_norm, NULL},
     {"LRN", 1, MAXV, "mul, avg_pool, mul, add, pow, div (+ reshapes)", "alpha,beta,bias,size",
@@ -514,6 +521,9 @@ static const arity_def arities[] = {
     {"HardSwish", 14, 1, 1, 1, 1},
     {"Hardmax", 1, 1, 1, 1, 1},
     {"Identity", 1, 1, 1, 1, 1},
+    {"If", 1, 1, 1, 1, -1},
+    {"Loop", 1, 0, -1, 1, -1}, /* M, cond (both optional, named ""), v_initial... */
+    {"Scan", 9, 1, -1, 1, -1},
     {"InstanceNormalization", 1, 3, 3, 1, 1}, /* input, scale, B */
     {"LRN", 1, 1, 1, 1, 1},
     {"LayerNormalization", 17, 2, 3, 1, 3}, /* X, Scale, B -> Y, Mean, InvStdDev */
@@ -686,6 +696,9 @@ unsigned tonnx_const_inputs(const op_def *d, int opset) {
     if (!strcmp(t, "CumSum") || !strcmp(t, "Trilu") || !strcmp(t, "OneHot") ||
         !strcmp(t, "Expand") || !strcmp(t, "Tile") || !strcmp(t, "Split")) {
         return !strcmp(t, "Split") && opset < 13 ? 0 : 1u << 1;
+    }
+    if (!strcmp(t, "Loop")) {
+        return 3u; /* trip count and condition: the unrolling needs them (control.c) */
     }
     return 0;
 }

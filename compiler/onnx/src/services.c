@@ -378,6 +378,8 @@ int tonnx_ensure_tensor(timport *c, int vi, const char *role) {
         return TETHER_OK;
     }
     int rc;
+    char name[400];
+    snprintf(name, sizeof name, "%s%s", c->prefix ? c->prefix : "", v->name);
     DLDataType kdt = v->k ? v->k->dt : TETHER_FLOAT32;
     bool kflt = kdt.code == kDLFloat && (kdt.bits == 32 || kdt.bits == 64);
     bool kint = (kdt.code == kDLInt || kdt.code == kDLUInt) && tether_dtype_bytes(kdt) > 0;
@@ -402,14 +404,14 @@ int tonnx_ensure_tensor(timport *c, int vi, const char *role) {
                 memcpy(buf + i * es, (const float *)k->data + i, es);
             }
         }
-        rc = tether_ir_add_constant(c->g, v->name, k->dt, k->ndim, k->shape, buf, k->count * es,
+        rc = tether_ir_add_constant(c->g, name, k->dt, k->ndim, k->shape, buf, k->count * es,
                                     &v->tensor);
         free(buf);
         return rc ? tonnx_wrap(c, rc) : TETHER_OK;
     }
     if (v->k) { /* a host constant: float32 or int64 (an integer one stays int64) */
         rc = tether_ir_add_constant(
-            c->g, v->name, v->k->is_int ? TETHER_INT64 : TETHER_FLOAT32, v->k->ndim, v->k->shape,
+            c->g, name, v->k->is_int ? TETHER_INT64 : TETHER_FLOAT32, v->k->ndim, v->k->shape,
             v->k->data, v->k->count * (v->k->is_int ? sizeof(int64_t) : sizeof(float)), &v->tensor);
         return rc ? tonnx_wrap(c, rc) : TETHER_OK;
     }
@@ -424,7 +426,7 @@ int tonnx_ensure_tensor(timport *c, int vi, const char *role) {
         if (rc) {
             return rc;
         }
-        rc = tether_ir_add_tensor(c->g, v->name, dt, ndim, shape, &v->tensor);
+        rc = tether_ir_add_tensor(c->g, name, dt, ndim, shape, &v->tensor);
         return rc ? tonnx_wrap(c, rc) : TETHER_OK;
     }
     return tonnx_fail(c, TETHER_ERR_INTERNAL, "%s '%s' has no tensor", role, v->name);
@@ -483,8 +485,10 @@ int tonnx_out_tensor(timport *c, int i, int *t) {
                                                                      : "an empty name");
     }
     value *v = &c->v[k];
-    int rc = tether_ir_add_tensor(c->g, v->name, TETHER_FLOAT32, TETHER_IR_SHAPE_UNKNOWN, NULL,
-                                  &v->tensor);
+    char name[400];
+    snprintf(name, sizeof name, "%s%s", c->prefix ? c->prefix : "", v->name);
+    int rc =
+        tether_ir_add_tensor(c->g, name, TETHER_FLOAT32, TETHER_IR_SHAPE_UNKNOWN, NULL, &v->tensor);
     if (rc) {
         return tonnx_wrap(c, rc);
     }
@@ -528,6 +532,18 @@ int tonnx_const_tensor(timport *c, const char *suffix, int ndim, const int64_t *
         }
         rc = tether_ir_add_constant(c->g, name, TETHER_FLOAT32, ndim, shape, vals,
                                     count * sizeof(float), t);
+        rc = rc ? tonnx_wrap(c, rc) : TETHER_OK;
+    }
+    return rc;
+}
+
+int tonnx_hconst_tensor(timport *c, const char *suffix, const hconst *k, int *t) {
+    char name[400];
+    int rc = unique_name(c, suffix, name, sizeof name);
+    if (!rc) {
+        rc = tether_ir_add_constant(c->g, name, k->is_int ? TETHER_INT64 : TETHER_FLOAT32, k->ndim,
+                                    k->shape, k->data,
+                                    k->count * (k->is_int ? sizeof(int64_t) : sizeof(float)), t);
         rc = rc ? tonnx_wrap(c, rc) : TETHER_OK;
     }
     return rc;

@@ -140,6 +140,17 @@ static int add_value(timport *c, const char *name, int *idx) {
     return TETHER_OK;
 }
 
+int tonnx_seed_value(timport *c, const char *name, int tensor, hconst *k) {
+    int idx = tonnx_find(c, name);
+    int rc = idx >= 0 ? TETHER_OK : add_value(c, name, &idx);
+    if (!rc) {
+        c->v[idx].tensor = tensor;
+        c->v[idx].k = k;
+        c->v[idx].is_const = k != NULL;
+    }
+    return rc;
+}
+
 /* ---- structure: names, values, order --------------------------------------------------- */
 
 int tonnx_name_nodes(timport *c) {
@@ -159,10 +170,11 @@ int tonnx_name_nodes(timport *c) {
     for (size_t i = 0; i < nn && !rc; i++) {
         const Onnx__NodeProto *n = c->gp->node[i];
         char base[300], name[320];
+        const char *pre = c->prefix ? c->prefix : "";
         if (S(n->name)[0]) {
-            snprintf(base, sizeof base, "%s", n->name);
+            snprintf(base, sizeof base, "%s%s", pre, n->name);
         } else {
-            snprintf(base, sizeof base, "%s_%zu", S(n->op_type)[0] ? n->op_type : "node", i);
+            snprintf(base, sizeof base, "%s%s_%zu", pre, S(n->op_type)[0] ? n->op_type : "node", i);
         }
         snprintf(name, sizeof name, "%s", base);
         for (int k = 1;; k++) {
