@@ -41,6 +41,7 @@ typedef enum tether__op_kind {
     TETHER__OPK_WHERE,   /* select by a bool condition, numpy broadcasting of three inputs */
     TETHER__OPK_CONV_ND, /* conv_nd, conv_transpose: N-D windows (window attributes) */
     TETHER__OPK_CUSTOM,  /* a user kernel (custom/, docs/custom-ops.md) */
+    TETHER__OPK_QUANT,   /* quantize, dequantize and the integer operators (ir/quant.c) */
 } tether__op_kind;
 
 /* Typing rules (the TYPES column of ops.def; what each admits is described there). */
@@ -57,6 +58,7 @@ typedef enum tether__op_types {
     TETHER__TY_CAST,
     TETHER__TY_WHERE,
     TETHER__TY_CUSTOM, /* the registry's declared types (custom/, docs/custom-ops.md) */
+    TETHER__TY_QUANT,  /* each quantized operator's own rule (ir/quant.c, tether__ir_quant_dtype) */
 } tether__op_types;
 
 /* TETHER__TY_INTS_<TYPES>(i, o): i when the rule admits integer or bool inputs (an elementwise
@@ -72,6 +74,7 @@ typedef enum tether__op_types {
 #define TETHER__TY_INTS_ISFLT(i, o) o
 #define TETHER__TY_INTS_CAST(i, o)  i
 #define TETHER__TY_INTS_WHERE(i, o) i
+#define TETHER__TY_INTS_QUANT(i, o) o
 
 /* How an element type computes (elementwise formulas, the interpreter's loads and stores). */
 typedef enum tether__dclass {
@@ -113,6 +116,7 @@ const char *tether__dtype_str(DLDataType t);
 #define TETHER__OPK_EW_RESIZE(u, b, p, o)      o
 #define TETHER__OPK_EW_WHERE(u, b, p, o)       o
 #define TETHER__OPK_EW_CONV_ND(u, b, p, o)     o
+#define TETHER__OPK_EW_QUANT(u, b, p, o)       o
 
 /* The case labels of every UNARY row (TETHER__CASES_UNARY) and of every BINARY row
  * (TETHER__CASES_BINARY), for a per-operator switch: the elementwise operators are handled by one
@@ -270,6 +274,16 @@ int tether__ir_infer_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t 
 /* Typing rule of one node (ir/types.c): the output's element type from the inputs' and the
  * operator's TYPES column; an error naming the node, the tensor and its type otherwise. */
 int tether__ir_infer_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
+/* Quantized operators (ir/quant.c, docs/quantization.md): their shape and typing rules; the
+ * requantization multiplier of real multiplier m (mult in [2^30, 2^31), m = mult * 2^(shift-31);
+ * an error when m is not finite and > 0 or is 2^31 or more); an int32 accumulator requantized
+ * (round half to even of acc * mult / 2^(31 - shift), exact); round half to even of v (NaN 0,
+ * clamped to +-9e15); the range of a quantized type (int8..int32, uint8, uint16; 0 otherwise). */
+int tether__ir_quant_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
+int tether__ir_quant_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
+int64_t tether__quant_round_even(double v);
+int tether__quant_range(DLDataType t, int64_t *lo, int64_t *hi);
+
 /* Input i of node n, NULL when absent (optional input not given). */
 const tether_ir_tensor *tether__ir_in(const tether_ir_graph *g, const tether_ir_node *n, int i);
 /* Sets the error "node 'NAME' (op): MESSAGE" and returns status. */

@@ -61,6 +61,7 @@ hconst *tonnx_hconst_new(timport *c, bool is_int, int ndim, const int64_t *shape
     }
     k->count = count;
     k->data = data;
+    k->dt = is_int ? TETHER_INT64 : TETHER_FLOAT32;
     c->host_bytes += bytes;
     k->next_owned = c->owned;
     c->owned = k;
@@ -138,6 +139,7 @@ int tonnx_hconst_from(timport *c, DLDataType dt, int ndim, const int64_t *shape,
         }
         ((int64_t *)k->data)[i] = x;
     }
+    k->dt = dt.code == kDLFloat ? TETHER_FLOAT32 : dt;
     *out = k;
     return TETHER_OK;
 }

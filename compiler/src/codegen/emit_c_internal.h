@@ -195,5 +195,8 @@ void tether__c_conv_nd(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_reduce_mean(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_reduce(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_hardmax(em *e, const tether_ir_node *nd, const kargs *k);
+/* emit_c_quant.c: the quantized operators' kernels, and the helpers a module with any defines. */
+void tether__c_quant_body(em *e, const tether_ir_node *nd, const kargs *k);
+void tether__c_quant_helpers(const em *e, tether__sbuf *out);
 
 #endif /* TETHER_CODEGEN_EMIT_C_INTERNAL_H */

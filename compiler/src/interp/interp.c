@@ -887,6 +887,12 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
         }
         return;
     }
+    case TETHER_OP_QUANTIZE:
+    case TETHER_OP_DEQUANTIZE:
+    case TETHER_OP_QCONV:
+    case TETHER_OP_QMATMUL:
+        tether__interp_quant(g, n, buf); /* interp_quant.c */
+        return;
     case TETHER_OP_CUSTOM: /* run by run_custom (it can fail) */
         return;
         TETHER__CASES_UNARY
