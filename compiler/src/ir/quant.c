@@ -129,7 +129,7 @@ int tether__ir_quant_dtype(const tether_ir_graph *g, const tether_ir_node *n, DL
         }
         if ((rc = want(n, x, tether_dtype_equal(x->dtype, TETHER_FLOAT32), "float32 only")) ||
             (rc = want(n, s, tether_dtype_equal(s->dtype, TETHER_FLOAT32), "a float32 scale")) ||
-            (rc = want(n, z, tether_dtype_equal(z->dtype, n->attrs.to),
+            (rc = want(n, z, !z || tether_dtype_equal(z->dtype, n->attrs.to),
                        "a zero point of the output's type"))) {
             return rc;
         }
@@ -140,7 +140,7 @@ int tether__ir_quant_dtype(const tether_ir_graph *g, const tether_ir_node *n, DL
         if ((rc = want(n, x, tether__quant_range(x->dtype, &lo, &hi),
                        "int8, uint8, int16, uint16 or int32")) ||
             (rc = want(n, s, tether_dtype_equal(s->dtype, TETHER_FLOAT32), "a float32 scale")) ||
-            (rc = want(n, z, tether_dtype_equal(z->dtype, x->dtype),
+            (rc = want(n, z, !z || tether_dtype_equal(z->dtype, x->dtype),
                        "a zero point of the input's type"))) {
             return rc;
         }
