@@ -283,6 +283,9 @@ int tether__ir_quant_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t 
 int tether__ir_quant_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
 int64_t tether__quant_round_even(double v);
 int tether__quant_range(DLDataType t, int64_t *lo, int64_t *hi);
+/* The nodes of a QDQ model that stayed float (a dequantize feeds them; passes/quant_pass.c): their
+ * count, and their names comma-separated in buf (cut to fit n). */
+int tether__quant_float_nodes(const tether_ir_graph *g, char *buf, size_t n);
 
 /* Input i of node n, NULL when absent (optional input not given). */
 const tether_ir_tensor *tether__ir_in(const tether_ir_graph *g, const tether_ir_node *n, int i);

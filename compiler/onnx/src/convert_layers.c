@@ -797,8 +797,7 @@ int tonnx_reshape_into(timport *c, const char *suffix, int x, int ndim, const in
     return reshape_node(c, suffix, x, ndim, shape, out, res);
 }
 
-int tonnx_conv_window2d(timport *c, int x, int w, tether_ir_attrs *a, int *x2, int *w2,
-                        int *nsp) {
+int tonnx_conv_window2d(timport *c, int x, int w, tether_ir_attrs *a, int *x2, int *w2, int *nsp) {
     const tether_ir_tensor *xt = TT(c, x), *wt = TT(c, w);
     window win = {.nsp = xt->ndim - 2};
     if (win.nsp < 1 || win.nsp > 2 || wt->ndim != xt->ndim) {

@@ -105,7 +105,8 @@ static int zp_const(timport *c, int i, DLDataType want, hconst **k) {
     for (size_t j = 0; j < (*k)->count; j++) {
         int64_t v = ((const int64_t *)(*k)->data)[j];
         if (v < lo || v > hi) {
-            return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "zero point '%s' element %zu (%lld) is "
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                              "zero point '%s' element %zu (%lld) is "
                               "outside %s",
                               in_name(c, i), j, (long long)v, dn((*k)->dt));
         }
@@ -123,12 +124,13 @@ static int typed_const(timport *c, const char *suffix, DLDataType dt, const hcon
     }
     for (size_t j = 0; j < n; j++) {
         if (dt.code == kDLFloat) {
-            float f = k->is_int ? (float)((const int64_t *)k->data)[j] : ((const float *)k->data)[j];
+            float f =
+                k->is_int ? (float)((const int64_t *)k->data)[j] : ((const float *)k->data)[j];
             memcpy(buf + j * 4, &f, 4);
             continue;
         }
-        int64_t v = k->is_int ? ((const int64_t *)k->data)[j]
-                              : (int64_t)((const float *)k->data)[j];
+        int64_t v =
+            k->is_int ? ((const int64_t *)k->data)[j] : (int64_t)((const float *)k->data)[j];
         if (es == 1) {
             buf[j] = (uint8_t)v;
         } else if (es == 2) {
@@ -196,7 +198,8 @@ static int check_block(timport *c) {
     int64_t bs = 0;
     int rc = tonnx_attr_int(c, "block_size", 0, &bs);
     if (!rc && bs != 0) {
-        rc = tonnx_fail(c, TETHER_ERR_UNSUPPORTED, "block_size %lld (blocked quantization) is not "
+        rc = tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                        "block_size %lld (blocked quantization) is not "
                         "supported",
                         (long long)bs);
     }
@@ -248,10 +251,11 @@ int tonnx_cv_quantize(timport *c, const Onnx__NodeProto *n) {
         (rc = qdq_params(c, (DLDataType){0, 0, 1}, &in[1], &in[2], &zdt))) {
         return rc;
     }
-    if (odt && (!tonnx_onnx_dtype((int32_t)odt, &to) || !qrange(to, &(int64_t){0},
-                                                                              &(int64_t){0}))) {
+    if (odt &&
+        (!tonnx_onnx_dtype((int32_t)odt, &to) || !qrange(to, &(int64_t){0}, &(int64_t){0}))) {
         char tn[32];
-        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED, "output_dtype %s is not supported (int8, "
+        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                          "output_dtype %s is not supported (int8, "
                           "uint8, int16, uint16)",
                           tonnx_dtype_name((int32_t)odt, tn, sizeof tn));
     }
@@ -350,7 +354,8 @@ static int qconv(timport *c, int x, int w, int bias_i, int xz_i, int wz_i, const
     tether_ir_attrs_init(TETHER_OP_QCONV, &a);
     int x2, w2, nsp, rc, y;
     if (!q8(TT(c, x)->dtype) || !q8(TT(c, w)->dtype)) {
-        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED, "input and weights are %s and %s (int8 or "
+        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                          "input and weights are %s and %s (int8 or "
                           "uint8)",
                           dn(TT(c, x)->dtype), dn(TT(c, w)->dtype));
     }
@@ -427,7 +432,8 @@ static int qmatmul(timport *c, int a, int b, int bias, int az_i, int bz_i, const
                           dn(TT(c, a)->dtype), dn(TT(c, b)->dtype));
     }
     const tether_ir_tensor *at = TT(c, a), *bt = TT(c, b);
-    int64_t M = at->ndim >= 2 ? at->shape[at->ndim - 2] : 1, N = bt->ndim >= 2 ? bt->shape[bt->ndim - 1] : 1;
+    int64_t M = at->ndim >= 2 ? at->shape[at->ndim - 2] : 1,
+            N = bt->ndim >= 2 ? bt->shape[bt->ndim - 1] : 1;
     int in[7] = {a, b, bias, -1, -1, -1, -1};
     hconst *yzk = NULL;
     tether_ir_attrs at_;
@@ -590,8 +596,7 @@ int tonnx_cv_dyn_quantize(timport *c, const Onnx__NodeProto *n) {
     qa.to = TETHER_UINT8;
     int outs[3] = {-1, -1, -1};
     for (int i = 0; i < 3; i++) {
-        if (i < (int)n->n_output && S(n->output[i])[0] &&
-            (rc = tonnx_out_tensor(c, i, &outs[i]))) {
+        if (i < (int)n->n_output && S(n->output[i])[0] && (rc = tonnx_out_tensor(c, i, &outs[i]))) {
             return rc;
         }
     }
@@ -604,8 +609,8 @@ int tonnx_cv_dyn_quantize(timport *c, const Onnx__NodeProto *n) {
         (rc = node(c, "range", TETHER_OP_SUB, (int[]){t2, t1}, 2, NULL, -1, &d)) ||
         (rc = node(c, "scale", TETHER_OP_DIV, (int[]){d, k255}, 2, NULL, outs[1], &s)) ||
         (rc = node(c, "neg_min", TETHER_OP_NEG, &t1, 1, NULL, -1, &negmin)) ||
-        (rc = node(c, "zero_point", TETHER_OP_QUANTIZE, (int[]){negmin, s}, 2, &qa, outs[2],
-                   &zp))) {
+        (rc =
+             node(c, "zero_point", TETHER_OP_QUANTIZE, (int[]){negmin, s}, 2, &qa, outs[2], &zp))) {
         return rc;
     }
     return outs[0] >= 0 ? node(c, NULL, TETHER_OP_QUANTIZE, (int[]){x, s, zp}, 3, &qa, outs[0], &y)
@@ -674,8 +679,7 @@ int tonnx_cv_qlinear_float(timport *c, const Onnx__NodeProto *n) {
     if (!strcmp(op, "QLinearConcat")) { /* Y_scale, Y_zp, then (X, X_scale, X_zp)... */
         int in[TETHER_IR_MAX_INPUTS], k = 0;
         int64_t axis;
-        if ((n->n_input - 2) % 3 || n->n_input < 5 ||
-            (n->n_input - 2) / 3 > TETHER_IR_MAX_INPUTS) {
+        if ((n->n_input - 2) % 3 || n->n_input < 5 || (n->n_input - 2) / 3 > TETHER_IR_MAX_INPUTS) {
             return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
                               "inputs must be Y_scale, Y_zero_point and triples (X, scale, zero "
                               "point), at most %d",
@@ -758,8 +762,8 @@ static const op_def ms_ops[] = {
      tonnx_cv_qlinear_float, NULL},
     {"QLinearConcat", 1, MAXV, "dequantize, concat, quantize", "axis", false, false,
      tonnx_cv_qlinear_float, NULL},
-    {"QLinearGlobalAveragePool", 1, MAXV, "dequantize, global_avg_pool, quantize",
-     "channels_last", false, false, tonnx_cv_qlinear_float, NULL},
+    {"QLinearGlobalAveragePool", 1, MAXV, "dequantize, global_avg_pool, quantize", "channels_last",
+     false, false, tonnx_cv_qlinear_float, NULL},
     {"QLinearAveragePool", 1, MAXV, "dequantize, avg_pool, quantize",
      "auto_pad,ceil_mode,channels_last,count_include_pad,kernel_shape,pads,strides", false, false,
      tonnx_cv_qlinear_float, NULL},

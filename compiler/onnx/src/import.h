@@ -17,7 +17,7 @@
 
 /* A tensor known on the host during import: float32 or int64 elements, C order. */
 typedef struct hconst {
-    bool is_int; /* int64 elements, else float32 */
+    bool is_int;   /* int64 elements, else float32 */
     DLDataType dt; /* the element type it was read as (int8 ...; computed ones: int64, float32) */
     int ndim;
     int64_t shape[TETHER_IR_MAX_NDIM];

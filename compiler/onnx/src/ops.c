@@ -357,17 +357,16 @@ static const op_def ops[] = {
      false, false, tonnx_cv_quantize, NULL},
     {"DequantizeLinear", 10, MAXV, "dequantize", "axis,block_size", false, false,
      tonnx_cv_dequantize, NULL},
-    {"DynamicQuantizeLinear", 11, MAXV,
-     "reduce_min, reduce_max, min, max, sub, div, neg, quantize", "", false, false,
-     tonnx_cv_dyn_quantize, NULL},
+    {"DynamicQuantizeLinear", 11, MAXV, "reduce_min, reduce_max, min, max, sub, div, neg, quantize",
+     "", false, false, tonnx_cv_dyn_quantize, NULL},
     {"QLinearConv", 10, MAXV, "qconv", "auto_pad,dilations,group,kernel_shape,pads,strides", false,
      false, tonnx_cv_qlinear_conv, check_conv},
     {"QLinearMatMul", 10, MAXV, "qmatmul", "", false, false, tonnx_cv_qlinear_matmul, NULL},
     {"ConvInteger", 10, MAXV, "qconv (int32 output)",
      "auto_pad,dilations,group,kernel_shape,pads,strides", false, false, tonnx_cv_conv_integer,
      check_conv},
-    {"MatMulInteger", 10, MAXV, "qmatmul (int32 output)", "", false, false,
-     tonnx_cv_matmul_integer, NULL},
+    {"MatMulInteger", 10, MAXV, "qmatmul (int32 output)", "", false, false, tonnx_cv_matmul_integer,
+     NULL},
 };
 
 /* How many inputs and outputs each operator of ops[] takes, from the ONNX operator schemas of the

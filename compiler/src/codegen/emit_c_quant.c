@@ -115,8 +115,8 @@ static void store(em *e, const tether_ir_node *nd, const kargs *k, const char *y
     char row[64], yz[96];
     snprintf(row, sizeof row, "%s", rq->shape[0] == 1 ? "0" : c);
     pexpr(e, nd, k, 6, "0", yz, sizeof yz);
-    line(e, "%s[%s] = (%s)tgq_requant(acc, %s[2 * (%s)], %s[2 * (%s) + 1], %s, %lld, %lld);",
-         yb, idx, yt, k->in[5], row, k->in[5], row, yz, lo, hi);
+    line(e, "%s[%s] = (%s)tgq_requant(acc, %s[2 * (%s)], %s[2 * (%s) + 1], %s, %lld, %lld);", yb,
+         idx, yt, k->in[5], row, k->in[5], row, yz, lo, hi);
 }
 
 static void k_qconv(em *e, const tether_ir_node *nd, const kargs *k) {
@@ -168,7 +168,8 @@ static void k_qconv(em *e, const tether_ir_node *nd, const kargs *k) {
     e->depth++;
     line(e, "for (int kw = kw0; kw < kw1; ++kw) {");
     e->depth++;
-    line(e, "acc += ((int32_t)xc[kh * %lld + kw * %lld] - xz) * ((int32_t)wc[kh * %lld + kw] - wz);",
+    line(e,
+         "acc += ((int32_t)xc[kh * %lld + kw * %lld] - xz) * ((int32_t)wc[kh * %lld + kw] - wz);",
          DH * W, DW, KW);
     close_block(e);
     close_block(e);

@@ -84,16 +84,15 @@ static void run_qconv(const tether_ir_graph *g, const tether_ir_node *n, void **
                         for (int64_t kh = 0; kh < KH; kh++) {
                             int64_t ih = oh * a->strides[0] - a->pads[0] + kh * a->dilations[0];
                             for (int64_t kw = 0; kw < KW; kw++) {
-                                int64_t iw =
-                                    ow * a->strides[1] - a->pads[1] + kw * a->dilations[1];
+                                int64_t iw = ow * a->strides[1] - a->pads[1] + kw * a->dilations[1];
                                 if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
                                     continue; /* padding is the zero point: x - xz = 0 */
                                 }
-                                int64_t xv = ld(x, xt->dtype,
-                                                (size_t)(((nn * C + gi * CG + c) * H + ih) * W +
-                                                         iw));
-                                int64_t wv = ld(w, wt->dtype,
-                                                (size_t)(((oc * CG + c) * KH + kh) * KW + kw));
+                                int64_t xv =
+                                    ld(x, xt->dtype,
+                                       (size_t)(((nn * C + gi * CG + c) * H + ih) * W + iw));
+                                int64_t wv =
+                                    ld(w, wt->dtype, (size_t)(((oc * CG + c) * KH + kh) * KW + kw));
                                 acc += (xv - xz) * (wv - wz);
                             }
                         }

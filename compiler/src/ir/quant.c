@@ -110,8 +110,9 @@ static bool is_8bit(DLDataType t) {
 
 static int want(const tether_ir_node *n, const tether_ir_tensor *t, bool ok, const char *what) {
     if (t && !ok) {
-        return tether__ir_node_error(n, TETHER_ERR_UNSUPPORTED, "input '%s' has element type %s; %s",
-                                     t->name, tether__dtype_str(t->dtype), what);
+        return tether__ir_node_error(n, TETHER_ERR_UNSUPPORTED,
+                                     "input '%s' has element type %s; %s", t->name,
+                                     tether__dtype_str(t->dtype), what);
     }
     return TETHER_OK;
 }
@@ -260,9 +261,14 @@ int tether__ir_quant_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t 
             ch = os[1];
             rows = 1;
         }
-        static const char *const what[] = {NULL, NULL, "bias", "input zero point",
-                                           "weight zero point", "requantization", "output zero "
-                                                                                  "point"};
+        static const char *const what[] = {NULL,
+                                           NULL,
+                                           "bias",
+                                           "input zero point",
+                                           "weight zero point",
+                                           "requantization",
+                                           "output zero "
+                                           "point"};
         const tether_ir_tensor *rq = tether__ir_in(g, n, 5);
         for (int i = 2; i < n->ninputs; i++) {
             const tether_ir_tensor *t = tether__ir_in(g, n, i);
