@@ -8,18 +8,22 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_data.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/types.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/ir/quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/cost.c
     ${CMAKE_CURRENT_LIST_DIR}/src/passes/passes.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/passes/quant_pass.c
     ${CMAKE_CURRENT_LIST_DIR}/src/plan/memplan.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_types.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_data.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_loss.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_functions.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_kernels.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_types.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_loss.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_layers.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_data.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_nchwc.c

@@ -44,6 +44,7 @@ typedef enum tether__op_kind {
     TETHER__OPK_DATA, /* indexing, data-dependent and shape operators (gather, scatter, topk, ...):
                          ir/shapes_data.c, interp/interp_data.c, codegen/emit_c_data.c */
     TETHER__OPK_LOSS,    /* nll_loss*: a gather of log-probabilities by integer targets */
+    TETHER__OPK_QUANT,   /* quantize, dequantize and the integer operators (ir/quant.c) */
 } tether__op_kind;
 
 /* Typing rules (the TYPES column of ops.def; what each admits is described there). */
@@ -62,6 +63,7 @@ typedef enum tether__op_types {
     TETHER__TY_CUSTOM, /* the registry's declared types (custom/, docs/custom-ops.md) */
     TETHER__TY_DATA,   /* the rule of each DATA operator (tether__ir_data_dtype, shapes_data.c) */
     TETHER__TY_LOSS,   /* float32 scores and weights, integer targets */
+    TETHER__TY_QUANT,  /* each quantized operator's own rule (ir/quant.c, tether__ir_quant_dtype) */
 } tether__op_types;
 
 /* TETHER__TY_INTS_<TYPES>(i, o): i when the rule admits integer or bool inputs (an elementwise
@@ -79,6 +81,7 @@ typedef enum tether__op_types {
 #define TETHER__TY_INTS_WHERE(i, o) i
 #define TETHER__TY_INTS_DATA(i, o)  i
 #define TETHER__TY_INTS_LOSS(i, o)  o
+#define TETHER__TY_INTS_QUANT(i, o) o
 
 /* How an element type computes (elementwise formulas, the interpreter's loads and stores). */
 typedef enum tether__dclass {
@@ -144,7 +147,9 @@ const char *tether__dtype_str(DLDataType t);
 #define TETHER__OPK_DT_CONV_ND(d, o)     o
 #define TETHER__OPK_DT_DATA(d, o)        d
 #define TETHER__OPK_DT_LOSS(d, o)        o
+#define TETHER__OPK_DT_QUANT(d, o)       o
 #define TETHER__OPK_EW_LOSS(u, b, p, o)        o
+#define TETHER__OPK_EW_QUANT(u, b, p, o)       o
 
 /* The case labels of every UNARY row (TETHER__CASES_UNARY) and of every BINARY row
  * (TETHER__CASES_BINARY), for a per-operator switch: the elementwise operators are handled by one
@@ -316,6 +321,19 @@ int tether__ir_data_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLD
  * bits 6d..6d+5 of an entry are dimension d's label, 1..63, 0 past the rank): operand j's rank
  * and its labels (-1 when malformed). */
 int tether__einsum_labels(const tether_ir_attrs *a, int j, int *labels);
+/* Quantized operators (ir/quant.c, docs/quantization.md): their shape and typing rules; the
+ * requantization multiplier of real multiplier m (mult in [2^30, 2^31), m = mult * 2^(shift-31);
+ * an error when m is not finite and > 0 or is 2^31 or more); an int32 accumulator requantized
+ * (round half to even of acc * mult / 2^(31 - shift), exact); round half to even of v (NaN 0,
+ * clamped to +-9e15); the range of a quantized type (int8..int32, uint8, uint16; 0 otherwise). */
+int tether__ir_quant_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
+int tether__ir_quant_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
+int64_t tether__quant_round_even(double v);
+int tether__quant_range(DLDataType t, int64_t *lo, int64_t *hi);
+/* The nodes of a QDQ model that stayed float (a dequantize feeds them; passes/quant_pass.c): their
+ * count, and their names comma-separated in buf (cut to fit n). */
+int tether__quant_float_nodes(const tether_ir_graph *g, char *buf, size_t n);
+
 /* Input i of node n, NULL when absent (optional input not given). */
 const tether_ir_tensor *tether__ir_in(const tether_ir_graph *g, const tether_ir_node *n, int i);
 /* Sets the error "node 'NAME' (op): MESSAGE" and returns status. */

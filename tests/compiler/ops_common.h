@@ -73,7 +73,7 @@ int tt_build_model(const char *name, bool small, tether_ir_graph *g);
  * when `then` is not TT_NONE, so reshape-like aliases run), marked with the backends whose
  * operator test runs it (tests/compiler/test_ops.c: TT_C, tests/opencl/test_opencl_codegen.c:
  * TT_OPENCL). */
-#define TT_MAXIN 6
+#define TT_MAXIN 8
 #define TT_NONE  TETHER_OP_COUNT_
 enum { TT_C = 1u, TT_OPENCL = 2u };
 

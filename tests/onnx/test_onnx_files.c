@@ -425,11 +425,11 @@ void test_arity(void **state) {
             if ((many && concat) || (!many && constant)) {
                 continue; /* variadic; takes none (Loop: M and cond optional) */
             }
-            arity_model(&b, ops[i].until, op, many ? "x,x,x,x,x,x,x,x,x" : "", "y");
+            arity_model(&b, ops[i].until, op, many ? "x,x,x,x,x,x,x,x,x,x" : "", "y");
             int rc = load(&b, NULL, &g);
             if (rc != TETHER_ERR_INVALID_ARG || !strstr(tether_last_error(), "takes ") ||
                 !strstr(tether_last_error(), op)) {
-                fail_msg("%s with %s inputs: status %d, %s", op, many ? "9" : "no", rc,
+                fail_msg("%s with %s inputs: status %d, %s", op, many ? "10" : "no", rc,
                          tether_last_error());
             }
             assert_int_equal(g.ntensors, 0);

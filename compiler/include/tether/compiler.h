@@ -135,6 +135,9 @@ typedef struct tether_pass_options {
      * border columns
      * (0: the compile driver sets the schedule's vector width when the passes run; < 0: off) */
     int pad_conv_min_width;
+    /* QDQ models: dequantize -> conv2d/matmul [-> relu/clip] -> quantize becomes qconv/qmatmul
+     * (docs/quantization.md); runs before constant folding */
+    bool integer_ops;
 } tether_pass_options;
 
 void tether_pass_options_init(tether_pass_options *o); /* everything on */
@@ -146,6 +149,7 @@ int tether_pass_fold_batch_norm(tether_ir_graph *g);
 int tether_pass_fuse_epilogues(tether_ir_graph *g);
 int tether_pass_eliminate_dead(tether_ir_graph *g);
 int tether_pass_pad_convs(tether_ir_graph *g, int min_width);
+int tether_pass_integer_ops(tether_ir_graph *g);
 
 /* ---- memory planning ------------------------------------------------------------------------ */
 

@@ -253,6 +253,13 @@ int tether_ir_print(FILE *out, const tether_ir_graph *g);
  * renumbering indices. Used by the passes. */
 int tether_ir_compact(tether_ir_graph *g);
 
+/* Integer requantization of the quantized operators (docs/quantization.md): a real multiplier m
+ * (finite, > 0, below 2^31) as mult in [2^30, 2^31) and shift, m = mult * 2^(shift - 31)
+ * (TETHER_ERR_INVALID_ARG otherwise); an int32 accumulator requantized: round half to even of
+ * acc * mult / 2^(31 - shift), exactly (the integers qconv and qmatmul compute everywhere). */
+int tether_quant_multiplier(double m, int32_t *mult, int32_t *shift);
+int64_t tether_quant_requant(int32_t acc, int32_t mult, int32_t shift);
+
 #ifdef __cplusplus
 }
 #endif

@@ -789,3 +789,62 @@ int tonnx_cv_depth_space(timport *c, const Onnx__NodeProto *n) {
     }
     return reshape_node(c, NULL, t, 4, out, y, &r);
 }
+
+/* ---- for the quantized operators (convert_quant.c) ---------------------------------------- */
+
+int tonnx_reshape_into(timport *c, const char *suffix, int x, int ndim, const int64_t *shape,
+                       int out, int *res) {
+    return reshape_node(c, suffix, x, ndim, shape, out, res);
+}
+
+int tonnx_conv_window2d(timport *c, int x, int w, tether_ir_attrs *a, int *x2, int *w2, int *nsp) {
+    const tether_ir_tensor *xt = TT(c, x), *wt = TT(c, w);
+    window win = {.nsp = xt->ndim - 2};
+    if (win.nsp < 1 || win.nsp > 2 || wt->ndim != xt->ndim) {
+        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                          "only 1-D and 2-D integer convolutions are supported (input and weights "
+                          "of rank 3 or 4); the input has rank %d, the weights %d",
+                          xt->ndim, wt->ndim);
+    }
+    int64_t ks[3], group;
+    int rc;
+    if ((rc = attr_n(c, "kernel_shape", win.nsp, 0, ks)) ||
+        (rc = tonnx_attr_int(c, "group", 1, &group))) {
+        return rc;
+    }
+    for (int i = 0; i < win.nsp; i++) {
+        win.k[i] = wt->shape[2 + i];
+        if (ks[i] && ks[i] != win.k[i]) {
+            return tonnx_fail(c, TETHER_ERR_MISMATCH,
+                              "kernel_shape entry %d is %lld, the weights' extent %lld", i,
+                              (long long)ks[i], (long long)win.k[i]);
+        }
+    }
+    int64_t in_sp[3] = {xt->shape[2], win.nsp > 1 ? xt->shape[3] : 1, 1};
+    if ((rc = read_window(c, in_sp, &win))) {
+        return rc;
+    }
+    window_2d(&win, a);
+    a->groups = group;
+    *nsp = win.nsp;
+    *x2 = x;
+    *w2 = w;
+    if (win.nsp == 2) {
+        return TETHER_OK;
+    }
+    if ((rc = as_2d(c, "weights_2d", w, w2))) {
+        return rc;
+    }
+    return as_2d(c, "input_2d", x, x2);
+}
+
+int tonnx_pool_into(timport *c, tether_op op, int x, int out) {
+    int64_t ceil_mode = 0, cip = 0;
+    window w;
+    int rc, res;
+    if ((rc = pool_window(c, x, &w)) || (rc = tonnx_attr_int(c, "ceil_mode", 0, &ceil_mode)) ||
+        (op == TETHER_OP_AVG_POOL && (rc = tonnx_attr_int(c, "count_include_pad", 0, &cip)))) {
+        return rc;
+    }
+    return pool_nd(c, op, x, &w, ceil_mode != 0, cip != 0, out, &res);
+}

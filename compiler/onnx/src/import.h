@@ -23,8 +23,9 @@ typedef struct hconst {
     int64_t shape[TETHER_IR_MAX_NDIM];
     size_t count;
     void *data;                /* float * or int64_t * (count elements; never NULL) */
-    DLDataType dt;             /* the ONNX element type it stands for (lanes 0: int64/float32);
-                                  its IR constant is made in that type (tonnx_ensure_tensor) */
+    DLDataType dt;             /* the ONNX element type it was read as (int8, bool, float64...;
+                                  computed ones int64 or float32); its IR constant is made in
+                                  that type (tonnx_ensure_tensor) */
     struct hconst *next_owned; /* the import's list of constants to free */
 } hconst;
 
@@ -234,6 +235,29 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_scan(timport *c, const Onnx__NodeProto *n);
 /* services.c: an IR constant tensor holding host constant k ("<node>/<suffix>"). */
 int tonnx_hconst_tensor(timport *c, const char *suffix, const hconst *k, int *t);
+
+/* convert_layers.c, for convert_quant.c: a reshape of x into out (-1: a new tensor, *res); the
+ * conv2d window of the current Conv-like node (x, w its input and weights; 1-D made 2-D by
+ * reshapes into *x2, *w2; *nsp the node's spatial rank); a pool of op with the current node's
+ * window attributes of x into out. */
+int tonnx_reshape_into(timport *c, const char *suffix, int x, int ndim, const int64_t *shape,
+                       int out, int *res);
+int tonnx_conv_window2d(timport *c, int x, int w, tether_ir_attrs *a, int *x2, int *w2, int *nsp);
+int tonnx_pool_into(timport *c, tether_op op, int x, int out);
+/* convert_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearConv,
+ * QLinearMatMul, ConvInteger, MatMulInteger and the com.microsoft quantized operators. */
+int tonnx_cv_quantize(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_dequantize(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_dyn_quantize(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_qlinear_conv(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_qlinear_matmul(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_conv_integer(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_matmul_integer(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_qgemm(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_qlinear_float(timport *c, const Onnx__NodeProto *n);
+const op_def *tonnx_ms_op_find(const char *op_type);
+int tonnx_ms_arity(const op_def *d, tonnx_arity *out);
+unsigned tonnx_quant_const_inputs(const char *op_type);
 
 /* custom.c: nodes of the --custom-ops registry's domains (tether/custom_ops.h). Between begin
  * and end (one import, this thread) tonnx_op_find answers for the registry's operators with an

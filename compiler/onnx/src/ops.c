@@ -438,6 +438,21 @@ static const op_def ops[] = {
     {"SoftmaxCrossEntropyLoss", 12, MAXV, "log_softmax, nll_loss (_sum, _mean)",
      "ignore_index,reduction", false, false, tonnx_cv_loss, NULL},
     /* ---- end of the unary math block ---- */
+    /* quantization (convert_quant.c, docs/quantization.md) */
+    {"QuantizeLinear", 10, MAXV, "quantize", "axis,block_size,output_dtype,saturate,precision",
+     false, false, tonnx_cv_quantize, NULL},
+    {"DequantizeLinear", 10, MAXV, "dequantize", "axis,block_size", false, false,
+     tonnx_cv_dequantize, NULL},
+    {"DynamicQuantizeLinear", 11, MAXV, "reduce_min, reduce_max, min, max, sub, div, neg, quantize",
+     "", false, false, tonnx_cv_dyn_quantize, NULL},
+    {"QLinearConv", 10, MAXV, "qconv", "auto_pad,dilations,group,kernel_shape,pads,strides", false,
+     false, tonnx_cv_qlinear_conv, check_conv},
+    {"QLinearMatMul", 10, MAXV, "qmatmul", "", false, false, tonnx_cv_qlinear_matmul, NULL},
+    {"ConvInteger", 10, MAXV, "qconv (int32 output)",
+     "auto_pad,dilations,group,kernel_shape,pads,strides", false, false, tonnx_cv_conv_integer,
+     check_conv},
+    {"MatMulInteger", 10, MAXV, "qmatmul (int32 output)", "", false, false, tonnx_cv_matmul_integer,
+     NULL},
 };
 
 /* How many inputs and outputs each operator of ops[] takes, from the ONNX operator schemas of the
@@ -611,10 +626,17 @@ static const arity_def arities[] = {
     {"NegativeLogLikelihoodLoss", 12, 2, 3, 1, 1}, /* input, target, weight */
     {"SoftmaxCrossEntropyLoss", 12, 2, 3, 1, 2},   /* scores, labels, weights -> loss, log_prob */
     /* ---- end of the unary math block ---- */
+    {"QuantizeLinear", 10, 2, 3, 1, 1},
+    {"DequantizeLinear", 10, 2, 3, 1, 1},
+    {"DynamicQuantizeLinear", 11, 1, 1, 3, 3},
+    {"QLinearConv", 10, 8, 9, 1, 1},
+    {"QLinearMatMul", 10, 8, 8, 1, 1},
+    {"ConvInteger", 10, 2, 4, 1, 1},
+    {"MatMulInteger", 10, 2, 4, 1, 1},
 };
 
 int tonnx_op_arity(const op_def *d, int opset, tonnx_arity *out) {
-    if (tonnx_custom_arity(d, out) == TETHER_OK) {
+    if (tonnx_custom_arity(d, out) == TETHER_OK || tonnx_ms_arity(d, out) == TETHER_OK) {
         return TETHER_OK;
     }
     const arity_def *found = NULL;
@@ -641,6 +663,9 @@ int tonnx_op_arity(const op_def *d, int opset, tonnx_arity *out) {
 }
 
 const op_def *tonnx_op_find(const char *domain, const char *op_type) {
+    if (domain && strcmp(domain, "com.microsoft") == 0 && tonnx_ms_op_find(op_type)) {
+        return tonnx_ms_op_find(op_type); /* ONNX Runtime's quantized operators */
+    }
     if (domain && domain[0] && strcmp(domain, "ai.onnx") != 0) {
         return tonnx_custom_find(domain, op_type); /* the --custom-ops registry (custom.c) */
     }
@@ -654,6 +679,9 @@ const op_def *tonnx_op_find(const char *domain, const char *op_type) {
 
 unsigned tonnx_const_inputs(const op_def *d, int opset) {
     const char *t = d->op_type;
+    if (tonnx_quant_const_inputs(t)) {
+        return tonnx_quant_const_inputs(t);
+    }
     if (!strcmp(t, "Reshape")) {
         return 1u << 1;
     }

@@ -61,6 +61,7 @@ hconst *tonnx_hconst_new(timport *c, bool is_int, int ndim, const int64_t *shape
     }
     k->count = count;
     k->data = data;
+    k->dt = is_int ? TETHER_INT64 : TETHER_FLOAT32;
     c->host_bytes += bytes;
     k->next_owned = c->owned;
     c->owned = k;

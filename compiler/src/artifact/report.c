@@ -80,6 +80,17 @@ char *tether__report_json_c(const tether_ir_graph *g, const tether_compile_optio
     cJSON_AddNumberToObject(r, "tunable_kernels", res->ntunable);
     cJSON_AddNumberToObject(r, "nodes_in", res->nnodes_in);
     cJSON_AddNumberToObject(r, "nodes_out", res->nnodes_out);
+    char names[1024];
+    int nfloat = tether__quant_float_nodes(g, names, sizeof names), nint = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        nint += g->nodes[i].op == TETHER_OP_QCONV || g->nodes[i].op == TETHER_OP_QMATMUL;
+    }
+    if (nfloat || nint) { /* a quantized model (docs/quantization.md) */
+        cJSON *q = cJSON_AddObjectToObject(r, "quantized");
+        cJSON_AddNumberToObject(q, "integer_nodes", nint);
+        cJSON_AddNumberToObject(q, "float_nodes", nfloat);
+        cJSON_AddStringToObject(q, "float_node_names", names);
+    }
     cJSON_AddNumberToObject(r, "params_bytes", (double)cg->params_bytes);
     cJSON *ws = cJSON_AddObjectToObject(r, "workspace");
     for (int k = 0; k < plan->npools; k++) {
@@ -191,6 +202,13 @@ int tether_report_print(FILE *out, const char *artifact_dir) {
         }
     }
     fprintf(out, "  %-26s %12.0f\n", "params", num(r, "params_bytes"));
+    const cJSON *qz = cJSON_GetObjectItemCaseSensitive(r, "quantized");
+    if (cJSON_IsObject(qz)) {
+        fprintf(out, "  quantized: %.0f integer nodes, %.0f float between (de)quantize%s%s\n",
+                num(qz, "integer_nodes"), num(qz, "float_nodes"),
+                num(qz, "float_nodes") > 0 ? ": " : "",
+                num(qz, "float_nodes") > 0 ? str(qz, "float_node_names") : "");
+    }
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(r, "workspace");
     const cJSON *pools = cJSON_GetObjectItemCaseSensitive(r, "pools");
     const cJSON *e;

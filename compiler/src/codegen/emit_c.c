@@ -890,6 +890,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
         }
     }
     tether__c_type_helpers(&e, &full);
+    tether__c_quant_helpers(&e, &full);
     tether__sbuf_puts(&full, e.s.data ? e.s.data : "");
     emit_header(&e, &h, out);
     if (e.s.failed || h.failed || full.failed || ml.failed) {

@@ -981,6 +981,12 @@ void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
     case TETHER_OP_RESIZE_NEAREST:
         k_resize(e, nd, k);
         return;
+    case TETHER_OP_QUANTIZE:
+    case TETHER_OP_DEQUANTIZE:
+    case TETHER_OP_QCONV:
+    case TETHER_OP_QMATMUL:
+        tether__c_quant_body(e, nd, k); /* emit_c_quant.c */
+        return;
     case TETHER_OP_CUSTOM: /* a call of the user's C function (emit_c_custom.c) */
         tether__c_custom_body(e, nd, k);
         return;

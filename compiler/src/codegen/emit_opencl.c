@@ -98,6 +98,10 @@ static int op_supported(tether_op op) {
         return 0;
     case TETHER_OP_CONV_ND:
     case TETHER_OP_CONV_TRANSPOSE:
+    case TETHER_OP_QUANTIZE: /* integer tensors: check_support refuses them first */
+    case TETHER_OP_DEQUANTIZE:
+    case TETHER_OP_QCONV:
+    case TETHER_OP_QMATMUL:
         return 0; /* no OpenCL kernel yet: the compile fails naming the node */
     }
     return 0; /* not an operator */
@@ -658,6 +662,10 @@ static int emit_node(ocl *e, int idx) {
     case TETHER_OP_NLL_LOSS_MEAN:
     case TETHER_OP_CONV_ND:
     case TETHER_OP_CONV_TRANSPOSE:
+    case TETHER_OP_QUANTIZE:
+    case TETHER_OP_DEQUANTIZE:
+    case TETHER_OP_QCONV:
+    case TETHER_OP_QMATMUL:
     case TETHER_OP_CUSTOM: /* emitted by tether__ocl_custom_emit */
         break;
     }

@@ -922,6 +922,12 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
     case TETHER_OP_NLL_LOSS_MEAN:
         tether__interp_nll_loss(g, n, buf);
         break;
+    case TETHER_OP_QUANTIZE:
+    case TETHER_OP_DEQUANTIZE:
+    case TETHER_OP_QCONV:
+    case TETHER_OP_QMATMUL:
+        tether__interp_quant(g, n, buf); /* interp_quant.c */
+        return;
     case TETHER_OP_CUSTOM: /* run by run_custom (it can fail) */
         TETHER__CASES_DATA /* run by tether__interp_data (interp_data.c; it can fail) */
             return;

@@ -1,6 +1,6 @@
 /*
  * What the interpreter's files share (interp.c runs the nodes, interp_types.c loads and stores
- * elements of every type).
+ * elements of every type, interp_quant.c runs the quantized operators).
  *
  * What must stay true: a value loaded and stored back in the same type is unchanged; a store
  * converts as the generated C does (float16/bfloat16 round to nearest even, float to integer:
@@ -32,5 +32,7 @@ void tether__interp_store(void *p, DLDataType t, size_t k, val v);
 int tether__interp_data(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
 /* nll_loss, _sum, _mean (interp_loss.c): buf holds every tensor's storage. */
 void tether__interp_nll_loss(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
+/* Runs a quantized operator (quantize, dequantize, qconv, qmatmul; interp_quant.c). */
+void tether__interp_quant(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
 
 #endif

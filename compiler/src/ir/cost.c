@@ -103,6 +103,18 @@ uint64_t tether_ir_node_flops(const tether_ir_graph *g, const tether_ir_node *n)
     case TETHER__OPK_LOSS:
         flops = 0;
         break;
+    case TETHER__OPK_QUANT: /* qconv, qmatmul: as conv2d and matmul (integer operations) */
+        if (n->op == TETHER_OP_QCONV) {
+            int w = n->inputs[1];
+            flops = mul_sat(
+                2, mul_sat(out, mul_sat((uint64_t)dim(g, w, 1),
+                                        mul_sat((uint64_t)dim(g, w, 2), (uint64_t)dim(g, w, 3)))));
+        } else if (n->op == TETHER_OP_QMATMUL) {
+            flops = mul_sat(2, mul_sat(out, (uint64_t)dim(g, n->inputs[0], -1)));
+        } else {
+            flops = out;
+        }
+        break;
     case TETHER__OPK_CUSTOM: /* a user kernel: unknown, counted as one operation per element */
         flops = out;
         break;

@@ -106,8 +106,9 @@ static int check_node_io(tether_ir_node *n) {
                                      n->noutputs);
     }
     for (int i = 0; i < n->ninputs; i++) {
-        int optional = (i == 2 && (n->op == TETHER_OP_CONV2D || n->op == TETHER_OP_DENSE ||
-                                   n->op == TETHER_OP_LAYER_NORM)) &&
+        int optional = ((i == 2 && (n->op == TETHER_OP_CONV2D || n->op == TETHER_OP_DENSE ||
+                                    n->op == TETHER_OP_LAYER_NORM)) ||
+                        (i >= 2 && tether__op_info_of(n->op)->kind == TETHER__OPK_QUANT)) &&
                        !(n->attrs.has_residual && i == n->ninputs - 1);
         if (n->inputs[i] < 0 && !optional) {
             return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "input %d is missing", i);
@@ -584,13 +585,32 @@ int tether_ir_print(FILE *out, const tether_ir_graph *g) {
                 fprintf(out, " ignore_index=%lld", (long long)a->ints[0]);
             }
             break;
+        case TETHER_OP_QUANTIZE:
+        case TETHER_OP_DEQUANTIZE:
+            fprintf(out, " axis=%lld", (long long)a->axis);
+            break;
+        case TETHER_OP_QCONV:
+            fprintf(out, " kernel=%lldx%lld strides=%lld,%lld pads=%lld,%lld,%lld,%lld groups=%lld",
+                    (long long)a->kernel[0], (long long)a->kernel[1], (long long)a->strides[0],
+                    (long long)a->strides[1], (long long)a->pads[0], (long long)a->pads[1],
+                    (long long)a->pads[2], (long long)a->pads[3], (long long)a->groups);
+            if (a->min > -1e30f || a->max < 1e30f) {
+                fprintf(out, " clamp=%g..%g", (double)a->min, (double)a->max);
+            }
+            break;
+        case TETHER_OP_QMATMUL:
+            if (a->min > -1e30f || a->max < 1e30f) {
+                fprintf(out, " clamp=%g..%g", (double)a->min, (double)a->max);
+            }
+            break;
         case TETHER_OP_CUSTOM: {
             const tether_custom_op *cop = tether_custom_op_of(g, n);
             fprintf(out, " %s::%s", cop ? cop->domain : "?", cop ? cop->name : "?");
             break;
         }
         }
-        if (n->op == TETHER_OP_CAST) {
+        if (n->op == TETHER_OP_CAST || n->op == TETHER_OP_QUANTIZE || n->op == TETHER_OP_QCONV ||
+            n->op == TETHER_OP_QMATMUL) {
             fprintf(out, " to=%s", tether__dtype_str(a->to));
         }
         if (a->act != TETHER_ACT_NONE) {

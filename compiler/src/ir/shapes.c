@@ -658,6 +658,11 @@ int tether__ir_infer_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t 
         memcpy(os, t->shape, sizeof(int64_t) * (size_t)*ond);
         return TETHER_OK;
     }
+    case TETHER_OP_QUANTIZE:
+    case TETHER_OP_DEQUANTIZE:
+    case TETHER_OP_QCONV:
+    case TETHER_OP_QMATMUL:
+        return tether__ir_quant_shape(g, n, os, ond);
     case TETHER_OP_CUSTOM: /* the registry entry's rule and the resource contract */
         return tether__custom_infer_shape(g, n, os, ond);
         TETHER__CASES_UNARY

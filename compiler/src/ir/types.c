@@ -209,6 +209,8 @@ int tether__ir_infer_dtype(const tether_ir_graph *g, const tether_ir_node *n, DL
         }
         return TETHER_OK;
     }
+    case TETHER__TY_QUANT:
+        return tether__ir_quant_dtype(g, n, out);
     case TETHER__TY_CUSTOM:
         /* the registry declares every type; the resource contract (custom/contract.c, run by the
          * shape rule) checked the inputs against it, and the front end gave the output its type */

@@ -24,6 +24,7 @@ void tether_pass_options_init(tether_pass_options *o) {
     o->fuse_epilogues = true;
     o->eliminate_dead = true;
     o->pad_conv_min_width = 0;
+    o->integer_ops = true;
 }
 
 int tether__ir_consumers(const tether_ir_graph *g, int t, int *nodes, int max) {
@@ -434,6 +435,10 @@ int tether_passes_run(tether_ir_graph *g, const tether_pass_options *o) {
     int rc;
     /* Dead nodes first too, so folding never evaluates work nobody needs. */
     if (o->eliminate_dead && ((rc = tether_pass_eliminate_dead(g)) || (rc = settle(g, "dce")))) {
+        return rc;
+    }
+    if (o->integer_ops && ((rc = tether_pass_integer_ops(g)) || (rc = settle(g, "integer ops")) ||
+                           (rc = tether_pass_eliminate_dead(g)) || (rc = settle(g, "dce")))) {
         return rc;
     }
     if (o->fold_constants &&

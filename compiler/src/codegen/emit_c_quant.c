@@ -1,0 +1,304 @@
+/*
+ * The C emitter's quantized operators (docs/quantization.md): quantize, dequantize, qconv and
+ * qmatmul kernels in portable C99, and the helpers a module with any of them defines
+ * (tgq_requant: the integer requantization; tgq_rne: round half to even of a float).
+ *
+ * What must stay true: every kernel computes what the interpreter's interp_quant.c computes, byte
+ * for byte: int32 accumulation of (x - x_zp) * (w - w_zp) plus the int32 bias, requantization by
+ * tgq_requant (ir/quant.c's tether_quant_requant, integers only), the clamp to the output type
+ * within the node's min..max; quantize divides in float32 and rounds half to even. qconv and
+ * qmatmul kernels contain no float arithmetic (test_quant checks the generated text).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit_c_internal.h"
+#include "tether/crt/dtype.h"
+
+static const char quant_helpers[] =
+    "/* Integer requantization (docs/quantization.md): round half to even of\n"
+    " * acc * mult / 2^(31 - shift), one rounding of the exact 64-bit product, then + zp and the\n"
+    " * clamp lo..hi. Integers only. */\n"
+    "static inline int32_t tgq_requant(int32_t acc, int32_t mult, int32_t shift, int32_t zp,\n"
+    "                                  int32_t lo, int32_t hi) {\n"
+    "    int64_t p = (int64_t)acc * (int64_t)mult, r;\n"
+    "    int n = 31 - (int)shift;\n"
+    "    if (n <= 0) {\n"
+    "        r = p;\n"
+    "    } else if (n >= 63) {\n"
+    "        r = 0;\n"
+    "    } else {\n"
+    "        uint64_t up = (uint64_t)p + ((uint64_t)1 << 62);\n"
+    "        uint64_t rem = up & (((uint64_t)1 << n) - 1u), half = (uint64_t)1 << (n - 1);\n"
+    "        r = (int64_t)(up >> n) - (int64_t)(((uint64_t)1 << 62) >> n);\n"
+    "        if (rem > half || (rem == half && ((uint64_t)r & 1u))) {\n"
+    "            r++;\n"
+    "        }\n"
+    "    }\n"
+    "    r += zp;\n"
+    "    return r < lo ? lo : r > hi ? hi : (int32_t)r;\n"
+    "}\n\n"
+    "/* round half to even of a float (|v| clamped to 2^30), without libm */\n"
+    "static inline int32_t tgq_rne(float v) {\n"
+    "    int32_t i;\n"
+    "    float f;\n"
+    "    if (v >= 1073741824.0f) {\n"
+    "        return 1073741824;\n"
+    "    }\n"
+    "    if (v <= -1073741824.0f) {\n"
+    "        return -1073741824;\n"
+    "    }\n"
+    "    i = (int32_t)v;\n"
+    "    f = v - (float)i;\n"
+    "    if (f > 0.5f || (f == 0.5f && (i & 1))) {\n"
+    "        i++;\n"
+    "    } else if (f < -0.5f || (f == -0.5f && (i & 1))) {\n"
+    "        i--;\n"
+    "    }\n"
+    "    return i;\n"
+    "}\n\n";
+
+static int is_quant(tether_op op) {
+    return op == TETHER_OP_QUANTIZE || op == TETHER_OP_DEQUANTIZE || op == TETHER_OP_QCONV ||
+           op == TETHER_OP_QMATMUL;
+}
+
+void tether__c_quant_helpers(const em *e, tether__sbuf *out) {
+    for (int i = 0; i < e->g->nnodes; i++) {
+        if (is_quant(e->g->nodes[i].op)) {
+            tether__sbuf_puts(out, quant_helpers);
+            return;
+        }
+    }
+}
+
+/* A parameter input's element c (0 for a one-element one), or "0" when absent. */
+static void pexpr(const em *e, const tether_ir_node *nd, const kargs *k, int i, const char *c,
+                  char *out, size_t n) {
+    if (i >= nd->ninputs || nd->inputs[i] < 0) {
+        snprintf(out, n, "0");
+        return;
+    }
+    const tether_ir_tensor *t = T(e, nd->inputs[i]);
+    snprintf(out, n, "(int32_t)%s[%s]", k->in[i], tether_ir_tensor_elements(t) == 1 ? "0" : c);
+}
+
+static void clamp_range(const tether_ir_node *nd, DLDataType t, long long *lo, long long *hi) {
+    int64_t l, h;
+    if (!tether__quant_range(t, &l, &h)) {
+        l = INT32_MIN;
+        h = INT32_MAX;
+    }
+    if (nd->attrs.min > (float)l) {
+        l = (int64_t)nd->attrs.min + ((float)(int64_t)nd->attrs.min < nd->attrs.min);
+    }
+    if (nd->attrs.max < (float)h) {
+        h = (int64_t)nd->attrs.max - ((float)(int64_t)nd->attrs.max > nd->attrs.max);
+    }
+    *lo = (long long)l;
+    *hi = (long long)h;
+}
+
+/* The store of accumulator `acc` of channel expression c into y[idx]. */
+static void store(em *e, const tether_ir_node *nd, const kargs *k, const char *yb, const char *c,
+                  const char *idx) {
+    const tether_ir_tensor *y = T(e, nd->outputs[0]);
+    const char *yt = tether__c_type(y->dtype);
+    if (nd->ninputs <= 5 || nd->inputs[5] < 0) {
+        line(e, "%s[%s] = acc;", yb, idx);
+        return;
+    }
+    long long lo, hi;
+    clamp_range(nd, y->dtype, &lo, &hi);
+    const tether_ir_tensor *rq = T(e, nd->inputs[5]);
+    char row[64], yz[96];
+    snprintf(row, sizeof row, "%s", rq->shape[0] == 1 ? "0" : c);
+    pexpr(e, nd, k, 6, "0", yz, sizeof yz);
+    line(e, "%s[%s] = (%s)tgq_requant(acc, %s[2 * (%s)], %s[2 * (%s) + 1], %s, %lld, %lld);", yb,
+         idx, yt, k->in[5], row, k->in[5], row, yz, lo, hi);
+}
+
+static void k_qconv(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_attrs *a = &nd->attrs;
+    const tether_ir_tensor *x = T(e, nd->inputs[0]), *w = T(e, nd->inputs[1]),
+                           *y = T(e, nd->outputs[0]);
+    long long N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    long long O = y->shape[1], OH = y->shape[2], OW = y->shape[3];
+    long long KH = w->shape[2], KW = w->shape[3], G = a->groups, CG = C / G, OG = O / G;
+    long long SH = a->strides[0], SW = a->strides[1], DH = a->dilations[0], DW = a->dilations[1];
+    long long PT = a->pads[0], PL = a->pads[1];
+    char xz[96], wz[96], bias[96];
+    pexpr(e, nd, k, 3, "0", xz, sizeof xz);
+    pexpr(e, nd, k, 4, "oc", wz, sizeof wz);
+    pexpr(e, nd, k, 2, "oc", bias, sizeof bias);
+    line(e, "const int32_t xz = %s;", xz);
+    loop(e, "n", N);
+    loop(e, "oc", O);
+    line(e, "const int32_t wz = %s, b = %s;", wz, bias);
+    line(e, "const %s *restrict wr = %s + oc * %lld;", ctype(e, nd->inputs[1]), k->in[1],
+         CG * KH * KW);
+    line(e, "const %s *restrict xg = %s + (n * %lld + (oc / %lld) * %lld) * %lld;",
+         ctype(e, nd->inputs[0]), k->in[0], C, OG, CG, H * W);
+    line(e, "%s *restrict yo = %s + (n * %lld + oc) * %lld;", ctype(e, nd->outputs[0]), k->out, O,
+         OH * OW);
+    loop(e, "oh", OH);
+    /* the kernel rows inside the input: kh in kh0..kh1-1 */
+    line(e, "int kh0 = 0, kh1 = %lld;", KH);
+    line(e, "while (kh0 < kh1 && oh * %lld - %lld + kh0 * %lld < 0) {", SH, PT, DH);
+    line(e, "    kh0++;");
+    line(e, "}");
+    line(e, "while (kh1 > kh0 && oh * %lld - %lld + (kh1 - 1) * %lld >= %lld) {", SH, PT, DH, H);
+    line(e, "    kh1--;");
+    line(e, "}");
+    loop(e, "ow", OW);
+    line(e, "int kw0 = 0, kw1 = %lld;", KW);
+    line(e, "int32_t acc = b;");
+    line(e, "while (kw0 < kw1 && ow * %lld - %lld + kw0 * %lld < 0) {", SW, PL, DW);
+    line(e, "    kw0++;");
+    line(e, "}");
+    line(e, "while (kw1 > kw0 && ow * %lld - %lld + (kw1 - 1) * %lld >= %lld) {", SW, PL, DW, W);
+    line(e, "    kw1--;");
+    line(e, "}");
+    loop(e, "c", CG);
+    line(e, "const %s *restrict xc = xg + c * %lld + (oh * %lld - %lld) * %lld + ow * %lld - %lld;",
+         ctype(e, nd->inputs[0]), H * W, SH, PT, W, SW, PL);
+    line(e, "const %s *restrict wc = wr + c * %lld;", ctype(e, nd->inputs[1]), KH * KW);
+    line(e, "for (int kh = kh0; kh < kh1; ++kh) {");
+    e->depth++;
+    line(e, "for (int kw = kw0; kw < kw1; ++kw) {");
+    e->depth++;
+    line(e,
+         "acc += ((int32_t)xc[kh * %lld + kw * %lld] - xz) * ((int32_t)wc[kh * %lld + kw] - wz);",
+         DH * W, DW, KW);
+    close_block(e);
+    close_block(e);
+    close_block(e);
+    char idx[64];
+    snprintf(idx, sizeof idx, "oh * %lld + ow", OW);
+    store(e, nd, k, "yo", "oc", idx);
+    close_block(e);
+    close_block(e);
+    close_block(e);
+    close_block(e);
+}
+
+static void offsets(const int64_t *bshape, int nb, const tether_ir_tensor *t, int64_t mat,
+                    int64_t *out, int64_t count) {
+    int tb = t->ndim - 2;
+    for (int64_t f = 0; f < count; f++) {
+        int64_t rem = f, off = 0, stride = mat, idx[TETHER_IR_MAX_NDIM];
+        for (int d = nb - 1; d >= 0; d--) {
+            idx[d] = rem % bshape[d];
+            rem /= bshape[d];
+        }
+        for (int d = tb - 1; d >= 0; d--) {
+            off += (t->shape[d] == 1 ? 0 : idx[nb - tb + d]) * stride;
+            stride *= t->shape[d];
+        }
+        out[f] = off;
+    }
+}
+
+static void table(em *e, const char *name, const int64_t *v, int64_t n) {
+    line(e, "static const int32_t %s[%lld] = {", name, (long long)n);
+    e->depth++;
+    for (int64_t f = 0; f < n; f++) {
+        line(e, "%lld,", (long long)v[f]);
+    }
+    e->depth--;
+    line(e, "};");
+}
+
+static void k_qmatmul(em *e, const tether_ir_node *nd, const kargs *k) {
+    tether_ir_tensor av, bv, yv;
+    tether__ir_matmul_view(e->g, nd, &av, &bv, &yv);
+    int nb = yv.ndim - 2;
+    long long M = yv.shape[nb], N = yv.shape[nb + 1], K = av.shape[av.ndim - 1];
+    int64_t batch = 1;
+    for (int i = 0; i < nb; i++) {
+        batch *= yv.shape[i];
+    }
+    if (batch > 1) {
+        int64_t *o = malloc(sizeof(int64_t) * (size_t)batch * 2);
+        if (!o) {
+            e->s.failed = 1;
+            return;
+        }
+        offsets(yv.shape, nb, &av, M * K, o, batch);
+        offsets(yv.shape, nb, &bv, K * N, o + batch, batch);
+        table(e, "aoff", o, batch);
+        table(e, "boff", o + batch, batch);
+        free(o);
+    }
+    char az[96], bz[96], bias[96];
+    pexpr(e, nd, k, 3, "i", az, sizeof az);
+    pexpr(e, nd, k, 4, "j", bz, sizeof bz);
+    pexpr(e, nd, k, 2, "j", bias, sizeof bias);
+    loop(e, "bt", batch);
+    line(e, "const %s *restrict ab = %s + %s;", ctype(e, nd->inputs[0]), k->in[0],
+         batch > 1 ? "aoff[bt]" : "0");
+    line(e, "const %s *restrict bb = %s + %s;", ctype(e, nd->inputs[1]), k->in[1],
+         batch > 1 ? "boff[bt]" : "0");
+    loop(e, "i", M);
+    line(e, "const int32_t az = %s;", az);
+    line(e, "const %s *restrict ar = ab + i * %lld;", ctype(e, nd->inputs[0]), K);
+    loop(e, "j", N);
+    line(e, "const int32_t bz = %s;", bz);
+    line(e, "int32_t acc = %s;", bias);
+    loop(e, "kk", K);
+    line(e, "acc += ((int32_t)ar[kk] - az) * ((int32_t)bb[kk * %lld + j] - bz);", N);
+    close_block(e);
+    char idx[96];
+    snprintf(idx, sizeof idx, "(bt * %lld + i) * %lld + j", M, N);
+    store(e, nd, k, k->out, "j", idx);
+    close_block(e);
+    close_block(e);
+    close_block(e);
+}
+
+/* quantize / dequantize: per tensor, or per channel along axis */
+static void k_qdq(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_tensor *x = T(e, nd->inputs[0]), *s = T(e, nd->inputs[1]),
+                           *y = T(e, nd->outputs[0]);
+    long long total = (long long)tether_ir_tensor_elements(y), ch = 1, inner = 1;
+    if (tether_ir_tensor_elements(s) > 1) {
+        int ax = tether__ir_norm_axis(nd->attrs.axis, x->ndim);
+        ch = x->shape[ax];
+        for (int d = ax + 1; d < x->ndim; d++) {
+            inner *= x->shape[d];
+        }
+    }
+    char zp[96];
+    pexpr(e, nd, k, 2, "c", zp, sizeof zp);
+    loop(e, "f", total);
+    if (ch > 1) {
+        line(e, "const int c = (int)((f / %lld) %% %lld);", inner, ch);
+    } else {
+        line(e, "const int c = 0;");
+    }
+    if (nd->op == TETHER_OP_DEQUANTIZE) {
+        line(e, "%s[f] = (float)((int64_t)%s[f] - %s) * %s[c];", k->out, k->in[0], zp, k->in[1]);
+    } else {
+        long long lo, hi;
+        int64_t l = 0, h = 0;
+        tether__quant_range(y->dtype, &l, &h);
+        lo = (long long)l;
+        hi = (long long)h;
+        line(e, "const float q = %s[f] / %s[c];", k->in[0], k->in[1]);
+        line(e, "const int32_t v = q != q ? %s : tgq_rne(q) + %s;", zp, zp);
+        line(e, "%s[f] = (%s)(v < %lld ? %lld : v > %lld ? %lld : v);", k->out,
+             tether__c_type(y->dtype), lo, lo, hi, hi);
+    }
+    close_block(e);
+}
+
+void tether__c_quant_body(em *e, const tether_ir_node *nd, const kargs *k) {
+    if (nd->op == TETHER_OP_QCONV) {
+        k_qconv(e, nd, k);
+    } else if (nd->op == TETHER_OP_QMATMUL) {
+        k_qmatmul(e, nd, k);
+    } else {
+        k_qdq(e, nd, k);
+    }
+}
