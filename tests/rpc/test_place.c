@@ -116,8 +116,8 @@ static void test_timeout_mid_reply(void **state) {
     assert_int_equal(tether_rpc_client_init(&c, &t, 0, 0), 0);
     c.copy_from_into = dst;
     /* the reply stalls after FIRST_PART of its data, which went straight into dst */
-    assert_int_equal(tether_rpc_client_pipeline(&c, DATA_BYTES, DATA_BYTES, 1, 300,
-                                                make_copy_from, take_fails, NULL),
+    assert_int_equal(tether_rpc_client_pipeline(&c, DATA_BYTES, DATA_BYTES, 1, 300, make_copy_from,
+                                                take_fails, NULL),
                      TETHER_ERR_TIMEOUT);
     assert_null(c.copy_from_into);
     assert_null(t.place); /* the pipeline's placement is gone with it */
