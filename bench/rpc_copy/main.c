@@ -3,12 +3,16 @@
  * measured in the same run.
  *
  *   raw        a TCP loopback stream (TCP_NODELAY) of the same bytes in 1 MiB writes, read by a
- *              thread into a 1 MiB buffer: the most the kernel moves
+ *              thread into a 1 MiB buffer: the most the kernel moves (the baseline of every ratio)
+ *   raw array  the same read into a buffer as large as the transfer (what a copy into an array
+ *              must do: its memory is not all in the cache)
  *   copy to    tether_session_copy_to of a 64 MiB uint8 array on a tetherd started here
  *   copy from  tether_session_copy_from of it back
  *
- * Prints GB/s (median of the rounds) and the ratio to raw. Usage: bench_rpc_copy [MiB] [rounds]
- * (TETHERD overrides the tetherd path).
+ * Prints GB/s (median of the rounds) and the ratio to raw, and the CPU time both ends spent per
+ * GB (bench/cpu_time.h: on a shared machine the wall time also holds the waits for a core)
+ * with raw's divided by it. Usage: bench_rpc_copy [MiB] [rounds] (TETHERD overrides the tetherd
+ * path).
  *
  * bench_rpc_copy --device URL [KiB] [rounds] [--baud B]: a device already running (a UART
  * board, tetherd behind a paced pty relay): copies KiB (default 64) to it and back with the
@@ -31,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../cpu_time.h"
 #include "tether/crt.h"
 #include "tether/host.h"
 
@@ -45,14 +50,15 @@ static double now(void) {
 typedef struct sink_args {
     int fd;
     size_t total;
+    uint8_t *into; /* NULL: a 1 MiB buffer read into again and again */
 } sink_args;
 
 static void *sink(void *p) {
     sink_args *a = p;
     size_t cap = 1 << 20, got = 0;
-    char *b = malloc(cap);
+    char *b = a->into ? NULL : malloc(cap);
     while (got < a->total) {
-        ssize_t r = read(a->fd, b, cap);
+        ssize_t r = a->into ? read(a->fd, a->into + got, a->total - got) : read(a->fd, b, cap);
         if (r <= 0) {
             break;
         }
@@ -67,8 +73,9 @@ static void *sink(void *p) {
     return NULL;
 }
 
-/* Seconds to stream `bytes` through a loopback socket (until the reader has them all). */
-static double raw_stream(const uint8_t *data, size_t bytes) {
+/* Seconds to stream `bytes` through a loopback socket (until the reader has them all, in a
+ * 1 MiB buffer or, with into, in an array of their size); *cpu = CPU seconds of both ends. */
+static double raw_stream(const uint8_t *data, size_t bytes, uint8_t *into, double *cpu) {
     int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     struct sockaddr_in a = {0};
     a.sin_family = AF_INET;
@@ -86,8 +93,9 @@ static double raw_stream(const uint8_t *data, size_t bytes) {
     close(ls);
     setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    sink_args sa = {s, bytes};
+    sink_args sa = {s, bytes, into};
     pthread_t th;
+    uint64_t c0 = bench_self_cpu_ns();
     double t0 = now();
     pthread_create(&th, NULL, sink, &sa);
     size_t off = 0;
@@ -105,6 +113,7 @@ static double raw_stream(const uint8_t *data, size_t bytes) {
     }
     double t = now() - t0;
     pthread_join(th, NULL);
+    *cpu = (double)(bench_self_cpu_ns() - c0) * 1e-9;
     close(c);
     close(s);
     return sa.total == bytes ? t : -1;
@@ -256,40 +265,59 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_rpc_copy: %s\n", tether_last_error());
         goto out;
     }
-    double *raw = calloc((size_t)rounds, sizeof(double));
-    double *to = calloc((size_t)rounds, sizeof(double));
-    double *from = calloc((size_t)rounds, sizeof(double));
+    enum { RAW, RAWA, TO, FROM, KINDS };
+    static const char *label[KINDS] = {"raw socket stream", "raw stream into an array",
+                                       "tetherd COPY_TO", "tetherd COPY_FROM"};
+    double *wall[KINDS], *cpu[KINDS];
+    for (int k = 0; k < KINDS; k++) {
+        wall[k] = calloc((size_t)rounds, sizeof(double));
+        cpu[k] = calloc((size_t)rounds, sizeof(double));
+    }
+    uint8_t *sinkbuf = malloc(bytes);
+    double c;
     /* warm-up: one of each */
-    if (raw_stream(data, bytes) < 0 || tether_session_copy_to(s, h, 0, data, bytes) ||
+    if (!sinkbuf || raw_stream(data, bytes, NULL, &c) < 0 ||
+        raw_stream(data, bytes, sinkbuf, &c) < 0 || tether_session_copy_to(s, h, 0, data, bytes) ||
         tether_session_copy_from(s, h, 0, back, bytes)) {
         fprintf(stderr, "bench_rpc_copy: %s\n", tether_last_error());
         goto out;
     }
-    for (int r = 0; r < rounds; r++) { /* interleaved, so drift hits all three alike */
-        raw[r] = raw_stream(data, bytes);
+    for (int r = 0; r < rounds; r++) { /* interleaved, so drift hits all four alike */
+        wall[RAW][r] = raw_stream(data, bytes, NULL, &cpu[RAW][r]);
+        wall[RAWA][r] = raw_stream(data, bytes, sinkbuf, &cpu[RAWA][r]);
+        uint64_t c0 = bench_self_cpu_ns() + bench_tree_cpu_ns(pid, NULL);
         double t0 = now();
         int rc = tether_session_copy_to(s, h, 0, data, bytes);
-        to[r] = now() - t0;
+        wall[TO][r] = now() - t0;
+        uint64_t c1 = bench_self_cpu_ns() + bench_tree_cpu_ns(pid, NULL);
+        cpu[TO][r] = (double)(c1 - c0) * 1e-9;
         memset(back, 0, bytes);
+        c0 = bench_self_cpu_ns() + bench_tree_cpu_ns(pid, NULL);
         t0 = now();
         rc = rc ? rc : tether_session_copy_from(s, h, 0, back, bytes);
-        from[r] = now() - t0;
-        if (rc || raw[r] < 0 || memcmp(back, data, bytes) != 0) {
+        wall[FROM][r] = now() - t0;
+        c1 = bench_self_cpu_ns() + bench_tree_cpu_ns(pid, NULL);
+        cpu[FROM][r] = (double)(c1 - c0) * 1e-9;
+        if (rc || wall[RAW][r] < 0 || wall[RAWA][r] < 0 || memcmp(back, data, bytes) != 0) {
             fprintf(stderr, "bench_rpc_copy: round %d: %s\n", r,
                     rc ? tether_last_error() : "the bytes came back different");
             goto out;
         }
     }
-    qsort(raw, (size_t)rounds, sizeof(double), cmp_double);
-    qsort(to, (size_t)rounds, sizeof(double), cmp_double);
-    qsort(from, (size_t)rounds, sizeof(double), cmp_double);
-    double m_raw = raw[rounds / 2], m_to = to[rounds / 2], m_from = from[rounds / 2];
+    double mw[KINDS], mc[KINDS];
+    for (int k = 0; k < KINDS; k++) {
+        qsort(wall[k], (size_t)rounds, sizeof(double), cmp_double);
+        qsort(cpu[k], (size_t)rounds, sizeof(double), cmp_double);
+        mw[k] = wall[k][rounds / 2];
+        mc[k] = cpu[k][rounds / 2];
+    }
     printf("%zu MiB per transfer, median of %d rounds, TCP loopback\n", mib, rounds);
-    printf("raw socket stream          %7.2f GB/s   1.00x\n", (double)bytes / m_raw / 1e9);
-    printf("tetherd COPY_TO            %7.2f GB/s  %5.2fx\n", (double)bytes / m_to / 1e9,
-           m_raw / m_to);
-    printf("tetherd COPY_FROM          %7.2f GB/s  %5.2fx\n", (double)bytes / m_from / 1e9,
-           m_raw / m_from);
+    printf("%-26s %9s %6s %14s %6s\n", "", "wall", "ratio", "CPU (both)", "ratio");
+    for (int k = 0; k < KINDS; k++) {
+        double gb = (double)bytes / 1e9;
+        printf("%-26s %4.2f GB/s %5.2fx %9.3f s/GB %5.2fx\n", label[k], gb / mw[k], mw[RAW] / mw[k],
+               mc[k] / gb, mc[k] > 0 ? mc[RAW] / mc[k] : 0.0);
+    }
     status = 0;
 out:
     tether_session_close(s);

@@ -211,7 +211,9 @@ void tetherd_guard_install(tether_posix_call_stack *stack) {
  * answers the call itself: no timer here, so no system call on the way in or out). */
 void tetherd_call_begin(session *s, uint32_t id, const char *name, uint32_t timeout_ms) {
     g_call_id = id;
-    snprintf(g_func_name, sizeof g_func_name, "%s", name);
+    size_t n = strnlen(name, sizeof g_func_name - 1); /* no printf on the way to every call */
+    memcpy(g_func_name, name, n);
+    g_func_name[n] = 0;
     g_fd_write = s->t->fd_write;
     g_kind = s->t->kind;
     if (g_watch) {

@@ -114,7 +114,7 @@ static int on_auth(void *ctx, tether_rpc_bytes mac) {
 static int op_decode(void *ctx, const uint8_t *buf, size_t len, tether_rpc_msg *out) {
     session *s = ctx;
     int rc = tether_rpc_tiny_decode_seq(buf, len, out, &s->seq);
-    if (rc == 0) {
+    if (rc == 0 && s->cfg->verbose >= 1) {
         tetherd_log(s->cfg, 1, s->peer, "request %s id %u", tether_rpc_type_name(out->type),
                     (unsigned)out->id);
     }

@@ -63,7 +63,9 @@ static int bulk_take(void *ctx, uint64_t off, size_t n, const tether_rpc_msg *re
             return tether_set_error(TETHER_ERR_PROTOCOL, "COPY_FROM: asked %zu bytes, got %u", n,
                                     (unsigned)rep->u.copy_from_rep.data.len);
         }
-        memcpy(b->dst + off, rep->u.copy_from_rep.data.ptr, n);
+        if (rep->u.copy_from_rep.data.ptr != b->dst + off) { /* else read straight there */
+            memcpy(b->dst + off, rep->u.copy_from_rep.data.ptr, n);
+        }
     } else if (b->type == TETHER_RPC_UPLOAD_CHUNK) {
         b->complete = rep->u.upload_chunk_rep.complete;
     }
@@ -106,6 +108,9 @@ static int bulk_run(tether_session *s, bulk *b, uint32_t window) {
     if (w > window) {
         w = window;
     }
+    /* COPY_FROM replies' data straight into the caller's memory (a stream's transport reads
+     * it there, not through its frame buffer) */
+    s->c.copy_from_into = b->type == TETHER_RPC_COPY_FROM ? b->dst : NULL;
     return tether__session_after_request(s, tether_rpc_client_pipeline(&s->c, b->len, s->chunk, w,
                                                                        s->timeout_ms, bulk_make,
                                                                        bulk_take, b));

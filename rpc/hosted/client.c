@@ -21,6 +21,7 @@
 
 #include "tether/crt/error.h"
 #include "tether/rpc/codec.h"
+#include "tether/rpc/mp.h"
 #include "tether/rpc/transport.h"
 #include "transport_internal.h"
 
@@ -425,12 +426,91 @@ static int pipe_send(tether_rpc_client *c, pipe_slot *slots, uint32_t first, uin
     return TETHER_OK;
 }
 
+/* The requests in flight, oldest first, and where COPY_FROM replies' data goes (NULL = the
+ * frame buffer). */
+typedef struct pipe_ring {
+    pipe_slot slots[PIPE_MAX];
+    uint32_t first, count;
+    uint8_t *into;
+} pipe_ring;
+
+/* t->place during a pipeline with copy_from_into: a large COPY_FROM reply ([type, id, bin]) to
+ * a request in flight, of the length asked, has its data read straight into the caller's
+ * memory at that request's offset. */
+static bool pipe_place(void *ctx, const uint8_t *head, size_t head_len, size_t frame_len,
+                       uint8_t **dst, size_t *data_off) {
+    const pipe_ring *r = ctx;
+    tether_mp_reader rd;
+    tether_mp_reader_init(&rd, head, head_len);
+    uint32_t n;
+    uint64_t type, id;
+    if (tether_mp_read_array(&rd, &n) != TETHER_OK || n != 3 ||
+        tether_mp_read_uint(&rd, &type) != TETHER_OK ||
+        type != (TETHER_RPC_COPY_FROM | TETHER_RPC_REPLY) ||
+        tether_mp_read_uint(&rd, &id) != TETHER_OK || rd.pos >= head_len) {
+        return false;
+    }
+    size_t p = rd.pos, hn;
+    uint64_t len;
+    if (head[p] == 0xc5 && p + 3 <= head_len) {
+        len = (uint64_t)head[p + 1] << 8 | head[p + 2];
+        hn = 3;
+    } else if (head[p] == 0xc6 && p + 5 <= head_len) {
+        len = (uint64_t)head[p + 1] << 24 | (uint64_t)head[p + 2] << 16 |
+              (uint64_t)head[p + 3] << 8 | head[p + 4];
+        hn = 5;
+    } else {
+        return false; /* 0xc4 holds at most 255 bytes: never a placed frame */
+    }
+    if (p + hn + len != frame_len) {
+        return false;
+    }
+    for (uint32_t k = 0; k < r->count; k++) {
+        const pipe_slot *q = &r->slots[(r->first + k) % PIPE_MAX];
+        if (q->id == id && q->type == TETHER_RPC_COPY_FROM && q->len == len) {
+            *dst = r->into + q->offset;
+            *data_off = p + hn;
+            return true;
+        }
+    }
+    return false;
+}
+
+static int pipeline_run(tether_rpc_client *c, pipe_ring *ring, uint64_t total, size_t max_chunk,
+                        uint32_t window, int timeout_ms, tether_rpc_make_fn make,
+                        tether_rpc_take_fn take, void *ctx);
+
 int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_chunk,
                                uint32_t window, int timeout_ms, tether_rpc_make_fn make,
                                tether_rpc_take_fn take, void *ctx) {
+    pipe_ring ring;
+    ring.first = ring.count = 0;
+    ring.into = c ? c->copy_from_into : NULL;
+    if (c) {
+        c->copy_from_into = NULL;
+    }
     if (!c || !c->t || !make || !take || max_chunk == 0) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "rpc pipeline: bad argument");
     }
+    tether_transport *t = c->t;
+    bool (*place)(void *, const uint8_t *, size_t, size_t, uint8_t **, size_t *) = t->place;
+    void *place_ctx = t->place_ctx;
+    if (ring.into && t->kind != TETHER_TRANSPORT_UART) {
+        t->place = pipe_place;
+        t->place_ctx = &ring;
+    }
+    int rc = pipeline_run(c, &ring, total, max_chunk, window, timeout_ms, make, take, ctx);
+    /* a reply cut off by an error or a timeout finishes in the frame buffer, never in the
+     * caller's memory after this returns */
+    tether__transport_unplace(t);
+    t->place = place;
+    t->place_ctx = place_ctx;
+    return rc;
+}
+
+static int pipeline_run(tether_rpc_client *c, pipe_ring *ring, uint64_t total, size_t max_chunk,
+                        uint32_t window, int timeout_ms, tether_rpc_make_fn make,
+                        tether_rpc_take_fn take, void *ctx) {
     if (window < 1) {
         window = 1;
     }
@@ -438,8 +518,8 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
         window = PIPE_MAX;
     }
     bool arq = c->t->report_damage;
-    pipe_slot slots[PIPE_MAX];
-    uint32_t first = 0, count = 0; /* ring of the requests in flight, oldest first */
+    pipe_slot *slots = ring->slots;
+    ring->first = ring->count = 0; /* the requests in flight, oldest first */
     uint64_t next = 0;             /* the next byte a request is made for */
     bool made_empty = false;       /* total 0: its one request was made */
     const char *name = "request";
@@ -461,7 +541,7 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
             }
             cap = (uint32_t)c->win_now;
         }
-        while (count < cap && (next < total || (total == 0 && !made_empty))) {
+        while (ring->count < cap && (next < total || (total == 0 && !made_empty))) {
             size_t n = tether_rpc_client_chunk(c, max_chunk);
             if (n > total - next) {
                 n = (size_t)(total - next);
@@ -476,7 +556,7 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
                 c->next_id = 1;
             }
             name = tether_rpc_type_name(req.type) ? tether_rpc_type_name(req.type) : name;
-            pipe_slot *p = &slots[(first + count) % PIPE_MAX];
+            pipe_slot *p = &slots[(ring->first + ring->count) % PIPE_MAX];
             memset(p, 0, sizeof *p);
             p->id = req.id;
             p->type = req.type;
@@ -487,18 +567,18 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
             if (rc) {
                 return rc;
             }
-            rc = pipe_send(c, slots, first, count + 1, p, timeout_ms, name);
+            rc = pipe_send(c, slots, ring->first, ring->count + 1, p, timeout_ms, name);
             if (rc) {
                 return rc;
             }
-            count++;
+            ring->count++;
             next += n;
             made_empty = total == 0;
         }
-        if (count == 0) {
+        if (ring->count == 0) {
             return TETHER_OK;
         }
-        pipe_slot *old = &slots[first];
+        pipe_slot *old = &slots[ring->first];
         int64_t now = tether__rpc_now_ms();
         int64_t deadline = limit < 0 ? -1 : wait_from + limit;
         int64_t until = deadline;
@@ -557,8 +637,8 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
             if (id != old->id) {
                 /* a later request answered first: the oldest's reply was lost (go back) */
                 bool later = false;
-                for (uint32_t k = 1; k < count; k++) {
-                    later |= slots[(first + k) % PIPE_MAX].id == id;
+                for (uint32_t k = 1; k < ring->count; k++) {
+                    later |= slots[(ring->first + k) % PIPE_MAX].id == id;
                 }
                 if (id == 0 && type == TETHER_RPC_ERROR &&
                     tether_rpc_msgpack_decode(msg, mlen, &rep) == 0) {
@@ -583,6 +663,11 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
                     return tether_set_error(TETHER_ERR_PROTOCOL, "%s got a %s", name,
                                             tether_rpc_type_name(rep.type));
                 }
+                if (c->t->placed && rep.type == (TETHER_RPC_COPY_FROM | TETHER_RPC_REPLY) &&
+                    rep.u.copy_from_rep.data.ptr == msg + c->t->placed_off) {
+                    /* its data was read straight into the caller's memory (pipe_place) */
+                    rep.u.copy_from_rep.data.ptr = c->t->placed;
+                }
                 if (arq) {
                     learn(c, TETHER_RPC_COPY_TO, old->attempts, now - old->sent_at,
                           old->head_len + old->tail_len, mlen, old->ahead);
@@ -594,8 +679,8 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
                 if (rc) {
                     return rc;
                 }
-                first = (first + 1) % PIPE_MAX;
-                count--;
+                ring->first = (ring->first + 1) % PIPE_MAX;
+                ring->count--;
                 wait_from = tether__rpc_now_ms();
                 continue;
             }
@@ -614,7 +699,7 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
                         (unsigned)old->id, (unsigned)old->attempts);
             }
             next = old->offset;
-            count = 0;
+            ring->count = 0;
             c->chunk_now = 0;
             continue;
         }
@@ -622,14 +707,14 @@ int tether_rpc_client_pipeline(tether_rpc_client *c, uint64_t total, size_t max_
          * answers what it already ran without running it again) */
         if (trace()) {
             fprintf(stderr, "tether link: %s id %u: resend #%u of %u in flight after %s\n", name,
-                    (unsigned)old->id, (unsigned)old->attempts, (unsigned)count,
+                    (unsigned)old->id, (unsigned)old->attempts, (unsigned)ring->count,
                     rc == TETHER_ERR_TIMEOUT     ? "no answer"
                     : rc == TETHER_TRANSPORT_NAK ? "a NAK"
                                                  : "a damaged or lost frame");
         }
-        for (uint32_t k = 0; k < count; k++) {
-            rc =
-                pipe_send(c, slots, first, k + 1, &slots[(first + k) % PIPE_MAX], timeout_ms, name);
+        for (uint32_t k = 0; k < ring->count; k++) {
+            rc = pipe_send(c, slots, ring->first, k + 1, &slots[(ring->first + k) % PIPE_MAX],
+                           timeout_ms, name);
             if (rc) {
                 return rc;
             }

@@ -399,8 +399,21 @@ static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int ti
                 }
                 continue;
             }
-            got = tether_stream_unframer_push(su, im->rd + im->rd_pos, im->rd_len - im->rd_pos,
-                                              &used, msg, len);
+            size_t avail = im->rd_len - im->rd_pos;
+            if (t->place && !im->place_asked) {
+                /* a frame's header alone, then of a large frame only its head: t->place is asked
+                 * about it before the rest leaves the read-ahead buffer, so that placed data is
+                 * copied once (to where it belongs), not through the frame buffer */
+                size_t cap = su->hdr_have < TETHER_STREAM_HEADER_BYTES
+                                 ? TETHER_STREAM_HEADER_BYTES - su->hdr_have
+                             : su->need < DIRECT_MIN ? avail
+                             : su->have < PLACE_HEAD ? PLACE_HEAD - su->have
+                                                     : 0;
+                if (avail > cap) {
+                    avail = cap;
+                }
+            }
+            got = tether_stream_unframer_push(su, im->rd + im->rd_pos, avail, &used, msg, len);
             im->rd_pos += used;
             if (got < 0) {
                 return got;
@@ -427,11 +440,14 @@ static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int ti
                 im->place_off = off;
             }
         }
+        if (im->rd_pos < im->rd_len) {
+            continue; /* the rest of the read-ahead buffer first */
+        }
         /* the rest of a large stream frame goes straight into where it belongs (the frame
          * buffer, or the placed destination): no copy through the read-ahead buffer; anything
          * else through the read-ahead buffer */
         bool direct = !im->uart && su->hdr_have == TETHER_STREAM_HEADER_BYTES &&
-                      su->need - su->have >= DIRECT_MIN;
+                      su->need - su->have >= DIRECT_MIN && (!t->place || im->place_asked);
         uint8_t *dst = !direct         ? im->rd
                        : im->place_dst ? im->place_dst + (su->have - im->place_off)
                                        : su->buf + su->have;
@@ -468,6 +484,19 @@ static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int ti
         }
         im->rd_len = (size_t)n;
         im->rd_pos = 0;
+    }
+}
+
+void tether__transport_unplace(tether_transport *t) {
+    if (!t || !t->ops || t->ops->recv != fd_recv || !t->impl) {
+        return;
+    }
+    fd_impl *im = t->impl;
+    t->placed = NULL;
+    if (im->place_dst) { /* what was placed so far joins the frame buffer; the rest follows */
+        tether_stream_unframer *su = &im->stream;
+        memcpy(su->buf + im->place_off, im->place_dst, su->have - im->place_off);
+        im->place_dst = NULL;
     }
 }
 

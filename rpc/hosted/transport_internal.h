@@ -11,6 +11,10 @@
 struct tether_transport_ops;
 extern const struct tether_transport_ops tether__rpc_fd_ops;
 
+/* A stream frame being read into t->place's destination goes on into the frame buffer, with
+ * the bytes placed so far (the destination may go away once its owner returns). */
+struct tether_transport;
+void tether__transport_unplace(struct tether_transport *t);
 /* Monotonic milliseconds. */
 int64_t tether__rpc_now_ms(void);
 /* poll() one fd until the absolute deadline (-1 = none). */

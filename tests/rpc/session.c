@@ -75,6 +75,26 @@ static int pipe_take(void *ctx, uint64_t offset, size_t len, const tether_rpc_ms
     return 0;
 }
 
+/* A COPY_FROM pipeline with copy_from_into: every reply's data lands in the caller's memory;
+ * counts the replies whose data was read straight there (take gets it pointing there). */
+typedef struct into_ctx {
+    pipe_ctx p; /* first: pipe_make makes its requests */
+    uint8_t *into;
+    uint32_t placed, taken;
+} into_ctx;
+
+static int into_take(void *ctx, uint64_t offset, size_t len, const tether_rpc_msg *rep) {
+    into_ctx *p = ctx;
+    p->taken++;
+    assert_int_equal(rep->u.copy_from_rep.data.len, len);
+    if (rep->u.copy_from_rep.data.ptr == p->into + offset) {
+        p->placed++;
+    } else {
+        memcpy(p->into + offset, rep->u.copy_from_rep.data.ptr, len);
+    }
+    return 0;
+}
+
 static void pipelined_copy(tether_rpc_client *c, uint32_t peer_frame, size_t bytes) {
     uint8_t *src = malloc(bytes), *back = calloc(1, bytes);
     for (size_t i = 0; i < bytes; i++) {
@@ -96,6 +116,24 @@ static void pipelined_copy(tether_rpc_client *c, uint32_t peer_frame, size_t byt
         fail_msg("pipelined COPY_FROM: %s", tether_last_error());
     }
     assert_int_equal(q.made_at_first_take, chunks < 8 ? chunks : 8);
+    assert_memory_equal(back, src, bytes);
+    /* COPY_FROM straight into the caller's memory: on a stream every reply of 16 KiB or more
+     * is read there (none through the frame buffer), on a serial line none is */
+    memset(back, 0, bytes);
+    into_ctx in = {.p = {.buf = back, .type = TETHER_RPC_COPY_FROM}, .into = back};
+    c->copy_from_into = back;
+    if (tether_rpc_client_pipeline(c, bytes, chunk, 4, 5000, pipe_make, into_take, &in) != 0) {
+        fail_msg("COPY_FROM into the caller's memory: %s", tether_last_error());
+    }
+    assert_null(c->copy_from_into); /* this pipeline's alone */
+    assert_int_equal(in.taken, chunks);
+    size_t large = bytes / chunk + (bytes % chunk >= 16384 ? 1 : 0); /* replies >= 16 KiB */
+    if (c->t->kind == TETHER_TRANSPORT_UART || chunk < 16384) {
+        assert_int_equal(in.placed, 0);
+    } else {
+        assert_int_equal(in.placed, large);
+    }
+    assert_null(c->t->placed);
     assert_memory_equal(back, src, bytes);
     /* total 0 is one request of length 0 */
     pipe_ctx z = {.buf = src, .type = TETHER_RPC_COPY_TO};

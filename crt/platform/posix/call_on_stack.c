@@ -203,9 +203,14 @@ int tether_posix_call_stack_init(tether_posix_call_stack *cs, void *base, size_t
     return check_stack(base, size);
 }
 
+/* The page size, asked of the system once (sysconf is a libc call on every call otherwise). */
 static size_t page_size(void) {
-    long p = sysconf(_SC_PAGESIZE);
-    return p > 0 ? (size_t)p : 4096u;
+    static size_t cached;
+    if (cached == 0) {
+        long p = sysconf(_SC_PAGESIZE);
+        cached = p > 0 ? (size_t)p : 4096u;
+    }
+    return cached;
 }
 
 int tether_posix_call_stack_guard(tether_posix_call_stack *cs, bool on) {

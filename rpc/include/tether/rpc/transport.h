@@ -228,6 +228,11 @@ typedef struct tether_rpc_client {
                                window that got through (0 = not started) */
     const uint8_t *tail;    /* the request in flight: tx holds its head, this its bulk data */
     size_t tail_len;
+    uint8_t *copy_from_into; /* the next tether_rpc_client_pipeline of COPY_FROM requests on a
+                                stream reads each reply's data straight to copy_from_into +
+                                offset (the caller's memory for [0, total)): take gets the
+                                reply's data pointing there; cleared by the pipeline (NULL =
+                                replies are read into the frame buffer) */
 } tether_rpc_client;
 
 /* tether_rpc_client_request gave up a chunk request (resize_above): send its data again in
