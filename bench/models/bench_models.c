@@ -466,11 +466,14 @@ int main(int argc, char **argv) {
     mkdir(dir, 0755);
     const char *cpu = bench_host_cpu();
     int have_ort = ort_dir != NULL;
-    printf("== model zoo: tether (unpacked, -O3, --mcpu %s, blocked kernels) vs ONNX Runtime "
-           "(onnxruntime-node, 1 thread)\n   median of %d rounds of >= 50 ms each, same input; "
-           "ORT ms excludes the Node binding's per-call cost\n   (the median per-round difference "
-           "to an Identity model of the same input, interleaved)\n\n",
-           cpu, ROUNDS);
+    if (!getenv("TETHER_ZOO_ONNX_ONLY")) {
+        printf(
+            "== model zoo: tether (unpacked, -O3, --mcpu %s, blocked kernels) vs ONNX Runtime "
+            "(onnxruntime-node, 1 thread)\n   median of %d rounds of >= 50 ms each, same input; "
+            "ORT ms excludes the Node binding's per-call cost\n   (the median per-round difference "
+            "to an Identity model of the same input, interleaved)\n\n",
+            cpu, ROUNDS);
+    }
     double log_sum = 0, log_tuned = 0, log_gain = 0;
     int nratio = 0, ntuned = 0;
     static net m;
@@ -494,6 +497,14 @@ int main(int argc, char **argv) {
         snprintf(art, sizeof art, "%s/%s.art", dir, md->name);
         start(&m, md);
         finish(&m, builders[i](&m), onnx);
+        if (getenv("TETHER_ZOO_ONNX_ONLY")) { /* bench/gpu.sh --prepare: the files, no timing */
+            printf("%s", md->name);
+            for (int d = 0; d < md->ndim; d++) {
+                printf(" %lld", (long long)md->in[d]);
+            }
+            printf("\n");
+            continue;
+        }
         tether_ir_graph g;
         if (tether_onnx_load(onnx, NULL, &g) != 0) {
             fprintf(stderr, "%s: %s\n", md->name, tether_error_detail());

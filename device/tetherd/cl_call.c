@@ -145,6 +145,8 @@ typedef struct seq_job {
     uint64_t cum[TETHER_RPC_MAX_SEQ_STEPS];     /* step times summed over all runs */
     uint64_t mark[2][TETHER_RPC_MAX_SEQ_STEPS]; /* cum at the last two clock reads */
     double *per;                                /* TIME_SEQ: [step][repeat] mean seconds */
+    double wall[TETHER_RPC_MAX_REPEAT];         /* TIME_SEQ: per repeat, mean wall seconds */
+    uint64_t wall_cum, wall_mark[2];            /* wall ns summed over all runs; at clock reads */
     uint32_t repeat;
     uint64_t gpu_ns; /* sum of all runs' step times (the TIME_SEQ clock) */
     int failed_step; /* -1 = none */
@@ -156,6 +158,7 @@ static int32_t seq_run(void *p) {
     seq_job *j = p;
     int rc = 0;
     uint32_t k = 0;
+    uint64_t t0 = tetherd_now_ns(); /* the wall clock of one inference: first enqueue .. done */
     for (; k < j->n && !rc; k++) {
         const tether_rpc_seq_step *q = &j->steps[k];
         rc = tetherd_cl_enqueue(j->s->cl, j->st[k].prog, j->st[k].kernel,
@@ -177,6 +180,7 @@ static int32_t seq_run(void *p) {
     if (rc) {
         return rc;
     }
+    j->wall_cum += tetherd_now_ns() - t0;
     for (k = 0; k < j->n; k++) {
         j->cum[k] += j->ns[k];
         j->gpu_ns += j->ns[k];
@@ -188,6 +192,8 @@ static uint64_t seq_now(void *p) {
     seq_job *j = p;
     memcpy(j->mark[0], j->mark[1], sizeof(uint64_t) * j->n);
     memcpy(j->mark[1], j->cum, sizeof(uint64_t) * j->n);
+    j->wall_mark[0] = j->wall_mark[1];
+    j->wall_mark[1] = j->wall_cum;
     return j->gpu_ns;
 }
 
@@ -196,6 +202,9 @@ static void seq_repeat_done(void *p, uint32_t r, uint32_t number) {
     for (uint32_t k = 0; k < j->n; k++) {
         j->per[(size_t)k * j->repeat + r] =
             (double)(j->mark[1][k] - j->mark[0][k]) / 1e9 / (double)number;
+    }
+    if (r < TETHER_RPC_MAX_REPEAT) {
+        j->wall[r] = (double)(j->wall_mark[1] - j->wall_mark[0]) / 1e9 / (double)number;
     }
 }
 
@@ -307,6 +316,10 @@ static int on_seq(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
                 rep->u.time_seq_rep.step_seconds[k] =
                     r % 2 ? v[r / 2] : 0.5 * (v[r / 2 - 1] + v[r / 2]);
             }
+            uint32_t r = q->repeat;
+            qsort(j->wall, r, sizeof(double), cmp_dbl);
+            rep->u.time_seq_rep.wall_seconds =
+                r % 2 ? j->wall[r / 2] : 0.5 * (j->wall[r / 2 - 1] + j->wall[r / 2]);
         }
     } else {
         rc = seq_run(j);

@@ -197,6 +197,11 @@ int tether_cli_report_opencl(run_args *r, int bench, const run_result *q, const 
             }
         }
         printf("time = sum of the kernels' profiled times; first run %.3f us\n", first_us);
+        if (ts->wall_seconds > 0) {
+            printf("wall-clock %.3f us per inference on the device (first enqueue to last "
+                   "completion), launch overhead %.3f us (wall - kernel sum)\n",
+                   ts->wall_seconds * 1e6, (ts->wall_seconds - ts->median) * 1e6);
+        }
         const char **knames = calloc((size_t)nk + 1, sizeof *knames);
         if (!knames) {
             cJSON_Delete(root);
@@ -216,6 +221,14 @@ int tether_cli_report_opencl(run_args *r, int bench, const run_result *q, const 
             return 0;
         }
         cJSON_AddNumberToObject(root, "first_call_us", first_us);
+        if (ts->wall_seconds > 0) {
+            cJSON_AddNumberToObject(root, "wall_us", ts->wall_seconds * 1e6);
+            cJSON_AddNumberToObject(root, "launch_overhead_us",
+                                    (ts->wall_seconds - ts->median) * 1e6);
+        } else {
+            cJSON_AddNullToObject(root, "wall_us");
+            cJSON_AddNullToObject(root, "launch_overhead_us");
+        }
         cJSON_AddNullToObject(root, "stack_hwm_bytes"); /* kernels: no call stack */
         cJSON_AddNumberToObject(root, "min_repeat_ms", r->min_repeat_ms);
         cJSON_AddNumberToObject(root, "cooldown_ms", r->cooldown_ms);

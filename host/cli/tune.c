@@ -69,6 +69,14 @@ static const knob dense_knobs[] = {K(gemv_rows, 1, 8)};
 static const knob matmul_knobs[] = {K(gemm_rows, 1, 8), K(gemm_col_vectors, 1, 4)};
 /* OpenCL: the launch's work-group size, 8 .. 256 */
 static const knob ocl_knobs[] = {{"local_size", offsetof(tether_schedule, local_size), 3, 8, 1}};
+/* OpenCL GPU kernels (docs/codegen.md): dense's split-K factor, conv's GEMM tiles */
+static const knob ocl_dense_knobs[] = {
+    {"local_size", offsetof(tether_schedule, local_size), 3, 8, 1},
+    {"ocl_split_k", offsetof(tether_schedule, ocl_split_k), 1, 8, 1}};
+static const knob ocl_conv_knobs[] = {
+    {"local_size", offsetof(tether_schedule, local_size), 3, 8, 1},
+    {"ocl_tile_m", offsetof(tether_schedule, ocl_tile_m), 4, 6, 1},
+    {"ocl_tile_n", offsetof(tether_schedule, ocl_tile_n), 4, 6, 1}};
 #undef K
 
 static int g_opencl; /* --backend opencl: every kernel's work-group size */
@@ -79,6 +87,12 @@ static int g_opencl; /* --backend opencl: every kernel's work-group size */
  * default build, scalar = an MCU target (no vector kernels). NULL with *n 0: none. */
 static const knob *knobs_of(tether_op op, int depthwise, int blocked, int scalar, int *n) {
     if (g_opencl) {
+        if (op == TETHER_OP_DENSE) {
+            return LIST(ocl_dense_knobs);
+        }
+        if (op == TETHER_OP_CONV2D) {
+            return LIST(ocl_conv_knobs);
+        }
         return LIST(ocl_knobs);
     }
     if (op == TETHER_OP_CONV2D && scalar) {

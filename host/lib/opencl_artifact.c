@@ -910,6 +910,7 @@ int tether__ocl_artifact_time(tether__ocl_artifact *a, uint32_t number, uint32_t
         }
         out->zero_timer |= ts.zero_timer;
         out->number = ts.number > out->number ? ts.number : out->number;
+        out->wall_seconds += ts.wall_seconds; /* each sequence's, without the round trips */
     }
     finish_stats(out, repeat);
     return TETHER_OK;

@@ -387,6 +387,9 @@ int tether_session_time_launch_seq(tether_session *s, const tether_launch_step *
                                 (unsigned)r->num_steps, (unsigned)num_steps);
     }
     rc = time_stats(out, "TIME_SEQ", r->number, r->zero_timer, r->repeat, r->seconds);
+    if (!rc) {
+        out->wall_seconds = r->wall_seconds;
+    }
     if (!rc && step_seconds) {
         memcpy(step_seconds, r->step_seconds, sizeof(double) * num_steps);
     }

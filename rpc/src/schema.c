@@ -50,7 +50,7 @@ static int body_fields(uint32_t type) {
     case TETHER_RPC_LAUNCH_SEQ:
         return reply ? 2 : 1;
     case TETHER_RPC_TIME_SEQ:
-        return reply ? 4 : 5;
+        return reply ? 5 : 5;
     case TETHER_RPC_ERROR & ~TETHER_RPC_REPLY:
         return type == TETHER_RPC_ERROR ? 2 : -1;
     default:
@@ -71,6 +71,9 @@ static int required_fields(uint32_t type) {
     }
     if (type == (TETHER_RPC_UPLOAD | TETHER_RPC_REPLY)) {
         return 1; /* cached optional */
+    }
+    if (type == (TETHER_RPC_TIME_SEQ | TETHER_RPC_REPLY)) {
+        return 4; /* wall_seconds optional */
     }
     return body_fields(type);
 }
@@ -379,6 +382,7 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
         for (uint32_t i = 0; i < m->u.time_seq_rep.num_steps; i++) {
             E_D(m->u.time_seq_rep.step_seconds[i]);
         }
+        E_D(m->u.time_seq_rep.wall_seconds);
         break;
     case TETHER_RPC_LOG:
         E_U(m->u.log.level);
@@ -942,6 +946,7 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
             r->step_seconds[i] = d_double(d, "step_seconds");
         }
         d_leave(d, "step_seconds");
+        r->wall_seconds = present > 4 ? d_double(d, "wall_seconds") : 0.0;
         break;
     }
     case TETHER_RPC_LOG:

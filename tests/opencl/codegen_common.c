@@ -23,6 +23,9 @@ char g_tmp[64];
 static int g_seq;
 bool g_tex_act;
 int64_t g_img_max[2];
+bool g_legacy;
+const tether_node_schedule *g_sched;
+int g_nsched;
 
 int open_local(tether_session **s) {
     static const char *const quiet[] = {"--quiet", NULL};
@@ -52,6 +55,9 @@ void compile_ocl(const tether_ir_graph *g, bool texture, bool passes, char *dir,
     o.opencl.texture_activations = g_tex_act;
     o.opencl.image_max_width = g_img_max[0];
     o.opencl.image_max_height = g_img_max[1];
+    o.opencl.legacy_kernels = g_legacy;
+    o.opencl.node_schedules = g_sched;
+    o.opencl.nnode_schedules = g_nsched;
     o.codegen.prefix = "m";
     if (!passes) {
         memset(&o.passes, 0, sizeof o.passes);

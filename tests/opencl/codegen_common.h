@@ -7,7 +7,8 @@
  * in codegen_common.c.
  *
  * main opens g_s on a local tetherd and makes g_tmp before the tests and closes and removes them
- * after; a test that changes g_run, g_tex_act or g_img_max sets them back before it ends.
+ * after; a test that changes g_run, g_tex_act, g_img_max, g_legacy or g_sched sets them back
+ * before it ends. test_opencl_gpu.c: the GPU kernels (emit_opencl_gpu.c) on awkward shapes.
  */
 #ifndef TETHER_TEST_OPENCL_CODEGEN_COMMON_H
 #define TETHER_TEST_OPENCL_CODEGEN_COMMON_H
@@ -31,6 +32,9 @@ extern char g_fallback[TETHER_ERROR_MSG_MAX]; /* run_ocl: why its artifact ran t
 extern char g_tmp[64];                        /* the tests' directory (the CLI's current one) */
 extern bool g_tex_act;                        /* compile_ocl: --texture-activations */
 extern int64_t g_img_max[2];                  /* compile_ocl: --image-max (0 = none) */
+extern bool g_legacy;                         /* compile_ocl: the legacy (non-GPU) kernels */
+extern const tether_node_schedule *g_sched;   /* compile_ocl: node schedules (NULL = none) */
+extern int g_nsched;
 
 /* A session on a tetherd started over stdio (local:), quiet. */
 int open_local(tether_session **s);
@@ -76,5 +80,8 @@ void test_image_fallback(void **state);
 void test_kws_cli(void **state);
 void test_cli_errors(void **state);
 void test_tune_opencl(void **state);
+void test_gpu_conv(void **state);
+void test_gpu_dense(void **state);
+void test_gpu_schedules(void **state);
 
 #endif

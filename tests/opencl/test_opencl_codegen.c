@@ -97,9 +97,12 @@ void test_conv_weights_buffer_and_texture(void **state) {
         build_conv(&g, &conv_cases[i]);
         check_graph(&g, NULL, false, true);
         check_graph(&g, NULL, true, true);
-        /* buffer weights are packed OIHW4o and read with vload4 */
+        /* the legacy kernels: buffer weights are packed OIHW4o and read with vload4 */
+        g_legacy = true;
+        check_graph(&g, NULL, false, true);
         char bdir[128];
         compile_ocl(&g, false, true, bdir, sizeof bdir);
+        g_legacy = false;
         char bp[400];
         snprintf(bp, sizeof bp, "grep -q 'vload4(ob' '%s/m.cl' && ! grep -q image2d_t '%s/m.cl'",
                  bdir, bdir);
@@ -320,6 +323,9 @@ int main(void) {
         cmocka_unit_test(test_kws_cli),
         cmocka_unit_test(test_cli_errors),
         cmocka_unit_test(test_tune_opencl),
+        cmocka_unit_test(test_gpu_conv),
+        cmocka_unit_test(test_gpu_dense),
+        cmocka_unit_test(test_gpu_schedules),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tether_session_close(g_s);

@@ -193,6 +193,7 @@ void test_cli_errors(void **state) {
         {"s/\"local\":\t\\[64\\]/\"local\":\t[7]/", "is not a multiple of local"},
         {"s/\"kernels\":\t3/\"kernels\":\t1000/", "differs from the 3 steps"},
     };
+    setenv("TETHER_OPENCL_LEGACY", "1", 1); /* the sizes above are the legacy kernels' */
     for (int k = 0; k < 3; k++) {
         assert_int_equal(run_cli(o, sizeof o, "compile '%s' -o dmg --backend opencl --quiet", kws),
                          0);
@@ -204,6 +205,7 @@ void test_cli_errors(void **state) {
             fail_msg("edit %d: %s", k, o);
         }
     }
+    unsetenv("TETHER_OPENCL_LEGACY");
     snprintf(p, sizeof p, "%s/d.npy", g_tmp);
     assert_int_equal(access(p, F_OK), -1);
     /* an OpenCL artifact with a texture image over the limit, through the CLI (compiled for

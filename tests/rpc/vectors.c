@@ -363,6 +363,7 @@ static void time_seq_rep(tether_rpc_msg *m) {
     m->u.time_seq_rep.num_steps = 2;
     m->u.time_seq_rep.step_seconds[0] = 0.125;
     m->u.time_seq_rep.step_seconds[1] = 0.375;
+    m->u.time_seq_rep.wall_seconds = 0.0625;
 }
 
 const rpc_vector rpc_vectors[] = {
@@ -587,7 +588,7 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
     case TETHER_RPC_TIME_SEQ | TETHER_RPC_REPLY: {
         const tether_rpc_time_seq_rep *x = &a->u.time_seq_rep, *y = &b->u.time_seq_rep;
         if (x->number != y->number || x->zero_timer != y->zero_timer || x->repeat != y->repeat ||
-            x->num_steps != y->num_steps) {
+            x->num_steps != y->num_steps || x->wall_seconds != y->wall_seconds) {
             return 0;
         }
         for (uint32_t i = 0; i < x->repeat; i++) {

@@ -269,6 +269,11 @@ typedef struct tether_schedule {
                              default 8 */
     int local_size;       /* OpenCL backend, a node schedule's: the work-group size of its
                              launch, 1..1024; 0 (the default) = the backend's (--local-size) */
+    /* OpenCL GPU kernels (docs/codegen.md, "GPU kernels"); 0 = chosen from the shape and the
+     * device's limits */
+    int ocl_split_k; /* dense: work-items that split one output's K (power of two, 1..1024) */
+    int ocl_tile_m;  /* conv as GEMM: output channels per work-group tile, 16, 32 or 64 */
+    int ocl_tile_n;  /* conv as GEMM: output pixels per work-group tile, 16, 32 or 64 */
 } tether_schedule;
 
 void tether_schedule_init(tether_schedule *s);
@@ -369,6 +374,14 @@ typedef struct tether_opencl_options {
     int64_t image_max_height;
     const tether_node_schedule *node_schedules; /* per-workload local_size (tuning records) */
     int nnode_schedules;
+    /* GPU kernels (docs/codegen.md, "GPU kernels"): split-K dense, conv as tiled GEMM,
+     * vectorised depthwise. legacy_kernels keeps the one-work-item-per-output kernels (the
+     * baseline; also TETHER_OPENCL_LEGACY=1 in the environment of `tether compile`). */
+    bool legacy_kernels;
+    int max_work_group_size; /* CL_DEVICE_MAX_WORK_GROUP_SIZE, 0 = unknown (256) */
+    int wg_multiple;         /* preferred work-group size multiple, 0 = unknown (32) */
+    int64_t local_mem_size;  /* CL_DEVICE_LOCAL_MEM_SIZE bytes, 0 = unknown (16 KiB) */
+    int compute_units;       /* CL_DEVICE_MAX_COMPUTE_UNITS, 0 = unknown (16) */
 } tether_opencl_options;
 
 void tether_opencl_options_init(tether_opencl_options *o);

@@ -76,6 +76,9 @@ char *tether__report_json_c(const tether_ir_graph *g, const tether_compile_optio
     cJSON_AddNumberToObject(js, "nchwc_pixels", sc->nchwc_pixels);
     cJSON_AddNumberToObject(js, "nchwc_dw_pixels", sc->nchwc_dw_pixels);
     cJSON_AddNumberToObject(js, "local_size", sc->local_size);
+    cJSON_AddNumberToObject(js, "ocl_split_k", sc->ocl_split_k);
+    cJSON_AddNumberToObject(js, "ocl_tile_m", sc->ocl_tile_m);
+    cJSON_AddNumberToObject(js, "ocl_tile_n", sc->ocl_tile_n);
     cJSON_AddNumberToObject(r, "tuned_kernels", res->ntuned);
     cJSON_AddNumberToObject(r, "tunable_kernels", res->ntunable);
     cJSON_AddNumberToObject(r, "nodes_in", res->nnodes_in);

@@ -31,7 +31,10 @@
     X(nchwc_oc_vectors)                                                                            \
     X(nchwc_pixels)                                                                                \
     X(nchwc_dw_pixels)                                                                             \
-    X(local_size)
+    X(local_size)                                                                                  \
+    X(ocl_split_k)                                                                                 \
+    X(ocl_tile_m)                                                                                  \
+    X(ocl_tile_n)
 
 void tether_tuning_log_close(tether_tuning_log *log) {
     if (log) {
@@ -95,17 +98,21 @@ static int parse_line(const char *line, tether_tune_record *r) {
     cJSON_Delete(o);
     if (!bad) { /* knobs in the ranges the emitters take (tether_codegen_c checks the same) */
         const tether_schedule *k = &r->schedule;
-        bad = k->conv_oc_block < 0 || k->conv_oc_block > 8 || k->conv_col_vectors < 1 ||
-              k->conv_col_vectors > 4 || k->dw_col_vectors < 1 || k->dw_col_vectors > 8 ||
-              k->gemv_rows < 1 || k->gemv_rows > 8 || k->gemm_rows < 0 || k->gemm_rows > 8 ||
-              k->gemm_col_vectors < 1 || k->gemm_col_vectors > 4 || k->nchwc_oc_vectors < 0 ||
-              k->nchwc_oc_vectors > 8 || k->nchwc_pixels < 0 || k->nchwc_pixels > 16 ||
-              k->nchwc_dw_pixels < 1 || k->nchwc_dw_pixels > 16 || k->local_size < 0 ||
-              k->local_size > 1024 || r->us != r->us ||
-              (k->vector_width != -1 && k->vector_width != 0 && k->vector_width != 4 &&
-               k->vector_width != 8 && k->vector_width != 16) ||
-              (k->channel_block != -1 && k->channel_block != 0 && k->channel_block != 4 &&
-               k->channel_block != 8 && k->channel_block != 16);
+        bad =
+            k->conv_oc_block < 0 || k->conv_oc_block > 8 || k->conv_col_vectors < 1 ||
+            k->conv_col_vectors > 4 || k->dw_col_vectors < 1 || k->dw_col_vectors > 8 ||
+            k->gemv_rows < 1 || k->gemv_rows > 8 || k->gemm_rows < 0 || k->gemm_rows > 8 ||
+            k->gemm_col_vectors < 1 || k->gemm_col_vectors > 4 || k->nchwc_oc_vectors < 0 ||
+            k->nchwc_oc_vectors > 8 || k->nchwc_pixels < 0 || k->nchwc_pixels > 16 ||
+            k->nchwc_dw_pixels < 1 || k->nchwc_dw_pixels > 16 || k->local_size < 0 ||
+            k->local_size > 1024 || k->ocl_split_k < 0 || k->ocl_split_k > 1024 ||
+            (k->ocl_tile_m && k->ocl_tile_m != 16 && k->ocl_tile_m != 32 && k->ocl_tile_m != 64) ||
+            (k->ocl_tile_n && k->ocl_tile_n != 16 && k->ocl_tile_n != 32 && k->ocl_tile_n != 64) ||
+            r->us != r->us ||
+            (k->vector_width != -1 && k->vector_width != 0 && k->vector_width != 4 &&
+             k->vector_width != 8 && k->vector_width != 16) ||
+            (k->channel_block != -1 && k->channel_block != 0 && k->channel_block != 4 &&
+             k->channel_block != 8 && k->channel_block != 16);
     }
     return bad ? -1 : 0;
 }

@@ -373,6 +373,9 @@ void tether_schedule_init(tether_schedule *s) {
     s->nchwc_pixels = 0;
     s->nchwc_dw_pixels = 8;
     s->local_size = 0;
+    s->ocl_split_k = 0;
+    s->ocl_tile_m = 0;
+    s->ocl_tile_n = 0;
 }
 
 void tether_codegen_options_init(tether_codegen_options *o) {

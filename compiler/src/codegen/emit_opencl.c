@@ -36,6 +36,11 @@ void tether_opencl_options_init(tether_opencl_options *o) {
     o->prefix = NULL;
     o->texture_weights = false;
     o->local_size = 0;
+    o->legacy_kernels = false;
+    o->max_work_group_size = 0;
+    o->wg_multiple = 0;
+    o->local_mem_size = 0;
+    o->compute_units = 0;
 }
 
 void tether_opencl_output_close(tether_opencl_output *out) {
@@ -445,9 +450,15 @@ static void kernel_open(ocl *e, kern *k, const char *comment) {
     tether__sbuf_puts(&e->s, "int total) {\n");
     e->depth = 1;
     line(e, "const int f = (int)get_global_id(0);");
-    open_block(e, "if (f >= total)");
-    line(e, "return;");
-    close_block(e);
+    if (st->gpu == 2) {
+        /* work-groups meet at barriers: every work-item stays; the body checks its outputs */
+        line(e, "(void)f;");
+        line(e, "(void)total;");
+    } else {
+        open_block(e, "if (f >= total)");
+        line(e, "return;");
+        close_block(e);
+    }
     for (int r = 0; r < k->nrefs; r++) {
         const kref *x = &k->refs[r];
         if (x->at.mem < 0) {
@@ -550,6 +561,40 @@ static void unique_kname(ocl *e, step *s, const char *base) {
         }
         snprintf(s->kname, sizeof s->kname, "%s_%s_%d", e->P, b, k);
     }
+}
+
+/* The longest serial loop of a work-item of emit_opencl_kernels.c's kernel for n (the report's
+ * measure of how much a kernel leaves to one lane). */
+static int64_t legacy_serial(const ocl *e, const tether_ir_node *n) {
+    const tether_ir_tensor *x = n->ninputs > 0 && n->inputs[0] >= 0 ? T(e, n->inputs[0]) : NULL;
+    const tether_ir_tensor *y = T(e, n->outputs[0]);
+    int64_t ye = (int64_t)tether_ir_tensor_elements(y);
+    tether_op op = n->op;
+    if (op == TETHER_OP_CONV2D) {
+        const tether_ir_tensor *w = T(e, n->inputs[1]);
+        return w->shape[1] * w->shape[2] * w->shape[3];
+    }
+    if (op == TETHER_OP_DENSE) {
+        return n->attrs.trans_a ? x->shape[0] : x->shape[1];
+    }
+    if (op == TETHER_OP_MATMUL) {
+        return x->shape[x->ndim - 1];
+    }
+    if (op == TETHER_OP_MAX_POOL || op == TETHER_OP_AVG_POOL) {
+        return (int64_t)n->attrs.kernel[0] * n->attrs.kernel[1];
+    }
+    if (op == TETHER_OP_SOFTMAX || op == TETHER_OP_LOG_SOFTMAX || op == TETHER_OP_HARDMAX ||
+        op == TETHER_OP_LAYER_NORM) {
+        return y->shape[tether__ir_norm_axis(n->attrs.axis, y->ndim)];
+    }
+    if (op == TETHER_OP_GLOBAL_AVG_POOL || op == TETHER_OP_GLOBAL_MAX_POOL ||
+        op == TETHER_OP_REDUCE_MEAN || op == TETHER_OP_REDUCE_SUM || op == TETHER_OP_REDUCE_MAX ||
+        op == TETHER_OP_REDUCE_MIN || op == TETHER_OP_REDUCE_PROD || op == TETHER_OP_REDUCE_L1 ||
+        op == TETHER_OP_REDUCE_L2 || op == TETHER_OP_REDUCE_LOG_SUM ||
+        op == TETHER_OP_REDUCE_LOG_SUM_EXP || op == TETHER_OP_REDUCE_SUM_SQUARE) {
+        return x && ye > 0 ? (int64_t)tether_ir_tensor_elements(x) / ye : 1;
+    }
+    return 1;
 }
 
 static int emit_node(ocl *e, int idx) {
@@ -670,6 +715,7 @@ static int emit_node(ocl *e, int idx) {
         break;
     }
     int local = e->local; /* a tuned work-group size for this node's workload */
+    const tether_schedule *sched = NULL;
     char key[TETHER_WORKLOAD_MAX];
     for (int i = 0; i < e->o->nnode_schedules && !tether_workload_key(e->g, idx, key, sizeof key);
          i++) {
@@ -678,22 +724,53 @@ static int emit_node(ocl *e, int idx) {
             if (ns->schedule.local_size > 0) { /* 0: the default measured best */
                 e->local = ns->schedule.local_size;
             }
+            sched = &ns->schedule;
             e->ntuned++;
             break;
         }
     }
-    set_sizes(e, s, total);
+    tether__ocl_gpu gp;
+    memset(&gp, 0, sizeof gp);
+    int gpu = (n->op == TETHER_OP_DENSE || n->op == TETHER_OP_CONV2D) &&
+              tether__ocl_gpu_plan(e, n, &k, sched, &gp);
+    if (gpu) {
+        s->total = gp.total;
+        s->global = gp.global;
+        s->local = gp.local;
+        s->serial = gp.serial;
+        s->gpu = gp.kind == TETHER__OCL_GPU_DW ? 1 : 2;
+    } else {
+        set_sizes(e, s, total);
+        s->serial = legacy_serial(e, n);
+    }
     e->local = local;
     char desc[1024];
     describe(e, n, desc, sizeof desc);
-    char comment[1200];
-    snprintf(comment, sizeof comment, "%s%s; %lld work-item%s", desc,
+    char comment[1800], fill[200] = "";
+    int64_t lanes = (int64_t)(e->o->compute_units > 0 ? e->o->compute_units : 16) *
+                    (e->o->wg_multiple > 0 ? e->o->wg_multiple : 32);
+    if (s->global < lanes) {
+        snprintf(fill, sizeof fill,
+                 "; fewer work-items than the device's %lld lanes: the output has only %lld "
+                 "element%s",
+                 (long long)lanes, (long long)tether_ir_tensor_elements(y),
+                 tether_ir_tensor_elements(y) == 1 ? "" : "s");
+    }
+    snprintf(comment, sizeof comment, "%s%s; %lld work-item%s, serial loop %lld; %s%s%s", desc,
              tex  ? "; weights in a texture:weight image (OIHW4o)"
              : pk ? "; weights packed OIHW4o in the params buffer"
                   : "",
-             (long long)total, total == 1 ? "" : "s");
+             (long long)s->global, s->global == 1 ? "" : "s", (long long)s->serial,
+             gpu         ? "GPU kernel, "
+             : gp.why[0] ? "one work-item per output (no GPU kernel: "
+                         : "",
+             gp.why, gpu || !gp.why[0] ? fill : ")");
     kernel_open(e, &k, comment);
-    tether__ocl_kernel_body(e, n, &k);
+    if (gpu) {
+        tether__ocl_gpu_body(e, n, &k, &gp);
+    } else {
+        tether__ocl_kernel_body(e, n, &k);
+    }
     kernel_close(e);
     return TETHER_OK;
 }
@@ -769,11 +846,23 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
         return rc;
     }
     for (int i = 0; i < o->nnode_schedules; i++) {
-        int ls = o->node_schedules[i].schedule.local_size;
+        const tether_schedule *sc = &o->node_schedules[i].schedule;
+        int ls = sc->local_size;
         if (ls < 0 || ls > 1024) {
             return tether_set_error(TETHER_ERR_INVALID_ARG,
                                     "node schedule for '%s': local_size %d is not 0..1024",
                                     o->node_schedules[i].workload, ls);
+        }
+        if (sc->ocl_split_k < 0 || sc->ocl_split_k > 1024 ||
+            (sc->ocl_tile_m && sc->ocl_tile_m != 16 && sc->ocl_tile_m != 32 &&
+             sc->ocl_tile_m != 64) ||
+            (sc->ocl_tile_n && sc->ocl_tile_n != 16 && sc->ocl_tile_n != 32 &&
+             sc->ocl_tile_n != 64)) {
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "node schedule for '%s': ocl_split_k %d (0..1024), ocl_tile_m "
+                                    "%d, ocl_tile_n %d (0, 16, 32, 64) out of range",
+                                    o->node_schedules[i].workload, sc->ocl_split_k, sc->ocl_tile_m,
+                                    sc->ocl_tile_n);
         }
     }
     ocl e;
@@ -782,6 +871,12 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
     e.plan = plan;
     e.o = o;
     e.P = P;
+    tether_opencl_options oc = *o; /* TETHER_OPENCL_LEGACY=1: the baseline kernels */
+    const char *leg = getenv("TETHER_OPENCL_LEGACY");
+    if (leg && *leg && strcmp(leg, "0") != 0) {
+        oc.legacy_kernels = true;
+    }
+    e.o = &oc;
     e.local = o->local_size ? o->local_size : 64;
     tether__sbuf_init(&e.s);
     if ((rc = tether__ocl_plan_textures(&e)) || (rc = tether__ocl_custom_textures(&e)) ||

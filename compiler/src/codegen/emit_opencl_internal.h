@@ -55,6 +55,8 @@ typedef struct step {
     int64_t global, local;
     int work_dim; /* > 0: a custom kernel's global size gsize[0 .. work_dim) (local: none) */
     int64_t gsize[3];
+    int64_t serial; /* iterations of the longest serial loop of a work-item (the report's) */
+    int gpu; /* a GPU kernel of emit_opencl_gpu.c: 1, 2 with barriers (no `f < total` guard) */
     int nmems;
     int mems[MAX_KMEMS];
 } step;
@@ -236,6 +238,26 @@ static inline const char *in_name(int j) {
  * around it is emit_opencl.c's (kernel_open/kernel_close). Every operator is named: a row of the
  * operator table without a kernel here does not build. */
 void tether__ocl_kernel_body(ocl *e, const tether_ir_node *n, const kern *k);
+
+/* v = act(v) for the node's fused activation (emit_opencl_kernels.c), for emit_opencl_gpu.c. */
+void tether__ocl_emit_act(ocl *e, const tether_ir_attrs *a, const char *v);
+
+/* The GPU kernels (emit_opencl_gpu.c): whether node n gets one (1, p filled: launch sizes, the
+ * longest serial loop per work-item and a description in p->why) or keeps its kernel from
+ * emit_opencl_kernels.c (0, the reason in p->why); ns is the node's tuned schedule or NULL. */
+enum { TETHER__OCL_GPU_NONE, TETHER__OCL_GPU_GEMV, TETHER__OCL_GPU_CONV, TETHER__OCL_GPU_DW };
+typedef struct tether__ocl_gpu {
+    int kind;
+    int64_t global, local, total;
+    int64_t serial;      /* iterations of the longest serial loop of a work-item */
+    int64_t split, rows; /* GEMV: work-items per output, outputs per work-group */
+    int64_t tm, tn, tk;  /* conv GEMM tiles */
+    int vec;             /* GEMV: float4 loads; depthwise: 4 (vload4), 8 (vload8) or 0 */
+    char why[240];
+} tether__ocl_gpu;
+int tether__ocl_gpu_plan(const ocl *e, const tether_ir_node *n, const kern *k,
+                         const tether_schedule *ns, tether__ocl_gpu *p);
+void tether__ocl_gpu_body(ocl *e, const tether_ir_node *n, const kern *k, const tether__ocl_gpu *p);
 
 /* The storage-scope pass (opencl_textures.c): fills e->tex (per tensor: its texture memory
  * object or -1), adds the texture images to e->mems and plans their placement; with

@@ -896,3 +896,7 @@ void tether__ocl_kernel_body(ocl *e, const tether_ir_node *n, const kern *k) {
         break;
     }
 }
+
+void tether__ocl_emit_act(ocl *e, const tether_ir_attrs *a, const char *v) {
+    emit_act(e, a, v);
+}

@@ -282,6 +282,10 @@ char *tether__metadata_opencl(const ocl *e) {
         } else {
             cJSON_AddNullToObject(o, "local");
         }
+        cJSON_AddNumberToObject(o, "serial", (double)(s->serial > 0 ? s->serial : 1));
+        if (s->gpu) {
+            cJSON_AddBoolToObject(o, "gpu", 1);
+        }
         cJSON *args = cJSON_AddArrayToObject(o, "args");
         for (int k = 0; k < s->nmems; k++) {
             cJSON *a = cJSON_CreateObject();

@@ -86,7 +86,10 @@ static void schedule_text(const tether_ir_graph *g, int idx, const tether_compil
                      {"nchwc_oc_vectors", s->nchwc_oc_vectors},
                      {"nchwc_pixels", s->nchwc_pixels},
                      {"nchwc_dw_pixels", s->nchwc_dw_pixels},
-                     {"local_size", s->local_size}};
+                     {"local_size", s->local_size},
+                     {"ocl_split_k", s->ocl_split_k},
+                     {"ocl_tile_m", s->ocl_tile_m},
+                     {"ocl_tile_n", s->ocl_tile_n}};
         k += snprintf(out + k, n > (size_t)k ? n - (size_t)k : 0, ", tuned:");
         for (size_t j = 0; j < sizeof knobs / sizeof knobs[0]; j++) {
             if (knobs[j].v > 0 && (size_t)k < n) {

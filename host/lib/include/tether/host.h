@@ -132,6 +132,10 @@ typedef struct tether_time_stats {
     bool zero_timer;
     double seconds[32]; /* mean seconds per call, one per repeat */
     double mean, median, min, max;
+    /* TIME_SEQ (OpenCL kernel sequences): the median wall-clock seconds of one call on the
+     * device, first enqueue to completion of the last kernel (tetherd's clock, no host round
+     * trip); 0 when the device does not report it */
+    double wall_seconds;
 } tether_time_stats;
 
 /* Checks a device URL's syntax without opening anything (TETHER_ERR_INVALID_ARG naming the

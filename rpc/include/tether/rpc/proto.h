@@ -333,6 +333,10 @@ typedef struct tether_rpc_time_seq_rep {
     uint32_t num_steps;
     /* per step: the median over the repeats of its mean seconds per sequence call */
     double step_seconds[TETHER_RPC_MAX_SEQ_STEPS];
+    /* optional trailing field (0 when absent): the median over the repeats of the mean
+     * wall-clock seconds of one sequence call on the device, from before the first step's
+     * enqueue to the completion of the last (the device's clock; no host round trip) */
+    double wall_seconds;
 } tether_rpc_time_seq_rep;
 
 typedef struct tether_rpc_log_msg {

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# bench/gpu.sh: the OpenCL backend on a GPU (docs/codegen.md "GPU kernels"; issue: OpenCL on real
+# GPUs). Never part of the tests.
+#
+#   bench/gpu.sh --prepare DIR   here (where the tree is built): the models into DIR/zoo: the
+#                                zoo of bench/models (ONNX, written by bench_models with
+#                                TETHER_ZOO_ONNX_ONLY=1), examples/kws and a dense layer of 4
+#                                outputs x 4000 inputs, each with an input NAME.npy
+#   bench/gpu.sh OUT [ZOO_DIR]   on the machine with tetherd and the OpenCL device ($TD, default
+#                                local:; `tether` on PATH): per model, `tether bench --backend
+#                                opencl` with the legacy kernels (TETHER_OPENCL_LEGACY=1, the
+#                                baseline) and the GPU kernels, interleaved; prints the sum of the
+#                                kernels' times, the wall-clock latency on the device and the
+#                                launch overhead, and the ratios; writes OUT/summary.json,
+#                                OUT/summary.md and each run's JSON (OUT/runs/).
+# TETHER_GPU_REPEAT (default 7) and TETHER_GPU_NUMBER (default 50) set bench's --repeat/--number
+# (tiny values test the script on PoCL). fp16 (--precision fp16) is not implemented yet: the
+# summary says so instead of a column.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${1:-}" = --prepare ]; then
+    d=${2:?usage: bench/gpu.sh --prepare DIR}
+    b=${TETHER_BUILD_DIR:-$here/build}
+    mkdir -p "$d/zoo"
+    cmake --build "$b" --target bench_models >/dev/null
+    TETHER_ZOO_ONNX_ONLY=1 "$b/bench/models/bench_models" >"$d/zoo/shapes.txt"
+    cp "$b/bench/models/out/"*.onnx "$d/zoo/"
+    cp "$here/examples/kws/kws.json" "$here/examples/kws/kws.bin" "$d/zoo/"
+    cp "$here/examples/kws/input_0.npy" "$d/zoo/kws.npy"
+    python3 - "$d/zoo" <<'PY'
+import json, os, re, struct, sys
+d = sys.argv[1]
+def npy(path, shape, vals):
+    hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % (
+        ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else ""))
+    hdr += " " * (63 - (10 + len(hdr)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
+        f.write(struct.pack("<%df" % len(vals), *vals))
+seed = 12345
+def rnd(n):
+    global seed
+    out = []
+    for _ in range(n):
+        seed = (seed * 1103515245 + 12345) & 0x7FFFFFFF
+        out.append(seed / 0x7FFFFFFF * 2 - 1)
+    return out
+for line in open(os.path.join(d, "shapes.txt")):
+    w = line.split()
+    if len(w) >= 2 and re.fullmatch(r"[a-z0-9_]+", w[0]) and all(re.fullmatch(r"\d+", x) for x in w[1:]) \
+            and os.path.exists(os.path.join(d, w[0] + ".onnx")):
+        shape = [int(x) for x in w[1:]]
+        n = 1
+        for s in shape:
+            n *= s
+        npy(os.path.join(d, w[0] + ".npy"), shape, rnd(n))
+# dense 4 x 4000: x [1,4000] -> dense(W [4,4000] transposed, b [4])
+w, b = rnd(16000), rnd(4)
+with open(os.path.join(d, "dense_4x4000.bin"), "wb") as f:
+    f.write(struct.pack("<16000f", *[v * 0.02 for v in w]) + struct.pack("<4f", *b))
+m = {"format": "tether-model", "version": 1, "name": "dense_4x4000", "weights": "dense_4x4000.bin",
+     "tensors": [{"name": "x", "dtype": "float32", "shape": [1, 4000]},
+                 {"name": "w", "dtype": "float32", "shape": [4, 4000], "offset": 0, "length": 64000},
+                 {"name": "b", "dtype": "float32", "shape": [4], "offset": 64000, "length": 16},
+                 {"name": "y", "dtype": "float32", "shape": [1, 4]}],
+     "inputs": ["x"], "outputs": ["y"],
+     "nodes": [{"name": "fc", "op": "dense", "inputs": ["x", "w", "b"], "outputs": ["y"],
+                "attrs": {"trans_b": True}}]}
+json.dump(m, open(os.path.join(d, "dense_4x4000.json"), "w"), indent=1)
+npy(os.path.join(d, "dense_4x4000.npy"), [1, 4000], rnd(4000))
+PY
+    ls "$d/zoo"
+    exit 0
+fi
+out=${1:?usage: bench/gpu.sh OUT [ZOO_DIR] | --prepare DIR}
+zoo=${2:-$here/.gpu/zoo}
+dev=${TD:-local:}
+rep=${TETHER_GPU_REPEAT:-7}
+num=${TETHER_GPU_NUMBER:-50}
+mkdir -p "$out/runs"
+models=()
+for f in "$zoo"/*.json "$zoo"/*.onnx; do
+    [ -e "$f" ] || continue
+    n=$(basename "${f%.*}")
+    case " ${names:-} " in *" $n "*) continue ;; esac # kws.json before the zoo's kws.onnx
+    [ -e "$zoo/$n.npy" ] && models+=("$f") && names="${names:-} $n"
+done
+[ ${#models[@]} -gt 0 ] || { echo "bench/gpu.sh: no models with inputs in $zoo (run --prepare)" >&2; exit 2; }
+tether info --device "$dev" >"$out/info.txt" 2>&1 || true
+for f in "${models[@]}"; do
+    n=$(basename "${f%.*}")
+    for k in legacy gpu; do
+        leg=0
+        [ $k = legacy ] && leg=1
+        if ! TETHER_OPENCL_LEGACY=$leg timeout 60 tether bench "$f" --in "$zoo/$n.npy" --backend opencl \
+            --device "$dev" --repeat "$rep" --number "$num" --json "$out/runs/$n.$k.fp32.json" \
+            >"$out/runs/$n.$k.fp32.txt" 2>&1; then
+            echo "$n ($k): bench failed: $(tail -2 "$out/runs/$n.$k.fp32.txt")" >&2
+        fi
+    done
+done
+python3 - "$out" "${models[@]}" <<'PY'
+import json, math, os, sys
+out = sys.argv[1]
+rows = []
+for f in sys.argv[2:]:
+    n = os.path.splitext(os.path.basename(f))[0]
+    r = {"model": n}
+    for k in ("legacy", "gpu"):
+        p = os.path.join(out, "runs", "%s.%s.fp32.json" % (n, k))
+        try:
+            j = json.load(open(p))
+            r[k] = {"kernel_sum_us": j.get("median_us"), "wall_us": j.get("wall_us"),
+                    "launch_overhead_us": j.get("launch_overhead_us"),
+                    "kernels": [(x.get("kernel"), x.get("median_us")) for x in j.get("kernels", [])]}
+        except (OSError, ValueError):
+            r[k] = None
+    if r["legacy"] and r["gpu"] and r["gpu"]["kernel_sum_us"]:
+        r["kernel_speedup"] = r["legacy"]["kernel_sum_us"] / r["gpu"]["kernel_sum_us"]
+        if r["legacy"]["wall_us"] and r["gpu"]["wall_us"]:
+            r["wall_speedup"] = r["legacy"]["wall_us"] / r["gpu"]["wall_us"]
+    rows.append(r)
+def f(v):
+    return "-" if v is None else "%.2f" % v
+lines = ["| model | legacy kernels us | GPU kernels us | speedup | legacy wall us | GPU wall us | "
+         "wall speedup | GPU launch overhead us |", "|---|---|---|---|---|---|---|---|"]
+for r in rows:
+    L, G = r["legacy"] or {}, r["gpu"] or {}
+    lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        r["model"], f(L.get("kernel_sum_us")), f(G.get("kernel_sum_us")), f(r.get("kernel_speedup")),
+        f(L.get("wall_us")), f(G.get("wall_us")), f(r.get("wall_speedup")),
+        f(G.get("launch_overhead_us"))))
+sp = [r["kernel_speedup"] for r in rows if r.get("kernel_speedup")]
+if sp:
+    lines.append("")
+    lines.append("geometric mean of legacy/GPU kernel time over %d models: %.2f" % (
+        len(sp), math.exp(sum(math.log(x) for x in sp) / len(sp))))
+lines.append("fp16: --precision fp16 is not implemented yet (no column)")
+txt = "\n".join(lines)
+print(txt)
+open(os.path.join(out, "summary.md"), "w").write(txt + "\n")
+json.dump(rows, open(os.path.join(out, "summary.json"), "w"), indent=1)
+PY
