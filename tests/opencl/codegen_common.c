@@ -24,6 +24,7 @@ static int g_seq;
 bool g_tex_act;
 int64_t g_img_max[2];
 bool g_legacy;
+bool g_conv_gemm;
 const tether_node_schedule *g_sched;
 int g_nsched;
 
@@ -56,6 +57,7 @@ void compile_ocl(const tether_ir_graph *g, bool texture, bool passes, char *dir,
     o.opencl.image_max_width = g_img_max[0];
     o.opencl.image_max_height = g_img_max[1];
     o.opencl.legacy_kernels = g_legacy;
+    o.opencl.conv_gemm = g_conv_gemm;
     o.opencl.node_schedules = g_sched;
     o.opencl.nnode_schedules = g_nsched;
     o.codegen.prefix = "m";

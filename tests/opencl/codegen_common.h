@@ -7,8 +7,9 @@
  * in codegen_common.c.
  *
  * main opens g_s on a local tetherd and makes g_tmp before the tests and closes and removes them
- * after; a test that changes g_run, g_tex_act, g_img_max, g_legacy or g_sched sets them back
- * before it ends. test_opencl_gpu.c: the GPU kernels (emit_opencl_gpu.c) on awkward shapes.
+ * after; a test that changes g_run, g_tex_act, g_img_max, g_legacy, g_conv_gemm or g_sched sets
+ * them back before it ends. test_opencl_gpu.c: the GPU kernels (emit_opencl_gpu.c) on awkward
+ * shapes.
  */
 #ifndef TETHER_TEST_OPENCL_CODEGEN_COMMON_H
 #define TETHER_TEST_OPENCL_CODEGEN_COMMON_H
@@ -33,7 +34,8 @@ extern char g_tmp[64];                        /* the tests' directory (the CLI's
 extern bool g_tex_act;                        /* compile_ocl: --texture-activations */
 extern int64_t g_img_max[2];                  /* compile_ocl: --image-max (0 = none) */
 extern bool g_legacy;                         /* compile_ocl: the legacy (non-GPU) kernels */
-extern const tether_node_schedule *g_sched;   /* compile_ocl: node schedules (NULL = none) */
+extern bool g_conv_gemm; /* compile_ocl: general convs take the GEMM kernel untuned */
+extern const tether_node_schedule *g_sched; /* compile_ocl: node schedules (NULL = none) */
 extern int g_nsched;
 
 /* A session on a tetherd started over stdio (local:), quiet. */

@@ -130,6 +130,7 @@ static const gcase conv_cases[] = {
 
 void test_gpu_conv(void **state) {
     (void)state;
+    g_conv_gemm = true; /* the GEMM kernel untuned, so every shape below exercises it */
     for (size_t i = 0; i < sizeof conv_cases / sizeof *conv_cases; i++) {
         const gcase *c = &conv_cases[i];
         tether_ir_graph g;
@@ -148,6 +149,11 @@ void test_gpu_conv(void **state) {
     check_graph(&g, NULL, false, true);
     g_legacy = false;
     assert_true(source_has(&g, "GPU kernel, conv as GEMM"));
+    /* by default an untuned general conv keeps the direct kernel (faster untuned on the GPU
+     * measured); depthwise still takes its GPU kernel */
+    g_conv_gemm = false;
+    assert_true(source_has(&g, "the tiled-GEMM kernel only with tuned tiles"));
+    check_graph(&g, NULL, false, true);
     tether_ir_close(&g);
 }
 

@@ -378,6 +378,11 @@ typedef struct tether_opencl_options {
      * vectorised depthwise. legacy_kernels keeps the one-work-item-per-output kernels (the
      * baseline; also TETHER_OPENCL_LEGACY=1 in the environment of `tether compile`). */
     bool legacy_kernels;
+    /* A general (not depthwise) convolution takes the tiled-GEMM kernel only when its schedule
+     * names tiles (ocl_tile_m/ocl_tile_n: `tether tune --backend opencl`) or when conv_gemm is
+     * set; untuned it keeps the direct kernel, which was faster on the one GPU measured (an
+     * H200, docs/codegen.md "GPU kernels"). */
+    bool conv_gemm;
     int max_work_group_size; /* CL_DEVICE_MAX_WORK_GROUP_SIZE, 0 = unknown (256) */
     int wg_multiple;         /* preferred work-group size multiple, 0 = unknown (32) */
     int64_t local_mem_size;  /* CL_DEVICE_LOCAL_MEM_SIZE bytes, 0 = unknown (16 KiB) */

@@ -37,6 +37,7 @@ void tether_opencl_options_init(tether_opencl_options *o) {
     o->texture_weights = false;
     o->local_size = 0;
     o->legacy_kernels = false;
+    o->conv_gemm = false;
     o->max_work_group_size = 0;
     o->wg_multiple = 0;
     o->local_mem_size = 0;

@@ -227,6 +227,12 @@ static int plan_conv(const ocl *e, const tether_ir_node *n, const kern *k,
                  (long long)a->groups, (long long)CG, (long long)OG);
         return 0;
     }
+    if (!e->o->conv_gemm && !(ns && (ns->ocl_tile_m > 0 || ns->ocl_tile_n > 0))) {
+        snprintf(p->why, sizeof p->why,
+                 "general conv: the tiled-GEMM kernel only with tuned tiles (ocl_tile_m/n) or "
+                 "conv_gemm");
+        return 0;
+    }
     int64_t tm = ns && ns->ocl_tile_m > 0 ? ns->ocl_tile_m : OG >= 64 ? 64 : OG >= 32 ? 32 : 16;
     int64_t tn = ns && ns->ocl_tile_n > 0 ? ns->ocl_tile_n : P >= 64 ? 64 : P >= 32 ? 32 : 16;
     int64_t G = a->groups, KK = CG * w->shape[2] * w->shape[3];
