@@ -134,6 +134,7 @@ static void a_einsum_diag(tether_ir_attrs *a) {
      NONE, \
      C, \
      "int32"}, \
+    {"arg_max_f64", TETHER_OP_ARG_MAX, 1, {3}, {{3, 5, 4}}, 0, a_axis1, NONE, C, "float64"}, \
     {"arg_min_last_int8", TETHER_OP_ARG_MIN, 1, {2}, {{4, 9}}, 0, a_arg_last, NONE, C, "int8"}, \
     {"cumsum_excl_rev", \
      TETHER_OP_CUMSUM, \

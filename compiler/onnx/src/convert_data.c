@@ -264,9 +264,9 @@ static int emit_slice(timport *c, const char *sfx, int x, int n, const int64_t *
             s = s < 0 ? 0 : s > dim ? dim : s;
             e = e < s ? s : e > dim ? dim : e;
         } else {
-            s = s < 0 ? -1 : s > dim - 1 ? dim - 1 : s;
+            s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s; /* [0, dim - 1] (ONNX) */
             e = e < -1 ? -1 : e > s ? s : e;
-            if (s < 0) { /* nothing to take: an empty range */
+            if (s < 0 || dim == 0) { /* nothing to take: an empty range */
                 s = 0;
                 e = 0;
                 st = 1;

@@ -476,9 +476,9 @@ static int host_slice(timport *c, const Onnx__NodeProto *n) {
             e = e < 0 ? 0 : e > dim ? dim : e;
             shape[ax] = e > s ? (e - s + st - 1) / st : 0;
         } else {
-            s = s < 0 ? -1 : s > dim - 1 ? dim - 1 : s;
+            s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s; /* [0, dim - 1] (ONNX) */
             e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            shape[ax] = s > e ? (s - e + (-st) - 1) / (-st) : 0;
+            shape[ax] = s > e && dim > 0 ? (s - e + (-st) - 1) / (-st) : 0;
         }
         lo[ax] = s;
         step[ax] = st;
