@@ -15,6 +15,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/plan/memplan.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_types.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_formula.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_data.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_loss.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_quant.c

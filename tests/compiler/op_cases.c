@@ -15,25 +15,9 @@
 #define OCL  TT_OPENCL
 
 #include "op_cases_data.h"
+#include "op_cases_math.h"
+#include "op_cases_quant.h"
 
-static void a_q_int8(tether_ir_attrs *a) {
-    a->to = TETHER_INT8;
-}
-static void a_qconv(tether_ir_attrs *a) {
-    a->groups = 2;
-    a->strides[1] = 2;
-    a->pads[0] = a->pads[3] = 1;
-}
-static void a_qconv_acc(tether_ir_attrs *a) {
-    a->to = TETHER_INT32;
-    a->pads[1] = 1;
-    a->dilations[0] = 2;
-}
-static void a_qclamp(tether_ir_attrs *a) {
-    a->to = TETHER_UINT8;
-    a->min = 3.0f;
-    a->max = 30.0f;
-}
 static void a_pad1(tether_ir_attrs *a) {
     a->pads[0] = a->pads[1] = a->pads[2] = a->pads[3] = 1;
 }
@@ -551,82 +535,7 @@ const tt_op_case tt_op_cases[] = {
     {"neg", TETHER_OP_NEG, 1, {1}, {{9}}, 0, NULL, NONE, BOTH, NULL},
     {"abs", TETHER_OP_ABS, 1, {0}, {{0}}, 0, NULL, NONE, BOTH, NULL},
     {"erf", TETHER_OP_ERF, 1, {2}, {{3, 5}}, 0, NULL, NONE, BOTH, NULL},
-    /* the unary math block: every row, in pairs (the second node on the first's output) */
-    {"sin_cos", TETHER_OP_SIN, 1, {2}, {{3, 5}}, 0, NULL, TETHER_OP_COS, BOTH, NULL},
-    {"tan_atan", TETHER_OP_TAN, 1, {2}, {{3, 5}}, 0, NULL, TETHER_OP_ATAN, BOTH, NULL},
-    {"asin_sinh", TETHER_OP_ASIN, 1, {2}, {{3, 5}}, 0, NULL, TETHER_OP_SINH, BOTH, NULL},
-    {"acos_asinh", TETHER_OP_ACOS, 1, {2}, {{3, 5}}, 0, NULL, TETHER_OP_ASINH, BOTH, NULL},
-    {"cosh_acosh", TETHER_OP_COSH, 1, {2}, {{3, 5}}, 0, NULL, TETHER_OP_ACOSH, BOTH, NULL},
-    {"atanh_ceil", TETHER_OP_ATANH, 1, {2}, {{3, 5}}, 0, NULL, TETHER_OP_CEIL, BOTH, NULL},
-    {"reciprocal_floor",
-     TETHER_OP_RECIPROCAL,
-     1,
-     {2},
-     {{3, 5}},
-     1,
-     NULL,
-     TETHER_OP_FLOOR,
-     BOTH,
-     NULL},
-    {"elu_round", TETHER_OP_ELU, 1, {2}, {{3, 5}}, 0, a_leaky, TETHER_OP_ROUND, BOTH, NULL},
-    {"softplus_softsign",
-     TETHER_OP_SOFTPLUS,
-     1,
-     {2},
-     {{3, 5}},
-     0,
-     NULL,
-     TETHER_OP_SOFTSIGN,
-     BOTH,
-     NULL},
-    {"selu_mish", TETHER_OP_SELU, 1, {2}, {{3, 5}}, 0, NULL, TETHER_OP_MISH, BOTH, NULL},
-    {"celu", TETHER_OP_CELU, 1, {2}, {{3, 5}}, 0, a_hsig, NONE, BOTH, NULL},
-    {"thresholded_relu",
-     TETHER_OP_THRESHOLDED_RELU,
-     1,
-     {2},
-     {{3, 5}},
-     0,
-     a_leaky,
-     NONE,
-     BOTH,
-     NULL},
-    {"shrink_f64", TETHER_OP_SHRINK, 1, {2}, {{3, 5}}, 0, a_hsig, TETHER_OP_SIN, C, "float64"},
-    {"round_f16", TETHER_OP_ROUND, 1, {2}, {{3, 5}}, 0, NULL, TETHER_OP_ATAN, C, "float16"},
-    /* integer pow: wrap-around, negative exponents */
-    {"pow_int16", TETHER_OP_POW, 2, {2, 2}, {{3, 4}, {3, 4}}, 0, NULL, NONE, C, "int16"},
-    {"pow_uint8", TETHER_OP_POW, 2, {1, 1}, {{9}, {9}}, 0, NULL, NONE, C, "uint8"},
-    /* losses: a target outside [0, C) gives NaN (both sides), ignore_index 7 */
-    {"nll_loss",
-     TETHER_OP_NLL_LOSS,
-     3,
-     {3, 2, 1},
-     {{2, 24, 3}, {2, 3}, {24}},
-     0,
-     NULL,
-     NONE,
-     C,
-     "float32 int64 float32"},
-    {"nll_loss_mean_ii",
-     TETHER_OP_NLL_LOSS_MEAN,
-     2,
-     {4, 3},
-     {{2, 41, 2, 2}, {2, 2, 2}},
-     2,
-     a_ignore7,
-     NONE,
-     C,
-     "float32 int32"},
-    {"nll_loss_sum",
-     TETHER_OP_NLL_LOSS_SUM,
-     3,
-     {2, 1, 1},
-     {{3, 41}, {3}, {41}},
-     2,
-     NULL,
-     NONE,
-     C,
-     "float32 uint8 float32"},
+    TT_MATH_CASES /* op_cases_math.h */
     /* examples/custom_ops' swish (C implementation) on its declared NHWC image [1, H, W, 4]; the
      * graph's tensor is the image itself, so C only (OpenCL keeps images between kernels) */
     {"custom_swish",
@@ -1030,78 +939,7 @@ const tt_op_case tt_op_cases[] = {
      BOTH,
      NULL},
     {"hardmax_axis1", TETHER_OP_HARDMAX, 1, {3}, {{2, 5, 3}}, 0, a_axis1, NONE, BOTH, NULL},
-    /* quantized operators (docs/quantization.md): NaN and infinities among the quantized floats,
-     * random zero points, multipliers and shifts (test_quant checks known values) */
-    {"quantize_u8_axis1",
-     TETHER_OP_QUANTIZE,
-     3,
-     {2, 1, 1},
-     {{3, 8}, {8}, {8}},
-     2,
-     a_axis1,
-     NONE,
-     C,
-     "float32 float32 uint8"},
-    {"quantize_i8_tensor",
-     TETHER_OP_QUANTIZE,
-     2,
-     {2, 0},
-     {{3, 8}, {1}},
-     2,
-     a_q_int8,
-     NONE,
-     C,
-     "float32 float32"},
-    {"dequantize_i8",
-     TETHER_OP_DEQUANTIZE,
-     3,
-     {3, 0, 0},
-     {{2, 3, 4}},
-     0,
-     NULL,
-     NONE,
-     C,
-     "int8 float32 int8"},
-    {"dequantize_i32_axis1",
-     TETHER_OP_DEQUANTIZE,
-     2,
-     {3, 1},
-     {{2, 3, 4}, {3}},
-     0,
-     a_axis1,
-     NONE,
-     C,
-     "int32 float32"},
-    {"qconv_i8_requant",
-     TETHER_OP_QCONV,
-     7,
-     {4, 4, 1, 1, 1, 2, 1},
-     {{1, 4, 6, 5}, {6, 2, 3, 3}, {6}, {1}, {6}, {6, 2}, {1}},
-     0,
-     a_qconv,
-     NONE,
-     C,
-     "int8 int8 int32"},
-    {"qconv_u8_int32_acc",
-     TETHER_OP_QCONV,
-     5,
-     {4, 4, 1, 1, 1},
-     {{2, 3, 5, 5}, {4, 3, 2, 2}, {4}, {1}, {4}},
-     0,
-     a_qconv_acc,
-     NONE,
-     C,
-     "uint8 int8 int32"},
-    {"qmatmul_batch_requant",
-     TETHER_OP_QMATMUL,
-     7,
-     {3, 2, 1, 1, 1, 2, 1},
-     {{2, 3, 5}, {5, 4}, {4}, {3}, {4}, {1, 2}, {1}},
-     0,
-     a_qclamp,
-     NONE,
-     C,
-     "uint8 int8 int32"},
+    TT_QUANT_CASES /* op_cases_quant.h */
 };
 
 const size_t tt_num_op_cases = sizeof tt_op_cases / sizeof *tt_op_cases;

@@ -123,6 +123,9 @@ typedef struct conv_geo {
     const char *bias; /* bias parameter name or NULL */
 } conv_geo;
 
+/* emit_c_layers.c: batch_norm and layer_norm kernel bodies (float32). */
+void tether__c_batch_norm(em *e, const tether_ir_node *nd, const kargs *k);
+void tether__c_layer_norm(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_conv_geo(const em *e, const tether_ir_node *nd, const kargs *k, conv_geo *g);
 
 /* emit_c_schedules.c: the register-blocked conv2d (e->vw > 0). Returns 1 when it emitted nd's

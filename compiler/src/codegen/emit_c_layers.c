@@ -1,8 +1,8 @@
 /*
- * The C emitter's kernels for the N-D and reduction layers: conv_nd and conv_transpose over 1 to
- * 3 spatial dimensions, and the reductions other than reduce_mean (sum, max, min, prod, l1, l2,
- * log_sum, log_sum_exp, sum_square), as C99 text. emit_c_kernels.c's tether__c_kernel_body calls
- * them.
+ * The C emitter's kernels for the N-D, reduction and normalization layers: conv_nd and
+ * conv_transpose over 1 to 3 spatial dimensions, the reductions (mean, sum, max, min, prod, l1,
+ * l2, log_sum, log_sum_exp, sum_square), hardmax, batch_norm and layer_norm, as C99 text.
+ * emit_c_kernels.c's tether__c_kernel_body calls them.
  *
  * What must stay true: trip counts and strides are constants baked in, every index stays inside
  * its tensor (window positions outside the input are skipped, never read), the body touches only
@@ -310,4 +310,66 @@ void tether__c_reduce(em *e, const tether_ir_node *nd, const kargs *k) {
     while (opened--) {
         close_block(e);
     }
+}
+
+/* batch_norm (unfolded, inference): per channel y = x * s + t. */
+void tether__c_batch_norm(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_tensor *x = T(e, nd->inputs[0]);
+    long long inner = 1;
+    for (int i = 2; i < x->ndim; i++) {
+        inner *= x->shape[i];
+    }
+    char eps[48];
+    flit(eps, sizeof eps, nd->attrs.epsilon);
+    e->math_used[M_SQRTF] = 1;
+    loop(e, "n", x->shape[0]);
+    loop(e, "c", x->shape[1]);
+    line(e, "const float s = %s[c] / sqrtf(%s[c] + %s);", k->in[1], k->in[4], eps);
+    line(e, "const float t = %s[c] - %s[c] * s;", k->in[2], k->in[3]);
+    line(e, "const float *restrict xc = %s + (n * %lld + c) * %lld;", k->in[0],
+         (long long)x->shape[1], inner);
+    line(e, "float *restrict yc = %s + (n * %lld + c) * %lld;", k->out, (long long)x->shape[1],
+         inner);
+    loop(e, "i", inner);
+    line(e, "yc[i] = xc[i] * s + t;");
+    close_block(e);
+    close_block(e);
+    close_block(e);
+}
+
+/* layer_norm over the dimensions from axis on: mean, variance, scale and optional bias. */
+void tether__c_layer_norm(em *e, const tether_ir_node *nd, const kargs *k) {
+    const tether_ir_tensor *x = T(e, nd->inputs[0]);
+    long long outer = 1, inner = 1;
+    for (int i = 0; i < nd->attrs.axis; i++) {
+        outer *= x->shape[i];
+    }
+    for (int i = (int)nd->attrs.axis; i < x->ndim; i++) {
+        inner *= x->shape[i];
+    }
+    char eps[48], rn[48];
+    flit(eps, sizeof eps, nd->attrs.epsilon);
+    flit(rn, sizeof rn, (float)(1.0 / (double)inner));
+    e->math_used[M_SQRTF] = 1;
+    loop(e, "o", outer);
+    line(e, "const float *restrict x = %s + o * %lld;", k->in[0], inner);
+    line(e, "float *restrict y = %s + o * %lld;", k->out, inner);
+    line(e, "float mean = 0.0f, var = 0.0f;");
+    loop(e, "i", inner);
+    line(e, "mean += x[i];");
+    close_block(e);
+    line(e, "mean *= %s;", rn);
+    loop(e, "i", inner);
+    line(e, "const float d = x[i] - mean;");
+    line(e, "var += d * d;");
+    close_block(e);
+    line(e, "const float inv = 1.0f / sqrtf(var * %s + %s);", rn, eps);
+    loop(e, "i", inner);
+    if (k->in[2]) {
+        line(e, "y[i] = (x[i] - mean) * inv * %s[i] + %s[i];", k->in[1], k->in[2]);
+    } else {
+        line(e, "y[i] = (x[i] - mean) * inv * %s[i];", k->in[1]);
+    }
+    close_block(e);
+    close_block(e);
 }

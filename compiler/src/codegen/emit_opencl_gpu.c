@@ -287,10 +287,11 @@ static void weight_expr(const ocl *e, const tether_ir_node *n, const kern *k, co
                         const char *kk, char *out, size_t cap) {
     const tether_ir_tensor *w = T(e, n->inputs[1]);
     long long KK = w->shape[1] * w->shape[2] * w->shape[3];
-    if (k->packed) {
-        snprintf(out, cap, "wp[(((%s) >> 2) * %lld + (%s)) * 4 + ((%s) & 3)]", oc, KK, kk, oc);
-    } else {
-        snprintf(out, cap, "in1[(%s) * %lld + (%s)]", oc, KK, kk);
+    int r = k->packed ? snprintf(out, cap, "wp[(((%s) >> 2) * %lld + (%s)) * 4 + ((%s) & 3)]", oc,
+                                 KK, kk, oc)
+                      : snprintf(out, cap, "in1[(%s) * %lld + (%s)]", oc, KK, kk);
+    if (r < 0 || (size_t)r >= cap) {
+        snprintf(out, cap, "#error weight expression too long"); /* never compiles silently */
     }
 }
 

@@ -69,306 +69,6 @@ static void unravel(int64_t flat, const int64_t *shape, int nd, int64_t *idx) {
     }
 }
 
-/* The primitives of the elementwise formulas (ir/formula.def), the interpreter's own
- * definitions: the ground truth of the emitters' spellings. */
-static float relu(float v) {
-    return v > 0.0f ? v : 0.0f;
-}
-
-static float leaky(float v, float alpha) {
-    return v < 0.0f ? alpha * v : v;
-}
-
-static float clip(float v, float lo, float hi) {
-    return v < lo ? lo : (v > hi ? hi : v);
-}
-
-static float sigmoid(float v) {
-    return 1.0f / (1.0f + expf(-v));
-}
-
-static float hswish(float v) {
-    return v * clip(v + 3.0f, 0.0f, 6.0f) / 6.0f;
-}
-
-/* round half to even (the default rounding mode); atan and sinh are <math.h>'s */
-static double rne(double v) {
-    return nearbyint(v);
-}
-
-/* The FORMULA column of ops.def compiled as written, x the input and alpha ... max the node's
- * attributes: ew_unary has a case for every UNARY row, ew_binary for every BINARY and PRELU
- * row (y the second input). A UNARY row without a formula, or one that reads y, does not build.
- * Any other operator is never passed here: NAN, computed by nothing. The same formulas compile a
- * second time in double (float64: the float functions of formula.def are redefined as their
- * double ones for that part), and the IFORMULA column twice, in int64 and in uint64, for the
- * rows whose TYPES admits integers (TETHER__TY_INTS_). */
-/* clang-format off */
-#define EW_ATTRS_(at) \
-    const float alpha = (at)->alpha, beta = (at)->beta, min = (at)->min, max = (at)->max; \
-    (void)alpha; \
-    (void)beta; \
-    (void)min; \
-    (void)max
-#define EW_RETURN_(id, formula) case TETHER_OP_##id: return (formula);
-#define EW_NONE_(id)            case TETHER_OP_##id: break;
-#define EW_UNARY_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults, types, iformula) \
-    TETHER__OPK_EW_##kind(EW_RETURN_(id, formula), EW_NONE_(id), EW_NONE_(id), EW_NONE_(id))
-#define EW_BINARY_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults, types, iformula) \
-    TETHER__OPK_EW_##kind(EW_NONE_(id), EW_RETURN_(id, formula), EW_RETURN_(id, formula), EW_NONE_(id))
-#define EW_IUNARY_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults, types, iformula) \
-    TETHER__OPK_EW_##kind(TETHER__TY_INTS_##types(EW_RETURN_(id, iformula), EW_NONE_(id)), EW_NONE_(id), EW_NONE_(id), EW_NONE_(id))
-#define EW_IBINARY_(id, name, kind, act, min_in, max_in, attrs, epilogue, formula, defaults, types, iformula) \
-    TETHER__OPK_EW_##kind(EW_NONE_(id), TETHER__TY_INTS_##types(EW_RETURN_(id, iformula), EW_NONE_(id)), EW_NONE_(id), EW_NONE_(id))
-/* clang-format on */
-
-static float pymod(float a, float b) {
-    float r = fmodf(a, b);
-    if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) {
-        r += b;
-    }
-    return r;
-}
-
-static float ew_unary(tether_op op, float x, const tether_ir_attrs *at) {
-    EW_ATTRS_(at);
-    switch (op) { TETHER_OP_LIST(EW_UNARY_) }
-    return NAN;
-}
-
-static float ew_binary(tether_op op, float x, float y, const tether_ir_attrs *at) {
-    EW_ATTRS_(at);
-    switch (op) { TETHER_OP_LIST(EW_BINARY_) }
-    return NAN;
-}
-
-/* float64: the same formulas with every float function of formula.def in double */
-static double relu_d(double v) {
-    return v > 0.0 ? v : 0.0;
-}
-static double leaky_d(double v, double alpha) {
-    return v < 0.0 ? alpha * v : v;
-}
-static double clip_d(double v, double lo, double hi) {
-    return v < lo ? lo : (v > hi ? hi : v);
-}
-static double sigmoid_d(double v) {
-    return 1.0 / (1.0 + exp(-v));
-}
-static double hswish_d(double v) {
-    return v * clip_d(v + 3.0, 0.0, 6.0) / 6.0;
-}
-static double pymod_d(double a, double b) {
-    double r = fmod(a, b);
-    if (r != 0.0 && ((r < 0.0) != (b < 0.0))) {
-        r += b;
-    }
-    return r;
-}
-#define relu(v)       relu_d(v)
-#define leaky(v, a)   leaky_d(v, a)
-#define clip(v, l, h) clip_d(v, l, h)
-#define sigmoid(v)    sigmoid_d(v)
-#define hswish(v)     hswish_d(v)
-#define pymod(a, b)   pymod_d(a, b)
-#define expf(v)       exp(v)
-#define logf(v)       log(v)
-#define sqrtf(v)      sqrt(v)
-#define tanhf(v)      tanh(v)
-#define powf(a, b)    pow(a, b)
-#define fmodf(a, b)   fmod(a, b)
-#define sinf(v)       sin(v)
-#define cosf(v)       cos(v)
-#define floorf(v)     floor(v)
-#define ceilf(v)      ceil(v)
-static double ew_unary_d(tether_op op, double x, const tether_ir_attrs *at) {
-    EW_ATTRS_(at);
-    switch (op) { TETHER_OP_LIST(EW_UNARY_) }
-    return NAN;
-}
-
-static double ew_binary_d(tether_op op, double x, double y, const tether_ir_attrs *at) {
-    EW_ATTRS_(at);
-    switch (op) { TETHER_OP_LIST(EW_BINARY_) }
-    return NAN;
-}
-#undef relu
-#undef leaky
-#undef clip
-#undef sigmoid
-#undef hswish
-#undef pymod
-#undef expf
-#undef logf
-#undef sqrtf
-#undef tanhf
-#undef powf
-#undef fmodf
-#undef sinf
-#undef cosf
-#undef floorf
-#undef ceilf
-
-/* Integers: the IFORMULA column in int64 (signed types) and uint64 (unsigned, bool); the I rows
- * of formula.def defined here, the result stored modulo 2^bits by store_val. */
-#define wadd(a, b) ((I)((uint64_t)(a) + (uint64_t)(b)))
-#define wsub(a, b) ((I)((uint64_t)(a) - (uint64_t)(b)))
-#define wmul(a, b) ((I)((uint64_t)(a) * (uint64_t)(b)))
-#define wneg(a)    ((I)((uint64_t)0 - (uint64_t)(a)))
-#define I          int64_t
-static int64_t idiv_s(int64_t a, int64_t b) {
-    return b == 0 ? 0 : b == -1 ? wneg(a) : a / b;
-}
-static int64_t ifmod_s(int64_t a, int64_t b) {
-    return b == 0 || b == -1 ? 0 : a % b;
-}
-static int64_t imod_s(int64_t a, int64_t b) {
-    int64_t r = ifmod_s(a, b);
-    return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
-}
-static int64_t iabs_s(int64_t a) {
-    return a < 0 ? wneg(a) : a;
-}
-static int64_t isign_s(int64_t a) {
-    return a > 0 ? 1 : a < 0 ? -1 : 0;
-}
-static int64_t shl_s(int64_t a, int64_t b) {
-    return b < 0 || b >= 64 ? 0 : (int64_t)((uint64_t)a << b);
-}
-static int64_t shr_s(int64_t a, int64_t b) {
-    return b < 0 || b >= 64 ? 0 : a >> b;
-}
-static uint64_t ipow_w(uint64_t p, uint64_t b) {
-    uint64_t r = 1;
-    for (; b; b >>= 1, p *= p) {
-        r = b & 1 ? r * p : r;
-    }
-    return r;
-}
-static int64_t ipow_s(int64_t a, int64_t b) {
-    if (b < 0) {
-        return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
-    }
-    return (int64_t)ipow_w((uint64_t)a, (uint64_t)b);
-}
-#undef I
-static uint64_t idiv_u(uint64_t a, uint64_t b) {
-    return b == 0 ? 0 : a / b;
-}
-static uint64_t ifmod_u(uint64_t a, uint64_t b) {
-    return b == 0 ? 0 : a % b;
-}
-static uint64_t imod_u(uint64_t a, uint64_t b) {
-    return ifmod_u(a, b);
-}
-static uint64_t iabs_u(uint64_t a) {
-    return a;
-}
-static uint64_t isign_u(uint64_t a) {
-    return a > 0 ? 1 : 0;
-}
-static uint64_t shl_u(uint64_t a, uint64_t b) {
-    return b >= 64 ? 0 : a << b;
-}
-static uint64_t shr_u(uint64_t a, uint64_t b) {
-    return b >= 64 ? 0 : a >> b;
-}
-#define I           int64_t
-#define idiv(a, b)  idiv_s(a, b)
-#define ifmod(a, b) ifmod_s(a, b)
-#define imod(a, b)  imod_s(a, b)
-#define iabs(a)     iabs_s(a)
-#define isign(a)    isign_s(a)
-#define shl(a, b)   shl_s(a, b)
-#define shr(a, b)   shr_s(a, b)
-#define ipow(a, b)  ipow_s(a, b)
-static int64_t ew_unary_s(tether_op op, int64_t x) {
-    switch (op) { TETHER_OP_LIST(EW_IUNARY_) }
-    return 0;
-}
-static int64_t ew_binary_s(tether_op op, int64_t x, int64_t y) {
-    switch (op) { TETHER_OP_LIST(EW_IBINARY_) }
-    return 0;
-}
-#undef I
-#undef idiv
-#undef ifmod
-#undef imod
-#undef iabs
-#undef isign
-#undef shl
-#undef shr
-#undef ipow
-#define I           uint64_t
-#define idiv(a, b)  idiv_u(a, b)
-#define ifmod(a, b) ifmod_u(a, b)
-#define imod(a, b)  imod_u(a, b)
-#define iabs(a)     iabs_u(a)
-#define isign(a)    isign_u(a)
-#define shl(a, b)   shl_u(a, b)
-#define shr(a, b)   shr_u(a, b)
-#define ipow(a, b)  ipow_w(a, b)
-static uint64_t ew_unary_u(tether_op op, uint64_t x) {
-    switch (op) { TETHER_OP_LIST(EW_IUNARY_) }
-    return 0;
-}
-static uint64_t ew_binary_u(tether_op op, uint64_t x, uint64_t y) {
-    switch (op) { TETHER_OP_LIST(EW_IBINARY_) }
-    return 0;
-}
-#undef I
-#undef idiv
-#undef ifmod
-#undef imod
-#undef iabs
-#undef isign
-#undef shl
-#undef shr
-#undef ipow
-#undef wadd
-#undef wsub
-#undef wmul
-#undef wneg
-#undef EW_ATTRS_
-#undef EW_RETURN_
-#undef EW_NONE_
-#undef EW_UNARY_
-#undef EW_BINARY_
-#undef EW_IUNARY_
-#undef EW_IBINARY_
-
-/* One elementwise result in the class of the operands (x's; y has the same type). */
-static val ew_typed(tether_op op, val x, const val *y, const tether_ir_attrs *a) {
-    val r = x;
-    switch (x.c) {
-    case TETHER__DC_F32:
-        r.f = y ? ew_binary(op, (float)x.f, (float)y->f, a) : ew_unary(op, (float)x.f, a);
-        break;
-    case TETHER__DC_F64:
-        r.f = y ? ew_binary_d(op, x.f, y->f, a) : ew_unary_d(op, x.f, a);
-        break;
-    case TETHER__DC_INT:
-        r.i = y ? ew_binary_s(op, x.i, y->i) : ew_unary_s(op, x.i);
-        break;
-    case TETHER__DC_UINT:
-        r.u = y ? ew_binary_u(op, x.u, y->u) : ew_unary_u(op, x.u);
-        break;
-    case TETHER__DC_NONE:
-        break;
-    }
-    return r;
-}
-
-/* A fused epilogue activation: the formula of the operator whose ACT column it is. */
-static float apply_act(float v, const tether_ir_attrs *a) {
-    if (a->act == TETHER_ACT_NONE) {
-        return v;
-    }
-    tether_ir_attrs t;
-    tether__act_attrs(a, &t);
-    return ew_unary(tether__act_op(a->act), v, &t);
-}
-
 /* conv_nd / conv_transpose over 1 to 3 spatial dimensions, seen as 3 (leading extents 1). */
 typedef struct win3 {
     int64_t in[3], out[3], k[3], s[3], d[3], p[3];
@@ -577,7 +277,7 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
                         }
                         size_t oi = (size_t)(((nn * O + oc) * OH + oh) * OW + ow);
                         float v = (float)acc + (res ? res[oi] : 0.0f);
-                        y[oi] = apply_act(v, a);
+                        y[oi] = tether__interp_apply_act(v, a);
                     }
                 }
             }
@@ -611,7 +311,7 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
                 if (res) {
                     v += res[i * NN + j];
                 }
-                y[i * NN + j] = apply_act(v, a);
+                y[i * NN + j] = tether__interp_apply_act(v, a);
             }
         }
         return;
@@ -641,7 +341,7 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
             (void)M;
             (void)NN;
             float v = (float)acc + (res ? res[f] : 0.0f);
-            y[f] = apply_act(v, a);
+            y[f] = tether__interp_apply_act(v, a);
         }
         return;
     }
@@ -655,14 +355,15 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
                                                 bcast_off(xt->shape, xt->ndim, idx, o->ndim));
                     val v = tether__interp_load(x2, yt->dtype,
                                                 bcast_off(yt->shape, yt->ndim, idx, o->ndim));
-                    tether__interp_store(y, o->dtype, f, ew_typed(n->op, u, &v, a));
+                    tether__interp_store(y, o->dtype, f, tether__interp_ew_typed(n->op, u, &v, a));
                 }
                 return;
             }
             for (size_t f = 0; f < total; f++) {
                 unravel((int64_t)f, o->shape, o->ndim, idx);
-                y[f] = ew_binary(n->op, bcast_at(x, xt->shape, xt->ndim, idx, o->ndim),
-                                 bcast_at(x2, yt->shape, yt->ndim, idx, o->ndim), a);
+                y[f] =
+                    tether__interp_ew_binary(n->op, bcast_at(x, xt->shape, xt->ndim, idx, o->ndim),
+                                             bcast_at(x2, yt->shape, yt->ndim, idx, o->ndim), a);
             }
             return;
         }
@@ -671,7 +372,8 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
         const float *s = buf[n->inputs[1]];
         for (size_t f = 0; f < total; f++) {
             unravel((int64_t)f, o->shape, o->ndim, idx);
-            y[f] = ew_binary(n->op, x[f], bcast_at(s, st->shape, st->ndim, idx, o->ndim), a);
+            y[f] = tether__interp_ew_binary(n->op, x[f],
+                                            bcast_at(s, st->shape, st->ndim, idx, o->ndim), a);
         }
         return;
     }
@@ -935,12 +637,13 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
         if (!is_f32(xt) || !is_f32(o)) { /* typed (cast among them) */
             for (size_t f = 0; f < total; f++) {
                 tether__interp_store(
-                    y, o->dtype, f, ew_typed(n->op, tether__interp_load(x, xt->dtype, f), NULL, a));
+                    y, o->dtype, f,
+                    tether__interp_ew_typed(n->op, tether__interp_load(x, xt->dtype, f), NULL, a));
             }
             return;
         }
         for (size_t f = 0; f < total; f++) {
-            y[f] = ew_unary(n->op, x[f], a);
+            y[f] = tether__interp_ew_unary(n->op, x[f], a);
         }
         return;
     }

@@ -148,7 +148,7 @@ static int run_scatter(const tether_ir_graph *g, const tether_ir_node *n, void *
     for (int64_t t = 0; t < tuples; t++) {
         int64_t off = 0;
         for (int64_t i = 0; i < k; i++) {
-            int64_t w;
+            int64_t w = 0;
             if ((rc = index_at(n, it, ip, (size_t)(t * k + i), xt->shape[i], &w))) {
                 return rc;
             }
@@ -181,7 +181,7 @@ static int run_gather_nd(const tether_ir_graph *g, const tether_ir_node *n, void
     for (int64_t t = 0; t < tuples; t++) {
         int64_t off = b ? (t / per_batch) * x.st[b - 1] : 0;
         for (int64_t i = 0; i < m; i++) {
-            int64_t w;
+            int64_t w = 0;
             int rc = index_at(n, it, ip, (size_t)(t * m + i), xt->shape[b + i], &w);
             if (rc) {
                 return rc;
@@ -339,7 +339,7 @@ int tether__interp_data(const tether_ir_graph *g, const tether_ir_node *n, void 
         size_t ni = tether_ir_tensor_elements(it), w = 0;
         for (int64_t p = 0; p < outer; p++) {
             for (size_t j = 0; j < ni; j++) {
-                int64_t i;
+                int64_t i = 0;
                 if ((rc = index_at(n, it, buf[n->inputs[1]], j, dim, &i))) {
                     return rc;
                 }

@@ -35,4 +35,12 @@ void tether__interp_nll_loss(const tether_ir_graph *g, const tether_ir_node *n, 
 /* Runs a quantized operator (quantize, dequantize, qconv, qmatmul; interp_quant.c). */
 void tether__interp_quant(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
 
+/* The elementwise formulas (interp_formula.c): an operator's FORMULA on float32 (x alone for a
+ * unary one), in the class of x for any element type (y NULL for a unary operator), and a fused
+ * epilogue activation. */
+float tether__interp_ew_unary(tether_op op, float x, const tether_ir_attrs *at);
+float tether__interp_ew_binary(tether_op op, float x, float y, const tether_ir_attrs *at);
+val tether__interp_ew_typed(tether_op op, val x, const val *y, const tether_ir_attrs *a);
+float tether__interp_apply_act(float v, const tether_ir_attrs *a);
+
 #endif
