@@ -41,10 +41,10 @@ typedef enum tether__op_kind {
     TETHER__OPK_WHERE,   /* select by a bool condition, numpy broadcasting of three inputs */
     TETHER__OPK_CONV_ND, /* conv_nd, conv_transpose: N-D windows (window attributes) */
     TETHER__OPK_CUSTOM,  /* a user kernel (custom/, docs/custom-ops.md) */
-    TETHER__OPK_DATA, /* indexing, data-dependent and shape operators (gather, scatter, topk, ...):
-                         ir/shapes_data.c, interp/interp_data.c, codegen/emit_c_data.c */
-    TETHER__OPK_LOSS,    /* nll_loss*: a gather of log-probabilities by integer targets */
-    TETHER__OPK_QUANT,   /* quantize, dequantize and the integer operators (ir/quant.c) */
+    TETHER__OPK_DATA,  /* indexing, data-dependent and shape operators (gather, scatter, topk, ...):
+                          ir/shapes_data.c, interp/interp_data.c, codegen/emit_c_data.c */
+    TETHER__OPK_LOSS,  /* nll_loss*: a gather of log-probabilities by integer targets */
+    TETHER__OPK_QUANT, /* quantize, dequantize and the integer operators (ir/quant.c) */
 } tether__op_kind;
 
 /* Typing rules (the TYPES column of ops.def; what each admits is described there). */
@@ -148,8 +148,8 @@ const char *tether__dtype_str(DLDataType t);
 #define TETHER__OPK_DT_DATA(d, o)        d
 #define TETHER__OPK_DT_LOSS(d, o)        o
 #define TETHER__OPK_DT_QUANT(d, o)       o
-#define TETHER__OPK_EW_LOSS(u, b, p, o)        o
-#define TETHER__OPK_EW_QUANT(u, b, p, o)       o
+#define TETHER__OPK_EW_LOSS(u, b, p, o)  o
+#define TETHER__OPK_EW_QUANT(u, b, p, o) o
 
 /* The case labels of every UNARY row (TETHER__CASES_UNARY) and of every BINARY row
  * (TETHER__CASES_BINARY), for a per-operator switch: the elementwise operators are handled by one

@@ -5,8 +5,8 @@
 #   control                  no row                                       builds
 #   elementwise_row          a UNARY row with its formula                 builds (the row is all)
 #   binary_row               a BINARY row with its formula                builds
-#   unary_without_formula    a UNARY row whose FORMULA is empty           fails (interp.c)
-#   integer_row_without_iformula  a NUM row whose IFORMULA is empty      fails (interp.c)
+#   unary_without_formula    a UNARY row whose FORMULA is empty           fails (interp_formula.c)
+#   integer_row_without_iformula  a NUM row whose IFORMULA is empty      fails (interp_formula.c)
 #   unary_reading_y          a UNARY formula that reads the second input  fails
 #   family_without_kernels   a POOL row: no per-operator switch names it  fails, naming the op
 # What must stay true: the script never touches the source tree (only WORK); a case that should
@@ -95,9 +95,9 @@ check(binary_row
       "X(TEST_OP, \"test_op\", BINARY, NONE, 2, 2, \"\", 0, x * y + x, , NUM, wadd(wmul(x, y), x))"
       PASS "")
 check(unary_without_formula "X(TEST_OP, \"test_op\", UNARY, NONE, 1, 1, \"\", 0, , , FLOAT, )" FAIL
-      "interp\\.c")
+      "interp_formula\\.c")
 check(integer_row_without_iformula
-      "X(TEST_OP, \"test_op\", UNARY, NONE, 1, 1, \"\", 0, x + 1.0f, , NUM, )" FAIL "interp\\.c")
+      "X(TEST_OP, \"test_op\", UNARY, NONE, 1, 1, \"\", 0, x + 1.0f, , NUM, )" FAIL "interp_formula\\.c")
 check(unary_reading_y "X(TEST_OP, \"test_op\", UNARY, NONE, 1, 1, \"\", 0, x + y, , FLOAT, )" FAIL
       "y.* undeclared|undeclared identifier .y")
 check(family_without_kernels "X(TEST_OP, \"test_op\", POOL, NONE, 1, 1, \"\", 0, , , F32, )" FAIL

@@ -86,7 +86,7 @@ static void test_roundtrip(void **state) {
     char path[128];
     snprintf(path, sizeof path, "%s/d.npy", g_dir);
     for (size_t i = 0; i < sizeof descr / sizeof descr[0]; i++) {
-        uint8_t zero[16] = {0};
+        uint8_t zero[64] = {0}; /* 5 elements of up to 8 bytes */
         assert_int_equal(tether_npy_write(path, descr[i].dt, s1, 1, zero), 0);
         uint8_t *buf;
         size_t len;

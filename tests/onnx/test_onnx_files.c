@@ -419,7 +419,8 @@ void test_arity(void **state) {
         const char *op = ops[i].op_type;
         bool concat = strcmp(op, "Concat") == 0 || strcmp(op, "Max") == 0 ||
                       strcmp(op, "Min") == 0 || strcmp(op, "Sum") == 0 || strcmp(op, "Mean") == 0 ||
-                      strcmp(op, "Einsum") == 0 || strcmp(op, "Loop") == 0 || strcmp(op, "Scan") == 0,
+                      strcmp(op, "Einsum") == 0 || strcmp(op, "Loop") == 0 ||
+                      strcmp(op, "Scan") == 0,
              constant = strcmp(op, "Constant") == 0 || strcmp(op, "Loop") == 0;
         for (int many = 0; many < 2; many++) {
             if ((many && concat) || (!many && constant)) {
