@@ -119,9 +119,8 @@ static void bias_index(const ocl *e, const tether_ir_node *n, char *idx, size_t 
 
 static void body_dense(ocl *e, const tether_ir_node *n, const kern *k, const tether__ocl_gpu *p) {
     const tether_ir_attrs *a = &n->attrs;
-    const tether_ir_tensor *x = T(e, n->inputs[0]), *y = T(e, n->outputs[0]);
+    const tether_ir_tensor *y = T(e, n->outputs[0]);
     long long M = y->shape[0], N = y->shape[1];
-    long long K = a->trans_a ? x->shape[0] : x->shape[1];
     long long S = p->split;
     line(e, "__local float red[%lld];", (long long)p->local);
     line(e, "const int lid = (int)get_local_id(0);");
@@ -131,30 +130,7 @@ static void body_dense(ocl *e, const tether_ir_node *n, const kern *k, const tet
     line(e, "const int i = o / %lld;", N);
     line(e, "float acc = 0.0f;");
     open_block(e, "if (o < %lld)", M * N);
-    if (p->vec) {
-        line(e, "const __global float *ar = in0 + i * %lld;", K);
-        line(e, "const __global float *br = in1 + j * %lld;", K);
-        line(e, "float4 a4 = (float4)(0.0f);");
-        open_block(e, "for (int k = s; k < %lld; k += %lld)", K / 4, S);
-        line(e, "a4 += vload4(k, ar) * vload4(k, br);");
-        close_block(e);
-        line(e, "acc = (a4.x + a4.y) + (a4.z + a4.w);");
-    } else {
-        char av[64], bv[64];
-        if (a->trans_a) {
-            snprintf(av, sizeof av, "in0[k * %lld + i]", M);
-        } else {
-            snprintf(av, sizeof av, "in0[i * %lld + k]", K);
-        }
-        if (a->trans_b) {
-            snprintf(bv, sizeof bv, "in1[j * %lld + k]", K);
-        } else {
-            snprintf(bv, sizeof bv, "in1[k * %lld + j]", N);
-        }
-        open_block(e, "for (int k = s; k < %lld; k += %lld)", K, S);
-        line(e, "acc += %s * %s;", av, bv);
-        close_block(e);
-    }
+    tether__ocl_dense_dot(e, n, p->vec, "s", S);
     close_block(e);
     line(e, "red[lid] = acc;");
     line(e, "barrier(CLK_LOCAL_MEM_FENCE);");

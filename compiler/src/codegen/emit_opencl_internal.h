@@ -283,4 +283,8 @@ void tether__ocl_unique_kname(ocl *e, step *s, const char *base);
 /* metadata.json of the artifact e describes (metadata.c); malloc'd, NULL when out of memory. */
 char *tether__metadata_opencl(const ocl *e);
 
+/* emit_opencl_kernels.c: dense's dot product of output (i, j) into acc, k from start by step. */
+void tether__ocl_dense_dot(ocl *e, const tether_ir_node *n, bool vec, const char *start,
+                           long long step);
+
 #endif

@@ -323,38 +323,56 @@ static void k_conv2d(ocl *e, const tether_ir_node *n, const kern *k) {
     conv_store(e, n, k, yt, rt, bias);
 }
 
-static void k_dense(ocl *e, const tether_ir_node *n, const kern *k) {
+/* The dot product of dense's output (i, j) into `acc` (declared by the caller): k from `start` in
+ * steps of `step` (1: the whole reduction), K/4 float4 loads when vec (x row-major, w transposed,
+ * K % 4 == 0). Shared by k_dense and the split-K GPU kernel (emit_opencl_gpu.c). */
+void tether__ocl_dense_dot(ocl *e, const tether_ir_node *n, bool vec, const char *start,
+                           long long step) {
     const tether_ir_attrs *a = &n->attrs;
     const tether_ir_tensor *x = T(e, n->inputs[0]), *y = T(e, n->outputs[0]);
     long long M = y->shape[0], N = y->shape[1];
     long long K = a->trans_a ? x->shape[0] : x->shape[1];
-    line(e, "const int j = f %% %lld;", N);
-    line(e, "const int i = f / %lld;", N);
-    line(e, "float acc = 0.0f;");
-    if (!a->trans_a && a->trans_b && K % 4 == 0 && K >= 4) {
+    char inc[32];
+    if (step == 1) {
+        snprintf(inc, sizeof inc, "++k");
+    } else {
+        snprintf(inc, sizeof inc, "k += %lld", step);
+    }
+    if (vec) {
         line(e, "const __global float *ar = in0 + i * %lld;", K);
         line(e, "const __global float *br = in1 + j * %lld;", K);
         line(e, "float4 a4 = (float4)(0.0f);");
-        open_block(e, "for (int k = 0; k < %lld; ++k)", K / 4);
+        open_block(e, "for (int k = %s; k < %lld; %s)", start, K / 4, inc);
         line(e, "a4 += vload4(k, ar) * vload4(k, br);");
         close_block(e);
         line(e, "acc = (a4.x + a4.y) + (a4.z + a4.w);");
-    } else {
-        char av[64], bv[64];
-        if (a->trans_a) {
-            snprintf(av, sizeof av, "in0[k * %lld + i]", M);
-        } else {
-            snprintf(av, sizeof av, "in0[i * %lld + k]", K);
-        }
-        if (a->trans_b) {
-            snprintf(bv, sizeof bv, "in1[j * %lld + k]", K);
-        } else {
-            snprintf(bv, sizeof bv, "in1[k * %lld + j]", N);
-        }
-        open_block(e, "for (int k = 0; k < %lld; ++k)", K);
-        line(e, "acc += %s * %s;", av, bv);
-        close_block(e);
+        return;
     }
+    char av[64], bv[64];
+    if (a->trans_a) {
+        snprintf(av, sizeof av, "in0[k * %lld + i]", M);
+    } else {
+        snprintf(av, sizeof av, "in0[i * %lld + k]", K);
+    }
+    if (a->trans_b) {
+        snprintf(bv, sizeof bv, "in1[j * %lld + k]", K);
+    } else {
+        snprintf(bv, sizeof bv, "in1[k * %lld + j]", N);
+    }
+    open_block(e, "for (int k = %s; k < %lld; %s)", start, K, inc);
+    line(e, "acc += %s * %s;", av, bv);
+    close_block(e);
+}
+
+static void k_dense(ocl *e, const tether_ir_node *n, const kern *k) {
+    const tether_ir_attrs *a = &n->attrs;
+    const tether_ir_tensor *x = T(e, n->inputs[0]), *y = T(e, n->outputs[0]);
+    long long N = y->shape[1];
+    long long K = a->trans_a ? x->shape[0] : x->shape[1];
+    line(e, "const int j = f %% %lld;", N);
+    line(e, "const int i = f / %lld;", N);
+    line(e, "float acc = 0.0f;");
+    tether__ocl_dense_dot(e, n, !a->trans_a && a->trans_b && K % 4 == 0 && K >= 4, "0", 1);
     char l[48];
     flit(l, sizeof l, a->alpha);
     if (a->alpha == 1.0f) {
