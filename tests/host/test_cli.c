@@ -172,7 +172,7 @@ void test_run_module(void **state) {
     /* a measurement longer than the request timeout: TIME waits for what it asked for */
     rc = tether(&o,
                 "bench '%s' add_packed --in a.npy --in b.npy --out c.npy --number 1 --repeat 2 "
-                "--min-repeat-ms 600 --timeout-ms 400",
+                "--min-repeat-ms 1500 --timeout-ms 1000",
                 TESTMOD_PATH);
     if (rc) {
         fail_msg("%s", o);
