@@ -611,13 +611,16 @@ int tonnx_cv_variadic(timport *c, const Onnx__NodeProto *n) {
                    : strcmp(t, "Min") == 0 ? TETHER_OP_MIN
                                            : TETHER_OP_ADD;
     int acc, rc, y;
-    if ((rc = tonnx_in_tensor(c, 0, true, &acc)) || (rc = out0(c, &y))) {
+    if ((rc = tonnx_in_tensor(c, 0, true, &acc))) {
         return rc;
     }
-    if (n->n_input == 1) { /* one input: the output is that input */
+    if (n->n_input == 1) { /* one input: the output is that input (no tensor of its own) */
         int vo = tonnx_find(c, S(n->output[0]));
         c->v[vo].tensor = acc;
         return TETHER_OK;
+    }
+    if ((rc = out0(c, &y))) {
+        return rc;
     }
     for (size_t i = 1; i < n->n_input; i++) {
         int b, out = y;
