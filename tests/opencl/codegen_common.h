@@ -85,5 +85,6 @@ void test_tune_opencl(void **state);
 void test_gpu_conv(void **state);
 void test_gpu_dense(void **state);
 void test_gpu_schedules(void **state);
+void test_gpu_rows(void **state);
 
 #endif

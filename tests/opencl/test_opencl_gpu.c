@@ -5,7 +5,10 @@
  * dilation, widths not a multiple of 4, residual and activation) and split-K dense (N = 1,
  * 4 x 4000, K odd, transposes, bias broadcasts, alpha/beta), each equal to the interpreter and
  * really emitted as the GPU kernel (or, for shapes it does not fit, the legacy kernel with the
- * reason in the kernel's comment); tuned schedules (split-K, tile sizes) keep them equal.
+ * reason in the kernel's comment); tuned schedules (split-K, tile sizes) keep them equal; the
+ * row kernels (emit_opencl_rows.c: softmax, log_softmax, hardmax, layer_norm with one
+ * work-group per row; rows strided by an inner extent, lengths not a multiple of the group,
+ * hardmax ties, a tuned work-group size) equal the interpreter too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,6 +276,80 @@ void test_gpu_schedules(void **state) {
         snprintf(want, sizeof want, "%d x %d tiles", tiles[i][0], tiles[i][1]);
         assert_true(source_has(&g, want));
     }
+    g_sched = NULL;
+    g_nsched = 0;
+    tether_ir_close(&g);
+}
+
+/* x -> op(axis) [-> with scale/bias for layer_norm]; ties: x's values rounded to few levels
+ * (hardmax's first maximum). */
+static void build_row(tether_ir_graph *g, const char *name, tether_op op, int ndim,
+                      const int64_t *xs, int axis, int bias) {
+    assert_int_equal(tether_ir_init(g, name), 0);
+    uint32_t seed = 3;
+    int x, y;
+    assert_int_equal(tether_ir_add_tensor(g, "x", TETHER_FLOAT32, ndim, xs, &x), 0);
+    assert_int_equal(tether_ir_add_input(g, x), 0);
+    tether_ir_attrs a;
+    tether_ir_attrs_init(op, &a);
+    a.axis = axis;
+    int in[3] = {x, -1, -1}, nin = 1;
+    if (op == TETHER_OP_LAYER_NORM) {
+        int ax = axis < 0 ? axis + ndim : axis;
+        in[nin++] = tt_add_const(g, "scale", ndim - ax, xs + ax, &seed);
+        if (bias) {
+            in[nin++] = tt_add_const(g, "bias", ndim - ax, xs + ax, &seed);
+        }
+        a.epsilon = 1e-3f;
+    }
+    assert_int_equal(tether_ir_add_tensor(g, "y", TETHER_FLOAT32, -1, NULL, &y), 0);
+    assert_int_equal(tether_ir_add_node(g, "row", op, in, nin, &y, 1, &a, NULL), 0);
+    assert_int_equal(tether_ir_add_output(g, y), 0);
+    assert_int_equal(tether_ir_infer(g), 0);
+}
+
+void test_gpu_rows(void **state) {
+    (void)state;
+    static const struct {
+        const char *name;
+        tether_op op;
+        int ndim;
+        int64_t x[4];
+        int axis, bias;
+        const char *kernel;
+    } cases[] = {
+        {"softmax1000", TETHER_OP_SOFTMAX, 2, {1, 1000}, -1, 0, "one work-group of 256 per row"},
+        {"softmax_inner", TETHER_OP_SOFTMAX, 3, {2, 130, 3}, 1, 0, "per row of 130 (6 rows)"},
+        {"logsoftmax", TETHER_OP_LOG_SOFTMAX, 3, {2, 3, 100}, 2, 0, "per row of 100"},
+        {"hardmax", TETHER_OP_HARDMAX, 2, {3, 517}, 1, 0, "per row of 517"},
+        {"hardmax_inner", TETHER_OP_HARDMAX, 3, {1, 70, 5}, 1, 0, "per row of 70"},
+        {"layernorm", TETHER_OP_LAYER_NORM, 3, {2, 5, 96}, -1, 1, "per row of 96 (10 rows)"},
+        {"layernorm_2axes", TETHER_OP_LAYER_NORM, 3, {2, 9, 40}, 1, 0, "per row of 360"},
+        {"softmax_short", TETHER_OP_SOFTMAX, 2, {4, 10}, -1, 0, "rows of 10: one work-item"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tether_ir_graph g;
+        build_row(&g, cases[i].name, cases[i].op, cases[i].ndim, cases[i].x, cases[i].axis,
+                  cases[i].bias);
+        check_graph(&g, NULL, false, true);
+        if (!source_has(&g, cases[i].kernel)) {
+            fail_msg("%s: the kernel is not the expected one ('%s')", cases[i].name,
+                     cases[i].kernel);
+        }
+        tether_ir_close(&g);
+    }
+    /* a tuned work-group size (tether tune --backend opencl's local_size) */
+    tether_ir_graph g;
+    build_row(&g, "tuned", TETHER_OP_SOFTMAX, 2, (const int64_t[]){2, 300}, -1, 0);
+    char key[TETHER_WORKLOAD_MAX];
+    assert_int_equal(tether_workload_key(&g, 0, key, sizeof key), 0);
+    tether_node_schedule ns = {key, {0}};
+    tether_schedule_init(&ns.schedule);
+    ns.schedule.local_size = 64;
+    g_sched = &ns;
+    g_nsched = 1;
+    check_graph(&g, NULL, false, true);
+    assert_true(source_has(&g, "one work-group of 64 per row of 300"));
     g_sched = NULL;
     g_nsched = 0;
     tether_ir_close(&g);

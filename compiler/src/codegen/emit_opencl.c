@@ -732,7 +732,9 @@ static int emit_node(ocl *e, int idx) {
     }
     tether__ocl_gpu gp;
     memset(&gp, 0, sizeof gp);
-    int gpu = (n->op == TETHER_OP_DENSE || n->op == TETHER_OP_CONV2D) &&
+    int gpu = (n->op == TETHER_OP_DENSE || n->op == TETHER_OP_CONV2D ||
+               n->op == TETHER_OP_SOFTMAX || n->op == TETHER_OP_LOG_SOFTMAX ||
+               n->op == TETHER_OP_HARDMAX || n->op == TETHER_OP_LAYER_NORM) &&
               tether__ocl_gpu_plan(e, n, &k, sched, &gp);
     if (gpu) {
         s->total = gp.total;

@@ -9,7 +9,8 @@
  *    [CG*KH*KW x N*OH*OW] per group, TM x TN output tiles per work-group, TK-deep slices of both
  *    operands staged in local memory, a 4 x 4 register block per work-item;
  *  - depthwise conv2d: 4 output columns per work-item, the input row read with vload4 (stride 1)
- *    or vload8 (stride 2) where the window lies inside the row.
+ *    or vload8 (stride 2) where the window lies inside the row;
+ *  - softmax, log_softmax, hardmax and layer_norm: one work-group per row (emit_opencl_rows.c).
  * Sizes come from the shape, the device's limits in the options (max work-group size, preferred
  * multiple, local memory, compute units) and a node schedule (`tether tune --backend opencl`:
  * ocl_split_k, ocl_tile_m, ocl_tile_n, local_size). A shape none of them fits (textures,
@@ -461,6 +462,10 @@ int tether__ocl_gpu_plan(const ocl *e, const tether_ir_node *n, const kern *k,
     if (n->op == TETHER_OP_CONV2D) {
         return plan_conv(e, n, k, ns, p);
     }
+    if (n->op == TETHER_OP_SOFTMAX || n->op == TETHER_OP_LOG_SOFTMAX ||
+        n->op == TETHER_OP_HARDMAX || n->op == TETHER_OP_LAYER_NORM) {
+        return tether__ocl_rows_plan(e, n, ns, p);
+    }
     return 0;
 }
 
@@ -475,6 +480,9 @@ void tether__ocl_gpu_body(ocl *e, const tether_ir_node *n, const kern *k,
         break;
     case TETHER__OCL_GPU_DW:
         body_dw(e, n, k, p);
+        break;
+    case TETHER__OCL_GPU_ROWS:
+        tether__ocl_rows_body(e, n, p);
         break;
     default:
         line(e, "#error \"tether: no GPU kernel of this kind\"");

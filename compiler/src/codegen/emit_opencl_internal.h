@@ -245,7 +245,13 @@ void tether__ocl_emit_act(ocl *e, const tether_ir_attrs *a, const char *v);
 /* The GPU kernels (emit_opencl_gpu.c): whether node n gets one (1, p filled: launch sizes, the
  * longest serial loop per work-item and a description in p->why) or keeps its kernel from
  * emit_opencl_kernels.c (0, the reason in p->why); ns is the node's tuned schedule or NULL. */
-enum { TETHER__OCL_GPU_NONE, TETHER__OCL_GPU_GEMV, TETHER__OCL_GPU_CONV, TETHER__OCL_GPU_DW };
+enum {
+    TETHER__OCL_GPU_NONE,
+    TETHER__OCL_GPU_GEMV,
+    TETHER__OCL_GPU_CONV,
+    TETHER__OCL_GPU_DW,
+    TETHER__OCL_GPU_ROWS /* emit_opencl_rows.c */
+};
 typedef struct tether__ocl_gpu {
     int kind;
     int64_t global, local, total;
@@ -258,6 +264,11 @@ typedef struct tether__ocl_gpu {
 int tether__ocl_gpu_plan(const ocl *e, const tether_ir_node *n, const kern *k,
                          const tether_schedule *ns, tether__ocl_gpu *p);
 void tether__ocl_gpu_body(ocl *e, const tether_ir_node *n, const kern *k, const tether__ocl_gpu *p);
+/* The row kernels (emit_opencl_rows.c: softmax, log_softmax, hardmax, layer_norm; one
+ * work-group per row), planned and written through the two functions above. */
+int tether__ocl_rows_plan(const ocl *e, const tether_ir_node *n, const tether_schedule *ns,
+                          tether__ocl_gpu *p);
+void tether__ocl_rows_body(ocl *e, const tether_ir_node *n, const tether__ocl_gpu *p);
 
 /* The storage-scope pass (opencl_textures.c): fills e->tex (per tensor: its texture memory
  * object or -1), adds the texture images to e->mems and plans their placement; with
