@@ -3,10 +3,11 @@
  * PoCL: conv as tiled GEMM (pointwise, general with stride/pad/dilation, grouped, K not a
  * multiple of the tile, odd channel counts, N = 2), vectorised depthwise (strides 1, 2, 3,
  * dilation, widths not a multiple of 4, residual and activation) and split-K dense (N = 1,
- * 4 x 4000, K odd, transposes, bias broadcasts, alpha/beta), each equal to the interpreter and
- * really emitted as the GPU kernel (or, for shapes it does not fit, the legacy kernel with the
- * reason in the kernel's comment); tuned schedules (split-K, tile sizes) keep them equal; the
- * row kernels (emit_opencl_rows.c: softmax, log_softmax, hardmax, layer_norm with one
+ * 4 x 4000, K odd, transposes, bias broadcasts, alpha/beta), split-K conv (pointwise late
+ * layers, output channels not a multiple of 4, strides, dilation, residual, groups), each equal to
+ * the interpreter and really emitted as the GPU kernel (or, for shapes it does not fit, the legacy
+ * kernel with the reason in the kernel's comment); tuned schedules (split-K, tile sizes) keep them
+ * equal; the row kernels (emit_opencl_rows.c: softmax, log_softmax, hardmax, layer_norm with one
  * work-group per row; rows strided by an inner extent, lengths not a multiple of the group,
  * hardmax ties, a tuned work-group size) equal the interpreter too.
  */
@@ -152,12 +153,77 @@ void test_gpu_conv(void **state) {
     check_graph(&g, NULL, false, true);
     g_legacy = false;
     assert_true(source_has(&g, "GPU kernel, conv as GEMM"));
-    /* by default an untuned general conv keeps the direct kernel (faster untuned on the GPU
-     * measured); depthwise still takes its GPU kernel */
+    tether_ir_close(&g);
+    /* by default an untuned general conv with many outputs keeps the direct kernel (faster
+     * untuned on the GPU measured); few outputs over a long reduction take the split-K conv */
     g_conv_gemm = false;
+    build(&g, "direct", (const int64_t[]){1, 8, 64, 64}, (const int64_t[]){16, 8, 3, 3}, 1, 1, 1, 1,
+          0, TETHER_ACT_NONE);
     assert_true(source_has(&g, "the tiled-GEMM kernel only with tuned tiles"));
     check_graph(&g, NULL, false, true);
     tether_ir_close(&g);
+    static const gcase splitk[] = {
+        {"sk_pw_late",
+         {1, 336, 3, 3},
+         {56, 336, 1, 1},
+         1,
+         1,
+         0,
+         1,
+         1,
+         TETHER_ACT_NONE,
+         "32 work-items share each block"},
+        {"sk_pw_o_odd",
+         {2, 64, 2, 2},
+         {10, 64, 1, 1},
+         1,
+         1,
+         0,
+         1,
+         0,
+         TETHER_ACT_RELU,
+         "split-K conv"},
+        {"sk_3x3_s2",
+         {1, 40, 5, 5},
+         {24, 40, 3, 3},
+         1,
+         2,
+         1,
+         1,
+         0,
+         TETHER_ACT_CLIP,
+         "split-K conv"},
+        {"sk_dil2", {1, 20, 7, 6}, {12, 20, 3, 3}, 1, 1, 2, 2, 1, TETHER_ACT_NONE, "split-K conv"},
+        {"sk_grouped",
+         {1, 16, 4, 4},
+         {16, 8, 3, 3},
+         2,
+         1,
+         1,
+         1,
+         0,
+         TETHER_ACT_RELU,
+         "split-K conv"},
+        {"sk_grouped_straddle",
+         {1, 12, 4, 4},
+         {6, 4, 3, 3},
+         3,
+         1,
+         1,
+         1,
+         0,
+         TETHER_ACT_NONE,
+         "one work-item per output"},
+    };
+    for (size_t i = 0; i < sizeof splitk / sizeof *splitk; i++) {
+        const gcase *c = &splitk[i];
+        build(&g, c->name, c->x, c->w, c->groups, c->stride, c->pad, c->dil, c->residual, c->act);
+        check_graph(&g, NULL, false, true);
+        if (!source_has(&g, c->kernel)) {
+            fail_msg("%s: the kernel is not the expected one ('%s')", c->name, c->kernel);
+        }
+        tether_ir_close(&g);
+    }
 }
 
 /* x [M,K] (or [K,M] with trans_a) -> dense(w, c) -> act */

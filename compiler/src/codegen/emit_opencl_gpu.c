@@ -10,7 +10,9 @@
  *    operands staged in local memory, a 4 x 4 register block per work-item;
  *  - depthwise conv2d: 4 output columns per work-item, the input row read with vload4 (stride 1)
  *    or vload8 (stride 2) where the window lies inside the row;
- *  - softmax, log_softmax, hardmax and layer_norm: one work-group per row (emit_opencl_rows.c).
+ *  - softmax, log_softmax, hardmax and layer_norm: one work-group per row (emit_opencl_rows.c);
+ *  - conv2d with few outputs and long reductions: split-K over the taps (emit_opencl_splitk.c),
+ *    tried before the direct kernel when no GEMM tiles are asked for.
  * Sizes come from the shape, the device's limits in the options (max work-group size, preferred
  * multiple, local memory, compute units) and a node schedule (`tether tune --backend opencl`:
  * ocl_split_k, ocl_tile_m, ocl_tile_n, local_size). A shape none of them fits (textures,
@@ -196,6 +198,10 @@ static int plan_conv(const ocl *e, const tether_ir_node *n, const kern *k,
                  : p->vec == 8 ? ", rows read with vload8 (stride 2)"
                                : " (stride > 2: gathered)",
                  (long long)total);
+        return 1;
+    }
+    int tiles = ns && (ns->ocl_tile_m > 0 || ns->ocl_tile_n > 0);
+    if (!e->o->conv_gemm && !tiles && tether__ocl_splitk_plan(e, n, k, ns, p)) {
         return 1;
     }
     if (a->groups > 1 && (OG < 8 || CG < 4)) {
@@ -483,6 +489,9 @@ void tether__ocl_gpu_body(ocl *e, const tether_ir_node *n, const kern *k,
         break;
     case TETHER__OCL_GPU_ROWS:
         tether__ocl_rows_body(e, n, p);
+        break;
+    case TETHER__OCL_GPU_CONV_SPLITK:
+        tether__ocl_splitk_body(e, n, k, p);
         break;
     default:
         line(e, "#error \"tether: no GPU kernel of this kind\"");

@@ -250,7 +250,8 @@ enum {
     TETHER__OCL_GPU_GEMV,
     TETHER__OCL_GPU_CONV,
     TETHER__OCL_GPU_DW,
-    TETHER__OCL_GPU_ROWS /* emit_opencl_rows.c */
+    TETHER__OCL_GPU_ROWS,       /* emit_opencl_rows.c */
+    TETHER__OCL_GPU_CONV_SPLITK /* emit_opencl_splitk.c */
 };
 typedef struct tether__ocl_gpu {
     int kind;
@@ -269,6 +270,12 @@ void tether__ocl_gpu_body(ocl *e, const tether_ir_node *n, const kern *k, const 
 int tether__ocl_rows_plan(const ocl *e, const tether_ir_node *n, const tether_schedule *ns,
                           tether__ocl_gpu *p);
 void tether__ocl_rows_body(ocl *e, const tether_ir_node *n, const tether__ocl_gpu *p);
+/* The split-K conv (emit_opencl_splitk.c: few outputs, long reductions), tried by the conv plan
+ * of emit_opencl_gpu.c before the direct kernel. */
+int tether__ocl_splitk_plan(const ocl *e, const tether_ir_node *n, const kern *k,
+                            const tether_schedule *ns, tether__ocl_gpu *p);
+void tether__ocl_splitk_body(ocl *e, const tether_ir_node *n, const kern *k,
+                             const tether__ocl_gpu *p);
 
 /* The storage-scope pass (opencl_textures.c): fills e->tex (per tensor: its texture memory
  * object or -1), adds the texture images to e->mems and plans their placement; with
