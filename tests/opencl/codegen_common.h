@@ -86,5 +86,6 @@ void test_gpu_conv(void **state);
 void test_gpu_dense(void **state);
 void test_gpu_schedules(void **state);
 void test_gpu_rows(void **state);
+void test_gpu_dense_softmax(void **state);
 
 #endif

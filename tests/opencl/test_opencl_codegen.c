@@ -327,6 +327,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_dense),
         cmocka_unit_test(test_gpu_schedules),
         cmocka_unit_test(test_gpu_rows),
+        cmocka_unit_test(test_gpu_dense_softmax),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tether_session_close(g_s);

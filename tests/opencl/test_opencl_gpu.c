@@ -9,7 +9,10 @@
  * kernel with the reason in the kernel's comment); tuned schedules (split-K, tile sizes) keep them
  * equal; the row kernels (emit_opencl_rows.c: softmax, log_softmax, hardmax, layer_norm with one
  * work-group per row; rows strided by an inner extent, lengths not a multiple of the group,
- * hardmax ties, a tuned work-group size) equal the interpreter too.
+ * hardmax ties, a tuned work-group size) equal the interpreter too, and so does dense with its
+ * softmax consumer fused into one kernel (rows of 4 to 64, several rows per group, log_softmax,
+ * alpha/beta/bias broadcasts; not fused when the dense output has another reader or is a graph
+ * output).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -419,4 +422,63 @@ void test_gpu_rows(void **state) {
     g_sched = NULL;
     g_nsched = 0;
     tether_ir_close(&g);
+}
+
+/* x [M,K] -> dense(w [N,K], c) -> softmax | log_softmax [-> also a graph output / a second
+ * reader] */
+static void build_dense_softmax(tether_ir_graph *g, const char *name, int64_t M, int64_t K,
+                                int64_t N, int cdims, tether_op op, int extra) {
+    build_dense(g, name, M, K, N, 0, 1, cdims, 0.75f, 1.5f, 0);
+    int d = g->outputs[0], y;
+    g->noutputs = 0;
+    tether_ir_attrs a;
+    tether_ir_attrs_init(op, &a);
+    a.axis = -1;
+    assert_int_equal(tether_ir_add_tensor(g, "p", TETHER_FLOAT32, -1, NULL, &y), 0);
+    assert_int_equal(tether_ir_add_node(g, "sm", op, &d, 1, &y, 1, &a, NULL), 0);
+    assert_int_equal(tether_ir_add_output(g, y), 0);
+    if (extra == 1) { /* the dense output is a graph output too */
+        assert_int_equal(tether_ir_add_output(g, d), 0);
+    } else if (extra == 2) { /* a second reader */
+        tether_ir_attrs ra;
+        tether_ir_attrs_init(TETHER_OP_RELU, &ra);
+        int r;
+        assert_int_equal(tether_ir_add_tensor(g, "r", TETHER_FLOAT32, -1, NULL, &r), 0);
+        assert_int_equal(tether_ir_add_node(g, "relu2", TETHER_OP_RELU, &d, 1, &r, 1, &ra, NULL),
+                         0);
+        assert_int_equal(tether_ir_add_output(g, r), 0);
+    }
+    assert_int_equal(tether_ir_infer(g), 0);
+}
+
+void test_gpu_dense_softmax(void **state) {
+    (void)state;
+    static const struct {
+        const char *name;
+        int64_t M, K, N;
+        int cdims;
+        tether_op op;
+        int extra;
+        const char *kernel;
+    } cases[] = {
+        {"ds_4x4000", 1, 4000, 4, 1, TETHER_OP_SOFTMAX, 0, "GEMV with softmax"},
+        {"ds_rows", 5, 40, 12, 3, TETHER_OP_SOFTMAX, 0, "2 rows of 12 per work-group"},
+        {"ds_k300", 5, 300, 12, 3, TETHER_OP_SOFTMAX, 0, "1 row of 12 per work-group"},
+        {"ds_log", 3, 64, 37, 2, TETHER_OP_LOG_SOFTMAX, 0, "GEMV with log_softmax"},
+        {"ds_64", 2, 129, 64, 1, TETHER_OP_SOFTMAX, 0, "1 row of 64"},
+        {"ds_wide", 1, 100, 65, 1, TETHER_OP_SOFTMAX, 0, "sm: softmax(y"},
+        {"ds_output", 1, 500, 8, 1, TETHER_OP_SOFTMAX, 1, "sm: softmax(y"},
+        {"ds_reader", 1, 500, 8, 1, TETHER_OP_SOFTMAX, 2, "sm: softmax(y"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tether_ir_graph g;
+        build_dense_softmax(&g, cases[i].name, cases[i].M, cases[i].K, cases[i].N, cases[i].cdims,
+                            cases[i].op, cases[i].extra);
+        check_graph(&g, NULL, false, true);
+        if (!source_has(&g, cases[i].kernel)) {
+            fail_msg("%s: the kernel is not the expected one ('%s')", cases[i].name,
+                     cases[i].kernel);
+        }
+        tether_ir_close(&g);
+    }
 }

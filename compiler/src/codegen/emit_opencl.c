@@ -598,7 +598,46 @@ static int64_t legacy_serial(const ocl *e, const tether_ir_node *n) {
     return 1;
 }
 
-static int emit_node(ocl *e, int idx) {
+/* A dense node whose output only softmax/log_softmax node `next` (the next node with a kernel)
+ * reads over its rows: that node's index when one kernel computes both (p planned), else -1. */
+static int fused_softmax(const ocl *e, int idx, int next, tether__ocl_gpu *p) {
+    const tether_ir_node *n = &e->g->nodes[idx];
+    if (n->op != TETHER_OP_DENSE || next < 0 || tether__ocl_custom_owns(e, n)) {
+        return -1;
+    }
+    const tether_ir_node *sm = &e->g->nodes[next];
+    int t = n->outputs[0];
+    if ((sm->op != TETHER_OP_SOFTMAX && sm->op != TETHER_OP_LOG_SOFTMAX) || sm->inputs[0] != t ||
+        e->outmem[t] >= 0 || T(e, t)->alias_of >= 0) {
+        return -1;
+    }
+    for (int i = 0; i < e->g->nnodes; i++) { /* no other reader, no alias of it */
+        const tether_ir_node *m = &e->g->nodes[i];
+        for (int j = 0; j < m->ninputs; j++) {
+            if (i != next && m->inputs[j] >= 0 && root_of(e, m->inputs[j]) == t) {
+                return -1;
+            }
+        }
+    }
+    /* a tuned dense or softmax keeps its own kernel (what `tether tune` measured, and the
+     * candidates it builds for each workload launch each node) */
+    char key[TETHER_WORKLOAD_MAX];
+    for (int w = 0; w < 2; w++) {
+        if (tether_workload_key(e->g, w ? next : idx, key, sizeof key)) {
+            continue;
+        }
+        for (int i = 0; i < e->o->nnode_schedules; i++) {
+            const tether_node_schedule *ns = &e->o->node_schedules[i];
+            if (ns->workload && !strcmp(ns->workload, key)) {
+                return -1;
+            }
+        }
+    }
+    return tether__ocl_dense_softmax_plan(e, n, sm, p) ? next : -1;
+}
+
+/* Node idx's kernel; fused >= 0: the softmax node computed by the same kernel (fp its plan). */
+static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     const tether_ir_node *n = &e->g->nodes[idx];
     const tether_ir_tensor *y = T(e, n->outputs[0]);
     if (tether__ocl_custom_owns(e, n)) {
@@ -650,7 +689,8 @@ static int emit_node(ocl *e, int idx) {
         }
         kref_add(&k, t, e->store[t], 0, nm);
     }
-    kref_add(&k, n->outputs[0], dest_of(e, n->outputs[0]), 1, "y");
+    int yt = fused >= 0 ? e->g->nodes[fused].outputs[0] : n->outputs[0];
+    kref_add(&k, yt, dest_of(e, yt), 1, "y");
     int64_t total = (int64_t)tether_ir_tensor_elements(y);
     if (e->tex[n->outputs[0]] >= 0 && n->op != TETHER_OP_CONV2D) {
         total /= 4; /* elementwise on texels */
@@ -732,10 +772,11 @@ static int emit_node(ocl *e, int idx) {
     }
     tether__ocl_gpu gp;
     memset(&gp, 0, sizeof gp);
-    int gpu = (n->op == TETHER_OP_DENSE || n->op == TETHER_OP_CONV2D ||
-               n->op == TETHER_OP_SOFTMAX || n->op == TETHER_OP_LOG_SOFTMAX ||
-               n->op == TETHER_OP_HARDMAX || n->op == TETHER_OP_LAYER_NORM) &&
-              tether__ocl_gpu_plan(e, n, &k, sched, &gp);
+    int gpu = fused >= 0 ? (gp = *fp, 1)
+                         : (n->op == TETHER_OP_DENSE || n->op == TETHER_OP_CONV2D ||
+                            n->op == TETHER_OP_SOFTMAX || n->op == TETHER_OP_LOG_SOFTMAX ||
+                            n->op == TETHER_OP_HARDMAX || n->op == TETHER_OP_LAYER_NORM) &&
+                               tether__ocl_gpu_plan(e, n, &k, sched, &gp);
     if (gpu) {
         s->total = gp.total;
         s->global = gp.global;
@@ -889,8 +930,18 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
     }
     /* the kernels, into a separate buffer; the file header is written once they are known */
     for (int i = 0; i < g->nnodes && !rc; i++) {
-        if (node_has_kernel(&e, &g->nodes[i])) {
-            rc = emit_node(&e, i);
+        if (!node_has_kernel(&e, &g->nodes[i])) {
+            continue;
+        }
+        int next = i + 1;
+        while (next < g->nnodes && !node_has_kernel(&e, &g->nodes[next])) {
+            next++;
+        }
+        tether__ocl_gpu fp;
+        int fused = fused_softmax(&e, i, next < g->nnodes ? next : -1, &fp);
+        rc = emit_node(&e, i, fused, &fp);
+        if (fused >= 0) {
+            i = fused; /* its output is written by node i's kernel */
         }
     }
     for (int i = 0; i < g->noutputs && !rc; i++) {

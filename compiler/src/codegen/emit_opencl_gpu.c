@@ -11,6 +11,9 @@
  *  - depthwise conv2d: 4 output columns per work-item, the input row read with vload4 (stride 1)
  *    or vload8 (stride 2) where the window lies inside the row;
  *  - softmax, log_softmax, hardmax and layer_norm: one work-group per row (emit_opencl_rows.c);
+ *  - dense followed by softmax/log_softmax over rows of at most 64: one kernel, each row's
+ *    outputs in one work-group and the softmax over them from local memory (emit_opencl.c
+ *    skips the softmax node; its output is the kernel's);
  *  - conv2d with few outputs and long reductions: split-K over the taps (emit_opencl_splitk.c),
  *    tried before the direct kernel when no GEMM tiles are asked for.
  * Sizes come from the shape, the device's limits in the options (max work-group size, preferred
@@ -158,6 +161,133 @@ static void body_dense(ocl *e, const tether_ir_node *n, const kern *k, const tet
     }
     tether__ocl_emit_act(e, a, "v");
     line(e, "y[o] = v;");
+    close_block(e);
+}
+
+/* ---- dense + softmax --------------------------------------------------------------------- */
+
+int tether__ocl_dense_softmax_plan(const ocl *e, const tether_ir_node *n, const tether_ir_node *sm,
+                                   tether__ocl_gpu *p) {
+    memset(p, 0, sizeof *p);
+    const tether_ir_attrs *a = &n->attrs;
+    const tether_ir_tensor *x = T(e, n->inputs[0]), *y = T(e, n->outputs[0]);
+    if (e->o->legacy_kernels || !buffer_io(e, n) || e->tex[sm->outputs[0]] >= 0 || y->ndim != 2 ||
+        tether__ir_norm_axis(sm->attrs.axis, 2) != 1) {
+        snprintf(p->why, sizeof p->why, "not a buffer dense -> softmax over its rows");
+        return 0;
+    }
+    int64_t M = y->shape[0], N = y->shape[1], K = a->trans_a ? x->shape[0] : x->shape[1];
+    if (N > 64 || K < 32) {
+        snprintf(p->why, sizeof p->why, "rows of %lld over K = %lld", (long long)N, (long long)K);
+        return 0;
+    }
+    p->vec = !a->trans_a && a->trans_b && K % 4 == 0;
+    int64_t kv = p->vec ? K / 4 : K, pm = 1, NP = next_pow2(N);
+    while (pm * 2 <= max_wg(e)) {
+        pm *= 2;
+    }
+    int64_t S = next_pow2((kv + 7) / 8);
+    while (S > 2 && NP * S > pm) {
+        S /= 2;
+    }
+    if (NP * S > pm) {
+        snprintf(p->why, sizeof p->why, "%lld outputs per row over the work-group size",
+                 (long long)N);
+        return 0;
+    }
+    int64_t RP = NP * S >= 64 ? 1 : 64 / (NP * S), wg = RP * NP * S;
+    if ((wg + RP * NP) * 4 > local_mem(e)) {
+        snprintf(p->why, sizeof p->why, "over the device's local memory");
+        return 0;
+    }
+    int64_t groups = (M + RP - 1) / RP;
+    p->kind = TETHER__OCL_GPU_GEMV_SOFTMAX;
+    p->fused_op = sm->op;
+    p->split = S;
+    p->npad = NP;
+    p->rows = RP;
+    p->local = wg;
+    p->global = groups * wg;
+    p->total = M * N < p->global ? M * N : p->global;
+    p->serial = (kv + S - 1) / S;
+    snprintf(p->why, sizeof p->why,
+             "split-K GEMV with %s '%s' fused: %lld work-items share each output's K = %lld, "
+             "%lld row%s of %lld per work-group of %lld, the %s in local memory",
+             sm->op == TETHER_OP_LOG_SOFTMAX ? "log_softmax" : "softmax",
+             tether__cg_comment_text(sm->name), (long long)S, (long long)K, (long long)RP,
+             RP == 1 ? "" : "s", (long long)N, (long long)wg,
+             sm->op == TETHER_OP_LOG_SOFTMAX ? "log_softmax" : "softmax");
+    return 1;
+}
+
+static void body_dense_softmax(ocl *e, const tether_ir_node *n, const kern *k,
+                               const tether__ocl_gpu *p) {
+    const tether_ir_attrs *a = &n->attrs;
+    const tether_ir_tensor *y = T(e, n->outputs[0]);
+    long long M = y->shape[0], N = y->shape[1];
+    long long S = p->split, NP = p->npad, RP = p->rows;
+    line(e, "__local float red[%lld];", (long long)p->local);
+    line(e, "__local float vals[%lld];", RP * NP);
+    line(e, "const int lid = (int)get_local_id(0);");
+    line(e, "const int s = lid %% %lld, slot = lid / %lld;", S, S);
+    line(e, "const int j = slot %% %lld, rr = slot / %lld;", NP, NP);
+    line(e, "const int i = (int)get_group_id(0) * %lld + rr;", RP);
+    line(e, "const int o = i * %lld + j;", N);
+    line(e, "const int valid = i < %lld && j < %lld;", M, N);
+    line(e, "float acc = 0.0f;");
+    open_block(e, "if (valid)");
+    tether__ocl_dense_dot(e, n, p->vec, "s", S);
+    close_block(e);
+    line(e, "red[lid] = acc;");
+    line(e, "barrier(CLK_LOCAL_MEM_FENCE);");
+    open_block(e, "for (int h = %lld; h > 0; h >>= 1)", S / 2);
+    open_block(e, "if (s < h)");
+    line(e, "red[lid] += red[lid + h];");
+    close_block(e);
+    line(e, "barrier(CLK_LOCAL_MEM_FENCE);");
+    close_block(e);
+    open_block(e, "if (s == 0)");
+    line(e, "float v = 0.0f;");
+    open_block(e, "if (valid)");
+    char l[48];
+    flit(l, sizeof l, a->alpha);
+    line(e, "v = %s%sred[lid];", a->alpha == 1.0f ? "" : l, a->alpha == 1.0f ? "" : " * ");
+    if (tether__ir_main_inputs(n) > 2 && n->inputs[2] >= 0) {
+        char idx[16];
+        bias_index(e, n, idx, sizeof idx);
+        flit(l, sizeof l, a->beta);
+        line(e, "v += %s%sin2[%s];", a->beta == 1.0f ? "" : l, a->beta == 1.0f ? "" : " * ", idx);
+    }
+    if (k->res[0]) {
+        line(e, "v += %s[o];", k->res);
+    }
+    tether__ocl_emit_act(e, a, "v");
+    close_block(e);
+    line(e, "vals[slot] = v;");
+    close_block(e);
+    line(e, "barrier(CLK_LOCAL_MEM_FENCE);");
+    /* the softmax of row i, as emit_opencl_kernels.c's: the maximum from the first value, the
+     * sum of exp(v - max) */
+    open_block(e, "if (s == 0 && j == 0 && i < %lld)", M);
+    line(e, "const __local float *vr = vals + rr * %lld;", NP);
+    line(e, "__global float *ys = y + i * %lld;", N);
+    line(e, "float mx = vr[0];");
+    open_block(e, "for (int c = 1; c < %lld; ++c)", N);
+    line(e, "mx = vr[c] > mx ? vr[c] : mx;");
+    close_block(e);
+    line(e, "float sum = 0.0f;");
+    open_block(e, "for (int c = 0; c < %lld; ++c)", N);
+    line(e, "sum += exp(vr[c] - mx);");
+    close_block(e);
+    if (p->fused_op == TETHER_OP_LOG_SOFTMAX) {
+        line(e, "const float ls = log(sum);");
+        open_block(e, "for (int c = 0; c < %lld; ++c)", N);
+        line(e, "ys[c] = (vr[c] - mx) - ls;");
+    } else {
+        open_block(e, "for (int c = 0; c < %lld; ++c)", N);
+        line(e, "ys[c] = exp(vr[c] - mx) / sum;");
+    }
+    close_block(e);
     close_block(e);
 }
 
@@ -492,6 +622,9 @@ void tether__ocl_gpu_body(ocl *e, const tether_ir_node *n, const kern *k,
         break;
     case TETHER__OCL_GPU_CONV_SPLITK:
         tether__ocl_splitk_body(e, n, k, p);
+        break;
+    case TETHER__OCL_GPU_GEMV_SOFTMAX:
+        body_dense_softmax(e, n, k, p);
         break;
     default:
         line(e, "#error \"tether: no GPU kernel of this kind\"");

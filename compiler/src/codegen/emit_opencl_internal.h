@@ -250,8 +250,9 @@ enum {
     TETHER__OCL_GPU_GEMV,
     TETHER__OCL_GPU_CONV,
     TETHER__OCL_GPU_DW,
-    TETHER__OCL_GPU_ROWS,       /* emit_opencl_rows.c */
-    TETHER__OCL_GPU_CONV_SPLITK /* emit_opencl_splitk.c */
+    TETHER__OCL_GPU_ROWS,        /* emit_opencl_rows.c */
+    TETHER__OCL_GPU_CONV_SPLITK, /* emit_opencl_splitk.c */
+    TETHER__OCL_GPU_GEMV_SOFTMAX /* dense with its softmax consumer fused */
 };
 typedef struct tether__ocl_gpu {
     int kind;
@@ -260,8 +261,15 @@ typedef struct tether__ocl_gpu {
     int64_t split, rows; /* GEMV: work-items per output, outputs per work-group */
     int64_t tm, tn, tk;  /* conv GEMM tiles */
     int vec;             /* GEMV: float4 loads; depthwise: 4 (vload4), 8 (vload8) or 0 */
+    int fused_op;        /* GEMV_SOFTMAX: the softmax node's op (softmax or log_softmax) */
+    int64_t npad;        /* GEMV_SOFTMAX: output slots per row (N rounded up to a power of 2) */
     char why[240];
 } tether__ocl_gpu;
+/* dense n whose only consumer is softmax or log_softmax node sm over its last axis: whether one
+ * kernel can compute both (1, p filled: a row's N outputs in one work-group, the softmax over
+ * them in local memory; the kernel writes sm's output), else 0 with the reason in p->why. */
+int tether__ocl_dense_softmax_plan(const ocl *e, const tether_ir_node *n, const tether_ir_node *sm,
+                                   tether__ocl_gpu *p);
 int tether__ocl_gpu_plan(const ocl *e, const tether_ir_node *n, const kern *k,
                          const tether_schedule *ns, tether__ocl_gpu *p);
 void tether__ocl_gpu_body(ocl *e, const tether_ir_node *n, const kern *k, const tether__ocl_gpu *p);
