@@ -6,8 +6,10 @@
  * What must stay true: the C backend's nodes are listed in the order of the emitted profile
  * table's slots (emit_c_profile.c: the nodes with a function, in node order) and name their
  * function in the registry; the OpenCL backend's name the launch step of each node (the host
- * maps each kernel's profiling event to it); the object is appended last, so the rest of the
- * metadata stays byte for byte the plain build's but for "functions" (C: <prefix>_profile).
+ * maps each kernel's profiling event to it; a node computed inside another node's kernel, a
+ * softmax fused into its dense, is not listed: its time is in that kernel's); the object is
+ * appended last, so the rest of the metadata stays byte for byte the plain build's but for
+ * "functions" (C: <prefix>_profile).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,11 +173,14 @@ char *tether__metadata_add_profile(const char *meta, const tether_ir_graph *g,
         if (!tether__c_node_has_function(g, nd)) {
             continue;
         }
+        const char *k = kernel_of(m, nd->name, slot, opencl);
+        if (opencl && !k) { /* computed by another node's kernel (a softmax fused into dense) */
+            continue;
+        }
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "slot", slot);
         cJSON_AddStringToObject(x, "name", nd->name);
         cJSON_AddStringToObject(x, "op", tether_op_name(nd->op));
-        const char *k = kernel_of(m, nd->name, slot, opencl);
         cJSON_AddStringToObject(x, "kernel", k ? k : "");
         cJSON *ins = cJSON_AddArrayToObject(x, "inputs");
         uint64_t bin = 0;
