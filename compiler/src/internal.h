@@ -323,14 +323,14 @@ int tether__ir_data_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLD
 int tether__einsum_labels(const tether_ir_attrs *a, int j, int *labels);
 /* The vision and signal rows of the DATA family (issue 27, wt27f): the DATA files hand them to
  * ir/shapes_vision.c (these two rules), interp/interp_vision.c and codegen/emit_c_vision.c. */
-#define TETHER__CASES_VISION \
-    case TETHER_OP_GRID_SAMPLE: \
-    case TETHER_OP_ROI_ALIGN: \
-    case TETHER_OP_MAX_POOL_ARG: \
-    case TETHER_OP_MAX_UNPOOL: \
-    case TETHER_OP_TRIANGULAR: \
-    case TETHER_OP_DIAG_PROD: \
-    case TETHER_OP_DFT: \
+#define TETHER__CASES_VISION                                                                       \
+    case TETHER_OP_GRID_SAMPLE:                                                                    \
+    case TETHER_OP_ROI_ALIGN:                                                                      \
+    case TETHER_OP_MAX_POOL_ARG:                                                                   \
+    case TETHER_OP_MAX_UNPOOL:                                                                     \
+    case TETHER_OP_TRIANGULAR:                                                                     \
+    case TETHER_OP_DIAG_PROD:                                                                      \
+    case TETHER_OP_DFT:                                                                            \
     case TETHER_OP_STFT:
 int tether__ir_vision_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
 int tether__ir_vision_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);

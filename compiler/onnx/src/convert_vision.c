@@ -53,11 +53,14 @@ int tonnx_cv_grid_sample(timport *c, const Onnx__NodeProto *n) {
     }
     tether_ir_attrs a;
     tether_ir_attrs_init(TETHER_OP_GRID_SAMPLE, &a);
-    int m = !strcmp(mode, "bilinear") || !strcmp(mode, "linear")  ? 0
-            : !strcmp(mode, "nearest")                            ? 1
+    int m = !strcmp(mode, "bilinear") || !strcmp(mode, "linear") ? 0
+            : !strcmp(mode, "nearest")                           ? 1
             : !strcmp(mode, "bicubic") || !strcmp(mode, "cubic") ? 2
-                                                                  : -1;
-    int p = !strcmp(pad, "zeros") ? 0 : !strcmp(pad, "border") ? 1 : !strcmp(pad, "reflection") ? 2 : -1;
+                                                                 : -1;
+    int p = !strcmp(pad, "zeros")        ? 0
+            : !strcmp(pad, "border")     ? 1
+            : !strcmp(pad, "reflection") ? 2
+                                         : -1;
     if (m < 0 || p < 0) {
         return tonnx_fail(c, TETHER_ERR_UNSUPPORTED, "mode '%s' / padding_mode '%s'", mode, pad);
     }
@@ -88,8 +91,8 @@ int tonnx_cv_roi_align(timport *c, const Onnx__NodeProto *n) {
     }
     bool mx = !strcmp(mode, "max"), half = !strcmp(ctm, "half_pixel");
     if ((!mx && strcmp(mode, "avg")) || (!half && strcmp(ctm, "output_half_pixel"))) {
-        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED, "mode '%s' / coordinate_transformation_mode '%s'",
-                          mode, ctm);
+        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                          "mode '%s' / coordinate_transformation_mode '%s'", mode, ctm);
     }
     tether_ir_attrs a;
     tether_ir_attrs_init(TETHER_OP_ROI_ALIGN, &a);
@@ -183,7 +186,10 @@ int tonnx_cv_max_unpool(timport *c, const Onnx__NodeProto *n) {
         if ((rc = tonnx_const_ints(c, k, "output_shape", a.ints, TETHER_IR_MAX_NDIM, &a.nints))) {
             return rc;
         }
-        return emit_out(c, TETHER_OP_MAX_UNPOOL, in, 2, &a);
+        if (a.nints != xt->ndim) {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "output_shape has %d entries for rank %d",
+                              a.nints, xt->ndim);
+        }
     }
     int64_t ks[3], st[3], pd[6];
     int nk, ns, np;
@@ -197,12 +203,14 @@ int tonnx_cv_max_unpool(timport *c, const Onnx__NodeProto *n) {
                           "kernel_shape, strides and pads must match the %d spatial dimensions",
                           nsp);
     }
+    /* the indices address the default output (ONNX: output_shape pads it at the end) */
+    int64_t *dst = has_input(n, 2) ? a.steps : a.ints;
     a.nints = xt->ndim;
-    a.ints[0] = xt->shape[0];
-    a.ints[1] = xt->shape[1];
+    dst[0] = xt->shape[0];
+    dst[1] = xt->shape[1];
     for (int i = 0; i < nsp; i++) {
         int64_t s = ns >= 0 ? st[i] : 1, pb = np >= 0 ? pd[i] : 0, pe = np >= 0 ? pd[nsp + i] : 0;
-        a.ints[2 + i] = (xt->shape[2 + i] - 1) * s - (pb + pe) + ks[i];
+        dst[2 + i] = (xt->shape[2 + i] - 1) * s - (pb + pe) + ks[i];
     }
     return emit_out(c, TETHER_OP_MAX_UNPOOL, in, 2, &a);
 }
@@ -250,8 +258,8 @@ int tonnx_cv_stft(timport *c, const Onnx__NodeProto *n) {
     int64_t one = 1;
     tether_ir_attrs a;
     tether_ir_attrs_init(TETHER_OP_STFT, &a);
-    if ((rc = tonnx_attr_int(c, "onesided", 1, &one)) || (rc = tonnx_in_tensor(c, 0, true, &in[0])) ||
-        (rc = const_int(c, 1, "frame_step", &a.k)) ||
+    if ((rc = tonnx_attr_int(c, "onesided", 1, &one)) ||
+        (rc = tonnx_in_tensor(c, 0, true, &in[0])) || (rc = const_int(c, 1, "frame_step", &a.k)) ||
         (has_input(n, 2) && (rc = tonnx_in_tensor(c, 2, true, &in[1])))) {
         return rc;
     }

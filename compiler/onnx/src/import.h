@@ -217,8 +217,8 @@ int tonnx_cv_split(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_einsum(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_mean(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_castlike(timport *c, const Onnx__NodeProto *n);
-/* Operators whose value is the input's shape alone (Shape, Size, EyeLike): host-evaluated whatever the
- * input is. */
+/* Operators whose value is the input's shape alone (Shape, Size, EyeLike): host-evaluated whatever
+ * the input is. */
 static inline bool tonnx_shape_only(const char *op_type) {
     return !strcmp(op_type, "Shape") || !strcmp(op_type, "Size") || !strcmp(op_type, "EyeLike");
 }

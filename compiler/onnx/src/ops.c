@@ -480,8 +480,8 @@ static const op_def ops[] = {
     {"EyeLike", 9, MAXV, "(constant: from the input's shape)", "dtype,k", true, true, NULL, NULL},
     {"DFT", 17, 19, "dft", "axis,inverse,onesided", false, false, tonnx_cv_dft, NULL},
     {"STFT", 17, MAXV, "stft", "onesided", false, false, tonnx_cv_stft, NULL},
-    {"HannWindow", 17, MAXV, "(constant: size must be a constant)", "output_datatype,periodic", true,
-     true, NULL, check_const_size},
+    {"HannWindow", 17, MAXV, "(constant: size must be a constant)", "output_datatype,periodic",
+     true, true, NULL, check_const_size},
     {"HammingWindow", 17, MAXV, "(constant: size must be a constant)", "output_datatype,periodic",
      true, true, NULL, check_const_size},
     {"BlackmanWindow", 17, MAXV, "(constant: size must be a constant)", "output_datatype,periodic",
@@ -671,13 +671,13 @@ static const arity_def arities[] = {
     {"MatMulInteger", 10, 2, 4, 1, 1},
     /* ---- vision and signal operators (issue 27, wt27f) ---- */
     {"GridSample", 16, 2, 2, 1, 1},
-    {"RoiAlign", 10, 3, 3, 1, 1},      /* X, rois, batch_indices */
+    {"RoiAlign", 10, 3, 3, 1, 1}, /* X, rois, batch_indices */
     {"MaxUnpool", 9, 2, 2, 1, 1},
-    {"MaxUnpool", 11, 2, 3, 1, 1},     /* X, I, output_shape */
+    {"MaxUnpool", 11, 2, 3, 1, 1}, /* X, I, output_shape */
     {"Det", 11, 1, 1, 1, 1},
     {"EyeLike", 9, 1, 1, 1, 1},
-    {"DFT", 17, 1, 2, 1, 1},           /* input, dft_length */
-    {"STFT", 17, 2, 4, 1, 1},          /* signal, frame_step, window, frame_length */
+    {"DFT", 17, 1, 2, 1, 1},  /* input, dft_length */
+    {"STFT", 17, 2, 4, 1, 1}, /* signal, frame_step, window, frame_length */
     {"HannWindow", 17, 1, 1, 1, 1},
     {"HammingWindow", 17, 1, 1, 1, 1},
     {"BlackmanWindow", 17, 1, 1, 1, 1},

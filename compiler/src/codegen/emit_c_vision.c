@@ -105,8 +105,8 @@ static void k_grid_sample(em *e, const tether_ir_node *nd, const kargs *k) {
         line(e, "%s x = (gx + 1) / 2 * (%s)%lld, y = (gy + 1) / 2 * (%s)%lld;", R, R, W - 1, R,
              H - 1);
     } else {
-        line(e, "%s x = ((gx + 1) * (%s)%lld - 1) / 2, y = ((gy + 1) * (%s)%lld - 1) / 2;", R, R,
-             W, R, H);
+        line(e, "%s x = ((gx + 1) * (%s)%lld - 1) / 2, y = ((gy + 1) * (%s)%lld - 1) / 2;", R, R, W,
+             R, H);
     }
     /* clamped far outside any plane (NaN too), so that the integer conversions are defined */
     line(e, "x = x >= (%s)-1e7 ? (x <= (%s)1e7 ? x : (%s)1e7) : (%s)-1e7;", R, R, R, R);
@@ -129,8 +129,8 @@ static void k_grid_sample(em *e, const tether_ir_node *nd, const kargs *k) {
     snprintf(hix, sizeof hix, "%lld%s", align ? W - 1 : W, align ? "" : " - 0.5");
     snprintf(hiy, sizeof hiy, "%lld%s", align ? H - 1 : H, align ? "" : " - 0.5");
     if (pad != 0) {
-        line(e, "if (x < (%s)%s || x > (%s)(%s) || y < (%s)%s || y > (%s)(%s)) {", R, lox, R, hix, R,
-             lox, R, hiy);
+        line(e, "if (x < (%s)%s || x > (%s)(%s) || y < (%s)%s || y > (%s)(%s)) {", R, lox, R, hix,
+             R, lox, R, hiy);
         e->depth++;
         if (pad == 1) {
             line(e, "x = x < 0 ? 0 : x > (%s)%lld ? (%s)%lld : x;", R, W - 1, R, W - 1);
@@ -385,12 +385,31 @@ static void k_max_unpool(em *e, const tether_ir_node *nd, const kargs *k) {
     loop(e, "i", total);
     line(e, "%s[i] = (%s)0;", k->out, ctype(e, nd->outputs[0]));
     close_block(e);
+    long long sp[TETHER_IR_MAX_NDIM], space = 1;
+    int same = 1;
+    for (int d = 0; d < y->ndim; d++) {
+        sp[d] = nd->attrs.steps[d] ? nd->attrs.steps[d] : y->shape[d];
+        space *= sp[d];
+        same &= sp[d] == y->shape[d];
+    }
     loop(e, "k", (long long)tether_ir_tensor_elements(x));
     line(e, "int64_t j = %s[k];", k->in[1]);
-    line(e, "if (j < 0 || j >= %lldLL) {", total);
+    line(e, "if (j < 0 || j >= %lldLL) {", space);
     line(e, "    return -1; /* TETHER_ERR_INVALID_ARG: an index out of range */");
     line(e, "}");
-    line(e, "%s[j] = %s[k];", k->out, k->in[0]);
+    if (same) {
+        line(e, "%s[j] = %s[k];", k->out, k->in[0]);
+    } else { /* the index's coordinates in the index space, placed in the output (32-bit) */
+        line(e, "uint32_t rem = (uint32_t)j, off = 0;");
+        long long stride = 1;
+        for (int d = y->ndim - 1; d >= 0; d--) {
+            line(e, "off += (rem %% %lluu) * %lluu;", (unsigned long long)sp[d],
+                 (unsigned long long)stride);
+            line(e, "rem /= %lluu;", (unsigned long long)sp[d]);
+            stride *= y->shape[d];
+        }
+        line(e, "%s[off] = %s[k];", k->out, k->in[0]);
+    }
     close_block(e);
 }
 

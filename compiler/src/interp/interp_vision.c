@@ -214,10 +214,14 @@ static int run_roi_align(const tether_ir_graph *g, const tether_ir_node *n, void
                                 double ly = yy - (double)yl, lx = xx - (double)xl;
                                 double hy = 1 - ly, hx = 1 - lx;
                                 const void *xp = buf[n->inputs[0]];
-                                double t1 = hy * hx * ld(xp, xt->dtype, base + (size_t)(yl * W + xl));
-                                double t2 = hy * lx * ld(xp, xt->dtype, base + (size_t)(yl * W + xh));
-                                double t3 = ly * hx * ld(xp, xt->dtype, base + (size_t)(yh * W + xl));
-                                double t4 = ly * lx * ld(xp, xt->dtype, base + (size_t)(yh * W + xh));
+                                double t1 =
+                                    hy * hx * ld(xp, xt->dtype, base + (size_t)(yl * W + xl));
+                                double t2 =
+                                    hy * lx * ld(xp, xt->dtype, base + (size_t)(yl * W + xh));
+                                double t3 =
+                                    ly * hx * ld(xp, xt->dtype, base + (size_t)(yh * W + xl));
+                                double t4 =
+                                    ly * lx * ld(xp, xt->dtype, base + (size_t)(yh * W + xh));
                                 if (is_max) {
                                     v = t1 > t2 ? t1 : t2;
                                     v = v > t3 ? v : t3;
@@ -306,14 +310,28 @@ static int run_max_unpool(const tether_ir_graph *g, const tether_ir_node *n, voi
     unsigned char *y = buf[n->outputs[0]];
     const unsigned char *x = buf[n->inputs[0]];
     memset(y, 0, total * es);
+    int nd = o->ndim;
+    int64_t sp[TETHER_IR_MAX_NDIM];
+    size_t space = 1;
+    for (int d = 0; d < nd; d++) {
+        sp[d] = n->attrs.steps[d] ? n->attrs.steps[d] : o->shape[d];
+        space *= (size_t)sp[d];
+    }
     for (size_t k = 0; k < count; k++) {
         int64_t i = tether__interp_load(buf[n->inputs[1]], it->dtype, k).i;
-        if (i < 0 || (uint64_t)i >= total) {
+        if (i < 0 || (uint64_t)i >= space) {
             return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG,
-                                         "index %lld out of range for an output of %zu elements",
-                                         (long long)i, total);
+                                         "index %lld out of range for an index space of %zu "
+                                         "elements",
+                                         (long long)i, space);
         }
-        memcpy(y + (size_t)i * es, x + k * es, es);
+        int64_t rem = i, off = 0, stride = 1;
+        for (int d = nd - 1; d >= 0; d--) {
+            off += (rem % sp[d]) * stride;
+            rem /= sp[d];
+            stride *= o->shape[d];
+        }
+        memcpy(y + (size_t)off * es, x + k * es, es);
     }
     return TETHER_OK;
 }
@@ -352,7 +370,9 @@ static void run_triangular(const tether_ir_graph *g, const tether_ir_node *n, vo
                 for (int64_t j = c; j < m; j++) {
                     size_t rj = base + (size_t)(r * m + j);
                     st(y, o->dtype, rj,
-                       j == c ? 0 : ld(y, o->dtype, rj) - f * ld(y, o->dtype, base + (size_t)(c * m + j)));
+                       j == c
+                           ? 0
+                           : ld(y, o->dtype, rj) - f * ld(y, o->dtype, base + (size_t)(c * m + j)));
                 }
             }
         }
@@ -376,9 +396,9 @@ static void run_diag_prod(const tether_ir_graph *g, const tether_ir_node *n, voi
 
 /* One transform: len samples of x (element stride xs, complex when cplx, zero past have), times
  * window w (NULL: 1), into bins outputs of y (stride ys, interleaved re, im). */
-static void transform(const void *xp, DLDataType xt, size_t x0, int64_t xs, int64_t have,
-                      bool cplx, const void *wp, DLDataType wt, void *yp, DLDataType yt, size_t y0,
-                      int64_t ys, int64_t len, int64_t bins, bool inverse) {
+static void transform(const void *xp, DLDataType xt, size_t x0, int64_t xs, int64_t have, bool cplx,
+                      const void *wp, DLDataType wt, void *yp, DLDataType yt, size_t y0, int64_t ys,
+                      int64_t len, int64_t bins, bool inverse) {
     const double two_pi = 6.283185307179586476925286766559;
     for (int64_t k = 0; k < bins; k++) {
         double re = 0, im = 0;
@@ -436,9 +456,8 @@ static void run_stft(const tether_ir_graph *g, const tether_ir_node *n, void **b
     for (int64_t b = 0; b < B; b++) {
         for (int64_t f = 0; f < F; f++) {
             transform(buf[n->inputs[0]], xt->dtype, (size_t)(b * L + f * step), 1, fl, cplx,
-                      wt ? buf[n->inputs[1]] : NULL, wt ? wt->dtype : xt->dtype,
-                      buf[n->outputs[0]], o->dtype, (size_t)((b * F + f) * bins), 1, fl, bins,
-                      false);
+                      wt ? buf[n->inputs[1]] : NULL, wt ? wt->dtype : xt->dtype, buf[n->outputs[0]],
+                      o->dtype, (size_t)((b * F + f) * bins), 1, fl, bins, false);
         }
     }
 }

@@ -333,7 +333,7 @@ int tether__ir_data_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *
     case TETHER_OP_EINSUM:
         return einsum_shape(g, n, os, ond);
         TETHER__CASES_VISION /* shapes_vision.c */
-        return tether__ir_vision_shape(g, n, os, ond);
+            return tether__ir_vision_shape(g, n, os, ond);
         TETHER__CASES_NOT_DATA
         break;
     }
@@ -400,7 +400,7 @@ int tether__ir_data_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLD
         }
         return TETHER_OK;
         TETHER__CASES_VISION /* shapes_vision.c */
-        return tether__ir_vision_dtype(g, n, out);
+            return tether__ir_vision_dtype(g, n, out);
         TETHER__CASES_NOT_DATA
         break;
     }

@@ -93,11 +93,29 @@ int tether__ir_vision_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t
         if (a->nints != x->ndim || x->ndim < 3) {
             return fail(n, "shape must give the output's shape (the input's rank, >= 3)");
         }
+        int64_t total = 1, space = 1;
         for (int d = 0; d < a->nints; d++) {
-            if (a->ints[d] < 1 || (d < 2 && a->ints[d] != x->shape[d])) {
-                return fail(n, "the output shape must be positive and keep N and C");
+            int64_t sp = a->steps[d] ? a->steps[d] : a->ints[d];
+            if (a->ints[d] < 1 || sp < 1 ||
+                (d < 2 && (a->ints[d] != x->shape[d] || sp != x->shape[d]))) {
+                return fail(n,
+                            "the output shape and index space must be positive and keep N and C");
+            }
+            if (sp > a->ints[d]) {
+                return fail(n, "the index space must fit in the output shape");
             }
             os[d] = a->ints[d];
+            total *= a->ints[d];
+            space *= sp;
+            if (total > INT32_MAX) {
+                return fail(n, "an output of 2^31 elements or more");
+            }
+        }
+        (void)space;
+        for (int d = a->nints; d < TETHER_IR_MAX_NDIM; d++) {
+            if (a->steps[d]) {
+                return fail(n, "steps has more entries than the output's rank");
+            }
         }
         *ond = a->nints;
         return TETHER_OK;
@@ -134,8 +152,8 @@ int tether__ir_vision_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t
                                          "needs a signal [batch, length, 1 or 2]");
         }
         int64_t fl = a->nints == 1 ? a->ints[0] : 0;
-        if (fl < 1 || fl > x->shape[1] || a->k < 1 || a->mode < 0 || a->mode > 3 ||
-            (a->mode & 1) || ((a->mode & 2) && x->shape[2] == 2)) {
+        if (fl < 1 || fl > x->shape[1] || a->k < 1 || a->mode < 0 || a->mode > 3 || (a->mode & 1) ||
+            ((a->mode & 2) && x->shape[2] == 2)) {
             return fail(n, "needs 1 <= frame length <= the signal's length, a frame step >= 1; "
                            "onesided only on a real signal");
         }
