@@ -274,7 +274,7 @@ static void k_roi_align(em *e, const tether_ir_node *nd, const kargs *k) {
     e->depth++;
     line(e, "%s xv = sw + (%s)pw * bw + ((%s)ix + (%s)0.5) * bw / (%s)gw;", F, F, F, F, F);
     line(e, "%s v = 0;", F);
-    line(e, "if (!(yv < -1 || yv > (%s)%lld || xv < -1 || xv > (%s)%lld)) {", F, H, F, W);
+    line(e, "if (yv >= -1 && yv <= (%s)%lld && xv >= -1 && xv <= (%s)%lld) {", F, H, F, W);
     e->depth++;
     line(e, "%s yy = yv <= 0 ? 0 : yv, xx = xv <= 0 ? 0 : xv;", F);
     line(e, "int yl = (int)yy, xl = (int)xx, yh, xh;");
@@ -393,7 +393,7 @@ static void k_max_unpool(em *e, const tether_ir_node *nd, const kargs *k) {
         same &= sp[d] == y->shape[d];
     }
     loop(e, "k", (long long)tether_ir_tensor_elements(x));
-    line(e, "int64_t j = %s[k];", k->in[1]);
+    line(e, "int64_t j = (int64_t)%s[k];", k->in[1]);
     line(e, "if (j < 0 || j >= %lldLL) {", space);
     line(e, "    return -1; /* TETHER_ERR_INVALID_ARG: an index out of range */");
     line(e, "}");

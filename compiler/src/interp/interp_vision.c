@@ -181,10 +181,10 @@ static int run_roi_align(const tether_ir_graph *g, const tether_ir_node *n, void
             rh = rh > 1 ? rh : 1;
         }
         double bh = rh / (double)PH, bw = rw / (double)PW;
-        int64_t gh = a->k > 0 ? a->k : (int64_t)ceil(rh / (double)PH);
-        int64_t gw = a->k > 0 ? a->k : (int64_t)ceil(rw / (double)PW);
-        gh = gh > 0 ? gh : 0;
-        gw = gw > 0 ? gw : 0;
+        /* the adaptive grid: ceil of the bin size, clamped to [0, 1e6] (NaN 0) as the C does */
+        double fh = bh > 0 ? (bh < 1e6 ? bh : 1e6) : 0, fw = bw > 0 ? (bw < 1e6 ? bw : 1e6) : 0;
+        int64_t gh = a->k > 0 ? a->k : (int64_t)ceil(fh);
+        int64_t gw = a->k > 0 ? a->k : (int64_t)ceil(fw);
         double count = gh * gw > 1 ? (double)(gh * gw) : 1;
         for (int64_t c = 0; c < C; c++) {
             size_t base = (size_t)((b * C + c) * H * W);
@@ -196,7 +196,7 @@ static int run_roi_align(const tether_ir_graph *g, const tether_ir_node *n, void
                         for (int64_t ix = 0; ix < gw; ix++) {
                             double x = sw + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
                             double v = 0;
-                            if (!(y < -1.0 || y > (double)H || x < -1.0 || x > (double)W)) {
+                            if (y >= -1.0 && y <= (double)H && x >= -1.0 && x <= (double)W) {
                                 double yy = y <= 0 ? 0 : y, xx = x <= 0 ? 0 : x;
                                 int64_t yl = (int64_t)yy, xl = (int64_t)xx, yh, xh;
                                 if (yl >= H - 1) {

@@ -20,12 +20,9 @@ static int fail(const tether_ir_node *n, const char *what) {
     return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "%s", what);
 }
 
-static bool is_int64(DLDataType t) {
-    return t.lanes == 1 && t.code == kDLInt && t.bits == 64;
-}
-
+/* An integer type (not bool): indices and batch indices (ONNX gives int64). */
 static bool is_index(DLDataType t) {
-    return t.lanes == 1 && t.code == kDLInt && (t.bits == 32 || t.bits == 64);
+    return t.lanes == 1 && (t.code == kDLInt || (t.code == kDLUInt && t.bits > 1));
 }
 
 /* The length of a DFT node's output along its axis. */
@@ -212,7 +209,7 @@ int tether__ir_vision_dtype(const tether_ir_graph *g, const tether_ir_node *n, D
             }
             if (n->op == TETHER_OP_ROI_ALIGN && i == 2) {
                 if (!is_index(t->dtype)) {
-                    return bad(n, t, "the batch indices must be int32 or int64");
+                    return bad(n, t, "the batch indices must be integers");
                 }
             } else if (!tether__dtype_is_float(t->dtype)) {
                 return bad(n, t, "this operator takes floating types");
@@ -229,8 +226,8 @@ int tether__ir_vision_dtype(const tether_ir_graph *g, const tether_ir_node *n, D
         return TETHER_OK;
     case TETHER_OP_MAX_UNPOOL: {
         const tether_ir_tensor *ix = tether__ir_in(g, n, 1);
-        if (!is_int64(ix->dtype)) {
-            return bad(n, ix, "the indices must be int64");
+        if (!is_index(ix->dtype)) {
+            return bad(n, ix, "the indices must be integers");
         }
         return TETHER_OK;
     }
