@@ -261,7 +261,9 @@ static void k_roi_align(em *e, const tether_ir_node *nd, const kargs *k) {
         line(e, "gh += (%s)gh < fh;", F);
         line(e, "gw += (%s)gw < fw;", F);
     }
-    line(e, "%s count = gh * gw > 1 ? (%s)(gh * gw) : (%s)1;", F, F, F);
+    if (!is_max) {
+        line(e, "%s count = gh * gw > 1 ? (%s)(gh * gw) : (%s)1;", F, F, F);
+    }
     loop(e, "c", C);
     line(e, "long long base = ((long long)b * %lldLL + c) * %lldLL;", C, H * W);
     loop(e, "ph", PH);

@@ -22,6 +22,13 @@ static double ld(const void *p, DLDataType t, size_t k) {
     return tether__interp_load(p, t, k).f;
 }
 
+/* An integer element (index) of any integer type; an unsigned one past INT64_MAX is negative
+ * (out of range). */
+static int64_t ild(const void *p, DLDataType t, size_t k) {
+    val v = tether__interp_load(p, t, k);
+    return v.c == TETHER__DC_UINT ? (int64_t)v.u : v.i;
+}
+
 static void st(void *p, DLDataType t, size_t k, double v) {
     val x = {TETHER__DC_F64, v, 0, 0};
     tether__interp_store(p, t, k, x);
@@ -165,7 +172,7 @@ static int run_roi_align(const tether_ir_graph *g, const tether_ir_node *n, void
     bool is_max = a->mode & 1, half = (a->mode & 2) != 0;
     double off = half ? 0.5 : 0, scale = (double)a->alpha;
     for (int64_t r = 0; r < R; r++) {
-        int64_t b = tether__interp_load(buf[n->inputs[2]], bt->dtype, (size_t)r).i;
+        int64_t b = ild(buf[n->inputs[2]], bt->dtype, (size_t)r);
         if (b < 0 || b >= xt->shape[0]) {
             return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG,
                                          "batch index %lld out of range for a batch of %lld",
@@ -318,7 +325,7 @@ static int run_max_unpool(const tether_ir_graph *g, const tether_ir_node *n, voi
         space *= (size_t)sp[d];
     }
     for (size_t k = 0; k < count; k++) {
-        int64_t i = tether__interp_load(buf[n->inputs[1]], it->dtype, k).i;
+        int64_t i = ild(buf[n->inputs[1]], it->dtype, k);
         if (i < 0 || (uint64_t)i >= space) {
             return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG,
                                          "index %lld out of range for an index space of %zu "
