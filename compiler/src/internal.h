@@ -321,6 +321,19 @@ int tether__ir_data_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLD
  * bits 6d..6d+5 of an entry are dimension d's label, 1..63, 0 past the rank): operand j's rank
  * and its labels (-1 when malformed). */
 int tether__einsum_labels(const tether_ir_attrs *a, int j, int *labels);
+/* The vision and signal rows of the DATA family (issue 27, wt27f): the DATA files hand them to
+ * ir/shapes_vision.c (these two rules), interp/interp_vision.c and codegen/emit_c_vision.c. */
+#define TETHER__CASES_VISION                                                                       \
+    case TETHER_OP_GRID_SAMPLE:                                                                    \
+    case TETHER_OP_ROI_ALIGN:                                                                      \
+    case TETHER_OP_MAX_POOL_ARG:                                                                   \
+    case TETHER_OP_MAX_UNPOOL:                                                                     \
+    case TETHER_OP_TRIANGULAR:                                                                     \
+    case TETHER_OP_DIAG_PROD:                                                                      \
+    case TETHER_OP_DFT:                                                                            \
+    case TETHER_OP_STFT:
+int tether__ir_vision_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
+int tether__ir_vision_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
 /* Quantized operators (ir/quant.c, docs/quantization.md): their shape and typing rules; the
  * requantization multiplier of real multiplier m (mult in [2^30, 2^31), m = mult * 2^(shift-31);
  * an error when m is not finite and > 0 or is 2^31 or more); an int32 accumulator requantized

@@ -72,6 +72,48 @@ static void a_einsum_diag(tether_ir_attrs *a) {
     a->nints = 2;
 }
 
+/* the vision and signal rows (issue 27, wt27f) */
+static void a_grid_bicubic_reflect(tether_ir_attrs *a) {
+    a->mode = 2 | (2 << 2);
+}
+static void a_grid_nearest_border_align(tether_ir_attrs *a) {
+    a->mode = 1 | (1 << 2) | 16;
+}
+static void a_roi_max(tether_ir_attrs *a) {
+    a->ints[0] = 2;
+    a->ints[1] = 3;
+    a->nints = 2;
+    a->k = 0;
+    a->alpha = 0.5f;
+    a->mode = 1;
+}
+static void a_pool_arg(tether_ir_attrs *a) {
+    a->kernel[0] = a->kernel[1] = 3;
+    a->strides[0] = a->strides[1] = 2;
+    a->pads[0] = a->pads[1] = a->pads[2] = a->pads[3] = 1;
+    a->mode = 3;
+}
+static void a_unpool(tether_ir_attrs *a) {
+    static const int64_t s[] = {1, 2, 5, 6};
+    memcpy(a->ints, s, sizeof s);
+    a->nints = 4;
+    a->steps[0] = 1;
+    a->steps[1] = 2;
+    a->steps[2] = 4;
+    a->steps[3] = 6;
+}
+static void a_dft(tether_ir_attrs *a) {
+    a->axis = 1;
+    a->k = 7;
+    a->mode = 1;
+}
+static void a_stft(tether_ir_attrs *a) {
+    a->k = 3;
+    a->ints[0] = 8;
+    a->nints = 1;
+    a->mode = 2;
+}
+
 /* clang-format off */
 #define TT_DATA_CASES \
     {"gather_axis1", \
@@ -179,6 +221,15 @@ static void a_einsum_diag(tether_ir_attrs *a) {
      NONE, \
      C, \
      "float64"}, \
+    {"grid_sample_bicubic_reflection", TETHER_OP_GRID_SAMPLE, 2, {4, 4}, {{1, 2, 4, 5}, {1, 3, 2, 2}}, 0, a_grid_bicubic_reflect, NONE, C, NULL}, \
+    {"grid_sample_nearest_border_f64", TETHER_OP_GRID_SAMPLE, 2, {4, 4}, {{2, 1, 3, 3}, {2, 2, 3, 2}}, 0, a_grid_nearest_border_align, NONE, C, "float64 float64"}, \
+    {"roi_align_max_adaptive", TETHER_OP_ROI_ALIGN, 3, {4, 2, 1}, {{41, 2, 5, 6}, {3, 4}, {3}}, 0, a_roi_max, NONE, C, "float32 float32 uint8"}, \
+    {"max_pool_arg_indices_colmajor", TETHER_OP_MAX_POOL_ARG, 1, {4}, {{1, 2, 5, 6}}, 0, a_pool_arg, NONE, C, "int8"}, \
+    {"max_unpool_padded", TETHER_OP_MAX_UNPOOL, 2, {4, 4}, {{1, 2, 2, 3}, {1, 2, 2, 3}}, 0, a_unpool, NONE, C, "float32 uint8"}, \
+    {"triangular_f64", TETHER_OP_TRIANGULAR, 1, {3}, {{2, 4, 4}}, 0, NULL, NONE, C, "float64"}, \
+    {"diag_prod", TETHER_OP_DIAG_PROD, 1, {3}, {{2, 3, 3}}, 0, NULL, NONE, C, NULL}, \
+    {"dft_inverse_complex", TETHER_OP_DFT, 1, {4}, {{2, 5, 3, 2}}, 0, a_dft, NONE, C, NULL}, \
+    {"stft_window_onesided", TETHER_OP_STFT, 2, {3, 1}, {{2, 20, 1}, {8}}, 0, a_stft, NONE, C, NULL}, \
 /* clang-format on */
 
 #endif

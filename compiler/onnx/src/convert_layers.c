@@ -848,3 +848,20 @@ int tonnx_pool_into(timport *c, tether_op op, int x, int out) {
     }
     return pool_nd(c, op, x, &w, ceil_mode != 0, cip != 0, out, &res);
 }
+
+/* ---- for convert_vision.c (issue 27, wt27f) ---- */
+
+int tonnx_pool_window_2d(timport *c, int x, tether_ir_attrs *a, int *nsp) {
+    window w;
+    int64_t ceil_mode = 0;
+    int rc;
+    if ((rc = pool_window(c, x, &w)) || (rc = tonnx_attr_int(c, "ceil_mode", 0, &ceil_mode))) {
+        return rc;
+    }
+    *nsp = w.nsp;
+    if (w.nsp <= 2) {
+        window_2d(&w, a);
+    }
+    a->ceil_mode = ceil_mode != 0;
+    return TETHER_OK;
+}

@@ -693,6 +693,11 @@ static int host_nonzero(timport *c, const Onnx__NodeProto *n) {
 
 int tonnx_host_eval(timport *c, const Onnx__NodeProto *n, const op_def *d) {
     const char *t = d->op_type;
+    bool done = false;
+    int src = tonnx_host_signal(c, n, &done); /* convert_signal.c */
+    if (done || src) {
+        return src;
+    }
     if (!strcmp(t, "Constant")) {
         return host_constant(c, n);
     }

@@ -217,10 +217,10 @@ int tonnx_cv_split(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_einsum(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_mean(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_castlike(timport *c, const Onnx__NodeProto *n);
-/* Operators whose value is the input's shape alone (Shape, Size): host-evaluated whatever the
- * input is. */
+/* Operators whose value is the input's shape alone (Shape, Size, EyeLike): host-evaluated whatever
+ * the input is. */
 static inline bool tonnx_shape_only(const char *op_type) {
-    return !strcmp(op_type, "Shape") || !strcmp(op_type, "Size");
+    return !strcmp(op_type, "Shape") || !strcmp(op_type, "Size") || !strcmp(op_type, "EyeLike");
 }
 /* convert_math.c: unary math and activations, losses, Pad modes, Dropout (issue 27, wt27b) */
 int tonnx_cv_math(timport *c, const Onnx__NodeProto *n);
@@ -244,6 +244,23 @@ int tonnx_reshape_into(timport *c, const char *suffix, int x, int ndim, const in
                        int out, int *res);
 int tonnx_conv_window2d(timport *c, int x, int w, tether_ir_attrs *a, int *x2, int *w2, int *nsp);
 int tonnx_pool_into(timport *c, tether_op op, int x, int out);
+/* convert_layers.c, for convert_vision.c: the current pool node's window of x as the IR's 2-D
+ * attributes (kernel, strides, dilations, pads, ceil_mode; a 1-D window as [1, L]); *nsp its
+ * spatial rank (3: nothing set but ceil_mode). */
+int tonnx_pool_window_2d(timport *c, int x, tether_ir_attrs *a, int *nsp);
+/* convert_vision.c (issue 27, wt27f): GridSample, RoiAlign, MaxPool (the Indices output and
+ * integer inputs; else tonnx_cv_pool), MaxUnpool, Det, DFT, STFT. */
+int tonnx_cv_grid_sample(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_roi_align(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_max_pool(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_max_unpool(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_det(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_dft(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_stft(timport *c, const Onnx__NodeProto *n);
+/* convert_signal.c (issue 27, wt27f): the operators whose whole output is known at import time
+ * (EyeLike from its input's shape; HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
+ * from constant inputs): *done set when n is one of them (its output a host constant). */
+int tonnx_host_signal(timport *c, const Onnx__NodeProto *n, bool *done);
 /* convert_quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearConv,
  * QLinearMatMul, ConvInteger, MatMulInteger and the com.microsoft quantized operators. */
 int tonnx_cv_quantize(timport *c, const Onnx__NodeProto *n);

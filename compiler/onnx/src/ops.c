@@ -81,9 +81,7 @@ static const char *check_lp_pool(timport *c, const Onnx__NodeProto *n, int node,
 
 static const char *check_pool(timport *c, const Onnx__NodeProto *n, int node, char *buf,
                               size_t size) {
-    if (strcmp(S(n->op_type), "MaxPool") == 0 && tonnx_output_used(c, node, 1)) {
-        return "the Indices output";
-    }
+    (void)node; /* MaxPool's Indices output: max_pool_arg (convert_vision.c) */
     return check_window(c, n, buf, size, true);
 }
 
@@ -243,6 +241,22 @@ static const char *check_data_dependent(timport *c, const Onnx__NodeProto *n, in
     return NULL;
 }
 
+/* HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix: the output's size (and values)
+ * come from the inputs, which must be constants (convert_signal.c). */
+static const char *check_const_size(timport *c, const Onnx__NodeProto *n, int node, char *buf,
+                                    size_t size) {
+    (void)node;
+    for (size_t j = 0; j < n->n_input; j++) {
+        int vi = tonnx_find(c, S(n->input[j]));
+        if (vi >= 0 && !c->v[vi].is_const) {
+            snprintf(buf, size, "input '%s' is a run-time value (the output's size depends on it)",
+                     S(n->input[j]));
+            return buf;
+        }
+    }
+    return NULL;
+}
+
 /* ---- the table ------------------------------------------------------------------------- */
 
 #define MAXV TETHER_ONNX_OPSET_MAX
@@ -356,9 +370,10 @@ static const op_def ops[] = {
      "auto_pad,ceil_mode,dilations,kernel_shape,p,pads,strides", false, false, tonnx_cv_lp_pool,
      check_lp_pool},
     {"MatMul", 1, MAXV, "matmul", "", false, false, tonnx_cv_matmul, NULL},
-    {"MaxPool", 1, MAXV, "max_pool (1-D: on [N,C,1,L]; 3-D: two max_pools)",
+    {"MaxPool", 1, MAXV,
+     "max_pool (1-D: on [N,C,1,L]; 3-D: two max_pools); max_pool_arg (Indices, integer types)",
      "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides", false, false,
-     tonnx_cv_pool, check_pool},
+     tonnx_cv_max_pool, check_pool},
     {"MeanVarianceNormalization", 9, MAXV, "reduce_mean, sub, mul, sqrt, add, div", "axes", false,
      false, tonnx_cv_mvn, NULL},
     {"Mul", 7, MAXV, "mul", "", true, false, tonnx_cv_binary, NULL},
@@ -453,6 +468,27 @@ static const op_def ops[] = {
      check_conv},
     {"MatMulInteger", 10, MAXV, "qmatmul (int32 output)", "", false, false, tonnx_cv_matmul_integer,
      NULL},
+    /* ---- vision and signal operators (issue 27, wt27f): convert_vision.c, convert_signal.c */
+    {"GridSample", 16, 19, "grid_sample", "align_corners,mode,padding_mode", false, false,
+     tonnx_cv_grid_sample, NULL},
+    {"RoiAlign", 10, MAXV, "roi_align",
+     "coordinate_transformation_mode,mode,output_height,output_width,sampling_ratio,spatial_scale",
+     false, false, tonnx_cv_roi_align, NULL},
+    {"MaxUnpool", 9, MAXV, "max_unpool", "kernel_shape,pads,strides", false, false,
+     tonnx_cv_max_unpool, NULL},
+    {"Det", 11, MAXV, "triangular, diag_prod", "", false, false, tonnx_cv_det, NULL},
+    {"EyeLike", 9, MAXV, "(constant: from the input's shape)", "dtype,k", true, true, NULL, NULL},
+    {"DFT", 17, 19, "dft", "axis,inverse,onesided", false, false, tonnx_cv_dft, NULL},
+    {"STFT", 17, MAXV, "stft", "onesided", false, false, tonnx_cv_stft, NULL},
+    {"HannWindow", 17, MAXV, "(constant: size must be a constant)", "output_datatype,periodic",
+     true, true, NULL, check_const_size},
+    {"HammingWindow", 17, MAXV, "(constant: size must be a constant)", "output_datatype,periodic",
+     true, true, NULL, check_const_size},
+    {"BlackmanWindow", 17, MAXV, "(constant: size must be a constant)", "output_datatype,periodic",
+     true, true, NULL, check_const_size},
+    {"MelWeightMatrix", 17, MAXV, "(constant: every input must be a constant)", "output_datatype",
+     true, true, NULL, check_const_size},
+    /* ---- end of the vision and signal operators ---- */
 };
 
 /* How many inputs and outputs each operator of ops[] takes, from the ONNX operator schemas of the
@@ -633,6 +669,19 @@ static const arity_def arities[] = {
     {"QLinearMatMul", 10, 8, 8, 1, 1},
     {"ConvInteger", 10, 2, 4, 1, 1},
     {"MatMulInteger", 10, 2, 4, 1, 1},
+    /* ---- vision and signal operators (issue 27, wt27f) ---- */
+    {"GridSample", 16, 2, 2, 1, 1},
+    {"RoiAlign", 10, 3, 3, 1, 1}, /* X, rois, batch_indices */
+    {"MaxUnpool", 9, 2, 2, 1, 1},
+    {"MaxUnpool", 11, 2, 3, 1, 1}, /* X, I, output_shape */
+    {"Det", 11, 1, 1, 1, 1},
+    {"EyeLike", 9, 1, 1, 1, 1},
+    {"DFT", 17, 1, 2, 1, 1},  /* input, dft_length */
+    {"STFT", 17, 2, 4, 1, 1}, /* signal, frame_step, window, frame_length */
+    {"HannWindow", 17, 1, 1, 1, 1},
+    {"HammingWindow", 17, 1, 1, 1, 1},
+    {"BlackmanWindow", 17, 1, 1, 1, 1},
+    {"MelWeightMatrix", 17, 5, 5, 1, 1},
 };
 
 int tonnx_op_arity(const op_def *d, int opset, tonnx_arity *out) {
@@ -724,6 +773,19 @@ unsigned tonnx_const_inputs(const op_def *d, int opset) {
     if (!strcmp(t, "CumSum") || !strcmp(t, "Trilu") || !strcmp(t, "OneHot") ||
         !strcmp(t, "Expand") || !strcmp(t, "Tile") || !strcmp(t, "Split")) {
         return !strcmp(t, "Split") && opset < 13 ? 0 : 1u << 1;
+    }
+    if (!strcmp(t, "MaxUnpool")) {
+        return 1u << 2; /* output_shape */
+    }
+    if (!strcmp(t, "DFT")) {
+        return 1u << 1; /* dft_length */
+    }
+    if (!strcmp(t, "STFT")) {
+        return (1u << 1) | (1u << 3); /* frame_step, frame_length */
+    }
+    if (!strcmp(t, "HannWindow") || !strcmp(t, "HammingWindow") || !strcmp(t, "BlackmanWindow") ||
+        !strcmp(t, "MelWeightMatrix")) {
+        return 0x1fu;
     }
     if (!strcmp(t, "Loop")) {
         return 3u; /* trip count and condition: the unrolling needs them (control.c) */

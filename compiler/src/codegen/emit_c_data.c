@@ -541,6 +541,9 @@ void tether__c_data(em *e, const tether_ir_node *nd, const kargs *k) {
     case TETHER_OP_EINSUM:
         k_einsum(e, nd, k);
         break;
+        TETHER__CASES_VISION /* emit_c_vision.c */
+            tether__c_vision(e, nd, k);
+        break;
         TETHER__CASES_NOT_DATA
         line(e, "#error \"tether: not a DATA operator\"");
         break;

@@ -473,6 +473,8 @@ int tether__interp_data(const tether_ir_graph *g, const tether_ir_node *n, void 
     case TETHER_OP_EINSUM:
         run_einsum(g, n, buf);
         return TETHER_OK;
+        TETHER__CASES_VISION /* interp_vision.c */
+            return tether__interp_vision(g, n, buf);
         TETHER__CASES_NOT_DATA
         break;
     }
