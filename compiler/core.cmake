@@ -12,6 +12,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/cost.c
     ${CMAKE_CURRENT_LIST_DIR}/src/passes/passes.c
     ${CMAKE_CURRENT_LIST_DIR}/src/passes/quant_pass.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/passes/quant_passthrough.c
     ${CMAKE_CURRENT_LIST_DIR}/src/plan/memplan.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_types.c
