@@ -206,5 +206,8 @@ void tether__c_data(em *e, const tether_ir_node *nd, const kargs *k);
 /* emit_c_quant.c: the quantized operators' kernels, and the helpers a module with any defines. */
 void tether__c_quant_body(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_quant_helpers(const em *e, tether__sbuf *out);
+/* emit_c_qfast.c: the fast qconv kernels; 1 when it emitted nd's body, 0 when the portable loop
+ * should. */
+int tether__c_qconv_fast(em *e, const tether_ir_node *nd, const kargs *k);
 
 #endif /* TETHER_CODEGEN_EMIT_C_INTERNAL_H */

@@ -29,16 +29,22 @@ static const char quant_helpers[] =
     "    } else if (n >= 63) {\n"
     "        r = 0;\n"
     "    } else {\n"
-    "        uint64_t up = (uint64_t)p + ((uint64_t)1 << 62);\n"
-    "        uint64_t rem = up & (((uint64_t)1 << n) - 1u), half = (uint64_t)1 << (n - 1);\n"
-    "        r = (int64_t)(up >> n) - (int64_t)(((uint64_t)1 << 62) >> n);\n"
-    "        if (rem > half || (rem == half && ((uint64_t)r & 1u))) {\n"
-    "            r++;\n"
-    "        }\n"
+    "        /* p + 2^63 >= 0; floor((u + half - 1 + lsb) / 2^n) is round half to even of\n"
+    "         * u / 2^n (lsb: the low bit of floor(u / 2^n), which 2^63 / 2^n keeps) */\n"
+    "        uint64_t u = (uint64_t)p + ((uint64_t)1 << 63);\n"
+    "        u += (((uint64_t)1 << (n - 1)) - 1u) + ((u >> n) & 1u);\n"
+    "        r = (int64_t)(u >> n) - (int64_t)(((uint64_t)1 << 63) >> n);\n"
     "    }\n"
     "    r += zp;\n"
     "    return r < lo ? lo : r > hi ? hi : (int32_t)r;\n"
     "}\n\n"
+    "#if defined(__ARM_FEATURE_DSP)\n"
+    "#include <arm_acle.h>\n"
+    "static inline uint32_t tgq_ror8(uint32_t v) {\n"
+    "    return (v >> 8) | (v << 24);\n"
+    "}\n"
+    "#endif\n"
+    "#include <string.h>\n\n"
     "/* round half to even of a float (|v| clamped to 2^30), without libm */\n"
     "static inline int32_t tgq_rne(float v) {\n"
     "    int32_t i;\n"
@@ -120,6 +126,9 @@ static void store(em *e, const tether_ir_node *nd, const kargs *k, const char *y
 }
 
 static void k_qconv(em *e, const tether_ir_node *nd, const kargs *k) {
+    if (tether__c_qconv_fast(e, nd, k)) { /* emit_c_qfast.c */
+        return;
+    }
     const tether_ir_attrs *a = &nd->attrs;
     const tether_ir_tensor *x = T(e, nd->inputs[0]), *w = T(e, nd->inputs[1]),
                            *y = T(e, nd->outputs[0]);
