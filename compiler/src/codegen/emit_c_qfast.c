@@ -171,27 +171,27 @@ static void pointwise(em *e, const tether_ir_node *nd, const kargs *k, const qg 
                 line(e, "#if defined(__ARM_FEATURE_DSP)");
                 line(e, "for (; c + 4 <= %lld; c += 4) {", C);
                 e->depth++;
-                line(e, "uint16_t h0, h1, h2, h3;");
-                for (int r = 0; r < 4; r++) {
-                    line(e, "memcpy(&h%d, xp + (c + %d) * %lld, 2);", r, r, P);
-                }
-                line(e, "const uint32_t t02 = (uint32_t)h0 | ((uint32_t)h2 << 16), "
-                        "t13 = (uint32_t)h1 | ((uint32_t)h3 << 16);");
-                line(e,
-                     "const uint32_t xa = %s(t02), xb = %s(tgq_ror8(t02)), xc = %s(t13), "
-                     "xd = %s(tgq_ror8(t13));",
-                     q->x16, q->x16, q->x16, q->x16);
-                for (int j = 0; j < 4; j++) {
+                /* two halves (channels c, c+2 then c+1, c+3) keep 8 accumulators and 2 pairs
+                 * of inputs in registers; each weight word is read once per half */
+                for (int half = 0; half < 2; half++) {
                     line(e, "{");
-                    line(e, "    uint32_t wv;");
-                    line(e, "    memcpy(&wv, w%d + c, 4);", j);
-                    line(e, "    const uint32_t we = %s(wv), wo = %s(tgq_ror8(wv));", q->w16,
-                         q->w16);
-                    line(e, "    a%d0 = __smlad(xa, we, a%d0);", j, j);
-                    line(e, "    a%d0 = __smlad(xc, wo, a%d0);", j, j);
-                    line(e, "    a%d1 = __smlad(xb, we, a%d1);", j, j);
-                    line(e, "    a%d1 = __smlad(xd, wo, a%d1);", j, j);
-                    line(e, "}");
+                    e->depth++;
+                    line(e, "uint16_t hl, hh;");
+                    line(e, "memcpy(&hl, xp + (c + %d) * %lld, 2);", half, P);
+                    line(e, "memcpy(&hh, xp + (c + %d) * %lld, 2);", half + 2, P);
+                    line(e, "const uint32_t t = (uint32_t)hl | ((uint32_t)hh << 16);");
+                    line(e, "const uint32_t xa = %s(t), xb = %s(tgq_ror8(t));", q->x16, q->x16);
+                    for (int j = 0; j < 4; j++) {
+                        line(e, "{");
+                        line(e, "    uint32_t wv;");
+                        line(e, "    memcpy(&wv, w%d + c, 4);", j);
+                        line(e, "    const uint32_t wp = %s(%s);", q->w16,
+                             half ? "tgq_ror8(wv)" : "wv");
+                        line(e, "    a%d0 = __smlad(xa, wp, a%d0);", j, j);
+                        line(e, "    a%d1 = __smlad(xb, wp, a%d1);", j, j);
+                        line(e, "}");
+                    }
+                    close_block(e);
                 }
                 close_block(e);
                 line(e, "#endif");
