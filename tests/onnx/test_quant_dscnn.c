@@ -80,7 +80,7 @@ static void test_dscnn_int8(void **state) {
     tether_codegen_output out;
     tether_codegen_options_init(&co);
     assert_int_equal(tether_codegen_c(&h, &plan, &co, &out), 0);
-    /* no float arithmetic in the integer kernels (every kernel calling tgq_requant) */
+    /* no float arithmetic in the integer kernels (every kernel calling tgq_requant or tgq_rqs) */
     int kernels = 0;
     for (const char *k = strstr(out.source, "\nstatic "); k; k = strstr(k + 1, "\nstatic ")) {
         const char *end = strstr(k, "\n}\n");
@@ -88,7 +88,8 @@ static void test_dscnn_int8(void **state) {
             continue;
         }
         char *body = strndup(k, (size_t)(end - k));
-        if (strstr(body, "tgq_requant(") && !strstr(body, "tgq_rne")) {
+        if ((strstr(body, "tgq_requant(") || strstr(body, "tgq_rqs(")) &&
+            !strstr(body, "tgq_rne")) {
             kernels++;
             assert_null(strstr(body, "float"));
             assert_null(strstr(body, "double"));

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "emit_c_internal.h"
+#include "emit_c_qconv.h"
 #include "tether/crt/dtype.h"
 
 /* the fast paths' preconditions: 8-bit x and w, w zero point absent or constant 0, requant */
@@ -67,14 +67,7 @@ static void range(const tether_ir_node *nd, DLDataType t, long long *lo, long lo
     *hi = (long long)h;
 }
 
-typedef struct qg {
-    long long N, C, H, W, O, OH, OW, KH, KW, G, SH, SW, DH, DW, PT, PL;
-    const char *xt, *wt, *yt, *x16, *w16;
-    int per_ch;
-    long long lo, hi;
-} qg;
-
-static void geo(const em *e, const tether_ir_node *nd, qg *q) {
+void tether__c_qgeo(const em *e, const tether_ir_node *nd, qg *q) {
     const tether_ir_attrs *a = &nd->attrs;
     const tether_ir_tensor *x = T(e, nd->inputs[0]), *w = T(e, nd->inputs[1]),
                            *y = T(e, nd->outputs[0]);
@@ -99,13 +92,36 @@ static void geo(const em *e, const tether_ir_node *nd, qg *q) {
     q->yt = tether__c_type(y->dtype);
     q->x16 = x->dtype.code == kDLInt ? "__sxtb16" : "__uxtb16";
     q->w16 = w->dtype.code == kDLInt ? "__sxtb16" : "__uxtb16";
-    q->per_ch = T(e, nd->inputs[5])->shape[0] != 1;
+    const tether_ir_tensor *rq = T(e, nd->inputs[5]);
+    q->per_ch = rq->shape[0] != 1;
     range(nd, y->dtype, &q->lo, &q->hi);
+    q->rqs = rq->kind == TETHER_TENSOR_CONSTANT && rq->data != NULL;
+    for (size_t i = 1; q->rqs && i < tether_ir_tensor_elements(rq); i += 2) {
+        const int32_t sh = ((const int32_t *)rq->data)[i];
+        q->rqs = sh >= -31 && sh <= -1;
+    }
+}
+
+void tether__c_qstore(em *e, const qg *q, const char *dst, const char *acc, const char *m,
+                      const char *s) {
+    if (!q->rqs) {
+        line(e, "%s = (%s)tgq_requant(%s, %s, %s, yz, %lld, %lld);", dst, q->yt, acc, m, s, q->lo,
+             q->hi);
+    } else if (q->lo == -128 && q->hi == 127) {
+        line(e, "%s = tgq_sat_s8(tgq_rqs(%s, %s, -1 - %s) + yz);", dst, acc, m, s);
+    } else if (q->lo == 0 && q->hi == 255) {
+        line(e, "%s = tgq_sat_u8(tgq_rqs(%s, %s, -1 - %s) + yz);", dst, acc, m, s);
+    } else {
+        line(e, "%s = (%s)tgq_clamp(tgq_rqs(%s, %s, -1 - %s) + yz, %lld, %lld);", dst, q->yt, acc,
+             m, s, q->lo, q->hi);
+    }
 }
 
 static void rq_line(em *e, const qg *q, const char *dst, const char *acc, int j) {
-    line(e, "%s = (%s)tgq_requant(%s, m%d, s%d, yz, %lld, %lld);", dst, q->yt, acc, j, j, q->lo,
-         q->hi);
+    char m[8], s[8];
+    snprintf(m, sizeof m, "m%d", j);
+    snprintf(s, sizeof s, "s%d", j);
+    tether__c_qstore(e, q, dst, acc, m, s);
 }
 
 /* requantization pair of channel oc+j: m<j>, s<j>; bias r<j>; folded b<j> */
@@ -420,7 +436,10 @@ int tether__c_qconv_fast(em *e, const tether_ir_node *nd, const kargs *k) {
         return 0;
     }
     qg q;
-    geo(e, nd, &q);
+    tether__c_qgeo(e, nd, &q);
+    if (tether__c_qconv_dwpad(e, nd, k, &q) || tether__c_qconv_patch(e, nd, k, &q)) {
+        return 1; /* emit_c_qpatch.c */
+    }
     if (q.G == 1 && q.KH == 1 && q.KW == 1 && q.SH == 1 && q.SW == 1 && q.PT == 0 && q.PL == 0 &&
         q.OH == q.H && q.OW == q.W) {
         pointwise(e, nd, k, &q);
