@@ -117,6 +117,34 @@ static void fill_pointwise(em *e, const qg *q, long long P) {
     line(e, "}");
 }
 
+/* one group of 4 taps (SMLAD order) at pw + 4u, pp + 8u into a0, a1 (and c0, c1) */
+static void quad(em *e, const qg *q, int nb, long long K, int u) {
+    const char *w8 = q->w16 + 2; /* sxtb16 or uxtb16 */
+    line(e, "{");
+    e->depth++;
+    line(e, "uint32_t wa;");
+    line(e, "uint64_t xa, xb;");
+    line(e, "memcpy(&wa, pw + %d, 4);", 4 * u);
+    line(e, "const uint32_t wa0 = %s(wa), wa1 = tgq_%s_r8(wa);", q->w16, w8);
+    if (nb == 2) {
+        line(e, "uint32_t wb;");
+        line(e, "memcpy(&wb, pw + %lld, 4);", K + 4 * u);
+        line(e, "const uint32_t wb0 = %s(wb), wb1 = tgq_%s_r8(wb);", q->w16, w8);
+    }
+    line(e, "memcpy(&xa, __builtin_assume_aligned(pt_u.h + 8 * i + %d, 8), 8);", 8 * u);
+    line(e, "memcpy(&xb, __builtin_assume_aligned(pt_u.h + 8 * i + %d, 8), 8);", 8 * u + 4);
+    for (int s = 0; s < 2; s++) {
+        const char *x = s ? "xb" : "xa";
+        line(e, "a%d = __smlad((uint32_t)(%s >> 32), wa1, __smlad((uint32_t)%s, wa0, a%d));", s, x,
+             x, s);
+        if (nb == 2) {
+            line(e, "c%d = __smlad((uint32_t)(%s >> 32), wb1, __smlad((uint32_t)%s, wb0, c%d));", s,
+                 x, x, s);
+        }
+    }
+    close_block(e);
+}
+
 /* nb (1 or 2) output channels from oc: sums over the patch, then the stores */
 static void channels(em *e, const tether_ir_node *nd, const kargs *k, const qg *q, int nb,
                      long long K, long long P) {
@@ -128,32 +156,31 @@ static void channels(em *e, const tether_ir_node *nd, const kargs *k, const qg *
     if (nb == 2) {
         line(e, "int32_t c0 = %s, c1 = c0;", b1);
     }
-    line(e, "#if defined(__ARM_FEATURE_DSP)");
-    line(e, "{");
-    e->depth++;
-    line(e, "const int16_t *restrict pp = pt;");
-    line(e, "const %s *restrict pw = w0;", q->wt);
-    line(e, "for (int i = 0; i < K4 / 4; ++i, pw += 4, pp += 8) {");
-    e->depth++;
-    line(e, "uint32_t wa, x0, x1;");
-    line(e, "memcpy(&wa, pw, 4);");
-    line(e, "const uint32_t wa0 = %s(wa), wa1 = %s(tgq_ror8(wa));", q->w16, q->w16);
-    if (nb == 2) {
-        line(e, "uint32_t wb;");
-        line(e, "memcpy(&wb, pw + %lld, 4);", K);
-        line(e, "const uint32_t wb0 = %s(wb), wb1 = %s(tgq_ror8(wb));", q->w16, q->w16);
+    long long quads = (K & ~3LL) / 4;
+    if (quads > 0) {
+        line(e, "#if defined(__ARM_FEATURE_DSP)");
+        line(e, "{");
+        e->depth++;
+        line(e, "const %s *restrict pw = w0;", q->wt);
     }
-    for (int s = 0; s < 2; s++) {
-        line(e, "memcpy(&x0, pp + %d, 4);", 4 * s);
-        line(e, "memcpy(&x1, pp + %d, 4);", 4 * s + 2);
-        line(e, "a%d = __smlad(x1, wa1, __smlad(x0, wa0, a%d));", s, s);
-        if (nb == 2) {
-            line(e, "c%d = __smlad(x1, wb1, __smlad(x0, wb0, c%d));", s, s);
+    if (quads >= 2) {
+        line(e, "int i = 0;");
+        line(e, "for (; i + 2 <= %lld; i += 2, pw += 8) {", quads);
+        e->depth++;
+        quad(e, q, nb, K, 0);
+        quad(e, q, nb, K, 1);
+        close_block(e);
+    }
+    if (quads % 2) {
+        if (quads < 2) {
+            line(e, "const int i = 0;");
         }
+        quad(e, q, nb, K, 0);
     }
-    close_block(e);
-    close_block(e);
-    line(e, "#endif");
+    if (quads > 0) {
+        close_block(e);
+        line(e, "#endif");
+    }
     line(e, "for (int t = K4; t < %lld; ++t) {", K);
     e->depth++;
     line(e, "const int32_t va = pt[K4 + t], vb = pt[%lld + t], u0 = w0[t];", K);
@@ -203,6 +230,7 @@ int tether__c_qconv_patch(em *e, const tether_ir_node *nd, const kargs *k, const
     line(e, "union {");
     line(e, "    int16_t h[%lld];", 2 * K);
     line(e, "    uint32_t w[%lld];", K);
+    line(e, "    uint64_t d[%lld]; /* 8-byte aligned: LDRD */", (K + 1) / 2);
     line(e, "} pt_u; /* two patches of x - x_zp */");
     line(e, "int16_t *const pt = pt_u.h;");
     loop(e, "n", q->N);
