@@ -214,6 +214,45 @@ static void channels(em *e, const tether_ir_node *nd, const kargs *k, const qg *
     close_block(e);
 }
 
+/* without the DSP extension (Cortex-M0/M3, hosts): 4 output channels x 2 pixels a step, plain
+ * multiply-accumulates (each patch value read once for 4 channels) */
+static void scalar4(em *e, const tether_ir_node *nd, const kargs *k, const qg *q, long long K,
+                    long long P) {
+    static const char acc[4] = {'a', 'c', 'd', 'e'};
+    line(e, "const %s *restrict w0 = %s + oc * %lld;", q->wt, k->in[1], K);
+    for (int j = 0; j < 4; j++) {
+        char b[96], c[16];
+        snprintf(c, sizeof c, "oc + %d", j);
+        pexpr(e, nd, k, 2, c, b, sizeof b);
+        line(e, "int32_t %c0 = %s, %c1 = %c0;", acc[j], b, acc[j], acc[j]);
+    }
+    line(e, "for (int t = 0; t < %lld; ++t) {", K);
+    e->depth++;
+    line(e, "const int32_t va = pt[t], vb = pt[%lld + t];", K);
+    for (int j = 0; j < 4; j++) {
+        line(e, "{");
+        line(e, "    const int32_t u = w0[%lld + t];", j * K);
+        line(e, "    %c0 += va * u;", acc[j]);
+        line(e, "    %c1 += vb * u;", acc[j]);
+        line(e, "}");
+    }
+    close_block(e);
+    for (int j = 0; j < 4; j++) {
+        char c[16], d[96], a[4];
+        snprintf(c, sizeof c, "oc + %d", j);
+        rq_pair(e, nd, k, q, j, c);
+        snprintf(d, sizeof d, "yn[(oc + %d) * %lld + p]", j, P);
+        snprintf(a, sizeof a, "%c0", acc[j]);
+        store(e, q, d, a, j);
+        line(e, "if (two) {");
+        snprintf(d, sizeof d, "yn[(oc + %d) * %lld + p + 1]", j, P);
+        snprintf(a, sizeof a, "%c1", acc[j]);
+        e->depth++;
+        store(e, q, d, a, j);
+        close_block(e);
+    }
+}
+
 int tether__c_qconv_patch(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
     long long K = q->C * q->KH * q->KW, P = q->OH * q->OW;
     if (q->G != 1 || K > PATCH_MAX_TAPS || P < 1) {
@@ -255,6 +294,14 @@ int tether__c_qconv_patch(em *e, const tether_ir_node *nd, const kargs *k, const
         fill_generic(e, q, K, P);
     }
     line(e, "int oc = 0;");
+    if (q->O >= 4) {
+        line(e, "#if !defined(__ARM_FEATURE_DSP)");
+        line(e, "for (; oc + 4 <= %lld; oc += 4) {", q->O);
+        e->depth++;
+        scalar4(e, nd, k, q, K, P);
+        close_block(e);
+        line(e, "#endif");
+    }
     line(e, "for (; oc + 2 <= %lld; oc += 2) {", q->O);
     e->depth++;
     channels(e, nd, k, q, 2, K, P);
