@@ -1,6 +1,7 @@
 /*
  * The C emitter's fast qconv kernels (docs/quantization.md, "Kernels"): for 8-bit inputs and
- * weights with weight zero point 0 and a requantized 8-bit output,
+ * weights with weight zero point 0 and a requantized 8-bit output, emit_c_qpatch.c's patch and
+ * padded-plane depthwise kernels first (small layers); for layers over their stack limits,
  *   - pointwise (1x1, stride 1, no padding, one group): blocks of 4 output channels x 2 pixels;
  *     with the Arm DSP extension (__ARM_FEATURE_DSP: Cortex-M4/M7/M33/M55) the channel sums use
  *     SXTB16/UXTB16 widening and SMLAD dual multiply-accumulates (arm_acle.h), 4 input channels a
