@@ -13,6 +13,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/cost.c
     ${CMAKE_CURRENT_LIST_DIR}/src/passes/passes.c
     ${CMAKE_CURRENT_LIST_DIR}/src/passes/quant_pass.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/passes/quant_passthrough.c
     ${CMAKE_CURRENT_LIST_DIR}/src/plan/memplan.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_types.c
@@ -27,6 +28,8 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_types.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_loss.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_quant.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qfast.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qpatch.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_layers.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_data.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_vision.c

@@ -2,7 +2,8 @@
 # scripts/bench boards: the board x model matrix (docs/boards.md, "Measured"). For every board of
 # device/mcu/boards/boards.txt whose firmware is built, QEMU is started with -icount shift=0
 # (scripts/qemu-board --icount --board NAME) and every model of the zoo (examples/kws and the
-# ONNX files of bench/models, written by bench_models; tests/mcu/models/tiny_mlp.json, which
+# ONNX files of bench/models, written by bench_models; ds_cnn_int8 and its float twin ds_cnn_f32,
+# written by gen_ds_cnn_int8; tests/mcu/models/tiny_mlp.json, which
 # fits the micro:bit) goes through `tether ab`: both ABIs
 # compiled for the board's core from HELLO, linked, uploaded, run and compared with the
 # interpreter. A model over the board's load region by less than 256 KiB runs again with
@@ -22,11 +23,15 @@ table=$here/device/mcu/boards/boards.txt
 tether=$dir/host/cli/tether
 boards=("$@")
 [ ${#boards[@]} -gt 0 ] || mapfile -t boards < <(awk '/^[a-z0-9]/ { print $1 }' "$table")
-models=${TETHER_BENCH_MODELS:-"tiny_mlp kws micro_speech ds_cnn_s mobilenet_v1_025 mobilenet_v2_035 unet_small attention_block"}
+models=${TETHER_BENCH_MODELS:-"tiny_mlp kws micro_speech ds_cnn_s ds_cnn_int8 ds_cnn_f32 mobilenet_v1_025 mobilenet_v2_035 unet_small attention_block"}
 zoo=$dir/bench/models/out
 limit=${TETHER_BENCH_TIMEOUT:-300} # seconds per `tether ab`
 if [ ! -f "$zoo/ds_cnn_s.onnx" ]; then
     "$dir/bench/models/bench_models" >/dev/null # writes the zoo's ONNX files
+fi
+if [ ! -f "$zoo/ds_cnn_int8.onnx" ]; then # the int8 DS-CNN and its float twin (same weights)
+    mkdir -p "$zoo"
+    "$dir/bench/models/gen_ds_cnn_int8" "$zoo/ds_cnn_int8.onnx" "$zoo/ds_cnn_f32.onnx"
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-boards.XXXXXX")
 qpid=

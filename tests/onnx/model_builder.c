@@ -213,6 +213,17 @@ Onnx__TensorProto *mb_tensor_i64(mb *b, const char *name, int ndim, const int64_
     return t;
 }
 
+Onnx__TensorProto *mb_tensor_raw(mb *b, const char *name, int32_t type, int ndim,
+                                 const int64_t *dims, const void *v, size_t elem_bytes) {
+    Onnx__TensorProto *t = tensor(b, name, ndim, dims, type);
+    size_t c = count_of(ndim, dims) * elem_bytes;
+    t->has_raw_data = 1;
+    t->raw_data.len = c;
+    t->raw_data.data = A(b, c ? c : 1);
+    memcpy(t->raw_data.data, v, c);
+    return t;
+}
+
 void mb_init_tensor(mb *b, Onnx__TensorProto *t) {
     if (b->g.n_initializer >= MB_MAX) {
         fprintf(stderr, "model builder: more than %d initializers\n", MB_MAX);

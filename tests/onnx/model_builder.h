@@ -46,6 +46,10 @@ Onnx__TensorProto *mb_tensor_f(mb *b, const char *name, int ndim, const int64_t 
                                const float *v, int raw);
 Onnx__TensorProto *mb_tensor_i64(mb *b, const char *name, int ndim, const int64_t *dims,
                                  const int64_t *v);
+/* A tensor of any element type (ONNX TensorProto data type number) from raw little-endian bytes
+ * (elem_bytes per element). */
+Onnx__TensorProto *mb_tensor_raw(mb *b, const char *name, int32_t type, int ndim,
+                                 const int64_t *dims, const void *v, size_t elem_bytes);
 void mb_init_tensor(mb *b, Onnx__TensorProto *t);
 /* A graph input/output of element type elem (1 = float); dims < 0 become dim_param "N".
  * ndim < 0: no shape at all. */

@@ -209,5 +209,8 @@ void tether__c_quant_helpers(const em *e, tether__sbuf *out);
 /* emit_c_vision.c: the kernels of the vision and signal rows of the DATA family
  * (TETHER__CASES_VISION), called by emit_c_data.c's switch; their "return 0;" follows. */
 void tether__c_vision(em *e, const tether_ir_node *nd, const kargs *k);
+/* emit_c_qfast.c: the fast qconv kernels; 1 when it emitted nd's body, 0 when the portable loop
+ * should. */
+int tether__c_qconv_fast(em *e, const tether_ir_node *nd, const kargs *k);
 
 #endif /* TETHER_CODEGEN_EMIT_C_INTERNAL_H */

@@ -18,88 +18,47 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "quant_pass.h"
 #include "tether/compiler.h"
 #include "tether/crt/dtype.h"
 #include "tether/crt/error.h"
 
-#define DEAD ((tether_op)TETHER_OP_COUNT_)
-
-static const tether_ir_tensor *cst(const tether_ir_graph *g, int t) {
-    if (t < 0 || g->tensors[t].kind != TETHER_TENSOR_CONSTANT || !g->tensors[t].data) {
-        return NULL;
+/* A constant holding the 2-D 8-bit constant w transposed, in *t. */
+static int transposed(tether_ir_graph *g, const char *base, int w, int *t) {
+    const tether_ir_tensor *wt = &g->tensors[w];
+    int64_t r = wt->shape[0], c = wt->shape[1], shape[2] = {c, r};
+    uint8_t *v = malloc((size_t)(r * c) + 1);
+    if (!v) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "integer-operator pass: out of memory");
     }
-    return &g->tensors[t];
-}
-
-/* The producer of t when it is a dequantize with constant scale (and zero point), else -1. */
-static int dq_of(const tether_ir_graph *g, int t) {
-    int p = t >= 0 ? g->tensors[t].producer : -1;
-    if (p < 0 || g->nodes[p].op != TETHER_OP_DEQUANTIZE || !cst(g, g->nodes[p].inputs[1]) ||
-        (g->nodes[p].ninputs > 2 && g->nodes[p].inputs[2] >= 0 && !cst(g, g->nodes[p].inputs[2]))) {
-        return -1;
+    const uint8_t *src = wt->data;
+    for (int64_t i = 0; i < r; i++) {
+        for (int64_t j = 0; j < c; j++) {
+            v[j * r + i] = src[i * c + j];
+        }
     }
-    return p;
-}
-
-/* The only consumer of t (-1 when none, several, or t is a graph output). */
-static int only_consumer(const tether_ir_graph *g, int t) {
-    int c[2];
-    if (tether__ir_is_graph_output(g, t) || tether__ir_consumers(g, t, c, 2) != 1) {
-        return -1;
-    }
-    return c[0];
-}
-
-static int64_t ival(const tether_ir_tensor *t, int64_t k) {
-    size_t i = tether_ir_tensor_elements(t) == 1 ? 0 : (size_t)k;
-    const uint8_t *p = t->data;
-    switch (t->dtype.bits) {
-    case 8:
-        return t->dtype.code == kDLInt ? (int64_t)(int8_t)p[i] : (int64_t)p[i];
-    case 16: {
-        uint16_t u;
-        memcpy(&u, p + 2 * i, 2);
-        return t->dtype.code == kDLInt ? (int64_t)(int16_t)u : (int64_t)u;
-    }
-    default: {
-        uint32_t u;
-        memcpy(&u, p + 4 * i, 4);
-        return t->dtype.code == kDLInt ? (int64_t)(int32_t)u : (int64_t)u;
-    }
-    }
-}
-
-/* The zero point of a (de)quantize node, element k (0 when absent). */
-static int64_t zp(const tether_ir_graph *g, const tether_ir_node *n, int64_t k) {
-    const tether_ir_tensor *z = n->ninputs > 2 ? cst(g, n->inputs[2]) : NULL;
-    return z ? ival(z, k) : 0;
-}
-
-static float sc(const tether_ir_graph *g, const tether_ir_node *n, int64_t k) {
-    const tether_ir_tensor *s = &g->tensors[n->inputs[1]];
-    return ((const float *)s->data)[tether_ir_tensor_elements(s) == 1 ? 0 : k];
-}
-
-static int add_i32(tether_ir_graph *g, const char *base, const char *what, const int32_t *v,
-                   int ndim, const int64_t *shape, int *t) {
     char name[512];
-    snprintf(name, sizeof name, "%s/%s", base, what);
+    snprintf(name, sizeof name, "%s/b_transposed", base);
     for (int u = 1; tether_ir_find_tensor(g, name) >= 0; u++) {
-        snprintf(name, sizeof name, "%s/%s#%d", base, what, u);
+        snprintf(name, sizeof name, "%s/b_transposed#%d", base, u);
     }
-    size_t n = 1;
-    for (int i = 0; i < ndim; i++) {
-        n *= (size_t)shape[i];
-    }
-    return tether_ir_add_constant(g, name, TETHER_INT32, ndim, shape, v, n * 4, t);
+    int rc = tether_ir_add_constant(g, name, wt->dtype, 2, shape, v, (size_t)(r * c), t);
+    free(v);
+    return rc;
 }
 
 /* Tries node i; 1 when rewritten, 0 when not a pattern, < 0 on an error. */
 static int rewrite(tether_ir_graph *g, int i) {
     tether_ir_node *n = &g->nodes[i];
-    bool conv = n->op == TETHER_OP_CONV2D;
-    if ((!conv && n->op != TETHER_OP_MATMUL) || n->attrs.act != TETHER_ACT_NONE ||
+    bool conv = n->op == TETHER_OP_CONV2D, dense = n->op == TETHER_OP_DENSE;
+    if ((!conv && !dense && n->op != TETHER_OP_MATMUL) || n->attrs.act != TETHER_ACT_NONE ||
         n->attrs.has_residual) {
+        return 0;
+    }
+    /* dense (ONNX Gemm): A not transposed, alpha 1, beta 1 (or no C); B [K,N] or, transB, [N,K] */
+    bool tb = dense && n->attrs.trans_b;
+    if (dense && (n->attrs.trans_a || n->attrs.alpha != 1.0f ||
+                  (n->ninputs > 2 && n->inputs[2] >= 0 && n->attrs.beta != 1.0f))) {
         return 0;
     }
     int dx = dq_of(g, n->inputs[0]), dw = dq_of(g, n->inputs[1]);
@@ -112,12 +71,13 @@ static int rewrite(tether_ir_graph *g, int i) {
     if (xq->dtype.bits != 8 || wq->dtype.bits != 8 || !cst(g, g->nodes[dw].inputs[0])) {
         return 0;
     }
-    /* channels: conv output channels (weights axis 0), matmul columns (B's last axis) */
-    int64_t ch = conv ? wt->shape[0] : wt->shape[wt->ndim - 1];
+    /* channels: conv output channels (weights axis 0), matmul columns (B's last axis; B's first
+     * for a dense with transB) */
+    int64_t ch = conv || tb ? wt->shape[0] : wt->shape[wt->ndim - 1];
     int64_t nws = (int64_t)tether_ir_tensor_elements(&g->tensors[g->nodes[dw].inputs[1]]);
     if (nws != 1) {
         int ax = tether__ir_norm_axis(g->nodes[dw].attrs.axis, wt->ndim);
-        if (nws != ch || ax != (conv ? 0 : wt->ndim - 1) || (!conv && wt->ndim != 2)) {
+        if (nws != ch || ax != (conv || tb ? 0 : wt->ndim - 1) || (!conv && wt->ndim != 2)) {
             return 0;
         }
     }
@@ -151,7 +111,14 @@ static int rewrite(tether_ir_graph *g, int i) {
     }
     /* bias: dequantize of int32 with scale xs * ws[c] and zero point 0, or a float constant */
     int32_t *bias = NULL, *wz = NULL, *rq = NULL;
-    int bt = n->ninputs > 2 ? n->inputs[2] : -1, db = conv ? dq_of(g, bt) : -1, rc = 0;
+    int bt = n->ninputs > 2 ? n->inputs[2] : -1, db = conv || dense ? dq_of(g, bt) : -1, rc = 0;
+    if (dense && bt >= 0) { /* Gemm's C: one value, or one per column ([N] or [1,N]) */
+        const tether_ir_tensor *bv = &g->tensors[bt];
+        size_t be = tether_ir_tensor_elements(bv);
+        if (be != 1 && (be != (size_t)ch || bv->shape[bv->ndim - 1] != ch)) {
+            return 0;
+        }
+    }
     if (bt >= 0 &&
         !(db >= 0 && g->tensors[g->nodes[db].inputs[0]].dtype.bits == 32 &&
           cst(g, g->nodes[db].inputs[0])) &&
@@ -188,6 +155,9 @@ static int rewrite(tether_ir_graph *g, int i) {
     char base[400];
     snprintf(base, sizeof base, "%s", n->name);
     int in[7] = {DX->inputs[0], DW->inputs[0], -1, -1, -1, -1, -1};
+    if (tb && !rc) { /* B as [K,N]: the int8 weights transposed */
+        rc = transposed(g, base, DW->inputs[0], &in[1]);
+    }
     int64_t one = 1, sch = ch, srq[2] = {ch, 2};
     int32_t xz = (int32_t)zp(g, DX, 0), yz32 = (int32_t)yz;
     bool same_wz = true;
@@ -228,7 +198,14 @@ static int rewrite(tether_ir_graph *g, int i) {
         g->nodes[act].op = DEAD;
     }
     n->op = conv ? TETHER_OP_QCONV : TETHER_OP_QMATMUL;
-    n->attrs = a;
+    if (dense) { /* qmatmul's attributes: the clamp and the type only */
+        tether_ir_attrs_init(TETHER_OP_QMATMUL, &n->attrs);
+        n->attrs.min = a.min;
+        n->attrs.max = a.max;
+        n->attrs.to = a.to;
+    } else {
+        n->attrs = a;
+    }
     n->ninputs = 7;
     memcpy(n->inputs, in, sizeof in);
     n->outputs[0] = g->nodes[q].outputs[0];
@@ -239,6 +216,9 @@ int tether_pass_integer_ops(tether_ir_graph *g) {
     int nn = g->nnodes;
     for (int i = 0; i < nn; i++) {
         int rc = rewrite(g, i);
+        if (rc == 0) {
+            rc = tether__quant_rewrite_passthrough(g, i);
+        }
         if (rc < 0) {
             return rc;
         }

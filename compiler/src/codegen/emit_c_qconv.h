@@ -1,0 +1,34 @@
+/*
+ * The geometry of a qconv node shared by the C emitter's fast qconv kernels (emit_c_qfast.c and
+ * emit_c_qpatch.c), and the requantized store they all emit.
+ *
+ * What must stay true: qg describes the node exactly as emit_c_quant.c's portable loop reads it
+ * (NCHW input, OIHW weights, ONNX pads/strides/dilations); tether__c_qstore computes what
+ * tgq_requant computes (docs/quantization.md), byte for byte.
+ */
+#ifndef TETHER_CODEGEN_EMIT_C_QCONV_H
+#define TETHER_CODEGEN_EMIT_C_QCONV_H
+
+#include "emit_c_internal.h"
+
+typedef struct qg {
+    long long N, C, H, W, O, OH, OW, KH, KW, G, SH, SW, DH, DW, PT, PL;
+    const char *xt, *wt, *yt, *x16, *w16;
+    int per_ch;
+    int rqs; /* every channel's shift is in -31..-1 (a constant requant): tgq_rqs */
+    long long lo, hi;
+} qg;
+
+/* nd's geometry, types, output clamp and requantization form. */
+void tether__c_qgeo(const em *e, const tether_ir_node *nd, qg *q);
+
+/* `dst = requant(acc)` for the channel whose multiplier and shift are the expressions m, s. */
+void tether__c_qstore(em *e, const qg *q, const char *dst, const char *acc, const char *m,
+                      const char *s);
+
+/* emit_c_qpatch.c: the two-pixel patch kernel of a one-group convolution (taps C*KH*KW up to
+ * 256) and the depthwise kernel over a zero-padded plane (up to 512 elements); 1 when emitted. */
+int tether__c_qconv_patch(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
+int tether__c_qconv_dwpad(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
+
+#endif /* TETHER_CODEGEN_EMIT_C_QCONV_H */
