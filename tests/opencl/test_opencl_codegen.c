@@ -326,6 +326,8 @@ int main(void) {
         cmocka_unit_test(test_gpu_conv),
         cmocka_unit_test(test_gpu_dense),
         cmocka_unit_test(test_gpu_schedules),
+        cmocka_unit_test(test_fp16),
+        cmocka_unit_test(test_fp16),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tether_session_close(g_s);

@@ -965,6 +965,9 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
         out->nimages += e.mems[i].kind == MEM_IMAGE;
     }
     out->workspace_size = e.offset ? e.ws_size : plan->workspace_size;
+    if (o->fp16) {
+        out->workspace_size /= 2; /* the same elements, 2 bytes each */
+    }
     out->ntexture_tensors = e.ntex_tensors;
     out->ntunable = e.nsteps;
     out->ntuned = e.ntuned;
