@@ -244,8 +244,8 @@ void tether_cli_ab_print_fp16(const tether_ir_graph *g, const ab_side *s) {
         printf("  kernel time median: fp32 %.2f us, fp16 %.2f us, fp32/fp16 %.2fx\n",
                a->spread.median * 1e6, h->spread.median * 1e6, a->spread.median / h->spread.median);
     }
-    printf("  params %zu -> %zu bytes, workspace %lld -> %lld bytes\n",
-           a->comp.params_bytes, h->comp.params_bytes, (long long)a->comp.workspace_size,
+    printf("  params %zu -> %zu bytes, workspace %lld -> %lld bytes\n", a->comp.params_bytes,
+           h->comp.params_bytes, (long long)a->comp.workspace_size,
            (long long)h->comp.workspace_size);
 }
 
