@@ -198,7 +198,8 @@ int tetherd_cl_image(tetherd_cl *cl, tether_scope scope, const int64_t *shape, i
                                     ext.channels == 1   ? "CL_R"
                                     : ext.channels == 2 ? "CL_RG"
                                                         : "CL_RGBA",
-                                    half ? "CL_HALF_FLOAT" : "CL_FLOAT", (int)ext.channels,
+                                    half ? "half-float (CL_HALF_FLOAT)" : "float",
+                                    (int)ext.channels,
                                     half ? " (or compile without --precision fp16)" : "");
         }
     }
