@@ -13,9 +13,13 @@
 #                                kernels' times, the wall-clock latency on the device and the
 #                                launch overhead, and the ratios; writes OUT/summary.json,
 #                                OUT/summary.md and each run's JSON (OUT/runs/).
+#   bench/gpu.sh OUT ZOO_DIR fp16  the same machine: per model, the GPU kernels in fp32 and with
+#                                --precision fp16, interleaved, then `tether ab --opencl
+#                                --precision fp32,fp16` for the outputs' difference; prints the
+#                                fp32/fp16 kernel-time and wall-clock speedups and the top-1
+#                                agreement (OUT/fp16.md, OUT/fp16.json).
 # TETHER_GPU_REPEAT (default 7) and TETHER_GPU_NUMBER (default 50) set bench's --repeat/--number
-# (tiny values test the script on PoCL). fp16 (--precision fp16) is not implemented yet: the
-# summary says so instead of a column.
+# (tiny values test the script on PoCL).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [ "${1:-}" = --prepare ]; then
@@ -77,6 +81,7 @@ zoo=${2:-$here/.gpu/zoo}
 dev=${TD:-local:}
 rep=${TETHER_GPU_REPEAT:-7}
 num=${TETHER_GPU_NUMBER:-50}
+mode=${3:-legacy}
 mkdir -p "$out/runs"
 models=()
 for f in "$zoo"/*.json "$zoo"/*.onnx; do
@@ -87,6 +92,77 @@ for f in "$zoo"/*.json "$zoo"/*.onnx; do
 done
 [ ${#models[@]} -gt 0 ] || { echo "bench/gpu.sh: no models with inputs in $zoo (run --prepare)" >&2; exit 2; }
 tether info --device "$dev" >"$out/info.txt" 2>&1 || true
+if [ "$mode" = fp16 ]; then
+    for f in "${models[@]}"; do
+        n=$(basename "${f%.*}")
+        for r in 1 2; do # interleaved: fp32 fp16, fp32 fp16
+            for p in fp32 fp16; do
+                timeout 120 tether bench "$f" --in "$zoo/$n.npy" --backend opencl --precision $p \
+                    --device "$dev" --repeat "$rep" --number "$num" \
+                    --json "$out/runs/$n.gpu.$p.$r.json" >"$out/runs/$n.gpu.$p.$r.txt" 2>&1 ||
+                    echo "$n ($p): bench failed: $(tail -2 "$out/runs/$n.gpu.$p.$r.txt")" >&2
+            done
+        done
+        timeout 300 tether ab "$f" --in "$zoo/$n.npy" --opencl --precision fp32,fp16 --device "$dev" \
+            --repeat 5 >"$out/runs/$n.ab.txt" 2>&1 || true
+    done
+    python3 - "$out" "${models[@]}" <<'PY'
+import json, math, os, re, sys
+out = sys.argv[1]
+rows = []
+def best(n, p, key):
+    v = []
+    for r in (1, 2):
+        try:
+            j = json.load(open(os.path.join(out, "runs", "%s.gpu.%s.%d.json" % (n, p, r))))
+            if j.get(key) is not None:
+                v.append(j[key])
+        except (OSError, ValueError):
+            pass
+    return min(v) if v else None
+for f in sys.argv[2:]:
+    n = os.path.splitext(os.path.basename(f))[0]
+    r = {"model": n}
+    for p in ("fp32", "fp16"):
+        r[p] = {"kernel_sum_us": best(n, p, "median_us"), "wall_us": best(n, p, "wall_us")}
+    try:
+        ab = open(os.path.join(out, "runs", n + ".ab.txt")).read()
+        m = re.findall(r"max \|fp16 - fp32\| (\S+), max relative (\S+), top-1 agreement (\d+)/(\d+)", ab)
+        if m:
+            r["max_abs"] = max(float(x[0]) for x in m)
+            r["max_rel"] = max(float(x[1]) for x in m)
+            r["top1"] = "%d/%d" % (sum(int(x[2]) for x in m), sum(int(x[3]) for x in m))
+    except OSError:
+        pass
+    a, b = r["fp32"]["kernel_sum_us"], r["fp16"]["kernel_sum_us"]
+    if a and b:
+        r["kernel_speedup"] = a / b
+    a, b = r["fp32"]["wall_us"], r["fp16"]["wall_us"]
+    if a and b:
+        r["wall_speedup"] = a / b
+    rows.append(r)
+def f(v):
+    return "-" if v is None else "%.2f" % v
+lines = ["| model | fp32 kernels us | fp16 kernels us | speedup | fp32 wall us | fp16 wall us | "
+         "wall speedup | max abs diff | max rel diff | top-1 agree |", "|---|---|---|---|---|---|---|---|---|---|"]
+for r in rows:
+    lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        r["model"], f(r["fp32"]["kernel_sum_us"]), f(r["fp16"]["kernel_sum_us"]), f(r.get("kernel_speedup")),
+        f(r["fp32"]["wall_us"]), f(r["fp16"]["wall_us"]), f(r.get("wall_speedup")),
+        "%.3g" % r["max_abs"] if "max_abs" in r else "-", "%.3g" % r["max_rel"] if "max_rel" in r else "-",
+        r.get("top1", "-")))
+sp = [r["kernel_speedup"] for r in rows if r.get("kernel_speedup")]
+if sp:
+    lines.append("")
+    lines.append("geometric mean of fp32/fp16 kernel time over %d models: %.2f" % (
+        len(sp), math.exp(sum(math.log(x) for x in sp) / len(sp))))
+txt = "\n".join(lines)
+print(txt)
+open(os.path.join(out, "fp16.md"), "w").write(txt + "\n")
+json.dump(rows, open(os.path.join(out, "fp16.json"), "w"), indent=1)
+PY
+    exit 0
+fi
 for f in "${models[@]}"; do
     n=$(basename "${f%.*}")
     for k in legacy gpu; do
@@ -135,7 +211,7 @@ if sp:
     lines.append("")
     lines.append("geometric mean of legacy/GPU kernel time over %d models: %.2f" % (
         len(sp), math.exp(sum(math.log(x) for x in sp) / len(sp))))
-lines.append("fp16: --precision fp16 is not implemented yet (no column)")
+lines.append("fp16: bench/gpu.sh OUT ZOO_DIR fp16")
 txt = "\n".join(lines)
 print(txt)
 open(os.path.join(out, "summary.md"), "w").write(txt + "\n")

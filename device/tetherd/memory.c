@@ -72,7 +72,7 @@ static int dev_alloc(void *ctx, tether_server_array *a, const tether_rpc_alloc_r
         int rc = tetherd_ensure_cl(s);
         if (!rc) {
             rc = tetherd_cl_image(s->cl, (tether_scope)q->scope, q->shape, (int)q->ndim,
-                                  &s->acl[a->index].clm);
+                                  dt.bits == 16, &s->acl[a->index].clm);
         }
         if (rc) {
             free(mem);

@@ -166,7 +166,7 @@ void tetherd_cl_close(tetherd_cl *cl) {
     free(cl);
 }
 
-int tetherd_cl_image(tetherd_cl *cl, tether_scope scope, const int64_t *shape, int ndim,
+int tetherd_cl_image(tetherd_cl *cl, tether_scope scope, const int64_t *shape, int ndim, int half,
                      tetherd_cl_mem **out) {
     tether_image_extent ext;
     int rc =
@@ -180,7 +180,7 @@ int tetherd_cl_image(tetherd_cl *cl, tether_scope scope, const int64_t *shape, i
     cl_image_format fmt = {ext.channels == 1   ? CL_R
                            : ext.channels == 2 ? CL_RG
                                                : CL_RGBA,
-                           CL_FLOAT};
+                           half ? CL_HALF_FLOAT : CL_FLOAT};
     /* the image contract's formats exist on every device for RGBA; R and RG are optional */
     cl_image_format have[128];
     cl_uint nhave = 0;
@@ -189,16 +189,18 @@ int tetherd_cl_image(tetherd_cl *cl, tether_scope scope, const int64_t *shape, i
         int found = 0;
         for (cl_uint i = 0; i < nhave && i < 128 && !found; i++) {
             found = have[i].image_channel_order == fmt.image_channel_order &&
-                    have[i].image_channel_data_type == CL_FLOAT;
+                    have[i].image_channel_data_type == fmt.image_channel_data_type;
         }
         if (!found) {
             return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                    "this OpenCL device has no %s float images (%d channels); use "
-                                    "4 channels (RGBA) or the global scope",
+                                    "this OpenCL device has no %s %s images (%d channels); use "
+                                    "4 channels (RGBA) or the global scope%s",
                                     ext.channels == 1   ? "CL_R"
                                     : ext.channels == 2 ? "CL_RG"
                                                         : "CL_RGBA",
-                                    (int)ext.channels);
+                                    half ? "half-float (CL_HALF_FLOAT)" : "float",
+                                    (int)ext.channels,
+                                    half ? " (or compile without --precision fp16)" : "");
         }
     }
     cl_image_desc desc;
@@ -220,7 +222,7 @@ int tetherd_cl_image(tetherd_cl *cl, tether_scope scope, const int64_t *shape, i
     r->is_image = 1;
     r->width = ext.width;
     r->height = ext.height;
-    r->texel = 4 * (int64_t)ext.channels;
+    r->texel = (half ? 2 : 4) * (int64_t)ext.channels;
     *out = r;
     return 0;
 }

@@ -1,6 +1,7 @@
 /*
  * tetherd OpenCL layer (private to device/tetherd): one context + profiling queue per session,
  * created on first use inside the session process; texture-scope arrays as CL_RGBA/CL_FLOAT 2D
+ * (CL_HALF_FLOAT for float16 arrays: --precision fp16)
  * images with a host shadow; OpenCL C programs built from uploads, their kernels callable.
  *
  * Ownership: the session owns the tetherd_cl and everything made from it; tetherd_cl_close
@@ -28,7 +29,7 @@ void tetherd_cl_close(tetherd_cl *cl);
 
 /* Texture-scope image for a float32 tensor of this shape (extent from tether_texture_extent,
  * checked against the device limits). host points at the array's shadow of nbytes. */
-int tetherd_cl_image(tetherd_cl *cl, tether_scope scope, const int64_t *shape, int ndim,
+int tetherd_cl_image(tetherd_cl *cl, tether_scope scope, const int64_t *shape, int ndim, int half,
                      tetherd_cl_mem **out);
 /* A buffer over host memory (global arrays used by kernels). */
 int tetherd_cl_buffer(tetherd_cl *cl, void *host, size_t nbytes, tetherd_cl_mem **out);

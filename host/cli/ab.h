@@ -53,6 +53,7 @@ typedef struct ab_args {
     int opt_level;
     const char *cpu; /* --mcpu, else the device's (HELLO cpu) when the target is the device's */
     int opencl;      /* --opencl: also the OpenCL backend, buffer and texture weights */
+    int fp16;        /* --precision fp32,fp16 (with --opencl): also buffer weights in fp16 */
     int profile;     /* --profile: also each ABI's profiling build, node by node */
     const char *tuning_log; /* --tuning-log: every side compiled with tuned schedules */
     const char *firmware;   /* --firmware: an MCU board's firmware.json (or its folder) */
@@ -66,6 +67,9 @@ typedef struct ab_args {
 void tether_cli_ab_print_table(const ab_args *a, const tether_ir_graph *g, ab_side *s,
                                int interleaved);
 void tether_cli_ab_print_opencl(const ab_side *s);
+/* --precision fp32,fp16: s[4] (fp16, buffer weights) against s[2] (fp32): per float output the
+ * max abs/rel difference and the top-1 agreement over the last axis, and the kernel-time ratio. */
+void tether_cli_ab_print_fp16(const tether_ir_graph *g, const ab_side *s);
 /* Each output's comparison with the interpreter, per side (tether_compare_describe). */
 void tether_cli_ab_print_outputs(const tether_ir_graph *g, const ab_side *s, int nsides);
 /* --json FILE and --svg FILE of the measured sides: 0, or 1 after saying why. */

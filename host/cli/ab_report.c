@@ -204,6 +204,51 @@ void tether_cli_ab_print_outputs(const tether_ir_graph *g, const ab_side *s, int
     }
 }
 
+void tether_cli_ab_print_fp16(const tether_ir_graph *g, const ab_side *s) {
+    const ab_side *a = &s[2], *h = &s[4];
+    printf("\nOpenCL fp16 against fp32 (buffer weights; --precision fp16: half storage, float "
+           "arithmetic)\n");
+    for (int i = 0; i < g->noutputs && i < a->run.nout && i < h->run.nout; i++) {
+        const tether_npy *x = &a->run.out[i], *y = &h->run.out[i];
+        if (x->dtype.code != kDLFloat || x->dtype.bits != 32 || x->nbytes != y->nbytes) {
+            continue;
+        }
+        const float *p = x->data, *q = y->data;
+        size_t n = x->nbytes / 4;
+        size_t row = x->ndim > 0 && x->shape[x->ndim - 1] > 0 ? (size_t)x->shape[x->ndim - 1] : 1;
+        double mabs = 0, mrel = 0, peak = 0;
+        for (size_t k = 0; k < n; k++) {
+            peak = fabs(p[k]) > peak ? fabs(p[k]) : peak;
+        }
+        for (size_t k = 0; k < n; k++) {
+            double d = fabs((double)p[k] - q[k]);
+            mabs = d > mabs ? d : mabs;
+            /* relative to the element, floored at 1e-3 of the output's peak */
+            double r = d / fmax(fabs(p[k]), 1e-3 * peak + 1e-30);
+            mrel = r > mrel ? r : mrel;
+        }
+        size_t rows = n / row, agree = 0;
+        for (size_t r = 0; r < rows; r++) {
+            size_t ap = 0, aq = 0;
+            for (size_t k = 1; k < row; k++) {
+                ap = p[r * row + k] > p[r * row + ap] ? k : ap;
+                aq = q[r * row + k] > q[r * row + aq] ? k : aq;
+            }
+            agree += ap == aq;
+        }
+        printf("  '%s': max |fp16 - fp32| %.3g, max relative %.3g, top-1 agreement %zu/%zu rows "
+               "(argmax over the last axis)\n",
+               g->tensors[g->outputs[i]].name, mabs, mrel, agree, rows);
+    }
+    if (h->spread.median > 0) {
+        printf("  kernel time median: fp32 %.2f us, fp16 %.2f us, fp32/fp16 %.2fx\n",
+               a->spread.median * 1e6, h->spread.median * 1e6, a->spread.median / h->spread.median);
+    }
+    printf("  params %zu -> %zu bytes, workspace %lld -> %lld bytes\n", a->comp.params_bytes,
+           h->comp.params_bytes, (long long)a->comp.workspace_size,
+           (long long)h->comp.workspace_size);
+}
+
 void tether_cli_ab_print_opencl(const ab_side *s) {
     char x[96], y[96], r[128];
     table t;

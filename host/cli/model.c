@@ -186,7 +186,8 @@ static const char ab_usage[] =
     "                 [--target T] [--mcpu CPU] [--opt-level 0|1|2|3|s] [--in FILE|NAME=FILE ...]\n"
     "                 [--input-shape NAME=D0xD1...] [-o DIR] [--firmware PATH]\n"
     "                 [--number N] [--repeat R] [--min-repeat-ms MS] [--rtol R] [--atol A]\n"
-    "                 [--json FILE] [--svg FILE] [--opencl] [--tuning-log FILE] [--profile]\n"
+    "                 [--json FILE] [--svg FILE] [--opencl [--precision fp32,fp16]]\n"
+    "                 [--tuning-log FILE] [--profile]\n"
     "                 [--params linked|blob] [--pool NAME[:global:SIZE]] [--pin TENSOR=POOL]\n"
     "                 [--plan-inputs] [--plan-outputs] [--params-pool NAME]\n"
     "  Compiles MODEL with the unpacked and the packed ABI, runs both on the device (default\n"
@@ -213,6 +214,9 @@ static const char ab_usage[] =
     "  --opencl also compiles MODEL with the OpenCL backend (buffer and texture weights), runs\n"
     "  both on the device's OpenCL layer in the same rotation (time = sum of the kernels'\n"
     "  profiled times); a device whose HELLO has no OpenCL is refused before any work.\n"
+    "  --precision fp32,fp16 (with --opencl) also runs buffer weights in fp16 (--precision fp16\n"
+    "  of compile) and prints its outputs' difference from fp32 (max abs/rel, top-1 agreement\n"
+    "  over the last axis) and the fp32/fp16 kernel-time ratio.\n"
     "  --tuning-log FILE compiles every side with the best records of `tether tune`'s log for\n"
     "  its target and CPU (OpenCL: work-group sizes) and says how many kernels they cover.\n"
     "  --params and the memory options (--pool NAME takes the size of the device's pool) apply\n"
@@ -263,6 +267,17 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
         }
         if (!strcmp(o, "--opencl")) {
             a->opencl = 1;
+            continue;
+        }
+        if (!strcmp(o, "--precision")) {
+            const char *v = i + 1 < argc ? argv[i + 1] : "";
+            if (strcmp(v, "fp32") && strcmp(v, "fp32,fp16") && strcmp(v, "fp16,fp32") &&
+                strcmp(v, "fp16")) {
+                fprintf(stderr, "tether ab: --precision wants fp32,fp16 (or fp32)\n");
+                return 2;
+            }
+            a->fp16 = strcmp(v, "fp32") != 0;
+            i++;
             continue;
         }
         if (!strcmp(o, "--profile")) {
@@ -541,6 +556,9 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     if (prc) {
         return prc == -1 ? 0 : prc;
     }
+    if (a.fp16 && !a.opencl) {
+        return fail(2, "--precision fp32,fp16 needs --opencl");
+    }
     /* the model and the --in files first, without the device (an ONNX model binds the inputs
      * its operators need as constants, a Reshape's shape, from their files; only the others are
      * fed at run time): a bad file is refused before any device is contacted */
@@ -627,9 +645,11 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     tether_npy in[TETHER_CLI_MAX_IO], ref[TETHER_CLI_MAX_IO];
     memset(in, 0, sizeof in);
     memset(ref, 0, sizeof ref);
-    static ab_side s[4]; /* unpacked, packed; with --opencl: OpenCL buffer and texture weights */
+    /* unpacked, packed; with --opencl: OpenCL buffer and texture weights; --precision fp32,fp16:
+     * OpenCL buffer weights in fp16 */
+    static ab_side s[5];
     memset(s, 0, sizeof s);
-    int nsides = a.opencl ? 4 : 2;
+    int nsides = a.opencl ? (a.fp16 ? 5 : 4) : 2;
     if (check_io_model(a.model, &g)) {
         goto done;
     }
@@ -690,10 +710,14 @@ int tether_cli_cmd_ab(int argc, char **argv) {
             tether_cli_device_options(o, a.firmware);
             o->compile.load = &ml.lo;
             o->tuning_log = a.tuning_log;
-            s[k].label = k == 2 ? "buffer weights" : "texture weights";
-            snprintf(s[k].dir, sizeof s[k].dir, "%s/%s", dir, k == 2 ? "opencl" : "opencl_texture");
+            s[k].label = k == 2 ? "buffer weights" : k == 3 ? "texture weights" : "buffer fp16";
+            snprintf(s[k].dir, sizeof s[k].dir, "%s/%s", dir,
+                     k == 2   ? "opencl"
+                     : k == 3 ? "opencl_texture"
+                              : "opencl_fp16");
             o->compile.backend = TETHER_BACKEND_OPENCL;
             o->compile.opencl.texture_weights = k == 3;
+            o->compile.opencl.fp16 = k == 4;
         }
         o->loader_ctx = o; /* tether_cli_artifact_loader's context: this side's options */
         o->notes = k == 0 || k == 2 ? stdout : NULL; /* the tuning log's note, once per backend */
@@ -716,6 +740,9 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     tether_cli_ab_print_table(&a, &g, s, interleaved);
     if (a.opencl) {
         tether_cli_ab_print_opencl(s);
+    }
+    if (a.fp16) {
+        tether_cli_ab_print_fp16(&g, s);
     }
     tether_cli_ab_print_outputs(&g, s, nsides);
     if (a.profile) { /* each ABI's profiling build, node by node (profile.c) */

@@ -177,6 +177,8 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 "               MODEL to a C library (default) or to OpenCL kernels run on the\n"
                 "               device's OpenCL layer (activations in textures within the\n"
                 "               image limits of its HELLO)\n"
+                "  --precision fp32|fp16  (--backend opencl) fp16: workspace, weights and images\n"
+                "               in half, float arithmetic, float32 inputs/outputs\n"
                 "  --firmware PATH  firmware.json (or its folder) of an MCU device, for linking\n"
                 "               .o/.a/artifacts at its load region (default: $TETHER_FIRMWARE,\n"
                 "               then the build tree)\n"
@@ -273,6 +275,12 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
             r->texture_weights = 1;
         } else if (!strcmp(a, "--texture-activations")) {
             r->texture_acts = 1;
+        } else if (!strcmp(a, "--precision")) {
+            if (!v || (strcmp(v, "fp32") && strcmp(v, "fp16"))) {
+                return fail(2, "--precision wants fp32 or fp16");
+            }
+            r->fp16 = !strcmp(v, "fp16");
+            i++;
         } else if (!strcmp(a, "--target") || !strcmp(a, "--abi")) {
             if (!v) {
                 return fail(2, "%s needs a value", a);
@@ -865,9 +873,11 @@ int tether_cli_cmd_run(int argc, char **argv, int bench) {
         if (r.abi) {
             tether_abi_parse(r.abi, &o->codegen.abi);
         }
-        if ((r.texture_weights || r.texture_acts) && !r.opencl) {
+        if ((r.texture_weights || r.texture_acts || r.fp16) && !r.opencl) {
             return fail(2, "%s needs --backend opencl",
-                        r.texture_weights ? "--texture-weights" : "--texture-activations");
+                        r.texture_weights ? "--texture-weights"
+                        : r.fp16          ? "--precision fp16"
+                                          : "--texture-activations");
         }
         if (r.opt_level != -2) {
             o->build.opt_level = r.opt_level;
@@ -893,6 +903,7 @@ int tether_cli_cmd_run(int argc, char **argv, int bench) {
             o->backend = TETHER_BACKEND_OPENCL;
             o->opencl.texture_weights = r.texture_weights;
             o->opencl.texture_activations = r.texture_acts;
+            o->opencl.fp16 = r.fp16;
         } else if (r.compile_target) {
             const tether_target *t;
             if (tether_target_find(r.compile_target, &t)) {

@@ -42,6 +42,7 @@ typedef struct run_args {
     int opencl;             /* --backend opencl: compile a model to OpenCL kernels */
     int texture_weights;    /* --texture-weights: ... with conv weights in images */
     int texture_acts;       /* --texture-activations: ... activations in texture images */
+    int fp16;               /* --precision fp16 (--backend opencl) */
     const char *tuning_log; /* --tuning-log FILE: tuned schedules for a MODEL (C backend) */
     const char *abi;        /* --abi: ABI of a compiled model (default: the compiler's) */
     const char *input_shapes[RUN_MAX_IO]; /* --input-shape NAME=D0xD1...: dynamic model dims */

@@ -42,6 +42,7 @@ typedef struct ocl_mem {
     int64_t params_off; /* -1 = none */
     int index;          /* inputs/outputs: position in the signature */
     int nhwc;           /* texture: a custom operator's packed image [H, W, C] (layout NHWC) */
+    int eb;             /* bytes per element: 4 (float32), 2 (float16: --precision fp16) */
     uint64_t handle;
     int allocated;
 } ocl_mem;
@@ -218,14 +219,23 @@ static int parse_mems(tether__ocl_artifact *a, const cJSON *arr) {
                        "texture for a texture, global otherwise",
                        i, m->name);
         }
-        if (!cJSON_IsString(dt) || strcmp(dt->valuestring, "float32") != 0) {
-            return bad(a, "memory %d ('%s'): dtype must be float32", i, m->name);
+        /* float16 (--precision fp16) everywhere but the graph's inputs and outputs */
+        m->eb = cJSON_IsString(dt) && strcmp(dt->valuestring, "float32") == 0 ? 4
+                : cJSON_IsString(dt) && strcmp(dt->valuestring, "float16") == 0 &&
+                        m->kind != K_INPUT && m->kind != K_OUTPUT
+                    ? 2
+                    : 0;
+        if (!m->eb) {
+            return bad(a,
+                       "memory %d ('%s'): dtype must be float32 (or float16 for a workspace, "
+                       "params, weight_image or texture)",
+                       i, m->name);
         }
         int64_t elems, bytes;
         if (get_shape(cJSON_GetObjectItemCaseSensitive(o, "shape"), &m->ndim, m->shape, &elems) ||
-            get_int(o, "bytes", 0, (int64_t)1 << 42, &bytes) || bytes != elems * 4) {
-            return bad(a, "memory %d ('%s'): shape and bytes (4 per element) do not agree", i,
-                       m->name);
+            get_int(o, "bytes", 0, (int64_t)1 << 42, &bytes) || bytes != elems * m->eb) {
+            return bad(a, "memory %d ('%s'): shape and bytes (%d per element) do not agree", i,
+                       m->name, m->eb);
         }
         const cJSON *lay = cJSON_GetObjectItemCaseSensitive(o, "layout");
         m->nhwc = m->kind == K_TEXTURE && cJSON_IsString(lay) && !strcmp(lay->valuestring, "NHWC");
@@ -366,7 +376,7 @@ static int parse_steps(tether__ocl_artifact *a, const cJSON *arr) {
         for (uint32_t k = 0; k < s->nargs; k++) {
             if (s->args[k].mem >= 0) {
                 const ocl_mem *m = &a->mems[s->args[k].mem];
-                uint64_t n = m->bytes / 4; /* float32 elements (an image holds 4 per texel) */
+                uint64_t n = m->bytes / (uint64_t)m->eb; /* elements (4 per image texel) */
                 most = n > most ? n : most;
             }
         }
@@ -650,8 +660,8 @@ int tether__ocl_artifact_prepare(tether__ocl_artifact *a, tether_session *s) {
         /* an empty tensor still needs an object to bind (kernels never touch it) */
         const int64_t *shape = m->bytes ? m->shape : &one;
         int nd = m->bytes ? m->ndim : 1;
-        if ((rc = tether_session_alloc(s, shape, nd, TETHER_FLOAT32, m->scope, "", &m->handle,
-                                       NULL))) {
+        DLDataType dt = m->eb == 2 ? TETHER_DTYPE(kDLFloat, 16) : TETHER_FLOAT32;
+        if ((rc = tether_session_alloc(s, shape, nd, dt, m->scope, "", &m->handle, NULL))) {
             char msg[TETHER_ERROR_MSG_MAX];
             snprintf(msg, sizeof msg, "%s", tether_last_error());
             return tether_set_error(rc, "memory '%s' (%s, %llu bytes): %s", m->name,

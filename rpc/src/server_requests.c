@@ -543,9 +543,11 @@ static int on_alloc(tether_server *s, const tether_rpc_alloc_req *q, tether_rpc_
                                 sn ? sn : "unknown");
     }
     bool texture = q->scope == TETHER_SCOPE_TEXTURE || q->scope == TETHER_SCOPE_TEXTURE_WEIGHT;
-    if (texture && !tether_dtype_equal(dt, TETHER_FLOAT32)) {
+    if (texture && !tether_dtype_equal(dt, TETHER_FLOAT32) &&
+        !tether_dtype_equal(dt, TETHER_DTYPE(kDLFloat, 16))) {
         return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "ALLOC: texture scopes hold float32 (CL_RGBA/CL_FLOAT images)");
+                                "ALLOC: texture scopes hold float32 or float16 (CL_FLOAT or "
+                                "CL_HALF_FLOAT images)");
     }
     char pool[TETHER_POOL_NAME_MAX] = "";
     int32_t pi = -1;

@@ -37,6 +37,7 @@ extern bool g_legacy;                         /* compile_ocl: the legacy (non-GP
 extern bool g_conv_gemm; /* compile_ocl: general convs take the GEMM kernel untuned */
 extern const tether_node_schedule *g_sched; /* compile_ocl: node schedules (NULL = none) */
 extern int g_nsched;
+extern bool g_fp16; /* compile_ocl: --precision fp16; check_graph then compares within 2e-2 */
 
 /* A session on a tetherd started over stdio (local:), quiet. */
 int open_local(tether_session **s);
@@ -87,5 +88,6 @@ void test_gpu_dense(void **state);
 void test_gpu_schedules(void **state);
 void test_gpu_rows(void **state);
 void test_gpu_dense_softmax(void **state);
+void test_fp16(void **state);
 
 #endif

@@ -328,6 +328,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_schedules),
         cmocka_unit_test(test_gpu_rows),
         cmocka_unit_test(test_gpu_dense_softmax),
+        cmocka_unit_test(test_fp16),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tether_session_close(g_s);

@@ -387,6 +387,11 @@ typedef struct tether_opencl_options {
     int wg_multiple;         /* preferred work-group size multiple, 0 = unknown (32) */
     int64_t local_mem_size;  /* CL_DEVICE_LOCAL_MEM_SIZE bytes, 0 = unknown (16 KiB) */
     int compute_units;       /* CL_DEVICE_MAX_COMPUTE_UNITS, 0 = unknown (16) */
+    /* --precision fp16: the workspace, the params buffer (weights converted at compile time) and
+     * the images in half, read and written with vload_half/vstore_half (core OpenCL C) and
+     * read_imagef/write_imagef; arithmetic and accumulation in float; graph inputs and outputs
+     * float32 (docs/codegen.md "Half precision"). Not with custom operators. */
+    bool fp16;
 } tether_opencl_options;
 
 void tether_opencl_options_init(tether_opencl_options *o);

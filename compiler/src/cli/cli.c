@@ -75,6 +75,8 @@ static const char compile_usage[] =
     "                               over them stays a buffer (default: no limit, or the\n"
     "                               --device's, from its HELLO)\n"
     "  --local-size N               (opencl) work-group size of the launches (default 64)\n"
+    "  --precision fp32|fp16        (opencl) fp16: workspace, weights and images in half,\n"
+    "                               float arithmetic; inputs/outputs stay float32 (default fp32)\n"
     "  --upload                     then upload and load the artifact on a device:\n"
     "  --device URL                 the device (tcp://, uart://, local:; default $TETHER_DEVICE,\n"
     "                               else local:); an MCU gets a RAM image linked for it;\n"
@@ -346,7 +348,7 @@ int tether_cmd_compile_with(int argc, char **argv, tether_compile_hook hook, voi
                     strcmp(a, "--planner") == 0 || strcmp(a, "--input-shape") == 0 ||
                     strcmp(a, "--backend") == 0 || strcmp(a, "--local-size") == 0 ||
                     strcmp(a, "--json") == 0 || strcmp(a, "--image-max") == 0 ||
-                    strcmp(a, "--tuning-log") == 0;
+                    strcmp(a, "--tuning-log") == 0 || strcmp(a, "--precision") == 0;
         if (takes && (!v || (v[0] == '-' && v[1] == '-'))) {
             return usage_error("compile", "%s needs a value", a);
         }
@@ -375,6 +377,14 @@ int tether_cmd_compile_with(int argc, char **argv, tether_compile_hook hook, voi
         } else if (strcmp(a, "--texture-weights") == 0) {
             o.opencl.texture_weights = true;
             ocl_only = a;
+        } else if (strcmp(a, "--precision") == 0) {
+            if (strcmp(v, "fp16") != 0 && strcmp(v, "fp32") != 0) {
+                return usage_error("compile", "--precision '%s' is not fp32 or fp16", v);
+            }
+            o.opencl.fp16 = strcmp(v, "fp16") == 0;
+            if (o.opencl.fp16) {
+                ocl_only = a;
+            }
         } else if (strcmp(a, "--tuning-log") == 0) {
             tuning_log = v;
         } else if (strcmp(a, "--texture-activations") == 0) {

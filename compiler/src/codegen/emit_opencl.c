@@ -889,6 +889,15 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
     if ((rc = check_support(g)) || (rc = tether__ocl_custom_check(g))) {
         return rc;
     }
+    for (int i = 0; o->fp16 && i < g->nnodes; i++) {
+        if (g->nodes[i].op == TETHER_OP_CUSTOM) {
+            return tether_set_error(TETHER_ERR_UNSUPPORTED,
+                                    "--precision fp16: node '%s' is a custom operator, whose "
+                                    "OpenCL kernel reads and writes float32 (compile without "
+                                    "--precision fp16)",
+                                    g->nodes[i].name);
+        }
+    }
     for (int i = 0; i < o->nnode_schedules; i++) {
         const tether_schedule *sc = &o->node_schedules[i].schedule;
         int ls = sc->local_size;
@@ -953,6 +962,12 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
     if (!rc && e.s.failed) {
         rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "OpenCL codegen: out of memory");
     }
+    if (!rc && o->fp16) {
+        rc = tether__ocl_fp16_rewrite(&e, &e.s);
+        if (!rc) {
+            rc = tether__ocl_fp16_params(&e);
+        }
+    }
     if (rc) {
         ocl_free(&e);
         return rc;
@@ -969,6 +984,12 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
                         "work-items that do work. Memory objects m<i> are metadata.json's "
                         "memory[i].\n */\n",
                         P, tether__cg_comment_text(g->name), e.nsteps);
+    if (o->fp16) {
+        tether__sbuf_puts(&src, "/* --precision fp16: the workspace, the params buffer and the "
+                                "images hold half,\n * read with vload_half and written with "
+                                "vstore_half (round to nearest even);\n * arithmetic and "
+                                "accumulation in float; graph inputs and outputs float32. */\n");
+    }
     if (e.uses_images) {
         tether__sbuf_puts(&src,
                           "__constant sampler_t TT_SAMPLER =\n    CLK_NORMALIZED_COORDS_FALSE "
@@ -997,6 +1018,9 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
         out->nimages += e.mems[i].kind == MEM_IMAGE;
     }
     out->workspace_size = e.offset ? e.ws_size : plan->workspace_size;
+    if (o->fp16) {
+        out->workspace_size /= 2; /* the same elements, 2 bytes each */
+    }
     out->ntexture_tensors = e.ntex_tensors;
     out->ntunable = e.nsteps;
     out->ntuned = e.ntuned;

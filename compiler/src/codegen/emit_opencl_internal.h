@@ -313,4 +313,16 @@ char *tether__metadata_opencl(const ocl *e);
 void tether__ocl_dense_dot(ocl *e, const tether_ir_node *n, bool vec, const char *start,
                            long long step);
 
+/* --precision fp16 (emit_opencl_fp16.c): float -> IEEE half, round to nearest even; params.bin
+ * converted to half in place (offsets halved); the kernels of src rewritten to read and write
+ * the workspace and params buffers as half (vload_half/vstore_half). */
+uint16_t tether__ocl_half_of(float f);
+int tether__ocl_fp16_params(ocl *e);
+int tether__ocl_fp16_rewrite(const ocl *e, tether__sbuf *src);
+
+/* Whether memory object m holds half (fp16 artifacts: everything but graph inputs/outputs). */
+static inline int tether__ocl_mem_half(const ocl *e, int m) {
+    return e->o->fp16 && e->mems[m].kind != MEM_INPUT && e->mems[m].kind != MEM_OUTPUT;
+}
+
 #endif

@@ -175,6 +175,7 @@ char *tether__metadata_opencl(const ocl *e) {
     snprintf(buf, sizeof buf, "%s.cl", e->P);
     cJSON_AddStringToObject(m, "source", buf);
     cJSON_AddBoolToObject(m, "texture_weights", e->o->texture_weights);
+    cJSON_AddStringToObject(m, "precision", e->o->fp16 ? "fp16" : "fp32");
     if (e->params_bytes) {
         cJSON_AddStringToObject(m, "params_file", "params.bin");
     } else {
@@ -198,9 +199,10 @@ char *tether__metadata_opencl(const ocl *e) {
                                 x->kind == MEM_IMAGE     ? "texture:weight"
                                 : x->kind == MEM_TEXTURE ? "texture"
                                                          : "global");
-        cJSON_AddStringToObject(o, "dtype", "float32");
+        int eb = tether__ocl_mem_half(e, i) ? 2 : 4; /* bytes per element */
+        cJSON_AddStringToObject(o, "dtype", eb == 2 ? "float16" : "float32");
         cJSON_AddItemToObject(o, "shape", shape_json(x->shape, x->ndim));
-        cJSON_AddNumberToObject(o, "bytes", (double)(x->elems * 4));
+        cJSON_AddNumberToObject(o, "bytes", (double)(x->elems * eb));
         if (x->kind == MEM_INPUT || x->kind == MEM_OUTPUT) {
             int k = 0;
             const int *list = x->kind == MEM_INPUT ? g->inputs : g->outputs;
@@ -247,14 +249,17 @@ char *tether__metadata_opencl(const ocl *e) {
             cJSON_AddStringToObject(o, "storage_scope",
                                     e->mems[l.mem].kind == MEM_TEXTURE ? "texture" : "global");
             if (e->mems[l.mem].kind != MEM_TEXTURE) {
-                cJSON_AddNumberToObject(o, "offset", (double)(l.off * 4));
+                cJSON_AddNumberToObject(o, "offset",
+                                        (double)(l.off * (tether__ocl_mem_half(e, l.mem) ? 2 : 4)));
             }
         }
         if (img >= 0) {
             cJSON_AddNumberToObject(o, "image", img);
         }
         if (e->pk[i].mem >= 0) {
-            cJSON_AddNumberToObject(o, "oihw4o_offset", (double)(e->pk[i].off * 4));
+            cJSON_AddNumberToObject(
+                o, "oihw4o_offset",
+                (double)(e->pk[i].off * (tether__ocl_mem_half(e, e->pk[i].mem) ? 2 : 4)));
         }
         if (t->alias_of >= 0) {
             cJSON_AddStringToObject(o, "alias_of", T(e, t->alias_of)->name);
