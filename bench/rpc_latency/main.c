@@ -12,7 +12,7 @@
  * Prints microseconds per round trip (the median of rounds that interleave the four) and the
  * ratio to raw, and the CPU time both ends spent per round trip (bench/cpu_time.h; on a shared
  * machine the wall time also holds the waits for a core) with its ratio to raw's, then the
- * goal (docs/rpc.md: a null CALL's wall time at most 1.2x raw's) met or not for both stacks.
+ * goal (docs/tetherd.md, "Latency": a null CALL's wall time at most 1.2x raw's) met or not.
  * Usage: bench_rpc_latency [N [ROUNDS]] (TETHERD overrides the tetherd path).
  */
 #include <arpa/inet.h>
@@ -185,7 +185,7 @@ static double null_call(int n, const char *stack, double *cpu) {
     return t;
 }
 
-#define GOAL_RATIO 1.20 /* null CALL against the raw ping-pong (docs/rpc.md) */
+#define GOAL_RATIO 1.20 /* null CALL against the raw ping-pong (docs/tetherd.md, "Latency") */
 
 /* A ratio as printed (two decimals), so that the verdict agrees with the figure beside it. */
 static double ratio2(double r) {
@@ -240,7 +240,7 @@ int main(int argc, char **argv) {
         printf("%-36s %6.2f us %6.2fx %9.2f us %6.2fx\n", label[k], mw[k] * 1e6, mw[k] / mw[RAW],
                mc[k] * 1e6, mc[RAW] > 0 ? mc[k] / mc[RAW] : 0.0);
     }
-    /* the goal of docs/rpc.md: a null CALL costs at most 1.2x the raw ping-pong's wall time */
+    /* the goal (docs/tetherd.md, "Latency"), for both stack sizes */
     for (int k = N256; k <= N64; k++) {
         double r = ratio2(mw[k] / mw[RAW]);
         printf("goal %s <= %.2fx raw: %.2fx, %s\n", label[k], GOAL_RATIO, r,
