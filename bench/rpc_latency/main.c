@@ -11,7 +11,8 @@
  *
  * Prints microseconds per round trip (the median of rounds that interleave the four) and the
  * ratio to raw, and the CPU time both ends spent per round trip (bench/cpu_time.h; on a shared
- * machine the wall time also holds the waits for a core) with its ratio to raw's.
+ * machine the wall time also holds the waits for a core) with its ratio to raw's, then the
+ * goal (docs/tetherd.md, "Latency": a null CALL's wall time at most 1.2x raw's) met or not.
  * Usage: bench_rpc_latency [N [ROUNDS]] (TETHERD overrides the tetherd path).
  */
 #include <arpa/inet.h>
@@ -184,6 +185,13 @@ static double null_call(int n, const char *stack, double *cpu) {
     return t;
 }
 
+#define GOAL_RATIO 1.20 /* null CALL against the raw ping-pong (docs/tetherd.md, "Latency") */
+
+/* A ratio as printed (two decimals), so that the verdict agrees with the figure beside it. */
+static double ratio2(double r) {
+    return (double)(long long)(r * 100.0 + 0.5) / 100.0;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -231,6 +239,12 @@ int main(int argc, char **argv) {
     for (int k = 0; k < KINDS; k++) {
         printf("%-36s %6.2f us %6.2fx %9.2f us %6.2fx\n", label[k], mw[k] * 1e6, mw[k] / mw[RAW],
                mc[k] * 1e6, mc[RAW] > 0 ? mc[k] / mc[RAW] : 0.0);
+    }
+    /* the goal (docs/tetherd.md, "Latency"), for both stack sizes */
+    for (int k = N256; k <= N64; k++) {
+        double r = ratio2(mw[k] / mw[RAW]);
+        printf("goal %s <= %.2fx raw: %.2fx, %s\n", label[k], GOAL_RATIO, r,
+               r <= GOAL_RATIO ? "met" : "not met");
     }
     return 0;
 }

@@ -78,8 +78,8 @@ static void dedicated_stack_high_water(void **state) {
     assert_int_equal(tether_posix_call_on_stack(stack, size, call_with_depth, &zero, &baseline),
                      TETHER_OK);
     assert_true(baseline > 0 && baseline < 4096);
-    const size_t depths[] = {1024, 8192, 65536};
-    for (size_t i = 0; i < 3; i++) {
+    const size_t depths[] = {1024, 8192, 65536, 1000, 5000};
+    for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
         size_t used = 0;
         size_t depth = depths[i];
         assert_int_equal(tether_posix_call_on_stack(stack, size, call_with_depth, &depth, &used),
@@ -87,6 +87,8 @@ static void dedicated_stack_high_water(void **state) {
         /* at least the array; at most the array plus the call overhead and ASan redzones */
         assert_true(used >= depth);
         assert_true(used <= depth + baseline + 4096);
+        /* the chunked scan finds the very word the plain scan finds */
+        assert_int_equal(used, tether_stack_used(stack, size));
     }
     free(stack);
 }

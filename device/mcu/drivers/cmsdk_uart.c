@@ -8,7 +8,8 @@
  * - No received byte is dropped silently: the RX interrupt moves each byte from the one-byte
  *   holding register into a 512-byte ring; a full ring or a UART overrun increments `lost`,
  *   which the firmware reports (HELLO and error replies).
- * - The interrupt flag is cleared BEFORE the holding register is drained (see rx_drain).
+ * - The interrupt flag is cleared BEFORE the holding register is read (see rx_take), and only
+ *   the interrupt touches the receive registers (three accesses per byte).
  * - Transmit is polled, so it works from fault handlers with interrupts masked.
  */
 #include <stdint.h>
@@ -41,13 +42,20 @@ static volatile uint32_t rx_head; /* written by the ISR */
 static volatile uint32_t rx_tail; /* written by the reader */
 static volatile uint32_t rx_lost;
 
-/* Moves every byte waiting in the UART into the ring. The interrupt flag is cleared BEFORE the
- * holding register is drained: a byte that arrives after the drain sets the flag again, so no
- * byte can be left in RXFULL without a pending interrupt (QEMU delivers the next byte only once
- * RXFULL is clear, so such a byte would stall the link). */
-static void rx_drain(void) {
+/* The RX interrupt: takes the byte in the holding register into the ring. The interrupt flag is
+ * cleared BEFORE the register is read: a byte that arrives after the read sets the flag again,
+ * so no byte can be left in RXFULL without a pending interrupt (QEMU delivers the next byte only
+ * once RXFULL is clear, so such a byte would stall the link). The register holds one byte, so
+ * one read of DATA empties it; the next byte is the next interrupt.
+ *
+ * Three register accesses per byte (clear, STATE, DATA) and none outside the interrupt: under
+ * QEMU every device register access takes the emulator's global lock, which the thread that
+ * delivers the host's bytes (one per main-loop round) needs too, so each access the guest makes
+ * per byte lengthens that round (docs/rpc.md, "Flow control"). */
+static void rx_take(void) {
     UART_INTSTATUS = UART_INT_RX | UART_INT_RXOVR;
-    while (UART_STATE & UART_STATE_RXFULL) {
+    uint32_t state = UART_STATE;
+    if (state & UART_STATE_RXFULL) {
         uint8_t b = (uint8_t)UART_DATA;
         uint32_t head = rx_head;
         if (head - rx_tail < RX_RING_SIZE) {
@@ -57,26 +65,21 @@ static void rx_drain(void) {
             rx_lost++;
         }
     }
-    if (UART_STATE & UART_STATE_RXOVR) {
+    if (state & UART_STATE_RXOVR) {
         UART_STATE = UART_STATE_RXOVR; /* write 1 to clear */
         rx_lost++;
     }
 }
 
 void tether_uart_rx_handler(void) {
-    rx_drain();
+    rx_take();
 }
 
+/* The ring alone: every byte reaches it through the interrupt (above). */
 int tether_board_uart_getc(void) {
     uint32_t tail = rx_tail;
     if (tail == rx_head) {
-        /* Belt and braces: poll the UART itself with the RX interrupt masked. */
-        __asm volatile("cpsid i" ::: "memory");
-        rx_drain();
-        __asm volatile("cpsie i" ::: "memory");
-        if (tail == rx_head) {
-            return -1;
-        }
+        return -1;
     }
     int b = rx_ring[tail & (RX_RING_SIZE - 1u)];
     rx_tail = tail + 1u;
@@ -101,7 +104,7 @@ void tether_board_wait(void) {
      * checking, so a byte that arrives between the check and the WFI still wakes the core (WFI
      * returns on a pending interrupt even with PRIMASK set); it is handled after cpsie. */
     __asm volatile("cpsid i" ::: "memory");
-    if (rx_tail == rx_head && (UART_STATE & UART_STATE_RXFULL) == 0) {
+    if (rx_tail == rx_head) {
         __asm volatile("wfi" ::: "memory");
     }
     __asm volatile("cpsie i" ::: "memory");
