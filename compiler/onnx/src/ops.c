@@ -336,9 +336,9 @@ static const op_def ops[] = {
     {"If", 1, MAXV, "(inlined: the taken branch, or both and where)", "then_branch,else_branch",
      false, false, tonnx_cv_if, NULL},
     {"Loop", 1, MAXV, "(unrolled)", "body", false, false, tonnx_cv_loop, NULL},
-    {"Scan", 9, MAXV, "(unrolled)",
+    {"Scan", 8, MAXV, "(unrolled; opset 8: per batch element)",
      "body,num_scan_inputs,scan_input_axes,scan_input_directions,scan_output_axes,"
-     "scan_output_directions",
+     "scan_output_directions,directions",
      false, false, tonnx_cv_scan, NULL},
     {"InstanceNormalization", 6, MAXV, "layer_norm, mul, add (+ reshapes)", "epsilon", false, false,
      tonnx_cv_instance_norm, NULL},
@@ -538,6 +538,7 @@ static const arity_def arities[] = {
     {"Identity", 1, 1, 1, 1, 1},
     {"If", 1, 1, 1, 1, -1},
     {"Loop", 1, 0, -1, 1, -1}, /* M, cond (both optional, named ""), v_initial... */
+    {"Scan", 8, 0, -1, 1, -1}, /* sequence_lens (optional, named ""), states, scan inputs */
     {"Scan", 9, 1, -1, 1, -1},
     {"InstanceNormalization", 1, 3, 3, 1, 1}, /* input, scale, B */
     {"LRN", 1, 1, 1, 1, 1},
