@@ -453,6 +453,20 @@ static const op_def ops[] = {
      check_conv},
     {"MatMulInteger", 10, MAXV, "qmatmul (int32 output)", "", false, false, tonnx_cv_matmul_integer,
      NULL},
+    /* recurrent layers and ReverseSequence (convert_rnn.c; issue 27, wt27e) */
+    {"RNN", 7, MAXV, "rnn (+ slice, squeeze; transposes for layout 1)",
+     "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout", false, false,
+     tonnx_cv_recurrent, NULL},
+    {"GRU", 7, MAXV, "gru (+ slice, squeeze; transposes for layout 1)",
+     "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout,"
+     "linear_before_reset",
+     false, false, tonnx_cv_recurrent, NULL},
+    {"LSTM", 7, MAXV, "lstm (+ slice, squeeze; transposes for layout 1)",
+     "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout,"
+     "input_forget",
+     false, false, tonnx_cv_recurrent, NULL},
+    {"ReverseSequence", 10, MAXV, "reverse_sequence", "batch_axis,time_axis", false, false,
+     tonnx_cv_reverse_sequence, NULL},
 };
 
 /* How many inputs and outputs each operator of ops[] takes, from the ONNX operator schemas of the
@@ -634,6 +648,11 @@ static const arity_def arities[] = {
     {"QLinearMatMul", 10, 8, 8, 1, 1},
     {"ConvInteger", 10, 2, 4, 1, 1},
     {"MatMulInteger", 10, 2, 4, 1, 1},
+    /* recurrent layers and ReverseSequence (issue 27, wt27e) */
+    {"RNN", 7, 3, 6, 0, 2},
+    {"GRU", 7, 3, 6, 0, 2},
+    {"LSTM", 7, 3, 8, 0, 3},
+    {"ReverseSequence", 10, 2, 2, 1, 1},
 };
 
 int tonnx_op_arity(const op_def *d, int opset, tonnx_arity *out) {
