@@ -16,6 +16,21 @@
 
 #include "emit_c_internal.h"
 
+/* Returns -1 when an entry of the lengths lens (tensor l, B entries) is outside 0..T (an
+ * unsigned type is compared with T only: gcc's -Wtype-limits). */
+static void lens_check(em *e, const tether_ir_tensor *l, const char *lens, long long B,
+                       long long T) {
+    loop(e, "b", B);
+    if (tether__dtype_class(l->dtype) == TETHER__DC_UINT) {
+        line(e, "if ((unsigned long long)%s[b] > %lluULL) {", lens, (unsigned long long)T);
+    } else {
+        line(e, "if ((long long)%s[b] < 0 || (long long)%s[b] > %lldLL) {", lens, lens, T);
+    }
+    line(e, "    return -1; /* TETHER_ERR_INVALID_ARG: a sequence length out of 0..T */");
+    line(e, "}");
+    close_block(e);
+}
+
 /* Activation k of r on the float variable v, as a C expression. */
 static void act_text(em *e, const tether__rnn_geo_t *r, int k, char *out, size_t n) {
     char a[48], b[48];
@@ -215,11 +230,7 @@ static void k_recurrent(em *e, const tether_ir_node *nd, const kargs *k) {
     const char *lens = nd->ninputs > 4 ? k->in[4] : NULL;
     const char *h0 = nd->ninputs > 5 ? k->in[5] : NULL, *c0 = nd->ninputs > 6 ? k->in[6] : NULL;
     if (lens) {
-        loop(e, "b", B);
-        line(e, "if ((long long)%s[b] < 0 || (long long)%s[b] > %lldLL) {", lens, lens, T);
-        line(e, "    return -1; /* TETHER_ERR_INVALID_ARG: a sequence length out of 0..T */");
-        line(e, "}");
-        close_block(e);
+        lens_check(e, &e->g->tensors[nd->inputs[4]], lens, B, T);
         line(e, "for (long long f = 0; f < %lldLL; ++f) {", T * D * B * H);
         line(e, "    %s[f] = 0.0f;", k->out);
         line(e, "}");
@@ -285,11 +296,7 @@ static void k_reverse(em *e, const tether_ir_node *nd, const kargs *k) {
         s *= x->shape[d];
     }
     long long Tn = x->shape[ta], Bn = x->shape[ba];
-    loop(e, "b", Bn);
-    line(e, "if ((long long)%s[b] < 0 || (long long)%s[b] > %lldLL) {", k->in[1], k->in[1], Tn);
-    line(e, "    return -1; /* TETHER_ERR_INVALID_ARG: a sequence length out of 0..T */");
-    line(e, "}");
-    close_block(e);
+    lens_check(e, T(e, nd->inputs[1]), k->in[1], Bn, Tn);
     /* every position as nested loops over the dimensions; time and batch by name */
     char v[16];
     for (int d = 0; d < n; d++) {

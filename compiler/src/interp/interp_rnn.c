@@ -17,6 +17,13 @@
 #include "tether/crt/dtype.h"
 #include "tether/crt/error.h"
 
+/* Entry k of an integer tensor (signed or unsigned) as int64 (clamped: a length that large is
+ * out of range anyway). */
+static int64_t int_at(const void *p, DLDataType t, size_t k) {
+    val v = tether__interp_load(p, t, k);
+    return v.c == TETHER__DC_UINT ? (v.u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v.u) : v.i;
+}
+
 static double act(int code, double al, double be, double v) {
     switch (code) {
     case TETHER__RNN_SIGMOID:
@@ -165,7 +172,7 @@ static int run_rnn(const tether_ir_graph *g, const tether_ir_node *n, void **buf
     double *h = st, *c = st + H, *hn = st + 2 * H, *pre = st + 3 * H;
     for (int d = 0; d < D && !rc; d++) {
         for (int64_t b = 0; b < B && !rc; b++) {
-            int64_t len = o.lens ? tether__interp_load(o.lens, o.lens_t, (size_t)b).i : T;
+            int64_t len = o.lens ? int_at(o.lens, o.lens_t, (size_t)b) : T;
             if (len < 0 || len > T) {
                 rc = tether__ir_node_error(n, TETHER_ERR_INVALID_ARG,
                                            "sequence length %lld of batch element %lld is out "
@@ -201,7 +208,7 @@ static int run_reverse(const tether_ir_graph *g, const tether_ir_node *n, void *
     }
     int64_t T = x->shape[ta];
     for (int64_t b = 0; b < x->shape[ba]; b++) {
-        int64_t len = tether__interp_load(buf[n->inputs[1]], l->dtype, (size_t)b).i;
+        int64_t len = int_at(buf[n->inputs[1]], l->dtype, (size_t)b);
         if (len < 0 || len > T) {
             return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG,
                                          "sequence length %lld of batch element %lld is out of "
@@ -213,7 +220,7 @@ static int run_reverse(const tether_ir_graph *g, const tether_ir_node *n, void *
     unsigned char *y = buf[n->outputs[0]];
     for (size_t f = 0; f < total; f++) {
         int64_t t = ((int64_t)f / st[ta]) % T, b = ((int64_t)f / st[ba]) % x->shape[ba];
-        int64_t len = tether__interp_load(buf[n->inputs[1]], l->dtype, (size_t)b).i;
+        int64_t len = int_at(buf[n->inputs[1]], l->dtype, (size_t)b);
         int64_t src = t < len ? (int64_t)f + (len - 1 - 2 * t) * st[ta] : (int64_t)f;
         memcpy(y + f * es, xp + (size_t)src * es, es);
     }

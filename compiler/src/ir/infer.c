@@ -276,7 +276,10 @@ static int check_attr_ranges(const tether_ir_node *n) {
                                          "window kernel, strides, dilations or pads out of range");
         }
     }
-    for (int i = 0; i < a->nints && n->op != TETHER_OP_EINSUM; i++) { /* einsum: packed labels */
+    /* einsum: packed labels; rnn, gru, lstm: packed activations (checked by shapes_rnn.c) */
+    bool packed = n->op == TETHER_OP_EINSUM || n->op == TETHER_OP_RNN || n->op == TETHER_OP_GRU ||
+                  n->op == TETHER_OP_LSTM;
+    for (int i = 0; i < a->nints && !packed; i++) {
         if (a->ints[i] > lim || a->ints[i] < -lim) {
             return tether__ir_node_error(
                 n, TETHER_ERR_LIMIT, "integer list entry %lld out of range", (long long)a->ints[i]);

@@ -169,8 +169,10 @@ int tether__ir_rnn_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *o
                                                : rnn_shape(g, n, os, ond);
 }
 
+/* Sequence lengths: any integer type (ONNX gives int32 or int64). */
 static int is_index(DLDataType t) {
-    return t.code == kDLInt && (t.bits == 32 || t.bits == 64) && t.lanes == 1;
+    tether__dclass k = tether__dtype_class(t);
+    return (k == TETHER__DC_INT || k == TETHER__DC_UINT) && !tether__dtype_is_bool(t);
 }
 
 static int bad_type(const tether_ir_node *n, const tether_ir_tensor *t, const char *takes) {
@@ -183,7 +185,7 @@ int tether__ir_rnn_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDa
     *out = x->dtype;
     if (n->op == TETHER_OP_REVERSE_SEQUENCE) {
         const tether_ir_tensor *l = tether__ir_in(g, n, 1);
-        return is_index(l->dtype) ? TETHER_OK : bad_type(n, l, "sequence_lens is int32 or int64");
+        return is_index(l->dtype) ? TETHER_OK : bad_type(n, l, "sequence_lens is an integer type");
     }
     for (int i = 0; i < n->ninputs; i++) {
         const tether_ir_tensor *t = tether__ir_in(g, n, i);
@@ -193,7 +195,7 @@ int tether__ir_rnn_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDa
         if (i == 4 ? !is_index(t->dtype)
                    : !(t->dtype.code == kDLFloat && t->dtype.bits == 32 && t->dtype.lanes == 1)) {
             return bad_type(n, t,
-                            i == 4 ? "sequence_lens is int32 or int64"
+                            i == 4 ? "sequence_lens is an integer type"
                                    : "the recurrent layers compute float32");
         }
     }
