@@ -8,6 +8,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_data.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_vision.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_rnn.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/types.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/cost.c
@@ -20,6 +21,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_formula.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_data.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_vision.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_rnn.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_loss.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c.c
@@ -33,6 +35,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_layers.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_data.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_vision.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_rnn.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_nchwc.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_schedules.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_profile.c

@@ -515,4 +515,37 @@ int tether__compile_passes_and_plan(tether_ir_graph *g, const struct tether_comp
 /* CLOCK_MONOTONIC in seconds (for the timings of reports). */
 double tether__now_s(void);
 
+/* ---- the recurrent layers and reverse_sequence (ir/shapes_rnn.c; issue 27, wt27e) ---- */
+
+/* Activation codes of a recurrent node's activations list (the ONNX names in this order). */
+enum {
+    TETHER__RNN_SIGMOID,
+    TETHER__RNN_TANH,
+    TETHER__RNN_RELU,
+    TETHER__RNN_AFFINE,
+    TETHER__RNN_LEAKY_RELU,
+    TETHER__RNN_THRESHOLDED_RELU,
+    TETHER__RNN_SCALED_TANH,
+    TETHER__RNN_HARD_SIGMOID,
+    TETHER__RNN_ELU,
+    TETHER__RNN_SOFTSIGN,
+    TETHER__RNN_SOFTPLUS,
+    TETHER__RNN_ACT_COUNT
+};
+/* A recurrent node (rnn, gru, lstm) decoded: gates per direction (1, 3, 4), activation functions
+ * per direction (1, 2, 3), directions, reverse (one direction, backwards), flag (lstm
+ * input_forget, gru linear_before_reset), clip; activation f of direction d is act[d * funcs +
+ * f] with its alpha and beta; T, B, I, H from x and k. */
+typedef struct tether__rnn_geo_t {
+    int gates, funcs, dirs, reverse, flag, has_clip;
+    float clip;
+    int act[6];
+    float alpha[6], beta[6];
+    int64_t T, B, I, H;
+} tether__rnn_geo_t;
+int tether__rnn_geo(const tether_ir_graph *g, const tether_ir_node *n, tether__rnn_geo_t *r);
+/* Their shape and typing rules (called by the DATA family's, shapes_data.c). */
+int tether__ir_rnn_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
+int tether__ir_rnn_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
+
 #endif /* TETHER_COMPILER_INTERNAL_H */

@@ -17,6 +17,7 @@
 #include "op_cases_data.h"
 #include "op_cases_math.h"
 #include "op_cases_quant.h"
+#include "op_cases_rnn.h"
 
 static void a_pad1(tether_ir_attrs *a) {
     a->pads[0] = a->pads[1] = a->pads[2] = a->pads[3] = 1;
@@ -752,6 +753,7 @@ const tt_op_case tt_op_cases[] = {
     TT_DATA_CASES /* op_cases_data.h */
     /* element types (the typing rules of ops.def; inputs drawn per type by test_ops.c) */
     {"cast_f32_int32", TETHER_OP_CAST, 1, {2}, {{3, 5}}, 0, a_to_int32, NONE, C, "float32"},
+    TT_RNN_CASES /* op_cases_rnn.h: the recurrent layers and reverse_sequence */
     {"cast_f32_f16", TETHER_OP_CAST, 1, {1}, {{17}}, 0, a_to_f16, NONE, C, "float32"},
     {"cast_f16_f32", TETHER_OP_CAST, 1, {1}, {{17}}, 0, a_to_f32, NONE, C, "float16"},
     {"cast_f32_bf16", TETHER_OP_CAST, 1, {1}, {{17}}, 0, a_to_bf16, NONE, C, "float32"},

@@ -158,6 +158,16 @@ void mb_attr_s(mb *b, Onnx__NodeProto *n, const char *name, const char *v) {
     a->s.len = strlen(v);
 }
 
+void mb_attr_strs(mb *b, Onnx__NodeProto *n, const char *name, int count, const char *const *v) {
+    Onnx__AttributeProto *a = attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+    a->n_strings = (size_t)count;
+    a->strings = A(b, sizeof *a->strings * (size_t)(count ? count : 1));
+    for (int i = 0; i < count; i++) {
+        a->strings[i].data = (uint8_t *)S(b, v[i]);
+        a->strings[i].len = strlen(v[i]);
+    }
+}
+
 void mb_attr_t(mb *b, Onnx__NodeProto *n, const char *name, Onnx__TensorProto *t) {
     Onnx__AttributeProto *a = attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
     a->t = t;

@@ -38,6 +38,7 @@ void mb_attr_f(mb *b, Onnx__NodeProto *n, const char *name, float v);
 void mb_attr_ints(mb *b, Onnx__NodeProto *n, const char *name, int count, const int64_t *v);
 void mb_attr_floats(mb *b, Onnx__NodeProto *n, const char *name, int count, const float *v);
 void mb_attr_s(mb *b, Onnx__NodeProto *n, const char *name, const char *v);
+void mb_attr_strs(mb *b, Onnx__NodeProto *n, const char *name, int count, const char *const *v);
 void mb_attr_t(mb *b, Onnx__NodeProto *n, const char *name, Onnx__TensorProto *t);
 /* A graph attribute (If branches, Loop/Scan bodies): sub's graph, which must outlive b's use. */
 void mb_attr_g(mb *b, Onnx__NodeProto *n, const char *name, mb *sub);

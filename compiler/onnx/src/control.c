@@ -12,7 +12,9 @@
  *         one computed at run time predicates the carried values (`where` keeps them once it is
  *         false), which rules out scan outputs (their length would be data-dependent).
  *   Scan  unrolled over the scan inputs' extent (known at compile time), directions and axes as
- *         the attributes say.
+ *         the attributes say; a scan input computed at run time is sliced per iteration (a
+ *         slice and a squeeze: the index is a constant). Opset 8's batched Scan runs one such
+ *         scan per batch element and stacks the results.
  *
  * A subgraph is converted by a child import (its own value table) sharing the IR graph and the
  * host constants: its formal inputs and the outer-scope values it reads are seeded from the
@@ -648,14 +650,139 @@ static hconst *k_slice(timport *c, const hconst *k, int axis, int64_t t) {
     return o;
 }
 
+/* Element t of binding in along axis, that axis removed: a host constant is sliced on the host, a
+ * run-time tensor by a slice and a squeeze (shapes are static, so t is a constant). */
+static int slice_at(timport *c, bindv in, int axis, int64_t t, const char *what, bindv *out) {
+    if (in.k) {
+        out->tensor = -1;
+        out->k = k_slice(c, in.k, axis, t);
+        return out->k ? TETHER_OK : TETHER_ERR_LIMIT;
+    }
+    const tether_ir_tensor *x = &c->g->tensors[in.tensor];
+    int nd = x->ndim;
+    tether_ir_attrs at;
+    tether_ir_attrs_init(TETHER_OP_SLICE, &at);
+    for (int d = 0; d < nd; d++) {
+        at.ints[d] = d == axis ? t : 0;
+        at.ints[nd + d] = d == axis ? t + 1 : x->shape[d];
+        at.steps[d] = 1;
+    }
+    at.nints = 2 * nd;
+    bindv s;
+    char suffix[96];
+    snprintf(suffix, sizeof suffix, "%s_slice", what);
+    int rc = emit_op(c, suffix, TETHER_OP_SLICE, &in.tensor, 1, &at, &s);
+    if (rc) {
+        return rc;
+    }
+    tether_ir_attrs_init(TETHER_OP_SQUEEZE, &at);
+    at.ints[0] = axis;
+    at.nints = 1;
+    snprintf(suffix, sizeof suffix, "%s_squeeze", what);
+    return emit_op(c, suffix, TETHER_OP_SQUEEZE, &s.tensor, 1, &at, out);
+}
+
+/* One scan (opset 9's semantics): ins[0..nin) are the initial states then the nsi scan inputs;
+ * res[0..nout) receive the final states then the stacked scan outputs. tag tells the IR names
+ * of this run from the others of the node (opset 8 runs one per batch element). */
+static int scan_run(timport *c, const Onnx__GraphProto *body, int nin, int nsi, int nout,
+                    bindv *ins, const int64_t *in_axes, const int64_t *in_dirs,
+                    const int64_t *out_axes, const int64_t *out_dirs, const char *tag, bindv *res) {
+    int nstate = nin - nsi, nscan = nout - nstate, rc = TETHER_OK;
+    bindv *all = calloc((size_t)(nin + nout + 2), sizeof *all);
+    bindv **scans = calloc((size_t)(nscan ? nscan : 1), sizeof *scans);
+    if (!all || !scans) {
+        free(all);
+        free(scans);
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    bindv *formals = all, *outs = formals + nin;
+    int64_t len = -1;
+    int axis[TETHER_IR_MAX_INPUTS];
+    for (int s = 0; !rc && s < nsi; s++) {
+        const bindv *in = &ins[nstate + s];
+        int nd = in->k ? in->k->ndim : c->g->tensors[in->tensor].ndim;
+        const int64_t *sh = in->k ? in->k->shape : c->g->tensors[in->tensor].shape;
+        int64_t ax = in_axes[s] < 0 ? in_axes[s] + nd : in_axes[s];
+        if (ax < 0 || ax >= nd) {
+            rc = tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                            "scan input %d: axis %" PRId64 " is out of range for rank %d", s,
+                            in_axes[s], nd);
+            break;
+        }
+        axis[s] = (int)ax;
+        if (len >= 0 && sh[ax] != len) {
+            rc = tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                            "the scan inputs have %" PRId64 " and %" PRId64 " elements along "
+                            "their scan axes",
+                            len, sh[ax]);
+        }
+        len = sh[ax];
+    }
+    if (!rc && len > TONNX_UNROLL_MAX) {
+        rc = tonnx_fail(c, TETHER_ERR_LIMIT,
+                        "%" PRId64 " iterations are more than the %d tether unrolls", len,
+                        TONNX_UNROLL_MAX);
+    }
+    if (!rc && len == 0 && nscan) {
+        rc = tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                        "the scan runs no iteration, so its scan outputs have no known shape");
+    }
+    const char *me = tonnx_node_name(c, c->cur);
+    int save = c->cur;
+    for (int64_t t = 0; !rc && t < len; t++) {
+        for (int i = 0; i < nstate; i++) {
+            formals[i] = ins[i];
+        }
+        for (int s = 0; s < nsi && !rc; s++) {
+            char what[64];
+            snprintf(what, sizeof what, "%sin%d_%" PRId64, tag, s, t);
+            rc = slice_at(c, ins[nstate + s], axis[s], in_dirs[s] ? len - 1 - t : t, what,
+                          &formals[nstate + s]);
+        }
+        char prefix[400];
+        snprintf(prefix, sizeof prefix, "%s/%siter%" PRId64 "/", me, tag, t);
+        rc = rc ? rc : inline_graph(c, body, prefix, formals, nin, outs, nout);
+        c->cur = save;
+        for (int i = 0; !rc && i < nstate; i++) {
+            ins[i] = outs[i];
+        }
+        for (int j = 0; !rc && j < nscan; j++) {
+            if (!scans[j] && !(scans[j] = calloc((size_t)len, sizeof **scans))) {
+                rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+                break;
+            }
+            scans[j][out_dirs[j] ? len - 1 - t : t] = outs[nstate + j];
+        }
+    }
+    for (int i = 0; !rc && i < nstate; i++) {
+        res[i] = ins[i];
+    }
+    for (int j = 0; !rc && j < nscan; j++) {
+        rc = stack_values(c, scans[j], (int)len, out_axes[j], j, &res[nstate + j]);
+    }
+    for (int j = 0; j < nscan; j++) {
+        free(scans[j]);
+    }
+    free(scans);
+    free(all);
+    return rc;
+}
+
+/* Scan. Opset 9 and later: inputs are the initial states then the scan inputs, sliced along
+ * scan_input_axes. Opset 8: an optional sequence_lens first, then states and scan inputs with a
+ * leading batch axis (the scan axis is 1); each batch element is scanned on its own and the
+ * results stacked along axis 0; sequence_lens must be known at import time and equal the scan
+ * length for every batch element (shorter sequences are refused naming it). */
 int tonnx_cv_scan(timport *c, const Onnx__NodeProto *n) {
     const Onnx__GraphProto *body = graph_attr(c, n, "body");
     if (!body) {
         return TETHER_ERR_INVALID_ARG;
     }
+    int v8 = c->opset < 9, first = v8 ? 1 : 0;
     int64_t nsi;
     int rc = tonnx_attr_int(c, "num_scan_inputs", -1, &nsi);
-    int nin = (int)n->n_input, nout = (int)n->n_output;
+    int nin = (int)n->n_input - first, nout = (int)n->n_output;
     if (rc) {
         return rc;
     }
@@ -677,9 +804,25 @@ int tonnx_cv_scan(timport *c, const Onnx__NodeProto *n) {
     }
     const char *lists[4] = {"scan_input_axes", "scan_input_directions", "scan_output_axes",
                             "scan_output_directions"};
+    if (v8) {
+        lists[0] = lists[2] = lists[3] = NULL;
+        lists[1] = "directions";
+    }
+    static const char *const v9only[] = {"scan_input_axes", "scan_input_directions",
+                                         "scan_output_axes", "scan_output_directions"};
+    for (int l = 0; l < 5; l++) {
+        const char *name = l < 4 ? v9only[l] : "directions";
+        if ((l < 4) == v8 && tonnx_attr(n, name)) {
+            return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "attribute '%s' is not one of opset %d",
+                              name, c->opset);
+        }
+    }
     int64_t *dst[4] = {in_axes, in_dirs, out_axes, out_dirs};
     int want[4] = {(int)nsi, (int)nsi, nscan, nscan};
     for (int l = 0; l < 4; l++) {
+        if (!lists[l]) {
+            continue;
+        }
         rc = tonnx_attr_ints(c, lists[l], dst[l], want[l] ? want[l] : 1, &cnt);
         if (rc) {
             return rc;
@@ -693,95 +836,98 @@ int tonnx_cv_scan(timport *c, const Onnx__NodeProto *n) {
         }
     }
     bindv *all = calloc((size_t)(2 * nin + 2 * nout + 2), sizeof *all);
-    bindv **scans = calloc((size_t)(nscan ? nscan : 1), sizeof *scans);
-    if (!all || !scans) {
-        free(all);
-        free(scans);
+    if (!all) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    bindv *ins = all, *formals = all + nin, *outs = formals + nin;
-    int64_t len = -1;
-    int axis[TETHER_IR_MAX_INPUTS];
+    bindv *ins = all, *bins = all + nin, *res = bins + nin;
     for (int i = 0; !rc && i < nin; i++) {
-        ins[i] = input_bind(c, n, i, &rc);
-        if (rc || i < nstate) {
-            continue;
+        ins[i] = input_bind(c, n, first + i, &rc);
+        if (!rc && ins[i].tensor < 0 && !ins[i].k) {
+            rc = tonnx_fail(c, TETHER_ERR_INVALID_ARG, "input %d is missing", first + i);
         }
-        int s = i - nstate;
+    }
+    if (rc || !v8) {
+        rc = rc ? rc
+                : scan_run(c, body, nin, (int)nsi, nout, ins, in_axes, in_dirs, out_axes, out_dirs,
+                           "", res);
+        for (int i = 0; !rc && i < nout; i++) {
+            set_output(c, n, i, res[i]);
+        }
+        free(all);
+        return rc;
+    }
+    /* opset 8: batch axis 0 everywhere, scan axis 1 (0 once the batch element is taken) */
+    int64_t batch = -1;
+    for (int i = 0; !rc && i < nin; i++) {
         int nd = ins[i].k ? ins[i].k->ndim : c->g->tensors[ins[i].tensor].ndim;
         const int64_t *sh = ins[i].k ? ins[i].k->shape : c->g->tensors[ins[i].tensor].shape;
-        int64_t ax = in_axes[s] < 0 ? in_axes[s] + nd : in_axes[s];
-        if (ax < 0 || ax >= nd) {
+        if (nd < (i < nstate ? 1 : 2) || (batch >= 0 && sh[0] != batch)) {
             rc = tonnx_fail(c, TETHER_ERR_INVALID_ARG,
-                            "scan input %d: axis %" PRId64 " is out of range for rank %d", s,
-                            in_axes[s], nd);
-            break;
+                            "input %d has no batch axis of the other inputs' extent", first + i);
         }
-        axis[s] = (int)ax;
-        if (len >= 0 && sh[ax] != len) {
-            rc = tonnx_fail(c, TETHER_ERR_INVALID_ARG,
-                            "the scan inputs have %" PRId64 " and %" PRId64 " elements along "
-                            "their scan axes",
-                            len, sh[ax]);
-        }
-        len = sh[ax];
-        if (!rc && !ins[i].k) {
+        batch = nd ? sh[0] : batch;
+    }
+    if (!rc && has_input(n, 0)) {
+        bindv sl = input_bind(c, n, 0, &rc);
+        int64_t len =
+            ins[nstate].k ? ins[nstate].k->shape[1] : c->g->tensors[ins[nstate].tensor].shape[1];
+        if (!rc && !sl.k) {
             rc = tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                            "scan input '%s' is computed at run time; slicing it per iteration "
-                            "needs a run-time gather, which the IR does not have yet",
-                            S(n->input[i]));
+                            "sequence_lens '%s' is computed at run time (the scan is unrolled, so "
+                            "it must be known at import time)",
+                            S(n->input[0]));
         }
-    }
-    if (!rc && len > TONNX_UNROLL_MAX) {
-        rc = tonnx_fail(c, TETHER_ERR_LIMIT,
-                        "%" PRId64 " iterations are more than the %d tether unrolls", len,
-                        TONNX_UNROLL_MAX);
-    }
-    if (!rc && len == 0 && nscan) {
-        rc = tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                        "the scan runs no iteration, so its scan outputs have no known shape");
-    }
-    const char *me = tonnx_node_name(c, c->cur);
-    int save = c->cur;
-    for (int64_t t = 0; !rc && t < len; t++) {
-        for (int i = 0; i < nstate; i++) {
-            formals[i] = ins[i];
-        }
-        for (int s = 0; s < nsi && !rc; s++) {
-            const hconst *k = ins[nstate + s].k;
-            formals[nstate + s].tensor = -1;
-            formals[nstate + s].k = k_slice(c, k, axis[s], in_dirs[s] ? len - 1 - t : t);
-            rc = formals[nstate + s].k ? TETHER_OK : TETHER_ERR_LIMIT;
-        }
-        char prefix[400];
-        snprintf(prefix, sizeof prefix, "%s/iter%" PRId64 "/", me, t);
-        rc = rc ? rc : inline_graph(c, body, prefix, formals, nin, outs, nout);
-        c->cur = save;
-        for (int i = 0; !rc && i < nstate; i++) {
-            ins[i] = outs[i];
-        }
-        for (int j = 0; !rc && j < nscan; j++) {
-            if (!scans[j] && !(scans[j] = calloc((size_t)len, sizeof **scans))) {
-                rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
-                break;
+        for (size_t j = 0; !rc && j < sl.k->count; j++) {
+            int64_t v = sl.k->is_int ? ((const int64_t *)sl.k->data)[j]
+                                     : (int64_t)((const float *)sl.k->data)[j];
+            if (v != len) {
+                rc = tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                                "sequence_lens[%zu] is %" PRId64 ", shorter than the %" PRId64
+                                " steps of the scan inputs (only full-length sequences)",
+                                j, v, len);
             }
-            scans[j][out_dirs[j] ? len - 1 - t : t] = outs[nstate + j];
         }
     }
-    for (int i = 0; !rc && i < nstate; i++) {
-        set_output(c, n, i, ins[i]);
+    if (!rc && batch < 1) {
+        rc = tonnx_fail(c, TETHER_ERR_UNSUPPORTED, "a batch of %" PRId64 " elements", batch);
     }
-    for (int j = 0; !rc && j < nscan; j++) {
+    bindv **per = rc ? NULL : calloc((size_t)(nout ? nout : 1), sizeof *per);
+    if (!rc && !per) {
+        rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int j = 0; !rc && j < nout; j++) {
+        per[j] = calloc((size_t)batch, sizeof **per);
+        if (!per[j]) {
+            rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+    }
+    for (int64_t b = 0; !rc && b < batch; b++) {
+        char tag[48];
+        snprintf(tag, sizeof tag, "b%" PRId64, b);
+        for (int i = 0; !rc && i < nin; i++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s_in%d", tag, i);
+            rc = slice_at(c, ins[i], 0, b, what, &bins[i]);
+        }
+        snprintf(tag, sizeof tag, "b%" PRId64 "/", b);
+        rc = rc ? rc
+                : scan_run(c, body, nin, (int)nsi, nout, bins, in_axes, in_dirs, out_axes, out_dirs,
+                           tag, res);
+        for (int j = 0; !rc && j < nout; j++) {
+            per[j][b] = res[j];
+        }
+    }
+    for (int j = 0; !rc && j < nout; j++) {
         bindv o;
-        rc = stack_values(c, scans[j], (int)len, out_axes[j], j, &o);
+        rc = stack_values(c, per[j], (int)batch, 0, 100 + j, &o);
         if (!rc) {
-            set_output(c, n, nstate + j, o);
+            set_output(c, n, j, o);
         }
     }
-    for (int j = 0; j < nscan; j++) {
-        free(scans[j]);
+    for (int j = 0; per && j < nout; j++) {
+        free(per[j]);
     }
-    free(scans);
+    free(per);
     free(all);
     return rc;
 }

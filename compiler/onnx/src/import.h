@@ -233,6 +233,9 @@ int tonnx_cv_clip_typed(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_if(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_scan(timport *c, const Onnx__NodeProto *n);
+/* convert_rnn.c: RNN, GRU, LSTM (the IR's recurrent nodes) and ReverseSequence. */
+int tonnx_cv_recurrent(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_reverse_sequence(timport *c, const Onnx__NodeProto *n);
 /* services.c: an IR constant tensor holding host constant k ("<node>/<suffix>"). */
 int tonnx_hconst_tensor(timport *c, const char *suffix, const hconst *k, int *t);
 

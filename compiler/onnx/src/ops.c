@@ -350,9 +350,9 @@ static const op_def ops[] = {
     {"If", 1, MAXV, "(inlined: the taken branch, or both and where)", "then_branch,else_branch",
      false, false, tonnx_cv_if, NULL},
     {"Loop", 1, MAXV, "(unrolled)", "body", false, false, tonnx_cv_loop, NULL},
-    {"Scan", 9, MAXV, "(unrolled)",
+    {"Scan", 8, MAXV, "(unrolled; opset 8: per batch element)",
      "body,num_scan_inputs,scan_input_axes,scan_input_directions,scan_output_axes,"
-     "scan_output_directions",
+     "scan_output_directions,directions",
      false, false, tonnx_cv_scan, NULL},
     {"InstanceNormalization", 6, MAXV, "layer_norm, mul, add (+ reshapes)", "epsilon", false, false,
      tonnx_cv_instance_norm, NULL},
@@ -489,6 +489,20 @@ static const op_def ops[] = {
     {"MelWeightMatrix", 17, MAXV, "(constant: every input must be a constant)", "output_datatype",
      true, true, NULL, check_const_size},
     /* ---- end of the vision and signal operators ---- */
+    /* recurrent layers and ReverseSequence (convert_rnn.c; issue 27, wt27e) */
+    {"RNN", 7, MAXV, "rnn (+ slice, squeeze; transposes for layout 1)",
+     "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout", false, false,
+     tonnx_cv_recurrent, NULL},
+    {"GRU", 7, MAXV, "gru (+ slice, squeeze; transposes for layout 1)",
+     "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout,"
+     "linear_before_reset",
+     false, false, tonnx_cv_recurrent, NULL},
+    {"LSTM", 7, MAXV, "lstm (+ slice, squeeze; transposes for layout 1)",
+     "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout,"
+     "input_forget",
+     false, false, tonnx_cv_recurrent, NULL},
+    {"ReverseSequence", 10, MAXV, "reverse_sequence", "batch_axis,time_axis", false, false,
+     tonnx_cv_reverse_sequence, NULL},
 };
 
 /* How many inputs and outputs each operator of ops[] takes, from the ONNX operator schemas of the
@@ -574,6 +588,7 @@ static const arity_def arities[] = {
     {"Identity", 1, 1, 1, 1, 1},
     {"If", 1, 1, 1, 1, -1},
     {"Loop", 1, 0, -1, 1, -1}, /* M, cond (both optional, named ""), v_initial... */
+    {"Scan", 8, 0, -1, 1, -1}, /* sequence_lens (optional, named ""), states, scan inputs */
     {"Scan", 9, 1, -1, 1, -1},
     {"InstanceNormalization", 1, 3, 3, 1, 1}, /* input, scale, B */
     {"LRN", 1, 1, 1, 1, 1},
@@ -682,6 +697,11 @@ static const arity_def arities[] = {
     {"HammingWindow", 17, 1, 1, 1, 1},
     {"BlackmanWindow", 17, 1, 1, 1, 1},
     {"MelWeightMatrix", 17, 5, 5, 1, 1},
+    /* recurrent layers and ReverseSequence (issue 27, wt27e) */
+    {"RNN", 7, 3, 6, 0, 2},
+    {"GRU", 7, 3, 6, 0, 2},
+    {"LSTM", 7, 3, 8, 0, 3},
+    {"ReverseSequence", 10, 2, 2, 1, 1},
 };
 
 int tonnx_op_arity(const op_def *d, int opset, tonnx_arity *out) {

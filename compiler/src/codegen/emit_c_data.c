@@ -544,6 +544,12 @@ void tether__c_data(em *e, const tether_ir_node *nd, const kargs *k) {
         TETHER__CASES_VISION /* emit_c_vision.c */
             tether__c_vision(e, nd, k);
         break;
+    case TETHER_OP_RNN:
+    case TETHER_OP_GRU:
+    case TETHER_OP_LSTM:
+    case TETHER_OP_REVERSE_SEQUENCE:
+        tether__c_rnn(e, nd, k);
+        break;
         TETHER__CASES_NOT_DATA
         line(e, "#error \"tether: not a DATA operator\"");
         break;

@@ -203,6 +203,8 @@ void tether__c_hardmax(em *e, const tether_ir_node *nd, const kargs *k);
 /* emit_c_data.c: the kernel body of a DATA operator (its kernel returns int32_t: 0, or -1 for an
  * index out of range). */
 void tether__c_data(em *e, const tether_ir_node *nd, const kargs *k);
+/* emit_c_rnn.c: the recurrent layers and reverse_sequence (DATA rows; tether__c_data's). */
+void tether__c_rnn(em *e, const tether_ir_node *nd, const kargs *k);
 /* emit_c_quant.c: the quantized operators' kernels, and the helpers a module with any defines. */
 void tether__c_quant_body(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_quant_helpers(const em *e, tether__sbuf *out);

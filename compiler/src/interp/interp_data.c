@@ -475,6 +475,11 @@ int tether__interp_data(const tether_ir_graph *g, const tether_ir_node *n, void 
         return TETHER_OK;
         TETHER__CASES_VISION /* interp_vision.c */
             return tether__interp_vision(g, n, buf);
+    case TETHER_OP_RNN:
+    case TETHER_OP_GRU:
+    case TETHER_OP_LSTM:
+    case TETHER_OP_REVERSE_SEQUENCE:
+        return tether__interp_rnn(g, n, buf);
         TETHER__CASES_NOT_DATA
         break;
     }

@@ -33,6 +33,9 @@ int tether__interp_data(const tether_ir_graph *g, const tether_ir_node *n, void 
 /* A vision or signal operator's node (interp_vision.c; TETHER__CASES_VISION): as
  * tether__interp_data. */
 int tether__interp_vision(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
+/* The recurrent layers and reverse_sequence (interp_rnn.c; called by tether__interp_data): an
+ * error naming the node for a sequence length out of range. */
+int tether__interp_rnn(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
 /* nll_loss, _sum, _mean (interp_loss.c): buf holds every tensor's storage. */
 void tether__interp_nll_loss(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
 /* Runs a quantized operator (quantize, dequantize, qconv, qmatmul; interp_quant.c). */

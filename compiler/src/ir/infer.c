@@ -108,7 +108,9 @@ static int check_node_io(tether_ir_node *n) {
     for (int i = 0; i < n->ninputs; i++) {
         int optional = ((i == 2 && (n->op == TETHER_OP_CONV2D || n->op == TETHER_OP_DENSE ||
                                     n->op == TETHER_OP_LAYER_NORM)) ||
-                        (i >= 2 && tether__op_info_of(n->op)->kind == TETHER__OPK_QUANT)) &&
+                        (i >= 2 && tether__op_info_of(n->op)->kind == TETHER__OPK_QUANT) ||
+                        (i >= 3 && (n->op == TETHER_OP_RNN || n->op == TETHER_OP_GRU ||
+                                    n->op == TETHER_OP_LSTM))) &&
                        !(n->attrs.has_residual && i == n->ninputs - 1);
         if (n->inputs[i] < 0 && !optional) {
             return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG, "input %d is missing", i);
@@ -274,7 +276,10 @@ static int check_attr_ranges(const tether_ir_node *n) {
                                          "window kernel, strides, dilations or pads out of range");
         }
     }
-    for (int i = 0; i < a->nints && n->op != TETHER_OP_EINSUM; i++) { /* einsum: packed labels */
+    /* einsum: packed labels; rnn, gru, lstm: packed activations (checked by shapes_rnn.c) */
+    bool packed = n->op == TETHER_OP_EINSUM || n->op == TETHER_OP_RNN || n->op == TETHER_OP_GRU ||
+                  n->op == TETHER_OP_LSTM;
+    for (int i = 0; i < a->nints && !packed; i++) {
         if (a->ints[i] > lim || a->ints[i] < -lim) {
             return tether__ir_node_error(
                 n, TETHER_ERR_LIMIT, "integer list entry %lld out of range", (long long)a->ints[i]);

@@ -334,6 +334,11 @@ int tether__ir_data_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *
         return einsum_shape(g, n, os, ond);
         TETHER__CASES_VISION /* shapes_vision.c */
             return tether__ir_vision_shape(g, n, os, ond);
+    case TETHER_OP_RNN:
+    case TETHER_OP_GRU:
+    case TETHER_OP_LSTM:
+    case TETHER_OP_REVERSE_SEQUENCE:
+        return tether__ir_rnn_shape(g, n, os, ond);
         TETHER__CASES_NOT_DATA
         break;
     }
@@ -401,6 +406,11 @@ int tether__ir_data_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLD
         return TETHER_OK;
         TETHER__CASES_VISION /* shapes_vision.c */
             return tether__ir_vision_dtype(g, n, out);
+    case TETHER_OP_RNN:
+    case TETHER_OP_GRU:
+    case TETHER_OP_LSTM:
+    case TETHER_OP_REVERSE_SEQUENCE:
+        return tether__ir_rnn_dtype(g, n, out);
         TETHER__CASES_NOT_DATA
         break;
     }

@@ -324,7 +324,8 @@ static int parse_attrs(ctx *c, const char *nm, tether_op op, const cJSON *attrs,
             bad = get_int(e, k[0] == 'k' ? &a->k : &a->mode);
         } else if (strcmp(k, "steps") == 0) {
             bad = get_ints(e, a->steps, TETHER_IR_MAX_NDIM, &n);
-        } else if (strcmp(k, "bounds") == 0 || strcmp(k, "labels") == 0) {
+        } else if (strcmp(k, "bounds") == 0 || strcmp(k, "labels") == 0 ||
+                   strcmp(k, "activations") == 0) {
             bad = get_ints(e, a->ints, 2 * TETHER_IR_MAX_NDIM, &a->nints);
         } else if (strcmp(k, "ignore_index") == 0) { /* nll_loss*: ints[0] */
             bad = get_int(e, &a->ints[0]);
@@ -904,7 +905,9 @@ int tether_model_save_json(const tether_ir_graph *g, const char *json_path,
                      : n->op == TETHER_OP_TRANSPOSE                        ? "perm"
                      : n->op == TETHER_OP_SLICE                            ? "bounds"
                      : n->op == TETHER_OP_EINSUM                           ? "labels"
-                                                                           : "axes",
+                     : n->op == TETHER_OP_RNN || n->op == TETHER_OP_GRU || n->op == TETHER_OP_LSTM
+                         ? "activations"
+                         : "axes",
                      a->ints, a->nints);
         }
         if (n->op == TETHER_OP_RESIZE_NEAREST) {
