@@ -603,6 +603,10 @@ void tether__c_vision(em *e, const tether_ir_node *nd, const kargs *k) {
         k_stft(e, nd, k);
         break;
         TETHER__CASES_NOT_DATA
+    case TETHER_OP_RNN:
+    case TETHER_OP_GRU:
+    case TETHER_OP_LSTM:
+    case TETHER_OP_REVERSE_SEQUENCE:
     case TETHER_OP_GATHER:
     case TETHER_OP_GATHER_ELEMENTS:
     case TETHER_OP_GATHER_ND:

@@ -494,6 +494,10 @@ int tether__interp_vision(const tether_ir_graph *g, const tether_ir_node *n, voi
         run_stft(g, n, buf);
         return TETHER_OK;
         TETHER__CASES_NOT_DATA
+    case TETHER_OP_RNN:
+    case TETHER_OP_GRU:
+    case TETHER_OP_LSTM:
+    case TETHER_OP_REVERSE_SEQUENCE:
     case TETHER_OP_GATHER:
     case TETHER_OP_GATHER_ELEMENTS:
     case TETHER_OP_GATHER_ND:

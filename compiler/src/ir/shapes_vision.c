@@ -166,6 +166,10 @@ int tether__ir_vision_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t
         return TETHER_OK;
     }
         TETHER__CASES_NOT_DATA
+    case TETHER_OP_RNN:
+    case TETHER_OP_GRU:
+    case TETHER_OP_LSTM:
+    case TETHER_OP_REVERSE_SEQUENCE:
     case TETHER_OP_GATHER:
     case TETHER_OP_GATHER_ELEMENTS:
     case TETHER_OP_GATHER_ND:
@@ -238,6 +242,10 @@ int tether__ir_vision_dtype(const tether_ir_graph *g, const tether_ir_node *n, D
         }
         return TETHER_OK;
         TETHER__CASES_NOT_DATA
+    case TETHER_OP_RNN:
+    case TETHER_OP_GRU:
+    case TETHER_OP_LSTM:
+    case TETHER_OP_REVERSE_SEQUENCE:
     case TETHER_OP_GATHER:
     case TETHER_OP_GATHER_ELEMENTS:
     case TETHER_OP_GATHER_ND:
