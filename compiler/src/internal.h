@@ -493,9 +493,10 @@ char *tether__report_json_c(const tether_ir_graph *g, const struct tether_compil
                             const struct tether_codegen_output *cg,
                             const struct tether_memplan *plan,
                             const struct tether_compile_result *res);
+struct tether_opencl_options;
 char *tether__report_json_opencl(const tether_ir_graph *g, const struct tether_compile_result *res,
-                                 const struct tether_opencl_output *cg, bool texture,
-                                 bool buffer_variant);
+                                 const struct tether_opencl_output *cg,
+                                 const struct tether_opencl_options *oo, bool buffer_variant);
 /* The options a compile really runs with (artifact/compile.c): o with what its backend and
  * target decide filled in (C: the schedule's vector width from --target/--mcpu, and with it the
  * passes' pad_conv_min_width). Idempotent. */
@@ -547,5 +548,16 @@ int tether__rnn_geo(const tether_ir_graph *g, const tether_ir_node *n, tether__r
 /* Their shape and typing rules (called by the DATA family's, shapes_data.c). */
 int tether__ir_rnn_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
 int tether__ir_rnn_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
+/* The device limits an OpenCL compile sizes its kernels by (codegen/opencl_limits.c): o's, or
+ * the default of each that is 0; defaulted has bit i set for limit i (tether__ocl_limit_name:
+ * max_work_group_size, wg_multiple, local_mem_size, compute_units) taken by default. */
+typedef struct tether__ocl_limits {
+    int64_t max_work_group_size, wg_multiple, local_mem_size, compute_units;
+    unsigned defaulted;
+} tether__ocl_limits;
+void tether__ocl_limits_get(const struct tether_opencl_options *o, tether__ocl_limits *l);
+const char *tether__ocl_limit_name(int i);
+/* One line: the four values, then which are defaults ("(the defaults: ...)" when all). */
+void tether__ocl_limits_text(const tether__ocl_limits *l, char *buf, size_t n);
 
 #endif /* TETHER_COMPILER_INTERNAL_H */

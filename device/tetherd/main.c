@@ -340,10 +340,19 @@ int main(int argc, char **argv) {
     }
     (void)no_opencl;
 #ifdef TETHERD_HAVE_OPENCL
-    if (!no_opencl &&
-        tetherd_cl_probe(&tether__cfg.cl_max_width, &tether__cfg.cl_max_height) == 0) {
-        tetherd_log(&tether__cfg, 1, NULL, "OpenCL images up to %u x %u", tether__cfg.cl_max_width,
-                    tether__cfg.cl_max_height);
+    tetherd_cl_limits lim;
+    if (!no_opencl && tetherd_cl_probe(&lim) == 0) {
+        tether__cfg.cl_max_width = lim.max_width;
+        tether__cfg.cl_max_height = lim.max_height;
+        tether__cfg.cl_max_work_group_size = lim.max_work_group_size;
+        tether__cfg.cl_wg_multiple = lim.wg_multiple;
+        tether__cfg.cl_local_mem_size = lim.local_mem_size;
+        tether__cfg.cl_compute_units = lim.compute_units;
+        tetherd_log(&tether__cfg, 1, NULL,
+                    "OpenCL images up to %u x %u; work-groups up to %u (multiple %u), %llu bytes "
+                    "of local memory, %u compute units",
+                    lim.max_width, lim.max_height, lim.max_work_group_size, lim.wg_multiple,
+                    (unsigned long long)lim.local_mem_size, lim.compute_units);
     }
 #endif
     if (stdio_mode) {

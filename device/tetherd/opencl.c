@@ -86,7 +86,41 @@ static int pick_device(cl_platform_id *pl, cl_device_id *dev) {
     return tether_set_error(TETHER_ERR_UNSUPPORTED, "no OpenCL device with image support");
 }
 
-int tetherd_cl_probe(uint32_t *max_width, uint32_t *max_height) {
+/* CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE of a trivial kernel on dev, or 32 when any step
+ * fails (the value every kernel of the compiler assumes without a device). */
+static uint32_t preferred_multiple(cl_platform_id pl, cl_device_id dev) {
+    static const char *src = "__kernel void tetherd_probe(__global float *a) {\n"
+                             "    a[get_global_id(0)] = 0.0f;\n}\n";
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)pl, 0};
+    cl_int err = CL_SUCCESS;
+    size_t m = 0;
+    cl_context ctx = clCreateContext(props, 1, &dev, NULL, NULL, &err);
+    if (err != CL_SUCCESS || !ctx) {
+        return 32;
+    }
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    if (err == CL_SUCCESS && clBuildProgram(prog, 1, &dev, "", NULL, NULL) == CL_SUCCESS) {
+        cl_kernel k = clCreateKernel(prog, "tetherd_probe", &err);
+        if (err == CL_SUCCESS) {
+            if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                                         sizeof m, &m, NULL) != CL_SUCCESS) {
+                m = 0;
+            }
+            clReleaseKernel(k);
+        }
+    }
+    if (prog) {
+        clReleaseProgram(prog);
+    }
+    clReleaseContext(ctx);
+    return m > 0 && m <= UINT32_MAX ? (uint32_t)m : 32;
+}
+
+static uint32_t clamp32(uint64_t v) {
+    return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+int tetherd_cl_probe(tetherd_cl_limits *out) {
     int p[2];
     if (pipe(p)) {
         return -1;
@@ -101,29 +135,39 @@ int tetherd_cl_probe(uint32_t *max_width, uint32_t *max_height) {
         close(p[0]);
         cl_platform_id pl;
         cl_device_id dev;
-        uint32_t v[2] = {0, 0};
+        tetherd_cl_limits v;
+        memset(&v, 0, sizeof v);
         if (pick_device(&pl, &dev) == 0) {
-            size_t w = 0, h = 0;
+            size_t w = 0, h = 0, wg = 0;
+            cl_ulong lmem = 0;
+            cl_uint cu = 0;
             clGetDeviceInfo(dev, CL_DEVICE_IMAGE2D_MAX_WIDTH, sizeof w, &w, NULL);
             clGetDeviceInfo(dev, CL_DEVICE_IMAGE2D_MAX_HEIGHT, sizeof h, &h, NULL);
+            clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+            clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lmem, &lmem, NULL);
+            clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
             test_image_limits(&w, &h);
-            v[0] = (uint32_t)w;
-            v[1] = (uint32_t)h;
+            v.max_width = clamp32(w);
+            v.max_height = clamp32(h);
+            v.max_work_group_size = clamp32(wg);
+            v.local_mem_size = lmem;
+            v.compute_units = cu;
+            v.wg_multiple = preferred_multiple(pl, dev);
         }
-        ssize_t wr = write(p[1], v, sizeof v);
+        ssize_t wr = write(p[1], &v, sizeof v);
         _exit(wr == (ssize_t)sizeof v ? 0 : 1);
     }
     close(p[1]);
-    uint32_t v[2] = {0, 0};
-    ssize_t n = read(p[0], v, sizeof v);
+    tetherd_cl_limits v;
+    memset(&v, 0, sizeof v);
+    ssize_t n = read(p[0], &v, sizeof v);
     close(p[0]);
     int st;
     waitpid(pid, &st, 0);
-    if (n != (ssize_t)sizeof v || v[0] == 0 || v[1] == 0) {
+    if (n != (ssize_t)sizeof v || v.max_width == 0 || v.max_height == 0) {
         return -1;
     }
-    *max_width = v[0];
-    *max_height = v[1];
+    *out = v;
     return 0;
 }
 

@@ -20,9 +20,19 @@ typedef struct tetherd_cl tetherd_cl;
 typedef struct tetherd_cl_mem tetherd_cl_mem; /* an image or a buffer */
 typedef struct tetherd_cl_program tetherd_cl_program;
 
+/* What HELLO reports of the OpenCL device (docs/rpc.md). */
+typedef struct tetherd_cl_limits {
+    uint32_t max_width, max_height; /* CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT (or the test aid's) */
+    uint32_t max_work_group_size;   /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    uint32_t wg_multiple;           /* CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE of a trivial
+                                       kernel; 32 when it cannot be had */
+    uint64_t local_mem_size;        /* CL_DEVICE_LOCAL_MEM_SIZE, bytes */
+    uint32_t compute_units;         /* CL_DEVICE_MAX_COMPUTE_UNITS */
+} tetherd_cl_limits;
+
 /* Probes the first OpenCL device in a short-lived child process (so the daemon itself never
- * initialises OpenCL before forking). 0 and the image limits when a device exists. */
-int tetherd_cl_probe(uint32_t *max_width, uint32_t *max_height);
+ * initialises OpenCL before forking). 0 and the device's limits when a device exists. */
+int tetherd_cl_probe(tetherd_cl_limits *out);
 
 int tetherd_cl_open(tetherd_cl **out);
 void tetherd_cl_close(tetherd_cl *cl);

@@ -70,6 +70,10 @@ static int on_hello(void *ctx, const tether_rpc_msg *req, tether_rpc_msg *rep) {
         r->opencl = true;
         r->image_max_width = s->cfg->cl_max_width;
         r->image_max_height = s->cfg->cl_max_height;
+        r->cl_max_work_group_size = s->cfg->cl_max_work_group_size;
+        r->cl_wg_multiple = s->cfg->cl_wg_multiple;
+        r->cl_local_mem_size = s->cfg->cl_local_mem_size;
+        r->cl_compute_units = s->cfg->cl_compute_units;
     }
     if (s->cfg->npools == 0) {
         r->num_pools = 1;

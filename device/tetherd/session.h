@@ -53,6 +53,10 @@ typedef struct tetherd_config {
     int verbose;              /* -1 quiet, 0 normal, 1 verbose */
     uint32_t cl_max_width;    /* OpenCL image limits; 0 = no OpenCL layer */
     uint32_t cl_max_height;
+    uint32_t cl_max_work_group_size; /* the OpenCL device's work limits, for HELLO (0 = none) */
+    uint32_t cl_wg_multiple;
+    uint64_t cl_local_mem_size;
+    uint32_t cl_compute_units;
     /* Named memory pools (--pool NAME[:SIZE]), listed in HELLO; ALLOC in a pool not listed is
      * refused. npools 0 = one pool "dram" without its own limit. A pool's capacity (0 = none)
      * bounds the bytes a session holds in it; every allocation also counts to max_alloc. */

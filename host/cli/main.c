@@ -239,6 +239,12 @@ static int print_info(const tether_device_info *d, int json, const char *json_fi
     info_bool(&o, "opencl", d->opencl);
     info_num(&o, "image max width", NULL, d->opencl, d->image_max_width);
     info_num(&o, "image max height", NULL, d->opencl, d->image_max_height);
+    info_num(&o, "max work group size", NULL, d->opencl && d->cl_max_work_group_size,
+             d->cl_max_work_group_size);
+    info_num(&o, "work group multiple", NULL, d->opencl && d->cl_wg_multiple, d->cl_wg_multiple);
+    info_num(&o, "local memory", "bytes", d->opencl && d->cl_local_mem_size,
+             (double)d->cl_local_mem_size);
+    info_num(&o, "compute units", NULL, d->opencl && d->cl_compute_units, d->cl_compute_units);
     info_num(&o, "ram", "bytes", d->ram_size != 0, (double)d->ram_size);
     info_num(&o, "array heap", "bytes", d->heap_size != 0, (double)d->heap_size);
     info_num(&o, "call stack", "bytes", d->stack_size != 0, (double)d->stack_size);

@@ -1,8 +1,9 @@
 /*
  * Compile for the device a session talks to (tether/device_compile.h): the choices taken from
- * the device's HELLO (target and CPU, pool sizes, image limits), the MCU link against the board's
- * firmware.json, the loader that uploads what the device runs, and tether_compile_for_device,
- * which does all of it. The one home of these steps: the CLI (run, bench, ab, tune, compile
+ * the device's HELLO (target and CPU, pool sizes, image limits, OpenCL work limits), the MCU link
+ * against the board's firmware.json, the loader that uploads what the device runs, and
+ * tether_compile_for_device, which does all of it. The one home of these steps: the CLI (run,
+ * bench, ab, tune, compile
  * --device/--upload, upload of .o/.a) and the Python package call into this file.
  *
  * What must stay true: nothing is uploaded to a device that cannot run it (a shared object to an
@@ -71,6 +72,25 @@ int tether_device_compile_resolve(const tether_device_info *d, tether_device_com
             !c->opencl.image_max_height) {
             c->opencl.image_max_width = d->image_max_width;
             c->opencl.image_max_height = d->image_max_height;
+        }
+        /* the kernels sized by the device's work limits (HELLO; 0 from a device that does not
+         * report one keeps the compiler's default), each unless the caller set it */
+        if (!c->opencl.max_work_group_size) {
+            c->opencl.max_work_group_size =
+                (int)(d->cl_max_work_group_size > INT32_MAX ? INT32_MAX
+                                                            : d->cl_max_work_group_size);
+        }
+        if (!c->opencl.wg_multiple) {
+            c->opencl.wg_multiple =
+                (int)(d->cl_wg_multiple > INT32_MAX ? INT32_MAX : d->cl_wg_multiple);
+        }
+        if (!c->opencl.local_mem_size) {
+            c->opencl.local_mem_size =
+                (int64_t)(d->cl_local_mem_size > INT64_MAX ? INT64_MAX : d->cl_local_mem_size);
+        }
+        if (!c->opencl.compute_units) {
+            c->opencl.compute_units =
+                (int)(d->cl_compute_units > INT32_MAX ? INT32_MAX : d->cl_compute_units);
         }
         o->resolved = 1;
         return 0;

@@ -405,6 +405,10 @@ static int hello(tether_session *s) {
     d->stack_size = h->stack_size;
     d->boot_count = h->boot_count;
     d->exports_id = h->exports_id;
+    d->cl_max_work_group_size = h->cl_max_work_group_size;
+    d->cl_wg_multiple = h->cl_wg_multiple;
+    d->cl_local_mem_size = h->cl_local_mem_size;
+    d->cl_compute_units = h->cl_compute_units;
     uint32_t mf = h->max_frame < s->t.max_frame ? h->max_frame : s->t.max_frame;
     s->chunk = tether_rpc_chunk_max(mf);
     if (s->chunk == 0) {

@@ -17,7 +17,7 @@ static int body_fields(uint32_t type) {
     bool reply = (type & TETHER_RPC_REPLY) && type != TETHER_RPC_ERROR;
     switch (type & ~TETHER_RPC_REPLY) {
     case TETHER_RPC_HELLO:
-        return reply ? 27 : 4;
+        return reply ? 31 : 4;
     case TETHER_RPC_AUTH:
         return reply ? 0 : 1;
     case TETHER_RPC_UPLOAD:
@@ -61,7 +61,7 @@ static int body_fields(uint32_t type) {
 /* Fields a decoder requires: the optional trailing fields (docs/rpc.md) may be absent. */
 static int required_fields(uint32_t type) {
     if (type == (TETHER_RPC_HELLO | TETHER_RPC_REPLY)) {
-        return 17; /* board ... exports_id, cpu, cpu_features, pool_sizes, link optional */
+        return 17; /* board ... exports_id, cpu, cpu_features, pool_sizes, link, cl_* optional */
     }
     if (type == TETHER_RPC_HELLO) {
         return 3; /* link optional */
@@ -250,6 +250,10 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
             E_U(h->pool_sizes[i]);
         }
         E_U(h->link);
+        E_U(h->cl_max_work_group_size);
+        E_U(h->cl_wg_multiple);
+        E_U(h->cl_local_mem_size);
+        E_U(h->cl_compute_units);
         break;
     }
     case TETHER_RPC_AUTH:
@@ -791,6 +795,18 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
         }
         if (present > 26) {
             h->link = (uint32_t)d_uint(d, "link", UINT32_MAX);
+        }
+        if (present > 27) {
+            h->cl_max_work_group_size = (uint32_t)d_uint(d, "cl_max_work_group_size", UINT32_MAX);
+        }
+        if (present > 28) {
+            h->cl_wg_multiple = (uint32_t)d_uint(d, "cl_wg_multiple", UINT32_MAX);
+        }
+        if (present > 29) {
+            h->cl_local_mem_size = d_uint(d, "cl_local_mem_size", UINT64_MAX);
+        }
+        if (present > 30) {
+            h->cl_compute_units = (uint32_t)d_uint(d, "cl_compute_units", UINT32_MAX);
         }
         break;
     }

@@ -234,6 +234,23 @@ static void test_decode_noncanonical(void **state) {
         assert_int_equal(m.u.hello_rep.pool_sizes[1], 0);
         assert_true(tether_rpc_str_eq(m.u.hello_rep.cpu_features, "avx2 fma"));
     }
+    /* ... and one of a device from before the OpenCL work limits (29 fields): they read 0 */
+    n = hex_decode("dc001d410101b27468756d6276376d2d6e6f6e652d65616269a9636f727465782d6d33c320cd"
+                   "020001ce017d78400192a47372616da46472616dc20000ce20010000ce00010000c3c4200102"
+                   "030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20aa6d7073322d616e"
+                   "333835ce00070400ce00040000cd3fe003ce1234abcda97838362d36342d7633a86176783220"
+                   "666d6192ce000400000001",
+                   expect, sizeof expect);
+    for (int c = 0; c < 2; c++) {
+        tether_rpc_msg m;
+        assert_int_equal(decoders[c](expect, (size_t)n, &m), 0);
+        assert_int_equal(m.u.hello_rep.link, 1);
+        assert_int_equal(m.u.hello_rep.pool_sizes[0], 262144);
+        assert_int_equal(m.u.hello_rep.cl_max_work_group_size, 0);
+        assert_int_equal(m.u.hello_rep.cl_wg_multiple, 0);
+        assert_int_equal(m.u.hello_rep.cl_local_mem_size, 0);
+        assert_int_equal(m.u.hello_rep.cl_compute_units, 0);
+    }
     n = hex_decode("954c0c00ce0001e240cd04b0", expect, sizeof expect);
     for (int c = 0; c < 2; c++) {
         tether_rpc_msg m;

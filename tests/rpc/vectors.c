@@ -53,6 +53,10 @@ static void hello_rep(tether_rpc_msg *m) {
     h->cpu_features = tether_rpc_str_c("avx2 fma");
     h->pool_sizes[0] = 262144; /* sram; dram: 0 = no limit */
     h->link = TETHER_RPC_LINK_UART2;
+    h->cl_max_work_group_size = 1024;
+    h->cl_wg_multiple = 32;
+    h->cl_local_mem_size = 65536;
+    h->cl_compute_units = 132;
 }
 static void auth_req(tether_rpc_msg *m) {
     m->type = TETHER_RPC_AUTH;
@@ -478,7 +482,11 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
                x->ram_size == y->ram_size && x->heap_size == y->heap_size &&
                x->stack_size == y->stack_size && x->boot_count == y->boot_count &&
                x->exports_id == y->exports_id && str_equal(x->cpu, y->cpu) &&
-               str_equal(x->cpu_features, y->cpu_features) && x->link == y->link;
+               str_equal(x->cpu_features, y->cpu_features) && x->link == y->link &&
+               x->cl_max_work_group_size == y->cl_max_work_group_size &&
+               x->cl_wg_multiple == y->cl_wg_multiple &&
+               x->cl_local_mem_size == y->cl_local_mem_size &&
+               x->cl_compute_units == y->cl_compute_units;
     }
     case TETHER_RPC_AUTH:
         return bytes_equal(a->u.auth_req.mac, b->u.auth_req.mac);

@@ -111,7 +111,7 @@ int tether__compile_graph_opencl(tether_ir_graph *g, const char *out_dir,
         free(meta);
         return rc;
     }
-    char *rep = tether__report_json_opencl(g, res, &cg, o->opencl.texture_weights, variant);
+    char *rep = tether__report_json_opencl(g, res, &cg, &oo, variant);
     if (!rep) {
         rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory writing the report");
     }

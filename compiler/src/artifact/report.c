@@ -124,8 +124,9 @@ char *tether__report_json_c(const tether_ir_graph *g, const tether_compile_optio
 }
 
 char *tether__report_json_opencl(const tether_ir_graph *g, const tether_compile_result *res,
-                                 const tether_opencl_output *cg, bool texture,
+                                 const tether_opencl_output *cg, const tether_opencl_options *oo,
                                  bool buffer_variant) {
+    bool texture = oo->texture_weights;
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "format", "tether-report");
     cJSON_AddStringToObject(r, "model", g->name);
@@ -148,6 +149,22 @@ char *tether__report_json_opencl(const tether_ir_graph *g, const tether_compile_
     cJSON_AddNumberToObject(r, "params_bytes", (double)cg->params_bytes);
     cJSON *ws = cJSON_AddObjectToObject(r, "workspace");
     cJSON_AddNumberToObject(ws, TETHER_WORKSPACE_POOL, (double)cg->workspace_size);
+    tether__ocl_limits lim; /* what the kernels were sized by, and which are defaults */
+    tether__ocl_limits_get(oo, &lim);
+    cJSON *dl = cJSON_AddObjectToObject(r, "device_limits");
+    cJSON_AddNumberToObject(dl, "max_work_group_size", (double)lim.max_work_group_size);
+    cJSON_AddNumberToObject(dl, "wg_multiple", (double)lim.wg_multiple);
+    cJSON_AddNumberToObject(dl, "local_mem_size", (double)lim.local_mem_size);
+    cJSON_AddNumberToObject(dl, "compute_units", (double)lim.compute_units);
+    cJSON *defs = cJSON_AddArrayToObject(dl, "defaults");
+    for (int i = 0; i < 4; i++) {
+        if (lim.defaulted & (1u << i)) {
+            cJSON_AddItemToArray(defs, cJSON_CreateString(tether__ocl_limit_name(i)));
+        }
+    }
+    char ltext[300];
+    tether__ocl_limits_text(&lim, ltext, sizeof ltext);
+    cJSON_AddStringToObject(dl, "text", ltext);
     cJSON_AddBoolToObject(r, "built", false);
     char *text = cJSON_Print(r);
     cJSON_Delete(r);
@@ -198,6 +215,10 @@ int tether_report_print(FILE *out, const char *artifact_dir) {
                     "  %-26s %12.0f  (%.0f activations, %.0f over the image limits as "
                     "buffers)\n",
                     label, num(tx, "bytes"), num(tx, "tensors"), num(tx, "fallbacks"));
+        }
+        const cJSON *dl = cJSON_GetObjectItemCaseSensitive(r, "device_limits");
+        if (cJSON_IsObject(dl)) {
+            fprintf(out, "  device limits: %s\n", str(dl, "text"));
         }
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "buffer_variant"))) {
             fprintf(out, "  %-26s %12s  (for a device whose image limits the images exceed)\n",

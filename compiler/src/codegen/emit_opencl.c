@@ -984,6 +984,11 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
                         "work-items that do work. Memory objects m<i> are metadata.json's "
                         "memory[i].\n */\n",
                         P, tether__cg_comment_text(g->name), e.nsteps);
+    tether__ocl_limits lim;
+    char ltext[300];
+    tether__ocl_limits_get(o, &lim);
+    tether__ocl_limits_text(&lim, ltext, sizeof ltext);
+    tether__sbuf_printf(&src, "/* Device limits the kernels are sized by: %s. */\n", ltext);
     if (o->fp16) {
         tether__sbuf_puts(&src, "/* --precision fp16: the workspace, the params buffer and the "
                                 "images hold half,\n * read with vload_half and written with "

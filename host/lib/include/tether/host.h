@@ -99,6 +99,12 @@ typedef struct tether_device_info {
     uint32_t exports_id;    /* MCU: identity of the firmware's exported symbols (firmware.json) */
     char cpu[128];          /* the -march value for this CPU ("x86-64-v4"); "" = baseline */
     char cpu_features[256]; /* its ISA extensions, space separated; "" = not reported */
+    /* The OpenCL device's work limits (0 = no OpenCL, or a device that does not report them):
+     * what compiling for it with --backend opencl sizes the kernels by (tether_opencl_options). */
+    uint32_t cl_max_work_group_size; /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    uint32_t cl_wg_multiple;         /* preferred work-group size multiple */
+    uint64_t cl_local_mem_size;      /* CL_DEVICE_LOCAL_MEM_SIZE, bytes */
+    uint32_t cl_compute_units;       /* CL_DEVICE_MAX_COMPUTE_UNITS */
 } tether_device_info;
 
 typedef struct tether_remote_func {

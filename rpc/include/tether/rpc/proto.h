@@ -158,6 +158,12 @@ typedef struct tether_rpc_hello_rep {
     uint64_t pool_sizes[TETHER_RPC_MAX_POOLS]; /* bytes of pools[i] (0 = not reported / no
                                                   limit); encoded with as many entries as pools */
     uint32_t link; /* TETHER_RPC_LINK_* the device takes and uses from now on (0 = none) */
+    /* The OpenCL device's work limits (0 = no OpenCL / not reported): what `tether compile
+     * --backend opencl` sizes its kernels by (docs/rpc.md, docs/codegen.md "GPU kernels"). */
+    uint32_t cl_max_work_group_size; /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    uint32_t cl_wg_multiple;         /* CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE */
+    uint64_t cl_local_mem_size;      /* CL_DEVICE_LOCAL_MEM_SIZE, bytes */
+    uint32_t cl_compute_units;       /* CL_DEVICE_MAX_COMPUTE_UNITS */
 } tether_rpc_hello_rep;
 
 typedef struct tether_rpc_auth_req {
