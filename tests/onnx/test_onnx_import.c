@@ -658,7 +658,7 @@ static void test_shape_computations(void **state) {
     Onnx__NodeProto *tk = mb_node(&b, "TopK", "topk_rt", "x,k", "y,yi");
     mb_attr_i(&b, tk, "axis", 1);
     mb_node(&b, "Size", "size_rt", "x", "k0");
-    mb_node(&b, "Neg", "neg_rt", "k0", "k");
+    mb_node(&b, "Sign", "sign_rt", "k0", "k");
     expect_error(&b, TETHER_ERR_UNSUPPORTED, "input 1 ('k') must be constant");
     mb_free(&b);
     /* grouped conv, auto_pad SAME_LOWER, stride 2: out = ceil(6/2) = 3, total pad 1 */
@@ -939,6 +939,7 @@ int main(void) {
         cmocka_unit_test(test_allocation_bounds),
         cmocka_unit_test(test_onnx_layers),
         cmocka_unit_test(test_onnx_control_flow),
+        cmocka_unit_test(test_onnx_misc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
