@@ -207,4 +207,7 @@ void tether__c_data(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_quant_body(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_quant_helpers(const em *e, tether__sbuf *out);
 
+/* emit_c_reduce.c: a reduction on any type but float32. */
+void tether__c_reduce_typed(em *e, const tether_ir_node *nd, const kargs *k);
+
 #endif /* TETHER_CODEGEN_EMIT_C_INTERNAL_H */
