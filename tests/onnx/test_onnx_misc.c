@@ -71,6 +71,135 @@ static void test_fold_neg_abs(void **state) {
     mb_free(&b);
 }
 
+#define TRAIN "ai.onnx.preview.training"
+
+/* A model of one training-domain node: inputs R (scalar float), T (scalar int64) and the float
+ * [3] tensors named in `tensors`; its opset_import names only the training domain. */
+static void train_model(mb *b, const char *op, const char *tensors, const char *outs) {
+    mb_init(b, 1);
+    b->opset.domain = (char *)TRAIN;
+    int64_t three = 3;
+    mb_input(b, "R", F, 0, NULL);
+    mb_input(b, "T", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0, NULL);
+    char names[128], all[160];
+    snprintf(names, sizeof names, "%s", tensors);
+    for (char *p = strtok(names, ","); p; p = strtok(NULL, ",")) {
+        mb_input(b, p, F, 1, &three);
+    }
+    snprintf(all, sizeof all, "R,T,%s", tensors);
+    Onnx__NodeProto *n = mb_node(b, op, "opt", all, outs);
+    mb_domain(b, n, TRAIN);
+    snprintf(names, sizeof names, "%s", outs);
+    for (char *p = strtok(names, ","); p; p = strtok(NULL, ",")) {
+        mb_output(b, p, F);
+    }
+}
+
+static void run_train(mb *b, const float *r, const int64_t *t, const float *const *in, int nin,
+                      float (*out)[3], int nout) {
+    tether_ir_graph g;
+    if (load(b, NULL, &g)) {
+        fail_msg("%s", tether_error_detail());
+    }
+    const void *ins[8] = {r, t};
+    void *outs[8];
+    for (int i = 0; i < nin; i++) {
+        ins[2 + i] = in[i];
+    }
+    for (int i = 0; i < nout; i++) {
+        outs[i] = out[i];
+    }
+    if (tether_interp_run_typed(&g, ins, outs)) {
+        fail_msg("%s", tether_last_error());
+    }
+    tether_ir_close(&g);
+}
+
+static void close3(const float *got, const double *want) {
+    for (int i = 0; i < 3; i++) {
+        if (fabs((double)got[i] - want[i]) > 1e-6 + 1e-5 * fabs(want[i])) {
+            fail_msg("element %d: %.8g vs %.8g", i, (double)got[i], want[i]);
+        }
+    }
+}
+
+/* Adam, Momentum (nesterov) and Adagrad at T = 3, where the bias correction, beta's adjustment
+ * and the decay act (the node suite has T = 0 only), against the ONNX formulas in double. */
+static void test_training_ops(void **state) {
+    (void)state;
+    const float r = 0.1f, x[3] = {1.0f, -2.0f, 0.5f}, gr[3] = {-1.0f, 0.25f, 2.0f},
+                v[3] = {2.0f, 0.5f, -1.0f}, h[3] = {0.5f, 1.5f, 0.25f};
+    const int64_t t = 3;
+    const float *in[4] = {x, gr, v, h};
+    float out[3][3];
+    mb b;
+    /* Adam: alpha 0.95, beta 0.85, epsilon 1e-2, norm_coefficient 1e-3, post 0.1 */
+    train_model(&b, "Adam", "X,G,V,H", "X_new,V_new,H_new");
+    Onnx__NodeProto *n = b.nodes[0];
+    mb_attr_f(&b, n, "alpha", 0.95f);
+    mb_attr_f(&b, n, "beta", 0.85f);
+    mb_attr_f(&b, n, "epsilon", 1e-2f);
+    mb_attr_f(&b, n, "norm_coefficient", 1e-3f);
+    mb_attr_f(&b, n, "norm_coefficient_post", 0.1f);
+    run_train(&b, &r, &t, in, 4, out, 3);
+    double a = 0.95f, be = 0.85f, eps = 1e-2f, nc = 1e-3f, post = 0.1f, wx[3], wv[3], wh[3];
+    double radj = r * sqrt(1 - pow(be, 3)) / (1 - pow(a, 3));
+    for (int i = 0; i < 3; i++) {
+        double g = nc * x[i] + gr[i];
+        wv[i] = a * v[i] + (1 - a) * g;
+        wh[i] = be * h[i] + (1 - be) * g * g;
+        wx[i] = (1 - post) * (x[i] - radj * (wv[i] / (sqrt(wh[i]) + eps)));
+    }
+    close3(out[0], wx);
+    close3(out[1], wv);
+    close3(out[2], wh);
+    mb_free(&b);
+    /* Momentum, nesterov: alpha 0.9, beta 0.5 (T > 0: beta applies) */
+    train_model(&b, "Momentum", "X,G,V", "X_new,V_new");
+    n = b.nodes[0];
+    mb_attr_f(&b, n, "alpha", 0.9f);
+    mb_attr_f(&b, n, "beta", 0.5f);
+    mb_attr_f(&b, n, "norm_coefficient", 0.01f);
+    mb_attr_s(&b, n, "mode", "nesterov");
+    run_train(&b, &r, &t, in, 3, out, 2);
+    a = 0.9f;
+    be = 0.5f;
+    nc = 0.01f;
+    for (int i = 0; i < 3; i++) {
+        double g = nc * x[i] + gr[i];
+        wv[i] = a * v[i] + be * g;
+        wx[i] = x[i] - r * (g + a * wv[i]);
+    }
+    close3(out[0], wx);
+    close3(out[1], wv);
+    /* an unknown mode is refused naming it */
+    b.nodes[0]->n_attribute = 3;
+    mb_attr_s(&b, n, "mode", "heavy_ball");
+    expect_error(&b, TETHER_ERR_UNSUPPORTED, "node 'opt' (Momentum): mode 'heavy_ball'");
+    mb_free(&b);
+    /* Adagrad: decay_factor 0.5, epsilon 1e-3 */
+    const float *in2[3] = {x, gr, h};
+    train_model(&b, "Adagrad", "X,G,H", "X_new,H_new");
+    n = b.nodes[0];
+    mb_attr_f(&b, n, "decay_factor", 0.5f);
+    mb_attr_f(&b, n, "epsilon", 1e-3f);
+    run_train(&b, &r, &t, in2, 3, out, 2);
+    double rr = r / (1 + 3 * 0.5);
+    for (int i = 0; i < 3; i++) {
+        wh[i] = h[i] + (double)gr[i] * gr[i];
+        wx[i] = x[i] - rr * gr[i] / (sqrt(wh[i]) + (double)1e-3f);
+    }
+    close3(out[0], wx);
+    close3(out[1], wh);
+    /* a default-domain node in a model whose opset_import lacks that domain */
+    mb_node(&b, "Relu", "relu", "X_new", "y");
+    expect_error(&b, TETHER_ERR_INVALID_ARG,
+                 "opset_import has no entry for the default ONNX domain, which node 'relu' "
+                 "(Relu) is in");
+    mb_free(&b);
+}
+
 void test_onnx_misc(void **state) {
     test_fold_neg_abs(state);
+    test_training_ops(state);
 }

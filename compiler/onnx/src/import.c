@@ -267,6 +267,19 @@ static int import_model(timport *c) {
         } else if (m->n_opset_import == 0) {
             return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
                               "no opset_import: not an ONNX model, or a truncated one");
+        } else if (m->graph) {
+            /* only other domains (a training-domain model): fine while no node needs the
+             * default domain; the opset then only bounds the table rows of those domains */
+            for (size_t i = 0; i < m->graph->n_node; i++) {
+                const char *d = S(m->graph->node[i]->domain);
+                if (!d[0] || strcmp(d, "ai.onnx") == 0) {
+                    return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                                      "opset_import has no entry for the default ONNX domain, "
+                                      "which node '%s' (%s) is in",
+                                      S(m->graph->node[i]->name), S(m->graph->node[i]->op_type));
+                }
+            }
+            opset = TETHER_ONNX_OPSET_MAX;
         } else {
             return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
                               "opset_import has no entry for the default ONNX domain");

@@ -293,4 +293,9 @@ static inline bool has_input(const Onnx__NodeProto *n, int i) {
     return i < (int)n->n_input && S(n->input[i])[0];
 }
 
+/* convert_train.c: the ai.onnx.preview.training operators (Adagrad, Adam, Momentum); NULL for
+ * another domain or operator. */
+const op_def *tonnx_train_op_find(const char *domain, const char *op_type);
+int tonnx_train_arity(const op_def *d, tonnx_arity *out);
+
 #endif /* TETHER_ONNX_IMPORT_H */

@@ -636,7 +636,8 @@ static const arity_def arities[] = {
 };
 
 int tonnx_op_arity(const op_def *d, int opset, tonnx_arity *out) {
-    if (tonnx_custom_arity(d, out) == TETHER_OK || tonnx_ms_arity(d, out) == TETHER_OK) {
+    if (tonnx_custom_arity(d, out) == TETHER_OK || tonnx_ms_arity(d, out) == TETHER_OK ||
+        tonnx_train_arity(d, out) == TETHER_OK) {
         return TETHER_OK;
     }
     const arity_def *found = NULL;
@@ -665,6 +666,9 @@ int tonnx_op_arity(const op_def *d, int opset, tonnx_arity *out) {
 const op_def *tonnx_op_find(const char *domain, const char *op_type) {
     if (domain && strcmp(domain, "com.microsoft") == 0 && tonnx_ms_op_find(op_type)) {
         return tonnx_ms_op_find(op_type); /* ONNX Runtime's quantized operators */
+    }
+    if (tonnx_train_op_find(domain, op_type)) {
+        return tonnx_train_op_find(domain, op_type); /* ai.onnx.preview.training */
     }
     if (domain && domain[0] && strcmp(domain, "ai.onnx") != 0) {
         return tonnx_custom_find(domain, op_type); /* the --custom-ops registry (custom.c) */
