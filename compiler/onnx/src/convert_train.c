@@ -100,7 +100,8 @@ static int groups_of(timport *c, const Onnx__NodeProto *n, int groups, int outs,
         if (rc) {
             return rc;
         }
-        const tether_ir_tensor *xt = &c->g->tensors[x];
+        tether_ir_tensor xv = c->g->tensors[x]; /* a copy: the array moves as tensors are added */
+        const tether_ir_tensor *xt = &xv;
         if (xt->dtype.code != kDLFloat && xt->dtype.code != kDLBfloat) {
             return tonnx_fail(c, TETHER_ERR_UNSUPPORTED, "input '%s' is not floating point",
                               S(n->input[2 + i]));

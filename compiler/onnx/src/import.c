@@ -94,6 +94,9 @@ int tonnx_convert_nodes(timport *c, const int *order) {
             rc = out < 0 || in < 0
                      ? tonnx_fail(c, TETHER_ERR_INVALID_ARG, "needs one named input and output")
                      : alias_output(c, out, in);
+            if (!rc && d->op_type[0] == 'D' && n->n_output > 1 && S(n->output[1])[0]) {
+                rc = tonnx_dropout_mask(c, n); /* all true (convert_misc.c) */
+            }
         } else {
             rc = d->fn(c, n);
         }

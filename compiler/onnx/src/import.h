@@ -298,4 +298,10 @@ static inline bool has_input(const Onnx__NodeProto *n, int i) {
 const op_def *tonnx_train_op_find(const char *domain, const char *op_type);
 int tonnx_train_arity(const op_def *d, tonnx_arity *out);
 
+/* convert_misc.c: Pad's edge/reflect/wrap modes (x padded into y), Dropout's mask output,
+ * BatchNormalization with training_mode 1. */
+int tonnx_pad_mode(timport *c, int x, int y, const int64_t *pads, int cnt, const char *mode);
+int tonnx_dropout_mask(timport *c, const Onnx__NodeProto *n);
+int tonnx_batch_norm_training(timport *c, const Onnx__NodeProto *n);
+
 #endif /* TETHER_ONNX_IMPORT_H */

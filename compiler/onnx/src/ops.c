@@ -104,8 +104,9 @@ static const char *check_pad(timport *c, const Onnx__NodeProto *n, int node, cha
     (void)c;
     (void)node;
     char v[32];
-    if (strcmp(string_attr(n, "mode", "constant", v, sizeof v), "constant") != 0) {
-        snprintf(buf, size, "mode '%s' (only constant)", v);
+    string_attr(n, "mode", "constant", v, sizeof v);
+    if (strcmp(v, "constant") && strcmp(v, "edge") && strcmp(v, "reflect") && strcmp(v, "wrap")) {
+        snprintf(buf, size, "mode '%s' (constant, edge, reflect or wrap)", v);
         return buf;
     }
     return NULL;
@@ -142,13 +143,14 @@ static const char *check_batch_norm(timport *c, const Onnx__NodeProto *n, int no
     (void)size;
     const Onnx__AttributeProto *tm = tonnx_attr(n, "training_mode");
     const Onnx__AttributeProto *sp = tonnx_attr(n, "spatial");
-    if (tm && tm->i != 0) {
+    if (tm && tm->i != 0 && c->opset < 14) {
         return "training_mode 1";
     }
     if (sp && sp->i != 1) {
         return "spatial 0";
     }
-    for (int i = 1; i < 5; i++) {
+    /* training_mode 1 (opset 14+) gives the running mean/var (outputs 1, 2: convert_misc.c) */
+    for (int i = tm && tm->i != 0 ? 3 : 1; i < 5; i++) {
         if (tonnx_output_used(c, node, i)) {
             return "the training outputs (running mean/var)";
         }
@@ -170,18 +172,32 @@ static const char *check_layer_norm(timport *c, const Onnx__NodeProto *n, int no
 
 static const char *check_dropout(timport *c, const Onnx__NodeProto *n, int node, char *buf,
                                  size_t size) {
-    (void)n;
-    (void)buf;
-    (void)size;
-    if (tonnx_output_used(c, node, 1)) {
-        return "the mask output";
-    }
+    (void)node;
+    /* the mask output is all true in inference and in training with ratio 0 (convert_misc.c) */
     if (has_input(n, 2)) {
         int vi = tonnx_find(c, S(n->input[2]));
         const hconst *k = vi >= 0 ? c->v[vi].k : NULL;
-        if (!k || k->count != 1 ||
-            (k->is_int ? ((const int64_t *)k->data)[0] : ((const float *)k->data)[0]) != 0) {
-            return "training_mode (only inference)";
+        if (!k || k->count != 1) {
+            return "training_mode computed at run time (it must be known at import time)";
+        }
+        if ((k->is_int ? ((const int64_t *)k->data)[0] : ((const float *)k->data)[0]) != 0) {
+            int ri = has_input(n, 1) ? tonnx_find(c, S(n->input[1])) : -1;
+            const hconst *r = ri >= 0 ? c->v[ri].k : NULL;
+            double ratio = !r              ? 0.5
+                           : r->count != 1 ? -1
+                           : r->is_int     ? (double)((const int64_t *)r->data)[0]
+                                           : (double)((const float *)r->data)[0];
+            if (ri >= 0 && !r) {
+                return "training_mode 1 with a ratio computed at run time";
+            }
+            if (ratio != 0) {
+                snprintf(buf, size,
+                         "training_mode 1 with ratio %g: a random mask cannot be reproduced "
+                         "(the reference draws it from numpy's generator; only ratio 0, where "
+                         "the mask is all true, is deterministic)",
+                         ratio);
+                return buf;
+            }
         }
     }
     return NULL;
