@@ -199,7 +199,129 @@ static void test_training_ops(void **state) {
     mb_free(&b);
 }
 
+/* Where output index j of a padded axis (n long, pb before) reads from, as numpy's np.pad. */
+static int64_t pad_src(const char *mode, int64_t j, int64_t n, int64_t pb) {
+    int64_t i = j - pb;
+    if (!strcmp(mode, "edge") || (n == 1 && !strcmp(mode, "reflect"))) {
+        return i < 0 ? 0 : i >= n ? n - 1 : i;
+    }
+    int64_t p = !strcmp(mode, "wrap") ? n : 2 * n - 2;
+    i = ((i % p) + p) % p;
+    return i < n ? i : p - i; /* reflect: the way back */
+}
+
+/* Pad x [3, 4] in every mode with pads larger than the axes (reflect and wrap repeat), compared
+ * with np.pad's index mapping; pads (0, 0) on an axis and an all-zero pad (a copy). */
+static void test_pad_modes(void **state) {
+    (void)state;
+    static const char *const modes[] = {"edge", "reflect", "wrap"};
+    static const int64_t cases[][4] = {{2, 1, 5, 7}, {0, 0, 3, 0}, {4, 3, 0, 0}, {0, 0, 0, 0}};
+    float x[12];
+    for (int i = 0; i < 12; i++) {
+        x[i] = (float)(i * 3 % 7) - 2.0f;
+    }
+    for (int m = 0; m < 3; m++) {
+        for (int k = 0; k < 4; k++) {
+            const int64_t *pd = cases[k]; /* begin0, begin1, end0, end1 */
+            mb b;
+            mb_init(&b, 13);
+            int64_t xs[2] = {3, 4}, four = 4;
+            mb_input(&b, "x", F, 2, xs);
+            mb_init_tensor(&b, mb_tensor_i64(&b, "pads", 1, &four, pd));
+            Onnx__NodeProto *n = mb_node(&b, "Pad", "pad", "x,pads", "y");
+            mb_attr_s(&b, n, "mode", modes[m]);
+            mb_output(&b, "y", F);
+            tether_ir_graph g;
+            if (load(&b, NULL, &g)) {
+                fail_msg("%s: %s", modes[m], tether_error_detail());
+            }
+            int64_t h = 3 + pd[0] + pd[2], w = 4 + pd[1] + pd[3];
+            const tether_ir_tensor *yt = &g.tensors[g.outputs[0]];
+            assert_int_equal(yt->shape[0], h);
+            assert_int_equal(yt->shape[1], w);
+            float y[16 * 16];
+            run1(&g, x, y);
+            for (int64_t i = 0; i < h; i++) {
+                for (int64_t j = 0; j < w; j++) {
+                    float want =
+                        x[pad_src(modes[m], i, 3, pd[0]) * 4 + pad_src(modes[m], j, 4, pd[1])];
+                    if (y[i * w + j] != want) {
+                        fail_msg("%s case %d: y[%lld, %lld] = %g, want %g", modes[m], k,
+                                 (long long)i, (long long)j, (double)y[i * w + j], (double)want);
+                    }
+                }
+            }
+            tether_ir_close(&g);
+            mb_free(&b);
+        }
+    }
+    /* an unknown mode and a negative pad are refused naming them */
+    mb b;
+    mb_init(&b, 13);
+    int64_t xs[2] = {3, 4}, four = 4, neg[4] = {0, -1, 0, 0};
+    mb_input(&b, "x", F, 2, xs);
+    mb_init_tensor(&b, mb_tensor_i64(&b, "pads", 1, &four, neg));
+    Onnx__NodeProto *n = mb_node(&b, "Pad", "pad", "x,pads", "y");
+    mb_attr_s(&b, n, "mode", "reflect");
+    mb_output(&b, "y", F);
+    expect_error(&b, TETHER_ERR_UNSUPPORTED,
+                 "negative pads (cropping) in mode 'reflect' on axis 1");
+    n->n_attribute = 0;
+    mb_attr_s(&b, n, "mode", "symmetric");
+    expect_error(&b, TETHER_ERR_UNSUPPORTED, "mode 'symmetric' (constant, edge, reflect or wrap)");
+    mb_free(&b);
+}
+
+/* Dropout: the mask of an inference Dropout is all true; training_mode with a ratio above 0 is
+ * refused (a random mask), with ratio 0 it is the identity and an all-true mask. */
+static void test_dropout_mask(void **state) {
+    (void)state;
+    for (int train = 0; train < 3; train++) {
+        mb b;
+        mb_init(&b, 13);
+        int64_t xs[2] = {2, 3};
+        mb_input(&b, "x", F, 2, xs);
+        float ratio = train == 2 ? 0.25f : 0.0f;
+        uint8_t tm = train ? 1 : 0;
+        mb_init_tensor(&b, mb_tensor_f(&b, "ratio", 0, NULL, &ratio, 0));
+        Onnx__TensorProto *t = mb_tensor_i64(&b, "tm", 0, NULL, &(int64_t){tm});
+        t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+        t->n_int32_data = 1;
+        t->int32_data = (int32_t[]){tm};
+        t->n_int64_data = 0;
+        mb_init_tensor(&b, t);
+        mb_node(&b, "Dropout", "drop", "x,ratio,tm", "y,mask");
+        mb_output(&b, "y", F);
+        mb_output(&b, "mask", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL);
+        if (train == 2) {
+            expect_error(&b, TETHER_ERR_UNSUPPORTED,
+                         "training_mode 1 with ratio 0.25: a random mask cannot be reproduced");
+            mb_free(&b);
+            continue;
+        }
+        tether_ir_graph g;
+        if (load(&b, NULL, &g)) {
+            fail_msg("%s", tether_error_detail());
+        }
+        float x[6] = {1, -2, 3, -4, 5, -6}, y[6];
+        uint8_t mask[6] = {0};
+        const void *in[1] = {x};
+        void *out[2] = {y, mask};
+        if (tether_interp_run_typed(&g, in, out)) {
+            fail_msg("%s", tether_last_error());
+        }
+        for (int i = 0; i < 6; i++) {
+            assert_true(y[i] == x[i]);
+            assert_int_equal(mask[i], 1);
+        }
+        tether_ir_close(&g);
+        mb_free(&b);
+    }
+}
+
 void test_onnx_misc(void **state) {
+    test_pad_modes(state);
+    test_dropout_mask(state);
     test_fold_neg_abs(state);
     test_training_ops(state);
 }
