@@ -24,6 +24,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_rnn.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_loss.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_quant.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_reduce.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_functions.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_kernels.c
@@ -39,6 +40,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_nchwc.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_schedules.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_profile.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_reduce.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/profile_meta.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_kernels.c

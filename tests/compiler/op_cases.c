@@ -18,6 +18,7 @@
 #include "op_cases_math.h"
 #include "op_cases_quant.h"
 #include "op_cases_rnn.h"
+#include "op_cases_misc.h"
 
 static void a_pad1(tether_ir_attrs *a) {
     a->pads[0] = a->pads[1] = a->pads[2] = a->pads[3] = 1;
@@ -941,7 +942,8 @@ const tt_op_case tt_op_cases[] = {
      BOTH,
      NULL},
     {"hardmax_axis1", TETHER_OP_HARDMAX, 1, {3}, {{2, 5, 3}}, 0, a_axis1, NONE, BOTH, NULL},
-    TT_QUANT_CASES /* op_cases_quant.h */
+    TT_QUANT_CASES    /* op_cases_quant.h */
+        TT_MISC_CASES /* op_cases_misc.h */
 };
 
 const size_t tt_num_op_cases = sizeof tt_op_cases / sizeof *tt_op_cases;

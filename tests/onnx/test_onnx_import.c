@@ -278,7 +278,7 @@ static void test_unsupported_list(void **state) {
     mb_input(&b, "x", F, 4, s);
     mb_node(&b, "TfIdfVectorizer", "tfidf_1", "x", "a");
     Onnx__NodeProto *p = mb_node(&b, "Pad", "pad_reflect", "a,pads", "b2");
-    mb_attr_s(&b, p, "mode", "reflect");
+    mb_attr_s(&b, p, "mode", "mirror");
     int64_t pd[8] = {0, 0, 1, 1, 0, 0, 1, 1}, pds[1] = {8};
     mb_init_tensor(&b, mb_tensor_i64(&b, "pads", 1, pds, pd));
     Onnx__NodeProto *ms = mb_node(&b, "FusedGemm", "", "b2", "c");
@@ -300,7 +300,7 @@ static void test_unsupported_list(void **state) {
     const char *want[] = {
         "m.onnx: unsupported model: 7 operators cannot be imported: ",
         "TfIdfVectorizer (node 'tfidf_1', opset 13)",
-        "Pad (node 'pad_reflect', opset 13: mode 'reflect' (only constant))",
+        "Pad (node 'pad_reflect', opset 13: mode 'mirror' (constant, edge, reflect or wrap))",
         "FusedGemm (node 'FusedGemm_2', domain 'com.microsoft' opset 1: a custom domain; give its "
         "kernels with --custom-ops FILE",
         "MaxPool (node 'pool_idx', opset 13: the Indices output)",
@@ -658,7 +658,7 @@ static void test_shape_computations(void **state) {
     Onnx__NodeProto *tk = mb_node(&b, "TopK", "topk_rt", "x,k", "y,yi");
     mb_attr_i(&b, tk, "axis", 1);
     mb_node(&b, "Size", "size_rt", "x", "k0");
-    mb_node(&b, "Neg", "neg_rt", "k0", "k");
+    mb_node(&b, "Sign", "sign_rt", "k0", "k");
     expect_error(&b, TETHER_ERR_UNSUPPORTED, "input 1 ('k') must be constant");
     mb_free(&b);
     /* grouped conv, auto_pad SAME_LOWER, stride 2: out = ceil(6/2) = 3, total pad 1 */
@@ -940,6 +940,7 @@ int main(void) {
         cmocka_unit_test(test_onnx_layers),
         cmocka_unit_test(test_onnx_control_flow),
         cmocka_unit_test(test_onnx_rnn),
+        cmocka_unit_test(test_onnx_misc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,5 +31,7 @@ void test_onnx_layers(void **state);
 void test_onnx_control_flow(void **state);
 /* test_onnx_rnn.c: RNN, GRU and LSTM attributes the node suite does not reach, by value. */
 void test_onnx_rnn(void **state);
+/* test_onnx_misc.c: shape folding of Neg/Abs, training operators, Pad modes, Dropout masks. */
+void test_onnx_misc(void **state);
 
 #endif

@@ -463,14 +463,25 @@ int tonnx_cv_pad(timport *c, const Onnx__NodeProto *n) {
     if ((rc = out0(c, &y))) {
         return rc;
     }
+    char mode[16];
+    if ((rc = tonnx_attr_string(c, "mode", "constant", mode, sizeof mode))) {
+        return rc;
+    }
+    if (strcmp(mode, "constant") != 0) { /* edge, reflect, wrap: convert_misc.c */
+        return tonnx_pad_mode(c, x, y, a.ints, cnt, mode);
+    }
     return tonnx_emit(c, NULL, TETHER_OP_PAD, &x, 1, y, &a);
 }
 
 int tonnx_cv_batch_norm(timport *c, const Onnx__NodeProto *n) {
-    (void)n;
+    int64_t training = 0;
+    int rc = tonnx_attr_int(c, "training_mode", 0, &training);
+    if (rc || training) { /* outputs the batch statistics too: convert_misc.c */
+        return rc ? rc : tonnx_batch_norm_training(c, n);
+    }
     tether_ir_attrs a;
     tether_ir_attrs_init(TETHER_OP_BATCH_NORM, &a);
-    int in[5], y, rc;
+    int in[5], y;
     if ((rc = tonnx_attr_float(c, "epsilon", 1e-5f, &a.epsilon))) {
         return rc;
     }

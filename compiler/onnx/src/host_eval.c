@@ -1,7 +1,7 @@
 /*
  * The host evaluation of ONNX shape computations (Shape, Size, Gather, Slice, Cast, Concat,
  * Constant, ConstantOfShape, Range, NonZero, Unsqueeze/Squeeze/Reshape on constants, elementwise
- * int64 arithmetic) that
+ * int64 arithmetic, Neg, Abs) that
  * exported models use to build Reshape targets: when every input of such a node is a host
  * constant, its output is a host constant too (tonnx_host_eval, called by the importer for the
  * operators whose table row has a host evaluator, ops.c).
@@ -611,6 +611,32 @@ static int host_binary(timport *c, const Onnx__NodeProto *n) {
     return set_out(c, n, 0, k);
 }
 
+/* Neg and Abs: exact in int64 (the negation of INT64_MIN is an error, never a wrapped value),
+ * float32 otherwise. */
+static int host_unary(timport *c, const Onnx__NodeProto *n) {
+    const hconst *x = in_k(c, n, 0);
+    bool neg = S(n->op_type)[0] == 'N';
+    hconst *k = tonnx_hconst_new(c, x->is_int, x->ndim, x->shape);
+    if (!k) {
+        return tether_last_status();
+    }
+    k->dt = x->dt;
+    for (size_t i = 0; i < k->count; i++) {
+        if (x->is_int) {
+            int64_t v = ((const int64_t *)x->data)[i];
+            if (v == INT64_MIN) {
+                return tonnx_fail(c, TETHER_ERR_LIMIT, "int64 overflow in %s(%lld)", S(n->op_type),
+                                  (long long)v);
+            }
+            ((int64_t *)k->data)[i] = neg ? -v : (v < 0 ? -v : v);
+        } else {
+            float v = ((const float *)x->data)[i];
+            ((float *)k->data)[i] = neg ? -v : fabsf(v);
+        }
+    }
+    return set_out(c, n, 0, k);
+}
+
 /* Size: the element count of the input (its shape is known at import time). */
 static int host_size(timport *c, const Onnx__NodeProto *n) {
     int vi = tonnx_find(c, S(n->input[0]));
@@ -738,6 +764,9 @@ int tonnx_host_eval(timport *c, const Onnx__NodeProto *n, const op_def *d) {
     }
     if (!strcmp(t, "NonZero")) {
         return host_nonzero(c, n);
+    }
+    if (!strcmp(t, "Neg") || !strcmp(t, "Abs")) {
+        return host_unary(c, n);
     }
     return host_binary(c, n);
 }

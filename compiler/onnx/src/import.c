@@ -94,6 +94,9 @@ int tonnx_convert_nodes(timport *c, const int *order) {
             rc = out < 0 || in < 0
                      ? tonnx_fail(c, TETHER_ERR_INVALID_ARG, "needs one named input and output")
                      : alias_output(c, out, in);
+            if (!rc && d->op_type[0] == 'D' && n->n_output > 1 && S(n->output[1])[0]) {
+                rc = tonnx_dropout_mask(c, n); /* all true (convert_misc.c) */
+            }
         } else {
             rc = d->fn(c, n);
         }
@@ -267,6 +270,19 @@ static int import_model(timport *c) {
         } else if (m->n_opset_import == 0) {
             return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
                               "no opset_import: not an ONNX model, or a truncated one");
+        } else if (m->graph) {
+            /* only other domains (a training-domain model): fine while no node needs the
+             * default domain; the opset then only bounds the table rows of those domains */
+            for (size_t i = 0; i < m->graph->n_node; i++) {
+                const char *d = S(m->graph->node[i]->domain);
+                if (!d[0] || strcmp(d, "ai.onnx") == 0) {
+                    return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
+                                      "opset_import has no entry for the default ONNX domain, "
+                                      "which node '%s' (%s) is in",
+                                      S(m->graph->node[i]->name), S(m->graph->node[i]->op_type));
+                }
+            }
+            opset = TETHER_ONNX_OPSET_MAX;
         } else {
             return tonnx_fail(c, TETHER_ERR_INVALID_ARG,
                               "opset_import has no entry for the default ONNX domain");

@@ -313,4 +313,15 @@ static inline bool has_input(const Onnx__NodeProto *n, int i) {
     return i < (int)n->n_input && S(n->input[i])[0];
 }
 
+/* convert_train.c: the ai.onnx.preview.training operators (Adagrad, Adam, Momentum); NULL for
+ * another domain or operator. */
+const op_def *tonnx_train_op_find(const char *domain, const char *op_type);
+int tonnx_train_arity(const op_def *d, tonnx_arity *out);
+
+/* convert_misc.c: Pad's edge/reflect/wrap modes (x padded into y), Dropout's mask output,
+ * BatchNormalization with training_mode 1. */
+int tonnx_pad_mode(timport *c, int x, int y, const int64_t *pads, int cnt, const char *mode);
+int tonnx_dropout_mask(timport *c, const Onnx__NodeProto *n);
+int tonnx_batch_norm_training(timport *c, const Onnx__NodeProto *n);
+
 #endif /* TETHER_ONNX_IMPORT_H */

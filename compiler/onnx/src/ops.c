@@ -102,8 +102,9 @@ static const char *check_pad(timport *c, const Onnx__NodeProto *n, int node, cha
     (void)c;
     (void)node;
     char v[32];
-    if (strcmp(string_attr(n, "mode", "constant", v, sizeof v), "constant") != 0) {
-        snprintf(buf, size, "mode '%s' (only constant)", v);
+    string_attr(n, "mode", "constant", v, sizeof v);
+    if (strcmp(v, "constant") && strcmp(v, "edge") && strcmp(v, "reflect") && strcmp(v, "wrap")) {
+        snprintf(buf, size, "mode '%s' (constant, edge, reflect or wrap)", v);
         return buf;
     }
     return NULL;
@@ -140,13 +141,14 @@ static const char *check_batch_norm(timport *c, const Onnx__NodeProto *n, int no
     (void)size;
     const Onnx__AttributeProto *tm = tonnx_attr(n, "training_mode");
     const Onnx__AttributeProto *sp = tonnx_attr(n, "spatial");
-    if (tm && tm->i != 0) {
+    if (tm && tm->i != 0 && c->opset < 14) {
         return "training_mode 1";
     }
     if (sp && sp->i != 1) {
         return "spatial 0";
     }
-    for (int i = 1; i < 5; i++) {
+    /* training_mode 1 (opset 14+) gives the running mean/var (outputs 1, 2: convert_misc.c) */
+    for (int i = tm && tm->i != 0 ? 3 : 1; i < 5; i++) {
         if (tonnx_output_used(c, node, i)) {
             return "the training outputs (running mean/var)";
         }
@@ -168,18 +170,32 @@ static const char *check_layer_norm(timport *c, const Onnx__NodeProto *n, int no
 
 static const char *check_dropout(timport *c, const Onnx__NodeProto *n, int node, char *buf,
                                  size_t size) {
-    (void)n;
-    (void)buf;
-    (void)size;
-    if (tonnx_output_used(c, node, 1)) {
-        return "the mask output";
-    }
+    (void)node;
+    /* the mask output is all true in inference and in training with ratio 0 (convert_misc.c) */
     if (has_input(n, 2)) {
         int vi = tonnx_find(c, S(n->input[2]));
         const hconst *k = vi >= 0 ? c->v[vi].k : NULL;
-        if (!k || k->count != 1 ||
-            (k->is_int ? ((const int64_t *)k->data)[0] : ((const float *)k->data)[0]) != 0) {
-            return "training_mode (only inference)";
+        if (!k || k->count != 1) {
+            return "training_mode computed at run time (it must be known at import time)";
+        }
+        if ((k->is_int ? ((const int64_t *)k->data)[0] : ((const float *)k->data)[0]) != 0) {
+            int ri = has_input(n, 1) ? tonnx_find(c, S(n->input[1])) : -1;
+            const hconst *r = ri >= 0 ? c->v[ri].k : NULL;
+            double ratio = !r              ? 0.5
+                           : r->count != 1 ? -1
+                           : r->is_int     ? (double)((const int64_t *)r->data)[0]
+                                           : (double)((const float *)r->data)[0];
+            if (ri >= 0 && !r) {
+                return "training_mode 1 with a ratio computed at run time";
+            }
+            if (ratio != 0) {
+                snprintf(buf, size,
+                         "training_mode 1 with ratio %g: a random mask cannot be reproduced "
+                         "(the reference draws it from numpy's generator; only ratio 0, where "
+                         "the mask is all true, is deterministic)",
+                         ratio);
+                return buf;
+            }
         }
     }
     return NULL;
@@ -310,7 +326,7 @@ static const op_def ops[] = {
     {"TopK", 1, MAXV, "topk (values and indices: one node each)", "axis,k,largest,sorted", false,
      false, tonnx_cv_topk, NULL},
     {"Trilu", 14, MAXV, "trilu", "upper", false, false, tonnx_cv_trilu, NULL},
-    {"Abs", 6, MAXV, "abs", "", false, false, tonnx_cv_unary, NULL},
+    {"Abs", 6, MAXV, "abs", "", true, false, tonnx_cv_unary, NULL},
     {"Add", 7, MAXV, "add", "", true, false, tonnx_cv_binary, NULL},
     {"AveragePool", 7, MAXV, "avg_pool (1-D: on [N,C,1,L]; 3-D: two avg_pools)",
      "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides", false, false, tonnx_cv_pool,
@@ -377,7 +393,7 @@ static const op_def ops[] = {
     {"MeanVarianceNormalization", 9, MAXV, "reduce_mean, sub, mul, sqrt, add, div", "axes", false,
      false, tonnx_cv_mvn, NULL},
     {"Mul", 7, MAXV, "mul", "", true, false, tonnx_cv_binary, NULL},
-    {"Neg", 6, MAXV, "neg", "", false, false, tonnx_cv_unary, NULL},
+    {"Neg", 6, MAXV, "neg", "", true, false, tonnx_cv_unary, NULL},
     {"PRelu", 7, MAXV, "prelu", "", false, false, tonnx_cv_prelu, NULL},
     {"Pad", 2, MAXV, "pad", "mode,pads,value", false, false, tonnx_cv_pad, check_pad},
     {"Pow", 7, MAXV, "pow (+ casts for mixed types)", "", false, false, tonnx_cv_pow, NULL},
@@ -705,7 +721,8 @@ static const arity_def arities[] = {
 };
 
 int tonnx_op_arity(const op_def *d, int opset, tonnx_arity *out) {
-    if (tonnx_custom_arity(d, out) == TETHER_OK || tonnx_ms_arity(d, out) == TETHER_OK) {
+    if (tonnx_custom_arity(d, out) == TETHER_OK || tonnx_ms_arity(d, out) == TETHER_OK ||
+        tonnx_train_arity(d, out) == TETHER_OK) {
         return TETHER_OK;
     }
     const arity_def *found = NULL;
@@ -734,6 +751,9 @@ int tonnx_op_arity(const op_def *d, int opset, tonnx_arity *out) {
 const op_def *tonnx_op_find(const char *domain, const char *op_type) {
     if (domain && strcmp(domain, "com.microsoft") == 0 && tonnx_ms_op_find(op_type)) {
         return tonnx_ms_op_find(op_type); /* ONNX Runtime's quantized operators */
+    }
+    if (tonnx_train_op_find(domain, op_type)) {
+        return tonnx_train_op_find(domain, op_type); /* ai.onnx.preview.training */
     }
     if (domain && domain[0] && strcmp(domain, "ai.onnx") != 0) {
         return tonnx_custom_find(domain, op_type); /* the --custom-ops registry (custom.c) */

@@ -215,4 +215,7 @@ void tether__c_vision(em *e, const tether_ir_node *nd, const kargs *k);
  * should. */
 int tether__c_qconv_fast(em *e, const tether_ir_node *nd, const kargs *k);
 
+/* emit_c_reduce.c: a reduction on any type but float32. */
+void tether__c_reduce_typed(em *e, const tether_ir_node *nd, const kargs *k);
+
 #endif /* TETHER_CODEGEN_EMIT_C_INTERNAL_H */

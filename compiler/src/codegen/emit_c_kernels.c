@@ -901,6 +901,10 @@ void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
         tether__c_layer_norm(e, nd, k);
         return;
     case TETHER_OP_REDUCE_MEAN:
+        if (!tether_dtype_equal(T(e, nd->inputs[0])->dtype, TETHER_FLOAT32)) {
+            tether__c_reduce_typed(e, nd, k);
+            return;
+        }
         tether__c_reduce_mean(e, nd, k);
         return;
     case TETHER_OP_REDUCE_SUM:
@@ -912,6 +916,10 @@ void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
     case TETHER_OP_REDUCE_LOG_SUM:
     case TETHER_OP_REDUCE_LOG_SUM_EXP:
     case TETHER_OP_REDUCE_SUM_SQUARE:
+        if (!tether_dtype_equal(T(e, nd->inputs[0])->dtype, TETHER_FLOAT32)) {
+            tether__c_reduce_typed(e, nd, k);
+            return;
+        }
         tether__c_reduce(e, nd, k);
         return;
     case TETHER_OP_CONV_ND:

@@ -603,6 +603,10 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
     case TETHER_OP_REDUCE_LOG_SUM:
     case TETHER_OP_REDUCE_LOG_SUM_EXP:
     case TETHER_OP_REDUCE_SUM_SQUARE:
+        if (!tether_dtype_equal(xt->dtype, TETHER_FLOAT32)) {
+            tether__interp_reduce_typed(g, n, buf);
+            return;
+        }
         run_reduce(n, xt, x, y, total);
         return;
     case TETHER_OP_CONV_ND:

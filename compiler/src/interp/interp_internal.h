@@ -49,4 +49,7 @@ float tether__interp_ew_binary(tether_op op, float x, float y, const tether_ir_a
 val tether__interp_ew_typed(tether_op op, val x, const val *y, const tether_ir_attrs *a);
 float tether__interp_apply_act(float v, const tether_ir_attrs *a);
 
+/* A reduction on any type but float32 (interp_reduce.c). */
+void tether__interp_reduce_typed(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
+
 #endif
