@@ -460,7 +460,6 @@ static void usage(FILE *f) {
             "  plan      plan a model's memory\n"
             "  plan-buffers  plan a buffer list (JSON) with the memory planner\n"
             "  ab        compile a model with both ABIs, run both on a device, compare\n"
-            "            (--int8: the float model beside its int8 quantization)\n"
             "  quantize  static post-training int8 quantization of an ONNX model (QDQ)\n"
             "  tune      search a model's schedule knobs, measured on a device\n"
             "  profile   time, work, memory and stack of every node of a model on a device\n"

@@ -256,7 +256,7 @@ int tether_cli_cmd_quantize(int argc, char **argv) {
             }
             o.uint8_activations = !strcmp(argv[++i], "uint8");
         } else if (a[0] == '-') {
-            return fail(2, "unknown option %s (see tether quantize --help)", a);
+            return fail(2, "unknown option '%s' (see tether quantize --help)", a);
         } else if (model) {
             return fail(2, "one model only (%s and %s given)", model, a);
         } else {
