@@ -4,6 +4,8 @@
  * post-training quantization into a QDQ ONNX model (tether/onnx_quantize.h,
  * docs/quantization.md). This file parses, reads the calibration archives, prints the
  * per-output error of the quantized model against the float one and writes the model.
+ * tether_cli_quantize (cli_onnx.h) is the reading and quantizing alone, shared with
+ * `tether ab MODEL --int8 calib.npz` (ab_int8.c).
  *
  * What must stay true: every path is checked before the work (-o and --json are bad usage when
  * they cannot be written); the model file is written whole through tether_file_write, and only
@@ -16,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "cli_onnx.h"
 #include "tether/file.h"
 #include "tether/npy.h"
 #include "tether/onnx_quantize.h"
@@ -191,6 +194,38 @@ static int write_json(const char *path, const char *model, const char *out,
     return tether_cli_write_json(path, j);
 }
 
+int tether_cli_quantize(const char *model, int ncal, const char *const *cal_paths,
+                        tether_onnx_quantize_options *o, tether_onnx_quantize_result *r) {
+    memset(r, 0, sizeof *r);
+    qfile *files = calloc((size_t)ncal, sizeof *files);
+    tether_onnx_qsample *samples = calloc((size_t)ncal, sizeof *samples);
+    int rc = files && samples ? 0 : fail(1, "out of memory");
+    for (int k = 0; !rc && k < ncal; k++) {
+        files[k].path = cal_paths[k];
+        rc = read_calibration(&files[k]);
+        samples[k].source = files[k].path;
+        samples[k].n = files[k].n;
+        samples[k].names = files[k].name_ptrs;
+        samples[k].values = files[k].values;
+    }
+    o->samples = samples;
+    o->nsamples = ncal;
+    if (!rc && tether_onnx_quantize(model, o, r)) {
+        rc = fail(1, "%s", tether_last_error());
+    }
+    o->samples = NULL; /* freed below */
+    o->nsamples = 0;
+    for (int k = 0; files && k < ncal; k++) {
+        free_calibration(&files[k]);
+    }
+    free(files);
+    free(samples);
+    if (rc) {
+        tether_onnx_quantize_free(r);
+    }
+    return rc;
+}
+
 int tether_cli_cmd_quantize(int argc, char **argv) {
     tether_onnx_quantize_options o;
     memset(&o, 0, sizeof o);
@@ -274,24 +309,8 @@ int tether_cli_cmd_quantize(int argc, char **argv) {
         return fail(2, "--json: %s", tether_last_error());
     }
     o.keep_float = keep;
-    qfile *files = calloc((size_t)ncal, sizeof *files);
-    tether_onnx_qsample *samples = calloc((size_t)ncal, sizeof *samples);
-    int rc = files && samples ? 0 : fail(1, "out of memory");
-    for (int k = 0; !rc && k < ncal; k++) {
-        files[k].path = cal_paths[k];
-        rc = read_calibration(&files[k]);
-        samples[k].source = files[k].path;
-        samples[k].n = files[k].n;
-        samples[k].names = files[k].name_ptrs;
-        samples[k].values = files[k].values;
-    }
-    o.samples = samples;
-    o.nsamples = ncal;
     tether_onnx_quantize_result r;
-    memset(&r, 0, sizeof r);
-    if (!rc && tether_onnx_quantize(model, &o, &r)) {
-        rc = fail(1, "%s", tether_last_error());
-    }
+    int rc = tether_cli_quantize(model, ncal, cal_paths, &o, &r);
     if (!rc) {
         print_result(model, out, &o, &r);
         if (tether_file_write(out, r.model, r.model_len)) {
@@ -304,10 +323,5 @@ int tether_cli_cmd_quantize(int argc, char **argv) {
         rc = write_json(json, model, out, &o, &r);
     }
     tether_onnx_quantize_free(&r);
-    for (int k = 0; files && k < ncal; k++) {
-        free_calibration(&files[k]);
-    }
-    free(files);
-    free(samples);
     return rc;
 }
