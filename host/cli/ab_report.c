@@ -2,7 +2,9 @@
  * What `tether ab` prints and writes once the sides are measured (ab.h): the side-by-side table
  * (columns as wide as their widest cell) with the ratio column, the verdict lines (Hodges-Lehmann
  * ratio, 95% interval, Mann-Whitney p, the 1% practical-significance threshold), the OpenCL
- * sides' table, --json and --svg (svg.c).
+ * sides' table, --json and --svg (svg.c). With --int8 the two sides are the float32 and the int8
+ * model (ratio int8/float32, a code + weights row, "sides" instead of "abis" in the JSON; the
+ * int8-specific figures are ab_int8.c's).
  *
  * What must stay true: the text and the JSON say the same figures (docs/cli.md, "How ab
  * measures"); a figure a side does not have (a stack for OpenCL kernels, an unbounded static
@@ -128,14 +130,32 @@ static void latency_rows(table *t, const ab_side *a, const ab_side *b, const cha
     row(t, "  calls per repeat", x, y, "");
 }
 
+double tether_cli_ab_size(const ab_side *s) {
+    const tether_device_compile_options *o = &s->dco;
+    int blob = !o->compile.codegen.link_params || s->comp.params_blob_auto;
+    return (double)s->comp.build.sizes.text + (double)s->comp.build.sizes.data +
+           (blob ? (double)s->comp.params_bytes : 0);
+}
+
 void tether_cli_ab_print_table(const ab_args *a, const tether_ir_graph *g, ab_side *s,
                                int interleaved) {
     char x[96], y[96], r[96];
     table t;
     t.n = 0;
-    printf("\nA/B of %s (%d operators, %d after passes) for %s on %s\n", a->model, g->nnodes,
-           s[0].comp.nnodes_out, a->target, tether_cli_device_url(a->dev.url));
-    row(&t, "", "unpacked ABI", "packed ABI", "packed/unpacked");
+    int q8 = a->int8->on;
+    const char *rname = q8 ? "int8/float32" : "packed/unpacked";
+    if (q8) {
+        printf("\nA/B of %s (float32, %d operators, %d after passes) and %s (int8, %d operators, "
+               "%d after passes), %s ABI, for %s on %s\n",
+               a->model, g->nnodes, s[0].comp.nnodes_out,
+               a->int8->quantized ? "its quantization" : a->int8->model, s[1].g->nnodes,
+               s[1].comp.nnodes_out, tether_abi_name(s[0].abi), a->target,
+               tether_cli_device_url(a->dev.url));
+    } else {
+        printf("\nA/B of %s (%d operators, %d after passes) for %s on %s\n", a->model, g->nnodes,
+               s[0].comp.nnodes_out, a->target, tether_cli_device_url(a->dev.url));
+    }
+    row(&t, "", s[0].label, s[1].label, rname);
     row(&t, "outputs equal the interpreter", s[0].equal ? "yes" : "NO", s[1].equal ? "yes" : "NO",
         "");
     snprintf(x, sizeof x, "%.3g", s[0].max_abs);
@@ -154,10 +174,19 @@ void tether_cli_ab_print_table(const ab_args *a, const tether_ir_graph *g, ab_si
     row(&t, "  of text: instructions", x, y, r);
     snprintf(x, sizeof x, "%zu", s[0].comp.params_bytes);
     snprintf(y, sizeof y, "%zu", s[1].comp.params_bytes);
-    row(&t, "params (bytes)", x, y, "");
+    ratio_str(r, sizeof r, (double)s[1].comp.params_bytes, (double)s[0].comp.params_bytes);
+    row(&t, "params (bytes)", x, y, q8 ? r : "");
+    if (q8) {
+        double w0 = tether_cli_ab_size(&s[0]), w1 = tether_cli_ab_size(&s[1]);
+        snprintf(x, sizeof x, "%.0f", w0);
+        snprintf(y, sizeof y, "%.0f", w1);
+        ratio_str(r, sizeof r, w1, w0);
+        row(&t, "code + weights (bytes)", x, y, r);
+    }
     snprintf(x, sizeof x, "%lld", (long long)s[0].comp.workspace_size);
     snprintf(y, sizeof y, "%lld", (long long)s[1].comp.workspace_size);
-    row(&t, "workspace (bytes)", x, y, "");
+    ratio_str(r, sizeof r, (double)s[1].comp.workspace_size, (double)s[0].comp.workspace_size);
+    row(&t, "workspace (bytes)", x, y, q8 ? r : "");
     const tether_stack_report *k0 = &s[0].comp.build.stack, *k1 = &s[1].comp.build.stack;
     snprintf(x, sizeof x, k0->bounded ? "%lld" : "unbounded", (long long)k0->bytes);
     snprintf(y, sizeof y, k1->bounded ? "%lld" : "unbounded", (long long)k1->bytes);
@@ -177,13 +206,18 @@ void tether_cli_ab_print_table(const ab_args *a, const tether_ir_graph *g, ab_si
     ci_str(r, sizeof r, q);
     row(&t, "  95% CI of the ratio", "", "", r);
     table_print(&t);
-    printf("(%u repeats per ABI, %s, each at least %u ms; ratio = Hodges-Lehmann estimate over "
-           "the repeats; HWM is measured on the device's painted call stack)\n",
-           a->repeat,
+    printf("(%u repeats per %s, %s, each at least %u ms; ratio = Hodges-Lehmann estimate over "
+           "the repeats; HWM is measured on the device's painted call stack%s)\n",
+           a->repeat, q8 ? "side" : "ABI",
            interleaved ? "interleaved A B, B A, ..."
+           : q8        ? "one side after the other (the device holds one module at a time)"
                        : "one ABI after the other (the device holds one module at a time)",
-           a->min_repeat_ms);
-    print_verdict("packed/unpacked latency", "packed ABI", q);
+           a->min_repeat_ms, q8 ? "; code + weights = text + data + a params blob's bytes" : "");
+    if (q8) {
+        print_verdict("int8/float32 latency", "int8 model", q);
+    } else {
+        print_verdict("packed/unpacked latency", "packed ABI", q);
+    }
 }
 
 /* The OpenCL sides (s[2] buffers, s[3] texture weights) against the unpacked ABI. */
@@ -196,8 +230,16 @@ void tether_cli_ab_print_outputs(const tether_ir_graph *g, const ab_side *s, int
         printf("  '%s' (%s)\n", t->name, dt);
         for (int k = 0; k < nsides; k++) {
             char line[400] = "not compared";
-            if (i < s[k].ncmp) {
-                tether_compare_describe(&s[k].cmp[i], line, sizeof line);
+            const tether_compare_result *c = &s[k].cmp[i];
+            if (i < s[k].ncmp && s[k].step[i] > 0 && c->equal && c->mismatches) {
+                /* an int8 integer output: one step is 1 */
+                snprintf(line, sizeof line,
+                         "within one output step: %zu of %zu elements one step off, first [%zu]: "
+                         "got %lld, expected %lld",
+                         c->mismatches, c->count, c->first, (long long)c->got_int,
+                         (long long)c->want_int);
+            } else if (i < s[k].ncmp) {
+                tether_compare_describe(c, line, sizeof line);
             }
             printf("    %-16s %s\n", s[k].label, line);
         }
@@ -359,8 +401,12 @@ static cJSON *opencl_json(const ab_side *s, const char *weights, uint32_t repeat
     return o;
 }
 
-static cJSON *side_json(const ab_side *s, uint32_t repeat) {
+static cJSON *side_json(const ab_side *s, uint32_t repeat, int int8) {
     cJSON *o = cJSON_CreateObject();
+    if (int8) { /* --int8: which model */
+        cJSON_AddStringToObject(o, "side", s->label);
+        cJSON_AddStringToObject(o, "model", s->model);
+    }
     cJSON_AddStringToObject(o, "abi", tether_abi_name(s->abi));
     cJSON_AddBoolToObject(o, "outputs_equal", s->equal);
     cJSON_AddNumberToObject(o, "max_abs_difference", s->max_abs);
@@ -371,6 +417,9 @@ static cJSON *side_json(const ab_side *s, uint32_t repeat) {
     cJSON_AddNumberToObject(o, "code", (double)s->comp.build.sizes.code);
     cJSON_AddNumberToObject(o, "params_bytes", (double)s->comp.params_bytes);
     cJSON_AddNumberToObject(o, "workspace_bytes", (double)s->comp.workspace_size);
+    if (int8) {
+        cJSON_AddNumberToObject(o, "code_plus_weights_bytes", tether_cli_ab_size(s));
+    }
     if (s->comp.build.stack.bounded) {
         cJSON_AddNumberToObject(o, "static_stack", (double)s->comp.build.stack.bytes);
     } else {
@@ -404,11 +453,16 @@ int tether_cli_ab_write_json(const ab_args *a, const tether_device_info *d, cons
     cJSON_AddNumberToObject(m, "repeat", a->repeat);
     cJSON_AddNumberToObject(m, "min_repeat_ms", a->min_repeat_ms);
     cJSON_AddNumberToObject(m, "initial_number", a->number);
-    cJSON *arr = cJSON_AddArrayToObject(root, "abis");
-    cJSON_AddItemToArray(arr, side_json(&s[0], a->repeat));
-    cJSON_AddItemToArray(arr, side_json(&s[1], a->repeat));
+    int q8 = a->int8->on;
+    cJSON *arr = cJSON_AddArrayToObject(root, q8 ? "sides" : "abis");
+    cJSON_AddItemToArray(arr, side_json(&s[0], a->repeat, q8));
+    cJSON_AddItemToArray(arr, side_json(&s[1], a->repeat, q8));
     cJSON_AddItemToObject(root, "latency_ratio",
-                          ratio_json(&s[1].vs_unpacked, "packed", "unpacked"));
+                          q8 ? ratio_json(&s[1].vs_unpacked, "int8", "float32")
+                             : ratio_json(&s[1].vs_unpacked, "packed", "unpacked"));
+    if (q8) {
+        tether_cli_ab_int8_json(root, a);
+    }
     if (a->opencl) {
         cJSON *ocl = cJSON_AddArrayToObject(root, "opencl");
         cJSON_AddItemToArray(ocl, opencl_json(&s[2], "buffer", a->repeat));
@@ -420,10 +474,11 @@ int tether_cli_ab_write_json(const ab_args *a, const tether_device_info *d, cons
 /* --svg: code size, stack and latency spread of every side (svg.c). */
 int tether_cli_ab_write_svg(const ab_args *a, const tether_ir_graph *g, const ab_side *s,
                             int nsides) {
-    static const char *const opencl_labels[] = {"OpenCL, buffer weights",
-                                                "OpenCL, texture weights"};
-    tether_cli_ab_row rows[4];
-    char notes[4][96];
+    static const char *const opencl_labels[] = {"OpenCL, buffer weights", "OpenCL, texture weights",
+                                                "OpenCL, buffer weights, fp16"};
+    tether_cli_ab_row rows[5];
+    char notes[5][96];
+    nsides = nsides > 5 ? 5 : nsides;
     for (int k = 0; k < nsides; k++) {
         const ab_side *x = &s[k];
         tether_cli_ab_row *r = &rows[k];
@@ -452,11 +507,16 @@ int tether_cli_ab_write_svg(const ab_args *a, const tether_ir_graph *g, const ab
         r->note = notes[k];
     }
     char title[300], sub[600];
-    snprintf(title, sizeof title, "tether ab: %s", a->model);
+    if (a->int8->on) {
+        snprintf(title, sizeof title, "tether ab --int8: %s", a->model);
+    } else {
+        snprintf(title, sizeof title, "tether ab: %s", a->model);
+    }
     snprintf(sub, sizeof sub,
              "%d operators (%d after passes), target %s%s%s, on %s; %u repeats per side, ratios "
-             "against the unpacked ABI",
+             "against the %s",
              g->nnodes, s[0].comp.nnodes_out, a->target, a->cpu && a->cpu[0] ? " -march=" : "",
-             a->cpu ? a->cpu : "", tether_cli_device_url(a->dev.url), a->repeat);
+             a->cpu ? a->cpu : "", tether_cli_device_url(a->dev.url), a->repeat,
+             a->int8->on ? "float32 model" : "unpacked ABI");
     return tether_cli_svg_ab(a->svg, title, sub, rows, nsides);
 }

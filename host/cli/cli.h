@@ -247,6 +247,8 @@ int tether_cli_cmd_tune(int argc, char **argv);
 
 /* model.c: `tether ab` and `tether run --reference` (need the compiler). */
 int tether_cli_cmd_ab(int argc, char **argv);
+/* quantize_cli.c (builds with the ONNX front end): `tether quantize`; -1 after --help. */
+int tether_cli_cmd_quantize(int argc, char **argv);
 /* profile.c: `tether profile` (also `run/bench --profile`); the per-node table of a profile and
  * its --json/--trace/--svg files (0, or 1 after printing the error). */
 int tether_cli_cmd_profile(int argc, char **argv);

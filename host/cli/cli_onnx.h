@@ -52,4 +52,14 @@ int tether_cli_model_inputs_check(const char *model, tether_cli_model_load *m, i
                                   const char *const *shapes, int may_omit, tether_ir_graph *g);
 #endif
 
+#ifdef TETHER_HAVE_ONNX
+#include "tether/onnx_quantize.h"
+/* quantize_cli.c: reads the ncal calibration archives (.npz, one array per model input, named
+ * after it) and quantizes model with o's options into r (tether_onnx_quantize; o->samples is
+ * set for the call and cleared again). 0, or 1 after printing the error (r freed then); the
+ * caller frees r with tether_onnx_quantize_free. Nothing is written. */
+int tether_cli_quantize(const char *model, int ncal, const char *const *cal_paths,
+                        tether_onnx_quantize_options *o, tether_onnx_quantize_result *r);
+#endif
+
 #endif

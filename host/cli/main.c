@@ -466,6 +466,7 @@ static void usage(FILE *f) {
             "  plan      plan a model's memory\n"
             "  plan-buffers  plan a buffer list (JSON) with the memory planner\n"
             "  ab        compile a model with both ABIs, run both on a device, compare\n"
+            "  quantize  static post-training int8 quantization of an ONNX model (QDQ)\n"
             "  tune      search a model's schedule knobs, measured on a device\n"
             "  profile   time, work, memory and stack of every node of a model on a device\n"
 #endif
@@ -591,6 +592,14 @@ int main(int argc, char **argv) {
         return finish(tether_cli_cmd_ab(argc - 1, argv + 1));
     }
 #endif
+    if (!strcmp(cmd, "quantize")) {
+#ifdef TETHER_HAVE_ONNX
+        int qrc = tether_cli_cmd_quantize(argc - 1, argv + 1);
+        return finish(qrc == -1 ? 0 : qrc);
+#else
+        return tether_cli_fail(2, "quantize needs the ONNX front end, which this build lacks");
+#endif
+    }
     if (!strcmp(cmd, "profile")) {
         return finish(tether_cli_cmd_profile(argc - 1, argv + 1));
     }

@@ -12,10 +12,15 @@
  *       one module at a time); ab_report.c prints the side-by-side table with each side's median
  *       and IQR and the ratio's Hodges-Lehmann estimate, 95% interval and verdict (stats.c;
  *       docs/cli.md, "How ab measures").
+ *   tether ab MODEL --int8 calib.npz... | --int8 MODEL.int8.onnx [--abi A] ...
+ *       the same A/B with two models instead of two ABIs: the float model and its int8 form
+ *       (ab_int8.c: quantized on the fly or given, checked against the float model, compared
+ *       with it and with its own interpreter), each side with its own model, graph, load options
+ *       and reference outputs.
  *   tether run MODEL --reference --in x.npy ... [--out y.npy ...]
  *       runs the model on the reference interpreter on this machine (no device).
  *
- * What must stay true: both ABIs see the same input bytes; the model and the --in files are
+ * What must stay true: both sides see the same input bytes; the model and the --in files are
  * checked (tether_cli_model_inputs_check) before the device is contacted, and the device's HELLO
  * is known before anything is compiled (--opencl on a device without OpenCL is refused first); a
  * mismatch against the interpreter (rtol/atol) makes the exit code 1 even though the table is
@@ -190,6 +195,8 @@ static const char ab_usage[] =
     "                 [--tuning-log FILE] [--profile]\n"
     "                 [--params linked|blob] [--pool NAME[:global:SIZE]] [--pin TENSOR=POOL]\n"
     "                 [--plan-inputs] [--plan-outputs] [--params-pool NAME]\n"
+    "                 [--int8 CALIB.npz [CALIB.npz ...] | --int8 MODEL.int8.onnx]\n"
+    "                 [--abi packed|unpacked]\n"
     "  Compiles MODEL with the unpacked and the packed ABI, runs both on the device (default\n"
     "  local:), compares every output with the reference interpreter and prints code size,\n"
     "  static stack, measured stack high-water mark and latency side by side. The target\n"
@@ -223,7 +230,17 @@ static const char ab_usage[] =
     "  to both ABIs as for run and bench: a model that needs them on a board (weights in flash,\n"
     "  a second RAM pool) can be compared there.\n"
     "  --profile then also runs each ABI's profiling build (docs/profile.md) and prints the time\n"
-    "  of every node in both, the nodes that changed most first.\n";
+    "  of every node in both, the nodes that changed most first.\n"
+    "  --int8 compares the float MODEL with its int8 form instead of the two ABIs: CALIB.npz\n"
+    "  archives (one array per model input, named after it, a stack of samples along a first\n"
+    "  axis) quantize it on the fly as `tether quantize` does (minmax, int8 activations, int8\n"
+    "  weights per channel) into a temporary file (-o DIR keeps it as DIR/model.int8.onnx);\n"
+    "  MODEL.int8.onnx is an already quantized model taking the same inputs. Both models are\n"
+    "  compiled with one ABI (--abi, default unpacked) for the same device and measured alike;\n"
+    "  the table adds code + weights, and after it come the int8 outputs against the float\n"
+    "  model's (max and mean |difference|, in output steps, top-1 agreement) and against the\n"
+    "  int8 model's own interpreter, which they must equal within one output step (exit code\n"
+    "  1 otherwise). Not with --opencl or --profile.\n";
 
 /* *out is set on every path (0 on an error), so callers stay defined for -O3's flow analysis. */
 static int parse_num(const char *opt, const char *v, double lo, double hi, double *out) {
@@ -235,6 +252,38 @@ static int parse_num(const char *opt, const char *v, double lo, double hi, doubl
         return fail(2, "%s needs a number in [%g, %g]", opt, lo, hi);
     }
     *out = x;
+    return 0;
+}
+
+static int ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && !strcmp(s + n - t, tail);
+}
+
+/* --int8 a.npz [b.npz ...] (every following argument ending in .npz) or --int8 MODEL.onnx. */
+static int parse_int8(ab_int8 *q, int argc, char **argv, int *i) {
+    const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (!v || v[0] == '-') {
+        return fail(2, "--int8 needs calibration archives (FILE.npz ...) or an int8 model");
+    }
+    q->on = 1;
+    if (!ends_with(v, ".npz")) {
+        if (q->model || q->ncalib) {
+            return fail(2, "--int8 takes calibration archives or one int8 model, not both");
+        }
+        q->model = v;
+        (*i)++;
+        return 0;
+    }
+    if (q->model) {
+        return fail(2, "--int8 takes calibration archives or one int8 model, not both");
+    }
+    while (*i + 1 < argc && ends_with(argv[*i + 1], ".npz")) {
+        if (q->ncalib == AB_MAX_CALIB) {
+            return fail(2, "--int8: more than %d calibration archives", AB_MAX_CALIB);
+        }
+        q->calib[q->ncalib++] = argv[++*i];
+    }
     return 0;
 }
 
@@ -251,6 +300,10 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
     static tether_memory_cli mem;
     tether_memory_cli_init(&mem);
     a->mem = &mem;
+    static ab_int8 int8;
+    memset(&int8, 0, sizeof int8);
+    int8.abi = TETHER_ABI_UNPACKED;
+    a->int8 = &int8;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
@@ -288,6 +341,12 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
             a->dev.wait = 1;
             continue;
         }
+        if (!strcmp(o, "--int8")) {
+            if (parse_int8(a->int8, argc, argv, &i)) {
+                return 2;
+            }
+            continue;
+        }
         if (o[0] != '-') {
             if (a->model) {
                 return fail(2, "unexpected argument '%s' (one model)", o);
@@ -315,6 +374,11 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
             a->target = v;
         } else if (!strcmp(o, "--mcpu")) {
             a->cpu = v;
+        } else if (!strcmp(o, "--abi")) {
+            if (tether_abi_parse(v, &a->int8->abi)) {
+                return fail(2, "--abi '%s' is not packed or unpacked", v);
+            }
+            a->int8->abi_given = 1;
         } else if (!strcmp(o, "--tuning-log")) {
             a->tuning_log = v;
         } else if (!strcmp(o, "--firmware")) {
@@ -378,6 +442,17 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
     if (!a->model) {
         return fail(2, "give the model to compare (try --help)");
     }
+    if (a->int8->abi_given && !a->int8->on) {
+        return fail(2, "--abi applies with --int8 (without it ab compares both ABIs)");
+    }
+    if (a->int8->on && a->opencl) {
+        return fail(2, "--opencl with --int8: the OpenCL backend has no integer kernels; compare "
+                       "the float and int8 models on the C backend");
+    }
+    if (a->int8->on && a->profile) {
+        return fail(2, "--profile with --int8: the two models' nodes differ; profile each with "
+                       "`tether profile`");
+    }
     if (a->svg && tether_file_out_check(a->svg)) {
         return fail(2, "--svg: %s", tether_last_error());
     }
@@ -411,22 +486,6 @@ static int generate_inputs(const tether_ir_graph *g, const char *dir, char paths
     return 0;
 }
 
-/* Compares a side's outputs with the interpreter's, output by output (s->cmp[i]): integer and
- * bool exactly, floats within rtol/atol (negative: the defaults of each output's type). */
-static void compare(ab_side *s, const tether_npy *ref, int nout, double rtol, double atol) {
-    s->equal = s->run.nout == nout;
-    s->ncmp = nout;
-    for (int i = 0; i < nout && i < s->run.nout; i++) {
-        tether_compare_result *r = &s->cmp[i];
-        if (!tether_compare_arrays(&s->run.out[i], &ref[i], rtol, atol, r)) {
-            s->equal = 0;
-        }
-        if (!r->same_layout || r->max_abs > s->max_abs || r->max_abs != r->max_abs) {
-            s->max_abs = r->same_layout ? r->max_abs : NAN;
-        }
-    }
-}
-
 /* One TIME of one side: repeat r's per-call seconds; the side's number keeps its grown value. */
 static int time_side(ab_side *s, const ab_args *a, double *out) {
     tether_time_stats ts;
@@ -443,8 +502,7 @@ static int time_side(ab_side *s, const ab_args *a, double *out) {
 
 /* Prepares side k on the device (upload, load, params, arrays, inputs), calls it once for its
  * outputs and stack high-water mark, and compares them with the interpreter. */
-static int side_start(ab_side *s, const ab_args *a, tether_session *ses, const tether_npy *ref,
-                      int nref) {
+static int side_start(ab_side *s, const ab_args *a, tether_session *ses) {
     if (tether_artifact_open(s->dir, &s->art)) {
         return fail(1, "%s", tether_last_error());
     }
@@ -490,7 +548,7 @@ static int side_start(ab_side *s, const ab_args *a, tether_session *ses, const t
         return rc;
     }
     s->kernels = tether_artifact_num_kernels(s->art);
-    compare(s, ref, nref, a->rtol, a->atol);
+    tether_cli_ab_compare_ref(s, s->g->noutputs, a->rtol, a->atol);
     s->number = a->number;
     return 0;
 }
@@ -499,8 +557,7 @@ static int side_start(ab_side *s, const ab_args *a, tether_session *ses, const t
  * repeat and warms up) `repeat` rounds of one TIME per side, the order reversed every other round
  * (A B, B A, ...) so that drift hits every side alike. An MCU holds one module at a time: there
  * each side is prepared, measured and released in turn. */
-static int measure(ab_args *a, tether_session *ses, ab_side *s, int nsides, const tether_npy *ref,
-                   int nref, int interleaved) {
+static int measure(ab_args *a, tether_session *ses, ab_side *s, int nsides, int interleaved) {
     /* progress over the TIME requests: a warm-up and `repeat` measurements per side */
     tether_cli_progress p;
     uint64_t done = 0;
@@ -508,7 +565,7 @@ static int measure(ab_args *a, tether_session *ses, ab_side *s, int nsides, cons
     int rc = 1;
     if (!interleaved) {
         for (int k = 0; k < nsides; k++) {
-            if (side_start(&s[k], a, ses, ref, nref) || time_side(&s[k], a, NULL)) {
+            if (side_start(&s[k], a, ses) || time_side(&s[k], a, NULL)) {
                 goto out;
             }
             tether_cli_progress_update(&p, ++done);
@@ -525,7 +582,7 @@ static int measure(ab_args *a, tether_session *ses, ab_side *s, int nsides, cons
         goto out;
     }
     for (int k = 0; k < nsides; k++) {
-        if (side_start(&s[k], a, ses, ref, nref)) {
+        if (side_start(&s[k], a, ses)) {
             goto out;
         }
     }
@@ -550,6 +607,18 @@ out:
     return rc;
 }
 
+/* The loaded models (the float one, with --int8 the int8 one) and a quantized temporary file. */
+static void ab_models_free(ab_args *a, tether_cli_model_load *ml, tether_ir_graph *g,
+                           tether_cli_model_load *ml8, tether_ir_graph *g8) {
+    tether_cli_model_load_free(ml);
+    tether_ir_close(g);
+    if (a->int8->on) {
+        tether_cli_model_load_free(ml8);
+        tether_ir_close(g8);
+        tether_cli_ab_int8_cleanup(a);
+    }
+}
+
 int tether_cli_cmd_ab(int argc, char **argv) {
     ab_args a;
     int prc = parse_ab(argc, argv, &a);
@@ -562,18 +631,25 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     /* the model and the --in files first, without the device (an ONNX model binds the inputs
      * its operators need as constants, a Reshape's shape, from their files; only the others are
      * fed at run time): a bad file is refused before any device is contacted */
-    static tether_cli_model_load ml;
-    tether_ir_graph g;
+    static tether_cli_model_load ml, ml8;
+    tether_ir_graph g, g8;
+    memset(&g8, 0, sizeof g8);
     int lrc = tether_cli_model_inputs_check(a.model, &ml, a.nin, a.in, a.ninput_shapes,
                                             a.input_shapes, 1, &g);
     if (lrc) {
         return lrc;
     }
+    /* --int8: the int8 model (quantized here on the calibration archives, or given), checked
+     * against the float model, before the device too */
+    if (a.int8->on && (lrc = tether_cli_ab_int8_prepare(&a, &g, &ml, &ml8, &g8))) {
+        tether_cli_model_load_free(&ml);
+        tether_ir_close(&g);
+        return lrc;
+    }
     /* then the device: its HELLO decides the target and whether --opencl can run at all */
     tether_session *ses = NULL;
     if (tether_cli_open(&a.dev, &ses)) {
-        tether_cli_model_load_free(&ml);
-        tether_ir_close(&g);
+        ab_models_free(&a, &ml, &g, &ml8, &g8);
         return 1;
     }
     const tether_device_info *d = tether_session_info(ses);
@@ -584,8 +660,7 @@ int tether_cli_cmd_ab(int argc, char **argv) {
                         "run ab without --opencl",
                         tether_cli_device_url(a.dev.url));
         tether_session_close(ses);
-        tether_cli_model_load_free(&ml);
-        tether_ir_close(&g);
+        ab_models_free(&a, &ml, &g, &ml8, &g8);
         return 1;
     }
     /* the C sides' options, completed for the device by the host library: its target and CPU
@@ -612,8 +687,7 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     int rrc = tether_device_compile_resolve(d, &base);
     if (rrc) {
         tether_session_close(ses);
-        tether_cli_model_load_free(&ml);
-        tether_ir_close(&g);
+        ab_models_free(&a, &ml, &g, &ml8, &g8);
         return fail(rrc == TETHER_ERR_INVALID_ARG ? 2 : 1, "%s", tether_last_error());
     }
     a.target = base.compile.build.target;
@@ -622,14 +696,12 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     const tether_target *tg;
     if (tether_target_find(a.target, &tg)) {
         tether_session_close(ses);
-        tether_cli_model_load_free(&ml);
-        tether_ir_close(&g);
+        ab_models_free(&a, &ml, &g, &ml8, &g8);
         return fail(2, "--target: %s", tether_last_error());
     }
     if (!tether_target_available(tg)) {
         tether_session_close(ses);
-        tether_cli_model_load_free(&ml);
-        tether_ir_close(&g);
+        ab_models_free(&a, &ml, &g, &ml8, &g8);
         return fail(1, "target %s: its compiler %s is not installed", a.target, tg->cc);
     }
     int given = a.nin, kept = 0;
@@ -642,15 +714,22 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     int made_tmp = 0;
     char dir[1024];
     static char gen[TETHER_CLI_MAX_IO][1200];
-    tether_npy in[TETHER_CLI_MAX_IO], ref[TETHER_CLI_MAX_IO];
+    tether_npy in[TETHER_CLI_MAX_IO], ref[TETHER_CLI_MAX_IO], ref8[TETHER_CLI_MAX_IO];
     memset(in, 0, sizeof in);
     memset(ref, 0, sizeof ref);
+    memset(ref8, 0, sizeof ref8);
     /* unpacked, packed; with --opencl: OpenCL buffer and texture weights; --precision fp32,fp16:
      * OpenCL buffer weights in fp16 */
     static ab_side s[5];
     memset(s, 0, sizeof s);
     int nsides = a.opencl ? (a.fp16 ? 5 : 4) : 2;
-    if (check_io_model(a.model, &g)) {
+    for (int k = 0; k < 5; k++) { /* --int8: side 1 is the int8 model */
+        int q = a.int8->on && k == 1;
+        s[k].model = q ? a.int8->model : a.model;
+        s[k].g = q ? &g8 : &g;
+        s[k].ref = q ? ref8 : ref;
+    }
+    if (check_io_model(a.model, &g) || (a.int8->on && check_io_model(a.int8->model, &g8))) {
         goto done;
     }
     const char *in_names[TETHER_CLI_MAX_IO];
@@ -693,14 +772,24 @@ int tether_cli_cmd_ab(int argc, char **argv) {
             goto done;
         }
     }
-    if (interpret(&g, in, ref)) {
+    if (interpret(&g, in, ref) || (a.int8->on && interpret(&g8, in, ref8))) {
         goto done;
+    }
+    if (a.int8->on) {
+        tether_cli_ab_int8_steps(&g8, &s[1]);
     }
     /* compile every side for the device before it does anything (tether_compile_for_device;
      * each side is prepared on it in measure) */
     for (int k = 0; k < nsides; k++) {
         tether_device_compile_options *o = &s[k].dco;
-        if (k < 2) {
+        if (a.int8->on) { /* the float and the int8 model, one ABI */
+            *o = base;
+            o->compile.load = k == 1 ? &ml8.lo : &ml.lo;
+            s[k].abi = a.int8->abi;
+            s[k].label = k == 0 ? "float32" : "int8";
+            snprintf(s[k].dir, sizeof s[k].dir, "%s/%s", dir, k == 0 ? "float" : "int8");
+            o->compile.codegen.abi = s[k].abi;
+        } else if (k < 2) {
             *o = base; /* its pointers stay into base, which outlives the sides */
             s[k].abi = k == 0 ? TETHER_ABI_UNPACKED : TETHER_ABI_PACKED;
             s[k].label = k == 0 ? "unpacked ABI" : "packed ABI";
@@ -721,8 +810,10 @@ int tether_cli_cmd_ab(int argc, char **argv) {
         }
         o->loader_ctx = o; /* tether_cli_artifact_loader's context: this side's options */
         o->notes = k == 0 || k == 2 ? stdout : NULL; /* the tuning log's note, once per backend */
-        if (tether_compile_for_device(ses, a.model, s[k].dir, o, &s[k].comp, NULL)) {
-            if (k < 2) {
+        if (tether_compile_for_device(ses, s[k].model, s[k].dir, o, &s[k].comp, NULL)) {
+            if (a.int8->on) {
+                fail(1, "compile (%s model): %s", s[k].label, tether_last_error());
+            } else if (k < 2) {
                 fail(1, "compile (%s ABI): %s", tether_abi_name(s[k].abi), tether_last_error());
             } else {
                 fail(1, "compile (OpenCL): %s", tether_error_detail());
@@ -730,7 +821,7 @@ int tether_cli_cmd_ab(int argc, char **argv) {
             goto done;
         }
     }
-    if (measure(&a, ses, s, nsides, ref, g.noutputs, interleaved)) {
+    if (measure(&a, ses, s, nsides, interleaved)) {
         goto done;
     }
     for (int k = 0; k < nsides; k++) {
@@ -745,6 +836,10 @@ int tether_cli_cmd_ab(int argc, char **argv) {
         tether_cli_ab_print_fp16(&g, s);
     }
     tether_cli_ab_print_outputs(&g, s, nsides);
+    if (a.int8->on) {
+        tether_cli_ab_int8_vs_float(&a, &s[0], &s[1]);
+        tether_cli_ab_int8_print(&a, s);
+    }
     if (a.profile) { /* each ABI's profiling build, node by node (profile.c) */
         for (int k = 0; k < nsides; k++) { /* an MCU holds one module at a time */
             tether_artifact_free(s[k].art);
@@ -762,11 +857,17 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     if (a.svg && tether_cli_ab_write_svg(&a, &g, s, nsides)) {
         goto done;
     }
-    if (a.out_dir) { /* the artifacts and inputs kept there */
+    if (a.out_dir) { /* the artifacts and inputs kept there (and a quantized model) */
+        if (tether_cli_ab_int8_keep(&a, a.out_dir)) {
+            goto done;
+        }
         tether_cli_wrote(a.out_dir);
     }
     rc = s[0].equal && s[1].equal && (!a.opencl || (s[2].equal && s[3].equal)) ? 0 : 1;
-    if (rc) {
+    if (rc && a.int8->on) {
+        fail(1, "outputs differ from the reference interpreter (the float32 model's within its "
+                "tolerance, the int8 model's by more than one output step)");
+    } else if (rc) {
         if (a.rtol < 0 && a.atol < 0) {
             fail(1, "outputs differ from the reference interpreter (integer and bool exactly, "
                     "floats within their type's tolerance)");
@@ -782,8 +883,9 @@ done:
     for (int i = 0; i < TETHER_CLI_MAX_IO; i++) {
         tether_npy_free(&in[i]);
         tether_npy_free(&ref[i]);
+        tether_npy_free(&ref8[i]);
     }
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
         tether_artifact_free(s[k].art);
         s[k].art = NULL;
         for (int i = 0; i < TETHER_CLI_MAX_IO; i++) {
@@ -794,8 +896,7 @@ done:
     if (made_tmp) {
         tether_cli_tempdir_remove(dir);
     }
-    tether_cli_model_load_free(&ml);
-    tether_ir_close(&g);
+    ab_models_free(&a, &ml, &g, &ml8, &g8);
     return rc;
 }
 
