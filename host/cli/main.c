@@ -80,8 +80,9 @@ static void info_num(info_out *o, const char *label, const char *unit, int prese
     info_key(label, unit, key, sizeof key);
     if (o->json) {
         cJSON_AddItemToObject(o->json, key, present ? cJSON_CreateNumber(v) : cJSON_CreateNull());
-    } else if (present) {
-        printf("%-18s %.0f%s%s\n", label, v, unit ? " " : "",
+    } else if (present) { /* a label of 18 or more keeps a gap of two spaces */
+        int w = strlen(label) >= 18 ? (int)strlen(label) + 1 : 18;
+        printf("%-*s %.0f%s%s\n", w, label, v, unit ? " " : "",
                !unit                 ? ""
                : !strcmp(unit, "hz") ? "Hz"
                                      : unit);
