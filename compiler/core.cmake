@@ -7,6 +7,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/infer.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_data.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_dynamic.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/types.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/cost.c
@@ -17,6 +18,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_types.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_formula.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_data.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_dynamic.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_loss.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c.c
@@ -27,6 +29,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_layers.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_data.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_dynamic.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_nchwc.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_schedules.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_profile.c

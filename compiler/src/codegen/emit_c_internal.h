@@ -203,6 +203,9 @@ void tether__c_hardmax(em *e, const tether_ir_node *nd, const kargs *k);
 /* emit_c_data.c: the kernel body of a DATA operator (its kernel returns int32_t: 0, or -1 for an
  * index out of range). */
 void tether__c_data(em *e, const tether_ir_node *nd, const kargs *k);
+/* emit_c_dynamic.c: the kernel body of nonzero, compress, unique, nms (returns 0, -4 over the
+ * bound, -1 for a condition past its extent; the graph returns that code). */
+void tether__c_dynamic(em *e, const tether_ir_node *nd, const kargs *k);
 /* emit_c_quant.c: the quantized operators' kernels, and the helpers a module with any defines. */
 void tether__c_quant_body(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_quant_helpers(const em *e, tether__sbuf *out);

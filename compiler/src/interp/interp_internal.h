@@ -30,6 +30,9 @@ void tether__interp_store(void *p, DLDataType t, size_t k, val v);
 /* A DATA operator's node (interp_data.c): TETHER_OK, or an error naming the node (an index out
  * of range). */
 int tether__interp_data(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
+/* nonzero, compress, unique, nms (interp_dynamic.c): their data of the actual shape, or the
+ * extent; TETHER_ERR_LIMIT naming the node when it is above the bound. */
+int tether__interp_dynamic(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
 /* nll_loss, _sum, _mean (interp_loss.c): buf holds every tensor's storage. */
 void tether__interp_nll_loss(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
 /* Runs a quantized operator (quantize, dequantize, qconv, qmatmul; interp_quant.c). */
