@@ -233,7 +233,7 @@ int tether_ir_add_extent_outputs(tether_ir_graph *g) {
         char name[512];
         snprintf(name, sizeof name, "%s_extent", g->tensors[t].name);
         int e = tether_ir_find_tensor(g, name), k = -1, rc = TETHER_OK;
-        for (int j = nout; e >= 0 && j < g->noutputs; j++) {
+        for (int j = 0; e >= 0 && j < g->noutputs; j++) {
             k = g->outputs[j] == e ? j : k;
         }
         if (k >= 0) {
