@@ -939,6 +939,7 @@ int main(void) {
         cmocka_unit_test(test_allocation_bounds),
         cmocka_unit_test(test_onnx_layers),
         cmocka_unit_test(test_onnx_control_flow),
+        cmocka_unit_test(test_onnx_detection_head),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

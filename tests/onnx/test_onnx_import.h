@@ -29,5 +29,7 @@ void test_allocation_bounds(void **state);
 /* test_onnx_layers.c: the window layers the node suite does not reach, by value. */
 void test_onnx_layers(void **state);
 void test_onnx_control_flow(void **state);
+/* test_onnx_dynamic.c: a detection head of data-dependent size. */
+void test_onnx_detection_head(void **state);
 
 #endif

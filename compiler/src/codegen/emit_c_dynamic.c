@@ -8,7 +8,9 @@
  * float, ties by the lower box index; unique's order by item, lexicographic); a kernel returns
  * int32_t: 0, -4 (TETHER_ERR_LIMIT) when the count is above the bound, checked before any write
  * past it, -1 (TETHER_ERR_INVALID_ARG) when a condition selects past its axis' extent; the graph
- * returns that code. No 64-bit division (MCU targets), no scratch memory beyond the output.
+ * returns that code. The output is zeroed up to its bound first (consumers of the tensor compute
+ * every row of the bound: ir/shapes_dynamic.c). No 64-bit division (MCU targets), no scratch
+ * memory beyond the output.
  */
 #include <stdio.h>
 #include <string.h>
@@ -367,6 +369,12 @@ static void k_nms(em *e, const tether_ir_node *nd, const kargs *k, long long b) 
 
 void tether__c_dynamic(em *e, const tether_ir_node *nd, const kargs *k) {
     long long b = (long long)tether__ir_dyn_bound(e->g, nd);
+    if (!(nd->attrs.mode & TETHER__DYN_COUNT)) { /* past the actual data: zeros (consumers) */
+        line(e, "for (long long z = 0; z < %lldLL; ++z) {",
+             (long long)tether_ir_tensor_elements(T(e, nd->outputs[0])));
+        line(e, "    %s[z] = 0;", k->out);
+        line(e, "}");
+    }
     if (nd->op == TETHER_OP_NONZERO) {
         k_nonzero(e, nd, k, b);
     } else if (nd->op == TETHER_OP_COMPRESS) {

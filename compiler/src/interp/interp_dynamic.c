@@ -8,7 +8,8 @@
  * (codegen/emit_c_dynamic.c computes the same loops: nms in float, ties broken by the lower box
  * index); a count above the bound is TETHER_ERR_LIMIT naming the node, detected before any
  * element past the bound is written; a condition selecting past the axis' extent is
- * TETHER_ERR_INVALID_ARG. Nothing reads or writes outside a tensor.
+ * TETHER_ERR_INVALID_ARG. The output is zeroed up to its bound first (consumers compute every
+ * row of the bound: ir/shapes_dynamic.c). Nothing reads or writes outside a tensor.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -345,6 +346,9 @@ static int run_nms(const tether_ir_graph *g, const tether_ir_node *n, void **buf
 
 int tether__interp_dynamic(const tether_ir_graph *g, const tether_ir_node *n, void **buf) {
     int64_t b = tether__ir_dyn_bound(g, n);
+    if (!(n->attrs.mode & TETHER__DYN_COUNT)) { /* past the actual data: zeros (consumers) */
+        memset(buf[n->outputs[0]], 0, tether_ir_tensor_bytes(&g->tensors[n->outputs[0]]));
+    }
     if (n->op == TETHER_OP_NONZERO) {
         return run_nonzero(g, n, buf, b);
     }

@@ -7,9 +7,13 @@
  * kernel may write at most); its actual extent along dyn_dim - 1 is computed at run time by the
  * node and by its extent node (same operator, same inputs, mode | TETHER__DYN_COUNT), which both
  * fail with TETHER_ERR_LIMIT when the count is above the bound (nms' extent node reads the rows
- * of its nms node instead, which end with a -1 row when there are fewer than the bound). Only
- * graph outputs (and unique's second input, nms' extent node: terminated lists) may be dynamic:
- * any other reader is refused naming it. Messages name the node.
+ * of its nms node instead, which end with a -1 row when there are fewer than the bound). The
+ * producers zero their output past the actual data, so a consumer of a tensor dynamic along
+ * dimension 0 (consumer_input: elementwise with a static other operand, gather, reshapes keeping
+ * dimension 0) computes every row of the bound safely and its first rows are the actual ones:
+ * its output is dynamic along dimension 0 with the extent of the root it derives from (the
+ * extent node of a graph output is the root's). Readers besides those (and unique's second
+ * input, nms' extent node: terminated lists) are refused naming them. Messages name the node.
  */
 #include <stdio.h>
 #include <string.h>
@@ -71,9 +75,59 @@ int64_t tether__ir_dyn_bound(const tether_ir_graph *g, const tether_ir_node *n) 
     return b;
 }
 
+/* Whether node n may read a dynamic tensor and give an output dynamic along its dimension 0:
+ * its dynamic input(s) are dynamic along their dimension 0 (so the data of the actual shape are
+ * the first rows of the buffer, the producers zero the rest: any row computes safely), and the
+ * output's rows are the dynamic input's rows:
+ *  - elementwise unary; binary with a static other operand broadcast along dimension 0;
+ *  - gather along axis 0 of static data by dynamic indices, or along another axis of dynamic
+ *    data by static indices;
+ *  - reshape-like aliases keeping dimension 0 (the other dimensions regrouped).
+ * Returns the dynamic input (tensor index), -1 when n reads none, -2 when it reads one but does
+ * not qualify. On inferred inputs and output. */
+static int consumer_input(const tether_ir_graph *g, const tether_ir_node *n) {
+    int dyn = -1, ndyn = 0;
+    for (int j = 0; j < n->ninputs; j++) {
+        const tether_ir_tensor *t = tether__ir_in(g, n, j);
+        if (t && t->dyn_dim > 0) {
+            dyn = dyn < 0 ? j : dyn;
+            ndyn++;
+            if (t->dyn_dim != 1) {
+                return -2;
+            }
+        }
+    }
+    if (dyn < 0) {
+        return -1;
+    }
+    const tether_ir_tensor *x = tether__ir_in(g, n, dyn), *o = &g->tensors[n->outputs[0]];
+    int kind = tether__op_info_of(n->op)->kind;
+    bool ok =
+        ndyn == 1 && n->noutputs == 1 && o->ndim >= 1 && x->ndim >= 1 && o->shape[0] == x->shape[0];
+    if (kind == TETHER__OPK_UNARY) {
+        return ok ? n->inputs[dyn] : -2;
+    }
+    if (kind == TETHER__OPK_BINARY && n->ninputs == 2) {
+        const tether_ir_tensor *other = tether__ir_in(g, n, 1 - dyn);
+        ok = ok && x->ndim == o->ndim &&
+             (other->ndim < o->ndim || other->shape[0] == 1 || o->shape[0] == 1);
+        return ok ? n->inputs[dyn] : -2;
+    }
+    if (n->op == TETHER_OP_GATHER) {
+        const tether_ir_tensor *data = tether__ir_in(g, n, 0);
+        int ax = tether__ir_norm_axis(n->attrs.axis, data->ndim);
+        ok = ok && (dyn == 1 ? ax == 0 : ax > 0);
+        return ok ? n->inputs[dyn] : -2;
+    }
+    if (kind == TETHER__OPK_ALIAS && n->op != TETHER_OP_FLATTEN) {
+        return ok ? n->inputs[dyn] : -2;
+    }
+    return -2;
+}
+
 int tether__ir_dyn_dim(const tether_ir_graph *g, const tether_ir_node *n) {
     if (!tether__ir_is_dynamic_op(n->op)) {
-        return 0;
+        return consumer_input(g, n) >= 0 ? 1 : 0;
     }
     const tether_ir_attrs *a = &n->attrs;
     if (a->mode & TETHER__DYN_COUNT) {
@@ -218,18 +272,65 @@ static int producer_of(const tether_ir_graph *g, int t) {
     return -1;
 }
 
+/* Whether node p computes a dynamic tensor (not an extent, not unique's inverse indices). */
+static bool computes_dynamic(const tether_ir_node *p) {
+    return tether__ir_is_dynamic_op(p->op) && !(p->attrs.mode & TETHER__DYN_COUNT) &&
+           !(p->op == TETHER_OP_UNIQUE && ((p->attrs.mode >> 4) & 3) == 2);
+}
+
+/* Before inference: the node computing the dynamic tensor that tensor t derives from through
+ * nodes that may consume one (consumer_input: elementwise, gather, aliases; depth-first over
+ * their inputs), and in *root that tensor; -1 when there is none. */
+static int root_before_infer(const tether_ir_graph *g, int t, int depth, int *root) {
+    int p = producer_of(g, t);
+    if (p < 0 || depth > 64) {
+        return -1;
+    }
+    const tether_ir_node *n = &g->nodes[p];
+    if (computes_dynamic(n)) {
+        *root = t;
+        return p;
+    }
+    int kind = tether__op_info_of(n->op)->kind;
+    if (kind != TETHER__OPK_UNARY && kind != TETHER__OPK_BINARY && kind != TETHER__OPK_ALIAS &&
+        n->op != TETHER_OP_GATHER) {
+        return -1;
+    }
+    for (int j = 0; j < n->ninputs; j++) {
+        int r = n->inputs[j] >= 0 ? root_before_infer(g, n->inputs[j], depth + 1, root) : -1;
+        if (r >= 0) {
+            return r;
+        }
+    }
+    return -1;
+}
+
+/* After inference: the node computing the dynamic tensor that dynamic tensor t derives from
+ * (through consumers), and in *root that tensor; -1 when t is not dynamic. */
+static int root_after_infer(const tether_ir_graph *g, int t, int *root) {
+    for (int depth = 0; t >= 0 && g->tensors[t].dyn_dim > 0 && depth < 4096; depth++) {
+        int p = g->tensors[t].producer;
+        if (p < 0) {
+            return -1;
+        }
+        const tether_ir_node *n = &g->nodes[p];
+        if (tether__ir_is_dynamic_op(n->op)) {
+            *root = t;
+            return p;
+        }
+        t = consumer_input(g, n);
+    }
+    return -1;
+}
+
 int tether_ir_add_extent_outputs(tether_ir_graph *g) {
     int nout = g->noutputs;
     for (int i = 0; i < nout; i++) {
-        int t = g->outputs[i], p = producer_of(g, t);
+        int t = g->outputs[i], root = -1, p = root_before_infer(g, t, 0, &root);
         if (p < 0) {
             continue;
         }
         tether_ir_node n = g->nodes[p];
-        if (!tether__ir_is_dynamic_op(n.op) || (n.attrs.mode & TETHER__DYN_COUNT) ||
-            (n.op == TETHER_OP_UNIQUE && ((n.attrs.mode >> 4) & 3) == 2)) {
-            continue;
-        }
         char name[512];
         snprintf(name, sizeof name, "%s_extent", g->tensors[t].name);
         int e = tether_ir_find_tensor(g, name), k = -1, rc = TETHER_OK;
@@ -244,7 +345,7 @@ int tether_ir_add_extent_outputs(tether_ir_graph *g) {
         /* unique's count reads x alone, nms' the terminated rows of its node */
         int nin = n.op == TETHER_OP_UNIQUE || n.op == TETHER_OP_NMS ? 1 : n.ninputs;
         if (n.op == TETHER_OP_NMS) {
-            n.inputs[0] = t;
+            n.inputs[0] = root;
         }
         int64_t one = 1;
         if ((rc = tether_ir_add_tensor(g, name, TETHER_INT64, 1, &one, &e)) ||
@@ -276,14 +377,17 @@ int tether__ir_check_dynamic(const tether_ir_graph *g) {
         for (int j = 0; j < n->ninputs; j++) {
             const tether_ir_tensor *t = tether__ir_in(g, n, j);
             if (!t || t->dyn_dim <= 0 || (n->op == TETHER_OP_UNIQUE && j == 1) ||
-                (n->op == TETHER_OP_NMS && (n->attrs.mode & TETHER__DYN_COUNT))) {
+                (n->op == TETHER_OP_NMS && (n->attrs.mode & TETHER__DYN_COUNT)) ||
+                (!tether__ir_is_dynamic_op(n->op) && consumer_input(g, n) >= 0)) {
                 continue;
             }
             return tether__ir_node_error(
                 n, TETHER_ERR_UNSUPPORTED,
                 "input '%s' has a data-dependent extent (dimension %d, at most %lld, known at run "
-                "time only): only a graph output may have one (no operator reads such a tensor "
-                "yet)",
+                "time only): only elementwise operators (a static other operand broadcast along "
+                "dimension 0), gather (axis 0 by such indices, another axis of such data) and "
+                "reshapes keeping dimension 0 read one that varies along dimension 0; other "
+                "operators and other dimensions are not supported yet",
                 t->name, t->dyn_dim - 1, (long long)t->shape[t->dyn_dim - 1]);
         }
     }
@@ -316,10 +420,17 @@ int tether__ir_check_dynamic(const tether_ir_graph *g) {
             continue;
         }
         const tether_ir_tensor *t = &g->tensors[g->outputs[j]], *e = &g->tensors[g->outputs[k]];
-        const tether_ir_node *p = &g->nodes[t->producer], *q = &g->nodes[e->producer];
+        int root = -1, pi = root_after_infer(g, g->outputs[j], &root);
+        if (pi < 0 || e->producer < 0) {
+            return tether_set_error(TETHER_ERR_INTERNAL,
+                                    "graph output '%s': no producer of its "
+                                    "data-dependent extent",
+                                    t->name);
+        }
+        const tether_ir_node *p = &g->nodes[pi], *q = &g->nodes[e->producer];
         int nin = p->op == TETHER_OP_UNIQUE || p->op == TETHER_OP_NMS ? 1 : p->ninputs;
-        bool same = e->producer >= 0 && q->op == p->op && q->ninputs == nin &&
-                    (p->op != TETHER_OP_NMS || q->inputs[0] == g->outputs[j]) &&
+        bool same = q->op == p->op && q->ninputs == nin &&
+                    (p->op != TETHER_OP_NMS || q->inputs[0] == root) &&
                     (q->attrs.mode & ~(int64_t)TETHER__DYN_COUNT) == p->attrs.mode &&
                     q->attrs.nints == p->attrs.nints &&
                     (!p->attrs.nints || q->attrs.ints[0] == p->attrs.ints[0]);
