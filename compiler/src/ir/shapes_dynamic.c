@@ -120,6 +120,14 @@ static int consumer_input(const tether_ir_graph *g, const tether_ir_node *n) {
         return ok ? n->inputs[dyn] : -2;
     }
     if (kind == TETHER__OPK_ALIAS && n->op != TETHER_OP_FLATTEN) {
+        /* squeeze/unsqueeze: not of dimension 0 itself (the rows would move) */
+        int rank = n->op == TETHER_OP_SQUEEZE ? x->ndim : o->ndim;
+        for (int i = 0; ok && (n->op == TETHER_OP_SQUEEZE || n->op == TETHER_OP_UNSQUEEZE) &&
+                        i < n->attrs.nints;
+             i++) {
+            ok = tether__ir_norm_axis(n->attrs.ints[i], rank) != 0;
+        }
+        ok = ok && !(n->op == TETHER_OP_SQUEEZE && n->attrs.nints == 0 && x->shape[0] == 1);
         return ok ? n->inputs[dyn] : -2;
     }
     return -2;
