@@ -9,6 +9,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_data.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_vision.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_rnn.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_dynamic.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/types.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/cost.c
@@ -22,6 +23,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_data.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_vision.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_rnn.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_dynamic.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_loss.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_reduce.c
@@ -37,6 +39,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_data.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_vision.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_rnn.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_dynamic.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_nchwc.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_schedules.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_profile.c

@@ -513,6 +513,22 @@ struct tether_memplan;
 int tether__compile_passes_and_plan(tether_ir_graph *g, const struct tether_compile_options *o,
                                     struct tether_compile_result *res, struct tether_memplan *plan);
 
+/* ---- data-dependent output sizes (ir/shapes_dynamic.c; wt27h) ---- */
+/* The count flag of the mode of nonzero/compress/unique/nms: the node computes the extent. */
+#define TETHER__DYN_COUNT 256
+/* True for nonzero, compress, unique, nms. */
+bool tether__ir_is_dynamic_op(tether_op op);
+/* The bound of node n's dynamic dimension (min of the natural one and the cap), and which
+ * dimension it is (the tensor's dyn_dim: 0 static, d + 1, -1 extent); on inferred inputs. */
+int64_t tether__ir_dyn_bound(const tether_ir_graph *g, const tether_ir_node *n);
+int tether__ir_dyn_dim(const tether_ir_graph *g, const tether_ir_node *n);
+/* Shape and typing rules of those operators (the DATA rules hand them over). */
+int tether__ir_dynamic_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
+int tether__ir_dynamic_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
+/* After inference: no node reads a dynamic tensor (but unique's second input), and every
+ * dynamic graph output has its extent output; errors name the node or tensor. */
+int tether__ir_check_dynamic(const tether_ir_graph *g);
+
 /* CLOCK_MONOTONIC in seconds (for the timings of reports). */
 double tether__now_s(void);
 

@@ -69,6 +69,29 @@ static int read_model_input(const tether_ir_graph *g, int i, const tether_cli_ar
     return 0;
 }
 
+/* The model's outputs without the extent outputs of those of data-dependent size (which come
+ * last, dyn_dim -1: docs/onnx.md, "Data-dependent output sizes"). */
+static int model_outputs(const tether_ir_graph *g) {
+    int n = g->noutputs;
+    while (n > 0 && g->tensors[g->outputs[n - 1]].dyn_dim < 0) {
+        n--;
+    }
+    return n;
+}
+
+/* After interpret: each output of data-dependent size at its actual shape (its extent output's
+ * value; the data are dense at the start of the buffer). */
+static void trim_outputs(const tether_ir_graph *g, tether_npy *out) {
+    for (int i = 0; i < g->noutputs; i++) {
+        int k = tether_ir_extent_output(g, i), d = g->tensors[g->outputs[i]].dyn_dim - 1;
+        if (k < 0 || d < 0) {
+            continue;
+        }
+        memcpy(&out[i].shape[d], out[k].data, sizeof(int64_t));
+        tether_shape_bytes(out[i].shape, out[i].ndim, out[i].dtype, &out[i].nbytes);
+    }
+}
+
 /* Runs the interpreter on inputs in[] (checked against the model: any element type); outputs
  * are allocated npy arrays of the outputs' types. */
 static int interpret(const tether_ir_graph *g, const tether_npy *in, tether_npy *out) {
@@ -93,6 +116,7 @@ static int interpret(const tether_ir_graph *g, const tether_npy *in, tether_npy 
     if (tether_interp_run_typed(g, ins, outs)) {
         return fail(1, "reference interpreter: %s", tether_last_error());
     }
+    trim_outputs(g, out);
     return 0;
 }
 
@@ -141,15 +165,16 @@ int tether_cli_run_reference(const char *model, int nin, tether_cli_array *input
     }
     graph_names(&g, 0, in_names);
     graph_names(&g, 1, out_names);
+    int nmodel = model_outputs(&g); /* extent outputs: no files (the .npy's shape has it) */
     if ((rc = tether_cli_array_order(inputs, &nin, g.ninputs, in_names, "input")) ||
         (!tether_cli_out_npz(outputs, nout) &&
-         (rc = tether_cli_array_order(outputs, &nout, g.noutputs, out_names, "output")))) {
+         (rc = tether_cli_array_order(outputs, &nout, nmodel, out_names, "output")))) {
         goto done;
     }
     rc = 1;
-    if (nin != g.ninputs || (nout && !tether_cli_out_npz(outputs, nout) && nout != g.noutputs)) {
+    if (nin != g.ninputs || (nout && !tether_cli_out_npz(outputs, nout) && nout != nmodel)) {
         rc = fail(2, "%s has %d inputs and %d outputs; %d --in and %d --out given", model,
-                  g.ninputs, g.noutputs, nin, nout);
+                  g.ninputs, nmodel, nin, nout);
         goto done;
     }
     for (int i = 0; i < nin; i++) {
@@ -162,15 +187,15 @@ int tether_cli_run_reference(const char *model, int nin, tether_cli_array *input
     }
     static tether_cli_array defaults[TETHER_CLI_MAX_IO];
     if (!nout) { /* out0.npy, out1.npy, ... */
-        for (int i = 0; i < g.noutputs; i++) {
+        for (int i = 0; i < nmodel; i++) {
             memset(&defaults[i], 0, sizeof defaults[i]);
             snprintf(defaults[i].label, sizeof defaults[i].label, "out%d.npy", i);
             defaults[i].path = defaults[i].label;
         }
         outputs = defaults;
-        nout = g.noutputs;
+        nout = nmodel;
     }
-    if (tether_cli_write_outputs(outputs, nout, g.noutputs, out_names, out, NULL)) {
+    if (tether_cli_write_outputs(outputs, nout, nmodel, out_names, out, NULL)) {
         goto done;
     }
     printf("%s: reference interpreter, %d operators\n", model, g.nnodes);
@@ -540,6 +565,12 @@ static int side_start(ab_side *s, const ab_args *a, tether_session *ses) {
     if (!rc && (tether_device_prepare(s->art, ses, &s->dco) ||
                 tether_artifact_run(s->art, ins, outs, &s->run.call, NULL))) {
         rc = fail(1, "%s", tether_last_error());
+    }
+    for (int i = 0; !rc && i < nout; i++) { /* a data-dependent size: the actual shape */
+        if (tether_artifact_output_shape(s->art, i, (const void *const *)outs, s->run.out[i].shape,
+                                         &s->run.out[i].nbytes)) {
+            rc = fail(1, "%s", tether_last_error());
+        }
     }
     for (int i = 0; i < nin; i++) {
         tether_npy_free(&in[i]);

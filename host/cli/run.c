@@ -608,8 +608,11 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
         return fail(1, "%s", tether_last_error());
     }
     tether_artifact *a = *ap;
-    int nin = tether_artifact_num_inputs(a), nout = tether_artifact_num_outputs(a);
-    if (nin > RUN_MAX_IO || nout > RUN_MAX_IO) {
+    /* the model's outputs; the extent outputs of those of data-dependent size (after them) get
+     * buffers but no files: the .npy's shape carries the extent */
+    int nin = tether_artifact_num_inputs(a), nout = tether_artifact_num_model_outputs(a);
+    int nall = tether_artifact_num_outputs(a);
+    if (nin > RUN_MAX_IO || nall > RUN_MAX_IO) {
         return fail(1, "%s: more than %d inputs or outputs", dir, RUN_MAX_IO);
     }
     const char *in_names[RUN_MAX_IO], *out_names[RUN_MAX_IO];
@@ -657,11 +660,13 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
         return fail(2, "the model has %d outputs, %d --out given", nout, r->nout);
     }
     static char defnames[RUN_MAX_IO][32];
-    for (int i = 0; i < nout; i++) {
+    for (int i = 0; i < nall; i++) {
         tether_artifact_io io;
         tether_artifact_io_of(a, 1, i, &io);
         io_spec *sp = &r->out[i];
-        if (!r->nout) {
+        if (i >= nout) {
+            /* an extent output: a buffer only */
+        } else if (!r->nout) {
             r->default_out = 1;
             memset(sp, 0, sizeof *sp);
             snprintf(defnames[i], sizeof defnames[i], "out%d.npy", i);
@@ -672,7 +677,7 @@ static int artifact_local(run_args *r, const char *dir, tether_artifact **ap, te
         o->dtype = io.dtype;
         o->ndim = io.ndim;
         memcpy(o->shape, io.shape, sizeof(int64_t) * (size_t)io.ndim);
-        if (sp->has_shape) {
+        if (i < nout && sp->has_shape && io.dynamic_dim < 0) {
             tether_npy given = {sp->dtype, sp->ndim, {0}, NULL, 0};
             memcpy(given.shape, sp->shape, sizeof given.shape);
             if (tether_npy_check(&given, sp->label, "output", io.name, io.dtype, io.ndim,
@@ -779,7 +784,7 @@ static int run_artifact_once(run_args *r, const char *dir, int bench) {
     }
     run_result q = {.s = s,
                     .fname = tether_artifact_entry(a),
-                    .nout = tether_artifact_num_outputs(a),
+                    .nout = tether_artifact_num_model_outputs(a),
                     .out = out};
     memset(&q.ts, 0, sizeof q.ts);
     for (int i = 0; i < q.nout; i++) {
@@ -795,6 +800,13 @@ static int run_artifact_once(run_args *r, const char *dir, int bench) {
                                        &q.ts, kernel_median))) {
         rc = device_failed(r, s, NULL); /* RUN_REQUEUE: another device of the pool */
         goto out;
+    }
+    for (int i = 0; i < q.nout; i++) { /* a data-dependent size: the actual shape */
+        if (tether_artifact_output_shape(a, i, (const void *const *)outs, out[i].shape,
+                                         &out[i].nbytes)) {
+            rc = fail(1, "%s", tether_last_error());
+            goto out;
+        }
     }
     if (tether_artifact_backend_of(a) == TETHER_ARTIFACT_OPENCL) {
         rc = tether_cli_report_opencl(r, bench, &q, a, kernel_ns, kernel_median);

@@ -34,6 +34,8 @@ typedef struct io_entry {
     int ndim;
     int64_t shape[TETHER_MAX_NDIM];
     size_t nbytes;
+    /* data-dependent size (metadata "dynamic_dim", "extent_output", "extent_of"; -1 none) */
+    int dyn_dim, extent_output, extent_of;
 } io_entry;
 
 struct tether_artifact {
@@ -242,6 +244,38 @@ int tether__artifact_file_name_ok(const char *s) {
            strlen(s) < 200;
 }
 
+/* The outputs' data-dependent sizes are consistent: a dynamic output names a dimension it has
+ * and an int64 [1] extent output that names it back; extent outputs come after the others. */
+static int check_dynamic(const tether_artifact *a) {
+    int first_extent = a->nout;
+    for (int i = 0; i < a->nout; i++) {
+        const io_entry *e = &a->out[i];
+        int k = e->extent_output;
+        const io_entry *x = k >= 0 && k < a->nout ? &a->out[k] : NULL;
+        if ((e->dyn_dim >= 0) != (k >= 0) || (e->dyn_dim >= e->ndim) ||
+            (k >= 0 && (!x || x->extent_of != i || x->ndim != 1 || x->shape[0] != 1 ||
+                        !tether_dtype_equal(x->dtype, TETHER_INT64))) ||
+            (e->extent_of >= 0 &&
+             (e->extent_of >= a->nout || a->out[e->extent_of].extent_output != i))) {
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "%s: metadata.json: output '%s': dynamic_dim, extent_output "
+                                    "and extent_of do not agree (an output of data-dependent "
+                                    "size names its dimension and its int64 [1] extent output, "
+                                    "which names it back)",
+                                    a->dir, e->name);
+        }
+        if (e->extent_of >= 0 && i < first_extent) {
+            first_extent = i;
+        } else if (e->extent_of < 0 && i > first_extent) {
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "%s: metadata.json: output '%s' comes after an extent output "
+                                    "(extent outputs come last)",
+                                    a->dir, e->name);
+        }
+    }
+    return 0;
+}
+
 static int read_io(tether_artifact *a, const cJSON *arr, int output) {
     int n = cJSON_GetArraySize(arr);
     if (n > MAX_IO) {
@@ -274,9 +308,23 @@ static int read_io(tether_artifact *a, const cJSON *arr, int output) {
             return tether_set_error(TETHER_ERR_LIMIT, "%s: metadata.json: %s '%s': %s", a->dir,
                                     output ? "output" : "input", e->name, tether_last_error());
         }
+        const char *keys[3] = {"dynamic_dim", "extent_output", "extent_of"};
+        int *vals[3] = {&e->dyn_dim, &e->extent_output, &e->extent_of};
+        for (int k = 0; k < 3; k++) {
+            const cJSON *v = output ? cJSON_GetObjectItem(o, keys[k]) : NULL;
+            *vals[k] = -1;
+            if (v && (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > MAX_IO)) {
+                return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                        "%s: metadata.json: output '%s' "
+                                        "has a bad %s",
+                                        a->dir, e->name, keys[k]);
+            }
+            *vals[k] = v ? (int)v->valuedouble : -1;
+        }
     }
     if (output) {
         a->nout = n;
+        return check_dynamic(a);
     } else {
         a->nin = n;
     }
@@ -479,6 +527,7 @@ int tether_artifact_io_of(const tether_artifact *a, int output, int i, tether_ar
         if (!io->name) {
             io->name = "";
         }
+        io->dynamic_dim = io->extent_output = io->extent_of = -1;
         return 0;
     }
     const io_entry *e = output ? &a->out[i] : &a->in[i];
@@ -487,6 +536,9 @@ int tether_artifact_io_of(const tether_artifact *a, int output, int i, tether_ar
     io->ndim = e->ndim;
     io->shape = e->shape;
     io->nbytes = e->nbytes;
+    io->dynamic_dim = output ? e->dyn_dim : -1;
+    io->extent_output = output ? e->extent_output : -1;
+    io->extent_of = output ? e->extent_of : -1;
     return 0;
 }
 
@@ -710,6 +762,34 @@ static int check_prepared(const tether_artifact *a) {
     return 0;
 }
 
+/* The entry's -4 in an artifact with outputs of data-dependent size: a count above the bound
+ * (docs/abi.md); the message names the outputs and their bounds. */
+static int over_the_bound(const tether_artifact *a) {
+    char list[600] = "";
+    size_t l = 0;
+    int n = 0;
+    for (int i = 0; i < a->nout && l + 8 < sizeof list; i++) {
+        const io_entry *e = &a->out[i];
+        if (e->dyn_dim >= 0) {
+            l += (size_t)snprintf(list + l, sizeof list - l,
+                                  "%s'%s' (at most %lld along dimension "
+                                  "%d)",
+                                  n++ ? ", " : "", e->name, (long long)e->shape[e->dyn_dim],
+                                  e->dyn_dim);
+        }
+    }
+    if (!n) {
+        return TETHER_ERR_LIMIT; /* the call's own message stands */
+    }
+    char why[300];
+    snprintf(why, sizeof why, "%s", tether_last_error());
+    return tether_set_error(TETHER_ERR_LIMIT,
+                            "%s: the data gave more entries than the bound of %s %s: the "
+                            "output's size is data-dependent and the artifact was compiled for at "
+                            "most that many (%s)",
+                            a->dir, n > 1 ? "one of the outputs" : "output", list, why);
+}
+
 int tether_artifact_run(tether_artifact *a, const void *const *inputs, void *const *outputs,
                         tether_call_result *res, uint64_t *kernel_ns) {
     tether_call_result local;
@@ -732,12 +812,58 @@ int tether_artifact_run(tether_artifact *a, const void *const *inputs, void *con
     if (!rc) {
         rc = tether_session_call(a->s, &a->f, a->args, (uint32_t)(a->nin + a->nout + a->npools),
                                  res);
+        /* the entry's -4 (tetherd replies with the error; an MCU with the code) */
+        if (rc == TETHER_ERR_LIMIT &&
+            (res->ret == TETHER_ERR_LIMIT || strstr(tether_last_error(), "returned -4"))) {
+            return over_the_bound(a);
+        }
     }
-    for (int i = 0; !rc && i < a->nout; i++) {
-        rc = tether_session_copy_from(a->s, a->args[a->nin + i].v.array, 0, outputs[i],
-                                      a->out[i].nbytes);
+    /* the extent outputs first (they come last), then each output, a dynamic one only as far as
+     * its actual shape (dense at the start; the bytes past it are left as they were) */
+    for (int i = a->nout - 1; !rc && i >= 0; i--) { /* backwards: the extents are last */
+        size_t n = a->out[i].nbytes;
+        if (a->out[i].dyn_dim >= 0) {
+            int64_t shape[TETHER_MAX_NDIM];
+            rc = tether_artifact_output_shape(a, i, (const void *const *)outputs, shape, &n);
+        }
+        if (!rc) {
+            rc = tether_session_copy_from(a->s, a->args[a->nin + i].v.array, 0, outputs[i], n);
+        }
     }
     return rc;
+}
+
+int tether_artifact_num_model_outputs(const tether_artifact *a) {
+    int n = a->ocl ? tether_artifact_num_outputs(a) : a->nout;
+    while (!a->ocl && n > 0 && a->out[n - 1].extent_of >= 0) {
+        n--;
+    }
+    return n;
+}
+
+int tether_artifact_output_shape(const tether_artifact *a, int i, const void *const *outputs,
+                                 int64_t *shape, size_t *nbytes) {
+    tether_artifact_io io;
+    int rc = tether_artifact_io_of(a, 1, i, &io);
+    if (rc) {
+        return rc;
+    }
+    memcpy(shape, io.shape, sizeof(int64_t) * (size_t)io.ndim);
+    *nbytes = io.nbytes;
+    if (io.dynamic_dim < 0) {
+        return 0;
+    }
+    int64_t ext;
+    memcpy(&ext, outputs[io.extent_output], sizeof ext);
+    int64_t bound = io.shape[io.dynamic_dim];
+    if (ext < 0 || ext > bound) {
+        return tether_set_error(TETHER_ERR_PROTOCOL,
+                                "%s: output '%s': the device reported %lld entries along its "
+                                "data-dependent dimension %d, outside 0 .. %lld (its bound)",
+                                a->dir, io.name, (long long)ext, io.dynamic_dim, (long long)bound);
+    }
+    shape[io.dynamic_dim] = ext;
+    return tether_shape_bytes(shape, io.ndim, io.dtype, nbytes);
 }
 
 int tether_artifact_time(tether_artifact *a, uint32_t number, uint32_t repeat,

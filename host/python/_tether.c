@@ -335,6 +335,21 @@ static PyObject *artifact_info(tpy_artifact *self, PyObject *unused) {
         }
         tether__py_set_item(d, k ? "outputs" : "inputs", l);
     }
+    /* outputs of data-dependent size: (output, dimension, its extent output) */
+    PyObject *dl = PyList_New(0);
+    for (int i = 0; dl && i < self->nout; i++) {
+        tether_artifact_io io;
+        if (tether_artifact_io_of(a, 1, i, &io) || io.dynamic_dim < 0) {
+            continue;
+        }
+        PyObject *t = Py_BuildValue("(iii)", i, io.dynamic_dim, io.extent_output);
+        if (t) {
+            PyList_Append(dl, t);
+            Py_DECREF(t);
+        }
+    }
+    tether__py_set_item(d, "dynamic", dl);
+    tether__py_set_item(d, "model_outputs", PyLong_FromLong(tether_artifact_num_model_outputs(a)));
     PyObject *kl = PyList_New(0);
     for (int i = 0; kl && i < self->nkernels; i++) {
         const char *kernel = "", *node = "";
@@ -593,6 +608,8 @@ static PyMethodDef artifact_methods[] = {
      "close(): frees the artifact (and its arrays on the device). Idempotent."},
     {"info", (PyCFunction)artifact_info, METH_NOARGS,
      "info() -> dict: backend, entry, target, cpu, inputs/outputs (name, dtype, shape, nbytes), "
+     "dynamic ((output, dimension, extent output) per output of data-dependent size), "
+     "model_outputs (the outputs before the extent outputs), "
      "kernels. Read before prepare()."},
     {"prepare", (PyCFunction)artifact_prepare, METH_VARARGS,
      "prepare(session, firmware=None, firmware_dirs=None): upload (.o/.a linked for an MCU "

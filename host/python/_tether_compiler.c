@@ -441,10 +441,21 @@ PyObject *tether__py_interpret(PyObject *self, PyObject *args, PyObject *kw) {
     ret = PyList_New(0);
     for (int i = 0; ret && i < g.noutputs; i++) {
         const tether_ir_tensor *t = &g.tensors[g.outputs[i]];
-        PyObject *item =
-            Py_BuildValue("(NNNy#)", tether__py_str(t->name ? t->name : ""),
-                          tether__py_dtype_str(t->dtype), tether__py_shape_tuple(t->ndim, t->shape),
-                          (const char *)outp[i], (Py_ssize_t)tether_ir_tensor_bytes(t));
+        int64_t shape[TETHER_IR_MAX_NDIM];
+        memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+        size_t nbytes = tether_ir_tensor_bytes(t);
+        int k = tether_ir_extent_output(&g, i);
+        if (t->dyn_dim < 0) {
+            continue; /* an extent output: the shape of the output it measures has it */
+        }
+        if (k >= 0) { /* a data-dependent size: the actual shape, dense at the start */
+            memcpy(&shape[t->dyn_dim - 1], outp[k], sizeof(int64_t));
+            nbytes = nbytes / (size_t)(t->shape[t->dyn_dim - 1] ? t->shape[t->dyn_dim - 1] : 1) *
+                     (size_t)shape[t->dyn_dim - 1];
+        }
+        PyObject *item = Py_BuildValue(
+            "(NNNy#)", tether__py_str(t->name ? t->name : ""), tether__py_dtype_str(t->dtype),
+            tether__py_shape_tuple(t->ndim, shape), (const char *)outp[i], (Py_ssize_t)nbytes);
         if (!item || PyList_Append(ret, item)) {
             Py_XDECREF(item);
             Py_CLEAR(ret);

@@ -19,6 +19,7 @@
 #include "op_cases_quant.h"
 #include "op_cases_rnn.h"
 #include "op_cases_misc.h"
+#include "op_cases_dynamic.h"
 
 static void a_pad1(tether_ir_attrs *a) {
     a->pads[0] = a->pads[1] = a->pads[2] = a->pads[3] = 1;
@@ -942,8 +943,11 @@ const tt_op_case tt_op_cases[] = {
      BOTH,
      NULL},
     {"hardmax_axis1", TETHER_OP_HARDMAX, 1, {3}, {{2, 5, 3}}, 0, a_axis1, NONE, BOTH, NULL},
-    TT_QUANT_CASES    /* op_cases_quant.h */
-        TT_MISC_CASES /* op_cases_misc.h */
+    /* clang-format off */
+    TT_QUANT_CASES   /* op_cases_quant.h */
+    TT_MISC_CASES    /* op_cases_misc.h */
+    TT_DYNAMIC_CASES /* op_cases_dynamic.h */
+    /* clang-format on */
 };
 
 const size_t tt_num_op_cases = sizeof tt_op_cases / sizeof *tt_op_cases;

@@ -7,6 +7,9 @@
  * dilations, groups, rank-1 and scalar broadcasting. The cases are tests/compiler/op_cases.c's
  * (those marked TT_C), shared with the OpenCL backend's test; cases of other element types than
  * float32 are drawn per type and compared exactly (integers, bool) or within a tolerance (floats).
+ * A data-dependent output size (nonzero, compress, unique, nms) gets its extent output: the
+ * extents are equal and only the data of the actual shape are compared. TT_OPS_FILTER (a cmocka
+ * pattern, e.g. 'nms*') runs some of the tests only.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -69,6 +72,8 @@ static void build_case(const tt_op_case *c, tether_ir_graph *g) {
         assert_int_equal(tether_ir_add_node(g, "after", c->then, &mid, 1, &out, 1, NULL, NULL), 0);
     }
     assert_int_equal(tether_ir_add_output(g, out), 0);
+    /* a data-dependent output size (nonzero, compress, unique, nms): its extent output too */
+    assert_int_equal(tether_ir_add_extent_outputs(g), 0);
     int rc = tether_ir_infer(g);
     if (rc) {
         fail_msg("%s: %s", c->name, tether_last_error());
@@ -175,16 +180,37 @@ static void run_case(const tt_op_case *c) {
     const tether_ir_tensor *ot = &g.tensors[g.outputs[0]];
     size_t on = tether_ir_tensor_elements(ot), ob = tether_ir_tensor_bytes(ot);
     void *ref = malloc(ob + 1), *got = malloc(ob + 1);
-    assert_int_equal(tether_interp_run_typed(&g, (const void *const *)inputs, &ref), 0);
+    /* a dynamic output (dyn_dim > 0): its extent is output 1; only the data of the actual shape
+     * (dense at the start) are compared, the bytes past it are unwritten or a terminator */
+    int64_t ref_ext = -1, got_ext = -1;
+    void *refs[2] = {ref, &ref_ext}, *gots[2] = {got, &got_ext};
+    assert_int_equal(g.noutputs, ot->dyn_dim > 0 ? 2 : 1);
+    assert_int_equal(tether_interp_run_typed(&g, (const void *const *)inputs, refs), 0);
+    if (ot->dyn_dim > 0) {
+        int d = ot->dyn_dim - 1;
+        if (ref_ext <= 0 || ref_ext > ot->shape[d]) {
+            fail_msg("%s: extent %lld, expected 1 .. %lld (the case must exercise data)", c->name,
+                     (long long)ref_ext, (long long)ot->shape[d]);
+        }
+        on = on / (size_t)ot->shape[d] * (size_t)ref_ext;
+        ob = on * tether_dtype_bytes(ot->dtype);
+    }
     int is_float = ot->dtype.code == kDLFloat || ot->dtype.code == kDLBfloat;
     for (int abi = 0; abi < 2; abi++) {
         for (int iface = 0; iface < 2; iface++) {
             memset(got, 0xA5, ob);
+            got_ext = -1;
             int rc = tt_run_compiled(&g, c->name, (tether_abi)abi, (tether_interface)iface, true,
-                                     (const float *const *)inputs, (float *const *)&got);
+                                     (const float *const *)inputs, (float *const *)gots);
             if (rc) {
                 fail_msg("%s (%s ABI, %s interface): %s", c->name, tether_abi_name((tether_abi)abi),
                          tether_interface_name((tether_interface)iface), tether_last_error());
+            }
+            if (got_ext != ref_ext) {
+                fail_msg("%s (%s ABI, %s interface): extent %lld, the interpreter's %lld", c->name,
+                         tether_abi_name((tether_abi)abi),
+                         tether_interface_name((tether_interface)iface), (long long)got_ext,
+                         (long long)ref_ext);
             }
             double cl = 0.0;
             if (tether_dtype_equal(ot->dtype, TETHER_FLOAT32)) {
@@ -780,6 +806,9 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_reduce_known_values);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_empty_tensors);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_data_known_values);
+    if (getenv("TT_OPS_FILTER")) { /* e.g. TT_OPS_FILTER='nms*' runs those cases only */
+        cmocka_set_test_filter(getenv("TT_OPS_FILTER"));
+    }
     int rc = _cmocka_run_group_tests("compiler_ops", tests, n, NULL, NULL);
     free(tests);
     return rc;

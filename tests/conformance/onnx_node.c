@@ -239,6 +239,41 @@ static int same_shape(const tether_ir_tensor *t, const tether_onnx_tensor *e) {
     return 1;
 }
 
+/* The data's shape fits the output's: equal, or, for an output of data-dependent size, equal
+ * but along its dynamic dimension, where the data's extent is at most the bound. */
+static int within_bound(const tether_ir_tensor *t, const tether_onnx_tensor *e) {
+    if (t->dyn_dim <= 0 || t->ndim != e->ndim) {
+        return same_shape(t, e);
+    }
+    for (int d = 0; d < t->ndim; d++) {
+        if (d == t->dyn_dim - 1 ? e->shape[d] > t->shape[d] : e->shape[d] != t->shape[d]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Output i of a run (buffers bufs, one per graph output, extent outputs after the model's): its
+ * actual shape (the extent output's value along the dynamic dimension) equals the data's. */
+static int actual_shape(const tether_ir_graph *g, int i, float *const *bufs,
+                        const tether_onnx_tensor *e, char *why, size_t whyn) {
+    const tether_ir_tensor *t = &g->tensors[g->outputs[i]];
+    int k = tether_ir_extent_output(g, i);
+    if (k < 0) {
+        return 1;
+    }
+    int64_t ext;
+    memcpy(&ext, bufs[k], sizeof ext);
+    int64_t want = e->shape[t->dyn_dim - 1];
+    if (ext != want) {
+        snprintf(why, whyn, "actual extent %lld along dimension %d, expected %lld (bound %lld)",
+                 (long long)ext, t->dyn_dim - 1, (long long)want,
+                 (long long)t->shape[t->dyn_dim - 1]);
+        return 0;
+    }
+    return 1;
+}
+
 static void shape_text(char *buf, size_t n, const int64_t *shape, int ndim) {
     size_t o = (size_t)snprintf(buf, n, "[");
     for (int i = 0; i < ndim && o < n; i++) {
@@ -293,7 +328,7 @@ static int run_on_device(tether_session *s, const char *dir, const char *lib, co
         tether_session_reset(s);
         return -1;
     }
-    for (int i = 0; i < g->noutputs && !rc; i++) {
+    for (int i = 0; i < g->noutputs && !rc; i++) { /* extent outputs included */
         const tether_ir_tensor *t = &g->tensors[g->outputs[i]];
         size_t nb = tether_ir_tensor_bytes(t);
         got[i] = malloc(nb ? nb : 1);
@@ -435,9 +470,14 @@ static int run_one(tether_session *s, const char *name, timing *tm, char *why, s
             rin[nr++] = &in[i];
         }
     }
-    if (nr != g.ninputs || nout != g.noutputs) {
+    /* outputs of data-dependent size come with one extent output each, after the model's */
+    int nmodel = 0;
+    for (int i = 0; i < g.noutputs; i++) {
+        nmodel += g.tensors[g.outputs[i]].dyn_dim >= 0;
+    }
+    if (nr != g.ninputs || nout != nmodel) {
         snprintf(why, whyn, "the model has %d run-time inputs and %d outputs; the data %d and %d",
-                 g.ninputs, g.noutputs, nr, nout);
+                 g.ninputs, nmodel, nr, nout);
         goto out;
     }
     for (int i = 0; i < nr; i++) {
@@ -455,7 +495,7 @@ static int run_one(tether_session *s, const char *name, timing *tm, char *why, s
     }
     for (int i = 0; i < nout; i++) {
         const tether_ir_tensor *t = &g.tensors[g.outputs[i]];
-        if (!same_type(t, &out[i]) || !same_shape(t, &out[i])) {
+        if (!same_type(t, &out[i]) || !within_bound(t, &out[i])) {
             char a[96], b[96];
             shape_text(a, sizeof a, t->shape, t->ndim);
             shape_text(b, sizeof b, out[i].shape, out[i].ndim);
@@ -471,8 +511,9 @@ static int run_one(tether_session *s, const char *name, timing *tm, char *why, s
     for (int i = 0; i < nr; i++) {
         ins[i] = rin[i]->data;
     }
-    for (int i = 0; i < nout; i++) {
-        ref[i] = malloc(out[i].nbytes ? out[i].nbytes : 1);
+    for (int i = 0; i < g.noutputs; i++) {
+        size_t nb = tether_ir_tensor_bytes(&g.tensors[g.outputs[i]]);
+        ref[i] = malloc(nb ? nb : 1);
     }
     if (tether_interp_run_typed(&g, ins, (void *const *)ref)) {
         snprintf(why, whyn, "interpreter: %s", tether_last_error());
@@ -480,7 +521,8 @@ static int run_one(tether_session *s, const char *name, timing *tm, char *why, s
     }
     for (int i = 0; i < nout; i++) {
         char w[200];
-        if (!close_enough_typed(ref[i], out[i].data, out[i].dtype, out[i].nbytes, w, sizeof w)) {
+        if (!actual_shape(&g, i, ref, &out[i], w, sizeof w) ||
+            !close_enough_typed(ref[i], out[i].data, out[i].dtype, out[i].nbytes, w, sizeof w)) {
             snprintf(why, whyn, "interpreter, output %d: %s", i, w);
             goto out;
         }
@@ -547,7 +589,8 @@ static int run_one(tether_session *s, const char *name, timing *tm, char *why, s
     tm->run_s += now_s() - t0;
     for (int i = 0; i < nout; i++) {
         char w[200];
-        if (!close_enough_typed(got[i], out[i].data, out[i].dtype, out[i].nbytes, w, sizeof w)) {
+        if (!actual_shape(&g, i, got, &out[i], w, sizeof w) ||
+            !close_enough_typed(got[i], out[i].data, out[i].dtype, out[i].nbytes, w, sizeof w)) {
             snprintf(why, whyn, "output %d: %s", i, w);
             goto out;
         }

@@ -33,5 +33,7 @@ void test_onnx_control_flow(void **state);
 void test_onnx_rnn(void **state);
 /* test_onnx_misc.c: shape folding of Neg/Abs, training operators, Pad modes, Dropout masks. */
 void test_onnx_misc(void **state);
+/* test_onnx_dynamic.c: a detection head of data-dependent size. */
+void test_onnx_detection_head(void **state);
 
 #endif

@@ -161,6 +161,11 @@ typedef struct tether_ir_tensor {
     size_t nbytes; /* constants: bytes of data */
     int producer;  /* node index that writes it, -1 for inputs/constants (set by infer) */
     int alias_of;  /* reshape-like outputs: the tensor whose storage it shares, else -1 */
+    /* data-dependent output sizes (set by infer from the producer: nonzero, compress, unique,
+     * nms): 0 static; d + 1 when dimension d's extent is known at run time only (shape[d] is its
+     * bound, what the planner sizes; the data is dense for the actual shape, at the start of the
+     * buffer); -1 for an extent tensor (int64 [1]: the actual extent of a dynamic tensor) */
+    int dyn_dim;
 } tether_ir_tensor;
 
 typedef struct tether_ir_node {
@@ -218,6 +223,17 @@ int tether_ir_add_node(tether_ir_graph *g, const char *name, tether_op op, const
 /* Marks a tensor as graph input (its kind becomes TETHER_TENSOR_INPUT) / output. */
 int tether_ir_add_input(tether_ir_graph *g, int tensor);
 int tether_ir_add_output(tether_ir_graph *g, int tensor);
+
+/* For every graph output whose extent is data-dependent (tether_ir_tensor.dyn_dim > 0; its
+ * producer is nonzero, compress, unique or nms), adds a node computing that extent (int64 [1],
+ * named "<output>_extent") and appends it to the graph outputs, in the order of the dynamic
+ * outputs: the caller reads output i's actual extent there (docs/abi.md, "Data-dependent output
+ * sizes"). Front ends call it after adding their outputs; tether_ir_infer refuses a graph whose
+ * dynamic outputs lack them. Idempotent. */
+int tether_ir_add_extent_outputs(tether_ir_graph *g);
+/* Graph output i's extent output (an index into g->outputs), or -1 when output i is static;
+ * on an inferred graph. */
+int tether_ir_extent_output(const tether_ir_graph *g, int i);
 
 /* Index of the tensor named `name`, or -1. */
 int tether_ir_find_tensor(const tether_ir_graph *g, const char *name);

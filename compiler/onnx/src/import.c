@@ -314,7 +314,9 @@ static int import_model(timport *c) {
         tonnx_propagate_constness(c, order);
         if (!(rc = tonnx_support_scan(c)) && !(rc = tonnx_convert_nodes(c, order)) &&
             !(rc = add_outputs(c)) && !(rc = add_inputs(c))) {
-            rc = tether_ir_infer(c->g);
+            /* the actual extent of each output of data-dependent size (convert_dynamic.c) */
+            rc = tether_ir_add_extent_outputs(c->g);
+            rc = rc ? rc : tether_ir_infer(c->g);
             rc = rc ? tonnx_wrap(c, rc) : TETHER_OK;
         }
     }

@@ -173,6 +173,11 @@ int tonnx_wrap(timport *c, int rc);
 
 /* The converters of the operator table (convert.c): add the IR node(s) for node n. */
 int tonnx_cv_alias(timport *c, const Onnx__NodeProto *n);
+/* convert_dynamic.c: bounded data-dependent output sizes */
+int tonnx_cv_nonzero(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_compress(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_unique(timport *c, const Onnx__NodeProto *n);
+int tonnx_cv_nms(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_batch_norm(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_binary(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_cast(timport *c, const Onnx__NodeProto *n);

@@ -238,8 +238,9 @@ static const char *check_cast(timport *c, const Onnx__NodeProto *n, int node, ch
     return NULL;
 }
 
-/* NonZero and Range: the output's extent depends on the input values, and a compiled module's
- * outputs have fixed shapes, so they are folded at import time and refused on run-time inputs. */
+/* Range: the output's extent depends on the input values, so it is folded at import time and
+ * refused on run-time inputs (NonZero, Compress, Unique and NonMaxSuppression have bounded
+ * data-dependent outputs instead: convert_dynamic.c). */
 static const char *check_data_dependent(timport *c, const Onnx__NodeProto *n, int node, char *buf,
                                         size_t size) {
     (void)node;
@@ -310,8 +311,8 @@ static const op_def ops[] = {
     {"GatherElements", 11, MAXV, "gather_elements", "axis", false, false, tonnx_cv_gather, NULL},
     {"GatherND", 11, MAXV, "gather_nd", "batch_dims", false, false, tonnx_cv_gather, NULL},
     {"Mean", 8, MAXV, "add (a chain), div", "", false, false, tonnx_cv_mean, NULL},
-    {"NonZero", 9, MAXV, "(constant input only: the output's size depends on the values)", "", true,
-     true, NULL, check_data_dependent},
+    {"NonZero", 9, MAXV, "nonzero (a bounded, data-dependent size; folded on constants)", "", true,
+     false, tonnx_cv_nonzero, NULL},
     {"OneHot", 9, MAXV, "one_hot", "axis", false, false, tonnx_cv_onehot, NULL},
     {"Range", 11, MAXV, "(constant inputs only: the output's size depends on the values)", "", true,
      true, NULL, check_data_dependent},
@@ -327,6 +328,12 @@ static const op_def ops[] = {
      false, tonnx_cv_topk, NULL},
     {"Trilu", 14, MAXV, "trilu", "upper", false, false, tonnx_cv_trilu, NULL},
     {"Abs", 6, MAXV, "abs", "", true, false, tonnx_cv_unary, NULL},
+    /* data-dependent output sizes (convert_dynamic.c, wt27h) */
+    {"Compress", 9, MAXV, "compress", "axis", false, false, tonnx_cv_compress, NULL},
+    {"Unique", 11, MAXV, "unique (indices, then one node per other output)", "axis,sorted", false,
+     false, tonnx_cv_unique, NULL},
+    {"NonMaxSuppression", 10, MAXV, "nms", "center_point_box", false, false, tonnx_cv_nms, NULL},
+    {"Abs", 6, MAXV, "abs", "", false, false, tonnx_cv_unary, NULL},
     {"Add", 7, MAXV, "add", "", true, false, tonnx_cv_binary, NULL},
     {"AveragePool", 7, MAXV, "avg_pool (1-D: on [N,C,1,L]; 3-D: two avg_pools)",
      "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides", false, false, tonnx_cv_pool,
@@ -573,6 +580,9 @@ static const arity_def arities[] = {
     {"TopK", 1, 1, 1, 2, 2},
     {"TopK", 10, 2, 2, 2, 2}, /* X, K */
     {"Trilu", 14, 1, 2, 1, 1},
+    {"Compress", 9, 2, 2, 1, 1},
+    {"Unique", 11, 1, 1, 1, 4},            /* Y, indices, inverse_indices, counts */
+    {"NonMaxSuppression", 10, 2, 5, 1, 1}, /* boxes, scores, max, iou, score thresholds */
     {"Abs", 1, 1, 1, 1, 1},
     {"Add", 1, 2, 2, 1, 1},
     {"AveragePool", 1, 1, 1, 1, 1},
@@ -801,8 +811,11 @@ unsigned tonnx_const_inputs(const op_def *d, int opset) {
     if (!strcmp(t, "Slice")) {
         return 0x1eu;
     }
-    if (!strcmp(t, "ConstantOfShape") || !strcmp(t, "NonZero")) {
+    if (!strcmp(t, "ConstantOfShape")) {
         return 1u;
+    }
+    if (!strcmp(t, "NonMaxSuppression")) {
+        return 0x1cu; /* max_output_boxes_per_class, iou_threshold, score_threshold */
     }
     if (!strcmp(t, "Range")) {
         return 7u;

@@ -550,6 +550,12 @@ void tether__c_data(em *e, const tether_ir_node *nd, const kargs *k) {
     case TETHER_OP_REVERSE_SEQUENCE:
         tether__c_rnn(e, nd, k);
         break;
+    case TETHER_OP_NONZERO: /* data-dependent sizes: emit_c_dynamic.c */
+    case TETHER_OP_COMPRESS:
+    case TETHER_OP_UNIQUE:
+    case TETHER_OP_NMS:
+        tether__c_dynamic(e, nd, k);
+        break;
         TETHER__CASES_NOT_DATA
         line(e, "#error \"tether: not a DATA operator\"");
         break;

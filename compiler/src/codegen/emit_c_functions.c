@@ -345,6 +345,13 @@ void tether__c_emit_graph(em *e) {
         line(e, "    return -8; /* TETHER_ERR_STATE: %s_set_params was not called */", e->P);
         line(e, "}");
     }
+    for (int i = 0; i < g->nnodes; i++) { /* a kernel's code when a count is above its bound */
+        if (tether__ir_is_dynamic_op(g->nodes[i].op) &&
+            tether__c_node_has_function(g, &g->nodes[i])) {
+            line(e, "int32_t tg_rc = 0;");
+            break;
+        }
+    }
     char pv[64];
     for (int i = 0; i < g->ninputs; i++) { /* planned inputs: in place, or copied in */
         int t = g->inputs[i];
@@ -378,7 +385,13 @@ void tether__c_emit_graph(em *e) {
             tether__sbuf_puts(&e->s, "    ");
         }
         bool fails = tether__op_info_of(nd->op)->kind == TETHER__OPK_DATA;
-        tether__sbuf_printf(&e->s, "%s%s(", fails ? "if (" : "", e->kname[i]);
+        /* data-dependent sizes (emit_c_dynamic.c): the kernel's own code is returned */
+        bool dyn = tether__ir_is_dynamic_op(nd->op);
+        tether__sbuf_printf(&e->s, "%s%s(",
+                            dyn     ? "if ((tg_rc = "
+                            : fails ? "if ("
+                                    : "",
+                            e->kname[i]);
         int first = 1;
         for (int j = 0; j <= nd->ninputs; j++) {
             int t = j < nd->ninputs ? nd->inputs[j] : nd->outputs[0];
@@ -389,8 +402,11 @@ void tether__c_emit_graph(em *e) {
             tether__sbuf_printf(&e->s, "%s%s", first ? "" : ", ", ptr);
             first = 0;
         }
-        tether__sbuf_puts(&e->s, fails ? ") != 0) {\n" : ");\n");
-        if (fails) {
+        tether__sbuf_puts(&e->s, dyn ? ")) != 0) {\n" : fails ? ") != 0) {\n" : ");\n");
+        if (dyn) {
+            line(e, "    return tg_rc; /* -4 TETHER_ERR_LIMIT: a count above its bound */");
+            line(e, "}");
+        } else if (fails) {
             line(e, "    return -1; /* TETHER_ERR_INVALID_ARG: an index out of range */");
             line(e, "}");
         }

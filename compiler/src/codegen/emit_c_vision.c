@@ -607,6 +607,10 @@ void tether__c_vision(em *e, const tether_ir_node *nd, const kargs *k) {
     case TETHER_OP_GRU:
     case TETHER_OP_LSTM:
     case TETHER_OP_REVERSE_SEQUENCE:
+    case TETHER_OP_NONZERO:
+    case TETHER_OP_COMPRESS:
+    case TETHER_OP_UNIQUE:
+    case TETHER_OP_NMS:
     case TETHER_OP_GATHER:
     case TETHER_OP_GATHER_ELEMENTS:
     case TETHER_OP_GATHER_ND:

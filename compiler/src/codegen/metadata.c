@@ -49,7 +49,9 @@ static cJSON *shape_json(const int64_t *shape, int nd) {
     return a;
 }
 
-/* The graph inputs or outputs idx[0..n): name, dtype, shape. */
+/* The graph inputs or outputs idx[0..n): name, dtype, shape; an output of data-dependent size
+ * adds "dynamic_dim" (the dimension whose extent is known at run time; its shape is the bound)
+ * and "extent_output" (the index of its int64 [1] extent output), which says "extent_of". */
 static cJSON *tensor_list(const tether_ir_graph *g, const int *idx, int n) {
     cJSON *arr = cJSON_CreateArray();
     for (int i = 0; i < n; i++) {
@@ -58,6 +60,16 @@ static cJSON *tensor_list(const tether_ir_graph *g, const int *idx, int n) {
         cJSON_AddStringToObject(o, "name", t->name);
         cJSON_AddStringToObject(o, "dtype", tether__dtype_str(t->dtype));
         cJSON_AddItemToObject(o, "shape", shape_json(t->shape, t->ndim));
+        int k = idx == g->outputs ? tether_ir_extent_output(g, i) : -1;
+        if (k >= 0) {
+            cJSON_AddNumberToObject(o, "dynamic_dim", t->dyn_dim - 1);
+            cJSON_AddNumberToObject(o, "extent_output", k);
+        }
+        for (int j = 0; idx == g->outputs && j < n; j++) {
+            if (tether_ir_extent_output(g, j) == i) {
+                cJSON_AddNumberToObject(o, "extent_of", j);
+            }
+        }
         cJSON_AddItemToArray(arr, o);
     }
     return arr;

@@ -480,6 +480,11 @@ int tether__interp_data(const tether_ir_graph *g, const tether_ir_node *n, void 
     case TETHER_OP_LSTM:
     case TETHER_OP_REVERSE_SEQUENCE:
         return tether__interp_rnn(g, n, buf);
+    case TETHER_OP_NONZERO: /* data-dependent sizes: interp_dynamic.c */
+    case TETHER_OP_COMPRESS:
+    case TETHER_OP_UNIQUE:
+    case TETHER_OP_NMS:
+        return tether__interp_dynamic(g, n, buf);
         TETHER__CASES_NOT_DATA
         break;
     }

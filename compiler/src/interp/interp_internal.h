@@ -36,6 +36,9 @@ int tether__interp_vision(const tether_ir_graph *g, const tether_ir_node *n, voi
 /* The recurrent layers and reverse_sequence (interp_rnn.c; called by tether__interp_data): an
  * error naming the node for a sequence length out of range. */
 int tether__interp_rnn(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
+/* nonzero, compress, unique, nms (interp_dynamic.c): their data of the actual shape, or the
+ * extent; TETHER_ERR_LIMIT naming the node when it is above the bound. */
+int tether__interp_dynamic(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
 /* nll_loss, _sum, _mean (interp_loss.c): buf holds every tensor's storage. */
 void tether__interp_nll_loss(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
 /* Runs a quantized operator (quantize, dequantize, qconv, qmatmul; interp_quant.c). */

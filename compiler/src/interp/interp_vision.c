@@ -498,6 +498,10 @@ int tether__interp_vision(const tether_ir_graph *g, const tether_ir_node *n, voi
     case TETHER_OP_GRU:
     case TETHER_OP_LSTM:
     case TETHER_OP_REVERSE_SEQUENCE:
+    case TETHER_OP_NONZERO:
+    case TETHER_OP_COMPRESS:
+    case TETHER_OP_UNIQUE:
+    case TETHER_OP_NMS:
     case TETHER_OP_GATHER:
     case TETHER_OP_GATHER_ELEMENTS:
     case TETHER_OP_GATHER_ND:

@@ -361,6 +361,7 @@ static int infer_output(tether_ir_graph *g, tether_ir_node *n) {
     o->dtype = ot;
     o->ndim = ndim;
     memcpy(o->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    o->dyn_dim = tether__ir_dyn_dim(g, n);
     return TETHER_OK;
 }
 
@@ -463,7 +464,7 @@ int tether_ir_infer(tether_ir_graph *g) {
     if (g->nnodes && g->nodes[0].op == TETHER_OP_CONV2D) {
         g->tensors[g->nodes[0].inputs[0]].layout = TETHER_LAYOUT_NCHW;
     }
-    return TETHER_OK;
+    return tether__ir_check_dynamic(g); /* data-dependent sizes (shapes_dynamic.c) */
 }
 
 static void print_shape(FILE *out, const tether_ir_tensor *t) {

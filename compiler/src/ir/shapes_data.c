@@ -339,6 +339,11 @@ int tether__ir_data_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *
     case TETHER_OP_LSTM:
     case TETHER_OP_REVERSE_SEQUENCE:
         return tether__ir_rnn_shape(g, n, os, ond);
+    case TETHER_OP_NONZERO: /* data-dependent sizes: shapes_dynamic.c */
+    case TETHER_OP_COMPRESS:
+    case TETHER_OP_UNIQUE:
+    case TETHER_OP_NMS:
+        return tether__ir_dynamic_shape(g, n, os, ond);
         TETHER__CASES_NOT_DATA
         break;
     }
@@ -411,6 +416,11 @@ int tether__ir_data_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLD
     case TETHER_OP_LSTM:
     case TETHER_OP_REVERSE_SEQUENCE:
         return tether__ir_rnn_dtype(g, n, out);
+    case TETHER_OP_NONZERO: /* data-dependent sizes: shapes_dynamic.c */
+    case TETHER_OP_COMPRESS:
+    case TETHER_OP_UNIQUE:
+    case TETHER_OP_NMS:
+        return tether__ir_dynamic_dtype(g, n, out);
         TETHER__CASES_NOT_DATA
         break;
     }

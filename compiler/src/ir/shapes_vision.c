@@ -170,6 +170,10 @@ int tether__ir_vision_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t
     case TETHER_OP_GRU:
     case TETHER_OP_LSTM:
     case TETHER_OP_REVERSE_SEQUENCE:
+    case TETHER_OP_NONZERO:
+    case TETHER_OP_COMPRESS:
+    case TETHER_OP_UNIQUE:
+    case TETHER_OP_NMS:
     case TETHER_OP_GATHER:
     case TETHER_OP_GATHER_ELEMENTS:
     case TETHER_OP_GATHER_ND:
@@ -246,6 +250,10 @@ int tether__ir_vision_dtype(const tether_ir_graph *g, const tether_ir_node *n, D
     case TETHER_OP_GRU:
     case TETHER_OP_LSTM:
     case TETHER_OP_REVERSE_SEQUENCE:
+    case TETHER_OP_NONZERO:
+    case TETHER_OP_COMPRESS:
+    case TETHER_OP_UNIQUE:
+    case TETHER_OP_NMS:
     case TETHER_OP_GATHER:
     case TETHER_OP_GATHER_ELEMENTS:
     case TETHER_OP_GATHER_ND:

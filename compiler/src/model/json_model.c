@@ -327,6 +327,8 @@ static int parse_attrs(ctx *c, const char *nm, tether_op op, const cJSON *attrs,
         } else if (strcmp(k, "bounds") == 0 || strcmp(k, "labels") == 0 ||
                    strcmp(k, "activations") == 0) {
             bad = get_ints(e, a->ints, 2 * TETHER_IR_MAX_NDIM, &a->nints);
+        } else if (strcmp(k, "ints") == 0) { /* nonzero, compress, unique, nms: [bound cap] */
+            bad = get_ints(e, a->ints, TETHER_IR_MAX_NDIM, &a->nints);
         } else if (strcmp(k, "ignore_index") == 0) { /* nll_loss*: ints[0] */
             bad = get_int(e, &a->ints[0]);
             a->nints = 1;
@@ -609,7 +611,9 @@ int tether_model_parse_json(const char *text, const char *source, const char *we
     if ((rc = parse_io(&c, root, "outputs", 0))) {
         goto out;
     }
-    if ((rc = tether_ir_infer(g))) {
+    /* an output of data-dependent size (nonzero, compress, unique, nms) gets its extent output
+     * "<name>_extent" after the listed ones, unless the model lists it already */
+    if ((rc = tether_ir_add_extent_outputs(g)) || (rc = tether_ir_infer(g))) {
         rc = fail(&c, rc, "%s", tether_last_error());
     }
 out:
@@ -907,7 +911,8 @@ int tether_model_save_json(const tether_ir_graph *g, const char *json_path,
                      : n->op == TETHER_OP_EINSUM                           ? "labels"
                      : n->op == TETHER_OP_RNN || n->op == TETHER_OP_GRU || n->op == TETHER_OP_LSTM
                          ? "activations"
-                         : "axes",
+                     : tether__ir_is_dynamic_op(n->op) ? "ints"
+                                                       : "axes",
                      a->ints, a->nints);
         }
         if (n->op == TETHER_OP_RESIZE_NEAREST) {

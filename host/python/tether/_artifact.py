@@ -2,7 +2,8 @@
 
 What must stay true: inputs are checked against the artifact's signature (names, dtype, shape)
 before anything reaches the device (one input or several by the rule of _dtypes.split_inputs);
-outputs come back as new ndarrays of the declared dtype and shape; an artifact is prepared on one
+outputs come back as new ndarrays of the declared dtype and shape (an output of data-dependent
+size at its actual shape, its extent output not among them); an artifact is prepared on one
 session once, and closing either frees its device state. Using an artifact that was closed says
 so (never "prepare it first"), as does using one whose session is closed or was reconnected.
 """
@@ -91,7 +92,13 @@ class Artifact:
         self.target = info["target"]
         self.cpu = info["cpu"]
         self.inputs = [IOSpec(n, tuple(s), to_numpy(d)) for n, d, s, _ in info["inputs"]]
-        self.outputs = [IOSpec(n, tuple(s), to_numpy(d)) for n, d, s, _ in info["outputs"]]
+        # every output of the signature; .outputs: the model's (without the extent outputs of
+        # those of data-dependent size, whose IOSpec shape is the bound; .dynamic: name ->
+        # the dimension whose extent is known after a run only)
+        self._all_outputs = [IOSpec(n, tuple(s), to_numpy(d)) for n, d, s, _ in info["outputs"]]
+        self.outputs = self._all_outputs[:info["model_outputs"]]
+        self._dynamic = [tuple(t) for t in info["dynamic"]]
+        self.dynamic = {self._all_outputs[i].name: dim for i, dim, _ in self._dynamic}
         self.kernels = [tuple(k) for k in info["kernels"]]  # OpenCL: (kernel, node) per launch
         self.session = None
         self._generation = None
@@ -147,11 +154,22 @@ class Artifact:
         for o in self.outputs:
             if not isinstance(o.dtype, np.dtype):
                 raise ValueError(f"output '{o.name}': dtype {o.dtype} has no numpy equivalent")
-        outs = [np.empty(o.shape, o.dtype) for o in self.outputs]
+        outs = [np.empty(o.shape, o.dtype) for o in self._all_outputs]
         call, kernel_ns = self._c.run(arrays, outs)
         self.last = CallResult(*call)
         self.last_kernel_ns = tuple(kernel_ns)
-        return Outputs(((o.name, a) for o, a in zip(self.outputs, outs)), self.last)
+        return Outputs(((o.name, a) for o, a in zip(self.outputs, self._trim(outs))), self.last)
+
+    def _trim(self, outs):
+        """Each output of data-dependent size at its actual shape (its extent output's value;
+        the data are dense at the start of the buffer), the extent outputs left out."""
+        outs = list(outs)
+        for i, dim, k in self._dynamic:
+            shape = list(outs[i].shape)
+            shape[dim] = int(outs[k][0])
+            n = int(np.prod(shape, dtype=np.int64))
+            outs[i] = outs[i].reshape(-1)[:n].reshape(shape).copy()
+        return outs[:len(self.outputs)]
 
     def time(self, number=1, repeat=3, min_repeat_ms=0, cooldown_ms=0):
         """TIME over the inputs of the last run: `repeat` (1..32) repeats of `number` calls
@@ -175,10 +193,10 @@ class Artifact:
                 raise TypeError("give inputs positionally or by keyword, not both")
             inputs = named
         arrays = bind_inputs(self.inputs, inputs, "artifact")
-        outs = [np.empty(o.shape, o.dtype) for o in self.outputs]
+        outs = [np.empty(o.shape, o.dtype) for o in self._all_outputs]
         paths = [None if p is None else os.fspath(p) for p in (trace, json, svg)]
         res = self._c.profile(arrays, outs, int(runs), *paths)
-        return Profile(res, Outputs(((o.name, a) for o, a in zip(self.outputs, outs))))
+        return Profile(res, Outputs(((o.name, a) for o, a in zip(self.outputs, self._trim(outs)))))
 
     def close(self):
         """Frees the artifact and its arrays on the device (idempotent); the artifact cannot be

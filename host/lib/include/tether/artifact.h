@@ -51,6 +51,11 @@ typedef struct tether_artifact_io {
     int ndim;
     const int64_t *shape;
     size_t nbytes;
+    /* an output of data-dependent size (docs/abi.md, "Data-dependent output sizes"): the
+     * dimension whose extent is known after a run only (shape holds its bound) and the index of
+     * its extent output (int64 [1]); -1 for others. extent_of: for an extent output, the output
+     * it measures, else -1. Extent outputs come after the model's outputs. */
+    int dynamic_dim, extent_output, extent_of;
 } tether_artifact_io;
 
 /* Uploads and loads the module at path under `name` and returns its handle in *module. target
@@ -79,6 +84,9 @@ const char *tether_artifact_target(const tether_artifact *a);
 const char *tether_artifact_cpu(const tether_artifact *a);
 int tether_artifact_num_inputs(const tether_artifact *a);
 int tether_artifact_num_outputs(const tether_artifact *a);
+/* The outputs of the model, without the extent outputs of its outputs of data-dependent size
+ * (which follow them): what `tether run` writes and the Python package returns. */
+int tether_artifact_num_model_outputs(const tether_artifact *a);
 /* Input (output = 0) or output (output = 1) i of the signature; 0, or TETHER_ERR_INVALID_ARG. */
 int tether_artifact_io_of(const tether_artifact *a, int output, int i, tether_artifact_io *io);
 /* Checks an array (read from `path`, for the message) against input i's dtype and shape. */
@@ -122,9 +130,19 @@ const char *tether_artifact_fallback(const tether_artifact *a);
 
 /* One inference. inputs[i] / outputs[i] hold io_of(i).nbytes bytes each. res (may be NULL): the
  * return code, the device time (OpenCL: the sum of the kernels' profiled times) and the stack
- * high-water mark (0 for OpenCL). kernel_ns (may be NULL, OpenCL only) gets each launch's time. */
+ * high-water mark (0 for OpenCL). kernel_ns (may be NULL, OpenCL only) gets each launch's time.
+ * An output of data-dependent size gets the data of its actual shape (output_shape), dense at
+ * the start of its buffer, the rest left as it was; a count above its bound (the entry's -4) is
+ * TETHER_ERR_LIMIT naming the output and the bound, an extent outside 0 .. bound
+ * TETHER_ERR_PROTOCOL. */
 int tether_artifact_run(tether_artifact *a, const void *const *inputs, void *const *outputs,
                         tether_call_result *res, uint64_t *kernel_ns);
+
+/* After run: the actual shape of output i (its io_of shape, the data-dependent dimension set
+ * from its extent output's value in outputs[]) and its bytes. TETHER_ERR_PROTOCOL when the
+ * extent is outside 0 .. the bound. */
+int tether_artifact_output_shape(const tether_artifact *a, int i, const void *const *outputs,
+                                 int64_t *shape, size_t *nbytes);
 
 /* TIME over the inputs of the last run (`number` grows to fill min_repeat_ms). kernel_median
  * (may be NULL, OpenCL only) gets each launch's median seconds over the repeats. */

@@ -1,0 +1,76 @@
+/*
+ * Part of test_onnx_import: an exported detection head whose tensors have a data-dependent size
+ * (docs/onnx.md, "Data-dependent output sizes"): NonMaxSuppression -> Gather of the box index
+ * column -> Gather of the selected boxes -> Mul imports (the output dynamic along dimension 0,
+ * its extent output added) and gives the selected boxes, by value, with their count; a consumer
+ * that is not supported yet (Transpose of NonZero's [rank, count]) is refused naming the node.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "model_builder.h"
+#include "tether/compiler.h"
+#include "tether/crt/error.h"
+#include "test_onnx_import.h"
+
+#define F ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
+
+void test_onnx_detection_head(void **state) {
+    (void)state;
+    mb b;
+    mb_init(&b, 13);
+    int64_t sb[3] = {1, 4, 4}, ss[3] = {1, 1, 4}, one = 1, two = 2, four = 4;
+    mb_input(&b, "boxes", F, 3, sb);
+    mb_input(&b, "scores", F, 3, ss);
+    const int64_t maxb = 4, col = 2, s44[2] = {4, 4};
+    const float iou = 0.5f, thr = 0.5f, scale[4] = {1, 2, 3, 4};
+    mb_init_tensor(&b, mb_tensor_i64(&b, "max_out", 1, &one, &maxb));
+    mb_init_tensor(&b, mb_tensor_f(&b, "iou", 1, &one, &iou, 0));
+    mb_init_tensor(&b, mb_tensor_f(&b, "thr", 1, &one, &thr, 0));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "col", 0, NULL, &col));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "s44", 1, &two, s44));
+    mb_init_tensor(&b, mb_tensor_f(&b, "scale", 1, &four, scale, 1));
+    mb_node(&b, "NonMaxSuppression", "nms", "boxes,scores,max_out,iou,thr", "sel");
+    Onnx__NodeProto *g1 = mb_node(&b, "Gather", "col", "sel,col", "idx");
+    mb_attr_i(&b, g1, "axis", 1);
+    mb_node(&b, "Reshape", "b2", "boxes,s44", "b2");
+    mb_node(&b, "Gather", "pick", "b2,idx", "picked");
+    mb_node(&b, "Mul", "mul", "picked,scale", "y");
+    mb_output(&b, "y", F);
+    tether_ir_graph g;
+    if (load(&b, NULL, &g)) {
+        fail_msg("%s", tether_error_detail());
+    }
+    assert_int_equal(g.noutputs, 2);
+    assert_string_equal(g.tensors[g.outputs[1]].name, "y_extent");
+    assert_int_equal(g.tensors[g.outputs[0]].dyn_dim, 1);
+    const float boxes[16] = {0, 0, 1, 1, 0, 0, 1, 1.05f, 2, 2, 3, 3, 5, 5, 6, 6};
+    const float scores[4] = {0.9f, 0.8f, 0.7f, 0.1f};
+    const float want[8] = {0, 0, 3, 4, 2, 4, 9, 12};
+    float y[16];
+    int64_t ext = -1;
+    const void *in[2] = {boxes, scores};
+    void *out[2] = {y, &ext};
+    if (tether_interp_run_typed(&g, in, out)) {
+        fail_msg("%s", tether_last_error());
+    }
+    assert_int_equal(ext, 2);
+    assert_memory_equal(y, want, sizeof want);
+    tether_ir_close(&g);
+    mb_free(&b);
+    /* NonZero's [rank, count] varies along dimension 1: Transpose of it is refused, named */
+    mb_init(&b, 13);
+    int64_t s6 = 6;
+    mb_input(&b, "x", F, 1, &s6);
+    mb_node(&b, "NonZero", "nz", "x", "c");
+    mb_node(&b, "Transpose", "tr", "c", "y");
+    mb_output(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
+    expect_error(&b, TETHER_ERR_UNSUPPORTED,
+                 "input 'c' has a data-dependent extent (dimension 1, at most 6");
+    mb_free(&b);
+}
