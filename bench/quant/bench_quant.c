@@ -472,11 +472,11 @@ int main(int argc, char **argv) {
     }
     argmax_rows(yf, cf);
     const char *models[4] = {"qdq_s8", "qdq_u8", "qop_u8", "qop_u8_rr"};
-    const char *forms[4] = {"QDQ, int8 activations, per-channel int8 weights",
-                            "QDQ, uint8 activations, per-channel int8 weights",
-                            "QOperator (QLinearConv, com.microsoft QLinearAdd/Concat/GAP, "
-                            "QGemm), uint8",
-                            "the same QOperator model with reduce_range (7-bit weights)"};
+    const char *forms[4] = {
+        "QDQ, int8 activations, per-channel int8 weights",
+        "QDQ, uint8 activations, per-channel int8 weights",
+        "QOperator (QLinearConv, com.microsoft QLinearAdd/Concat/GAP, QGemm), uint8",
+        "the same QOperator model with reduce_range (7-bit weights)"};
     printf("%d x %d outputs per model (batch %d, %d classes); ONNX Runtime: onnxruntime-node\n", N,
            CLASSES, N, CLASSES);
     printf("%-9s %10s %10s %14s %12s %14s %14s  %s\n", "model", "step", "max steps",

@@ -31,7 +31,10 @@ static DLDataType rdt(DLDataType t) {
 /* `p[idx]` loaded in its compute type. */
 static void ld(DLDataType t, const char *p, const char *idx, char *out, size_t n) {
     char ex[300];
-    snprintf(ex, sizeof ex, "%s[%s]", p, idx);
+    int r = snprintf(ex, sizeof ex, "%s[%s]", p, idx);
+    if (r < 0 || (size_t)r >= sizeof ex) { /* never compiles silently */
+        snprintf(ex, sizeof ex, "#error expression too long");
+    }
     char l[340];
     tether__c_load(t, ex, l, sizeof l);
     snprintf(out, n, "(%s)%s", rt(t), l);
