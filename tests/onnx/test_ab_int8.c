@@ -44,9 +44,11 @@ static int tether(const char **out, const char *fmt, ...) {
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
     snprintf(log, sizeof log, "%s/out.txt", g_dir);
-    snprintf(cmd, sizeof cmd,
-             "cd '%s' && TMPDIR='%s/tmp' TETHER_TETHERD='%s' TETHER_DEVICE= '%s' %s > '%s' 2>&1",
-             g_dir, g_dir, TETHERD_PATH, TETHER_CLI, args, log);
+    int r = snprintf(
+        cmd, sizeof cmd,
+        "cd '%s' && TMPDIR='%s/tmp' TETHER_TETHERD='%s' TETHER_DEVICE= '%s' %s > '%s' 2>&1", g_dir,
+        g_dir, TETHERD_PATH, TETHER_CLI, args, log);
+    assert_true(r > 0 && (size_t)r < sizeof cmd);
     int st = system(cmd);
     FILE *f = fopen(log, "r");
     size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;

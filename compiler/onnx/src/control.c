@@ -269,7 +269,11 @@ static int emit_op(timport *c, const char *what, tether_op op, const int *in, in
                    const tether_ir_attrs *a, bindv *out) {
     int t;
     char suffix[96];
-    snprintf(suffix, sizeof suffix, "%s#%d", what, c->uniq++); /* node names are unique too */
+    int r = snprintf(suffix, sizeof suffix, "%s#%d", what, c->uniq++); /* unique node names */
+    if (r < 0 || (size_t)r >= sizeof suffix) {
+        return tether_set_error(TETHER_ERR_LIMIT,
+                                "ONNX import: a temporary name for '%.40s' is too long", what);
+    }
     int rc = tonnx_temp_tensor(c, suffix, &t);
     if (!rc) {
         rc = tonnx_emit(c, suffix, op, in, nin, t, a);

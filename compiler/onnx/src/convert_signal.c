@@ -117,7 +117,7 @@ static int eye_like(timport *c, const Onnx__NodeProto *n) {
 
 /* a0 - a1 cos(2 pi i / N) + a2 cos(4 pi i / N), N the size (periodic) or the size - 1. */
 static int window(timport *c, const Onnx__NodeProto *n, double a0, double a1, double a2) {
-    double size;
+    double size = 0;
     int64_t periodic = 1;
     DLDataType dt;
     int rc;
@@ -144,7 +144,7 @@ static int window(timport *c, const Onnx__NodeProto *n, double a0, double a1, do
 }
 
 static int mel_weight_matrix(timport *c, const Onnx__NodeProto *n) {
-    double nmel, dftl, rate, lo, hi;
+    double nmel = 0, dftl = 0, rate = 0, lo = 0, hi = 0;
     DLDataType dt;
     int rc;
     if ((rc = scalar(c, n, 0, "num_mel_bins", &nmel)) ||

@@ -172,7 +172,7 @@ static int rt(tctx *t, int *r, int *tf) {
 static int adagrad(tctx *t, const Onnx__NodeProto *n) {
     timport *c = t->c;
     double decay, eps, norm;
-    int cnt, rc;
+    int cnt = 0, rc;
     if ((rc = attr_f(c, "decay_factor", 0.0f, &decay)) ||
         (rc = attr_f(c, "epsilon", 1e-6f, &eps)) ||
         (rc = attr_f(c, "norm_coefficient", 0.0f, &norm)) || (rc = groups_of(c, n, 3, 2, &cnt))) {
@@ -219,7 +219,7 @@ static int momentum(tctx *t, const Onnx__NodeProto *n) {
     timport *c = t->c;
     double alpha, beta, norm;
     char mode[32];
-    int cnt, rc;
+    int cnt = 0, rc;
     if ((rc = attr_f(c, "alpha", NAN, &alpha)) || (rc = attr_f(c, "beta", NAN, &beta)) ||
         (rc = attr_f(c, "norm_coefficient", NAN, &norm)) ||
         (rc = tonnx_attr_string(c, "mode", "", mode, sizeof mode)) ||
@@ -293,7 +293,7 @@ static int momentum(tctx *t, const Onnx__NodeProto *n) {
 static int adam(tctx *t, const Onnx__NodeProto *n) {
     timport *c = t->c;
     double alpha, beta, eps, norm, post;
-    int cnt, rc;
+    int cnt = 0, rc;
     if ((rc = attr_f(c, "alpha", 0.9f, &alpha)) || (rc = attr_f(c, "beta", 0.999f, &beta)) ||
         (rc = attr_f(c, "epsilon", 1e-6f, &eps)) ||
         (rc = attr_f(c, "norm_coefficient", 0.0f, &norm)) ||
