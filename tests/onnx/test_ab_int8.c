@@ -225,7 +225,7 @@ static void check_json(const cJSON *j, int quantized_here) {
     assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(i8, "quantized_here")), quantized_here);
     if (quantized_here) {
         assert_int_equal((int)num(i8, "samples"), 24);
-        assert_int_equal((int)num(i8, "integer_nodes"), 2); /* conv1, conv2 */
+        assert_int_equal((int)num(i8, "integer_nodes"), 4); /* conv1, conv2, gemm, pool */
     }
     const cJSON *vs = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "int8_vs_float"), 0);
     assert_non_null(vs);

@@ -85,11 +85,14 @@ static int activations(timport *c, const Onnx__NodeProto *n, int funcs, int dirs
             k++;
         }
         if (k == sizeof acts / sizeof *acts) {
-            return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                              "activation '%s' is not one of Sigmoid, Tanh, Relu, Affine, "
-                              "LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, "
-                              "Softsign, Softplus",
-                              at ? (const char *)at->strings[i % given].data : names[i]);
+            return tonnx_fail(
+                c, TETHER_ERR_UNSUPPORTED,
+                "activation '%.*s' is not one of Sigmoid, Tanh, Relu, Affine, "
+                "LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, "
+                "Softsign, Softplus",
+                at ? (int)(at->strings[i % given].len > 64 ? 64 : at->strings[i % given].len)
+                   : (int)strlen(names[i]),
+                at ? (const char *)at->strings[i % given].data : names[i]);
         }
         float al = acts[k].alpha, be = acts[k].beta;
         if (acts[k].nalpha && ia < na) {

@@ -492,7 +492,7 @@ static const op_def ops[] = {
     {"MatMulInteger", 10, MAXV, "qmatmul (int32 output)", "", false, false, tonnx_cv_matmul_integer,
      NULL},
     /* ---- vision and signal operators (issue 27, wt27f): convert_vision.c, convert_signal.c */
-    {"GridSample", 16, 19, "grid_sample", "align_corners,mode,padding_mode", false, false,
+    {"GridSample", 16, MAXV, "grid_sample", "align_corners,mode,padding_mode", false, false,
      tonnx_cv_grid_sample, NULL},
     {"RoiAlign", 10, MAXV, "roi_align",
      "coordinate_transformation_mode,mode,output_height,output_width,sampling_ratio,spatial_scale",
@@ -501,7 +501,7 @@ static const op_def ops[] = {
      tonnx_cv_max_unpool, NULL},
     {"Det", 11, MAXV, "triangular, diag_prod", "", false, false, tonnx_cv_det, NULL},
     {"EyeLike", 9, MAXV, "(constant: from the input's shape)", "dtype,k", true, true, NULL, NULL},
-    {"DFT", 17, 19, "dft", "axis,inverse,onesided", false, false, tonnx_cv_dft, NULL},
+    {"DFT", 17, MAXV, "dft", "axis,inverse,onesided", false, false, tonnx_cv_dft, NULL},
     {"STFT", 17, MAXV, "stft", "onesided", false, false, tonnx_cv_stft, NULL},
     {"HannWindow", 17, MAXV, "(constant: size must be a constant)", "output_datatype,periodic",
      true, true, NULL, check_const_size},
