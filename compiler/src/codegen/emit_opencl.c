@@ -564,78 +564,6 @@ static void unique_kname(ocl *e, step *s, const char *base) {
     }
 }
 
-/* The longest serial loop of a work-item of emit_opencl_kernels.c's kernel for n (the report's
- * measure of how much a kernel leaves to one lane). */
-static int64_t legacy_serial(const ocl *e, const tether_ir_node *n) {
-    const tether_ir_tensor *x = n->ninputs > 0 && n->inputs[0] >= 0 ? T(e, n->inputs[0]) : NULL;
-    const tether_ir_tensor *y = T(e, n->outputs[0]);
-    int64_t ye = (int64_t)tether_ir_tensor_elements(y);
-    tether_op op = n->op;
-    if (op == TETHER_OP_CONV2D) {
-        const tether_ir_tensor *w = T(e, n->inputs[1]);
-        return w->shape[1] * w->shape[2] * w->shape[3];
-    }
-    if (op == TETHER_OP_DENSE) {
-        return n->attrs.trans_a ? x->shape[0] : x->shape[1];
-    }
-    if (op == TETHER_OP_MATMUL) {
-        return x->shape[x->ndim - 1];
-    }
-    if (op == TETHER_OP_MAX_POOL || op == TETHER_OP_AVG_POOL) {
-        return (int64_t)n->attrs.kernel[0] * n->attrs.kernel[1];
-    }
-    if (op == TETHER_OP_SOFTMAX || op == TETHER_OP_LOG_SOFTMAX || op == TETHER_OP_HARDMAX ||
-        op == TETHER_OP_LAYER_NORM) {
-        return y->shape[tether__ir_norm_axis(n->attrs.axis, y->ndim)];
-    }
-    if (op == TETHER_OP_GLOBAL_AVG_POOL || op == TETHER_OP_GLOBAL_MAX_POOL ||
-        op == TETHER_OP_REDUCE_MEAN || op == TETHER_OP_REDUCE_SUM || op == TETHER_OP_REDUCE_MAX ||
-        op == TETHER_OP_REDUCE_MIN || op == TETHER_OP_REDUCE_PROD || op == TETHER_OP_REDUCE_L1 ||
-        op == TETHER_OP_REDUCE_L2 || op == TETHER_OP_REDUCE_LOG_SUM ||
-        op == TETHER_OP_REDUCE_LOG_SUM_EXP || op == TETHER_OP_REDUCE_SUM_SQUARE) {
-        return x && ye > 0 ? (int64_t)tether_ir_tensor_elements(x) / ye : 1;
-    }
-    return 1;
-}
-
-/* A dense node whose output only softmax/log_softmax node `next` (the next node with a kernel)
- * reads over its rows: that node's index when one kernel computes both (p planned), else -1. */
-static int fused_softmax(const ocl *e, int idx, int next, tether__ocl_gpu *p) {
-    const tether_ir_node *n = &e->g->nodes[idx];
-    if (n->op != TETHER_OP_DENSE || next < 0 || tether__ocl_custom_owns(e, n)) {
-        return -1;
-    }
-    const tether_ir_node *sm = &e->g->nodes[next];
-    int t = n->outputs[0];
-    if ((sm->op != TETHER_OP_SOFTMAX && sm->op != TETHER_OP_LOG_SOFTMAX) || sm->inputs[0] != t ||
-        e->outmem[t] >= 0 || T(e, t)->alias_of >= 0) {
-        return -1;
-    }
-    for (int i = 0; i < e->g->nnodes; i++) { /* no other reader, no alias of it */
-        const tether_ir_node *m = &e->g->nodes[i];
-        for (int j = 0; j < m->ninputs; j++) {
-            if (i != next && m->inputs[j] >= 0 && root_of(e, m->inputs[j]) == t) {
-                return -1;
-            }
-        }
-    }
-    /* a tuned dense or softmax keeps its own kernel (what `tether tune` measured, and the
-     * candidates it builds for each workload launch each node) */
-    char key[TETHER_WORKLOAD_MAX];
-    for (int w = 0; w < 2; w++) {
-        if (tether_workload_key(e->g, w ? next : idx, key, sizeof key)) {
-            continue;
-        }
-        for (int i = 0; i < e->o->nnode_schedules; i++) {
-            const tether_node_schedule *ns = &e->o->node_schedules[i];
-            if (ns->workload && !strcmp(ns->workload, key)) {
-                return -1;
-            }
-        }
-    }
-    return tether__ocl_dense_softmax_plan(e, n, sm, p) ? next : -1;
-}
-
 /* Node idx's kernel; fused >= 0: the softmax node computed by the same kernel (fp its plan). */
 static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     const tether_ir_node *n = &e->g->nodes[idx];
@@ -785,7 +713,7 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
         s->gpu = gp.kind == TETHER__OCL_GPU_DW ? 1 : 2;
     } else {
         set_sizes(e, s, total);
-        s->serial = legacy_serial(e, n);
+        s->serial = tether__ocl_legacy_serial(e, n);
     }
     e->local = local;
     char desc[1024];
@@ -947,7 +875,7 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
             next++;
         }
         tether__ocl_gpu fp;
-        int fused = fused_softmax(&e, i, next < g->nnodes ? next : -1, &fp);
+        int fused = tether__ocl_fused_softmax(&e, i, next < g->nnodes ? next : -1, &fp);
         rc = emit_node(&e, i, fused, &fp);
         if (fused >= 0) {
             i = fused; /* its output is written by node i's kernel */

@@ -291,6 +291,44 @@ static void body_dense_softmax(ocl *e, const tether_ir_node *n, const kern *k,
     close_block(e);
 }
 
+/* A dense node whose output only softmax/log_softmax node `next` (the next node with a kernel)
+ * reads over its rows: that node's index when one kernel computes both (p planned), else -1. */
+int tether__ocl_fused_softmax(const ocl *e, int idx, int next, tether__ocl_gpu *p) {
+    const tether_ir_node *n = &e->g->nodes[idx];
+    if (n->op != TETHER_OP_DENSE || next < 0 || tether__ocl_custom_owns(e, n)) {
+        return -1;
+    }
+    const tether_ir_node *sm = &e->g->nodes[next];
+    int t = n->outputs[0];
+    if ((sm->op != TETHER_OP_SOFTMAX && sm->op != TETHER_OP_LOG_SOFTMAX) || sm->inputs[0] != t ||
+        e->outmem[t] >= 0 || T(e, t)->alias_of >= 0) {
+        return -1;
+    }
+    for (int i = 0; i < e->g->nnodes; i++) { /* no other reader, no alias of it */
+        const tether_ir_node *m = &e->g->nodes[i];
+        for (int j = 0; j < m->ninputs; j++) {
+            if (i != next && m->inputs[j] >= 0 && root_of(e, m->inputs[j]) == t) {
+                return -1;
+            }
+        }
+    }
+    /* a tuned dense or softmax keeps its own kernel (what `tether tune` measured, and the
+     * candidates it builds for each workload launch each node) */
+    char key[TETHER_WORKLOAD_MAX];
+    for (int w = 0; w < 2; w++) {
+        if (tether_workload_key(e->g, w ? next : idx, key, sizeof key)) {
+            continue;
+        }
+        for (int i = 0; i < e->o->nnode_schedules; i++) {
+            const tether_node_schedule *ns = &e->o->node_schedules[i];
+            if (ns->workload && !strcmp(ns->workload, key)) {
+                return -1;
+            }
+        }
+    }
+    return tether__ocl_dense_softmax_plan(e, n, sm, p) ? next : -1;
+}
+
 /* ---- conv2d ----------------------------------------------------------------------------------
  */
 

@@ -238,6 +238,9 @@ static inline const char *in_name(int j) {
  * around it is emit_opencl.c's (kernel_open/kernel_close). Every operator is named: a row of the
  * operator table without a kernel here does not build. */
 void tether__ocl_kernel_body(ocl *e, const tether_ir_node *n, const kern *k);
+/* The longest serial loop of a work-item of that kernel for n (the report's measure of how much
+ * a kernel leaves to one lane; emit_opencl_kernels.c). */
+int64_t tether__ocl_legacy_serial(const ocl *e, const tether_ir_node *n);
 
 /* v = act(v) for the node's fused activation (emit_opencl_kernels.c), for emit_opencl_gpu.c. */
 void tether__ocl_emit_act(ocl *e, const tether_ir_attrs *a, const char *v);
@@ -270,6 +273,9 @@ typedef struct tether__ocl_gpu {
  * them in local memory; the kernel writes sm's output), else 0 with the reason in p->why. */
 int tether__ocl_dense_softmax_plan(const ocl *e, const tether_ir_node *n, const tether_ir_node *sm,
                                    tether__ocl_gpu *p);
+/* Node idx (emit_opencl_gpu.c): when it is such a dense and `next` (the next node with a kernel)
+ * its softmax, neither tuned, the softmax node's index with p planned; else -1. */
+int tether__ocl_fused_softmax(const ocl *e, int idx, int next, tether__ocl_gpu *p);
 int tether__ocl_gpu_plan(const ocl *e, const tether_ir_node *n, const kern *k,
                          const tether_schedule *ns, tether__ocl_gpu *p);
 void tether__ocl_gpu_body(ocl *e, const tether_ir_node *n, const kern *k, const tether__ocl_gpu *p);

@@ -830,6 +830,40 @@ static void k_resize(ocl *e, const tether_ir_node *n) {
          (long long)x->shape[3], (long long)n->attrs.scales[1]);
 }
 
+/* The longest serial loop of a work-item of emit_opencl_kernels.c's kernel for n (the report's
+ * measure of how much a kernel leaves to one lane). */
+int64_t tether__ocl_legacy_serial(const ocl *e, const tether_ir_node *n) {
+    const tether_ir_tensor *x = n->ninputs > 0 && n->inputs[0] >= 0 ? T(e, n->inputs[0]) : NULL;
+    const tether_ir_tensor *y = T(e, n->outputs[0]);
+    int64_t ye = (int64_t)tether_ir_tensor_elements(y);
+    tether_op op = n->op;
+    if (op == TETHER_OP_CONV2D) {
+        const tether_ir_tensor *w = T(e, n->inputs[1]);
+        return w->shape[1] * w->shape[2] * w->shape[3];
+    }
+    if (op == TETHER_OP_DENSE) {
+        return n->attrs.trans_a ? x->shape[0] : x->shape[1];
+    }
+    if (op == TETHER_OP_MATMUL) {
+        return x->shape[x->ndim - 1];
+    }
+    if (op == TETHER_OP_MAX_POOL || op == TETHER_OP_AVG_POOL) {
+        return (int64_t)n->attrs.kernel[0] * n->attrs.kernel[1];
+    }
+    if (op == TETHER_OP_SOFTMAX || op == TETHER_OP_LOG_SOFTMAX || op == TETHER_OP_HARDMAX ||
+        op == TETHER_OP_LAYER_NORM) {
+        return y->shape[tether__ir_norm_axis(n->attrs.axis, y->ndim)];
+    }
+    if (op == TETHER_OP_GLOBAL_AVG_POOL || op == TETHER_OP_GLOBAL_MAX_POOL ||
+        op == TETHER_OP_REDUCE_MEAN || op == TETHER_OP_REDUCE_SUM || op == TETHER_OP_REDUCE_MAX ||
+        op == TETHER_OP_REDUCE_MIN || op == TETHER_OP_REDUCE_PROD || op == TETHER_OP_REDUCE_L1 ||
+        op == TETHER_OP_REDUCE_L2 || op == TETHER_OP_REDUCE_LOG_SUM ||
+        op == TETHER_OP_REDUCE_LOG_SUM_EXP || op == TETHER_OP_REDUCE_SUM_SQUARE) {
+        return x && ye > 0 ? (int64_t)tether_ir_tensor_elements(x) / ye : 1;
+    }
+    return 1;
+}
+
 void tether__ocl_kernel_body(ocl *e, const tether_ir_node *n, const kern *k) {
     switch (n->op) {
     case TETHER_OP_CONV2D:
