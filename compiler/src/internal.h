@@ -332,6 +332,30 @@ int tether__einsum_labels(const tether_ir_attrs *a, int j, int *labels);
     case TETHER_OP_DIAG_PROD:                                                                      \
     case TETHER_OP_DFT:                                                                            \
     case TETHER_OP_STFT:
+/* The DATA rows that are not vision rows, for the vision files' per-operator switches. */
+#define TETHER__CASES_DATA_NOT_VISION                                                              \
+    case TETHER_OP_RNN:                                                                            \
+    case TETHER_OP_GRU:                                                                            \
+    case TETHER_OP_LSTM:                                                                           \
+    case TETHER_OP_REVERSE_SEQUENCE:                                                               \
+    case TETHER_OP_NONZERO:                                                                        \
+    case TETHER_OP_COMPRESS:                                                                       \
+    case TETHER_OP_UNIQUE:                                                                         \
+    case TETHER_OP_NMS:                                                                            \
+    case TETHER_OP_GATHER:                                                                         \
+    case TETHER_OP_GATHER_ELEMENTS:                                                                \
+    case TETHER_OP_GATHER_ND:                                                                      \
+    case TETHER_OP_SCATTER_ELEMENTS:                                                               \
+    case TETHER_OP_SCATTER_ND:                                                                     \
+    case TETHER_OP_TOPK:                                                                           \
+    case TETHER_OP_ARG_MAX:                                                                        \
+    case TETHER_OP_ARG_MIN:                                                                        \
+    case TETHER_OP_CUMSUM:                                                                         \
+    case TETHER_OP_TRILU:                                                                          \
+    case TETHER_OP_ONE_HOT:                                                                        \
+    case TETHER_OP_TILE:                                                                           \
+    case TETHER_OP_SLICE:                                                                          \
+    case TETHER_OP_EINSUM:
 int tether__ir_vision_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
 int tether__ir_vision_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
 /* Quantized operators (ir/quant.c, docs/quantization.md): their shape and typing rules; the

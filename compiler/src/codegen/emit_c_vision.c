@@ -606,28 +606,7 @@ void tether__c_vision(em *e, const tether_ir_node *nd, const kargs *k) {
         k_stft(e, nd, k);
         break;
         TETHER__CASES_NOT_DATA
-    case TETHER_OP_RNN:
-    case TETHER_OP_GRU:
-    case TETHER_OP_LSTM:
-    case TETHER_OP_REVERSE_SEQUENCE:
-    case TETHER_OP_NONZERO:
-    case TETHER_OP_COMPRESS:
-    case TETHER_OP_UNIQUE:
-    case TETHER_OP_NMS:
-    case TETHER_OP_GATHER:
-    case TETHER_OP_GATHER_ELEMENTS:
-    case TETHER_OP_GATHER_ND:
-    case TETHER_OP_SCATTER_ELEMENTS:
-    case TETHER_OP_SCATTER_ND:
-    case TETHER_OP_TOPK:
-    case TETHER_OP_ARG_MAX:
-    case TETHER_OP_ARG_MIN:
-    case TETHER_OP_CUMSUM:
-    case TETHER_OP_TRILU:
-    case TETHER_OP_ONE_HOT:
-    case TETHER_OP_TILE:
-    case TETHER_OP_SLICE:
-    case TETHER_OP_EINSUM:
+        TETHER__CASES_DATA_NOT_VISION
         line(e, "#error \"tether: not a vision operator\"");
         break;
     }

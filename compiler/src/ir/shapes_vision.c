@@ -166,28 +166,7 @@ int tether__ir_vision_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t
         return TETHER_OK;
     }
         TETHER__CASES_NOT_DATA
-    case TETHER_OP_RNN:
-    case TETHER_OP_GRU:
-    case TETHER_OP_LSTM:
-    case TETHER_OP_REVERSE_SEQUENCE:
-    case TETHER_OP_NONZERO:
-    case TETHER_OP_COMPRESS:
-    case TETHER_OP_UNIQUE:
-    case TETHER_OP_NMS:
-    case TETHER_OP_GATHER:
-    case TETHER_OP_GATHER_ELEMENTS:
-    case TETHER_OP_GATHER_ND:
-    case TETHER_OP_SCATTER_ELEMENTS:
-    case TETHER_OP_SCATTER_ND:
-    case TETHER_OP_TOPK:
-    case TETHER_OP_ARG_MAX:
-    case TETHER_OP_ARG_MIN:
-    case TETHER_OP_CUMSUM:
-    case TETHER_OP_TRILU:
-    case TETHER_OP_ONE_HOT:
-    case TETHER_OP_TILE:
-    case TETHER_OP_SLICE:
-    case TETHER_OP_EINSUM:
+        TETHER__CASES_DATA_NOT_VISION
         break;
     }
     return tether__ir_node_error(n, TETHER_ERR_INTERNAL, "no vision shape rule");
@@ -246,28 +225,7 @@ int tether__ir_vision_dtype(const tether_ir_graph *g, const tether_ir_node *n, D
         }
         return TETHER_OK;
         TETHER__CASES_NOT_DATA
-    case TETHER_OP_RNN:
-    case TETHER_OP_GRU:
-    case TETHER_OP_LSTM:
-    case TETHER_OP_REVERSE_SEQUENCE:
-    case TETHER_OP_NONZERO:
-    case TETHER_OP_COMPRESS:
-    case TETHER_OP_UNIQUE:
-    case TETHER_OP_NMS:
-    case TETHER_OP_GATHER:
-    case TETHER_OP_GATHER_ELEMENTS:
-    case TETHER_OP_GATHER_ND:
-    case TETHER_OP_SCATTER_ELEMENTS:
-    case TETHER_OP_SCATTER_ND:
-    case TETHER_OP_TOPK:
-    case TETHER_OP_ARG_MAX:
-    case TETHER_OP_ARG_MIN:
-    case TETHER_OP_CUMSUM:
-    case TETHER_OP_TRILU:
-    case TETHER_OP_ONE_HOT:
-    case TETHER_OP_TILE:
-    case TETHER_OP_SLICE:
-    case TETHER_OP_EINSUM:
+        TETHER__CASES_DATA_NOT_VISION
         break;
     }
     return tether__ir_node_error(n, TETHER_ERR_INTERNAL, "no vision typing rule");
