@@ -220,7 +220,8 @@ void tether_memplan_close(tether_memplan *p);
 
 /* Runs g (inferred) on host float buffers: inputs[i] for graph input i, outputs[i] receives
  * graph output i (dense row-major, sizes from the tensor shapes). Plain, obviously-correct
- * loops; allocates its intermediates. */
+ * loops; allocates its intermediates. A graph input or output that is not float32 is refused
+ * (TETHER_ERR_INVALID_ARG): such graphs go through tether_interp_run_typed. */
 int tether_interp_run(const tether_ir_graph *g, const float *const *inputs, float *const *outputs);
 /* The same for graphs of any element types: each buffer holds its tensor's elements in its
  * element type (bool one byte 0/1, float16/bfloat16 as their 16-bit patterns). Floating point

@@ -664,6 +664,19 @@ static int run_custom(const tether_ir_graph *g, const tether_ir_node *n, void **
 }
 
 int tether_interp_run(const tether_ir_graph *g, const float *const *inputs, float *const *outputs) {
+    /* The float API: a graph input or output of another element type would be read or written
+     * past its float-sized buffer, so such a graph goes through tether_interp_run_typed. */
+    for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+        int t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+        if (!tether_dtype_equal(g->tensors[t].dtype, TETHER_FLOAT32)) {
+            return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                    "interpreter: graph %s '%s' has element type %s; "
+                                    "tether_interp_run takes float32 only (use "
+                                    "tether_interp_run_typed)",
+                                    i < g->ninputs ? "input" : "output", g->tensors[t].name,
+                                    tether__dtype_str(g->tensors[t].dtype));
+        }
+    }
     return tether_interp_run_typed(g, (const void *const *)inputs, (void *const *)outputs);
 }
 

@@ -7,6 +7,8 @@
 
 #include <stdlib.h>
 
+#include "tether/crt/dtype.h"
+
 void tt_fuzz_plan_generate_run(const tether_ir_graph *g, bool typed_c) {
     tether_memplan plan;
     if (tether_memplan_build(g, "greedy-size", &plan) == 0) {
@@ -25,15 +27,24 @@ void tt_fuzz_plan_generate_run(const tether_ir_graph *g, bool typed_c) {
         }
         tether_memplan_close(&plan);
     }
-    float **bufs = calloc((size_t)(g->ninputs + g->noutputs), sizeof(float *));
+    /* Buffers sized by each tensor's element type: a graph of int64 or double inputs runs
+     * through the typed interpreter, and the float API must refuse it (never overrun). */
+    void **bufs = calloc((size_t)(g->ninputs + g->noutputs), sizeof(void *));
     int ok = bufs != NULL;
+    bool all_f32 = true;
     for (int i = 0; ok && i < g->ninputs + g->noutputs; i++) {
         int t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
-        bufs[i] = calloc(tether_ir_tensor_elements(&g->tensors[t]) + 1, sizeof(float));
+        size_t es = tether_dtype_bytes(g->tensors[t].dtype);
+        bufs[i] = calloc(tether_ir_tensor_elements(&g->tensors[t]) + 1, es ? es : 1);
         ok = bufs[i] != NULL;
+        all_f32 = all_f32 && tether_dtype_equal(g->tensors[t].dtype, TETHER_FLOAT32);
     }
     if (ok && tether_ir_graph_flops(g) < TT_FUZZ_MAX_FLOPS) {
-        tether_interp_run(g, (const float *const *)bufs, bufs + g->ninputs);
+        if (!all_f32 && tether_interp_run(g, (const float *const *)bufs,
+                                          (float *const *)(bufs + g->ninputs)) == 0) {
+            abort(); /* the float API ran a graph whose buffers are not float32 */
+        }
+        tether_interp_run_typed(g, (const void *const *)bufs, bufs + g->ninputs);
     }
     for (int i = 0; bufs && i < g->ninputs + g->noutputs; i++) {
         free(bufs[i]);
