@@ -363,7 +363,8 @@ static int parse_steps(tether__ocl_artifact *a, const cJSON *arr) {
         /* The artifact is data the kernels trust: a work size that does not fit what the
          * buffers hold would make them write outside their arrays on the device. Every kernel
          * stops at its int argument (the count of work-items that do work), which cannot
-         * exceed the elements of the largest array it takes; local sizes divide global ones. */
+         * exceed the elements of the largest array it takes (a buffer's bytes: the integer
+         * tensors of quantized models are 1-byte elements); local sizes divide global ones. */
         uint64_t items = 1, most = 0;
         for (uint32_t d = 0; d < s->work_dim; d++) {
             items *= s->global[d];
@@ -376,7 +377,9 @@ static int parse_steps(tether__ocl_artifact *a, const cJSON *arr) {
         for (uint32_t k = 0; k < s->nargs; k++) {
             if (s->args[k].mem >= 0) {
                 const ocl_mem *m = &a->mems[s->args[k].mem];
-                uint64_t n = m->bytes / (uint64_t)m->eb; /* elements (4 per image texel) */
+                uint64_t n = m->kind == K_IMAGE || m->kind == K_TEXTURE
+                                 ? m->bytes / (uint64_t)m->eb /* elements (4 per texel) */
+                                 : m->bytes;
                 most = n > most ? n : most;
             }
         }

@@ -102,27 +102,27 @@ static int op_supported(tether_op op) {
     case TETHER_OP_NLL_LOSS_SUM:
     case TETHER_OP_NLL_LOSS_MEAN:
         return 0;
-    case TETHER_OP_CONV_ND:
-    case TETHER_OP_CONV_TRANSPOSE:
-    case TETHER_OP_QUANTIZE: /* integer tensors: check_support refuses them first */
+    case TETHER_OP_QUANTIZE: /* emit_opencl_quant.c, emit_opencl_qconv.c */
     case TETHER_OP_DEQUANTIZE:
     case TETHER_OP_QCONV:
     case TETHER_OP_QMATMUL:
+        return 1;
+    case TETHER_OP_CONV_ND:
+    case TETHER_OP_CONV_TRANSPOSE:
         return 0; /* no OpenCL kernel yet: the compile fails naming the node */
     }
     return 0; /* not an operator */
 }
 
 /* One error naming every node without a kernel; before that, the first tensor of an element
- * type the OpenCL kernels do not run (float32 only). */
-static int check_support(const tether_ir_graph *g) {
+ * type the OpenCL kernels do not run (float32, and the integer tensors of quantized operators:
+ * tether__ocl_quant_check). */
+static int check_support(const tether_ir_graph *g, bool fp16) {
     for (int i = 0; i < g->ntensors; i++) {
-        const tether_ir_tensor *t = &g->tensors[i];
-        if (!tether_dtype_equal(t->dtype, TETHER_FLOAT32)) {
-            return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                    "tensor '%s' has element type %s: the OpenCL backend runs "
-                                    "float32 tensors only (compile with --backend c)",
-                                    t->name, tether__dtype_str(t->dtype));
+        int rc;
+        if (!tether_dtype_equal(g->tensors[i].dtype, TETHER_FLOAT32) &&
+            (rc = tether__ocl_quant_check(g, i, fp16))) {
+            return rc;
         }
     }
     tether__sbuf list;
@@ -306,7 +306,9 @@ static int assign_memory(ocl *e) {
     }
     for (int i = 0; i < g->ntensors; i++) {
         if (e->needpk[i]) {
-            off = align16(off) + oihw4o_bytes(T(e, i));
+            off = align16(off) + (T(e, i)->dtype.code == kDLFloat
+                                      ? oihw4o_bytes(T(e, i))
+                                      : tether__ocl_quant_pack_bytes(e, i));
         }
     }
     e->buffer_bytes = align16(off);
@@ -354,10 +356,15 @@ static int assign_memory(ocl *e) {
     for (int i = 0; i < g->ntensors; i++) {
         if (e->needpk[i]) {
             off = align16(off);
-            pack_oihw4o(T(e, i), (float *)(e->params + off));
+            int q = T(e, i)->dtype.code != kDLFloat; /* 8-bit weights (emit_opencl_quant.c) */
+            if (q) {
+                tether__ocl_quant_pack(e, i, e->params + off);
+            } else {
+                pack_oihw4o(T(e, i), (float *)(e->params + off));
+            }
             e->pk[i].mem = e->memix_params;
             e->pk[i].off = (int64_t)off / 4;
-            off += oihw4o_bytes(T(e, i));
+            off += q ? tether__ocl_quant_pack_bytes(e, i) : oihw4o_bytes(T(e, i));
         }
     }
     off = e->buffer_bytes;
@@ -462,15 +469,20 @@ static void kernel_open(ocl *e, kern *k, const char *comment) {
     }
     for (int r = 0; r < k->nrefs; r++) {
         const kref *x = &k->refs[r];
+        const char *ty = tether__ocl_ctype(T(e, x->tensor)->dtype);
         if (x->at.mem < 0) {
             /* an empty tensor without storage: the body never dereferences it */
-            line(e, "const __global float *%s = 0;", x->name);
+            line(e, "const __global %s *%s = 0;", ty, x->name);
             continue;
         }
         if (e->mems[x->at.mem].kind == MEM_IMAGE || e->mems[x->at.mem].kind == MEM_TEXTURE) {
             continue; /* read_imagef / write_imagef on m<i> */
         }
-        if (x->at.off) {
+        if (strcmp(ty, "float")) { /* integer tensors: at 16-byte aligned offsets of the buffer */
+            const char *c = x->write ? "" : "const ";
+            line(e, "%s__global %s *%s = (%s__global %s *)(m%d + %lld);", c, ty, x->name, c, ty,
+                 x->at.mem, (long long)x->at.off);
+        } else if (x->at.off) {
             line(e, "%s__global float *%s = m%d + %lld;", x->write ? "" : "const ", x->name,
                  x->at.mem, (long long)x->at.off);
         } else {
@@ -702,15 +714,16 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     memset(&gp, 0, sizeof gp);
     int gpu = fused >= 0 ? (gp = *fp, 1)
                          : (n->op == TETHER_OP_DENSE || n->op == TETHER_OP_CONV2D ||
-                            n->op == TETHER_OP_SOFTMAX || n->op == TETHER_OP_LOG_SOFTMAX ||
-                            n->op == TETHER_OP_HARDMAX || n->op == TETHER_OP_LAYER_NORM) &&
+                            tether__ocl_quant_op(n->op) || n->op == TETHER_OP_SOFTMAX ||
+                            n->op == TETHER_OP_LOG_SOFTMAX || n->op == TETHER_OP_HARDMAX ||
+                            n->op == TETHER_OP_LAYER_NORM) &&
                                tether__ocl_gpu_plan(e, n, &k, sched, &gp);
     if (gpu) {
         s->total = gp.total;
         s->global = gp.global;
         s->local = gp.local;
         s->serial = gp.serial;
-        s->gpu = gp.kind == TETHER__OCL_GPU_DW ? 1 : 2;
+        s->gpu = gp.kind == TETHER__OCL_GPU_DW || gp.kind == TETHER__OCL_GPU_QUANT ? 1 : 2;
     } else {
         set_sizes(e, s, total);
         s->serial = tether__ocl_legacy_serial(e, n);
@@ -814,7 +827,7 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
         return tether_set_error(TETHER_ERR_INVALID_ARG, "work-group size %d is not 1..1024",
                                 o->local_size);
     }
-    if ((rc = check_support(g)) || (rc = tether__ocl_custom_check(g))) {
+    if ((rc = check_support(g, o->fp16)) || (rc = tether__ocl_custom_check(g))) {
         return rc;
     }
     for (int i = 0; o->fp16 && i < g->nnodes; i++) {
@@ -929,6 +942,7 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
                           "| CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;\n");
     }
     tether__sbuf_puts(&src, "\n");
+    tether__ocl_quant_helpers(&e, &src);
     if ((rc = tether__ocl_custom_sources(&e, &src))) {
         tether__sbuf_free(&src);
         ocl_free(&e);

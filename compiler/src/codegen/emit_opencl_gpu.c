@@ -621,6 +621,9 @@ static void body_dw(ocl *e, const tether_ir_node *n, const kern *k, const tether
 
 int tether__ocl_gpu_plan(const ocl *e, const tether_ir_node *n, const kern *k,
                          const tether_schedule *ns, tether__ocl_gpu *p) {
+    if (tether__ocl_quant_op(n->op)) { /* the only kernels of these (emit_opencl_quant.c) */
+        return tether__ocl_quant_plan(e, n, k, ns, p);
+    }
     memset(p, 0, sizeof *p);
     if (e->o->legacy_kernels) {
         snprintf(p->why, sizeof p->why, "legacy kernels asked for");
@@ -646,6 +649,9 @@ int tether__ocl_gpu_plan(const ocl *e, const tether_ir_node *n, const kern *k,
 void tether__ocl_gpu_body(ocl *e, const tether_ir_node *n, const kern *k,
                           const tether__ocl_gpu *p) {
     switch (p->kind) {
+    case TETHER__OCL_GPU_QUANT:
+        tether__ocl_quant_body(e, n, k, p);
+        break;
     case TETHER__OCL_GPU_GEMV:
         body_dense(e, n, k, p);
         break;

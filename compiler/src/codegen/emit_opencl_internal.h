@@ -129,11 +129,16 @@ static inline int is_texture_conv(const ocl *e, const tether_ir_node *n) {
            !(e->o->image_max_height > 0 && height > e->o->image_max_height);
 }
 
+int tether__ocl_quant_packed(const ocl *e, const tether_ir_node *n);
+
 /* Constant conv weights without --texture-weights (or over the image limits): packed OIHW4o in
- * the params buffer, read with vload4 (4 output channels per work-item, as with images). */
+ * the params buffer, read with vload4 (4 output channels per work-item, as with images); the
+ * constant 8-bit weights of qconv (OIHW4o bytes) and qmatmul (B transposed) likewise
+ * (tether__ocl_quant_packed, emit_opencl_quant.c). */
 static inline int is_packed_conv(const ocl *e, const tether_ir_node *n) {
-    return n->op == TETHER_OP_CONV2D && n->inputs[1] >= 0 &&
-           T(e, n->inputs[1])->kind == TETHER_TENSOR_CONSTANT && !is_texture_conv(e, n);
+    return (n->op == TETHER_OP_CONV2D && n->inputs[1] >= 0 &&
+            T(e, n->inputs[1])->kind == TETHER_TENSOR_CONSTANT && !is_texture_conv(e, n)) ||
+           tether__ocl_quant_packed(e, n);
 }
 
 static inline int root_of(const ocl *e, int t) {
@@ -253,9 +258,10 @@ enum {
     TETHER__OCL_GPU_GEMV,
     TETHER__OCL_GPU_CONV,
     TETHER__OCL_GPU_DW,
-    TETHER__OCL_GPU_ROWS,        /* emit_opencl_rows.c */
-    TETHER__OCL_GPU_CONV_SPLITK, /* emit_opencl_splitk.c */
-    TETHER__OCL_GPU_GEMV_SOFTMAX /* dense with its softmax consumer fused */
+    TETHER__OCL_GPU_ROWS,         /* emit_opencl_rows.c */
+    TETHER__OCL_GPU_CONV_SPLITK,  /* emit_opencl_splitk.c */
+    TETHER__OCL_GPU_GEMV_SOFTMAX, /* dense with its softmax consumer fused */
+    TETHER__OCL_GPU_QUANT         /* quantized operators (emit_opencl_quant.c, _qconv.c) */
 };
 typedef struct tether__ocl_gpu {
     int kind;
@@ -330,5 +336,40 @@ int tether__ocl_fp16_rewrite(const ocl *e, tether__sbuf *src);
 static inline int tether__ocl_mem_half(const ocl *e, int m) {
     return e->o->fp16 && e->mems[m].kind != MEM_INPUT && e->mems[m].kind != MEM_OUTPUT;
 }
+
+/* ---- quantized operators (emit_opencl_quant.c, emit_opencl_qconv.c; docs/quantization.md) -- */
+
+int tether__ocl_quant_op(tether_op op);
+/* The OpenCL C type of an element type ("float", "char", "uchar", "short", "ushort", "int",
+ * "uint"), NULL for others. */
+const char *tether__ocl_ctype(DLDataType t);
+/* Whether non-float32 tensor t can run: an integer type, not a graph input or output, not in
+ * an fp16 artifact, touched only by quantized operators and moves; else the error naming it. */
+int tether__ocl_quant_check(const tether_ir_graph *g, int t, bool fp16);
+/* A constant packed for its quantized consumers: its bytes in params.bin and the packing. */
+size_t tether__ocl_quant_pack_bytes(const ocl *e, int t);
+void tether__ocl_quant_pack(const ocl *e, int t, unsigned char *dst);
+/* tgq_requant, tgq_div, tgq_rne, written ahead of the kernels when a quantized node exists. */
+void tether__ocl_quant_helpers(const ocl *e, tether__sbuf *src);
+/* The plan (always 1: every quantized node has a kernel; launch sizes, the serial loop and the
+ * description in p) and the body of a quantized node's kernel. */
+int tether__ocl_quant_plan(const ocl *e, const tether_ir_node *n, const kern *k,
+                           const tether_schedule *ns, tether__ocl_gpu *p);
+void tether__ocl_quant_body(ocl *e, const tether_ir_node *n, const kern *k,
+                            const tether__ocl_gpu *p);
+int tether__ocl_qconv_plan(const ocl *e, const tether_ir_node *n, const kern *k,
+                           const tether_schedule *ns, tether__ocl_gpu *p);
+void tether__ocl_qconv_body(ocl *e, const tether_ir_node *n, const kern *k,
+                            const tether__ocl_gpu *p);
+/* Shared pieces: parameter input i's element c as int ("0" when absent); the clamp of the
+ * output type within min..max; the stored value of accumulator acc for channel expression c
+ * (requantized, or the int32 accumulator); one work-item per output within the device's
+ * work-group limit (kind TETHER__OCL_GPU_QUANT). */
+void tether__ocl_qparam(const ocl *e, const tether_ir_node *n, int i, const char *c, char *out,
+                        size_t cap);
+void tether__ocl_qclamp(const tether_ir_node *n, DLDataType t, long long *lo, long long *hi);
+void tether__ocl_qstore_expr(const ocl *e, const tether_ir_node *n, const char *acc, const char *c,
+                             char *out, size_t cap);
+void tether__ocl_qsize(const ocl *e, const tether_schedule *ns, int64_t total, tether__ocl_gpu *p);
 
 #endif

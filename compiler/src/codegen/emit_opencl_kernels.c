@@ -927,11 +927,12 @@ void tether__ocl_kernel_body(ocl *e, const tether_ir_node *n, const kern *k) {
         break;
     case TETHER_OP_CONV_ND:
     case TETHER_OP_CONV_TRANSPOSE:
-    case TETHER_OP_QUANTIZE:
+        break; /* refused before any kernel is emitted (op_supported in emit_opencl.c) */
+    case TETHER_OP_QUANTIZE: /* emit_opencl_quant.c (tether__ocl_gpu_plan sends them there) */
     case TETHER_OP_DEQUANTIZE:
     case TETHER_OP_QCONV:
     case TETHER_OP_QMATMUL:
-        break; /* refused before any kernel is emitted (op_supported in emit_opencl.c) */
+        break;
     case TETHER_OP_RESIZE_NEAREST:
         k_resize(e, n);
         break;
