@@ -70,7 +70,7 @@ static void if_constant_condition(void) {
     /* then: y = x + x; else: an operator the importer does not convert (never read) */
     mb_node(th, "Add", "twice", "x,x", "t_out");
     mb_output(th, "t_out", F);
-    mb_node(el, "TfIdfVectorizer", "tfidf", "x", "e_out");
+    mb_node(el, "StringNormalizer", "strnorm", "x", "e_out");
     mb_output(el, "e_out", F);
     Onnx__TensorProto *c = bool_const(b, "c", 1);
     mb_init_tensor(b, c);
@@ -89,9 +89,9 @@ static void if_constant_condition(void) {
     const float want[4] = {2, -4, 7, 0};
     equal_f(y, want, 4);
     tether_ir_close(&g);
-    /* the condition false: the else branch is read, and its TfIdfVectorizer is named */
+    /* the condition false: the else branch is read, and its StringNormalizer is named */
     c->int32_data[0] = 0;
-    expect_error(b, TETHER_ERR_UNSUPPORTED, "TfIdfVectorizer (node 'if1/else/tfidf'");
+    expect_error(b, TETHER_ERR_UNSUPPORTED, "StringNormalizer (node 'if1/else/strnorm'");
     del_mb(b);
     del_mb(th);
     del_mb(el);

@@ -333,6 +333,10 @@ static const op_def ops[] = {
     {"Unique", 11, MAXV, "unique (indices, then one node per other output)", "axis,sorted", false,
      false, tonnx_cv_unique, NULL},
     {"NonMaxSuppression", 10, MAXV, "nms", "center_point_box", false, false, tonnx_cv_nms, NULL},
+    {"TfIdfVectorizer", 9, MAXV, "tfidf",
+     "max_gram_length,max_skip_count,min_gram_length,mode,ngram_counts,ngram_indexes,pool_int64s,"
+     "pool_strings,weights",
+     false, false, tonnx_cv_tfidf, NULL},
     {"Abs", 6, MAXV, "abs", "", false, false, tonnx_cv_unary, NULL},
     {"Add", 7, MAXV, "add", "", true, false, tonnx_cv_binary, NULL},
     {"AveragePool", 7, MAXV, "avg_pool (1-D: on [N,C,1,L]; 3-D: two avg_pools)",
@@ -583,6 +587,7 @@ static const arity_def arities[] = {
     {"Compress", 9, 2, 2, 1, 1},
     {"Unique", 11, 1, 1, 1, 4},            /* Y, indices, inverse_indices, counts */
     {"NonMaxSuppression", 10, 2, 5, 1, 1}, /* boxes, scores, max, iou, score thresholds */
+    {"TfIdfVectorizer", 9, 1, 1, 1, 1},
     {"Abs", 1, 1, 1, 1, 1},
     {"Add", 1, 2, 2, 1, 1},
     {"AveragePool", 1, 1, 1, 1, 1},
