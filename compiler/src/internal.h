@@ -355,7 +355,20 @@ int tether__einsum_labels(const tether_ir_attrs *a, int j, int *labels);
     case TETHER_OP_ONE_HOT:                                                                        \
     case TETHER_OP_TILE:                                                                           \
     case TETHER_OP_SLICE:                                                                          \
-    case TETHER_OP_EINSUM:
+    case TETHER_OP_EINSUM:                                                                         \
+    case TETHER_OP_TFIDF:
+/* tfidf (TfIdfVectorizer; ir/shapes_text.c, interp/interp_text.c, codegen/emit_c_text.c): its
+ * n-gram groups from the constant pool and counts (group i: the n-grams of length i + 1, count of
+ * them from pool[start], numbered from id0); the number of groups, -1 when malformed. */
+#define TETHER__TFIDF_MAX_GRAM 64
+typedef struct tether__tfidf_group {
+    int64_t start, count, id0;
+} tether__tfidf_group;
+int tether__tfidf_groups(const tether_ir_graph *g, const tether_ir_node *n,
+                         tether__tfidf_group *grp);
+int tether__ir_tfidf_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
+int tether__ir_tfidf_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
+int tether__interp_tfidf(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
 int tether__ir_vision_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
 int tether__ir_vision_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
 /* Quantized operators (ir/quant.c, docs/quantization.md): their shape and typing rules; the

@@ -1,8 +1,9 @@
 /*
  * The one-node operator cases shared by the C backend's operator test (tests/compiler/test_ops.c)
  * and the OpenCL backend's (tests/opencl/test_opencl_codegen.c): one table, each case marked with
- * the backends whose test runs it. What must stay true: a case's operands are all graph inputs,
- * so the reference interpreter and the backend see the same values; names are unique.
+ * the backends whose test runs it. What must stay true: a case's operands are all graph inputs
+ * (but tfidf's constant pool, op_cases_text.h), so the reference interpreter and the backend see
+ * the same values; names are unique.
  */
 #include <string.h>
 
@@ -20,6 +21,29 @@
 #include "op_cases_rnn.h"
 #include "op_cases_misc.h"
 #include "op_cases_dynamic.h"
+#include "op_cases_text.h"
+
+/* tfidf's constant operands (op_cases_text.h) */
+/* unigrams {0, 1, -1, 3}, bigrams {(0,1) (1,-1) (2,2)}, trigram {(0,0,0)}: 8 n-grams */
+static const int64_t tt_tfidf_pool[13] = {0, 1, -1, 3, 0, 1, 1, -1, 2, 2, 0, 0, 0};
+static const int64_t tt_tfidf_counts[3] = {0, 4, 10};
+static const int64_t tt_tfidf_indexes[8] = {7, 6, 5, 4, 3, 2, 1, 0};
+static const float tt_tfidf_weights[8] = {0.5f, 1.5f, 2.0f, 0.25f, 3.0f, 1.0f, 0.75f, 2.5f};
+
+int tt_tfidf_operands(tether_ir_graph *g, int *in, int with_w) {
+    int64_t sp = 13, sc = 3, si = 8;
+    tether_ir_add_constant(g, "pool", TETHER_INT64, 1, &sp, tt_tfidf_pool, sizeof tt_tfidf_pool,
+                           &in[0]);
+    tether_ir_add_constant(g, "counts", TETHER_INT64, 1, &sc, tt_tfidf_counts,
+                           sizeof tt_tfidf_counts, &in[1]);
+    tether_ir_add_constant(g, "indexes", TETHER_INT64, 1, &si, tt_tfidf_indexes,
+                           sizeof tt_tfidf_indexes, &in[2]);
+    if (with_w) {
+        tether_ir_add_constant(g, "weights", TETHER_FLOAT32, 1, &si, tt_tfidf_weights,
+                               sizeof tt_tfidf_weights, &in[3]);
+    }
+    return with_w ? 4 : 3;
+}
 
 static void a_pad1(tether_ir_attrs *a) {
     a->pads[0] = a->pads[1] = a->pads[2] = a->pads[3] = 1;
@@ -947,6 +971,7 @@ const tt_op_case tt_op_cases[] = {
     TT_QUANT_CASES   /* op_cases_quant.h */
     TT_MISC_CASES    /* op_cases_misc.h */
     TT_DYNAMIC_CASES /* op_cases_dynamic.h */
+    TT_TEXT_CASES /* op_cases_text.h: tfidf */
     /* clang-format on */
 };
 

@@ -92,6 +92,10 @@ typedef struct tt_op_case {
     const char *dtypes;
 } tt_op_case;
 
+/* tfidf's constant operands (op_cases_text.h): pool, counts, indexes and, when with_w, weights
+ * added to g, their tensors into in[]; how many. */
+int tt_tfidf_operands(tether_ir_graph *g, int *in, int with_w);
+
 extern const tt_op_case tt_op_cases[];
 extern const size_t tt_num_op_cases;
 

@@ -65,7 +65,11 @@ static void build_case(const tt_op_case *c, tether_ir_graph *g) {
     if (c->attrs) {
         c->attrs(&a);
     }
-    assert_int_equal(tether_ir_add_node(g, "op", c->op, in, c->nin, &mid, 1, &a, NULL), 0);
+    int nin = c->nin;
+    if (c->op == TETHER_OP_TFIDF) { /* its pool and weights are constants (op_cases_text.h) */
+        nin += tt_tfidf_operands(g, in + nin, a.mode == 2);
+    }
+    assert_int_equal(tether_ir_add_node(g, "op", c->op, in, nin, &mid, 1, &a, NULL), 0);
     out = mid;
     if (c->then != TT_NONE) {
         assert_int_equal(tether_ir_add_tensor(g, "z", TETHER_FLOAT32, -1, NULL, &out), 0);

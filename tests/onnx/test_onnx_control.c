@@ -5,8 +5,9 @@
  * holds an operator tether does not import), an If on a run-time condition selects per output,
  * a Loop unrolled with loop-carried state, an outer-scope value and a scan output, a Loop whose
  * condition is computed at run time (predicated), a Scan in reverse with a scan output along
- * axis 1, and the refusals (run-time trip count, branch shapes that differ, unrolling past its
- * bound).
+ * axis 1, Range's function expansion (its trip count folded from bound inputs through Ceil and
+ * Relu, an int32 scan output), and the refusals (run-time trip count, branch shapes that differ,
+ * unrolling past its bound).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -69,7 +70,7 @@ static void if_constant_condition(void) {
     /* then: y = x + x; else: an operator the importer does not convert (never read) */
     mb_node(th, "Add", "twice", "x,x", "t_out");
     mb_output(th, "t_out", F);
-    mb_node(el, "TfIdfVectorizer", "tfidf", "x", "e_out");
+    mb_node(el, "StringNormalizer", "strnorm", "x", "e_out");
     mb_output(el, "e_out", F);
     Onnx__TensorProto *c = bool_const(b, "c", 1);
     mb_init_tensor(b, c);
@@ -88,9 +89,9 @@ static void if_constant_condition(void) {
     const float want[4] = {2, -4, 7, 0};
     equal_f(y, want, 4);
     tether_ir_close(&g);
-    /* the condition false: the else branch is read, and its TfIdfVectorizer is named */
+    /* the condition false: the else branch is read, and its StringNormalizer is named */
     c->int32_data[0] = 0;
-    expect_error(b, TETHER_ERR_UNSUPPORTED, "TfIdfVectorizer (node 'if1/else/tfidf'");
+    expect_error(b, TETHER_ERR_UNSUPPORTED, "StringNormalizer (node 'if1/else/strnorm'");
     del_mb(b);
     del_mb(th);
     del_mb(el);
@@ -283,6 +284,79 @@ static void scan_unrolled(void) {
     del_mb(body);
 }
 
+/* Range's function expansion (as the ONNX node suite writes it): the trip count is
+ * Cast(Relu(Ceil((limit - start) / delta))) of int32 inputs bound with values; Ceil and Relu
+ * fold at import, the Loop unrolls, and its scan output keeps the int32 type. start 10, limit 3,
+ * delta -3: ceil(7/3) = 3 iterations, [10, 7, 4]; limit 20: ceil(-10/3) = -3, relu 0 gives an
+ * empty loop (refused: no iteration, no scan shape). */
+static void loop_range_expansion(void) {
+    mb *b = new_mb(13), *body = new_mb(13);
+    const int I3 = ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
+    mb_input(body, "i", I6, 0, NULL);
+    mb_input(body, "cin", B, 0, NULL);
+    mb_input(body, "prev", I3, 0, NULL);
+    mb_node(body, "Identity", "keep", "cin", "cout");
+    mb_node(body, "Identity", "cur", "prev", "current");
+    mb_node(body, "Add", "step", "prev,delta", "next");
+    mb_output(body, "cout", B);
+    mb_output(body, "next", I3);
+    mb_output(body, "current", I3);
+    mb_input(b, "start", I3, 0, NULL);
+    mb_input(b, "limit", I3, 0, NULL);
+    mb_input(b, "delta", I3, 0, NULL);
+    mb_node(b, "Sub", "sub", "limit,start", "d");
+    mb_node(b, "Cast", "df", "d", "d_f");
+    mb_attr_i(b, b->nodes[1], "to", F);
+    mb_node(b, "Cast", "sf", "delta", "delta_f");
+    mb_attr_i(b, b->nodes[2], "to", F);
+    mb_node(b, "Div", "div", "d_f,delta_f", "q");
+    mb_node(b, "Ceil", "ceil", "q", "qc");
+    mb_node(b, "Relu", "relu", "qc", "qr");
+    mb_node(b, "Cast", "mi", "qr", "M");
+    mb_attr_i(b, b->nodes[6], "to", I6);
+    mb_node(b, "Cast", "mb", "M", "c0");
+    mb_attr_i(b, b->nodes[7], "to", B);
+    Onnx__NodeProto *n = mb_node(b, "Loop", "loop", "M,c0,start", "last,out");
+    mb_attr_g(b, n, "body", body);
+    mb_output(b, "out", I3);
+    int32_t vals[3] = {10, 3, -3};
+    tether_model_value v[3];
+    memset(v, 0, sizeof v);
+    for (int i = 0; i < 3; i++) {
+        v[i].dtype = (DLDataType){kDLInt, 32, 1};
+        v[i].data = &vals[i];
+        v[i].nbytes = sizeof vals[i];
+    }
+    unsigned char bound[3] = {0};
+    tether_model_load_options o;
+    memset(&o, 0, sizeof o);
+    o.input_values = v;
+    o.ninput_values = 3;
+    o.input_bound = bound;
+    tether_ir_graph g;
+    if (load(b, &o, &g)) {
+        fail_msg("%s", tether_last_error());
+    }
+    assert_int_equal(g.ninputs, 0);
+    const tether_ir_tensor *t = &g.tensors[g.outputs[0]];
+    assert_int_equal(t->dtype.code, kDLInt);
+    assert_int_equal(t->dtype.bits, 32);
+    assert_int_equal(t->ndim, 1);
+    assert_int_equal(t->shape[0], 3);
+    int32_t got[3] = {0};
+    void *out[1] = {got};
+    assert_int_equal(tether_interp_run_typed(&g, NULL, out), 0);
+    assert_int_equal(got[0], 10);
+    assert_int_equal(got[1], 7);
+    assert_int_equal(got[2], 4);
+    tether_ir_close(&g);
+    vals[1] = 20;
+    assert_int_equal(load(b, &o, &g), TETHER_ERR_UNSUPPORTED);
+    assert_non_null(strstr(tether_last_error(), "runs no iteration"));
+    del_mb(b);
+    del_mb(body);
+}
+
 void test_onnx_control_flow(void **state) {
     (void)state;
     if_constant_condition();
@@ -291,4 +365,5 @@ void test_onnx_control_flow(void **state) {
     loop_runtime_condition();
     loop_unroll_bound();
     scan_unrolled();
+    loop_range_expansion();
 }

@@ -1,7 +1,7 @@
 /*
  * The host evaluation of ONNX shape computations (Shape, Size, Gather, Slice, Cast, Concat,
  * Constant, ConstantOfShape, Range, NonZero, Unsqueeze/Squeeze/Reshape on constants, elementwise
- * int64 arithmetic, Neg, Abs) that
+ * int64 arithmetic, Neg, Abs, Relu, Ceil, Floor) that
  * exported models use to build Reshape targets: when every input of such a node is a host
  * constant, its output is a host constant too (tonnx_host_eval, called by the importer for the
  * operators whose table row has a host evaluator, ops.c).
@@ -608,14 +608,34 @@ static int host_binary(timport *c, const Onnx__NodeProto *n) {
                                                 : x / y;
         }
     }
+    /* operands of one ONNX type give that type (Range's function expansion adds int32 scalars);
+     * a narrow integer result that does not fit it is an error, never a wrapped value */
+    if (a->dt.code == b->dt.code && a->dt.bits == b->dt.bits && a->dt.lanes == b->dt.lanes) {
+        bool narrow = is_int && a->dt.bits < 64 && a->dt.bits > 1;
+        int64_t lo = a->dt.code == kDLInt ? -((int64_t)1 << (a->dt.bits - 1)) : 0;
+        int64_t hi = a->dt.code == kDLInt ? ((int64_t)1 << (a->dt.bits - 1)) - 1
+                                          : (int64_t)((UINT64_C(1) << a->dt.bits) - 1);
+        for (size_t o = 0; narrow && o < k->count; o++) {
+            int64_t v = ((const int64_t *)k->data)[o];
+            if (v < lo || v > hi) {
+                return tonnx_fail(c, TETHER_ERR_LIMIT, "%s overflows its %d-bit type (%lld)",
+                                  S(n->op_type), a->dt.bits, (long long)v);
+            }
+        }
+        if (narrow || !is_int) {
+            k->dt = a->dt;
+        }
+    }
     return set_out(c, n, 0, k);
 }
 
-/* Neg and Abs: exact in int64 (the negation of INT64_MIN is an error, never a wrapped value),
- * float32 otherwise. */
+/* Neg, Abs, Relu, Ceil and Floor: exact in int64 (the negation of INT64_MIN is an error, never a
+ * wrapped value; Ceil and Floor of an integer are the integer), float32 otherwise. Range's
+ * function expansion computes its trip count with Ceil and Relu. */
 static int host_unary(timport *c, const Onnx__NodeProto *n) {
     const hconst *x = in_k(c, n, 0);
-    bool neg = S(n->op_type)[0] == 'N';
+    const char *t = S(n->op_type);
+    bool neg = t[0] == 'N', relu = t[0] == 'R', round = t[0] == 'C' || t[0] == 'F';
     hconst *k = tonnx_hconst_new(c, x->is_int, x->ndim, x->shape);
     if (!k) {
         return tether_last_status();
@@ -624,14 +644,21 @@ static int host_unary(timport *c, const Onnx__NodeProto *n) {
     for (size_t i = 0; i < k->count; i++) {
         if (x->is_int) {
             int64_t v = ((const int64_t *)x->data)[i];
-            if (v == INT64_MIN) {
-                return tonnx_fail(c, TETHER_ERR_LIMIT, "int64 overflow in %s(%lld)", S(n->op_type),
+            if (v == INT64_MIN && !relu && !round) {
+                return tonnx_fail(c, TETHER_ERR_LIMIT, "int64 overflow in %s(%lld)", t,
                                   (long long)v);
             }
-            ((int64_t *)k->data)[i] = neg ? -v : (v < 0 ? -v : v);
+            ((int64_t *)k->data)[i] = round  ? v
+                                      : relu ? (v < 0 ? 0 : v)
+                                      : neg  ? -v
+                                             : (v < 0 ? -v : v);
         } else {
             float v = ((const float *)x->data)[i];
-            ((float *)k->data)[i] = neg ? -v : fabsf(v);
+            ((float *)k->data)[i] = t[0] == 'C'   ? ceilf(v)
+                                    : t[0] == 'F' ? floorf(v)
+                                    : relu        ? (v < 0.0f ? 0.0f : v)
+                                    : neg         ? -v
+                                                  : fabsf(v);
         }
     }
     return set_out(c, n, 0, k);
@@ -765,7 +792,8 @@ int tonnx_host_eval(timport *c, const Onnx__NodeProto *n, const op_def *d) {
     if (!strcmp(t, "NonZero")) {
         return host_nonzero(c, n);
     }
-    if (!strcmp(t, "Neg") || !strcmp(t, "Abs")) {
+    if (!strcmp(t, "Neg") || !strcmp(t, "Abs") || !strcmp(t, "Relu") || !strcmp(t, "Ceil") ||
+        !strcmp(t, "Floor")) {
         return host_unary(c, n);
     }
     return host_binary(c, n);

@@ -178,6 +178,8 @@ int tonnx_cv_nonzero(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_compress(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_unique(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_nms(timport *c, const Onnx__NodeProto *n);
+/* convert_text.c: TfIdfVectorizer */
+int tonnx_cv_tfidf(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_batch_norm(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_binary(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_cast(timport *c, const Onnx__NodeProto *n);

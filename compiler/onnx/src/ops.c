@@ -333,6 +333,10 @@ static const op_def ops[] = {
     {"Unique", 11, MAXV, "unique (indices, then one node per other output)", "axis,sorted", false,
      false, tonnx_cv_unique, NULL},
     {"NonMaxSuppression", 10, MAXV, "nms", "center_point_box", false, false, tonnx_cv_nms, NULL},
+    {"TfIdfVectorizer", 9, MAXV, "tfidf",
+     "max_gram_length,max_skip_count,min_gram_length,mode,ngram_counts,ngram_indexes,pool_int64s,"
+     "pool_strings,weights",
+     false, false, tonnx_cv_tfidf, NULL},
     {"Abs", 6, MAXV, "abs", "", false, false, tonnx_cv_unary, NULL},
     {"Add", 7, MAXV, "add", "", true, false, tonnx_cv_binary, NULL},
     {"AveragePool", 7, MAXV, "avg_pool (1-D: on [N,C,1,L]; 3-D: two avg_pools)",
@@ -424,7 +428,7 @@ static const op_def ops[] = {
      tonnx_cv_reduce, NULL},
     {"ReduceSumSquare", 1, MAXV, "reduce_sum_square", "axes,keepdims,noop_with_empty_axes", false,
      false, tonnx_cv_reduce, NULL},
-    {"Relu", 6, MAXV, "relu", "", false, false, tonnx_cv_unary, NULL},
+    {"Relu", 6, MAXV, "relu", "", true, false, tonnx_cv_unary, NULL},
     {"Reshape", 5, MAXV, "reshape", "allowzero", true, false, tonnx_cv_reshape, NULL},
     {"Resize", 10, MAXV, "resize_nearest (integer nearest on H, W), else matmuls per axis",
      "antialias,axes,coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
@@ -458,8 +462,8 @@ static const op_def ops[] = {
     {"Asinh", 9, MAXV, "asinh", "", false, false, tonnx_cv_math, NULL},
     {"Acosh", 9, MAXV, "acosh", "", false, false, tonnx_cv_math, NULL},
     {"Atanh", 9, MAXV, "atanh", "", false, false, tonnx_cv_math, NULL},
-    {"Ceil", 6, MAXV, "ceil", "", false, false, tonnx_cv_math, NULL},
-    {"Floor", 6, MAXV, "floor", "", false, false, tonnx_cv_math, NULL},
+    {"Ceil", 6, MAXV, "ceil", "", true, false, tonnx_cv_math, NULL},
+    {"Floor", 6, MAXV, "floor", "", true, false, tonnx_cv_math, NULL},
     {"Round", 11, MAXV, "round", "", false, false, tonnx_cv_math, NULL},
     {"Reciprocal", 6, MAXV, "reciprocal", "", false, false, tonnx_cv_math, NULL},
     {"Softplus", 1, MAXV, "softplus", "", false, false, tonnx_cv_math, NULL},
@@ -583,6 +587,7 @@ static const arity_def arities[] = {
     {"Compress", 9, 2, 2, 1, 1},
     {"Unique", 11, 1, 1, 1, 4},            /* Y, indices, inverse_indices, counts */
     {"NonMaxSuppression", 10, 2, 5, 1, 1}, /* boxes, scores, max, iou, score thresholds */
+    {"TfIdfVectorizer", 9, 1, 1, 1, 1},
     {"Abs", 1, 1, 1, 1, 1},
     {"Add", 1, 2, 2, 1, 1},
     {"AveragePool", 1, 1, 1, 1, 1},

@@ -373,6 +373,41 @@ static const char *in_name(const timport *c, int i) {
     return i < (int)n->n_input ? S(n->input[i]) : "";
 }
 
+/* Whether host constant k has an ONNX type of its own (int32, bool, float64, ...) that its IR
+ * constant takes (else float32 or int64). */
+static bool typed_const(const hconst *k) {
+    DLDataType kdt = k->dt;
+    bool kflt = kdt.code == kDLFloat && (kdt.bits == 32 || kdt.bits == 64);
+    bool kint = (kdt.code == kDLInt || kdt.code == kDLUInt) && tether_dtype_bytes(kdt) > 0;
+    return kdt.lanes == 1 && (k->is_int ? kint : kflt);
+}
+
+/* The IR constant `name` of host constant k in its ONNX type (typed_const). */
+static int typed_constant(timport *c, const char *name, const hconst *k, int *t) {
+    int rc;
+    size_t es = tether_dtype_bytes(k->dt);
+    unsigned char *buf = calloc(k->count ? k->count : 1, es);
+    if (!buf) {
+        return tonnx_fail(c, TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (size_t i = 0; i < k->count; i++) {
+        int64_t iv = k->is_int ? ((const int64_t *)k->data)[i] : 0;
+        if (k->dt.code == kDLUInt && k->dt.bits == 1) {
+            buf[i] = iv != 0;
+        } else if (k->is_int) {
+            memcpy(buf + i * es, &iv, es); /* the low bytes: little-endian hosts */
+        } else if (k->dt.bits == 64) {
+            double d = ((const float *)k->data)[i];
+            memcpy(buf + i * es, &d, es);
+        } else {
+            memcpy(buf + i * es, (const float *)k->data + i, es);
+        }
+    }
+    rc = tether_ir_add_constant(c->g, name, k->dt, k->ndim, k->shape, buf, k->count * es, t);
+    free(buf);
+    return rc ? tonnx_wrap(c, rc) : TETHER_OK;
+}
+
 int tonnx_ensure_tensor(timport *c, int vi, const char *role) {
     value *v = &c->v[vi];
     if (v->tensor >= 0) {
@@ -381,34 +416,8 @@ int tonnx_ensure_tensor(timport *c, int vi, const char *role) {
     int rc;
     char name[400];
     snprintf(name, sizeof name, "%s%s", c->prefix ? c->prefix : "", v->name);
-    DLDataType kdt = v->k ? v->k->dt : TETHER_FLOAT32;
-    bool kflt = kdt.code == kDLFloat && (kdt.bits == 32 || kdt.bits == 64);
-    bool kint = (kdt.code == kDLInt || kdt.code == kDLUInt) && tether_dtype_bytes(kdt) > 0;
-    if (v->k && kdt.lanes == 1 && (v->k->is_int ? kint : kflt)) {
-        /* a host constant of another ONNX type (int32, bool, float64, ...): in that type */
-        const hconst *k = v->k;
-        size_t es = tether_dtype_bytes(k->dt);
-        unsigned char *buf = calloc(k->count ? k->count : 1, es);
-        if (!buf) {
-            return tonnx_fail(c, TETHER_ERR_OUT_OF_MEMORY, "out of memory");
-        }
-        for (size_t i = 0; i < k->count; i++) {
-            int64_t iv = k->is_int ? ((const int64_t *)k->data)[i] : 0;
-            if (k->dt.code == kDLUInt && k->dt.bits == 1) {
-                buf[i] = iv != 0;
-            } else if (k->is_int) {
-                memcpy(buf + i * es, &iv, es); /* the low bytes: little-endian hosts */
-            } else if (k->dt.bits == 64) {
-                double d = ((const float *)k->data)[i];
-                memcpy(buf + i * es, &d, es);
-            } else {
-                memcpy(buf + i * es, (const float *)k->data + i, es);
-            }
-        }
-        rc = tether_ir_add_constant(c->g, name, k->dt, k->ndim, k->shape, buf, k->count * es,
-                                    &v->tensor);
-        free(buf);
-        return rc ? tonnx_wrap(c, rc) : TETHER_OK;
+    if (v->k && typed_const(v->k)) {
+        return typed_constant(c, name, v->k, &v->tensor);
     }
     if (v->k) { /* a host constant: float32 or int64 (an integer one stays int64) */
         rc = tether_ir_add_constant(
@@ -541,6 +550,9 @@ int tonnx_const_tensor(timport *c, const char *suffix, int ndim, const int64_t *
 int tonnx_hconst_tensor(timport *c, const char *suffix, const hconst *k, int *t) {
     char name[400];
     int rc = unique_name(c, suffix, name, sizeof name);
+    if (!rc && typed_const(k)) {
+        return typed_constant(c, name, k, t);
+    }
     if (!rc) {
         rc = tether_ir_add_constant(c->g, name, k->is_int ? TETHER_INT64 : TETHER_FLOAT32, k->ndim,
                                     k->shape, k->data,

@@ -208,6 +208,8 @@ void tether__c_rnn(em *e, const tether_ir_node *nd, const kargs *k);
 /* emit_c_dynamic.c: the kernel body of nonzero, compress, unique, nms (returns 0, -4 over the
  * bound, -1 for a condition past its extent; the graph returns that code). */
 void tether__c_dynamic(em *e, const tether_ir_node *nd, const kargs *k);
+/* tfidf (TfIdfVectorizer; emit_c_text.c). */
+void tether__c_tfidf(em *e, const tether_ir_node *nd, const kargs *k);
 /* emit_c_quant.c: the quantized operators' kernels, and the helpers a module with any defines. */
 void tether__c_quant_body(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_quant_helpers(const em *e, tether__sbuf *out);

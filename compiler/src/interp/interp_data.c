@@ -485,6 +485,8 @@ int tether__interp_data(const tether_ir_graph *g, const tether_ir_node *n, void 
     case TETHER_OP_UNIQUE:
     case TETHER_OP_NMS:
         return tether__interp_dynamic(g, n, buf);
+    case TETHER_OP_TFIDF: /* interp_text.c */
+        return tether__interp_tfidf(g, n, buf);
         TETHER__CASES_NOT_DATA
         break;
     }

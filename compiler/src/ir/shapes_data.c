@@ -344,6 +344,8 @@ int tether__ir_data_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *
     case TETHER_OP_UNIQUE:
     case TETHER_OP_NMS:
         return tether__ir_dynamic_shape(g, n, os, ond);
+    case TETHER_OP_TFIDF: /* shapes_text.c */
+        return tether__ir_tfidf_shape(g, n, os, ond);
         TETHER__CASES_NOT_DATA
         break;
     }
@@ -421,6 +423,8 @@ int tether__ir_data_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLD
     case TETHER_OP_UNIQUE:
     case TETHER_OP_NMS:
         return tether__ir_dynamic_dtype(g, n, out);
+    case TETHER_OP_TFIDF: /* shapes_text.c */
+        return tether__ir_tfidf_dtype(g, n, out);
         TETHER__CASES_NOT_DATA
         break;
     }
