@@ -91,12 +91,14 @@ void tether__ocl_fill_reason(const ocl *e, const step *s, const tether__ocl_gpu 
         }
         return;
     }
-    char how[120];
+    char how[160];
     if (gpu && gp && gp->kind == TETHER__OCL_GPU_DW) {
         snprintf(how, sizeof how, "up to 4 output columns each");
     } else if (gpu && gp && gp->kind == TETHER__OCL_GPU_CONV) {
         snprintf(how, sizeof how, "%lld x %lld GEMM tiles, 4 x 4 outputs each", (long long)gp->tm,
                  (long long)gp->tn);
+    } else if (!gpu && gp && gp->why[0]) { /* e.g. a row per work-item: say why no GPU kernel */
+        snprintf(how, sizeof how, "a block of outputs each; no GPU kernel: %.80s", gp->why);
     } else {
         snprintf(how, sizeof how, "a block of outputs each");
     }
