@@ -55,6 +55,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_splitk.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_qconv.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_fill.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/opencl_limits.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_fp16.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/opencl_textures.c

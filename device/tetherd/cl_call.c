@@ -7,7 +7,8 @@
  *    first use); a kernel's global buffers are synchronised back only when the host side needs
  *    them (memory.c host_view), so a chain of kernels costs no map/unmap between launches;
  *  - a sequence is checked and resolved whole before anything runs; its steps run back to back
- *    with one wait; errors name the step; times come from event profiling;
+ *    with one wait; errors name the step; times come from event profiling, the wall clock of a
+ *    sequence too (the first step's START to the last's END: no host clock in it);
  *  - kernels run inside the call guard (guard.c), bounded by the daemon's call timeout.
  */
 #include <stdio.h>
@@ -147,6 +148,7 @@ typedef struct seq_job {
     double *per;                                /* TIME_SEQ: [step][repeat] mean seconds */
     double wall[TETHER_RPC_MAX_REPEAT];         /* TIME_SEQ: per repeat, mean wall seconds */
     uint64_t wall_cum, wall_mark[2];            /* wall ns summed over all runs; at clock reads */
+    uint64_t wall_ns;                           /* the last run's wall ns (LAUNCH_SEQ) */
     uint32_t repeat;
     uint64_t gpu_ns; /* sum of all runs' step times (the TIME_SEQ clock) */
     int failed_step; /* -1 = none */
@@ -158,7 +160,6 @@ static int32_t seq_run(void *p) {
     seq_job *j = p;
     int rc = 0;
     uint32_t k = 0;
-    uint64_t t0 = tetherd_now_ns(); /* the wall clock of one inference: first enqueue .. done */
     for (; k < j->n && !rc; k++) {
         const tether_rpc_seq_step *q = &j->steps[k];
         rc = tetherd_cl_enqueue(j->s->cl, j->st[k].prog, j->st[k].kernel,
@@ -170,8 +171,11 @@ static int32_t seq_run(void *p) {
         }
     }
     int failed = -1;
-    /* wait for what was enqueued even after a failure: nothing may still run afterwards */
-    int wrc = tetherd_cl_wait(j->s->cl, j->ev, (int)(rc ? k - 1 : k), j->ns, &failed);
+    /* wait for what was enqueued even after a failure: nothing may still run afterwards. The
+     * wall clock of one inference is the device's: the first kernel's START to the last's END
+     * on the events' profiling clock (no host round trip, no host wake-up in it) */
+    uint64_t span = 0;
+    int wrc = tetherd_cl_wait(j->s->cl, j->ev, (int)(rc ? k - 1 : k), j->ns, &span, &failed);
     if (!rc && wrc) {
         rc = wrc;
         j->failed_step = failed;
@@ -180,7 +184,8 @@ static int32_t seq_run(void *p) {
     if (rc) {
         return rc;
     }
-    j->wall_cum += tetherd_now_ns() - t0;
+    j->wall_ns = span;
+    j->wall_cum += span;
     for (k = 0; k < j->n; k++) {
         j->cum[k] += j->ns[k];
         j->gpu_ns += j->ns[k];
@@ -326,6 +331,7 @@ static int on_seq(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
         rep->u.launch_seq_rep.elapsed_ns = j->gpu_ns;
         rep->u.launch_seq_rep.num_steps = j->n;
         memcpy(rep->u.launch_seq_rep.step_ns, j->ns, sizeof(uint64_t) * j->n);
+        rep->u.launch_seq_rep.wall_ns = j->wall_ns;
     }
     tetherd_call_end();
     mark_dirty(s, j->arrs, used);

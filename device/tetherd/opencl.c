@@ -510,9 +510,11 @@ int tetherd_cl_enqueue(tetherd_cl *cl, tetherd_cl_program *p, int k, const tethe
     return 0;
 }
 
-int tetherd_cl_wait(tetherd_cl *cl, void **evs, int n, uint64_t *ns, int *failed) {
+int tetherd_cl_wait(tetherd_cl *cl, void **evs, int n, uint64_t *ns, uint64_t *span_ns,
+                    int *failed) {
     cl_int ferr = clFinish(cl->q);
     int rc = 0;
+    cl_ulong first = 0, last = 0; /* earliest START, latest END */
     *failed = -1;
     for (int i = 0; i < n; i++) {
         cl_event e = evs[i];
@@ -528,10 +530,17 @@ int tetherd_cl_wait(tetherd_cl *cl, void **evs, int n, uint64_t *ns, int *failed
         clReleaseEvent(e);
         evs[i] = NULL;
         ns[i] = t1 > t0 ? (uint64_t)(t1 - t0) : 0;
+        if (t0 && t1 >= t0) {
+            first = first && first < t0 ? first : t0;
+            last = last > t1 ? last : t1;
+        }
         if (st < 0 && !rc) {
             *failed = i;
             rc = tether_set_error(TETHER_ERR_STATE, "the kernel failed (error %d)", (int)st);
         }
+    }
+    if (span_ns) {
+        *span_ns = last > first ? (uint64_t)(last - first) : 0;
     }
     if (!rc && ferr != CL_SUCCESS) {
         rc = cl_fail("clFinish", ferr);
@@ -548,7 +557,7 @@ int tetherd_cl_launch(tetherd_cl *cl, tetherd_cl_program *p, int k, const tether
         return rc;
     }
     int failed;
-    rc = tetherd_cl_wait(cl, &ev, 1, elapsed_ns, &failed);
+    rc = tetherd_cl_wait(cl, &ev, 1, elapsed_ns, NULL, &failed);
     if (rc) {
         char msg[TETHER_ERROR_MSG_MAX];
         snprintf(msg, sizeof msg, "%s", tether_last_error());

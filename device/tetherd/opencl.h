@@ -75,8 +75,11 @@ int tetherd_cl_enqueue(tetherd_cl *cl, tetherd_cl_program *p, int k, const tethe
                        int nargs, uint32_t work_dim, const uint64_t *global, const uint64_t *local,
                        void **ev);
 /* One clFinish for everything enqueued, then ns[i] = profiled time of evs[i]; every event is
- * released. A failed kernel is an error naming its index in evs (*failed, -1 when none). */
-int tetherd_cl_wait(tetherd_cl *cl, void **evs, int n, uint64_t *ns, int *failed);
+ * released. A failed kernel is an error naming its index in evs (*failed, -1 when none).
+ * *span_ns (may be NULL): the wall-clock span of the events on the device's profiling clock,
+ * the earliest START to the latest END (0 when no event has both). */
+int tetherd_cl_wait(tetherd_cl *cl, void **evs, int n, uint64_t *ns, uint64_t *span_ns,
+                    int *failed);
 
 /* Launches kernel k and waits; *elapsed_ns from event profiling (end - start). */
 int tetherd_cl_launch(tetherd_cl *cl, tetherd_cl_program *p, int k, const tetherd_cl_arg *args,

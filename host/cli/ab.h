@@ -49,10 +49,16 @@ typedef struct ab_side {
     tether_ratio vs_unpacked; /* this side's time over side 0's (the unpacked ABI, the float32
                                  model) */
     int kernels;              /* OpenCL: launches per call */
-    double max_abs;           /* worst difference to the interpreter over all outputs */
-    int equal; /* every output equal (integer/bool) or within rtol/atol (float); an int8 side's
-                  outputs with a step: within one step */
-    int ncmp;  /* outputs compared, each in cmp[] */
+    /* OpenCL: per repeat, the wall-clock seconds of one call on the device (first kernel's start
+     * to last kernel's end, TIME_SEQ) and the launch overhead (wall - kernel sum); their spreads
+     * over the repeats; has_wall 0 when the device does not report it (old tetherd, C sides) */
+    double wall[AB_MAX_REPEAT], overhead[AB_MAX_REPEAT];
+    int has_wall;
+    tether_spread wall_spread, overhead_spread;
+    double max_abs; /* worst difference to the interpreter over all outputs */
+    int equal;      /* every output equal (integer/bool) or within rtol/atol (float); an int8 side's
+                       outputs with a step: within one step */
+    int ncmp;       /* outputs compared, each in cmp[] */
     tether_compare_result cmp[TETHER_CLI_MAX_IO];
 } ab_side;
 

@@ -2,7 +2,8 @@
  * What `tether ab` prints and writes once the sides are measured (ab.h): the side-by-side table
  * (columns as wide as their widest cell) with the ratio column, the verdict lines (Hodges-Lehmann
  * ratio, 95% interval, Mann-Whitney p, the 1% practical-significance threshold), the OpenCL
- * sides' table, --json and --svg (svg.c). With --int8 the two sides are the float32 and the int8
+ * sides' table (kernel-time latency, wall-clock latency on the device, launch overhead), --json
+ * and --svg (svg.c). With --int8 the two sides are the float32 and the int8
  * model (ratio int8/float32, a code + weights row, "sides" instead of "abis" in the JSON; the
  * int8-specific figures are ab_int8.c's).
  *
@@ -128,6 +129,27 @@ static void latency_rows(table *t, const ab_side *a, const ab_side *b, const cha
     snprintf(x, sizeof x, "%u", a->number);
     snprintf(y, sizeof y, "%u", b->number);
     row(t, "  calls per repeat", x, y, "");
+}
+
+/* A figure of an OpenCL side that the device may not report: "-" then. */
+static void wall_cell(char *buf, size_t n, const ab_side *s, const tether_spread *v) {
+    if (s->has_wall) {
+        snprintf(buf, n, "%.2f", v->median * 1e6);
+    } else {
+        snprintf(buf, n, "-");
+    }
+}
+
+/* The OpenCL sides' wall clock on the device (first kernel's start to last kernel's end) and
+ * launch overhead (wall - kernel sum), medians over the repeats. */
+static void wall_rows(table *t, const ab_side *a, const ab_side *b) {
+    char x[96], y[96];
+    wall_cell(x, sizeof x, a, &a->wall_spread);
+    wall_cell(y, sizeof y, b, &b->wall_spread);
+    row(t, "wall-clock median (us)", x, y, "");
+    wall_cell(x, sizeof x, a, &a->overhead_spread);
+    wall_cell(y, sizeof y, b, &b->overhead_spread);
+    row(t, "  launch overhead (us)", x, y, "");
 }
 
 double tether_cli_ab_size(const ab_side *s) {
@@ -286,6 +308,13 @@ void tether_cli_ab_print_fp16(const tether_ir_graph *g, const ab_side *s) {
         printf("  kernel time median: fp32 %.2f us, fp16 %.2f us, fp32/fp16 %.2fx\n",
                a->spread.median * 1e6, h->spread.median * 1e6, a->spread.median / h->spread.median);
     }
+    if (a->has_wall && h->has_wall && h->wall_spread.median > 0) {
+        printf("  wall-clock median: fp32 %.2f us, fp16 %.2f us, fp32/fp16 %.2fx; launch overhead "
+               "fp32 %.2f us, fp16 %.2f us\n",
+               a->wall_spread.median * 1e6, h->wall_spread.median * 1e6,
+               a->wall_spread.median / h->wall_spread.median, a->overhead_spread.median * 1e6,
+               h->overhead_spread.median * 1e6);
+    }
     printf("  params %zu -> %zu bytes, workspace %lld -> %lld bytes\n", a->comp.params_bytes,
            h->comp.params_bytes, (long long)a->comp.workspace_size,
            (long long)h->comp.workspace_size);
@@ -318,6 +347,7 @@ void tether_cli_ab_print_opencl(const ab_side *s) {
     ci_str(c3, sizeof c3, &s[3].vs_unpacked);
     snprintf(r, sizeof r, "%s / %s", c2, c3);
     row(&t, "  95% CI of the ratio", "", "", r);
+    wall_rows(&t, &s[2], &s[3]);
     table_print(&t);
     print_verdict("OpenCL buffer weights/unpacked latency", "OpenCL build with buffer weights",
                   &s[2].vs_unpacked);
@@ -397,6 +427,19 @@ static cJSON *opencl_json(const ab_side *s, const char *weights, uint32_t repeat
     cJSON_AddNumberToObject(o, "params_bytes", (double)s->comp.params_bytes);
     cJSON_AddNumberToObject(o, "workspace_bytes", (double)s->comp.workspace_size);
     latency_json(o, s, repeat);
+    /* the wall clock on the device and the launch overhead (null: not reported) */
+    if (s->has_wall) {
+        cJSON_AddNumberToObject(o, "wall_median_us", s->wall_spread.median * 1e6);
+        cJSON_AddNumberToObject(o, "launch_overhead_median_us", s->overhead_spread.median * 1e6);
+        cJSON *w = cJSON_AddArrayToObject(o, "wall_repeats_us");
+        for (uint32_t i = 0; i < repeat; i++) {
+            cJSON_AddItemToArray(w, cJSON_CreateNumber(s->wall[i] * 1e6));
+        }
+    } else {
+        cJSON_AddNullToObject(o, "wall_median_us");
+        cJSON_AddNullToObject(o, "launch_overhead_median_us");
+        cJSON_AddNullToObject(o, "wall_repeats_us");
+    }
     cJSON_AddItemToObject(o, "latency_ratio", ratio_json(&s->vs_unpacked, weights, "unpacked"));
     return o;
 }
@@ -477,7 +520,7 @@ int tether_cli_ab_write_svg(const ab_args *a, const tether_ir_graph *g, const ab
     static const char *const opencl_labels[] = {"OpenCL, buffer weights", "OpenCL, texture weights",
                                                 "OpenCL, buffer weights, fp16"};
     tether_cli_ab_row rows[5];
-    char notes[5][96];
+    char notes[5][128];
     nsides = nsides > 5 ? 5 : nsides;
     for (int k = 0; k < nsides; k++) {
         const ab_side *x = &s[k];
@@ -503,6 +546,11 @@ int tether_cli_ab_write_svg(const ab_args *a, const tether_ir_graph *g, const ab
                      : x->vs_unpacked.verdict == TETHER_VERDICT_SLOWER ? " (slower)"
                      : x->vs_unpacked.verdict == TETHER_VERDICT_EQUAL  ? " (equal within 1%)"
                                                                        : "");
+        }
+        if (ocl && x->has_wall) { /* the wall clock on the device beside the kernel time */
+            size_t used = strlen(notes[k]);
+            snprintf(notes[k] + used, sizeof notes[k] - used, "; wall %.4g us",
+                     x->wall_spread.median * 1e6);
         }
         r->note = notes[k];
     }

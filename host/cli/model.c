@@ -511,16 +511,18 @@ static int generate_inputs(const tether_ir_graph *g, const char *dir, char paths
     return 0;
 }
 
-/* One TIME of one side: repeat r's per-call seconds; the side's number keeps its grown value. */
-static int time_side(ab_side *s, const ab_args *a, double *out) {
+/* One TIME of one side: repeat r's per-call seconds (r < 0: the warm-up, not kept) and, OpenCL,
+ * its wall clock on the device; the side's number keeps its grown value. */
+static int time_side(ab_side *s, const ab_args *a, int r) {
     tether_time_stats ts;
     if (tether_artifact_time(s->art, s->number, 1, a->min_repeat_ms, 0, &ts, NULL)) {
         return fail(1, "%s", tether_last_error());
     }
     s->number = ts.number > s->number ? ts.number : s->number;
     s->zero_timer |= ts.zero_timer;
-    if (out) {
-        *out = ts.seconds[0];
+    if (r >= 0) {
+        s->t[r] = ts.seconds[0];
+        s->wall[r] = ts.wall_seconds;
     }
     return 0;
 }
@@ -596,12 +598,12 @@ static int measure(ab_args *a, tether_session *ses, ab_side *s, int nsides, int 
     int rc = 1;
     if (!interleaved) {
         for (int k = 0; k < nsides; k++) {
-            if (side_start(&s[k], a, ses) || time_side(&s[k], a, NULL)) {
+            if (side_start(&s[k], a, ses) || time_side(&s[k], a, -1)) {
                 goto out;
             }
             tether_cli_progress_update(&p, ++done);
             for (uint32_t r = 0; r < a->repeat; r++) {
-                if (time_side(&s[k], a, &s[k].t[r])) {
+                if (time_side(&s[k], a, (int)r)) {
                     goto out;
                 }
                 tether_cli_progress_update(&p, ++done);
@@ -618,7 +620,7 @@ static int measure(ab_args *a, tether_session *ses, ab_side *s, int nsides, int 
         }
     }
     for (int k = 0; k < nsides; k++) {
-        if (time_side(&s[k], a, NULL)) {
+        if (time_side(&s[k], a, -1)) {
             goto out;
         }
         tether_cli_progress_update(&p, ++done);
@@ -626,7 +628,7 @@ static int measure(ab_args *a, tether_session *ses, ab_side *s, int nsides, int 
     for (uint32_t r = 0; r < a->repeat; r++) {
         for (int i = 0; i < nsides; i++) {
             int k = r % 2 ? nsides - 1 - i : i;
-            if (time_side(&s[k], a, &s[k].t[r])) {
+            if (time_side(&s[k], a, (int)r)) {
                 goto out;
             }
             tether_cli_progress_update(&p, ++done);
@@ -858,6 +860,15 @@ int tether_cli_cmd_ab(int argc, char **argv) {
     for (int k = 0; k < nsides; k++) {
         tether_spread_of(s[k].t, (int)a.repeat, &s[k].spread);
         tether_ratio_of(s[0].t, (int)a.repeat, s[k].t, (int)a.repeat, &s[k].vs_unpacked);
+        s[k].has_wall = a.repeat > 0;
+        for (uint32_t r = 0; r < a.repeat; r++) {
+            s[k].has_wall &= s[k].wall[r] > 0;
+            s[k].overhead[r] = s[k].wall[r] - s[k].t[r];
+        }
+        if (s[k].has_wall) {
+            tether_spread_of(s[k].wall, (int)a.repeat, &s[k].wall_spread);
+            tether_spread_of(s[k].overhead, (int)a.repeat, &s[k].overhead_spread);
+        }
     }
     tether_cli_ab_print_table(&a, &g, s, interleaved);
     if (a.opencl) {

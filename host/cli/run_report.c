@@ -1,7 +1,8 @@
 /*
  * What `tether run` and `tether bench` print and write after the work is done (run.h): the call's
  * return code, time (and cycles on a device timer) and stack high-water mark, bench's TIME
- * statistics, OpenCL per-kernel lines, the outputs (tether_cli_write_outputs), --json and bench
+ * statistics, OpenCL per-kernel lines and the wall-clock latency on the device with the launch
+ * overhead (wall - kernel sum), the outputs (tether_cli_write_outputs), --json and bench
  * --svg (svg.c).
  *
  * What must stay true: the text lines and the --json keys say the same figures (docs/cli.md);
@@ -198,8 +199,8 @@ int tether_cli_report_opencl(run_args *r, int bench, const run_result *q, const 
         }
         printf("time = sum of the kernels' profiled times; first run %.3f us\n", first_us);
         if (ts->wall_seconds > 0) {
-            printf("wall-clock %.3f us per inference on the device (first enqueue to last "
-                   "completion), launch overhead %.3f us (wall - kernel sum)\n",
+            printf("wall-clock %.3f us per inference on the device (first kernel's start to last "
+                   "kernel's end), launch overhead %.3f us (wall - kernel sum)\n",
                    ts->wall_seconds * 1e6, (ts->wall_seconds - ts->median) * 1e6);
         }
         const char **knames = calloc((size_t)nk + 1, sizeof *knames);
@@ -242,6 +243,12 @@ int tether_cli_report_opencl(run_args *r, int bench, const run_result *q, const 
     }
     printf("%s (OpenCL): %d kernels in %.3f us (sum of the kernels' profiled times)\n", q->fname,
            nk, first_us);
+    double wall_us = (double)tether_artifact_wall_ns(a) / 1e3; /* 0: not measured */
+    if (wall_us > 0) {
+        printf("wall-clock %.3f us on the device (first kernel's start to last kernel's end), "
+               "launch overhead %.3f us (wall - kernel sum)\n",
+               wall_us, wall_us - first_us);
+    }
     if (!root) {
         return 0;
     }
@@ -252,6 +259,23 @@ int tether_cli_report_opencl(run_args *r, int bench, const run_result *q, const 
     cJSON_AddNullToObject(call, "stack_hwm_bytes"); /* kernels: no call stack */
     cJSON_AddNullToObject(call, "return_value");
     cJSON_AddNumberToObject(call, "kernels", nk);
+    if (wall_us > 0) {
+        cJSON_AddNumberToObject(call, "wall_us", wall_us);
+        cJSON_AddNumberToObject(call, "launch_overhead_us", wall_us - first_us);
+    } else {
+        cJSON_AddNullToObject(call, "wall_us");
+        cJSON_AddNullToObject(call, "launch_overhead_us");
+    }
+    cJSON *jk = cJSON_AddArrayToObject(call, "kernel_times");
+    for (int i = 0; i < nk; i++) {
+        const char *k, *node;
+        tether_artifact_kernel(a, i, &k, &node);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "kernel", k);
+        cJSON_AddStringToObject(o, "node", node);
+        cJSON_AddNumberToObject(o, "time_us", (double)kernel_ns[i] / 1e3);
+        cJSON_AddItemToArray(jk, o);
+    }
     return tether_cli_write_json(r->c.json_file, root);
 }
 

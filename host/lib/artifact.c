@@ -556,6 +556,10 @@ const char *tether_artifact_fallback(const tether_artifact *a) {
     return a->ocl ? tether__ocl_artifact_fallback(a->ocl) : NULL;
 }
 
+uint64_t tether_artifact_wall_ns(const tether_artifact *a) {
+    return a->ocl ? tether__ocl_artifact_wall_ns(a->ocl) : 0;
+}
+
 int tether_artifact_num_kernels(const tether_artifact *a) {
     return a->ocl ? tether__ocl_artifact_num_steps(a->ocl) : 0;
 }

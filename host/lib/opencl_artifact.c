@@ -86,7 +86,8 @@ struct tether__ocl_artifact {
     int nin, nout;
     tether_session *s;
     int prepared;
-    int per_kernel; /* one request per kernel instead of kernel sequences (bench baseline) */
+    int per_kernel;   /* one request per kernel instead of kernel sequences (bench baseline) */
+    uint64_t wall_ns; /* the last run's wall clock on the device, its sequences' sum (0: none) */
     /* the steps as kernel sequences: built once after prepare; chunks of at most
      * TETHER_SEQ_MAX_STEPS steps / TETHER_SEQ_MAX_ARGS arguments */
     tether_launch_step *lsteps;
@@ -802,7 +803,8 @@ int tether__ocl_artifact_run(tether__ocl_artifact *a, const float *const *inputs
     if (rc || (rc = copy_inputs(a, inputs))) {
         return rc;
     }
-    uint64_t total = 0;
+    uint64_t total = 0, wall = 0;
+    int walled = 1; /* every sequence reported its wall clock */
     for (int c = 0; c < a->nchunks; c++) {
         int first = a->chunk_start[c], n = a->chunk_start[c + 1] - first;
         tether_seq_result res;
@@ -811,10 +813,13 @@ int tether__ocl_artifact_run(tether__ocl_artifact *a, const float *const *inputs
             return chunk_error(a, c, rc);
         }
         total += res.elapsed_ns;
+        wall += res.wall_ns;
+        walled &= res.wall_ns > 0;
         for (int k = 0; step_ns && k < n; k++) {
             step_ns[first + k] = res.step_ns[k];
         }
     }
+    a->wall_ns = walled && a->nchunks ? wall : 0;
     if ((rc = copy_outputs(a, outputs))) {
         return rc;
     }
@@ -824,8 +829,13 @@ int tether__ocl_artifact_run(tether__ocl_artifact *a, const float *const *inputs
     return TETHER_OK;
 }
 
+uint64_t tether__ocl_artifact_wall_ns(const tether__ocl_artifact *a) {
+    return a->wall_ns;
+}
+
 static int run_per_kernel(tether__ocl_artifact *a, const float *const *inputs,
                           float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns) {
+    a->wall_ns = 0; /* one round trip per kernel: no wall clock on the device */
     int rc = copy_inputs(a, inputs);
     if (rc) {
         return rc;

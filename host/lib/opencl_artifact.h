@@ -60,6 +60,10 @@ const char *tether__ocl_artifact_fallback(const tether__ocl_artifact *a);
  * several such requests, in order). */
 int tether__ocl_artifact_run(tether__ocl_artifact *a, const float *const *inputs,
                              float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns);
+/* After run: its wall-clock ns on the device (each sequence's first kernel START to last END,
+ * summed over the sequences); 0 after a per-kernel run or from a device that does not report
+ * it. */
+uint64_t tether__ocl_artifact_wall_ns(const tether__ocl_artifact *a);
 
 /* TIME of the whole sequence after a run (TIME_SEQ: one call = every step in order; a model of
  * several sequences sums their per-repeat times); out gets per-repeat seconds per inference and

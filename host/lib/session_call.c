@@ -350,6 +350,7 @@ int tether_session_launch_seq(tether_session *s, const tether_launch_step *steps
         res->elapsed_ns = r->elapsed_ns;
         res->num_steps = r->num_steps;
         memcpy(res->step_ns, r->step_ns, sizeof(uint64_t) * r->num_steps);
+        res->wall_ns = r->wall_ns;
     }
     return 0;
 }

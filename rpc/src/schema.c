@@ -48,7 +48,7 @@ static int body_fields(uint32_t type) {
     case TETHER_RPC_LOG:
         return reply ? -1 : 2;
     case TETHER_RPC_LAUNCH_SEQ:
-        return reply ? 2 : 1;
+        return reply ? 3 : 1;
     case TETHER_RPC_TIME_SEQ:
         return reply ? 5 : 5;
     case TETHER_RPC_ERROR & ~TETHER_RPC_REPLY:
@@ -74,6 +74,9 @@ static int required_fields(uint32_t type) {
     }
     if (type == (TETHER_RPC_TIME_SEQ | TETHER_RPC_REPLY)) {
         return 4; /* wall_seconds optional */
+    }
+    if (type == (TETHER_RPC_LAUNCH_SEQ | TETHER_RPC_REPLY)) {
+        return 2; /* wall_ns optional */
     }
     return body_fields(type);
 }
@@ -374,6 +377,7 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
         for (uint32_t i = 0; i < m->u.launch_seq_rep.num_steps; i++) {
             E_U(m->u.launch_seq_rep.step_ns[i]);
         }
+        E_U(m->u.launch_seq_rep.wall_ns);
         break;
     case TETHER_RPC_TIME_SEQ | TETHER_RPC_REPLY:
         E_U(m->u.time_seq_rep.number);
@@ -946,6 +950,7 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
             r->step_ns[i] = d_uint(d, "step_ns", UINT64_MAX);
         }
         d_leave(d, "step_ns");
+        r->wall_ns = present > 2 ? d_uint(d, "wall_ns", UINT64_MAX) : 0;
         break;
     }
     case TETHER_RPC_TIME_SEQ | TETHER_RPC_REPLY: {

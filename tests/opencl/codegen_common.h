@@ -3,8 +3,9 @@
  * test_opencl_codegen.c (main; every operator, convolutions with buffer and texture weights, the
  * zoo, aliases and empty tensors as outputs, unsupported nodes, a weight image over the limit),
  * test_opencl_codegen_tex.c (texture activations and their fallback to buffers),
- * test_opencl_codegen_cli.c (KWS through the `tether` CLI, tune, usage errors); the helpers are
- * in codegen_common.c.
+ * test_opencl_codegen_cli.c (KWS through the `tether` CLI, tune, usage errors),
+ * test_opencl_wall.c (the wall clock and launch overhead in run/bench/ab); the helpers are in
+ * codegen_common.c. TT_OCL_FILTER=NAME runs the tests matching NAME only (while debugging).
  *
  * main opens g_s on a local tetherd and makes g_tmp before the tests and closes and removes them
  * after; a test that changes g_run, g_tex_act, g_img_max, g_legacy, g_conv_gemm or g_sched sets
@@ -89,5 +90,6 @@ void test_gpu_schedules(void **state);
 void test_gpu_rows(void **state);
 void test_gpu_dense_softmax(void **state);
 void test_fp16(void **state);
+void test_wall_clock(void **state); /* test_opencl_wall.c */
 
 #endif

@@ -329,7 +329,11 @@ int main(void) {
         cmocka_unit_test(test_gpu_rows),
         cmocka_unit_test(test_gpu_dense_softmax),
         cmocka_unit_test(test_fp16),
+        cmocka_unit_test(test_wall_clock),
     };
+    if (getenv("TT_OCL_FILTER")) {
+        cmocka_set_test_filter(getenv("TT_OCL_FILTER")); /* one test by name while debugging */
+    }
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tether_session_close(g_s);
     rm_tree(g_tmp);

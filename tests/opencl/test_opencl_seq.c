@@ -77,6 +77,12 @@ static void check_session(tether_session *s) {
     assert_int_equal(res.num_steps, 4);
     assert_int_equal(res.elapsed_ns,
                      res.step_ns[0] + res.step_ns[1] + res.step_ns[2] + res.step_ns[3]);
+    /* the wall clock of the sequence on the device (the first START to the last END of the
+     * profiled events) spans every step */
+    assert_true(res.wall_ns > 0);
+    for (int k = 0; k < 4; k++) {
+        assert_true(res.wall_ns >= res.step_ns[k]);
+    }
     assert_int_equal(tether_session_copy_from(s, hw, 0, out, sizeof out), 0);
     for (int i = 0; i < N; i++) {
         float want = 2.0f * x[i] + z[i];
@@ -99,6 +105,7 @@ static void check_session(tether_session *s) {
     for (int k = 0; k < 4; k++) {
         assert_true(step_s[k] >= 0.0);
     }
+    assert_true(ts.wall_seconds > 0.0);
 
     /* step 2 names an array that does not exist: an error naming the step, nothing runs */
     assert_int_equal(tether_session_copy_to(s, hw, 0, zero, sizeof zero), 0);

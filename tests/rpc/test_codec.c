@@ -251,6 +251,23 @@ static void test_decode_noncanonical(void **state) {
         assert_int_equal(m.u.hello_rep.cl_local_mem_size, 0);
         assert_int_equal(m.u.hello_rep.cl_compute_units, 0);
     }
+    /* sequence replies of a device from before the wall clock: wall_ns / wall_seconds read 0 */
+    n = hex_decode("945114cd0bb892cd03e8cd07d0", expect, sizeof expect);
+    for (int c = 0; c < 2; c++) {
+        tether_rpc_msg m;
+        assert_int_equal(decoders[c](expect, (size_t)n, &m), 0);
+        assert_int_equal(m.u.launch_seq_rep.step_ns[1], 2000);
+        assert_int_equal(m.u.launch_seq_rep.wall_ns, 0);
+    }
+    n = hex_decode("9652150ac292cb3fe0000000000000cb3fd000000000000092cb3fc0000000000000cb3fd80000"
+                   "00000000",
+                   expect, sizeof expect);
+    for (int c = 0; c < 2; c++) {
+        tether_rpc_msg m;
+        assert_int_equal(decoders[c](expect, (size_t)n, &m), 0);
+        assert_int_equal(m.u.time_seq_rep.num_steps, 2);
+        assert_true(m.u.time_seq_rep.wall_seconds == 0.0);
+    }
     n = hex_decode("954c0c00ce0001e240cd04b0", expect, sizeof expect);
     for (int c = 0; c < 2; c++) {
         tether_rpc_msg m;

@@ -345,6 +345,7 @@ static void launch_seq_rep(tether_rpc_msg *m) {
     m->u.launch_seq_rep.num_steps = 2;
     m->u.launch_seq_rep.step_ns[0] = 1000;
     m->u.launch_seq_rep.step_ns[1] = 2000;
+    m->u.launch_seq_rep.wall_ns = 3500;
 }
 static void time_seq_req(tether_rpc_msg *m) {
     m->type = TETHER_RPC_TIME_SEQ;
@@ -583,7 +584,8 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
         return seq_equal(&a->u.seq_req, &b->u.seq_req);
     case TETHER_RPC_LAUNCH_SEQ | TETHER_RPC_REPLY: {
         const tether_rpc_launch_seq_rep *x = &a->u.launch_seq_rep, *y = &b->u.launch_seq_rep;
-        if (x->elapsed_ns != y->elapsed_ns || x->num_steps != y->num_steps) {
+        if (x->elapsed_ns != y->elapsed_ns || x->num_steps != y->num_steps ||
+            x->wall_ns != y->wall_ns) {
             return 0;
         }
         for (uint32_t i = 0; i < x->num_steps; i++) {

@@ -123,6 +123,40 @@ char *tether__report_json_c(const tether_ir_graph *g, const tether_compile_optio
     return text;
 }
 
+/* "fill": the device's lanes and every launch step that stays under them, with its reason
+ * (metadata.json's steps: work_items, underfill; emit_opencl_fill.c). */
+static void fill_json(cJSON *r, const char *metadata) {
+    cJSON *m = metadata ? cJSON_Parse(metadata) : NULL;
+    if (!m) {
+        return;
+    }
+    cJSON *f = cJSON_AddObjectToObject(r, "fill");
+    const cJSON *lanes = cJSON_GetObjectItemCaseSensitive(m, "device_lanes");
+    cJSON_AddNumberToObject(f, "device_lanes", cJSON_IsNumber(lanes) ? lanes->valuedouble : 0);
+    cJSON *under = cJSON_AddArrayToObject(f, "under");
+    const cJSON *st;
+    cJSON_ArrayForEach(st, cJSON_GetObjectItemCaseSensitive(m, "steps")) {
+        const cJSON *why = cJSON_GetObjectItemCaseSensitive(st, "underfill");
+        if (!cJSON_IsString(why)) {
+            continue;
+        }
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(st, "kernel");
+        const cJSON *node = cJSON_GetObjectItemCaseSensitive(st, "node");
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(st, "work_items");
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "kernel", cJSON_IsString(k) ? k->valuestring : "");
+        if (cJSON_IsString(node)) {
+            cJSON_AddStringToObject(o, "node", node->valuestring);
+        } else {
+            cJSON_AddNullToObject(o, "node");
+        }
+        cJSON_AddNumberToObject(o, "work_items", cJSON_IsNumber(w) ? w->valuedouble : 0);
+        cJSON_AddStringToObject(o, "why", why->valuestring);
+        cJSON_AddItemToArray(under, o);
+    }
+    cJSON_Delete(m);
+}
+
 char *tether__report_json_opencl(const tether_ir_graph *g, const tether_compile_result *res,
                                  const tether_opencl_output *cg, const tether_opencl_options *oo,
                                  bool buffer_variant) {
@@ -165,6 +199,7 @@ char *tether__report_json_opencl(const tether_ir_graph *g, const tether_compile_
     char ltext[300];
     tether__ocl_limits_text(&lim, ltext, sizeof ltext);
     cJSON_AddStringToObject(dl, "text", ltext);
+    fill_json(r, cg->metadata);
     cJSON_AddBoolToObject(r, "built", false);
     char *text = cJSON_Print(r);
     cJSON_Delete(r);
@@ -219,6 +254,21 @@ int tether_report_print(FILE *out, const char *artifact_dir) {
         const cJSON *dl = cJSON_GetObjectItemCaseSensitive(r, "device_limits");
         if (cJSON_IsObject(dl)) {
             fprintf(out, "  device limits: %s\n", str(dl, "text"));
+        }
+        const cJSON *fill = cJSON_GetObjectItemCaseSensitive(r, "fill");
+        const cJSON *under = cJSON_GetObjectItemCaseSensitive(fill, "under");
+        int nu = cJSON_GetArraySize(under), shown = 0;
+        if (nu > 0) {
+            fprintf(out, "  kernels under the device's %.0f lanes: %d of %.0f, each says why:\n",
+                    num(fill, "device_lanes"), nu, num(r, "kernels"));
+            const cJSON *u;
+            cJSON_ArrayForEach(u, under) {
+                if (shown++ == 8) {
+                    fprintf(out, "    ... %d more in report.json (\"fill\")\n", nu - 8);
+                    break;
+                }
+                fprintf(out, "    %s: %s\n", str(u, "kernel"), str(u, "why"));
+            }
         }
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "buffer_variant"))) {
             fprintf(out, "  %-26s %12s  (for a device whose image limits the images exceed)\n",

@@ -731,17 +731,9 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     e->local = local;
     char desc[1024];
     describe(e, n, desc, sizeof desc);
-    char comment[1800], fill[200] = "";
-    int64_t lanes = (int64_t)(e->o->compute_units > 0 ? e->o->compute_units : 16) *
-                    (e->o->wg_multiple > 0 ? e->o->wg_multiple : 32);
-    if (s->global < lanes) {
-        snprintf(fill, sizeof fill,
-                 "; fewer work-items than the device's %lld lanes: the output has only %lld "
-                 "element%s",
-                 (long long)lanes, (long long)tether_ir_tensor_elements(y),
-                 tether_ir_tensor_elements(y) == 1 ? "" : "s");
-    }
-    snprintf(comment, sizeof comment, "%s%s; %lld work-item%s, serial loop %lld; %s%s%s", desc,
+    char comment[1800];
+    tether__ocl_fill_reason(e, s, &gp, gpu, s->underfill, sizeof s->underfill);
+    snprintf(comment, sizeof comment, "%s%s; %lld work-item%s, serial loop %lld; %s%s%s%s%s", desc,
              tex  ? "; weights in a texture:weight image (OIHW4o)"
              : pk ? "; weights packed OIHW4o in the params buffer"
                   : "",
@@ -749,7 +741,7 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
              gpu         ? "GPU kernel, "
              : gp.why[0] ? "one work-item per output (no GPU kernel: "
                          : "",
-             gp.why, gpu || !gp.why[0] ? fill : ")");
+             gp.why, gpu || !gp.why[0] ? "" : ")", s->underfill[0] ? "; " : "", s->underfill);
     kernel_open(e, &k, comment);
     if (gpu) {
         tether__ocl_gpu_body(e, n, &k, &gp);

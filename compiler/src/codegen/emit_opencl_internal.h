@@ -59,6 +59,9 @@ typedef struct step {
     int gpu; /* a GPU kernel of emit_opencl_gpu.c: 1, 2 with barriers (no `f < total` guard) */
     int nmems;
     int mems[MAX_KMEMS];
+    /* why it launches fewer work-items than the device's lanes (emit_opencl_fill.c; "" = it
+     * fills the device, or not decided yet) */
+    char underfill[320];
 } step;
 
 typedef struct ocl {
@@ -371,5 +374,13 @@ void tether__ocl_qclamp(const tether_ir_node *n, DLDataType t, long long *lo, lo
 void tether__ocl_qstore_expr(const ocl *e, const tether_ir_node *n, const char *acc, const char *c,
                              char *out, size_t cap);
 void tether__ocl_qsize(const ocl *e, const tether_schedule *ns, int64_t total, tether__ocl_gpu *p);
+/* Filling the device (emit_opencl_fill.c): the work-items a step launches, the device's lanes
+ * (compute units x preferred work-group multiple, the defaults without a device's limits), and
+ * why a step launches fewer (into buf; "" when it fills the device). gp is the GPU plan the step
+ * was emitted with (its kind, split and why), or NULL (copies, custom kernels, no plan). */
+int64_t tether__ocl_step_work_items(const step *s);
+int64_t tether__ocl_lanes(const ocl *e);
+void tether__ocl_fill_reason(const ocl *e, const step *s, const tether__ocl_gpu *gp, int gpu,
+                             char *buf, size_t n);
 
 #endif

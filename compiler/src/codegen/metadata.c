@@ -279,6 +279,8 @@ char *tether__metadata_opencl(const ocl *e) {
         cJSON_AddItemToArray(ts, o);
     }
     cJSON_AddNumberToObject(m, "kernels", e->nsteps);
+    /* the lanes a step must launch to fill the device (emit_opencl_fill.c) */
+    cJSON_AddNumberToObject(m, "device_lanes", (double)tether__ocl_lanes(e));
     cJSON *steps = cJSON_AddArrayToObject(m, "steps");
     for (int i = 0; i < e->nsteps; i++) {
         const step *s = &e->steps[i];
@@ -302,6 +304,16 @@ char *tether__metadata_opencl(const ocl *e) {
         cJSON_AddNumberToObject(o, "serial", (double)(s->serial > 0 ? s->serial : 1));
         if (s->gpu) {
             cJSON_AddBoolToObject(o, "gpu", 1);
+        }
+        cJSON_AddNumberToObject(o, "work_items", (double)tether__ocl_step_work_items(s));
+        char why[sizeof s->underfill]; /* set by the node's emission, else (copies, custom) here */
+        if (s->underfill[0]) {
+            snprintf(why, sizeof why, "%s", s->underfill);
+        } else {
+            tether__ocl_fill_reason(e, s, NULL, 0, why, sizeof why);
+        }
+        if (why[0]) {
+            cJSON_AddStringToObject(o, "underfill", why);
         }
         cJSON *args = cJSON_AddArrayToObject(o, "args");
         for (int k = 0; k < s->nmems; k++) {

@@ -137,6 +137,12 @@ const char *tether_artifact_fallback(const tether_artifact *a);
  * TETHER_ERR_PROTOCOL. */
 int tether_artifact_run(tether_artifact *a, const void *const *inputs, void *const *outputs,
                         tether_call_result *res, uint64_t *kernel_ns);
+/* After run: the wall-clock ns of that inference on the device (OpenCL kernel sequences: each
+ * sequence's first kernel START to its last kernel END on the device's profiling clock, summed
+ * over the sequences; no host round trip in it). wall - the sum of the kernels' times is the
+ * launch overhead. 0 when not measured: C artifacts, per-kernel runs, a device that does not
+ * report it. */
+uint64_t tether_artifact_wall_ns(const tether_artifact *a);
 
 /* After run: the actual shape of output i (its io_of shape, the data-dependent dimension set
  * from its extent output's value in outputs[]) and its bytes. TETHER_ERR_PROTOCOL when the

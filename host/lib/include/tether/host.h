@@ -139,8 +139,8 @@ typedef struct tether_time_stats {
     double seconds[32]; /* mean seconds per call, one per repeat */
     double mean, median, min, max;
     /* TIME_SEQ (OpenCL kernel sequences): the median wall-clock seconds of one call on the
-     * device, first enqueue to completion of the last kernel (tetherd's clock, no host round
-     * trip); 0 when the device does not report it */
+     * device, the first kernel's profiled START to the last one's END (the device's profiling
+     * clock, no host round trip); 0 when the device does not report it */
     double wall_seconds;
 } tether_time_stats;
 
@@ -262,6 +262,9 @@ typedef struct tether_seq_result {
     uint64_t elapsed_ns; /* sum of the steps' profiled times */
     uint32_t num_steps;
     uint64_t step_ns[TETHER_SEQ_MAX_STEPS]; /* each step's profiled time */
+    /* the wall-clock ns of the sequence on the device: the first step's profiled START to the
+     * last step's END (no host round trip); 0 when the device does not report it */
+    uint64_t wall_ns;
 } tether_seq_result;
 int tether_session_launch_seq(tether_session *s, const tether_launch_step *steps,
                               uint32_t num_steps, tether_seq_result *res);

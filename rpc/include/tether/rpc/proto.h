@@ -329,6 +329,9 @@ typedef struct tether_rpc_launch_seq_rep {
     uint64_t elapsed_ns; /* sum of the steps' times */
     uint32_t num_steps;
     uint64_t step_ns[TETHER_RPC_MAX_SEQ_STEPS]; /* each step's profiled time */
+    /* optional trailing field (0 when absent): the wall-clock ns of the sequence on the device,
+     * the first step's profiled START to the last step's END (no host round trip) */
+    uint64_t wall_ns;
 } tether_rpc_launch_seq_rep;
 
 typedef struct tether_rpc_time_seq_rep {
@@ -340,8 +343,8 @@ typedef struct tether_rpc_time_seq_rep {
     /* per step: the median over the repeats of its mean seconds per sequence call */
     double step_seconds[TETHER_RPC_MAX_SEQ_STEPS];
     /* optional trailing field (0 when absent): the median over the repeats of the mean
-     * wall-clock seconds of one sequence call on the device, from before the first step's
-     * enqueue to the completion of the last (the device's clock; no host round trip) */
+     * wall-clock seconds of one sequence call on the device, the first step's profiled START
+     * to the last step's END (the device's profiling clock; no host round trip) */
     double wall_seconds;
 } tether_rpc_time_seq_rep;
 
