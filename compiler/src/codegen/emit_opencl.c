@@ -113,25 +113,35 @@ static int op_supported(tether_op op) {
     return 0; /* not an operator */
 }
 
-/* One error naming every node without a kernel; before that, the first tensor of an element
- * type the OpenCL kernels do not run (float32 only). */
-static int check_support(const tether_ir_graph *g) {
-    for (int i = 0; i < g->ntensors; i++) {
-        const tether_ir_tensor *t = &g->tensors[i];
-        if (!tether_dtype_equal(t->dtype, TETHER_FLOAT32)) {
-            return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                    "tensor '%s' has element type %s: the OpenCL backend runs "
-                                    "float32 tensors only (compile with --backend c)",
-                                    t->name, tether__dtype_str(t->dtype));
-        }
+/* One error naming every node without a kernel (a node touching a tensor other than float32
+ * needs a typed kernel of emit_opencl_typed.c); before that, the first tensor of an element type
+ * the backend or the device cannot run. */
+static int check_support(const tether_ir_graph *g, const tether_opencl_options *o) {
+    int rc = tether__ocl_typed_check(g, o);
+    if (rc) {
+        return rc;
     }
     tether__sbuf list;
     tether__sbuf_init(&list);
     int count = 0;
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *n = &g->nodes[i];
-        if (op_supported(n->op)) {
+        if (tether__ocl_typed_owns(g, n)) {
             continue;
+        }
+        if (op_supported(n->op)) {
+            int typed = 0; /* a float32 kernel of a node with a typed tensor: none */
+            for (int j = 0; j < n->ninputs; j++) {
+                typed |= n->inputs[j] >= 0 &&
+                         !tether_dtype_equal(g->tensors[n->inputs[j]].dtype, TETHER_FLOAT32);
+            }
+            for (int j = 0; j < n->noutputs; j++) {
+                typed |= n->outputs[j] >= 0 &&
+                         !tether_dtype_equal(g->tensors[n->outputs[j]].dtype, TETHER_FLOAT32);
+            }
+            if (!typed || n->op == TETHER_OP_CUSTOM) {
+                continue;
+            }
         }
         const char *name = tether_op_name(n->op);
         char num[32];
@@ -246,7 +256,7 @@ static int assign_memory(ocl *e) {
         memset(&m, 0, sizeof m);
         m.kind = MEM_WORKSPACE;
         m.tensor = -1;
-        m.elems = ws_size / 4;
+        m.elems = (ws_size + 3) / 4;
         m.ndim = 1;
         m.shape[0] = m.elems;
         m.params_off = -1;
@@ -464,13 +474,20 @@ static void kernel_open(ocl *e, kern *k, const char *comment) {
         const kref *x = &k->refs[r];
         if (x->at.mem < 0) {
             /* an empty tensor without storage: the body never dereferences it */
-            line(e, "const __global float *%s = 0;", x->name);
+            line(e, "const __global %s *%s = 0;",
+                 tether__ocl_typed_graph(e->g) ? tether__ocl_store_type(T(e, x->tensor)->dtype)
+                                               : "float",
+                 x->name);
             continue;
         }
         if (e->mems[x->at.mem].kind == MEM_IMAGE || e->mems[x->at.mem].kind == MEM_TEXTURE) {
             continue; /* read_imagef / write_imagef on m<i> */
         }
-        if (x->at.off) {
+        if (tether__ocl_typed_graph(e->g)) { /* the tensor's own element type */
+            const char *ty = tether__ocl_store_type(T(e, x->tensor)->dtype);
+            line(e, "%s__global %s *%s = (%s__global %s *)(m%d + %lld);", x->write ? "" : "const ",
+                 ty, x->name, x->write ? "" : "const ", ty, x->at.mem, (long long)x->at.off);
+        } else if (x->at.off) {
             line(e, "%s__global float *%s = m%d + %lld;", x->write ? "" : "const ", x->name,
                  x->at.mem, (long long)x->at.off);
         } else {
@@ -740,6 +757,8 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     kernel_open(e, &k, comment);
     if (gpu) {
         tether__ocl_gpu_body(e, n, &k, &gp);
+    } else if (tether__ocl_typed_owns(e->g, n)) {
+        tether__ocl_typed_body(e, n);
     } else {
         tether__ocl_kernel_body(e, n, &k);
     }
@@ -814,7 +833,7 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
         return tether_set_error(TETHER_ERR_INVALID_ARG, "work-group size %d is not 1..1024",
                                 o->local_size);
     }
-    if ((rc = check_support(g)) || (rc = tether__ocl_custom_check(g))) {
+    if ((rc = check_support(g, o)) || (rc = tether__ocl_custom_check(g))) {
         return rc;
     }
     for (int i = 0; o->fp16 && i < g->nnodes; i++) {
@@ -929,6 +948,7 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
                           "| CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;\n");
     }
     tether__sbuf_puts(&src, "\n");
+    tether__ocl_typed_prelude(g, &src);
     if ((rc = tether__ocl_custom_sources(&e, &src))) {
         tether__sbuf_free(&src);
         ocl_free(&e);
