@@ -45,6 +45,7 @@ typedef struct ocl_mem {
     int eb;             /* bytes per element: 4 (float32), 2 (float16: --precision fp16) */
     uint64_t handle;
     int allocated;
+    DLDataType dt; /* graph inputs and outputs: their element type */
 } ocl_mem;
 
 typedef struct ocl_arg {
@@ -227,7 +228,7 @@ static int parse_mems(tether__ocl_artifact *a, const cJSON *arr) {
         DLDataType iot;
         m->eb = (m->kind == K_INPUT || m->kind == K_OUTPUT) && cJSON_IsString(dt) &&
                         !tether_dtype_parse(dt->valuestring, &iot)
-                    ? (int)tether_dtype_bytes(iot) /* a graph input or output: its own type */
+                    ? (int)tether_dtype_bytes((m->dt = iot)) /* graph I/O: its own type */
                 : cJSON_IsString(dt) && strcmp(dt->valuestring, "float32") == 0 ? 4
                 : cJSON_IsString(dt) && strcmp(dt->valuestring, "float16") == 0 &&
                         m->kind != K_INPUT && m->kind != K_OUTPUT
@@ -668,7 +669,9 @@ int tether__ocl_artifact_prepare(tether__ocl_artifact *a, tether_session *s) {
         /* an empty tensor still needs an object to bind (kernels never touch it) */
         const int64_t *shape = m->bytes ? m->shape : &one;
         int nd = m->bytes ? m->ndim : 1;
-        DLDataType dt = m->eb == 2 ? TETHER_DTYPE(kDLFloat, 16) : TETHER_FLOAT32;
+        DLDataType dt = m->kind == K_INPUT || m->kind == K_OUTPUT ? m->dt
+                        : m->eb == 2                              ? TETHER_DTYPE(kDLFloat, 16)
+                                                                  : TETHER_FLOAT32;
         if ((rc = tether_session_alloc(s, shape, nd, dt, m->scope, "", &m->handle, NULL))) {
             char msg[TETHER_ERROR_MSG_MAX];
             snprintf(msg, sizeof msg, "%s", tether_last_error());

@@ -162,7 +162,7 @@ static int check_support(const tether_ir_graph *g, const tether_opencl_options *
              "change the model)",
              count, count == 1 ? "" : "s", list.data ? list.data : "");
     tether__sbuf_free(&list);
-    int rc = tether_set_error(TETHER_ERR_UNSUPPORTED, "%s", msg);
+    rc = tether_set_error(TETHER_ERR_UNSUPPORTED, "%s", msg);
     tether_set_error_detail(msg);
     return rc;
 }

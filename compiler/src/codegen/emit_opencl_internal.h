@@ -160,20 +160,8 @@ static inline loc dest_of(const ocl *e, int t) {
 static inline void line(ocl *e, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
-    /* Element types (emit_opencl_typed.c): whether g has a tensor other than float32 (then every
-     * kernel's pointers are typed per tensor); the OpenCL C type t is stored in (NULL: none); the
-     * refusal of a type the backend or the device cannot run; whether node n gets a typed kernel
-     * (tether__ocl_typed_body) instead of the float32 one; the typedefs and helpers written ahead
-     * of the kernels of a typed graph. */
-    int tether__ocl_typed_graph(const tether_ir_graph *g);
-const char *tether__ocl_store_type(DLDataType t);
-int tether__ocl_typed_check(const tether_ir_graph *g, const tether_opencl_options *o);
-int tether__ocl_typed_owns(const tether_ir_graph *g, const tether_ir_node *n);
-void tether__ocl_typed_body(ocl *e, const tether_ir_node *n);
-void tether__ocl_typed_prelude(const tether_ir_graph *g, tether__sbuf *src);
-
 #endif
-;
+    ;
 
 static inline void line(ocl *e, const char *fmt, ...) {
     va_list ap;
@@ -185,20 +173,8 @@ static inline void line(ocl *e, const char *fmt, ...) {
 static inline void open_block(ocl *e, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
-    /* Element types (emit_opencl_typed.c): whether g has a tensor other than float32 (then every
-     * kernel's pointers are typed per tensor); the OpenCL C type t is stored in (NULL: none); the
-     * refusal of a type the backend or the device cannot run; whether node n gets a typed kernel
-     * (tether__ocl_typed_body) instead of the float32 one; the typedefs and helpers written ahead
-     * of the kernels of a typed graph. */
-    int tether__ocl_typed_graph(const tether_ir_graph *g);
-const char *tether__ocl_store_type(DLDataType t);
-int tether__ocl_typed_check(const tether_ir_graph *g, const tether_opencl_options *o);
-int tether__ocl_typed_owns(const tether_ir_graph *g, const tether_ir_node *n);
-void tether__ocl_typed_body(ocl *e, const tether_ir_node *n);
-void tether__ocl_typed_prelude(const tether_ir_graph *g, tether__sbuf *src);
-
 #endif
-;
+    ;
 
 static inline void open_block(ocl *e, const char *fmt, ...) {
     va_list ap;

@@ -119,7 +119,7 @@ int tether__ocl_typed_owns(const tether_ir_graph *g, const tether_ir_node *n) {
     if (n->noutputs != 1) {
         return 0;
     }
-    switch (n->op) {
+    switch ((int)n->op) {
         TETHER__CASES_UNARY
         TETHER__CASES_BINARY
         /* an epilogue (fused activation, residual) stays with the float32 kernels */
@@ -478,7 +478,7 @@ static void k_slice_tile(ocl *e, const tether_ir_node *n) {
 }
 
 void tether__ocl_typed_body(ocl *e, const tether_ir_node *n) {
-    switch (n->op) {
+    switch ((int)n->op) {
     case TETHER_OP_WHERE:
         k_where(e, n);
         return;

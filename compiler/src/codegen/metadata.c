@@ -19,6 +19,7 @@
 
 #include "../internal.h"
 #include "emit_opencl_internal.h"
+#include "tether/crt/dtype.h"
 #include "tether/compiler.h"
 #include "tether/crt/error.h"
 
