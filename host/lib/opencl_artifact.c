@@ -45,6 +45,7 @@ typedef struct ocl_mem {
     int eb;             /* bytes per element: 4 (float32), 2 (float16: --precision fp16) */
     uint64_t handle;
     int allocated;
+    DLDataType dt; /* graph inputs and outputs: their element type */
 } ocl_mem;
 
 typedef struct ocl_arg {
@@ -67,6 +68,7 @@ typedef struct ocl_io {
     int ndim;
     int64_t shape[TETHER_MAX_NDIM];
     int64_t elems;
+    int eb; /* bytes per element of its dtype */
     int mem;
 } ocl_io;
 
@@ -165,12 +167,15 @@ static int parse_io(tether__ocl_artifact *a, const cJSON *arr, ocl_io **iop, int
         const cJSON *o = cJSON_GetArrayItem(arr, i);
         const cJSON *nm = cJSON_GetObjectItemCaseSensitive(o, "name");
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(o, "dtype");
+        DLDataType d;
         if (!cJSON_IsString(nm) || strlen(nm->valuestring) >= sizeof io[i].name ||
-            !cJSON_IsString(dt) || strcmp(dt->valuestring, "float32") != 0 ||
+            !cJSON_IsString(dt) || tether_dtype_parse(dt->valuestring, &d) ||
+            !tether_dtype_bytes(d) ||
             get_shape(cJSON_GetObjectItemCaseSensitive(o, "shape"), &io[i].ndim, io[i].shape,
                       &io[i].elems)) {
-            return bad(a, "%s %d needs a name, dtype float32 and a shape", what, i);
+            return bad(a, "%s %d needs a name, an element type (dtype) and a shape", what, i);
         }
+        io[i].eb = (int)tether_dtype_bytes(d);
         snprintf(io[i].name, sizeof io[i].name, "%s", nm->valuestring);
         io[i].mem = -1;
     }
@@ -221,7 +226,11 @@ static int parse_mems(tether__ocl_artifact *a, const cJSON *arr) {
                        i, m->name);
         }
         /* float16 (--precision fp16) everywhere but the graph's inputs and outputs */
-        m->eb = cJSON_IsString(dt) && strcmp(dt->valuestring, "float32") == 0 ? 4
+        DLDataType iot;
+        m->eb = (m->kind == K_INPUT || m->kind == K_OUTPUT) && cJSON_IsString(dt) &&
+                        !tether_dtype_parse(dt->valuestring, &iot)
+                    ? (int)tether_dtype_bytes((m->dt = iot)) /* graph I/O: its own type */
+                : cJSON_IsString(dt) && strcmp(dt->valuestring, "float32") == 0 ? 4
                 : cJSON_IsString(dt) && strcmp(dt->valuestring, "float16") == 0 &&
                         m->kind != K_INPUT && m->kind != K_OUTPUT
                     ? 2
@@ -268,7 +277,7 @@ static int parse_mems(tether__ocl_artifact *a, const cJSON *arr) {
             int n = m->kind == K_INPUT ? a->nin : a->nout;
             ocl_io *io = m->kind == K_INPUT ? a->in : a->out;
             if (get_int(o, "index", 0, n - 1, &idx) || io[idx].mem >= 0 ||
-                io[idx].elems * 4 != (int64_t)m->bytes) {
+                io[idx].elems * io[idx].eb != (int64_t)m->bytes) {
                 return bad(a, "memory %d ('%s'): index does not name a graph %s of its size", i,
                            m->name, kind_names[m->kind]);
             }
@@ -664,7 +673,9 @@ int tether__ocl_artifact_prepare(tether__ocl_artifact *a, tether_session *s) {
         /* an empty tensor still needs an object to bind (kernels never touch it) */
         const int64_t *shape = m->bytes ? m->shape : &one;
         int nd = m->bytes ? m->ndim : 1;
-        DLDataType dt = m->eb == 2 ? TETHER_DTYPE(kDLFloat, 16) : TETHER_FLOAT32;
+        DLDataType dt = m->kind == K_INPUT || m->kind == K_OUTPUT ? m->dt
+                        : m->eb == 2                              ? TETHER_DTYPE(kDLFloat, 16)
+                                                                  : TETHER_FLOAT32;
         if ((rc = tether_session_alloc(s, shape, nd, dt, m->scope, "", &m->handle, NULL))) {
             char msg[TETHER_ERROR_MSG_MAX];
             snprintf(msg, sizeof msg, "%s", tether_last_error());

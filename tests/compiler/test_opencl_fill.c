@@ -72,8 +72,8 @@ static void build(tether_ir_graph *g) {
 }
 
 static cJSON *read_json(const char *dir, const char *name) {
-    char p[300];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
+    char p[600];
+    assert_true((size_t)snprintf(p, sizeof p, "%s/%s", dir, name) < sizeof p);
     FILE *f = fopen(p, "r");
     assert_non_null(f);
     static char text[1 << 20];

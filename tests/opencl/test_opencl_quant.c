@@ -12,8 +12,9 @@
  *    transpose of uint8);
  *  - QuantizeLinear alone on values at and near rounding ties, NaN, infinities, zeros and
  *    subnormals (per tensor int8, per channel uint8): the correctly rounded division;
- * and the refusals name the tensor or node: an integer graph output, an integer tensor read by an
- * operator without an integer kernel, --precision fp16.
+ * an integer graph output compiles (the typed kernels' host runner passes any element type), and
+ * the refusals name the node or tensor: an integer tensor read by an operator without an integer
+ * kernel, --precision fp16.
  *
  * What must stay true: the C, interpreter and OpenCL outputs of integer operators are compared
  * with memcmp (no tolerance); tetherd is started by the test (local:) and stopped at the end.
@@ -439,18 +440,35 @@ static void test_refusals(void **state) {
     mb_output(&b, "yq", U8);
     mb_write(&b, path);
     mb_free(&b);
-    expect_refusal(path, false, "'yq' (uint8) is a graph output", "--backend c");
+    {
+        tether_ir_graph g;
+        assert_int_equal(tether_onnx_load(path, NULL, &g), 0);
+        char dir[128];
+        tmp_path(dir, sizeof dir, "intout");
+        tether_compile_options o;
+        tether_compile_options_init(&o);
+        o.backend = TETHER_BACKEND_OPENCL;
+        tether_compile_result res;
+        if (tether_compile_graph(&g, dir, &o, &res)) {
+            fail_msg("an integer graph output: %s", tether_last_error());
+        }
+        tether_ir_close(&g);
+    }
     /* an integer tensor read by an operator without an integer kernel */
     mb_init(&b, 13);
-    mb_input(&b, "x", F32, 2, xin);
+    int64_t xin2[2] = {2, 3};
+    mb_input(&b, "x", F32, 2, xin2);
     scalar_f(&b, "s", 0.5f);
     scalar_u8(&b, "z", 7);
     mb_node(&b, "QuantizeLinear", "quant", "x,s,z", "xq");
-    mb_attr_i(&b, mb_node(&b, "Cast", "cast_to_float", "xq", "y"), "to", F32);
-    mb_output(&b, "y", F32);
+    int64_t kdim = 1, kval = 2;
+    init_raw(&b, "k", I64, 1, &kdim, &kval, sizeof kval);
+    mb_node(&b, "TopK", "top", "xq,k", "v,i");
+    mb_output(&b, "v", U8);
+    mb_output(&b, "i", I64);
     mb_write(&b, path);
     mb_free(&b);
-    expect_refusal(path, false, "node 'cast_to_float'", "reads the uint8 tensor 'xq'");
+    expect_refusal(path, false, "node 'top'", "no kernel");
     /* fp16 */
     ds_cnn_write(path, 1);
     expect_refusal(path, true, "--precision fp16", "int8");

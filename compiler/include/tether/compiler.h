@@ -393,6 +393,10 @@ typedef struct tether_opencl_options {
      * read_imagef/write_imagef; arithmetic and accumulation in float; graph inputs and outputs
      * float32 (docs/codegen.md "Half precision"). Not with custom operators. */
     bool fp16;
+    /* cl_khr_fp64 on the device (float64 tensors, docs/codegen.md "OpenCL element types"): 1 it
+     * has it, -1 it lacks it (a float64 tensor is refused at compile time, naming it), 0 unknown
+     * (the kernel source then stops the device's build with an #error naming the tensor). */
+    int fp64;
 } tether_opencl_options;
 
 void tether_opencl_options_init(tether_opencl_options *o);

@@ -114,24 +114,36 @@ static int op_supported(tether_op op) {
     return 0; /* not an operator */
 }
 
-/* One error naming every node without a kernel; before that, the first tensor of an element
- * type the OpenCL kernels do not run (float32, and the integer tensors of quantized operators:
- * tether__ocl_quant_check). */
-static int check_support(const tether_ir_graph *g, bool fp16) {
-    for (int i = 0; i < g->ntensors; i++) {
-        int rc;
-        if (!tether_dtype_equal(g->tensors[i].dtype, TETHER_FLOAT32) &&
-            (rc = tether__ocl_quant_check(g, i, fp16))) {
-            return rc;
-        }
+/* One error naming every node without a kernel (a node touching a tensor other than float32
+ * needs a typed kernel of emit_opencl_typed.c, or is a quantized operator of
+ * emit_opencl_quant.c); before that, the first tensor of an element type
+ * the backend or the device cannot run. */
+static int check_support(const tether_ir_graph *g, const tether_opencl_options *o) {
+    int rc = tether__ocl_typed_check(g, o);
+    if (rc) {
+        return rc;
     }
     tether__sbuf list;
     tether__sbuf_init(&list);
     int count = 0;
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *n = &g->nodes[i];
-        if (op_supported(n->op)) {
+        if (tether__ocl_typed_owns(g, n) || tether__ocl_quant_op(n->op)) {
             continue;
+        }
+        if (op_supported(n->op)) {
+            int typed = 0; /* a float32 kernel of a node with a typed tensor: none */
+            for (int j = 0; j < n->ninputs; j++) {
+                typed |= n->inputs[j] >= 0 &&
+                         !tether_dtype_equal(g->tensors[n->inputs[j]].dtype, TETHER_FLOAT32);
+            }
+            for (int j = 0; j < n->noutputs; j++) {
+                typed |= n->outputs[j] >= 0 &&
+                         !tether_dtype_equal(g->tensors[n->outputs[j]].dtype, TETHER_FLOAT32);
+            }
+            if (!typed || n->op == TETHER_OP_CUSTOM) {
+                continue;
+            }
         }
         const char *name = tether_op_name(n->op);
         char num[32];
@@ -152,7 +164,7 @@ static int check_support(const tether_ir_graph *g, bool fp16) {
              "change the model)",
              count, count == 1 ? "" : "s", list.data ? list.data : "");
     tether__sbuf_free(&list);
-    int rc = tether_set_error(TETHER_ERR_UNSUPPORTED, "%s", msg);
+    rc = tether_set_error(TETHER_ERR_UNSUPPORTED, "%s", msg);
     tether_set_error_detail(msg);
     return rc;
 }
@@ -246,7 +258,7 @@ static int assign_memory(ocl *e) {
         memset(&m, 0, sizeof m);
         m.kind = MEM_WORKSPACE;
         m.tensor = -1;
-        m.elems = ws_size / 4;
+        m.elems = (ws_size + 3) / 4;
         m.ndim = 1;
         m.shape[0] = m.elems;
         m.params_off = -1;
@@ -469,19 +481,21 @@ static void kernel_open(ocl *e, kern *k, const char *comment) {
     }
     for (int r = 0; r < k->nrefs; r++) {
         const kref *x = &k->refs[r];
-        const char *ty = tether__ocl_ctype(T(e, x->tensor)->dtype);
         if (x->at.mem < 0) {
             /* an empty tensor without storage: the body never dereferences it */
-            line(e, "const __global %s *%s = 0;", ty, x->name);
+            line(e, "const __global %s *%s = 0;",
+                 tether__ocl_typed_graph(e->g) ? tether__ocl_store_type(T(e, x->tensor)->dtype)
+                                               : "float",
+                 x->name);
             continue;
         }
         if (e->mems[x->at.mem].kind == MEM_IMAGE || e->mems[x->at.mem].kind == MEM_TEXTURE) {
             continue; /* read_imagef / write_imagef on m<i> */
         }
-        if (strcmp(ty, "float")) { /* integer tensors: at 16-byte aligned offsets of the buffer */
-            const char *c = x->write ? "" : "const ";
-            line(e, "%s__global %s *%s = (%s__global %s *)(m%d + %lld);", c, ty, x->name, c, ty,
-                 x->at.mem, (long long)x->at.off);
+        if (tether__ocl_typed_graph(e->g)) { /* the tensor's own element type */
+            const char *ty = tether__ocl_store_type(T(e, x->tensor)->dtype);
+            line(e, "%s__global %s *%s = (%s__global %s *)(m%d + %lld);", x->write ? "" : "const ",
+                 ty, x->name, x->write ? "" : "const ", ty, x->at.mem, (long long)x->at.off);
         } else if (x->at.off) {
             line(e, "%s__global float *%s = m%d + %lld;", x->write ? "" : "const ", x->name,
                  x->at.mem, (long long)x->at.off);
@@ -745,6 +759,8 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     kernel_open(e, &k, comment);
     if (gpu) {
         tether__ocl_gpu_body(e, n, &k, &gp);
+    } else if (tether__ocl_typed_owns(e->g, n)) {
+        tether__ocl_typed_body(e, n);
     } else {
         tether__ocl_kernel_body(e, n, &k);
     }
@@ -819,7 +835,7 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
         return tether_set_error(TETHER_ERR_INVALID_ARG, "work-group size %d is not 1..1024",
                                 o->local_size);
     }
-    if ((rc = check_support(g, o->fp16)) || (rc = tether__ocl_custom_check(g))) {
+    if ((rc = check_support(g, o)) || (rc = tether__ocl_custom_check(g))) {
         return rc;
     }
     for (int i = 0; o->fp16 && i < g->nnodes; i++) {
@@ -935,6 +951,7 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
     }
     tether__sbuf_puts(&src, "\n");
     tether__ocl_quant_helpers(&e, &src);
+    tether__ocl_typed_prelude(g, &src);
     if ((rc = tether__ocl_custom_sources(&e, &src))) {
         tether__sbuf_free(&src);
         ocl_free(&e);

@@ -346,9 +346,6 @@ int tether__ocl_quant_op(tether_op op);
 /* The OpenCL C type of an element type ("float", "char", "uchar", "short", "ushort", "int",
  * "uint"), NULL for others. */
 const char *tether__ocl_ctype(DLDataType t);
-/* Whether non-float32 tensor t can run: an integer type, not a graph input or output, not in
- * an fp16 artifact, touched only by quantized operators and moves; else the error naming it. */
-int tether__ocl_quant_check(const tether_ir_graph *g, int t, bool fp16);
 /* A constant packed for its quantized consumers: its bytes in params.bin and the packing. */
 size_t tether__ocl_quant_pack_bytes(const ocl *e, int t);
 void tether__ocl_quant_pack(const ocl *e, int t, unsigned char *dst);
@@ -382,5 +379,16 @@ int64_t tether__ocl_step_work_items(const step *s);
 int64_t tether__ocl_lanes(const ocl *e);
 void tether__ocl_fill_reason(const ocl *e, const step *s, const tether__ocl_gpu *gp, int gpu,
                              char *buf, size_t n);
+/* Element types (emit_opencl_typed.c): whether g has a tensor other than float32 (then every
+ * kernel's pointers are typed per tensor); the OpenCL C type t is stored in (NULL: none); the
+ * refusal of a type the backend or the device cannot run; whether node n gets a typed kernel
+ * (tether__ocl_typed_body) instead of the float32 one; the typedefs and helpers written ahead of
+ * the kernels of a typed graph. */
+int tether__ocl_typed_graph(const tether_ir_graph *g);
+const char *tether__ocl_store_type(DLDataType t);
+int tether__ocl_typed_check(const tether_ir_graph *g, const tether_opencl_options *o);
+int tether__ocl_typed_owns(const tether_ir_graph *g, const tether_ir_node *n);
+void tether__ocl_typed_body(ocl *e, const tether_ir_node *n);
+void tether__ocl_typed_prelude(const tether_ir_graph *g, tether__sbuf *src);
 
 #endif

@@ -46,59 +46,6 @@ const char *tether__ocl_ctype(DLDataType t) {
 }
 
 /* Operators that only move elements: they run on integer tensors unchanged (typed pointers). */
-static int moves(tether_op op) {
-    return op == TETHER_OP_RESHAPE || op == TETHER_OP_FLATTEN || op == TETHER_OP_SQUEEZE ||
-           op == TETHER_OP_UNSQUEEZE || op == TETHER_OP_TRANSPOSE || op == TETHER_OP_CONCAT;
-}
-
-int tether__ocl_quant_check(const tether_ir_graph *g, int t, bool fp16) {
-    const tether_ir_tensor *x = &g->tensors[t];
-    int64_t lo, hi;
-    if (!tether__quant_range(x->dtype, &lo, &hi) || !tether__ocl_ctype(x->dtype)) {
-        return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "tensor '%s' has element type %s: the OpenCL backend runs float32 "
-                                "tensors and the integer tensors of quantized operators only "
-                                "(compile with --backend c)",
-                                x->name, tether__dtype_str(x->dtype));
-    }
-    for (int i = 0; i < g->ninputs + g->noutputs; i++) {
-        if ((i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs]) == t) {
-            return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                    "tensor '%s' (%s) is a graph %s: the OpenCL artifacts take and "
-                                    "give float32 only (quantize and dequantize inside the model, "
-                                    "or compile with --backend c)",
-                                    x->name, tether__dtype_str(x->dtype),
-                                    i < g->ninputs ? "input" : "output");
-        }
-    }
-    if (fp16) {
-        return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "--precision fp16: tensor '%s' is %s (the fp16 rewrite stores "
-                                "the workspace as half; compile a quantized model without "
-                                "--precision fp16)",
-                                x->name, tether__dtype_str(x->dtype));
-    }
-    for (int i = 0; i < g->nnodes; i++) {
-        const tether_ir_node *n = &g->nodes[i];
-        int touches = n->outputs[0] == t;
-        for (int j = 0; j < n->ninputs; j++) {
-            touches |= n->inputs[j] == t;
-        }
-        if (!touches || tether__ocl_quant_op(n->op) || moves(n->op)) {
-            continue;
-        }
-        return tether_set_error(TETHER_ERR_UNSUPPORTED,
-                                "node '%s' (%s) %s the %s tensor '%s': the OpenCL backend runs "
-                                "integer tensors in quantize, dequantize, qconv and qmatmul and "
-                                "moves them in reshape, flatten, squeeze, unsqueeze, transpose "
-                                "and concat only (compile with --backend c)",
-                                n->name, tether_op_name(n->op),
-                                n->outputs[0] == t ? "writes" : "reads",
-                                tether__dtype_str(x->dtype), x->name);
-    }
-    return TETHER_OK;
-}
-
 /* ---- packed weights -------------------------------------------------------------------------- */
 
 /* Whether a constant is the weight (input 1) of a qconv: then it is packed OIHW4o. */

@@ -19,6 +19,7 @@
 
 #include "../internal.h"
 #include "emit_opencl_internal.h"
+#include "tether/crt/dtype.h"
 #include "tether/compiler.h"
 #include "tether/crt/error.h"
 
@@ -212,7 +213,12 @@ char *tether__metadata_opencl(const ocl *e) {
                                 : x->kind == MEM_TEXTURE ? "texture"
                                                          : "global");
         int eb = tether__ocl_mem_half(e, i) ? 2 : 4; /* bytes per element */
-        cJSON_AddStringToObject(o, "dtype", eb == 2 ? "float16" : "float32");
+        const char *dt = eb == 2 ? "float16" : "float32";
+        if (x->kind == MEM_INPUT || x->kind == MEM_OUTPUT) { /* the tensor's element type */
+            eb = (int)tether_dtype_bytes(T(e, x->tensor)->dtype);
+            dt = tether__dtype_str(T(e, x->tensor)->dtype);
+        }
+        cJSON_AddStringToObject(o, "dtype", dt);
         cJSON_AddItemToObject(o, "shape", shape_json(x->shape, x->ndim));
         cJSON_AddNumberToObject(o, "bytes", (double)(x->elems * eb));
         if (x->kind == MEM_INPUT || x->kind == MEM_OUTPUT) {
