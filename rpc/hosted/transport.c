@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -58,6 +60,7 @@ typedef struct fd_impl {
     uint8_t *place_dst; /* its bulk data goes there (NULL = into the frame buffer) */
     size_t place_off;   /* from this byte of the frame on */
     bool after_large;   /* the last stream frame was large: the next read is HEAD_READ bytes */
+    bool quickack;      /* a serial line over TCP: acknowledge at once after every recv */
 } fd_impl;
 
 int64_t tether__rpc_now_ms(void) {
@@ -339,6 +342,14 @@ static ssize_t sock_recv(tether_transport *t, fd_impl *im, uint8_t *dst, size_t 
     }
     for (;;) {
         ssize_t n = recv(t->fd_read, dst, cap, 0);
+        if (n > 0 && im->quickack) {
+            /* A serial line exported over TCP (tcp-serial://: ser2net, QEMU's socket chardev)
+             * sends each byte as the UART gives it; with Nagle on that side, the tail of a reply
+             * waits until this end acknowledges, which a delayed ACK holds back by up to 40 ms
+             * per frame. Quick ACKs are not sticky in Linux: renewed after every read. */
+            int one = 1;
+            setsockopt(t->fd_read, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+        }
         if (n >= 0 || errno != EINTR) {
             return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? -2 : n;
         }
@@ -632,6 +643,9 @@ int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, in
         if (im->sock_read) {
             struct timeval tv = {0, 0}; /* no timeout left over from whoever had the socket */
             setsockopt(fd_read, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            int one = 1; /* UART framing on a TCP socket (not a socket pair): quick ACKs */
+            im->quickack =
+                im->uart && setsockopt(fd_read, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one) == 0;
         }
     }
     t->ops = &tether__rpc_fd_ops;
