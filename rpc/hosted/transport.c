@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -34,6 +36,11 @@ extern char **environ;
 #define READ_AHEAD 65536
 #define DIRECT_MIN 16384 /* a frame's remaining payload read straight into the frame buffer */
 #define PLACE_HEAD 64    /* bytes of a large frame in before t->place is asked */
+/* After a large frame, the next read asks for this much only: in a bulk copy the next frame is
+ * large too, and of a full READ_AHEAD read all but its head would be copied out of the
+ * read-ahead buffer (1/16 of a 1 MiB frame's bytes copied twice) instead of received where
+ * they belong; a small frame still comes in one read. */
+#define HEAD_READ 512
 
 typedef struct fd_impl {
     bool owns;
@@ -52,6 +59,8 @@ typedef struct fd_impl {
     bool place_asked;   /* t->place was asked about the stream frame being read */
     uint8_t *place_dst; /* its bulk data goes there (NULL = into the frame buffer) */
     size_t place_off;   /* from this byte of the frame on */
+    bool after_large;   /* the last stream frame was large: the next read is HEAD_READ bytes */
+    bool quickack;      /* a serial line over TCP: acknowledge at once after every recv */
 } fd_impl;
 
 int64_t tether__rpc_now_ms(void) {
@@ -333,6 +342,14 @@ static ssize_t sock_recv(tether_transport *t, fd_impl *im, uint8_t *dst, size_t 
     }
     for (;;) {
         ssize_t n = recv(t->fd_read, dst, cap, 0);
+        if (n > 0 && im->quickack) {
+            /* A serial line exported over TCP (tcp-serial://: ser2net, QEMU's socket chardev)
+             * sends each byte as the UART gives it; with Nagle on that side, the tail of a reply
+             * waits until this end acknowledges, which a delayed ACK holds back by up to 40 ms
+             * per frame. Quick ACKs are not sticky in Linux: renewed after every read. */
+            int one = 1;
+            setsockopt(t->fd_read, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+        }
         if (n >= 0 || errno != EINTR) {
             return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? -2 : n;
         }
@@ -351,6 +368,7 @@ static int deliver_stream(tether_transport *t, fd_impl *im, const uint8_t **msg,
     t->placed_off = im->place_off;
     im->place_dst = NULL;
     im->place_asked = false;
+    im->after_large = su->need >= DIRECT_MIN;
     su->hdr_have = su->have = su->need = 0;
     t->stats.frames_received++;
     return TETHER_OK;
@@ -392,6 +410,7 @@ static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int ti
                     take = im->rd_len - im->rd_pos;
                 }
                 memcpy(im->place_dst + (su->have - im->place_off), im->rd + im->rd_pos, take);
+                t->stats.bytes_staged += take;
                 im->rd_pos += take;
                 su->have += take;
                 if (su->have == su->need) {
@@ -413,12 +432,24 @@ static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int ti
                     avail = cap;
                 }
             }
+            size_t hdr_before = su->hdr_have;
             got = tether_stream_unframer_push(su, im->rd + im->rd_pos, avail, &used, msg, len);
             im->rd_pos += used;
             if (got < 0) {
                 return got;
             }
+            size_t hdr_used = hdr_before >= TETHER_STREAM_HEADER_BYTES ? 0
+                              : used < TETHER_STREAM_HEADER_BYTES - hdr_before
+                                  ? used
+                                  : TETHER_STREAM_HEADER_BYTES - hdr_before;
+            size_t frame_len = got == 1                                     ? *len
+                               : su->hdr_have == TETHER_STREAM_HEADER_BYTES ? su->need
+                                                                            : 0;
+            if (frame_len >= DIRECT_MIN) {
+                t->stats.bytes_staged += used - hdr_used;
+            }
             if (got == 1) {
+                im->after_large = frame_len >= DIRECT_MIN;
                 t->stats.frames_received++;
                 t->placed = NULL;
                 im->place_asked = false;
@@ -451,7 +482,7 @@ static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int ti
         uint8_t *dst = !direct         ? im->rd
                        : im->place_dst ? im->place_dst + (su->have - im->place_off)
                                        : su->buf + su->have;
-        size_t cap = direct ? su->need - su->have : sizeof im->rd;
+        size_t cap = direct ? su->need - su->have : im->after_large ? HEAD_READ : sizeof im->rd;
         ssize_t n;
         if (im->sock_read) {
             n = sock_recv(t, im, dst, cap, deadline);
@@ -484,6 +515,7 @@ static int fd_recv(tether_transport *t, const uint8_t **msg, size_t *len, int ti
         }
         im->rd_len = (size_t)n;
         im->rd_pos = 0;
+        im->after_large = false;
     }
 }
 
@@ -611,6 +643,9 @@ int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, in
         if (im->sock_read) {
             struct timeval tv = {0, 0}; /* no timeout left over from whoever had the socket */
             setsockopt(fd_read, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            int one = 1; /* UART framing on a TCP socket (not a socket pair): quick ACKs */
+            im->quickack =
+                im->uart && setsockopt(fd_read, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one) == 0;
         }
     }
     t->ops = &tether__rpc_fd_ops;

@@ -3,7 +3,9 @@
  * (tether_rpc_client.copy_from_into, docs/rpc.md "Flow control") over a socket pair whose other
  * end is a scripted device in a thread. What must stay true: a reply cut off by a timeout
  * finishes in the transport's frame buffer, never in the caller's memory once the pipeline has
- * returned, and the frame is whole when its rest arrives.
+ * returned, and the frame is whole when its rest arrives. Back-to-back large frames are received
+ * where they belong: after a large frame only the next one's head passes through the transport's
+ * read-ahead buffer (stats.bytes_staged), placed or not, and every byte arrives unchanged.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -152,9 +154,104 @@ static void test_timeout_mid_reply(void **state) {
     free(dst);
 }
 
+#define LARGE   20000u /* a large frame (the transport reads its rest directly from 16 KiB) */
+#define SKIP_AT 16u    /* the placed test puts a frame's bytes from this one on into dst */
+
+static uint8_t g_dst[LARGE];
+
+static bool place_at_16(void *ctx, const uint8_t *head, size_t head_len, size_t frame_len,
+                        uint8_t **dst, size_t *data_off) {
+    (void)ctx, (void)head, (void)head_len;
+    if (frame_len != LARGE) {
+        return false;
+    }
+    *dst = g_dst;
+    *data_off = SKIP_AT;
+    return true;
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++) {
+        p[i] = (uint8_t)(i * 7 + seed * 31 + (i >> 9));
+    }
+}
+
+/* frame k (1-based) received and checked: whole in the frame buffer, or placed from SKIP_AT */
+static void expect_frame(tether_transport *t, unsigned k, bool placed) {
+    static uint8_t want[LARGE];
+    fill(want, LARGE, k);
+    const uint8_t *msg;
+    size_t len;
+    memset(g_dst, 0, sizeof g_dst);
+    if (tether_transport_recv(t, &msg, &len, 5000) != 0) {
+        fail_msg("frame %u: %s", k, tether_last_error());
+    }
+    assert_int_equal(len, LARGE);
+    if (placed) {
+        assert_ptr_equal(t->placed, g_dst);
+        assert_int_equal(t->placed_off, SKIP_AT);
+        assert_memory_equal(msg, want, SKIP_AT);
+        assert_memory_equal(g_dst, want + SKIP_AT, LARGE - SKIP_AT);
+    } else {
+        assert_null(t->placed);
+        assert_memory_equal(msg, want, LARGE);
+    }
+}
+
+static void back_to_back(bool placed) {
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    tether_transport tx, rx;
+    assert_int_equal(tether_transport_fd_open(&tx, TETHER_TRANSPORT_TCP, sv[1], sv[1], 0, true), 0);
+    assert_int_equal(tether_transport_fd_open(&rx, TETHER_TRANSPORT_TCP, sv[0], sv[0], 0, true), 0);
+    if (placed) {
+        rx.place = place_at_16;
+    }
+    static uint8_t frame[LARGE];
+    fill(frame, LARGE, 1);
+    assert_int_equal(tether_transport_send(&tx, frame, LARGE, 1000), 0);
+    expect_frame(&rx, 1, placed); /* the first read is a full read-ahead: all of it staged */
+    uint64_t first = rx.stats.bytes_staged;
+    assert_true(first <= LARGE);
+    /* frames 2 and 3 wait in the socket together: only their heads go through the buffer */
+    for (unsigned k = 2; k <= 3; k++) {
+        fill(frame, LARGE, k);
+        assert_int_equal(tether_transport_send(&tx, frame, LARGE, 1000), 0);
+    }
+    expect_frame(&rx, 2, placed);
+    expect_frame(&rx, 3, placed);
+    uint64_t later = rx.stats.bytes_staged - first;
+    if (later > 2 * 512) {
+        fail_msg("%llu bytes of frames 2-3 copied through the read-ahead buffer (at most their "
+                 "512-byte heads expected)",
+                 (unsigned long long)later);
+    }
+    /* a small frame after them still arrives whole */
+    assert_int_equal(tether_transport_send(&tx, "ping", 4, 1000), 0);
+    const uint8_t *msg;
+    size_t len;
+    assert_int_equal(tether_transport_recv(&rx, &msg, &len, 5000), 0);
+    assert_int_equal(len, 4);
+    assert_memory_equal(msg, "ping", 4);
+    tether_transport_close(&rx);
+    tether_transport_close(&tx);
+}
+
+static void test_back_to_back_large(void **state) {
+    (void)state;
+    back_to_back(false);
+}
+
+static void test_back_to_back_placed(void **state) {
+    (void)state;
+    back_to_back(true);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_timeout_mid_reply),
+        cmocka_unit_test(test_back_to_back_large),
+        cmocka_unit_test(test_back_to_back_placed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,12 +1,17 @@
 /*
  * NS16550A UART driver (QEMU virt's UART0, many RISC-V SoCs): polled receive and transmit with
  * the 16-byte FIFOs on, the functions of firmware/board.h and tether__uart_init.
- * BOARD_UART_BASE (board_config.h) is the register base (byte registers, stride 1).
+ * BOARD_UART_BASE (board_config.h) is the register base (byte registers, stride 1); with
+ * BOARD_PLIC_BASE and BOARD_UART_IRQ the receive interrupt goes through the PLIC (context 0)
+ * and tether_board_wait sleeps in WFI until the UART has something.
  *
  * What must stay true: receive is polled, so bytes wait in the UART's FIFO (and, under QEMU,
- * in the pty: QEMU hands the UART a byte only when its FIFO has room, so none is lost); a
- * receiver overrun (LSR.OE) is counted in `lost`. Transmit is polled, so it works in the trap
- * handler. tether_board_wait returns at once (no interrupt wakes the core).
+ * in the pty or socket: QEMU hands the UART bytes only while its FIFO has room, so none is
+ * lost); a receiver overrun (LSR.OE) is counted in `lost`. Transmit is polled, so it works in
+ * the trap handler. The receive interrupt never traps: tether_board_wait enables it in mie only
+ * with mstatus.MIE off and disables it again before MIE is restored (without a PLIC it returns
+ * at once). The receive trigger is 14 bytes: under QEMU (docs/rpc.md) the UART then takes up
+ * to 14 bytes per main-loop round.
  */
 #include <stdint.h>
 
@@ -52,11 +57,55 @@ void tether_board_uart_write(const void *buf, size_t n) {
     }
 }
 
-void tether_board_wait(void) {}
+#ifdef BOARD_PLIC_BASE
+#define PLIC_REG(off)    (*(volatile uint32_t *)(uintptr_t)(BOARD_PLIC_BASE + (off)))
+#define PLIC_PRIORITY(n) PLIC_REG(4u * (n))
+#define PLIC_ENABLE_CTX0 PLIC_REG(0x2000u)
+#define PLIC_THRESH_CTX0 PLIC_REG(0x200000u)
+#define PLIC_CLAIM_CTX0  PLIC_REG(0x200004u)
+#define MIE_MEIE         0x800u
+#endif
 
-/* 8N1, FIFOs on and cleared, no interrupts (QEMU ignores the divisor). */
+/* Sleeps until the UART has received something: WFI with the UART's interrupt enabled in mie
+ * but mstatus.MIE off for the moment, so the pending interrupt wakes the core and no trap is
+ * taken; then the PLIC's claim is completed. Polling LSR instead kept QEMU's vCPU in the
+ * device's lock, which the main loop needs to hand the UART the next bytes. */
+void tether_board_wait(void) {
+#ifdef BOARD_PLIC_BASE
+    uint32_t status;
+    __asm volatile(".option push\n.option arch, +zicsr\ncsrrci %0, mstatus, 8\n.option pop"
+                   : "=r"(status)::"memory");
+    __asm volatile(".option push\n.option arch, +zicsr\ncsrs mie, %0\n.option pop" ::"r"(MIE_MEIE)
+                   : "memory");
+    if ((UART_LSR & LSR_DR) == 0) {
+        __asm volatile("wfi" ::: "memory");
+    }
+    __asm volatile(".option push\n.option arch, +zicsr\ncsrc mie, %0\n.option pop" ::"r"(MIE_MEIE)
+                   : "memory");
+    uint32_t id = PLIC_CLAIM_CTX0;
+    if (id != 0) {
+        PLIC_CLAIM_CTX0 = id;
+    }
+    __asm volatile(
+        ".option push\n.option arch, +zicsr\ncsrs mstatus, %0\n.option pop" ::"r"(status & 8u)
+        : "memory");
+#endif
+}
+
+/* 8N1 at the fastest divisor (QEMU times the FIFO's character timeout by it), FIFOs on and
+ * cleared with the receive trigger at 14 bytes (QEMU then hands the UART up to 14 bytes per
+ * main-loop round, 1 at level 1), the receive interrupt routed to the PLIC for the WFI above. */
 void tether__uart_init(void) {
     UART_IER = 0;
+    UART_LCR = 0x83; /* DLAB: the divisor latch */
+    UART_REG(0u) = 1u;
+    UART_REG(1u) = 0u;
     UART_LCR = 0x03;
-    UART_FCR = 0x07;
+    UART_FCR = 0xC7;
+#ifdef BOARD_PLIC_BASE
+    PLIC_PRIORITY(BOARD_UART_IRQ) = 1u;
+    PLIC_ENABLE_CTX0 |= 1u << BOARD_UART_IRQ;
+    PLIC_THRESH_CTX0 = 0u;
+    UART_IER = 0x01; /* received data available / character timeout */
+#endif
 }

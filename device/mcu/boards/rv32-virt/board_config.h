@@ -14,5 +14,7 @@
 #define BOARD_RESET_VALUE 0x7777u
 #define BOARD_RAM_LO      0x80000000u
 #define BOARD_RAM_HI      0x88000000u
+#define BOARD_PLIC_BASE   0x0C000000u /* the PLIC (context 0: hart 0, machine mode) */
+#define BOARD_UART_IRQ    10u         /* UART0's PLIC source */
 
 #endif /* TETHER_BOARD_CONFIG_H */

@@ -60,6 +60,8 @@ typedef struct tether_transport_stats {
     uint64_t frames_resent;  /* requests sent again (counted by the rpc client) */
     uint64_t bytes_sent;     /* on the wire, framing included */
     uint64_t bytes_received;
+    uint64_t bytes_staged; /* stream: payload bytes of frames of 16 KiB or more copied out of
+                              the read-ahead buffer (the rest is received where it belongs) */
 } tether_transport_stats;
 
 /* Positive results of tether_transport_recv, only when report_damage is set (UART): */
