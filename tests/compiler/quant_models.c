@@ -157,11 +157,8 @@ int tq_build_mix(tether_ir_graph *g, int C, int H, int W, int K) {
     tether_ir_attrs_init(TETHER_OP_FLATTEN, &a);
     a.axis = 1;
     t = qdq(&b, node(&b, TETHER_OP_FLATTEN, &t, 1, &a), 0.02f, -90);
-    if (b.fail || tether_ir_infer(g)) {
-        tether_ir_close(g);
-        return -1;
-    }
-    int64_t ws[2] = {g->tensors[t].shape[1], 11};
+    /* the first convolution's output size (pads top 1, left 0, bottom 2, right 1, stride 2) */
+    int64_t oh = (H + 3 - K) / 2 + 1, ow = (W + 1 - K) / 2 + 1, ws[2] = {9 * oh * ow, 11};
     int w = weights(&b, 2, ws, 1);
     t = node(&b, TETHER_OP_MATMUL, (int[]){t, w}, 2, NULL);
     return finish(&b, qdq(&b, t, 0.1f, 2));
