@@ -69,6 +69,7 @@ static char g_dir[1024];
 
 static int tools_present(void) {
     return system("aarch64-linux-gnu-gcc --version >/dev/null 2>&1") == 0 &&
+           system("aarch64-linux-gnu-objdump --version >/dev/null 2>&1") == 0 &&
            system("qemu-aarch64 --version >/dev/null 2>&1") == 0;
 }
 
@@ -167,6 +168,18 @@ static void check_shape(int C, int H, int W, int K) {
             fail_msg("aarch64-linux %s: %s", cpus[c], tether_last_error());
         }
         assert_true(res.build.stack.bounded);
+        /* the NEON kernels (emit_c_qneon.c) are the ones built: SMLAL in the three GEMM
+         * kernels (tgk_*: two convolutions and the dense) of the baseline build and no SDOT
+         * anywhere; SDOT in the three of the dot-product build (the depthwise is SMLAL in both,
+         * the scalar loop below 8 output columns) */
+        sh("aarch64-linux-gnu-objdump -d '%s/%s' > '%s/dis%d.txt'", dir, res.build.library, g_dir,
+           c);
+        sh("awk '/^[0-9a-f]+ <tgk_/ { f = $2 } /\\t%s\\t/ { h[f] = 1 } "
+           "END { n = 0; for (k in h) n++; exit n < %d }' '%s/dis%d.txt'",
+           c ? "sdot" : "smlal2?", 3, g_dir, c);
+        if (!c) {
+            sh("! grep -q -E '\\ssdot\\s' '%s/dis0.txt'", g_dir);
+        }
         /* the baseline build runs on any AArch64 CPU; the dot-product build needs one with it */
         static const char *const qcpus[] = {"cortex-a53", "max"};
         for (int q = c; q < 2; q++) {
@@ -198,6 +211,7 @@ static void test_int8_on_aarch64(void **state) {
     build_harness();
     check_shape(3, 11, 9, 3);
     check_shape(5, 13, 7, 5);
+    check_shape(3, 9, 40, 3); /* 20 output columns: the depthwise 8-column steps, 100 pixels */
     sh("rm -rf '%s'", g_dir);
 }
 
