@@ -15,6 +15,7 @@ typedef struct qb {
     tether_ir_graph *g;
     int fail, n;
     uint32_t seed;
+    int u8; /* activations uint8 at zero point z + 128 (as QOperator models) instead of int8 */
 } qb;
 
 static uint32_t rnd(qb *b) {
@@ -47,15 +48,18 @@ static int node(qb *b, tether_op op, const int *in, int nin, const tether_ir_att
     return out;
 }
 
-/* quantize t to int8 at (s, z), then dequantize: the dequantized tensor */
+/* quantize t to int8 at (s, z) (uint8 at (s, z + 128) with b->u8), then dequantize: the
+ * dequantized tensor */
 static int qdq(qb *b, int t, float s, int z) {
     int64_t one = 1;
     int8_t zz = (int8_t)z;
+    uint8_t zu = (uint8_t)(z + 128);
     int cs = konst(b, TETHER_FLOAT32, 1, &one, &s, sizeof s),
-        cz = konst(b, TETHER_INT8, 1, &one, &zz, 1);
+        cz = b->u8 ? konst(b, TETHER_UINT8, 1, &one, &zu, 1)
+                   : konst(b, TETHER_INT8, 1, &one, &zz, 1);
     tether_ir_attrs a;
     tether_ir_attrs_init(TETHER_OP_QUANTIZE, &a);
-    a.to = TETHER_INT8;
+    a.to = b->u8 ? TETHER_UINT8 : TETHER_INT8;
     int q = node(b, TETHER_OP_QUANTIZE, (int[]){t, cs, cz}, 3, &a);
     return node(b, TETHER_OP_DEQUANTIZE, (int[]){q, cs, cz}, 3, NULL);
 }
@@ -146,19 +150,27 @@ int tq_build_island(tether_ir_graph *g) {
 }
 
 int tq_build_mix(tether_ir_graph *g, int C, int H, int W, int K) {
+    return tq_build_mix_ex(g, C, H, W, K, 0, 1);
+}
+
+int tq_build_mix_ex(tether_ir_graph *g, int C, int H, int W, int K, int u8, int dw_stride) {
     qb b;
     int x = input(&b, g, "qdq_mix", C, H, W);
+    b.u8 = u8;
     const int64_t pa[4] = {1, 0, 2, 1}, p1[4] = {1, 1, 1, 1}, p0[4] = {0, 0, 0, 0};
     int t = qdq(&b, x, 1.0f / 128, 5);
     t = qdq(&b, conv(&b, t, C, 7, K, 2, pa, 1, 1), 0.04f, -20);
-    t = qdq(&b, conv(&b, t, 7, 7, 3, 1, p1, 7, 0), 0.03f, -3);
+    t = qdq(&b, conv(&b, t, 7, 7, 3, dw_stride, p1, 7, 0), 0.03f, -3);
     t = qdq(&b, conv(&b, t, 7, 9, 1, 1, p0, 1, 1), 0.02f, -90);
     tether_ir_attrs a;
     tether_ir_attrs_init(TETHER_OP_FLATTEN, &a);
     a.axis = 1;
     t = qdq(&b, node(&b, TETHER_OP_FLATTEN, &t, 1, &a), 0.02f, -90);
     /* the first convolution's output size (pads top 1, left 0, bottom 2, right 1, stride 2) */
-    int64_t oh = (H + 3 - K) / 2 + 1, ow = (W + 1 - K) / 2 + 1, ws[2] = {9 * oh * ow, 11};
+    int64_t oh = (H + 3 - K) / 2 + 1, ow = (W + 1 - K) / 2 + 1;
+    oh = (oh - 1) / dw_stride + 1; /* the depthwise 3x3 pad 1 */
+    ow = (ow - 1) / dw_stride + 1;
+    int64_t ws[2] = {9 * oh * ow, 11};
     int w = weights(&b, 2, ws, 1);
     t = node(&b, TETHER_OP_MATMUL, (int[]){t, w}, 2, NULL);
     return finish(&b, qdq(&b, t, 0.1f, 2));

@@ -27,5 +27,7 @@ int tq_build_island(tether_ir_graph *g);
  * -> Q -> DQ -> flatten -> Q -> matmul by [9*OH*OW, 11] per-column weights -> Q -> DQ -> y
  * [1,11]. C, H, W from the caller (odd counts exercise the kernels' tails). */
 int tq_build_mix(tether_ir_graph *g, int C, int H, int W, int K);
+/* The same with uint8 activations (zero points + 128) when u8, and the depthwise at dw_stride. */
+int tq_build_mix_ex(tether_ir_graph *g, int C, int H, int W, int K, int u8, int dw_stride);
 
 #endif

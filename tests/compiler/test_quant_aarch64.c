@@ -121,9 +121,9 @@ static void read_floats(const char *name, float *v, size_t n) {
 }
 
 /* one model shape: x86-64 build and interpreter, then aarch64 for both CPUs under both QEMU CPUs */
-static void check_shape(int C, int H, int W, int K) {
+static void check_shape(int C, int H, int W, int K, int u8, int dws) {
     tether_ir_graph g;
-    if (tq_build_mix(&g, C, H, W, K)) {
+    if (tq_build_mix_ex(&g, C, H, W, K, u8, dws)) {
         fail_msg("%s", tether_last_error());
     }
     tether_pass_options po;
@@ -189,12 +189,12 @@ static void check_shape(int C, int H, int W, int K) {
                g_dir, qcpus[q], dir, res.build.library, res.entry, nx, xs);
             read_floats("y.bin", got, 11);
             if (memcmp(got, host, sizeof got) != 0) {
-                fail_msg("aarch64 (%s, qemu -cpu %s), shape %dx%dx%d K%d: output differs from "
-                         "x86-64's",
-                         cpus[c][0] ? cpus[c] : "baseline", qcpus[q], C, H, W, K);
+                fail_msg("aarch64 (%s, qemu -cpu %s), shape %dx%dx%d K%d u8 %d stride %d: output "
+                         "differs from x86-64's",
+                         cpus[c][0] ? cpus[c] : "baseline", qcpus[q], C, H, W, K, u8, dws);
             }
-            print_message("aarch64 %s on qemu -cpu %s: %dx%dx%d K%d bit-exact\n",
-                          cpus[c][0] ? cpus[c] : "baseline", qcpus[q], C, H, W, K);
+            print_message("aarch64 %s on qemu -cpu %s: %dx%dx%d K%d u8 %d stride %d bit-exact\n",
+                          cpus[c][0] ? cpus[c] : "baseline", qcpus[q], C, H, W, K, u8, dws);
         }
     }
     tether_ir_close(&g);
@@ -209,9 +209,10 @@ static void test_int8_on_aarch64(void **state) {
     snprintf(g_dir, sizeof g_dir, "%s/tests/compiler/quant_aarch64", TETHER_BINARY_DIR);
     sh("rm -rf '%s' && mkdir -p '%s'", g_dir, g_dir);
     build_harness();
-    check_shape(3, 11, 9, 3);
-    check_shape(5, 13, 7, 5);
-    check_shape(3, 9, 40, 3); /* 20 output columns: the depthwise 8-column steps, 100 pixels */
+    check_shape(3, 11, 9, 3, 0, 1);
+    check_shape(5, 13, 7, 5, 0, 1);
+    check_shape(3, 9, 40, 3, 0, 1); /* 20 output columns: the depthwise 8-column steps */
+    check_shape(3, 9, 40, 3, 1, 2); /* uint8 activations, the depthwise at stride 2 */
     sh("rm -rf '%s'", g_dir);
 }
 
