@@ -36,6 +36,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_loss.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qfast.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qneon.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qpatch.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_layers.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_data.c
@@ -67,6 +68,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/tuning_log.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/build.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/libframes.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/build/elf_funcs.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/stack.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/children.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/mcu_link.c

@@ -70,4 +70,22 @@ int tether__lib_lookup(tether__libset *L, const char *name);
  * reaches); 0 on success, -1 out of memory. */
 int tether__lib_compute(tether__libset *L, int id);
 
+/* ---- function symbols of an object (elf_funcs.c) ---- */
+
+/* The STT_FUNC symbols defined in an ELF object: name, section index, value. */
+typedef struct tether__elf_funcs {
+    char **name;
+    uint32_t *sec;
+    uint64_t *value;
+    int n, cap;
+} tether__elf_funcs;
+
+/* Reads path's function symbols (TETHER_OK, or an error for a missing or malformed file). */
+int tether__elf_funcs_read(const char *path, tether__elf_funcs *out);
+void tether__elf_funcs_free(tether__elf_funcs *f);
+
+/* The index of the nth (from 0) other function at the same section and value as `name` (the same
+ * code under another name: gcc's identical code folding), or -1. */
+int tether__elf_funcs_same(const tether__elf_funcs *f, const char *name, int nth);
+
 #endif

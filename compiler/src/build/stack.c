@@ -1,7 +1,9 @@
 /*
  * The static worst-case stack of a generated module: GCC's -fcallgraph-info=su call graphs (.ci
  * files, frames from -fstack-usage) of the module's units, plus the frames of the run-time
- * library functions it calls (libframes.c), summed along the deepest path from the root.
+ * library functions it calls (libframes.c), summed along the deepest path from the root. A
+ * function gcc folded into an identical one (identical code folding) is that one, as the object
+ * beside the .ci file says (elf_funcs.c).
  *
  * What must stay true: the figure is "bounded" only when every path from the root is known (no
  * recursion, no indirect calls, no dynamic frames, no unknown external callees); a library
@@ -218,6 +220,62 @@ static void resolve_aliases(sgraph *g) {
     }
 }
 
+/* gcc's identical code folding: a function that compiles to the same code as another becomes a
+ * local alias of it (same section, same address) and has no node of its own in the .ci file, only
+ * edges to it. The object beside each .ci file (<stem>.o, when it is still there) says which body
+ * it is: its edges go to that body's node, whose frame is the folded function's too. */
+static void resolve_folded(sgraph *g, const char *const *ci_files, int nfiles) {
+    for (int c = 0; c < nfiles; c++) {
+        size_t l = strlen(ci_files[c]);
+        if (l < 4 || strcmp(ci_files[c] + l - 3, ".ci") != 0) {
+            continue;
+        }
+        char obj[1200];
+        snprintf(obj, sizeof obj, "%.*s.o", (int)(l - 3), ci_files[c]);
+        FILE *fp = fopen(obj, "rb");
+        if (!fp) {
+            continue;
+        }
+        fclose(fp);
+        tether__elf_funcs ef;
+        if (tether__elf_funcs_read(obj, &ef) != TETHER_OK) {
+            continue;
+        }
+        for (int i = 0; i < g->nf; i++) {
+            sfn *f = &g->f[i];
+            if (f->known || f->alias || f->lib) {
+                continue;
+            }
+            const char *colon = strrchr(f->title, ':');
+            const char *name = colon ? colon + 1 : f->title;
+            int plen = colon ? (int)(colon + 1 - f->title) : 0;
+            int t = -1;
+            for (int nth = 0, j; t < 0 && (j = tether__elf_funcs_same(&ef, name, nth)) >= 0;
+                 nth++) {
+                char cand[600];
+                snprintf(cand, sizeof cand, "%.*s%s", plen, f->title, ef.name[j]);
+                t = find_fn(g, cand, 0);
+                if (t < 0 || !g->f[t].known) {
+                    t = find_fn(g, ef.name[j], 0);
+                }
+                if (t >= 0 && (!g->f[t].known || t == i)) {
+                    t = -1;
+                }
+            }
+            if (t < 0) {
+                continue;
+            }
+            f->alias = t + 1;
+            for (int k = 0; k < g->ne; k++) {
+                if (g->e[k].to == i) {
+                    g->e[k].to = t;
+                }
+            }
+        }
+        tether__elf_funcs_free(&ef);
+    }
+}
+
 /* leaf_libs, and the libm functions generated code may call (the M rows of ir/formula.def). */
 static int leaf_lib(const char *name) {
     for (int m = 0; m < TETHER__MATH_COUNT; m++) {
@@ -384,6 +442,7 @@ static int stack_analyze(const char *const *ci_files, int nfiles, const char *ro
     }
     if (!rc) {
         resolve_aliases(&g);
+        resolve_folded(&g, ci_files, nfiles);
     }
     libset *L = NULL;
     if (!rc && target) {

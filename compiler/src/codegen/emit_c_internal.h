@@ -223,4 +223,11 @@ int tether__c_qconv_fast(em *e, const tether_ir_node *nd, const kargs *k);
 /* emit_c_reduce.c: a reduction on any type but float32. */
 void tether__c_reduce_typed(em *e, const tether_ir_node *nd, const kargs *k);
 
+/* emit_c_qneon.c: the AArch64 NEON / dot-product int8 kernels. conv and matmul emit
+ * "#if defined(__aarch64__) ...", the kernel and "#else", and return 1 (the caller emits the
+ * other kernels and "#endif"), or emit nothing and return 0; helpers: tgq_n_gemm. */
+int tether__c_qneon_conv(em *e, const tether_ir_node *nd, const kargs *k);
+int tether__c_qneon_matmul(em *e, const tether_ir_node *nd, const kargs *k);
+void tether__c_qneon_helpers(tether__sbuf *out);
+
 #endif /* TETHER_CODEGEN_EMIT_C_INTERNAL_H */

@@ -87,7 +87,7 @@ static void fill_generic(em *e, const qg *q, long long K, long long P) {
          q->W);
     line(e,
          "pt[t < K4 ? ((t & ~3) << 1) + (s << 2) + ((t & 1) << 1) + ((t >> 1) & 1) : K4 + s * "
-         "%lld + t] = v;",
+         "(%lld - K4) + t] = v;",
          K);
     close_block(e);
     close_block(e);

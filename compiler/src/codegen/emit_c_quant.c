@@ -110,6 +110,7 @@ void tether__c_quant_helpers(const em *e, tether__sbuf *out) {
     for (int i = 0; i < e->g->nnodes; i++) {
         if (is_quant(e->g->nodes[i].op)) {
             tether__sbuf_puts(out, quant_helpers);
+            tether__c_qneon_helpers(out); /* emit_c_qneon.c: AArch64 only */
             return;
         }
     }
@@ -161,7 +162,18 @@ static void store(em *e, const tether_ir_node *nd, const kargs *k, const char *y
          idx, yt, k->in[5], row, k->in[5], row, yz, lo, hi);
 }
 
+static void k_qconv_other(em *e, const tether_ir_node *nd, const kargs *k);
+
+/* the AArch64 kernel (emit_c_qneon.c) when it applies, the others in its #else */
 static void k_qconv(em *e, const tether_ir_node *nd, const kargs *k) {
+    const int neon = tether__c_qneon_conv(e, nd, k);
+    k_qconv_other(e, nd, k);
+    if (neon) {
+        line(e, "#endif");
+    }
+}
+
+static void k_qconv_other(em *e, const tether_ir_node *nd, const kargs *k) {
     if (tether__c_qconv_fast(e, nd, k)) { /* emit_c_qfast.c */
         return;
     }
@@ -342,7 +354,11 @@ void tether__c_quant_body(em *e, const tether_ir_node *nd, const kargs *k) {
     if (nd->op == TETHER_OP_QCONV) {
         k_qconv(e, nd, k);
     } else if (nd->op == TETHER_OP_QMATMUL) {
+        const int neon = tether__c_qneon_matmul(e, nd, k); /* emit_c_qneon.c */
         k_qmatmul(e, nd, k);
+        if (neon) {
+            line(e, "#endif");
+        }
     } else {
         k_qdq(e, nd, k);
     }
