@@ -54,6 +54,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_gpu.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_rows.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_typed.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_index.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_splitk.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_qconv.c

@@ -348,11 +348,14 @@ int main(int argc, char **argv) {
         tether__cfg.cl_wg_multiple = lim.wg_multiple;
         tether__cfg.cl_local_mem_size = lim.local_mem_size;
         tether__cfg.cl_compute_units = lim.compute_units;
+        tether__cfg.cl_features = lim.features;
         tetherd_log(&tether__cfg, 1, NULL,
                     "OpenCL images up to %u x %u; work-groups up to %u (multiple %u), %llu bytes "
-                    "of local memory, %u compute units",
+                    "of local memory, %u compute units; cl_khr_fp64 %s, cl_khr_fp16 %s",
                     lim.max_width, lim.max_height, lim.max_work_group_size, lim.wg_multiple,
-                    (unsigned long long)lim.local_mem_size, lim.compute_units);
+                    (unsigned long long)lim.local_mem_size, lim.compute_units,
+                    lim.features & TETHER_RPC_CL_FP64 ? "yes" : "no",
+                    lim.features & TETHER_RPC_CL_FP16 ? "yes" : "no");
     }
 #endif
     if (stdio_mode) {

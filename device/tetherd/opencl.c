@@ -10,6 +10,8 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include "opencl.h"
 
+#include "tether/rpc/proto.h"
+
 #include <CL/cl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +118,33 @@ static uint32_t preferred_multiple(cl_platform_id pl, cl_device_id dev) {
     return m > 0 && m <= UINT32_MAX ? (uint32_t)m : 32;
 }
 
+/* TETHER_RPC_CL_* bits of the device's extension string (whole names only). */
+static uint32_t extension_bits(cl_device_id dev) {
+    uint32_t bits = TETHER_RPC_CL_REPORTED;
+    size_t n = 0;
+    if (clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, 0, NULL, &n) != CL_SUCCESS || n == 0) {
+        return bits;
+    }
+    char *s = malloc(n + 2);
+    if (!s) {
+        return bits;
+    }
+    s[0] = ' ';
+    if (clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, n, s + 1, NULL) == CL_SUCCESS) {
+        s[n] = 0;
+        for (char *c = s; *c; c++) {
+            *c = *c == '\t' || *c == '\n' ? ' ' : *c;
+        }
+        size_t len = strlen(s);
+        s[len] = ' ';
+        s[len + 1] = 0;
+        bits |= strstr(s, " cl_khr_fp64 ") ? TETHER_RPC_CL_FP64 : 0;
+        bits |= strstr(s, " cl_khr_fp16 ") ? TETHER_RPC_CL_FP16 : 0;
+    }
+    free(s);
+    return bits;
+}
+
 static uint32_t clamp32(uint64_t v) {
     return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
@@ -153,6 +182,7 @@ int tetherd_cl_probe(tetherd_cl_limits *out) {
             v.local_mem_size = lmem;
             v.compute_units = cu;
             v.wg_multiple = preferred_multiple(pl, dev);
+            v.features = extension_bits(dev);
         }
         ssize_t wr = write(p[1], &v, sizeof v);
         _exit(wr == (ssize_t)sizeof v ? 0 : 1);

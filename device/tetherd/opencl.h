@@ -28,6 +28,7 @@ typedef struct tetherd_cl_limits {
                                        kernel; 32 when it cannot be had */
     uint64_t local_mem_size;        /* CL_DEVICE_LOCAL_MEM_SIZE, bytes */
     uint32_t compute_units;         /* CL_DEVICE_MAX_COMPUTE_UNITS */
+    uint32_t features; /* TETHER_RPC_CL_* bits from CL_DEVICE_EXTENSIONS (REPORTED always) */
 } tetherd_cl_limits;
 
 /* Probes the first OpenCL device in a short-lived child process (so the daemon itself never

@@ -74,6 +74,7 @@ static int on_hello(void *ctx, const tether_rpc_msg *req, tether_rpc_msg *rep) {
         r->cl_wg_multiple = s->cfg->cl_wg_multiple;
         r->cl_local_mem_size = s->cfg->cl_local_mem_size;
         r->cl_compute_units = s->cfg->cl_compute_units;
+        r->cl_features = s->cfg->cl_features;
     }
     if (s->cfg->npools == 0) {
         r->num_pools = 1;

@@ -57,6 +57,7 @@ typedef struct tetherd_config {
     uint32_t cl_wg_multiple;
     uint64_t cl_local_mem_size;
     uint32_t cl_compute_units;
+    uint32_t cl_features; /* TETHER_RPC_CL_* bits of the device's extensions, for HELLO */
     /* Named memory pools (--pool NAME[:SIZE]), listed in HELLO; ALLOC in a pool not listed is
      * refused. npools 0 = one pool "dram" without its own limit. A pool's capacity (0 = none)
      * bounds the bytes a session holds in it; every allocation also counts to max_alloc. */

@@ -246,6 +246,12 @@ static int print_info(const tether_device_info *d, int json, const char *json_fi
     info_num(&o, "local memory", "bytes", d->opencl && d->cl_local_mem_size,
              (double)d->cl_local_mem_size);
     info_num(&o, "compute units", NULL, d->opencl && d->cl_compute_units, d->cl_compute_units);
+    if (d->opencl && d->cl_fp64) {
+        info_bool(&o, "cl_khr_fp64", d->cl_fp64 > 0);
+    }
+    if (d->opencl && d->cl_fp16) {
+        info_bool(&o, "cl_khr_fp16", d->cl_fp16 > 0);
+    }
     info_num(&o, "ram", "bytes", d->ram_size != 0, (double)d->ram_size);
     info_num(&o, "array heap", "bytes", d->heap_size != 0, (double)d->heap_size);
     info_num(&o, "call stack", "bytes", d->stack_size != 0, (double)d->stack_size);

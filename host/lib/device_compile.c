@@ -92,6 +92,11 @@ int tether_device_compile_resolve(const tether_device_info *d, tether_device_com
             c->opencl.compute_units =
                 (int)(d->cl_compute_units > INT32_MAX ? INT32_MAX : d->cl_compute_units);
         }
+        /* float64 kernels only where the device reports cl_khr_fp64 (unless the caller set
+         * it): without it a float64 tensor is refused at compile time, naming the tensor */
+        if (!c->opencl.fp64) {
+            c->opencl.fp64 = d->cl_fp64;
+        }
         o->resolved = 1;
         return 0;
     }

@@ -409,6 +409,12 @@ static int hello(tether_session *s) {
     d->cl_wg_multiple = h->cl_wg_multiple;
     d->cl_local_mem_size = h->cl_local_mem_size;
     d->cl_compute_units = h->cl_compute_units;
+    if (h->cl_features & TETHER_RPC_CL_REPORTED) {
+        d->cl_fp64 = h->cl_features & TETHER_RPC_CL_FP64 ? 1 : -1;
+        d->cl_fp16 = h->cl_features & TETHER_RPC_CL_FP16 ? 1 : -1;
+    } else {
+        d->cl_fp64 = d->cl_fp16 = 0;
+    }
     uint32_t mf = h->max_frame < s->t.max_frame ? h->max_frame : s->t.max_frame;
     s->chunk = tether_rpc_chunk_max(mf);
     if (s->chunk == 0) {

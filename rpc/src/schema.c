@@ -17,7 +17,7 @@ static int body_fields(uint32_t type) {
     bool reply = (type & TETHER_RPC_REPLY) && type != TETHER_RPC_ERROR;
     switch (type & ~TETHER_RPC_REPLY) {
     case TETHER_RPC_HELLO:
-        return reply ? 31 : 4;
+        return reply ? 32 : 4;
     case TETHER_RPC_AUTH:
         return reply ? 0 : 1;
     case TETHER_RPC_UPLOAD:
@@ -257,6 +257,7 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
         E_U(h->cl_wg_multiple);
         E_U(h->cl_local_mem_size);
         E_U(h->cl_compute_units);
+        E_U(h->cl_features);
         break;
     }
     case TETHER_RPC_AUTH:
@@ -811,6 +812,9 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
         }
         if (present > 30) {
             h->cl_compute_units = (uint32_t)d_uint(d, "cl_compute_units", UINT32_MAX);
+        }
+        if (present > 31) {
+            h->cl_features = (uint32_t)d_uint(d, "cl_features", UINT32_MAX);
         }
         break;
     }

@@ -1,8 +1,9 @@
 /*
  * Compile for a device (tether/device_compile.h) on made-up HELLOs, no device: the choices the
  * host library takes from a device (an MCU board's core, a hosted device's target and CPU, pool
- * sizes for "--pool NAME", OpenCL image limits), what the caller gave kept, and the errors for a
- * pool the device lacks, a CPU the compiler has no target for and a board without firmware.
+ * sizes for "--pool NAME", OpenCL image limits and cl_khr_fp64), what the caller gave kept, and the
+ * errors for a pool the device lacks, a CPU the compiler has no target for and a board without
+ * firmware.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -129,6 +130,30 @@ static void test_opencl_image_limits(void **state) {
     assert_int_equal(o.compile.opencl.image_max_width, 100);
 }
 
+/* cl_khr_fp64 from HELLO: a device lacking it makes float64 tensors a compile-time refusal
+ * (fp64 -1), one having it 1, one not reporting it leaves 0; what the caller set stays. */
+static void test_opencl_fp64_from_hello(void **state) {
+    (void)state;
+    const int reported[3] = {-1, 1, 0};
+    for (int i = 0; i < 3; i++) {
+        tether_device_compile_options o;
+        tether_device_compile_options_init(&o);
+        o.compile.backend = TETHER_BACKEND_OPENCL;
+        tether_device_info h = hosted();
+        h.cl_fp64 = reported[i];
+        assert_int_equal(tether_device_compile_resolve(&h, &o), 0);
+        assert_int_equal(o.compile.opencl.fp64, reported[i]);
+    }
+    tether_device_compile_options o;
+    tether_device_compile_options_init(&o);
+    o.compile.backend = TETHER_BACKEND_OPENCL;
+    o.compile.opencl.fp64 = 1;
+    tether_device_info h = hosted();
+    h.cl_fp64 = -1;
+    assert_int_equal(tether_device_compile_resolve(&h, &o), 0);
+    assert_int_equal(o.compile.opencl.fp64, 1);
+}
+
 static void test_board_without_firmware(void **state) {
     (void)state;
     tether_device_compile_options o;
@@ -154,6 +179,7 @@ int main(void) {
         cmocka_unit_test(test_target_from_hello),
         cmocka_unit_test(test_pools_from_hello),
         cmocka_unit_test(test_opencl_image_limits),
+        cmocka_unit_test(test_opencl_fp64_from_hello),
         cmocka_unit_test(test_board_without_firmware),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /*
  * The OpenCL device's work limits from HELLO to the kernels (label opencl, PoCL): a tetherd on
  * 127.0.0.1 reports max work-group size, local memory and compute units equal to what this test
- * queries from OpenCL itself (the first device with image support, as tetherd picks), and a
+ * queries from OpenCL itself (the first device with image support, as tetherd picks), its
+ * cl_khr_fp64 and cl_khr_fp16 as its extension string names them, and a
  * preferred multiple equal to a trivial kernel's; `tether compile --backend opencl --device` on
  * it sizes the kernels by them (the .cl header, the report and report.json say so), and without
  * a device the report says the defaults.
@@ -26,6 +27,7 @@ typedef struct limits {
     size_t wg, multiple;
     cl_ulong lmem;
     cl_uint cu;
+    int fp64, fp16; /* 1 the extension string names it, -1 it does not */
 } limits;
 
 /* What clinfo would say of the first device with image support; 0 when there is none. */
@@ -50,6 +52,13 @@ static int query(limits *l) {
         clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof l->wg, &l->wg, NULL);
         clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof l->lmem, &l->lmem, NULL);
         clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof l->cu, &l->cu, NULL);
+        static char ext[1 << 16];
+        ext[0] = ' ';
+        size_t el = 0;
+        clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, sizeof ext - 2, ext + 1, &el);
+        snprintf(ext + strlen(ext), 2, " ");
+        l->fp64 = strstr(ext, " cl_khr_fp64 ") ? 1 : -1;
+        l->fp16 = strstr(ext, " cl_khr_fp16 ") ? 1 : -1;
         cl_int err;
         cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
         const char *src = "__kernel void k(__global float *a) { a[get_global_id(0)] = 1.0f; }";
@@ -109,6 +118,8 @@ static void test_limits(void **state) {
     assert_int_equal(info->cl_wg_multiple, l.multiple);
     assert_int_equal(info->cl_local_mem_size, l.lmem);
     assert_int_equal(info->cl_compute_units, l.cu);
+    assert_int_equal(info->cl_fp64, l.fp64); /* the device's extensions, reported */
+    assert_int_equal(info->cl_fp16, l.fp16);
     assert_true(l.wg > 0 && l.multiple > 0 && l.lmem > 0 && l.cu > 0);
     tether_session_close(s);
 

@@ -250,6 +250,7 @@ static void test_decode_noncanonical(void **state) {
         assert_int_equal(m.u.hello_rep.cl_wg_multiple, 0);
         assert_int_equal(m.u.hello_rep.cl_local_mem_size, 0);
         assert_int_equal(m.u.hello_rep.cl_compute_units, 0);
+        assert_int_equal(m.u.hello_rep.cl_features, 0);
     }
     /* sequence replies of a device from before the wall clock: wall_ns / wall_seconds read 0 */
     n = hex_decode("945114cd0bb892cd03e8cd07d0", expect, sizeof expect);

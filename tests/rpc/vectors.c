@@ -57,6 +57,7 @@ static void hello_rep(tether_rpc_msg *m) {
     h->cl_wg_multiple = 32;
     h->cl_local_mem_size = 65536;
     h->cl_compute_units = 132;
+    h->cl_features = TETHER_RPC_CL_REPORTED | TETHER_RPC_CL_FP64;
 }
 static void auth_req(tether_rpc_msg *m) {
     m->type = TETHER_RPC_AUTH;
@@ -487,7 +488,7 @@ int rpc_msg_equal(const tether_rpc_msg *a, const tether_rpc_msg *b) {
                x->cl_max_work_group_size == y->cl_max_work_group_size &&
                x->cl_wg_multiple == y->cl_wg_multiple &&
                x->cl_local_mem_size == y->cl_local_mem_size &&
-               x->cl_compute_units == y->cl_compute_units;
+               x->cl_compute_units == y->cl_compute_units && x->cl_features == y->cl_features;
     }
     case TETHER_RPC_AUTH:
         return bytes_equal(a->u.auth_req.mac, b->u.auth_req.mac);

@@ -649,6 +649,9 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     if (e->tex[n->outputs[0]] >= 0 && n->op != TETHER_OP_CONV2D) {
         total /= 4; /* elementwise on texels */
     }
+    if (tether__ocl_index_owns(e->g, n)) {
+        total = tether__ocl_index_items(e, n); /* emit_opencl_index.c */
+    }
     switch (n->op) {
     case TETHER_OP_CONV2D:
         if (tex || pk) {

@@ -390,5 +390,19 @@ int tether__ocl_typed_check(const tether_ir_graph *g, const tether_opencl_option
 int tether__ocl_typed_owns(const tether_ir_graph *g, const tether_ir_node *n);
 void tether__ocl_typed_body(ocl *e, const tether_ir_node *n);
 void tether__ocl_typed_prelude(const tether_ir_graph *g, tether__sbuf *src);
+/* emit_opencl_typed.c's element helpers: the type an element of t computes in; the value of
+ * ptr[idx] in it (into out); `ptr[idx] = v;` with v of compute type `from` converted to t. */
+const char *tether__ocl_compute_type(DLDataType t);
+void tether__ocl_load(DLDataType t, const char *ptr, const char *idx, char *out, size_t n);
+void tether__ocl_store(ocl *e, DLDataType from, DLDataType t, const char *ptr, const char *idx,
+                       const char *v);
+/* Indexing, scan and loss kernels on any element type (emit_opencl_index.c): whether node n gets
+ * one (the typed kernels' dispatch asks it for the operators it does not own itself), the
+ * work-items its kernel launches (one per row, per output, or 1 where the order of updates
+ * matters), its body, and what it needs ahead of the kernels. */
+int tether__ocl_index_owns(const tether_ir_graph *g, const tether_ir_node *n);
+int64_t tether__ocl_index_items(const ocl *e, const tether_ir_node *n);
+void tether__ocl_index_body(ocl *e, const tether_ir_node *n);
+void tether__ocl_index_prelude(const tether_ir_graph *g, tether__sbuf *src);
 
 #endif

@@ -140,7 +140,7 @@ int tether__ocl_typed_owns(const tether_ir_graph *g, const tether_ir_node *n) {
     case TETHER_OP_PAD:
         return touches_typed(g, n);
     default:
-        return 0;
+        return tether__ocl_index_owns(g, n);
     }
 }
 
@@ -234,6 +234,7 @@ void tether__ocl_typed_prelude(const tether_ir_graph *g, tether__sbuf *src) {
             sat_helpers(src, ints[i], fp64);
         }
     }
+    tether__ocl_index_prelude(g, src);
 }
 
 /* ---- kernels -------------------------------------------------------------------------------- */
@@ -477,7 +478,25 @@ static void k_slice_tile(ocl *e, const tether_ir_node *n) {
     line(e, "y[f] = in0[%s];", ex);
 }
 
+/* The helpers above, for the kernels of emit_opencl_index.c. */
+const char *tether__ocl_compute_type(DLDataType t) {
+    return compute_type(t);
+}
+
+void tether__ocl_load(DLDataType t, const char *ptr, const char *idx, char *out, size_t n) {
+    load(t, ptr, idx, out, n);
+}
+
+void tether__ocl_store(ocl *e, DLDataType from, DLDataType t, const char *ptr, const char *idx,
+                       const char *v) {
+    store(e, from, t, ptr, idx, v);
+}
+
 void tether__ocl_typed_body(ocl *e, const tether_ir_node *n) {
+    if (tether__ocl_index_owns(e->g, n)) {
+        tether__ocl_index_body(e, n);
+        return;
+    }
     switch ((int)n->op) {
     case TETHER_OP_WHERE:
         k_where(e, n);

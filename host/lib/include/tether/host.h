@@ -105,6 +105,10 @@ typedef struct tether_device_info {
     uint32_t cl_wg_multiple;         /* preferred work-group size multiple */
     uint64_t cl_local_mem_size;      /* CL_DEVICE_LOCAL_MEM_SIZE, bytes */
     uint32_t cl_compute_units;       /* CL_DEVICE_MAX_COMPUTE_UNITS */
+    /* Its extensions: 1 it has it, -1 it lacks it, 0 not reported. A float64 model compiled
+     * for a device lacking cl_khr_fp64 is refused at compile time, naming the tensor. */
+    int cl_fp64; /* cl_khr_fp64 */
+    int cl_fp16; /* cl_khr_fp16 */
 } tether_device_info;
 
 typedef struct tether_remote_func {

@@ -164,7 +164,14 @@ typedef struct tether_rpc_hello_rep {
     uint32_t cl_wg_multiple;         /* CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE */
     uint64_t cl_local_mem_size;      /* CL_DEVICE_LOCAL_MEM_SIZE, bytes */
     uint32_t cl_compute_units;       /* CL_DEVICE_MAX_COMPUTE_UNITS */
+    /* The OpenCL device's extensions the compiler must know of: TETHER_RPC_CL_* bits (0 = no
+     * OpenCL / not reported; TETHER_RPC_CL_REPORTED set when the others are meaningful). */
+    uint32_t cl_features;
 } tether_rpc_hello_rep;
+
+#define TETHER_RPC_CL_REPORTED 1u /* cl_features holds the device's extensions */
+#define TETHER_RPC_CL_FP64     2u /* cl_khr_fp64 (float64 kernels) */
+#define TETHER_RPC_CL_FP16     4u /* cl_khr_fp16 (half arithmetic) */
 
 typedef struct tether_rpc_auth_req {
     tether_rpc_bytes mac; /* HMAC-SHA256(key = token, nonce || "tether-auth-v1") */
