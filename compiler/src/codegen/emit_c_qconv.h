@@ -31,4 +31,10 @@ void tether__c_qstore(em *e, const qg *q, const char *dst, const char *acc, cons
 int tether__c_qconv_patch(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 int tether__c_qconv_dwpad(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 
+/* emit_c_qx86.c: whether the AVX2 kernels take nd (constant int8 weights; one group, or a
+ * depthwise layer with 16-pixel interior tiles), and the kernel (emitted inside
+ * `#if defined(__AVX2__)` by tether__c_qconv_fast, the portable kernel in the #else). */
+int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q);
+void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
+
 #endif /* TETHER_CODEGEN_EMIT_C_QCONV_H */

@@ -1,0 +1,388 @@
+/*
+ * The C emitter's x86-64 qconv kernels (docs/quantization.md, "Kernels"): AVX2 code emitted
+ * inside `#if defined(__AVX2__)` (the target's -march: x86-64-v3 and up, from the device's HELLO
+ * `cpu`), the portable kernels of emit_c_qfast.c / emit_c_qpatch.c in the `#else`. For 8-bit
+ * inputs, constant int8 weights with weight zero point 0 and a requantized 8-bit output:
+ *   - one group (pointwise and any window): tiles of 16 output pixels packed as int16 pairs of
+ *     reduction taps (channel, kh, kw), padding filled with the input zero point; blocks of 4
+ *     output channels x 16 pixels in 8 accumulators, VPMADDWD on the int16 pairs (exact: two
+ *     products of 8-bit values summed in int32), weights packed at compile time as int16 pairs
+ *     per block of 4 output channels (zero beyond O); pointwise layers pack with vector loads;
+ *   - depthwise (stride 1 or 2, up to 49 taps): 16 output pixels of a row a step, taps in pairs
+ *     interleaved into VPMADDWD; rows and columns whose window crosses the padding use the
+ *     bounded scalar loop.
+ * With AVX-512 VNNI (__AVX512VNNI__ and __AVX512VL__: -mavx512vnni) the multiply-add pairs are
+ * VPDPWSSD, the same sums in one instruction. The input zero point is folded into the bias
+ * (bias - x_zp * sum(w), the sums a compile-time table): padding holds x_zp, so its products
+ * cancel. Requantization is tgq_requant/tgq_rqs per element (scalar, integers only).
+ *
+ * What must stay true: every path's int32 accumulator equals emit_c_quant.c's portable loop
+ * (int32 wrap-around in the vector sums gives the exact value whenever the true sum fits int32,
+ * as the portable loop assumes), so outputs equal the portable kernels' byte for byte
+ * (test_quant_x86 compares both builds); no float arithmetic; no read outside the input tensor.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit_c_qconv.h"
+#include "tether/crt/dtype.h"
+
+#define TILE 16 /* output pixels per tile */
+
+static void param(const em *e, const tether_ir_node *nd, const kargs *k, int i, const char *c,
+                  char *out, size_t n) {
+    if (i >= nd->ninputs || nd->inputs[i] < 0) {
+        snprintf(out, n, "0");
+        return;
+    }
+    snprintf(out, n, "(int32_t)%s[%s]", k->in[i],
+             tether_ir_tensor_elements(T(e, nd->inputs[i])) == 1 ? "0" : c);
+}
+
+/* A static const int32_t table of n values, 12 a line. */
+static void table(em *e, const char *name, const int32_t *v, long long n) {
+    line(e, "static const int32_t %s[%lld] = {", name, n);
+    e->depth++;
+    char buf[256];
+    size_t len = 0;
+    for (long long i = 0; i < n; i++) {
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%ld,", len ? " " : "", (long)v[i]);
+        if ((i + 1) % 12 == 0 || i + 1 == n) {
+            line(e, "%s", buf);
+            len = 0;
+        }
+    }
+    e->depth--;
+    line(e, "};");
+}
+
+static int32_t pair(int8_t a, int8_t b) {
+    return (int32_t)((uint32_t)(uint16_t)(int16_t)a | ((uint32_t)(uint16_t)(int16_t)b << 16));
+}
+
+/* The multiply-add of int16 pairs: acc + madd(x, w). */
+static void madd_macro(em *e) {
+    line(e, "#if defined(__AVX512VNNI__) && defined(__AVX512VL__)");
+    line(e, "#define TGQ_DP(acc, x, w) _mm256_dpwssd_epi32((acc), (x), (w))");
+    line(e, "#else");
+    line(e, "#define TGQ_DP(acc, x, w) _mm256_add_epi32((acc), _mm256_madd_epi16((x), (w)))");
+    line(e, "#endif");
+}
+
+static void prologue(em *e, const tether_ir_node *nd, const kargs *k) {
+    char xz[96], yz[96];
+    if (nd->ninputs > 4 && nd->inputs[4] >= 0) {
+        line(e, "(void)%s; /* the weight zero point: 0 */", k->in[4]);
+    }
+    param(e, nd, k, 3, "0", xz, sizeof xz);
+    param(e, nd, k, 6, "0", yz, sizeof yz);
+    line(e, "const int32_t xz = %s, yz = %s;", xz, yz);
+}
+
+static void chan_rq(em *e, const kargs *k, const qg *q, const char *c) {
+    if (q->per_ch) {
+        line(e, "const int32_t m = %s[2 * (%s)], s = %s[2 * (%s) + 1];", k->in[5], c, k->in[5], c);
+    } else {
+        line(e, "const int32_t m = %s[0], s = %s[1];", k->in[5], k->in[5]);
+    }
+}
+
+/* 16 bytes of 8-bit input at p widened to int16 */
+static const char *widen(const qg *q) {
+    return strcmp(q->xt, "int8_t") == 0 ? "_mm256_cvtepi8_epi16" : "_mm256_cvtepu8_epi16";
+}
+
+/* one group: packed tiles x blocks of 4 output channels */
+static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
+    const int8_t *w = T(e, nd->inputs[1])->data;
+    long long K = q->C * q->KH * q->KW, K2 = (K + 1) / 2, OB = (q->O + 3) / 4;
+    long long P = q->OH * q->OW, HW = q->H * q->W;
+    int pw = q->KH == 1 && q->KW == 1 && q->SH == 1 && q->SW == 1 && q->PT == 0 && q->PL == 0 &&
+             q->OH == q->H && q->OW == q->W;
+    int32_t *wp = calloc((size_t)(OB * K2 * 4), sizeof(int32_t));
+    int32_t *ws = calloc((size_t)q->O, sizeof(int32_t));
+    if (!wp || !ws) {
+        free(wp);
+        free(ws);
+        e->s.failed = 1;
+        return;
+    }
+    for (long long oc = 0; oc < q->O; oc++) {
+        for (long long kp = 0; kp < K2; kp++) {
+            int8_t a = w[oc * K + 2 * kp], b = 2 * kp + 1 < K ? w[oc * K + 2 * kp + 1] : 0;
+            wp[((oc / 4) * K2 + kp) * 4 + oc % 4] = pair(a, b);
+        }
+        for (long long i = 0; i < K; i++) {
+            ws[oc] += w[oc * K + i];
+        }
+    }
+    table(e, "wp", wp, OB * K2 * 4);
+    table(e, "ws", ws, q->O);
+    free(wp);
+    free(ws);
+    madd_macro(e);
+    prologue(e, nd, k);
+    line(e, "(void)%s; /* packed above (wp) */", k->in[1]);
+    line(e, "int16_t ps[%lld]; /* the tile: tap pairs x 16 pixels, int16 pairs */", K2 * 32);
+    line(e, "int32_t acc[4][%d];", TILE);
+    loop(e, "n", q->N);
+    line(e, "const %s *restrict xn = %s + n * %lld;", q->xt, k->in[0], q->C * HW);
+    line(e, "%s *restrict yn = %s + n * %lld;", q->yt, k->out, q->O * P);
+    line(e, "for (int p0 = 0; p0 < %lld; p0 += %d) {", P, TILE);
+    e->depth++;
+    if (pw) {
+        line(e, "if (p0 + %d <= %lld) {", TILE, P);
+        e->depth++;
+        line(e, "for (int kp = 0; kp < %lld; ++kp) {", K2);
+        e->depth++;
+        line(e,
+             "const __m256i v0 = %s(_mm_loadu_si128((const __m128i *)(xn + 2 * kp * %lld + "
+             "p0)));",
+             widen(q), HW);
+        line(e,
+             "const __m256i v1 = 2 * kp + 1 < %lld ? %s(_mm_loadu_si128((const __m128i *)(xn "
+             "+ (2 * kp + 1) * %lld + p0))) : _mm256_setzero_si256();",
+             K, widen(q), HW);
+        line(e, "const __m256i lo = _mm256_unpacklo_epi16(v0, v1), hi = "
+                "_mm256_unpackhi_epi16(v0, v1);");
+        line(e, "_mm256_storeu_si256((__m256i *)(ps + kp * 32), _mm256_permute2x128_si256(lo, hi, "
+                "0x20));");
+        line(e, "_mm256_storeu_si256((__m256i *)(ps + kp * 32 + 16), _mm256_permute2x128_si256(lo, "
+                "hi, 0x31));");
+        close_block(e);
+        e->depth--;
+        line(e, "} else {");
+        e->depth++;
+    }
+    /* the scalar pack: pixel i of the tile, tap t at ps[((t / 2) * 16 + i) * 2 + t % 2] */
+    line(e, "for (int i = 0; i < %d; ++i) {", TILE);
+    e->depth++;
+    line(e, "const int p = p0 + i, ok = p < %lld;", P);
+    line(e, "const int ih0 = (p / %lld) * %lld - %lld, iw0 = (p %% %lld) * %lld - %lld;", q->OW,
+         q->SH, q->PT, q->OW, q->SW, q->PL);
+    line(e, "int t = 0;");
+    line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
+    line(e, "    for (int kh = 0; kh < %lld; ++kh) {", q->KH);
+    line(e, "        const int ih = ih0 + kh * %lld;", q->DH);
+    line(e, "        for (int kw = 0; kw < %lld; ++kw, ++t) {", q->KW);
+    line(e, "            const int iw = iw0 + kw * %lld;", q->DW);
+    line(e,
+         "            ps[((t >> 1) * %d + i) * 2 + (t & 1)] = (int16_t)(ok && ih >= 0 && ih < "
+         "%lld && iw >= 0 && iw < %lld ? (int32_t)xn[(c * %lld + ih) * %lld + iw] : xz);",
+         TILE, q->H, q->W, q->H, q->W);
+    line(e, "        }");
+    line(e, "    }");
+    line(e, "}");
+    if (K % 2) {
+        line(e, "ps[((t >> 1) * %d + i) * 2 + 1] = 0;", TILE);
+    }
+    close_block(e);
+    if (pw) {
+        close_block(e);
+    }
+    line(e, "for (int ob = 0; ob < %lld; ++ob) {", OB);
+    e->depth++;
+    line(e, "const int32_t *restrict wb = wp + ob * %lld;", K2 * 4);
+    for (int j = 0; j < 4; j++) {
+        line(e, "const int o%d = ob * 4 + %d < %lld ? ob * 4 + %d : %lld;", j, j, q->O, j,
+             q->O - 1);
+        char b[96], c[16];
+        snprintf(c, sizeof c, "o%d", j);
+        param(e, nd, k, 2, c, b, sizeof b);
+        line(e, "__m256i a%d0 = _mm256_set1_epi32(%s - xz * ws[o%d]), a%d1 = a%d0;", j, b, j, j, j);
+    }
+    line(e, "for (int kp = 0; kp < %lld; ++kp) {", K2);
+    e->depth++;
+    line(e, "const __m256i x0 = _mm256_loadu_si256((const __m256i *)(ps + kp * 32));");
+    line(e, "const __m256i x1 = _mm256_loadu_si256((const __m256i *)(ps + kp * 32 + 16));");
+    for (int j = 0; j < 4; j++) {
+        line(e, "{");
+        line(e, "    const __m256i wv = _mm256_set1_epi32(wb[kp * 4 + %d]);", j);
+        line(e, "    a%d0 = TGQ_DP(a%d0, x0, wv);", j, j);
+        line(e, "    a%d1 = TGQ_DP(a%d1, x1, wv);", j, j);
+        line(e, "}");
+    }
+    close_block(e);
+    for (int j = 0; j < 4; j++) {
+        line(e, "_mm256_storeu_si256((__m256i *)acc[%d], a%d0);", j, j);
+        line(e, "_mm256_storeu_si256((__m256i *)(acc[%d] + 8), a%d1);", j, j);
+    }
+    line(e, "for (int j = 0; j < 4 && ob * 4 + j < %lld; ++j) {", q->O);
+    e->depth++;
+    line(e, "const int oc = ob * 4 + j;");
+    chan_rq(e, k, q, "oc");
+    line(e, "%s *restrict yo = yn + oc * %lld + p0;", q->yt, P);
+    line(e, "for (int i = 0; i < %d && p0 + i < %lld; ++i) {", TILE, P);
+    e->depth++;
+    tether__c_qstore(e, q, "yo[i]", "acc[j][i]", "m", "s");
+    close_block(e);
+    close_block(e);
+    close_block(e);
+    close_block(e);
+    close_block(e);
+    line(e, "#undef TGQ_DP");
+}
+
+/* depthwise: the window interior start columns owa..owz (tile starts), 0 when none */
+static int dw_range(const qg *q, long long *owa, long long *ove) {
+    if (q->SW > 2 || q->KH * q->KW > 49) {
+        return 0;
+    }
+    long long a = (q->PL + q->SW - 1) / q->SW;
+    long long last = q->W - 1 - (q->KW - 1) * q->DW - (q->SW == 1 ? 15 : 31) + q->PL;
+    if (last < 0) {
+        return 0;
+    }
+    long long z = last / q->SW;
+    long long e = z + TILE < q->OW ? z + TILE : q->OW;
+    if (e - a < TILE) {
+        return 0;
+    }
+    *owa = a;
+    *ove = e;
+    return 1;
+}
+
+static void dw_border(em *e, const qg *q, const char *ow_from, const char *ow_to) {
+    line(e, "for (int ow = %s; ow < %s; ++ow) {", ow_from, ow_to);
+    e->depth++;
+    line(e, "const int iw0 = ow * %lld - %lld;", q->SW, q->PL);
+    line(e, "int32_t a = r;");
+    line(e, "for (int kh = 0; kh < %lld; ++kh) {", q->KH);
+    line(e, "    const int ih = ih0 + kh * %lld;", q->DH);
+    line(e, "    for (int kw = 0; kw < %lld; ++kw) {", q->KW);
+    line(e, "        const int iw = iw0 + kw * %lld;", q->DW);
+    line(e, "        if (ih >= 0 && ih < %lld && iw >= 0 && iw < %lld) {", q->H, q->W);
+    line(e, "            a += ((int32_t)xc[ih * %lld + iw] - xz) * (int32_t)wc[kh * %lld + kw];",
+         q->W, q->KW);
+    line(e, "        }");
+    line(e, "    }");
+    line(e, "}");
+    tether__c_qstore(e, q, "yo[oh * OWC + ow]", "a", "m", "s");
+    close_block(e);
+}
+
+static void depthwise(em *e, const tether_ir_node *nd, const kargs *k, const qg *q, long long owa,
+                      long long ove) {
+    const int8_t *w = T(e, nd->inputs[1])->data;
+    long long K = q->KH * q->KW, NP = (K + 1) / 2;
+    int32_t *wq = calloc((size_t)(q->C * NP), sizeof(int32_t));
+    int32_t *ws = calloc((size_t)q->C, sizeof(int32_t));
+    if (!wq || !ws) {
+        free(wq);
+        free(ws);
+        e->s.failed = 1;
+        return;
+    }
+    for (long long c = 0; c < q->C; c++) {
+        for (long long t = 0; t < K; t += 2) {
+            wq[c * NP + t / 2] = pair(w[c * K + t], t + 1 < K ? w[c * K + t + 1] : 0);
+        }
+        for (long long t = 0; t < K; t++) {
+            ws[c] += w[c * K + t];
+        }
+    }
+    table(e, "wq", wq, q->C * NP);
+    table(e, "ws", ws, q->C);
+    free(wq);
+    free(ws);
+    madd_macro(e);
+    prologue(e, nd, k);
+    line(e, "enum { OWC = %lld };", q->OW);
+    if (q->SW == 2) {
+        line(e, "const __m256i even = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, "
+                "-1, -1, -1, -1, 0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1);");
+    }
+    line(e, "int32_t acc[%d];", TILE);
+    loop(e, "n", q->N);
+    line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
+    e->depth++;
+    char b[96];
+    param(e, nd, k, 2, "c", b, sizeof b);
+    line(e, "const int32_t r = %s, bf = r - xz * ws[c];", b);
+    chan_rq(e, k, q, "c");
+    line(e, "const %s *restrict xc = %s + (n * %lld + c) * %lld;", q->xt, k->in[0], q->C,
+         q->H * q->W);
+    line(e, "const %s *restrict wc = %s + c * %lld;", q->wt, k->in[1], K);
+    line(e, "const int32_t *restrict wv = wq + c * %lld;", NP);
+    line(e, "%s *restrict yo = %s + (n * %lld + c) * %lld;", q->yt, k->out, q->O, q->OH * q->OW);
+    line(e, "for (int oh = 0; oh < %lld; ++oh) {", q->OH);
+    e->depth++;
+    line(e, "const int ih0 = oh * %lld - %lld;", q->SH, q->PT);
+    line(e, "if (ih0 < 0 || ih0 + %lld >= %lld) {", (q->KH - 1) * q->DH, q->H);
+    e->depth++;
+    char to[32], from[32];
+    snprintf(to, sizeof to, "%lld", q->OW);
+    dw_border(e, q, "0", to);
+    line(e, "continue;");
+    close_block(e);
+    snprintf(to, sizeof to, "%lld", owa);
+    dw_border(e, q, "0", to);
+    line(e, "for (int ot = %lld; ot < %lld; ot += %d) {", owa, ove, TILE);
+    e->depth++;
+    line(e, "const int o0 = ot + %d > %lld ? %lld : ot;", TILE, ove, ove - TILE);
+    line(e, "const %s *restrict xr = xc + ih0 * %lld + o0 * %lld - %lld;", q->xt, q->W, q->SW,
+         q->PL);
+    line(e, "__m256i al = _mm256_set1_epi32(bf), ah = al;");
+    for (long long t = 0; t < K; t += 2) {
+        line(e, "{");
+        e->depth++;
+        for (long long u = t; u < t + 2; u++) {
+            long long tt = u < K ? u : t; /* an odd last tap pairs with itself, weight 0 */
+            long long off = (tt / q->KW) * q->DH * q->W + (tt % q->KW) * q->DW;
+            if (q->SW == 1) {
+                line(e, "const __m256i x%lld = %s(_mm_loadu_si128((const __m128i *)(xr + %lld)));",
+                     u - t, widen(q), off);
+            } else {
+                line(e,
+                     "const __m256i x%lld = %s(_mm256_castsi256_si128(_mm256_permute4x64_epi64("
+                     "_mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(xr + %lld)), "
+                     "even), 0x08)));",
+                     u - t, widen(q), off);
+            }
+        }
+        line(e, "const __m256i wp = _mm256_set1_epi32(wv[%lld]);", t / 2);
+        line(e, "al = TGQ_DP(al, _mm256_unpacklo_epi16(x0, x1), wp);");
+        line(e, "ah = TGQ_DP(ah, _mm256_unpackhi_epi16(x0, x1), wp);");
+        close_block(e);
+    }
+    /* al: pixels 0-3, 8-11; ah: 4-7, 12-15 */
+    line(e, "_mm256_storeu_si256((__m256i *)acc, _mm256_permute2x128_si256(al, ah, 0x20));");
+    line(e, "_mm256_storeu_si256((__m256i *)(acc + 8), _mm256_permute2x128_si256(al, ah, 0x31));");
+    line(e, "for (int i = 0; i < %d; ++i) {", TILE);
+    e->depth++;
+    tether__c_qstore(e, q, "yo[oh * OWC + o0 + i]", "acc[i]", "m", "s");
+    close_block(e);
+    close_block(e);
+    snprintf(from, sizeof from, "%lld", ove);
+    snprintf(to, sizeof to, "%lld", q->OW);
+    dw_border(e, q, from, to);
+    close_block(e);
+    close_block(e);
+    close_block(e);
+    line(e, "#undef TGQ_DP");
+}
+
+int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
+    const tether_ir_tensor *w = T(e, nd->inputs[1]);
+    if (w->kind != TETHER_TENSOR_CONSTANT || !w->data || w->dtype.code != kDLInt ||
+        w->dtype.bits != 8) {
+        return 0;
+    }
+    long long a, z;
+    if (q->G == q->C && q->O == q->C) {
+        return dw_range(q, &a, &z);
+    }
+    /* the tile's pack: taps x 16 pixels of int16 on the stack (<= 64 KiB) */
+    return q->G == 1 && q->C * q->KH * q->KW <= 2048;
+}
+
+void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
+    long long a, z;
+    if (q->G == 1) {
+        gemm_tiles(e, nd, k, q);
+    } else if (dw_range(q, &a, &z)) {
+        depthwise(e, nd, k, q, a, z);
+    }
+}
