@@ -88,6 +88,37 @@ static void chan_rq(em *e, const kargs *k, const qg *q, const char *c) {
     }
 }
 
+/* Whether the requantization vectorises (tgq_rq8): constant, every shift in -31..30 (n = 31 -
+ * shift in 1..62), an 8-bit output. */
+static int rq_vec(const em *e, const tether_ir_node *nd, const qg *q) {
+    const tether_ir_tensor *rq = T(e, nd->inputs[5]);
+    if (rq->kind != TETHER_TENSOR_CONSTANT || !rq->data ||
+        (strcmp(q->yt, "int8_t") != 0 && strcmp(q->yt, "uint8_t") != 0)) {
+        return 0;
+    }
+    for (size_t i = 1; i < tether_ir_tensor_elements(rq); i += 2) {
+        const int32_t sh = ((const int32_t *)rq->data)[i];
+        if (sh < -31 || sh > 30) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The vector clamp and zero point of tgq_rq8 (after prologue's yz). */
+static void rq_consts(em *e, const qg *q) {
+    line(e,
+         "const __m256i vlo = _mm256_set1_epi64x(%lldLL - yz), vhi = _mm256_set1_epi64x(%lldLL - "
+         "yz), vzp = _mm256_set1_epi32(yz);",
+         q->lo, q->hi);
+}
+
+/* 8 requantized outputs of one channel (m, s in scope) from the vector v into dst */
+static void rq_store8(em *e, const qg *q, const char *dst, const char *v) {
+    line(e, "tgq_st8%s(%s, tgq_rq8(%s, mv, nv, nv, vlo, vhi, vzp));",
+         strcmp(q->yt, "int8_t") == 0 ? "s" : "u", dst, v);
+}
+
 /* 16 bytes of 8-bit input at p widened to int16 */
 static const char *widen(const qg *q) {
     return strcmp(q->xt, "int8_t") == 0 ? "_mm256_cvtepi8_epi16" : "_mm256_cvtepu8_epi16";
@@ -124,6 +155,9 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
     madd_macro(e);
     prologue(e, nd, k);
     line(e, "(void)%s; /* packed above (wp) */", k->in[1]);
+    if (rq_vec(e, nd, q)) {
+        rq_consts(e, q);
+    }
     line(e, "int16_t ps[%lld]; /* the tile: tap pairs x 16 pixels, int16 pairs */", K2 * 32);
     line(e, "int32_t acc[4][%d];", TILE);
     loop(e, "n", q->N);
@@ -204,6 +238,28 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
         line(e, "}");
     }
     close_block(e);
+    int vec = rq_vec(e, nd, q);
+    if (vec) {
+        line(e, "if (p0 + %d <= %lld && ob * 4 + 3 < %lld) {", TILE, P, q->O);
+        e->depth++;
+        for (int j = 0; j < 4; j++) {
+            char c[16], d[64], v[16];
+            snprintf(c, sizeof c, "o%d", j);
+            line(e, "{");
+            e->depth++;
+            chan_rq(e, k, q, c);
+            line(e, "const __m256i mv = _mm256_set1_epi32(m), nv = _mm256_set1_epi64x(31 - s);");
+            snprintf(d, sizeof d, "yn + o%d * %lld + p0", j, P);
+            snprintf(v, sizeof v, "a%d0", j);
+            rq_store8(e, q, d, v);
+            snprintf(d, sizeof d, "yn + o%d * %lld + p0 + 8", j, P);
+            snprintf(v, sizeof v, "a%d1", j);
+            rq_store8(e, q, d, v);
+            close_block(e);
+        }
+        line(e, "continue;");
+        close_block(e);
+    }
     for (int j = 0; j < 4; j++) {
         line(e, "_mm256_storeu_si256((__m256i *)acc[%d], a%d0);", j, j);
         line(e, "_mm256_storeu_si256((__m256i *)(acc[%d] + 8), a%d1);", j, j);
@@ -290,11 +346,17 @@ static void depthwise(em *e, const tether_ir_node *nd, const kargs *k, const qg 
     madd_macro(e);
     prologue(e, nd, k);
     line(e, "enum { OWC = %lld };", q->OW);
+    int vec = rq_vec(e, nd, q);
+    if (vec) {
+        rq_consts(e, q);
+    }
     if (q->SW == 2) {
         line(e, "const __m256i even = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, "
                 "-1, -1, -1, -1, 0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1);");
     }
-    line(e, "int32_t acc[%d];", TILE);
+    if (!vec) {
+        line(e, "int32_t acc[%d];", TILE);
+    }
     loop(e, "n", q->N);
     line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
     e->depth++;
@@ -302,6 +364,9 @@ static void depthwise(em *e, const tether_ir_node *nd, const kargs *k, const qg 
     param(e, nd, k, 2, "c", b, sizeof b);
     line(e, "const int32_t r = %s, bf = r - xz * ws[c];", b);
     chan_rq(e, k, q, "c");
+    if (vec) {
+        line(e, "const __m256i mv = _mm256_set1_epi32(m), nv = _mm256_set1_epi64x(31 - s);");
+    }
     line(e, "const %s *restrict xc = %s + (n * %lld + c) * %lld;", q->xt, k->in[0], q->C,
          q->H * q->W);
     line(e, "const %s *restrict wc = %s + c * %lld;", q->wt, k->in[1], K);
@@ -348,12 +413,18 @@ static void depthwise(em *e, const tether_ir_node *nd, const kargs *k, const qg 
         close_block(e);
     }
     /* al: pixels 0-3, 8-11; ah: 4-7, 12-15 */
-    line(e, "_mm256_storeu_si256((__m256i *)acc, _mm256_permute2x128_si256(al, ah, 0x20));");
-    line(e, "_mm256_storeu_si256((__m256i *)(acc + 8), _mm256_permute2x128_si256(al, ah, 0x31));");
-    line(e, "for (int i = 0; i < %d; ++i) {", TILE);
-    e->depth++;
-    tether__c_qstore(e, q, "yo[oh * OWC + o0 + i]", "acc[i]", "m", "s");
-    close_block(e);
+    if (vec) {
+        rq_store8(e, q, "yo + oh * OWC + o0", "_mm256_permute2x128_si256(al, ah, 0x20)");
+        rq_store8(e, q, "yo + oh * OWC + o0 + 8", "_mm256_permute2x128_si256(al, ah, 0x31)");
+    } else {
+        line(e, "_mm256_storeu_si256((__m256i *)acc, _mm256_permute2x128_si256(al, ah, 0x20));");
+        line(e,
+             "_mm256_storeu_si256((__m256i *)(acc + 8), _mm256_permute2x128_si256(al, ah, 0x31));");
+        line(e, "for (int i = 0; i < %d; ++i) {", TILE);
+        e->depth++;
+        tether__c_qstore(e, q, "yo[oh * OWC + o0 + i]", "acc[i]", "m", "s");
+        close_block(e);
+    }
     close_block(e);
     snprintf(from, sizeof from, "%lld", ove);
     snprintf(to, sizeof to, "%lld", q->OW);
