@@ -1,7 +1,8 @@
 /*
- * The x86-64 AVX2 qconv kernels (emit_c_qx86.c, docs/quantization.md "Kernels") against the
- * portable ones: QDQ convolutions (pointwise, general, strided, depthwise with padding, odd
- * channel counts, int8 and uint8 activations with zero points, per-channel weights, ReLU as a
+ * The x86-64 AVX2 qconv and qmatmul kernels (emit_c_qx86.c, emit_c_qmm_x86.c,
+ * docs/quantization.md "Kernels") against the portable ones: QDQ matmuls (3-D A, odd K, partial column blocks, Gemm
+ * with transB and a bias) and convolutions (pointwise, general, strided, depthwise with padding,
+ * odd channel counts, int8 and uint8 activations with zero points, per-channel weights, ReLU as a
  * clamp) compiled for x86-64-v3 (the AVX2 path) and for the baseline (the portable #else), both
  * run here; outputs must be equal byte for byte to each other and to the reference interpreter.
  * The generated C must hold the AVX2 path, and must also compile with -mavx512vnni -mavx512vl
@@ -28,6 +29,7 @@
 typedef struct qcase {
     const char *name;
     int C, O, H, W, KH, KW, S, pt, pl, pb, pr, G, u8, xz, relu;
+    int mm; /* 1: matmul of x [2, H, C] by w [C, O]; 2: dense x [H, C], w [O, C] (transB), bias */
 } qcase;
 
 static int konst(tether_ir_graph *g, const char *name, DLDataType t, int ndim, const int64_t *shape,
@@ -53,15 +55,22 @@ static uint32_t next(uint32_t *s) {
     return *s >> 8;
 }
 
-/* x -> Q -> DQ -> conv(DQ(w per channel), bias) [-> relu] -> Q -> DQ -> y */
+/* x -> Q -> DQ -> conv(DQ(w per channel), bias) [-> relu] -> Q -> DQ -> y (or matmul / dense) */
 static void build(tether_ir_graph *g, const qcase *c) {
     assert_int_equal(tether_ir_init(g, c->name), 0);
     int64_t sx[4] = {1, c->C, c->H, c->W}, sw[4] = {c->O, c->C / c->G, c->KH, c->KW}, so = c->O,
             one = 1;
-    int x;
-    assert_int_equal(tether_ir_add_tensor(g, "x", TETHER_FLOAT32, 4, sx, &x), 0);
+    int x, nx = 4, nw4 = 4;
+    if (c->mm == 1) {
+        sx[0] = 2, sx[1] = c->H, sx[2] = c->C, nx = 3;
+        sw[0] = c->C, sw[1] = c->O, nw4 = 2;
+    } else if (c->mm == 2) {
+        sx[0] = c->H, sx[1] = c->C, nx = 2;
+        sw[0] = c->O, sw[1] = c->C, nw4 = 2;
+    }
+    assert_int_equal(tether_ir_add_tensor(g, "x", TETHER_FLOAT32, nx, sx, &x), 0);
     assert_int_equal(tether_ir_add_input(g, x), 0);
-    size_t nw = (size_t)(c->O * (c->C / c->G) * c->KH * c->KW);
+    size_t nw = (size_t)(c->O * (c->C / c->G) * (c->mm ? 1 : c->KH * c->KW));
     int8_t *w = malloc(nw), wz[256] = {0};
     float ws[256], b[256], xs = 0.03f, ys = 0.07f;
     uint32_t seed = 11;
@@ -78,7 +87,7 @@ static void build(tether_ir_graph *g, const qcase *c) {
     const void *xzp = c->u8 ? (const void *)&xzu : (const void *)&xzs,
                *yzp = c->u8 ? (const void *)&yzu : (const void *)&yzs;
     int cxs = konst(g, "xs", TETHER_FLOAT32, 1, &one, &xs, 4),
-        cxz = konst(g, "xz", at, 1, &one, xzp, 1), cw = konst(g, "w", TETHER_INT8, 4, sw, w, nw),
+        cxz = konst(g, "xz", at, 1, &one, xzp, 1), cw = konst(g, "w", TETHER_INT8, nw4, sw, w, nw),
         cws = konst(g, "ws", TETHER_FLOAT32, 1, &so, ws, 4 * (size_t)c->O),
         cwz = konst(g, "wz", TETHER_INT8, 1, &so, wz, (size_t)c->O),
         cb = konst(g, "b", TETHER_FLOAT32, 1, &so, b, 4 * (size_t)c->O),
@@ -93,8 +102,15 @@ static void build(tether_ir_graph *g, const qcase *c) {
     node(g, "qx", TETHER_OP_QUANTIZE, (int[]){x, cxs, cxz}, 3, xq, &a);
     node(g, "dqx", TETHER_OP_DEQUANTIZE, (int[]){xq, cxs, cxz}, 3, xd, NULL);
     tether_ir_attrs_init(TETHER_OP_DEQUANTIZE, &a);
-    a.axis = 0;
+    a.axis = c->mm == 1 ? 1 : 0;
     node(g, "dqw", TETHER_OP_DEQUANTIZE, (int[]){cw, cws, cwz}, 3, wd, &a);
+    if (c->mm == 1) {
+        node(g, "mm", TETHER_OP_MATMUL, (int[]){xd, wd}, 2, y, NULL);
+    } else if (c->mm == 2) {
+        tether_ir_attrs_init(TETHER_OP_DENSE, &a);
+        a.trans_b = 1;
+        node(g, "gemm", TETHER_OP_DENSE, (int[]){xd, wd, cb}, 3, y, &a);
+    }
     tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
     a.pads[0] = c->pt;
     a.pads[1] = c->pl;
@@ -102,7 +118,9 @@ static void build(tether_ir_graph *g, const qcase *c) {
     a.pads[3] = c->pr;
     a.strides[0] = a.strides[1] = c->S;
     a.groups = c->G;
-    node(g, "conv", TETHER_OP_CONV2D, (int[]){xd, wd, cb}, 3, y, &a);
+    if (!c->mm) {
+        node(g, "conv", TETHER_OP_CONV2D, (int[]){xd, wd, cb}, 3, y, &a);
+    }
     if (c->relu) {
         node(g, "relu", TETHER_OP_RELU, &y, 1, yr, NULL);
     }
@@ -164,6 +182,10 @@ static void check(const qcase *c, int vnni) {
     int OH = (c->H + c->pt + c->pb - c->KH) / c->S + 1,
         OW = (c->W + c->pl + c->pr - c->KW) / c->S + 1;
     size_t ny = (size_t)(c->O * OH * OW);
+    if (c->mm) {
+        nx = (size_t)(c->mm == 1 ? 2 : 1) * (size_t)(c->H * c->C);
+        ny = (size_t)(c->mm == 1 ? 2 : 1) * (size_t)(c->H * c->O);
+    }
     float *x = malloc(nx * 4), *ref = malloc(ny * 4), *base = malloc(ny * 4), *avx = malloc(ny * 4);
     uint32_t seed = 5;
     for (size_t i = 0; i < nx; i++) { /* a range past the int8 one: saturated inputs too */
@@ -177,7 +199,7 @@ static void check(const qcase *c, int vnni) {
     assert_int_equal(tether_passes_run(&g, &po), 0);
     int nq = 0;
     for (int i = 0; i < g.nnodes; i++) {
-        nq += g.nodes[i].op == TETHER_OP_QCONV;
+        nq += g.nodes[i].op == (c->mm ? TETHER_OP_QMATMUL : TETHER_OP_QCONV);
     }
     assert_int_equal(nq, 1);
     const float *in[1] = {x};
@@ -198,6 +220,10 @@ static void check(const qcase *c, int vnni) {
     char *s = slurp(src);
     assert_non_null(strstr(s, "#if defined(__AVX2__)"));
     assert_non_null(strstr(s, "_mm256_madd_epi16"));
+    assert_non_null(strstr(s, "tgq_rq8(")); /* the vector requantization */
+    if (c->mm) {
+        assert_non_null(strstr(s, "apk[")); /* emit_c_qmm_x86.c's kernel */
+    }
     free(s);
     /* the VNNI variant compiles (gcc with -mavx512vnni; not run: no VNNI CPU here) */
     char cmd[3000];
@@ -223,15 +249,19 @@ static void test_cases(void **state) {
     (void)state;
     static const qcase cases[] = {
         /* name, C, O, H, W, KH, KW, S, pt, pl, pb, pr, G, u8, xz, relu */
-        {"pw_odd", 7, 9, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1},
-        {"conv3_s2", 5, 6, 9, 11, 3, 3, 2, 1, 1, 1, 1, 1, 1, 128, 1},
-        {"conv_10x4", 1, 8, 20, 10, 10, 4, 2, 4, 1, 5, 2, 1, 0, -4, 1},
-        {"dw3_s1", 3, 3, 6, 37, 3, 3, 1, 1, 1, 1, 1, 3, 0, -2, 1},
-        {"dw3_s2_tf", 2, 2, 8, 70, 3, 3, 2, 0, 0, 1, 1, 2, 1, 97, 0},
-        {"dw5_s1", 3, 3, 7, 40, 5, 5, 1, 2, 2, 2, 2, 3, 0, 5, 0},
+        {"pw_odd", 7, 9, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 0},
+        {"conv3_s2", 5, 6, 9, 11, 3, 3, 2, 1, 1, 1, 1, 1, 1, 128, 1, 0},
+        {"conv_10x4", 1, 8, 20, 10, 10, 4, 2, 4, 1, 5, 2, 1, 0, -4, 1, 0},
+        {"dw3_s1", 3, 3, 6, 37, 3, 3, 1, 1, 1, 1, 1, 3, 0, -2, 1, 0},
+        {"dw3_s2_tf", 2, 2, 8, 70, 3, 3, 2, 0, 0, 1, 1, 2, 1, 97, 0, 0},
+        {"dw5_s1", 3, 3, 7, 40, 5, 5, 1, 2, 2, 2, 2, 3, 0, 5, 0, 0},
+        /* qmatmul (emit_c_qmm_x86.c): odd K, partial column blocks, a row tail; R = 1 */
+        {"mm3d", 37, 21, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 1},
+        {"mm_u8", 130, 40, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 128, 0, 1},
+        {"gemm_tb", 64, 12, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, -5, 1, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        check(&cases[i], i == 1 || i == 5);
+        check(&cases[i], i == 1 || i == 5 || i == 6);
     }
 }
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "emit_c_internal.h"
+#include "emit_c_qconv.h"
 #include "tether/crt/dtype.h"
 
 static const char quant_helpers[] =
@@ -292,7 +293,21 @@ static void table(em *e, const char *name, const int64_t *v, int64_t n) {
     line(e, "};");
 }
 
+static void k_qmatmul_portable(em *e, const tether_ir_node *nd, const kargs *k);
+
 static void k_qmatmul(em *e, const tether_ir_node *nd, const kargs *k) {
+    if (tether__c_qmatmul_x86_ok(e, nd)) { /* emit_c_qmm_x86.c, the portable loop in the #else */
+        line(e, "#if defined(__AVX2__)");
+        tether__c_qmatmul_x86(e, nd, k);
+        line(e, "#else");
+        k_qmatmul_portable(e, nd, k);
+        line(e, "#endif");
+        return;
+    }
+    k_qmatmul_portable(e, nd, k);
+}
+
+static void k_qmatmul_portable(em *e, const tether_ir_node *nd, const kargs *k) {
     tether_ir_tensor av, bv, yv;
     tether__ir_matmul_view(e->g, nd, &av, &bv, &yv);
     int nb = yv.ndim - 2;

@@ -14,7 +14,8 @@
  * With AVX-512 VNNI (__AVX512VNNI__ and __AVX512VL__: -mavx512vnni) the multiply-add pairs are
  * VPDPWSSD, the same sums in one instruction. The input zero point is folded into the bias
  * (bias - x_zp * sum(w), the sums a compile-time table): padding holds x_zp, so its products
- * cancel. Requantization is tgq_requant/tgq_rqs per element (scalar, integers only).
+ * cancel. Full tiles requantize 8 outputs at a time (tgq_rq8, emit_c_quant.c: the same rounding
+ * as tgq_requant in 64-bit lanes, when every shift is in -31..30), partial ones per element.
  *
  * What must stay true: every path's int32 accumulator equals emit_c_quant.c's portable loop
  * (int32 wrap-around in the vector sums gives the exact value whenever the true sum fits int32,
