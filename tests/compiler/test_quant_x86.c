@@ -1,12 +1,13 @@
 /*
  * The x86-64 AVX2 qconv and qmatmul kernels (emit_c_qx86.c, emit_c_qmm_x86.c,
- * docs/quantization.md "Kernels") against the portable ones: QDQ matmuls (3-D A, odd K, partial column blocks, Gemm
- * with transB and a bias) and convolutions (pointwise, general, strided, depthwise with padding,
- * odd channel counts, int8 and uint8 activations with zero points, per-channel weights, ReLU as a
- * clamp) compiled for x86-64-v3 (the AVX2 path) and for the baseline (the portable #else), both
- * run here; outputs must be equal byte for byte to each other and to the reference interpreter.
- * The generated C must hold the AVX2 path, and must also compile with -mavx512vnni -mavx512vl
- * (the VPDPWSSD variant; compiled only: this machine has no VNNI to run it).
+ * docs/quantization.md "Kernels") against the portable ones: QDQ matmuls (3-D A, odd K, partial
+ * column blocks, Gemm with transB and a bias) and convolutions (pointwise, general, strided,
+ * depthwise with padding, odd channel counts, int8 and uint8 activations with zero points,
+ * per-channel weights, ReLU as a clamp) compiled for x86-64-v3 (the AVX2 path) and for the baseline
+ * (the portable #else), both run here; outputs must be equal byte for byte to each other and to the
+ * reference interpreter. The generated C must hold the AVX2 path, and must also compile with
+ * -mavx512vnni -mavx512vl (the VPDPWSSD variant; compiled only: this machine has no VNNI to run
+ * it).
  *
  * What must stay true: a host without AVX2 still runs the portable build and the compile checks
  * (the AVX2 run is skipped, said so on stderr); every temporary file lives under the build tree.
@@ -255,13 +256,16 @@ static void test_cases(void **state) {
         {"dw3_s1", 3, 3, 6, 37, 3, 3, 1, 1, 1, 1, 1, 3, 0, -2, 1, 0},
         {"dw3_s2_tf", 2, 2, 8, 70, 3, 3, 2, 0, 0, 1, 1, 2, 1, 97, 0, 0},
         {"dw5_s1", 3, 3, 7, 40, 5, 5, 1, 2, 2, 2, 2, 3, 0, 5, 0, 0},
+        /* narrow planes: the flat zero-bordered depthwise kernel (asymmetric pads, uint8) */
+        {"dw3_narrow", 4, 4, 25, 5, 3, 3, 1, 1, 1, 1, 1, 4, 0, -3, 1, 0},
+        {"dw5_asym_u8", 3, 3, 9, 9, 5, 5, 1, 2, 1, 0, 2, 3, 1, 100, 0, 0},
         /* qmatmul (emit_c_qmm_x86.c): odd K, partial column blocks, a row tail; R = 1 */
         {"mm3d", 37, 21, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 1},
         {"mm_u8", 130, 40, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 128, 0, 1},
         {"gemm_tb", 64, 12, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, -5, 1, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        check(&cases[i], i == 1 || i == 5 || i == 6);
+        check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8);
     }
 }
 

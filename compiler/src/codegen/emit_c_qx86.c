@@ -10,7 +10,10 @@
  *     per block of 4 output channels (zero beyond O); pointwise layers pack with vector loads;
  *   - depthwise (stride 1 or 2, up to 49 taps): 16 output pixels of a row a step, taps in pairs
  *     interleaved into VPMADDWD; rows and columns whose window crosses the padding use the
- *     bounded scalar loop.
+ *     bounded scalar loop;
+ *   - depthwise stride 1 on planes too narrow for that (DS-CNN's 5-wide rows): the channel in a
+ *     zero-bordered int16 plane, 16 flat positions a step (the border columns computed and
+ *     dropped).
  * With AVX-512 VNNI (__AVX512VNNI__ and __AVX512VL__: -mavx512vnni) the multiply-add pairs are
  * VPDPWSSD, the same sums in one instruction. The input zero point is folded into the bias
  * (bias - x_zp * sum(w), the sums a compile-time table): padding holds x_zp, so its products
@@ -436,6 +439,93 @@ static void depthwise(em *e, const tether_ir_node *nd, const kargs *k, const qg 
     line(e, "#undef TGQ_DP");
 }
 
+/* depthwise stride 1 over a flat zero-bordered plane (narrow planes: dw_range refuses them) */
+static int flat_ok(const em *e, const tether_ir_node *nd, const qg *q) {
+    long long PW = q->OW + (q->KW - 1) * q->DW, PH = q->OH + (q->KH - 1) * q->DH;
+    return q->SH == 1 && q->SW == 1 && q->PT >= 0 && q->PL >= 0 && q->KH * q->KW <= 49 &&
+           PH * PW <= 8192 && rq_vec(e, nd, q);
+}
+
+/* Depthwise, stride 1: the channel's x - x_zp in a zero-bordered int16 plane of PH x PW; every
+ * flat position p = oh * PW + ow (ow < PW: the columns past OW computed and dropped) is
+ * sum_t w_t * plane[p + off_t], 16 positions a step, taps in pairs into VPMADDWD, requantized
+ * 8 at a time into a row buffer whose first OW columns of each row are copied out. */
+static void dw_flat(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
+    const int8_t *w = T(e, nd->inputs[1])->data;
+    long long K = q->KH * q->KW, NP = (K + 1) / 2;
+    long long PW = q->OW + (q->KW - 1) * q->DW, PH = q->OH + (q->KH - 1) * q->DH;
+    long long NPOS = (q->OH * PW + TILE - 1) / TILE * TILE;
+    long long MAXOFF = (q->KH - 1) * q->DH * PW + (q->KW - 1) * q->DW;
+    int32_t *wq = calloc((size_t)(q->C * NP), sizeof(int32_t));
+    if (!wq) {
+        e->s.failed = 1;
+        return;
+    }
+    for (long long c = 0; c < q->C; c++) {
+        for (long long t = 0; t < K; t += 2) {
+            wq[c * NP + t / 2] = pair(w[c * K + t], t + 1 < K ? w[c * K + t + 1] : 0);
+        }
+    }
+    table(e, "wq", wq, q->C * NP);
+    free(wq);
+    madd_macro(e);
+    prologue(e, nd, k);
+    line(e, "(void)%s; /* packed above (wq) */", k->in[1]);
+    rq_consts(e, q);
+    line(e, "int16_t pl[%lld]; /* the plane, zero-bordered, and zeros past it */",
+         NPOS + MAXOFF + TILE);
+    line(e, "%s ob[%lld]; /* the output rows, PW wide */", q->yt, NPOS);
+    line(e, "memset(pl, 0, sizeof pl);");
+    loop(e, "n", q->N);
+    line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
+    e->depth++;
+    char b[96];
+    param(e, nd, k, 2, "c", b, sizeof b);
+    line(e, "const int32_t r = %s;", b);
+    chan_rq(e, k, q, "c");
+    line(e, "const __m256i mv = _mm256_set1_epi32(m), nv = _mm256_set1_epi64x(31 - s);");
+    line(e, "const %s *restrict xc = %s + (n * %lld + c) * %lld;", q->xt, k->in[0], q->C,
+         q->H * q->W);
+    line(e, "const int32_t *restrict wv = wq + c * %lld;", NP);
+    line(e, "%s *restrict yo = %s + (n * %lld + c) * %lld;", q->yt, k->out, q->O, q->OH * q->OW);
+    line(e, "for (int ih = 0; ih < %lld && ih + %lld < %lld; ++ih) {", q->H, q->PT, PH);
+    line(e, "    for (int iw = 0; iw < %lld && iw + %lld < %lld; ++iw) {", q->W, q->PL, PW);
+    line(e,
+         "        pl[(ih + %lld) * %lld + iw + %lld] = (int16_t)((int32_t)xc[ih * %lld + iw] - "
+         "xz);",
+         q->PT, PW, q->PL, q->W);
+    line(e, "    }");
+    line(e, "}");
+    line(e, "for (int p0 = 0; p0 < %lld; p0 += %d) {", NPOS, TILE);
+    e->depth++;
+    line(e, "__m256i al = _mm256_set1_epi32(r), ah = al;");
+    for (long long t = 0; t < K; t += 2) {
+        line(e, "{");
+        e->depth++;
+        for (long long u = t; u < t + 2; u++) {
+            long long tt = u < K ? u : t; /* an odd last tap pairs with itself, weight 0 */
+            long long off = (tt / q->KW) * q->DH * PW + (tt % q->KW) * q->DW;
+            line(e,
+                 "const __m256i x%lld = _mm256_loadu_si256((const __m256i *)(const void *)(pl + "
+                 "p0 + %lld));",
+                 u - t, off);
+        }
+        line(e, "const __m256i wp = _mm256_set1_epi32(wv[%lld]);", t / 2);
+        line(e, "al = TGQ_DP(al, _mm256_unpacklo_epi16(x0, x1), wp);");
+        line(e, "ah = TGQ_DP(ah, _mm256_unpackhi_epi16(x0, x1), wp);");
+        close_block(e);
+    }
+    rq_store8(e, q, "ob + p0", "_mm256_permute2x128_si256(al, ah, 0x20)");
+    rq_store8(e, q, "ob + p0 + 8", "_mm256_permute2x128_si256(al, ah, 0x31)");
+    close_block(e);
+    line(e, "for (int oh = 0; oh < %lld; ++oh) {", q->OH);
+    line(e, "    memcpy(yo + oh * %lld, ob + oh * %lld, %lld);", q->OW, PW, q->OW);
+    line(e, "}");
+    close_block(e);
+    close_block(e);
+    line(e, "#undef TGQ_DP");
+}
+
 int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
     const tether_ir_tensor *w = T(e, nd->inputs[1]);
     if (w->kind != TETHER_TENSOR_CONSTANT || !w->data || w->dtype.code != kDLInt ||
@@ -444,7 +534,7 @@ int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
     }
     long long a, z;
     if (q->G == q->C && q->O == q->C) {
-        return dw_range(q, &a, &z);
+        return dw_range(q, &a, &z) || flat_ok(e, nd, q);
     }
     /* the tile's pack: taps x 16 pixels of int16 on the stack (<= 64 KiB) */
     return q->G == 1 && q->C * q->KH * q->KW <= 2048;
@@ -456,5 +546,7 @@ void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const 
         gemm_tiles(e, nd, k, q);
     } else if (dw_range(q, &a, &z)) {
         depthwise(e, nd, k, q, a, z);
+    } else {
+        dw_flat(e, nd, k, q);
     }
 }
