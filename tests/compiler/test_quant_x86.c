@@ -79,6 +79,7 @@ static void build(tether_ir_graph *g, const qcase *c) {
         w[i] = (int8_t)((int)(next(&seed) % 255) - 127);
     }
     for (int o = 0; o < c->O; o++) {
+        wz[o] = (int8_t)(c->mm == 1 && c->u8 ? o % 3 - 1 : 0); /* B - b_zp as int16 pairs */
         ws[o] = 0.001f + 0.0001f * (float)(next(&seed) % 50);
         b[o] = (float)((int)(next(&seed) % 200) - 100) * 0.01f;
     }

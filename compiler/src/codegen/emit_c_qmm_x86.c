@@ -4,7 +4,9 @@
  * constant 8-bit B (weights: Gemm, dense heads, attention projections, the global average
  * pool's column of ones), 8-bit A with a per-tensor zero point and a requantized 8-bit output:
  *   - B - b_zp is packed at compile time as int16 pairs of reduction rows (k, k+1) per block of
- *     8 output columns (zero beyond N and K); the folded bias bias - a_zp * sum_k(B - b_zp)
+ *     8 output columns (zero beyond N and K), as int8 pairs widened in the loop when B is int8
+ *     with zero points 0 (half the memory: 1000-class heads are read once a call); the folded
+ *     bias bias - a_zp * sum_k(B - b_zp)
  *     (int32, wrapping like the portable loop) is a compile-time table;
  *   - A's rows (all batches as one [R, K] matrix) are widened to int16 4 rows at a time; tiles of
  *     4 rows x 16 columns in 8 accumulators, VPMADDWD (VPDPWSSD under AVX-512 VNNI) of a
@@ -140,6 +142,23 @@ static void table(em *e, const char *name, const int32_t *v, long long n) {
     line(e, "};");
 }
 
+/* A static const int8_t table of n values, 16 a line. */
+static void table8(em *e, const char *name, const int8_t *v, long long n) {
+    line(e, "static const int8_t %s[%lld] = {", name, n);
+    e->depth++;
+    char buf[256];
+    size_t len = 0;
+    for (long long i = 0; i < n; i++) {
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%d,", len ? " " : "", (int)v[i]);
+        if ((i + 1) % 16 == 0 || i + 1 == n) {
+            line(e, "%s", buf);
+            len = 0;
+        }
+    }
+    e->depth--;
+    line(e, "};");
+}
+
 static int32_t pair16(int32_t a, int32_t b) {
     return (int32_t)((uint32_t)(uint16_t)(int16_t)a | ((uint32_t)(uint16_t)(int16_t)b << 16));
 }
@@ -159,7 +178,8 @@ static void out_range(const tether_ir_node *nd, DLDataType t, long long *lo, lon
 }
 
 /* the tile of MR rows x nblk blocks of 8 columns starting at block jb (an expression) */
-static void tile(em *e, int MR, int nblk, const char *jb, long long K2, long long N, int s8) {
+static void tile(em *e, int MR, int nblk, const char *jb, long long K2, long long N, int s8,
+                 int w8) {
     line(e, "{");
     e->depth++;
     line(e, "const int j0 = (%s) * 8;", jb);
@@ -169,12 +189,24 @@ static void tile(em *e, int MR, int nblk, const char *jb, long long K2, long lon
                  8 * t);
         }
     }
-    line(e, "const int32_t *restrict wb = wp + (%s) * %lld;", jb, K2 * 8);
+    if (w8) {
+        line(e, "const int8_t *restrict wb = wp8 + (%s) * %lld;", jb, K2 * 16);
+    } else {
+        line(e, "const int32_t *restrict wb = wp + (%s) * %lld;", jb, K2 * 8);
+    }
     line(e, "for (int kp = 0; kp < %lld; ++kp) {", K2);
     e->depth++;
     for (int t = 0; t < nblk; t++) {
-        line(e, "const __m256i w%d = _mm256_loadu_si256((const __m256i *)(wb + kp * 8 + %lld));", t,
-             K2 * 8 * t);
+        if (w8) {
+            line(e,
+                 "const __m256i w%d = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const "
+                 "void *)(wb + kp * 16 + %lld)));",
+                 t, K2 * 16 * t);
+        } else {
+            line(e,
+                 "const __m256i w%d = _mm256_loadu_si256((const __m256i *)(wb + kp * 8 + %lld));",
+                 t, K2 * 8 * t);
+        }
     }
     for (int r = 0; r < MR; r++) {
         line(e, "{");
@@ -260,7 +292,31 @@ void tether__c_qmatmul_x86(em *e, const tether_ir_node *nd, const kargs *k) {
         rm[j] = rqd[2 * r];
         rn[bl * 8 + (c % 2) * 4 + c / 2] = 31 - rqd[2 * r + 1];
     }
-    table(e, "wp", wp, NB * K2 * 8);
+    /* int8 B with zero points 0: the pairs fit int8, stored as bytes (half the memory) and
+     * widened in the loop */
+    int w8 = bs8;
+    for (long long j = 0; w8 && j < N; j++) {
+        w8 = cval(e, nd, 4, (size_t)j) == 0;
+    }
+    if (w8) {
+        int8_t *p8 = malloc((size_t)(NB * K2 * 16));
+        if (!p8) {
+            free(wp);
+            free(bf);
+            free(rm);
+            free(rn);
+            e->s.failed = 1;
+            return;
+        }
+        for (long long i = 0; i < NB * K2 * 8; i++) {
+            p8[2 * i] = (int8_t)(int16_t)(uint16_t)((uint32_t)wp[i] & 0xffffu);
+            p8[2 * i + 1] = (int8_t)(int16_t)(uint16_t)((uint32_t)wp[i] >> 16);
+        }
+        table8(e, "wp8", p8, NB * K2 * 16);
+        free(p8);
+    } else {
+        table(e, "wp", wp, NB * K2 * 8);
+    }
     table(e, "bf", bf, NB * 8);
     table(e, "rqm", rm, NB * 8);
     table(e, "rqn", rn, NB * 8); /* per block: n of columns 0,2,4,6 then 1,3,5,7 */
@@ -309,12 +365,12 @@ void tether__c_qmatmul_x86(em *e, const tether_ir_node *nd, const kargs *k) {
     close_block(e);
     if (NB >= 2) {
         line(e, "for (int jb = 0; jb + 2 <= %lld; jb += 2)", NB);
-        tile(e, MR, 2, "jb", K2, N, ys8);
+        tile(e, MR, 2, "jb", K2, N, ys8, w8);
     }
     if (NB % 2) {
         char jb[32];
         snprintf(jb, sizeof jb, "%lld", NB - 1);
-        tile(e, MR, 1, jb, K2, N, ys8);
+        tile(e, MR, 1, jb, K2, N, ys8, w8);
     }
     close_block(e);
     line(e, "#undef TGQ_DP");
