@@ -5,7 +5,8 @@
  * depthwise with padding, odd channel counts, int8 and uint8 activations with zero points,
  * per-channel weights, ReLU as a clamp) compiled for x86-64-v3 (the AVX2 path) and for the baseline
  * (the portable #else), both run here; outputs must be equal byte for byte to each other and to the
- * reference interpreter. The generated C must hold the AVX2 path, and must also compile with
+ * reference interpreter (inputs with NaN, infinities, saturating values and rounding ties for the
+ * input quantize). The generated C must hold the AVX2 path, and must also compile with
  * -mavx512vnni -mavx512vl (the VPDPWSSD variant; compiled only: this machine has no VNNI to run
  * it).
  *
@@ -13,6 +14,7 @@
  * (the AVX2 run is skipped, said so on stderr); every temporary file lives under the build tree.
  */
 #include <dlfcn.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -193,6 +195,13 @@ static void check(const qcase *c, int vnni) {
     for (size_t i = 0; i < nx; i++) { /* a range past the int8 one: saturated inputs too */
         x[i] = ((float)(next(&seed) % 20001) / 10000.0f - 1.0f) * 4.5f;
     }
+    /* the input quantize's edge cases (emit_c_qdq_x86.c against the scalar loop): NaN (zero
+     * point), infinities and values far past the range (saturated), signed zeros, halves of the
+     * input step (round half to even) */
+    static const float special[] = {NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 0.0f, -0.0f};
+    for (size_t i = 0; i < nx && i < 80; i += 2) {
+        x[i] = i / 2 < 7 ? special[i / 2] : ((float)((int)(i / 2) - 20) + 0.5f) * 0.03f;
+    }
     /* the reference interpreter on the passed graph (the integer operators) */
     tether_ir_graph g;
     build(&g, c);
@@ -222,7 +231,9 @@ static void check(const qcase *c, int vnni) {
     char *s = slurp(src);
     assert_non_null(strstr(s, "#if defined(__AVX2__)"));
     assert_non_null(strstr(s, "_mm256_madd_epi16"));
-    assert_non_null(strstr(s, "tgq_rq8(")); /* the vector requantization */
+    assert_non_null(strstr(s, "tgq_rq8("));            /* the vector requantization */
+    assert_non_null(strstr(s, "_mm256_round_ps("));    /* emit_c_qdq_x86.c's quantize */
+    assert_non_null(strstr(s, "_mm256_cvtepi32_ps(")); /* and dequantize */
     if (c->mm) {
         assert_non_null(strstr(s, "apk[")); /* emit_c_qmm_x86.c's kernel */
     }

@@ -43,4 +43,11 @@ void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const 
 int tether__c_qmatmul_x86_ok(const em *e, const tether_ir_node *nd);
 void tether__c_qmatmul_x86(em *e, const tether_ir_node *nd, const kargs *k);
 
+/* emit_c_qdq_x86.c: quantize / dequantize between float32 and 8 bits, per tensor or per channel
+ * with an inner extent a multiple of 8: the AVX2 loop over 8 elements a step (inside
+ * `#if defined(__AVX2__)`) and the head of the scalar loop that finishes the tail (its body and
+ * closing brace are the caller's); 0 (nothing emitted) for other forms. */
+int tether__c_qdq_x86(em *e, const tether_ir_node *nd, const kargs *k, long long total,
+                      long long ch, long long inner, const char *zp);
+
 #endif /* TETHER_CODEGEN_EMIT_C_QCONV_H */

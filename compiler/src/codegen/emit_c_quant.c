@@ -368,7 +368,9 @@ static void k_qdq(em *e, const tether_ir_node *nd, const kargs *k) {
     }
     char zp[96];
     pexpr(e, nd, k, 2, "c", zp, sizeof zp);
-    loop(e, "f", total);
+    if (!tether__c_qdq_x86(e, nd, k, total, ch, inner, zp)) {
+        loop(e, "f", total);
+    }
     if (ch > 1) {
         line(e, "const int c = (int)((f / %lld) %% %lld);", inner, ch);
     } else {
