@@ -237,6 +237,9 @@ static void check(const qcase *c, int vnni) {
     if (c->mm) {
         assert_non_null(strstr(s, "apk[")); /* emit_c_qmm_x86.c's kernel */
     }
+    if (strncmp(c->name, "conv3_rows", 10) == 0) {
+        assert_non_null(strstr(s, "int32_t rows[")); /* the row kernel */
+    }
     free(s);
     /* the VNNI variant compiles (gcc with -mavx512vnni; not run: no VNNI CPU here) */
     char cmd[3000];
@@ -271,13 +274,17 @@ static void test_cases(void **state) {
         /* narrow planes: the flat zero-bordered depthwise kernel (asymmetric pads, uint8) */
         {"dw3_narrow", 4, 4, 25, 5, 3, 3, 1, 1, 1, 1, 1, 4, 0, -3, 1, 0},
         {"dw5_asym_u8", 3, 3, 9, 9, 5, 5, 1, 2, 1, 0, 2, 3, 1, 100, 0, 0},
+        /* stride 1, one group: the row kernel (odd C, a partial tile and channel block; uint8
+         * with asymmetric pads) */
+        {"conv3_rows", 5, 6, 7, 37, 3, 3, 1, 1, 1, 1, 1, 1, 0, -3, 1, 0},
+        {"conv3_rows_u8", 4, 8, 6, 20, 3, 3, 1, 0, 2, 1, 0, 1, 1, 100, 0, 0},
         /* qmatmul (emit_c_qmm_x86.c): odd K, partial column blocks, a row tail; R = 1 */
         {"mm3d", 37, 21, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 1},
         {"mm_u8", 130, 40, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 128, 0, 1},
         {"gemm_tb", 64, 12, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, -5, 1, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8);
+        check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10);
     }
 }
 

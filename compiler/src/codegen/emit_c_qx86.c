@@ -3,7 +3,11 @@
  * inside `#if defined(__AVX2__)` (the target's -march: x86-64-v3 and up, from the device's HELLO
  * `cpu`), the portable kernels of emit_c_qfast.c / emit_c_qpatch.c in the `#else`. For 8-bit
  * inputs, constant int8 weights with weight zero point 0 and a requantized 8-bit output:
- *   - one group (pointwise and any window): tiles of 16 output pixels packed as int16 pairs of
+ *   - one group, stride 1 along W, a window wider than 1x1, output rows of 16 or more: per output
+ *     row the KH input rows it reads packed once as int16 pairs of channels (x - x_zp, zeros as
+ *     padding) on the stack, then 16 pixels x 4 output channels a step over (kh, kw, channel
+ *     pair) with VPMADDWD, the accumulators starting at the bias (row_tiles);
+ *   - one group otherwise (pointwise and any window): tiles of 16 output pixels packed as int16 pairs of
  *     reduction taps (channel, kh, kw), padding filled with the input zero point; blocks of 4
  *     output channels x 16 pixels in 8 accumulators, VPMADDWD on the int16 pairs (exact: two
  *     products of 8-bit values summed in int32), weights packed at compile time as int16 pairs
@@ -284,6 +288,188 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
     line(e, "#undef TGQ_DP");
 }
 
+/* one group, stride 1 along W, a window wider than 1x1: the row kernel's padded row width (16-pixel
+ * tiles of the output row plus the window's reach), 0 when it does not take q (rows of KH x channel
+ * pairs on the stack, <= 64 KiB; output rows of 16 pixels or more) */
+static long long row_width(const qg *q) {
+    if (q->G != 1 || q->SW != 1 || q->KH * q->KW < 2 || q->OW < TILE) {
+        return 0;
+    }
+    long long wp = (q->OW + TILE - 1) / TILE * TILE + (q->KW - 1) * q->DW;
+    if (wp < q->PL + q->W) {
+        wp = q->PL + q->W;
+    }
+    return q->KH * ((q->C + 1) / 2) * wp * 4 <= 65536 ? wp : 0;
+}
+
+/* one group, stride 1 along W: per output row, the KH input rows it reads packed once as int16
+ * pairs of channels (x - x_zp, zero padding), then 16 pixels x 4 output channels a step with
+ * VPMADDWD over (kh, kw, channel pair); no per-pixel gather */
+static void row_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg *q, long long WP) {
+    const int8_t *w = T(e, nd->inputs[1])->data;
+    long long C2 = (q->C + 1) / 2, KK = q->KH * q->KW, OB = (q->O + 3) / 4, HW = q->H * q->W;
+    long long P = q->OH * q->OW, KP = KK * C2;
+    int32_t *wp = calloc((size_t)(OB * KP * 4), sizeof(int32_t));
+    if (!wp) {
+        e->s.failed = 1;
+        return;
+    }
+    /* wp[((ob * KK + kh * KW + kw) * C2 + cp) * 4 + oc % 4]: channels 2cp, 2cp+1 of tap (kh, kw) */
+    for (long long oc = 0; oc < q->O; oc++) {
+        for (long long t = 0; t < KK; t++) {
+            for (long long cp = 0; cp < C2; cp++) {
+                int8_t a = w[(oc * q->C + 2 * cp) * KK + t],
+                       b = 2 * cp + 1 < q->C ? w[(oc * q->C + 2 * cp + 1) * KK + t] : 0;
+                wp[(((oc / 4) * KK + t) * C2 + cp) * 4 + oc % 4] = pair(a, b);
+            }
+        }
+    }
+    table(e, "wp", wp, OB * KP * 4);
+    free(wp);
+    madd_macro(e);
+    prologue(e, nd, k);
+    line(e, "(void)%s; /* packed above (wp) */", k->in[1]);
+    int vec = rq_vec(e, nd, q);
+    if (vec) {
+        rq_consts(e, q);
+    }
+    line(e, "int32_t rows[%lld]; /* KH rows x channel pairs x %lld columns: (x - xz) pairs */",
+         q->KH * C2 * WP, WP);
+    line(e, "int32_t acc[4][%d];", TILE);
+    line(e, "const __m256i vxz = _mm256_set1_epi16((int16_t)xz);");
+    line(e, "memset(rows, 0, sizeof rows);");
+    loop(e, "n", q->N);
+    line(e, "const %s *restrict xn = %s + n * %lld;", q->xt, k->in[0], q->C * HW);
+    line(e, "%s *restrict yn = %s + n * %lld;", q->yt, k->out, q->O * P);
+    loop(e, "oh", q->OH);
+    /* the pack of the KH rows */
+    line(e, "for (int kh = 0; kh < %lld; ++kh) {", q->KH);
+    e->depth++;
+    line(e, "const int ih = oh * %lld - %lld + kh * %lld, in = ih >= 0 && ih < %lld;", q->SH, q->PT,
+         q->DH, q->H);
+    line(e, "for (int cp = 0; cp < %lld; ++cp) {", C2);
+    e->depth++;
+    line(e, "int32_t *restrict d = rows + (kh * %lld + cp) * %lld + %lld;", C2, WP, q->PL);
+    line(e, "const %s *restrict a = xn + (2 * cp * %lld + (in ? ih : 0)) * %lld;", q->xt, q->H,
+         q->W);
+    line(e, "const int two = 2 * cp + 1 < %lld;", q->C);
+    line(e, "int iw = 0;");
+    line(e, "if (in && two) {");
+    e->depth++;
+    line(e, "for (; iw + 16 <= %lld; iw += 16) {", q->W);
+    e->depth++;
+    line(e,
+         "const __m256i v0 = _mm256_sub_epi16(%s(_mm_loadu_si128((const __m128i *)(const void "
+         "*)(a + iw))), vxz);",
+         widen(q));
+    line(e,
+         "const __m256i v1 = _mm256_sub_epi16(%s(_mm_loadu_si128((const __m128i *)(const void "
+         "*)(a + %lld + iw))), vxz);",
+         widen(q), HW);
+    line(e,
+         "const __m256i lo = _mm256_unpacklo_epi16(v0, v1), hi = _mm256_unpackhi_epi16(v0, v1);");
+    line(e, "_mm256_storeu_si256((__m256i *)(void *)(d + iw), _mm256_permute2x128_si256(lo, hi, "
+            "0x20));");
+    line(e, "_mm256_storeu_si256((__m256i *)(void *)(d + iw + 8), _mm256_permute2x128_si256(lo, "
+            "hi, 0x31));");
+    close_block(e);
+    close_block(e);
+    line(e, "for (; iw < %lld; ++iw) {", q->W);
+    line(e,
+         "    const int32_t lo = in ? (int32_t)a[iw] - xz : 0, hi = in && two ? (int32_t)a[%lld + "
+         "iw] - xz : 0;",
+         HW);
+    line(e,
+         "    d[iw] = (int32_t)((uint32_t)(uint16_t)(int16_t)lo | ((uint32_t)(uint16_t)(int16_t)hi "
+         "<< 16));");
+    line(e, "}");
+    close_block(e);
+    close_block(e);
+    /* the tiles */
+    line(e, "for (int ob = 0; ob < %lld; ++ob) {", OB);
+    e->depth++;
+    line(e, "const int32_t *restrict wb = wp + ob * %lld;", KP * 4);
+    for (int j = 0; j < 4; j++) {
+        line(e, "const int o%d = ob * 4 + %d < %lld ? ob * 4 + %d : %lld;", j, j, q->O, j,
+             q->O - 1);
+    }
+    line(e, "for (int ow0 = 0; ow0 < %lld; ow0 += %d) {", q->OW, TILE);
+    e->depth++;
+    for (int j = 0; j < 4; j++) {
+        char b[96], c[16];
+        snprintf(c, sizeof c, "o%d", j);
+        param(e, nd, k, 2, c, b, sizeof b);
+        line(e, "__m256i a%d0 = _mm256_set1_epi32(%s), a%d1 = a%d0;", j, b, j, j);
+    }
+    line(e, "for (int kh = 0; kh < %lld; ++kh) {", q->KH);
+    line(e, "    for (int kw = 0; kw < %lld; ++kw) {", q->KW);
+    e->depth += 2;
+    line(e, "const int32_t *restrict xr = rows + kh * %lld + ow0 + kw * %lld;", C2 * WP, q->DW);
+    line(e, "const int32_t *restrict wt = wb + (kh * %lld + kw) * %lld;", q->KW, C2 * 4);
+    line(e, "for (int cp = 0; cp < %lld; ++cp) {", C2);
+    e->depth++;
+    line(e,
+         "const __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)(xr + cp * "
+         "%lld));",
+         WP);
+    line(e,
+         "const __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(xr + cp * %lld "
+         "+ 8));",
+         WP);
+    for (int j = 0; j < 4; j++) {
+        line(e, "{");
+        line(e, "    const __m256i wv = _mm256_set1_epi32(wt[cp * 4 + %d]);", j);
+        line(e, "    a%d0 = TGQ_DP(a%d0, x0, wv);", j, j);
+        line(e, "    a%d1 = TGQ_DP(a%d1, x1, wv);", j, j);
+        line(e, "}");
+    }
+    close_block(e);
+    e->depth -= 2;
+    line(e, "    }");
+    line(e, "}");
+    line(e, "%s *restrict yr = yn + oh * %lld + ow0;", q->yt, q->OW);
+    if (vec) {
+        line(e, "if (ow0 + %d <= %lld && ob * 4 + 3 < %lld) {", TILE, q->OW, q->O);
+        e->depth++;
+        for (int j = 0; j < 4; j++) {
+            char c[16], d[64], v[16];
+            snprintf(c, sizeof c, "o%d", j);
+            line(e, "{");
+            e->depth++;
+            chan_rq(e, k, q, c);
+            line(e, "const __m256i mv = _mm256_set1_epi32(m), nv = _mm256_set1_epi64x(31 - s);");
+            snprintf(d, sizeof d, "yr + o%d * %lld", j, P);
+            snprintf(v, sizeof v, "a%d0", j);
+            rq_store8(e, q, d, v);
+            snprintf(d, sizeof d, "yr + o%d * %lld + 8", j, P);
+            snprintf(v, sizeof v, "a%d1", j);
+            rq_store8(e, q, d, v);
+            close_block(e);
+        }
+        line(e, "continue;");
+        close_block(e);
+    }
+    for (int j = 0; j < 4; j++) {
+        line(e, "_mm256_storeu_si256((__m256i *)acc[%d], a%d0);", j, j);
+        line(e, "_mm256_storeu_si256((__m256i *)(acc[%d] + 8), a%d1);", j, j);
+    }
+    line(e, "for (int j = 0; j < 4 && ob * 4 + j < %lld; ++j) {", q->O);
+    e->depth++;
+    line(e, "const int oc = ob * 4 + j;");
+    chan_rq(e, k, q, "oc");
+    line(e, "%s *restrict yo = yr + oc * %lld;", q->yt, P);
+    line(e, "for (int i = 0; i < %d && ow0 + i < %lld; ++i) {", TILE, q->OW);
+    e->depth++;
+    tether__c_qstore(e, q, "yo[i]", "acc[j][i]", "m", "s");
+    close_block(e);
+    close_block(e);
+    close_block(e); /* ow0 */
+    close_block(e); /* ob */
+    close_block(e); /* oh */
+    close_block(e); /* n */
+    line(e, "#undef TGQ_DP");
+}
+
 /* depthwise: the window interior start columns owa..owz (tile starts), 0 when none */
 static int dw_range(const qg *q, long long *owa, long long *ove) {
     if (q->SW > 2 || q->KH * q->KW > 49) {
@@ -542,7 +728,9 @@ int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
 
 void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
     long long a, z;
-    if (q->G == 1) {
+    if (q->G == 1 && row_width(q)) {
+        row_tiles(e, nd, k, q, row_width(q));
+    } else if (q->G == 1) {
         gemm_tiles(e, nd, k, q);
     } else if (dw_range(q, &a, &z)) {
         depthwise(e, nd, k, q, a, z);
