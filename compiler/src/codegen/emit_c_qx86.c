@@ -7,11 +7,12 @@
  *     row the KH input rows it reads packed once as int16 pairs of channels (x - x_zp, zeros as
  *     padding) on the stack, then 16 pixels x 4 output channels a step over (kh, kw, channel
  *     pair) with VPMADDWD, the accumulators starting at the bias (row_tiles);
- *   - one group otherwise (pointwise and any window): tiles of 16 output pixels packed as int16 pairs of
- *     reduction taps (channel, kh, kw), padding filled with the input zero point; blocks of 4
- *     output channels x 16 pixels in 8 accumulators, VPMADDWD on the int16 pairs (exact: two
- *     products of 8-bit values summed in int32), weights packed at compile time as int16 pairs
- *     per block of 4 output channels (zero beyond O); pointwise layers pack with vector loads;
+ *   - one group otherwise (pointwise and any window): tiles of 16 output pixels packed as
+ *     int16 pairs of reduction taps (channel, kh, kw), padding filled with the input zero point;
+ *     blocks of 4 output channels x 16 pixels in 8 accumulators, VPMADDWD on the int16 pairs
+ *     (exact: two products of 8-bit values summed in int32), weights packed at compile time as
+ *     int16 pairs per block of 4 output channels (zero beyond O); pointwise layers pack with
+ *     vector loads;
  *   - depthwise (stride 1 or 2, up to 49 taps): 16 output pixels of a row a step, taps in pairs
  *     interleaved into VPMADDWD; rows and columns whose window crosses the padding use the
  *     bounded scalar loop;
