@@ -31,4 +31,23 @@ void tether__c_qstore(em *e, const qg *q, const char *dst, const char *acc, cons
 int tether__c_qconv_patch(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 int tether__c_qconv_dwpad(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 
+/* emit_c_qx86.c: whether the AVX2 kernels take nd (constant int8 weights; one group, or a
+ * depthwise layer with 16-pixel interior tiles), and the kernel (emitted inside
+ * `#if defined(__AVX2__)` by tether__c_qconv_fast, the portable kernel in the #else). */
+int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q);
+void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
+
+/* emit_c_qmm_x86.c: whether the AVX2 qmatmul kernel takes nd (constant 8-bit B, constant
+ * per-tensor A zero point, requantized 8-bit output), and the kernel (emitted inside
+ * `#if defined(__AVX2__)` by emit_c_quant.c, the portable loop in the #else). */
+int tether__c_qmatmul_x86_ok(const em *e, const tether_ir_node *nd);
+void tether__c_qmatmul_x86(em *e, const tether_ir_node *nd, const kargs *k);
+
+/* emit_c_qdq_x86.c: quantize / dequantize between float32 and 8 bits, per tensor or per channel
+ * with an inner extent a multiple of 8: the AVX2 loop over 8 elements a step (inside
+ * `#if defined(__AVX2__)`) and the head of the scalar loop that finishes the tail (its body and
+ * closing brace are the caller's); 0 (nothing emitted) for other forms. */
+int tether__c_qdq_x86(em *e, const tether_ir_node *nd, const kargs *k, long long total,
+                      long long ch, long long inner, const char *zp);
+
 #endif /* TETHER_CODEGEN_EMIT_C_QCONV_H */

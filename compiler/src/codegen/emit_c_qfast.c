@@ -10,6 +10,8 @@
  *     in locals;
  *   - any other one-group convolution: blocks of 4 output channels sharing each input load, with
  *     SMLAD along kernel rows of 4 or more on DSP cores.
+ * On x86-64 with AVX2, emit_c_qx86.c's kernels come first, inside `#if defined(__AVX2__)`,
+ * with the kernels here in the #else.
  * Inside the input the input zero point is folded into the bias (bias - x_zp * sum(w), computed
  * per output channel at run time); windows crossing the padding use (x - x_zp) with bounds.
  *
@@ -432,12 +434,27 @@ static void general(em *e, const tether_ir_node *nd, const kargs *k, const qg *q
     close_block(e);
 }
 
+static int portable(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
+
 int tether__c_qconv_fast(em *e, const tether_ir_node *nd, const kargs *k) {
     if (!fast_ok(e, nd)) {
         return 0;
     }
     qg q;
     tether__c_qgeo(e, nd, &q);
+    if (tether__c_qconv_x86_ok(e, nd, &q)) { /* emit_c_qx86.c, the portable kernel in the #else */
+        line(e, "#if defined(__AVX2__)");
+        tether__c_qconv_x86(e, nd, k, &q);
+        line(e, "#else");
+        portable(e, nd, k, &q);
+        line(e, "#endif");
+        return 1;
+    }
+    return portable(e, nd, k, &q);
+}
+
+static int portable(em *e, const tether_ir_node *nd, const kargs *k, const qg *qp) {
+    qg q = *qp;
     if (tether__c_qconv_dwpad(e, nd, k, &q) || tether__c_qconv_patch(e, nd, k, &q)) {
         return 1; /* emit_c_qpatch.c */
     }

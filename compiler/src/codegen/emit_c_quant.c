@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "emit_c_internal.h"
+#include "emit_c_qconv.h"
 #include "tether/crt/dtype.h"
 
 static const char quant_helpers[] =
@@ -78,6 +79,43 @@ static const char quant_helpers[] =
     "    uint32_t r;\n"
     "    __asm__(\"uxtb16 %0, %1, ror #8\" : \"=r\"(r) : \"r\"(v));\n"
     "    return r;\n"
+    "}\n"
+    "#endif\n"
+    "#if defined(__AVX2__)\n"
+    "#include <immintrin.h>\n"
+    "/* tgq_requant of 4 int64 products p (n = 31 - shift in 1..62 in each lane), the same\n"
+    " * unsigned-bias rounding, clamped to lo..hi (64-bit lanes) */\n"
+    "static inline __m256i tgq_rnd4(__m256i p, __m256i n, __m256i lo, __m256i hi) {\n"
+    "    const __m256i one = _mm256_set1_epi64x(1), top = _mm256_slli_epi64(one, 63);\n"
+    "    __m256i u = _mm256_xor_si256(p, top);\n"
+    "    const __m256i h = _mm256_sub_epi64(_mm256_sllv_epi64(one, _mm256_sub_epi64(n, one)), "
+    "one);\n"
+    "    u = _mm256_add_epi64(u, _mm256_add_epi64(h, _mm256_and_si256(_mm256_srlv_epi64(u, n), "
+    "one)));\n"
+    "    __m256i r = _mm256_sub_epi64(_mm256_srlv_epi64(u, n), _mm256_srlv_epi64(top, n));\n"
+    "    r = _mm256_blendv_epi8(r, lo, _mm256_cmpgt_epi64(lo, r));\n"
+    "    return _mm256_blendv_epi8(r, hi, _mm256_cmpgt_epi64(r, hi));\n"
+    "}\n"
+    "/* tgq_requant of 8 int32 accumulators: m the 8 multipliers (broadcast for one channel), "
+    "ne/no\n"
+    " * the n of the even/odd lanes, lo/hi the clamp minus zp (64-bit lanes), zp 8 x int32 */\n"
+    "static inline __m256i tgq_rq8(__m256i acc, __m256i m, __m256i ne, __m256i no, __m256i lo,\n"
+    "                              __m256i hi, __m256i zp) {\n"
+    "    const __m256i re = tgq_rnd4(_mm256_mul_epi32(acc, m), ne, lo, hi);\n"
+    "    const __m256i ro = tgq_rnd4(\n"
+    "        _mm256_mul_epi32(_mm256_srli_epi64(acc, 32), _mm256_srli_epi64(m, 32)), no, lo, hi);\n"
+    "    return _mm256_add_epi32(_mm256_blend_epi32(re, _mm256_slli_epi64(ro, 32), 0xAA), zp);\n"
+    "}\n"
+    "/* 8 int32 lanes already inside the 8-bit range stored as 8 bytes */\n"
+    "static inline void tgq_st8s(int8_t *d, __m256i v) {\n"
+    "    const __m128i a = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, "
+    "1));\n"
+    "    _mm_storel_epi64((__m128i *)(void *)d, _mm_packs_epi16(a, a));\n"
+    "}\n"
+    "static inline void tgq_st8u(uint8_t *d, __m256i v) {\n"
+    "    const __m128i a = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, "
+    "1));\n"
+    "    _mm_storel_epi64((__m128i *)(void *)d, _mm_packus_epi16(a, a));\n"
     "}\n"
     "#endif\n"
     "#include <string.h>\n\n"
@@ -267,7 +305,21 @@ static void table(em *e, const char *name, const int64_t *v, int64_t n) {
     line(e, "};");
 }
 
+static void k_qmatmul_portable(em *e, const tether_ir_node *nd, const kargs *k);
+
 static void k_qmatmul(em *e, const tether_ir_node *nd, const kargs *k) {
+    if (tether__c_qmatmul_x86_ok(e, nd)) { /* emit_c_qmm_x86.c, the portable loop in the #else */
+        line(e, "#if defined(__AVX2__)");
+        tether__c_qmatmul_x86(e, nd, k);
+        line(e, "#else");
+        k_qmatmul_portable(e, nd, k);
+        line(e, "#endif");
+        return;
+    }
+    k_qmatmul_portable(e, nd, k);
+}
+
+static void k_qmatmul_portable(em *e, const tether_ir_node *nd, const kargs *k) {
     tether_ir_tensor av, bv, yv;
     tether__ir_matmul_view(e->g, nd, &av, &bv, &yv);
     int nb = yv.ndim - 2;
@@ -328,7 +380,9 @@ static void k_qdq(em *e, const tether_ir_node *nd, const kargs *k) {
     }
     char zp[96];
     pexpr(e, nd, k, 2, "c", zp, sizeof zp);
-    loop(e, "f", total);
+    if (!tether__c_qdq_x86(e, nd, k, total, ch, inner, zp)) {
+        loop(e, "f", total);
+    }
     if (ch > 1) {
         line(e, "const int c = (int)((f / %lld) %% %lld);", inner, ch);
     } else {

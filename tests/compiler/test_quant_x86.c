@@ -1,0 +1,296 @@
+/*
+ * The x86-64 AVX2 qconv and qmatmul kernels (emit_c_qx86.c, emit_c_qmm_x86.c,
+ * docs/quantization.md "Kernels") against the portable ones: QDQ matmuls (3-D A, odd K, partial
+ * column blocks, Gemm with transB and a bias) and convolutions (pointwise, general, strided,
+ * depthwise with padding, odd channel counts, int8 and uint8 activations with zero points,
+ * per-channel weights, ReLU as a clamp) compiled for x86-64-v3 (the AVX2 path) and for the baseline
+ * (the portable #else), both run here; outputs must be equal byte for byte to each other and to the
+ * reference interpreter (inputs with NaN, infinities, saturating values and rounding ties for the
+ * input quantize). The generated C must hold the AVX2 path, and must also compile with
+ * -mavx512vnni -mavx512vl (the VPDPWSSD variant; compiled only: this machine has no VNNI to run
+ * it).
+ *
+ * What must stay true: a host without AVX2 still runs the portable build and the compile checks
+ * (the AVX2 run is skipped, said so on stderr); every temporary file lives under the build tree.
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "tether/compiler.h"
+#include "tether/crt/dtype.h"
+#include "tether/crt/error.h"
+
+typedef struct qcase {
+    const char *name;
+    int C, O, H, W, KH, KW, S, pt, pl, pb, pr, G, u8, xz, relu;
+    int mm; /* 1: matmul of x [2, H, C] by w [C, O]; 2: dense x [H, C], w [O, C] (transB), bias */
+} qcase;
+
+static int konst(tether_ir_graph *g, const char *name, DLDataType t, int ndim, const int64_t *shape,
+                 const void *v, size_t bytes) {
+    int idx = -1;
+    assert_int_equal(tether_ir_add_constant(g, name, t, ndim, shape, v, bytes, &idx), 0);
+    return idx;
+}
+
+static int tensor(tether_ir_graph *g, const char *name) {
+    int idx = -1;
+    assert_int_equal(tether_ir_add_tensor(g, name, TETHER_FLOAT32, -1, NULL, &idx), 0);
+    return idx;
+}
+
+static void node(tether_ir_graph *g, const char *name, tether_op op, const int *in, int nin,
+                 int out, const tether_ir_attrs *a) {
+    assert_int_equal(tether_ir_add_node(g, name, op, in, nin, &out, 1, a, NULL), 0);
+}
+
+static uint32_t next(uint32_t *s) {
+    *s = *s * 1103515245u + 12345u;
+    return *s >> 8;
+}
+
+/* x -> Q -> DQ -> conv(DQ(w per channel), bias) [-> relu] -> Q -> DQ -> y (or matmul / dense) */
+static void build(tether_ir_graph *g, const qcase *c) {
+    assert_int_equal(tether_ir_init(g, c->name), 0);
+    int64_t sx[4] = {1, c->C, c->H, c->W}, sw[4] = {c->O, c->C / c->G, c->KH, c->KW}, so = c->O,
+            one = 1;
+    int x, nx = 4, nw4 = 4;
+    if (c->mm == 1) {
+        sx[0] = 2, sx[1] = c->H, sx[2] = c->C, nx = 3;
+        sw[0] = c->C, sw[1] = c->O, nw4 = 2;
+    } else if (c->mm == 2) {
+        sx[0] = c->H, sx[1] = c->C, nx = 2;
+        sw[0] = c->O, sw[1] = c->C, nw4 = 2;
+    }
+    assert_int_equal(tether_ir_add_tensor(g, "x", TETHER_FLOAT32, nx, sx, &x), 0);
+    assert_int_equal(tether_ir_add_input(g, x), 0);
+    size_t nw = (size_t)(c->O * (c->C / c->G) * (c->mm ? 1 : c->KH * c->KW));
+    int8_t *w = malloc(nw), wz[256] = {0};
+    float ws[256], b[256], xs = 0.03f, ys = 0.07f;
+    uint32_t seed = 11;
+    for (size_t i = 0; i < nw; i++) {
+        w[i] = (int8_t)((int)(next(&seed) % 255) - 127);
+    }
+    for (int o = 0; o < c->O; o++) {
+        wz[o] = (int8_t)(c->mm == 1 && c->u8 ? o % 3 - 1 : 0); /* B - b_zp as int16 pairs */
+        ws[o] = 0.001f + 0.0001f * (float)(next(&seed) % 50);
+        b[o] = (float)((int)(next(&seed) % 200) - 100) * 0.01f;
+    }
+    DLDataType at = c->u8 ? TETHER_UINT8 : TETHER_INT8;
+    uint8_t xzu = (uint8_t)c->xz, yzu = 120;
+    int8_t xzs = (int8_t)c->xz, yzs = -7;
+    const void *xzp = c->u8 ? (const void *)&xzu : (const void *)&xzs,
+               *yzp = c->u8 ? (const void *)&yzu : (const void *)&yzs;
+    int cxs = konst(g, "xs", TETHER_FLOAT32, 1, &one, &xs, 4),
+        cxz = konst(g, "xz", at, 1, &one, xzp, 1), cw = konst(g, "w", TETHER_INT8, nw4, sw, w, nw),
+        cws = konst(g, "ws", TETHER_FLOAT32, 1, &so, ws, 4 * (size_t)c->O),
+        cwz = konst(g, "wz", TETHER_INT8, 1, &so, wz, (size_t)c->O),
+        cb = konst(g, "b", TETHER_FLOAT32, 1, &so, b, 4 * (size_t)c->O),
+        cys = konst(g, "ys", TETHER_FLOAT32, 1, &one, &ys, 4),
+        cyz = konst(g, "yz", at, 1, &one, yzp, 1);
+    free(w);
+    int xq = tensor(g, "xq"), xd = tensor(g, "xd"), wd = tensor(g, "wd"), y = tensor(g, "y"),
+        yr = c->relu ? tensor(g, "yr") : y, yq = tensor(g, "yq"), out = tensor(g, "out");
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_QUANTIZE, &a);
+    a.to = at;
+    node(g, "qx", TETHER_OP_QUANTIZE, (int[]){x, cxs, cxz}, 3, xq, &a);
+    node(g, "dqx", TETHER_OP_DEQUANTIZE, (int[]){xq, cxs, cxz}, 3, xd, NULL);
+    tether_ir_attrs_init(TETHER_OP_DEQUANTIZE, &a);
+    a.axis = c->mm == 1 ? 1 : 0;
+    node(g, "dqw", TETHER_OP_DEQUANTIZE, (int[]){cw, cws, cwz}, 3, wd, &a);
+    if (c->mm == 1) {
+        node(g, "mm", TETHER_OP_MATMUL, (int[]){xd, wd}, 2, y, NULL);
+    } else if (c->mm == 2) {
+        tether_ir_attrs_init(TETHER_OP_DENSE, &a);
+        a.trans_b = 1;
+        node(g, "gemm", TETHER_OP_DENSE, (int[]){xd, wd, cb}, 3, y, &a);
+    }
+    tether_ir_attrs_init(TETHER_OP_CONV2D, &a);
+    a.pads[0] = c->pt;
+    a.pads[1] = c->pl;
+    a.pads[2] = c->pb;
+    a.pads[3] = c->pr;
+    a.strides[0] = a.strides[1] = c->S;
+    a.groups = c->G;
+    if (!c->mm) {
+        node(g, "conv", TETHER_OP_CONV2D, (int[]){xd, wd, cb}, 3, y, &a);
+    }
+    if (c->relu) {
+        node(g, "relu", TETHER_OP_RELU, &y, 1, yr, NULL);
+    }
+    tether_ir_attrs_init(TETHER_OP_QUANTIZE, &a);
+    a.to = at;
+    node(g, "qy", TETHER_OP_QUANTIZE, (int[]){yr, cys, cyz}, 3, yq, &a);
+    node(g, "dqy", TETHER_OP_DEQUANTIZE, (int[]){yq, cys, cyz}, 3, out, NULL);
+    assert_int_equal(tether_ir_add_output(g, out), 0);
+    assert_int_equal(tether_ir_infer(g), 0);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* Compiles the case for cpu (NULL: the baseline) and runs it on x into y (unless run is 0). */
+static void compile_run(const qcase *c, const char *cpu, const char *tag, const float *x, float *y,
+                        int run, char *src, size_t srcn) {
+    tether_ir_graph g;
+    build(&g, c);
+    char dir[1024], lib[1200], prefix[64], sym[80];
+    snprintf(dir, sizeof dir, "%s/tests/compiler/tmp", TETHER_BINARY_DIR);
+    mkdir(dir, 0755);
+    snprintf(dir, sizeof dir, "%s/tests/compiler/tmp/qx86-%s-%s", TETHER_BINARY_DIR, c->name, tag);
+    snprintf(prefix, sizeof prefix, "qx%s", tag);
+    tether_compile_options o;
+    tether_compile_options_init(&o);
+    o.codegen.prefix = prefix;
+    o.build.cpu = cpu;
+    if (tether_compile_graph(&g, dir, &o, NULL) != 0) {
+        fail_msg("%s (%s): %s", c->name, tag, tether_error_detail());
+    }
+    tether_ir_close(&g);
+    snprintf(src, srcn, "%s/%s.c", dir, prefix);
+    if (!run) {
+        return;
+    }
+    snprintf(lib, sizeof lib, "%s/lib%s.so", dir, prefix);
+    snprintf(sym, sizeof sym, "%s_main", prefix);
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    int32_t (*fn)(const float *, float *) = (int32_t(*)(const float *, float *))dlsym(h, sym);
+    assert_non_null(fn);
+    assert_int_equal(fn(x, y), 0);
+    dlclose(h);
+}
+
+static void check(const qcase *c, int vnni) {
+    size_t nx = (size_t)(c->C * c->H * c->W);
+    int OH = (c->H + c->pt + c->pb - c->KH) / c->S + 1,
+        OW = (c->W + c->pl + c->pr - c->KW) / c->S + 1;
+    size_t ny = (size_t)(c->O * OH * OW);
+    if (c->mm) {
+        nx = (size_t)(c->mm == 1 ? 2 : 1) * (size_t)(c->H * c->C);
+        ny = (size_t)(c->mm == 1 ? 2 : 1) * (size_t)(c->H * c->O);
+    }
+    float *x = malloc(nx * 4), *ref = malloc(ny * 4), *base = malloc(ny * 4), *avx = malloc(ny * 4);
+    uint32_t seed = 5;
+    for (size_t i = 0; i < nx; i++) { /* a range past the int8 one: saturated inputs too */
+        x[i] = ((float)(next(&seed) % 20001) / 10000.0f - 1.0f) * 4.5f;
+    }
+    /* the input quantize's edge cases (emit_c_qdq_x86.c against the scalar loop): NaN (zero
+     * point), infinities and values far past the range (saturated), signed zeros, halves of the
+     * input step (round half to even) */
+    static const float special[] = {NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 0.0f, -0.0f};
+    for (size_t i = 0; i < nx && i < 80; i += 2) {
+        x[i] = i / 2 < 7 ? special[i / 2] : ((float)((int)(i / 2) - 20) + 0.5f) * 0.03f;
+    }
+    /* the reference interpreter on the passed graph (the integer operators) */
+    tether_ir_graph g;
+    build(&g, c);
+    tether_pass_options po;
+    tether_pass_options_init(&po);
+    assert_int_equal(tether_passes_run(&g, &po), 0);
+    int nq = 0;
+    for (int i = 0; i < g.nnodes; i++) {
+        nq += g.nodes[i].op == (c->mm ? TETHER_OP_QMATMUL : TETHER_OP_QCONV);
+    }
+    assert_int_equal(nq, 1);
+    const float *in[1] = {x};
+    float *out[1] = {ref};
+    assert_int_equal(tether_interp_run(&g, in, out), 0);
+    tether_ir_close(&g);
+    char src[1300];
+    compile_run(c, NULL, "base", x, base, 1, src, sizeof src);
+    assert_memory_equal(base, ref, ny * 4);
+    __builtin_cpu_init();
+    int have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    compile_run(c, "x86-64-v3", "avx2", x, avx, have, src, sizeof src);
+    if (have) {
+        assert_memory_equal(avx, ref, ny * 4);
+    } else {
+        fprintf(stderr, "%s: no AVX2 here: the AVX2 build compiled, not run\n", c->name);
+    }
+    char *s = slurp(src);
+    assert_non_null(strstr(s, "#if defined(__AVX2__)"));
+    assert_non_null(strstr(s, "_mm256_madd_epi16"));
+    assert_non_null(strstr(s, "tgq_rq8("));            /* the vector requantization */
+    assert_non_null(strstr(s, "_mm256_round_ps("));    /* emit_c_qdq_x86.c's quantize */
+    assert_non_null(strstr(s, "_mm256_cvtepi32_ps(")); /* and dequantize */
+    if (c->mm) {
+        assert_non_null(strstr(s, "apk[")); /* emit_c_qmm_x86.c's kernel */
+    }
+    if (strncmp(c->name, "conv3_rows", 10) == 0) {
+        assert_non_null(strstr(s, "int32_t rows[")); /* the row kernel */
+    }
+    free(s);
+    /* the VNNI variant compiles (gcc with -mavx512vnni; not run: no VNNI CPU here) */
+    char cmd[3000];
+    if (!vnni) {
+        free(x);
+        free(ref);
+        free(base);
+        free(avx);
+        return;
+    }
+    snprintf(cmd, sizeof cmd,
+             "gcc -std=c99 -O1 -Wall -Werror -march=x86-64-v3 -mavx512f -mavx512vl -mavx512vnni "
+             "-fPIC -c '%s' -o '%s.vnni.o' 2>&1",
+             src, src);
+    assert_int_equal(system(cmd), 0);
+    free(x);
+    free(ref);
+    free(base);
+    free(avx);
+}
+
+static void test_cases(void **state) {
+    (void)state;
+    static const qcase cases[] = {
+        /* name, C, O, H, W, KH, KW, S, pt, pl, pb, pr, G, u8, xz, relu */
+        {"pw_odd", 7, 9, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 0},
+        {"conv3_s2", 5, 6, 9, 11, 3, 3, 2, 1, 1, 1, 1, 1, 1, 128, 1, 0},
+        {"conv_10x4", 1, 8, 20, 10, 10, 4, 2, 4, 1, 5, 2, 1, 0, -4, 1, 0},
+        {"dw3_s1", 3, 3, 6, 37, 3, 3, 1, 1, 1, 1, 1, 3, 0, -2, 1, 0},
+        {"dw3_s2_tf", 2, 2, 8, 70, 3, 3, 2, 0, 0, 1, 1, 2, 1, 97, 0, 0},
+        {"dw5_s1", 3, 3, 7, 40, 5, 5, 1, 2, 2, 2, 2, 3, 0, 5, 0, 0},
+        /* narrow planes: the flat zero-bordered depthwise kernel (asymmetric pads, uint8) */
+        {"dw3_narrow", 4, 4, 25, 5, 3, 3, 1, 1, 1, 1, 1, 4, 0, -3, 1, 0},
+        {"dw5_asym_u8", 3, 3, 9, 9, 5, 5, 1, 2, 1, 0, 2, 3, 1, 100, 0, 0},
+        /* stride 1, one group: the row kernel (odd C, a partial tile and channel block; uint8
+         * with asymmetric pads) */
+        {"conv3_rows", 5, 6, 7, 37, 3, 3, 1, 1, 1, 1, 1, 1, 0, -3, 1, 0},
+        {"conv3_rows_u8", 4, 8, 6, 20, 3, 3, 1, 0, 2, 1, 0, 1, 1, 100, 0, 0},
+        /* qmatmul (emit_c_qmm_x86.c): odd K, partial column blocks, a row tail; R = 1 */
+        {"mm3d", 37, 21, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 1},
+        {"mm_u8", 130, 40, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 128, 0, 1},
+        {"gemm_tb", 64, 12, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, -5, 1, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cases),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
