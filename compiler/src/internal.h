@@ -356,8 +356,8 @@ int tether__einsum_labels(const tether_ir_attrs *a, int j, int *labels);
     case TETHER_OP_TILE:                                                                           \
     case TETHER_OP_SLICE:                                                                          \
     case TETHER_OP_EINSUM:                                                                         \
-    case TETHER_OP_TFIDF:                                                                         \
-    TETHER__CASES_LOOP
+    case TETHER_OP_TFIDF:                                                                          \
+        TETHER__CASES_LOOP
 /* the run-time Loop's operators (ir/shapes_loop.c, interp/interp_loop.c, codegen/emit_c_loop.c) */
 #define TETHER__CASES_LOOP                                                                         \
     case TETHER_OP_LOOP_BEGIN:                                                                     \
