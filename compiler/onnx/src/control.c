@@ -7,10 +7,14 @@
  *         hold operators or shapes that would not import); a condition known only at run time
  *         converts both branches and selects each output with a `where` (the branches' outputs
  *         must have equal shapes and types).
- *   Loop  unrolled: the trip count must be known at import time (at most TONNX_UNROLL_MAX
+ *   Loop  unrolled when the trip count is known at import time (at most TONNX_UNROLL_MAX
  *         iterations); a condition known at import time ends the unrolling where it turns false;
  *         one computed at run time predicates the carried values (`where` keeps them once it is
- *         false), which rules out scan outputs (their length would be data-dependent).
+ *         false), which rules out scan outputs (their length would be data-dependent). A Loop
+ *         with a run-time trip count or condition, or one of more than TONNX_UNROLL_RUNTIME
+ *         iterations (none given: unbounded) whose first iteration leaves nodes to run, becomes
+ *         a run-time loop instead (control_loop.c; what the first iteration made is rolled
+ *         back), so an unrolling never stops silently short of the loop's real end.
  *   Scan  unrolled over the scan inputs' extent (known at compile time), directions and axes as
  *         the attributes say; a scan input computed at run time is sliced per iteration (a
  *         slice and a squeeze: the index is a constant). Opset 8's batched Scan runs one such
@@ -37,6 +41,11 @@
 /* The most iterations a Loop or Scan is unrolled to, and how deep subgraphs nest. */
 #define TONNX_UNROLL_MAX 4096
 #define TONNX_NEST_MAX   16
+/* A Loop of more iterations than this (or with no trip count) whose first iteration leaves
+ * nodes to run (not all folded at import) and that has no scan outputs becomes a run-time loop
+ * (control_loop.c) instead of being unrolled further. */
+#define TONNX_UNROLL_RUNTIME 64
+
 /* The most ONNX nodes one import may convert inline (a few bytes of nested loops would
  * otherwise multiply into any number of nodes). */
 #define TONNX_UNROLL_NODES (1 << 14)
@@ -483,6 +492,9 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
         if (trip < 0) {
             trip = 0;
         }
+        if (trip > TONNX_UNROLL_MAX && !nscan) {
+            return tonnx_loop_region(c, n, body, nstate, nscan); /* control_loop.c */
+        }
         if (trip > TONNX_UNROLL_MAX) {
             return tonnx_fail(c, TETHER_ERR_LIMIT,
                               "trip count %" PRId64 " is more than the %d iterations tether "
@@ -523,8 +535,16 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
         rc = rc ? rc : (cond.k ? TETHER_OK : TETHER_ERR_LIMIT);
     }
     const char *me = tonnx_node_name(c, c->cur);
-    int save = c->cur, it = 0;
+    int save = c->cur, it = 0, nt0 = c->g->ntensors, nn0 = c->g->nnodes, inl0 = c->inlined;
     for (; !rc && it < trip && (go || !known); it++) {
+        if (it == 1 && !nscan && trip > TONNX_UNROLL_RUNTIME && c->g->nnodes > nn0) {
+            /* the first iteration computes at run time and more may follow: a run-time loop */
+            tonnx_loop_rollback(c, nt0, nn0);
+            c->inlined = inl0;
+            free(scans);
+            free(state);
+            return tonnx_loop_region(c, n, body, nstate, nscan); /* control_loop.c */
+        }
         formals[0].tensor = -1;
         formals[0].k = tonnx_k_int(c, it);
         if (!formals[0].k) {

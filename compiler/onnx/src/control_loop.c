@@ -34,6 +34,41 @@ static bool alias_made(const timport *c, int t) {
     return false;
 }
 
+/* The IR tensor of condition b as a bool scalar: a host constant (computed ones are int64 or
+ * float) becomes a bool constant of its truth value. */
+static int bool_tensor_of(timport *c, bindv *b, const char *suffix) {
+    if (b->tensor < 0 && b->k) {
+        hconst *k = tonnx_hconst_new(c, true, 0, NULL);
+        if (!k) {
+            return TETHER_ERR_LIMIT;
+        }
+        ((int64_t *)k->data)[0] =
+            b->k->count > 0 && (b->k->is_int ? ((const int64_t *)b->k->data)[0] != 0
+                                             : ((const float *)b->k->data)[0] != 0.0f);
+        k->dt = TETHER_BOOL;
+        b->k = k;
+    }
+    return tonnx_tensor_of(c, b, suffix);
+}
+
+void tonnx_loop_rollback(timport *c, int ntensors, int nnodes) {
+    tether_ir_graph *g = c->g;
+    for (int i = nnodes; i < g->nnodes; i++) {
+        free(g->nodes[i].name);
+    }
+    g->nnodes = nnodes < g->nnodes ? nnodes : g->nnodes;
+    for (int i = ntensors; i < g->ntensors; i++) {
+        free(g->tensors[i].name);
+        free(g->tensors[i].data);
+    }
+    g->ntensors = ntensors < g->ntensors ? ntensors : g->ntensors;
+    for (int i = 0; i < c->nv; i++) {
+        if (c->v[i].tensor >= ntensors) {
+            c->v[i].tensor = -1;
+        }
+    }
+}
+
 int tonnx_loop_region(timport *c, const Onnx__NodeProto *n, const Onnx__GraphProto *body,
                       int nstate, int nscan) {
     const char *me = tonnx_node_name(c, c->cur);
@@ -52,6 +87,7 @@ int tonnx_loop_region(timport *c, const Onnx__NodeProto *n, const Onnx__GraphPro
                           me, nstate, (TETHER_IR_MAX_INPUTS - 2) / 2);
     }
     int rc = TETHER_OK, save = c->cur, in[3], nin = 0;
+    bool has_m = false;
     bindv m = tonnx_input_bind(c, n, 0, &rc);
     bindv cond = rc ? m : tonnx_input_bind(c, n, 1, &rc);
     tether_ir_attrs a;
@@ -59,8 +95,9 @@ int tonnx_loop_region(timport *c, const Onnx__NodeProto *n, const Onnx__GraphPro
     if (!rc && (m.tensor >= 0 || m.k) && !(rc = tonnx_tensor_of(c, &m, "trip_const"))) {
         in[nin++] = m.tensor;
         a.mode |= 1;
+        has_m = true;
     }
-    if (!rc && (cond.tensor >= 0 || cond.k) && !(rc = tonnx_tensor_of(c, &cond, "cond_const"))) {
+    if (!rc && (cond.tensor >= 0 || cond.k) && !(rc = bool_tensor_of(c, &cond, "cond_const"))) {
         in[nin++] = cond.tensor;
         a.mode |= 2;
     }
@@ -120,7 +157,13 @@ int tonnx_loop_region(timport *c, const Onnx__NodeProto *n, const Onnx__GraphPro
     bool cond_true = outs[0].k && outs[0].k->count == 1 &&
                      (outs[0].k->is_int ? ((const int64_t *)outs[0].k->data)[0] != 0
                                         : ((const float *)outs[0].k->data)[0] != 0.0f);
-    if (!rc && !cond_true && !(rc = tonnx_tensor_of(c, &outs[0], "cond_const"))) {
+    if (!rc && cond_true && !has_m) {
+        rc = tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                        "Loop '%s' has no trip count and its body's condition is always true: it "
+                        "would never end (give a trip count M, or compute the condition)",
+                        me);
+    }
+    if (!rc && !cond_true && !(rc = bool_tensor_of(c, &outs[0], "cond_const"))) {
         ein[k++] = outs[0].tensor;
         a.mode |= 2;
     }

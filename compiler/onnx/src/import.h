@@ -257,6 +257,9 @@ int tonnx_emit_op(timport *c, const char *what, tether_op op, const int *in, int
                   const tether_ir_attrs *a, bindv *out);
 void tonnx_set_output(timport *c, const Onnx__NodeProto *n, int i, bindv b);
 hconst *tonnx_k_int(timport *c, int64_t v);
+/* Undoes an unrolling begun at the graph's ntensors/nnodes (control_loop.c): the IR tensors and
+ * nodes made since are freed, and c's values bound to such tensors unbound. */
+void tonnx_loop_rollback(timport *c, int ntensors, int nnodes);
 /* A Loop whose trip count or condition is known only at run time (control_loop.c). */
 int tonnx_loop_region(timport *c, const Onnx__NodeProto *n, const Onnx__GraphProto *body,
                       int nstate, int nscan);
