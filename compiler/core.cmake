@@ -10,6 +10,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_vision.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_rnn.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_text.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_loop.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_dynamic.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/types.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/quant.c
@@ -25,6 +26,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_vision.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_rnn.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_text.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_loop.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_dynamic.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_loss.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_quant.c
@@ -46,6 +48,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_vision.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_rnn.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_text.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_loop.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_dynamic.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_nchwc.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_schedules.c

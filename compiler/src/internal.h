@@ -356,7 +356,23 @@ int tether__einsum_labels(const tether_ir_attrs *a, int j, int *labels);
     case TETHER_OP_TILE:                                                                           \
     case TETHER_OP_SLICE:                                                                          \
     case TETHER_OP_EINSUM:                                                                         \
-    case TETHER_OP_TFIDF:
+    case TETHER_OP_TFIDF:                                                                          \
+        TETHER__CASES_LOOP
+/* the run-time Loop's operators (ir/shapes_loop.c, interp/interp_loop.c, codegen/emit_c_loop.c) */
+#define TETHER__CASES_LOOP                                                                         \
+    case TETHER_OP_LOOP_BEGIN:                                                                     \
+    case TETHER_OP_LOOP_STATE:                                                                     \
+    case TETHER_OP_LOOP_END:                                                                       \
+    case TETHER_OP_LOOP_RESULT:                                                                    \
+    case TETHER_OP_LOOP_COPY:
+bool tether__ir_is_loop_op(tether_op op);
+int tether__ir_loop_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
+int tether__ir_loop_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
+/* The loop_end node of the loop_begin node b, -1 when none. */
+int tether__ir_loop_end_of(const tether_ir_graph *g, int b);
+/* Puts every node between a loop_begin and its loop_end that does not depend on the begin
+ * before the begin (tether_ir_infer, after ordering). */
+int tether__ir_loop_hoist(tether_ir_graph *g);
 /* tfidf (TfIdfVectorizer; ir/shapes_text.c, interp/interp_text.c, codegen/emit_c_text.c): its
  * n-gram groups from the constant pool and counts (group i: the n-grams of length i + 1, count of
  * them from pool[start], numbered from id0); the number of groups, -1 when malformed. */

@@ -29,6 +29,8 @@ void test_allocation_bounds(void **state);
 /* test_onnx_layers.c: the window layers the node suite does not reach, by value. */
 void test_onnx_layers(void **state);
 void test_onnx_control_flow(void **state);
+/* run-time Loops (test_onnx_loop.c), run by test_onnx_control_flow */
+void test_onnx_loop_runtime(void);
 /* test_onnx_rnn.c: RNN, GRU and LSTM attributes the node suite does not reach, by value. */
 void test_onnx_rnn(void **state);
 /* test_onnx_misc.c: shape folding of Neg/Abs, training operators, Pad modes, Dropout masks. */

@@ -7,10 +7,14 @@
  *         hold operators or shapes that would not import); a condition known only at run time
  *         converts both branches and selects each output with a `where` (the branches' outputs
  *         must have equal shapes and types).
- *   Loop  unrolled: the trip count must be known at import time (at most TONNX_UNROLL_MAX
+ *   Loop  unrolled when the trip count is known at import time (at most TONNX_UNROLL_MAX
  *         iterations); a condition known at import time ends the unrolling where it turns false;
  *         one computed at run time predicates the carried values (`where` keeps them once it is
- *         false), which rules out scan outputs (their length would be data-dependent).
+ *         false), which rules out scan outputs (their length would be data-dependent). A Loop
+ *         with a run-time trip count or condition, or one of more than TONNX_UNROLL_RUNTIME
+ *         iterations (none given: unbounded) whose first iteration leaves nodes to run, becomes
+ *         a run-time loop instead (control_loop.c; what the first iteration made is rolled
+ *         back), so an unrolling never stops silently short of the loop's real end.
  *   Scan  unrolled over the scan inputs' extent (known at compile time), directions and axes as
  *         the attributes say; a scan input computed at run time is sliced per iteration (a
  *         slice and a squeeze: the index is a constant). Opset 8's batched Scan runs one such
@@ -37,15 +41,14 @@
 /* The most iterations a Loop or Scan is unrolled to, and how deep subgraphs nest. */
 #define TONNX_UNROLL_MAX 4096
 #define TONNX_NEST_MAX   16
+/* A Loop of more iterations than this (or with no trip count) whose first iteration leaves
+ * nodes to run (not all folded at import) and that has no scan outputs becomes a run-time loop
+ * (control_loop.c) instead of being unrolled further. */
+#define TONNX_UNROLL_RUNTIME 64
+
 /* The most ONNX nodes one import may convert inline (a few bytes of nested loops would
  * otherwise multiply into any number of nodes). */
 #define TONNX_UNROLL_NODES (1 << 14)
-
-/* A value handed into or out of a subgraph: its IR tensor (-1 none yet) and host constant. */
-typedef struct bindv {
-    int tensor;
-    hconst *k;
-} bindv;
 
 static const Onnx__GraphProto *graph_attr(timport *c, const Onnx__NodeProto *n, const char *name) {
     const Onnx__AttributeProto *a = tonnx_attr(n, name);
@@ -152,8 +155,8 @@ static void child_release(timport *p, timport *ch) {
 }
 
 /* Converts subgraph sg inline: formals bind its inputs in order, outs receive its outputs. */
-static int inline_graph(timport *p, const Onnx__GraphProto *sg, const char *prefix,
-                        const bindv *formals, int nformals, bindv *outs, int nouts) {
+int tonnx_inline_graph(timport *p, const Onnx__GraphProto *sg, const char *prefix,
+                       const bindv *formals, int nformals, bindv *outs, int nouts) {
     if ((int)sg->n_input != nformals || (int)sg->n_output != nouts) {
         return tonnx_fail(p, TETHER_ERR_INVALID_ARG,
                           "subgraph '%s' has %zu inputs and %zu outputs, the node gives %d and "
@@ -183,6 +186,7 @@ static int inline_graph(timport *p, const Onnx__GraphProto *sg, const char *pref
     ch.prefix = prefix;
     ch.depth = p->depth + 1;
     ch.inlined = p->inlined + (int)sg->n_node;
+    ch.loop_iter1 = p->loop_iter1;
     int rc = tonnx_name_nodes(&ch);
     for (int i = 0; !rc && i < nformals; i++) {
         const char *name = S(sg->input[i]->name);
@@ -229,7 +233,7 @@ static int inline_graph(timport *p, const Onnx__GraphProto *sg, const char *pref
 }
 
 /* The IR tensor of a binding (a host constant becomes a constant tensor). */
-static int tensor_of(timport *c, bindv *b, const char *suffix) {
+int tonnx_tensor_of(timport *c, bindv *b, const char *suffix) {
     if (b->tensor >= 0) {
         return TETHER_OK;
     }
@@ -239,7 +243,7 @@ static int tensor_of(timport *c, bindv *b, const char *suffix) {
     return tonnx_hconst_tensor(c, suffix, b->k, &b->tensor);
 }
 
-static bindv input_bind(timport *c, const Onnx__NodeProto *n, int i, int *rc) {
+bindv tonnx_input_bind(timport *c, const Onnx__NodeProto *n, int i, int *rc) {
     bindv b = {-1, NULL};
     int vi = has_input(n, i) ? tonnx_find(c, S(n->input[i])) : -1;
     *rc = TETHER_OK;
@@ -256,7 +260,7 @@ static bindv input_bind(timport *c, const Onnx__NodeProto *n, int i, int *rc) {
 }
 
 /* Node output i takes binding b (as Identity does). */
-static void set_output(timport *c, const Onnx__NodeProto *n, int i, bindv b) {
+void tonnx_set_output(timport *c, const Onnx__NodeProto *n, int i, bindv b) {
     int vi = i < (int)n->n_output ? tonnx_find(c, S(n->output[i])) : -1;
     if (vi >= 0) {
         c->v[vi].tensor = b.tensor;
@@ -265,8 +269,8 @@ static void set_output(timport *c, const Onnx__NodeProto *n, int i, bindv b) {
 }
 
 /* A new IR node op(in...) into a fresh tensor; *out its binding. */
-static int emit_op(timport *c, const char *what, tether_op op, const int *in, int nin,
-                   const tether_ir_attrs *a, bindv *out) {
+int tonnx_emit_op(timport *c, const char *what, tether_op op, const int *in, int nin,
+                  const tether_ir_attrs *a, bindv *out) {
     int t;
     char suffix[96];
     int r = snprintf(suffix, sizeof suffix, "%s#%d", what, c->uniq++); /* unique node names */
@@ -296,8 +300,8 @@ static void shape_text(const tether_ir_tensor *t, char *buf, size_t n) {
 /* where(cond, a, b) after checking that a and b have the same type and shape. */
 static int select_of(timport *c, int cond, bindv *a, bindv *b, const char *what, int i,
                      bindv *out) {
-    int rc = tensor_of(c, a, "then_const");
-    rc = rc ? rc : tensor_of(c, b, "else_const");
+    int rc = tonnx_tensor_of(c, a, "then_const");
+    rc = rc ? rc : tonnx_tensor_of(c, b, "else_const");
     if (rc) {
         return rc;
     }
@@ -320,7 +324,7 @@ static int select_of(timport *c, int cond, bindv *a, bindv *b, const char *what,
     int in[3] = {cond, a->tensor, b->tensor};
     char suffix[48];
     snprintf(suffix, sizeof suffix, "select%d", i);
-    return emit_op(c, suffix, TETHER_OP_WHERE, in, 3, NULL, out);
+    return tonnx_emit_op(c, suffix, TETHER_OP_WHERE, in, 3, NULL, out);
 }
 
 /* The truth of a host constant (its first element; an empty one is false). */
@@ -349,7 +353,7 @@ int tonnx_cv_if(timport *c, const Onnx__NodeProto *n) {
         return TETHER_ERR_INVALID_ARG;
     }
     int rc;
-    bindv cond = input_bind(c, n, 0, &rc);
+    bindv cond = tonnx_input_bind(c, n, 0, &rc);
     int nout = (int)n->n_output;
     if (rc) {
         return rc;
@@ -365,23 +369,23 @@ int tonnx_cv_if(timport *c, const Onnx__NodeProto *n) {
     if (cond.k) { /* the taken branch only */
         bool taken = k_true(cond.k);
         snprintf(prefix, sizeof prefix, "%s/%s/", me, taken ? "then" : "else");
-        rc = inline_graph(c, taken ? tg : eg, prefix, NULL, 0, a, nout);
+        rc = tonnx_inline_graph(c, taken ? tg : eg, prefix, NULL, 0, a, nout);
         c->cur = save;
         for (int i = 0; !rc && i < nout; i++) {
-            set_output(c, n, i, a[i]);
+            tonnx_set_output(c, n, i, a[i]);
         }
     } else {
         snprintf(prefix, sizeof prefix, "%s/then/", me);
-        rc = inline_graph(c, tg, prefix, NULL, 0, a, nout);
+        rc = tonnx_inline_graph(c, tg, prefix, NULL, 0, a, nout);
         snprintf(prefix, sizeof prefix, "%s/else/", me);
-        rc = rc ? rc : inline_graph(c, eg, prefix, NULL, 0, b, nout);
+        rc = rc ? rc : tonnx_inline_graph(c, eg, prefix, NULL, 0, b, nout);
         c->cur = save;
         rc = rc ? rc : bool_tensor(c, cond.tensor);
         for (int i = 0; !rc && i < nout; i++) {
             bindv o;
             rc = select_of(c, cond.tensor, &a[i], &b[i], "output", i, &o);
             if (!rc) {
-                set_output(c, n, i, o);
+                tonnx_set_output(c, n, i, o);
             }
         }
     }
@@ -390,7 +394,7 @@ int tonnx_cv_if(timport *c, const Onnx__NodeProto *n) {
 }
 
 /* A host constant: the int64 scalar v. */
-static hconst *k_int(timport *c, int64_t v) {
+hconst *tonnx_k_int(timport *c, int64_t v) {
     hconst *k = tonnx_hconst_new(c, true, 0, NULL);
     if (k) {
         ((int64_t *)k->data)[0] = v;
@@ -409,7 +413,7 @@ static int stack_values(timport *c, bindv *vals, int count, int64_t axis, int wh
     }
     for (int i = 0; !rc && i < count; i++) {
         snprintf(suffix, sizeof suffix, "scan%d_const", which);
-        rc = tensor_of(c, &vals[i], suffix);
+        rc = tonnx_tensor_of(c, &vals[i], suffix);
         if (rc) {
             break;
         }
@@ -426,7 +430,7 @@ static int stack_values(timport *c, bindv *vals, int count, int64_t axis, int wh
         at.nints = 1;
         bindv u;
         snprintf(suffix, sizeof suffix, "scan%d_%d", which, i);
-        rc = emit_op(c, suffix, TETHER_OP_UNSQUEEZE, &vals[i].tensor, 1, &at, &u);
+        rc = tonnx_emit_op(c, suffix, TETHER_OP_UNSQUEEZE, &vals[i].tensor, 1, &at, &u);
         ts[i] = u.tensor;
         axis = ax;
     }
@@ -440,7 +444,7 @@ static int stack_values(timport *c, bindv *vals, int count, int64_t axis, int wh
             at.axis = axis;
             bindv o;
             snprintf(suffix, sizeof suffix, "scan%d_cat%d_%d", which, level, groups);
-            rc = emit_op(c, suffix, TETHER_OP_CONCAT, ts + s, m, &at, &o);
+            rc = tonnx_emit_op(c, suffix, TETHER_OP_CONCAT, ts + s, m, &at, &o);
             ts[groups] = o.tensor;
         }
         count = groups;
@@ -478,12 +482,8 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
         hconst *mk;
         rc = tonnx_in_const(c, 0, true, &mk);
         if (rc) {
-            return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                              "the trip count '%s' is known only at run time; tether unrolls a "
-                              "Loop at compile time, so its trip count must be known then (an "
-                              "initializer, a constant expression, or an input bound with a "
-                              "value)",
-                              S(n->input[0]));
+            tether_clear_error();
+            return tonnx_loop_region(c, n, body, nstate, nscan); /* control_loop.c */
         }
         if (!mk->is_int || mk->count != 1) {
             return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "the trip count must be one integer");
@@ -492,6 +492,9 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
         if (trip < 0) {
             trip = 0;
         }
+        if (trip > TONNX_UNROLL_MAX && !nscan) {
+            return tonnx_loop_region(c, n, body, nstate, nscan); /* control_loop.c */
+        }
         if (trip > TONNX_UNROLL_MAX) {
             return tonnx_fail(c, TETHER_ERR_LIMIT,
                               "trip count %" PRId64 " is more than the %d iterations tether "
@@ -499,7 +502,7 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
                               trip, TONNX_UNROLL_MAX);
         }
     }
-    bindv cond = input_bind(c, n, 1, &rc);
+    bindv cond = tonnx_input_bind(c, n, 1, &rc);
     if (rc) {
         return rc;
     }
@@ -513,9 +516,7 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
         return rc;
     }
     if (!has_trip && !known) {
-        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                          "no trip count and a condition computed at run time: the number of "
-                          "iterations is unbounded at compile time");
+        return tonnx_loop_region(c, n, body, nstate, nscan); /* control_loop.c */
     }
     size_t nb = (size_t)(2 * nstate + 2 + 2 * (nstate + 1 + nscan));
     bindv *state = calloc(nb, sizeof *state);
@@ -527,17 +528,25 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
     }
     bindv *formals = state + nstate, *outs = formals + nstate + 2;
     for (int i = 0; i < nstate && !rc; i++) {
-        state[i] = input_bind(c, n, 2 + i, &rc);
+        state[i] = tonnx_input_bind(c, n, 2 + i, &rc);
     }
     if (!cond.k && cond.tensor < 0) {
-        cond.k = k_int(c, 1);
+        cond.k = tonnx_k_int(c, 1);
         rc = rc ? rc : (cond.k ? TETHER_OK : TETHER_ERR_LIMIT);
     }
     const char *me = tonnx_node_name(c, c->cur);
-    int save = c->cur, it = 0;
+    int save = c->cur, it = 0, nt0 = c->g->ntensors, nn0 = c->g->nnodes, inl0 = c->inlined;
     for (; !rc && it < trip && (go || !known); it++) {
+        if (it == 1 && !nscan && trip > TONNX_UNROLL_RUNTIME && c->g->nnodes > nn0) {
+            /* the first iteration computes at run time and more may follow: a run-time loop */
+            tonnx_loop_rollback(c, nt0, nn0);
+            c->inlined = inl0;
+            free(scans);
+            free(state);
+            return tonnx_loop_region(c, n, body, nstate, nscan); /* control_loop.c */
+        }
         formals[0].tensor = -1;
-        formals[0].k = k_int(c, it);
+        formals[0].k = tonnx_k_int(c, it);
         if (!formals[0].k) {
             rc = TETHER_ERR_LIMIT;
             break;
@@ -546,7 +555,7 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
         memcpy(formals + 2, state, sizeof *state * (size_t)nstate);
         char prefix[400];
         snprintf(prefix, sizeof prefix, "%s/iter%d/", me, it);
-        rc = inline_graph(c, body, prefix, formals, nstate + 2, outs, nstate + 1 + nscan);
+        rc = tonnx_inline_graph(c, body, prefix, formals, nstate + 2, outs, nstate + 1 + nscan);
         c->cur = save;
         if (rc) {
             break;
@@ -594,7 +603,7 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
             } else {
                 int in[2] = {active, cond.tensor};
                 bindv o;
-                rc = emit_op(c, "active", TETHER_OP_AND, in, 2, NULL, &o);
+                rc = tonnx_emit_op(c, "active", TETHER_OP_AND, in, 2, NULL, &o);
                 active = o.tensor;
             }
         }
@@ -609,13 +618,13 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
                         "the loop runs no iteration, so its scan outputs have no known shape");
     }
     for (int i = 0; !rc && i < nstate; i++) {
-        set_output(c, n, i, state[i]);
+        tonnx_set_output(c, n, i, state[i]);
     }
     for (int j = 0; !rc && j < nscan; j++) {
         bindv o;
         rc = stack_values(c, scans[j], it, 0, j, &o);
         if (!rc) {
-            set_output(c, n, nstate + j, o);
+            tonnx_set_output(c, n, nstate + j, o);
         }
     }
     for (int j = 0; j < nscan; j++) {
@@ -675,7 +684,7 @@ static int slice_at(timport *c, bindv in, int axis, int64_t t, const char *what,
     bindv s;
     char suffix[96];
     snprintf(suffix, sizeof suffix, "%s_slice", what);
-    int rc = emit_op(c, suffix, TETHER_OP_SLICE, &in.tensor, 1, &at, &s);
+    int rc = tonnx_emit_op(c, suffix, TETHER_OP_SLICE, &in.tensor, 1, &at, &s);
     if (rc) {
         return rc;
     }
@@ -683,7 +692,7 @@ static int slice_at(timport *c, bindv in, int axis, int64_t t, const char *what,
     at.ints[0] = axis;
     at.nints = 1;
     snprintf(suffix, sizeof suffix, "%s_squeeze", what);
-    return emit_op(c, suffix, TETHER_OP_SQUEEZE, &s.tensor, 1, &at, out);
+    return tonnx_emit_op(c, suffix, TETHER_OP_SQUEEZE, &s.tensor, 1, &at, out);
 }
 
 /* One scan (opset 9's semantics): ins[0..nin) are the initial states then the nsi scan inputs;
@@ -746,7 +755,7 @@ static int scan_run(timport *c, const Onnx__GraphProto *body, int nin, int nsi, 
         }
         char prefix[400];
         snprintf(prefix, sizeof prefix, "%s/%siter%" PRId64 "/", me, tag, t);
-        rc = rc ? rc : inline_graph(c, body, prefix, formals, nin, outs, nout);
+        rc = rc ? rc : tonnx_inline_graph(c, body, prefix, formals, nin, outs, nout);
         c->cur = save;
         for (int i = 0; !rc && i < nstate; i++) {
             ins[i] = outs[i];
@@ -845,7 +854,7 @@ int tonnx_cv_scan(timport *c, const Onnx__NodeProto *n) {
     }
     bindv *ins = all, *bins = all + nin, *res = bins + nin;
     for (int i = 0; !rc && i < nin; i++) {
-        ins[i] = input_bind(c, n, first + i, &rc);
+        ins[i] = tonnx_input_bind(c, n, first + i, &rc);
         if (!rc && ins[i].tensor < 0 && !ins[i].k) {
             rc = tonnx_fail(c, TETHER_ERR_INVALID_ARG, "input %d is missing", first + i);
         }
@@ -855,7 +864,7 @@ int tonnx_cv_scan(timport *c, const Onnx__NodeProto *n) {
                 : scan_run(c, body, nin, (int)nsi, nout, ins, in_axes, in_dirs, out_axes, out_dirs,
                            "", res);
         for (int i = 0; !rc && i < nout; i++) {
-            set_output(c, n, i, res[i]);
+            tonnx_set_output(c, n, i, res[i]);
         }
         free(all);
         return rc;
@@ -872,7 +881,7 @@ int tonnx_cv_scan(timport *c, const Onnx__NodeProto *n) {
         batch = nd ? sh[0] : batch;
     }
     if (!rc && has_input(n, 0)) {
-        bindv sl = input_bind(c, n, 0, &rc);
+        bindv sl = tonnx_input_bind(c, n, 0, &rc);
         int64_t len =
             ins[nstate].k ? ins[nstate].k->shape[1] : c->g->tensors[ins[nstate].tensor].shape[1];
         if (!rc && !sl.k) {
@@ -925,7 +934,7 @@ int tonnx_cv_scan(timport *c, const Onnx__NodeProto *n) {
         bindv o;
         rc = stack_values(c, per[j], (int)batch, 0, 100 + j, &o);
         if (!rc) {
-            set_output(c, n, j, o);
+            tonnx_set_output(c, n, j, o);
         }
     }
     for (int j = 0; per && j < nout; j++) {

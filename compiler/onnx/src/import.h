@@ -66,7 +66,9 @@ typedef struct timport {
      * how deep it is nested */
     const char *prefix;
     int depth;
-    int inlined; /* subgraph nodes converted inline so far (bounded, control.c) */
+    int inlined;    /* subgraph nodes converted inline so far (bounded, control.c) */
+    int loop_iter1; /* the enclosing run-time Loop's iteration tensor + 1, 0 none (control_loop.c)
+                     */
 } timport;
 
 /* What the host constants computed at import time (ConstantOfShape, broadcasting shape
@@ -239,6 +241,28 @@ int tonnx_cv_clip_typed(timport *c, const Onnx__NodeProto *n);
  * unrolled). */
 int tonnx_cv_if(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n);
+/* control.c's pieces for control_loop.c: a value handed into or out of a subgraph (its IR
+ * tensor, -1 none yet, and host constant), a subgraph converted inline, the IR tensor of a
+ * binding, a node input's binding, a new IR node into a fresh tensor, a node output's binding,
+ * the int64 scalar host constant v. */
+typedef struct bindv {
+    int tensor;
+    hconst *k;
+} bindv;
+int tonnx_inline_graph(timport *p, const Onnx__GraphProto *sg, const char *prefix,
+                       const bindv *formals, int nformals, bindv *outs, int nouts);
+int tonnx_tensor_of(timport *c, bindv *b, const char *suffix);
+bindv tonnx_input_bind(timport *c, const Onnx__NodeProto *n, int i, int *rc);
+int tonnx_emit_op(timport *c, const char *what, tether_op op, const int *in, int nin,
+                  const tether_ir_attrs *a, bindv *out);
+void tonnx_set_output(timport *c, const Onnx__NodeProto *n, int i, bindv b);
+hconst *tonnx_k_int(timport *c, int64_t v);
+/* Undoes an unrolling begun at the graph's ntensors/nnodes (control_loop.c): the IR tensors and
+ * nodes made since are freed, and c's values bound to such tensors unbound. */
+void tonnx_loop_rollback(timport *c, int ntensors, int nnodes);
+/* A Loop whose trip count or condition is known only at run time (control_loop.c). */
+int tonnx_loop_region(timport *c, const Onnx__NodeProto *n, const Onnx__GraphProto *body,
+                      int nstate, int nscan);
 int tonnx_cv_scan(timport *c, const Onnx__NodeProto *n);
 /* convert_rnn.c: RNN, GRU, LSTM (the IR's recurrent nodes) and ReverseSequence. */
 int tonnx_cv_recurrent(timport *c, const Onnx__NodeProto *n);

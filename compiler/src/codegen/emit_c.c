@@ -457,7 +457,7 @@ int tether_codegen_c(const tether_ir_graph *g, const tether_memplan *plan,
                                 tether_abi_name(o->abi), limit);
     }
     for (int i = 0; i < g->nnodes; i++) {
-        if (tether__c_node_nargs(&g->nodes[i]) > limit) {
+        if (!tether__ir_is_loop_op(g->nodes[i].op) && tether__c_node_nargs(&g->nodes[i]) > limit) {
             return tether_set_error(TETHER_ERR_LIMIT,
                                     "node '%s' (%s) would take %d arguments; the %s ABI allows at "
                                     "most %d",

@@ -559,6 +559,9 @@ void tether__c_data(em *e, const tether_ir_node *nd, const kargs *k) {
     case TETHER_OP_TFIDF: /* emit_c_text.c */
         tether__c_tfidf(e, nd, k);
         break;
+        TETHER__CASES_LOOP /* statements, not kernels: emit_c_loop.c */
+            line(e, "#error \"tether: a loop operator has no kernel\"");
+        break;
         TETHER__CASES_NOT_DATA
         line(e, "#error \"tether: not a DATA operator\"");
         break;

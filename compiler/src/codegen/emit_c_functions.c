@@ -24,6 +24,9 @@
  * guarantees that their inputs are empty too. */
 int tether__c_node_has_function(const tether_ir_graph *g, const tether_ir_node *n) {
     const tether_ir_tensor *o = &g->tensors[n->outputs[0]];
+    if (tether__ir_is_loop_op(n->op)) {
+        return 0; /* statements in the graph function (emit_c_loop.c) */
+    }
     return !(tether__ir_is_alias_op(n->op) && o->alias_of >= 0) && tether_ir_tensor_elements(o) > 0;
 }
 
@@ -44,7 +47,7 @@ static int planned_io(const em *e, int t) {
 }
 
 /* C expression for the storage of tensor t inside the graph function. */
-static void tensor_ptr(const em *e, int t, char *out, size_t n) {
+void tether__c_tensor_ptr(const em *e, int t, char *out, size_t n) {
     const tether_ir_tensor *x = T(e, t);
     int root = x->alias_of >= 0 ? x->alias_of : t;
     const tether_ir_tensor *r = T(e, root);
@@ -367,6 +370,10 @@ void tether__c_emit_graph(em *e) {
     }
     for (int i = 0, slot = 0; i < g->nnodes; i++) {
         const tether_ir_node *nd = &g->nodes[i];
+        if (tether__ir_is_loop_op(nd->op)) {
+            tether__c_loop(e, i);
+            continue;
+        }
         if (!tether__c_node_has_function(g, nd)) {
             if (tether_ir_tensor_elements(T(e, nd->outputs[0])) == 0) {
                 line(e, "/* %s: %s is empty (no code) */", tether__cg_comment_text(nd->name),
@@ -398,7 +405,7 @@ void tether__c_emit_graph(em *e) {
             if (t < 0) {
                 continue;
             }
-            tensor_ptr(e, t, ptr, sizeof ptr);
+            tether__c_tensor_ptr(e, t, ptr, sizeof ptr);
             tether__sbuf_printf(&e->s, "%s%s", first ? "" : ", ", ptr);
             first = 0;
         }

@@ -210,6 +210,10 @@ void tether__c_rnn(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_dynamic(em *e, const tether_ir_node *nd, const kargs *k);
 /* tfidf (TfIdfVectorizer; emit_c_text.c). */
 void tether__c_tfidf(em *e, const tether_ir_node *nd, const kargs *k);
+/* The run-time Loop's statements in the graph function (emit_c_loop.c), and the C expression of
+ * tensor t's storage (emit_c_functions.c). */
+void tether__c_loop(em *e, int i);
+void tether__c_tensor_ptr(const em *e, int t, char *out, size_t n);
 /* emit_c_quant.c: the quantized operators' kernels, and the helpers a module with any defines. */
 void tether__c_quant_body(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_quant_helpers(const em *e, tether__sbuf *out);

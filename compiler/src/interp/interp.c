@@ -684,6 +684,7 @@ int tether_interp_run_typed(const tether_ir_graph *g, const void *const *inputs,
                             void *const *outputs) {
     void **buf = calloc((size_t)(g->ntensors ? g->ntensors : 1), sizeof(void *));
     char *owned = calloc((size_t)(g->ntensors ? g->ntensors : 1), 1);
+    int64_t *loops = NULL; /* per node: iteration, running, condition (interp_loop.c) */
     int rc = TETHER_OK;
     if (!buf || !owned) {
         rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "interpreter: out of memory");
@@ -718,6 +719,18 @@ int tether_interp_run_typed(const tether_ir_graph *g, const void *const *inputs,
         }
     }
     for (int i = 0; i < g->nnodes; i++) {
+        if (tether__ir_is_loop_op(g->nodes[i].op)) { /* run-time loops: interp_loop.c */
+            if (!loops && !(loops = calloc((size_t)g->nnodes * 3, sizeof *loops))) {
+                rc = tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "interpreter: out of memory");
+                goto out;
+            }
+            int next;
+            if ((rc = tether__interp_loop(g, i, buf, loops, &next))) {
+                goto out;
+            }
+            i = next - 1;
+            continue;
+        }
         if (tether_ir_tensor_elements(&g->tensors[g->nodes[i].outputs[0]]) == 0) {
             continue; /* an empty output: nothing to compute */
         }
@@ -738,6 +751,7 @@ out:
     }
     free(buf);
     free(owned);
+    free(loops);
     return rc;
 }
 

@@ -487,6 +487,8 @@ int tether__interp_data(const tether_ir_graph *g, const tether_ir_node *n, void 
         return tether__interp_dynamic(g, n, buf);
     case TETHER_OP_TFIDF: /* interp_text.c */
         return tether__interp_tfidf(g, n, buf);
+        TETHER__CASES_LOOP /* run by the interpreter's node loop: interp_loop.c */
+            return tether__ir_node_error(n, TETHER_ERR_INTERNAL, "a loop operator runs in a loop");
         TETHER__CASES_NOT_DATA
         break;
     }

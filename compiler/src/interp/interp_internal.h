@@ -30,6 +30,8 @@ void tether__interp_store(void *p, DLDataType t, size_t k, val v);
 /* A DATA operator's node (interp_data.c): TETHER_OK, or an error naming the node (an index out
  * of range). */
 int tether__interp_data(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
+/* The run-time Loop's operators (interp_loop.c): node i, *next the node to run next. */
+int tether__interp_loop(const tether_ir_graph *g, int i, void **buf, int64_t *ls, int *next);
 /* A vision or signal operator's node (interp_vision.c; TETHER__CASES_VISION): as
  * tether__interp_data. */
 int tether__interp_vision(const tether_ir_graph *g, const tether_ir_node *n, void **buf);

@@ -427,6 +427,7 @@ int tether_ir_infer(tether_ir_graph *g) {
         }
     }
     rc = order_nodes(g);
+    rc = rc ? rc : tether__ir_loop_hoist(g); /* loop bodies (shapes_loop.c) */
     if (rc) {
         return rc;
     }

@@ -346,6 +346,8 @@ int tether__ir_data_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *
         return tether__ir_dynamic_shape(g, n, os, ond);
     case TETHER_OP_TFIDF: /* shapes_text.c */
         return tether__ir_tfidf_shape(g, n, os, ond);
+        TETHER__CASES_LOOP /* shapes_loop.c */
+            return tether__ir_loop_shape(g, n, os, ond);
         TETHER__CASES_NOT_DATA
         break;
     }
@@ -425,6 +427,8 @@ int tether__ir_data_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLD
         return tether__ir_dynamic_dtype(g, n, out);
     case TETHER_OP_TFIDF: /* shapes_text.c */
         return tether__ir_tfidf_dtype(g, n, out);
+        TETHER__CASES_LOOP /* shapes_loop.c */
+            return tether__ir_loop_dtype(g, n, out);
         TETHER__CASES_NOT_DATA
         break;
     }

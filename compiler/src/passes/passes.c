@@ -63,7 +63,8 @@ static int is_const(const tether_ir_graph *g, int t) {
 int tether_pass_fold_constants(tether_ir_graph *g) {
     for (int i = 0; i < g->nnodes; i++) {
         tether_ir_node *n = &g->nodes[i];
-        if (n->op == DEAD || tether__ir_is_graph_output(g, n->outputs[0])) {
+        if (n->op == DEAD || tether__ir_is_graph_output(g, n->outputs[0]) ||
+            tether__ir_is_loop_op(n->op)) { /* a loop's operators run per iteration */
             continue;
         }
         int all = 1;

@@ -46,6 +46,19 @@ int tether__memplan_intervals(const tether_ir_graph *g, int32_t *first, int32_t 
             last[root] = last[root] > i ? last[root] : i;
         }
     }
+    /* a loop's body runs again and again: a tensor live on entry or after the loop, or a
+     * loop-carried value, is live over the whole body (every iteration reads or keeps it) */
+    for (int b = 0; b < g->nnodes; b++) {
+        int e = g->nodes[b].op == TETHER_OP_LOOP_BEGIN ? tether__ir_loop_end_of(g, b) : -1;
+        for (int t = 0; e >= 0 && t < g->ntensors; t++) {
+            int p = g->tensors[t].producer;
+            bool carried = p > b && p < e && g->nodes[p].op == TETHER_OP_LOOP_STATE;
+            if (last[t] >= b && first[t] <= e && (first[t] < b || last[t] > e || carried)) {
+                first[t] = first[t] < b ? first[t] : b; /* -1 (an input) stays */
+                last[t] = last[t] > e ? last[t] : e;
+            }
+        }
+    }
     return TETHER_OK;
 }
 

@@ -1,0 +1,67 @@
+/*
+ * The run-time Loop models of loop_models.h, built with model_builder.c (opset 13). What must
+ * stay true: each model as loop_models.h describes it (the tests' expected values follow from
+ * that description).
+ */
+#include <stdint.h>
+
+#include "loop_models.h"
+
+#define F  ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
+#define B  ONNX__TENSOR_PROTO__DATA_TYPE__BOOL
+#define I6 ONNX__TENSOR_PROTO__DATA_TYPE__INT64
+
+void loop_while_model(mb *b, mb *body) {
+    static const int64_t d1[1] = {1};
+    mb_init(b, 13);
+    mb_init(body, 13);
+    mb_input(body, "i", I6, 0, NULL);
+    mb_input(body, "cin", B, 0, NULL);
+    mb_input(body, "nin", I6, 1, d1);
+    mb_input(body, "yin", F, 1, d1);
+    mb_node(body, "Add", "inc", "nin,one", "nout");
+    mb_node(body, "Mul", "scale", "yin,x", "yout");
+    mb_node(body, "Less", "lt", "nout,limit", "cvec");
+    mb_node(body, "Squeeze", "sq", "cvec", "cout");
+    mb_output(body, "cout", B);
+    mb_output(body, "nout", I6);
+    mb_output(body, "yout", F);
+    int64_t one = 1, zero = 0;
+    mb_init_tensor(b, mb_tensor_i64(b, "one", 1, d1, &one));
+    mb_init_tensor(b, mb_tensor_i64(b, "n0", 1, d1, &zero));
+    mb_input(b, "c0", B, 0, NULL);
+    mb_input(b, "limit", I6, 1, d1);
+    mb_input(b, "x", F, 1, d1);
+    mb_input(b, "y0", F, 1, d1);
+    Onnx__NodeProto *n = mb_node(b, "Loop", "loop", ",c0,n0,y0", "nfinal,yfinal");
+    mb_attr_g(b, n, "body", body);
+    mb_output(b, "nfinal", I6);
+    mb_output(b, "yfinal", F);
+}
+
+void loop_for_model(mb *b, mb *body) {
+    static const int64_t d2[1] = {2};
+    mb_init(b, 13);
+    mb_init(body, 13);
+    mb_input(body, "i", I6, 0, NULL);
+    mb_input(body, "cin", B, 0, NULL);
+    mb_input(body, "ain", F, 1, d2);
+    mb_input(body, "bin", F, 1, d2);
+    mb_input(body, "sin", I6, 0, NULL);
+    mb_node(body, "Add", "fib", "ain,bin", "bout");
+    mb_node(body, "Add", "sum", "sin,i", "sout");
+    mb_output(body, "cin", B);
+    mb_output(body, "bin", F);
+    mb_output(body, "bout", F);
+    mb_output(body, "sout", I6);
+    int64_t zero = 0;
+    mb_init_tensor(b, mb_tensor_i64(b, "s0", 0, NULL, &zero));
+    mb_input(b, "M", I6, 0, NULL);
+    mb_input(b, "a0", F, 1, d2);
+    mb_input(b, "b0", F, 1, d2);
+    Onnx__NodeProto *n = mb_node(b, "Loop", "loop", "M,,a0,b0,s0", "af,bf,sf");
+    mb_attr_g(b, n, "body", body);
+    mb_output(b, "af", F);
+    mb_output(b, "bf", F);
+    mb_output(b, "sf", I6);
+}

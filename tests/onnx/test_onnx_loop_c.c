@@ -1,0 +1,209 @@
+/*
+ * Run-time Loops (loop_models.h) in generated C: the while-style and the for-style model,
+ * compiled for x86_64-linux in both ABIs and run (tests/compiler/ops_common.c), give exactly the
+ * reference interpreter's outputs (M 6, 0 and negative; the initial condition false, a limit
+ * below 1); compiled for cortex-m3 in both ABIs they build (the loop is plain C in the graph
+ * function), the generated C calls no allocator and the objects need nothing but memcpy/
+ * memmove/memset, the error hook and the compiler's __aeabi helpers. Without
+ * arm-none-eabi-gcc the Cortex-M part is skipped.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "loop_models.h"
+#include "ops_common.h"
+#include "tether/compiler.h"
+#include "tether/onnx.h"
+
+static void load_model(void (*build)(mb *, mb *), tether_ir_graph *g) {
+    mb b, body;
+    build(&b, &body);
+    size_t len;
+    uint8_t *buf = mb_pack(&b, &len);
+    int rc = tether_onnx_load_buffer(buf, len, "loop.onnx", NULL, g);
+    free(buf);
+    mb_free(&b);
+    mb_free(&body);
+    if (rc) {
+        fail_msg("%s", tether_last_error());
+    }
+}
+
+/* Runs g through the interpreter and the compiled C in both ABIs; the outputs (nout, of the
+ * given byte sizes) must be equal byte for byte; keep receives the compiled outputs. */
+static void compare(const tether_ir_graph *g, const char *tag, const void *const *in, int nout,
+                    const size_t *bytes, void *const *keep) {
+    unsigned char ref[4][64], got[4][64];
+    void *r[4], *o[4];
+    for (int j = 0; j < nout; j++) {
+        memset(ref[j], 0xA5, sizeof ref[j]);
+        r[j] = ref[j];
+        o[j] = got[j];
+    }
+    if (tether_interp_run_typed(g, in, r)) {
+        fail_msg("%s: interpreter: %s", tag, tether_last_error());
+    }
+    for (int abi = 0; abi < 2; abi++) {
+        for (int j = 0; j < nout; j++) {
+            memset(got[j], 0x5A, sizeof got[j]);
+        }
+        char t[64];
+        snprintf(t, sizeof t, "loop_%s", tag);
+        if (tt_run_compiled(g, t, abi ? TETHER_ABI_UNPACKED : TETHER_ABI_PACKED,
+                            TETHER_INTERFACE_PACKED, true, (const float *const *)in,
+                            (float *const *)o)) {
+            fail_msg("%s %s: %s", tag, abi ? "unpacked" : "packed", tether_last_error());
+        }
+        for (int j = 0; j < nout; j++) {
+            if (memcmp(ref[j], got[j], bytes[j]) != 0) {
+                fail_msg("%s %s: output %d differs from the interpreter", tag,
+                         abi ? "unpacked" : "packed", j);
+            }
+            memcpy(keep[j], got[j], bytes[j]);
+        }
+    }
+}
+
+static void test_while_compiled(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    load_model(loop_while_model, &g);
+    const struct {
+        uint8_t c0;
+        int64_t limit;
+        float x, y0;
+        int64_t n;
+        float y;
+    } cases[] = {{1, 5, 2, 1, 5, 32},
+                 {1, 1, 3, 2, 1, 6},
+                 {0, 5, 2, 7, 0, 7},
+                 {1, -3, 0.5f, 8, 1, 4},
+                 {1, 300, 1, 1, 300, 1}};
+    const size_t bytes[2] = {8, 4};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const void *in[4] = {&cases[k].c0, &cases[k].limit, &cases[k].x, &cases[k].y0};
+        char tag[32];
+        snprintf(tag, sizeof tag, "while%zu", k);
+        int64_t nf;
+        float yf;
+        void *out[2] = {&nf, &yf};
+        compare(&g, tag, in, 2, bytes, out);
+        /* and the values themselves (the interpreter's are checked by test_onnx_import) */
+        assert_int_equal(nf, cases[k].n);
+        assert_true(yf == cases[k].y);
+    }
+    tether_ir_close(&g);
+}
+
+static void test_for_compiled(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    load_model(loop_for_model, &g);
+    const float a0[2] = {0, 2}, b0[2] = {1, 3};
+    const int64_t ms[4] = {6, 0, -2, 1};
+    const size_t bytes[3] = {8, 8, 8};
+    for (int k = 0; k < 4; k++) {
+        const void *in[3] = {&ms[k], a0, b0};
+        char tag[32];
+        snprintf(tag, sizeof tag, "for%d", k);
+        float af[2], bf[2];
+        int64_t sf;
+        void *out[3] = {af, bf, &sf};
+        compare(&g, tag, in, 3, bytes, out);
+        if (k == 0) {
+            assert_true(af[0] == 8 && af[1] == 34 && bf[0] == 13 && bf[1] == 55);
+            assert_int_equal(sf, 15);
+        }
+    }
+    tether_ir_close(&g);
+}
+
+/* Checks the undefined symbols of obj via arm-none-eabi-nm. */
+static void check_symbols(const char *obj) {
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "arm-none-eabi-nm -u '%s'", obj);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char ln[256];
+    int n = 0;
+    while (fgets(ln, sizeof ln, p)) {
+        char kind[8], name[200];
+        if (sscanf(ln, "%7s %199s", kind, name) != 2) {
+            continue;
+        }
+        static const char *const ok[] = {"memcpy", "memmove", "memset", "tether_set_error"};
+        int good = strncmp(name, "__aeabi_", 8) == 0;
+        for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+            good |= strcmp(name, ok[i]) == 0;
+        }
+        if (!good) {
+            pclose(p);
+            fail_msg("%s needs '%s'", obj, name);
+        }
+        n++;
+    }
+    assert_int_equal(pclose(p), 0);
+    assert_true(n > 0); /* memcpy at least: the check really ran */
+}
+
+static void test_cortex_m3(void **state) {
+    (void)state;
+    const tether_target *t;
+    if (tether_target_find("cortex-m3", &t) != 0 || !tether_target_available(t)) {
+        skip();
+    }
+    void (*models[2])(mb *, mb *) = {loop_while_model, loop_for_model};
+    for (int m = 0; m < 2; m++) {
+        for (int abi = 0; abi < 2; abi++) {
+            tether_ir_graph g;
+            load_model(models[m], &g);
+            tether_compile_options o;
+            tether_compile_options_init(&o);
+            o.codegen.abi = abi ? TETHER_ABI_UNPACKED : TETHER_ABI_PACKED;
+            o.codegen.prefix = "loopm";
+            o.build.target = "cortex-m3";
+            o.build.keep_objects = true;
+            char dir[1024], rm[1200], path[1200];
+            snprintf(dir, sizeof dir, "%s/tests/onnx/loop-m3-%d-%d", TETHER_BINARY_DIR, m, abi);
+            snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+            assert_int_equal(system(rm), 0);
+            tether_compile_result res;
+            if (tether_compile_graph(&g, dir, &o, &res) != 0) {
+                fail_msg("cortex-m3 model %d abi %d: %s", m, abi, tether_last_error());
+            }
+            assert_true(res.built);
+            /* the loop is in the generated C, and no allocator is */
+            snprintf(path, sizeof path, "%s/loopm.c", dir);
+            FILE *f = fopen(path, "rb");
+            assert_non_null(f);
+            static char src[1 << 18];
+            size_t len = fread(src, 1, sizeof src - 1, f);
+            fclose(f);
+            src[len] = 0;
+            assert_non_null(strstr(src, "a loop */"));
+            assert_null(strstr(src, "malloc"));
+            assert_null(strstr(src, "calloc"));
+            assert_null(strstr(src, "realloc"));
+            snprintf(path, sizeof path, "%s/loopm.o", dir);
+            check_symbols(path);
+            assert_int_equal(system(rm), 0);
+            tether_ir_close(&g);
+        }
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_while_compiled),
+        cmocka_unit_test(test_for_compiled),
+        cmocka_unit_test(test_cortex_m3),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
