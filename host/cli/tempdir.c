@@ -6,12 +6,13 @@
  * runner) or to its whole process group (a terminal's Ctrl-C), the handler ends every compiler
  * the build driver started, with what those started (they run in process groups of their own:
  * tether_build_isolate), removes what the compile in progress wrote (tether_build_interrupt),
- * removes every registered directory with a forked `rm -rf` (fork, execv and waitpid are
- * async-signal-safe, a directory walk is not), then dies of the same signal, so the shell sees
- * the usual status (128 + signal).
- * Must stay true: a registered path is complete before the handlers can see it (slots are
- * filled first, then the count is published); at most TEMPDIR_MAX directories at a time; a
- * signal that was ignored when tether started (nohup) stays ignored; the handler runs once.
+ * kills a local: tetherd the command spawned (tether_transport_kill_spawned: it may be busy in a
+ * call that never ends, e.g. a Loop whose condition stays true), removes every registered directory
+ * with a forked `rm -rf` (fork, execv and waitpid are async-signal-safe, a directory walk is not),
+ * then dies of the same signal, so the shell sees the usual status (128 + signal). Must stay true:
+ * a registered path is complete before the handlers can see it (slots are filled first, then the
+ * count is published); at most TEMPDIR_MAX directories at a time; a signal that was ignored when
+ * tether started (nohup) stays ignored; the handler runs once.
  */
 #include <errno.h>
 #include <signal.h>
@@ -24,6 +25,7 @@
 
 #include "cli.h"
 #include "tether/crt.h"
+#include "tether/rpc/transport.h"
 #ifdef TETHER_HAVE_COMPILER
 #include "tether/compiler.h"
 #endif
@@ -56,6 +58,7 @@ static void on_signal(int sig) {
 #ifdef TETHER_HAVE_COMPILER
     tether_build_interrupt(sig); /* compilers first: they may be writing into the directories */
 #endif
+    tether_transport_kill_spawned(); /* a local: tetherd, which may be busy in a call */
     for (int i = 0; i < TEMPDIR_MAX; i++) {
         if (g_used[i]) {
             g_used[i] = 0;

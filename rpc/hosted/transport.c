@@ -10,6 +10,7 @@
  * recv say so instead of waiting on).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -570,6 +571,9 @@ static void fd_close(tether_transport *t) {
         waitpid(pid, &status, 0);
     }
 reaped:
+    if (t->child_pid > 0) {
+        spawned_remove(t->child_pid);
+    }
     t->impl = NULL;
     t->fd_read = t->fd_write = -1;
     t->child_pid = 0;
@@ -662,6 +666,38 @@ int tether_transport_stdio_open(tether_transport *t, uint32_t max_frame) {
                                     max_frame, false);
 }
 
+/* The children tether_transport_spawn started and no close has reaped yet, for
+ * tether_transport_kill_spawned (a signal handler: only atomic loads and kill()). */
+#define SPAWNED_MAX 64
+static _Atomic int g_spawned[SPAWNED_MAX];
+
+static void spawned_add(int pid) {
+    for (int i = 0; i < SPAWNED_MAX; i++) {
+        int none = 0;
+        if (atomic_compare_exchange_strong(&g_spawned[i], &none, pid)) {
+            return;
+        }
+    }
+}
+
+static void spawned_remove(int pid) {
+    for (int i = 0; i < SPAWNED_MAX; i++) {
+        int want = pid;
+        if (atomic_compare_exchange_strong(&g_spawned[i], &want, 0)) {
+            return;
+        }
+    }
+}
+
+void tether_transport_kill_spawned(void) {
+    for (int i = 0; i < SPAWNED_MAX; i++) {
+        int pid = atomic_load(&g_spawned[i]);
+        if (pid > 0) {
+            kill((pid_t)pid, SIGKILL);
+        }
+    }
+}
+
 int tether_transport_spawn(tether_transport *t, const char *const argv[], uint32_t max_frame) {
     if (!t || !argv || !argv[0]) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "spawn: no program given");
@@ -703,6 +739,7 @@ int tether_transport_spawn(tether_transport *t, const char *const argv[], uint32
         return rc;
     }
     t->child_pid = (int)pid;
+    spawned_add((int)pid);
     return TETHER_OK;
 }
 

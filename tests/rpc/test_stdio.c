@@ -3,6 +3,7 @@
  * child process (tether_transport_spawn); the child's stdin/stdout carry stream frames.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,6 +56,28 @@ static void test_stdio_eof_and_errors(void **state) {
     tether_transport_close(&t);
 }
 
+/* A child busy in a call (here `sleep`, which never reads its stdin) is killed by
+ * tether_transport_kill_spawned, the signal handlers' hook; a reaped child is no longer killed. */
+static void test_kill_spawned(void **state) {
+    (void)state;
+    tether_transport t;
+    const char *argv[] = {"sleep", "30", NULL};
+    assert_int_equal(tether_transport_spawn(&t, argv, 0), 0);
+    int pid = t.child_pid;
+    assert_int_equal(waitpid(pid, NULL, WNOHANG), 0); /* running */
+    tether_transport_kill_spawned();
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGKILL);
+    tether_transport_close(&t); /* already reaped: close sees ECHILD and forgets it */
+    /* a child closed (reaped) before the hook runs is not in its list any more */
+    const char *argv2[] = {server_path, NULL};
+    assert_int_equal(tether_transport_spawn(&t, argv2, 0), 0);
+    tether_transport_close(&t);
+    tether_transport_kill_spawned(); /* nothing to kill: no stray kill of a reused pid */
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s PATH-TO-rpc_test_server\n", argv[0]);
@@ -64,6 +87,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stdio_child),
         cmocka_unit_test(test_stdio_eof_and_errors),
+        cmocka_unit_test(test_kill_spawned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -138,6 +138,10 @@ int tether_transport_stdio_open(tether_transport *t, uint32_t max_frame);
 /* Starts argv[0] (searched in PATH) with its stdin/stdout connected to the returned transport;
  * its stderr is inherited. close() closes the pipes and reaps the child. */
 int tether_transport_spawn(tether_transport *t, const char *const argv[], uint32_t max_frame);
+/* Kills (SIGKILL) every child tether_transport_spawn started that no close has reaped yet: for a
+ * program's SIGINT/SIGTERM/SIGHUP handler (async-signal-safe), so a local tetherd busy in a call
+ * (an endless Loop) does not outlive the client that the signal ends. */
+void tether_transport_kill_spawned(void);
 
 /* Opens a serial device in raw mode (8N1, no flow control) at `baud`, which may be any rate the
  * driver accepts (standard rates through termios, others through the Linux termios2 BOTHER
