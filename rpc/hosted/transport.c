@@ -533,6 +533,38 @@ void tether__transport_unplace(tether_transport *t) {
     }
 }
 
+/* The children tether_transport_spawn started and no close has reaped yet, for
+ * tether_transport_kill_spawned (a signal handler: only atomic loads and kill()). */
+#define SPAWNED_MAX 64
+static _Atomic int g_spawned[SPAWNED_MAX];
+
+static void spawned_add(int pid) {
+    for (int i = 0; i < SPAWNED_MAX; i++) {
+        int none = 0;
+        if (atomic_compare_exchange_strong(&g_spawned[i], &none, pid)) {
+            return;
+        }
+    }
+}
+
+static void spawned_remove(int pid) {
+    for (int i = 0; i < SPAWNED_MAX; i++) {
+        int want = pid;
+        if (atomic_compare_exchange_strong(&g_spawned[i], &want, 0)) {
+            return;
+        }
+    }
+}
+
+void tether_transport_kill_spawned(void) {
+    for (int i = 0; i < SPAWNED_MAX; i++) {
+        int pid = atomic_load(&g_spawned[i]);
+        if (pid > 0) {
+            kill((pid_t)pid, SIGKILL);
+        }
+    }
+}
+
 static void fd_close(tether_transport *t) {
     fd_impl *im = t->impl;
     if (im) {
@@ -664,38 +696,6 @@ int tether_transport_fd_open(tether_transport *t, tether_transport_kind kind, in
 int tether_transport_stdio_open(tether_transport *t, uint32_t max_frame) {
     return tether_transport_fd_open(t, TETHER_TRANSPORT_PIPE, STDIN_FILENO, STDOUT_FILENO,
                                     max_frame, false);
-}
-
-/* The children tether_transport_spawn started and no close has reaped yet, for
- * tether_transport_kill_spawned (a signal handler: only atomic loads and kill()). */
-#define SPAWNED_MAX 64
-static _Atomic int g_spawned[SPAWNED_MAX];
-
-static void spawned_add(int pid) {
-    for (int i = 0; i < SPAWNED_MAX; i++) {
-        int none = 0;
-        if (atomic_compare_exchange_strong(&g_spawned[i], &none, pid)) {
-            return;
-        }
-    }
-}
-
-static void spawned_remove(int pid) {
-    for (int i = 0; i < SPAWNED_MAX; i++) {
-        int want = pid;
-        if (atomic_compare_exchange_strong(&g_spawned[i], &want, 0)) {
-            return;
-        }
-    }
-}
-
-void tether_transport_kill_spawned(void) {
-    for (int i = 0; i < SPAWNED_MAX; i++) {
-        int pid = atomic_load(&g_spawned[i]);
-        if (pid > 0) {
-            kill((pid_t)pid, SIGKILL);
-        }
-    }
 }
 
 int tether_transport_spawn(tether_transport *t, const char *const argv[], uint32_t max_frame) {
