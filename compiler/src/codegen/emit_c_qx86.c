@@ -8,7 +8,8 @@
  *     padding) on the stack, then 16 pixels x 4 output channels a step over (kh, kw, channel
  *     pair) with VPMADDWD, the accumulators starting at the bias (row_tiles);
  *   - one group otherwise (pointwise and any window): tiles of 16 output pixels packed as
- *     int16 pairs of reduction taps (channel, kh, kw), padding filled with the input zero point;
+ *     int16 pairs of reduction taps (channel, kh, kw), padding filled with the input zero point
+ *     (pixels whose window lies inside the plane copied without bounds checks);
  *     blocks of 4 output channels x 16 pixels in 8 accumulators, VPMADDWD on the int16 pairs
  *     (exact: two products of 8-bit values summed in int32), weights packed at compile time as
  *     int16 pairs per block of 4 output channels (zero beyond O); pointwise layers pack with
@@ -210,6 +211,28 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
     line(e, "const int p = p0 + i, ok = p < %lld;", P);
     line(e, "const int ih0 = (p / %lld) * %lld - %lld, iw0 = (p %% %lld) * %lld - %lld;", q->OW,
          q->SH, q->PT, q->OW, q->SW, q->PL);
+    /* a window inside the plane: no bounds checks, the tap offsets constant */
+    line(e, "if (ok && ih0 >= 0 && ih0 + %lld < %lld && iw0 >= 0 && iw0 + %lld < %lld) {",
+         (q->KH - 1) * q->DH, q->H, (q->KW - 1) * q->DW, q->W);
+    e->depth++;
+    line(e, "const %s *restrict xw = xn + ih0 * %lld + iw0;", q->xt, q->W);
+    line(e, "int16_t *restrict pi = ps + i * 2;");
+    line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
+    line(e, "    for (int kh = 0; kh < %lld; ++kh) {", q->KH);
+    line(e, "        for (int kw = 0; kw < %lld; ++kw) {", q->KW);
+    line(e, "            const int t = (c * %lld + kh) * %lld + kw;", q->KH, q->KW);
+    line(e,
+         "            pi[(t >> 1) * %d + (t & 1)] = (int16_t)xw[(c * %lld + kh * %lld) * %lld + kw "
+         "* %lld];",
+         TILE * 2, q->H, q->DH, q->W, q->DW);
+    line(e, "        }");
+    line(e, "    }");
+    line(e, "}");
+    if (K % 2) {
+        line(e, "ps[((%lld >> 1) * %d + i) * 2 + 1] = 0;", K, TILE);
+    }
+    line(e, "continue;");
+    close_block(e);
     line(e, "int t = 0;");
     line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
     line(e, "    for (int kh = 0; kh < %lld; ++kh) {", q->KH);
