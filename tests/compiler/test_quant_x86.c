@@ -231,9 +231,9 @@ static void check(const qcase *c, int vnni) {
     char *s = slurp(src);
     assert_non_null(strstr(s, "#if defined(__AVX2__)"));
     assert_non_null(strstr(s, "_mm256_madd_epi16"));
-    assert_non_null(strstr(s, "tgq_rq8("));            /* the vector requantization */
-    assert_non_null(strstr(s, "_mm256_round_ps("));    /* emit_c_qdq_x86.c's quantize */
-    assert_non_null(strstr(s, "_mm256_cvtepi32_ps(")); /* and dequantize */
+    assert_true(strstr(s, "tgq_rq8(") || strstr(s, "tgq_rq8k(")); /* vector requantization */
+    assert_non_null(strstr(s, "_mm256_round_ps("));               /* emit_c_qdq_x86.c's quantize */
+    assert_non_null(strstr(s, "_mm256_cvtepi32_ps("));            /* and dequantize */
     if (c->mm) {
         assert_non_null(strstr(s, "apk[")); /* emit_c_qmm_x86.c's kernel */
     }
@@ -288,8 +288,112 @@ static void test_cases(void **state) {
     }
 }
 
+/* The driver of test_rq8k: tgq_rq8k (8 lanes, each its own multiplier and shift) against the
+ * scalar tgq_requant of the module it includes, on edge, tie and random accumulators, every
+ * shift in -31..-1, multipliers of every size and sign, with and without a clamp; returns the
+ * number of lanes that differ (0) and how many it checked. */
+static const char rq_driver[] =
+    "static unsigned tgq_t_s = 7u;\n"
+    "static uint32_t tgq_t_next(void) {\n"
+    "    tgq_t_s = tgq_t_s * 1664525u + 1013904223u;\n"
+    "    return tgq_t_s ^ (tgq_t_s >> 15);\n"
+    "}\n"
+    "long long tgq_t_run(long long *checked) {\n"
+    "    static const int32_t edge[] = {INT32_MIN, INT32_MIN + 1, -65536, -3, -2, -1, 0, 1, 2, 3,\n"
+    "                                   65535, INT32_MAX - 1, INT32_MAX};\n"
+    "    long long bad = 0, n = 0;\n"
+    "    for (int it = 0; it < 200000; it++) {\n"
+    "        int32_t acc[8], m[8], s[8], nn[8];\n"
+    "        for (int i = 0; i < 8; i++) {\n"
+    "            const uint32_t r = tgq_t_next(), kind = tgq_t_next() % 8;\n"
+    "            s[i] = -1 - (int32_t)(tgq_t_next() % 31);\n"
+    "            nn[i] = 31 - s[i];\n"
+    "            if (kind == 0) {\n"
+    "                m[i] = (int32_t)tgq_t_next();\n"
+    "            } else if (kind == 1) {\n"
+    "                m[i] = (int32_t)(tgq_t_next() % 4 == 0 ? 0x7fffffffu : 0x80000000u);\n"
+    "            } else {\n"
+    "                m[i] = (int32_t)(0x40000000u | (tgq_t_next() & 0x3fffffffu));\n"
+    "            }\n"
+    "            if (kind >= 5) { /* multipliers with trailing zeros and their ties */\n"
+    "                const int tz = (int)(tgq_t_next() % 31);\n"
+    "                m[i] = (int32_t)((uint32_t)m[i] & ~((1u << tz) - 1u)) | (int32_t)(1u << 30);\n"
+    "            }\n"
+    "            int tz = 0;\n"
+    "            while (tz < 31 && !((uint32_t)m[i] >> tz & 1u)) {\n"
+    "                tz++;\n"
+    "            }\n"
+    "            const int e = nn[i] - 1 - tz; /* acc = odd * 2^e: acc * m a tie */\n"
+    "            if (kind >= 4 && e >= 0 && e <= 30) {\n"
+    "                acc[i] = (int32_t)(((r | 1u) << e)) + (int32_t)(tgq_t_next() % 3) - 1;\n"
+    "            } else if (kind == 3) {\n"
+    "                acc[i] = edge[r % (sizeof edge / sizeof *edge)];\n"
+    "            } else {\n"
+    "                acc[i] = (int32_t)(r >> (tgq_t_next() % 32));\n"
+    "                acc[i] = tgq_t_next() & 1u ? acc[i] : -acc[i];\n"
+    "            }\n"
+    "        }\n"
+    "        const int clamp = it % 3 == 0;\n"
+    "        const int32_t zp = clamp ? (int32_t)(tgq_t_next() % 256) - 128 : 0;\n"
+    "        const int32_t lo = clamp ? -128 : INT32_MIN, hi = clamp ? 127 : INT32_MAX;\n"
+    "        int32_t ev[4] = {nn[0], nn[2], nn[4], nn[6]}, ov[4] = {nn[1], nn[3], nn[5], nn[7]};\n"
+    "        int32_t out[8];\n"
+    "        const __m256i v = tgq_rq8k(\n"
+    "            _mm256_loadu_si256((const __m256i *)(const void *)acc),\n"
+    "            _mm256_loadu_si256((const __m256i *)(const void *)m),\n"
+    "            _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(const void *)ev)),\n"
+    "            _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(const void *)ov)),\n"
+    "            _mm256_set1_epi64x((long long)lo - (clamp ? zp : 0)),\n"
+    "            _mm256_set1_epi64x((long long)hi - (clamp ? zp : 0)), _mm256_set1_epi32(zp));\n"
+    "        _mm256_storeu_si256((__m256i *)(void *)out, v);\n"
+    "        for (int i = 0; i < 8; i++) {\n"
+    "            bad += out[i] != tgq_requant(acc[i], m[i], s[i], zp, lo, hi);\n"
+    "            n++;\n"
+    "        }\n"
+    "    }\n"
+    "    *checked = n;\n"
+    "    return bad;\n"
+    "}\n";
+
+/* tgq_rq8k (emit_c_quant.c: the 32-bit-lane requantization for shifts -31..-1) equals the
+ * scalar tgq_requant lane by lane: the driver above compiled with a generated module's helpers. */
+static void test_rq8k(void **state) {
+    (void)state;
+    static const qcase c = {"rq8k", 7, 9, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 0};
+    char src[1300], drv[1400], lib[1400], cmd[4500];
+    float dummy = 0;
+    compile_run(&c, "x86-64-v3", "avx2", &dummy, &dummy, 0, src, sizeof src);
+    char *s = slurp(src);
+    assert_non_null(strstr(s, "tgq_rq8k(")); /* the pointwise kernel uses it */
+    free(s);
+    snprintf(drv, sizeof drv, "%s.rq8k.c", src);
+    snprintf(lib, sizeof lib, "%s.rq8k.so", src);
+    FILE *f = fopen(drv, "w");
+    assert_non_null(f);
+    fprintf(f, "#include \"%s\"\n%s", src, rq_driver);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "gcc -std=c99 -O1 -Wall -Werror -march=x86-64-v3 -fPIC -shared '%s' -o '%s' 2>&1", drv,
+             lib);
+    assert_int_equal(system(cmd), 0);
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2")) {
+        fprintf(stderr, "rq8k: no AVX2 here: compiled, not run\n");
+        return;
+    }
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    long long (*run)(long long *) = (long long (*)(long long *))dlsym(h, "tgq_t_run");
+    assert_non_null(run);
+    long long checked = 0;
+    assert_int_equal(run(&checked), 0);
+    assert_int_equal(checked, 1600000);
+    dlclose(h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rq8k),
         cmocka_unit_test(test_cases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

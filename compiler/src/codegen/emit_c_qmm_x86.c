@@ -11,7 +11,8 @@
  *   - A's rows (all batches as one [R, K] matrix) are widened to int16 4 rows at a time; tiles of
  *     4 rows x 16 columns in 8 accumulators, VPMADDWD (VPDPWSSD under AVX-512 VNNI) of a
  *     broadcast A pair by a packed B vector: exact, two products of 9-bit values summed in int32;
- *   - the epilogue requantizes 8 columns at a time (tgq_rq8, per-column multipliers and shifts
+ *   - the epilogue requantizes 8 columns at a time (tgq_rq8k when every shift is in -31..-1,
+ *     tgq_rq8 otherwise; per-column multipliers and shifts
  *     from compile-time tables) and stores bytes; a partial last block goes through 8 bytes on
  *     the stack. The last row block overlaps the one before when R % 4 != 0 (rows recomputed,
  *     the same bytes written).
@@ -178,8 +179,8 @@ static void out_range(const tether_ir_node *nd, DLDataType t, long long *lo, lon
 }
 
 /* the tile of MR rows x nblk blocks of 8 columns starting at block jb (an expression) */
-static void tile(em *e, int MR, int nblk, const char *jb, long long K2, long long N, int s8,
-                 int w8) {
+static void tile(em *e, int MR, int nblk, const char *jb, long long K2, long long N, int s8, int w8,
+                 int rqk) {
     line(e, "{");
     e->depth++;
     line(e, "const int j0 = (%s) * 8;", jb);
@@ -228,7 +229,8 @@ static void tile(em *e, int MR, int nblk, const char *jb, long long K2, long lon
         for (int r = 0; r < MR; r++) {
             line(e, "{");
             e->depth++;
-            line(e, "const __m256i v = tgq_rq8(c%d%d, m, ne, no, vlo, vhi, vzp);", r, t);
+            line(e, "const __m256i v = tgq_rq8%s(c%d%d, m, ne, no, vlo, vhi, vzp);", rqk ? "k" : "",
+                 r, t);
             line(e, "if (jj + 8 <= %lld) {", N);
             line(e, "    tgq_st8%s(yr + %lld * %d + jj, v);", s8 ? "s" : "u", N, r);
             line(e, "} else {");
@@ -268,9 +270,14 @@ void tether__c_qmatmul_x86(em *e, const tether_ir_node *nd, const kargs *k) {
     }
     const int64_t az = cval(e, nd, 3, 0);
     const int32_t *rqd = rq->data;
+    /* every shift in -31..-1: tgq_rq8k (n = 31 - shift in 32..62, the padding columns too) */
+    int rqk = 1;
+    for (size_t i = 1; i < tether_ir_tensor_elements(rq); i += 2) {
+        rqk = rqk && rqd[i] <= -1 && rqd[i] >= -31;
+    }
     for (long long j = 0; j < NB * 8; j++) {
         long long bl = j / 8, c = j % 8;
-        rn[bl * 8 + (c % 2) * 4 + c / 2] = 1;
+        rn[bl * 8 + (c % 2) * 4 + c / 2] = rqk ? 32 : 1;
         if (j >= N) {
             continue;
         }
@@ -365,12 +372,12 @@ void tether__c_qmatmul_x86(em *e, const tether_ir_node *nd, const kargs *k) {
     close_block(e);
     if (NB >= 2) {
         line(e, "for (int jb = 0; jb + 2 <= %lld; jb += 2)", NB);
-        tile(e, MR, 2, "jb", K2, N, ys8, w8);
+        tile(e, MR, 2, "jb", K2, N, ys8, w8, rqk);
     }
     if (NB % 2) {
         char jb[32];
         snprintf(jb, sizeof jb, "%lld", NB - 1);
-        tile(e, MR, 1, jb, K2, N, ys8, w8);
+        tile(e, MR, 1, jb, K2, N, ys8, w8, rqk);
     }
     close_block(e);
     line(e, "#undef TGQ_DP");

@@ -8,7 +8,8 @@
  *     padding) on the stack, then 16 pixels x 4 output channels a step over (kh, kw, channel
  *     pair) with VPMADDWD, the accumulators starting at the bias (row_tiles);
  *   - one group otherwise (pointwise and any window): tiles of 16 output pixels packed as
- *     int16 pairs of reduction taps (channel, kh, kw), padding filled with the input zero point;
+ *     int16 pairs of reduction taps (channel, kh, kw), padding filled with the input zero point
+ *     (pixels whose window lies inside the plane copied without bounds checks);
  *     blocks of 4 output channels x 16 pixels in 8 accumulators, VPMADDWD on the int16 pairs
  *     (exact: two products of 8-bit values summed in int32), weights packed at compile time as
  *     int16 pairs per block of 4 output channels (zero beyond O); pointwise layers pack with
@@ -22,8 +23,10 @@
  * With AVX-512 VNNI (__AVX512VNNI__ and __AVX512VL__: -mavx512vnni) the multiply-add pairs are
  * VPDPWSSD, the same sums in one instruction. The input zero point is folded into the bias
  * (bias - x_zp * sum(w), the sums a compile-time table): padding holds x_zp, so its products
- * cancel. Full tiles requantize 8 outputs at a time (tgq_rq8, emit_c_quant.c: the same rounding
- * as tgq_requant in 64-bit lanes, when every shift is in -31..30), partial ones per element.
+ * cancel. Full tiles requantize 8 outputs at a time (emit_c_quant.c: tgq_rq8k, the rounding
+ * sum in 64-bit lanes and the shift and clamp in 32-bit lanes, when every shift is in -31..-1;
+ * tgq_rq8, all in 64-bit lanes, when every shift is in -31..30; both equal tgq_requant),
+ * partial ones per element.
  *
  * What must stay true: every path's int32 accumulator equals emit_c_quant.c's portable loop
  * (int32 wrap-around in the vector sums gives the exact value whenever the true sum fits int32,
@@ -97,21 +100,25 @@ static void chan_rq(em *e, const kargs *k, const qg *q, const char *c) {
     }
 }
 
-/* Whether the requantization vectorises (tgq_rq8): constant, every shift in -31..30 (n = 31 -
- * shift in 1..62), an 8-bit output. */
+/* Whether the requantization vectorises: 0 no; 1 tgq_rq8 (constant, every shift in -31..30: n =
+ * 31 - shift in 1..62, an 8-bit output); 2 tgq_rq8k (every shift in -31..-1 as well). */
 static int rq_vec(const em *e, const tether_ir_node *nd, const qg *q) {
     const tether_ir_tensor *rq = T(e, nd->inputs[5]);
     if (rq->kind != TETHER_TENSOR_CONSTANT || !rq->data ||
         (strcmp(q->yt, "int8_t") != 0 && strcmp(q->yt, "uint8_t") != 0)) {
         return 0;
     }
+    int r = 2;
     for (size_t i = 1; i < tether_ir_tensor_elements(rq); i += 2) {
         const int32_t sh = ((const int32_t *)rq->data)[i];
         if (sh < -31 || sh > 30) {
             return 0;
         }
+        if (sh > -1) {
+            r = 1;
+        }
     }
-    return 1;
+    return r;
 }
 
 /* The vector clamp and zero point of tgq_rq8 (after prologue's yz). */
@@ -123,9 +130,9 @@ static void rq_consts(em *e, const qg *q) {
 }
 
 /* 8 requantized outputs of one channel (m, s in scope) from the vector v into dst */
-static void rq_store8(em *e, const qg *q, const char *dst, const char *v) {
-    line(e, "tgq_st8%s(%s, tgq_rq8(%s, mv, nv, nv, vlo, vhi, vzp));",
-         strcmp(q->yt, "int8_t") == 0 ? "s" : "u", dst, v);
+static void rq_store8(em *e, const qg *q, int vec, const char *dst, const char *v) {
+    line(e, "tgq_st8%s(%s, tgq_rq8%s(%s, mv, nv, nv, vlo, vhi, vzp));",
+         strcmp(q->yt, "int8_t") == 0 ? "s" : "u", dst, vec == 2 ? "k" : "", v);
 }
 
 /* 16 bytes of 8-bit input at p widened to int16 */
@@ -204,6 +211,28 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
     line(e, "const int p = p0 + i, ok = p < %lld;", P);
     line(e, "const int ih0 = (p / %lld) * %lld - %lld, iw0 = (p %% %lld) * %lld - %lld;", q->OW,
          q->SH, q->PT, q->OW, q->SW, q->PL);
+    /* a window inside the plane: no bounds checks, the tap offsets constant */
+    line(e, "if (ok && ih0 >= 0 && ih0 + %lld < %lld && iw0 >= 0 && iw0 + %lld < %lld) {",
+         (q->KH - 1) * q->DH, q->H, (q->KW - 1) * q->DW, q->W);
+    e->depth++;
+    line(e, "const %s *restrict xw = xn + ih0 * %lld + iw0;", q->xt, q->W);
+    line(e, "int16_t *restrict pi = ps + i * 2;");
+    line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
+    line(e, "    for (int kh = 0; kh < %lld; ++kh) {", q->KH);
+    line(e, "        for (int kw = 0; kw < %lld; ++kw) {", q->KW);
+    line(e, "            const int t = (c * %lld + kh) * %lld + kw;", q->KH, q->KW);
+    line(e,
+         "            pi[(t >> 1) * %d + (t & 1)] = (int16_t)xw[(c * %lld + kh * %lld) * %lld + kw "
+         "* %lld];",
+         TILE * 2, q->H, q->DH, q->W, q->DW);
+    line(e, "        }");
+    line(e, "    }");
+    line(e, "}");
+    if (K % 2) {
+        line(e, "ps[((%lld >> 1) * %d + i) * 2 + 1] = 0;", K, TILE);
+    }
+    line(e, "continue;");
+    close_block(e);
     line(e, "int t = 0;");
     line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
     line(e, "    for (int kh = 0; kh < %lld; ++kh) {", q->KH);
@@ -260,10 +289,10 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
             line(e, "const __m256i mv = _mm256_set1_epi32(m), nv = _mm256_set1_epi64x(31 - s);");
             snprintf(d, sizeof d, "yn + o%d * %lld + p0", j, P);
             snprintf(v, sizeof v, "a%d0", j);
-            rq_store8(e, q, d, v);
+            rq_store8(e, q, vec, d, v);
             snprintf(d, sizeof d, "yn + o%d * %lld + p0 + 8", j, P);
             snprintf(v, sizeof v, "a%d1", j);
-            rq_store8(e, q, d, v);
+            rq_store8(e, q, vec, d, v);
             close_block(e);
         }
         line(e, "continue;");
@@ -441,10 +470,10 @@ static void row_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg 
             line(e, "const __m256i mv = _mm256_set1_epi32(m), nv = _mm256_set1_epi64x(31 - s);");
             snprintf(d, sizeof d, "yr + o%d * %lld", j, P);
             snprintf(v, sizeof v, "a%d0", j);
-            rq_store8(e, q, d, v);
+            rq_store8(e, q, vec, d, v);
             snprintf(d, sizeof d, "yr + o%d * %lld + 8", j, P);
             snprintf(v, sizeof v, "a%d1", j);
-            rq_store8(e, q, d, v);
+            rq_store8(e, q, vec, d, v);
             close_block(e);
         }
         line(e, "continue;");
@@ -605,8 +634,8 @@ static void depthwise(em *e, const tether_ir_node *nd, const kargs *k, const qg 
     }
     /* al: pixels 0-3, 8-11; ah: 4-7, 12-15 */
     if (vec) {
-        rq_store8(e, q, "yo + oh * OWC + o0", "_mm256_permute2x128_si256(al, ah, 0x20)");
-        rq_store8(e, q, "yo + oh * OWC + o0 + 8", "_mm256_permute2x128_si256(al, ah, 0x31)");
+        rq_store8(e, q, vec, "yo + oh * OWC + o0", "_mm256_permute2x128_si256(al, ah, 0x20)");
+        rq_store8(e, q, vec, "yo + oh * OWC + o0 + 8", "_mm256_permute2x128_si256(al, ah, 0x31)");
     } else {
         line(e, "_mm256_storeu_si256((__m256i *)acc, _mm256_permute2x128_si256(al, ah, 0x20));");
         line(e,
@@ -702,8 +731,8 @@ static void dw_flat(em *e, const tether_ir_node *nd, const kargs *k, const qg *q
         line(e, "ah = TGQ_DP(ah, _mm256_unpackhi_epi16(x0, x1), wp);");
         close_block(e);
     }
-    rq_store8(e, q, "ob + p0", "_mm256_permute2x128_si256(al, ah, 0x20)");
-    rq_store8(e, q, "ob + p0 + 8", "_mm256_permute2x128_si256(al, ah, 0x31)");
+    rq_store8(e, q, rq_vec(e, nd, q), "ob + p0", "_mm256_permute2x128_si256(al, ah, 0x20)");
+    rq_store8(e, q, rq_vec(e, nd, q), "ob + p0 + 8", "_mm256_permute2x128_si256(al, ah, 0x31)");
     close_block(e);
     line(e, "for (int oh = 0; oh < %lld; ++oh) {", q->OH);
     line(e, "    memcpy(yo + oh * %lld, ob + oh * %lld, %lld);", q->OW, PW, q->OW);
