@@ -1,5 +1,6 @@
 /*
- * Quantized models on the OpenCL backend (emit_opencl_quant.c, emit_opencl_qconv.c) on PoCL:
+ * Quantized models on the OpenCL backend (emit_opencl_quant.c, emit_opencl_qconv.c,
+ * emit_opencl_qelt.c) on PoCL:
  * each model's outputs equal the C backend's and the reference interpreter's byte for byte:
  *  - the int8 QDQ DS-CNN (ds_cnn_int8.h: conv 10x4 stride 2, depthwise 3x3 and pointwise blocks,
  *    global average pool and FC as qmatmul, per-channel int8 weights, int8 activations);
@@ -12,6 +13,8 @@
  *    transpose of uint8);
  *  - QuantizeLinear alone on values at and near rounding ties, NaN, infinities, zeros and
  *    subnormals (per tensor int8, per channel uint8): the correctly rounded division;
+ *  - the residual int8 blocks of test_quant_elt (qelt_block.h: qadd, qmul, qlut, qmax_pool,
+ *    qavg_pool of emit_opencl_qelt.c; broadcasting, uint8, ceil_mode);
  * an integer graph output compiles (the typed kernels' host runner passes any element type), and
  * the refusals name the node or tensor: an integer tensor read by an operator without an integer
  * kernel, --precision fp16.
@@ -35,6 +38,7 @@
 #include "ds_cnn_int8.h"
 #include "model_builder.h"
 #include "ops_common.h"
+#include "qelt_block.h"
 #include "tether/compiler.h"
 #include "tether/onnx.h"
 #include "tether/onnx_quantize.h"
@@ -69,6 +73,10 @@ static char *read_file(const char *path) {
     return s;
 }
 
+static void check_graphs(tether_ir_graph *g, tether_ir_graph *h, int nin, const int64_t *in_elems,
+                         int nsets, float **sets, int nout, const int64_t *out_elems, float tol,
+                         char *dir, size_t dn);
+
 /* Loads the ONNX model at path; runs it on the interpreter (passes applied), the C backend and
  * the OpenCL backend with each input set, and asserts the outputs equal byte for byte (tol 0), or
  * within tol where a float operator after the integer ones sums in another order. */
@@ -78,10 +86,18 @@ static void check_model(const char *path, int nin, const int64_t *in_elems, int 
     if (tether_onnx_load(path, NULL, &g) || tether_onnx_load(path, NULL, &h)) {
         fail_msg("%s", tether_last_error());
     }
+    check_graphs(&g, &h, nin, in_elems, nsets, sets, nout, out_elems, tol, dir, dn);
+}
+
+/* check_model's comparison of g (as loaded) and h (the same graph, passes run here); closes
+ * both. */
+static void check_graphs(tether_ir_graph *g, tether_ir_graph *h, int nin, const int64_t *in_elems,
+                         int nsets, float **sets, int nout, const int64_t *out_elems, float tol,
+                         char *dir, size_t dn) {
     tether_pass_options po;
     tether_pass_options_init(&po);
-    assert_int_equal(tether_passes_run(&h, &po), 0);
-    compile_ocl(&g, false, true, dir, dn);
+    assert_int_equal(tether_passes_run(h, &po), 0);
+    compile_ocl(g, false, true, dir, dn);
     for (int s = 0; s < nsets; s++) {
         const float *in[4];
         for (int i = 0; i < nin; i++) {
@@ -93,9 +109,8 @@ static void check_model(const char *path, int nin, const int64_t *in_elems, int 
             ref[i] = calloc((size_t)out_elems[i], sizeof(float));
             c[i] = calloc((size_t)out_elems[i], sizeof(float));
         }
-        assert_int_equal(tether_interp_run(&h, in, ref), 0);
-        if (tt_run_compiled(&g, "qocl", TETHER_ABI_UNPACKED, TETHER_INTERFACE_PACKED, true, in,
-                            c)) {
+        assert_int_equal(tether_interp_run(h, in, ref), 0);
+        if (tt_run_compiled(g, "qocl", TETHER_ABI_UNPACKED, TETHER_INTERFACE_PACKED, true, in, c)) {
             fail_msg("%s", tether_last_error());
         }
         run_ocl(dir, in, o, nout);
@@ -115,8 +130,8 @@ static void check_model(const char *path, int nin, const int64_t *in_elems, int 
             free(o[i]);
         }
     }
-    tether_ir_close(&g);
-    tether_ir_close(&h);
+    tether_ir_close(g);
+    tether_ir_close(h);
 }
 
 static void tmp_path(char *p, size_t n, const char *name) {
@@ -402,6 +417,36 @@ static void test_quantize_rounding(void **state) {
     check_model(path, 1, &ie, 1, sets, 2, oe, 0.0f, dir, sizeof dir);
 }
 
+/* ---- integer elementwise and pooling operators (emit_opencl_qelt.c) ---------------------------
+ */
+
+/* The residual int8 block of test_quant_elt (qelt_block.h: qconv, qadd, qmax_pool, qlut, concat,
+ * qmul, qavg_pool) and its variant with a broadcasting qadd of a per-channel constant, a uint8
+ * scalar qmul, a uint8 qavg_pool with ceil_mode and a leaky_relu table: OpenCL == C == the
+ * interpreter byte for byte, every operator between the input quantize and the output
+ * dequantize an integer one. */
+static void test_qelt_block(void **state) {
+    (void)state;
+    static const int opts[2] = {0, QB_BCAST};
+    static const int64_t ny[2] = {128, 120};
+    for (int v = 0; v < 2; v++) {
+        tether_ir_graph g, h;
+        qb_build(&g, opts[v]);
+        qb_build(&h, opts[v]);
+        float *x = malloc(sizeof(float) * 256 * 2);
+        assert_non_null(x);
+        for (int i = 0; i < 256 * 2; i++) {
+            x[i] = gauss(2.0f); /* beyond the input's range too: saturation */
+        }
+        float *sets[2] = {x, x + 256};
+        int64_t ie = 256;
+        char dir[128];
+        tmp_path(dir, sizeof dir, v ? "qelt_bcast" : "qelt");
+        check_graphs(&g, &h, 1, &ie, 2, sets, 1, &ny[v], 0.0f, dir, sizeof dir);
+        free(x);
+    }
+}
+
 /* ---- refusals ------------------------------------------------------------------------------- */
 
 static void expect_refusal(const char *path, bool fp16, const char *want1, const char *want2) {
@@ -468,7 +513,7 @@ static void test_refusals(void **state) {
     mb_output(&b, "i", I64);
     mb_write(&b, path);
     mb_free(&b);
-    expect_refusal(path, false, "node 'top'", "no kernel");
+    expect_refusal(path, false, "node 'top/", "no kernel");
     /* fp16 */
     ds_cnn_write(path, 1);
     expect_refusal(path, true, "--precision fp16", "int8");
@@ -493,7 +538,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dscnn_int8),      cmocka_unit_test(test_dscnn_uint8_quantized),
         cmocka_unit_test(test_qoperator_uint8), cmocka_unit_test(test_quantize_rounding),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_qelt_block),      cmocka_unit_test(test_refusals),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tether_session_close(g_s);

@@ -107,12 +107,12 @@ static int op_supported(tether_op op) {
     case TETHER_OP_QCONV:
     case TETHER_OP_QMATMUL:
         return 1;
-    case TETHER_OP_QADD: /* issue 28 integer elementwise/pooling: C only so far */
+    case TETHER_OP_QADD: /* issue 28 integer elementwise/pooling: emit_opencl_qelt.c */
     case TETHER_OP_QMUL:
     case TETHER_OP_QLUT:
     case TETHER_OP_QMAX_POOL:
     case TETHER_OP_QAVG_POOL:
-        return 0;
+        return 1;
     case TETHER_OP_CONV_ND:
     case TETHER_OP_CONV_TRANSPOSE:
         return 0; /* no OpenCL kernel yet: the compile fails naming the node */
