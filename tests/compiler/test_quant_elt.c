@@ -7,7 +7,11 @@
  * float islands' (>= 90% of elements equal after 8 chained requantizations), generated C equals the
  * interpreter byte for byte in both ABIs, and the integer kernels' text has no float arithmetic.
  * The block with a broadcasting add, a uint8 stage and a leaky_relu (QB_BCAST) is integer
- * throughout too (within 2 steps after 11 requantizations), C == interpreter.
+ * throughout too (within 2 steps after 11 requantizations), C == interpreter. The block with int8
+ * graph input and output (QB_INT_ENDS) is integer end to end, equals the float-ended block's
+ * quantized output, and its Cortex-M3 object needs no soft-float helper or float libm function
+ * (arm-none-eabi-nm -u; the float-ended block as the control that needs them; skipped without
+ * arm-none-eabi-gcc).
  *
  * What must stay true: the float reference is the same graph without the pass (the interpreter
  * running the float islands).
@@ -175,10 +179,128 @@ static void test_broadcast_uint8_integer(void **state) {
     tether_ir_close(&h);
 }
 
+/* Compiles g for cortex-m3 (an object kept in <binary dir>/tests/compiler/<tag>) and counts the
+ * undefined symbols of the object that are soft-float helpers (__aeabi_f*, __aeabi_d*, int to
+ * float conversions) or float libm functions; *first names the first (static storage). */
+static int m3_float_symbols(tether_ir_graph *g, const char *tag, const char **first) {
+    static char name[200];
+    tether_compile_options co;
+    tether_compile_options_init(&co);
+    co.codegen.prefix = "qelt";
+    co.build.target = "cortex-m3";
+    co.build.keep_objects = true;
+    char dir[1024], cmd[1400];
+    snprintf(dir, sizeof dir, "%s/tests/compiler/%s", TETHER_BINARY_DIR, tag);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    tether_compile_result res;
+    if (tether_compile_graph(g, dir, &co, &res)) {
+        fail_msg("cortex-m3: %s", tether_last_error());
+    }
+    assert_true(res.built);
+    snprintf(cmd, sizeof cmd, "arm-none-eabi-nm '%s/qelt.o'", dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char ln[256];
+    int defined = 0, undefined = 0, bad = 0;
+    while (fgets(ln, sizeof ln, p)) {
+        char a[200], b[200], c[200];
+        int k = sscanf(ln, "%199s %199s %199s", a, b, c);
+        if (k == 2 && strcmp(a, "U") == 0) {
+            static const char *const fl[] = {"expf",  "logf",       "sqrtf",  "tanhf",  "powf",
+                                             "exp",   "log",        "sqrt",   "floorf", "roundf",
+                                             "fabsf", "nearbyintf", "lrintf", "rintf"};
+            int isf = strncmp(b, "__aeabi_f", 9) == 0 || strncmp(b, "__aeabi_d", 9) == 0 ||
+                      strncmp(b, "__aeabi_i2f", 11) == 0 || strncmp(b, "__aeabi_ui2f", 12) == 0 ||
+                      strncmp(b, "__aeabi_l2f", 11) == 0 || strncmp(b, "__aeabi_ul2f", 12) == 0;
+            for (size_t q = 0; q < sizeof fl / sizeof *fl; q++) {
+                isf |= strcmp(b, fl[q]) == 0;
+            }
+            if (isf && !bad++) {
+                snprintf(name, sizeof name, "%s", b);
+                *first = name;
+            }
+            undefined++;
+        } else if (k == 3) {
+            defined++;
+        }
+    }
+    assert_int_equal(pclose(p), 0);
+    print_message("%s: %d defined, %d undefined symbols, %d float\n", tag, defined, undefined, bad);
+    assert_true(defined > 0); /* the check read the object */
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    return bad;
+}
+
+/* The block with int8 graph input and output (no float at either end): every node is an integer
+ * operator, its output is the float-ended block's (integer pass run) quantized output exactly, and
+ * its Cortex-M3 object (no FPU) needs no soft-float helper (__aeabi_f*, __aeabi_d*) or float libm
+ * function. The object check is skipped without arm-none-eabi-gcc. */
+static void test_int_ends_cortex_m3(void **state) {
+    (void)state;
+    tether_ir_graph f, g, h;
+    qb_build(&f, 0);
+    qb_build(&g, QB_INT_ENDS);
+    qb_build(&h, QB_INT_ENDS);
+    tether_pass_options o;
+    tether_pass_options_init(&o);
+    if (tether_passes_run(&h, &o) || tether_passes_run(&f, &o)) {
+        fail_msg("%s", tether_last_error());
+    }
+    for (int i = 0; i < h.nnodes; i++) {
+        for (int j = 0; j < h.nodes[i].noutputs; j++) {
+            if (h.tensors[h.nodes[i].outputs[j]].dtype.code == kDLFloat) {
+                fail_msg("node %s (%s) writes a float tensor", h.nodes[i].name,
+                         tether_op_name(h.nodes[i].op));
+            }
+        }
+    }
+    /* int8 inputs; the float-ended block gets their dequantized values (quantize gives them back)
+     */
+    enum { NX = 256, NY = 128 };
+    int8_t xq[NX], yq[NY];
+    float x[NX], ref[NY];
+    uint32_t seed = 21;
+    for (int i = 0; i < NX; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        xq[i] = (int8_t)((int)(seed >> 24) - 128);
+        x[i] = (float)(xq[i] - 2) * 0.03f;
+    }
+    const float *in[1] = {x};
+    float *out[1] = {ref};
+    const void *tin[1] = {xq};
+    void *tout[1] = {yq};
+    assert_int_equal(tether_interp_run(&f, in, out), 0);
+    assert_int_equal(tether_interp_run_typed(&h, tin, tout), 0);
+    for (int i = 0; i < NY; i++) {
+        if ((float)(yq[i] + 50) * 0.01f != ref[i]) {
+            fail_msg("element %d: int8 %d, float-ended %g", i, yq[i], (double)ref[i]);
+        }
+    }
+    const tether_target *t;
+    if (tether_target_find("cortex-m3", &t) != 0 || !tether_target_available(t)) {
+        print_message("skipped the Cortex-M3 object check: no arm-none-eabi-gcc\n");
+    } else {
+        const char *first = NULL;
+        assert_int_equal(m3_float_symbols(&g, "qelt-m3", &first), 0);
+        /* the control: the float-ended block quantizes its input in float (soft-float) */
+        tether_ir_graph c;
+        qb_build(&c, 0);
+        assert_true(m3_float_symbols(&c, "qelt-m3-float", &first) > 0);
+        print_message("the float-ended block's object needs %s\n", first);
+        tether_ir_close(&c);
+    }
+    tether_ir_close(&f);
+    tether_ir_close(&g);
+    tether_ir_close(&h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_residual_block_integer),
         cmocka_unit_test(test_broadcast_uint8_integer),
+        cmocka_unit_test(test_int_ends_cortex_m3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
