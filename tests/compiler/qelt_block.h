@@ -171,4 +171,26 @@ static void qb_build(tether_ir_graph *g, int opts) {
     assert_int_equal(tether_ir_infer(g), 0);
 }
 
+/* Rounding ties of qadd and qmul: x [1, 2, 4, 8] quantized twice (scale 0.25, zero points 3 and
+ * -7), added into scale 0.5 and multiplied into scale 0.125, so that the multipliers are exactly
+ * 1/2 (2^30 / 2^31) and every odd sum or product is a tie, positive and negative; both are
+ * outputs [1, 2, 4, 8]. */
+static void qb_build_ties(tether_ir_graph *g) {
+    qb_g = g;
+    assert_int_equal(tether_ir_init(g, "qelt_ties"), 0);
+    int64_t sx[4] = {1, 2, 4, 8};
+    int x;
+    assert_int_equal(tether_ir_add_tensor(g, "x", TETHER_FLOAT32, 4, sx, &x), 0);
+    assert_int_equal(tether_ir_add_input(g, x), 0);
+    int a = qb_qdq("a", x, 0.25f, 3), b = qb_qdq("b", x, 0.25f, -7);
+    tether_ir_attrs at;
+    tether_ir_attrs_init(TETHER_OP_NEG, &at);
+    int nb = qb_qdq("nb", qb_node("neg", TETHER_OP_NEG, &b, 1, &at), 0.25f, 1);
+    int s = qb_qdq("s", qb_node("add", TETHER_OP_ADD, (int[]){a, nb}, 2, NULL), 0.5f, 1);
+    int m = qb_qdq("m", qb_node("mul", TETHER_OP_MUL, (int[]){a, b}, 2, NULL), 0.125f, -2);
+    assert_int_equal(tether_ir_add_output(g, s), 0);
+    assert_int_equal(tether_ir_add_output(g, m), 0);
+    assert_int_equal(tether_ir_infer(g), 0);
+}
+
 #endif

@@ -7,7 +7,8 @@
  * float islands' (>= 90% of elements equal after 8 chained requantizations), generated C equals the
  * interpreter byte for byte in both ABIs, and the integer kernels' text has no float arithmetic.
  * The block with a broadcasting add, a uint8 stage and a leaky_relu (QB_BCAST) is integer
- * throughout too (within 2 steps after 11 requantizations), C == interpreter. The block with int8
+ * throughout too (within 2 steps after 11 requantizations), C == interpreter. qadd and qmul on
+ * exact rounding ties equal the float islands, C == interpreter. The block with int8
  * graph input and output (QB_INT_ENDS) is integer end to end, equals the float-ended block's
  * quantized output, and its Cortex-M3 object needs no soft-float helper or float libm function
  * (arm-none-eabi-nm -u; the float-ended block as the control that needs them; skipped without
@@ -179,6 +180,45 @@ static void test_broadcast_uint8_integer(void **state) {
     tether_ir_close(&h);
 }
 
+/* qadd and qmul on exact rounding ties (multipliers 1/2): equal to the float islands (which
+ * quantize the exact halves half to even too), C == interpreter. */
+static void test_rounding_ties(void **state) {
+    (void)state;
+    tether_ir_graph g, h;
+    qb_build_ties(&g);
+    qb_build_ties(&h);
+    tether_pass_options o;
+    tether_pass_options_init(&o);
+    if (tether_passes_run(&h, &o)) {
+        fail_msg("%s", tether_last_error());
+    }
+    int nadd = 0, nmul = 0;
+    for (int i = 0; i < h.nnodes; i++) {
+        nadd += h.nodes[i].op == TETHER_OP_QADD;
+        nmul += h.nodes[i].op == TETHER_OP_QMUL;
+    }
+    assert_int_equal(nadd, 1);
+    assert_int_equal(nmul, 1);
+    float x[64], r0[64], r1[64], i0[64], i1[64], c0[64], c1[64];
+    for (int i = 0; i < 64; i++) {
+        x[i] = (float)i * 0.25f - 8.0f;
+    }
+    const float *in[1] = {x};
+    float *ref[2] = {r0, r1}, *got[2] = {i0, i1}, *cc[2] = {c0, c1};
+    assert_int_equal(tether_interp_run(&g, in, ref), 0);
+    assert_int_equal(tether_interp_run(&h, in, got), 0);
+    assert_memory_equal(r0, i0, sizeof r0);
+    assert_memory_equal(r1, i1, sizeof r1);
+    if (tt_run_compiled(&h, "qelt_ties", TETHER_ABI_UNPACKED, TETHER_INTERFACE_PACKED, true, in,
+                        cc)) {
+        fail_msg("%s", tether_last_error());
+    }
+    assert_memory_equal(c0, i0, sizeof c0);
+    assert_memory_equal(c1, i1, sizeof c1);
+    tether_ir_close(&g);
+    tether_ir_close(&h);
+}
+
 /* Compiles g for cortex-m3 (an object kept in <binary dir>/tests/compiler/<tag>) and counts the
  * undefined symbols of the object that are soft-float helpers (__aeabi_f*, __aeabi_d*, int to
  * float conversions) or float libm functions; *first names the first (static storage). */
@@ -300,6 +340,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_residual_block_integer),
         cmocka_unit_test(test_broadcast_uint8_integer),
+        cmocka_unit_test(test_rounding_ties),
         cmocka_unit_test(test_int_ends_cortex_m3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,7 +14,8 @@
  *  - QuantizeLinear alone on values at and near rounding ties, NaN, infinities, zeros and
  *    subnormals (per tensor int8, per channel uint8): the correctly rounded division;
  *  - the residual int8 blocks of test_quant_elt (qelt_block.h: qadd, qmul, qlut, qmax_pool,
- *    qavg_pool of emit_opencl_qelt.c; broadcasting, uint8, ceil_mode);
+ *    qavg_pool of emit_opencl_qelt.c; broadcasting, uint8, ceil_mode) and qadd/qmul on exact
+ *    rounding ties;
  * an integer graph output compiles (the typed kernels' host runner passes any element type), and
  * the refusals name the node or tensor: an integer tensor read by an operator without an integer
  * kernel, --precision fp16.
@@ -445,6 +446,19 @@ static void test_qelt_block(void **state) {
         check_graphs(&g, &h, 1, &ie, 2, sets, 1, &ny[v], 0.0f, dir, sizeof dir);
         free(x);
     }
+    /* rounding ties of qadd and qmul (multipliers exactly 1/2), negative values included */
+    tether_ir_graph g, h;
+    qb_build_ties(&g);
+    qb_build_ties(&h);
+    float x[64];
+    for (int i = 0; i < 64; i++) {
+        x[i] = (float)(i % 32) * 0.75f - 11.5f + (float)(rnd() % 3) * 0.25f;
+    }
+    float *sets[1] = {x};
+    int64_t ie = 64, oe[2] = {64, 64};
+    char dir[128];
+    tmp_path(dir, sizeof dir, "qelt_ties");
+    check_graphs(&g, &h, 1, &ie, 1, sets, 2, oe, 0.0f, dir, sizeof dir);
 }
 
 /* ---- refusals ------------------------------------------------------------------------------- */
