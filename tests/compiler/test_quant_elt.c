@@ -219,6 +219,65 @@ static void test_rounding_ties(void **state) {
     tether_ir_close(&h);
 }
 
+/* MaxPool reading an 8-bit tensor directly (QOperator models; imported as max_pool_arg's values)
+ * becomes qmax_pool when every window holds an input element; the same bytes as before the pass,
+ * interpreter and C; with ceil_mode it stays. */
+static void test_maxpool_arg_8bit(void **state) {
+    (void)state;
+    for (int v = 0; v < 3; v++) {
+        tether_ir_graph g, h;
+        tether_ir_graph *gs[2] = {&g, &h};
+        DLDataType t = v == 1 ? TETHER_UINT8 : TETHER_INT8;
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(tether_ir_init(gs[k], "mpa"), 0);
+            int64_t sx[4] = {1, 3, 7, 6};
+            int x, y;
+            assert_int_equal(tether_ir_add_tensor(gs[k], "x", t, 4, sx, &x), 0);
+            assert_int_equal(tether_ir_add_input(gs[k], x), 0);
+            assert_int_equal(tether_ir_add_tensor(gs[k], "y", t, -1, NULL, &y), 0);
+            tether_ir_attrs a;
+            tether_ir_attrs_init(TETHER_OP_MAX_POOL_ARG, &a);
+            a.kernel[0] = 3;
+            a.kernel[1] = 2;
+            a.strides[0] = a.strides[1] = 2;
+            a.pads[0] = a.pads[1] = a.pads[2] = 1;
+            a.ceil_mode = v == 2;
+            assert_int_equal(
+                tether_ir_add_node(gs[k], "pool", TETHER_OP_MAX_POOL_ARG, &x, 1, &y, 1, &a, NULL),
+                0);
+            assert_int_equal(tether_ir_add_output(gs[k], y), 0);
+            assert_int_equal(tether_ir_infer(gs[k]), 0);
+        }
+        tether_pass_options o;
+        tether_pass_options_init(&o);
+        if (tether_passes_run(&h, &o)) {
+            fail_msg("%s", tether_last_error());
+        }
+        int q = 0;
+        for (int i = 0; i < h.nnodes; i++) {
+            q += h.nodes[i].op == TETHER_OP_QMAX_POOL;
+        }
+        assert_int_equal(q, v == 2 ? 0 : 1);
+        uint8_t x[126], r[64], o1[64];
+        uint32_t seed = 3u + (uint32_t)v;
+        for (int i = 0; i < 126; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            x[i] = (uint8_t)(seed >> 24);
+        }
+        size_t ny = tether_ir_tensor_elements(&h.tensors[h.outputs[0]]);
+        assert_true(ny <= sizeof r);
+        const void *in[1] = {x};
+        void *out[1] = {r}, *out1[1] = {o1};
+        memset(r, 0x55, sizeof r);
+        memset(o1, 0xaa, sizeof o1);
+        assert_int_equal(tether_interp_run_typed(&g, in, out), 0);
+        assert_int_equal(tether_interp_run_typed(&h, in, out1), 0);
+        assert_memory_equal(r, o1, ny);
+        tether_ir_close(&g);
+        tether_ir_close(&h);
+    }
+}
+
 /* Compiles g for cortex-m3 (an object kept in <binary dir>/tests/compiler/<tag>) and counts the
  * undefined symbols of the object that are soft-float helpers (__aeabi_f*, __aeabi_d*, int to
  * float conversions) or float libm functions; *first names the first (static storage). */
@@ -341,6 +400,7 @@ int main(void) {
         cmocka_unit_test(test_residual_block_integer),
         cmocka_unit_test(test_broadcast_uint8_integer),
         cmocka_unit_test(test_rounding_ties),
+        cmocka_unit_test(test_maxpool_arg_8bit),
         cmocka_unit_test(test_int_ends_cortex_m3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,8 @@
  *    depthwise with per-channel int8 weights, pointwise over 25 pixels (a partial block),
  *    reshape, QLinearMatMul with constant uint8 weights and with two activations through a
  *    transpose of uint8);
+ *  - ONNX Runtime's com.microsoft QLinearLeakyRelu, QLinearAdd (broadcast), QLinearSigmoid,
+ *    QLinearMul, QLinearConcat, QLinearAveragePool and MaxPool on uint8: all integer operators;
  *  - QuantizeLinear alone on values at and near rounding ties, NaN, infinities, zeros and
  *    subnormals (per tensor int8, per channel uint8): the correctly rounded division;
  *  - the residual int8 blocks of test_quant_elt (qelt_block.h: qadd, qmul, qlut, qmax_pool,
@@ -363,6 +365,105 @@ static void test_qoperator_uint8(void **state) {
     free(src);
 }
 
+/* ONNX Runtime's QOperator form of the integer elementwise and pooling operators: the
+ * com.microsoft QLinearLeakyRelu, QLinearAdd (a per-channel uint8 constant, broadcast),
+ * QLinearSigmoid, QLinearMul, QLinearConcat (three differently scaled inputs) and
+ * QLinearAveragePool (padding not counted), with MaxPool on uint8, all uint8. */
+static void write_qop_ms(const char *path) {
+    mb b;
+    mb_init(&b, 13);
+    mb_opset(&b, "com.microsoft", 1);
+    int64_t xin[4] = {1, 4, 6, 6};
+    mb_input(&b, "x", F32, 4, xin);
+    scalar_f(&b, "xs", 0.03f);
+    scalar_u8(&b, "xz", 120);
+    mb_node(&b, "QuantizeLinear", "quant_x", "x,xs,xz", "xq");
+    scalar_f(&b, "ls", 0.02f);
+    scalar_u8(&b, "lz", 100);
+    Onnx__NodeProto *n = mb_node(&b, "QLinearLeakyRelu", "leaky", "xq,xs,xz,ls,lz", "lq");
+    mb_domain(&b, n, "com.microsoft");
+    mb_attr_f(&b, n, "alpha", 0.2f);
+    uint8_t bc[4] = {3, 90, 160, 250};
+    int64_t bcd[4] = {1, 4, 1, 1};
+    init_raw(&b, "bc", U8, 4, bcd, bc, 1);
+    scalar_f(&b, "bcs", 0.05f);
+    scalar_u8(&b, "bcz", 128);
+    scalar_f(&b, "as", 0.04f);
+    scalar_u8(&b, "az", 110);
+    mb_domain(&b, mb_node(&b, "QLinearAdd", "add", "lq,ls,lz,bc,bcs,bcz,as,az", "aq"),
+              "com.microsoft");
+    n = mb_node(&b, "MaxPool", "maxpool", "aq", "mq");
+    mb_attr_ints(&b, n, "kernel_shape", 2, (int64_t[]){2, 2});
+    mb_attr_ints(&b, n, "strides", 2, (int64_t[]){2, 2});
+    scalar_f(&b, "ss", 1.0f / 256.0f);
+    scalar_u8(&b, "sz", 0);
+    mb_domain(&b, mb_node(&b, "QLinearSigmoid", "sigmoid", "mq,as,az,ss,sz", "sq"),
+              "com.microsoft");
+    scalar_f(&b, "ms", 0.03f);
+    scalar_u8(&b, "mz", 20);
+    mb_domain(&b, mb_node(&b, "QLinearMul", "mul", "sq,ss,sz,mq,as,az,ms,mz", "pq"),
+              "com.microsoft");
+    scalar_f(&b, "ks", 0.05f);
+    scalar_u8(&b, "kz", 90);
+    n = mb_node(&b, "QLinearConcat", "concat", "ks,kz,sq,ss,sz,pq,ms,mz,mq,as,az", "kq");
+    mb_domain(&b, n, "com.microsoft");
+    mb_attr_i(&b, n, "axis", 1);
+    scalar_f(&b, "vs", 0.04f);
+    scalar_u8(&b, "vz", 100);
+    n = mb_node(&b, "QLinearAveragePool", "avgpool", "kq,ks,kz,vs,vz", "vq");
+    mb_domain(&b, n, "com.microsoft");
+    mb_attr_ints(&b, n, "kernel_shape", 2, (int64_t[]){3, 3});
+    mb_attr_ints(&b, n, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    mb_attr_i(&b, n, "count_include_pad", 0);
+    mb_node(&b, "DequantizeLinear", "deq", "vq,vs,vz", "y");
+    mb_output(&b, "y", F32);
+    mb_write(&b, path);
+    mb_free(&b);
+}
+
+static void test_qoperator_ms_elementwise(void **state) {
+    (void)state;
+    char path[128], dir[128];
+    tmp_path(path, sizeof path, "qop_ms.onnx");
+    write_qop_ms(path);
+    /* every float island became an integer operator */
+    tether_ir_graph g;
+    if (tether_onnx_load(path, NULL, &g)) {
+        fail_msg("%s", tether_last_error());
+    }
+    tether_pass_options po;
+    tether_pass_options_init(&po);
+    assert_int_equal(tether_passes_run(&g, &po), 0);
+    int seen[5] = {0};
+    for (int i = 0; i < g.nnodes; i++) {
+        tether_op op = g.nodes[i].op;
+        if (op != TETHER_OP_QUANTIZE && op != TETHER_OP_DEQUANTIZE &&
+            tether_dtype_equal(g.tensors[g.nodes[i].outputs[0]].dtype, TETHER_FLOAT32)) {
+            fail_msg("node %s (%s) is still float", g.nodes[i].name, tether_op_name(op));
+        }
+        seen[0] += op == TETHER_OP_QADD;
+        seen[1] += op == TETHER_OP_QMUL;
+        seen[2] += op == TETHER_OP_QLUT;
+        seen[3] += op == TETHER_OP_QMAX_POOL; /* MaxPool on uint8 (max_pool_arg) */
+        seen[4] += op == TETHER_OP_QAVG_POOL;
+    }
+    tether_ir_close(&g);
+    for (int k = 0; k < 5; k++) {
+        if (!seen[k]) {
+            fail_msg("integer operator %d missing", k);
+        }
+    }
+    float x[2][144];
+    for (int s = 0; s < 2; s++) {
+        for (int i = 0; i < 144; i++) {
+            x[s][i] = gauss(2.0f);
+        }
+    }
+    float *sets[2] = {x[0], x[1]};
+    int64_t ie = 144, oe = 108;
+    check_model(path, 1, &ie, 2, sets, 1, &oe, 0.0f, dir, sizeof dir);
+}
+
 /* ---- QuantizeLinear: ties and special values ------------------------------------------------ */
 
 static void test_quantize_rounding(void **state) {
@@ -550,9 +651,10 @@ int main(void) {
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dscnn_int8),      cmocka_unit_test(test_dscnn_uint8_quantized),
-        cmocka_unit_test(test_qoperator_uint8), cmocka_unit_test(test_quantize_rounding),
-        cmocka_unit_test(test_qelt_block),      cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_dscnn_int8),        cmocka_unit_test(test_dscnn_uint8_quantized),
+        cmocka_unit_test(test_qoperator_uint8),   cmocka_unit_test(test_qoperator_ms_elementwise),
+        cmocka_unit_test(test_quantize_rounding), cmocka_unit_test(test_qelt_block),
+        cmocka_unit_test(test_refusals),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tether_session_close(g_s);

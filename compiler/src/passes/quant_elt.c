@@ -8,6 +8,8 @@
  *     arithmetic (so the table equals the float island's result for every input value);
  *   - max_pool becomes qmax_pool (max commutes with the increasing affine maps), followed by a
  *     requantizing qlut when the output's scale, zero point or type differ from the input's;
+ *   - max_pool_arg's values on an 8-bit tensor (QOperator's MaxPool) becomes qmax_pool when every
+ *     window holds an input element;
  *   - avg_pool that quant_passthrough.c leaves (padding not counted, ceil_mode) becomes qavg_pool;
  *   - concat whose inputs' parameters differ from the output's gets a requantizing qlut on each
  *     such input and runs on the 8-bit tensors.
@@ -351,6 +353,33 @@ static int concat(tether_ir_graph *g, int i) {
     return 1;
 }
 
+/* max_pool_arg's values (ONNX MaxPool reading an 8-bit tensor directly, as QOperator models
+ * have it) becomes qmax_pool: the same max of the same integers when every window holds an
+ * input element (dilation 1, pads below the kernel, no ceil_mode; an empty window would give 0
+ * there and the type's minimum here). */
+static int maxpool_arg8(tether_ir_graph *g, int i) {
+    tether_ir_node *n = &g->nodes[i];
+    const tether_ir_attrs *a = &n->attrs;
+    if (n->ninputs != 1 || n->noutputs != 1 || (a->mode & 1) || a->ceil_mode ||
+        !is8(g->tensors[n->inputs[0]].dtype) || g->tensors[n->inputs[0]].ndim != 4 || a->nwin > 2) {
+        return 0;
+    }
+    for (int k = 0; k < 2; k++) {
+        if (a->dilations[k] != 1 || a->pads[k] >= a->kernel[k] || a->pads[k + 2] >= a->kernel[k]) {
+            return 0;
+        }
+    }
+    tether_ir_attrs old = *a;
+    n->op = TETHER_OP_QMAX_POOL;
+    tether_ir_attrs_init(TETHER_OP_QMAX_POOL, &n->attrs);
+    memcpy(n->attrs.kernel, old.kernel, sizeof old.kernel);
+    memcpy(n->attrs.strides, old.strides, sizeof old.strides);
+    memcpy(n->attrs.pads, old.pads, sizeof old.pads);
+    memcpy(n->attrs.dilations, old.dilations, sizeof old.dilations);
+    n->attrs.nwin = old.nwin;
+    return 1;
+}
+
 int tether__quant_rewrite_elt(tether_ir_graph *g, int i) {
     tether_op op = g->nodes[i].op;
     if (op == DEAD) {
@@ -369,6 +398,9 @@ int tether__quant_rewrite_elt(tether_ir_graph *g, int i) {
     }
     if (op == TETHER_OP_CONCAT) {
         return concat(g, i);
+    }
+    if (op == TETHER_OP_MAX_POOL_ARG) {
+        return maxpool_arg8(g, i);
     }
     return 0;
 }
