@@ -14,10 +14,12 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_dynamic.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/types.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/quant.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/ir/quant_elt.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/cost.c
     ${CMAKE_CURRENT_LIST_DIR}/src/passes/passes.c
     ${CMAKE_CURRENT_LIST_DIR}/src/passes/quant_pass.c
     ${CMAKE_CURRENT_LIST_DIR}/src/passes/quant_passthrough.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/passes/quant_elt.c
     ${CMAKE_CURRENT_LIST_DIR}/src/plan/memplan.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_types.c
@@ -30,6 +32,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_dynamic.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_loss.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_quant.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_qelt.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_reduce.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_functions.c
@@ -63,7 +66,9 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_index.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_splitk.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_quant.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qelt.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_qconv.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_qelt.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_fill.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/opencl_limits.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_fp16.c

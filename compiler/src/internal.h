@@ -394,6 +394,12 @@ int tether__ir_vision_dtype(const tether_ir_graph *g, const tether_ir_node *n, D
  * clamped to +-9e15); the range of a quantized type (int8..int32, uint8, uint16; 0 otherwise). */
 int tether__ir_quant_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
 int tether__ir_quant_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
+/* The integer elementwise and pooling operators qadd, qmul, qlut, qmax_pool, qavg_pool
+ * (ir/quant_elt.c): which ops they are, their rules, and round half to even of v / 2^n. */
+int tether__quant_is_elt(tether_op op);
+int tether__ir_qelt_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
+int tether__ir_qelt_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);
+int64_t tether__quant_rshift_rne(int64_t v, int n);
 int64_t tether__quant_round_even(double v);
 int tether__quant_range(DLDataType t, int64_t *lo, int64_t *hi);
 /* The nodes of a QDQ model that stayed float (a dequantize feeds them; passes/quant_pass.c): their

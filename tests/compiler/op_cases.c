@@ -22,6 +22,7 @@
 #include "op_cases_misc.h"
 #include "op_cases_dynamic.h"
 #include "op_cases_text.h"
+#include "op_cases_qelt.h"
 
 /* tfidf's constant operands (op_cases_text.h) */
 /* unigrams {0, 1, -1, 3}, bigrams {(0,1) (1,-1) (2,2)}, trigram {(0,0,0)}: 8 n-grams */
@@ -972,6 +973,7 @@ const tt_op_case tt_op_cases[] = {
     TT_MISC_CASES    /* op_cases_misc.h */
     TT_DYNAMIC_CASES /* op_cases_dynamic.h */
     TT_TEXT_CASES /* op_cases_text.h: tfidf */
+    TT_QELT_CASES /* op_cases_qelt.h: qadd, qmul, qlut, qmax_pool, qavg_pool */
     /* clang-format on */
 };
 

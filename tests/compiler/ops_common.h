@@ -95,6 +95,9 @@ typedef struct tt_op_case {
 /* tfidf's constant operands (op_cases_text.h): pool, counts, indexes and, when with_w, weights
  * added to g, their tensors into in[]; how many. */
 int tt_tfidf_operands(tether_ir_graph *g, int *in, int with_w);
+/* the constant parameters of a qadd/qmul/qlut/qavg_pool case (op_cases_qelt.h) added to g, their
+ * tensor into in[0]; how many (0 or 1). */
+int tt_qelt_operands(tether_ir_graph *g, tether_op op, const tether_ir_attrs *a, int *in);
 
 extern const tt_op_case tt_op_cases[];
 extern const size_t tt_num_op_cases;

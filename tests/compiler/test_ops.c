@@ -69,6 +69,7 @@ static void build_case(const tt_op_case *c, tether_ir_graph *g) {
     if (c->op == TETHER_OP_TFIDF) { /* its pool and weights are constants (op_cases_text.h) */
         nin += tt_tfidf_operands(g, in + nin, a.mode == 2);
     }
+    nin += tt_qelt_operands(g, c->op, &a, in + nin); /* op_cases_qelt.h: constant parameters */
     assert_int_equal(tether_ir_add_node(g, "op", c->op, in, nin, &mid, 1, &a, NULL), 0);
     out = mid;
     if (c->then != TT_NONE) {

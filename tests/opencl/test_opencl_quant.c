@@ -1,5 +1,6 @@
 /*
- * Quantized models on the OpenCL backend (emit_opencl_quant.c, emit_opencl_qconv.c) on PoCL:
+ * Quantized models on the OpenCL backend (emit_opencl_quant.c, emit_opencl_qconv.c,
+ * emit_opencl_qelt.c) on PoCL:
  * each model's outputs equal the C backend's and the reference interpreter's byte for byte:
  *  - the int8 QDQ DS-CNN (ds_cnn_int8.h: conv 10x4 stride 2, depthwise 3x3 and pointwise blocks,
  *    global average pool and FC as qmatmul, per-channel int8 weights, int8 activations);
@@ -10,8 +11,13 @@
  *    depthwise with per-channel int8 weights, pointwise over 25 pixels (a partial block),
  *    reshape, QLinearMatMul with constant uint8 weights and with two activations through a
  *    transpose of uint8);
+ *  - ONNX Runtime's com.microsoft QLinearLeakyRelu, QLinearAdd (broadcast), QLinearSigmoid,
+ *    QLinearMul, QLinearConcat, QLinearAveragePool and MaxPool on uint8: all integer operators;
  *  - QuantizeLinear alone on values at and near rounding ties, NaN, infinities, zeros and
  *    subnormals (per tensor int8, per channel uint8): the correctly rounded division;
+ *  - the residual int8 blocks of test_quant_elt (qelt_block.h: qadd, qmul, qlut, qmax_pool,
+ *    qavg_pool of emit_opencl_qelt.c; broadcasting, uint8, ceil_mode) and qadd/qmul on exact
+ *    rounding ties;
  * an integer graph output compiles (the typed kernels' host runner passes any element type), and
  * the refusals name the node or tensor: an integer tensor read by an operator without an integer
  * kernel, --precision fp16.
@@ -35,6 +41,7 @@
 #include "ds_cnn_int8.h"
 #include "model_builder.h"
 #include "ops_common.h"
+#include "qelt_block.h"
 #include "tether/compiler.h"
 #include "tether/onnx.h"
 #include "tether/onnx_quantize.h"
@@ -69,6 +76,10 @@ static char *read_file(const char *path) {
     return s;
 }
 
+static void check_graphs(tether_ir_graph *g, tether_ir_graph *h, int nin, const int64_t *in_elems,
+                         int nsets, float **sets, int nout, const int64_t *out_elems, float tol,
+                         char *dir, size_t dn);
+
 /* Loads the ONNX model at path; runs it on the interpreter (passes applied), the C backend and
  * the OpenCL backend with each input set, and asserts the outputs equal byte for byte (tol 0), or
  * within tol where a float operator after the integer ones sums in another order. */
@@ -78,10 +89,18 @@ static void check_model(const char *path, int nin, const int64_t *in_elems, int 
     if (tether_onnx_load(path, NULL, &g) || tether_onnx_load(path, NULL, &h)) {
         fail_msg("%s", tether_last_error());
     }
+    check_graphs(&g, &h, nin, in_elems, nsets, sets, nout, out_elems, tol, dir, dn);
+}
+
+/* check_model's comparison of g (as loaded) and h (the same graph, passes run here); closes
+ * both. */
+static void check_graphs(tether_ir_graph *g, tether_ir_graph *h, int nin, const int64_t *in_elems,
+                         int nsets, float **sets, int nout, const int64_t *out_elems, float tol,
+                         char *dir, size_t dn) {
     tether_pass_options po;
     tether_pass_options_init(&po);
-    assert_int_equal(tether_passes_run(&h, &po), 0);
-    compile_ocl(&g, false, true, dir, dn);
+    assert_int_equal(tether_passes_run(h, &po), 0);
+    compile_ocl(g, false, true, dir, dn);
     for (int s = 0; s < nsets; s++) {
         const float *in[4];
         for (int i = 0; i < nin; i++) {
@@ -93,9 +112,8 @@ static void check_model(const char *path, int nin, const int64_t *in_elems, int 
             ref[i] = calloc((size_t)out_elems[i], sizeof(float));
             c[i] = calloc((size_t)out_elems[i], sizeof(float));
         }
-        assert_int_equal(tether_interp_run(&h, in, ref), 0);
-        if (tt_run_compiled(&g, "qocl", TETHER_ABI_UNPACKED, TETHER_INTERFACE_PACKED, true, in,
-                            c)) {
+        assert_int_equal(tether_interp_run(h, in, ref), 0);
+        if (tt_run_compiled(g, "qocl", TETHER_ABI_UNPACKED, TETHER_INTERFACE_PACKED, true, in, c)) {
             fail_msg("%s", tether_last_error());
         }
         run_ocl(dir, in, o, nout);
@@ -115,8 +133,8 @@ static void check_model(const char *path, int nin, const int64_t *in_elems, int 
             free(o[i]);
         }
     }
-    tether_ir_close(&g);
-    tether_ir_close(&h);
+    tether_ir_close(g);
+    tether_ir_close(h);
 }
 
 static void tmp_path(char *p, size_t n, const char *name) {
@@ -347,6 +365,105 @@ static void test_qoperator_uint8(void **state) {
     free(src);
 }
 
+/* ONNX Runtime's QOperator form of the integer elementwise and pooling operators: the
+ * com.microsoft QLinearLeakyRelu, QLinearAdd (a per-channel uint8 constant, broadcast),
+ * QLinearSigmoid, QLinearMul, QLinearConcat (three differently scaled inputs) and
+ * QLinearAveragePool (padding not counted), with MaxPool on uint8, all uint8. */
+static void write_qop_ms(const char *path) {
+    mb b;
+    mb_init(&b, 13);
+    mb_opset(&b, "com.microsoft", 1);
+    int64_t xin[4] = {1, 4, 6, 6};
+    mb_input(&b, "x", F32, 4, xin);
+    scalar_f(&b, "xs", 0.03f);
+    scalar_u8(&b, "xz", 120);
+    mb_node(&b, "QuantizeLinear", "quant_x", "x,xs,xz", "xq");
+    scalar_f(&b, "ls", 0.02f);
+    scalar_u8(&b, "lz", 100);
+    Onnx__NodeProto *n = mb_node(&b, "QLinearLeakyRelu", "leaky", "xq,xs,xz,ls,lz", "lq");
+    mb_domain(&b, n, "com.microsoft");
+    mb_attr_f(&b, n, "alpha", 0.2f);
+    uint8_t bc[4] = {3, 90, 160, 250};
+    int64_t bcd[4] = {1, 4, 1, 1};
+    init_raw(&b, "bc", U8, 4, bcd, bc, 1);
+    scalar_f(&b, "bcs", 0.05f);
+    scalar_u8(&b, "bcz", 128);
+    scalar_f(&b, "as", 0.04f);
+    scalar_u8(&b, "az", 110);
+    mb_domain(&b, mb_node(&b, "QLinearAdd", "add", "lq,ls,lz,bc,bcs,bcz,as,az", "aq"),
+              "com.microsoft");
+    n = mb_node(&b, "MaxPool", "maxpool", "aq", "mq");
+    mb_attr_ints(&b, n, "kernel_shape", 2, (int64_t[]){2, 2});
+    mb_attr_ints(&b, n, "strides", 2, (int64_t[]){2, 2});
+    scalar_f(&b, "ss", 1.0f / 256.0f);
+    scalar_u8(&b, "sz", 0);
+    mb_domain(&b, mb_node(&b, "QLinearSigmoid", "sigmoid", "mq,as,az,ss,sz", "sq"),
+              "com.microsoft");
+    scalar_f(&b, "ms", 0.03f);
+    scalar_u8(&b, "mz", 20);
+    mb_domain(&b, mb_node(&b, "QLinearMul", "mul", "sq,ss,sz,mq,as,az,ms,mz", "pq"),
+              "com.microsoft");
+    scalar_f(&b, "ks", 0.05f);
+    scalar_u8(&b, "kz", 90);
+    n = mb_node(&b, "QLinearConcat", "concat", "ks,kz,sq,ss,sz,pq,ms,mz,mq,as,az", "kq");
+    mb_domain(&b, n, "com.microsoft");
+    mb_attr_i(&b, n, "axis", 1);
+    scalar_f(&b, "vs", 0.04f);
+    scalar_u8(&b, "vz", 100);
+    n = mb_node(&b, "QLinearAveragePool", "avgpool", "kq,ks,kz,vs,vz", "vq");
+    mb_domain(&b, n, "com.microsoft");
+    mb_attr_ints(&b, n, "kernel_shape", 2, (int64_t[]){3, 3});
+    mb_attr_ints(&b, n, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    mb_attr_i(&b, n, "count_include_pad", 0);
+    mb_node(&b, "DequantizeLinear", "deq", "vq,vs,vz", "y");
+    mb_output(&b, "y", F32);
+    mb_write(&b, path);
+    mb_free(&b);
+}
+
+static void test_qoperator_ms_elementwise(void **state) {
+    (void)state;
+    char path[128], dir[128];
+    tmp_path(path, sizeof path, "qop_ms.onnx");
+    write_qop_ms(path);
+    /* every float island became an integer operator */
+    tether_ir_graph g;
+    if (tether_onnx_load(path, NULL, &g)) {
+        fail_msg("%s", tether_last_error());
+    }
+    tether_pass_options po;
+    tether_pass_options_init(&po);
+    assert_int_equal(tether_passes_run(&g, &po), 0);
+    int seen[5] = {0};
+    for (int i = 0; i < g.nnodes; i++) {
+        tether_op op = g.nodes[i].op;
+        if (op != TETHER_OP_QUANTIZE && op != TETHER_OP_DEQUANTIZE &&
+            tether_dtype_equal(g.tensors[g.nodes[i].outputs[0]].dtype, TETHER_FLOAT32)) {
+            fail_msg("node %s (%s) is still float", g.nodes[i].name, tether_op_name(op));
+        }
+        seen[0] += op == TETHER_OP_QADD;
+        seen[1] += op == TETHER_OP_QMUL;
+        seen[2] += op == TETHER_OP_QLUT;
+        seen[3] += op == TETHER_OP_QMAX_POOL; /* MaxPool on uint8 (max_pool_arg) */
+        seen[4] += op == TETHER_OP_QAVG_POOL;
+    }
+    tether_ir_close(&g);
+    for (int k = 0; k < 5; k++) {
+        if (!seen[k]) {
+            fail_msg("integer operator %d missing", k);
+        }
+    }
+    float x[2][144];
+    for (int s = 0; s < 2; s++) {
+        for (int i = 0; i < 144; i++) {
+            x[s][i] = gauss(2.0f);
+        }
+    }
+    float *sets[2] = {x[0], x[1]};
+    int64_t ie = 144, oe = 108;
+    check_model(path, 1, &ie, 2, sets, 1, &oe, 0.0f, dir, sizeof dir);
+}
+
 /* ---- QuantizeLinear: ties and special values ------------------------------------------------ */
 
 static void test_quantize_rounding(void **state) {
@@ -400,6 +517,49 @@ static void test_quantize_rounding(void **state) {
     float *sets[1] = {x};
     int64_t ie = 4096, oe[2] = {4096, 4096};
     check_model(path, 1, &ie, 1, sets, 2, oe, 0.0f, dir, sizeof dir);
+}
+
+/* ---- integer elementwise and pooling operators (emit_opencl_qelt.c) ---------------------------
+ */
+
+/* The residual int8 block of test_quant_elt (qelt_block.h: qconv, qadd, qmax_pool, qlut, concat,
+ * qmul, qavg_pool) and its variant with a broadcasting qadd of a per-channel constant, a uint8
+ * scalar qmul, a uint8 qavg_pool with ceil_mode and a leaky_relu table: OpenCL == C == the
+ * interpreter byte for byte, every operator between the input quantize and the output
+ * dequantize an integer one. */
+static void test_qelt_block(void **state) {
+    (void)state;
+    static const int opts[2] = {0, QB_BCAST};
+    static const int64_t ny[2] = {128, 120};
+    for (int v = 0; v < 2; v++) {
+        tether_ir_graph g, h;
+        qb_build(&g, opts[v]);
+        qb_build(&h, opts[v]);
+        float *x = malloc(sizeof(float) * 256 * 2);
+        assert_non_null(x);
+        for (int i = 0; i < 256 * 2; i++) {
+            x[i] = gauss(2.0f); /* beyond the input's range too: saturation */
+        }
+        float *sets[2] = {x, x + 256};
+        int64_t ie = 256;
+        char dir[128];
+        tmp_path(dir, sizeof dir, v ? "qelt_bcast" : "qelt");
+        check_graphs(&g, &h, 1, &ie, 2, sets, 1, &ny[v], 0.0f, dir, sizeof dir);
+        free(x);
+    }
+    /* rounding ties of qadd and qmul (multipliers exactly 1/2), negative values included */
+    tether_ir_graph g, h;
+    qb_build_ties(&g);
+    qb_build_ties(&h);
+    float x[64];
+    for (int i = 0; i < 64; i++) {
+        x[i] = (float)(i % 32) * 0.75f - 11.5f + (float)(rnd() % 3) * 0.25f;
+    }
+    float *sets[1] = {x};
+    int64_t ie = 64, oe[2] = {64, 64};
+    char dir[128];
+    tmp_path(dir, sizeof dir, "qelt_ties");
+    check_graphs(&g, &h, 1, &ie, 1, sets, 2, oe, 0.0f, dir, sizeof dir);
 }
 
 /* ---- refusals ------------------------------------------------------------------------------- */
@@ -488,8 +648,9 @@ int main(void) {
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dscnn_int8),      cmocka_unit_test(test_dscnn_uint8_quantized),
-        cmocka_unit_test(test_qoperator_uint8), cmocka_unit_test(test_quantize_rounding),
+        cmocka_unit_test(test_dscnn_int8),        cmocka_unit_test(test_dscnn_uint8_quantized),
+        cmocka_unit_test(test_qoperator_uint8),   cmocka_unit_test(test_qoperator_ms_elementwise),
+        cmocka_unit_test(test_quantize_rounding), cmocka_unit_test(test_qelt_block),
         cmocka_unit_test(test_refusals),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

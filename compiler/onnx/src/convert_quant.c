@@ -652,7 +652,15 @@ static int q_output(timport *c, int v, int si, int zi, DLDataType def) {
     tether_ir_attrs a;
     tether_ir_attrs_init(TETHER_OP_QUANTIZE, &a);
     a.to = out_type(zk, def);
-    return node(c, NULL, TETHER_OP_QUANTIZE, (int[]){v, s, z}, z >= 0 ? 3 : 2, &a, y, &y);
+    /* the quantize takes the node's name unless the float operator has it (QLinearAveragePool's
+     * pool is emitted under the node's own name) */
+    const char *own = tonnx_node_name(c, c->cur);
+    int taken = 0;
+    for (int i = 0; i < c->g->nnodes && !taken; i++) {
+        taken = c->g->nodes[i].name && !strcmp(c->g->nodes[i].name, own);
+    }
+    return node(c, taken ? "quantize" : NULL, TETHER_OP_QUANTIZE, (int[]){v, s, z}, z >= 0 ? 3 : 2,
+                &a, y, &y);
 }
 
 static int permute(timport *c, const char *suffix, int x, const int64_t *perm, int nd, int *t) {

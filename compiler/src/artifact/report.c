@@ -86,7 +86,8 @@ char *tether__report_json_c(const tether_ir_graph *g, const tether_compile_optio
     char names[1024];
     int nfloat = tether__quant_float_nodes(g, names, sizeof names), nint = 0;
     for (int i = 0; i < g->nnodes; i++) {
-        nint += g->nodes[i].op == TETHER_OP_QCONV || g->nodes[i].op == TETHER_OP_QMATMUL;
+        nint += g->nodes[i].op == TETHER_OP_QCONV || g->nodes[i].op == TETHER_OP_QMATMUL ||
+                tether__quant_is_elt(g->nodes[i].op);
     }
     if (nfloat || nint) { /* a quantized model (docs/quantization.md) */
         cJSON *q = cJSON_AddObjectToObject(r, "quantized");

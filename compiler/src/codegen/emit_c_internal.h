@@ -217,6 +217,9 @@ void tether__c_tensor_ptr(const em *e, int t, char *out, size_t n);
 /* emit_c_quant.c: the quantized operators' kernels, and the helpers a module with any defines. */
 void tether__c_quant_body(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_quant_helpers(const em *e, tether__sbuf *out);
+/* qadd, qmul, qlut, qmax_pool, qavg_pool (emit_c_qelt.c) and their helpers */
+void tether__c_qelt_body(em *e, const tether_ir_node *nd, const kargs *k);
+void tether__c_qelt_helpers(tether__sbuf *out);
 /* emit_c_vision.c: the kernels of the vision and signal rows of the DATA family
  * (TETHER__CASES_VISION), called by emit_c_data.c's switch; their "return 0;" follows. */
 void tether__c_vision(em *e, const tether_ir_node *nd, const kargs *k);

@@ -933,6 +933,11 @@ void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
     case TETHER_OP_DEQUANTIZE:
     case TETHER_OP_QCONV:
     case TETHER_OP_QMATMUL:
+    case TETHER_OP_QADD: /* issue 28 integer elementwise/pooling */
+    case TETHER_OP_QMUL:
+    case TETHER_OP_QLUT:
+    case TETHER_OP_QMAX_POOL:
+    case TETHER_OP_QAVG_POOL:
         tether__c_quant_body(e, nd, k); /* emit_c_quant.c */
         return;
     case TETHER_OP_CUSTOM: /* a call of the user's C function (emit_c_custom.c) */

@@ -167,13 +167,14 @@ static const char quant_helpers[] =
 
 static int is_quant(tether_op op) {
     return op == TETHER_OP_QUANTIZE || op == TETHER_OP_DEQUANTIZE || op == TETHER_OP_QCONV ||
-           op == TETHER_OP_QMATMUL;
+           op == TETHER_OP_QMATMUL || tether__quant_is_elt(op);
 }
 
 void tether__c_quant_helpers(const em *e, tether__sbuf *out) {
     for (int i = 0; i < e->g->nnodes; i++) {
         if (is_quant(e->g->nodes[i].op)) {
             tether__sbuf_puts(out, quant_helpers);
+            tether__c_qelt_helpers(out);  /* emit_c_qelt.c */
             tether__c_qneon_helpers(out); /* emit_c_qneon.c: AArch64 only */
             return;
         }
@@ -431,7 +432,9 @@ static void k_qdq(em *e, const tether_ir_node *nd, const kargs *k) {
 }
 
 void tether__c_quant_body(em *e, const tether_ir_node *nd, const kargs *k) {
-    if (nd->op == TETHER_OP_QCONV) {
+    if (tether__quant_is_elt(nd->op)) {
+        tether__c_qelt_body(e, nd, k); /* emit_c_qelt.c */
+    } else if (nd->op == TETHER_OP_QCONV) {
         k_qconv(e, nd, k);
     } else if (nd->op == TETHER_OP_QMATMUL) {
         const int neon = tether__c_qneon_matmul(e, nd, k); /* emit_c_qneon.c */

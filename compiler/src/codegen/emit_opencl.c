@@ -107,6 +107,12 @@ static int op_supported(tether_op op) {
     case TETHER_OP_QCONV:
     case TETHER_OP_QMATMUL:
         return 1;
+    case TETHER_OP_QADD: /* issue 28 integer elementwise/pooling: emit_opencl_qelt.c */
+    case TETHER_OP_QMUL:
+    case TETHER_OP_QLUT:
+    case TETHER_OP_QMAX_POOL:
+    case TETHER_OP_QAVG_POOL:
+        return 1;
     case TETHER_OP_CONV_ND:
     case TETHER_OP_CONV_TRANSPOSE:
         return 0; /* no OpenCL kernel yet: the compile fails naming the node */
@@ -709,6 +715,11 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     case TETHER_OP_DEQUANTIZE:
     case TETHER_OP_QCONV:
     case TETHER_OP_QMATMUL:
+    case TETHER_OP_QADD: /* issue 28 integer elementwise/pooling */
+    case TETHER_OP_QMUL:
+    case TETHER_OP_QLUT:
+    case TETHER_OP_QMAX_POOL:
+    case TETHER_OP_QAVG_POOL:
     case TETHER_OP_CUSTOM: /* emitted by tether__ocl_custom_emit */
         break;
     }

@@ -371,6 +371,14 @@ void tether__ocl_qclamp(const tether_ir_node *n, DLDataType t, long long *lo, lo
 void tether__ocl_qstore_expr(const ocl *e, const tether_ir_node *n, const char *acc, const char *c,
                              char *out, size_t cap);
 void tether__ocl_qsize(const ocl *e, const tether_schedule *ns, int64_t total, tether__ocl_gpu *p);
+/* The integer elementwise and pooling operators (emit_opencl_qelt.c: qadd, qmul, qlut, qmax_pool,
+ * qavg_pool): which ops, tgq_rsh and tgq_clamp64 (written after tether__ocl_quant_helpers' when
+ * a qadd or qmul exists), the plan (always 1) and the body of the kernel. */
+int tether__ocl_qelt_op(tether_op op);
+void tether__ocl_qelt_helpers(const ocl *e, tether__sbuf *src);
+int tether__ocl_qelt_plan(const ocl *e, const tether_ir_node *n, const tether_schedule *ns,
+                          tether__ocl_gpu *p);
+void tether__ocl_qelt_body(ocl *e, const tether_ir_node *n);
 /* Filling the device (emit_opencl_fill.c): the work-items a step launches, the device's lanes
  * (compute units x preferred work-group multiple, the defaults without a device's limits), and
  * why a step launches fewer (into buf; "" when it fills the device). gp is the GPU plan the step

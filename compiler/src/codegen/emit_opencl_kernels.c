@@ -932,6 +932,11 @@ void tether__ocl_kernel_body(ocl *e, const tether_ir_node *n, const kern *k) {
     case TETHER_OP_DEQUANTIZE:
     case TETHER_OP_QCONV:
     case TETHER_OP_QMATMUL:
+    case TETHER_OP_QADD: /* issue 28 integer elementwise/pooling */
+    case TETHER_OP_QMUL:
+    case TETHER_OP_QLUT:
+    case TETHER_OP_QMAX_POOL:
+    case TETHER_OP_QAVG_POOL:
         break;
     case TETHER_OP_RESIZE_NEAREST:
         k_resize(e, n);

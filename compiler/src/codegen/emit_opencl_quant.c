@@ -2,7 +2,8 @@
  * The OpenCL backend's quantized operators (docs/quantization.md, "OpenCL"): which integer
  * tensors the backend takes (check), the packing of constant 8-bit weights into params.bin, the
  * helpers every quantized program defines (tgq_requant, tgq_div, tgq_rne), and the kernels of
- * quantize, dequantize and qmatmul (qconv: emit_opencl_qconv.c). Every kernel has one work-item
+ * quantize, dequantize and qmatmul (qconv: emit_opencl_qconv.c; qadd, qmul, qlut, qmax_pool,
+ * qavg_pool: emit_opencl_qelt.c). Every kernel has one work-item
  * per output (qmatmul: K read 4 at a time as char4/uchar4 with vload4, int4 products), the
  * `f < total` guard and a work-group size from the device's limits.
  *
@@ -12,8 +13,8 @@
  * rounding half to even of the exact 64-bit product), the clamp to the output type within the
  * node's min..max; quantize divides correctly rounded in float32 (tgq_div: OpenCL's `/` may be
  * 2.5 ulp off) and rounds half to even; dequantize subtracts in integers and multiplies once.
- * Integer tensors are never graph inputs or outputs (the runner passes float32) and never in
- * textures or fp16 artifacts; check names the tensor or node otherwise.
+ * Integer tensors are never in textures or fp16 artifacts; check names the tensor or node
+ * otherwise.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@
 
 int tether__ocl_quant_op(tether_op op) {
     return op == TETHER_OP_QUANTIZE || op == TETHER_OP_DEQUANTIZE || op == TETHER_OP_QCONV ||
-           op == TETHER_OP_QMATMUL;
+           op == TETHER_OP_QMATMUL || tether__ocl_qelt_op(op);
 }
 
 const char *tether__ocl_ctype(DLDataType t) {
@@ -208,6 +209,7 @@ void tether__ocl_quant_helpers(const ocl *e, tether__sbuf *src) {
     for (int i = 0; i < e->g->nnodes; i++) {
         if (tether__ocl_quant_op(e->g->nodes[i].op)) {
             tether__sbuf_puts(src, helpers);
+            tether__ocl_qelt_helpers(e, src);
             return;
         }
     }
@@ -380,6 +382,9 @@ int tether__ocl_quant_plan(const ocl *e, const tether_ir_node *n, const kern *k,
     if (n->op == TETHER_OP_QCONV) {
         return tether__ocl_qconv_plan(e, n, k, ns, p);
     }
+    if (tether__ocl_qelt_op(n->op)) {
+        return tether__ocl_qelt_plan(e, n, ns, p);
+    }
     const tether_ir_tensor *y = T(e, n->outputs[0]);
     tether__ocl_qsize(e, ns, (int64_t)tether_ir_tensor_elements(y), p);
     if (n->op == TETHER_OP_QMATMUL) {
@@ -407,6 +412,8 @@ void tether__ocl_quant_body(ocl *e, const tether_ir_node *n, const kern *k,
         tether__ocl_qconv_body(e, n, k, p);
     } else if (n->op == TETHER_OP_QMATMUL) {
         body_qmatmul(e, n, k);
+    } else if (tether__ocl_qelt_op(n->op)) {
+        tether__ocl_qelt_body(e, n);
     } else {
         body_qdq(e, n);
     }

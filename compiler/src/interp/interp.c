@@ -632,6 +632,11 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
     case TETHER_OP_DEQUANTIZE:
     case TETHER_OP_QCONV:
     case TETHER_OP_QMATMUL:
+    case TETHER_OP_QADD: /* issue 28 integer elementwise/pooling */
+    case TETHER_OP_QMUL:
+    case TETHER_OP_QLUT:
+    case TETHER_OP_QMAX_POOL:
+    case TETHER_OP_QAVG_POOL:
         tether__interp_quant(g, n, buf); /* interp_quant.c */
         return;
     case TETHER_OP_CUSTOM: /* run by run_custom (it can fail) */

@@ -45,6 +45,8 @@ int tether__interp_dynamic(const tether_ir_graph *g, const tether_ir_node *n, vo
 void tether__interp_nll_loss(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
 /* Runs a quantized operator (quantize, dequantize, qconv, qmatmul; interp_quant.c). */
 void tether__interp_quant(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
+/* qadd, qmul, qlut, qmax_pool, qavg_pool (interp_qelt.c) */
+void tether__interp_qelt(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
 
 /* The elementwise formulas (interp_formula.c): an operator's FORMULA on float32 (x alone for a
  * unary one), in the class of x for any element type (y NULL for a unary operator), and a fused

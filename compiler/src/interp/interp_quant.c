@@ -147,6 +147,10 @@ static void run_qmatmul(const tether_ir_graph *g, const tether_ir_node *n, void 
 void tether__interp_quant(const tether_ir_graph *g, const tether_ir_node *n, void **buf) {
     const tether_ir_tensor *xt = tether__ir_in(g, n, 0), *s = tether__ir_in(g, n, 1),
                            *o = &g->tensors[n->outputs[0]];
+    if (tether__quant_is_elt(n->op)) { /* interp_qelt.c */
+        tether__interp_qelt(g, n, buf);
+        return;
+    }
     if (n->op == TETHER_OP_QCONV) {
         run_qconv(g, n, buf);
         return;

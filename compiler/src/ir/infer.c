@@ -610,6 +610,15 @@ int tether_ir_print(FILE *out, const tether_ir_graph *g) {
                 fprintf(out, " clamp=%g..%g", (double)a->min, (double)a->max);
             }
             break;
+        case TETHER_OP_QADD: /* issue 28 integer elementwise/pooling: no extra attributes */
+        case TETHER_OP_QMUL:
+        case TETHER_OP_QLUT:
+        case TETHER_OP_QAVG_POOL:
+            break;
+        case TETHER_OP_QMAX_POOL:
+            fprintf(out, " k=%lldx%lld s=%lldx%lld", (long long)a->kernel[0],
+                    (long long)a->kernel[1], (long long)a->strides[0], (long long)a->strides[1]);
+            break;
         case TETHER_OP_CUSTOM: {
             const tether_custom_op *cop = tether_custom_op_of(g, n);
             fprintf(out, " %s::%s", cop ? cop->domain : "?", cop ? cop->name : "?");

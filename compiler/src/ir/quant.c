@@ -118,6 +118,9 @@ static int want(const tether_ir_node *n, const tether_ir_tensor *t, bool ok, con
 }
 
 int tether__ir_quant_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out) {
+    if (tether__quant_is_elt(n->op)) { /* quant_elt.c */
+        return tether__ir_qelt_dtype(g, n, out);
+    }
     const tether_ir_tensor *x = tether__ir_in(g, n, 0), *s = tether__ir_in(g, n, 1),
                            *z = tether__ir_in(g, n, 2);
     int64_t lo, hi;
@@ -212,6 +215,9 @@ static int check_scale_values(const tether_ir_node *n, const tether_ir_tensor *s
 }
 
 int tether__ir_quant_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond) {
+    if (tether__quant_is_elt(n->op)) { /* quant_elt.c */
+        return tether__ir_qelt_shape(g, n, os, ond);
+    }
     const tether_ir_tensor *x = tether__ir_in(g, n, 0);
     int rc;
     if (n->op == TETHER_OP_QUANTIZE || n->op == TETHER_OP_DEQUANTIZE) {

@@ -662,6 +662,11 @@ int tether__ir_infer_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t 
     case TETHER_OP_DEQUANTIZE:
     case TETHER_OP_QCONV:
     case TETHER_OP_QMATMUL:
+    case TETHER_OP_QADD: /* issue 28 integer elementwise/pooling */
+    case TETHER_OP_QMUL:
+    case TETHER_OP_QLUT:
+    case TETHER_OP_QMAX_POOL:
+    case TETHER_OP_QAVG_POOL:
         return tether__ir_quant_shape(g, n, os, ond);
     case TETHER_OP_CUSTOM: /* the registry entry's rule and the resource contract */
         return tether__custom_infer_shape(g, n, os, ond);

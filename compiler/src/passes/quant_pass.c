@@ -215,9 +215,15 @@ static int rewrite(tether_ir_graph *g, int i) {
 int tether_pass_integer_ops(tether_ir_graph *g) {
     int nn = g->nnodes;
     for (int i = 0; i < nn; i++) {
+        if (g->nodes[i].op == DEAD) {
+            continue;
+        }
         int rc = rewrite(g, i);
         if (rc == 0) {
             rc = tether__quant_rewrite_passthrough(g, i);
+        }
+        if (rc == 0) {
+            rc = tether__quant_rewrite_elt(g, i); /* quant_elt.c */
         }
         if (rc < 0) {
             return rc;

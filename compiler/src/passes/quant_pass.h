@@ -92,4 +92,8 @@ static inline int add_i32(tether_ir_graph *g, const char *base, const char *what
  * not a pattern, < 0 on an error. */
 int tether__quant_rewrite_passthrough(tether_ir_graph *g, int i);
 
+/* The elementwise and pooling patterns of node i (quant_elt.c): qadd, qmul, qlut, qmax_pool,
+ * qavg_pool, requantized concat; 1 when rewritten, 0 when not a pattern, < 0 on an error. */
+int tether__quant_rewrite_elt(tether_ir_graph *g, int i);
+
 #endif
