@@ -84,6 +84,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/build/stack.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/children.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/mcu_link.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/build/cpu_flags.c
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/compile.c
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/compile_opencl.c
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/report.c

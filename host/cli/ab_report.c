@@ -560,11 +560,15 @@ int tether_cli_ab_write_svg(const ab_args *a, const tether_ir_graph *g, const ab
     } else {
         snprintf(title, sizeof title, "tether ab: %s", a->model);
     }
+    char cpu_flags[256]; /* -march=x86-64-v3 -mavxvnni for "x86-64-v3+avxvnni" */
+    if (tether_cpu_flags(a->target, a->cpu, cpu_flags, sizeof cpu_flags)) {
+        cpu_flags[0] = 0;
+    }
     snprintf(sub, sizeof sub,
              "%d operators (%d after passes), target %s%s%s, on %s; %u repeats per side, ratios "
              "against the %s",
-             g->nnodes, s[0].comp.nnodes_out, a->target, a->cpu && a->cpu[0] ? " -march=" : "",
-             a->cpu ? a->cpu : "", tether_cli_device_url(a->dev.url), a->repeat,
+             g->nnodes, s[0].comp.nnodes_out, a->target, cpu_flags[0] ? " " : "", cpu_flags,
+             tether_cli_device_url(a->dev.url), a->repeat,
              a->int8->on ? "float32 model" : "unpacked ABI");
     return tether_cli_svg_ab(a->svg, title, sub, rows, nsides);
 }

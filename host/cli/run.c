@@ -734,6 +734,11 @@ static int model_for_device(run_args *r, tether_session *s, const char *dir, tet
         snprintf(ol, sizeof ol, "%d", level);
         cJSON_AddStringToObject(cj, "opt_level", level < 0 ? "s" : ol);
         cJSON_AddStringToObject(cj, "cpu", c->build.cpu ? c->build.cpu : "");
+        char cpu_flags[256]; /* what that value became: -march=x86-64-v3 -mavxvnni */
+        if (tether_cpu_flags(c->build.target, c->build.cpu, cpu_flags, sizeof cpu_flags)) {
+            cpu_flags[0] = 0;
+        }
+        cJSON_AddStringToObject(cj, "cpu_flags", cpu_flags);
         cJSON_AddStringToObject(
             cj, "params", c->codegen.link_params && !r->comp.params_blob_auto ? "linked" : "blob");
         cJSON_AddNumberToObject(cj, "params_bytes", (double)r->comp.params_bytes);

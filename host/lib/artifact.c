@@ -93,15 +93,36 @@ static int ends_with(const char *s, const char *suf) {
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-/* The level N of "x86-64-vN" (1 for "x86-64" and ""), 0 when cpu is not an x86-64 level. */
+/* The level N of "x86-64-vN" (1 for "x86-64" and ""), 0 when cpu is not an x86-64 level; tether's
+ * +extensions after it ("x86-64-v3+avxvnni") are not part of the level. */
 static int x86_level(const char *cpu) {
-    if (!cpu[0] || strcmp(cpu, "x86-64") == 0) {
+    size_t n = strcspn(cpu, "+");
+    if (n == 0 || (n == 6 && strncmp(cpu, "x86-64", 6) == 0)) {
         return 1;
     }
-    if (strncmp(cpu, "x86-64-v", 8) == 0 && cpu[8] >= '2' && cpu[8] <= '4' && !cpu[9]) {
+    if (n == 9 && strncmp(cpu, "x86-64-v", 8) == 0 && cpu[8] >= '2' && cpu[8] <= '4') {
         return cpu[8] - '0';
     }
     return 0;
+}
+
+/* Every space-separated token of `need` is one of the device's cpu_features. */
+static int has_features(const tether_device_info *d, const char *need) {
+    char have[300];
+    snprintf(have, sizeof have, " %s ", d->cpu_features);
+    for (const char *p = need; *p; p += strspn(p, " ")) {
+        size_t n = strcspn(p, " ");
+        if (!n) {
+            break;
+        }
+        char tok[64];
+        snprintf(tok, sizeof tok, " %.*s ", (int)(n < 60 ? n : 60), p);
+        if (!strstr(have, tok)) {
+            return 0;
+        }
+        p += n;
+    }
+    return 1;
 }
 
 static int cpu_check(const tether_device_info *d, const char *cpu, const char *what,
@@ -115,7 +136,10 @@ static int cpu_check(const tether_device_info *d, const char *cpu, const char *w
             return 0;
         }
     } else if (x86_level(cpu) && x86_level(d->cpu)) {
-        if (x86_level(cpu) <= x86_level(d->cpu)) {
+        /* the level, and the features each +extension needs (+avxvnni: avxvnni) */
+        char need[200];
+        if (x86_level(cpu) <= x86_level(d->cpu) && tether_cpu_needs(cpu, need, sizeof need) >= 0 &&
+            has_features(d, need)) {
             return 0;
         }
     } else if (strncmp(cpu, "armv8", 5) == 0) { /* every +extension must be the device's */

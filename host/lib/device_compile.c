@@ -1,10 +1,10 @@
 /*
  * Compile for the device a session talks to (tether/device_compile.h): the choices taken from
- * the device's HELLO (target and CPU, pool sizes, image limits, OpenCL work limits), the MCU link
- * against the board's firmware.json, the loader that uploads what the device runs, and
- * tether_compile_for_device, which does all of it. The one home of these steps: the CLI (run,
- * bench, ab, tune, compile
- * --device/--upload, upload of .o/.a) and the Python package call into this file.
+ * the device's HELLO (target and CPU, with the extensions its cpu_features name; pool sizes,
+ * image limits, OpenCL work limits), the MCU link against the board's firmware.json, the loader
+ * that uploads what the device runs, and tether_compile_for_device, which does all of it. The one
+ * home of these steps: the CLI (run, bench, ab, tune, compile --device/--upload, upload of .o/.a)
+ * and the Python package call into this file.
  *
  * What must stay true: nothing is uploaded to a device that cannot run it (a shared object to an
  * MCU, a Cortex-M library to tetherd, an image linked for another firmware build: each is an
@@ -60,7 +60,9 @@ int tether_device_target(const tether_device_info *d, char *target, size_t tn, c
                                 d->arch, d->triple);
     }
     snprintf(target, tn, "%s", t->name);
-    snprintf(cpu, cn, "%s", d->cpu);
+    /* HELLO's -march value plus the int8 dot products its features name (x86-64-v3+avxvnni,
+     * x86-64-v4+avx512vnni: -mavxvnni / -mavx512vnni, tether_cpu_flags) */
+    tether_cpu_for_device(d->cpu, d->cpu_features, cpu, cn);
     return 0;
 }
 

@@ -3,7 +3,9 @@
  * calls, TIME, stack high-water mark) over TCP loopback, over local: (tetherd --stdio as a child)
  * and over a pty pair made by socat (UART framing); the upload cache across sessions, and its
  * repair of whatever lies under an entry's name; NDArrays of every element type (ALLOC sizes,
- * bytes back as sent) and an invalid dtype refused.
+ * bytes back as sent) and an invalid dtype refused; HELLO's cpu and cpu_features against what
+ * the test reads from cpuid itself (levels, avx512vnni, avxvnni) and the CPU value the host
+ * compiles for from them.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -18,12 +20,41 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "daemon.h"
 #include "tether/crt.h"
+#include "tether/device_compile.h"
 #include "tether/rpc/sha256.h"
 
-/* HELLO's cpu and cpu_features say what this CPU has (the test runs on the device's CPU). */
+#if defined(__x86_64__)
+/* cpuid and XGETBV read here, apart from tetherd's cpu.c: the int8 dot products and whether the
+ * OS saves the AVX (XCR0 bits 1-2) and AVX-512 (bits 5-7) registers. */
+static void read_cpuid(int *avx512vnni, int *avxvnni) {
+    unsigned a, b, c, d, lo = 0, hi = 0;
+    __cpuid(1, a, b, c, d);
+    if (c & (1u << 27)) {
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    }
+    (void)hi;
+    int ymm = (lo & 6u) == 6u, zmm = ymm && (lo & 0xe0u) == 0xe0u;
+    *avx512vnni = *avxvnni = 0;
+    __cpuid(0, a, b, c, d);
+    if (a >= 7) {
+        __cpuid_count(7, 0, a, b, c, d);
+        *avx512vnni = zmm && ((c >> 11) & 1u);
+        if (a >= 1) {
+            __cpuid_count(7, 1, a, b, c, d);
+            *avxvnni = ymm && ((a >> 4) & 1u);
+        }
+    }
+}
+#endif
+
+/* HELLO's cpu and cpu_features say what this CPU has (the test runs on the device's CPU), and
+ * the CPU value the host compiles for adds the int8 dot-product extensions they name. */
 static void check_cpu(const tether_device_info *info) {
 #if defined(__x86_64__)
     __builtin_cpu_init();
@@ -38,6 +69,15 @@ static void check_cpu(const tether_device_info *info) {
     assert_int_equal(strstr(padded, " avx2 ") != NULL, __builtin_cpu_supports("avx2") != 0);
     assert_int_equal(strstr(padded, " avx512f ") != NULL, __builtin_cpu_supports("avx512f") != 0);
     assert_int_equal(strstr(padded, " sse4.2 ") != NULL, sse42 != 0);
+    int avx512vnni, avxvnni;
+    read_cpuid(&avx512vnni, &avxvnni);
+    assert_int_equal(strstr(padded, " avx512vnni ") != NULL, avx512vnni);
+    assert_int_equal(strstr(padded, " avxvnni ") != NULL, avxvnni);
+    char target[64], cpu[128], expect[128];
+    assert_int_equal(tether_device_target(info, target, sizeof target, cpu, sizeof cpu), 0);
+    snprintf(expect, sizeof expect, "%s%s%s", want, avx512vnni && avx512 ? "+avx512vnni" : "",
+             avxvnni && avx2 ? "+avxvnni" : "");
+    assert_string_equal(cpu, expect);
 #else
     (void)info;
 #endif

@@ -252,6 +252,36 @@ static void test_target_check(void **state) {
                         "art was compiled for CPU x86-64-v4, which a x86_64 device "
                         "(x86_64-linux-gnu) does not have (its cpu: x86-64-v3): compile with "
                         "--mcpu x86-64-v3, or without --mcpu");
+    /* tether's +extensions (int8 dot products): each needs its HELLO cpu_features tokens */
+    snprintf(host.cpu_features, sizeof host.cpu_features, "sse4.2 avx avx2 fma");
+    assert_int_equal(
+        tether_artifact_target_check(&host, "x86_64-linux", "x86-64-v3+avxvnni", "art"),
+        TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "compiled for CPU x86-64-v3+avxvnni"));
+    snprintf(host.cpu_features, sizeof host.cpu_features, "sse4.2 avx avx2 fma avxvnni");
+    assert_int_equal(
+        tether_artifact_target_check(&host, "x86_64-linux", "x86-64-v3+avxvnni", "art"), 0);
+    assert_int_equal(
+        tether_artifact_target_check(&host, "x86_64-linux", "x86-64-v2+avxvnni", "art"), 0);
+    assert_int_equal(
+        tether_artifact_target_check(&host, "x86_64-linux", "x86-64-v3+avx512vnni", "art"),
+        TETHER_ERR_MISMATCH);
+    assert_int_equal(tether_artifact_target_check(&host, "x86_64-linux", "x86-64-v3+nosuch", "art"),
+                     TETHER_ERR_MISMATCH);
+    assert_non_null(strstr(tether_last_error(), "x86-64-v3+nosuch"));
+    snprintf(host.cpu, sizeof host.cpu, "x86-64-v4");
+    snprintf(host.cpu_features, sizeof host.cpu_features, "avx2 fma avx512f avx512vl avx512vnni");
+    assert_int_equal(
+        tether_artifact_target_check(&host, "x86_64-linux", "x86-64-v4+avx512vnni", "art"), 0);
+    assert_int_equal(
+        tether_artifact_target_check(&host, "x86_64-linux", "x86-64-v4+avxvnni", "art"),
+        TETHER_ERR_MISMATCH);
+    snprintf(host.cpu_features, sizeof host.cpu_features, "avx2 fma avx512f avx512vnni");
+    assert_int_equal(/* -mavx512vnni below v4 also takes -mavx512vl */
+                     tether_artifact_target_check(&host, "x86_64-linux", "x86-64-v3+avx512vnni",
+                                                  "art"),
+                     TETHER_ERR_MISMATCH);
+    host.cpu_features[0] = 0;
     host.cpu[0] = 0;
     assert_int_equal(tether_artifact_target_check(&host, "x86_64-linux", "x86-64-v2", "art"),
                      TETHER_ERR_MISMATCH);

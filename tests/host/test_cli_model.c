@@ -19,6 +19,7 @@
 
 #include "cli_common.h"
 #include "npz_bomb.h"
+#include "tether/compiler.h"
 #include "tether/file.h"
 
 #ifdef TETHER_HAVE_COMPILER
@@ -74,9 +75,17 @@ void test_run_model(void **state) {
     cJSON *info = cJSON_Parse(o);
     assert_non_null(info);
     const cJSON *jcpu = cJSON_GetObjectItem(info, "cpu");
-    char dev_cpu[64];
-    snprintf(dev_cpu, sizeof dev_cpu, "%s", cJSON_IsString(jcpu) ? jcpu->valuestring : "");
+    char hello_cpu[64], features[300] = "", dev_cpu[128], dev_flags[256];
+    snprintf(hello_cpu, sizeof hello_cpu, "%s", cJSON_IsString(jcpu) ? jcpu->valuestring : "");
+    const cJSON *jf;
+    cJSON_ArrayForEach(jf, cJSON_GetObjectItem(info, "cpu_features")) {
+        size_t l = strlen(features);
+        snprintf(features + l, sizeof features - l, " %s", jf->valuestring);
+    }
     cJSON_Delete(info);
+    /* HELLO's cpu with the int8 dot products its features name (on this machine: none) */
+    tether_cpu_for_device(hello_cpu, features, dev_cpu, sizeof dev_cpu);
+    assert_int_equal(tether_cpu_flags(NULL, dev_cpu, dev_flags, sizeof dev_flags), 0);
     for (int k = 0; k < 2; k++) {
         if (tether(&o, "run '%s/examples/kws/kws.json' --in mfcc.npy --out p3.npy --json m.json%s",
                    TETHER_SOURCE_DIR, k ? " --mcpu x86-64-v2" : "")) {
@@ -86,6 +95,7 @@ void test_run_model(void **state) {
         const cJSON *c = cJSON_GetObjectItem(j, "compiled");
         assert_string_equal(str(c, "opt_level"), "3");
         assert_string_equal(str(c, "cpu"), k ? "x86-64-v2" : dev_cpu);
+        assert_string_equal(str(c, "cpu_flags"), k ? "-march=x86-64-v2" : dev_flags);
         cJSON_Delete(j);
     }
     assert_int_equal(

@@ -3,14 +3,19 @@
  * host library takes from a device (an MCU board's core, a hosted device's target and CPU, pool
  * sizes for "--pool NAME", OpenCL image limits and cl_khr_fp64), what the caller gave kept, and the
  * errors for a pool the device lacks, a CPU the compiler has no target for and a board without
- * firmware.
+ * firmware; the CPU flags a HELLO selects (x86-64 levels with and without the int8 dot products
+ * avx512vnni and avxvnni, aarch64 dotprod, a baseline device) and that they reach the C compiler
+ * (the __AVXVNNI__ / __AVX512VNNI__ macros the int8 kernels select by).
  */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -174,6 +179,140 @@ static void test_board_without_firmware(void **state) {
     assert_int_equal(size, 0);
 }
 
+/* The CPU value and compiler flags a resolve takes from a hosted HELLO (cpu, cpu_features). */
+static void resolved(const char *arch, const char *cpu, const char *features, const char *want_cpu,
+                     const char *want_flags) {
+    tether_device_info h = hosted();
+    snprintf(h.arch, sizeof h.arch, "%s", arch);
+    snprintf(h.cpu, sizeof h.cpu, "%s", cpu);
+    snprintf(h.cpu_features, sizeof h.cpu_features, "%s", features);
+    tether_device_compile_options o;
+    tether_device_compile_options_init(&o);
+    assert_int_equal(tether_device_compile_resolve(&h, &o), 0);
+    assert_string_equal(o.compile.build.cpu, want_cpu);
+    char flags[256];
+    assert_int_equal(
+        tether_cpu_flags(o.compile.build.target, o.compile.build.cpu, flags, sizeof flags), 0);
+    assert_string_equal(flags, want_flags);
+}
+
+static void test_cpu_flags_from_hello(void **state) {
+    (void)state;
+    /* no VNNI: the level alone */
+    resolved("x86_64", "x86-64-v3", "sse4.2 avx avx2 bmi bmi2 fma", "x86-64-v3",
+             "-march=x86-64-v3");
+    resolved("x86_64", "x86-64-v4", "avx2 fma avx512f avx512bw avx512cd avx512dq avx512vl",
+             "x86-64-v4", "-march=x86-64-v4");
+    /* AVX-512 VNNI on x86-64-v4 (which implies -mavx512vl) */
+    resolved("x86_64", "x86-64-v4", "avx2 fma avx512f avx512vl avx512vnni", "x86-64-v4+avx512vnni",
+             "-march=x86-64-v4 -mavx512vnni");
+    /* AVX-VNNI (VEX) on an AVX2 CPU */
+    resolved("x86_64", "x86-64-v3", "avx avx2 fma avxvnni", "x86-64-v3+avxvnni",
+             "-march=x86-64-v3 -mavxvnni");
+    /* both */
+    resolved("x86_64", "x86-64-v4", "avx2 avx512f avx512vl avx512vnni avxvnni",
+             "x86-64-v4+avx512vnni+avxvnni", "-march=x86-64-v4 -mavx512vnni -mavxvnni");
+    /* an extension whose level the device lacks is not added, nor to a baseline device */
+    resolved("x86_64", "x86-64-v3", "avx2 fma avx512f avx512vnni", "x86-64-v3", "-march=x86-64-v3");
+    resolved("x86_64", "x86-64-v2", "sse4.2 avxvnni", "x86-64-v2", "-march=x86-64-v2");
+    resolved("x86_64", "", "avxvnni avx512vnni", "", "");
+    /* a token only contains the name ("avx512vnnix" is not avx512vnni) */
+    resolved("x86_64", "x86-64-v4", "avx512vnnix xavxvnni", "x86-64-v4", "-march=x86-64-v4");
+    /* aarch64: HELLO's cpu carries dotprod itself */
+    resolved("aarch64", "armv8.2-a+dotprod", "asimd dotprod", "armv8.2-a+dotprod",
+             "-march=armv8.2-a+dotprod");
+    /* what the caller names is kept as it is */
+    tether_device_info h = hosted();
+    snprintf(h.cpu_features, sizeof h.cpu_features, "avx2 avxvnni");
+    tether_device_compile_options o;
+    tether_device_compile_options_init(&o);
+    o.compile.build.cpu = "x86-64-v2";
+    assert_int_equal(tether_device_compile_resolve(&h, &o), 0);
+    assert_string_equal(o.compile.build.cpu, "x86-64-v2");
+
+    /* the flags of values given by hand; the features they need on a device */
+    char f[256];
+    assert_int_equal(tether_cpu_flags(NULL, "x86-64-v2+avx512vnni", f, sizeof f), 0);
+    assert_string_equal(f, "-march=x86-64-v2 -mavx512vnni -mavx512vl");
+    assert_int_equal(tether_cpu_flags("cortex-m4", "cortex-m4", f, sizeof f), 0);
+    assert_string_equal(f, "-mcpu=cortex-m4");
+    assert_int_equal(tether_cpu_flags("cortex-m55", "cortex-m55+nomve", f, sizeof f), 0);
+    assert_string_equal(f, "-mcpu=cortex-m55+nomve");
+    assert_int_equal(tether_cpu_flags(NULL, NULL, f, sizeof f), 0);
+    assert_string_equal(f, "");
+    assert_int_equal(tether_cpu_flags(NULL, "x86-64-v3+sse5", f, sizeof f), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "unknown x86-64 extension '+sse5'"));
+    assert_int_equal(tether_cpu_flags(NULL, "x86-64-v3+", f, sizeof f), TETHER_ERR_INVALID_ARG);
+    assert_int_equal(tether_cpu_flags(NULL, "-O0", f, sizeof f), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "is not a -march/-mcpu value"));
+    assert_int_equal(tether_cpu_flags(NULL, "+avxvnni", f, sizeof f), TETHER_ERR_INVALID_ARG);
+    assert_int_equal(tether_cpu_needs("x86-64-v4+avx512vnni+avxvnni", f, sizeof f), 2);
+    assert_string_equal(f, "avx512vnni avx512vl avxvnni");
+    assert_int_equal(tether_cpu_needs("x86-64-v3", f, sizeof f), 0);
+    assert_string_equal(f, "");
+    assert_int_equal(tether_cpu_needs("armv8.2-a+dotprod", f, sizeof f), 0);
+    assert_true(tether_cpu_needs("x86-64-v3+sse5", f, sizeof f) < 0);
+}
+
+/* Builds a source that #errors unless the macros `want` holds are defined and `unwanted` is not,
+ * for `cpu`; returns the build's status. */
+static int build_checks(const char *dir, const char *cpu, const char *want[],
+                        const char *unwanted) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/m.c", dir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    for (int i = 0; want[i]; i++) {
+        fprintf(f, "#ifndef %s\n#error %s missing\n#endif\n", want[i], want[i]);
+    }
+    if (unwanted) {
+        fprintf(f, "#ifdef %s\n#error %s defined\n#endif\n", unwanted, unwanted);
+    }
+    fprintf(f, "int m_entry(int x);\nint m_entry(int x) { return x + 1; }\n");
+    fclose(f);
+    tether_build_options o = {.target = "x86_64-linux", .opt_level = 2, .cpu = cpu};
+    tether_build_result r;
+    return tether_build_artifact(dir, "m", "m_entry", &o, &r);
+}
+
+static void test_cpu_flags_reach_compiler(void **state) {
+    (void)state;
+    const tether_target *t;
+    assert_int_equal(tether_target_find("x86_64-linux", &t), 0);
+    if (!tether_target_available(t)) {
+        skip();
+    }
+    const char *tmp = getenv("TMPDIR");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/tether-cpuflags-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    const char *v3[] = {"__AVX2__", "__AVXVNNI__", NULL};
+    const char *v4[] = {"__AVX512VL__", "__AVX512VNNI__", NULL};
+    const char *none[] = {"__SSE2__", NULL};
+    int r1 = build_checks(dir, "x86-64-v3+avxvnni", v3, "__AVX512VNNI__");
+    int r2 = build_checks(dir, "x86-64-v4+avx512vnni", v4, "__AVXVNNI__");
+    int r3 = build_checks(dir, "x86-64-v2+avx512vnni", v4, NULL);
+    int r4 = build_checks(dir, "x86-64-v4", none, "__AVX512VNNI__");
+    int r5 = build_checks(dir, "x86-64-v3+bogus", none, NULL);
+    DIR *dd = opendir(dir);
+    for (struct dirent *e = dd ? readdir(dd) : NULL; e; e = readdir(dd)) {
+        if (e->d_name[0] != '.') {
+            char p[800];
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+    }
+    if (dd) {
+        closedir(dd);
+    }
+    rmdir(dir);
+    assert_int_equal(r1, 0);
+    assert_int_equal(r2, 0);
+    assert_int_equal(r3, 0);
+    assert_int_equal(r4, 0);
+    assert_int_equal(r5, TETHER_ERR_INVALID_ARG);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_target_from_hello),
@@ -181,6 +320,8 @@ int main(void) {
         cmocka_unit_test(test_opencl_image_limits),
         cmocka_unit_test(test_opencl_fp64_from_hello),
         cmocka_unit_test(test_board_without_firmware),
+        cmocka_unit_test(test_cpu_flags_from_hello),
+        cmocka_unit_test(test_cpu_flags_reach_compiler),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -518,6 +518,23 @@ typedef struct tether_build_options {
     bool soft_float64;
 } tether_build_options;
 
+/* The compiler flags a CPU value becomes on `target` (NULL = "x86_64-linux"), space separated
+ * into out: "" for NULL/"" (the baseline), "-march=VALUE" on hosted targets, "-mcpu=VALUE" on MCU
+ * targets; on x86-64 the suffixes +avxvnni and +avx512vnni (the int8 dot products no psABI level
+ * includes) become -mavxvnni and -mavx512vnni (with -mavx512vl below x86-64-v4), e.g.
+ * "x86-64-v3+avxvnni" -> "-march=x86-64-v3 -mavxvnni". TETHER_ERR_INVALID_ARG for a value that is
+ * not letters, digits and . _ + - or names an unknown x86-64 extension. */
+int tether_cpu_flags(const char *target, const char *cpu, char *out, size_t n);
+/* The HELLO cpu_features tokens a device must have for code built for `cpu`, beyond what its
+ * x86-64 level says ("avx512vnni avx512vl" for "x86-64-v4+avx512vnni"), into out; returns how
+ * many +extensions cpu has (0: nothing beyond the level or an -march value), or an error code
+ * (< 0) for an unknown extension. */
+int tether_cpu_needs(const char *cpu, char *out, size_t n);
+/* The CPU value code for a hosted device is compiled for, from its HELLO: `cpu` plus +avxvnni
+ * (on x86-64-v3 and above) and +avx512vnni (x86-64-v4) when `features` names them; any other
+ * cpu (aarch64's "armv8.2-a+dotprod", "" = the baseline) is taken as it is. */
+void tether_cpu_for_device(const char *cpu, const char *features, char *out, size_t n);
+
 /* The optimisation level a build uses: o->opt_level, or for TETHER_OPT_DEFAULT the target's. */
 int tether_build_opt_level(const tether_build_options *o);
 

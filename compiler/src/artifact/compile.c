@@ -204,7 +204,9 @@ static int target_vector_width(const tether_build_options *b) {
         t->kind != TETHER_TARGET_SHARED) {
         return 0;
     }
-    const char *cpu = b->cpu ? b->cpu : "";
+    char cpu[64]; /* the -march value without tether's +extensions ("x86-64-v4+avx512vnni") */
+    snprintf(cpu, sizeof cpu, "%.*s", (int)strcspn(b->cpu ? b->cpu : "", "+"),
+             b->cpu ? b->cpu : "");
     if (strncmp(t->name, "x86_64", 6) == 0) {
         if (strcmp(cpu, "x86-64-v4") == 0) {
             return 16;

@@ -62,6 +62,12 @@ char *tether__report_json_c(const tether_ir_graph *g, const tether_compile_optio
     snprintf(opt, sizeof opt, "%c", level < 0 ? 's' : '0' + level);
     cJSON_AddStringToObject(r, "opt_level", opt);
     cJSON_AddStringToObject(r, "cpu", o->build.cpu ? o->build.cpu : "");
+    /* the compiler flags that value became (-march=x86-64-v3 -mavxvnni; "" = the baseline) */
+    char cpu_flags[256];
+    if (tether_cpu_flags(o->build.target, o->build.cpu, cpu_flags, sizeof cpu_flags)) {
+        cpu_flags[0] = 0; /* the build refuses the value, naming it */
+    }
+    cJSON_AddStringToObject(r, "cpu_flags", cpu_flags);
     const tether_schedule *sc = &o->codegen.schedule;
     cJSON *js = cJSON_AddObjectToObject(r, "schedule");
     cJSON_AddNumberToObject(js, "vector_width", sc->vector_width);
@@ -232,6 +238,10 @@ int tether_report_print(FILE *out, const char *artifact_dir) {
     }
     fprintf(out, "model %s  target %s  abi %s  interface %s  -O%s\n", str(r, "model"),
             str(r, "target"), str(r, "abi"), str(r, "interface"), str(r, "opt_level"));
+    const cJSON *cf = cJSON_GetObjectItemCaseSensitive(r, "cpu_flags");
+    if (cJSON_IsString(cf) && cf->valuestring[0]) { /* the CPU it was built for, as flags */
+        fprintf(out, "  cpu %s: %s\n", str(r, "cpu"), cf->valuestring);
+    }
     fprintf(out, "  %-26s %12s\n", "item", "bytes");
     const cJSON *built = cJSON_GetObjectItemCaseSensitive(r, "built");
     if (cJSON_IsTrue(built)) {

@@ -223,22 +223,6 @@ int tether_build_opt_level(const tether_build_options *o) {
     return t->kind == TETHER_TARGET_SHARED ? 3 : 2;
 }
 
-/* A -march/-mcpu value: letters, digits and . _ + - only (it reaches the compiler's argv). */
-static int cpu_name_ok(const char *s) {
-    size_t n = strlen(s);
-    if (n == 0 || n > 63 || s[0] == '-') {
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '+' || c == '-')) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 int tether_build_artifact(const char *dir, const char *prefix, const char *entry,
                           const tether_build_options *o, tether_build_result *out) {
     memset(out, 0, sizeof *out);
@@ -260,16 +244,10 @@ int tether_build_artifact(const char *dir, const char *prefix, const char *entry
     if (level < -1 || level > 3) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "opt level %d outside 0..3 or s", level);
     }
-    char cpu_flag[80] = "";
-    if (o->cpu && o->cpu[0]) {
-        if (!cpu_name_ok(o->cpu)) {
-            return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                    "cpu '%s' is not a -march/-mcpu value (letters, digits, "
-                                    ". _ + -)",
-                                    o->cpu);
-        }
-        snprintf(cpu_flag, sizeof cpu_flag, "%s=%s",
-                 t->kind == TETHER_TARGET_SHARED ? "-march" : "-mcpu", o->cpu);
+    char cpu_flag[256];
+    rc = tether_cpu_flags(t->name, o->cpu, cpu_flag, sizeof cpu_flag);
+    if (rc) {
+        return rc;
     }
     char src[1500], obj[1500], ci[1500], log[1500], lib[1500], opt[8], safe_dir[1024];
     /* a relative directory such as "-dir" must not reach the compiler as an option */
@@ -281,12 +259,12 @@ int tether_build_artifact(const char *dir, const char *prefix, const char *entry
     snprintf(log, sizeof log, "%s/build.log", dir);
     snprintf(opt, sizeof opt, "-O%c", level < 0 ? 's' : (char)('0' + level));
     unlink(log);
-    char flags[256];
+    char flags[600];
     snprintf(flags, sizeof flags, "%s%s%s", t->cflags, cpu_flag[0] ? " " : "", cpu_flag);
     char *argv[48];
     int n = 0;
     argv[n++] = cc;
-    n += tether__split_flags(flags, argv + n, 12);
+    n += tether__split_flags(flags, argv + n, 16);
     char inc[1100];
     snprintf(inc, sizeof inc, "-I%s", dir);
     char *common[] = {"-std=c99",

@@ -89,6 +89,12 @@ char *tether__metadata_c(const tether_ir_graph *g, const tether_compile_options 
     cJSON_AddStringToObject(m, "target", o->build.target ? o->build.target : "x86_64-linux");
     /* the CPU the code may assume (the runner refuses a device without it) */
     cJSON_AddStringToObject(m, "cpu", o->build.cpu ? o->build.cpu : "");
+    /* the compiler flags that value became (-march=x86-64-v3 -mavxvnni; "" = the baseline) */
+    char cpu_flags[256];
+    if (tether_cpu_flags(o->build.target, o->build.cpu, cpu_flags, sizeof cpu_flags)) {
+        cpu_flags[0] = 0; /* the build refuses the value, naming it */
+    }
+    cJSON_AddStringToObject(m, "cpu_flags", cpu_flags);
     if (library) {
         cJSON_AddStringToObject(m, "library", library);
     } else {

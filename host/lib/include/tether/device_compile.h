@@ -80,7 +80,8 @@ typedef struct tether_device_compile_options {
 void tether_device_compile_options_init(tether_device_compile_options *o);
 
 /* The compile target and CPU ("" = the target's baseline) for code that runs on the device d:
- * an MCU board's core (cpu ""), or "<arch>-linux" with the CPU its HELLO reports.
+ * an MCU board's core (cpu ""), or "<arch>-linux" with the CPU its HELLO reports, on x86-64
+ * with +avxvnni / +avx512vnni when its cpu_features name them (tether_cpu_for_device).
  * TETHER_ERR_UNSUPPORTED ("... give --target") when the compiler has no such target. */
 int tether_device_target(const tether_device_info *d, char *target, size_t tn, char *cpu,
                          size_t cn);
