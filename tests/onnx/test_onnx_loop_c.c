@@ -3,9 +3,10 @@
  * compiled for x86_64-linux in both ABIs and run (tests/compiler/ops_common.c), give exactly the
  * reference interpreter's outputs (M 6, 0 and negative; the initial condition false, a limit
  * below 1), and so do the scan outputs of a Loop of constant M stopped early by its run-time
- * condition (rows and extents); compiled for cortex-m3 in both ABIs they build (the loop is plain C
- * in the graph function), the generated C calls no allocator and the objects need nothing but
- * memcpy/ memmove/memset, the error hook and the compiler's __aeabi helpers. Without
+ * condition (rows and extents), and a scan buffer cut below the iterations is an error
+ * (TETHER_ERR_LIMIT, -4), never an overrun; compiled for cortex-m3 in both ABIs they build (the
+ * loop is plain C in the graph function), the generated C calls no allocator and the objects need
+ * nothing but memcpy/ memmove/memset, the error hook and the compiler's __aeabi helpers. Without
  * arm-none-eabi-gcc the Cortex-M part is skipped.
  */
 #include <setjmp.h>
@@ -21,6 +22,7 @@
 #include "loop_models.h"
 #include "ops_common.h"
 #include "tether/compiler.h"
+#include "tether/crt/error.h"
 #include "tether/onnx.h"
 
 static void load_model(void (*build)(mb *, mb *), tether_ir_graph *g) {
@@ -151,6 +153,64 @@ static void test_scan_compiled(void **state) {
     }
 }
 
+/* A scan buffer of fewer rows than the loop runs (loop_scan's k cut to 3 in the IR, which an
+ * import never makes: its bound is M): the row past it is TETHER_ERR_LIMIT in the interpreter and
+ * -4 from the generated entry in both ABIs, never a write past the buffer; 3 iterations or fewer
+ * run as before. */
+static void test_scan_over_bound(void **state) {
+    (void)state;
+    mb b, body;
+    loop_scan_model(&b, &body, 0);
+    size_t len;
+    uint8_t *buf = mb_pack(&b, &len);
+    tether_ir_graph g;
+    int rc = tether_onnx_load_buffer(buf, len, "loop.onnx", NULL, &g);
+    free(buf);
+    mb_free(&b);
+    mb_free(&body);
+    if (rc) {
+        fail_msg("%s", tether_last_error());
+    }
+    int cut = 0;
+    for (int i = 0; i < g.nnodes; i++) {
+        if (g.nodes[i].op == TETHER_OP_LOOP_SCAN) {
+            g.nodes[i].attrs.k = 3;
+            cut++;
+        }
+        if (g.nodes[i].op == TETHER_OP_LOOP_SCAN ||
+            (g.nodes[i].op == TETHER_OP_LOOP_STACK && g.nodes[i].attrs.mode == 0)) {
+            g.tensors[g.nodes[i].outputs[0]].shape[0] = 3; /* as declared */
+        }
+    }
+    assert_int_equal(cut, 2);
+    if (tether_ir_infer(&g)) {
+        fail_msg("%s", tether_last_error());
+    }
+    assert_int_equal(g.tensors[g.outputs[2]].shape[0], 3);
+    const uint8_t c0 = 1;
+    const int64_t five = 5, three = 3;
+    const float x[2] = {2, 0.5f};
+    int64_t nf, nsv[8], ye, ne;
+    float yf[2], ysv[16];
+    void *out[6] = {&nf, yf, ysv, nsv, &ye, &ne};
+    const void *in[3] = {&c0, &five, x};
+    assert_int_equal(tether_interp_run_typed(&g, in, out), TETHER_ERR_LIMIT);
+    assert_non_null(strstr(tether_last_error(), "iteration 3 is past the 3 rows"));
+    for (int abi = 0; abi < 2; abi++) {
+        rc = tt_run_compiled(&g, "loop_scan_cut", abi ? TETHER_ABI_UNPACKED : TETHER_ABI_PACKED,
+                             TETHER_INTERFACE_PACKED, true, (const float *const *)in,
+                             (float *const *)out);
+        assert_int_not_equal(rc, 0);
+        assert_non_null(strstr(tether_last_error(), "returned -4"));
+    }
+    const void *in3[3] = {&c0, &three, x};
+    const size_t bytes[6] = {8, 8, 24, 24, 8, 8};
+    compare(&g, "scan_cut3", in3, 6, bytes, out);
+    assert_int_equal(ye, 3);
+    assert_int_equal(nsv[2], 3);
+    tether_ir_close(&g);
+}
+
 static void test_for_compiled(void **state) {
     (void)state;
     tether_ir_graph g;
@@ -254,9 +314,8 @@ static void test_cortex_m3(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_while_compiled),
-        cmocka_unit_test(test_for_compiled),
-        cmocka_unit_test(test_scan_compiled),
+        cmocka_unit_test(test_while_compiled), cmocka_unit_test(test_for_compiled),
+        cmocka_unit_test(test_scan_compiled),  cmocka_unit_test(test_scan_over_bound),
         cmocka_unit_test(test_cortex_m3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

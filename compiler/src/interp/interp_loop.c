@@ -106,10 +106,12 @@ int tether__interp_loop(const tether_ir_graph *g, int i, void **buf, int64_t *ls
             return TETHER_OK;
         }
         size_t all = bytes_of(g, o), row = rows ? all / (size_t)rows : 0;
-        if (buf[o] != buf[n->inputs[0]] && cnt) {
+        if (buf[o] != buf[n->inputs[0]] && cnt && row) {
             memmove(buf[o], buf[n->inputs[0]], (size_t)cnt * row);
         }
-        memset((uint8_t *)buf[o] + (size_t)cnt * row, 0, all - (size_t)cnt * row);
+        if (all > (size_t)cnt * row) {
+            memset((uint8_t *)buf[o] + (size_t)cnt * row, 0, all - (size_t)cnt * row);
+        }
         return TETHER_OK;
     }
     default:
