@@ -612,9 +612,10 @@ static int host_binary(timport *c, const Onnx__NodeProto *n) {
      * a narrow integer result that does not fit it is an error, never a wrapped value */
     if (a->dt.code == b->dt.code && a->dt.bits == b->dt.bits && a->dt.lanes == b->dt.lanes) {
         bool narrow = is_int && a->dt.bits < 64 && a->dt.bits > 1;
-        int64_t lo = a->dt.code == kDLInt ? -((int64_t)1 << (a->dt.bits - 1)) : 0;
-        int64_t hi = a->dt.code == kDLInt ? ((int64_t)1 << (a->dt.bits - 1)) - 1
-                                          : (int64_t)((UINT64_C(1) << a->dt.bits) - 1);
+        int sh = narrow ? a->dt.bits - 1 : 0; /* 64-bit and bool: no range to check */
+        int64_t lo = a->dt.code == kDLInt ? -((int64_t)1 << sh) : 0;
+        int64_t hi = a->dt.code == kDLInt ? ((int64_t)1 << sh) - 1
+                                          : (int64_t)((UINT64_C(1) << (sh + 1)) - 1);
         for (size_t o = 0; narrow && o < k->count; o++) {
             int64_t v = ((const int64_t *)k->data)[o];
             if (v < lo || v > hi) {
