@@ -103,6 +103,13 @@ void loop_scan_model(mb *b, mb *body, int variant) {
     mb_attr_g(b, n, "body", body);
     mb_output(b, "nfinal", I6);
     mb_output(b, "yfinal", F);
-    mb_output(b, "ys", F);
+    if (variant == 3) { /* a consumer of the dynamic scan output */
+        static const float two = 2;
+        mb_init_tensor(b, mb_tensor_f(b, "two", 0, NULL, &two, 0));
+        mb_node(b, "Mul", "double", "ys,two", "ys2");
+        mb_output(b, "ys2", F);
+    } else {
+        mb_output(b, "ys", F);
+    }
     mb_output(b, "ns", I6);
 }

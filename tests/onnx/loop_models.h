@@ -24,6 +24,7 @@ void loop_for_model(mb *b, mb *body);
  *   for (i = 0; i < M && cond; i++) { n += 1; y *= x; cond = n < limit; ys[i] = y; ns[i] = n }
  * inputs: [M int64 []], [c0 bool [] (variants 0, 2; variant 1 has no initial condition)],
  * limit int64 [1], x float [2]; outputs nfinal, yfinal, ys, ns (and, after import, ys_extent
- * and ns_extent, int64 [1]: the iterations run). */
+ * and ns_extent, int64 [1]: the iterations run). Variant 3 is variant 0 with output ys2 = ys * 2
+ * in place of ys (a consumer of the dynamic scan output; extent output ys2_extent). */
 void loop_scan_model(mb *b, mb *body, int variant);
 #endif

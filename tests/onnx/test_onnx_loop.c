@@ -201,11 +201,13 @@ static void loop_const_body_cond(void) {
 /* Scan outputs of a run-time loop (loop_scan_model): M = 8 constant, the condition computed at
  * run time stops the loop early; the scan outputs are bounded by M, dynamic along dimension 0,
  * their extent the iterations run (extent outputs ys_extent, ns_extent); rows past it are zero.
- * With M a graph input they are refused, naming the Loop and how to bound them. */
+ * With M a graph input they are refused, naming the Loop and how to bound them; an elementwise
+ * consumer of one (variant 3) is dynamic with the same extent. */
 static void loop_scan_runtime(void) {
-    for (int variant = 0; variant < 3; variant++) {
+    for (int variant = 0; variant < 4; variant++) {
         mb *b = new_mb(), *body = new_mb();
         loop_scan_model(b, body, variant);
+        float scale = variant == 3 ? 2.0f : 1.0f;
         if (variant == 2) {
             expect_error(b, TETHER_ERR_UNSUPPORTED,
                          "Loop 'loop' runs a number of iterations known only at run time, so the "
@@ -233,7 +235,8 @@ static void loop_scan_runtime(void) {
         assert_int_equal(ys->shape[1], 2);
         assert_true(tether_dtype_equal(ns->dtype, TETHER_INT64));
         assert_int_equal(ns->shape[0], 8);
-        assert_string_equal(g.tensors[g.outputs[4]].name, "ys_extent");
+        assert_string_equal(g.tensors[g.outputs[4]].name,
+                            variant == 3 ? "ys2_extent" : "ys_extent");
         assert_string_equal(g.tensors[g.outputs[5]].name, "ns_extent");
         assert_int_equal(g.tensors[g.outputs[4]].dyn_dim, -1);
         /* c0, limit -> iterations (x = {2, 0.5}: y after k of them is {2^k, -0.5^k}) */
@@ -263,8 +266,8 @@ static void loop_scan_runtime(void) {
                 p *= 2;
                 q *= 0.5f;
                 bool live = r < it;
-                if (ysv[2 * r] != (live ? p : 0) || ysv[2 * r + 1] != (live ? q : 0) ||
-                    nsv[r] != (live ? r + 1 : 0)) {
+                if (ysv[2 * r] != (live ? scale * p : 0) ||
+                    ysv[2 * r + 1] != (live ? scale * q : 0) || nsv[r] != (live ? r + 1 : 0)) {
                     fail_msg("variant %d case %zu row %d: ys %g %g ns %lld", variant, k, r,
                              (double)ysv[2 * r], (double)ysv[2 * r + 1], (long long)nsv[r]);
                 }
