@@ -364,7 +364,9 @@ int tether__einsum_labels(const tether_ir_attrs *a, int j, int *labels);
     case TETHER_OP_LOOP_STATE:                                                                     \
     case TETHER_OP_LOOP_END:                                                                       \
     case TETHER_OP_LOOP_RESULT:                                                                    \
-    case TETHER_OP_LOOP_COPY:
+    case TETHER_OP_LOOP_COPY:                                                                      \
+    case TETHER_OP_LOOP_SCAN:                                                                      \
+    case TETHER_OP_LOOP_STACK:
 bool tether__ir_is_loop_op(tether_op op);
 int tether__ir_loop_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond);
 int tether__ir_loop_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out);

@@ -65,3 +65,51 @@ void loop_for_model(mb *b, mb *body) {
     mb_output(b, "bf", F);
     mb_output(b, "sf", I6);
 }
+
+void loop_scan_model(mb *b, mb *body, int variant) {
+    static const int64_t d1[1] = {1}, d2[1] = {2};
+    mb_init(b, 13);
+    mb_init(body, 13);
+    mb_input(body, "i", I6, 0, NULL);
+    mb_input(body, "cin", B, 0, NULL);
+    mb_input(body, "nin", I6, 1, d1);
+    mb_input(body, "yin", F, 1, d2);
+    mb_node(body, "Add", "inc", "nin,one", "nout");
+    mb_node(body, "Mul", "scale", "yin,x", "yout");
+    mb_node(body, "Less", "lt", "nout,limit", "cvec");
+    mb_node(body, "Squeeze", "sq", "cvec", "cout");
+    mb_output(body, "cout", B);
+    mb_output(body, "nout", I6);
+    mb_output(body, "yout", F);
+    mb_output(body, "yout", F);
+    mb_output(body, "nout", I6);
+    int64_t one = 1, zero = 0, m = 8;
+    static const float y0[2] = {1, -1};
+    mb_init_tensor(b, mb_tensor_i64(b, "one", 1, d1, &one));
+    mb_init_tensor(b, mb_tensor_i64(b, "n0", 1, d1, &zero));
+    mb_init_tensor(b, mb_tensor_f(b, "y0", 1, d2, y0, 0));
+    if (variant == 2) {
+        mb_input(b, "M", I6, 0, NULL);
+    } else {
+        mb_init_tensor(b, mb_tensor_i64(b, "M", 0, NULL, &m));
+    }
+    if (variant != 1) {
+        mb_input(b, "c0", B, 0, NULL);
+    }
+    mb_input(b, "limit", I6, 1, d1);
+    mb_input(b, "x", F, 1, d2);
+    Onnx__NodeProto *n =
+        mb_node(b, "Loop", "loop", variant == 1 ? "M,,n0,y0" : "M,c0,n0,y0", "nfinal,yfinal,ys,ns");
+    mb_attr_g(b, n, "body", body);
+    mb_output(b, "nfinal", I6);
+    mb_output(b, "yfinal", F);
+    if (variant == 3) { /* a consumer of the dynamic scan output */
+        static const float two = 2;
+        mb_init_tensor(b, mb_tensor_f(b, "two", 0, NULL, &two, 0));
+        mb_node(b, "Mul", "double", "ys,two", "ys2");
+        mb_output(b, "ys2", F);
+    } else {
+        mb_output(b, "ys", F);
+    }
+    mb_output(b, "ns", I6);
+}

@@ -17,4 +17,14 @@ void loop_while_model(mb *b, mb *body);
 /* For-style: inputs M int64 [], a0 float [2], b0 float [2]; outputs af, bf float [2],
  * sf int64 []:  for (i = 0; i < M; i++) { (a, b) = (b, a + b); s += i }. */
 void loop_for_model(mb *b, mb *body);
+
+/* Scan outputs of a run-time loop: a Loop with M and y0 = {1, -1} initializers (M = 8 for
+ * variants 0 and 1; variant 2: M is a graph input, first), loop-carried n int64 [1] (from 0) and
+ * y float [2], scan outputs ys float [<= 8, 2] and ns int64 [<= 8, 1]:
+ *   for (i = 0; i < M && cond; i++) { n += 1; y *= x; cond = n < limit; ys[i] = y; ns[i] = n }
+ * inputs: [M int64 []], [c0 bool [] (variants 0, 2; variant 1 has no initial condition)],
+ * limit int64 [1], x float [2]; outputs nfinal, yfinal, ys, ns (and, after import, ys_extent
+ * and ns_extent, int64 [1]: the iterations run). Variant 3 is variant 0 with output ys2 = ys * 2
+ * in place of ys (a consumer of the dynamic scan output; extent output ys2_extent). */
+void loop_scan_model(mb *b, mb *body, int variant);
 #endif

@@ -4,7 +4,8 @@
  * (on the device and --reference) with .pb inputs (an input the Reshape needs as a constant is
  * bound from its --in file), --input-shape for a dynamic dimension (compile, import, plan and
  * ab), and the exit codes and messages of bad models (the complete list of unsupported
- * operators reaches the terminal, not just 255 bytes of it).
+ * operators reaches the terminal, not just 255 bytes of it), and a run-time Loop's scan outputs
+ * written trimmed to the iterations run.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "loop_models.h"
 #include "model_builder.h"
 #include "tether/crt.h"
 #include "tether/npy.h"
@@ -227,6 +229,53 @@ static void test_constant_output(void **state) {
     }
 }
 
+/* Scan outputs of a run-time loop (loop_scan_model: M 8, the condition computed at run time
+ * stops it after 5 iterations here): `tether run` on the device and --reference write them
+ * trimmed to the iterations run (their extent outputs), [5, 2] and [5, 1]. */
+static void test_loop_scan_run(void **state) {
+    (void)state;
+    mb b, body;
+    loop_scan_model(&b, &body, 0);
+    mb_write(&b, path("scan.onnx"));
+    static const int64_t d1[1] = {1}, d2[1] = {2};
+    const uint8_t yes = 1;
+    const int64_t limit = 5;
+    const float x[2] = {2, 0.5f};
+    write_tensor("c0.pb",
+                 mb_tensor_raw(&b, "c0", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL, &yes, 1));
+    write_tensor("limit.pb", mb_tensor_i64(&b, "limit", 1, d1, &limit));
+    write_tensor("x.pb", mb_tensor_f(&b, "x", 1, d2, x, 1));
+    mb_free(&b);
+    mb_free(&body);
+    for (int ref = 0; ref < 2; ref++) {
+        const char *o;
+        int rc = tether(&o,
+                        "run scan.onnx %s --in c0.pb --in limit.pb --in x.pb --out nfinal=n.npy "
+                        "--out yfinal=y.npy --out ys=ys.npy --out ns=ns.npy",
+                        ref ? "--reference" : "");
+        if (rc) {
+            fail_msg("%s", o);
+        }
+        tether_npy ys, ns;
+        assert_int_equal(tether_npy_read(path("ys.npy"), &ys), 0);
+        assert_int_equal(tether_npy_read(path("ns.npy"), &ns), 0);
+        assert_int_equal(ys.ndim, 2);
+        assert_int_equal(ys.shape[0], 5);
+        assert_int_equal(ys.shape[1], 2);
+        assert_int_equal(ns.ndim, 2);
+        assert_int_equal(ns.shape[0], 5);
+        float p = 1, q = -1;
+        for (int r = 0; r < 5; r++) {
+            p *= 2;
+            q *= 0.5f;
+            assert_true(((float *)ys.data)[2 * r] == p && ((float *)ys.data)[2 * r + 1] == q);
+            assert_int_equal(((int64_t *)ns.data)[r], r + 1);
+        }
+        tether_npy_free(&ys);
+        tether_npy_free(&ns);
+    }
+}
+
 static void test_import_compile_plan(void **state) {
     (void)state;
     reshape_model();
@@ -356,9 +405,8 @@ int main(void) {
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_run_onnx),
-        cmocka_unit_test(test_constant_output),
-        cmocka_unit_test(test_import_compile_plan),
+        cmocka_unit_test(test_run_onnx),      cmocka_unit_test(test_constant_output),
+        cmocka_unit_test(test_loop_scan_run), cmocka_unit_test(test_import_compile_plan),
         cmocka_unit_test(test_bad_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,10 +5,13 @@
  * count, the condition computed in the body from an int64 counter against an outer-scope limit,
  * a float state scaled by an outer-scope value; also with the initial condition false), and a
  * for-style Loop whose trip count is a graph input (Fibonacci with two states swapped through
- * the body, an int64 state adding the iteration number; also 0 iterations).
+ * the body, an int64 state adding the iteration number; also 0 iterations), and scan outputs of
+ * a Loop of constant M whose run-time condition stops it early (bounded by M, their extent the
+ * iterations run; refused when M is not constant).
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -195,7 +198,95 @@ static void loop_const_body_cond(void) {
     }
 }
 
+/* Scan outputs of a run-time loop (loop_scan_model): M = 8 constant, the condition computed at
+ * run time stops the loop early; the scan outputs are bounded by M, dynamic along dimension 0,
+ * their extent the iterations run (extent outputs ys_extent, ns_extent); rows past it are zero.
+ * With M a graph input they are refused, naming the Loop and how to bound them; an elementwise
+ * consumer of one (variant 3) is dynamic with the same extent. */
+static void loop_scan_runtime(void) {
+    for (int variant = 0; variant < 4; variant++) {
+        mb *b = new_mb(), *body = new_mb();
+        loop_scan_model(b, body, variant);
+        float scale = variant == 3 ? 2.0f : 1.0f;
+        if (variant == 2) {
+            expect_error(b, TETHER_ERR_UNSUPPORTED,
+                         "Loop 'loop' runs a number of iterations known only at run time, so the "
+                         "length of its 2 scan outputs is not bounded at compile time: give the "
+                         "trip count M as a constant");
+            del_mb(b);
+            del_mb(body);
+            continue;
+        }
+        tether_ir_graph g;
+        if (load(b, NULL, &g)) {
+            fail_msg("%s", tether_last_error());
+        }
+        int begins = 0;
+        for (int i = 0; i < g.nnodes; i++) {
+            begins += g.nodes[i].op == TETHER_OP_LOOP_BEGIN;
+        }
+        assert_int_equal(begins, 1); /* a run-time loop, not unrolled */
+        assert_int_equal(g.noutputs, 6);
+        const tether_ir_tensor *ys = &g.tensors[g.outputs[2]], *ns = &g.tensors[g.outputs[3]];
+        assert_int_equal(ys->dyn_dim, 1);
+        assert_int_equal(ns->dyn_dim, 1);
+        assert_int_equal(ys->ndim, 2);
+        assert_int_equal(ys->shape[0], 8);
+        assert_int_equal(ys->shape[1], 2);
+        assert_true(tether_dtype_equal(ns->dtype, TETHER_INT64));
+        assert_int_equal(ns->shape[0], 8);
+        assert_string_equal(g.tensors[g.outputs[4]].name,
+                            variant == 3 ? "ys2_extent" : "ys_extent");
+        assert_string_equal(g.tensors[g.outputs[5]].name, "ns_extent");
+        assert_int_equal(g.tensors[g.outputs[4]].dyn_dim, -1);
+        /* c0, limit -> iterations (x = {2, 0.5}: y after k of them is {2^k, -0.5^k}) */
+        const struct {
+            uint8_t c0;
+            int64_t limit, iters;
+        } cases[] = {{1, 5, 5}, {1, 20, 8}, {0, 5, 0}, {1, -3, 1}, {1, 8, 8}};
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            if (variant == 1 && !cases[k].c0) {
+                continue;
+            }
+            const float x[2] = {2, 0.5f};
+            int64_t nf = -1, nsv[8], ye = -1, ne = -1;
+            float yf[2], ysv[16];
+            memset(nsv, 0x5A, sizeof nsv);
+            memset(ysv, 0x5A, sizeof ysv);
+            const void *in0[3] = {&cases[k].c0, &cases[k].limit, x};
+            const void *const *in = variant == 1 ? in0 + 1 : in0;
+            void *out[6] = {&nf, yf, ysv, nsv, &ye, &ne};
+            assert_int_equal(tether_interp_run_typed(&g, in, out), 0);
+            int64_t it = cases[k].iters;
+            assert_int_equal(nf, it);
+            assert_int_equal(ye, it);
+            assert_int_equal(ne, it);
+            float p = 1, q = -1;
+            for (int r = 0; r < 8; r++) {
+                p *= 2;
+                q *= 0.5f;
+                bool live = r < it;
+                if (ysv[2 * r] != (live ? scale * p : 0) ||
+                    ysv[2 * r + 1] != (live ? scale * q : 0) || nsv[r] != (live ? r + 1 : 0)) {
+                    fail_msg("variant %d case %zu row %d: ys %g %g ns %lld", variant, k, r,
+                             (double)ysv[2 * r], (double)ysv[2 * r + 1], (long long)nsv[r]);
+                }
+                if (r + 1 == it) {
+                    assert_true(yf[0] == p && yf[1] == q);
+                }
+            }
+            if (it == 0) {
+                assert_true(yf[0] == 1 && yf[1] == -1);
+            }
+        }
+        tether_ir_close(&g);
+        del_mb(b);
+        del_mb(body);
+    }
+}
+
 void test_onnx_loop_runtime(void) {
+    loop_scan_runtime();
     loop_while();
     loop_for_input_trip();
     loop_while_bound_cond();

@@ -2,9 +2,11 @@
  * Run-time Loops (loop_models.h) in generated C: the while-style and the for-style model,
  * compiled for x86_64-linux in both ABIs and run (tests/compiler/ops_common.c), give exactly the
  * reference interpreter's outputs (M 6, 0 and negative; the initial condition false, a limit
- * below 1); compiled for cortex-m3 in both ABIs they build (the loop is plain C in the graph
- * function), the generated C calls no allocator and the objects need nothing but memcpy/
- * memmove/memset, the error hook and the compiler's __aeabi helpers. Without
+ * below 1), and so do the scan outputs of a Loop of constant M stopped early by its run-time
+ * condition (rows and extents), and a scan buffer cut below the iterations is an error
+ * (TETHER_ERR_LIMIT, -4), never an overrun; compiled for cortex-m3 in both ABIs they build (the
+ * loop is plain C in the graph function), the generated C calls no allocator and the objects need
+ * nothing but memcpy/ memmove/memset, the error hook and the compiler's __aeabi helpers. Without
  * arm-none-eabi-gcc the Cortex-M part is skipped.
  */
 #include <setjmp.h>
@@ -20,6 +22,7 @@
 #include "loop_models.h"
 #include "ops_common.h"
 #include "tether/compiler.h"
+#include "tether/crt/error.h"
 #include "tether/onnx.h"
 
 static void load_model(void (*build)(mb *, mb *), tether_ir_graph *g) {
@@ -40,8 +43,9 @@ static void load_model(void (*build)(mb *, mb *), tether_ir_graph *g) {
  * given byte sizes) must be equal byte for byte; keep receives the compiled outputs. */
 static void compare(const tether_ir_graph *g, const char *tag, const void *const *in, int nout,
                     const size_t *bytes, void *const *keep) {
-    unsigned char ref[4][64], got[4][64];
-    void *r[4], *o[4];
+    unsigned char ref[8][64], got[8][64];
+    void *r[8], *o[8];
+    assert_true(nout <= 8);
     for (int j = 0; j < nout; j++) {
         memset(ref[j], 0xA5, sizeof ref[j]);
         r[j] = ref[j];
@@ -102,6 +106,115 @@ static void test_while_compiled(void **state) {
     tether_ir_close(&g);
 }
 
+/* Scan outputs of a run-time loop (loop_scan_model, variants 0, 1 and 3: M = 8 constant, stopped
+ * early by the data; 3 doubles ys after the loop): the scan outputs (the bound's rows, zero past
+ * the iterations run) and their extents equal the interpreter's in both ABIs, and the extents are
+ * the iterations. */
+static void test_scan_compiled(void **state) {
+    (void)state;
+    for (int variant = 0; variant < 4; variant++) {
+        if (variant == 2) {
+            continue; /* M a graph input: refused (test_onnx_import) */
+        }
+        mb b, body;
+        loop_scan_model(&b, &body, variant);
+        size_t len;
+        uint8_t *buf = mb_pack(&b, &len);
+        tether_ir_graph g;
+        int rc = tether_onnx_load_buffer(buf, len, "loop.onnx", NULL, &g);
+        free(buf);
+        mb_free(&b);
+        mb_free(&body);
+        if (rc) {
+            fail_msg("%s", tether_last_error());
+        }
+        assert_int_equal(g.noutputs, 6);
+        const struct {
+            uint8_t c0;
+            int64_t limit, iters;
+        } cases[] = {{1, 5, 5}, {1, 20, 8}, {0, 5, 0}, {1, -3, 1}};
+        const size_t bytes[6] = {8, 8, 64, 64, 8, 8};
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            if (variant == 1 && !cases[k].c0) {
+                continue;
+            }
+            const float x[2] = {2, 0.5f};
+            const void *in0[3] = {&cases[k].c0, &cases[k].limit, x};
+            char tag[32];
+            snprintf(tag, sizeof tag, "scan%d_%zu", variant, k);
+            int64_t nf, nsv[8], ye, ne;
+            float yf[2], ysv[16];
+            void *out[6] = {&nf, yf, ysv, nsv, &ye, &ne};
+            compare(&g, tag, variant == 1 ? in0 + 1 : in0, 6, bytes, out);
+            assert_int_equal(nf, cases[k].iters);
+            assert_int_equal(ye, cases[k].iters);
+            assert_int_equal(ne, cases[k].iters);
+            for (int r = 0; r < 8; r++) {
+                assert_int_equal(nsv[r], r < cases[k].iters ? r + 1 : 0);
+            }
+        }
+        tether_ir_close(&g);
+    }
+}
+
+/* A scan buffer of fewer rows than the loop runs (loop_scan's k cut to 3 in the IR, which an
+ * import never makes: its bound is M): the row past it is TETHER_ERR_LIMIT in the interpreter and
+ * -4 from the generated entry in both ABIs, never a write past the buffer; 3 iterations or fewer
+ * run as before. */
+static void test_scan_over_bound(void **state) {
+    (void)state;
+    mb b, body;
+    loop_scan_model(&b, &body, 0);
+    size_t len;
+    uint8_t *buf = mb_pack(&b, &len);
+    tether_ir_graph g;
+    int rc = tether_onnx_load_buffer(buf, len, "loop.onnx", NULL, &g);
+    free(buf);
+    mb_free(&b);
+    mb_free(&body);
+    if (rc) {
+        fail_msg("%s", tether_last_error());
+    }
+    int cut = 0;
+    for (int i = 0; i < g.nnodes; i++) {
+        if (g.nodes[i].op == TETHER_OP_LOOP_SCAN) {
+            g.nodes[i].attrs.k = 3;
+            cut++;
+        }
+        if (g.nodes[i].op == TETHER_OP_LOOP_SCAN ||
+            (g.nodes[i].op == TETHER_OP_LOOP_STACK && g.nodes[i].attrs.mode == 0)) {
+            g.tensors[g.nodes[i].outputs[0]].shape[0] = 3; /* as declared */
+        }
+    }
+    assert_int_equal(cut, 2);
+    if (tether_ir_infer(&g)) {
+        fail_msg("%s", tether_last_error());
+    }
+    assert_int_equal(g.tensors[g.outputs[2]].shape[0], 3);
+    const uint8_t c0 = 1;
+    const int64_t five = 5, three = 3;
+    const float x[2] = {2, 0.5f};
+    int64_t nf, nsv[8], ye, ne;
+    float yf[2], ysv[16];
+    void *out[6] = {&nf, yf, ysv, nsv, &ye, &ne};
+    const void *in[3] = {&c0, &five, x};
+    assert_int_equal(tether_interp_run_typed(&g, in, out), TETHER_ERR_LIMIT);
+    assert_non_null(strstr(tether_last_error(), "iteration 3 is past the 3 rows"));
+    for (int abi = 0; abi < 2; abi++) {
+        rc = tt_run_compiled(&g, "loop_scan_cut", abi ? TETHER_ABI_UNPACKED : TETHER_ABI_PACKED,
+                             TETHER_INTERFACE_PACKED, true, (const float *const *)in,
+                             (float *const *)out);
+        assert_int_not_equal(rc, 0);
+        assert_non_null(strstr(tether_last_error(), "returned -4"));
+    }
+    const void *in3[3] = {&c0, &three, x};
+    const size_t bytes[6] = {8, 8, 24, 24, 8, 8};
+    compare(&g, "scan_cut3", in3, 6, bytes, out);
+    assert_int_equal(ye, 3);
+    assert_int_equal(nsv[2], 3);
+    tether_ir_close(&g);
+}
+
 static void test_for_compiled(void **state) {
     (void)state;
     tether_ir_graph g;
@@ -153,14 +266,18 @@ static void check_symbols(const char *obj) {
     assert_true(n > 0); /* memcpy at least: the check really ran */
 }
 
+static void scan_model(mb *b, mb *body) {
+    loop_scan_model(b, body, 0);
+}
+
 static void test_cortex_m3(void **state) {
     (void)state;
     const tether_target *t;
     if (tether_target_find("cortex-m3", &t) != 0 || !tether_target_available(t)) {
         skip();
     }
-    void (*models[2])(mb *, mb *) = {loop_while_model, loop_for_model};
-    for (int m = 0; m < 2; m++) {
+    void (*models[3])(mb *, mb *) = {loop_while_model, loop_for_model, scan_model};
+    for (int m = 0; m < 3; m++) {
         for (int abi = 0; abi < 2; abi++) {
             tether_ir_graph g;
             load_model(models[m], &g);
@@ -201,8 +318,8 @@ static void test_cortex_m3(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_while_compiled),
-        cmocka_unit_test(test_for_compiled),
+        cmocka_unit_test(test_while_compiled), cmocka_unit_test(test_for_compiled),
+        cmocka_unit_test(test_scan_compiled),  cmocka_unit_test(test_scan_over_bound),
         cmocka_unit_test(test_cortex_m3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

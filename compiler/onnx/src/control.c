@@ -10,7 +10,9 @@
  *   Loop  unrolled when the trip count is known at import time (at most TONNX_UNROLL_MAX
  *         iterations); a condition known at import time ends the unrolling where it turns false;
  *         one computed at run time predicates the carried values (`where` keeps them once it is
- *         false), which rules out scan outputs (their length would be data-dependent). A Loop
+ *         false); with scan outputs (their length would be data-dependent) it becomes a run-time
+ *         loop whose scan outputs are bounded by the trip count, as does a Loop with scan
+ *         outputs of more than TONNX_UNROLL_MAX iterations. A Loop
  *         with a run-time trip count or condition, or one of more than TONNX_UNROLL_RUNTIME
  *         iterations (none given: unbounded) whose first iteration leaves nodes to run, becomes
  *         a run-time loop instead (control_loop.c; what the first iteration made is rolled
@@ -483,7 +485,7 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
         rc = tonnx_in_const(c, 0, true, &mk);
         if (rc) {
             tether_clear_error();
-            return tonnx_loop_region(c, n, body, nstate, nscan); /* control_loop.c */
+            return tonnx_loop_region(c, n, body, nstate, nscan, -1); /* control_loop.c */
         }
         if (!mk->is_int || mk->count != 1) {
             return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "the trip count must be one integer");
@@ -492,14 +494,8 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
         if (trip < 0) {
             trip = 0;
         }
-        if (trip > TONNX_UNROLL_MAX && !nscan) {
-            return tonnx_loop_region(c, n, body, nstate, nscan); /* control_loop.c */
-        }
-        if (trip > TONNX_UNROLL_MAX) {
-            return tonnx_fail(c, TETHER_ERR_LIMIT,
-                              "trip count %" PRId64 " is more than the %d iterations tether "
-                              "unrolls",
-                              trip, TONNX_UNROLL_MAX);
+        if (trip > TONNX_UNROLL_MAX) { /* scan outputs bounded by the trip count */
+            return tonnx_loop_region(c, n, body, nstate, nscan, trip); /* control_loop.c */
         }
     }
     bindv cond = tonnx_input_bind(c, n, 1, &rc);
@@ -516,7 +512,10 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
         return rc;
     }
     if (!has_trip && !known) {
-        return tonnx_loop_region(c, n, body, nstate, nscan); /* control_loop.c */
+        return tonnx_loop_region(c, n, body, nstate, nscan, -1); /* control_loop.c */
+    }
+    if (!known && nscan && trip > 0) { /* a run-time condition: scan outputs of run-time length */
+        return tonnx_loop_region(c, n, body, nstate, nscan, trip); /* control_loop.c */
     }
     size_t nb = (size_t)(2 * nstate + 2 + 2 * (nstate + 1 + nscan));
     bindv *state = calloc(nb, sizeof *state);
@@ -543,7 +542,7 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
             c->inlined = inl0;
             free(scans);
             free(state);
-            return tonnx_loop_region(c, n, body, nstate, nscan); /* control_loop.c */
+            return tonnx_loop_region(c, n, body, nstate, nscan, -1); /* control_loop.c */
         }
         formals[0].tensor = -1;
         formals[0].k = tonnx_k_int(c, it);
@@ -562,11 +561,16 @@ int tonnx_cv_loop(timport *c, const Onnx__NodeProto *n) {
         }
         bool cond_rt = !outs[0].k;
         if (nscan && (active >= 0 || cond_rt)) {
-            rc = tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                            "the loop condition is computed at run time, so the length of its "
-                            "%d scan output%s is data-dependent (not supported)",
-                            nscan, nscan == 1 ? "" : "s");
-            break;
+            /* the scan outputs' length is known at run time only: a run-time loop whose scan
+             * outputs are bounded by the trip count (what was unrolled is undone) */
+            tonnx_loop_rollback(c, nt0, nn0);
+            c->inlined = inl0;
+            for (int j = 0; j < nscan; j++) {
+                free(scans[j]);
+            }
+            free(scans);
+            free(state);
+            return tonnx_loop_region(c, n, body, nstate, nscan, trip); /* control_loop.c */
         }
         for (int i = 0; !rc && i < nstate; i++) {
             if (active >= 0) { /* predicated: keep the old value once the loop has ended */

@@ -7,12 +7,15 @@
  * iteration 0, then what loop_end stored), each Loop output a loop_result (the initial value when
  * no iteration ran). Outer-scope values are read directly (the memory plan keeps them live over
  * the loop); a loop nested in another one's body takes the outer iteration number as an input,
- * so it stays inside the outer body.
+ * so it stays inside the outer body. A scan output is a loop_scan in the body (row `iteration` of
+ * a buffer of `bound` rows, the constant trip count) and a loop_stack after the loop: a tensor
+ * dynamic along dimension 0 whose extent, the iterations run, is the graph output
+ * `<name>_extent` when it is one (ir/shapes_dynamic.c).
  *
  * What must stay true: a next value loop_end stores is never the storage of another state (a
- * state passed on, swapped, or reshaped, is copied first: loop_copy); scan outputs (their length
- * would be known only at run time) are refused naming the Loop and saying how to bound it; every
- * refusal names the node.
+ * state passed on, swapped, or reshaped, is copied first: loop_copy); scan outputs of a loop with
+ * no constant trip count (their length would be unbounded at compile time) are refused naming
+ * the Loop and saying how to bound it; every refusal names the node.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,14 +73,14 @@ void tonnx_loop_rollback(timport *c, int ntensors, int nnodes) {
 }
 
 int tonnx_loop_region(timport *c, const Onnx__NodeProto *n, const Onnx__GraphProto *body,
-                      int nstate, int nscan) {
+                      int nstate, int nscan, int64_t bound) {
     const char *me = tonnx_node_name(c, c->cur);
-    if (nscan) {
+    if (nscan && bound < 1) {
         return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
                           "Loop '%s' runs a number of iterations known only at run time, so the "
                           "length of its %d scan output%s is not bounded at compile time: give "
                           "the trip count M as a constant (an initializer, or bind the input to "
-                          "a value), which bounds them",
+                          "a value: tether compile/run --in), which bounds them",
                           me, nscan, nscan == 1 ? "" : "s");
     }
     if (1 + 2 * nstate + 1 > TETHER_IR_MAX_INPUTS) {
@@ -107,11 +110,12 @@ int tonnx_loop_region(timport *c, const Onnx__NodeProto *n, const Onnx__GraphPro
     }
     bindv it = {-1, NULL};
     rc = rc ? rc : tonnx_emit_op(c, "loop_begin", TETHER_OP_LOOP_BEGIN, in, nin, &a, &it);
-    bindv *v = calloc((size_t)(4 * nstate + 4), sizeof *v);
+    bindv *v = calloc((size_t)(4 * nstate + 4 + 2 * nscan), sizeof *v);
     if (!v) {
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
     }
     bindv *v0 = v, *st = v0 + nstate, *formals = st + nstate, *outs = formals + nstate + 2;
+    bindv *scan = outs + nstate + 1 + nscan; /* the loop_scan buffers */
     for (int i = 0; !rc && i < nstate; i++) {
         v0[i] = tonnx_input_bind(c, n, 2 + i, &rc);
         if (!rc && !(rc = tonnx_tensor_of(c, &v0[i], "init_const"))) {
@@ -131,7 +135,7 @@ int tonnx_loop_region(timport *c, const Onnx__NodeProto *n, const Onnx__GraphPro
         snprintf(prefix, sizeof prefix, "%s/body/", me);
         int outer = c->loop_iter1;
         c->loop_iter1 = it.tensor + 1;
-        rc = tonnx_inline_graph(c, body, prefix, formals, nstate + 2, outs, nstate + 1);
+        rc = tonnx_inline_graph(c, body, prefix, formals, nstate + 2, outs, nstate + 1 + nscan);
         c->loop_iter1 = outer;
         c->cur = save;
     }
@@ -151,6 +155,15 @@ int tonnx_loop_region(timport *c, const Onnx__NodeProto *n, const Onnx__GraphPro
         }
         ein[1 + i] = st[i].tensor;
         ein[1 + nstate + i] = nx->tensor;
+    }
+    for (int j = 0; !rc && j < nscan; j++) { /* row `iteration` of each scan buffer */
+        bindv *sv = &outs[1 + nstate + j];
+        if (!(rc = tonnx_tensor_of(c, sv, "scan_const"))) {
+            int si[2] = {sv->tensor, it.tensor};
+            tether_ir_attrs_init(TETHER_OP_LOOP_SCAN, &a);
+            a.k = bound;
+            rc = tonnx_emit_op(c, "loop_scan", TETHER_OP_LOOP_SCAN, si, 2, &a, &scan[j]);
+        }
     }
     tether_ir_attrs_init(TETHER_OP_LOOP_END, &a);
     a.k = nstate;
@@ -174,6 +187,13 @@ int tonnx_loop_region(timport *c, const Onnx__NodeProto *n, const Onnx__GraphPro
         bindv o;
         if (!(rc = tonnx_emit_op(c, "loop_result", TETHER_OP_LOOP_RESULT, ri, 3, NULL, &o))) {
             tonnx_set_output(c, n, i, o);
+        }
+    }
+    for (int j = 0; !rc && j < nscan; j++) { /* the rows written, dynamic along dimension 0 */
+        int ri[2] = {scan[j].tensor, count.tensor};
+        bindv o;
+        if (!(rc = tonnx_emit_op(c, "loop_stack", TETHER_OP_LOOP_STACK, ri, 2, NULL, &o))) {
+            tonnx_set_output(c, n, nstate + j, o);
         }
     }
     free(v);

@@ -260,9 +260,11 @@ hconst *tonnx_k_int(timport *c, int64_t v);
 /* Undoes an unrolling begun at the graph's ntensors/nnodes (control_loop.c): the IR tensors and
  * nodes made since are freed, and c's values bound to such tensors unbound. */
 void tonnx_loop_rollback(timport *c, int ntensors, int nnodes);
-/* A Loop whose trip count or condition is known only at run time (control_loop.c). */
+/* A Loop whose trip count or condition is known only at run time (control_loop.c); bound, the
+ * rows of its scan outputs (the constant trip count), -1 when there is none (scan outputs are
+ * then refused). */
 int tonnx_loop_region(timport *c, const Onnx__NodeProto *n, const Onnx__GraphProto *body,
-                      int nstate, int nscan);
+                      int nstate, int nscan, int64_t bound);
 int tonnx_cv_scan(timport *c, const Onnx__NodeProto *n);
 /* convert_rnn.c: RNN, GRU, LSTM (the IR's recurrent nodes) and ReverseSequence. */
 int tonnx_cv_recurrent(timport *c, const Onnx__NodeProto *n);

@@ -6,6 +6,10 @@
  * them are the body. Nothing is allocated: every buffer is in the memory plan (plan/memplan.c
  * keeps what the body reads or carries live over the whole loop).
  *
+ * A loop_scan (in the body) copies its value into row `iteration` of its buffer, a loop_stack
+ * (after the loop) gives the rows written, zero after them, or their count; both return -4
+ * (TETHER_ERR_LIMIT) from the graph function past the buffer's rows.
+ *
  * What must stay true: the same semantics as interp/interp_loop.c; the generated text is C99.
  */
 #include <string.h>
@@ -100,6 +104,47 @@ void tether__c_loop(em *e, int i) {
     case TETHER_OP_LOOP_COPY:
         copy(e, n->outputs[0], n->inputs[0], "memcpy");
         return;
+    case TETHER_OP_LOOP_SCAN: {
+        long long rows = (long long)T(e, n->outputs[0])->shape[0];
+        size_t row = bytes_of(e, n->inputs[0]);
+        tether__c_tensor_ptr(e, n->inputs[1], q, sizeof q);
+        line(e, "if ((%s)[0] < 0 || (%s)[0] >= %lldLL) { /* %s: a scan output's row */", q, q, rows,
+             tether__cg_comment_text(n->name));
+        line(e, "    return -4; /* TETHER_ERR_LIMIT: past the scan buffer's rows */");
+        line(e, "}");
+        if (row) {
+            tether__c_tensor_ptr(e, n->inputs[0], r, sizeof r);
+            line(e,
+                 "memcpy((void *)((uint8_t *)%s + (size_t)(%s)[0] * %zu), (const void *)%s, %zu);",
+                 p, q, row, r, row);
+        }
+        return;
+    }
+    case TETHER_OP_LOOP_STACK: {
+        const tether_ir_tensor *s = T(e, n->inputs[0]);
+        long long rows = (long long)s->shape[0];
+        size_t all = bytes_of(e, n->inputs[0]), row = rows ? all / (size_t)rows : 0;
+        tether__c_tensor_ptr(e, n->inputs[1], q, sizeof q);
+        tether__c_tensor_ptr(e, n->inputs[0], r, sizeof r);
+        line(e, "if ((%s)[0] < 0 || (%s)[0] > %lldLL) { /* %s: the loop's iterations */", q, q,
+             rows, tether__cg_comment_text(n->name));
+        line(e, "    return -4; /* TETHER_ERR_LIMIT: more than the scan buffer's rows */");
+        line(e, "}");
+        if (n->attrs.mode & TETHER__DYN_COUNT) {
+            line(e, "(%s)[0] = (%s)[0];", p, q);
+            return;
+        }
+        if (row && strcmp(p, r) != 0) {
+            line(e, "memcpy((void *)%s, (const void *)%s, (size_t)(%s)[0] * %zu);", p, r, q, row);
+        }
+        if (all) {
+            line(e,
+                 "memset((void *)((uint8_t *)%s + (size_t)(%s)[0] * %zu), 0, %zu - (size_t)(%s)[0] "
+                 "* %zu);",
+                 p, q, row, all, q, row);
+        }
+        return;
+    }
     default:
         break;
     }

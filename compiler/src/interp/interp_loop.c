@@ -6,7 +6,9 @@
  *
  * What must stay true: the body runs while iteration < M and the condition holds (the initial
  * condition, then the body's); loop_end stores every next value into its state's buffer before
- * the next iteration reads it; loop_result is the initial value when no iteration ran. ls holds
+ * the next iteration reads it; loop_result is the initial value when no iteration ran; loop_scan
+ * writes row `iteration` of its buffer, loop_stack gives the rows the loop wrote and zero after
+ * them (or their count), both TETHER_ERR_LIMIT past the buffer's rows. ls holds
  * three int64 per node: the iteration, whether the loop is running, the condition.
  */
 #include <stdint.h>
@@ -77,6 +79,41 @@ int tether__interp_loop(const tether_ir_graph *g, int i, void **buf, int64_t *ls
     case TETHER_OP_LOOP_COPY:
         copy(g, buf, o, n->inputs[0]);
         return TETHER_OK;
+    case TETHER_OP_LOOP_SCAN: {
+        int64_t it = ((const int64_t *)buf[n->inputs[1]])[0], rows = g->tensors[o].shape[0];
+        size_t row = bytes_of(g, n->inputs[0]);
+        if (it < 0 || it >= rows) {
+            return tether__ir_node_error(n, TETHER_ERR_LIMIT,
+                                         "iteration %lld is past the %lld rows of the scan "
+                                         "output's buffer",
+                                         (long long)it, (long long)rows);
+        }
+        if (row) {
+            memmove((uint8_t *)buf[o] + (size_t)it * row, buf[n->inputs[0]], row);
+        }
+        return TETHER_OK;
+    }
+    case TETHER_OP_LOOP_STACK: {
+        const tether_ir_tensor *s = &g->tensors[n->inputs[0]];
+        int64_t cnt = ((const int64_t *)buf[n->inputs[1]])[0], rows = s->shape[0];
+        if (cnt < 0 || cnt > rows) {
+            return tether__ir_node_error(n, TETHER_ERR_LIMIT,
+                                         "the loop ran %lld iterations, its scan output holds %lld",
+                                         (long long)cnt, (long long)rows);
+        }
+        if (n->attrs.mode & TETHER__DYN_COUNT) {
+            ((int64_t *)buf[o])[0] = cnt;
+            return TETHER_OK;
+        }
+        size_t all = bytes_of(g, o), row = rows ? all / (size_t)rows : 0;
+        if (buf[o] != buf[n->inputs[0]] && cnt && row) {
+            memmove(buf[o], buf[n->inputs[0]], (size_t)cnt * row);
+        }
+        if (all > (size_t)cnt * row) {
+            memset((uint8_t *)buf[o] + (size_t)cnt * row, 0, all - (size_t)cnt * row);
+        }
+        return TETHER_OK;
+    }
     default:
         break;
     }

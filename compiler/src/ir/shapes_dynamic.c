@@ -1,5 +1,6 @@
 /*
- * Data-dependent output sizes (nonzero, compress, unique, nms; ops.def): their shape and typing
+ * Data-dependent output sizes (nonzero, compress, unique, nms; ops.def; and the scan outputs of a
+ * run-time loop, loop_stack, whose rules are in shapes_loop.c): their shape and typing
  * rules, the bound of the dynamic dimension, the extent outputs a graph with dynamic outputs
  * carries (tether_ir_add_extent_outputs) and the check that nothing else reads a dynamic tensor.
  *
@@ -26,6 +27,12 @@
 bool tether__ir_is_dynamic_op(tether_op op) {
     return op == TETHER_OP_NONZERO || op == TETHER_OP_COMPRESS || op == TETHER_OP_UNIQUE ||
            op == TETHER_OP_NMS;
+}
+
+/* Whether op is the root of a dynamic tensor: the four operators above, and a run-time loop's
+ * scan output (loop_stack, ir/shapes_loop.c: its extent is the loop's iteration count). */
+static bool is_root_op(tether_op op) {
+    return tether__ir_is_dynamic_op(op) || op == TETHER_OP_LOOP_STACK;
 }
 
 static int64_t numel(const tether_ir_tensor *t) {
@@ -134,6 +141,9 @@ static int consumer_input(const tether_ir_graph *g, const tether_ir_node *n) {
 }
 
 int tether__ir_dyn_dim(const tether_ir_graph *g, const tether_ir_node *n) {
+    if (n->op == TETHER_OP_LOOP_STACK) {
+        return (n->attrs.mode & TETHER__DYN_COUNT) ? -1 : 1;
+    }
     if (!tether__ir_is_dynamic_op(n->op)) {
         return consumer_input(g, n) >= 0 ? 1 : 0;
     }
@@ -282,7 +292,7 @@ static int producer_of(const tether_ir_graph *g, int t) {
 
 /* Whether node p computes a dynamic tensor (not an extent, not unique's inverse indices). */
 static bool computes_dynamic(const tether_ir_node *p) {
-    return tether__ir_is_dynamic_op(p->op) && !(p->attrs.mode & TETHER__DYN_COUNT) &&
+    return is_root_op(p->op) && !(p->attrs.mode & TETHER__DYN_COUNT) &&
            !(p->op == TETHER_OP_UNIQUE && ((p->attrs.mode >> 4) & 3) == 2);
 }
 
@@ -322,7 +332,7 @@ static int root_after_infer(const tether_ir_graph *g, int t, int *root) {
             return -1;
         }
         const tether_ir_node *n = &g->nodes[p];
-        if (tether__ir_is_dynamic_op(n->op)) {
+        if (is_root_op(n->op)) {
             *root = t;
             return p;
         }
@@ -386,7 +396,7 @@ int tether__ir_check_dynamic(const tether_ir_graph *g) {
             const tether_ir_tensor *t = tether__ir_in(g, n, j);
             if (!t || t->dyn_dim <= 0 || (n->op == TETHER_OP_UNIQUE && j == 1) ||
                 (n->op == TETHER_OP_NMS && (n->attrs.mode & TETHER__DYN_COUNT)) ||
-                (!tether__ir_is_dynamic_op(n->op) && consumer_input(g, n) >= 0)) {
+                (!is_root_op(n->op) && consumer_input(g, n) >= 0)) {
                 continue;
             }
             return tether__ir_node_error(

@@ -1,8 +1,8 @@
 /*
  * The run-time Loop's operators (ops.def: loop_begin, loop_state, loop_end, loop_result,
- * loop_copy; docs/onnx.md, "Control flow"): their shape and typing rules, the pairing of a
- * loop_begin with its loop_end (the loop_end reads the begin's output as input 0) and the
- * ordering rule that makes the nodes between them the loop's body.
+ * loop_copy, loop_scan, loop_stack; docs/onnx.md, "Control flow"): their shape and typing rules,
+ * the pairing of a loop_begin with its loop_end (the loop_end reads the begin's output as input 0)
+ * and the ordering rule that makes the nodes between them the loop's body.
  *
  * What must stay true: the body is exactly the nodes between a begin and its end, and every one
  * of them depends (through its inputs) on the begin: tether__ir_loop_hoist moves every other
@@ -10,6 +10,7 @@
  * runs once, before the loop). A loop-carried value keeps its shape and element type from one
  * iteration to the next (loop_end refuses otherwise, naming the tensor). Messages name the node.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,8 @@
 
 bool tether__ir_is_loop_op(tether_op op) {
     return op == TETHER_OP_LOOP_BEGIN || op == TETHER_OP_LOOP_STATE || op == TETHER_OP_LOOP_END ||
-           op == TETHER_OP_LOOP_RESULT || op == TETHER_OP_LOOP_COPY;
+           op == TETHER_OP_LOOP_RESULT || op == TETHER_OP_LOOP_COPY || op == TETHER_OP_LOOP_SCAN ||
+           op == TETHER_OP_LOOP_STACK;
 }
 
 static int64_t numel(const tether_ir_tensor *t) {
@@ -49,6 +51,16 @@ static bool is_int64_scalar(const tether_ir_tensor *t) {
 
 static bool is_bool_scalar(const tether_ir_tensor *t) {
     return t->dtype.code == kDLUInt && t->dtype.bits == 1 && numel(t) == 1;
+}
+
+/* Whether tensor t is the output of a loop_scan (producer is not set while importing). */
+static bool made_by_scan(const tether_ir_graph *g, int t) {
+    for (int i = 0; i < g->nnodes; i++) {
+        if (g->nodes[i].outputs[0] == t) {
+            return g->nodes[i].op == TETHER_OP_LOOP_SCAN;
+        }
+    }
+    return false;
 }
 
 int tether__ir_loop_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond) {
@@ -94,6 +106,40 @@ int tether__ir_loop_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *
         *ond = x->ndim;
         memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
         return TETHER_OK;
+    case TETHER_OP_LOOP_SCAN:
+        if (!is_int64_scalar(tether__ir_in(g, n, 1))) {
+            return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG,
+                                         "input 1 must be the loop's iteration number");
+        }
+        if (a->k < 1 || x->ndim + 1 > TETHER_IR_MAX_NDIM ||
+            (numel(x) > 0 && a->k > INT64_MAX / 16 / numel(x))) {
+            return tether__ir_node_error(n, TETHER_ERR_LIMIT,
+                                         "a scan buffer of %lld rows of '%s' (rank %d) cannot be "
+                                         "planned (k must be >= 1, the rank below %d and the size "
+                                         "representable)",
+                                         (long long)a->k, x->name, x->ndim, TETHER_IR_MAX_NDIM);
+        }
+        *ond = x->ndim + 1;
+        os[0] = a->k;
+        memcpy(os + 1, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+        return TETHER_OK;
+    case TETHER_OP_LOOP_STACK: {
+        const tether_ir_tensor *cnt = tether__ir_in(g, n, 1);
+        if ((a->mode & ~(int64_t)TETHER__DYN_COUNT) || x->ndim < 1 || !is_int64_scalar(cnt) ||
+            !made_by_scan(g, n->inputs[0])) {
+            return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG,
+                                         "takes a loop_scan's buffer and the iterations run "
+                                         "(one int64); mode 0 or 256 (the extent)");
+        }
+        if (a->mode & TETHER__DYN_COUNT) {
+            *ond = 1;
+            os[0] = 1;
+            return TETHER_OK;
+        }
+        *ond = x->ndim;
+        memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+        return TETHER_OK;
+    }
     case TETHER_OP_LOOP_END: {
         int64_t k = a->k;
         int cond = (a->mode & 2) ? 1 : 0;
@@ -138,7 +184,8 @@ int tether__ir_loop_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *
 }
 
 int tether__ir_loop_dtype(const tether_ir_graph *g, const tether_ir_node *n, DLDataType *out) {
-    if (n->op == TETHER_OP_LOOP_BEGIN || n->op == TETHER_OP_LOOP_END) {
+    if (n->op == TETHER_OP_LOOP_BEGIN || n->op == TETHER_OP_LOOP_END ||
+        (n->op == TETHER_OP_LOOP_STACK && (n->attrs.mode & TETHER__DYN_COUNT))) {
         *out = TETHER_INT64;
     } else {
         *out = tether__ir_in(g, n, 0)->dtype;
