@@ -181,8 +181,16 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
     line(e, "%s *restrict yn = %s + n * %lld;", q->yt, k->out, q->O * P);
     line(e, "for (int p0 = 0; p0 < %lld; p0 += %d) {", P, TILE);
     e->depth++;
+    /* a pointwise plane of whole tiles has no partial tile: no scalar pack is emitted (gcc 13
+     * reasons about the unreachable branch's pixel range and rejects it under -Werror with
+     * "iteration 15 invokes undefined behavior") */
+    const int full = pw && P % TILE == 0;
     if (pw) {
-        line(e, "if (p0 + %d <= %lld) {", TILE, P);
+        if (full) {
+            line(e, "{");
+        } else {
+            line(e, "if (p0 + %d <= %lld) {", TILE, P);
+        }
         e->depth++;
         line(e, "for (int kp = 0; kp < %lld; ++kp) {", K2);
         e->depth++;
@@ -202,56 +210,59 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
                 "hi, 0x31));");
         close_block(e);
         e->depth--;
-        line(e, "} else {");
+        line(e, full ? "}" : "} else {");
+        e->depth += !full;
+    }
+    if (!full) {
+        /* the scalar pack: pixel i of the tile, tap t at ps[((t / 2) * 16 + i) * 2 + t % 2] */
+        line(e, "for (int i = 0; i < %d; ++i) {", TILE);
         e->depth++;
-    }
-    /* the scalar pack: pixel i of the tile, tap t at ps[((t / 2) * 16 + i) * 2 + t % 2] */
-    line(e, "for (int i = 0; i < %d; ++i) {", TILE);
-    e->depth++;
-    line(e, "const int p = p0 + i, ok = p < %lld;", P);
-    line(e, "const int ih0 = (p / %lld) * %lld - %lld, iw0 = (p %% %lld) * %lld - %lld;", q->OW,
-         q->SH, q->PT, q->OW, q->SW, q->PL);
-    /* a window inside the plane: no bounds checks, the tap offsets constant */
-    line(e, "if (ok && ih0 >= 0 && ih0 + %lld < %lld && iw0 >= 0 && iw0 + %lld < %lld) {",
-         (q->KH - 1) * q->DH, q->H, (q->KW - 1) * q->DW, q->W);
-    e->depth++;
-    line(e, "const %s *restrict xw = xn + ih0 * %lld + iw0;", q->xt, q->W);
-    line(e, "int16_t *restrict pi = ps + i * 2;");
-    line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
-    line(e, "    for (int kh = 0; kh < %lld; ++kh) {", q->KH);
-    line(e, "        for (int kw = 0; kw < %lld; ++kw) {", q->KW);
-    line(e, "            const int t = (c * %lld + kh) * %lld + kw;", q->KH, q->KW);
-    line(e,
-         "            pi[(t >> 1) * %d + (t & 1)] = (int16_t)xw[(c * %lld + kh * %lld) * %lld + kw "
-         "* %lld];",
-         TILE * 2, q->H, q->DH, q->W, q->DW);
-    line(e, "        }");
-    line(e, "    }");
-    line(e, "}");
-    if (K % 2) {
-        line(e, "ps[((%lld >> 1) * %d + i) * 2 + 1] = 0;", K, TILE);
-    }
-    line(e, "continue;");
-    close_block(e);
-    line(e, "int t = 0;");
-    line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
-    line(e, "    for (int kh = 0; kh < %lld; ++kh) {", q->KH);
-    line(e, "        const int ih = ih0 + kh * %lld;", q->DH);
-    line(e, "        for (int kw = 0; kw < %lld; ++kw, ++t) {", q->KW);
-    line(e, "            const int iw = iw0 + kw * %lld;", q->DW);
-    line(e,
-         "            ps[((t >> 1) * %d + i) * 2 + (t & 1)] = (int16_t)(ok && ih >= 0 && ih < "
-         "%lld && iw >= 0 && iw < %lld ? (int32_t)xn[(c * %lld + ih) * %lld + iw] : xz);",
-         TILE, q->H, q->W, q->H, q->W);
-    line(e, "        }");
-    line(e, "    }");
-    line(e, "}");
-    if (K % 2) {
-        line(e, "ps[((t >> 1) * %d + i) * 2 + 1] = 0;", TILE);
-    }
-    close_block(e);
-    if (pw) {
+        line(e, "const int p = p0 + i, ok = p < %lld;", P);
+        line(e, "const int ih0 = (p / %lld) * %lld - %lld, iw0 = (p %% %lld) * %lld - %lld;", q->OW,
+             q->SH, q->PT, q->OW, q->SW, q->PL);
+        /* a window inside the plane: no bounds checks, the tap offsets constant */
+        line(e, "if (ok && ih0 >= 0 && ih0 + %lld < %lld && iw0 >= 0 && iw0 + %lld < %lld) {",
+             (q->KH - 1) * q->DH, q->H, (q->KW - 1) * q->DW, q->W);
+        e->depth++;
+        line(e, "const %s *restrict xw = xn + ih0 * %lld + iw0;", q->xt, q->W);
+        line(e, "int16_t *restrict pi = ps + i * 2;");
+        line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
+        line(e, "    for (int kh = 0; kh < %lld; ++kh) {", q->KH);
+        line(e, "        for (int kw = 0; kw < %lld; ++kw) {", q->KW);
+        line(e, "            const int t = (c * %lld + kh) * %lld + kw;", q->KH, q->KW);
+        line(e,
+             "            pi[(t >> 1) * %d + (t & 1)] = (int16_t)xw[(c * %lld + kh * %lld) * %lld "
+             "+ kw "
+             "* %lld];",
+             TILE * 2, q->H, q->DH, q->W, q->DW);
+        line(e, "        }");
+        line(e, "    }");
+        line(e, "}");
+        if (K % 2) {
+            line(e, "ps[((%lld >> 1) * %d + i) * 2 + 1] = 0;", K, TILE);
+        }
+        line(e, "continue;");
         close_block(e);
+        line(e, "int t = 0;");
+        line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
+        line(e, "    for (int kh = 0; kh < %lld; ++kh) {", q->KH);
+        line(e, "        const int ih = ih0 + kh * %lld;", q->DH);
+        line(e, "        for (int kw = 0; kw < %lld; ++kw, ++t) {", q->KW);
+        line(e, "            const int iw = iw0 + kw * %lld;", q->DW);
+        line(e,
+             "            ps[((t >> 1) * %d + i) * 2 + (t & 1)] = (int16_t)(ok && ih >= 0 && ih < "
+             "%lld && iw >= 0 && iw < %lld ? (int32_t)xn[(c * %lld + ih) * %lld + iw] : xz);",
+             TILE, q->H, q->W, q->H, q->W);
+        line(e, "        }");
+        line(e, "    }");
+        line(e, "}");
+        if (K % 2) {
+            line(e, "ps[((t >> 1) * %d + i) * 2 + 1] = 0;", TILE);
+        }
+        close_block(e);
+        if (pw) {
+            close_block(e);
+        }
     }
     line(e, "for (int ob = 0; ob < %lld; ++ob) {", OB);
     e->depth++;
