@@ -557,12 +557,39 @@ static void spawned_remove(int pid) {
 }
 
 void tether_transport_kill_spawned(void) {
+    int any = 0;
+    for (int i = 0; i < SPAWNED_MAX; i++) {
+        any |= atomic_load(&g_spawned[i]) > 0;
+    }
+    if (!any || fork() != 0) {
+        return; /* the caller goes on dying: its pipes close, an idle child sees EOF and ends */
+    }
+    /* a reaper (fork, nanosleep, kill and _exit are async-signal-safe): gives the children 2 s
+     * to end on that EOF (and clean up after themselves), then kills those still there (busy in a
+     * call that does not end); it holds none of the caller's descriptors, which would keep the
+     * children's pipes open */
+    for (int fd = 0; fd < 1024; fd++) {
+        close(fd);
+    }
+    for (int round = 0; round < 200; round++) {
+        int alive = 0;
+        for (int i = 0; i < SPAWNED_MAX; i++) {
+            int pid = atomic_load(&g_spawned[i]);
+            alive |= pid > 0 && kill((pid_t)pid, 0) == 0;
+        }
+        if (!alive) {
+            _exit(0);
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     for (int i = 0; i < SPAWNED_MAX; i++) {
         int pid = atomic_load(&g_spawned[i]);
         if (pid > 0) {
             kill((pid_t)pid, SIGKILL);
         }
     }
+    _exit(0);
 }
 
 static void fd_close(tether_transport *t) {

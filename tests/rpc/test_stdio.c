@@ -57,7 +57,8 @@ static void test_stdio_eof_and_errors(void **state) {
 }
 
 /* A child busy in a call (here `sleep`, which never reads its stdin) is killed by
- * tether_transport_kill_spawned, the signal handlers' hook; a reaped child is no longer killed. */
+ * tether_transport_kill_spawned's reaper (after its 2 s of grace), the signal handlers' hook; a
+ * reaped child is no longer killed. */
 static void test_kill_spawned(void **state) {
     (void)state;
     tether_transport t;

@@ -138,9 +138,11 @@ int tether_transport_stdio_open(tether_transport *t, uint32_t max_frame);
 /* Starts argv[0] (searched in PATH) with its stdin/stdout connected to the returned transport;
  * its stderr is inherited. close() closes the pipes and reaps the child. */
 int tether_transport_spawn(tether_transport *t, const char *const argv[], uint32_t max_frame);
-/* Kills (SIGKILL) every child tether_transport_spawn started that no close has reaped yet: for a
- * program's SIGINT/SIGTERM/SIGHUP handler (async-signal-safe), so a local tetherd busy in a call
- * (an endless Loop) does not outlive the client that the signal ends. */
+/* For a program's SIGINT/SIGTERM/SIGHUP handler (async-signal-safe), so a local tetherd busy in
+ * a call (an endless Loop) does not outlive the client the signal ends: forks a reaper that gives
+ * every child tether_transport_spawn started (and no close reaped) 2 s to end on its own (EOF
+ * once the caller has died; it cleans up after itself), then kills (SIGKILL) those still there.
+ * Returns at once in the caller. */
 void tether_transport_kill_spawned(void);
 
 /* Opens a serial device in raw mode (8N1, no flow control) at `baud`, which may be any rate the
