@@ -70,6 +70,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_qconv.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_qelt.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_fill.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_support.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/opencl_limits.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_fp16.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/opencl_textures.c

@@ -56,125 +56,6 @@ void tether_opencl_output_close(tether_opencl_output *out) {
     memset(out, 0, sizeof *out);
 }
 
-/* ---- operator support ---------------------------------------------------------------------- */
-
-static int op_supported(tether_op op) {
-    switch (op) {
-        TETHER__CASES_UNARY
-        TETHER__CASES_BINARY
-    case TETHER_OP_CONV2D:
-    case TETHER_OP_DENSE:
-    case TETHER_OP_MATMUL:
-    case TETHER_OP_PRELU:
-    case TETHER_OP_SOFTMAX:
-    case TETHER_OP_LOG_SOFTMAX:
-    case TETHER_OP_MAX_POOL:
-    case TETHER_OP_AVG_POOL:
-    case TETHER_OP_GLOBAL_AVG_POOL:
-    case TETHER_OP_GLOBAL_MAX_POOL:
-    case TETHER_OP_RESHAPE:
-    case TETHER_OP_FLATTEN:
-    case TETHER_OP_SQUEEZE:
-    case TETHER_OP_UNSQUEEZE:
-    case TETHER_OP_TRANSPOSE:
-    case TETHER_OP_CONCAT:
-    case TETHER_OP_PAD:
-    case TETHER_OP_BATCH_NORM:
-    case TETHER_OP_LAYER_NORM:
-    case TETHER_OP_REDUCE_MEAN:
-    case TETHER_OP_REDUCE_SUM:
-    case TETHER_OP_REDUCE_MAX:
-    case TETHER_OP_REDUCE_MIN:
-    case TETHER_OP_REDUCE_PROD:
-    case TETHER_OP_REDUCE_L1:
-    case TETHER_OP_REDUCE_L2:
-    case TETHER_OP_REDUCE_LOG_SUM:
-    case TETHER_OP_REDUCE_LOG_SUM_EXP:
-    case TETHER_OP_REDUCE_SUM_SQUARE:
-    case TETHER_OP_HARDMAX:
-    case TETHER_OP_RESIZE_NEAREST:
-    case TETHER_OP_CUSTOM: /* the registry's OpenCL kernel (tether__ocl_custom_check) */
-        return 1;
-    case TETHER_OP_WHERE:
-        TETHER__CASES_DATA /* indexing and data-dependent operators: C backend only (for now) */
-            return 0;
-    case TETHER_OP_NLL_LOSS:
-    case TETHER_OP_NLL_LOSS_SUM:
-    case TETHER_OP_NLL_LOSS_MEAN:
-        return 0;
-    case TETHER_OP_QUANTIZE: /* emit_opencl_quant.c, emit_opencl_qconv.c */
-    case TETHER_OP_DEQUANTIZE:
-    case TETHER_OP_QCONV:
-    case TETHER_OP_QMATMUL:
-        return 1;
-    case TETHER_OP_QADD: /* issue 28 integer elementwise/pooling: emit_opencl_qelt.c */
-    case TETHER_OP_QMUL:
-    case TETHER_OP_QLUT:
-    case TETHER_OP_QMAX_POOL:
-    case TETHER_OP_QAVG_POOL:
-        return 1;
-    case TETHER_OP_CONV_ND:
-    case TETHER_OP_CONV_TRANSPOSE:
-        return 0; /* no OpenCL kernel yet: the compile fails naming the node */
-    }
-    return 0; /* not an operator */
-}
-
-/* One error naming every node without a kernel (a node touching a tensor other than float32
- * needs a typed kernel of emit_opencl_typed.c, or is a quantized operator of
- * emit_opencl_quant.c); before that, the first tensor of an element type
- * the backend or the device cannot run. */
-static int check_support(const tether_ir_graph *g, const tether_opencl_options *o) {
-    int rc = tether__ocl_typed_check(g, o);
-    if (rc) {
-        return rc;
-    }
-    tether__sbuf list;
-    tether__sbuf_init(&list);
-    int count = 0;
-    for (int i = 0; i < g->nnodes; i++) {
-        const tether_ir_node *n = &g->nodes[i];
-        if (tether__ocl_typed_owns(g, n) || tether__ocl_quant_op(n->op)) {
-            continue;
-        }
-        if (op_supported(n->op)) {
-            int typed = 0; /* a float32 kernel of a node with a typed tensor: none */
-            for (int j = 0; j < n->ninputs; j++) {
-                typed |= n->inputs[j] >= 0 &&
-                         !tether_dtype_equal(g->tensors[n->inputs[j]].dtype, TETHER_FLOAT32);
-            }
-            for (int j = 0; j < n->noutputs; j++) {
-                typed |= n->outputs[j] >= 0 &&
-                         !tether_dtype_equal(g->tensors[n->outputs[j]].dtype, TETHER_FLOAT32);
-            }
-            if (!typed || n->op == TETHER_OP_CUSTOM) {
-                continue;
-            }
-        }
-        const char *name = tether_op_name(n->op);
-        char num[32];
-        if (!name) {
-            snprintf(num, sizeof num, "operator #%d", (int)n->op);
-            name = num;
-        }
-        tether__sbuf_printf(&list, "%snode '%s' (%s)", count ? ", " : "", n->name, name);
-        count++;
-    }
-    if (!count) {
-        tether__sbuf_free(&list);
-        return TETHER_OK;
-    }
-    char msg[8192];
-    snprintf(msg, sizeof msg,
-             "the OpenCL backend has no kernel for %d node%s: %s (compile with --backend c, or "
-             "change the model)",
-             count, count == 1 ? "" : "s", list.data ? list.data : "");
-    tether__sbuf_free(&list);
-    rc = tether_set_error(TETHER_ERR_UNSUPPORTED, "%s", msg);
-    tether_set_error_detail(msg);
-    return rc;
-}
-
 /* ---- memory assignment ------------------------------------------------------------------------
  */
 
@@ -704,7 +585,7 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     case TETHER_OP_REDUCE_LOG_SUM_EXP:
     case TETHER_OP_REDUCE_SUM_SQUARE:
     case TETHER_OP_RESIZE_NEAREST:
-    case TETHER_OP_WHERE: /* refused by check_support */
+    case TETHER_OP_WHERE: /* refused by tether__ocl_check_support */
         TETHER__CASES_DATA
     case TETHER_OP_NLL_LOSS:
     case TETHER_OP_NLL_LOSS_SUM:
@@ -849,7 +730,7 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
         return tether_set_error(TETHER_ERR_INVALID_ARG, "work-group size %d is not 1..1024",
                                 o->local_size);
     }
-    if ((rc = check_support(g, o)) || (rc = tether__ocl_custom_check(g))) {
+    if ((rc = tether__ocl_check_support(g, o)) || (rc = tether__ocl_custom_check(g))) {
         return rc;
     }
     for (int i = 0; o->fp16 && i < g->nnodes; i++) {

@@ -413,4 +413,8 @@ int64_t tether__ocl_index_items(const ocl *e, const tether_ir_node *n);
 void tether__ocl_index_body(ocl *e, const tether_ir_node *n);
 void tether__ocl_index_prelude(const tether_ir_graph *g, tether__sbuf *src);
 
+/* Operator support (emit_opencl_support.c): 0, or the error naming the first tensor of a type
+ * the backend or device cannot run, else every node without a kernel. */
+int tether__ocl_check_support(const tether_ir_graph *g, const tether_opencl_options *o);
+
 #endif
