@@ -7,6 +7,9 @@
 #   module.ld   memory = the firmware's load region; a 32-byte image header first (see
 #               docs/mcu.md), then code, read-only data, data; .bss after the uploaded bytes
 #   exports_id  (in firmware.json) identity of the export addresses, also reported by HELLO
+#   channel_select  (in firmware.json, firmware with the semihosting byte channel only: the CMSDK
+#               boards' drivers/channel.c) address of the two words that select it at boot,
+#               read by scripts/qemu-board --semihost-serial
 # Usage: cmake -DREADELF=... -DELF=... -DEXPORTS=exports.def -DBOARD=... -DOUT=dir -P gen_module_ld.cmake
 # readelf (not nm): its values keep bit 0 of Thumb functions, which callers need.
 execute_process(COMMAND ${READELF} -sW ${ELF} OUTPUT_VARIABLE sym_out RESULT_VARIABLE rc)
@@ -118,6 +121,10 @@ message(STATUS "${BOARD}: module.ld (load region ${load_start}, ${load_size} byt
 
 # firmware.json: everything a host needs to link and upload modules for this firmware.
 set(cpu_flags "${CPU_FLAGS}")
+set(json_channel "")
+if(DEFINED addr_tether_mcu_channel_select)
+    set(json_channel "  \"channel_select\": \"0x${addr_tether_mcu_channel_select}\",\n")
+endif()
 file(WRITE ${OUT}/firmware.json "{
   \"format\": \"tether-mcu-firmware\",
   \"version\": 1,
@@ -135,7 +142,7 @@ file(WRITE ${OUT}/firmware.json "{
   \"exports_id\": \"0x${exports_id}\",
   \"module_ld\": \"module.ld\",
   \"exports_ld\": \"exports.ld\",
-  \"exports\": {
+${json_channel}  \"exports\": {
 ${json_exports}
   }
 }

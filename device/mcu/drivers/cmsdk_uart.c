@@ -2,7 +2,8 @@
  * Arm CMSDK APB UART driver (the UART of the MPS2/MPS3 FPGA images): interrupt-driven receive
  * into a ring, polled transmit. The board's board_config.h gives BOARD_UART_BASE,
  * BOARD_UART_RX_IRQ and BOARD_SYSCLK_HZ; its vector table routes BOARD_UART_RX_IRQ to
- * tether_uart_rx_handler (cortex_m_startup.c does).
+ * tether_uart_rx_handler (cortex_m_startup.c does). The firmware reaches it through the byte
+ * channel (channel.c), which picks this UART or semihosting's console at boot.
  *
  * What must stay true:
  * - No received byte is dropped silently: the RX interrupt moves each byte from the one-byte
@@ -17,6 +18,7 @@
 #include "board.h"
 #include "board_config.h"
 #include "cortex_m.h"
+#include "drivers.h"
 
 #define UART_DATA         REG32(BOARD_UART_BASE + 0x00u)
 #define UART_STATE        REG32(BOARD_UART_BASE + 0x04u)
@@ -34,7 +36,6 @@
 #define UART_BAUD         115200u
 
 void tether_uart_rx_handler(void);
-void tether__uart_init(void);
 
 #define RX_RING_SIZE 512u /* power of two */
 static volatile uint8_t rx_ring[RX_RING_SIZE];
@@ -76,7 +77,7 @@ void tether_uart_rx_handler(void) {
 }
 
 /* The ring alone: every byte reaches it through the interrupt (above). */
-int tether_board_uart_getc(void) {
+int tether__cmsdk_uart_getc(void) {
     uint32_t tail = rx_tail;
     if (tail == rx_head) {
         return -1;
@@ -86,11 +87,11 @@ int tether_board_uart_getc(void) {
     return b;
 }
 
-uint32_t tether_board_uart_lost(void) {
+uint32_t tether__cmsdk_uart_lost(void) {
     return rx_lost;
 }
 
-void tether_board_uart_write(const void *buf, size_t n) {
+void tether__cmsdk_uart_write(const void *buf, size_t n) {
     const uint8_t *p = buf;
     for (size_t i = 0; i < n; i++) {
         while (UART_STATE & UART_STATE_TXFULL) {
@@ -99,7 +100,7 @@ void tether_board_uart_write(const void *buf, size_t n) {
     }
 }
 
-void tether_board_wait(void) {
+void tether__cmsdk_uart_wait(void) {
     /* Sleep until the next interrupt (UART RX or the SysTick wrap). Interrupts are masked while
      * checking, so a byte that arrives between the check and the WFI still wakes the core (WFI
      * returns on a pending interrupt even with PRIMASK set); it is handled after cpsie. */
@@ -110,8 +111,14 @@ void tether_board_wait(void) {
     __asm volatile("cpsie i" ::: "memory");
 }
 
+/* The semihosting channel's kick (arm_semihost.c): QEMU's model calls qemu_chr_fe_accept_input
+ * on every read of DATA, which wakes QEMU's main loop. Only called when the UART is unused. */
+void tether__cmsdk_uart_kick(void) {
+    (void)UART_DATA;
+}
+
 /* 115200 8N1 (QEMU ignores the rate), RX interrupt into the ring, at priority 0x40. */
-void tether__uart_init(void) {
+void tether__cmsdk_uart_init(void) {
     UART_BAUDDIV = BOARD_SYSCLK_HZ / UART_BAUD;
     UART_CTRL = UART_CTRL_TXEN | UART_CTRL_RXEN | UART_CTRL_RXINTEN;
     uint32_t irq = BOARD_UART_RX_IRQ;

@@ -1,7 +1,7 @@
 # Board folder of the Arm MPS2 AN505 (QEMU -M mps2-an505, Cortex-M33), read by device/mcu/cross.
 # Identity, QEMU machine and compiler flags are in the board table (../boards.txt).
 set(TETHER_BOARD_SOURCES board.c)
-set(TETHER_BOARD_DRIVERS cortex_m_startup.c systick.c cmsdk_uart.c)
+set(TETHER_BOARD_DRIVERS cortex_m_startup.c systick.c cmsdk_uart.c arm_semihost.c channel.c)
 set(TETHER_BOARD_LINKER_SCRIPT link.ld)
 # Firmware sizes (device/mcu/firmware/firmware.h defaults: 1 KiB frames, 32 arrays).
 set(TETHER_BOARD_DEFINES "")

@@ -36,6 +36,6 @@ void tether_board_init(void) {
     info.pools = pools;
     info.npools = 3;
     tether__systick_init();
-    tether__uart_init();
+    tether__channel_init();
     __asm volatile("cpsie i");
 }
