@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -23,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "free_port.h"
 #include "tether/rpc/sha256.h"
 
 const char *mcu_fw_dir;
@@ -33,7 +37,27 @@ static int64_t now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int mcu_board_start(mcu_board *b, bool icount) {
+/* A TCP connection to 127.0.0.1:port (Nagle off), or -1. */
+static int connect_local(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)port);
+    int one = 1;
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    return fd;
+}
+
+/* semihost: the byte channel over semihosting's console on a TCP port (qemu-board
+ * --semihost-serial) instead of the UART's pty. */
+static int board_start(mcu_board *b, bool icount, bool semihost) {
     memset(b, 0, sizeof *b);
     b->pid = -1;
     b->fd = -1;
@@ -58,9 +82,16 @@ int mcu_board_start(mcu_board *b, bool icount) {
         fprintf(stderr, "SKIP: %s not installed (scripts/setup installs it)\n", qemu);
         exit(77);
     }
-    char fw[512], script[512];
+    char fw[512], script[512], port[16] = "";
     snprintf(fw, sizeof fw, "%s/tether-fw.elf", mcu_fw_dir);
     snprintf(script, sizeof script, "%s/scripts/qemu-board", TETHER_SOURCE_DIR);
+    if (semihost) {
+        int p = tether_test_free_port();
+        if (p <= 0) {
+            return -1;
+        }
+        snprintf(port, sizeof port, "%d", p);
+    }
     int pipefd[2];
     if (pipe(pipefd) != 0) {
         return -1;
@@ -75,11 +106,19 @@ int mcu_board_start(mcu_board *b, bool icount) {
         dup2(pipefd[1], 1);
         close(pipefd[0]);
         close(pipefd[1]);
+        char *argv[8];
+        int n = 0;
+        argv[n++] = script;
         if (icount) {
-            execl(script, script, "--icount", fw, (char *)NULL);
-        } else {
-            execl(script, script, fw, (char *)NULL);
+            argv[n++] = (char *)"--icount";
         }
+        if (semihost) {
+            argv[n++] = (char *)"--semihost-serial";
+            argv[n++] = port;
+        }
+        argv[n++] = fw;
+        argv[n] = NULL;
+        execv(script, argv);
         _exit(127);
     }
     close(pipefd[1]);
@@ -104,6 +143,15 @@ int mcu_board_start(mcu_board *b, bool icount) {
         }
         have++;
     }
+    if (semihost) {
+        char want[64];
+        snprintf(want, sizeof want, "tcp-serial://127.0.0.1:%s", port);
+        if (strcmp(b->url, want) != 0 || (b->fd = connect_local(atoi(port))) < 0) {
+            return -1;
+        }
+        tether_uart_unframer_init(&b->unframer, b->rx, sizeof b->rx, NULL, NULL);
+        return 0;
+    }
     if (strncmp(b->url, "uart://", 7) != 0) {
         return -1;
     }
@@ -118,6 +166,14 @@ int mcu_board_start(mcu_board *b, bool icount) {
     }
     tether_uart_unframer_init(&b->unframer, b->rx, sizeof b->rx, NULL, NULL);
     return 0;
+}
+
+int mcu_board_start(mcu_board *b, bool icount) {
+    return board_start(b, icount, false);
+}
+
+int mcu_board_start_semihost(mcu_board *b, bool icount) {
+    return board_start(b, icount, true);
 }
 
 void mcu_board_stop(mcu_board *b) {

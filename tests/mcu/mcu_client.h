@@ -1,7 +1,8 @@
 /*
  * Test-side client for tether MCU firmware running under QEMU: starts scripts/qemu-board, opens
- * the pty it prints, and speaks the RPC protocol over UART framing with rpc/'s tiny codec (the
- * host library does not take part, so these tests pin the firmware's wire behaviour directly).
+ * the pty it prints (or the TCP socket of the semihosting channel), and speaks the RPC protocol
+ * over UART framing with rpc/'s tiny codec (the host library does not take part, so these tests pin
+ * the firmware's wire behaviour directly).
  *
  * Ownership: a mcu_board owns the QEMU process (stopped by mcu_board_stop, also on test
  * failure paths through the cmocka teardown) and the pty descriptor. Decoded replies borrow from
@@ -29,8 +30,8 @@
 typedef struct mcu_board {
     pid_t pid;     /* scripts/qemu-board */
     int out_fd;    /* its stdout (the URL line) */
-    int fd;        /* the pty */
-    char url[128]; /* uart:///dev/pts/N */
+    int fd;        /* the pty (a TCP socket with mcu_board_start_semihost) */
+    char url[128]; /* uart:///dev/pts/N (tcp-serial://127.0.0.1:PORT) */
     uint32_t next_id;
     uint32_t device_max_frame;
     uint8_t rx[MCU_MAX_FRAME];
@@ -49,6 +50,10 @@ extern const char *mcu_fw_dir;
 
 /* 0 = ok. Skips (exit 77) when QEMU is missing. */
 int mcu_board_start(mcu_board *b, bool icount);
+/* The same with the firmware's byte channel over Arm semihosting's console (scripts/qemu-board
+ * --semihost-serial on a free port; CMSDK boards): b->fd is a TCP connection to it, b->url its
+ * tcp-serial:// URL. Close b->fd (and set it to -1) before another client connects. */
+int mcu_board_start_semihost(mcu_board *b, bool icount);
 void mcu_board_stop(mcu_board *b);
 
 /* Sends `req` (id assigned here) and waits up to timeout_ms for its reply; LOG notifications in
