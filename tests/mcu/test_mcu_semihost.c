@@ -1,7 +1,8 @@
 /*
  * The CMSDK boards' byte channel over Arm semihosting's console (device/mcu/drivers/channel.c,
- * arm_semihost.c; scripts/qemu-board --semihost-serial PORT) on QEMU with -icount: the same RPC
- * server as on the UART, reached as tcp-serial://127.0.0.1:PORT.
+ * arm_semihost.c; scripts/qemu-board --semihost-serial PORT) on QEMU: the same RPC server as on
+ * the UART, reached as tcp-serial://127.0.0.1:PORT. Without -icount: its timers wake QEMU's main
+ * loop often enough to hide a console FIFO that is not read again (below).
  *
  * Checks, with real requests: HELLO over the channel; COPY_TO/COPY_FROM of 32 KiB whose bytes
  * hold every value (runs of zeros, which the firmware writes with SYS_WRITEC, and the framing's
@@ -42,7 +43,7 @@ static int setup(void **state) {
     if (mcu_workdir_create(workdir, sizeof workdir, "semihost") != 0) {
         return -1;
     }
-    if (mcu_board_start_semihost(&board, true) != 0) {
+    if (mcu_board_start_semihost(&board, false) != 0) {
         fprintf(stderr, "could not start the board with the semihosting channel under QEMU\n");
         mcu_board_stop(&board);
         return -1;
@@ -143,9 +144,10 @@ static void test_host_library_pipelined(void **state) {
     assert_int_equal(tether_session_link_stats(s, &st), 0);
     printf("frames sent %llu, resent %llu\n", (unsigned long long)st.frames_sent,
            (unsigned long long)st.frames_resent);
-    /* 2 x 2 x 32 KiB is about 140 frames; a stalled console FIFO resends nearly each one */
+    /* 2 x 2 x 32 KiB is about 140 frames; with a console FIFO left full (no kick), 9 were resent
+     * and the copies took seconds; with the kick none is */
     assert_true(st.frames_sent >= 100);
-    assert_true(st.frames_resent <= 8);
+    assert_true(st.frames_resent <= 3);
     assert_int_equal(tether_session_free(s, h), 0);
     tether_session_close(s);
 }
