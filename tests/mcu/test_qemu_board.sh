@@ -3,7 +3,10 @@
 # --list prints every board of the table with its QEMU machine and core; an unknown board is a
 # usage error (exit 2) naming the boards; --board NAME starts the board's QEMU (its firmware
 # from TETHER_BUILD_DIR) and prints a uart:// URL, and with --tcp-serial a tcp-serial:// URL
-# whose port answers; the script stops QEMU when it is stopped (no QEMU left behind).
+# whose port answers; --semihost-serial (the byte channel over semihosting's console) does the
+# same on a firmware whose firmware.json names "channel_select" and is refused with a message on
+# one without; both at once are a usage error; the script stops QEMU when it is stopped (no QEMU
+# left behind).
 # usage: test_qemu_board.sh SOURCE_DIR BUILD_DIR BOARD. Exit 77 without QEMU or firmware.
 set -u
 src=$1 build=$2 board=$3
@@ -68,4 +71,19 @@ run_board --tcp-serial "$port"
 [ "$url" = "tcp-serial://127.0.0.1:$port" ] || fail "--tcp-serial printed '$url' ($(cat err.txt))"
 (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || fail "nobody listens on port $port"
 stop_board
-echo "qemu-board --board $board: --list, unknown board, pty and tcp-serial: ok"
+
+err=$("$script" --tcp-serial "$port" --semihost-serial "$port" --board "$board" 2>&1)
+rc=$?
+[ $rc -eq 2 ] || fail "--tcp-serial with --semihost-serial exited $rc, want 2 ($err)"
+if grep -q '"channel_select"' "$build/device/mcu/$board/firmware.json"; then
+    run_board --semihost-serial "$port"
+    [ "$url" = "tcp-serial://127.0.0.1:$port" ] || fail "--semihost-serial printed '$url' ($(cat err.txt))"
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || fail "nobody listens on port $port"
+    stop_board
+else
+    err=$(TETHER_BUILD_DIR=$build "$script" --board "$board" --semihost-serial "$port" 2>&1)
+    rc=$?
+    [ $rc -eq 1 ] || fail "--semihost-serial on $board exited $rc, want 1 ($err)"
+    grep -q "has no semihosting byte channel" <<<"$err" || fail "--semihost-serial message: $err"
+fi
+echo "qemu-board --board $board: --list, unknown board, pty, tcp-serial and semihost-serial: ok"
