@@ -16,8 +16,9 @@
  *   else (random RAM after power-up, a cleared word) is the UART.
  * - The word is cleared once read, so a warm reset that nobody selected again (a real board)
  *   comes back on the UART.
- * - On the semihosting channel the UART is never set up and nothing is lost (the console's
- *   FIFO is QEMU's; it takes from the chardev only what it has room for).
+ * - On the semihosting channel the UART is never set up (its DATA register is only read, as
+ *   the driver's kick that wakes QEMU's main loop) and nothing is lost (the console's FIFO is
+ *   QEMU's; it takes from the chardev only what it has room for).
  */
 #include <stdint.h>
 

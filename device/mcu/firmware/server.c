@@ -11,7 +11,8 @@
  * What must stay true:
  * - One request is handled at a time and gets exactly one reply (result or ERROR) with its id,
  *   sent by the core; the host keeps at most `window` (= 2) requests in flight: while one is
- *   handled the next one's bytes wait in the board's RX ring, and the receive buffer
+ *   handled the next one's bytes wait in the board's RX ring (QEMU's console FIFO on the
+ *   semihosting channel), and the receive buffer
  *   (TETHER_MCU_MAX_FRAME bytes) is refilled only after the frame in it was answered.
  * - A request id seen recently is answered from the reply cache (the core's), never executed
  *   twice.

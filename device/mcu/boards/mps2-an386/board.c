@@ -5,6 +5,9 @@
  *
  * What must stay true: the pools are the regions of link.ld, fastest first (pools[0] = the
  * heap); docs/boards.md lists the same numbers.
+ *
+ * The byte channel (drivers/channel.c) is CMSDK UART0, or semihosting's console when the host
+ * selected it before the boot (docs/mcu.md).
  */
 #include <stdint.h>
 
