@@ -93,8 +93,20 @@ static void trim_outputs(const tether_ir_graph *g, tether_npy *out) {
 }
 
 /* Runs the interpreter on inputs in[] (checked against the model: any element type); outputs
- * are allocated npy arrays of the outputs' types. */
-static int interpret(const tether_ir_graph *g, const tether_npy *in, tether_npy *out) {
+ * are allocated npy arrays of the outputs' types. A QDQ model first goes through the
+ * integer-operator pass (only it: the value-preserving passes stay off), so the reference
+ * computes the integers the compiled code computes (qconv/qmatmul/qadd... with their
+ * requantization) rather than the float convolution the DequantizeLinear/QuantizeLinear pairs
+ * describe, whose own rounding differs by one step near ties and, through the following layers,
+ * by more (docs/quantization.md, "The reference"). */
+static int interpret(tether_ir_graph *g, const tether_npy *in, tether_npy *out) {
+    tether_pass_options po;
+    memset(&po, 0, sizeof po);
+    po.integer_ops = true;
+    po.pad_conv_min_width = -1;
+    if (tether_passes_run(g, &po)) {
+        return fail(1, "reference interpreter: integer operators: %s", tether_last_error());
+    }
     const void *ins[TETHER_CLI_MAX_IO];
     void *outs[TETHER_CLI_MAX_IO];
     for (int i = 0; i < g->ninputs; i++) {

@@ -8,7 +8,9 @@
  * own interpreter. Bad input (a missing calibration archive, an int8 model of another model's
  * inputs, --int8 with --opencl, --abi without --int8) is refused with a message naming it, and
  * no temporary file is left behind on any path ($TMPDIR is a folder of the test, empty after
- * every command).
+ * every command). `tether run --reference` on a QDQ model whose convolution outputs lie on
+ * rounding ties equals the compiled model's output byte for byte (the reference runs the
+ * integer-operator pass).
  *
  * The bound: as test_quantize's (int8 activations, four quantized layers, weights < 0.5): max
  * |diff| below 5% of the output's float range.
@@ -294,6 +296,72 @@ static void test_ab_int8(void **state) {
     tmp_empty();
 }
 
+/* A QDQ convolution whose outputs lie on rounding ties: x [1,1,8,16] quantized by 0.1 (the input
+ * holds q * 0.1 for q in -64..63), a 1x1 conv into 8 channels with int8 weights 1..8 by 0.1, the
+ * output quantized by 0.2, so the real value q * w * 0.05 is a half step whenever q * w is an odd
+ * multiple of 10. The integer requantization rounds acc * M with M the float32 of
+ * 0.1 * 0.1 / 0.2, a hair off 0.05, so its ties go one way; the float convolution of the
+ * dequantized values meets them as exact or nearly exact halves and rounds them to even. */
+static void write_tie_conv(const char *name) {
+    mb b;
+    mb_init(&b, 13);
+    int64_t xs[4] = {1, 1, 8, 16}, one[1] = {1}, wd[4] = {8, 1, 1, 1};
+    mb_input(&b, "x", F, 4, xs);
+    float s01 = 0.1f, s02 = 0.2f;
+    int8_t z = 0, w[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    mb_init_tensor(&b, mb_tensor_f(&b, "s01", 0, one, &s01, 1));
+    mb_init_tensor(&b, mb_tensor_f(&b, "s02", 0, one, &s02, 1));
+    mb_init_tensor(&b, mb_tensor_raw(&b, "z", 3, 0, one, &z, 1)); /* 3: INT8 */
+    mb_init_tensor(&b, mb_tensor_raw(&b, "w", 3, 4, wd, w, 1));
+    mb_node(&b, "QuantizeLinear", "qx", "x,s01,z", "xq");
+    mb_node(&b, "DequantizeLinear", "dqx", "xq,s01,z", "xd");
+    mb_node(&b, "DequantizeLinear", "dqw", "w,s01,z", "wdq");
+    mb_node(&b, "Conv", "conv", "xd,wdq", "c");
+    mb_node(&b, "QuantizeLinear", "qy", "c,s02,z", "yq");
+    mb_node(&b, "DequantizeLinear", "dqy", "yq,s02,z", "y");
+    mb_output(&b, "y", F);
+    mb_write(&b, path(name));
+    mb_free(&b);
+}
+
+/* `tether run MODEL --reference` on a QDQ model computes the integers the compiled code computes
+ * (the interpreter runs the integer-operator pass first): its output equals the device's byte for
+ * byte. Before, the reference interpreted the DequantizeLinear/QuantizeLinear pairs around a
+ * float convolution, whose float rounding differs from the integer requantization by one step
+ * at ties (here: 30 of the 1,024 outputs before the fix); through more layers (the int8 U-Net
+ * of bench/quant) by more than one step, which `tether ab --int8` reported as a mismatch. */
+static void test_reference_integers(void **state) {
+    (void)state;
+    write_tie_conv("c.onnx");
+    float x[128];
+    for (int i = 0; i < 128; i++) {
+        x[i] = (float)(i - 64) * 0.1f;
+    }
+    int64_t xs[4] = {1, 1, 8, 16};
+    assert_int_equal(tether_npy_write(path("x.npy"), TETHER_FLOAT32, xs, 4, x), 0);
+    const char *o;
+    int rc = tether(&o, "run c.onnx --in x.npy --out dev.npy");
+    printf("%s", rc ? o : "");
+    assert_int_equal(rc, 0);
+    rc = tether(&o, "run c.onnx --reference --in x.npy --out ref.npy");
+    printf("%s", rc ? o : "");
+    assert_int_equal(rc, 0);
+    tether_npy d, r;
+    assert_int_equal(tether_npy_read(path("dev.npy"), &d), 0);
+    assert_int_equal(tether_npy_read(path("ref.npy"), &r), 0);
+    assert_int_equal(d.nbytes, 1024 * 4);
+    assert_int_equal(r.nbytes, d.nbytes);
+    size_t differ = 0;
+    for (size_t i = 0; i < 1024; i++) {
+        differ += ((const float *)d.data)[i] != ((const float *)r.data)[i];
+    }
+    printf("reference vs device: %zu of 1024 elements differ\n", differ);
+    assert_int_equal(differ, 0);
+    tether_npy_free(&d);
+    tether_npy_free(&r);
+    tmp_empty();
+}
+
 static void refused(const char *args, const char *needle, int code) {
     const char *o;
     int rc = tether(&o, "ab %s", args);
@@ -349,6 +417,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_ab_int8, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ab_int8_bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reference_integers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
