@@ -477,9 +477,8 @@ static void unique_kname(ocl *e, step *s, const char *base) {
     }
 }
 
-/* Node idx's kernel; fused >= 0: the softmax node computed by the same kernel, pre >= 0: the
- * global pool whose input the kernel reads instead of input 0 (fp the plan of either). */
-static int emit_node(ocl *e, int idx, int fused, int pre, const tether__ocl_gpu *fp) {
+/* Node idx's kernel; fused >= 0: the softmax node computed by the same kernel (fp its plan). */
+static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     const tether_ir_node *n = &e->g->nodes[idx];
     const tether_ir_tensor *y = T(e, n->outputs[0]);
     if (tether__ocl_custom_owns(e, n)) {
@@ -524,9 +523,6 @@ static int emit_node(ocl *e, int idx, int fused, int pre, const tether__ocl_gpu 
             k.packed = 1;
             kref_add(&k, t, e->pk[t], 0, "wp");
             continue;
-        }
-        if (j == 0 && pre >= 0) { /* the pooled tensor is computed in the kernel */
-            t = e->g->nodes[pre].inputs[0];
         }
         const char *nm = in_name(j);
         if (j >= nmain) {
@@ -625,13 +621,12 @@ static int emit_node(ocl *e, int idx, int fused, int pre, const tether__ocl_gpu 
     }
     tether__ocl_gpu gp;
     memset(&gp, 0, sizeof gp);
-    int gpu = fused >= 0 || pre >= 0
-                  ? (gp = *fp, 1)
-                  : (n->op == TETHER_OP_DENSE || n->op == TETHER_OP_CONV2D ||
-                     tether__ocl_quant_op(n->op) || n->op == TETHER_OP_SOFTMAX ||
-                     n->op == TETHER_OP_LOG_SOFTMAX || n->op == TETHER_OP_HARDMAX ||
-                     n->op == TETHER_OP_LAYER_NORM) &&
-                        tether__ocl_gpu_plan(e, n, &k, sched, &gp);
+    int gpu = fused >= 0 ? (gp = *fp, 1)
+                         : (n->op == TETHER_OP_DENSE || n->op == TETHER_OP_CONV2D ||
+                            tether__ocl_quant_op(n->op) || n->op == TETHER_OP_SOFTMAX ||
+                            n->op == TETHER_OP_LOG_SOFTMAX || n->op == TETHER_OP_HARDMAX ||
+                            n->op == TETHER_OP_LAYER_NORM) &&
+                               tether__ocl_gpu_plan(e, n, &k, sched, &gp);
     if (gpu) {
         s->total = gp.total;
         s->global = gp.global;
@@ -795,20 +790,9 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
         while (next < g->nnodes && !node_has_kernel(&e, &g->nodes[next])) {
             next++;
         }
-        int after = next + 1;
-        while (after < g->nnodes && !node_has_kernel(&e, &g->nodes[after])) {
-            after++;
-        }
         tether__ocl_gpu fp;
-        int pooled = tether__ocl_fused_pool(&e, i, next < g->nnodes ? next : -1,
-                                            after < g->nnodes ? after : -1, &fp);
-        if (pooled >= 0) { /* node i's output is computed inside the dense's kernel */
-            rc = emit_node(&e, pooled, -1, i, &fp);
-            i = pooled;
-            continue;
-        }
         int fused = tether__ocl_fused_softmax(&e, i, next < g->nnodes ? next : -1, &fp);
-        rc = emit_node(&e, i, fused, -1, &fp);
+        rc = emit_node(&e, i, fused, &fp);
         if (fused >= 0) {
             i = fused; /* its output is written by node i's kernel */
         }

@@ -164,10 +164,6 @@ static void body_dense(ocl *e, const tether_ir_node *n, const kern *k, const tet
     close_block(e);
 }
 
-void tether__ocl_dense_bias_index(const ocl *e, const tether_ir_node *n, char *idx, size_t cap) {
-    bias_index(e, n, idx, cap);
-}
-
 /* ---- dense + softmax --------------------------------------------------------------------- */
 
 int tether__ocl_dense_softmax_plan(const ocl *e, const tether_ir_node *n, const tether_ir_node *sm,
@@ -673,9 +669,6 @@ void tether__ocl_gpu_body(ocl *e, const tether_ir_node *n, const kern *k,
         break;
     case TETHER__OCL_GPU_GEMV_SOFTMAX:
         body_dense_softmax(e, n, k, p);
-        break;
-    case TETHER__OCL_GPU_POOL_GEMV:
-        tether__ocl_pool_gemv_body(e, n, k, p);
         break;
     default:
         line(e, "#error \"tether: no GPU kernel of this kind\"");

@@ -264,8 +264,7 @@ enum {
     TETHER__OCL_GPU_ROWS,         /* emit_opencl_rows.c */
     TETHER__OCL_GPU_CONV_SPLITK,  /* emit_opencl_splitk.c */
     TETHER__OCL_GPU_GEMV_SOFTMAX, /* dense with its softmax consumer fused */
-    TETHER__OCL_GPU_QUANT,        /* quantized operators (emit_opencl_quant.c, _qconv.c) */
-    TETHER__OCL_GPU_POOL_GEMV     /* dense with its global pool producer fused (_poolfc.c) */
+    TETHER__OCL_GPU_QUANT         /* quantized operators (emit_opencl_quant.c, _qconv.c) */
 };
 typedef struct tether__ocl_gpu {
     int kind;
@@ -277,8 +276,6 @@ typedef struct tether__ocl_gpu {
     int fused_op;        /* GEMV_SOFTMAX: the softmax node's op (softmax or log_softmax) */
     int64_t npad;        /* GEMV_SOFTMAX: output slots per row (N rounded up to a power of 2) */
     char why[240];
-    int64_t pool_hw; /* POOL_GEMV: elements of one pooled plane */
-    int pool_max;    /* POOL_GEMV: a global max pool (else average) */
 } tether__ocl_gpu;
 /* dense n whose only consumer is softmax or log_softmax node sm over its last axis: whether one
  * kernel can compute both (1, p filled: a row's N outputs in one work-group, the softmax over
@@ -419,15 +416,5 @@ void tether__ocl_index_prelude(const tether_ir_graph *g, tether__sbuf *src);
 /* Operator support (emit_opencl_support.c): 0, or the error naming the first tensor of a type
  * the backend or device cannot run, else every node without a kernel. */
 int tether__ocl_check_support(const tether_ir_graph *g, const tether_opencl_options *o);
-
-/* Global pool + dense (emit_opencl_poolfc.c): node idx a global_avg_pool/global_max_pool
- * whose output only dense node `next` (the next node with a kernel; `after` the one after it,
- * or -1) reads through aliases: next when one kernel computes both (p planned: the dense's
- * split-K GEMV pooling its input into local memory first), else -1 (both keep their kernels).
- * The body of that kernel (k's in0 is the pool's input); the dense's bias index. */
-int tether__ocl_fused_pool(const ocl *e, int idx, int next, int after, tether__ocl_gpu *p);
-void tether__ocl_pool_gemv_body(ocl *e, const tether_ir_node *n, const kern *k,
-                                const tether__ocl_gpu *p);
-void tether__ocl_dense_bias_index(const ocl *e, const tether_ir_node *n, char *idx, size_t cap);
 
 #endif

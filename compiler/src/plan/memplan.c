@@ -1,9 +1,7 @@
 /*
  * Memory planning of generated code: the graph's intermediate tensors become the planner's
- * buffers (live interval = producing node .. last reading node, aliases extend their root; the
- * input of a global pool that only a dense reads lives up to that dense: the OpenCL backend
- * fuses the two), the planner (compiler/planner, tether/planner.h) places them in one workspace
- * pool, or in the
+ * buffers (live interval = producing node .. last reading node, aliases extend their root), the
+ * planner (compiler/planner, tether/planner.h) places them in one workspace pool, or in the
  * pools the user gave (fastest first, spilling to the next), with pins and, when asked, the
  * graph inputs (live from the start) and outputs (live to the end).
  *
@@ -46,35 +44,6 @@ int tether__memplan_intervals(const tether_ir_graph *g, int32_t *first, int32_t 
             }
             int root = g->tensors[t].alias_of >= 0 ? g->tensors[t].alias_of : t;
             last[root] = last[root] > i ? last[root] : i;
-        }
-    }
-    /* a global pool whose output one dense alone reads (through aliases): the OpenCL backend
-     * computes both in the dense's kernel (emit_opencl_poolfc.c), so the pool's input stays
-     * live up to the dense and never shares bytes with its output */
-    for (int i = 0; i < g->nnodes; i++) {
-        const tether_ir_node *n = &g->nodes[i];
-        if (n->op != TETHER_OP_GLOBAL_AVG_POOL && n->op != TETHER_OP_GLOBAL_MAX_POOL) {
-            continue;
-        }
-        int x = n->inputs[0], t = n->outputs[0], dense = -1, others = 0;
-        for (int k = i + 1; k < g->nnodes && x >= 0; k++) {
-            const tether_ir_node *m = &g->nodes[k];
-            for (int j = 0; j < m->ninputs; j++) {
-                int u = m->inputs[j];
-                if (u < 0 || (g->tensors[u].alias_of >= 0 ? g->tensors[u].alias_of : u) != t ||
-                    tether__ir_is_alias_op(m->op)) {
-                    continue;
-                }
-                if (m->op == TETHER_OP_DENSE && j == 0 && dense < 0) {
-                    dense = k;
-                } else {
-                    others++;
-                }
-            }
-        }
-        int xr = x >= 0 && g->tensors[x].alias_of >= 0 ? g->tensors[x].alias_of : x;
-        if (dense >= 0 && !others && xr >= 0 && last[xr] < dense) {
-            last[xr] = dense;
         }
     }
     /* a loop's body runs again and again: a tensor live on entry or after the loop, or a
