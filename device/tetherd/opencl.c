@@ -558,7 +558,9 @@ int tetherd_cl_enqueue(tetherd_cl *cl, tetherd_cl_program *p, int k, const tethe
                        void **ev) {
     cl_kernel kern = p->kernels[k];
     const char *kname = p->names[k];
-    *ev = NULL;
+    if (ev) {
+        *ev = NULL;
+    }
     for (int i = 0; i < nargs; i++) {
         arg_cache *c = &p->cache[k][i];
         if (args[i].mem) {
@@ -600,15 +602,22 @@ int tetherd_cl_enqueue(tetherd_cl *cl, tetherd_cl_program *p, int k, const tethe
         g[d] = (size_t)global[d];
         l[d] = (size_t)local[d];
     }
-    cl_event e;
-    cl_int err =
-        clEnqueueNDRangeKernel(cl->q, kern, work_dim, NULL, g, has_local ? l : NULL, 0, NULL, &e);
+    cl_event e = NULL;
+    cl_int err = clEnqueueNDRangeKernel(cl->q, kern, work_dim, NULL, g, has_local ? l : NULL, 0,
+                                        NULL, ev ? &e : NULL);
     if (err != CL_SUCCESS) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "kernel '%s': clEnqueueNDRangeKernel error %d", kname, (int)err);
     }
-    *ev = e;
+    if (ev) {
+        *ev = e;
+    }
     return 0;
+}
+
+int tetherd_cl_finish(tetherd_cl *cl) {
+    cl_int err = clFinish(cl->q);
+    return err == CL_SUCCESS ? 0 : cl_fail("clFinish", err);
 }
 
 int tetherd_cl_wait(tetherd_cl *cl, void **evs, int n, uint64_t *ns, uint64_t *span_ns,

@@ -6,8 +6,10 @@
  * What must stay true: the sequences and their arguments are built once, after prepare (the
  * handles do not change between runs), so a run sends the inputs, the prebuilt sequences and
  * reads the outputs, with no per-kernel work on the host; errors name the artifact's step and
- * node; times are sums of the kernels' profiled times as tetherd reports them, the wall clock
- * the device's (each sequence's first START to last END).
+ * node; times are sums of the kernels' profiled times as tetherd reports them; the wall clock is
+ * measured in runs without profiling events (TETHER_SEQ_NO_PROFILE: the device's host clock
+ * around enqueue + clFinish) by time always and by run when asked (unprofiled_wall), else the
+ * device's profiled span (each sequence's first START to last END).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +39,10 @@ static int step_error(const ocl_step *st, int rc) {
 
 void tether__ocl_artifact_per_kernel(tether__ocl_artifact *a, int per_kernel) {
     a->per_kernel = per_kernel;
+}
+
+void tether__ocl_artifact_unprofiled_wall(tether__ocl_artifact *a, int on) {
+    a->unprofiled_wall = on;
 }
 
 /* The launch steps and their chunking (once, at the end of prepare: the handles are fixed
@@ -155,6 +161,22 @@ int tether__ocl_artifact_run(tether__ocl_artifact *a, const float *const *inputs
         }
     }
     a->wall_ns = walled && a->nchunks ? wall : 0;
+    if (a->unprofiled_wall && a->nchunks) { /* the same kernels again, without events */
+        wall = 0;
+        walled = 1;
+        for (int c = 0; c < a->nchunks; c++) {
+            int first = a->chunk_start[c], n = a->chunk_start[c + 1] - first;
+            tether_seq_result res;
+            rc = tether_session_launch_seq_ex(a->s, a->lsteps + first, (uint32_t)n,
+                                              TETHER_SEQ_NO_PROFILE, &res);
+            if (rc) {
+                return chunk_error(a, c, rc);
+            }
+            wall += res.wall_ns;
+            walled &= res.wall_ns > 0;
+        }
+        a->wall_ns = walled ? wall : 0;
+    }
     if ((rc = copy_outputs(a, outputs))) {
         return rc;
     }
@@ -268,7 +290,23 @@ int tether__ocl_artifact_time(tether__ocl_artifact *a, uint32_t number, uint32_t
         }
         out->zero_timer |= ts.zero_timer;
         out->number = ts.number > out->number ? ts.number : out->number;
-        out->wall_seconds += ts.wall_seconds; /* each sequence's, without the round trips */
+    }
+    /* the wall clock from the same sequences without profiling events (per-kernel events cost
+     * host work per launch on some drivers): each sequence's median, without the round trips */
+    for (int c = 0; c < a->nchunks; c++) {
+        int first = a->chunk_start[c], n = a->chunk_start[c + 1] - first;
+        tether_time_stats ts;
+        rc = tether_session_time_launch_seq_ex(a->s, a->lsteps + first, (uint32_t)n,
+                                               TETHER_SEQ_NO_PROFILE, number, repeat,
+                                               min_repeat_ms, cooldown_ms, &ts, NULL);
+        if (rc) {
+            return chunk_error(a, c, rc);
+        }
+        if (ts.wall_seconds <= 0) { /* not reported by this device: no wall clock at all */
+            out->wall_seconds = 0;
+            break;
+        }
+        out->wall_seconds += ts.wall_seconds;
     }
     finish_stats(out, repeat);
     return TETHER_OK;
