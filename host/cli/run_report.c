@@ -202,8 +202,7 @@ int tether_cli_report_opencl(run_args *r, int bench, const run_result *q, const 
             printf("wall-clock %.3f us per inference on the device (unprofiled runs: first "
                    "enqueue to the end of clFinish), launch overhead %.3f us (wall - kernel sum "
                    "%.3f us of the profiled runs)\n",
-                   ts->wall_seconds * 1e6, (ts->wall_seconds - ts->median) * 1e6,
-                   ts->median * 1e6);
+                   ts->wall_seconds * 1e6, (ts->wall_seconds - ts->median) * 1e6, ts->median * 1e6);
         }
         const char **knames = calloc((size_t)nk + 1, sizeof *knames);
         if (!knames) {
@@ -224,7 +223,8 @@ int tether_cli_report_opencl(run_args *r, int bench, const run_result *q, const 
             return 0;
         }
         cJSON_AddNumberToObject(root, "first_call_us", first_us);
-        /* both figures: the kernel sum from the profiled runs, the wall clock from the unprofiled */
+        /* both figures: the kernel sum from the profiled runs, the wall clock from the unprofiled
+         */
         cJSON_AddNumberToObject(root, "kernel_sum_us", ts->median * 1e6);
         if (ts->wall_seconds > 0) {
             cJSON_AddNumberToObject(root, "wall_us", ts->wall_seconds * 1e6);

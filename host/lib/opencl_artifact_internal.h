@@ -78,9 +78,9 @@ struct tether__ocl_artifact {
     int nin, nout;
     tether_session *s;
     int prepared;
-    int per_kernel;   /* one request per kernel instead of kernel sequences (bench baseline) */
+    int per_kernel;      /* one request per kernel instead of kernel sequences (bench baseline) */
     int unprofiled_wall; /* run launches the sequences again without events for wall_ns */
-    uint64_t wall_ns; /* the last run's wall clock on the device, its sequences' sum (0: none) */
+    uint64_t wall_ns;    /* the last run's wall clock on the device, its sequences' sum (0: none) */
     /* the steps as kernel sequences: built once after prepare; chunks of at most
      * TETHER_SEQ_MAX_STEPS steps / TETHER_SEQ_MAX_ARGS arguments */
     tether_launch_step *lsteps;

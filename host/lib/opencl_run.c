@@ -297,8 +297,8 @@ int tether__ocl_artifact_time(tether__ocl_artifact *a, uint32_t number, uint32_t
         int first = a->chunk_start[c], n = a->chunk_start[c + 1] - first;
         tether_time_stats ts;
         rc = tether_session_time_launch_seq_ex(a->s, a->lsteps + first, (uint32_t)n,
-                                               TETHER_SEQ_NO_PROFILE, number, repeat,
-                                               min_repeat_ms, cooldown_ms, &ts, NULL);
+                                               TETHER_SEQ_NO_PROFILE, number, repeat, min_repeat_ms,
+                                               cooldown_ms, &ts, NULL);
         if (rc) {
             return chunk_error(a, c, rc);
         }

@@ -387,15 +387,14 @@ int tether_session_time_launch_seq(tether_session *s, const tether_launch_step *
                                    uint32_t num_steps, uint32_t number, uint32_t repeat,
                                    uint32_t min_repeat_ms, uint32_t cooldown_ms,
                                    tether_time_stats *out, double *step_seconds) {
-    return tether_session_time_launch_seq_ex(s, steps, num_steps, 0, number, repeat,
-                                             min_repeat_ms, cooldown_ms, out, step_seconds);
+    return tether_session_time_launch_seq_ex(s, steps, num_steps, 0, number, repeat, min_repeat_ms,
+                                             cooldown_ms, out, step_seconds);
 }
 
 int tether_session_time_launch_seq_ex(tether_session *s, const tether_launch_step *steps,
                                       uint32_t num_steps, uint32_t flags, uint32_t number,
-                                      uint32_t repeat, uint32_t min_repeat_ms,
-                                      uint32_t cooldown_ms, tether_time_stats *out,
-                                      double *step_seconds) {
+                                      uint32_t repeat, uint32_t min_repeat_ms, uint32_t cooldown_ms,
+                                      tether_time_stats *out, double *step_seconds) {
     int rc = seq_flags_check("TIME_SEQ", flags);
     if (!rc) {
         rc = time_args_check(number, repeat);

@@ -294,9 +294,8 @@ int tether_session_time_launch_seq(tether_session *s, const tether_launch_step *
 /* tether_session_time_launch_seq with flags (TETHER_SEQ_*; 0: the same). */
 int tether_session_time_launch_seq_ex(tether_session *s, const tether_launch_step *steps,
                                       uint32_t num_steps, uint32_t flags, uint32_t number,
-                                      uint32_t repeat, uint32_t min_repeat_ms,
-                                      uint32_t cooldown_ms, tether_time_stats *out,
-                                      double *step_seconds);
+                                      uint32_t repeat, uint32_t min_repeat_ms, uint32_t cooldown_ms,
+                                      tether_time_stats *out, double *step_seconds);
 /* RESET: the device frees every handle of the session. */
 int tether_session_reset(tether_session *s);
 
