@@ -1,9 +1,9 @@
 /*
  * What `tether run` and `tether bench` print and write after the work is done (run.h): the call's
  * return code, time (and cycles on a device timer) and stack high-water mark, bench's TIME
- * statistics, OpenCL per-kernel lines and the wall-clock latency on the device with the launch
- * overhead (wall - kernel sum), the outputs (tether_cli_write_outputs), --json and bench
- * --svg (svg.c).
+ * statistics, OpenCL per-kernel lines and the wall-clock latency on the device (from runs without
+ * profiling events) with the launch overhead (wall - the profiled kernel sum), the outputs
+ * (tether_cli_write_outputs), --json and bench --svg (svg.c).
  *
  * What must stay true: the text lines and the --json keys say the same figures (docs/cli.md);
  * outputs and --json files go through tether/file.h (nothing partial); a figure a device does
