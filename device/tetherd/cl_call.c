@@ -8,7 +8,9 @@
  *    them (memory.c host_view), so a chain of kernels costs no map/unmap between launches;
  *  - a sequence is checked and resolved whole before anything runs; its steps run back to back
  *    with one wait; errors name the step; times come from event profiling, the wall clock of a
- *    sequence too (the first step's START to the last's END: no host clock in it);
+ *    sequence too (the first step's START to the last's END: no host clock in it); a sequence
+ *    asked for without profiling (TETHER_RPC_SEQ_NO_PROFILE) makes no event at all and its wall
+ *    clock is the host's, from before the first enqueue to the return of the one clFinish;
  *  - kernels run inside the call guard (guard.c), bounded by the daemon's call timeout.
  */
 #include <stdio.h>
@@ -150,14 +152,49 @@ typedef struct seq_job {
     uint64_t wall_cum, wall_mark[2];            /* wall ns summed over all runs; at clock reads */
     uint64_t wall_ns;                           /* the last run's wall ns (LAUNCH_SEQ) */
     uint32_t repeat;
-    uint64_t gpu_ns; /* sum of all runs' step times (the TIME_SEQ clock) */
+    int noprof;      /* TETHER_RPC_SEQ_NO_PROFILE: no events, the host clock around the run */
+    uint64_t gpu_ns; /* sum of all runs' step times, unprofiled: walls (the TIME_SEQ clock) */
     int failed_step; /* -1 = none */
     char err[TETHER_ERROR_MSG_MAX];
 } seq_job;
 
+/* One run without profiling events: the host clock from before the first enqueue to the return
+ * of clFinish (what an application sees: enqueue costs, gaps between kernels and the wait). */
+static int32_t seq_run_unprofiled(seq_job *j) {
+    uint64_t t0 = tetherd_now_ns();
+    int rc = 0;
+    for (uint32_t k = 0; k < j->n && !rc; k++) {
+        const tether_rpc_seq_step *q = &j->steps[k];
+        rc = tetherd_cl_enqueue(j->s->cl, j->st[k].prog, j->st[k].kernel,
+                                j->args + j->st[k].first_arg, (int)j->st[k].nargs, q->work_dim,
+                                q->global, q->local, NULL);
+        if (rc) {
+            j->failed_step = (int)k;
+            snprintf(j->err, sizeof j->err, "%s", tether_last_error());
+        }
+    }
+    int frc = tetherd_cl_finish(j->s->cl); /* also after a failure: nothing may still run */
+    uint64_t span = tetherd_now_ns() - t0;
+    if (!rc && frc) { /* without events a failed kernel cannot be told from the others */
+        rc = frc;
+        snprintf(j->err, sizeof j->err, "%s", tether_last_error());
+    }
+    if (rc) {
+        return rc;
+    }
+    span = span ? span : 1; /* a clock too coarse still says "measured" */
+    j->wall_ns = span;
+    j->wall_cum += span;
+    j->gpu_ns += span;
+    return 0;
+}
+
 /* One run of the sequence: every step enqueued back to back, one wait for all. */
 static int32_t seq_run(void *p) {
     seq_job *j = p;
+    if (j->noprof) {
+        return seq_run_unprofiled(j);
+    }
     int rc = 0;
     uint32_t k = 0;
     for (; k < j->n && !rc; k++) {
@@ -236,6 +273,7 @@ static int on_seq(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
     j->s = s;
     j->n = q->num_steps;
     j->steps = q->steps;
+    j->noprof = (q->flags & TETHER_RPC_SEQ_NO_PROFILE) != 0;
     j->failed_step = -1;
     uint32_t used = 0;
     int rc = 0;
@@ -313,8 +351,8 @@ static int on_seq(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
             rep->u.time_seq_rep.number = res.number;
             rep->u.time_seq_rep.repeat = res.repeat;
             rep->u.time_seq_rep.zero_timer = res.zero_timer;
-            rep->u.time_seq_rep.num_steps = j->n;
-            for (uint32_t k = 0; k < j->n; k++) {
+            rep->u.time_seq_rep.num_steps = j->noprof ? 0 : j->n;
+            for (uint32_t k = 0; k < rep->u.time_seq_rep.num_steps; k++) {
                 double *v = &j->per[(size_t)k * q->repeat];
                 qsort(v, q->repeat, sizeof(double), cmp_dbl);
                 uint32_t r = q->repeat;
@@ -328,9 +366,10 @@ static int on_seq(session *s, const tether_rpc_msg *req, tether_rpc_msg *rep) {
         }
     } else {
         rc = seq_run(j);
-        rep->u.launch_seq_rep.elapsed_ns = j->gpu_ns;
-        rep->u.launch_seq_rep.num_steps = j->n;
-        memcpy(rep->u.launch_seq_rep.step_ns, j->ns, sizeof(uint64_t) * j->n);
+        rep->u.launch_seq_rep.elapsed_ns = j->noprof ? 0 : j->gpu_ns;
+        rep->u.launch_seq_rep.num_steps = j->noprof ? 0 : j->n;
+        memcpy(rep->u.launch_seq_rep.step_ns, j->ns,
+               sizeof(uint64_t) * rep->u.launch_seq_rep.num_steps);
         rep->u.launch_seq_rep.wall_ns = j->wall_ns;
     }
     tetherd_call_end();

@@ -5,7 +5,11 @@
  * real CL_DEVICE_IMAGE2D_MAX_WIDTH/HEIGHT (nothing is truncated), or with the smaller limits of
  * the test aid TETHERD_TEST_IMAGE_MAX=WxH, which HELLO then reports too (so tests can meet a
  * device with small images on PoCL); every OpenCL error becomes a status with a message naming
- * the call and the CL error code; a failed build returns its log.
+ * the call and the CL error code; a failed build returns its log; a kernel argument is set
+ * (clSetKernelArg) only when its value or memory object differs from what the kernel holds
+ * (remembered per kernel argument; any freed memory object forgets every remembered array), and
+ * a parameter's type is asked once: a sequence run again does no per-kernel host work but the
+ * enqueue.
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include "opencl.h"
@@ -34,12 +38,30 @@ struct tetherd_cl_mem {
     int64_t texel;         /* bytes per texel: 4 x channels */
 };
 
+/* The value last given to one kernel argument (clSetKernelArg keeps it on the kernel until
+ * changed): a launch with the same value sets nothing. `gen` is mem_gen at that time: freeing
+ * any memory object invalidates every remembered array (a new object may reuse the handle). */
+typedef struct arg_cache {
+    int set;
+    int scalar_type; /* 0 = not asked yet, else ARG_* of the parameter */
+    cl_mem mem;
+    int type_code;
+    int64_t i;
+    double f;
+    uint64_t gen;
+} arg_cache;
+
+enum { ARG_FLOAT = 1, ARG_DOUBLE, ARG_INT, ARG_LONG, ARG_OTHER };
+
+static uint64_t mem_gen = 1; /* bumped whenever a memory object is released */
+
 struct tetherd_cl_program {
     cl_program prog;
     cl_uint nkernels;
     cl_kernel *kernels;
     char (*names)[128];
     cl_uint *nargs;
+    arg_cache **cache; /* per kernel: per argument */
 };
 
 /* The test aid TETHERD_TEST_IMAGE_MAX=WxH (docs/tetherd.md): the image limits become at most W x
@@ -322,6 +344,7 @@ void tetherd_cl_mem_free(tetherd_cl_mem *m) {
     if (m) {
         clReleaseMemObject(m->mem);
         free(m);
+        mem_gen++; /* a kernel argument remembered as this object must be set again */
     }
 }
 
@@ -412,7 +435,8 @@ int tetherd_cl_build(tetherd_cl *cl, const char *source, size_t len, tetherd_cl_
     p->kernels = calloc(nk, sizeof *p->kernels);
     p->names = calloc(nk, sizeof *p->names);
     p->nargs = calloc(nk, sizeof *p->nargs);
-    if (!p->kernels || !p->names || !p->nargs ||
+    p->cache = calloc(nk, sizeof *p->cache);
+    if (!p->kernels || !p->names || !p->nargs || !p->cache ||
         clCreateKernelsInProgram(prog, nk, p->kernels, NULL) != CL_SUCCESS) {
         tetherd_cl_program_free(p);
         return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "cannot create the program's kernels");
@@ -421,6 +445,11 @@ int tetherd_cl_build(tetherd_cl *cl, const char *source, size_t len, tetherd_cl_
         clGetKernelInfo(p->kernels[k], CL_KERNEL_FUNCTION_NAME, sizeof p->names[k], p->names[k],
                         NULL);
         clGetKernelInfo(p->kernels[k], CL_KERNEL_NUM_ARGS, sizeof p->nargs[k], &p->nargs[k], NULL);
+        p->cache[k] = calloc(p->nargs[k] ? p->nargs[k] : 1, sizeof **p->cache);
+        if (!p->cache[k]) {
+            tetherd_cl_program_free(p);
+            return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+        }
     }
     *out = p;
     return 0;
@@ -435,6 +464,10 @@ void tetherd_cl_program_free(tetherd_cl_program *p) {
             clReleaseKernel(p->kernels[k]);
         }
     }
+    for (cl_uint k = 0; p->cache && k < p->nkernels; k++) {
+        free(p->cache[k]);
+    }
+    free(p->cache);
     free(p->kernels);
     free(p->names);
     free(p->nargs);
@@ -460,17 +493,37 @@ const char *tetherd_cl_kernel_name(const tetherd_cl_program *p, int k) {
     return p->names[k];
 }
 
-static int set_scalar(cl_kernel kern, cl_uint i, const tetherd_cl_arg *a, const char *kname) {
+/* The parameter's type name (messages, and its scalar type the first time). */
+static void type_name(cl_kernel kern, cl_uint i, char *tn, size_t cap) {
+    tn[0] = 0;
+    clGetKernelArgInfo(kern, i, CL_KERNEL_ARG_TYPE_NAME, cap, tn, NULL);
+}
+
+/* Sets scalar argument i; its parameter's type is asked once per kernel argument (c). */
+static int set_scalar(cl_kernel kern, cl_uint i, const tetherd_cl_arg *a, const char *kname,
+                      arg_cache *c) {
     char tn[64] = "";
-    clGetKernelArgInfo(kern, i, CL_KERNEL_ARG_TYPE_NAME, sizeof tn, tn, NULL);
+    if (!c->scalar_type) {
+        type_name(kern, i, tn, sizeof tn);
+        c->scalar_type = !strcmp(tn, "float")                          ? ARG_FLOAT
+                         : !strcmp(tn, "double")                       ? ARG_DOUBLE
+                         : !strcmp(tn, "int") || !strcmp(tn, "uint")   ? ARG_INT
+                         : !strcmp(tn, "long") || !strcmp(tn, "ulong") ? ARG_LONG
+                                                                       : ARG_OTHER;
+    }
+    int ty = c->scalar_type;
+    if ((a->type_code == TETHER_TYPE_FLOAT && (ty == ARG_INT || ty == ARG_LONG)) ||
+        ty == ARG_OTHER) {
+        type_name(kern, i, tn, sizeof tn);
+    }
     cl_int err;
-    if (!strcmp(tn, "float")) {
+    if (ty == ARG_FLOAT) {
         cl_float v = a->type_code == TETHER_TYPE_FLOAT ? (cl_float)a->f : (cl_float)a->i;
         err = clSetKernelArg(kern, i, sizeof v, &v);
-    } else if (!strcmp(tn, "double")) {
+    } else if (ty == ARG_DOUBLE) {
         cl_double v = a->type_code == TETHER_TYPE_FLOAT ? a->f : (double)a->i;
         err = clSetKernelArg(kern, i, sizeof v, &v);
-    } else if (!strcmp(tn, "int") || !strcmp(tn, "uint")) {
+    } else if (ty == ARG_INT) {
         if (a->type_code == TETHER_TYPE_FLOAT) {
             return tether_set_error(TETHER_ERR_MISMATCH,
                                     "kernel '%s' argument %u is %s, a float was given", kname,
@@ -478,7 +531,7 @@ static int set_scalar(cl_kernel kern, cl_uint i, const tetherd_cl_arg *a, const 
         }
         cl_int v = (cl_int)a->i;
         err = clSetKernelArg(kern, i, sizeof v, &v);
-    } else if (!strcmp(tn, "long") || !strcmp(tn, "ulong")) {
+    } else if (ty == ARG_LONG) {
         if (a->type_code == TETHER_TYPE_FLOAT) {
             return tether_set_error(TETHER_ERR_MISMATCH,
                                     "kernel '%s' argument %u is %s, a float was given", kname,
@@ -505,9 +558,16 @@ int tetherd_cl_enqueue(tetherd_cl *cl, tetherd_cl_program *p, int k, const tethe
                        void **ev) {
     cl_kernel kern = p->kernels[k];
     const char *kname = p->names[k];
-    *ev = NULL;
+    if (ev) {
+        *ev = NULL;
+    }
     for (int i = 0; i < nargs; i++) {
+        arg_cache *c = &p->cache[k][i];
         if (args[i].mem) {
+            if (c->set && c->mem == args[i].mem->mem && c->gen == mem_gen) {
+                continue; /* the kernel holds this array already */
+            }
+            c->set = 0;
             cl_int err = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_mem), &args[i].mem->mem);
             if (err != CL_SUCCESS) {
                 return tether_set_error(TETHER_ERR_MISMATCH,
@@ -516,11 +576,24 @@ int tetherd_cl_enqueue(tetherd_cl *cl, tetherd_cl_program *p, int k, const tethe
                                         "need texture-scope arrays)",
                                         kname, i, (int)err);
             }
+            c->set = 1;
+            c->mem = args[i].mem->mem;
+            c->gen = mem_gen;
         } else {
-            int rc = set_scalar(kern, (cl_uint)i, &args[i], kname);
+            if (c->set && !c->mem && c->type_code == args[i].type_code &&
+                (args[i].type_code == TETHER_TYPE_FLOAT ? c->f == args[i].f : c->i == args[i].i)) {
+                continue; /* the same scalar as last time */
+            }
+            c->set = 0;
+            int rc = set_scalar(kern, (cl_uint)i, &args[i], kname, c);
             if (rc) {
                 return rc;
             }
+            c->set = 1;
+            c->mem = NULL;
+            c->type_code = args[i].type_code;
+            c->i = args[i].i;
+            c->f = args[i].f;
         }
     }
     size_t g[3], l[3];
@@ -529,15 +602,22 @@ int tetherd_cl_enqueue(tetherd_cl *cl, tetherd_cl_program *p, int k, const tethe
         g[d] = (size_t)global[d];
         l[d] = (size_t)local[d];
     }
-    cl_event e;
-    cl_int err =
-        clEnqueueNDRangeKernel(cl->q, kern, work_dim, NULL, g, has_local ? l : NULL, 0, NULL, &e);
+    cl_event e = NULL;
+    cl_int err = clEnqueueNDRangeKernel(cl->q, kern, work_dim, NULL, g, has_local ? l : NULL, 0,
+                                        NULL, ev ? &e : NULL);
     if (err != CL_SUCCESS) {
         return tether_set_error(TETHER_ERR_INVALID_ARG,
                                 "kernel '%s': clEnqueueNDRangeKernel error %d", kname, (int)err);
     }
-    *ev = e;
+    if (ev) {
+        *ev = e;
+    }
     return 0;
+}
+
+int tetherd_cl_finish(tetherd_cl *cl) {
+    cl_int err = clFinish(cl->q);
+    return err == CL_SUCCESS ? 0 : cl_fail("clFinish", err);
 }
 
 int tetherd_cl_wait(tetherd_cl *cl, void **evs, int n, uint64_t *ns, uint64_t *span_ns,

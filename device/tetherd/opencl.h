@@ -70,7 +70,8 @@ typedef struct tetherd_cl_arg {
 } tetherd_cl_arg;
 
 /* Sets kernel k's arguments and enqueues it without waiting; *ev is its profiling event, for
- * tetherd_cl_wait. Kernel arguments are captured at enqueue: the same kernel may be enqueued
+ * tetherd_cl_wait (ev NULL: no event is made, the kernel is not profiled; wait with
+ * tetherd_cl_finish). Kernel arguments are captured at enqueue: the same kernel may be enqueued
  * again at once with other arguments. */
 int tetherd_cl_enqueue(tetherd_cl *cl, tetherd_cl_program *p, int k, const tetherd_cl_arg *args,
                        int nargs, uint32_t work_dim, const uint64_t *global, const uint64_t *local,
@@ -81,6 +82,9 @@ int tetherd_cl_enqueue(tetherd_cl *cl, tetherd_cl_program *p, int k, const tethe
  * the earliest START to the latest END (0 when no event has both). */
 int tetherd_cl_wait(tetherd_cl *cl, void **evs, int n, uint64_t *ns, uint64_t *span_ns,
                     int *failed);
+
+/* One clFinish for everything enqueued (kernels enqueued without events); an error names it. */
+int tetherd_cl_finish(tetherd_cl *cl);
 
 /* Launches kernel k and waits; *elapsed_ns from event profiling (end - start). */
 int tetherd_cl_launch(tetherd_cl *cl, tetherd_cl_program *p, int k, const tetherd_cl_arg *args,

@@ -140,7 +140,7 @@ static void wall_cell(char *buf, size_t n, const ab_side *s, const tether_spread
     }
 }
 
-/* The OpenCL sides' wall clock on the device (first kernel's start to last kernel's end) and
+/* The OpenCL sides' wall clock on the device (unprofiled runs: first enqueue to clFinish) and
  * launch overhead (wall - kernel sum), medians over the repeats. */
 static void wall_rows(table *t, const ab_side *a, const ab_side *b) {
     char x[96], y[96];

@@ -799,6 +799,8 @@ static int run_artifact_once(run_args *r, const char *dir, int bench) {
     }
     tether_device_compile_options dflt; /* an artifact directory: the device's loader */
     tether_cli_device_options(&dflt, r->c.firmware);
+    /* run's OpenCL wall clock: the kernels again without profiling events (bench: from time) */
+    tether_artifact_set_unprofiled_wall(a, !bench);
     if ((!r->model && tether_device_prepare(a, s, &dflt)) ||
         tether_artifact_run(a, ins, outs, &q.call, kernel_ns) ||
         (bench && tether_artifact_time(a, r->number, r->repeat, r->min_repeat_ms, r->cooldown_ms,

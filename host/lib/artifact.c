@@ -909,6 +909,12 @@ int tether_artifact_time(tether_artifact *a, uint32_t number, uint32_t repeat,
                                number, repeat, min_repeat_ms, cooldown_ms, out);
 }
 
+void tether_artifact_set_unprofiled_wall(tether_artifact *a, int on) {
+    if (a && a->ocl) {
+        tether__ocl_artifact_unprofiled_wall(a->ocl, on);
+    }
+}
+
 void tether_artifact_set_per_kernel(tether_artifact *a, int per_kernel) {
     if (a->ocl) {
         tether__ocl_artifact_per_kernel(a->ocl, per_kernel);

@@ -61,8 +61,8 @@ const char *tether__ocl_artifact_fallback(const tether__ocl_artifact *a);
 int tether__ocl_artifact_run(tether__ocl_artifact *a, const float *const *inputs,
                              float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns);
 /* After run: its wall-clock ns on the device (each sequence's first kernel START to last END,
- * summed over the sequences); 0 after a per-kernel run or from a device that does not report
- * it. */
+ * summed over the sequences; with unprofiled_wall the unprofiled launch's host clock around
+ * enqueue + clFinish); 0 after a per-kernel run or from a device that does not report it. */
 uint64_t tether__ocl_artifact_wall_ns(const tether__ocl_artifact *a);
 
 /* TIME of the whole sequence after a run (TIME_SEQ: one call = every step in order; a model of
@@ -72,6 +72,10 @@ uint64_t tether__ocl_artifact_wall_ns(const tether__ocl_artifact *a);
 int tether__ocl_artifact_time(tether__ocl_artifact *a, uint32_t number, uint32_t repeat,
                               uint32_t min_repeat_ms, uint32_t cooldown_ms, tether_time_stats *out,
                               double *step_median);
+
+/* on != 0: run launches its sequences a second time without profiling events
+ * (TETHER_SEQ_NO_PROFILE) and wall_ns is that launch's wall clock. Default 0. */
+void tether__ocl_artifact_unprofiled_wall(tether__ocl_artifact *a, int on);
 
 /* per_kernel != 0: run and time launch one request per kernel (CALL / TIME each), the path
  * before kernel sequences; kept as bench/opencl's baseline. Default 0. */

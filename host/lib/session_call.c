@@ -323,26 +323,54 @@ static int seq_fill(seq_wire *w, tether_rpc_seq_req *q, const tether_launch_step
     return 0;
 }
 
+/* flags: TETHER_SEQ_* bits only (the wire's TETHER_RPC_SEQ_*). */
+static int seq_flags_check(const char *what, uint32_t flags) {
+    if (flags & ~(uint32_t)TETHER_SEQ_NO_PROFILE) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG,
+                                "%s: flags 0x%x has unknown bits (TETHER_SEQ_NO_PROFILE = 1)", what,
+                                (unsigned)flags);
+    }
+    return 0;
+}
+
+/* A reply's step count: every step's time, or none when asked without profiling (a device from
+ * before the flag ignores it and profiles every step: also accepted). */
+static int seq_steps_ok(const char *what, uint32_t got, uint32_t asked, uint32_t flags) {
+    if (got == asked || (got == 0 && (flags & TETHER_SEQ_NO_PROFILE))) {
+        return 0;
+    }
+    return tether_set_error(TETHER_ERR_PROTOCOL, "%s reply with %u step times for %u steps", what,
+                            (unsigned)got, (unsigned)asked);
+}
+
 int tether_session_launch_seq(tether_session *s, const tether_launch_step *steps,
                               uint32_t num_steps, tether_seq_result *res) {
+    return tether_session_launch_seq_ex(s, steps, num_steps, 0, res);
+}
+
+int tether_session_launch_seq_ex(tether_session *s, const tether_launch_step *steps,
+                                 uint32_t num_steps, uint32_t flags, tether_seq_result *res) {
+    int rc = seq_flags_check("LAUNCH_SEQ", flags);
+    if (rc) {
+        return rc;
+    }
     tether_rpc_msg req, rep;
     memset(&req, 0, sizeof req);
     req.type = TETHER_RPC_LAUNCH_SEQ;
     seq_wire w;
-    int rc = seq_fill(&w, &req.u.seq_req, steps, num_steps);
+    rc = seq_fill(&w, &req.u.seq_req, steps, num_steps);
     if (rc) {
         return rc;
     }
+    req.u.seq_req.flags = flags;
     rc = tether__session_request(s, &req, &rep);
     seq_free(&w);
     if (rc) {
         return rc;
     }
     const tether_rpc_launch_seq_rep *r = &rep.u.launch_seq_rep;
-    if (r->num_steps != num_steps) {
-        return tether_set_error(TETHER_ERR_PROTOCOL,
-                                "LAUNCH_SEQ reply with %u step times for %u steps",
-                                (unsigned)r->num_steps, (unsigned)num_steps);
+    if ((rc = seq_steps_ok("LAUNCH_SEQ", r->num_steps, num_steps, flags))) {
+        return rc;
     }
     s->last_call_ns = r->elapsed_ns;
     if (res) {
@@ -359,7 +387,18 @@ int tether_session_time_launch_seq(tether_session *s, const tether_launch_step *
                                    uint32_t num_steps, uint32_t number, uint32_t repeat,
                                    uint32_t min_repeat_ms, uint32_t cooldown_ms,
                                    tether_time_stats *out, double *step_seconds) {
-    int rc = time_args_check(number, repeat);
+    return tether_session_time_launch_seq_ex(s, steps, num_steps, 0, number, repeat, min_repeat_ms,
+                                             cooldown_ms, out, step_seconds);
+}
+
+int tether_session_time_launch_seq_ex(tether_session *s, const tether_launch_step *steps,
+                                      uint32_t num_steps, uint32_t flags, uint32_t number,
+                                      uint32_t repeat, uint32_t min_repeat_ms, uint32_t cooldown_ms,
+                                      tether_time_stats *out, double *step_seconds) {
+    int rc = seq_flags_check("TIME_SEQ", flags);
+    if (!rc) {
+        rc = time_args_check(number, repeat);
+    }
     if (rc) {
         return rc;
     }
@@ -375,6 +414,7 @@ int tether_session_time_launch_seq(tether_session *s, const tether_launch_step *
     req.u.seq_req.repeat = repeat;
     req.u.seq_req.min_repeat_ms = min_repeat_ms;
     req.u.seq_req.cooldown_ms = cooldown_ms;
+    req.u.seq_req.flags = flags;
     rc = tether__session_request_within(
         s, &req, &rep, time_timeout_ms(s, number, repeat, min_repeat_ms, cooldown_ms));
     seq_free(&w);
@@ -382,17 +422,17 @@ int tether_session_time_launch_seq(tether_session *s, const tether_launch_step *
         return rc;
     }
     const tether_rpc_time_seq_rep *r = &rep.u.time_seq_rep;
-    if (r->num_steps != num_steps) {
-        return tether_set_error(TETHER_ERR_PROTOCOL,
-                                "TIME_SEQ reply with %u step times for %u steps",
-                                (unsigned)r->num_steps, (unsigned)num_steps);
+    if ((rc = seq_steps_ok("TIME_SEQ", r->num_steps, num_steps, flags))) {
+        return rc;
     }
     rc = time_stats(out, "TIME_SEQ", r->number, r->zero_timer, r->repeat, r->seconds);
     if (!rc) {
         out->wall_seconds = r->wall_seconds;
     }
-    if (!rc && step_seconds) {
-        memcpy(step_seconds, r->step_seconds, sizeof(double) * num_steps);
+    if (!rc && step_seconds) { /* none without profiling: 0 each */
+        for (uint32_t k = 0; k < num_steps; k++) {
+            step_seconds[k] = k < r->num_steps ? r->step_seconds[k] : 0.0;
+        }
     }
     return rc;
 }

@@ -229,6 +229,9 @@ static void seq_ok(chk *c, const tether_rpc_seq_req *q) {
     if (total > TETHER_RPC_MAX_SEQ_ARGS) {
         bad(c, TETHER_ERR_LIMIT, "steps", "more than 1024 arguments in all steps together");
     }
+    if (q->flags & ~TETHER_RPC_SEQ_FLAGS) {
+        bad(c, TETHER_ERR_PROTOCOL, "flags", "unknown bits (only 1 = no profiling is defined)");
+    }
 }
 
 int tether_rpc_msg_check(const tether_rpc_msg *m) {

@@ -48,9 +48,9 @@ static int body_fields(uint32_t type) {
     case TETHER_RPC_LOG:
         return reply ? -1 : 2;
     case TETHER_RPC_LAUNCH_SEQ:
-        return reply ? 3 : 1;
+        return reply ? 3 : 2;
     case TETHER_RPC_TIME_SEQ:
-        return reply ? 5 : 5;
+        return reply ? 5 : 6;
     case TETHER_RPC_ERROR & ~TETHER_RPC_REPLY:
         return type == TETHER_RPC_ERROR ? 2 : -1;
     default:
@@ -77,6 +77,12 @@ static int required_fields(uint32_t type) {
     }
     if (type == (TETHER_RPC_LAUNCH_SEQ | TETHER_RPC_REPLY)) {
         return 2; /* wall_ns optional */
+    }
+    if (type == TETHER_RPC_LAUNCH_SEQ) {
+        return 1; /* flags optional */
+    }
+    if (type == TETHER_RPC_TIME_SEQ) {
+        return 5; /* flags optional */
     }
     return body_fields(type);
 }
@@ -364,6 +370,7 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
         break;
     case TETHER_RPC_LAUNCH_SEQ:
         enc_steps(e, &m->u.seq_req);
+        E_U(m->u.seq_req.flags);
         break;
     case TETHER_RPC_TIME_SEQ:
         enc_steps(e, &m->u.seq_req);
@@ -371,6 +378,7 @@ int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const teth
         E_U(m->u.seq_req.repeat);
         E_U(m->u.seq_req.min_repeat_ms);
         E_U(m->u.seq_req.cooldown_ms);
+        E_U(m->u.seq_req.flags);
         break;
     case TETHER_RPC_LAUNCH_SEQ | TETHER_RPC_REPLY:
         E_U(m->u.launch_seq_rep.elapsed_ns);
@@ -938,6 +946,7 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
         break;
     case TETHER_RPC_LAUNCH_SEQ:
         dec_steps(d, storage, &m->u.seq_req);
+        m->u.seq_req.flags = present > 1 ? (uint32_t)d_uint(d, "flags", UINT32_MAX) : 0;
         break;
     case TETHER_RPC_TIME_SEQ:
         dec_steps(d, storage, &m->u.seq_req);
@@ -945,6 +954,7 @@ int tether__rpc_schema_decode(const tether_rpc_dec_ops *ops, void *c, tether_rpc
         m->u.seq_req.repeat = (uint32_t)d_uint(d, "repeat", UINT32_MAX);
         m->u.seq_req.min_repeat_ms = (uint32_t)d_uint(d, "min_repeat_ms", UINT32_MAX);
         m->u.seq_req.cooldown_ms = (uint32_t)d_uint(d, "cooldown_ms", UINT32_MAX);
+        m->u.seq_req.flags = present > 5 ? (uint32_t)d_uint(d, "flags", UINT32_MAX) : 0;
         break;
     case TETHER_RPC_LAUNCH_SEQ | TETHER_RPC_REPLY: {
         tether_rpc_launch_seq_rep *r = &m->u.launch_seq_rep;

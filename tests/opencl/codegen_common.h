@@ -4,7 +4,8 @@
  * zoo, aliases and empty tensors as outputs, unsupported nodes, a weight image over the limit),
  * test_opencl_codegen_tex.c (texture activations and their fallback to buffers),
  * test_opencl_codegen_cli.c (KWS through the `tether` CLI, tune, usage errors),
- * test_opencl_wall.c (the wall clock and launch overhead in run/bench/ab); the helpers are in
+ * test_opencl_wall.c (the wall clock and launch overhead in run/bench/ab), test_opencl_fuse.c (the
+ * kernels launched for fused patterns: conv + add + relu); the helpers are in
  * codegen_common.c. TT_OCL_FILTER=NAME runs the tests matching NAME only (while debugging).
  *
  * main opens g_s on a local tetherd and makes g_tmp before the tests and closes and removes them
@@ -90,6 +91,7 @@ void test_gpu_schedules(void **state);
 void test_gpu_rows(void **state);
 void test_gpu_dense_softmax(void **state);
 void test_fp16(void **state);
-void test_wall_clock(void **state); /* test_opencl_wall.c */
+void test_wall_clock(void **state);         /* test_opencl_wall.c */
+void test_fuse_conv_add_relu(void **state); /* test_opencl_fuse.c */
 
 #endif

@@ -330,6 +330,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_dense_softmax),
         cmocka_unit_test(test_fp16),
         cmocka_unit_test(test_wall_clock),
+        cmocka_unit_test(test_fuse_conv_add_relu),
     };
     if (getenv("TT_OCL_FILTER")) {
         cmocka_set_test_filter(getenv("TT_OCL_FILTER")); /* one test by name while debugging */

@@ -2,7 +2,9 @@
  * Kernel sequences (LAUNCH_SEQ / TIME_SEQ, label opencl, PoCL) through the host library, on a
  * tetherd over TCP and on local: (tetherd --stdio): four steps of three kernels (one kernel used
  * twice with other arguments) give the right outputs in one request, with one time per step
- * summing to the total; TIME_SEQ returns per-repeat and per-step times; a bad step 2 is reported
+ * summing to the total; TIME_SEQ returns per-repeat and per-step times; without profiling
+ * (TETHER_SEQ_NO_PROFILE) both return the same outputs and only the wall clock, no step times;
+ * an undefined flag is refused; a bad step 2 is reported
  * with its index and kernel and nothing runs; the host refuses sequences past the limits.
  */
 #include <setjmp.h>
@@ -106,6 +108,42 @@ static void check_session(tether_session *s) {
         assert_true(step_s[k] >= 0.0);
     }
     assert_true(ts.wall_seconds > 0.0);
+
+    /* without profiling events (TETHER_SEQ_NO_PROFILE): the same outputs, no per-step times,
+     * only the sequence's wall clock */
+    assert_int_equal(tether_session_copy_to(s, hw, 0, zero, sizeof zero), 0);
+    assert_int_equal(tether_session_copy_to(s, hv, 0, zero, sizeof zero), 0);
+    memset(&res, 0xff, sizeof res);
+    if (tether_session_launch_seq_ex(s, st, 4, TETHER_SEQ_NO_PROFILE, &res)) {
+        fail_msg("LAUNCH_SEQ without profiling: %s", tether_last_error());
+    }
+    assert_int_equal(res.num_steps, 0);
+    assert_int_equal(res.elapsed_ns, 0);
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(res.step_ns[k], 0);
+    }
+    assert_true(res.wall_ns > 0);
+    assert_int_equal(tether_session_copy_from(s, hv, 0, out, sizeof out), 0);
+    for (int i = 0; i < N; i++) {
+        float want = 2.0f * x[i] + z[i];
+        assert_true(out[i] == 0.5f * (want > 0 ? want : 0.0f));
+    }
+    for (int k = 0; k < 4; k++) {
+        step_s[k] = -1;
+    }
+    if (tether_session_time_launch_seq_ex(s, st, 4, TETHER_SEQ_NO_PROFILE, 2, 3, 0, 0, &ts,
+                                          step_s)) {
+        fail_msg("TIME_SEQ without profiling: %s", tether_last_error());
+    }
+    assert_int_equal(ts.repeat, 3);
+    assert_true(ts.wall_seconds > 0.0);
+    assert_true(ts.median > 0.0); /* the clock is the wall clock */
+    for (int k = 0; k < 4; k++) {
+        assert_true(step_s[k] == 0.0); /* no step was profiled */
+    }
+    /* a flag nobody defined: refused before anything is sent */
+    assert_int_equal(tether_session_launch_seq_ex(s, st, 4, 2, &res), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "flags"));
 
     /* step 2 names an array that does not exist: an error naming the step, nothing runs */
     assert_int_equal(tether_session_copy_to(s, hw, 0, zero, sizeof zero), 0);

@@ -1,8 +1,9 @@
 /*
  * test_opencl_codegen (codegen_common.h): the wall-clock latency of one inference on the device
  * and the launch overhead in `tether run`, `bench` and `ab --opencl` (text and --json) on PoCL:
- * the fields exist, are numbers where the device reports them, and the wall clock (the first
- * kernel's profiled start to the last one's end) covers every kernel's own time. No timing
+ * the fields exist and are numbers where the device reports them: the kernel sum from profiled
+ * runs, the wall clock from runs without profiling events (first enqueue to clFinish), the
+ * overhead their difference. No timing comparisons (the two come from different runs) and no
  * ratios: PoCL's times say nothing about a GPU.
  */
 #include <math.h>
@@ -60,8 +61,8 @@ void test_wall_clock(void **state) {
         fail_msg("%s", o);
     }
     assert_non_null(strstr(o, "wall-clock "));
-    assert_non_null(strstr(o, "on the device (first kernel's start to last kernel's end), launch "
-                              "overhead "));
+    assert_non_null(strstr(o, "on the device (an unprofiled run: first enqueue to the end of "
+                              "clFinish), launch overhead "));
     cJSON *j = load_json("run.json");
     const cJSON *call = cJSON_GetObjectItemCaseSensitive(j, "call");
     assert_non_null(call);
@@ -80,7 +81,6 @@ void test_wall_clock(void **state) {
         assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(k, "node")));
         double t = num(k, "time_us");
         assert_true(t > 0);
-        assert_true(wall >= t); /* the span from the first start to the last end covers each */
         ksum += t;
     }
     assert_true(fabs(ksum - sum) < 1e-3 * (sum + 1));
@@ -91,16 +91,18 @@ void test_wall_clock(void **state) {
                 "bench kws_wall --in xw.npy --number 2 --repeat 3 --json bench.json")) {
         fail_msg("%s", o);
     }
-    assert_non_null(strstr(o, "per inference on the device (first kernel's start to last "
-                              "kernel's end), launch overhead "));
+    assert_non_null(strstr(o, "per inference on the device (unprofiled runs: first enqueue to "
+                              "the end of clFinish), launch overhead "));
     j = load_json("bench.json");
     wall = num(j, "wall_us");
+    sum = num(j, "kernel_sum_us"); /* the profiled runs' median */
     assert_true(wall > 0);
-    (void)num(j, "launch_overhead_us");
+    assert_true(sum > 0);
+    assert_true(fabs(num(j, "launch_overhead_us") - (wall - sum)) < 1e-6 * (wall + sum + 1));
     const cJSON *kb = cJSON_GetObjectItemCaseSensitive(j, "kernels");
     assert_int_equal(cJSON_GetArraySize(kb), 2);
     cJSON_ArrayForEach(k, kb) {
-        assert_true(wall >= num(k, "median_us"));
+        assert_true(num(k, "median_us") > 0);
     }
     cJSON_Delete(j);
 

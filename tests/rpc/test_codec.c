@@ -252,6 +252,33 @@ static void test_decode_noncanonical(void **state) {
         assert_int_equal(m.u.hello_rep.cl_compute_units, 0);
         assert_int_equal(m.u.hello_rep.cl_features, 0);
     }
+    /* sequence requests of a client from before the flags (no `flags`): every step profiled */
+    n = hex_decode("931114929505009392070292070392001091cd04009140950600939207039201019202cb3fe0"
+                   "00000000000092080490",
+                   expect, sizeof expect);
+    for (int c = 0; c < 2; c++) {
+        tether_rpc_msg m;
+        assert_int_equal(decoders[c](expect, (size_t)n, &m), 0);
+        assert_int_equal(m.u.seq_req.num_steps, 2);
+        assert_int_equal(m.u.seq_req.flags, 0);
+    }
+    n = hex_decode("97121591950600939207039201019202cb3fe0000000000000920804900a036400", expect,
+                   sizeof expect);
+    for (int c = 0; c < 2; c++) {
+        tether_rpc_msg m;
+        assert_int_equal(decoders[c](expect, (size_t)n, &m), 0);
+        assert_int_equal(m.u.seq_req.number, 10);
+        assert_int_equal(m.u.seq_req.cooldown_ms, 0);
+        assert_int_equal(m.u.seq_req.flags, 0);
+    }
+    /* a TIME_SEQ asking for no profiling, as a new client sends it */
+    n = hex_decode("98121591950600939207039201019202cb3fe0000000000000920804900a03640001", expect,
+                   sizeof expect);
+    for (int c = 0; c < 2; c++) {
+        tether_rpc_msg m;
+        assert_int_equal(decoders[c](expect, (size_t)n, &m), 0);
+        assert_int_equal(m.u.seq_req.flags, TETHER_RPC_SEQ_NO_PROFILE);
+    }
     /* sequence replies of a device from before the wall clock: wall_ns / wall_seconds read 0 */
     n = hex_decode("945114cd0bb892cd03e8cd07d0", expect, sizeof expect);
     for (int c = 0; c < 2; c++) {
@@ -379,6 +406,9 @@ static void test_decode_errors(void **state) {
         {"dd7fffffff0909", TETHER_ERR_PROTOCOL, "huge array count"},
         /* LAUNCH_SEQ without steps */
         {"93111490", TETHER_ERR_PROTOCOL, "no steps"},
+        /* LAUNCH_SEQ with a flag bit nobody defined (2) */
+        {"941114919505009091109002", TETHER_ERR_PROTOCOL, "unknown seq flags"},
+        /* the same with flags 1 (no profiling) is fine: checked in test_vectors */
         /* LAUNCH_SEQ whose step is not an array */
         {"93111491c0", TETHER_ERR_PROTOCOL, "step nil"},
         /* LAUNCH_SEQ step with 4 elements */

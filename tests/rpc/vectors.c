@@ -338,6 +338,7 @@ static void launch_seq_req(tether_rpc_msg *m) {
     m->id = 20;
     m->u.seq_req.num_steps = 2;
     m->u.seq_req.steps = seq_steps;
+    m->u.seq_req.flags = TETHER_RPC_SEQ_NO_PROFILE;
 }
 static void launch_seq_rep(tether_rpc_msg *m) {
     m->type = TETHER_RPC_LAUNCH_SEQ | TETHER_RPC_REPLY;
@@ -435,7 +436,8 @@ static int invoke_equal(const tether_rpc_invoke *a, const tether_rpc_invoke *b) 
 
 static int seq_equal(const tether_rpc_seq_req *a, const tether_rpc_seq_req *b) {
     if (a->num_steps != b->num_steps || a->number != b->number || a->repeat != b->repeat ||
-        a->min_repeat_ms != b->min_repeat_ms || a->cooldown_ms != b->cooldown_ms) {
+        a->min_repeat_ms != b->min_repeat_ms || a->cooldown_ms != b->cooldown_ms ||
+        a->flags != b->flags) {
         return 0;
     }
     for (uint32_t k = 0; k < a->num_steps; k++) {

@@ -139,9 +139,11 @@ int tether_artifact_run(tether_artifact *a, const void *const *inputs, void *con
                         tether_call_result *res, uint64_t *kernel_ns);
 /* After run: the wall-clock ns of that inference on the device (OpenCL kernel sequences: each
  * sequence's first kernel START to its last kernel END on the device's profiling clock, summed
- * over the sequences; no host round trip in it). wall - the sum of the kernels' times is the
- * launch overhead. 0 when not measured: C artifacts, per-kernel runs, a device that does not
- * report it. */
+ * over the sequences; no host round trip in it; with tether_artifact_set_unprofiled_wall the
+ * same kernels launched again without profiling events, the device's host clock from before the
+ * first enqueue to the return of clFinish). wall - the sum of the kernels' times is the launch
+ * overhead. 0 when not measured: C artifacts, per-kernel runs, a device that does not report
+ * it. */
 uint64_t tether_artifact_wall_ns(const tether_artifact *a);
 
 /* After run: the actual shape of output i (its io_of shape, the data-dependent dimension set
@@ -155,6 +157,13 @@ int tether_artifact_output_shape(const tether_artifact *a, int i, const void *co
 int tether_artifact_time(tether_artifact *a, uint32_t number, uint32_t repeat,
                          uint32_t min_repeat_ms, uint32_t cooldown_ms, tether_time_stats *out,
                          double *kernel_median);
+
+/* OpenCL: on != 0 makes run launch its kernels a second time without profiling events (no event
+ * per kernel: TETHER_SEQ_NO_PROFILE, docs/rpc.md) after the profiled launch, and
+ * tether_artifact_wall_ns that launch's wall clock (what `tether run` reports). The kernels run
+ * twice over the same inputs, as tether_artifact_time runs them. Default 0; no effect on a C
+ * artifact. */
+void tether_artifact_set_unprofiled_wall(tether_artifact *a, int on);
 
 /* OpenCL: per_kernel != 0 makes run and time send one request per kernel (CALL/TIME each)
  * instead of kernel sequences, the path before sequences, kept as a benchmark baseline. May be

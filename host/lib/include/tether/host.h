@@ -144,7 +144,9 @@ typedef struct tether_time_stats {
     double mean, median, min, max;
     /* TIME_SEQ (OpenCL kernel sequences): the median wall-clock seconds of one call on the
      * device, the first kernel's profiled START to the last one's END (the device's profiling
-     * clock, no host round trip); 0 when the device does not report it */
+     * clock, no host round trip), or with TETHER_SEQ_NO_PROFILE the device's host clock around
+     * enqueue + clFinish; 0 when the device does not report it. tether_artifact_time fills it
+     * from unprofiled runs (docs/cli.md) */
     double wall_seconds;
 } tether_time_stats;
 
@@ -267,11 +269,21 @@ typedef struct tether_seq_result {
     uint32_t num_steps;
     uint64_t step_ns[TETHER_SEQ_MAX_STEPS]; /* each step's profiled time */
     /* the wall-clock ns of the sequence on the device: the first step's profiled START to the
-     * last step's END (no host round trip); 0 when the device does not report it */
+     * last step's END (no host round trip), with TETHER_SEQ_NO_PROFILE the device's host clock
+     * around enqueue + clFinish; 0 when the device does not report it */
     uint64_t wall_ns;
 } tether_seq_result;
 int tether_session_launch_seq(tether_session *s, const tether_launch_step *steps,
                               uint32_t num_steps, tether_seq_result *res);
+/* Sequence flags (the request's `flags`, docs/rpc.md). TETHER_SEQ_NO_PROFILE: the device makes
+ * no profiling event per kernel; the reply has no per-step times (elapsed_ns 0, num_steps 0,
+ * step_seconds 0) and wall_ns / wall_seconds is the device's host clock from before the first
+ * enqueue to the return of its one clFinish (TIME_SEQ: seconds are those walls too). A device
+ * from before the flag ignores it and profiles every step as without it. */
+#define TETHER_SEQ_NO_PROFILE 1u
+/* tether_session_launch_seq with flags (0: the same). */
+int tether_session_launch_seq_ex(tether_session *s, const tether_launch_step *steps,
+                                 uint32_t num_steps, uint32_t flags, tether_seq_result *res);
 /* TIME of the whole sequence (TVM semantics; one call = all steps). out as for
  * tether_session_time; step_seconds (NULL or num_steps entries) receives each step's median over
  * the repeats of its mean seconds per sequence. */
@@ -279,6 +291,11 @@ int tether_session_time_launch_seq(tether_session *s, const tether_launch_step *
                                    uint32_t num_steps, uint32_t number, uint32_t repeat,
                                    uint32_t min_repeat_ms, uint32_t cooldown_ms,
                                    tether_time_stats *out, double *step_seconds);
+/* tether_session_time_launch_seq with flags (TETHER_SEQ_*; 0: the same). */
+int tether_session_time_launch_seq_ex(tether_session *s, const tether_launch_step *steps,
+                                      uint32_t num_steps, uint32_t flags, uint32_t number,
+                                      uint32_t repeat, uint32_t min_repeat_ms, uint32_t cooldown_ms,
+                                      tether_time_stats *out, double *step_seconds);
 /* RESET: the device frees every handle of the session. */
 int tether_session_reset(tether_session *s);
 

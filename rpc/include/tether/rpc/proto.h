@@ -314,6 +314,12 @@ typedef struct tether_rpc_seq_step {
     uint64_t local[TETHER_RPC_MAX_WORK_DIM];
 } tether_rpc_seq_step;
 
+/* seq_req.flags bits. NO_PROFILE: no profiling event per kernel; the reply carries no per-step
+ * times (elapsed_ns 0, no step_ns / step_seconds), only the sequence's wall clock, read on the
+ * device's host clock from before the first enqueue to the return of the one clFinish. */
+#define TETHER_RPC_SEQ_NO_PROFILE 1u
+#define TETHER_RPC_SEQ_FLAGS      1u /* every defined bit */
+
 /* LAUNCH_SEQ (number..cooldown_ms unused) and TIME_SEQ requests. steps is borrowed. */
 typedef struct tether_rpc_seq_req {
     uint32_t num_steps; /* 1..TETHER_RPC_MAX_SEQ_STEPS */
@@ -322,6 +328,8 @@ typedef struct tether_rpc_seq_req {
     uint32_t repeat;
     uint32_t min_repeat_ms;
     uint32_t cooldown_ms;
+    /* optional trailing field (0 when absent: every step profiled): TETHER_RPC_SEQ_* bits */
+    uint32_t flags;
 } tether_rpc_seq_req;
 
 /* Where a decoder puts the steps and arguments of a LAUNCH_SEQ / TIME_SEQ request (too large for
