@@ -90,6 +90,15 @@ void loop_scan_model(mb *b, mb *body, int variant) {
     mb_init_tensor(b, mb_tensor_f(b, "y0", 1, d2, y0, 0));
     if (variant == 2) {
         mb_input(b, "M", I6, 0, NULL);
+    } else if (variant == 4) { /* M = Min(Mraw, 6): bounded by the value-range analysis */
+        int64_t six = 6;
+        mb_init_tensor(b, mb_tensor_i64(b, "six", 0, NULL, &six));
+        mb_input(b, "Mraw", I6, 0, NULL);
+        mb_node(b, "Min", "cap", "Mraw,six", "M");
+    } else if (variant == 5) { /* M = Cast(Mu8): bounded by uint8's range */
+        mb_input(b, "Mu8", ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, 0, NULL);
+        Onnx__NodeProto *cast = mb_node(b, "Cast", "widen", "Mu8", "M");
+        mb_attr_i(b, cast, "to", I6);
     } else {
         mb_init_tensor(b, mb_tensor_i64(b, "M", 0, NULL, &m));
     }

@@ -25,6 +25,8 @@ void loop_for_model(mb *b, mb *body);
  * inputs: [M int64 []], [c0 bool [] (variants 0, 2; variant 1 has no initial condition)],
  * limit int64 [1], x float [2]; outputs nfinal, yfinal, ys, ns (and, after import, ys_extent
  * and ns_extent, int64 [1]: the iterations run). Variant 3 is variant 0 with output ys2 = ys * 2
- * in place of ys (a consumer of the dynamic scan output; extent output ys2_extent). */
+ * in place of ys (a consumer of the dynamic scan output; extent output ys2_extent). Variants 4
+ * and 5 are variant 2 with M computed from their first input: 4, M = Min(Mraw int64 [], 6);
+ * 5, M = Cast(Mu8 uint8 [], int64). */
 void loop_scan_model(mb *b, mb *body, int variant);
 #endif
