@@ -4,10 +4,11 @@
  * reference interpreter's outputs (M 6, 0 and negative; the initial condition false, a limit
  * below 1), and so do the scan outputs of a Loop of constant M stopped early by its run-time
  * condition (rows and extents), and a scan buffer cut below the iterations is an error
- * (TETHER_ERR_LIMIT, -4), never an overrun; compiled for cortex-m3 in both ABIs they build (the
- * loop is plain C in the graph function), the generated C calls no allocator and the objects need
- * nothing but memcpy/ memmove/memset, the error hook and the compiler's __aeabi helpers. Without
- * arm-none-eabi-gcc the Cortex-M part is skipped.
+ * (TETHER_ERR_LIMIT, -4), never an overrun, as are scan outputs of a Loop whose M is known only
+ * at run time (bounded by --loop-max or by the value-range bound of M = Min(Mraw, 6)); compiled for
+ * cortex-m3 in both ABIs they build (the loop is plain C in the graph function), the generated C
+ * calls no allocator and the objects need nothing but memcpy/ memmove/memset, the error hook and
+ * the compiler's __aeabi helpers. Without arm-none-eabi-gcc the Cortex-M part is skipped.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -215,6 +216,72 @@ static void test_scan_over_bound(void **state) {
     tether_ir_close(&g);
 }
 
+/* Scan outputs of a Loop whose trip count M is known only at run time (loop_scan_model variant 2,
+ * M a graph input bounded by loop_max 8 or 3; variant 4, M = Min(Mraw, 6), rows 6 from the
+ * value-range bound): rows and extents equal the interpreter's in both ABIs; more iterations
+ * than the rows are -4 (TETHER_ERR_LIMIT) from the generated entry, as in the interpreter. */
+static void test_scan_trip_compiled(void **state) {
+    (void)state;
+    const struct {
+        int variant;
+        int64_t loop_max, rows;
+    } models[] = {{2, 8, 8}, {4, 0, 6}, {2, 3, 3}};
+    for (int mi = 0; mi < 3; mi++) {
+        mb b, body;
+        loop_scan_model(&b, &body, models[mi].variant);
+        size_t len;
+        uint8_t *buf = mb_pack(&b, &len);
+        tether_model_load_options lo;
+        memset(&lo, 0, sizeof lo);
+        lo.loop_max = models[mi].loop_max;
+        tether_ir_graph g;
+        int rc = tether_onnx_load_buffer(buf, len, "loop.onnx", &lo, &g);
+        free(buf);
+        mb_free(&b);
+        mb_free(&body);
+        if (rc) {
+            fail_msg("%s", tether_last_error());
+        }
+        int64_t rows = models[mi].rows;
+        assert_int_equal(g.tensors[g.outputs[2]].shape[0], rows);
+        /* M, limit -> iterations */
+        const int64_t cases[][3] = {{8, 5, 5}, {3, 20, 3}, {0, 20, 0}, {7, 20, 7}};
+        const size_t bytes[6] = {8, 8, (size_t)rows * 8, (size_t)rows * 8, 8, 8};
+        for (size_t k = 0; k < 4; k++) {
+            int64_t iters = cases[k][2];
+            iters = models[mi].variant == 4 && iters > 6 ? 6 : iters;
+            const uint8_t c0 = 1;
+            const float x[2] = {2, 0.5f};
+            const void *in[4] = {&cases[k][0], &c0, &cases[k][1], x};
+            int64_t nf, nsv[8], ye, ne;
+            float yf[2], ysv[16];
+            void *out[6] = {&nf, yf, ysv, nsv, &ye, &ne};
+            if (iters > rows) {
+                assert_int_equal(tether_interp_run_typed(&g, in, out), TETHER_ERR_LIMIT);
+                for (int abi = 0; abi < 2; abi++) {
+                    rc = tt_run_compiled(&g, "loop_trip_over",
+                                         abi ? TETHER_ABI_UNPACKED : TETHER_ABI_PACKED,
+                                         TETHER_INTERFACE_PACKED, true, (const float *const *)in,
+                                         (float *const *)out);
+                    assert_int_not_equal(rc, 0);
+                    assert_non_null(strstr(tether_last_error(), "returned -4"));
+                }
+                continue;
+            }
+            char tag[32];
+            snprintf(tag, sizeof tag, "trip%d_%zu", mi, k);
+            compare(&g, tag, in, 6, bytes, out);
+            assert_int_equal(nf, iters);
+            assert_int_equal(ye, iters);
+            assert_int_equal(ne, iters);
+            for (int64_t r = 0; r < rows; r++) {
+                assert_int_equal(nsv[r], r < iters ? r + 1 : 0);
+            }
+        }
+        tether_ir_close(&g);
+    }
+}
+
 static void test_for_compiled(void **state) {
     (void)state;
     tether_ir_graph g;
@@ -270,14 +337,19 @@ static void scan_model(mb *b, mb *body) {
     loop_scan_model(b, body, 0);
 }
 
+/* M = Min(Mraw, 6): scan outputs bounded by the value-range analysis. */
+static void scan_trip_model(mb *b, mb *body) {
+    loop_scan_model(b, body, 4);
+}
+
 static void test_cortex_m3(void **state) {
     (void)state;
     const tether_target *t;
     if (tether_target_find("cortex-m3", &t) != 0 || !tether_target_available(t)) {
         skip();
     }
-    void (*models[3])(mb *, mb *) = {loop_while_model, loop_for_model, scan_model};
-    for (int m = 0; m < 3; m++) {
+    void (*models[4])(mb *, mb *) = {loop_while_model, loop_for_model, scan_model, scan_trip_model};
+    for (int m = 0; m < 4; m++) {
         for (int abi = 0; abi < 2; abi++) {
             tether_ir_graph g;
             load_model(models[m], &g);
@@ -318,9 +390,9 @@ static void test_cortex_m3(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_while_compiled), cmocka_unit_test(test_for_compiled),
-        cmocka_unit_test(test_scan_compiled),  cmocka_unit_test(test_scan_over_bound),
-        cmocka_unit_test(test_cortex_m3),
+        cmocka_unit_test(test_while_compiled),     cmocka_unit_test(test_for_compiled),
+        cmocka_unit_test(test_scan_compiled),      cmocka_unit_test(test_scan_over_bound),
+        cmocka_unit_test(test_scan_trip_compiled), cmocka_unit_test(test_cortex_m3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
