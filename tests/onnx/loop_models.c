@@ -122,3 +122,32 @@ void loop_scan_model(mb *b, mb *body, int variant) {
     }
     mb_output(b, "ns", I6);
 }
+
+void scan_dirs_model(mb *b, mb *body) {
+    static const int64_t d2[1] = {2}, d23[2] = {2, 3}, d32[2] = {3, 2};
+    mb_init(b, 16);
+    mb_init(body, 16);
+    mb_input(body, "sin", F, 1, d2);
+    mb_input(body, "col", F, 1, d2);
+    mb_input(body, "row", F, 1, d2);
+    mb_node(body, "Add", "a1", "sin,col", "t");
+    mb_node(body, "Add", "a2", "t,row", "sout");
+    mb_node(body, "Mul", "sq", "sout,sout", "o1");
+    mb_node(body, "Sub", "dif", "sout,row", "o2");
+    mb_output(body, "sout", F);
+    mb_output(body, "o1", F);
+    mb_output(body, "o2", F);
+    mb_input(b, "s0", F, 1, d2);
+    mb_input(b, "seq", F, 2, d23);
+    mb_input(b, "seq2", F, 2, d32);
+    Onnx__NodeProto *n = mb_node(b, "Scan", "scan", "s0,seq,seq2", "sfinal,outs1,outs2");
+    mb_attr_g(b, n, "body", body);
+    mb_attr_i(b, n, "num_scan_inputs", 2);
+    mb_attr_ints(b, n, "scan_input_axes", 2, (const int64_t[]){1, -2});
+    mb_attr_ints(b, n, "scan_input_directions", 2, (const int64_t[]){1, 0});
+    mb_attr_ints(b, n, "scan_output_axes", 2, (const int64_t[]){-1, 0});
+    mb_attr_ints(b, n, "scan_output_directions", 2, (const int64_t[]){1, 0});
+    mb_output(b, "sfinal", F);
+    mb_output(b, "outs1", F);
+    mb_output(b, "outs2", F);
+}

@@ -29,4 +29,10 @@ void loop_for_model(mb *b, mb *body);
  * and 5 are variant 2 with M computed from their first input: 4, M = Min(Mraw int64 [], 6);
  * 5, M = Cast(Mu8 uint8 [], int64). */
 void loop_scan_model(mb *b, mb *body, int variant);
+/* ONNX Scan (opset 16) over two run-time scan inputs: seq float [2,3] along axis 1 in reverse
+ * and seq2 float [3,2] along axis -2 forward; state s0 float [2]; outputs sfinal [2], outs1
+ * [2,3] (along axis -1, reverse) and outs2 [3,2] (axis 0, forward):
+ *   for k in 0..2: s += seq[:, 2 - k] + seq2[k, :]; outs1[:, 2 - k] = s * s; outs2[k] = s - seq2[k]
+ * inputs: s0, seq, seq2. */
+void scan_dirs_model(mb *b, mb *body);
 #endif

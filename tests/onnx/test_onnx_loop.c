@@ -371,7 +371,35 @@ static void loop_scan_trip(void) {
     }
 }
 
+/* ONNX Scan over run-time scan inputs in both directions along different axes, scan outputs
+ * along the last axis in reverse and along axis 0 (scan_dirs_model), by hand. */
+static void scan_directions(void) {
+    mb *b = new_mb(), *body = new_mb();
+    scan_dirs_model(b, body);
+    tether_ir_graph g;
+    if (load(b, NULL, &g)) {
+        fail_msg("%s", tether_last_error());
+    }
+    assert_int_equal(g.ninputs, 3);
+    const float s0[2] = {0, 1}, seq[6] = {1, 2, 3, 4, 5, 6}, seq2[6] = {10, 20, 30, 40, 50, 60};
+    float sf[2], o1[6], o2[6];
+    const void *in[3] = {s0, seq, seq2};
+    void *out[3] = {sf, o1, o2};
+    assert_int_equal(tether_interp_run_typed(&g, in, out), 0);
+    /* columns (3,6) (2,5) (1,4) with rows (10,20) (30,40) (50,60): s = (13,27) (45,72) (96,136);
+     * outs1 holds s*s from the last column back, outs2 s - row in order */
+    const float want_s[2] = {96, 136}, want1[6] = {9216, 2025, 169, 18496, 5184, 729},
+                want2[6] = {3, 7, 15, 32, 46, 76};
+    assert_memory_equal(sf, want_s, sizeof want_s);
+    assert_memory_equal(o1, want1, sizeof want1);
+    assert_memory_equal(o2, want2, sizeof want2);
+    tether_ir_close(&g);
+    del_mb(b);
+    del_mb(body);
+}
+
 void test_onnx_loop_runtime(void) {
+    scan_directions();
     loop_scan_runtime();
     loop_scan_trip();
     loop_while();

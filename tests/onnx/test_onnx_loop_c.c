@@ -282,6 +282,27 @@ static void test_scan_trip_compiled(void **state) {
     }
 }
 
+/* ONNX Scan with run-time scan inputs in reverse along axis 1 and forward along axis -2, scan
+ * outputs along the last axis in reverse and along axis 0 (scan_dirs_model): the compiled C in
+ * both ABIs equals the interpreter and the values worked out by hand. */
+static void test_scan_directions_compiled(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    load_model(scan_dirs_model, &g);
+    const float s0[2] = {0, 1}, seq[6] = {1, 2, 3, 4, 5, 6}, seq2[6] = {10, 20, 30, 40, 50, 60};
+    const void *in[3] = {s0, seq, seq2};
+    float sf[2], o1[6], o2[6];
+    void *out[3] = {sf, o1, o2};
+    const size_t bytes[3] = {8, 24, 24};
+    compare(&g, "scan_dirs", in, 3, bytes, out);
+    const float want_s[2] = {96, 136}, want1[6] = {9216, 2025, 169, 18496, 5184, 729},
+                want2[6] = {3, 7, 15, 32, 46, 76};
+    assert_memory_equal(sf, want_s, sizeof want_s);
+    assert_memory_equal(o1, want1, sizeof want1);
+    assert_memory_equal(o2, want2, sizeof want2);
+    tether_ir_close(&g);
+}
+
 static void test_for_compiled(void **state) {
     (void)state;
     tether_ir_graph g;
@@ -392,7 +413,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_while_compiled),     cmocka_unit_test(test_for_compiled),
         cmocka_unit_test(test_scan_compiled),      cmocka_unit_test(test_scan_over_bound),
-        cmocka_unit_test(test_scan_trip_compiled), cmocka_unit_test(test_cortex_m3),
+        cmocka_unit_test(test_scan_trip_compiled), cmocka_unit_test(test_scan_directions_compiled),
+        cmocka_unit_test(test_cortex_m3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
