@@ -4,6 +4,7 @@
  * that description).
  */
 #include <stdint.h>
+#include <stdio.h>
 
 #include "loop_models.h"
 
@@ -112,7 +113,41 @@ void loop_scan_model(mb *b, mb *body, int variant) {
     mb_attr_g(b, n, "body", body);
     mb_output(b, "nfinal", I6);
     mb_output(b, "yfinal", F);
-    if (variant == 3) { /* a consumer of the dynamic scan output */
+    if (variant >= 6) { /* readers of the dynamic scan output beyond elementwise ones */
+        static const int64_t d21[2] = {2, 1}, d1a[1] = {1};
+        static const float w[2] = {1, 2};
+        int64_t zero0 = 0;
+        mb_init_tensor(b, mb_tensor_f(b, "W", 2, d21, w, 0));
+        mb_init_tensor(b, mb_tensor_i64(b, "ax0", 1, d1a, &zero0));
+        if (variant == 6) {
+            Onnx__NodeProto *r = mb_node(b, "ReduceSum", "tot_n", "ys,ax0", "tot");
+            mb_attr_i(b, r, "keepdims", 0);
+            mb_node(b, "MatMul", "proj_n", "ys,W", "proj");
+            mb_node(b, "Mul", "sq_n", "ys,ys", "sq");
+            Onnx__NodeProto *c = mb_node(b, "Concat", "cat_n", "ys,sq", "cat");
+            mb_attr_i(b, c, "axis", 1);
+            mb_node(b, "ReduceSum", "tot2_n", "proj,ax0", "tot2");
+            mb_output(b, "tot", F);
+            mb_output(b, "proj", F);
+            mb_output(b, "cat", F);
+            mb_output(b, "tot2", F);
+        } else {
+            const char *src = "ys";
+            if (variant == 8) {
+                mb_node(b, "Exp", "e_n", "ys", "eys");
+                src = "eys";
+            }
+            char ins[16];
+            snprintf(ins, sizeof ins, "%s,ax0", src);
+            if (variant == 7) { /* axes an attribute before opset 18 */
+                Onnx__NodeProto *r = mb_node(b, "ReduceMean", "red", "ys", "red_out");
+                mb_attr_ints(b, r, "axes", 1, &zero0);
+            } else {
+                mb_node(b, "ReduceSum", "red", ins, "red_out");
+            }
+            mb_output(b, "red_out", F);
+        }
+    } else if (variant == 3) { /* a consumer of the dynamic scan output */
         static const float two = 2;
         mb_init_tensor(b, mb_tensor_f(b, "two", 0, NULL, &two, 0));
         mb_node(b, "Mul", "double", "ys,two", "ys2");

@@ -398,7 +398,70 @@ static void scan_directions(void) {
     del_mb(body);
 }
 
+/* Readers of a dynamic scan output beyond elementwise ones (loop_scan_model variant 6): a sum
+ * over the iterations (static [2]), a matmul by a constant (rows, dynamic), a concat along axis
+ * 1 with ys * ys (dynamic), and a sum over the matmul's rows (static: its padding rows are
+ * zeros); by hand. A mean over the iterations (variant 7) and a sum of Exp(ys) (8, its padding
+ * is not zero) are refused naming the node. */
+static void loop_scan_readers(void) {
+    for (int variant = 7; variant <= 8; variant++) {
+        mb *b = new_mb(), *body = new_mb();
+        loop_scan_model(b, body, variant);
+        expect_error(b, TETHER_ERR_UNSUPPORTED,
+                     variant == 7 ? "node 'red' (reduce_mean): input 'loop/loop_stack"
+                                  : "node 'red' (reduce_sum): input 'eys' has a data-dependent "
+                                    "extent (dimension 0, at most 8");
+        del_mb(b);
+        del_mb(body);
+    }
+    mb *b = new_mb(), *body = new_mb();
+    loop_scan_model(b, body, 6);
+    tether_ir_graph g;
+    if (load(b, NULL, &g)) {
+        fail_msg("%s", tether_last_error());
+    }
+    assert_int_equal(g.noutputs, 10);
+    const int dyn[10] = {0, 0, 0, 1, 1, 0, 1, -1, -1, -1};
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(g.tensors[g.outputs[i]].dyn_dim, dyn[i]);
+    }
+    assert_string_equal(g.tensors[g.outputs[7]].name, "proj_extent");
+    assert_string_equal(g.tensors[g.outputs[8]].name, "cat_extent");
+    const int64_t limits[3] = {5, 20, 0};
+    for (int k = 0; k < 3; k++) {
+        const uint8_t c0 = limits[k] > 0;
+        const float x[2] = {2, 0.5f};
+        int64_t nf, nsv[8], pe = -1, ce = -1, ne = -1;
+        float yf[2], tot[2], proj[8], cat[32], tot2;
+        const void *in[3] = {&c0, &limits[k], x};
+        void *out[10] = {&nf, yf, tot, proj, cat, &tot2, nsv, &pe, &ce, &ne};
+        if (tether_interp_run_typed(&g, in, out)) {
+            fail_msg("%s", tether_last_error());
+        }
+        int64_t it = k == 0 ? 5 : (k == 1 ? 8 : 0);
+        assert_int_equal(pe, it);
+        assert_int_equal(ce, it);
+        float p = 1, q = -1, s0 = 0, s1 = 0, s2 = 0;
+        for (int r = 0; r < it; r++) {
+            p *= 2;
+            q *= 0.5f;
+            s0 += p;
+            s1 += q;
+            s2 += p + 2 * q;
+            const float row[4] = {p, q, p * p, q * q};
+            assert_memory_equal(&cat[4 * r], row, sizeof row);
+            assert_true(proj[r] == p + 2 * q);
+        }
+        assert_true(tot[0] == s0 && tot[1] == s1);
+        assert_true(tot2 == s2);
+    }
+    tether_ir_close(&g);
+    del_mb(b);
+    del_mb(body);
+}
+
 void test_onnx_loop_runtime(void) {
+    loop_scan_readers();
     scan_directions();
     loop_scan_runtime();
     loop_scan_trip();
