@@ -12,8 +12,9 @@
  * along another axis, and binary operators, of inputs that all derive from one root.
  * Absorbing readers sum over dimension 0: reduce_sum, reduce_sum_square, reduce_l1, reduce_l2
  * over axes with 0, whose output is static. They are exact only because the rows past the extent
- * are zeros: the input must be zero-padded (tether__ir_dyn_zero_padded: the root's padding
- * carried through operators that map a zero row to a zero row).
+ * are zeros: the input must be zero-padded (tether__ir_dyn_zero_padded: the padding of a
+ * loop_stack, nonzero or compress root, whose rows past the data are zeros, carried through
+ * operators that map a zero row to a zero row; nms and unique end their lists with -1).
  *
  * What must stay true: a reader accepted here never lets a row past the extent reach an actual
  * output row (row readers) or change a value (absorbing readers: zero rows only); anything else
@@ -149,7 +150,10 @@ bool tether__ir_dyn_zero_padded(const tether_ir_graph *g, int t, int depth) {
     tether_op op = n->op;
     int kind = tether__op_info_of(op)->kind;
     if (op == TETHER_OP_LOOP_STACK || tether__ir_is_dynamic_op(op)) {
-        return !(n->attrs.mode & TETHER__DYN_COUNT); /* roots zero what follows their data */
+        /* loop_stack, nonzero and compress zero what follows their data; nms and unique's lists
+         * end with a -1 entry */
+        return !(n->attrs.mode & TETHER__DYN_COUNT) &&
+               (op == TETHER_OP_LOOP_STACK || op == TETHER_OP_NONZERO || op == TETHER_OP_COMPRESS);
     }
     if (n->attrs.act != TETHER_ACT_NONE || n->attrs.has_residual) {
         return false; /* a fused epilogue: not followed here */
