@@ -225,7 +225,8 @@ static void test_scan_trip_compiled(void **state) {
     const struct {
         int variant;
         int64_t loop_max, rows;
-    } models[] = {{2, 8, 8}, {4, 0, 6}, {2, 3, 3}};
+        unsigned cases; /* which of cases[] (bit k) it runs: each one is a compile per ABI */
+    } models[] = {{2, 8, 8, 5}, {4, 0, 6, 10}, {2, 3, 3, 3}};
     for (int mi = 0; mi < 3; mi++) {
         mb b, body;
         loop_scan_model(&b, &body, models[mi].variant);
@@ -248,6 +249,9 @@ static void test_scan_trip_compiled(void **state) {
         const int64_t cases[][3] = {{8, 5, 5}, {3, 20, 3}, {0, 20, 0}, {7, 20, 7}};
         const size_t bytes[6] = {8, 8, (size_t)rows * 8, (size_t)rows * 8, 8, 8};
         for (size_t k = 0; k < 4; k++) {
+            if (!(models[mi].cases >> k & 1)) {
+                continue;
+            }
             int64_t iters = cases[k][2];
             iters = models[mi].variant == 4 && iters > 6 ? 6 : iters;
             const uint8_t c0 = 1;
@@ -322,9 +326,9 @@ static void test_scan_readers_compiled(void **state) {
         fail_msg("%s", tether_last_error());
     }
     const size_t bytes[10] = {8, 8, 8, 32, 128, 4, 64, 8, 8, 8};
-    const int64_t limits[3] = {5, 20, 0};
-    for (int k = 0; k < 3; k++) {
-        const uint8_t c0 = limits[k] > 0;
+    const int64_t limits[2] = {5, 20}; /* 0 iterations: test_onnx_import */
+    for (int k = 0; k < 2; k++) {
+        const uint8_t c0 = 1;
         const float x[2] = {2, 0.5f};
         const void *in[3] = {&c0, &limits[k], x};
         int64_t nf, nsv[8], pe, ce, ne;
@@ -333,7 +337,7 @@ static void test_scan_readers_compiled(void **state) {
         char tag[32];
         snprintf(tag, sizeof tag, "readers%d", k);
         compare(&g, tag, in, 10, bytes, out);
-        int64_t it = k == 0 ? 5 : (k == 1 ? 8 : 0);
+        int64_t it = k == 0 ? 5 : 8;
         assert_int_equal(pe, it);
         assert_int_equal(ce, it);
         float p = 1, q = -1, s0 = 0, s1 = 0, s2 = 0;
