@@ -9,7 +9,9 @@
  * a Loop of constant M whose run-time condition stops it early (bounded by M, their extent the
  * iterations run; refused when M has no bound), and scan outputs of a Loop whose M is known
  * only at run time (bounded by --loop-max or by a value-range bound of M; more iterations than
- * the rows are TETHER_ERR_LIMIT).
+ * the rows are TETHER_ERR_LIMIT), readers of a scan output beyond elementwise ones (a sum over
+ * the iterations, matmul, concat; a mean over them refused), and an ONNX Scan over run-time
+ * inputs in both directions along two axes.
  */
 #include <setjmp.h>
 #include <stdarg.h>

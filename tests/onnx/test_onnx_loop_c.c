@@ -5,7 +5,9 @@
  * below 1), and so do the scan outputs of a Loop of constant M stopped early by its run-time
  * condition (rows and extents), and a scan buffer cut below the iterations is an error
  * (TETHER_ERR_LIMIT, -4), never an overrun, as are scan outputs of a Loop whose M is known only
- * at run time (bounded by --loop-max or by the value-range bound of M = Min(Mraw, 6)); compiled for
+ * at run time (bounded by --loop-max or by the value-range bound of M = Min(Mraw, 6)), readers
+ * of a scan output beyond elementwise ones (sums over the iterations, matmul, concat) and an
+ * ONNX Scan in both directions along two axes (values by hand too); compiled for
  * cortex-m3 in both ABIs they build (the loop is plain C in the graph function), the generated C
  * calls no allocator and the objects need nothing but memcpy/ memmove/memset, the error hook and
  * the compiler's __aeabi helpers. Without arm-none-eabi-gcc the Cortex-M part is skipped.
