@@ -12,6 +12,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_text.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_loop.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_dynamic.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_dynamic_use.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/types.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/quant_elt.c
