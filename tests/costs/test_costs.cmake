@@ -4,7 +4,7 @@
 # A test not listed costs 0 and starts after these. Read by ctest (tests/costs/CMakeLists.txt).
 foreach(_cost
         test_compiler_ops:160 test_mcu_cli_mps2-an385:130 test_host_cli:93 test_compiler_cross:82
-        test_compiler_schedules:75 test_readme:70 test_host_pool:44 test_compiler_pools:38
+        test_compiler_schedules:75 test_readme:70 test_host_pool:20 test_compiler_pools:28
         test_opencl_codegen:35 test_mcu_stack_mps2-an385:32 test_python:29 test_host_profile:29
         test_onnx_node_packed:28 test_onnx_node_opencl:28 test_compiler_op_table:26
         test_quant_x86:24 test_onnx_node_unpacked:24 test_mcu_board_rv32-virt:20 test_style:18
