@@ -438,6 +438,11 @@ void test_interrupt_cleans_up(void **state) {
     for (int k = 0; k < 2; k++) {
         pid_t pid = fork();
         if (pid == 0) {
+            /* a test run in the background of a shell without job control inherits SIGINT
+             * ignored, and tether keeps an ignored signal ignored (nohup): start from the
+             * default so the interrupt is what is under test */
+            signal(SIGINT, SIG_DFL);
+            signal(SIGTERM, SIG_DFL);
             setenv("TMPDIR", tmp, 1);
             setenv("TETHER_TETHERD", TETHERD_PATH, 1);
             int devnull = open("/dev/null", O_WRONLY);
