@@ -413,6 +413,15 @@ int64_t tether__ocl_index_items(const ocl *e, const tether_ir_node *n);
 void tether__ocl_index_body(ocl *e, const tether_ir_node *n);
 void tether__ocl_index_prelude(const tether_ir_graph *g, tether__sbuf *src);
 
+/* N-D convolutions and gather-style layers (emit_opencl_layers.c: conv_nd, conv_transpose,
+ * gather_nd, einsum on any element type the C path runs them on): whether node n gets one of
+ * its kernels (before the typed and float32 dispatches), the work-items it launches (one per
+ * output element), the longest serial loop of one, and its body. */
+int tether__ocl_layers_owns(const tether_ir_graph *g, const tether_ir_node *n);
+int64_t tether__ocl_layers_items(const ocl *e, const tether_ir_node *n);
+int64_t tether__ocl_layers_serial(const ocl *e, const tether_ir_node *n);
+void tether__ocl_layers_body(ocl *e, const tether_ir_node *n);
+
 /* Operator support (emit_opencl_support.c): 0, or the error naming the first tensor of a type
  * the backend or device cannot run, else every node without a kernel. */
 int tether__ocl_check_support(const tether_ir_graph *g, const tether_opencl_options *o);
