@@ -16,6 +16,7 @@
 #define OCL  TT_OPENCL
 
 #include "op_cases_data.h"
+#include "op_cases_ocl.h"
 #include "op_cases_math.h"
 #include "op_cases_quant.h"
 #include "op_cases_rnn.h"
@@ -974,6 +975,7 @@ const tt_op_case tt_op_cases[] = {
     TT_DYNAMIC_CASES /* op_cases_dynamic.h */
     TT_TEXT_CASES /* op_cases_text.h: tfidf */
     TT_QELT_CASES /* op_cases_qelt.h: qadd, qmul, qlut, qmax_pool, qavg_pool */
+    TT_OCL_LAYER_CASES /* op_cases_ocl.h: conv_nd, conv_transpose, einsum on OpenCL (wt27t) */
     /* clang-format on */
 };
 

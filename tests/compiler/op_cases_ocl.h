@@ -1,0 +1,94 @@
+/*
+ * Operator cases of the OpenCL layer kernels (compiler/src/codegen/emit_opencl_layers.c, issue
+ * 27): conv_nd (1-D, 3-D), conv_transpose (1-D to 3-D: strides, pads, output_padding, dilations,
+ * groups, with and without bias) and einsum on float32, run by both operator tests (TT_C and
+ * TT_OPENCL; test_opencl_codegen also runs them in half precision). Their attribute setters and
+ * the rows (TT_OCL_LAYER_CASES, placed in tt_op_cases[]). Included by op_cases.c only, after its
+ * NONE/BOTH macros and op_cases_data.h (L2, L3).
+ *
+ * What must stay true: every row is float32 only (the OpenCL operator test builds float32
+ * operands) and marked BOTH, so the OpenCL kernel is compared with the interpreter on exactly
+ * the cases the C path runs.
+ */
+#ifndef TT_OP_CASES_OCL_H
+#define TT_OP_CASES_OCL_H
+
+#include "ops_common.h"
+
+/* 1-D conv: stride 2, dilation 2, pads 2 and 1 */
+static void a_ocl_conv1d(tether_ir_attrs *a) {
+    a->nwin = 1;
+    a->wstrides[0] = 2;
+    a->wdilations[0] = 2;
+    a->wpads[0] = 2;
+    a->wpads[3] = 1;
+}
+/* 3-D conv in 2 groups: strides 1/2/1, dilation 2 in the first dimension, pads */
+static void a_ocl_conv3d_g2(tether_ir_attrs *a) {
+    a->nwin = 3;
+    a->groups = 2;
+    a->wstrides[1] = 2;
+    a->wdilations[0] = 2;
+    a->wpads[1] = 1;
+    a->wpads[2] = 1;
+    a->wpads[5] = 1;
+}
+/* 2-D transpose in 2 groups: strides 2, dilations 2/1, pads 1/0 0/1, output_padding 1 in H */
+static void a_ocl_convt2d_g2(tether_ir_attrs *a) {
+    a->nwin = 2;
+    a->groups = 2;
+    a->wstrides[0] = 2;
+    a->wstrides[1] = 2;
+    a->wdilations[0] = 2;
+    a->wpads[0] = 1;
+    a->wpads[4] = 1;
+    a->wpads[3] = -1; /* output_padding 1 in H */
+}
+/* 1-D transpose: stride 3 (gaps between the taps), dilation 2, pads 2 and 2 */
+static void a_ocl_convt1d(tether_ir_attrs *a) {
+    a->nwin = 1;
+    a->wstrides[0] = 3;
+    a->wdilations[0] = 2;
+    a->wpads[0] = 2;
+    a->wpads[3] = 2;
+}
+/* 3-D transpose: strides 1/2/3, pads 0/1/0 */
+static void a_ocl_convt3d(tether_ir_attrs *a) {
+    a->nwin = 3;
+    a->wstrides[1] = 2;
+    a->wstrides[2] = 3;
+    a->wpads[1] = 1;
+    a->wpads[4] = 1;
+}
+/* einsum bij,bjk->bik */
+static void a_ocl_einsum_bmm(tether_ir_attrs *a) {
+    a->ints[0] = L3(1, 9, 10);
+    a->ints[1] = L3(1, 10, 11);
+    a->ints[2] = L3(1, 9, 11);
+    a->nints = 3;
+}
+/* einsum ii->i (a diagonal) and ij-> (the sum of everything: a scalar) */
+static void a_ocl_einsum_diag(tether_ir_attrs *a) {
+    a->ints[0] = L2(9, 9);
+    a->ints[1] = 9;
+    a->nints = 2;
+}
+static void a_ocl_einsum_sum(tether_ir_attrs *a) {
+    a->ints[0] = L2(9, 10);
+    a->ints[1] = 0;
+    a->nints = 2;
+}
+
+/* clang-format off */
+#define TT_OCL_LAYER_CASES \
+    {"ocl_conv1d_bias", TETHER_OP_CONV_ND, 3, {3, 3, 1}, {{2, 3, 13}, {4, 3, 3}, {4}}, 0, a_ocl_conv1d, NONE, BOTH, NULL}, \
+    {"ocl_conv3d_groups", TETHER_OP_CONV_ND, 2, {5, 5}, {{1, 4, 5, 6, 4}, {6, 2, 2, 3, 2}}, 0, a_ocl_conv3d_g2, NONE, BOTH, NULL}, \
+    {"ocl_convt2d_groups", TETHER_OP_CONV_TRANSPOSE, 3, {4, 4, 1}, {{2, 4, 3, 4}, {4, 3, 3, 2}, {6}}, 0, a_ocl_convt2d_g2, NONE, BOTH, NULL}, \
+    {"ocl_convt1d", TETHER_OP_CONV_TRANSPOSE, 2, {3, 3}, {{1, 3, 6}, {3, 2, 3}}, 0, a_ocl_convt1d, NONE, BOTH, NULL}, \
+    {"ocl_convt3d_bias", TETHER_OP_CONV_TRANSPOSE, 3, {5, 5, 1}, {{1, 2, 2, 3, 2}, {2, 3, 2, 3, 3}, {3}}, 0, a_ocl_convt3d, NONE, BOTH, NULL}, \
+    {"ocl_einsum_bmm", TETHER_OP_EINSUM, 2, {3, 3}, {{2, 3, 4}, {2, 4, 5}}, 0, a_ocl_einsum_bmm, NONE, BOTH, NULL}, \
+    {"ocl_einsum_diag", TETHER_OP_EINSUM, 1, {2}, {{4, 4}}, 0, a_ocl_einsum_diag, NONE, BOTH, NULL}, \
+    {"ocl_einsum_sum", TETHER_OP_EINSUM, 1, {2}, {{3, 5}}, 0, a_ocl_einsum_sum, NONE, BOTH, NULL},
+/* clang-format on */
+
+#endif
