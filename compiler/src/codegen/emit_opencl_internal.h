@@ -421,6 +421,13 @@ int tether__ocl_layers_owns(const tether_ir_graph *g, const tether_ir_node *n);
 int64_t tether__ocl_layers_items(const ocl *e, const tether_ir_node *n);
 int64_t tether__ocl_layers_serial(const ocl *e, const tether_ir_node *n);
 void tether__ocl_layers_body(ocl *e, const tether_ir_node *n);
+/* The recurrent layers and reverse_sequence (emit_opencl_rnn.c, reached through the four above):
+ * whether op is one, the work-items (one per direction and batch row; reverse_sequence: per
+ * element), the longest serial loop, the body. */
+int tether__ocl_rnn_op(tether_op op);
+int64_t tether__ocl_rnn_items(const ocl *e, const tether_ir_node *n);
+int64_t tether__ocl_rnn_serial(const ocl *e, const tether_ir_node *n);
+void tether__ocl_rnn_body(ocl *e, const tether_ir_node *n);
 
 /* Operator support (emit_opencl_support.c): 0, or the error naming the first tensor of a type
  * the backend or device cannot run, else every node without a kernel. */

@@ -4,10 +4,12 @@
  * ConvTranspose, every pads/output_padding/dilation/group/auto_pad form: the importer and shape
  * inference reduce them to begin pads and the output extents), gather_nd (batch_dims) and einsum
  * (the forms the C path supports: any labels, repeated labels, sums over labels absent from the
- * output). emit_opencl.c hands a node here when tether__ocl_layers_owns says so, before the typed
+ * output); the recurrent layers and reverse_sequence are emit_opencl_rnn.c's, dispatched from
+ * here. emit_opencl.c hands a node here when tether__ocl_layers_owns says so, before the typed
  * and float32 dispatches.
  *
- * What must stay true: one work-item per output element, each computing what the C emitter's
+ * What must stay true: one work-item per output element (the recurrent kernels: one per
+ * direction and batch row), each computing what the C emitter's
  * kernel (emit_c_layers.c, emit_c_data.c) computes for that element, in the same order of
  * accumulation (bias first, then input channels, then the window in row-major order), so the
  * results equal the C path's within rounding; window positions outside the input are skipped,
@@ -37,11 +39,14 @@ int tether__ocl_layers_owns(const tether_ir_graph *g, const tether_ir_node *n) {
     case TETHER_OP_EINSUM:
         return 1;
     default:
-        return 0;
+        return tether__ocl_rnn_op(n->op); /* emit_opencl_rnn.c */
     }
 }
 
 int64_t tether__ocl_layers_items(const ocl *e, const tether_ir_node *n) {
+    if (tether__ocl_rnn_op(n->op)) {
+        return tether__ocl_rnn_items(e, n);
+    }
     return (int64_t)tether_ir_tensor_elements(T(e, n->outputs[0]));
 }
 
@@ -288,7 +293,7 @@ int64_t tether__ocl_layers_serial(const ocl *e, const tether_ir_node *n) {
         return r;
     }
     default:
-        return 1;
+        return tether__ocl_rnn_op(n->op) ? tether__ocl_rnn_serial(e, n) : 1;
     }
 }
 
@@ -305,6 +310,10 @@ void tether__ocl_layers_body(ocl *e, const tether_ir_node *n) {
         k_einsum(e, n);
         return;
     default:
+        if (tether__ocl_rnn_op(n->op)) {
+            tether__ocl_rnn_body(e, n);
+            return;
+        }
         line(e, "#error \"tether: operator %s reached the layer kernels\"", tether_op_name(n->op));
         return;
     }
