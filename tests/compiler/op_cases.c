@@ -16,7 +16,6 @@
 #define OCL  TT_OPENCL
 
 #include "op_cases_data.h"
-#include "op_cases_ocl.h"
 #include "op_cases_math.h"
 #include "op_cases_quant.h"
 #include "op_cases_rnn.h"
@@ -24,6 +23,7 @@
 #include "op_cases_dynamic.h"
 #include "op_cases_text.h"
 #include "op_cases_qelt.h"
+#include "op_cases_ocl.h" /* after op_cases_data.h and op_cases_rnn.h */
 
 /* tfidf's constant operands (op_cases_text.h) */
 /* unigrams {0, 1, -1, 3}, bigrams {(0,1) (1,-1) (2,2)}, trigram {(0,0,0)}: 8 n-grams */

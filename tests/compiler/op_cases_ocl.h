@@ -1,10 +1,12 @@
 /*
  * Operator cases of the OpenCL layer kernels (compiler/src/codegen/emit_opencl_layers.c, issue
  * 27): conv_nd (1-D, 3-D), conv_transpose (1-D to 3-D: strides, pads, output_padding, dilations,
- * groups, with and without bias) and einsum on float32, run by both operator tests (TT_C and
+ * groups, with and without bias), einsum and the recurrent layers (rnn, gru, lstm: directions,
+ * activations, clip, linear_before_reset, input_forget; the setters of op_cases_rnn.h, which the
+ * table's expansion sees) on float32, run by both operator tests (TT_C and
  * TT_OPENCL; test_opencl_codegen also runs them in half precision). Their attribute setters and
  * the rows (TT_OCL_LAYER_CASES, placed in tt_op_cases[]). Included by op_cases.c only, after its
- * NONE/BOTH macros and op_cases_data.h (L2, L3).
+ * NONE/BOTH macros and op_cases_data.h (L2, L3), before op_cases_rnn.h (tt_act).
  *
  * What must stay true: every row is float32 only (the OpenCL operator test builds float32
  * operands) and marked BOTH, so the OpenCL kernel is compared with the interpreter on exactly
@@ -79,6 +81,17 @@ static void a_ocl_einsum_sum(tether_ir_attrs *a) {
     a->nints = 2;
 }
 
+/* rnn bidirectional: relu forward, thresholded_relu(0.2) reverse, clip 2 */
+static void a_ocl_rnn_bidir(tether_ir_attrs *a) {
+    a->k = 3;
+    a->mode = 2;
+    a->max = 2.0f;
+    a->ints[0] = tt_act(2, 0.0f);
+    a->ints[1] = tt_act(5, 0.2f);
+    a->ints[2] = a->ints[3] = 0;
+    a->nints = 4;
+}
+
 /* clang-format off */
 #define TT_OCL_LAYER_CASES \
     {"ocl_conv1d_bias", TETHER_OP_CONV_ND, 3, {3, 3, 1}, {{2, 3, 13}, {4, 3, 3}, {4}}, 0, a_ocl_conv1d, NONE, BOTH, NULL}, \
@@ -88,7 +101,11 @@ static void a_ocl_einsum_sum(tether_ir_attrs *a) {
     {"ocl_convt3d_bias", TETHER_OP_CONV_TRANSPOSE, 3, {5, 5, 1}, {{1, 2, 2, 3, 2}, {2, 3, 2, 3, 3}, {3}}, 0, a_ocl_convt3d, NONE, BOTH, NULL}, \
     {"ocl_einsum_bmm", TETHER_OP_EINSUM, 2, {3, 3}, {{2, 3, 4}, {2, 4, 5}}, 0, a_ocl_einsum_bmm, NONE, BOTH, NULL}, \
     {"ocl_einsum_diag", TETHER_OP_EINSUM, 1, {2}, {{4, 4}}, 0, a_ocl_einsum_diag, NONE, BOTH, NULL}, \
-    {"ocl_einsum_sum", TETHER_OP_EINSUM, 1, {2}, {{3, 5}}, 0, a_ocl_einsum_sum, NONE, BOTH, NULL},
+    {"ocl_einsum_sum", TETHER_OP_EINSUM, 1, {2}, {{3, 5}}, 0, a_ocl_einsum_sum, NONE, BOTH, NULL}, \
+    {"ocl_rnn_bidir", TETHER_OP_RNN, 4, {3, 3, 3, 2}, {{4, 2, 3}, {2, 3, 3}, {2, 3, 3}, {2, 6}}, 0, a_ocl_rnn_bidir, NONE, BOTH, NULL}, \
+    {"ocl_gru_bidir_lbr_clip", TETHER_OP_GRU, 4, {3, 3, 3, 2}, {{4, 2, 3}, {2, 9, 3}, {2, 9, 3}, {2, 18}}, 0, a_gru_bidir_lbr_clip, NONE, BOTH, NULL}, \
+    {"ocl_gru_forward", TETHER_OP_GRU, 3, {3, 3, 3}, {{5, 1, 2}, {1, 12, 2}, {1, 12, 4}}, 0, a_gru_fwd, NONE, BOTH, NULL}, \
+    {"ocl_lstm_reverse_input_forget", TETHER_OP_LSTM, 4, {3, 3, 3, 2}, {{3, 2, 2}, {1, 12, 2}, {1, 12, 3}, {1, 24}}, 0, a_lstm_rev_forget, NONE, BOTH, NULL},
 /* clang-format on */
 
 #endif
