@@ -428,6 +428,12 @@ int tether__ocl_rnn_op(tether_op op);
 int64_t tether__ocl_rnn_items(const ocl *e, const tether_ir_node *n);
 int64_t tether__ocl_rnn_serial(const ocl *e, const tether_ir_node *n);
 void tether__ocl_rnn_body(ocl *e, const tether_ir_node *n);
+/* grid_sample, max_pool_arg, max_unpool, triangular, diag_prod (emit_opencl_vision.c), the
+ * same four. */
+int tether__ocl_vision_op(tether_op op);
+int64_t tether__ocl_vision_items(const ocl *e, const tether_ir_node *n);
+int64_t tether__ocl_vision_serial(const ocl *e, const tether_ir_node *n);
+void tether__ocl_vision_body(ocl *e, const tether_ir_node *n);
 
 /* Operator support (emit_opencl_support.c): 0, or the error naming the first tensor of a type
  * the backend or device cannot run, else every node without a kernel. */
