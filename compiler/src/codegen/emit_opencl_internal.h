@@ -434,6 +434,11 @@ int tether__ocl_vision_op(tether_op op);
 int64_t tether__ocl_vision_items(const ocl *e, const tether_ir_node *n);
 int64_t tether__ocl_vision_serial(const ocl *e, const tether_ir_node *n);
 void tether__ocl_vision_body(ocl *e, const tether_ir_node *n);
+/* roi_align, dft, stft (emit_opencl_signal.c), the same four. */
+int tether__ocl_signal_op(tether_op op);
+int64_t tether__ocl_signal_items(const ocl *e, const tether_ir_node *n);
+int64_t tether__ocl_signal_serial(const ocl *e, const tether_ir_node *n);
+void tether__ocl_signal_body(ocl *e, const tether_ir_node *n);
 
 /* Operator support (emit_opencl_support.c): 0, or the error naming the first tensor of a type
  * the backend or device cannot run, else every node without a kernel. */

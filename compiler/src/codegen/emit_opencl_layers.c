@@ -5,21 +5,21 @@
  * inference reduce them to begin pads and the output extents), gather_nd (batch_dims) and einsum
  * (the forms the C path supports: any labels, repeated labels, sums over labels absent from the
  * output); the recurrent layers and reverse_sequence (emit_opencl_rnn.c) and grid_sample,
- * max_pool_arg, max_unpool, triangular and diag_prod (emit_opencl_vision.c) are dispatched from
- * here. emit_opencl.c hands a node here when tether__ocl_layers_owns says so, before the typed
- * and float32 dispatches.
+ * max_pool_arg, max_unpool, triangular and diag_prod (emit_opencl_vision.c), roi_align, dft and
+ * stft (emit_opencl_signal.c) are dispatched from here. emit_opencl.c hands a node here when
+ * tether__ocl_layers_owns says so, before the typed and float32 dispatches.
  *
  * What must stay true: one work-item per output element (the recurrent kernels: one per
- * direction and batch row; those of emit_opencl_vision.c say theirs), each computing what the C
- * emitter's kernel (emit_c_layers.c, emit_c_data.c) computes for that element, in the same order of
- * accumulation (bias first, then input channels, then the window in row-major order), so the
- * results equal the C path's within rounding; window positions outside the input are skipped,
- * never read; a GatherND index out of range reads element 0 of its dimension (the interpreter's
- * run-time error; a kernel cannot report), never outside the tensor. Every tensor of these kernels
- * is a buffer: the storage-scope pass (opencl_textures.c) gives textures only to convs and
- * elementwise operators with texture kernels, so these operators' activations stay buffers (the
- * documented fallback). Reads and writes are plain `p[i]` on in0.., y, so --precision fp16
- * rewrites them like every other kernel.
+ * direction and batch row; those of emit_opencl_vision.c and _signal.c say theirs), each computing
+ * what the C emitter's kernel (emit_c_layers.c, emit_c_data.c) computes for that element, in the
+ * same order of accumulation (bias first, then input channels, then the window in row-major order),
+ * so the results equal the C path's within rounding; window positions outside the input are
+ * skipped, never read; a GatherND index out of range reads element 0 of its dimension (the
+ * interpreter's run-time error; a kernel cannot report), never outside the tensor. Every tensor of
+ * these kernels is a buffer: the storage-scope pass (opencl_textures.c) gives textures only to
+ * convs and elementwise operators with texture kernels, so these operators' activations stay
+ * buffers (the documented fallback). Reads and writes are plain `p[i]` on in0.., y, so --precision
+ * fp16 rewrites them like every other kernel.
  */
 #include <stdio.h>
 #include <string.h>
@@ -40,8 +40,9 @@ int tether__ocl_layers_owns(const tether_ir_graph *g, const tether_ir_node *n) {
     case TETHER_OP_EINSUM:
         return 1;
     default:
-        /* emit_opencl_rnn.c, emit_opencl_vision.c */
-        return tether__ocl_rnn_op(n->op) || tether__ocl_vision_op(n->op);
+        /* emit_opencl_rnn.c, emit_opencl_vision.c, emit_opencl_signal.c */
+        return tether__ocl_rnn_op(n->op) || tether__ocl_vision_op(n->op) ||
+               tether__ocl_signal_op(n->op);
     }
 }
 
@@ -51,6 +52,9 @@ int64_t tether__ocl_layers_items(const ocl *e, const tether_ir_node *n) {
     }
     if (tether__ocl_vision_op(n->op)) {
         return tether__ocl_vision_items(e, n);
+    }
+    if (tether__ocl_signal_op(n->op)) {
+        return tether__ocl_signal_items(e, n);
     }
     return (int64_t)tether_ir_tensor_elements(T(e, n->outputs[0]));
 }
@@ -300,6 +304,7 @@ int64_t tether__ocl_layers_serial(const ocl *e, const tether_ir_node *n) {
     default:
         return tether__ocl_rnn_op(n->op)      ? tether__ocl_rnn_serial(e, n)
                : tether__ocl_vision_op(n->op) ? tether__ocl_vision_serial(e, n)
+               : tether__ocl_signal_op(n->op) ? tether__ocl_signal_serial(e, n)
                                               : 1;
     }
 }
@@ -323,6 +328,10 @@ void tether__ocl_layers_body(ocl *e, const tether_ir_node *n) {
         }
         if (tether__ocl_vision_op(n->op)) {
             tether__ocl_vision_body(e, n);
+            return;
+        }
+        if (tether__ocl_signal_op(n->op)) {
+            tether__ocl_signal_body(e, n);
             return;
         }
         line(e, "#error \"tether: operator %s reached the layer kernels\"", tether_op_name(n->op));
