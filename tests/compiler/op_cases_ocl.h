@@ -3,7 +3,7 @@
  * 27): conv_nd (1-D, 3-D), conv_transpose (1-D to 3-D: strides, pads, output_padding, dilations,
  * groups, with and without bias), einsum and the recurrent layers (rnn, gru, lstm: directions,
  * activations, clip, linear_before_reset, input_forget; the setters of op_cases_rnn.h, which the
- * table's expansion sees), grid_sample, triangular and diag_prod on float32, run by both operator tests (TT_C and
+ * table's expansion sees), grid_sample, triangular, diag_prod, dft and stft on float32, run by both operator tests (TT_C and
  * TT_OPENCL; test_opencl_codegen also runs them in half precision). Their attribute setters and
  * the rows (TT_OCL_LAYER_CASES, placed in tt_op_cases[]). Included by op_cases.c only, after its
  * NONE/BOTH macros and op_cases_data.h (L2, L3), before op_cases_rnn.h (tt_act).
@@ -108,7 +108,9 @@ static void a_ocl_rnn_bidir(tether_ir_attrs *a) {
     {"ocl_lstm_reverse_input_forget", TETHER_OP_LSTM, 4, {3, 3, 3, 2}, {{3, 2, 2}, {1, 12, 2}, {1, 12, 3}, {1, 24}}, 0, a_lstm_rev_forget, NONE, BOTH, NULL}, \
     {"ocl_grid_sample_bicubic_reflection", TETHER_OP_GRID_SAMPLE, 2, {4, 4}, {{1, 2, 4, 5}, {1, 3, 2, 2}}, 0, a_grid_bicubic_reflect, NONE, BOTH, NULL}, \
     {"ocl_triangular", TETHER_OP_TRIANGULAR, 1, {3}, {{2, 4, 4}}, 0, NULL, NONE, BOTH, NULL}, \
-    {"ocl_diag_prod", TETHER_OP_DIAG_PROD, 1, {3}, {{2, 3, 3}}, 0, NULL, NONE, BOTH, NULL},
+    {"ocl_diag_prod", TETHER_OP_DIAG_PROD, 1, {3}, {{2, 3, 3}}, 0, NULL, NONE, BOTH, NULL}, \
+    {"ocl_dft_inverse_complex", TETHER_OP_DFT, 1, {4}, {{2, 5, 3, 2}}, 0, a_dft, NONE, BOTH, NULL}, \
+    {"ocl_stft_window_onesided", TETHER_OP_STFT, 2, {3, 1}, {{2, 20, 1}, {8}}, 0, a_stft, NONE, BOTH, NULL},
 /* clang-format on */
 
 #endif
