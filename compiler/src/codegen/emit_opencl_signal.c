@@ -1,10 +1,11 @@
 /*
  * The OpenCL backend's kernels of roi_align (avg/max, half_pixel or output_half_pixel, fixed or
- * adaptive sampling ratio) and of the signal rows dft (forward/inverse, real or complex input,
+ * adaptive sampling ratio), of the signal rows dft (forward/inverse, real or complex input,
  * onesided, any axis, dft_length padding or cropping) and stft (frame step, window, onesided),
- * issue 27, reached through emit_opencl_layers.c's dispatch. One work-item per output element
- * (roi_align: per pooled cell; dft/stft: per complex output bin, writing its real and imaginary
- * parts).
+ * and of tfidf (TfIdfVectorizer: TF, IDF, TFIDF, skips, n-gram ranges), issue 27, reached
+ * through emit_opencl_layers.c's dispatch. One work-item per output element (roi_align: per
+ * pooled cell; dft/stft: per complex output bin, writing its real and imaginary parts; tfidf:
+ * per row, emit_c_text.c's loops in its order, so the counts are exact).
  *
  * What must stay true: each computes emit_c_vision.c's formulas in the same compute type (float,
  * double for float64) and order, the DFT's twiddles the same table computed here in double (a
@@ -234,19 +235,87 @@ static void k_stft(ocl *e, const tether_ir_node *nd) {
     transform(e, x->dtype, y->dtype, xo, 1, fl, x->shape[2] == 2, w, yo, 1, fl, 0);
 }
 
+/* ---- tfidf ---- */
+
+/* Work-item f: row f of x. The n-gram groups of the constant pool unrolled as emit_c_text.c's;
+ * a pool index outside 0..C-1 counts nowhere. */
+static void k_tfidf(ocl *e, const tether_ir_node *nd) {
+    const tether_ir_tensor *x = T(e, nd->inputs[0]);
+    const tether_ir_attrs *a = &nd->attrs;
+    tether__tfidf_group grp[TETHER__TFIDF_MAX_GRAM];
+    int ng = tether__tfidf_groups(e->g, nd, grp);
+    if (ng < 0) {
+        line(e, "#error \"tether: tfidf with malformed n-gram groups\"");
+        return;
+    }
+    long long len = x->shape[x->ndim - 1];
+    long long C = a->k, total = ng ? grp[ng - 1].id0 + grp[ng - 1].count : 0;
+    line(e, "const long r = f;");
+    open_block(e, "for (long c = 0; c < %lld; ++c)", C);
+    line(e, "y[r * %lld + c] = 0.0f;", C);
+    close_block(e);
+    for (long long gl = a->ints[0]; gl <= a->ints[1] && gl <= ng; gl++) {
+        const tether__tfidf_group *gp = &grp[gl - 1];
+        if (gp->count == 0) {
+            continue;
+        }
+        line(e, "/* the %lld-grams: %lld of them from pool[%lld] */", gl, (long long)gp->count,
+             (long long)gp->start);
+        open_block(e, "for (long s = 0; s <= %lld; ++s)", gl == 1 ? 0LL : (long long)a->ints[2]);
+        open_block(e, "for (long i = 0; i + %lld * (s + 1) < %lld; ++i)", gl - 1, len);
+        open_block(e, "for (long j = 0; j < %lld; ++j)", (long long)gp->count);
+        line(e, "int eq = 1;");
+        open_block(e, "for (long t = 0; eq && t < %lld; ++t)", gl);
+        line(e, "eq = (long)in0[r * %lld + i + t * (s + 1)] == (long)in1[%lld + j * %lld + t];",
+             len, (long long)gp->start, gl);
+        close_block(e);
+        open_block(e, "if (eq)");
+        line(e, "const long col = (long)in3[%lld + j];", (long long)gp->id0);
+        open_block(e, "if (col >= 0 && col < %lld)", C);
+        line(e, "y[r * %lld + col] += 1.0f;", C);
+        close_block(e);
+        line(e, "break;");
+        close_block(e);
+        close_block(e);
+        close_block(e);
+        close_block(e);
+    }
+    if (a->mode != 0 && total > 0) {
+        open_block(e, "for (long j = 0; j < %lld; ++j)", total);
+        line(e, "const float wj = %s;", nd->ninputs > 4 && nd->inputs[4] >= 0 ? "in4[j]" : "1.0f");
+        line(e, "const long col = (long)in3[j];");
+        open_block(e, "if (col >= 0 && col < %lld)", C);
+        if (a->mode == 1) {
+            line(e, "y[r * %lld + col] = y[r * %lld + col] > 0.0f ? wj : 0.0f;", C, C);
+        } else {
+            line(e, "y[r * %lld + col] = y[r * %lld + col] * wj;", C, C);
+        }
+        close_block(e);
+        close_block(e);
+    }
+}
+
 int tether__ocl_signal_op(tether_op op) {
-    return op == TETHER_OP_ROI_ALIGN || op == TETHER_OP_DFT || op == TETHER_OP_STFT;
+    return op == TETHER_OP_ROI_ALIGN || op == TETHER_OP_DFT || op == TETHER_OP_STFT ||
+           op == TETHER_OP_TFIDF;
 }
 
 int64_t tether__ocl_signal_items(const ocl *e, const tether_ir_node *n) {
     int64_t ye = (int64_t)tether_ir_tensor_elements(T(e, n->outputs[0]));
+    if (n->op == TETHER_OP_TFIDF) { /* a row each */
+        const tether_ir_tensor *x = T(e, n->inputs[0]);
+        return x->ndim == 2 ? x->shape[0] : 1;
+    }
     return n->op == TETHER_OP_ROI_ALIGN ? ye : ye / 2; /* dft/stft: complex bins */
 }
 
 int64_t tether__ocl_signal_serial(const ocl *e, const tether_ir_node *n) {
-    (void)e;
     if (n->op == TETHER_OP_ROI_ALIGN) {
         return n->attrs.k > 0 ? n->attrs.k * n->attrs.k : 1; /* adaptive: from the roi */
+    }
+    if (n->op == TETHER_OP_TFIDF) { /* the row's positions times the pool's n-grams */
+        const tether_ir_tensor *x = T(e, n->inputs[0]), *pool = T(e, n->inputs[1]);
+        return x->shape[x->ndim - 1] * (int64_t)tether_ir_tensor_elements(pool);
     }
     return n->op == TETHER_OP_DFT ? n->attrs.k : n->attrs.ints[0];
 }
@@ -258,6 +327,9 @@ void tether__ocl_signal_body(ocl *e, const tether_ir_node *n) {
         return;
     case TETHER_OP_DFT:
         k_dft(e, n);
+        return;
+    case TETHER_OP_TFIDF:
+        k_tfidf(e, n);
         return;
     default:
         k_stft(e, n);
