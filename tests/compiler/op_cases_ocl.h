@@ -3,10 +3,11 @@
  * 27): conv_nd (1-D, 3-D), conv_transpose (1-D to 3-D: strides, pads, output_padding, dilations,
  * groups, with and without bias), einsum and the recurrent layers (rnn, gru, lstm: directions,
  * activations, clip, linear_before_reset, input_forget; the setters of op_cases_rnn.h, which the
- * table's expansion sees), grid_sample, triangular, diag_prod, dft and stft on float32, run by both operator tests (TT_C and
- * TT_OPENCL; test_opencl_codegen also runs them in half precision). Their attribute setters and
- * the rows (TT_OCL_LAYER_CASES, placed in tt_op_cases[]). Included by op_cases.c only, after its
- * NONE/BOTH macros and op_cases_data.h (L2, L3), before op_cases_rnn.h (tt_act).
+ * table's expansion sees), grid_sample, triangular, diag_prod, dft and stft on float32, run by both
+ * operator tests (TT_C and TT_OPENCL; test_opencl_codegen also runs them in half precision). Their
+ * attribute setters and the rows (TT_OCL_LAYER_CASES, placed in tt_op_cases[]). Included by
+ * op_cases.c only, last: after its NONE/BOTH macros, op_cases_data.h (L2, L3, the grid_sample,
+ * dft and stft setters) and op_cases_rnn.h (tt_act, the recurrent setters).
  *
  * What must stay true: every row is float32 only (the OpenCL operator test builds float32
  * operands) and marked BOTH, so the OpenCL kernel is compared with the interpreter on exactly
