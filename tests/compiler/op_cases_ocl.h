@@ -93,6 +93,26 @@ static void a_ocl_rnn_bidir(tether_ir_attrs *a) {
     a->nints = 4;
 }
 
+/* lstm bidirectional with 70 units and gru with 67 (linear_before_reset): more units than the
+ * OpenCL kernel's work-group of 64, so a lane computes two */
+static void a_ocl_lstm_wide(tether_ir_attrs *a) {
+    a->k = 70;
+    a->mode = 2;
+    for (int i = 0; i < 6; i++) {
+        a->ints[i] = tt_act(i % 3 ? 1 : 0, 0.0f);
+        a->ints[6 + i] = 0;
+    }
+    a->nints = 12;
+}
+static void a_ocl_gru_wide(tether_ir_attrs *a) {
+    a->k = 67;
+    a->mode = 4;
+    a->ints[0] = tt_act(0, 0.0f);
+    a->ints[1] = tt_act(1, 0.0f);
+    a->ints[2] = a->ints[3] = 0;
+    a->nints = 4;
+}
+
 /* clang-format off */
 #define TT_OCL_LAYER_CASES \
     {"ocl_conv1d_bias", TETHER_OP_CONV_ND, 3, {3, 3, 1}, {{2, 3, 13}, {4, 3, 3}, {4}}, 0, a_ocl_conv1d, NONE, BOTH, NULL}, \
@@ -107,6 +127,8 @@ static void a_ocl_rnn_bidir(tether_ir_attrs *a) {
     {"ocl_gru_bidir_lbr_clip", TETHER_OP_GRU, 4, {3, 3, 3, 2}, {{4, 2, 3}, {2, 9, 3}, {2, 9, 3}, {2, 18}}, 0, a_gru_bidir_lbr_clip, NONE, BOTH, NULL}, \
     {"ocl_gru_forward", TETHER_OP_GRU, 3, {3, 3, 3}, {{5, 1, 2}, {1, 12, 2}, {1, 12, 4}}, 0, a_gru_fwd, NONE, BOTH, NULL}, \
     {"ocl_lstm_reverse_input_forget", TETHER_OP_LSTM, 4, {3, 3, 3, 2}, {{3, 2, 2}, {1, 12, 2}, {1, 12, 3}, {1, 24}}, 0, a_lstm_rev_forget, NONE, BOTH, NULL}, \
+    {"ocl_lstm_wide_bidir", TETHER_OP_LSTM, 4, {3, 3, 3, 2}, {{3, 2, 2}, {2, 280, 2}, {2, 280, 70}, {2, 560}}, 0, a_ocl_lstm_wide, NONE, BOTH, NULL}, \
+    {"ocl_gru_wide_lbr", TETHER_OP_GRU, 4, {3, 3, 3, 2}, {{4, 1, 3}, {1, 201, 3}, {1, 201, 67}, {1, 402}}, 0, a_ocl_gru_wide, NONE, BOTH, NULL}, \
     {"ocl_grid_sample_bicubic_reflection", TETHER_OP_GRID_SAMPLE, 2, {4, 4}, {{1, 2, 4, 5}, {1, 3, 2, 2}}, 0, a_grid_bicubic_reflect, NONE, BOTH, NULL}, \
     {"ocl_triangular", TETHER_OP_TRIANGULAR, 1, {3}, {{2, 4, 4}}, 0, NULL, NONE, BOTH, NULL}, \
     {"ocl_diag_prod", TETHER_OP_DIAG_PROD, 1, {3}, {{2, 3, 3}}, 0, NULL, NONE, BOTH, NULL}, \

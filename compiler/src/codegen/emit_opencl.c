@@ -640,6 +640,9 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
         set_sizes(e, s, total);
         s->serial = tether__ocl_layers_owns(e->g, n) ? tether__ocl_layers_serial(e, n)
                                                      : tether__ocl_legacy_serial(e, n);
+        if (tether__ocl_rnn_op(n->op)) {
+            tether__ocl_rnn_launch(e, n, s); /* work-groups with barriers */
+        }
     }
     e->local = local;
     char desc[1024];

@@ -422,11 +422,14 @@ int64_t tether__ocl_layers_items(const ocl *e, const tether_ir_node *n);
 int64_t tether__ocl_layers_serial(const ocl *e, const tether_ir_node *n);
 void tether__ocl_layers_body(ocl *e, const tether_ir_node *n);
 /* The recurrent layers and reverse_sequence (emit_opencl_rnn.c, reached through the four above):
- * whether op is one, the work-items (one per direction and batch row; reverse_sequence: per
- * element), the longest serial loop, the body. */
+ * whether op is one, the work-items (a work-group per direction and batch row; reverse_sequence:
+ * one per element), the longest serial loop, the body. */
 int tether__ocl_rnn_op(tether_op op);
 int64_t tether__ocl_rnn_items(const ocl *e, const tether_ir_node *n);
 int64_t tether__ocl_rnn_serial(const ocl *e, const tether_ir_node *n);
+/* A recurrent node's launch (after the step's sizes from its work-items): work-groups of exactly
+ * its group size, with barriers (step->gpu 2); reverse_sequence keeps the default. */
+void tether__ocl_rnn_launch(const ocl *e, const tether_ir_node *n, step *s);
 void tether__ocl_rnn_body(ocl *e, const tether_ir_node *n);
 /* grid_sample, max_pool_arg, max_unpool, triangular, diag_prod (emit_opencl_vision.c), the
  * same four. */

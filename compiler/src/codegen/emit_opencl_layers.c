@@ -9,11 +9,11 @@
  * stft (emit_opencl_signal.c) are dispatched from here. emit_opencl.c hands a node here when
  * tether__ocl_layers_owns says so, before the typed and float32 dispatches.
  *
- * What must stay true: one work-item per output element (the recurrent kernels: one per
- * direction and batch row; those of emit_opencl_vision.c and _signal.c say theirs), each computing
- * what the C emitter's kernel (emit_c_layers.c, emit_c_data.c) computes for that element, in the
- * same order of accumulation (bias first, then input channels, then the window in row-major order),
- * so the results equal the C path's within rounding; window positions outside the input are
+ * What must stay true: one work-item per output element (the recurrent kernels: a work-group
+ * per direction and batch row; those of emit_opencl_vision.c and _signal.c say theirs), each
+ * computing what the C emitter's kernel (emit_c_layers.c, emit_c_data.c) computes for that element,
+ * in the same order of accumulation (bias first, then input channels, then the window in row-major
+ * order), so the results equal the C path's within rounding; window positions outside the input are
  * skipped, never read; a GatherND index out of range reads element 0 of its dimension (the
  * interpreter's run-time error; a kernel cannot report), never outside the tensor. Every tensor of
  * these kernels is a buffer: the storage-scope pass (opencl_textures.c) gives textures only to

@@ -2,18 +2,21 @@
  * The OpenCL backend's kernels of the recurrent layers (rnn, gru, lstm: directions, sequence
  * lengths, initial states, peepholes, clip, input_forget / linear_before_reset, every activation
  * of the C path) and reverse_sequence (issue 27), reached through emit_opencl_layers.c's
- * dispatch. A recurrent node is one persistent kernel: one work-item per (direction, batch row)
- * runs the whole time loop with the cell's code for its direction, keeping its state in the
- * node's own output rows as the C kernel does (row T: the hidden state, Y_h when done; row T+1:
- * lstm's cell state, gru's working row, cleared at the end). reverse_sequence is one work-item
- * per element.
+ * dispatch. A recurrent node is one persistent kernel: one work-group per (direction, batch
+ * row), of up to 64 work-items each computing every L-th unit, runs the whole time loop with the
+ * cell's code for its direction, the passes of a step separated by work-group barriers, keeping
+ * its state in the node's own output rows as the C kernel does (row T: the hidden state, Y_h when
+ * done; row T+1: lstm's cell state, gru's working row, cleared at the end). reverse_sequence is one
+ * work-item per element.
  *
  * What must stay true: the equations, gate orders (lstm i o f c, gru z r h), the order of the
  * sums and the output layout are emit_c_rnn.c's, so results equal the C path's within rounding;
- * a work-item touches only its own (direction, batch) rows, so no two work-items share a
- * location. A sequence length outside 0..T (the C path's and the interpreter's run-time error; a
- * kernel cannot report) is clamped into 0..T, so nothing outside a tensor is read or written.
- * Every access is `p[i]` on in0.., y (no derived pointers), so --precision fp16 rewrites them.
+ * a work-group touches only its own (direction, batch) rows, a work-item writes only its units,
+ * and every read of another unit's value follows a barrier after its write (trip counts and
+ * barriers are uniform within a work-group: the length is its batch row's). A sequence length
+ * outside 0..T (the C path's and the interpreter's run-time error; a kernel cannot report) is
+ * clamped into 0..T, so nothing outside a tensor is read or written. Every access is `p[i]` on
+ * in0.., y (no derived pointers), so --precision fp16 rewrites them.
  */
 #include <stdio.h>
 #include <string.h>
@@ -93,6 +96,16 @@ static void loop(ocl *e, const char *v, long long n) {
     open_block(e, "for (int %s = 0; %s < %lld; ++%s)", v, v, n, v);
 }
 
+/* The work-group's units: j from the work-item's lane by the group's size. */
+static void units(ocl *e, long long H) {
+    open_block(e, "for (int j = lid; j < %lld; j += L)", H);
+}
+
+/* Every unit's writes of this pass visible to the group before the next pass reads them. */
+static void sync(ocl *e) {
+    line(e, "barrier(CLK_GLOBAL_MEM_FENCE);");
+}
+
 /* `float a<g> = bias; a<g> += W[g] . x_t (+ R[g] . h)` for gates g in [g0, g1) of unit j; x_t
  * is in0 from xb, h is y from hb. */
 static void gate_sums(ocl *e, const tether_ir_node *n, const tether__rnn_geo_t *r, int d, int g0,
@@ -134,7 +147,7 @@ static void cell_lstm(ocl *e, const tether_ir_node *n, const tether__rnn_geo_t *
         snprintf(po, sizeof po, "%s[%lld + j]", p, (long long)(d * 3 * H + H));
         snprintf(pf, sizeof pf, "%s[%lld + j]", p, (long long)(d * 3 * H + 2 * H));
     }
-    loop(e, "j", H);
+    units(e, H);
     gate_sums(e, n, r, d, 0, 4, 1);
     line(e, "float c0 = y[cb + j], ig, fg, cg, og;");
     snprintf(pre, sizeof pre, "a0 + %s * c0", pi);
@@ -154,16 +167,18 @@ static void cell_lstm(ocl *e, const tether_ir_node *n, const tether__rnn_geo_t *
     line(e, "y[cb + j] = cn;");
     line(e, "y[yb + j] = og * hc;");
     close_block(e);
-    loop(e, "j", H);
+    sync(e);
+    units(e, H);
     line(e, "y[hb + j] = y[yb + j];");
     close_block(e);
+    sync(e);
 }
 
 static void cell_gru(ocl *e, const tether_ir_node *n, const tether__rnn_geo_t *r, int d) {
     long long H = r->H, G = 3;
     const char *B = opt_in(n, 3);
     /* pass 1: z into the working row, r (or r * h) into the output row */
-    loop(e, "j", H);
+    units(e, H);
     gate_sums(e, n, r, d, 0, 2, 1);
     apply(e, r, d, 0, "y[cb + j]", "a0");
     apply(e, r, d, 0, "y[yb + j]", "a1");
@@ -171,8 +186,9 @@ static void cell_gru(ocl *e, const tether_ir_node *n, const tether__rnn_geo_t *r
         line(e, "y[yb + j] = y[yb + j] * y[hb + j];");
     }
     close_block(e);
+    sync(e);
     /* pass 2: the new gate and the new state into the working row */
-    loop(e, "j", H);
+    units(e, H);
     gate_sums(e, n, r, d, 2, 3, 0);
     if (B) {
         line(e, "float rb = %s[%lld + j];", B, d * 2 * G * H + G * H + 2 * H);
@@ -191,23 +207,40 @@ static void cell_gru(ocl *e, const tether_ir_node *n, const tether__rnn_geo_t *r
     }
     line(e, "y[cb + j] = (1.0f - y[cb + j]) * nv + y[cb + j] * y[hb + j];");
     close_block(e);
-    loop(e, "j", H);
+    sync(e);
+    units(e, H);
     line(e, "y[yb + j] = y[cb + j];");
     line(e, "y[hb + j] = y[cb + j];");
     close_block(e);
+    sync(e);
 }
 
 static void cell_rnn(ocl *e, const tether_ir_node *n, const tether__rnn_geo_t *r, int d) {
-    loop(e, "j", r->H);
+    units(e, r->H);
     gate_sums(e, n, r, d, 0, 1, 1);
     apply(e, r, d, 0, "y[yb + j]", "a0");
     close_block(e);
-    loop(e, "j", r->H);
+    sync(e);
+    units(e, r->H);
     line(e, "y[hb + j] = y[yb + j];");
     close_block(e);
+    sync(e);
 }
 
-/* Work-item f = d * B + b: direction d, batch row b. */
+/* The work-group of a recurrent node: up to H units, within the device's work-group limit. */
+static int64_t group_size(const ocl *e, const tether_ir_node *n) {
+    tether__rnn_geo_t r;
+    if (tether__rnn_geo(e->g, n, &r)) {
+        return 1;
+    }
+    tether__ocl_limits lim;
+    tether__ocl_limits_get(e->o, &lim);
+    int64_t L = r.H < 64 ? r.H : 64;
+    L = L < lim.max_work_group_size ? L : lim.max_work_group_size;
+    return L > 0 ? L : 1;
+}
+
+/* Work-group g = d * B + b (direction d, batch row b) of L work-items, lane lid. */
 static void k_recurrent(ocl *e, const tether_ir_node *n) {
     tether__rnn_geo_t r;
     if (tether__rnn_geo(e->g, n, &r)) {
@@ -216,14 +249,15 @@ static void k_recurrent(ocl *e, const tether_ir_node *n) {
     }
     long long T = r.T, B = r.B, I = r.I, H = r.H, D = r.dirs;
     const char *lens = opt_in(n, 4), *h0 = opt_in(n, 5), *c0 = opt_in(n, 6);
-    line(e, "const int d = f / %lld, b = f %% %lld;", B, B);
+    line(e, "const int L = %lld, lid = f %% L, g = f / L;", (long long)group_size(e, n));
+    line(e, "const int d = g / %lld, b = g %% %lld;", B, B);
     if (lens) {
         line(e, "long len = (long)%s[b];", lens);
         line(e, "len = len < 0 ? 0 : len > %lld ? %lld : len; /* 0..T (see the file's comment) */",
              T, T);
         /* steps past the length stay 0, as the C path's cleared output */
         open_block(e, "for (int t = (int)len; t < %lld; ++t)", T);
-        loop(e, "j", H);
+        units(e, H);
         line(e, "y[((t * %lld + d) * %lld + b) * %lld + j] = 0.0f;", D, B, H);
         close_block(e);
         close_block(e);
@@ -232,7 +266,7 @@ static void k_recurrent(ocl *e, const tether_ir_node *n) {
     }
     line(e, "const int hb = ((%lld + d) * %lld + b) * %lld;", T * D, B, H);
     line(e, "const int cb = ((%lld + d) * %lld + b) * %lld;", (T + 1) * D, B, H);
-    loop(e, "j", H);
+    units(e, H);
     if (h0) {
         line(e, "y[hb + j] = %s[(d * %lld + b) * %lld + j];", h0, B, H);
     } else {
@@ -246,6 +280,7 @@ static void k_recurrent(ocl *e, const tether_ir_node *n) {
         }
     }
     close_block(e);
+    sync(e);
     for (int d = 0; d < D; d++) {
         int rev = r.reverse || d == 1;
         open_block(e, "if (d == %d) /* %s */", d, rev ? "reverse" : "forward");
@@ -264,7 +299,7 @@ static void k_recurrent(ocl *e, const tether_ir_node *n) {
         close_block(e);
     }
     if (n->op == TETHER_OP_GRU) {
-        loop(e, "j", H);
+        units(e, H);
         line(e, "y[cb + j] = 0.0f;");
         close_block(e);
     }
@@ -299,7 +334,16 @@ int64_t tether__ocl_rnn_items(const ocl *e, const tether_ir_node *n) {
     if (n->op == TETHER_OP_REVERSE_SEQUENCE || tether__rnn_geo(e->g, n, &r)) {
         return (int64_t)tether_ir_tensor_elements(T(e, n->outputs[0]));
     }
-    return r.dirs * r.B;
+    return r.dirs * r.B * group_size(e, n);
+}
+
+void tether__ocl_rnn_launch(const ocl *e, const tether_ir_node *n, step *s) {
+    if (n->op == TETHER_OP_REVERSE_SEQUENCE) {
+        return;
+    }
+    s->local = group_size(e, n);
+    s->global = s->total; /* (directions x batch rows) work-groups of exactly that size */
+    s->gpu = 2;           /* barriers: every work-item stays */
 }
 
 int64_t tether__ocl_rnn_serial(const ocl *e, const tether_ir_node *n) {
@@ -307,7 +351,9 @@ int64_t tether__ocl_rnn_serial(const ocl *e, const tether_ir_node *n) {
     if (n->op == TETHER_OP_REVERSE_SEQUENCE || tether__rnn_geo(e->g, n, &r)) {
         return 1;
     }
-    return r.T * r.H * (r.I + r.H); /* the time loop over the units' sums */
+    int64_t L = group_size(e, n);
+    /* the time loop over a lane's units' sums */
+    return r.T * ((r.H + L - 1) / L) * (r.I + r.H);
 }
 
 void tether__ocl_rnn_body(ocl *e, const tether_ir_node *n) {
