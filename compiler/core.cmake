@@ -74,6 +74,10 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_support.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/opencl_limits.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_fp16.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_layers.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_rnn.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_vision.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_signal.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/opencl_textures.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/metadata.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/formula.c
