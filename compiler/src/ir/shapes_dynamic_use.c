@@ -16,10 +16,14 @@
  * loop_stack, nonzero or compress root, whose rows past the data are zeros, carried through
  * operators that map a zero row to a zero row; nms and unique end their lists with -1).
  *
+ * Counted readers: every reduction over axes with 0 gets input 1, the root's extent (an extent
+ * node added after inference, tether__ir_dyn_wire_counts), and its kernels read the live rows only
+ * (interp_reduce.c, emit_c_reduce.c); they supersede the absorbing path, which stays as a check.
+ *
  * What must stay true: a reader accepted here never lets a row past the extent reach an actual
- * output row (row readers) or change a value (absorbing readers: zero rows only); anything else
- * (a mean or max over dimension 0, concat along it, a transpose moving it) stays refused by
- * tether__ir_check_dynamic, naming the node.
+ * output row (row readers) or change a value (absorbing readers: zero rows only; counted readers:
+ * live rows only); anything else (concat along dimension 0, a transpose moving it, gather/slice
+ * along it) stays refused by tether__ir_check_dynamic, naming the node.
  */
 #include <math.h>
 #include <stdio.h>
