@@ -127,23 +127,36 @@ void loop_scan_model(mb *b, mb *body, int variant) {
             Onnx__NodeProto *c = mb_node(b, "Concat", "cat_n", "ys,sq", "cat");
             mb_attr_i(b, c, "axis", 1);
             mb_node(b, "ReduceSum", "tot2_n", "proj,ax0", "tot2");
+            /* reductions over the iterations that read the live row count */
+            static const char *red[4][2] = {{"ReduceMean", "mean"},
+                                            {"ReduceMax", "mx"},
+                                            {"ReduceMin", "mn"},
+                                            {"ReduceProd", "prod"}};
+            for (int k = 0; k < 4; k++) { /* axes an attribute before opset 18 */
+                Onnx__NodeProto *r = mb_node(b, red[k][0], red[k][1], "ys", red[k][1]);
+                mb_attr_ints(b, r, "axes", 1, &zero0);
+                mb_attr_i(b, r, "keepdims", 0);
+            }
+            mb_node(b, "Exp", "e_n", "ys", "eys");
+            Onnx__NodeProto *es = mb_node(b, "ReduceSum", "esum_n", "eys,ax0", "esum");
+            mb_attr_i(b, es, "keepdims", 0);
             mb_output(b, "tot", F);
             mb_output(b, "proj", F);
             mb_output(b, "cat", F);
             mb_output(b, "tot2", F);
-        } else {
-            const char *src = "ys";
-            if (variant == 8) {
-                mb_node(b, "Exp", "e_n", "ys", "eys");
-                src = "eys";
-            }
-            char ins[16];
-            snprintf(ins, sizeof ins, "%s,ax0", src);
-            if (variant == 7) { /* axes an attribute before opset 18 */
-                Onnx__NodeProto *r = mb_node(b, "ReduceMean", "red", "ys", "red_out");
-                mb_attr_ints(b, r, "axes", 1, &zero0);
+            mb_output(b, "mean", F);
+            mb_output(b, "mx", F);
+            mb_output(b, "mn", F);
+            mb_output(b, "prod", F);
+            mb_output(b, "esum", F);
+        } else { /* still refused: concat along the dynamic axis, a transpose moving it */
+            if (variant == 7) {
+                Onnx__NodeProto *c = mb_node(b, "Concat", "red", "ys,ys", "red_out");
+                mb_attr_i(b, c, "axis", 0);
             } else {
-                mb_node(b, "ReduceSum", "red", ins, "red_out");
+                static const int64_t perm[2] = {1, 0};
+                Onnx__NodeProto *t = mb_node(b, "Transpose", "red", "ys", "red_out");
+                mb_attr_ints(b, t, "perm", 2, perm);
             }
             mb_output(b, "red_out", F);
         }

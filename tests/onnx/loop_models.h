@@ -30,8 +30,11 @@ void loop_for_model(mb *b, mb *body);
  * 5, M = Cast(Mu8 uint8 [], int64). Variants 6 to 8 are variant 0 with readers of ys in place
  * of it: 6, outputs tot = ReduceSum(ys, [0], keepdims 0) [2], proj = MatMul(ys, W = [[1],[2]])
  * [<= 8, 1], cat = Concat(ys, ys * ys, axis 1) [<= 8, 4], tot2 = ReduceSum(proj, [0]) [1, 1]
- * (outputs nfinal, yfinal, tot, proj, cat, tot2, ns, proj_extent, cat_extent, ns_extent);
- * 7, red_out = ReduceMean(ys, [0]); 8, red_out = ReduceSum(Exp(ys), [0]) (both refused). */
+ * and the reductions over the iterations that read the live row count, all [2] (keepdims 0):
+ * mean, mx, mn, prod = ReduceMean/Max/Min/Prod(ys, [0]), esum = ReduceSum(Exp(ys), [0])
+ * (outputs nfinal, yfinal, tot, proj, cat, tot2, mean, mx, mn, prod, esum, ns, proj_extent,
+ * cat_extent, ns_extent); 7, red_out = Concat(ys, ys, axis 0); 8, red_out = Transpose(ys,
+ * [1, 0]) (both refused). */
 void loop_scan_model(mb *b, mb *body, int variant);
 /* ONNX Scan (opset 16) over two run-time scan inputs: seq float [2,3] along axis 1 in reverse
  * and seq2 float [3,2] along axis -2 forward; state s0 float [2]; outputs sfinal [2], outs1

@@ -13,6 +13,7 @@
  * the iterations, matmul, concat; a mean over them refused), and an ONNX Scan over run-time
  * inputs in both directions along two axes.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -402,17 +403,18 @@ static void scan_directions(void) {
 
 /* Readers of a dynamic scan output beyond elementwise ones (loop_scan_model variant 6): a sum
  * over the iterations (static [2]), a matmul by a constant (rows, dynamic), a concat along axis
- * 1 with ys * ys (dynamic), and a sum over the matmul's rows (static: its padding rows are
- * zeros); by hand. A mean over the iterations (variant 7) and a sum of Exp(ys) (8, its padding
- * is not zero) are refused naming the node. */
+ * 1 with ys * ys (dynamic), a sum over the matmul's rows (static), and the reductions over the
+ * iterations that read the live row count (mean, max, min, prod, a sum of Exp(ys) whose padding
+ * is not zero); by hand, with 5, 8 and no iterations (ONNX's empty reductions: mean NaN, max
+ * -inf, min +inf, prod 1, sum 0). A concat along the iterations (variant 7) and a transpose
+ * moving them (8) are refused naming the node. */
 static void loop_scan_readers(void) {
     for (int variant = 7; variant <= 8; variant++) {
         mb *b = new_mb(), *body = new_mb();
         loop_scan_model(b, body, variant);
         expect_error(b, TETHER_ERR_UNSUPPORTED,
-                     variant == 7 ? "node 'red' (reduce_mean): input 'loop/loop_stack"
-                                  : "node 'red' (reduce_sum): input 'eys' has a data-dependent "
-                                    "extent (dimension 0, at most 8");
+                     variant == 7 ? "node 'red' (concat): input 'loop/loop_stack"
+                                  : "node 'red' (transpose): input 'loop/loop_stack");
         del_mb(b);
         del_mb(body);
     }
@@ -422,21 +424,22 @@ static void loop_scan_readers(void) {
     if (load(b, NULL, &g)) {
         fail_msg("%s", tether_last_error());
     }
-    assert_int_equal(g.noutputs, 10);
-    const int dyn[10] = {0, 0, 0, 1, 1, 0, 1, -1, -1, -1};
-    for (int i = 0; i < 10; i++) {
+    assert_int_equal(g.noutputs, 15);
+    const int dyn[15] = {0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, -1, -1, -1};
+    for (int i = 0; i < 15; i++) {
         assert_int_equal(g.tensors[g.outputs[i]].dyn_dim, dyn[i]);
     }
-    assert_string_equal(g.tensors[g.outputs[7]].name, "proj_extent");
-    assert_string_equal(g.tensors[g.outputs[8]].name, "cat_extent");
+    assert_string_equal(g.tensors[g.outputs[12]].name, "proj_extent");
+    assert_string_equal(g.tensors[g.outputs[13]].name, "cat_extent");
     const int64_t limits[3] = {5, 20, 0};
     for (int k = 0; k < 3; k++) {
         const uint8_t c0 = limits[k] > 0;
         const float x[2] = {2, 0.5f};
         int64_t nf, nsv[8], pe = -1, ce = -1, ne = -1;
-        float yf[2], tot[2], proj[8], cat[32], tot2;
+        float yf[2], tot[2], proj[8], cat[32], tot2, mean[2], mx[2], mn[2], prod[2], esum[2];
         const void *in[3] = {&c0, &limits[k], x};
-        void *out[10] = {&nf, yf, tot, proj, cat, &tot2, nsv, &pe, &ce, &ne};
+        void *out[15] = {&nf, yf,   tot,  proj, cat, &tot2, mean, mx,
+                         mn,  prod, esum, nsv,  &pe, &ce,   &ne};
         if (tether_interp_run_typed(&g, in, out)) {
             fail_msg("%s", tether_last_error());
         }
@@ -444,18 +447,37 @@ static void loop_scan_readers(void) {
         assert_int_equal(pe, it);
         assert_int_equal(ce, it);
         float p = 1, q = -1, s0 = 0, s1 = 0, s2 = 0;
+        double e0 = 0, e1 = 0, pr0 = 1, pr1 = 1;
+        float mx0 = -INFINITY, mx1 = -INFINITY, mn0 = INFINITY, mn1 = INFINITY;
         for (int r = 0; r < it; r++) {
             p *= 2;
             q *= 0.5f;
             s0 += p;
             s1 += q;
             s2 += p + 2 * q;
+            e0 += (double)expf(p); /* Exp in float32; the sum in double */
+            e1 += (double)expf(q);
+            pr0 *= p;
+            pr1 *= q;
+            mx0 = p > mx0 ? p : mx0;
+            mx1 = q > mx1 ? q : mx1;
+            mn0 = p < mn0 ? p : mn0;
+            mn1 = q < mn1 ? q : mn1;
             const float row[4] = {p, q, p * p, q * q};
             assert_memory_equal(&cat[4 * r], row, sizeof row);
             assert_true(proj[r] == p + 2 * q);
         }
         assert_true(tot[0] == s0 && tot[1] == s1);
         assert_true(tot2 == s2);
+        assert_true(mx[0] == mx0 && mx[1] == mx1 && mn[0] == mn0 && mn[1] == mn1);
+        assert_true(prod[0] == (float)pr0 && prod[1] == (float)pr1);
+        if (it == 0) {
+            assert_true(isnan(mean[0]) && isnan(mean[1]));
+            assert_true(esum[0] == 0 && esum[1] == 0);
+        } else { /* the means and sums of exactly representable powers of 2 */
+            assert_true(mean[0] == s0 / (float)it && mean[1] == s1 / (float)it);
+            assert_true(esum[0] == (float)e0 && esum[1] == (float)e1);
+        }
     }
     tether_ir_close(&g);
     del_mb(b);

@@ -12,6 +12,7 @@
  * calls no allocator and the objects need nothing but memcpy/ memmove/memset, the error hook and
  * the compiler's __aeabi helpers. Without arm-none-eabi-gcc the Cortex-M part is skipped.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -42,13 +43,15 @@ static void load_model(void (*build)(mb *, mb *), tether_ir_graph *g) {
     }
 }
 
-/* Runs g through the interpreter and the compiled C in both ABIs; the outputs (nout, of the
- * given byte sizes) must be equal byte for byte; keep receives the compiled outputs. */
+/* Runs g through the interpreter and the compiled C, the packed ABI and, when both, the unpacked
+ * one too (each is a compile: the tests give the unpacked ABI one representative case of each
+ * model, the first, to keep the test's time down); the outputs (nout, of the given byte sizes)
+ * must be equal byte for byte; keep receives the compiled outputs. */
 static void compare(const tether_ir_graph *g, const char *tag, const void *const *in, int nout,
-                    const size_t *bytes, void *const *keep) {
-    static unsigned char ref[12][256], got[12][256];
-    void *r[12], *o[12];
-    assert_true(nout <= 12);
+                    const size_t *bytes, void *const *keep, bool both) {
+    static unsigned char ref[16][256], got[16][256];
+    void *r[16], *o[16];
+    assert_true(nout <= 16);
     for (int j = 0; j < nout; j++) {
         memset(ref[j], 0xA5, sizeof ref[j]);
         r[j] = ref[j];
@@ -57,7 +60,7 @@ static void compare(const tether_ir_graph *g, const char *tag, const void *const
     if (tether_interp_run_typed(g, in, r)) {
         fail_msg("%s: interpreter: %s", tag, tether_last_error());
     }
-    for (int abi = 0; abi < 2; abi++) {
+    for (int abi = 0; abi < (both ? 2 : 1); abi++) {
         for (int j = 0; j < nout; j++) {
             memset(got[j], 0x5A, sizeof got[j]);
         }
@@ -101,7 +104,7 @@ static void test_while_compiled(void **state) {
         int64_t nf;
         float yf;
         void *out[2] = {&nf, &yf};
-        compare(&g, tag, in, 2, bytes, out);
+        compare(&g, tag, in, 2, bytes, out, k == 0);
         /* and the values themselves (the interpreter's are checked by test_onnx_import) */
         assert_int_equal(nf, cases[k].n);
         assert_true(yf == cases[k].y);
@@ -148,7 +151,7 @@ static void test_scan_compiled(void **state) {
             int64_t nf, nsv[8], ye, ne;
             float yf[2], ysv[16];
             void *out[6] = {&nf, yf, ysv, nsv, &ye, &ne};
-            compare(&g, tag, variant == 1 ? in0 + 1 : in0, 6, bytes, out);
+            compare(&g, tag, variant == 1 ? in0 + 1 : in0, 6, bytes, out, k == 0);
             assert_int_equal(nf, cases[k].iters);
             assert_int_equal(ye, cases[k].iters);
             assert_int_equal(ne, cases[k].iters);
@@ -212,7 +215,7 @@ static void test_scan_over_bound(void **state) {
     }
     const void *in3[3] = {&c0, &three, x};
     const size_t bytes[6] = {8, 8, 24, 24, 8, 8};
-    compare(&g, "scan_cut3", in3, 6, bytes, out);
+    compare(&g, "scan_cut3", in3, 6, bytes, out, true);
     assert_int_equal(ye, 3);
     assert_int_equal(nsv[2], 3);
     tether_ir_close(&g);
@@ -276,7 +279,7 @@ static void test_scan_trip_compiled(void **state) {
             }
             char tag[32];
             snprintf(tag, sizeof tag, "trip%d_%zu", mi, k);
-            compare(&g, tag, in, 6, bytes, out);
+            compare(&g, tag, in, 6, bytes, out, (models[mi].cases & ((1u << k) - 1)) == 0);
             assert_int_equal(nf, iters);
             assert_int_equal(ye, iters);
             assert_int_equal(ne, iters);
@@ -300,7 +303,7 @@ static void test_scan_directions_compiled(void **state) {
     float sf[2], o1[6], o2[6];
     void *out[3] = {sf, o1, o2};
     const size_t bytes[3] = {8, 24, 24};
-    compare(&g, "scan_dirs", in, 3, bytes, out);
+    compare(&g, "scan_dirs", in, 3, bytes, out, true);
     const float want_s[2] = {96, 136}, want1[6] = {9216, 2025, 169, 18496, 5184, 729},
                 want2[6] = {3, 7, 15, 32, 46, 76};
     assert_memory_equal(sf, want_s, sizeof want_s);
@@ -311,8 +314,10 @@ static void test_scan_directions_compiled(void **state) {
 
 /* Readers of a dynamic scan output beyond elementwise ones (loop_scan_model variant 6: a sum over
  * the iterations, a matmul by a constant, a concat with ys * ys along axis 1, a sum over the
- * matmul's rows): the compiled C in both ABIs gives the interpreter's bytes, rows past the
- * iterations included, and the sums equal the iterations' by hand. */
+ * matmul's rows, and the mean, max, min, prod and sum of Exp(ys) over the iterations, which read
+ * the live row count): the compiled C in both ABIs (one artifact per ABI holds every reader)
+ * gives the interpreter's bytes, rows past the iterations included, for 5, 8 and no iterations
+ * (ONNX's empty reductions), and the sums, max and min equal the iterations' by hand. */
 static void test_scan_readers_compiled(void **state) {
     (void)state;
     tether_ir_graph g;
@@ -327,19 +332,20 @@ static void test_scan_readers_compiled(void **state) {
     if (rc) {
         fail_msg("%s", tether_last_error());
     }
-    const size_t bytes[10] = {8, 8, 8, 32, 128, 4, 64, 8, 8, 8};
-    const int64_t limits[2] = {5, 20}; /* 0 iterations: test_onnx_import */
-    for (int k = 0; k < 2; k++) {
-        const uint8_t c0 = 1;
+    const size_t bytes[15] = {8, 8, 8, 32, 128, 4, 8, 8, 8, 8, 8, 64, 8, 8, 8};
+    const int64_t limits[3] = {5, 20, 0};
+    for (int k = 0; k < 3; k++) {
+        const uint8_t c0 = limits[k] > 0;
         const float x[2] = {2, 0.5f};
         const void *in[3] = {&c0, &limits[k], x};
         int64_t nf, nsv[8], pe, ce, ne;
-        float yf[2], tot[2], proj[8], cat[32], tot2;
-        void *out[10] = {&nf, yf, tot, proj, cat, &tot2, nsv, &pe, &ce, &ne};
+        float yf[2], tot[2], proj[8], cat[32], tot2, mean[2], mx[2], mn[2], prod[2], esum[2];
+        void *out[15] = {&nf, yf,   tot,  proj, cat, &tot2, mean, mx,
+                         mn,  prod, esum, nsv,  &pe, &ce,   &ne};
         char tag[32];
         snprintf(tag, sizeof tag, "readers%d", k);
-        compare(&g, tag, in, 10, bytes, out);
-        int64_t it = k == 0 ? 5 : 8;
+        compare(&g, tag, in, 15, bytes, out, k == 0);
+        int64_t it = k == 0 ? 5 : (k == 1 ? 8 : 0);
         assert_int_equal(pe, it);
         assert_int_equal(ce, it);
         float p = 1, q = -1, s0 = 0, s1 = 0, s2 = 0;
@@ -351,6 +357,13 @@ static void test_scan_readers_compiled(void **state) {
             s2 += p + 2 * q;
         }
         assert_true(tot[0] == s0 && tot[1] == s1 && tot2 == s2);
+        if (it == 0) {
+            assert_true(isnan(mean[0]) && mx[0] == -INFINITY && mn[1] == INFINITY);
+            assert_true(prod[0] == 1 && esum[0] == 0);
+        } else {
+            assert_true(mx[0] == p && mn[0] == 2 && mx[1] == q && mn[1] == -0.5f);
+            assert_true(mean[0] == s0 / (float)it);
+        }
     }
     tether_ir_close(&g);
 }
@@ -369,7 +382,7 @@ static void test_for_compiled(void **state) {
         float af[2], bf[2];
         int64_t sf;
         void *out[3] = {af, bf, &sf};
-        compare(&g, tag, in, 3, bytes, out);
+        compare(&g, tag, in, 3, bytes, out, k == 0);
         if (k == 0) {
             assert_true(af[0] == 8 && af[1] == 34 && bf[0] == 13 && bf[1] == 55);
             assert_int_equal(sf, 15);

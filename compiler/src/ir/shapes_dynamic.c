@@ -418,7 +418,7 @@ int tether__ir_check_dynamic(const tether_ir_graph *g) {
             if (!t || t->dyn_dim <= 0 || (n->op == TETHER_OP_UNIQUE && j == 1) ||
                 (n->op == TETHER_OP_NMS && (n->attrs.mode & TETHER__DYN_COUNT)) ||
                 (!is_root_op(n->op) &&
-                 (consumer_input(g, n) >= 0 || tether__ir_dyn_absorbs(g, n)))) {
+                 (consumer_input(g, n) >= 0 || tether__ir_dyn_counted(g, n)))) {
                 continue;
             }
             return tether__ir_node_error(

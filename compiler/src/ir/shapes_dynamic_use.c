@@ -16,15 +16,22 @@
  * loop_stack, nonzero or compress root, whose rows past the data are zeros, carried through
  * operators that map a zero row to a zero row; nms and unique end their lists with -1).
  *
+ * Counted readers: every reduction over axes with 0 gets input 1, the root's extent (an extent
+ * node added after inference, tether__ir_dyn_wire_counts), and its kernels read the live rows only
+ * (interp_reduce.c, emit_c_reduce.c); they supersede the absorbing path, which stays as a check.
+ *
  * What must stay true: a reader accepted here never lets a row past the extent reach an actual
- * output row (row readers) or change a value (absorbing readers: zero rows only); anything else
- * (a mean or max over dimension 0, concat along it, a transpose moving it) stays refused by
- * tether__ir_check_dynamic, naming the node.
+ * output row (row readers) or change a value (absorbing readers: zero rows only; counted readers:
+ * live rows only); anything else (concat along dimension 0, a transpose moving it, gather/slice
+ * along it) stays refused by tether__ir_check_dynamic, naming the node.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../internal.h"
+#include "tether/crt/dtype.h"
+#include "tether/crt/error.h"
 #include "tether/ir.h"
 
 /* Whether axis 0 of a rank-`rank` input is among node n's reduce axes (none given: all). */
@@ -202,4 +209,76 @@ bool tether__ir_dyn_zero_padded(const tether_ir_graph *g, int t, int depth) {
     return kind == TETHER__OPK_ALIAS || kind == TETHER__OPK_TRANSPOSE ||
            kind == TETHER__OPK_MATMUL || kind == TETHER__OPK_CONCAT ||
            (kind == TETHER__OPK_DENSE && n->ninputs == 2);
+}
+
+bool tether__ir_dyn_counted(const tether_ir_graph *g, const tether_ir_node *n) {
+    if (tether__op_info_of(n->op)->kind != TETHER__OPK_REDUCE || n->ninputs != 2) {
+        return false;
+    }
+    const tether_ir_tensor *x = tether__ir_in(g, n, 0), *c = tether__ir_in(g, n, 1);
+    return x && c && x->dyn_dim == 1 && reduces_axis0(n, x->ndim) && c->dyn_dim == -1 &&
+           c->ndim == 1 && c->shape[0] == 1;
+}
+
+/* The extent node of root node r (same operator, mode | count; unique's reads x alone, nms' the
+ * rows of its node): an existing one, else a new one; its output tensor in *out. */
+static int extent_of_root(tether_ir_graph *g, int r, int *out) {
+    tether_ir_node root = g->nodes[r];
+    int nin = root.op == TETHER_OP_UNIQUE || root.op == TETHER_OP_NMS ? 1 : root.ninputs;
+    int in[TETHER_IR_MAX_INPUTS];
+    memcpy(in, root.inputs, sizeof(int) * (size_t)root.ninputs);
+    if (root.op == TETHER_OP_NMS) {
+        in[0] = root.outputs[0];
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        const tether_ir_node *q = &g->nodes[i];
+        bool same = q->op == root.op && q->ninputs == nin &&
+                    q->attrs.mode == (root.attrs.mode | TETHER__DYN_COUNT) &&
+                    q->attrs.nints == root.attrs.nints &&
+                    (!root.attrs.nints || q->attrs.ints[0] == root.attrs.ints[0]);
+        for (int j = 0; same && j < nin; j++) {
+            same = q->inputs[j] == in[j];
+        }
+        if (same) {
+            *out = q->outputs[0];
+            return TETHER_OK;
+        }
+    }
+    char name[512];
+    for (int k = 0; k < 1000; k++) {
+        snprintf(name, sizeof name, k ? "%s_live%d" : "%s_live", g->tensors[root.outputs[0]].name,
+                 k);
+        if (tether_ir_find_tensor(g, name) < 0) {
+            break;
+        }
+    }
+    tether_ir_attrs a = root.attrs;
+    a.mode |= TETHER__DYN_COUNT;
+    int64_t one = 1;
+    int rc = tether_ir_add_tensor(g, name, TETHER_INT64, 1, &one, out);
+    return rc ? rc : tether_ir_add_node(g, name, root.op, in, nin, out, 1, &a, NULL);
+}
+
+int tether__ir_dyn_wire_counts(tether_ir_graph *g, bool *changed) {
+    *changed = false;
+    int nn = g->nnodes;
+    for (int i = 0; i < nn; i++) {
+        const tether_ir_node *n = &g->nodes[i];
+        const tether_ir_tensor *x = n->ninputs == 1 ? tether__ir_in(g, n, 0) : NULL;
+        if (tether__op_info_of(n->op)->kind != TETHER__OPK_REDUCE || !x || x->dyn_dim != 1 ||
+            !reduces_axis0(n, x->ndim)) {
+            continue;
+        }
+        int r = tether__ir_dyn_root(g, n->inputs[0]), e = -1, rc;
+        if (r < 0) {
+            continue; /* refused by tether__ir_check_dynamic, naming the node */
+        }
+        if ((rc = extent_of_root(g, r, &e))) {
+            return rc;
+        }
+        g->nodes[i].inputs[1] = e;
+        g->nodes[i].ninputs = 2;
+        *changed = true;
+    }
+    return TETHER_OK;
 }
