@@ -53,7 +53,7 @@ static void param(const em *e, const tether_ir_node *nd, const kargs *k, int i, 
 }
 
 /* A static const int32_t table of n values, 12 a line. */
-static void table(em *e, const char *name, const int32_t *v, long long n) {
+void tether__c_qx86_table(em *e, const char *name, const int32_t *v, long long n) {
     line(e, "static const int32_t %s[%lld] = {", name, n);
     e->depth++;
     char buf[256];
@@ -102,7 +102,7 @@ static void chan_rq(em *e, const kargs *k, const qg *q, const char *c) {
 
 /* Whether the requantization vectorises: 0 no; 1 tgq_rq8 (constant, every shift in -31..30: n =
  * 31 - shift in 1..62, an 8-bit output); 2 tgq_rq8k (every shift in -31..-1 as well). */
-static int rq_vec(const em *e, const tether_ir_node *nd, const qg *q) {
+int tether__c_qrq_vec(const em *e, const tether_ir_node *nd, const qg *q) {
     const tether_ir_tensor *rq = T(e, nd->inputs[5]);
     if (rq->kind != TETHER_TENSOR_CONSTANT || !rq->data ||
         (strcmp(q->yt, "int8_t") != 0 && strcmp(q->yt, "uint8_t") != 0)) {
@@ -164,14 +164,14 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
             ws[oc] += w[oc * K + i];
         }
     }
-    table(e, "wp", wp, OB * K2 * 4);
-    table(e, "ws", ws, q->O);
+    tether__c_qx86_table(e, "wp", wp, OB * K2 * 4);
+    tether__c_qx86_table(e, "ws", ws, q->O);
     free(wp);
     free(ws);
     madd_macro(e);
     prologue(e, nd, k);
     line(e, "(void)%s; /* packed above (wp) */", k->in[1]);
-    if (rq_vec(e, nd, q)) {
+    if (tether__c_qrq_vec(e, nd, q)) {
         rq_consts(e, q);
     }
     line(e, "int16_t ps[%lld]; /* the tile: tap pairs x 16 pixels, int16 pairs */", K2 * 32);
@@ -287,7 +287,7 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
         line(e, "}");
     }
     close_block(e);
-    int vec = rq_vec(e, nd, q);
+    int vec = tether__c_qrq_vec(e, nd, q);
     if (vec) {
         line(e, "if (p0 + %d <= %lld && ob * 4 + 3 < %lld) {", TILE, P, q->O);
         e->depth++;
@@ -365,12 +365,12 @@ static void row_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg 
             }
         }
     }
-    table(e, "wp", wp, OB * KP * 4);
+    tether__c_qx86_table(e, "wp", wp, OB * KP * 4);
     free(wp);
     madd_macro(e);
     prologue(e, nd, k);
     line(e, "(void)%s; /* packed above (wp) */", k->in[1]);
-    int vec = rq_vec(e, nd, q);
+    int vec = tether__c_qrq_vec(e, nd, q);
     if (vec) {
         rq_consts(e, q);
     }
@@ -570,14 +570,14 @@ static void depthwise(em *e, const tether_ir_node *nd, const kargs *k, const qg 
             ws[c] += w[c * K + t];
         }
     }
-    table(e, "wq", wq, q->C * NP);
-    table(e, "ws", ws, q->C);
+    tether__c_qx86_table(e, "wq", wq, q->C * NP);
+    tether__c_qx86_table(e, "ws", ws, q->C);
     free(wq);
     free(ws);
     madd_macro(e);
     prologue(e, nd, k);
     line(e, "enum { OWC = %lld };", q->OW);
-    int vec = rq_vec(e, nd, q);
+    int vec = tether__c_qrq_vec(e, nd, q);
     if (vec) {
         rq_consts(e, q);
     }
@@ -670,7 +670,7 @@ static void depthwise(em *e, const tether_ir_node *nd, const kargs *k, const qg 
 static int flat_ok(const em *e, const tether_ir_node *nd, const qg *q) {
     long long PW = q->OW + (q->KW - 1) * q->DW, PH = q->OH + (q->KH - 1) * q->DH;
     return q->SH == 1 && q->SW == 1 && q->PT >= 0 && q->PL >= 0 && q->KH * q->KW <= 49 &&
-           PH * PW <= 8192 && rq_vec(e, nd, q);
+           PH * PW <= 8192 && tether__c_qrq_vec(e, nd, q);
 }
 
 /* Depthwise, stride 1: the channel's x - x_zp in a zero-bordered int16 plane of PH x PW; every
@@ -693,7 +693,7 @@ static void dw_flat(em *e, const tether_ir_node *nd, const kargs *k, const qg *q
             wq[c * NP + t / 2] = pair(w[c * K + t], t + 1 < K ? w[c * K + t + 1] : 0);
         }
     }
-    table(e, "wq", wq, q->C * NP);
+    tether__c_qx86_table(e, "wq", wq, q->C * NP);
     free(wq);
     madd_macro(e);
     prologue(e, nd, k);
@@ -742,8 +742,10 @@ static void dw_flat(em *e, const tether_ir_node *nd, const kargs *k, const qg *q
         line(e, "ah = TGQ_DP(ah, _mm256_unpackhi_epi16(x0, x1), wp);");
         close_block(e);
     }
-    rq_store8(e, q, rq_vec(e, nd, q), "ob + p0", "_mm256_permute2x128_si256(al, ah, 0x20)");
-    rq_store8(e, q, rq_vec(e, nd, q), "ob + p0 + 8", "_mm256_permute2x128_si256(al, ah, 0x31)");
+    rq_store8(e, q, tether__c_qrq_vec(e, nd, q), "ob + p0",
+              "_mm256_permute2x128_si256(al, ah, 0x20)");
+    rq_store8(e, q, tether__c_qrq_vec(e, nd, q), "ob + p0 + 8",
+              "_mm256_permute2x128_si256(al, ah, 0x31)");
     close_block(e);
     line(e, "for (int oh = 0; oh < %lld; ++oh) {", q->OH);
     line(e, "    memcpy(yo + oh * %lld, ob + oh * %lld, %lld);", q->OW, PW, q->OW);
@@ -769,7 +771,9 @@ int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
 
 void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
     long long a, z;
-    if (q->G == 1 && row_width(q)) {
+    if (tether__c_qconv_c1_ok(e, nd, q)) {
+        tether__c_qconv_c1(e, nd, k, q); /* emit_c_qc1_x86.c */
+    } else if (q->G == 1 && row_width(q)) {
         row_tiles(e, nd, k, q, row_width(q));
     } else if (q->G == 1) {
         gemm_tiles(e, nd, k, q);
