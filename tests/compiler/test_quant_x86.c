@@ -33,6 +33,7 @@ typedef struct qcase {
     const char *name;
     int C, O, H, W, KH, KW, S, pt, pl, pb, pr, G, u8, xz, relu;
     int mm; /* 1: matmul of x [2, H, C] by w [C, O]; 2: dense x [H, C], w [O, C] (transB), bias */
+    int dh; /* the row dilation (0: 1) */
 } qcase;
 
 static int konst(tether_ir_graph *g, const char *name, DLDataType t, int ndim, const int64_t *shape,
@@ -121,6 +122,7 @@ static void build(tether_ir_graph *g, const qcase *c) {
     a.pads[2] = c->pb;
     a.pads[3] = c->pr;
     a.strides[0] = a.strides[1] = c->S;
+    a.dilations[0] = c->dh ? c->dh : 1;
     a.groups = c->G;
     if (!c->mm) {
         node(g, "conv", TETHER_OP_CONV2D, (int[]){xd, wd, cb}, 3, y, &a);
@@ -183,7 +185,7 @@ static void compile_run(const qcase *c, const char *cpu, const char *tag, const 
 
 static void check(const qcase *c, int vnni) {
     size_t nx = (size_t)(c->C * c->H * c->W);
-    int OH = (c->H + c->pt + c->pb - c->KH) / c->S + 1,
+    int OH = (c->H + c->pt + c->pb - ((c->KH - 1) * (c->dh ? c->dh : 1) + 1)) / c->S + 1,
         OW = (c->W + c->pl + c->pr - c->KW) / c->S + 1;
     size_t ny = (size_t)(c->O * OH * OW);
     if (c->mm) {
@@ -240,6 +242,13 @@ static void check(const qcase *c, int vnni) {
     if (strncmp(c->name, "conv3_rows", 10) == 0) {
         assert_non_null(strstr(s, "int32_t rows[")); /* the row kernel */
     }
+    if (strncmp(c->name, "c1_", 3) == 0) { /* emit_c_qc1_x86.c's kernel */
+        assert_non_null(strstr(s, "int16_t pl["));
+        assert_non_null(strstr(s, "const int16_t *restrict pt = pl + tf[t];"));
+    }
+    if (strncmp(c->name, "dw2_", 4) == 0) { /* emit_c_qdw2_x86.c's kernel */
+        assert_non_null(strstr(s, "const int16_t *restrict pr = pl + oh * "));
+    }
     free(s);
     /* the VNNI variant compiles (gcc with -mavx512vnni; not run: no VNNI CPU here) */
     char cmd[3000];
@@ -265,27 +274,37 @@ static void test_cases(void **state) {
     (void)state;
     static const qcase cases[] = {
         /* name, C, O, H, W, KH, KW, S, pt, pl, pb, pr, G, u8, xz, relu */
-        {"pw_odd", 7, 9, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 0},
-        {"pw_full", 6, 5, 8, 8, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 0},
-        {"conv3_s2", 5, 6, 9, 11, 3, 3, 2, 1, 1, 1, 1, 1, 1, 128, 1, 0},
-        {"conv_10x4", 1, 8, 20, 10, 10, 4, 2, 4, 1, 5, 2, 1, 0, -4, 1, 0},
-        {"dw3_s1", 3, 3, 6, 37, 3, 3, 1, 1, 1, 1, 1, 3, 0, -2, 1, 0},
-        {"dw3_s2_tf", 2, 2, 8, 70, 3, 3, 2, 0, 0, 1, 1, 2, 1, 97, 0, 0},
-        {"dw5_s1", 3, 3, 7, 40, 5, 5, 1, 2, 2, 2, 2, 3, 0, 5, 0, 0},
+        {"pw_odd", 7, 9, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 0, 0},
+        {"pw_full", 6, 5, 8, 8, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 0, 0},
+        {"conv3_s2", 5, 6, 9, 11, 3, 3, 2, 1, 1, 1, 1, 1, 1, 128, 1, 0, 0},
+        {"conv_10x4", 1, 8, 20, 10, 10, 4, 2, 4, 1, 5, 2, 1, 0, -4, 1, 0, 0},
+        {"dw3_s1", 3, 3, 6, 37, 3, 3, 1, 1, 1, 1, 1, 3, 0, -2, 1, 0, 0},
+        {"dw3_s2_tf", 2, 2, 8, 70, 3, 3, 2, 0, 0, 1, 1, 2, 1, 97, 0, 0, 0},
+        {"dw5_s1", 3, 3, 7, 40, 5, 5, 1, 2, 2, 2, 2, 3, 0, 5, 0, 0, 0},
         /* narrow planes: the flat zero-bordered depthwise kernel (asymmetric pads, uint8) */
-        {"dw3_narrow", 4, 4, 25, 5, 3, 3, 1, 1, 1, 1, 1, 4, 0, -3, 1, 0},
-        {"dw5_asym_u8", 3, 3, 9, 9, 5, 5, 1, 2, 1, 0, 2, 3, 1, 100, 0, 0},
+        {"dw3_narrow", 4, 4, 25, 5, 3, 3, 1, 1, 1, 1, 1, 4, 0, -3, 1, 0, 0},
+        {"dw5_asym_u8", 3, 3, 9, 9, 5, 5, 1, 2, 1, 0, 2, 3, 1, 100, 0, 0, 0},
         /* stride 1, one group: the row kernel (odd C, a partial tile and channel block; uint8
          * with asymmetric pads) */
-        {"conv3_rows", 5, 6, 7, 37, 3, 3, 1, 1, 1, 1, 1, 1, 0, -3, 1, 0},
-        {"conv3_rows_u8", 4, 8, 6, 20, 3, 3, 1, 0, 2, 1, 0, 1, 1, 100, 0, 0},
+        {"conv3_rows", 5, 6, 7, 37, 3, 3, 1, 1, 1, 1, 1, 1, 0, -3, 1, 0, 0},
+        {"conv3_rows_u8", 4, 8, 6, 20, 3, 3, 1, 0, 2, 1, 0, 1, 1, 100, 0, 0, 0},
         /* qmatmul (emit_c_qmm_x86.c): odd K, partial column blocks, a row tail; R = 1 */
-        {"mm3d", 37, 21, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 1},
-        {"mm_u8", 130, 40, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 128, 0, 1},
-        {"gemm_tb", 64, 12, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, -5, 1, 2},
+        {"mm3d", 37, 21, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 1, 0},
+        {"mm_u8", 130, 40, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 128, 0, 1, 0},
+        {"gemm_tb", 64, 12, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, -5, 1, 2, 0},
+        /* one input channel (emit_c_qc1_x86.c): stride 1 and 2, odd widths, a partial pixel block,
+         * 8, 13 and 64 output channels, odd and even window widths, row dilation, uint8 */
+        {"c1_s1", 1, 13, 9, 7, 3, 3, 1, 1, 1, 1, 1, 1, 0, 5, 1, 0, 0},
+        {"c1_s2_64_u8", 1, 64, 21, 9, 10, 4, 2, 4, 1, 5, 2, 1, 1, 100, 0, 0, 0},
+        {"c1_k5_dil", 1, 8, 15, 11, 5, 5, 2, 2, 2, 2, 2, 1, 0, -3, 0, 0, 2},
+        /* depthwise, column stride 2 (emit_c_qdw2_x86.c): rows narrower than 8, a last step moved
+         * back (12 wide), TF-style pads, a 5x5 window with row dilation, uint8 */
+        {"dw2_small", 6, 6, 6, 6, 3, 3, 2, 1, 1, 1, 1, 6, 0, 4, 1, 0, 0},
+        {"dw2_12_u8", 5, 5, 24, 24, 3, 3, 2, 0, 0, 1, 1, 5, 1, 120, 0, 0, 0},
+        {"dw2_k5_dil", 3, 3, 13, 19, 5, 5, 2, 2, 2, 2, 2, 3, 0, -1, 1, 0, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10);
+        check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10 || i == 15 || i == 18);
     }
 }
 
@@ -361,7 +380,7 @@ static const char rq_driver[] =
  * "iteration 15 invokes undefined behavior"); pw_full in test_cases checks its bytes. */
 static void test_pw_full_tiles(void **state) {
     (void)state;
-    static const qcase c = {"pw_full", 6, 5, 8, 8, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 0};
+    static const qcase c = {"pw_full", 6, 5, 8, 8, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 0, 0};
     char src[1300];
     float dummy = 0;
     compile_run(&c, "x86-64-v3", "avx2", &dummy, &dummy, 0, src, sizeof src);
@@ -375,7 +394,7 @@ static void test_pw_full_tiles(void **state) {
  * scalar tgq_requant lane by lane: the driver above compiled with a generated module's helpers. */
 static void test_rq8k(void **state) {
     (void)state;
-    static const qcase c = {"rq8k", 7, 9, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 0};
+    static const qcase c = {"rq8k", 7, 9, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 0, 0};
     char src[1300], drv[1400], lib[1400], cmd[4500];
     float dummy = 0;
     compile_run(&c, "x86-64-v3", "avx2", &dummy, &dummy, 0, src, sizeof src);

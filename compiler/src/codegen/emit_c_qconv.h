@@ -49,6 +49,12 @@ int tether__c_qrq_vec(const em *e, const tether_ir_node *nd, const qg *q);
 int tether__c_qconv_c1_ok(const em *e, const tether_ir_node *nd, const qg *q);
 void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 
+/* emit_c_qdw2_x86.c: whether the AVX2 depthwise kernel of column stride 2 takes nd (column
+ * dilation 1, up to 64 taps, a vector requantization, a zero-bordered int16 plane <= 64 KiB),
+ * and the kernel (emitted by tether__c_qconv_x86, which tries it first for depthwise layers). */
+int tether__c_qconv_dw2_ok(const em *e, const tether_ir_node *nd, const qg *q);
+void tether__c_qconv_dw2(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
+
 /* emit_c_qmm_x86.c: whether the AVX2 qmatmul kernel takes nd (constant 8-bit B, constant
  * per-tensor A zero point, requantized 8-bit output), and the kernel (emitted inside
  * `#if defined(__AVX2__)` by emit_c_quant.c, the portable loop in the #else). */
