@@ -3,6 +3,8 @@
  * inside `#if defined(__AVX2__)` (the target's -march: x86-64-v3 and up, from the device's HELLO
  * `cpu`), the portable kernels of emit_c_qfast.c / emit_c_qpatch.c in the `#else`. For 8-bit
  * inputs, constant int8 weights with weight zero point 0 and a requantized 8-bit output:
+ *   - one group with one input channel: emit_c_qc1_x86.c (tried first);
+ *   - depthwise with column stride 2: emit_c_qdw2_x86.c (tried first for depthwise layers);
  *   - one group, stride 1 along W, a window wider than 1x1, output rows of 16 or more: per output
  *     row the KH input rows it reads packed once as int16 pairs of channels (x - x_zp, zeros as
  *     padding) on the stack, then 16 pixels x 4 output channels a step over (kh, kw, channel
