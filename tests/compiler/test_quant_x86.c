@@ -297,6 +297,9 @@ static void test_cases(void **state) {
         {"c1_s1", 1, 13, 9, 7, 3, 3, 1, 1, 1, 1, 1, 1, 0, 5, 1, 0, 0},
         {"c1_s2_64_u8", 1, 64, 21, 9, 10, 4, 2, 4, 1, 5, 2, 1, 1, 100, 0, 0, 0},
         {"c1_k5_dil", 1, 8, 15, 11, 5, 5, 2, 2, 2, 2, 2, 1, 0, -3, 0, 0, 2},
+        /* 2 and 3 input channels (an RGB first layer; stride 1 with rows under 16) */
+        {"c1_c3_s2", 3, 8, 13, 11, 3, 3, 2, 1, 1, 1, 1, 1, 0, 2, 1, 0, 0},
+        {"c1_c2_s1_u8", 2, 9, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 100, 0, 0, 0},
         /* depthwise, column stride 2 (emit_c_qdw2_x86.c): rows narrower than 8, a last step moved
          * back (12 wide), TF-style pads, a 5x5 window with row dilation, uint8 */
         {"dw2_small", 6, 6, 6, 6, 3, 3, 2, 1, 1, 1, 1, 6, 0, 4, 1, 0, 0},
@@ -304,7 +307,7 @@ static void test_cases(void **state) {
         {"dw2_k5_dil", 3, 3, 13, 19, 5, 5, 2, 2, 2, 2, 2, 3, 0, -1, 1, 0, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10 || i == 15 || i == 18);
+        check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10 || i == 15 || i == 20);
     }
 }
 

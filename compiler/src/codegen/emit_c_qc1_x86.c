@@ -1,13 +1,14 @@
 /*
- * The C emitter's x86-64 AVX2 kernel for a one-group qconv with ONE input channel (the first
- * convolution of a speech model: KWS, micro_speech, DS-CNN; docs/quantization.md "Kernels"),
- * called by emit_c_qx86.c inside `#if defined(__AVX2__)`.
+ * The C emitter's x86-64 AVX2 kernel for a one-group qconv with 1 to 4 input channels (the first
+ * convolution of a speech model, KWS, micro_speech, DS-CNN, or of an RGB image model;
+ * docs/quantization.md "Kernels"), called by emit_c_qx86.c inside `#if defined(__AVX2__)`.
  *
- * The input channel goes once per image into a zero-bordered int16 plane of x - x_zp (on the
- * stack, <= 64 KiB); no per-pixel packing: the taps of a window row pair up as adjacent int16
+ * Each input channel goes once per image into a zero-bordered int16 plane of x - x_zp (all on
+ * the stack, <= 64 KiB); no per-pixel packing: the taps of a window row pair up as adjacent int16
  * values of the plane (kw, kw + 1; an odd last tap pairs with a column whose weight is 0), so one
  * 32-bit broadcast load gives a tap pair of a pixel, and one VPMADDWD against a vector of that
- * tap pair's weights for 8 output channels (packed at compile time) adds 16 products into 8
+ * tap pair's weights for 8 output channels (packed at compile time; taps run over input channel,
+ * kh and the pairs of kw) adds 16 products into 8
  * int32 accumulators, one per channel. A step computes 8 output pixels (flat positions of the
  * output plane, any stride and row dilation) x 8 channels, requantizes the accumulators in
  * channel lanes (tgq_rq8k / tgq_rq8 with per-lane multipliers and shifts, compile-time tables),
@@ -37,13 +38,13 @@ static int plane(const qg *q, long long *ph, long long *pw) {
     }
     *ph = h;
     *pw = w;
-    return h * w * 2 <= 65536;
+    return q->C * h * w * 2 <= 65536;
 }
 
 int tether__c_qconv_c1_ok(const em *e, const tether_ir_node *nd, const qg *q) {
     long long ph, pw;
-    return q->G == 1 && q->C == 1 && q->DW == 1 && q->PT >= 0 && q->PL >= 0 && q->OH > 0 &&
-           q->OW > 0 && plane(q, &ph, &pw) && tether__c_qrq_vec(e, nd, q) != 0;
+    return q->G == 1 && q->C >= 1 && q->C <= 4 && q->DW == 1 && q->PT >= 0 && q->PL >= 0 &&
+           q->OH > 0 && q->OW > 0 && plane(q, &ph, &pw) && tether__c_qrq_vec(e, nd, q) != 0;
 }
 
 static int32_t pair(int8_t a, int8_t b) {
@@ -81,8 +82,8 @@ void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const q
     const int per_ch = tether_ir_tensor_elements(rqt) > 2;
     long long ph, pw;
     plane(q, &ph, &pw);
-    const long long KWP = (q->KW + 1) / 2, KT = q->KH * KWP, OB = (q->O + 7) / 8;
-    const long long P = q->OH * q->OW, K = q->KH * q->KW;
+    const long long KWP = (q->KW + 1) / 2, KT = q->C * q->KH * KWP, OB = (q->O + 7) / 8;
+    const long long P = q->OH * q->OW, K = q->C * q->KH * q->KW, PL = ph * pw;
     const int vec = tether__c_qrq_vec(e, nd, q);
     int32_t *wc = calloc((size_t)(OB * KT * 8), sizeof(int32_t));
     int32_t *mq = calloc((size_t)(OB * 8), sizeof(int32_t));
@@ -96,25 +97,27 @@ void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const q
         e->s.failed = 1;
         return;
     }
-    /* wc[(ob * KT + kh * KWP + kp) * 8 + lane]: taps (kh, 2kp), (kh, 2kp + 1) of channel
-     * ob * 8 + lane (0 past KW and past O) */
+    /* wc[(ob * KT + (c * KH + kh) * KWP + kp) * 8 + lane]: taps (c, kh, 2kp), (c, kh, 2kp + 1)
+     * of output channel ob * 8 + lane (0 past KW and past O) */
     for (long long oc = 0; oc < OB * 8; oc++) {
         const int in = oc < q->O;
         const int32_t m = in ? rq[per_ch ? 2 * oc : 0] : (int32_t)1 << 30;
         const int32_t s = in ? rq[per_ch ? 2 * oc + 1 : 1] : -1;
         mq[oc] = m;
         nq[oc] = 31 - s;
-        for (long long kh = 0; kh < q->KH && in; kh++) {
+        for (long long ck = 0; ck < q->C * q->KH && in; ck++) {
             for (long long kp = 0; kp < KWP; kp++) {
-                const int8_t a = w[oc * K + kh * q->KW + 2 * kp],
-                             b = 2 * kp + 1 < q->KW ? w[oc * K + kh * q->KW + 2 * kp + 1] : 0;
-                wc[((oc / 8) * KT + kh * KWP + kp) * 8 + oc % 8] = pair(a, b);
+                const int8_t a = w[oc * K + ck * q->KW + 2 * kp],
+                             b = 2 * kp + 1 < q->KW ? w[oc * K + ck * q->KW + 2 * kp + 1] : 0;
+                wc[((oc / 8) * KT + ck * KWP + kp) * 8 + oc % 8] = pair(a, b);
             }
         }
     }
-    for (long long kh = 0; kh < q->KH; kh++) {
-        for (long long kp = 0; kp < KWP; kp++) {
-            tf[kh * KWP + kp] = (int32_t)(kh * q->DH * pw + 2 * kp);
+    for (long long c = 0; c < q->C; c++) {
+        for (long long kh = 0; kh < q->KH; kh++) {
+            for (long long kp = 0; kp < KWP; kp++) {
+                tf[(c * q->KH + kh) * KWP + kp] = (int32_t)(c * PL + kh * q->DH * pw + 2 * kp);
+            }
         }
     }
     tether__c_qx86_table(e, "wc", wc, OB * KT * 8);
@@ -155,19 +158,22 @@ void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const q
     line(e, "for (int o = 0; o < %lld; ++o) {", OB * 8);
     line(e, "    bq[o] = o < %lld ? %s : 0;", q->O, bias);
     line(e, "}");
-    line(e, "int16_t pl[%lld]; /* x - xz, zero-bordered: %lld rows x %lld */", ph * pw, ph, pw);
+    line(e, "int16_t pl[%lld]; /* x - xz, zero-bordered: %lld planes of %lld rows x %lld */",
+         q->C * PL, q->C, ph, pw);
     line(e, "%s tb[8][8]; /* a partial block */", q->yt);
     line(e, "__m256i c[8];");
     line(e, "const __m128i vxz8 = _mm_set1_epi16((int16_t)xz);");
     line(e, "memset(pl, 0, sizeof pl);");
     loop(e, "n", q->N);
-    line(e, "const %s *restrict xn = %s + n * %lld;", q->xt, k->in[0], q->H * q->W);
+    line(e, "const %s *restrict xn = %s + n * %lld;", q->xt, k->in[0], q->C * q->H * q->W);
     line(e, "%s *restrict yn = %s + n * %lld;", q->yt, k->out, q->O * P);
-    /* the plane: each input row, 8 values a step, then one at a time */
-    line(e, "for (int ih = 0; ih < %lld; ++ih) {", q->H);
+    /* the planes: each input row, 8 values a step, then one at a time */
+    line(e, "for (int ch = 0; ch < %lld; ++ch) {", q->C * q->H);
     e->depth++;
-    line(e, "const %s *restrict a = xn + ih * %lld;", q->xt, q->W);
-    line(e, "int16_t *restrict d = pl + (ih + %lld) * %lld + %lld;", q->PT, pw, q->PL);
+    line(e, "const int c = ch / %lld, ih = ch %% %lld;", q->H, q->H);
+    line(e, "const %s *restrict a = xn + ch * %lld;", q->xt, q->W);
+    line(e, "int16_t *restrict d = pl + c * %lld + (ih + %lld) * %lld + %lld;", PL, q->PT, pw,
+         q->PL);
     line(e, "int iw = 0;");
     line(e, "for (; iw + 8 <= %lld; iw += 8) {", q->W);
     line(

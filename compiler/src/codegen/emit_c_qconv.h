@@ -43,7 +43,7 @@ void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const 
 void tether__c_qx86_table(em *e, const char *name, const int32_t *v, long long n);
 int tether__c_qrq_vec(const em *e, const tether_ir_node *nd, const qg *q);
 
-/* emit_c_qc1_x86.c: whether the AVX2 single-input-channel kernel takes nd (one group, C = 1,
+/* emit_c_qc1_x86.c: whether the AVX2 few-input-channel kernel takes nd (one group, C 1..4,
  * column dilation 1, a vector requantization, a zero-bordered int16 plane <= 64 KiB), and the
  * kernel (emitted by tether__c_qconv_x86, which tries it first). */
 int tether__c_qconv_c1_ok(const em *e, const tether_ir_node *nd, const qg *q);
