@@ -246,6 +246,12 @@ static void check(const qcase *c, int vnni) {
         assert_non_null(strstr(s, "int16_t pl["));
         assert_non_null(strstr(s, "const int16_t *restrict pt = pl + tf[t];"));
     }
+    if (strncmp(c->name, "dwrow_", 6) == 0) { /* emit_c_qx86.c's depthwise row kernel */
+        assert_non_null(strstr(s, "for (int ot = "));
+    }
+    if (strncmp(c->name, "dw3_s1", 6) == 0) { /* the flat kernel */
+        assert_non_null(strstr(s, "the plane, zero-bordered, and zeros past it"));
+    }
     if (strncmp(c->name, "dw2_", 4) == 0) { /* emit_c_qdw2_x86.c's kernel */
         assert_non_null(strstr(s, "const int16_t *restrict pr = pl + oh * "));
     }
@@ -305,6 +311,8 @@ static void test_cases(void **state) {
         {"dw2_small", 6, 6, 6, 6, 3, 3, 2, 1, 1, 1, 1, 6, 0, 4, 1, 0, 0},
         {"dw2_12_u8", 5, 5, 24, 24, 3, 3, 2, 0, 0, 1, 1, 5, 1, 120, 0, 0, 0},
         {"dw2_k5_dil", 3, 3, 13, 19, 5, 5, 2, 2, 2, 2, 2, 3, 0, -1, 1, 0, 2},
+        /* stride-1 depthwise on a plane past the flat kernel's 8,192 values: the row kernel */
+        {"dwrow_wide", 2, 2, 40, 230, 3, 3, 1, 1, 1, 1, 1, 2, 0, -2, 1, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10 || i == 15 || i == 20);

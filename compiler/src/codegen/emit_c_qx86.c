@@ -17,11 +17,12 @@
  *     (exact: two products of 8-bit values summed in int32), weights packed at compile time as
  *     int16 pairs per block of 4 output channels (zero beyond O); pointwise layers pack with
  *     vector loads;
- *   - depthwise (stride 1 or 2, up to 49 taps): 16 output pixels of a row a step, taps in pairs
- *     interleaved into VPMADDWD; rows and columns whose window crosses the padding use the
- *     bounded scalar loop;
- *   - depthwise stride 1 on planes too narrow for that (DS-CNN's 5-wide rows): the channel in a
- *     zero-bordered int16 plane, 16 flat positions a step (the border columns computed and
+ *   - depthwise the two plane kernels do not take (stride 1 or 2, up to 49 taps): 16 output pixels
+ * of a row a step, taps in pairs interleaved into VPMADDWD; rows and columns whose window crosses
+ * the padding use the bounded scalar loop;
+ *   - depthwise stride 1 on planes of up to 8,192 values (tried before the row kernel above;
+ *     DS-CNN's 5-wide rows, MobileNet's 48x48): the channel in a zero-bordered int16 plane
+ *     (filled 8 values a step), 16 flat positions a step (the border columns computed and
  *     dropped).
  * With AVX-512 VNNI (__AVX512VNNI__ and __AVX512VL__: -mavx512vnni) the multiply-add pairs are
  * VPDPWSSD, the same sums in one instruction. The input zero point is folded into the bias
@@ -718,14 +719,25 @@ static void dw_flat(em *e, const tether_ir_node *nd, const kargs *k, const qg *q
          q->H * q->W);
     line(e, "const int32_t *restrict wv = wq + c * %lld;", NP);
     line(e, "%s *restrict yo = %s + (n * %lld + c) * %lld;", q->yt, k->out, q->O, q->OH * q->OW);
-    line(e, "for (int ih = 0; ih < %lld && ih + %lld < %lld; ++ih) {", q->H, q->PT, PH);
-    line(e, "    for (int iw = 0; iw < %lld && iw + %lld < %lld; ++iw) {", q->W, q->PL, PW);
-    line(e,
-         "        pl[(ih + %lld) * %lld + iw + %lld] = (int16_t)((int32_t)xc[ih * %lld + iw] - "
-         "xz);",
-         q->PT, PW, q->PL, q->W);
-    line(e, "    }");
+    /* the rows and columns of the input the plane holds, 8 values a step, then one at a time */
+    const long long NH = q->H < PH - q->PT ? q->H : PH - q->PT;
+    const long long NW = q->W < PW - q->PL ? q->W : PW - q->PL;
+    line(e, "for (int ih = 0; ih < %lld; ++ih) {", NH);
+    e->depth++;
+    line(e, "const %s *restrict a = xc + ih * %lld;", q->xt, q->W);
+    line(e, "int16_t *restrict d = pl + (ih + %lld) * %lld + %lld;", q->PT, PW, q->PL);
+    line(e, "int iw = 0;");
+    line(e, "for (; iw + 8 <= %lld; iw += 8) {", NW);
+    line(
+        e,
+        "    _mm_storeu_si128((__m128i *)(void *)(d + iw), _mm_sub_epi16(%s(_mm_loadl_epi64((const "
+        "__m128i *)(const void *)(a + iw))), _mm_set1_epi16((int16_t)xz)));",
+        strcmp(q->xt, "int8_t") == 0 ? "_mm_cvtepi8_epi16" : "_mm_cvtepu8_epi16");
     line(e, "}");
+    line(e, "for (; iw < %lld; ++iw) {", NW);
+    line(e, "    d[iw] = (int16_t)((int32_t)a[iw] - xz);");
+    line(e, "}");
+    close_block(e);
     line(e, "for (int p0 = 0; p0 < %lld; p0 += %d) {", NPOS, TILE);
     e->depth++;
     line(e, "__m256i al = _mm256_set1_epi32(r), ah = al;");
@@ -782,9 +794,10 @@ void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const 
         gemm_tiles(e, nd, k, q);
     } else if (tether__c_qconv_dw2_ok(e, nd, q)) {
         tether__c_qconv_dw2(e, nd, k, q); /* emit_c_qdw2_x86.c */
-    } else if (dw_range(q, &a, &z)) {
-        depthwise(e, nd, k, q, a, z);
-    } else {
+    } else if (flat_ok(e, nd, q)) {
         dw_flat(e, nd, k, q);
+    } else {
+        dw_range(q, &a, &z);
+        depthwise(e, nd, k, q, a, z);
     }
 }
