@@ -17,9 +17,9 @@
  *     (exact: two products of 8-bit values summed in int32), weights packed at compile time as
  *     int16 pairs per block of 4 output channels (zero beyond O); pointwise layers pack with
  *     vector loads;
- *   - depthwise the two plane kernels do not take (stride 1 or 2, up to 49 taps): 16 output pixels
- * of a row a step, taps in pairs interleaved into VPMADDWD; rows and columns whose window crosses
- * the padding use the bounded scalar loop;
+ *   - depthwise layers the two plane kernels do not take (stride 1 or 2, up to 49 taps): 16
+ *     output pixels of a row a step, taps in pairs interleaved into VPMADDWD; rows and columns
+ *     whose window crosses the padding use the bounded scalar loop;
  *   - depthwise stride 1 on planes of up to 8,192 values (tried before the row kernel above;
  *     DS-CNN's 5-wide rows, MobileNet's 48x48): the channel in a zero-bordered int16 plane
  *     (filled 8 values a step), 16 flat positions a step (the border columns computed and
