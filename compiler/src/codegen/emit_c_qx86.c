@@ -29,8 +29,9 @@
  * (bias - x_zp * sum(w), the sums a compile-time table): padding holds x_zp, so its products
  * cancel. Full tiles requantize 8 outputs at a time (emit_c_quant.c: tgq_rq8k, the rounding
  * sum in 64-bit lanes and the shift and clamp in 32-bit lanes, when every shift is in -31..-1;
- * tgq_rq8, all in 64-bit lanes, when every shift is in -31..30; both equal tgq_requant),
- * partial ones per element.
+ * tgq_rq8, all in 64-bit lanes, when every shift is in -31..30; both equal tgq_requant);
+ * the tile kernel's partial tiles too (into a buffer, the existing outputs copied), the other
+ * kernels' partial ones per element.
  *
  * What must stay true: every path's int32 accumulator equals emit_c_quant.c's portable loop
  * (int32 wrap-around in the vector sums gives the exact value whenever the true sum fits int32,
@@ -180,6 +181,7 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
     }
     line(e, "int16_t ps[%lld]; /* the tile: tap pairs x 16 pixels, int16 pairs */", K2 * 32);
     line(e, "int32_t acc[4][%d];", TILE);
+    line(e, "%s tq[4][%d]; /* a partial tile, requantized */", q->yt, TILE);
     loop(e, "n", q->N);
     line(e, "const %s *restrict xn = %s + n * %lld;", q->xt, k->in[0], q->C * HW);
     line(e, "%s *restrict yn = %s + n * %lld;", q->yt, k->out, q->O * P);
@@ -293,8 +295,11 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
     close_block(e);
     int vec = tether__c_qrq_vec(e, nd, q);
     if (vec) {
-        line(e, "if (p0 + %d <= %lld && ob * 4 + 3 < %lld) {", TILE, P, q->O);
+        /* a partial tile or channel block requantizes in vectors too, into tq, then copies the
+         * outputs that exist (the clamped channels o1..o3 repeat a real one) */
+        line(e, "{");
         e->depth++;
+        line(e, "const int full = p0 + %d <= %lld && ob * 4 + 3 < %lld;", TILE, P, q->O);
         for (int j = 0; j < 4; j++) {
             char c[16], d[64], v[16];
             snprintf(c, sizeof c, "o%d", j);
@@ -302,14 +307,22 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
             e->depth++;
             chan_rq(e, k, q, c);
             line(e, "const __m256i mv = _mm256_set1_epi32(m), nv = _mm256_set1_epi64x(31 - s);");
-            snprintf(d, sizeof d, "yn + o%d * %lld + p0", j, P);
+            line(e, "%s *restrict d = full ? yn + o%d * %lld + p0 : tq[%d];", q->yt, j, P, j);
+            snprintf(d, sizeof d, "d");
             snprintf(v, sizeof v, "a%d0", j);
             rq_store8(e, q, vec, d, v);
-            snprintf(d, sizeof d, "yn + o%d * %lld + p0 + 8", j, P);
+            snprintf(d, sizeof d, "d + 8");
             snprintf(v, sizeof v, "a%d1", j);
             rq_store8(e, q, vec, d, v);
             close_block(e);
         }
+        line(e, "if (!full) {");
+        line(e, "    for (int j = 0; j < 4 && ob * 4 + j < %lld; ++j) {", q->O);
+        line(e, "        for (int i = 0; i < %d && p0 + i < %lld; ++i) {", TILE, P);
+        line(e, "            yn[(ob * 4 + j) * %lld + p0 + i] = tq[j][i];", P);
+        line(e, "        }");
+        line(e, "    }");
+        line(e, "}");
         line(e, "continue;");
         close_block(e);
     }
