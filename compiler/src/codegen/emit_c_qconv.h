@@ -45,7 +45,7 @@ int tether__c_qrq_vec(const em *e, const tether_ir_node *nd, const qg *q);
 
 /* emit_c_qc1_x86.c: whether the AVX2 few-input-channel kernel takes nd (one group, C 1..4,
  * column dilation 1, a vector requantization, a zero-bordered int16 plane <= 64 KiB), and the
- * kernel (emitted by tether__c_qconv_x86, which tries it first). */
+ * kernel (emitted by tether__c_qconv_x86 when its row kernel does not take nd). */
 int tether__c_qconv_c1_ok(const em *e, const tether_ir_node *nd, const qg *q);
 void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 

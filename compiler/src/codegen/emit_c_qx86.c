@@ -3,8 +3,8 @@
  * inside `#if defined(__AVX2__)` (the target's -march: x86-64-v3 and up, from the device's HELLO
  * `cpu`), the portable kernels of emit_c_qfast.c / emit_c_qpatch.c in the `#else`. For 8-bit
  * inputs, constant int8 weights with weight zero point 0 and a requantized 8-bit output:
- *   - one group with one input channel, or 2 to 4 where the row kernel below does not take the
- *     layer: emit_c_qc1_x86.c (tried first);
+ *   - one group with 1 to 4 input channels where the row kernel below does not take the layer:
+ *     emit_c_qc1_x86.c;
  *   - depthwise with column stride 2: emit_c_qdw2_x86.c (tried first for depthwise layers);
  *   - one group, stride 1 along W, a window wider than 1x1, output rows of 16 or more: per output
  *     row the KH input rows it reads packed once as int16 pairs of channels (x - x_zp, zeros as
@@ -799,7 +799,7 @@ int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
 
 void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
     long long a, z;
-    if (tether__c_qconv_c1_ok(e, nd, q) && (q->C == 1 || !(q->G == 1 && row_width(q)))) {
+    if (tether__c_qconv_c1_ok(e, nd, q) && !(q->G == 1 && row_width(q))) {
         tether__c_qconv_c1(e, nd, k, q); /* emit_c_qc1_x86.c */
     } else if (q->G == 1 && row_width(q)) {
         row_tiles(e, nd, k, q, row_width(q));
