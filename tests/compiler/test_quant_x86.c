@@ -1,14 +1,15 @@
 /*
- * The x86-64 AVX2 qconv and qmatmul kernels (emit_c_qx86.c, emit_c_qmm_x86.c,
- * docs/quantization.md "Kernels") against the portable ones: QDQ matmuls (3-D A, odd K, partial
- * column blocks, Gemm with transB and a bias) and convolutions (pointwise, general, strided,
- * depthwise with padding, odd channel counts, int8 and uint8 activations with zero points,
- * per-channel weights, ReLU as a clamp) compiled for x86-64-v3 (the AVX2 path) and for the baseline
- * (the portable #else), both run here; outputs must be equal byte for byte to each other and to the
- * reference interpreter (inputs with NaN, infinities, saturating values and rounding ties for the
- * input quantize). The generated C must hold the AVX2 path, and must also compile with
- * -mavx512vnni -mavx512vl (the VPDPWSSD variant; compiled only: this machine has no VNNI to run
- * it).
+ * The x86-64 AVX2 qconv, qmatmul, qadd and qmul kernels (emit_c_qx86.c, emit_c_qc1_x86.c,
+ * emit_c_qdw2_x86.c, emit_c_qmm_x86.c, emit_c_qelt_x86.c; docs/quantization.md "Kernels") against
+ * the portable ones: QDQ matmuls (3-D A, odd K, partial column blocks, Gemm with transB and a
+ * bias), convolutions (pointwise, general, strided, 1 to 3 input channels, depthwise with padding
+ * and stride 1 or 2, odd channel counts, int8 and uint8 activations with zero points, per-channel
+ * weights, ReLU as a clamp, row dilation) and qadd/qmul of two 8-bit tensors, compiled for
+ * x86-64-v3 (the AVX2 path) and for the baseline (the portable #else), both run here; outputs
+ * must be equal byte for byte to each other and to the reference interpreter (inputs with NaN,
+ * infinities, saturating values and rounding ties for the input quantize). The generated C must
+ * hold the AVX2 path, and must also compile with -mavx512vnni -mavx512vl (the VPDPWSSD variant;
+ * compiled only: this machine has no VNNI to run it).
  *
  * What must stay true: a host without AVX2 still runs the portable build and the compile checks
  * (the AVX2 run is skipped, said so on stderr); every temporary file lives under the build tree.
@@ -59,9 +60,47 @@ static uint32_t next(uint32_t *s) {
     return *s >> 8;
 }
 
+/* mm 3 / 4: x [H, C] quantized twice (two scales and zero points) -> DQ, DQ -> add / mul -> Q ->
+ * DQ: the integer pass makes it one qadd / qmul of two 8-bit tensors (emit_c_qelt_x86.c) */
+static void build_elt(tether_ir_graph *g, const qcase *c) {
+    int64_t sx[2] = {c->H, c->C}, one = 1;
+    int x;
+    assert_int_equal(tether_ir_add_tensor(g, "x", TETHER_FLOAT32, 2, sx, &x), 0);
+    assert_int_equal(tether_ir_add_input(g, x), 0);
+    DLDataType at = c->u8 ? TETHER_UINT8 : TETHER_INT8;
+    float s1 = 0.03f, s2 = 0.011f, ys = c->mm == 3 ? 0.05f : 0.02f;
+    uint8_t z1u = (uint8_t)c->xz, z2u = 17, yzu = 120;
+    int8_t z1s = (int8_t)c->xz, z2s = -9, yzs = 5;
+    const int u = c->u8;
+    int cs1 = konst(g, "s1", TETHER_FLOAT32, 1, &one, &s1, 4),
+        cs2 = konst(g, "s2", TETHER_FLOAT32, 1, &one, &s2, 4),
+        cys = konst(g, "ys", TETHER_FLOAT32, 1, &one, &ys, 4),
+        cz1 = konst(g, "z1", at, 1, &one, u ? (const void *)&z1u : (const void *)&z1s, 1),
+        cz2 = konst(g, "z2", at, 1, &one, u ? (const void *)&z2u : (const void *)&z2s, 1),
+        cyz = konst(g, "yz", at, 1, &one, u ? (const void *)&yzu : (const void *)&yzs, 1);
+    int q1 = tensor(g, "q1"), q2 = tensor(g, "q2"), d1 = tensor(g, "d1"), d2 = tensor(g, "d2"),
+        y = tensor(g, "y"), yq = tensor(g, "yq"), out = tensor(g, "out");
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_QUANTIZE, &a);
+    a.to = at;
+    node(g, "q1", TETHER_OP_QUANTIZE, (int[]){x, cs1, cz1}, 3, q1, &a);
+    node(g, "q2", TETHER_OP_QUANTIZE, (int[]){x, cs2, cz2}, 3, q2, &a);
+    node(g, "qy", TETHER_OP_QUANTIZE, (int[]){y, cys, cyz}, 3, yq, &a);
+    node(g, "d1", TETHER_OP_DEQUANTIZE, (int[]){q1, cs1, cz1}, 3, d1, NULL);
+    node(g, "d2", TETHER_OP_DEQUANTIZE, (int[]){q2, cs2, cz2}, 3, d2, NULL);
+    node(g, "op", c->mm == 3 ? TETHER_OP_ADD : TETHER_OP_MUL, (int[]){d1, d2}, 2, y, NULL);
+    node(g, "dqy", TETHER_OP_DEQUANTIZE, (int[]){yq, cys, cyz}, 3, out, NULL);
+    assert_int_equal(tether_ir_add_output(g, out), 0);
+    assert_int_equal(tether_ir_infer(g), 0);
+}
+
 /* x -> Q -> DQ -> conv(DQ(w per channel), bias) [-> relu] -> Q -> DQ -> y (or matmul / dense) */
 static void build(tether_ir_graph *g, const qcase *c) {
     assert_int_equal(tether_ir_init(g, c->name), 0);
+    if (c->mm >= 3) {
+        build_elt(g, c);
+        return;
+    }
     int64_t sx[4] = {1, c->C, c->H, c->W}, sw[4] = {c->O, c->C / c->G, c->KH, c->KW}, so = c->O,
             one = 1;
     int x, nx = 4, nw4 = 4;
@@ -190,7 +229,7 @@ static void check(const qcase *c, int vnni) {
     size_t ny = (size_t)(c->O * OH * OW);
     if (c->mm) {
         nx = (size_t)(c->mm == 1 ? 2 : 1) * (size_t)(c->H * c->C);
-        ny = (size_t)(c->mm == 1 ? 2 : 1) * (size_t)(c->H * c->O);
+        ny = (size_t)(c->mm == 1 ? 2 : 1) * (size_t)(c->H * (c->mm >= 3 ? c->C : c->O));
     }
     float *x = malloc(nx * 4), *ref = malloc(ny * 4), *base = malloc(ny * 4), *avx = malloc(ny * 4);
     uint32_t seed = 5;
@@ -212,7 +251,10 @@ static void check(const qcase *c, int vnni) {
     assert_int_equal(tether_passes_run(&g, &po), 0);
     int nq = 0;
     for (int i = 0; i < g.nnodes; i++) {
-        nq += g.nodes[i].op == (c->mm ? TETHER_OP_QMATMUL : TETHER_OP_QCONV);
+        nq += g.nodes[i].op == (c->mm == 3   ? TETHER_OP_QADD
+                                : c->mm == 4 ? TETHER_OP_QMUL
+                                : c->mm      ? TETHER_OP_QMATMUL
+                                             : TETHER_OP_QCONV);
     }
     assert_int_equal(nq, 1);
     const float *in[1] = {x};
@@ -232,11 +274,15 @@ static void check(const qcase *c, int vnni) {
     }
     char *s = slurp(src);
     assert_non_null(strstr(s, "#if defined(__AVX2__)"));
-    assert_non_null(strstr(s, "_mm256_madd_epi16"));
-    assert_true(strstr(s, "tgq_rq8(") || strstr(s, "tgq_rq8k(")); /* vector requantization */
-    assert_non_null(strstr(s, "_mm256_round_ps("));               /* emit_c_qdq_x86.c's quantize */
-    assert_non_null(strstr(s, "_mm256_cvtepi32_ps("));            /* and dequantize */
-    if (c->mm) {
+    if (c->mm >= 3) { /* emit_c_qelt_x86.c's loop */
+        assert_non_null(strstr(s, "tgq_rnd4(pe, nv, lo, hi)"));
+    } else {
+        assert_non_null(strstr(s, "_mm256_madd_epi16"));
+        assert_true(strstr(s, "tgq_rq8(") || strstr(s, "tgq_rq8k(")); /* vector requantization */
+    }
+    assert_non_null(strstr(s, "_mm256_round_ps("));    /* emit_c_qdq_x86.c's quantize */
+    assert_non_null(strstr(s, "_mm256_cvtepi32_ps(")); /* and dequantize */
+    if (c->mm == 1 || c->mm == 2) {
         assert_non_null(strstr(s, "apk[")); /* emit_c_qmm_x86.c's kernel */
     }
     if (strncmp(c->name, "conv3_rows", 10) == 0) {
@@ -313,6 +359,12 @@ static void test_cases(void **state) {
         {"dw2_k5_dil", 3, 3, 13, 19, 5, 5, 2, 2, 2, 2, 2, 3, 0, -1, 1, 0, 2},
         /* stride-1 depthwise on a plane past the flat kernel's 8,192 values: the row kernel */
         {"dwrow_wide", 2, 2, 40, 230, 3, 3, 1, 1, 1, 1, 1, 2, 0, -2, 1, 0, 0},
+        /* qadd / qmul of two 8-bit tensors (emit_c_qelt_x86.c): a tail past the 8-element steps,
+         * int8 and uint8 */
+        {"qadd_s8", 13, 0, 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 0, 3, 0},
+        {"qadd_u8", 16, 0, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 128, 0, 3, 0},
+        {"qmul_s8", 13, 0, 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, -4, 0, 4, 0},
+        {"qmul_u8", 9, 0, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 100, 0, 4, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10 || i == 15 || i == 20);
