@@ -798,7 +798,7 @@ int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
 }
 
 void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
-    long long a, z;
+    long long a = 0, z = 0; /* set by dw_range (gcc -O3 cannot see it) */
     if (tether__c_qconv_c1_ok(e, nd, q) && !(q->G == 1 && row_width(q))) {
         tether__c_qconv_c1(e, nd, k, q); /* emit_c_qc1_x86.c */
     } else if (q->G == 1 && row_width(q)) {
