@@ -78,6 +78,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/opencl_limits.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_fp16.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_layers.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_check.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_rnn.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_vision.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_signal.c

@@ -131,7 +131,7 @@ static int parse_mems(tether__ocl_artifact *a, const cJSON *arr) {
         }
         snprintf(m->name, sizeof m->name, "%s", nm->valuestring);
         m->kind = -1;
-        for (int k = 0; cJSON_IsString(kd) && k < 6; k++) {
+        for (int k = 0; cJSON_IsString(kd) && k < K_NKINDS; k++) {
             if (strcmp(kd->valuestring, kind_names[k]) == 0) {
                 m->kind = k;
             }
@@ -139,7 +139,7 @@ static int parse_mems(tether__ocl_artifact *a, const cJSON *arr) {
         if (m->kind < 0) {
             return bad(a,
                        "memory %d ('%s'): kind must be input, output, workspace, params, "
-                       "weight_image or texture",
+                       "weight_image, texture or status",
                        i, m->name);
         }
         tether_scope want = m->kind == K_IMAGE     ? TETHER_SCOPE_TEXTURE_WEIGHT
@@ -152,20 +152,25 @@ static int parse_mems(tether__ocl_artifact *a, const cJSON *arr) {
                        "texture for a texture, global otherwise",
                        i, m->name);
         }
-        /* float16 (--precision fp16) everywhere but the graph's inputs and outputs */
+        /* float16 (--precision fp16) everywhere but the graph's inputs and outputs; the status
+         * object is one int32 */
         DLDataType iot;
-        m->eb = (m->kind == K_INPUT || m->kind == K_OUTPUT) && cJSON_IsString(dt) &&
-                        !tether_dtype_parse(dt->valuestring, &iot)
-                    ? (int)tether_dtype_bytes((m->dt = iot)) /* graph I/O: its own type */
-                : cJSON_IsString(dt) && strcmp(dt->valuestring, "float32") == 0 ? 4
-                : cJSON_IsString(dt) && strcmp(dt->valuestring, "float16") == 0 &&
-                        m->kind != K_INPUT && m->kind != K_OUTPUT
-                    ? 2
-                    : 0;
+        m->eb =
+            m->kind == K_STATUS
+                ? (cJSON_IsString(dt) && !strcmp(dt->valuestring, "int32") && a->status_mem < 0 ? 4
+                                                                                                : 0)
+            : (m->kind == K_INPUT || m->kind == K_OUTPUT) && cJSON_IsString(dt) &&
+                    !tether_dtype_parse(dt->valuestring, &iot)
+                ? (int)tether_dtype_bytes((m->dt = iot)) /* graph I/O: its own type */
+            : cJSON_IsString(dt) && strcmp(dt->valuestring, "float32") == 0 ? 4
+            : cJSON_IsString(dt) && strcmp(dt->valuestring, "float16") == 0 && m->kind != K_INPUT &&
+                    m->kind != K_OUTPUT
+                ? 2
+                : 0;
         if (!m->eb) {
             return bad(a,
                        "memory %d ('%s'): dtype must be float32 (or float16 for a workspace, "
-                       "params, weight_image or texture)",
+                       "params, weight_image or texture; int32 for the one status object)",
                        i, m->name);
         }
         int64_t elems, bytes;
@@ -185,6 +190,13 @@ static int parse_mems(tether__ocl_artifact *a, const cJSON *arr) {
         if ((m->kind == K_IMAGE || m->kind == K_TEXTURE) && !m->nhwc &&
             (m->ndim < 2 || m->shape[m->ndim - 1] != 4)) {
             return bad(a, "memory %d ('%s'): an image's last dimension must be 4", i, m->name);
+        }
+        if (m->kind == K_STATUS) {
+            if (bytes != 4) {
+                return bad(a, "memory %d ('%s'): the status object is one int32 (4 bytes)", i,
+                           m->name);
+            }
+            a->status_mem = i;
         }
         m->bytes = (uint64_t)bytes;
         m->params_off = -1;
@@ -222,6 +234,46 @@ static int parse_mems(tether__ocl_artifact *a, const cJSON *arr) {
         if (a->out[k].mem < 0) {
             return bad(a, "output '%s' has no memory object", a->out[k].name);
         }
+    }
+    return TETHER_OK;
+}
+
+/* "errors": the status object's values 1..n, each naming its node, operator, code and check;
+ * present exactly when there is a status object. */
+static int parse_errors(tether__ocl_artifact *a, const cJSON *arr) {
+    if (a->status_mem < 0) {
+        return arr && !cJSON_IsNull(arr) ? bad(a, "'errors' without a status memory object") : 0;
+    }
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1 || cJSON_GetArraySize(arr) > 100000) {
+        return bad(a, "the status memory object needs a non-empty 'errors' list");
+    }
+    a->nerrs = cJSON_GetArraySize(arr);
+    a->errs = calloc((size_t)a->nerrs, sizeof *a->errs);
+    if (!a->errs) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    int i = 0;
+    const cJSON *o;
+    cJSON_ArrayForEach(o, arr) {
+        ocl_err *x = &a->errs[i];
+        const cJSON *nd = cJSON_GetObjectItemCaseSensitive(o, "node");
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(o, "op");
+        const cJSON *wh = cJSON_GetObjectItemCaseSensitive(o, "what");
+        int64_t v, code;
+        if (get_int(o, "value", i + 1, i + 1, &v) || get_int(o, "code", -100, -1, &code) ||
+            !cJSON_IsString(nd) || strlen(nd->valuestring) >= sizeof x->node ||
+            !cJSON_IsString(op) || strlen(op->valuestring) >= sizeof x->op || !cJSON_IsString(wh) ||
+            strlen(wh->valuestring) >= sizeof x->what) {
+            return bad(a,
+                       "errors[%d] must be {\"value\": %d, \"node\", \"op\", \"code\" "
+                       "(-100..-1), \"what\"}",
+                       i, i + 1);
+        }
+        snprintf(x->node, sizeof x->node, "%s", nd->valuestring);
+        snprintf(x->op, sizeof x->op, "%s", op->valuestring);
+        snprintf(x->what, sizeof x->what, "%s", wh->valuestring);
+        x->code = (int)code;
+        i++;
     }
     return TETHER_OK;
 }
@@ -419,8 +471,12 @@ int tether__ocl_artifact_load(const char *dir, const cJSON *m, tether__ocl_artif
         rc = parse_io(a, cJSON_GetObjectItemCaseSensitive(m, "outputs"), &a->out, &a->nout,
                       "output");
     }
+    a->status_mem = -1;
     if (!rc) {
         rc = parse_mems(a, cJSON_GetObjectItemCaseSensitive(m, "memory"));
+    }
+    if (!rc) {
+        rc = parse_errors(a, cJSON_GetObjectItemCaseSensitive(m, "errors"));
     }
     if (!rc) {
         rc = parse_steps(a, cJSON_GetObjectItemCaseSensitive(m, "steps"));
@@ -601,6 +657,7 @@ int tether__ocl_artifact_prepare(tether__ocl_artifact *a, tether_session *s) {
         const int64_t *shape = m->bytes ? m->shape : &one;
         int nd = m->bytes ? m->ndim : 1;
         DLDataType dt = m->kind == K_INPUT || m->kind == K_OUTPUT ? m->dt
+                        : m->kind == K_STATUS                     ? TETHER_DTYPE(kDLInt, 32)
                         : m->eb == 2                              ? TETHER_DTYPE(kDLFloat, 16)
                                                                   : TETHER_FLOAT32;
         if ((rc = tether_session_alloc(s, shape, nd, dt, m->scope, "", &m->handle, NULL))) {
@@ -617,6 +674,10 @@ int tether__ocl_artifact_prepare(tether__ocl_artifact *a, tether_session *s) {
         }
     }
     a->prepared = 1;
+    a->status_dirty = 1; /* a new object holds whatever the device left there */
+    if ((rc = tether__ocl_artifact_reset_status(a))) {
+        return rc;
+    }
     return tether__ocl_artifact_build_sequences(a);
 }
 
@@ -635,6 +696,7 @@ void tether__ocl_artifact_free(tether__ocl_artifact *a) {
     free(a->largs);
     free(a->chunk_start);
     free(a->mems);
+    free(a->errs);
     free(a->steps);
     free(a->in);
     free(a->out);

@@ -18,9 +18,11 @@
 #define OCL_MAX_IO   4096
 #define OCL_MAX_ARGS 64
 
-enum { K_INPUT, K_OUTPUT, K_WORKSPACE, K_PARAMS, K_IMAGE, K_TEXTURE };
-static const char *const kind_names[] = {"input",  "output",       "workspace",
-                                         "params", "weight_image", "texture"};
+/* K_STATUS: the run-time error flag, one int32 the checking kernels set (docs/codegen.md,
+ * "Run-time errors") */
+enum { K_INPUT, K_OUTPUT, K_WORKSPACE, K_PARAMS, K_IMAGE, K_TEXTURE, K_STATUS, K_NKINDS };
+static const char *const kind_names[] = {"input",        "output",  "workspace", "params",
+                                         "weight_image", "texture", "status"};
 
 typedef struct ocl_mem {
     char name[128];
@@ -52,6 +54,14 @@ typedef struct ocl_step {
     ocl_arg args[OCL_MAX_ARGS];
     tether_remote_func fn;
 } ocl_step;
+
+/* metadata.json's "errors": what a value of the status object means */
+typedef struct ocl_err {
+    char node[128];
+    char op[64];
+    char what[128];
+    int code; /* the TETHER_ERR_* the run returns (the C path's code for the same input) */
+} ocl_err;
 
 typedef struct ocl_io {
     char name[128];
@@ -91,10 +101,18 @@ struct tether__ocl_artifact {
      * (with images), kept only to be freed */
     tether__ocl_artifact *variant;
     char fallback[TETHER_ERROR_MSG_MAX]; /* why the buffer variant runs ("" = it does not) */
+    /* the run-time error flag: its memory object (-1 = none), the meaning of its values
+     * 1..nerrs, and whether it may be set (a run that did not read it back as 0) */
+    int status_mem;
+    ocl_err *errs;
+    int nerrs;
+    int status_dirty;
 };
 
 /* opencl_run.c: the steps as kernel sequences with their arguments (the remote handles), built
  * once; prepare calls it, so a run does no per-kernel work on the host. */
 int tether__ocl_artifact_build_sequences(tether__ocl_artifact *a);
+/* opencl_run.c: zero the status object (prepare, and a run after one that may have set it). */
+int tether__ocl_artifact_reset_status(tether__ocl_artifact *a);
 
 #endif

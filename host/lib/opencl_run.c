@@ -9,7 +9,11 @@
  * node; times are sums of the kernels' profiled times as tetherd reports them; the wall clock is
  * measured in runs without profiling events (TETHER_SEQ_NO_PROFILE: the device's host clock
  * around enqueue + clFinish) by time always and by run when asked (unprofiled_wall), else the
- * device's profiled span (each sequence's first START to last END).
+ * device's profiled span (each sequence's first START to last END). An artifact with a status
+ * object (the run-time error flag, docs/codegen.md "Run-time errors") has it zero when its
+ * kernels start (cleared at prepare and after any run or timing that may have set it) and read
+ * back after them: a set flag fails the run with the code metadata.json's "errors" gives, naming
+ * the node, and copies no output.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +133,51 @@ static int copy_outputs(tether__ocl_artifact *a, float *const *outputs) {
     return TETHER_OK;
 }
 
+int tether__ocl_artifact_reset_status(tether__ocl_artifact *a) {
+    if (a->status_mem < 0 || !a->status_dirty) {
+        return TETHER_OK;
+    }
+    const int32_t zero = 0;
+    int rc = tether_session_copy_to(a->s, a->mems[a->status_mem].handle, 0, &zero, sizeof zero);
+    if (rc) {
+        char msg[TETHER_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", tether_last_error());
+        return tether_set_error(rc, "%s: clearing the run-time error flag: %s", a->dir, msg);
+    }
+    a->status_dirty = 0;
+    return TETHER_OK;
+}
+
+/* After the kernels: the error flag read back; a value names the check that failed (the run
+ * fails with the C path's code, the outputs are not copied). */
+static int check_status(tether__ocl_artifact *a) {
+    if (a->status_mem < 0) {
+        return TETHER_OK;
+    }
+    int32_t v = 0;
+    int rc = tether_session_copy_from(a->s, a->mems[a->status_mem].handle, 0, &v, sizeof v);
+    if (rc) {
+        return rc;
+    }
+    if (v == 0) {
+        a->status_dirty = 0;
+        return TETHER_OK;
+    }
+    /* the next run clears it first; a failure to clear now is that run's error */
+    if (v < 1 || v > a->nerrs) {
+        return tether_set_error(TETHER_ERR_INTERNAL,
+                                "%s: the run-time error flag holds %d, which metadata.json's "
+                                "'errors' (1..%d) does not name",
+                                a->dir, (int)v, a->nerrs);
+    }
+    const ocl_err *x = &a->errs[v - 1];
+    (void)tether__ocl_artifact_reset_status(a); /* else the next run clears it first */
+    return tether_set_error(x->code,
+                            "node '%s' (%s): %s (checked by its OpenCL kernel; no output was "
+                            "copied)",
+                            x->node, x->op, x->what);
+}
+
 static int run_per_kernel(tether__ocl_artifact *a, const float *const *inputs,
                           float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns);
 
@@ -141,9 +190,10 @@ int tether__ocl_artifact_run(tether__ocl_artifact *a, const float *const *inputs
         return run_per_kernel(a, inputs, outputs, elapsed_ns, step_ns);
     }
     int rc = tether__ocl_artifact_build_sequences(a);
-    if (rc || (rc = copy_inputs(a, inputs))) {
+    if (rc || (rc = tether__ocl_artifact_reset_status(a)) || (rc = copy_inputs(a, inputs))) {
         return rc;
     }
+    a->status_dirty = a->status_mem >= 0; /* until read back as 0 */
     uint64_t total = 0, wall = 0;
     int walled = 1; /* every sequence reported its wall clock */
     for (int c = 0; c < a->nchunks; c++) {
@@ -177,7 +227,7 @@ int tether__ocl_artifact_run(tether__ocl_artifact *a, const float *const *inputs
         }
         a->wall_ns = walled ? wall : 0;
     }
-    if ((rc = copy_outputs(a, outputs))) {
+    if ((rc = check_status(a)) || (rc = copy_outputs(a, outputs))) {
         return rc;
     }
     if (elapsed_ns) {
@@ -193,10 +243,11 @@ uint64_t tether__ocl_artifact_wall_ns(const tether__ocl_artifact *a) {
 static int run_per_kernel(tether__ocl_artifact *a, const float *const *inputs,
                           float *const *outputs, uint64_t *elapsed_ns, uint64_t *step_ns) {
     a->wall_ns = 0; /* one round trip per kernel: no wall clock on the device */
-    int rc = copy_inputs(a, inputs);
-    if (rc) {
+    int rc = tether__ocl_artifact_reset_status(a);
+    if (rc || (rc = copy_inputs(a, inputs))) {
         return rc;
     }
+    a->status_dirty = a->status_mem >= 0; /* until read back as 0 */
     uint64_t total = 0;
     tether_remote_arg args[OCL_MAX_ARGS];
     for (int i = 0; i < a->nsteps; i++) {
@@ -213,7 +264,7 @@ static int run_per_kernel(tether__ocl_artifact *a, const float *const *inputs,
             step_ns[i] = res.elapsed_ns;
         }
     }
-    if ((rc = copy_outputs(a, outputs))) {
+    if ((rc = check_status(a)) || (rc = copy_outputs(a, outputs))) {
         return rc;
     }
     if (elapsed_ns) {
@@ -262,6 +313,7 @@ int tether__ocl_artifact_time(tether__ocl_artifact *a, uint32_t number, uint32_t
     if (repeat < 1 || repeat > 32 || number < 1) {
         return tether_set_error(TETHER_ERR_INVALID_ARG, "TIME needs number >= 1, repeat 1..32");
     }
+    a->status_dirty = a->status_mem >= 0; /* timed runs do not read the flag back */
     if (a->per_kernel) {
         return time_per_kernel(a, number, repeat, min_repeat_ms, cooldown_ms, out, step_median);
     }

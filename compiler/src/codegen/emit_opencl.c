@@ -153,6 +153,10 @@ static int assign_memory(ocl *e) {
             return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "OpenCL codegen: out of memory");
         }
     }
+    int rc = tether__ocl_check_plan(e); /* the run-time error flag (emit_opencl_check.c) */
+    if (rc) {
+        return rc;
+    }
     for (int i = 0; i < g->ntensors; i++) {
         if (e->tex[i] >= 0) {
             e->store[i].mem = e->tex[i];
@@ -349,6 +353,8 @@ static void kernel_open(ocl *e, kern *k, const char *comment) {
         } else if (e->mems[m].kind == MEM_TEXTURE) {
             tether__sbuf_printf(&e->s, "%s image2d_t m%d, ",
                                 written ? "__write_only" : "__read_only", m);
+        } else if (e->mems[m].kind == MEM_STATUS) {
+            tether__sbuf_puts(&e->s, "__global int *tg_err /* status */, ");
         } else {
             tether__sbuf_printf(&e->s, "__global %sfloat *m%d /* %s */, ", written ? "" : "const ",
                                 m, mem_role(e, m));
@@ -532,6 +538,13 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     }
     int yt = fused >= 0 ? e->g->nodes[fused].outputs[0] : n->outputs[0];
     kref_add(&k, yt, dest_of(e, yt), 1, "y");
+    e->err_cur = 0; /* a kernel that checks at run time gets the error flag last */
+    for (int i = 0; i < e->nerr; i++) {
+        if (e->err_nodes[i] == idx) {
+            e->err_cur = i + 1;
+            kmem_add(s, e->memix_err);
+        }
+    }
     int64_t total = (int64_t)tether_ir_tensor_elements(y);
     if (e->tex[n->outputs[0]] >= 0 && n->op != TETHER_OP_CONV2D) {
         total /= 4; /* elementwise on texels */
@@ -669,6 +682,7 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
         tether__ocl_kernel_body(e, n, &k);
     }
     kernel_close(e);
+    e->err_cur = 0;
     return TETHER_OK;
 }
 
@@ -719,6 +733,7 @@ static void ocl_free(ocl *e) {
     free(e->pk);
     free(e->steps);
     free(e->params);
+    free(e->err_nodes);
     tether__sbuf_free(&e->s);
 }
 

@@ -10,9 +10,10 @@
  * order of updates), floats in float (double for float64) within rounding; a scan, a top-k row
  * and an arg row are one work-item each, a scatter is one work-item in index order (duplicates
  * resolve as the interpreter's), so results never depend on scheduling. An index out of range
- * (the interpreter's run-time error) never reads or writes outside a tensor: a kernel cannot
- * report, so that update is skipped. Integer means, L2 norms and log sums compute in double where
- * the device has cl_khr_fp64 (tg_acc_t, written ahead of the kernels), in float otherwise.
+ * (the interpreter's run-time error) never reads or writes outside a tensor: that update is
+ * skipped and the run fails through the error flag (emit_opencl_check.c). Integer means, L2 norms
+ * and log sums compute in double where the device has cl_khr_fp64 (tg_acc_t, written ahead of the
+ * kernels), in float otherwise.
  */
 #include <stdio.h>
 #include <string.h>
@@ -351,6 +352,9 @@ static void k_scatter_elements(ocl *e, const tether_ir_node *n) {
         }
     }
     line(e, "const long o = %s;", off);
+    open_block(e, "if (!ok)");
+    tether__ocl_fail(e); /* the update is skipped and the run fails */
+    close_block(e);
     open_block(e, "if (ok)");
     scatter_update(e, x->dtype, (int)n->attrs.mode, "o", "u");
     close_block(e);
@@ -377,6 +381,9 @@ static void k_scatter_nd(ocl *e, const tether_ir_node *n) {
         index_at(e, w, "in1", at, x->shape[i]);
         line(e, "o += %s * %lld;", w, st[i]);
     }
+    open_block(e, "if (!ok)");
+    tether__ocl_fail(e); /* the update is skipped and the run fails */
+    close_block(e);
     open_block(e, "if (ok)");
     open_block(e, "for (long c = 0; c < %lld; ++c)", slice);
     line(e, "const long oc = o + c, u = t * %lld + c;", slice);

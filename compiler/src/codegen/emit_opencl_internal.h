@@ -21,10 +21,11 @@
 
 /* ---- memory objects ----------------------------------------------------------------------- */
 
-enum { MEM_INPUT, MEM_OUTPUT, MEM_WORKSPACE, MEM_PARAMS, MEM_IMAGE, MEM_TEXTURE };
+/* MEM_STATUS: the run-time error flag, one int (emit_opencl_check.c) */
+enum { MEM_INPUT, MEM_OUTPUT, MEM_WORKSPACE, MEM_PARAMS, MEM_IMAGE, MEM_TEXTURE, MEM_STATUS };
 static inline const char *tether__ocl_mem_kind_name(int kind) {
-    static const char *const names[] = {"input",  "output",       "workspace",
-                                        "params", "weight_image", "texture"};
+    static const char *const names[] = {"input",  "output",       "workspace", "params",
+                                        "weight_image", "texture", "status"};
     return names[kind];
 }
 
@@ -97,6 +98,13 @@ typedef struct ocl {
     int64_t tex_bytes; /* bytes of the texture images */
     int ntuned;        /* launches with a tuned work-group size */
     char *plan_json, *plan_svg;
+    /* the run-time error flag (emit_opencl_check.c): its memory object (-1 = none: no kernel
+     * checks), the checking nodes in entry order (entry k is stored as k + 1), the entry of the
+     * kernel being emitted (0 = it does not check) */
+    int memix_err;
+    int *err_nodes;
+    int nerr;
+    int err_cur;
 } ocl;
 
 static inline const tether_ir_tensor *T(const ocl *e, int t) {
@@ -337,7 +345,8 @@ int tether__ocl_fp16_rewrite(const ocl *e, tether__sbuf *src);
 
 /* Whether memory object m holds half (fp16 artifacts: everything but graph inputs/outputs). */
 static inline int tether__ocl_mem_half(const ocl *e, int m) {
-    return e->o->fp16 && e->mems[m].kind != MEM_INPUT && e->mems[m].kind != MEM_OUTPUT;
+    return e->o->fp16 && e->mems[m].kind != MEM_INPUT && e->mems[m].kind != MEM_OUTPUT &&
+           e->mems[m].kind != MEM_STATUS;
 }
 
 /* ---- quantized operators (emit_opencl_quant.c, emit_opencl_qconv.c; docs/quantization.md) -- */
@@ -418,6 +427,17 @@ void tether__ocl_index_prelude(const tether_ir_graph *g, tether__sbuf *src);
  * its kernels (before the typed and float32 dispatches), the work-items it launches (one per
  * output element), the longest serial loop of one, and its body. */
 int tether__ocl_layers_owns(const tether_ir_graph *g, const tether_ir_node *n);
+
+/* ---- run-time checks (emit_opencl_check.c; docs/codegen.md "Run-time errors") ------------- */
+
+/* What node n's kernel checks at run time, as the C path's -1 (TETHER_ERR_INVALID_ARG) does
+ * ("an index out of range", ...), or NULL when it checks nothing. */
+const char *tether__ocl_check_what(const tether_ir_graph *g, const tether_ir_node *n);
+/* The error flag's memory object and entries, when some node checks (assign_memory). */
+int tether__ocl_check_plan(ocl *e);
+/* The statement that reports the kernel being emitted failed (`atomic_cmpxchg(tg_err, 0, k)`:
+ * the first failure of a run stays); the caller still keeps every access inside its tensor. */
+void tether__ocl_fail(ocl *e);
 int64_t tether__ocl_layers_items(const ocl *e, const tether_ir_node *n);
 int64_t tether__ocl_layers_serial(const ocl *e, const tether_ir_node *n);
 void tether__ocl_layers_body(ocl *e, const tether_ir_node *n);

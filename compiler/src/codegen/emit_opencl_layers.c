@@ -14,8 +14,9 @@
  * computing what the C emitter's kernel (emit_c_layers.c, emit_c_data.c) computes for that element,
  * in the same order of accumulation (bias first, then input channels, then the window in row-major
  * order), so the results equal the C path's within rounding; window positions outside the input are
- * skipped, never read; a GatherND index out of range reads element 0 of its dimension (the
- * interpreter's run-time error; a kernel cannot report), never outside the tensor. Every tensor of
+ * skipped, never read; a GatherND index out of range reads element 0 of its dimension and
+ * fails the run through the error flag (the interpreter's run-time error; emit_opencl_check.c),
+ * never outside the tensor. Every tensor of
  * these kernels is a buffer: the storage-scope pass (opencl_textures.c) gives textures only to
  * convs and elementwise operators with texture kernels, so these operators' activations stay
  * buffers (the documented fallback). Reads and writes are plain `p[i]` on in0.., y, so --precision
@@ -163,7 +164,10 @@ static void k_gather_nd(ocl *e, const tether_ir_node *n) {
         open_scope(e);
         line(e, "long w = (long)in1[t * %lld + %lld];", m, i);
         line(e, "w = w < 0 ? w + %lld : w;", dim);
-        line(e, "w = w >= 0 && w < %lld ? w : 0;", dim);
+        open_block(e, "if (w < 0 || w >= %lld)", dim);
+        tether__ocl_fail(e); /* the run fails; element 0 is read meanwhile */
+        line(e, "w = 0;");
+        close_block(e);
         line(e, "off += w * %lld;", (long long)prod(x->shape, b + (int)i + 1, x->ndim));
         close_block(e);
     }

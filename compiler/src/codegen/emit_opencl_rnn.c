@@ -14,8 +14,9 @@
  * a work-group touches only its own (direction, batch) rows, a work-item writes only its units,
  * and every read of another unit's value follows a barrier after its write (trip counts and
  * barriers are uniform within a work-group: the length is its batch row's). A sequence length
- * outside 0..T (the C path's and the interpreter's run-time error; a kernel cannot report) is
- * clamped into 0..T, so nothing outside a tensor is read or written. Every access is `p[i]` on
+ * outside 0..T (the C path's and the interpreter's run-time error) fails the run through the
+ * error flag (emit_opencl_check.c) and is clamped into 0..T, so nothing outside a tensor is read
+ * or written. Every access is `p[i]` on
  * in0.., y (no derived pointers), so --precision fp16 rewrites them.
  */
 #include <stdio.h>
@@ -253,8 +254,10 @@ static void k_recurrent(ocl *e, const tether_ir_node *n) {
     line(e, "const int d = g / %lld, b = g %% %lld;", B, B);
     if (lens) {
         line(e, "long len = (long)%s[b];", lens);
-        line(e, "len = len < 0 ? 0 : len > %lld ? %lld : len; /* 0..T (see the file's comment) */",
-             T, T);
+        open_block(e, "if (len < 0 || len > %lld)", T);
+        tether__ocl_fail(e); /* clamped into 0..T meanwhile (see the file's comment) */
+        line(e, "len = len < 0 ? 0 : %lld;", T);
+        close_block(e);
         /* steps past the length stay 0, as the C path's cleared output */
         open_block(e, "for (int t = (int)len; t < %lld; ++t)", T);
         units(e, H);
@@ -318,8 +321,10 @@ static void k_reverse(ocl *e, const tether_ir_node *n) {
     line(e, "const long it = ((long)f / %lld) %% %lld;", st[ta], (long long)x->shape[ta]);
     line(e, "const long ib = ((long)f / %lld) %% %lld;", st[ba], (long long)x->shape[ba]);
     line(e, "long l = (long)in1[ib];");
-    line(e, "l = l < 0 ? 0 : l > %lld ? %lld : l; /* 0..T (see the file's comment) */",
-         (long long)x->shape[ta], (long long)x->shape[ta]);
+    open_block(e, "if (l < 0 || l > %lld)", (long long)x->shape[ta]);
+    tether__ocl_fail(e); /* clamped into 0..T meanwhile (see the file's comment) */
+    line(e, "l = l < 0 ? 0 : %lld;", (long long)x->shape[ta]);
+    close_block(e);
     line(e, "const long src = it < l ? f + (l - 1 - 2 * it) * %lld : f;", st[ta]);
     line(e, "y[f] = in0[src];");
 }

@@ -11,7 +11,8 @@
  * double for float64) and order, the DFT's twiddles the same table computed here in double (a
  * __constant array at the kernel's outermost scope), so results equal the C path's within
  * rounding. Every read is inside its tensor: a roi_align batch index out of range (the C path's
- * and the interpreter's run-time error; a kernel cannot report) writes 0 for its cells.
+ * and the interpreter's run-time error) writes 0 for its cells and fails the run through the error
+ * flag (emit_opencl_check.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -56,6 +57,7 @@ static void k_roi_align(ocl *e, const tether_ir_node *nd) {
     line(e, "const int c = (f / %lld) %% %lld, r = f / %lld;", PW * PH, C, PW * PH * C);
     line(e, "const long b = (long)in2[r];");
     open_block(e, "if (b < 0 || b >= %lld)", NB);
+    tether__ocl_fail(e);
     tether__ocl_store(e, rdt(x->dtype), y->dtype, "y", "f", "0");
     line(e, "return; /* a batch index out of range (see the file's comment) */");
     close_block(e);

@@ -417,11 +417,15 @@ static void k_pad(ocl *e, const tether_ir_node *n) {
 }
 
 /* w = the index value at `at` of indices tensor `it` made non-negative against extent dim; an
- * index out of range reads element 0 (the interpreter refuses it; a kernel cannot report). */
+ * index out of range (the C path's and the interpreter's run-time error) fails the run through
+ * the error flag (emit_opencl_check.c) and reads element 0, never outside the tensor. */
 static void index_value(ocl *e, const char *ptr, const char *at, int64_t dim) {
     line(e, "long w = (long)%s[%s];", ptr, at);
     line(e, "w = w < 0 ? w + %lld : w;", (long long)dim);
-    line(e, "w = w >= 0 && w < %lld ? w : 0;", (long long)dim);
+    open_block(e, "if (w < 0 || w >= %lld)", (long long)dim);
+    tether__ocl_fail(e);
+    line(e, "w = 0;");
+    close_block(e);
 }
 
 static void k_gather(ocl *e, const tether_ir_node *n) {

@@ -10,7 +10,8 @@
  * double for float64; float16/bfloat16 loaded to float) and order, so results equal the C path's
  * within rounding. Every access is inside its tensor for any input values: grid_sample's taps are
  * mapped into the plane (or read as 0) before the read; a max_unpool index out of range (the C
- * path's and the interpreter's run-time error; a kernel cannot report) skips its value.
+ * path's and the interpreter's run-time error) skips its value and fails the run through the
+ * error flag (emit_opencl_check.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -256,6 +257,7 @@ static void k_max_unpool(ocl *e, const tether_ir_node *nd) {
     open_block(e, "for (long k = 0; k < %lld; ++k)", (long long)tether_ir_tensor_elements(x));
     line(e, "const long j = (long)in1[k];");
     open_block(e, "if (j < 0 || j >= %lld)", space);
+    tether__ocl_fail(e);
     line(e, "continue; /* out of range (see the file's comment) */");
     close_block(e);
     if (same) {

@@ -211,6 +211,7 @@ char *tether__metadata_opencl(const ocl *e) {
         const char *name = x->tensor >= 0             ? T(e, x->tensor)->name
                            : x->kind == MEM_WORKSPACE ? "workspace"
                            : x->kind == MEM_TEXTURE   ? texture_name(e, i, tname)
+                           : x->kind == MEM_STATUS    ? "status"
                                                       : "params";
         cJSON_AddStringToObject(o, "name", name);
         cJSON_AddStringToObject(o, "kind", tether__ocl_mem_kind_name(x->kind));
@@ -220,6 +221,9 @@ char *tether__metadata_opencl(const ocl *e) {
                                                          : "global");
         int eb = tether__ocl_mem_half(e, i) ? 2 : 4; /* bytes per element */
         const char *dt = eb == 2 ? "float16" : "float32";
+        if (x->kind == MEM_STATUS) { /* the run-time error flag: one int */
+            dt = "int32";
+        }
         if (x->kind == MEM_INPUT || x->kind == MEM_OUTPUT) { /* the tensor's element type */
             eb = (int)tether_dtype_bytes(T(e, x->tensor)->dtype);
             dt = tether__dtype_str(T(e, x->tensor)->dtype);
@@ -289,6 +293,19 @@ char *tether__metadata_opencl(const ocl *e) {
             cJSON_AddStringToObject(o, "alias_of", T(e, t->alias_of)->name);
         }
         cJSON_AddItemToArray(ts, o);
+    }
+    if (e->nerr > 0) { /* the run-time error flag's entries (emit_opencl_check.c) */
+        cJSON *errs = cJSON_AddArrayToObject(m, "errors");
+        for (int k = 0; k < e->nerr; k++) {
+            const tether_ir_node *n = &g->nodes[e->err_nodes[k]];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "value", k + 1);
+            cJSON_AddStringToObject(o, "node", n->name);
+            cJSON_AddStringToObject(o, "op", tether_op_name(n->op));
+            cJSON_AddNumberToObject(o, "code", TETHER_ERR_INVALID_ARG);
+            cJSON_AddStringToObject(o, "what", tether__ocl_check_what(g, n));
+            cJSON_AddItemToArray(errs, o);
+        }
     }
     cJSON_AddNumberToObject(m, "kernels", e->nsteps);
     /* the lanes a step must launch to fill the device (emit_opencl_fill.c) */
