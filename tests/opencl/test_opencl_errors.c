@@ -3,8 +3,9 @@
  * docs/codegen.md "Run-time errors"): for every kernel that checks an index at run time (gather,
  * gather_elements, gather_nd, scatter_elements, scatter_nd, roi_align's batch indices,
  * max_unpool, the sequence lengths of rnn/gru/lstm and reverse_sequence) the case of
- * tests/compiler/op_cases*.h runs with indices in range (outputs as the interpreter's), then with
- * one index out of range: the run fails with TETHER_ERR_INVALID_ARG (the interpreter's and the C
+ * tests/compiler/op_cases*.h is a node of one program (one PoCL build); the program runs with
+ * every index in range (outputs as the interpreter's), then, node by node, with that node's
+ * indices out of range: the run fails with TETHER_ERR_INVALID_ARG (the interpreter's and the C
  * path's code) naming the node and the check, copying no output, then runs in range again (the
  * flag was cleared). A graph without such a kernel has no status object. (--precision fp16
  * holds float32 graphs only, so no index operand reaches a half artifact.)
@@ -21,133 +22,11 @@
 #include "ops_common.h"
 #include "tether/artifact.h"
 
-/* The case's node alone, every operand a graph input: float32, the index operand ix of type it
- * (ix -1: none). */
-static void build_case(tether_ir_graph *g, const tt_op_case *c, int ix, DLDataType it) {
-    assert_int_equal(tether_ir_init(g, c->name), 0);
-    int in[TT_MAXIN], y;
-    for (int i = 0; i < c->nin; i++) {
-        char nm[64];
-        snprintf(nm, sizeof nm, "in%d", i);
-        assert_int_equal(tether_ir_add_tensor(g, nm, i == ix ? it : TETHER_FLOAT32, c->ndim[i],
-                                              c->shape[i], &in[i]),
-                         0);
-        assert_int_equal(tether_ir_add_input(g, in[i]), 0);
-    }
-    assert_int_equal(tether_ir_add_tensor(g, "y", TETHER_FLOAT32, -1, NULL, &y), 0);
-    tether_ir_attrs a;
-    tether_ir_attrs_init(c->op, &a);
-    if (c->attrs) {
-        c->attrs(&a);
-    }
-    assert_int_equal(tether_ir_add_node(g, c->name, c->op, in, c->nin, &y, 1, &a, NULL), 0);
-    assert_int_equal(tether_ir_add_output(g, y), 0);
-    if (tether_ir_infer(g)) {
-        fail_msg("%s: %s", c->name, tether_last_error());
-    }
-}
-
-static const tt_op_case *find_case(const char *name) {
-    for (size_t k = 0; k < tt_num_op_cases; k++) {
-        if (!strcmp(tt_op_cases[k].name, name)) {
-            return &tt_op_cases[k];
-        }
-    }
-    fail_msg("no operator case '%s'", name);
-    return NULL;
-}
-
-static size_t elems(const tether_ir_graph *g, int t) {
-    return tether_ir_tensor_elements(&g->tensors[t]);
-}
-
-/* Runs the case good, bad (index input bad_in all `bad`), good again on one prepared artifact;
- * the index operand is int64 (int32: i32). */
-static void check_case(const char *name, int bad_in, long long bad, int i32) {
-    const tt_op_case *c = find_case(name);
-    tether_ir_graph g;
-    build_case(&g, c, bad_in, i32 ? TETHER_DTYPE(kDLInt, 32) : TETHER_DTYPE(kDLInt, 64));
-    void *in[TT_MAXIN];
-    uint32_t seed = 7;
-    for (int i = 0; i < g.ninputs; i++) {
-        size_t n = elems(&g, g.inputs[i]);
-        in[i] = calloc(n ? n : 1, 8);
-        if (i != bad_in) { /* the index operand stays 0: in range */
-            tt_fill(in[i], n, (c->positive >> i) & 1u, &seed);
-        }
-    }
-    size_t ny = elems(&g, g.outputs[0]);
-    float *ref = calloc(ny ? ny : 1, sizeof(float)), *y = calloc(ny ? ny : 1, sizeof(float));
-    assert_int_equal(tether_interp_run_typed(&g, (const void *const *)in, (void *const *)&ref), 0);
-    char dir[128];
-    compile_ocl(&g, false, true, dir, sizeof dir);
-    char path[400];
-    snprintf(path, sizeof path, "grep -q '\"status\"' %s/metadata.json && grep -q tg_err %s/m.cl",
-             dir, dir);
-    assert_int_equal(system(path), 0);
-    tether_artifact *a;
-    assert_int_equal(tether_artifact_open(dir, &a), 0);
-    if (tether_artifact_prepare(a, g_s, NULL)) {
-        fail_msg("%s: prepare: %s", name, tether_last_error());
-    }
-    for (int pass = 0; pass < 3; pass++) {
-        size_t n = elems(&g, g.inputs[bad_in]);
-        for (size_t k = 0; k < n; k++) {
-            long long v = pass == 1 ? bad : 0;
-            if (i32) {
-                ((int32_t *)in[bad_in])[k] = (int32_t)v;
-            } else {
-                ((int64_t *)in[bad_in])[k] = (int64_t)v;
-            }
-        }
-        for (size_t k = 0; k < ny; k++) {
-            y[k] = NAN;
-        }
-        int rc = tether_artifact_run(a, (const void *const *)in, (void *const *)&y, NULL, NULL);
-        if (pass == 1) {
-            char msg[TETHER_ERROR_MSG_MAX];
-            snprintf(msg, sizeof msg, "%s", tether_last_error());
-            assert_int_equal(rc, TETHER_ERR_INVALID_ARG);
-            char want[160];
-            snprintf(want, sizeof want, "node '%s'", name);
-            if (!strstr(msg, want) || !strstr(msg, "out of")) {
-                fail_msg("%s: the message does not name the node and check: %s", name, msg);
-            }
-            for (size_t k = 0; k < ny; k++) {
-                assert_true(isnan(y[k])); /* no output copied */
-            }
-            /* the interpreter refuses the same input with the same code */
-            assert_int_equal(
-                tether_interp_run_typed(&g, (const void *const *)in, (void *const *)&ref),
-                TETHER_ERR_INVALID_ARG);
-            continue;
-        }
-        if (rc) {
-            fail_msg("%s: run %d: %s", name, pass, tether_last_error());
-        }
-        assert_int_equal(tether_interp_run_typed(&g, (const void *const *)in, (void *const *)&ref),
-                         0);
-        double tol = 1e-5;
-        if (tt_close(y, ref, ny, tol, tol) > 1.0) {
-            fail_msg("%s: run %d differs from the interpreter", name, pass);
-        }
-    }
-    tether_artifact_free(a);
-    assert_int_equal(tether_session_reset(g_s), 0);
-    rm_tree(dir);
-    for (int i = 0; i < g.ninputs; i++) {
-        free(in[i]);
-    }
-    free(ref);
-    free(y);
-    tether_ir_close(&g);
-}
-
 static const struct {
     const char *name;
-    int bad_in;
+    int bad_in; /* the index operand */
     long long bad;
-    int i32;
+    int i32; /* the index operand is int32 (else int64) */
 } cases[] = {
     {"gather_axis1", 1, 1000, 0},
     {"gather_elements", 1, -1000, 0},
@@ -160,12 +39,163 @@ static const struct {
     {"lstm_bidir_lens_states_peepholes", 4, -3, 1},
     {"reverse_sequence", 1, 1000, 0},
 };
+#define NCASES ((int)(sizeof cases / sizeof *cases))
+
+static const tt_op_case *find_case(const char *name) {
+    for (size_t k = 0; k < tt_num_op_cases; k++) {
+        if (!strcmp(tt_op_cases[k].name, name)) {
+            return &tt_op_cases[k];
+        }
+    }
+    fail_msg("no operator case '%s'", name);
+    return NULL;
+}
+
+/* Every case's node, its operands graph inputs (float32; the index operand int64/int32), its
+ * output graph output k; first[k]: the case's first input, idx[k] its index input. */
+static void build(tether_ir_graph *g, int *first, int *idx) {
+    assert_int_equal(tether_ir_init(g, "checks"), 0);
+    for (int k = 0; k < NCASES; k++) {
+        const tt_op_case *c = find_case(cases[k].name);
+        int in[TT_MAXIN], y;
+        first[k] = g->ninputs;
+        for (int i = 0; i < c->nin; i++) {
+            char nm[96];
+            snprintf(nm, sizeof nm, "%s.in%d", c->name, i);
+            DLDataType t = i != cases[k].bad_in ? TETHER_FLOAT32
+                           : cases[k].i32       ? TETHER_DTYPE(kDLInt, 32)
+                                                : TETHER_DTYPE(kDLInt, 64);
+            assert_int_equal(tether_ir_add_tensor(g, nm, t, c->ndim[i], c->shape[i], &in[i]), 0);
+            if (i == cases[k].bad_in) {
+                idx[k] = g->ninputs;
+            }
+            assert_int_equal(tether_ir_add_input(g, in[i]), 0);
+        }
+        char yn[96];
+        snprintf(yn, sizeof yn, "%s.y", c->name);
+        assert_int_equal(tether_ir_add_tensor(g, yn, TETHER_FLOAT32, -1, NULL, &y), 0);
+        tether_ir_attrs a;
+        tether_ir_attrs_init(c->op, &a);
+        if (c->attrs) {
+            c->attrs(&a);
+        }
+        assert_int_equal(tether_ir_add_node(g, c->name, c->op, in, c->nin, &y, 1, &a, NULL), 0);
+        assert_int_equal(tether_ir_add_output(g, y), 0);
+    }
+    if (tether_ir_infer(g)) {
+        fail_msg("%s", tether_last_error());
+    }
+}
+
+static size_t elems(const tether_ir_graph *g, int t) {
+    return tether_ir_tensor_elements(&g->tensors[t]);
+}
+
+/* Index input i (case k) all v. */
+static void set_index(const tether_ir_graph *g, void **in, int i, int k, long long v) {
+    size_t n = elems(g, g->inputs[i]);
+    for (size_t j = 0; j < n; j++) {
+        if (cases[k].i32) {
+            ((int32_t *)in[i])[j] = (int32_t)v;
+        } else {
+            ((int64_t *)in[i])[j] = (int64_t)v;
+        }
+    }
+}
 
 static void test_bad_indices(void **state) {
     (void)state;
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        check_case(cases[i].name, cases[i].bad_in, cases[i].bad, cases[i].i32);
+    tether_ir_graph g;
+    int first[NCASES], idx[NCASES];
+    build(&g, first, idx);
+    void *in[64], *ref[NCASES], *y[NCASES];
+    assert_true(g.ninputs <= 64 && g.noutputs == NCASES);
+    uint32_t seed = 7;
+    for (int i = 0, k = 0; i < g.ninputs; i++) {
+        size_t n = elems(&g, g.inputs[i]);
+        in[i] = calloc(n ? n : 1, 8); /* index operands 0: in range */
+        while (k + 1 < NCASES && i >= first[k + 1]) {
+            k++;
+        }
+        if (i != idx[k]) {
+            tt_fill(in[i], n, (find_case(cases[k].name)->positive >> (i - first[k])) & 1u, &seed);
+        }
     }
+    for (int k = 0; k < NCASES; k++) {
+        size_t n = elems(&g, g.outputs[k]);
+        ref[k] = calloc(n ? n : 1, sizeof(float));
+        y[k] = calloc(n ? n : 1, sizeof(float));
+    }
+    assert_int_equal(tether_interp_run_typed(&g, (const void *const *)in, ref), 0);
+    char dir[128], cmd[400];
+    compile_ocl(&g, false, true, dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "grep -q '\"status\"' %s/metadata.json && grep -q tg_err %s/m.cl",
+             dir, dir);
+    assert_int_equal(system(cmd), 0);
+    tether_artifact *a;
+    assert_int_equal(tether_artifact_open(dir, &a), 0);
+    if (tether_artifact_prepare(a, g_s, NULL)) {
+        fail_msg("prepare: %s", tether_last_error());
+    }
+    /* run -1: all in range; run k: case k's indices out of range; the last: in range again */
+    for (int run = -1; run <= NCASES; run++) {
+        int bad = run >= 0 && run < NCASES;
+        if (bad) {
+            set_index(&g, in, idx[run], run, cases[run].bad);
+        }
+        for (int k = 0; k < NCASES; k++) {
+            size_t n = elems(&g, g.outputs[k]);
+            for (size_t j = 0; j < n; j++) {
+                ((float *)y[k])[j] = NAN;
+            }
+        }
+        int rc = tether_artifact_run(a, (const void *const *)in, y, NULL, NULL);
+        char msg[TETHER_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", tether_last_error());
+        if (!bad) {
+            if (rc) {
+                fail_msg("run %d: %s", run, msg);
+            }
+            for (int k = 0; k < NCASES; k++) {
+                if (tt_close(y[k], ref[k], elems(&g, g.outputs[k]), 1e-5, 1e-5) > 1.0) {
+                    fail_msg("run %d: %s differs from the interpreter", run, cases[k].name);
+                }
+            }
+            continue;
+        }
+        assert_int_equal(rc, TETHER_ERR_INVALID_ARG);
+        char want[160];
+        snprintf(want, sizeof want, "node '%s'", cases[run].name);
+        if (!strstr(msg, want) || !strstr(msg, " out of ")) {
+            fail_msg("%s: the message does not name the node and the check: %s", cases[run].name,
+                     msg);
+        }
+        for (int k = 0; k < NCASES; k++) { /* no output copied */
+            assert_true(isnan(((float *)y[k])[0]));
+        }
+        /* the interpreter (ground truth, as the C path) refuses the same input, same code */
+        void *scratch[NCASES];
+        for (int k = 0; k < NCASES; k++) {
+            scratch[k] = calloc(elems(&g, g.outputs[k]) + 1, sizeof(float));
+        }
+        assert_int_equal(tether_interp_run_typed(&g, (const void *const *)in, scratch),
+                         TETHER_ERR_INVALID_ARG);
+        for (int k = 0; k < NCASES; k++) {
+            free(scratch[k]);
+        }
+        set_index(&g, in, idx[run], run, 0);
+    }
+    tether_artifact_free(a);
+    assert_int_equal(tether_session_reset(g_s), 0);
+    rm_tree(dir);
+    for (int i = 0; i < g.ninputs; i++) {
+        free(in[i]);
+    }
+    for (int k = 0; k < NCASES; k++) {
+        free(ref[k]);
+        free(y[k]);
+    }
+    tether_ir_close(&g);
 }
 
 /* A graph without a checking kernel has no status object and no "errors". */
