@@ -24,7 +24,7 @@
 /* MEM_STATUS: the run-time error flag, one int (emit_opencl_check.c) */
 enum { MEM_INPUT, MEM_OUTPUT, MEM_WORKSPACE, MEM_PARAMS, MEM_IMAGE, MEM_TEXTURE, MEM_STATUS };
 static inline const char *tether__ocl_mem_kind_name(int kind) {
-    static const char *const names[] = {"input",  "output",       "workspace", "params",
+    static const char *const names[] = {"input",        "output",  "workspace", "params",
                                         "weight_image", "texture", "status"};
     return names[kind];
 }
