@@ -152,21 +152,23 @@ static int parse_mems(tether__ocl_artifact *a, const cJSON *arr) {
                        "texture for a texture, global otherwise",
                        i, m->name);
         }
+        if (m->kind == K_STATUS && a->status_mem >= 0) {
+            return bad(a, "memory %d ('%s'): a second status object (memory %d is the one)", i,
+                       m->name, a->status_mem);
+        }
         /* float16 (--precision fp16) everywhere but the graph's inputs and outputs; the status
          * object is one int32 */
         DLDataType iot;
-        m->eb =
-            m->kind == K_STATUS
-                ? (cJSON_IsString(dt) && !strcmp(dt->valuestring, "int32") && a->status_mem < 0 ? 4
-                                                                                                : 0)
-            : (m->kind == K_INPUT || m->kind == K_OUTPUT) && cJSON_IsString(dt) &&
-                    !tether_dtype_parse(dt->valuestring, &iot)
-                ? (int)tether_dtype_bytes((m->dt = iot)) /* graph I/O: its own type */
-            : cJSON_IsString(dt) && strcmp(dt->valuestring, "float32") == 0 ? 4
-            : cJSON_IsString(dt) && strcmp(dt->valuestring, "float16") == 0 && m->kind != K_INPUT &&
-                    m->kind != K_OUTPUT
-                ? 2
-                : 0;
+        m->eb = m->kind == K_STATUS
+                    ? (cJSON_IsString(dt) && !strcmp(dt->valuestring, "int32") ? 4 : 0)
+                : (m->kind == K_INPUT || m->kind == K_OUTPUT) && cJSON_IsString(dt) &&
+                        !tether_dtype_parse(dt->valuestring, &iot)
+                    ? (int)tether_dtype_bytes((m->dt = iot)) /* graph I/O: its own type */
+                : cJSON_IsString(dt) && strcmp(dt->valuestring, "float32") == 0 ? 4
+                : cJSON_IsString(dt) && strcmp(dt->valuestring, "float16") == 0 &&
+                        m->kind != K_INPUT && m->kind != K_OUTPUT
+                    ? 2
+                    : 0;
         if (!m->eb) {
             return bad(a,
                        "memory %d ('%s'): dtype must be float32 (or float16 for a workspace, "
@@ -238,6 +240,11 @@ static int parse_mems(tether__ocl_artifact *a, const cJSON *arr) {
     return TETHER_OK;
 }
 
+/* a non-empty string that fits a buffer of cap bytes */
+static int bounded_name(const cJSON *js, size_t cap) {
+    return cJSON_IsString(js) && js->valuestring[0] && strlen(js->valuestring) < cap;
+}
+
 /* "errors": the status object's values 1..n, each naming its node, operator, code and check;
  * present exactly when there is a status object. */
 static int parse_errors(tether__ocl_artifact *a, const cJSON *arr) {
@@ -261,12 +268,11 @@ static int parse_errors(tether__ocl_artifact *a, const cJSON *arr) {
         const cJSON *wh = cJSON_GetObjectItemCaseSensitive(o, "what");
         int64_t v, code;
         if (get_int(o, "value", i + 1, i + 1, &v) || get_int(o, "code", -100, -1, &code) ||
-            !cJSON_IsString(nd) || strlen(nd->valuestring) >= sizeof x->node ||
-            !cJSON_IsString(op) || strlen(op->valuestring) >= sizeof x->op || !cJSON_IsString(wh) ||
-            strlen(wh->valuestring) >= sizeof x->what) {
+            !bounded_name(nd, sizeof x->node) || !bounded_name(op, sizeof x->op) ||
+            !bounded_name(wh, sizeof x->what)) {
             return bad(a,
                        "errors[%d] must be {\"value\": %d, \"node\", \"op\", \"code\" "
-                       "(-100..-1), \"what\"}",
+                       "(-100..-1), \"what\"} (names non-empty strings)",
                        i, i + 1);
         }
         snprintf(x->node, sizeof x->node, "%s", nd->valuestring);

@@ -8,7 +8,10 @@
  * indices out of range: the run fails with TETHER_ERR_INVALID_ARG (the interpreter's and the C
  * path's code) naming the node and the check, copying no output, then runs in range again (the
  * flag was cleared). A graph without such a kernel has no status object. (--precision fp16
- * holds float32 graphs only, so no index operand reaches a half artifact.)
+ * holds float32 graphs only, so no index operand reaches a half artifact.) A damaged "errors"
+ * list or status object in metadata.json (missing, wrong type, value or code out of range, empty
+ * names, two status objects, none) is refused before any kernel runs, naming the problem; a flag
+ * value "errors" does not name fails the run (TETHER_ERR_INTERNAL).
  *
  * What must stay true: tetherd is started by the test (local:) and stopped at the end; every
  * assertion is on return codes, messages and output values.
@@ -21,6 +24,7 @@
 #include "codegen_common.h"
 #include "ops_common.h"
 #include "tether/artifact.h"
+#include "tether/file.h"
 
 static const struct {
     const char *name;
@@ -223,6 +227,208 @@ static void test_no_status_without_checks(void **state) {
     tether_ir_close(&g);
 }
 
+/* One checking node (Gather, indices int64 graph input 1), compiled into a fresh directory. */
+static void build_gather(tether_ir_graph *g, char *dir, size_t n) {
+    int64_t xs[2] = {3, 4}, is[1] = {2};
+    int x, i, y;
+    assert_int_equal(tether_ir_init(g, "one_gather"), 0);
+    assert_int_equal(tether_ir_add_tensor(g, "x", TETHER_FLOAT32, 2, xs, &x), 0);
+    assert_int_equal(tether_ir_add_tensor(g, "i", TETHER_DTYPE(kDLInt, 64), 1, is, &i), 0);
+    assert_int_equal(tether_ir_add_tensor(g, "y", TETHER_FLOAT32, -1, NULL, &y), 0);
+    int in[2] = {x, i};
+    assert_int_equal(tether_ir_add_node(g, "pick", TETHER_OP_GATHER, in, 2, &y, 1, NULL, NULL), 0);
+    assert_int_equal(tether_ir_add_input(g, x), 0);
+    assert_int_equal(tether_ir_add_input(g, i), 0);
+    assert_int_equal(tether_ir_add_output(g, y), 0);
+    if (tether_ir_infer(g)) {
+        fail_msg("%s", tether_last_error());
+    }
+    compile_ocl(g, false, true, dir, n);
+}
+
+static cJSON *status_mem(cJSON *m) {
+    cJSON *o;
+    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(m, "memory")) {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "kind");
+        if (cJSON_IsString(k) && !strcmp(k->valuestring, "status")) {
+            return o;
+        }
+    }
+    fail_msg("metadata.json has no status memory object");
+    return NULL;
+}
+
+static cJSON *err0(cJSON *m) {
+    cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "errors"), 0);
+    assert_non_null(e);
+    return e;
+}
+
+static void set(cJSON *o, const char *key, cJSON *v) {
+    if (cJSON_GetObjectItemCaseSensitive(o, key)) {
+        cJSON_ReplaceItemInObjectCaseSensitive(o, key, v);
+    } else {
+        cJSON_AddItemToObject(o, key, v);
+    }
+}
+
+/* The damages of test_damaged_errors: edit k of metadata m. */
+static void damage(cJSON *m, int k) {
+    cJSON *st = status_mem(m);
+    switch (k) {
+    case 0: /* missing */
+        cJSON_DeleteItemFromObjectCaseSensitive(m, "errors");
+        break;
+    case 1: /* wrong type */
+        set(m, "errors", cJSON_CreateString("pick"));
+        break;
+    case 2: /* empty */
+        set(m, "errors", cJSON_CreateArray());
+        break;
+    case 3: /* value out of range (the flag's 1..n) */
+        set(err0(m), "value", cJSON_CreateNumber(2));
+        break;
+    case 4:
+        set(err0(m), "value", cJSON_CreateNumber(0));
+        break;
+    case 5: /* not an error code */
+        set(err0(m), "code", cJSON_CreateNumber(3));
+        break;
+    case 6:
+        set(err0(m), "code", cJSON_CreateString("-1"));
+        break;
+    case 7: /* node of the wrong type, missing, empty */
+        set(err0(m), "node", cJSON_CreateNumber(0));
+        break;
+    case 8:
+        cJSON_DeleteItemFromObjectCaseSensitive(err0(m), "node");
+        break;
+    case 9:
+        set(err0(m), "node", cJSON_CreateString(""));
+        break;
+    case 10:
+        cJSON_DeleteItemFromObjectCaseSensitive(err0(m), "what");
+        break;
+    case 11: /* an entry that is not an object */
+        cJSON_ReplaceItemInArray(cJSON_GetObjectItemCaseSensitive(m, "errors"), 0,
+                                 cJSON_CreateNumber(1));
+        break;
+    case 12: /* the status object: wrong type, size, scope; two of them; none */
+        set(st, "dtype", cJSON_CreateString("float32"));
+        break;
+    case 13: {
+        cJSON *sh = cJSON_CreateArray();
+        cJSON_AddItemToArray(sh, cJSON_CreateNumber(2));
+        set(st, "shape", sh);
+        set(st, "bytes", cJSON_CreateNumber(8));
+        break;
+    }
+    case 14:
+        set(st, "scope", cJSON_CreateString("texture"));
+        break;
+    case 15:
+        cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(m, "memory"), cJSON_Duplicate(st, 1));
+        break;
+    default: /* 16: errors without a status object */
+        cJSON_DetachItemViaPointer(cJSON_GetObjectItemCaseSensitive(m, "memory"), st);
+        cJSON_Delete(st);
+        break;
+    }
+}
+#define NDAMAGES 17
+
+/* A damaged "errors" list or status object in metadata.json is refused before any kernel runs
+ * (tether_artifact_open or _prepare), with a message naming what is wrong; a kernel that sets a
+ * value "errors" does not name fails the run (TETHER_ERR_INTERNAL, no output copied). */
+static void test_damaged_errors(void **state) {
+    (void)state;
+    static const char *const want[NDAMAGES] = {
+        "needs a non-empty 'errors' list",
+        "needs a non-empty 'errors' list",
+        "needs a non-empty 'errors' list",
+        "errors[0] must be {\"value\": 1",
+        "errors[0] must be {\"value\": 1",
+        "errors[0] must be {\"value\": 1",
+        "errors[0] must be {\"value\": 1",
+        "errors[0] must be {\"value\": 1",
+        "errors[0] must be {\"value\": 1",
+        "errors[0] must be {\"value\": 1",
+        "errors[0] must be {\"value\": 1",
+        "errors[0] must be {\"value\": 1",
+        "int32 for the one status object",
+        "the status object is one int32 (4 bytes)",
+        "scope must be",
+        "a second status object",
+        "'errors' without a status memory object",
+    };
+    tether_ir_graph g;
+    char dir[128], p[200], *text;
+    build_gather(&g, dir, sizeof dir);
+    snprintf(p, sizeof p, "%s/metadata.json", dir);
+    assert_int_equal(tether_file_read_text(p, 1 << 24, &text, NULL), 0);
+    for (int k = 0; k < NDAMAGES; k++) {
+        cJSON *m = cJSON_Parse(text);
+        assert_non_null(m);
+        damage(m, k);
+        char *out = cJSON_Print(m);
+        cJSON_Delete(m);
+        FILE *f = fopen(p, "w");
+        assert_non_null(f);
+        assert_true(fputs(out, f) >= 0);
+        assert_int_equal(fclose(f), 0);
+        free(out);
+        tether_artifact *a = NULL;
+        int rc = tether_artifact_open(dir, &a);
+        if (!rc) {
+            rc = tether_artifact_prepare(a, g_s, NULL);
+            tether_artifact_free(a);
+        }
+        assert_int_equal(rc, TETHER_ERR_INVALID_ARG);
+        if (!strstr(tether_last_error(), want[k])) {
+            fail_msg("damage %d: '%s' does not say '%s'", k, tether_last_error(), want[k]);
+        }
+    }
+    /* the original metadata, a kernel that stores a value "errors" does not name */
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    assert_true(fputs(text, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+    free(text);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd,
+             "sed -i 's/atomic_cmpxchg(tg_err, 0, 1)/atomic_cmpxchg(tg_err, 0, 7)/' "
+             "%s/m.cl && grep -q 'tg_err, 0, 7' %s/m.cl",
+             dir, dir);
+    assert_int_equal(system(cmd), 0);
+    tether_artifact *a;
+    assert_int_equal(tether_artifact_open(dir, &a), 0);
+    if (tether_artifact_prepare(a, g_s, NULL)) {
+        fail_msg("prepare: %s", tether_last_error());
+    }
+    float x[12] = {0}, y[8];
+    int64_t idx[2] = {1, 5}; /* 5: out of range (3 rows) */
+    for (int j = 0; j < 8; j++) {
+        y[j] = NAN;
+    }
+    const void *in[2] = {x, idx};
+    void *out[1] = {y};
+    assert_int_equal(tether_artifact_run(a, in, out, NULL, NULL), TETHER_ERR_INTERNAL);
+    if (!strstr(tether_last_error(), "the run-time error flag holds 7") ||
+        !strstr(tether_last_error(), "'errors' (1..1) does not name")) {
+        fail_msg("%s", tether_last_error());
+    }
+    assert_true(isnan(y[0]));
+    /* in range again: the flag was cleared, the run gives the rows */
+    idx[1] = 2;
+    x[8] = 3.0f;
+    assert_int_equal(tether_artifact_run(a, in, out, NULL, NULL), 0);
+    assert_true(y[4] == 3.0f && y[0] == 0.0f);
+    tether_artifact_free(a);
+    assert_int_equal(tether_session_reset(g_s), 0);
+    rm_tree(dir);
+    tether_ir_close(&g);
+}
+
 int main(void) {
     snprintf(g_tmp, sizeof g_tmp, "/tmp/toclerrXXXXXX");
     if (!mkdtemp(g_tmp)) {
@@ -242,6 +448,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_indices),
         cmocka_unit_test(test_no_status_without_checks),
+        cmocka_unit_test(test_damaged_errors),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tether_session_close(g_s);
