@@ -5,9 +5,8 @@
  * the cache directory: "off" writes nothing; the first process fills the directory with complete
  * entries, the next one reads them (same figure, the files not rewritten) and really uses their
  * text (entries whose text holds no function make expf unknown, and the C library is read
- * then); a truncated entry or one whose
- * header names another archive is ignored and rewritten; a cache path that is not a directory
- * only means objdump runs.
+ * then); a truncated entry or one whose header names another objdump is ignored and rewritten; a
+ * cache path that is not a directory only means objdump runs.
  */
 #include <dirent.h>
 #include <setjmp.h>
