@@ -90,6 +90,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/artifact/tuning_log.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/build.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/libframes.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/build/libframes_cache.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/elf_funcs.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/stack.c
     ${CMAKE_CURRENT_LIST_DIR}/src/build/children.c

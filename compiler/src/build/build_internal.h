@@ -70,6 +70,16 @@ int tether__lib_lookup(tether__libset *L, const char *name);
  * reaches); 0 on success, -1 out of memory. */
 int tether__lib_compute(tether__libset *L, int id);
 
+/* ---- the disassemblies on disk (libframes_cache.c) ---- */
+
+/* objdump's text for archive from the cache (malloc'ed, NUL-terminated), or NULL when the cache
+ * is off or has no complete entry for this objdump and archive. */
+char *tether__lib_cache_load(const char *objdump, const char *archive);
+
+/* Keeps objdump's text of archive for later processes (any failure leaves the cache as it was). */
+void tether__lib_cache_store(const char *objdump, const char *archive, const char *text,
+                             size_t len);
+
 /* ---- function symbols of an object (elf_funcs.c) ---- */
 
 /* The STT_FUNC symbols defined in an ELF object: name, section index, value. */

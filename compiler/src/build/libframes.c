@@ -18,8 +18,10 @@
  * function unbounded.
  *
  * What must stay true: each target's archives are disassembled at most once per process (the
- * cache of tether__lib_for_target); a function whose frame cannot be known (an indirect call,
- * a dynamic decrement, an unreadable archive) is reported unbounded, never counted as 0.
+ * cache of tether__lib_for_target), and across processes only while the on-disk cache
+ * (libframes_cache.c) has no entry for that objdump and archive; a function whose frame cannot be
+ * known (an indirect call, a dynamic decrement, an unreadable archive) is reported unbounded, never
+ * counted as 0.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -665,11 +667,16 @@ static int lib_load_next(libset *L) {
     }
     const char *path = L->archives[L->loaded++];
     char *argv[] = {L->objdump, "-drt", "--no-show-raw-insn", (char *)path, NULL};
-    char *text;
-    if (capture(argv, &text, NULL) != 0) {
-        L->error = 1;
-        snprintf(L->errmsg, sizeof L->errmsg, "%s -d %s failed", L->objdump, path);
-        return -1;
+    /* the disassembly of an earlier process when the cache has it (libframes_cache.c) */
+    char *text = tether__lib_cache_load(L->objdump, path);
+    size_t len = 0;
+    if (!text) {
+        if (capture(argv, &text, &len) != 0) {
+            L->error = 1;
+            snprintf(L->errmsg, sizeof L->errmsg, "%s -d %s failed", L->objdump, path);
+            return -1;
+        }
+        tether__lib_cache_store(L->objdump, path, text, len);
     }
     int rc = lib_parse(L, text);
     free(text);
