@@ -2,13 +2,13 @@
  * The x86-64 AVX2 qconv and qmatmul kernels (emit_c_qx86.c, emit_c_qmm_x86.c,
  * docs/quantization.md "Kernels") against the portable ones: QDQ matmuls (3-D A, odd K, partial
  * column blocks, Gemm with transB and a bias) and convolutions (pointwise, general, strided,
- * depthwise with padding, odd channel counts, int8 and uint8 activations with zero points,
- * per-channel weights, ReLU as a clamp) compiled for x86-64-v3 (the AVX2 path) and for the baseline
- * (the portable #else), both run here; outputs must be equal byte for byte to each other and to the
- * reference interpreter (inputs with NaN, infinities, saturating values and rounding ties for the
- * input quantize). The generated C must hold the AVX2 path, and must also compile with
- * -mavx512vnni -mavx512vl (the VPDPWSSD variant; compiled only: this machine has no VNNI to run
- * it).
+ * depthwise with padding, pointwise on planes of few pixels, odd channel counts, int8 and uint8
+ * activations with zero points, per-channel weights, ReLU as a clamp) compiled for x86-64-v3 (the
+ * AVX2 path) and for the baseline (the portable #else), both run here; outputs must be equal byte
+ * for byte to each other and to the reference interpreter (inputs with NaN, infinities, saturating
+ * values and rounding ties for the input quantize). The generated C must hold the AVX2 path, and
+ * must also compile with -mavx512vnni -mavx512vl (the VPDPWSSD variant; compiled only: this machine
+ * has no VNNI to run it).
  *
  * What must stay true: a host without AVX2 still runs the portable build and the compile checks
  * (the AVX2 run is skipped, said so on stderr); every temporary file lives under the build tree.
@@ -237,6 +237,9 @@ static void check(const qcase *c, int vnni) {
     if (c->mm) {
         assert_non_null(strstr(s, "apk[")); /* emit_c_qmm_x86.c's kernel */
     }
+    if (strncmp(c->name, "pwc_", 4) == 0 || strcmp(c->name, "pw_odd") == 0) {
+        assert_non_null(strstr(s, "int32_t xp[")); /* emit_c_qpw_x86.c's kernel */
+    }
     if (strncmp(c->name, "conv3_rows", 10) == 0) {
         assert_non_null(strstr(s, "int32_t rows[")); /* the row kernel */
     }
@@ -283,9 +286,14 @@ static void test_cases(void **state) {
         {"mm3d", 37, 21, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 1},
         {"mm_u8", 130, 40, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 128, 0, 1},
         {"gemm_tb", 64, 12, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, -5, 1, 2},
+        /* pointwise on planes 16-pixel tiles fit badly (emit_c_qpw_x86.c, vectorised over output
+         * channels): 3 blocks of 8 (the last partial), a pixel tail, P under 4, uint8 */
+        {"pwc_3x3_u8", 13, 20, 3, 3, 1, 1, 1, 0, 0, 0, 0, 1, 1, 100, 0, 0},
+        {"pwc_6x6", 32, 17, 6, 6, 1, 1, 1, 0, 0, 0, 0, 1, 0, -3, 1, 0},
+        {"pwc_1x2", 5, 8, 1, 2, 1, 1, 1, 0, 0, 0, 0, 1, 0, 7, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10);
+        check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10 || i == 14);
     }
 }
 

@@ -769,7 +769,9 @@ int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
 
 void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
     long long a, z;
-    if (q->G == 1 && row_width(q)) {
+    if (tether__c_qpw_x86_ok(e, nd, q)) { /* emit_c_qpw_x86.c: ragged pointwise planes */
+        tether__c_qpw_x86(e, nd, k, q);
+    } else if (q->G == 1 && row_width(q)) {
         row_tiles(e, nd, k, q, row_width(q));
     } else if (q->G == 1) {
         gemm_tiles(e, nd, k, q);
