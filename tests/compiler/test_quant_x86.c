@@ -2,13 +2,13 @@
  * The x86-64 AVX2 qconv and qmatmul kernels (emit_c_qx86.c, emit_c_qmm_x86.c,
  * docs/quantization.md "Kernels") against the portable ones: QDQ matmuls (3-D A, odd K, partial
  * column blocks, Gemm with transB and a bias) and convolutions (pointwise, general, strided,
- * depthwise with padding, pointwise on planes of few pixels, odd channel counts, int8 and uint8
- * activations with zero points, per-channel weights, ReLU as a clamp) compiled for x86-64-v3 (the
- * AVX2 path) and for the baseline (the portable #else), both run here; outputs must be equal byte
- * for byte to each other and to the reference interpreter (inputs with NaN, infinities, saturating
- * values and rounding ties for the input quantize). The generated C must hold the AVX2 path, and
- * must also compile with -mavx512vnni -mavx512vl (the VPDPWSSD variant; compiled only: this machine
- * has no VNNI to run it).
+ * depthwise with padding, stride-2 depthwise and pointwise on planes of few pixels, odd channel
+ * counts, int8 and uint8 activations with zero points, per-channel weights, ReLU as a clamp)
+ * compiled for x86-64-v3 (the AVX2 path) and for the baseline (the portable #else), both run here;
+ * outputs must be equal byte for byte to each other and to the reference interpreter (inputs with
+ * NaN, infinities, saturating values and rounding ties for the input quantize). The generated C
+ * must hold the AVX2 path, and must also compile with -mavx512vnni -mavx512vl (the VPDPWSSD
+ * variant; compiled only: this machine has no VNNI to run it).
  *
  * What must stay true: a host without AVX2 still runs the portable build and the compile checks
  * (the AVX2 run is skipped, said so on stderr); every temporary file lives under the build tree.
@@ -240,6 +240,9 @@ static void check(const qcase *c, int vnni) {
     if (strncmp(c->name, "pwc_", 4) == 0 || strcmp(c->name, "pw_odd") == 0) {
         assert_non_null(strstr(s, "int32_t xp[")); /* emit_c_qpw_x86.c's kernel */
     }
+    if (strncmp(c->name, "dw2_", 4) == 0) {
+        assert_non_null(strstr(s, "int16_t ph[4][")); /* emit_c_qdw2_x86.c's kernel */
+    }
     if (strncmp(c->name, "conv3_rows", 10) == 0) {
         assert_non_null(strstr(s, "int32_t rows[")); /* the row kernel */
     }
@@ -291,9 +294,14 @@ static void test_cases(void **state) {
         {"pwc_3x3_u8", 13, 20, 3, 3, 1, 1, 1, 0, 0, 0, 0, 1, 1, 100, 0, 0},
         {"pwc_6x6", 32, 17, 6, 6, 1, 1, 1, 0, 0, 0, 0, 1, 0, -3, 1, 0},
         {"pwc_1x2", 5, 8, 1, 2, 1, 1, 1, 0, 0, 0, 0, 1, 0, 7, 1, 0},
+        /* stride-2 depthwise on small planes (emit_c_qdw2_x86.c, parity phase planes): TF-style
+         * pads (bottom/right only), symmetric pads with odd sizes, a 5x5 window, uint8 */
+        {"dw2_tf", 5, 5, 24, 24, 3, 3, 2, 0, 0, 1, 1, 5, 0, -3, 1, 0},
+        {"dw2_odd", 3, 3, 7, 9, 3, 3, 2, 1, 1, 1, 1, 3, 0, 4, 1, 0},
+        {"dw2_k5_u8", 2, 2, 11, 10, 5, 5, 2, 2, 2, 2, 1, 2, 1, 90, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10 || i == 14);
+        check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10 || i == 14 || i == 17);
     }
 }
 

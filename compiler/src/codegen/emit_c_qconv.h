@@ -43,6 +43,12 @@ void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const 
 int tether__c_qpw_x86_ok(const em *e, const tether_ir_node *nd, const qg *q);
 void tether__c_qpw_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 
+/* emit_c_qdw2_x86.c: whether the AVX2 stride-2 depthwise kernel over parity phase planes takes
+ * nd (small planes, a vector requantization), and the kernel (called by tether__c_qconv_x86 when
+ * the row-tile depthwise kernel does not take nd). */
+int tether__c_qdw2_x86_ok(const em *e, const tether_ir_node *nd, const qg *q);
+void tether__c_qdw2_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
+
 /* emit_c_qmm_x86.c: whether the AVX2 qmatmul kernel takes nd (constant 8-bit B, constant
  * per-tensor A zero point, requantized 8-bit output), and the kernel (emitted inside
  * `#if defined(__AVX2__)` by emit_c_quant.c, the portable loop in the #else). */

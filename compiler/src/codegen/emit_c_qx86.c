@@ -761,7 +761,7 @@ int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
     }
     long long a, z;
     if (q->G == q->C && q->O == q->C) {
-        return dw_range(q, &a, &z) || flat_ok(e, nd, q);
+        return dw_range(q, &a, &z) || flat_ok(e, nd, q) || tether__c_qdw2_x86_ok(e, nd, q);
     }
     /* the tile's pack: taps x 16 pixels of int16 on the stack (<= 64 KiB) */
     return q->G == 1 && q->C * q->KH * q->KW <= 2048;
@@ -777,6 +777,8 @@ void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const 
         gemm_tiles(e, nd, k, q);
     } else if (dw_range(q, &a, &z)) {
         depthwise(e, nd, k, q, a, z);
+    } else if (tether__c_qdw2_x86_ok(e, nd, q)) { /* emit_c_qdw2_x86.c: stride 2, small planes */
+        tether__c_qdw2_x86(e, nd, k, q);
     } else {
         dw_flat(e, nd, k, q);
     }
