@@ -240,6 +240,10 @@ static void check(const qcase *c, int vnni) {
     if (strncmp(c->name, "pwc_", 4) == 0 || strcmp(c->name, "pw_odd") == 0) {
         assert_non_null(strstr(s, "int32_t xp[")); /* emit_c_qpw_x86.c's kernel */
     }
+    if (strcmp(c->name, "pw_overlap") == 0) {
+        assert_non_null(strstr(s, "const int p0 = pt + 16 > 125 ? 109 : pt;"));
+        assert_null(strstr(s, "ok = p < 125")); /* no scalar pack */
+    }
     if (strncmp(c->name, "dw2_", 4) == 0) {
         assert_non_null(strstr(s, "int16_t ph[4][")); /* emit_c_qdw2_x86.c's kernel */
     }
@@ -299,6 +303,8 @@ static void test_cases(void **state) {
         {"dw2_tf", 5, 5, 24, 24, 3, 3, 2, 0, 0, 1, 1, 5, 0, -3, 1, 0},
         {"dw2_odd", 3, 3, 7, 9, 3, 3, 2, 1, 1, 1, 1, 3, 0, 4, 1, 0},
         {"dw2_k5_u8", 2, 2, 11, 10, 5, 5, 2, 2, 2, 2, 1, 2, 1, 90, 0, 0},
+        /* pointwise, 125 pixels: the last 16-pixel tile moved back over the one before */
+        {"pw_overlap", 9, 6, 5, 25, 1, 1, 1, 0, 0, 0, 0, 1, 0, -6, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10 || i == 14 || i == 17);

@@ -13,7 +13,7 @@
  *     blocks of 4 output channels x 16 pixels in 8 accumulators, VPMADDWD on the int16 pairs
  *     (exact: two products of 8-bit values summed in int32), weights packed at compile time as
  *     int16 pairs per block of 4 output channels (zero beyond O); pointwise layers pack with
- *     vector loads;
+ *     vector loads, a plane's last tile moved back to end at the plane's end (no partial tile);
  *   - depthwise (stride 1 or 2, up to 49 taps): 16 output pixels of a row a step, taps in pairs
  *     interleaved into VPMADDWD; rows and columns whose window crosses the padding use the
  *     bounded scalar loop;
@@ -179,12 +179,18 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
     loop(e, "n", q->N);
     line(e, "const %s *restrict xn = %s + n * %lld;", q->xt, k->in[0], q->C * HW);
     line(e, "%s *restrict yn = %s + n * %lld;", q->yt, k->out, q->O * P);
-    line(e, "for (int p0 = 0; p0 < %lld; p0 += %d) {", P, TILE);
+    /* a pointwise plane of 16 pixels or more has no partial tile: its last tile is moved back to
+     * end at the plane's end (the overlap computed twice, the same bytes stored twice), so no
+     * scalar pack is emitted (gcc 13 reasons about the unreachable branch's pixel range and
+     * rejects it under -Werror with "iteration 15 invokes undefined behavior") */
+    const int full = pw && P >= TILE;
+    line(e, "for (int pt = 0; pt < %lld; pt += %d) {", P, TILE);
     e->depth++;
-    /* a pointwise plane of whole tiles has no partial tile: no scalar pack is emitted (gcc 13
-     * reasons about the unreachable branch's pixel range and rejects it under -Werror with
-     * "iteration 15 invokes undefined behavior") */
-    const int full = pw && P % TILE == 0;
+    if (full && P % TILE) {
+        line(e, "const int p0 = pt + %d > %lld ? %lld : pt;", TILE, P, P - TILE);
+    } else {
+        line(e, "const int p0 = pt;");
+    }
     if (pw) {
         if (full) {
             line(e, "{");
