@@ -244,7 +244,13 @@ static void check(const qcase *c, int vnni) {
         assert_non_null(strstr(s, "const int p0 = pt + 16 > 125 ? 109 : pt;"));
         assert_null(strstr(s, "ok = p < 125")); /* no scalar pack */
     }
-    if (strncmp(c->name, "dw2_", 4) == 0) {
+    if (strncmp(c->name, "dwrow_", 6) == 0) {
+        assert_non_null(strstr(s, "for (int ot = ")); /* the row-tile depthwise kernel */
+    }
+    if (strncmp(c->name, "dw3_narrow", 10) == 0 || strcmp(c->name, "dw3_s1") == 0) {
+        assert_non_null(strstr(s, "int16_t pl[")); /* the flat-plane depthwise kernel */
+    }
+    if (strncmp(c->name, "dw2_", 4) == 0 || strcmp(c->name, "dw3_s2_tf") == 0) {
         assert_non_null(strstr(s, "int16_t ph[4][")); /* emit_c_qdw2_x86.c's kernel */
     }
     if (strncmp(c->name, "conv3_rows", 10) == 0) {
@@ -303,6 +309,10 @@ static void test_cases(void **state) {
         {"dw2_tf", 5, 5, 24, 24, 3, 3, 2, 0, 0, 1, 1, 5, 0, -3, 1, 0},
         {"dw2_odd", 3, 3, 7, 9, 3, 3, 2, 1, 1, 1, 1, 3, 0, 4, 1, 0},
         {"dw2_k5_u8", 2, 2, 11, 10, 5, 5, 2, 2, 2, 2, 1, 2, 1, 90, 0, 0},
+        /* depthwise on planes past the flat and phase-plane kernels' size: the row tiles with
+         * their scalar borders (stride 1 and 2) */
+        {"dwrow_s1", 2, 2, 100, 90, 3, 3, 1, 1, 1, 1, 1, 2, 0, -3, 1, 0},
+        {"dwrow_s2", 2, 2, 140, 141, 3, 3, 2, 1, 1, 1, 1, 2, 1, 60, 0, 0},
         /* pointwise, 125 pixels: the last 16-pixel tile moved back over the one before */
         {"pw_overlap", 9, 6, 5, 25, 1, 1, 1, 0, 0, 0, 0, 1, 0, -6, 1, 0},
     };

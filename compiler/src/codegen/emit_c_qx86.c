@@ -14,12 +14,12 @@
  *     (exact: two products of 8-bit values summed in int32), weights packed at compile time as
  *     int16 pairs per block of 4 output channels (zero beyond O); pointwise layers pack with
  *     vector loads, a plane's last tile moved back to end at the plane's end (no partial tile);
- *   - depthwise (stride 1 or 2, up to 49 taps): 16 output pixels of a row a step, taps in pairs
- *     interleaved into VPMADDWD; rows and columns whose window crosses the padding use the
- *     bounded scalar loop;
- *   - depthwise stride 1 on planes too narrow for that (DS-CNN's 5-wide rows): the channel in a
- *     zero-bordered int16 plane, 16 flat positions a step (the border columns computed and
- *     dropped).
+ *   - depthwise stride 1 on planes up to 8192 padded elements: the channel in a zero-bordered
+ *     int16 plane, 16 flat positions a step (the border columns computed and dropped; no scalar
+ *     border loop); stride 2 on small planes: emit_c_qdw2_x86.c's parity phase planes;
+ *   - depthwise on larger planes (stride 1 or 2, up to 49 taps): 16 output pixels of a row a
+ *     step, taps in pairs interleaved into VPMADDWD; rows and columns whose window crosses the
+ *     padding use the bounded scalar loop.
  * With AVX-512 VNNI (__AVX512VNNI__ and __AVX512VL__: -mavx512vnni) the multiply-add pairs are
  * VPDPWSSD, the same sums in one instruction. The input zero point is folded into the bias
  * (bias - x_zp * sum(w), the sums a compile-time table): padding holds x_zp, so its products
@@ -774,18 +774,19 @@ int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
 }
 
 void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
-    long long a, z;
+    long long a = 0, z = 0;
     if (tether__c_qpw_x86_ok(e, nd, q)) { /* emit_c_qpw_x86.c: ragged pointwise planes */
         tether__c_qpw_x86(e, nd, k, q);
     } else if (q->G == 1 && row_width(q)) {
         row_tiles(e, nd, k, q, row_width(q));
     } else if (q->G == 1) {
         gemm_tiles(e, nd, k, q);
-    } else if (dw_range(q, &a, &z)) {
-        depthwise(e, nd, k, q, a, z);
+    } else if (flat_ok(e, nd, q)) { /* before the row tiles: their borders are scalar */
+        dw_flat(e, nd, k, q);
     } else if (tether__c_qdw2_x86_ok(e, nd, q)) { /* emit_c_qdw2_x86.c: stride 2, small planes */
         tether__c_qdw2_x86(e, nd, k, q);
     } else {
-        dw_flat(e, nd, k, q);
+        (void)dw_range(q, &a, &z); /* tether__c_qconv_x86_ok: it takes q */
+        depthwise(e, nd, k, q, a, z);
     }
 }
