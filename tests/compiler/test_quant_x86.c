@@ -309,6 +309,7 @@ static void test_cases(void **state) {
         {"dw2_tf", 5, 5, 24, 24, 3, 3, 2, 0, 0, 1, 1, 5, 0, -3, 1, 0},
         {"dw2_odd", 3, 3, 7, 9, 3, 3, 2, 1, 1, 1, 1, 3, 0, 4, 1, 0},
         {"dw2_k5_u8", 2, 2, 11, 10, 5, 5, 2, 2, 2, 2, 1, 2, 1, 90, 0, 0},
+        {"dw2_wide_pl1", 3, 3, 9, 75, 3, 3, 2, 1, 1, 1, 1, 3, 0, -9, 1, 0}, /* vector split */
         /* depthwise on planes past the flat and phase-plane kernels' size: the row tiles with
          * their scalar borders (stride 1 and 2) */
         {"dwrow_s1", 2, 2, 100, 90, 3, 3, 1, 1, 1, 1, 1, 2, 0, -3, 1, 0},

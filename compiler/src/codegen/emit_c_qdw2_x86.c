@@ -1,14 +1,16 @@
 /*
- * The C emitter's x86-64 AVX2 depthwise qconv kernel for stride 2 on planes too small for
- * emit_c_qx86.c's 16-pixel row tiles (MobileNet's 24x24 -> 12x12 and 12x12 -> 6x6 layers, which
- * otherwise took the portable scalar loop; docs/quantization.md, "Kernels"). Per channel, the
- * zero-bordered plane of x - x_zp is split by row and column parity into 4 int16 phase planes of
- * PH2 x PW2 (PW2 = OW + the window's reach / 2), so that output (oh, ow)'s tap (kh, kw) is phase
- * ((kh*DH) % 2, (kw*DW) % 2) at flat position oh * PW2 + ow plus a constant offset: 16 flat
- * positions a step (the columns past OW computed and dropped), taps in pairs into VPMADDWD
- * (VPDPWSSD under AVX-512 VNNI), requantized 8 at a time (tgq_rq8k / tgq_rq8 of emit_c_quant.c)
- * into a row buffer whose first OW columns of each row are copied out. Emitted inside
- * `#if defined(__AVX2__)` by emit_c_qx86.c's dispatch (the portable kernel in the #else).
+ * The C emitter's x86-64 AVX2 depthwise qconv kernel for stride 2 on planes whose 4 phase planes
+ * fit 16384 int16 (no scalar border loop, unlike emit_c_qx86.c's 16-pixel row tiles; MobileNet's
+ * 48x48 -> 24x24, 24x24 -> 12x12 and 12x12 -> 6x6 layers, the last two otherwise the portable loop;
+ * docs/quantization.md, "Kernels"). Per channel, the zero-bordered plane of x - x_zp is split by
+ * row and column parity into 4 int16 phase planes of PH2 x PW2 (PW2 = OW + the window's reach / 2),
+ * so that output (oh, ow)'s tap (kh, kw) is phase
+ * ((kh*DH) % 2, (kw*DW) % 2) at flat position oh * PW2 + ow plus a constant offset (the input split
+ * into them with vector shuffles): 16 flat positions a step (the columns past OW computed and
+ * dropped), taps in pairs into VPMADDWD (VPDPWSSD under AVX-512 VNNI), requantized 8 at a time
+ * (tgq_rq8k / tgq_rq8 of emit_c_quant.c) into a row buffer whose first OW columns of each row are
+ * copied out. Emitted inside `#if defined(__AVX2__)` by emit_c_qx86.c's dispatch (the portable
+ * kernel in the #else).
  *
  * What must stay true: the accumulator is the portable loop's (bias + sum of (x - x_zp) * w over
  * the taps inside the plane; padding contributes 0), the requantization tgq_requant's, so outputs
@@ -71,6 +73,11 @@ int tether__c_qdw2_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
     return 4 * g.SP <= 16384 && dw2_rq(e, nd, q) != 0;
 }
 
+/* 16 bytes of 8-bit input widened to int16 */
+static const char *widen16(const qg *q) {
+    return strcmp(q->xt, "int8_t") == 0 ? "_mm256_cvtepi8_epi16" : "_mm256_cvtepu8_epi16";
+}
+
 static int32_t pair(int8_t a, int8_t b) {
     return (int32_t)((uint32_t)(uint16_t)(int16_t)a | ((uint32_t)(uint16_t)(int16_t)b << 16));
 }
@@ -115,6 +122,9 @@ void tether__c_qdw2_x86(em *e, const tether_ir_node *nd, const kargs *k, const q
          g.SP + DTILE);
     line(e, "%s ob[%lld]; /* the output rows, PW2 wide */", q->yt, g.NPOS);
     line(e, "memset(ph, 0, sizeof ph);");
+    line(e, "const __m256i dsel = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, "
+            "13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);");
+    line(e, "const __m256i vxz = _mm256_set1_epi16((int16_t)xz);");
     loop(e, "n", q->N);
     line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
     e->depth++;
@@ -133,24 +143,38 @@ void tether__c_qdw2_x86(em *e, const tether_ir_node *nd, const kargs *k, const q
          q->H * q->W);
     line(e, "const int32_t *restrict wv = wq + c * %lld;", NP);
     line(e, "%s *restrict yo = %s + (n * %lld + c) * %lld;", q->yt, k->out, q->O, q->OH * q->OW);
-    /* phase (a, b) at (i, j) is the padded plane's (2i + a, 2j + b): input (2i + a - PT,
-     * 2j + b - PL), 0 outside the input */
-    line(e, "for (int a = 0; a < 2; ++a) {");
-    line(e, "    for (int i = 0; i < %lld; ++i) {", g.PH2);
-    line(e, "        const int ih = 2 * i + a - %lld;", q->PT);
-    line(e, "        const int rin = ih >= 0 && ih < %lld;", q->H);
-    line(e, "        for (int b = 0; b < 2; ++b) {");
-    line(e, "            int16_t *restrict pr = ph[a * 2 + b] + i * %lld;", g.PW2);
-    line(e, "            for (int j = 0; j < %lld; ++j) {", g.PW2);
-    line(e, "                const int iw = 2 * j + b - %lld;", q->PL);
+    /* phase (a, b) at (i, j) is the padded plane's (2i + a, 2j + b): input (ih, iw) goes to phase
+     * ((ih + PT) & 1, (iw + PL) & 1) at ((ih + PT) >> 1, (iw + PL) >> 1); the positions no input
+     * reaches stay 0 from the memset (the same positions are written for every channel). Each
+     * row's even and odd columns split 32 bytes a step (in-lane shuffle, then the two halves). */
+    const long long IHM = q->H < 2 * g.PH2 - q->PT ? q->H : 2 * g.PH2 - q->PT;
+    const long long IWM = q->W < 2 * g.PW2 - q->PL ? q->W : 2 * g.PW2 - q->PL;
+    line(e, "for (int ih = 0; ih < %lld; ++ih) {", IHM);
+    e->depth++;
+    line(e, "const int a = (ih + %lld) & 1, i = (ih + %lld) >> 1;", q->PT, q->PT);
+    line(e, "int16_t *restrict pe = ph[a * 2 + %lld] + i * %lld + %lld;", q->PL & 1, g.PW2,
+         q->PL >> 1);
+    line(e, "int16_t *restrict po = ph[a * 2 + %lld] + i * %lld + %lld;", (q->PL + 1) & 1, g.PW2,
+         (q->PL + 1) >> 1);
+    line(e, "const %s *restrict xr = xc + ih * %lld;", q->xt, q->W);
+    line(e, "int t = 0;");
+    line(e, "for (; 2 * t + 32 <= %lld; t += 16) {", IWM);
+    e->depth++;
+    line(e, "const __m256i v = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(_mm256_loadu_si256("
+            "(const __m256i *)(const void *)(xr + 2 * t)), dsel), 0xD8);");
     line(e,
-         "                pr[j] = (int16_t)(rin && iw >= 0 && iw < %lld ? (int32_t)xc[ih * %lld + "
-         "iw] - xz : 0);",
-         q->W, q->W);
-    line(e, "            }");
-    line(e, "        }");
-    line(e, "    }");
+         "_mm256_storeu_si256((__m256i *)(void *)(pe + t), _mm256_sub_epi16(%s(_mm256_castsi256_"
+         "si128(v)), vxz));",
+         widen16(q));
+    line(e,
+         "_mm256_storeu_si256((__m256i *)(void *)(po + t), _mm256_sub_epi16(%s(_mm256_"
+         "extracti128_si256(v, 1)), vxz));",
+         widen16(q));
+    close_block(e);
+    line(e, "for (int iw = 2 * t; iw < %lld; ++iw) {", IWM);
+    line(e, "    (iw & 1 ? po : pe)[iw >> 1] = (int16_t)((int32_t)xr[iw] - xz);");
     line(e, "}");
+    close_block(e);
     line(e, "for (int p0 = 0; p0 < %lld; p0 += %d) {", g.NPOS, DTILE);
     e->depth++;
     line(e, "__m256i al = _mm256_set1_epi32(r), ah = al;");
