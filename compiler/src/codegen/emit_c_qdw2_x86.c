@@ -78,6 +78,11 @@ static const char *widen16(const qg *q) {
     return strcmp(q->xt, "int8_t") == 0 ? "_mm256_cvtepi8_epi16" : "_mm256_cvtepu8_epi16";
 }
 
+/* 8 bytes of 8-bit input (the low half of an SSE register) widened to int16 */
+static const char *widen8(const qg *q) {
+    return strcmp(q->xt, "int8_t") == 0 ? "_mm_cvtepi8_epi16" : "_mm_cvtepu8_epi16";
+}
+
 static int32_t pair(int8_t a, int8_t b) {
     return (int32_t)((uint32_t)(uint16_t)(int16_t)a | ((uint32_t)(uint16_t)(int16_t)b << 16));
 }
@@ -171,9 +176,27 @@ void tether__c_qdw2_x86(em *e, const tether_ir_node *nd, const kargs *k, const q
          "extracti128_si256(v, 1)), vxz));",
          widen16(q));
     close_block(e);
-    line(e, "for (int iw = 2 * t; iw < %lld; ++iw) {", IWM);
-    line(e, "    (iw & 1 ? po : pe)[iw >> 1] = (int16_t)((int32_t)xr[iw] - xz);");
+    line(e, "if (2 * t + 16 <= %lld) {", IWM);
+    e->depth++;
+    line(e, "const __m128i v = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)(xr "
+            "+ 2 * t)), _mm256_castsi256_si128(dsel));");
+    line(e,
+         "_mm_storeu_si128((__m128i *)(void *)(pe + t), _mm_sub_epi16(%s(v), "
+         "_mm256_castsi256_si128(vxz)));",
+         widen8(q));
+    line(e,
+         "_mm_storeu_si128((__m128i *)(void *)(po + t), _mm_sub_epi16(%s(_mm_srli_si128(v, 8)), "
+         "_mm256_castsi256_si128(vxz)));",
+         widen8(q));
+    line(e, "t += 8;");
+    close_block(e);
+    line(e, "for (; 2 * t + 2 <= %lld; ++t) {", IWM);
+    line(e, "    pe[t] = (int16_t)((int32_t)xr[2 * t] - xz);");
+    line(e, "    po[t] = (int16_t)((int32_t)xr[2 * t + 1] - xz);");
     line(e, "}");
+    if (IWM % 2) {
+        line(e, "pe[t] = (int16_t)((int32_t)xr[2 * t] - xz);");
+    }
     close_block(e);
     line(e, "for (int p0 = 0; p0 < %lld; p0 += %d) {", g.NPOS, DTILE);
     e->depth++;
