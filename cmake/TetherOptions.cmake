@@ -7,6 +7,10 @@ option(TETHER_SANITIZE "Build with -fsanitize=address,undefined" OFF)
 # cross build with cmake/toolchains/aarch64-linux-gnu.cmake; no host tools, tests or firmware).
 option(TETHER_DEVICE_ONLY "Build only crt, rpc and tetherd (device cross builds)" OFF)
 option(TETHER_WERROR "Treat compiler warnings as errors (scripts/test and CI turn it on)" OFF)
+# bench/'s programs (run by scripts/bench, never by ctest) in `all`; OFF leaves them out but for
+# what a test needs (scripts/test's sanitizer tree; the release tree builds them, so they still
+# build with warnings as errors).
+option(TETHER_WITH_BENCH "Build the benchmarks of bench/ with all" ON)
 
 find_program(TETHER_ARM_GCC arm-none-eabi-gcc)
 if(TETHER_ARM_GCC AND NOT TETHER_DEVICE_ONLY)

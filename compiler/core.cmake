@@ -12,6 +12,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_text.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_loop.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_dynamic.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_dynamic_use.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/types.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/quant_elt.c
@@ -43,9 +44,11 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qfast.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qneon.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qx86.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qc1_x86.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qdw2_x86.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qelt_x86.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qmm_x86.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qpw_x86.c
-    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qdw2_x86.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qdq_x86.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qpatch.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_layers.c
@@ -75,6 +78,10 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_support.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/opencl_limits.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_fp16.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_layers.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_rnn.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_vision.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_signal.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/opencl_textures.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/metadata.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/formula.c

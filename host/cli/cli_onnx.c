@@ -28,6 +28,18 @@ void tether_cli_onnx_init(void) {
 void tether_cli_onnx_init(void) {}
 #endif
 
+static long long loop_max; /* --loop-max: every model this process loads */
+
+int tether_cli_loop_max_parse(const char *v) {
+    char *end;
+    long long n = v ? strtoll(v, &end, 10) : 0;
+    if (!v || *end || end == v || n < 1 || n > (1LL << 24)) {
+        return tether_cli_fail(2, "--loop-max '%s' is not 1..16777216", v ? v : "");
+    }
+    loop_max = n;
+    return 0;
+}
+
 #ifdef TETHER_HAVE_COMPILER
 /* tether_cli_model_load_prepare; expect[i] (NULL: none) is what --in i must hold, checked from
  * an .npz member's header before it is inflated. */
@@ -62,6 +74,7 @@ static int prepare(tether_cli_model_load *m, int nin, const tether_cli_array *in
     m->lo.input_values = m->values;
     m->lo.ninput_values = nin;
     m->lo.input_bound = m->bound;
+    m->lo.loop_max = loop_max;
     m->lo.input_names = tether_cli_array_named(inputs, nin) ? m->names : NULL;
     return 0;
 }

@@ -36,6 +36,9 @@ typedef struct tether_cli_model_load {
 int tether_cli_model_load_prepare(tether_cli_model_load *m, int nin, const tether_cli_array *inputs,
                                   int nshapes, const char *const *shapes);
 void tether_cli_model_load_free(tether_cli_model_load *m);
+/* --loop-max N of run/bench/ab (tether_model_load_options.loop_max for every model this process
+ * loads): parses v (1..16777216); 0, or 2 after printing the error. */
+int tether_cli_loop_max_parse(const char *v);
 /* run/bench/ab/run --reference MODEL: what can be known about the --in files before anything is
  * compiled or the device contacted. The model is loaded alone first, so each file's expected
  * dtype and shape (the model input of its name or position) are known while it is read: an .npz

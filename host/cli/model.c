@@ -239,7 +239,8 @@ static const char ab_usage[] =
     "  static stack, measured stack high-water mark and latency side by side. The target\n"
     "  comes from the device's HELLO unless --target is given: an MCU board's core (e.g.\n"
     "  cortex-m3), else <arch>-linux with the device's CPU (-march, e.g. x86-64-v4; --mcpu\n"
-    "  overrides). --input-shape fixes a dynamic input dimension of an ONNX model, as for run.\n"
+    "  overrides). --input-shape fixes a dynamic input dimension of an ONNX model, --loop-max N\n"
+    "  bounds its run-time Loops' scan outputs, as for run.\n"
     "  --firmware PATH: an MCU board's firmware.json or its folder, for linking the artifacts\n"
     "  (default: $TETHER_FIRMWARE, then the build tree). Without --in, inputs are generated\n"
     "  (uniform in [-1, 1), fixed seed). -o keeps the artifacts and inputs in DIR; --json\n"
@@ -425,6 +426,10 @@ static int parse_ab(int argc, char **argv, ab_args *a) {
                 return fail(2, "--params wants linked or blob");
             }
             a->params = !strcmp(v, "linked");
+        } else if (!strcmp(o, "--loop-max")) {
+            if (tether_cli_loop_max_parse(v)) {
+                return 2;
+            }
         } else if (!strcmp(o, "--input-shape")) {
             if (a->ninput_shapes >= TETHER_CLI_MAX_IO) {
                 return fail(2, "--input-shape: at most %d", TETHER_CLI_MAX_IO);

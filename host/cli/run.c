@@ -153,6 +153,8 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 "  --scope global|texture|texture:weight  scope of the following --in/--out\n"
                 "  --int V / --float V  scalar arguments, passed after the arrays\n"
                 "%s"
+                "  --loop-max N  (MODEL) rows of an ONNX Loop's scan outputs when its trip count\n"
+                "               has no bound (docs/onnx.md)\n"
                 "  --input-shape NAME=D0xD1...  (MODEL) fixes a dynamic input dimension; inputs\n"
                 "               an ONNX operator needs as constants are bound from their --in "
                 "file\n"
@@ -330,6 +332,11 @@ static int parse_run(int argc, char **argv, run_args *r, int bench) {
                 return fail(2, "--params wants linked or blob");
             }
             r->params = !strcmp(v, "linked");
+            i++;
+        } else if (!strcmp(a, "--loop-max")) {
+            if (tether_cli_loop_max_parse(v)) {
+                return 2;
+            }
             i++;
         } else if (!strcmp(a, "--input-shape")) {
             if (!v || r->ninput_shapes >= RUN_MAX_IO) {

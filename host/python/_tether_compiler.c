@@ -41,6 +41,17 @@ static void load_opts_release(load_opts *o) {
     Py_CLEAR(o->names_tuple);
 }
 
+/* loop_max (docs/python.md): the scan-output rows of a run-time Loop whose trip count has no
+ * bound of its own; 0 = none. */
+static int loop_max_set(load_opts *o, long long loop_max) {
+    if (loop_max < 0) {
+        PyErr_Format(PyExc_ValueError, "loop_max must be >= 0 (0: none), not %lld", loop_max);
+        return -1;
+    }
+    o->lo.loop_max = loop_max;
+    return 0;
+}
+
 /* shapes: None or ["NAME=1x3"]; values: None or [(dtype, shape, buffer) or None] in the model's
  * input order, or in the order of names (None or [str], one per value) when given. */
 static int load_opts_parse(load_opts *o, PyObject *shapes, PyObject *values, PyObject *names) {
@@ -167,20 +178,21 @@ static void err_take_detail(tpy_err *e, int rc) {
 
 PyObject *tether__py_compile(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
-    static char *kwlist[] = {
-        "model",        "out_dir",       "abi",         "target",      "cpu",
-        "prefix",       "opt_level",     "link_params", "backend",     "texture_weights",
-        "input_shapes", "input_values",  "tuning_log",  "input_names", "session",
-        "firmware",     "firmware_dirs", "profile",     NULL};
+    static char *kwlist[] = {"model",         "out_dir",         "abi",          "target",
+                             "cpu",           "prefix",          "opt_level",    "link_params",
+                             "backend",       "texture_weights", "input_shapes", "input_values",
+                             "tuning_log",    "input_names",     "session",      "firmware",
+                             "firmware_dirs", "profile",         "loop_max",     NULL};
     const char *model, *out_dir, *abi = NULL, *target = NULL, *cpu = NULL, *prefix = NULL;
     const char *backend = NULL, *tuning_log = NULL, *firmware = NULL;
     int opt_level = TETHER_OPT_DEFAULT, link_params = 1, texture_weights = 0, profile = 0;
     PyObject *shapes = Py_None, *values = Py_None, *names = Py_None, *sobj = Py_None;
     PyObject *dirs = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zzzzipzpOOzOOzOp", kwlist, &model, &out_dir,
+    long long loop_max = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|zzzzipzpOOzOOzOpL", kwlist, &model, &out_dir,
                                      &abi, &target, &cpu, &prefix, &opt_level, &link_params,
                                      &backend, &texture_weights, &shapes, &values, &tuning_log,
-                                     &names, &sobj, &firmware, &dirs, &profile)) {
+                                     &names, &sobj, &firmware, &dirs, &profile, &loop_max)) {
         return NULL;
     }
     if (sobj != Py_None && !PyObject_TypeCheck(sobj, &tether__py_session_type)) {
@@ -216,6 +228,10 @@ PyObject *tether__py_compile(PyObject *self, PyObject *args, PyObject *kw) {
     o.profile = profile != 0; /* a profiling build (docs/profile.md) */
     load_opts lo;
     if (load_opts_parse(&lo, shapes, values, names)) {
+        return NULL;
+    }
+    if (loop_max_set(&lo, loop_max)) {
+        load_opts_release(&lo);
         return NULL;
     }
     tether_compile_result res;
@@ -335,14 +351,21 @@ static PyObject *tensor_list(const tether_ir_graph *g, const int *idx, int n) {
 
 PyObject *tether__py_model_signature(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
-    static char *kwlist[] = {"model", "input_shapes", "input_values", "input_names", NULL};
+    static char *kwlist[] = {"model",       "input_shapes", "input_values",
+                             "input_names", "loop_max",     NULL};
     const char *model;
     PyObject *shapes = Py_None, *values = Py_None, *names = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OOO", kwlist, &model, &shapes, &values, &names)) {
+    long long loop_max = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OOOL", kwlist, &model, &shapes, &values, &names,
+                                     &loop_max)) {
         return NULL;
     }
     load_opts mine;
     if (load_opts_parse(&mine, shapes, values, names)) {
+        return NULL;
+    }
+    if (loop_max_set(&mine, loop_max)) {
+        load_opts_release(&mine);
         return NULL;
     }
     tether_ir_graph g;
@@ -367,12 +390,13 @@ PyObject *tether__py_model_signature(PyObject *self, PyObject *args, PyObject *k
  * signature by the caller): a list of (name, dtype, shape, bytes) of the outputs. */
 PyObject *tether__py_interpret(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
-    static char *kwlist[] = {"model",        "inputs",      "input_shapes",
-                             "input_values", "input_names", NULL};
+    static char *kwlist[] = {"model",    "inputs", "input_shapes", "input_values", "input_names",
+                             "loop_max", NULL};
     const char *model;
     PyObject *ins, *shapes = Py_None, *values = Py_None, *names = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|OOO", kwlist, &model, &ins, &shapes, &values,
-                                     &names)) {
+    long long loop_max = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|OOOL", kwlist, &model, &ins, &shapes, &values,
+                                     &names, &loop_max)) {
         return NULL;
     }
     PyObject *fin = PySequence_Fast(ins, "inputs must be a sequence of buffers");
@@ -380,7 +404,8 @@ PyObject *tether__py_interpret(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     }
     load_opts mine;
-    if (load_opts_parse(&mine, shapes, values, names)) {
+    if (load_opts_parse(&mine, shapes, values, names) || loop_max_set(&mine, loop_max)) {
+        load_opts_release(&mine);
         Py_DECREF(fin);
         return NULL;
     }

@@ -23,6 +23,7 @@
 #include "op_cases_dynamic.h"
 #include "op_cases_text.h"
 #include "op_cases_qelt.h"
+#include "op_cases_ocl.h" /* after op_cases_data.h and op_cases_rnn.h */
 
 /* tfidf's constant operands (op_cases_text.h) */
 /* unigrams {0, 1, -1, 3}, bigrams {(0,1) (1,-1) (2,2)}, trigram {(0,0,0)}: 8 n-grams */
@@ -974,6 +975,7 @@ const tt_op_case tt_op_cases[] = {
     TT_DYNAMIC_CASES /* op_cases_dynamic.h */
     TT_TEXT_CASES /* op_cases_text.h: tfidf */
     TT_QELT_CASES /* op_cases_qelt.h: qadd, qmul, qlut, qmax_pool, qavg_pool */
+    TT_OCL_LAYER_CASES /* op_cases_ocl.h: conv_nd, conv_transpose, einsum on OpenCL (wt27t) */
     /* clang-format on */
 };
 

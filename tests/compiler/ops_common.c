@@ -17,6 +17,8 @@
 #include "tether/crt.h"
 #include "tether/custom_ops.h"
 
+int tt_opt_level = TETHER_OPT_DEFAULT;
+
 void tt_fill(float *v, size_t n, bool positive, uint32_t *seed) {
     for (size_t i = 0; i < n; i++) {
         *seed = *seed * 1664525u + 1013904223u;
@@ -128,6 +130,7 @@ int tt_run_compiled_memory(const tether_ir_graph *g0, const char *tag, tether_ab
     }
     tether_compile_options o;
     tether_compile_options_init(&o);
+    o.build.opt_level = tt_opt_level;
     o.codegen.abi = abi;
     o.codegen.interface = iface;
     o.codegen.prefix = "tether_test";

@@ -14,6 +14,11 @@
 /* Fills n floats in [-1, 1) (or [0.1, 2) when positive) from a fixed-seed generator. */
 void tt_fill(float *v, size_t n, bool positive, uint32_t *seed);
 
+/* The optimisation level tt_run_compiled* build at (tether_build_options.opt_level):
+ * TETHER_OPT_DEFAULT (-O3 on x86_64) unless a test lowers it for builds whose code speed is not
+ * under test (test_ops.c: the gcc time of ~900 one-node builds). */
+extern int tt_opt_level;
+
 /* Compiles g (a copy is made; g is not changed) for x86_64 with the given options into
  * <binary dir>/tests/compiler/tmp/<tag>, runs it on inputs through the entry in its registry
  * (interface packed) or <prefix>_run (interface c) and writes the outputs. Returns 0 or a

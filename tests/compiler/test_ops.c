@@ -1,15 +1,16 @@
 /*
  * Every operator, generated C vs the reference interpreter: each case is a one-node graph (plus
  * a relu after reshape-like operators, so the alias path runs) whose operands are all graph
- * inputs filled with random values. Each case is compiled in both ABIs and both interfaces,
- * built as a shared object, dlopen'ed, called through its module registry (or <prefix>_run) and
- * compared element by element. Shapes include 1x1 kernels, stride > kernel, asymmetric pads,
- * dilations, groups, rank-1 and scalar broadcasting. The cases are tests/compiler/op_cases.c's
- * (those marked TT_C), shared with the OpenCL backend's test; cases of other element types than
- * float32 are drawn per type and compared exactly (integers, bool) or within a tolerance (floats).
- * A data-dependent output size (nonzero, compress, unique, nms) gets its extent output: the
- * extents are equal and only the data of the actual shape are compared. TT_OPS_FILTER (a cmocka
- * pattern, e.g. 'nms*') runs some of the tests only.
+ * inputs filled with random values. Each case is compiled in both ABIs and both interfaces
+ * (one of the four at the target's -O3, the ABI/interface rotating over the cases, the other three
+ * at -O1 to keep gcc's time down), built as a shared object, dlopen'ed, called through its module
+ * registry (or <prefix>_run) and compared element by element. Shapes include 1x1 kernels, stride >
+ * kernel, asymmetric pads, dilations, groups, rank-1 and scalar broadcasting. The cases are
+ * tests/compiler/op_cases.c's (those marked TT_C), shared with the OpenCL backend's test; cases of
+ * other element types than float32 are drawn per type and compared exactly (integers, bool) or
+ * within a tolerance (floats). A data-dependent output size (nonzero, compress, unique, nms) gets
+ * its extent output: the extents are equal and only the data of the actual shape are compared.
+ * TT_OPS_FILTER (a cmocka pattern, e.g. 'nms*') runs some of the tests only.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -201,12 +202,19 @@ static void run_case(const tt_op_case *c) {
         ob = on * tether_dtype_bytes(ot->dtype);
     }
     int is_float = ot->dtype.code == kDLFloat || ot->dtype.code == kDLBfloat;
+    /* One of the four builds is at the target's default level (-O3, -Werror: the kernel as users
+     * get it, with the warnings only optimisation finds), which one rotating with the case's
+     * index so every ABI and interface gets -O3 builds; the other three at -O1 (their code's
+     * speed is not under test, and gcc at -O3 was most of this test's time). */
+    int o3 = (int)((size_t)(c - tt_op_cases) % 4u); /* c is an element of tt_op_cases */
     for (int abi = 0; abi < 2; abi++) {
         for (int iface = 0; iface < 2; iface++) {
             memset(got, 0xA5, ob);
             got_ext = -1;
+            tt_opt_level = abi * 2 + iface == o3 ? TETHER_OPT_DEFAULT : 1;
             int rc = tt_run_compiled(&g, c->name, (tether_abi)abi, (tether_interface)iface, true,
                                      (const float *const *)inputs, (float *const *)gots);
+            tt_opt_level = TETHER_OPT_DEFAULT;
             if (rc) {
                 fail_msg("%s (%s ABI, %s interface): %s", c->name, tether_abi_name((tether_abi)abi),
                          tether_interface_name((tether_interface)iface), tether_last_error());

@@ -439,10 +439,17 @@ static void test_damaged_metadata(void **state) {
     tether_session *s = open_session();
     void (*edits[3])(cJSON *) = {drop_node, nodes_not_array, slot_wrong};
     const char *says[3] = {"no profile table of", "profile needs nodes", "needs slot 1"};
+    /* one profiling build; each case edits the metadata.json it wrote, restored in between */
+    compile(model, "damaged", TETHER_ABI_UNPACKED, 0, 1, dir, sizeof dir);
+    char mpath[500], *orig = NULL;
+    size_t olen;
+    snprintf(mpath, sizeof mpath, "%s/metadata.json", dir);
+    assert_int_equal(tether_file_read_text(mpath, 1 << 24, &orig, &olen), 0);
     for (int k = 0; k < 3; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "damaged-%d", k);
-        compile(model, name, TETHER_ABI_UNPACKED, 0, 1, dir, sizeof dir);
+        FILE *f = fopen(mpath, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(orig, 1, olen, f), olen);
+        assert_int_equal(fclose(f), 0);
         edit_profile(dir, edits[k]);
         tether_artifact *a = NULL;
         int rc = tether_artifact_open(dir, &a);
@@ -461,6 +468,7 @@ static void test_damaged_metadata(void **state) {
             fail_msg("case %d: '%s' does not say '%s'", k, tether_last_error(), says[k]);
         }
     }
+    free(orig);
     tether_session_close(s);
 }
 

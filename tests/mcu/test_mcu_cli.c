@@ -307,7 +307,8 @@ static void test_ab_memory_options_on_board(void **state) {
                          "--in", in, NULL),
                      1);
     assert_non_null(strstr(err_text, "does not fit the 131072-byte load region"));
-    int rc = cli("ab", demo, "--device", board.url, "--repeat", "4", "--min-repeat-ms", "0",
+    /* --repeat 2: repeated runs in the same pools (--repeat 4 took 4 more emulated runs, 12 s) */
+    int rc = cli("ab", demo, "--device", board.url, "--repeat", "2", "--min-repeat-ms", "0",
                  "--pool", "sram", "--pool", "psram", "--params", "blob", "--params-pool", "code",
                  "--in", in, NULL);
     if (rc) { /* 0: both ABIs ran and equal the interpreter */

@@ -4,6 +4,7 @@
  * that description).
  */
 #include <stdint.h>
+#include <stdio.h>
 
 #include "loop_models.h"
 
@@ -90,6 +91,15 @@ void loop_scan_model(mb *b, mb *body, int variant) {
     mb_init_tensor(b, mb_tensor_f(b, "y0", 1, d2, y0, 0));
     if (variant == 2) {
         mb_input(b, "M", I6, 0, NULL);
+    } else if (variant == 4) { /* M = Min(Mraw, 6): bounded by the value-range analysis */
+        int64_t six = 6;
+        mb_init_tensor(b, mb_tensor_i64(b, "six", 0, NULL, &six));
+        mb_input(b, "Mraw", I6, 0, NULL);
+        mb_node(b, "Min", "cap", "Mraw,six", "M");
+    } else if (variant == 5) { /* M = Cast(Mu8): bounded by uint8's range */
+        mb_input(b, "Mu8", ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, 0, NULL);
+        Onnx__NodeProto *cast = mb_node(b, "Cast", "widen", "Mu8", "M");
+        mb_attr_i(b, cast, "to", I6);
     } else {
         mb_init_tensor(b, mb_tensor_i64(b, "M", 0, NULL, &m));
     }
@@ -103,7 +113,54 @@ void loop_scan_model(mb *b, mb *body, int variant) {
     mb_attr_g(b, n, "body", body);
     mb_output(b, "nfinal", I6);
     mb_output(b, "yfinal", F);
-    if (variant == 3) { /* a consumer of the dynamic scan output */
+    if (variant >= 6) { /* readers of the dynamic scan output beyond elementwise ones */
+        static const int64_t d21[2] = {2, 1}, d1a[1] = {1};
+        static const float w[2] = {1, 2};
+        int64_t zero0 = 0;
+        mb_init_tensor(b, mb_tensor_f(b, "W", 2, d21, w, 0));
+        mb_init_tensor(b, mb_tensor_i64(b, "ax0", 1, d1a, &zero0));
+        if (variant == 6) {
+            Onnx__NodeProto *r = mb_node(b, "ReduceSum", "tot_n", "ys,ax0", "tot");
+            mb_attr_i(b, r, "keepdims", 0);
+            mb_node(b, "MatMul", "proj_n", "ys,W", "proj");
+            mb_node(b, "Mul", "sq_n", "ys,ys", "sq");
+            Onnx__NodeProto *c = mb_node(b, "Concat", "cat_n", "ys,sq", "cat");
+            mb_attr_i(b, c, "axis", 1);
+            mb_node(b, "ReduceSum", "tot2_n", "proj,ax0", "tot2");
+            /* reductions over the iterations that read the live row count */
+            static const char *red[4][2] = {{"ReduceMean", "mean"},
+                                            {"ReduceMax", "mx"},
+                                            {"ReduceMin", "mn"},
+                                            {"ReduceProd", "prod"}};
+            for (int k = 0; k < 4; k++) { /* axes an attribute before opset 18 */
+                Onnx__NodeProto *r = mb_node(b, red[k][0], red[k][1], "ys", red[k][1]);
+                mb_attr_ints(b, r, "axes", 1, &zero0);
+                mb_attr_i(b, r, "keepdims", 0);
+            }
+            mb_node(b, "Exp", "e_n", "ys", "eys");
+            Onnx__NodeProto *es = mb_node(b, "ReduceSum", "esum_n", "eys,ax0", "esum");
+            mb_attr_i(b, es, "keepdims", 0);
+            mb_output(b, "tot", F);
+            mb_output(b, "proj", F);
+            mb_output(b, "cat", F);
+            mb_output(b, "tot2", F);
+            mb_output(b, "mean", F);
+            mb_output(b, "mx", F);
+            mb_output(b, "mn", F);
+            mb_output(b, "prod", F);
+            mb_output(b, "esum", F);
+        } else { /* still refused: concat along the dynamic axis, a transpose moving it */
+            if (variant == 7) {
+                Onnx__NodeProto *c = mb_node(b, "Concat", "red", "ys,ys", "red_out");
+                mb_attr_i(b, c, "axis", 0);
+            } else {
+                static const int64_t perm[2] = {1, 0};
+                Onnx__NodeProto *t = mb_node(b, "Transpose", "red", "ys", "red_out");
+                mb_attr_ints(b, t, "perm", 2, perm);
+            }
+            mb_output(b, "red_out", F);
+        }
+    } else if (variant == 3) { /* a consumer of the dynamic scan output */
         static const float two = 2;
         mb_init_tensor(b, mb_tensor_f(b, "two", 0, NULL, &two, 0));
         mb_node(b, "Mul", "double", "ys,two", "ys2");
@@ -112,4 +169,33 @@ void loop_scan_model(mb *b, mb *body, int variant) {
         mb_output(b, "ys", F);
     }
     mb_output(b, "ns", I6);
+}
+
+void scan_dirs_model(mb *b, mb *body) {
+    static const int64_t d2[1] = {2}, d23[2] = {2, 3}, d32[2] = {3, 2};
+    mb_init(b, 16);
+    mb_init(body, 16);
+    mb_input(body, "sin", F, 1, d2);
+    mb_input(body, "col", F, 1, d2);
+    mb_input(body, "row", F, 1, d2);
+    mb_node(body, "Add", "a1", "sin,col", "t");
+    mb_node(body, "Add", "a2", "t,row", "sout");
+    mb_node(body, "Mul", "sq", "sout,sout", "o1");
+    mb_node(body, "Sub", "dif", "sout,row", "o2");
+    mb_output(body, "sout", F);
+    mb_output(body, "o1", F);
+    mb_output(body, "o2", F);
+    mb_input(b, "s0", F, 1, d2);
+    mb_input(b, "seq", F, 2, d23);
+    mb_input(b, "seq2", F, 2, d32);
+    Onnx__NodeProto *n = mb_node(b, "Scan", "scan", "s0,seq,seq2", "sfinal,outs1,outs2");
+    mb_attr_g(b, n, "body", body);
+    mb_attr_i(b, n, "num_scan_inputs", 2);
+    mb_attr_ints(b, n, "scan_input_axes", 2, (const int64_t[]){1, -2});
+    mb_attr_ints(b, n, "scan_input_directions", 2, (const int64_t[]){1, 0});
+    mb_attr_ints(b, n, "scan_output_axes", 2, (const int64_t[]){-1, 0});
+    mb_attr_ints(b, n, "scan_output_directions", 2, (const int64_t[]){1, 0});
+    mb_output(b, "sfinal", F);
+    mb_output(b, "outs1", F);
+    mb_output(b, "outs2", F);
 }

@@ -25,6 +25,21 @@ void loop_for_model(mb *b, mb *body);
  * inputs: [M int64 []], [c0 bool [] (variants 0, 2; variant 1 has no initial condition)],
  * limit int64 [1], x float [2]; outputs nfinal, yfinal, ys, ns (and, after import, ys_extent
  * and ns_extent, int64 [1]: the iterations run). Variant 3 is variant 0 with output ys2 = ys * 2
- * in place of ys (a consumer of the dynamic scan output; extent output ys2_extent). */
+ * in place of ys (a consumer of the dynamic scan output; extent output ys2_extent). Variants 4
+ * and 5 are variant 2 with M computed from their first input: 4, M = Min(Mraw int64 [], 6);
+ * 5, M = Cast(Mu8 uint8 [], int64). Variants 6 to 8 are variant 0 with readers of ys in place
+ * of it: 6, outputs tot = ReduceSum(ys, [0], keepdims 0) [2], proj = MatMul(ys, W = [[1],[2]])
+ * [<= 8, 1], cat = Concat(ys, ys * ys, axis 1) [<= 8, 4], tot2 = ReduceSum(proj, [0]) [1, 1]
+ * and the reductions over the iterations that read the live row count, all [2] (keepdims 0):
+ * mean, mx, mn, prod = ReduceMean/Max/Min/Prod(ys, [0]), esum = ReduceSum(Exp(ys), [0])
+ * (outputs nfinal, yfinal, tot, proj, cat, tot2, mean, mx, mn, prod, esum, ns, proj_extent,
+ * cat_extent, ns_extent); 7, red_out = Concat(ys, ys, axis 0); 8, red_out = Transpose(ys,
+ * [1, 0]) (both refused). */
 void loop_scan_model(mb *b, mb *body, int variant);
+/* ONNX Scan (opset 16) over two run-time scan inputs: seq float [2,3] along axis 1 in reverse
+ * and seq2 float [3,2] along axis -2 forward; state s0 float [2]; outputs sfinal [2], outs1
+ * [2,3] (along axis -1, reverse) and outs2 [3,2] (axis 0, forward):
+ *   for k in 0..2: s += seq[:, 2 - k] + seq2[k, :]; outs1[:, 2 - k] = s * s; outs2[k] = s - seq2[k]
+ * inputs: s0, seq, seq2. */
+void scan_dirs_model(mb *b, mb *body);
 #endif

@@ -276,6 +276,34 @@ static void test_loop_scan_run(void **state) {
     }
 }
 
+/* A Loop whose trip count M is a graph input, with scan outputs (loop_scan_model variant 2):
+ * `tether compile` refuses it naming --loop-max, compiles it with --loop-max 6 (the scan
+ * outputs' rows, in the report's memory plan) and rejects a --loop-max out of range; `run` and
+ * `ab` take the option too. */
+static void test_loop_max_option(void **state) {
+    (void)state;
+    mb b, body;
+    loop_scan_model(&b, &body, 2);
+    mb_write(&b, path("trip.onnx"));
+    mb_free(&b);
+    mb_free(&body);
+    const char *o;
+    assert_int_not_equal(tether(&o, "compile trip.onnx -o trip0 --no-build --quiet"), 0);
+    if (!strstr(o, "Loop 'loop'") || !strstr(o, "pass --loop-max N")) {
+        fail_msg("%s", o);
+    }
+    if (tether(&o, "compile trip.onnx -o trip6 --no-build --quiet --loop-max 6")) {
+        fail_msg("%s", o);
+    }
+    assert_int_equal(tether(&o, "compile trip.onnx -o trip7 --loop-max 0"), 2);
+    assert_non_null(strstr(o, "--loop-max '0' is not 1..16777216"));
+    assert_int_equal(tether(&o, "plan trip.onnx --loop-max x"), 2);
+    assert_int_equal(tether(&o, "import trip.onnx -o trip.json --loop-max 6"), 0);
+    assert_int_equal(tether(&o, "run trip.onnx --loop-max -1 --in a.pb"), 2);
+    assert_non_null(strstr(o, "--loop-max '-1' is not 1..16777216"));
+    assert_int_equal(tether(&o, "ab trip.onnx --loop-max 0"), 2);
+}
+
 static void test_import_compile_plan(void **state) {
     (void)state;
     reshape_model();
@@ -405,8 +433,11 @@ int main(void) {
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_run_onnx),      cmocka_unit_test(test_constant_output),
-        cmocka_unit_test(test_loop_scan_run), cmocka_unit_test(test_import_compile_plan),
+        cmocka_unit_test(test_run_onnx),
+        cmocka_unit_test(test_constant_output),
+        cmocka_unit_test(test_loop_scan_run),
+        cmocka_unit_test(test_loop_max_option),
+        cmocka_unit_test(test_import_compile_plan),
         cmocka_unit_test(test_bad_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,8 +7,13 @@
  * for-style Loop whose trip count is a graph input (Fibonacci with two states swapped through
  * the body, an int64 state adding the iteration number; also 0 iterations), and scan outputs of
  * a Loop of constant M whose run-time condition stops it early (bounded by M, their extent the
- * iterations run; refused when M is not constant).
+ * iterations run; refused when M has no bound), and scan outputs of a Loop whose M is known
+ * only at run time (bounded by --loop-max or by a value-range bound of M; more iterations than
+ * the rows are TETHER_ERR_LIMIT), readers of a scan output beyond elementwise ones (a sum over
+ * the iterations, matmul, concat; a mean over them refused), and an ONNX Scan over run-time
+ * inputs in both directions along two axes.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -208,11 +213,11 @@ static void loop_scan_runtime(void) {
         mb *b = new_mb(), *body = new_mb();
         loop_scan_model(b, body, variant);
         float scale = variant == 3 ? 2.0f : 1.0f;
-        if (variant == 2) {
+        if (variant == 2) { /* loop_scan_trip below, with --loop-max */
             expect_error(b, TETHER_ERR_UNSUPPORTED,
                          "Loop 'loop' runs a number of iterations known only at run time, so the "
-                         "length of its 2 scan outputs is not bounded at compile time: give the "
-                         "trip count M as a constant");
+                         "length of its 2 scan outputs is not bounded at compile time: pass "
+                         "--loop-max N");
             del_mb(b);
             del_mb(body);
             continue;
@@ -285,8 +290,205 @@ static void loop_scan_runtime(void) {
     }
 }
 
+/* Scan outputs of a Loop whose trip count M is known only at run time: a graph input bounded by
+ * the load options' loop_max (--loop-max), M = Min(Mraw, 6) (the value-range bound 6, or a
+ * smaller loop_max), M = Cast(uint8) (255). The rows are the bound; M above it is
+ * TETHER_ERR_LIMIT at run time, naming the node. */
+static void loop_scan_trip(void) {
+    const struct {
+        int variant;
+        int64_t loop_max, rows;
+    } models[] = {{2, 8, 8}, {2, 3, 3}, {4, 0, 6}, {4, 100, 6}, {4, 4, 4}, {5, 0, 255}};
+    for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
+        mb *b = new_mb(), *body = new_mb();
+        loop_scan_model(b, body, models[mi].variant);
+        tether_model_load_options o;
+        memset(&o, 0, sizeof o);
+        o.loop_max = models[mi].loop_max;
+        tether_ir_graph g;
+        if (load(b, &o, &g)) {
+            fail_msg("model %zu: %s", mi, tether_last_error());
+        }
+        int64_t rows = models[mi].rows;
+        const tether_ir_tensor *ys = &g.tensors[g.outputs[2]], *ns = &g.tensors[g.outputs[3]];
+        assert_int_equal(ys->dyn_dim, 1);
+        assert_int_equal(ys->shape[0], rows);
+        assert_int_equal(ns->shape[0], rows);
+        assert_true(tether_dtype_equal(g.tensors[g.inputs[0]].dtype,
+                                       models[mi].variant == 5 ? TETHER_UINT8 : TETHER_INT64));
+        /* M, c0, limit -> iterations (x = {2, 0.5}: y after k of them is {2^k, -0.5^k}); -1:
+         * more iterations than rows, TETHER_ERR_LIMIT */
+        const struct {
+            int64_t m;
+            uint8_t c0;
+            int64_t limit;
+        } cases[] = {{8, 1, 5},  {3, 1, 20}, {0, 1, 20},   {2, 0, 5},
+                     {6, 1, 20}, {9, 1, 20}, {200, 1, 300}};
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            int64_t m = cases[k].m;
+            int64_t want = m;
+            if (models[mi].variant == 4 && want > 6) {
+                want = 6;
+            }
+            want = !cases[k].c0 ? 0 : (want < cases[k].limit ? want : cases[k].limit);
+            const float x[2] = {2, 0.5f};
+            uint8_t m8 = (uint8_t)m;
+            int64_t nf = -1, ye = -1, ne = -1;
+            int64_t *nsv = calloc((size_t)rows, sizeof *nsv);
+            float yf[2], *ysv = calloc((size_t)rows * 2, sizeof *ysv);
+            assert_true(nsv && ysv);
+            const void *in[4] = {models[mi].variant == 5 ? (const void *)&m8 : (const void *)&m,
+                                 &cases[k].c0, &cases[k].limit, x};
+            void *out[6] = {&nf, yf, ysv, nsv, &ye, &ne};
+            int rc = tether_interp_run_typed(&g, in, out);
+            if (want > rows) {
+                assert_int_equal(rc, TETHER_ERR_LIMIT);
+                assert_non_null(strstr(tether_last_error(), "loop_scan"));
+                free(nsv);
+                free(ysv);
+                continue;
+            }
+            if (rc) {
+                fail_msg("model %zu case %zu: %s", mi, k, tether_last_error());
+            }
+            assert_int_equal(nf, want);
+            assert_int_equal(ye, want);
+            assert_int_equal(ne, want);
+            float p = 1, q = -1;
+            for (int64_t r = 0; r < rows; r++) {
+                p *= 2;
+                q *= 0.5f;
+                bool live = r < want;
+                if (ysv[2 * r] != (live ? p : 0) || ysv[2 * r + 1] != (live ? q : 0) ||
+                    nsv[r] != (live ? r + 1 : 0)) {
+                    fail_msg("model %zu case %zu row %lld: ys %g %g ns %lld", mi, k, (long long)r,
+                             (double)ysv[2 * r], (double)ysv[2 * r + 1], (long long)nsv[r]);
+                }
+            }
+            free(nsv);
+            free(ysv);
+        }
+        tether_ir_close(&g);
+        del_mb(b);
+        del_mb(body);
+    }
+}
+
+/* ONNX Scan over run-time scan inputs in both directions along different axes, scan outputs
+ * along the last axis in reverse and along axis 0 (scan_dirs_model), by hand. */
+static void scan_directions(void) {
+    mb *b = new_mb(), *body = new_mb();
+    scan_dirs_model(b, body);
+    tether_ir_graph g;
+    if (load(b, NULL, &g)) {
+        fail_msg("%s", tether_last_error());
+    }
+    assert_int_equal(g.ninputs, 3);
+    const float s0[2] = {0, 1}, seq[6] = {1, 2, 3, 4, 5, 6}, seq2[6] = {10, 20, 30, 40, 50, 60};
+    float sf[2], o1[6], o2[6];
+    const void *in[3] = {s0, seq, seq2};
+    void *out[3] = {sf, o1, o2};
+    assert_int_equal(tether_interp_run_typed(&g, in, out), 0);
+    /* columns (3,6) (2,5) (1,4) with rows (10,20) (30,40) (50,60): s = (13,27) (45,72) (96,136);
+     * outs1 holds s*s from the last column back, outs2 s - row in order */
+    const float want_s[2] = {96, 136}, want1[6] = {9216, 2025, 169, 18496, 5184, 729},
+                want2[6] = {3, 7, 15, 32, 46, 76};
+    assert_memory_equal(sf, want_s, sizeof want_s);
+    assert_memory_equal(o1, want1, sizeof want1);
+    assert_memory_equal(o2, want2, sizeof want2);
+    tether_ir_close(&g);
+    del_mb(b);
+    del_mb(body);
+}
+
+/* Readers of a dynamic scan output beyond elementwise ones (loop_scan_model variant 6): a sum
+ * over the iterations (static [2]), a matmul by a constant (rows, dynamic), a concat along axis
+ * 1 with ys * ys (dynamic), a sum over the matmul's rows (static), and the reductions over the
+ * iterations that read the live row count (mean, max, min, prod, a sum of Exp(ys) whose padding
+ * is not zero); by hand, with 5, 8 and no iterations (ONNX's empty reductions: mean NaN, max
+ * -inf, min +inf, prod 1, sum 0). A concat along the iterations (variant 7) and a transpose
+ * moving them (8) are refused naming the node. */
+static void loop_scan_readers(void) {
+    for (int variant = 7; variant <= 8; variant++) {
+        mb *b = new_mb(), *body = new_mb();
+        loop_scan_model(b, body, variant);
+        expect_error(b, TETHER_ERR_UNSUPPORTED,
+                     variant == 7 ? "node 'red' (concat): input 'loop/loop_stack"
+                                  : "node 'red' (transpose): input 'loop/loop_stack");
+        del_mb(b);
+        del_mb(body);
+    }
+    mb *b = new_mb(), *body = new_mb();
+    loop_scan_model(b, body, 6);
+    tether_ir_graph g;
+    if (load(b, NULL, &g)) {
+        fail_msg("%s", tether_last_error());
+    }
+    assert_int_equal(g.noutputs, 15);
+    const int dyn[15] = {0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, -1, -1, -1};
+    for (int i = 0; i < 15; i++) {
+        assert_int_equal(g.tensors[g.outputs[i]].dyn_dim, dyn[i]);
+    }
+    assert_string_equal(g.tensors[g.outputs[12]].name, "proj_extent");
+    assert_string_equal(g.tensors[g.outputs[13]].name, "cat_extent");
+    const int64_t limits[3] = {5, 20, 0};
+    for (int k = 0; k < 3; k++) {
+        const uint8_t c0 = limits[k] > 0;
+        const float x[2] = {2, 0.5f};
+        int64_t nf, nsv[8], pe = -1, ce = -1, ne = -1;
+        float yf[2], tot[2], proj[8], cat[32], tot2, mean[2], mx[2], mn[2], prod[2], esum[2];
+        const void *in[3] = {&c0, &limits[k], x};
+        void *out[15] = {&nf, yf,   tot,  proj, cat, &tot2, mean, mx,
+                         mn,  prod, esum, nsv,  &pe, &ce,   &ne};
+        if (tether_interp_run_typed(&g, in, out)) {
+            fail_msg("%s", tether_last_error());
+        }
+        int64_t it = k == 0 ? 5 : (k == 1 ? 8 : 0);
+        assert_int_equal(pe, it);
+        assert_int_equal(ce, it);
+        float p = 1, q = -1, s0 = 0, s1 = 0, s2 = 0;
+        double e0 = 0, e1 = 0, pr0 = 1, pr1 = 1;
+        float mx0 = -INFINITY, mx1 = -INFINITY, mn0 = INFINITY, mn1 = INFINITY;
+        for (int r = 0; r < it; r++) {
+            p *= 2;
+            q *= 0.5f;
+            s0 += p;
+            s1 += q;
+            s2 += p + 2 * q;
+            e0 += (double)expf(p); /* Exp in float32; the sum in double */
+            e1 += (double)expf(q);
+            pr0 *= p;
+            pr1 *= q;
+            mx0 = p > mx0 ? p : mx0;
+            mx1 = q > mx1 ? q : mx1;
+            mn0 = p < mn0 ? p : mn0;
+            mn1 = q < mn1 ? q : mn1;
+            const float row[4] = {p, q, p * p, q * q};
+            assert_memory_equal(&cat[4 * r], row, sizeof row);
+            assert_true(proj[r] == p + 2 * q);
+        }
+        assert_true(tot[0] == s0 && tot[1] == s1);
+        assert_true(tot2 == s2);
+        assert_true(mx[0] == mx0 && mx[1] == mx1 && mn[0] == mn0 && mn[1] == mn1);
+        assert_true(prod[0] == (float)pr0 && prod[1] == (float)pr1);
+        if (it == 0) {
+            assert_true(isnan(mean[0]) && isnan(mean[1]));
+            assert_true(esum[0] == 0 && esum[1] == 0);
+        } else { /* the means and sums of exactly representable powers of 2 */
+            assert_true(mean[0] == s0 / (float)it && mean[1] == s1 / (float)it);
+            assert_true(esum[0] == (float)e0 && esum[1] == (float)e1);
+        }
+    }
+    tether_ir_close(&g);
+    del_mb(b);
+    del_mb(body);
+}
+
 void test_onnx_loop_runtime(void) {
+    loop_scan_readers();
+    scan_directions();
     loop_scan_runtime();
+    loop_scan_trip();
     loop_while();
     loop_for_input_trip();
     loop_while_bound_cond();

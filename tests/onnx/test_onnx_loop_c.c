@@ -4,11 +4,15 @@
  * reference interpreter's outputs (M 6, 0 and negative; the initial condition false, a limit
  * below 1), and so do the scan outputs of a Loop of constant M stopped early by its run-time
  * condition (rows and extents), and a scan buffer cut below the iterations is an error
- * (TETHER_ERR_LIMIT, -4), never an overrun; compiled for cortex-m3 in both ABIs they build (the
- * loop is plain C in the graph function), the generated C calls no allocator and the objects need
- * nothing but memcpy/ memmove/memset, the error hook and the compiler's __aeabi helpers. Without
- * arm-none-eabi-gcc the Cortex-M part is skipped.
+ * (TETHER_ERR_LIMIT, -4), never an overrun, as are scan outputs of a Loop whose M is known only
+ * at run time (bounded by --loop-max or by the value-range bound of M = Min(Mraw, 6)), readers
+ * of a scan output beyond elementwise ones (sums over the iterations, matmul, concat) and an
+ * ONNX Scan in both directions along two axes (values by hand too); compiled for
+ * cortex-m3 in both ABIs they build (the loop is plain C in the graph function), the generated C
+ * calls no allocator and the objects need nothing but memcpy/ memmove/memset, the error hook and
+ * the compiler's __aeabi helpers. Without arm-none-eabi-gcc the Cortex-M part is skipped.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,13 +43,15 @@ static void load_model(void (*build)(mb *, mb *), tether_ir_graph *g) {
     }
 }
 
-/* Runs g through the interpreter and the compiled C in both ABIs; the outputs (nout, of the
- * given byte sizes) must be equal byte for byte; keep receives the compiled outputs. */
+/* Runs g through the interpreter and the compiled C, the packed ABI and, when both, the unpacked
+ * one too (each is a compile: the tests give the unpacked ABI one representative case of each
+ * model, the first, to keep the test's time down); the outputs (nout, of the given byte sizes)
+ * must be equal byte for byte; keep receives the compiled outputs. */
 static void compare(const tether_ir_graph *g, const char *tag, const void *const *in, int nout,
-                    const size_t *bytes, void *const *keep) {
-    unsigned char ref[8][64], got[8][64];
-    void *r[8], *o[8];
-    assert_true(nout <= 8);
+                    const size_t *bytes, void *const *keep, bool both) {
+    static unsigned char ref[16][256], got[16][256];
+    void *r[16], *o[16];
+    assert_true(nout <= 16);
     for (int j = 0; j < nout; j++) {
         memset(ref[j], 0xA5, sizeof ref[j]);
         r[j] = ref[j];
@@ -54,7 +60,7 @@ static void compare(const tether_ir_graph *g, const char *tag, const void *const
     if (tether_interp_run_typed(g, in, r)) {
         fail_msg("%s: interpreter: %s", tag, tether_last_error());
     }
-    for (int abi = 0; abi < 2; abi++) {
+    for (int abi = 0; abi < (both ? 2 : 1); abi++) {
         for (int j = 0; j < nout; j++) {
             memset(got[j], 0x5A, sizeof got[j]);
         }
@@ -98,7 +104,7 @@ static void test_while_compiled(void **state) {
         int64_t nf;
         float yf;
         void *out[2] = {&nf, &yf};
-        compare(&g, tag, in, 2, bytes, out);
+        compare(&g, tag, in, 2, bytes, out, k == 0);
         /* and the values themselves (the interpreter's are checked by test_onnx_import) */
         assert_int_equal(nf, cases[k].n);
         assert_true(yf == cases[k].y);
@@ -145,7 +151,7 @@ static void test_scan_compiled(void **state) {
             int64_t nf, nsv[8], ye, ne;
             float yf[2], ysv[16];
             void *out[6] = {&nf, yf, ysv, nsv, &ye, &ne};
-            compare(&g, tag, variant == 1 ? in0 + 1 : in0, 6, bytes, out);
+            compare(&g, tag, variant == 1 ? in0 + 1 : in0, 6, bytes, out, k == 0);
             assert_int_equal(nf, cases[k].iters);
             assert_int_equal(ye, cases[k].iters);
             assert_int_equal(ne, cases[k].iters);
@@ -209,9 +215,156 @@ static void test_scan_over_bound(void **state) {
     }
     const void *in3[3] = {&c0, &three, x};
     const size_t bytes[6] = {8, 8, 24, 24, 8, 8};
-    compare(&g, "scan_cut3", in3, 6, bytes, out);
+    compare(&g, "scan_cut3", in3, 6, bytes, out, true);
     assert_int_equal(ye, 3);
     assert_int_equal(nsv[2], 3);
+    tether_ir_close(&g);
+}
+
+/* Scan outputs of a Loop whose trip count M is known only at run time (loop_scan_model variant 2,
+ * M a graph input bounded by loop_max 8 or 3; variant 4, M = Min(Mraw, 6), rows 6 from the
+ * value-range bound): rows and extents equal the interpreter's in both ABIs; more iterations
+ * than the rows are -4 (TETHER_ERR_LIMIT) from the generated entry, as in the interpreter. */
+static void test_scan_trip_compiled(void **state) {
+    (void)state;
+    const struct {
+        int variant;
+        int64_t loop_max, rows;
+        unsigned cases; /* which of cases[] (bit k) it runs: each one is a compile per ABI */
+    } models[] = {{2, 8, 8, 5}, {4, 0, 6, 10}, {2, 3, 3, 3}};
+    for (int mi = 0; mi < 3; mi++) {
+        mb b, body;
+        loop_scan_model(&b, &body, models[mi].variant);
+        size_t len;
+        uint8_t *buf = mb_pack(&b, &len);
+        tether_model_load_options lo;
+        memset(&lo, 0, sizeof lo);
+        lo.loop_max = models[mi].loop_max;
+        tether_ir_graph g;
+        int rc = tether_onnx_load_buffer(buf, len, "loop.onnx", &lo, &g);
+        free(buf);
+        mb_free(&b);
+        mb_free(&body);
+        if (rc) {
+            fail_msg("%s", tether_last_error());
+        }
+        int64_t rows = models[mi].rows;
+        assert_int_equal(g.tensors[g.outputs[2]].shape[0], rows);
+        /* M, limit -> iterations */
+        const int64_t cases[][3] = {{8, 5, 5}, {3, 20, 3}, {0, 20, 0}, {7, 20, 7}};
+        const size_t bytes[6] = {8, 8, (size_t)rows * 8, (size_t)rows * 8, 8, 8};
+        for (size_t k = 0; k < 4; k++) {
+            if (!(models[mi].cases >> k & 1)) {
+                continue;
+            }
+            int64_t iters = cases[k][2];
+            iters = models[mi].variant == 4 && iters > 6 ? 6 : iters;
+            const uint8_t c0 = 1;
+            const float x[2] = {2, 0.5f};
+            const void *in[4] = {&cases[k][0], &c0, &cases[k][1], x};
+            int64_t nf, nsv[8], ye, ne;
+            float yf[2], ysv[16];
+            void *out[6] = {&nf, yf, ysv, nsv, &ye, &ne};
+            if (iters > rows) {
+                assert_int_equal(tether_interp_run_typed(&g, in, out), TETHER_ERR_LIMIT);
+                for (int abi = 0; abi < 2; abi++) {
+                    rc = tt_run_compiled(&g, "loop_trip_over",
+                                         abi ? TETHER_ABI_UNPACKED : TETHER_ABI_PACKED,
+                                         TETHER_INTERFACE_PACKED, true, (const float *const *)in,
+                                         (float *const *)out);
+                    assert_int_not_equal(rc, 0);
+                    assert_non_null(strstr(tether_last_error(), "returned -4"));
+                }
+                continue;
+            }
+            char tag[32];
+            snprintf(tag, sizeof tag, "trip%d_%zu", mi, k);
+            compare(&g, tag, in, 6, bytes, out, (models[mi].cases & ((1u << k) - 1)) == 0);
+            assert_int_equal(nf, iters);
+            assert_int_equal(ye, iters);
+            assert_int_equal(ne, iters);
+            for (int64_t r = 0; r < rows; r++) {
+                assert_int_equal(nsv[r], r < iters ? r + 1 : 0);
+            }
+        }
+        tether_ir_close(&g);
+    }
+}
+
+/* ONNX Scan with run-time scan inputs in reverse along axis 1 and forward along axis -2, scan
+ * outputs along the last axis in reverse and along axis 0 (scan_dirs_model): the compiled C in
+ * both ABIs equals the interpreter and the values worked out by hand. */
+static void test_scan_directions_compiled(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    load_model(scan_dirs_model, &g);
+    const float s0[2] = {0, 1}, seq[6] = {1, 2, 3, 4, 5, 6}, seq2[6] = {10, 20, 30, 40, 50, 60};
+    const void *in[3] = {s0, seq, seq2};
+    float sf[2], o1[6], o2[6];
+    void *out[3] = {sf, o1, o2};
+    const size_t bytes[3] = {8, 24, 24};
+    compare(&g, "scan_dirs", in, 3, bytes, out, true);
+    const float want_s[2] = {96, 136}, want1[6] = {9216, 2025, 169, 18496, 5184, 729},
+                want2[6] = {3, 7, 15, 32, 46, 76};
+    assert_memory_equal(sf, want_s, sizeof want_s);
+    assert_memory_equal(o1, want1, sizeof want1);
+    assert_memory_equal(o2, want2, sizeof want2);
+    tether_ir_close(&g);
+}
+
+/* Readers of a dynamic scan output beyond elementwise ones (loop_scan_model variant 6: a sum over
+ * the iterations, a matmul by a constant, a concat with ys * ys along axis 1, a sum over the
+ * matmul's rows, and the mean, max, min, prod and sum of Exp(ys) over the iterations, which read
+ * the live row count): the compiled C in both ABIs (one artifact per ABI holds every reader)
+ * gives the interpreter's bytes, rows past the iterations included, for 5, 8 and no iterations
+ * (ONNX's empty reductions), and the sums, max and min equal the iterations' by hand. */
+static void test_scan_readers_compiled(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    mb b, body;
+    loop_scan_model(&b, &body, 6);
+    size_t len;
+    uint8_t *buf = mb_pack(&b, &len);
+    int rc = tether_onnx_load_buffer(buf, len, "loop.onnx", NULL, &g);
+    free(buf);
+    mb_free(&b);
+    mb_free(&body);
+    if (rc) {
+        fail_msg("%s", tether_last_error());
+    }
+    const size_t bytes[15] = {8, 8, 8, 32, 128, 4, 8, 8, 8, 8, 8, 64, 8, 8, 8};
+    const int64_t limits[3] = {5, 20, 0};
+    for (int k = 0; k < 3; k++) {
+        const uint8_t c0 = limits[k] > 0;
+        const float x[2] = {2, 0.5f};
+        const void *in[3] = {&c0, &limits[k], x};
+        int64_t nf, nsv[8], pe, ce, ne;
+        float yf[2], tot[2], proj[8], cat[32], tot2, mean[2], mx[2], mn[2], prod[2], esum[2];
+        void *out[15] = {&nf, yf,   tot,  proj, cat, &tot2, mean, mx,
+                         mn,  prod, esum, nsv,  &pe, &ce,   &ne};
+        char tag[32];
+        snprintf(tag, sizeof tag, "readers%d", k);
+        compare(&g, tag, in, 15, bytes, out, k == 0);
+        int64_t it = k == 0 ? 5 : (k == 1 ? 8 : 0);
+        assert_int_equal(pe, it);
+        assert_int_equal(ce, it);
+        float p = 1, q = -1, s0 = 0, s1 = 0, s2 = 0;
+        for (int r = 0; r < it; r++) {
+            p *= 2;
+            q *= 0.5f;
+            s0 += p;
+            s1 += q;
+            s2 += p + 2 * q;
+        }
+        assert_true(tot[0] == s0 && tot[1] == s1 && tot2 == s2);
+        if (it == 0) {
+            assert_true(isnan(mean[0]) && mx[0] == -INFINITY && mn[1] == INFINITY);
+            assert_true(prod[0] == 1 && esum[0] == 0);
+        } else {
+            assert_true(mx[0] == p && mn[0] == 2 && mx[1] == q && mn[1] == -0.5f);
+            assert_true(mean[0] == s0 / (float)it);
+        }
+    }
     tether_ir_close(&g);
 }
 
@@ -229,7 +382,7 @@ static void test_for_compiled(void **state) {
         float af[2], bf[2];
         int64_t sf;
         void *out[3] = {af, bf, &sf};
-        compare(&g, tag, in, 3, bytes, out);
+        compare(&g, tag, in, 3, bytes, out, k == 0);
         if (k == 0) {
             assert_true(af[0] == 8 && af[1] == 34 && bf[0] == 13 && bf[1] == 55);
             assert_int_equal(sf, 15);
@@ -270,14 +423,19 @@ static void scan_model(mb *b, mb *body) {
     loop_scan_model(b, body, 0);
 }
 
+/* M = Min(Mraw, 6): scan outputs bounded by the value-range analysis. */
+static void scan_trip_model(mb *b, mb *body) {
+    loop_scan_model(b, body, 4);
+}
+
 static void test_cortex_m3(void **state) {
     (void)state;
     const tether_target *t;
     if (tether_target_find("cortex-m3", &t) != 0 || !tether_target_available(t)) {
         skip();
     }
-    void (*models[3])(mb *, mb *) = {loop_while_model, loop_for_model, scan_model};
-    for (int m = 0; m < 3; m++) {
+    void (*models[4])(mb *, mb *) = {loop_while_model, loop_for_model, scan_model, scan_trip_model};
+    for (int m = 0; m < 4; m++) {
         for (int abi = 0; abi < 2; abi++) {
             tether_ir_graph g;
             load_model(models[m], &g);
@@ -318,8 +476,13 @@ static void test_cortex_m3(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_while_compiled), cmocka_unit_test(test_for_compiled),
-        cmocka_unit_test(test_scan_compiled),  cmocka_unit_test(test_scan_over_bound),
+        cmocka_unit_test(test_while_compiled),
+        cmocka_unit_test(test_for_compiled),
+        cmocka_unit_test(test_scan_compiled),
+        cmocka_unit_test(test_scan_over_bound),
+        cmocka_unit_test(test_scan_trip_compiled),
+        cmocka_unit_test(test_scan_readers_compiled),
+        cmocka_unit_test(test_scan_directions_compiled),
         cmocka_unit_test(test_cortex_m3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,3 +66,37 @@ class DynamicOutputs(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LoopMax(unittest.TestCase):
+    """loop_max (docs/python.md): ONNX's test_loop11, a Loop whose trip count is a graph input
+    with a scan output, does not compile without it (the error names the option) nor with a
+    negative one; with it the Loop passes (the compile stops later, at the body's run-time Slice);
+    reference takes it too."""
+
+    MODEL = os.path.join(os.environ.get("TETHER_SOURCE_DIR", "."), "..", "shared",
+                         "onnx-node-full", "test_loop11", "model.onnx")
+
+    def setUp(self):
+        if not os.path.isfile(self.MODEL):
+            self.skipTest("no conformance data beside the checkout")
+        self.dir = tempfile.mkdtemp(prefix="tether-loopmax-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_loop_max(self):
+        ins = [np.array(3, np.int64), np.array(True), np.array([-2], np.float32)]
+        d = os.path.join(self.dir, "art")
+        with self.assertRaisesRegex(tether.Error, "loop-max"):
+            tether.compile(self.MODEL, d)
+        with self.assertRaisesRegex(ValueError, "loop_max must be >= 0"):
+            tether.compile(self.MODEL, d, loop_max=-1)
+        ref = tether.reference(self.MODEL, ins, loop_max=5)  # M bound as a constant here
+        outs = list(ref)
+        want = np.array([[-1], [1], [4]], np.float32)  # y += x[i], x = 1, 2, 3, ...
+        np.testing.assert_array_equal(ref[outs[1]], want)
+        # with the bound the scan output passes; the compiler then stops at the body's Slice by
+        # the iteration number (a run-time start, not compiled yet), not at the Loop
+        with self.assertRaisesRegex(tether.Error, r"Slice_6' \(Slice\): input 1"):
+            tether.compile(self.MODEL, d, loop_max=5)

@@ -94,6 +94,11 @@ typedef struct tether_model_load_options {
      * become CUSTOM nodes; the loaded graph points at it (it must outlive the graph). NULL =
      * none. */
     const struct tether_custom_registry *custom_ops;
+    /* The most iterations a run-time ONNX Loop whose trip count has no bound at compile time may
+     * run when it has scan outputs (`--loop-max N`): their planned rows. 0 = none (such a Loop is
+     * refused, naming it and this option); a loop that runs past it fails with TETHER_ERR_LIMIT
+     * at run time, never writing past the rows. */
+    int64_t loop_max;
 } tether_model_load_options;
 
 /* tether_model_load with options (NULL = none). Every input_shapes entry must name a graph input

@@ -10,12 +10,14 @@
  * so it stays inside the outer body. A scan output is a loop_scan in the body (row `iteration` of
  * a buffer of `bound` rows, the constant trip count) and a loop_stack after the loop: a tensor
  * dynamic along dimension 0 whose extent, the iterations run, is the graph output
- * `<name>_extent` when it is one (ir/shapes_dynamic.c).
+ * `<name>_extent` when it is one (ir/shapes_dynamic.c). Without a constant trip count the rows
+ * are an upper bound of M's values (control_bound.c) or the user's --loop-max (the smaller of
+ * the two); running past them is TETHER_ERR_LIMIT at run time (loop_scan's check).
  *
  * What must stay true: a next value loop_end stores is never the storage of another state (a
  * state passed on, swapped, or reshaped, is copied first: loop_copy); scan outputs of a loop with
- * no constant trip count (their length would be unbounded at compile time) are refused naming
- * the Loop and saying how to bound it; every refusal names the node.
+ * no bound on its iterations (no constant trip count, no bound of M's values, no --loop-max)
+ * are refused naming the Loop and saying how to bound it; every refusal names the node.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,14 +77,6 @@ void tonnx_loop_rollback(timport *c, int ntensors, int nnodes) {
 int tonnx_loop_region(timport *c, const Onnx__NodeProto *n, const Onnx__GraphProto *body,
                       int nstate, int nscan, int64_t bound) {
     const char *me = tonnx_node_name(c, c->cur);
-    if (nscan && bound < 1) {
-        return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
-                          "Loop '%s' runs a number of iterations known only at run time, so the "
-                          "length of its %d scan output%s is not bounded at compile time: give "
-                          "the trip count M as a constant (an initializer, or bind the input to "
-                          "a value: tether compile/run --in), which bounds them",
-                          me, nscan, nscan == 1 ? "" : "s");
-    }
     if (1 + 2 * nstate + 1 > TETHER_IR_MAX_INPUTS) {
         return tonnx_fail(c, TETHER_ERR_LIMIT,
                           "Loop '%s' has %d loop-carried values; a run-time loop carries at most "
@@ -103,6 +97,21 @@ int tonnx_loop_region(timport *c, const Onnx__NodeProto *n, const Onnx__GraphPro
     if (!rc && (cond.tensor >= 0 || cond.k) && !(rc = bool_tensor_of(c, &cond, "cond_const"))) {
         in[nin++] = cond.tensor;
         a.mode |= 2;
+    }
+    if (!rc && nscan && bound < 1) { /* M's value-range bound, else the user's (capping it) */
+        bound = has_m ? tonnx_loop_trip_bound(c, m.tensor) : -1;
+        int64_t user = c->o ? c->o->loop_max : 0;
+        bound = user > 0 && (bound < 1 || user < bound) ? user : bound;
+        if (bound < 1) {
+            return tonnx_fail(c, TETHER_ERR_UNSUPPORTED,
+                              "Loop '%s' runs a number of iterations known only at run time, so "
+                              "the length of its %d scan output%s is not bounded at compile "
+                              "time: pass --loop-max N (the most iterations it may run; "
+                              "tether_model_load_options.loop_max), or give the trip count M as a "
+                              "constant (an initializer, or bind the input to a value: tether "
+                              "compile/run --in) or computed with a bound (e.g. Min(M, N))",
+                              me, nscan, nscan == 1 ? "" : "s");
+        }
     }
     if (c->loop_iter1 > 0) {
         in[nin++] = c->loop_iter1 - 1;

@@ -261,10 +261,16 @@ hconst *tonnx_k_int(timport *c, int64_t v);
  * nodes made since are freed, and c's values bound to such tensors unbound. */
 void tonnx_loop_rollback(timport *c, int ntensors, int nnodes);
 /* A Loop whose trip count or condition is known only at run time (control_loop.c); bound, the
- * rows of its scan outputs (the constant trip count), -1 when there is none (scan outputs are
- * then refused). */
+ * rows of its scan outputs (the constant trip count), -1 when there is none (then the trip
+ * count's value-range bound, tonnx_loop_trip_bound, or the load options' loop_max bounds them;
+ * with neither, scan outputs are refused). */
 int tonnx_loop_region(timport *c, const Onnx__NodeProto *n, const Onnx__GraphProto *body,
                       int nstate, int nscan, int64_t bound);
+/* control_bound.c: an upper bound (>= 1) of the values of IR tensor m, the trip count of a
+ * run-time Loop, from a value-range analysis of the IR made so far; -1 when there is none or it
+ * is above TONNX_LOOP_BOUND_MAX. */
+#define TONNX_LOOP_BOUND_MAX 65536
+int64_t tonnx_loop_trip_bound(timport *c, int m);
 int tonnx_cv_scan(timport *c, const Onnx__NodeProto *n);
 /* convert_rnn.c: RNN, GRU, LSTM (the IR's recurrent nodes) and ReverseSequence. */
 int tonnx_cv_recurrent(timport *c, const Onnx__NodeProto *n);

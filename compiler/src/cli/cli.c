@@ -61,6 +61,8 @@ static const char compile_usage[] =
     "  --dump-ir                    print the IR after the passes\n"
     "  --input-shape NAME=D0xD1...  shape of a graph input with dynamic dimensions (ONNX);\n"
     "                               repeatable\n"
+    "  --loop-max N                 rows of the scan outputs of an ONNX Loop whose trip count\n"
+    "                               has no bound at compile time (more iterations: an error)\n"
     "  --quiet                      do not print the report table\n"
     "  --json FILE                  also write the report (sizes, stack, memory plan) as JSON\n"
     "  --backend c|opencl           C library (default) or OpenCL C kernels + launch sequence\n"
@@ -114,6 +116,18 @@ static int add_input_shape(const char *cmd, shapes_opt *s, const char *spec) {
     }
     s->load.input_shapes = s->shapes;
     s->load.ninput_shapes++;
+    return 0;
+}
+
+/* --loop-max N: the most iterations a run-time Loop with scan outputs and no bound of its own
+ * may run (tether_model_load_options.loop_max). Returns 0, or 2 after printing the usage error. */
+static int set_loop_max(const char *cmd, shapes_opt *s, const char *v) {
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (*end || end == v || n < 1 || n > (1LL << 24)) {
+        return usage_error(cmd, "--loop-max '%s' is not 1..16777216", v);
+    }
+    s->load.loop_max = n;
     return 0;
 }
 
@@ -346,9 +360,10 @@ int tether_cmd_compile_with(int argc, char **argv, tether_compile_hook hook, voi
                     strcmp(a, "--prefix") == 0 || strcmp(a, "--opt-level") == 0 ||
                     strcmp(a, "--mcpu") == 0 || strcmp(a, "--params") == 0 ||
                     strcmp(a, "--planner") == 0 || strcmp(a, "--input-shape") == 0 ||
-                    strcmp(a, "--backend") == 0 || strcmp(a, "--local-size") == 0 ||
-                    strcmp(a, "--json") == 0 || strcmp(a, "--image-max") == 0 ||
-                    strcmp(a, "--tuning-log") == 0 || strcmp(a, "--precision") == 0;
+                    strcmp(a, "--loop-max") == 0 || strcmp(a, "--backend") == 0 ||
+                    strcmp(a, "--local-size") == 0 || strcmp(a, "--json") == 0 ||
+                    strcmp(a, "--image-max") == 0 || strcmp(a, "--tuning-log") == 0 ||
+                    strcmp(a, "--precision") == 0;
         if (takes && (!v || (v[0] == '-' && v[1] == '-'))) {
             return usage_error("compile", "%s needs a value", a);
         }
@@ -409,6 +424,10 @@ int tether_cmd_compile_with(int argc, char **argv, tether_compile_hook hook, voi
             ocl_only = a;
         } else if (strcmp(a, "--input-shape") == 0) {
             if (add_input_shape("compile", &shp, v)) {
+                return 2;
+            }
+        } else if (strcmp(a, "--loop-max") == 0) {
+            if (set_loop_max("compile", &shp, v)) {
                 return 2;
             }
         } else if (strcmp(a, "--abi") == 0) {
@@ -601,7 +620,8 @@ static const char plan_usage[] =
     "  --texture-activations [--texture-weights] [--image-max WxH]  the OpenCL backend's plan:\n"
     "                the activations its storage-scope pass puts in textures go to a\n"
     "                \"texture\" pool of 2D images within those limits (docs/codegen.md)\n"
-    "  --input-shape NAME=D0xD1...  shape of a graph input with dynamic dimensions (ONNX)\n";
+    "  --input-shape NAME=D0xD1...  shape of a graph input with dynamic dimensions (ONNX)\n"
+    "  --loop-max N   rows of the scan outputs of an ONNX Loop with no bound (as for compile)\n";
 
 /* Whether a (an option of the planner's command line, tether_plan_cli) takes the next argument
  * as its value. */
@@ -648,7 +668,7 @@ int tether_cmd_plan(int argc, char **argv) {
         }
         int takes = strcmp(a, "--target") == 0 || strcmp(a, "--mcpu") == 0 ||
                     strcmp(a, "--backend") == 0 || strcmp(a, "--image-max") == 0 ||
-                    strcmp(a, "--input-shape") == 0;
+                    strcmp(a, "--input-shape") == 0 || strcmp(a, "--loop-max") == 0;
         if (takes && (!v || (v[0] == '-' && v[1] == '-'))) {
             return usage_error("plan", "%s needs a value", a);
         }
@@ -687,6 +707,10 @@ int tether_cmd_plan(int argc, char **argv) {
             ocl_only = a;
         } else if (strcmp(a, "--input-shape") == 0) {
             if (add_input_shape("plan", &shp, v)) {
+                return 2;
+            }
+        } else if (strcmp(a, "--loop-max") == 0) {
+            if (set_loop_max("plan", &shp, v)) {
                 return 2;
             }
         } else if (a[0] != '-' && !model) {
@@ -778,7 +802,8 @@ static const char import_usage[] =
     "  Converts a model of a registered format (.onnx, docs/onnx.md) into the tether JSON model\n"
     "  format (docs/model-format.md): OUT.json plus its weights file (default OUT.bin beside\n"
     "  it). No passes run: the file holds the graph as imported.\n"
-    "  --input-shape NAME=D0xD1...  shape of a graph input with dynamic dimensions; repeatable\n";
+    "  --input-shape NAME=D0xD1...  shape of a graph input with dynamic dimensions; repeatable\n"
+    "  --loop-max N                 rows of the scan outputs of an ONNX Loop with no bound\n";
 
 int tether_cmd_import(int argc, char **argv) {
     static shapes_opt shp;
@@ -791,8 +816,8 @@ int tether_cmd_import(int argc, char **argv) {
             fputs(import_usage, stdout);
             return 0;
         }
-        int takes =
-            strcmp(a, "-o") == 0 || strcmp(a, "--weights") == 0 || strcmp(a, "--input-shape") == 0;
+        int takes = strcmp(a, "-o") == 0 || strcmp(a, "--weights") == 0 ||
+                    strcmp(a, "--input-shape") == 0 || strcmp(a, "--loop-max") == 0;
         if (takes && !v) {
             return usage_error("import", "%s needs a value", a);
         }
@@ -802,6 +827,10 @@ int tether_cmd_import(int argc, char **argv) {
             weights = v;
         } else if (strcmp(a, "--input-shape") == 0) {
             if (add_input_shape("import", &shp, v)) {
+                return 2;
+            }
+        } else if (strcmp(a, "--loop-max") == 0) {
+            if (set_loop_max("import", &shp, v)) {
                 return 2;
             }
         } else if (a[0] == '-') {

@@ -219,6 +219,9 @@ void tether__c_quant_body(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_quant_helpers(const em *e, tether__sbuf *out);
 /* qadd, qmul, qlut, qmax_pool, qavg_pool (emit_c_qelt.c) and their helpers */
 void tether__c_qelt_body(em *e, const tether_ir_node *nd, const kargs *k);
+/* emit_c_qelt_x86.c: qadd/qmul of 8-bit tensors of the output's shape as an AVX2 loop (inside
+ * `#if defined(__AVX2__)`) and the scalar rest; 0 (nothing emitted) for other forms */
+int tether__c_qbin_x86(em *e, const tether_ir_node *nd, const kargs *k);
 void tether__c_qelt_helpers(tether__sbuf *out);
 /* emit_c_vision.c: the kernels of the vision and signal rows of the DATA family
  * (TETHER__CASES_VISION), called by emit_c_data.c's switch; their "return 0;" follows. */

@@ -901,8 +901,8 @@ void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
         tether__c_layer_norm(e, nd, k);
         return;
     case TETHER_OP_REDUCE_MEAN:
-        if (!tether_dtype_equal(T(e, nd->inputs[0])->dtype, TETHER_FLOAT32)) {
-            tether__c_reduce_typed(e, nd, k);
+        if (!tether_dtype_equal(T(e, nd->inputs[0])->dtype, TETHER_FLOAT32) || nd->ninputs > 1) {
+            tether__c_reduce_typed(e, nd, k); /* and a live extent of dimension 0 */
             return;
         }
         tether__c_reduce_mean(e, nd, k);
@@ -916,8 +916,8 @@ void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
     case TETHER_OP_REDUCE_LOG_SUM:
     case TETHER_OP_REDUCE_LOG_SUM_EXP:
     case TETHER_OP_REDUCE_SUM_SQUARE:
-        if (!tether_dtype_equal(T(e, nd->inputs[0])->dtype, TETHER_FLOAT32)) {
-            tether__c_reduce_typed(e, nd, k);
+        if (!tether_dtype_equal(T(e, nd->inputs[0])->dtype, TETHER_FLOAT32) || nd->ninputs > 1) {
+            tether__c_reduce_typed(e, nd, k); /* and a live extent of dimension 0 */
             return;
         }
         tether__c_reduce(e, nd, k);

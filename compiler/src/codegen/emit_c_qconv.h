@@ -37,17 +37,29 @@ int tether__c_qconv_dwpad(em *e, const tether_ir_node *nd, const kargs *k, const
 int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q);
 void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 
+/* emit_c_qx86.c's helpers: a static const int32_t table of n values; whether the requantization
+ * vectorises (0 no; 1 tgq_rq8: a constant requant, every shift in -31..30, an 8-bit output;
+ * 2 tgq_rq8k: every shift in -31..-1 as well). */
+void tether__c_qx86_table(em *e, const char *name, const int32_t *v, long long n);
+int tether__c_qrq_vec(const em *e, const tether_ir_node *nd, const qg *q);
+
+/* emit_c_qc1_x86.c: whether the AVX2 few-input-channel kernel takes nd (one group, C 1..4,
+ * column dilation 1, a vector requantization, a zero-bordered int16 plane <= 64 KiB), and the
+ * kernel (emitted by tether__c_qconv_x86 when its row kernel does not take nd). */
+int tether__c_qconv_c1_ok(const em *e, const tether_ir_node *nd, const qg *q);
+void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
+
+/* emit_c_qdw2_x86.c: whether the AVX2 depthwise kernel of column stride 2 takes nd (column
+ * dilation 1, up to 64 taps, a vector requantization, a zero-bordered int16 plane <= 64 KiB),
+ * and the kernel (emitted by tether__c_qconv_x86, which tries it first for depthwise layers). */
+int tether__c_qconv_dw2_ok(const em *e, const tether_ir_node *nd, const qg *q);
+void tether__c_qconv_dw2(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
+
 /* emit_c_qpw_x86.c: whether the AVX2 pointwise kernel vectorised over output channels takes nd
  * (a plane that 16-pixel tiles fit badly, a vector requantization), and the kernel (called by
  * tether__c_qconv_x86, whose checks on the weights it relies on). */
 int tether__c_qpw_x86_ok(const em *e, const tether_ir_node *nd, const qg *q);
 void tether__c_qpw_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
-
-/* emit_c_qdw2_x86.c: whether the AVX2 stride-2 depthwise kernel over parity phase planes takes
- * nd (small planes, a vector requantization), and the kernel (called by tether__c_qconv_x86 when
- * the row-tile depthwise kernel does not take nd). */
-int tether__c_qdw2_x86_ok(const em *e, const tether_ir_node *nd, const qg *q);
-void tether__c_qdw2_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 
 /* emit_c_qmm_x86.c: whether the AVX2 qmatmul kernel takes nd (constant 8-bit B, constant
  * per-tensor A zero point, requantized 8-bit output), and the kernel (emitted inside

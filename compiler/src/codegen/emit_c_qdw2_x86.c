@@ -1,21 +1,20 @@
 /*
- * The C emitter's x86-64 AVX2 depthwise qconv kernel for stride 2 on planes whose 4 phase planes
- * fit 16384 int16 (no scalar border loop, unlike emit_c_qx86.c's 16-pixel row tiles; MobileNet's
- * 48x48 -> 24x24, 24x24 -> 12x12 and 12x12 -> 6x6 layers, the last two otherwise the portable loop;
- * docs/quantization.md, "Kernels"). Per channel, the zero-bordered plane of x - x_zp is split by
- * row and column parity into 4 int16 phase planes of PH2 x PW2 (PW2 = OW + the window's reach / 2),
- * so that output (oh, ow)'s tap (kh, kw) is phase
- * ((kh*DH) % 2, (kw*DW) % 2) at flat position oh * PW2 + ow plus a constant offset (the input split
- * into them with vector shuffles): 16 flat positions a step (the columns past OW computed and
- * dropped), taps in pairs into VPMADDWD (VPDPWSSD under AVX-512 VNNI), requantized 8 at a time
- * (tgq_rq8k / tgq_rq8 of emit_c_quant.c) into a row buffer whose first OW columns of each row are
- * copied out. Emitted inside `#if defined(__AVX2__)` by emit_c_qx86.c's dispatch (the portable
- * kernel in the #else).
+ * The C emitter's x86-64 AVX2 kernel for a depthwise qconv of column stride 2 (MobileNet's
+ * stride-2 3x3 layers, small planes included; docs/quantization.md "Kernels"), called by
+ * emit_c_qx86.c inside `#if defined(__AVX2__)`.
  *
- * What must stay true: the accumulator is the portable loop's (bias + sum of (x - x_zp) * w over
- * the taps inside the plane; padding contributes 0), the requantization tgq_requant's, so outputs
- * equal the portable kernels' byte for byte (test_quant_x86); no float arithmetic; every load
- * stays inside the zero-filled phase planes; no read outside the input tensor.
+ * Each channel goes into a zero-bordered int16 plane of x - x_zp (on the stack, <= 64 KiB).
+ * With a column stride of 2, the 32-bit word at plane column 2 * ow + kw holds the taps kw and
+ * kw + 1 of output pixel ow, so one 256-bit load gives a tap pair of 8 consecutive output pixels
+ * with no shuffle, and one VPMADDWD against the broadcast weight pair adds both products (an odd
+ * last tap pairs with weight 0). Output rows go 8 pixels a step (the last step of a row moved back
+ * to end at the row's end; rows narrower than 8 computed 8 wide into a buffer), requantized 8 at
+ * a time (tgq_rq8k / tgq_rq8) and stored as 8 bytes.
+ *
+ * What must stay true: the int32 accumulator is bias + sum w * (x - x_zp) over the taps inside the
+ * input, exactly emit_c_quant.c's portable loop (padding is 0 in the plane), so outputs equal the
+ * portable kernels' byte for byte (test_quant_x86); no float arithmetic; no read outside the input
+ * tensor or the plane.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,89 +22,55 @@
 
 #include "emit_c_qconv.h"
 
-#define DTILE 16 /* flat positions per step */
-
-/* 0 no vector requantization, 1 tgq_rq8 (shifts -31..30), 2 tgq_rq8k (-31..-1) */
-static int dw2_rq(const em *e, const tether_ir_node *nd, const qg *q) {
-    if (nd->ninputs < 6 || nd->inputs[5] < 0) {
-        return 0;
+/* The plane's rows and columns (PT/PL of padding first); 0 when it exceeds 64 KiB. */
+static int plane(const qg *q, long long *ph, long long *pw) {
+    const long long kwp = (q->KW + 1) / 2, ow8 = q->OW < 8 ? 8 : q->OW;
+    long long h = (q->OH - 1) * q->SH + (q->KH - 1) * q->DH + 1;
+    long long w = 2 * (ow8 - 1) + 2 * kwp;
+    if (h < q->H + q->PT) {
+        h = q->H + q->PT;
     }
-    const tether_ir_tensor *rq = T(e, nd->inputs[5]);
-    if (rq->kind != TETHER_TENSOR_CONSTANT || !rq->data ||
-        (strcmp(q->yt, "int8_t") != 0 && strcmp(q->yt, "uint8_t") != 0)) {
-        return 0;
+    if (w < q->W + q->PL) {
+        w = q->W + q->PL;
     }
-    int r = 2;
-    for (size_t i = 1; i < tether_ir_tensor_elements(rq); i += 2) {
-        const int32_t sh = ((const int32_t *)rq->data)[i];
-        if (sh < -31 || sh > 30) {
-            return 0;
-        }
-        if (sh > -1) {
-            r = 1;
-        }
-    }
-    return r;
+    *ph = h;
+    *pw = w;
+    return h * w * 2 <= 65536;
 }
 
-typedef struct dw2 {
-    long long PW2, PH2, NPOS, SP;
-} dw2;
-
-static void dw2_geo(const qg *q, dw2 *g) {
-    g->PW2 = q->OW + (q->KW - 1) * q->DW / 2;
-    g->PH2 = q->OH + (q->KH - 1) * q->DH / 2;
-    g->NPOS = (q->OH * g->PW2 + DTILE - 1) / DTILE * DTILE;
-    /* the farthest load: the last step's 16 lanes at the largest tap offset */
-    g->SP = g->NPOS + (q->KH - 1) * q->DH / 2 * g->PW2 + (q->KW - 1) * q->DW / 2;
-    if (g->SP < g->PH2 * g->PW2) {
-        g->SP = g->PH2 * g->PW2;
-    }
-}
-
-int tether__c_qdw2_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
-    if (q->G != q->C || q->O != q->C || q->SH != 2 || q->SW != 2 || q->KH * q->KW > 49 ||
-        q->PT < 0 || q->PL < 0 || q->OH < 1 || q->OW < 1) {
-        return 0;
-    }
-    dw2 g;
-    dw2_geo(q, &g);
-    return 4 * g.SP <= 16384 && dw2_rq(e, nd, q) != 0;
-}
-
-/* 16 bytes of 8-bit input widened to int16 */
-static const char *widen16(const qg *q) {
-    return strcmp(q->xt, "int8_t") == 0 ? "_mm256_cvtepi8_epi16" : "_mm256_cvtepu8_epi16";
-}
-
-/* 8 bytes of 8-bit input (the low half of an SSE register) widened to int16 */
-static const char *widen8(const qg *q) {
-    return strcmp(q->xt, "int8_t") == 0 ? "_mm_cvtepi8_epi16" : "_mm_cvtepu8_epi16";
+int tether__c_qconv_dw2_ok(const em *e, const tether_ir_node *nd, const qg *q) {
+    long long ph, pw;
+    return q->G == q->C && q->O == q->C && q->SW == 2 && q->DW == 1 && q->PT >= 0 && q->PL >= 0 &&
+           q->OH > 0 && q->OW > 0 && q->KH * q->KW <= 64 && plane(q, &ph, &pw) &&
+           tether__c_qrq_vec(e, nd, q) != 0;
 }
 
 static int32_t pair(int8_t a, int8_t b) {
     return (int32_t)((uint32_t)(uint16_t)(int16_t)a | ((uint32_t)(uint16_t)(int16_t)b << 16));
 }
 
-void tether__c_qdw2_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
+void tether__c_qconv_dw2(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
     const int8_t *w = T(e, nd->inputs[1])->data;
-    const long long K = q->KH * q->KW, NP = (K + 1) / 2;
-    dw2 g;
-    dw2_geo(q, &g);
-    const int vec = dw2_rq(e, nd, q);
-    line(e, "static const int32_t wq[%lld] = {", q->C * NP);
-    e->depth++;
-    for (long long c = 0; c < q->C; c++) {
-        char buf[1024];
-        size_t len = 0;
-        for (long long t = 0; t < K && len + 16 < sizeof buf; t += 2) {
-            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%ld,", t ? " " : "",
-                                    (long)pair(w[c * K + t], t + 1 < K ? w[c * K + t + 1] : 0));
-        }
-        line(e, "%s", buf);
+    long long ph, pw;
+    plane(q, &ph, &pw);
+    const long long KWP = (q->KW + 1) / 2, KT = q->KH * KWP, K = q->KH * q->KW;
+    const int vec = tether__c_qrq_vec(e, nd, q);
+    int32_t *wq = calloc((size_t)(q->C * KT), sizeof(int32_t));
+    if (!wq) {
+        e->s.failed = 1;
+        return;
     }
-    e->depth--;
-    line(e, "};");
+    for (long long c = 0; c < q->C; c++) {
+        for (long long kh = 0; kh < q->KH; kh++) {
+            for (long long kp = 0; kp < KWP; kp++) {
+                const int8_t a = w[c * K + kh * q->KW + 2 * kp],
+                             b = 2 * kp + 1 < q->KW ? w[c * K + kh * q->KW + 2 * kp + 1] : 0;
+                wq[c * KT + kh * KWP + kp] = pair(a, b);
+            }
+        }
+    }
+    tether__c_qx86_table(e, "wq", wq, q->C * KT);
+    free(wq);
     line(e, "#if defined(__AVX512VNNI__) && defined(__AVX512VL__)");
     line(e, "#define TGQ_DP(acc, x, w) _mm256_dpwssd_epi32((acc), (x), (w))");
     line(e, "#else");
@@ -114,30 +79,33 @@ void tether__c_qdw2_x86(em *e, const tether_ir_node *nd, const kargs *k, const q
     if (nd->ninputs > 4 && nd->inputs[4] >= 0) {
         line(e, "(void)%s; /* the weight zero point: 0 */", k->in[4]);
     }
-    const char *zx = nd->ninputs > 3 && nd->inputs[3] >= 0 ? k->in[3] : NULL;
-    const char *zy = nd->ninputs > 6 && nd->inputs[6] >= 0 ? k->in[6] : NULL;
-    line(e, "const int32_t xz = %s%s%s, yz = %s%s%s;", zx ? "(int32_t)" : "0", zx ? zx : "",
-         zx ? "[0]" : "", zy ? "(int32_t)" : "0", zy ? zy : "", zy ? "[0]" : "");
     line(e, "(void)%s; /* packed above (wq) */", k->in[1]);
+    char xz[96] = "0", yz[96] = "0", bias[96] = "0";
+    if (nd->ninputs > 3 && nd->inputs[3] >= 0) {
+        snprintf(xz, sizeof xz, "(int32_t)%s[0]", k->in[3]);
+    }
+    if (nd->ninputs > 6 && nd->inputs[6] >= 0) {
+        snprintf(yz, sizeof yz, "(int32_t)%s[0]", k->in[6]);
+    }
+    if (nd->ninputs > 2 && nd->inputs[2] >= 0) {
+        snprintf(bias, sizeof bias, "(int32_t)%s[%s]", k->in[2],
+                 tether_ir_tensor_elements(T(e, nd->inputs[2])) == 1 ? "0" : "c");
+    }
+    line(e, "const int32_t xz = %s, yz = %s;", xz, yz);
     line(e,
          "const __m256i vlo = _mm256_set1_epi64x(%lldLL - yz), vhi = _mm256_set1_epi64x(%lldLL - "
          "yz), vzp = _mm256_set1_epi32(yz);",
          q->lo, q->hi);
-    line(e, "int16_t ph[4][%lld]; /* the phase planes (row parity * 2 + column parity) */",
-         g.SP + DTILE);
-    line(e, "%s ob[%lld]; /* the output rows, PW2 wide */", q->yt, g.NPOS);
-    line(e, "memset(ph, 0, sizeof ph);");
-    line(e, "const __m256i dsel = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, "
-            "13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);");
-    line(e, "const __m256i vxz = _mm256_set1_epi16((int16_t)xz);");
+    line(e, "int16_t pl[%lld]; /* x - xz, zero-bordered: %lld rows x %lld */", ph * pw, ph, pw);
+    if (q->OW < 8) {
+        line(e, "%s ob[8]; /* a row narrower than 8 */", q->yt);
+    }
+    line(e, "const __m128i vxz8 = _mm_set1_epi16((int16_t)xz);");
+    line(e, "memset(pl, 0, sizeof pl);");
     loop(e, "n", q->N);
     line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
     e->depth++;
-    const int bias = nd->ninputs > 2 && nd->inputs[2] >= 0;
-    line(e, "const int32_t r = %s%s%s;", bias ? "(int32_t)" : "0", bias ? k->in[2] : "",
-         !bias                                                 ? ""
-         : tether_ir_tensor_elements(T(e, nd->inputs[2])) == 1 ? "[0]"
-                                                               : "[c]");
+    line(e, "const int32_t r = %s;", bias);
     if (q->per_ch) {
         line(e, "const int32_t m = %s[2 * c], s = %s[2 * c + 1];", k->in[5], k->in[5]);
     } else {
@@ -146,92 +114,58 @@ void tether__c_qdw2_x86(em *e, const tether_ir_node *nd, const kargs *k, const q
     line(e, "const __m256i mv = _mm256_set1_epi32(m), nv = _mm256_set1_epi64x(31 - s);");
     line(e, "const %s *restrict xc = %s + (n * %lld + c) * %lld;", q->xt, k->in[0], q->C,
          q->H * q->W);
-    line(e, "const int32_t *restrict wv = wq + c * %lld;", NP);
     line(e, "%s *restrict yo = %s + (n * %lld + c) * %lld;", q->yt, k->out, q->O, q->OH * q->OW);
-    /* phase (a, b) at (i, j) is the padded plane's (2i + a, 2j + b): input (ih, iw) goes to phase
-     * ((ih + PT) & 1, (iw + PL) & 1) at ((ih + PT) >> 1, (iw + PL) >> 1); the positions no input
-     * reaches stay 0 from the memset (the same positions are written for every channel). Each
-     * row's even and odd columns split 32 bytes a step (in-lane shuffle, then the two halves). */
-    const long long IHM = q->H < 2 * g.PH2 - q->PT ? q->H : 2 * g.PH2 - q->PT;
-    const long long IWM = q->W < 2 * g.PW2 - q->PL ? q->W : 2 * g.PW2 - q->PL;
-    line(e, "for (int ih = 0; ih < %lld; ++ih) {", IHM);
+    for (long long t = 0; t < KT; t++) {
+        line(e, "const __m256i w%lld = _mm256_set1_epi32(wq[c * %lld + %lld]);", t, KT, t);
+    }
+    /* the plane: each input row, 8 values a step, then one at a time */
+    line(e, "for (int ih = 0; ih < %lld; ++ih) {", q->H);
     e->depth++;
-    line(e, "const int a = (ih + %lld) & 1, i = (ih + %lld) >> 1;", q->PT, q->PT);
-    line(e, "int16_t *restrict pe = ph[a * 2 + %lld] + i * %lld + %lld;", q->PL & 1, g.PW2,
-         q->PL >> 1);
-    line(e, "int16_t *restrict po = ph[a * 2 + %lld] + i * %lld + %lld;", (q->PL + 1) & 1, g.PW2,
-         (q->PL + 1) >> 1);
-    line(e, "const %s *restrict xr = xc + ih * %lld;", q->xt, q->W);
-    line(e, "int t = 0;");
-    line(e, "for (; 2 * t + 32 <= %lld; t += 16) {", IWM);
-    e->depth++;
-    line(e, "const __m256i v = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(_mm256_loadu_si256("
-            "(const __m256i *)(const void *)(xr + 2 * t)), dsel), 0xD8);");
-    line(e,
-         "_mm256_storeu_si256((__m256i *)(void *)(pe + t), _mm256_sub_epi16(%s(_mm256_castsi256_"
-         "si128(v)), vxz));",
-         widen16(q));
-    line(e,
-         "_mm256_storeu_si256((__m256i *)(void *)(po + t), _mm256_sub_epi16(%s(_mm256_"
-         "extracti128_si256(v, 1)), vxz));",
-         widen16(q));
-    close_block(e);
-    line(e, "if (2 * t + 16 <= %lld) {", IWM);
-    e->depth++;
-    line(e, "const __m128i v = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)(xr "
-            "+ 2 * t)), _mm256_castsi256_si128(dsel));");
-    line(e,
-         "_mm_storeu_si128((__m128i *)(void *)(pe + t), _mm_sub_epi16(%s(v), "
-         "_mm256_castsi256_si128(vxz)));",
-         widen8(q));
-    line(e,
-         "_mm_storeu_si128((__m128i *)(void *)(po + t), _mm_sub_epi16(%s(_mm_srli_si128(v, 8)), "
-         "_mm256_castsi256_si128(vxz)));",
-         widen8(q));
-    line(e, "t += 8;");
-    close_block(e);
-    line(e, "for (; 2 * t + 2 <= %lld; ++t) {", IWM);
-    line(e, "    pe[t] = (int16_t)((int32_t)xr[2 * t] - xz);");
-    line(e, "    po[t] = (int16_t)((int32_t)xr[2 * t + 1] - xz);");
+    line(e, "const %s *restrict a = xc + ih * %lld;", q->xt, q->W);
+    line(e, "int16_t *restrict d = pl + (ih + %lld) * %lld + %lld;", q->PT, pw, q->PL);
+    line(e, "int iw = 0;");
+    line(e, "for (; iw + 8 <= %lld; iw += 8) {", q->W);
+    line(
+        e,
+        "    _mm_storeu_si128((__m128i *)(void *)(d + iw), _mm_sub_epi16(%s(_mm_loadl_epi64((const "
+        "__m128i *)(const void *)(a + iw))), vxz8));",
+        strcmp(q->xt, "int8_t") == 0 ? "_mm_cvtepi8_epi16" : "_mm_cvtepu8_epi16");
     line(e, "}");
-    if (IWM % 2) {
-        line(e, "pe[t] = (int16_t)((int32_t)xr[2 * t] - xz);");
-    }
-    close_block(e);
-    line(e, "for (int p0 = 0; p0 < %lld; p0 += %d) {", g.NPOS, DTILE);
-    e->depth++;
-    line(e, "__m256i al = _mm256_set1_epi32(r), ah = al;");
-    for (long long t = 0; t < K; t += 2) {
-        line(e, "{");
-        e->depth++;
-        for (long long u = t; u < t + 2; u++) {
-            const long long tt = u < K ? u : t; /* an odd last tap pairs with itself, weight 0 */
-            const long long R = (tt / q->KW) * q->DH, C = (tt % q->KW) * q->DW;
-            line(
-                e,
-                "const __m256i x%lld = _mm256_loadu_si256((const __m256i *)(const void *)(ph[%lld] "
-                "+ p0 + %lld));",
-                u - t, (R % 2) * 2 + C % 2, (R / 2) * g.PW2 + C / 2);
-        }
-        line(e, "const __m256i wp = _mm256_set1_epi32(wv[%lld]);", t / 2);
-        line(e, "al = TGQ_DP(al, _mm256_unpacklo_epi16(x0, x1), wp);");
-        line(e, "ah = TGQ_DP(ah, _mm256_unpackhi_epi16(x0, x1), wp);");
-        close_block(e);
-    }
-    const char *st = strcmp(q->yt, "int8_t") == 0 ? "s" : "u", *rk = vec == 2 ? "k" : "";
-    line(e,
-         "tgq_st8%s(ob + p0, tgq_rq8%s(_mm256_permute2x128_si256(al, ah, 0x20), mv, nv, nv, "
-         "vlo, vhi, vzp));",
-         st, rk);
-    line(e,
-         "tgq_st8%s(ob + p0 + 8, tgq_rq8%s(_mm256_permute2x128_si256(al, ah, 0x31), mv, nv, "
-         "nv, vlo, vhi, vzp));",
-         st, rk);
+    line(e, "for (; iw < %lld; ++iw) {", q->W);
+    line(e, "    d[iw] = (int16_t)((int32_t)a[iw] - xz);");
+    line(e, "}");
     close_block(e);
     line(e, "for (int oh = 0; oh < %lld; ++oh) {", q->OH);
-    line(e, "    memcpy(yo + oh * %lld, ob + oh * %lld, %lld);", q->OW, g.PW2, q->OW);
-    line(e, "}");
-    close_block(e);
-    close_block(e);
+    e->depth++;
+    line(e, "const int16_t *restrict pr = pl + oh * %lld;", q->SH * pw);
+    line(e, "%s *restrict yr = yo + oh * %lld;", q->yt, q->OW);
+    line(e, "for (int ow0 = 0; ow0 < %lld; ow0 += 8) {", q->OW);
+    e->depth++;
+    if (q->OW >= 8) {
+        line(e, "const int o0 = ow0 + 8 > %lld ? %lld : ow0;", q->OW, q->OW - 8);
+    } else {
+        line(e, "const int o0 = ow0;");
+    }
+    line(e, "__m256i acc = _mm256_set1_epi32(r);");
+    for (long long kh = 0; kh < q->KH; kh++) {
+        for (long long kp = 0; kp < KWP; kp++) {
+            line(e,
+                 "acc = TGQ_DP(acc, _mm256_loadu_si256((const __m256i *)(const void *)(pr + 2 * o0 "
+                 "+ %lld)), w%lld);",
+                 kh * q->DH * pw + 2 * kp, kh * KWP + kp);
+        }
+    }
+    const char *st = strcmp(q->yt, "int8_t") == 0 ? "tgq_st8s" : "tgq_st8u";
+    const char *rqf = vec == 2 ? "tgq_rq8k" : "tgq_rq8";
+    if (q->OW >= 8) {
+        line(e, "%s(yr + o0, %s(acc, mv, nv, nv, vlo, vhi, vzp));", st, rqf);
+    } else {
+        line(e, "%s(ob, %s(acc, mv, nv, nv, vlo, vhi, vzp));", st, rqf);
+        line(e, "memcpy(yr, ob, %lld);", q->OW);
+    }
+    close_block(e); /* ow0 */
+    close_block(e); /* oh */
+    close_block(e); /* c */
+    close_block(e); /* n */
     line(e, "#undef TGQ_DP");
 }

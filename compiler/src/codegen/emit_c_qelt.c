@@ -78,6 +78,9 @@ static void k_binary(em *e, const tether_ir_node *nd, const kargs *k) {
     const tether_ir_tensor *a = T(e, nd->inputs[0]), *b = T(e, nd->inputs[1]),
                            *y = T(e, nd->outputs[0]);
     const int32_t *p = T(e, nd->inputs[2])->data;
+    if (tether__c_qbin_x86(e, nd, k)) {
+        return; /* emit_c_qelt_x86.c: no broadcasting, 8-bit: AVX2 steps, then this loop's form */
+    }
     line(e, "(void)%s; /* its values are the literals below */", k->in[2]);
     int loops = bcast_loops(e, y, a, b);
     line(e, "const int32_t a = (int32_t)%s[ao] - %ld, b = (int32_t)%s[bo] - %ld;", k->in[0],

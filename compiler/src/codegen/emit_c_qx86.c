@@ -3,6 +3,11 @@
  * inside `#if defined(__AVX2__)` (the target's -march: x86-64-v3 and up, from the device's HELLO
  * `cpu`), the portable kernels of emit_c_qfast.c / emit_c_qpatch.c in the `#else`. For 8-bit
  * inputs, constant int8 weights with weight zero point 0 and a requantized 8-bit output:
+ *   - one group with 1 to 4 input channels where the row kernel below does not take the layer:
+ *     emit_c_qc1_x86.c;
+ *   - pointwise on planes that 16-pixel tiles fit badly (the last tile more than 1/8 empty:
+ *     MobileNet's 6x6 and 3x3): emit_c_qpw_x86.c, vectorised over output channels;
+ *   - depthwise with column stride 2: emit_c_qdw2_x86.c (tried first for depthwise layers);
  *   - one group, stride 1 along W, a window wider than 1x1, output rows of 16 or more: per output
  *     row the KH input rows it reads packed once as int16 pairs of channels (x - x_zp, zeros as
  *     padding) on the stack, then 16 pixels x 4 output channels a step over (kh, kw, channel
@@ -14,19 +19,21 @@
  *     (exact: two products of 8-bit values summed in int32), weights packed at compile time as
  *     int16 pairs per block of 4 output channels (zero beyond O); pointwise layers pack with
  *     vector loads, a plane's last tile moved back to end at the plane's end (no partial tile);
- *   - depthwise stride 1 on planes up to 8192 padded elements: the channel in a zero-bordered
- *     int16 plane, 16 flat positions a step (the border columns computed and dropped; no scalar
- *     border loop); stride 2 on small planes: emit_c_qdw2_x86.c's parity phase planes;
- *   - depthwise on larger planes (stride 1 or 2, up to 49 taps): 16 output pixels of a row a
- *     step, taps in pairs interleaved into VPMADDWD; rows and columns whose window crosses the
- *     padding use the bounded scalar loop.
+ *   - depthwise stride 1 on planes of up to 8,192 values (tried before the row kernel below;
+ *     DS-CNN's 5-wide rows, MobileNet's 48x48): the channel in a zero-bordered int16 plane
+ *     (filled 8 values a step), 16 flat positions a step (the border columns computed and
+ *     dropped; no scalar border loop);
+ *   - depthwise layers none of the plane kernels take (stride 1 or 2, up to 49 taps): 16
+ *     output pixels of a row a step, taps in pairs interleaved into VPMADDWD; rows and columns
+ *     whose window crosses the padding use the bounded scalar loop.
  * With AVX-512 VNNI (__AVX512VNNI__ and __AVX512VL__: -mavx512vnni) the multiply-add pairs are
  * VPDPWSSD, the same sums in one instruction. The input zero point is folded into the bias
  * (bias - x_zp * sum(w), the sums a compile-time table): padding holds x_zp, so its products
  * cancel. Full tiles requantize 8 outputs at a time (emit_c_quant.c: tgq_rq8k, the rounding
  * sum in 64-bit lanes and the shift and clamp in 32-bit lanes, when every shift is in -31..-1;
- * tgq_rq8, all in 64-bit lanes, when every shift is in -31..30; both equal tgq_requant),
- * partial ones per element.
+ * tgq_rq8, all in 64-bit lanes, when every shift is in -31..30; both equal tgq_requant);
+ * the tile kernel's partial tiles too (into a buffer, the existing outputs copied), the other
+ * kernels' partial ones per element.
  *
  * What must stay true: every path's int32 accumulator equals emit_c_quant.c's portable loop
  * (int32 wrap-around in the vector sums gives the exact value whenever the true sum fits int32,
@@ -53,7 +60,7 @@ static void param(const em *e, const tether_ir_node *nd, const kargs *k, int i, 
 }
 
 /* A static const int32_t table of n values, 12 a line. */
-static void table(em *e, const char *name, const int32_t *v, long long n) {
+void tether__c_qx86_table(em *e, const char *name, const int32_t *v, long long n) {
     line(e, "static const int32_t %s[%lld] = {", name, n);
     e->depth++;
     char buf[256];
@@ -102,7 +109,7 @@ static void chan_rq(em *e, const kargs *k, const qg *q, const char *c) {
 
 /* Whether the requantization vectorises: 0 no; 1 tgq_rq8 (constant, every shift in -31..30: n =
  * 31 - shift in 1..62, an 8-bit output); 2 tgq_rq8k (every shift in -31..-1 as well). */
-static int rq_vec(const em *e, const tether_ir_node *nd, const qg *q) {
+int tether__c_qrq_vec(const em *e, const tether_ir_node *nd, const qg *q) {
     const tether_ir_tensor *rq = T(e, nd->inputs[5]);
     if (rq->kind != TETHER_TENSOR_CONSTANT || !rq->data ||
         (strcmp(q->yt, "int8_t") != 0 && strcmp(q->yt, "uint8_t") != 0)) {
@@ -164,18 +171,19 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
             ws[oc] += w[oc * K + i];
         }
     }
-    table(e, "wp", wp, OB * K2 * 4);
-    table(e, "ws", ws, q->O);
+    tether__c_qx86_table(e, "wp", wp, OB * K2 * 4);
+    tether__c_qx86_table(e, "ws", ws, q->O);
     free(wp);
     free(ws);
     madd_macro(e);
     prologue(e, nd, k);
     line(e, "(void)%s; /* packed above (wp) */", k->in[1]);
-    if (rq_vec(e, nd, q)) {
+    if (tether__c_qrq_vec(e, nd, q)) {
         rq_consts(e, q);
     }
     line(e, "int16_t ps[%lld]; /* the tile: tap pairs x 16 pixels, int16 pairs */", K2 * 32);
     line(e, "int32_t acc[4][%d];", TILE);
+    line(e, "%s tq[4][%d]; /* a partial tile, requantized */", q->yt, TILE);
     loop(e, "n", q->N);
     line(e, "const %s *restrict xn = %s + n * %lld;", q->xt, k->in[0], q->C * HW);
     line(e, "%s *restrict yn = %s + n * %lld;", q->yt, k->out, q->O * P);
@@ -293,10 +301,13 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
         line(e, "}");
     }
     close_block(e);
-    int vec = rq_vec(e, nd, q);
+    int vec = tether__c_qrq_vec(e, nd, q);
     if (vec) {
-        line(e, "if (p0 + %d <= %lld && ob * 4 + 3 < %lld) {", TILE, P, q->O);
+        /* a partial tile or channel block requantizes in vectors too, into tq, then copies the
+         * outputs that exist (the clamped channels o1..o3 repeat a real one) */
+        line(e, "{");
         e->depth++;
+        line(e, "const int full = p0 + %d <= %lld && ob * 4 + 3 < %lld;", TILE, P, q->O);
         for (int j = 0; j < 4; j++) {
             char c[16], d[64], v[16];
             snprintf(c, sizeof c, "o%d", j);
@@ -304,14 +315,22 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
             e->depth++;
             chan_rq(e, k, q, c);
             line(e, "const __m256i mv = _mm256_set1_epi32(m), nv = _mm256_set1_epi64x(31 - s);");
-            snprintf(d, sizeof d, "yn + o%d * %lld + p0", j, P);
+            line(e, "%s *restrict d = full ? yn + o%d * %lld + p0 : tq[%d];", q->yt, j, P, j);
+            snprintf(d, sizeof d, "d");
             snprintf(v, sizeof v, "a%d0", j);
             rq_store8(e, q, vec, d, v);
-            snprintf(d, sizeof d, "yn + o%d * %lld + p0 + 8", j, P);
+            snprintf(d, sizeof d, "d + 8");
             snprintf(v, sizeof v, "a%d1", j);
             rq_store8(e, q, vec, d, v);
             close_block(e);
         }
+        line(e, "if (!full) {");
+        line(e, "    for (int j = 0; j < 4 && ob * 4 + j < %lld; ++j) {", q->O);
+        line(e, "        for (int i = 0; i < %d && p0 + i < %lld; ++i) {", TILE, P);
+        line(e, "            yn[(ob * 4 + j) * %lld + p0 + i] = tq[j][i];", P);
+        line(e, "        }");
+        line(e, "    }");
+        line(e, "}");
         line(e, "continue;");
         close_block(e);
     }
@@ -371,12 +390,12 @@ static void row_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg 
             }
         }
     }
-    table(e, "wp", wp, OB * KP * 4);
+    tether__c_qx86_table(e, "wp", wp, OB * KP * 4);
     free(wp);
     madd_macro(e);
     prologue(e, nd, k);
     line(e, "(void)%s; /* packed above (wp) */", k->in[1]);
-    int vec = rq_vec(e, nd, q);
+    int vec = tether__c_qrq_vec(e, nd, q);
     if (vec) {
         rq_consts(e, q);
     }
@@ -576,14 +595,14 @@ static void depthwise(em *e, const tether_ir_node *nd, const kargs *k, const qg 
             ws[c] += w[c * K + t];
         }
     }
-    table(e, "wq", wq, q->C * NP);
-    table(e, "ws", ws, q->C);
+    tether__c_qx86_table(e, "wq", wq, q->C * NP);
+    tether__c_qx86_table(e, "ws", ws, q->C);
     free(wq);
     free(ws);
     madd_macro(e);
     prologue(e, nd, k);
     line(e, "enum { OWC = %lld };", q->OW);
-    int vec = rq_vec(e, nd, q);
+    int vec = tether__c_qrq_vec(e, nd, q);
     if (vec) {
         rq_consts(e, q);
     }
@@ -676,7 +695,7 @@ static void depthwise(em *e, const tether_ir_node *nd, const kargs *k, const qg 
 static int flat_ok(const em *e, const tether_ir_node *nd, const qg *q) {
     long long PW = q->OW + (q->KW - 1) * q->DW, PH = q->OH + (q->KH - 1) * q->DH;
     return q->SH == 1 && q->SW == 1 && q->PT >= 0 && q->PL >= 0 && q->KH * q->KW <= 49 &&
-           PH * PW <= 8192 && rq_vec(e, nd, q);
+           PH * PW <= 8192 && tether__c_qrq_vec(e, nd, q);
 }
 
 /* Depthwise, stride 1: the channel's x - x_zp in a zero-bordered int16 plane of PH x PW; every
@@ -699,7 +718,7 @@ static void dw_flat(em *e, const tether_ir_node *nd, const kargs *k, const qg *q
             wq[c * NP + t / 2] = pair(w[c * K + t], t + 1 < K ? w[c * K + t + 1] : 0);
         }
     }
-    table(e, "wq", wq, q->C * NP);
+    tether__c_qx86_table(e, "wq", wq, q->C * NP);
     free(wq);
     madd_macro(e);
     prologue(e, nd, k);
@@ -721,14 +740,25 @@ static void dw_flat(em *e, const tether_ir_node *nd, const kargs *k, const qg *q
          q->H * q->W);
     line(e, "const int32_t *restrict wv = wq + c * %lld;", NP);
     line(e, "%s *restrict yo = %s + (n * %lld + c) * %lld;", q->yt, k->out, q->O, q->OH * q->OW);
-    line(e, "for (int ih = 0; ih < %lld && ih + %lld < %lld; ++ih) {", q->H, q->PT, PH);
-    line(e, "    for (int iw = 0; iw < %lld && iw + %lld < %lld; ++iw) {", q->W, q->PL, PW);
-    line(e,
-         "        pl[(ih + %lld) * %lld + iw + %lld] = (int16_t)((int32_t)xc[ih * %lld + iw] - "
-         "xz);",
-         q->PT, PW, q->PL, q->W);
-    line(e, "    }");
+    /* the rows and columns of the input the plane holds, 8 values a step, then one at a time */
+    const long long NH = q->H < PH - q->PT ? q->H : PH - q->PT;
+    const long long NW = q->W < PW - q->PL ? q->W : PW - q->PL;
+    line(e, "for (int ih = 0; ih < %lld; ++ih) {", NH);
+    e->depth++;
+    line(e, "const %s *restrict a = xc + ih * %lld;", q->xt, q->W);
+    line(e, "int16_t *restrict d = pl + (ih + %lld) * %lld + %lld;", q->PT, PW, q->PL);
+    line(e, "int iw = 0;");
+    line(e, "for (; iw + 8 <= %lld; iw += 8) {", NW);
+    line(
+        e,
+        "    _mm_storeu_si128((__m128i *)(void *)(d + iw), _mm_sub_epi16(%s(_mm_loadl_epi64((const "
+        "__m128i *)(const void *)(a + iw))), _mm_set1_epi16((int16_t)xz)));",
+        strcmp(q->xt, "int8_t") == 0 ? "_mm_cvtepi8_epi16" : "_mm_cvtepu8_epi16");
     line(e, "}");
+    line(e, "for (; iw < %lld; ++iw) {", NW);
+    line(e, "    d[iw] = (int16_t)((int32_t)a[iw] - xz);");
+    line(e, "}");
+    close_block(e);
     line(e, "for (int p0 = 0; p0 < %lld; p0 += %d) {", NPOS, TILE);
     e->depth++;
     line(e, "__m256i al = _mm256_set1_epi32(r), ah = al;");
@@ -748,8 +778,10 @@ static void dw_flat(em *e, const tether_ir_node *nd, const kargs *k, const qg *q
         line(e, "ah = TGQ_DP(ah, _mm256_unpackhi_epi16(x0, x1), wp);");
         close_block(e);
     }
-    rq_store8(e, q, rq_vec(e, nd, q), "ob + p0", "_mm256_permute2x128_si256(al, ah, 0x20)");
-    rq_store8(e, q, rq_vec(e, nd, q), "ob + p0 + 8", "_mm256_permute2x128_si256(al, ah, 0x31)");
+    rq_store8(e, q, tether__c_qrq_vec(e, nd, q), "ob + p0",
+              "_mm256_permute2x128_si256(al, ah, 0x20)");
+    rq_store8(e, q, tether__c_qrq_vec(e, nd, q), "ob + p0 + 8",
+              "_mm256_permute2x128_si256(al, ah, 0x31)");
     close_block(e);
     line(e, "for (int oh = 0; oh < %lld; ++oh) {", q->OH);
     line(e, "    memcpy(yo + oh * %lld, ob + oh * %lld, %lld);", q->OW, PW, q->OW);
@@ -767,24 +799,26 @@ int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
     }
     long long a, z;
     if (q->G == q->C && q->O == q->C) {
-        return dw_range(q, &a, &z) || flat_ok(e, nd, q) || tether__c_qdw2_x86_ok(e, nd, q);
+        return tether__c_qconv_dw2_ok(e, nd, q) || dw_range(q, &a, &z) || flat_ok(e, nd, q);
     }
     /* the tile's pack: taps x 16 pixels of int16 on the stack (<= 64 KiB) */
     return q->G == 1 && q->C * q->KH * q->KW <= 2048;
 }
 
 void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
-    long long a = 0, z = 0;
-    if (tether__c_qpw_x86_ok(e, nd, q)) { /* emit_c_qpw_x86.c: ragged pointwise planes */
+    long long a = 0, z = 0; /* set by dw_range (gcc -O3 cannot see it) */
+    if (tether__c_qconv_c1_ok(e, nd, q) && !(q->G == 1 && row_width(q))) {
+        tether__c_qconv_c1(e, nd, k, q);         /* emit_c_qc1_x86.c */
+    } else if (tether__c_qpw_x86_ok(e, nd, q)) { /* emit_c_qpw_x86.c: ragged pointwise planes */
         tether__c_qpw_x86(e, nd, k, q);
     } else if (q->G == 1 && row_width(q)) {
         row_tiles(e, nd, k, q, row_width(q));
     } else if (q->G == 1) {
         gemm_tiles(e, nd, k, q);
-    } else if (flat_ok(e, nd, q)) { /* before the row tiles: their borders are scalar */
+    } else if (tether__c_qconv_dw2_ok(e, nd, q)) {
+        tether__c_qconv_dw2(e, nd, k, q); /* emit_c_qdw2_x86.c */
+    } else if (flat_ok(e, nd, q)) {
         dw_flat(e, nd, k, q);
-    } else if (tether__c_qdw2_x86_ok(e, nd, q)) { /* emit_c_qdw2_x86.c: stride 2, small planes */
-        tether__c_qdw2_x86(e, nd, k, q);
     } else {
         (void)dw_range(q, &a, &z); /* tether__c_qconv_x86_ok: it takes q */
         depthwise(e, nd, k, q, a, z);

@@ -5,8 +5,13 @@
  * or uint64_t), then stored wrapped to the type; mean, L2, log_sum and log_sum_exp of integers in
  * double, stored truncated and saturated (tg_sat_*). float32 keeps emit_c_layers.c's kernels.
  *
+ * A reduce node with input 1 (the int64 live extent of dimension 0 of a dynamic input,
+ * ir/shapes_dynamic_use.c; float32 too) loops over the first `live` rows of dimension 0 only
+ * (clamped to the bound); mean divides by the live count.
+ *
  * What must stay true: the same results as the interpreter's interp/interp_reduce.c; loops with
- * constant bounds, no allocation, only the math functions the module records (math_used).
+ * constant bounds (but the live rows), no allocation, only the math functions the module records
+ * (math_used).
  */
 #include <stdio.h>
 
@@ -41,14 +46,25 @@ void tether__c_reduce_typed(em *e, const tether_ir_node *nd, const kargs *k) {
                : op == TETHER_OP_REDUCE_MIN ? "HUGE_VAL"
                                             : "0.0";
     } else if (minmax) {
-        init = op == TETHER_OP_REDUCE_MAX ? (sgn ? "INT64_MIN" : "0u")
-                                          : (sgn ? "INT64_MAX" : "UINT64_MAX");
+        /* the type's lowest / highest value: the max/min of no element (ONNX) */
+        static const char *lo[] = {"INT8_MIN", "INT16_MIN", "INT32_MIN", "INT64_MIN"};
+        static const char *hi[] = {"INT8_MAX", "INT16_MAX", "INT32_MAX", "INT64_MAX"};
+        static const char *uhi[] = {"UINT8_MAX", "UINT16_MAX", "UINT32_MAX", "UINT64_MAX"};
+        int w = x->dtype.bits <= 8 ? 0 : x->dtype.bits <= 16 ? 1 : x->dtype.bits <= 32 ? 2 : 3;
+        init = op == TETHER_OP_REDUCE_MAX ? (sgn ? lo[w] : "0u") : (sgn ? hi[w] : uhi[w]);
     } else {
         init = op == TETHER_OP_REDUCE_PROD ? "1u" : "0u";
     }
     char base[320] = "0", idx[320] = "0";
     size_t ob = 1, oi = 1;
     line(e, "%s *restrict yp = %s;", tether__c_type(y->dtype), k->out);
+    /* input 1: the live extent of dimension 0 (reduced), clamped to the bound */
+    bool counted = nd->ninputs > 1 && nd->inputs[1] >= 0 && x->ndim > 0 && red[0];
+    if (counted) {
+        line(e, "const int64_t live_raw = %s[0];", k->in[1]);
+        line(e, "const int live = live_raw < 0 ? 0 : live_raw > %lld ? %lld : (int)live_raw;",
+             (long long)x->shape[0], (long long)x->shape[0]);
+    }
     int opened = 0;
     for (int d = 0; d < x->ndim; d++) {
         if (!red[d]) {
@@ -75,7 +91,12 @@ void tether__c_reduce_typed(em *e, const tether_ir_node *nd, const kargs *k) {
             if (red[d]) {
                 char v[8];
                 snprintf(v, sizeof v, "r%d", d);
-                loop(e, v, x->shape[d]);
+                if (d == 0 && counted) {
+                    line(e, "for (int r0 = 0; r0 < live; ++r0) {");
+                    e->depth++;
+                } else {
+                    loop(e, v, x->shape[d]);
+                }
                 loops++;
             }
         }
@@ -130,7 +151,11 @@ void tether__c_reduce_typed(em *e, const tether_ir_node *nd, const kargs *k) {
         for (int d = 0; d < x->ndim; d++) {
             cnt *= red[d] ? x->shape[d] : 1;
         }
-        snprintf(res, sizeof res, "acc / %lld.0", cnt);
+        if (counted) {
+            snprintf(res, sizeof res, "acc / ((double)live * %lld.0)", cnt / x->shape[0]);
+        } else {
+            snprintf(res, sizeof res, "acc / %lld.0", cnt);
+        }
     } else if (op == TETHER_OP_REDUCE_L2) {
         e->math_used[M_SQRT] = 1;
         snprintf(res, sizeof res, "sqrt(acc)");

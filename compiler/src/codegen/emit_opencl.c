@@ -539,6 +539,9 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     if (tether__ocl_index_owns(e->g, n)) {
         total = tether__ocl_index_items(e, n); /* emit_opencl_index.c */
     }
+    if (tether__ocl_layers_owns(e->g, n)) {
+        total = tether__ocl_layers_items(e, n); /* emit_opencl_layers.c */
+    }
     switch (n->op) {
     case TETHER_OP_CONV2D:
         if (tex || pk) {
@@ -635,7 +638,11 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
         s->gpu = gp.kind == TETHER__OCL_GPU_DW || gp.kind == TETHER__OCL_GPU_QUANT ? 1 : 2;
     } else {
         set_sizes(e, s, total);
-        s->serial = tether__ocl_legacy_serial(e, n);
+        s->serial = tether__ocl_layers_owns(e->g, n) ? tether__ocl_layers_serial(e, n)
+                                                     : tether__ocl_legacy_serial(e, n);
+        if (tether__ocl_rnn_op(n->op)) {
+            tether__ocl_rnn_launch(e, n, s); /* work-groups with barriers */
+        }
     }
     e->local = local;
     char desc[1024];
@@ -654,6 +661,8 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     kernel_open(e, &k, comment);
     if (gpu) {
         tether__ocl_gpu_body(e, n, &k, &gp);
+    } else if (tether__ocl_layers_owns(e->g, n)) {
+        tether__ocl_layers_body(e, n);
     } else if (tether__ocl_typed_owns(e->g, n)) {
         tether__ocl_typed_body(e, n);
     } else {

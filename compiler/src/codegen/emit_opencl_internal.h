@@ -413,6 +413,36 @@ int64_t tether__ocl_index_items(const ocl *e, const tether_ir_node *n);
 void tether__ocl_index_body(ocl *e, const tether_ir_node *n);
 void tether__ocl_index_prelude(const tether_ir_graph *g, tether__sbuf *src);
 
+/* N-D convolutions and gather-style layers (emit_opencl_layers.c: conv_nd, conv_transpose,
+ * gather_nd, einsum on any element type the C path runs them on): whether node n gets one of
+ * its kernels (before the typed and float32 dispatches), the work-items it launches (one per
+ * output element), the longest serial loop of one, and its body. */
+int tether__ocl_layers_owns(const tether_ir_graph *g, const tether_ir_node *n);
+int64_t tether__ocl_layers_items(const ocl *e, const tether_ir_node *n);
+int64_t tether__ocl_layers_serial(const ocl *e, const tether_ir_node *n);
+void tether__ocl_layers_body(ocl *e, const tether_ir_node *n);
+/* The recurrent layers and reverse_sequence (emit_opencl_rnn.c, reached through the four above):
+ * whether op is one, the work-items (a work-group per direction and batch row; reverse_sequence:
+ * one per element), the longest serial loop, the body. */
+int tether__ocl_rnn_op(tether_op op);
+int64_t tether__ocl_rnn_items(const ocl *e, const tether_ir_node *n);
+int64_t tether__ocl_rnn_serial(const ocl *e, const tether_ir_node *n);
+/* A recurrent node's launch (after the step's sizes from its work-items): work-groups of exactly
+ * its group size, with barriers (step->gpu 2); reverse_sequence keeps the default. */
+void tether__ocl_rnn_launch(const ocl *e, const tether_ir_node *n, step *s);
+void tether__ocl_rnn_body(ocl *e, const tether_ir_node *n);
+/* grid_sample, max_pool_arg, max_unpool, triangular, diag_prod (emit_opencl_vision.c), the
+ * same four. */
+int tether__ocl_vision_op(tether_op op);
+int64_t tether__ocl_vision_items(const ocl *e, const tether_ir_node *n);
+int64_t tether__ocl_vision_serial(const ocl *e, const tether_ir_node *n);
+void tether__ocl_vision_body(ocl *e, const tether_ir_node *n);
+/* roi_align, dft, stft (emit_opencl_signal.c), the same four. */
+int tether__ocl_signal_op(tether_op op);
+int64_t tether__ocl_signal_items(const ocl *e, const tether_ir_node *n);
+int64_t tether__ocl_signal_serial(const ocl *e, const tether_ir_node *n);
+void tether__ocl_signal_body(ocl *e, const tether_ir_node *n);
+
 /* Operator support (emit_opencl_support.c): 0, or the error naming the first tensor of a type
  * the backend or device cannot run, else every node without a kernel. */
 int tether__ocl_check_support(const tether_ir_graph *g, const tether_opencl_options *o);

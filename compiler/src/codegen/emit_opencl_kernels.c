@@ -927,7 +927,7 @@ void tether__ocl_kernel_body(ocl *e, const tether_ir_node *n, const kern *k) {
         break;
     case TETHER_OP_CONV_ND:
     case TETHER_OP_CONV_TRANSPOSE:
-        break; /* refused before any kernel is emitted (op_supported in emit_opencl.c) */
+        break; /* emit_opencl_layers.c writes their kernels (tether__ocl_layers_owns) */
     case TETHER_OP_QUANTIZE: /* emit_opencl_quant.c (tether__ocl_gpu_plan sends them there) */
     case TETHER_OP_DEQUANTIZE:
     case TETHER_OP_QCONV:

@@ -3,8 +3,9 @@
  * operators have a float32 kernel, and the one error naming every node the backend lacks.
  *
  * What must stay true: a node touching a tensor other than float32 passes only when a typed
- * kernel (emit_opencl_typed.c, emit_opencl_index.c) or a quantized one (emit_opencl_quant.c and
- * siblings) owns it, or it is a custom operator; nothing falls back silently.
+ * kernel (emit_opencl_typed.c, emit_opencl_index.c, emit_opencl_layers.c) or a quantized one
+ * (emit_opencl_quant.c and siblings) owns it, or it is a custom operator; nothing falls back
+ * silently.
  */
 #include <stdio.h>
 #include <string.h>
@@ -70,9 +71,9 @@ static int op_supported(tether_op op) {
     case TETHER_OP_QMAX_POOL:
     case TETHER_OP_QAVG_POOL:
         return 1;
-    case TETHER_OP_CONV_ND:
+    case TETHER_OP_CONV_ND: /* emit_opencl_layers.c (tether__ocl_layers_owns, asked first) */
     case TETHER_OP_CONV_TRANSPOSE:
-        return 0; /* no OpenCL kernel yet: the compile fails naming the node */
+        return 1;
     }
     return 0; /* not an operator */
 }
@@ -91,7 +92,8 @@ int tether__ocl_check_support(const tether_ir_graph *g, const tether_opencl_opti
     int count = 0;
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *n = &g->nodes[i];
-        if (tether__ocl_typed_owns(g, n) || tether__ocl_quant_op(n->op)) {
+        if (tether__ocl_typed_owns(g, n) || tether__ocl_quant_op(n->op) ||
+            tether__ocl_layers_owns(g, n)) {
             continue;
         }
         if (op_supported(n->op)) {

@@ -603,8 +603,8 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
     case TETHER_OP_REDUCE_LOG_SUM:
     case TETHER_OP_REDUCE_LOG_SUM_EXP:
     case TETHER_OP_REDUCE_SUM_SQUARE:
-        if (!tether_dtype_equal(xt->dtype, TETHER_FLOAT32)) {
-            tether__interp_reduce_typed(g, n, buf);
+        if (!tether_dtype_equal(xt->dtype, TETHER_FLOAT32) || n->ninputs > 1) {
+            tether__interp_reduce_typed(g, n, buf); /* and a live extent of dimension 0 */
             return;
         }
         run_reduce(n, xt, x, y, total);

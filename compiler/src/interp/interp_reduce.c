@@ -6,6 +6,11 @@
  * operation (mean, L2, log_sum, log_sum_exp) compute in double and store converting (truncated
  * and saturated, as numpy's astype of the reference). float32 stays interp.c's run_reduce.
  *
+ * A reduce node with input 1 (the int64 live extent of dimension 0 of a dynamic input,
+ * ir/shapes_dynamic_use.c; float32 too) reads the first rows only: mean divides by the live
+ * count (no element: NaN), max/min of no element give -inf/+inf (integers: the type's lowest and
+ * highest value), sums 0, prod 1, as ONNX says of empty reductions.
+ *
  * What must stay true: the same results as the generated C of emit_c_reduce.c.
  */
 #include <math.h>
@@ -23,6 +28,12 @@ void tether__interp_reduce_typed(const tether_ir_graph *g, const tether_ir_node 
     const void *x = buf[n->inputs[0]];
     void *y = buf[n->outputs[0]];
     size_t total = tether_ir_tensor_elements(yt), xn = tether_ir_tensor_elements(xt);
+    if (n->ninputs > 1 && n->inputs[1] >= 0 && xt->ndim > 0 && xt->shape[0] > 0) {
+        /* the live extent of dimension 0 (a dynamic input): its first rows only */
+        int64_t live = *(const int64_t *)buf[n->inputs[1]];
+        live = live < 0 ? 0 : live > xt->shape[0] ? xt->shape[0] : live;
+        xn = xn / (size_t)xt->shape[0] * (size_t)live;
+    }
     int red[TETHER_IR_MAX_NDIM] = {0};
     for (int i = 0; i < n->attrs.nints; i++) {
         red[n->attrs.ints[i]] = 1;
@@ -54,11 +65,17 @@ void tether__interp_reduce_typed(const tether_ir_graph *g, const tether_ir_node 
                    : op == TETHER_OP_REDUCE_MAX ? -INFINITY
                    : op == TETHER_OP_REDUCE_MIN ? INFINITY
                                                 : 0.0;
-        acc[f].i = op == TETHER_OP_REDUCE_PROD  ? 1
-                   : op == TETHER_OP_REDUCE_MAX ? INT64_MIN
-                   : op == TETHER_OP_REDUCE_MIN ? INT64_MAX
-                                                : 0;
-        acc[f].u = op == TETHER_OP_REDUCE_PROD ? 1 : op == TETHER_OP_REDUCE_MIN ? UINT64_MAX : 0;
+        /* max/min of no element (ONNX): the type's lowest / highest value */
+        int bits = xt->dtype.bits;
+        acc[f].i =
+            op == TETHER_OP_REDUCE_PROD  ? 1
+            : op == TETHER_OP_REDUCE_MAX ? (bits >= 64 ? INT64_MIN : -(INT64_C(1) << (bits - 1)))
+            : op == TETHER_OP_REDUCE_MIN ? (bits >= 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1)
+                                         : 0;
+        acc[f].u = op == TETHER_OP_REDUCE_PROD ? 1
+                   : op == TETHER_OP_REDUCE_MIN
+                       ? (bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1)
+                       : 0;
         mx[f] = -INFINITY;
     }
     for (int pass = op == TETHER_OP_REDUCE_LOG_SUM_EXP ? 0 : 1; pass < 2; pass++) {

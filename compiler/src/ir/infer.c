@@ -465,6 +465,15 @@ int tether_ir_infer(tether_ir_graph *g) {
     if (g->nnodes && g->nodes[0].op == TETHER_OP_CONV2D) {
         g->tensors[g->nodes[0].inputs[0]].layout = TETHER_LAYOUT_NCHW;
     }
+    /* reductions over dimension 0 of dynamic data get the live extent (shapes_dynamic_use.c):
+     * new nodes, so the graph is ordered and inferred again */
+    bool changed = false;
+    if ((rc = tether__ir_dyn_wire_counts(g, &changed))) {
+        return rc;
+    }
+    if (changed) {
+        return tether_ir_infer(g);
+    }
     return tether__ir_check_dynamic(g); /* data-dependent sizes (shapes_dynamic.c) */
 }
 

@@ -11,10 +11,12 @@
  * of its nms node instead, which end with a -1 row when there are fewer than the bound). The
  * producers zero their output past the actual data, so a consumer of a tensor dynamic along
  * dimension 0 (consumer_input: elementwise with a static other operand, gather, reshapes keeping
- * dimension 0) computes every row of the bound safely and its first rows are the actual ones:
- * its output is dynamic along dimension 0 with the extent of the root it derives from (the
- * extent node of a graph output is the root's). Readers besides those (and unique's second
- * input, nms' extent node: terminated lists) are refused naming them. Messages name the node.
+ * dimension 0, and the row readers of shapes_dynamic_use.c) computes every row of the bound
+ * safely and its first rows are the actual ones: its output is dynamic along dimension 0 with
+ * the extent of the root it derives from (the extent node of a graph output is the root's).
+ * Sums over dimension 0 of zero-padded data (shapes_dynamic_use.c) read one into a static
+ * output. Readers besides those (and unique's second input, nms' extent node: terminated lists)
+ * are refused naming them. Messages name the node.
  */
 #include <stdio.h>
 #include <string.h>
@@ -112,19 +114,19 @@ static int consumer_input(const tether_ir_graph *g, const tether_ir_node *n) {
     bool ok =
         ndyn == 1 && n->noutputs == 1 && o->ndim >= 1 && x->ndim >= 1 && o->shape[0] == x->shape[0];
     if (kind == TETHER__OPK_UNARY) {
-        return ok ? n->inputs[dyn] : -2;
+        return ok ? n->inputs[dyn] : tether__ir_dyn_row_reader(g, n, dyn);
     }
     if (kind == TETHER__OPK_BINARY && n->ninputs == 2) {
         const tether_ir_tensor *other = tether__ir_in(g, n, 1 - dyn);
         ok = ok && x->ndim == o->ndim &&
              (other->ndim < o->ndim || other->shape[0] == 1 || o->shape[0] == 1);
-        return ok ? n->inputs[dyn] : -2;
+        return ok ? n->inputs[dyn] : tether__ir_dyn_row_reader(g, n, dyn);
     }
     if (n->op == TETHER_OP_GATHER) {
         const tether_ir_tensor *data = tether__ir_in(g, n, 0);
         int ax = tether__ir_norm_axis(n->attrs.axis, data->ndim);
         ok = ok && (dyn == 1 ? ax == 0 : ax > 0);
-        return ok ? n->inputs[dyn] : -2;
+        return ok ? n->inputs[dyn] : tether__ir_dyn_row_reader(g, n, dyn);
     }
     if (kind == TETHER__OPK_ALIAS && n->op != TETHER_OP_FLATTEN) {
         /* squeeze/unsqueeze: not of dimension 0 itself (the rows would move) */
@@ -135,9 +137,9 @@ static int consumer_input(const tether_ir_graph *g, const tether_ir_node *n) {
             ok = tether__ir_norm_axis(n->attrs.ints[i], rank) != 0;
         }
         ok = ok && !(n->op == TETHER_OP_SQUEEZE && n->attrs.nints == 0 && x->shape[0] == 1);
-        return ok ? n->inputs[dyn] : -2;
+        return ok ? n->inputs[dyn] : tether__ir_dyn_row_reader(g, n, dyn);
     }
-    return -2;
+    return tether__ir_dyn_row_reader(g, n, dyn); /* shapes_dynamic_use.c */
 }
 
 int tether__ir_dyn_dim(const tether_ir_graph *g, const tether_ir_node *n) {
@@ -310,8 +312,10 @@ static int root_before_infer(const tether_ir_graph *g, int t, int depth, int *ro
         return p;
     }
     int kind = tether__op_info_of(n->op)->kind;
+    /* a node inferred as it was added (the ONNX import) says itself whether it is dynamic */
+    bool dyn_out = n->noutputs == 1 && g->tensors[n->outputs[0]].dyn_dim > 0;
     if (kind != TETHER__OPK_UNARY && kind != TETHER__OPK_BINARY && kind != TETHER__OPK_ALIAS &&
-        n->op != TETHER_OP_GATHER) {
+        n->op != TETHER_OP_GATHER && !dyn_out) {
         return -1;
     }
     for (int j = 0; j < n->ninputs; j++) {
@@ -334,6 +338,23 @@ static int root_after_infer(const tether_ir_graph *g, int t, int *root) {
         const tether_ir_node *n = &g->nodes[p];
         if (is_root_op(n->op)) {
             *root = t;
+            return p;
+        }
+        t = consumer_input(g, n);
+    }
+    return -1;
+}
+
+int tether__ir_dyn_root(const tether_ir_graph *g, int t) {
+    /* as root_after_infer, finding producers by their outputs: the ONNX import infers each node
+     * as it adds it, before tensors know their producer */
+    for (int depth = 0; t >= 0 && g->tensors[t].dyn_dim > 0 && depth < 4096; depth++) {
+        int p = producer_of(g, t);
+        if (p < 0) {
+            return -1;
+        }
+        const tether_ir_node *n = &g->nodes[p];
+        if (is_root_op(n->op)) {
             return p;
         }
         t = consumer_input(g, n);
@@ -396,16 +417,21 @@ int tether__ir_check_dynamic(const tether_ir_graph *g) {
             const tether_ir_tensor *t = tether__ir_in(g, n, j);
             if (!t || t->dyn_dim <= 0 || (n->op == TETHER_OP_UNIQUE && j == 1) ||
                 (n->op == TETHER_OP_NMS && (n->attrs.mode & TETHER__DYN_COUNT)) ||
-                (!is_root_op(n->op) && consumer_input(g, n) >= 0)) {
+                (!is_root_op(n->op) &&
+                 (consumer_input(g, n) >= 0 || tether__ir_dyn_counted(g, n)))) {
                 continue;
             }
             return tether__ir_node_error(
                 n, TETHER_ERR_UNSUPPORTED,
                 "input '%s' has a data-dependent extent (dimension %d, at most %lld, known at run "
                 "time only): only elementwise operators (a static other operand broadcast along "
-                "dimension 0), gather (axis 0 by such indices, another axis of such data) and "
-                "reshapes keeping dimension 0 read one that varies along dimension 0; other "
-                "operators and other dimensions are not supported yet",
+                "dimension 0, or operands of one root), gather (axis 0 by such indices, another "
+                "axis of such data), reshapes keeping dimension 0, and operators computing each "
+                "row from its own row (reductions, softmax, concat along another axis, transpose "
+                "keeping dimension 0, matmul/gemm of such rows by a static matrix), and sums over "
+                "dimension 0 of zero-padded data (reduce_sum, _sum_square, _l1, _l2) read one "
+                "that varies along dimension 0; other operators and dimensions are not supported "
+                "yet",
                 t->name, t->dyn_dim - 1, (long long)t->shape[t->dyn_dim - 1]);
         }
     }

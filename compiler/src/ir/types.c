@@ -111,6 +111,9 @@ int tether__ir_infer_dtype(const tether_ir_graph *g, const tether_ir_node *n, DL
     const tether__op_info *info = tether__op_info_of(n->op);
     int nin = tether__ir_main_inputs(n);
     const tether_ir_tensor *x = tether__ir_in(g, n, 0);
+    if (info && info->kind == TETHER__OPK_REDUCE) {
+        nin = 1; /* input 1: the int64 live extent of dimension 0 (shapes_dynamic_use.c) */
+    }
     if (!info || !x) {
         return tether__ir_node_error(n, TETHER_ERR_INTERNAL, "no typing rule");
     }

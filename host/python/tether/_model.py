@@ -33,7 +33,7 @@ from ._dtypes import (bind_inputs, default_tolerance, from_numpy, generate, is_a
 from ._session import CallResult, _error
 
 _COMPILE_KEYS = ("abi", "target", "cpu", "prefix", "opt_level", "params", "backend",
-                 "texture_weights", "input_shapes", "tuning_log")
+                 "texture_weights", "input_shapes", "tuning_log", "loop_max")
 
 
 def _need_compiler():
@@ -115,7 +115,7 @@ def _value_specs(arrays):
 
 def compile(model, out_dir, *, abi=None, target=None, cpu=None, prefix=None, opt_level=None,
             params="linked", backend="c", texture_weights=False, input_shapes=None, inputs=None,
-            tuning_log=None, profile=False):
+            tuning_log=None, profile=False, loop_max=0):
     """Compiles MODEL (.json, or .onnx) into the artifact directory out_dir, as `tether compile`.
 
     abi: packed or unpacked (None: the compiler's default, unpacked, as `tether compile`);
@@ -124,7 +124,9 @@ def compile(model, out_dir, *, abi=None, target=None, cpu=None, prefix=None, opt
     (texture_weights for OpenCL); input_shapes: {name: shape} or ["NAME=1x3x224x224"] for
     dynamic dimensions; inputs: values the ONNX front end may bind as constants (one or several
     by the rule of docs/python.md); tuning_log: a `tether tune` log; profile: a profiling build
-    (`--profile`: node times for Artifact.profile, docs/profile.md).
+    (`--profile`: node times for Artifact.profile, docs/profile.md); loop_max: the scan-output
+    rows of a run-time Loop whose trip count has no bound of its own (`--loop-max N`; 0: none,
+    such a Loop is refused naming it).
 
     Returns a dict: the build's figures (text, data, bss, code, static_stack, params_bytes,
     workspace_bytes, library, entry, ...), bound (per given input: made a constant), dir,
@@ -135,12 +137,12 @@ def compile(model, out_dir, *, abi=None, target=None, cpu=None, prefix=None, opt
     return _compile(model, os.fspath(out_dir), arrays, names, abi=abi, target=target, cpu=cpu,
                     prefix=prefix, opt_level=opt_level, params=params, backend=backend,
                     texture_weights=texture_weights, input_shapes=input_shapes,
-                    tuning_log=tuning_log, profile=profile)
+                    tuning_log=tuning_log, profile=profile, loop_max=loop_max)
 
 
 def _compile(model, out_dir, arrays, names=None, *, abi=None, target=None, cpu=None, prefix=None,
              opt_level=None, params="linked", backend="c", texture_weights=False,
-             input_shapes=None, tuning_log=None, session=None, profile=False):
+             input_shapes=None, tuning_log=None, session=None, profile=False, loop_max=0):
     """compile() with the inputs already resolved (arrays: ndarray or None each; names: their
     input names, or None for the model's input order). With session: compiled for its device by
     the host library (tether_compile_for_device: target and CPU from its HELLO unless given);
@@ -160,7 +162,7 @@ def _compile(model, out_dir, arrays, names=None, *, abi=None, target=None, cpu=N
         input_values=_value_specs(arrays) if arrays else None,
         input_names=names if arrays else None,
         tuning_log=None if tuning_log is None else os.fspath(tuning_log), profile=bool(profile),
-        **dev)
+        loop_max=int(loop_max), **dev)
     res["dir"] = out_dir
     lib = os.path.join(out_dir, res["library"]) if res["library"] else None
     res["library_path"] = lib
@@ -173,23 +175,23 @@ def _compile(model, out_dir, arrays, names=None, *, abi=None, target=None, cpu=N
     return res
 
 
-def reference(model, inputs=None, *, input_shapes=None):
+def reference(model, inputs=None, *, input_shapes=None, loop_max=0):
     """Runs MODEL on the compiler's reference interpreter on this machine (every element type:
     inputs and outputs are numpy arrays of the model's dtypes): the ground truth device runs are
-    compared with. Returns Outputs (name -> ndarray)."""
+    compared with; loop_max as compile's. Returns Outputs (name -> ndarray)."""
     _need_compiler()
     model = os.fspath(model)
     names, arrays, given = _values(inputs)
     specs = _value_specs(arrays) if arrays else None
     shapes = _shape_specs(input_shapes)
     sig = _tether.model_signature(model, input_shapes=shapes, input_values=specs,
-                                  input_names=names if arrays else None)
+                                  input_names=names if arrays else None, loop_max=int(loop_max))
     from ._artifact import IOSpec
 
     ins = [IOSpec(n, tuple(s), to_numpy(d)) for n, d, s in sig["inputs"]]
     checked = bind_inputs(ins, _runtime(names, given, sig["bound"]), "model")
     outs = _tether.interpret(model, checked, input_shapes=shapes, input_values=specs,
-                             input_names=names if arrays else None)
+                             input_names=names if arrays else None, loop_max=int(loop_max))
     res = []
     for n, d, s, b in outs:
         dt = to_numpy(d)
@@ -445,7 +447,8 @@ def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1
     shapes = _shape_specs(options.get("input_shapes"))
     sig = _tether.model_signature(model, input_shapes=shapes,
                                   input_values=_value_specs(arrays) if arrays else None,
-                                  input_names=names if arrays else None)
+                                  input_names=names if arrays else None,
+                                  loop_max=int(options.get("loop_max", 0)))
     if inputs is None:  # generated in each input's type, fixed seed: runs see the same bytes
         rng = np.random.default_rng(20261123)
         for n, d, s in sig["inputs"]:
@@ -473,7 +476,8 @@ def ab(session, model, inputs=None, *, variants=("unpacked", "packed"), number=1
         first = next(iter(compiled.values()))
         runtime = _runtime(names, given, first["bound"])
         given = dict(zip(names, given)) if names is not None else tuple(given)
-        truth = reference(model, given or None, input_shapes=options.get("input_shapes"))
+        truth = reference(model, given or None, input_shapes=options.get("input_shapes"),
+                          loop_max=options.get("loop_max", 0))
         results = {}
         base_label = next(iter(sides))
         numbers = {label: number for label in sides}

@@ -1,0 +1,284 @@
+/*
+ * Readers of a tensor dynamic along dimension 0 beyond the elementwise ones, gather and reshapes
+ * (shapes_dynamic.c's consumer_input hands them over; docs/onnx.md, "Data-dependent output
+ * sizes"): a run-time Loop's scan output, a NonZero/Compress/Unique result, feeding a reduction,
+ * softmax, transpose, matmul, gemm or concat.
+ *
+ * Row readers keep dimension 0 as their output's dimension 0 and compute each output row from
+ * the same input row only, so every row of the bound computes safely and the first rows are the
+ * actual ones (the output is dynamic along dimension 0 with the root's extent): a reduction over
+ * axes without 0, softmax/log_softmax/hardmax along another axis, a transpose with perm[0] = 0,
+ * matmul or gemm whose dynamic operand is the left one (rows of A; B static of rank <= 2), concat
+ * along another axis, and binary operators, of inputs that all derive from one root.
+ * Absorbing readers sum over dimension 0: reduce_sum, reduce_sum_square, reduce_l1, reduce_l2
+ * over axes with 0, whose output is static. They are exact only because the rows past the extent
+ * are zeros: the input must be zero-padded (tether__ir_dyn_zero_padded: the padding of a
+ * loop_stack, nonzero or compress root, whose rows past the data are zeros, carried through
+ * operators that map a zero row to a zero row; nms and unique end their lists with -1).
+ *
+ * Counted readers: every reduction over axes with 0 gets input 1, the root's extent (an extent
+ * node added after inference, tether__ir_dyn_wire_counts), and its kernels read the live rows only
+ * (interp_reduce.c, emit_c_reduce.c); they supersede the absorbing path, which stays as a check.
+ *
+ * What must stay true: a reader accepted here never lets a row past the extent reach an actual
+ * output row (row readers) or change a value (absorbing readers: zero rows only; counted readers:
+ * live rows only); anything else (concat along dimension 0, a transpose moving it, gather/slice
+ * along it) stays refused by tether__ir_check_dynamic, naming the node.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "tether/crt/dtype.h"
+#include "tether/crt/error.h"
+#include "tether/ir.h"
+
+/* Whether axis 0 of a rank-`rank` input is among node n's reduce axes (none given: all). */
+static bool reduces_axis0(const tether_ir_node *n, int rank) {
+    if (n->attrs.nints == 0) {
+        return true;
+    }
+    for (int i = 0; i < n->attrs.nints; i++) {
+        if (tether__ir_norm_axis(n->attrs.ints[i], rank) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether constant tensor t holds only finite values (0 times it is 0); false when t is not a
+ * float32 constant of known values or holds inf/NaN. Integer constants count as finite. */
+static bool finite_const(const tether_ir_tensor *t) {
+    if (!t->data) {
+        return false;
+    }
+    if (t->dtype.code != kDLFloat) {
+        return true;
+    }
+    if (t->dtype.bits != 32) {
+        return false;
+    }
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        n *= t->shape[d];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(((const float *)t->data)[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Whether all dynamic inputs of n derive from one root, and how many there are. */
+static bool one_root(const tether_ir_graph *g, const tether_ir_node *n, int *ndyn) {
+    int root = -1;
+    *ndyn = 0;
+    for (int j = 0; j < n->ninputs; j++) {
+        const tether_ir_tensor *t = tether__ir_in(g, n, j);
+        if (t && t->dyn_dim > 0) {
+            int r = tether__ir_dyn_root(g, n->inputs[j]);
+            if (r < 0 || (root >= 0 && r != root)) {
+                return false;
+            }
+            root = r;
+            ++*ndyn;
+        }
+    }
+    return *ndyn > 0;
+}
+
+int tether__ir_dyn_row_reader(const tether_ir_graph *g, const tether_ir_node *n, int dyn) {
+    const tether_ir_tensor *x = tether__ir_in(g, n, dyn), *o = &g->tensors[n->outputs[0]];
+    int ndyn, kind = tether__op_info_of(n->op)->kind;
+    if (n->noutputs != 1 || x->dyn_dim != 1 || x->ndim < 1 || o->ndim < 1 ||
+        o->shape[0] != x->shape[0] || !one_root(g, n, &ndyn)) {
+        return -2;
+    }
+    bool ok = false;
+    if (kind == TETHER__OPK_BINARY && n->ninputs == 2 && ndyn == 2) {
+        const tether_ir_tensor *a = tether__ir_in(g, n, 0), *b = tether__ir_in(g, n, 1);
+        ok = a->ndim == o->ndim && b->ndim == o->ndim; /* both rows [bound, ...] */
+    } else if (kind == TETHER__OPK_REDUCE && ndyn == 1) {
+        ok = !reduces_axis0(n, x->ndim);
+    } else if (kind == TETHER__OPK_SOFTMAX && ndyn == 1) {
+        ok = tether__ir_norm_axis(n->attrs.axis, x->ndim) > 0;
+    } else if (kind == TETHER__OPK_TRANSPOSE && ndyn == 1) {
+        ok = n->attrs.nints == x->ndim && n->attrs.ints[0] == 0;
+    } else if ((kind == TETHER__OPK_MATMUL || kind == TETHER__OPK_DENSE) && ndyn == 1 && dyn == 0) {
+        const tether_ir_tensor *b = tether__ir_in(g, n, 1);
+        ok = x->ndim >= 2 && b->ndim <= 2 && !(kind == TETHER__OPK_DENSE && n->attrs.trans_a);
+        /* gemm's bias C (static) broadcasts along the rows: one row, or none */
+        const tether_ir_tensor *c = n->ninputs > 2 ? tether__ir_in(g, n, 2) : NULL;
+        ok = ok && (!c || c->ndim < 2 || c->shape[0] == 1);
+    } else if (kind == TETHER__OPK_CONCAT && ndyn == n->ninputs) {
+        ok = tether__ir_norm_axis(n->attrs.axis, x->ndim) > 0;
+    }
+    return ok ? n->inputs[dyn] : -2;
+}
+
+bool tether__ir_dyn_absorbs(const tether_ir_graph *g, const tether_ir_node *n) {
+    if (n->op != TETHER_OP_REDUCE_SUM && n->op != TETHER_OP_REDUCE_SUM_SQUARE &&
+        n->op != TETHER_OP_REDUCE_L1 && n->op != TETHER_OP_REDUCE_L2) {
+        return false;
+    }
+    const tether_ir_tensor *x = tether__ir_in(g, n, 0);
+    return x && x->dyn_dim == 1 && reduces_axis0(n, x->ndim) &&
+           tether__ir_dyn_zero_padded(g, n->inputs[0], 0);
+}
+
+/* Unary operators with f(0) = 0. */
+static bool keeps_zero(tether_op op) {
+    static const tether_op ops[] = {
+        TETHER_OP_RELU, TETHER_OP_NEG,      TETHER_OP_ABS,        TETHER_OP_SQRT, TETHER_OP_SIGN,
+        TETHER_OP_CEIL, TETHER_OP_FLOOR,    TETHER_OP_ROUND,      TETHER_OP_TANH, TETHER_OP_SIN,
+        TETHER_OP_TAN,  TETHER_OP_ASIN,     TETHER_OP_ATAN,       TETHER_OP_SINH, TETHER_OP_ASINH,
+        TETHER_OP_ERF,  TETHER_OP_CAST,     TETHER_OP_LEAKY_RELU, TETHER_OP_ELU,  TETHER_OP_SELU,
+        TETHER_OP_CELU, TETHER_OP_SOFTSIGN,
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        if (ops[i] == op) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool tether__ir_dyn_zero_padded(const tether_ir_graph *g, int t, int depth) {
+    if (t < 0 || depth > 64 || g->tensors[t].dyn_dim != 1) {
+        return false;
+    }
+    int p = g->tensors[t].producer;
+    if (p < 0) {
+        return false;
+    }
+    const tether_ir_node *n = &g->nodes[p];
+    tether_op op = n->op;
+    int kind = tether__op_info_of(op)->kind;
+    if (op == TETHER_OP_LOOP_STACK || tether__ir_is_dynamic_op(op)) {
+        /* loop_stack, nonzero and compress zero what follows their data; nms and unique's lists
+         * end with a -1 entry */
+        return !(n->attrs.mode & TETHER__DYN_COUNT) &&
+               (op == TETHER_OP_LOOP_STACK || op == TETHER_OP_NONZERO || op == TETHER_OP_COMPRESS);
+    }
+    if (n->attrs.act != TETHER_ACT_NONE || n->attrs.has_residual) {
+        return false; /* a fused epilogue: not followed here */
+    }
+    bool zero_in = false;
+    for (int j = 0; j < n->ninputs; j++) {
+        const tether_ir_tensor *x = tether__ir_in(g, n, j);
+        if (x && x->dyn_dim == 1) {
+            if (!tether__ir_dyn_zero_padded(g, n->inputs[j], depth + 1)) {
+                return false;
+            }
+            zero_in = true;
+        } else if (x && kind != TETHER__OPK_ALIAS && kind != TETHER__OPK_TRANSPOSE &&
+                   kind != TETHER__OPK_REDUCE && kind != TETHER__OPK_UNARY &&
+                   !(op == TETHER_OP_GATHER && j == 1) && !finite_const(x)) {
+            return false; /* a static operand: 0 times it must stay 0 */
+        }
+    }
+    if (!zero_in) {
+        return false;
+    }
+    if (kind == TETHER__OPK_UNARY) {
+        return keeps_zero(op);
+    }
+    if (kind == TETHER__OPK_BINARY) { /* 0 * k, 0 / k (k finite, not 0) or both zero-padded */
+        const tether_ir_tensor *a = tether__ir_in(g, n, 0), *b = tether__ir_in(g, n, 1);
+        bool both = a->dyn_dim == 1 && b->dyn_dim == 1;
+        if (op == TETHER_OP_MUL) {
+            return true;
+        }
+        if (op == TETHER_OP_ADD || op == TETHER_OP_SUB || op == TETHER_OP_MAX ||
+            op == TETHER_OP_MIN) {
+            return both;
+        }
+        return false;
+    }
+    if (kind == TETHER__OPK_REDUCE) {
+        return op == TETHER_OP_REDUCE_SUM || op == TETHER_OP_REDUCE_SUM_SQUARE ||
+               op == TETHER_OP_REDUCE_L1 || op == TETHER_OP_REDUCE_L2 ||
+               op == TETHER_OP_REDUCE_MAX || op == TETHER_OP_REDUCE_MIN ||
+               op == TETHER_OP_REDUCE_MEAN || op == TETHER_OP_REDUCE_PROD;
+    }
+    if (op == TETHER_OP_GATHER) { /* along another axis of the dynamic data */
+        return tether__ir_in(g, n, 0)->dyn_dim == 1;
+    }
+    return kind == TETHER__OPK_ALIAS || kind == TETHER__OPK_TRANSPOSE ||
+           kind == TETHER__OPK_MATMUL || kind == TETHER__OPK_CONCAT ||
+           (kind == TETHER__OPK_DENSE && n->ninputs == 2);
+}
+
+bool tether__ir_dyn_counted(const tether_ir_graph *g, const tether_ir_node *n) {
+    if (tether__op_info_of(n->op)->kind != TETHER__OPK_REDUCE || n->ninputs != 2) {
+        return false;
+    }
+    const tether_ir_tensor *x = tether__ir_in(g, n, 0), *c = tether__ir_in(g, n, 1);
+    return x && c && x->dyn_dim == 1 && reduces_axis0(n, x->ndim) && c->dyn_dim == -1 &&
+           c->ndim == 1 && c->shape[0] == 1;
+}
+
+/* The extent node of root node r (same operator, mode | count; unique's reads x alone, nms' the
+ * rows of its node): an existing one, else a new one; its output tensor in *out. */
+static int extent_of_root(tether_ir_graph *g, int r, int *out) {
+    tether_ir_node root = g->nodes[r];
+    int nin = root.op == TETHER_OP_UNIQUE || root.op == TETHER_OP_NMS ? 1 : root.ninputs;
+    int in[TETHER_IR_MAX_INPUTS];
+    memcpy(in, root.inputs, sizeof(int) * (size_t)root.ninputs);
+    if (root.op == TETHER_OP_NMS) {
+        in[0] = root.outputs[0];
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        const tether_ir_node *q = &g->nodes[i];
+        bool same = q->op == root.op && q->ninputs == nin &&
+                    q->attrs.mode == (root.attrs.mode | TETHER__DYN_COUNT) &&
+                    q->attrs.nints == root.attrs.nints &&
+                    (!root.attrs.nints || q->attrs.ints[0] == root.attrs.ints[0]);
+        for (int j = 0; same && j < nin; j++) {
+            same = q->inputs[j] == in[j];
+        }
+        if (same) {
+            *out = q->outputs[0];
+            return TETHER_OK;
+        }
+    }
+    char name[512];
+    for (int k = 0; k < 1000; k++) {
+        snprintf(name, sizeof name, k ? "%s_live%d" : "%s_live", g->tensors[root.outputs[0]].name,
+                 k);
+        if (tether_ir_find_tensor(g, name) < 0) {
+            break;
+        }
+    }
+    tether_ir_attrs a = root.attrs;
+    a.mode |= TETHER__DYN_COUNT;
+    int64_t one = 1;
+    int rc = tether_ir_add_tensor(g, name, TETHER_INT64, 1, &one, out);
+    return rc ? rc : tether_ir_add_node(g, name, root.op, in, nin, out, 1, &a, NULL);
+}
+
+int tether__ir_dyn_wire_counts(tether_ir_graph *g, bool *changed) {
+    *changed = false;
+    int nn = g->nnodes;
+    for (int i = 0; i < nn; i++) {
+        const tether_ir_node *n = &g->nodes[i];
+        const tether_ir_tensor *x = n->ninputs == 1 ? tether__ir_in(g, n, 0) : NULL;
+        if (tether__op_info_of(n->op)->kind != TETHER__OPK_REDUCE || !x || x->dyn_dim != 1 ||
+            !reduces_axis0(n, x->ndim)) {
+            continue;
+        }
+        int r = tether__ir_dyn_root(g, n->inputs[0]), e = -1, rc;
+        if (r < 0) {
+            continue; /* refused by tether__ir_check_dynamic, naming the node */
+        }
+        if ((rc = extent_of_root(g, r, &e))) {
+            return rc;
+        }
+        g->nodes[i].inputs[1] = e;
+        g->nodes[i].ninputs = 2;
+        *changed = true;
+    }
+    return TETHER_OK;
+}
