@@ -3,13 +3,13 @@
  * emit_c_qdw2_x86.c, emit_c_qmm_x86.c, emit_c_qelt_x86.c; docs/quantization.md "Kernels") against
  * the portable ones: QDQ matmuls (3-D A, odd K, partial column blocks, Gemm with transB and a
  * bias), convolutions (pointwise, general, strided, 1 to 3 input channels, depthwise with padding
- * and stride 1 or 2, odd channel counts, int8 and uint8 activations with zero points, per-channel
- * weights, ReLU as a clamp, row dilation) and qadd/qmul of two 8-bit tensors, compiled for
- * x86-64-v3 (the AVX2 path) and for the baseline (the portable #else), both run here; outputs
- * must be equal byte for byte to each other and to the reference interpreter (inputs with NaN,
- * infinities, saturating values and rounding ties for the input quantize). The generated C must
- * hold the AVX2 path, and must also compile with -mavx512vnni -mavx512vl (the VPDPWSSD variant;
- * compiled only: this machine has no VNNI to run it).
+ * and stride 1 or 2, pointwise on planes of few pixels, odd channel counts, int8 and uint8
+ * activations with zero points, per-channel weights, ReLU as a clamp, row dilation) and qadd/qmul
+ * of two 8-bit tensors, compiled for x86-64-v3 (the AVX2 path) and for the baseline (the portable
+ * #else), both run here; outputs must be equal byte for byte to each other and to the reference
+ * interpreter (inputs with NaN, infinities, saturating values and rounding ties for the input
+ * quantize). The generated C must hold the AVX2 path, and must also compile with -mavx512vnni
+ * -mavx512vl (the VPDPWSSD variant; compiled only: this machine has no VNNI to run it).
  *
  * What must stay true: a host without AVX2 still runs the portable build and the compile checks
  * (the AVX2 run is skipped, said so on stderr); every temporary file lives under the build tree.
@@ -285,6 +285,13 @@ static void check(const qcase *c, int vnni) {
     if (c->mm == 1 || c->mm == 2) {
         assert_non_null(strstr(s, "apk[")); /* emit_c_qmm_x86.c's kernel */
     }
+    if (strncmp(c->name, "pwc_", 4) == 0 || strcmp(c->name, "pw_odd") == 0) {
+        assert_non_null(strstr(s, "int32_t xp[")); /* emit_c_qpw_x86.c's kernel */
+    }
+    if (strcmp(c->name, "pw_overlap") == 0) {
+        assert_non_null(strstr(s, "const int p0 = pt + 16 > 125 ? 109 : pt;"));
+        assert_null(strstr(s, "ok = p < 125")); /* no scalar pack */
+    }
     if (strncmp(c->name, "conv3_rows", 10) == 0) {
         assert_non_null(strstr(s, "int32_t rows[")); /* the row kernel */
     }
@@ -294,11 +301,15 @@ static void check(const qcase *c, int vnni) {
     }
     if (strncmp(c->name, "dwrow_", 6) == 0) { /* emit_c_qx86.c's depthwise row kernel */
         assert_non_null(strstr(s, "for (int ot = "));
+        assert_null(strstr(s, "const int16_t *restrict pr = pl + oh * "));
+        assert_null(strstr(s, "the plane, zero-bordered, and zeros past it"));
     }
-    if (strncmp(c->name, "dw3_s1", 6) == 0) { /* the flat kernel */
+    /* the flat kernel */
+    if (strcmp(c->name, "dw3_s1") == 0 || strcmp(c->name, "dw3_narrow") == 0) {
         assert_non_null(strstr(s, "the plane, zero-bordered, and zeros past it"));
     }
-    if (strncmp(c->name, "dw2_", 4) == 0) { /* emit_c_qdw2_x86.c's kernel */
+    if (strncmp(c->name, "dw2_", 4) == 0 || strcmp(c->name, "dw3_s2_tf") == 0) {
+        /* emit_c_qdw2_x86.c's kernel */
         assert_non_null(strstr(s, "const int16_t *restrict pr = pl + oh * "));
     }
     free(s);
@@ -365,9 +376,27 @@ static void test_cases(void **state) {
         {"qadd_u8", 16, 0, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 128, 0, 3, 0},
         {"qmul_s8", 13, 0, 7, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, -4, 0, 4, 0},
         {"qmul_u8", 9, 0, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 100, 0, 4, 0},
+        /* pointwise on planes 16-pixel tiles fit badly (emit_c_qpw_x86.c, vectorised over output
+         * channels): 3 blocks of 8 (the last partial), a pixel tail, P under 4, uint8 */
+        {"pwc_3x3_u8", 13, 20, 3, 3, 1, 1, 1, 0, 0, 0, 0, 1, 1, 100, 0, 0, 0},
+        {"pwc_6x6", 32, 17, 6, 6, 1, 1, 1, 0, 0, 0, 0, 1, 0, -3, 1, 0, 0},
+        {"pwc_1x2", 5, 8, 1, 2, 1, 1, 1, 0, 0, 0, 0, 1, 0, 7, 1, 0, 0},
+        /* more stride-2 depthwise (emit_c_qdw2_x86.c): TF-style pads (bottom/right only), odd
+         * sizes with symmetric pads, a 5x5 window with uneven pads, uint8, wide rows */
+        {"dw2_tf", 5, 5, 24, 24, 3, 3, 2, 0, 0, 1, 1, 5, 0, -3, 1, 0, 0},
+        {"dw2_odd", 3, 3, 7, 9, 3, 3, 2, 1, 1, 1, 1, 3, 0, 4, 1, 0, 0},
+        {"dw2_k5_u8", 2, 2, 11, 20, 5, 5, 2, 2, 2, 2, 1, 2, 1, 90, 0, 0, 0},
+        {"dw2_wide_pl1", 3, 3, 9, 75, 3, 3, 2, 1, 1, 1, 1, 3, 0, -9, 1, 0, 0}, /* vector split */
+        /* depthwise on planes past the flat kernel's 8,192 values (stride 1) and
+         * emit_c_qdw2_x86.c's 64 KiB (stride 2): the row tiles with their scalar borders */
+        {"dwrow_s1", 2, 2, 100, 90, 3, 3, 1, 1, 1, 1, 1, 2, 0, -3, 1, 0, 0},
+        {"dwrow_s2", 2, 2, 190, 191, 3, 3, 2, 1, 1, 1, 1, 2, 1, 60, 0, 0, 0},
+        /* pointwise, 125 pixels: the last 16-pixel tile moved back over the one before */
+        {"pw_overlap", 9, 6, 5, 25, 1, 1, 1, 0, 0, 0, 0, 1, 0, -6, 1, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10 || i == 15 || i == 20);
+        check(&cases[i],
+              i == 1 || i == 5 || i == 6 || i == 8 || i == 10 || i == 15 || i == 20 || i == 28);
     }
 }
 

@@ -55,6 +55,12 @@ void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const q
 int tether__c_qconv_dw2_ok(const em *e, const tether_ir_node *nd, const qg *q);
 void tether__c_qconv_dw2(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 
+/* emit_c_qpw_x86.c: whether the AVX2 pointwise kernel vectorised over output channels takes nd
+ * (a plane that 16-pixel tiles fit badly, a vector requantization), and the kernel (called by
+ * tether__c_qconv_x86, whose checks on the weights it relies on). */
+int tether__c_qpw_x86_ok(const em *e, const tether_ir_node *nd, const qg *q);
+void tether__c_qpw_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
+
 /* emit_c_qmm_x86.c: whether the AVX2 qmatmul kernel takes nd (constant 8-bit B, constant
  * per-tensor A zero point, requantized 8-bit output), and the kernel (emitted inside
  * `#if defined(__AVX2__)` by emit_c_quant.c, the portable loop in the #else). */

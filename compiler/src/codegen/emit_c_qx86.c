@@ -5,6 +5,8 @@
  * inputs, constant int8 weights with weight zero point 0 and a requantized 8-bit output:
  *   - one group with 1 to 4 input channels where the row kernel below does not take the layer:
  *     emit_c_qc1_x86.c;
+ *   - pointwise on planes that 16-pixel tiles fit badly (the last tile more than 1/8 empty:
+ *     MobileNet's 6x6 and 3x3): emit_c_qpw_x86.c, vectorised over output channels;
  *   - depthwise with column stride 2: emit_c_qdw2_x86.c (tried first for depthwise layers);
  *   - one group, stride 1 along W, a window wider than 1x1, output rows of 16 or more: per output
  *     row the KH input rows it reads packed once as int16 pairs of channels (x - x_zp, zeros as
@@ -16,14 +18,14 @@
  *     blocks of 4 output channels x 16 pixels in 8 accumulators, VPMADDWD on the int16 pairs
  *     (exact: two products of 8-bit values summed in int32), weights packed at compile time as
  *     int16 pairs per block of 4 output channels (zero beyond O); pointwise layers pack with
- *     vector loads;
- *   - depthwise layers the two plane kernels do not take (stride 1 or 2, up to 49 taps): 16
- *     output pixels of a row a step, taps in pairs interleaved into VPMADDWD; rows and columns
- *     whose window crosses the padding use the bounded scalar loop;
- *   - depthwise stride 1 on planes of up to 8,192 values (tried before the row kernel above;
+ *     vector loads, a plane's last tile moved back to end at the plane's end (no partial tile);
+ *   - depthwise stride 1 on planes of up to 8,192 values (tried before the row kernel below;
  *     DS-CNN's 5-wide rows, MobileNet's 48x48): the channel in a zero-bordered int16 plane
  *     (filled 8 values a step), 16 flat positions a step (the border columns computed and
- *     dropped).
+ *     dropped; no scalar border loop);
+ *   - depthwise layers none of the plane kernels take (stride 1 or 2, up to 49 taps): 16
+ *     output pixels of a row a step, taps in pairs interleaved into VPMADDWD; rows and columns
+ *     whose window crosses the padding use the bounded scalar loop.
  * With AVX-512 VNNI (__AVX512VNNI__ and __AVX512VL__: -mavx512vnni) the multiply-add pairs are
  * VPDPWSSD, the same sums in one instruction. The input zero point is folded into the bias
  * (bias - x_zp * sum(w), the sums a compile-time table): padding holds x_zp, so its products
@@ -185,12 +187,18 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
     loop(e, "n", q->N);
     line(e, "const %s *restrict xn = %s + n * %lld;", q->xt, k->in[0], q->C * HW);
     line(e, "%s *restrict yn = %s + n * %lld;", q->yt, k->out, q->O * P);
-    line(e, "for (int p0 = 0; p0 < %lld; p0 += %d) {", P, TILE);
+    /* a pointwise plane of 16 pixels or more has no partial tile: its last tile is moved back to
+     * end at the plane's end (the overlap computed twice, the same bytes stored twice), so no
+     * scalar pack is emitted (gcc 13 reasons about the unreachable branch's pixel range and
+     * rejects it under -Werror with "iteration 15 invokes undefined behavior") */
+    const int full = pw && P >= TILE;
+    line(e, "for (int pt = 0; pt < %lld; pt += %d) {", P, TILE);
     e->depth++;
-    /* a pointwise plane of whole tiles has no partial tile: no scalar pack is emitted (gcc 13
-     * reasons about the unreachable branch's pixel range and rejects it under -Werror with
-     * "iteration 15 invokes undefined behavior") */
-    const int full = pw && P % TILE == 0;
+    if (full && P % TILE) {
+        line(e, "const int p0 = pt + %d > %lld ? %lld : pt;", TILE, P, P - TILE);
+    } else {
+        line(e, "const int p0 = pt;");
+    }
     if (pw) {
         if (full) {
             line(e, "{");
@@ -800,7 +808,9 @@ int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
 void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
     long long a = 0, z = 0; /* set by dw_range (gcc -O3 cannot see it) */
     if (tether__c_qconv_c1_ok(e, nd, q) && !(q->G == 1 && row_width(q))) {
-        tether__c_qconv_c1(e, nd, k, q); /* emit_c_qc1_x86.c */
+        tether__c_qconv_c1(e, nd, k, q);         /* emit_c_qc1_x86.c */
+    } else if (tether__c_qpw_x86_ok(e, nd, q)) { /* emit_c_qpw_x86.c: ragged pointwise planes */
+        tether__c_qpw_x86(e, nd, k, q);
     } else if (q->G == 1 && row_width(q)) {
         row_tiles(e, nd, k, q, row_width(q));
     } else if (q->G == 1) {
@@ -810,7 +820,7 @@ void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const 
     } else if (flat_ok(e, nd, q)) {
         dw_flat(e, nd, k, q);
     } else {
-        dw_range(q, &a, &z);
+        (void)dw_range(q, &a, &z); /* tether__c_qconv_x86_ok: it takes q */
         depthwise(e, nd, k, q, a, z);
     }
 }
