@@ -594,10 +594,6 @@ int tether__ir_check_dynamic(const tether_ir_graph *g);
 int tether__ir_dyn_root(const tether_ir_graph *g, int t);
 /* Row readers (output dynamic along dimension 0): input `dyn`'s tensor index, else -2. */
 int tether__ir_dyn_row_reader(const tether_ir_graph *g, const tether_ir_node *n, int dyn);
-/* Sums over dimension 0 of a zero-padded dynamic tensor (output static). */
-bool tether__ir_dyn_absorbs(const tether_ir_graph *g, const tether_ir_node *n);
-/* Whether the rows past the extent of dynamic tensor t are zeros. */
-bool tether__ir_dyn_zero_padded(const tether_ir_graph *g, int t, int depth);
 /* Reductions over dimension 0 of a dynamic tensor read the live row count: input 1 of such a
  * reduce node is the int64 [1] extent of the root (tether__ir_dyn_wire_counts adds it and that
  * extent node after inference; *changed says the graph must be inferred again). */

@@ -104,6 +104,36 @@ static void test_refusals(void **state) {
     tether_ir_close(&g);
 }
 
+/* Input 1 of a reduce node is the live extent the compiler wires to a reduction over dimension 0
+ * of dynamic data: a model that gives a reduce two inputs itself (a static int64 [1] or a float
+ * tensor) is refused naming the node, never read as a row count. */
+static void test_reduce_second_input_refused(void **state) {
+    (void)state;
+    for (int kind = 0; kind < 2; kind++) {
+        tether_ir_graph g;
+        assert_int_equal(tether_ir_init(&g, "red2"), 0);
+        int64_t s4 = 4, s1 = 1;
+        int x, c, y;
+        assert_int_equal(tether_ir_add_tensor(&g, "x", TETHER_FLOAT32, 1, &s4, &x), 0);
+        assert_int_equal(tether_ir_add_tensor(&g, "c", kind ? TETHER_FLOAT32 : TETHER_INT64, 1,
+                                              kind ? &s4 : &s1, &c),
+                         0);
+        assert_int_equal(
+            tether_ir_add_tensor(&g, "y", TETHER_FLOAT32, TETHER_IR_SHAPE_UNKNOWN, NULL, &y), 0);
+        tether_ir_attrs a;
+        tether_ir_attrs_init(TETHER_OP_REDUCE_MEAN, &a);
+        int in[2] = {x, c};
+        assert_int_equal(
+            tether_ir_add_node(&g, "mean", TETHER_OP_REDUCE_MEAN, in, 2, &y, 1, &a, NULL), 0);
+        assert_int_equal(tether_ir_add_input(&g, x), 0);
+        assert_int_equal(tether_ir_add_input(&g, c), 0);
+        assert_int_equal(tether_ir_add_output(&g, y), 0);
+        assert_int_equal(tether_ir_infer(&g), TETHER_ERR_INVALID_ARG);
+        assert_non_null(strstr(tether_last_error(), "node 'mean' (reduce_mean): 2 inputs"));
+        tether_ir_close(&g);
+    }
+}
+
 /* A detection head: boxes [1,4,4], scores [1,1,4] -> nms (capped at cap rows) -> its column 2
  * (gather axis 1 by a constant scalar) -> the boxes it selects (gather axis 0 of the boxes as
  * [4,4]) -> times a constant [4]: a graph output dynamic along dimension 0 (at most cap rows). */
@@ -205,6 +235,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_within_and_over_the_bound),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_reduce_second_input_refused),
         cmocka_unit_test(test_detection_head),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

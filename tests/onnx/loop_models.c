@@ -3,6 +3,7 @@
  * stay true: each model as loop_models.h describes it (the tests' expected values follow from
  * that description).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -198,4 +199,35 @@ void scan_dirs_model(mb *b, mb *body) {
     mb_output(b, "sfinal", F);
     mb_output(b, "outs1", F);
     mb_output(b, "outs2", F);
+}
+
+void loop_slice_model(mb *b, mb *body, bool gather) {
+    static const int64_t d1[1] = {1}, d6[1] = {6};
+    mb_init(b, 13);
+    mb_init(body, 13);
+    mb_input(body, "i", I6, 0, NULL);
+    mb_input(body, "cin", B, 0, NULL);
+    mb_input(body, "sin", F, 1, d1);
+    mb_node(body, "Unsqueeze", "start_n", "i,ax0", "start");
+    if (gather) {
+        mb_node(body, "Gather", "pick", "seq,start", "el");
+    } else {
+        mb_node(body, "Add", "end_n", "start,one", "end");
+        mb_node(body, "Slice", "pick", "seq,start,end", "el");
+    }
+    mb_node(body, "Add", "acc", "sin,el", "sout");
+    mb_output(body, "cin", B);
+    mb_output(body, "sout", F);
+    mb_output(body, "el", F);
+    int64_t one = 1, zero = 0;
+    float s0 = 0;
+    mb_init_tensor(b, mb_tensor_i64(b, "one", 1, d1, &one));
+    mb_init_tensor(b, mb_tensor_i64(b, "ax0", 1, d1, &zero));
+    mb_init_tensor(b, mb_tensor_f(b, "s0", 1, d1, &s0, 0));
+    mb_input(b, "M", I6, 0, NULL);
+    mb_input(b, "seq", F, 1, d6);
+    Onnx__NodeProto *n = mb_node(b, "Loop", "loop", "M,,s0", "sfinal,els");
+    mb_attr_g(b, n, "body", body);
+    mb_output(b, "sfinal", F);
+    mb_output(b, "els", F);
 }

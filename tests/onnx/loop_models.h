@@ -7,6 +7,8 @@
 #ifndef TETHER_TEST_LOOP_MODELS_H
 #define TETHER_TEST_LOOP_MODELS_H
 
+#include <stdbool.h>
+
 #include "model_builder.h"
 
 /* While-style: inputs c0 bool [], limit int64 [1], x float [1], y0 float [1]; outputs
@@ -42,4 +44,11 @@ void loop_scan_model(mb *b, mb *body, int variant);
  *   for k in 0..2: s += seq[:, 2 - k] + seq2[k, :]; outs1[:, 2 - k] = s * s; outs2[k] = s - seq2[k]
  * inputs: s0, seq, seq2. */
 void scan_dirs_model(mb *b, mb *body);
+/* A run-time trip count with a body Slice whose start is the iteration number: inputs M int64 [],
+ * seq float [6]; outputs sfinal float [1] and the scan output els float [<= bound, 1] (after
+ * import els_extent, int64 [1]):
+ *   s = 0; for (i = 0; i < M; i++) { el = seq[i:i+1]; s += el; els[i] = el }
+ * (ONNX clamps the slice: i >= 6 gives an empty el, which ONNX cannot add to s). With gather,
+ * el = Gather(seq, Unsqueeze(i)) in place of the Slice (i >= 6: out of range). */
+void loop_slice_model(mb *b, mb *body, bool gather);
 #endif

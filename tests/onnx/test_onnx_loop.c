@@ -9,9 +9,10 @@
  * a Loop of constant M whose run-time condition stops it early (bounded by M, their extent the
  * iterations run; refused when M has no bound), and scan outputs of a Loop whose M is known
  * only at run time (bounded by --loop-max or by a value-range bound of M; more iterations than
- * the rows are TETHER_ERR_LIMIT), readers of a scan output beyond elementwise ones (a sum over
- * the iterations, matmul, concat; a mean over them refused), and an ONNX Scan over run-time
- * inputs in both directions along two axes.
+ * the rows are TETHER_ERR_LIMIT; a body gathering an outer input at the iteration number; a
+ * body Slice with a run-time start refused), readers of a scan output beyond elementwise ones (a
+ * sum over the iterations, matmul, concat; a mean over them refused), and an ONNX Scan over
+ * run-time inputs in both directions along two axes.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -374,6 +375,67 @@ static void loop_scan_trip(void) {
     }
 }
 
+/* A run-time trip count M bounded by loop_max whose body picks element i of an outer-scope input
+ * (loop_slice_model). By Gather: the running sum and the scan output's rows by hand, M = 0..6;
+ * M = 7 fails at the gather of seq[6] (an index out of range, before row 6 past the bound). By
+ * Slice (PyTorch's x[i:i+1]): Slice's starts/ends are attributes of the IR, so a start computed at
+ * run time is refused naming the body's node and the input (not yet a run-time slice; docs/onnx.md,
+ * "Control flow"). */
+static void loop_slice_trip(void) {
+    mb *b = new_mb(), *body = new_mb();
+    loop_slice_model(b, body, true);
+    tether_model_load_options o;
+    memset(&o, 0, sizeof o);
+    o.loop_max = 6;
+    tether_ir_graph g;
+    if (load(b, &o, &g)) {
+        fail_msg("%s", tether_last_error());
+    }
+    del_mb(b);
+    del_mb(body);
+    assert_int_equal(g.tensors[g.outputs[1]].dyn_dim, 1);
+    assert_int_equal(g.tensors[g.outputs[1]].shape[0], 6);
+    const float seq[6] = {1, 2, 4, 8, 16, 32};
+    for (int64_t m = 0; m <= 7; m++) {
+        float sf = -1, els[6];
+        int64_t ext = -1;
+        memset(els, 0xff, sizeof els);
+        const void *in[2] = {&m, seq};
+        void *out[3] = {&sf, els, &ext};
+        int rc = tether_interp_run_typed(&g, in, out);
+        if (m == 7) { /* iteration 6 gathers seq[6] before it writes row 6 */
+            assert_int_equal(rc, TETHER_ERR_INVALID_ARG);
+            assert_non_null(strstr(tether_last_error(), "node 'loop/body/pick' (gather): index 6 "
+                                                        "out of range for an extent of 6"));
+            break;
+        }
+        if (rc) {
+            fail_msg("M %lld: %s", (long long)m, tether_last_error());
+        }
+        assert_int_equal(ext, m);
+        assert_true(sf == (float)((1 << m) - 1));
+        for (int64_t r = 0; r < 6; r++) {
+            assert_true(els[r] == (r < m ? seq[r] : 0));
+        }
+    }
+    tether_ir_close(&g);
+
+    b = new_mb();
+    body = new_mb();
+    loop_slice_model(b, body, false);
+    int rc = load(b, &o, &g);
+    del_mb(b);
+    del_mb(body);
+    if (rc == 0) {
+        tether_ir_close(&g);
+        fail_msg("a body Slice with a run-time start was accepted");
+    }
+    assert_int_equal(rc, TETHER_ERR_UNSUPPORTED);
+    assert_non_null(strstr(tether_last_error(), "node 'loop/body/pick' (Slice): input 1 ('start') "
+                                                "must be constant, but node 'loop/body/start_n' "
+                                                "computes it at run time"));
+}
+
 /* ONNX Scan over run-time scan inputs in both directions along different axes, scan outputs
  * along the last axis in reverse and along axis 0 (scan_dirs_model), by hand. */
 static void scan_directions(void) {
@@ -489,6 +551,7 @@ void test_onnx_loop_runtime(void) {
     scan_directions();
     loop_scan_runtime();
     loop_scan_trip();
+    loop_slice_trip();
     loop_while();
     loop_for_input_trip();
     loop_while_bound_cond();

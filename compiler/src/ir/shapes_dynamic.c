@@ -14,8 +14,9 @@
  * dimension 0, and the row readers of shapes_dynamic_use.c) computes every row of the bound
  * safely and its first rows are the actual ones: its output is dynamic along dimension 0 with
  * the extent of the root it derives from (the extent node of a graph output is the root's).
- * Sums over dimension 0 of zero-padded data (shapes_dynamic_use.c) read one into a static
- * output. Readers besides those (and unique's second input, nms' extent node: terminated lists)
+ * Reductions over dimension 0 (shapes_dynamic_use.c) read one into a static output through the
+ * live extent wired as their input 1; a reduce with an input 1 of any other kind is refused.
+ * Readers besides those (and unique's second input, nms' extent node: terminated lists)
  * are refused naming them. Messages name the node.
  */
 #include <stdio.h>
@@ -413,6 +414,14 @@ int tether_ir_extent_output(const tether_ir_graph *g, int i) {
 int tether__ir_check_dynamic(const tether_ir_graph *g) {
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *n = &g->nodes[i];
+        /* input 1 of a reduce is only ever the live extent wired by tether__ir_dyn_wire_counts */
+        if (tether__op_info_of(n->op)->kind == TETHER__OPK_REDUCE && n->ninputs > 1 &&
+            !tether__ir_dyn_counted(g, n)) {
+            return tether__ir_node_error(n, TETHER_ERR_INVALID_ARG,
+                                         "%d inputs; a reduction takes one (its axes are "
+                                         "attributes)",
+                                         n->ninputs);
+        }
         for (int j = 0; j < n->ninputs; j++) {
             const tether_ir_tensor *t = tether__ir_in(g, n, j);
             if (!t || t->dyn_dim <= 0 || (n->op == TETHER_OP_UNIQUE && j == 1) ||
@@ -428,8 +437,8 @@ int tether__ir_check_dynamic(const tether_ir_graph *g) {
                 "dimension 0, or operands of one root), gather (axis 0 by such indices, another "
                 "axis of such data), reshapes keeping dimension 0, and operators computing each "
                 "row from its own row (reductions, softmax, concat along another axis, transpose "
-                "keeping dimension 0, matmul/gemm of such rows by a static matrix), and sums over "
-                "dimension 0 of zero-padded data (reduce_sum, _sum_square, _l1, _l2) read one "
+                "keeping dimension 0, matmul/gemm of such rows by a static matrix), and reductions "
+                "over dimension 0 (the live rows) read one "
                 "that varies along dimension 0; other operators and dimensions are not supported "
                 "yet",
                 t->name, t->dyn_dim - 1, (long long)t->shape[t->dyn_dim - 1]);

@@ -10,22 +10,17 @@
  * axes without 0, softmax/log_softmax/hardmax along another axis, a transpose with perm[0] = 0,
  * matmul or gemm whose dynamic operand is the left one (rows of A; B static of rank <= 2), concat
  * along another axis, and binary operators, of inputs that all derive from one root.
- * Absorbing readers sum over dimension 0: reduce_sum, reduce_sum_square, reduce_l1, reduce_l2
- * over axes with 0, whose output is static. They are exact only because the rows past the extent
- * are zeros: the input must be zero-padded (tether__ir_dyn_zero_padded: the padding of a
- * loop_stack, nonzero or compress root, whose rows past the data are zeros, carried through
- * operators that map a zero row to a zero row; nms and unique end their lists with -1).
- *
- * Counted readers: every reduction over axes with 0 gets input 1, the root's extent (an extent
- * node added after inference, tether__ir_dyn_wire_counts), and its kernels read the live rows only
- * (interp_reduce.c, emit_c_reduce.c); they supersede the absorbing path, which stays as a check.
+ * Counted readers: every reduction over axes with 0 (a mean, max, min, prod, or a sum of any
+ * padding) gets input 1, the root's extent (an extent node added after inference,
+ * tether__ir_dyn_wire_counts), and its kernels read the live rows only (interp_reduce.c,
+ * emit_c_reduce.c); its output is static. A reduce has input 1 only then
+ * (tether__ir_check_dynamic refuses any other).
  *
  * What must stay true: a reader accepted here never lets a row past the extent reach an actual
- * output row (row readers) or change a value (absorbing readers: zero rows only; counted readers:
- * live rows only); anything else (concat along dimension 0, a transpose moving it, gather/slice
- * along it) stays refused by tether__ir_check_dynamic, naming the node.
+ * output row (row readers) or a value (counted readers: live rows only); anything else (concat
+ * along dimension 0, a transpose moving it, gather/slice along it) stays refused by
+ * tether__ir_check_dynamic, naming the node.
  */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,30 +40,6 @@ static bool reduces_axis0(const tether_ir_node *n, int rank) {
         }
     }
     return false;
-}
-
-/* Whether constant tensor t holds only finite values (0 times it is 0); false when t is not a
- * float32 constant of known values or holds inf/NaN. Integer constants count as finite. */
-static bool finite_const(const tether_ir_tensor *t) {
-    if (!t->data) {
-        return false;
-    }
-    if (t->dtype.code != kDLFloat) {
-        return true;
-    }
-    if (t->dtype.bits != 32) {
-        return false;
-    }
-    int64_t n = 1;
-    for (int d = 0; d < t->ndim; d++) {
-        n *= t->shape[d];
-    }
-    for (int64_t i = 0; i < n; i++) {
-        if (!isfinite(((const float *)t->data)[i])) {
-            return false;
-        }
-    }
-    return true;
 }
 
 /* Whether all dynamic inputs of n derive from one root, and how many there are. */
@@ -116,99 +87,6 @@ int tether__ir_dyn_row_reader(const tether_ir_graph *g, const tether_ir_node *n,
         ok = tether__ir_norm_axis(n->attrs.axis, x->ndim) > 0;
     }
     return ok ? n->inputs[dyn] : -2;
-}
-
-bool tether__ir_dyn_absorbs(const tether_ir_graph *g, const tether_ir_node *n) {
-    if (n->op != TETHER_OP_REDUCE_SUM && n->op != TETHER_OP_REDUCE_SUM_SQUARE &&
-        n->op != TETHER_OP_REDUCE_L1 && n->op != TETHER_OP_REDUCE_L2) {
-        return false;
-    }
-    const tether_ir_tensor *x = tether__ir_in(g, n, 0);
-    return x && x->dyn_dim == 1 && reduces_axis0(n, x->ndim) &&
-           tether__ir_dyn_zero_padded(g, n->inputs[0], 0);
-}
-
-/* Unary operators with f(0) = 0. */
-static bool keeps_zero(tether_op op) {
-    static const tether_op ops[] = {
-        TETHER_OP_RELU, TETHER_OP_NEG,      TETHER_OP_ABS,        TETHER_OP_SQRT, TETHER_OP_SIGN,
-        TETHER_OP_CEIL, TETHER_OP_FLOOR,    TETHER_OP_ROUND,      TETHER_OP_TANH, TETHER_OP_SIN,
-        TETHER_OP_TAN,  TETHER_OP_ASIN,     TETHER_OP_ATAN,       TETHER_OP_SINH, TETHER_OP_ASINH,
-        TETHER_OP_ERF,  TETHER_OP_CAST,     TETHER_OP_LEAKY_RELU, TETHER_OP_ELU,  TETHER_OP_SELU,
-        TETHER_OP_CELU, TETHER_OP_SOFTSIGN,
-    };
-    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
-        if (ops[i] == op) {
-            return true;
-        }
-    }
-    return false;
-}
-
-bool tether__ir_dyn_zero_padded(const tether_ir_graph *g, int t, int depth) {
-    if (t < 0 || depth > 64 || g->tensors[t].dyn_dim != 1) {
-        return false;
-    }
-    int p = g->tensors[t].producer;
-    if (p < 0) {
-        return false;
-    }
-    const tether_ir_node *n = &g->nodes[p];
-    tether_op op = n->op;
-    int kind = tether__op_info_of(op)->kind;
-    if (op == TETHER_OP_LOOP_STACK || tether__ir_is_dynamic_op(op)) {
-        /* loop_stack, nonzero and compress zero what follows their data; nms and unique's lists
-         * end with a -1 entry */
-        return !(n->attrs.mode & TETHER__DYN_COUNT) &&
-               (op == TETHER_OP_LOOP_STACK || op == TETHER_OP_NONZERO || op == TETHER_OP_COMPRESS);
-    }
-    if (n->attrs.act != TETHER_ACT_NONE || n->attrs.has_residual) {
-        return false; /* a fused epilogue: not followed here */
-    }
-    bool zero_in = false;
-    for (int j = 0; j < n->ninputs; j++) {
-        const tether_ir_tensor *x = tether__ir_in(g, n, j);
-        if (x && x->dyn_dim == 1) {
-            if (!tether__ir_dyn_zero_padded(g, n->inputs[j], depth + 1)) {
-                return false;
-            }
-            zero_in = true;
-        } else if (x && kind != TETHER__OPK_ALIAS && kind != TETHER__OPK_TRANSPOSE &&
-                   kind != TETHER__OPK_REDUCE && kind != TETHER__OPK_UNARY &&
-                   !(op == TETHER_OP_GATHER && j == 1) && !finite_const(x)) {
-            return false; /* a static operand: 0 times it must stay 0 */
-        }
-    }
-    if (!zero_in) {
-        return false;
-    }
-    if (kind == TETHER__OPK_UNARY) {
-        return keeps_zero(op);
-    }
-    if (kind == TETHER__OPK_BINARY) { /* 0 * k, 0 / k (k finite, not 0) or both zero-padded */
-        const tether_ir_tensor *a = tether__ir_in(g, n, 0), *b = tether__ir_in(g, n, 1);
-        bool both = a->dyn_dim == 1 && b->dyn_dim == 1;
-        if (op == TETHER_OP_MUL) {
-            return true;
-        }
-        if (op == TETHER_OP_ADD || op == TETHER_OP_SUB || op == TETHER_OP_MAX ||
-            op == TETHER_OP_MIN) {
-            return both;
-        }
-        return false;
-    }
-    if (kind == TETHER__OPK_REDUCE) {
-        return op == TETHER_OP_REDUCE_SUM || op == TETHER_OP_REDUCE_SUM_SQUARE ||
-               op == TETHER_OP_REDUCE_L1 || op == TETHER_OP_REDUCE_L2 ||
-               op == TETHER_OP_REDUCE_MAX || op == TETHER_OP_REDUCE_MIN ||
-               op == TETHER_OP_REDUCE_MEAN || op == TETHER_OP_REDUCE_PROD;
-    }
-    if (op == TETHER_OP_GATHER) { /* along another axis of the dynamic data */
-        return tether__ir_in(g, n, 0)->dyn_dim == 1;
-    }
-    return kind == TETHER__OPK_ALIAS || kind == TETHER__OPK_TRANSPOSE ||
-           kind == TETHER__OPK_MATMUL || kind == TETHER__OPK_CONCAT ||
-           (kind == TETHER__OPK_DENSE && n->ninputs == 2);
 }
 
 bool tether__ir_dyn_counted(const tether_ir_graph *g, const tether_ir_node *n) {
