@@ -3,16 +3,16 @@
 # when a test's time changes much). Only the order matters: ctest starts higher costs first.
 # A test not listed costs 0 and starts after these. Read by ctest (tests/costs/CMakeLists.txt).
 foreach(_cost
-        test_compiler_ops:160 test_mcu_cli_mps2-an385:130 test_host_cli:93 test_compiler_cross:82
+        test_compiler_ops:160 test_mcu_cli_mps2-an385:36 test_host_cli:93 test_compiler_cross:82
         test_compiler_schedules:75 test_readme:70 test_host_pool:20 test_compiler_pools:28
-        test_opencl_codegen:35 test_mcu_stack_mps2-an385:32 test_python:29 test_host_profile:29
+        test_opencl_codegen:35 test_python:29 test_host_profile:29
         test_onnx_node_packed:28 test_onnx_node_opencl:28 test_compiler_op_table:26
         test_quant_x86:24 test_onnx_node_unpacked:24 test_mcu_board_rv32-virt:20 test_style:18
         test_quant_aarch64:17 test_install:15 test_onnx_loop_c:14 test_mcu_board_mps3-an547:14
         test_mcu_board_mps2-an505:14 test_mcu_board_mps2-an385:14 test_mcu_board_mps2-an500:13
         test_mcu_board_mps2-an386:13 test_compiler_stack_hwm:13 test_opencl_quant:13
-        test_mcu_profile_mps2-an385:12 test_cli_docs:11 test_custom_ops:11
-        fuzz_compiler_model_json:11 fuzz_onnx_model:11 test_mcu_model_mps2-an385:11)
+        test_cli_docs:11 test_custom_ops:11
+        fuzz_compiler_model_json:11 fuzz_onnx_model:11)
     string(REPLACE ":" ";" _pair ${_cost})
     list(GET _pair 0 _name)
     list(GET _pair 1 _seconds)

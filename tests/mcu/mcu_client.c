@@ -176,6 +176,25 @@ int mcu_board_start_semihost(mcu_board *b, bool icount) {
     return board_start(b, icount, true);
 }
 
+bool mcu_fw_has_semihost(void) {
+    char json[600], line[256];
+    snprintf(json, sizeof json, "%s/firmware.json", mcu_fw_dir);
+    FILE *f = fopen(json, "r");
+    bool has = false;
+    while (f && !has && fgets(line, sizeof line, f)) {
+        char v[32];
+        has = sscanf(line, " \"channel_select\": \"%31[0-9a-fA-Fx]\"", v) == 1;
+    }
+    if (f) {
+        fclose(f);
+    }
+    return has;
+}
+
+int mcu_board_start_fast(mcu_board *b, bool icount) {
+    return board_start(b, icount, mcu_fw_has_semihost());
+}
+
 void mcu_board_stop(mcu_board *b) {
     if (b->fd >= 0) {
         close(b->fd);

@@ -54,6 +54,15 @@ int mcu_board_start(mcu_board *b, bool icount);
  * --semihost-serial on a free port; CMSDK boards): b->fd is a TCP connection to it, b->url its
  * tcp-serial:// URL. Close b->fd (and set it to -1) before another client connects. */
 int mcu_board_start_semihost(mcu_board *b, bool icount);
+/* True when the firmware under test has the semihosting channel ("channel_select" in its
+ * firmware.json: the CMSDK boards). */
+bool mcu_fw_has_semihost(void);
+/* For tests whose subject is not the UART's byte path: mcu_board_start_semihost when the
+ * firmware has the channel (uploads at about 1 MiB/s instead of the UART model's 8-16 KiB/s; the
+ * channel is outside the timed region: cycle counts under -icount agree with the UART's to
+ * the tick), else
+ * mcu_board_start. b->url says which (tcp-serial:// or uart://). */
+int mcu_board_start_fast(mcu_board *b, bool icount);
 void mcu_board_stop(mcu_board *b);
 
 /* Sends `req` (id assigned here) and waits up to timeout_ms for its reply; LOG notifications in

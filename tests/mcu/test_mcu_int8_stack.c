@@ -8,6 +8,9 @@
  * interrupt during a call adds its exception frame), and the output must equal the reference
  * interpreter's within one output step of the last quantize (the islands' float functions may
  * round differently on the board's libm).
+ * Channel: semihosting's console (mcu_board_start_fast; the UART where the firmware lacks it),
+ * since the byte path is not the subject here and the UART model uploads at 8-16 KiB/s;
+ * test_mcu_server/upload/rpc_client/tcp_serial keep the UART covered.
  * usage: test_mcu_int8_stack FIRMWARE_DIR
  */
 #include <math.h>
@@ -116,7 +119,7 @@ static int setup(void **state) {
     if (mcu_workdir_create(workdir, sizeof workdir, "int8stack") != 0) {
         return -1;
     }
-    if (mcu_board_start(&board, true) != 0) {
+    if (mcu_board_start_fast(&board, true) != 0) {
         mcu_board_stop(&board);
         return -1;
     }
