@@ -11,6 +11,8 @@
  *   - A's rows (all batches as one [R, K] matrix) are widened to int16 4 rows at a time; tiles of
  *     4 rows x 16 columns in 8 accumulators, VPMADDWD (VPDPWSSD under AVX-512 VNNI) of a
  *     broadcast A pair by a packed B vector: exact, two products of 9-bit values summed in int32;
+ *     an empty __asm__ with the accumulators as "+x" operands ends each K step, so gcc keeps
+ *     them in registers (it spilled one, a store-forwarding chain through the loop);
  *   - the epilogue requantizes 8 columns at a time (tgq_rq8k when every shift is in -31..-1,
  *     tgq_rq8 otherwise; per-column multipliers and shifts
  *     from compile-time tables) and stores bytes; a partial last block goes through 8 bytes on
@@ -217,6 +219,21 @@ static void tile(em *e, int MR, int nblk, const char *jb, long long K2, long lon
         }
         line(e, "}");
     }
+    /* keeps the accumulators in registers: without it gcc 12 spills one to the stack and the
+     * loop runs at the store-to-load forwarding latency (twice the time in the attention block) */
+    line(e, "#if defined(__GNUC__)");
+    {
+        char buf[512];
+        size_t len = 0;
+        for (int r = 0; r < MR; r++) {
+            for (int t = 0; t < nblk; t++) {
+                len += (size_t)snprintf(buf + len, sizeof buf - len, "%s\"+x\"(c%d%d)",
+                                        len ? ", " : "", r, t);
+            }
+        }
+        line(e, "__asm__(\"\" : %s);", buf);
+    }
+    line(e, "#endif");
     close_block(e);
     for (int t = 0; t < nblk; t++) {
         line(e, "{");
