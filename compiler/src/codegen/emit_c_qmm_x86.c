@@ -8,6 +8,9 @@
  *     with zero points 0 (half the memory: 1000-class heads are read once a call); the folded
  *     bias bias - a_zp * sum_k(B - b_zp)
  *     (int32, wrapping like the portable loop) is a compile-time table;
+ *   - B an activation (attention scores: one [K, N] matrix, a constant per-tensor zero point,
+ *     at most MAXRB bytes packed): the same int16 pairs and folded bias computed at the start of
+ *     the call on the stack (runtime_b), the bias a compile-time table;
  *   - A's rows (all batches as one [R, K] matrix) are widened to int16 4 rows at a time; tiles of
  *     4 rows x 16 columns in 8 accumulators, VPMADDWD (VPDPWSSD under AVX-512 VNNI) of a
  *     broadcast A pair by a packed B vector: exact, two products of 9-bit values summed in int32;
@@ -21,7 +24,7 @@
  *
  * What must stay true: every output equals the portable loop's (int32 accumulation of
  * (a - a_zp) * (b - b_zp) plus the bias, tgq_requant, the clamp) byte for byte (test_quant_x86
- * compares both builds with the interpreter); no float arithmetic; no read outside A.
+ * compares both builds with the interpreter); no float arithmetic; no read outside A and B.
  */
 #include <stdio.h>
 #include <stdlib.h>
