@@ -33,7 +33,8 @@
 typedef struct qcase {
     const char *name;
     int C, O, H, W, KH, KW, S, pt, pl, pb, pr, G, u8, xz, relu;
-    int mm; /* 1: matmul of x [2, H, C] by w [C, O]; 2: dense x [H, C], w [O, C] (transB), bias */
+    int mm; /* 1: matmul of x [2, H, C] by w [C, O]; 2: dense x [H, C], w [O, C] (transB), bias;
+             * 5: attention scores, x [H, C] by x^T quantized again (B an activation) */
     int dh; /* the row dilation (0: 1) */
 } qcase;
 
@@ -97,7 +98,7 @@ static void build_elt(tether_ir_graph *g, const qcase *c) {
 /* x -> Q -> DQ -> conv(DQ(w per channel), bias) [-> relu] -> Q -> DQ -> y (or matmul / dense) */
 static void build(tether_ir_graph *g, const qcase *c) {
     assert_int_equal(tether_ir_init(g, c->name), 0);
-    if (c->mm >= 3) {
+    if (c->mm == 3 || c->mm == 4) {
         build_elt(g, c);
         return;
     }
@@ -107,7 +108,7 @@ static void build(tether_ir_graph *g, const qcase *c) {
     if (c->mm == 1) {
         sx[0] = 2, sx[1] = c->H, sx[2] = c->C, nx = 3;
         sw[0] = c->C, sw[1] = c->O, nw4 = 2;
-    } else if (c->mm == 2) {
+    } else if (c->mm == 2 || c->mm == 5) {
         sx[0] = c->H, sx[1] = c->C, nx = 2;
         sw[0] = c->O, sw[1] = c->C, nw4 = 2;
     }
@@ -150,6 +151,23 @@ static void build(tether_ir_graph *g, const qcase *c) {
     node(g, "dqw", TETHER_OP_DEQUANTIZE, (int[]){cw, cws, cwz}, 3, wd, &a);
     if (c->mm == 1) {
         node(g, "mm", TETHER_OP_MATMUL, (int[]){xd, wd}, 2, y, NULL);
+    } else if (c->mm == 5) { /* B: x^T quantized with its own scale and zero point */
+        uint8_t bzu = 131;
+        int8_t bzs = 5;
+        float bs = 0.021f;
+        int cbs = konst(g, "bs", TETHER_FLOAT32, 1, &one, &bs, 4),
+            cbz = konst(g, "bz", at, 1, &one, c->u8 ? (const void *)&bzu : (const void *)&bzs, 1);
+        int xt = tensor(g, "xt"), bq = tensor(g, "bq"), bd = tensor(g, "bd");
+        tether_ir_attrs_init(TETHER_OP_TRANSPOSE, &a);
+        a.ints[0] = 1;
+        a.ints[1] = 0;
+        a.nints = 2;
+        node(g, "xt", TETHER_OP_TRANSPOSE, &xd, 1, xt, &a);
+        tether_ir_attrs_init(TETHER_OP_QUANTIZE, &a);
+        a.to = at;
+        node(g, "qb", TETHER_OP_QUANTIZE, (int[]){xt, cbs, cbz}, 3, bq, &a);
+        node(g, "dqb", TETHER_OP_DEQUANTIZE, (int[]){bq, cbs, cbz}, 3, bd, NULL);
+        node(g, "scores", TETHER_OP_MATMUL, (int[]){xd, bd}, 2, y, NULL);
     } else if (c->mm == 2) {
         tether_ir_attrs_init(TETHER_OP_DENSE, &a);
         a.trans_b = 1;
@@ -229,7 +247,9 @@ static void check(const qcase *c, int vnni) {
     size_t ny = (size_t)(c->O * OH * OW);
     if (c->mm) {
         nx = (size_t)(c->mm == 1 ? 2 : 1) * (size_t)(c->H * c->C);
-        ny = (size_t)(c->mm == 1 ? 2 : 1) * (size_t)(c->H * (c->mm >= 3 ? c->C : c->O));
+        ny = (size_t)(c->mm == 1 ? 2 : 1) * (size_t)(c->H * (c->mm == 5   ? c->H
+                                                             : c->mm >= 3 ? c->C
+                                                                          : c->O));
     }
     float *x = malloc(nx * 4), *ref = malloc(ny * 4), *base = malloc(ny * 4), *avx = malloc(ny * 4);
     uint32_t seed = 5;
@@ -274,7 +294,7 @@ static void check(const qcase *c, int vnni) {
     }
     char *s = slurp(src);
     assert_non_null(strstr(s, "#if defined(__AVX2__)"));
-    if (c->mm >= 3) { /* emit_c_qelt_x86.c's loop */
+    if (c->mm == 3 || c->mm == 4) { /* emit_c_qelt_x86.c's loop */
         assert_non_null(strstr(s, "tgq_rnd4(pe, nv, lo, hi)"));
     } else {
         assert_non_null(strstr(s, "_mm256_madd_epi16"));
@@ -282,7 +302,7 @@ static void check(const qcase *c, int vnni) {
     }
     assert_non_null(strstr(s, "_mm256_round_ps("));    /* emit_c_qdq_x86.c's quantize */
     assert_non_null(strstr(s, "_mm256_cvtepi32_ps(")); /* and dequantize */
-    if (c->mm == 1 || c->mm == 2) {
+    if (c->mm == 1 || c->mm == 2 || c->mm == 5) {
         assert_non_null(strstr(s, "apk[")); /* emit_c_qmm_x86.c's kernel */
     }
     if (strncmp(c->name, "pwc_", 4) == 0 || strcmp(c->name, "pw_odd") == 0) {
@@ -291,6 +311,9 @@ static void check(const qcase *c, int vnni) {
     if (strcmp(c->name, "pw_overlap") == 0) {
         assert_non_null(strstr(s, "const int p0 = pt + 16 > 125 ? 109 : pt;"));
         assert_null(strstr(s, "ok = p < 125")); /* no scalar pack */
+    }
+    if (c->mm == 5) { /* B packed at run time */
+        assert_non_null(strstr(s, "B - b_zp as int16 pairs"));
     }
     if (strncmp(c->name, "conv3_rows", 10) == 0) {
         assert_non_null(strstr(s, "int32_t rows[")); /* the row kernel */
@@ -355,6 +378,10 @@ static void test_cases(void **state) {
         {"mm3d", 37, 21, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 1, 0},
         {"mm_u8", 130, 40, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 128, 0, 1, 0},
         {"gemm_tb", 64, 12, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, -5, 1, 2, 0},
+        /* activation x activation qmatmul (attention scores): odd K, a partial column block;
+         * uint8 with zero points 128 and 131, K even, full blocks */
+        {"mm_act", 37, 0, 21, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 0, 5, 0},
+        {"mm_act_u8", 64, 0, 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 128, 0, 5, 0},
         /* one input channel (emit_c_qc1_x86.c): stride 1 and 2, odd widths, a partial pixel block,
          * 8, 13 and 64 output channels, odd and even window widths, row dilation, uint8 */
         {"c1_s1", 1, 13, 9, 7, 3, 3, 1, 1, 1, 1, 1, 1, 0, 5, 1, 0, 0},

@@ -8,9 +8,14 @@
  *     with zero points 0 (half the memory: 1000-class heads are read once a call); the folded
  *     bias bias - a_zp * sum_k(B - b_zp)
  *     (int32, wrapping like the portable loop) is a compile-time table;
+ *   - B an activation (attention scores: one [K, N] matrix, a constant per-tensor zero point,
+ *     at most MAXRB bytes packed): the same int16 pairs and folded bias computed at the start of
+ *     the call on the stack (runtime_b), the bias a compile-time table;
  *   - A's rows (all batches as one [R, K] matrix) are widened to int16 4 rows at a time; tiles of
  *     4 rows x 16 columns in 8 accumulators, VPMADDWD (VPDPWSSD under AVX-512 VNNI) of a
  *     broadcast A pair by a packed B vector: exact, two products of 9-bit values summed in int32;
+ *     an empty __asm__ with the accumulators as "+x" operands ends each K step, so gcc keeps
+ *     them in registers (it spilled one, a store-forwarding chain through the loop);
  *   - the epilogue requantizes 8 columns at a time (tgq_rq8k when every shift is in -31..-1,
  *     tgq_rq8 otherwise; per-column multipliers and shifts
  *     from compile-time tables) and stores bytes; a partial last block goes through 8 bytes on
@@ -19,7 +24,7 @@
  *
  * What must stay true: every output equals the portable loop's (int32 accumulation of
  * (a - a_zp) * (b - b_zp) plus the bias, tgq_requant, the clamp) byte for byte (test_quant_x86
- * compares both builds with the interpreter); no float arithmetic; no read outside A.
+ * compares both builds with the interpreter); no float arithmetic; no read outside A and B.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +33,8 @@
 #include "emit_c_qconv.h"
 #include "tether/crt/dtype.h"
 
-#define MAXK 4096 /* A rows packed on the stack: 4 x MAXK int16 */
+#define MAXK  4096  /* A rows packed on the stack: 4 x MAXK int16 */
+#define MAXRB 65536 /* bytes of a run-time B packed on the stack */
 
 static int is8(DLDataType t) {
     return (t.code == kDLInt || t.code == kDLUInt) && t.bits == 8 && t.lanes == 1;
@@ -100,8 +106,11 @@ int tether__c_qmatmul_x86_ok(const em *e, const tether_ir_node *nd) {
     }
     long long M = yv.shape[nb], N = yv.shape[nb + 1], K = av.shape[av.ndim - 1];
     size_t R = tether_ir_tensor_elements(&yv) / (size_t)(N > 0 ? N : 1);
-    if (!is8(a->dtype) || !is8(b->dtype) || !is8(y->dtype) || b->kind != TETHER_TENSOR_CONSTANT ||
-        !b->data || K < 1 || K > MAXK || N < 1 || M < 1 ||
+    const int bc = b->kind == TETHER_TENSOR_CONSTANT && b->data;
+    if (!is8(a->dtype) || !is8(b->dtype) || !is8(y->dtype) || K < 1 || K > MAXK || N < 1 || M < 1 ||
+        /* B an activation (attention scores): one matrix, a per-tensor zero point, its int16
+         * pairs on the stack */
+        (!bc && (!konst(e, nd, 4, 1) || (N + 7) / 8 * ((K + 1) / 2) * 32 > MAXRB)) ||
         tether_ir_tensor_elements(b) != (size_t)(K * N) ||
         tether_ir_tensor_elements(a) != R * (size_t)K) {
         return 0;
@@ -217,6 +226,21 @@ static void tile(em *e, int MR, int nblk, const char *jb, long long K2, long lon
         }
         line(e, "}");
     }
+    /* keeps the accumulators in registers: without it gcc 12 spills one to the stack and the
+     * loop runs at the store-to-load forwarding latency (twice the time in the attention block) */
+    line(e, "#if defined(__GNUC__)");
+    {
+        char buf[512];
+        size_t len = 0;
+        for (int r = 0; r < MR; r++) {
+            for (int t = 0; t < nblk; t++) {
+                len += (size_t)snprintf(buf + len, sizeof buf - len, "%s\"+x\"(c%d%d)",
+                                        len ? ", " : "", r, t);
+            }
+        }
+        line(e, "__asm__(\"\" : %s);", buf);
+    }
+    line(e, "#endif");
     close_block(e);
     for (int t = 0; t < nblk; t++) {
         line(e, "{");
@@ -245,6 +269,85 @@ static void tile(em *e, int MR, int nblk, const char *jb, long long K2, long lon
     close_block(e);
 }
 
+/* B an activation: packed on the stack as the compile-time tables would be (int16 pairs of
+ * B - b_zp per block of 8 columns, zeros beyond N and K), 8 columns of a row pair a step, and the
+ * folded bias bb - a_zp * sum_k(B - b_zp) (int32, wrapping) from the column sums */
+static void runtime_b(em *e, const tether_ir_node *nd, const kargs *k, long long K, long long N,
+                      int64_t az) {
+    const long long K2 = (K + 1) / 2, NB = (N + 7) / 8;
+    const int bs8 = T(e, nd->inputs[1])->dtype.code == kDLInt;
+    const char *bt = bs8 ? "int8_t" : "uint8_t",
+               *cv = bs8 ? "_mm_cvtepi8_epi16" : "_mm_cvtepu8_epi16";
+    const long long bz = (long long)cval(e, nd, 4, 0);
+    line(e, "int32_t wp[%lld], bf[%lld]; /* B - b_zp as int16 pairs; the folded bias */",
+         NB * K2 * 8, NB * 8);
+    line(e, "{");
+    e->depth++;
+    line(e, "const %s *restrict bm = %s;", bt, k->in[1]);
+    line(e, "const __m128i vbz = _mm_set1_epi16(%lld);", bz);
+    line(e, "const __m256i one = _mm256_set1_epi16(1);");
+    line(e, "for (int jb = 0; jb < %lld; ++jb) {", NB);
+    e->depth++;
+    line(e, "int32_t *restrict wd = wp + jb * %lld;", K2 * 8);
+    line(e, "int32_t cs[8];");
+    line(e, "if (jb * 8 + 8 <= %lld) {", N);
+    e->depth++;
+    line(e, "__m256i s = _mm256_setzero_si256();");
+    line(e, "for (int kp = 0; kp < %lld; ++kp) {", K2);
+    e->depth++;
+    line(e,
+         "const __m128i r0 = _mm_sub_epi16(%s(_mm_loadl_epi64((const __m128i *)(const void *)(bm + "
+         "(size_t)(2 * kp) * %lld + jb * 8))), vbz);",
+         cv, N);
+    if (K % 2) {
+        line(e,
+             "const __m128i r1 = 2 * kp + 1 < %lld ? _mm_sub_epi16(%s(_mm_loadl_epi64((const "
+             "__m128i *)(const void *)(bm + (size_t)(2 * kp + 1) * %lld + jb * 8))), vbz) : "
+             "_mm_setzero_si128();",
+             K, cv, N);
+    } else {
+        line(e,
+             "const __m128i r1 = _mm_sub_epi16(%s(_mm_loadl_epi64((const __m128i *)(const void "
+             "*)(bm + (size_t)(2 * kp + 1) * %lld + jb * 8))), vbz);",
+             cv, N);
+    }
+    line(e, "const __m256i p = _mm256_set_m128i(_mm_unpackhi_epi16(r0, r1), _mm_unpacklo_epi16(r0, "
+            "r1));");
+    line(e, "_mm256_storeu_si256((__m256i *)(void *)(wd + kp * 8), p);");
+    line(e, "s = _mm256_add_epi32(s, _mm256_madd_epi16(p, one));");
+    close_block(e);
+    line(e, "_mm256_storeu_si256((__m256i *)(void *)cs, s);");
+    e->depth--;
+    line(e, "} else {");
+    e->depth++;
+    line(e, "memset(cs, 0, sizeof cs);");
+    line(e, "for (int kp = 0; kp < %lld; ++kp) {", K2);
+    e->depth++;
+    line(e, "for (int c = 0; c < 8; ++c) {");
+    e->depth++;
+    line(e, "const int j = jb * 8 + c;");
+    line(e, "const int32_t b0 = j < %lld ? (int32_t)bm[(size_t)(2 * kp) * %lld + j] - %lld : 0;", N,
+         N, bz);
+    line(e,
+         "const int32_t b1 = j < %lld && 2 * kp + 1 < %lld ? (int32_t)bm[(size_t)(2 * kp + 1) * "
+         "%lld + j] - %lld : 0;",
+         N, K, N, bz);
+    line(e, "wd[kp * 8 + c] = (int32_t)((uint32_t)(uint16_t)(int16_t)b0 | "
+            "((uint32_t)(uint16_t)(int16_t)b1 << 16));");
+    line(e, "cs[c] += b0 + b1;");
+    close_block(e);
+    close_block(e);
+    close_block(e);
+    line(e, "for (int c = 0; c < 8; ++c) {");
+    line(e,
+         "    bf[jb * 8 + c] = (int32_t)((uint32_t)bb[jb * 8 + c] - (uint32_t)%lld * "
+         "(uint32_t)cs[c]);",
+         (long long)az);
+    line(e, "}");
+    close_block(e);
+    close_block(e);
+}
+
 void tether__c_qmatmul_x86(em *e, const tether_ir_node *nd, const kargs *k) {
     tether_ir_tensor av, bv, yv;
     tether__ir_matmul_view(e->g, nd, &av, &bv, &yv);
@@ -270,6 +373,7 @@ void tether__c_qmatmul_x86(em *e, const tether_ir_node *nd, const kargs *k) {
     }
     const int64_t az = cval(e, nd, 3, 0);
     const int32_t *rqd = rq->data;
+    const int bc = b->kind == TETHER_TENSOR_CONSTANT && b->data;
     /* every shift in -31..-1: tgq_rq8k (n = 31 - shift in 32..62, the padding columns too) */
     int rqk = 1;
     for (size_t i = 1; i < tether_ir_tensor_elements(rq); i += 2) {
@@ -284,7 +388,7 @@ void tether__c_qmatmul_x86(em *e, const tether_ir_node *nd, const kargs *k) {
         const int64_t bz = cval(e, nd, 4, (size_t)j);
         int64_t sum = 0;
         int32_t v[2];
-        for (long long kk = 0; kk < K; kk++) {
+        for (long long kk = 0; bc && kk < K; kk++) {
             const int64_t w = (bs8 ? (int64_t)((const int8_t *)b->data)[kk * N + j]
                                    : (int64_t)((const uint8_t *)b->data)[kk * N + j]) -
                               bz;
@@ -294,6 +398,7 @@ void tether__c_qmatmul_x86(em *e, const tether_ir_node *nd, const kargs *k) {
                 wp[(bl * K2 + kk / 2) * 8 + c] = pair16(v[0], kk % 2 ? v[1] : 0);
             }
         }
+        /* a run-time B: bf holds the bias, the column sums are taken at run time */
         bf[j] = (int32_t)(uint32_t)(uint64_t)(cval(e, nd, 2, (size_t)j) - az * sum);
         const size_t r = rq->shape[0] == 1 ? 0 : (size_t)j;
         rm[j] = rqd[2 * r];
@@ -301,7 +406,7 @@ void tether__c_qmatmul_x86(em *e, const tether_ir_node *nd, const kargs *k) {
     }
     /* int8 B with zero points 0: the pairs fit int8, stored as bytes (half the memory) and
      * widened in the loop */
-    int w8 = bs8;
+    int w8 = bs8 && bc;
     for (long long j = 0; w8 && j < N; j++) {
         w8 = cval(e, nd, 4, (size_t)j) == 0;
     }
@@ -321,10 +426,10 @@ void tether__c_qmatmul_x86(em *e, const tether_ir_node *nd, const kargs *k) {
         }
         table8(e, "wp8", p8, NB * K2 * 16);
         free(p8);
-    } else {
+    } else if (bc) {
         table(e, "wp", wp, NB * K2 * 8);
     }
-    table(e, "bf", bf, NB * 8);
+    table(e, bc ? "bf" : "bb", bf, NB * 8);
     table(e, "rqm", rm, NB * 8);
     table(e, "rqn", rn, NB * 8); /* per block: n of columns 0,2,4,6 then 1,3,5,7 */
     free(wp);
@@ -348,6 +453,9 @@ void tether__c_qmatmul_x86(em *e, const tether_ir_node *nd, const kargs *k) {
          "const __m256i vlo = _mm256_set1_epi64x(%lldLL), vhi = _mm256_set1_epi64x(%lldLL), vzp = "
          "_mm256_set1_epi32(%lld);",
          lo - (long long)yz, hi - (long long)yz, (long long)yz);
+    if (!bc) {
+        runtime_b(e, nd, k, K, N, az);
+    }
     line(e, "int32_t apk[%lld]; /* %d rows of A as int16 pairs */", K2 * MR, MR);
     line(e, "for (int i0 = 0; i0 < %lld; i0 += %d) {", R, MR);
     e->depth++;

@@ -10,7 +10,8 @@
  * What must stay true: a pattern is rewritten only when the integer operator computes what the
  * float one followed by quantize computes (up to one rounding of the requantization): scales and
  * zero points constant, per-tensor for the input and output, per-tensor or per output channel for
- * the weights, the float intermediates used by nothing else. Runs before constant folding (which
+ * the weights (a matmul's B may also be an activation, per tensor), the float intermediates used
+ * by nothing else. Runs before constant folding (which
  * would turn dequantized constant weights into floats).
  */
 #include <math.h>
@@ -68,7 +69,12 @@ static int rewrite(tether_ir_graph *g, int i) {
     const tether_ir_tensor *xq = &g->tensors[g->nodes[dx].inputs[0]],
                            *wq = &g->tensors[g->nodes[dw].inputs[0]];
     const tether_ir_tensor *wt = &g->tensors[n->inputs[1]];
-    if (xq->dtype.bits != 8 || wq->dtype.bits != 8 || !cst(g, g->nodes[dw].inputs[0])) {
+    /* B a constant (weights), or for matmul an activation (attention scores QK^T and their
+     * product with V, as ONNX Runtime's quantizer writes them) quantized per tensor */
+    bool bact = !cst(g, g->nodes[dw].inputs[0]);
+    if (xq->dtype.bits != 8 || wq->dtype.bits != 8 ||
+        (bact && (n->op != TETHER_OP_MATMUL ||
+                  tether_ir_tensor_elements(&g->tensors[g->nodes[dw].inputs[1]]) != 1))) {
         return 0;
     }
     /* channels: conv output channels (weights axis 0), matmul columns (B's last axis; B's first
