@@ -7,7 +7,8 @@
  * What must stay true: an input the IR takes as an attribute (TopK's k, CumSum's axis, Trilu's k,
  * OneHot's depth, Expand's shape, Tile's repeats, Slice's starts/ends/axes/steps, Split's split)
  * must be a constant at import time (tonnx_const_inputs lists them), else the node is refused
- * naming the input; attributes follow the ONNX defaults of the operator version in use; a value
+ * naming the input (except Slice starts/ends computed at run time with a constant difference:
+ * convert_slice_rt.c); attributes follow the ONNX defaults of the operator version in use; a value
  * the IR cannot express is an error naming it.
  */
 #include <stdint.h>
@@ -280,6 +281,12 @@ static int emit_slice(timport *c, const char *sfx, int x, int n, const int64_t *
     return tonnx_emit(c, sfx, TETHER_OP_SLICE, &x, 1, out, &a);
 }
 
+/* Known at import time (or undefined: the constant path reports it). */
+static bool host_known(timport *c, const char *name) {
+    int vi = tonnx_find(c, name);
+    return !name[0] || vi < 0 || c->v[vi].k;
+}
+
 static int list_input(timport *c, int i, const char *what, int64_t *v, int *nv) {
     hconst *k;
     int rc = tonnx_in_const(c, i, true, &k);
@@ -299,6 +306,28 @@ int tonnx_cv_slice(timport *c, const Onnx__NodeProto *n) {
             (rc = tonnx_attr_ints(c, "axes", ax, TETHER_IR_MAX_NDIM, &na))) {
             return rc;
         }
+    } else if (n->n_input >= 3 &&
+               (!host_known(c, S(n->input[1])) || !host_known(c, S(n->input[2])))) {
+        /* starts or ends computed at run time: a gather per axis (convert_slice_rt.c) */
+        if ((has_input(n, 3) && (rc = list_input(c, 3, "axes", ax, &na))) ||
+            (has_input(n, 4) && (rc = list_input(c, 4, "steps", sp, &nsp)))) {
+            return rc;
+        }
+        hconst *h;
+        int64_t cnt = -1;
+        if (na >= 0) {
+            cnt = na;
+        } else if (nsp >= 0) {
+            cnt = nsp;
+        } else if (c->g->tensors[x].ndim > 0) {
+            cnt = c->g->tensors[x].ndim; /* starts' length: the offset analysis checks it */
+        }
+        for (int i = 0; i < cnt && i < TETHER_IR_MAX_NDIM; i++) {
+            ax[i] = na >= 0 ? ax[i] : i;
+            sp[i] = nsp >= 0 ? sp[i] : 1;
+        }
+        return cnt < 0 ? tonnx_in_const(c, 1, true, &h)
+                       : tonnx_slice_runtime(c, n, x, ax, na >= 0 ? na : -1, sp);
     } else if ((rc = list_input(c, 1, "starts", st, &ns)) ||
                (rc = list_input(c, 2, "ends", en, &ne)) ||
                (has_input(n, 3) && (rc = list_input(c, 3, "axes", ax, &na))) ||

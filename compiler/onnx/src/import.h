@@ -223,6 +223,10 @@ int tonnx_cv_onehot(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_tile(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_slice(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_split(timport *c, const Onnx__NodeProto *n);
+/* convert_slice_rt.c: Slice with starts/ends computed at run time and ends - starts constant, as
+ * gathers; nax -1 when axes are absent (then starts' length). */
+int tonnx_slice_runtime(timport *c, const Onnx__NodeProto *n, int x, const int64_t *axes, int nax,
+                        const int64_t *steps);
 int tonnx_cv_einsum(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_mean(timport *c, const Onnx__NodeProto *n);
 int tonnx_cv_castlike(timport *c, const Onnx__NodeProto *n);
