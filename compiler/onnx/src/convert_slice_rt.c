@@ -57,6 +57,13 @@ static bool same_op(const Onnx__NodeProto *a, const Onnx__NodeProto *b) {
     if (!a || !b || strcmp(S(a->op_type), S(b->op_type)) || a->n_input != b->n_input) {
         return false;
     }
+    if (!strcmp(S(a->op_type), "Cast")) {
+        /* only a Cast to int32/int64 keeps e - s: a narrower integer wraps, a float rounds */
+        const Onnx__AttributeProto *ta = tonnx_attr(a, "to"), *tb = tonnx_attr(b, "to");
+        return ta && tb && ta->i == tb->i &&
+               (ta->i == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 ||
+                ta->i == ONNX__TENSOR_PROTO__DATA_TYPE__INT32);
+    }
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         if (!strcmp(S(a->op_type), ops[i])) {
             return true;
