@@ -489,6 +489,15 @@ static void row_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg 
         line(e, "    a%d1 = TGQ_DP(a%d1, x1, wv);", j, j);
         line(e, "}");
     }
+    /* keeps the 8 accumulators in registers (as emit_c_qmm_x86.c's kernel): without it gcc 12
+     * kept one on the stack, chaining every channel pair through a store and a reload */
+    if (C2 > 1) { /* one channel pair (a first layer): nothing to spill, and the barrier
+                   * would only stop gcc scheduling the taps */
+        line(e, "#if defined(__GNUC__)");
+        line(e, "__asm__(\"\" : \"+x\"(a00), \"+x\"(a01), \"+x\"(a10), \"+x\"(a11), \"+x\"(a20), "
+                "\"+x\"(a21), \"+x\"(a30), \"+x\"(a31));");
+        line(e, "#endif");
+    }
     close_block(e);
     e->depth -= 2;
     line(e, "    }");
