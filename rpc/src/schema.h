@@ -40,6 +40,12 @@ typedef struct tether_rpc_dec_ops {
     int (*leave)(void *c);              /* all elements of the innermost array consumed */
 } tether_rpc_dec_ops;
 
+/* Body fields of a message type (after type and id) as encoded, and how many of them a decoder
+ * requires (the trailing ones may be absent: added later, with defaults); -1 for an unknown
+ * type. */
+int tether__rpc_body_fields(uint32_t type);
+int tether__rpc_required_fields(uint32_t type);
+
 int tether__rpc_schema_encode(const tether_rpc_enc_ops *ops, void *c, const tether_rpc_msg *m);
 /* Decodes one message; `end` (may be NULL) checks that nothing follows it. */
 /* storage: where the steps of a LAUNCH_SEQ / TIME_SEQ request go; NULL refuses such requests
