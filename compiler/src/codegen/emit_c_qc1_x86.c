@@ -128,32 +128,12 @@ void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const q
     free(mq);
     free(nq);
     free(tf);
-    line(e, "#if defined(__AVX512VNNI__) && defined(__AVX512VL__)");
-    line(e, "#define TGQ_DP(acc, x, w) _mm256_dpwssd_epi32((acc), (x), (w))");
-    line(e, "#else");
-    line(e, "#define TGQ_DP(acc, x, w) _mm256_add_epi32((acc), _mm256_madd_epi16((x), (w)))");
-    line(e, "#endif");
-    if (nd->ninputs > 4 && nd->inputs[4] >= 0) {
-        line(e, "(void)%s; /* the weight zero point: 0 */", k->in[4]);
-    }
+    tether__c_qx86_madd_macro(e);
     line(e, "(void)%s; /* packed above (wc, mq, nq) */", k->in[1]);
     line(e, "(void)%s;", k->in[5]);
-    char xz[96] = "0", yz[96] = "0", bias[96] = "0";
-    if (nd->ninputs > 3 && nd->inputs[3] >= 0) {
-        snprintf(xz, sizeof xz, "(int32_t)%s[0]", k->in[3]);
-    }
-    if (nd->ninputs > 6 && nd->inputs[6] >= 0) {
-        snprintf(yz, sizeof yz, "(int32_t)%s[0]", k->in[6]);
-    }
-    if (nd->ninputs > 2 && nd->inputs[2] >= 0) {
-        snprintf(bias, sizeof bias, "(int32_t)%s[%s]", k->in[2],
-                 tether_ir_tensor_elements(T(e, nd->inputs[2])) == 1 ? "0" : "o");
-    }
-    line(e, "const int32_t xz = %s, yz = %s;", xz, yz);
-    line(e,
-         "const __m256i vlo = _mm256_set1_epi64x(%lldLL - yz), vhi = _mm256_set1_epi64x(%lldLL - "
-         "yz), vzp = _mm256_set1_epi32(yz);",
-         q->lo, q->hi);
+    char bias[96];
+    tether__c_qx86_param(e, nd, k, 2, "o", bias, sizeof bias);
+    tether__c_qx86_zero_points(e, nd, k, q);
     line(e, "int32_t bq[%lld]; /* the bias, 0 past O */", OB * 8);
     line(e, "for (int o = 0; o < %lld; ++o) {", OB * 8);
     line(e, "    bq[o] = o < %lld ? %s : 0;", q->O, bias);

@@ -41,6 +41,14 @@ void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const 
  * vectorises (0 no; 1 tgq_rq8: a constant requant, every shift in -31..30, an 8-bit output;
  * 2 tgq_rq8k: every shift in -31..-1 as well). */
 void tether__c_qx86_table(em *e, const char *name, const int32_t *v, long long n);
+/* more of them, shared by the x86 kernels of emit_c_q*_x86.c: input i of nd as an int32 C
+ * expression ("0" when absent; element c, or 0 for one element); the TGQ_DP macro (VPDPWSSD under
+ * AVX-512 VNNI, else VPMADDWD + VPADDD); the zero points xz, yz (the weight zero point is 0) and
+ * the requantization's clamp constants vlo, vhi, vzp */
+void tether__c_qx86_param(const em *e, const tether_ir_node *nd, const kargs *k, int i,
+                          const char *c, char *out, size_t n);
+void tether__c_qx86_madd_macro(em *e);
+void tether__c_qx86_zero_points(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 int tether__c_qrq_vec(const em *e, const tether_ir_node *nd, const qg *q);
 
 /* emit_c_qc1_x86.c: whether the AVX2 few-input-channel kernel takes nd (one group, C 1..4,

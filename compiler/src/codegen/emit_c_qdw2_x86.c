@@ -71,31 +71,11 @@ void tether__c_qconv_dw2(em *e, const tether_ir_node *nd, const kargs *k, const 
     }
     tether__c_qx86_table(e, "wq", wq, q->C * KT);
     free(wq);
-    line(e, "#if defined(__AVX512VNNI__) && defined(__AVX512VL__)");
-    line(e, "#define TGQ_DP(acc, x, w) _mm256_dpwssd_epi32((acc), (x), (w))");
-    line(e, "#else");
-    line(e, "#define TGQ_DP(acc, x, w) _mm256_add_epi32((acc), _mm256_madd_epi16((x), (w)))");
-    line(e, "#endif");
-    if (nd->ninputs > 4 && nd->inputs[4] >= 0) {
-        line(e, "(void)%s; /* the weight zero point: 0 */", k->in[4]);
-    }
+    tether__c_qx86_madd_macro(e);
     line(e, "(void)%s; /* packed above (wq) */", k->in[1]);
-    char xz[96] = "0", yz[96] = "0", bias[96] = "0";
-    if (nd->ninputs > 3 && nd->inputs[3] >= 0) {
-        snprintf(xz, sizeof xz, "(int32_t)%s[0]", k->in[3]);
-    }
-    if (nd->ninputs > 6 && nd->inputs[6] >= 0) {
-        snprintf(yz, sizeof yz, "(int32_t)%s[0]", k->in[6]);
-    }
-    if (nd->ninputs > 2 && nd->inputs[2] >= 0) {
-        snprintf(bias, sizeof bias, "(int32_t)%s[%s]", k->in[2],
-                 tether_ir_tensor_elements(T(e, nd->inputs[2])) == 1 ? "0" : "c");
-    }
-    line(e, "const int32_t xz = %s, yz = %s;", xz, yz);
-    line(e,
-         "const __m256i vlo = _mm256_set1_epi64x(%lldLL - yz), vhi = _mm256_set1_epi64x(%lldLL - "
-         "yz), vzp = _mm256_set1_epi32(yz);",
-         q->lo, q->hi);
+    char bias[96];
+    tether__c_qx86_param(e, nd, k, 2, "c", bias, sizeof bias);
+    tether__c_qx86_zero_points(e, nd, k, q);
     line(e, "int16_t pl[%lld]; /* x - xz, zero-bordered: %lld rows x %lld */", ph * pw, ph, pw);
     if (q->OW < 8) {
         line(e, "%s ob[8]; /* a row narrower than 8 */", q->yt);

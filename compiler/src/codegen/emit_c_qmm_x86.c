@@ -444,11 +444,7 @@ void tether__c_qmatmul_x86(em *e, const tether_ir_node *nd, const kargs *k) {
             line(e, "(void)%s; /* folded into the tables above */", k->in[i]);
         }
     }
-    line(e, "#if defined(__AVX512VNNI__) && defined(__AVX512VL__)");
-    line(e, "#define TGQ_DP(acc, x, w) _mm256_dpwssd_epi32((acc), (x), (w))");
-    line(e, "#else");
-    line(e, "#define TGQ_DP(acc, x, w) _mm256_add_epi32((acc), _mm256_madd_epi16((x), (w)))");
-    line(e, "#endif");
+    tether__c_qx86_madd_macro(e);
     line(e,
          "const __m256i vlo = _mm256_set1_epi64x(%lldLL), vhi = _mm256_set1_epi64x(%lldLL), vzp = "
          "_mm256_set1_epi32(%lld);",

@@ -64,32 +64,6 @@ int tether__c_qpw_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
 }
 
 /* `(int32_t)in[i][c]` (a one-element tensor: [0]), or 0 when input i is absent */
-static void arg(const em *e, const tether_ir_node *nd, const kargs *k, int i, const char *c,
-                char *out, size_t n) {
-    if (i >= nd->ninputs || nd->inputs[i] < 0) {
-        snprintf(out, n, "0");
-        return;
-    }
-    snprintf(out, n, "(int32_t)%s[%s]", k->in[i],
-             tether_ir_tensor_elements(T(e, nd->inputs[i])) == 1 ? "0" : c);
-}
-
-static void table(em *e, const char *name, const int32_t *v, long long n) {
-    line(e, "static const int32_t %s[%lld] = {", name, n);
-    e->depth++;
-    char buf[256];
-    size_t len = 0;
-    for (long long i = 0; i < n; i++) {
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%ld,", len ? " " : "", (long)v[i]);
-        if ((i + 1) % 12 == 0 || i + 1 == n) {
-            line(e, "%s", buf);
-            len = 0;
-        }
-    }
-    e->depth--;
-    line(e, "};");
-}
-
 static int32_t pair(int8_t a, int8_t b) {
     return (int32_t)((uint32_t)(uint16_t)(int16_t)a | ((uint32_t)(uint16_t)(int16_t)b << 16));
 }
@@ -168,27 +142,14 @@ void tether__c_qpw_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg
             ws[o] += w[o * C + c];
         }
     }
-    table(e, "wp", wp, OB * K2 * 8);
-    table(e, "ws", ws, O);
+    tether__c_qx86_table(e, "wp", wp, OB * K2 * 8);
+    tether__c_qx86_table(e, "ws", ws, O);
     free(wp);
     free(ws);
-    line(e, "#if defined(__AVX512VNNI__) && defined(__AVX512VL__)");
-    line(e, "#define TGQ_DP(acc, x, w) _mm256_dpwssd_epi32((acc), (x), (w))");
-    line(e, "#else");
-    line(e, "#define TGQ_DP(acc, x, w) _mm256_add_epi32((acc), _mm256_madd_epi16((x), (w)))");
-    line(e, "#endif");
-    char xz[96], yz[96], bias[96];
-    if (nd->ninputs > 4 && nd->inputs[4] >= 0) {
-        line(e, "(void)%s; /* the weight zero point: 0 */", k->in[4]);
-    }
-    arg(e, nd, k, 3, "0", xz, sizeof xz);
-    arg(e, nd, k, 6, "0", yz, sizeof yz);
-    line(e, "const int32_t xz = %s, yz = %s;", xz, yz);
+    tether__c_qx86_madd_macro(e);
+    char bias[96];
+    tether__c_qx86_zero_points(e, nd, k, q);
     line(e, "(void)%s; /* packed above (wp) */", k->in[1]);
-    line(e,
-         "const __m256i vlo = _mm256_set1_epi64x(%lldLL - yz), vhi = _mm256_set1_epi64x(%lldLL - "
-         "yz), vzp = _mm256_set1_epi32(yz);",
-         q->lo, q->hi);
     /* per output channel (the block's padding repeats the last channel): the folded bias, the
      * multiplier, and n = 31 - shift as 64-bit lanes, even lanes of each block then odd ones */
     line(e, "int32_t bq[%lld], mq[%lld];", OB * 8, OB * 8);
@@ -196,7 +157,7 @@ void tether__c_qpw_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg
     line(e, "for (int o = 0; o < %lld; ++o) {", OB * 8);
     e->depth++;
     line(e, "const int oc = o < %lld ? o : %lld;", O, O - 1);
-    arg(e, nd, k, 2, "oc", bias, sizeof bias);
+    tether__c_qx86_param(e, nd, k, 2, "oc", bias, sizeof bias);
     line(e, "bq[o] = %s - xz * ws[oc];", bias);
     if (q->per_ch) {
         line(e, "const int32_t m = %s[2 * oc], s = %s[2 * oc + 1];", k->in[5], k->in[5]);

@@ -49,8 +49,8 @@
 
 #define TILE 16 /* output pixels per tile */
 
-static void param(const em *e, const tether_ir_node *nd, const kargs *k, int i, const char *c,
-                  char *out, size_t n) {
+void tether__c_qx86_param(const em *e, const tether_ir_node *nd, const kargs *k, int i,
+                          const char *c, char *out, size_t n) {
     if (i >= nd->ninputs || nd->inputs[i] < 0) {
         snprintf(out, n, "0");
         return;
@@ -81,7 +81,7 @@ static int32_t pair(int8_t a, int8_t b) {
 }
 
 /* The multiply-add of int16 pairs: acc + madd(x, w). */
-static void madd_macro(em *e) {
+void tether__c_qx86_madd_macro(em *e) {
     line(e, "#if defined(__AVX512VNNI__) && defined(__AVX512VL__)");
     line(e, "#define TGQ_DP(acc, x, w) _mm256_dpwssd_epi32((acc), (x), (w))");
     line(e, "#else");
@@ -94,8 +94,8 @@ static void prologue(em *e, const tether_ir_node *nd, const kargs *k) {
     if (nd->ninputs > 4 && nd->inputs[4] >= 0) {
         line(e, "(void)%s; /* the weight zero point: 0 */", k->in[4]);
     }
-    param(e, nd, k, 3, "0", xz, sizeof xz);
-    param(e, nd, k, 6, "0", yz, sizeof yz);
+    tether__c_qx86_param(e, nd, k, 3, "0", xz, sizeof xz);
+    tether__c_qx86_param(e, nd, k, 6, "0", yz, sizeof yz);
     line(e, "const int32_t xz = %s, yz = %s;", xz, yz);
 }
 
@@ -134,6 +134,11 @@ static void rq_consts(em *e, const qg *q) {
          "const __m256i vlo = _mm256_set1_epi64x(%lldLL - yz), vhi = _mm256_set1_epi64x(%lldLL - "
          "yz), vzp = _mm256_set1_epi32(yz);",
          q->lo, q->hi);
+}
+
+void tether__c_qx86_zero_points(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
+    prologue(e, nd, k);
+    rq_consts(e, q);
 }
 
 /* 8 requantized outputs of one channel (m, s in scope) from the vector v into dst */
@@ -175,7 +180,7 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
     tether__c_qx86_table(e, "ws", ws, q->O);
     free(wp);
     free(ws);
-    madd_macro(e);
+    tether__c_qx86_madd_macro(e);
     prologue(e, nd, k);
     line(e, "(void)%s; /* packed above (wp) */", k->in[1]);
     if (tether__c_qrq_vec(e, nd, q)) {
@@ -286,7 +291,7 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
              q->O - 1);
         char b[96], c[16];
         snprintf(c, sizeof c, "o%d", j);
-        param(e, nd, k, 2, c, b, sizeof b);
+        tether__c_qx86_param(e, nd, k, 2, c, b, sizeof b);
         line(e, "__m256i a%d0 = _mm256_set1_epi32(%s - xz * ws[o%d]), a%d1 = a%d0;", j, b, j, j, j);
     }
     line(e, "for (int kp = 0; kp < %lld; ++kp) {", K2);
@@ -392,7 +397,7 @@ static void row_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg 
     }
     tether__c_qx86_table(e, "wp", wp, OB * KP * 4);
     free(wp);
-    madd_macro(e);
+    tether__c_qx86_madd_macro(e);
     prologue(e, nd, k);
     line(e, "(void)%s; /* packed above (wp) */", k->in[1]);
     int vec = tether__c_qrq_vec(e, nd, q);
@@ -464,7 +469,7 @@ static void row_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg 
     for (int j = 0; j < 4; j++) {
         char b[96], c[16];
         snprintf(c, sizeof c, "o%d", j);
-        param(e, nd, k, 2, c, b, sizeof b);
+        tether__c_qx86_param(e, nd, k, 2, c, b, sizeof b);
         line(e, "__m256i a%d0 = _mm256_set1_epi32(%s), a%d1 = a%d0;", j, b, j, j);
     }
     line(e, "for (int kh = 0; kh < %lld; ++kh) {", q->KH);
@@ -608,7 +613,7 @@ static void depthwise(em *e, const tether_ir_node *nd, const kargs *k, const qg 
     tether__c_qx86_table(e, "ws", ws, q->C);
     free(wq);
     free(ws);
-    madd_macro(e);
+    tether__c_qx86_madd_macro(e);
     prologue(e, nd, k);
     line(e, "enum { OWC = %lld };", q->OW);
     int vec = tether__c_qrq_vec(e, nd, q);
@@ -626,7 +631,7 @@ static void depthwise(em *e, const tether_ir_node *nd, const kargs *k, const qg 
     line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
     e->depth++;
     char b[96];
-    param(e, nd, k, 2, "c", b, sizeof b);
+    tether__c_qx86_param(e, nd, k, 2, "c", b, sizeof b);
     line(e, "const int32_t r = %s, bf = r - xz * ws[c];", b);
     chan_rq(e, k, q, "c");
     if (vec) {
@@ -729,7 +734,7 @@ static void dw_flat(em *e, const tether_ir_node *nd, const kargs *k, const qg *q
     }
     tether__c_qx86_table(e, "wq", wq, q->C * NP);
     free(wq);
-    madd_macro(e);
+    tether__c_qx86_madd_macro(e);
     prologue(e, nd, k);
     line(e, "(void)%s; /* packed above (wq) */", k->in[1]);
     rq_consts(e, q);
@@ -741,7 +746,7 @@ static void dw_flat(em *e, const tether_ir_node *nd, const kargs *k, const qg *q
     line(e, "for (int c = 0; c < %lld; ++c) {", q->C);
     e->depth++;
     char b[96];
-    param(e, nd, k, 2, "c", b, sizeof b);
+    tether__c_qx86_param(e, nd, k, 2, "c", b, sizeof b);
     line(e, "const int32_t r = %s;", b);
     chan_rq(e, k, q, "c");
     line(e, "const __m256i mv = _mm256_set1_epi32(m), nv = _mm256_set1_epi64x(31 - s);");
