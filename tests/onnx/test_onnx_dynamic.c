@@ -3,7 +3,8 @@
  * (docs/onnx.md, "Data-dependent output sizes"): NonMaxSuppression -> Gather of the box index
  * column -> Gather of the selected boxes -> Mul imports (the output dynamic along dimension 0,
  * its extent output added) and gives the selected boxes, by value, with their count; a consumer
- * that is not supported yet (Transpose of NonZero's [rank, count]) is refused naming the node.
+ * that is not supported yet (Transpose of NonZero's [rank, count]) is refused naming the node;
+ * a run-time Slice on two axes with a step (test_onnx_slice_runtime).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,4 +74,75 @@ void test_onnx_detection_head(void **state) {
     expect_error(&b, TETHER_ERR_UNSUPPORTED,
                  "input 'c' has a data-dependent extent (dimension 1, at most 6");
     mb_free(&b);
+}
+
+/* A Slice of a plain graph (no Loop) whose starts are a graph input and whose ends are starts +
+ * [2, 5], on two axes with steps [1, 2] (x[a:a+2, b:b+5:2] in PyTorch): lowered to one gather per
+ * axis (convert_slice_rt.c). By value for positive and negative starts against ONNX's
+ * normalisation; starts that ONNX would clamp to a shorter slice (b = 3: columns 3 and 5 only;
+ * a = -2: an end of 0, an empty slice) are run-time errors, never rows of other starts. A
+ * negative step with run-time starts is refused naming the axis. */
+void test_onnx_slice_runtime(void **state) {
+    (void)state;
+    for (int neg = 0; neg < 2; neg++) {
+        mb b;
+        mb_init(&b, 13);
+        int64_t sx[2] = {5, 7}, two = 2;
+        const int64_t k[2] = {2, 5}, axes[2] = {0, 1}, steps[2] = {1, neg ? -1 : 2};
+        mb_input(&b, "x", F, 2, sx);
+        mb_input(&b, "st", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, &two);
+        mb_init_tensor(&b, mb_tensor_i64(&b, "k", 1, &two, k));
+        mb_init_tensor(&b, mb_tensor_i64(&b, "axes", 1, &two, axes));
+        mb_init_tensor(&b, mb_tensor_i64(&b, "steps", 1, &two, steps));
+        mb_node(&b, "Add", "end", "st,k", "en");
+        mb_node(&b, "Slice", "cut", "x,st,en,axes,steps", "y");
+        mb_output(&b, "y", F);
+        if (neg) {
+            expect_error(&b, TETHER_ERR_UNSUPPORTED,
+                         "starts computed at run time on axis 1 with ends - starts 5 and step -1");
+            mb_free(&b);
+            continue;
+        }
+        tether_ir_graph g;
+        if (load(&b, NULL, &g)) {
+            fail_msg("%s", tether_error_detail());
+        }
+        mb_free(&b);
+        assert_int_equal(g.noutputs, 1);
+        assert_int_equal(g.tensors[g.outputs[0]].ndim, 2);
+        assert_int_equal(g.tensors[g.outputs[0]].shape[0], 2);
+        assert_int_equal(g.tensors[g.outputs[0]].shape[1], 3);
+        float x[35];
+        for (int i = 0; i < 35; i++) {
+            x[i] = (float)(10 * (i / 7) + i % 7); /* row r, column c: 10r + c */
+        }
+        /* {a, b, first row, first column}; first row -1: a run-time error */
+        const int64_t cases[][4] = {{0, 0, 0, 0},   {1, 1, 1, 1},  {3, 2, 3, 2},  {-3, 0, 2, 0},
+                                    {-5, -7, 0, 0}, {2, -6, 2, 1}, {0, 3, -1, 0}, {-2, 0, -1, 0},
+                                    {4, 0, -1, 0},  {-9, 0, -1, 0}};
+        for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+            const int64_t st[2] = {cases[t][0], cases[t][1]};
+            float y[6];
+            memset(y, 0xff, sizeof y);
+            const void *in[2] = {x, st};
+            void *out[1] = {y};
+            int rc = tether_interp_run_typed(&g, in, out);
+            if (cases[t][2] < 0) {
+                assert_int_equal(rc, TETHER_ERR_INVALID_ARG);
+                assert_non_null(strstr(tether_last_error(), "out of range"));
+                continue;
+            }
+            if (rc) {
+                fail_msg("starts %lld %lld: %s", (long long)st[0], (long long)st[1],
+                         tether_last_error());
+            }
+            for (int r = 0; r < 2; r++) {
+                for (int c = 0; c < 3; c++) {
+                    assert_true(y[r * 3 + c] ==
+                                (float)(10 * (cases[t][2] + r) + cases[t][3] + 2 * c));
+                }
+            }
+        }
+        tether_ir_close(&g);
+    }
 }
