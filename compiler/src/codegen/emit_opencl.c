@@ -540,7 +540,7 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     kref_add(&k, yt, dest_of(e, yt), 1, "y");
     e->err_cur = 0; /* a kernel that checks at run time gets the error flag last */
     for (int i = 0; i < e->nerr; i++) {
-        if (e->err_nodes[i] == idx) {
+        if (e->err_nodes[i] == idx && !e->err_cur) { /* its first entry */
             e->err_cur = i + 1;
             kmem_add(s, e->memix_err);
         }
@@ -554,6 +554,9 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     }
     if (tether__ocl_layers_owns(e->g, n)) {
         total = tether__ocl_layers_items(e, n); /* emit_opencl_layers.c */
+    }
+    if (tether__ocl_dynamic_owns(e->g, n)) {
+        total = 1; /* emit_opencl_dynamic.c: one work-item, serial */
     }
     switch (n->op) {
     case TETHER_OP_CONV2D:
@@ -651,8 +654,9 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
         s->gpu = gp.kind == TETHER__OCL_GPU_DW || gp.kind == TETHER__OCL_GPU_QUANT ? 1 : 2;
     } else {
         set_sizes(e, s, total);
-        s->serial = tether__ocl_layers_owns(e->g, n) ? tether__ocl_layers_serial(e, n)
-                                                     : tether__ocl_legacy_serial(e, n);
+        s->serial = tether__ocl_dynamic_owns(e->g, n)  ? tether__ocl_dynamic_serial(e, n)
+                    : tether__ocl_layers_owns(e->g, n) ? tether__ocl_layers_serial(e, n)
+                                                       : tether__ocl_legacy_serial(e, n);
         if (tether__ocl_rnn_op(n->op)) {
             tether__ocl_rnn_launch(e, n, s); /* work-groups with barriers */
         }
@@ -674,6 +678,8 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     kernel_open(e, &k, comment);
     if (gpu) {
         tether__ocl_gpu_body(e, n, &k, &gp);
+    } else if (tether__ocl_dynamic_owns(e->g, n)) {
+        tether__ocl_dynamic_body(e, n);
     } else if (tether__ocl_layers_owns(e->g, n)) {
         tether__ocl_layers_body(e, n);
     } else if (tether__ocl_typed_owns(e->g, n)) {
@@ -871,6 +877,7 @@ int tether_codegen_opencl(const tether_ir_graph *g, const tether_memplan *plan,
     tether__sbuf_puts(&src, "\n");
     tether__ocl_quant_helpers(&e, &src);
     tether__ocl_typed_prelude(g, &src);
+    tether__ocl_dynamic_prelude(g, &src);
     if ((rc = tether__ocl_custom_sources(&e, &src))) {
         tether__sbuf_free(&src);
         ocl_free(&e);

@@ -9,8 +9,15 @@
  * the flag at prepare and after a failed run, reads it after every run and fails the run naming
  * the node (host/lib/opencl_run.c).
  *
- * What must stay true: tether__ocl_check_what names exactly the operators (and inputs) whose C
- * kernel returns -1 at run time, so the two backends fail on the same inputs with the same code;
+ * The kernels of the operators with data-dependent output sizes (nonzero, compress, unique, nms:
+ * emit_opencl_dynamic.c) check what their C kernels return -4 (TETHER_ERR_LIMIT: a count above the
+ * bound) and -1 for (a condition selecting past the axis' extent, an index of a unique item past
+ * it): such a node has one entry per check, consecutive, its first one `err_cur` while its kernel
+ * is emitted (tether__ocl_fail_entry(e, k) reports the k-th).
+ *
+ * What must stay true: tether__ocl_check_entry names exactly the operators (and inputs) whose C
+ * kernel returns an error at run time, each with the C kernel's code, so the two backends fail on
+ * the same inputs with the same code;
  * a kernel that reports still never reads or writes outside a tensor; an artifact without a
  * checking node has no status object (its kernels and metadata are as before).
  */
@@ -21,8 +28,34 @@
 #include "emit_opencl_internal.h"
 #include "tether/crt/error.h"
 
+const char *tether__ocl_check_entry(const tether_ir_graph *g, const tether_ir_node *n, int k,
+                                    int *code) {
+    int c = TETHER_ERR_INVALID_ARG;
+    const char *w = NULL;
+    if (tether__ir_is_dynamic_op(n->op)) {
+        w = tether__ocl_dynamic_check(n, k, &c);
+    } else if (k == 0) {
+        w = tether__ocl_check_what(g, n);
+    }
+    if (code) {
+        *code = c;
+    }
+    return w;
+}
+
+int tether__ocl_check_count(const tether_ir_graph *g, const tether_ir_node *n) {
+    int k = 0;
+    while (k < 4 && tether__ocl_check_entry(g, n, k, NULL)) {
+        k++;
+    }
+    return k;
+}
+
 const char *tether__ocl_check_what(const tether_ir_graph *g, const tether_ir_node *n) {
     (void)g;
+    if (tether__ir_is_dynamic_op(n->op)) {
+        return tether__ocl_dynamic_check(n, 0, NULL);
+    }
     switch ((int)n->op) {
     case TETHER_OP_GATHER:
     case TETHER_OP_GATHER_ELEMENTS:
@@ -53,13 +86,16 @@ int tether__ocl_check_plan(ocl *e) {
     e->err_nodes = NULL;
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *n = &g->nodes[i];
-        if (!tether__ocl_check_what(g, n) || tether_ir_tensor_elements(T(e, n->outputs[0])) == 0) {
+        int nc = tether__ocl_check_count(g, n);
+        if (!nc || tether_ir_tensor_elements(T(e, n->outputs[0])) == 0) {
             continue;
         }
-        if (!e->err_nodes && !(e->err_nodes = malloc(sizeof(int) * (size_t)g->nnodes))) {
+        if (!e->err_nodes && !(e->err_nodes = malloc(sizeof(int) * 4 * (size_t)g->nnodes))) {
             return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "OpenCL codegen: out of memory");
         }
-        e->err_nodes[e->nerr++] = i;
+        for (int k = 0; k < nc; k++) { /* one entry per check, consecutive */
+            e->err_nodes[e->nerr++] = i;
+        }
     }
     if (e->nerr == 0) {
         return TETHER_OK;
@@ -79,9 +115,17 @@ int tether__ocl_check_plan(ocl *e) {
 }
 
 void tether__ocl_fail(ocl *e) {
-    if (e->err_cur > 0) {
-        line(e, "atomic_cmpxchg(tg_err, 0, %d); /* %s: the run fails */", e->err_cur,
-             tether__ocl_check_what(e->g, &e->g->nodes[e->err_nodes[e->err_cur - 1]]));
+    tether__ocl_fail_entry(e, 0);
+}
+
+void tether__ocl_fail_entry(ocl *e, int k) {
+    const char *what = NULL;
+    if (e->err_cur > 0 && e->err_cur - 1 + k < e->nerr &&
+        e->err_nodes[e->err_cur - 1 + k] == e->err_nodes[e->err_cur - 1]) {
+        what = tether__ocl_check_entry(e->g, &e->g->nodes[e->err_nodes[e->err_cur - 1]], k, NULL);
+    }
+    if (what) {
+        line(e, "atomic_cmpxchg(tg_err, 0, %d); /* %s: the run fails */", e->err_cur + k, what);
     } else {
         line(e, "#error \"tether: a run-time check outside a checking kernel\"");
     }

@@ -433,6 +433,12 @@ int tether__ocl_layers_owns(const tether_ir_graph *g, const tether_ir_node *n);
 /* What node n's kernel checks at run time, as the C path's -1 (TETHER_ERR_INVALID_ARG) does
  * ("an index out of range", ...), or NULL when it checks nothing. */
 const char *tether__ocl_check_what(const tether_ir_graph *g, const tether_ir_node *n);
+/* Check k (0, 1, ...) of node n's kernel: what it checks, NULL past the last one; *code (when
+ * not NULL) the C path's code (TETHER_ERR_INVALID_ARG, or TETHER_ERR_LIMIT for a count above a
+ * bound). tether__ocl_check_what is check 0. The number of checks of n. */
+const char *tether__ocl_check_entry(const tether_ir_graph *g, const tether_ir_node *n, int k,
+                                    int *code);
+int tether__ocl_check_count(const tether_ir_graph *g, const tether_ir_node *n);
 /* The error flag's memory object and entries, when some node checks (assign_memory). */
 int tether__ocl_check_plan(ocl *e);
 /* The statement that reports the kernel being emitted failed (`atomic_cmpxchg(tg_err, 0, k)`:
@@ -462,6 +468,19 @@ int tether__ocl_signal_op(tether_op op);
 int64_t tether__ocl_signal_items(const ocl *e, const tether_ir_node *n);
 int64_t tether__ocl_signal_serial(const ocl *e, const tether_ir_node *n);
 void tether__ocl_signal_body(ocl *e, const tether_ir_node *n);
+
+/* The operators with data-dependent output sizes (emit_opencl_dynamic.c: nonzero, compress,
+ * unique, nms and their extent nodes; docs/onnx.md "Data-dependent output sizes"): whether n gets
+ * one of its kernels (one work-item: serial), the longest serial loop, the body, the checks of
+ * its kernel (k-th: what, *code; NULL past the last), and the prelude (a correctly rounded float
+ * division for nms' IoU) written ahead of the kernels when such a node exists. */
+int tether__ocl_dynamic_owns(const tether_ir_graph *g, const tether_ir_node *n);
+int64_t tether__ocl_dynamic_serial(const ocl *e, const tether_ir_node *n);
+void tether__ocl_dynamic_body(ocl *e, const tether_ir_node *n);
+const char *tether__ocl_dynamic_check(const tether_ir_node *n, int k, int *code);
+void tether__ocl_dynamic_prelude(const tether_ir_graph *g, tether__sbuf *src);
+/* Check k of the kernel being emitted failed (tether__ocl_fail is check 0). */
+void tether__ocl_fail_entry(ocl *e, int k);
 
 /* Operator support (emit_opencl_support.c): 0, or the error naming the first tensor of a type
  * the backend or device cannot run, else every node without a kernel. */

@@ -3,9 +3,10 @@
  * operators have a float32 kernel, and the one error naming every node the backend lacks.
  *
  * What must stay true: a node touching a tensor other than float32 passes only when a typed
- * kernel (emit_opencl_typed.c, emit_opencl_index.c, emit_opencl_layers.c) or a quantized one
- * (emit_opencl_quant.c and siblings) owns it, or it is a custom operator; nothing falls back
- * silently.
+ * kernel (emit_opencl_typed.c, emit_opencl_index.c, emit_opencl_layers.c), a quantized one
+ * (emit_opencl_quant.c and siblings) or a kernel of the data-dependent operators
+ * (emit_opencl_dynamic.c: nonzero, compress, unique, nms) owns it, or it is a custom operator;
+ * nothing falls back silently.
  */
 #include <stdio.h>
 #include <string.h>
@@ -54,8 +55,10 @@ static int op_supported(tether_op op) {
     case TETHER_OP_CUSTOM: /* the registry's OpenCL kernel (tether__ocl_custom_check) */
         return 1;
     case TETHER_OP_WHERE:
-        TETHER__CASES_DATA /* indexing and data-dependent operators: C backend only (for now) */
-            return 0;
+        /* indexing and data-dependent operators: no float32 kernel here; the typed kernels
+         * (emit_opencl_typed.c, _index.c, _layers.c, ...) and emit_opencl_dynamic.c (nonzero,
+         * compress, unique, nms) own those they have, asked first */
+        TETHER__CASES_DATA return 0;
     case TETHER_OP_NLL_LOSS:
     case TETHER_OP_NLL_LOSS_SUM:
     case TETHER_OP_NLL_LOSS_MEAN:
@@ -93,7 +96,7 @@ int tether__ocl_check_support(const tether_ir_graph *g, const tether_opencl_opti
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *n = &g->nodes[i];
         if (tether__ocl_typed_owns(g, n) || tether__ocl_quant_op(n->op) ||
-            tether__ocl_layers_owns(g, n)) {
+            tether__ocl_layers_owns(g, n) || tether__ocl_dynamic_owns(g, n)) {
             continue;
         }
         if (op_supported(n->op)) {

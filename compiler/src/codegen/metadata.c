@@ -298,12 +298,17 @@ char *tether__metadata_opencl(const ocl *e) {
         cJSON *errs = cJSON_AddArrayToObject(m, "errors");
         for (int k = 0; k < e->nerr; k++) {
             const tether_ir_node *n = &g->nodes[e->err_nodes[k]];
+            int kind = 0, code = TETHER_ERR_INVALID_ARG; /* a node's entries are consecutive */
+            while (kind < k && e->err_nodes[k - kind - 1] == e->err_nodes[k]) {
+                kind++;
+            }
+            const char *what = tether__ocl_check_entry(g, n, kind, &code);
             cJSON *o = cJSON_CreateObject();
             cJSON_AddNumberToObject(o, "value", k + 1);
             cJSON_AddStringToObject(o, "node", n->name);
             cJSON_AddStringToObject(o, "op", tether_op_name(n->op));
-            cJSON_AddNumberToObject(o, "code", TETHER_ERR_INVALID_ARG);
-            cJSON_AddStringToObject(o, "what", tether__ocl_check_what(g, n));
+            cJSON_AddNumberToObject(o, "code", code);
+            cJSON_AddStringToObject(o, "what", what ? what : "?");
             cJSON_AddItemToArray(errs, o);
         }
     }
