@@ -546,12 +546,12 @@ int tether_artifact_io_of(const tether_artifact *a, int output, int i, tether_ar
     }
     if (a->ocl) {
         int64_t n = tether__ocl_artifact_io(a->ocl, output, i, &io->name, &io->ndim, &io->shape);
-        io->dtype = TETHER_FLOAT32;
-        io->nbytes = (size_t)n * 4;
+        tether__ocl_artifact_io_kind(a->ocl, output, i, &io->dtype, &io->dynamic_dim,
+                                     &io->extent_output, &io->extent_of);
+        io->nbytes = (size_t)n * tether_dtype_bytes(io->dtype); /* its own element type */
         if (!io->name) {
             io->name = "";
         }
-        io->dynamic_dim = io->extent_output = io->extent_of = -1;
         return 0;
     }
     const io_entry *e = output ? &a->out[i] : &a->in[i];
@@ -862,9 +862,10 @@ int tether_artifact_run(tether_artifact *a, const void *const *inputs, void *con
 }
 
 int tether_artifact_num_model_outputs(const tether_artifact *a) {
-    int n = a->ocl ? tether_artifact_num_outputs(a) : a->nout;
-    while (!a->ocl && n > 0 && a->out[n - 1].extent_of >= 0) {
-        n--;
+    int n = tether_artifact_num_outputs(a);
+    tether_artifact_io io;
+    while (n > 0 && !tether_artifact_io_of(a, 1, n - 1, &io) && io.extent_of >= 0) {
+        n--; /* the extent outputs, last */
     }
     return n;
 }

@@ -103,8 +103,43 @@ static int parse_io(tether__ocl_artifact *a, const cJSON *arr, ocl_io **iop, int
             return bad(a, "%s %d needs a name, an element type (dtype) and a shape", what, i);
         }
         io[i].eb = (int)tether_dtype_bytes(d);
+        io[i].dt = d;
         snprintf(io[i].name, sizeof io[i].name, "%s", nm->valuestring);
         io[i].mem = -1;
+        const char *keys[3] = {"dynamic_dim", "extent_output", "extent_of"};
+        int *vals[3] = {&io[i].dyn_dim, &io[i].extent_output, &io[i].extent_of};
+        for (int k = 0; k < 3; k++) {
+            int64_t v = -1;
+            if (cJSON_GetObjectItemCaseSensitive(o, keys[k]) &&
+                (strcmp(what, "output") != 0 || get_int(o, keys[k], 0, OCL_MAX_IO, &v))) {
+                return bad(a, "%s %d ('%s') has a bad %s", what, i, io[i].name, keys[k]);
+            }
+            *vals[k] = (int)v;
+        }
+    }
+    /* outputs of data-dependent size: each names a dimension it has and an int64 [1] extent
+     * output that names it back; extent outputs come last */
+    int first_extent = *n;
+    for (int i = 0; i < *n; i++) {
+        const ocl_io *e = &io[i];
+        int k = e->extent_output;
+        const ocl_io *x = k >= 0 && k < *n ? &io[k] : NULL;
+        if ((e->dyn_dim >= 0) != (k >= 0) || (e->dyn_dim >= 0 && e->dyn_dim >= e->ndim) ||
+            (k >= 0 && (!x || x->extent_of != i || x->ndim != 1 || x->shape[0] != 1 ||
+                        x->dt.code != kDLInt || x->dt.bits != 64)) ||
+            (e->extent_of >= 0 && (e->extent_of >= *n || io[e->extent_of].extent_output != i))) {
+            return bad(a,
+                       "output '%s': dynamic_dim, extent_output and extent_of do not agree (an "
+                       "output of data-dependent size names its dimension and its int64 [1] "
+                       "extent output, which names it back)",
+                       e->name);
+        }
+        if (e->extent_of >= 0 && i < first_extent) {
+            first_extent = i;
+        } else if (e->extent_of < 0 && i > first_extent) {
+            return bad(a, "output '%s' comes after an extent output (extent outputs come last)",
+                       e->name);
+        }
     }
     return TETHER_OK;
 }
@@ -525,6 +560,15 @@ int64_t tether__ocl_artifact_io(const tether__ocl_artifact *a, int output, int i
         *shape = io->shape;
     }
     return io->elems;
+}
+
+void tether__ocl_artifact_io_kind(const tether__ocl_artifact *a, int output, int i, DLDataType *dt,
+                                  int *dyn_dim, int *extent_output, int *extent_of) {
+    const ocl_io *io = output ? &a->out[i] : &a->in[i];
+    *dt = io->dt;
+    *dyn_dim = io->dyn_dim;
+    *extent_output = io->extent_output;
+    *extent_of = io->extent_of;
 }
 
 int tether__ocl_artifact_num_steps(const tether__ocl_artifact *a) {

@@ -37,6 +37,11 @@ int tether__ocl_artifact_num_outputs(const tether__ocl_artifact *a);
 /* name, ndim and shape (up to 8) of input/output i; returns the element count. */
 int64_t tether__ocl_artifact_io(const tether__ocl_artifact *a, int output, int i, const char **name,
                                 int *ndim, const int64_t **shape);
+/* The element type of input/output i, and for an output of data-dependent size its dynamic
+ * dimension, its extent output's index and, for an extent output, the output it gives the extent
+ * of (-1 each when none). */
+void tether__ocl_artifact_io_kind(const tether__ocl_artifact *a, int output, int i, DLDataType *dt,
+                                  int *dyn_dim, int *extent_output, int *extent_of);
 int tether__ocl_artifact_num_steps(const tether__ocl_artifact *a);
 /* kernel and node name ("" for a copy step) of step i. */
 void tether__ocl_artifact_step(const tether__ocl_artifact *a, int i, const char **kernel,

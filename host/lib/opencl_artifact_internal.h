@@ -69,6 +69,10 @@ typedef struct ocl_io {
     int64_t shape[TETHER_MAX_NDIM];
     int64_t elems;
     int eb; /* bytes per element of its dtype */
+    DLDataType dt;
+    /* an output of data-dependent size (metadata "dynamic_dim", "extent_output", "extent_of";
+     * -1 none), checked as artifact.c checks a C artifact's */
+    int dyn_dim, extent_output, extent_of;
     int mem;
 } ocl_io;
 

@@ -61,6 +61,13 @@ void tether__ocl_fill_reason(const ocl *e, const step *s, const tether__ocl_gpu 
                  (long long)E);
         return;
     }
+    if (tether__ocl_dynamic_owns(e->g, &e->g->nodes[s->node])) {
+        snprintf(p, left,
+                 "serial: a data-dependent output size (the count, then the entries in order) "
+                 "computed by one work-item, a serial loop of %lld (emit_opencl_dynamic.c)",
+                 (long long)L);
+        return;
+    }
     if (gpu && gp &&
         (gp->kind == TETHER__OCL_GPU_GEMV || gp->kind == TETHER__OCL_GPU_GEMV_SOFTMAX ||
          gp->kind == TETHER__OCL_GPU_CONV_SPLITK)) {

@@ -89,8 +89,29 @@ static int integer(DLDataType t) {
     return (c == TETHER__DC_INT || c == TETHER__DC_UINT) && !tether__dtype_is_bool(t);
 }
 
+/* A reduction with input 1: the live extent of dimension 0 of a dynamic input (int64 [1],
+ * ir/shapes_dynamic_use.c), which it reduces over. */
+static int counted(const tether_ir_graph *g, const tether_ir_node *n) {
+    if (!is_reduce(n->op) || n->ninputs < 2 || n->inputs[1] < 0 || n->attrs.nints < 1) {
+        return 0;
+    }
+    for (int i = 0; i < n->attrs.nints; i++) {
+        if (n->attrs.ints[i] == 0) {
+            return g->tensors[n->inputs[0]].ndim > 0;
+        }
+    }
+    return 0;
+}
+
 static int needs_acc(const tether_ir_graph *g, const tether_ir_node *n) {
-    if (!is_reduce(n->op) || !integer(g->tensors[n->inputs[0]].dtype)) {
+    if (!is_reduce(n->op)) {
+        return 0;
+    }
+    DLDataType xt = g->tensors[n->inputs[0]].dtype;
+    if (counted(g, n) && !integer(xt) && !is_f64(xt)) {
+        return 1; /* float32/16 over live rows: emit_c_reduce.c's double accumulator */
+    }
+    if (!integer(xt)) {
         return 0;
     }
     return n->op == TETHER_OP_REDUCE_MEAN || n->op == TETHER_OP_REDUCE_L2 ||
@@ -475,8 +496,9 @@ static void k_reduce(ocl *e, const tether_ir_node *n) {
     int minmax = op == TETHER_OP_REDUCE_MAX || op == TETHER_OP_REDUCE_MIN;
     int exact = ints && (minmax || op == TETHER_OP_REDUCE_SUM || op == TETHER_OP_REDUCE_PROD ||
                          op == TETHER_OP_REDUCE_L1 || op == TETHER_OP_REDUCE_SUM_SQUARE);
+    int live = counted(e->g, n); /* over the first `live` rows of dimension 0 only */
     const char *at = exact              ? (minmax && sgn ? "long" : "ulong")
-                     : ints             ? "tg_acc_t"
+                     : ints || live     ? (is_f64(x->dtype) ? "double" : "tg_acc_t")
                      : is_f64(x->dtype) ? "double"
                                         : "float";
     const char *init;
@@ -502,13 +524,24 @@ static void k_reduce(ocl *e, const tether_ir_node *n) {
             cnt *= x->shape[d];
         }
     }
+    /* r runs dimension 0's coordinate slowest: the first live * rest of them are the live rows
+     * (in emit_c_reduce.c's order) */
+    long long rest = x->ndim > 0 && x->shape[0] > 0 ? cnt / x->shape[0] : 0;
+    char rows[120];
+    snprintf(rows, sizeof rows, "%lld", cnt);
+    if (live) {
+        line(e, "const long live_raw = (long)in1[0];");
+        line(e, "const long live = live_raw < 0 ? 0 : live_raw > %lld ? %lld : live_raw;",
+             (long long)x->shape[0], (long long)x->shape[0]);
+        snprintf(rows, sizeof rows, "live * %lld", rest);
+    }
     int passes = op == TETHER_OP_REDUCE_LOG_SUM_EXP ? 2 : 1;
     if (passes == 2) {
         line(e, "%s m = -INFINITY;", at);
     }
     line(e, "%s acc = %s;", at, init);
     for (int pass = 2 - passes; pass < 2; pass++) {
-        open_block(e, "for (long r = 0; r < %lld; ++r)", cnt);
+        open_block(e, "for (long r = 0; r < %s; ++r)", rows);
         line(e, "long q_ = r, o = base;");
         for (int d = x->ndim - 1; d >= 0; d--) {
             if (red[d]) {
@@ -557,6 +590,8 @@ static void k_reduce(ocl *e, const tether_ir_node *n) {
     char res[200];
     if (exact) {
         snprintf(res, sizeof res, "acc");
+    } else if (op == TETHER_OP_REDUCE_MEAN && live) {
+        snprintf(res, sizeof res, "acc / ((%s)live * (%s)%lld)", at, at, rest);
     } else if (op == TETHER_OP_REDUCE_MEAN) {
         snprintf(res, sizeof res, "acc / (%s)%lld", at, cnt);
     } else if (op == TETHER_OP_REDUCE_L2) {

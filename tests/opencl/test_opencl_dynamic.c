@@ -1,0 +1,394 @@
+/*
+ * The operators with data-dependent output sizes on the OpenCL backend (emit_opencl_dynamic.c;
+ * docs/onnx.md "Data-dependent output sizes") on PoCL:
+ *  - an exported detection head (test_onnx_detection_head's model: NonMaxSuppression -> Gather of
+ *    the box index column -> Gather of the selected boxes -> Mul) with a ReduceMean over the
+ *    selected rows (the compiler's live-extent input) compiled for OpenCL equals the C backend and
+ *    the interpreter byte for byte, every output at its bound and its extent, on inputs selecting
+ *    some, all and none of the boxes;
+ *  - NonZero, Compress along axis 1 and Unique (sorted, with an axis, its four outputs) on int32
+ *    data, byte for byte against C and the interpreter;
+ *  - a count above a node's bound (nonzero capped at 2) fails the OpenCL run with
+ *    TETHER_ERR_LIMIT naming the node, a Compress condition selecting past the axis fails it with
+ *    TETHER_ERR_INVALID_ARG, and the next run in range succeeds (the flag cleared);
+ *  - `tether run MODEL.onnx --backend opencl` writes the same .npy files as the C backend (the
+ *    actual shapes, the extent outputs left out).
+ *
+ * What must stay true: outputs are compared with memcmp (no tolerance); tetherd is started by the
+ * test (local:) and stopped at the end.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "codegen_common.h"
+#include "model_builder.h"
+#include "ops_common.h"
+#include "tether/compiler.h"
+#include "tether/artifact.h"
+#include "tether/crt/error.h"
+#include "tether/npy.h"
+#include "tether/onnx.h"
+
+#define F   ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
+#define I32 ONNX__TENSOR_PROTO__DATA_TYPE__INT32
+#define I64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64
+#define B   ONNX__TENSOR_PROTO__DATA_TYPE__BOOL
+
+/* Runs the OpenCL artifact in dir; outputs (sized by the artifact) into outs; the run's code. */
+static int run_rc(const char *dir, const void *const *ins, void **outs, int nout, size_t *bytes) {
+    tether_artifact *a;
+    if (tether_artifact_open(dir, &a)) {
+        fail_msg("load %s: %s", dir, tether_last_error());
+    }
+    assert_int_equal(tether_artifact_num_outputs(a), nout);
+    for (int i = 0; i < nout; i++) {
+        tether_artifact_io io;
+        assert_int_equal(tether_artifact_io_of(a, 1, i, &io), 0);
+        bytes[i] = io.nbytes;
+        outs[i] = malloc(io.nbytes ? io.nbytes : 1);
+        memset(outs[i], 0xa5, io.nbytes); /* every byte must be written */
+    }
+    int rc = tether_artifact_prepare(a, g_s, NULL);
+    if (!rc) {
+        rc = tether_artifact_run(a, ins, (void *const *)outs, NULL, NULL);
+    }
+    tether_artifact_free(a);
+    return rc;
+}
+
+/* g on the interpreter, the C backend (unpacked) and OpenCL (buffers, then texture activations)
+ * with each input set; every output equal byte for byte. */
+static void check_all(const tether_ir_graph *g, int nsets, const void *const *sets) {
+    char dir[128];
+    compile_ocl(g, false, true, dir, sizeof dir);
+    g_tex_act = true;
+    char tdir[128];
+    compile_ocl(g, false, true, tdir, sizeof tdir);
+    g_tex_act = false;
+    int nin = g->ninputs, nout = g->noutputs;
+    for (int s = 0; s < nsets; s++) {
+        const void *const *in = sets + s * nin;
+        void *ref[16], *c[16], *o[16], *t[16];
+        size_t bytes[16], tb[16];
+        for (int i = 0; i < nout; i++) {
+            size_t n = tether_ir_tensor_bytes(&g->tensors[g->outputs[i]]);
+            ref[i] = calloc(1, n ? n : 1);
+            c[i] = calloc(1, n ? n : 1);
+        }
+        if (tether_interp_run_typed(g, in, ref)) {
+            fail_msg("interpreter: %s", tether_last_error());
+        }
+        if (tt_run_compiled(g, "dynocl", TETHER_ABI_UNPACKED, TETHER_INTERFACE_PACKED, true,
+                            (const float *const *)in, (float *const *)c)) {
+            fail_msg("C: %s", tether_last_error());
+        }
+        if (run_rc(dir, in, o, nout, bytes) || run_rc(tdir, in, t, nout, tb)) {
+            fail_msg("OpenCL: %s", tether_last_error());
+        }
+        assert_int_equal(tether_session_reset(g_s), 0);
+        for (int i = 0; i < nout; i++) {
+            size_t n = tether_ir_tensor_bytes(&g->tensors[g->outputs[i]]);
+            assert_int_equal(bytes[i], n);
+            assert_memory_equal(c[i], ref[i], n);
+            assert_memory_equal(o[i], c[i], n);
+            assert_memory_equal(t[i], c[i], n);
+            free(ref[i]);
+            free(c[i]);
+            free(o[i]);
+            free(t[i]);
+        }
+    }
+}
+
+static void load_mb(mb *b, const char *name, tether_ir_graph *g) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", g_tmp, name);
+    mb_write(b, path);
+    if (tether_onnx_load(path, NULL, g)) {
+        fail_msg("%s: %s", name, tether_error_detail());
+    }
+}
+
+/* test_onnx_detection_head's model, with the mean of the selected boxes as a second output */
+static void detection_head(mb *b) {
+    mb_init(b, 13);
+    int64_t sb[3] = {1, 4, 4}, ss[3] = {1, 1, 4}, one = 1, two = 2, four = 4;
+    mb_input(b, "boxes", F, 3, sb);
+    mb_input(b, "scores", F, 3, ss);
+    const int64_t maxb = 4, col = 2, s44[2] = {4, 4}, ax0 = 0;
+    const float iou = 0.5f, thr = 0.5f, scale[4] = {1, 2, 3, 4};
+    mb_init_tensor(b, mb_tensor_i64(b, "max_out", 1, &one, &maxb));
+    mb_init_tensor(b, mb_tensor_f(b, "iou", 1, &one, &iou, 0));
+    mb_init_tensor(b, mb_tensor_f(b, "thr", 1, &one, &thr, 0));
+    mb_init_tensor(b, mb_tensor_i64(b, "col", 0, NULL, &col));
+    mb_init_tensor(b, mb_tensor_i64(b, "s44", 1, &two, s44));
+    mb_init_tensor(b, mb_tensor_f(b, "scale", 1, &four, scale, 1));
+    mb_node(b, "NonMaxSuppression", "nms", "boxes,scores,max_out,iou,thr", "sel");
+    Onnx__NodeProto *g1 = mb_node(b, "Gather", "col", "sel,col", "idx");
+    mb_attr_i(b, g1, "axis", 1);
+    mb_node(b, "Reshape", "b2", "boxes,s44", "b2");
+    mb_node(b, "Gather", "pick", "b2,idx", "picked");
+    mb_node(b, "Mul", "mul", "picked,scale", "y");
+    Onnx__NodeProto *r = mb_node(b, "ReduceMean", "mean", "y", "m");
+    mb_attr_ints(b, r, "axes", 1, &ax0);
+    mb_attr_i(b, r, "keepdims", 0);
+    mb_output(b, "y", F);
+    mb_output(b, "m", F);
+}
+
+static void test_detection_head(void **state) {
+    (void)state;
+    mb b;
+    detection_head(&b);
+    tether_ir_graph g;
+    load_mb(&b, "det.onnx", &g);
+    mb_free(&b);
+    assert_int_equal(g.noutputs, 3); /* y, m, y_extent */
+    const float boxes[16] = {0, 0, 1, 1, 0, 0, 1, 1.05f, 2, 2, 3, 3, 5, 5, 6, 6};
+    const float some[4] = {0.9f, 0.8f, 0.7f, 0.1f}, all[4] = {0.6f, 0.7f, 0.8f, 0.9f},
+                none[4] = {0.1f, 0.2f, 0.3f, 0.5f};
+    const float far[16] = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7};
+    const void *sets[] = {boxes, some, boxes, all, boxes, none, far, all};
+    check_all(&g, 4, sets);
+    /* the kernels: one work-item for nms, its extent and the live-row mean in double */
+    char cl[192], dir[128];
+    compile_ocl(&g, false, true, dir, sizeof dir);
+    snprintf(cl, sizeof cl, "%s/m.cl", dir);
+    FILE *f = fopen(cl, "rb");
+    assert_non_null(f);
+    static char src[1 << 18];
+    size_t n = fread(src, 1, sizeof src - 1, f);
+    fclose(f);
+    src[n] = 0;
+    assert_non_null(strstr(src, "TG_DIV_RN(inter, uni)"));
+    assert_non_null(strstr(src, "const long live = "));
+    assert_non_null(strstr(src, "nms: nms(boxes [1,4,4], scores [1,1,4]) -> sel [4,3]; 1 "
+                                "work-item, serial loop 44;"));
+    assert_non_null(strstr(src, "serial: a data-dependent output size"));
+    tether_ir_close(&g);
+}
+
+static void test_nonzero_compress_unique(void **state) {
+    (void)state;
+    mb b;
+    mb_init(&b, 13);
+    int64_t sx[2] = {3, 4}, s4 = 4;
+    mb_input(&b, "x", I32, 2, sx);
+    mb_input(&b, "c", B, 1, &s4);
+    mb_node(&b, "NonZero", "nz", "x", "nzi");
+    Onnx__NodeProto *cp = mb_node(&b, "Compress", "cp", "x,c", "cx");
+    mb_attr_i(&b, cp, "axis", 1);
+    Onnx__NodeProto *u = mb_node(&b, "Unique", "un", "x", "uy,ui,uinv,ucnt");
+    mb_attr_i(&b, u, "sorted", 1);
+    mb_attr_i(&b, u, "axis", 0);
+    Onnx__NodeProto *u2 = mb_node(&b, "Unique", "un2", "x", "vy,vi,vinv,vcnt");
+    mb_attr_i(&b, u2, "sorted", 0);
+    mb_output(&b, "nzi", I64);
+    mb_output(&b, "cx", I32);
+    mb_output(&b, "uy", I32);
+    mb_output(&b, "ui", I64);
+    mb_output(&b, "uinv", I64);
+    mb_output(&b, "ucnt", I64);
+    mb_output(&b, "vy", I32);
+    mb_output(&b, "vcnt", I64);
+    tether_ir_graph g;
+    load_mb(&b, "ncu.onnx", &g);
+    mb_free(&b);
+    const int32_t x1[12] = {3, 0, -2, 7, 1, 1, 0, 0, 3, 0, -2, 7}; /* rows 0 and 2 equal */
+    const int32_t x2[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const int32_t x3[12] = {5, 4, 3, 2, 1, 0, -1, -2, -3, -4, -5, -6};
+    const uint8_t c1[4] = {1, 0, 1, 1}, c2[4] = {0, 0, 0, 0}, c3[4] = {1, 1, 1, 1};
+    const void *sets[] = {x1, c1, x2, c2, x3, c3};
+    check_all(&g, 3, sets);
+    tether_ir_close(&g);
+}
+
+/* x float32 [6] -> nonzero capped at 2; c bool [5] -> compress of x along axis 0 */
+static void test_errors(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    assert_int_equal(tether_ir_init(&g, "dynerr"), 0);
+    int64_t s6 = 6, s5 = 5;
+    int x, c, y, z;
+    assert_int_equal(tether_ir_add_tensor(&g, "x", TETHER_FLOAT32, 1, &s6, &x), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "c", TETHER_BOOL, 1, &s5, &c), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "y", TETHER_INT64, TETHER_IR_SHAPE_UNKNOWN, NULL, &y),
+                     0);
+    assert_int_equal(
+        tether_ir_add_tensor(&g, "z", TETHER_FLOAT32, TETHER_IR_SHAPE_UNKNOWN, NULL, &z), 0);
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_NONZERO, &a);
+    a.nints = 1;
+    a.ints[0] = 2;
+    assert_int_equal(tether_ir_add_node(&g, "nz", TETHER_OP_NONZERO, &x, 1, &y, 1, &a, NULL), 0);
+    tether_ir_attrs_init(TETHER_OP_COMPRESS, &a);
+    a.mode = 4; /* along axis 0 */
+    a.axis = 0;
+    int xc[2] = {x, c};
+    assert_int_equal(tether_ir_add_node(&g, "cp", TETHER_OP_COMPRESS, xc, 2, &z, 1, &a, NULL), 0);
+    assert_int_equal(tether_ir_add_input(&g, x), 0);
+    assert_int_equal(tether_ir_add_input(&g, c), 0);
+    assert_int_equal(tether_ir_add_output(&g, y), 0);
+    assert_int_equal(tether_ir_add_output(&g, z), 0);
+    assert_int_equal(tether_ir_add_extent_outputs(&g), 0);
+    assert_int_equal(tether_ir_infer(&g), 0);
+    char dir[128];
+    compile_ocl(&g, false, true, dir, sizeof dir);
+    const float two[6] = {0, 3, 0, 0, -1, 0}, three[6] = {1, 0, 2, 0, 0, 4};
+    const uint8_t ok[5] = {1, 0, 0, 1, 1};
+    const void *in[2] = {two, ok};
+    void *o[4];
+    size_t bytes[4];
+    for (int round = 0; round < 3; round++) {
+        in[0] = round == 1 ? three : two;
+        int rc = run_rc(dir, in, o, 4, bytes);
+        if (round == 1) {
+            assert_int_equal(rc, TETHER_ERR_LIMIT);
+            assert_non_null(strstr(tether_last_error(), "node 'nz' (nonzero): more nonzero"));
+        } else {
+            assert_int_equal(rc, 0);
+            const int64_t want[2] = {1, 4}, ext = 2, zext = 3;
+            const float zw[3] = {0, 0, -1};
+            assert_memory_equal(o[0], want, sizeof want);
+            assert_memory_equal(o[1], zw, sizeof zw);
+            assert_memory_equal(o[2], &ext, sizeof ext);
+            assert_memory_equal(o[3], &zext, sizeof zext);
+        }
+        for (int i = 0; i < 4; i++) {
+            free(o[i]);
+        }
+        assert_int_equal(tether_session_reset(g_s), 0);
+    }
+    tether_ir_close(&g);
+    /* a condition longer than the axis selecting past it: the C path's -1 */
+    assert_int_equal(tether_ir_init(&g, "dynerr2"), 0);
+    int64_t s3 = 3;
+    assert_int_equal(tether_ir_add_tensor(&g, "x", TETHER_FLOAT32, 1, &s3, &x), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "c", TETHER_BOOL, 1, &s5, &c), 0);
+    assert_int_equal(
+        tether_ir_add_tensor(&g, "z", TETHER_FLOAT32, TETHER_IR_SHAPE_UNKNOWN, NULL, &z), 0);
+    xc[0] = x;
+    xc[1] = c;
+    assert_int_equal(tether_ir_add_node(&g, "cp", TETHER_OP_COMPRESS, xc, 2, &z, 1, &a, NULL), 0);
+    assert_int_equal(tether_ir_add_input(&g, x), 0);
+    assert_int_equal(tether_ir_add_input(&g, c), 0);
+    assert_int_equal(tether_ir_add_output(&g, z), 0);
+    assert_int_equal(tether_ir_add_extent_outputs(&g), 0);
+    assert_int_equal(tether_ir_infer(&g), 0);
+    compile_ocl(&g, false, true, dir, sizeof dir);
+    const float x3[3] = {1, 2, 3};
+    const uint8_t past[5] = {0, 1, 0, 0, 1}, within[5] = {1, 0, 1, 0, 0};
+    in[0] = x3;
+    in[1] = past;
+    assert_int_equal(run_rc(dir, in, o, 2, bytes), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "node 'cp' (compress): a condition selecting"));
+    free(o[0]);
+    free(o[1]);
+    assert_int_equal(tether_session_reset(g_s), 0);
+    in[1] = within;
+    assert_int_equal(run_rc(dir, in, o, 2, bytes), 0);
+    const float zw[3] = {1, 3, 0};
+    assert_memory_equal(o[0], zw, sizeof zw);
+    free(o[0]);
+    free(o[1]);
+    assert_int_equal(tether_session_reset(g_s), 0);
+    tether_ir_close(&g);
+}
+
+static void write_npy(const char *name, DLDataType t, const int64_t *shape, int nd,
+                      const void *data) {
+    char p[200];
+    snprintf(p, sizeof p, "%s/%s", g_tmp, name);
+    if (tether_npy_write(p, t, shape, nd, data)) {
+        fail_msg("%s", tether_last_error());
+    }
+}
+
+static void expect_same_file(const char *a, const char *b) {
+    tether_npy x, y;
+    char p[200];
+    snprintf(p, sizeof p, "%s/%s", g_tmp, a);
+    assert_int_equal(tether_npy_read(p, &x), 0);
+    snprintf(p, sizeof p, "%s/%s", g_tmp, b);
+    assert_int_equal(tether_npy_read(p, &y), 0);
+    assert_int_equal(x.ndim, y.ndim);
+    assert_memory_equal(x.shape, y.shape, sizeof(int64_t) * (size_t)x.ndim);
+    assert_true(tether_dtype_equal(x.dtype, y.dtype));
+    assert_int_equal(x.nbytes, y.nbytes);
+    assert_memory_equal(x.data, y.data, x.nbytes);
+    tether_npy_free(&x);
+    tether_npy_free(&y);
+}
+
+static void test_cli(void **state) {
+    (void)state;
+    mb b;
+    detection_head(&b);
+    char path[128];
+    snprintf(path, sizeof path, "%s/det_cli.onnx", g_tmp);
+    mb_write(&b, path);
+    mb_free(&b);
+    const float boxes[16] = {0, 0, 1, 1, 0, 0, 1, 1.05f, 2, 2, 3, 3, 5, 5, 6, 6};
+    const float scores[4] = {0.9f, 0.8f, 0.7f, 0.1f};
+    const int64_t sb[3] = {1, 4, 4}, ss[3] = {1, 1, 4};
+    write_npy("boxes.npy", TETHER_FLOAT32, sb, 3, boxes);
+    write_npy("scores.npy", TETHER_FLOAT32, ss, 3, scores);
+    char o[8192];
+    if (run_cli(o, sizeof o,
+                "run det_cli.onnx --in boxes=boxes.npy --in scores=scores.npy --out c_y.npy "
+                "--out c_m.npy")) {
+        fail_msg("%s", o);
+    }
+    if (run_cli(o, sizeof o,
+                "run det_cli.onnx --backend opencl --in boxes=boxes.npy --in scores=scores.npy "
+                "--out o_y.npy --out o_m.npy")) {
+        fail_msg("%s", o);
+    }
+    expect_same_file("c_y.npy", "o_y.npy");
+    expect_same_file("c_m.npy", "o_m.npy");
+    tether_npy y;
+    char p[200];
+    snprintf(p, sizeof p, "%s/o_y.npy", g_tmp);
+    assert_int_equal(tether_npy_read(p, &y), 0);
+    assert_int_equal(y.ndim, 2); /* the actual shape: 2 boxes selected */
+    assert_int_equal(y.shape[0], 2);
+    assert_int_equal(y.shape[1], 4);
+    const float want[8] = {0, 0, 3, 4, 2, 4, 9, 12};
+    assert_memory_equal(y.data, want, sizeof want);
+    tether_npy_free(&y);
+}
+
+int main(void) {
+    snprintf(g_tmp, sizeof g_tmp, "/tmp/tocldXXXXXX");
+    if (!mkdtemp(g_tmp)) {
+        return 1;
+    }
+    if (open_local(&g_s)) {
+        fprintf(stderr, "cannot start tetherd: %s\n", tether_last_error());
+        rm_tree(g_tmp);
+        return 1;
+    }
+    if (!tether_session_info(g_s)->opencl) {
+        printf("skipped: tetherd reports no OpenCL device\n");
+        tether_session_close(g_s);
+        rm_tree(g_tmp);
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_detection_head),
+        cmocka_unit_test(test_nonzero_compress_unique),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_cli),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    tether_session_close(g_s);
+    rm_tree(g_tmp);
+    return rc;
+}
