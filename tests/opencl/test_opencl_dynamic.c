@@ -7,7 +7,8 @@
  *    the interpreter byte for byte, every output at its bound and its extent, on inputs selecting
  *    some, all and none of the boxes;
  *  - NonZero, Compress along axis 1 and Unique (sorted, with an axis, its four outputs) on int32
- *    data, byte for byte against C and the interpreter;
+ *    data, byte for byte against C and the interpreter, and at the IR the other element types:
+ *    bool NonZero, int8 Compress, float16 Unique, NonMaxSuppression with float64 boxes;
  *  - a count above a node's bound (nonzero capped at 2) fails the OpenCL run with
  *    TETHER_ERR_LIMIT naming the node, a Compress condition selecting past the axis fails it with
  *    TETHER_ERR_INVALID_ARG, and the next run in range succeeds (the flag cleared);
@@ -302,6 +303,103 @@ static void test_errors(void **state) {
     tether_ir_close(&g);
 }
 
+static uint32_t g_seed = 31;
+
+static uint32_t rnd(void) {
+    g_seed = g_seed * 1664525u + 1013904223u;
+    return g_seed >> 8;
+}
+
+/* The other element types the C path takes, at the IR: nonzero of bool [2, 3, 2], compress of
+ * int8 [3, 5] along axis -1 by a bool condition, unique (unsorted, axis 0, the indices and the
+ * counts) of float16 [6, 2] (bits of small integers: duplicates), nms with float64 boxes and
+ * float32 scores (center_point_box, no score threshold, 2 batches, 3 classes, 5 boxes). */
+static void test_types(void **state) {
+    (void)state;
+    tether_ir_graph g;
+    assert_int_equal(tether_ir_init(&g, "dyntypes"), 0);
+    int64_t sb[3] = {2, 3, 2}, sx[2] = {3, 5}, s5 = 5, su[2] = {6, 2}, bx[3] = {2, 5, 4},
+            sc[3] = {2, 3, 5};
+    int b, x, c, u, bo, so, y[5];
+    const char *names[5] = {"nz", "cp", "ui", "uc", "sel"};
+    assert_int_equal(tether_ir_add_tensor(&g, "b", TETHER_BOOL, 3, sb, &b), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "x", TETHER_INT8, 2, sx, &x), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "c", TETHER_BOOL, 1, &s5, &c), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "u", TETHER_DTYPE(kDLFloat, 16), 2, su, &u), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "boxes", TETHER_DTYPE(kDLFloat, 64), 3, bx, &bo), 0);
+    assert_int_equal(tether_ir_add_tensor(&g, "scores", TETHER_FLOAT32, 3, sc, &so), 0);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(tether_ir_add_tensor(&g, names[i], i == 1 ? TETHER_INT8 : TETHER_INT64,
+                                              TETHER_IR_SHAPE_UNKNOWN, NULL, &y[i]),
+                         0);
+    }
+    tether_ir_attrs a;
+    tether_ir_attrs_init(TETHER_OP_NONZERO, &a);
+    assert_int_equal(tether_ir_add_node(&g, "nz", TETHER_OP_NONZERO, &b, 1, &y[0], 1, &a, NULL), 0);
+    tether_ir_attrs_init(TETHER_OP_COMPRESS, &a);
+    a.mode = 4;
+    a.axis = -1;
+    int xc[2] = {x, c};
+    assert_int_equal(tether_ir_add_node(&g, "cp", TETHER_OP_COMPRESS, xc, 2, &y[1], 1, &a, NULL),
+                     0);
+    tether_ir_attrs_init(TETHER_OP_UNIQUE, &a);
+    a.mode = 4 | 1 << 4; /* unsorted, along axis 0: the first-occurrence indices */
+    a.axis = 0;
+    assert_int_equal(tether_ir_add_node(&g, "ui", TETHER_OP_UNIQUE, &u, 1, &y[2], 1, &a, NULL), 0);
+    a.mode = 4 | 3 << 4; /* the counts, reading them */
+    int uu[2] = {u, y[2]};
+    assert_int_equal(tether_ir_add_node(&g, "uc", TETHER_OP_UNIQUE, uu, 2, &y[3], 1, &a, NULL), 0);
+    tether_ir_attrs_init(TETHER_OP_NMS, &a);
+    a.k = 3;
+    a.alpha = 0.3f;
+    a.mode = 1;
+    int bs[2] = {bo, so};
+    assert_int_equal(tether_ir_add_node(&g, "nms", TETHER_OP_NMS, bs, 2, &y[4], 1, &a, NULL), 0);
+    int ins[6] = {b, x, c, u, bo, so};
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(tether_ir_add_input(&g, ins[i]), 0);
+    }
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(tether_ir_add_output(&g, y[i]), 0);
+    }
+    assert_int_equal(tether_ir_add_extent_outputs(&g), 0);
+    if (tether_ir_infer(&g)) {
+        fail_msg("%s", tether_last_error());
+    }
+    enum { SETS = 3 };
+    static uint8_t bv[SETS][12], xv[SETS][15], cv[SETS][5];
+    static uint16_t uv[SETS][12];
+    static double bxv[SETS][40];
+    static float scv[SETS][30];
+    const void *sets[SETS * 6];
+    for (int s = 0; s < SETS; s++) {
+        for (int i = 0; i < 12; i++) {
+            bv[s][i] = (uint8_t)(rnd() % 3 == 0);
+            static const uint16_t h[3] = {0x0000, 0x3c00, 0xc000}; /* 0, 1, -2 */
+            uv[s][i] = h[rnd() % 3];
+        }
+        for (int i = 0; i < 15; i++) {
+            xv[s][i] = (uint8_t)(rnd() % 256);
+        }
+        for (int i = 0; i < 5; i++) {
+            cv[s][i] = (uint8_t)(s == 1 ? 0 : rnd() % 2);
+        }
+        for (int i = 0; i < 10; i++) { /* centers in [0, 4), sizes in [0.5, 2.5) */
+            bxv[s][4 * i] = (double)(rnd() % 400) / 100.0;
+            bxv[s][4 * i + 1] = (double)(rnd() % 400) / 100.0;
+            bxv[s][4 * i + 2] = 0.5 + (double)(rnd() % 200) / 100.0;
+            bxv[s][4 * i + 3] = 0.5 + (double)(rnd() % 200) / 100.0;
+        }
+        for (int i = 0; i < 30; i++) {
+            scv[s][i] = (float)(rnd() % 1000) / 1000.0f;
+        }
+        const void *row[6] = {bv[s], xv[s], cv[s], uv[s], bxv[s], scv[s]};
+        memcpy(&sets[s * 6], row, sizeof row);
+    }
+    check_all(&g, SETS, sets);
+    tether_ir_close(&g);
+}
+
 static void write_npy(const char *name, DLDataType t, const int64_t *shape, int nd,
                       const void *data) {
     char p[200];
@@ -384,6 +482,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detection_head),
         cmocka_unit_test(test_nonzero_compress_unique),
+        cmocka_unit_test(test_types),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_cli),
     };
