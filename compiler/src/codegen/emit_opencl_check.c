@@ -10,10 +10,10 @@
  * the node (host/lib/opencl_run.c).
  *
  * The kernels of the operators with data-dependent output sizes (nonzero, compress, unique, nms:
- * emit_opencl_dynamic.c) check what their C kernels return -4 (TETHER_ERR_LIMIT: a count above the
- * bound) and -1 for (a condition selecting past the axis' extent, an index of a unique item past
- * it): such a node has one entry per check, consecutive, its first one `err_cur` while its kernel
- * is emitted (tether__ocl_fail_entry(e, k) reports the k-th).
+ * emit_opencl_dynamic.c) check what their C kernels return -4 for (TETHER_ERR_LIMIT: a count
+ * above the bound) and -1 for (a Compress condition selecting past the axis' extent, a unique
+ * item's index past it): such a node has one entry per check, consecutive, its first one `err_cur`
+ * while its kernel is emitted (tether__ocl_fail_entry(e, k) reports the k-th).
  *
  * What must stay true: tether__ocl_check_entry names exactly the operators (and inputs) whose C
  * kernel returns an error at run time, each with the C kernel's code, so the two backends fail on
