@@ -614,18 +614,42 @@ static void test_refusals(void **state) {
         }
         tether_ir_close(&g);
     }
-    /* an integer tensor read by an operator without an integer kernel */
+    /* an integer tensor read by an operator that takes float32 only (every ONNX operator that
+     * takes integers has a typed OpenCL kernel now; a uint8 Relu turned into a Softmax at the IR,
+     * as a front end could write it): refused before any kernel is chosen, naming the node */
     mb_init(&b, 13);
     int64_t xin2[2] = {2, 3};
     mb_input(&b, "x", F32, 2, xin2);
     scalar_f(&b, "s", 0.5f);
     scalar_u8(&b, "z", 7);
     mb_node(&b, "QuantizeLinear", "quant", "x,s,z", "xq");
-    mb_node(&b, "Unique", "uq", "xq", "u");
+    mb_node(&b, "Relu", "uq", "xq", "u");
     mb_output(&b, "u", U8);
     mb_write(&b, path);
     mb_free(&b);
-    expect_refusal(path, false, "node 'uq", "no kernel");
+    {
+        tether_ir_graph g;
+        assert_int_equal(tether_onnx_load(path, NULL, &g), 0);
+        int uq = -1;
+        for (int i = 0; i < g.nnodes; i++) {
+            uq = g.nodes[i].op == TETHER_OP_RELU ? i : uq;
+        }
+        assert_true(uq >= 0);
+        g.nodes[uq].op = TETHER_OP_SOFTMAX;
+        char dir[128];
+        tmp_path(dir, sizeof dir, "refused_typed");
+        tether_compile_options o;
+        tether_compile_options_init(&o);
+        o.backend = TETHER_BACKEND_OPENCL;
+        tether_compile_result res;
+        assert_int_not_equal(tether_compile_graph(&g, dir, &o, &res), 0);
+        const char *msg = tether_last_error();
+        if (!strstr(msg, "node 'uq' (softmax): input 'xq' has element type uint8")) {
+            fail_msg("unexpected message: %s", msg);
+        }
+        assert_int_not_equal(access(dir, F_OK), 0);
+        tether_ir_close(&g);
+    }
     /* fp16 */
     ds_cnn_write(path, 1);
     expect_refusal(path, true, "--precision fp16", "int8");
