@@ -269,35 +269,52 @@ int tether__artifact_file_name_ok(const char *s) {
 }
 
 /* The outputs' data-dependent sizes are consistent: a dynamic output names a dimension it has
- * and an int64 [1] extent output that names it back; extent outputs come after the others. */
-static int check_dynamic(const tether_artifact *a) {
-    int first_extent = a->nout;
-    for (int i = 0; i < a->nout; i++) {
-        const io_entry *e = &a->out[i];
+ * and an int64 [1] extent output that names it back; extent outputs come after the others. The
+ * C and the OpenCL artifact loaders both ask this one check (tether__artifact_check_dynamic). */
+int tether__artifact_check_dynamic(const tether__io_dyn *io, int n, char *why, size_t cap) {
+    int first_extent = n;
+    for (int i = 0; i < n; i++) {
+        const tether__io_dyn *e = &io[i];
         int k = e->extent_output;
-        const io_entry *x = k >= 0 && k < a->nout ? &a->out[k] : NULL;
+        const tether__io_dyn *x = k >= 0 && k < n ? &io[k] : NULL;
         if ((e->dyn_dim >= 0) != (k >= 0) || (e->dyn_dim >= e->ndim) ||
-            (k >= 0 && (!x || x->extent_of != i || x->ndim != 1 || x->shape[0] != 1 ||
+            (k >= 0 && (!x || x->extent_of != i || x->ndim != 1 || x->len0 != 1 ||
                         !tether_dtype_equal(x->dtype, TETHER_INT64))) ||
-            (e->extent_of >= 0 &&
-             (e->extent_of >= a->nout || a->out[e->extent_of].extent_output != i))) {
-            return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                    "%s: metadata.json: output '%s': dynamic_dim, extent_output "
-                                    "and extent_of do not agree (an output of data-dependent "
-                                    "size names its dimension and its int64 [1] extent output, "
-                                    "which names it back)",
-                                    a->dir, e->name);
+            (e->extent_of >= 0 && (e->extent_of >= n || io[e->extent_of].extent_output != i))) {
+            snprintf(why, cap,
+                     "output '%s': dynamic_dim, extent_output and extent_of do not agree (an "
+                     "output of data-dependent size names its dimension and its int64 [1] "
+                     "extent output, which names it back)",
+                     e->name);
+            return TETHER_ERR_INVALID_ARG;
         }
         if (e->extent_of >= 0 && i < first_extent) {
             first_extent = i;
         } else if (e->extent_of < 0 && i > first_extent) {
-            return tether_set_error(TETHER_ERR_INVALID_ARG,
-                                    "%s: metadata.json: output '%s' comes after an extent output "
-                                    "(extent outputs come last)",
-                                    a->dir, e->name);
+            snprintf(why, cap,
+                     "output '%s' comes after an extent output (extent outputs come last)",
+                     e->name);
+            return TETHER_ERR_INVALID_ARG;
         }
     }
     return 0;
+}
+
+static int check_dynamic(const tether_artifact *a) {
+    tether__io_dyn *d = calloc(a->nout > 0 ? (size_t)a->nout : 1, sizeof *d);
+    if (!d) {
+        return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < a->nout; i++) {
+        const io_entry *e = &a->out[i];
+        d[i] = (tether__io_dyn){e->name,     e->ndim,    e->ndim > 0 ? e->shape[0] : 1,
+                                e->dtype,    e->dyn_dim, e->extent_output,
+                                e->extent_of};
+    }
+    char why[400];
+    int rc = tether__artifact_check_dynamic(d, a->nout, why, sizeof why);
+    free(d);
+    return rc ? tether_set_error(rc, "%s: metadata.json: %s", a->dir, why) : 0;
 }
 
 static int read_io(tether_artifact *a, const cJSON *arr, int output) {

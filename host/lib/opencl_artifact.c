@@ -117,28 +117,23 @@ static int parse_io(tether__ocl_artifact *a, const cJSON *arr, ocl_io **iop, int
             *vals[k] = (int)v;
         }
     }
-    /* outputs of data-dependent size: each names a dimension it has and an int64 [1] extent
-     * output that names it back; extent outputs come last */
-    int first_extent = *n;
-    for (int i = 0; i < *n; i++) {
-        const ocl_io *e = &io[i];
-        int k = e->extent_output;
-        const ocl_io *x = k >= 0 && k < *n ? &io[k] : NULL;
-        if ((e->dyn_dim >= 0) != (k >= 0) || (e->dyn_dim >= 0 && e->dyn_dim >= e->ndim) ||
-            (k >= 0 && (!x || x->extent_of != i || x->ndim != 1 || x->shape[0] != 1 ||
-                        x->dt.code != kDLInt || x->dt.bits != 64)) ||
-            (e->extent_of >= 0 && (e->extent_of >= *n || io[e->extent_of].extent_output != i))) {
-            return bad(a,
-                       "output '%s': dynamic_dim, extent_output and extent_of do not agree (an "
-                       "output of data-dependent size names its dimension and its int64 [1] "
-                       "extent output, which names it back)",
-                       e->name);
+    /* outputs of data-dependent size: the check artifact.c makes of a C artifact's */
+    if (strcmp(what, "output") == 0) {
+        tether__io_dyn *d = calloc(*n > 0 ? (size_t)*n : 1, sizeof *d);
+        if (!d) {
+            return tether_set_error(TETHER_ERR_OUT_OF_MEMORY, "out of memory");
         }
-        if (e->extent_of >= 0 && i < first_extent) {
-            first_extent = i;
-        } else if (e->extent_of < 0 && i > first_extent) {
-            return bad(a, "output '%s' comes after an extent output (extent outputs come last)",
-                       e->name);
+        for (int i = 0; i < *n; i++) {
+            d[i] =
+                (tether__io_dyn){io[i].name,     io[i].ndim,    io[i].ndim > 0 ? io[i].shape[0] : 1,
+                                 io[i].dt,       io[i].dyn_dim, io[i].extent_output,
+                                 io[i].extent_of};
+        }
+        char why[400];
+        int rc = tether__artifact_check_dynamic(d, *n, why, sizeof why);
+        free(d);
+        if (rc) {
+            return bad(a, "%s", why);
         }
     }
     return TETHER_OK;

@@ -31,6 +31,19 @@ int tether__ocl_artifact_load(const char *dir, const struct cJSON *m, tether__oc
 /* artifact.c: a plain file name inside the artifact directory (no '/', not . or .., < 200). */
 int tether__artifact_file_name_ok(const char *s);
 
+/* artifact.c: what an output says of its data-dependent size (metadata "dynamic_dim",
+ * "extent_output", "extent_of"; -1 none), and the one check of them both artifact kinds make:
+ * a dynamic output names a dimension it has and an int64 [1] extent output naming it back;
+ * extent outputs come last. Nonzero (TETHER_ERR_INVALID_ARG) with the reason in why. */
+typedef struct tether__io_dyn {
+    const char *name;
+    int ndim;
+    int64_t len0; /* shape[0] (1 for a scalar) */
+    DLDataType dtype;
+    int dyn_dim, extent_output, extent_of;
+} tether__io_dyn;
+int tether__artifact_check_dynamic(const tether__io_dyn *io, int n, char *why, size_t cap);
+
 /* The model signature from the metadata. */
 int tether__ocl_artifact_num_inputs(const tether__ocl_artifact *a);
 int tether__ocl_artifact_num_outputs(const tether__ocl_artifact *a);

@@ -173,6 +173,28 @@ static void test_detection_head(void **state) {
     assert_non_null(strstr(src, "nms: nms(boxes [1,4,4], scores [1,1,4]) -> sel [4,3]; 1 "
                                 "work-item, serial loop 44;"));
     assert_non_null(strstr(src, "serial: a data-dependent output size"));
+    /* a damaged metadata.json: the extent output names another output back; refused when the
+     * artifact is opened, naming the output (tether__artifact_check_dynamic) */
+    snprintf(cl, sizeof cl, "%s/metadata.json", dir);
+    f = fopen(cl, "rb");
+    assert_non_null(f);
+    n = fread(src, 1, sizeof src - 1, f);
+    fclose(f);
+    src[n] = 0;
+    char *k = strstr(src, "\"extent_of\"");
+    assert_non_null(k);
+    k = strpbrk(k + 11, "0123456789");
+    assert_non_null(k);
+    *k = *k == '1' ? '0'
+                   : '1'; /* output 0 (y) names extent 2; now 2 names 1 (m) or 0 the wrong way */
+    f = fopen(cl, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(src, 1, n, f), n);
+    fclose(f);
+    tether_artifact *a = NULL;
+    assert_int_equal(tether_artifact_open(dir, &a), TETHER_ERR_INVALID_ARG);
+    assert_non_null(strstr(tether_last_error(), "metadata.json"));
+    assert_non_null(strstr(tether_last_error(), "do not agree"));
     tether_ir_close(&g);
 }
 
