@@ -330,7 +330,10 @@ static int root_before_infer(const tether_ir_graph *g, int t, int depth, int *ro
         *root = t;
         return p;
     }
-    int kind = tether__op_info_of(n->op)->kind;
+    int kind = tether__op_info_of(n->op)->kind, od = -1;
+    if (tether__ir_dyn_live(g, n, &od) >= 0 && od == 0) {
+        return -1; /* a gather along the dynamic dimension: a static output */
+    }
     /* a node inferred as it was added (the ONNX import) says itself whether it is dynamic */
     bool dyn_out = n->noutputs == 1 && g->tensors[n->outputs[0]].dyn_dim > 0;
     if (kind != TETHER__OPK_UNARY && kind != TETHER__OPK_BINARY && kind != TETHER__OPK_ALIAS &&
