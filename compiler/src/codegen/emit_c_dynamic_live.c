@@ -230,6 +230,11 @@ static void k_concat(em *e, const tether_ir_node *nd, const kargs *k) {
 }
 
 void tether__c_live(em *e, const tether_ir_node *nd, const kargs *k) {
+    if (nd->attrs.mode & TETHER__DYN_COUNT) { /* an extent node reads the extents only */
+        for (int j = 0; j < (int)nd->attrs.k; j++) {
+            line(e, "(void)%s;", k->in[j]);
+        }
+    }
     declare_live(e, nd, k);
     if (nd->op == TETHER_OP_TRANSPOSE) {
         k_transpose(e, nd, k);
