@@ -16,6 +16,9 @@
  * the extent of the root it derives from (the extent node of a graph output is the root's).
  * Reductions over dimension 0 (shapes_dynamic_use.c) read one into a static output through the
  * live extent wired as their input 1; a reduce with an input 1 of any other kind is refused.
+ * Readers by the live extent (shapes_dynamic_live.c: a transpose moving the dynamic dimension,
+ * concat, gather and slice along it) read any dynamic dimension through extents wired as extra
+ * inputs; slice and concat of such inputs are roots of an extent of their own.
  * Readers besides those (and unique's second input, nms' extent node: terminated lists)
  * are refused naming them. Messages name the node.
  */

@@ -16,10 +16,13 @@
  * emit_c_reduce.c); its output is static. A reduce has input 1 only then
  * (tether__ir_check_dynamic refuses any other).
  *
+ * Readers by the live extent (transpose moving the dynamic dimension, concat/gather/slice along
+ * it: shapes_dynamic_live.c) get the extents of their dynamic inputs appended by
+ * tether__ir_dyn_wire_counts too (wire_live, mode | TETHER__DYN_LIVE).
+ *
  * What must stay true: a reader accepted here never lets a row past the extent reach an actual
- * output row (row readers) or a value (counted readers: live rows only); anything else (concat
- * along dimension 0, a transpose moving it, gather/slice along it) stays refused by
- * tether__ir_check_dynamic, naming the node.
+ * output row (row readers) or a value (counted readers: live rows only); anything else that is
+ * not a reader by the live extent stays refused by tether__ir_check_dynamic, naming the node.
  */
 #include <stdio.h>
 #include <string.h>
