@@ -13,6 +13,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_loop.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_dynamic.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_dynamic_use.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/ir/shapes_dynamic_live.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/types.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/ir/quant_elt.c
@@ -31,6 +32,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_text.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_loop.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_dynamic.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_dynamic_live.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_loss.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_quant.c
     ${CMAKE_CURRENT_LIST_DIR}/src/interp/interp_qelt.c
@@ -58,6 +60,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_text.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_loop.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_dynamic.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_dynamic_live.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_nchwc.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_schedules.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_profile.c

@@ -599,6 +599,29 @@ int tether__ir_dyn_row_reader(const tether_ir_graph *g, const tether_ir_node *n,
  * extent node after inference; *changed says the graph must be inferred again). */
 bool tether__ir_dyn_counted(const tether_ir_graph *g, const tether_ir_node *n);
 int tether__ir_dyn_wire_counts(tether_ir_graph *g, bool *changed);
+/* ---- readers needing the live extent in the kernel (ir/shapes_dynamic_live.c; wt27d) ---- */
+/* The mode flag of a transpose/concat/gather/slice wired with live extents: attrs.k data inputs,
+ * then one int64 [1] extent per dynamic data input, in their order. */
+#define TETHER__DYN_LIVE 512
+bool tether__ir_live_wired(const tether_ir_node *n);
+/* attrs.k for a wired node, else ninputs. */
+int tether__ir_live_data_inputs(const tether_ir_node *n);
+/* Whether n reads a dynamic tensor through the live extent: its first dynamic data input (tensor
+ * index), else -1; *odim (may be NULL) the output's dyn_dim (0 static, d + 1, -1 an extent). */
+int tether__ir_dyn_live(const tether_ir_graph *g, const tether_ir_node *n, int *odim);
+/* Slice and concat of such inputs: roots of their own extent (not their extent nodes). */
+bool tether__ir_live_root(const tether_ir_graph *g, const tether_ir_node *n);
+/* ONNX's slice length and first index along an extent dim (raw starts/ends, clamped). */
+int64_t tether__ir_slice_live_len(int64_t s, int64_t e, int64_t st, int64_t dim);
+int64_t tether__ir_slice_live_start(int64_t s, int64_t st, int64_t dim);
+/* The shape rule of a live slice or an extent node (1: handled, *rc its status), else 0. */
+int tether__ir_live_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *os, int *ond,
+                          int *rc);
+/* Whether q's attributes are those of the extent node of a root with attributes a (a's mode |
+ * TETHER__DYN_COUNT, everything else equal). */
+bool tether__ir_extent_attrs_equal(const tether_ir_attrs *a, const tether_ir_attrs *q);
+/* After wiring: a live reader carries its extents (else an error naming the node). */
+int tether__ir_live_check(const tether_ir_graph *g, const tether_ir_node *n);
 
 /* CLOCK_MONOTONIC in seconds (for the timings of reports). */
 double tether__now_s(void);

@@ -150,7 +150,7 @@ void loop_scan_model(mb *b, mb *body, int variant) {
             mb_output(b, "mn", F);
             mb_output(b, "prod", F);
             mb_output(b, "esum", F);
-        } else { /* still refused: concat along the dynamic axis, a transpose moving it */
+        } else { /* by the live extent: concat along the dynamic axis, a transpose moving it */
             if (variant == 7) {
                 Onnx__NodeProto *c = mb_node(b, "Concat", "red", "ys,ys", "red_out");
                 mb_attr_i(b, c, "axis", 0);
@@ -230,4 +230,43 @@ void loop_slice_model(mb *b, mb *body, bool gather) {
     mb_attr_g(b, n, "body", body);
     mb_output(b, "sfinal", F);
     mb_output(b, "els", F);
+}
+
+void nonzero_readers_model(mb *b, int variant) {
+    static const int64_t d23[2] = {2, 3}, d12[2] = {1, 2}, d1[1] = {1};
+    static const int64_t pad[2] = {7, 7}, two = 2, ax2 = 2, zero = 0, m2 = -2, big = INT64_MAX,
+                         one = 1, last = -1;
+    mb_init(b, 13);
+    mb_input(b, "x", F, 2, d23);
+    mb_node(b, "NonZero", "nz", "x", "nzo");
+    mb_node(b, "Transpose", "tr", "nzo", "t");
+    if (variant == 1) {
+        mb_init_tensor(b, mb_tensor_i64(b, "i0", 0, NULL, &zero));
+        mb_init_tensor(b, mb_tensor_i64(b, "im1", 0, NULL, &last));
+        mb_node(b, "Gather", "first_n", "t,i0", "first");
+        mb_node(b, "Gather", "last_n", "t,im1", "last");
+        mb_output(b, "first", I6);
+        mb_output(b, "last", I6);
+        return;
+    }
+    mb_init_tensor(b, mb_tensor_i64(b, "s0", 1, d1, &zero));
+    mb_init_tensor(b, mb_tensor_i64(b, "e2", 1, d1, &two));
+    mb_init_tensor(b, mb_tensor_i64(b, "sm2", 1, d1, &m2));
+    mb_init_tensor(b, mb_tensor_i64(b, "ebig", 1, d1, &big));
+    mb_init_tensor(b, mb_tensor_i64(b, "ax0", 1, d1, &zero));
+    mb_init_tensor(b, mb_tensor_i64(b, "ax2", 1, d1, &ax2));
+    mb_init_tensor(b, mb_tensor_i64(b, "i1", 0, NULL, &one));
+    mb_init_tensor(b, mb_tensor_i64(b, "pad", 2, d12, pad));
+    mb_node(b, "Slice", "head_n", "t,s0,e2,ax0", "head");
+    mb_node(b, "Slice", "tail_n", "t,sm2,ebig,ax0", "tail");
+    mb_node(b, "Gather", "cols_n", "nzo,i1", "cols");
+    Onnx__NodeProto *c = mb_node(b, "Concat", "cat_n", "t,pad", "cat");
+    mb_attr_i(b, c, "axis", 0);
+    mb_node(b, "Unsqueeze", "unsq", "t,ax2", "t3");
+    Onnx__NodeProto *f = mb_node(b, "Flatten", "flat_n", "t3", "flat");
+    mb_attr_i(b, f, "axis", 1);
+    const char *outs[6] = {"t", "head", "tail", "cols", "cat", "flat"};
+    for (int i = 0; i < 6; i++) {
+        mb_output(b, outs[i], I6);
+    }
 }

@@ -35,8 +35,9 @@ void loop_for_model(mb *b, mb *body);
  * and the reductions over the iterations that read the live row count, all [2] (keepdims 0):
  * mean, mx, mn, prod = ReduceMean/Max/Min/Prod(ys, [0]), esum = ReduceSum(Exp(ys), [0])
  * (outputs nfinal, yfinal, tot, proj, cat, tot2, mean, mx, mn, prod, esum, ns, proj_extent,
- * cat_extent, ns_extent); 7, red_out = Concat(ys, ys, axis 0); 8, red_out = Transpose(ys,
- * [1, 0]) (both refused). */
+ * cat_extent, ns_extent); 7, red_out = Concat(ys, ys, axis 0) [<= 16, 2]; 8, red_out =
+ * Transpose(ys, [1, 0]) [2, <= 8] (outputs nfinal, yfinal, red_out, ns, red_out_extent,
+ * ns_extent). */
 void loop_scan_model(mb *b, mb *body, int variant);
 /* ONNX Scan (opset 16) over two run-time scan inputs: seq float [2,3] along axis 1 in reverse
  * and seq2 float [3,2] along axis -2 forward; state s0 float [2]; outputs sfinal [2], outs1
@@ -51,4 +52,13 @@ void scan_dirs_model(mb *b, mb *body);
  * (ONNX clamps the slice: i >= 6 gives an empty el, which ONNX cannot add to s). With gather,
  * el = Gather(seq, Unsqueeze(i)) in place of the Slice (i >= 6: out of range). */
 void loop_slice_model(mb *b, mb *body, bool gather);
+
+/* Readers of NonZero's [2, count] by its live count (torch.nonzero(x) and what follows it):
+ * input x float [2, 3], nz = NonZero(x), t = Transpose(nz) [<= 6, 2]. Variant 0, outputs
+ * t, head = t[:2], tail = t[-2:] (Slice, axis 0), cols = Gather(nz, 1, axis 0) [<= 6],
+ * cat = Concat(t, [[7, 7]], axis 0) [<= 7, 2], flat = Flatten(Unsqueeze(t, [2]), 1)
+ * [<= 6, 2], then their six extents. Variant 1, outputs first = Gather(t, 0) and
+ * last = Gather(t, -1), int64 [2] (static; no nonzero element: an index outside the live
+ * count). */
+void nonzero_readers_model(mb *b, int variant);
 #endif

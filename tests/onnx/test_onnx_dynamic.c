@@ -3,7 +3,9 @@
  * (docs/onnx.md, "Data-dependent output sizes"): NonMaxSuppression -> Gather of the box index
  * column -> Gather of the selected boxes -> Mul imports (the output dynamic along dimension 0,
  * its extent output added) and gives the selected boxes, by value, with their count; a consumer
- * that is not supported yet (Transpose of NonZero's [rank, count]) is refused naming the node;
+ * that is not supported yet (Gather along NonZero's count by run-time indices) is refused naming
+ * the node; the readers of NonZero's [rank, count] by its live count (Transpose, Slice, Gather,
+ * Concat, Flatten: test_onnx_nonzero_readers), by value;
  * a run-time Slice on two axes with a step (test_onnx_slice_runtime).
  */
 #include <setjmp.h>
@@ -14,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "loop_models.h"
 #include "model_builder.h"
 #include "tether/compiler.h"
 #include "tether/crt/error.h"
@@ -64,16 +67,101 @@ void test_onnx_detection_head(void **state) {
     assert_memory_equal(y, want, sizeof want);
     tether_ir_close(&g);
     mb_free(&b);
-    /* NonZero's [rank, count] varies along dimension 1: Transpose of it is refused, named */
+    /* a Gather of NonZero's [rank, count] by run-time indices along the count: still refused */
     mb_init(&b, 13);
     int64_t s6 = 6;
     mb_input(&b, "x", F, 1, &s6);
     mb_node(&b, "NonZero", "nz", "x", "c");
-    mb_node(&b, "Transpose", "tr", "c", "y");
+    mb_node(&b, "NonZero", "nz2", "x", "c2");
+    Onnx__NodeProto *gg = mb_node(&b, "Gather", "gat", "c,c2", "y");
+    mb_attr_i(&b, gg, "axis", 1);
     mb_output(&b, "y", ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
     expect_error(&b, TETHER_ERR_UNSUPPORTED,
-                 "input 'c' has a data-dependent extent (dimension 1, at most 6");
+                 "node 'gat' (gather): input 'c' has a data-dependent extent (dimension 1, at "
+                 "most 6");
     mb_free(&b);
+}
+
+/* The readers of NonZero's [2, count] by its live count (nonzero_readers_model): Transpose to
+ * [count, 2] (torch.nonzero), Slice t[:2] and t[-2:], Gather of one row of NonZero's output,
+ * Concat with a static row, Flatten; and Gather of t[0] and t[-1] (static outputs), whose index
+ * outside the live count is a run-time error naming the gather. By value, rows past the
+ * extents zero, for 3, 1 and 0 nonzero elements. */
+void test_onnx_nonzero_readers(void **state) {
+    (void)state;
+    mb b;
+    nonzero_readers_model(&b, 0);
+    tether_ir_graph g;
+    if (load(&b, NULL, &g)) {
+        fail_msg("%s", tether_error_detail());
+    }
+    mb_free(&b);
+    assert_int_equal(g.noutputs, 12);
+    const int dyn[12] = {1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1};
+    for (int i = 0; i < 12; i++) {
+        assert_int_equal(g.tensors[g.outputs[i]].dyn_dim, dyn[i]);
+    }
+    assert_string_equal(g.tensors[g.outputs[10]].name, "cat_extent");
+    assert_int_equal(g.tensors[g.outputs[1]].shape[0], 2); /* the slices' bounds */
+    assert_int_equal(g.tensors[g.outputs[2]].shape[0], 2);
+    assert_int_equal(g.tensors[g.outputs[4]].shape[0], 7);
+    const float xs[3][6] = {{0, 1, 0, 2, 0, 3}, {0, 0, 0, 0, 5, 0}, {0, 0, 0, 0, 0, 0}};
+    /* nonzero (row, column) pairs of each x */
+    const int64_t want_t[3][6] = {{0, 1, 1, 0, 1, 2}, {1, 1}, {0}};
+    const int64_t counts[3] = {3, 1, 0};
+    for (int k = 0; k < 3; k++) {
+        int64_t t[12], head[4], tail[4], cols[6], cat[14], flat[12], ext[6];
+        memset(ext, 0xff, sizeof ext);
+        void *out[12] = {t,       head,    tail,    cols,    cat,     flat,
+                         &ext[0], &ext[1], &ext[2], &ext[3], &ext[4], &ext[5]};
+        const void *in[1] = {xs[k]};
+        if (tether_interp_run_typed(&g, in, out)) {
+            fail_msg("%s", tether_last_error());
+        }
+        int64_t c = counts[k], h = c < 2 ? c : 2;
+        const int64_t want_ext[6] = {c, h, h, c, c + 1, c};
+        assert_memory_equal(ext, want_ext, sizeof want_ext);
+        int64_t wt[12] = {0}, wcat[14] = {0}, wcols[6] = {0}, wtail[4] = {0}, whead[4] = {0};
+        memcpy(wt, want_t[k], sizeof(int64_t) * (size_t)(2 * c));
+        memcpy(whead, want_t[k], sizeof(int64_t) * (size_t)(2 * h));
+        memcpy(wtail, want_t[k] + 2 * (c - h), sizeof(int64_t) * (size_t)(2 * h));
+        memcpy(wcat, want_t[k], sizeof(int64_t) * (size_t)(2 * c));
+        wcat[2 * c] = wcat[2 * c + 1] = 7;
+        for (int64_t r = 0; r < c; r++) {
+            wcols[r] = want_t[k][2 * r + 1];
+        }
+        assert_memory_equal(t, wt, sizeof wt);
+        assert_memory_equal(flat, wt, sizeof wt);
+        assert_memory_equal(head, whead, sizeof whead);
+        assert_memory_equal(tail, wtail, sizeof wtail);
+        assert_memory_equal(cols, wcols, sizeof wcols);
+        assert_memory_equal(cat, wcat, sizeof wcat);
+    }
+    tether_ir_close(&g);
+    nonzero_readers_model(&b, 1);
+    if (load(&b, NULL, &g)) {
+        fail_msg("%s", tether_error_detail());
+    }
+    mb_free(&b);
+    assert_int_equal(g.noutputs, 2);
+    assert_int_equal(g.tensors[g.outputs[0]].dyn_dim, 0);
+    for (int k = 0; k < 3; k++) {
+        int64_t first[2] = {-9, -9}, last[2] = {-9, -9};
+        void *out[2] = {first, last};
+        const void *in[1] = {xs[k]};
+        int rc = tether_interp_run_typed(&g, in, out);
+        if (k == 2) {
+            assert_int_equal(rc, TETHER_ERR_INVALID_ARG);
+            assert_non_null(strstr(tether_last_error(), "node 'first_n' (gather): index 0 is out "
+                                                        "of range for the live extent 0"));
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        int64_t c = counts[k];
+        assert_memory_equal(first, want_t[k], sizeof first);
+        assert_memory_equal(last, want_t[k] + 2 * (c - 1), sizeof last);
+    }
+    tether_ir_close(&g);
 }
 
 /* A Slice of a plain graph (no Loop) whose starts are a graph input and whose ends are starts +

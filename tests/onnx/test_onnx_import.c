@@ -942,6 +942,7 @@ int main(void) {
         cmocka_unit_test(test_onnx_rnn),
         cmocka_unit_test(test_onnx_misc),
         cmocka_unit_test(test_onnx_detection_head),
+        cmocka_unit_test(test_onnx_nonzero_readers),
         cmocka_unit_test(test_onnx_slice_runtime),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

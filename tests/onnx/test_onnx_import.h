@@ -37,6 +37,7 @@ void test_onnx_rnn(void **state);
 void test_onnx_misc(void **state);
 /* test_onnx_dynamic.c: a detection head of data-dependent size. */
 void test_onnx_detection_head(void **state);
+void test_onnx_nonzero_readers(void **state);
 /* test_onnx_dynamic.c: a run-time Slice on two axes with a step, by value. */
 void test_onnx_slice_runtime(void **state);
 

@@ -11,7 +11,8 @@
  * only at run time (bounded by --loop-max or by a value-range bound of M; more iterations than
  * the rows are TETHER_ERR_LIMIT; a body gathering an outer input at the iteration number; a
  * body Slice with a run-time start refused), readers of a scan output beyond elementwise ones (a
- * sum over the iterations, matmul, concat; a mean over them refused), and an ONNX Scan over
+ * sum over the iterations, matmul, concat; concat along the iterations and a transpose moving
+ * them by the live extent), and an ONNX Scan over
  * run-time inputs in both directions along two axes.
  */
 #include <math.h>
@@ -454,15 +455,50 @@ static void scan_directions(void) {
  * 1 with ys * ys (dynamic), a sum over the matmul's rows (static), and the reductions over the
  * iterations that read the live row count (mean, max, min, prod, a sum of Exp(ys) whose padding
  * is not zero); by hand, with 5, 8 and no iterations (ONNX's empty reductions: mean NaN, max
- * -inf, min +inf, prod 1, sum 0). A concat along the iterations (variant 7) and a transpose
- * moving them (8) are refused naming the node. */
+ * -inf, min +inf, prod 1, sum 0). A concat along the iterations (variant 7: the rows twice,
+ * packed, extent twice the iterations) and a transpose moving them (8: [2, iterations] dense at
+ * the start of the [2, 8] buffer) read the live extent; by value, zeros past it. */
 static void loop_scan_readers(void) {
     for (int variant = 7; variant <= 8; variant++) {
         mb *b = new_mb(), *body = new_mb();
         loop_scan_model(b, body, variant);
-        expect_error(b, TETHER_ERR_UNSUPPORTED,
-                     variant == 7 ? "node 'red' (concat): input 'loop/loop_stack"
-                                  : "node 'red' (transpose): input 'loop/loop_stack");
+        tether_ir_graph g;
+        if (load(b, NULL, &g)) {
+            fail_msg("%s", tether_last_error());
+        }
+        assert_int_equal(g.noutputs, 6);
+        assert_int_equal(g.tensors[g.outputs[2]].dyn_dim, variant == 7 ? 1 : 2);
+        assert_string_equal(g.tensors[g.outputs[4]].name, "red_out_extent");
+        const int64_t limits[3] = {5, 20, 0};
+        for (int k = 0; k < 3; k++) {
+            const uint8_t c0 = limits[k] > 0;
+            const float x[2] = {2, 0.5f};
+            int64_t nf, nsv[8], re = -1, ne = -1;
+            float yf[2], red[32], want[32] = {0};
+            memset(red, 0xff, sizeof red);
+            const void *in[3] = {&c0, &limits[k], x};
+            void *out[6] = {&nf, yf, red, nsv, &re, &ne};
+            if (tether_interp_run_typed(&g, in, out)) {
+                fail_msg("%s", tether_last_error());
+            }
+            int64_t it = k == 0 ? 5 : (k == 1 ? 8 : 0);
+            assert_int_equal(ne, it);
+            assert_int_equal(re, variant == 7 ? 2 * it : it);
+            float p = 1, q = -1;
+            for (int64_t r = 0; r < it; r++) {
+                p *= 2;
+                q *= 0.5f;
+                if (variant == 7) { /* the rows, then the rows again, packed */
+                    want[2 * r] = want[2 * (it + r)] = p;
+                    want[2 * r + 1] = want[2 * (it + r) + 1] = q;
+                } else { /* [2, it], dense */
+                    want[r] = p;
+                    want[it + r] = q;
+                }
+            }
+            assert_memory_equal(red, want, sizeof(float) * (variant == 7 ? 32 : 16));
+        }
+        tether_ir_close(&g);
         del_mb(b);
         del_mb(body);
     }

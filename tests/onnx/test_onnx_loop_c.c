@@ -6,7 +6,10 @@
  * condition (rows and extents), and a scan buffer cut below the iterations is an error
  * (TETHER_ERR_LIMIT, -4), never an overrun, as are scan outputs of a Loop whose M is known only
  * at run time (bounded by --loop-max or by the value-range bound of M = Min(Mraw, 6)), readers
- * of a scan output beyond elementwise ones (sums over the iterations, matmul, concat) and an
+ * of a scan output beyond elementwise ones (sums over the iterations, matmul, concat), the
+ * readers by the live extent (NonZero's transpose, slices, gather, concat, flatten; a gather
+ * index outside the live count fails the call; the loop's concat along the iterations and
+ * transpose moving them) and an
  * ONNX Scan in both directions along two axes (values by hand too); compiled for
  * cortex-m3 in both ABIs they build (the loop is plain C in the graph function), the generated C
  * calls no allocator and the objects need nothing but memcpy/ memmove/memset, the error hook and
@@ -69,7 +72,7 @@ static void compare(const tether_ir_graph *g, const char *tag, const void *const
         if (tt_run_compiled(g, t, abi ? TETHER_ABI_UNPACKED : TETHER_ABI_PACKED,
                             TETHER_INTERFACE_PACKED, true, (const float *const *)in,
                             (float *const *)o)) {
-            fail_msg("%s %s: %s", tag, abi ? "unpacked" : "packed", tether_last_error());
+            fail_msg("%s %s: %s", tag, abi ? "unpacked" : "packed", tether_error_detail());
         }
         for (int j = 0; j < nout; j++) {
             if (memcmp(ref[j], got[j], bytes[j]) != 0) {
@@ -368,6 +371,77 @@ static void test_scan_readers_compiled(void **state) {
     tether_ir_close(&g);
 }
 
+static void scan_concat_model(mb *b, mb *body);
+static void scan_transpose_model(mb *b, mb *body);
+
+static void load_plain(void (*build)(mb *, int), int variant, tether_ir_graph *g) {
+    mb b;
+    build(&b, variant);
+    size_t len;
+    uint8_t *buf = mb_pack(&b, &len);
+    int rc = tether_onnx_load_buffer(buf, len, "live.onnx", NULL, g);
+    free(buf);
+    mb_free(&b);
+    if (rc) {
+        fail_msg("%s", tether_last_error());
+    }
+}
+
+/* The readers by the live extent (ir/shapes_dynamic_live.c) in generated C, bit-equal to the
+ * interpreter: NonZero's transpose, slices, gather, concat and flatten (3, 1 and 0 nonzero
+ * elements), the static gathers t[0] and t[-1] (an index outside the live count: the compiled
+ * call fails too), and the loop's concat along the iterations and transpose moving them. */
+static void test_live_readers_compiled(void **state) {
+    (void)state;
+    const float xs[3][6] = {{0, 1, 0, 2, 0, 3}, {0, 0, 0, 0, 5, 0}, {0, 0, 0, 0, 0, 0}};
+    tether_ir_graph g;
+    load_plain(nonzero_readers_model, 0, &g);
+    const size_t bytes[12] = {96, 32, 32, 48, 112, 96, 8, 8, 8, 8, 8, 8};
+    for (int k = 0; k < 3; k++) {
+        int64_t t[12], head[4], tail[4], cols[6], cat[14], flat[12], ext[6];
+        void *out[12] = {t,       head,    tail,    cols,    cat,     flat,
+                         &ext[0], &ext[1], &ext[2], &ext[3], &ext[4], &ext[5]};
+        const void *in[1] = {xs[k]};
+        char tag[32];
+        snprintf(tag, sizeof tag, "nzread%d", k);
+        compare(&g, tag, in, 12, bytes, out, k == 0);
+        assert_int_equal(ext[4], k == 0 ? 4 : k == 1 ? 2 : 1); /* the concat's extent */
+    }
+    tether_ir_close(&g);
+    load_plain(nonzero_readers_model, 1, &g);
+    const size_t b2[2] = {16, 16};
+    int64_t first[2], last[2];
+    void *o2[2] = {first, last};
+    const void *in1[1] = {xs[1]};
+    compare(&g, "nzfirst", in1, 2, b2, o2, false);
+    assert_true(first[0] == 1 && first[1] == 1 && last[0] == 1 && last[1] == 1);
+    const void *in2[1] = {xs[2]};
+    assert_int_equal(tether_interp_run_typed(&g, in2, o2), TETHER_ERR_INVALID_ARG);
+    if (tt_run_compiled(&g, "nzfirst_bad", TETHER_ABI_PACKED, TETHER_INTERFACE_PACKED, true,
+                        (const float *const *)in2, (float *const *)o2) == 0) {
+        fail_msg("the compiled gather outside the live count did not fail");
+    }
+    tether_ir_close(&g);
+    for (int variant = 7; variant <= 8; variant++) {
+        load_model(variant == 7 ? scan_concat_model : scan_transpose_model, &g);
+        const size_t bytes6[6] = {8, 8, variant == 7 ? 128u : 64u, 64, 8, 8};
+        const int64_t limits[2] = {5, 0};
+        for (int k = 0; k < 2; k++) {
+            const uint8_t c0 = limits[k] > 0;
+            const float x[2] = {2, 0.5f};
+            const void *in[3] = {&c0, &limits[k], x};
+            int64_t nf, nsv[8], re, ne;
+            float yf[2], red[32];
+            void *out[6] = {&nf, yf, red, nsv, &re, &ne};
+            char tag[32];
+            snprintf(tag, sizeof tag, "scanlive%d_%d", variant, k);
+            compare(&g, tag, in, 6, bytes6, out, false);
+            assert_int_equal(re, (k == 0 ? 5 : 0) * (variant == 7 ? 2 : 1));
+        }
+        tether_ir_close(&g);
+    }
+}
+
 static void test_for_compiled(void **state) {
     (void)state;
     tether_ir_graph g;
@@ -417,6 +491,14 @@ static void check_symbols(const char *obj) {
     }
     assert_int_equal(pclose(p), 0);
     assert_true(n > 0); /* memcpy at least: the check really ran */
+}
+
+static void scan_concat_model(mb *b, mb *body) {
+    loop_scan_model(b, body, 7);
+}
+
+static void scan_transpose_model(mb *b, mb *body) {
+    loop_scan_model(b, body, 8);
 }
 
 static void scan_model(mb *b, mb *body) {
@@ -482,6 +564,7 @@ int main(void) {
         cmocka_unit_test(test_scan_over_bound),
         cmocka_unit_test(test_scan_trip_compiled),
         cmocka_unit_test(test_scan_readers_compiled),
+        cmocka_unit_test(test_live_readers_compiled),
         cmocka_unit_test(test_scan_directions_compiled),
         cmocka_unit_test(test_cortex_m3),
     };

@@ -259,6 +259,13 @@ static int emit_slice(timport *c, const char *sfx, int x, int n, const int64_t *
         if (st == 0) {
             return tonnx_fail(c, TETHER_ERR_INVALID_ARG, "step 0 on axis %d", ax);
         }
+        if (xt->dyn_dim == ax + 1) { /* data-dependent extent: ONNX's own starts and ends, */
+            /* clamped at run time (ir/shapes_dynamic_live.c); past +-the bound alike */
+            a.ints[ax] = s < -dim - 1 ? -dim - 1 : s > dim ? dim : s;
+            a.ints[nd + ax] = e < -dim - 1 ? -dim - 1 : e > dim ? dim : e;
+            a.steps[ax] = st;
+            continue;
+        }
         s = s < 0 ? s + dim : s;
         e = e < 0 ? e + dim : e;
         if (st > 0) {

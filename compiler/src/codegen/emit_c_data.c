@@ -502,6 +502,11 @@ static void k_einsum(em *e, const tether_ir_node *nd, const kargs *k) {
 }
 
 void tether__c_data(em *e, const tether_ir_node *nd, const kargs *k) {
+    if (tether__ir_live_wired(nd)) { /* gather, slice by live extents: emit_c_dynamic_live.c */
+        tether__c_live(e, nd, k);
+        line(e, "return 0;");
+        return;
+    }
     switch (nd->op) {
     case TETHER_OP_GATHER:
         k_gather(e, nd, k);

@@ -179,7 +179,7 @@ void tether__c_emit_op_function(em *e, int idx) {
     int nmain = tether__ir_main_inputs(nd);
     for (int i = 0; i < nd->ninputs; i++) {
         const char *nm = nd->inputs[i] >= 0 ? names[i] : NULL;
-        if (i < nmain) {
+        if (i < nmain || !nd->attrs.has_residual) { /* also live extents, after the data */
             k.in[i] = nm;
         } else {
             k.res = nm;

@@ -208,6 +208,8 @@ void tether__c_rnn(em *e, const tether_ir_node *nd, const kargs *k);
 /* emit_c_dynamic.c: the kernel body of nonzero, compress, unique, nms (returns 0, -4 over the
  * bound, -1 for a condition past its extent; the graph returns that code). */
 void tether__c_dynamic(em *e, const tether_ir_node *nd, const kargs *k);
+/* Transpose, concat, gather and slice wired with live extents (emit_c_dynamic_live.c). */
+void tether__c_live(em *e, const tether_ir_node *nd, const kargs *k);
 /* tfidf (TfIdfVectorizer; emit_c_text.c). */
 void tether__c_tfidf(em *e, const tether_ir_node *nd, const kargs *k);
 /* The run-time Loop's statements in the graph function (emit_c_loop.c), and the C expression of

@@ -886,9 +886,17 @@ void tether__c_kernel_body(em *e, const tether_ir_node *nd, const kargs *k) {
         k_global_pool(e, nd, k);
         return;
     case TETHER_OP_TRANSPOSE:
+        if (tether__ir_live_wired(nd)) { /* by live extents: emit_c_dynamic_live.c */
+            tether__c_live(e, nd, k);
+            return;
+        }
         k_transpose(e, nd, k);
         return;
     case TETHER_OP_CONCAT:
+        if (tether__ir_live_wired(nd)) {
+            tether__c_live(e, nd, k);
+            return;
+        }
         k_concat(e, nd, k);
         return;
     case TETHER_OP_PAD:

@@ -6,7 +6,8 @@
  * kernel (emit_opencl_typed.c, emit_opencl_index.c, emit_opencl_layers.c), a quantized one
  * (emit_opencl_quant.c and siblings) or a kernel of the data-dependent operators
  * (emit_opencl_dynamic.c: nonzero, compress, unique, nms) owns it, or it is a custom operator;
- * nothing falls back silently.
+ * nothing falls back silently. A transpose/concat/gather/slice reading a tensor of data-dependent
+ * size by its live extent (ir/shapes_dynamic_live.c) has no kernel here and is refused, named.
  */
 #include <stdio.h>
 #include <string.h>
@@ -95,11 +96,13 @@ int tether__ocl_check_support(const tether_ir_graph *g, const tether_opencl_opti
     int count = 0;
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *n = &g->nodes[i];
-        if (tether__ocl_typed_owns(g, n) || tether__ocl_quant_op(n->op) ||
-            tether__ocl_layers_owns(g, n) || tether__ocl_dynamic_owns(g, n)) {
+        /* a reader by live extents (ir/shapes_dynamic_live.c): no kernel, never a wrong one */
+        bool live = tether__ir_live_wired(n);
+        if (!live && (tether__ocl_typed_owns(g, n) || tether__ocl_quant_op(n->op) ||
+                      tether__ocl_layers_owns(g, n) || tether__ocl_dynamic_owns(g, n))) {
             continue;
         }
-        if (op_supported(n->op)) {
+        if (!live && op_supported(n->op)) {
             int typed = 0; /* a float32 kernel of a node with a typed tensor: none */
             for (int j = 0; j < n->ninputs; j++) {
                 typed |= n->inputs[j] >= 0 &&
@@ -119,7 +122,10 @@ int tether__ocl_check_support(const tether_ir_graph *g, const tether_opencl_opti
             snprintf(num, sizeof num, "operator #%d", (int)n->op);
             name = num;
         }
-        tether__sbuf_printf(&list, "%snode '%s' (%s)", count ? ", " : "", n->name, name);
+        tether__sbuf_printf(&list, "%snode '%s' (%s%s)", count ? ", " : "", n->name, name,
+                            live ? ": along a dimension of data-dependent size, by its live "
+                                   "extent"
+                                 : "");
         count++;
     }
     if (!count) {

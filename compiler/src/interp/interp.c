@@ -244,6 +244,10 @@ static void run_node(const tether_ir_graph *g, const tether_ir_node *n, void **b
     size_t total = tether_ir_tensor_elements(o);
     int64_t idx[TETHER_IR_MAX_NDIM] = {0};
     const float *res = a->has_residual ? buf[n->inputs[n->ninputs - 1]] : NULL;
+    if (tether__ir_live_wired(n) && tether__op_info_of(n->op)->kind != TETHER__OPK_DATA) {
+        (void)tether__interp_live(g, n, buf); /* transpose, concat: never fail */
+        return;
+    }
     switch (n->op) {
     case TETHER_OP_CONV2D: {
         const float *w = buf[n->inputs[1]];

@@ -321,6 +321,9 @@ static void run_einsum(const tether_ir_graph *g, const tether_ir_node *n, void *
 }
 
 int tether__interp_data(const tether_ir_graph *g, const tether_ir_node *n, void **buf) {
+    if (tether__ir_live_wired(n)) { /* gather, slice by live extents: interp_dynamic_live.c */
+        return tether__interp_live(g, n, buf);
+    }
     const tether_ir_attrs *a = &n->attrs;
     const tether_ir_tensor *xt = &g->tensors[n->inputs[0]], *o = &g->tensors[n->outputs[0]];
     view x, yv;

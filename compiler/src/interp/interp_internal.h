@@ -41,6 +41,9 @@ int tether__interp_rnn(const tether_ir_graph *g, const tether_ir_node *n, void *
 /* nonzero, compress, unique, nms (interp_dynamic.c): their data of the actual shape, or the
  * extent; TETHER_ERR_LIMIT naming the node when it is above the bound. */
 int tether__interp_dynamic(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
+/* Transpose, concat, gather and slice wired with live extents (interp_dynamic_live.c): an error
+ * naming the node for a gather index outside the live extent. */
+int tether__interp_live(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
 /* nll_loss, _sum, _mean (interp_loss.c): buf holds every tensor's storage. */
 void tether__interp_nll_loss(const tether_ir_graph *g, const tether_ir_node *n, void **buf);
 /* Runs a quantized operator (quantize, dequantize, qconv, qmatmul; interp_quant.c). */

@@ -45,6 +45,9 @@ int tether__ir_norm_axis(int64_t axis, int ndim) {
 }
 
 int tether__ir_main_inputs(const tether_ir_node *n) {
+    if (tether__ir_live_wired(n)) {
+        return tether__ir_live_data_inputs(n); /* then the live extents (shapes_dynamic_live.c) */
+    }
     return n->attrs.has_residual ? n->ninputs - 1 : n->ninputs;
 }
 
@@ -306,7 +309,10 @@ static int check_attr_ranges(const tether_ir_node *n) {
 static int infer_output(tether_ir_graph *g, tether_ir_node *n) {
     int64_t shape[TETHER_IR_MAX_NDIM];
     int ndim = 0;
-    int rc = tether__ir_infer_shape(g, n, shape, &ndim);
+    int rc = TETHER_OK;
+    if (!tether__ir_live_shape(g, n, shape, &ndim, &rc)) { /* shapes_dynamic_live.c */
+        rc = tether__ir_infer_shape(g, n, shape, &ndim);
+    }
     if (rc) {
         return rc;
     }
@@ -357,6 +363,10 @@ static int infer_output(tether_ir_graph *g, tether_ir_node *n) {
         return tether__ir_node_error(n, TETHER_ERR_MISMATCH,
                                      "residual input '%s' differs in element type from the output",
                                      g->tensors[n->inputs[n->ninputs - 1]].name);
+    }
+    if ((n->attrs.mode & TETHER__DYN_COUNT) &&
+        (n->op == TETHER_OP_SLICE || n->op == TETHER_OP_CONCAT)) {
+        ot = TETHER_INT64; /* the extent node of a live slice or concat */
     }
     o->dtype = ot;
     o->ndim = ndim;

@@ -495,7 +495,7 @@ int tether__ir_infer_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t 
         }
         a->axis = ax;
         memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-        for (int i = 1; i < n->ninputs; i++) {
+        for (int i = 1; i < tether__ir_main_inputs(n); i++) {
             const tether_ir_tensor *y = tether__ir_in(g, n, i);
             if (!y || y->ndim != x->ndim) {
                 return tether__ir_node_error(n, TETHER_ERR_MISMATCH,

@@ -16,6 +16,9 @@
  * the extent of the root it derives from (the extent node of a graph output is the root's).
  * Reductions over dimension 0 (shapes_dynamic_use.c) read one into a static output through the
  * live extent wired as their input 1; a reduce with an input 1 of any other kind is refused.
+ * Readers by the live extent (shapes_dynamic_live.c: a transpose moving the dynamic dimension,
+ * concat, gather and slice along it) read any dynamic dimension through extents wired as extra
+ * inputs; slice and concat of such inputs are roots of an extent of their own.
  * Readers besides those (and unique's second input, nms' extent node: terminated lists)
  * are refused naming them. Messages name the node.
  */
@@ -36,6 +39,11 @@ bool tether__ir_is_dynamic_op(tether_op op) {
  * scan output (loop_stack, ir/shapes_loop.c: its extent is the loop's iteration count). */
 static bool is_root_op(tether_op op) {
     return tether__ir_is_dynamic_op(op) || op == TETHER_OP_LOOP_STACK;
+}
+
+/* A root node: one of those, or a slice/concat of dynamic inputs (shapes_dynamic_live.c). */
+static bool is_root(const tether_ir_graph *g, const tether_ir_node *n) {
+    return is_root_op(n->op) || tether__ir_live_root(g, n);
 }
 
 static int64_t numel(const tether_ir_tensor *t) {
@@ -96,7 +104,10 @@ int64_t tether__ir_dyn_bound(const tether_ir_graph *g, const tether_ir_node *n) 
  * Returns the dynamic input (tensor index), -1 when n reads none, -2 when it reads one but does
  * not qualify. On inferred inputs and output. */
 static int consumer_input(const tether_ir_graph *g, const tether_ir_node *n) {
-    int dyn = -1, ndyn = 0;
+    int dyn = tether__ir_dyn_live(g, n, NULL), ndyn = 0;
+    if (dyn >= 0) {
+        return dyn; /* through the live extent (shapes_dynamic_live.c) */
+    }
     for (int j = 0; j < n->ninputs; j++) {
         const tether_ir_tensor *t = tether__ir_in(g, n, j);
         if (t && t->dyn_dim > 0) {
@@ -129,7 +140,12 @@ static int consumer_input(const tether_ir_graph *g, const tether_ir_node *n) {
         ok = ok && (dyn == 1 ? ax == 0 : ax > 0);
         return ok ? n->inputs[dyn] : tether__ir_dyn_row_reader(g, n, dyn);
     }
-    if (kind == TETHER__OPK_ALIAS && n->op != TETHER_OP_FLATTEN) {
+    if (n->op == TETHER_OP_FLATTEN) { /* [N, ...] -> [N, rest]: axis >= 1 keeps the rows */
+        int64_t fa = n->attrs.axis < 0 ? n->attrs.axis + x->ndim : n->attrs.axis;
+        ok = ok && o->ndim == 2 && fa >= 1;
+        return ok ? n->inputs[dyn] : tether__ir_dyn_row_reader(g, n, dyn);
+    }
+    if (kind == TETHER__OPK_ALIAS) {
         /* squeeze/unsqueeze: not of dimension 0 itself (the rows would move) */
         int rank = n->op == TETHER_OP_SQUEEZE ? x->ndim : o->ndim;
         for (int i = 0; ok && (n->op == TETHER_OP_SQUEEZE || n->op == TETHER_OP_UNSQUEEZE) &&
@@ -148,6 +164,10 @@ int tether__ir_dyn_dim(const tether_ir_graph *g, const tether_ir_node *n) {
         return (n->attrs.mode & TETHER__DYN_COUNT) ? -1 : 1;
     }
     if (!tether__ir_is_dynamic_op(n->op)) {
+        int od = 0;
+        if (tether__ir_dyn_live(g, n, &od) >= 0) {
+            return od; /* shapes_dynamic_live.c */
+        }
         return consumer_input(g, n) >= 0 ? 1 : 0;
     }
     const tether_ir_attrs *a = &n->attrs;
@@ -294,9 +314,10 @@ static int producer_of(const tether_ir_graph *g, int t) {
 }
 
 /* Whether node p computes a dynamic tensor (not an extent, not unique's inverse indices). */
-static bool computes_dynamic(const tether_ir_node *p) {
-    return is_root_op(p->op) && !(p->attrs.mode & TETHER__DYN_COUNT) &&
-           !(p->op == TETHER_OP_UNIQUE && ((p->attrs.mode >> 4) & 3) == 2);
+static bool computes_dynamic(const tether_ir_graph *g, const tether_ir_node *p) {
+    return (is_root_op(p->op) && !(p->attrs.mode & TETHER__DYN_COUNT) &&
+            !(p->op == TETHER_OP_UNIQUE && ((p->attrs.mode >> 4) & 3) == 2)) ||
+           tether__ir_live_root(g, p);
 }
 
 /* Before inference: the node computing the dynamic tensor that tensor t derives from through
@@ -308,11 +329,14 @@ static int root_before_infer(const tether_ir_graph *g, int t, int depth, int *ro
         return -1;
     }
     const tether_ir_node *n = &g->nodes[p];
-    if (computes_dynamic(n)) {
+    if (computes_dynamic(g, n)) {
         *root = t;
         return p;
     }
-    int kind = tether__op_info_of(n->op)->kind;
+    int kind = tether__op_info_of(n->op)->kind, od = -1;
+    if (tether__ir_dyn_live(g, n, &od) >= 0 && od == 0) {
+        return -1; /* a gather along the dynamic dimension: a static output */
+    }
     /* a node inferred as it was added (the ONNX import) says itself whether it is dynamic */
     bool dyn_out = n->noutputs == 1 && g->tensors[n->outputs[0]].dyn_dim > 0;
     if (kind != TETHER__OPK_UNARY && kind != TETHER__OPK_BINARY && kind != TETHER__OPK_ALIAS &&
@@ -337,7 +361,7 @@ static int root_after_infer(const tether_ir_graph *g, int t, int *root) {
             return -1;
         }
         const tether_ir_node *n = &g->nodes[p];
-        if (is_root_op(n->op)) {
+        if (is_root(g, n)) {
             *root = t;
             return p;
         }
@@ -355,7 +379,7 @@ int tether__ir_dyn_root(const tether_ir_graph *g, int t) {
             return -1;
         }
         const tether_ir_node *n = &g->nodes[p];
-        if (is_root_op(n->op)) {
+        if (is_root(g, n)) {
             return p;
         }
         t = consumer_input(g, n);
@@ -414,6 +438,10 @@ int tether_ir_extent_output(const tether_ir_graph *g, int i) {
 int tether__ir_check_dynamic(const tether_ir_graph *g) {
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *n = &g->nodes[i];
+        int rc = tether__ir_live_check(g, n); /* live extents wired (shapes_dynamic_live.c) */
+        if (rc) {
+            return rc;
+        }
         /* input 1 of a reduce is only ever the live extent wired by tether__ir_dyn_wire_counts */
         if (tether__op_info_of(n->op)->kind == TETHER__OPK_REDUCE && n->ninputs > 1 &&
             !tether__ir_dyn_counted(g, n)) {
@@ -484,9 +512,7 @@ int tether__ir_check_dynamic(const tether_ir_graph *g) {
         int nin = p->op == TETHER_OP_UNIQUE || p->op == TETHER_OP_NMS ? 1 : p->ninputs;
         bool same = q->op == p->op && q->ninputs == nin &&
                     (p->op != TETHER_OP_NMS || q->inputs[0] == root) &&
-                    (q->attrs.mode & ~(int64_t)TETHER__DYN_COUNT) == p->attrs.mode &&
-                    q->attrs.nints == p->attrs.nints &&
-                    (!p->attrs.nints || q->attrs.ints[0] == p->attrs.ints[0]);
+                    tether__ir_extent_attrs_equal(&p->attrs, &q->attrs);
         for (int i = 0; same && i < nin && p->op != TETHER_OP_NMS; i++) {
             same = q->inputs[i] == p->inputs[i];
         }

@@ -16,10 +16,13 @@
  * emit_c_reduce.c); its output is static. A reduce has input 1 only then
  * (tether__ir_check_dynamic refuses any other).
  *
+ * Readers by the live extent (transpose moving the dynamic dimension, concat/gather/slice along
+ * it: shapes_dynamic_live.c) get the extents of their dynamic inputs appended by
+ * tether__ir_dyn_wire_counts too (wire_live, mode | TETHER__DYN_LIVE).
+ *
  * What must stay true: a reader accepted here never lets a row past the extent reach an actual
- * output row (row readers) or a value (counted readers: live rows only); anything else (concat
- * along dimension 0, a transpose moving it, gather/slice along it) stays refused by
- * tether__ir_check_dynamic, naming the node.
+ * output row (row readers) or a value (counted readers: live rows only); anything else that is
+ * not a reader by the live extent stays refused by tether__ir_check_dynamic, naming the node.
  */
 #include <stdio.h>
 #include <string.h>
@@ -111,9 +114,7 @@ static int extent_of_root(tether_ir_graph *g, int r, int *out) {
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *q = &g->nodes[i];
         bool same = q->op == root.op && q->ninputs == nin &&
-                    q->attrs.mode == (root.attrs.mode | TETHER__DYN_COUNT) &&
-                    q->attrs.nints == root.attrs.nints &&
-                    (!root.attrs.nints || q->attrs.ints[0] == root.attrs.ints[0]);
+                    tether__ir_extent_attrs_equal(&root.attrs, &q->attrs);
         for (int j = 0; same && j < nin; j++) {
             same = q->inputs[j] == in[j];
         }
@@ -137,11 +138,53 @@ static int extent_of_root(tether_ir_graph *g, int r, int *out) {
     return rc ? rc : tether_ir_add_node(g, name, root.op, in, nin, out, 1, &a, NULL);
 }
 
+/* Node i reads dynamic inputs through their live extents (shapes_dynamic_live.c): one extent
+ * input per dynamic data input, after them; unwired when an input has no root (then
+ * tether__ir_live_check refuses the node, naming it). */
+static int wire_live(tether_ir_graph *g, int i) {
+    int k = g->nodes[i].ninputs, ext[TETHER_IR_MAX_INPUTS], m = 0;
+    for (int j = 0; j < k; j++) {
+        int t = g->nodes[i].inputs[j];
+        if (t < 0 || g->tensors[t].dyn_dim <= 0) {
+            continue;
+        }
+        int r = tether__ir_dyn_root(g, t), rc;
+        if (r < 0) {
+            return TETHER_OK;
+        }
+        if (k + m >= TETHER_IR_MAX_INPUTS) {
+            return tether__ir_node_error(&g->nodes[i], TETHER_ERR_LIMIT,
+                                         "%d inputs and %d live extents are more than the %d "
+                                         "inputs a node takes",
+                                         k, m + 1, TETHER_IR_MAX_INPUTS);
+        }
+        if ((rc = extent_of_root(g, r, &ext[m++]))) {
+            return rc;
+        }
+    }
+    tether_ir_node *n = &g->nodes[i]; /* extent_of_root may move the nodes */
+    for (int j = 0; j < m; j++) {
+        n->inputs[k + j] = ext[j];
+    }
+    n->ninputs = k + m;
+    n->attrs.k = k;
+    n->attrs.mode |= TETHER__DYN_LIVE;
+    return TETHER_OK;
+}
+
 int tether__ir_dyn_wire_counts(tether_ir_graph *g, bool *changed) {
     *changed = false;
     int nn = g->nnodes;
     for (int i = 0; i < nn; i++) {
         const tether_ir_node *n = &g->nodes[i];
+        if (!tether__ir_live_wired(n) && tether__ir_dyn_live(g, n, NULL) >= 0) {
+            int rc = wire_live(g, i);
+            if (rc) {
+                return rc;
+            }
+            *changed |= tether__ir_live_wired(&g->nodes[i]);
+            continue;
+        }
         const tether_ir_tensor *x = n->ninputs == 1 ? tether__ir_in(g, n, 0) : NULL;
         if (tether__op_info_of(n->op)->kind != TETHER__OPK_REDUCE || !x || x->dyn_dim != 1 ||
             !reduces_axis0(n, x->ndim)) {
