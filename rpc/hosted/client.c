@@ -87,12 +87,12 @@ static int take_message(tether_rpc_client *c, const tether_rpc_msg *req, const c
         return 0;
     }
     if (type == TETHER_RPC_LOG) {
-        if (c->on_log && tether_rpc_msgpack_decode(msg, mlen, rep) == 0) {
+        if (c->on_log && tether_rpc_tiny_decode(msg, mlen, rep) == 0) {
             c->on_log(c->log_ctx, rep);
         }
         return 0;
     }
-    if (type == TETHER_RPC_ERROR && id == 0 && tether_rpc_msgpack_decode(msg, mlen, rep) == 0) {
+    if (type == TETHER_RPC_ERROR && id == 0 && tether_rpc_tiny_decode(msg, mlen, rep) == 0) {
         /* the device speaks to the connection, not to a request (busy, idle, a frame it could
          * not read): it closes the connection after this */
         *rc = tether_set_error(rep->u.error.code, "%s: device: %.*s", name,
@@ -103,7 +103,7 @@ static int take_message(tether_rpc_client *c, const tether_rpc_msg *req, const c
         c->stale_replies++;
         return 0;
     }
-    *rc = tether_rpc_msgpack_decode(msg, mlen, rep);
+    *rc = tether_rpc_tiny_decode(msg, mlen, rep);
     if (*rc) {
         return 1;
     }
@@ -629,7 +629,7 @@ static int pipeline_run(tether_rpc_client *c, pipe_ring *ring, uint64_t total, s
                 continue;
             }
             if (type == TETHER_RPC_LOG) {
-                if (c->on_log && tether_rpc_msgpack_decode(msg, mlen, &rep) == 0) {
+                if (c->on_log && tether_rpc_tiny_decode(msg, mlen, &rep) == 0) {
                     c->on_log(c->log_ctx, &rep);
                 }
                 continue;
@@ -641,7 +641,7 @@ static int pipeline_run(tether_rpc_client *c, pipe_ring *ring, uint64_t total, s
                     later |= slots[(ring->first + k) % PIPE_MAX].id == id;
                 }
                 if (id == 0 && type == TETHER_RPC_ERROR &&
-                    tether_rpc_msgpack_decode(msg, mlen, &rep) == 0) {
+                    tether_rpc_tiny_decode(msg, mlen, &rep) == 0) {
                     return tether_set_error(rep.u.error.code, "%s: device: %.*s", name,
                                             (int)rep.u.error.message.len, rep.u.error.message.ptr);
                 }
@@ -651,7 +651,7 @@ static int pipeline_run(tether_rpc_client *c, pipe_ring *ring, uint64_t total, s
                 }
                 resend = true;
             } else {
-                rc = tether_rpc_msgpack_decode(msg, mlen, &rep);
+                rc = tether_rpc_tiny_decode(msg, mlen, &rep);
                 if (rc) {
                     return rc;
                 }

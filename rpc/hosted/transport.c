@@ -106,16 +106,42 @@ static int write_failed(void) {
                             errno == EPIPE ? " (peer closed the connection)" : "");
 }
 
-/* Sockets: the pieces go out in one sendmsg that never blocks and never raises SIGPIPE
+/* Sockets: the pieces go out in one system call that never blocks and never raises SIGPIPE
  * (MSG_DONTWAIT | MSG_NOSIGNAL); only when the socket buffer is full does it poll, bounded by
- * the deadline. One system call per message in the common case. */
+ * the deadline. A frame of at most SMALL_SEND bytes (every request and reply but bulk data) is
+ * gathered here and leaves in one send(), which the kernel takes for less than a sendmsg (no
+ * message header or iovec array to copy in and check); larger ones in one sendmsg of the
+ * pieces as they are (no copy of the data). */
+#define SMALL_SEND 512
 static int send_all_socket(int fd, struct iovec *iov, int niov, int64_t deadline) {
+    uint8_t small[SMALL_SEND];
+    struct iovec one;
+    size_t total = 0;
+    for (int i = 0; i < niov; i++) {
+        total += iov[i].iov_len;
+    }
+    if (niov > 1 && total <= sizeof small) {
+        size_t at = 0;
+        for (int i = 0; i < niov; i++) {
+            memcpy(small + at, iov[i].iov_base, iov[i].iov_len);
+            at += iov[i].iov_len;
+        }
+        one.iov_base = small;
+        one.iov_len = total;
+        iov = &one;
+        niov = 1;
+    }
     while (niov > 0) {
-        struct msghdr m;
-        memset(&m, 0, sizeof m);
-        m.msg_iov = iov;
-        m.msg_iovlen = (size_t)niov;
-        ssize_t w = sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+        ssize_t w;
+        if (niov == 1) {
+            w = send(fd, iov->iov_base, iov->iov_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        } else {
+            struct msghdr m;
+            memset(&m, 0, sizeof m);
+            m.msg_iov = iov;
+            m.msg_iovlen = (size_t)niov;
+            w = sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+        }
         if (w < 0) {
             if (errno == EINTR) {
                 continue;
@@ -178,7 +204,7 @@ static int write_all(int fd, bool nonblocking, const uint8_t *p, size_t n, int64
     return rc;
 }
 
-/* Writes bytes to fd_write: one non-blocking sendmsg on a socket, write() on a pipe or tty. */
+/* Writes bytes to fd_write: one non-blocking send on a socket, write() on a pipe or tty. */
 static int put_bytes(tether_transport *t, fd_impl *im, const uint8_t *p, size_t n,
                      int64_t deadline) {
     if (im->socket < 0) {
@@ -247,8 +273,9 @@ static int fd_send(tether_transport *t, const uint8_t *msg, size_t len, int time
     return rc;
 }
 
-/* A message in two pieces: on a stream socket one sendmsg of header, head and tail; on pipes
- * three writes; on a UART (escaping and CRC touch every byte anyway) joined, then framed. */
+/* A message in two pieces: on a stream socket one send (small) or sendmsg of header, head and tail;
+ * on pipes three writes; on a UART (escaping and CRC touch every byte anyway) joined, then framed.
+ */
 static int fd_send2(tether_transport *t, const uint8_t *head, size_t head_len, const uint8_t *tail,
                     size_t tail_len, int timeout_ms) {
     fd_impl *im = t->impl;

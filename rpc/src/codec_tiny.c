@@ -3,8 +3,10 @@
  * by the zero-allocation msgpack reader/writer of mp.c.
  *
  * Must stay true: no allocation, no libc beyond string.h; a decoded message only points into
- * the input buffer; input that is not exactly one message is rejected, by the same structural
- * pre-pass as the msgpack-c codec (so both codecs accept exactly the same inputs).
+ * the input buffer; input that is not exactly one message is rejected, with the same result and
+ * error as the msgpack-c codec's structural pre-pass (so both codecs accept exactly the same
+ * inputs); the pass itself runs only when the schema's decode cannot vouch for the structure
+ * (tether_rpc_tiny_decode_seq).
  */
 #include <string.h>
 
@@ -68,7 +70,15 @@ static int r_bin(void *c, const uint8_t **p, uint32_t *len) {
 static int r_array(void *c, uint32_t *n) {
     return tether_mp_read_array(c, n);
 }
+/* The reader's cursor (the reader first, so that every other op takes it as the reader) and
+ * how many values the schema skipped (trailing fields it does not know). */
+typedef struct tiny_cursor {
+    tether_mp_reader r;
+    uint32_t skipped;
+} tiny_cursor;
+
 static int r_skip(void *c) {
+    ((tiny_cursor *)c)->skipped++;
     return tether_mp_skip(c);
 }
 static int r_leave(void *c) {
@@ -98,14 +108,9 @@ int tether_rpc_tiny_decode(const void *buf, size_t len, tether_rpc_msg *out) {
     return tether_rpc_tiny_decode_seq(buf, len, out, NULL);
 }
 
-int tether_rpc_tiny_decode_seq(const void *buf, size_t len, tether_rpc_msg *out,
-                               tether_rpc_seq_storage *storage) {
+/* The structural pass: exactly one value, nesting <= TETHER_MP_MAX_DEPTH from the top. */
+static int structure_check(const void *buf, size_t len) {
     tether_mp_reader r;
-    if (!out || (!buf && len)) {
-        return tether_set_error(TETHER_ERR_INVALID_ARG, "tiny decode: null argument");
-    }
-    /* structural pass first (exactly one value, nesting <= TETHER_MP_MAX_DEPTH from the top):
-     * the msgpack-c codec applies the same pass, so both accept exactly the same inputs */
     tether_mp_reader_init(&r, buf, len);
     if (tether_mp_skip(&r)) {
         return r.err;
@@ -114,16 +119,48 @@ int tether_rpc_tiny_decode_seq(const void *buf, size_t len, tether_rpc_msg *out,
         return tether_set_error(TETHER_ERR_PROTOCOL, "%zu bytes after the end of the message",
                                 len - r.pos);
     }
-    tether_mp_reader_init(&r, buf, len);
-    int rc = tether__rpc_schema_decode(&tiny_dec, &r, out, storage);
+    return TETHER_OK;
+}
+
+static int schema_pass(const void *buf, size_t len, tether_rpc_msg *out,
+                       tether_rpc_seq_storage *storage, uint32_t *skipped) {
+    tiny_cursor cur;
+    tether_mp_reader_init(&cur.r, buf, len);
+    cur.skipped = 0;
+    int rc = tether__rpc_schema_decode(&tiny_dec, &cur, out, storage);
+    *skipped = cur.skipped;
     if (rc) {
         return rc;
     }
-    if (r.pos != len) {
+    if (cur.r.pos != len) {
         return tether_set_error(TETHER_ERR_PROTOCOL, "%zu bytes after the end of the message",
-                                len - r.pos);
+                                len - cur.r.pos);
     }
     return TETHER_OK;
+}
+
+/* The result (and, on failure, the error) is that of the structural pass followed by the
+ * schema's decode, the msgpack-c codec's order. The schema goes first: when it reads the whole
+ * message with typed reads alone (no trailing field skipped), the structural pass cannot fail
+ * (the schema nests far less than TETHER_MP_MAX_DEPTH, and every value it read is one the pass
+ * accepts), so it is left out; this saves walking every request and reply twice. Otherwise
+ * (a failure, or a skipped value whose nesting the pass must bound) the pass runs and its error,
+ * if any, is the one returned; a schema failure is then decoded again for its own message. */
+int tether_rpc_tiny_decode_seq(const void *buf, size_t len, tether_rpc_msg *out,
+                               tether_rpc_seq_storage *storage) {
+    if (!out || (!buf && len)) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "tiny decode: null argument");
+    }
+    uint32_t skipped = 0;
+    int rc = schema_pass(buf, len, out, storage, &skipped);
+    if (rc == TETHER_OK && skipped == 0) {
+        return TETHER_OK;
+    }
+    int st = structure_check(buf, len);
+    if (st) {
+        return st;
+    }
+    return rc == TETHER_OK ? TETHER_OK : schema_pass(buf, len, out, storage, &skipped);
 }
 
 int tether_rpc_peek_header(const void *buf, size_t len, uint32_t *type, uint32_t *id) {

@@ -3,7 +3,8 @@
  *
  *   tether_rpc_tiny_*     freestanding, zero allocation, built on tether/rpc/mp.h (MCU firmware;
  *                         part of tether_rpc_tiny).
- *   tether_rpc_msgpack_*  msgpack-c based (host and tetherd; part of tether_rpc).
+ *   tether_rpc_msgpack_*  msgpack-c based (hosted; part of tether_rpc). tetherd and the host
+ *                         client decode with the tiny codec, which does less work per message.
  *
  * Both produce byte-identical output for every message and accept each other's output; the
  * shared test vectors in tests/rpc prove it. Decoding validates everything docs/rpc.md states
