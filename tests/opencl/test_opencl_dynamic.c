@@ -13,7 +13,9 @@
  *    TETHER_ERR_LIMIT naming the node, a Compress condition selecting past the axis fails it with
  *    TETHER_ERR_INVALID_ARG, and the next run in range succeeds (the flag cleared);
  *  - `tether run MODEL.onnx --backend opencl` writes the same .npy files as the C backend (the
- *    actual shapes, the extent outputs left out).
+ *    actual shapes, the extent outputs left out);
+ *  - a reader by live extents (NonZero -> Transpose) is refused by the OpenCL backend naming the
+ *    node, nothing written, and a damaged extent_of in metadata.json is refused at open.
  *
  * What must stay true: outputs are compared with memcmp (no tolerance); tetherd is started by the
  * test (local:) and stopped at the end.
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -230,6 +233,46 @@ static void test_nonzero_compress_unique(void **state) {
     const uint8_t c1[4] = {1, 0, 1, 1}, c2[4] = {0, 0, 0, 0}, c3[4] = {1, 1, 1, 1};
     const void *sets[] = {x1, c1, x2, c2, x3, c3};
     check_all(&g, 3, sets);
+    tether_ir_close(&g);
+}
+
+/* A reader by live extents (torch.nonzero's NonZero -> Transpose; ir/shapes_dynamic_live.c)
+ * has no OpenCL kernel: the compile fails naming the node and the reason, nothing written; the
+ * C backend compiles the same graph. */
+static void test_live_reader_refused(void **state) {
+    (void)state;
+    mb b;
+    mb_init(&b, 13);
+    int64_t sx[2] = {3, 4};
+    mb_input(&b, "x", F, 2, sx);
+    mb_node(&b, "NonZero", "nz", "x", "nzi");
+    mb_node(&b, "Transpose", "tr", "nzi", "t");
+    mb_output(&b, "t", I64);
+    tether_ir_graph g;
+    load_mb(&b, "live.onnx", &g);
+    mb_free(&b);
+    char dir[160];
+    snprintf(dir, sizeof dir, "%s/live_refused", g_tmp);
+    tether_compile_options o;
+    tether_compile_options_init(&o);
+    o.backend = TETHER_BACKEND_OPENCL;
+    tether_compile_result res;
+    tether_ir_graph c;
+    assert_int_equal(tt_graph_copy(&g, &c), 0);
+    assert_int_equal(tether_compile_graph(&c, dir, &o, &res), TETHER_ERR_UNSUPPORTED);
+    tether_ir_close(&c);
+    const char *msg = tether_error_detail();
+    if (!strstr(msg, "node 'tr' (transpose: along a dimension of data-dependent size, by its "
+                     "live extent)")) {
+        fail_msg("unexpected message: %s", msg);
+    }
+    assert_int_not_equal(access(dir, F_OK), 0);
+    tether_compile_options_init(&o);
+    assert_int_equal(tt_graph_copy(&g, &c), 0);
+    if (tether_compile_graph(&c, dir, &o, &res)) {
+        fail_msg("C backend: %s", tether_last_error());
+    }
+    tether_ir_close(&c);
     tether_ir_close(&g);
 }
 
@@ -504,6 +547,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detection_head),
         cmocka_unit_test(test_nonzero_compress_unique),
+        cmocka_unit_test(test_live_reader_refused),
         cmocka_unit_test(test_types),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_cli),
