@@ -334,6 +334,9 @@ static void check(const qcase *c, int vnni) {
     if (strcmp(c->name, "dw3_s1") == 0 || strcmp(c->name, "dw3_narrow") == 0) {
         assert_non_null(strstr(s, "the plane, zero-bordered, and zeros past it"));
     }
+    if (strncmp(c->name, "dwc_", 4) == 0) { /* emit_c_qdwc_x86.c's kernel */
+        assert_non_null(strstr(s, "x - xz, pixel-major"));
+    }
     if (strncmp(c->name, "dw2_", 4) == 0 || strcmp(c->name, "dw3_s2_tf") == 0) {
         /* emit_c_qdw2_x86.c's kernel */
         assert_non_null(strstr(s, "const int16_t *restrict pr = pl + oh * "));
@@ -423,10 +426,18 @@ static void test_cases(void **state) {
         {"dwrow_s2", 2, 2, 190, 191, 3, 3, 2, 1, 1, 1, 1, 2, 1, 60, 0, 0, 0},
         /* pointwise, 125 pixels: the last 16-pixel tile moved back over the one before */
         {"pw_overlap", 9, 6, 5, 25, 1, 1, 1, 0, 0, 0, 0, 1, 0, -6, 1, 0, 0},
+        /* depthwise with channels in the lanes (emit_c_qdwc_x86.c): DS-CNN's 25x5 with a partial
+         * block of 16 channels, stride 2 to a 3x3 plane (under 16 pixels), a 3x3 input plane,
+         * a 5x5 window with row dilation and uneven pads, uint8 */
+        {"dwc_25x5", 20, 20, 25, 5, 3, 3, 1, 1, 1, 1, 1, 20, 0, -3, 1, 0, 0},
+        {"dwc_s2_u8", 32, 32, 6, 6, 3, 3, 2, 1, 1, 1, 1, 32, 1, 100, 0, 0, 0},
+        {"dwc_3x3", 16, 16, 3, 3, 3, 3, 1, 1, 1, 1, 1, 16, 0, 5, 1, 0, 0},
+        {"dwc_k5_dil", 17, 17, 9, 7, 5, 5, 1, 2, 1, 2, 3, 17, 0, -1, 0, 0, 2},
+        {"dwc_12_u8", 24, 24, 12, 12, 3, 3, 1, 1, 1, 1, 1, 24, 1, 128, 1, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        check(&cases[i],
-              i == 1 || i == 5 || i == 6 || i == 8 || i == 10 || i == 15 || i == 20 || i == 28);
+        check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10 || i == 15 || i == 20 ||
+                             i == 28 || strcmp(cases[i].name, "dwc_25x5") == 0);
     }
 }
 

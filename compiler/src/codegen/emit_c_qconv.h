@@ -63,6 +63,13 @@ void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const q
 int tether__c_qconv_dw2_ok(const em *e, const tether_ir_node *nd, const qg *q);
 void tether__c_qconv_dw2(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 
+/* emit_c_qdwc_x86.c: whether the AVX2 depthwise kernel with channels in the lanes takes nd (16
+ * channels or more, output rows under 16 pixels, up to 64 taps, a vector requantization, the
+ * pixel-major plane and output buffer <= 64 KiB each), and the kernel (emitted by
+ * tether__c_qconv_x86, which tries it first for depthwise layers). */
+int tether__c_qconv_dwc_ok(const em *e, const tether_ir_node *nd, const qg *q);
+void tether__c_qconv_dwc(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
+
 /* emit_c_qpw_x86.c: whether the AVX2 pointwise kernel vectorised over output channels takes nd
  * (a plane that 16-pixel tiles fit badly, a vector requantization), and the kernel (called by
  * tether__c_qconv_x86, whose checks on the weights it relies on). */

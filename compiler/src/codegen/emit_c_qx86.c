@@ -813,7 +813,8 @@ int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
     }
     long long a, z;
     if (q->G == q->C && q->O == q->C) {
-        return tether__c_qconv_dw2_ok(e, nd, q) || dw_range(q, &a, &z) || flat_ok(e, nd, q);
+        return tether__c_qconv_dwc_ok(e, nd, q) || tether__c_qconv_dw2_ok(e, nd, q) ||
+               dw_range(q, &a, &z) || flat_ok(e, nd, q);
     }
     /* the tile's pack: taps x 16 pixels of int16 on the stack (<= 64 KiB) */
     return q->G == 1 && q->C * q->KH * q->KW <= 2048;
@@ -829,6 +830,8 @@ void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const 
         row_tiles(e, nd, k, q, row_width(q));
     } else if (q->G == 1) {
         gemm_tiles(e, nd, k, q);
+    } else if (tether__c_qconv_dwc_ok(e, nd, q)) {
+        tether__c_qconv_dwc(e, nd, k, q); /* emit_c_qdwc_x86.c: channels in the lanes */
     } else if (tether__c_qconv_dw2_ok(e, nd, q)) {
         tether__c_qconv_dw2(e, nd, k, q); /* emit_c_qdw2_x86.c */
     } else if (flat_ok(e, nd, q)) {
