@@ -1,14 +1,14 @@
 /*
  * The x86-64 AVX2 qconv, qmatmul, qadd and qmul kernels (emit_c_qx86.c, emit_c_qc1_x86.c,
- * emit_c_qdw2_x86.c, emit_c_qmm_x86.c, emit_c_qelt_x86.c; docs/quantization.md "Kernels") against
- * the portable ones: QDQ matmuls (3-D A, odd K, partial column blocks, Gemm with transB and a
- * bias), convolutions (pointwise, general, strided, 1 to 3 input channels, depthwise with padding
- * and stride 1 or 2, pointwise on planes of few pixels, odd channel counts, int8 and uint8
- * activations with zero points, per-channel weights, ReLU as a clamp, row dilation) and qadd/qmul
- * of two 8-bit tensors, compiled for x86-64-v3 (the AVX2 path) and for the baseline (the portable
- * #else), both run here; outputs must be equal byte for byte to each other and to the reference
- * interpreter (inputs with NaN, infinities, saturating values and rounding ties for the input
- * quantize). The generated C must hold the AVX2 path, and must also compile with -mavx512vnni
+ * emit_c_qdw2_x86.c, emit_c_qdwc_x86.c, emit_c_qmm_x86.c, emit_c_qelt_x86.c; docs/quantization.md
+ * "Kernels") against the portable ones: QDQ matmuls (3-D A, odd K, partial column blocks, Gemm with
+ * transB and a bias), convolutions (pointwise, general, strided, 1 to 3 input channels, depthwise
+ * with padding and stride 1 or 2, pointwise on planes of few pixels, odd channel counts, int8 and
+ * uint8 activations with zero points, per-channel weights, ReLU as a clamp, row dilation) and
+ * qadd/qmul of two 8-bit tensors, compiled for x86-64-v3 (the AVX2 path) and for the baseline (the
+ * portable #else), both run here; outputs must be equal byte for byte to each other and to the
+ * reference interpreter (inputs with NaN, infinities, saturating values and rounding ties for the
+ * input quantize). The generated C must hold the AVX2 path, and must also compile with -mavx512vnni
  * -mavx512vl (the VPDPWSSD variant; compiled only: this machine has no VNNI to run it).
  *
  * What must stay true: a host without AVX2 still runs the portable build and the compile checks
@@ -324,6 +324,8 @@ static void check(const qcase *c, int vnni) {
     if (strncmp(c->name, "c1_", 3) == 0) { /* emit_c_qc1_x86.c's kernel */
         assert_non_null(strstr(s, "int16_t pl["));
         assert_non_null(strstr(s, "const int16_t *restrict pt = pl + tf[t];"));
+        /* its 8 accumulators pinned to registers (gcc 12 kept one on the stack) */
+        assert_non_null(strstr(s, "\"+x\"(a6), \"+x\"(a7));"));
     }
     if (strncmp(c->name, "dwrow_", 6) == 0) { /* emit_c_qx86.c's depthwise row kernel */
         assert_non_null(strstr(s, "for (int ot = "));

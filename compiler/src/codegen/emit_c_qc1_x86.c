@@ -192,6 +192,12 @@ void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const q
         line(e, "    a%d = TGQ_DP(a%d, _mm256_set1_epi32(v), wv);", i, i);
         line(e, "}");
     }
+    /* the 8 accumulators pinned to registers, as in emit_c_qx86.c's row kernel: gcc 12 kept one
+     * on the stack and chained every tap pair through a store and a reload */
+    line(e, "#if defined(__GNUC__)");
+    line(e, "__asm__(\"\" : \"+x\"(a0), \"+x\"(a1), \"+x\"(a2), \"+x\"(a3), \"+x\"(a4), "
+            "\"+x\"(a5), \"+x\"(a6), \"+x\"(a7));");
+    line(e, "#endif");
     close_block(e);
     line(e, "const __m256i mv = _mm256_loadu_si256((const __m256i *)(const void *)(mq + ob * 8));");
     line(e, "const __m256i n8 = _mm256_loadu_si256((const __m256i *)(const void *)(nq + ob * 8));");
