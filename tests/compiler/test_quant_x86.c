@@ -510,6 +510,84 @@ static const char rq_driver[] =
     "    return bad;\n"
     "}\n";
 
+/* The driver of test_rq8h: tgq_rq8h / tgq_rq8hs (round half up, for nodes whose accumulators
+ * cannot make an exact tie: emit_c_qrq_x86.c) against tgq_requant on accumulators within the
+ * bound B that proof uses (floor(log2 B) + trailing zeros of m < n - 1): +-B, near-ties (odd
+ * multiples of high powers of two, and their neighbours), random values; tgq_rq8hs through the
+ * saturating int8 store. Returns the lanes that differ (0) and how many it checked. */
+static const char rqh_driver[] =
+    "static unsigned tgq_h_s = 11u;\n"
+    "static uint32_t tgq_h_next(void) {\n"
+    "    tgq_h_s = tgq_h_s * 1664525u + 1013904223u;\n"
+    "    return tgq_h_s ^ (tgq_h_s >> 15);\n"
+    "}\n"
+    "long long tgq_h_run(long long *checked) {\n"
+    "    long long bad = 0, n = 0;\n"
+    "    for (int it = 0; it < 200000; it++) {\n"
+    "        int32_t acc[8], m[8], s[8], nn[8];\n"
+    "        for (int i = 0; i < 8; i++) {\n"
+    "            s[i] = -1 - (int32_t)(tgq_h_next() % 31);\n"
+    "            nn[i] = 31 - s[i];\n"
+    "            const int tz = (int)(tgq_h_next() % 8 == 0 ? tgq_h_next() % 31 : tgq_h_next() % "
+    "4);\n"
+    "            m[i] = (int32_t)((0x40000000u | (tgq_h_next() & 0x3fffffffu)) & ~((1u << tz) - "
+    "1u));\n"
+    "            if (tgq_h_next() % 2) {\n"
+    "                m[i] = -m[i];\n"
+    "            }\n"
+    "            int z = 0; /* the trailing zeros m has (tz or more) */\n"
+    "            while (!((uint32_t)m[i] >> z & 1u)) {\n"
+    "                z++;\n"
+    "            }\n"
+    "            const int room = nn[i] - 2 - z; /* the largest floor(log2 B) allowed */\n"
+    "            if (room < 0) {\n"
+    "                acc[i] = 0;\n"
+    "                continue;\n"
+    "            }\n"
+    "            const int lb = (int)(tgq_h_next() % (uint32_t)((room < 30 ? room : 30) + 1));\n"
+    "            const int32_t B = (int32_t)((1u << lb) | (tgq_h_next() & ((1u << lb) - 1u)));\n"
+    "            const uint32_t kind = tgq_h_next() % 4;\n"
+    "            if (kind == 0) {\n"
+    "                acc[i] = tgq_h_next() & 1u ? B : -B;\n"
+    "            } else if (kind == 1) { /* an odd multiple of a high power of two, +-1 */\n"
+    "                const int e = (int)(tgq_h_next() % (uint32_t)(lb + 1));\n"
+    "                int32_t a = (int32_t)(1u << e) + (int32_t)(tgq_h_next() % 3) - 1;\n"
+    "                a = a > B ? B : a;\n"
+    "                acc[i] = tgq_h_next() & 1u ? a : -a;\n"
+    "            } else {\n"
+    "                acc[i] = (int32_t)(tgq_h_next() % ((uint32_t)B + 1u));\n"
+    "                acc[i] = tgq_h_next() & 1u ? acc[i] : -acc[i];\n"
+    "            }\n"
+    "        }\n"
+    "        const int32_t zp = (int32_t)(tgq_h_next() % 256) - 128;\n"
+    "        const int clamp = it % 2 == 0; /* a relu-like clamp, else the int8 range */\n"
+    "        const int32_t lo = clamp ? zp : -128, hi = 127;\n"
+    "        int32_t ev[4] = {nn[0], nn[2], nn[4], nn[6]}, ov[4] = {nn[1], nn[3], nn[5], nn[7]};\n"
+    "        const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)acc),\n"
+    "                      mv = _mm256_loadu_si256((const __m256i *)(const void *)m),\n"
+    "                      ne = _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(const void "
+    "*)ev)),\n"
+    "                      no = _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(const void "
+    "*)ov));\n"
+    "        int32_t out[8];\n"
+    "        int8_t b8[8];\n"
+    "        _mm256_storeu_si256((__m256i *)(void *)out,\n"
+    "                            tgq_rq8h(a, mv, ne, no, _mm256_set1_epi64x((long long)lo - zp),\n"
+    "                                     _mm256_set1_epi64x((long long)hi - zp), "
+    "_mm256_set1_epi32(zp)));\n"
+    "        tgq_st8s(b8, tgq_rq8hs(a, mv, ne, no, _mm256_setzero_si256(), "
+    "_mm256_setzero_si256(),\n"
+    "                               _mm256_set1_epi32(zp)));\n"
+    "        for (int i = 0; i < 8; i++) {\n"
+    "            bad += out[i] != tgq_requant(acc[i], m[i], s[i], zp, lo, hi);\n"
+    "            bad += b8[i] != tgq_requant(acc[i], m[i], s[i], zp, -128, 127);\n"
+    "            n += 2;\n"
+    "        }\n"
+    "    }\n"
+    "    *checked = n;\n"
+    "    return bad;\n"
+    "}\n";
+
 /* A pointwise plane of whole 16-pixel tiles gets the vector pack only: no scalar pack for a
  * partial tile that cannot occur (gcc 13 rejected that unreachable branch under -Werror,
  * "iteration 15 invokes undefined behavior"); pw_full in test_cases checks its bytes. */
@@ -561,9 +639,48 @@ static void test_rq8k(void **state) {
     dlclose(h);
 }
 
+/* tgq_rq8h and tgq_rq8hs (emit_c_quant.c: round half up where no tie can occur) equal the scalar
+ * tgq_requant on accumulators within the proof's bound: rqh_driver above, compiled with a
+ * generated module's helpers; and the depthwise kernel of a DS-CNN-like layer uses them (its bias,
+ * weights and multipliers rule every tie out; test_cases checks its bytes). */
+static void test_rq8h(void **state) {
+    (void)state;
+    static const qcase c = {"rq8h_dw", 20, 20, 25, 5, 3, 3, 1, 1, 1, 1, 1, 20, 0, -3, 0, 0, 0};
+    char src[1300], drv[1400], lib[1400], cmd[4500];
+    float dummy = 0;
+    compile_run(&c, "x86-64-v3", "avx2", &dummy, &dummy, 0, src, sizeof src);
+    char *s = slurp(src);
+    assert_non_null(strstr(s, "tgq_rq8hs(al, ")); /* the depthwise kernel uses it */
+    free(s);
+    snprintf(drv, sizeof drv, "%s.rq8h.c", src);
+    snprintf(lib, sizeof lib, "%s.rq8h.so", src);
+    FILE *f = fopen(drv, "w");
+    assert_non_null(f);
+    fprintf(f, "#include \"%s\"\n%s", src, rqh_driver);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "gcc -std=c99 -O1 -Wall -Werror -march=x86-64-v3 -fPIC -shared '%s' -o '%s' 2>&1", drv,
+             lib);
+    assert_int_equal(system(cmd), 0);
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2")) {
+        fprintf(stderr, "rq8h: no AVX2 here: compiled, not run\n");
+        return;
+    }
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    long long (*run)(long long *) = (long long (*)(long long *))dlsym(h, "tgq_h_run");
+    assert_non_null(run);
+    long long checked = 0;
+    assert_int_equal(run(&checked), 0);
+    assert_int_equal(checked, 3200000);
+    dlclose(h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rq8k),
+        cmocka_unit_test(test_rq8h),
         cmocka_unit_test(test_pw_full_tiles),
         cmocka_unit_test(test_cases),
     };

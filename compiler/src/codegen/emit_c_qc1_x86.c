@@ -84,7 +84,6 @@ void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const q
     plane(q, &ph, &pw);
     const long long KWP = (q->KW + 1) / 2, KT = q->C * q->KH * KWP, OB = (q->O + 7) / 8;
     const long long P = q->OH * q->OW, K = q->C * q->KH * q->KW, PL = ph * pw;
-    const int vec = tether__c_qrq_vec(e, nd, q);
     int32_t *wc = calloc((size_t)(OB * KT * 8), sizeof(int32_t));
     int32_t *mq = calloc((size_t)(OB * 8), sizeof(int32_t));
     int32_t *nq = calloc((size_t)(OB * 8), sizeof(int32_t));
@@ -206,8 +205,8 @@ void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const q
     line(e, "const __m256i no = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(_mm256_"
             "permutevar8x32_epi32(n8, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7)), 1));");
     for (int i = 0; i < 8; i++) {
-        line(e, "const __m256i r%d = tgq_rq8%s(a%d, mv, ne, no, vlo, vhi, vzp);", i,
-             vec == 2 ? "k" : "", i);
+        line(e, "const __m256i r%d = %s(a%d, mv, ne, no, vlo, vhi, vzp);", i,
+             tether__c_qrq_fn(e, nd, q), i);
     }
     transpose8(e);
     const char *st = strcmp(q->yt, "int8_t") == 0 ? "tgq_st8s" : "tgq_st8u";

@@ -51,6 +51,12 @@ void tether__c_qx86_madd_macro(em *e);
 void tether__c_qx86_zero_points(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 int tether__c_qrq_vec(const em *e, const tether_ir_node *nd, const qg *q);
 
+/* emit_c_qrq_x86.c: the vector requantization nd's kernels call, when tether__c_qrq_vec is
+ * non-zero: "tgq_rq8", "tgq_rq8k", or "tgq_rq8h" / "tgq_rq8hs" (round half up, proved equal:
+ * no accumulator of the node can be an exact tie; "hs" leaves the clamp to the saturating 8-bit
+ * store when it is the output type's whole range) */
+const char *tether__c_qrq_fn(const em *e, const tether_ir_node *nd, const qg *q);
+
 /* emit_c_qc1_x86.c: whether the AVX2 few-input-channel kernel takes nd (one group, C 1..4,
  * column dilation 1, a vector requantization, a zero-bordered int16 plane <= 64 KiB), and the
  * kernel (emitted by tether__c_qconv_x86 when its row kernel does not take nd). */

@@ -54,7 +54,6 @@ void tether__c_qconv_dw2(em *e, const tether_ir_node *nd, const kargs *k, const 
     long long ph, pw;
     plane(q, &ph, &pw);
     const long long KWP = (q->KW + 1) / 2, KT = q->KH * KWP, K = q->KH * q->KW;
-    const int vec = tether__c_qrq_vec(e, nd, q);
     int32_t *wq = calloc((size_t)(q->C * KT), sizeof(int32_t));
     if (!wq) {
         e->s.failed = 1;
@@ -136,7 +135,7 @@ void tether__c_qconv_dw2(em *e, const tether_ir_node *nd, const kargs *k, const 
         }
     }
     const char *st = strcmp(q->yt, "int8_t") == 0 ? "tgq_st8s" : "tgq_st8u";
-    const char *rqf = vec == 2 ? "tgq_rq8k" : "tgq_rq8";
+    const char *rqf = tether__c_qrq_fn(e, nd, q);
     if (q->OW >= 8) {
         line(e, "%s(yr + o0, %s(acc, mv, nv, nv, vlo, vhi, vzp));", st, rqf);
     } else {

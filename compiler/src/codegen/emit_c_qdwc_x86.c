@@ -91,7 +91,8 @@ void tether__c_qconv_dwc(em *e, const tether_ir_node *nd, const kargs *k, const 
     plane(q, &ph, &pw);
     const long long C = q->C, C16 = (C + 15) / 16 * 16, NG = C16 / 16, K = q->KH * q->KW;
     const long long NP = (K + 1) / 2, HW = q->H * q->W, P = q->OH * q->OW, PX = P < 16 ? 16 : P;
-    const int vec = tether__c_qrq_vec(e, nd, q), s8 = strcmp(q->yt, "int8_t") == 0;
+    const int s8 = strcmp(q->yt, "int8_t") == 0;
+    const char *rqf = tether__c_qrq_fn(e, nd, q);
     int32_t *wq = calloc((size_t)(NG * NP * 16), sizeof(int32_t));
     int32_t *pp = calloc((size_t)HW, sizeof(int32_t));
     if (!wq || !pp) {
@@ -238,9 +239,9 @@ void tether__c_qconv_dwc(em *e, const tether_ir_node *nd, const kargs *k, const 
         close_block(e);
     }
     line(e,
-         "const __m256i v = _mm256_packs_epi32(tgq_rq8%s(al, ml, nel, nol, vlo, vhi, vzp), "
-         "tgq_rq8%s(ah, mh, neh, noh, vlo, vhi, vzp));",
-         vec == 2 ? "k" : "", vec == 2 ? "k" : "");
+         "const __m256i v = _mm256_packs_epi32(%s(al, ml, nel, nol, vlo, vhi, vzp), "
+         "%s(ah, mh, neh, noh, vlo, vhi, vzp));",
+         rqf, rqf);
     line(e,
          "_mm_storeu_si128((__m128i *)(void *)(ob + (oh * %lld + ow) * %lld + g * 16), "
          "_mm_pack%s_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));",

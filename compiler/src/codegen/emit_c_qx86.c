@@ -142,9 +142,9 @@ void tether__c_qx86_zero_points(em *e, const tether_ir_node *nd, const kargs *k,
 }
 
 /* 8 requantized outputs of one channel (m, s in scope) from the vector v into dst */
-static void rq_store8(em *e, const qg *q, int vec, const char *dst, const char *v) {
-    line(e, "tgq_st8%s(%s, tgq_rq8%s(%s, mv, nv, nv, vlo, vhi, vzp));",
-         strcmp(q->yt, "int8_t") == 0 ? "s" : "u", dst, vec == 2 ? "k" : "", v);
+static void rq_store8(em *e, const qg *q, const char *fn, const char *dst, const char *v) {
+    line(e, "tgq_st8%s(%s, %s(%s, mv, nv, nv, vlo, vhi, vzp));",
+         strcmp(q->yt, "int8_t") == 0 ? "s" : "u", dst, fn, v);
 }
 
 /* 16 bytes of 8-bit input at p widened to int16 */
@@ -323,10 +323,10 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
             line(e, "%s *restrict d = full ? yn + o%d * %lld + p0 : tq[%d];", q->yt, j, P, j);
             snprintf(d, sizeof d, "d");
             snprintf(v, sizeof v, "a%d0", j);
-            rq_store8(e, q, vec, d, v);
+            rq_store8(e, q, tether__c_qrq_fn(e, nd, q), d, v);
             snprintf(d, sizeof d, "d + 8");
             snprintf(v, sizeof v, "a%d1", j);
-            rq_store8(e, q, vec, d, v);
+            rq_store8(e, q, tether__c_qrq_fn(e, nd, q), d, v);
             close_block(e);
         }
         line(e, "if (!full) {");
@@ -520,10 +520,10 @@ static void row_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg 
             line(e, "const __m256i mv = _mm256_set1_epi32(m), nv = _mm256_set1_epi64x(31 - s);");
             snprintf(d, sizeof d, "yr + o%d * %lld", j, P);
             snprintf(v, sizeof v, "a%d0", j);
-            rq_store8(e, q, vec, d, v);
+            rq_store8(e, q, tether__c_qrq_fn(e, nd, q), d, v);
             snprintf(d, sizeof d, "yr + o%d * %lld + 8", j, P);
             snprintf(v, sizeof v, "a%d1", j);
-            rq_store8(e, q, vec, d, v);
+            rq_store8(e, q, tether__c_qrq_fn(e, nd, q), d, v);
             close_block(e);
         }
         line(e, "continue;");
@@ -684,8 +684,10 @@ static void depthwise(em *e, const tether_ir_node *nd, const kargs *k, const qg 
     }
     /* al: pixels 0-3, 8-11; ah: 4-7, 12-15 */
     if (vec) {
-        rq_store8(e, q, vec, "yo + oh * OWC + o0", "_mm256_permute2x128_si256(al, ah, 0x20)");
-        rq_store8(e, q, vec, "yo + oh * OWC + o0 + 8", "_mm256_permute2x128_si256(al, ah, 0x31)");
+        rq_store8(e, q, tether__c_qrq_fn(e, nd, q), "yo + oh * OWC + o0",
+                  "_mm256_permute2x128_si256(al, ah, 0x20)");
+        rq_store8(e, q, tether__c_qrq_fn(e, nd, q), "yo + oh * OWC + o0 + 8",
+                  "_mm256_permute2x128_si256(al, ah, 0x31)");
     } else {
         line(e, "_mm256_storeu_si256((__m256i *)acc, _mm256_permute2x128_si256(al, ah, 0x20));");
         line(e,
@@ -792,9 +794,9 @@ static void dw_flat(em *e, const tether_ir_node *nd, const kargs *k, const qg *q
         line(e, "ah = TGQ_DP(ah, _mm256_unpackhi_epi16(x0, x1), wp);");
         close_block(e);
     }
-    rq_store8(e, q, tether__c_qrq_vec(e, nd, q), "ob + p0",
+    rq_store8(e, q, tether__c_qrq_fn(e, nd, q), "ob + p0",
               "_mm256_permute2x128_si256(al, ah, 0x20)");
-    rq_store8(e, q, tether__c_qrq_vec(e, nd, q), "ob + p0 + 8",
+    rq_store8(e, q, tether__c_qrq_fn(e, nd, q), "ob + p0 + 8",
               "_mm256_permute2x128_si256(al, ah, 0x31)");
     close_block(e);
     line(e, "for (int oh = 0; oh < %lld; ++oh) {", q->OH);
