@@ -11,7 +11,8 @@
  * kh and the pairs of kw) adds 16 products into 8
  * int32 accumulators, one per channel. A step computes 8 output pixels (flat positions of the
  * output plane, any stride and row dilation) x 8 channels, requantizes the accumulators in
- * channel lanes (tgq_rq8k / tgq_rq8 with per-lane multipliers and shifts, compile-time tables),
+ * channel lanes (tether__c_qrq_fn's tgq_rq8* with per-lane multipliers and shifts, compile-time
+ * tables),
  * transposes the 8 x 8 int32 block and stores 8 pixels of each channel as 8 bytes.
  *
  * What must stay true: the int32 accumulator is bias + sum w * (x - x_zp) over the taps inside

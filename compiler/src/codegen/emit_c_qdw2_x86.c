@@ -9,7 +9,7 @@
  * with no shuffle, and one VPMADDWD against the broadcast weight pair adds both products (an odd
  * last tap pairs with weight 0). Output rows go 8 pixels a step (the last step of a row moved back
  * to end at the row's end; rows narrower than 8 computed 8 wide into a buffer), requantized 8 at
- * a time (tgq_rq8k / tgq_rq8) and stored as 8 bytes.
+ * a time (tether__c_qrq_fn's tgq_rq8*) and stored as 8 bytes.
  *
  * What must stay true: the int32 accumulator is bias + sum w * (x - x_zp) over the taps inside the
  * input, exactly emit_c_quant.c's portable loop (padding is 0 in the plane), so outputs equal the

@@ -12,9 +12,10 @@
  * their weights (packed at compile time per channel pair lane) in VPMADDWD after VPUNPCKLWD /
  * VPUNPCKHWD of the two taps' loads (lanes: channels 0-3, 8-11 and 4-7, 12-15 of the block), any
  * window, stride, dilation and padding, no lane wasted on a missing pixel. The 16 accumulators are
- * requantized with per-lane multipliers and shifts (tgq_rq8k / tgq_rq8), packed to 16 bytes into
- * a pixel-major output buffer, which 16x16 byte transposes write back as NCHW planes (a plane's
- * last 16-pixel block moved back to end at its end; planes under 16 pixels through a buffer).
+ * requantized with per-lane multipliers and shifts (tether__c_qrq_fn's tgq_rq8*), packed to 16
+ * bytes into a pixel-major output buffer, which 16x16 byte transposes write back as NCHW planes (a
+ * plane's last 16-pixel block moved back to end at its end; planes under 16 pixels through a
+ * buffer).
  *
  * What must stay true: the int32 accumulator is bias + sum w * (x - x_zp) over the taps inside the
  * input, exactly emit_c_quant.c's portable loop (padding is 0 in the plane; lanes of channels past

@@ -11,10 +11,10 @@
  *   - 2 blocks of 8 output channels x 4 pixels in 8 accumulators, one broadcast pair per pixel
  *     and VPMADDWD (VPDPWSSD under AVX-512 VNNI) per block; remainders 1 block and 1 pixel;
  *   - the input zero point folded into the bias (bias - x_zp * sum(w)), every accumulator
- *     requantized 8 channels at a time with per-lane multipliers and shifts (tgq_rq8k / tgq_rq8
- *     of emit_c_quant.c), the 8 bytes scattered to their channel planes.
- * Emitted inside `#if defined(__AVX2__)` by emit_c_qx86.c's dispatch (the portable kernel in the
- * #else).
+ *     requantized 8 channels at a time with per-lane multipliers and shifts (tgq_rq8,
+ *     or tether__c_qrq_fn's choice when every shift is in -31..-1), the 8 bytes scattered to their
+ * channel planes. Emitted inside `#if defined(__AVX2__)` by emit_c_qx86.c's dispatch (the portable
+ * kernel in the #else).
  *
  * What must stay true: the int32 accumulators equal emit_c_quant.c's portable loop (products of
  * 8-bit values summed in int32), the requantization is tgq_requant's lane by lane, so outputs

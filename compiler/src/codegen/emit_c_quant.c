@@ -2,8 +2,8 @@
  * The C emitter's quantized operators (docs/quantization.md): quantize, dequantize, qconv and
  * qmatmul kernels in portable C99, and the helpers a module with any of them defines
  * (tgq_requant: the integer requantization; tgq_rqs: the same for shifts -31..-1 in fewer
- * instructions; tgq_sat_s8/u8, tgq_clamp: the output clamp; tgq_rne: round half to even of a
- * float).
+ * instructions; under AVX2 tgq_rq8 / tgq_rq8k / tgq_rq8h / tgq_rq8hs for 8 lanes; tgq_sat_s8/u8,
+ * tgq_clamp: the output clamp; tgq_rne: round half to even of a float).
  *
  * What must stay true: every kernel computes what the interpreter's interp_quant.c computes, byte
  * for byte: int32 accumulation of (x - x_zp) * (w - w_zp) plus the int32 bias, requantization by

@@ -31,7 +31,8 @@
  * (bias - x_zp * sum(w), the sums a compile-time table): padding holds x_zp, so its products
  * cancel. Full tiles requantize 8 outputs at a time (emit_c_quant.c: tgq_rq8k, the rounding
  * sum in 64-bit lanes and the shift and clamp in 32-bit lanes, when every shift is in -31..-1;
- * tgq_rq8, all in 64-bit lanes, when every shift is in -31..30; both equal tgq_requant);
+ * tgq_rq8, all in 64-bit lanes, when every shift is in -31..30; both equal tgq_requant; or
+ * tgq_rq8h / tgq_rq8hs where emit_c_qrq_x86.c proves no accumulator is an exact tie);
  * the tile kernel's partial tiles too (into a buffer, the existing outputs copied), the other
  * kernels' partial ones per element.
  *
