@@ -6,8 +6,8 @@
  * gives tgq_requant's round half to even.
  *
  * The proof, per output channel: acc = bias + sum w * (x - x_zp) over at most the channel's
- * weights, so |acc| <= B = |bias| + max|x - x_zp| * sum|w| (constant weights and bias; x in the
- * input type's range, x_zp constant or any value of that type). p = acc * mult is a tie of the
+ * weights, so |acc| <= B = |bias| + max|x - x_zp| * sum|w| (constant weights, bias and x_zp;
+ * x in the input type's range). p = acc * mult is a tie of the
  * division by 2^n (n = 31 - shift) only if p mod 2^n = 2^(n-1), i.e. its lowest set bit is bit
  * n - 1; that bit is v(acc) + v(mult) (v: the number of trailing zero bits), and v(acc) <=
  * floor(log2 B) for every non-zero acc (acc = 0 or mult = 0 give p = 0, no tie). So
@@ -57,17 +57,26 @@ static int tie_free(const em *e, const tether_ir_node *nd, const qg *q) {
               b->dtype.bits != 32)) {
         return 0;
     }
-    /* max |x - x_zp| over the input type, x_zp known when constant */
+    /* max |x - x_zp| over the input type; x_zp absent (0) or one constant value */
     const int s8 = strcmp(q->xt, "int8_t") == 0;
-    long long xmin = s8 ? -128 : 0, xmax = s8 ? 127 : 255, dx = 255;
+    const long long xmin = s8 ? -128 : 0, xmax = s8 ? 127 : 255;
+    long long z = 0;
     const tether_ir_tensor *xz = nd->ninputs > 3 && nd->inputs[3] >= 0 ? T(e, nd->inputs[3]) : NULL;
-    if (!xz) {
-        dx = xmax > -xmin ? xmax : -xmin;
-    } else if (xz->kind == TETHER_TENSOR_CONSTANT && xz->data &&
-               tether_ir_tensor_elements(xz) == 1 && xz->dtype.bits == 8) {
-        const long long z = s8 ? *(const int8_t *)xz->data : *(const uint8_t *)xz->data;
-        dx = z - xmin > xmax - z ? z - xmin : xmax - z;
+    if (xz) {
+        if (xz->kind != TETHER_TENSOR_CONSTANT || !xz->data || tether_ir_tensor_elements(xz) != 1) {
+            return 0;
+        }
+        if (xz->dtype.code == kDLInt && xz->dtype.bits == 32) {
+            z = *(const int32_t *)xz->data;
+        } else if (xz->dtype.code == kDLInt && xz->dtype.bits == 8) {
+            z = *(const int8_t *)xz->data;
+        } else if (xz->dtype.code == kDLUInt && xz->dtype.bits == 8) {
+            z = *(const uint8_t *)xz->data;
+        } else {
+            return 0;
+        }
     }
+    const long long dx = z - xmin > xmax - z ? z - xmin : xmax - z;
     const long long O = w->shape[0], per = (long long)(tether_ir_tensor_elements(w) / (size_t)O);
     const size_t nb = b ? tether_ir_tensor_elements(b) : 0, nrq = tether_ir_tensor_elements(rq);
     const int8_t *wv = w->data;
