@@ -7,7 +7,9 @@
  *     emit_c_qc1_x86.c;
  *   - pointwise on planes that 16-pixel tiles fit badly (the last tile more than 1/8 empty:
  *     MobileNet's 6x6 and 3x3): emit_c_qpw_x86.c, vectorised over output channels;
- *   - depthwise with column stride 2: emit_c_qdw2_x86.c (tried first for depthwise layers);
+ *   - depthwise with 16 channels or more and output rows under 16 pixels: emit_c_qdwc_x86.c,
+ *     the channels in the lanes (tried first for depthwise layers);
+ *   - depthwise with column stride 2: emit_c_qdw2_x86.c (tried next);
  *   - one group, stride 1 along W, a window wider than 1x1, output rows of 16 or more: per output
  *     row the KH input rows it reads packed once as int16 pairs of channels (x - x_zp, zeros as
  *     padding) on the stack, then 16 pixels x 4 output channels a step over (kh, kw, channel
