@@ -65,7 +65,7 @@ void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const q
 
 /* emit_c_qdw2_x86.c: whether the AVX2 depthwise kernel of column stride 2 takes nd (column
  * dilation 1, up to 64 taps, a vector requantization, a zero-bordered int16 plane <= 64 KiB),
- * and the kernel (emitted by tether__c_qconv_x86, which tries it first for depthwise layers). */
+ * and the kernel (emitted by tether__c_qconv_x86, which tries it after emit_c_qdwc_x86.c's). */
 int tether__c_qconv_dw2_ok(const em *e, const tether_ir_node *nd, const qg *q);
 void tether__c_qconv_dw2(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 
