@@ -48,6 +48,8 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qx86.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qc1_x86.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qdw2_x86.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qdwc_x86.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qrq_x86.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qelt_x86.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qmm_x86.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_c_qpw_x86.c

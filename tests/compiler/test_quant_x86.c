@@ -1,14 +1,14 @@
 /*
  * The x86-64 AVX2 qconv, qmatmul, qadd and qmul kernels (emit_c_qx86.c, emit_c_qc1_x86.c,
- * emit_c_qdw2_x86.c, emit_c_qmm_x86.c, emit_c_qelt_x86.c; docs/quantization.md "Kernels") against
- * the portable ones: QDQ matmuls (3-D A, odd K, partial column blocks, Gemm with transB and a
- * bias), convolutions (pointwise, general, strided, 1 to 3 input channels, depthwise with padding
- * and stride 1 or 2, pointwise on planes of few pixels, odd channel counts, int8 and uint8
- * activations with zero points, per-channel weights, ReLU as a clamp, row dilation) and qadd/qmul
- * of two 8-bit tensors, compiled for x86-64-v3 (the AVX2 path) and for the baseline (the portable
- * #else), both run here; outputs must be equal byte for byte to each other and to the reference
- * interpreter (inputs with NaN, infinities, saturating values and rounding ties for the input
- * quantize). The generated C must hold the AVX2 path, and must also compile with -mavx512vnni
+ * emit_c_qdw2_x86.c, emit_c_qdwc_x86.c, emit_c_qmm_x86.c, emit_c_qelt_x86.c; docs/quantization.md
+ * "Kernels") against the portable ones: QDQ matmuls (3-D A, odd K, partial column blocks, Gemm with
+ * transB and a bias), convolutions (pointwise, general, strided, 1 to 3 input channels, depthwise
+ * with padding and stride 1 or 2, pointwise on planes of few pixels, odd channel counts, int8 and
+ * uint8 activations with zero points, per-channel weights, ReLU as a clamp, row dilation) and
+ * qadd/qmul of two 8-bit tensors, compiled for x86-64-v3 (the AVX2 path) and for the baseline (the
+ * portable #else), both run here; outputs must be equal byte for byte to each other and to the
+ * reference interpreter (inputs with NaN, infinities, saturating values and rounding ties for the
+ * input quantize). The generated C must hold the AVX2 path, and must also compile with -mavx512vnni
  * -mavx512vl (the VPDPWSSD variant; compiled only: this machine has no VNNI to run it).
  *
  * What must stay true: a host without AVX2 still runs the portable build and the compile checks
@@ -324,6 +324,8 @@ static void check(const qcase *c, int vnni) {
     if (strncmp(c->name, "c1_", 3) == 0) { /* emit_c_qc1_x86.c's kernel */
         assert_non_null(strstr(s, "int16_t pl["));
         assert_non_null(strstr(s, "const int16_t *restrict pt = pl + tf[t];"));
+        /* its 8 accumulators pinned to registers (gcc 12 kept one on the stack) */
+        assert_non_null(strstr(s, "\"+x\"(a6), \"+x\"(a7));"));
     }
     if (strncmp(c->name, "dwrow_", 6) == 0) { /* emit_c_qx86.c's depthwise row kernel */
         assert_non_null(strstr(s, "for (int ot = "));
@@ -333,6 +335,12 @@ static void check(const qcase *c, int vnni) {
     /* the flat kernel */
     if (strcmp(c->name, "dw3_s1") == 0 || strcmp(c->name, "dw3_narrow") == 0) {
         assert_non_null(strstr(s, "the plane, zero-bordered, and zeros past it"));
+    }
+    if (strncmp(c->name, "dwc_", 4) == 0) { /* emit_c_qdwc_x86.c's kernel */
+        assert_non_null(strstr(s, "x - xz, pixel-major"));
+        /* with the round-half-up requantization: these weights, biases and multipliers rule
+         * every tie out (emit_c_qrq_x86.c); the bytes are checked above */
+        assert_true(strstr(s, "tgq_rq8h(al, ") || strstr(s, "tgq_rq8hs(al, "));
     }
     if (strncmp(c->name, "dw2_", 4) == 0 || strcmp(c->name, "dw3_s2_tf") == 0) {
         /* emit_c_qdw2_x86.c's kernel */
@@ -423,10 +431,17 @@ static void test_cases(void **state) {
         {"dwrow_s2", 2, 2, 190, 191, 3, 3, 2, 1, 1, 1, 1, 2, 1, 60, 0, 0, 0},
         /* pointwise, 125 pixels: the last 16-pixel tile moved back over the one before */
         {"pw_overlap", 9, 6, 5, 25, 1, 1, 1, 0, 0, 0, 0, 1, 0, -6, 1, 0, 0},
+        /* depthwise with channels in the lanes (emit_c_qdwc_x86.c): DS-CNN's 25x5 with a partial
+         * block of 16 channels, stride 2 to a 3x3 plane (under 16 pixels; uint8), a 3x3 input
+         * plane, a 5x5 window with row dilation and uneven pads */
+        {"dwc_25x5", 20, 20, 25, 5, 3, 3, 1, 1, 1, 1, 1, 20, 0, -3, 1, 0, 0},
+        {"dwc_s2_u8", 32, 32, 6, 6, 3, 3, 2, 1, 1, 1, 1, 32, 1, 100, 0, 0, 0},
+        {"dwc_3x3", 16, 16, 3, 3, 3, 3, 1, 1, 1, 1, 1, 16, 0, 5, 1, 0, 0},
+        {"dwc_k5_dil", 17, 17, 9, 7, 5, 5, 1, 2, 1, 2, 3, 17, 0, -1, 0, 0, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        check(&cases[i],
-              i == 1 || i == 5 || i == 6 || i == 8 || i == 10 || i == 15 || i == 20 || i == 28);
+        check(&cases[i], i == 1 || i == 5 || i == 6 || i == 8 || i == 10 || i == 15 || i == 20 ||
+                             i == 28 || strcmp(cases[i].name, "dwc_25x5") == 0);
     }
 }
 
@@ -497,6 +512,84 @@ static const char rq_driver[] =
     "    return bad;\n"
     "}\n";
 
+/* The second driver of test_rq8k: tgq_rq8h / tgq_rq8hs (round half up, for nodes whose
+ * accumulators cannot make an exact tie: emit_c_qrq_x86.c) against tgq_requant on accumulators
+ * within the bound B that proof uses (floor(log2 B) + trailing zeros of m < n - 1): +-B, near-ties
+ * (odd multiples of high powers of two, and their neighbours), random values; tgq_rq8hs through the
+ * saturating int8 store. Returns the lanes that differ (0) and how many it checked. */
+static const char rqh_driver[] =
+    "static unsigned tgq_h_s = 11u;\n"
+    "static uint32_t tgq_h_next(void) {\n"
+    "    tgq_h_s = tgq_h_s * 1664525u + 1013904223u;\n"
+    "    return tgq_h_s ^ (tgq_h_s >> 15);\n"
+    "}\n"
+    "long long tgq_h_run(long long *checked) {\n"
+    "    long long bad = 0, n = 0;\n"
+    "    for (int it = 0; it < 200000; it++) {\n"
+    "        int32_t acc[8], m[8], s[8], nn[8];\n"
+    "        for (int i = 0; i < 8; i++) {\n"
+    "            s[i] = -1 - (int32_t)(tgq_h_next() % 31);\n"
+    "            nn[i] = 31 - s[i];\n"
+    "            const int tz = (int)(tgq_h_next() % 8 == 0 ? tgq_h_next() % 31 : tgq_h_next() % "
+    "4);\n"
+    "            m[i] = (int32_t)((0x40000000u | (tgq_h_next() & 0x3fffffffu)) & ~((1u << tz) - "
+    "1u));\n"
+    "            if (tgq_h_next() % 2) {\n"
+    "                m[i] = -m[i];\n"
+    "            }\n"
+    "            int z = 0; /* the trailing zeros m has (tz or more) */\n"
+    "            while (!((uint32_t)m[i] >> z & 1u)) {\n"
+    "                z++;\n"
+    "            }\n"
+    "            const int room = nn[i] - 2 - z; /* the largest floor(log2 B) allowed */\n"
+    "            if (room < 0) {\n"
+    "                acc[i] = 0;\n"
+    "                continue;\n"
+    "            }\n"
+    "            const int lb = (int)(tgq_h_next() % (uint32_t)((room < 30 ? room : 30) + 1));\n"
+    "            const int32_t B = (int32_t)((1u << lb) | (tgq_h_next() & ((1u << lb) - 1u)));\n"
+    "            const uint32_t kind = tgq_h_next() % 4;\n"
+    "            if (kind == 0) {\n"
+    "                acc[i] = tgq_h_next() & 1u ? B : -B;\n"
+    "            } else if (kind == 1) { /* an odd multiple of a high power of two, +-1 */\n"
+    "                const int e = (int)(tgq_h_next() % (uint32_t)(lb + 1));\n"
+    "                int32_t a = (int32_t)(1u << e) + (int32_t)(tgq_h_next() % 3) - 1;\n"
+    "                a = a > B ? B : a;\n"
+    "                acc[i] = tgq_h_next() & 1u ? a : -a;\n"
+    "            } else {\n"
+    "                acc[i] = (int32_t)(tgq_h_next() % ((uint32_t)B + 1u));\n"
+    "                acc[i] = tgq_h_next() & 1u ? acc[i] : -acc[i];\n"
+    "            }\n"
+    "        }\n"
+    "        const int32_t zp = (int32_t)(tgq_h_next() % 256) - 128;\n"
+    "        const int clamp = it % 2 == 0; /* a relu-like clamp, else the int8 range */\n"
+    "        const int32_t lo = clamp ? zp : -128, hi = 127;\n"
+    "        int32_t ev[4] = {nn[0], nn[2], nn[4], nn[6]}, ov[4] = {nn[1], nn[3], nn[5], nn[7]};\n"
+    "        const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)acc),\n"
+    "                      mv = _mm256_loadu_si256((const __m256i *)(const void *)m),\n"
+    "                      ne = _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(const void "
+    "*)ev)),\n"
+    "                      no = _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(const void "
+    "*)ov));\n"
+    "        int32_t out[8];\n"
+    "        int8_t b8[8];\n"
+    "        _mm256_storeu_si256((__m256i *)(void *)out,\n"
+    "                            tgq_rq8h(a, mv, ne, no, _mm256_set1_epi64x((long long)lo - zp),\n"
+    "                                     _mm256_set1_epi64x((long long)hi - zp), "
+    "_mm256_set1_epi32(zp)));\n"
+    "        tgq_st8s(b8, tgq_rq8hs(a, mv, ne, no, _mm256_setzero_si256(), "
+    "_mm256_setzero_si256(),\n"
+    "                               _mm256_set1_epi32(zp)));\n"
+    "        for (int i = 0; i < 8; i++) {\n"
+    "            bad += out[i] != tgq_requant(acc[i], m[i], s[i], zp, lo, hi);\n"
+    "            bad += b8[i] != tgq_requant(acc[i], m[i], s[i], zp, -128, 127);\n"
+    "            n += 2;\n"
+    "        }\n"
+    "    }\n"
+    "    *checked = n;\n"
+    "    return bad;\n"
+    "}\n";
+
 /* A pointwise plane of whole 16-pixel tiles gets the vector pack only: no scalar pack for a
  * partial tile that cannot occur (gcc 13 rejected that unreachable branch under -Werror,
  * "iteration 15 invokes undefined behavior"); pw_full in test_cases checks its bytes. */
@@ -513,7 +606,9 @@ static void test_pw_full_tiles(void **state) {
 }
 
 /* tgq_rq8k (emit_c_quant.c: the 32-bit-lane requantization for shifts -31..-1) equals the
- * scalar tgq_requant lane by lane: the driver above compiled with a generated module's helpers. */
+ * scalar tgq_requant lane by lane, and so do tgq_rq8h / tgq_rq8hs (round half up, for nodes
+ * whose accumulators cannot make an exact tie: emit_c_qrq_x86.c) within the bound of that
+ * proof: the two drivers above compiled with a generated module's helpers. */
 static void test_rq8k(void **state) {
     (void)state;
     static const qcase c = {"rq8k", 7, 9, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 0, 3, 1, 0, 0};
@@ -527,7 +622,7 @@ static void test_rq8k(void **state) {
     snprintf(lib, sizeof lib, "%s.rq8k.so", src);
     FILE *f = fopen(drv, "w");
     assert_non_null(f);
-    fprintf(f, "#include \"%s\"\n%s", src, rq_driver);
+    fprintf(f, "#include \"%s\"\n%s%s", src, rq_driver, rqh_driver);
     fclose(f);
     snprintf(cmd, sizeof cmd,
              "gcc -std=c99 -O1 -Wall -Werror -march=x86-64-v3 -fPIC -shared '%s' -o '%s' 2>&1", drv,
@@ -545,6 +640,10 @@ static void test_rq8k(void **state) {
     long long checked = 0;
     assert_int_equal(run(&checked), 0);
     assert_int_equal(checked, 1600000);
+    long long (*runh)(long long *) = (long long (*)(long long *))dlsym(h, "tgq_h_run");
+    assert_non_null(runh);
+    assert_int_equal(runh(&checked), 0);
+    assert_int_equal(checked, 3200000);
     dlclose(h);
 }
 

@@ -11,7 +11,8 @@
  * kh and the pairs of kw) adds 16 products into 8
  * int32 accumulators, one per channel. A step computes 8 output pixels (flat positions of the
  * output plane, any stride and row dilation) x 8 channels, requantizes the accumulators in
- * channel lanes (tgq_rq8k / tgq_rq8 with per-lane multipliers and shifts, compile-time tables),
+ * channel lanes (tether__c_qrq_fn's tgq_rq8* with per-lane multipliers and shifts, compile-time
+ * tables),
  * transposes the 8 x 8 int32 block and stores 8 pixels of each channel as 8 bytes.
  *
  * What must stay true: the int32 accumulator is bias + sum w * (x - x_zp) over the taps inside
@@ -84,7 +85,6 @@ void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const q
     plane(q, &ph, &pw);
     const long long KWP = (q->KW + 1) / 2, KT = q->C * q->KH * KWP, OB = (q->O + 7) / 8;
     const long long P = q->OH * q->OW, K = q->C * q->KH * q->KW, PL = ph * pw;
-    const int vec = tether__c_qrq_vec(e, nd, q);
     int32_t *wc = calloc((size_t)(OB * KT * 8), sizeof(int32_t));
     int32_t *mq = calloc((size_t)(OB * 8), sizeof(int32_t));
     int32_t *nq = calloc((size_t)(OB * 8), sizeof(int32_t));
@@ -192,6 +192,12 @@ void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const q
         line(e, "    a%d = TGQ_DP(a%d, _mm256_set1_epi32(v), wv);", i, i);
         line(e, "}");
     }
+    /* the 8 accumulators pinned to registers, as in emit_c_qx86.c's row kernel: gcc 12 kept one
+     * on the stack and chained every tap pair through a store and a reload */
+    line(e, "#if defined(__GNUC__)");
+    line(e, "__asm__(\"\" : \"+x\"(a0), \"+x\"(a1), \"+x\"(a2), \"+x\"(a3), \"+x\"(a4), "
+            "\"+x\"(a5), \"+x\"(a6), \"+x\"(a7));");
+    line(e, "#endif");
     close_block(e);
     line(e, "const __m256i mv = _mm256_loadu_si256((const __m256i *)(const void *)(mq + ob * 8));");
     line(e, "const __m256i n8 = _mm256_loadu_si256((const __m256i *)(const void *)(nq + ob * 8));");
@@ -200,8 +206,8 @@ void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const q
     line(e, "const __m256i no = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(_mm256_"
             "permutevar8x32_epi32(n8, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7)), 1));");
     for (int i = 0; i < 8; i++) {
-        line(e, "const __m256i r%d = tgq_rq8%s(a%d, mv, ne, no, vlo, vhi, vzp);", i,
-             vec == 2 ? "k" : "", i);
+        line(e, "const __m256i r%d = %s(a%d, mv, ne, no, vlo, vhi, vzp);", i,
+             tether__c_qrq_fn(e, nd, q), i);
     }
     transpose8(e);
     const char *st = strcmp(q->yt, "int8_t") == 0 ? "tgq_st8s" : "tgq_st8u";

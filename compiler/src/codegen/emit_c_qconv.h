@@ -51,6 +51,12 @@ void tether__c_qx86_madd_macro(em *e);
 void tether__c_qx86_zero_points(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 int tether__c_qrq_vec(const em *e, const tether_ir_node *nd, const qg *q);
 
+/* emit_c_qrq_x86.c: the vector requantization nd's kernels call, when tether__c_qrq_vec is
+ * non-zero: "tgq_rq8", "tgq_rq8k", or "tgq_rq8h" / "tgq_rq8hs" (round half up, proved equal:
+ * no accumulator of the node can be an exact tie; "hs" leaves the clamp to the saturating 8-bit
+ * store when it is the output type's whole range) */
+const char *tether__c_qrq_fn(const em *e, const tether_ir_node *nd, const qg *q);
+
 /* emit_c_qc1_x86.c: whether the AVX2 few-input-channel kernel takes nd (one group, C 1..4,
  * column dilation 1, a vector requantization, a zero-bordered int16 plane <= 64 KiB), and the
  * kernel (emitted by tether__c_qconv_x86 when its row kernel does not take nd). */
@@ -59,9 +65,16 @@ void tether__c_qconv_c1(em *e, const tether_ir_node *nd, const kargs *k, const q
 
 /* emit_c_qdw2_x86.c: whether the AVX2 depthwise kernel of column stride 2 takes nd (column
  * dilation 1, up to 64 taps, a vector requantization, a zero-bordered int16 plane <= 64 KiB),
- * and the kernel (emitted by tether__c_qconv_x86, which tries it first for depthwise layers). */
+ * and the kernel (emitted by tether__c_qconv_x86, which tries it after emit_c_qdwc_x86.c's). */
 int tether__c_qconv_dw2_ok(const em *e, const tether_ir_node *nd, const qg *q);
 void tether__c_qconv_dw2(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
+
+/* emit_c_qdwc_x86.c: whether the AVX2 depthwise kernel with channels in the lanes takes nd (16
+ * channels or more, output rows under 16 pixels, up to 64 taps, a vector requantization, the
+ * pixel-major plane and output buffer <= 64 KiB each), and the kernel (emitted by
+ * tether__c_qconv_x86, which tries it first for depthwise layers). */
+int tether__c_qconv_dwc_ok(const em *e, const tether_ir_node *nd, const qg *q);
+void tether__c_qconv_dwc(em *e, const tether_ir_node *nd, const kargs *k, const qg *q);
 
 /* emit_c_qpw_x86.c: whether the AVX2 pointwise kernel vectorised over output channels takes nd
  * (a plane that 16-pixel tiles fit badly, a vector requantization), and the kernel (called by

@@ -9,7 +9,7 @@
  * with no shuffle, and one VPMADDWD against the broadcast weight pair adds both products (an odd
  * last tap pairs with weight 0). Output rows go 8 pixels a step (the last step of a row moved back
  * to end at the row's end; rows narrower than 8 computed 8 wide into a buffer), requantized 8 at
- * a time (tgq_rq8k / tgq_rq8) and stored as 8 bytes.
+ * a time (tether__c_qrq_fn's tgq_rq8*) and stored as 8 bytes.
  *
  * What must stay true: the int32 accumulator is bias + sum w * (x - x_zp) over the taps inside the
  * input, exactly emit_c_quant.c's portable loop (padding is 0 in the plane), so outputs equal the
@@ -54,7 +54,6 @@ void tether__c_qconv_dw2(em *e, const tether_ir_node *nd, const kargs *k, const 
     long long ph, pw;
     plane(q, &ph, &pw);
     const long long KWP = (q->KW + 1) / 2, KT = q->KH * KWP, K = q->KH * q->KW;
-    const int vec = tether__c_qrq_vec(e, nd, q);
     int32_t *wq = calloc((size_t)(q->C * KT), sizeof(int32_t));
     if (!wq) {
         e->s.failed = 1;
@@ -136,7 +135,7 @@ void tether__c_qconv_dw2(em *e, const tether_ir_node *nd, const kargs *k, const 
         }
     }
     const char *st = strcmp(q->yt, "int8_t") == 0 ? "tgq_st8s" : "tgq_st8u";
-    const char *rqf = vec == 2 ? "tgq_rq8k" : "tgq_rq8";
+    const char *rqf = tether__c_qrq_fn(e, nd, q);
     if (q->OW >= 8) {
         line(e, "%s(yr + o0, %s(acc, mv, nv, nv, vlo, vhi, vzp));", st, rqf);
     } else {

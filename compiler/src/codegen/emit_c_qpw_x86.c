@@ -11,10 +11,10 @@
  *   - 2 blocks of 8 output channels x 4 pixels in 8 accumulators, one broadcast pair per pixel
  *     and VPMADDWD (VPDPWSSD under AVX-512 VNNI) per block; remainders 1 block and 1 pixel;
  *   - the input zero point folded into the bias (bias - x_zp * sum(w)), every accumulator
- *     requantized 8 channels at a time with per-lane multipliers and shifts (tgq_rq8k / tgq_rq8
- *     of emit_c_quant.c), the 8 bytes scattered to their channel planes.
- * Emitted inside `#if defined(__AVX2__)` by emit_c_qx86.c's dispatch (the portable kernel in the
- * #else).
+ *     requantized 8 channels at a time with per-lane multipliers and shifts (tgq_rq8,
+ *     or tether__c_qrq_fn's choice when every shift is in -31..-1), the 8 bytes scattered to their
+ * channel planes. Emitted inside `#if defined(__AVX2__)` by emit_c_qx86.c's dispatch (the portable
+ * kernel in the #else).
  *
  * What must stay true: the int32 accumulators equal emit_c_quant.c's portable loop (products of
  * 8-bit values summed in int32), the requantization is tgq_requant's lane by lane, so outputs
@@ -70,7 +70,7 @@ static int32_t pair(int8_t a, int8_t b) {
 
 /* nb blocks of 8 output channels (from block `ob`) x np pixels (from pixel `p`): accumulate over
  * every channel pair, requantize, scatter */
-static void block(em *e, const qg *q, int vec, int nb, int np) {
+static void block(em *e, const qg *q, const char *rqf, int nb, int np) {
     const long long P = q->OH * q->OW, K2 = (q->C + 1) / 2;
     line(e, "{");
     e->depth++;
@@ -110,8 +110,8 @@ static void block(em *e, const qg *q, int vec, int nb, int np) {
         line(e, "const __m256i ne = _mm256_loadu_si256((const __m256i *)(const void *)(nq + o0)), "
                 "no = _mm256_loadu_si256((const __m256i *)(const void *)(nq + o0 + 4));");
         for (int i = 0; i < np; i++) {
-            line(e, "tgq_st8%s(t, tgq_rq8%s(a%d%d, mv, ne, no, vlo, vhi, vzp));",
-                 strcmp(q->yt, "int8_t") == 0 ? "s" : "u", vec == 2 ? "k" : "", b, i);
+            line(e, "tgq_st8%s(t, %s(a%d%d, mv, ne, no, vlo, vhi, vzp));",
+                 strcmp(q->yt, "int8_t") == 0 ? "s" : "u", rqf, b, i);
             line(e, "for (int j = 0; j < 8 && o0 + j < %lld; ++j) {", q->O);
             line(e, "    yn[(o0 + j) * %lld + p + %d] = t[j];", P, i);
             line(e, "}");
@@ -124,7 +124,7 @@ static void block(em *e, const qg *q, int vec, int nb, int np) {
 void tether__c_qpw_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg *q) {
     const int8_t *w = T(e, nd->inputs[1])->data;
     const long long C = q->C, O = q->O, P = q->OH * q->OW, K2 = (C + 1) / 2, OB = (O + 7) / 8;
-    const int vec = pw_rq(e, nd, q);
+    const char *rqf = pw_rq(e, nd, q) == 2 ? tether__c_qrq_fn(e, nd, q) : "tgq_rq8";
     int32_t *wp = calloc((size_t)(OB * K2 * 8), sizeof(int32_t));
     int32_t *ws = calloc((size_t)O, sizeof(int32_t));
     if (!wp || !ws) {
@@ -191,13 +191,13 @@ void tether__c_qpw_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg
         if (P4) {
             line(e, "for (int p = 0; p < %lld; p += %d) {", P4, PWX);
             e->depth++;
-            block(e, q, vec, 2, PWX);
+            block(e, q, rqf, 2, PWX);
             close_block(e);
         }
         if (P4 < P) {
             line(e, "for (int p = %lld; p < %lld; ++p) {", P4, P);
             e->depth++;
-            block(e, q, vec, 2, 1);
+            block(e, q, rqf, 2, 1);
             close_block(e);
         }
         close_block(e);
@@ -209,13 +209,13 @@ void tether__c_qpw_x86(em *e, const tether_ir_node *nd, const kargs *k, const qg
         if (P4) {
             line(e, "for (int p = 0; p < %lld; p += %d) {", P4, PWX);
             e->depth++;
-            block(e, q, vec, 1, PWX);
+            block(e, q, rqf, 1, PWX);
             close_block(e);
         }
         if (P4 < P) {
             line(e, "for (int p = %lld; p < %lld; ++p) {", P4, P);
             e->depth++;
-            block(e, q, vec, 1, 1);
+            block(e, q, rqf, 1, 1);
             close_block(e);
         }
         close_block(e);

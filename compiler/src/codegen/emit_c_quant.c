@@ -2,8 +2,8 @@
  * The C emitter's quantized operators (docs/quantization.md): quantize, dequantize, qconv and
  * qmatmul kernels in portable C99, and the helpers a module with any of them defines
  * (tgq_requant: the integer requantization; tgq_rqs: the same for shifts -31..-1 in fewer
- * instructions; tgq_sat_s8/u8, tgq_clamp: the output clamp; tgq_rne: round half to even of a
- * float).
+ * instructions; under AVX2 tgq_rq8 / tgq_rq8k / tgq_rq8h / tgq_rq8hs for 8 lanes; tgq_sat_s8/u8,
+ * tgq_clamp: the output clamp; tgq_rne: round half to even of a float).
  *
  * What must stay true: every kernel computes what the interpreter's interp_quant.c computes, byte
  * for byte: int32 accumulation of (x - x_zp) * (w - w_zp) plus the int32 bias, requantization by
@@ -131,6 +131,44 @@ static const char quant_helpers[] =
     "    r = _mm256_min_epi32(_mm256_max_epi32(r, _mm256_shuffle_epi32(lo, 0)),\n"
     "                         _mm256_shuffle_epi32(hi, 0));\n"
     "    return _mm256_add_epi32(r, zp);\n"
+    "}\n"
+    "/* tgq_rq8k when the emitter has proved that no accumulator makes acc * m an exact tie\n"
+    " * (emit_c_qrq_x86.c): round half up, u = p + 2^(n-1), is then round half to even; the\n"
+    " * same shift and clamp. Equal to tgq_requant on those accumulators. */\n"
+    "static inline __m256i tgq_rq8h(__m256i acc, __m256i m, __m256i ne, __m256i no, __m256i lo,\n"
+    "                               __m256i hi, __m256i zp) {\n"
+    "    const __m256i one = _mm256_set1_epi64x(1), t = _mm256_set1_epi64x(32);\n"
+    "    const __m256i ue = _mm256_add_epi64(_mm256_mul_epi32(acc, m),\n"
+    "                                        _mm256_sllv_epi64(one, _mm256_sub_epi64(ne, one)));\n"
+    "    const __m256i uo = _mm256_add_epi64(\n"
+    "        _mm256_mul_epi32(_mm256_srli_epi64(acc, 32), _mm256_srli_epi64(m, 32)),\n"
+    "        _mm256_sllv_epi64(one, _mm256_sub_epi64(no, one)));\n"
+    "    const __m256i k = _mm256_blend_epi32(_mm256_sub_epi64(ne, t),\n"
+    "                                         _mm256_slli_epi64(_mm256_sub_epi64(no, t), 32), "
+    "0xAA);\n"
+    "    __m256i r = _mm256_srav_epi32(_mm256_blend_epi32(_mm256_srli_epi64(ue, 32), uo, 0xAA), "
+    "k);\n"
+    "    r = _mm256_min_epi32(_mm256_max_epi32(r, _mm256_shuffle_epi32(lo, 0)),\n"
+    "                         _mm256_shuffle_epi32(hi, 0));\n"
+    "    return _mm256_add_epi32(r, zp);\n"
+    "}\n"
+    "/* tgq_rq8h without the clamp, for a clamp that is the output type's whole range: the\n"
+    " * saturating packs of the 8-bit store clamp (|r| <= 2^30, so r + zp does not wrap) */\n"
+    "static inline __m256i tgq_rq8hs(__m256i acc, __m256i m, __m256i ne, __m256i no, __m256i lo,\n"
+    "                                __m256i hi, __m256i zp) {\n"
+    "    const __m256i one = _mm256_set1_epi64x(1), t = _mm256_set1_epi64x(32);\n"
+    "    const __m256i ue = _mm256_add_epi64(_mm256_mul_epi32(acc, m),\n"
+    "                                        _mm256_sllv_epi64(one, _mm256_sub_epi64(ne, one)));\n"
+    "    const __m256i uo = _mm256_add_epi64(\n"
+    "        _mm256_mul_epi32(_mm256_srli_epi64(acc, 32), _mm256_srli_epi64(m, 32)),\n"
+    "        _mm256_sllv_epi64(one, _mm256_sub_epi64(no, one)));\n"
+    "    const __m256i k = _mm256_blend_epi32(_mm256_sub_epi64(ne, t),\n"
+    "                                         _mm256_slli_epi64(_mm256_sub_epi64(no, t), 32), "
+    "0xAA);\n"
+    "    (void)lo;\n"
+    "    (void)hi;\n"
+    "    return _mm256_add_epi32(\n"
+    "        _mm256_srav_epi32(_mm256_blend_epi32(_mm256_srli_epi64(ue, 32), uo, 0xAA), k), zp);\n"
     "}\n"
     "/* 8 int32 lanes already inside the 8-bit range stored as 8 bytes */\n"
     "static inline void tgq_st8s(int8_t *d, __m256i v) {\n"

@@ -7,7 +7,9 @@
  *     emit_c_qc1_x86.c;
  *   - pointwise on planes that 16-pixel tiles fit badly (the last tile more than 1/8 empty:
  *     MobileNet's 6x6 and 3x3): emit_c_qpw_x86.c, vectorised over output channels;
- *   - depthwise with column stride 2: emit_c_qdw2_x86.c (tried first for depthwise layers);
+ *   - depthwise with 16 channels or more and output rows under 16 pixels: emit_c_qdwc_x86.c,
+ *     the channels in the lanes (tried first for depthwise layers);
+ *   - depthwise with column stride 2: emit_c_qdw2_x86.c (tried next);
  *   - one group, stride 1 along W, a window wider than 1x1, output rows of 16 or more: per output
  *     row the KH input rows it reads packed once as int16 pairs of channels (x - x_zp, zeros as
  *     padding) on the stack, then 16 pixels x 4 output channels a step over (kh, kw, channel
@@ -31,7 +33,8 @@
  * (bias - x_zp * sum(w), the sums a compile-time table): padding holds x_zp, so its products
  * cancel. Full tiles requantize 8 outputs at a time (emit_c_quant.c: tgq_rq8k, the rounding
  * sum in 64-bit lanes and the shift and clamp in 32-bit lanes, when every shift is in -31..-1;
- * tgq_rq8, all in 64-bit lanes, when every shift is in -31..30; both equal tgq_requant);
+ * tgq_rq8, all in 64-bit lanes, when every shift is in -31..30; both equal tgq_requant; or
+ * tgq_rq8h / tgq_rq8hs where emit_c_qrq_x86.c proves no accumulator is an exact tie);
  * the tile kernel's partial tiles too (into a buffer, the existing outputs copied), the other
  * kernels' partial ones per element.
  *
@@ -142,9 +145,9 @@ void tether__c_qx86_zero_points(em *e, const tether_ir_node *nd, const kargs *k,
 }
 
 /* 8 requantized outputs of one channel (m, s in scope) from the vector v into dst */
-static void rq_store8(em *e, const qg *q, int vec, const char *dst, const char *v) {
-    line(e, "tgq_st8%s(%s, tgq_rq8%s(%s, mv, nv, nv, vlo, vhi, vzp));",
-         strcmp(q->yt, "int8_t") == 0 ? "s" : "u", dst, vec == 2 ? "k" : "", v);
+static void rq_store8(em *e, const qg *q, const char *fn, const char *dst, const char *v) {
+    line(e, "tgq_st8%s(%s, %s(%s, mv, nv, nv, vlo, vhi, vzp));",
+         strcmp(q->yt, "int8_t") == 0 ? "s" : "u", dst, fn, v);
 }
 
 /* 16 bytes of 8-bit input at p widened to int16 */
@@ -323,10 +326,10 @@ static void gemm_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg
             line(e, "%s *restrict d = full ? yn + o%d * %lld + p0 : tq[%d];", q->yt, j, P, j);
             snprintf(d, sizeof d, "d");
             snprintf(v, sizeof v, "a%d0", j);
-            rq_store8(e, q, vec, d, v);
+            rq_store8(e, q, tether__c_qrq_fn(e, nd, q), d, v);
             snprintf(d, sizeof d, "d + 8");
             snprintf(v, sizeof v, "a%d1", j);
-            rq_store8(e, q, vec, d, v);
+            rq_store8(e, q, tether__c_qrq_fn(e, nd, q), d, v);
             close_block(e);
         }
         line(e, "if (!full) {");
@@ -520,10 +523,10 @@ static void row_tiles(em *e, const tether_ir_node *nd, const kargs *k, const qg 
             line(e, "const __m256i mv = _mm256_set1_epi32(m), nv = _mm256_set1_epi64x(31 - s);");
             snprintf(d, sizeof d, "yr + o%d * %lld", j, P);
             snprintf(v, sizeof v, "a%d0", j);
-            rq_store8(e, q, vec, d, v);
+            rq_store8(e, q, tether__c_qrq_fn(e, nd, q), d, v);
             snprintf(d, sizeof d, "yr + o%d * %lld + 8", j, P);
             snprintf(v, sizeof v, "a%d1", j);
-            rq_store8(e, q, vec, d, v);
+            rq_store8(e, q, tether__c_qrq_fn(e, nd, q), d, v);
             close_block(e);
         }
         line(e, "continue;");
@@ -684,8 +687,10 @@ static void depthwise(em *e, const tether_ir_node *nd, const kargs *k, const qg 
     }
     /* al: pixels 0-3, 8-11; ah: 4-7, 12-15 */
     if (vec) {
-        rq_store8(e, q, vec, "yo + oh * OWC + o0", "_mm256_permute2x128_si256(al, ah, 0x20)");
-        rq_store8(e, q, vec, "yo + oh * OWC + o0 + 8", "_mm256_permute2x128_si256(al, ah, 0x31)");
+        rq_store8(e, q, tether__c_qrq_fn(e, nd, q), "yo + oh * OWC + o0",
+                  "_mm256_permute2x128_si256(al, ah, 0x20)");
+        rq_store8(e, q, tether__c_qrq_fn(e, nd, q), "yo + oh * OWC + o0 + 8",
+                  "_mm256_permute2x128_si256(al, ah, 0x31)");
     } else {
         line(e, "_mm256_storeu_si256((__m256i *)acc, _mm256_permute2x128_si256(al, ah, 0x20));");
         line(e,
@@ -792,9 +797,9 @@ static void dw_flat(em *e, const tether_ir_node *nd, const kargs *k, const qg *q
         line(e, "ah = TGQ_DP(ah, _mm256_unpackhi_epi16(x0, x1), wp);");
         close_block(e);
     }
-    rq_store8(e, q, tether__c_qrq_vec(e, nd, q), "ob + p0",
+    rq_store8(e, q, tether__c_qrq_fn(e, nd, q), "ob + p0",
               "_mm256_permute2x128_si256(al, ah, 0x20)");
-    rq_store8(e, q, tether__c_qrq_vec(e, nd, q), "ob + p0 + 8",
+    rq_store8(e, q, tether__c_qrq_fn(e, nd, q), "ob + p0 + 8",
               "_mm256_permute2x128_si256(al, ah, 0x31)");
     close_block(e);
     line(e, "for (int oh = 0; oh < %lld; ++oh) {", q->OH);
@@ -813,7 +818,8 @@ int tether__c_qconv_x86_ok(const em *e, const tether_ir_node *nd, const qg *q) {
     }
     long long a, z;
     if (q->G == q->C && q->O == q->C) {
-        return tether__c_qconv_dw2_ok(e, nd, q) || dw_range(q, &a, &z) || flat_ok(e, nd, q);
+        return tether__c_qconv_dwc_ok(e, nd, q) || tether__c_qconv_dw2_ok(e, nd, q) ||
+               dw_range(q, &a, &z) || flat_ok(e, nd, q);
     }
     /* the tile's pack: taps x 16 pixels of int16 on the stack (<= 64 KiB) */
     return q->G == 1 && q->C * q->KH * q->KW <= 2048;
@@ -829,6 +835,8 @@ void tether__c_qconv_x86(em *e, const tether_ir_node *nd, const kargs *k, const 
         row_tiles(e, nd, k, q, row_width(q));
     } else if (q->G == 1) {
         gemm_tiles(e, nd, k, q);
+    } else if (tether__c_qconv_dwc_ok(e, nd, q)) {
+        tether__c_qconv_dwc(e, nd, k, q); /* emit_c_qdwc_x86.c: channels in the lanes */
     } else if (tether__c_qconv_dw2_ok(e, nd, q)) {
         tether__c_qconv_dw2(e, nd, k, q); /* emit_c_qdw2_x86.c */
     } else if (flat_ok(e, nd, q)) {
