@@ -1,7 +1,8 @@
 # test_compiler_op_table: a row of the operator table (compiler/src/ir/ops.def) without its
 # kernels does not build. The script copies compiler/include and compiler/src into the build
 # tree, adds one row to the copy's table, and compiles (-fsyntax-only, the compiler's own
-# warning flags) every source of the copy that names an operator, for each case:
+# warning flags) every source of the copy that names an operator (a case expected to fail: until
+# one fails for the stated reason), for each case:
 #   control                  no row                                       builds
 #   elementwise_row          a UNARY row with its formula                 builds (the row is all)
 #   binary_row               a BINARY row with its formula                builds
@@ -33,6 +34,12 @@ foreach(f ${all_sources})
         list(APPEND sources ${f})
     endif()
 endforeach()
+# the interpreter's sources first: a row without its formula fails there, which settles a FAIL
+# case after a few compiles (the order changes nothing else)
+set(first ${sources})
+list(FILTER first INCLUDE REGEX "^interp/")
+list(FILTER sources EXCLUDE REGEX "^interp/")
+list(PREPEND sources ${first})
 list(LENGTH sources nsources)
 if(nsources LESS 5)
     message(FATAL_ERROR "op_table_check: only ${nsources} sources name an operator: ${sources}")
@@ -63,12 +70,19 @@ function(check name row expect regex)
     endforeach()
     set(failed 0)
     set(log "")
+    set(compiled 0)
     foreach(f ${sources})
         execute_process(COMMAND ${CC} -fsyntax-only ${FLAGS} ${incflags} ${t}/src/${f}
                         RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+        math(EXPR compiled "${compiled} + 1")
         if(NOT rc EQUAL 0)
             set(failed 1)
             string(APPEND log "---- ${f}\n${out}${err}")
+            # a FAIL case's verdict is settled once a file failed for the stated reason: the
+            # sources after it cannot change it (saves most of the case's compiles)
+            if(expect STREQUAL "FAIL" AND log MATCHES "${regex}")
+                break()
+            endif()
         endif()
     endforeach()
     if(expect STREQUAL "PASS" AND failed)
@@ -84,7 +98,7 @@ function(check name row expect regex)
         math(EXPR n "${failures} + 1")
         set(failures ${n} PARENT_SCOPE)
     else()
-        message(STATUS "${name}: ${expect} as expected")
+        message(STATUS "${name}: ${expect} as expected (${compiled} of ${nsources} sources compiled)")
     endif()
 endfunction()
 

@@ -115,6 +115,90 @@ int tt_run_compiled_memory(const tether_ir_graph *g0, const char *tag, tether_ab
                            const tether_schedule *schedule, int pad_conv_min_width,
                            const tether_memory_options *memory, tether_compile_result *result,
                            const float *const *inputs, float *const *outputs) {
+    return tt_run_compiled_both(g0, tag, abi, iface, link_params, schedule, pad_conv_min_width,
+                                memory, result, inputs,
+                                iface == TETHER_INTERFACE_PACKED ? outputs : NULL,
+                                iface == TETHER_INTERFACE_C ? outputs : NULL);
+}
+
+/* Runs the loaded module once through one entry: the registry's <prefix>_main (packed calling
+ * convention, DLTensor arguments) or, when typed, <prefix>_run (the typed C interface). The pools
+ * are poisoned first (0xA5): the code must not read what it did not write. */
+static int run_entry(void *h, const tether_func_entry *entry, const tether_ir_graph *g,
+                     const tether_compile_result *res, void *const *pool_mem, bool typed,
+                     const float *const *inputs, float *const *outputs) {
+    int32_t fret = 0;
+    int rc = 0;
+    int n = g->ninputs + g->noutputs;
+    for (int k = 0; k < res->npools; k++) {
+        memset(pool_mem[k], 0xA5, (size_t)res->pools[k].size);
+    }
+    if (typed) {
+        typedef int32_t (*run_fn)(void *, void *, void *);
+        run_fn run = (run_fn)dlsym(h, "tether_test_run");
+        if (!run) {
+            return tether_set_error(TETHER_ERR_NOT_FOUND, "tether_test_run missing");
+        }
+        const float *ins[TETHER_IR_MAX_INPUTS];
+        float *outs[TETHER_IR_MAX_OUTPUTS];
+        for (int i = 0; i < g->ninputs; i++) {
+            ins[i] = inputs[i];
+        }
+        for (int i = 0; i < g->noutputs; i++) {
+            outs[i] = outputs[i];
+        }
+        void *wsmem = aligned_alloc(16, (size_t)res->workspace_size + 16);
+        void *ws[TETHER_MEMORY_MAX_POOLS] = {res->workspace_size ? wsmem : NULL};
+        for (int k = 0; k < res->npools; k++) {
+            ws[k] = pool_mem[k];
+        }
+        fret = run(ins, outs, ws);
+        free(wsmem);
+    } else {
+        DLTensor t[TETHER_MAX_ARGS];
+        tether_value v[TETHER_MAX_ARGS];
+        int32_t codes[TETHER_MAX_ARGS];
+        for (int i = 0; i < n; i++) {
+            const tether_ir_tensor *x =
+                &g->tensors[i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs]];
+            memset(&t[i], 0, sizeof t[i]);
+            t[i].data = i < g->ninputs ? (void *)inputs[i] : outputs[i - g->ninputs];
+            t[i].device.device_type = kDLCPU;
+            t[i].ndim = x->ndim;
+            t[i].dtype = x->dtype;
+            t[i].shape = (int64_t *)x->shape;
+            v[i].v_handle = &t[i];
+            codes[i] = TETHER_TYPE_DLTENSOR;
+        }
+        int64_t pool_shape[TETHER_MEMORY_MAX_POOLS];
+        for (int k = 0; k < res->npools; k++) { /* the pools after the outputs */
+            int i = n + k;
+            pool_shape[k] = res->pools[k].size;
+            memset(&t[i], 0, sizeof t[i]);
+            t[i].data = pool_mem[k];
+            t[i].device.device_type = kDLCPU;
+            t[i].ndim = 1;
+            t[i].dtype = TETHER_UINT8;
+            t[i].shape = &pool_shape[k];
+            v[i].v_handle = &t[i];
+            codes[i] = TETHER_TYPE_DLTENSOR;
+        }
+        rc = tether_call(entry, v, codes, n + res->npools, &fret);
+    }
+    if (!rc && fret != 0) {
+        rc = tether_set_error(TETHER_ERR_STATE, "entry returned %d", fret);
+    }
+    return rc;
+}
+
+int tt_run_compiled_both(const tether_ir_graph *g0, const char *tag, tether_abi abi,
+                         tether_interface iface, bool link_params, const tether_schedule *schedule,
+                         int pad_conv_min_width, const tether_memory_options *memory,
+                         tether_compile_result *result, const float *const *inputs,
+                         float *const *out_packed, float *const *out_c) {
+    if (out_c && iface != TETHER_INTERFACE_C) {
+        return tether_set_error(TETHER_ERR_INVALID_ARG, "<prefix>_run needs interface c");
+    }
     void *pool_mem[TETHER_MEMORY_MAX_POOLS] = {0};
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tests/compiler/tmp", TETHER_BINARY_DIR);
@@ -202,67 +286,14 @@ int tt_run_compiled_memory(const tether_ir_graph *g0, const char *tag, tether_ab
             goto out;
         }
     }
-    int n = g.ninputs + g.noutputs;
-    for (int k = 0; k < res.npools; k++) { /* poisoned: the code must not read what it did not
-                                               write */
+    for (int k = 0; k < res.npools; k++) {
         pool_mem[k] = aligned_alloc(16, (size_t)res.pools[k].size);
-        memset(pool_mem[k], 0xA5, (size_t)res.pools[k].size);
     }
-    if (iface == TETHER_INTERFACE_C) {
-        typedef int32_t (*run_fn)(void *, void *, void *);
-        run_fn run = (run_fn)dlsym(h, "tether_test_run");
-        if (!run) {
-            rc = tether_set_error(TETHER_ERR_NOT_FOUND, "tether_test_run missing");
-            goto out;
-        }
-        const float *ins[TETHER_IR_MAX_INPUTS];
-        float *outs[TETHER_IR_MAX_OUTPUTS];
-        for (int i = 0; i < g.ninputs; i++) {
-            ins[i] = inputs[i];
-        }
-        for (int i = 0; i < g.noutputs; i++) {
-            outs[i] = outputs[i];
-        }
-        void *wsmem = aligned_alloc(16, (size_t)res.workspace_size + 16);
-        void *ws[TETHER_MEMORY_MAX_POOLS] = {res.workspace_size ? wsmem : NULL};
-        for (int k = 0; k < res.npools; k++) {
-            ws[k] = pool_mem[k];
-        }
-        fret = run(ins, outs, ws);
-        free(wsmem);
-    } else {
-        DLTensor t[TETHER_MAX_ARGS];
-        tether_value v[TETHER_MAX_ARGS];
-        int32_t codes[TETHER_MAX_ARGS];
-        for (int i = 0; i < n; i++) {
-            const tether_ir_tensor *x =
-                &g.tensors[i < g.ninputs ? g.inputs[i] : g.outputs[i - g.ninputs]];
-            memset(&t[i], 0, sizeof t[i]);
-            t[i].data = i < g.ninputs ? (void *)inputs[i] : outputs[i - g.ninputs];
-            t[i].device.device_type = kDLCPU;
-            t[i].ndim = x->ndim;
-            t[i].dtype = x->dtype;
-            t[i].shape = (int64_t *)x->shape;
-            v[i].v_handle = &t[i];
-            codes[i] = TETHER_TYPE_DLTENSOR;
-        }
-        int64_t pool_shape[TETHER_MEMORY_MAX_POOLS];
-        for (int k = 0; k < res.npools; k++) { /* the pools after the outputs */
-            int i = n + k;
-            pool_shape[k] = res.pools[k].size;
-            memset(&t[i], 0, sizeof t[i]);
-            t[i].data = pool_mem[k];
-            t[i].device.device_type = kDLCPU;
-            t[i].ndim = 1;
-            t[i].dtype = TETHER_UINT8;
-            t[i].shape = &pool_shape[k];
-            v[i].v_handle = &t[i];
-            codes[i] = TETHER_TYPE_DLTENSOR;
-        }
-        rc = tether_call(entry, v, codes, n + res.npools, &fret);
+    if (out_packed && (rc = run_entry(h, entry, &g, &res, pool_mem, false, inputs, out_packed))) {
+        goto out;
     }
-    if (!rc && fret != 0) {
-        rc = tether_set_error(TETHER_ERR_STATE, "entry returned %d", fret);
+    if (out_c && (rc = run_entry(h, entry, &g, &res, pool_mem, true, inputs, out_c))) {
+        goto out;
     }
 out:
     for (int k = 0; k < TETHER_MEMORY_MAX_POOLS; k++) {

@@ -43,6 +43,16 @@ int tt_run_compiled_memory(const tether_ir_graph *g, const char *tag, tether_abi
                            const tether_memory_options *memory, tether_compile_result *result,
                            const float *const *inputs, float *const *outputs);
 
+/* The same, the module run through both of its entries: the registry's <prefix>_main into
+ * out_packed (NULL: not run) and, with iface TETHER_INTERFACE_C, <prefix>_run into out_c (NULL:
+ * not run). An artifact of the C interface is one of the packed interface plus <prefix>_run and
+ * its structs (emit_c.c), so one build of it checks the code of both (test_ops.c). */
+int tt_run_compiled_both(const tether_ir_graph *g, const char *tag, tether_abi abi,
+                         tether_interface iface, bool link_params, const tether_schedule *schedule,
+                         int pad_conv_min_width, const tether_memory_options *memory,
+                         tether_compile_result *result, const float *const *inputs,
+                         float *const *out_packed, float *const *out_c);
+
 /* Max |a-b| / (atol + rtol*|b|) over n values; <= 1 means "close". NaN in both counts as equal. */
 double tt_close(const float *a, const float *b, size_t n, double atol, double rtol);
 

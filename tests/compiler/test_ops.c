@@ -1,13 +1,14 @@
 /*
  * Every operator, generated C vs the reference interpreter: each case is a one-node graph (plus
  * a relu after reshape-like operators, so the alias path runs) whose operands are all graph
- * inputs filled with random values. Each case is compiled in both ABIs and both interfaces
- * (one of the four at the target's -O3, the ABI/interface rotating over the cases, the other three
- * at -O1 to keep gcc's time down), built as a shared object, dlopen'ed, called through its module
- * registry (or <prefix>_run) and compared element by element. Shapes include 1x1 kernels, stride >
- * kernel, asymmetric pads, dilations, groups, rank-1 and scalar broadcasting. The cases are
- * tests/compiler/op_cases.c's (those marked TT_C), shared with the OpenCL backend's test; cases of
- * other element types than float32 are drawn per type and compared exactly (integers, bool) or
+ * inputs filled with random values. Each case is compiled in both ABIs, with the C interface
+ * (whose artifact is the packed interface's plus <prefix>_run), one of the two at the target's
+ * -O3, the ABI alternating over the cases, the other at -O1 to keep gcc's time down, built as a
+ * shared object, dlopen'ed, called through its module registry and through <prefix>_run, and
+ * both results compared with the interpreter's element by element. Shapes include 1x1 kernels,
+ * stride > kernel, asymmetric pads, dilations, groups, rank-1 and scalar broadcasting. The cases
+ * are tests/compiler/op_cases.c's (those marked TT_C), shared with the OpenCL backend's test; cases
+ * of other element types than float32 are drawn per type and compared exactly (integers, bool) or
  * within a tolerance (floats). A data-dependent output size (nonzero, compress, unique, nms) gets
  * its extent output: the extents are equal and only the data of the actual shape are compared.
  * TT_OPS_FILTER (a cmocka pattern, e.g. 'nms*') runs some of the tests only.
@@ -185,7 +186,7 @@ static void run_case(const tt_op_case *c) {
     }
     const tether_ir_tensor *ot = &g.tensors[g.outputs[0]];
     size_t on = tether_ir_tensor_elements(ot), ob = tether_ir_tensor_bytes(ot);
-    void *ref = malloc(ob + 1), *got = malloc(ob + 1);
+    void *ref = malloc(ob + 1), *got = malloc(ob + 1), *got2 = malloc(ob + 1);
     /* a dynamic output (dyn_dim > 0): its extent is output 1; only the data of the actual shape
      * (dense at the start) are compared, the bytes past it are unwritten or a terminator */
     int64_t ref_ext = -1, got_ext = -1;
@@ -202,42 +203,51 @@ static void run_case(const tt_op_case *c) {
         ob = on * tether_dtype_bytes(ot->dtype);
     }
     int is_float = ot->dtype.code == kDLFloat || ot->dtype.code == kDLBfloat;
-    /* One of the four builds is at the target's default level (-O3, -Werror: the kernel as users
-     * get it, with the warnings only optimisation finds), which one rotating with the case's
-     * index so every ABI and interface gets -O3 builds; the other three at -O1 (their code's
-     * speed is not under test, and gcc at -O3 was most of this test's time). */
-    int o3 = (int)((size_t)(c - tt_op_cases) % 4u); /* c is an element of tt_op_cases */
+    /* One build per ABI, of the C interface, run through both entries (its registry's packed
+     * <prefix>_main and the typed <prefix>_run): an artifact of the packed interface is the same
+     * code without <prefix>_run (emit_c.c), so a build of it would check nothing more. One of the
+     * two builds is at the target's default level (-O3, -Werror: the kernel as users get it,
+     * with the warnings only optimisation finds), which one alternating with the case's index so
+     * both ABIs get -O3 builds; the other at -O1 (its code's speed is not under test, and gcc at
+     * -O3 was most of this test's time). */
+    int o3 = (int)((size_t)(c - tt_op_cases) % 2u); /* c is an element of tt_op_cases */
     for (int abi = 0; abi < 2; abi++) {
+        int64_t got_ext2 = -1;
+        void *gots2[2] = {got2, &got_ext2};
+        memset(got, 0xA5, ob);
+        memset(got2, 0x5A, ob);
+        got_ext = -1;
+        tt_opt_level = abi == o3 ? TETHER_OPT_DEFAULT : 1;
+        int rc = tt_run_compiled_both(&g, c->name, (tether_abi)abi, TETHER_INTERFACE_C, true, NULL,
+                                      0, NULL, NULL, (const float *const *)inputs,
+                                      (float *const *)gots, (float *const *)gots2);
+        tt_opt_level = TETHER_OPT_DEFAULT;
+        if (rc) {
+            fail_msg("%s (%s ABI): %s", c->name, tether_abi_name((tether_abi)abi),
+                     tether_last_error());
+        }
         for (int iface = 0; iface < 2; iface++) {
-            memset(got, 0xA5, ob);
-            got_ext = -1;
-            tt_opt_level = abi * 2 + iface == o3 ? TETHER_OPT_DEFAULT : 1;
-            int rc = tt_run_compiled(&g, c->name, (tether_abi)abi, (tether_interface)iface, true,
-                                     (const float *const *)inputs, (float *const *)gots);
-            tt_opt_level = TETHER_OPT_DEFAULT;
-            if (rc) {
-                fail_msg("%s (%s ABI, %s interface): %s", c->name, tether_abi_name((tether_abi)abi),
-                         tether_interface_name((tether_interface)iface), tether_last_error());
-            }
-            if (got_ext != ref_ext) {
+            const void *out = iface == TETHER_INTERFACE_C ? got2 : got;
+            int64_t ext = iface == TETHER_INTERFACE_C ? got_ext2 : got_ext;
+            if (ext != ref_ext) {
                 fail_msg("%s (%s ABI, %s interface): extent %lld, the interpreter's %lld", c->name,
                          tether_abi_name((tether_abi)abi),
-                         tether_interface_name((tether_interface)iface), (long long)got_ext,
+                         tether_interface_name((tether_interface)iface), (long long)ext,
                          (long long)ref_ext);
             }
             double cl = 0.0;
             if (tether_dtype_equal(ot->dtype, TETHER_FLOAT32)) {
-                cl = tt_close(got, ref, on, 1e-5, 1e-4);
+                cl = tt_close(out, ref, on, 1e-5, 1e-4);
             } else if (is_float) {
                 double tol = ot->dtype.bits == 16 ? 1e-2 : 1e-4;
                 for (size_t k = 0; k < on; k++) {
-                    double a = elem(got, ot->dtype, k), b = elem(ref, ot->dtype, k);
-                    if (a != b && !(a != a && b != b)) {
-                        double r = fabs(a - b) / (1e-5 + tol * fabs(b));
+                    double x = elem(out, ot->dtype, k), y = elem(ref, ot->dtype, k);
+                    if (x != y && !(x != x && y != y)) {
+                        double r = fabs(x - y) / (1e-5 + tol * fabs(y));
                         cl = r > cl || r != r ? r : cl;
                     }
                 }
-            } else if (memcmp(got, ref, ob) != 0) {
+            } else if (memcmp(out, ref, ob) != 0) {
                 cl = 2.0; /* integers and bool: equal exactly */
             }
             if (cl > 1.0 || cl != cl) {
@@ -253,6 +263,7 @@ static void run_case(const tt_op_case *c) {
     }
     free(ref);
     free(got);
+    free(got2);
     tether_ir_close(&g);
 }
 
@@ -550,15 +561,13 @@ static void test_empty_tensors(void **state) {
     float *out[1] = {dummy_out};
     assert_int_equal(tether_interp_run(&g, in, out), 0);
     assert_true(dummy_out[0] == -7.0f); /* nothing written */
-    for (int abi = 0; abi < 2; abi++) {
-        for (int iface = 0; iface < 2; iface++) {
-            int rc = tt_run_compiled(&g, "empty", (tether_abi)abi, (tether_interface)iface, true,
-                                     in, out);
-            if (rc) {
-                fail_msg("%s ABI: %s", tether_abi_name((tether_abi)abi), tether_last_error());
-            }
-            assert_true(dummy_out[0] == -7.0f);
+    for (int abi = 0; abi < 2; abi++) { /* both interfaces: the registry's entry and _run */
+        int rc = tt_run_compiled_both(&g, "empty", (tether_abi)abi, TETHER_INTERFACE_C, true, NULL,
+                                      0, NULL, NULL, in, out, out);
+        if (rc) {
+            fail_msg("%s ABI: %s", tether_abi_name((tether_abi)abi), tether_last_error());
         }
+        assert_true(dummy_out[0] == -7.0f);
     }
     /* without allowzero the 0 copies the input's extent: [3,4,3] needs 36 elements, not 0 */
     g.nodes[0].attrs.allowzero = false;
@@ -624,15 +633,18 @@ static void test_params_blob(void **state) {
     const float *ins[1] = {xin};
     float *r[1] = {ref}, *o[1] = {got};
     assert_int_equal(tether_interp_run(&g, ins, r), 0);
-    for (int abi = 0; abi < 2; abi++) {
-        for (int iface = 0; iface < 2; iface++) {
-            int rc = tt_run_compiled(&g, "params_blob", (tether_abi)abi, (tether_interface)iface,
-                                     false, ins, o);
-            if (rc) {
-                fail_msg("blob: %s", tether_last_error());
-            }
-            assert_true(tt_close(got, ref, 27, 1e-5, 1e-4) <= 1.0);
+    for (int abi = 0; abi < 2; abi++) { /* both interfaces: the registry's entry and _run */
+        float got_c[27];
+        float *oc[1] = {got_c};
+        memset(got, 0, sizeof got);
+        memset(got_c, 0, sizeof got_c);
+        int rc = tt_run_compiled_both(&g, "params_blob", (tether_abi)abi, TETHER_INTERFACE_C, false,
+                                      NULL, 0, NULL, NULL, ins, o, oc);
+        if (rc) {
+            fail_msg("blob: %s", tether_last_error());
         }
+        assert_true(tt_close(got, ref, 27, 1e-5, 1e-4) <= 1.0);
+        assert_true(tt_close(got_c, ref, 27, 1e-5, 1e-4) <= 1.0);
     }
     tether_ir_close(&g);
 }

@@ -11,10 +11,11 @@
  * input) and without it (borders handled in the kernel); all must match the interpreter (|a-b| <=
  * 1e-5 + 1e-4 |b|) and every element must be written.
  *
- * The knob grid is 18 compiles per case (14 per chain), each a gcc -O3 run of the generated
+ * The knob grid is 18 compiles per case (14 per chain), each a gcc run of the generated
  * source; the suite runs a sixth of it per case, rotating with the case's name so that
  * neighbouring cases cover the rest (sampled()), and every knob setting still runs on several
- * shapes. TETHER_TEST_ALL_SCHEDULES=1 runs the whole grid for every case (before changing
+ * shapes, the first of them built at -O3 and the others at -O1 (o3_once()).
+ * TETHER_TEST_ALL_SCHEDULES=1 runs the whole grid for every case (before changing
  * emit_c_schedules.c or emit_c_nchwc.c; about 4 minutes on 2 cores).
  */
 #include <setjmp.h>
@@ -191,17 +192,23 @@ static void build(const conv_case *c, tether_ir_graph *g) {
     }
 }
 
-static void run_graph(tether_ir_graph *gp, const char *name);
+/* family: which kernels the case is of (0 conv, 1 dense, 2 matmul), for o3_once() */
+static void run_graph(tether_ir_graph *gp, const char *name, int family);
 
-/* Whether grid point k of the case `name` runs: all with TETHER_TEST_ALL_SCHEDULES=1, else a
- * sixth of them, which sixth depending on the name. */
-static bool sampled(const char *name, size_t k) {
+/* TETHER_TEST_ALL_SCHEDULES=1: the whole grid, every build at -O3. */
+static bool all_schedules(void) {
     static int all = -1;
     if (all < 0) {
         const char *e = getenv("TETHER_TEST_ALL_SCHEDULES");
         all = e && *e && strcmp(e, "0") != 0;
     }
-    if (all) {
+    return all;
+}
+
+/* Whether grid point k of the case `name` runs: all with TETHER_TEST_ALL_SCHEDULES=1, else a
+ * sixth of them, which sixth depending on the name. */
+static bool sampled(const char *name, size_t k) {
+    if (all_schedules()) {
         return true;
     }
     unsigned h = 0;
@@ -211,13 +218,26 @@ static bool sampled(const char *name, size_t k) {
     return (k + h) % 6 == 0;
 }
 
+/* The optimisation level of a build of grid point k (*done: whether one was at -O3 already):
+ * the first build of each point and kernel family in the run is at the target's default (-O3,
+ * -Werror: the warnings only optimisation finds, the vectorised code as users get it), the others
+ * at -O1 (the same generated C, checked for its values; gcc at -O3 was most of this test's time).
+ * The whole grid (TETHER_TEST_ALL_SCHEDULES=1) builds everything at -O3. */
+static int o3_once(bool *done) {
+    if (!*done || all_schedules()) {
+        *done = true;
+        return TETHER_OPT_DEFAULT;
+    }
+    return 1;
+}
+
 static void run(const conv_case *c) {
     tether_ir_graph g;
     build(c, &g);
-    run_graph(&g, c->name);
+    run_graph(&g, c->name, 0);
 }
 
-static void run_graph(tether_ir_graph *gp, const char *name) {
+static void run_graph(tether_ir_graph *gp, const char *name, int family) {
     static const int schedules[][4] = {
         /* vector_width, conv_oc_block, conv_col_vectors, dw_col_vectors */
         {0, 4, 2, 4}, {4, 4, 2, 4}, {8, 4, 2, 4},  {16, 4, 2, 4}, {8, 1, 1, 1},
@@ -256,8 +276,11 @@ static void run_graph(tether_ir_graph *gp, const char *name) {
         }
         char tag[96];
         snprintf(tag, sizeof tag, "sched-%s-%zu", name, k);
+        static bool built_o3[3][2 * sizeof schedules / sizeof *schedules];
+        tt_opt_level = o3_once(&built_o3[family][k]);
         int rc = tt_run_compiled_schedule(&g, tag, TETHER_ABI_UNPACKED, TETHER_INTERFACE_PACKED,
                                           true, &sc, pad_min, (const float *const *)inputs, &got);
+        tt_opt_level = TETHER_OPT_DEFAULT;
         if (rc) {
             fail_msg("%s, schedule %zu: %s", name, k, tether_last_error());
         }
@@ -335,7 +358,7 @@ static void test_dense(void **state) {
     if (tether_ir_infer(&g)) {
         fail_msg("%s: %s", d->name, tether_last_error());
     }
-    run_graph(&g, d->name);
+    run_graph(&g, d->name, 1);
 }
 
 /* Knobs out of range are refused with the knob's name. */
@@ -432,7 +455,7 @@ static void test_matmul(void **state) {
     if (tether_ir_infer(&g)) {
         fail_msg("%s: %s", m->name, tether_last_error());
     }
-    run_graph(&g, m->name);
+    run_graph(&g, m->name, 2);
 }
 
 /* ---- channel-blocked chains (emit_c_nchwc.c) ------------------------------------------------
@@ -622,8 +645,11 @@ static void test_chain(void **state) {
         char tag[64];
         snprintf(tag, sizeof tag, "chain%d-%zu", which, k);
         /* odd runs: the padding pass off, so padded blocked convs handle their borders */
+        static bool built_o3[2 * sizeof schedules / sizeof *schedules];
+        tt_opt_level = o3_once(&built_o3[k]);
         int rc = tt_run_compiled_schedule(&g, tag, TETHER_ABI_UNPACKED, TETHER_INTERFACE_PACKED,
                                           linked, &sc, linked ? 0 : -1, ins, &got);
+        tt_opt_level = TETHER_OPT_DEFAULT;
         if (rc) {
             fail_msg("chain %d, schedule %zu: %s", which, k, tether_last_error());
         }
