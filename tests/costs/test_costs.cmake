@@ -8,7 +8,7 @@ foreach(_cost
         test_compiler_schedules:53 test_readme:70 test_host_pool:20 test_compiler_pools:16
         test_opencl_codegen:35 test_python:29 test_host_profile:19
         test_onnx_node_packed:28 test_onnx_node_opencl:28 test_compiler_op_table:12
-        test_quant_x86:24 test_onnx_node_unpacked:24 test_mcu_board_rv32-virt:20 test_style:18
+        test_quant_x86:55 test_onnx_node_unpacked:24 test_mcu_board_rv32-virt:20 test_style:18
         test_quant_aarch64:17 test_install:15 test_onnx_loop_c:14 test_mcu_board_mps3-an547:14
         test_mcu_board_mps2-an505:14 test_mcu_board_mps2-an385:14 test_mcu_board_mps2-an500:13
         test_mcu_board_mps2-an386:13 test_compiler_stack_hwm:13 test_opencl_quant:13
