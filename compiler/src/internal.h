@@ -306,6 +306,12 @@ void tether__ir_matmul_view(const tether_ir_graph *g, const tether_ir_node *n, t
 
 /* Normalises a possibly negative axis for rank ndim; -1 when out of range. */
 int tether__ir_norm_axis(int64_t axis, int ndim);
+/* The item view of Unique and Compress over x: outer x m items x inner along attrs' axis (mode
+ * bit 4), or m = every element without one (the interpreter, C and OpenCL kernels share it). */
+typedef struct tether__ir_items {
+    long long outer, m, inner;
+} tether__ir_items;
+tether__ir_items tether__ir_items_of(const tether_ir_tensor *x, const tether_ir_attrs *a);
 
 /* Shape rule of one node (ir/shapes.c): writes the output shape into os[0..*ond) from the inputs'
  * shapes and the attributes; an error naming the node when the inputs or attributes are out of

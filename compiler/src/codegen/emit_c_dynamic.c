@@ -18,30 +18,9 @@
 #include "emit_c_internal.h"
 #include "tether/crt/dtype.h"
 
-typedef struct items {
-    long long outer, m, inner;
-} items;
-
-static items items_of(const tether_ir_tensor *x, const tether_ir_attrs *a) {
-    items it = {1, 1, 1};
-    int ax = (a->mode & 4) ? tether__ir_norm_axis(a->axis, x->ndim) : -1;
-    for (int d = 0; d < x->ndim; d++) {
-        if (ax < 0) {
-            it.m *= x->shape[d];
-        } else if (d < ax) {
-            it.outer *= x->shape[d];
-        } else if (d == ax) {
-            it.m = x->shape[d];
-        } else {
-            it.inner *= x->shape[d];
-        }
-    }
-    return it;
-}
-
 /* `int cmp` = the lexicographic order of items ea and eb (C expressions) of x. */
-static void emit_cmp(em *e, const tether_ir_tensor *x, const char *xn, items it, const char *ea,
-                     const char *eb) {
+static void emit_cmp(em *e, const tether_ir_tensor *x, const char *xn, tether__ir_items it,
+                     const char *ea, const char *eb) {
     const char *ct = tether__c_compute_type(x->dtype);
     char ex[240], la[320], lb[320];
     line(e, "int cmp = 0;");
@@ -103,7 +82,7 @@ static void k_nonzero(em *e, const tether_ir_node *nd, const kargs *k, long long
 
 static void k_compress(em *e, const tether_ir_node *nd, const kargs *k, long long b) {
     const tether_ir_tensor *x = T(e, nd->inputs[0]), *c = T(e, nd->inputs[1]);
-    items it = items_of(x, &nd->attrs);
+    tether__ir_items it = tether__ir_items_of(x, &nd->attrs);
     long long len = (long long)tether_ir_tensor_elements(c);
     char ex[200], l[300];
     snprintf(ex, sizeof ex, "%s[q]", k->in[1]);
@@ -143,7 +122,7 @@ static void k_compress(em *e, const tether_ir_node *nd, const kargs *k, long lon
 
 static void k_unique(em *e, const tether_ir_node *nd, const kargs *k, long long b) {
     const tether_ir_tensor *x = T(e, nd->inputs[0]);
-    items it = items_of(x, &nd->attrs);
+    tether__ir_items it = tether__ir_items_of(x, &nd->attrs);
     int out = (int)((nd->attrs.mode >> 4) & 3);
     bool count = (nd->attrs.mode & TETHER__DYN_COUNT) != 0;
     const char *y = k->out, *xn = k->in[0];

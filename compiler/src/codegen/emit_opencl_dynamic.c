@@ -91,27 +91,6 @@ void tether__ocl_dynamic_prelude(const tether_ir_graph *g, tether__sbuf *src) {
     }
 }
 
-typedef struct items {
-    long long outer, m, inner;
-} items;
-
-static items items_of(const tether_ir_tensor *x, const tether_ir_attrs *a) {
-    items it = {1, 1, 1};
-    int ax = (a->mode & 4) ? tether__ir_norm_axis(a->axis, x->ndim) : -1;
-    for (int d = 0; d < x->ndim; d++) {
-        if (ax < 0) {
-            it.m *= x->shape[d];
-        } else if (d < ax) {
-            it.outer *= x->shape[d];
-        } else if (d == ax) {
-            it.m = x->shape[d];
-        } else {
-            it.inner *= x->shape[d];
-        }
-    }
-    return it;
-}
-
 int64_t tether__ocl_dynamic_serial(const ocl *e, const tether_ir_node *n) {
     const tether_ir_tensor *x = T(e, n->inputs[0]), *y = T(e, n->outputs[0]);
     int64_t zero = (n->attrs.mode & TETHER__DYN_COUNT) ? 0 : (int64_t)tether_ir_tensor_elements(y);
@@ -120,12 +99,12 @@ int64_t tether__ocl_dynamic_serial(const ocl *e, const tether_ir_node *n) {
     case TETHER_OP_NONZERO:
         return zero + 2 * (int64_t)tether_ir_tensor_elements(x);
     case TETHER_OP_COMPRESS: {
-        items it = items_of(x, &n->attrs);
+        tether__ir_items it = tether__ir_items_of(x, &n->attrs);
         int64_t len = (int64_t)tether_ir_tensor_elements(T(e, n->inputs[1]));
         return zero + len + it.outer * (len < it.m ? len : it.m) * it.inner;
     }
     case TETHER_OP_UNIQUE: {
-        items it = items_of(x, &n->attrs);
+        tether__ir_items it = tether__ir_items_of(x, &n->attrs);
         return zero + it.m * it.m * it.outer * it.inner; /* pairs of items, compared by row */
     }
     default: { /* nms: per batch and class, per selection a pass over the boxes and the kept */
@@ -140,7 +119,8 @@ int64_t tether__ocl_dynamic_serial(const ocl *e, const tether_ir_node *n) {
 }
 
 /* `int cmp` = the lexicographic order of items ea and eb (expressions) of x (in0). */
-static void emit_cmp(ocl *e, const tether_ir_tensor *x, items it, const char *ea, const char *eb) {
+static void emit_cmp(ocl *e, const tether_ir_tensor *x, tether__ir_items it, const char *ea,
+                     const char *eb) {
     const char *ct = tether__ocl_compute_type(x->dtype);
     char ix[240], la[320], lb[320];
     line(e, "int cmp = 0;");
@@ -206,7 +186,7 @@ static void k_nonzero(ocl *e, const tether_ir_node *n, long long b) {
 
 static void k_compress(ocl *e, const tether_ir_node *n, long long b) {
     const tether_ir_tensor *x = T(e, n->inputs[0]), *c = T(e, n->inputs[1]);
-    items it = items_of(x, &n->attrs);
+    tether__ir_items it = tether__ir_items_of(x, &n->attrs);
     long long len = (long long)tether_ir_tensor_elements(c);
     char l[300];
     tether__ocl_load(c->dtype, "in1", "q", l, sizeof l);
@@ -239,7 +219,7 @@ static void k_compress(ocl *e, const tether_ir_node *n, long long b) {
 
 static void k_unique(ocl *e, const tether_ir_node *n, long long b) {
     const tether_ir_tensor *x = T(e, n->inputs[0]);
-    items it = items_of(x, &n->attrs);
+    tether__ir_items it = tether__ir_items_of(x, &n->attrs);
     int out = unique_out(n);
     int count = (n->attrs.mode & TETHER__DYN_COUNT) != 0;
     if (!unique_reader(n)) { /* the first-occurrence indices, or the count */

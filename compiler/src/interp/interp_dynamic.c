@@ -42,30 +42,9 @@ static int over(const tether_ir_node *n, int64_t count, int64_t bound) {
                                  (long long)bound);
 }
 
-/* The item view of unique and compress: outer x items x inner. */
-typedef struct items {
-    int64_t outer, m, inner;
-} items;
-
-static items items_of(const tether_ir_tensor *x, const tether_ir_attrs *a) {
-    items it = {1, 1, 1};
-    int ax = (a->mode & 4) ? tether__ir_norm_axis(a->axis, x->ndim) : -1;
-    for (int d = 0; d < x->ndim; d++) {
-        if (ax < 0) {
-            it.m *= x->shape[d];
-        } else if (d < ax) {
-            it.outer *= x->shape[d];
-        } else if (d == ax) {
-            it.m = x->shape[d];
-        } else {
-            it.inner *= x->shape[d];
-        }
-    }
-    return it;
-}
-
 /* Lexicographic order of items a and b of x (over outer, then inner). */
-static int cmp_items(const tether_ir_tensor *x, const void *xp, items it, int64_t a, int64_t b) {
+static int cmp_items(const tether_ir_tensor *x, const void *xp, tether__ir_items it, int64_t a,
+                     int64_t b) {
     for (int64_t p = 0; p < it.outer; p++) {
         for (int64_t i = 0; i < it.inner; i++) {
             int c =
@@ -79,7 +58,8 @@ static int cmp_items(const tether_ir_tensor *x, const void *xp, items it, int64_
     return 0;
 }
 
-static bool first_occurrence(const tether_ir_tensor *x, const void *xp, items it, int64_t j) {
+static bool first_occurrence(const tether_ir_tensor *x, const void *xp, tether__ir_items it,
+                             int64_t j) {
     for (int64_t k = 0; k < j; k++) {
         if (cmp_items(x, xp, it, k, j) == 0) {
             return false;
@@ -125,7 +105,7 @@ static int run_nonzero(const tether_ir_graph *g, const tether_ir_node *n, void *
 static int run_compress(const tether_ir_graph *g, const tether_ir_node *n, void **buf, int64_t b) {
     const tether_ir_tensor *x = &g->tensors[n->inputs[0]], *c = &g->tensors[n->inputs[1]];
     const unsigned char *xp = buf[n->inputs[0]];
-    items it = items_of(x, &n->attrs);
+    tether__ir_items it = tether__ir_items_of(x, &n->attrs);
     int64_t len = (int64_t)tether_ir_tensor_elements(c), cnt = 0;
     for (int64_t k = 0; k < len; k++) {
         if (!nonzero_val(tether__interp_load(buf[n->inputs[1]], c->dtype, (size_t)k))) {
@@ -163,7 +143,7 @@ static int run_compress(const tether_ir_graph *g, const tether_ir_node *n, void 
 static int run_unique(const tether_ir_graph *g, const tether_ir_node *n, void **buf, int64_t b) {
     const tether_ir_tensor *x = &g->tensors[n->inputs[0]];
     const unsigned char *xp = buf[n->inputs[0]];
-    items it = items_of(x, &n->attrs);
+    tether__ir_items it = tether__ir_items_of(x, &n->attrs);
     int out = (int)((n->attrs.mode >> 4) & 3);
     int64_t *y = buf[n->outputs[0]];
     if (n->ninputs < 2 || n->inputs[1] < 0) { /* the indices, or the count */

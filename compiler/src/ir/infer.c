@@ -44,6 +44,23 @@ int tether__ir_norm_axis(int64_t axis, int ndim) {
     return (int)axis;
 }
 
+tether__ir_items tether__ir_items_of(const tether_ir_tensor *x, const tether_ir_attrs *a) {
+    tether__ir_items it = {1, 1, 1};
+    int ax = (a->mode & 4) ? tether__ir_norm_axis(a->axis, x->ndim) : -1;
+    for (int d = 0; d < x->ndim; d++) {
+        if (ax < 0) {
+            it.m *= x->shape[d];
+        } else if (d < ax) {
+            it.outer *= x->shape[d];
+        } else if (d == ax) {
+            it.m = x->shape[d];
+        } else {
+            it.inner *= x->shape[d];
+        }
+    }
+    return it;
+}
+
 int tether__ir_main_inputs(const tether_ir_node *n) {
     if (tether__ir_live_wired(n)) {
         return tether__ir_live_data_inputs(n); /* then the live extents (shapes_dynamic_live.c) */
