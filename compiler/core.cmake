@@ -89,6 +89,7 @@ set(TETHER_COMPILER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_vision.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_signal.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_dynamic.c
+    ${CMAKE_CURRENT_LIST_DIR}/src/codegen/emit_opencl_dynamic_live.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/opencl_textures.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/metadata.c
     ${CMAKE_CURRENT_LIST_DIR}/src/codegen/formula.c

@@ -77,10 +77,11 @@ static void check_all(const tether_ir_graph *g, int nsets, const void *const *se
     compile_ocl(g, false, true, tdir, sizeof tdir);
     g_tex_act = false;
     int nin = g->ninputs, nout = g->noutputs;
+    assert_true(nout <= 32);
     for (int s = 0; s < nsets; s++) {
         const void *const *in = sets + s * nin;
-        void *ref[16], *c[16], *o[16], *t[16];
-        size_t bytes[16], tb[16];
+        void *ref[32], *c[32], *o[32], *t[32];
+        size_t bytes[32], tb[32];
         for (int i = 0; i < nout; i++) {
             size_t n = tether_ir_tensor_bytes(&g->tensors[g->outputs[i]]);
             ref[i] = calloc(1, n ? n : 1);
@@ -236,43 +237,136 @@ static void test_nonzero_compress_unique(void **state) {
     tether_ir_close(&g);
 }
 
-/* A reader by live extents (torch.nonzero's NonZero -> Transpose; ir/shapes_dynamic_live.c)
- * has no OpenCL kernel: the compile fails naming the node and the reason, nothing written; the
- * C backend compiles the same graph. */
-static void test_live_reader_refused(void **state) {
+/* The readers by live extents (ir/shapes_dynamic_live.c, emit_opencl_dynamic_live.c) of
+ * NonZero's [2, count] of x [3, 4] and of Compress(x, c) along axis 1 ([3, count]): Transpose
+ * (torch.nonzero), Slice t[:2], t[-2:], t[::-2] and t[1:, 1:2], Gather nz[1], Concat with a
+ * constant row and of two live inputs around it, Flatten, and the transpose of the float
+ * compress; every output and extent byte for byte against C and the interpreter with no, some
+ * and every element selected. */
+static void test_live_readers(void **state) {
     (void)state;
+    static const int64_t d34[2] = {3, 4}, d12[2] = {1, 2}, d1[1] = {1}, d2[1] = {2}, s4 = 4;
+    static const int64_t pad[2] = {7, -7}, two = 2, ax2 = 2, zero = 0, m2 = -2, m1 = -1,
+                         big = INT64_MAX, small = INT64_MIN, one = 1, s11[2] = {1, 1},
+                         e2[2] = {INT64_MAX, 2}, a01[2] = {0, 1};
     mb b;
     mb_init(&b, 13);
-    int64_t sx[2] = {3, 4};
-    mb_input(&b, "x", F, 2, sx);
-    mb_node(&b, "NonZero", "nz", "x", "nzi");
-    mb_node(&b, "Transpose", "tr", "nzi", "t");
-    mb_output(&b, "t", I64);
+    mb_input(&b, "x", F, 2, d34);
+    mb_input(&b, "c", B, 1, &s4);
+    mb_init_tensor(&b, mb_tensor_i64(&b, "s0", 1, d1, &zero));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "e2", 1, d1, &two));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "sm2", 1, d1, &m2));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "sm1", 1, d1, &m1));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "ebig", 1, d1, &big));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "esmall", 1, d1, &small));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "stm2", 1, d1, &m2));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "ax0", 1, d1, &zero));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "ax2", 1, d1, &ax2));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "s11", 1, d2, s11));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "e_2", 1, d2, e2));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "a01", 1, d2, a01));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "i1", 0, NULL, &one));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "pad", 2, d12, pad));
+    mb_node(&b, "NonZero", "nz", "x", "nzo");
+    mb_node(&b, "Transpose", "tr", "nzo", "t");
+    mb_node(&b, "Slice", "head_n", "t,s0,e2,ax0", "head");
+    mb_node(&b, "Slice", "tail_n", "t,sm2,ebig,ax0", "tail");
+    mb_node(&b, "Slice", "rev_n", "t,sm1,esmall,ax0,stm2", "rev");
+    mb_node(&b, "Slice", "mid_n", "t,s11,e_2,a01", "mid");
+    mb_node(&b, "Gather", "cols_n", "nzo,i1", "cols");
+    Onnx__NodeProto *cn = mb_node(&b, "Concat", "cat_n", "t,pad", "cat");
+    mb_attr_i(&b, cn, "axis", 0);
+    cn = mb_node(&b, "Concat", "cat2_n", "t,pad,t", "cat2");
+    mb_attr_i(&b, cn, "axis", 0);
+    mb_node(&b, "Unsqueeze", "unsq", "t,ax2", "t3");
+    Onnx__NodeProto *fl = mb_node(&b, "Flatten", "flat_n", "t3", "flat");
+    mb_attr_i(&b, fl, "axis", 1);
+    Onnx__NodeProto *cp = mb_node(&b, "Compress", "cp", "x,c", "cx");
+    mb_attr_i(&b, cp, "axis", 1);
+    mb_node(&b, "Transpose", "ctr", "cx", "ct");
+    const char *outs[10] = {"t", "head", "tail", "rev", "mid", "cols", "cat", "cat2", "flat", "ct"};
+    for (int i = 0; i < 10; i++) {
+        mb_output(&b, outs[i], i == 9 ? F : I64);
+    }
     tether_ir_graph g;
     load_mb(&b, "live.onnx", &g);
     mb_free(&b);
-    char dir[160];
-    snprintf(dir, sizeof dir, "%s/live_refused", g_tmp);
-    tether_compile_options o;
-    tether_compile_options_init(&o);
-    o.backend = TETHER_BACKEND_OPENCL;
-    tether_compile_result res;
-    tether_ir_graph c;
-    assert_int_equal(tt_graph_copy(&g, &c), 0);
-    assert_int_equal(tether_compile_graph(&c, dir, &o, &res), TETHER_ERR_UNSUPPORTED);
-    tether_ir_close(&c);
-    const char *msg = tether_error_detail();
-    if (!strstr(msg, "node 'tr' (transpose: along a dimension of data-dependent size, by its "
-                     "live extent)")) {
-        fail_msg("unexpected message: %s", msg);
+    assert_int_equal(g.noutputs, 20); /* every output dynamic: its extent */
+    const float x0[12] = {0}, xs[12] = {0, 1.5f, 0, -2, 0, 0, 0, 0, 3, 0, -0.0f, 4},
+                xa[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -12.25f};
+    const uint8_t c0[4] = {0, 0, 0, 0}, cs[4] = {0, 1, 0, 1}, ca[4] = {1, 1, 1, 1};
+    const void *sets[] = {x0, c0, xs, cs, xa, ca};
+    check_all(&g, 3, sets);
+    /* the kernels: one work-item per element of the bound, the extent read on the device */
+    char dir[128], cl[192];
+    compile_ocl(&g, false, true, dir, sizeof dir);
+    snprintf(cl, sizeof cl, "%s/m.cl", dir);
+    FILE *f = fopen(cl, "rb");
+    assert_non_null(f);
+    static char src[1 << 18];
+    size_t n = fread(src, 1, sizeof src - 1, f);
+    fclose(f);
+    src[n] = 0;
+    assert_non_null(strstr(src, "tr: transpose("));
+    assert_non_null(strstr(src, "const long lv0 = (long)(in1[0] < 0 ? 0 : in1[0] > 12L ? 12L"));
+    tether_ir_close(&g);
+}
+
+/* Gather t[0] and t[-1] of torch.nonzero's [count, 2] (static outputs) byte for byte against C
+ * and the interpreter; with no nonzero element index 0 is outside the live extent: the OpenCL run
+ * fails with TETHER_ERR_INVALID_ARG naming the gather, as C's -1, and the next run succeeds. */
+static void test_live_gather_error(void **state) {
+    (void)state;
+    static const int64_t d6 = 6, zero = 0, last = -1;
+    mb b;
+    mb_init(&b, 13);
+    mb_input(&b, "x", I32, 1, &d6);
+    mb_init_tensor(&b, mb_tensor_i64(&b, "i0", 0, NULL, &zero));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "im1", 0, NULL, &last));
+    mb_node(&b, "NonZero", "nz", "x", "nzo");
+    mb_node(&b, "Transpose", "tr", "nzo", "t");
+    mb_node(&b, "Gather", "first_n", "t,i0", "first");
+    mb_node(&b, "Gather", "last_n", "t,im1", "last");
+    mb_output(&b, "first", I64);
+    mb_output(&b, "last", I64);
+    tether_ir_graph g;
+    load_mb(&b, "livegather.onnx", &g);
+    mb_free(&b);
+    assert_int_equal(g.noutputs, 2); /* static outputs */
+    const int32_t xs[6] = {0, 5, 0, 0, -1, 0}, xa[6] = {1, 2, 3, 4, 5, 6}, x0[6] = {0};
+    const void *sets[] = {xs, xa};
+    check_all(&g, 2, sets);
+    char dir[128];
+    compile_ocl(&g, false, true, dir, sizeof dir);
+    const void *in[1] = {x0};
+    int64_t ref[2], cout[2];
+    void *rp[2] = {&ref[0], &ref[1]}, *cp[2] = {&cout[0], &cout[1]};
+    assert_int_equal(tether_interp_run_typed(&g, in, rp), TETHER_ERR_INVALID_ARG);
+    assert_int_not_equal(tt_run_compiled(&g, "dynlive", TETHER_ABI_UNPACKED,
+                                         TETHER_INTERFACE_PACKED, true, (const float *const *)in,
+                                         (float *const *)cp),
+                         0);
+    void *o[2];
+    size_t bytes[2];
+    for (int round = 0; round < 3; round++) {
+        in[0] = round == 1 ? (const void *)x0 : (const void *)xs;
+        int rc = run_rc(dir, in, o, 2, bytes);
+        if (round == 1) {
+            assert_int_equal(rc, TETHER_ERR_INVALID_ARG);
+            if (!strstr(tether_last_error(),
+                        "node 'first_n' (gather): an index outside the live extent")) {
+                fail_msg("unexpected message: %s", tether_last_error());
+            }
+        } else {
+            assert_int_equal(rc, 0);
+            const int64_t first = 1, lastv = 4;
+            assert_memory_equal(o[0], &first, sizeof first);
+            assert_memory_equal(o[1], &lastv, sizeof lastv);
+        }
+        free(o[0]);
+        free(o[1]);
+        assert_int_equal(tether_session_reset(g_s), 0);
     }
-    assert_int_not_equal(access(dir, F_OK), 0);
-    tether_compile_options_init(&o);
-    assert_int_equal(tt_graph_copy(&g, &c), 0);
-    if (tether_compile_graph(&c, dir, &o, &res)) {
-        fail_msg("C backend: %s", tether_last_error());
-    }
-    tether_ir_close(&c);
     tether_ir_close(&g);
 }
 
@@ -547,7 +641,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detection_head),
         cmocka_unit_test(test_nonzero_compress_unique),
-        cmocka_unit_test(test_live_reader_refused),
+        cmocka_unit_test(test_live_readers),
+        cmocka_unit_test(test_live_gather_error),
         cmocka_unit_test(test_types),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_cli),

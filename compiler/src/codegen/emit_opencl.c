@@ -558,6 +558,9 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     if (tether__ocl_dynamic_owns(e->g, n)) {
         total = 1; /* emit_opencl_dynamic.c: one work-item, serial */
     }
+    if (tether__ocl_live_owns(e->g, n)) {
+        total = tether__ocl_live_items(e, n); /* emit_opencl_dynamic_live.c */
+    }
     switch (n->op) {
     case TETHER_OP_CONV2D:
         if (tex || pk) {
@@ -654,9 +657,10 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
         s->gpu = gp.kind == TETHER__OCL_GPU_DW || gp.kind == TETHER__OCL_GPU_QUANT ? 1 : 2;
     } else {
         set_sizes(e, s, total);
-        s->serial = tether__ocl_dynamic_owns(e->g, n)  ? tether__ocl_dynamic_serial(e, n)
-                    : tether__ocl_layers_owns(e->g, n) ? tether__ocl_layers_serial(e, n)
-                                                       : tether__ocl_legacy_serial(e, n);
+        s->serial = tether__ocl_live_owns(e->g, n)      ? tether__ocl_live_serial(e, n)
+                    : tether__ocl_dynamic_owns(e->g, n) ? tether__ocl_dynamic_serial(e, n)
+                    : tether__ocl_layers_owns(e->g, n)  ? tether__ocl_layers_serial(e, n)
+                                                        : tether__ocl_legacy_serial(e, n);
         if (tether__ocl_rnn_op(n->op)) {
             tether__ocl_rnn_launch(e, n, s); /* work-groups with barriers */
         }
@@ -678,6 +682,8 @@ static int emit_node(ocl *e, int idx, int fused, const tether__ocl_gpu *fp) {
     kernel_open(e, &k, comment);
     if (gpu) {
         tether__ocl_gpu_body(e, n, &k, &gp);
+    } else if (tether__ocl_live_owns(e->g, n)) {
+        tether__ocl_live_body(e, n);
     } else if (tether__ocl_dynamic_owns(e->g, n)) {
         tether__ocl_dynamic_body(e, n);
     } else if (tether__ocl_layers_owns(e->g, n)) {

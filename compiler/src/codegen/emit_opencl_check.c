@@ -56,6 +56,9 @@ const char *tether__ocl_check_what(const tether_ir_graph *g, const tether_ir_nod
     if (tether__ir_is_dynamic_op(n->op)) {
         return tether__ocl_dynamic_check(n, 0, NULL);
     }
+    if (n->op == TETHER_OP_GATHER && tether__ir_live_wired(n)) {
+        return "an index outside the live extent"; /* emit_opencl_dynamic_live.c */
+    }
     switch ((int)n->op) {
     case TETHER_OP_GATHER:
     case TETHER_OP_GATHER_ELEMENTS:

@@ -479,6 +479,14 @@ int64_t tether__ocl_dynamic_serial(const ocl *e, const tether_ir_node *n);
 void tether__ocl_dynamic_body(ocl *e, const tether_ir_node *n);
 const char *tether__ocl_dynamic_check(const tether_ir_node *n, int k, int *code);
 void tether__ocl_dynamic_prelude(const tether_ir_graph *g, tether__sbuf *src);
+/* The readers by live extents (emit_opencl_dynamic_live.c: transpose, concat, gather, slice
+ * wired with TETHER__DYN_LIVE, and the extent nodes of slice and concat): whether n gets one of
+ * its kernels, its work-items (one per element of the output's bound; an extent node one), the
+ * longest serial loop, the body. */
+int tether__ocl_live_owns(const tether_ir_graph *g, const tether_ir_node *n);
+int64_t tether__ocl_live_items(const ocl *e, const tether_ir_node *n);
+int64_t tether__ocl_live_serial(const ocl *e, const tether_ir_node *n);
+void tether__ocl_live_body(ocl *e, const tether_ir_node *n);
 /* Check k of the kernel being emitted failed (tether__ocl_fail is check 0). */
 void tether__ocl_fail_entry(ocl *e, int k);
 

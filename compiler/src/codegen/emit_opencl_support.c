@@ -7,7 +7,9 @@
  * (emit_opencl_quant.c and siblings) or a kernel of the data-dependent operators
  * (emit_opencl_dynamic.c: nonzero, compress, unique, nms) owns it, or it is a custom operator;
  * nothing falls back silently. A transpose/concat/gather/slice reading a tensor of data-dependent
- * size by its live extent (ir/shapes_dynamic_live.c) has no kernel here and is refused, named.
+ * size by its live extent (ir/shapes_dynamic_live.c) passes only with its kernel of
+ * emit_opencl_dynamic_live.c (tether__ocl_live_owns), never a static reader's; else it is refused,
+ * named.
  */
 #include <stdio.h>
 #include <string.h>
@@ -96,8 +98,12 @@ int tether__ocl_check_support(const tether_ir_graph *g, const tether_opencl_opti
     int count = 0;
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *n = &g->nodes[i];
-        /* a reader by live extents (ir/shapes_dynamic_live.c): no kernel, never a wrong one */
+        /* a reader by live extents (ir/shapes_dynamic_live.c): its kernel of
+         * emit_opencl_dynamic_live.c, or refused (never the kernel of a static reader) */
         bool live = tether__ir_live_wired(n);
+        if (live && tether__ocl_live_owns(g, n)) {
+            continue;
+        }
         if (!live && (tether__ocl_typed_owns(g, n) || tether__ocl_quant_op(n->op) ||
                       tether__ocl_layers_owns(g, n) || tether__ocl_dynamic_owns(g, n))) {
             continue;
