@@ -14,8 +14,14 @@
  *    TETHER_ERR_INVALID_ARG, and the next run in range succeeds (the flag cleared);
  *  - `tether run MODEL.onnx --backend opencl` writes the same .npy files as the C backend (the
  *    actual shapes, the extent outputs left out);
- *  - a reader by live extents (NonZero -> Transpose) is refused by the OpenCL backend naming the
- *    node, nothing written, and a damaged extent_of in metadata.json is refused at open.
+ *  - the readers by live extents (emit_opencl_dynamic_live.c) of NonZero's [2, count] and of a
+ *    float Compress's [3, count] (Transpose, Slice t[:2], t[-2:], t[::-2], t[1:, 1:2], Gather
+ *    nz[1], Concat with a constant row and of two live inputs, Flatten) with no, some and every
+ *    element selected, and Gather t[0]/t[-1], byte for byte against C and the interpreter; with no
+ *    nonzero element t[0] fails the OpenCL run with TETHER_ERR_INVALID_ARG naming the gather, as
+ *    C and the interpreter fail, and the next run succeeds; a reader still refused (Concat along
+ *    the other axis of NonZero's output) is refused naming the node;
+ *  - a damaged extent_of in metadata.json is refused at open.
  *
  * What must stay true: outputs are compared with memcmp (no tolerance); tetherd is started by the
  * test (local:) and stopped at the end.
@@ -370,6 +376,29 @@ static void test_live_gather_error(void **state) {
     tether_ir_close(&g);
 }
 
+/* Concat along dimension 0 of NonZero's [2, count] (the other axis of a tensor dynamic along
+ * dimension 1): still refused, naming the node, before any backend. */
+static void test_live_still_refused(void **state) {
+    (void)state;
+    static const int64_t d6 = 6;
+    mb b;
+    mb_init(&b, 13);
+    mb_input(&b, "x", F, 1, &d6);
+    mb_node(&b, "NonZero", "nz", "x", "nzo");
+    Onnx__NodeProto *cn = mb_node(&b, "Concat", "cat0", "nzo,nzo", "cat");
+    mb_attr_i(&b, cn, "axis", 0);
+    mb_output(&b, "cat", I64);
+    char path[128];
+    snprintf(path, sizeof path, "%s/refused.onnx", g_tmp);
+    mb_write(&b, path);
+    mb_free(&b);
+    tether_ir_graph g;
+    assert_int_equal(tether_onnx_load(path, NULL, &g), TETHER_ERR_UNSUPPORTED);
+    if (!strstr(tether_error_detail(), "node 'cat0' (concat)")) {
+        fail_msg("unexpected message: %s", tether_error_detail());
+    }
+}
+
 /* x float32 [6] -> nonzero capped at 2; c bool [5] -> compress of x along axis 0 */
 static void test_errors(void **state) {
     (void)state;
@@ -643,6 +672,7 @@ int main(void) {
         cmocka_unit_test(test_nonzero_compress_unique),
         cmocka_unit_test(test_live_readers),
         cmocka_unit_test(test_live_gather_error),
+        cmocka_unit_test(test_live_still_refused),
         cmocka_unit_test(test_types),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_cli),

@@ -13,7 +13,8 @@
  * emit_opencl_dynamic.c) check what their C kernels return -4 for (TETHER_ERR_LIMIT: a count
  * above the bound) and -1 for (a Compress condition selecting past the axis' extent, a unique
  * item's index past it): such a node has one entry per check, consecutive, its first one `err_cur`
- * while its kernel is emitted (tether__ocl_fail_entry(e, k) reports the k-th).
+ * while its kernel is emitted (tether__ocl_fail_entry(e, k) reports the k-th). A gather by the
+ * live extent (emit_opencl_dynamic_live.c) reports an index outside the live extent, C's -1.
  *
  * What must stay true: tether__ocl_check_entry names exactly the operators (and inputs) whose C
  * kernel returns an error at run time, each with the C kernel's code, so the two backends fail on

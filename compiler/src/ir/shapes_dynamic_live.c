@@ -22,7 +22,8 @@
  *
  * What must stay true: an output row past the live extent is never computed from the padding of
  * an input (the kernels read live rows only); the output's bound holds every live extent; the
- * OpenCL backend refuses these nodes naming them (it has no kernel for them).
+ * OpenCL backend runs them with its kernels of codegen/emit_opencl_dynamic_live.c (same bytes as
+ * the C kernels) and refuses, naming it, any such node those do not take.
  */
 #include <stdio.h>
 #include <string.h>
