@@ -625,6 +625,10 @@ int tether__ir_live_shape(const tether_ir_graph *g, tether_ir_node *n, int64_t *
                           int *rc);
 /* Whether q's attributes are those of the extent node of a root with attributes a (a's mode |
  * TETHER__DYN_COUNT, everything else equal). */
+/* How many leading inputs an extent node repeats of its root's (what identifies it): unique's
+ * and nms' one; else the data inputs, without the live extents a live reader is wired (two
+ * extents of one tensor are the same value, computed by equal nodes). */
+int tether__ir_extent_key_inputs(const tether_ir_node *n);
 bool tether__ir_extent_attrs_equal(const tether_ir_attrs *a, const tether_ir_attrs *q);
 /* After wiring: a live reader carries its extents (else an error naming the node). */
 int tether__ir_live_check(const tether_ir_graph *g, const tether_ir_node *n);

@@ -6,7 +6,8 @@
  * that is not supported yet (Gather along NonZero's count by run-time indices) is refused naming
  * the node; the readers of NonZero's [rank, count] by its live count (Transpose, Slice, Gather,
  * Concat, Flatten: test_onnx_nonzero_readers), by value;
- * a run-time Slice on two axes with a step (test_onnx_slice_runtime).
+ * a run-time Slice on two axes with a step (test_onnx_slice_runtime); readers by the live extent
+ * reading each other (test_onnx_live_chain).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -233,4 +234,59 @@ void test_onnx_slice_runtime(void **state) {
         }
         tether_ir_close(&g);
     }
+}
+
+/* Readers by the live extent reading each other: tail = t[-2:] of torch.nonzero's [count, 2],
+ * cat = Concat(tail, pad, t) along the count, and head = cat[:3]: each output's extent is its
+ * own node's, by value for 3, 1 and 0 nonzero elements. */
+void test_onnx_live_chain(void **state) {
+    (void)state;
+    mb b;
+    mb_init(&b, 13);
+    int64_t d23[2] = {2, 3}, one = 1, d12[2] = {1, 2};
+    const int64_t m2 = -2, big = INT64_MAX, zero = 0, three = 3, pad[2] = {7, -7};
+    mb_input(&b, "x", F, 2, d23);
+    mb_init_tensor(&b, mb_tensor_i64(&b, "sm2", 1, &one, &m2));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "ebig", 1, &one, &big));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "s0", 1, &one, &zero));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "e3", 1, &one, &three));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "ax0", 1, &one, &zero));
+    mb_init_tensor(&b, mb_tensor_i64(&b, "pad", 2, d12, pad));
+    mb_node(&b, "NonZero", "nz", "x", "nzo");
+    mb_node(&b, "Transpose", "tr", "nzo", "t");
+    mb_node(&b, "Slice", "tail_n", "t,sm2,ebig,ax0", "tail");
+    Onnx__NodeProto *cn = mb_node(&b, "Concat", "cat_n", "tail,pad,t", "cat");
+    mb_attr_i(&b, cn, "axis", 0);
+    mb_node(&b, "Slice", "head_n", "cat,s0,e3,ax0", "head");
+    mb_output(&b, "cat", ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
+    mb_output(&b, "head", ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
+    tether_ir_graph g;
+    if (load(&b, NULL, &g)) {
+        fail_msg("%s", tether_error_detail());
+    }
+    mb_free(&b);
+    assert_int_equal(g.noutputs, 4);                       /* cat, head, their extents */
+    assert_int_equal(g.tensors[g.outputs[0]].shape[0], 9); /* tail's bound 2 + 1 + t's 6 */
+    assert_int_equal(g.tensors[g.outputs[1]].shape[0], 3);
+    const float xs[3][6] = {{0, 1, 0, 2, 0, 3}, {0, 0, 0, 0, 5, 0}, {0, 0, 0, 0, 0, 0}};
+    const int64_t want_cat[3][12] = {
+        {1, 0, 1, 2, 7, -7, 0, 1, 1, 0, 1, 2}, {1, 1, 7, -7, 1, 1}, {7, -7}};
+    const int64_t want_ext[3][2] = {{6, 3}, {3, 3}, {1, 1}};
+    for (int k = 0; k < 3; k++) {
+        int64_t cat[18], head[6], ext[2] = {-1, -1};
+        memset(cat, 0xff, sizeof cat);
+        memset(head, 0xff, sizeof head);
+        void *out[4] = {cat, head, &ext[0], &ext[1]};
+        const void *in[1] = {xs[k]};
+        if (tether_interp_run_typed(&g, in, out)) {
+            fail_msg("%s", tether_last_error());
+        }
+        assert_memory_equal(ext, want_ext[k], sizeof ext);
+        int64_t wc[18] = {0}, wh[6] = {0};
+        memcpy(wc, want_cat[k], sizeof(int64_t) * (size_t)(2 * want_ext[k][0]));
+        memcpy(wh, want_cat[k], sizeof(int64_t) * (size_t)(2 * want_ext[k][1]));
+        assert_memory_equal(cat, wc, sizeof wc);
+        assert_memory_equal(head, wh, sizeof wh);
+    }
+    tether_ir_close(&g);
 }

@@ -944,6 +944,7 @@ int main(void) {
         cmocka_unit_test(test_onnx_detection_head),
         cmocka_unit_test(test_onnx_nonzero_readers),
         cmocka_unit_test(test_onnx_slice_runtime),
+        cmocka_unit_test(test_onnx_live_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

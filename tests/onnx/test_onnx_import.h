@@ -40,5 +40,6 @@ void test_onnx_detection_head(void **state);
 void test_onnx_nonzero_readers(void **state);
 /* test_onnx_dynamic.c: a run-time Slice on two axes with a step, by value. */
 void test_onnx_slice_runtime(void **state);
+void test_onnx_live_chain(void **state);
 
 #endif

@@ -246,9 +246,9 @@ static void test_nonzero_compress_unique(void **state) {
 /* The readers by live extents (ir/shapes_dynamic_live.c, emit_opencl_dynamic_live.c) of
  * NonZero's [2, count] of x [3, 4] and of Compress(x, c) along axis 1 ([3, count]): Transpose
  * (torch.nonzero), Slice t[:2], t[-2:], t[::-2] and t[1:, 1:2], Gather nz[1], Concat with a
- * constant row and of two live inputs around it, Flatten, and the transpose of the float
- * compress; every output and extent byte for byte against C and the interpreter with no, some
- * and every element selected. */
+ * constant row and of the slice t[-2:] and t around it (a reader of a reader), Flatten, and the
+ * transpose of the float compress; every output and extent byte for byte against C and the
+ * interpreter with no, some and every element selected. */
 static void test_live_readers(void **state) {
     (void)state;
     static const int64_t d34[2] = {3, 4}, d12[2] = {1, 2}, d1[1] = {1}, d2[1] = {2}, s4 = 4;
@@ -282,7 +282,7 @@ static void test_live_readers(void **state) {
     mb_node(&b, "Gather", "cols_n", "nzo,i1", "cols");
     Onnx__NodeProto *cn = mb_node(&b, "Concat", "cat_n", "t,pad", "cat");
     mb_attr_i(&b, cn, "axis", 0);
-    cn = mb_node(&b, "Concat", "cat2_n", "t,pad,t", "cat2");
+    cn = mb_node(&b, "Concat", "cat2_n", "tail,pad,t", "cat2");
     mb_attr_i(&b, cn, "axis", 0);
     mb_node(&b, "Unsqueeze", "unsq", "t,ax2", "t3");
     Onnx__NodeProto *fl = mb_node(&b, "Flatten", "flat_n", "t3", "flat");

@@ -509,8 +509,8 @@ int tether__ir_check_dynamic(const tether_ir_graph *g) {
                                     t->name);
         }
         const tether_ir_node *p = &g->nodes[pi], *q = &g->nodes[e->producer];
-        int nin = p->op == TETHER_OP_UNIQUE || p->op == TETHER_OP_NMS ? 1 : p->ninputs;
-        bool same = q->op == p->op && q->ninputs == nin &&
+        int nin = tether__ir_extent_key_inputs(p);
+        bool same = q->op == p->op && tether__ir_extent_key_inputs(q) == nin &&
                     (p->op != TETHER_OP_NMS || q->inputs[0] == root) &&
                     tether__ir_extent_attrs_equal(&p->attrs, &q->attrs);
         for (int i = 0; same && i < nin && p->op != TETHER_OP_NMS; i++) {

@@ -233,9 +233,20 @@ int tether__ir_live_check(const tether_ir_graph *g, const tether_ir_node *n) {
     return TETHER_OK;
 }
 
+int tether__ir_extent_key_inputs(const tether_ir_node *n) {
+    if (n->op == TETHER_OP_UNIQUE || n->op == TETHER_OP_NMS) {
+        return 1;
+    }
+    return tether__ir_live_wired(n) ? (int)n->attrs.k : n->ninputs;
+}
+
 bool tether__ir_extent_attrs_equal(const tether_ir_attrs *a, const tether_ir_attrs *q) {
-    if (q->mode != (a->mode | TETHER__DYN_COUNT) || q->axis != a->axis || q->k != a->k ||
-        q->nints != a->nints ||
+    /* the live wiring (its mode bit, k = the data inputs) may be done on one and not yet on the
+     * other: a root and its extent node are wired in node order */
+    const int64_t live = TETHER__DYN_LIVE;
+    const bool wired = ((a->mode | q->mode) & live) != 0;
+    if ((q->mode & ~live) != ((a->mode | TETHER__DYN_COUNT) & ~live) || q->axis != a->axis ||
+        (!wired && q->k != a->k) || q->nints != a->nints ||
         memcmp(q->ints, a->ints, sizeof(int64_t) * (size_t)(a->nints > 0 ? a->nints : 0)) ||
         memcmp(q->steps, a->steps, sizeof a->steps)) {
         return false;

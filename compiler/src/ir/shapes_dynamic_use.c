@@ -106,6 +106,7 @@ bool tether__ir_dyn_counted(const tether_ir_graph *g, const tether_ir_node *n) {
 static int extent_of_root(tether_ir_graph *g, int r, int *out) {
     tether_ir_node root = g->nodes[r];
     int nin = root.op == TETHER_OP_UNIQUE || root.op == TETHER_OP_NMS ? 1 : root.ninputs;
+    int nkey = tether__ir_extent_key_inputs(&root);
     int in[TETHER_IR_MAX_INPUTS];
     memcpy(in, root.inputs, sizeof(int) * (size_t)root.ninputs);
     if (root.op == TETHER_OP_NMS) {
@@ -113,9 +114,10 @@ static int extent_of_root(tether_ir_graph *g, int r, int *out) {
     }
     for (int i = 0; i < g->nnodes; i++) {
         const tether_ir_node *q = &g->nodes[i];
-        bool same = q->op == root.op && q->ninputs == nin &&
+        bool same = q->op == root.op && (q->attrs.mode & TETHER__DYN_COUNT) &&
+                    tether__ir_extent_key_inputs(q) == nkey &&
                     tether__ir_extent_attrs_equal(&root.attrs, &q->attrs);
-        for (int j = 0; same && j < nin; j++) {
+        for (int j = 0; same && j < nkey; j++) {
             same = q->inputs[j] == in[j];
         }
         if (same) {
