@@ -45,6 +45,31 @@ void rm_tree(const char *dir) {
     }
 }
 
+int ocl_test_main(const char *tmpl, const struct CMUnitTest *tests, size_t n) {
+    snprintf(g_tmp, sizeof g_tmp, "%s", tmpl);
+    if (!mkdtemp(g_tmp)) {
+        return 1;
+    }
+    if (open_local(&g_s)) {
+        fprintf(stderr, "cannot start tetherd: %s\n", tether_last_error());
+        rm_tree(g_tmp);
+        return 1;
+    }
+    int rc = 77;
+    if (!tether_session_info(g_s)->opencl) {
+        printf("skipped: tetherd reports no OpenCL device (no OpenCL platform with image support "
+               "on this machine)\n");
+    } else {
+        if (getenv("TT_OCL_FILTER")) {
+            cmocka_set_test_filter(getenv("TT_OCL_FILTER")); /* one test by name while debugging */
+        }
+        rc = _cmocka_run_group_tests("tests", tests, n, NULL, NULL);
+    }
+    tether_session_close(g_s);
+    rm_tree(g_tmp);
+    return rc;
+}
+
 /* Compiles g (a copy; g stays as it is) with the OpenCL backend into a fresh directory. */
 void compile_ocl(const tether_ir_graph *g, bool texture, bool passes, char *dir, size_t n) {
     snprintf(dir, n, "%s/a%d", g_tmp, g_seq++);

@@ -6,7 +6,8 @@
  * test_opencl_codegen_cli.c (KWS through the `tether` CLI, tune, usage errors),
  * test_opencl_wall.c (the wall clock and launch overhead in run/bench/ab), test_opencl_fuse.c (the
  * kernels launched for fused patterns: conv + add + relu); the helpers are in
- * codegen_common.c. TT_OCL_FILTER=NAME runs the tests matching NAME only (while debugging).
+ * codegen_common.c (test_opencl_dynamic, _errors and _quant use its ocl_test_main too).
+ * TT_OCL_FILTER=NAME runs the tests matching NAME only (while debugging).
  *
  * main opens g_s on a local tetherd and makes g_tmp before the tests and closes and removes them
  * after; a test that changes g_run, g_tex_act, g_img_max, g_legacy, g_conv_gemm or g_sched sets
@@ -43,6 +44,10 @@ extern bool g_fp16; /* compile_ocl: --precision fp16; check_graph then compares 
 
 /* A session on a tetherd started over stdio (local:), quiet. */
 int open_local(tether_session **s);
+/* The main of an OpenCL test file: g_tmp from tmpl (mkdtemp), g_s on a local tetherd, the n
+ * tests (TT_OCL_FILTER=NAME: those matching NAME), then g_s closed and g_tmp removed; 77 (ctest's
+ * skip) when tetherd reports no OpenCL device, 1 when either cannot be made. */
+int ocl_test_main(const char *tmpl, const struct CMUnitTest *tests, size_t n);
 /* rm -rf dir (says so when it cannot). */
 void rm_tree(const char *dir);
 /* Compiles g (a copy; g stays as it is) with the OpenCL backend into a fresh directory. */

@@ -306,22 +306,6 @@ void test_image_over_limit(void **state) {
 }
 
 int main(void) {
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/toclcgXXXXXX");
-    if (!mkdtemp(g_tmp)) {
-        return 1;
-    }
-    if (open_local(&g_s)) {
-        fprintf(stderr, "cannot start tetherd: %s\n", tether_last_error());
-        rm_tree(g_tmp);
-        return 1;
-    }
-    if (!tether_session_info(g_s)->opencl) {
-        printf("skipped: tetherd reports no OpenCL device (no OpenCL platform with image support "
-               "on this machine)\n");
-        tether_session_close(g_s);
-        rm_tree(g_tmp);
-        return 77;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_operator),
         cmocka_unit_test(test_conv_weights_buffer_and_texture),
@@ -344,11 +328,5 @@ int main(void) {
         cmocka_unit_test(test_wall_clock),
         cmocka_unit_test(test_fuse_conv_add_relu),
     };
-    if (getenv("TT_OCL_FILTER")) {
-        cmocka_set_test_filter(getenv("TT_OCL_FILTER")); /* one test by name while debugging */
-    }
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    tether_session_close(g_s);
-    rm_tree(g_tmp);
-    return rc;
+    return ocl_test_main("/tmp/toclcgXXXXXX", tests, sizeof tests / sizeof tests[0]);
 }

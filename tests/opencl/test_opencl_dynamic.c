@@ -652,21 +652,6 @@ static void test_cli(void **state) {
 }
 
 int main(void) {
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/tocldXXXXXX");
-    if (!mkdtemp(g_tmp)) {
-        return 1;
-    }
-    if (open_local(&g_s)) {
-        fprintf(stderr, "cannot start tetherd: %s\n", tether_last_error());
-        rm_tree(g_tmp);
-        return 1;
-    }
-    if (!tether_session_info(g_s)->opencl) {
-        printf("skipped: tetherd reports no OpenCL device\n");
-        tether_session_close(g_s);
-        rm_tree(g_tmp);
-        return 77;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detection_head),
         cmocka_unit_test(test_nonzero_compress_unique),
@@ -677,8 +662,5 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_cli),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    tether_session_close(g_s);
-    rm_tree(g_tmp);
-    return rc;
+    return ocl_test_main("/tmp/tocldXXXXXX", tests, sizeof tests / sizeof tests[0]);
 }

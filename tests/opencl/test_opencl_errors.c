@@ -430,28 +430,10 @@ static void test_damaged_errors(void **state) {
 }
 
 int main(void) {
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/toclerrXXXXXX");
-    if (!mkdtemp(g_tmp)) {
-        return 1;
-    }
-    if (open_local(&g_s)) {
-        fprintf(stderr, "cannot start tetherd: %s\n", tether_last_error());
-        rm_tree(g_tmp);
-        return 1;
-    }
-    if (!tether_session_info(g_s)->opencl) {
-        printf("skipped: tetherd reports no OpenCL device\n");
-        tether_session_close(g_s);
-        rm_tree(g_tmp);
-        return 77;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_indices),
         cmocka_unit_test(test_no_status_without_checks),
         cmocka_unit_test(test_damaged_errors),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    tether_session_close(g_s);
-    rm_tree(g_tmp);
-    return rc;
+    return ocl_test_main("/tmp/toclerrXXXXXX", tests, sizeof tests / sizeof tests[0]);
 }

@@ -656,29 +656,11 @@ static void test_refusals(void **state) {
 }
 
 int main(void) {
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/toclqXXXXXX");
-    if (!mkdtemp(g_tmp)) {
-        return 1;
-    }
-    if (open_local(&g_s)) {
-        fprintf(stderr, "cannot start tetherd: %s\n", tether_last_error());
-        rm_tree(g_tmp);
-        return 1;
-    }
-    if (!tether_session_info(g_s)->opencl) {
-        printf("skipped: tetherd reports no OpenCL device\n");
-        tether_session_close(g_s);
-        rm_tree(g_tmp);
-        return 77;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dscnn_int8),        cmocka_unit_test(test_dscnn_uint8_quantized),
         cmocka_unit_test(test_qoperator_uint8),   cmocka_unit_test(test_qoperator_ms_elementwise),
         cmocka_unit_test(test_quantize_rounding), cmocka_unit_test(test_qelt_block),
         cmocka_unit_test(test_refusals),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    tether_session_close(g_s);
-    rm_tree(g_tmp);
-    return rc;
+    return ocl_test_main("/tmp/toclqXXXXXX", tests, sizeof tests / sizeof tests[0]);
 }
